@@ -1,0 +1,73 @@
+import type { Db } from '../sqlite/connection.ts';
+import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, type CaptureMode } from './schema.ts';
+
+/** The source-side capture state, as stored. */
+export interface CaptureState {
+  readonly format: number;
+  readonly sourceId: string;
+  readonly generation: number;
+  readonly retention: number;
+  readonly prunedThrough: number;
+  readonly journalWidth: number;
+  readonly createdMs: number;
+  readonly updatedMs: number;
+  readonly lastReason: string | null;
+}
+
+export interface CapturedTable {
+  readonly tid: number;
+  readonly name: string;
+  readonly mode: CaptureMode;
+  readonly columns: readonly string[];
+  readonly keyColumns: readonly string[];
+  readonly fingerprint: string;
+  readonly lastSeq: number;
+  readonly armedGeneration: number;
+  readonly armedSeq: number;
+  readonly triggers: { readonly insert: string; readonly update: string; readonly delete: string };
+}
+
+export function hasCapture(db: Db): boolean {
+  return db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?").get(STATE_TABLE) !== undefined;
+}
+
+export function readState(db: Db): CaptureState | undefined {
+  if (!hasCapture(db)) return undefined;
+  const r = db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
+  if (r === undefined) return undefined;
+  return {
+    format: Number(r.format),
+    sourceId: String(r.source_id),
+    generation: Number(r.generation),
+    retention: Number(r.retention),
+    prunedThrough: Number(r.pruned_through),
+    journalWidth: Number(r.journal_width),
+    createdMs: Number(r.created_ms),
+    updatedMs: Number(r.updated_ms),
+    lastReason: r.last_reason === null ? null : String(r.last_reason),
+  };
+}
+
+export function readTables(db: Db): CapturedTable[] {
+  if (!hasCapture(db)) return [];
+  const rows = db.prepare(`SELECT * FROM main.${TABLES_TABLE} ORDER BY tid`).all() as Record<string, unknown>[];
+  return rows.map((r) => ({
+    tid: Number(r.tid),
+    name: String(r.name),
+    mode: String(r.mode) as CaptureMode,
+    columns: JSON.parse(String(r.columns)) as string[],
+    keyColumns: JSON.parse(String(r.key_columns)) as string[],
+    fingerprint: String(r.fingerprint),
+    lastSeq: Number(r.last_seq),
+    armedGeneration: Number(r.armed_generation),
+    armedSeq: Number(r.armed_seq),
+    triggers: { insert: String(r.insert_trigger), update: String(r.update_trigger), delete: String(r.delete_trigger) },
+  }));
+}
+
+/** The highest seq ever assigned (0 when nothing was journaled yet). */
+export function highWaterMark(db: Db): number {
+  const r = db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`).get() as { m: bigint | null };
+  const s = readState(db);
+  return Math.max(r.m === null ? 0 : Number(r.m), s?.prunedThrough ?? 0);
+}

@@ -1,0 +1,199 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { schemaFingerprint, type TableInfo } from '../sqlite/introspect.ts';
+import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
+import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
+import { buildTriggers, journalWidthFor } from './triggers.ts';
+import {
+  CAPTURE_MODES,
+  DEFAULT_RETENTION,
+  FORMAT_VERSION,
+  JOURNAL_TABLE,
+  MIN_RETENTION,
+  STATE_TABLE,
+  TABLES_TABLE,
+  journalColumn,
+  metadataDdl,
+  triggerNames,
+  type CaptureMode,
+} from './schema.ts';
+import { forgetArming, verifyCapture } from './verify.ts';
+import { pruneJournal } from './prune.ts';
+
+export interface EnableOptions {
+  /** Capture mode for the named tables. Default `images`. */
+  readonly mode?: CaptureMode;
+  /** Retained seq span (default 1,000,000, minimum 1,024). Changing it prunes at once. */
+  readonly retention?: number;
+}
+
+export interface EnableResult {
+  readonly sourceId: string;
+  readonly generation: number;
+  /** True when capture was created from nothing (new sourceId). */
+  readonly created: boolean;
+  /** Tables newly captured by this call. */
+  readonly added: readonly string[];
+  /** Tables whose triggers were re-installed (missing, altered, or mode changed). */
+  readonly rearmed: readonly string[];
+}
+
+export function validateRetention(retention: number | undefined): void {
+  if (retention === undefined) return;
+  if (!Number.isSafeInteger(retention) || retention < MIN_RETENTION) {
+    throw new InvalidInputError('BAD_RETENTION', `Retention ${retention} is not allowed: it must be a whole number of seqs >= ${MIN_RETENTION}. Example: --retention 1000000.`);
+  }
+}
+
+/**
+ * Enables capture on `tables`, or re-arms what is missing or altered. Idempotent:
+ * a call with nothing to do changes nothing. All in one BEGIN IMMEDIATE
+ * transaction, after every gate has passed.
+ *
+ * @example
+ * const db = openDatabase('app.db');
+ * enable(db, ['issues', 'comments'], { mode: 'images' });
+ */
+export function enable(db: Db, tables: readonly string[], options: EnableOptions = {}): EnableResult {
+  const mode = options.mode ?? 'images';
+  if (!CAPTURE_MODES.includes(mode)) {
+    throw new InvalidInputError('BAD_MODE', `Capture mode ${String(mode)} is unknown. Use one of: ${CAPTURE_MODES.join(', ')}.`);
+  }
+  validateRetention(options.retention);
+  const result = withWriteTransaction(db, () => {
+    checkNamespace(db);
+    const infos = new Map<string, TableInfo>();
+    for (const name of tables) {
+      const info = checkTable(db, name);
+      infos.set(info.name, info);
+    }
+    const existing = readState(db);
+    const created = existing === undefined || existing.format !== FORMAT_VERSION;
+    checkForeignKeys(db, [...infos.keys()]);
+
+    if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
+    else if (options.retention !== undefined && options.retention !== existing.retention) {
+      db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());
+      pruneJournal(db);
+    }
+
+    const added: string[] = [];
+    const rearmed: string[] = [];
+    const current = new Map(readTables(db).map((t) => [t.name, t]));
+    // Re-arm every captured table that lost or changed its triggers (and whose table is still capturable).
+    const verification = verifyCapture(db);
+    for (const a of verification.tables) {
+      if (a.armed || infos.has(a.table.name)) continue;
+      let info: TableInfo;
+      try {
+        info = checkTable(db, a.table.name);
+        checkForeignKeys(db, [info.name]);
+      } catch {
+        continue; // dropped, or no longer capturable: it stays unarmed and readers rebuild
+      }
+      arm(db, a.table.tid, info, a.table.mode, a.table);
+      rearmed.push(info.name);
+    }
+    for (const [name, info] of infos) {
+      const prior = current.get(name);
+      if (prior === undefined) {
+        const tid = arm(db, undefined, info, mode, undefined);
+        void tid;
+        added.push(name);
+        continue;
+      }
+      const arming = verification.tables.find((t) => t.table.tid === prior.tid);
+      if (prior.mode !== mode || arming?.armed !== true) {
+        arm(db, prior.tid, info, mode, prior);
+        rearmed.push(name);
+      }
+    }
+    if (rearmed.length > 0 && !created) {
+      db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(Date.now(), `re-armed ${rearmed.join(', ')}`);
+      const gen = (readState(db) as { generation: number }).generation;
+      db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(gen, JSON.stringify(rearmed));
+    }
+    const state = readState(db);
+    if (state === undefined) throw new Error('unreachable: capture state missing after enable');
+    return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed };
+  });
+  forgetArming(db);
+  return result;
+}
+
+function createFromNothing(db: Db, retention: number): void {
+  // A surviving partial capture (our objects without a valid state row) is replaced.
+  dropOwnObjects(db);
+  for (const sql of metadataDdl(0)) db.exec(sql);
+  const now = Date.now();
+  db.prepare(`INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, ?, 0, 0, ?, ?)`).run(
+    FORMAT_VERSION,
+    randomUUID(),
+    retention,
+    now,
+    now,
+  );
+}
+
+/** Drops every object sluice made in main (triggers first). */
+export function dropOwnObjects(db: Db): string[] {
+  const objects = sluiceObjects(db).filter((o) => o.ours);
+  const ordered = [...objects.filter((o) => o.type === 'trigger'), ...objects.filter((o) => o.type === 'table')];
+  for (const o of ordered) db.exec(`DROP ${o.type === 'trigger' ? 'TRIGGER' : 'TABLE'} IF EXISTS main.${quoteIdent(o.name)}`);
+  forgetArming(db);
+  return ordered.map((o) => o.name);
+}
+
+function ensureJournalWidth(db: Db, width: number): void {
+  const state = readState(db);
+  if (state === undefined || state.journalWidth >= width) return;
+  // ADD COLUMN rewrites nothing; old rows read the new columns as NULL.
+  for (let i = state.journalWidth; i < width; i++) db.exec(`ALTER TABLE ${JOURNAL_TABLE} ADD COLUMN ${journalColumn(i)}`);
+  db.prepare(`UPDATE ${STATE_TABLE} SET journal_width = ? WHERE id = 1`).run(width);
+}
+
+/** Installs (or re-installs) the three triggers of one table and records exactly what was installed. */
+function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode, prior: CapturedTable | undefined): number {
+  ensureJournalWidth(db, journalWidthFor(info, mode));
+  const state = readState(db);
+  if (state === undefined) throw new Error('unreachable: capture state missing');
+  let id = tid;
+  if (id === undefined) {
+    const r = db.prepare(`SELECT coalesce(max(tid), 0) + 1 AS t FROM ${TABLES_TABLE}`).get() as { t: bigint };
+    id = Number(r.t);
+  }
+  const names = triggerNames(id);
+  for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
+  const sql = buildTriggers(id, info, mode);
+  db.exec(sql.insert);
+  db.exec(sql.update);
+  db.exec(sql.delete);
+  const stored = (name: string) => (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
+  const columns = info.columns.map((c) => c.name);
+  db.prepare(
+    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, last_seq, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tid) DO UPDATE SET name = excluded.name, mode = excluded.mode, columns = excluded.columns, key_columns = excluded.key_columns,
+       fingerprint = excluded.fingerprint, armed_generation = excluded.armed_generation, armed_seq = excluded.armed_seq,
+       insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger`,
+  ).run(
+    id,
+    info.name,
+    mode,
+    JSON.stringify(columns),
+    JSON.stringify(info.keyColumns),
+    schemaFingerprint(info),
+    prior?.lastSeq ?? 0,
+    state.generation,
+    highWaterMark(db),
+    stored(names.insert),
+    stored(names.update),
+    stored(names.delete),
+  );
+  return id;
+}
+
+export { hasCapture };

@@ -1,0 +1,102 @@
+import type { Db } from '../sqlite/connection.ts';
+import { CaptureRefusedError } from '../errors.ts';
+import { describeTable, findObjects, type TableInfo } from '../sqlite/introspect.ts';
+import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
+import { JOURNAL_TABLE, OWN_TABLES, PREFIX, isOwnTriggerName } from './schema.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+
+/*
+ * Validation gates. Each runs before anything is written and refuses with an
+ * error that names the table, the rule and the fix.
+ */
+
+export function fkViolationError(v: FkViolation): CaptureRefusedError {
+  if (v.code === 'FK_UPDATE_CYCLE') {
+    return new CaptureRefusedError(
+      v.code,
+      v.table,
+      `Table ${v.table}: its ON UPDATE CASCADE/SET NULL/SET DEFAULT foreign keys form a cycle back to it (${v.path.join(' -> ')}); a nested action could change the row before its change is recorded, so events could not be replayed in order. Fix: make one of these actions NO ACTION or RESTRICT, or do not capture ${v.table}.`,
+    );
+  }
+  return new CaptureRefusedError(
+    v.code,
+    v.table,
+    `Table ${v.table}: deleting a row can come back as an update of its primary key (${v.path.join(' -> ')}); the delete is recorded after the nested update, so a key could be reused downstream. Fix: change the ON DELETE/ON UPDATE action on that path to NO ACTION, RESTRICT or CASCADE-delete, or do not capture ${v.table}.`,
+  );
+}
+
+/** Checks one table requested for capture and returns its description. */
+export function checkTable(db: Db, name: string): TableInfo {
+  if (name.toLowerCase().startsWith(PREFIX) || name.toLowerCase().startsWith('sqlite_')) {
+    throw new CaptureRefusedError('RESERVED_NAME', name, `Table ${name}: names starting with ${PREFIX} or sqlite_ are reserved and cannot be captured. Pick one of your own tables.`);
+  }
+  const objects = findObjects(db, name);
+  const main = objects.find((o) => o.schema === 'main');
+  const temp = objects.filter((o) => o.schema === 'temp');
+  if (main === undefined) {
+    if (temp.length > 0) {
+      throw new CaptureRefusedError('TEMP_TABLE_REFUSED', name, `Table ${name} exists only in TEMP; TEMP objects vanish with their connection and other writers never see them. Capture a table in the main database.`);
+    }
+    throw new CaptureRefusedError('TABLE_NOT_FOUND', name, `Table ${name} does not exist in the main database. Check the name (sluice status lists captured tables).`);
+  }
+  if (temp.length > 0) {
+    throw new CaptureRefusedError('TEMP_SHADOW', name, `Table ${name}: a TEMP ${temp[0]?.type} of the same name shadows it on this connection, so unqualified SQL would hit the wrong object. Drop the TEMP object (DROP ${temp[0]?.type?.toUpperCase() ?? 'TABLE'} temp.${quoteIdent(name)}) and retry.`);
+  }
+  if (main.type === 'view') {
+    throw new CaptureRefusedError('VIEW_REFUSED', name, `${name} is a view; only ordinary tables can be captured. Capture the tables the view reads.`);
+  }
+  if (main.type !== 'table') {
+    throw new CaptureRefusedError('VIRTUAL_TABLE_REFUSED', name, `${name} is a virtual table; triggers cannot be attached to it. Capture the ordinary tables that feed it.`);
+  }
+  const info = describeTable(db, name);
+  if (info === undefined) throw new CaptureRefusedError('TABLE_NOT_FOUND', name, `Table ${name} does not exist in the main database.`);
+  if (info.keyColumns.length === 0) {
+    throw new CaptureRefusedError('NO_PRIMARY_KEY', info.name, `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`);
+  }
+  const nullable = info.columns.filter((c) => c.pkIndex > 0 && !c.notNull);
+  if (!info.withoutRowid && !info.rowidAlias && nullable.length > 0) {
+    const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');
+    const bad = db.prepare(`SELECT count(*) AS n FROM main.${quoteIdent(info.name)} WHERE ${where}`).get() as { n: bigint };
+    if (bad.n > 0n) {
+      throw new CaptureRefusedError('NULL_KEY_ROWS', info.name, `Table ${info.name}: ${bad.n} row(s) have a NULL primary key (${nullable.map((c) => c.name).join(', ')}), so they have no identity. Fix: delete or re-key those rows, then enable again. (New NULL-key writes will fail loudly once captured.)`);
+    }
+  }
+  return info;
+}
+
+/**
+ * Namespace gate: every `_sluice_` object in main must be one sluice made,
+ * and no TEMP object may shadow one of them.
+ */
+export function checkNamespace(db: Db): void {
+  for (const r of sluiceObjects(db)) {
+    if (!r.ours) {
+      throw new CaptureRefusedError('NAMESPACE_COLLISION', r.name, `The ${r.type} ${r.name} uses sluice's reserved prefix _sluice_ but was not made by sluice. Rename it (sluice creates only _sluice_ objects and refuses to share the namespace).`);
+    }
+  }
+  const temp = db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string }[];
+  const first = temp[0];
+  if (first !== undefined) {
+    throw new CaptureRefusedError('TEMP_SHADOW', first.name, `A TEMP ${first.type} named ${first.name} shadows sluice's metadata on this connection. Drop it (DROP ${first.type.toUpperCase()} temp.${quoteIdent(first.name)}) and retry.`);
+  }
+}
+
+/**
+ * Every `_sluice_` object in main, and whether sluice made it: our table
+ * names, and triggers with our names whose body writes our journal.
+ */
+export function sluiceObjects(db: Db): { type: string; name: string; ours: boolean }[] {
+  const rows = db.prepare("SELECT type, name, tbl_name AS tbl, sql FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string; tbl: string; sql: string | null }[];
+  return rows.map((r) => ({
+    type: r.type,
+    name: r.name,
+    ours:
+      (r.type === 'table' && OWN_TABLES.includes(r.name)) ||
+      (r.type === 'trigger' && isOwnTriggerName(r.name) && (r.sql ?? '').includes(JOURNAL_TABLE)),
+  }));
+}
+
+export function checkForeignKeys(db: Db, captured: readonly string[]): void {
+  const first = checkForeignKeyRules(db, captured)[0];
+  if (first !== undefined) throw fkViolationError(first);
+}

@@ -1,0 +1,95 @@
+/*
+ * The objects sluice creates in a source. All start with `_sluice_`.
+ *
+ * The journal is one table with `seq INTEGER PRIMARY KEY` (the rowid, so a
+ * new seq is max+1 with no counter row to update) and untyped image columns
+ * c0..cN that keep every storage class natively. See docs/journal.md for the
+ * measurements behind this shape.
+ */
+
+export const FORMAT_VERSION = 1;
+export const DEFAULT_RETENTION = 1_000_000;
+export const MIN_RETENTION = 1024;
+/** Pruning runs when a new seq is a multiple of this, inside the writer's transaction. */
+export const PRUNE_INTERVAL = 1024;
+
+export const STATE_TABLE = '_sluice_state';
+export const TABLES_TABLE = '_sluice_tables';
+export const JOURNAL_TABLE = '_sluice_journal';
+export const CONSUMERS_TABLE = '_sluice_consumers';
+export const PRUNE_TRIGGER = '_sluice_journal_prune';
+export const PREFIX = '_sluice_';
+
+export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE];
+
+export const OP_INSERT = 1;
+export const OP_UPDATE = 2;
+export const OP_DELETE = 3;
+
+export type CaptureMode = 'images' | 'keys' | 'counter';
+export const CAPTURE_MODES: readonly CaptureMode[] = ['images', 'keys', 'counter'];
+
+export function triggerNames(tid: number): { insert: string; update: string; delete: string } {
+  return { insert: `_sluice_t${tid}_ins`, update: `_sluice_t${tid}_upd`, delete: `_sluice_t${tid}_del` };
+}
+
+/** Trigger names sluice may own: per-table triggers and the prune trigger. */
+export function isOwnTriggerName(name: string): boolean {
+  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del)$/.test(name);
+}
+
+export function journalColumn(i: number): string {
+  return `c${i}`;
+}
+
+export function metadataDdl(width: number): string[] {
+  const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
+  return [
+    `CREATE TABLE ${STATE_TABLE} (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  format INTEGER NOT NULL,
+  source_id TEXT NOT NULL,
+  generation INTEGER NOT NULL,
+  retention INTEGER NOT NULL,
+  pruned_through INTEGER NOT NULL DEFAULT 0,
+  journal_width INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  last_reason TEXT
+)`,
+    `CREATE TABLE ${TABLES_TABLE} (
+  tid INTEGER PRIMARY KEY,
+  name TEXT NOT NULL UNIQUE,
+  mode TEXT NOT NULL,
+  columns TEXT NOT NULL,
+  key_columns TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  last_seq INTEGER NOT NULL DEFAULT 0,
+  armed_generation INTEGER NOT NULL,
+  armed_seq INTEGER NOT NULL DEFAULT 0,
+  insert_trigger TEXT NOT NULL,
+  update_trigger TEXT NOT NULL,
+  delete_trigger TEXT NOT NULL
+)`,
+    // ts is julianday('now') as REAL: the cheapest wall clock a trigger can
+    // read; readers turn it into exact milliseconds.
+    `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL${cols})`,
+    `CREATE TABLE ${CONSUMERS_TABLE} (
+  name TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+)`,
+    // Amortized pruning inside the writer's transaction. retention >= 1024,
+    // so the newest row is never deleted and seq (max rowid + 1) never goes back.
+    `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 BEGIN
+  DELETE FROM ${JOURNAL_TABLE} WHERE seq <= NEW.seq - (SELECT retention FROM ${STATE_TABLE});
+  UPDATE ${STATE_TABLE} SET pruned_through = max(pruned_through, NEW.seq - retention);
+END`,
+  ];
+}
+
+/** Julian day (as stored in the journal) to Unix milliseconds. */
+export function julianToMs(jd: number): number {
+  return Math.round((jd - 2440587.5) * 86_400_000);
+}

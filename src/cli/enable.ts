@@ -1,0 +1,38 @@
+import { Command, Option, InvalidArgumentError } from 'commander';
+import { openSource } from '../capture/open-source.ts';
+import { enable } from '../capture/enable.ts';
+import { CAPTURE_MODES, type CaptureMode } from '../capture/schema.ts';
+import { emit } from './output.ts';
+
+export function parseWholeNumber(value: string): number {
+  const n = Number(value);
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);
+  return n;
+}
+
+export function registerEnable(program: Command): void {
+  program
+    .command('enable')
+    .description('Capture inserts, updates and deletes of tables (idempotent; re-arms what is missing).')
+    .argument('<db>', 'source SQLite database')
+    .argument('<table...>', 'tables to capture')
+    .addOption(new Option('--mode <mode>', 'what each event records').choices([...CAPTURE_MODES]).default('images'))
+    .option('--retention <n>', 'seqs kept in the journal (min 1024)', parseWholeNumber)
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice enable app.db issues comments --mode images --retention 1000000')
+    .action((dbPath: string, tables: string[], opts: { mode: CaptureMode; retention?: number; json?: boolean }) => {
+      const db = openSource(dbPath);
+      try {
+        const r = enable(db, tables, { mode: opts.mode, ...(opts.retention === undefined ? {} : { retention: opts.retention }) });
+        emit(opts, r, () =>
+          [
+            `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
+            r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
+            r.rearmed.length > 0 ? `re-armed: ${r.rearmed.join(', ')}` : '',
+          ].filter((l) => l !== '').join('\n'),
+        );
+      } finally {
+        db.close();
+      }
+    });
+}

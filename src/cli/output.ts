@@ -1,0 +1,41 @@
+import { SluiceError } from '../errors.ts';
+
+export interface GlobalOptions {
+  readonly json?: boolean;
+}
+
+/** The stdout of one command: a stable JSON object with --json, readable text otherwise. */
+export function emit(options: GlobalOptions, json: unknown, human: () => string): void {
+  if (options.json === true) process.stdout.write(`${JSON.stringify(json, jsonReplacer)}\n`);
+  else process.stdout.write(`${human()}\n`);
+}
+
+export function jsonReplacer(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? (value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString()) : value;
+}
+
+/** Thrown by a command that finished but must exit non-zero (e.g. 3: needs action). */
+export class ExitSignal extends Error {
+  readonly exitCode: number;
+  constructor(exitCode: number) {
+    super(`exit ${exitCode}`);
+    this.exitCode = exitCode;
+  }
+}
+
+/** Reports an error on stderr (one line, no stack for our own errors) and returns the exit code. */
+export function reportError(err: unknown, options: GlobalOptions): number {
+  if (err instanceof ExitSignal) return err.exitCode;
+  if (err instanceof SluiceError) {
+    if (options.json === true) process.stdout.write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
+    process.stderr.write(`sluice: ${err.code}: ${err.message}\n`);
+    return err.exitCode;
+  }
+  const e = err as { code?: unknown; message?: unknown };
+  const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  if (options.json === true) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
+  process.stderr.write(`sluice: ${code}: ${message}\n`);
+  if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) process.stderr.write(`${err.stack ?? ''}\n`);
+  return 1;
+}

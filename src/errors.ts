@@ -1,0 +1,49 @@
+/**
+ * Every error sluice raises on purpose is a SluiceError with a stable `code`.
+ * Messages name the object, the rule that was broken and the fix.
+ */
+export class SluiceError extends Error {
+  readonly code: string;
+  /** Process exit code the CLI uses: 1 error, 2 usage, 3 fail-closed state that needs action. */
+  readonly exitCode: 1 | 2 | 3;
+
+  constructor(code: string, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 | 3 } = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'SluiceError';
+    this.code = code;
+    this.exitCode = options.exitCode ?? 1;
+  }
+}
+
+/** A capture gate refused a table (no key, view, FK cycle, namespace collision...). Nothing was written. */
+export class CaptureRefusedError extends SluiceError {
+  readonly table: string;
+  constructor(code: string, table: string, message: string, options: { readonly cause?: unknown } = {}) {
+    super(code, message, options);
+    this.name = 'CaptureRefusedError';
+    this.table = table;
+  }
+}
+
+/** A fail-closed state that needs action: rebuild, re-arm, reinit, or repair. */
+export class FailClosedError extends SluiceError {
+  readonly detail: Readonly<Record<string, unknown>>;
+  constructor(code: string, message: string, detail: Readonly<Record<string, unknown>> = {}, options: { readonly cause?: unknown } = {}) {
+    super(code, message, { ...options, exitCode: 3 });
+    this.name = 'FailClosedError';
+    this.detail = detail;
+  }
+}
+
+/** Bad input from the caller (definition, cursor string, arguments). */
+export class InvalidInputError extends SluiceError {
+  constructor(code: string, message: string, options: { readonly cause?: unknown } = {}) {
+    super(code, message, options);
+    this.name = 'InvalidInputError';
+  }
+}
+
+export function isSqliteBusy(err: unknown): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
+}

@@ -1,0 +1,100 @@
+import fs from 'node:fs';
+import Database from 'better-sqlite3';
+import { SluiceError, InvalidInputError } from '../errors.ts';
+
+export type Db = Database.Database;
+
+export interface OpenOptions {
+  /** Open read-only (status, feed readers). Default false. */
+  readonly readonly?: boolean;
+  /** Create the file when it is missing (targets). Default false: a missing source is an error. */
+  readonly create?: boolean;
+  /** Milliseconds to wait on SQLITE_BUSY before failing. Default 5000. */
+  readonly busyTimeoutMs?: number;
+  /** What the file is, for error messages ("source", "target"). */
+  readonly role?: string;
+}
+
+const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
+
+/**
+ * Opens a SQLite file with the pragmas sluice relies on: 64-bit integers as
+ * bigint, a busy timeout, recursive triggers (so REPLACE fires delete triggers)
+ * and WAL where the file can take it.
+ */
+export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  const role = options.role ?? 'database';
+  if (path !== ':memory:') checkFile(path, role, options.create ?? false);
+  let db: Db;
+  try {
+    db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: !(options.create ?? false) });
+  } catch (cause) {
+    throw new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, { cause });
+  }
+  try {
+    db.defaultSafeIntegers(true);
+    db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    db.pragma('recursive_triggers = ON');
+    if (!(options.readonly ?? false) && path !== ':memory:') {
+      const mode = db.pragma('journal_mode', { simple: true });
+      if (mode !== 'wal') {
+        try { db.pragma('journal_mode = WAL'); } catch { /* another connection holds it in rollback mode: keep going */ }
+      }
+    }
+    // Touch the schema so that a non-database file fails here, with our message.
+    db.prepare('SELECT count(*) FROM main.sqlite_schema').get();
+  } catch (cause) {
+    db.close();
+    if ((cause as { code?: string }).code === 'SQLITE_NOTADB') {
+      throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
+    }
+    throw new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause });
+  }
+  return db;
+}
+
+function checkFile(path: string, role: string, create: boolean): void {
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(path);
+  } catch {
+    if (create) return;
+    throw new InvalidInputError('DB_NOT_FOUND', `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`);
+  }
+  if (!stat.isFile()) throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a file. Pass the path of a SQLite database file.`);
+  if (stat.size === 0) return; // an empty file is a valid empty database
+  const fd = fs.openSync(path, 'r');
+  try {
+    const head = Buffer.alloc(16);
+    fs.readSync(fd, head, 0, 16, 0);
+    if (!head.equals(SQLITE_HEADER)) {
+      throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database (bad header). Pass the path of a SQLite file.`);
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/**
+ * Runs `fn` in a BEGIN IMMEDIATE transaction: SQLite's ordinary write lock,
+ * waiting up to the busy timeout, so it can run beside live writers.
+ */
+export function withWriteTransaction<T>(db: Db, fn: () => T): T {
+  return db.transaction(fn).immediate();
+}
+
+/** Runs `fn` in one read transaction, so everything it reads is one snapshot. */
+export function withReadTransaction<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  db.exec('BEGIN DEFERRED');
+  try {
+    // A deferred transaction takes its snapshot at the first read; do it now.
+    db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1').get();
+    const out = fn();
+    db.exec('COMMIT');
+    return out;
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}

@@ -1,0 +1,119 @@
+import { createHash } from 'node:crypto';
+import type { Db } from './connection.ts';
+
+/*
+ * Schema introspection goes only through pragma *functions* qualified with
+ * `main` and called with arguments: a regular table named like a pragma
+ * cannot stand in for them, and TEMP objects cannot shadow what we read.
+ */
+
+export interface ColumnInfo {
+  readonly name: string;
+  readonly type: string;
+  readonly notNull: boolean;
+  readonly defaultSql: string | null;
+  /** 1-based position in the primary key, 0 when not a key column. */
+  readonly pkIndex: number;
+  /** 0 ordinary, 2 generated virtual, 3 generated stored (pragma_table_xinfo). */
+  readonly hidden: number;
+}
+
+export interface ForeignKeyInfo {
+  readonly id: number;
+  readonly table: string;
+  readonly from: string;
+  readonly to: string | null;
+  readonly onUpdate: string;
+  readonly onDelete: string;
+}
+
+export type ObjectKind = 'table' | 'view' | 'virtual' | 'shadow';
+
+export interface TableInfo {
+  readonly name: string;
+  readonly kind: ObjectKind;
+  readonly withoutRowid: boolean;
+  readonly strict: boolean;
+  readonly columns: readonly ColumnInfo[];
+  /** Primary-key column names in key order; empty when the table has none (hidden rowid). */
+  readonly keyColumns: readonly string[];
+  /** True when the key is the INTEGER PRIMARY KEY rowid alias. */
+  readonly rowidAlias: boolean;
+  readonly sql: string | null;
+}
+
+interface TableListRow { schema: string; name: string; type: string; wr: bigint; strict: bigint }
+
+/** Objects named `name` (case-insensitively) in main and temp. */
+export function findObjects(db: Db, name: string): { schema: string; name: string; type: string }[] {
+  const tables = db.prepare('SELECT schema, name, type FROM main.pragma_table_list(?)').all(name) as TableListRow[];
+  const temp = db.prepare("SELECT 'temp' AS schema, name, type FROM temp.sqlite_schema WHERE name = ? COLLATE NOCASE AND type NOT IN ('table','view')").all(name) as TableListRow[];
+  return [...tables, ...temp].map((r) => ({ schema: r.schema, name: r.name, type: r.type }));
+}
+
+export function describeTable(db: Db, name: string): TableInfo | undefined {
+  const row = (db.prepare('SELECT schema, name, type, wr, strict FROM main.pragma_table_list(?)').all(name) as TableListRow[])
+    .find((r) => r.schema === 'main');
+  if (row === undefined) return undefined;
+  const cols = db
+    .prepare('SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk, hidden FROM main.pragma_table_xinfo(?)')
+    .all(row.name) as { name: string; type: string; nn: bigint; dflt: string | null; pk: bigint; hidden: bigint }[];
+  const columns: ColumnInfo[] = cols
+    .filter((c) => Number(c.hidden) !== 1)
+    .map((c) => ({ name: c.name, type: c.type, notNull: c.nn !== 0n, defaultSql: c.dflt, pkIndex: Number(c.pk), hidden: Number(c.hidden) }));
+  const keyColumns = columns.filter((c) => c.pkIndex > 0).sort((a, b) => a.pkIndex - b.pkIndex).map((c) => c.name);
+  const withoutRowid = row.wr !== 0n;
+  const first = columns.find((c) => c.pkIndex === 1);
+  const rowidAlias = !withoutRowid && keyColumns.length === 1 && first !== undefined && first.type.toUpperCase() === 'INTEGER' && !isDescIpk(db, row.name);
+  const sqlRow = db.prepare('SELECT sql FROM main.sqlite_schema WHERE type = ? AND name = ?').get(row.type === 'view' ? 'view' : 'table', row.name) as { sql: string | null } | undefined;
+  return {
+    name: row.name,
+    kind: row.type as ObjectKind,
+    withoutRowid,
+    strict: row.strict !== 0n,
+    columns,
+    keyColumns,
+    rowidAlias,
+    sql: sqlRow?.sql ?? null,
+  };
+}
+
+// `INTEGER PRIMARY KEY DESC` is not a rowid alias: it gets an automatic index instead.
+function isDescIpk(db: Db, table: string): boolean {
+  const idx = db.prepare("SELECT name FROM main.pragma_index_list(?) WHERE origin = 'pk'").all(table);
+  return idx.length > 0;
+}
+
+export function foreignKeys(db: Db, table: string): ForeignKeyInfo[] {
+  const rows = db
+    .prepare('SELECT id, "table" AS tbl, "from" AS src, "to" AS dst, on_update, on_delete FROM main.pragma_foreign_key_list(?)')
+    .all(table) as { id: bigint; tbl: string; src: string; dst: string | null; on_update: string; on_delete: string }[];
+  return rows.map((r) => ({ id: Number(r.id), table: r.tbl, from: r.src, to: r.dst, onUpdate: r.on_update, onDelete: r.on_delete }));
+}
+
+/** Every ordinary table in main (not views, not virtual, not sqlite_ internals). */
+export function listTables(db: Db): string[] {
+  const rows = db.prepare("SELECT name FROM main.pragma_table_list() WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").all() as { name: string }[];
+  return rows.map((r) => r.name);
+}
+
+/**
+ * A stable digest of a table's shape: columns (name, declared type, not-null,
+ * default, key position, generated), WITHOUT ROWID and STRICT. Any ALTER that
+ * changes what an image holds changes it.
+ */
+export function schemaFingerprint(info: TableInfo): string {
+  const shape = {
+    name: info.name,
+    withoutRowid: info.withoutRowid,
+    strict: info.strict,
+    columns: info.columns.map((c) => [c.name, c.type, c.notNull, c.defaultSql, c.pkIndex, c.hidden]),
+    sql: info.sql,
+  };
+  return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
+}
+
+export function schemaVersion(db: Db): number {
+  const row = db.prepare('SELECT schema_version AS v FROM main.pragma_schema_version()').get() as { v: bigint };
+  return Number(row.v);
+}

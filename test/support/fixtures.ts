@@ -1,0 +1,58 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { test as base } from 'vitest';
+import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
+
+export interface Fixtures {
+  /** A fresh temp directory, removed after the test. */
+  tmp: string;
+  /** Opens (creating) a database in `tmp`; closed after the test. */
+  makeDb: (name?: string, schema?: string) => { db: Db; file: string };
+}
+
+export const test = base.extend<Fixtures>({
+  // eslint-disable-next-line no-empty-pattern
+  tmp: async ({}, use) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-test-'));
+    await use(dir);
+    fs.rmSync(dir, { recursive: true, force: true });
+  },
+  makeDb: async ({ tmp }, use) => {
+    const opened: Db[] = [];
+    let n = 0;
+    await use((name, schema) => {
+      const file = path.join(tmp, name ?? `db${n++}.db`);
+      const db = openDatabase(file, { create: true });
+      if (schema !== undefined) db.exec(schema);
+      opened.push(db);
+      return { db, file };
+    });
+    for (const db of opened) if (db.open) db.close();
+  },
+});
+
+export { expect, describe } from 'vitest';
+
+/** Runs a Python script with the stdlib sqlite3 module (an external writer that knows nothing of sluice). */
+export function runPython(script: string, args: readonly string[] = []): string {
+  const r = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`python failed (${r.status}): ${r.stderr}`);
+  return r.stdout;
+}
+
+/** Runs SQL through the sqlite3 command-line shell. */
+export function runSqliteCli(file: string, sql: string): string {
+  const r = spawnSync('sqlite3', [file], { input: sql, encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`sqlite3 CLI failed (${r.status}): ${r.stderr}`);
+  return r.stdout;
+}
+
+export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname.replace(/^\/([A-Za-z]:)/, '$1')), '..', '..');
+
+/** Runs the CLI as a subprocess (node bin/sluice.js ...). */
+export function runCli(args: readonly string[], options: { input?: string; cwd?: string } = {}): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], { encoding: 'utf8', input: options.input, cwd: options.cwd ?? ROOT });
+  return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+}
