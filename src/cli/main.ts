@@ -5,6 +5,8 @@ import { registerDisable } from './disable.ts';
 import { registerBump } from './bump.ts';
 import { registerStatus } from './status.ts';
 import { registerDemo } from './demo.ts';
+import { registerChanges } from './changes.ts';
+import { registerPrune } from './prune.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -12,7 +14,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerDemo]) register(program);
+  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerDemo]) register(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

@@ -1,0 +1,35 @@
+import { Command } from 'commander';
+import { openSource } from '../capture/open-source.ts';
+import { readBatch, journalStartCursor } from '../feed/batch.ts';
+import { eventToLine } from '../feed/jsonl.ts';
+import { parseWholeNumber } from './enable.ts';
+import { jsonReplacer } from './output.ts';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function registerChanges(program: Command): void {
+  program
+    .command('changes')
+    .description('Print captured events as JSONL (one event per line), then {"cursor": ...} to continue from.')
+    .argument('<db>', 'source SQLite database')
+    .option('--since <cursor>', 'continue after this cursor (default: the start of the retained journal)')
+    .option('--limit <n>', 'most events to print', parseWholeNumber, 1000)
+    .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
+    .option('--json', 'accepted for symmetry: the output is always JSONL')
+    .addHelpText('after', '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"')
+    .action((dbPath: string, opts: { since?: string; limit: number; table: string[] }) => {
+      const db = openSource(dbPath, { readonly: true });
+      try {
+        const tables = opts.table.length > 0 ? opts.table : undefined;
+        const start = opts.since ?? journalStartCursor(db, tables);
+        const batch = readBatch(db, start, { limit: Math.max(1, opts.limit), ...(tables === undefined ? {} : { tables }) });
+        const out: string[] = batch.events.map((e) => JSON.stringify(eventToLine(batch.sourceId, e), jsonReplacer));
+        out.push(JSON.stringify({ cursor: batch.to }));
+        process.stdout.write(`${out.join('\n')}\n`);
+      } finally {
+        db.close();
+      }
+    });
+}

@@ -1,0 +1,90 @@
+import type { Db } from '../sqlite/connection.ts';
+import { withReadTransaction } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { requireValidCursor } from './validate.ts';
+import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
+import { JournalDecoder, type ChangeEvent } from './events.ts';
+
+export interface BatchOptions {
+  /** Most events in one batch. Default 1000. */
+  readonly limit?: number;
+  /** Only these tables (a subset of the cursor's tables). Default: the cursor's tables. */
+  readonly tables?: readonly string[];
+}
+
+export interface Batch {
+  /** The cursor the batch starts after. */
+  readonly from: string;
+  /** The cursor to continue from: everything up to it has been delivered. */
+  readonly to: string;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly sourceId: string;
+  /** Ordered by seq, strictly increasing. */
+  readonly events: readonly ChangeEvent[];
+  /** True when the limit cut the batch short of the high-water mark. */
+  readonly hasMore: boolean;
+}
+
+const DEFAULT_LIMIT = 1000;
+
+/**
+ * Reads the next bounded, ordered batch after `cursor`, in one read
+ * transaction: the cursor is validated first, and no event past the
+ * high-water mark read in that transaction is returned.
+ *
+ * @example
+ * let cursor = snapshot(db, ['issues'], onRow).cursor;
+ * for (;;) {
+ *   const b = readBatch(db, cursor, { limit: 500 });
+ *   apply(b.events);
+ *   cursor = b.to;
+ *   if (!b.hasMore) break;
+ * }
+ */
+export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): Batch {
+  const limit = options.limit ?? DEFAULT_LIMIT;
+  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidInputError('BAD_LIMIT', `Batch limit ${limit} must be a whole number >= 1.`);
+  return withReadTransaction(db, () => {
+    const v = requireValidCursor(db, cursor);
+    let tables = v.tables;
+    if (options.tables !== undefined && options.tables.length > 0) {
+      const wanted = new Set(options.tables.map((t) => t.toLowerCase()));
+      tables = v.tables.filter((t) => wanted.has(t.name.toLowerCase()));
+      const missing = options.tables.filter((n) => !v.tables.some((t) => t.name.toLowerCase() === n.toLowerCase()));
+      if (missing.length > 0) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table(s) ${missing.join(', ')} are not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes them.`);
+    }
+    const hw = v.view.hw;
+    const stmt = db
+      .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`)
+      .raw();
+    const rows = stmt.all(v.cursor.seq, hw, JSON.stringify(tables.map((t) => t.tid)), limit) as unknown[][];
+    const decoder = new JournalDecoder(db, tables);
+    const events = rows.map((r) => decoder.decode(r));
+    const hasMore = rows.length === limit && Number(rows[rows.length - 1]?.[0]) < hw;
+    const toSeq = hasMore ? Number(rows[rows.length - 1]?.[0]) : hw;
+    return {
+      from: cursor,
+      // The continuation covers exactly the tables read: a subset never skips the others silently.
+      to: cursorToken(db, v.view, tables, toSeq),
+      fromSeq: v.cursor.seq,
+      toSeq,
+      sourceId: v.view.state.sourceId,
+      events,
+      hasMore,
+    };
+  });
+}
+
+/**
+ * A cursor at the start of the retained journal (seq = pruned_through) for
+ * `tables` (default: every captured images/keys table). Reading from it
+ * lists every retained event; it is not a snapshot of older rows.
+ */
+export function journalStartCursor(db: Db, tables?: readonly string[]): string {
+  return withReadTransaction(db, () => {
+    const view = readSourceView(db);
+    return cursorToken(db, view, resolveTables(view, tables), view.state.prunedThrough);
+  });
+}

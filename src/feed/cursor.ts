@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import type { Db } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+
+/*
+ * A cursor is an opaque, versioned token: `sluice1.<base64url JSON>.<check>`.
+ * The check (8 hex of sha256) makes a truncated or edited token a clear
+ * error instead of a silently different position.
+ */
+
+export const CURSOR_VERSION = 1;
+const PREFIX = 'sluice';
+
+export interface FileIdentity {
+  /** Device and inode as decimal strings: Windows file ids exceed 2^53. */
+  readonly dev: string;
+  readonly ino: string;
+  /** Birth time in ms where the OS reports one, else 0. */
+  readonly birth: number;
+}
+
+export interface Cursor {
+  readonly version: number;
+  readonly sourceId: string;
+  readonly generation: number;
+  readonly seq: number;
+  /** Tables the cursor covers, in the order given by the consumer. */
+  readonly tables: readonly string[];
+  /** Digest of those tables' schema fingerprints when the cursor was made. */
+  readonly schema: string;
+  readonly file?: FileIdentity;
+}
+
+const payloadSchema = z.strictObject({
+  s: z.string().min(1),
+  g: z.number().int().nonnegative(),
+  q: z.number().int().nonnegative(),
+  t: z.array(z.string()),
+  f: z.string(),
+  i: z.tuple([z.string(), z.string(), z.number()]).optional(),
+});
+
+function check(body: string): string {
+  return createHash('sha256').update(body).digest('hex').slice(0, 8);
+}
+
+export function encodeCursor(c: Cursor): string {
+  const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema };
+  if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
+  const body = `${PREFIX}${c.version}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
+  return `${body}.${check(body)}`;
+}
+
+/** Raised for a cursor whose format version this build does not know (readers rebuild). */
+export class UnknownCursorVersion extends InvalidInputError {
+  readonly version: string;
+  constructor(version: string) {
+    super('CURSOR_VERSION_UNKNOWN', `Cursor format version ${version} is not known to this sluice (it reads version ${CURSOR_VERSION}); the consumer must rebuild from a snapshot.`);
+    this.version = version;
+  }
+}
+
+/** Parses a cursor token. Garbage, truncation and edits give a one-line error, never a trace. */
+export function decodeCursor(token: string): Cursor {
+  const bad = (why: string) =>
+    new InvalidInputError('CURSOR_MALFORMED', `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`);
+  const m = /^sluice(\d+)\.([A-Za-z0-9_-]+)\.([0-9a-f]{8})$/.exec(token.trim());
+  if (m === null) throw bad('expected sluice<version>.<payload>.<check>');
+  const [, version, data, sum] = m as unknown as [string, string, string, string];
+  if (check(`${PREFIX}${version}.${data}`) !== sum) throw bad('checksum mismatch: truncated or edited');
+  if (Number(version) !== CURSOR_VERSION) throw new UnknownCursorVersion(version);
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(data, 'base64url').toString('utf8'));
+  } catch {
+    throw bad('payload is not JSON');
+  }
+  const parsed = payloadSchema.safeParse(json);
+  if (!parsed.success) throw bad('payload fields are wrong');
+  const p = parsed.data;
+  return {
+    version: CURSOR_VERSION,
+    sourceId: p.s,
+    generation: p.g,
+    seq: p.q,
+    tables: p.t,
+    schema: p.f,
+    ...(p.i === undefined ? {} : { file: { dev: p.i[0], ino: p.i[1], birth: p.i[2] } }),
+  };
+}
+
+/** The identity of the database file behind a connection (undefined for in-memory). */
+export function fileIdentity(db: Db): FileIdentity | undefined {
+  if (db.memory || db.name === '' || db.name === ':memory:') return undefined;
+  const st = fs.statSync(db.name, { bigint: true });
+  return { dev: st.dev.toString(), ino: st.ino.toString(), birth: Number(st.birthtimeMs) };
+}
+
+export function sameFile(a: FileIdentity, b: FileIdentity): boolean {
+  // Birth time is compared only when both sides have one.
+  return a.dev === b.dev && a.ino === b.ino && (a.birth === 0 || b.birth === 0 || a.birth === b.birth);
+}
+
+export function schemaDigest(fingerprints: readonly string[]): string {
+  return createHash('sha256').update(fingerprints.join('\n')).digest('hex').slice(0, 16);
+}

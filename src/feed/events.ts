@@ -1,0 +1,148 @@
+import type { Db } from '../sqlite/connection.ts';
+import { fromDriver, mayBeLossyText, sameRow, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import type { CapturedTable } from '../capture/catalog.ts';
+import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/schema.ts';
+
+/** A row image: column name to exact value. */
+export type Row = Readonly<Record<string, SqlValue>>;
+
+interface EventBase {
+  readonly seq: number;
+  readonly table: string;
+  /** Primary-key values in key order: the row's key after the change (before it, for a delete). */
+  readonly key: readonly SqlValue[];
+  /** Wall-clock milliseconds when the writer's statement ran. */
+  readonly ts: number;
+  /**
+   * `full`: before/after are the exact images (images mode).
+   * `key`: keys mode; `after` is the row as it is now, re-read in the same
+   * read transaction (null when it no longer exists), and `before` is null.
+   */
+  readonly image: 'full' | 'key';
+}
+
+export interface InsertEvent extends EventBase {
+  readonly op: 'insert';
+  readonly before: null;
+  readonly after: Row | null;
+}
+export interface UpdateEvent extends EventBase {
+  readonly op: 'update';
+  readonly before: Row | null;
+  readonly after: Row | null;
+  /** The key before the update; differs from `key` for a key change. */
+  readonly beforeKey: readonly SqlValue[];
+}
+export interface DeleteEvent extends EventBase {
+  readonly op: 'delete';
+  readonly before: Row | null;
+  readonly after: null;
+}
+
+/** One captured change, discriminated on `op`. A key change is one update carrying both keys. */
+export type ChangeEvent = InsertEvent | UpdateEvent | DeleteEvent;
+
+export function keyChanged(e: ChangeEvent): boolean {
+  return e.op === 'update' && !sameRow(e.key, e.beforeKey);
+}
+
+/** Decodes raw journal rows into events, keeping TEXT bytes exact. */
+export class JournalDecoder {
+  readonly #db: Db;
+  readonly #byTid: ReadonlyMap<number, CapturedTable>;
+  readonly #rereads = new Map<string, { get: (...a: unknown[]) => unknown }>();
+  readonly #cellBytes: Map<number, { get: (seq: bigint) => unknown }> = new Map();
+
+  constructor(db: Db, tables: readonly CapturedTable[]) {
+    this.#db = db;
+    this.#byTid = new Map(tables.map((t) => [t.tid, t]));
+  }
+
+  tableOf(tid: number): CapturedTable | undefined {
+    return this.#byTid.get(tid);
+  }
+
+  /** `raw` is [seq, tid, op, ts, c0, c1, ...] as returned by a raw() statement. */
+  decode(raw: readonly unknown[]): ChangeEvent {
+    const seqBig = raw[0] as bigint;
+    const seq = Number(seqBig);
+    const t = this.#byTid.get(Number(raw[1]));
+    if (t === undefined) throw new Error(`journal row ${seq} belongs to an unknown table id ${String(raw[1])}`);
+    const op = Number(raw[2]);
+    const ts = julianToMs(raw[3] as number);
+    const cell = (i: number): SqlValue => {
+      const v = raw[4 + i];
+      if (mayBeLossyText(v)) return this.#exactCell(seqBig, i);
+      return fromDriver(v ?? null);
+    };
+    const pick = (offset: number, names: readonly string[]): Row => {
+      const out: Record<string, SqlValue> = {};
+      names.forEach((n, i) => (out[n] = cell(offset + i)));
+      return out;
+    };
+    const keyOf = (row: Row) => t.keyColumns.map((k) => row[k] ?? null);
+    if (t.mode === 'images') {
+      const n = t.columns.length;
+      if (op === OP_INSERT) {
+        const after = pick(0, t.columns);
+        return { op: 'insert', seq, table: t.name, key: keyOf(after), ts, image: 'full', before: null, after };
+      }
+      if (op === OP_DELETE) {
+        const before = pick(0, t.columns);
+        return { op: 'delete', seq, table: t.name, key: keyOf(before), ts, image: 'full', before, after: null };
+      }
+      const before = pick(0, t.columns);
+      const after = pick(n, t.columns);
+      return { op: 'update', seq, table: t.name, key: keyOf(after), beforeKey: keyOf(before), ts, image: 'full', before, after };
+    }
+    // keys mode: re-read the current row by key, inside the caller's read transaction.
+    const k = t.keyColumns.length;
+    const keyAt = (offset: number) => t.keyColumns.map((_, i) => cell(offset + i));
+    if (op === OP_INSERT) {
+      const key = keyAt(0);
+      return { op: 'insert', seq, table: t.name, key, ts, image: 'key', before: null, after: this.#current(t, key) };
+    }
+    if (op === OP_DELETE) return { op: 'delete', seq, table: t.name, key: keyAt(0), ts, image: 'key', before: null, after: null };
+    const key = keyAt(k);
+    return { op: 'update', seq, table: t.name, key, beforeKey: keyAt(0), ts, image: 'key', before: null, after: this.#current(t, key) };
+  }
+
+  #exactCell(seq: bigint, i: number): SqlValue {
+    let stmt = this.#cellBytes.get(i);
+    if (stmt === undefined) {
+      const s = this.#db.prepare(`SELECT CAST(${journalColumn(i)} AS BLOB) AS b FROM main.${JOURNAL_TABLE} WHERE seq = ?`).pluck();
+      stmt = { get: (q) => s.get(q) };
+      this.#cellBytes.set(i, stmt);
+    }
+    const bytes = stmt.get(seq) as Uint8Array;
+    return textFromBytes(bytes);
+  }
+
+  #current(t: CapturedTable, key: readonly SqlValue[]): Row | null {
+    return readRowByKey(this.#db, t, key, this.#rereads);
+  }
+}
+
+/** Reads one row of a captured table by key, with exact TEXT bytes. */
+export function readRowByKey(db: Db, t: CapturedTable, key: readonly SqlValue[], cache: Map<string, { get: (...a: unknown[]) => unknown }>): Row | null {
+  const where = t.keyColumns.map((k) => `${quoteIdent(k)} = ?`).join(' AND ');
+  let stmt = cache.get(t.name);
+  if (stmt === undefined) {
+    const s = db.prepare(`SELECT ${t.columns.map(quoteIdent).join(', ')} FROM main.${quoteIdent(t.name)} WHERE ${where}`).raw();
+    stmt = { get: (...a) => s.get(...a) };
+    cache.set(t.name, stmt);
+  }
+  const bind = key.map((v) => (v instanceof Uint8Array ? Buffer.from(v) : typeof v === 'object' && v !== null ? Buffer.from(v.bytes) : v));
+  const raw = stmt.get(...bind) as unknown[] | undefined;
+  if (raw === undefined) return null;
+  const out: Record<string, SqlValue> = {};
+  t.columns.forEach((c, i) => {
+    const v = raw[i];
+    if (mayBeLossyText(v)) {
+      const b = db.prepare(`SELECT CAST(${quoteIdent(c)} AS BLOB) FROM main.${quoteIdent(t.name)} WHERE ${where}`).pluck().get(...bind) as Uint8Array;
+      out[c] = textFromBytes(b);
+    } else out[c] = fromDriver(v ?? null);
+  });
+  return out;
+}

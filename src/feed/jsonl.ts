@@ -1,0 +1,43 @@
+import { z } from 'zod';
+import { jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
+import type { ChangeEvent, Row } from './events.ts';
+
+/** One event line of `sluice changes` and `sluice export` (docs/jsonl.md). */
+export const eventLineSchema = z.strictObject({
+  sourceId: z.string(),
+  seq: z.number().int().positive(),
+  table: z.string(),
+  op: z.enum(['insert', 'update', 'delete']),
+  key: z.array(jsonValueSchema),
+  beforeKey: z.array(jsonValueSchema).optional(),
+  before: z.record(z.string(), jsonValueSchema).nullable(),
+  after: z.record(z.string(), jsonValueSchema).nullable(),
+  image: z.enum(['full', 'key']),
+  ts: z.number().int(),
+});
+export type EventLine = z.infer<typeof eventLineSchema>;
+
+/** The last line of `sluice changes`: where to continue with --since. */
+export const cursorLineSchema = z.strictObject({ cursor: z.string() });
+
+function rowJson(row: Row | null): Record<string, z.infer<typeof jsonValueSchema>> | null {
+  if (row === null) return null;
+  const out: Record<string, z.infer<typeof jsonValueSchema>> = {};
+  for (const [k, v] of Object.entries(row)) out[k] = toJsonValue(v);
+  return out;
+}
+
+export function eventToLine(sourceId: string, e: ChangeEvent): EventLine {
+  return {
+    sourceId,
+    seq: e.seq,
+    table: e.table,
+    op: e.op,
+    key: e.key.map((v: SqlValue) => toJsonValue(v)),
+    ...(e.op === 'update' ? { beforeKey: e.beforeKey.map((v) => toJsonValue(v)) } : {}),
+    before: rowJson(e.before),
+    after: rowJson(e.after),
+    image: e.image,
+    ts: e.ts,
+  };
+}

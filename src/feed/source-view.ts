@@ -1,0 +1,76 @@
+import type { Db } from '../sqlite/connection.ts';
+import { FailClosedError } from '../errors.ts';
+import type { CaptureState, CapturedTable } from '../capture/catalog.ts';
+import { verifyCapture, type TableArming } from '../capture/verify.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
+
+/** What a reader knows about a source inside one read transaction. */
+export interface SourceView {
+  readonly state: CaptureState;
+  readonly tables: ReadonlyMap<string, TableArming>;
+  /** Highest seq assigned (0 before the first event). */
+  readonly hw: number;
+}
+
+const hwStatements = new WeakMap<Db, { get: () => unknown }>();
+
+export function readHighWater(db: Db, state: CaptureState): number {
+  let stmt = hwStatements.get(db);
+  if (stmt === undefined) {
+    const s = db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`);
+    stmt = { get: () => s.get() };
+    hwStatements.set(db, stmt);
+  }
+  const r = stmt.get() as { m: bigint | null };
+  return Math.max(r.m === null ? 0 : Number(r.m), state.prunedThrough);
+}
+
+/** Reads the capture identity, arming and high-water mark. Throws CAPTURE_ABSENT when there is none. */
+export function readSourceView(db: Db): SourceView {
+  const v = verifyCapture(db);
+  if (v.state === undefined || v.problem !== undefined) {
+    const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
+    throw new FailClosedError(code, code === 'CAPTURE_ABSENT' ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.` : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`, { source: db.name });
+  }
+  return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state) };
+}
+
+/**
+ * Resolves the consumer's table list: every listed table must be captured
+ * and armed. An empty list means every captured table (in images/keys mode).
+ */
+export function resolveTables(view: SourceView, requested: readonly string[] | undefined, options: { readonly allowCounter?: boolean } = {}): CapturedTable[] {
+  const all = [...view.tables.values()];
+  const names = requested === undefined || requested.length === 0 ? all.filter((t) => options.allowCounter === true || t.table.mode !== 'counter').map((t) => t.table.name) : requested;
+  return names.map((name) => {
+    const a = view.tables.get(name) ?? all.find((t) => t.table.name.toLowerCase() === name.toLowerCase());
+    if (a === undefined) {
+      throw new FailClosedError('TABLE_UNTRACKED', `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run \`sluice enable <db> ${name}\`.`, { table: name });
+    }
+    if (!a.armed) {
+      throw new FailClosedError('TABLE_UNARMED', `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run \`sluice enable <db> ${a.table.name}\` to re-arm, then rebuild.`, { table: a.table.name, reason: a.reason });
+    }
+    if (a.table.mode === 'counter' && options.allowCounter !== true) {
+      throw new FailClosedError('COUNTER_MODE_TABLE', `Table ${a.table.name} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it, or re-enable it with --mode images or keys.`, { table: a.table.name });
+    }
+    return a.table;
+  });
+}
+
+export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
+  const file = fileIdentity(db);
+  return {
+    version: CURSOR_VERSION,
+    sourceId: view.state.sourceId,
+    generation: view.state.generation,
+    seq,
+    tables: tables.map((t) => t.name),
+    schema: schemaDigest(tables.map((t) => t.fingerprint)),
+    ...(file === undefined ? {} : { file }),
+  };
+}
+
+export function cursorToken(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): string {
+  return encodeCursor(makeCursor(db, view, tables, seq));
+}

@@ -1,0 +1,97 @@
+import type { Db } from '../sqlite/connection.ts';
+import { FailClosedError, SluiceError } from '../errors.ts';
+import { decodeCursor, fileIdentity, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
+import { readSourceView, resolveTables, type SourceView } from './source-view.ts';
+import type { CapturedTable } from '../capture/catalog.ts';
+
+/** Why a cursor cannot be continued. Stable codes. */
+export type RebuildReason =
+  | 'CAPTURE_ABSENT'
+  | 'CAPTURE_FORMAT_UNKNOWN'
+  | 'CURSOR_VERSION_UNKNOWN'
+  | 'SOURCE_CHANGED'
+  | 'GENERATION_CHANGED'
+  | 'SEQ_REGRESSED'
+  | 'FILE_CHANGED'
+  | 'CURSOR_PRUNED'
+  | 'TABLE_UNTRACKED'
+  | 'TABLE_UNARMED'
+  | 'COUNTER_MODE_TABLE'
+  | 'SCHEMA_CHANGED';
+
+export type CursorValidation =
+  | { readonly status: 'ok'; readonly cursor: Cursor; readonly view: SourceView; readonly tables: readonly CapturedTable[] }
+  | { readonly status: 'rebuild'; readonly reason: RebuildReason; readonly message: string }
+  | { readonly status: 'error'; readonly reason: 'CURSOR_MALFORMED'; readonly message: string };
+
+const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
+  'CAPTURE_ABSENT', 'CAPTURE_FORMAT_UNKNOWN', 'CURSOR_VERSION_UNKNOWN', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'SEQ_REGRESSED',
+  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED',
+]);
+
+/**
+ * Decides whether a consumer may continue from `cursor` on this source:
+ * `ok`, `rebuild` (with a stable reason: start again from a snapshot) or
+ * `error` (the token itself is garbage). Run it inside the read transaction
+ * that also reads the changes, so the answer and the rows are one snapshot.
+ *
+ * @example
+ * const v = validateCursor(db, token);
+ * if (v.status === 'rebuild') console.log('rebuild because', v.reason);
+ */
+export function validateCursor(db: Db, cursor: string | Cursor): CursorValidation {
+  let c: Cursor;
+  try {
+    c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
+  } catch (err) {
+    if (err instanceof UnknownCursorVersion) return { status: 'rebuild', reason: 'CURSOR_VERSION_UNKNOWN', message: err.message };
+    if (err instanceof SluiceError) return { status: 'error', reason: 'CURSOR_MALFORMED', message: err.message };
+    throw err;
+  }
+  let view: SourceView;
+  try {
+    view = readSourceView(db);
+  } catch (err) {
+    return asRebuild(err);
+  }
+  const rebuild = (reason: RebuildReason, message: string): CursorValidation => ({ status: 'rebuild', reason, message });
+  if (c.sourceId !== view.state.sourceId) {
+    return rebuild('SOURCE_CHANGED', `The cursor belongs to source ${c.sourceId}, but ${db.name} is source ${view.state.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`);
+  }
+  if (c.generation !== view.state.generation) {
+    return rebuild('GENERATION_CHANGED', `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 're-arm or bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`);
+  }
+  if (c.seq > view.hw) {
+    return rebuild('SEQ_REGRESSED', `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`);
+  }
+  const file = fileIdentity(db);
+  if (c.file !== undefined && file !== undefined && !sameFile(c.file, file)) {
+    return rebuild('FILE_CHANGED', `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`);
+  }
+  if (c.seq < view.state.prunedThrough) {
+    return rebuild('CURSOR_PRUNED', `The cursor is at seq ${c.seq} but events through ${view.state.prunedThrough} were pruned (retention ${view.state.retention}). Rebuild from a snapshot, or raise --retention.`);
+  }
+  let tables: CapturedTable[];
+  try {
+    tables = resolveTables(view, c.tables);
+  } catch (err) {
+    return asRebuild(err);
+  }
+  if (schemaDigest(tables.map((t) => t.fingerprint)) !== c.schema) {
+    return rebuild('SCHEMA_CHANGED', `The schema of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`);
+  }
+  return { status: 'ok', cursor: c, view, tables };
+}
+
+function asRebuild(err: unknown): CursorValidation {
+  if (err instanceof FailClosedError && REBUILD_REASONS.has(err.code)) return { status: 'rebuild', reason: err.code as RebuildReason, message: err.message };
+  throw err;
+}
+
+/** Validates and throws: FailClosedError (exit 3) for rebuild, InvalidInputError (exit 1) for garbage. */
+export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<CursorValidation, { status: 'ok' }> {
+  const v = validateCursor(db, cursor);
+  if (v.status === 'ok') return v;
+  if (v.status === 'error') throw new SluiceError(v.reason, v.message);
+  throw new FailClosedError(v.reason, v.message, { reason: v.reason });
+}

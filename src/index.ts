@@ -1,0 +1,40 @@
+// The public API of sluice. Everything else under src/ is internal.
+export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError } from './errors.ts';
+
+export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
+export type { Db, OpenOptions } from './sqlite/connection.ts';
+export { quoteIdent } from './sqlite/quote.ts';
+export { RawText, sameValue, sameRow, storageClass, toJsonValue, fromJsonValue, jsonValueSchema } from './sqlite/codec.ts';
+export type { SqlValue, StorageClass, JsonValue } from './sqlite/codec.ts';
+
+export { openSource } from './capture/open-source.ts';
+export { enable } from './capture/enable.ts';
+export type { EnableOptions, EnableResult } from './capture/enable.ts';
+export { disable } from './capture/disable.ts';
+export { bump } from './capture/bump.ts';
+export { status } from './capture/status.ts';
+export type { CaptureStatus, TableStatus, ConsumerStatus } from './capture/status.ts';
+export { verifyCapture } from './capture/verify.ts';
+export type { CaptureVerification, TableArming, UnarmedReason } from './capture/verify.ts';
+export { prune } from './capture/prune.ts';
+export type { PruneResult } from './capture/prune.ts';
+export { DEFAULT_RETENTION, MIN_RETENTION } from './capture/schema.ts';
+export type { CaptureMode } from './capture/schema.ts';
+export type { CapturedTable, CaptureState } from './capture/catalog.ts';
+
+export { encodeCursor, decodeCursor } from './feed/cursor.ts';
+export type { Cursor, FileIdentity } from './feed/cursor.ts';
+export { validateCursor } from './feed/validate.ts';
+export type { CursorValidation, RebuildReason } from './feed/validate.ts';
+export { snapshot, streamTable } from './feed/snapshot.ts';
+export type { SnapshotResult, SnapshotHandlers } from './feed/snapshot.ts';
+export { readBatch, journalStartCursor } from './feed/batch.ts';
+export type { Batch, BatchOptions } from './feed/batch.ts';
+export type { ChangeEvent, InsertEvent, UpdateEvent, DeleteEvent, Row } from './feed/events.ts';
+export { changedSince } from './feed/changed-since.ts';
+export type { ChangedSince } from './feed/changed-since.ts';
+export { updatesSince } from './feed/updates-since.ts';
+export type { RowChange, UpdatesSinceOptions } from './feed/updates-since.ts';
+export { acknowledge, forgetConsumer } from './feed/acknowledge.ts';
+export { eventLineSchema, cursorLineSchema, eventToLine } from './feed/jsonl.ts';
+export type { EventLine } from './feed/jsonl.ts';
