@@ -3,6 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
     // Subprocess and file-locking tests are I/O bound; two workers fit the 2-core CI machine.
     pool: 'forks',
     maxWorkers: 2,

@@ -1,7 +1,16 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI through tsx so that `npx sluice` works straight after `npm ci`.
-import { register } from 'tsx/esm/api';
+// The sluice CLI. Runs the compiled build (dist/, made by `npm run build`,
+// which `npm ci` runs through `prepare`); falls back to the TypeScript
+// sources through tsx when there is no build (a fresh checkout mid-edit).
+import fs from 'node:fs';
 
-register();
-const { main } = await import('../src/cli/main.ts');
+const compiled = new URL('../dist/src/cli/main.js', import.meta.url);
+let main;
+if (fs.existsSync(compiled) && process.env.SLUICE_FROM_SOURCE === undefined) {
+  ({ main } = await import(compiled.href));
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  ({ main } = await import('../src/cli/main.ts'));
+}
 process.exitCode = await main(process.argv);

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { JOURNAL_TABLE, OWN_TABLES, PREFIX, isOwnTriggerName } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 
 /*
@@ -91,9 +91,24 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
     type: r.type,
     name: r.name,
     ours:
-      (r.type === 'table' && OWN_TABLES.includes(r.name)) ||
+      (r.type === 'table' && isOwnTableSql(r.name, r.sql)) ||
       (r.type === 'trigger' && isOwnTriggerName(r.name) && (r.sql ?? '').includes(JOURNAL_TABLE)),
   }));
+}
+
+/*
+ * A table is ours only when its DDL is exactly what sluice creates: a
+ * foreign table that merely borrows one of our names (say `_sluice_state`)
+ * is a namespace collision, and must never be read as our state or dropped
+ * as a "partial capture". The journal grows by ADD COLUMN, which SQLite
+ * records by appending `, cN` to the stored DDL.
+ */
+function isOwnTableSql(name: string, sql: string | null): boolean {
+  // Positions of the tables in metadataDdl().
+  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE].indexOf(name);
+  if (ddlIndex < 0 || sql === null) return false;
+  const width = name === JOURNAL_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
+  return metadataDdl(width)[ddlIndex] === sql;
 }
 
 export function checkForeignKeys(db: Db, captured: readonly string[]): void {

@@ -7,6 +7,8 @@ import { registerStatus } from './status.ts';
 import { registerDemo } from './demo.ts';
 import { registerChanges } from './changes.ts';
 import { registerPrune } from './prune.ts';
+import { registerSync } from './sync.ts';
+import { registerVerify } from './verify.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -14,7 +16,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerDemo]) register(program);
+  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerSync, registerVerify, registerDemo]) register(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
-import { InvalidInputError } from '../errors.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
 import { requireValidCursor } from './validate.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
@@ -55,6 +55,10 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
       const missing = options.tables.filter((n) => !v.tables.some((t) => t.name.toLowerCase() === n.toLowerCase()));
       if (missing.length > 0) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table(s) ${missing.join(', ')} are not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes them.`);
     }
+    const counter = tables.find((t) => t.mode === 'counter');
+    if (counter !== undefined) {
+      throw new FailClosedError('COUNTER_MODE_TABLE', `Table ${counter.name} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.`, { table: counter.name });
+    }
     const hw = v.view.hw;
     const stmt = db
       .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`)
@@ -87,4 +91,23 @@ export function journalStartCursor(db: Db, tables?: readonly string[]): string {
     const view = readSourceView(db);
     return cursorToken(db, view, resolveTables(view, tables), view.state.prunedThrough);
   });
+}
+
+/**
+ * Decodes the events of `tables` with lo < seq <= hi. The caller must have
+ * validated its cursor in the same read transaction (the applier does).
+ */
+export function readEventsInRange(db: Db, tables: readonly import('../capture/catalog.ts').CapturedTable[], lo: number, hi: number): ChangeEvent[] {
+  const rows = db
+    .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq`)
+    .raw()
+    .all(lo, hi, JSON.stringify(tables.map((t) => t.tid))) as unknown[][];
+  const decoder = new JournalDecoder(db, tables);
+  return rows.map((r) => decoder.decode(r));
+}
+
+/** The seq that ends a batch of at most `limit` events of table `tid` after `lo` (at most `hw`). */
+export function batchEnd(db: Db, tid: number, lo: number, hw: number, limit: number): number {
+  const r = db.prepare(`SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`).pluck().get(tid, lo, hw, limit - 1) as bigint | undefined;
+  return r === undefined ? hw : Number(r);
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { fromDriver, mayBeLossyText, sameRow, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
+import { RawText, fromDriver, mayBeLossyText, sameRow, textFromBytes, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/schema.ts';
@@ -126,14 +126,31 @@ export class JournalDecoder {
 
 /** Reads one row of a captured table by key, with exact TEXT bytes. */
 export function readRowByKey(db: Db, t: CapturedTable, key: readonly SqlValue[], cache: Map<string, { get: (...a: unknown[]) => unknown }>): Row | null {
-  const where = t.keyColumns.map((k) => `${quoteIdent(k)} = ?`).join(' AND ');
-  let stmt = cache.get(t.name);
+  // RawText keys are bound as their bytes and cast back to TEXT, so the statement depends on which keys are RawText.
+  const shape = key.map((v) => (v instanceof RawText ? 'r' : 'v')).join('');
+  // The key must match exactly (storage class and bytes). `=` alone goes through
+  // the column's collation and numeric equality: the old key 'abc' of a NOCASE
+  // column would find the row now keyed 'ABC', and 1 would find 1.0, so a key
+  // that is gone would look present. The plain `=` still lets the key index serve.
+  const where = t.keyColumns
+    .map((k, i) => {
+      const c = quoteIdent(k);
+      const p = key[i] instanceof RawText ? 'CAST(? AS TEXT)' : '?';
+      return `${c} = ${p} AND ${c} = ${p} COLLATE BINARY AND typeof(${c}) = typeof(${p})`;
+    })
+    .join(' AND ');
+  const cacheKey = `${t.name}\u0000${shape}`;
+  let stmt = cache.get(cacheKey);
   if (stmt === undefined) {
     const s = db.prepare(`SELECT ${t.columns.map(quoteIdent).join(', ')} FROM main.${quoteIdent(t.name)} WHERE ${where}`).raw();
     stmt = { get: (...a) => s.get(...a) };
-    cache.set(t.name, stmt);
+    cache.set(cacheKey, stmt);
   }
-  const bind = key.map((v) => (v instanceof Uint8Array ? Buffer.from(v) : typeof v === 'object' && v !== null ? Buffer.from(v.bytes) : v));
+  // Each key value fills its three placeholders.
+  const bind = key.flatMap((v) => {
+    const b = toBindable(v);
+    return [b, b, b];
+  });
   const raw = stmt.get(...bind) as unknown[] | undefined;
   if (raw === undefined) return null;
   const out: Record<string, SqlValue> = {};

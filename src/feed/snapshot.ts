@@ -31,7 +31,9 @@ export interface SnapshotHandlers {
 export function snapshot(db: Db, tables: readonly string[] | undefined, handlers: SnapshotHandlers): SnapshotResult {
   return withReadTransaction(db, () => {
     const view = readSourceView(db);
-    const resolved = resolveTables(view, tables);
+    // Counter-mode tables may be named: their consumers re-read them whole
+    // when changedSince says so, and need this cursor to ask it.
+    const resolved = resolveTables(view, tables, { allowCounter: true });
     let rows = 0;
     for (const t of resolved) {
       handlers.onTable?.(t);
@@ -52,22 +54,34 @@ export function snapshot(db: Db, tables: readonly string[] | undefined, handlers
 export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
   const cols = t.columns.map(quoteIdent).join(', ');
   const table = `main.${quoteIdent(t.name)}`;
+  const n = t.columns.length;
   const byRowid = !isWithoutRowid(db, t.name);
-  const select = byRowid ? `SELECT ${cols}, rowid FROM ${table}` : `SELECT ${cols} FROM ${table}`;
-  const stmt = db.prepare(select).raw();
+  // A user column may be named rowid (or _rowid_, oid) and hide the real one: use a free alias.
+  const rowidName = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => c.toLowerCase() === a));
+  const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
+  // Without a rowid the cell is re-read by key, so the key must be exact too: a
+  // malformed TEXT key read through the driver is already lossy and would
+  // match no row (the bytes of a missing row decoded as ''). Its bytes ride
+  // along (NULL for other storage classes, so integer keys cost nothing).
+  const extra = byRowid && rowidName !== undefined
+    ? `, ${rowidName}`
+    : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
+  const stmt = db.prepare(`SELECT ${cols}${extra} FROM ${table}`).raw();
+  const useRowid = byRowid && rowidName !== undefined;
   for (const raw of stmt.iterate() as IterableIterator<unknown[]>) {
-    const row = t.columns.map((_, i) => raw[i]);
+    const row = raw.length === n ? raw : raw.slice(0, n);
     if (row.some(mayBeLossyText)) {
+      // The key: by rowid, or by exact key values (TEXT keys bound as their bytes, cast back to TEXT).
+      const keyArgs = useRowid ? [raw[n]] : keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
+      const where = useRowid
+        ? `${rowidName} = ?`
+        : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
       yield row.map((v, i) => {
         if (!mayBeLossyText(v)) return fromDriver(v ?? null);
         const col = quoteIdent(t.columns[i] as string);
-        const bytes = byRowid
-          ? db.prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE rowid = ?`).pluck().get(raw[t.columns.length])
-          : db
-              .prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${t.keyColumns.map((k) => `${quoteIdent(k)} = ?`).join(' AND ')}`)
-              .pluck()
-              .get(...t.keyColumns.map((k) => raw[t.columns.indexOf(k)]));
-        return textFromBytes(bytes as Uint8Array);
+        const bytes = db.prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${where}`).pluck().get(...keyArgs);
+        if (!(bytes instanceof Uint8Array)) throw new Error(`sluice: row of ${t.name} vanished inside the snapshot's read transaction`);
+        return textFromBytes(bytes);
       });
     } else {
       yield row.map((v) => fromDriver(v ?? null));

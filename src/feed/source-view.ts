@@ -38,11 +38,15 @@ export function readSourceView(db: Db): SourceView {
 
 /**
  * Resolves the consumer's table list: every listed table must be captured
- * and armed. An empty list means every captured table (in images/keys mode).
+ * and armed. An empty list means every captured table in images/keys mode.
+ * `allowCounter` lets a caller name counter-mode tables explicitly (a
+ * snapshot, a cursor for changedSince); reading their rows' events is
+ * still refused by readBatch.
  */
 export function resolveTables(view: SourceView, requested: readonly string[] | undefined, options: { readonly allowCounter?: boolean } = {}): CapturedTable[] {
   const all = [...view.tables.values()];
-  const names = requested === undefined || requested.length === 0 ? all.filter((t) => options.allowCounter === true || t.table.mode !== 'counter').map((t) => t.table.name) : requested;
+  // The default set never includes counter tables: a cursor over it must stay readable by readBatch.
+  const names = requested === undefined || requested.length === 0 ? all.filter((t) => t.table.mode !== 'counter').map((t) => t.table.name) : requested;
   return names.map((name) => {
     const a = view.tables.get(name) ?? all.find((t) => t.table.name.toLowerCase() === name.toLowerCase());
     if (a === undefined) {

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { FailClosedError, SluiceError } from '../errors.ts';
+import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { decodeCursor, fileIdentity, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { readSourceView, resolveTables, type SourceView } from './source-view.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
@@ -73,7 +73,9 @@ export function validateCursor(db: Db, cursor: string | Cursor): CursorValidatio
   }
   let tables: CapturedTable[];
   try {
-    tables = resolveTables(view, c.tables);
+    // A cursor over a counter-mode table is valid (changedSince answers for it);
+    // readBatch refuses such tables itself, with COUNTER_MODE_TABLE.
+    tables = resolveTables(view, c.tables, { allowCounter: true });
   } catch (err) {
     return asRebuild(err);
   }
@@ -92,6 +94,7 @@ function asRebuild(err: unknown): CursorValidation {
 export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<CursorValidation, { status: 'ok' }> {
   const v = validateCursor(db, cursor);
   if (v.status === 'ok') return v;
-  if (v.status === 'error') throw new SluiceError(v.reason, v.message);
+  // Bad input from the caller, the same class decodeCursor throws, so callers can tell it from a rebuild.
+  if (v.status === 'error') throw new InvalidInputError(v.reason, v.message);
   throw new FailClosedError(v.reason, v.message, { reason: v.reason });
 }

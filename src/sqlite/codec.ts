@@ -141,6 +141,11 @@ export function placeholderFor(v: SqlValue): string {
   return v instanceof RawText ? 'CAST(? AS TEXT)' : '?';
 }
 
+/** Named placeholder (@name) for a value, for SQL that uses one parameter more than once. */
+export function namedPlaceholderFor(v: SqlValue, name: string): string {
+  return v instanceof RawText ? `CAST(@${name} AS TEXT)` : `@${name}`;
+}
+
 /** Normalizes what the driver returned (Buffer to Uint8Array kept as Buffer; both are Uint8Array). */
 export function fromDriver(v: unknown): SqlValue {
   if (v === null || typeof v === 'bigint' || typeof v === 'number' || typeof v === 'string') return v;

@@ -53,6 +53,18 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   return db;
 }
 
+/** True when the file starts with the SQLite header (or is empty, which SQLite treats as a new database). */
+export function hasSqliteHeader(path: string): boolean {
+  const fd = fs.openSync(path, 'r');
+  try {
+    const head = Buffer.alloc(16);
+    const n = fs.readSync(fd, head, 0, 16, 0);
+    return n === 0 || head.equals(SQLITE_HEADER);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 function checkFile(path: string, role: string, create: boolean): void {
   let stat: fs.Stats;
   try {

@@ -4,7 +4,11 @@ import type { Db } from './connection.ts';
 /*
  * Schema introspection goes only through pragma *functions* qualified with
  * `main` and called with arguments: a regular table named like a pragma
- * cannot stand in for them, and TEMP objects cannot shadow what we read.
+ * cannot stand in for them. The `main.` prefix alone does not pick the
+ * schema the pragma reads (pragma_table_xinfo('t') resolves `t` like plain
+ * SQL, so a TEMP table t shadows main.t); the schema is therefore passed as
+ * the pragma's second argument, 'main', so TEMP objects cannot shadow what
+ * we read.
  */
 
 export interface ColumnInfo {
@@ -56,7 +60,7 @@ export function describeTable(db: Db, name: string): TableInfo | undefined {
     .find((r) => r.schema === 'main');
   if (row === undefined) return undefined;
   const cols = db
-    .prepare('SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk, hidden FROM main.pragma_table_xinfo(?)')
+    .prepare(`SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk, hidden FROM main.pragma_table_xinfo(?, 'main')`)
     .all(row.name) as { name: string; type: string; nn: bigint; dflt: string | null; pk: bigint; hidden: bigint }[];
   const columns: ColumnInfo[] = cols
     .filter((c) => Number(c.hidden) !== 1)
@@ -80,13 +84,13 @@ export function describeTable(db: Db, name: string): TableInfo | undefined {
 
 // `INTEGER PRIMARY KEY DESC` is not a rowid alias: it gets an automatic index instead.
 function isDescIpk(db: Db, table: string): boolean {
-  const idx = db.prepare("SELECT name FROM main.pragma_index_list(?) WHERE origin = 'pk'").all(table);
+  const idx = db.prepare("SELECT name FROM main.pragma_index_list(?, 'main') WHERE origin = 'pk'").all(table);
   return idx.length > 0;
 }
 
 export function foreignKeys(db: Db, table: string): ForeignKeyInfo[] {
   const rows = db
-    .prepare('SELECT id, "table" AS tbl, "from" AS src, "to" AS dst, on_update, on_delete FROM main.pragma_foreign_key_list(?)')
+    .prepare(`SELECT id, "table" AS tbl, "from" AS src, "to" AS dst, on_update, on_delete FROM main.pragma_foreign_key_list(?, 'main')`)
     .all(table) as { id: bigint; tbl: string; src: string; dst: string | null; on_update: string; on_delete: string }[];
   return rows.map((r) => ({ id: Number(r.id), table: r.tbl, from: r.src, to: r.dst, onUpdate: r.on_update, onDelete: r.on_delete }));
 }

@@ -1,0 +1,67 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { hasSqliteHeader, openDatabase, type Db } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { openSource } from '../capture/open-source.ts';
+import { STATE_TABLE } from '../capture/schema.ts';
+import { ensureTargetMeta } from './target-meta.ts';
+
+/** The schema name under which the target database is attached to the source connection. */
+export const TARGET_SCHEMA = 'tgt';
+
+/**
+ * One connection that reads the source (main) and writes the target
+ * (attached as `tgt`). A transaction on it reads one source snapshot and
+ * commits target rows and cursor together. Deferred transactions only: an
+ * IMMEDIATE one would take the source's write lock too.
+ */
+export interface ApplySession {
+  readonly db: Db;
+  readonly sourcePath: string;
+  readonly targetPath: string;
+  close(): void;
+}
+
+function realish(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+export function openApplySession(sourcePath: string, targetPath: string): ApplySession {
+  if (realish(sourcePath) === realish(targetPath)) {
+    throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} is the source itself. Write projections into a separate database file.`);
+  }
+  if (fs.existsSync(targetPath) && (!fs.statSync(targetPath).isFile() || !hasSqliteHeader(targetPath))) {
+    throw new InvalidInputError('NOT_A_DATABASE', `Target ${targetPath} is not a SQLite database. Pass a new path or an existing sluice target.`);
+  }
+  // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
+  if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
+  const db = openSource(sourcePath);
+  try {
+    db.pragma('temp_store = MEMORY');
+    db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
+    if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
+      throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`);
+    }
+    try {
+      db.pragma(`${TARGET_SCHEMA}.journal_mode = WAL`);
+    } catch {
+      /* keep the target's mode if another process holds it */
+    }
+    ensureTargetMeta(db, TARGET_SCHEMA);
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  return {
+    db,
+    sourcePath,
+    targetPath,
+    close() {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,214 @@
+import type { Db } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { InvalidInputError } from '../errors.ts';
+import { JOURNAL_TABLE, journalColumn, julianToMs } from '../capture/schema.ts';
+import type { CapturedTable } from '../capture/catalog.ts';
+import { validateCursor } from '../feed/validate.ts';
+import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
+import { batchEnd, readEventsInRange } from '../feed/batch.ts';
+import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
+import type { Row } from '../feed/events.ts';
+import type { CompiledProjection } from '../projection/compile.ts';
+import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
+import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
+import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
+import { insertProjection, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { crashPoint } from './crash-points.ts';
+
+/** The outcome of one transaction for one projection. */
+export type StepOutcome =
+  | { readonly kind: 'initialized'; readonly rows: number; readonly seq: number; readonly cursor: string; readonly reason?: string }
+  | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
+  | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
+  | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown> };
+
+/** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
+const REBUILDABLE = new Set(['SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
+
+export interface StepContext {
+  readonly db: Db;
+  readonly schema: string;
+  readonly sourcePath: string;
+  readonly batchSize: number;
+}
+
+/**
+ * Runs one target transaction for one projection: initialize (snapshot and
+ * cursor together), rebuild, or apply the next bounded batch with its
+ * cursor. A before-image mismatch rolls everything back, then marks the
+ * projection suspended in its own transaction.
+ */
+export async function step(ctx: StepContext, p: CompiledProjection): Promise<StepOutcome> {
+  const { db, schema } = ctx;
+  db.exec('BEGIN');
+  let suspend: { reason: string; detail: Record<string, unknown> } | undefined;
+  try {
+    // Take the target's write lock before reading it, so the target is read at its latest state.
+    db.prepare(`UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+    const rec = readProjection(db, schema, p.name);
+    const out = await stepInTransaction(ctx, p, rec);
+    if (out.kind === 'suspended') {
+      suspend = out;
+      throw new SuspendSignal();
+    }
+    if (out.kind === 'current') {
+      db.exec('ROLLBACK');
+      return out;
+    }
+    crashPoint('before-commit');
+    db.exec('COMMIT');
+    crashPoint('after-commit');
+    return out;
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    dropTemps(db);
+    if (err instanceof SuspendSignal && suspend !== undefined) {
+      db.exec('BEGIN');
+      setState(db, schema, p.name, 'suspended', suspend.reason, suspend.detail);
+      db.exec('COMMIT');
+      return { kind: 'suspended', ...suspend };
+    }
+    if (p.kind === 'custom' && !isInfra(err)) {
+      db.exec('BEGIN');
+      setLastError(db, schema, p.name, err instanceof Error ? err.message : String(err));
+      db.exec('COMMIT');
+    }
+    throw err;
+  }
+}
+
+class SuspendSignal extends Error {}
+
+function isInfra(err: unknown): boolean {
+  const code = (err as { code?: unknown })?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_');
+}
+
+async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: ProjectionRecord | undefined): Promise<StepOutcome> {
+  const { db, schema } = ctx;
+  const view = readSourceView(db);
+  const table = view.tables.get(p.source.table)?.table;
+  if (rec === undefined) return initialize(ctx, p, view, table, undefined, []);
+  if (rec.state === 'suspended') return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+  const owned = ownedBy(rec);
+  if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
+  const v = validateCursor(db, rec.cursor ?? '');
+  if (v.status === 'error') return { kind: 'suspended', reason: 'CURSOR_MALFORMED', detail: { message: v.message } };
+  if (v.status === 'rebuild') {
+    if (REBUILDABLE.has(v.reason)) return initialize(ctx, p, view, table, v.reason, owned);
+    return { kind: 'suspended', reason: v.reason, detail: { table: p.source.table, message: v.message } };
+  }
+  const t = v.tables[0] as CapturedTable;
+  const lo = v.cursor.seq;
+  const hi = batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
+  if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+  const cursor = cursorToken(db, v.view, v.tables, hi);
+  let applied: number;
+  let lastTs: number | null = null;
+  if (p.kind === 'mirror' || p.kind === 'map') {
+    const n = p.source.columns.length;
+    const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+    const events = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
+    const r = applyRelational(db, schema, p, events);
+    if (r.mismatch !== undefined) return divergence(p, r.mismatch);
+    applied = r.transitions;
+    const ts = db.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`).pluck().get(t.tid, lo, hi) as number | undefined;
+    lastTs = ts === undefined ? null : julianToMs(ts);
+  } else {
+    const events = readEventsInRange(db, [t], lo, hi);
+    lastTs = events.at(-1)?.ts ?? null;
+    if (p.kind === 'fts5') {
+      const r = applyFtsEvents(db, schema, p, events);
+      if (r.mismatch !== undefined) return divergence(p, r.mismatch);
+      applied = r.applied;
+    } else {
+      applied = await applyCustomEvents(db, schema, p, events);
+    }
+  }
+  storeCursor(db, schema, p.name, cursor, hi, applied, lastTs);
+  return { kind: 'applied', events: applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+}
+
+function divergence(p: CompiledProjection, m: { seq: number; key: readonly unknown[]; reason: string }): StepOutcome {
+  return { kind: 'suspended', reason: m.reason, detail: { table: p.targetTable, source: p.source.table, key: m.key, seq: m.seq } };
+}
+
+/** Target tables a stored projection made (so a rebuild may drop them). */
+function ownedBy(rec: ProjectionRecord): string[] {
+  if (rec.kind === 'fts5') return [rec.targetTable, `${rec.targetTable}_src`];
+  if (rec.kind === 'custom') return [];
+  return [rec.targetTable];
+}
+
+async function initialize(
+  ctx: StepContext,
+  p: CompiledProjection,
+  view: SourceView,
+  table: CapturedTable | undefined,
+  reason: string | undefined,
+  previouslyOwned: readonly string[],
+): Promise<StepOutcome> {
+  const { db, schema } = ctx;
+  const a = view.tables.get(p.source.table);
+  if (table === undefined || a === undefined) return { kind: 'suspended', reason: 'TABLE_UNTRACKED', detail: { table: p.source.table } };
+  if (!a.armed) return { kind: 'suspended', reason: 'TABLE_UNARMED', detail: { table: p.source.table, why: a.reason } };
+  if (table.mode !== 'images' && p.kind !== 'custom') return { kind: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: p.source.table, mode: table.mode } };
+  const s = quoteIdent(schema);
+  for (const t of previouslyOwned) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(t)}`);
+  for (const t of p.ownedTables) {
+    // Never overwrite a table sluice did not make: the user may keep other data in the target.
+    if (db.prepare(`SELECT 1 FROM ${s}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(t) !== undefined) {
+      throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists in ${ctx.schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`);
+    }
+  }
+  db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
+  const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
+  insertProjection(db, schema, {
+    name: p.name,
+    sourceId: view.state.sourceId,
+    sourcePath: ctx.sourcePath,
+    sourceTable: p.source.table,
+    kind: p.kind,
+    targetTable: p.targetTable,
+    definition: JSON.stringify(data),
+    sourceShape: JSON.stringify(p.source),
+    fingerprint: p.fingerprint,
+    state: 'building',
+  });
+  let rows: number;
+  if (p.kind === 'mirror' || p.kind === 'map') {
+    createRelationalTarget(db, schema, p);
+    rows = snapshotRelational(db, schema, p);
+  } else if (p.kind === 'fts5') {
+    createFtsTarget(db, schema, p);
+    rows = snapshotFts(db, schema, p);
+  } else {
+    rows = await initCustom(db, schema, p, rowsOf(db, table));
+  }
+  const cursor = cursorToken(db, view, [table], view.hw);
+  storeCursor(db, schema, p.name, cursor, view.hw, 0, null);
+  return { kind: 'initialized', rows, seq: view.hw, cursor, ...(reason === undefined ? {} : { reason }) };
+}
+
+/**
+ * Snapshot rows for a custom handler, read in key-ordered pages so that no
+ * statement stays open while the handler runs its own queries on the same
+ * connection (and transaction).
+ */
+function* rowsOf(db: Db, t: CapturedTable, pageSize = 500): Generator<Row> {
+  const keys = t.keyColumns.map(quoteIdent);
+  const base = `SELECT ${t.columns.map(quoteIdent).join(', ')} FROM main.${quoteIdent(t.name)}`;
+  const first = db.prepare(`${base} ORDER BY ${keys.join(', ')} LIMIT ${pageSize}`);
+  const next = db.prepare(`${base} WHERE (${keys.join(', ')}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${keys.join(', ')} LIMIT ${pageSize}`);
+  let page = first.all() as Record<string, unknown>[];
+  while (page.length > 0) {
+    for (const r of page) {
+      const row: Record<string, SqlValue> = {};
+      for (const c of t.columns) row[c] = fromDriver(r[c] ?? null);
+      yield row;
+    }
+    if (page.length < pageSize) return;
+    const last = page[page.length - 1] as Record<string, unknown>;
+    page = next.all(...t.keyColumns.map((k) => last[k])) as Record<string, unknown>[];
+  }
+}

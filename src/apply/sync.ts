@@ -1,0 +1,192 @@
+import type { Db } from '../sqlite/connection.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { describeTable } from '../sqlite/introspect.ts';
+import { readSourceView } from '../feed/source-view.ts';
+import { acknowledge } from '../feed/acknowledge.ts';
+import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
+import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition } from '../projection/definition.ts';
+import { checkCollisions, probeExpressions } from '../projection/validate.ts';
+import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
+import { readProjections } from './target-meta.ts';
+import { step, type StepOutcome } from './step.ts';
+import { retryBusy } from './retry.ts';
+import { crashPoint } from './crash-points.ts';
+import path from 'node:path';
+
+export interface SyncOptions {
+  /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
+  readonly projections?: readonly ProjectionDefinition[];
+  /** Most events per target transaction. Default 10,000. */
+  readonly batchSize?: number;
+  /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
+  readonly acknowledge?: boolean;
+  readonly onProgress?: (event: SyncProgress) => void;
+}
+
+export interface SyncProgress {
+  readonly projection: string;
+  readonly phase: 'snapshot' | 'catch-up' | 'current' | 'suspended';
+  readonly seq: number;
+  readonly sourceSeq: number;
+  readonly events: number;
+  readonly rows?: number;
+}
+
+export interface ProjectionReport {
+  readonly name: string;
+  readonly state: 'active' | 'suspended' | 'building';
+  readonly reason?: string;
+  readonly detail?: Record<string, unknown>;
+  /** Events (transitions, for mirror/map) applied in this run. */
+  readonly applied: number;
+  /** Rows copied by a snapshot in this run (first run or rebuild). */
+  readonly snapshotRows?: number;
+  /** Why this run rebuilt the projection from a snapshot, if it did. */
+  readonly rebuilt?: string;
+  readonly cursor: string | null;
+  readonly seq: number;
+}
+
+export interface SyncReport {
+  readonly sourceSeq: number;
+  readonly projections: readonly ProjectionReport[];
+}
+
+/**
+ * Keeps the projections of one source in one target database in sync.
+ * Reusable across runs (follow mode keeps one open).
+ *
+ * @example
+ * const s = await Syncer.open('app.db', 'cache.db', { projections: [{ name: 'issues', source: 'issues', kind: 'mirror' }] });
+ * const report = await s.runOnce();
+ * s.close();
+ */
+export class Syncer {
+  readonly session: ApplySession;
+  readonly projections: readonly CompiledProjection[];
+  readonly #options: SyncOptions;
+
+  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions) {
+    this.session = session;
+    this.projections = projections;
+    this.#options = options;
+  }
+
+  static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
+    const batch = options.batchSize ?? 10_000;
+    if (!Number.isSafeInteger(batch) || batch < 1) throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
+    const session = openApplySession(sourcePath, targetPath);
+    try {
+      const defs = await resolveDefinitions(session.db, options.projections);
+      const compiled = defs.map((d) => compile(session.db, d));
+      // Projections stored in the target but not part of this run keep their tables.
+      const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
+      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: r.kind === 'fts5' ? [r.targetTable, `${r.targetTable}_src`] : r.kind === 'custom' ? [] : [r.targetTable] }))]);
+      return new Syncer(session, compiled, options);
+    } catch (err) {
+      session.close();
+      throw err;
+    }
+  }
+
+  /** Brings every projection up to the source's current high-water mark (or suspends it). */
+  async runOnce(): Promise<SyncReport> {
+    const db = this.session.db;
+    const reports: ProjectionReport[] = [];
+    for (const p of this.projections) reports.push(await this.#syncOne(p));
+    const sourceSeq = readSourceView(db).hw;
+    if (this.#options.acknowledge ?? true) {
+      crashPoint('before-ack');
+      for (const r of reports) {
+        if (r.cursor !== null && r.state === 'active') {
+          try {
+            acknowledge(db, `${r.name}@${path.basename(this.session.targetPath)}`, r.cursor);
+          } catch {
+            /* acknowledgements are informational and may lag */
+          }
+        }
+      }
+    }
+    return { sourceSeq, projections: reports };
+  }
+
+  async #syncOne(p: CompiledProjection): Promise<ProjectionReport> {
+    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? 10_000 };
+    let applied = 0;
+    let snapshotRows: number | undefined;
+    let rebuilt: string | undefined;
+    for (;;) {
+      const out: StepOutcome = await retryBusy(() => step(ctx, p));
+      const sourceSeq = out.kind === 'suspended' ? 0 : out.seq;
+      if (out.kind === 'suspended') {
+        this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq, events: applied });
+        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...(rebuilt === undefined ? {} : { rebuilt }) };
+      }
+      if (out.kind === 'initialized') {
+        snapshotRows = out.rows;
+        if (out.reason !== undefined) rebuilt = out.reason;
+        this.#options.onProgress?.({ projection: p.name, phase: 'snapshot', seq: out.seq, sourceSeq: out.seq, events: applied, rows: out.rows });
+        continue;
+      }
+      if (out.kind === 'applied') {
+        applied += out.events;
+        this.#options.onProgress?.({ projection: p.name, phase: 'catch-up', seq: out.seq, sourceSeq: out.seq, events: applied });
+        if (!out.caughtUp) continue;
+      }
+      const seq = out.seq;
+      this.#options.onProgress?.({ projection: p.name, phase: 'current', seq, sourceSeq: seq, events: applied });
+      return {
+        name: p.name,
+        state: 'active',
+        applied,
+        cursor: out.cursor,
+        seq,
+        ...(snapshotRows === undefined ? {} : { snapshotRows }),
+        ...(rebuilt === undefined ? {} : { rebuilt }),
+      };
+    }
+  }
+
+  close(): void {
+    this.session.close();
+  }
+}
+
+/** One-shot sync: open, run once, close. */
+export async function sync(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<SyncReport> {
+  const s = await Syncer.open(sourcePath, targetPath, options);
+  try {
+    return await s.runOnce();
+  } finally {
+    s.close();
+  }
+}
+
+async function resolveDefinitions(db: Db, given: readonly ProjectionDefinition[] | undefined): Promise<ProjectionDefinition[]> {
+  if (given !== undefined && given.length > 0) return given.map((d) => parseDefinition(d));
+  const stored = readProjections(db, TARGET_SCHEMA);
+  if (stored.length > 0) {
+    const defs: ProjectionDefinition[] = [];
+    for (const r of stored) {
+      const d = parseDefinition(JSON.parse(r.definition), `stored definition of ${r.name}`);
+      defs.push(d.kind === 'custom' ? { ...d, handler: await loadStoredHandler(d) } : d);
+    }
+    return defs;
+  }
+  const view = readSourceView(db);
+  const tables = [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => t.table.name);
+  if (tables.length === 0) {
+    throw new FailClosedError('NOTHING_TO_SYNC', `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`);
+  }
+  return tables.map(defaultMirror);
+}
+
+function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
+  const info = describeTable(db, def.source);
+  if (info === undefined || info.kind !== 'table') {
+    throw new InvalidInputError('UNKNOWN_SOURCE_TABLE', `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`);
+  }
+  const p = compileProjection(def, sourceShape(info));
+  probeExpressions(db, p);
+  return p;
+}

@@ -1,0 +1,154 @@
+import type { Db } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+
+/*
+ * Target metadata: one row per projection, in the target database. The
+ * cursor and the rows it describes are always written in one transaction.
+ * States and reason codes are designed for the evolution work (shadow
+ * rebuilds, suspension, health) to use without a migration:
+ *   state  building | active | suspended
+ *   reason a stable code when not active (TARGET_DIVERGED, UNCAPTURED_REPLACE,
+ *          TABLE_UNARMED, DEFINITION_CHANGED, SOURCE_SCHEMA_CHANGED, ...)
+ */
+
+export const PROJECTIONS_TABLE = '_sluice_projections';
+export const TARGET_INFO_TABLE = '_sluice_target';
+export const TARGET_FORMAT = 1;
+
+export type ProjectionState = 'building' | 'active' | 'suspended';
+
+export interface ProjectionRecord {
+  readonly name: string;
+  readonly sourceId: string;
+  readonly sourcePath: string | null;
+  readonly sourceTable: string;
+  readonly kind: string;
+  readonly targetTable: string;
+  readonly definition: string;
+  readonly sourceShape: string;
+  readonly fingerprint: string;
+  readonly cursor: string | null;
+  readonly seq: number;
+  readonly state: ProjectionState;
+  readonly reason: string | null;
+  readonly detail: string | null;
+  readonly shadowTable: string | null;
+  readonly lastError: string | null;
+  readonly appliedEvents: number;
+  readonly lastEventMs: number | null;
+  readonly createdMs: number;
+  readonly updatedMs: number;
+}
+
+export function ensureTargetMeta(db: Db, schema: string): void {
+  const s = quoteIdent(schema);
+  db.exec(`CREATE TABLE IF NOT EXISTS ${s}.${TARGET_INFO_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER NOT NULL, created_ms INTEGER NOT NULL)`);
+  db.prepare(`INSERT OR IGNORE INTO ${s}.${TARGET_INFO_TABLE} (id, format, created_ms) VALUES (1, ?, ?)`).run(TARGET_FORMAT, Date.now());
+  db.exec(`CREATE TABLE IF NOT EXISTS ${s}.${PROJECTIONS_TABLE} (
+  name TEXT PRIMARY KEY,
+  source_id TEXT NOT NULL,
+  source_path TEXT,
+  source_table TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target_table TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  source_shape TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  cursor TEXT,
+  seq INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL CHECK (state IN ('building', 'active', 'suspended')),
+  reason TEXT,
+  detail TEXT,
+  shadow_table TEXT,
+  last_error TEXT,
+  applied_events INTEGER NOT NULL DEFAULT 0,
+  last_event_ms INTEGER,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+)`);
+}
+
+export function hasTargetMeta(db: Db, schema: string): boolean {
+  return db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !== undefined;
+}
+
+function fromRow(r: Record<string, unknown>): ProjectionRecord {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
+  return {
+    name: String(r.name),
+    sourceId: String(r.source_id),
+    sourcePath: str(r.source_path),
+    sourceTable: String(r.source_table),
+    kind: String(r.kind),
+    targetTable: String(r.target_table),
+    definition: String(r.definition),
+    sourceShape: String(r.source_shape),
+    fingerprint: String(r.fingerprint),
+    cursor: str(r.cursor),
+    seq: Number(r.seq),
+    state: String(r.state) as ProjectionState,
+    reason: str(r.reason),
+    detail: str(r.detail),
+    shadowTable: str(r.shadow_table),
+    lastError: str(r.last_error),
+    appliedEvents: Number(r.applied_events),
+    lastEventMs: num(r.last_event_ms),
+    createdMs: Number(r.created_ms),
+    updatedMs: Number(r.updated_ms),
+  };
+}
+
+export function readProjections(db: Db, schema: string): ProjectionRecord[] {
+  if (!hasTargetMeta(db, schema)) return [];
+  return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(fromRow);
+}
+
+export function readProjection(db: Db, schema: string, name: string): ProjectionRecord | undefined {
+  if (!hasTargetMeta(db, schema)) return undefined;
+  const r = db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as Record<string, unknown> | undefined;
+  return r === undefined ? undefined : fromRow(r);
+}
+
+export interface NewProjection {
+  readonly name: string;
+  readonly sourceId: string;
+  readonly sourcePath: string | null;
+  readonly sourceTable: string;
+  readonly kind: string;
+  readonly targetTable: string;
+  readonly definition: string;
+  readonly sourceShape: string;
+  readonly fingerprint: string;
+  readonly state: ProjectionState;
+}
+
+export function insertProjection(db: Db, schema: string, p: NewProjection): void {
+  const now = Date.now();
+  db.prepare(
+    `INSERT INTO ${quoteIdent(schema)}.${PROJECTIONS_TABLE} (name, source_id, source_path, source_table, kind, target_table, definition, source_shape, fingerprint, state, created_ms, updated_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(p.name, p.sourceId, p.sourcePath, p.sourceTable, p.kind, p.targetTable, p.definition, p.sourceShape, p.fingerprint, p.state, now, now);
+}
+
+/** Stores the new cursor (and marks the projection active): call in the transaction that wrote the rows. */
+export function storeCursor(db: Db, schema: string, name: string, cursor: string, seq: number, applied: number, lastEventMs: number | null): void {
+  db.prepare(
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL,
+       applied_events = applied_events + ?, last_event_ms = coalesce(?, last_event_ms), updated_ms = ? WHERE name = ?`,
+  ).run(cursor, seq, applied, lastEventMs, Date.now(), name);
+}
+
+export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: string | null, detail: unknown): void {
+  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET state = ?, reason = ?, detail = ?, updated_ms = ? WHERE name = ?`).run(
+    state,
+    reason,
+    detail === null || detail === undefined ? null : JSON.stringify(detail),
+    Date.now(),
+    name,
+  );
+}
+
+export function setLastError(db: Db, schema: string, name: string, message: string | null): void {
+  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, updated_ms = ? WHERE name = ?`).run(message, Date.now(), name);
+}

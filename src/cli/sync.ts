@@ -1,0 +1,77 @@
+import { Command } from 'commander';
+import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
+import { Syncer, type SyncReport } from '../apply/sync.ts';
+import { parseWholeNumber } from './enable.ts';
+import { emit, ExitSignal } from './output.ts';
+import { follow } from './follow.ts';
+import { progressReporter, type ProgressOptions } from './progress.ts';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
+  if (files.length === 0) return undefined;
+  const defs: ProjectionDefinition[] = [];
+  for (const f of files) defs.push(...(await loadDefinitions(f)));
+  return defs;
+}
+
+export function describeReport(r: SyncReport): string {
+  return r.projections
+    .map((p) => {
+      const what = p.snapshotRows !== undefined ? `${p.rebuilt !== undefined ? `rebuilt (${p.rebuilt})` : 'initialized'} from snapshot: ${p.snapshotRows} rows, then ` : '';
+      return p.state === 'active'
+        ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}`
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; fix the target, then reinit the projection`;
+    })
+    .join('\n');
+}
+
+export function reportJson(r: SyncReport): unknown {
+  return {
+    sourceSeq: r.sourceSeq,
+    projections: r.projections.map((p) => ({
+      name: p.name,
+      state: p.state,
+      ...(p.reason === undefined ? {} : { reason: p.reason, detail: p.detail }),
+      applied: p.applied,
+      ...(p.snapshotRows === undefined ? {} : { snapshotRows: p.snapshotRows }),
+      ...(p.rebuilt === undefined ? {} : { rebuilt: p.rebuilt }),
+      cursor: p.cursor,
+      seq: p.seq,
+    })),
+  };
+}
+
+export function registerSync(program: Command): void {
+  program
+    .command('sync')
+    .description('Bring projections in a target database up to date with a source (snapshot on first run, then incremental).')
+    .argument('<source>', 'source SQLite database (capture enabled)')
+    .argument('<target>', 'target SQLite database (created if missing)')
+    .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
+    .option('--batch <n>', 'most events per target transaction', parseWholeNumber, 10_000)
+    .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
+    .option('--log <format>', 'with "json", write line-delimited progress to stderr')
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow')
+    .action(async (source: string, target: string, opts: { projection: string[]; batch: number; follow?: boolean; log?: string } & ProgressOptions) => {
+      const defs = await loadAll(opts.projection);
+      const progress = progressReporter(opts);
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), batchSize: Math.max(1, opts.batch), onProgress: progress.update });
+      try {
+        if (opts.follow === true) {
+          await follow(syncer, { ...opts, onReport: () => undefined });
+          return;
+        }
+        const report = await syncer.runOnce();
+        progress.stop();
+        emit(opts, reportJson(report), () => describeReport(report));
+        if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+      } finally {
+        progress.stop();
+        syncer.close();
+      }
+    });
+}

@@ -1,0 +1,26 @@
+import type { Command } from 'commander';
+import { verify } from '../apply/verify.ts';
+import { emit, ExitSignal } from './output.ts';
+
+export function registerVerify(program: Command): void {
+  program
+    .command('verify')
+    .description('Compare every projection in a target with its source at one consistent seq (per-key checksums).')
+    .argument('<source>', 'source SQLite database')
+    .argument('<target>', 'target SQLite database')
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice verify app.db cache.db --json')
+    .action(async (source: string, target: string, opts: { json?: boolean }) => {
+      const r = await verify(source, target);
+      emit(opts, r, () =>
+        r.projections
+          .map((p) =>
+            p.ok
+              ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
+              : `${p.name}: MISMATCH ${p.reason ?? ''} ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}`,
+          )
+          .join('\n') || 'no projections in this target',
+      );
+      if (!r.ok) throw new ExitSignal(3);
+    });
+}

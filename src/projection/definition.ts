@@ -1,0 +1,165 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { z } from 'zod';
+import { InvalidInputError } from '../errors.ts';
+import type { ChangeEvent, Row } from '../feed/events.ts';
+
+/*
+ * Projection definitions: validated by zod, written as JSON or as a TS module.
+ * The definition (not the code) is what the fingerprint covers.
+ */
+
+const name = z
+  .string()
+  .min(1)
+  .max(100)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-", starting with a letter or digit');
+
+const tableName = z
+  .string()
+  .min(1)
+  .refine((s) => !s.toLowerCase().startsWith('_sluice_') && !s.toLowerCase().startsWith('sqlite_'), 'names starting with _sluice_ or sqlite_ are reserved');
+
+const mapColumn = z.union([
+  z.string().min(1).describe('a source column to copy (and rename)'),
+  z.strictObject({ from: z.string().min(1) }),
+  z.strictObject({
+    expr: z.string().min(1).describe('a deterministic SQL expression over the source columns'),
+    type: z.string().regex(/^[A-Za-z ()0-9,]*$/).optional(),
+    collate: z.enum(['BINARY', 'NOCASE', 'RTRIM']).optional(),
+  }),
+]);
+
+const base = {
+  name,
+  /** Source table. */
+  source: z.string().min(1),
+  /** Target table in the target database. Default: the projection name (mirror: the source table name). */
+  target: tableName.optional(),
+};
+
+export const mirrorDefinitionSchema = z.strictObject({ ...base, kind: z.literal('mirror') });
+
+export const mapDefinitionSchema = z.strictObject({
+  ...base,
+  kind: z.literal('map'),
+  /** Target column name -> source column, or computed expression. Order is the target column order. */
+  columns: z.record(tableName, mapColumn).refine((c) => Object.keys(c).length > 0, 'a map needs at least one column'),
+  /** Rows for which this SQL expression is true (WHERE semantics). */
+  filter: z.string().min(1).optional(),
+});
+
+export const fts5DefinitionSchema = z.strictObject({
+  ...base,
+  kind: z.literal('fts5'),
+  /** Source columns to index. */
+  columns: z.array(z.string().min(1)).min(1),
+  /** `external`: a content table keeps the indexed values (snippet/highlight work). `none`: contentless index. */
+  content: z.enum(['external', 'none']).default('external'),
+  tokenize: z.string().regex(/^[A-Za-z0-9_ '"]*$/).optional(),
+});
+
+export interface CustomContext {
+  /** A Kysely instance bound to the target transaction (tables resolve in the target database). */
+  readonly db: import('kysely').Kysely<any>;
+  readonly projection: string;
+}
+
+export interface CustomHandler {
+  /** Bump when the handler's output changes: it is part of the fingerprint. */
+  readonly version?: string;
+  /** Receives the snapshot rows, in the same target transaction as the starting cursor. */
+  init?(rows: Iterable<Row>, ctx: CustomContext): void | Promise<void>;
+  /** Receives each event in seq order. A thrown error rolls back the whole batch. */
+  apply(event: ChangeEvent, ctx: CustomContext): void | Promise<void>;
+}
+
+export const customDefinitionSchema = z.strictObject({
+  ...base,
+  kind: z.literal('custom'),
+  /** Module (relative to the definition file) whose default export is a CustomHandler. */
+  module: z.string().min(1).optional(),
+  /** Set by loadDefinitions: the definition file a handler was declared in, so later runs can load it again. */
+  definedIn: z.string().min(1).optional(),
+  handler: z.custom<CustomHandler>((h) => typeof h === 'object' && h !== null && typeof (h as { apply?: unknown }).apply === 'function').optional(),
+});
+
+export const projectionDefinitionSchema = z.discriminatedUnion('kind', [mirrorDefinitionSchema, mapDefinitionSchema, fts5DefinitionSchema, customDefinitionSchema]);
+
+export type ProjectionDefinition = z.infer<typeof projectionDefinitionSchema>;
+export type MirrorDefinition = z.infer<typeof mirrorDefinitionSchema>;
+export type MapDefinition = z.infer<typeof mapDefinitionSchema>;
+export type Fts5Definition = z.infer<typeof fts5DefinitionSchema>;
+export type CustomDefinition = z.infer<typeof customDefinitionSchema>;
+
+/** Validates one definition object; the error names the definition and the field. */
+export function parseDefinition(input: unknown, origin = 'definition'): ProjectionDefinition {
+  const r = projectionDefinitionSchema.safeParse(input);
+  if (!r.success) {
+    const label = typeof input === 'object' && input !== null && 'name' in input ? `projection ${String((input as { name: unknown }).name)}` : origin;
+    const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+    throw new InvalidInputError('BAD_DEFINITION', `Invalid ${label} (${origin}): ${issues}. See docs/projections.md for the format.`);
+  }
+  if (r.data.kind === 'custom' && r.data.module === undefined && r.data.handler === undefined && r.data.definedIn === undefined) {
+    throw new InvalidInputError('BAD_DEFINITION', `Invalid projection ${r.data.name} (${origin}): a custom projection needs "module" (a file exporting a handler) or "handler".`);
+  }
+  return r.data;
+}
+
+/**
+ * Loads definitions from a JSON file (one object or an array) or a TS/JS
+ * module (default export: one definition or an array). Custom modules are
+ * resolved relative to the definition file and loaded here.
+ */
+export async function loadDefinitions(file: string): Promise<ProjectionDefinition[]> {
+  const abs = path.resolve(file);
+  if (!fs.existsSync(abs)) throw new InvalidInputError('DEFINITION_NOT_FOUND', `Projection file ${file} does not exist. Pass a .json or .ts definition file (see projections/ for examples).`);
+  let raw: unknown;
+  if (abs.endsWith('.json')) {
+    try {
+      raw = JSON.parse(fs.readFileSync(abs, 'utf8'));
+    } catch (cause) {
+      throw new InvalidInputError('BAD_DEFINITION', `Projection file ${file} is not valid JSON: ${(cause as Error).message}.`, { cause });
+    }
+  } else {
+    const mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
+    raw = mod.default;
+  }
+  const list = Array.isArray(raw) ? raw : [raw];
+  const defs = list.map((d, i) => parseDefinition(d, `${file}${list.length > 1 ? `[${i}]` : ''}`));
+  for (const d of defs) {
+    if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json')) (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
+    if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
+      const modPath = d.module.startsWith('file:') ? new URL(d.module).pathname : path.resolve(path.dirname(abs), d.module);
+      const mod = (await import(pathToFileURL(modPath).href)) as { default?: unknown };
+      const handler = mod.default as CustomHandler | undefined;
+      if (handler === undefined || typeof handler.apply !== 'function') {
+        throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`);
+      }
+      // Stored with the projection as an absolute URL, so later runs without --projection find it.
+      (d as { module?: string }).module = pathToFileURL(modPath).href;
+      (d as { handler?: CustomHandler }).handler = handler;
+    }
+  }
+  return defs;
+}
+
+/** Loads the handler of a stored custom definition again (from its module or its definition file). */
+export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
+  if (d.module !== undefined) {
+    const mod = (await import(d.module)) as { default?: CustomHandler };
+    if (mod.default !== undefined && typeof mod.default.apply === 'function') return mod.default;
+  } else if (d.definedIn !== undefined) {
+    const mod = (await import(d.definedIn)) as { default?: unknown };
+    const list = Array.isArray(mod.default) ? mod.default : [mod.default];
+    const found = list.find((x) => typeof x === 'object' && x !== null && (x as { name?: unknown }).name === d.name) as { handler?: CustomHandler } | undefined;
+    if (found?.handler !== undefined) return found.handler;
+  }
+  throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: its handler cannot be loaded again from ${d.module ?? d.definedIn ?? '(nowhere)'}. Pass its definition file with --projection.`);
+}
+
+/** A mirror of `table` under the same name: the default when no definition is given. */
+export function defaultMirror(table: string): MirrorDefinition {
+  return { name: table, source: table, kind: 'mirror' };
+}

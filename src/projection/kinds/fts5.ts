@@ -1,0 +1,118 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
+import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../sqlite/codec.ts';
+import type { ChangeEvent, Row } from '../../feed/events.ts';
+import type { CompiledProjection } from '../compile.ts';
+import type { Fts5Definition } from '../definition.ts';
+import { sqlEq } from './relational.ts';
+
+/*
+ * An incremental FTS5 index keyed by the source key. A content table
+ * `<target>_src` maps each key to the FTS rowid (the key itself when the
+ * source has an INTEGER PRIMARY KEY) and, for `content: external`, keeps the
+ * indexed values, which FTS5 reads for snippet() and highlight(). Old index
+ * entries are removed with FTS5's 'delete' command and the event's
+ * before-image, after checking it against what is stored.
+ */
+
+export interface FtsMismatch {
+  readonly seq: number;
+  readonly key: readonly JsonValue[];
+  readonly reason: 'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE';
+}
+
+function names(schema: string, p: CompiledProjection) {
+  const def = p.definition as Fts5Definition;
+  const s = quoteIdent(schema);
+  return {
+    def,
+    fts: `${s}.${quoteIdent(p.targetTable)}`,
+    content: `${s}.${quoteIdent(`${p.targetTable}_src`)}`,
+    contentName: `${p.targetTable}_src`,
+    keys: p.key.map((_, i) => quoteIdent(`_k${i}`)),
+    cols: p.columns.map((c) => quoteIdent(c.name)),
+    external: def.content === 'external',
+    intKey: p.source.rowidAlias,
+  };
+}
+
+export function createFtsTarget(db: Db, schema: string, p: CompiledProjection): void {
+  const n = names(schema, p);
+  const keyDecl = p.key.map((k, i) => {
+    const c = p.source.columns.find((x) => x.name === k);
+    return `${n.keys[i]} ${c?.type ?? ''}${c !== undefined && c.collate !== 'BINARY' ? ` COLLATE ${c.collate}` : ''}`;
+  });
+  const valueCols = n.external ? p.columns.map((c) => quoteIdent(c.name)) : [];
+  db.exec(`CREATE TABLE ${n.content} (rowid INTEGER PRIMARY KEY, ${[...keyDecl, ...valueCols].join(', ')}, UNIQUE (${n.keys.join(', ')}))`);
+  const opts = [n.external ? `content=${quoteString(n.contentName)}, content_rowid='rowid'` : "content=''"];
+  if (n.def.tokenize !== undefined) opts.push(`tokenize=${quoteString(n.def.tokenize)}`);
+  db.exec(`CREATE VIRTUAL TABLE ${n.fts} USING fts5(${[...n.cols, ...opts].join(', ')})`);
+}
+
+export function snapshotFts(db: Db, schema: string, p: CompiledProjection): number {
+  const n = names(schema, p);
+  const src = `main.${quoteIdent(p.source.table)}`;
+  const srcKeys = p.key.map(quoteIdent);
+  const rowid = n.intKey ? `${srcKeys[0]}, ` : '';
+  const rowidCol = n.intKey ? 'rowid, ' : '';
+  const values = n.external ? `, ${p.columns.map((c) => c.expr).join(', ')}` : '';
+  const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
+  const count = db.prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${src}`).run().changes;
+  if (n.external) {
+    db.exec(`INSERT INTO ${n.fts} (${quoteIdent(p.targetTable)}) VALUES ('rebuild')`);
+  } else {
+    const on = p.key.map((k, i) => `s.${quoteIdent(k)} = c.${n.keys[i]}`).join(' AND ');
+    db.exec(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${n.content} c JOIN ${src} s ON ${on}`);
+  }
+  return count;
+}
+
+/** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
+export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): { applied: number; mismatch?: FtsMismatch } {
+  const n = names(schema, p);
+  const cmd = quoteIdent(p.targetTable);
+  const keyOf = (row: Row) => p.key.map((k) => row[k] ?? null);
+  const valuesOf = (row: Row) => p.columns.map((c) => row[c.from ?? c.name] ?? null);
+  const ph = (vals: readonly SqlValue[]) => vals.map(placeholderFor).join(', ');
+  const bind = (vals: readonly SqlValue[]) => vals.map(toBindable);
+  const lookup = (key: readonly SqlValue[]) =>
+    db.prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`).pluck().get(...bind(key)) as bigint | undefined;
+  const matches = (rowid: bigint, values: readonly SqlValue[]) =>
+    !n.external ||
+    db
+      .prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))).join(' AND ')}`)
+      .get({ rowid, ...Object.fromEntries(values.map((v, i) => [`v${i}`, toBindable(v)])) }) !== undefined;
+
+  const remove = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
+    const key = keyOf(row);
+    const rowid = lookup(key);
+    const values = valuesOf(row);
+    if (rowid === undefined || !matches(rowid, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
+    db.prepare(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
+    db.prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
+    return undefined;
+  };
+  const add = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
+    const key = keyOf(row);
+    if (lookup(key) !== undefined) return { seq: e.seq, key: key.map(toJsonValue), reason: 'UNCAPTURED_REPLACE' };
+    const values = valuesOf(row);
+    const rowidCol = n.intKey ? 'rowid, ' : '';
+    const rowidVal = n.intKey ? [key[0] ?? null] : [];
+    const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
+    const stored = n.external ? values : [];
+    const info = db
+      .prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) VALUES (${ph([...rowidVal, ...key, ...stored])})`)
+      .run(...bind([...rowidVal, ...key, ...stored]));
+    db.prepare(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) VALUES (?, ${ph(values)})`).run(info.lastInsertRowid, ...bind(values));
+    return undefined;
+  };
+
+  let applied = 0;
+  for (const e of events) {
+    if (e.image !== 'full') throw new Error(`fts5 projection ${p.name} needs images mode on ${p.source.table}`);
+    const miss = (e.before !== null ? remove(e, e.before) : undefined) ?? (e.after !== null ? add(e, e.after) : undefined);
+    if (miss !== undefined) return { applied, mismatch: miss };
+    applied++;
+  }
+  return { applied };
+}

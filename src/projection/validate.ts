@@ -1,0 +1,46 @@
+import type { Db } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { columnDecl, type CompiledProjection } from './compile.ts';
+
+/**
+ * Lets SQLite itself judge the map expressions and filter: each becomes a
+ * STORED generated column of a TEMP probe table shaped like the source.
+ * SQLite refuses unknown columns, subqueries and non-deterministic functions
+ * (random(), 'now') there, and evaluating one row catches the rest. Nothing
+ * is written to any database file.
+ */
+export function probeExpressions(db: Db, p: CompiledProjection): void {
+  const computed = p.columns.filter((c) => c.from === undefined).map((c) => ({ label: `column ${c.name}`, sql: c.expr }));
+  if (p.filter !== null) computed.push({ label: 'filter', sql: p.filter });
+  if (computed.length === 0) return;
+  const cols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`);
+  for (const [i, c] of computed.entries()) {
+    const probe = quoteIdent('_sluice_probe');
+    try {
+      db.exec(`CREATE TEMP TABLE ${probe} (${[...cols, `"_sluice_x${i}" AS ${c.sql} STORED`].join(', ')})`);
+      db.exec(`INSERT INTO temp.${probe} DEFAULT VALUES`);
+    } catch (cause) {
+      const msg = (cause as Error).message.replace('generated columns', 'projection expressions');
+      throw new InvalidInputError('BAD_EXPRESSION', `Projection ${p.name}: ${c.label} ${c.sql} is not usable: ${msg}. Expressions must be deterministic SQL over the columns of ${p.source.table} (no subqueries, random() or 'now').`, { cause });
+    } finally {
+      db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
+    }
+  }
+}
+
+/** Names and target tables must be distinct across the projections of one target. */
+export function checkCollisions(projections: readonly Pick<CompiledProjection, 'name' | 'ownedTables'>[]): void {
+  const names = new Map<string, string>();
+  const tables = new Map<string, string>();
+  for (const p of projections) {
+    const n = p.name.toLowerCase();
+    if (names.has(n)) throw new InvalidInputError('DUPLICATE_PROJECTION', `Two projections are named ${p.name}. Give each projection of a target a unique name.`);
+    names.set(n, p.name);
+    for (const t of p.ownedTables) {
+      const other = tables.get(t.toLowerCase());
+      if (other !== undefined) throw new InvalidInputError('TARGET_COLLISION', `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`);
+      tables.set(t.toLowerCase(), p.name);
+    }
+  }
+}

@@ -1,0 +1,104 @@
+/*
+ * Per-column collations of a table, read from its CREATE TABLE text.
+ * pragma_table_xinfo does not report them, and projections must evaluate
+ * expressions with the same collation as the source column, so both the
+ * snapshot and the incremental path compare text the same way.
+ */
+
+type Token = { readonly text: string; readonly kind: 'word' | 'quoted' | 'punct' };
+
+function tokenize(sql: string): Token[] {
+  const out: Token[] = [];
+  let i = 0;
+  while (i < sql.length) {
+    const ch = sql[i] as string;
+    if (/\s/.test(ch)) {
+      i++;
+    } else if (ch === '-' && sql[i + 1] === '-') {
+      while (i < sql.length && sql[i] !== '\n') i++;
+    } else if (ch === '/' && sql[i + 1] === '*') {
+      const end = sql.indexOf('*/', i + 2);
+      i = end < 0 ? sql.length : end + 2;
+    } else if (ch === '"' || ch === '`' || ch === "'" || ch === '[') {
+      const close = ch === '[' ? ']' : ch;
+      let j = i + 1;
+      let text = '';
+      for (;;) {
+        if (j >= sql.length) break;
+        if (sql[j] === close) {
+          if (close !== ']' && sql[j + 1] === close) {
+            text += close;
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        text += sql[j];
+        j++;
+      }
+      out.push({ text: ch === "'" ? `'${text}'` : text, kind: ch === "'" ? 'punct' : 'quoted' });
+      i = j + 1;
+    } else if (/[A-Za-z0-9_\u0080-\uffff$]/.test(ch)) {
+      let j = i;
+      while (j < sql.length && /[A-Za-z0-9_\u0080-\uffff$]/.test(sql[j] as string)) j++;
+      out.push({ text: sql.slice(i, j), kind: 'word' });
+      i = j;
+    } else {
+      out.push({ text: ch, kind: 'punct' });
+      i++;
+    }
+  }
+  return out;
+}
+
+const CONSTRAINT_STARTS = new Set(['CONSTRAINT', 'PRIMARY', 'UNIQUE', 'CHECK', 'FOREIGN']);
+
+/** Column name (as written) to collation name, for columns that declare one. */
+export function columnCollations(createSql: string): Map<string, string> {
+  const tokens = tokenize(createSql);
+  const open = tokens.findIndex((t) => t.text === '(');
+  const result = new Map<string, string>();
+  if (open < 0) return result;
+  let depth = 0;
+  let current: Token[] = [];
+  const defs: Token[][] = [];
+  for (let i = open + 1; i < tokens.length; i++) {
+    const t = tokens[i] as Token;
+    if (t.kind === 'punct' && t.text === '(') depth++;
+    if (t.kind === 'punct' && t.text === ')') {
+      if (depth === 0) {
+        defs.push(current);
+        break;
+      }
+      depth--;
+    }
+    if (depth === 0 && t.kind === 'punct' && t.text === ',') {
+      defs.push(current);
+      current = [];
+      continue;
+    }
+    current.push(t);
+  }
+  for (const def of defs) {
+    const first = def[0];
+    if (first === undefined) continue;
+    if (first.kind === 'word' && CONSTRAINT_STARTS.has(first.text.toUpperCase())) continue;
+    let depthInDef = 0;
+    for (let i = 1; i < def.length; i++) {
+      const t = def[i] as Token;
+      if (t.text === '(') depthInDef++;
+      else if (t.text === ')') depthInDef--;
+      else if (depthInDef === 0 && t.kind === 'word' && t.text.toUpperCase() === 'COLLATE') {
+        const name = def[i + 1];
+        if (name !== undefined) result.set(first.text, name.text);
+      }
+    }
+  }
+  return result;
+}
+
+/** The collation of a column (BINARY when none is declared). Column names compare case-insensitively, as in SQLite. */
+export function collationOf(collations: ReadonlyMap<string, string>, column: string): string {
+  for (const [k, v] of collations) if (k.toLowerCase() === column.toLowerCase()) return v.toUpperCase();
+  return 'BINARY';
+}
