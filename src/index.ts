@@ -38,3 +38,13 @@ export type { RowChange, UpdatesSinceOptions } from './feed/updates-since.ts';
 export { acknowledge, forgetConsumer } from './feed/acknowledge.ts';
 export { eventLineSchema, cursorLineSchema, eventToLine } from './feed/jsonl.ts';
 export type { EventLine } from './feed/jsonl.ts';
+
+export { Syncer, sync } from './apply/sync.ts';
+export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
+export type { StepOutcome } from './apply/step.ts';
+export { verify } from './apply/verify.ts';
+export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
+export { readProjections } from './apply/target-meta.ts';
+export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
+export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
+export type { ProjectionDefinition, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { InvalidInputError } from '../errors.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE, journalColumn, julianToMs } from '../capture/schema.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -30,6 +30,12 @@ export interface StepContext {
   readonly schema: string;
   readonly sourcePath: string;
   readonly batchSize: number;
+  /**
+   * An explicit batch (fromSeq, toSeq]: already applied is a no-op, an
+   * overlap applies only the part after the stored cursor, a gap (fromSeq
+   * after the stored cursor) is an error.
+   */
+  readonly range?: { readonly fromSeq: number; readonly toSeq: number };
 }
 
 /**
@@ -100,7 +106,13 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   }
   const t = v.tables[0] as CapturedTable;
   const lo = v.cursor.seq;
-  const hi = batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
+  let hi = batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
+  if (ctx.range !== undefined) {
+    if (ctx.range.fromSeq > lo) {
+      throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${lo}, but the batch starts after seq ${ctx.range.fromSeq}: events ${lo + 1}..${ctx.range.fromSeq} would be skipped. Apply the missing batch first, or sync from the stored cursor.`, { projection: p.name, stored: lo, fromSeq: ctx.range.fromSeq });
+    }
+    hi = Math.min(ctx.range.toSeq, v.view.hw);
+  }
   if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
   const cursor = cursorToken(db, v.view, v.tables, hi);
   let applied: number;

@@ -147,6 +147,18 @@ export class Syncer {
     }
   }
 
+  /**
+   * Applies exactly the batch (fromSeq, toSeq] to one projection in one
+   * target transaction: a no-op when already applied, only the new part when
+   * it overlaps the stored cursor, a BATCH_GAP error when it starts after it.
+   */
+  async applyBatch(name: string, fromSeq: number, toSeq: number): Promise<StepOutcome> {
+    const p = this.projections.find((x) => x.name === name);
+    if (p === undefined) throw new InvalidInputError('UNKNOWN_PROJECTION', `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`);
+    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: Number.MAX_SAFE_INTEGER, range: { fromSeq, toSeq } };
+    return retryBusy(() => step(ctx, p));
+  }
+
   close(): void {
     this.session.close();
   }
