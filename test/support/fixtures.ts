@@ -35,9 +35,12 @@ export const test = base.extend<Fixtures>({
 
 export { expect, describe } from 'vitest';
 
+/** The Python interpreter used as an external writer (runPython, and tests that spawn it asynchronously). */
+export const PYTHON = 'python3';
+
 /** Runs a Python script with the stdlib sqlite3 module (an external writer that knows nothing of sluice). */
 export function runPython(script: string, args: readonly string[] = []): string {
-  const r = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8' });
+  const r = spawnSync(PYTHON, ['-c', script, ...args], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`python failed (${r.status}): ${r.stderr}`);
   return r.stdout;
 }
