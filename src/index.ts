@@ -47,4 +47,4 @@ export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/v
 export { readProjections } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
-export type { ProjectionDefinition, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';
+export type { ProjectionDefinition, ProjectionDefinitionInput, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';

@@ -4,7 +4,7 @@ import { describeTable } from '../sqlite/introspect.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
-import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition } from '../projection/definition.ts';
+import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { readProjections } from './target-meta.ts';
@@ -15,7 +15,7 @@ import path from 'node:path';
 
 export interface SyncOptions {
   /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
-  readonly projections?: readonly ProjectionDefinition[];
+  readonly projections?: readonly ProjectionDefinitionInput[];
   /** Most events per target transaction. Default 10,000. */
   readonly batchSize?: number;
   /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
@@ -174,7 +174,7 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
   }
 }
 
-async function resolveDefinitions(db: Db, given: readonly ProjectionDefinition[] | undefined): Promise<ProjectionDefinition[]> {
+async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionInput[] | undefined): Promise<ProjectionDefinition[]> {
   if (given !== undefined && given.length > 0) return given.map((d) => parseDefinition(d));
   const stored = readProjections(db, TARGET_SCHEMA);
   if (stored.length > 0) {

@@ -9,6 +9,11 @@ import { registerChanges } from './changes.ts';
 import { registerPrune } from './prune.ts';
 import { registerSync } from './sync.ts';
 import { registerVerify } from './verify.ts';
+import { registerExport } from './export.ts';
+import { registerImport } from './import.ts';
+import { registerQuery } from './query.ts';
+import { registerStrip } from './strip.ts';
+import { registerHealth } from './health.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -16,7 +21,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerSync, registerVerify, registerDemo]) register(program);
+  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerSync, registerVerify, registerExport, registerImport, registerHealth, registerQuery, registerStrip, registerDemo]) register(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

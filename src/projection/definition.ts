@@ -88,6 +88,8 @@ export const customDefinitionSchema = z.strictObject({
 export const projectionDefinitionSchema = z.discriminatedUnion('kind', [mirrorDefinitionSchema, mapDefinitionSchema, fts5DefinitionSchema, customDefinitionSchema]);
 
 export type ProjectionDefinition = z.infer<typeof projectionDefinitionSchema>;
+/** What callers may write: defaults (such as fts5 `content`) may be left out. */
+export type ProjectionDefinitionInput = z.input<typeof projectionDefinitionSchema>;
 export type MirrorDefinition = z.infer<typeof mirrorDefinitionSchema>;
 export type MapDefinition = z.infer<typeof mapDefinitionSchema>;
 export type Fts5Definition = z.infer<typeof fts5DefinitionSchema>;
@@ -123,7 +125,7 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
       throw new InvalidInputError('BAD_DEFINITION', `Projection file ${file} is not valid JSON: ${(cause as Error).message}.`, { cause });
     }
   } else {
-    const mod = (await import(pathToFileURL(abs).href)) as { default?: unknown };
+    const mod = await importModule(pathToFileURL(abs).href);
     raw = mod.default;
   }
   const list = Array.isArray(raw) ? raw : [raw];
@@ -132,7 +134,7 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
     if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json')) (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
     if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
       const modPath = d.module.startsWith('file:') ? new URL(d.module).pathname : path.resolve(path.dirname(abs), d.module);
-      const mod = (await import(pathToFileURL(modPath).href)) as { default?: unknown };
+      const mod = await importModule(pathToFileURL(modPath).href);
       const handler = mod.default as CustomHandler | undefined;
       if (handler === undefined || typeof handler.apply !== 'function') {
         throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`);
@@ -145,13 +147,32 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
   return defs;
 }
 
+let tsLoader: Promise<void> | undefined;
+
+/**
+ * Imports a definition or handler module. The compiled CLI runs on plain
+ * Node 20, which cannot import a .ts file (ERR_UNKNOWN_FILE_EXTENSION, and
+ * Node caches that failure, so a retry cannot help): register tsx's loader
+ * (a runtime dependency) before the first such import. Running from the
+ * sources (tsx, vitest) already imports .ts.
+ */
+async function importModule(url: string): Promise<{ default?: unknown }> {
+  if (/\.[cm]?ts$/.test(new URL(url).pathname) && !import.meta.url.endsWith('.ts')) {
+    tsLoader ??= import('tsx/esm/api').then(({ register }) => {
+      register();
+    });
+    await tsLoader;
+  }
+  return (await import(url)) as { default?: unknown };
+}
+
 /** Loads the handler of a stored custom definition again (from its module or its definition file). */
 export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
   if (d.module !== undefined) {
-    const mod = (await import(d.module)) as { default?: CustomHandler };
+    const mod = (await importModule(d.module)) as { default?: CustomHandler };
     if (mod.default !== undefined && typeof mod.default.apply === 'function') return mod.default;
   } else if (d.definedIn !== undefined) {
-    const mod = (await import(d.definedIn)) as { default?: unknown };
+    const mod = await importModule(d.definedIn);
     const list = Array.isArray(mod.default) ? mod.default : [mod.default];
     const found = list.find((x) => typeof x === 'object' && x !== null && (x as { name?: unknown }).name === d.name) as { handler?: CustomHandler } | undefined;
     if (found?.handler !== undefined) return found.handler;

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Command } from 'commander';
+import { openSource } from '../capture/open-source.ts';
+import { exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../export/export.ts';
+import { parseWholeNumber } from './enable.ts';
+import { emit } from './output.ts';
+import { waitForChange } from './wait.ts';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function registerExport(program: Command): void {
+  program
+    .command('export')
+    .description('Write a snapshot and then every change as JSONL (at-least-once; resumes from FILE.cursor).')
+    .argument('<db>', 'source SQLite database')
+    .requiredOption('--out <file>', 'output file, or - for stdout (appended to; its position is kept in <file>.cursor)')
+    .option('--since <cursor>', 'start after this cursor instead of with a snapshot')
+    .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
+    .option('--batch <n>', 'events per batch', parseWholeNumber, 1000)
+    .option('--follow', 'keep exporting as changes commit, until SIGINT/SIGTERM')
+    .option('--json', 'print one JSON summary object on exit')
+    .addHelpText('after', '\nExamples:\n  $ sluice export app.db --out changes.jsonl\n  $ sluice export app.db --out changes.jsonl --follow   # resumes where it stopped')
+    .action(async (dbPath: string, opts: { out: string; since?: string; table: string[]; batch: number; follow?: boolean; json?: boolean }) => {
+      const toStdout = opts.out === '-';
+      const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
+      const since = opts.since ?? (cursorFile === undefined ? undefined : readCursorFile(cursorFile));
+      const fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
+      const sink = new LineSink(fd);
+      const db = openSource(dbPath, { readonly: true });
+      let cursor = since;
+      let totals = { rows: 0, events: 0, batches: 0 };
+      const record = (c: string) => {
+        cursor = c;
+        if (cursorFile !== undefined) writeCursorFile(cursorFile, c);
+      };
+      try {
+        const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
+        const run = () => {
+          const r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
+          totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
+        };
+        run();
+        if (opts.follow === true) await waitForChange(db, dbPath, run);
+      } finally {
+        sink.flush(true);
+        db.close();
+        if (!toStdout) fs.closeSync(fd);
+      }
+      if (!toStdout || opts.json === true) {
+        const summary = { out: opts.out, cursor: cursor ?? null, ...totals };
+        const write = toStdout ? (s: string) => process.stderr.write(`${s}\n`) : undefined;
+        if (write !== undefined) write(JSON.stringify(summary));
+        else emit(opts, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);
+      }
+    });
+}

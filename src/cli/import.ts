@@ -1,0 +1,30 @@
+import type { Command } from 'commander';
+import { importFile } from '../export/import.ts';
+import { loadAll } from './sync.ts';
+import { emit, ExitSignal } from './output.ts';
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function registerImport(program: Command): void {
+  program
+    .command('import')
+    .description('Apply a file written by `sluice export` to a target, with the same cursor rules as sync (importing twice applies once).')
+    .argument('<target>', 'target SQLite database (created if missing)')
+    .argument('<file>', 'JSONL file from sluice export')
+    .option('--projection <file>', 'projection definition file (repeatable; default: the target\'s, or a mirror of every table in the file)', collect, [] as string[])
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice import cache.db changes.jsonl --projection projections/issues-search.json')
+    .action(async (target: string, file: string, opts: { projection: string[]; json?: boolean }) => {
+      const defs = await loadAll(opts.projection);
+      const r = await importFile(target, file, defs === undefined ? {} : { projections: defs });
+      emit(opts, r, () =>
+        [
+          `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,
+          ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+        ].join('\n'),
+      );
+      if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+    });
+}

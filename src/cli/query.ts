@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { openDatabase } from '../sqlite/connection.ts';
+import { runQuery } from '../sqlite/query.ts';
+import { toJsonValue } from '../sqlite/codec.ts';
+import { parseWholeNumber } from './enable.ts';
+import { emit } from './output.ts';
+
+export function registerQuery(program: Command): void {
+  program
+    .command('query')
+    .description('Run one SQL statement on a source or target. Writes run in their own transaction; over the row budget nothing commits.')
+    .argument('<db>', 'SQLite database')
+    .argument('<sql>', 'one SQL statement')
+    .option('--max-rows <n>', 'most result rows (going over is an error and rolls back writes)', parseWholeNumber, 1000)
+    .option('--json', 'print one JSON object {columns, rows, changes}')
+    .addHelpText('after', '\nExamples:\n  $ sluice query cache.db "SELECT title FROM issues_search WHERE issues_search MATCH \'crash\'"\n  $ sluice query app.db "UPDATE issues SET state = \'closed\' WHERE number < 3 RETURNING number" --max-rows 10')
+    .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
+      const db = openDatabase(dbPath, { role: 'database' });
+      try {
+        const r = runQuery(db, sql, { maxRows: opts.maxRows });
+        const rows = r.rows.map((row) => row.map(toJsonValue));
+        emit(opts, { columns: r.columns, rows, changes: r.changes }, () => {
+          if (r.columns.length === 0) return `${r.changes} row(s) changed`;
+          const lines = rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))).map((o) => JSON.stringify(o));
+          return lines.length === 0 ? '(no rows)' : lines.join('\n');
+        });
+      } finally {
+        db.close();
+      }
+    });
+}

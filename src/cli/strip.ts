@@ -1,0 +1,23 @@
+import type { Command } from 'commander';
+import { openDatabase } from '../sqlite/connection.ts';
+import { strip } from '../capture/strip.ts';
+import { emit } from './output.ts';
+
+export function registerStrip(program: Command): void {
+  program
+    .command('strip')
+    .description('Write a copy of a database with every _sluice_ object removed (the original is only read).')
+    .argument('<db>', 'SQLite database')
+    .requiredOption('--out <copy>', 'path of the copy (must not exist)')
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice strip app.db --out app-for-sharing.db')
+    .action((dbPath: string, opts: { out: string; json?: boolean }) => {
+      const db = openDatabase(dbPath, { readonly: true, role: 'database' });
+      try {
+        const r = strip(db, opts.out);
+        emit(opts, { out: opts.out, ...r }, () => `wrote ${opts.out} without ${r.removed.length} sluice objects`);
+      } finally {
+        db.close();
+      }
+    });
+}

@@ -1,0 +1,150 @@
+import fs from 'node:fs';
+import type { Db } from '../sqlite/connection.ts';
+import { toJsonValue } from '../sqlite/codec.ts';
+import { InvalidInputError } from '../errors.ts';
+import { describeTable } from '../sqlite/introspect.ts';
+import { snapshot } from '../feed/snapshot.ts';
+import { readBatch } from '../feed/batch.ts';
+import { decodeCursor } from '../feed/cursor.ts';
+import { eventToLine } from '../feed/jsonl.ts';
+import { sourceShape } from '../projection/compile.ts';
+import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
+
+export interface ExportOptions {
+  /** Continue after this cursor instead of starting with a snapshot. */
+  readonly since?: string;
+  /** Tables to export (default: every captured images/keys table). */
+  readonly tables?: readonly string[];
+  /** Events per batch (one `batch` line each). Default 1000. */
+  readonly batchSize?: number;
+}
+
+export interface ExportResult {
+  readonly cursor: string;
+  readonly rows: number;
+  readonly events: number;
+  readonly batches: number;
+}
+
+/** Buffered line writer on a file descriptor, with an explicit durable flush. */
+export class LineSink {
+  readonly #fd: number;
+  #buf: string[] = [];
+  #size = 0;
+  constructor(fd: number) {
+    this.#fd = fd;
+  }
+  write(obj: unknown): void {
+    const line = `${JSON.stringify(obj)}\n`;
+    this.#buf.push(line);
+    this.#size += line.length;
+    if (this.#size > 1 << 20) this.flush(false);
+  }
+  flush(durable: boolean): void {
+    if (this.#buf.length > 0) {
+      const data = Buffer.from(this.#buf.join(''));
+      let off = 0;
+      while (off < data.length) off += fs.writeSync(this.#fd, data, off);
+      this.#buf = [];
+      this.#size = 0;
+    }
+    if (durable) {
+      try {
+        fs.fsyncSync(this.#fd);
+      } catch {
+        /* pipes and terminals cannot be synced */
+      }
+    }
+  }
+}
+
+/**
+ * Writes a snapshot (unless `since` is given) and then every retained event
+ * after it, in batches, to `sink`. `onDurable` runs after each batch is on
+ * disk with the cursor to resume from: the caller records it (export is
+ * at-least-once: a crash before that record repeats the batch, never loses it).
+ */
+export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
+  let cursor = options.since;
+  let rows = 0;
+  if (cursor === undefined) {
+    let sourceId = '';
+    let seq = 0;
+    const snap = snapshot(db, options.tables, {
+      onTable: (t) => {
+        const info = describeTable(db, t.name);
+        if (info === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${t.name} vanished during export.`);
+        const shape = sourceShape(info);
+        sourceId = readSourceId(db);
+        seq = hw(db);
+        const line: TableLine = { type: 'table', sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
+        sink.write(line);
+      },
+      onRow: (t, values) => {
+        const row: Record<string, ReturnType<typeof toJsonValue>> = {};
+        t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
+        const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
+        sink.write(line);
+        rows++;
+      },
+    });
+    const end: SnapshotLine = { type: 'snapshot', sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name) };
+    sink.write(end);
+    sink.flush(true);
+    cursor = snap.cursor;
+    onDurable(cursor);
+  }
+  let events = 0;
+  let batches = 0;
+  for (;;) {
+    const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
+    if (b.toSeq === b.fromSeq) break;
+    for (const e of b.events) sink.write(eventToLine(b.sourceId, e));
+    const marker: BatchLine = { type: 'batch', sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to };
+    sink.write(marker);
+    sink.flush(true);
+    events += b.events.length;
+    batches++;
+    cursor = b.to;
+    onDurable(cursor);
+    if (!b.hasMore) break;
+  }
+  return { cursor, rows, events, batches };
+}
+
+function readSourceId(db: Db): string {
+  return String(db.prepare('SELECT source_id FROM main._sluice_state WHERE id = 1').pluck().get());
+}
+
+function hw(db: Db): number {
+  const m = db.prepare('SELECT max(seq) FROM main._sluice_journal').pluck().get() as bigint | null;
+  const p = db.prepare('SELECT pruned_through FROM main._sluice_state WHERE id = 1').pluck().get() as bigint;
+  return Math.max(Number(m ?? 0n), Number(p));
+}
+
+/** The cursor file kept beside an export file: where an interrupted export resumes. */
+export function cursorFileFor(out: string): string {
+  return `${out}.cursor`;
+}
+
+export function readCursorFile(file: string): string | undefined {
+  try {
+    const text = fs.readFileSync(file, 'utf8').trim();
+    return text === '' ? undefined : text;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Replaces the cursor file atomically (write a temp file, then rename over). */
+export function writeCursorFile(file: string, cursor: string): void {
+  const tmp = `${file}.tmp`;
+  fs.writeFileSync(tmp, `${cursor}\n`);
+  const fd = fs.openSync(tmp, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}

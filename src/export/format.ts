@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { jsonValueSchema } from '../sqlite/codec.ts';
+import { eventLineSchema } from '../feed/jsonl.ts';
+
+/*
+ * The export file (docs/jsonl.md). Every line is one JSON object carrying
+ * `sourceId` and `seq`. Event lines are exactly those of `sluice changes`;
+ * the other lines carry a `type`:
+ *   table    the shape of a table (before its snapshot rows)
+ *   row      one snapshot row, at the snapshot's seq
+ *   snapshot the end of a snapshot: everything up to `seq` is in the file
+ *   batch    the end of a batch of events (fromSeq, seq]: an importer applies
+ *            a batch only when it has read this line, so a truncated tail is
+ *            never half-applied
+ */
+
+export const tableLineSchema = z.strictObject({
+  type: z.literal('table'),
+  sourceId: z.string(),
+  seq: z.number().int().nonnegative(),
+  table: z.string(),
+  columns: z.array(z.strictObject({ name: z.string(), type: z.string(), collate: z.string() })),
+  keyColumns: z.array(z.string()).min(1),
+  withoutRowid: z.boolean(),
+  rowidAlias: z.boolean(),
+});
+
+export const rowLineSchema = z.strictObject({
+  type: z.literal('row'),
+  sourceId: z.string(),
+  seq: z.number().int().nonnegative(),
+  table: z.string(),
+  row: z.record(z.string(), jsonValueSchema),
+});
+
+export const snapshotLineSchema = z.strictObject({
+  type: z.literal('snapshot'),
+  sourceId: z.string(),
+  seq: z.number().int().nonnegative(),
+  cursor: z.string(),
+  tables: z.array(z.string()),
+});
+
+export const batchLineSchema = z.strictObject({
+  type: z.literal('batch'),
+  sourceId: z.string(),
+  seq: z.number().int().nonnegative(),
+  fromSeq: z.number().int().nonnegative(),
+  cursor: z.string(),
+});
+
+/** Any line of an export file. */
+export const exportLineSchema = z.union([tableLineSchema, rowLineSchema, snapshotLineSchema, batchLineSchema, eventLineSchema]);
+export type ExportLine = z.infer<typeof exportLineSchema>;
+export type TableLine = z.infer<typeof tableLineSchema>;
+export type RowLine = z.infer<typeof rowLineSchema>;
+export type SnapshotLine = z.infer<typeof snapshotLineSchema>;
+export type BatchLine = z.infer<typeof batchLineSchema>;

@@ -1,0 +1,305 @@
+import fs from 'node:fs';
+import readline from 'node:readline';
+import type { Db } from '../sqlite/connection.ts';
+import { openDatabase } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { fromJsonValue, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import type { ChangeEvent, Row } from '../feed/events.ts';
+import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import { defaultMirror, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import { checkCollisions } from '../projection/validate.ts';
+import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
+import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
+import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
+import { ensureTargetMeta, insertProjection, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
+import { exportLineSchema, type BatchLine, type SnapshotLine, type TableLine } from './format.ts';
+import type { EventLine } from '../feed/jsonl.ts';
+
+export interface ImportOptions {
+  /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
+  readonly projections?: readonly ProjectionDefinitionInput[];
+}
+
+export interface ImportReport {
+  readonly lines: number;
+  readonly batchesApplied: number;
+  readonly batchesSkipped: number;
+  /** Lines after the last complete batch (a truncated tail): read, not applied. */
+  readonly incompleteTail: number;
+  readonly projections: readonly { readonly name: string; readonly state: string; readonly reason?: string; readonly seq: number }[];
+}
+
+const SCHEMA = 'main';
+
+/**
+ * Applies an export file to a target with the same cursor rules as `sync`:
+ * a batch already applied is skipped, an overlap applies only the new part,
+ * a gap stops the import. Importing a file twice, or a truncated file and
+ * then the full one, gives the same target. A malformed line stops the
+ * import with its line number; the batch it belongs to is not committed.
+ *
+ * @example
+ * await importFile('cache.db', 'changes.jsonl');
+ */
+export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
+  if (!fs.existsSync(file)) throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  const db = openDatabase(targetPath, { create: true, role: 'target' });
+  try {
+    if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
+      throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`);
+    }
+    db.pragma('temp_store = MEMORY');
+    ensureTargetMeta(db, SCHEMA);
+    return await new Importer(db, options).run(file);
+  } finally {
+    db.close();
+  }
+}
+
+class Importer {
+  readonly #db: Db;
+  readonly #options: ImportOptions;
+  readonly #shapes = new Map<string, SourceShape>();
+  #projections: CompiledProjection[] | undefined;
+  #sourceId: string | undefined;
+  #snapshotRows = new Map<string, Row[]>();
+  #snapshotSeq = 0;
+  #pending: { line: number; event: ChangeEvent }[] = [];
+  #applied = 0;
+  #skipped = 0;
+
+  constructor(db: Db, options: ImportOptions) {
+    this.#db = db;
+    this.#options = options;
+  }
+
+  async run(file: string): Promise<ImportReport> {
+    const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+    let n = 0;
+    let tailStart = 0;
+    for await (const text of rl) {
+      n++;
+      if (text.trim() === '') continue;
+      const line = parseLine(text, n, file);
+      if (this.#sourceId !== undefined && line.sourceId !== this.#sourceId) {
+        throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${file}:${n}: line belongs to source ${line.sourceId}, but the file started with ${this.#sourceId}. One file must hold one source's stream.`);
+      }
+      this.#sourceId = line.sourceId;
+      if ('type' in line) {
+        if (line.type === 'table') this.#onTable(line);
+        else if (line.type === 'row') {
+          const rows = this.#snapshotRows.get(line.table) ?? [];
+          rows.push(decodeRow(line.row));
+          this.#snapshotRows.set(line.table, rows);
+        } else if (line.type === 'snapshot') await this.#onSnapshot(line);
+        else await this.#onBatch(line);
+        if (line.type === 'snapshot' || line.type === 'batch') tailStart = n;
+      } else {
+        this.#pending.push({ line: n, event: decodeEvent(line) });
+      }
+    }
+    const projections = (this.#projections ?? []).map((p) => {
+      const r = readProjection(this.#db, SCHEMA, p.name);
+      return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0 };
+    });
+    return { lines: n, batchesApplied: this.#applied, batchesSkipped: this.#skipped, incompleteTail: n - tailStart, projections };
+  }
+
+  #onTable(line: TableLine): void {
+    this.#shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+    this.#snapshotSeq = line.seq;
+  }
+
+  #compiled(): CompiledProjection[] {
+    if (this.#projections !== undefined) return this.#projections;
+    let defs: ProjectionDefinition[];
+    if (this.#options.projections !== undefined && this.#options.projections.length > 0) defs = this.#options.projections.map((d) => parseDefinition(d));
+    else {
+      const stored = (this.#db.prepare(`SELECT definition, source_shape FROM ${PROJECTIONS_TABLE}`).all() as { definition: string; source_shape: string }[]);
+      if (stored.length > 0) {
+        for (const s of stored) {
+          const shape = JSON.parse(s.source_shape) as SourceShape;
+          if (!this.#shapes.has(shape.table)) this.#shapes.set(shape.table, shape);
+        }
+        defs = stored.map((s) => parseDefinition(JSON.parse(s.definition)));
+      } else defs = [...this.#shapes.keys()].map(defaultMirror);
+    }
+    const out = defs.map((d) => {
+      const shape = this.#shapes.get(d.source);
+      if (shape === undefined) {
+        throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
+      }
+      if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
+      return compileProjection(d, shape);
+    });
+    checkCollisions(out);
+    this.#projections = out;
+    return out;
+  }
+
+  async #onSnapshot(line: SnapshotLine): Promise<void> {
+    const db = this.#db;
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const p of this.#compiled()) {
+        if (!line.tables.includes(p.source.table)) continue;
+        const rec = readProjection(db, SCHEMA, p.name);
+        if (rec !== undefined) {
+          if (rec.sourceId !== line.sourceId) {
+            throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`);
+          }
+          if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue; // already at or past this snapshot
+          for (const t of owned(rec)) db.exec(`DROP TABLE IF EXISTS main.${quoteIdent(t)}`);
+          db.prepare(`DELETE FROM ${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
+        }
+        for (const t of p.ownedTables) {
+          if (db.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE').get(t) !== undefined) {
+            throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`);
+          }
+        }
+        const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
+        insertProjection(db, SCHEMA, { name: p.name, sourceId: line.sourceId, sourcePath: null, sourceTable: p.source.table, kind: p.kind, targetTable: p.targetTable, definition: JSON.stringify(data), sourceShape: JSON.stringify(p.source), fingerprint: p.fingerprint, state: 'building' });
+        const rows = this.#snapshotRows.get(p.source.table) ?? [];
+        if (p.kind === 'mirror' || p.kind === 'map') createRelationalTarget(db, SCHEMA, p);
+        if (p.kind === 'fts5') createFtsTarget(db, SCHEMA, p);
+        if (p.kind === 'custom') await initCustom(db, SCHEMA, p, rows);
+        else {
+          const inserts: ChangeEvent[] = rows.map((after, i) => ({ op: 'insert', seq: i + 1, table: p.source.table, key: p.source.keyColumns.map((k) => after[k] ?? null), ts: 0, image: 'full', before: null, after }));
+          const miss = await this.#applyEvents(p, inserts);
+          if (miss !== undefined) throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
+        }
+        storeCursor(db, SCHEMA, p.name, line.cursor, line.seq, 0, null);
+      }
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      dropTemps(db);
+      throw err;
+    }
+    this.#snapshotRows.clear();
+  }
+
+  async #onBatch(line: BatchLine): Promise<void> {
+    const db = this.#db;
+    const events = this.#pending.map((p) => p.event);
+    this.#pending = [];
+    let applied = false;
+    db.exec('BEGIN IMMEDIATE');
+    let suspended: { name: string; reason: string; detail: unknown } | undefined;
+    try {
+      for (const p of this.#compiled()) {
+        const rec = readProjection(db, SCHEMA, p.name);
+        if (rec === undefined) {
+          throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`);
+        }
+        if (rec.sourceId !== line.sourceId) throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} follows source ${rec.sourceId}, but this file is from ${line.sourceId}.`);
+        if (rec.state !== 'active') continue;
+        if (line.seq <= rec.seq) continue; // already applied
+        if (line.fromSeq > rec.seq) {
+          throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${rec.seq}, but the next batch in the file starts after seq ${line.fromSeq}; events in between are missing. Import the file that holds them first.`);
+        }
+        const mine = events.filter((e) => e.table === p.source.table && e.seq > rec.seq);
+        const miss = await this.#applyEvents(p, mine);
+        if (miss !== undefined) {
+          suspended = { name: p.name, reason: miss.split(':')[0] ?? 'TARGET_DIVERGED', detail: { message: miss } };
+          break;
+        }
+        const last = mine.at(-1);
+        storeCursor(db, SCHEMA, p.name, line.cursor, line.seq, mine.length, last === undefined ? null : last.ts);
+        applied = true;
+      }
+      if (suspended !== undefined) throw new Error('suspend');
+      db.exec('COMMIT');
+    } catch (err) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      dropTemps(db);
+      if (suspended === undefined) throw err;
+      db.exec('BEGIN IMMEDIATE');
+      setState(db, SCHEMA, suspended.name, 'suspended', suspended.reason, suspended.detail);
+      db.exec('COMMIT');
+      throw new FailClosedError(suspended.reason, `Projection ${suspended.name} diverged while importing the batch ending at seq ${line.seq}: ${JSON.stringify(suspended.detail)}. It is suspended; repair or rebuild the target.`);
+    }
+    if (applied) this.#applied++;
+    else this.#skipped++;
+  }
+
+  /** Returns a reason string on a before-image mismatch (nothing is written then). */
+  async #applyEvents(p: CompiledProjection, events: readonly ChangeEvent[]): Promise<string | undefined> {
+    if (events.length === 0) return undefined;
+    if (events.some((e) => e.image !== 'full') && p.kind !== 'custom') return `NEEDS_IMAGES_MODE: table ${p.source.table} was exported in keys mode`;
+    if (p.kind === 'mirror' || p.kind === 'map') {
+      fillEventTable(this.#db, p.source, events);
+      const n = p.source.columns.length;
+      const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+      const r = applyRelational(this.#db, SCHEMA, p, `SELECT seq, op, ts, ${cols} FROM temp._sluice_ev`);
+      this.#db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
+      return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
+    }
+    if (p.kind === 'fts5') {
+      const r = applyFtsEvents(this.#db, SCHEMA, p, events);
+      return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
+    }
+    await applyCustomEvents(this.#db, SCHEMA, p, events);
+    return undefined;
+  }
+}
+
+function owned(rec: ProjectionRecord): string[] {
+  if (rec.kind === 'fts5') return [rec.targetTable, `${rec.targetTable}_src`];
+  if (rec.kind === 'custom') return [];
+  return [rec.targetTable];
+}
+
+/** Writes events into temp._sluice_ev in journal layout, for the set-based apply. */
+function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent[]): void {
+  const n = shape.columns.length;
+  db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
+  db.exec(`CREATE TEMP TABLE _sluice_ev (seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ')})`);
+  const names = shape.columns.map((c) => c.name);
+  const stmts = new Map<string, ReturnType<Db['prepare']>>();
+  for (const e of events) {
+    const before = e.before === null ? [] : names.map((c) => (e.before as Row)[c] ?? null);
+    const after = e.after === null ? [] : names.map((c) => (e.after as Row)[c] ?? null);
+    const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
+    const values: SqlValue[] = e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after];
+    const sql = `INSERT INTO temp._sluice_ev (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
+    let stmt = stmts.get(sql);
+    if (stmt === undefined) {
+      stmt = db.prepare(sql);
+      stmts.set(sql, stmt);
+    }
+    (stmt as unknown as { run: (...a: unknown[]) => unknown }).run(e.seq, op, e.ts, ...values.map(toBindable));
+  }
+}
+
+function parseLine(text: string, n: number, file: string): ReturnType<typeof exportLineSchema.parse> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${file}:${n}: not JSON. The import stopped here; the batch this line belongs to was not committed. Fix or truncate the file at line ${n}.`);
+  }
+  const r = exportLineSchema.safeParse(json);
+  if (!r.success) {
+    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${file}:${n}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`);
+  }
+  return r.data;
+}
+
+function decodeRow(r: Record<string, unknown>): Row {
+  const out: Record<string, SqlValue> = {};
+  for (const [k, v] of Object.entries(r)) out[k] = fromJsonValue(v);
+  return out;
+}
+
+function decodeEvent(l: EventLine): ChangeEvent {
+  const key = l.key.map(fromJsonValue);
+  const before = l.before === null ? null : decodeRow(l.before);
+  const after = l.after === null ? null : decodeRow(l.after);
+  const base = { seq: l.seq, table: l.table, key, ts: l.ts, image: l.image } as const;
+  if (l.op === 'insert') return { ...base, op: 'insert', before: null, after };
+  if (l.op === 'delete') return { ...base, op: 'delete', before, after: null };
+  return { ...base, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
+}
