@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { bump } from '../capture/bump.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function registerBump(program: Command): void {
@@ -15,7 +16,7 @@ export function registerBump(program: Command): void {
       const db = openSource(dbPath);
       try {
         const r = bump(db, opts.reason);
-        emit(opts, r, () => `generation ${r.generation}`);
+        emit(opts, S.bumpOutput, r, () => `generation ${r.generation}`);
       } finally {
         db.close();
       }

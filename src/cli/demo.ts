@@ -2,42 +2,31 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { buildTracker, TRACKER_TABLES } from '../../fixtures/tracker.ts';
-import { openSource } from '../capture/open-source.ts';
-import { enable } from '../capture/enable.ts';
-import { status } from '../capture/status.ts';
-import { emit } from './output.ts';
+import { runDemo } from './demo-steps.ts';
+import * as S from './json-schemas.ts';
+import { emit, ExitSignal } from './output.ts';
 
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('Build the bundled issue-tracker fixture, enable capture and show what sluice records.')
+    .description('The tour on a bundled issue tracker: capture, sync into a cache (mirror, map, FTS5, custom), writes from Python, search, verify, a crash and its resume.')
     .option('--dir <dir>', 'work directory (default: a new temp directory)')
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice demo --dir /tmp/sluice-demo')
-    .action((opts: { dir?: string; json?: boolean }) => {
+    .action(async (opts: { dir?: string; json?: boolean }) => {
       const dir = opts.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-demo-'));
       fs.mkdirSync(dir, { recursive: true });
-      const source = path.join(dir, 'tracker.db');
-      buildTracker(source);
-      const db = openSource(source);
-      try {
-        const en = enable(db, [...TRACKER_TABLES]);
-        db.prepare("UPDATE issues SET state = 'closed', updated_at = '2026-03-01' WHERE repo_id = 1 AND number <= 5").run();
-        db.prepare("INSERT INTO comments (repo_id, issue_number, author, body, created_at) VALUES (1, 1, 'demo', 'closing as fixed', '2026-03-01')").run();
-        db.prepare("UPDATE issues SET state = 'closed' WHERE repo_id = 1 AND number = 1").run(); // no-op: already closed
-        const s = status(db);
-        emit(opts, { dir, source, enable: en, status: s }, () =>
-          [
-            `fixture: ${source}`,
-            `capture ${s.sourceId} generation ${s.generation}: ${s.tables.map((t) => `${t.name}(${t.keyColumns.join(',')})`).join(' ')}`,
-            `wrote 5 updates, 1 insert, 1 no-op update -> journal high-water seq ${s.seq} (no-op skipped)`,
-            ...s.tables.map((t) => `  ${t.name}: last seq ${t.lastSeq}, ${t.armed ? 'armed' : `UNARMED ${t.reason ?? ''}`}`),
-          ].join('\n'),
-        );
-        if (s.seq !== 6) throw new Error(`demo check failed: expected 6 journaled events, found ${s.seq}`);
-      } finally {
-        db.close();
-      }
+      const started = performance.now();
+      const steps = await runDemo(dir);
+      const ok = steps.length === 9 && steps.every((s) => s.ok);
+      const total = Math.round(performance.now() - started);
+      emit(opts, S.demoOutput, { ok, dir, ms: total, steps }, () =>
+        [
+          `sluice demo in ${dir}`,
+          ...steps.map((s, i) => `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(40)} ${String(s.ms).padStart(6)} ms  ${s.detail}`),
+          ok ? `all steps checked out in ${total} ms. Try: npx sluice health ${path.join(dir, 'cache.db')}` : 'the demo FAILED: see the step marked FAIL',
+        ].join('\n'),
+      );
+      if (!ok) throw new ExitSignal(1);
     });
 }

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { disable } from '../capture/disable.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function registerDisable(program: Command): void {
@@ -14,7 +15,7 @@ export function registerDisable(program: Command): void {
       const db = openSource(dbPath, { readonly: false });
       try {
         const r = disable(db);
-        emit(opts, r, () => (r.removed.length === 0 ? 'nothing to remove: capture was not enabled' : `removed ${r.removed.length} objects: ${r.removed.join(', ')}`));
+        emit(opts, S.disableOutput, r, () => (r.removed.length === 0 ? 'nothing to remove: capture was not enabled' : `removed ${r.removed.length} objects: ${r.removed.join(', ')}`));
       } finally {
         db.close();
       }

@@ -2,6 +2,7 @@ import { Command, Option, InvalidArgumentError } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { enable } from '../capture/enable.ts';
 import { CAPTURE_MODES, type CaptureMode } from '../capture/schema.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function parseWholeNumber(value: string): number {
@@ -24,7 +25,7 @@ export function registerEnable(program: Command): void {
       const db = openSource(dbPath);
       try {
         const r = enable(db, tables, { mode: opts.mode, ...(opts.retention === undefined ? {} : { retention: opts.retention }) });
-        emit(opts, r, () =>
+        emit(opts, S.enableOutput, r, () =>
           [
             `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
             r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',

@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../export/export.ts';
 import { parseWholeNumber } from './enable.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
 
@@ -53,7 +54,7 @@ export function registerExport(program: Command): void {
         const summary = { out: opts.out, cursor: cursor ?? null, ...totals };
         const write = toStdout ? (s: string) => process.stderr.write(`${s}\n`) : undefined;
         if (write !== undefined) write(JSON.stringify(summary));
-        else emit(opts, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);
+        else emit(opts, S.exportOutput, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);
       }
     });
 }

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { health } from '../projection/health.ts';
+import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
 export function registerHealth(program: Command): void {
@@ -11,7 +12,7 @@ export function registerHealth(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ sluice health cache.db --json')
     .action((target: string, opts: { json?: boolean }) => {
       const h = health(target);
-      emit(opts, h, () =>
+      emit(opts, S.healthOutput, h, () =>
         h.projections.length === 0
           ? 'no projections in this target'
           : h.projections

@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { importFile } from '../export/import.ts';
 import { loadAll } from './sync.ts';
+import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
 function collect(value: string, previous: string[]): string[] {
@@ -19,7 +20,7 @@ export function registerImport(program: Command): void {
     .action(async (target: string, file: string, opts: { projection: string[]; json?: boolean }) => {
       const defs = await loadAll(opts.projection);
       const r = await importFile(target, file, defs === undefined ? {} : { projections: defs });
-      emit(opts, r, () =>
+      emit(opts, S.importOutput, r, () =>
         [
           `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,
           ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),

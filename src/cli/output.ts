@@ -1,13 +1,21 @@
+import type { z } from 'zod';
 import { SluiceError } from '../errors.ts';
 
 export interface GlobalOptions {
   readonly json?: boolean;
 }
 
-/** The stdout of one command: a stable JSON object with --json, readable text otherwise. */
-export function emit(options: GlobalOptions, json: unknown, human: () => string): void {
-  if (options.json === true) process.stdout.write(`${JSON.stringify(json, jsonReplacer)}\n`);
-  else process.stdout.write(`${human()}\n`);
+/**
+ * The stdout of one command: with --json, one JSON object checked against
+ * the command's schema (src/cli/json-schemas.ts); readable text otherwise.
+ */
+export function emit(options: GlobalOptions, schema: z.ZodType, json: unknown, human: () => string): void {
+  if (options.json === true) {
+    const plain: unknown = JSON.parse(JSON.stringify(json, jsonReplacer));
+    const checked = schema.safeParse(plain);
+    if (!checked.success) throw new Error(`internal: --json output does not match its documented schema: ${checked.error.message}`);
+    process.stdout.write(`${JSON.stringify(plain)}\n`);
+  } else process.stdout.write(`${human()}\n`);
 }
 
 export function jsonReplacer(_key: string, value: unknown): unknown {

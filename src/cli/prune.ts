@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { prune } from '../capture/prune.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function registerPrune(program: Command): void {
@@ -14,7 +15,7 @@ export function registerPrune(program: Command): void {
       const db = openSource(dbPath);
       try {
         const r = prune(db);
-        emit(opts, r, () => `deleted ${r.deleted} journal entries; pruned through seq ${r.prunedThrough}`);
+        emit(opts, S.pruneOutput, r, () => `deleted ${r.deleted} journal entries; pruned through seq ${r.prunedThrough}`);
       } finally {
         db.close();
       }

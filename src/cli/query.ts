@@ -3,6 +3,7 @@ import { openDatabase } from '../sqlite/connection.ts';
 import { runQuery } from '../sqlite/query.ts';
 import { toJsonValue } from '../sqlite/codec.ts';
 import { parseWholeNumber } from './enable.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function registerQuery(program: Command): void {
@@ -19,7 +20,7 @@ export function registerQuery(program: Command): void {
       try {
         const r = runQuery(db, sql, { maxRows: opts.maxRows });
         const rows = r.rows.map((row) => row.map(toJsonValue));
-        emit(opts, { columns: r.columns, rows, changes: r.changes }, () => {
+        emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes }, () => {
           if (r.columns.length === 0) return `${r.changes} row(s) changed`;
           const lines = rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))).map((o) => JSON.stringify(o));
           return lines.length === 0 ? '(no rows)' : lines.join('\n');

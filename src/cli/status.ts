@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { status } from '../capture/status.ts';
+import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
 export function registerStatus(program: Command): void {
@@ -14,7 +15,7 @@ export function registerStatus(program: Command): void {
       const db = openSource(dbPath, { readonly: true });
       try {
         const s = status(db);
-        emit(opts, s, () => {
+        emit(opts, S.statusOutput, s, () => {
           if (!s.enabled) return `capture is not enabled${s.problem !== undefined ? ` (${s.problem})` : ''}; run: sluice enable ${dbPath} <table...>`;
           const lines = [
             `source ${s.sourceId}  generation ${s.generation}  seq ${s.seq}  pruned through ${s.prunedThrough}  retention ${s.retention}`,

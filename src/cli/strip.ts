@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { openDatabase } from '../sqlite/connection.ts';
 import { strip } from '../capture/strip.ts';
+import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
 export function registerStrip(program: Command): void {
@@ -15,7 +16,7 @@ export function registerStrip(program: Command): void {
       const db = openDatabase(dbPath, { readonly: true, role: 'database' });
       try {
         const r = strip(db, opts.out);
-        emit(opts, { out: opts.out, ...r }, () => `wrote ${opts.out} without ${r.removed.length} sluice objects`);
+        emit(opts, S.stripOutput, { out: opts.out, ...r }, () => `wrote ${opts.out} without ${r.removed.length} sluice objects`);
       } finally {
         db.close();
       }

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
 import { Syncer, type SyncReport } from '../apply/sync.ts';
 import { parseWholeNumber } from './enable.ts';
+import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
@@ -67,7 +68,7 @@ export function registerSync(program: Command): void {
         }
         const report = await syncer.runOnce();
         progress.stop();
-        emit(opts, reportJson(report), () => describeReport(report));
+        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report));
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
       } finally {
         progress.stop();

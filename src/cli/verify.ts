@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { verify } from '../apply/verify.ts';
+import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
 export function registerVerify(program: Command): void {
@@ -12,7 +13,7 @@ export function registerVerify(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ sluice verify app.db cache.db --json')
     .action(async (source: string, target: string, opts: { json?: boolean }) => {
       const r = await verify(source, target);
-      emit(opts, r, () =>
+      emit(opts, S.verifyOutput, r, () =>
         r.projections
           .map((p) =>
             p.ok

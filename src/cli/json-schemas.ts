@@ -1,0 +1,122 @@
+import { z } from 'zod';
+import { jsonValueSchema } from '../sqlite/codec.ts';
+
+/*
+ * The stable --json output of every command. `emit` validates each object
+ * against its schema before printing, so the documented shape (docs/cli.md)
+ * and the real one cannot drift apart. Fields may be added; none are removed.
+ */
+
+const reason = z.string();
+
+export const errorOutput = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+
+export const enableOutput = z.object({
+  sourceId: z.string(),
+  generation: z.number().int(),
+  created: z.boolean(),
+  added: z.array(z.string()),
+  rearmed: z.array(z.string()),
+});
+
+export const disableOutput = z.object({ removed: z.array(z.string()) });
+export const bumpOutput = z.object({ generation: z.number().int() });
+export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
+
+export const statusOutput = z.object({
+  enabled: z.boolean(),
+  sourceId: z.string().nullable(),
+  generation: z.number().int(),
+  seq: z.number().int(),
+  prunedThrough: z.number().int(),
+  retention: z.number().int(),
+  journalRows: z.number().int(),
+  lastReason: z.string().nullable(),
+  problem: z.string().optional(),
+  tables: z.array(
+    z.object({
+      name: z.string(),
+      mode: z.enum(['images', 'keys', 'counter']),
+      keyColumns: z.array(z.string()),
+      lastSeq: z.number().int(),
+      armed: z.boolean(),
+      reason: reason.optional(),
+      detail: z.string().optional(),
+    }),
+  ),
+  consumers: z.array(z.object({ name: z.string(), seq: z.number().int(), lag: z.number().int(), updatedMs: z.number().int() })),
+});
+
+export const syncOutput = z.object({
+  sourceSeq: z.number().int(),
+  projections: z.array(
+    z.object({
+      name: z.string(),
+      state: z.enum(['active', 'suspended', 'building']),
+      reason: reason.optional(),
+      detail: z.record(z.string(), z.unknown()).optional(),
+      applied: z.number().int(),
+      snapshotRows: z.number().int().optional(),
+      rebuilt: z.string().optional(),
+      cursor: z.string().nullable(),
+      seq: z.number().int(),
+    }),
+  ),
+});
+
+export const verifyOutput = z.object({
+  ok: z.boolean(),
+  sourceSeq: z.number().int(),
+  projections: z.array(
+    z.object({
+      name: z.string(),
+      ok: z.boolean(),
+      seq: z.number().int(),
+      checked: z.number().int(),
+      inFlight: z.number().int(),
+      diffs: z.array(z.object({ key: z.array(jsonValueSchema), kind: z.enum(['missing', 'extra', 'different']) })),
+      reason: z.string().optional(),
+    }),
+  ),
+});
+
+export const exportOutput = z.object({ out: z.string(), cursor: z.string().nullable(), rows: z.number().int(), events: z.number().int(), batches: z.number().int() });
+
+export const importOutput = z.object({
+  lines: z.number().int(),
+  batchesApplied: z.number().int(),
+  batchesSkipped: z.number().int(),
+  incompleteTail: z.number().int(),
+  projections: z.array(z.object({ name: z.string(), state: z.string(), reason: z.string().optional(), seq: z.number().int() })),
+});
+
+export const healthOutput = z.object({
+  ok: z.boolean(),
+  projections: z.array(
+    z.object({
+      name: z.string(),
+      kind: z.string(),
+      state: z.string(),
+      reason: z.string().nullable(),
+      detail: z.unknown(),
+      seq: z.number().int(),
+      sourcePath: z.string().nullable(),
+      sourceSeq: z.number().int().nullable(),
+      lagEvents: z.number().int().nullable(),
+      lagMs: z.number().nullable(),
+      lastError: z.string().nullable(),
+      needsAction: z.boolean(),
+      action: z.string().optional(),
+    }),
+  ),
+});
+
+export const queryOutput = z.object({ columns: z.array(z.string()), rows: z.array(z.array(jsonValueSchema)), changes: z.number().int() });
+export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
+
+export const demoOutput = z.object({
+  ok: z.boolean(),
+  dir: z.string(),
+  ms: z.number(),
+  steps: z.array(z.object({ step: z.string(), ok: z.boolean(), ms: z.number(), detail: z.string() })),
+});
