@@ -24,7 +24,7 @@ export interface CapturedTable {
   readonly lastSeq: number;
   readonly armedGeneration: number;
   readonly armedSeq: number;
-  readonly triggers: { readonly insert: string; readonly update: string; readonly delete: string };
+  readonly triggers: { readonly insert: string; readonly update: string; readonly delete: string; readonly beforeInsert: string | null; readonly beforeUpdate: string | null };
 }
 
 export function hasCapture(db: Db): boolean {
@@ -61,7 +61,13 @@ export function readTables(db: Db): CapturedTable[] {
     lastSeq: Number(r.last_seq),
     armedGeneration: Number(r.armed_generation),
     armedSeq: Number(r.armed_seq),
-    triggers: { insert: String(r.insert_trigger), update: String(r.update_trigger), delete: String(r.delete_trigger) },
+    triggers: {
+      insert: String(r.insert_trigger),
+      update: String(r.update_trigger),
+      delete: String(r.delete_trigger),
+      beforeInsert: r.before_insert_trigger === null ? null : String(r.before_insert_trigger),
+      beforeUpdate: r.before_update_trigger === null ? null : String(r.before_update_trigger),
+    },
   }));
 }
 

@@ -3,7 +3,8 @@ import type { Db } from '../sqlite/connection.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { schemaFingerprint, type TableInfo } from '../sqlite/introspect.ts';
+import { uniqueIndexes, type TableInfo } from '../sqlite/introspect.ts';
+import { captureFingerprint } from './fingerprint.ts';
 import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
@@ -13,6 +14,7 @@ import {
   FORMAT_VERSION,
   JOURNAL_TABLE,
   MIN_RETENTION,
+  PENDING_TABLE,
   STATE_TABLE,
   TABLES_TABLE,
   journalColumn,
@@ -151,7 +153,10 @@ function ensureJournalWidth(db: Db, width: number): void {
   const state = readState(db);
   if (state === undefined || state.journalWidth >= width) return;
   // ADD COLUMN rewrites nothing; old rows read the new columns as NULL.
-  for (let i = state.journalWidth; i < width; i++) db.exec(`ALTER TABLE ${JOURNAL_TABLE} ADD COLUMN ${journalColumn(i)}`);
+  for (let i = state.journalWidth; i < width; i++) {
+    db.exec(`ALTER TABLE ${JOURNAL_TABLE} ADD COLUMN ${journalColumn(i)}`);
+    db.exec(`ALTER TABLE ${PENDING_TABLE} ADD COLUMN ${journalColumn(i)}`);
+  }
   db.prepare(`UPDATE ${STATE_TABLE} SET journal_width = ? WHERE id = 1`).run(width);
 }
 
@@ -167,31 +172,38 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
   }
   const names = triggerNames(id);
   for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
-  const sql = buildTriggers(id, info, mode);
+  const uniques = uniqueIndexes(db, info.name);
+  const sql = buildTriggers(id, info, mode, uniques);
   db.exec(sql.insert);
   db.exec(sql.update);
   db.exec(sql.delete);
+  if (sql.beforeInsert !== null) db.exec(sql.beforeInsert);
+  if (sql.beforeUpdate !== null) db.exec(sql.beforeUpdate);
   const stored = (name: string) => (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
+  const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
   const columns = info.columns.map((c) => c.name);
   db.prepare(
-    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, last_seq, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, last_seq, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (tid) DO UPDATE SET name = excluded.name, mode = excluded.mode, columns = excluded.columns, key_columns = excluded.key_columns,
        fingerprint = excluded.fingerprint, armed_generation = excluded.armed_generation, armed_seq = excluded.armed_seq,
-       insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger`,
+       insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger,
+       before_insert_trigger = excluded.before_insert_trigger, before_update_trigger = excluded.before_update_trigger`,
   ).run(
     id,
     info.name,
     mode,
     JSON.stringify(columns),
     JSON.stringify(info.keyColumns),
-    schemaFingerprint(info),
+    captureFingerprint(info, uniques),
     prior?.lastSeq ?? 0,
     state.generation,
     highWaterMark(db),
     stored(names.insert),
     stored(names.update),
     stored(names.delete),
+    storedOrNull(names.beforeInsert, sql.beforeInsert),
+    storedOrNull(names.beforeUpdate, sql.beforeUpdate),
   );
   return id;
 }

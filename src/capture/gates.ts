@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 
 /*
@@ -105,9 +105,9 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
  */
 function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
-  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE].indexOf(name);
+  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE].indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;
-  const width = name === JOURNAL_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
+  const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   return metadataDdl(width)[ddlIndex] === sql;
 }
 

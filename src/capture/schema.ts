@@ -17,10 +17,12 @@ export const STATE_TABLE = '_sluice_state';
 export const TABLES_TABLE = '_sluice_tables';
 export const JOURNAL_TABLE = '_sluice_journal';
 export const CONSUMERS_TABLE = '_sluice_consumers';
+/** Rows a REPLACE is about to delete, noted by BEFORE triggers when the writer runs without recursive_triggers. */
+export const PENDING_TABLE = '_sluice_pending';
 export const PRUNE_TRIGGER = '_sluice_journal_prune';
 export const PREFIX = '_sluice_';
 
-export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE];
+export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE];
 
 export const OP_INSERT = 1;
 export const OP_UPDATE = 2;
@@ -29,13 +31,13 @@ export const OP_DELETE = 3;
 export type CaptureMode = 'images' | 'keys' | 'counter';
 export const CAPTURE_MODES: readonly CaptureMode[] = ['images', 'keys', 'counter'];
 
-export function triggerNames(tid: number): { insert: string; update: string; delete: string } {
-  return { insert: `_sluice_t${tid}_ins`, update: `_sluice_t${tid}_upd`, delete: `_sluice_t${tid}_del` };
+export function triggerNames(tid: number): { insert: string; update: string; delete: string; beforeInsert: string; beforeUpdate: string } {
+  return { insert: `_sluice_t${tid}_ins`, update: `_sluice_t${tid}_upd`, delete: `_sluice_t${tid}_del`, beforeInsert: `_sluice_t${tid}_bins`, beforeUpdate: `_sluice_t${tid}_bupd` };
 }
 
 /** Trigger names sluice may own: per-table triggers and the prune trigger. */
 export function isOwnTriggerName(name: string): boolean {
-  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del)$/.test(name);
+  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd)$/.test(name);
 }
 
 export function journalColumn(i: number): string {
@@ -69,7 +71,9 @@ export function metadataDdl(width: number): string[] {
   armed_seq INTEGER NOT NULL DEFAULT 0,
   insert_trigger TEXT NOT NULL,
   update_trigger TEXT NOT NULL,
-  delete_trigger TEXT NOT NULL
+  delete_trigger TEXT NOT NULL,
+  before_insert_trigger TEXT,
+  before_update_trigger TEXT
 )`,
     // ts is julianday('now') as REAL: the cheapest wall clock a trigger can
     // read; readers turn it into exact milliseconds.
@@ -80,6 +84,7 @@ export function metadataDdl(width: number): string[] {
   seq INTEGER NOT NULL,
   updated_ms INTEGER NOT NULL
 )`,
+    `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL${cols})`,
     // Amortized pruning inside the writer's transaction. retention >= 1024,
     // so the newest row is never deleted and seq (max rowid + 1) never goes back.
     `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 BEGIN

@@ -1,11 +1,14 @@
 import { quoteIdent, quoteString } from '../sqlite/quote.ts';
-import type { TableInfo } from '../sqlite/introspect.ts';
-import { JOURNAL_TABLE, TABLES_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode } from './schema.ts';
+import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
+import { JOURNAL_TABLE, PENDING_TABLE, TABLES_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode } from './schema.ts';
 
 export interface TriggerSet {
   readonly insert: string;
   readonly update: string;
   readonly delete: string;
+  /** Only for tables with secondary UNIQUE indexes: see replaceGuards. */
+  readonly beforeInsert: string | null;
+  readonly beforeUpdate: string | null;
 }
 
 /** How many journal columns a table's events need in a mode. */
@@ -24,7 +27,7 @@ export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
  * Only built-in functions of SQLite 3.37 are used, so any writer (Python's
  * sqlite3, the sqlite3 CLI, ORMs) records the same events.
  */
-export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode): TriggerSet {
+export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, uniques: readonly UniqueIndexInfo[] = []): TriggerSet {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
   const imageCols = mode === 'images' ? info.columns.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
@@ -50,21 +53,71 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode): 
     })
     .join('\n  OR ');
 
+  const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, uniques);
   return {
     insert: `CREATE TRIGGER ${quoteIdent(names.insert)} AFTER INSERT ON ${table} FOR EACH ROW BEGIN
-  ${guard('NEW')}${insertRow(OP_INSERT, ref('NEW'))}
+  ${guard('NEW')}${guards?.flush(OP_INSERT) ?? ''}${insertRow(OP_INSERT, ref('NEW'))}
   ${bumpLast}
 END`,
     update: `CREATE TRIGGER ${quoteIdent(names.update)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN
   ${changed}
 BEGIN
-  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')])}
+  ${guard('NEW')}${guards?.flush(OP_UPDATE) ?? ''}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')])}
   ${bumpLast}
 END`,
     delete: `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN
   ${insertRow(OP_DELETE, ref('OLD'))}
   ${bumpLast}
 END`,
+    beforeInsert: guards?.beforeInsert ?? null,
+    beforeUpdate: guards?.beforeUpdate ?? null,
+  };
+}
+
+const RECURSIVE_OFF = '(SELECT recursive_triggers FROM pragma_recursive_triggers()) = 0';
+
+/*
+ * INSERT OR REPLACE / UPDATE OR REPLACE delete the rows they conflict with.
+ * Without recursive_triggers (Python's sqlite3 and the sqlite3 shell by
+ * default) those deletes fire no delete trigger, and a row deleted through a
+ * secondary UNIQUE index would vanish from the record: a projection would
+ * keep it forever. So for tables with such indexes, BEFORE triggers (only
+ * when recursive_triggers is off) note the rows the new values conflict
+ * with, and the AFTER trigger, which runs only if the write went through,
+ * journals them as deletes ahead of the write itself. An ignored insert
+ * (OR IGNORE, DO NOTHING) runs no AFTER trigger; its notes are cleared by
+ * the next BEFORE trigger. A primary-key REPLACE on a table without such
+ * indexes is caught downstream instead (UNCAPTURED_REPLACE).
+ */
+function replaceGuards(
+  tid: number,
+  info: TableInfo,
+  imageCols: readonly string[],
+  uniques: readonly UniqueIndexInfo[],
+): { beforeInsert: string; beforeUpdate: string; flush: (op: number) => string } | null {
+  if (uniques.length === 0) return null;
+  const names = triggerNames(tid);
+  const table = quoteIdent(info.name);
+  const cols = imageCols.map((_, i) => `, ${journalColumn(i)}`).join('');
+  const values = imageCols.map((c) => `, ${quoteIdent(c)}`).join('');
+  const match = (prefix: 'NEW' | 'OLD', columns: readonly { name: string; collate?: string }[]) =>
+    `(${columns.map((c) => `${quoteIdent(c.name)} = ${prefix}.${quoteIdent(c.name)}${c.collate !== undefined ? ` COLLATE ${c.collate}` : ''}`).join(' AND ')})`;
+  const key = info.keyColumns.map((name) => ({ name }));
+  const conflicts = [match('NEW', key), ...uniques.map((u) => match('NEW', u.columns))].join(' OR ');
+  const note = (op: number, where: string) =>
+    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};
+  INSERT INTO ${PENDING_TABLE} (tid, op${cols}) SELECT ${tid}, ${op}${values} FROM ${table} WHERE ${where};`;
+  return {
+    beforeInsert: `CREATE TRIGGER ${quoteIdent(names.beforeInsert)} BEFORE INSERT ON ${table} FOR EACH ROW WHEN ${RECURSIVE_OFF} BEGIN
+  ${note(OP_INSERT, conflicts)}
+END`,
+    beforeUpdate: `CREATE TRIGGER ${quoteIdent(names.beforeUpdate)} BEFORE UPDATE ON ${table} FOR EACH ROW WHEN ${RECURSIVE_OFF} BEGIN
+  ${note(OP_UPDATE, `NOT ${match('OLD', key)} AND (${conflicts})`)}
+END`,
+    flush: (op) =>
+      `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday('now')${cols} FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op} AND ${RECURSIVE_OFF} ORDER BY rowid;
+  DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};
+  `,
   };
 }
 

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
-import { describeTable, findObjects, schemaFingerprint, schemaVersion } from '../sqlite/introspect.ts';
+import { describeTable, findObjects, schemaVersion, uniqueIndexes } from '../sqlite/introspect.ts';
+import { captureFingerprint } from './fingerprint.ts';
 import { readState, readTables, type CaptureState, type CapturedTable } from './catalog.ts';
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { FORMAT_VERSION, PRUNE_TRIGGER, metadataDdl, triggerNames } from './schema.ts';
@@ -77,7 +78,7 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
     if (main.type !== 'table' || main.name !== table.name) return unarmed('NOT_A_TABLE', `${table.name} is now a ${main.type} named ${main.name}`);
     if (objects.some((o) => o.schema === 'temp')) return unarmed('TEMP_SHADOW', `a TEMP object shadows ${table.name}`);
     const info = describeTable(db, table.name);
-    if (info === undefined || schemaFingerprint(info) !== table.fingerprint) {
+    if (info === undefined || captureFingerprint(info, uniqueIndexes(db, table.name)) !== table.fingerprint) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }
     const names = triggerNames(table.tid);
@@ -85,6 +86,13 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
       const t = triggerSql.get(names[op]);
       if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${names[op]} is missing`);
       if (t.sql !== table.triggers[op] || t.tbl !== table.name) return unarmed('TRIGGER_ALTERED', `trigger ${names[op]} differs from what sluice installed`);
+    }
+    for (const op of ['beforeInsert', 'beforeUpdate'] as const) {
+      const want = table.triggers[op];
+      const t = triggerSql.get(names[op]);
+      if (want === null && t === undefined) continue;
+      if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${names[op]} is missing`);
+      if (t.sql !== want || t.tbl !== table.name) return unarmed('TRIGGER_ALTERED', `trigger ${names[op]} differs from what sluice installed`);
     }
     const v = fk.find((f) => f.table === table.name);
     if (v !== undefined) return unarmed(v.code, `foreign-key path ${v.path.join(' -> ')}`);

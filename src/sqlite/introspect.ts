@@ -121,3 +121,25 @@ export function schemaVersion(db: Db): number {
   const row = db.prepare('SELECT schema_version AS v FROM main.pragma_schema_version()').get() as { v: bigint };
   return Number(row.v);
 }
+
+export interface UniqueIndexInfo {
+  readonly name: string;
+  readonly columns: readonly { readonly name: string; readonly collate: string }[];
+}
+
+/**
+ * UNIQUE constraints and unique indexes other than the primary key, over
+ * plain columns (partial and expression indexes are left out: see
+ * docs/journal.md). REPLACE conflicts on these delete other rows.
+ */
+export function uniqueIndexes(db: Db, table: string): UniqueIndexInfo[] {
+  const list = db.prepare("SELECT name, origin, partial FROM main.pragma_index_list(?, 'main') WHERE \"unique\" = 1").all(table) as { name: string; origin: string; partial: bigint }[];
+  const out: UniqueIndexInfo[] = [];
+  for (const idx of list) {
+    if (idx.origin === 'pk' || idx.partial !== 0n) continue;
+    const cols = db.prepare("SELECT cid, name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno").all(idx.name) as { cid: bigint; name: string | null; coll: string }[];
+    if (cols.some((c) => c.cid < 0n || c.name === null)) continue;
+    out.push({ name: idx.name, columns: cols.map((c) => ({ name: c.name as string, collate: c.coll })) });
+  }
+  return out;
+}

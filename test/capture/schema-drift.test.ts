@@ -89,6 +89,19 @@ describe('schema drift', () => {
     expect(filesOf(file).db).toBe(dbBytes);
   });
 
+  test('adding a UNIQUE index after enable unarms the table until it is re-armed with REPLACE guards', ({ makeDb }) => {
+    const { db } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT)');
+    const first = enable(db, ['t']);
+    expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name = '_sluice_t1_bins'").pluck().get()).toBe(0n);
+    db.exec('CREATE UNIQUE INDEX t_email ON t (email)');
+    expect(status(db).tables[0]).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    const again = enable(db, []);
+    expect(again.rearmed).toEqual(['t']);
+    expect(again.generation).toBe(first.generation + 1);
+    expect(db.prepare("SELECT count(*) FROM sqlite_schema WHERE name IN ('_sluice_t1_bins', '_sluice_t1_bupd')").pluck().get()).toBe(2n);
+    expect(status(db).tables[0]?.armed).toBe(true);
+  });
+
   test('status of a database without capture says so and writes nothing', ({ makeDb }) => {
     const { db, file } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     db.close();

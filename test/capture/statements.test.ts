@@ -49,11 +49,10 @@ describe('INSERT OR REPLACE', () => {
     ]);
   });
 
-  test('with recursive_triggers OFF (Python default) the journal holds only the insert of a key that already existed', ({ makeDb }) => {
+  test('with recursive_triggers OFF (Python default) a key REPLACE on a table with a UNIQUE index journals the old row as a delete before the insert', ({ makeDb }) => {
     // SQLite fires no delete trigger for REPLACE's implicit delete when
-    // recursive_triggers is off, so the replaced image is not journaled. The
-    // journal then holds an insert for a key the consumer already has, which
-    // the applier must treat as a fail-closed state (never as an upsert).
+    // recursive_triggers is off; the BEFORE guard notes the row and the
+    // AFTER trigger journals it, ahead of the insert.
     const { db, file } = makeDb('r.db', SCHEMA);
     enable(db, ['t']);
     const out = runPython(
@@ -67,19 +66,51 @@ conn.commit()
       [file],
     );
     expect(out.trim()).toBe('0');
-    expect(brief(journalEvents(db))).toEqual([['t', 'insert', undefined, row(cell.int(1), cell.text('new'), cell.text('u1'))]]);
-    expect(rowCells(db, 't', 'id = 1')).toEqual(row(cell.int(1), cell.text('new'), cell.text('u1')));
+    expect(brief(journalEvents(db))).toEqual([
+      ['t', 'delete', row(cell.int(1), cell.text('old'), cell.text('u1')), undefined],
+      ['t', 'insert', undefined, row(cell.int(1), cell.text('new'), cell.text('u1'))],
+    ]);
   });
 
-  test('with recursive_triggers OFF a REPLACE through a UNIQUE column journals no delete for the removed key (documented gap)', ({ makeDb }) => {
-    // Row 2 disappears from the source and nothing in the journal says so:
-    // only an insert of key 3 is recorded. A consumer cannot detect this from
-    // keys alone; writers that use REPLACE must turn recursive_triggers on.
+  test('with recursive_triggers OFF a REPLACE through a UNIQUE column journals the removed key as a delete', ({ makeDb }) => {
     const { db, file } = makeDb('r.db', SCHEMA);
     enable(db, ['t']);
     pythonExec(file, "REPLACE INTO t VALUES (3, 'new', 'u2')");
     expect(rowCells(db, 't', 'id = 2')).toBeUndefined();
-    expect(brief(journalEvents(db))).toEqual([['t', 'insert', undefined, row(cell.int(3), cell.text('new'), cell.text('u2'))]]);
+    expect(brief(journalEvents(db))).toEqual([
+      ['t', 'delete', row(cell.int(2), cell.text('other'), cell.text('u2')), undefined],
+      ['t', 'insert', undefined, row(cell.int(3), cell.text('new'), cell.text('u2'))],
+    ]);
+  });
+
+  test('with recursive_triggers OFF, OR IGNORE, DO NOTHING and DO UPDATE on a UNIQUE conflict journal no delete', ({ makeDb }) => {
+    const { db, file } = makeDb('r.db', SCHEMA);
+    enable(db, ['t']);
+    pythonExec(file, "INSERT OR IGNORE INTO t VALUES (5, 'x', 'u1')");
+    pythonExec(file, "INSERT INTO t VALUES (6, 'x', 'u2') ON CONFLICT DO NOTHING");
+    pythonExec(file, "INSERT INTO t VALUES (7, 'x', 'u2') ON CONFLICT (u) DO UPDATE SET v = 'bumped'");
+    pythonExec(file, "INSERT INTO t VALUES (8, 'fresh', 'u8')");
+    expect(brief(journalEvents(db))).toEqual([
+      ['t', 'update', row(cell.int(2), cell.text('other'), cell.text('u2')), row(cell.int(2), cell.text('bumped'), cell.text('u2'))],
+      ['t', 'insert', undefined, row(cell.int(8), cell.text('fresh'), cell.text('u8'))],
+    ]);
+  });
+
+  test('with recursive_triggers OFF, UPDATE OR REPLACE onto another row\'s UNIQUE value journals that row as a delete first', ({ makeDb }) => {
+    const { db, file } = makeDb('r.db', SCHEMA);
+    enable(db, ['t']);
+    pythonExec(file, "UPDATE OR REPLACE t SET u = 'u2' WHERE id = 1");
+    expect(brief(journalEvents(db))).toEqual([
+      ['t', 'delete', row(cell.int(2), cell.text('other'), cell.text('u2')), undefined],
+      ['t', 'update', row(cell.int(1), cell.text('old'), cell.text('u1')), row(cell.int(1), cell.text('old'), cell.text('u2'))],
+    ]);
+  });
+
+  test('with recursive_triggers OFF, a key REPLACE on a table without UNIQUE indexes journals only the insert (the applier fails closed on it)', ({ makeDb }) => {
+    const { db, file } = makeDb('r.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');");
+    enable(db, ['t']);
+    pythonExec(file, "INSERT OR REPLACE INTO t VALUES (1, 'new')");
+    expect(brief(journalEvents(db))).toEqual([['t', 'insert', undefined, row(cell.int(1), cell.text('new'))]]);
   });
 });
 

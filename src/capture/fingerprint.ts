@@ -1,0 +1,13 @@
+import { createHash } from 'node:crypto';
+import { schemaFingerprint, type TableInfo, type UniqueIndexInfo } from '../sqlite/introspect.ts';
+
+/**
+ * What a table was armed against: its shape, plus its secondary UNIQUE
+ * indexes (they decide which REPLACE guards the triggers carry, so adding
+ * one must re-arm the table).
+ */
+export function captureFingerprint(info: TableInfo, uniques: readonly UniqueIndexInfo[]): string {
+  if (uniques.length === 0) return schemaFingerprint(info);
+  const u = JSON.stringify(uniques.map((x) => x.columns));
+  return createHash('sha256').update(`${schemaFingerprint(info)}|${u}`).digest('hex').slice(0, 16);
+}
