@@ -1,6 +1,5 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/connection.ts';
-import { TABLES_TABLE } from '../capture/schema.ts';
 import { validateCursor, type RebuildReason } from './validate.ts';
 
 export interface ChangedSince {
@@ -12,7 +11,38 @@ export interface ChangedSince {
   readonly lastSeq?: number;
 }
 
-const stmts = new WeakMap<Db, { get: (names: string) => unknown }>();
+/*
+ * The poll runs thousands of times on one connection: its read transaction
+ * uses prepared statements (withReadTransaction prepares its SQL per call),
+ * and the last seqs come from the source view, which reads them in the same
+ * transaction.
+ */
+interface TxnStatements {
+  readonly begin: Statement;
+  readonly start: Statement;
+  readonly commit: Statement;
+}
+const txnStatements = new WeakMap<Db, TxnStatements>();
+
+/** withReadTransaction with cached statements: BEGIN DEFERRED, a first read that fixes the snapshot, COMMIT. */
+function inReadTransaction<T>(db: Db, fn: () => T): T {
+  if (db.inTransaction) return fn();
+  let s = txnStatements.get(db);
+  if (s === undefined) {
+    s = { begin: db.prepare('BEGIN DEFERRED'), start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'), commit: db.prepare('COMMIT') };
+    txnStatements.set(db, s);
+  }
+  s.begin.run();
+  try {
+    s.start.get();
+    const out = fn();
+    s.commit.run();
+    return out;
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
 
 /**
  * The cheap poll: did any of `tables` change after `cursor`? O(1) in the
@@ -23,22 +53,17 @@ const stmts = new WeakMap<Db, { get: (names: string) => unknown }>();
  * if (changedSince(db, cursor, ['issues']).changed) rebuildIssueCache();
  */
 export function changedSince(db: Db, cursor: string, tables?: readonly string[]): ChangedSince {
-  return withReadTransaction(db, () => {
+  return inReadTransaction(db, () => {
     const v = validateCursor(db, cursor);
     if (v.status !== 'ok') return { changed: true, rebuild: v.reason };
     const names = tables === undefined || tables.length === 0 ? v.cursor.tables : tables;
+    let last = 0;
     for (const n of names) {
       const a = v.view.tables.get(n);
       // Untracked or unarmed: writes may be unrecorded, so it is always changed.
       if (a === undefined || !a.armed) return { changed: true, rebuild: a === undefined ? 'TABLE_UNTRACKED' : 'TABLE_UNARMED' };
+      if (a.table.lastSeq > last) last = a.table.lastSeq;
     }
-    let stmt = stmts.get(db);
-    if (stmt === undefined) {
-      const s = db.prepare(`SELECT max(last_seq) AS m FROM main.${TABLES_TABLE} WHERE name IN (SELECT value FROM json_each(?))`).pluck();
-      stmt = { get: (j) => s.get(j) };
-      stmts.set(db, stmt);
-    }
-    const last = Number((stmt.get(JSON.stringify(names)) as bigint | null) ?? 0n);
     return { changed: last > v.cursor.seq, lastSeq: last };
   });
 }

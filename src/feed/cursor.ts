@@ -62,8 +62,29 @@ export class UnknownCursorVersion extends InvalidInputError {
   }
 }
 
+/*
+ * A poller hands the same token to changedSince over and over; checking and
+ * parsing it (sha256, base64, JSON, zod) each time costs more than the
+ * poll's SQL. Decoded cursors are immutable, so the last few are kept.
+ * Only successful decodes are cached: a bad token fails the same way every time.
+ */
+const DECODED_CACHE_SIZE = 64;
+const decoded = new Map<string, Cursor>();
+
 /** Parses a cursor token. Garbage, truncation and edits give a one-line error, never a trace. */
 export function decodeCursor(token: string): Cursor {
+  const hit = decoded.get(token);
+  if (hit !== undefined) return hit;
+  const c = parseCursor(token);
+  Object.freeze(c.tables);
+  if (c.file !== undefined) Object.freeze(c.file);
+  Object.freeze(c);
+  if (decoded.size >= DECODED_CACHE_SIZE) decoded.delete(decoded.keys().next().value as string);
+  decoded.set(token, c);
+  return c;
+}
+
+function parseCursor(token: string): Cursor {
   const bad = (why: string) =>
     new InvalidInputError('CURSOR_MALFORMED', `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`);
   const m = /^sluice(\d+)\.([A-Za-z0-9_-]+)\.([0-9a-f]{8})$/.exec(token.trim());
@@ -103,6 +124,16 @@ export function sameFile(a: FileIdentity, b: FileIdentity): boolean {
   return a.dev === b.dev && a.ino === b.ino && (a.birth === 0 || b.birth === 0 || a.birth === b.birth);
 }
 
+const digests = new Map<string, string>();
+
 export function schemaDigest(fingerprints: readonly string[]): string {
-  return createHash('sha256').update(fingerprints.join('\n')).digest('hex').slice(0, 16);
+  const key = fingerprints.join('\n');
+  let d = digests.get(key);
+  if (d === undefined) {
+    d = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    // Bounded: one entry per distinct set of table schemas seen by this process.
+    if (digests.size >= DECODED_CACHE_SIZE) digests.delete(digests.keys().next().value as string);
+    digests.set(key, d);
+  }
+  return d;
 }

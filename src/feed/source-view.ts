@@ -1,8 +1,9 @@
+import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError } from '../errors.ts';
 import type { CaptureState, CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
-import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { FORMAT_VERSION, JOURNAL_TABLE, STATE_TABLE, TABLES_TABLE } from '../capture/schema.ts';
 import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
 
 /** What a reader knows about a source inside one read transaction. */
@@ -26,12 +27,94 @@ export function readHighWater(db: Db, state: CaptureState): number {
   return Math.max(r.m === null ? 0 : Number(r.m), state.prunedThrough);
 }
 
+/*
+ * Every reader (changedSince above all) calls readSourceView once per read
+ * transaction. verifyCapture re-prepares and re-parses the catalog on each
+ * call, which costs far more than the O(1) poll it serves. Arming depends on
+ * the schema only (verify.ts caches it the same way), so per connection the
+ * view keeps the last verification with the schema_version it was made at,
+ * and while schema_version is unchanged re-reads only what changes without
+ * DDL (the state row and each table's last_seq) through prepared statements.
+ * Any DDL, by any connection, changes schema_version and takes the full path.
+ */
+interface ViewCache {
+  readonly schemaVersion: number;
+  readonly tables: readonly TableArming[];
+}
+
+interface ViewStatements {
+  readonly schemaVersion: Statement;
+  readonly state: Statement;
+  readonly lastSeqs: Statement;
+}
+
+const viewCaches = new WeakMap<Db, ViewCache>();
+const viewStatements = new WeakMap<Db, ViewStatements>();
+
+function statementsFor(db: Db): ViewStatements {
+  let s = viewStatements.get(db);
+  if (s === undefined) {
+    s = {
+      schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
+      state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
+      lastSeqs: db.prepare(`SELECT tid, last_seq FROM main.${TABLES_TABLE}`).raw(),
+    };
+    viewStatements.set(db, s);
+  }
+  return s;
+}
+
+/** The same mapping as catalog.readState, from the state row. */
+function stateFromRow(r: Record<string, unknown>): CaptureState {
+  return {
+    format: Number(r.format),
+    sourceId: String(r.source_id),
+    generation: Number(r.generation),
+    retention: Number(r.retention),
+    prunedThrough: Number(r.pruned_through),
+    journalWidth: Number(r.journal_width),
+    createdMs: Number(r.created_ms),
+    updatedMs: Number(r.updated_ms),
+    lastReason: r.last_reason === null ? null : String(r.last_reason),
+  };
+}
+
+function cachedView(db: Db): SourceView | undefined {
+  const cache = viewCaches.get(db);
+  const stmts = viewStatements.get(db);
+  if (cache === undefined || stmts === undefined) return undefined;
+  try {
+    if (Number(stmts.schemaVersion.get() as bigint) !== cache.schemaVersion) return undefined;
+    const row = stmts.state.get() as Record<string, unknown> | undefined;
+    if (row === undefined) return undefined;
+    const state = stateFromRow(row);
+    if (state.format !== FORMAT_VERSION) return undefined;
+    const lastSeq = new Map((stmts.lastSeqs.all() as [bigint, bigint][]).map(([tid, seq]) => [Number(tid), Number(seq)]));
+    const tables = new Map<string, TableArming>();
+    for (const a of cache.tables) {
+      const seq = lastSeq.get(a.table.tid);
+      tables.set(a.table.name, seq === undefined || seq === a.table.lastSeq ? a : { ...a, table: { ...a.table, lastSeq: seq } });
+    }
+    return { state, tables, hw: readHighWater(db, state) };
+  } catch {
+    return undefined; // anything unexpected: the full path decides
+  }
+}
+
 /** Reads the capture identity, arming and high-water mark. Throws CAPTURE_ABSENT when there is none. */
 export function readSourceView(db: Db): SourceView {
+  const cached = cachedView(db);
+  if (cached !== undefined) return cached;
   const v = verifyCapture(db);
   if (v.state === undefined || v.problem !== undefined) {
+    viewCaches.delete(db);
     const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
     throw new FailClosedError(code, code === 'CAPTURE_ABSENT' ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.` : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`, { source: db.name });
+  }
+  try {
+    viewCaches.set(db, { schemaVersion: Number(statementsFor(db).schemaVersion.get() as bigint), tables: v.tables });
+  } catch {
+    viewCaches.delete(db);
   }
   return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state) };
 }

@@ -21,7 +21,13 @@ export type RebuildReason =
 
 export type CursorValidation =
   | { readonly status: 'ok'; readonly cursor: Cursor; readonly view: SourceView; readonly tables: readonly CapturedTable[] }
-  | { readonly status: 'rebuild'; readonly reason: RebuildReason; readonly message: string }
+  | {
+      readonly status: 'rebuild';
+      readonly reason: RebuildReason;
+      readonly message: string;
+      /** Machine-readable specifics where there are some, e.g. `{ table, reason: 'SCHEMA_CHANGED' }` for TABLE_UNARMED. */
+      readonly detail?: Readonly<Record<string, unknown>>;
+    }
   | { readonly status: 'error'; readonly reason: 'CURSOR_MALFORMED'; readonly message: string };
 
 const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
@@ -86,7 +92,10 @@ export function validateCursor(db: Db, cursor: string | Cursor): CursorValidatio
 }
 
 function asRebuild(err: unknown): CursorValidation {
-  if (err instanceof FailClosedError && REBUILD_REASONS.has(err.code)) return { status: 'rebuild', reason: err.code as RebuildReason, message: err.message };
+  if (err instanceof FailClosedError && REBUILD_REASONS.has(err.code)) {
+    // Keep the table and the unarmed reason: "TABLE_UNARMED" alone does not say what to fix.
+    return { status: 'rebuild', reason: err.code as RebuildReason, message: err.message, ...(Object.keys(err.detail).length > 0 ? { detail: err.detail } : {}) };
+  }
   throw err;
 }
 
@@ -96,5 +105,5 @@ export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<Cur
   if (v.status === 'ok') return v;
   // Bad input from the caller, the same class decodeCursor throws, so callers can tell it from a rebuild.
   if (v.status === 'error') throw new InvalidInputError(v.reason, v.message);
-  throw new FailClosedError(v.reason, v.message, { reason: v.reason });
+  throw new FailClosedError(v.reason, v.message, { ...v.detail, rebuild: v.reason });
 }

@@ -1,0 +1,329 @@
+/*
+ * Feed (read side) against the DESIGN.md performance targets (issue 3,
+ * "Performance (bench)"):
+ *
+ *   npx tsx bench/feed.ts [--rows 1000000] [--calls 10000] [--rounds 2] [--batch 1000]
+ *
+ * One process (plus one child for memory), one run, reported as ratios to a
+ * baseline measured in the same run:
+ * - the source: t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b
+ *   BLOB) with 32-byte blobs, captured in images mode, then `--rows` rows
+ *   inserted by one INSERT ... SELECT, so the journal holds `--rows` events.
+ * - snapshot: rows/s copying every row into an empty target table of the same
+ *   shape, one target transaction each, compared with a raw `INSERT INTO
+ *   main.t SELECT * FROM src.t` over an attached source (the baseline):
+ *     js         snapshot(db, ['t'], { onRow }) on a read-only source
+ *                connection, onRow binding each row into a prepared INSERT on
+ *                the target connection (the JS callback path: every value
+ *                crosses into JS and back);
+ *     set-based  the library's own set-based path: sync() of a mirror
+ *                projection into a fresh target, whose first step reads the
+ *                high-water mark and runs INSERT ... SELECT from the source in
+ *                one transaction (Syncer.open included in the time).
+ *   The ratio is the median over `--rounds` of the per-round ratio.
+ * - changedSince: median, p90 and p99 latency of `--calls` calls (after a
+ *   warm-up) with the snapshot's cursor on the `--rows`-event journal, each
+ *   timed on its own with hrtime.
+ * - readBatch: events/s reading every event from the start of the journal in
+ *   batches of `--batch` (and 10x that), decoding them into ChangeEvents.
+ * - memory: in a child process (so nothing of this process's setup counts),
+ *   peak RSS while it snapshots the source into a target through the JS path
+ *   and then catches up over every journal event (upserting each into the
+ *   target), sampled every 1,000 rows/events.
+ *
+ * Results: a table on stdout and bench/out/feed.json. Bench only: a MISS
+ * does not change the exit code.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { openDatabase, type Db } from '../src/sqlite/connection.ts';
+import { enable } from '../src/capture/enable.ts';
+import { snapshot } from '../src/feed/snapshot.ts';
+import { readBatch, journalStartCursor } from '../src/feed/batch.ts';
+import { changedSince } from '../src/feed/changed-since.ts';
+import { sync } from '../src/apply/sync.ts';
+import { toBindable, type SqlValue } from '../src/sqlite/codec.ts';
+import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
+
+const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
+const INSERT = 'INSERT INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
+const UPSERT = 'INSERT OR REPLACE INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
+const SAMPLE_EVERY = 1000;
+
+const argv = process.argv.slice(2);
+
+// ---- child: peak RSS of snapshot + catch-up --------------------------------
+if (argv[0] === '--rss-child') {
+  const [, source, target] = argv as [string, string, string];
+  process.stdout.write(`${JSON.stringify(rssChild(source, target))}\n`);
+  process.exit(0);
+}
+
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write('usage: npx tsx bench/feed.ts [--rows N (1000000)] [--calls N (10000)] [--rounds N (2)] [--batch N (1000)]\n');
+  process.exit(0);
+}
+const known = new Set(['--rows', '--calls', '--rounds', '--batch']);
+for (let i = 0; i < argv.length; i += 2) {
+  if (!known.has(String(argv[i]))) {
+    process.stderr.write(`unknown argument ${String(argv[i])}; see --help\n`);
+    process.exit(2);
+  }
+}
+const ROWS = intFlag(argv, 'rows', 1_000_000);
+const CALLS = intFlag(argv, 'calls', 10_000);
+const ROUNDS = intFlag(argv, 'rounds', 2);
+const BATCH = intFlag(argv, 'batch', 1000);
+const TARGETS = { snapshotRatio: 0.8, changedSinceUs: 50, rssMb: 200 } as const;
+
+const scratch = makeScratch('sluice-bench-feed-');
+const file = (name: string) => path.join(scratch.dir, name);
+
+function log(line: string): void {
+  process.stderr.write(`${line}\n`);
+}
+
+function fmtRate(perSec: number): string {
+  return perSec >= 1e6 ? `${(perSec / 1e6).toFixed(2)}M/s` : `${(perSec / 1e3).toFixed(1)}k/s`;
+}
+
+function discard(p: string): void {
+  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(p + suffix, { force: true });
+}
+
+function freshTarget(name: string, withTable = true): { db: Db; path: string } {
+  const p = file(name);
+  discard(p);
+  const db = openDatabase(p, { create: true, role: 'target' });
+  if (withTable) db.exec(DDL);
+  return { db, path: p };
+}
+
+function buildSource(): string {
+  const p = file('src.db');
+  const db = openDatabase(p, { create: true, role: 'bench' });
+  db.exec(DDL);
+  enable(db, ['t']);
+  const t0 = performance.now();
+  db.transaction(() => {
+    db.prepare(
+      `WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < ?)
+       INSERT INTO t (id, name, n, r, b) SELECT i, 'name-' || i, i * 7, i / 3.0, randomblob(32) FROM s`,
+    ).run(ROWS);
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  log(`source: ${ROWS} rows and ${ROWS} journal events in ${(performance.now() - t0).toFixed(0)} ms`);
+  db.close();
+  return p;
+}
+
+function rawCopy(source: string): number {
+  const { db, path: p } = freshTarget('raw.db');
+  db.prepare('ATTACH DATABASE ? AS src').run(source);
+  const t0 = performance.now();
+  db.transaction(() => db.prepare('INSERT INTO main.t SELECT * FROM src.t').run())();
+  const ms = performance.now() - t0;
+  db.close();
+  discard(p);
+  return (ROWS / ms) * 1000;
+}
+
+function jsSnapshot(source: string): { perSec: number; cursor: string } {
+  const src = openDatabase(source, { readonly: true });
+  const { db, path: p } = freshTarget('js.db');
+  const ins = db.prepare(INSERT);
+  const t0 = performance.now();
+  let cursor = '';
+  db.transaction(() => {
+    cursor = snapshot(src, ['t'], { onRow: (_t, row) => ins.run(row.map(toBindable)) }).cursor;
+  })();
+  const ms = performance.now() - t0;
+  const copied = (db.prepare('SELECT count(*) FROM t').pluck().get() as bigint) === BigInt(ROWS);
+  db.close();
+  src.close();
+  discard(p);
+  if (!copied) throw new Error('js snapshot: the target does not hold every row');
+  return { perSec: (ROWS / ms) * 1000, cursor };
+}
+
+async function setBasedSnapshot(source: string): Promise<number> {
+  const p = file('set.db');
+  discard(p);
+  const t0 = performance.now();
+  const report = await sync(source, p, { projections: [{ name: 't', source: 't', kind: 'mirror' }], acknowledge: false });
+  const ms = performance.now() - t0;
+  discard(p);
+  const rows = report.projections[0]?.snapshotRows;
+  if (rows !== ROWS) throw new Error(`set-based snapshot copied ${String(rows)} rows, expected ${ROWS}`);
+  return (ROWS / ms) * 1000;
+}
+
+function changedSinceLatency(source: string, cursor: string): { median: number; p90: number; p99: number } {
+  const db = openDatabase(source, { readonly: true });
+  for (let i = 0; i < 1000; i++) changedSince(db, cursor, ['t']);
+  const us: number[] = [];
+  let changed = 0;
+  for (let i = 0; i < CALLS; i++) {
+    const t0 = process.hrtime.bigint();
+    const r = changedSince(db, cursor, ['t']);
+    us.push(Number(process.hrtime.bigint() - t0) / 1000);
+    if (r.changed) changed++;
+  }
+  db.close();
+  if (changed !== 0) throw new Error('changedSince said changed on an idle source');
+  us.sort((a, b) => a - b);
+  const at = (q: number) => us[Math.min(us.length - 1, Math.floor(q * us.length))] as number;
+  return { median: median(us), p90: at(0.9), p99: at(0.99) };
+}
+
+function batchThroughput(source: string, limit: number): number {
+  const db = openDatabase(source, { readonly: true });
+  let cursor = journalStartCursor(db, ['t']);
+  let events = 0;
+  const t0 = performance.now();
+  for (;;) {
+    const b = readBatch(db, cursor, { limit });
+    events += b.events.length;
+    cursor = b.to;
+    if (!b.hasMore) break;
+  }
+  const ms = performance.now() - t0;
+  db.close();
+  if (events !== ROWS) throw new Error(`readBatch read ${events} events, expected ${ROWS}`);
+  return (events / ms) * 1000;
+}
+
+interface RssReport {
+  readonly startMb: number;
+  readonly peakMb: number;
+  readonly snapshotRows: number;
+  readonly catchUpEvents: number;
+  readonly ms: number;
+}
+
+function rssChild(source: string, target: string): RssReport {
+  const mb = (b: number) => b / (1024 * 1024);
+  const startMb = mb(process.memoryUsage.rss());
+  let peak = process.memoryUsage.rss();
+  const sample = () => {
+    const r = process.memoryUsage.rss();
+    if (r > peak) peak = r;
+  };
+  const t0 = performance.now();
+  const src = openDatabase(source, { readonly: true });
+  const db = openDatabase(target, { create: true, role: 'target' });
+  db.exec(DDL);
+  const ins = db.prepare(INSERT);
+  let rows = 0;
+  const snap = db.transaction(() =>
+    snapshot(src, ['t'], {
+      onRow: (_t, row) => {
+        ins.run(row.map(toBindable));
+        if (++rows % SAMPLE_EVERY === 0) sample();
+      },
+    }),
+  )();
+  sample();
+  // Catch-up: every retained event (the whole journal) applied batch by batch, one target transaction each.
+  const upsert = db.prepare(UPSERT);
+  const del = db.prepare('DELETE FROM t WHERE id = ?');
+  let cursor = journalStartCursor(src, ['t']);
+  let events = 0;
+  const cols = ['id', 'name', 'n', 'r', 'b'];
+  for (;;) {
+    const b = readBatch(src, cursor, { limit: SAMPLE_EVERY });
+    db.transaction(() => {
+      for (const e of b.events) {
+        if (e.op === 'update') del.run(toBindable(e.beforeKey[0] as SqlValue));
+        if (e.op === 'delete') del.run(toBindable(e.key[0] as SqlValue));
+        else if (e.after !== null) upsert.run(cols.map((c) => toBindable(e.after?.[c] ?? null)));
+      }
+    })();
+    events += b.events.length;
+    sample();
+    cursor = b.to;
+    if (!b.hasMore) break;
+  }
+  db.close();
+  src.close();
+  return { startMb, peakMb: mb(peak), snapshotRows: snap.rows, catchUpEvents: events, ms: performance.now() - t0 };
+}
+
+function measureRss(source: string): RssReport {
+  const target = file('rss.db');
+  discard(target);
+  const self = fileURLToPath(import.meta.url);
+  // The same node flags (tsx's loader) as this process.
+  const r = spawnSync(process.execPath, [...process.execArgv, self, '--rss-child', source, target], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  discard(target);
+  if (r.status !== 0) throw new Error(`rss child failed (${r.status}): ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as RssReport;
+}
+
+async function main(): Promise<void> {
+  const source = buildSource();
+  const raw: number[] = [];
+  const js: number[] = [];
+  const set: number[] = [];
+  let cursor = '';
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternate the order so that neither side always runs on a warmer cache.
+    const r1 = round % 2 === 0 ? rawCopy(source) : 0;
+    const j = jsSnapshot(source);
+    cursor = j.cursor;
+    const s = await setBasedSnapshot(source);
+    const r = round % 2 === 0 ? r1 : rawCopy(source);
+    raw.push(r);
+    js.push(j.perSec);
+    set.push(s);
+    log(`round ${round + 1}/${ROUNDS}: raw INSERT...SELECT ${fmtRate(r)}; js snapshot ${fmtRate(j.perSec)} (${fmtRatio(j.perSec / r)}); set-based ${fmtRate(s)} (${fmtRatio(s / r)})`);
+  }
+  const jsRatio = median(js.map((v, i) => v / (raw[i] as number)));
+  const setRatio = median(set.map((v, i) => v / (raw[i] as number)));
+
+  const lat = changedSinceLatency(source, cursor);
+  log(`changedSince over ${CALLS} calls: median ${lat.median.toFixed(1)} us, p90 ${lat.p90.toFixed(1)} us, p99 ${lat.p99.toFixed(1)} us`);
+  const batchSmall = batchThroughput(source, BATCH);
+  const batchLarge = batchThroughput(source, BATCH * 10);
+  log(`readBatch: ${fmtRate(batchSmall)} (limit ${BATCH}), ${fmtRate(batchLarge)} (limit ${BATCH * 10})`);
+  const rss = measureRss(source);
+  log(`child: snapshot ${rss.snapshotRows} rows + catch-up ${rss.catchUpEvents} events in ${(rss.ms / 1000).toFixed(1)} s, RSS ${rss.startMb.toFixed(0)} MB at start, peak ${rss.peakMb.toFixed(0)} MB`);
+
+  const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+  const table = renderTable(
+    ['measure', 'value', 'ratio', 'target', 'verdict'],
+    [
+      ['raw INSERT ... SELECT (baseline)', fmtRate(median(raw)), '1.00x', '', ''],
+      [`snapshot, ${ROWS} rows, JS callback path`, fmtRate(median(js)), fmtRatio(jsRatio), `>= ${TARGETS.snapshotRatio}x`, verdict(jsRatio >= TARGETS.snapshotRatio)],
+      [`snapshot, ${ROWS} rows, set-based (sync mirror)`, fmtRate(median(set)), fmtRatio(setRatio), `>= ${TARGETS.snapshotRatio}x`, verdict(setRatio >= TARGETS.snapshotRatio)],
+      [`changedSince median, ${ROWS}-event journal`, `${lat.median.toFixed(1)} us`, '-', `<= ${TARGETS.changedSinceUs} us`, verdict(lat.median <= TARGETS.changedSinceUs)],
+      ['changedSince p99', `${lat.p99.toFixed(1)} us`, '-', '', ''],
+      [`readBatch, limit ${BATCH}`, fmtRate(batchSmall), '-', '', ''],
+      [`readBatch, limit ${BATCH * 10}`, fmtRate(batchLarge), '-', '', ''],
+      ['peak RSS, snapshot + catch-up (child)', `${rss.peakMb.toFixed(0)} MB`, '-', `<= ${TARGETS.rssMb} MB`, verdict(rss.peakMb <= TARGETS.rssMb)],
+    ],
+  );
+  process.stdout.write(`\n${table}\n\nsnapshot ratio: median over ${ROUNDS} rounds of the per-round ratio to that round's raw copy. readBatch: events/s.\n`);
+  const out = {
+    rows: ROWS,
+    rounds: ROUNDS,
+    snapshot: { rawRowsPerSec: raw, jsRowsPerSec: js, setBasedRowsPerSec: set, jsRatio, setRatio },
+    changedSince: { calls: CALLS, medianUs: lat.median, p90Us: lat.p90, p99Us: lat.p99 },
+    readBatch: { [BATCH]: batchSmall, [BATCH * 10]: batchLarge },
+    rss,
+    targets: TARGETS,
+  };
+  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'feed.json'), `${JSON.stringify(out, null, 2)}\n`);
+  log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'feed.json'))}`);
+}
+
+try {
+  await main();
+} finally {
+  scratch.cleanup();
+}

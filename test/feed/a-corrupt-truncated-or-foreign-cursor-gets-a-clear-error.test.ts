@@ -1,0 +1,118 @@
+import { createHash } from 'node:crypto';
+import { test, expect, describe, runCli } from '../support/fixtures.ts';
+import type { Db } from '../../src/sqlite/connection.ts';
+import { enable } from '../../src/capture/enable.ts';
+import { bump } from '../../src/capture/bump.ts';
+import { snapshot } from '../../src/feed/snapshot.ts';
+import { readBatch } from '../../src/feed/batch.ts';
+import { changedSince } from '../../src/feed/changed-since.ts';
+import { acknowledge } from '../../src/feed/acknowledge.ts';
+import { decodeCursor } from '../../src/feed/cursor.ts';
+import { validateCursor } from '../../src/feed/validate.ts';
+import { InvalidInputError } from '../../src/errors.ts';
+
+function withCheck(body: string): string {
+  return `${body}.${createHash('sha256').update(body).digest('hex').slice(0, 8)}`;
+}
+
+function setup(makeDb: (name?: string, schema?: string) => { db: Db; file: string }) {
+  const { db, file } = makeDb('a.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
+  enable(db, ['t']);
+  db.prepare('INSERT INTO t VALUES (1, 2)').run();
+  const cursor = snapshot(db, ['t'], { onRow: () => {} }).cursor;
+  return { db, file, cursor };
+}
+
+/** Tokens that are not sluice cursors, each for a different reason. */
+function badTokens(good: string): Record<string, string> {
+  const [head, payload, sum] = good.split('.') as [string, string, string];
+  const flipped = payload.slice(0, 5) + (payload[5] === 'A' ? 'B' : 'A') + payload.slice(6);
+  return {
+    garbage: 'garbage',
+    empty: '',
+    'truncated by one character': good.slice(0, -1),
+    'truncated payload': `${head}.${payload.slice(0, payload.length - 4)}.${sum}`,
+    'an edited payload': `${head}.${flipped}.${sum}`,
+    'a chronicle version number': '1234',
+    'a JWT': 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
+    'valid check, payload not JSON': withCheck(`sluice1.${Buffer.from('not json').toString('base64url')}`),
+    'valid check, wrong fields': withCheck(`sluice1.${Buffer.from(JSON.stringify({ s: 'x', g: -1 })).toString('base64url')}`),
+    'valid check, extra fields': withCheck(`sluice1.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), evil: 1 })).toString('base64url')}`),
+    'a very long token': `sluice1.${'A'.repeat(10_000)}.deadbeef`,
+    'binary junk': '\u0000\uFFFD\u{1F600}sluice1..',
+  };
+}
+
+describe('a cursor string that is not a sluice cursor', () => {
+  test('decodeCursor throws InvalidInputError CURSOR_MALFORMED with a one-line message for every kind of bad token', ({ makeDb }) => {
+    const { cursor } = setup(makeDb);
+    for (const [why, token] of Object.entries(badTokens(cursor))) {
+      let err: unknown;
+      try {
+        decodeCursor(token);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, why).toBeInstanceOf(InvalidInputError);
+      expect((err as InvalidInputError).code, why).toBe('CURSOR_MALFORMED');
+      const message = (err as Error).message;
+      expect(message, why).not.toContain('\n');
+      expect(message.length, why).toBeLessThan(400);
+      expect(message, why).toMatch(/not a valid sluice cursor/);
+    }
+  });
+
+  test('validateCursor answers error CURSOR_MALFORMED; readBatch and acknowledge throw InvalidInputError; changedSince says changed and why', ({ makeDb }) => {
+    const { db, cursor } = setup(makeDb);
+    for (const [why, token] of Object.entries(badTokens(cursor))) {
+      const v = validateCursor(db, token);
+      expect(v.status, why).toBe('error');
+      expect(v.status === 'error' ? v.reason : undefined, why).toBe('CURSOR_MALFORMED');
+      expect(() => readBatch(db, token), why).toThrow(InvalidInputError);
+      expect(() => readBatch(db, token), why).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED', exitCode: 1 }));
+      expect(() => acknowledge(db, 'c', token), why).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED' }));
+      expect(changedSince(db, token), why).toEqual({ changed: true, rebuild: 'CURSOR_MALFORMED' });
+    }
+  });
+
+  test('a good cursor with surrounding whitespace (a pasted line) still decodes', ({ makeDb }) => {
+    const { db, cursor } = setup(makeDb);
+    expect(validateCursor(db, `  ${cursor}\n`).status).toBe('ok');
+  });
+
+  test('a well-formed cursor of another database is a rebuild (SOURCE_CHANGED), not an error', ({ makeDb }) => {
+    const { cursor } = setup(makeDb);
+    const { db: other } = makeDb('b.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
+    enable(other, ['t']);
+    const v = validateCursor(other, cursor);
+    expect(v.status === 'rebuild' ? v.reason : v.status).toBe('SOURCE_CHANGED');
+  });
+});
+
+describe('the changes CLI with a bad cursor', () => {
+  test('a garbage --since exits 1 with one line on stderr and no stack trace', ({ makeDb }) => {
+    const { file, db } = setup(makeDb);
+    db.close();
+    // One token through the real CLI; every kind of bad token is covered through the library above.
+    for (const since of ['sluice1.eyJzIjoi.00000000']) {
+      const r = runCli(['changes', file, '--since', since]);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toBe('');
+      const lines = r.stderr.trimEnd().split('\n');
+      expect(lines).toHaveLength(1);
+      expect(lines[0]).toMatch(/^sluice: CURSOR_MALFORMED: /);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  test('a cursor that must rebuild exits 3 with its reason code on stderr', ({ makeDb }) => {
+    const { file, db, cursor } = setup(makeDb);
+    bump(db, 'test');
+    db.close();
+    const r = runCli(['changes', file, '--since', cursor]);
+    expect(r.status).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toMatch(/^sluice: GENERATION_CHANGED: /);
+    expect(r.stderr.trimEnd().split('\n')).toHaveLength(1);
+  });
+});
