@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { JOURNAL_TABLE, journalColumn, julianToMs } from '../capture/schema.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -74,7 +74,9 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
       db.exec('COMMIT');
       return { kind: 'suspended', ...suspend };
     }
-    if (p.kind === 'custom' && !isInfra(err)) {
+    // Only the handler's own failures are its last_error: an applier verdict
+    // (BATCH_GAP, ...) is a SluiceError that must leave the target untouched.
+    if (p.kind === 'custom' && !isInfra(err) && !(err instanceof SluiceError)) {
       db.exec('BEGIN');
       setLastError(db, schema, p.name, err instanceof Error ? err.message : String(err));
       db.exec('COMMIT');

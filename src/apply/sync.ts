@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { FailClosedError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
@@ -7,10 +7,11 @@ import { compileProjection, sourceShape, type CompiledProjection } from '../proj
 import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { readProjections } from './target-meta.ts';
+import { readProjection, readProjections } from './target-meta.ts';
 import { step, type StepOutcome } from './step.ts';
 import { retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
+import fs from 'node:fs';
 import path from 'node:path';
 
 export interface SyncOptions {
@@ -21,6 +22,19 @@ export interface SyncOptions {
   /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
   readonly acknowledge?: boolean;
   readonly onProgress?: (event: SyncProgress) => void;
+}
+
+/** Options for one `runOnce`. */
+export interface RunOptions {
+  /**
+   * Write the acknowledgement rows (SyncOptions.acknowledge) at most once
+   * per this many ms. A pass within the interval keeps its positions pending
+   * for a later pass or `flushAcknowledgements()`, and a throttled write does
+   * not wait for the source's write lock (busy: it stays pending). For
+   * follow mode, where an acknowledgement per pass would take the source's
+   * write lock once per commit. Default 0: every run, as before.
+   */
+  readonly acknowledgeIntervalMs?: number;
 }
 
 export interface SyncProgress {
@@ -45,6 +59,8 @@ export interface ProjectionReport {
   readonly rebuilt?: string;
   readonly cursor: string | null;
   readonly seq: number;
+  /** Set when this projection's run failed (nothing of the failed batch was committed). */
+  readonly error?: { readonly code: string; readonly message: string };
 }
 
 export interface SyncReport {
@@ -65,6 +81,9 @@ export class Syncer {
   readonly session: ApplySession;
   readonly projections: readonly CompiledProjection[];
   readonly #options: SyncOptions;
+  /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
+  readonly #pendingAcks = new Map<string, string>();
+  #lastAckMs = Number.NEGATIVE_INFINITY;
 
   private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions) {
     this.session = session;
@@ -75,7 +94,16 @@ export class Syncer {
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
     const batch = options.batchSize ?? 10_000;
     if (!Number.isSafeInteger(batch) || batch < 1) throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
-    const session = openApplySession(sourcePath, targetPath);
+    // A refused open writes nothing: a target file this call created (a bad
+    // definition, a missing source...) is removed again, not left behind empty.
+    const created = !fs.existsSync(targetPath);
+    let session: ApplySession;
+    try {
+      session = openApplySession(sourcePath, targetPath);
+    } catch (err) {
+      if (created) removeDatabaseFiles(targetPath);
+      throw err;
+    }
     try {
       const defs = await resolveDefinitions(session.db, options.projections);
       const compiled = defs.map((d) => compile(session.db, d));
@@ -85,29 +113,80 @@ export class Syncer {
       return new Syncer(session, compiled, options);
     } catch (err) {
       session.close();
+      if (created) removeDatabaseFiles(targetPath);
       throw err;
     }
   }
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
-  async runOnce(): Promise<SyncReport> {
-    const db = this.session.db;
+  async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     const reports: ProjectionReport[] = [];
-    for (const p of this.projections) reports.push(await this.#syncOne(p));
-    const sourceSeq = readSourceView(db).hw;
+    for (const p of this.projections) {
+      try {
+        reports.push(await this.#syncOne(p));
+      } catch (err) {
+        // One failing projection (a custom handler's throw, a gap, a busy
+        // target) must not stop the others: report it and go on.
+        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+        const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
+        reports.push({
+          name: p.name,
+          state: rec?.state ?? 'building',
+          applied: 0,
+          cursor: rec?.cursor ?? null,
+          seq: rec?.seq ?? 0,
+          error: { code, message: err instanceof Error ? err.message : String(err) },
+        });
+      }
+    }
+    // An active projection's seq is the high-water mark its last transaction
+    // read, so when all are active the last of those is the source's seq
+    // (one read of the source view fewer per pass in follow mode).
+    const sourceSeq = reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined) ? Math.max(...reports.map((r) => r.seq)) : readSourceView(this.session.db).hw;
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
       for (const r of reports) {
-        if (r.cursor !== null && r.state === 'active') {
-          try {
-            acknowledge(db, `${r.name}@${path.basename(this.session.targetPath)}`, r.cursor);
-          } catch {
-            /* acknowledgements are informational and may lag */
-          }
-        }
+        if (r.cursor !== null && r.state === 'active' && r.error === undefined) this.#pendingAcks.set(`${r.name}@${path.basename(this.session.targetPath)}`, r.cursor);
       }
+      const interval = run.acknowledgeIntervalMs ?? 0;
+      if (interval <= 0) this.#writeAcks(true);
+      else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
     }
     return { sourceSeq, projections: reports };
+  }
+
+  /**
+   * Writes the acknowledgements that throttled runs (RunOptions.acknowledgeIntervalMs)
+   * left pending: all of them, or with `intervalMs` only when the last write
+   * is at least that old. With `wait: false`, only if the source's write
+   * lock is free at once (otherwise they stay pending). Call it between
+   * runs, never during one.
+   */
+  flushAcknowledgements(options: { readonly wait?: boolean; readonly intervalMs?: number } = {}): void {
+    if (this.#pendingAcks.size === 0) return;
+    if (options.intervalMs !== undefined && Date.now() - this.#lastAckMs < options.intervalMs) return;
+    this.#writeAcks(options.wait ?? true);
+  }
+
+  #writeAcks(wait: boolean): void {
+    const db = this.session.db;
+    const busyTimeout = wait ? undefined : (db.pragma('busy_timeout', { simple: true }) as number | bigint);
+    if (busyTimeout !== undefined) db.pragma('busy_timeout = 0');
+    try {
+      for (const [consumer, cursor] of this.#pendingAcks) {
+        try {
+          acknowledge(db, consumer, cursor);
+          this.#pendingAcks.delete(consumer);
+        } catch (err) {
+          /* acknowledgements are informational and may lag */
+          if (!wait && isSqliteBusy(err)) break; // stays pending for the next try
+          this.#pendingAcks.delete(consumer);
+        }
+      }
+    } finally {
+      if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${Number(busyTimeout)}`);
+    }
+    this.#lastAckMs = Date.now();
   }
 
   async #syncOne(p: CompiledProjection): Promise<ProjectionReport> {
@@ -201,4 +280,8 @@ function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
   const p = compileProjection(def, sourceShape(info));
   probeExpressions(db, p);
   return p;
+}
+
+function removeDatabaseFiles(file: string): void {
+  for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(`${file}${suffix}`, { force: true });
 }

@@ -1,4 +1,6 @@
+import fs from 'node:fs';
 import { createHash } from 'node:crypto';
+import { InvalidInputError } from '../errors.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
@@ -47,6 +49,10 @@ const MAX_DIFFS = 10;
  * if (!r.ok) console.log(r.projections.filter((p) => !p.ok));
  */
 export async function verify(sourcePath: string, targetPath: string): Promise<VerifyReport> {
+  // verify only reads. openApplySession creates a missing target (for sync),
+  // which here would turn a mistyped path into a new empty file and a
+  // vacuous "ok"; refuse it instead.
+  if (!fs.existsSync(targetPath)) throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` or \`sluice import\`.`);
   const session = openApplySession(sourcePath, targetPath);
   const db = session.db;
   try {
@@ -58,7 +64,9 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
       const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid));
       return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
     } finally {
-      db.exec('ROLLBACK');
+      // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
+      // NOMEM): an unconditional ROLLBACK would then throw and hide that error.
+      if (db.inTransaction) db.exec('ROLLBACK');
     }
   } finally {
     session.close();

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, type CaptureMode } from './schema.ts';
+import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, type CaptureMode } from './schema.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {
@@ -50,7 +50,7 @@ export function readState(db: Db): CaptureState | undefined {
 
 export function readTables(db: Db): CapturedTable[] {
   if (!hasCapture(db)) return [];
-  const rows = db.prepare(`SELECT * FROM main.${TABLES_TABLE} ORDER BY tid`).all() as Record<string, unknown>[];
+  const rows = db.prepare(`SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`).all() as Record<string, unknown>[];
   return rows.map((r) => ({
     tid: Number(r.tid),
     name: String(r.name),

@@ -13,6 +13,7 @@ import {
   DEFAULT_RETENTION,
   FORMAT_VERSION,
   JOURNAL_TABLE,
+  LAST_TABLE,
   MIN_RETENTION,
   PENDING_TABLE,
   STATE_TABLE,
@@ -183,8 +184,8 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
   const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
   const columns = info.columns.map((c) => c.name);
   db.prepare(
-    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, last_seq, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (tid) DO UPDATE SET name = excluded.name, mode = excluded.mode, columns = excluded.columns, key_columns = excluded.key_columns,
        fingerprint = excluded.fingerprint, armed_generation = excluded.armed_generation, armed_seq = excluded.armed_seq,
        insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger,
@@ -196,7 +197,6 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
     JSON.stringify(columns),
     JSON.stringify(info.keyColumns),
     captureFingerprint(info, uniques),
-    prior?.lastSeq ?? 0,
     state.generation,
     highWaterMark(db),
     stored(names.insert),
@@ -205,6 +205,7 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
     storedOrNull(names.beforeInsert, sql.beforeInsert),
     storedOrNull(names.beforeUpdate, sql.beforeUpdate),
   );
+  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO NOTHING`).run(id, prior?.lastSeq ?? 0);
   return id;
 }
 

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 
 /*
@@ -83,7 +83,8 @@ export function checkNamespace(db: Db): void {
 
 /**
  * Every `_sluice_` object in main, and whether sluice made it: our table
- * names, and triggers with our names whose body writes our journal.
+ * names, and triggers with our names whose body writes our journal (or,
+ * for the REPLACE guards, our pending table).
  */
 export function sluiceObjects(db: Db): { type: string; name: string; ours: boolean }[] {
   const rows = db.prepare("SELECT type, name, tbl_name AS tbl, sql FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string; tbl: string; sql: string | null }[];
@@ -92,7 +93,10 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
     name: r.name,
     ours:
       (r.type === 'table' && isOwnTableSql(r.name, r.sql)) ||
-      (r.type === 'trigger' && isOwnTriggerName(r.name) && (r.sql ?? '').includes(JOURNAL_TABLE)),
+      // The BEFORE guards (_bins/_bupd) write _sluice_pending, not the journal;
+      // missing them left them behind on disable, failing every later write
+      // without recursive_triggers with "no such table: _sluice_pending".
+      (r.type === 'trigger' && isOwnTriggerName(r.name) && ((r.sql ?? '').includes(JOURNAL_TABLE) || (r.sql ?? '').includes(PENDING_TABLE))),
   }));
 }
 
@@ -105,7 +109,7 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
  */
 function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
-  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE].indexOf(name);
+  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE].indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   return metadataDdl(width)[ddlIndex] === sql;

@@ -19,10 +19,12 @@ export const JOURNAL_TABLE = '_sluice_journal';
 export const CONSUMERS_TABLE = '_sluice_consumers';
 /** Rows a REPLACE is about to delete, noted by BEFORE triggers when the writer runs without recursive_triggers. */
 export const PENDING_TABLE = '_sluice_pending';
+/** Per-table last seq, in its own narrow table: the per-event update rewrites a few bytes, not a row holding trigger SQL. */
+export const LAST_TABLE = '_sluice_last';
 export const PRUNE_TRIGGER = '_sluice_journal_prune';
 export const PREFIX = '_sluice_';
 
-export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE];
+export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE];
 
 export const OP_INSERT = 1;
 export const OP_UPDATE = 2;
@@ -66,7 +68,6 @@ export function metadataDdl(width: number): string[] {
   columns TEXT NOT NULL,
   key_columns TEXT NOT NULL,
   fingerprint TEXT NOT NULL,
-  last_seq INTEGER NOT NULL DEFAULT 0,
   armed_generation INTEGER NOT NULL,
   armed_seq INTEGER NOT NULL DEFAULT 0,
   insert_trigger TEXT NOT NULL,
@@ -85,6 +86,7 @@ export function metadataDdl(width: number): string[] {
   updated_ms INTEGER NOT NULL
 )`,
     `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL${cols})`,
+    `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
     // Amortized pruning inside the writer's transaction. retention >= 1024,
     // so the newest row is never deleted and seq (max rowid + 1) never goes back.
     `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 BEGIN

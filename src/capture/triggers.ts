@@ -1,6 +1,6 @@
 import { quoteIdent, quoteString } from '../sqlite/quote.ts';
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
-import { JOURNAL_TABLE, PENDING_TABLE, TABLES_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode } from './schema.ts';
+import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode } from './schema.ts';
 
 export interface TriggerSet {
   readonly insert: string;
@@ -32,7 +32,8 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, u
   const table = quoteIdent(info.name);
   const imageCols = mode === 'images' ? info.columns.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
   const ref = (prefix: 'NEW' | 'OLD') => imageCols.map((c) => `${prefix}.${quoteIdent(c)}`);
-  const ts = "julianday('now')";
+  // julianday() with no argument is 'now', and a little cheaper to call.
+  const ts = 'julianday()';
   const insertRow = (op: number, values: string[]) => {
     const cols = values.map((_, i) => `, ${journalColumn(i)}`).join('');
     const vals = values.map((v) => `, ${v}`).join('');
@@ -40,7 +41,7 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, u
   };
   // last_insert_rowid() inside a trigger is the journal row just written; the
   // writer's own value is restored when the trigger ends.
-  const bumpLast = `UPDATE ${TABLES_TABLE} SET last_seq = last_insert_rowid() WHERE tid = ${tid};`;
+  const bumpLast = `UPDATE ${LAST_TABLE} SET seq = last_insert_rowid() WHERE tid = ${tid};`;
   const guard = nullKeyGuard(info);
 
   // A real change is any column whose storage class or bytes differ. COLLATE
@@ -49,6 +50,8 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, u
     .map((c) => {
       const o = `OLD.${quoteIdent(c.name)}`;
       const n = `NEW.${quoteIdent(c.name)}`;
+      // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
+      if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
       return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
     })
     .join('\n  OR ');
@@ -103,19 +106,21 @@ function replaceGuards(
   const match = (prefix: 'NEW' | 'OLD', columns: readonly { name: string; collate?: string }[]) =>
     `(${columns.map((c) => `${quoteIdent(c.name)} = ${prefix}.${quoteIdent(c.name)}${c.collate !== undefined ? ` COLLATE ${c.collate}` : ''}`).join(' AND ')})`;
   const key = info.keyColumns.map((name) => ({ name }));
-  const conflicts = [match('NEW', key), ...uniques.map((u) => match('NEW', u.columns))].join(' OR ');
-  const note = (op: number, where: string) =>
+  const conflicts = [match('NEW', key), ...uniques.map((u) => match('NEW', u.columns))];
+  // One indexed lookup per constraint, joined by UNION: an OR of them would
+  // be planned as a full table scan inside the trigger.
+  const note = (op: number, extra: string) =>
     `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};
-  INSERT INTO ${PENDING_TABLE} (tid, op${cols}) SELECT ${tid}, ${op}${values} FROM ${table} WHERE ${where};`;
+  INSERT INTO ${PENDING_TABLE} (tid, op${cols}) ${conflicts.map((c) => `SELECT ${tid}, ${op}${values} FROM ${table} WHERE ${c}${extra}`).join(' UNION ')};`;
   return {
     beforeInsert: `CREATE TRIGGER ${quoteIdent(names.beforeInsert)} BEFORE INSERT ON ${table} FOR EACH ROW WHEN ${RECURSIVE_OFF} BEGIN
-  ${note(OP_INSERT, conflicts)}
+  ${note(OP_INSERT, '')}
 END`,
     beforeUpdate: `CREATE TRIGGER ${quoteIdent(names.beforeUpdate)} BEFORE UPDATE ON ${table} FOR EACH ROW WHEN ${RECURSIVE_OFF} BEGIN
-  ${note(OP_UPDATE, `NOT ${match('OLD', key)} AND (${conflicts})`)}
+  ${note(OP_UPDATE, ` AND NOT ${match('OLD', key)}`)}
 END`,
     flush: (op) =>
-      `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday('now')${cols} FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op} AND ${RECURSIVE_OFF} ORDER BY rowid;
+      `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${cols} FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op} AND ${RECURSIVE_OFF} ORDER BY rowid;
   DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};
   `,
   };

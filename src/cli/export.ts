@@ -28,9 +28,16 @@ export function registerExport(program: Command): void {
       const toStdout = opts.out === '-';
       const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
       const since = opts.since ?? (cursorFile === undefined ? undefined : readCursorFile(cursorFile));
-      const fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
-      const sink = new LineSink(fd);
+      // Open the source before the output: a missing or bad source must not leave an empty output file behind.
       const db = openSource(dbPath, { readonly: true });
+      let fd: number;
+      try {
+        fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
+      } catch (err) {
+        db.close();
+        throw err;
+      }
+      const sink = new LineSink(fd);
       let cursor = since;
       let totals = { rows: 0, events: 0, batches: 0 };
       const record = (c: string) => {
@@ -43,8 +50,24 @@ export function registerExport(program: Command): void {
           const r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
           totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
         };
-        run();
-        if (opts.follow === true) await waitForChange(db, dbPath, run);
+        // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange
+        // only installs its handlers after it, and a signal meanwhile would kill
+        // the process (exit by signal, no summary) instead of a clean exit 0.
+        let stopped = false;
+        const onSignal = () => {
+          stopped = true;
+        };
+        if (opts.follow === true) {
+          process.on('SIGINT', onSignal);
+          process.on('SIGTERM', onSignal);
+        }
+        try {
+          run();
+          if (opts.follow === true && !stopped) await waitForChange(db, dbPath, run);
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
       } finally {
         sink.flush(true);
         db.close();

@@ -8,15 +8,45 @@ export interface FollowOptions {
 }
 
 /**
+ * The acknowledgement rows in the source's _sluice_consumers are
+ * informational and may lag: following writes them at most once a second
+ * (a pass per commit would otherwise take the source's write lock once per
+ * commit, beside the application's writers), when idle, and on exit.
+ */
+const ACK_INTERVAL_MS = 1000;
+
+/**
  * Keeps a Syncer running until SIGINT/SIGTERM: a pass at start, then one
  * each time the source commits. The pass in flight finishes before return.
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const pass = async () => {
-    const report = await syncer.runOnce();
+    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS });
     options.onReport(report);
     if (options.json === true) process.stdout.write(`${JSON.stringify(reportJson(report))}\n`);
   };
-  await pass();
-  await waitForChange(syncer.session.db, syncer.session.sourcePath, pass);
+  // Trap SIGINT/SIGTERM from the start: waitForChange installs its handlers
+  // only after the first pass, and a signal during that pass (a snapshot or
+  // a long catch-up) would otherwise kill the process with the default action
+  // instead of finishing the pass and exiting 0.
+  let stopped = false;
+  const onSignal = () => {
+    stopped = true;
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  try {
+    await pass();
+    if (stopped) return;
+    try {
+      await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
+        onIdle: () => syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS }),
+      });
+    } finally {
+      syncer.flushAcknowledgements();
+    }
+  } finally {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  }
 }

@@ -60,6 +60,7 @@ export const syncOutput = z.object({
       rebuilt: z.string().optional(),
       cursor: z.string().nullable(),
       seq: z.number().int(),
+      error: z.object({ code: z.string(), message: z.string() }).optional(),
     }),
   ),
 });

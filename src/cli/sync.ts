@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
 import { Syncer, type SyncReport } from '../apply/sync.ts';
 import { parseWholeNumber } from './enable.ts';
@@ -22,6 +22,7 @@ export function describeReport(r: SyncReport): string {
   return r.projections
     .map((p) => {
       const what = p.snapshotRows !== undefined ? `${p.rebuilt !== undefined ? `rebuilt (${p.rebuilt})` : 'initialized'} from snapshot: ${p.snapshotRows} rows, then ` : '';
+      if (p.error !== undefined) return `${p.name}: FAILED ${p.error.code}: ${p.error.message} (nothing of the failed batch was committed; other projections went on)`;
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}`
         : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; fix the target, then reinit the projection`;
@@ -41,6 +42,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.rebuilt === undefined ? {} : { rebuilt: p.rebuilt }),
       cursor: p.cursor,
       seq: p.seq,
+      ...(p.error === undefined ? {} : { error: p.error }),
     })),
   };
 }
@@ -54,7 +56,8 @@ export function registerSync(program: Command): void {
     .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
     .option('--batch <n>', 'most events per target transaction', parseWholeNumber, 10_000)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
-    .option('--log <format>', 'with "json", write line-delimited progress to stderr')
+    // choices(): an unknown format is a usage error (exit 2), not silently no log.
+    .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow')
     .action(async (source: string, target: string, opts: { projection: string[]; batch: number; follow?: boolean; log?: string } & ProgressOptions) => {
@@ -69,6 +72,8 @@ export function registerSync(program: Command): void {
         const report = await syncer.runOnce();
         progress.stop();
         emit(opts, S.syncOutput, reportJson(report), () => describeReport(report));
+        for (const p of report.projections) if (p.error !== undefined) process.stderr.write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+        if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
       } finally {
         progress.stop();

@@ -2,16 +2,35 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/connection.ts';
 
+export interface WaitOptions {
+  /** Fallback poll interval in ms. Default 250 with a file watch, 20 without. */
+  readonly pollMs?: number;
+  /** Called each time the fallback poll finds no change (between calls of onChange, never during one). */
+  readonly onIdle?: () => void;
+}
+
+/*
+ * A commit in WAL mode appends its frames to the -wal file (each write
+ * wakes the watch) and only then publishes them in the shared-memory index,
+ * which is when data_version moves. A wake can land in between, mostly when
+ * the writer is descheduled there, and then the next wake would be the next
+ * commit or the fallback poll. So a watch wake that finds no change looks
+ * again a few times shortly after.
+ */
+const RECHECK_MS = [1, 4, 10] as const;
+
 /**
  * Calls `onChange` whenever another connection commits to the source, until
  * SIGINT/SIGTERM. Wakes on writes to the database and WAL files (fs.watch),
  * with a cheap PRAGMA data_version poll as the fallback.
  */
-export async function waitForChange(db: Db, sourcePath: string, onChange: () => void | Promise<void>, pollMs?: number): Promise<void> {
+export async function waitForChange(db: Db, sourcePath: string, onChange: () => void | Promise<void>, options: number | WaitOptions = {}): Promise<void> {
+  const { pollMs, onIdle } = typeof options === 'number' ? { pollMs: options, onIdle: undefined } : options;
   const source = path.resolve(sourcePath);
   const base = path.basename(source);
   let stopping = false;
   let wake: (() => void) | undefined;
+  let watchWoke = false;
   const nudge = () => {
     const w = wake;
     wake = undefined;
@@ -26,7 +45,10 @@ export async function waitForChange(db: Db, sourcePath: string, onChange: () => 
   let watcher: fs.FSWatcher | undefined;
   try {
     watcher = fs.watch(path.dirname(source), (_event, file) => {
-      if (file !== null && (file === base || file === `${base}-wal`)) nudge();
+      if (file !== null && (file === base || file === `${base}-wal`)) {
+        watchWoke = true;
+        nudge();
+      }
     });
   } catch {
     watcher = undefined;
@@ -34,22 +56,32 @@ export async function waitForChange(db: Db, sourcePath: string, onChange: () => 
   const interval = pollMs ?? (watcher === undefined ? 20 : 250);
   const dataVersion = db.prepare('PRAGMA main.data_version').pluck();
   let seen = Number(dataVersion.get() as bigint);
+  let rechecks: number = RECHECK_MS.length; // the next entry of RECHECK_MS; its length: none pending
+  let polled = false; // the last wait was the fallback poll, and it ran out
   try {
     while (!stopping) {
       const v = Number(dataVersion.get() as bigint);
       if (v !== seen) {
         seen = v;
+        watchWoke = false; // wakes from now on may be for commits this pass does not see
+        rechecks = RECHECK_MS.length;
+        polled = false;
         await onChange();
         continue; // more may have committed while we worked
       }
-      await new Promise<void>((resolve) => {
+      if (watchWoke) rechecks = 0; // a watch wake with nothing new yet: look again shortly
+      watchWoke = false;
+      if (polled) onIdle?.();
+      const recheck = rechecks < RECHECK_MS.length;
+      const delay = recheck ? (RECHECK_MS[rechecks++] as number) : interval;
+      polled = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {
           wake = undefined;
-          resolve();
-        }, interval);
+          resolve(!recheck);
+        }, delay);
         wake = () => {
           clearTimeout(timer);
-          resolve();
+          resolve(false);
         };
       });
     }

@@ -79,10 +79,21 @@ class Importer {
     const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
     let n = 0;
     let tailStart = 0;
+    // A line that does not parse is reported only once we know it is not the
+    // file's last, unterminated line: that is a truncated tail (an export
+    // interrupted mid-write), which is ignored like any incomplete batch.
+    let malformed: unknown;
     for await (const text of rl) {
+      if (malformed !== undefined) throw malformed;
       n++;
       if (text.trim() === '') continue;
-      const line = parseLine(text, n, file);
+      let line: ReturnType<typeof parseLine>;
+      try {
+        line = parseLine(text, n, file);
+      } catch (err) {
+        malformed = err;
+        continue;
+      }
       if (this.#sourceId !== undefined && line.sourceId !== this.#sourceId) {
         throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${file}:${n}: line belongs to source ${line.sourceId}, but the file started with ${this.#sourceId}. One file must hold one source's stream.`);
       }
@@ -100,6 +111,7 @@ class Importer {
         this.#pending.push({ line: n, event: decodeEvent(line) });
       }
     }
+    if (malformed !== undefined && endsWithNewline(file)) throw malformed;
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0 };
@@ -271,6 +283,19 @@ function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent
       stmts.set(sql, stmt);
     }
     (stmt as unknown as { run: (...a: unknown[]) => unknown }).run(e.seq, op, e.ts, ...values.map(toBindable));
+  }
+}
+
+function endsWithNewline(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size === 0) return true;
+    const last = Buffer.alloc(1);
+    fs.readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

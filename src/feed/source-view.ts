@@ -3,7 +3,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError } from '../errors.ts';
 import type { CaptureState, CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
-import { FORMAT_VERSION, JOURNAL_TABLE, STATE_TABLE, TABLES_TABLE } from '../capture/schema.ts';
+import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
 import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
 
 /** What a reader knows about a source inside one read transaction. */
@@ -57,7 +57,7 @@ function statementsFor(db: Db): ViewStatements {
     s = {
       schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
       state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
-      lastSeqs: db.prepare(`SELECT tid, last_seq FROM main.${TABLES_TABLE}`).raw(),
+      lastSeqs: db.prepare(`SELECT tid, seq FROM main.${LAST_TABLE}`).raw(),
     };
     viewStatements.set(db, s);
   }

@@ -158,12 +158,17 @@ let tsLoader: Promise<void> | undefined;
  */
 async function importModule(url: string): Promise<{ default?: unknown }> {
   if (/\.[cm]?ts$/.test(new URL(url).pathname) && !import.meta.url.endsWith('.ts')) {
-    tsLoader ??= import('tsx/esm/api').then(({ register }) => {
-      register();
+    // Both hooks: a .ts file outside a "type": "module" package is CommonJS to Node.
+    tsLoader ??= Promise.all([import('tsx/esm/api'), import('tsx/cjs/api')]).then(([esm, cjs]) => {
+      esm.register();
+      cjs.register();
     });
     await tsLoader;
   }
-  return (await import(url)) as { default?: unknown };
+  const mod = (await import(url)) as { default?: unknown };
+  // Compiled as CommonJS, `export default x` arrives as module.exports.default.
+  const d = mod.default as { __esModule?: unknown; default?: unknown } | undefined;
+  return typeof d === 'object' && d !== null && d.__esModule === true && 'default' in d ? { default: d.default } : mod;
 }
 
 /** Loads the handler of a stored custom definition again (from its module or its definition file). */

@@ -15,8 +15,6 @@ export interface OpenOptions {
   readonly role?: string;
 }
 
-const SQLITE_HEADER = Buffer.from('SQLite format 3\0', 'latin1');
-
 /**
  * Opens a SQLite file with the pragmas sluice relies on: 64-bit integers as
  * bigint, a busy timeout, recursive triggers (so REPLACE fires delete triggers)
@@ -53,18 +51,6 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   return db;
 }
 
-/** True when the file starts with the SQLite header (or is empty, which SQLite treats as a new database). */
-export function hasSqliteHeader(path: string): boolean {
-  const fd = fs.openSync(path, 'r');
-  try {
-    const head = Buffer.alloc(16);
-    const n = fs.readSync(fd, head, 0, 16, 0);
-    return n === 0 || head.equals(SQLITE_HEADER);
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
 function checkFile(path: string, role: string, create: boolean): void {
   let stat: fs.Stats;
   try {
@@ -74,17 +60,12 @@ function checkFile(path: string, role: string, create: boolean): void {
     throw new InvalidInputError('DB_NOT_FOUND', `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`);
   }
   if (!stat.isFile()) throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a file. Pass the path of a SQLite database file.`);
-  if (stat.size === 0) return; // an empty file is a valid empty database
-  const fd = fs.openSync(path, 'r');
-  try {
-    const head = Buffer.alloc(16);
-    fs.readSync(fd, head, 0, 16, 0);
-    if (!head.equals(SQLITE_HEADER)) {
-      throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database (bad header). Pass the path of a SQLite file.`);
-    }
-  } finally {
-    fs.closeSync(fd);
-  }
+  // The header is not read here with fs: closing any descriptor of a database
+  // file drops every POSIX lock this process holds on it, including those of
+  // its open SQLite connections. Another process's connection (the sqlite3
+  // CLI, Python) then takes itself for the last one on close and deletes the
+  // WAL under them (SQLITE_IOERR, or worse). openDatabase lets SQLite read the
+  // header instead and maps SQLITE_NOTADB to NOT_A_DATABASE, writing nothing.
 }
 
 /**

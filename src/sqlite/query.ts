@@ -35,7 +35,9 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
   const name = 'sluice_query';
   db.exec(nested ? `SAVEPOINT ${name}` : 'BEGIN IMMEDIATE');
   try {
-    const result = stmt.reader ? collect(stmt, maxRows, true) : runWrite(stmt);
+    // A write with RETURNING is read through the iterator, which reports no
+    // change count: take it from changes() once the statement has finished.
+    const result = stmt.reader ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) } : runWrite(stmt);
     db.exec(nested ? `RELEASE ${name}` : 'COMMIT');
     return result;
   } catch (err) {

@@ -1,0 +1,594 @@
+/*
+ * Apply throughput against the DESIGN.md performance target (issue 4, "Fast
+ * path" and "Performance (bench)"):
+ *
+ *   npx tsx bench/apply.ts [--events 200000] [--base 100000] [--rounds 3] [--batch N] [--slow-events N]
+ *
+ * One process, one run, reported as ratios to a baseline measured in the
+ * same run:
+ * - baseline: a raw `INSERT INTO tgt.t SELECT * FROM main.t` of `--events`
+ *   rows of t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)
+ *   (32-byte blobs) between two attached WAL file databases, one
+ *   transaction, as rows/s, on a connection opened like the applier's
+ *   (openDatabase defaults, so the same synchronous level).
+ * - the source: `--base` rows written before capture, then `enable(db,
+ *   ['t'])` (images mode), a snapshot sync of every projection (not timed),
+ *   then `--events` mixed writes (50% inserts, 35% updates of which 1% change
+ *   the key, 15% deletes; random live keys, so some keys change several
+ *   times in one batch, and updates move rows into and out of the map
+ *   filter), committed 1,000 statements per transaction.
+ * - timed: `Syncer.runOnce()` catching one projection up over all events
+ *   (batches of `--batch`, default the Syncer's own), as events/s, for
+ *   mirror, map (a filter and a computed column), fts5 (external content)
+ *   and custom (a Kysely mirror). Syncer.open is not timed.
+ * - context: a naive JS loop over the same events, hand-written over the raw
+ *   journal rows (per batch one transaction; per event a SELECT of the target
+ *   row compared with the before-image, then DELETE / upsert); and the same
+ *   mirror catch-up as one single transaction (--batch = all events), which
+ *   shows what the per-batch commits cost.
+ *
+ * Each round copies the pristine post-snapshot targets to fresh files (the
+ * source is read-only for the applier, apart from its acknowledgement row),
+ * so every round applies exactly the same events. The paired variants run
+ * every round between two baselines, in an order that rotates; a ratio is the
+ * median over rounds of variant / that round's baseline (the machine is
+ * noisy: two cores, other jobs). Each is given for wall time (the judged
+ * number) and for this process's CPU time, which other load disturbs less.
+ * fts5 and custom are per-event JS and slow, so they run once, on the first
+ * `--slow-events` events (default: all). Every timed target is checked
+ * against the source afterwards (not timed). Results: a table on stdout and
+ * bench/out/apply.json. Bench only: a MISS does not change the exit code.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { Syncer, type SyncReport } from '../src/apply/sync.ts';
+import { enable } from '../src/capture/enable.ts';
+import { openDatabase, type Db } from '../src/sqlite/connection.ts';
+import { readSourceView } from '../src/feed/source-view.ts';
+import { toBindable } from '../src/sqlite/codec.ts';
+import type { CustomHandler, ProjectionDefinition } from '../src/projection/definition.ts';
+import type { Row } from '../src/feed/events.ts';
+import { prng } from '../fixtures/tracker.ts';
+import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write('usage: npx tsx bench/apply.ts [--events N (200000)] [--base N (100000)] [--rounds N (3)] [--batch N (Syncer default)] [--slow-events N (all)]\n');
+  process.exit(0);
+}
+const known = new Set(['--events', '--base', '--rounds', '--batch', '--slow-events']);
+for (let i = 0; i < argv.length; i += 2) {
+  if (!known.has(String(argv[i]))) {
+    process.stderr.write(`unknown argument ${String(argv[i])}; see --help\n`);
+    process.exit(2);
+  }
+}
+const EVENTS = intFlag(argv, 'events', 200_000);
+const BASE = intFlag(argv, 'base', 100_000, 0);
+const ROUNDS = intFlag(argv, 'rounds', 3);
+const BATCH: number | undefined = argv.includes('--batch') ? intFlag(argv, 'batch', 10_000) : undefined;
+const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
+/** The Syncer's default batch size (src/apply/sync.ts), used by the naive loop when --batch is not given. */
+const NAIVE_BATCH = BATCH ?? 10_000;
+const TARGET_RATIO = 0.5;
+
+const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
+const COLS = ['id', 'name', 'n', 'r', 'b'] as const;
+
+const scratch = makeScratch('sluice-bench-apply-');
+const dir = scratch.dir;
+const file = (name: string) => path.join(dir, name);
+const log = (s: string) => process.stderr.write(`${s}\n`);
+
+/* ---------------------------------------------------------------- data */
+
+const rand = prng(20260401);
+function blob(): Buffer {
+  const b = Buffer.allocUnsafe(32);
+  for (let i = 0; i < 32; i += 4) b.writeUInt32LE(Math.floor(rand() * 4294967296), i);
+  return b;
+}
+/** Mostly text, sometimes NULL; n in 0..999 so that the map filter (n >= 250) keeps about 3/4 of the rows. */
+function values(id: number, k: number): [string | null, bigint, number, Buffer] {
+  return [rand() < 0.05 ? null : `name-${id}-${k}`, BigInt(Math.floor(rand() * 1000)), rand() * 1000, blob()];
+}
+
+function newFileDb(name: string): Db {
+  const db = openDatabase(file(name), { create: true, role: 'bench' });
+  db.pragma('synchronous = NORMAL');
+  return db;
+}
+
+/** A plain t with `rows` rows: the baseline's copy source. */
+function buildCopySource(rows: number): void {
+  const db = newFileDb('copy-src.db');
+  db.exec(DDL);
+  const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?)');
+  db.transaction(() => {
+    for (let i = 1; i <= rows; i++) ins.run(BigInt(i), ...values(i, 0));
+  })();
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+}
+
+interface Mix {
+  inserts: number;
+  updates: number;
+  keyChanges: number;
+  deletes: number;
+}
+
+/** Writes `events` mixed changes to the captured t, 1,000 statements per transaction. */
+function writeEvents(db: Db, events: number, live: number[], firstNewId: number): Mix {
+  const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?)');
+  const upd = db.prepare('UPDATE t SET name = ?, n = ?, r = ? WHERE id = ?');
+  const updB = db.prepare('UPDATE t SET name = ?, n = ?, r = ?, b = ? WHERE id = ?');
+  const rekey = db.prepare('UPDATE t SET id = ?, n = ? WHERE id = ?');
+  const del = db.prepare('DELETE FROM t WHERE id = ?');
+  const left = { ins: Math.round(events * 0.5), upd: Math.round(events * 0.35), del: 0 };
+  left.del = events - left.ins - left.upd;
+  const mix: Mix = { inserts: 0, updates: 0, keyChanges: 0, deletes: 0 };
+  let nextId = firstNewId;
+  let k = 1;
+  const one = () => {
+    const total = left.ins + left.upd + left.del;
+    let x = rand() * total;
+    let op: 'ins' | 'upd' | 'del' = x < left.ins ? 'ins' : (x -= left.ins) < left.upd ? 'upd' : 'del';
+    if (op !== 'ins' && live.length === 0) op = 'ins';
+    left[op]--;
+    if (op === 'ins') {
+      const id = nextId++;
+      ins.run(BigInt(id), ...values(id, 0));
+      live.push(id);
+      mix.inserts++;
+      return;
+    }
+    const idx = Math.floor(rand() * live.length);
+    const id = live[idx] as number;
+    if (op === 'del') {
+      live[idx] = live[live.length - 1] as number;
+      live.pop();
+      del.run(BigInt(id));
+      mix.deletes++;
+      return;
+    }
+    mix.updates++;
+    if (rand() < 0.01) {
+      const to = nextId++;
+      rekey.run(BigInt(to), BigInt(Math.floor(rand() * 1000)), BigInt(id));
+      live[idx] = to;
+      mix.keyChanges++;
+      return;
+    }
+    const [name, n, r, b] = values(id, k++);
+    if (rand() < 0.3) updB.run(name, n, r, b, BigInt(id));
+    else upd.run(name, n, r, BigInt(id));
+  };
+  for (let done = 0; done < events; ) {
+    const chunk = Math.min(1000, events - done);
+    db.transaction(() => {
+      for (let i = 0; i < chunk; i++) one();
+    })();
+    done += chunk;
+  }
+  return mix;
+}
+
+/* --------------------------------------------------------- projections */
+
+const MIRROR: ProjectionDefinition = { name: 't', source: 't', kind: 'mirror' };
+const MAP: ProjectionDefinition = {
+  name: 'tmap',
+  source: 't',
+  kind: 'map',
+  columns: { id: 'id', label: 'name', n: 'n', label_upper: { expr: 'upper(name)', type: 'TEXT' }, b: 'b' },
+  filter: 'n >= 250',
+};
+const FTS: ProjectionDefinition = { name: 'tfts', source: 't', kind: 'fts5', columns: ['name'], content: 'external' };
+
+const bind = (row: Row) => COLS.map((c) => toBindable(row[c] ?? null));
+/** A Kysely mirror of t: what a user would write as a custom projection. */
+const customHandler: CustomHandler = {
+  version: '1',
+  async init(rows, { db }) {
+    await db.schema.createTable('tcustom').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('name', 'text').addColumn('n', 'integer').addColumn('r', 'real').addColumn('b', 'blob').execute();
+    let page: Record<string, unknown>[] = [];
+    const flush = async () => {
+      if (page.length > 0) await db.insertInto('tcustom').values(page).execute();
+      page = [];
+    };
+    for (const row of rows) {
+      const v = bind(row);
+      page.push(Object.fromEntries(COLS.map((c, i) => [c, v[i]])));
+      if (page.length === 500) await flush();
+    }
+    await flush();
+  },
+  async apply(e, { db }) {
+    if (e.before !== null) await db.deleteFrom('tcustom').where('id', '=', toBindable(e.before.id ?? null)).execute();
+    if (e.after !== null) {
+      const v = bind(e.after);
+      await db.insertInto('tcustom').values(Object.fromEntries(COLS.map((c, i) => [c, v[i]]))).execute();
+    }
+  },
+};
+const CUSTOM: ProjectionDefinition = { name: 'tcustom', source: 't', kind: 'custom', handler: customHandler };
+
+const KINDS = { mirror: MIRROR, map: MAP, fts5: FTS, custom: CUSTOM } as const;
+type Kind = keyof typeof KINDS;
+
+/* -------------------------------------------------------------- checks */
+
+/** Rows of `a` not in `b` plus rows of `b` not in `a`, by storage class and value. */
+function diffCount(db: Db, a: string, b: string): number {
+  const q = (x: string, y: string) => `SELECT count(*) FROM (SELECT * FROM (${x}) EXCEPT SELECT * FROM (${y}))`;
+  return Number(db.prepare(q(a, b)).pluck().get()) + Number(db.prepare(q(b, a)).pluck().get());
+}
+const typed = (cols: readonly string[], from: string) => `SELECT ${cols.map((c) => `${c}, typeof(${c})`).join(', ')} FROM ${from}`;
+
+function check(kind: Kind | 'naive', target: string): string | undefined {
+  const db = openDatabase(file('src.db'), { role: 'source' });
+  try {
+    db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+    let d: number;
+    if (kind === 'mirror' || kind === 'naive') d = diffCount(db, typed(COLS, 'main.t'), typed(COLS, 'tgt.t'));
+    else if (kind === 'map') d = diffCount(db, typed(['id', 'name', 'n', 'upper(name)', 'b'], 'main.t WHERE n >= 250'), typed(['id', 'label', 'n', 'label_upper', 'b'], 'tgt.tmap'));
+    else if (kind === 'custom') d = diffCount(db, typed(COLS, 'main.t'), typed(COLS, 'tgt.tcustom'));
+    else {
+      d = diffCount(db, typed(['id', 'name'], 'main.t'), typed(['_k0', 'name'], 'tgt.tfts_src'));
+      // The index must answer like the source: a few names that were inserted, updated or deleted.
+      for (const id of [1, Math.floor(BASE / 2) + 1, BASE + 7, BASE + Math.floor(EVENTS / 4)]) {
+        const phrase = `"name-${id}"`;
+        const hits = Number(db.prepare('SELECT count(*) FROM tgt.tfts WHERE tfts MATCH ?').pluck().get(phrase));
+        const want = Number(db.prepare("SELECT count(*) FROM main.t WHERE name LIKE ? || '-%'").pluck().get(`name-${id}`));
+        if (hits !== want) return `fts5 MATCH ${phrase} gives ${hits} rows, the source has ${want}`;
+      }
+    }
+    return d === 0 ? undefined : `${d} rows differ from the source`;
+  } finally {
+    db.close();
+  }
+}
+
+/* ----------------------------------------------------------- measures */
+
+let targetCounter = 0;
+/** A fresh copy of a pristine post-snapshot target (its cursor is on src.db, which stays in place). */
+function freshTarget(pristine: string): string {
+  const to = file(`run-${targetCounter++}-${path.basename(pristine)}`);
+  fs.copyFileSync(pristine, to);
+  return to;
+}
+function discard(p: string): void {
+  for (const s of ['', '-wal', '-shm']) fs.rmSync(p + s, { force: true });
+}
+
+/** Baseline: raw INSERT … SELECT of EVENTS rows between attached databases, one transaction. */
+function baselineOnce(): Timed {
+  const to = file(`run-${targetCounter++}-copy.db`);
+  const fresh = newFileDbAt(to);
+  fresh.exec(DDL);
+  fresh.close();
+  const db = openDatabase(file('copy-src.db'), { role: 'source' });
+  db.pragma('temp_store = MEMORY');
+  db.prepare('ATTACH DATABASE ? AS tgt').run(to);
+  const stop = clock();
+  db.exec('BEGIN');
+  const n = db.prepare('INSERT INTO tgt.t SELECT * FROM main.t').run().changes;
+  db.exec('COMMIT');
+  const t = stop();
+  db.close();
+  discard(to);
+  if (n !== EVENTS) throw new Error(`baseline copied ${n} rows, expected ${EVENTS}`);
+  return timed(n, t, n);
+}
+function newFileDbAt(p: string): Db {
+  return openDatabase(p, { create: true, role: 'bench' });
+}
+
+interface Timed {
+  /** Events (rows for the baseline) per second of wall time, and per second of this process's CPU time. */
+  readonly perSec: number;
+  readonly perCpuSec: number;
+  readonly ms: number;
+  readonly cpuMs: number;
+  readonly applied: number;
+}
+
+/** Wall and CPU time (user + system of this process: SQLite runs on this thread) since `start`. */
+function clock(): () => { ms: number; cpuMs: number } {
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  return () => {
+    const c = process.cpuUsage(c0);
+    return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 };
+  };
+}
+const timed = (n: number, t: { ms: number; cpuMs: number }, applied: number): Timed => ({ perSec: (n / t.ms) * 1000, perCpuSec: (n / t.cpuMs) * 1000, ms: t.ms, cpuMs: t.cpuMs, applied });
+
+async function syncOnce(kind: Kind, pristine: string, verify: boolean, batchSize = BATCH): Promise<Timed> {
+  const target = freshTarget(pristine);
+  const s = await Syncer.open(file('src.db'), target, { projections: [KINDS[kind]], ...(batchSize === undefined ? {} : { batchSize }) });
+  let report: SyncReport;
+  const stop = clock();
+  try {
+    report = await s.runOnce();
+  } finally {
+    s.close();
+  }
+  const t = stop();
+  const p = report.projections[0];
+  if (p === undefined || p.state !== 'active' || p.rebuilt !== undefined || p.snapshotRows !== undefined) {
+    throw new Error(`${kind}: expected an incremental catch-up, got ${JSON.stringify(p)}`);
+  }
+  if (verify) {
+    const problem = check(kind, target);
+    if (problem !== undefined) throw new Error(`${kind}: ${problem}`);
+  }
+  discard(target);
+  // Throughput is over the source events applied, whatever the projection counts as "applied".
+  return timed(appliedEvents(kind), t, p.applied);
+}
+const appliedEvents = (kind: Kind) => (kind === 'fts5' || kind === 'custom' ? SLOW_EVENTS : EVENTS);
+
+/**
+ * The naive applier, hand-written over the raw journal rows: per batch, one
+ * target transaction and one read of the batch's journal rows; per event,
+ * SELECT the target row and compare it with the before-image (storage class
+ * and value, as JS types: bigint, number, string, Buffer), then DELETE and/or
+ * upsert (a key change deletes the old key).
+ */
+function naiveOnce(pristine: string, fromSeq: number, toSeq: number, verify: boolean): Timed {
+  const target = freshTarget(pristine);
+  const db = openDatabase(file('src.db'), { role: 'source' });
+  db.pragma('temp_store = MEMORY');
+  db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+  const tid = Number(db.prepare("SELECT tid FROM main._sluice_tables WHERE name = 't'").pluck().get());
+  const read = db.prepare(`SELECT seq, op, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 FROM main._sluice_journal WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq`).raw();
+  const get = db.prepare('SELECT id, name, n, r, b FROM tgt.t WHERE id = ?').raw();
+  const upsert = db.prepare('INSERT INTO tgt.t VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, n = excluded.n, r = excluded.r, b = excluded.b');
+  const del = db.prepare('DELETE FROM tgt.t WHERE id = ?');
+  const cursor = db.prepare('UPDATE tgt.naive_cursor SET seq = ?');
+  const same = (a: unknown, b: unknown) => a === b || (Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b));
+  const stop = clock();
+  let applied = 0;
+  try {
+    for (let lo = fromSeq; lo < toSeq; ) {
+      const hi = Math.min(lo + NAIVE_BATCH, toSeq);
+      db.exec('BEGIN');
+      for (const row of read.all(tid, lo, hi) as unknown[][]) {
+        const op = Number(row[1]);
+        const first = row.slice(2, 7);
+        const before = op === 1 ? null : first;
+        const after = op === 1 ? first : op === 2 ? row.slice(7, 12) : null;
+        const key = (before ?? after)?.[0];
+        const got = get.get(key) as unknown[] | undefined;
+        const ok = before === null ? got === undefined : got !== undefined && got.every((v, i) => same(v, before[i]));
+        if (!ok) throw new Error(`naive: target diverged at seq ${String(row[0])}`);
+        if (before !== null && (after === null || !same(before[0], after[0]))) del.run(before[0]);
+        if (after !== null) {
+          if (before === null || !same(before[0], after[0])) {
+            // A new key must be absent (an uncaptured REPLACE otherwise).
+            if (before !== null && get.get(after[0]) !== undefined) throw new Error(`naive: key ${String(after[0])} present at seq ${String(row[0])}`);
+          }
+          upsert.run(...after);
+        }
+        applied++;
+      }
+      cursor.run(hi);
+      db.exec('COMMIT');
+      lo = hi;
+    }
+  } finally {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    db.close();
+  }
+  const t = stop();
+  if (verify) {
+    const problem = check('naive', target);
+    if (problem !== undefined) throw new Error(`naive: ${problem}`);
+  }
+  discard(target);
+  return timed(applied, t, applied);
+}
+
+/* ----------------------------------------------------------------- run */
+
+function versions(): { sqlite: string; betterSqlite3: string; node: string } {
+  const require = createRequire(import.meta.url);
+  const pkg = require('better-sqlite3/package.json') as { version: string };
+  const db = openDatabase(':memory:');
+  const v = db.prepare('SELECT sqlite_version()').pluck().get() as string;
+  db.close();
+  return { sqlite: v, betterSqlite3: pkg.version, node: process.version };
+}
+
+async function main(): Promise<void> {
+  log(`bench/apply: ${EVENTS} events over ${BASE} base rows, ${ROUNDS} rounds, batch ${BATCH ?? 'default'}, in ${dir}`);
+  const tSetup = performance.now();
+  buildCopySource(EVENTS);
+
+  // The source: base rows, then capture, then snapshots of every projection, then the events.
+  const src = newFileDb('src.db');
+  src.exec(DDL);
+  const live: number[] = [];
+  const ins = src.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?)');
+  src.transaction(() => {
+    for (let i = 1; i <= BASE; i++) {
+      ins.run(BigInt(i), ...values(i, 0));
+      live.push(i);
+    }
+  })();
+  enable(src, ['t']);
+  src.close();
+
+  const pristine: Record<Kind | 'naive', string> = { mirror: '', map: '', fts5: '', custom: '', naive: '' };
+  for (const kind of Object.keys(KINDS) as Kind[]) {
+    const p = file(`pristine-${kind}.db`);
+    const s = await Syncer.open(file('src.db'), p, { projections: [KINDS[kind]] });
+    const r = await s.runOnce();
+    s.close();
+    if (r.projections[0]?.snapshotRows === undefined || r.projections[0].state !== 'active') throw new Error(`${kind}: snapshot gave ${JSON.stringify(r.projections[0])}`);
+    checkpoint(p);
+    pristine[kind] = p;
+  }
+  // The naive loop's target: a raw copy of t at the same point, plus a cursor row.
+  {
+    const p = file('pristine-naive.db');
+    newFileDbAt(p).close();
+    const db = openDatabase(file('src.db'), { role: 'source' });
+    db.prepare('ATTACH DATABASE ? AS tgt').run(p);
+    db.exec(`BEGIN; ${DDL.replace('TABLE t', 'TABLE tgt.t')}; INSERT INTO tgt.t SELECT * FROM main.t; CREATE TABLE tgt.naive_cursor (seq INTEGER); INSERT INTO tgt.naive_cursor VALUES (0); COMMIT`);
+    db.close();
+    checkpoint(p);
+    pristine.naive = p;
+  }
+
+  const db = openDatabase(file('src.db'), { role: 'source' });
+  db.pragma('synchronous = NORMAL');
+  const fromSeq = readSourceView(db).hw;
+  const mix = writeEvents(db, EVENTS, live, BASE + 1);
+  const toSeq = readSourceView(db).hw;
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+  if (toSeq - fromSeq !== EVENTS) throw new Error(`expected ${EVENTS} journal events, got ${toSeq - fromSeq}`);
+  const setupMs = performance.now() - tSetup;
+  log(`setup ${(setupMs / 1000).toFixed(1)} s: ${JSON.stringify(mix)}, seq ${fromSeq}..${toSeq}`);
+
+  // Paired rounds: a baseline, then the variants (order rotating per round), then a baseline again.
+  type Paired = 'mirror' | 'map' | 'naive' | 'mirror1';
+  const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1'];
+  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [] };
+  const ratios: Record<Paired, { wall: number[]; cpu: number[] }> = { mirror: { wall: [], cpu: [] }, map: { wall: [], cpu: [] }, naive: { wall: [], cpu: [] }, mirror1: { wall: [], cpu: [] } };
+  for (let round = 0; round < ROUNDS; round++) {
+    const verify = round === 0;
+    const rotated = PAIRED.map((_, i) => PAIRED[(i + round) % PAIRED.length] as Paired);
+    const base1 = baselineOnce();
+    const got: Partial<Record<Paired, Timed>> = {};
+    for (const k of rotated) {
+      if (k === 'naive') got[k] = naiveOnce(pristine.naive, fromSeq, toSeq, verify);
+      // Context: the same mirror catch-up as ONE target transaction (what the per-batch commits cost).
+      else if (k === 'mirror1') got[k] = await syncOnce('mirror', pristine.mirror, verify, EVENTS);
+      else got[k] = await syncOnce(k, pristine[k], verify);
+    }
+    const base2 = baselineOnce();
+    runs.baseline.push(base1, base2);
+    const baseWall = (base1.perSec + base2.perSec) / 2;
+    const baseCpu = (base1.perCpuSec + base2.perCpuSec) / 2;
+    for (const k of PAIRED) {
+      const t = got[k] as Timed;
+      runs[k].push(t);
+      ratios[k].wall.push(t.perSec / baseWall);
+      ratios[k].cpu.push(t.perCpuSec / baseCpu);
+    }
+    log(`round ${round + 1}/${ROUNDS}: baseline ${fmtRate(baseWall)}; ${PAIRED.map((k) => `${k} ${fmtRate((got[k] as Timed).perSec)} (${fmtRatio((got[k] as Timed).perSec / baseWall)}, cpu ${fmtRatio((got[k] as Timed).perCpuSec / baseCpu)})`).join(', ')}`);
+  }
+
+  // The per-event paths, once each, over the first SLOW_EVENTS events.
+  const slow: Partial<Record<'fts5' | 'custom', Timed>> = {};
+  if (SLOW_EVENTS > 0) {
+    for (const k of ['fts5', 'custom'] as const) {
+      const t = await syncSlow(k, pristine[k], fromSeq, fromSeq + SLOW_EVENTS);
+      slow[k] = t;
+      log(`${k}: ${fmtRate(t.perSec)} over ${SLOW_EVENTS} events`);
+    }
+  }
+
+  const baseline = median(runs.baseline.map((t) => t.perSec));
+  const baselineCpu = median(runs.baseline.map((t) => t.perCpuSec));
+  const rate = (k: Paired) => median(runs[k].map((t) => t.perSec));
+  const ratio = (k: Paired) => median(ratios[k].wall);
+  const cpuRatio = (k: Paired) => median(ratios[k].cpu);
+  const verdict = (r: number) => (r >= TARGET_RATIO ? 'PASS' : 'MISS');
+  const batchLabel = `batch ${BATCH ?? '10000 (default)'}`;
+  const row = (what: string, perSec: number, r: number, cpu: number, target: string, v: string) => [what, fmtRate(perSec), fmtRatio(r), fmtRatio(cpu), target, v];
+  const table = renderTable(
+    ['path', 'throughput', 'vs baseline', 'cpu ratio', 'target', ''],
+    [
+      row(`baseline: INSERT … SELECT of ${EVENTS} rows (rows/s)`, baseline, 1, 1, '', ''),
+      row(`mirror apply, ${EVENTS} events, ${batchLabel}`, rate('mirror'), ratio('mirror'), cpuRatio('mirror'), `>= ${TARGET_RATIO}x`, verdict(ratio('mirror'))),
+      row(`map apply (filter + computed column), ${batchLabel}`, rate('map'), ratio('map'), cpuRatio('map'), `>= ${TARGET_RATIO}x`, verdict(ratio('map'))),
+      row(`naive JS loop, ${batchLabel} (context)`, rate('naive'), ratio('naive'), cpuRatio('naive'), '~0.2x', ''),
+      row(`mirror apply as one transaction (context)`, rate('mirror1'), ratio('mirror1'), cpuRatio('mirror1'), '', ''),
+      ...(['fts5', 'custom'] as const).flatMap((k) => {
+        const t = slow[k];
+        return t === undefined ? [] : [row(`${k} apply, ${SLOW_EVENTS} events (1 run)`, t.perSec, t.perSec / baseline, t.perCpuSec / baselineCpu, 'report', '')];
+      }),
+    ],
+  );
+  process.stdout.write(
+    `\n${table}\n\nthroughput: events/s of wall time (rows/s for the baseline). vs baseline: median over ${ROUNDS} rounds of the ratio to that round's baselines ` +
+      `(judged against the target). cpu ratio: the same with this process's CPU time instead of wall time (less sensitive to other load on the machine).\n`,
+  );
+
+  const summary = (k: Paired) => ({ eventsPerSec: rate(k), ratio: ratio(k), cpuRatio: cpuRatio(k), transitions: runs[k][0]?.applied });
+  const out = {
+    bench: 'apply',
+    when: new Date().toISOString(),
+    versions: versions(),
+    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? 'Syncer default (10000)', slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
+    targets: { mirror: TARGET_RATIO, map: TARGET_RATIO },
+    results: {
+      baselineRowsPerSec: baseline,
+      mirror: { ...summary('mirror'), pass: ratio('mirror') >= TARGET_RATIO },
+      map: { ...summary('map'), pass: ratio('map') >= TARGET_RATIO },
+      naive: summary('naive'),
+      mirrorOneTransaction: summary('mirror1'),
+      fts5: slow.fts5 === undefined ? null : { eventsPerSec: slow.fts5.perSec, ratio: slow.fts5.perSec / baseline, cpuRatio: slow.fts5.perCpuSec / baselineCpu, events: SLOW_EVENTS },
+      custom: slow.custom === undefined ? null : { eventsPerSec: slow.custom.perSec, ratio: slow.custom.perSec / baseline, cpuRatio: slow.custom.perCpuSec / baselineCpu, events: SLOW_EVENTS },
+    },
+    raw: { runs, ratios, slow },
+    setupMs,
+  };
+  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'apply.json'), `${JSON.stringify(out, null, 2)}\n`);
+  log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'apply.json'))}`);
+}
+
+/**
+ * fts5/custom over (fromSeq, toSeq]: Syncer.applyBatch in --batch sized
+ * steps (the same transactions runOnce would make), so a partial run is
+ * possible. Checked against the source only when it covers every event.
+ */
+async function syncSlow(kind: 'fts5' | 'custom', pristine: string, fromSeq: number, toSeq: number): Promise<Timed> {
+  if (toSeq - fromSeq === EVENTS) return syncOnce(kind, pristine, true);
+  const target = freshTarget(pristine);
+  const s = await Syncer.open(file('src.db'), target, { projections: [KINDS[kind]] });
+  let applied = 0;
+  const stop = clock();
+  try {
+    for (let lo = fromSeq; lo < toSeq; ) {
+      const hi = Math.min(lo + NAIVE_BATCH, toSeq);
+      const out = await s.applyBatch(KINDS[kind].name, lo, hi);
+      if (out.kind !== 'applied') throw new Error(`${kind}: batch ${lo}..${hi} gave ${JSON.stringify(out)}`);
+      applied += out.events;
+      lo = hi;
+    }
+  } finally {
+    s.close();
+  }
+  const t = stop();
+  discard(target);
+  return timed(toSeq - fromSeq, t, applied);
+}
+
+function checkpoint(p: string): void {
+  const db = openDatabase(p, { role: 'target' });
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  db.close();
+}
+
+function fmtRate(perSec: number): string {
+  return perSec >= 1e6 ? `${(perSec / 1e6).toFixed(2)}M/s` : `${(perSec / 1e3).toFixed(1)}k/s`;
+}
+
+try {
+  await main();
+} finally {
+  scratch.cleanup();
+}

@@ -1,0 +1,279 @@
+/*
+ * Capture overhead against the DESIGN.md performance targets (issue 2, item 7).
+ *
+ *   npx tsx bench/capture-overhead.ts [--rows 100000] [--rounds 5] [--autocommit 5000]
+ *
+ * One process, one run, everything reported as ratios to a no-capture
+ * baseline measured in the same run:
+ * - bulk: 100k rows of t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL,
+ *   b BLOB) with 32-byte blobs; insert all, update name and n of all, delete
+ *   all, each phase ONE transaction of prepared statements in a JS loop, on a
+ *   fresh WAL file database (synchronous=NORMAL) in a temp dir. Variants: no
+ *   capture; sluice images mode and keys mode through the real enable() of
+ *   src/capture/enable.ts; chronicle-style triggers from reference 004.
+ * - autocommit: single-row writes, each its own transaction (WAL,
+ *   synchronous=NORMAL), no capture vs images mode.
+ *
+ * The machine is noisy, so every variant is paired with its own fresh
+ * baseline each round, run phase by phase in lockstep; a ratio is the median
+ * over rounds of variant/paired-baseline (wall time; the same ratio on
+ * process CPU time is shown next to it). The table prints medians (ms) and
+ * those ratios, then PASS/MISS against the targets, judged on the wall ratio;
+ * bench/out/capture-overhead.json has the same plus every raw run. Bench
+ * only: nothing here is a test, and a MISS does not change the exit code.
+ *
+ * Alternative trigger shapes are measured by bench/journal-shapes.ts (timed)
+ * and bench/shape-instructions.ts (instruction counts); docs/journal.md has
+ * the results.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
+import { enable } from '../src/capture/enable.ts';
+import type { Db } from '../src/sqlite/connection.ts';
+import {
+  autocommitPhases,
+  bulkPhases,
+  chronicleDdl,
+  fmtMs,
+  fmtRatio,
+  freshDb,
+  intFlag,
+  lockstep,
+  makeScratch,
+  makeWorkload,
+  median,
+  medianTimes,
+  minRatio,
+  pairedRatio,
+  pairedRounds,
+  PHASES,
+  renderTable,
+  roundRatios,
+  runsOf,
+  type Metric,
+  type PairedResults,
+  type PhaseTimes,
+  type Variant,
+} from './lib/workload.ts';
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write('usage: npx tsx bench/capture-overhead.ts [--rows N (100000)] [--rounds N (5)] [--autocommit N writes per phase (5000)]\n');
+  process.exit(0);
+}
+const known = new Set(['--rows', '--rounds', '--autocommit']);
+for (let i = 0; i < argv.length; i += 2) {
+  if (!known.has(String(argv[i]))) {
+    process.stderr.write(`unknown argument ${String(argv[i])}; see --help\n`);
+    process.exit(2);
+  }
+}
+const rows = intFlag(argv, 'rows', 100_000);
+const rounds = intFlag(argv, 'rounds', 5);
+const autocommitWrites = intFlag(argv, 'autocommit', 5000);
+
+/** DESIGN.md "Performance targets": the maximum slowdown per phase, or the minimum speedup. */
+const TARGETS = {
+  images: { insert: 1.6, update: 1.8, delete: 2.5 },
+  keys: { insert: 1.4, update: 1.4, delete: 1.4 },
+  imagesVsChronicle: 1.5,
+  autocommit: 1.15,
+} as const;
+
+const journalCount = (db: Db) => Number((db.prepare('SELECT count(*) AS c FROM _sluice_journal').get() as { c: bigint }).c);
+const expectEvents = (db: Db) => {
+  const c = journalCount(db);
+  return c === 3 * rows ? undefined : `expected ${3 * rows} journal rows, found ${c}`;
+};
+
+const NONE: Variant = { name: 'none', note: 'no capture', setup: () => {} };
+const IMAGES: Variant = { name: 'images', note: "sluice enable(db, ['t']) (images mode)", setup: (db) => void enable(db, ['t']), check: expectEvents };
+const KEYS: Variant = { name: 'keys', note: "sluice enable(db, ['t'], { mode: 'keys' })", setup: (db) => void enable(db, ['t'], { mode: 'keys' }), check: expectEvents };
+const CHRONICLE: Variant = {
+  name: 'chronicle',
+  note: 'sqlite-chronicle triggers (reference 004)',
+  setup: (db) => {
+    for (const sql of chronicleDdl()) db.exec(sql);
+  },
+  check: (db) => {
+    const r = db.prepare('SELECT count(*) AS c, sum(__deleted) AS d, max(__version) AS v FROM _chronicle_t').get() as { c: bigint; d: bigint; v: bigint };
+    return Number(r.c) === rows && Number(r.d) === rows && Number(r.v) === 3 * rows ? undefined : `chronicle table has ${r.c} rows, ${r.d} deleted, version ${r.v}`;
+  },
+};
+
+interface Verdict {
+  readonly what: string;
+  /** The judged number: median of per-round wall ratios. */
+  readonly measured: number;
+  readonly minWall: number;
+  readonly cpu: number;
+  readonly target: string;
+  readonly pass: boolean;
+}
+
+function sqliteVersions(): { sqlite: string; betterSqlite3: string } {
+  const require = createRequire(import.meta.url);
+  const pkg = require('better-sqlite3/package.json') as { version: string };
+  const { db, dispose } = freshDb(scratch.dir, () => {});
+  const v = (db.prepare('SELECT sqlite_version() AS v').get() as { v: string }).v;
+  dispose();
+  return { sqlite: v, betterSqlite3: pkg.version };
+}
+
+const scratch = makeScratch('sluice-capture-bench-');
+
+function main(): void {
+  const started = Date.now();
+  const load0 = os.loadavg();
+  const w = makeWorkload(rows);
+  const versions = sqliteVersions();
+  const progress = (what: string) => (r: number) => process.stderr.write(`${what}: round ${r + 1}/${rounds}\n`);
+
+  // Warm-up (JIT, allocator, file system), not recorded.
+  {
+    const small = makeWorkload(Math.min(rows, 5000));
+    for (const v of [NONE, IMAGES, KEYS, CHRONICLE]) {
+      const { db, dispose } = freshDb(scratch.dir, v.setup);
+      lockstep([bulkPhases(db, small)]);
+      dispose();
+    }
+  }
+
+  const bulk = pairedRounds(NONE, [IMAGES, KEYS, CHRONICLE], { dir: scratch.dir, rounds, phases: (db) => bulkPhases(db, w), onRound: progress('bulk') });
+  const autocommit = pairedRounds(NONE, [{ ...IMAGES, check: undefined }], {
+    dir: scratch.dir,
+    rounds,
+    phases: (db) => autocommitPhases(db, w, autocommitWrites),
+    onRound: progress('autocommit'),
+  });
+
+  const speedupOf = (metric: Metric): PhaseTimes => {
+    // images vs chronicle: per round, chronicle's ratio over images' ratio (each to its own paired baseline).
+    const im = roundRatios(bulk, 'images', metric);
+    const ch = roundRatios(bulk, 'chronicle', metric);
+    return medianTimes(im.map((x, i) => {
+      const c = ch[i] as PhaseTimes;
+      return { insert: c.insert / x.insert, update: c.update / x.update, delete: c.delete / x.delete };
+    }));
+  };
+  const speedup = speedupOf('wall');
+  const speedupCpu = speedupOf('cpu');
+  const speedupMin = (() => {
+    const im = minRatio(bulk, 'images');
+    const ch = minRatio(bulk, 'chronicle');
+    return { insert: ch.insert / im.insert, update: ch.update / im.update, delete: ch.delete / im.delete };
+  })();
+  // The capture cost alone (time above the baseline), chronicle's over images'.
+  const addedVsChronicle = (() => {
+    const im = pairedRatio(bulk, 'images');
+    const ch = pairedRatio(bulk, 'chronicle');
+    return { insert: (ch.insert - 1) / (im.insert - 1), update: (ch.update - 1) / (im.update - 1), delete: (ch.delete - 1) / (im.delete - 1) };
+  })();
+  // autocommit over all writes (the three phases together), per round.
+  const total = (t: PhaseTimes) => t.insert + t.update + t.delete;
+  const autoTotalOf = (metric: Metric) => median((autocommit.pairs.get('images') ?? []).map((p) => total(p.test[metric]) / total(p.base[metric])));
+  const autoTotal = autoTotalOf('wall');
+  const autoTotalCpu = autoTotalOf('cpu');
+  const autoTotalMin = (() => {
+    const ps = autocommit.pairs.get('images') ?? [];
+    return Math.min(...ps.map((p) => total(p.test.wall))) / Math.min(...ps.map((p) => total(p.base.wall)));
+  })();
+
+  const verdicts: Verdict[] = [];
+  const rule = (what: string, wall: number, minWall: number, cpu: number, limit: number, kind: 'max' | 'min') =>
+    verdicts.push({ what, measured: wall, minWall, cpu, target: `${kind === 'max' ? '<=' : '>='} ${limit.toFixed(2)}x`, pass: kind === 'max' ? wall <= limit : wall >= limit });
+  const ri = pairedRatio(bulk, 'images');
+  const rk = pairedRatio(bulk, 'keys');
+  const ra = pairedRatio(autocommit, 'images');
+  const ci = pairedRatio(bulk, 'images', 'cpu');
+  const ck = pairedRatio(bulk, 'keys', 'cpu');
+  const ca = pairedRatio(autocommit, 'images', 'cpu');
+  const mi = minRatio(bulk, 'images');
+  const mk = minRatio(bulk, 'keys');
+  const ma = minRatio(autocommit, 'images');
+  for (const p of PHASES) rule(`images ${p}`, ri[p], mi[p], ci[p], TARGETS.images[p], 'max');
+  for (const p of PHASES) rule(`images faster than chronicle, ${p}`, speedup[p], speedupMin[p], speedupCpu[p], TARGETS.imagesVsChronicle, 'min');
+  for (const p of PHASES) rule(`keys ${p}`, rk[p], mk[p], ck[p], TARGETS.keys[p], 'max');
+  for (const p of PHASES) rule(`autocommit images ${p}`, ra[p], ma[p], ca[p], TARGETS.autocommit, 'max');
+  rule('autocommit images, all writes', autoTotal, autoTotalMin, autoTotalCpu, TARGETS.autocommit, 'max');
+
+  // ---- report ----
+  const line = (res: PairedResults, v: Variant) => {
+    const ms = medianTimes(runsOf(res, v.name, 'wall'));
+    const isBase = v.name === res.baseline;
+    const one = { insert: 1, update: 1, delete: 1 };
+    const r = isBase ? one : pairedRatio(res, v.name, 'wall');
+    const c = isBase ? one : pairedRatio(res, v.name, 'cpu');
+    return [v.name, ...PHASES.map((p) => fmtMs(ms[p])), ...PHASES.map((p) => fmtRatio(r[p])), ...PHASES.map((p) => fmtRatio(c[p])), v.note];
+  };
+  const head = ['variant', 'insert ms', 'update ms', 'delete ms', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del', 'what'];
+  console.log(`sluice capture overhead: SQLite ${versions.sqlite}, better-sqlite3 ${versions.betterSqlite3}, Node ${process.version}, ${os.cpus().length} CPUs, load ${load0.map((x) => x.toFixed(2)).join(' ')}`);
+  console.log(`ms = median wall time over ${rounds} rounds; ratio = median over rounds of (variant / its paired no-capture run), wall time;`);
+  console.log('cpu = the same ratio on process CPU time (steadier on a busy machine; leaves out fsync waits)\n');
+  console.log(`bulk: ${rows} rows, one transaction per phase`);
+  console.log(renderTable(head, [line(bulk, NONE), line(bulk, IMAGES), line(bulk, KEYS), line(bulk, CHRONICLE)]));
+  console.log(`images vs chronicle speedup (wall): insert ${fmtRatio(speedup.insert)}, update ${fmtRatio(speedup.update)}, delete ${fmtRatio(speedup.delete)}`);
+  console.log(`  (for reference, not judged: chronicle's added time over images' added time: insert ${fmtRatio(addedVsChronicle.insert)}, update ${fmtRatio(addedVsChronicle.update)}, delete ${fmtRatio(addedVsChronicle.delete)})`);
+  const nAuto = Math.min(autocommitWrites, rows);
+  console.log(`\nautocommit: ${nAuto} single-row writes per phase, each its own transaction`);
+  console.log(renderTable(head, [line(autocommit, NONE), line(autocommit, IMAGES)]));
+  console.log(`all ${3 * nAuto} autocommit writes together: ${fmtRatio(autoTotal)} (cpu ${fmtRatio(autoTotalCpu)})`);
+  console.log('\ntargets (DESIGN.md "Performance targets"; PASS/MISS is judged on the wall ratio)');
+  console.log(renderTable(['check', 'wall', 'min wall', 'cpu', 'target', ''], verdicts.map((v) => [v.what, fmtRatio(v.measured), fmtRatio(v.minWall), fmtRatio(v.cpu), v.target, v.pass ? 'PASS' : 'MISS'])));
+  const misses = verdicts.filter((v) => !v.pass).length;
+  console.log(`\n${verdicts.length - misses} PASS, ${misses} MISS`);
+
+  const perVariant = (res: PairedResults, names: readonly string[]) =>
+    Object.fromEntries(
+      names.map((name) => {
+        const entry: Record<string, unknown> = {
+          medianWallMs: medianTimes(runsOf(res, name, 'wall')),
+          medianCpuMs: medianTimes(runsOf(res, name, 'cpu')),
+          runsWallMs: runsOf(res, name, 'wall'),
+          runsCpuMs: runsOf(res, name, 'cpu'),
+        };
+        if (name !== res.baseline) {
+          entry.ratio = pairedRatio(res, name, 'wall');
+          entry.cpuRatio = pairedRatio(res, name, 'cpu');
+          entry.minWallRatio = minRatio(res, name, 'wall');
+          entry.roundRatios = roundRatios(res, name, 'wall');
+        }
+        return [name, entry];
+      }),
+    );
+  const summary = {
+    bench: 'capture-overhead',
+    date: new Date(started).toISOString(),
+    durationS: (Date.now() - started) / 1000,
+    environment: { node: process.version, ...versions, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, loadavgStart: load0, loadavgEnd: os.loadavg() },
+    config: {
+      rows,
+      rounds,
+      autocommitWrites: nAuto,
+      journalMode: 'wal',
+      synchronous: 'NORMAL',
+      cacheSize: 'default (-2000)',
+      method: 'each variant paired with a fresh no-capture run per round, phases in lockstep; ratio = median of per-round ratios (wall); cpuRatio the same on process CPU time; minWallRatio = min(variant)/min(baseline)',
+    },
+    bulk: perVariant(bulk, ['none', 'images', 'keys', 'chronicle']),
+    imagesVsChronicleSpeedup: { wall: speedup, cpu: speedupCpu, minWall: speedupMin, addedTimeRatio: addedVsChronicle },
+    autocommit: { ...perVariant(autocommit, ['none', 'images']), imagesAllWrites: { ratio: autoTotal, cpuRatio: autoTotalCpu, minWallRatio: autoTotalMin } },
+    targets: verdicts,
+    pass: verdicts.filter((v) => v.pass).length,
+    miss: misses,
+  };
+  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  const outFile = path.join(outDir, 'capture-overhead.json');
+  fs.writeFileSync(outFile, `${JSON.stringify(summary, null, 2)}\n`);
+  console.log(`summary written to ${path.relative(process.cwd(), outFile)} (${summary.durationS.toFixed(0)} s)`);
+}
+
+try {
+  main();
+} finally {
+  scratch.cleanup();
+}

@@ -1,0 +1,131 @@
+import path from 'node:path';
+import { test, expect, describe } from '../support/fixtures.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { Syncer } from '../../src/apply/sync.ts';
+import { verify } from '../../src/apply/verify.ts';
+import { cli, dumpFile, highWater, jsonOut, makeSource, projectionRows, tableCells } from './support/target.ts';
+import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
+
+interface TamperCase {
+  readonly what: string;
+  /** SQL on the source before the first sync. */
+  readonly setup?: string;
+  /** SQL on the target after the first sync. */
+  readonly tamper: string;
+  readonly projection: string;
+  readonly table: string;
+  readonly key: readonly unknown[];
+  /** What verify reports for the key. */
+  readonly diff: 'different' | 'missing';
+}
+
+// Each tampered row is changed again by writeRound, after events on other
+// keys (so the batch has an already executed prefix to roll back).
+const CASES: readonly TamperCase[] = [
+  { what: 'a NOCASE value changed only in case', tamper: "UPDATE items SET name = 'FIG' WHERE id = 6", projection: 'items', table: 'items', key: [6], diff: 'different' },
+  {
+    what: 'malformed UTF-8 replaced by other malformed bytes (the same JS string)',
+    setup: "UPDATE items SET name = CAST(x'ff41' AS TEXT) WHERE id = 4",
+    tamper: "UPDATE items SET name = CAST(x'fe41' AS TEXT) WHERE id = 4",
+    projection: 'items',
+    table: 'items',
+    key: [4],
+    diff: 'different',
+  },
+  { what: 'an INTEGER replaced by the equal REAL', tamper: "UPDATE tags SET v = 2.0 WHERE k = 'b'", projection: 'tags', table: 'tags', key: ['b', 2], diff: 'different' },
+  { what: 'a deleted row', tamper: 'DELETE FROM items WHERE id = 8', projection: 'items', table: 'items', key: [8], diff: 'missing' },
+  { what: 'a computed map column', tamper: "UPDATE cheap_items SET label = 'x' WHERE item = 2", projection: 'cheap_items', table: 'cheap_items', key: [2], diff: 'different' },
+  { what: 'an FTS5 external content row', tamper: "UPDATE items_fts_src SET name = 'fog' WHERE _k0 = 6", projection: 'items_fts', table: 'items_fts', key: [6], diff: 'different' },
+];
+
+const ALL = scenarioProjections().map((p) => p.name);
+
+function targetExec(file: string, sql: string): void {
+  const db = openDatabase(file);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
+
+describe('a target row that differs from the before-image', () => {
+  test.for(CASES)('($what) suspends that projection with TARGET_DIVERGED, table and key; the batch leaves no trace and the others catch up', async (c, { makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    if (c.setup !== undefined) src.db.exec(c.setup);
+    const target = path.join(tmp, 'target.db');
+    const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
+    try {
+      await s.runOnce();
+      targetExec(target, c.tamper);
+
+      // verify sees it, by key, before any sync.
+      const v = await verify(src.file, target);
+      expect(v.ok).toBe(false);
+      const pv = v.projections.find((p) => p.name === c.projection);
+      expect(pv?.diffs).toEqual([{ key: c.key, kind: c.diff }]);
+      expect(v.projections.filter((p) => !p.ok).map((p) => p.name)).toEqual([c.projection]);
+
+      const before = dumpFile(target);
+      const metaBefore = projectionRows(target).get(c.projection);
+      writeRound(src.db);
+      const hw = highWater(src.db);
+      const report = await s.runOnce();
+
+      const bad = report.projections.find((p) => p.name === c.projection);
+      expect(bad).toMatchObject({ state: 'suspended', reason: 'TARGET_DIVERGED', detail: { table: c.table, key: c.key } });
+      // Nothing of the batch was committed: the projection's rows, and its cursor.
+      const after = dumpFile(target);
+      const owned = c.projection === 'items_fts' ? ['src', 'data', 'idx', 'docsize', 'config'].map((x) => `items_fts_${x}`) : [c.table];
+      for (const t of owned) {
+        expect(before[t], t).toBeDefined();
+        expect(after[t], t).toEqual(before[t]);
+      }
+      const meta = projectionRows(target).get(c.projection);
+      expect(meta).toMatchObject({ state: 'suspended', reason: 'TARGET_DIVERGED', cursor: metaBefore?.cursor, seq: metaBefore?.seq, applied_events: metaBefore?.applied_events });
+      expect(JSON.parse(meta?.detail ?? '{}')).toMatchObject({ table: c.table, key: c.key });
+
+      // The others went on, to the source's high-water mark.
+      for (const p of report.projections.filter((p) => p.name !== c.projection)) expect(p, p.name).toMatchObject({ state: 'active', seq: hw });
+      if (c.projection !== 'items') expect(tableCells(s.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
+      if (c.projection !== 'tags') expect(tableCells(s.session.db, 'tgt', 'tags')).toEqual(tableCells(src.db, 'main', 'tags'));
+
+      // And they keep going on later runs; the suspended one stays put.
+      writeRound(src.db, 1);
+      const again = await s.runOnce();
+      expect(again.projections.map((p) => [p.name, p.state, p.seq])).toEqual(ALL.map((n) => (n === c.projection ? [n, 'suspended', 0] : [n, 'active', highWater(src.db)])));
+      expect(projectionRows(target).get(c.projection)?.seq).toBe(metaBefore?.seq);
+    } finally {
+      s.close();
+    }
+  });
+
+  test('the CLI: verify and sync exit 3, naming the projection, reason and key', ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    const target = path.join(tmp, 'target.db');
+    expect(cli(['sync', src.file, target, '--json']).status).toBe(0);
+    targetExec(target, "UPDATE items SET price = 4.75000001 WHERE id = 6; DELETE FROM tags WHERE k = 'a'");
+
+    const v = cli(['verify', src.file, target, '--json']);
+    expect(v.status).toBe(3);
+    const vr = jsonOut<{ ok: boolean; projections: { name: string; ok: boolean; diffs: unknown[] }[] }>(v);
+    expect(vr.ok).toBe(false);
+    expect(vr.projections.map((p) => [p.name, p.ok, p.diffs])).toEqual([
+      ['items', false, [{ key: [6], kind: 'different' }]],
+      ['tags', false, [{ key: ['a', 1], kind: 'missing' }]],
+    ]);
+
+    writeRound(src.db);
+    const r = cli(['sync', src.file, target, '--json']);
+    expect(r.status).toBe(3);
+    const out = jsonOut<{ projections: { name: string; state: string; reason?: string; detail?: { table: string; key: unknown[] } }[] }>(r);
+    expect(out.projections).toEqual([
+      expect.objectContaining({ name: 'items', state: 'suspended', reason: 'TARGET_DIVERGED', detail: expect.objectContaining({ table: 'items', key: [6] }) }),
+      expect.objectContaining({ name: 'tags', state: 'suspended', reason: 'TARGET_DIVERGED', detail: expect.objectContaining({ table: 'tags', key: ['a', 1] }) }),
+    ]);
+    // Human output says what to do.
+    const human = cli(['sync', src.file, target]);
+    expect(human.status).toBe(3);
+    expect(human.stdout).toMatch(/items: SUSPENDED TARGET_DIVERGED .*"key":\[6\]/);
+  });
+});

@@ -1,0 +1,188 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { spawn, type ChildProcess } from 'node:child_process';
+import type { z } from 'zod';
+import { expect } from 'vitest';
+import { ROOT, runCli } from '../../support/fixtures.ts';
+import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { quoteIdent } from '../../../src/sqlite/quote.ts';
+import { enable } from '../../../src/capture/enable.ts';
+import { buildTracker } from '../../../fixtures/tracker.ts';
+
+/*
+ * Helpers for the CLI suite: every command under test runs as a subprocess
+ * (node bin/sluice.js, the compiled build). Setup that is not under test
+ * (building a fixture, enabling capture) goes through the library, which is
+ * much cheaper than a spawn.
+ */
+
+export const BIN = path.join(ROOT, 'bin', 'sluice.js');
+
+export interface CliResult {
+  readonly status: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+export { runCli };
+
+/** Runs the CLI asynchronously, so independent invocations can run side by side. */
+export function runCliAsync(args: readonly string[], options: { cwd?: string; input?: string } = {}): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** Maps with at most `limit` calls in flight (each CLI spawn is mostly start-up time). */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const out: R[] = new Array<R>(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return out;
+}
+
+/** The one JSON object a --json command prints, checked against its documented schema. */
+export function parseJson<S extends z.ZodType>(r: { stdout: string; stderr: string }, schema: S): z.infer<S> {
+  const lines = r.stdout.trimEnd().split('\n');
+  expect(lines, `stdout should be exactly one JSON line; stderr: ${r.stderr}`).toHaveLength(1);
+  return schema.parse(JSON.parse(lines[0] as string));
+}
+
+/** An error report: exactly one stderr line `sluice: CODE: message`, and no stack trace. */
+export function expectOneLineError(r: { stdout: string; stderr: string }, code: string | RegExp): void {
+  expect(r.stderr).not.toContain('    at ');
+  expect(r.stderr, 'exactly one line on stderr').toMatch(/^[^\n]+\n$/);
+  const m = /^sluice: ([A-Z][A-Z0-9_]*): (.+)\n$/.exec(r.stderr);
+  expect(m, `stderr is not "sluice: CODE: message": ${r.stderr}`).not.toBeNull();
+  if (typeof code === 'string') expect(m?.[1]).toBe(code);
+  else expect(m?.[1]).toMatch(code);
+}
+
+/** A fresh temp directory for a whole test file (removed in afterAll via `removeDir`). */
+export function makeDir(prefix = 'sluice-cli-'): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+}
+
+export function removeDir(dir: string | undefined): void {
+  if (dir !== undefined) fs.rmSync(dir, { recursive: true, force: true });
+}
+
+/** The demo's issue-tracker fixture at `file`, with capture enabled on `tables` (none: no capture). */
+export function trackerSource(file: string, tables: readonly string[] = ['repositories', 'issues', 'comments', 'labels'], scale?: Parameters<typeof buildTracker>[1]): string {
+  buildTracker(file, scale);
+  if (tables.length > 0) {
+    const db = openDatabase(file);
+    try {
+      enable(db, tables);
+    } finally {
+      db.close();
+    }
+  }
+  return file;
+}
+
+/** Runs SQL on a database from this process (a writer that is not the CLI), in one transaction. */
+export function write(file: string, sql: string): void {
+  const db = openDatabase(file);
+  try {
+    db.transaction(() => db.exec(sql))();
+  } finally {
+    db.close();
+  }
+}
+
+/** Reads one value with a short-lived read-only connection. */
+export function scalar(file: string, sql: string, ...params: unknown[]): unknown {
+  const db = openDatabase(file, { readonly: true });
+  try {
+    return db.prepare(sql).pluck().get(...params);
+  } finally {
+    db.close();
+  }
+}
+
+/** The source's high-water seq. */
+export function sourceSeq(file: string): number {
+  return Number(scalar(file, 'SELECT max(seq) FROM main._sluice_journal') ?? 0n);
+}
+
+/**
+ * Every user table (not sqlite_* or _sluice_*, not virtual) as sorted rows of
+ * cells that are exact by storage class and bytes: quote() for INTEGER, REAL
+ * (it round-trips), BLOB (X'..') and NULL; TEXT as T<hex of its bytes>, so
+ * malformed UTF-8 compares exactly too.
+ */
+export function dumpTables(file: string, only?: readonly string[]): Record<string, string[]> {
+  const db = openDatabase(file, { readonly: true });
+  try {
+    const tables = (
+      db
+        .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_sluice\\_%' ESCAPE '\\' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")
+        .pluck()
+        .all() as string[]
+    ).filter((t) => only === undefined || only.includes(t));
+    const out: Record<string, string[]> = {};
+    for (const t of tables) {
+      const cols = (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]).map((c) => `CASE typeof(${quoteIdent(c)}) WHEN 'text' THEN 'T' || hex(${quoteIdent(c)}) ELSE quote(${quoteIdent(c)}) END`);
+      out[t] = (db.prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`).pluck().all() as string[]).sort();
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
+
+export function sha256(file: string): string {
+  return createHash('sha256').update(fs.readFileSync(file)).digest('hex');
+}
+
+/** Polls `check` until it is true (or throws after `timeoutMs`). */
+export async function waitFor(what: string, check: () => boolean, timeoutMs = 30_000, everyMs = 25): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let ok = false;
+    try {
+      ok = check();
+    } catch {
+      ok = false; // e.g. the target is mid-creation
+    }
+    if (ok) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+export interface Spawned {
+  readonly child: ChildProcess;
+  readonly stdout: () => string;
+  readonly stderr: () => string;
+  /** Resolves when the process has exited. */
+  readonly exited: Promise<{ status: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/** Starts a long-running CLI process (sync --follow, export --follow). */
+export function startCli(args: readonly string[]): Spawned {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
