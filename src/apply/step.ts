@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { JOURNAL_TABLE, journalColumn, julianToMs } from '../capture/schema.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
+import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
 import { batchEnd, readEventsInRange } from '../feed/batch.ts';
@@ -21,6 +21,9 @@ export type StepOutcome =
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown> };
+
+/** Suspensions whose cause is on the source side: they clear by themselves once it is fixed. */
+const SOURCE_SIDE_SUSPENSIONS = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
 
 /** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
 const REBUILDABLE = new Set(['SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
@@ -70,6 +73,9 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
     dropTemps(db);
     if (err instanceof SuspendSignal && suspend !== undefined) {
       db.exec('BEGIN');
+      // A projection suspended before its first build still gets its row, so
+      // health and verify show it (and why) instead of not seeing it at all.
+      if (readProjection(db, schema, p.name) === undefined) recordUnbuilt(db, ctx, p);
       setState(db, schema, p.name, 'suspended', suspend.reason, suspend.detail);
       db.exec('COMMIT');
       return { kind: 'suspended', ...suspend };
@@ -87,6 +93,22 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
 
 class SuspendSignal extends Error {}
 
+function recordUnbuilt(db: Db, ctx: StepContext, p: CompiledProjection): void {
+  const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
+  insertProjection(db, ctx.schema, {
+    name: p.name,
+    sourceId: readState(db)?.sourceId ?? '',
+    sourcePath: ctx.sourcePath,
+    sourceTable: p.source.table,
+    kind: p.kind,
+    targetTable: p.targetTable,
+    definition: JSON.stringify(data),
+    sourceShape: JSON.stringify(p.source),
+    fingerprint: p.fingerprint,
+    state: 'suspended',
+  });
+}
+
 function isInfra(err: unknown): boolean {
   const code = (err as { code?: unknown })?.code;
   return typeof code === 'string' && code.startsWith('SQLITE_');
@@ -97,7 +119,13 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   const view = readSourceView(db);
   const table = view.tables.get(p.source.table)?.table;
   if (rec === undefined) return initialize(ctx, p, view, table, undefined, []);
-  if (rec.state === 'suspended') return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+  // Never built (suspended before its first snapshot): try the build again,
+  // so fixing the cause (say, re-enabling in images mode) is enough.
+  if (rec.state === 'suspended' && rec.cursor === null) return initialize(ctx, p, view, table, undefined, []);
+  // A suspension caused by the source (not by the target's rows) is looked at
+  // again each run: once the table is armed again, in images mode, the cursor
+  // check below decides between continuing and rebuilding.
+  if (rec.state === 'suspended' && !SOURCE_SIDE_SUSPENSIONS.has(rec.reason ?? '')) return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
   const owned = ownedBy(rec);
   if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
   const v = validateCursor(db, rec.cursor ?? '');

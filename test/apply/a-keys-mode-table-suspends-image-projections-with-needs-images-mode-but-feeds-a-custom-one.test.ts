@@ -80,5 +80,30 @@ describe('a table captured in keys mode', () => {
     const viaCli = cli(['sync', src.file, target, '--projection', path.join(tmp, 'items.json'), '--json']);
     expect(viaCli.status).toBe(3);
     expect(jsonOut<{ projections: unknown[] }>(viaCli).projections).toEqual([expect.objectContaining({ name: 'items', state: 'suspended', reason: 'NEEDS_IMAGES_MODE' })]);
+
+    // Back in images mode, the suspension clears by itself: the next sync rebuilds from a snapshot.
+    enable(src.db, ['items'], { mode: 'images' });
+    const healed = await sync(src.file, target, { projections: IMAGE_KINDS });
+    expect(healed.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(IMAGE_KINDS.map((d) => [d.name, 'active', 'GENERATION_CHANGED']));
+    expect(tableCells(src.db, 'main', 'items').length).toBeGreaterThan(0);
+  });
+
+  test('a projection suspended before its first build is recorded for health, and builds once the table is back in images mode', async ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['tags'], { seed: SEED });
+    enable(src.db, ['items'], { mode: 'keys' });
+    const target = path.join(tmp, 'target.db');
+    const mirror = [IMAGE_KINDS[0] as ProjectionDefinitionInput];
+    const first = await sync(src.file, target, { projections: mirror });
+    expect(first.projections[0]).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE' });
+    expect(projectionRows(target).get('items')).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE', cursor: null });
+    const health = cli(['health', target, '--json']);
+    expect(health.status).toBe(3);
+    expect(jsonOut<{ projections: { name: string; needsAction: boolean }[] }>(health).projections).toEqual([expect.objectContaining({ name: 'items', needsAction: true })]);
+
+    enable(src.db, ['items'], { mode: 'images' });
+    const second = await sync(src.file, target, { projections: mirror });
+    expect(second.projections[0]).toMatchObject({ state: 'active', snapshotRows: expect.any(Number) });
+    expect(tableCells(src.db, 'main', 'items').length).toBeGreaterThan(0);
+    expect(projectionRows(target).get('items')).toMatchObject({ state: 'active' });
   });
 });
