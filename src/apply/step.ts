@@ -12,7 +12,7 @@ import type { CompiledProjection } from '../projection/compile.ts';
 import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { insertProjection, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 
 /** The outcome of one transaction for one projection. */
@@ -94,19 +94,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
 class SuspendSignal extends Error {}
 
 function recordUnbuilt(db: Db, ctx: StepContext, p: CompiledProjection): void {
-  const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
-  insertProjection(db, ctx.schema, {
-    name: p.name,
-    sourceId: readState(db)?.sourceId ?? '',
-    sourcePath: ctx.sourcePath,
-    sourceTable: p.source.table,
-    kind: p.kind,
-    targetTable: p.targetTable,
-    definition: JSON.stringify(data),
-    sourceShape: JSON.stringify(p.source),
-    fingerprint: p.fingerprint,
-    state: 'suspended',
-  });
+  insertProjection(db, ctx.schema, newProjectionRecord(p, readState(db)?.sourceId ?? '', ctx.sourcePath, 'suspended'));
 }
 
 function isInfra(err: unknown): boolean {
@@ -177,9 +165,7 @@ function divergence(p: CompiledProjection, m: { seq: number; key: readonly unkno
 
 /** Target tables a stored projection made (so a rebuild may drop them). */
 function ownedBy(rec: ProjectionRecord): string[] {
-  if (rec.kind === 'fts5') return [rec.targetTable, `${rec.targetTable}_src`];
-  if (rec.kind === 'custom') return [];
-  return [rec.targetTable];
+  return ownedTables(rec.kind, rec.targetTable);
 }
 
 async function initialize(
@@ -204,19 +190,7 @@ async function initialize(
     }
   }
   db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
-  const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
-  insertProjection(db, schema, {
-    name: p.name,
-    sourceId: view.state.sourceId,
-    sourcePath: ctx.sourcePath,
-    sourceTable: p.source.table,
-    kind: p.kind,
-    targetTable: p.targetTable,
-    definition: JSON.stringify(data),
-    sourceShape: JSON.stringify(p.source),
-    fingerprint: p.fingerprint,
-    state: 'building',
-  });
+  insertProjection(db, schema, newProjectionRecord(p, view.state.sourceId, ctx.sourcePath, 'building'));
   let rows: number;
   if (p.kind === 'mirror' || p.kind === 'map') {
     createRelationalTarget(db, schema, p);

@@ -7,7 +7,7 @@ import { compileProjection, sourceShape, type CompiledProjection } from '../proj
 import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { readProjection, readProjections } from './target-meta.ts';
+import { ownedTables, readProjection, readProjections } from './target-meta.ts';
 import { step, type StepOutcome } from './step.ts';
 import { retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
@@ -109,7 +109,7 @@ export class Syncer {
       const compiled = defs.map((d) => compile(session.db, d));
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
-      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: r.kind === 'fts5' ? [r.targetTable, `${r.targetTable}_src`] : r.kind === 'custom' ? [] : [r.targetTable] }))]);
+      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
       return new Syncer(session, compiled, options);
     } catch (err) {
       session.close();

@@ -123,6 +123,35 @@ export interface NewProjection {
   readonly state: ProjectionState;
 }
 
+/** The stored row of a compiled projection: its definition as data (a handler is code and is not stored). */
+export function newProjectionRecord(
+  p: { readonly name: string; readonly kind: string; readonly targetTable: string; readonly fingerprint: string; readonly definition: object; readonly source: { readonly table: string } },
+  sourceId: string,
+  sourcePath: string | null,
+  state: ProjectionState,
+): NewProjection {
+  const { handler: _handler, ...data } = p.definition as { handler?: unknown };
+  return {
+    name: p.name,
+    sourceId,
+    sourcePath,
+    sourceTable: p.source.table,
+    kind: p.kind,
+    targetTable: p.targetTable,
+    definition: JSON.stringify(data),
+    sourceShape: JSON.stringify(p.source),
+    fingerprint: p.fingerprint,
+    state,
+  };
+}
+
+/** Target tables a projection of this kind owns (so a rebuild may drop them). */
+export function ownedTables(kind: string, targetTable: string): string[] {
+  if (kind === 'fts5') return [targetTable, `${targetTable}_src`];
+  if (kind === 'custom') return [];
+  return [targetTable];
+}
+
 export function insertProjection(db: Db, schema: string, p: NewProjection): void {
   const now = Date.now();
   db.prepare(

@@ -34,7 +34,11 @@ export function hasCapture(db: Db): boolean {
 export function readState(db: Db): CaptureState | undefined {
   if (!hasCapture(db)) return undefined;
   const r = db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
-  if (r === undefined) return undefined;
+  return r === undefined ? undefined : stateFromRow(r);
+}
+
+/** Maps a `_sluice_state` row to a CaptureState. */
+export function stateFromRow(r: Record<string, unknown>): CaptureState {
   return {
     format: Number(r.format),
     sourceId: String(r.source_id),

@@ -2,12 +2,8 @@ import { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { readBatch, journalStartCursor } from '../feed/batch.ts';
 import { eventToLine } from '../feed/jsonl.ts';
-import { parseWholeNumber } from './enable.ts';
+import { collect, parseWholeNumber } from './enable.ts';
 import { jsonReplacer } from './output.ts';
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 export function registerChanges(program: Command): void {
   program

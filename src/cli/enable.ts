@@ -5,6 +5,11 @@ import { CAPTURE_MODES, type CaptureMode } from '../capture/schema.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
+/** Commander accumulator for repeatable options (--table a --table b). */
+export function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
 export function parseWholeNumber(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);

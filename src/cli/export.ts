@@ -3,14 +3,10 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { openSource } from '../capture/open-source.ts';
 import { exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../export/export.ts';
-import { parseWholeNumber } from './enable.ts';
+import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 export function registerExport(program: Command): void {
   program

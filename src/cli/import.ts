@@ -1,12 +1,9 @@
 import type { Command } from 'commander';
+import { collect } from './enable.ts';
 import { importFile } from '../export/import.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 export function registerImport(program: Command): void {
   program

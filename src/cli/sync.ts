@@ -1,15 +1,11 @@
 import { Command, Option } from 'commander';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
 import { Syncer, type SyncReport } from '../apply/sync.ts';
-import { parseWholeNumber } from './enable.ts';
+import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
-
-function collect(value: string, previous: string[]): string[] {
-  return [...previous, value];
-}
 
 export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
   if (files.length === 0) return undefined;

@@ -13,7 +13,7 @@ import { checkCollisions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
 import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { ensureTargetMeta, insertProjection, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
+import { ensureTargetMeta, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
 import { exportLineSchema, type BatchLine, type SnapshotLine, type TableLine } from './format.ts';
 import type { EventLine } from '../feed/jsonl.ts';
 
@@ -171,8 +171,7 @@ class Importer {
             throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`);
           }
         }
-        const { handler: _h, ...data } = p.definition as typeof p.definition & { handler?: unknown };
-        insertProjection(db, SCHEMA, { name: p.name, sourceId: line.sourceId, sourcePath: null, sourceTable: p.source.table, kind: p.kind, targetTable: p.targetTable, definition: JSON.stringify(data), sourceShape: JSON.stringify(p.source), fingerprint: p.fingerprint, state: 'building' });
+        insertProjection(db, SCHEMA, newProjectionRecord(p, line.sourceId, null, 'building'));
         const rows = this.#snapshotRows.get(p.source.table) ?? [];
         if (p.kind === 'mirror' || p.kind === 'map') createRelationalTarget(db, SCHEMA, p);
         if (p.kind === 'fts5') createFtsTarget(db, SCHEMA, p);
@@ -259,9 +258,7 @@ class Importer {
 }
 
 function owned(rec: ProjectionRecord): string[] {
-  if (rec.kind === 'fts5') return [rec.targetTable, `${rec.targetTable}_src`];
-  if (rec.kind === 'custom') return [];
-  return [rec.targetTable];
+  return ownedTables(rec.kind, rec.targetTable);
 }
 
 /** Writes events into temp._sluice_ev in journal layout, for the set-based apply. */

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError } from '../errors.ts';
-import type { CaptureState, CapturedTable } from '../capture/catalog.ts';
+import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
 import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
@@ -64,20 +64,6 @@ function statementsFor(db: Db): ViewStatements {
   return s;
 }
 
-/** The same mapping as catalog.readState, from the state row. */
-function stateFromRow(r: Record<string, unknown>): CaptureState {
-  return {
-    format: Number(r.format),
-    sourceId: String(r.source_id),
-    generation: Number(r.generation),
-    retention: Number(r.retention),
-    prunedThrough: Number(r.pruned_through),
-    journalWidth: Number(r.journal_width),
-    createdMs: Number(r.created_ms),
-    updatedMs: Number(r.updated_ms),
-    lastReason: r.last_reason === null ? null : String(r.last_reason),
-  };
-}
 
 function cachedView(db: Db): SourceView | undefined {
   const cache = viewCaches.get(db);
