@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
+export { ownedTables } from '../projection/compile.ts';
 
 /*
  * Target metadata: one row per projection, in the target database. The
@@ -110,18 +111,11 @@ export function readProjection(db: Db, schema: string, name: string): Projection
   return r === undefined ? undefined : fromRow(r);
 }
 
-export interface NewProjection {
-  readonly name: string;
-  readonly sourceId: string;
-  readonly sourcePath: string | null;
-  readonly sourceTable: string;
-  readonly kind: string;
-  readonly targetTable: string;
-  readonly definition: string;
-  readonly sourceShape: string;
-  readonly fingerprint: string;
-  readonly state: ProjectionState;
-}
+/** What a new projection row starts with; the rest (cursor, reason, counters) is set as it runs. */
+export type NewProjection = Pick<
+  ProjectionRecord,
+  'name' | 'sourceId' | 'sourcePath' | 'sourceTable' | 'kind' | 'targetTable' | 'definition' | 'sourceShape' | 'fingerprint' | 'state'
+>;
 
 /** The stored row of a compiled projection: its definition as data (a handler is code and is not stored). */
 export function newProjectionRecord(
@@ -143,13 +137,6 @@ export function newProjectionRecord(
     fingerprint: p.fingerprint,
     state,
   };
-}
-
-/** Target tables a projection of this kind owns (so a rebuild may drop them). */
-export function ownedTables(kind: string, targetTable: string): string[] {
-  if (kind === 'fts5') return [targetTable, `${targetTable}_src`];
-  if (kind === 'custom') return [];
-  return [targetTable];
 }
 
 export function insertProjection(db: Db, schema: string, p: NewProjection): void {

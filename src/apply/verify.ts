@@ -138,13 +138,11 @@ function inFlightKeys(db: Db, p: CompiledProjection, tid: number, lo: number, hw
     const from = p.columns.find((c) => c.name === kc)?.from ?? kc;
     return p.source.columns.findIndex((c) => c.name === from);
   });
-  const k = pos.map((_, i) => `k${i}`);
   const cur = pos.map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS k${i}`).join(', ');
   const old = pos.map((x, i) => `${journalColumn(x)} AS k${i}`).join(', ');
   db.exec(`CREATE TEMP TABLE _sluice_inflight AS
     SELECT ${cur} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hw}
     UNION SELECT ${old} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hw} AND op = ${OP_UPDATE}`);
-  void k;
   return Number(db.prepare('SELECT count(*) FROM temp._sluice_inflight').pluck().get() as bigint);
 }
 

@@ -103,8 +103,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     for (const [name, info] of infos) {
       const prior = current.get(name);
       if (prior === undefined) {
-        const tid = arm(db, undefined, info, mode, undefined);
-        void tid;
+        arm(db, undefined, info, mode, undefined);
         added.push(name);
         continue;
       }

@@ -8,6 +8,7 @@ import { readBatch } from '../feed/batch.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { eventToLine } from '../feed/jsonl.ts';
 import { sourceShape } from '../projection/compile.ts';
+import { highWaterMark, readState } from '../capture/catalog.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 
 export interface ExportOptions {
@@ -75,8 +76,8 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         const info = describeTable(db, t.name);
         if (info === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${t.name} vanished during export.`);
         const shape = sourceShape(info);
-        sourceId = readSourceId(db);
-        seq = hw(db);
+        sourceId = readState(db)?.sourceId ?? '';
+        seq = highWaterMark(db);
         const line: TableLine = { type: 'table', sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
         sink.write(line);
       },
@@ -112,15 +113,6 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
   return { cursor, rows, events, batches };
 }
 
-function readSourceId(db: Db): string {
-  return String(db.prepare('SELECT source_id FROM main._sluice_state WHERE id = 1').pluck().get());
-}
-
-function hw(db: Db): number {
-  const m = db.prepare('SELECT max(seq) FROM main._sluice_journal').pluck().get() as bigint | null;
-  const p = db.prepare('SELECT pruned_through FROM main._sluice_state WHERE id = 1').pluck().get() as bigint;
-  return Math.max(Number(m ?? 0n), Number(p));
-}
 
 /** The cursor file kept beside an export file: where an interrupted export resumes. */
 export function cursorFileFor(out: string): string {

@@ -65,7 +65,6 @@ class Importer {
   #projections: CompiledProjection[] | undefined;
   #sourceId: string | undefined;
   #snapshotRows = new Map<string, Row[]>();
-  #snapshotSeq = 0;
   #pending: { line: number; event: ChangeEvent }[] = [];
   #applied = 0;
   #skipped = 0;
@@ -121,7 +120,6 @@ class Importer {
 
   #onTable(line: TableLine): void {
     this.#shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
-    this.#snapshotSeq = line.seq;
   }
 
   #compiled(): CompiledProjection[] {

@@ -49,6 +49,13 @@ export interface CompiledProjection {
   readonly ownedTables: readonly string[];
 }
 
+/** Target tables a projection of this kind owns (so a rebuild may drop them): fts5 adds its `_src` key table. */
+export function ownedTables(kind: string, targetTable: string): string[] {
+  if (kind === 'fts5') return [targetTable, `${targetTable}_src`];
+  if (kind === 'custom') return [];
+  return [targetTable];
+}
+
 export function sourceShape(info: TableInfo): SourceShape {
   const coll = columnCollations(info.sql ?? '');
   return {
@@ -116,7 +123,6 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
   } else if (def.kind === 'fts5') {
     key = [...shape.keyColumns];
   }
-  const ownedTables = def.kind === 'fts5' ? [targetTable, `${targetTable}_src`] : def.kind === 'custom' ? [] : [targetTable];
   const fingerprint = definitionFingerprint(def, shape);
   return {
     definition: def,
@@ -130,7 +136,7 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
     identity: def.kind === 'mirror',
     fingerprint,
     ...(def.kind === 'custom' && def.handler !== undefined ? { handler: def.handler } : {}),
-    ownedTables,
+    ownedTables: ownedTables(def.kind, targetTable),
   };
 }
 

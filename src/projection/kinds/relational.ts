@@ -71,11 +71,9 @@ export function snapshotRelational(db: Db, schema: string, p: CompiledProjection
  */
 export function applyRelational(db: Db, schema: string, p: CompiledProjection, events: string): RelationalResult {
   const n = p.source.columns.length;
-  const m = p.columns.length;
   const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
   const before = Array.from({ length: n }, (_, i) => journalColumn(i));
   const after = Array.from({ length: n }, (_, i) => `CASE WHEN op = ${OP_INSERT} THEN ${journalColumn(i)} ELSE ${journalColumn(n + i)} END`);
-  const v = Array.from({ length: m }, (_, i) => `v${i}`);
   const keyIdx = p.key.map((k) => p.columns.findIndex((c) => c.name === k));
   const keyDecl = keyIdx.map((i) => p.columns[i]?.decl ?? '');
   const k = keyIdx.map((_, j) => `k${j}`);
