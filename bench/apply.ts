@@ -25,7 +25,11 @@
  *   journal rows (per batch one transaction; per event a SELECT of the target
  *   row compared with the before-image, then DELETE / upsert); and the same
  *   mirror catch-up as one single transaction (--batch = all events), which
- *   shows what the per-batch commits cost.
+ *   shows what the per-batch commits cost; and a floor: the target writes
+ *   alone, in one transaction, with the keys to write or delete worked out
+ *   beforehand (not timed) and no check at all. It is not an applier (it
+ *   reads the answer from the source table); any correct applier writes at
+ *   least these rows, so its ratio bounds what any applier can reach here.
  *
  * Each round copies the pristine post-snapshot targets to fresh files (the
  * source is read-only for the applier, apart from its acknowledgement row),
@@ -45,7 +49,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { Syncer, type SyncReport } from '../src/apply/sync.ts';
+import { DEFAULT_BATCH, Syncer, type SyncReport } from '../src/apply/sync.ts';
 import { enable } from '../src/capture/enable.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { readSourceView } from '../src/feed/source-view.ts';
@@ -72,8 +76,8 @@ const BASE = intFlag(argv, 'base', 100_000, 0);
 const ROUNDS = intFlag(argv, 'rounds', 3);
 const BATCH: number | undefined = argv.includes('--batch') ? intFlag(argv, 'batch', 10_000) : undefined;
 const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
-/** The Syncer's default batch size (src/apply/sync.ts), used by the naive loop when --batch is not given. */
-const NAIVE_BATCH = BATCH ?? 10_000;
+/** The Syncer's default batch size for a mirror (src/apply/sync.ts), used by the naive loop when --batch is not given. */
+const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.relational;
 const TARGET_RATIO = 0.5;
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
@@ -396,6 +400,37 @@ function naiveOnce(pristine: string, fromSeq: number, toSeq: number, verify: boo
   return timed(applied, t, applied);
 }
 
+/**
+ * The write floor: the final rows of every key the events touch, written
+ * with INSERT OR REPLACE from the source table, and the keys they removed
+ * deleted, in one transaction. Which keys those are is computed first and
+ * not timed. No before-image is read or compared.
+ */
+function floorOnce(pristine: string, fromSeq: number, toSeq: number, verify: boolean): Timed {
+  const target = freshTarget(pristine);
+  const db = openDatabase(file('src.db'), { role: 'source' });
+  db.pragma('temp_store = MEMORY');
+  db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+  const tid = Number(db.prepare("SELECT tid FROM main._sluice_tables WHERE name = 't'").pluck().get());
+  const range = `tid = ${tid} AND seq > ${fromSeq} AND seq <= ${toSeq}`;
+  db.exec(`CREATE TEMP TABLE floor_keys (k INTEGER PRIMARY KEY, present INTEGER NOT NULL)`);
+  db.exec(`INSERT OR IGNORE INTO temp.floor_keys SELECT k, EXISTS (SELECT 1 FROM main.t WHERE id = k) FROM (
+    SELECT c0 AS k FROM main._sluice_journal WHERE ${range} UNION ALL SELECT c5 FROM main._sluice_journal WHERE ${range} AND op = 2) ORDER BY k`);
+  const stop = clock();
+  db.exec('BEGIN');
+  db.exec('DELETE FROM tgt.t WHERE id IN (SELECT k FROM temp.floor_keys WHERE present = 0)');
+  db.exec('INSERT OR REPLACE INTO tgt.t SELECT t.* FROM temp.floor_keys f CROSS JOIN main.t t ON t.id = f.k WHERE f.present = 1');
+  db.exec('COMMIT');
+  const t = stop();
+  db.close();
+  if (verify) {
+    const problem = check('naive', target);
+    if (problem !== undefined) throw new Error(`floor: ${problem}`);
+  }
+  discard(target);
+  return timed(toSeq - fromSeq, t, toSeq - fromSeq);
+}
+
 /* ----------------------------------------------------------------- run */
 
 function versions(): { sqlite: string; betterSqlite3: string; node: string } {
@@ -460,10 +495,10 @@ async function main(): Promise<void> {
   log(`setup ${(setupMs / 1000).toFixed(1)} s: ${JSON.stringify(mix)}, seq ${fromSeq}..${toSeq}`);
 
   // Paired rounds: a baseline, then the variants (order rotating per round), then a baseline again.
-  type Paired = 'mirror' | 'map' | 'naive' | 'mirror1';
-  const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1'];
-  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [] };
-  const ratios: Record<Paired, { wall: number[]; cpu: number[] }> = { mirror: { wall: [], cpu: [] }, map: { wall: [], cpu: [] }, naive: { wall: [], cpu: [] }, mirror1: { wall: [], cpu: [] } };
+  type Paired = 'mirror' | 'map' | 'naive' | 'mirror1' | 'floor';
+  const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1', 'floor'];
+  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [], floor: [] };
+  const ratios = Object.fromEntries(PAIRED.map((k) => [k, { wall: [] as number[], cpu: [] as number[] }])) as Record<Paired, { wall: number[]; cpu: number[] }>;
   for (let round = 0; round < ROUNDS; round++) {
     const verify = round === 0;
     const rotated = PAIRED.map((_, i) => PAIRED[(i + round) % PAIRED.length] as Paired);
@@ -471,6 +506,7 @@ async function main(): Promise<void> {
     const got: Partial<Record<Paired, Timed>> = {};
     for (const k of rotated) {
       if (k === 'naive') got[k] = naiveOnce(pristine.naive, fromSeq, toSeq, verify);
+      else if (k === 'floor') got[k] = floorOnce(pristine.naive, fromSeq, toSeq, verify);
       // Context: the same mirror catch-up as ONE target transaction (what the per-batch commits cost).
       else if (k === 'mirror1') got[k] = await syncOnce('mirror', pristine.mirror, verify, EVENTS);
       else got[k] = await syncOnce(k, pristine[k], verify);
@@ -504,7 +540,7 @@ async function main(): Promise<void> {
   const ratio = (k: Paired) => median(ratios[k].wall);
   const cpuRatio = (k: Paired) => median(ratios[k].cpu);
   const verdict = (r: number) => (r >= TARGET_RATIO ? 'PASS' : 'MISS');
-  const batchLabel = `batch ${BATCH ?? '10000 (default)'}`;
+  const batchLabel = `batch ${BATCH ?? `${DEFAULT_BATCH.relational} (default)`}`;
   const row = (what: string, perSec: number, r: number, cpu: number, target: string, v: string) => [what, fmtRate(perSec), fmtRatio(r), fmtRatio(cpu), target, v];
   const table = renderTable(
     ['path', 'throughput', 'vs baseline', 'cpu ratio', 'target', ''],
@@ -514,6 +550,7 @@ async function main(): Promise<void> {
       row(`map apply (filter + computed column), ${batchLabel}`, rate('map'), ratio('map'), cpuRatio('map'), `>= ${TARGET_RATIO}x`, verdict(ratio('map'))),
       row(`naive JS loop, ${batchLabel} (context)`, rate('naive'), ratio('naive'), cpuRatio('naive'), '~0.2x', ''),
       row(`mirror apply as one transaction (context)`, rate('mirror1'), ratio('mirror1'), cpuRatio('mirror1'), '', ''),
+      row(`floor: the target writes alone, no checks (context)`, rate('floor'), ratio('floor'), cpuRatio('floor'), '', ''),
       ...(['fts5', 'custom'] as const).flatMap((k) => {
         const t = slow[k];
         return t === undefined ? [] : [row(`${k} apply, ${SLOW_EVENTS} events (1 run)`, t.perSec, t.perSec / baseline, t.perCpuSec / baselineCpu, 'report', '')];
@@ -530,7 +567,7 @@ async function main(): Promise<void> {
     bench: 'apply',
     when: new Date().toISOString(),
     versions: versions(),
-    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? 'Syncer default (10000)', slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
+    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? `Syncer default (${DEFAULT_BATCH.relational} for mirror and map, ${DEFAULT_BATCH.perEvent} for fts5 and custom)`, slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
     targets: { mirror: TARGET_RATIO, map: TARGET_RATIO },
     results: {
       baselineRowsPerSec: baseline,
@@ -538,6 +575,7 @@ async function main(): Promise<void> {
       map: { ...summary('map'), pass: ratio('map') >= TARGET_RATIO },
       naive: summary('naive'),
       mirrorOneTransaction: summary('mirror1'),
+      writeFloor: summary('floor'),
       fts5: slow.fts5 === undefined ? null : { eventsPerSec: slow.fts5.perSec, ratio: slow.fts5.perSec / baseline, cpuRatio: slow.fts5.perCpuSec / baselineCpu, events: SLOW_EVENTS },
       custom: slow.custom === undefined ? null : { eventsPerSec: slow.custom.perSec, ratio: slow.custom.perSec / baseline, cpuRatio: slow.custom.perCpuSec / baselineCpu, events: SLOW_EVENTS },
     },
@@ -563,7 +601,7 @@ async function syncSlow(kind: 'fts5' | 'custom', pristine: string, fromSeq: numb
   const stop = clock();
   try {
     for (let lo = fromSeq; lo < toSeq; ) {
-      const hi = Math.min(lo + NAIVE_BATCH, toSeq);
+      const hi = Math.min(lo + (BATCH ?? DEFAULT_BATCH.perEvent), toSeq);
       const out = await s.applyBatch(KINDS[kind].name, lo, hi);
       if (out.kind !== 'applied') throw new Error(`${kind}: batch ${lo}..${hi} gave ${JSON.stringify(out)}`);
       applied += out.events;

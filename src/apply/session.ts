@@ -9,6 +9,9 @@ import { ensureTargetMeta } from './target-meta.ts';
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';
 
+/** Most of each database mapped into memory by the apply session (see openApplySession). */
+const MMAP_BYTES = 256 * 1024 * 1024;
+
 /**
  * One connection that reads the source (main) and writes the target
  * (attached as `tgt`). A transaction on it reads one source snapshot and
@@ -69,6 +72,17 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
     db.pragma('cache_size = -16384');
     db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
     db.pragma('wal_autocheckpoint = 10000');
+    // The set-based apply reads journal rows and target rows by key, one
+    // B-tree seek each; through a memory map a seek reads the OS page cache
+    // in place instead of copying each page in with a read() call (about
+    // 1.4x faster catch-up, bench/apply.ts). Both databases are in WAL mode,
+    // where a checkpoint never shrinks a file under a reader's snapshot.
+    // Not on Windows: there a mapped file cannot be truncated, which would
+    // make another process's VACUUM of the source fail.
+    if (process.platform !== 'win32') {
+      db.pragma(`mmap_size = ${MMAP_BYTES}`);
+      db.pragma(`${TARGET_SCHEMA}.mmap_size = ${MMAP_BYTES}`);
+    }
   } catch (err) {
     db.close();
     throw err;

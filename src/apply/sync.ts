@@ -14,10 +14,28 @@ import { crashPoint } from './crash-points.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
+/**
+ * Default events per target transaction. A batch of random keys rewrites
+ * most pages of a target table at its commit, whatever its size, so fewer,
+ * larger batches catch up much faster (bench/apply.ts: 10,000 vs 100,000 is
+ * about 2x for a mirror). Set-based kinds hold a batch in SQLite temp tables
+ * (tens of bytes per event); fts5 and custom events are read into JS memory,
+ * so they keep smaller batches (the feed bench bounds peak RSS).
+ */
+export const DEFAULT_BATCH = { relational: 100_000, perEvent: 10_000 } as const;
+
+function defaultBatch(kind: CompiledProjection['kind']): number {
+  return kind === 'mirror' || kind === 'map' ? DEFAULT_BATCH.relational : DEFAULT_BATCH.perEvent;
+}
+
 export interface SyncOptions {
   /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
   readonly projections?: readonly ProjectionDefinitionInput[];
-  /** Most events per target transaction. Default 10,000. */
+  /**
+   * Most events per target transaction. Default: DEFAULT_BATCH by kind,
+   * 100,000 for mirror and map (set-based), 10,000 for fts5 and custom
+   * (their events are read into memory).
+   */
   readonly batchSize?: number;
   /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
   readonly acknowledge?: boolean;
@@ -92,7 +110,7 @@ export class Syncer {
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
-    const batch = options.batchSize ?? 10_000;
+    const batch = options.batchSize ?? DEFAULT_BATCH.relational;
     if (!Number.isSafeInteger(batch) || batch < 1) throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
     // A refused open writes nothing: a target file this call created (a bad
     // definition, a missing source...) is removed again, not left behind empty.
@@ -190,7 +208,7 @@ export class Syncer {
   }
 
   async #syncOne(p: CompiledProjection): Promise<ProjectionReport> {
-    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? 10_000 };
+    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
     let applied = 0;
     let snapshotRows: number | undefined;
     let rebuilt: string | undefined;

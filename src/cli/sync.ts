@@ -50,16 +50,16 @@ export function registerSync(program: Command): void {
     .argument('<source>', 'source SQLite database (capture enabled)')
     .argument('<target>', 'target SQLite database (created if missing)')
     .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
-    .option('--batch <n>', 'most events per target transaction', parseWholeNumber, 10_000)
+    .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror and map, 10000 for fts5 and custom)', parseWholeNumber)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
     // choices(): an unknown format is a usage error (exit 2), not silently no log.
     .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow')
-    .action(async (source: string, target: string, opts: { projection: string[]; batch: number; follow?: boolean; log?: string } & ProgressOptions) => {
+    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; log?: string } & ProgressOptions) => {
       const defs = await loadAll(opts.projection);
       const progress = progressReporter(opts);
-      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), batchSize: Math.max(1, opts.batch), onProgress: progress.update });
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), onProgress: progress.update });
       try {
         if (opts.follow === true) {
           await follow(syncer, { ...opts, onReport: () => undefined });

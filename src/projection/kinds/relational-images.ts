@@ -1,0 +1,118 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../../capture/schema.ts';
+import type { CompiledProjection } from '../compile.ts';
+
+/** Exact equality in SQL: same storage class and same bytes, never collation or affinity. */
+export function sqlEq(a: string, b: string): string {
+  return `(${a} IS ${b} COLLATE BINARY AND typeof(${a}) = typeof(${b}))`;
+}
+
+/**
+ * Where the target images of an event are read, by its seq: side 0 is the
+ * before-image projected to the target's columns, side 1 the after-image.
+ * Both apply paths (relational-net.ts and relational-transitions.ts) read
+ * images only through this, so a mirror and a map differ only here.
+ */
+export interface Images {
+  /** `<relation> <alias>`, for a FROM clause. */
+  rel(alias: string): string;
+  /** The condition making `alias` the image of `seq` on `side`. */
+  on(alias: string, seq: string, side: 0 | 1): string;
+  /** Target column i of a before-image / after-image read as `alias`. */
+  before(alias: string, i: number): string;
+  after(alias: string, i: number): string;
+  /**
+   * One pass over the events in seq order as `e`, with what the transitions
+   * need of both images: whether the event has them, their target keys, and
+   * whether they are in the target (the map filter). `events` is the
+   * relation read as `e`, in seq order; `joins` (maybe empty) LEFT JOINs
+   * the images to it by seq.
+   */
+  readonly stream: {
+    readonly events: string;
+    readonly joins: string;
+    readonly has: readonly [string, string];
+    readonly key: readonly [readonly string[], readonly string[]];
+    readonly inTarget: readonly [string, string];
+  };
+}
+
+/** `<relation> <alias> ON <alias> is the image of seq on side`, for a JOIN. */
+export function joinImage(img: Images, alias: string, seq: string, side: 0 | 1): string {
+  return `${img.rel(alias)} ON ${img.on(alias, seq, side)}`;
+}
+
+/** Positions of the target key columns among the target columns. */
+export function keyIndexes(p: CompiledProjection): number[] {
+  return p.key.map((k) => p.columns.findIndex((c) => c.name === k));
+}
+
+/**
+ * Makes the images of `events` (a relation with columns seq, op, ts and the
+ * source images in journal layout c0..c(2n-1), keyed by seq) readable.
+ *
+ * Mirror: target image = source image, read from the events themselves.
+ * Map: the definition's expressions and filter must see the source columns
+ * typed and collated as in the source (the same SQL the snapshot runs over
+ * the source table), so the images are copied once into a TEMP table with
+ * the source's declarations, keyed by (seq, side), and projected where read.
+ */
+export function prepareImages(db: Db, p: CompiledProjection, events: string): Images {
+  const n = p.source.columns.length;
+  const keyIdx = keyIndexes(p);
+  if (p.identity) {
+    const after = (alias: string, i: number) => `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
+    return {
+      rel: (alias) => `(${events}) ${alias}`,
+      on: (alias, seq) => `${alias}.seq = ${seq}`,
+      before: (alias, i) => `${alias}.${journalColumn(i)}`,
+      after,
+      stream: {
+        events: `(${events}) e`,
+        joins: '',
+        has: [`e.op <> ${OP_INSERT}`, `e.op <> ${OP_DELETE}`],
+        key: [keyIdx.map((i) => `e.${journalColumn(i)}`), keyIdx.map((i) => after('e', i))],
+        inTarget: ['1', '1'],
+      },
+    };
+  }
+  const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`);
+  db.exec('DROP TABLE IF EXISTS temp._sluice_img');
+  db.exec(`CREATE TEMP TABLE _sluice_img (_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)) WITHOUT ROWID`);
+  // One pass over the events, appends only: (seq, side) is the insertion order.
+  db.exec(`INSERT INTO temp._sluice_img
+    SELECT seq, s.side, ${p.source.columns.map((_, i) => `CASE WHEN s.side = 0 OR op = ${OP_INSERT} THEN ${journalColumn(i)} ELSE ${journalColumn(n + i)} END`).join(', ')}
+      FROM (${events}) CROSS JOIN (SELECT 0 AS side UNION ALL SELECT 1) s
+     WHERE CASE s.side WHEN 0 THEN op IN (${OP_UPDATE}, ${OP_DELETE}) ELSE op IN (${OP_INSERT}, ${OP_UPDATE}) END`);
+  // The projected images, evaluated where they are read (no copy): inf is
+  // 1 when the image is in the target (passes the filter), 0 when it is
+  // not. An image outside the filter keeps its key (inf = 0), not dropped:
+  // its key must still be checked against the target. Without that, an
+  // insert whose row is filtered out (an uncaptured REPLACE of a row that
+  // was in the filter) would leave the old target row silently stale. Other
+  // expressions are evaluated only inside the filter, as in the snapshot.
+  const inf = p.filter === null ? '1' : `CASE WHEN ${p.filter} THEN 1 ELSE 0 END`;
+  const exprs = p.columns.map((c) => (p.filter === null || p.key.includes(c.name) ? c.expr : `CASE WHEN ${p.filter} THEN ${c.expr} END`));
+  const pi = `(SELECT _sluice_seq AS seq, _sluice_side AS side, ${inf} AS inf, ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')} FROM temp._sluice_img)`;
+  const on = (alias: string, seq: string, side: 0 | 1) => `${alias}.seq = ${seq} AND ${alias}.side = ${side}`;
+  return {
+    rel: (alias) => `${pi} ${alias}`,
+    on,
+    before: (alias, i) => `${alias}.v${i}`,
+    after: (alias, i) => `${alias}.v${i}`,
+    stream: {
+      events: `(SELECT seq FROM (${events})) e`,
+      joins: `LEFT JOIN ${pi} x ON ${on('x', 'e.seq', 0)} LEFT JOIN ${pi} y ON ${on('y', 'e.seq', 1)}`,
+      has: ['x.seq IS NOT NULL', 'y.seq IS NOT NULL'],
+      key: [keyIdx.map((i) => `x.v${i}`), keyIdx.map((i) => `y.v${i}`)],
+      inTarget: ['x.inf', 'y.inf'],
+    },
+  };
+}
+
+/** In the event stream: the before- and after-image have the same target key, byte for byte. */
+export function sameKeyBothSides(img: Images): string {
+  const [k0, k1] = img.stream.key;
+  return k0.map((k, j) => sqlEq(k, k1[j] as string)).join(' AND ');
+}

@@ -1,0 +1,88 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import type { CompiledProjection } from '../compile.ts';
+import { joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+
+/*
+ * The fast apply for mirror and map (bench/apply.ts): the same per-event
+ * checks as the reference (relational-transitions.ts), folded into one pass
+ * in seq order and three writes, with no sort.
+ *
+ *  1. One INSERT … ON CONFLICT DO UPDATE over the events in seq order keeps,
+ *     per target key, its net transition: the first transition's seq and
+ *     before flag, the last one's seq and after flag. When a key's next
+ *     transition arrives, its before must equal the after kept so far (flag,
+ *     then image by storage class and bytes); the first break is noted.
+ *     That is the reference's chain check, made as the events stream by.
+ *  2. One read-only pass in key order checks each key's first before
+ *     against the target row as it is.
+ *  3. Two writes: a DELETE of the keys that end absent, an INSERT OR REPLACE
+ *     of the last after-image of the others.
+ *
+ * A break or a failed check means the batch does not apply cleanly: nothing
+ * is written, and `undefined` says so, for the reference to find and report
+ * the first mismatch. So a wrong "clean" is the only thing this path could get wrong,
+ * and the property test (test/projection/…fast-apply…) compares it with the
+ * reference on random batches over tampered targets.
+ */
+export function applyByNetTransitions(db: Db, schema: string, p: CompiledProjection, img: Images): { transitions: number } | undefined {
+  const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
+  const keyIdx = keyIndexes(p);
+  const k = keyIdx.map((_, j) => `k${j}`);
+  const s = img.stream;
+  const same = sameKeyBothSides(img);
+
+  db.exec('DROP TABLE IF EXISTS temp._sluice_net');
+  // Keyed like the target (the key columns' declarations carry their
+  // collation), so keys the target sees as one are one net transition.
+  db.exec(`CREATE TEMP TABLE _sluice_net (${keyIdx.map((i, j) => `${k[j]} ${p.columns[i]?.decl ?? ''}`).join(', ')},
+    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
+    PRIMARY KEY (${k.join(', ')})) WITHOUT ROWID`);
+  // Per event: sub 0, the before-image's key (when the event has one), going
+  // to the after-image if that has the same key; sub 1, the after-image's
+  // key when it is another one (an insert, or a key change). Rows must come
+  // in (seq, sub) order: CROSS JOIN keeps the events (and their images) the
+  // outer loop, read in seq order, and s the inner one (an ORDER BY would
+  // add a sorter per seq). Rows out of order could only break a chain, which
+  // sends the batch to the reference, never apply it wrongly.
+  const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
+  const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
+  const linked = p.columns.map((_, i) => sqlEq(img.after('a', i), img.before('b', i))).join(' AND ');
+  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, cnt)
+    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, (${bp}) OR (${ap})
+      FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
+     WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
+    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, cnt = cnt + excluded.cnt,
+      bad = coalesce(bad, CASE WHEN lap <> excluded.fbp THEN excluded.fseq
+        WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', '_sluice_net.lseq', 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`);
+
+  const [breaks, transitions] = (db.prepare('SELECT count(bad), total(cnt) FROM temp._sluice_net').raw().get() as number[]).map(Number) as [number, number];
+  if (breaks > 0) return undefined;
+  // Each key's first before against the target row as it is: present and
+  // equal to the before-image, or absent when the key starts absent. One
+  // read-only pass in key order (one target seek per key, one image seek
+  // where there is a before-image), so the writes below need no check and
+  // a failed check has written nothing.
+  const onKey = p.key.map((c, j) => `t.${quoteIdent(c)} = x.${k[j]}`).join(' AND ');
+  const t0 = `t.${quoteIdent(p.key[0] as string)}`;
+  const matches = p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('b', i))).join(' AND ');
+  const violation = db
+    .prepare(
+      `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${target} t ON ${onKey} LEFT JOIN ${joinImage(img, 'b', 'CASE WHEN x.fbp = 1 THEN x.fseq END', 0)}
+        WHERE CASE WHEN x.fbp = 1 THEN ${t0} IS NULL OR NOT (${matches}) ELSE ${t0} IS NOT NULL END LIMIT 1`,
+    )
+    .get();
+  if (violation !== undefined) return undefined;
+
+  // The keys that end absent go; the others get their last after-image. A
+  // REPLACE also gives a key its new bytes where its identity stays ('abc'
+  // to 'ABC' under NOCASE, 1 to 1.0 in an untyped key), and the check above
+  // made sure it replaces only the row it found (the target table has no
+  // other unique constraint).
+  db.prepare(`DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM temp._sluice_net WHERE fbp = 1 AND lap = 0)`).run();
+  db.prepare(
+    `INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
+      SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
+  ).run();
+  return { transitions };
+}
