@@ -6,7 +6,8 @@ import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
 import { batchEnd, readEventsInRange } from '../feed/batch.ts';
-import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
+import type { SqlValue } from '../sqlite/codec.ts';
+import { pagedTable } from '../feed/snapshot.ts';
 import type { Row } from '../feed/events.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
@@ -207,24 +208,16 @@ async function initialize(
 }
 
 /**
- * Snapshot rows for a custom handler, read in key-ordered pages so that no
- * statement stays open while the handler runs its own queries on the same
- * connection (and transaction).
+ * Snapshot rows for a custom handler, exact, read in key-ordered pages so
+ * that no statement stays open while the handler runs its own queries on the
+ * same connection (and transaction).
  */
-function* rowsOf(db: Db, t: CapturedTable, pageSize = 500): Generator<Row> {
-  const keys = t.keyColumns.map(quoteIdent);
-  const base = `SELECT ${t.columns.map(quoteIdent).join(', ')} FROM main.${quoteIdent(t.name)}`;
-  const first = db.prepare(`${base} ORDER BY ${keys.join(', ')} LIMIT ${pageSize}`);
-  const next = db.prepare(`${base} WHERE (${keys.join(', ')}) > (${keys.map(() => '?').join(', ')}) ORDER BY ${keys.join(', ')} LIMIT ${pageSize}`);
-  let page = first.all() as Record<string, unknown>[];
-  while (page.length > 0) {
-    for (const r of page) {
-      const row: Record<string, SqlValue> = {};
-      for (const c of t.columns) row[c] = fromDriver(r[c] ?? null);
-      yield row;
-    }
-    if (page.length < pageSize) return;
-    const last = page[page.length - 1] as Record<string, unknown>;
-    page = next.all(...t.keyColumns.map((k) => last[k])) as Record<string, unknown>[];
+function* rowsOf(db: Db, t: CapturedTable): Generator<Row> {
+  for (const values of pagedTable(db, t)) {
+    const row: Record<string, SqlValue> = {};
+    t.columns.forEach((c, i) => {
+      row[c] = values[i] ?? null;
+    });
+    yield row;
   }
 }

@@ -47,45 +47,89 @@ export function snapshot(db: Db, tables: readonly string[] | undefined, handlers
 }
 
 /**
- * Streams a table's rows with exact values. A string holding U+FFFD may hide
+ * How to read a table's rows exactly. A string holding U+FFFD may hide
  * malformed UTF-8, so that cell is re-read as bytes by rowid (or by key for
- * WITHOUT ROWID tables).
+ * WITHOUT ROWID tables). Each raw row carries, after the n columns, what
+ * finds it again: its rowid, or the bytes of its TEXT key columns.
  */
-export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
+interface ExactReader {
+  /** `SELECT <columns>, <locator> FROM <table>`, to which a WHERE / ORDER BY may be added. */
+  readonly select: string;
+  /** Rowid table: the locator is the rowid (under this free alias). */
+  readonly rowidName: string | undefined;
+  /** The raw row's values, exact (a lossy cell re-read by its locator). */
+  exact(raw: readonly unknown[]): SqlValue[];
+}
+
+function exactReader(db: Db, t: CapturedTable): ExactReader {
   const cols = t.columns.map(quoteIdent).join(', ');
   const table = `main.${quoteIdent(t.name)}`;
   const n = t.columns.length;
   const byRowid = !isWithoutRowid(db, t.name);
   // A user column may be named rowid (or _rowid_, oid) and hide the real one: use a free alias.
-  const rowidName = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => c.toLowerCase() === a));
+  const alias = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => c.toLowerCase() === a));
+  const rowidName = byRowid ? alias : undefined;
   const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
   // Without a rowid the cell is re-read by key, so the key must be exact too: a
   // malformed TEXT key read through the driver is already lossy and would
   // match no row (the bytes of a missing row decoded as ''). Its bytes ride
   // along (NULL for other storage classes, so integer keys cost nothing).
-  const extra = byRowid && rowidName !== undefined
-    ? `, ${rowidName}`
-    : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
-  const stmt = db.prepare(`SELECT ${cols}${extra} FROM ${table}`).raw();
-  const useRowid = byRowid && rowidName !== undefined;
-  for (const raw of stmt.iterate() as IterableIterator<unknown[]>) {
-    const row = raw.length === n ? raw : raw.slice(0, n);
-    if (row.some(mayBeLossyText)) {
+  const extra = rowidName !== undefined ? `, ${rowidName}` : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
+  return {
+    select: `SELECT ${cols}${extra} FROM ${table}`,
+    rowidName,
+    exact(raw) {
+      const row = raw.length === n ? raw : raw.slice(0, n);
+      if (!row.some(mayBeLossyText)) return row.map((v) => fromDriver(v ?? null));
       // The key: by rowid, or by exact key values (TEXT keys bound as their bytes, cast back to TEXT).
-      const keyArgs = useRowid ? [raw[n]] : keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
-      const where = useRowid
-        ? `${rowidName} = ?`
-        : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
-      yield row.map((v, i) => {
+      const keyArgs = rowidName !== undefined ? [raw[n]] : keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
+      const where = rowidName !== undefined ? `${rowidName} = ?` : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
+      return row.map((v, i) => {
         if (!mayBeLossyText(v)) return fromDriver(v ?? null);
         const col = quoteIdent(t.columns[i] as string);
         const bytes = db.prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${where}`).pluck().get(...keyArgs);
         if (!(bytes instanceof Uint8Array)) throw new Error(`sluice: row of ${t.name} vanished inside the snapshot's read transaction`);
         return textFromBytes(bytes);
       });
-    } else {
-      yield row.map((v) => fromDriver(v ?? null));
-    }
+    },
+  };
+}
+
+/** Streams a table's rows with exact values, from one open statement (the consumer must not write to `db` meanwhile). */
+export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
+  const r = exactReader(db, t);
+  for (const raw of db.prepare(r.select).raw().iterate() as IterableIterator<unknown[]>) yield r.exact(raw);
+}
+
+/**
+ * A table's rows with exact values, read in pages in key order (rowid order
+ * for rowid tables), with no statement open between pages: the consumer may
+ * run its own statements on `db` while it takes the rows (a custom handler's
+ * init does). Call it inside one read (or write) transaction for a
+ * consistent snapshot.
+ */
+export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator<SqlValue[]> {
+  const r = exactReader(db, t);
+  const n = t.columns.length;
+  const order = r.rowidName !== undefined ? r.rowidName : t.keyColumns.map(quoteIdent).join(', ');
+  const first = db.prepare(`${r.select} ORDER BY ${order} LIMIT ${pageSize}`).raw();
+  // After the last row of a page: by rowid, or by its exact key (TEXT keys as
+  // their bytes, cast back to TEXT, so a malformed key still compares as itself).
+  const next = (raw: readonly unknown[]): unknown[][] => {
+    if (r.rowidName !== undefined) return db.prepare(`${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`).raw().all(raw[n]) as unknown[][];
+    const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
+    const args = keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
+    const after = `(${t.keyColumns.map(quoteIdent).join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
+    return db.prepare(`${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`).raw().all(...args) as unknown[][];
+  };
+  let page = first.all() as unknown[][];
+  while (page.length > 0) {
+    // Exact values first (they may need statements of their own), then hand the rows over.
+    const rows = page.map((raw) => r.exact(raw));
+    const last = page[page.length - 1] as unknown[];
+    yield* rows;
+    if (page.length < pageSize) return;
+    page = next(last);
   }
 }
 
