@@ -79,7 +79,7 @@ const ROUNDS = intFlag(argv, 'rounds', 3);
 const BATCH: number | undefined = argv.includes('--batch') ? intFlag(argv, 'batch', 10_000) : undefined;
 const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
 /** The Syncer's default batch size for a mirror (src/apply/sync.ts), used by the naive loop when --batch is not given. */
-const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.relational;
+const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.setBased;
 const TARGET_RATIO = 0.5;
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
@@ -565,7 +565,7 @@ async function main(): Promise<void> {
   const ratio = (k: Paired) => median(ratios[k].wall);
   const cpuRatio = (k: Paired) => median(ratios[k].cpu);
   const verdict = (r: number) => (r >= TARGET_RATIO ? 'PASS' : 'MISS');
-  const batchLabel = `batch ${BATCH ?? `${DEFAULT_BATCH.relational} (default)`}`;
+  const batchLabel = `batch ${BATCH ?? `${DEFAULT_BATCH.setBased} (default)`}`;
   const row = (what: string, perSec: number, r: number, cpu: number, target: string, v: string) => [what, fmtRate(perSec), fmtRatio(r), fmtRatio(cpu), target, v];
   const table = renderTable(
     ['path', 'throughput', 'vs baseline', 'cpu ratio', 'target', ''],
@@ -597,7 +597,7 @@ async function main(): Promise<void> {
     bench: 'apply',
     when: new Date().toISOString(),
     versions: versions(),
-    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? `Syncer default (${DEFAULT_BATCH.relational} for mirror and map, ${DEFAULT_BATCH.perEvent} for fts5 and custom)`, slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
+    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? `Syncer default (${DEFAULT_BATCH.setBased} for mirror, map and fts5, ${DEFAULT_BATCH.perEvent} for custom)`, slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
     targets: { mirror: TARGET_RATIO, map: TARGET_RATIO },
     results: {
       baselineRowsPerSec: baseline,
@@ -634,7 +634,7 @@ async function syncSlow(kind: 'fts5' | 'custom', pristine: string, fromSeq: numb
   const stop = clock();
   try {
     for (let lo = fromSeq; lo < toSeq; ) {
-      const hi = Math.min(lo + (BATCH ?? DEFAULT_BATCH.perEvent), toSeq);
+      const hi = Math.min(lo + (BATCH ?? (kind === 'custom' ? DEFAULT_BATCH.perEvent : DEFAULT_BATCH.setBased)), toSeq);
       const out = await s.applyBatch(KINDS[kind].name, lo, hi);
       if (out.kind !== 'applied') throw new Error(`${kind}: batch ${lo}..${hi} gave ${JSON.stringify(out)}`);
       applied += out.events;

@@ -12,6 +12,7 @@ import type { Row } from '../feed/events.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
+import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
@@ -22,6 +23,9 @@ export type StepOutcome =
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown> };
+
+/** Events read into memory at a time when a batch is applied event by event. */
+const EVENT_PAGE = 10_000;
 
 /** Suspensions whose cause is on the source side: they clear by themselves once it is fixed. */
 const SOURCE_SIDE_SUSPENSIONS = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
@@ -136,28 +140,48 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   const cursor = cursorToken(db, v.view, v.tables, hi);
   let applied: number;
   let lastTs: number | null = null;
-  if (p.kind === 'mirror' || p.kind === 'map') {
-    const n = p.source.columns.length;
-    const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
-    const events = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
-    const r = applyRelational(db, schema, p, events);
-    if (r.mismatch !== undefined) return divergence(p, r.mismatch);
-    applied = r.transitions;
+  const n = p.source.columns.length;
+  const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+  const journal = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
+  // Set-based where it can be: mirror and map always decide in SQL; fts5
+  // does unless the batch is not clean, when the per-event path applies it
+  // or finds the first mismatch.
+  const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
+  if (setBased !== undefined) {
+    if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
+    applied = setBased.transitions;
     const ts = db.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`).pluck().get(t.tid, lo, hi) as number | undefined;
     lastTs = ts === undefined ? null : julianToMs(ts);
   } else {
-    const events = readEventsInRange(db, [t], lo, hi);
-    lastTs = events.at(-1)?.ts ?? null;
-    if (p.kind === 'fts5') {
-      const r = applyFtsEvents(db, schema, p, events);
-      if (r.mismatch !== undefined) return divergence(p, r.mismatch);
-      applied = r.applied;
-    } else {
-      applied = await applyCustomEvents(db, schema, p, events);
+    // Event by event, in the batch's one transaction, read a page at a time
+    // so that a large batch never sits in memory whole.
+    applied = 0;
+    for (let from = lo; from < hi; ) {
+      const to = batchEnd(db, t.tid, from, hi, EVENT_PAGE);
+      const events = readEventsInRange(db, [t], from, to);
+      lastTs = events.at(-1)?.ts ?? lastTs;
+      if (p.kind === 'fts5') {
+        const r = applyFtsEvents(db, schema, p, events);
+        if (r.mismatch !== undefined) return divergence(p, r.mismatch);
+        applied += r.applied;
+      } else {
+        applied += await applyCustomEvents(db, schema, p, events);
+      }
+      from = to;
     }
   }
   storeCursor(db, schema, p.name, cursor, hi, applied, lastTs);
   return { kind: 'applied', events: applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+}
+
+/** The fts5 fast path, with dropped temps either way; `undefined` when the per-event path must decide. */
+function applyFtsSetBased(db: Db, schema: string, p: CompiledProjection, journal: string): { transitions: number; mismatch?: undefined } | undefined {
+  try {
+    const r = applyFtsNet(db, schema, p, journal);
+    return r === undefined ? undefined : { transitions: r.applied };
+  } finally {
+    dropTemps(db);
+  }
 }
 
 function divergence(p: CompiledProjection, m: { seq: number; key: readonly unknown[]; reason: string }): StepOutcome {

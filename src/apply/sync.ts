@@ -18,14 +18,14 @@ import path from 'node:path';
  * Default events per target transaction. A batch of random keys rewrites
  * most pages of a target table at its commit, whatever its size, so fewer,
  * larger batches catch up much faster (bench/apply.ts: 10,000 vs 100,000 is
- * about 2x for a mirror). Set-based kinds hold a batch in SQLite temp tables
- * (tens of bytes per event); fts5 and custom events are read into JS memory,
- * so they keep smaller batches (the feed bench bounds peak RSS).
+ * about 2x for a mirror, 1.7x for fts5). Set-based kinds (mirror, map, fts5)
+ * hold a batch as a few narrow SQLite temp rows per key. A custom handler
+ * runs per event in JS, so its batches (its write transactions) stay short.
  */
-export const DEFAULT_BATCH = { relational: 100_000, perEvent: 10_000 } as const;
+export const DEFAULT_BATCH = { setBased: 100_000, perEvent: 10_000 } as const;
 
 function defaultBatch(kind: CompiledProjection['kind']): number {
-  return kind === 'mirror' || kind === 'map' ? DEFAULT_BATCH.relational : DEFAULT_BATCH.perEvent;
+  return kind === 'custom' ? DEFAULT_BATCH.perEvent : DEFAULT_BATCH.setBased;
 }
 
 export interface SyncOptions {
@@ -33,8 +33,7 @@ export interface SyncOptions {
   readonly projections?: readonly ProjectionDefinitionInput[];
   /**
    * Most events per target transaction. Default: DEFAULT_BATCH by kind,
-   * 100,000 for mirror and map (set-based), 10,000 for fts5 and custom
-   * (their events are read into memory).
+   * 100,000 for mirror, map and fts5 (set-based), 10,000 for custom.
    */
   readonly batchSize?: number;
   /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
@@ -110,7 +109,7 @@ export class Syncer {
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
-    const batch = options.batchSize ?? DEFAULT_BATCH.relational;
+    const batch = options.batchSize ?? DEFAULT_BATCH.setBased;
     if (!Number.isSafeInteger(batch) || batch < 1) throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
     // A refused open writes nothing: a target file this call created (a bad
     // definition, a missing source...) is removed again, not left behind empty.

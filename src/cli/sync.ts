@@ -50,7 +50,7 @@ export function registerSync(program: Command): void {
     .argument('<source>', 'source SQLite database (capture enabled)')
     .argument('<target>', 'target SQLite database (created if missing)')
     .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
-    .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror and map, 10000 for fts5 and custom)', parseWholeNumber)
+    .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror, map and fts5, 10000 for custom)', parseWholeNumber)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
     // choices(): an unknown format is a usage error (exit 2), not silently no log.
     .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))

@@ -71,6 +71,27 @@ describe('a custom projection', () => {
     }
   });
 
+  test('gets a batch larger than what is read into memory at once (10,000 events) whole, in seq order, in one transaction', async ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    const { state, handler } = spy();
+    const target = path.join(tmp, 'target.db');
+    const s = await Syncer.open(src.file, target, { projections: [{ name: 'log', source: 'items', kind: 'custom', handler }], batchSize: 25_000 });
+    try {
+      await s.runOnce();
+      const since = highWater(src.db);
+      src.db.exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 24000) INSERT INTO items (id, name) SELECT 1000 + i, 'bulk ' || i FROM n");
+      // One step: a single batch (and cursor update) of every event, read in pages of 10,000.
+      const out = await s.applyBatch('log', since, highWater(src.db));
+      expect(out).toMatchObject({ kind: 'applied', events: 24_000, seq: since + 24_000 });
+      const seqs = journalSeqs(src.db, 'items', since);
+      expect(seqs.length).toBe(24_000);
+      expect(state.events.map((e) => e.seq)).toEqual(seqs);
+      expect(effects(target)).toEqual(seqs);
+    } finally {
+      s.close();
+    }
+  });
+
   test('that throws rolls back its whole batch (its writes and the cursor); sync reports the error, and the next sync applies the batch once', async ({ makeDb, tmp }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const { state, handler } = spy();

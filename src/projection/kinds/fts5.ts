@@ -1,4 +1,5 @@
 import type { Db } from '../../sqlite/connection.ts';
+import type { Statement } from 'better-sqlite3';
 import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
 import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../sqlite/codec.ts';
 import type { ChangeEvent, Row } from '../../feed/events.ts';
@@ -21,7 +22,7 @@ export interface FtsMismatch {
   readonly reason: 'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE';
 }
 
-function names(schema: string, p: CompiledProjection) {
+export function ftsNames(schema: string, p: CompiledProjection) {
   const def = p.definition as Fts5Definition;
   const s = quoteIdent(schema);
   return {
@@ -37,7 +38,7 @@ function names(schema: string, p: CompiledProjection) {
 }
 
 export function createFtsTarget(db: Db, schema: string, p: CompiledProjection): void {
-  const n = names(schema, p);
+  const n = ftsNames(schema, p);
   const keyDecl = p.key.map((k, i) => {
     const c = p.source.columns.find((x) => x.name === k);
     return `${n.keys[i]} ${c?.type ?? ''}${c !== undefined && c.collate !== 'BINARY' ? ` COLLATE ${c.collate}` : ''}`;
@@ -50,7 +51,7 @@ export function createFtsTarget(db: Db, schema: string, p: CompiledProjection): 
 }
 
 export function snapshotFts(db: Db, schema: string, p: CompiledProjection): number {
-  const n = names(schema, p);
+  const n = ftsNames(schema, p);
   const src = `main.${quoteIdent(p.source.table)}`;
   const srcKeys = p.key.map(quoteIdent);
   const rowid = n.intKey ? `${srcKeys[0]}, ` : '';
@@ -69,18 +70,29 @@ export function snapshotFts(db: Db, schema: string, p: CompiledProjection): numb
 
 /** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
 export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): { applied: number; mismatch?: FtsMismatch } {
-  const n = names(schema, p);
+  const n = ftsNames(schema, p);
   const cmd = quoteIdent(p.targetTable);
+  // Compiled once per batch: the SQL of a step differs only by the
+  // placeholders of its values' storage classes, so a handful of texts cover
+  // a whole batch (compiling each event's statements cost most of the time).
+  const cache = new Map<string, Statement>();
+  const prepare = (sql: string): Statement => {
+    let st = cache.get(sql);
+    if (st === undefined) {
+      st = db.prepare(sql);
+      cache.set(sql, st);
+    }
+    return st;
+  };
   const keyOf = (row: Row) => p.key.map((k) => row[k] ?? null);
   const valuesOf = (row: Row) => p.columns.map((c) => row[c.from ?? c.name] ?? null);
   const ph = (vals: readonly SqlValue[]) => vals.map(placeholderFor).join(', ');
   const bind = (vals: readonly SqlValue[]) => vals.map(toBindable);
   const lookup = (key: readonly SqlValue[]) =>
-    db.prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`).pluck().get(...bind(key)) as bigint | undefined;
+    prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`).pluck().get(...bind(key)) as bigint | undefined;
   const matches = (rowid: bigint, values: readonly SqlValue[]) =>
     !n.external ||
-    db
-      .prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))).join(' AND ')}`)
+    prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))).join(' AND ')}`)
       .get({ rowid, ...Object.fromEntries(values.map((v, i) => [`v${i}`, toBindable(v)])) }) !== undefined;
 
   const remove = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
@@ -88,8 +100,8 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
     const rowid = lookup(key);
     const values = valuesOf(row);
     if (rowid === undefined || !matches(rowid, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
-    db.prepare(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
-    db.prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
+    prepare(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
+    prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
     return undefined;
   };
   const add = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
@@ -100,10 +112,9 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
     const rowidVal = n.intKey ? [key[0] ?? null] : [];
     const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
     const stored = n.external ? values : [];
-    const info = db
-      .prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) VALUES (${ph([...rowidVal, ...key, ...stored])})`)
+    const info = prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) VALUES (${ph([...rowidVal, ...key, ...stored])})`)
       .run(...bind([...rowidVal, ...key, ...stored]));
-    db.prepare(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) VALUES (?, ${ph(values)})`).run(info.lastInsertRowid, ...bind(values));
+    prepare(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) VALUES (?, ${ph(values)})`).run(info.lastInsertRowid, ...bind(values));
     return undefined;
   };
 

@@ -49,6 +49,28 @@ export function keyIndexes(p: CompiledProjection): number[] {
 }
 
 /**
+ * Images read straight from the journal rows of `events`: target column i
+ * is source column `cols[i]`, the key is source columns `keys` (n: the
+ * source table's width, so column i of the after-image is c(n+i)).
+ */
+export function journalImages(events: string, n: number, cols: readonly number[], keys: readonly number[]): Images {
+  const src = (alias: string, i: number) => `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
+  return {
+    rel: (alias) => `(${events}) ${alias}`,
+    on: (alias, seq) => `${alias}.seq = ${seq}`,
+    before: (alias, i) => `${alias}.${journalColumn(cols[i] as number)}`,
+    after: (alias, i) => src(alias, cols[i] as number),
+    stream: {
+      events: `(${events}) e`,
+      joins: '',
+      has: [`e.op <> ${OP_INSERT}`, `e.op <> ${OP_DELETE}`],
+      key: [keys.map((i) => `e.${journalColumn(i)}`), keys.map((i) => src('e', i))],
+      inTarget: ['1', '1'],
+    },
+  };
+}
+
+/**
  * Makes the images of `events` (a relation with columns seq, op, ts and the
  * source images in journal layout c0..c(2n-1), keyed by seq) readable.
  *
@@ -61,22 +83,7 @@ export function keyIndexes(p: CompiledProjection): number[] {
 export function prepareImages(db: Db, p: CompiledProjection, events: string): Images {
   const n = p.source.columns.length;
   const keyIdx = keyIndexes(p);
-  if (p.identity) {
-    const after = (alias: string, i: number) => `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
-    return {
-      rel: (alias) => `(${events}) ${alias}`,
-      on: (alias, seq) => `${alias}.seq = ${seq}`,
-      before: (alias, i) => `${alias}.${journalColumn(i)}`,
-      after,
-      stream: {
-        events: `(${events}) e`,
-        joins: '',
-        has: [`e.op <> ${OP_INSERT}`, `e.op <> ${OP_DELETE}`],
-        key: [keyIdx.map((i) => `e.${journalColumn(i)}`), keyIdx.map((i) => after('e', i))],
-        inTarget: ['1', '1'],
-      },
-    };
-  }
+  if (p.identity) return journalImages(events, n, p.columns.map((_, i) => i), keyIdx);
   const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`);
   db.exec('DROP TABLE IF EXISTS temp._sluice_img');
   db.exec(`CREATE TEMP TABLE _sluice_img (_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)) WITHOUT ROWID`);

@@ -29,35 +29,10 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
   const keyIdx = keyIndexes(p);
   const k = keyIdx.map((_, j) => `k${j}`);
-  const s = img.stream;
-  const same = sameKeyBothSides(img);
-
-  db.exec('DROP TABLE IF EXISTS temp._sluice_net');
-  // Keyed like the target (the key columns' declarations carry their
-  // collation), so keys the target sees as one are one net transition.
-  db.exec(`CREATE TEMP TABLE _sluice_net (${keyIdx.map((i, j) => `${k[j]} ${p.columns[i]?.decl ?? ''}`).join(', ')},
-    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
-    PRIMARY KEY (${k.join(', ')})) WITHOUT ROWID`);
-  // Per event: sub 0, the before-image's key (when the event has one), going
-  // to the after-image if that has the same key; sub 1, the after-image's
-  // key when it is another one (an insert, or a key change). Rows must come
-  // in (seq, sub) order: CROSS JOIN keeps the events (and their images) the
-  // outer loop, read in seq order, and s the inner one (an ORDER BY would
-  // add a sorter per seq). Rows out of order could only break a chain, which
-  // sends the batch to the reference, never apply it wrongly.
-  const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
-  const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
-  const linked = p.columns.map((_, i) => sqlEq(img.after('a', i), img.before('b', i))).join(' AND ');
-  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, cnt)
-    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, (${bp}) OR (${ap})
-      FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
-     WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
-    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, cnt = cnt + excluded.cnt,
-      bad = coalesce(bad, CASE WHEN lap <> excluded.fbp THEN excluded.fseq
-        WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', '_sluice_net.lseq', 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`);
-
-  const [breaks, transitions] = (db.prepare('SELECT count(bad), total(cnt) FROM temp._sluice_net').raw().get() as number[]).map(Number) as [number, number];
-  if (breaks > 0) return undefined;
+  // Keyed like the target (the key columns' declarations carry their collation).
+  const net = buildNet(db, keyIdx.map((i) => p.columns[i]?.decl ?? ''), img, p.columns.length);
+  if (net === undefined) return undefined;
+  const { transitions } = net;
   // Each key's first before against the target row as it is: present and
   // equal to the before-image, or absent when the key starts absent. One
   // read-only pass in key order (one target seek per key, one image seek
@@ -85,4 +60,41 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
       SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
   ).run();
   return { transitions };
+}
+
+/**
+ * Step 1 above: fills `temp._sluice_net` (k0.., fseq, fbp, lseq, lap, cnt,
+ * bad; one row per target key) from the event stream of `img`,
+ * keyed by the stream's keys declared as `keyDecls` (type and collation, so
+ * that keys the target sees as one are one net transition), checking each
+ * key's chain over the `width` target columns of the images. Returns the
+ * number of transitions that change something, or `undefined` at a break.
+ */
+export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width: number): { transitions: number } | undefined {
+  const k = keyDecls.map((_, j) => `k${j}`);
+  const s = img.stream;
+  const same = sameKeyBothSides(img);
+  db.exec('DROP TABLE IF EXISTS temp._sluice_net');
+  db.exec(`CREATE TEMP TABLE _sluice_net (${keyDecls.map((d, j) => `${k[j]} ${d}`).join(', ')},
+    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
+    PRIMARY KEY (${k.join(', ')})) WITHOUT ROWID`);
+  // Per event: sub 0, the before-image's key (when the event has one), going
+  // to the after-image if that has the same key; sub 1, the after-image's
+  // key when it is another one (an insert, or a key change). Rows must come
+  // in (seq, sub) order: CROSS JOIN keeps the events (and their images) the
+  // outer loop, read in seq order, and s the inner one (an ORDER BY would
+  // add a sorter per seq). Rows out of order could only break a chain, which
+  // sends the batch to the reference, never apply it wrongly.
+  const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
+  const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
+  const linked = Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))).join(' AND ');
+  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, cnt)
+    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, (${bp}) OR (${ap})
+      FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
+     WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
+    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, cnt = cnt + excluded.cnt,
+      bad = coalesce(bad, CASE WHEN lap <> excluded.fbp THEN excluded.fseq
+        WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', '_sluice_net.lseq', 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`);
+  const [breaks, transitions] = (db.prepare('SELECT count(bad), total(cnt) FROM temp._sluice_net').raw().get() as number[]).map(Number) as [number, number];
+  return breaks > 0 ? undefined : { transitions };
 }

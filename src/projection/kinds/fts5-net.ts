@@ -1,0 +1,70 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { columnDecl, type CompiledProjection } from '../compile.ts';
+import { journalImages, joinImage, sqlEq } from './relational-images.ts';
+import { buildNet } from './relational-net.ts';
+import { ftsNames } from './fts5.ts';
+
+/*
+ * The fast apply for an fts5 projection, set-based like mirror and map
+ * (relational-net.ts): the batch's net transition per source key, with each
+ * key's chain checked as the events stream by; then one read-only check of
+ * each key's first before against the key table (`<target>_src`: the key's
+ * presence, and for external content its stored values, by storage class
+ * and bytes); then the writes, each one statement over all keys:
+ *
+ *  1. FTS5 'delete' of every key that was present, with the values it was
+ *     indexed with (the stored ones, or for contentless the before-image);
+ *  2. the key table: keys that end absent deleted, those that stay updated
+ *     (new key bytes under the key's collation, new values), new ones
+ *     inserted (rowid = the key for an INTEGER PRIMARY KEY source);
+ *  3. the index entries of every key that ends present, with its last
+ *     after-image.
+ *
+ * The index then answers queries as if each event had been applied in turn.
+ * When the batch is not clean this writes nothing and returns `undefined`:
+ * the per-event path (applyFtsEvents) then applies it or reports the first
+ * mismatch.
+ */
+export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: string): { applied: number } | undefined {
+  const n = ftsNames(schema, p);
+  const width = p.source.columns.length;
+  const sourceIndex = (name: string) => p.source.columns.findIndex((c) => c.name === name);
+  const keyIdx = p.key.map(sourceIndex);
+  const valueIdx = p.columns.map((c) => sourceIndex(c.from ?? c.name));
+  if ([...keyIdx, ...valueIdx].some((i) => i < 0)) return undefined;
+  // Target columns of the images: the key columns, then the indexed values.
+  const img = journalImages(events, width, [...keyIdx, ...valueIdx], keyIdx);
+  const j = keyIdx.length;
+  const keyDecls = keyIdx.map((i) => columnDecl(p.source.columns[i] as { type: string; collate: string }));
+  if (buildNet(db, keyDecls, img, j + valueIdx.length) === undefined) return undefined;
+
+  const onKey = n.keys.map((c, i) => `c.${c} = x.k${i}`).join(' AND ');
+  const before = valueIdx.map((_, i) => img.before('b', j + i));
+  const after = valueIdx.map((_, i) => img.after('a', j + i));
+  const stored = n.cols.map((c) => `c.${c}`);
+  const valuesMatch = n.external ? n.cols.map((c, i) => sqlEq(`c.${c}`, before[i] as string)).join(' AND ') : '1';
+  const violation = db
+    .prepare(
+      `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${n.content} c ON ${onKey}
+        LEFT JOIN ${joinImage(img, 'b', `CASE WHEN x.fbp = 1 AND ${n.external ? 1 : 0} THEN x.fseq END`, 0)}
+        WHERE CASE WHEN x.fbp = 1 THEN c.rowid IS NULL OR NOT (${valuesMatch}) ELSE c.rowid IS NOT NULL END LIMIT 1`,
+    )
+    .get();
+  if (violation !== undefined) return undefined;
+
+  const cmd = quoteIdent(p.targetTable);
+  const contentless = n.external ? '' : `CROSS JOIN ${joinImage(img, 'b', 'x.fseq', 0)}`;
+  db.exec(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')})
+    SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1`);
+  db.exec(`DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0)`);
+  const set = [...n.keys.map((c, i) => `${c} = ${img.after('a', i)}`), ...(n.external ? n.cols.map((c, i) => `${c} = ${after[i]}`) : [])];
+  db.exec(`UPDATE ${n.content} AS c SET ${set.join(', ')} FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 1 AND x.lap = 1 AND ${onKey}`);
+  const newKeys = n.keys.map((_, i) => img.after('a', i));
+  db.exec(`INSERT INTO ${n.content} (${n.intKey ? 'rowid, ' : ''}${[...n.keys, ...(n.external ? n.cols : [])].join(', ')})
+    SELECT ${n.intKey ? `${newKeys[0]}, ` : ''}${[...newKeys, ...(n.external ? after : [])].join(', ')}
+      FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 0 AND x.lap = 1`);
+  db.exec(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')})
+    SELECT c.rowid, ${after.join(', ')} FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`);
+  return { applied: Number(db.prepare(`SELECT count(*) FROM (${events})`).pluck().get()) };
+}
