@@ -138,40 +138,69 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   }
   if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
   const cursor = cursorToken(db, v.view, v.tables, hi);
-  let applied: number;
+  const r = await applyRange(ctx, p, t, lo, hi);
+  if ('kind' in r) return r;
+  storeCursor(db, schema, p.name, cursor, hi, r.applied, r.lastTs);
+  return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+}
+
+/** Applies the events (lo, hi] of table t to projection p, in the caller's transaction (rows only, not the cursor). */
+async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTable, lo: number, hi: number): Promise<{ applied: number; lastTs: number | null } | StepOutcome> {
+  const { db, schema } = ctx;
+  let applied = 0;
   let lastTs: number | null = null;
-  const n = p.source.columns.length;
-  const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
-  const journal = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
-  // Set-based where it can be: mirror and map always decide in SQL; fts5
-  // does unless the batch is not clean, when the per-event path applies it
-  // or finds the first mismatch.
-  const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
-  if (setBased !== undefined) {
-    if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
-    applied = setBased.transitions;
-    const ts = db.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`).pluck().get(t.tid, lo, hi) as number | undefined;
-    lastTs = ts === undefined ? null : julianToMs(ts);
-  } else {
-    // Event by event, in the batch's one transaction, read a page at a time
-    // so that a large batch never sits in memory whole.
-    applied = 0;
-    for (let from = lo; from < hi; ) {
-      const to = batchEnd(db, t.tid, from, hi, EVENT_PAGE);
-      const events = readEventsInRange(db, [t], from, to);
-      lastTs = events.at(-1)?.ts ?? lastTs;
-      if (p.kind === 'fts5') {
-        const r = applyFtsEvents(db, schema, p, events);
-        if (r.mismatch !== undefined) return divergence(p, r.mismatch);
-        applied += r.applied;
-      } else {
-        applied += await applyCustomEvents(db, schema, p, events);
+  try {
+    const n = p.source.columns.length;
+    const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+    const journal = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
+    // Set-based where it can be: mirror and map always decide in SQL; fts5
+    // does unless the batch is not clean, when the per-event path applies it
+    // or finds the first mismatch.
+    const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
+    if (setBased !== undefined) {
+      if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
+      applied = setBased.transitions;
+      const ts = db.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`).pluck().get(t.tid, lo, hi) as number | undefined;
+      lastTs = ts === undefined ? null : julianToMs(ts);
+    } else {
+      // Event by event, in the batch's one transaction, read a page at a time
+      // so that a large batch never sits in memory whole.
+      applied = 0;
+      for (let from = lo; from < hi; ) {
+        const to = batchEnd(db, t.tid, from, hi, EVENT_PAGE);
+        const events = readEventsInRange(db, [t], from, to);
+        lastTs = events.at(-1)?.ts ?? lastTs;
+        if (p.kind === 'fts5') {
+          const r = applyFtsEvents(db, schema, p, events);
+          if (r.mismatch !== undefined) return divergence(p, r.mismatch);
+          applied += r.applied;
+        } else {
+          applied += await applyCustomEvents(db, schema, p, events);
+        }
+        from = to;
       }
-      from = to;
     }
+  } catch (err) {
+    // A contentless index keeps no values, so nothing can check a
+    // before-image against it: FTS5 itself refuses a delete of entries it
+    // does not hold, as "corrupt". That is a diverged target, not a broken
+    // database: suspend it with what to do.
+    if (p.kind === 'fts5' && (err as { code?: unknown }).code === 'SQLITE_CORRUPT_VTAB') {
+      return {
+        kind: 'suspended',
+        reason: 'TARGET_DIVERGED',
+        detail: {
+          table: p.targetTable,
+          source: p.source.table,
+          fromSeq: lo,
+          toSeq: hi,
+          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured. Rebuild the projection (drop ${p.targetTable} and ${p.targetTable}_src, then sync).`,
+        },
+      };
+    }
+    throw err;
   }
-  storeCursor(db, schema, p.name, cursor, hi, applied, lastTs);
-  return { kind: 'applied', events: applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+  return { applied, lastTs };
 }
 
 /** The fts5 fast path, with dropped temps either way; `undefined` when the per-event path must decide. */

@@ -129,3 +129,29 @@ describe('a target row that differs from the before-image', () => {
     expect(human.stdout).toMatch(/items: SUSPENDED TARGET_DIVERGED .*"key":\[6\]/);
   });
 });
+
+test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVERGED and what to do, not a "malformed database" error', async ({ makeDb, tmp }) => {
+  const { db, file } = makeDb('source.db', "CREATE TABLE notes (k TEXT PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('a', 'alpha beta'), ('b', 'gamma')");
+  const { enable } = await import('../../src/capture/enable.ts');
+  enable(db, ['notes']);
+  const target = path.join(tmp, 'target.db');
+  const defs = [{ name: 'bare', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'none' as const }];
+  const s = await Syncer.open(file, target, { projections: defs });
+  try {
+    await s.runOnce();
+    // Behind sluice's back: the index forgets 'a' (rowid 1 in the key table).
+    targetExec(target, "INSERT INTO bare (bare, rowid, body) VALUES ('delete', 1, 'alpha beta')");
+    const before = dumpFile(target);
+    db.exec("UPDATE notes SET body = 'delta' WHERE k = 'b'; UPDATE notes SET body = 'epsilon' WHERE k = 'a'");
+    const r = await s.runOnce();
+    expect(r.projections[0]).toMatchObject({ name: 'bare', state: 'suspended', reason: 'TARGET_DIVERGED' });
+    expect(r.projections[0]?.error).toBeUndefined();
+    const rec = projectionRows(target).get('bare') as { detail: string };
+    expect(JSON.parse(rec.detail)).toMatchObject({ table: 'bare', source: 'notes', message: expect.stringContaining('Rebuild the projection') });
+    // Nothing of the batch was kept, 'b' included.
+    const after = dumpFile(target);
+    expect(after.bare_src).toEqual(before.bare_src);
+  } finally {
+    s.close();
+  }
+});
