@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { columnDecl, type CompiledProjection } from '../compile.ts';
-import { journalImages, joinImage, sqlEq } from './relational-images.ts';
+import { allOf, journalImages, joinImage, sqlEq } from './relational-images.ts';
 import { buildNet } from './relational-net.ts';
 import { ftsNames } from './fts5.ts';
 
@@ -43,7 +43,7 @@ export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, event
   const before = valueIdx.map((_, i) => img.before('b', j + i));
   const after = valueIdx.map((_, i) => img.after('a', j + i));
   const stored = n.cols.map((c) => `c.${c}`);
-  const valuesMatch = n.external ? n.cols.map((c, i) => sqlEq(`c.${c}`, before[i] as string)).join(' AND ') : '1';
+  const valuesMatch = n.external ? allOf(n.cols.map((c, i) => sqlEq(`c.${c}`, before[i] as string))) : '1';
   const violation = db
     .prepare(
       `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${n.content} c ON ${onKey}

@@ -5,7 +5,7 @@ import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlV
 import type { ChangeEvent, Row } from '../../feed/events.ts';
 import type { CompiledProjection } from '../compile.ts';
 import type { Fts5Definition } from '../definition.ts';
-import { sqlEq } from './relational.ts';
+import { allOf, sqlEq } from './relational-images.ts';
 
 /*
  * An incremental FTS5 index keyed by the source key. A content table
@@ -92,7 +92,7 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
     prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`).pluck().get(...bind(key)) as bigint | undefined;
   const matches = (rowid: bigint, values: readonly SqlValue[]) =>
     !n.external ||
-    prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))).join(' AND ')}`)
+    prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))))}`)
       .get({ rowid, ...Object.fromEntries(values.map((v, i) => [`v${i}`, toBindable(v)])) }) !== undefined;
 
   const remove = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {

@@ -3,6 +3,18 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../../capture/schema.ts';
 import type { CompiledProjection } from '../compile.ts';
 
+/**
+ * `a AND b AND …` as a balanced tree. SQLite limits expression depth to
+ * 1000, and a left-deep chain over every column of a wide table (hundreds of
+ * columns, each term a few levels deep) goes past it.
+ */
+export function allOf(terms: readonly string[]): string {
+  if (terms.length === 0) return '1';
+  if (terms.length === 1) return terms[0] as string;
+  const mid = terms.length >> 1;
+  return `(${allOf(terms.slice(0, mid))} AND ${allOf(terms.slice(mid))})`;
+}
+
 /** Exact equality in SQL: same storage class and same bytes, never collation or affinity. */
 export function sqlEq(a: string, b: string): string {
   return `(${a} IS ${b} COLLATE BINARY AND typeof(${a}) = typeof(${b}))`;
@@ -121,5 +133,5 @@ export function prepareImages(db: Db, p: CompiledProjection, events: string): Im
 /** In the event stream: the before- and after-image have the same target key, byte for byte. */
 export function sameKeyBothSides(img: Images): string {
   const [k0, k1] = img.stream.key;
-  return k0.map((k, j) => sqlEq(k, k1[j] as string)).join(' AND ');
+  return allOf(k0.map((k, j) => sqlEq(k, k1[j] as string)));
 }

@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 
 /*
  * The fast apply for mirror and map (bench/apply.ts): the same per-event
@@ -40,7 +40,7 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // a failed check has written nothing.
   const onKey = p.key.map((c, j) => `t.${quoteIdent(c)} = x.${k[j]}`).join(' AND ');
   const t0 = `t.${quoteIdent(p.key[0] as string)}`;
-  const matches = p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('b', i))).join(' AND ');
+  const matches = allOf(p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('b', i))));
   const violation = db
     .prepare(
       `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${target} t ON ${onKey} LEFT JOIN ${joinImage(img, 'b', 'CASE WHEN x.fbp = 1 THEN x.fseq END', 0)}
@@ -87,7 +87,7 @@ export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width
   // sends the batch to the reference, never apply it wrongly.
   const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
   const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
-  const linked = Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))).join(' AND ');
+  const linked = allOf(Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))));
   db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, cnt)
     SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, (${bp}) OR (${ap})
       FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s

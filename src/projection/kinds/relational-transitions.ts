@@ -2,7 +2,7 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { fromDriver, toJsonValue } from '../../sqlite/codec.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 import type { RelationalResult } from './relational.ts';
 
 /*
@@ -80,8 +80,8 @@ function findMismatch(db: Db, p: CompiledProjection, target: string, k: string[]
   // (A NULL-or-value CASE takes the target column's affinity and collation,
   // like the key column it stands for, whose values already have them.)
   const onKey = p.key.map((c, j) => `t.${quoteIdent(c)} = CASE WHEN y.rowid IS NULL THEN x.${k[j]} END`).join(' AND ');
-  const matchesTarget = p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('xb', i))).join(' AND ');
-  const linked = p.columns.map((_, i) => sqlEq(img.after('ya', i), img.before('xb', i))).join(' AND ');
+  const matchesTarget = allOf(p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('xb', i))));
+  const linked = allOf(p.columns.map((_, i) => sqlEq(img.after('ya', i), img.before('xb', i))));
   const row = db
     .prepare(
       `SELECT ${k.map((c) => `x.${c}`).join(', ')}, x.seq, x.bp, CASE WHEN y.rowid IS NULL THEN ${tk[0]} IS NOT NULL ELSE y.ap END, y.rowid IS NULL AS first
