@@ -100,6 +100,7 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
       break;
     case 'fts5':
       columns = def.columns.map((c) => copy(find(shape, c, def.name)));
+      checkFtsColumns(def.name, columns, def.target ?? def.name, def.content === 'external');
       break;
     case 'custom':
       columns = [];
@@ -138,6 +139,24 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
     ...(def.kind === 'custom' && def.handler !== undefined ? { handler: def.handler } : {}),
     ownedTables: ownedTables(def.kind, targetTable),
   };
+}
+
+/**
+ * Names an FTS5 index cannot have as columns: FTS5 reserves rowid and rank,
+ * and a column named like the index itself is its command column; with
+ * external content, the key table beside it (`<target>_src`) holds the
+ * values next to the key, stored as _k0, _k1, ...
+ */
+function checkFtsColumns(projection: string, columns: readonly TargetColumn[], target: string, external: boolean): void {
+  for (const c of columns) {
+    const lower = c.name.toLowerCase();
+    if (lower === 'rowid' || lower === 'rank' || lower === target.toLowerCase() || (external && /^_k[0-9]+$/.test(lower))) {
+      throw new InvalidInputError(
+        'RESERVED_COLUMN',
+        `Projection ${projection}: an fts5 index cannot have a column named ${c.name} (FTS5 reserves rowid and rank, a column named like the index ${target} is its command column, and with external content _k0, _k1, ... hold the key). Leave ${c.name} out, give the index another "target", or index a copy of the column under another name.`,
+      );
+    }
+  }
 }
 
 /**

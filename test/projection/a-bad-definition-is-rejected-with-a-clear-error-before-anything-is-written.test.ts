@@ -34,6 +34,7 @@ const CASES: readonly BadCase[] = [
   { what: 'an unknown source table', defs: [{ name: 'x', source: 'nope', kind: 'mirror' }], code: 'UNKNOWN_SOURCE_TABLE', message: /source table nope does not exist/ },
   { what: 'an unknown column in a map', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'nmae' } }], code: 'UNKNOWN_COLUMN', message: /items has no column nmae \(it has id, name, qty, price, data\)/ },
   { what: 'an unknown column in an fts5', defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['title'] }], code: 'UNKNOWN_COLUMN', message: /no column title/ },
+  { what: 'an fts5 column named like its own index', defs: [{ name: 'name', source: 'items', kind: 'fts5', columns: ['name'] }], code: 'RESERVED_COLUMN', message: /cannot have a column named name .*command column/ },
   { what: 'an unknown column in an expression', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', y: { expr: 'cost * 2' } } }], code: 'BAD_EXPRESSION', message: /column y .*no such column: cost/ },
   { what: 'a map without the key column', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { name: 'name', qty: 'qty' } }], code: 'MISSING_KEY', message: /must include the source key column id of items/ },
   { what: 'a key column only as an expression', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: { expr: 'id + 0' } } }], code: 'MISSING_KEY', message: /key column id/ },
@@ -170,5 +171,23 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(random.status).toBe(1);
     expect(JSON.parse(random.stdout)).toEqual({ error: { code: 'BAD_EXPRESSION', message: expect.stringMatching(/column r \(abs\(random\(\)\)\) is not usable: non-deterministic/) } });
     expect(fs.existsSync(target)).toBe(false);
+  });
+
+  test('an fts5 over a column FTS5 or its key table reserves (rowid, rank, _k0 with external content) is refused before any table is made; contentless may index _k0', async ({ makeDb, tmp }) => {
+    const { db, file } = makeDb('odd.db', 'CREATE TABLE notes (id INTEGER PRIMARY KEY, "rowid" TEXT, "Rank" TEXT, "_k0" TEXT); INSERT INTO notes VALUES (1, \'a\', \'b\', \'c\')');
+    enable(db, ['notes']);
+    const target = path.join(tmp, 'target.db');
+    for (const column of ['rowid', 'Rank', '_k0']) {
+      const err = await Syncer.open(file, target, { projections: [{ name: 'f', source: 'notes', kind: 'fts5', columns: [column] }] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, column).toBeInstanceOf(InvalidInputError);
+      expect((err as InvalidInputError).code).toBe('RESERVED_COLUMN');
+      expect((err as Error).message).toMatch(new RegExp(`Projection f: an fts5 index cannot have a column named ${column} .*Leave ${column} out`));
+      expect(fs.existsSync(target), column).toBe(false);
+    }
+    const bare = await sync(file, target, { projections: [{ name: 'f', source: 'notes', kind: 'fts5', columns: ['_k0'], content: 'none' }] });
+    expect(bare.projections[0]).toMatchObject({ state: 'active', snapshotRows: 1 });
   });
 });
