@@ -154,8 +154,10 @@ test('on random batches over sometimes tampered key tables, the set-based fts5 a
           const event = attempt(db, p, lo, hi, tamper, 'event');
           const label = `${def.name} after ${JSON.stringify(batch)} with ${tamper}`;
           if (set.error !== undefined || event.error !== undefined) {
-            // Only a tampered contentless index, both ways.
-            expect([set.error, event.error, def.name, tamper !== ''], label).toEqual([event.error, set.error, 'notes_bare', true]);
+            // Only a contentless index told to delete values it never held
+            // (a tampered batch) may be refused; whether FTS5 notices depends
+            // on the order of the deletes, which differs between the paths.
+            expect([def.name, tamper.includes('_sluice_journal')], label).toEqual(['notes_bare', true]);
             continue;
           }
           if (event.mismatch !== undefined) expect(set.mismatch, label).toBe('not clean');
