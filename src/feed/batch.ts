@@ -108,6 +108,8 @@ export function readEventsInRange(db: Db, tables: readonly import('../capture/ca
 
 /** The seq that ends a batch of at most `limit` events of table `tid` after `lo` (at most `hw`). */
 export function batchEnd(db: Db, tid: number, lo: number, hw: number, limit: number): number {
+  // At most hw - lo events in (lo, hw] (one per seq): no need to count them.
+  if (hw - lo <= limit) return hw;
   const r = db.prepare(`SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`).pluck().get(tid, lo, hw, limit - 1) as bigint | undefined;
   return r === undefined ? hw : Number(r);
 }
