@@ -87,6 +87,10 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt');
   db.exec(`CREATE TEMP TABLE _sluice_vs AS ${src}`);
   db.exec(`CREATE TEMP TABLE _sluice_vt AS ${tgt}`);
+  // Without these the join below is a nested scan of one side per row of
+  // the other: hours for a table of 100k rows.
+  db.exec(`CREATE INDEX temp._sluice_vt_k ON _sluice_vt (${k.join(', ')})`);
+  db.exec(`CREATE INDEX temp._sluice_inflight_k ON _sluice_inflight (${k.join(', ')})`);
   const on = k.map((c) => `s.${c} IS t.${c}`).join(' AND ');
   const skip = `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
   const rows = db
