@@ -40,7 +40,7 @@
  * median over rounds of variant / that round's baseline (the machine is
  * noisy: two cores, other jobs). Each is given for wall time (the judged
  * number) and for this process's CPU time, which other load disturbs less.
- * fts5 and custom are per-event JS and slow, so they run once, on the first
+ * fts5 and custom run once (custom is per-event JS and slow), on the first
  * `--slow-events` events (default: all). Every timed target is checked
  * against the source afterwards (not timed). Results: a table on stdout and
  * bench/out/apply.json. Bench only: a MISS does not change the exit code.
@@ -52,6 +52,7 @@ import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { DEFAULT_BATCH, Syncer, type SyncReport } from '../src/apply/sync.ts';
+import { verify } from '../src/apply/verify.ts';
 import { enable } from '../src/capture/enable.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { readSourceView } from '../src/feed/source-view.ts';
@@ -549,6 +550,10 @@ async function main(): Promise<void> {
     log(`round ${round + 1}/${ROUNDS}: baseline ${fmtRate(baseWall)}; ${PAIRED.map((k) => `${k} ${fmtRate((got[k] as Timed).perSec)} (${fmtRatio((got[k] as Timed).perSec / baseWall)}, cpu ${fmtRatio((got[k] as Timed).perCpuSec / baseCpu)})`).join(', ')}`);
   }
 
+  // Context: `sluice verify` of a caught-up mirror target (every row checksummed on both sides).
+  const verifyTimed = await verifyOnce(pristine.mirror);
+  log(`verify: ${fmtRate(verifyTimed.perSec)} rows`);
+
   // The per-event paths, once each, over the first SLOW_EVENTS events.
   const slow: Partial<Record<'fts5' | 'custom', Timed>> = {};
   if (SLOW_EVENTS > 0) {
@@ -576,6 +581,7 @@ async function main(): Promise<void> {
       row(`naive JS loop, ${batchLabel} (context)`, rate('naive'), ratio('naive'), cpuRatio('naive'), '~0.2x', ''),
       row(`mirror apply as one transaction (context)`, rate('mirror1'), ratio('mirror1'), cpuRatio('mirror1'), '', ''),
       row(`floor: the target writes alone, no checks (context)`, rate('floor'), ratio('floor'), cpuRatio('floor'), '', ''),
+      row(`verify of the caught-up mirror (rows/s, context, 1 run)`, verifyTimed.perSec, verifyTimed.perSec / baseline, verifyTimed.perCpuSec / baselineCpu, '', ''),
       row(`INSERT … SELECT of the ${EVENTS} journal rows (rows/s, context)`, rate('jcopy'), ratio('jcopy'), cpuRatio('jcopy'), '', ''),
       ...(['fts5', 'custom'] as const).flatMap((k) => {
         const t = slow[k];
@@ -607,6 +613,7 @@ async function main(): Promise<void> {
       mirrorOneTransaction: summary('mirror1'),
       writeFloor: summary('floor'),
       journalRowCopy: summary('jcopy'),
+      verifyRowsPerSec: verifyTimed.perSec,
       mirrorVsNaive: vsNaive,
       mirrorVsJournalCopy: vsJournalCopy,
       fts5: slow.fts5 === undefined ? null : { eventsPerSec: slow.fts5.perSec, ratio: slow.fts5.perSec / baseline, cpuRatio: slow.fts5.perCpuSec / baselineCpu, events: SLOW_EVENTS },
@@ -646,6 +653,24 @@ async function syncSlow(kind: 'fts5' | 'custom', pristine: string, fromSeq: numb
   const t = stop();
   discard(target);
   return timed(toSeq - fromSeq, t, applied);
+}
+
+/** `verify` of a mirror target caught up over every event: rows checked per second. */
+async function verifyOnce(pristine: string): Promise<Timed> {
+  const target = freshTarget(pristine);
+  const s = await Syncer.open(file('src.db'), target, { projections: [MIRROR] });
+  try {
+    await s.runOnce();
+  } finally {
+    s.close();
+  }
+  const stop = clock();
+  const v = await verify(file('src.db'), target);
+  const t = stop();
+  discard(target);
+  const p = v.projections[0];
+  if (!v.ok || p === undefined) throw new Error(`verify: ${JSON.stringify(v)}`);
+  return timed(p.checked, t, p.checked);
 }
 
 function checkpoint(p: string): void {
