@@ -168,3 +168,28 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
   expect(cleanByFast).toBeGreaterThan(0);
   expect(mismatches).toBeGreaterThan(0);
 });
+
+test('the fast apply checks that events reach it in seq order: with PRAGMA reverse_unordered_selects the batch goes to the reference, which reports the mismatch', async ({ tmp }) => {
+  const source = path.join(tmp, 'source.db');
+  const target = path.join(tmp, 'target.db');
+  const db = openDatabase(source, { create: true });
+  try {
+    db.exec('CREATE TABLE k (id INTEGER PRIMARY KEY, v); INSERT INTO k VALUES (1, 1)');
+    enable(db, ['k']);
+    await sync(source, target, { projections: [{ name: 'k', source: 'k', kind: 'mirror' }] });
+    const lo = Number(db.prepare('SELECT coalesce(max(seq), 0) FROM _sluice_journal').pluck().get());
+    // An uncaptured REPLACE (an insert event for a present key, same values), then a delete of the key:
+    // taken in reverse, the delete checks out against the target and the insert looks like the last word.
+    db.exec(`${UNCAPTURED}; INSERT OR REPLACE INTO k VALUES (1, 1); PRAGMA recursive_triggers = 1; DELETE FROM k WHERE id = 1`);
+    const hi = Number(db.prepare('SELECT max(seq) FROM _sluice_journal').pluck().get());
+    db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+    const p = compiled(db, { name: 'k', source: 'k', kind: 'mirror' });
+    const events = eventsSql(db, 'k', lo, hi, 2);
+    db.pragma('reverse_unordered_selects = 1');
+    const r = attempt(db, p, events, lo, '', 'auto');
+    expect(r.decidedBy).toBe('reference');
+    expect(r.result.mismatch).toMatchObject({ reason: 'UNCAPTURED_REPLACE', seq: lo + 1 });
+  } finally {
+    db.close();
+  }
+});

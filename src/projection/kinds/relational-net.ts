@@ -76,24 +76,26 @@ export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width
   const same = sameKeyBothSides(img);
   db.exec('DROP TABLE IF EXISTS temp._sluice_net');
   db.exec(`CREATE TEMP TABLE _sluice_net (${keyDecls.map((d, j) => `${k[j]} ${d}`).join(', ')},
-    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
+    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, lpos INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
     PRIMARY KEY (${k.join(', ')})) WITHOUT ROWID`);
   // Per event: sub 0, the before-image's key (when the event has one), going
   // to the after-image if that has the same key; sub 1, the after-image's
-  // key when it is another one (an insert, or a key change). Rows must come
-  // in (seq, sub) order: CROSS JOIN keeps the events (and their images) the
+  // key when it is another one (an insert, or a key change). Rows come in
+  // (seq, sub) order: CROSS JOIN keeps the events (and their images) the
   // outer loop, read in seq order, and s the inner one (an ORDER BY would
-  // add a sorter per seq). Rows out of order could only break a chain, which
-  // sends the batch to the reference, never apply it wrongly.
+  // add a sorter per seq). That order is also checked, not assumed (a
+  // connection with PRAGMA reverse_unordered_selects would reverse it): a
+  // transition that does not come after the key's last one (lpos = 2 seq +
+  // sub) is a break, which sends the batch to the reference.
   const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
   const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
   const linked = allOf(Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))));
-  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, cnt)
-    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, (${bp}) OR (${ap})
+  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, lpos, cnt)
+    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, 2 * e.seq + s.sub, (${bp}) OR (${ap})
       FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
      WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
-    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, cnt = cnt + excluded.cnt,
-      bad = coalesce(bad, CASE WHEN lap <> excluded.fbp THEN excluded.fseq
+    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, lpos = excluded.lpos, cnt = cnt + excluded.cnt,
+      bad = coalesce(bad, CASE WHEN excluded.lpos <= lpos OR lap <> excluded.fbp THEN excluded.fseq
         WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', '_sluice_net.lseq', 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`);
   const [breaks, transitions] = (db.prepare('SELECT count(bad), total(cnt) FROM temp._sluice_net').raw().get() as number[]).map(Number) as [number, number];
   return breaks > 0 ? undefined : { transitions };
