@@ -8,6 +8,7 @@ import { JOURNAL_TABLE, OP_UPDATE, journalColumn } from '../capture/schema.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { parseDefinition } from '../projection/definition.ts';
+import { hasTypedComputedColumn } from '../projection/kinds/relational-images.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, type ProjectionRecord } from './target-meta.ts';
 
@@ -85,6 +86,13 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   const src = sourceSide(p);
   const tgt = targetSide(p);
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt');
+  if (hasTypedComputedColumn(p)) {
+    // The target stores typed computed columns with their affinity: so must
+    // the source side before hashing (see relational-images.ts).
+    db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
+    db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
+    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
+  }
   db.exec(`CREATE TEMP TABLE _sluice_vs AS ${src}`);
   db.exec(`CREATE TEMP TABLE _sluice_vt AS ${tgt}`);
   // Without these the join below is a nested scan of one side per row of
@@ -104,11 +112,15 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
     key: r.slice(0, k.length).map((v) => toJsonValue(fromDriver(v ?? null))),
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
-  db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_inflight');
+  db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight');
   return { ...base, ok: diffs.length === 0, checked, inFlight, diffs };
 }
 
 function sourceSide(p: CompiledProjection): string {
+  if (hasTypedComputedColumn(p)) {
+    const cols = p.columns.map((c) => quoteIdent(c.name));
+    return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(cols)} AS h FROM temp._sluice_vsrc`;
+  }
   const keys = p.key.map((kc, i) => `${p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc)} AS k${i}`);
   const values = p.kind === 'fts5' && (p.definition as { content?: string }).content === 'none' ? [] : p.columns.map((c) => c.expr);
   const where = p.filter === null ? '' : ` WHERE ${p.filter}`;

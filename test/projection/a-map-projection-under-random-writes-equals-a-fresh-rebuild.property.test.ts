@@ -14,7 +14,8 @@ import { fileTableCells } from '../apply/support/target.ts';
  * syncs: updates that move rows into and out of the filter, key changes
  * (including case-only changes of a NOCASE key column), REPLACE (delete +
  * insert on sluice's connection), deletes, and NOCASE comparisons in the
- * filter and in computed columns.
+ * filter and in computed columns, and computed columns whose declared type
+ * changes the stored value's storage class.
  */
 
 const SCHEMA = `CREATE TABLE things (
@@ -51,7 +52,15 @@ const PROJECTIONS: ProjectionDefinitionInput[] = [
     name: 'lowered',
     source: 'things',
     kind: 'map',
-    columns: { id: 'id', cat: 'cat', lname: { expr: 'lower(name)', collate: 'NOCASE' }, big: { expr: "price > 1 OR cat = 'c'" } },
+    columns: {
+      id: 'id',
+      cat: 'cat',
+      lname: { expr: 'lower(name)', collate: 'NOCASE' },
+      big: { expr: "price > 1 OR cat = 'c'" },
+      // Declared types whose affinity changes the stored value: 3 is stored as '3', '1.1' as 1.1.
+      qty_text: { expr: 'qty', type: 'TEXT' },
+      price_num: { expr: 'CAST(price AS TEXT)', type: 'NUMERIC' },
+    },
   },
   // The mirror's set-based path, under the same writes (composite key changes of one part, case-only key changes).
   { name: 'things', source: 'things', kind: 'mirror' },

@@ -113,7 +113,19 @@ export function prepareImages(db: Db, p: CompiledProjection, events: string): Im
   // expressions are evaluated only inside the filter, as in the snapshot.
   const inf = p.filter === null ? '1' : `CASE WHEN ${p.filter} THEN 1 ELSE 0 END`;
   const exprs = p.columns.map((c) => (p.filter === null || p.key.includes(c.name) ? c.expr : `CASE WHEN ${p.filter} THEN ${c.expr} END`));
-  const pi = `(SELECT _sluice_seq AS seq, _sluice_side AS side, ${inf} AS inf, ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')} FROM temp._sluice_img)`;
+  const projected = `(SELECT _sluice_seq AS seq, _sluice_side AS side, ${inf} AS inf, ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')} FROM temp._sluice_img)`;
+  // A computed column with a declared type stores its value with that
+  // type's affinity (length(v) into a TEXT column is stored as '3', not 3),
+  // in the snapshot and in every write. Its images must carry the same
+  // affinity, or a before-image never equals the stored row: they are then
+  // projected once into a TEMP table declared like the target.
+  let pi = projected;
+  if (hasTypedComputedColumn(p)) {
+    db.exec('DROP TABLE IF EXISTS temp._sluice_pimg');
+    db.exec(`CREATE TEMP TABLE _sluice_pimg (seq INTEGER NOT NULL, side INTEGER NOT NULL, inf INTEGER NOT NULL, ${p.columns.map((c, i) => `v${i} ${c.decl}`).join(', ')}, PRIMARY KEY (seq, side)) WITHOUT ROWID`);
+    db.exec(`INSERT INTO temp._sluice_pimg SELECT * FROM ${projected}`);
+    pi = 'temp._sluice_pimg';
+  }
   const on = (alias: string, seq: string, side: 0 | 1) => `${alias}.seq = ${seq} AND ${alias}.side = ${side}`;
   return {
     rel: (alias) => `${pi} ${alias}`,
@@ -128,6 +140,15 @@ export function prepareImages(db: Db, p: CompiledProjection, events: string): Im
       inTarget: ['x.inf', 'y.inf'],
     },
   };
+}
+
+/**
+ * A map column computed by an expression and declared with a type: the
+ * target stores its values with that type's affinity, which may change
+ * their storage class (3 into TEXT is '3').
+ */
+export function hasTypedComputedColumn(p: CompiledProjection): boolean {
+  return p.columns.some((c) => c.from === undefined && c.decl.replace(/\s*COLLATE\s+\S+\s*$/i, '').trim() !== '');
 }
 
 /** In the event stream: the before- and after-image have the same target key, byte for byte. */

@@ -73,5 +73,5 @@ export function applyRelational(db: Db, schema: string, p: CompiledProjection, e
 }
 
 export function dropTemps(db: Db): void {
-  db.exec('DROP TABLE IF EXISTS temp._sluice_img; DROP TABLE IF EXISTS temp._sluice_tr; DROP TABLE IF EXISTS temp._sluice_net');
+  db.exec('DROP TABLE IF EXISTS temp._sluice_img; DROP TABLE IF EXISTS temp._sluice_pimg; DROP TABLE IF EXISTS temp._sluice_tr; DROP TABLE IF EXISTS temp._sluice_net');
 }
