@@ -5,7 +5,7 @@ import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
 import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
-import { checkCollisions, probeExpressions } from '../projection/validate.ts';
+import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections } from './target-meta.ts';
 import { step, type StepOutcome } from './step.ts';
@@ -296,6 +296,7 @@ function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
   }
   const p = compileProjection(def, sourceShape(info));
   probeExpressions(db, p);
+  checkKeyCollations(db, p);
   return p;
 }
 

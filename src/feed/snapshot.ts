@@ -3,6 +3,7 @@ import { withReadTransaction } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, mayBeLossyText, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
+import { primaryKeyCollations } from '../sqlite/introspect.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
 
 export interface SnapshotResult {
@@ -111,7 +112,11 @@ export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
 export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator<SqlValue[]> {
   const r = exactReader(db, t);
   const n = t.columns.length;
-  const order = r.rowidName !== undefined ? r.rowidName : t.keyColumns.map(quoteIdent).join(', ');
+  // Without a rowid, pages follow the primary key's own index, with its
+  // collations (which may differ from the columns' declared ones).
+  const pk = primaryKeyCollations(db, t.name);
+  const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
+  const order = r.rowidName !== undefined ? r.rowidName : keyed.join(', ');
   const first = db.prepare(`${r.select} ORDER BY ${order} LIMIT ${pageSize}`).raw();
   // After the last row of a page: by rowid, or by its exact key (TEXT keys as
   // their bytes, cast back to TEXT, so a malformed key still compares as itself).
@@ -119,7 +124,7 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
     if (r.rowidName !== undefined) return db.prepare(`${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`).raw().all(raw[n]) as unknown[][];
     const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
     const args = keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
-    const after = `(${t.keyColumns.map(quoteIdent).join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
+    const after = `(${keyed.join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
     return db.prepare(`${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`).raw().all(...args) as unknown[][];
   };
   let page = first.all() as unknown[][];

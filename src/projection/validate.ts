@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { columnDecl, type CompiledProjection } from './compile.ts';
+import { primaryKeyCollations } from '../sqlite/introspect.ts';
 
 /**
  * Lets SQLite itself judge the map expressions and filter: each becomes a
@@ -41,6 +42,28 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
       const other = tables.get(t.toLowerCase());
       if (other !== undefined) throw new InvalidInputError('TARGET_COLLISION', `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`);
       tables.set(t.toLowerCase(), p.name);
+    }
+  }
+}
+
+/**
+ * Target rows are keyed with the key columns' declared collations. A source
+ * whose primary key compares a column with another collation
+ * (`PRIMARY KEY (name COLLATE BINARY)` on a NOCASE column) can hold two rows
+ * that would be one target row ('a' and 'A'): refused for the kinds that key
+ * target rows (a custom handler keys its own).
+ */
+export function checkKeyCollations(db: Db, p: CompiledProjection): void {
+  if (p.kind === 'custom') return;
+  const pk = primaryKeyCollations(db, p.source.table);
+  for (const k of p.source.keyColumns) {
+    const declared = p.source.columns.find((c) => c.name === k)?.collate ?? 'BINARY';
+    const keyed = pk.get(k);
+    if (keyed !== undefined && keyed.toUpperCase() !== declared.toUpperCase()) {
+      throw new InvalidInputError(
+        'KEY_COLLATION_MISMATCH',
+        `Projection ${p.name}: the primary key of ${p.source.table} compares ${k} with COLLATE ${keyed}, but the column is declared COLLATE ${declared}, so two source rows could be one target row. Declare the key with the column's collation, or use a custom projection.`,
+      );
     }
   }
 }

@@ -143,3 +143,17 @@ export function uniqueIndexes(db: Db, table: string): UniqueIndexInfo[] {
   }
   return out;
 }
+
+/**
+ * The collation of each primary key column as the key's own index compares
+ * it, where the key has an index (not an INTEGER PRIMARY KEY): it may differ
+ * from the column's declared collation (`PRIMARY KEY (name COLLATE BINARY)`
+ * on a NOCASE column).
+ */
+export function primaryKeyCollations(db: Db, table: string): Map<string, string> {
+  const out = new Map<string, string>();
+  const idx = db.prepare("SELECT name FROM main.pragma_index_list(?, 'main') WHERE origin = 'pk'").pluck().get(table) as string | undefined;
+  if (idx === undefined) return out;
+  for (const c of db.prepare("SELECT name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 AND cid >= 0").all(idx) as { name: string; coll: string }[]) out.set(c.name, c.coll);
+  return out;
+}

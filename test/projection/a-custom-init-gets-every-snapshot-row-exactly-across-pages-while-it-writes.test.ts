@@ -75,3 +75,21 @@ test('a custom init gets every snapshot row once, exact to the byte, across page
   expect(new Set(got(keyed.seen, ['k'])).size).toBe(ROWS);
   expect(keyed.seen.filter((r) => typeof r.k !== 'string').length).toBe(Math.floor(ROWS / 3));
 });
+
+test('pages follow the primary key index: a key compared with BINARY on a NOCASE column ("a" and "A" are two rows) loses no row, while keyed kinds refuse that table', async ({ makeDb, tmp }) => {
+  const { db, file } = makeDb('source.db', 'CREATE TABLE n (name TEXT COLLATE NOCASE, v, PRIMARY KEY (name COLLATE BINARY)) WITHOUT ROWID');
+  db.exec(`WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < 601)
+    INSERT INTO n SELECT printf('k%04d', x), x FROM i UNION ALL SELECT printf('K%04d', x), -x FROM i UNION ALL SELECT 'a', 0`);
+  // 'a' first, then the pairs: page boundaries (500, 1000) fall between the two rows of a pair.
+  enable(db, ['n']);
+  const c = collector('n');
+  const r = await sync(file, path.join(tmp, 'target.db'), { projections: [{ name: 'log', source: 'n', kind: 'custom', handler: c.handler }] });
+  expect(r.projections[0]).toMatchObject({ state: 'active', snapshotRows: 1203 });
+  expect(new Set(c.seen.map((row) => row.name)).size).toBe(1203);
+  const refused = await sync(file, path.join(tmp, 'mirror.db'), { projections: [{ name: 'm', source: 'n', kind: 'mirror' }] }).then(
+    () => undefined,
+    (e: unknown) => e as { code?: string; message?: string },
+  );
+  expect(refused?.code).toBe('KEY_COLLATION_MISMATCH');
+  expect(refused?.message).toMatch(/primary key of n compares name with COLLATE BINARY, but the column is declared COLLATE NOCASE/);
+});
