@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { JOURNAL_TABLE, journalColumn, julianToMs } from '../capture/schema.ts';
+import { JOURNAL_TABLE, journalRange, julianToMs } from '../capture/schema.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
@@ -150,9 +150,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   let applied = 0;
   let lastTs: number | null = null;
   try {
-    const n = p.source.columns.length;
-    const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
-    const journal = `SELECT seq, op, ts, ${cols} FROM main.${JOURNAL_TABLE} WHERE tid = ${t.tid} AND seq > ${lo} AND seq <= ${hi}`;
+    const journal = journalRange(t.tid, p.source.columns.length, lo, hi);
     // Set-based where it can be: mirror and map always decide in SQL; fts5
     // does unless the batch is not clean, when the per-event path applies it
     // or finds the first mismatch.
@@ -165,7 +163,6 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     } else {
       // Event by event, in the batch's one transaction, read a page at a time
       // so that a large batch never sits in memory whole.
-      applied = 0;
       for (let from = lo; from < hi; ) {
         const to = batchEnd(db, t.tid, from, hi, EVENT_PAGE);
         const events = readEventsInRange(db, [t], from, to);
@@ -203,14 +200,10 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   return { applied, lastTs };
 }
 
-/** The fts5 fast path, with dropped temps either way; `undefined` when the per-event path must decide. */
+/** The fts5 fast path in the shape of applyRelational's result; `undefined` when the per-event path must decide. */
 function applyFtsSetBased(db: Db, schema: string, p: CompiledProjection, journal: string): { transitions: number; mismatch?: undefined } | undefined {
-  try {
-    const r = applyFtsNet(db, schema, p, journal);
-    return r === undefined ? undefined : { transitions: r.applied };
-  } finally {
-    dropTemps(db);
-  }
+  const r = applyFtsNet(db, schema, p, journal);
+  return r === undefined ? undefined : { transitions: r.applied };
 }
 
 function divergence(p: CompiledProjection, m: { seq: number; key: readonly unknown[]; reason: string }): StepOutcome {

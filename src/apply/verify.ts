@@ -83,16 +83,9 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   const p = compileProjection(parseDefinition(JSON.parse(rec.definition)), shape);
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
   const k = p.key.map((_, i) => `k${i}`);
-  const src = sourceSide(p);
+  const src = sourceSide(db, p);
   const tgt = targetSide(p);
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt');
-  if (hasTypedComputedColumn(p)) {
-    // The target stores typed computed columns with their affinity: so must
-    // the source side before hashing (see relational-images.ts).
-    db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
-    db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
-    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
-  }
   db.exec(`CREATE TEMP TABLE _sluice_vs AS ${src}`);
   db.exec(`CREATE TEMP TABLE _sluice_vt AS ${tgt}`);
   // Without these the join below is a nested scan of one side per row of
@@ -116,8 +109,13 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   return { ...base, ok: diffs.length === 0, checked, inFlight, diffs };
 }
 
-function sourceSide(p: CompiledProjection): string {
+function sourceSide(db: Db, p: CompiledProjection): string {
   if (hasTypedComputedColumn(p)) {
+    // The target stores typed computed columns with their affinity: so must
+    // the source side before hashing (see relational-images.ts).
+    db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
+    db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
+    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
     const cols = p.columns.map((c) => quoteIdent(c.name));
     return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(cols)} AS h FROM temp._sluice_vsrc`;
   }

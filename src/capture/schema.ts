@@ -46,6 +46,16 @@ export function journalColumn(i: number): string {
   return `c${i}`;
 }
 
+/** Both images of a table n columns wide: c0..c(n-1), then c(n)..c(2n-1). */
+export function imageColumns(n: number): string {
+  return Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+}
+
+/** The events of table `tid` (n columns wide) in (lo, hi], as the apply paths read them (seq order by rowid). */
+export function journalRange(tid: number, n: number, lo: number, hi: number): string {
+  return `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hi}`;
+}
+
 export function metadataDdl(width: number): string[] {
   const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
   return [

@@ -5,7 +5,7 @@ import { openDatabase } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { fromJsonValue, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { defaultMirror, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
@@ -241,8 +241,7 @@ class Importer {
     if (p.kind === 'mirror' || p.kind === 'map') {
       fillEventTable(this.#db, p.source, events);
       const n = p.source.columns.length;
-      const cols = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
-      const r = applyRelational(this.#db, SCHEMA, p, `SELECT seq, op, ts, ${cols} FROM temp._sluice_ev`);
+      const r = applyRelational(this.#db, SCHEMA, p, `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`);
       this.#db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
       return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
     }
@@ -263,7 +262,7 @@ function owned(rec: ProjectionRecord): string[] {
 function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent[]): void {
   const n = shape.columns.length;
   db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
-  db.exec(`CREATE TEMP TABLE _sluice_ev (seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ')})`);
+  db.exec(`CREATE TEMP TABLE _sluice_ev (seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${imageColumns(n)})`);
   const names = shape.columns.map((c) => c.name);
   const stmts = new Map<string, ReturnType<Db['prepare']>>();
   for (const e of events) {

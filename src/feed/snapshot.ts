@@ -117,12 +117,12 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
   const pk = primaryKeyCollations(db, t.name);
   const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
   const order = r.rowidName !== undefined ? r.rowidName : keyed.join(', ');
+  const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
   const first = db.prepare(`${r.select} ORDER BY ${order} LIMIT ${pageSize}`).raw();
   // After the last row of a page: by rowid, or by its exact key (TEXT keys as
   // their bytes, cast back to TEXT, so a malformed key still compares as itself).
   const next = (raw: readonly unknown[]): unknown[][] => {
     if (r.rowidName !== undefined) return db.prepare(`${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`).raw().all(raw[n]) as unknown[][];
-    const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
     const args = keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
     const after = `(${keyed.join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
     return db.prepare(`${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`).raw().all(...args) as unknown[][];

@@ -29,6 +29,8 @@ export interface TargetColumn {
   readonly decl: string;
   /** The source column when this is a plain copy. */
   readonly from?: string;
+  /** The declared type of a computed column ('' when none: values stored as they come). */
+  readonly type?: string;
 }
 
 export interface CompiledProjection {
@@ -94,7 +96,7 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
       columns = Object.entries(def.columns).map(([as, spec]) => {
         if (typeof spec === 'string') return copy(find(shape, spec, def.name), as);
         if ('from' in spec) return copy(find(shape, spec.from, def.name), as);
-        return { name: as, expr: `(${spec.expr})`, decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }) };
+        return { name: as, expr: `(${spec.expr})`, decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }), type: spec.type ?? '' };
       });
       filter = def.filter === undefined ? null : `(${def.filter})`;
       break;

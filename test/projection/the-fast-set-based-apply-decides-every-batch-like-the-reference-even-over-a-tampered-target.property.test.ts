@@ -4,11 +4,10 @@ import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { sync } from '../../src/apply/sync.ts';
-import { describeTable } from '../../src/sqlite/introspect.ts';
-import { compileProjection, sourceShape, type CompiledProjection } from '../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import type { CompiledProjection } from '../../src/projection/compile.ts';
+import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational.ts';
-import { journalColumn } from '../../src/capture/schema.ts';
+import { batchSql, compiledFor } from './support/batch.ts';
 import { tableCells } from '../apply/support/target.ts';
 
 /*
@@ -99,19 +98,6 @@ const tamperArb = fc.oneof(
 /** The after-image key of journal row q: c0 for an insert, c<width> for an update (k has 3 columns, n and u 2). */
 const AFTER_KEY = "CASE WHEN q.op = 1 THEN q.c0 WHEN q.tid = (SELECT tid FROM main._sluice_tables WHERE name = 'k') THEN q.c3 ELSE q.c2 END";
 
-function compiled(db: Db, def: ProjectionDefinitionInput): CompiledProjection {
-  const d = parseDefinition(def);
-  const info = describeTable(db, d.source);
-  if (info === undefined) throw new Error(`no table ${d.source}`);
-  return compileProjection(d, sourceShape(info));
-}
-
-function eventsSql(db: Db, table: string, lo: number, hi: number, width: number): string {
-  const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(table));
-  const cols = Array.from({ length: 2 * width }, (_, i) => journalColumn(i)).join(', ');
-  return `SELECT seq, op, ts, ${cols} FROM main._sluice_journal WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hi}`;
-}
-
 /** Applies in a transaction that is rolled back, so both paths see the same target. */
 function attempt(db: Db, p: CompiledProjection, events: string, lo: number, tamper: string, path: RelationalPath) {
   db.exec('BEGIN');
@@ -143,8 +129,8 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
         const hi = Number(db.prepare('SELECT coalesce(max(seq), 0) FROM _sluice_journal').pluck().get());
         db.prepare('ATTACH DATABASE ? AS tgt').run(target);
         for (const def of PROJECTIONS) {
-          const p = compiled(db, def);
-          const events = eventsSql(db, p.source.table, lo, hi, p.source.columns.length);
+          const p = compiledFor(db, def);
+          const events = batchSql(db, p, lo, hi);
           const fast = attempt(db, p, events, lo, tamper, 'auto');
           const reference = attempt(db, p, events, lo, tamper, 'reference');
           expect(fast.result, `${def.name} after ${JSON.stringify(batch)} with ${tamper}`).toEqual(reference.result);
@@ -183,8 +169,8 @@ test('the fast apply checks that events reach it in seq order: with PRAGMA rever
     db.exec(`${UNCAPTURED}; INSERT OR REPLACE INTO k VALUES (1, 1); PRAGMA recursive_triggers = 1; DELETE FROM k WHERE id = 1`);
     const hi = Number(db.prepare('SELECT max(seq) FROM _sluice_journal').pluck().get());
     db.prepare('ATTACH DATABASE ? AS tgt').run(target);
-    const p = compiled(db, { name: 'k', source: 'k', kind: 'mirror' });
-    const events = eventsSql(db, 'k', lo, hi, 2);
+    const p = compiledFor(db, { name: 'k', source: 'k', kind: 'mirror' });
+    const events = batchSql(db, p, lo, hi);
     db.pragma('reverse_unordered_selects = 1');
     const r = attempt(db, p, events, lo, '', 'auto');
     expect(r.decidedBy).toBe('reference');

@@ -4,18 +4,15 @@ import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { sync } from '../../src/apply/sync.ts';
-import { describeTable } from '../../src/sqlite/introspect.ts';
-import { compileProjection, sourceShape, type CompiledProjection } from '../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import type { CompiledProjection } from '../../src/projection/compile.ts';
+import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { applyFtsNet } from '../../src/projection/kinds/fts5-net.ts';
 import { applyFtsEvents } from '../../src/projection/kinds/fts5.ts';
-import { dropTemps } from '../../src/projection/kinds/relational.ts';
-import { readState } from '../../src/capture/catalog.ts';
 import { readSourceView } from '../../src/feed/source-view.ts';
 import { readEventsInRange } from '../../src/feed/batch.ts';
-import { journalColumn } from '../../src/capture/schema.ts';
 import { quoteIdent } from '../../src/sqlite/quote.ts';
 import { tableCells } from '../apply/support/target.ts';
+import { batchSql, compiledFor } from './support/batch.ts';
 
 /*
  * fts5 batches are applied set-based when they are clean, and event by
@@ -71,13 +68,6 @@ const tamperArb = fc.oneof(
   fc.constantFrom(...TEXTS).map((v) => `UPDATE main._sluice_journal SET c1 = ${v} WHERE seq = (SELECT max(seq) FROM main._sluice_journal WHERE seq > $LO AND op IN (2, 3))`),
 );
 
-function compiled(db: Db, def: ProjectionDefinitionInput): CompiledProjection {
-  const d = parseDefinition(def);
-  const info = describeTable(db, d.source);
-  if (info === undefined) throw new Error(`no table ${d.source}`);
-  return compileProjection(d, sourceShape(info));
-}
-
 /** What a reader of the projection can see: keys and stored values (not the rowids they got), and each term's matching keys. */
 function visible(db: Db, p: CompiledProjection, intact: boolean): unknown {
   const src = `tgt.${quoteIdent(`${p.targetTable}_src`)}`;
@@ -113,11 +103,8 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
   db.exec('BEGIN');
   try {
     if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));
-    const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(p.source.table));
     if (how === 'set') {
-      const cols = Array.from({ length: 2 * p.source.columns.length }, (_, i) => journalColumn(i)).join(', ');
-      const r = applyFtsNet(db, 'tgt', p, `SELECT seq, op, ts, ${cols} FROM main._sluice_journal WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hi}`);
-      dropTemps(db);
+      const r = applyFtsNet(db, 'tgt', p, batchSql(db, p, lo, hi));
       return { applied: r?.applied, mismatch: r === undefined ? 'not clean' : undefined, seen: r === undefined ? undefined : visible(db, p, tamper === '') };
     }
     const t = readSourceView(db).tables.get(p.source.table)?.table;
@@ -143,13 +130,12 @@ test('on random batches over sometimes tampered key tables, the set-based fts5 a
         enable(db, ['docs', 'notes']);
         for (const sql of before) db.exec(sql);
         await sync(source, target, { projections: PROJECTIONS });
-        expect(readState(db)).toBeDefined();
         const lo = readSourceView(db).hw;
         for (const sql of batch) db.exec(sql);
         const hi = readSourceView(db).hw;
         db.prepare('ATTACH DATABASE ? AS tgt').run(target);
         for (const def of PROJECTIONS) {
-          const p = compiled(db, def);
+          const p = compiledFor(db, def);
           const set = attempt(db, p, lo, hi, tamper, 'set');
           const event = attempt(db, p, lo, hi, tamper, 'event');
           const label = `${def.name} after ${JSON.stringify(batch)} with ${tamper}`;

@@ -1,8 +1,8 @@
 import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
 import { columnDecl, type CompiledProjection } from '../compile.ts';
 import { allOf, journalImages, joinImage, sqlEq } from './relational-images.ts';
 import { buildNet } from './relational-net.ts';
+import { dropTemps } from './relational.ts';
 import { ftsNames } from './fts5.ts';
 
 /*
@@ -27,6 +27,14 @@ import { ftsNames } from './fts5.ts';
  * mismatch.
  */
 export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: string): { applied: number } | undefined {
+  try {
+    return applyNet(db, schema, p, events);
+  } finally {
+    dropTemps(db);
+  }
+}
+
+function applyNet(db: Db, schema: string, p: CompiledProjection, events: string): { applied: number } | undefined {
   const n = ftsNames(schema, p);
   const width = p.source.columns.length;
   const sourceIndex = (name: string) => p.source.columns.findIndex((c) => c.name === name);
@@ -53,9 +61,8 @@ export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, event
     .get();
   if (violation !== undefined) return undefined;
 
-  const cmd = quoteIdent(p.targetTable);
   const contentless = n.external ? '' : `CROSS JOIN ${joinImage(img, 'b', 'x.fseq', 0)}`;
-  db.exec(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')})
+  db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')})
     SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1`);
   db.exec(`DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0)`);
   const set = [...n.keys.map((c, i) => `${c} = ${img.after('a', i)}`), ...(n.external ? n.cols.map((c, i) => `${c} = ${after[i]}`) : [])];

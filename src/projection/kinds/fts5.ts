@@ -28,6 +28,8 @@ export function ftsNames(schema: string, p: CompiledProjection) {
   return {
     def,
     fts: `${s}.${quoteIdent(p.targetTable)}`,
+    /** FTS5's hidden command column ('delete', 'rebuild', ...): the table's own name. */
+    cmd: quoteIdent(p.targetTable),
     content: `${s}.${quoteIdent(`${p.targetTable}_src`)}`,
     contentName: `${p.targetTable}_src`,
     keys: p.key.map((_, i) => quoteIdent(`_k${i}`)),
@@ -71,7 +73,6 @@ export function snapshotFts(db: Db, schema: string, p: CompiledProjection): numb
 /** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
 export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): { applied: number; mismatch?: FtsMismatch } {
   const n = ftsNames(schema, p);
-  const cmd = quoteIdent(p.targetTable);
   // Compiled once per batch: the SQL of a step differs only by the
   // placeholders of its values' storage classes, so a handful of texts cover
   // a whole batch (compiling each event's statements cost most of the time).
@@ -100,7 +101,7 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
     const rowid = lookup(key);
     const values = valuesOf(row);
     if (rowid === undefined || !matches(rowid, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
-    prepare(`INSERT INTO ${n.fts} (${cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
+    prepare(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
     prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
     return undefined;
   };
