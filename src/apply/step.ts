@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { JOURNAL_TABLE, journalRange, julianToMs } from '../capture/schema.ts';
+import { JOURNAL_TABLE, journalRange, julianToMs, type EventRelation } from '../capture/schema.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
@@ -16,6 +16,7 @@ import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /** The outcome of one transaction for one projection. */
 export type StepOutcome =
@@ -58,7 +59,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
   let suspend: { reason: string; detail: Record<string, unknown> } | undefined;
   try {
     // Take the target's write lock before reading it, so the target is read at its latest state.
-    db.prepare(`UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+    cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
     const rec = readProjection(db, schema, p.name);
     const out = await stepInTransaction(ctx, p, rec);
     if (out.kind === 'suspended') {
@@ -121,7 +122,7 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   if (rec.state === 'suspended' && !SOURCE_SIDE_SUSPENSIONS.has(rec.reason ?? '')) return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
   const owned = ownedBy(rec);
   if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
-  const v = validateCursor(db, rec.cursor ?? '');
+  const v = validateCursor(db, rec.cursor ?? '', view);
   if (v.status === 'error') return { kind: 'suspended', reason: 'CURSOR_MALFORMED', detail: { message: v.message } };
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return initialize(ctx, p, view, table, v.reason, owned);
@@ -158,7 +159,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     if (setBased !== undefined) {
       if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
       applied = setBased.transitions;
-      const ts = db.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`).pluck().get(t.tid, lo, hi) as number | undefined;
+      const ts = cachedStatement(db, `SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, 'pluck').get(t.tid, lo, hi) as number | undefined;
       lastTs = ts === undefined ? null : julianToMs(ts);
     } else {
       // Event by event, in the batch's one transaction, read a page at a time
@@ -201,7 +202,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
 }
 
 /** The fts5 fast path in the shape of applyRelational's result; `undefined` when the per-event path must decide. */
-function applyFtsSetBased(db: Db, schema: string, p: CompiledProjection, journal: string): { transitions: number; mismatch?: undefined } | undefined {
+function applyFtsSetBased(db: Db, schema: string, p: CompiledProjection, journal: EventRelation): { transitions: number; mismatch?: undefined } | undefined {
   const r = applyFtsNet(db, schema, p, journal);
   return r === undefined ? undefined : { transitions: r.applied };
 }

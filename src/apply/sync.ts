@@ -24,6 +24,9 @@ import path from 'node:path';
  */
 export const DEFAULT_BATCH = { setBased: 100_000, perEvent: 10_000 } as const;
 
+/** A batch at least this large is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
+const MAP_MIN_EVENTS = 1000;
+
 function defaultBatch(kind: CompiledProjection['kind']): number {
   return kind === 'custom' ? DEFAULT_BATCH.perEvent : DEFAULT_BATCH.setBased;
 }
@@ -213,6 +216,9 @@ export class Syncer {
     let rebuilt: string | undefined;
     for (;;) {
       const out: StepOutcome = await retryBusy(() => step(ctx, p));
+      // Mapped while catching up, not while following small batches (session.ts).
+      if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
+      else if (out.kind === 'current') this.session.memoryMap(false);
       const sourceSeq = out.kind === 'suspended' ? 0 : out.seq;
       if (out.kind === 'suspended') {
         this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq, events: applied });

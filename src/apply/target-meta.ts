@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -70,7 +71,7 @@ export function ensureTargetMeta(db: Db, schema: string): void {
 }
 
 export function hasTargetMeta(db: Db, schema: string): boolean {
-  return db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !== undefined;
+  return cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !== undefined;
 }
 
 function fromRow(r: Record<string, unknown>): ProjectionRecord {
@@ -107,7 +108,7 @@ export function readProjections(db: Db, schema: string): ProjectionRecord[] {
 
 export function readProjection(db: Db, schema: string, name: string): ProjectionRecord | undefined {
   if (!hasTargetMeta(db, schema)) return undefined;
-  const r = db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as Record<string, unknown> | undefined;
+  const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as Record<string, unknown> | undefined;
   return r === undefined ? undefined : fromRow(r);
 }
 
@@ -149,7 +150,8 @@ export function insertProjection(db: Db, schema: string, p: NewProjection): void
 
 /** Stores the new cursor (and marks the projection active): call in the transaction that wrote the rows. */
 export function storeCursor(db: Db, schema: string, name: string, cursor: string, seq: number, applied: number, lastEventMs: number | null): void {
-  db.prepare(
+  cachedStatement(
+    db,
     `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL,
        applied_events = applied_events + ?, last_event_ms = coalesce(?, last_event_ms), updated_ms = ? WHERE name = ?`,
   ).run(cursor, seq, applied, lastEventMs, Date.now(), name);

@@ -51,9 +51,21 @@ export function imageColumns(n: number): string {
   return Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
 }
 
-/** The events of table `tid` (n columns wide) in (lo, hi], as the apply paths read them (seq order by rowid). */
-export function journalRange(tid: number, n: number, lo: number, hi: number): string {
-  return `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hi}`;
+/**
+ * A relation of events in journal layout (seq, op, ts, c0..c(2n-1), keyed by
+ * seq), as the set-based apply paths read them: SQL to use as a subquery,
+ * with the values its named parameters are bound to. The bounds are bound,
+ * not written into the SQL, so every batch of a projection runs the same
+ * (cached) statements.
+ */
+export interface EventRelation {
+  readonly sql: string;
+  readonly params: Readonly<Record<string, number>>;
+}
+
+/** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
+export function journalRange(tid: number, n: number, lo: number, hi: number): EventRelation {
+  return { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`, params: { lo, hi } };
 }
 
 export function metadataDdl(width: number): string[] {

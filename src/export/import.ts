@@ -241,7 +241,7 @@ class Importer {
     if (p.kind === 'mirror' || p.kind === 'map') {
       fillEventTable(this.#db, p.source, events);
       const n = p.source.columns.length;
-      const r = applyRelational(this.#db, SCHEMA, p, `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`);
+      const r = applyRelational(this.#db, SCHEMA, p, { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`, params: {} });
       this.#db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
       return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
     }

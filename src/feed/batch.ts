@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { requireValidCursor } from './validate.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { JournalDecoder, type ChangeEvent } from './events.ts';
@@ -110,6 +111,6 @@ export function readEventsInRange(db: Db, tables: readonly import('../capture/ca
 export function batchEnd(db: Db, tid: number, lo: number, hw: number, limit: number): number {
   // At most hw - lo events in (lo, hw] (one per seq): no need to count them.
   if (hw - lo <= limit) return hw;
-  const r = db.prepare(`SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`).pluck().get(tid, lo, hw, limit - 1) as bigint | undefined;
+  const r = cachedStatement(db, `SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`, 'pluck').get(tid, lo, hw, limit - 1) as bigint | undefined;
   return r === undefined ? hw : Number(r);
 }

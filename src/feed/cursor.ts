@@ -50,7 +50,14 @@ export function encodeCursor(c: Cursor): string {
   const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema };
   if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
   const body = `${PREFIX}${c.version}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
-  return `${body}.${check(body)}`;
+  const token = `${body}.${check(body)}`;
+  // The token made now is the one decoded next (a follower stores it and
+  // validates it at its next batch): keep its decoded form.
+  if (c.version === CURSOR_VERSION) {
+    const { dev, ino, birth } = c.file ?? {};
+    remember(token, { version: c.version, sourceId: c.sourceId, generation: c.generation, seq: c.seq, tables: [...c.tables], schema: c.schema, ...(c.file === undefined ? {} : { file: { dev, ino, birth } as FileIdentity }) });
+  }
+  return token;
 }
 
 /** Raised for a cursor whose format version this build does not know (readers rebuild). */
@@ -75,7 +82,10 @@ const decoded = new Map<string, Cursor>();
 export function decodeCursor(token: string): Cursor {
   const hit = decoded.get(token);
   if (hit !== undefined) return hit;
-  const c = parseCursor(token);
+  return remember(token, parseCursor(token));
+}
+
+function remember(token: string, c: Cursor): Cursor {
   Object.freeze(c.tables);
   if (c.file !== undefined) Object.freeze(c.file);
   Object.freeze(c);
@@ -84,7 +94,8 @@ export function decodeCursor(token: string): Cursor {
   return c;
 }
 
-function parseCursor(token: string): Cursor {
+/** Parses a token without the cache (decodeCursor is the API; tests use this to check the encoding itself). */
+export function parseCursor(token: string): Cursor {
   const bad = (why: string) =>
     new InvalidInputError('CURSOR_MALFORMED', `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`);
   const m = /^sluice(\d+)\.([A-Za-z0-9_-]+)\.([0-9a-f]{8})$/.exec(token.trim());

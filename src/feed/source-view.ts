@@ -4,7 +4,7 @@ import { FailClosedError } from '../errors.ts';
 import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
-import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
+import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor, type FileIdentity } from './cursor.ts';
 
 /** What a reader knows about a source inside one read transaction. */
 export interface SourceView {
@@ -131,8 +131,22 @@ export function resolveTables(view: SourceView, requested: readonly string[] | u
   });
 }
 
-export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
+const viewFiles = new WeakMap<SourceView, FileIdentity | undefined>();
+
+/**
+ * The source file's identity, once per view: a view is read in one read
+ * transaction, and validating a cursor and making the next one in that
+ * transaction need the same answer (one stat, not one each).
+ */
+export function viewFileIdentity(db: Db, view: SourceView): FileIdentity | undefined {
+  if (viewFiles.has(view)) return viewFiles.get(view);
   const file = fileIdentity(db);
+  viewFiles.set(view, file);
+  return file;
+}
+
+export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
+  const file = viewFileIdentity(db, view);
   return {
     version: CURSOR_VERSION,
     sourceId: view.state.sourceId,

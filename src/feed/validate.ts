@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { decodeCursor, fileIdentity, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
-import { readSourceView, resolveTables, type SourceView } from './source-view.ts';
+import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
+import { readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 
 /** Why a cursor cannot be continued. Stable codes. */
@@ -40,12 +40,13 @@ const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
  * `ok`, `rebuild` (with a stable reason: start again from a snapshot) or
  * `error` (the token itself is garbage). Run it inside the read transaction
  * that also reads the changes, so the answer and the rows are one snapshot.
+ * `current` is the source view already read in that transaction, if any.
  *
  * @example
  * const v = validateCursor(db, token);
  * if (v.status === 'rebuild') console.log('rebuild because', v.reason);
  */
-export function validateCursor(db: Db, cursor: string | Cursor): CursorValidation {
+export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView): CursorValidation {
   let c: Cursor;
   try {
     c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
@@ -56,7 +57,7 @@ export function validateCursor(db: Db, cursor: string | Cursor): CursorValidatio
   }
   let view: SourceView;
   try {
-    view = readSourceView(db);
+    view = current ?? readSourceView(db);
   } catch (err) {
     return asRebuild(err);
   }
@@ -70,7 +71,7 @@ export function validateCursor(db: Db, cursor: string | Cursor): CursorValidatio
   if (c.seq > view.hw) {
     return rebuild('SEQ_REGRESSED', `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`);
   }
-  const file = fileIdentity(db);
+  const file = viewFileIdentity(db, view);
   if (c.file !== undefined && file !== undefined && !sameFile(c.file, file)) {
     return rebuild('FILE_CHANGED', `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`);
   }

@@ -5,6 +5,7 @@ import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { sync } from '../../src/apply/sync.ts';
 import type { CompiledProjection } from '../../src/projection/compile.ts';
+import type { EventRelation } from '../../src/capture/schema.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational.ts';
 import { batchSql, compiledFor } from './support/batch.ts';
@@ -99,7 +100,7 @@ const tamperArb = fc.oneof(
 const AFTER_KEY = "CASE WHEN q.op = 1 THEN q.c0 WHEN q.tid = (SELECT tid FROM main._sluice_tables WHERE name = 'k') THEN q.c3 ELSE q.c2 END";
 
 /** Applies in a transaction that is rolled back, so both paths see the same target. */
-function attempt(db: Db, p: CompiledProjection, events: string, lo: number, tamper: string, path: RelationalPath) {
+function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: number, tamper: string, path: RelationalPath) {
   db.exec('BEGIN');
   try {
     if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));

@@ -1,8 +1,9 @@
 import type { Db } from '../../sqlite/connection.ts';
+import type { EventRelation } from '../../capture/schema.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { columnDecl, type CompiledProjection } from '../compile.ts';
 import { allOf, journalImages, joinImage, sqlEq } from './relational-images.ts';
 import { buildNet } from './relational-net.ts';
-import { dropTemps } from './relational.ts';
 import { ftsNames } from './fts5.ts';
 
 /*
@@ -26,15 +27,7 @@ import { ftsNames } from './fts5.ts';
  * the per-event path (applyFtsEvents) then applies it or reports the first
  * mismatch.
  */
-export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: string): { applied: number } | undefined {
-  try {
-    return applyNet(db, schema, p, events);
-  } finally {
-    dropTemps(db);
-  }
-}
-
-function applyNet(db: Db, schema: string, p: CompiledProjection, events: string): { applied: number } | undefined {
+export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
   const n = ftsNames(schema, p);
   const width = p.source.columns.length;
   const sourceIndex = (name: string) => p.source.columns.findIndex((c) => c.name === name);
@@ -45,33 +38,35 @@ function applyNet(db: Db, schema: string, p: CompiledProjection, events: string)
   const img = journalImages(events, width, [...keyIdx, ...valueIdx], keyIdx);
   const j = keyIdx.length;
   const keyDecls = keyIdx.map((i) => columnDecl(p.source.columns[i] as { type: string; collate: string }));
-  if (buildNet(db, keyDecls, img, j + valueIdx.length) === undefined) return undefined;
+  const net = buildNet(db, keyDecls, img, j + valueIdx.length);
+  if (net === undefined) return undefined;
+  const x = net.table;
+  const run = (sql: string) => cachedStatement(db, sql).run(img.params);
 
   const onKey = n.keys.map((c, i) => `c.${c} = x.k${i}`).join(' AND ');
   const before = valueIdx.map((_, i) => img.before('b', j + i));
   const after = valueIdx.map((_, i) => img.after('a', j + i));
   const stored = n.cols.map((c) => `c.${c}`);
   const valuesMatch = n.external ? allOf(n.cols.map((c, i) => sqlEq(`c.${c}`, before[i] as string))) : '1';
-  const violation = db
-    .prepare(
-      `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${n.content} c ON ${onKey}
-        LEFT JOIN ${joinImage(img, 'b', `CASE WHEN x.fbp = 1 AND ${n.external ? 1 : 0} THEN x.fseq END`, 0)}
-        WHERE CASE WHEN x.fbp = 1 THEN c.rowid IS NULL OR NOT (${valuesMatch}) ELSE c.rowid IS NOT NULL END LIMIT 1`,
-    )
-    .get();
+  const violation = cachedStatement(
+    db,
+    `SELECT 1 FROM ${x} x LEFT JOIN ${n.content} c ON ${onKey}
+      LEFT JOIN ${joinImage(img, 'b', `CASE WHEN x.fbp = 1 AND ${n.external ? 1 : 0} THEN x.fseq END`, 0)}
+      WHERE CASE WHEN x.fbp = 1 THEN c.rowid IS NULL OR NOT (${valuesMatch}) ELSE c.rowid IS NOT NULL END LIMIT 1`,
+  ).get(img.params);
   if (violation !== undefined) return undefined;
 
   const contentless = n.external ? '' : `CROSS JOIN ${joinImage(img, 'b', 'x.fseq', 0)}`;
-  db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')})
-    SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1`);
-  db.exec(`DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0)`);
+  run(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')})
+    SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1`);
+  run(`DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0)`);
   const set = [...n.keys.map((c, i) => `${c} = ${img.after('a', i)}`), ...(n.external ? n.cols.map((c, i) => `${c} = ${after[i]}`) : [])];
-  db.exec(`UPDATE ${n.content} AS c SET ${set.join(', ')} FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 1 AND x.lap = 1 AND ${onKey}`);
+  run(`UPDATE ${n.content} AS c SET ${set.join(', ')} FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 1 AND x.lap = 1 AND ${onKey}`);
   const newKeys = n.keys.map((_, i) => img.after('a', i));
-  db.exec(`INSERT INTO ${n.content} (${n.intKey ? 'rowid, ' : ''}${[...n.keys, ...(n.external ? n.cols : [])].join(', ')})
+  run(`INSERT INTO ${n.content} (${n.intKey ? 'rowid, ' : ''}${[...n.keys, ...(n.external ? n.cols : [])].join(', ')})
     SELECT ${n.intKey ? `${newKeys[0]}, ` : ''}${[...newKeys, ...(n.external ? after : [])].join(', ')}
-      FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 0 AND x.lap = 1`);
-  db.exec(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')})
-    SELECT c.rowid, ${after.join(', ')} FROM temp._sluice_net x CROSS JOIN ${n.content} c ON ${onKey} CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`);
-  return { applied: Number(db.prepare(`SELECT count(*) FROM (${events})`).pluck().get()) };
+      FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 0 AND x.lap = 1`);
+  run(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')})
+    SELECT c.rowid, ${after.join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`);
+  return { applied: Number(cachedStatement(db, `SELECT count(*) FROM (${events.sql})`, 'pluck').get(events.params)) };
 }

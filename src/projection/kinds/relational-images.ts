@@ -1,6 +1,8 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
-import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../../capture/schema.ts';
+import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE, type EventRelation } from '../../capture/schema.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { workTable } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
 
 /**
@@ -27,6 +29,8 @@ export function sqlEq(a: string, b: string): string {
  * images only through this, so a mirror and a map differ only here.
  */
 export interface Images {
+  /** Values for the named parameters of every statement that reads these images (bind them to each). */
+  readonly params: Readonly<Record<string, number>>;
   /** `<relation> <alias>`, for a FROM clause. */
   rel(alias: string): string;
   /** The condition making `alias` the image of `seq` on `side`. */
@@ -65,15 +69,16 @@ export function keyIndexes(p: CompiledProjection): number[] {
  * is source column `cols[i]`, the key is source columns `keys` (n: the
  * source table's width, so column i of the after-image is c(n+i)).
  */
-export function journalImages(events: string, n: number, cols: readonly number[], keys: readonly number[]): Images {
+export function journalImages(events: EventRelation, n: number, cols: readonly number[], keys: readonly number[]): Images {
   const src = (alias: string, i: number) => `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
   return {
-    rel: (alias) => `(${events}) ${alias}`,
+    params: events.params,
+    rel: (alias) => `(${events.sql}) ${alias}`,
     on: (alias, seq) => `${alias}.seq = ${seq}`,
     before: (alias, i) => `${alias}.${journalColumn(cols[i] as number)}`,
     after: (alias, i) => src(alias, cols[i] as number),
     stream: {
-      events: `(${events}) e`,
+      events: `(${events.sql}) e`,
       joins: '',
       has: [`e.op <> ${OP_INSERT}`, `e.op <> ${OP_DELETE}`],
       key: [keys.map((i) => `e.${journalColumn(i)}`), keys.map((i) => src('e', i))],
@@ -92,18 +97,20 @@ export function journalImages(events: string, n: number, cols: readonly number[]
  * the source table), so the images are copied once into a TEMP table with
  * the source's declarations, keyed by (seq, side), and projected where read.
  */
-export function prepareImages(db: Db, p: CompiledProjection, events: string): Images {
+export function prepareImages(db: Db, p: CompiledProjection, events: EventRelation): Images {
   const n = p.source.columns.length;
   const keyIdx = keyIndexes(p);
   if (p.identity) return journalImages(events, n, p.columns.map((_, i) => i), keyIdx);
   const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`);
-  db.exec('DROP TABLE IF EXISTS temp._sluice_img');
-  db.exec(`CREATE TEMP TABLE _sluice_img (_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)) WITHOUT ROWID`);
+  const imgTable = workTable(db, '_sluice_img', `_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)`, { withoutRowid: true });
   // One pass over the events, appends only: (seq, side) is the insertion order.
-  db.exec(`INSERT INTO temp._sluice_img
+  cachedStatement(
+    db,
+    `INSERT INTO ${imgTable}
     SELECT seq, s.side, ${p.source.columns.map((_, i) => `CASE WHEN s.side = 0 OR op = ${OP_INSERT} THEN ${journalColumn(i)} ELSE ${journalColumn(n + i)} END`).join(', ')}
-      FROM (${events}) CROSS JOIN (SELECT 0 AS side UNION ALL SELECT 1) s
-     WHERE CASE s.side WHEN 0 THEN op IN (${OP_UPDATE}, ${OP_DELETE}) ELSE op IN (${OP_INSERT}, ${OP_UPDATE}) END`);
+      FROM (${events.sql}) CROSS JOIN (SELECT 0 AS side UNION ALL SELECT 1) s
+     WHERE CASE s.side WHEN 0 THEN op IN (${OP_UPDATE}, ${OP_DELETE}) ELSE op IN (${OP_INSERT}, ${OP_UPDATE}) END`,
+  ).run(events.params);
   // The projected images, evaluated where they are read (no copy): inf is
   // 1 when the image is in the target (passes the filter), 0 when it is
   // not. An image outside the filter keeps its key (inf = 0), not dropped:
@@ -113,7 +120,7 @@ export function prepareImages(db: Db, p: CompiledProjection, events: string): Im
   // expressions are evaluated only inside the filter, as in the snapshot.
   const inf = p.filter === null ? '1' : `CASE WHEN ${p.filter} THEN 1 ELSE 0 END`;
   const exprs = p.columns.map((c) => (p.filter === null || p.key.includes(c.name) ? c.expr : `CASE WHEN ${p.filter} THEN ${c.expr} END`));
-  const projected = `(SELECT _sluice_seq AS seq, _sluice_side AS side, ${inf} AS inf, ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')} FROM temp._sluice_img)`;
+  const projected = `(SELECT _sluice_seq AS seq, _sluice_side AS side, ${inf} AS inf, ${exprs.map((e, i) => `${e} AS v${i}`).join(', ')} FROM ${imgTable})`;
   // A computed column with a declared type stores its value with that
   // type's affinity (length(v) into a TEXT column is stored as '3', not 3),
   // in the snapshot and in every write. Its images must carry the same
@@ -121,19 +128,18 @@ export function prepareImages(db: Db, p: CompiledProjection, events: string): Im
   // projected once into a TEMP table declared like the target.
   let pi = projected;
   if (hasTypedComputedColumn(p)) {
-    db.exec('DROP TABLE IF EXISTS temp._sluice_pimg');
-    db.exec(`CREATE TEMP TABLE _sluice_pimg (seq INTEGER NOT NULL, side INTEGER NOT NULL, inf INTEGER NOT NULL, ${p.columns.map((c, i) => `v${i} ${c.decl}`).join(', ')}, PRIMARY KEY (seq, side)) WITHOUT ROWID`);
-    db.exec(`INSERT INTO temp._sluice_pimg SELECT * FROM ${projected}`);
-    pi = 'temp._sluice_pimg';
+    pi = workTable(db, '_sluice_pimg', `seq INTEGER NOT NULL, side INTEGER NOT NULL, inf INTEGER NOT NULL, ${p.columns.map((c, i) => `v${i} ${c.decl}`).join(', ')}, PRIMARY KEY (seq, side)`, { withoutRowid: true });
+    cachedStatement(db, `INSERT INTO ${pi} SELECT * FROM ${projected}`).run();
   }
   const on = (alias: string, seq: string, side: 0 | 1) => `${alias}.seq = ${seq} AND ${alias}.side = ${side}`;
   return {
+    params: events.params,
     rel: (alias) => `${pi} ${alias}`,
     on,
     before: (alias, i) => `${alias}.v${i}`,
     after: (alias, i) => `${alias}.v${i}`,
     stream: {
-      events: `(SELECT seq FROM (${events})) e`,
+      events: `(SELECT seq FROM (${events.sql})) e`,
       joins: `LEFT JOIN ${pi} x ON ${on('x', 'e.seq', 0)} LEFT JOIN ${pi} y ON ${on('y', 'e.seq', 1)}`,
       has: ['x.seq IS NOT NULL', 'y.seq IS NOT NULL'],
       key: [keyIdx.map((i) => `x.v${i}`), keyIdx.map((i) => `y.v${i}`)],

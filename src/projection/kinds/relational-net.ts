@@ -1,5 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { workTable } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 
@@ -32,7 +34,7 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // Keyed like the target (the key columns' declarations carry their collation).
   const net = buildNet(db, keyIdx.map((i) => p.columns[i]?.decl ?? ''), img, p.columns.length);
   if (net === undefined) return undefined;
-  const { transitions } = net;
+  const { transitions, table } = net;
   // Each key's first before against the target row as it is: present and
   // equal to the before-image, or absent when the key starts absent. One
   // read-only pass in key order (one target seek per key, one image seek
@@ -41,12 +43,11 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   const onKey = p.key.map((c, j) => `t.${quoteIdent(c)} = x.${k[j]}`).join(' AND ');
   const t0 = `t.${quoteIdent(p.key[0] as string)}`;
   const matches = allOf(p.columns.map((c, i) => sqlEq(`t.${quoteIdent(c.name)}`, img.before('b', i))));
-  const violation = db
-    .prepare(
-      `SELECT 1 FROM temp._sluice_net x LEFT JOIN ${target} t ON ${onKey} LEFT JOIN ${joinImage(img, 'b', 'CASE WHEN x.fbp = 1 THEN x.fseq END', 0)}
-        WHERE CASE WHEN x.fbp = 1 THEN ${t0} IS NULL OR NOT (${matches}) ELSE ${t0} IS NOT NULL END LIMIT 1`,
-    )
-    .get();
+  const violation = cachedStatement(
+    db,
+    `SELECT 1 FROM ${table} x LEFT JOIN ${target} t ON ${onKey} LEFT JOIN ${joinImage(img, 'b', 'CASE WHEN x.fbp = 1 THEN x.fseq END', 0)}
+      WHERE CASE WHEN x.fbp = 1 THEN ${t0} IS NULL OR NOT (${matches}) ELSE ${t0} IS NOT NULL END LIMIT 1`,
+  ).get(img.params);
   if (violation !== undefined) return undefined;
 
   // The keys that end absent go; the others get their last after-image. A
@@ -54,30 +55,36 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // to 'ABC' under NOCASE, 1 to 1.0 in an untyped key), and the check above
   // made sure it replaces only the row it found (the target table has no
   // other unique constraint).
-  db.prepare(`DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM temp._sluice_net WHERE fbp = 1 AND lap = 0)`).run();
-  db.prepare(
+  cachedStatement(db, `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1 AND lap = 0)`).run();
+  cachedStatement(
+    db,
     `INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
-      SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM temp._sluice_net x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
-  ).run();
+      SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM ${table} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
+  ).run(img.params);
   return { transitions };
 }
 
 /**
- * Step 1 above: fills `temp._sluice_net` (k0.., fseq, fbp, lseq, lap, cnt,
- * bad; one row per target key) from the event stream of `img`,
+ * Step 1 above: fills a net work table (k0.., fseq, fbp, lseq, lap, cnt,
+ * bad; one row per target key; its name is returned as `table`) from the
+ * event stream of `img`,
  * keyed by the stream's keys declared as `keyDecls` (type and collation, so
  * that keys the target sees as one are one net transition), checking each
  * key's chain over the `width` target columns of the images. Returns the
  * number of transitions that change something, or `undefined` at a break.
  */
-export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width: number): { transitions: number } | undefined {
+export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width: number): { transitions: number; table: string } | undefined {
   const k = keyDecls.map((_, j) => `k${j}`);
   const s = img.stream;
   const same = sameKeyBothSides(img);
-  db.exec('DROP TABLE IF EXISTS temp._sluice_net');
-  db.exec(`CREATE TEMP TABLE _sluice_net (${keyDecls.map((d, j) => `${k[j]} ${d}`).join(', ')},
+  const table = workTable(
+    db,
+    '_sluice_net',
+    `${keyDecls.map((d, j) => `${k[j]} ${d}`).join(', ')},
     fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, lpos INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
-    PRIMARY KEY (${k.join(', ')})) WITHOUT ROWID`);
+    PRIMARY KEY (${k.join(', ')})`,
+    { withoutRowid: true },
+  );
   // Per event: sub 0, the before-image's key (when the event has one), going
   // to the after-image if that has the same key; sub 1, the after-image's
   // key when it is another one (an insert, or a key change). Rows come in
@@ -90,13 +97,16 @@ export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width
   const bp = `CASE s.sub WHEN 0 THEN ${s.inTarget[0]} ELSE 0 END`;
   const ap = `CASE WHEN s.sub = 1 THEN ${s.inTarget[1]} WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END`;
   const linked = allOf(Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))));
-  db.exec(`INSERT INTO temp._sluice_net (${k.join(', ')}, fseq, fbp, lseq, lap, lpos, cnt)
+  cachedStatement(
+    db,
+    `INSERT INTO ${table} (${k.join(', ')}, fseq, fbp, lseq, lap, lpos, cnt)
     SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, 2 * e.seq + s.sub, (${bp}) OR (${ap})
       FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
      WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
     ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, lpos = excluded.lpos, cnt = cnt + excluded.cnt,
       bad = coalesce(bad, CASE WHEN excluded.lpos <= lpos OR lap <> excluded.fbp THEN excluded.fseq
-        WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', '_sluice_net.lseq', 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`);
-  const [breaks, transitions] = (db.prepare('SELECT count(bad), total(cnt) FROM temp._sluice_net').raw().get() as number[]).map(Number) as [number, number];
-  return breaks > 0 ? undefined : { transitions };
+        WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', `${table}.lseq`, 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`,
+  ).run(img.params);
+  const [breaks, transitions] = (cachedStatement(db, `SELECT count(bad), total(cnt) FROM ${table}`, 'raw').get() as number[]).map(Number) as [number, number];
+  return breaks > 0 ? undefined : { transitions, table };
 }

@@ -39,27 +39,31 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   // an uncaptured REPLACE (the insert of 'ABC' sorts before the delete of 'abc').
   const keyCollate = keyIdx.map((i) => p.source.columns.find((c) => c.name === p.columns[i]?.from)?.collate ?? 'BINARY');
   const same = sameKeyBothSides(img);
-  db.exec(`INSERT INTO temp._sluice_tr (${k.join(', ')}, seq, sub, bp, ap)
+  db.prepare(`INSERT INTO temp._sluice_tr (${k.join(', ')}, seq, sub, bp, ap)
     SELECT * FROM (
       SELECT ${s.key[0].map((x, j) => `${x} AS k${j}`).join(', ')}, e.seq AS seq, 0 AS sub, ${s.inTarget[0]}, CASE WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END
         FROM ${s.events} ${s.joins} WHERE ${s.has[0]}
       UNION ALL
       SELECT ${s.key[1].join(', ')}, e.seq, 1, 0, ${s.inTarget[1]}
         FROM ${s.events} ${s.joins} WHERE ${s.has[1]} AND NOT (${s.has[0]} AND ${same})
-    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${keyCollate[j]}`).join(', ')}, seq, sub`);
+    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${keyCollate[j]}`).join(', ')}, seq, sub`).run(img.params);
   // Absent -> absent transitions (a map image outside the filter on both sides) are checks, not changes.
   const transitions = Number((db.prepare('SELECT count(*) FROM temp._sluice_tr WHERE bp = 1 OR ap = 1').pluck().get() as bigint) ?? 0n);
 
   const mismatch = findMismatch(db, p, target, k, img);
-  if (mismatch !== undefined) return { transitions, mismatch };
+  if (mismatch !== undefined) {
+    db.exec('DROP TABLE temp._sluice_tr');
+    return { transitions, mismatch };
+  }
 
   // The last transition of each key: the next row (rowid + 1) has another key.
   const last = `temp._sluice_tr x LEFT JOIN temp._sluice_tr z ON z.rowid = x.rowid + 1 AND ${sameKey('z', 'x', k)}`;
   const keyList = p.key.map(quoteIdent).join(', ');
-  db.exec(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL AND x.ap = 0)`);
+  db.prepare(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL AND x.ap = 0)`).run();
   // CROSS JOIN keeps the image lookup inside the loop over the transitions (by seq), never the other way round.
-  db.exec(`INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
-    SELECT ${p.columns.map((_, i) => img.after('e', i)).join(', ')} FROM ${last} CROSS JOIN ${joinImage(img, 'e', 'x.seq', 1)} WHERE z.rowid IS NULL AND x.ap = 1`);
+  db.prepare(`INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
+    SELECT ${p.columns.map((_, i) => img.after('e', i)).join(', ')} FROM ${last} CROSS JOIN ${joinImage(img, 'e', 'x.seq', 1)} WHERE z.rowid IS NULL AND x.ap = 1`).run(img.params);
+  db.exec('DROP TABLE temp._sluice_tr');
   return { transitions };
 }
 
@@ -95,7 +99,7 @@ function findMismatch(db: Db, p: CompiledProjection, target: string, k: string[]
       ORDER BY x.seq, first DESC, x.rowid LIMIT 1`,
     )
     .raw()
-    .get() as unknown[] | undefined;
+    .get(img.params) as unknown[] | undefined;
   if (row === undefined) return undefined;
   // present: the target row exists (first) or the previous transition ended present (chain).
   const bp = Number(row[k.length + 1]);

@@ -1,6 +1,6 @@
 import type { Db } from '../../../src/sqlite/connection.ts';
 import { describeTable } from '../../../src/sqlite/introspect.ts';
-import { journalRange } from '../../../src/capture/schema.ts';
+import { journalRange, type EventRelation } from '../../../src/capture/schema.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../../../src/projection/compile.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
 
@@ -13,7 +13,7 @@ export function compiledFor(db: Db, def: ProjectionDefinitionInput): CompiledPro
 }
 
 /** The events of p's source table in (lo, hi], as step.ts hands them to the apply paths. */
-export function batchSql(db: Db, p: CompiledProjection, lo: number, hi: number): string {
+export function batchSql(db: Db, p: CompiledProjection, lo: number, hi: number): EventRelation {
   const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(p.source.table));
   return journalRange(tid, p.source.columns.length, lo, hi);
 }

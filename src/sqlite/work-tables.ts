@@ -1,0 +1,44 @@
+import { createHash } from 'node:crypto';
+import type { Db } from './connection.ts';
+import { quoteIdent } from './quote.ts';
+import { cachedStatement } from './statement-cache.ts';
+
+/*
+ * TEMP tables that the apply paths work in (a batch's net transitions, a
+ * map's typed images). Making and dropping them for every batch changed the
+ * connection's schema each time, which threw away every compiled statement:
+ * a follower spent most of a one-event batch compiling. A work table is made
+ * once per connection and shape, and emptied for each use. Its name carries
+ * a digest of its columns, so projections with different keys each have
+ * their own, and a table made in a transaction that rolled back is made
+ * again on its next use.
+ */
+
+const made = new WeakMap<Db, Set<string>>();
+
+/** `temp.<base>_<digest>`, existing and empty, with exactly these column definitions. */
+export function workTable(db: Db, base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
+  const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
+  const name = `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
+  const qualified = `temp.${quoteIdent(name)}`;
+  if (cachedStatement(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?", 'pluck').get(name) === undefined) {
+    db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
+  } else {
+    cachedStatement(db, `DELETE FROM ${qualified}`).run();
+  }
+  let names = made.get(db);
+  if (names === undefined) {
+    names = new Set();
+    made.set(db, names);
+  }
+  names.add(name);
+  return qualified;
+}
+
+/** Drops every work table of this connection (after an error, or to give their memory back). */
+export function dropWorkTables(db: Db): void {
+  const names = made.get(db);
+  if (names === undefined) return;
+  for (const name of names) db.exec(`DROP TABLE IF EXISTS temp.${quoteIdent(name)}`);
+  names.clear();
+}
