@@ -55,6 +55,13 @@ export interface RunOptions {
    * write lock once per commit. Default 0: every run, as before.
    */
   readonly acknowledgeIntervalMs?: number;
+  /**
+   * Stops the run between two target transactions once aborted: the batch
+   * in flight commits (or rolls back) as usual, no further one starts. A
+   * projection left behind is reported with `stopped: true` and continues
+   * from its cursor at the next run. For follow mode's SIGINT/SIGTERM.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface SyncProgress {
@@ -81,6 +88,8 @@ export interface ProjectionReport {
   readonly seq: number;
   /** Set when this projection's run failed (nothing of the failed batch was committed). */
   readonly error?: { readonly code: string; readonly message: string };
+  /** Set when RunOptions.signal stopped the run before this projection caught up. */
+  readonly stopped?: true;
 }
 
 export interface SyncReport {
@@ -142,8 +151,13 @@ export class Syncer {
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
+      if (run.signal?.aborted === true) {
+        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+        reports.push({ name: p.name, state: rec?.state ?? 'building', ...(rec?.reason == null ? {} : { reason: rec.reason }), applied: 0, cursor: rec?.cursor ?? null, seq: rec?.seq ?? 0, stopped: true });
+        continue;
+      }
       try {
-        reports.push(await this.#syncOne(p));
+        reports.push(await this.#syncOne(p, run.signal));
       } catch (err) {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
@@ -162,7 +176,7 @@ export class Syncer {
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
     // (one read of the source view fewer per pass in follow mode).
-    const sourceSeq = reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined) ? Math.max(...reports.map((r) => r.seq)) : readSourceView(this.session.db).hw;
+    const sourceSeq = reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined) ? Math.max(...reports.map((r) => r.seq)) : readSourceView(this.session.db).hw;
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
       for (const r of reports) {
@@ -209,7 +223,7 @@ export class Syncer {
     this.#lastAckMs = Date.now();
   }
 
-  async #syncOne(p: CompiledProjection): Promise<ProjectionReport> {
+  async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined): Promise<ProjectionReport> {
     const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
     let applied = 0;
     let snapshotRows: number | undefined;
@@ -224,16 +238,30 @@ export class Syncer {
         this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq, events: applied });
         return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...(rebuilt === undefined ? {} : { rebuilt }) };
       }
+      const done = { ...(snapshotRows === undefined ? {} : { snapshotRows }), ...(rebuilt === undefined ? {} : { rebuilt }) };
       if (out.kind === 'initialized') {
         snapshotRows = out.rows;
         if (out.reason !== undefined) rebuilt = out.reason;
         this.#options.onProgress?.({ projection: p.name, phase: 'snapshot', seq: out.seq, sourceSeq: out.seq, events: applied, rows: out.rows });
+        if (signal !== undefined) {
+          await new Promise<void>((resolve) => setImmediate(resolve));
+          if (signal.aborted) return { name: p.name, state: 'active', applied, cursor: out.cursor, seq: out.seq, snapshotRows, ...(rebuilt === undefined ? {} : { rebuilt }), stopped: true };
+        }
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
         this.#options.onProgress?.({ projection: p.name, phase: 'catch-up', seq: out.seq, sourceSeq: out.seq, events: applied });
-        if (!out.caughtUp) continue;
+        if (!out.caughtUp) {
+          if (signal !== undefined) {
+            // A step runs synchronously under its awaits: give the event loop
+            // a turn, or a signal handler (SIGTERM) never runs before the
+            // whole catch-up is done.
+            await new Promise<void>((resolve) => setImmediate(resolve));
+            if (signal.aborted) return { name: p.name, state: 'active', applied, cursor: out.cursor, seq: out.seq, ...done, stopped: true };
+          }
+          continue;
+        }
       }
       const seq = out.seq;
       this.#options.onProgress?.({ projection: p.name, phase: 'current', seq, sourceSeq: seq, events: applied });

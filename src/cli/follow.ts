@@ -17,11 +17,14 @@ const ACK_INTERVAL_MS = 1000;
 
 /**
  * Keeps a Syncer running until SIGINT/SIGTERM: a pass at start, then one
- * each time the source commits. The pass in flight finishes before return.
+ * each time the source commits. A signal lets the target transaction in
+ * flight finish and starts no other: a long catch-up stops after its current
+ * batch, and the next run continues from the target's cursor.
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
+  const stop = new AbortController();
   const pass = async () => {
-    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS });
+    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
     options.onReport(report);
     if (options.json === true) process.stdout.write(`${JSON.stringify(reportJson(report))}\n`);
   };
@@ -29,15 +32,12 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   // only after the first pass, and a signal during that pass (a snapshot or
   // a long catch-up) would otherwise kill the process with the default action
   // instead of finishing the pass and exiting 0.
-  let stopped = false;
-  const onSignal = () => {
-    stopped = true;
-  };
+  const onSignal = () => stop.abort();
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
   try {
     await pass();
-    if (stopped) return;
+    if (stop.signal.aborted) return;
     try {
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         onIdle: () => syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS }),

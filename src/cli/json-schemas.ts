@@ -61,6 +61,7 @@ export const syncOutput = z.object({
       cursor: z.string().nullable(),
       seq: z.number().int(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
+      stopped: z.literal(true).optional(),
     }),
   ),
 });

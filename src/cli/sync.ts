@@ -39,6 +39,7 @@ export function reportJson(r: SyncReport): unknown {
       cursor: p.cursor,
       seq: p.seq,
       ...(p.error === undefined ? {} : { error: p.error }),
+      ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
     })),
   };
 }

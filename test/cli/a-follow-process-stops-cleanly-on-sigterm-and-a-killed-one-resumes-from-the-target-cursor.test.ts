@@ -76,10 +76,10 @@ describe.skipIf(process.platform === 'win32')('sync --follow', () => {
     await expectVerified();
   });
 
-  test('SIGTERM in the middle of a long catch-up finishes the work in flight and exits 0', async () => {
-    pendingEvents('(term)');
-    // --batch 1: one target transaction per event, so the catch-up is long enough to be interrupted.
-    running = startCli(['sync', src, tgt, '--follow', '--batch', '1', '--log', 'json']);
+  test('SIGTERM in the middle of a long catch-up stops after the batch in flight, exits 0, and a later sync continues from there', async () => {
+    for (let round = 0; round < 10; round++) pendingEvents(`(term ${round})`);
+    // --batch 1: one target transaction per event, 1,200 of them, so the catch-up is long enough to be interrupted.
+    running = startCli(['sync', src, tgt, '--follow', '--batch', '1', '--log', 'json', '--json']);
     const f = running;
     await waitFor('the catch-up to start', () => f.stderr().includes('"phase":"catch-up"'));
     f.child.kill('SIGTERM');
@@ -87,7 +87,18 @@ describe.skipIf(process.platform === 'win32')('sync --follow', () => {
     expect(exit, f.stderr()).toEqual({ status: 0, signal: null });
     // The progress lines are JSON, and nothing else was written to stderr.
     for (const line of f.stderr().trimEnd().split('\n')) expect(JSON.parse(line)).toHaveProperty('phase');
+    // It stopped short of the source, and said so: what it committed is a consistent prefix.
+    const pass = S.syncOutput.parse(JSON.parse(f.stdout().trimEnd().split('\n').at(-1) as string));
+    const comments = pass.projections.find((p) => p.name === 'comments');
+    expect(comments?.stopped).toBe(true);
+    expect(comments?.seq).toBeLessThan(sourceSeq(src));
+    expect(Number(scalar(tgt, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"))).toBe(comments?.seq);
     await expectVerified();
+    const rest = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(rest.status, rest.stderr).toBe(0);
+    const done = parseJson(rest, S.syncOutput).projections.find((p) => p.name === 'comments');
+    expect([done?.stopped, done?.snapshotRows, done?.seq]).toEqual([undefined, undefined, sourceSeq(src)]);
+    expect(done?.applied).toBe(sourceSeq(src) - (comments?.seq ?? 0));
   });
 
   test('killed with SIGKILL mid catch-up, then more writes, then a new sync: the target equals the source', async () => {
