@@ -14,7 +14,7 @@ import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational 
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { SOURCE_SIDE_SUSPENSIONS, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 
@@ -28,8 +28,6 @@ export type StepOutcome =
 /** Events read into memory at a time when a batch is applied event by event. */
 const EVENT_PAGE = 10_000;
 
-/** Suspensions whose cause is on the source side: they clear by themselves once it is fixed. */
-const SOURCE_SIDE_SUSPENSIONS = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
 
 /** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
 const REBUILDABLE = new Set(['SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
@@ -45,6 +43,8 @@ export interface StepContext {
    * after the stored cursor) is an error.
    */
   readonly range?: { readonly fromSeq: number; readonly toSeq: number };
+  /** Rebuild from a snapshot whatever the stored state (reason REINIT). */
+  readonly reinit?: boolean;
 }
 
 /**
@@ -113,6 +113,7 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   const view = readSourceView(db);
   const table = view.tables.get(p.source.table)?.table;
   if (rec === undefined) return initialize(ctx, p, view, table, undefined, []);
+  if (ctx.reinit === true) return initialize(ctx, p, view, table, 'REINIT', ownedBy(rec));
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(ctx, p, view, table, undefined, []);
@@ -192,7 +193,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
           source: p.source.table,
           fromSeq: lo,
           toSeq: hi,
-          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured. Rebuild the projection (drop ${p.targetTable} and ${p.targetTable}_src, then sync).`,
+          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured. Rebuild the projection: sluice sync <source> <target> --reinit ${p.name}.`,
         },
       };
     }

@@ -8,7 +8,7 @@ import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefin
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections } from './target-meta.ts';
-import { step, type StepOutcome } from './step.ts';
+import { step, type StepContext, type StepOutcome } from './step.ts';
 import { retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import fs from 'node:fs';
@@ -62,6 +62,14 @@ export interface RunOptions {
    * from its cursor at the next run. For follow mode's SIGINT/SIGTERM.
    */
   readonly signal?: AbortSignal;
+  /**
+   * Projections to rebuild from a snapshot in this run, whatever their state
+   * (the way out of a suspension such as TARGET_DIVERGED once its cause is
+   * fixed). Each is rebuilt in one target transaction: its old tables stay
+   * readable until the new ones commit with their cursor. Reported with
+   * `rebuilt: 'REINIT'`. An unknown name is refused before anything runs.
+   */
+  readonly reinit?: readonly string[];
 }
 
 export interface SyncProgress {
@@ -149,6 +157,12 @@ export class Syncer {
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    const reinit = new Set(run.reinit ?? []);
+    for (const name of reinit) {
+      if (!this.projections.some((p) => p.name === name)) {
+        throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${this.projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
+      }
+    }
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
       if (run.signal?.aborted === true) {
@@ -157,7 +171,7 @@ export class Syncer {
         continue;
       }
       try {
-        reports.push(await this.#syncOne(p, run.signal));
+        reports.push(await this.#syncOne(p, run.signal, reinit.has(p.name)));
       } catch (err) {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
@@ -223,13 +237,15 @@ export class Syncer {
     this.#lastAckMs = Date.now();
   }
 
-  async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined): Promise<ProjectionReport> {
-    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
+  async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {
+    const base = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
+    let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
     let snapshotRows: number | undefined;
     let rebuilt: string | undefined;
     for (;;) {
       const out: StepOutcome = await retryBusy(() => step(ctx, p));
+      ctx = base; // a reinit is the first step only
       // Mapped while catching up, not while following small batches (session.ts).
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
       else if (out.kind === 'current') this.session.memoryMap(false);

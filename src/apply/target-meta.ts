@@ -19,6 +19,17 @@ export const TARGET_FORMAT = 1;
 
 export type ProjectionState = 'building' | 'active' | 'suspended';
 
+/** Suspensions caused by the source, not the target's rows: each run looks again, so fixing the source is enough. */
+export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
+
+/** What to do about a suspended projection, with the command that does it. */
+export function repairAction(name: string, reason: string | null | undefined, source = '<source>', target = '<target>'): string {
+  if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
+    return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
+  }
+  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${name}`;
+}
+
 export interface ProjectionRecord {
   readonly name: string;
   readonly sourceId: string;

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
+import { repairAction } from '../apply/target-meta.ts';
 import { Syncer, type SyncReport } from '../apply/sync.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -21,7 +22,7 @@ export function describeReport(r: SyncReport): string {
       if (p.error !== undefined) return `${p.name}: FAILED ${p.error.code}: ${p.error.message} (nothing of the failed batch was committed; other projections went on)`;
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}`
-        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; fix the target, then reinit the projection`;
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason)}`;
     })
     .join('\n');
 }
@@ -53,11 +54,12 @@ export function registerSync(program: Command): void {
     .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
     .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror, map and fts5, 10000 for custom)', parseWholeNumber)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
+    .option('--reinit <name>', 'rebuild this projection from a snapshot first, whatever its state, e.g. once the cause of a suspension is fixed (repeatable)', collect, [] as string[])
     // choices(): an unknown format is a usage error (exit 2), not silently no log.
     .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))
     .option('--json', 'print one JSON object')
-    .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow')
-    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; log?: string } & ProgressOptions) => {
+    .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow\n  $ sluice sync app.db cache.db --reinit issues   # after a TARGET_DIVERGED suspension')
+    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; reinit: string[]; log?: string } & ProgressOptions) => {
       const defs = await loadAll(opts.projection);
       const progress = progressReporter(opts);
       const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), onProgress: progress.update });
@@ -66,7 +68,7 @@ export function registerSync(program: Command): void {
           await follow(syncer, { ...opts, onReport: () => undefined });
           return;
         }
-        const report = await syncer.runOnce();
+        const report = await syncer.runOnce({ reinit: opts.reinit });
         progress.stop();
         emit(opts, S.syncOutput, reportJson(report), () => describeReport(report));
         for (const p of report.projections) if (p.error !== undefined) process.stderr.write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);

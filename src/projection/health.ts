@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { readProjections, type ProjectionRecord } from '../apply/target-meta.ts';
+import { readProjections, repairAction, type ProjectionRecord } from '../apply/target-meta.ts';
 import { readState, readTables } from '../capture/catalog.ts';
 import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
 import { InvalidInputError } from '../errors.ts';
@@ -44,7 +44,7 @@ export function health(targetPath: string): HealthReport {
   const sources = new Map<string, Db | null>();
   try {
     const records = readProjections(target, 'main');
-    const projections = records.map((r) => one(r, sourceFor(r, sources)));
+    const projections = records.map((r) => one(r, sourceFor(r, sources), targetPath));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();
@@ -64,7 +64,7 @@ function sourceFor(r: ProjectionRecord, cache: Map<string, Db | null>): Db | nul
   return cache.get(r.sourcePath) ?? null;
 }
 
-function one(r: ProjectionRecord, source: Db | null): ProjectionHealth {
+function one(r: ProjectionRecord, source: Db | null, targetPath: string): ProjectionHealth {
   const base = {
     name: r.name,
     kind: r.kind,
@@ -101,7 +101,7 @@ function one(r: ProjectionRecord, source: Db | null): ProjectionHealth {
   } else if (r.sourcePath !== null) problem = `the source ${r.sourcePath} cannot be opened`;
   let action: string | undefined;
   if (r.state === 'suspended') {
-    action = `${r.reason ?? 'suspended'}: find the cause (sluice verify <source> <target> shows differing keys), then rebuild this projection; until reinit exists, remove the target and sync again`;
+    action = repairAction(r.name, r.reason, r.sourcePath ?? '<source>', targetPath);
   } else if (r.state === 'building') action = 'an initial build was interrupted: run sluice sync again';
   else if (r.lastError !== null) action = `the last sync failed: ${r.lastError}; fix it and run sluice sync again`;
   else if (problem !== undefined) action = problem;

@@ -1,9 +1,10 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, expectOneLineError } from './support/cli.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, expectOneLineError, scalar } from './support/cli.ts';
 
 let dir: string;
 let src: string;
@@ -52,6 +53,36 @@ describe('health', () => {
     const human = await runCliAsync(['health', tgt]);
     expect(human.status, human.stderr).toBe(3);
     expect(human.stdout).toMatch(/!! issues \[mirror\] suspended TARGET_DIVERGED/);
+  });
+
+  test('the command health gives for it repairs it: sync --reinit rebuilds that projection alone from a snapshot; an unknown name is refused and writes nothing', async () => {
+    const bytes = () => fs.readFileSync(tgt);
+    const before = bytes();
+    const unknown = await runCliAsync(['sync', src, tgt, '--reinit', 'isues', '--json']);
+    expect(unknown.status).toBe(1);
+    expectOneLineError(unknown, 'UNKNOWN_PROJECTION');
+    expect(unknown.stderr).toMatch(/isues.*have: comments, issues/);
+    expect(bytes().equals(before)).toBe(true);
+
+    const h = parseJson(await runCliAsync(['health', tgt, '--json']), S.healthOutput);
+    const action = h.projections.find((p) => p.name === 'issues')?.action ?? '';
+    const command = /sluice (sync \S+ \S+ --reinit issues)$/.exec(action);
+    expect(command, action).not.toBeNull();
+    expect(command?.[1]).toBe(`sync ${src} ${tgt} --reinit issues`);
+    const r = await runCliAsync([...(command?.[1] ?? '').split(' '), '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const rep = parseJson(r, S.syncOutput);
+    const issues = Number(scalar(src, 'SELECT count(*) FROM issues'));
+    expect(rep.projections.find((p) => p.name === 'issues')).toMatchObject({ state: 'active', rebuilt: 'REINIT', snapshotRows: issues, seq: rep.sourceSeq });
+    expect(rep.projections.find((p) => p.name === 'comments')).toMatchObject({ state: 'active', applied: 0 });
+    expect(rep.projections.find((p) => p.name === 'comments')?.rebuilt).toBeUndefined();
+    expect(scalar(tgt, "SELECT count(*) FROM issues WHERE body = 'tampered'")).toBe(0n);
+
+    const after = await runCliAsync(['health', tgt, '--json']);
+    expect(after.status, after.stderr).toBe(0);
+    const v = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(v.status, v.stderr).toBe(0);
+    expect(parseJson(v, S.verifyOutput).ok).toBe(true);
   });
 
   test('a target with no sluice projections is not an error, but a missing one is', async () => {
