@@ -14,7 +14,7 @@ import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational 
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { SOURCE_SIDE_SUSPENSIONS, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { SELF_CLEARING_SUSPENSIONS, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 
@@ -117,10 +117,12 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(ctx, p, view, table, undefined, []);
-  // A suspension caused by the source (not by the target's rows) is looked at
-  // again each run: once the table is armed again, in images mode, the cursor
-  // check below decides between continuing and rebuilding.
-  if (rec.state === 'suspended' && !SOURCE_SIDE_SUSPENSIONS.has(rec.reason ?? '')) return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+  // A suspension whose cause is fixed by fixing it (the source's arming, a
+  // user's UNIQUE index on the target; not diverged rows) is looked at again
+  // each run: once the table is armed again, in images mode, the cursor check
+  // below decides between continuing and rebuilding; once the index is gone,
+  // the batch applies.
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
   const owned = ownedBy(rec);
   if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
   const v = validateCursor(db, rec.cursor ?? '', view);
@@ -180,6 +182,22 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
       }
     }
   } catch (err) {
+    // A UNIQUE index that a user added to a mirror or map table, which this
+    // batch's rows break (the source does not have it): nothing was written.
+    // Suspended until the index goes; each run tries again.
+    if ((p.kind === 'mirror' || p.kind === 'map') && (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+      return {
+        kind: 'suspended',
+        reason: 'TARGET_CONSTRAINT',
+        detail: {
+          table: p.targetTable,
+          source: p.source.table,
+          fromSeq: lo,
+          toSeq: hi,
+          message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and the source's rows break it (the source allows duplicates there). Drop the index or make it non-unique; the next sync applies this batch.`,
+        },
+      };
+    }
     // A contentless index keeps no values, so nothing can check a
     // before-image against it: FTS5 itself refuses a delete of entries it
     // does not hold, as "corrupt". That is a diverged target, not a broken

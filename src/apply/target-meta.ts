@@ -22,10 +22,21 @@ export type ProjectionState = 'building' | 'active' | 'suspended';
 /** Suspensions caused by the source, not the target's rows: each run looks again, so fixing the source is enough. */
 export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
 
+/**
+ * Suspensions that each run looks at again, because fixing their cause is
+ * enough (nothing diverged): the source-side ones, and TARGET_CONSTRAINT (a
+ * UNIQUE index a user added to a target table, which the batch would break;
+ * nothing of it was written).
+ */
+export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT']);
+
 /** What to do about a suspended projection, with the command that does it. */
 export function repairAction(name: string, reason: string | null | undefined, source = '<source>', target = '<target>'): string {
   if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
     return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
+  }
+  if (reason === 'TARGET_CONSTRAINT') {
+    return `${reason}: a UNIQUE index added to the target table conflicts with the source's rows (the source allows duplicates there); drop it or make it non-unique, then run sluice sync again`;
   }
   return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${name}`;
 }

@@ -3,7 +3,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { workTable } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { allOf, hasForeignUniqueIndex, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 
 /*
  * The fast apply for mirror and map (bench/apply.ts): the same per-event
@@ -53,12 +53,14 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // The keys that end absent go; the others get their last after-image. A
   // REPLACE also gives a key its new bytes where its identity stays ('abc'
   // to 'ABC' under NOCASE, 1 to 1.0 in an untyped key), and the check above
-  // made sure it replaces only the row it found (the target table has no
-  // other unique constraint).
-  cachedStatement(db, `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1 AND lap = 0)`).run();
+  // made sure it replaces only the row it found, unless a user added a
+  // UNIQUE index to the target: then every key that was present goes first,
+  // and the rows are inserted plainly.
+  const strict = hasForeignUniqueIndex(db, schema, p.targetTable);
+  cachedStatement(db, `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1${strict ? '' : ' AND lap = 0'})`).run();
   cachedStatement(
     db,
-    `INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
+    `INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
       SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM ${table} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
   ).run(img.params);
   return { transitions };

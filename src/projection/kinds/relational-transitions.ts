@@ -2,7 +2,7 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { fromDriver, toJsonValue } from '../../sqlite/codec.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { allOf, hasForeignUniqueIndex, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 import type { RelationalResult } from './relational.ts';
 
 /*
@@ -59,9 +59,11 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   // The last transition of each key: the next row (rowid + 1) has another key.
   const last = `temp._sluice_tr x LEFT JOIN temp._sluice_tr z ON z.rowid = x.rowid + 1 AND ${sameKey('z', 'x', k)}`;
   const keyList = p.key.map(quoteIdent).join(', ');
-  db.prepare(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL AND x.ap = 0)`).run();
+  // As in relational-net.ts: with a UNIQUE index a user added, every key of the batch goes first and the rows are inserted plainly.
+  const strict = hasForeignUniqueIndex(db, schema, p.targetTable);
+  db.prepare(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL${strict ? '' : ' AND x.ap = 0'})`).run();
   // CROSS JOIN keeps the image lookup inside the loop over the transitions (by seq), never the other way round.
-  db.prepare(`INSERT OR REPLACE INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
+  db.prepare(`INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
     SELECT ${p.columns.map((_, i) => img.after('e', i)).join(', ')} FROM ${last} CROSS JOIN ${joinImage(img, 'e', 'x.seq', 1)} WHERE z.rowid IS NULL AND x.ap = 1`).run(img.params);
   db.exec('DROP TABLE temp._sluice_tr');
   return { transitions };

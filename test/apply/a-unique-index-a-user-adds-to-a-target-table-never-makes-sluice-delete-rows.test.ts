@@ -1,0 +1,109 @@
+import path from 'node:path';
+import { test, expect } from '../support/fixtures.ts';
+import { Syncer } from '../../src/apply/sync.ts';
+import { verify } from '../../src/apply/verify.ts';
+import { applyRelational } from '../../src/projection/kinds/relational.ts';
+import { compiledFor, batchSql } from '../projection/support/batch.ts';
+import { highWater, makeSource, tableCells } from './support/target.ts';
+
+/*
+ * A user adds a UNIQUE index to a target table (for their own queries) on a
+ * column the source does not constrain. A batch is written as a DELETE and
+ * an INSERT OR REPLACE; REPLACE would silently delete whichever other row
+ * the new index says conflicts, so with such an index the rows are written
+ * plainly (every changed key deleted first): conflicts between keys that the
+ * batch's end state resolves pass, and a real one suspends the projection
+ * with TARGET_CONSTRAINT, writing nothing, until the index goes.
+ */
+
+const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, n INTEGER)';
+const SEED = "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2), (3, 'c', 3)";
+const PROJECTIONS = [
+  { name: 't', source: 't', kind: 'mirror' as const },
+  { name: 'tmap', source: 't', kind: 'map' as const, columns: { id: 'id', email: 'email' } },
+];
+
+test('with a UNIQUE index on a target column: a batch whose rows swap values applies exactly; one that leaves two rows equal suspends that projection with TARGET_CONSTRAINT and writes nothing; dropping the index lets the next sync apply it', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+  const target = path.join(tmp, 'target.db');
+  const s = await Syncer.open(src.file, target, { projections: PROJECTIONS });
+  try {
+    await s.runOnce();
+    s.session.db.exec('CREATE UNIQUE INDEX tgt.t_email ON t (email)');
+
+    // Values move between rows within one batch; at its end they are unique again.
+    src.db.exec(`UPDATE t SET email = 'z' WHERE id = 2;
+      UPDATE t SET email = 'b' WHERE id = 1;
+      UPDATE t SET email = 'a' WHERE id = 3;
+      INSERT INTO t VALUES (4, 'c', 4);
+      UPDATE t SET id = 10 WHERE id = 1;
+      UPDATE t SET email = 'y' WHERE id = 2;`);
+    const swapped = await s.runOnce();
+    expect(swapped.projections.map((p) => [p.name, p.state])).toEqual([
+      ['t', 'active'],
+      ['tmap', 'active'],
+    ]);
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+
+    // The source allows two rows with 'b'; the target's index does not. A
+    // REPLACE would have deleted row 10.
+    const before = tableCells(s.session.db, 'tgt', 't');
+    src.db.exec("INSERT INTO t VALUES (5, 'b', 5); UPDATE t SET n = 0 WHERE id = 4");
+    const refused = await s.runOnce();
+    const mirror = refused.projections.find((p) => p.name === 't');
+    expect(mirror).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+    expect(String(mirror?.detail?.message)).toMatch(/UNIQUE constraint failed: t\.email.*Drop the index or make it non-unique/);
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(before);
+    // Other projections go on.
+    expect(refused.projections.find((p) => p.name === 'tmap')).toMatchObject({ state: 'active', applied: 2 });
+
+    // Still there on the next run: it stays suspended, with nothing written.
+    const again = await s.runOnce();
+    expect(again.projections.find((p) => p.name === 't')).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(before);
+
+    // Index gone: the batch applies from the stored cursor, no rebuild.
+    s.session.db.exec('DROP INDEX tgt.t_email');
+    const resumed = await s.runOnce();
+    const t = resumed.projections.find((p) => p.name === 't');
+    expect(t).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    expect([t?.rebuilt, t?.snapshotRows]).toEqual([undefined, undefined]);
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    s.close();
+  }
+  expect((await verify(src.file, target)).ok).toBe(true);
+});
+
+test('the reference apply writes the same way: the same batches under the same index give the same bytes, or the same UNIQUE failure, through both paths', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+  const target = path.join(tmp, 'target.db');
+  const s = await Syncer.open(src.file, target, { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]] });
+  await s.runOnce();
+  s.session.db.exec('CREATE UNIQUE INDEX tgt.t_email ON t (email)');
+  s.close();
+  const lo = highWater(src.db);
+  src.db.exec("UPDATE t SET email = 'x' WHERE id = 2; UPDATE t SET email = 'b' WHERE id = 1; UPDATE t SET email = 'a' WHERE id = 3; UPDATE t SET id = 7 WHERE id = 2");
+  const mid = highWater(src.db);
+  const clean = tableCells(src.db, 'main', 't');
+  src.db.exec("INSERT INTO t VALUES (8, 'a', 8)"); // a second 'a': the source has no such index
+  const hi = highWater(src.db);
+  src.db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+  const p = compiledFor(src.db, PROJECTIONS[0] as (typeof PROJECTIONS)[0]);
+  const apply = (to: number, path: 'auto' | 'reference') => {
+    src.db.exec('BEGIN');
+    try {
+      const r = applyRelational(src.db, 'tgt', p, batchSql(src.db, p, lo, to), path);
+      expect([r.decidedBy, r.mismatch]).toEqual([path === 'auto' ? 'fast' : 'reference', undefined]);
+      return tableCells(src.db, 'tgt', 't');
+    } catch (err) {
+      return (err as { code?: string }).code;
+    } finally {
+      src.db.exec('ROLLBACK');
+    }
+  };
+  expect(apply(mid, 'auto')).toEqual(clean);
+  expect(apply(mid, 'reference')).toEqual(clean);
+  expect(apply(hi, 'auto')).toBe('SQLITE_CONSTRAINT_UNIQUE');
+  expect(apply(hi, 'reference')).toBe('SQLITE_CONSTRAINT_UNIQUE');
+});
