@@ -16,11 +16,12 @@ import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { SELF_CLEARING_SUSPENSIONS, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
+import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /** The outcome of one transaction for one projection. */
 export type StepOutcome =
-  | { readonly kind: 'initialized'; readonly rows: number; readonly seq: number; readonly cursor: string; readonly reason?: string }
+  | { readonly kind: 'initialized'; readonly rows: number; readonly seq: number; readonly cursor: string; readonly reason?: string; readonly droppedIndexes?: readonly DroppedIndex[] }
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown> };
@@ -249,6 +250,7 @@ async function initialize(
   if (!a.armed) return { kind: 'suspended', reason: 'TABLE_UNARMED', detail: { table: p.source.table, why: a.reason } };
   if (table.mode !== 'images' && p.kind !== 'custom') return { kind: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: p.source.table, mode: table.mode } };
   const s = quoteIdent(schema);
+  const indexes = userIndexes(db, schema, previouslyOwned);
   for (const t of previouslyOwned) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(t)}`);
   for (const t of p.ownedTables) {
     // Never overwrite a table sluice did not make: the user may keep other data in the target.
@@ -268,9 +270,10 @@ async function initialize(
   } else {
     rows = await initCustom(db, schema, p, rowsOf(db, table));
   }
+  const dropped = restoreIndexes(db, schema, indexes);
   const cursor = cursorToken(db, view, [table], view.hw);
   storeCursor(db, schema, p.name, cursor, view.hw, 0, null);
-  return { kind: 'initialized', rows, seq: view.hw, cursor, ...(reason === undefined ? {} : { reason }) };
+  return { kind: 'initialized', rows, seq: view.hw, cursor, ...(reason === undefined ? {} : { reason }), ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }) };
 }
 
 /**

@@ -9,6 +9,7 @@ import { checkCollisions, checkKeyCollations, probeExpressions } from '../projec
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
+import type { DroppedIndex } from './user-indexes.ts';
 import { retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import fs from 'node:fs';
@@ -98,6 +99,8 @@ export interface ProjectionReport {
   readonly error?: { readonly code: string; readonly message: string };
   /** Set when RunOptions.signal stopped the run before this projection caught up. */
   readonly stopped?: true;
+  /** Indexes a user had added to the projection's tables that its rebuild could not make again (the others were). */
+  readonly droppedIndexes?: readonly DroppedIndex[];
 }
 
 export interface SyncReport {
@@ -241,55 +244,43 @@ export class Syncer {
     const base = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
-    let snapshotRows: number | undefined;
-    let rebuilt: string | undefined;
+    // What a snapshot in this run adds to the report.
+    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes'> = {};
+    // A step runs synchronously under its awaits: between two of them, give
+    // the event loop a turn, or a signal handler (SIGTERM) only runs once the
+    // whole catch-up is done. True when the run must stop here.
+    const stopHere = async () => {
+      if (signal === undefined) return false;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return signal.aborted;
+    };
     for (;;) {
       const out: StepOutcome = await retryBusy(() => step(ctx, p));
       ctx = base; // a reinit is the first step only
       // Mapped while catching up, not while following small batches (session.ts).
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
       else if (out.kind === 'current') this.session.memoryMap(false);
-      const sourceSeq = out.kind === 'suspended' ? 0 : out.seq;
       if (out.kind === 'suspended') {
-        this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq, events: applied });
-        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...(rebuilt === undefined ? {} : { rebuilt }) };
+        this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: applied });
+        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...(built.rebuilt === undefined ? {} : { rebuilt: built.rebuilt }) };
       }
-      const done = { ...(snapshotRows === undefined ? {} : { snapshotRows }), ...(rebuilt === undefined ? {} : { rebuilt }) };
+      const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
       if (out.kind === 'initialized') {
-        snapshotRows = out.rows;
-        if (out.reason !== undefined) rebuilt = out.reason;
+        built = { snapshotRows: out.rows, ...(out.reason === undefined ? {} : { rebuilt: out.reason }), ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }) };
         this.#options.onProgress?.({ projection: p.name, phase: 'snapshot', seq: out.seq, sourceSeq: out.seq, events: applied, rows: out.rows });
-        if (signal !== undefined) {
-          await new Promise<void>((resolve) => setImmediate(resolve));
-          if (signal.aborted) return { name: p.name, state: 'active', applied, cursor: out.cursor, seq: out.seq, snapshotRows, ...(rebuilt === undefined ? {} : { rebuilt }), stopped: true };
-        }
+        if (await stopHere()) return { ...active, applied, ...built, stopped: true };
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
         this.#options.onProgress?.({ projection: p.name, phase: 'catch-up', seq: out.seq, sourceSeq: out.seq, events: applied });
         if (!out.caughtUp) {
-          if (signal !== undefined) {
-            // A step runs synchronously under its awaits: give the event loop
-            // a turn, or a signal handler (SIGTERM) never runs before the
-            // whole catch-up is done.
-            await new Promise<void>((resolve) => setImmediate(resolve));
-            if (signal.aborted) return { name: p.name, state: 'active', applied, cursor: out.cursor, seq: out.seq, ...done, stopped: true };
-          }
+          if (await stopHere()) return { ...active, applied, ...built, stopped: true };
           continue;
         }
       }
-      const seq = out.seq;
-      this.#options.onProgress?.({ projection: p.name, phase: 'current', seq, sourceSeq: seq, events: applied });
-      return {
-        name: p.name,
-        state: 'active',
-        applied,
-        cursor: out.cursor,
-        seq,
-        ...(snapshotRows === undefined ? {} : { snapshotRows }),
-        ...(rebuilt === undefined ? {} : { rebuilt }),
-      };
+      this.#options.onProgress?.({ projection: p.name, phase: 'current', seq: out.seq, sourceSeq: out.seq, events: applied });
+      return { ...active, applied, ...built };
     }
   }
 

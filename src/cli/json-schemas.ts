@@ -62,6 +62,7 @@ export const syncOutput = z.object({
       seq: z.number().int(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
       stopped: z.literal(true).optional(),
+      droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
     }),
   ),
 });

@@ -20,8 +20,9 @@ export function describeReport(r: SyncReport): string {
     .map((p) => {
       const what = p.snapshotRows !== undefined ? `${p.rebuilt !== undefined ? `rebuilt (${p.rebuilt})` : 'initialized'} from snapshot: ${p.snapshotRows} rows, then ` : '';
       if (p.error !== undefined) return `${p.name}: FAILED ${p.error.code}: ${p.error.message} (nothing of the failed batch was committed; other projections went on)`;
+      const lost = (p.droppedIndexes ?? []).map((d) => `; your index ${d.name} on ${d.table} could not be made again on the rebuilt table (${d.why})`).join('');
       return p.state === 'active'
-        ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}`
+        ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
         : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason)}`;
     })
     .join('\n');
@@ -41,6 +42,7 @@ export function reportJson(r: SyncReport): unknown {
       seq: p.seq,
       ...(p.error === undefined ? {} : { error: p.error }),
       ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
+      ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
     })),
   };
 }
