@@ -22,6 +22,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { Syncer } from '../src/apply/sync.ts';
 import { enable } from '../src/capture/enable.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
@@ -129,8 +130,9 @@ try {
   process.stdout.write(`\none event per batch, ${BATCHES} batches, ${ROUNDS} rounds (median)\n\n`);
   process.stdout.write(`${renderTable(['path', 'wall per batch', 'cpu per batch', 'wall vs baseline', 'cpu vs baseline'], rows)}\n`);
   process.stdout.write('\nbaseline: BEGIN; max(seq) of the source; INSERT OR REPLACE of the new journal row into the target; cursor UPDATE; COMMIT (no checks, no metadata).\n');
-  fs.mkdirSync(path.join(import.meta.dirname, 'out'), { recursive: true });
-  fs.writeFileSync(path.join(import.meta.dirname, 'out', 'batch-overhead.json'), `${JSON.stringify({ batches: BATCHES, rounds: ROUNDS, results }, null, 2)}\n`);
+  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(path.join(outDir, 'batch-overhead.json'), `${JSON.stringify({ batches: BATCHES, rounds: ROUNDS, results }, null, 2)}\n`);
 } finally {
   scratch.cleanup();
 }
