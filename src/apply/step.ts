@@ -11,6 +11,7 @@ import { pagedTable } from '../feed/snapshot.ts';
 import type { Row } from '../feed/events.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
+import { hasForeignUniqueIndex } from '../projection/kinds/relational-images.ts';
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
@@ -28,7 +29,6 @@ export type StepOutcome =
 
 /** Events read into memory at a time when a batch is applied event by event. */
 const EVENT_PAGE = 10_000;
-
 
 /** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
 const REBUILDABLE = new Set(['SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
@@ -142,9 +142,18 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
     hi = Math.min(ctx.range.toSeq, v.view.hw);
   }
   if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
-  const cursor = cursorToken(db, v.view, v.tables, hi);
-  const r = await applyRange(ctx, p, t, lo, hi);
+  let r = await applyRange(ctx, p, t, lo, hi);
+  // Intermediate batches need not reproduce source transactions: a batch
+  // boundary may cut one, and in between a UNIQUE index a user added to the
+  // target can be broken although no committed state of the source breaks
+  // it. Such a batch is tried once more up to the high-water mark (a
+  // committed state) before the projection is suspended.
+  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined) {
+    hi = v.view.hw;
+    r = await applyRange(ctx, p, t, lo, hi);
+  }
   if ('kind' in r) return r;
+  const cursor = cursorToken(db, v.view, v.tables, hi);
   storeCursor(db, schema, p.name, cursor, hi, r.applied, r.lastTs);
   return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
 }
@@ -154,6 +163,20 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   const { db, schema } = ctx;
   let applied = 0;
   let lastTs: number | null = null;
+  // A UNIQUE index a user added to an fts5 key table: its keys are updated
+  // in place, one row at a time, which such an index can refuse mid-batch.
+  if (p.kind === 'fts5' && hasForeignUniqueIndex(db, schema, `${p.targetTable}_src`)) {
+    return {
+      kind: 'suspended',
+      reason: 'TARGET_CONSTRAINT',
+      detail: { table: `${p.targetTable}_src`, source: p.source.table, message: `The fts5 key table ${p.targetTable}_src has a UNIQUE index sluice did not make; sluice updates its rows in place, which such an index can refuse in the middle of a batch. Drop the index (index the source table instead); the next sync goes on.` },
+    };
+  }
+  // With a UNIQUE index a user added to a mirror or map table, the batch's
+  // writes may fail on it: a savepoint lets them be undone and tried again
+  // (stepInTransaction), not the whole transaction.
+  const guarded = (p.kind === 'mirror' || p.kind === 'map') && hasForeignUniqueIndex(db, schema, p.targetTable);
+  if (guarded) db.exec('SAVEPOINT sluice_rows');
   try {
     const journal = journalRange(t.tid, p.source.columns.length, lo, hi);
     // Set-based where it can be: mirror and map always decide in SQL; fts5
@@ -184,9 +207,11 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     }
   } catch (err) {
     // A UNIQUE index that a user added to a mirror or map table, which this
-    // batch's rows break (the source does not have it): nothing was written.
-    // Suspended until the index goes; each run tries again.
-    if ((p.kind === 'mirror' || p.kind === 'map') && (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+    // batch's rows break: undone. Suspended until the index goes (each run
+    // tries again), unless a batch up to the high-water mark passes.
+    if (guarded && (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
+      db.exec('ROLLBACK TO sluice_rows');
+      db.exec('RELEASE sluice_rows');
       return {
         kind: 'suspended',
         reason: 'TARGET_CONSTRAINT',
@@ -195,7 +220,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
           source: p.source.table,
           fromSeq: lo,
           toSeq: hi,
-          message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and the source's rows break it (the source allows duplicates there). Drop the index or make it non-unique; the next sync applies this batch.`,
+          message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique; the next sync applies this batch.`,
         },
       };
     }
@@ -218,6 +243,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     }
     throw err;
   }
+  if (guarded) db.exec('RELEASE sluice_rows');
   return { applied, lastTs };
 }
 
@@ -231,9 +257,14 @@ function divergence(p: CompiledProjection, m: { seq: number; key: readonly unkno
   return { kind: 'suspended', reason: m.reason, detail: { table: p.targetTable, source: p.source.table, key: m.key, seq: m.seq } };
 }
 
-/** Target tables a stored projection made (so a rebuild may drop them). */
+/**
+ * Target tables a stored projection made (so a rebuild may drop them). One
+ * that was never built (no cursor: suspended before its first snapshot)
+ * made none, whatever its target name says: a table of that name is the
+ * user's.
+ */
 function ownedBy(rec: ProjectionRecord): string[] {
-  return ownedTables(rec.kind, rec.targetTable);
+  return rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
 }
 
 async function initialize(

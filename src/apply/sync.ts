@@ -25,7 +25,7 @@ import path from 'node:path';
  */
 export const DEFAULT_BATCH = { setBased: 100_000, perEvent: 10_000 } as const;
 
-/** A batch at least this large is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
+/** A batch that changes at least this many rows (net, for mirror and map) is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
 const MAP_MIN_EVENTS = 1000;
 
 function defaultBatch(kind: CompiledProjection['kind']): number {
@@ -43,6 +43,12 @@ export interface SyncOptions {
   /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
   readonly acknowledge?: boolean;
   readonly onProgress?: (event: SyncProgress) => void;
+  /**
+   * Projections the first `runOnce` rebuilds from a snapshot (RunOptions.reinit).
+   * Checked by `open`: an unknown name is refused there, before anything is
+   * written (a target file it made is removed again).
+   */
+  readonly reinit?: readonly string[];
 }
 
 /** Options for one `runOnce`. */
@@ -121,6 +127,8 @@ export class Syncer {
   readonly session: ApplySession;
   readonly projections: readonly CompiledProjection[];
   readonly #options: SyncOptions;
+  /** SyncOptions.reinit, until the first run. */
+  #reinitPending: readonly string[];
   /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
   readonly #pendingAcks = new Map<string, string>();
   #lastAckMs = Number.NEGATIVE_INFINITY;
@@ -129,6 +137,7 @@ export class Syncer {
     this.session = session;
     this.projections = projections;
     this.#options = options;
+    this.#reinitPending = options.reinit ?? [];
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -150,6 +159,7 @@ export class Syncer {
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
+      checkReinit(options.reinit ?? [], compiled);
       return new Syncer(session, compiled, options);
     } catch (err) {
       session.close();
@@ -160,12 +170,9 @@ export class Syncer {
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
-    const reinit = new Set(run.reinit ?? []);
-    for (const name of reinit) {
-      if (!this.projections.some((p) => p.name === name)) {
-        throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${this.projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
-      }
-    }
+    const reinit = new Set([...this.#reinitPending, ...(run.reinit ?? [])]);
+    checkReinit([...reinit], this.projections);
+    this.#reinitPending = [];
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
       if (run.signal?.aborted === true) {
@@ -262,7 +269,7 @@ export class Syncer {
       else if (out.kind === 'current') this.session.memoryMap(false);
       if (out.kind === 'suspended') {
         this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: applied });
-        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...(built.rebuilt === undefined ? {} : { rebuilt: built.rebuilt }) };
+        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...built };
       }
       const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
       if (out.kind === 'initialized') {
@@ -328,6 +335,14 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
     throw new FailClosedError('NOTHING_TO_SYNC', `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`);
   }
   return tables.map(defaultMirror);
+}
+
+function checkReinit(names: readonly string[], projections: readonly CompiledProjection[]): void {
+  for (const name of names) {
+    if (!projections.some((p) => p.name === name)) {
+      throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
+    }
+  }
 }
 
 function compile(db: Db, def: ProjectionDefinition): CompiledProjection {

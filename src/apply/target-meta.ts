@@ -36,7 +36,7 @@ export function repairAction(name: string, reason: string | null | undefined, so
     return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
   }
   if (reason === 'TARGET_CONSTRAINT') {
-    return `${reason}: a UNIQUE index added to the target table conflicts with the source's rows (the source allows duplicates there); drop it or make it non-unique, then run sluice sync again`;
+    return `${reason}: sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again`;
   }
   return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${name}`;
 }

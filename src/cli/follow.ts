@@ -4,8 +4,6 @@ import { waitForChange } from './wait.ts';
 
 export interface FollowOptions {
   readonly json?: boolean;
-  /** Projections the first pass rebuilds from a snapshot (RunOptions.reinit). */
-  readonly reinit?: readonly string[];
   readonly onReport: (r: SyncReport) => void;
 }
 
@@ -25,10 +23,8 @@ const ACK_INTERVAL_MS = 1000;
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const stop = new AbortController();
-  let reinit = options.reinit;
   const pass = async () => {
-    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal, ...(reinit === undefined ? {} : { reinit }) });
-    reinit = undefined;
+    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
     options.onReport(report);
     if (options.json === true) process.stdout.write(`${JSON.stringify(reportJson(report))}\n`);
   };

@@ -15,7 +15,7 @@ export async function loadAll(files: readonly string[]): Promise<ProjectionDefin
   return defs;
 }
 
-export function describeReport(r: SyncReport): string {
+export function describeReport(r: SyncReport, paths?: { readonly source: string; readonly target: string }): string {
   return r.projections
     .map((p) => {
       const what = p.snapshotRows !== undefined ? `${p.rebuilt !== undefined ? `rebuilt (${p.rebuilt})` : 'initialized'} from snapshot: ${p.snapshotRows} rows, then ` : '';
@@ -23,7 +23,7 @@ export function describeReport(r: SyncReport): string {
       const lost = (p.droppedIndexes ?? []).map((d) => `; your index ${d.name} on ${d.table} could not be made again on the rebuilt table (${d.why})`).join('');
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
-        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason)}`;
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target)}`;
     })
     .join('\n');
 }
@@ -64,15 +64,15 @@ export function registerSync(program: Command): void {
     .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; reinit: string[]; log?: string } & ProgressOptions) => {
       const defs = await loadAll(opts.projection);
       const progress = progressReporter(opts);
-      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), onProgress: progress.update });
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), reinit: opts.reinit, onProgress: progress.update });
       try {
         if (opts.follow === true) {
           await follow(syncer, { ...opts, onReport: () => undefined });
           return;
         }
-        const report = await syncer.runOnce({ reinit: opts.reinit });
+        const report = await syncer.runOnce();
         progress.stop();
-        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report));
+        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
         for (const p of report.projections) if (p.error !== undefined) process.stderr.write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
         if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);

@@ -49,6 +49,10 @@ function check(body: string): string {
 export function encodeCursor(c: Cursor): string {
   const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema };
   if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
+  // Never make a token that decoding would refuse (and never remember one).
+  if (!Number.isSafeInteger(c.seq) || !Number.isSafeInteger(c.generation) || !payloadSchema.safeParse(payload).success) {
+    throw new InvalidInputError('CURSOR_MALFORMED', `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`);
+  }
   const body = `${PREFIX}${c.version}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
   const token = `${body}.${check(body)}`;
   // The token made now is the one decoded next (a follower stores it and
@@ -86,6 +90,8 @@ export function decodeCursor(token: string): Cursor {
 }
 
 function remember(token: string, c: Cursor): Cursor {
+  const known = decoded.get(token);
+  if (known !== undefined) return known;
   Object.freeze(c.tables);
   if (c.file !== undefined) Object.freeze(c.file);
   Object.freeze(c);

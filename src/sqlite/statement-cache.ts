@@ -25,11 +25,15 @@ export function cachedStatement(db: Db, sql: string, mode: RowMode = 'object'): 
   }
   const key = `${mode}\u0000${sql}`;
   const hit = cache.get(key);
-  if (hit !== undefined) return hit;
+  if (hit !== undefined) {
+    // Most recently used last, so that eviction below takes the least recently used.
+    cache.delete(key);
+    cache.set(key, hit);
+    return hit;
+  }
   const stmt = db.prepare(sql);
   if (mode === 'raw') stmt.raw(true);
   else if (mode === 'pluck') stmt.pluck(true);
-  // Oldest first out: a long follow session over many projections keeps the recent ones.
   if (cache.size >= LIMIT) cache.delete(cache.keys().next().value as string);
   cache.set(key, stmt);
   return stmt;

@@ -8,20 +8,27 @@ import { cachedStatement } from './statement-cache.ts';
  * map's typed images). Making and dropping them for every batch changed the
  * connection's schema each time, which threw away every compiled statement:
  * a follower spent most of a one-event batch compiling. A work table is made
- * once per connection and shape, and emptied for each use. Its name carries
- * a digest of its columns, so projections with different keys each have
- * their own, and a table made in a transaction that rolled back is made
+ * once per connection and shape, and is empty between uses (emptied when
+ * handed out and after each batch, so that the pages a large batch used go
+ * back to the TEMP database for the next table, whatever its shape: TEMP
+ * memory is the largest batch's, not the sum over projections). Its name
+ * carries a digest of its columns, so projections with different keys each
+ * have their own, and a table made in a transaction that rolled back is made
  * again on its next use.
  */
 
 const made = new WeakMap<Db, Set<string>>();
+
+function exists(db: Db, name: string): boolean {
+  return cachedStatement(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?", 'pluck').get(name) !== undefined;
+}
 
 /** `temp.<base>_<digest>`, existing and empty, with exactly these column definitions. */
 export function workTable(db: Db, base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
   const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
   const name = `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
   const qualified = `temp.${quoteIdent(name)}`;
-  if (cachedStatement(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?", 'pluck').get(name) === undefined) {
+  if (!exists(db, name)) {
     db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
   } else {
     cachedStatement(db, `DELETE FROM ${qualified}`).run();
@@ -35,7 +42,14 @@ export function workTable(db: Db, base: string, columns: string, options: { read
   return qualified;
 }
 
-/** Drops every work table of this connection (after an error, or to give their memory back). */
+/** Empties every work table of this connection (after a batch; any that a rollback took away is skipped). */
+export function emptyWorkTables(db: Db): void {
+  for (const name of made.get(db) ?? []) {
+    if (exists(db, name)) cachedStatement(db, `DELETE FROM temp.${quoteIdent(name)}`).run();
+  }
+}
+
+/** Drops every work table of this connection (after an error: its transaction may have made some of them). */
 export function dropWorkTables(db: Db): void {
   const names = made.get(db);
   if (names === undefined) return;

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { Syncer } from '../../src/apply/sync.ts';
+import type { Db } from '../../src/sqlite/connection.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { prng } from '../../fixtures/tracker.ts';
 import { makeSource, tableCells } from './support/target.ts';
@@ -12,6 +13,13 @@ import { makeSource, tableCells } from './support/target.ts';
  * catches up (ApplySession.memoryMap). These tests hold one Syncer across
  * many small batches, with a batch rolled back in the middle.
  */
+
+/** Between batches the work tables are kept, and empty (their pages free for the next table). */
+function expectEmptyWorkTables(db: Db): void {
+  const work = db.prepare("SELECT name FROM temp.sqlite_schema WHERE type = 'table' AND name LIKE '\\_sluice\\_%' ESCAPE '\\'").pluck().all() as string[];
+  expect(work.length).toBeGreaterThan(0);
+  for (const name of work) expect([name, db.prepare(`SELECT count(*) FROM temp."${name}"`).pluck().get()]).toEqual([name, 0n]);
+}
 
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE, n INTEGER, b BLOB)';
 const PROJECTIONS = [
@@ -58,6 +66,7 @@ test('one session over 120 small batches (inserts, updates, key changes, deletes
       if (tampered) expect(mirror?.reason).toBe('TARGET_DIVERGED');
       for (const p of r.projections.filter((q) => q.name !== 't')) expect([p.name, p.state, p.error]).toEqual([p.name, 'active', undefined]);
     }
+    expectEmptyWorkTables(s.session.db);
     const v = await verify(src.file, target);
     expect(v.projections.filter((p) => p.name !== 't').map((p) => [p.name, p.ok])).toEqual([
       ['tfts', true],
@@ -97,6 +106,7 @@ test('a follower reads through a memory map while it catches up and without one 
     bulk(1, 3000);
     const r = await s.runOnce(); // batches of 1000, 1000, 1000
     expect(r.projections[0]?.applied).toBe(3000);
+    expectEmptyWorkTables(s.session.db);
     expect(mapped()).toEqual([on, on]);
     src.db.prepare("INSERT INTO t VALUES (9001, 'one', 0, NULL)").run();
     await s.runOnce();

@@ -3,6 +3,7 @@ import { test, expect } from '../support/fixtures.ts';
 import { Syncer } from '../../src/apply/sync.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import { makeSource, tableCells } from './support/target.ts';
+import { enable } from '../../src/capture/enable.ts';
 
 /*
  * Users add indexes to a cache for their own queries. A rebuild drops and
@@ -78,6 +79,58 @@ test('a UNIQUE index the source breaks: the mirror suspends with TARGET_CONSTRAI
     expect(r.projections[0]?.droppedIndexes?.[0]?.why).toMatch(/UNIQUE constraint failed/);
     expect(indexes(s.session.db, 'tgt').map((x) => x[0])).toEqual(['t_n']);
     expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    s.close();
+  }
+});
+
+test('an index on an fts5 shadow table is made again after a rebuild; index SQL edited in the target file to hold a second statement is refused, never run against the source', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE secrets (x TEXT); INSERT INTO secrets VALUES ('keep me')`, ['t'], { seed: SEED });
+  const target = path.join(tmp, 'target.db');
+  const defs = [MIRROR, { name: 'ts', source: 't', kind: 'fts5' as const, columns: ['email'], content: 'external' as const }];
+  let s = await Syncer.open(src.file, target, { projections: defs });
+  await s.runOnce();
+  s.session.db.exec('CREATE INDEX tgt.ix_docsize ON ts_docsize (sz); CREATE INDEX tgt.ix_t ON t (n)');
+  s.close();
+  // Someone with write access to the cache edits an index's stored SQL.
+  const edit = makeDb('target.db');
+  edit.db.unsafeMode(true);
+  edit.db.pragma('writable_schema = ON');
+  edit.db.prepare("UPDATE sqlite_schema SET sql = ? WHERE name = 'ix_t'").run('CREATE INDEX ix_t ON t (n); DELETE FROM main.secrets');
+  edit.db.pragma('writable_schema = OFF');
+  edit.db.close();
+
+  s = await Syncer.open(src.file, target, { projections: defs, reinit: ['t', 'ts'] });
+  try {
+    const r = await s.runOnce();
+    expect(r.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual([
+      ['t', 'active', 'REINIT'],
+      ['ts', 'active', 'REINIT'],
+    ]);
+    expect(r.projections[0]?.droppedIndexes?.map((d) => [d.name, d.why])).toEqual([['ix_t', 'The supplied SQL string contains more than one statement']]);
+    expect(r.projections[1]?.droppedIndexes).toBeUndefined();
+    expect(indexes(s.session.db, 'tgt').map((x) => [x[0], x[1]])).toEqual([['ix_docsize', 'ts_docsize']]);
+    expect(src.db.prepare('SELECT x FROM secrets').pluck().all()).toEqual(['keep me']);
+  } finally {
+    s.close();
+  }
+});
+
+test('--reinit of a projection that was never built leaves a table of its target name alone: that table is the user\'s', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE orders (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO orders VALUES (1, 'src')`, ['t']);
+  const target = path.join(tmp, 'target.db');
+  const user = makeDb('target.db');
+  user.db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO orders VALUES (1, 'USER DATA')");
+  const def = { name: 'orders', source: 'orders', kind: 'mirror' as const };
+  let s = await Syncer.open(src.file, target, { projections: [def] });
+  expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'suspended', reason: 'TABLE_UNTRACKED' });
+  s.close();
+  enable(src.db, ['orders']);
+  s = await Syncer.open(src.file, target, { projections: [def], reinit: ['orders'] });
+  try {
+    const r = await s.runOnce();
+    expect(r.projections[0]?.error?.code).toBe('TARGET_TABLE_EXISTS');
+    expect(user.db.prepare('SELECT note FROM orders').pluck().all()).toEqual(['USER DATA']);
   } finally {
     s.close();
   }

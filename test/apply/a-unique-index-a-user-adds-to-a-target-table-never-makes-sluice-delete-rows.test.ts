@@ -107,3 +107,40 @@ test('the reference apply writes the same way: the same batches under the same i
   expect(apply(hi, 'auto')).toBe('SQLITE_CONSTRAINT_UNIQUE');
   expect(apply(hi, 'reference')).toBe('SQLITE_CONSTRAINT_UNIQUE');
 });
+
+test('values swapped inside one source transaction that a batch boundary cuts: the batch is tried again up to the high-water mark, a committed state, and applies', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1 });
+  try {
+    await s.runOnce();
+    s.session.db.exec('CREATE UNIQUE INDEX tgt.t_email ON t (email)');
+    // One transaction; after its first statement alone, 'b' would be there twice.
+    src.db.exec("BEGIN; UPDATE t SET email = 'b' WHERE id = 1; UPDATE t SET email = 'a' WHERE id = 2; COMMIT");
+    const r = await s.runOnce();
+    expect(r.projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    s.close();
+  }
+});
+
+test('a UNIQUE index on an fts5 key table (which sluice updates in place) suspends the projection with TARGET_CONSTRAINT before it writes; dropping it lets the next sync go on', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+  const fts = { name: 'ts', source: 't', kind: 'fts5' as const, columns: ['email'], content: 'external' as const };
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [fts] });
+  try {
+    await s.runOnce();
+    s.session.db.exec('CREATE UNIQUE INDEX tgt.ts_email ON ts_src (email)');
+    src.db.exec("UPDATE t SET email = 'swap' WHERE id = 1; UPDATE t SET email = 'a' WHERE id = 2; UPDATE t SET email = 'b' WHERE id = 1");
+    const before = tableCells(s.session.db, 'tgt', 'ts_src');
+    const r = await s.runOnce();
+    expect(r.projections[0]).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+    expect(String(r.projections[0]?.detail?.message)).toMatch(/ts_src has a UNIQUE index/);
+    expect(tableCells(s.session.db, 'tgt', 'ts_src')).toEqual(before);
+    s.session.db.exec('DROP INDEX tgt.ts_email');
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    expect(s.session.db.prepare("SELECT rowid FROM tgt.ts WHERE ts MATCH 'b'").pluck().all()).toEqual([1n]);
+  } finally {
+    s.close();
+  }
+});

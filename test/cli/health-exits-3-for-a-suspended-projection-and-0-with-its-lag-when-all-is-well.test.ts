@@ -63,6 +63,11 @@ describe('health', () => {
     expectOneLineError(unknown, 'UNKNOWN_PROJECTION');
     expect(unknown.stderr).toMatch(/isues.*have: comments, issues/);
     expect(bytes().equals(before)).toBe(true);
+    // Nor is a new target made for it.
+    const fresh = await runCliAsync(['sync', src, at('fresh.db'), '--reinit', 'isues']);
+    expect(fresh.status).toBe(1);
+    expectOneLineError(fresh, 'UNKNOWN_PROJECTION');
+    expect(fs.existsSync(at('fresh.db'))).toBe(false);
 
     const h = parseJson(await runCliAsync(['health', tgt, '--json']), S.healthOutput);
     const action = h.projections.find((p) => p.name === 'issues')?.action ?? '';

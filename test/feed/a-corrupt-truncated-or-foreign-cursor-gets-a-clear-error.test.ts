@@ -118,6 +118,14 @@ describe('the changes CLI with a bad cursor', () => {
   });
 });
 
+test('no token is made of a cursor that decoding would refuse (so none is remembered decoded either)', () => {
+  const good = { version: 1, sourceId: 's', generation: 1, seq: 5, tables: ['t'], schema: 'f' };
+  expect(parseCursor(encodeCursor(good))).toStrictEqual(good);
+  for (const bad of [{ seq: -5 }, { seq: 1.5 }, { generation: Number.NaN }, { sourceId: '' }, { seq: 2 ** 60 }]) {
+    expect(() => encodeCursor({ ...good, ...bad }), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED' }));
+  }
+});
+
 test('a cursor token carries every field of the cursor it was made from (parsed without the cache that remembers tokens made in this process)', () => {
   const text = fc.string({ minLength: 1, maxLength: 12 });
   const cursorArb = fc.record(

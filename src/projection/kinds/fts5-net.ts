@@ -1,6 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import type { EventRelation } from '../../capture/schema.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { emptyWorkTables } from '../../sqlite/work-tables.ts';
 import { columnDecl, type CompiledProjection } from '../compile.ts';
 import { allOf, journalImages, joinImage, sqlEq } from './relational-images.ts';
 import { buildNet } from './relational-net.ts';
@@ -28,6 +29,14 @@ import { ftsNames } from './fts5.ts';
  * mismatch.
  */
 export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
+  try {
+    return applyNet(db, schema, p, events);
+  } finally {
+    emptyWorkTables(db);
+  }
+}
+
+function applyNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
   const n = ftsNames(schema, p);
   const width = p.source.columns.length;
   const sourceIndex = (name: string) => p.source.columns.findIndex((c) => c.name === name);

@@ -2,7 +2,7 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import type { JsonValue } from '../../sqlite/codec.ts';
 import type { EventRelation } from '../../capture/schema.ts';
-import { dropWorkTables } from '../../sqlite/work-tables.ts';
+import { dropWorkTables, emptyWorkTables } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
 import { prepareImages } from './relational-images.ts';
 import { applyByNetTransitions } from './relational-net.ts';
@@ -62,17 +62,21 @@ export type RelationalPath = 'auto' | 'reference';
  * Applies the events of `events` (a relation with columns seq, op, ts and
  * the source images in journal layout c0..c(2n-1), keyed by seq and read in
  * seq order) to the target, in the caller's transaction. Its work tables
- * stay for the next batch (emptied when used again); after an error the
- * caller drops them with dropTemps.
+ * stay, empty, for the next batch; after an error the caller drops them with
+ * dropTemps.
  */
 export function applyRelational(db: Db, schema: string, p: CompiledProjection, events: EventRelation, path: RelationalPath = 'auto'): RelationalResult {
-  const img = prepareImages(db, p, events);
-  const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img) : undefined;
-  if (fast !== undefined) return { ...fast, decidedBy: 'fast' };
-  return { ...applyByTransitions(db, schema, p, img), decidedBy: 'reference' };
+  try {
+    const img = prepareImages(db, p, events);
+    const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img) : undefined;
+    if (fast !== undefined) return { ...fast, decidedBy: 'fast' };
+    return { ...applyByTransitions(db, schema, p, img), decidedBy: 'reference' };
+  } finally {
+    emptyWorkTables(db);
+  }
 }
 
-/** Drops the apply paths' TEMP tables: after a failed batch (its transaction may have made some of them) and before a session ends. */
+/** Drops the apply paths' TEMP tables: after a failed batch (its transaction may have made some of them). */
 export function dropTemps(db: Db): void {
   dropWorkTables(db);
   db.exec('DROP TABLE IF EXISTS temp._sluice_tr');
