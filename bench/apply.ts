@@ -31,7 +31,9 @@
  *   reads the answer from the source table); any correct applier writes at
  *   least these rows, so its ratio bounds what any applier can reach here;
  *   and a raw INSERT … SELECT of the batch's journal rows (the changes as
- *   captured, both images), another reading of "the same rows".
+ *   captured, both images), another reading of "the same rows"; and a read
+ *   floor: one pass reading every column of the batch's journal rows, nothing
+ *   written. The read and write floors added bound any applier (printed).
  *
  * Each round copies the pristine post-snapshot targets to fresh files (the
  * source is read-only for the applier, apart from its acknowledgement row),
@@ -315,6 +317,25 @@ function journalCopyOnce(fromSeq: number, toSeq: number): Timed {
   return timed(n, t, n);
 }
 
+/**
+ * Context: the read floor. One pass over the batch's journal rows that reads
+ * every column once (max() of each), nothing written, on a connection set
+ * up like the applier's (the source memory-mapped), as rows/s. Any applier
+ * reads at least this; with the write floor it bounds what any applier can
+ * reach.
+ */
+function journalReadOnce(fromSeq: number, toSeq: number): Timed {
+  const db = openDatabase(file('src.db'), { role: 'source' });
+  if (process.platform !== 'win32') db.pragma('mmap_size = 268435456');
+  const cols = (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('_sluice_journal') as string[]).map((c) => `max(${c})`);
+  const stmt = db.prepare(`SELECT count(*), ${cols.join(', ')} FROM main._sluice_journal WHERE seq > ? AND seq <= ?`).raw();
+  const stop = clock();
+  const n = Number((stmt.get(fromSeq, toSeq) as unknown[])[0]);
+  const t = stop();
+  db.close();
+  return timed(n, t, n);
+}
+
 function newFileDbAt(p: string): Db {
   return openDatabase(p, { create: true, role: 'bench' });
 }
@@ -520,9 +541,9 @@ async function main(): Promise<void> {
   log(`setup ${(setupMs / 1000).toFixed(1)} s: ${JSON.stringify(mix)}, seq ${fromSeq}..${toSeq}`);
 
   // Paired rounds: a baseline, then the variants (order rotating per round), then a baseline again.
-  type Paired = 'mirror' | 'map' | 'naive' | 'mirror1' | 'floor' | 'jcopy';
-  const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1', 'floor', 'jcopy'];
-  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [], floor: [], jcopy: [] };
+  type Paired = 'mirror' | 'map' | 'naive' | 'mirror1' | 'floor' | 'jcopy' | 'jread';
+  const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1', 'floor', 'jcopy', 'jread'];
+  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [], floor: [], jcopy: [], jread: [] };
   const ratios = Object.fromEntries(PAIRED.map((k) => [k, { wall: [] as number[], cpu: [] as number[] }])) as Record<Paired, { wall: number[]; cpu: number[] }>;
   for (let round = 0; round < ROUNDS; round++) {
     const verify = round === 0;
@@ -533,6 +554,7 @@ async function main(): Promise<void> {
       if (k === 'naive') got[k] = naiveOnce(pristine.naive, fromSeq, toSeq, verify);
       else if (k === 'floor') got[k] = floorOnce(pristine.naive, fromSeq, toSeq, verify);
       else if (k === 'jcopy') got[k] = journalCopyOnce(fromSeq, toSeq);
+      else if (k === 'jread') got[k] = journalReadOnce(fromSeq, toSeq);
       // Context: the same mirror catch-up as ONE target transaction (what the per-batch commits cost).
       else if (k === 'mirror1') got[k] = await syncOnce('mirror', pristine.mirror, verify, EVENTS);
       else got[k] = await syncOnce(k, pristine[k], verify);
@@ -583,6 +605,7 @@ async function main(): Promise<void> {
       row(`floor: the target writes alone, no checks (context)`, rate('floor'), ratio('floor'), cpuRatio('floor'), '', ''),
       row(`verify of the caught-up mirror (rows/s, context, 1 run)`, verifyTimed.perSec, verifyTimed.perSec / baseline, verifyTimed.perCpuSec / baselineCpu, '', ''),
       row(`INSERT … SELECT of the ${EVENTS} journal rows (rows/s, context)`, rate('jcopy'), ratio('jcopy'), cpuRatio('jcopy'), '', ''),
+      row(`read floor: every column of the ${EVENTS} journal rows read once (context)`, rate('jread'), ratio('jread'), cpuRatio('jread'), '', ''),
       ...(['fts5', 'custom'] as const).flatMap((k) => {
         const t = slow[k];
         return t === undefined ? [] : [row(`${k} apply, ${SLOW_EVENTS} events (1 run)`, t.perSec, t.perSec / baseline, t.perCpuSec / baselineCpu, 'report', '')];
@@ -592,8 +615,12 @@ async function main(): Promise<void> {
   // DESIGN.md calibrates its 0.5x as 2.5x the naive loop ("a naive JS loop measures about 0.2x").
   const vsNaive = median(runs.mirror.map((t, i) => t.perSec / (runs.naive[i] as Timed).perSec));
   const vsJournalCopy = median(runs.mirror.map((t, i) => t.perSec / (runs.jcopy[i] as Timed).perSec));
+  // An applier reads every event and writes the net rows: its time is at
+  // least the read floor's plus the write floor's, before any check.
+  const bound = median(ratios.floor.wall.map((w, i) => 1 / (1 / w + 1 / (ratios.jread.wall[i] as number))));
   process.stdout.write(
     `\n${table}\n\nmirror vs the naive loop: ${fmtRatio(vsNaive)} (DESIGN.md's 0.5x against its naive ~0.2x is 2.5x); mirror vs the journal-row copy: ${fmtRatio(vsJournalCopy)}.\n` +
+      `read floor + write floor, with no check at all: at most ${fmtRatio(bound)} for any applier here; what the mirror adds on top of them is the grouping by key and the before-image checks.\n` +
       `\nthroughput: events/s of wall time (rows/s for the baseline). vs baseline: median over ${ROUNDS} rounds of the ratio to that round's baselines ` +
       `(judged against the target). cpu ratio: the same with this process's CPU time instead of wall time (less sensitive to other load on the machine).\n`,
   );
@@ -613,6 +640,8 @@ async function main(): Promise<void> {
       mirrorOneTransaction: summary('mirror1'),
       writeFloor: summary('floor'),
       journalRowCopy: summary('jcopy'),
+      journalReadFloor: summary('jread'),
+      readPlusWriteFloorBound: bound,
       verifyRowsPerSec: verifyTimed.perSec,
       mirrorVsNaive: vsNaive,
       mirrorVsJournalCopy: vsJournalCopy,
