@@ -118,12 +118,16 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(ctx, p, view, table, undefined, []);
+  // TARGET_CONSTRAINT clears once the index is gone (or by --reinit): not
+  // tried again while it is there, which would repeat the failing batch at
+  // every pass.
+  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && foreignUniqueIndexOf(db, schema, p) !== undefined) return storedSuspension(rec);
   // A suspension whose cause is fixed by fixing it (the source's arming, a
   // user's UNIQUE index on the target; not diverged rows) is looked at again
   // each run: once the table is armed again, in images mode, the cursor check
   // below decides between continuing and rebuilding; once the index is gone,
   // the batch applies.
-  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return storedSuspension(rec);
   const owned = ownedBy(rec);
   if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
   const v = validateCursor(db, rec.cursor ?? '', view);
@@ -142,15 +146,16 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
     hi = Math.min(ctx.range.toSeq, v.view.hw);
   }
   if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
-  let r = await applyRange(ctx, p, t, lo, hi);
+  let r = await applyRange(ctx, p, t, lo, hi, ctx.range !== undefined ? 'range' : hi >= v.view.hw ? 'committed' : 'batch');
   // Intermediate batches need not reproduce source transactions: a batch
   // boundary may cut one, and in between a UNIQUE index a user added to the
   // target can be broken although no committed state of the source breaks
   // it. Such a batch is tried once more up to the high-water mark (a
-  // committed state) before the projection is suspended.
-  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined) {
+  // committed state) before the projection is suspended, when that is
+  // within RETRY_SPAN batches (a larger backlog is not made one batch).
+  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && v.view.hw - lo <= RETRY_SPAN * ctx.batchSize) {
     hi = v.view.hw;
-    r = await applyRange(ctx, p, t, lo, hi);
+    r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
   if ('kind' in r) return r;
   const cursor = cursorToken(db, v.view, v.tables, hi);
@@ -158,18 +163,40 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
 }
 
+/** How much a UNIQUE failure of a batch says: the range may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
+type RangeEnd = 'batch' | 'range' | 'committed';
+
+/** A batch that breaks a user's UNIQUE index is tried up to the high-water mark when that is at most this many batches ahead. */
+const RETRY_SPAN = 10;
+
+/** The FTS5 tables of an fts5 projection (written with REPLACE or in place by FTS5 and sluice). */
+const FTS5_TABLES = ['_src', '_data', '_idx', '_content', '_docsize', '_config'] as const;
+
+/** The first table of p's that carries a UNIQUE index a user added, if any. */
+function foreignUniqueIndexOf(db: Db, schema: string, p: CompiledProjection): string | undefined {
+  const tables = p.kind === 'fts5' ? FTS5_TABLES.map((x) => `${p.targetTable}${x}`) : p.kind === 'custom' ? [] : [p.targetTable];
+  return tables.find((t) => hasForeignUniqueIndex(db, schema, t));
+}
+
+function storedSuspension(rec: ProjectionRecord): StepOutcome {
+  return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+}
+
 /** Applies the events (lo, hi] of table t to projection p, in the caller's transaction (rows only, not the cursor). */
-async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTable, lo: number, hi: number): Promise<{ applied: number; lastTs: number | null } | StepOutcome> {
+async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTable, lo: number, hi: number, end: RangeEnd): Promise<{ applied: number; lastTs: number | null } | StepOutcome> {
   const { db, schema } = ctx;
   let applied = 0;
   let lastTs: number | null = null;
-  // A UNIQUE index a user added to an fts5 key table: its keys are updated
-  // in place, one row at a time, which such an index can refuse mid-batch.
-  if (p.kind === 'fts5' && hasForeignUniqueIndex(db, schema, `${p.targetTable}_src`)) {
+  // A UNIQUE index a user added to an fts5 table: sluice updates the key
+  // table in place, one row at a time, and FTS5 writes its own tables with
+  // REPLACE, so such an index can refuse a batch midway or silently delete
+  // rows. Refused before any write, when the batch has events for it.
+  const ftsUnique = p.kind === 'fts5' ? foreignUniqueIndexOf(db, schema, p) : undefined;
+  if (ftsUnique !== undefined && cachedStatement(db, `SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT 1`).get(t.tid, lo, hi) !== undefined) {
     return {
       kind: 'suspended',
       reason: 'TARGET_CONSTRAINT',
-      detail: { table: `${p.targetTable}_src`, source: p.source.table, message: `The fts5 key table ${p.targetTable}_src has a UNIQUE index sluice did not make; sluice updates its rows in place, which such an index can refuse in the middle of a batch. Drop the index (index the source table instead); the next sync goes on.` },
+      detail: { table: ftsUnique, source: p.source.table, message: `The fts5 table ${ftsUnique} has a UNIQUE index sluice did not make; sluice updates its key table in place and FTS5 writes its own tables with REPLACE, so such an index can refuse a batch or silently delete rows. Drop the index (index the source table instead); the next sync goes on.` },
     };
   }
   // With a UNIQUE index a user added to a mirror or map table, the batch's
@@ -210,8 +237,15 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     // batch's rows break: undone. Suspended until the index goes (each run
     // tries again), unless a batch up to the high-water mark passes.
     if (guarded && (err as { code?: unknown }).code === 'SQLITE_CONSTRAINT_UNIQUE') {
-      db.exec('ROLLBACK TO sluice_rows');
-      db.exec('RELEASE sluice_rows');
+      // (A conflict clause that ended the whole transaction took the savepoint with it.)
+      if (db.inTransaction) {
+        db.exec('ROLLBACK TO sluice_rows');
+        db.exec('RELEASE sluice_rows');
+      }
+      const why =
+        end === 'committed'
+          ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync --reinit ${p.name})`
+          : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ', and the source had too many events ahead to try up to its last commit' : ''}). Drop the index or make it non-unique, then sync (or apply up to a commit of the source)`;
       return {
         kind: 'suspended',
         reason: 'TARGET_CONSTRAINT',
@@ -220,7 +254,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
           source: p.source.table,
           fromSeq: lo,
           toSeq: hi,
-          message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique; the next sync applies this batch.`,
+          message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and ${why}.`,
         },
       };
     }

@@ -90,7 +90,9 @@ export const importOutput = z.object({
   batchesApplied: z.number().int(),
   batchesSkipped: z.number().int(),
   incompleteTail: z.number().int(),
-  projections: z.array(z.object({ name: z.string(), state: z.string(), reason: z.string().optional(), seq: z.number().int() })),
+  projections: z.array(
+    z.object({ name: z.string(), state: z.string(), reason: z.string().optional(), seq: z.number().int(), droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional() }),
+  ),
 });
 
 export const healthOutput = z.object({

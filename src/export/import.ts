@@ -11,6 +11,8 @@ import { compileProjection, type CompiledProjection, type SourceShape } from '..
 import { defaultMirror, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
+import { hasForeignUniqueIndex } from '../projection/kinds/relational-images.ts';
+import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../apply/user-indexes.ts';
 import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { ensureTargetMeta, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
@@ -28,7 +30,7 @@ export interface ImportReport {
   readonly batchesSkipped: number;
   /** Lines after the last complete batch (a truncated tail): read, not applied. */
   readonly incompleteTail: number;
-  readonly projections: readonly { readonly name: string; readonly state: string; readonly reason?: string; readonly seq: number }[];
+  readonly projections: readonly { readonly name: string; readonly state: string; readonly reason?: string; readonly seq: number; readonly droppedIndexes?: readonly DroppedIndex[] }[];
 }
 
 const SCHEMA = 'main';
@@ -68,6 +70,8 @@ class Importer {
   #pending: { line: number; event: ChangeEvent }[] = [];
   #applied = 0;
   #skipped = 0;
+  /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
+  #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
 
   constructor(db: Db, options: ImportOptions) {
     this.#db = db;
@@ -113,7 +117,8 @@ class Importer {
     if (malformed !== undefined && endsWithNewline(file)) throw malformed;
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
-      return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0 };
+      const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
+      return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0, ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }) };
     });
     return { lines: n, batchesApplied: this.#applied, batchesSkipped: this.#skipped, incompleteTail: n - tailStart, projections };
   }
@@ -155,12 +160,14 @@ class Importer {
     try {
       for (const p of this.#compiled()) {
         if (!line.tables.includes(p.source.table)) continue;
+        const indexes: UserIndex[] = [];
         const rec = readProjection(db, SCHEMA, p.name);
         if (rec !== undefined) {
           if (rec.sourceId !== line.sourceId) {
             throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`);
           }
           if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue; // already at or past this snapshot
+          indexes.push(...userIndexes(db, SCHEMA, owned(rec)));
           for (const t of owned(rec)) db.exec(`DROP TABLE IF EXISTS main.${quoteIdent(t)}`);
           db.prepare(`DELETE FROM ${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
         }
@@ -179,6 +186,8 @@ class Importer {
           const miss = await this.#applyEvents(p, inserts);
           if (miss !== undefined) throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
         }
+        // The indexes a user added to the tables it replaced, made again (see user-indexes.ts).
+        for (const d of restoreIndexes(db, SCHEMA, indexes.splice(0))) this.#droppedIndexes.push({ projection: p.name, ...d });
         storeCursor(db, SCHEMA, p.name, line.cursor, line.seq, 0, null);
       }
       db.exec('COMMIT');
@@ -241,7 +250,14 @@ class Importer {
     if (p.kind === 'mirror' || p.kind === 'map') {
       fillEventTable(this.#db, p.source, events);
       const n = p.source.columns.length;
-      const r = applyRelational(this.#db, SCHEMA, p, { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`, params: {} });
+      let r: ReturnType<typeof applyRelational>;
+      try {
+        r = applyRelational(this.#db, SCHEMA, p, { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`, params: {} });
+      } catch (err) {
+        // A UNIQUE index a user added to the target table, which this batch breaks (step.ts has the same case).
+        if ((err as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_UNIQUE' || !hasForeignUniqueIndex(this.#db, SCHEMA, p.targetTable)) throw err;
+        return `TARGET_CONSTRAINT: ${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and this batch breaks it (a batch may end inside a source transaction); drop the index or make it non-unique, then import again`;
+      }
       this.#db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
       return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
     }

@@ -144,3 +144,51 @@ test('a UNIQUE index on an fts5 key table (which sluice updates in place) suspen
     s.close();
   }
 });
+
+test('the retry up to the high-water mark is bounded: with more than ten batches ahead, a batch that breaks the index suspends, saying the batch may end inside a source transaction; so does an explicit range', async ({ makeDb, tmp }) => {
+  for (const mode of ['range', 'backlog'] as const) {
+    const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED, name: `${mode}.db` });
+    const s = await Syncer.open(src.file, path.join(tmp, `${mode}-target.db`), { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1 });
+    try {
+      await s.runOnce();
+      s.session.db.exec('CREATE UNIQUE INDEX tgt.t_email ON t (email)');
+      const lo = highWater(src.db);
+      src.db.exec("BEGIN; UPDATE t SET email = 'b' WHERE id = 1; UPDATE t SET email = 'a' WHERE id = 2; COMMIT");
+      for (let i = 10; i < 30; i++) src.db.prepare('INSERT INTO t VALUES (?, ?, 0)').run(i, `e${i}`);
+      const out = mode === 'range' ? await s.applyBatch('t', lo, lo + 1) : (await s.runOnce()).projections[0];
+      expect(out).toMatchObject(mode === 'range' ? { kind: 'suspended', reason: 'TARGET_CONSTRAINT' } : { state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+      const message = String((out as unknown as { detail: { message: string } }).detail.message);
+      expect(message, mode).toMatch(mode === 'range' ? /may end inside a source transaction\)\. Drop the index/ : /may end inside a source transaction, and the source had too many events ahead/);
+      expect(Number(s.session.db.prepare("SELECT seq FROM tgt._sluice_projections WHERE name = 't'").pluck().get())).toBe(lo);
+      // While the index is there it stays suspended; once it goes, the backlog applies.
+      expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+      s.session.db.exec('DROP INDEX tgt.t_email');
+      expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+      expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+    } finally {
+      s.close();
+    }
+  }
+});
+
+test('an fts5 projection: a UNIQUE index on one of its FTS5 tables (FTS5 writes them with REPLACE) suspends it only when a batch has events for it', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE other (id INTEGER PRIMARY KEY)`, ['t', 'other'], { seed: "INSERT INTO t VALUES (1, 'a', 1), (2, 'b b', 2), (3, 'c c c', 3)" });
+  const fts = { name: 'ts', source: 't', kind: 'fts5' as const, columns: ['email'], content: 'external' as const };
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [fts] });
+  try {
+    await s.runOnce();
+    s.session.db.exec('CREATE UNIQUE INDEX tgt.ts_sz ON ts_docsize (sz)');
+    src.db.exec('INSERT INTO other VALUES (1)');
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    // Same size as row 1's: FTS5's REPLACE into ts_docsize would have deleted row 1's entry.
+    src.db.exec("INSERT INTO t VALUES (4, 'd', 4)");
+    const r = await s.runOnce();
+    expect(r.projections[0]).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+    expect(String(r.projections[0]?.detail?.message)).toMatch(/ts_docsize has a UNIQUE index/);
+    s.session.db.exec('DROP INDEX tgt.ts_sz');
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    expect(s.session.db.prepare('SELECT count(*) FROM tgt.ts_docsize').pluck().get()).toBe(4n);
+  } finally {
+    s.close();
+  }
+});
