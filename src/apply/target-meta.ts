@@ -30,15 +30,21 @@ export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAG
  */
 export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT']);
 
+/** A command-line word as typed: quoted when it holds anything but plain path characters. */
+function word(s: string): string {
+  return /^[\w@%+=:,./\\<>-]+$/.test(s) ? s : JSON.stringify(s);
+}
+
 /** What to do about a suspended projection, with the command that does it. */
-export function repairAction(name: string, reason: string | null | undefined, source = '<source>', target = '<target>'): string {
+export function repairAction(name: string, reason: string | null | undefined, sourcePath = '<source>', targetPath = '<target>'): string {
+  const [source, target] = [word(sourcePath), word(targetPath)];
   if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
     return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
   }
   if (reason === 'TARGET_CONSTRAINT') {
     return `${reason}: sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again`;
   }
-  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${name}`;
+  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${word(name)}`;
 }
 
 export interface ProjectionRecord {
