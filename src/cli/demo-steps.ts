@@ -86,6 +86,9 @@ function summarize(r: SyncReport): string {
   return r.projections.map((p) => `${p.name} ${p.state}${p.snapshotRows !== undefined ? ` ${p.snapshotRows} rows` : ''}${p.applied > 0 ? ` +${p.applied} events` : ''}`).join(', ');
 }
 
+/** How many steps runDemo has when every one runs. */
+export const DEMO_STEP_COUNT = 10;
+
 /** Runs the demo in `dir`; every step is checked, and the list says which passed. */
 export async function runDemo(dir: string): Promise<DemoStep[]> {
   const steps: DemoStep[] = [];
@@ -149,6 +152,32 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
     const v = await verify(source, cache);
     const hits = searchCount(cache, 'zeppelin');
     return { ok: v.ok && hits === 70 && r.projections.every((p) => p.state === 'active'), detail: `resumed from each projection's cursor: ${summarize(r)}; search "zeppelin": ${hits} hits; verify ${v.ok ? 'ok' : 'FAILED'}` };
+  }))) return steps;
+
+  if (!(await timedAsync(steps, 'tampered cache row: suspend, then --reinit', async () => {
+    // Someone edits the cache by hand; then the source changes that row.
+    const edit = openDatabase(cache, { role: 'cache' });
+    try {
+      edit.exec("UPDATE issues SET title = 'edited in the cache' WHERE repo_id = 1 AND number = 3");
+    } finally {
+      edit.close();
+    }
+    const src = openSource(source);
+    try {
+      src.exec("UPDATE issues SET title = 'retitled at the source' WHERE repo_id = 1 AND number = 3");
+    } finally {
+      src.close();
+    }
+    const caught = await sync(source, cache, { projections: defs });
+    const issues = caught.projections.find((p) => p.name === 'issues');
+    const others = caught.projections.filter((p) => p.name !== 'issues');
+    const repaired = await sync(source, cache, { projections: defs, reinit: ['issues'] });
+    const again = repaired.projections.find((p) => p.name === 'issues');
+    const v = await verify(source, cache);
+    return {
+      ok: issues?.state === 'suspended' && issues.reason === 'TARGET_DIVERGED' && others.every((p) => p.state === 'active') && again?.state === 'active' && again.rebuilt === 'REINIT' && v.ok,
+      detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; sync --reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
+    };
   }))) return steps;
 
   timed(steps, 'health and lag', () => {

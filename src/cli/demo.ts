@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { runDemo } from './demo-steps.ts';
+import { DEMO_STEP_COUNT, runDemo } from './demo-steps.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -18,12 +18,12 @@ export function registerDemo(program: Command): void {
       fs.mkdirSync(dir, { recursive: true });
       const started = performance.now();
       const steps = await runDemo(dir);
-      const ok = steps.length === 9 && steps.every((s) => s.ok);
+      const ok = steps.length === DEMO_STEP_COUNT && steps.every((s) => s.ok);
       const total = Math.round(performance.now() - started);
       emit(opts, S.demoOutput, { ok, dir, ms: total, steps }, () =>
         [
           `sluice demo in ${dir}`,
-          ...steps.map((s, i) => `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(40)} ${String(s.ms).padStart(6)} ms  ${s.detail}`),
+          ...steps.map((s, i) => `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(44)} ${String(s.ms).padStart(6)} ms  ${s.detail}`),
           ok ? `all steps checked out in ${total} ms. Try: npx sluice health ${path.join(dir, 'cache.db')}` : 'the demo FAILED: see the step marked FAIL',
         ].join('\n'),
       );

@@ -26,6 +26,7 @@ describe('demo', () => {
       'verify cache against source',
       'crash mid-sync (SIGKILL before commit)',
       'resume after the crash',
+      'tampered cache row: suspend, then --reinit',
       'health and lag',
     ]);
     for (const s of d.steps) expect(s, s.step).toMatchObject({ ok: true });
