@@ -11,7 +11,7 @@ import { pagedTable } from '../feed/snapshot.ts';
 import type { Row } from '../feed/events.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { applyRelational, createRelationalTarget, dropTemps, snapshotRelational } from '../projection/kinds/relational.ts';
-import { hasForeignUniqueIndex } from '../projection/kinds/relational-images.ts';
+import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '../projection/foreign-unique.ts';
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
@@ -118,10 +118,6 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(ctx, p, view, table, undefined, []);
-  // TARGET_CONSTRAINT clears once the index is gone (or by --reinit): not
-  // tried again while it is there, which would repeat the failing batch at
-  // every pass.
-  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && foreignUniqueIndexOf(db, schema, p) !== undefined) return storedSuspension(rec);
   // A suspension whose cause is fixed by fixing it (the source's arming, a
   // user's UNIQUE index on the target; not diverged rows) is looked at again
   // each run: once the table is armed again, in images mode, the cursor check
@@ -146,6 +142,14 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
     hi = Math.min(ctx.range.toSeq, v.view.hw);
   }
   if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+  // A projection suspended by a user's UNIQUE index is tried again at once
+  // when the index is gone, and while it is there at most once a minute
+  // (each try may apply up to RETRY_SPAN + 1 batches and fail again; a
+  // follower would otherwise do that at every source commit). An explicit
+  // range is always tried.
+  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && ctx.range === undefined && Date.now() - rec.updatedMs < CONSTRAINT_RETRY_MS && foreignUniqueIndexOf(db, schema, p) !== undefined) {
+    return storedSuspension(rec);
+  }
   let r = await applyRange(ctx, p, t, lo, hi, ctx.range !== undefined ? 'range' : hi >= v.view.hw ? 'committed' : 'batch');
   // Intermediate batches need not reproduce source transactions: a batch
   // boundary may cut one, and in between a UNIQUE index a user added to the
@@ -153,7 +157,7 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // it. Such a batch is tried once more up to the high-water mark (a
   // committed state) before the projection is suspended, when that is
   // within RETRY_SPAN batches (a larger backlog is not made one batch).
-  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && v.view.hw - lo <= RETRY_SPAN * ctx.batchSize) {
+  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && batchEnd(db, t.tid, lo, v.view.hw, RETRY_SPAN * ctx.batchSize) >= v.view.hw) {
     hi = v.view.hw;
     r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
@@ -166,17 +170,11 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
 /** How much a UNIQUE failure of a batch says: the range may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
 type RangeEnd = 'batch' | 'range' | 'committed';
 
-/** A batch that breaks a user's UNIQUE index is tried up to the high-water mark when that is at most this many batches ahead. */
+/** A batch that breaks a user's UNIQUE index is tried up to the high-water mark when that is at most this many batches (of the projection's table) ahead. */
 const RETRY_SPAN = 10;
 
-/** The FTS5 tables of an fts5 projection (written with REPLACE or in place by FTS5 and sluice). */
-const FTS5_TABLES = ['_src', '_data', '_idx', '_content', '_docsize', '_config'] as const;
-
-/** The first table of p's that carries a UNIQUE index a user added, if any. */
-function foreignUniqueIndexOf(db: Db, schema: string, p: CompiledProjection): string | undefined {
-  const tables = p.kind === 'fts5' ? FTS5_TABLES.map((x) => `${p.targetTable}${x}`) : p.kind === 'custom' ? [] : [p.targetTable];
-  return tables.find((t) => hasForeignUniqueIndex(db, schema, t));
-}
+/** While a user's UNIQUE index that suspended a projection is still there, it is tried again at most this often. */
+const CONSTRAINT_RETRY_MS = 60_000;
 
 function storedSuspension(rec: ProjectionRecord): StepOutcome {
   return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
@@ -193,11 +191,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   // rows. Refused before any write, when the batch has events for it.
   const ftsUnique = p.kind === 'fts5' ? foreignUniqueIndexOf(db, schema, p) : undefined;
   if (ftsUnique !== undefined && cachedStatement(db, `SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT 1`).get(t.tid, lo, hi) !== undefined) {
-    return {
-      kind: 'suspended',
-      reason: 'TARGET_CONSTRAINT',
-      detail: { table: ftsUnique, source: p.source.table, message: `The fts5 table ${ftsUnique} has a UNIQUE index sluice did not make; sluice updates its key table in place and FTS5 writes its own tables with REPLACE, so such an index can refuse a batch or silently delete rows. Drop the index (index the source table instead); the next sync goes on.` },
-    };
+    return { kind: 'suspended', reason: 'TARGET_CONSTRAINT', detail: { table: ftsUnique, source: p.source.table, message: ftsUniqueMessage(ftsUnique) } };
   }
   // With a UNIQUE index a user added to a mirror or map table, the batch's
   // writes may fail on it: a savepoint lets them be undone and tried again
@@ -244,8 +238,8 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
       }
       const why =
         end === 'committed'
-          ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync --reinit ${p.name})`
-          : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ', and the source had too many events ahead to try up to its last commit' : ''}). Drop the index or make it non-unique, then sync (or apply up to a commit of the source)`;
+          ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync --reinit ${p.name}); while the index is there, sync tries again at most once a minute`
+          : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ', and there were too many events ahead to try up to the source\'s last commit' : ''}). Drop the index or make it non-unique, then sync (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
       return {
         kind: 'suspended',
         reason: 'TARGET_CONSTRAINT',

@@ -30,21 +30,29 @@ export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAG
  */
 export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT']);
 
-/** A command-line word as typed: quoted when it holds anything but plain path characters. */
-function word(s: string): string {
-  return /^[\w@%+=:,./\\<>-]+$/.test(s) ? s : JSON.stringify(s);
+/**
+ * A command-line word as it must be typed in this platform's shell: as is
+ * when it holds only plain path characters; else single-quoted for a POSIX
+ * shell (nothing inside is expanded), double-quoted for Windows (cmd and
+ * PowerShell take backslashes as they are).
+ */
+export function shellWord(s: string, platform: NodeJS.Platform = process.platform): string {
+  if (/^[\w@%+=:,./\\-]+$/.test(s) && (platform === 'win32' || !s.includes('\\'))) return s;
+  if (platform === 'win32') return `"${s.replaceAll('"', '""')}"`;
+  return `'${s.replaceAll("'", "'\\''")}'`;
 }
 
-/** What to do about a suspended projection, with the command that does it. */
-export function repairAction(name: string, reason: string | null | undefined, sourcePath = '<source>', targetPath = '<target>'): string {
-  const [source, target] = [word(sourcePath), word(targetPath)];
+/** What to do about a suspended projection, with the command that does it (placeholders for paths not given). */
+export function repairAction(name: string, reason: string | null | undefined, sourcePath?: string, targetPath?: string): string {
+  const source = sourcePath === undefined ? '<source>' : shellWord(sourcePath);
+  const target = targetPath === undefined ? '<target>' : shellWord(targetPath);
   if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
     return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
   }
   if (reason === 'TARGET_CONSTRAINT') {
     return `${reason}: sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again`;
   }
-  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${word(name)}`;
+  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${shellWord(name)}`;
 }
 
 export interface ProjectionRecord {

@@ -170,12 +170,19 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
     }
     const caught = await sync(source, cache, { projections: defs });
     const issues = caught.projections.find((p) => p.name === 'issues');
+    const look = openDatabase(cache, { readonly: true, role: 'cache' });
+    let kept: unknown;
+    try {
+      kept = look.prepare('SELECT title FROM issues WHERE repo_id = 1 AND number = 3').pluck().get();
+    } finally {
+      look.close();
+    }
     const others = caught.projections.filter((p) => p.name !== 'issues');
     const repaired = await sync(source, cache, { projections: defs, reinit: ['issues'] });
     const again = repaired.projections.find((p) => p.name === 'issues');
     const v = await verify(source, cache);
     return {
-      ok: issues?.state === 'suspended' && issues.reason === 'TARGET_DIVERGED' && others.every((p) => p.state === 'active') && again?.state === 'active' && again.rebuilt === 'REINIT' && v.ok,
+      ok: issues?.state === 'suspended' && issues.reason === 'TARGET_DIVERGED' && kept === 'edited in the cache' && others.every((p) => p.state === 'active') && again?.state === 'active' && again.rebuilt === 'REINIT' && v.ok,
       detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; sync --reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
     };
   }))) return steps;

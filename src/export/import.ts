@@ -11,7 +11,7 @@ import { compileProjection, type CompiledProjection, type SourceShape } from '..
 import { defaultMirror, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
-import { hasForeignUniqueIndex } from '../projection/kinds/relational-images.ts';
+import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '../projection/foreign-unique.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../apply/user-indexes.ts';
 import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
@@ -213,7 +213,8 @@ class Importer {
           throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`);
         }
         if (rec.sourceId !== line.sourceId) throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} follows source ${rec.sourceId}, but this file is from ${line.sourceId}.`);
-        if (rec.state !== 'active') continue;
+        // TARGET_CONSTRAINT (a user's UNIQUE index) clears once the index is dropped: try the batch again.
+        if (rec.state !== 'active' && rec.reason !== 'TARGET_CONSTRAINT') continue;
         if (line.seq <= rec.seq) continue; // already applied
         if (line.fromSeq > rec.seq) {
           throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${rec.seq}, but the next batch in the file starts after seq ${line.fromSeq}; events in between are missing. Import the file that holds them first.`);
@@ -237,7 +238,12 @@ class Importer {
       db.exec('BEGIN IMMEDIATE');
       setState(db, SCHEMA, suspended.name, 'suspended', suspended.reason, suspended.detail);
       db.exec('COMMIT');
-      throw new FailClosedError(suspended.reason, `Projection ${suspended.name} diverged while importing the batch ending at seq ${line.seq}: ${JSON.stringify(suspended.detail)}. It is suspended; repair or rebuild the target.`);
+      throw new FailClosedError(
+        suspended.reason,
+        suspended.reason === 'TARGET_CONSTRAINT'
+          ? `Projection ${suspended.name} was suspended while importing the batch ending at seq ${line.seq}: ${JSON.stringify(suspended.detail)}. Drop the index, then import again.`
+          : `Projection ${suspended.name} diverged while importing the batch ending at seq ${line.seq}: ${JSON.stringify(suspended.detail)}. It is suspended; repair or rebuild the target.`,
+      );
     }
     if (applied) this.#applied++;
     else this.#skipped++;
@@ -262,6 +268,8 @@ class Importer {
       return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
     }
     if (p.kind === 'fts5') {
+      const unique = foreignUniqueIndexOf(this.#db, SCHEMA, p);
+      if (unique !== undefined) return `TARGET_CONSTRAINT: ${ftsUniqueMessage(unique)}`;
       const r = applyFtsEvents(this.#db, SCHEMA, p, events);
       return r.mismatch === undefined ? undefined : `${r.mismatch.reason}: key ${JSON.stringify(r.mismatch.key)} at seq ${r.mismatch.seq}`;
     }

@@ -101,7 +101,7 @@ function one(r: ProjectionRecord, source: Db | null, targetPath: string): Projec
   } else if (r.sourcePath !== null) problem = `the source ${r.sourcePath} cannot be opened`;
   let action: string | undefined;
   if (r.state === 'suspended') {
-    action = repairAction(r.name, r.reason, r.sourcePath ?? '<source>', targetPath);
+    action = repairAction(r.name, r.reason, r.sourcePath ?? undefined, targetPath);
   } else if (r.state === 'building') action = 'an initial build was interrupted: run sluice sync again';
   else if (r.lastError !== null) action = `the last sync failed: ${r.lastError}; fix it and run sluice sync again`;
   else if (problem !== undefined) action = problem;

@@ -42,6 +42,11 @@ test('a later snapshot in a file replaces the tables and makes the user\'s index
     await expect(importFile(target, path.join(tmp, 'second.jsonl'))).rejects.toMatchObject({ code: 'TARGET_CONSTRAINT' });
     expect(tgt.prepare("SELECT state, reason FROM _sluice_projections WHERE name = 't'").raw().get()).toEqual(['suspended', 'TARGET_CONSTRAINT']);
     expect(tgt.prepare('SELECT count(*) FROM t').pluck().get()).toBe(4n);
+    // Once the index is dropped, importing the file again applies the batch.
+    tgt.exec('DROP INDEX ux_email');
+    const again = await importFile(target, path.join(tmp, 'second.jsonl'));
+    expect(again.projections).toEqual([{ name: 't', state: 'active', seq: expect.any(Number) }]);
+    expect(tableCells(tgt, 'main', 't')).toEqual(tableCells(src.db, 'main', 't'));
   } finally {
     tgt.close();
   }

@@ -59,19 +59,6 @@ export function joinImage(img: Images, alias: string, seq: string, side: 0 | 1):
   return `${img.rel(alias)} ON ${img.on(alias, seq, side)}`;
 }
 
-/**
- * Whether the target table has a UNIQUE index made by CREATE INDEX (origin
- * 'c'): sluice makes none, so a user added it (the key's and a table
- * constraint's own indexes have origin 'pk' and 'u'). Then the writes must not be INSERT OR REPLACE, which would delete
- * whatever row the index says conflicts, without a word: every changed key
- * is deleted first and the rows inserted plainly, so that only a conflict
- * of the batch's end state fails (SQLITE_CONSTRAINT_UNIQUE, which suspends
- * the projection with TARGET_CONSTRAINT), never a passing one between keys.
- */
-export function hasForeignUniqueIndex(db: Db, schema: string, table: string): boolean {
-  return cachedStatement(db, `SELECT 1 FROM pragma_index_list(?, ?) WHERE "unique" = 1 AND origin = 'c'`, 'pluck').get(table, schema) !== undefined;
-}
-
 /** Positions of the target key columns among the target columns. */
 export function keyIndexes(p: CompiledProjection): number[] {
   return p.key.map((k) => p.columns.findIndex((c) => c.name === k));

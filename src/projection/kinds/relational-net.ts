@@ -3,7 +3,8 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { workTable } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { allOf, hasForeignUniqueIndex, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { hasForeignUniqueIndex } from '../foreign-unique.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 
 /*
  * The fast apply for mirror and map (bench/apply.ts): the same per-event

@@ -2,7 +2,8 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { fromDriver, toJsonValue } from '../../sqlite/codec.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { allOf, hasForeignUniqueIndex, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import { hasForeignUniqueIndex } from '../foreign-unique.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 import type { RelationalResult } from './relational.ts';
 
 /*

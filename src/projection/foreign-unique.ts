@@ -1,0 +1,35 @@
+import type { Db } from '../sqlite/connection.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import type { CompiledProjection } from './compile.ts';
+
+/*
+ * UNIQUE indexes that a user added to a projection's tables. sluice makes
+ * none with CREATE INDEX (its keys and UNIQUE constraints have indexes of
+ * origin 'pk' and 'u'), so one of origin 'c' is the user's. With one on a
+ * mirror or map table the writes must not be INSERT OR REPLACE, which would
+ * delete whatever row the index says conflicts, without a word: every
+ * changed key is deleted first and the rows inserted plainly, so that only
+ * a conflict of the batch's end state fails (SQLITE_CONSTRAINT_UNIQUE, which
+ * suspends the projection with TARGET_CONSTRAINT), never a passing one
+ * between keys. On an fts5 projection's tables sluice refuses one outright
+ * (see step.ts): it updates the key table in place, and FTS5 writes its own
+ * tables with REPLACE.
+ */
+
+export function hasForeignUniqueIndex(db: Db, schema: string, table: string): boolean {
+  return cachedStatement(db, `SELECT 1 FROM pragma_index_list(?, ?) WHERE "unique" = 1 AND origin = 'c'`, 'pluck').get(table, schema) !== undefined;
+}
+
+/** The tables of an fts5 projection `<t>`: its key table, and those FTS5 makes. */
+const FTS5_TABLES = ['_src', '_data', '_idx', '_content', '_docsize', '_config'] as const;
+
+/** The first of p's tables that carries a UNIQUE index a user added, if any. */
+export function foreignUniqueIndexOf(db: Db, schema: string, p: Pick<CompiledProjection, 'kind' | 'targetTable'>): string | undefined {
+  const tables = p.kind === 'fts5' ? FTS5_TABLES.map((x) => `${p.targetTable}${x}`) : p.kind === 'custom' ? [] : [p.targetTable];
+  return tables.find((t) => hasForeignUniqueIndex(db, schema, t));
+}
+
+/** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */
+export function ftsUniqueMessage(table: string): string {
+  return `The fts5 table ${table} has a UNIQUE index sluice did not make; sluice updates its key table in place and FTS5 writes its own tables with REPLACE, so such an index can refuse a batch or silently delete rows. Drop the index (index the source table instead); the next sync goes on.`;
+}
