@@ -15,7 +15,7 @@ import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '.
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { SELF_CLEARING_SUSPENSIONS, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { SELF_CLEARING_SUSPENSIONS, shellWord, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -25,7 +25,7 @@ export type StepOutcome =
   | { readonly kind: 'initialized'; readonly rows: number; readonly seq: number; readonly cursor: string; readonly reason?: string; readonly droppedIndexes?: readonly DroppedIndex[] }
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
-  | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown> };
+  | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown>; /** The stored suspension, as it is: nothing to write. */ readonly unchanged?: true };
 
 /** Events read into memory at a time when a batch is applied event by event. */
 const EVENT_PAGE = 10_000;
@@ -63,6 +63,11 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
     cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
     const rec = readProjection(db, schema, p.name);
     const out = await stepInTransaction(ctx, p, rec);
+    if (out.kind === 'suspended' && out.unchanged === true) {
+      // Still suspended for the stored reason: its row (and updated_ms, when it was suspended) stays as it is.
+      db.exec('ROLLBACK');
+      return out;
+    }
     if (out.kind === 'suspended') {
       suspend = out;
       throw new SuspendSignal();
@@ -147,7 +152,9 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // (each try may apply up to RETRY_SPAN + 1 batches and fail again; a
   // follower would otherwise do that at every source commit). An explicit
   // range is always tried.
-  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && ctx.range === undefined && Date.now() - rec.updatedMs < CONSTRAINT_RETRY_MS && foreignUniqueIndexOf(db, schema, p) !== undefined) {
+  // (A clock set back makes the last try look older, not newer: tried now.)
+  const sinceTried = Date.now() - rec.updatedMs;
+  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && ctx.range === undefined && sinceTried >= 0 && sinceTried < CONSTRAINT_RETRY_MS && foreignUniqueIndexOf(db, schema, p) !== undefined) {
     return storedSuspension(rec);
   }
   let r = await applyRange(ctx, p, t, lo, hi, ctx.range !== undefined ? 'range' : hi >= v.view.hw ? 'committed' : 'batch');
@@ -157,7 +164,7 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // it. Such a batch is tried once more up to the high-water mark (a
   // committed state) before the projection is suspended, when that is
   // within RETRY_SPAN batches (a larger backlog is not made one batch).
-  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && batchEnd(db, t.tid, lo, v.view.hw, RETRY_SPAN * ctx.batchSize) >= v.view.hw) {
+  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && atMostEvents(db, t.tid, lo, v.view.hw, RETRY_SPAN * ctx.batchSize)) {
     hi = v.view.hw;
     r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
@@ -177,7 +184,13 @@ const RETRY_SPAN = 10;
 const CONSTRAINT_RETRY_MS = 60_000;
 
 function storedSuspension(rec: ProjectionRecord): StepOutcome {
-  return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>) };
+  return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>), unchanged: true };
+}
+
+/** Whether at most `limit` events of table `tid` are in (lo, hi]. */
+function atMostEvents(db: Db, tid: number, lo: number, hi: number, limit: number): boolean {
+  if (hi - lo <= limit) return true;
+  return Number(cachedStatement(db, `SELECT count(*) FROM (SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT ?)`, 'pluck').get(tid, lo, hi, limit + 1)) <= limit;
 }
 
 /** Applies the events (lo, hi] of table t to projection p, in the caller's transaction (rows only, not the cursor). */
@@ -238,7 +251,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
       }
       const why =
         end === 'committed'
-          ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync --reinit ${p.name}); while the index is there, sync tries again at most once a minute`
+          ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync <source> <target> --reinit ${shellWord(p.name)}); while the index is there, sync tries again at most once a minute`
           : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ', and there were too many events ahead to try up to the source\'s last commit' : ''}). Drop the index or make it non-unique, then sync (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
       return {
         kind: 'suspended',
@@ -265,7 +278,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
           source: p.source.table,
           fromSeq: lo,
           toSeq: hi,
-          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured. Rebuild the projection: sluice sync <source> <target> --reinit ${p.name}.`,
+          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured. Rebuild the projection: sluice sync <source> <target> --reinit ${shellWord(p.name)}.`,
         },
       };
     }

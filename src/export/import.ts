@@ -213,8 +213,8 @@ class Importer {
           throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`);
         }
         if (rec.sourceId !== line.sourceId) throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} follows source ${rec.sourceId}, but this file is from ${line.sourceId}.`);
-        // TARGET_CONSTRAINT (a user's UNIQUE index) clears once the index is dropped: try the batch again.
-        if (rec.state !== 'active' && rec.reason !== 'TARGET_CONSTRAINT') continue;
+        // TARGET_CONSTRAINT (a user's UNIQUE index) clears once the index is dropped: then try the batch again.
+        if (rec.state !== 'active' && !(rec.reason === 'TARGET_CONSTRAINT' && foreignUniqueIndexOf(db, SCHEMA, p) === undefined)) continue;
         if (line.seq <= rec.seq) continue; // already applied
         if (line.fromSeq > rec.seq) {
           throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${rec.seq}, but the next batch in the file starts after seq ${line.fromSeq}; events in between are missing. Import the file that holds them first.`);

@@ -31,5 +31,5 @@ export function foreignUniqueIndexOf(db: Db, schema: string, p: Pick<CompiledPro
 
 /** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */
 export function ftsUniqueMessage(table: string): string {
-  return `The fts5 table ${table} has a UNIQUE index sluice did not make; sluice updates its key table in place and FTS5 writes its own tables with REPLACE, so such an index can refuse a batch or silently delete rows. Drop the index (index the source table instead); the next sync goes on.`;
+  return `The fts5 table ${table} has a UNIQUE index sluice did not make; sluice updates its key table in place and FTS5 writes its own tables with REPLACE, so such an index can refuse a batch or silently delete rows. Drop the index (index the source table instead), then sync or import again.`;
 }

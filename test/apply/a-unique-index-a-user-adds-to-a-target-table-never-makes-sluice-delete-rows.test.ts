@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { vi } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
 import { Syncer } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
@@ -206,6 +207,37 @@ test('a projection suspended by a UNIQUE index still rebuilds when its definitio
     expect(r).toMatchObject({ state: 'active', rebuilt: 'DEFINITION_CHANGED', seq: highWater(src.db) });
     expect(r?.droppedIndexes?.map((d) => [d.name, d.why])).toEqual([['ux', 'no such column: email']]);
   } finally {
+    s.close();
+  }
+});
+
+test('while the index is there a suspended projection is tried again once a minute, however often sync runs (a skipped try rewrites nothing), and applies once the source no longer breaks it; exactly ten batches of its table ahead still get the retry up to the last commit', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE other (id INTEGER PRIMARY KEY)`, ['t', 'other'], { seed: SEED });
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1 });
+  let now = Date.now();
+  const clock = vi.spyOn(Date, 'now').mockImplementation(() => now);
+  const updatedMs = () => Number(s.session.db.prepare("SELECT updated_ms FROM tgt._sluice_projections WHERE name = 't'").pluck().get());
+  try {
+    await s.runOnce();
+    s.session.db.exec('CREATE UNIQUE INDEX tgt.t_email ON t (email)');
+    // Ten events of t (its first one alone breaks the index), then one of another table at the high-water mark.
+    src.db.exec(`BEGIN; UPDATE t SET email = 'b' WHERE id = 1; UPDATE t SET email = 'a' WHERE id = 2; ${Array.from({ length: 8 }, (_, i) => `INSERT INTO t VALUES (${10 + i}, 'x${i}', 0)`).join('; ')}; INSERT INTO other VALUES (1); COMMIT`);
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+
+    src.db.exec("INSERT INTO t VALUES (5, 'a', 5)");
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+    const suspendedAt = updatedMs();
+    src.db.exec("UPDATE t SET email = 'e' WHERE id = 5"); // the duplicate is gone at the source
+    for (const later of [20_000, 40_000, 59_000]) {
+      now += later - (now - suspendedAt);
+      expect((await s.runOnce()).projections[0], `${later} ms`).toMatchObject({ state: 'suspended', reason: 'TARGET_CONSTRAINT' });
+      expect(updatedMs()).toBe(suspendedAt);
+    }
+    now = suspendedAt + 61_000;
+    expect((await s.runOnce()).projections[0]).toMatchObject({ state: 'active', seq: highWater(src.db) });
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    clock.mockRestore();
     s.close();
   }
 });

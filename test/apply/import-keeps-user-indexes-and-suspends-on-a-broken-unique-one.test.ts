@@ -51,3 +51,35 @@ test('a later snapshot in a file replaces the tables and makes the user\'s index
     tgt.close();
   }
 });
+
+test('a projection suspended by a UNIQUE index stays out of later imports while the index is there, and the target\'s other projections go on', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT)`, ['t', 'u'], { seed: SEED });
+  const target = path.join(tmp, 'target.db');
+  const file = path.join(tmp, 'all.jsonl');
+  exportTo(src.file, file);
+  await importFile(target, file);
+  const tgt = openDatabase(target);
+  try {
+    tgt.exec('CREATE UNIQUE INDEX ux_email ON t (email)');
+    src.db.exec("INSERT INTO t VALUES (5, 'a', 5)");
+    exportTo(src.file, file);
+    await expect(importFile(target, file)).rejects.toMatchObject({ code: 'TARGET_CONSTRAINT' });
+    src.db.exec("INSERT INTO u VALUES (1, 'one'), (2, 'two')");
+    exportTo(src.file, file);
+    const r = await importFile(target, file);
+    expect(r.projections.map((p) => [p.name, p.state, p.reason])).toEqual([
+      ['t', 'suspended', 'TARGET_CONSTRAINT'],
+      ['u', 'active', undefined],
+    ]);
+    expect(tableCells(tgt, 'main', 'u')).toEqual(tableCells(src.db, 'main', 'u'));
+    tgt.exec('DROP INDEX ux_email');
+    const done = await importFile(target, file);
+    expect(done.projections.map((p) => [p.name, p.state])).toEqual([
+      ['t', 'active'],
+      ['u', 'active'],
+    ]);
+    expect(tableCells(tgt, 'main', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    tgt.close();
+  }
+});
