@@ -203,7 +203,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   // REPLACE, so such an index can refuse a batch midway or silently delete
   // rows. Refused before any write, when the batch has events for it.
   const ftsUnique = p.kind === 'fts5' ? foreignUniqueIndexOf(db, schema, p) : undefined;
-  if (ftsUnique !== undefined && cachedStatement(db, `SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT 1`).get(t.tid, lo, hi) !== undefined) {
+  if (ftsUnique !== undefined && !atMostEvents(db, t.tid, lo, hi, 0)) {
     return { kind: 'suspended', reason: 'TARGET_CONSTRAINT', detail: { table: ftsUnique, source: p.source.table, message: ftsUniqueMessage(ftsUnique) } };
   }
   // With a UNIQUE index a user added to a mirror or map table, the batch's
@@ -216,7 +216,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     // Set-based where it can be: mirror and map always decide in SQL; fts5
     // does unless the batch is not clean, when the per-event path applies it
     // or finds the first mismatch.
-    const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
+    const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal, 'auto', guarded) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
     if (setBased !== undefined) {
       if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
       applied = setBased.transitions;

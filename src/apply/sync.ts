@@ -176,8 +176,7 @@ export class Syncer {
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
       if (run.signal?.aborted === true) {
-        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
-        reports.push({ name: p.name, state: rec?.state ?? 'building', ...(rec?.reason == null ? {} : { reason: rec.reason }), applied: 0, cursor: rec?.cursor ?? null, seq: rec?.seq ?? 0, stopped: true });
+        reports.push({ ...this.#asStored(p.name), stopped: true });
         continue;
       }
       try {
@@ -185,16 +184,8 @@ export class Syncer {
       } catch (err) {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
-        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
         const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
-        reports.push({
-          name: p.name,
-          state: rec?.state ?? 'building',
-          applied: 0,
-          cursor: rec?.cursor ?? null,
-          seq: rec?.seq ?? 0,
-          error: { code, message: err instanceof Error ? err.message : String(err) },
-        });
+        reports.push({ ...this.#asStored(p.name), error: { code, message: err instanceof Error ? err.message : String(err) } });
       }
     }
     // An active projection's seq is the high-water mark its last transaction
@@ -245,6 +236,12 @@ export class Syncer {
       if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${Number(busyTimeout)}`);
     }
     this.#lastAckMs = Date.now();
+  }
+
+  /** A projection's report from its stored row alone (nothing applied in this run). */
+  #asStored(name: string): ProjectionReport {
+    const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
+    return { name, state: rec?.state ?? 'building', ...(rec?.reason == null ? {} : { reason: rec.reason }), applied: 0, cursor: rec?.cursor ?? null, seq: rec?.seq ?? 0 };
   }
 
   async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {

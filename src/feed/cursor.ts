@@ -50,17 +50,13 @@ export function encodeCursor(c: Cursor): string {
   const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema };
   if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
   // Never make a token that decoding would refuse (and never remember one).
-  if (!Number.isSafeInteger(c.seq) || !Number.isSafeInteger(c.generation) || !payloadSchema.safeParse(payload).success) {
-    throw new InvalidInputError('CURSOR_MALFORMED', `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`);
-  }
+  const checked = payloadSchema.safeParse(payload);
+  if (!checked.success) throw new InvalidInputError('CURSOR_MALFORMED', `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`);
   const body = `${PREFIX}${c.version}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
   const token = `${body}.${check(body)}`;
   // The token made now is the one decoded next (a follower stores it and
-  // validates it at its next batch): keep its decoded form.
-  if (c.version === CURSOR_VERSION) {
-    const { dev, ino, birth } = c.file ?? {};
-    remember(token, { version: c.version, sourceId: c.sourceId, generation: c.generation, seq: c.seq, tables: [...c.tables], schema: c.schema, ...(c.file === undefined ? {} : { file: { dev, ino, birth } as FileIdentity }) });
-  }
+  // validates it at its next batch): keep its decoded form, as parseCursor makes it.
+  if (c.version === CURSOR_VERSION) remember(token, fromPayload(checked.data));
   return token;
 }
 
@@ -117,7 +113,10 @@ export function parseCursor(token: string): Cursor {
   }
   const parsed = payloadSchema.safeParse(json);
   if (!parsed.success) throw bad('payload fields are wrong');
-  const p = parsed.data;
+  return fromPayload(parsed.data);
+}
+
+function fromPayload(p: z.infer<typeof payloadSchema>): Cursor {
   return {
     version: CURSOR_VERSION,
     sourceId: p.s,

@@ -4,6 +4,7 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, mayBeLossyText, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
 
 export interface SnapshotResult {
@@ -118,14 +119,14 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
   const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
   const order = r.rowidName !== undefined ? r.rowidName : keyed.join(', ');
   const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
-  const first = db.prepare(`${r.select} ORDER BY ${order} LIMIT ${pageSize}`).raw();
+  const first = cachedStatement(db, `${r.select} ORDER BY ${order} LIMIT ${pageSize}`, 'raw');
   // After the last row of a page: by rowid, or by its exact key (TEXT keys as
   // their bytes, cast back to TEXT, so a malformed key still compares as itself).
   const next = (raw: readonly unknown[]): unknown[][] => {
-    if (r.rowidName !== undefined) return db.prepare(`${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`).raw().all(raw[n]) as unknown[][];
+    if (r.rowidName !== undefined) return cachedStatement(db, `${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`, 'raw').all(raw[n]) as unknown[][];
     const args = keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
     const after = `(${keyed.join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
-    return db.prepare(`${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`).raw().all(...args) as unknown[][];
+    return cachedStatement(db, `${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`, 'raw').all(...args) as unknown[][];
   };
   let page = first.all() as unknown[][];
   while (page.length > 0) {

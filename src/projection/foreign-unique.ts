@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from './compile.ts';
 
 /*
@@ -17,7 +18,23 @@ import type { CompiledProjection } from './compile.ts';
  */
 
 export function hasForeignUniqueIndex(db: Db, schema: string, table: string): boolean {
-  return cachedStatement(db, `SELECT 1 FROM pragma_index_list(?, ?) WHERE "unique" = 1 AND origin = 'c'`, 'pluck').get(table, schema) !== undefined;
+  return firstWithForeignUnique(db, schema, [table]) !== undefined;
+}
+
+/**
+ * The first of `tables` with such an index, in one lookup: sqlite_schema
+ * keeps the SQL of every CREATE INDEX, normalized to begin with `CREATE
+ * UNIQUE INDEX ` for a unique one; the indexes of keys and constraints have
+ * none.
+ */
+function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[]): string | undefined {
+  if (tables.length === 0) return undefined;
+  const found = cachedStatement(
+    db,
+    `SELECT tbl_name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'index' AND sql LIKE 'CREATE UNIQUE INDEX %' AND tbl_name COLLATE NOCASE IN (${tables.map(() => '?').join(', ')})`,
+    'pluck',
+  ).all(...tables) as string[];
+  return tables.find((t) => found.some((f) => f.toLowerCase() === t.toLowerCase()));
 }
 
 /** The tables of an fts5 projection `<t>`: its key table, and those FTS5 makes. */
@@ -26,7 +43,7 @@ const FTS5_TABLES = ['_src', '_data', '_idx', '_content', '_docsize', '_config']
 /** The first of p's tables that carries a UNIQUE index a user added, if any. */
 export function foreignUniqueIndexOf(db: Db, schema: string, p: Pick<CompiledProjection, 'kind' | 'targetTable'>): string | undefined {
   const tables = p.kind === 'fts5' ? FTS5_TABLES.map((x) => `${p.targetTable}${x}`) : p.kind === 'custom' ? [] : [p.targetTable];
-  return tables.find((t) => hasForeignUniqueIndex(db, schema, t));
+  return firstWithForeignUnique(db, schema, tables);
 }
 
 /** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */

@@ -23,16 +23,17 @@ function exists(db: Db, name: string): boolean {
   return cachedStatement(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?", 'pluck').get(name) !== undefined;
 }
 
-/** `temp.<base>_<digest>`, existing and empty, with exactly these column definitions. */
+/**
+ * `temp.<base>_<digest>`, existing and empty, with exactly these column
+ * definitions. Empty because every user empties the tables after its batch
+ * (emptyWorkTables, in a finally), and a rollback restores them as they were
+ * before it, empty.
+ */
 export function workTable(db: Db, base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
   const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
   const name = `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
   const qualified = `temp.${quoteIdent(name)}`;
-  if (!exists(db, name)) {
-    db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
-  } else {
-    cachedStatement(db, `DELETE FROM ${qualified}`).run();
-  }
+  if (!exists(db, name)) db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
   let names = made.get(db);
   if (names === undefined) {
     names = new Set();

@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/connection.ts';
-import type { Statement } from 'better-sqlite3';
+import { cachedStatement, type RowMode } from '../../sqlite/statement-cache.ts';
 import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
 import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../sqlite/codec.ts';
 import type { ChangeEvent, Row } from '../../feed/events.ts';
@@ -73,24 +73,17 @@ export function snapshotFts(db: Db, schema: string, p: CompiledProjection): numb
 /** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
 export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): { applied: number; mismatch?: FtsMismatch } {
   const n = ftsNames(schema, p);
-  // Compiled once per batch: the SQL of a step differs only by the
-  // placeholders of its values' storage classes, so a handful of texts cover
-  // a whole batch (compiling each event's statements cost most of the time).
-  const cache = new Map<string, Statement>();
-  const prepare = (sql: string): Statement => {
-    let st = cache.get(sql);
-    if (st === undefined) {
-      st = db.prepare(sql);
-      cache.set(sql, st);
-    }
-    return st;
-  };
+  // Compiled once per connection (statement-cache.ts): the SQL of a step
+  // differs only by the placeholders of its values' storage classes, so a
+  // handful of texts cover every batch (compiling each event's statements
+  // cost most of the time).
+  const prepare = (sql: string, mode?: RowMode) => cachedStatement(db, sql, mode);
   const keyOf = (row: Row) => p.key.map((k) => row[k] ?? null);
   const valuesOf = (row: Row) => p.columns.map((c) => row[c.from ?? c.name] ?? null);
   const ph = (vals: readonly SqlValue[]) => vals.map(placeholderFor).join(', ');
   const bind = (vals: readonly SqlValue[]) => vals.map(toBindable);
   const lookup = (key: readonly SqlValue[]) =>
-    prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`).pluck().get(...bind(key)) as bigint | undefined;
+    prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`, 'pluck').get(...bind(key)) as bigint | undefined;
   const matches = (rowid: bigint, values: readonly SqlValue[]) =>
     !n.external ||
     prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))))}`)

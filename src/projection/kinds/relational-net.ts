@@ -3,7 +3,6 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { workTable } from '../../sqlite/work-tables.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { hasForeignUniqueIndex } from '../foreign-unique.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 
 /*
@@ -28,7 +27,7 @@ import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } fr
  * and the property test (test/projection/…fast-apply…) compares it with the
  * reference on random batches over tampered targets.
  */
-export function applyByNetTransitions(db: Db, schema: string, p: CompiledProjection, img: Images): { transitions: number } | undefined {
+export function applyByNetTransitions(db: Db, schema: string, p: CompiledProjection, img: Images, strict: boolean): { transitions: number } | undefined {
   const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
   const keyIdx = keyIndexes(p);
   const k = keyIdx.map((_, j) => `k${j}`);
@@ -57,7 +56,6 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // made sure it replaces only the row it found, unless a user added a
   // UNIQUE index to the target: then every key that was present goes first,
   // and the rows are inserted plainly.
-  const strict = hasForeignUniqueIndex(db, schema, p.targetTable);
   cachedStatement(db, `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1${strict ? '' : ' AND lap = 0'})`).run();
   cachedStatement(
     db,

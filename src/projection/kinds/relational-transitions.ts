@@ -2,7 +2,6 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { fromDriver, toJsonValue } from '../../sqlite/codec.ts';
 import type { CompiledProjection } from '../compile.ts';
-import { hasForeignUniqueIndex } from '../foreign-unique.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
 import type { RelationalResult } from './relational.ts';
 
@@ -23,7 +22,7 @@ import type { RelationalResult } from './relational.ts';
  *     it is, compared by storage class and bytes;
  *  3. the last transition of each key is written (delete or replace).
  */
-export function applyByTransitions(db: Db, schema: string, p: CompiledProjection, img: Images): RelationalResult {
+export function applyByTransitions(db: Db, schema: string, p: CompiledProjection, img: Images, strict: boolean): RelationalResult {
   const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
   const keyIdx = keyIndexes(p);
   const keyDecl = keyIdx.map((i) => p.columns[i]?.decl ?? '');
@@ -61,7 +60,6 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   const last = `temp._sluice_tr x LEFT JOIN temp._sluice_tr z ON z.rowid = x.rowid + 1 AND ${sameKey('z', 'x', k)}`;
   const keyList = p.key.map(quoteIdent).join(', ');
   // As in relational-net.ts: with a UNIQUE index a user added, every key of the batch goes first and the rows are inserted plainly.
-  const strict = hasForeignUniqueIndex(db, schema, p.targetTable);
   db.prepare(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL${strict ? '' : ' AND x.ap = 0'})`).run();
   // CROSS JOIN keeps the image lookup inside the loop over the transitions (by seq), never the other way round.
   db.prepare(`INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})

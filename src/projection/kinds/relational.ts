@@ -3,6 +3,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import type { JsonValue } from '../../sqlite/codec.ts';
 import type { EventRelation } from '../../capture/schema.ts';
 import { dropWorkTables, emptyWorkTables } from '../../sqlite/work-tables.ts';
+import { hasForeignUniqueIndex } from '../foreign-unique.ts';
 import type { CompiledProjection } from '../compile.ts';
 import { prepareImages } from './relational-images.ts';
 import { applyByNetTransitions } from './relational-net.ts';
@@ -65,12 +66,20 @@ export type RelationalPath = 'auto' | 'reference';
  * stay, empty, for the next batch; after an error the caller drops them with
  * dropTemps.
  */
-export function applyRelational(db: Db, schema: string, p: CompiledProjection, events: EventRelation, path: RelationalPath = 'auto'): RelationalResult {
+export function applyRelational(
+  db: Db,
+  schema: string,
+  p: CompiledProjection,
+  events: EventRelation,
+  path: RelationalPath = 'auto',
+  /** The target table has a UNIQUE index a user added (foreign-unique.ts): write without REPLACE. */
+  strict: boolean = hasForeignUniqueIndex(db, schema, p.targetTable),
+): RelationalResult {
   try {
     const img = prepareImages(db, p, events);
-    const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img) : undefined;
+    const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img, strict) : undefined;
     if (fast !== undefined) return { ...fast, decidedBy: 'fast' };
-    return { ...applyByTransitions(db, schema, p, img), decidedBy: 'reference' };
+    return { ...applyByTransitions(db, schema, p, img, strict), decidedBy: 'reference' };
   } finally {
     emptyWorkTables(db);
   }
