@@ -155,3 +155,27 @@ test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVER
     s.close();
   }
 });
+
+test('an FTS5 key stored with other bytes than the source\'s (the same key under NOCASE) suspends its projection with TARGET_DIVERGED, with external content and contentless alike', async ({ makeDb, tmp }) => {
+  const src = makeSource(makeDb, "CREATE TABLE notes (k TEXT COLLATE NOCASE PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('abc', 'alpha'), ('xyz', 'beta')", ['notes']);
+  const defs = [
+    { name: 'notes_ext', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'external' as const },
+    { name: 'notes_bare', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'none' as const },
+  ];
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: defs });
+  try {
+    await s.runOnce();
+    s.session.db.exec("UPDATE tgt.notes_ext_src SET _k0 = 'ABC' WHERE _k0 = 'abc'; UPDATE tgt.notes_bare_src SET _k0 = 'ABC' WHERE _k0 = 'abc'");
+    const before = [tableCells(s.session.db, 'tgt', 'notes_ext_src'), tableCells(s.session.db, 'tgt', 'notes_bare_src')];
+    src.db.exec("UPDATE notes SET body = 'gamma' WHERE k = 'xyz'; UPDATE notes SET body = 'delta' WHERE k = 'abc'");
+    const r = await s.runOnce();
+    expect(r.projections.map((p) => [p.name, p.state, p.reason, p.detail?.key])).toEqual([
+      ['notes_ext', 'suspended', 'TARGET_DIVERGED', ['abc']],
+      ['notes_bare', 'suspended', 'TARGET_DIVERGED', ['abc']],
+    ]);
+    // Nothing of the batch, not even the change of the other key.
+    expect([tableCells(s.session.db, 'tgt', 'notes_ext_src'), tableCells(s.session.db, 'tgt', 'notes_bare_src')]).toEqual(before);
+  } finally {
+    s.close();
+  }
+});

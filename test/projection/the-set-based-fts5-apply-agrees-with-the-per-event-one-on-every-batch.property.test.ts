@@ -64,6 +64,8 @@ const tamperArb = fc.oneof(
   fc.constantFrom(...TEXTS).map((v) => `UPDATE tgt.notes_fts_src SET body = ${v} WHERE rowid = (SELECT max(rowid) FROM tgt.notes_fts_src)`),
   fc.constantFrom(...NAMES).map((k) => `DELETE FROM tgt.notes_bare_src WHERE _k0 = ${k}`),
   fc.constantFrom(...NAMES).map((k) => `INSERT OR IGNORE INTO tgt.notes_bare_src (_k0) VALUES (${k})`),
+  // A stored key's case flipped: the same key under NOCASE, other bytes than the source's.
+  fc.constantFrom('notes_fts_src', 'notes_bare_src').map((t) => `UPDATE tgt.${t} SET _k0 = CASE WHEN _k0 = lower(_k0) THEN upper(_k0) ELSE lower(_k0) END WHERE rowid = (SELECT min(rowid) FROM tgt.${t})`),
   // A before-image value in the batch that differs from the previous after-image of its key ($LO: where the batch starts).
   fc.constantFrom(...TEXTS).map((v) => `UPDATE main._sluice_journal SET c1 = ${v} WHERE seq = (SELECT max(seq) FROM main._sluice_journal WHERE seq > $LO AND op IN (2, 3))`),
 );

@@ -56,12 +56,15 @@ function applyNet(db: Db, schema: string, p: CompiledProjection, events: EventRe
   const before = valueIdx.map((_, i) => img.before('b', j + i));
   const after = valueIdx.map((_, i) => img.after('a', j + i));
   const stored = n.cols.map((c) => `c.${c}`);
+  // The stored key is found through its collation, then compared by bytes
+  // like the values ('abc' stored for a before-image of 'ABC' is diverged).
+  const keysMatch = allOf(n.keys.map((c, i) => sqlEq(`c.${c}`, img.before('b', i))));
   const valuesMatch = n.external ? allOf(n.cols.map((c, i) => sqlEq(`c.${c}`, before[i] as string))) : '1';
   const violation = cachedStatement(
     db,
     `SELECT 1 FROM ${x} x LEFT JOIN ${n.content} c ON ${onKey}
-      LEFT JOIN ${joinImage(img, 'b', `CASE WHEN x.fbp = 1 AND ${n.external ? 1 : 0} THEN x.fseq END`, 0)}
-      WHERE CASE WHEN x.fbp = 1 THEN c.rowid IS NULL OR NOT (${valuesMatch}) ELSE c.rowid IS NOT NULL END LIMIT 1`,
+      LEFT JOIN ${joinImage(img, 'b', 'CASE WHEN x.fbp = 1 THEN x.fseq END', 0)}
+      WHERE CASE WHEN x.fbp = 1 THEN c.rowid IS NULL OR NOT (${keysMatch} AND ${valuesMatch}) ELSE c.rowid IS NOT NULL END LIMIT 1`,
   ).get(img.params);
   if (violation !== undefined) return undefined;
 

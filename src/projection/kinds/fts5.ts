@@ -84,16 +84,19 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
   const bind = (vals: readonly SqlValue[]) => vals.map(toBindable);
   const lookup = (key: readonly SqlValue[]) =>
     prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`, 'pluck').get(...bind(key)) as bigint | undefined;
-  const matches = (rowid: bigint, values: readonly SqlValue[]) =>
-    !n.external ||
-    prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(n.cols.map((c, i) => sqlEq(c, namedPlaceholderFor(values[i] ?? null, `v${i}`))))}`)
-      .get({ rowid, ...Object.fromEntries(values.map((v, i) => [`v${i}`, toBindable(v)])) }) !== undefined;
+  // The row found by key (through its collation) must hold the before-image's key bytes, and its values when stored.
+  const matches = (rowid: bigint, key: readonly SqlValue[], values: readonly SqlValue[]) => {
+    const stored = n.external ? values : [];
+    const eq = [...n.keys.map((c, i) => sqlEq(c, namedPlaceholderFor(key[i] ?? null, `k${i}`))), ...n.cols.slice(0, stored.length).map((c, i) => sqlEq(c, namedPlaceholderFor(stored[i] ?? null, `v${i}`)))];
+    const args = { rowid, ...Object.fromEntries(key.map((v, i) => [`k${i}`, toBindable(v)])), ...Object.fromEntries(stored.map((v, i) => [`v${i}`, toBindable(v)])) };
+    return prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(eq)}`).get(args) !== undefined;
+  };
 
   const remove = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
     const key = keyOf(row);
     const rowid = lookup(key);
     const values = valuesOf(row);
-    if (rowid === undefined || !matches(rowid, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
+    if (rowid === undefined || !matches(rowid, key, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
     prepare(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
     prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
     return undefined;
