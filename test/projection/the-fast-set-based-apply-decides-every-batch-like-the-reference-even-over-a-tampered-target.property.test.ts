@@ -1,14 +1,12 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import type { Db } from '../../src/sqlite/connection.ts';
 import type { CompiledProjection } from '../../src/projection/compile.ts';
 import type { EventRelation } from '../../src/capture/schema.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational.ts';
-import { batchSql, compiledFor } from './support/batch.ts';
+import { batchSql, compiledFor, stageBatch, underTamper } from './support/batch.ts';
 import { tableCells } from '../apply/support/target.ts';
 
 /*
@@ -101,14 +99,10 @@ const AFTER_KEY = "CASE WHEN q.op = 1 THEN q.c0 WHEN q.tid = (SELECT tid FROM ma
 
 /** Applies in a transaction that is rolled back, so both paths see the same target. */
 function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: number, tamper: string, path: RelationalPath) {
-  db.exec('BEGIN');
-  try {
-    if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));
+  return underTamper(db, lo, tamper, () => {
     const r = applyRelational(db, 'tgt', p, events, path);
     return { result: { transitions: r.transitions, mismatch: r.mismatch }, decidedBy: r.decidedBy, cells: tableCells(db, 'tgt', p.targetTable) };
-  } finally {
-    db.exec('ROLLBACK');
-  }
+  });
 }
 
 test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself', async ({ tmp }) => {
@@ -117,18 +111,8 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
   let mismatches = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(writeArb, { maxLength: 12 }), fc.array(writeArb, { minLength: 1, maxLength: 30 }), tamperArb, async (before, batch, tamper) => {
-      const source = path.join(tmp, `s${run}.db`);
-      const target = path.join(tmp, `t${run++}.db`);
-      const db = openDatabase(source, { create: true });
+      const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), { schema: SCHEMA, tables: ['k', 'n', 'u'], projections: PROJECTIONS, before, batch });
       try {
-        db.exec(SCHEMA);
-        enable(db, ['k', 'n', 'u']);
-        for (const sql of before) db.exec(sql);
-        await sync(source, target, { projections: PROJECTIONS });
-        const lo = Number(db.prepare('SELECT coalesce(max(seq), 0) FROM _sluice_journal').pluck().get());
-        for (const sql of batch) db.exec(sql);
-        const hi = Number(db.prepare('SELECT coalesce(max(seq), 0) FROM _sluice_journal').pluck().get());
-        db.prepare('ATTACH DATABASE ? AS tgt').run(target);
         for (const def of PROJECTIONS) {
           const p = compiledFor(db, def);
           const events = batchSql(db, p, lo, hi);
@@ -157,19 +141,16 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
 });
 
 test('the fast apply checks that events reach it in seq order: with PRAGMA reverse_unordered_selects the batch goes to the reference, which reports the mismatch', async ({ tmp }) => {
-  const source = path.join(tmp, 'source.db');
-  const target = path.join(tmp, 'target.db');
-  const db = openDatabase(source, { create: true });
+  // An uncaptured REPLACE (an insert event for a present key, same values), then a delete of the key:
+  // taken in reverse, the delete checks out against the target and the insert looks like the last word.
+  const { db, lo, hi } = await stageBatch(path.join(tmp, 'source.db'), path.join(tmp, 'target.db'), {
+    schema: 'CREATE TABLE k (id INTEGER PRIMARY KEY, v); INSERT INTO k VALUES (1, 1)',
+    tables: ['k'],
+    projections: [{ name: 'k', source: 'k', kind: 'mirror' }],
+    before: [],
+    batch: [`${UNCAPTURED}; INSERT OR REPLACE INTO k VALUES (1, 1); PRAGMA recursive_triggers = 1; DELETE FROM k WHERE id = 1`],
+  });
   try {
-    db.exec('CREATE TABLE k (id INTEGER PRIMARY KEY, v); INSERT INTO k VALUES (1, 1)');
-    enable(db, ['k']);
-    await sync(source, target, { projections: [{ name: 'k', source: 'k', kind: 'mirror' }] });
-    const lo = Number(db.prepare('SELECT coalesce(max(seq), 0) FROM _sluice_journal').pluck().get());
-    // An uncaptured REPLACE (an insert event for a present key, same values), then a delete of the key:
-    // taken in reverse, the delete checks out against the target and the insert looks like the last word.
-    db.exec(`${UNCAPTURED}; INSERT OR REPLACE INTO k VALUES (1, 1); PRAGMA recursive_triggers = 1; DELETE FROM k WHERE id = 1`);
-    const hi = Number(db.prepare('SELECT max(seq) FROM _sluice_journal').pluck().get());
-    db.prepare('ATTACH DATABASE ? AS tgt').run(target);
     const p = compiledFor(db, { name: 'k', source: 'k', kind: 'mirror' });
     const events = batchSql(db, p, lo, hi);
     db.pragma('reverse_unordered_selects = 1');

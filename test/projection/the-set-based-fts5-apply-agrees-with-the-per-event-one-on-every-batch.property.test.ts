@@ -1,9 +1,7 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import type { Db } from '../../src/sqlite/connection.ts';
 import type { CompiledProjection } from '../../src/projection/compile.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { applyFtsNet } from '../../src/projection/kinds/fts5-net.ts';
@@ -12,7 +10,7 @@ import { readSourceView } from '../../src/feed/source-view.ts';
 import { readEventsInRange } from '../../src/feed/batch.ts';
 import { quoteIdent } from '../../src/sqlite/quote.ts';
 import { tableCells } from '../apply/support/target.ts';
-import { batchSql, compiledFor } from './support/batch.ts';
+import { batchSql, compiledFor, stageBatch, underTamper } from './support/batch.ts';
 
 /*
  * fts5 batches are applied set-based when they are clean, and event by
@@ -102,9 +100,7 @@ function attempt(db: Db, p: CompiledProjection, lo: number, hi: number, tamper: 
 }
 
 function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamper: string, how: 'set' | 'event'): Attempt {
-  db.exec('BEGIN');
-  try {
-    if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));
+  return underTamper(db, lo, tamper, () => {
     if (how === 'set') {
       const r = applyFtsNet(db, 'tgt', p, batchSql(db, p, lo, hi));
       return { applied: r?.applied, mismatch: r === undefined ? 'not clean' : undefined, seen: r === undefined ? undefined : visible(db, p, tamper === '') };
@@ -113,9 +109,7 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
     if (t === undefined) throw new Error('untracked');
     const r = applyFtsEvents(db, 'tgt', p, readEventsInRange(db, [t], lo, hi));
     return { applied: r.applied, mismatch: r.mismatch, seen: r.mismatch === undefined ? visible(db, p, tamper === '') : undefined };
-  } finally {
-    db.exec('ROLLBACK');
-  }
+  });
 }
 
 test('on random batches over sometimes tampered key tables, the set-based fts5 apply applies exactly the clean ones, with the same keys, values and query answers as event by event', async ({ tmp }) => {
@@ -124,18 +118,8 @@ test('on random batches over sometimes tampered key tables, the set-based fts5 a
   let notClean = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(writeArb, { maxLength: 8 }), fc.array(writeArb, { minLength: 1, maxLength: 25 }), tamperArb, async (before, batch, tamper) => {
-      const source = path.join(tmp, `s${run}.db`);
-      const target = path.join(tmp, `t${run++}.db`);
-      const db = openDatabase(source, { create: true });
+      const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), { schema: SCHEMA, tables: ['docs', 'notes'], projections: PROJECTIONS, before, batch });
       try {
-        db.exec(SCHEMA);
-        enable(db, ['docs', 'notes']);
-        for (const sql of before) db.exec(sql);
-        await sync(source, target, { projections: PROJECTIONS });
-        const lo = readSourceView(db).hw;
-        for (const sql of batch) db.exec(sql);
-        const hi = readSourceView(db).hw;
-        db.prepare('ATTACH DATABASE ? AS tgt').run(target);
         for (const def of PROJECTIONS) {
           const p = compiledFor(db, def);
           const set = attempt(db, p, lo, hi, tamper, 'set');

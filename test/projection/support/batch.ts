@@ -1,4 +1,7 @@
-import type { Db } from '../../../src/sqlite/connection.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
+import { enable } from '../../../src/capture/enable.ts';
+import { sync } from '../../../src/apply/sync.ts';
+import { highWater } from '../../apply/support/target.ts';
 import { describeTable } from '../../../src/sqlite/introspect.ts';
 import { journalRange, type EventRelation } from '../../../src/capture/schema.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../../../src/projection/compile.ts';
@@ -16,4 +19,46 @@ export function compiledFor(db: Db, def: ProjectionDefinitionInput): CompiledPro
 export function batchSql(db: Db, p: CompiledProjection, lo: number, hi: number): EventRelation {
   const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(p.source.table));
   return journalRange(tid, p.source.columns.length, lo, hi);
+}
+
+/**
+ * Runs `fn` in a transaction that is rolled back, after `tamper` (SQL on the
+ * attached target or the source; `$LO` stands for the batch's first seq
+ * minus one): every path compared sees the same target.
+ */
+export function underTamper<T>(db: Db, lo: number, tamper: string, fn: () => T): T {
+  db.exec('BEGIN');
+  try {
+    if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));
+    return fn();
+  } finally {
+    db.exec('ROLLBACK');
+  }
+}
+
+/**
+ * A fresh source (`schema`, capture on `tables`, then the `before` writes)
+ * synced into a fresh target, then the `batch` writes, with the target
+ * attached as `tgt`: the batch is (lo, hi]. The caller closes `db`.
+ */
+export async function stageBatch(
+  source: string,
+  target: string,
+  o: { readonly schema: string; readonly tables: readonly string[]; readonly projections: readonly ProjectionDefinitionInput[]; readonly before: readonly string[]; readonly batch: readonly string[] },
+): Promise<{ db: Db; lo: number; hi: number }> {
+  const db = openDatabase(source, { create: true });
+  try {
+    db.exec(o.schema);
+    enable(db, o.tables);
+    for (const sql of o.before) db.exec(sql);
+    await sync(source, target, { projections: o.projections });
+    const lo = highWater(db);
+    for (const sql of o.batch) db.exec(sql);
+    const hi = highWater(db);
+    db.prepare('ATTACH DATABASE ? AS tgt').run(target);
+    return { db, lo, hi };
+  } catch (err) {
+    db.close();
+    throw err;
+  }
 }
