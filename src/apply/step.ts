@@ -31,7 +31,7 @@ export type StepOutcome =
 const EVENT_PAGE = 10_000;
 
 /** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
-const REBUILDABLE = new Set(['SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
+const REBUILDABLE = new Set(['TABLE_REARMED', 'HISTORY_DIVERGED', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
 
 export interface StepContext {
   readonly db: Db;
@@ -135,7 +135,8 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   if (v.status === 'error') return { kind: 'suspended', reason: 'CURSOR_MALFORMED', detail: { message: v.message } };
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return initialize(ctx, p, view, table, v.reason, owned);
-    return { kind: 'suspended', reason: v.reason, detail: { table: p.source.table, message: v.message } };
+    const why = v.detail?.reason;
+    return { kind: 'suspended', reason: v.reason, detail: { table: p.source.table, ...(typeof why === 'string' ? { why } : {}), message: v.message } };
   }
   const t = v.tables[0] as CapturedTable;
   const lo = v.cursor.seq;

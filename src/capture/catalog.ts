@@ -6,6 +6,8 @@ export interface CaptureState {
   readonly format: number;
   readonly sourceId: string;
   readonly generation: number;
+  /** The generation of the last bump (or creation, or format upgrade): a cursor older than it rebuilds, whatever its tables. */
+  readonly bumpedGeneration: number;
   readonly retention: number;
   readonly prunedThrough: number;
   readonly journalWidth: number;
@@ -43,6 +45,8 @@ export function stateFromRow(r: Record<string, unknown>): CaptureState {
     format: Number(r.format),
     sourceId: String(r.source_id),
     generation: Number(r.generation),
+    // Format 1 had no such column: every generation change counted as a bump.
+    bumpedGeneration: r.bumped_generation === undefined ? Number(r.generation) : Number(r.bumped_generation),
     retention: Number(r.retention),
     prunedThrough: Number(r.pruned_through),
     journalWidth: Number(r.journal_width),

@@ -3,22 +3,28 @@ import type { Db } from '../sqlite/connection.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { uniqueIndexes, type TableInfo } from '../sqlite/introspect.ts';
+import type { TableInfo } from '../sqlite/introspect.ts';
 import { captureFingerprint } from './fingerprint.ts';
 import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
+import { guardInputs } from './guard-inputs.ts';
 import {
   CAPTURE_MODES,
   DEFAULT_RETENTION,
   FORMAT_VERSION,
   JOURNAL_TABLE,
   LAST_TABLE,
+  MARK_VIEW,
+  MARK_VIEW_SQL,
   MIN_RETENTION,
   PENDING_TABLE,
   STATE_TABLE,
   TABLES_TABLE,
+  UPGRADABLE_FORMATS,
+  BUMPED_COLUMN_DEF,
   journalColumn,
+  legacyStateDdl,
   metadataDdl,
   triggerNames,
   type CaptureMode,
@@ -74,11 +80,13 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       infos.set(info.name, info);
     }
     const existing = readState(db);
-    const created = existing === undefined || existing.format !== FORMAT_VERSION;
+    const upgrading = existing !== undefined && UPGRADABLE_FORMATS.includes(existing.format);
+    const created = existing === undefined || (existing.format !== FORMAT_VERSION && !upgrading);
     checkForeignKeys(db, [...infos.keys()]);
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
-    else if (options.retention !== undefined && options.retention !== existing.retention) {
+    else if (upgrading) upgradeFormat(db);
+    if (!created && options.retention !== undefined && options.retention !== existing.retention) {
       db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());
       pruneJournal(db);
     }
@@ -114,10 +122,16 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       }
     }
     if (rearmed.length > 0 && !created) {
-      db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(Date.now(), `re-armed ${rearmed.join(', ')}`);
+      // A re-arm advances the generation, but only the re-armed tables'
+      // readers rebuild (their armed_generation moves); an upgrade of the
+      // format changes every table's triggers, so every reader rebuilds.
+      const reason = upgrading ? `upgraded capture from format ${existing.format} to ${FORMAT_VERSION}` : `re-armed ${rearmed.join(', ')}`;
+      db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(Date.now(), reason);
       const gen = (readState(db) as { generation: number }).generation;
+      if (upgrading) db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
       db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(gen, JSON.stringify(rearmed));
     }
+    if (added.length > 0 || rearmed.length > 0 || created || upgrading) placeMark(db);
     const state = readState(db);
     if (state === undefined) throw new Error('unreachable: capture state missing after enable');
     return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed };
@@ -131,7 +145,7 @@ function createFromNothing(db: Db, retention: number): void {
   dropOwnObjects(db);
   for (const sql of metadataDdl(0)) db.exec(sql);
   const now = Date.now();
-  db.prepare(`INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, ?, 0, 0, ?, ?)`).run(
+  db.prepare(`INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, bumped_generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, 1, ?, 0, 0, ?, ?)`).run(
     FORMAT_VERSION,
     randomUUID(),
     retention,
@@ -140,11 +154,40 @@ function createFromNothing(db: Db, retention: number): void {
   );
 }
 
+/*
+ * Format 1 -> 2, in the enable transaction: the state gains
+ * bumped_generation (with the text a fresh table has), the pending scratch
+ * table (empty between statements) is made again with its hw column, and
+ * every table's triggers no longer match what this build makes, so the
+ * re-arm loop re-installs them and the generation moves.
+ */
+function upgradeFormat(db: Db): void {
+  const stateSql = db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(STATE_TABLE);
+  if (stateSql === legacyStateDdl()) {
+    db.exec(`ALTER TABLE ${STATE_TABLE} ADD COLUMN ${BUMPED_COLUMN_DEF}`);
+    db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
+  }
+  const width = (readState(db) as { journalWidth: number }).journalWidth;
+  db.exec(`DROP TABLE IF EXISTS main.${PENDING_TABLE}`);
+  const pendingDdl = metadataDdl(width).find((sql) => sql.startsWith(`CREATE TABLE ${PENDING_TABLE} `));
+  if (pendingDdl === undefined) throw new Error('unreachable: no pending table DDL');
+  db.exec(pendingDdl);
+  db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
+  forgetArming(db);
+}
+
+/** Makes the order mark the newest of sluice's objects again (see MARK_VIEW). */
+function placeMark(db: Db): void {
+  db.exec(`DROP VIEW IF EXISTS main.${quoteIdent(MARK_VIEW)}`);
+  db.exec(MARK_VIEW_SQL);
+}
+
 /** Drops every object sluice made in main (triggers first). */
 export function dropOwnObjects(db: Db): string[] {
   const objects = sluiceObjects(db).filter((o) => o.ours);
-  const ordered = [...objects.filter((o) => o.type === 'trigger'), ...objects.filter((o) => o.type === 'table')];
-  for (const o of ordered) db.exec(`DROP ${o.type === 'trigger' ? 'TRIGGER' : 'TABLE'} IF EXISTS main.${quoteIdent(o.name)}`);
+  const kinds = ['trigger', 'view', 'table'];
+  const ordered = kinds.flatMap((k) => objects.filter((o) => o.type === k));
+  for (const o of ordered) db.exec(`DROP ${o.type.toUpperCase()} IF EXISTS main.${quoteIdent(o.name)}`);
   forgetArming(db);
   return ordered.map((o) => o.name);
 }
@@ -172,13 +215,10 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
   }
   const names = triggerNames(id);
   for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
-  const uniques = uniqueIndexes(db, info.name);
-  const sql = buildTriggers(id, info, mode, uniques);
-  db.exec(sql.insert);
-  db.exec(sql.update);
-  db.exec(sql.delete);
-  if (sql.beforeInsert !== null) db.exec(sql.beforeInsert);
-  if (sql.beforeUpdate !== null) db.exec(sql.beforeUpdate);
+  const inputs = guardInputs(db, info.name);
+  const sql = buildTriggers(id, info, mode, inputs);
+  // In this order: it decides the firing order (newest first).
+  for (const t of sql.all) db.exec(t.sql);
   const stored = (name: string) => (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
   const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
   const columns = info.columns.map((c) => c.name);
@@ -195,7 +235,7 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
     mode,
     JSON.stringify(columns),
     JSON.stringify(info.keyColumns),
-    captureFingerprint(info, uniques),
+    captureFingerprint(info, inputs.uniques),
     state.generation,
     highWaterMark(db),
     stored(names.insert),

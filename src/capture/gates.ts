@@ -1,8 +1,8 @@
 import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
-import { describeTable, findObjects, type TableInfo } from '../sqlite/introspect.ts';
+import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, metadataDdl } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, MARK_VIEW, MARK_VIEW_SQL, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 
 /*
@@ -53,6 +53,8 @@ export function checkTable(db: Db, name: string): TableInfo {
   if (info.keyColumns.length === 0) {
     throw new CaptureRefusedError('NO_PRIMARY_KEY', info.name, `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`);
   }
+  const expression = expressionUniqueIndexes(db, info.name)[0];
+  if (expression !== undefined) throw expressionIndexError(info.name, expression);
   const nullable = info.columns.filter((c) => c.pkIndex > 0 && !c.notNull);
   if (!info.withoutRowid && !info.rowidAlias && nullable.length > 0) {
     const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');
@@ -62,6 +64,15 @@ export function checkTable(db: Db, name: string): TableInfo {
     }
   }
   return info;
+}
+
+/** The refusal of a table with a UNIQUE index over an expression (also an unarmed reason in verifyCapture). */
+export function expressionIndexError(table: string, index: string): CaptureRefusedError {
+  return new CaptureRefusedError(
+    'UNIQUE_EXPRESSION_INDEX',
+    table,
+    `Table ${table}: its UNIQUE index ${index} is over an expression, so an INSERT OR REPLACE through it can delete a row that capture cannot find (the triggers cannot evaluate the index expression), and downstream copies would keep that row. Fix: make it a UNIQUE index over plain columns or do not capture ${table}.`,
+  );
 }
 
 /**
@@ -93,6 +104,7 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
     name: r.name,
     ours:
       (r.type === 'table' && isOwnTableSql(r.name, r.sql)) ||
+      (r.type === 'view' && r.name === MARK_VIEW && r.sql === MARK_VIEW_SQL) ||
       // The BEFORE guards (_bins/_bupd) write _sluice_pending, not the journal;
       // missing them left them behind on disable, failing every later write
       // without recursive_triggers with "no such table: _sluice_pending".
@@ -112,7 +124,9 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE].indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
-  return metadataDdl(width)[ddlIndex] === sql;
+  if (metadataDdl(width)[ddlIndex] === sql) return true;
+  // Format 1's tables, which enable upgrades in place.
+  return (name === PENDING_TABLE && sql === legacyPendingDdl(width)) || (name === STATE_TABLE && sql === legacyStateDdl());
 }
 
 export function checkForeignKeys(db: Db, captured: readonly string[]): void {

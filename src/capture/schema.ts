@@ -7,7 +7,13 @@
  * measurements behind this shape.
  */
 
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
+/**
+ * Formats this build upgrades in place (enable re-arms every table with the
+ * current triggers and bumps the generation). Format 1 had no REPLACE guard
+ * on tables whose only unique key is the primary key, and no order mark.
+ */
+export const UPGRADABLE_FORMATS: readonly number[] = [1];
 export const DEFAULT_RETENTION = 1_000_000;
 export const MIN_RETENTION = 1024;
 /** Pruning runs when a new seq is a multiple of this, inside the writer's transaction. */
@@ -22,6 +28,14 @@ export const PENDING_TABLE = '_sluice_pending';
 /** Per-table last seq, in its own narrow table: the per-event update rewrites a few bytes, not a row holding trigger SQL. */
 export const LAST_TABLE = '_sluice_last';
 export const PRUNE_TRIGGER = '_sluice_journal_prune';
+/**
+ * An inert view sluice re-creates after every arming, so that it is the
+ * newest of sluice's objects in sqlite_schema. A capture trigger (or a
+ * captured table) dropped and re-created by anyone else lands after it:
+ * verifyCapture sees that, even when the re-created SQL is identical.
+ */
+export const MARK_VIEW = '_sluice_mark';
+export const MARK_VIEW_SQL = `CREATE VIEW ${MARK_VIEW} AS SELECT 1 AS sluice_order_mark`;
 export const PREFIX = '_sluice_';
 
 export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE];
@@ -33,13 +47,24 @@ export const OP_DELETE = 3;
 export type CaptureMode = 'images' | 'keys' | 'counter';
 export const CAPTURE_MODES: readonly CaptureMode[] = ['images', 'keys', 'counter'];
 
-export function triggerNames(tid: number): { insert: string; update: string; delete: string; beforeInsert: string; beforeUpdate: string } {
-  return { insert: `_sluice_t${tid}_ins`, update: `_sluice_t${tid}_upd`, delete: `_sluice_t${tid}_del`, beforeInsert: `_sluice_t${tid}_bins`, beforeUpdate: `_sluice_t${tid}_bupd` };
+export interface TriggerNames {
+  readonly insert: string;
+  readonly update: string;
+  readonly delete: string;
+  readonly beforeInsert: string;
+  readonly beforeUpdate: string;
+  readonly flushInsert: string;
+  readonly flushUpdate: string;
+}
+
+export function triggerNames(tid: number): TriggerNames {
+  const n = (s: string) => `_sluice_t${tid}_${s}`;
+  return { insert: n('ins'), update: n('upd'), delete: n('del'), beforeInsert: n('bins'), beforeUpdate: n('bupd'), flushInsert: n('fins'), flushUpdate: n('fupd') };
 }
 
 /** Trigger names sluice may own: per-table triggers and the prune trigger. */
 export function isOwnTriggerName(name: string): boolean {
-  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd)$/.test(name);
+  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd)$/.test(name);
 }
 
 export function journalColumn(i: number): string {
@@ -68,6 +93,26 @@ export function journalRange(tid: number, n: number, lo: number, hi: number): Ev
   return { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`, params: { lo, hi } };
 }
 
+/*
+ * bumped_generation is the generation of the last bump (or of creation).
+ * Every re-arm advances the generation too, but only a bump makes every
+ * cursor rebuild: a re-armed table is told by its own armed_generation.
+ * Format 1 had no such column; the upgrade adds it with exactly this text,
+ * so a fresh state table and an upgraded one have the same DDL.
+ */
+export const BUMPED_COLUMN_DEF = 'bumped_generation INTEGER NOT NULL DEFAULT 0';
+
+/** The pending table's DDL in format 1 (no hw column): recognised as ours so that the upgrade can replace it. */
+export function legacyPendingDdl(width: number): string {
+  const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
+  return `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL${cols})`;
+}
+
+/** The state table's DDL in format 1 (no bumped_generation). */
+export function legacyStateDdl(): string {
+  return (metadataDdl(0)[0] as string).replace(`\n, ${BUMPED_COLUMN_DEF})`, '\n)');
+}
+
 export function metadataDdl(width: number): string[] {
   const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
   return [
@@ -82,7 +127,7 @@ export function metadataDdl(width: number): string[] {
   created_ms INTEGER NOT NULL,
   updated_ms INTEGER NOT NULL,
   last_reason TEXT
-)`,
+, ${BUMPED_COLUMN_DEF})`,
     `CREATE TABLE ${TABLES_TABLE} (
   tid INTEGER PRIMARY KEY,
   name TEXT NOT NULL UNIQUE,
@@ -107,7 +152,7 @@ export function metadataDdl(width: number): string[] {
   seq INTEGER NOT NULL,
   updated_ms INTEGER NOT NULL
 )`,
-    `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL${cols})`,
+    `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
     // Amortized pruning inside the writer's transaction. retention >= 1024,
     // so the newest row is never deleted and seq (max rowid + 1) never goes back.

@@ -1,9 +1,12 @@
 import type { Db } from '../sqlite/connection.ts';
-import { describeTable, findObjects, schemaVersion, uniqueIndexes } from '../sqlite/introspect.ts';
+import { describeTable, expressionUniqueIndexes, findObjects, schemaVersion } from '../sqlite/introspect.ts';
+import { triggerTiming } from '../sqlite/trigger-timing.ts';
 import { captureFingerprint } from './fingerprint.ts';
 import { readState, readTables, type CaptureState, type CapturedTable } from './catalog.ts';
 import { checkForeignKeyRules } from './fk-rules.ts';
-import { FORMAT_VERSION, PRUNE_TRIGGER, metadataDdl, triggerNames } from './schema.ts';
+import { guardInputs } from './guard-inputs.ts';
+import { buildTriggers } from './triggers.ts';
+import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl, triggerNames } from './schema.ts';
 
 /** Why a captured table is not armed. Stable codes: readers and `status` report them. */
 export type UnarmedReason =
@@ -15,7 +18,15 @@ export type UnarmedReason =
   | 'TEMP_SHADOW'
   | 'FK_UPDATE_CYCLE'
   | 'FK_DELETE_KEY_UPDATE'
-  | 'PRUNE_TRIGGER_MISSING';
+  | 'PRUNE_TRIGGER_MISSING'
+  /** A UNIQUE index over an expression: a REPLACE through it deletes rows capture cannot see. */
+  | 'UNIQUE_EXPRESSION_INDEX'
+  /** A user AFTER trigger newer than sluice's: it fires first, so sluice would journal stale after-images. */
+  | 'USER_TRIGGER_NEWER'
+  /** A capture trigger or the table itself was dropped and made again after arming (DDL the triggers could not see). */
+  | 'CAPTURE_INTERRUPTED'
+  /** The triggers were installed by an older sluice (format upgrade, or a trigger shape that changed). */
+  | 'CAPTURE_OUTDATED';
 
 export interface TableArming {
   readonly table: CapturedTable;
@@ -46,7 +57,7 @@ const cache = new WeakMap<Db, { schemaVersion: number; tables: readonly TableArm
 export function verifyCapture(db: Db): CaptureVerification {
   const state = readState(db);
   if (state === undefined) return { ok: false, problem: 'CAPTURE_ABSENT', tables: [] };
-  if (state.format !== FORMAT_VERSION) return { ok: false, problem: 'FORMAT_UNKNOWN', state, tables: [] };
+  if (state.format !== FORMAT_VERSION && !UPGRADABLE_FORMATS.includes(state.format)) return { ok: false, problem: 'FORMAT_UNKNOWN', state, tables: [] };
   const sv = schemaVersion(db);
   const hit = cache.get(db);
   let tables: readonly TableArming[];
@@ -61,39 +72,72 @@ export function verifyCapture(db: Db): CaptureVerification {
   return { ok: tables.every((t) => t.armed), state, tables };
 }
 
+interface SchemaRow {
+  readonly rowid: number;
+  readonly type: string;
+  readonly name: string;
+  readonly tbl: string;
+  readonly sql: string | null;
+}
+
 function checkArming(db: Db, state: CaptureState): TableArming[] {
-  const triggerSql = new Map(
-    (db.prepare("SELECT name, tbl_name AS tbl, sql FROM main.sqlite_schema WHERE type = 'trigger'").all() as { name: string; tbl: string; sql: string }[]).map((r) => [r.name, r]),
+  const rows = (db.prepare('SELECT rowid, type, name, tbl_name AS tbl, sql FROM main.sqlite_schema').all() as { rowid: bigint; type: string; name: string; tbl: string; sql: string | null }[]).map(
+    (r): SchemaRow => ({ ...r, rowid: Number(r.rowid) }),
   );
+  const triggerSql = new Map(rows.filter((r) => r.type === 'trigger').map((r) => [r.name, r]));
   const expectedPrune = metadataDdl(state.journalWidth).at(-1);
   const pruneOk = triggerSql.get(PRUNE_TRIGGER)?.sql === expectedPrune;
+  const mark = rows.find((r) => r.type === 'view' && r.name === MARK_VIEW && r.sql === MARK_VIEW_SQL);
   const captured = readTables(db);
   const fk = checkForeignKeyRules(db, captured.map((t) => t.name));
   return captured.map((table): TableArming => {
     const unarmed = (reason: UnarmedReason, detail: string): TableArming => ({ table, armed: false, reason, detail });
+    if (state.format !== FORMAT_VERSION) return unarmed('CAPTURE_OUTDATED', `capture was installed by an older sluice (format ${state.format}); run sluice enable to upgrade it`);
     if (!pruneOk) return unarmed('PRUNE_TRIGGER_MISSING', `the journal prune trigger ${PRUNE_TRIGGER} is missing or altered`);
     const objects = findObjects(db, table.name);
     const main = objects.find((o) => o.schema === 'main');
     if (main === undefined) return unarmed('TABLE_MISSING', `table ${table.name} no longer exists`);
     if (main.type !== 'table' || main.name !== table.name) return unarmed('NOT_A_TABLE', `${table.name} is now a ${main.type} named ${main.name}`);
     if (objects.some((o) => o.schema === 'temp')) return unarmed('TEMP_SHADOW', `a TEMP object shadows ${table.name}`);
+    const expression = expressionUniqueIndexes(db, table.name)[0];
+    if (expression !== undefined) return unarmed('UNIQUE_EXPRESSION_INDEX', `the UNIQUE index ${expression} on ${table.name} is over an expression, so a REPLACE through it deletes rows capture cannot see`);
     const info = describeTable(db, table.name);
-    if (info === undefined || captureFingerprint(info, uniqueIndexes(db, table.name)) !== table.fingerprint) {
+    const inputs = guardInputs(db, table.name);
+    if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }
-    const names = triggerNames(table.tid);
-    for (const op of ['insert', 'update', 'delete'] as const) {
-      const t = triggerSql.get(names[op]);
-      if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${names[op]} is missing`);
-      if (t.sql !== table.triggers[op] || t.tbl !== table.name) return unarmed('TRIGGER_ALTERED', `trigger ${names[op]} differs from what sluice installed`);
+    const expected = buildTriggers(table.tid, info, table.mode, inputs).all;
+    for (const spec of expected) {
+      const t = triggerSql.get(spec.name);
+      if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${spec.name} is missing`);
+      if (t.sql === spec.sql && t.tbl === table.name) continue;
+      const recorded = spec.role in table.triggers ? table.triggers[spec.role as keyof CapturedTable['triggers']] : undefined;
+      if (t.sql === recorded) return unarmed('CAPTURE_OUTDATED', `trigger ${spec.name} was installed by an older sluice; run sluice enable to re-arm ${table.name}`);
+      return unarmed('TRIGGER_ALTERED', `trigger ${spec.name} differs from what sluice installed`);
     }
-    for (const op of ['beforeInsert', 'beforeUpdate'] as const) {
-      const want = table.triggers[op];
-      const t = triggerSql.get(names[op]);
-      if (want === null && t === undefined) continue;
-      if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${names[op]} is missing`);
-      if (t.sql !== want || t.tbl !== table.name) return unarmed('TRIGGER_ALTERED', `trigger ${names[op]} differs from what sluice installed`);
+    // Leftovers of another shape (guards of a mode since changed) would write stale notes.
+    const names = new Set(expected.map((t) => t.name));
+    const prefix = `_sluice_t${table.tid}_`;
+    const stray = [...triggerSql.values()].find((t) => t.name.startsWith(prefix) && isOwnTriggerName(t.name) && !names.has(t.name));
+    if (stray !== undefined) return unarmed('TRIGGER_ALTERED', `trigger ${stray.name} is not one sluice installs for ${table.name} now`);
+    // Order: sluice's triggers and the table itself must be older than the
+    // mark made after arming. One made again later (even with the same SQL)
+    // is newer, and writes may have gone unrecorded while it was missing.
+    const own = expected.map((t) => triggerSql.get(t.name) as SchemaRow);
+    const tableRow = rows.find((r) => r.type === 'table' && r.name === table.name);
+    if (mark === undefined) return unarmed('CAPTURE_INTERRUPTED', `sluice's order mark ${MARK_VIEW} is missing or altered, so it cannot tell whether the triggers of ${table.name} stayed in place`);
+    const late = [...own, ...(tableRow === undefined ? [] : [tableRow])].find((r) => r.rowid > mark.rowid);
+    if (late !== undefined) {
+      return unarmed('CAPTURE_INTERRUPTED', late.type === 'table' ? `table ${table.name} was made again after sluice armed it (a table rebuild), so writes in between may be unrecorded` : `trigger ${late.name} was dropped and made again after sluice armed ${table.name}, so writes in between may be unrecorded`);
     }
+    // SQLite fires a table's triggers newest first: a user AFTER trigger
+    // newer than sluice's fires before them, and a write it makes to the
+    // same row would be journaled ahead of the change that caused it.
+    const oldestOwnAfter = Math.min(...own.filter((r) => triggerTiming(r.sql ?? '') === 'AFTER').map((r) => r.rowid));
+    const user = [...triggerSql.values()].find(
+      (t) => !isOwnTriggerName(t.name) && t.tbl.toLowerCase() === table.name.toLowerCase() && t.rowid > oldestOwnAfter && triggerTiming(t.sql ?? '') !== 'BEFORE',
+    );
+    if (user !== undefined) return unarmed('USER_TRIGGER_NEWER', `trigger ${user.name} on ${table.name} was created after sluice's capture triggers, so it fires before them; run sluice enable to re-arm ${table.name} (sluice's triggers then fire first)`);
     const v = fk.find((f) => f.table === table.name);
     if (v !== undefined) return unarmed(v.code, `foreign-key path ${v.path.join(' -> ')}`);
     return { table, armed: true };

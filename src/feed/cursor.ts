@@ -10,7 +10,7 @@ import { InvalidInputError } from '../errors.ts';
  * error instead of a silently different position.
  */
 
-export const CURSOR_VERSION = 1;
+export const CURSOR_VERSION = 2;
 const PREFIX = 'sluice';
 
 export interface FileIdentity {
@@ -30,7 +30,27 @@ export interface Cursor {
   readonly tables: readonly string[];
   /** Digest of those tables' schema fingerprints when the cursor was made. */
   readonly schema: string;
+  /** Each table's armed generation, in `tables` order: a table re-armed since makes its readers rebuild (TABLE_REARMED). */
+  readonly armed: readonly number[];
+  /**
+   * The history the cursor continues: the newest journal event at or below
+   * `seq` when the cursor was made, with a digest of it (null when there was
+   * none). An older copy restored over the file and written past `seq`
+   * holds another event there (HISTORY_DIVERGED).
+   */
+  readonly anchor: Anchor | null;
   readonly file?: FileIdentity;
+  /**
+   * Extensions (export offsets, broker positions) carried as they are.
+   * Readers ignore keys they do not know; a key that changes whether a
+   * cursor is valid needs a new version instead.
+   */
+  readonly ext?: Readonly<Record<string, unknown>>;
+}
+
+export interface Anchor {
+  readonly seq: number;
+  readonly digest: string;
 }
 
 const payloadSchema = z.strictObject({
@@ -39,16 +59,20 @@ const payloadSchema = z.strictObject({
   q: z.number().int().nonnegative(),
   t: z.array(z.string()),
   f: z.string(),
+  a: z.array(z.number().int().nonnegative()),
+  n: z.tuple([z.number().int().nonnegative(), z.string().regex(/^[0-9a-f]{16}$/)]).nullable(),
   i: z.tuple([z.string(), z.string(), z.number()]).optional(),
-});
+  x: z.record(z.string(), z.unknown()).optional(),
+}).refine((p) => p.a.length === p.t.length, { message: 'one armed generation per table' });
 
 function check(body: string): string {
   return createHash('sha256').update(body).digest('hex').slice(0, 8);
 }
 
 export function encodeCursor(c: Cursor): string {
-  const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema };
+  const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema, a: [...c.armed], n: c.anchor === null ? null : [c.anchor.seq, c.anchor.digest] };
   if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
+  if (c.ext !== undefined) payload.x = { ...c.ext };
   // Never make a token that decoding would refuse (and never remember one).
   const checked = payloadSchema.safeParse(payload);
   if (!checked.success) throw new InvalidInputError('CURSOR_MALFORMED', `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`);
@@ -89,6 +113,8 @@ function remember(token: string, c: Cursor): Cursor {
   const known = decoded.get(token);
   if (known !== undefined) return known;
   Object.freeze(c.tables);
+  Object.freeze(c.armed);
+  if (c.anchor !== null) Object.freeze(c.anchor);
   if (c.file !== undefined) Object.freeze(c.file);
   Object.freeze(c);
   if (decoded.size >= DECODED_CACHE_SIZE) decoded.delete(decoded.keys().next().value as string);
@@ -124,7 +150,10 @@ function fromPayload(p: z.infer<typeof payloadSchema>): Cursor {
     seq: p.q,
     tables: p.t,
     schema: p.f,
+    armed: p.a,
+    anchor: p.n === null ? null : { seq: p.n[0], digest: p.n[1] },
     ...(p.i === undefined ? {} : { file: { dev: p.i[0], ino: p.i[1], birth: p.i[2] } }),
+    ...(p.x === undefined ? {} : { ext: p.x }),
   };
 }
 

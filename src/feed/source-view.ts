@@ -4,6 +4,7 @@ import { FailClosedError } from '../errors.ts';
 import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
+import { anchorAt } from './anchor.ts';
 import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor, type FileIdentity } from './cursor.ts';
 
 /** What a reader knows about a source inside one read transaction. */
@@ -154,6 +155,8 @@ export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTa
     seq,
     tables: tables.map((t) => t.name),
     schema: schemaDigest(tables.map((t) => t.fingerprint)),
+    armed: tables.map((t) => t.armedGeneration),
+    anchor: anchorAt(db, seq, view.state.journalWidth),
     ...(file === undefined ? {} : { file }),
   };
 }

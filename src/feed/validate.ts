@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
@@ -17,7 +18,11 @@ export type RebuildReason =
   | 'TABLE_UNTRACKED'
   | 'TABLE_UNARMED'
   | 'COUNTER_MODE_TABLE'
-  | 'SCHEMA_CHANGED';
+  | 'SCHEMA_CHANGED'
+  /** A table of the cursor was re-armed since (a trigger restored, a user trigger or a column added, a mode change, an upgrade). */
+  | 'TABLE_REARMED'
+  /** The journal at the cursor holds another history: an older copy was restored over the file and written past the cursor. */
+  | 'HISTORY_DIVERGED';
 
 export type CursorValidation =
   | { readonly status: 'ok'; readonly cursor: Cursor; readonly view: SourceView; readonly tables: readonly CapturedTable[] }
@@ -32,7 +37,7 @@ export type CursorValidation =
 
 const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
   'CAPTURE_ABSENT', 'CAPTURE_FORMAT_UNKNOWN', 'CURSOR_VERSION_UNKNOWN', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'SEQ_REGRESSED',
-  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED',
+  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED', 'TABLE_REARMED', 'HISTORY_DIVERGED',
 ]);
 
 /**
@@ -65,8 +70,11 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   if (c.sourceId !== view.state.sourceId) {
     return rebuild('SOURCE_CHANGED', `The cursor belongs to source ${c.sourceId}, but ${db.name} is source ${view.state.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`);
   }
-  if (c.generation !== view.state.generation) {
-    return rebuild('GENERATION_CHANGED', `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 're-arm or bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`);
+  if (c.generation > view.state.generation) {
+    return rebuild('HISTORY_DIVERGED', `The cursor is at generation ${c.generation} but ${db.name} is at ${view.state.generation}: the file was restored from an older copy. Rebuild from a snapshot.`);
+  }
+  if (c.generation < view.state.bumpedGeneration) {
+    return rebuild('GENERATION_CHANGED', `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 'bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`);
   }
   if (c.seq > view.hw) {
     return rebuild('SEQ_REGRESSED', `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`);
@@ -89,7 +97,35 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   if (schemaDigest(tables.map((t) => t.fingerprint)) !== c.schema) {
     return rebuild('SCHEMA_CHANGED', `The schema of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`);
   }
+  const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
+  if (rearmed !== undefined) {
+    return {
+      status: 'rebuild',
+      reason: 'TABLE_REARMED',
+      message: `Table ${rearmed.name} was re-armed since the cursor was made (${view.state.lastReason ?? 're-arm'}), so writes before that may be unrecorded or recorded by other triggers. Rebuild it from a snapshot.`,
+      detail: { table: rearmed.name },
+    };
+  }
+  const anchor = checkAnchor(db, c, view);
+  if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
   return { status: 'ok', cursor: c, view, tables };
+}
+
+/** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */
+function checkAnchor(db: Db, c: Cursor, view: SourceView): string | undefined {
+  const now = anchorAt(db, c.seq, view.state.journalWidth);
+  const restored = `: an older copy of ${db.name} was restored in place and written past the cursor. Rebuild from a snapshot.`;
+  if (c.anchor === null) {
+    // No event was at or below the cursor's seq; a retained one now is another history.
+    return now === null || now.seq <= view.state.prunedThrough ? undefined : `The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
+  }
+  if (c.anchor.seq <= view.state.prunedThrough) {
+    // Pruned since: nothing is left to compare with. Only a cursor exactly at the horizon gets here.
+    return now === null || now.seq <= view.state.prunedThrough ? undefined : `The journal now holds event ${now.seq} after the pruned horizon at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
+  }
+  if (now === null || now.seq !== c.anchor.seq) return `The cursor's last event is seq ${c.anchor.seq}, but the journal's newest event at or below seq ${c.seq} is ${now === null ? 'none' : now.seq}${restored}`;
+  if (now.digest !== c.anchor.digest) return `Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)${restored}`;
+  return undefined;
 }
 
 function asRebuild(err: unknown): CursorValidation {

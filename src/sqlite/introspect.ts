@@ -125,23 +125,45 @@ export function schemaVersion(db: Db): number {
 export interface UniqueIndexInfo {
   readonly name: string;
   readonly columns: readonly { readonly name: string; readonly collate: string }[];
+  /** A partial index (CREATE UNIQUE INDEX ... WHERE): only rows matching its predicate conflict. */
+  readonly partial: boolean;
+}
+
+interface UniqueListing {
+  readonly plain: UniqueIndexInfo[];
+  /** Names of UNIQUE indexes over an expression (not only plain columns). */
+  readonly expression: string[];
+}
+
+function listUniques(db: Db, table: string): UniqueListing {
+  const list = db.prepare("SELECT name, origin, partial FROM main.pragma_index_list(?, 'main') WHERE \"unique\" = 1").all(table) as { name: string; origin: string; partial: bigint }[];
+  const plain: UniqueIndexInfo[] = [];
+  const expression: string[] = [];
+  for (const idx of list) {
+    if (idx.origin === 'pk') continue;
+    const cols = db.prepare("SELECT cid, name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno").all(idx.name) as { cid: bigint; name: string | null; coll: string }[];
+    if (cols.some((c) => c.cid < 0n || c.name === null)) expression.push(idx.name);
+    else plain.push({ name: idx.name, columns: cols.map((c) => ({ name: c.name as string, collate: c.coll })), partial: idx.partial !== 0n });
+  }
+  return { plain, expression };
 }
 
 /**
  * UNIQUE constraints and unique indexes other than the primary key, over
- * plain columns (partial and expression indexes are left out: see
- * docs/journal.md). REPLACE conflicts on these delete other rows.
+ * plain columns, partial ones included. REPLACE conflicts on these delete
+ * other rows.
  */
 export function uniqueIndexes(db: Db, table: string): UniqueIndexInfo[] {
-  const list = db.prepare("SELECT name, origin, partial FROM main.pragma_index_list(?, 'main') WHERE \"unique\" = 1").all(table) as { name: string; origin: string; partial: bigint }[];
-  const out: UniqueIndexInfo[] = [];
-  for (const idx of list) {
-    if (idx.origin === 'pk' || idx.partial !== 0n) continue;
-    const cols = db.prepare("SELECT cid, name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno").all(idx.name) as { cid: bigint; name: string | null; coll: string }[];
-    if (cols.some((c) => c.cid < 0n || c.name === null)) continue;
-    out.push({ name: idx.name, columns: cols.map((c) => ({ name: c.name as string, collate: c.coll })) });
-  }
-  return out;
+  return listUniques(db, table).plain;
+}
+
+/**
+ * UNIQUE indexes over expressions (`CREATE UNIQUE INDEX ... ON t(lower(email))`).
+ * A REPLACE through one deletes a row that no trigger can look up without
+ * evaluating the expression, so capture refuses such tables.
+ */
+export function expressionUniqueIndexes(db: Db, table: string): string[] {
+  return listUniques(db, table).expression;
 }
 
 /**

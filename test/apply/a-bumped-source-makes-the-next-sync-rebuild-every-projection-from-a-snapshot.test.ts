@@ -9,7 +9,7 @@ import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenari
 const NAMES = scenarioProjections().map((p) => p.name);
 
 describe('after a rewrite the triggers could not see', () => {
-  test('a bump makes the next sync rebuild every projection from a snapshot (rebuilt: GENERATION_CHANGED), and the target equals the source again', async ({ makeDb, tmp }) => {
+  test('a capture trigger dropped and re-created identically around a write stops its table\'s projections, a re-arm rebuilds them alone, and a bump rebuilds every projection (GENERATION_CHANGED)', async ({ makeDb, tmp }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
@@ -18,18 +18,35 @@ describe('after a rewrite the triggers could not see', () => {
       writeRound(src.db);
       await s.runOnce();
 
-      // A bulk rewrite with the update trigger dropped and put back unchanged
-      // (so capture looks armed): nothing was journaled.
-      const trigger = src.db.prepare("SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'items' AND name LIKE '%_upd'").get() as { name: string; sql: string };
+      // A bulk rewrite with the update trigger dropped and put back unchanged,
+      // in one transaction: nothing was journaled, and the trigger SQL is
+      // byte-identical. Capture sees that the trigger was made again after
+      // it armed the table, so the table's projections stop instead of
+      // staying current on paper.
+      const trigger = src.db.prepare("SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'items' AND name GLOB '_sluice_t*[0-9]_upd'").get() as { name: string; sql: string };
       const hw = highWater(src.db);
       runSqliteCli(src.file, `BEGIN; DROP TRIGGER "${trigger.name}"; UPDATE items SET name = name || ' (restored)', qty = coalesce(qty, 0) * 10; ${trigger.sql}; COMMIT;`);
       expect(highWater(src.db)).toBe(hw);
+      expect(src.db.prepare('SELECT sql FROM main.sqlite_schema WHERE name = ?').pluck().get(trigger.name)).toBe(trigger.sql);
 
-      // Without the bump the target cannot know: it stays current on paper, and verify sees the drift.
-      const blind = await s.runOnce();
-      expect(blind.projections.map((p) => [p.name, p.state, p.applied, p.rebuilt])).toEqual(NAMES.map((n) => [n, 'active', 0, undefined]));
+      const noticed = await s.runOnce();
+      const ofItems = ['items', 'cheap_items', 'items_fts'];
+      const states = new Map(noticed.projections.map((p) => [p.name, p]));
+      for (const n of ofItems) expect(states.get(n), n).toMatchObject({ state: 'suspended', reason: 'TABLE_UNARMED', detail: { table: 'items', why: 'CAPTURE_INTERRUPTED' } });
+      for (const n of ['tags', 'tag_log']) expect(states.get(n), n).toMatchObject({ state: 'active' });
       const drift = await verify(src.file, target);
       expect(drift.projections.filter((p) => !p.ok).map((p) => p.name).sort()).toEqual(['cheap_items', 'items', 'items_fts']);
+      // Re-arming (what sync and enable do when they open the source) rebuilds
+      // the table's projections alone; the others go on from their cursors.
+      const rearmed = await Syncer.open(src.file, target, { projections: scenarioProjections() });
+      try {
+        const healed = await rearmed.runOnce();
+        expect(new Map(healed.projections.map((p) => [p.name, [p.state, p.rebuilt]]))).toEqual(new Map(NAMES.map((n) => [n, ['active', ofItems.includes(n) ? 'TABLE_REARMED' : undefined]])));
+        expect(tableCells(rearmed.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
+        expect((await verify(src.file, target)).ok).toBe(true);
+      } finally {
+        rearmed.close();
+      }
 
       const { generation } = bump(src.db, 'bulk rewrite of items with triggers off');
       const rebuilt = await s.runOnce();

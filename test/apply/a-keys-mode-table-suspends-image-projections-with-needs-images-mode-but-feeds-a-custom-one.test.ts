@@ -84,7 +84,7 @@ describe('a table captured in keys mode', () => {
     // Back in images mode, the suspension clears by itself: the next sync rebuilds from a snapshot.
     enable(src.db, ['items'], { mode: 'images' });
     const healed = await sync(src.file, target, { projections: IMAGE_KINDS });
-    expect(healed.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(IMAGE_KINDS.map((d) => [d.name, 'active', 'GENERATION_CHANGED']));
+    expect(healed.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(IMAGE_KINDS.map((d) => [d.name, 'active', 'TABLE_REARMED']));
     expect(tableCells(src.db, 'main', 'items').length).toBeGreaterThan(0);
   });
 

@@ -106,121 +106,83 @@ conn.commit()
     ]);
   });
 
-  test('with recursive_triggers OFF, a key REPLACE on a table without UNIQUE indexes journals only the insert (the applier fails closed on it)', ({ makeDb }) => {
+  test('with recursive_triggers OFF, a key REPLACE on a table whose only unique key is the primary key journals the replaced row as a delete first', ({ makeDb }) => {
     const { db, file } = makeDb('r.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');");
     enable(db, ['t']);
     pythonExec(file, "INSERT OR REPLACE INTO t VALUES (1, 'new')");
-    expect(brief(journalEvents(db))).toEqual([['t', 'insert', undefined, row(cell.int(1), cell.text('new'))]]);
-  });
-});
-
-describe('UPDATE OR REPLACE', () => {
-  test('moving a row onto an existing key journals the displaced row as a delete, then the key change', ({ makeDb }) => {
-    const { db } = makeDb('ur.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'a'), (2, 'b');");
-    enable(db, ['t']);
-    db.exec('UPDATE OR REPLACE t SET id = 2 WHERE id = 1');
     expect(brief(journalEvents(db))).toEqual([
-      ['t', 'delete', row(cell.int(2), cell.text('b')), undefined],
-      ['t', 'update', row(cell.int(1), cell.text('a')), row(cell.int(2), cell.text('a'))],
+      ['t', 'delete', row(cell.int(1), cell.text('old')), undefined],
+      ['t', 'insert', undefined, row(cell.int(1), cell.text('new'))],
     ]);
   });
-});
 
-describe('DELETE FROM t with no WHERE', () => {
-  test('journals one delete with the full image per row, from better-sqlite3 and from the sqlite3 CLI', ({ makeDb }) => {
-    for (const writer of ['better-sqlite3', 'cli'] as const) {
-      const { db, file } = makeDb(`${writer}.db`, 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
-      const ins = db.prepare('INSERT INTO t VALUES (?, ?)');
-      for (let i = 1; i <= 100; i++) ins.run(i, `v${i}`);
-      enable(db, ['t']);
-      // The truncate optimization skips per-row work; triggers must disable it.
-      if (writer === 'cli') expect(runSqliteCli(file, 'DELETE FROM t; SELECT changes();').trim()).toBe('100');
-      else expect(db.prepare('DELETE FROM t').run().changes).toBe(100);
-      const events = journalEvents(db);
-      expect(events, writer).toHaveLength(100);
-      expect(events.every((e) => e.op === 'delete')).toBe(true);
-      expect(events.map((e) => e.before)).toEqual(Array.from({ length: 100 }, (_, i) => row(cell.int(i + 1), cell.text(`v${i + 1}`))));
+  test('a key REPLACE journals the same events with recursive_triggers on and off, on TEXT, NOCASE, composite and WITHOUT ROWID keys', ({ makeDb }) => {
+    const schemas = [
+      "CREATE TABLE t (k TEXT PRIMARY KEY, v); INSERT INTO t VALUES ('a', 'old');",
+      "CREATE TABLE t (k TEXT COLLATE NOCASE PRIMARY KEY, v); INSERT INTO t VALUES ('a', 'old');",
+      "CREATE TABLE t (a INTEGER, b TEXT, v, PRIMARY KEY (a, b)); INSERT INTO t VALUES (1, 'a', 'old');",
+      "CREATE TABLE t (k TEXT PRIMARY KEY, v) WITHOUT ROWID; INSERT INTO t VALUES ('a', 'old');",
+    ];
+    for (const [i, schema] of schemas.entries()) {
+      const off = makeDb(`off${i}.db`, schema);
+      const on = makeDb(`on${i}.db`, schema);
+      enable(off.db, ['t']);
+      enable(on.db, ['t']);
+      const write = schema.includes('(a, b)') ? "INSERT OR REPLACE INTO t VALUES (1, 'a', 'new')" : i === 1 ? "INSERT OR REPLACE INTO t VALUES ('A', 'new')" : "INSERT OR REPLACE INTO t VALUES ('a', 'new')";
+      pythonExec(off.file, write);
+      on.db.exec(write); // sluice's own connection: recursive_triggers on
+      const events = brief(journalEvents(off.db));
+      expect(events.map((e) => e[1])).toEqual(['delete', 'insert']);
+      expect(events).toEqual(brief(journalEvents(on.db)));
     }
   });
-});
 
-describe('foreign-key cascades', () => {
-  const SCHEMA = `
-CREATE TABLE parent (id INTEGER PRIMARY KEY, name TEXT NOT NULL);
-CREATE TABLE child (id INTEGER PRIMARY KEY, pid INTEGER NOT NULL REFERENCES parent (id) ON DELETE CASCADE ON UPDATE CASCADE, v);
-INSERT INTO parent VALUES (1, 'p1'), (2, 'p2');
-INSERT INTO child VALUES (10, 1, 'a'), (11, 1, 'b'), (12, 2, 'c');
-`;
-
-  test('ON DELETE CASCADE with foreign_keys=ON journals the child deletes and then the parent delete', ({ makeDb }) => {
-    const { db } = makeDb('fk.db', SCHEMA);
-    enable(db, ['parent', 'child']);
-    expect(db.pragma('foreign_keys', { simple: true })).toBe(1n);
-    db.exec('DELETE FROM parent WHERE id = 1');
-    const events = journalEvents(db);
-    expect(brief(events)).toEqual([
-      ['child', 'delete', row(cell.int(10), cell.int(1), cell.text('a')), undefined],
-      ['child', 'delete', row(cell.int(11), cell.int(1), cell.text('b')), undefined],
-      ['parent', 'delete', row(cell.int(1), cell.text('p1')), undefined],
+  test('with recursive_triggers OFF, REPLACE through a partial UNIQUE index journals the removed row, and only when the predicate made it conflict', ({ makeDb }) => {
+    const { db, file } = makeDb(
+      'p.db',
+      "CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, active INTEGER); CREATE UNIQUE INDEX t_active_email ON t (email) WHERE active = 1; INSERT INTO t VALUES (1, 'a@x', 1), (2, 'b@x', 0);",
+    );
+    enable(db, ['t']);
+    pythonExec(file, "INSERT OR REPLACE INTO t VALUES (3, 'b@x', 1)"); // 2 is inactive: no conflict
+    pythonExec(file, "INSERT OR REPLACE INTO t VALUES (4, 'a@x', 1)"); // replaces 1
+    pythonExec(file, "UPDATE OR REPLACE t SET active = 1 WHERE id = 2"); // enters the index onto 3's email: replaces 3
+    expect(db.prepare('SELECT id FROM t ORDER BY id').pluck().all()).toEqual([2n, 4n]);
+    expect(brief(journalEvents(db)).map((e) => [e[1], e[2]?.[0] ?? e[3]?.[0]])).toEqual([
+      ['insert', cell.int(3)],
+      ['delete', cell.int(1)],
+      ['insert', cell.int(4)],
+      ['delete', cell.int(3)],
+      ['update', cell.int(2)],
     ]);
   });
 
-  test('a Python writer with foreign_keys=ON journals the cascaded child deletes too', ({ makeDb }) => {
-    const { db, file } = makeDb('fk.db', SCHEMA);
-    enable(db, ['parent', 'child']);
-    pythonExec(file, 'DELETE FROM parent WHERE id = 2', ['PRAGMA foreign_keys = ON']);
-    expect(brief(journalEvents(db))).toEqual([
-      ['child', 'delete', row(cell.int(12), cell.int(2), cell.text('c')), undefined],
-      ['parent', 'delete', row(cell.int(2), cell.text('p2')), undefined],
+  test('a user BEFORE INSERT trigger that deletes the conflicting row itself gives the same events whichever trigger is newer', ({ makeDb }) => {
+    for (const userFirst of [true, false]) {
+      const { db, file } = makeDb(`b${String(userFirst)}.db`, "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');");
+      const userTrigger = 'CREATE TRIGGER t_upsert BEFORE INSERT ON t BEGIN DELETE FROM t WHERE id = NEW.id; END';
+      if (userFirst) db.exec(userTrigger);
+      enable(db, ['t']);
+      if (!userFirst) db.exec(userTrigger);
+      pythonExec(file, "INSERT OR REPLACE INTO t VALUES (1, 'new')");
+      expect(brief(journalEvents(db))).toEqual([
+        ['t', 'delete', row(cell.int(1), cell.text('old')), undefined],
+        ['t', 'insert', undefined, row(cell.int(1), cell.text('new'))],
+      ]);
+    }
+  });
+
+  test('an IGNOREd conflict leaves no event, and its stale note never becomes a delete later', ({ makeDb }) => {
+    const { db, file } = makeDb('i.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'a'), (2, 'b');");
+    enable(db, ['t']);
+    pythonExec(file, "INSERT OR IGNORE INTO t VALUES (1, 'x')");
+    pythonExec(file, 'DELETE FROM t WHERE id = 1');
+    pythonExec(file, "INSERT INTO t VALUES (3, 'c')");
+    pythonExec(file, "INSERT OR IGNORE INTO t VALUES (2, 'x')");
+    pythonExec(file, "INSERT INTO t VALUES (1, 'again')");
+    expect(brief(journalEvents(db)).map((e) => [e[1], e[2]?.[0] ?? e[3]?.[0]])).toEqual([
+      ['delete', cell.int(1)],
+      ['insert', cell.int(3)],
+      ['insert', cell.int(1)],
     ]);
-  });
-
-  test('ON UPDATE CASCADE journals the parent key change and each child update, each with both images', ({ makeDb }) => {
-    const { db } = makeDb('fk.db', SCHEMA);
-    enable(db, ['parent', 'child']);
-    db.exec('UPDATE parent SET id = 5 WHERE id = 1');
-    const events = brief(journalEvents(db));
-    expect(events).toHaveLength(3);
-    expect(events).toEqual(
-      expect.arrayContaining([
-        ['parent', 'update', row(cell.int(1), cell.text('p1')), row(cell.int(5), cell.text('p1'))],
-        ['child', 'update', row(cell.int(10), cell.int(1), cell.text('a')), row(cell.int(10), cell.int(5), cell.text('a'))],
-        ['child', 'update', row(cell.int(11), cell.int(1), cell.text('b')), row(cell.int(11), cell.int(5), cell.text('b'))],
-      ]),
-    );
-  });
-});
-
-describe('a self-referencing ON DELETE CASCADE tree', () => {
-  test('deleting the root journals every descendant, each once, and the root last', ({ makeDb }) => {
-    const { db } = makeDb(
-      'tree.db',
-      `CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node (id) ON DELETE CASCADE);
-       INSERT INTO node VALUES (1, NULL), (2, 1), (3, 1), (4, 2), (5, 4), (6, NULL);`,
-    );
-    enable(db, ['node']);
-    db.exec('DELETE FROM node WHERE id = 1');
-    const events = journalEvents(db);
-    expect(events.every((e) => e.op === 'delete')).toBe(true);
-    expect(events.map((e) => e.before?.[0]).sort()).toEqual([1, 2, 3, 4, 5].map((i) => cell.int(i)).sort());
-    expect(events.at(-1)?.before).toEqual(row(cell.int(1), cell.null()));
-    expect(rowCells(db, 'node', 'id = 6')).toEqual(row(cell.int(6), cell.null()));
-  });
-});
-
-describe('key changes', () => {
-  test('a primary-key change is one update event carrying the before key and the after key', ({ makeDb }) => {
-    const { db } = makeDb('k.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'x');");
-    enable(db, ['t']);
-    const info = db.prepare('UPDATE t SET id = 2 WHERE id = 1').run();
-    expect(info.changes).toBe(1);
-    expect(brief(journalEvents(db))).toEqual([['t', 'update', row(cell.int(1), cell.text('x')), row(cell.int(2), cell.text('x'))]]);
-  });
-
-  test('a change of one column of a composite WITHOUT ROWID key is one update event with both keys', ({ makeDb }) => {
-    const { db } = makeDb('k.db', "CREATE TABLE t (a TEXT NOT NULL, b INTEGER NOT NULL, v, PRIMARY KEY (b, a)) WITHOUT ROWID; INSERT INTO t VALUES ('x', 1, 'v');");
-    enable(db, ['t']);
-    db.exec("UPDATE t SET a = 'y' WHERE a = 'x'");
-    expect(brief(journalEvents(db))).toEqual([['t', 'update', row(cell.text('x'), cell.int(1), cell.text('v')), row(cell.text('y'), cell.int(1), cell.text('v'))]]);
   });
 });

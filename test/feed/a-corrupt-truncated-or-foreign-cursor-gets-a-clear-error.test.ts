@@ -36,9 +36,9 @@ function badTokens(good: string): Record<string, string> {
     'an edited payload': `${head}.${flipped}.${sum}`,
     'a chronicle version number': '1234',
     'a JWT': 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
-    'valid check, payload not JSON': withCheck(`sluice1.${Buffer.from('not json').toString('base64url')}`),
-    'valid check, wrong fields': withCheck(`sluice1.${Buffer.from(JSON.stringify({ s: 'x', g: -1 })).toString('base64url')}`),
-    'valid check, extra fields': withCheck(`sluice1.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), evil: 1 })).toString('base64url')}`),
+    'valid check, payload not JSON': withCheck(`sluice2.${Buffer.from('not json').toString('base64url')}`),
+    'valid check, wrong fields': withCheck(`sluice2.${Buffer.from(JSON.stringify({ s: 'x', g: -1 })).toString('base64url')}`),
+    'valid check, extra fields': withCheck(`sluice2.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), evil: 1 })).toString('base64url')}`),
     'a very long token': `sluice1.${'A'.repeat(10_000)}.deadbeef`,
     'binary junk': '\u0000\uFFFD\u{1F600}sluice1..',
   };
@@ -119,27 +119,32 @@ describe('the changes CLI with a bad cursor', () => {
 });
 
 test('no token is made of a cursor that decoding would refuse (so none is remembered decoded either)', () => {
-  const good = { version: 1, sourceId: 's', generation: 1, seq: 5, tables: ['t'], schema: 'f' };
+  const good = { version: 2, sourceId: 's', generation: 1, seq: 5, tables: ['t'], schema: 'f', armed: [1], anchor: { seq: 5, digest: '0123456789abcdef' } };
   expect(parseCursor(encodeCursor(good))).toStrictEqual(good);
-  for (const bad of [{ seq: -5 }, { seq: 1.5 }, { generation: Number.NaN }, { sourceId: '' }, { seq: 2 ** 60 }]) {
+  for (const bad of [{ seq: -5 }, { seq: 1.5 }, { generation: Number.NaN }, { sourceId: '' }, { seq: 2 ** 60 }, { armed: [] }, { anchor: { seq: 5, digest: 'xyz' } }]) {
     expect(() => encodeCursor({ ...good, ...bad }), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED' }));
   }
 });
 
 test('a cursor token carries every field of the cursor it was made from (parsed without the cache that remembers tokens made in this process)', () => {
   const text = fc.string({ minLength: 1, maxLength: 12 });
-  const cursorArb = fc.record(
-    {
-      version: fc.constant(1),
-      sourceId: text,
-      generation: fc.nat(),
-      seq: fc.nat(),
-      tables: fc.array(text, { maxLength: 4 }),
-      schema: fc.string({ maxLength: 16 }),
-      file: fc.record({ dev: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), ino: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), birth: fc.double({ min: 0, max: 2e12, noNaN: true }) }),
-    },
-    { requiredKeys: ['version', 'sourceId', 'generation', 'seq', 'tables', 'schema'] },
-  ).map((c) => ({ ...c, ...(c.file === undefined ? {} : { file: { ...c.file } }) })); // plain objects, as sluice makes them
+  const cursorArb = fc
+    .record(
+      {
+        version: fc.constant(2),
+        sourceId: text,
+        generation: fc.nat(),
+        seq: fc.nat(),
+        tables: fc.array(text, { maxLength: 4 }),
+        schema: fc.string({ maxLength: 16 }),
+        anchor: fc.option(fc.record({ seq: fc.nat(), digest: fc.stringMatching(/^[0-9a-f]{16}$/) }), { nil: null }),
+        file: fc.record({ dev: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), ino: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), birth: fc.double({ min: 0, max: 2e12, noNaN: true }) }),
+        ext: fc.dictionary(text, fc.oneof(fc.nat(), text)),
+      },
+      { requiredKeys: ['version', 'sourceId', 'generation', 'seq', 'tables', 'schema', 'anchor'] },
+    )
+    .chain((c) => fc.array(fc.nat(), { minLength: c.tables.length, maxLength: c.tables.length }).map((armed) => ({ ...c, armed })))
+    .map((c) => ({ ...c, ...(c.file === undefined ? {} : { file: { ...c.file } }), ...(c.anchor === null ? {} : { anchor: { ...c.anchor } }), ...(c.ext === undefined ? {} : { ext: { ...c.ext } }) })); // plain objects, as sluice makes them
   fc.assert(
     fc.property(cursorArb, (c) => {
       const token = encodeCursor(c);

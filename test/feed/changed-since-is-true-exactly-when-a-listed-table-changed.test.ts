@@ -110,7 +110,7 @@ describe('changedSince', () => {
     runSqliteCli(file, 'ALTER TABLE a ADD COLUMN extra;');
     expect(poll(cursor)).toEqual({ changed: true, rebuild: 'TABLE_UNARMED' });
     enable(writer, []);
-    expect(poll(cursor)).toEqual({ changed: true, rebuild: 'GENERATION_CHANGED' });
+    expect(poll(cursor)).toEqual({ changed: true, rebuild: 'SCHEMA_CHANGED' });
     disable(writer);
     expect(poll(cursor)).toEqual({ changed: true, rebuild: 'CAPTURE_ABSENT' });
     reader.close();

@@ -72,7 +72,7 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     expect(validateCursor(db, cursorOf(db)).status).toBe('ok');
   });
 
-  test('ALTER TABLE ADD COLUMN by another writer unarms the table (TABLE_UNARMED, SCHEMA_CHANGED), and re-arming gives GENERATION_CHANGED', ({ makeDb }) => {
+  test('ALTER TABLE ADD COLUMN by another writer unarms the table (TABLE_UNARMED, SCHEMA_CHANGED), and re-arming it gives SCHEMA_CHANGED to its cursors only', ({ makeDb }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t', 'other']);
     write(db, 5);
@@ -88,23 +88,26 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     expect(() => snapshot(db, ['t'], { onRow: () => {} })).toThrow(expect.objectContaining({ code: 'TABLE_UNARMED' }));
     const r = enable(db, []);
     expect(r.rearmed).toEqual(['t']);
-    expectRebuild(db, cursor, 'GENERATION_CHANGED');
+    expectRebuild(db, cursor, 'SCHEMA_CHANGED');
+    // The re-arm of t moved the generation, but a reader of other alone goes on.
+    expect(r.generation).toBeGreaterThan(decodeCursor(otherCursor).generation);
+    expect(validateCursor(db, otherCursor).status).toBe('ok');
     const fresh = cursorOf(db);
     expect(validateCursor(db, fresh).status).toBe('ok');
   });
 
-  test('a writable open re-arms after ALTER TABLE, which also gives GENERATION_CHANGED', ({ makeDb }) => {
+  test('a writable open re-arms after ALTER TABLE, which also gives SCHEMA_CHANGED', ({ makeDb }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
     const cursor = cursorOf(db);
     db.close();
     runPython(`import sqlite3,sys\ncon=sqlite3.connect(sys.argv[1])\ncon.execute('ALTER TABLE t ADD COLUMN extra')\ncon.commit()`, [file]);
     const reopened = openSource(file);
-    expectRebuild(reopened, cursor, 'GENERATION_CHANGED');
+    expectRebuild(reopened, cursor, 'SCHEMA_CHANGED');
     reopened.close();
   });
 
-  test('the table was dropped and created again with the same name: TABLE_UNARMED, then GENERATION_CHANGED after re-arm', ({ makeDb }) => {
+  test('the table was dropped and created again with the same name: TABLE_UNARMED, then TABLE_REARMED after re-arm', ({ makeDb }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
     write(db, 5);
@@ -115,7 +118,7 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     // Same name and shape, so the fingerprint matches: what gives it away is that its triggers went with the old table.
     expect(v.detail).toEqual({ table: 't', reason: 'TRIGGER_MISSING' });
     enable(db, []);
-    expectRebuild(db, cursor, 'GENERATION_CHANGED');
+    expect(expectRebuild(db, cursor, 'TABLE_REARMED').detail).toEqual({ table: 't' });
   });
 
   test('a dropped table (not recreated) is TABLE_UNARMED', ({ makeDb }) => {
@@ -187,10 +190,10 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     enable(db, ['t']);
     const current = cursorOf(db);
     const [, payload] = current.split('.') as [string, string, string];
-    const body = `sluice2.${payload}`;
+    const body = `sluice3.${payload}`;
     const future = `${body}.${createHash('sha256').update(body).digest('hex').slice(0, 8)}`;
     const v = expectRebuild(db, future, 'CURSOR_VERSION_UNKNOWN');
-    expect(v.message).toContain('version 2');
+    expect(v.message).toContain('version 3');
   });
 
   test('a table the cursor or the caller names is not captured: TABLE_UNTRACKED', ({ makeDb }) => {
@@ -201,7 +204,8 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     // Asking about an untracked table: always changed, never a silent "no".
     expect(changedSince(db, cursor, ['loose'])).toEqual({ changed: true, rebuild: 'TABLE_UNTRACKED' });
     // A cursor (from this source) that claims to cover it must rebuild.
-    const claimed = encodeCursor({ ...decodeCursor(cursor), tables: ['t', 'loose'] });
+    const decoded = decodeCursor(cursor);
+    const claimed = encodeCursor({ ...decoded, tables: ['t', 'loose'], armed: [...decoded.armed, 1] });
     expect(expectRebuild(db, claimed, 'TABLE_UNTRACKED').detail).toEqual({ table: 'loose' });
   });
 });

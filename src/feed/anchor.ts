@@ -1,0 +1,32 @@
+import { createHash } from 'node:crypto';
+import type { Db } from '../sqlite/connection.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { JOURNAL_TABLE, journalColumn } from '../capture/schema.ts';
+import type { Anchor } from './cursor.ts';
+
+/*
+ * A cursor's anchor is the newest journal event at or below its seq, and a
+ * digest of that event: its seq, table, op, clock and first image columns,
+ * as stored bytes with their storage class. An older copy of the file
+ * restored in place keeps the inode; once writes push seq past the cursor,
+ * seq and file checks pass, but the event at the anchor's seq is another one
+ * (another clock, other values), or there is an event where the cursor's
+ * history had none.
+ *
+ * The columns hashed are c0..c3 whatever the journal's width: the journal
+ * grows by ADD COLUMN, and a row reads NULL in columns added after it, so a
+ * fixed set hashes the same row the same way before and after.
+ */
+const ANCHOR_COLUMNS = 4;
+
+function anchorSql(width: number): string {
+  const cells = Array.from({ length: ANCHOR_COLUMNS }, (_, i) => (i < width ? `typeof(${journalColumn(i)}) || ':' || hex(${journalColumn(i)})` : "'null:'"));
+  return `SELECT seq, tid || ',' || op || ',' || hex(ts) || ',' || ${cells.join(" || ',' || ")} AS body FROM main.${JOURNAL_TABLE} WHERE seq <= ? ORDER BY seq DESC LIMIT 1`;
+}
+
+/** The anchor of a cursor at `seq` (null when no event at or below it is retained). */
+export function anchorAt(db: Db, seq: number, journalWidth: number): Anchor | null {
+  const row = cachedStatement(db, anchorSql(journalWidth)).get(seq) as { seq: bigint; body: string } | undefined;
+  if (row === undefined) return null;
+  return { seq: Number(row.seq), digest: createHash('sha256').update(`${row.seq}|${row.body}`).digest('hex').slice(0, 16) };
+}
