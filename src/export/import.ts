@@ -9,7 +9,7 @@ import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '..
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { defaultMirror, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
-import { checkCollisions } from '../projection/validate.ts';
+import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
 import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '../projection/foreign-unique.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../apply/user-indexes.ts';
@@ -147,7 +147,10 @@ class Importer {
         throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
       }
       if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
-      return compileProjection(d, shape);
+      const p = compileProjection(d, shape);
+      // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
+      probeExpressions(this.#db, p);
+      return p;
     });
     checkCollisions(out);
     this.#projections = out;

@@ -97,7 +97,9 @@ export function parseDefinition(input: unknown, origin = 'definition'): Projecti
   const r = projectionDefinitionSchema.safeParse(input);
   if (!r.success) {
     const label = typeof input === 'object' && input !== null && 'name' in input ? `projection ${String((input as { name: unknown }).name)}` : origin;
-    const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+    // A record key's own rule (a map's target column name) is nested in an invalid_key issue.
+    const message = (i: (typeof r.error.issues)[number]) => (i.code === 'invalid_key' ? i.issues.map((x) => x.message).join(', ') : i.message);
+    const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${message(i)}`).join('; ');
     throw new InvalidInputError('BAD_DEFINITION', `Invalid ${label} (${origin}): ${issues}. See docs/projections.md for the format.`);
   }
   if (r.data.kind === 'custom' && r.data.module === undefined && r.data.handler === undefined && r.data.definedIn === undefined) {
