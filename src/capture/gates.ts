@@ -71,16 +71,22 @@ export function checkTable(db: Db, name: string): TableInfo {
  * next to a table's columns (a map's image table, the expression probe).
  * A table with one is refused, at enable and at re-arm: a column added by
  * ALTER TABLE changes the table's fingerprint, so the table is unarmed
- * (SCHEMA_CHANGED) until it is enabled again, which refuses it here.
+ * (RESERVED_COLUMN_NAME, see verify.ts) until it is enabled again, which
+ * refuses it here.
  */
 export function checkColumnNames(info: TableInfo): void {
-  const bad = info.columns.find((c) => foldIdent(c.name).startsWith(PREFIX));
+  const bad = reservedColumn(info);
   if (bad === undefined) return;
   throw new CaptureRefusedError(
     'RESERVED_COLUMN_NAME',
     info.name,
     `Table ${info.name}: column ${bad.name} starts with ${PREFIX}, a prefix reserved for the columns sluice adds next to yours when it applies changes, so the table cannot be captured. Fix: rename the column (ALTER TABLE ${quoteIdent(info.name)} RENAME COLUMN ${quoteIdent(bad.name)} TO <new name>), then run sluice enable again.`,
   );
+}
+
+/** The first column of `info` whose name starts with sluice's reserved prefix, if any. */
+export function reservedColumn(info: TableInfo): { readonly name: string } | undefined {
+  return info.columns.find((c) => foldIdent(c.name).startsWith(PREFIX));
 }
 
 /**

@@ -3,6 +3,7 @@ import { describeTable, findObjects, schemaVersion, uniqueIndexes } from '../sql
 import { captureFingerprint } from './fingerprint.ts';
 import { readState, readTables, type CaptureState, type CapturedTable } from './catalog.ts';
 import { checkForeignKeyRules } from './fk-rules.ts';
+import { reservedColumn } from './gates.ts';
 import { FORMAT_VERSION, PRUNE_TRIGGER, metadataDdl, triggerNames } from './schema.ts';
 
 /** Why a captured table is not armed. Stable codes: readers and `status` report them. */
@@ -15,7 +16,8 @@ export type UnarmedReason =
   | 'TEMP_SHADOW'
   | 'FK_UPDATE_CYCLE'
   | 'FK_DELETE_KEY_UPDATE'
-  | 'PRUNE_TRIGGER_MISSING';
+  | 'PRUNE_TRIGGER_MISSING'
+  | 'RESERVED_COLUMN_NAME';
 
 export interface TableArming {
   readonly table: CapturedTable;
@@ -78,6 +80,8 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
     if (main.type !== 'table' || main.name !== table.name) return unarmed('NOT_A_TABLE', `${table.name} is now a ${main.type} named ${main.name}`);
     if (objects.some((o) => o.schema === 'temp')) return unarmed('TEMP_SHADOW', `a TEMP object shadows ${table.name}`);
     const info = describeTable(db, table.name);
+    const reserved = info === undefined ? undefined : reservedColumn(info);
+    if (reserved !== undefined) return unarmed('RESERVED_COLUMN_NAME', `column ${reserved.name} of ${table.name} starts with sluice's reserved prefix _sluice_; rename it, then enable the table again`);
     if (info === undefined || captureFingerprint(info, uniqueIndexes(db, table.name)) !== table.fingerprint) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }

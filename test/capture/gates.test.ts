@@ -136,18 +136,19 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['r'], 'RESERVED_COLUMN_NAME', 'r');
   });
 
-  test('a reserved column added by ALTER TABLE unarms the table, and re-arming it is refused with RESERVED_COLUMN_NAME and changes nothing', ({ makeDb }) => {
+  test('a reserved column added by ALTER TABLE unarms the table with RESERVED_COLUMN_NAME, and re-arming it is refused the same way and changes nothing', ({ makeDb }) => {
     const { db, file } = makeDb('g.db', T);
     enable(db, ['t']);
     db.exec('ALTER TABLE t ADD COLUMN _sluice_side INTEGER');
     const v = verifyCapture(db);
-    expect(v.tables[0]).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(v.tables[0]).toMatchObject({ armed: false, reason: 'RESERVED_COLUMN_NAME' });
+    expect(v.tables[0]?.detail).toContain('column _sluice_side of t');
     const err = expectRefused(db, file, ['t'], 'RESERVED_COLUMN_NAME', 't');
     expect(err.message).toContain('column _sluice_side');
     // Re-arming everything else does not re-arm it behind the user's back: it stays unarmed.
     db.exec('CREATE TABLE u (id INTEGER PRIMARY KEY)');
     expect(enable(db, ['u']).rearmed).toEqual([]);
-    expect(verifyCapture(db).tables.find((a) => a.table.name === 't')).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(verifyCapture(db).tables.find((a) => a.table.name === 't')).toMatchObject({ armed: false, reason: 'RESERVED_COLUMN_NAME' });
     db.exec('ALTER TABLE t RENAME COLUMN _sluice_side TO side');
     expect(enable(db, ['t']).rearmed).toEqual(['t']);
   });
