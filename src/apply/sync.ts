@@ -1,10 +1,12 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
+import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
-import { defaultMirror, loadStoredHandler, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import { defaultProjectionName } from '../projection/name.ts';
+import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections } from './target-meta.ts';
@@ -159,7 +161,7 @@ export class Syncer {
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
-      checkReinit(options.reinit ?? [], compiled);
+      resolveReinit(options.reinit ?? [], compiled);
       return new Syncer(session, compiled, options);
     } catch (err) {
       session.close();
@@ -170,8 +172,7 @@ export class Syncer {
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
-    const reinit = new Set([...this.#reinitPending, ...(run.reinit ?? [])]);
-    checkReinit([...reinit], this.projections);
+    const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
@@ -321,7 +322,7 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
   if (stored.length > 0) {
     const defs: ProjectionDefinition[] = [];
     for (const r of stored) {
-      const d = parseDefinition(JSON.parse(r.definition), `stored definition of ${r.name}`);
+      const d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
       defs.push(d.kind === 'custom' ? { ...d, handler: await loadStoredHandler(d) } : d);
     }
     return defs;
@@ -334,12 +335,14 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
   return tables.map(defaultMirror);
 }
 
-function checkReinit(names: readonly string[], projections: readonly CompiledProjection[]): void {
-  for (const name of names) {
-    if (!projections.some((p) => p.name === name)) {
-      throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
-    }
-  }
+/** The projections to rebuild: each given by its name, or by its table's name when it has its default name (see name.ts). */
+function resolveReinit(names: readonly string[], projections: readonly CompiledProjection[]): string[] {
+  return names.map((name) => {
+    if (projections.some((p) => p.name === name)) return name;
+    const byTable = projections.find((p) => foldIdent(p.source.table) === foldIdent(name) && p.name === defaultProjectionName(p.source.table));
+    if (byTable !== undefined) return byTable.name;
+    throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
+  });
 }
 
 function compile(db: Db, def: ProjectionDefinition): CompiledProjection {

@@ -7,7 +7,7 @@ import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlit
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn } from '../capture/schema.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import { parseDefinition } from '../projection/definition.ts';
+import { parseStoredDefinition } from '../projection/definition.ts';
 import { hasTypedComputedColumn } from '../projection/kinds/relational-images.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, type ProjectionRecord } from './target-meta.ts';
@@ -80,7 +80,7 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   if (rec.kind === 'custom') return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
   if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED' };
   const shape = JSON.parse(rec.sourceShape) as SourceShape;
-  const p = compileProjection(parseDefinition(JSON.parse(rec.definition)), shape);
+  const p = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
   const k = p.key.map((_, i) => `k${i}`);
   const src = sourceSide(db, p);

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { describeTable, foreignKeys, listTables } from '../sqlite/introspect.ts';
+import { foldIdent } from '../sqlite/quote.ts';
 
 /*
  * Foreign-key boundaries of contract 002. Both checks depend on the schema
@@ -35,7 +36,7 @@ interface Edge {
 }
 
 function lower(s: string): string {
-  return s.toLowerCase();
+  return foldIdent(s);
 }
 
 function loadEdges(db: Db): { edges: Edge[]; keys: Map<string, string[]>; names: Map<string, string> } {

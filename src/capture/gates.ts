@@ -3,7 +3,7 @@ import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
 import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, MARK_VIEW, MARK_VIEW_SQL, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 
 /*
  * Validation gates. Each runs before anything is written and refuses with an
@@ -50,6 +50,7 @@ export function checkTable(db: Db, name: string): TableInfo {
   }
   const info = describeTable(db, name);
   if (info === undefined) throw new CaptureRefusedError('TABLE_NOT_FOUND', name, `Table ${name} does not exist in the main database.`);
+  checkColumnNames(info);
   if (info.keyColumns.length === 0) {
     throw new CaptureRefusedError('NO_PRIMARY_KEY', info.name, `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`);
   }
@@ -73,6 +74,30 @@ export function expressionIndexError(table: string, index: string): CaptureRefus
     table,
     `Table ${table}: its UNIQUE index ${index} is over an expression, so an INSERT OR REPLACE through it can delete a row that capture cannot find (the triggers cannot evaluate the index expression), and downstream copies would keep that row. Fix: make it a UNIQUE index over plain columns or do not capture ${table}.`,
   );
+}
+
+/**
+ * Column names starting with `_sluice_` (as SQLite compares names: ASCII
+ * case folded) are sluice's own: it names its columns so where they sit
+ * next to a table's columns (a map's image table, the expression probe).
+ * A table with one is refused, at enable and at re-arm: a column added by
+ * ALTER TABLE changes the table's fingerprint, so the table is unarmed
+ * (RESERVED_COLUMN_NAME, see verify.ts) until it is enabled again, which
+ * refuses it here.
+ */
+export function checkColumnNames(info: TableInfo): void {
+  const bad = reservedColumn(info);
+  if (bad === undefined) return;
+  throw new CaptureRefusedError(
+    'RESERVED_COLUMN_NAME',
+    info.name,
+    `Table ${info.name}: column ${bad.name} starts with ${PREFIX}, a prefix reserved for the columns sluice adds next to yours when it applies changes, so the table cannot be captured. Fix: rename the column (ALTER TABLE ${quoteIdent(info.name)} RENAME COLUMN ${quoteIdent(bad.name)} TO <new name>), then run sluice enable again.`,
+  );
+}
+
+/** The first column of `info` whose name starts with sluice's reserved prefix, if any. */
+export function reservedColumn(info: TableInfo): { readonly name: string } | undefined {
+  return info.columns.find((c) => foldIdent(c.name).startsWith(PREFIX));
 }
 
 /**

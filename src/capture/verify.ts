@@ -7,6 +7,8 @@ import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers } from './triggers.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl, triggerNames } from './schema.ts';
+import { reservedColumn } from './gates.ts';
+import { foldIdent } from '../sqlite/quote.ts';
 
 /** Why a captured table is not armed. Stable codes: readers and `status` report them. */
 export type UnarmedReason =
@@ -26,7 +28,8 @@ export type UnarmedReason =
   /** A capture trigger or the table itself was dropped and made again after arming (DDL the triggers could not see). */
   | 'CAPTURE_INTERRUPTED'
   /** The triggers were installed by an older sluice (format upgrade, or a trigger shape that changed). */
-  | 'CAPTURE_OUTDATED';
+  | 'CAPTURE_OUTDATED'
+  | 'RESERVED_COLUMN_NAME';
 
 export interface TableArming {
   readonly table: CapturedTable;
@@ -102,6 +105,8 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
     const expression = expressionUniqueIndexes(db, table.name)[0];
     if (expression !== undefined) return unarmed('UNIQUE_EXPRESSION_INDEX', `the UNIQUE index ${expression} on ${table.name} is over an expression, so a REPLACE through it deletes rows capture cannot see`);
     const info = describeTable(db, table.name);
+    const reserved = info === undefined ? undefined : reservedColumn(info);
+    if (reserved !== undefined) return unarmed('RESERVED_COLUMN_NAME', `column ${reserved.name} of ${table.name} starts with sluice's reserved prefix _sluice_; rename it, then enable the table again`);
     const inputs = guardInputs(db, table.name);
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
@@ -135,7 +140,7 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
     // same row would be journaled ahead of the change that caused it.
     const oldestOwnAfter = Math.min(...own.filter((r) => triggerTiming(r.sql ?? '') === 'AFTER').map((r) => r.rowid));
     const user = [...triggerSql.values()].find(
-      (t) => !isOwnTriggerName(t.name) && t.tbl.toLowerCase() === table.name.toLowerCase() && t.rowid > oldestOwnAfter && triggerTiming(t.sql ?? '') !== 'BEFORE',
+      (t) => !isOwnTriggerName(t.name) && foldIdent(t.tbl) === foldIdent(table.name) && t.rowid > oldestOwnAfter && triggerTiming(t.sql ?? '') !== 'BEFORE',
     );
     if (user !== undefined) return unarmed('USER_TRIGGER_NEWER', `trigger ${user.name} on ${table.name} was created after sluice's capture triggers, so it fires before them; run sluice enable to re-arm ${table.name} (sluice's triggers then fire first)`);
     const v = fk.find((f) => f.table === table.name);

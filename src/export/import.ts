@@ -8,8 +8,8 @@ import { fromJsonValue, placeholderFor, toBindable, type SqlValue } from '../sql
 import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import { defaultMirror, parseDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
-import { checkCollisions } from '../projection/validate.ts';
+import { defaultMirror, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
 import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '../projection/foreign-unique.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../apply/user-indexes.ts';
@@ -132,13 +132,13 @@ class Importer {
     let defs: ProjectionDefinition[];
     if (this.#options.projections !== undefined && this.#options.projections.length > 0) defs = this.#options.projections.map((d) => parseDefinition(d));
     else {
-      const stored = (this.#db.prepare(`SELECT definition, source_shape FROM ${PROJECTIONS_TABLE}`).all() as { definition: string; source_shape: string }[]);
+      const stored = (this.#db.prepare(`SELECT name, definition, source_shape FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as { name: string; definition: string; source_shape: string }[]);
       if (stored.length > 0) {
         for (const s of stored) {
           const shape = JSON.parse(s.source_shape) as SourceShape;
           if (!this.#shapes.has(shape.table)) this.#shapes.set(shape.table, shape);
         }
-        defs = stored.map((s) => parseDefinition(JSON.parse(s.definition)));
+        defs = stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
       } else defs = [...this.#shapes.keys()].map(defaultMirror);
     }
     const out = defs.map((d) => {
@@ -147,7 +147,10 @@ class Importer {
         throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
       }
       if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
-      return compileProjection(d, shape);
+      const p = compileProjection(d, shape);
+      // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
+      probeExpressions(this.#db, p);
+      return p;
     });
     checkCollisions(out);
     this.#projections = out;

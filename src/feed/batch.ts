@@ -1,3 +1,4 @@
+import { foldIdent } from '../sqlite/quote.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
@@ -51,9 +52,9 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
     const v = requireValidCursor(db, cursor);
     let tables = v.tables;
     if (options.tables !== undefined && options.tables.length > 0) {
-      const wanted = new Set(options.tables.map((t) => t.toLowerCase()));
-      tables = v.tables.filter((t) => wanted.has(t.name.toLowerCase()));
-      const missing = options.tables.filter((n) => !v.tables.some((t) => t.name.toLowerCase() === n.toLowerCase()));
+      const wanted = new Set(options.tables.map(foldIdent));
+      tables = v.tables.filter((t) => wanted.has(foldIdent(t.name)));
+      const missing = options.tables.filter((n) => !v.tables.some((t) => foldIdent(t.name) === foldIdent(n)));
       if (missing.length > 0) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table(s) ${missing.join(', ')} are not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes them.`);
     }
     const counter = tables.find((t) => t.mode === 'counter');

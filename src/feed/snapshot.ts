@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, mayBeLossyText, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
@@ -69,7 +69,7 @@ function exactReader(db: Db, t: CapturedTable): ExactReader {
   const n = t.columns.length;
   const byRowid = !isWithoutRowid(db, t.name);
   // A user column may be named rowid (or _rowid_, oid) and hide the real one: use a free alias.
-  const alias = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => c.toLowerCase() === a));
+  const alias = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => foldIdent(c) === a));
   const rowidName = byRowid ? alias : undefined;
   const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
   // Without a rowid the cell is re-read by key, so the key must be exact too: a

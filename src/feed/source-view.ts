@@ -1,3 +1,4 @@
+import { foldIdent } from '../sqlite/quote.ts';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError } from '../errors.ts';
@@ -118,7 +119,7 @@ export function resolveTables(view: SourceView, requested: readonly string[] | u
   // The default set never includes counter tables: a cursor over it must stay readable by readBatch.
   const names = requested === undefined || requested.length === 0 ? all.filter((t) => t.table.mode !== 'counter').map((t) => t.table.name) : requested;
   return names.map((name) => {
-    const a = view.tables.get(name) ?? all.find((t) => t.table.name.toLowerCase() === name.toLowerCase());
+    const a = view.tables.get(name) ?? all.find((t) => foldIdent(t.table.name) === foldIdent(name));
     if (a === undefined) {
       throw new FailClosedError('TABLE_UNTRACKED', `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run \`sluice enable <db> ${name}\`.`, { table: name });
     }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { collationOf, columnCollations } from '../sqlite/collations.ts';
 import type { TableInfo } from '../sqlite/introspect.ts';
 import type { ProjectionDefinition, CustomHandler } from './definition.ts';
@@ -74,7 +74,7 @@ export function columnDecl(c: { readonly type: string; readonly collate: string 
 }
 
 function find(shape: SourceShape, column: string, projection: string): SourceColumn {
-  const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => x.name.toLowerCase() === column.toLowerCase());
+  const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));
   if (c === undefined) {
     throw new InvalidInputError('UNKNOWN_COLUMN', `Projection ${projection}: source table ${shape.table} has no column ${column} (it has ${shape.columns.map((x) => x.name).join(', ')}). Fix the column name in the definition.`);
   }
@@ -110,14 +110,14 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
   }
   const lower = new Set<string>();
   for (const c of columns) {
-    if (lower.has(c.name.toLowerCase())) throw new InvalidInputError('DUPLICATE_COLUMN', `Projection ${def.name}: target column ${c.name} appears twice. Give each target column a distinct name.`);
-    lower.add(c.name.toLowerCase());
+    if (lower.has(foldIdent(c.name))) throw new InvalidInputError('DUPLICATE_COLUMN', `Projection ${def.name}: target column ${c.name} appears twice. Give each target column a distinct name.`);
+    lower.add(foldIdent(c.name));
   }
   // The target key is the source key, carried by plain copies (so it is exact and non-NULL).
   let key: string[] = [];
   if (def.kind === 'mirror' || def.kind === 'map') {
     key = shape.keyColumns.map((k) => {
-      const col = columns.find((c) => c.from !== undefined && c.from.toLowerCase() === k.toLowerCase());
+      const col = columns.find((c) => c.from !== undefined && foldIdent(c.from) === foldIdent(k));
       if (col === undefined) {
         throw new InvalidInputError('MISSING_KEY', `Projection ${def.name}: the map must include the source key column ${k} of ${shape.table} as a plain column (e.g. "${k}": "${k}"), so target rows keep the source identity.`);
       }
@@ -151,8 +151,8 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
  */
 function checkFtsColumns(projection: string, columns: readonly TargetColumn[], target: string, external: boolean): void {
   for (const c of columns) {
-    const lower = c.name.toLowerCase();
-    if (lower === 'rowid' || lower === 'rank' || lower === target.toLowerCase() || (external && /^_k[0-9]+$/.test(lower))) {
+    const lower = foldIdent(c.name);
+    if (lower === 'rowid' || lower === 'rank' || lower === foldIdent(target) || (external && /^_k[0-9]+$/.test(lower))) {
       throw new InvalidInputError(
         'RESERVED_COLUMN',
         `Projection ${projection}: an fts5 index cannot have a column named ${c.name} (FTS5 reserves rowid and rank, a column named like the index ${target} is its command column, and with external content _k0, _k1, ... hold the key). Leave ${c.name} out, give the index another "target", or index a copy of the column under another name.`,

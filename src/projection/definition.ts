@@ -4,17 +4,14 @@ import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
+import { defaultProjectionName, isProjectionName, PROJECTION_NAME_RULE } from './name.ts';
 
 /*
  * Projection definitions: validated by zod, written as JSON or as a TS module.
  * The definition (not the code) is what the fingerprint covers.
  */
 
-const name = z
-  .string()
-  .min(1)
-  .max(100)
-  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, 'use letters, digits, "_", "." and "-", starting with a letter or digit');
+const name = z.string().min(1).refine(isProjectionName, PROJECTION_NAME_RULE);
 
 const tableName = z
   .string()
@@ -100,7 +97,9 @@ export function parseDefinition(input: unknown, origin = 'definition'): Projecti
   const r = projectionDefinitionSchema.safeParse(input);
   if (!r.success) {
     const label = typeof input === 'object' && input !== null && 'name' in input ? `projection ${String((input as { name: unknown }).name)}` : origin;
-    const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`).join('; ');
+    // A record key's own rule (a map's target column name) is nested in an invalid_key issue.
+    const message = (i: (typeof r.error.issues)[number]) => (i.code === 'invalid_key' ? i.issues.map((x) => x.message).join(', ') : i.message);
+    const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${message(i)}`).join('; ');
     throw new InvalidInputError('BAD_DEFINITION', `Invalid ${label} (${origin}): ${issues}. See docs/projections.md for the format.`);
   }
   if (r.data.kind === 'custom' && r.data.module === undefined && r.data.handler === undefined && r.data.definedIn === undefined) {
@@ -185,7 +184,26 @@ export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHand
   throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: its handler cannot be loaded again from ${d.module ?? d.definedIn ?? '(nowhere)'}. Pass its definition file with --projection.`);
 }
 
-/** A mirror of `table` under the same name: the default when no definition is given. */
+/** A mirror of `table` under its default name (see name.ts): the default when no definition is given. */
 export function defaultMirror(table: string): MirrorDefinition {
-  return { name: table, source: table, kind: 'mirror' };
+  return { name: defaultProjectionName(table), source: table, kind: 'mirror' };
+}
+
+/**
+ * Reads back a definition stored in a target. Before default names were
+ * escaped, the default mirror of a table was stored under the table's own
+ * name, whatever it was (`_audit`, `my table`): exactly that definition is
+ * taken as it was stored, so such targets keep working (same name, same
+ * fingerprint, no rebuild). Anything else is checked like a new definition.
+ */
+export function parseStoredDefinition(json: string, origin: string): ProjectionDefinition {
+  const d = JSON.parse(json) as unknown;
+  if (typeof d === 'object' && d !== null && !Array.isArray(d)) {
+    const o = d as Record<string, unknown>;
+    const keys = Object.keys(o).sort().join(',');
+    if (keys === 'kind,name,source' && o.kind === 'mirror' && typeof o.name === 'string' && o.name === o.source && !isProjectionName(o.name)) {
+      return { name: o.name, source: o.name, kind: 'mirror' };
+    }
+  }
+  return parseDefinition(d, origin);
 }

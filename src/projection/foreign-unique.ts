@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from './compile.ts';
 
 /*
@@ -34,7 +34,7 @@ function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[
     `SELECT tbl_name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'index' AND sql LIKE 'CREATE UNIQUE INDEX %' AND tbl_name COLLATE NOCASE IN (${tables.map(() => '?').join(', ')})`,
     'pluck',
   ).all(...tables) as string[];
-  return tables.find((t) => found.some((f) => f.toLowerCase() === t.toLowerCase()));
+  return tables.find((t) => found.some((f) => foldIdent(f) === foldIdent(t)));
 }
 
 /** The tables of an fts5 projection `<t>`: its key table, and those FTS5 makes. */

@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { columnDecl, type CompiledProjection } from './compile.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
 
@@ -35,13 +35,13 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
   const names = new Map<string, string>();
   const tables = new Map<string, string>();
   for (const p of projections) {
-    const n = p.name.toLowerCase();
+    const n = foldIdent(p.name);
     if (names.has(n)) throw new InvalidInputError('DUPLICATE_PROJECTION', `Two projections are named ${p.name}. Give each projection of a target a unique name.`);
     names.set(n, p.name);
     for (const t of p.ownedTables) {
-      const other = tables.get(t.toLowerCase());
+      const other = tables.get(foldIdent(t));
       if (other !== undefined) throw new InvalidInputError('TARGET_COLLISION', `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`);
-      tables.set(t.toLowerCase(), p.name);
+      tables.set(foldIdent(t), p.name);
     }
   }
 }

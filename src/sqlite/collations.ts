@@ -4,6 +4,7 @@
  * expressions with the same collation as the source column, so both the
  * snapshot and the incremental path compare text the same way.
  */
+import { foldIdent } from './quote.ts';
 
 type Token = { readonly text: string; readonly kind: 'word' | 'quoted' | 'punct' };
 
@@ -97,8 +98,8 @@ export function columnCollations(createSql: string): Map<string, string> {
   return result;
 }
 
-/** The collation of a column (BINARY when none is declared). Column names compare case-insensitively, as in SQLite. */
+/** The collation of a column (BINARY when none is declared). Column names compare as in SQLite (ASCII case folded). */
 export function collationOf(collations: ReadonlyMap<string, string>, column: string): string {
-  for (const [k, v] of collations) if (k.toLowerCase() === column.toLowerCase()) return v.toUpperCase();
+  for (const [k, v] of collations) if (foldIdent(k) === foldIdent(column)) return v.toUpperCase();
   return 'BINARY';
 }

@@ -125,6 +125,34 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['_sluice_journal'], 'RESERVED_NAME', '_sluice_journal');
   });
 
+  test('a column whose name starts with sluice\'s prefix _sluice_ (in any ASCII case) is refused: RESERVED_COLUMN_NAME', ({ makeDb }) => {
+    const { db, file } = makeDb('g.db', `${T} CREATE TABLE r (id INTEGER PRIMARY KEY, "_SLUICE_seq" TEXT, v); INSERT INTO r VALUES (1, 'x', 2);`);
+    const err = expectRefused(db, file, ['r'], 'RESERVED_COLUMN_NAME', 'r');
+    expect(err.message).toContain('column _SLUICE_seq');
+    expect(err.message).toMatch(/reserved/);
+    expect(err.message).toContain('ALTER TABLE "r" RENAME COLUMN "_SLUICE_seq" TO');
+    // With a capture already there, too.
+    enable(db, ['t']);
+    expectRefused(db, file, ['r'], 'RESERVED_COLUMN_NAME', 'r');
+  });
+
+  test('a reserved column added by ALTER TABLE unarms the table with RESERVED_COLUMN_NAME, and re-arming it is refused the same way and changes nothing', ({ makeDb }) => {
+    const { db, file } = makeDb('g.db', T);
+    enable(db, ['t']);
+    db.exec('ALTER TABLE t ADD COLUMN _sluice_side INTEGER');
+    const v = verifyCapture(db);
+    expect(v.tables[0]).toMatchObject({ armed: false, reason: 'RESERVED_COLUMN_NAME' });
+    expect(v.tables[0]?.detail).toContain('column _sluice_side of t');
+    const err = expectRefused(db, file, ['t'], 'RESERVED_COLUMN_NAME', 't');
+    expect(err.message).toContain('column _sluice_side');
+    // Re-arming everything else does not re-arm it behind the user's back: it stays unarmed.
+    db.exec('CREATE TABLE u (id INTEGER PRIMARY KEY)');
+    expect(enable(db, ['u']).rearmed).toEqual([]);
+    expect(verifyCapture(db).tables.find((a) => a.table.name === 't')).toMatchObject({ armed: false, reason: 'RESERVED_COLUMN_NAME' });
+    db.exec('ALTER TABLE t RENAME COLUMN _sluice_side TO side');
+    expect(enable(db, ['t']).rearmed).toEqual(['t']);
+  });
+
   test('one refused table in a list refuses the whole call: nothing is installed for the others', ({ makeDb }) => {
     const { db, file } = makeDb('g.db', `${T} CREATE TABLE nokey (a);`);
     expectRefused(db, file, ['t', 'nokey'], 'NO_PRIMARY_KEY', 'nokey');

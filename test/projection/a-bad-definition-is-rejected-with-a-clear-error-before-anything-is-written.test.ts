@@ -6,6 +6,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
+import { importFile } from '../../src/export/import.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 import { cli, dumpFile, highWater, makeSource } from '../apply/support/target.ts';
 import { SCHEMA, SEED } from '../apply/support/scenario.ts';
@@ -46,6 +47,10 @@ const CASES: readonly BadCase[] = [
   { what: 'a subquery in the filter', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: 'id IN (SELECT n FROM tags)' }], code: 'BAD_EXPRESSION', message: /filter .*subqueries prohibited/ },
   { what: 'an aggregate', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', m: { expr: 'max(qty)' } } }], code: 'BAD_EXPRESSION', message: /misuse of aggregate/ },
   { what: 'an expression that smuggles a statement', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '1); DROP TABLE items; --' } } }], code: 'BAD_EXPRESSION', message: /syntax error/ },
+  // sluice's own columns sit next to the source's where a map is applied (_sluice_seq, _sluice_side): out of reach.
+  { what: 'an expression naming a column sluice uses internally', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '_sluice_seq' } } }], code: 'BAD_EXPRESSION', message: /column s .*no such column: _sluice_seq/ },
+  { what: 'a filter naming a column sluice uses internally', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: '_sluice_side = 1' }], code: 'BAD_EXPRESSION', message: /filter .*no such column: _sluice_side/ },
+  { what: "a target column with sluice's prefix", defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', _Sluice_seq: 'qty' } }], code: 'BAD_DEFINITION', message: /columns\._Sluice_seq: .*reserved/ },
   { what: 'two target columns that differ only in case', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'name', N: 'qty' } }], code: 'DUPLICATE_COLUMN', message: /target column N appears twice/ },
   // Collisions between projections of one target.
   {
@@ -171,6 +176,26 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(random.status).toBe(1);
     expect(JSON.parse(random.stdout)).toEqual({ error: { code: 'BAD_EXPRESSION', message: expect.stringMatching(/column r \(abs\(random\(\)\)\) is not usable: non-deterministic/) } });
     expect(fs.existsSync(target)).toBe(false);
+  });
+
+  test('import checks expressions as sync does: one naming a column sluice uses internally is refused, and nothing is imported', async ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    const file = path.join(tmp, 'items.jsonl');
+    expect(cli(['export', src.file, '--out', file]).status).toBe(0);
+    const target = path.join(tmp, 'imported.db');
+    for (const [what, def] of [
+      ['a column', { name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '_sluice_side' } } }],
+      ['the filter', { name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: '_sluice_seq > 0' }],
+      ['random()', { name: 'x', source: 'items', kind: 'map', columns: { id: 'id', r: { expr: 'random()' } } }],
+    ] as const) {
+      const err = await importFile(target, file, { projections: [def] }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err, what).toBeInstanceOf(InvalidInputError);
+      expect((err as InvalidInputError).code, what).toBe('BAD_EXPRESSION');
+      expect(fs.existsSync(target) ? dumpFile(target)._sluice_projections ?? [] : [], what).toEqual([]);
+    }
   });
 
   test('an fts5 over a column FTS5 or its key table reserves (rowid, rank, _k0 with external content) is refused before any table is made; contentless may index _k0', async ({ makeDb, tmp }) => {
