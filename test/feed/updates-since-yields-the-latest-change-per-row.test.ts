@@ -2,6 +2,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { status } from '../../src/capture/status.ts';
+import { disable } from '../../src/capture/disable.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { journalStartCursor } from '../../src/feed/batch.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
@@ -96,6 +97,29 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     // Only the last row of the full read is a place to continue from.
     expect(full.map((c) => c.cursor === undefined)).toEqual([true, true, false]);
     expect([...updatesSince(db, 'dogs', full[2]?.cursor)]).toEqual([]);
+  });
+
+  test('a full read in pages misses nothing written between its pages: later changes follow it, and the end state is the table', ({ makeDb }) => {
+    const db = setup(makeDb, mode);
+    const seen = new Map<string, RowChange>();
+    const it = updatesSince(db, 'dogs', undefined, { batchSize: 1 });
+    const first = it.next().value as RowChange;
+    seen.set(canonKey(first.pks), first);
+    // Between pages: change a row already read, delete one not yet read, add one.
+    db.exec("UPDATE dogs SET name = 'Cleo2' WHERE id = 1; DELETE FROM dogs WHERE id = 3; INSERT INTO dogs VALUES (0, 'Zero', 1)");
+    for (let r = it.next(); r.done !== true; r = it.next()) seen.set(canonKey(r.value.pks), r.value);
+    const present = [...seen.values()].filter((c) => !c.deleted).map((c) => c.row).sort((a, b) => Number(a?.id) - Number(b?.id));
+    expect(present).toEqual(db.prepare('SELECT * FROM dogs ORDER BY id').all());
+    expect(seen.get(canonKey([3n]))?.deleted).toBe(true);
+  });
+
+  test('a full read whose source is re-created between its pages refuses with SOURCE_CHANGED, never a mix', ({ makeDb }) => {
+    const db = setup(makeDb, mode);
+    const it = updatesSince(db, 'dogs', undefined, { batchSize: 1 });
+    it.next();
+    disable(db);
+    enable(db, ['dogs'], { mode });
+    expect(() => it.next()).toThrow(expect.objectContaining({ code: 'SOURCE_CHANGED', exitCode: 3 }));
   });
 
   test("each change's cursor continues after it: nothing repeats, later changes follow, and the return value is the end", ({ makeDb }) => {
