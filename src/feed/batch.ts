@@ -84,14 +84,18 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
 }
 
 /**
- * A cursor at the start of the retained journal (seq = pruned_through) for
- * `tables` (default: every captured images/keys table). Reading from it
- * lists every retained event; it is not a snapshot of older rows.
+ * A cursor at the start of the retained journal that the tables' current
+ * arming wrote, for `tables` (default: every captured images/keys table):
+ * seq = pruned_through, or the latest arming seq of those tables if later
+ * (events before a re-arm may have another mode or shape, and reading them
+ * with today's layout would lose keys). Reading from it lists every such
+ * event; it is not a snapshot of older rows.
  */
 export function journalStartCursor(db: Db, tables?: readonly string[]): string {
   return withReadTransaction(db, () => {
     const view = readSourceView(db);
-    return cursorToken(db, view, resolveTables(view, tables), view.state.prunedThrough);
+    const resolved = resolveTables(view, tables);
+    return cursorToken(db, view, resolved, Math.max(view.state.prunedThrough, ...resolved.map((t) => t.armedSeq)));
   });
 }
 

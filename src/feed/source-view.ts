@@ -147,6 +147,16 @@ export function viewFileIdentity(db: Db, view: SourceView): FileIdentity | undef
   return file;
 }
 
+/**
+ * What a cursor binds of each table: its schema fingerprint and, for keys
+ * and counter mode, its capture mode (a journal row of one mode read with
+ * another mode's layout loses keys). Images mode adds nothing, so cursors
+ * made before the mode was bound stay valid for images-mode tables.
+ */
+export function cursorBinding(t: CapturedTable): string {
+  return t.mode === 'images' ? t.fingerprint : `${t.fingerprint}/${t.mode}`;
+}
+
 export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
   const file = viewFileIdentity(db, view);
   return {
@@ -155,7 +165,7 @@ export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTa
     generation: view.state.generation,
     seq,
     tables: tables.map((t) => t.name),
-    schema: schemaDigest(tables.map((t) => t.fingerprint)),
+    schema: schemaDigest(tables.map(cursorBinding)),
     armed: tables.map((t) => t.armedGeneration),
     anchor: anchorAt(db, seq, view.state.journalWidth),
     ...(file === undefined ? {} : { file }),

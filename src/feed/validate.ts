@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
-import { readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
+import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 
 /** Why a cursor cannot be continued. Stable codes. */
@@ -94,8 +94,8 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   } catch (err) {
     return asRebuild(err);
   }
-  if (schemaDigest(tables.map((t) => t.fingerprint)) !== c.schema) {
-    return rebuild('SCHEMA_CHANGED', `The schema of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`);
+  if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
+    return rebuild('SCHEMA_CHANGED', `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`);
   }
   const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) {

@@ -37,6 +37,19 @@ function seedSource(makeDb: (name?: string, schema?: string) => { file: string; 
 }
 
 describe('sluice changes', () => {
+  test('after a mode change it starts after the re-arm: old keys-mode events are never printed in the images layout', ({ makeDb }) => {
+    const { db, file } = makeDb('m.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'a')");
+    enable(db, ['t'], { mode: 'keys' });
+    db.exec("UPDATE t SET v = 'b' WHERE id = 1; INSERT INTO t VALUES (2, 'c')");
+    enable(db, ['t'], { mode: 'images' });
+    db.exec("UPDATE t SET v = 'd' WHERE id = 2");
+    db.close();
+    const r = runCli(['changes', file]);
+    expect(r.status).toBe(0);
+    const { events } = parseOutput(r.stdout);
+    expect(events.map((e) => [e.op, e.key])).toEqual([['update', [2]]]);
+  });
+
   test('prints one schema-valid line per event, then {cursor}; --since continues with no gap or overlap', ({ makeDb }) => {
     const { db, file } = seedSource(makeDb);
     const sourceId = status(db).sourceId;
