@@ -103,9 +103,11 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   // read transaction finds that another connection committed, so a follower
   // that applies a small batch per source commit would map again and fault
   // its pages in for every batch (about 160 µs each, more than the reads
-  // it saves): the Syncer maps only while it catches up. Both databases are
-  // in WAL mode, where a checkpoint never shrinks a file under a reader's
-  // snapshot. Not on Windows: there a mapped file cannot be truncated, which
+  // it saves): the Syncer maps only while it catches up. In WAL mode (the
+  // target always, the source since enable) a checkpoint never shrinks a
+  // file under a reader's snapshot; a source a user put back in rollback
+  // mode cannot change at all while the read transaction holds its SHARED
+  // lock. Not on Windows: there a mapped file cannot be truncated, which
   // would make another process's VACUUM of the source fail.
   let mapped = false;
   const memoryMap = (on: boolean) => {
