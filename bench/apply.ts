@@ -107,7 +107,7 @@ function values(id: number, k: number): [string | null, bigint, number, Buffer] 
 }
 
 function newFileDb(name: string): Db {
-  const db = openDatabase(file(name), { create: true, role: 'bench' });
+  const db = openDatabase(file(name), { create: true, role: 'bench', wal: true });
   db.pragma('synchronous = NORMAL');
   return db;
 }
@@ -337,7 +337,7 @@ function journalReadOnce(fromSeq: number, toSeq: number): Timed {
 }
 
 function newFileDbAt(p: string): Db {
-  return openDatabase(p, { create: true, role: 'bench' });
+  return openDatabase(p, { create: true, role: 'bench', wal: true });
 }
 
 interface Timed {

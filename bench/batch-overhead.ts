@@ -51,7 +51,7 @@ interface Cost {
 let nextId = 1;
 function source(round: number, name: string): { db: Db; file: string } {
   const file = path.join(scratch.dir, `${name}-${round}-src.db`);
-  const db = openDatabase(file, { create: true, role: 'bench' });
+  const db = openDatabase(file, { create: true, role: 'bench', wal: true });
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)');
   enable(db, ['t']);
   return { db, file };
@@ -89,7 +89,7 @@ async function kindCost(round: number, kind: string): Promise<Cost> {
 async function baselineCost(round: number): Promise<Cost> {
   const src = source(round, 'baseline');
   const tgtFile = path.join(scratch.dir, `baseline-${round}-tgt.db`);
-  openDatabase(tgtFile, { create: true, role: 'bench' }).close();
+  openDatabase(tgtFile, { create: true, role: 'bench', wal: true }).close();
   const db = openDatabase(src.file, { role: 'bench' });
   db.prepare('ATTACH DATABASE ? AS tgt').run(tgtFile);
   db.pragma('tgt.journal_mode = WAL');

@@ -97,14 +97,14 @@ function discard(p: string): void {
 function freshTarget(name: string, withTable = true): { db: Db; path: string } {
   const p = file(name);
   discard(p);
-  const db = openDatabase(p, { create: true, role: 'target' });
+  const db = openDatabase(p, { create: true, role: 'target', wal: true });
   if (withTable) db.exec(DDL);
   return { db, path: p };
 }
 
 function buildSource(): string {
   const p = file('src.db');
-  const db = openDatabase(p, { create: true, role: 'bench' });
+  const db = openDatabase(p, { create: true, role: 'bench', wal: true });
   db.exec(DDL);
   enable(db, ['t']);
   const t0 = performance.now();
@@ -214,7 +214,7 @@ function rssChild(source: string, target: string): RssReport {
   };
   const t0 = performance.now();
   const src = openDatabase(source, { readonly: true });
-  const db = openDatabase(target, { create: true, role: 'target' });
+  const db = openDatabase(target, { create: true, role: 'target', wal: true });
   db.exec(DDL);
   const ins = db.prepare(INSERT);
   let rows = 0;

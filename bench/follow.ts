@@ -293,7 +293,7 @@ const writerOut = path.join(dir, 'writer.json');
 fs.writeFileSync(writerPy, WRITER);
 
 {
-  const db = openDatabase(sourcePath, { create: true, role: 'source' });
+  const db = openDatabase(sourcePath, { create: true, role: 'source', wal: true });
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)');
   enable(db, ['t']);
   db.pragma('wal_checkpoint(TRUNCATE)');

@@ -73,7 +73,7 @@ let fileCounter = 0;
  */
 export function freshDb(dir: string, setup: (db: Db) => void, options: DbOptions = {}): { db: Db; dispose: () => void } {
   const file = path.join(dir, `v${fileCounter++}.db`);
-  const db = openDatabase(file, { create: true, role: 'bench' });
+  const db = openDatabase(file, { create: true, role: 'bench', wal: true });
   db.pragma('synchronous = NORMAL');
   if (options.cacheSize !== undefined) db.pragma(`cache_size = ${options.cacheSize}`);
   db.exec(TABLE_DDL);

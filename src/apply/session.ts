@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, type Db } from '../sqlite/connection.ts';
+import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { openSource } from '../capture/open-source.ts';
+import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 
@@ -22,6 +23,8 @@ export interface ApplySession {
   readonly db: Db;
   readonly sourcePath: string;
   readonly targetPath: string;
+  /** What opening the session re-armed in the source (sync only; see rearmCapture), if anything. */
+  readonly rearmed?: RearmReport;
   /**
    * Reads both databases through a memory map (`on`) or with read() calls.
    * Call between transactions. A session starts mapped. See openApplySession.
@@ -38,7 +41,18 @@ function realish(p: string): string {
   }
 }
 
-export function openApplySession(sourcePath: string, targetPath: string): ApplySession {
+export interface ApplySessionOptions {
+  /**
+   * Only read both files (verify): the source and the target are opened
+   * read-only, nothing is re-armed, the target keeps its journal mode and
+   * gets no metadata tables. Default false (sync: re-arms the source when
+   * needed, reported as `rearmed`; makes the target a WAL sluice target).
+   */
+  readonly readonly?: boolean;
+}
+
+export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
+  const readonly = options.readonly ?? false;
   if (realish(sourcePath) === realish(targetPath)) {
     throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} is the source itself. Write projections into a separate database file.`);
   }
@@ -47,8 +61,10 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
-  const db = openSource(sourcePath);
+  const db = openSource(sourcePath, { readonly });
+  let rearmed: RearmReport | undefined;
   try {
+    if (!readonly) rearmed = rearmCapture(db);
     db.pragma('temp_store = MEMORY');
     try {
       db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
@@ -58,12 +74,11 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
       throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`);
     }
-    try {
-      db.pragma(`${TARGET_SCHEMA}.journal_mode = WAL`);
-    } catch {
-      /* keep the target's mode if another process holds it */
+    if (!readonly) {
+      // A target is sluice's own file: WAL, so readers see it while follow mode writes.
+      useWal(db, TARGET_SCHEMA);
+      ensureTargetMeta(db, TARGET_SCHEMA);
     }
-    ensureTargetMeta(db, TARGET_SCHEMA);
     // Catch-up throughput (bench/apply.ts). A batch of random keys touches
     // most pages of a target table, and the set-based apply reads the batch's
     // journal rows several times: caches larger than the 2 MB default keep
@@ -76,7 +91,7 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
     // acknowledgements). Durability is unchanged (same synchronous level).
     db.pragma('cache_size = -16384');
     db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
-    db.pragma('wal_autocheckpoint = 10000');
+    if (!readonly) db.pragma('wal_autocheckpoint = 10000');
   } catch (err) {
     db.close();
     throw err;
@@ -88,9 +103,11 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
   // read transaction finds that another connection committed, so a follower
   // that applies a small batch per source commit would map again and fault
   // its pages in for every batch (about 160 µs each, more than the reads
-  // it saves): the Syncer maps only while it catches up. Both databases are
-  // in WAL mode, where a checkpoint never shrinks a file under a reader's
-  // snapshot. Not on Windows: there a mapped file cannot be truncated, which
+  // it saves): the Syncer maps only while it catches up. In WAL mode (the
+  // target always, the source since enable) a checkpoint never shrinks a
+  // file under a reader's snapshot; a source a user put back in rollback
+  // mode cannot change at all while the read transaction holds its SHARED
+  // lock. Not on Windows: there a mapped file cannot be truncated, which
   // would make another process's VACUUM of the source fail.
   let mapped = false;
   const memoryMap = (on: boolean) => {
@@ -110,6 +127,7 @@ export function openApplySession(sourcePath: string, targetPath: string): ApplyS
     db,
     sourcePath,
     targetPath,
+    ...(rearmed === undefined ? {} : { rearmed }),
     memoryMap,
     close() {
       if (db.open) db.close();

@@ -4,6 +4,8 @@ import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
+import { decodeCursor } from '../feed/cursor.ts';
+import type { RearmReport } from '../capture/rearm.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
@@ -99,7 +101,10 @@ export interface ProjectionReport {
   readonly applied: number;
   /** Rows copied by a snapshot in this run (first run or rebuild). */
   readonly snapshotRows?: number;
-  /** Why this run rebuilt the projection from a snapshot, if it did. */
+  /**
+   * Why this run rebuilt the projection from a snapshot, if it did.
+   * CAPTURE_REARMED: opening the source re-armed its capture (SyncReport.rearmed).
+   */
   readonly rebuilt?: string;
   readonly cursor: string | null;
   readonly seq: number;
@@ -114,7 +119,17 @@ export interface ProjectionReport {
 export interface SyncReport {
   readonly sourceSeq: number;
   readonly projections: readonly ProjectionReport[];
+  /**
+   * What opening the source re-armed (tables whose triggers were missing or
+   * altered, or whose schema changed), each with its reason; the generation
+   * moved, so cursors made before rebuild once (rebuilt: CAPTURE_REARMED).
+   * In the first run after the open only.
+   */
+  readonly rearmed?: RearmReport;
 }
+
+/** Rebuild reasons that a re-arm in this open causes for a cursor made just before it. */
+const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_CHANGED']);
 
 /**
  * Keeps the projections of one source in one target database in sync.
@@ -134,12 +149,15 @@ export class Syncer {
   /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
   readonly #pendingAcks = new Map<string, string>();
   #lastAckMs = Number.NEGATIVE_INFINITY;
+  /** The open's re-arm, until the first run has reported it. */
+  #rearmPending: RearmReport | undefined;
 
   private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions) {
     this.session = session;
     this.projections = projections;
     this.#options = options;
     this.#reinitPending = options.reinit ?? [];
+    this.#rearmPending = session.rearmed;
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -174,6 +192,8 @@ export class Syncer {
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
+    const rearmed = this.#rearmPending;
+    this.#rearmPending = undefined;
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
       if (run.signal?.aborted === true) {
@@ -181,7 +201,9 @@ export class Syncer {
         continue;
       }
       try {
-        reports.push(await this.#syncOne(p, run.signal, reinit.has(p.name)));
+        const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
+        const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
+        reports.push(cause !== undefined && r.rebuilt !== undefined && REARM_REBUILDS.has(r.rebuilt) ? { ...r, rebuilt: cause } : r);
       } catch (err) {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
@@ -202,7 +224,30 @@ export class Syncer {
       if (interval <= 0) this.#writeAcks(true);
       else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
     }
-    return { sourceSeq, projections: reports };
+    return { sourceSeq, projections: reports, ...(rearmed === undefined ? {} : { rearmed }) };
+  }
+
+  /**
+   * CAPTURE_REARMED when this open re-armed the projection's own table and
+   * its cursor was made before that (so a rebuild of it now is the re-arm's
+   * doing): for a definition change, only when the table was re-armed for a
+   * schema change (a new column changes a mirror's definition). Projections
+   * of other tables are not rebuilt by a re-arm.
+   */
+  #rearmCause(p: CompiledProjection, rearmed: RearmReport): string | undefined {
+    const own = rearmed.tables.find((t) => t.table === p.source.table);
+    if (own === undefined) return undefined;
+    const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+    if (rec?.cursor == null) return undefined;
+    let generation: number;
+    try {
+      generation = decodeCursor(rec.cursor).generation;
+    } catch {
+      return undefined;
+    }
+    if (generation > rearmed.fromGeneration) return undefined;
+    if (rec.fingerprint !== p.fingerprint && own.reason !== 'SCHEMA_CHANGED') return undefined;
+    return 'CAPTURE_REARMED';
   }
 
   /**

@@ -54,7 +54,8 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
   // which here would turn a mistyped path into a new empty file and a
   // vacuous "ok"; refuse it instead.
   if (!fs.existsSync(targetPath)) throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` or \`sluice import\`.`);
-  const session = openApplySession(sourcePath, targetPath);
+  // Read-only on both sides: verify writes nothing, re-arms nothing.
+  const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
   try {
     registerHash(db);

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/connection.ts';
+import { useWal, withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { TableInfo } from '../sqlite/introspect.ts';
@@ -29,7 +29,7 @@ import {
   triggerNames,
   type CaptureMode,
 } from './schema.ts';
-import { forgetArming, verifyCapture } from './verify.ts';
+import { forgetArming, verifyCapture, type UnarmedReason } from './verify.ts';
 import { pruneJournal } from './prune.ts';
 
 export interface EnableOptions {
@@ -37,6 +37,15 @@ export interface EnableOptions {
   readonly mode?: CaptureMode;
   /** Retained seq span (default 1,000,000, minimum 1,024). Changing it prunes at once. */
   readonly retention?: number;
+  /** Leave the journal mode as it is (re-arming on `sync`). Default false: enable switches the file to WAL. */
+  readonly keepJournalMode?: boolean;
+}
+
+/** One re-armed table and why it was not armed (MODE_CHANGED: enable was asked for another mode). */
+export interface RearmedTable {
+  readonly table: string;
+  readonly reason: UnarmedReason | 'MODE_CHANGED';
+  readonly detail?: string;
 }
 
 export interface EnableResult {
@@ -48,6 +57,12 @@ export interface EnableResult {
   readonly added: readonly string[];
   /** Tables whose triggers were re-installed (missing, altered, or mode changed). */
   readonly rearmed: readonly string[];
+  /** The tables of `rearmed`, each with why it was re-armed. */
+  readonly rearmedReasons: readonly RearmedTable[];
+  /** The file's journal mode after enable: 'wal' unless another connection kept it from switching. */
+  readonly journalMode: string;
+  /** True when this call switched the file to WAL (after its transaction committed). */
+  readonly switchedToWal: boolean;
 }
 
 export function validateRetention(retention: number | undefined): void {
@@ -60,7 +75,9 @@ export function validateRetention(retention: number | undefined): void {
 /**
  * Enables capture on `tables`, or re-arms what is missing or altered. Idempotent:
  * a call with nothing to do changes nothing. All in one BEGIN IMMEDIATE
- * transaction, after every gate has passed.
+ * transaction, after every gate has passed. Then, once it has committed,
+ * switches the file to WAL (unless keepJournalMode): a failed enable
+ * changes nothing, journal mode included.
  *
  * @example
  * const db = openDatabase('app.db');
@@ -93,6 +110,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
 
     const added: string[] = [];
     const rearmed: string[] = [];
+    const rearmedReasons: RearmedTable[] = [];
     const current = new Map(readTables(db).map((t) => [t.name, t]));
     // Re-arm every captured table that lost or changed its triggers (and whose table is still capturable).
     const verification = verifyCapture(db);
@@ -107,6 +125,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       }
       arm(db, a.table.tid, info, a.table.mode, a.table);
       rearmed.push(info.name);
+      rearmedReasons.push({ table: info.name, reason: a.reason ?? 'TRIGGER_ALTERED', ...(a.detail === undefined ? {} : { detail: a.detail }) });
     }
     for (const [name, info] of infos) {
       const prior = current.get(name);
@@ -119,6 +138,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       if (prior.mode !== mode || arming?.armed !== true) {
         arm(db, prior.tid, info, mode, prior);
         rearmed.push(name);
+        rearmedReasons.push(arming?.armed === false ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) } : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` });
       }
     }
     if (rearmed.length > 0 && !created) {
@@ -134,10 +154,11 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     if (added.length > 0 || rearmed.length > 0 || created || upgrading) placeMark(db);
     const state = readState(db);
     if (state === undefined) throw new Error('unreachable: capture state missing after enable');
-    return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed };
+    return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed, rearmedReasons };
   });
   forgetArming(db);
-  return result;
+  const wal = options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
+  return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
 }
 
 function createFromNothing(db: Db, retention: number): void {

@@ -1,6 +1,6 @@
 import { Command, Option, InvalidArgumentError } from 'commander';
 import { openSource } from '../capture/open-source.ts';
-import { enable } from '../capture/enable.ts';
+import { enable, type RearmedTable } from '../capture/enable.ts';
 import { CAPTURE_MODES, type CaptureMode } from '../capture/schema.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -16,10 +16,15 @@ export function parseWholeNumber(value: string): number {
   return n;
 }
 
+/** "issues (TRIGGER_MISSING: trigger _sluice_t1_upd is missing), ..." */
+export function describeRearmed(tables: readonly RearmedTable[]): string {
+  return tables.map((t) => `${t.table} (${t.reason}${t.detail === undefined ? '' : `: ${t.detail}`})`).join(', ');
+}
+
 export function registerEnable(program: Command): void {
   program
     .command('enable')
-    .description('Capture inserts, updates and deletes of tables (idempotent; re-arms what is missing).')
+    .description('Capture inserts, updates and deletes of tables (idempotent; re-arms what is missing). Switches the database to WAL once it succeeds.')
     .argument('<db>', 'source SQLite database')
     .argument('<table...>', 'tables to capture')
     .addOption(new Option('--mode <mode>', 'what each event records').choices([...CAPTURE_MODES]).default('images'))
@@ -34,7 +39,8 @@ export function registerEnable(program: Command): void {
           [
             `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
             r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
-            r.rearmed.length > 0 ? `re-armed: ${r.rearmed.join(', ')}` : '',
+            r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
+            r.switchedToWal ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)` : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,
           ].filter((l) => l !== '').join('\n'),
         );
       } finally {

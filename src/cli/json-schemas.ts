@@ -9,6 +9,9 @@ import { jsonValueSchema } from '../sqlite/codec.ts';
 
 const reason = z.string();
 
+/** A table that enable or sync re-armed, and why it was not armed (an UnarmedReason, or MODE_CHANGED). */
+const rearmedTable = z.object({ table: z.string(), reason, detail: z.string().optional() });
+
 export const errorOutput = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
 
 export const enableOutput = z.object({
@@ -17,6 +20,9 @@ export const enableOutput = z.object({
   created: z.boolean(),
   added: z.array(z.string()),
   rearmed: z.array(z.string()),
+  rearmedReasons: z.array(rearmedTable),
+  journalMode: z.string(),
+  switchedToWal: z.boolean(),
 });
 
 export const disableOutput = z.object({ removed: z.array(z.string()) });
@@ -65,6 +71,7 @@ export const syncOutput = z.object({
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
     }),
   ),
+  rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
 });
 
 export const verifyOutput = z.object({

@@ -1,10 +1,30 @@
 import type { Command } from 'commander';
-import { openDatabase } from '../sqlite/connection.ts';
+import { openDatabase, type Db } from '../sqlite/connection.ts';
 import { runQuery } from '../sqlite/query.ts';
 import { toJsonValue } from '../sqlite/codec.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
+
+/**
+ * A read runs on a read-only connection: it writes nothing, not even a
+ * checkpoint when it closes. A write gets a writable one, with
+ * recursive_triggers at SQLite's default (off), so the user's own triggers
+ * (an AFTER UPDATE that touches updated_at) behave as in the user's app.
+ * Neither changes the journal mode.
+ */
+function openForQuery(dbPath: string, sql: string): Db {
+  const reader = openDatabase(dbPath, { role: 'database', readonly: true });
+  let write: boolean;
+  try {
+    write = !reader.prepare(sql).readonly;
+  } catch {
+    return reader; // runQuery reports BAD_SQL
+  }
+  if (!write) return reader;
+  reader.close();
+  return openDatabase(dbPath, { role: 'database', recursiveTriggers: false });
+}
 
 export function registerQuery(program: Command): void {
   program
@@ -16,7 +36,7 @@ export function registerQuery(program: Command): void {
     .option('--json', 'print one JSON object {columns, rows, changes}')
     .addHelpText('after', '\nExamples:\n  $ sluice query cache.db "SELECT title FROM issues_search WHERE issues_search MATCH \'crash\'"\n  $ sluice query app.db "UPDATE issues SET state = \'closed\' WHERE number < 3 RETURNING number" --max-rows 10')
     .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
-      const db = openDatabase(dbPath, { role: 'database' });
+      const db = openForQuery(dbPath, sql);
       try {
         const r = runQuery(db, sql, { maxRows: opts.maxRows });
         const rows = r.rows.map((row) => row.map(toJsonValue));

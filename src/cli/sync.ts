@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
 import { repairAction } from '../apply/target-meta.ts';
 import { Syncer, type SyncReport } from '../apply/sync.ts';
-import { collect, parseWholeNumber } from './enable.ts';
+import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
@@ -16,7 +16,8 @@ export async function loadAll(files: readonly string[]): Promise<ProjectionDefin
 }
 
 export function describeReport(r: SyncReport, paths?: { readonly source: string; readonly target: string }): string {
-  return r.projections
+  const rearmed = r.rearmed === undefined ? [] : [`re-armed capture on the source: ${describeRearmed(r.rearmed.tables)}; generation ${r.rearmed.fromGeneration} -> ${r.rearmed.generation}, so the re-armed tables' projections rebuild once (CAPTURE_REARMED)`];
+  return [...rearmed, ...r.projections
     .map((p) => {
       const what = p.snapshotRows !== undefined ? `${p.rebuilt !== undefined ? `rebuilt (${p.rebuilt})` : 'initialized'} from snapshot: ${p.snapshotRows} rows, then ` : '';
       if (p.error !== undefined) return `${p.name}: FAILED ${p.error.code}: ${p.error.message} (nothing of the failed batch was committed; other projections went on)`;
@@ -24,7 +25,7 @@ export function describeReport(r: SyncReport, paths?: { readonly source: string;
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
         : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target)}`;
-    })
+    })]
     .join('\n');
 }
 
@@ -44,6 +45,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
       ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
     })),
+    ...(r.rearmed === undefined ? {} : { rearmed: r.rearmed }),
   };
 }
 
@@ -67,7 +69,8 @@ export function registerSync(program: Command): void {
       const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), reinit: opts.reinit, onProgress: progress.update });
       try {
         if (opts.follow === true) {
-          await follow(syncer, { ...opts, onReport: () => undefined });
+          // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
+          await follow(syncer, { ...opts, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? process.stderr.write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
           return;
         }
         const report = await syncer.runOnce();

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import type { Db } from '../sqlite/connection.ts';
-import { openDatabase } from '../sqlite/connection.ts';
+import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { fromJsonValue, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
@@ -52,6 +52,8 @@ export async function importFile(targetPath: string, file: string, options: Impo
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`);
     }
+    // A target is sluice's own file: WAL, like sync's (session.ts).
+    useWal(db);
     db.pragma('temp_store = MEMORY');
     ensureTargetMeta(db, SCHEMA);
     return await new Importer(db, options).run(file);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { SluiceError, InvalidInputError } from '../errors.ts';
+import { quoteIdent } from './quote.ts';
 
 export type Db = Database.Database;
 
@@ -13,12 +14,31 @@ export interface OpenOptions {
   readonly busyTimeoutMs?: number;
   /** What the file is, for error messages ("source", "target"). */
   readonly role?: string;
+  /**
+   * PRAGMA recursive_triggers. Default true: sluice's own connections need it
+   * (so REPLACE fires delete triggers). `sluice query` turns it off, so a
+   * user's SQL runs with SQLite's default, as the user's own triggers expect.
+   */
+  readonly recursiveTriggers?: boolean;
+  /**
+   * Switch the file to WAL (see useWal). Default false: opening a file never
+   * changes its journal mode. For databases sluice creates or owns (targets).
+   */
+  readonly wal?: boolean;
+}
+
+export interface JournalModeResult {
+  /** The journal mode after the call, as SQLite reports it ('wal', 'delete', ...). */
+  readonly journalMode: string;
+  /** True when this call switched the file to WAL. */
+  readonly switched: boolean;
 }
 
 /**
  * Opens a SQLite file with the pragmas sluice relies on: 64-bit integers as
- * bigint, a busy timeout, recursive triggers (so REPLACE fires delete triggers)
- * and WAL where the file can take it.
+ * bigint, a busy timeout, recursive triggers (so REPLACE fires delete
+ * triggers). Opening writes nothing and keeps the file's journal mode;
+ * `wal: true` (or useWal) switches it, for the files that should be in WAL.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
   const role = options.role ?? 'database';
@@ -32,13 +52,8 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   try {
     db.defaultSafeIntegers(true);
     db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-    db.pragma('recursive_triggers = ON');
-    if (!(options.readonly ?? false) && path !== ':memory:') {
-      const mode = db.pragma('journal_mode', { simple: true });
-      if (mode !== 'wal') {
-        try { db.pragma('journal_mode = WAL'); } catch { /* another connection holds it in rollback mode: keep going */ }
-      }
-    }
+    db.pragma(`recursive_triggers = ${(options.recursiveTriggers ?? true) ? 'ON' : 'OFF'}`);
+    if ((options.wal ?? false) && !(options.readonly ?? false) && path !== ':memory:') useWal(db);
     // Touch the schema so that a non-database file fails here, with our message.
     db.prepare('SELECT count(*) FROM main.sqlite_schema').get();
   } catch (cause) {
@@ -49,6 +64,25 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
     throw new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause });
   }
   return db;
+}
+
+/**
+ * Switches one database of a connection to WAL, unless it is in WAL already
+ * (a no-op then). WAL persists in the file: readers and one writer run side
+ * by side, which follow mode and live sources rely on. When another
+ * connection keeps it from switching, it stays in its mode (reported).
+ */
+export function useWal(db: Db, schema = 'main'): JournalModeResult {
+  const read = () => String(db.pragma(`${quoteIdent(schema)}.journal_mode`, { simple: true }));
+  const before = read();
+  if (before === 'wal' || before === 'memory') return { journalMode: before, switched: false };
+  try {
+    db.pragma(`${quoteIdent(schema)}.journal_mode = WAL`);
+  } catch {
+    /* another connection holds it in rollback mode: it keeps its mode */
+  }
+  const after = read();
+  return { journalMode: after, switched: after === 'wal' };
 }
 
 function checkFile(path: string, role: string, create: boolean): void {

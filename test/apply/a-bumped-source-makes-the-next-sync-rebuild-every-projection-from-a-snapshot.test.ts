@@ -41,7 +41,8 @@ describe('after a rewrite the triggers could not see', () => {
       const rearmed = await Syncer.open(src.file, target, { projections: scenarioProjections() });
       try {
         const healed = await rearmed.runOnce();
-        expect(new Map(healed.projections.map((p) => [p.name, [p.state, p.rebuilt]]))).toEqual(new Map(NAMES.map((n) => [n, ['active', ofItems.includes(n) ? 'TABLE_REARMED' : undefined]])));
+        expect(healed.rearmed?.tables).toMatchObject([{ table: 'items', reason: 'CAPTURE_INTERRUPTED' }]);
+        expect(new Map(healed.projections.map((p) => [p.name, [p.state, p.rebuilt]]))).toEqual(new Map(NAMES.map((n) => [n, ['active', ofItems.includes(n) ? 'CAPTURE_REARMED' : undefined]])));
         expect(tableCells(rearmed.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
         expect((await verify(src.file, target)).ok).toBe(true);
       } finally {

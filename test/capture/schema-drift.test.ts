@@ -5,6 +5,7 @@ import { enable } from '../../src/capture/enable.ts';
 import { status } from '../../src/capture/status.ts';
 import { verifyCapture } from '../../src/capture/verify.ts';
 import { openSource } from '../../src/capture/open-source.ts';
+import { rearmCapture } from '../../src/capture/rearm.ts';
 import { journalEvents, cell } from '../support/journal.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 
@@ -17,7 +18,7 @@ const filesOf = (file: string) =>
 const totalChanges = (db: Db) => (db.prepare('SELECT total_changes() AS n').get() as { n: bigint }).n;
 
 describe('schema drift', () => {
-  test('ALTER TABLE ADD COLUMN makes status report SCHEMA_CHANGED; a writable openSource re-arms it, advances the generation, and the new column is captured', ({ makeDb }) => {
+  test('ALTER TABLE ADD COLUMN makes status report SCHEMA_CHANGED; re-arming (what sync does at its open) says so, advances the generation, and the new column is captured', ({ makeDb }) => {
     const { db, file } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     const first = enable(db, ['t']);
     db.exec("INSERT INTO t VALUES (1, 'a')");
@@ -29,6 +30,7 @@ describe('schema drift', () => {
 
     const reopened = openSource(file);
     try {
+      expect(rearmCapture(reopened)).toMatchObject({ fromGeneration: first.generation, generation: first.generation + 1, tables: [{ table: 't', reason: 'SCHEMA_CHANGED' }] });
       const after = status(reopened);
       expect(after.generation).toBe(first.generation + 1);
       expect(after.sourceId).toBe(first.sourceId);
@@ -45,7 +47,7 @@ describe('schema drift', () => {
     }
   });
 
-  test('a writable openSource re-arms a dropped trigger; a read-only one does not', ({ makeDb }) => {
+  test('opening a source, even writable, re-arms nothing; re-arming restores a dropped trigger and says TRIGGER_MISSING', ({ makeDb }) => {
     const { db, file } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     const first = enable(db, ['t']);
     db.exec('DROP TRIGGER _sluice_t1_del');
@@ -54,7 +56,10 @@ describe('schema drift', () => {
     expect(status(ro).tables[0]).toMatchObject({ armed: false, reason: 'TRIGGER_MISSING' });
     ro.close();
     const rw = openSource(file);
+    expect(status(rw)).toMatchObject({ generation: first.generation, tables: [{ armed: false, reason: 'TRIGGER_MISSING' }] });
+    expect(rearmCapture(rw)?.tables).toEqual([{ table: 't', reason: 'TRIGGER_MISSING', detail: 'trigger _sluice_t1_del is missing' }]);
     expect(status(rw)).toMatchObject({ generation: first.generation + 1, tables: [{ armed: true }] });
+    expect(rearmCapture(rw)).toBeUndefined();
     rw.exec("INSERT INTO t VALUES (1, 'a'); DELETE FROM t;");
     expect(journalEvents(rw).map((e) => e.op)).toEqual(['insert', 'delete']);
     rw.close();

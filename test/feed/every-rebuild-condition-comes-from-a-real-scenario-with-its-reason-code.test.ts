@@ -7,6 +7,7 @@ import { enable } from '../../src/capture/enable.ts';
 import { disable } from '../../src/capture/disable.ts';
 import { bump } from '../../src/capture/bump.ts';
 import { openSource } from '../../src/capture/open-source.ts';
+import { rearmCapture } from '../../src/capture/rearm.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
 import { changedSince } from '../../src/feed/changed-since.ts';
@@ -96,13 +97,15 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     expect(validateCursor(db, fresh).status).toBe('ok');
   });
 
-  test('a writable open re-arms after ALTER TABLE, which also gives SCHEMA_CHANGED', ({ makeDb }) => {
+  test('re-arming after ALTER TABLE (as sync does at its open) gives SCHEMA_CHANGED', ({ makeDb }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
     const cursor = cursorOf(db);
     db.close();
     runPython(`import sqlite3,sys\ncon=sqlite3.connect(sys.argv[1])\ncon.execute('ALTER TABLE t ADD COLUMN extra')\ncon.commit()`, [file]);
     const reopened = openSource(file);
+    expectRebuild(reopened, cursor, 'TABLE_UNARMED');
+    expect(rearmCapture(reopened)?.tables).toMatchObject([{ table: 't', reason: 'SCHEMA_CHANGED' }]);
     expectRebuild(reopened, cursor, 'SCHEMA_CHANGED');
     reopened.close();
   });

@@ -8,7 +8,7 @@ import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 export interface Fixtures {
   /** A fresh temp directory, removed after the test. */
   tmp: string;
-  /** Opens (creating) a database in `tmp`; closed after the test. */
+  /** Opens (creating) a database in `tmp`, in WAL mode like a live app's; closed after the test. */
   makeDb: (name?: string, schema?: string) => { db: Db; file: string };
 }
 
@@ -24,7 +24,7 @@ export const test = base.extend<Fixtures>({
     let n = 0;
     await use((name, schema) => {
       const file = path.join(tmp, name ?? `db${n++}.db`);
-      const db = openDatabase(file, { create: true });
+      const db = openDatabase(file, { create: true, wal: true });
       if (schema !== undefined) db.exec(schema);
       opened.push(db);
       return { db, file };

@@ -1,0 +1,34 @@
+import type { Db } from '../sqlite/connection.ts';
+import { hasCapture } from './catalog.ts';
+import { enable, type RearmedTable } from './enable.ts';
+import { verifyCapture } from './verify.ts';
+
+/** What rearmCapture did: the tables it re-armed, why each was unarmed, and the generation it moved. */
+export interface RearmReport {
+  readonly tables: readonly RearmedTable[];
+  /** The generation before the re-arm (cursors made at it must rebuild once). */
+  readonly fromGeneration: number;
+  readonly generation: number;
+}
+
+/**
+ * Re-arms an enabled capture whose triggers were removed or altered, or
+ * whose table changed (a new column): what `enable <db>` with no new table
+ * would do, in one write transaction, advancing the generation; the
+ * re-armed tables' readers rebuild once (TABLE_REARMED), the others go on.
+ * Keeps the journal mode. Returns undefined when
+ * every table was armed (nothing is written then), or when the repair
+ * failed: readers detect unarmed tables on their own and fail closed.
+ */
+export function rearmCapture(db: Db): RearmReport | undefined {
+  try {
+    if (!hasCapture(db)) return undefined;
+    const v = verifyCapture(db);
+    if (v.problem !== undefined || v.ok || v.state === undefined) return undefined;
+    const r = enable(db, [], { keepJournalMode: true });
+    if (r.rearmedReasons.length === 0) return undefined;
+    return { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation };
+  } catch {
+    return undefined; // best effort: see above
+  }
+}
