@@ -5,7 +5,7 @@ import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { decodeCursor } from '../feed/cursor.ts';
-import type { RearmReport } from '../capture/rearm.ts';
+import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
@@ -192,7 +192,11 @@ export class Syncer {
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
-    const rearmed = this.#rearmPending;
+    // A long-lived syncer (follow mode) re-arms between passes too: a user
+    // trigger created, or a capture trigger made again, while it runs
+    // would otherwise keep that table's projections suspended until restart.
+    // Cheap when everything is armed (verification is cached per schema version).
+    const rearmed = this.#rearmPending ?? rearmCapture(this.session.db);
     this.#rearmPending = undefined;
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, MARK_VIEW, MARK_VIEW_SQL, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, MARK_VIEW, MARK_VIEW_SQL, OWN_TABLES, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 
 /*
@@ -110,7 +110,12 @@ export function checkNamespace(db: Db): void {
       throw new CaptureRefusedError('NAMESPACE_COLLISION', r.name, `The ${r.type} ${r.name} uses sluice's reserved prefix _sluice_ but was not made by sluice. Rename it (sluice creates only _sluice_ objects and refuses to share the namespace).`);
     }
   }
-  const temp = db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string }[];
+  // Only TEMP objects named like sluice's own objects in main shadow them
+  // (sluice's apply sessions keep TEMP work tables of their own, _sluice_net_*).
+  const own = new Set([...OWN_TABLES, MARK_VIEW].map(foldIdent));
+  const temp = (db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string }[]).filter(
+    (o) => own.has(foldIdent(o.name)) || isOwnTriggerName(foldIdent(o.name)),
+  );
   const first = temp[0];
   if (first !== undefined) {
     throw new CaptureRefusedError('TEMP_SHADOW', first.name, `A TEMP ${first.type} named ${first.name} shadows sluice's metadata on this connection. Drop it (DROP ${first.type.toUpperCase()} temp.${quoteIdent(first.name)}) and retry.`);

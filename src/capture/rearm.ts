@@ -28,7 +28,8 @@ export function rearmCapture(db: Db): RearmReport | undefined {
     const r = enable(db, [], { keepJournalMode: true });
     if (r.rearmedReasons.length === 0) return undefined;
     return { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation };
-  } catch {
+  } catch (e) {
+    if (process.env.SLUICE_DEBUG) console.error('rearm failed', e);
     return undefined; // best effort: see above
   }
 }
