@@ -102,7 +102,9 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     checkForeignKeys(db, [...infos.keys()]);
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
-    else if (upgrading) upgradeFormat(db);
+    // Read before the upgrade: it is what a format-1 capture's tables are (CAPTURE_OUTDATED), and what the re-arm reports.
+    const verification = verifyCapture(db);
+    if (upgrading) upgradeFormat(db);
     if (!created && options.retention !== undefined && options.retention !== existing.retention) {
       db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());
       pruneJournal(db);
@@ -113,7 +115,6 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     const rearmedReasons: RearmedTable[] = [];
     const current = new Map(readTables(db).map((t) => [t.name, t]));
     // Re-arm every captured table that lost or changed its triggers (and whose table is still capturable).
-    const verification = verifyCapture(db);
     for (const a of verification.tables) {
       if (a.armed || infos.has(a.table.name)) continue;
       let info: TableInfo;

@@ -170,6 +170,36 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     restored.close();
   });
 
+  test.for([
+    ['the same number of writes as were lost', 0],
+    ['more writes than were lost', 7],
+  ] as const)('an older copy restored in place and written past the cursor with %s: HISTORY_DIVERGED', ([, extra], { makeDb, tmp }) => {
+    const { db, file } = makeDb('a.db', SCHEMA);
+    enable(db, ['t']);
+    write(db, 5);
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    const backup = path.join(tmp, 'backup.db');
+    fs.copyFileSync(file, backup);
+    const lost = 10;
+    write(db, lost, 100);
+    const cursor = cursorOf(db);
+    db.close();
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+    fs.writeFileSync(file, fs.readFileSync(backup));
+    const restored = openDatabase(file);
+    try {
+      // Other writes take the seqs the lost ones had: seq, source, generation and inode all match.
+      write(restored, Math.max(lost + extra, 3), 200);
+      expect(decodeCursor(cursor).seq).toBeLessThanOrEqual(Number(restored.prepare('SELECT max(seq) FROM _sluice_journal').pluck().get()));
+      const v = expectRebuild(restored, cursor, 'HISTORY_DIVERGED');
+      expect(v.message).toContain('restored');
+      // A cursor made on the restored file continues.
+      expect(validateCursor(restored, cursorOf(restored)).status).toBe('ok');
+    } finally {
+      restored.close();
+    }
+  });
+
   test('a copy of the file at another path: FILE_CHANGED (a hard link to the same file is fine)', ({ makeDb, tmp }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
