@@ -14,7 +14,7 @@ import type { Row } from '../../src/feed/events.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { ReplayModel } from '../feed/support/replay.ts';
 import { fileTableCells } from './support/target.ts';
-import { SCHEMA, SEED, TABLES, renderStep, isExpectedConflict, stepArb, type Step, type Writer } from './support/two-writers.ts';
+import { SCHEMA, SEED, TABLES, preTriggersArb, renderStep, renderTrigger, isExpectedConflict, stepArb, type Step, type Writer } from './support/two-writers.ts';
 
 /*
  * Issue 10, model-based: two writers share one captured source,
@@ -116,12 +116,19 @@ async function problems(source: string, target: string, fresh: string, report: S
   }
   const rebuilt = await sync(source, fresh, { projections: PROJECTIONS });
   for (const p of rebuilt.projections) if (p.state !== 'active') out.push(`fresh rebuild of ${p.name} is ${p.state} ${p.reason ?? ''}`);
-  if (out.length > 0) return out;
+  // A table a failed first build never made reads as its error.
+  const cells = (file: string, table: string) => {
+    try {
+      return JSON.stringify(fileTableCells(file, table));
+    } catch (err) {
+      return String(err);
+    }
+  };
   for (const c of COMPARED) {
-    const got = JSON.stringify(fileTableCells(target, c.table));
-    const want = JSON.stringify(fileTableCells(fresh, c.table));
+    const got = cells(target, c.table);
+    const want = cells(fresh, c.table);
     if (got !== want) out.push(`${c.table} differs from a fresh rebuild:\n  incremental ${got}\n  fresh       ${want}`);
-    const src = c.source === undefined ? got : JSON.stringify(fileTableCells(source, c.source));
+    const src = c.source === undefined ? got : cells(source, c.source);
     if (got !== src) out.push(`${c.table} differs from source ${c.source ?? ''}:\n  target ${got}\n  source ${src}`);
   }
   const t = openDatabase(target);
@@ -178,7 +185,7 @@ test('two writers, with and without recursive_triggers, under REPLACE, upserts, 
   const stats = { runs: 0, steps: 0, syncs: 0, resnapshots: 0, started: Date.now() };
   try {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 24 }), async (steps: Step[]) => {
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 24 }), preTriggersArb, async (steps: Step[], preTriggers) => {
         const dir = path.join(tmp, `run${stats.runs++}`);
         fs.mkdirSync(dir);
         const source = path.join(dir, 'source.db');
@@ -188,6 +195,7 @@ test('two writers, with and without recursive_triggers, under REPLACE, upserts, 
         try {
           js.exec(SCHEMA);
           js.exec(SEED);
+          for (const u of preTriggers) js.exec(renderTrigger(u.trigger, u.t));
           enable(js, [...TABLES]);
           const opened = await py.send({ open: source });
           expect(opened).toMatchObject({ ok: true, recursive_triggers: 0 });

@@ -45,7 +45,9 @@ const setArb = fc.record(
 
 export type Stmt =
   | { s: 'insert'; verb: 'INSERT' | 'INSERT OR REPLACE' | 'REPLACE' | 'INSERT OR IGNORE'; t: Table; id: number; row: RowValues }
-  | { s: 'upsert'; t: Table; id: number; row: RowValues; on: 'id' | 'email' | 'any' }
+  | { s: 'upsert'; verb: 'INSERT' | 'INSERT OR REPLACE'; t: Table; id: number; row: RowValues; on: 'id' | 'email' | 'any' }
+  | { s: 'copy'; verb: 'INSERT OR REPLACE' | 'INSERT OR IGNORE'; t: Table; by: number }
+  | { s: 'shift'; t: Table; by: number; orReplace: boolean }
   | { s: 'update'; t: Table; pick: number; set: Partial<RowValues>; orReplace: boolean }
   | { s: 'rekey'; t: Table; pick: number; id: number; orReplace: boolean }
   | { s: 'delete'; t: Table; pick: number }
@@ -63,7 +65,9 @@ export type Step =
 const stmtArb: fc.Arbitrary<Stmt> = fc.oneof(
   { weight: 3, arbitrary: fc.record({ s: fc.constant('insert' as const), verb: fc.constantFrom('INSERT' as const, 'INSERT OR IGNORE' as const), t: table, id, row: rowArb }) },
   { weight: 4, arbitrary: fc.record({ s: fc.constant('insert' as const), verb: fc.constantFrom('INSERT OR REPLACE' as const, 'REPLACE' as const), t: table, id, row: rowArb }) },
-  { weight: 3, arbitrary: fc.record({ s: fc.constant('upsert' as const), t: table, id, row: rowArb, on: fc.constantFrom('id' as const, 'email' as const, 'any' as const) }) },
+  { weight: 3, arbitrary: fc.record({ s: fc.constant('upsert' as const), verb: fc.constantFrom('INSERT' as const, 'INSERT OR REPLACE' as const), t: table, id, row: rowArb, on: fc.constantFrom('id' as const, 'email' as const, 'any' as const) }) },
+  { weight: 1, arbitrary: fc.record({ s: fc.constant('copy' as const), verb: fc.constantFrom('INSERT OR REPLACE' as const, 'INSERT OR IGNORE' as const), t: table, by: fc.integer({ min: 1, max: 2 }) }) },
+  { weight: 1, arbitrary: fc.record({ s: fc.constant('shift' as const), t: table, by: fc.constantFrom(1, -1), orReplace: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ s: fc.constant('update' as const), t: table, pick, set: setArb, orReplace: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ s: fc.constant('rekey' as const), t: table, pick, id: fc.integer({ min: 1, max: 8 }), orReplace: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ s: fc.constant('delete' as const), t: table, pick }) },
@@ -86,8 +90,17 @@ export const stepArb: fc.Arbitrary<Step> = fc.oneof(
       }),
     }),
   },
-  { weight: 1, arbitrary: fc.record({ w: writer, trigger: fc.constantFrom<Trigger>('touch', 'audit', 'predelete'), t: table }) },
+  { weight: 2, arbitrary: fc.record({ w: writer, trigger: fc.constantFrom<Trigger>('touch', 'audit', 'predelete'), t: table }) },
   { weight: 3, arbitrary: fc.record({ sync: fc.option(fc.integer({ min: 1, max: 4 }), { freq: 2 }) }) },
+);
+
+/**
+ * User triggers that exist before capture is enabled: sluice's triggers are
+ * then the newer ones, the order a re-arm after a user trigger would leave.
+ */
+export const preTriggersArb = fc.subarray(
+  (['touch', 'audit', 'predelete'] as const).flatMap((trigger) => TABLES.map((t) => ({ trigger, t }))),
+  { maxLength: 3 },
 );
 
 function columns(t: Table): (keyof RowValues)[] {
@@ -104,7 +117,7 @@ export function renderStmt(s: Stmt): string {
     case 'insert':
     case 'upsert': {
       const cols = columns(s.t);
-      const head = `${s.s === 'insert' ? s.verb : 'INSERT'} INTO ${s.t} (id, ${cols.join(', ')}) VALUES (${s.id}, ${cols.map((c) => s.row[c]).join(', ')})`;
+      const head = `${s.verb} INTO ${s.t} (id, ${cols.join(', ')}) VALUES (${s.id}, ${cols.map((c) => s.row[c]).join(', ')})`;
       if (s.s === 'insert') return head;
       const set = 'DO UPDATE SET name = excluded.name, v = excluded.v, updated_at = coalesce(updated_at, 0) + 1';
       if (s.on === 'any') return `${head} ON CONFLICT ${set}`;
@@ -116,6 +129,14 @@ export function renderStmt(s: Stmt): string {
       const assignments = set.length === 0 ? 'v = v' : set.map((c) => `${c} = ${s.set[c]}`).join(', ');
       return `UPDATE${s.orReplace ? ' OR REPLACE' : ''} ${s.t} SET ${assignments} WHERE id = ${picked(s.t, s.pick)}`;
     }
+    case 'copy': {
+      // Many rows in one statement, each onto the next key: for people also onto its source row's email.
+      const cols = columns(s.t).join(', ');
+      return `${s.verb} INTO ${s.t} (id, ${cols}) SELECT id + ${s.by}, ${cols} FROM ${s.t} WHERE id < 90 ORDER BY id`;
+    }
+    case 'shift':
+      // Many key changes in one statement, each onto the key of a row not moved yet.
+      return `UPDATE${s.orReplace ? ' OR REPLACE' : ''} ${s.t} SET id = id + ${s.by} WHERE id < 90`;
     case 'rekey':
       return `UPDATE${s.orReplace ? ' OR REPLACE' : ''} ${s.t} SET id = ${s.id} WHERE id = ${picked(s.t, s.pick)}`;
     case 'delete':
@@ -134,7 +155,8 @@ export function renderTrigger(trigger: Trigger, t: Table): string {
   UPDATE ${t} SET updated_at = coalesce(NEW.updated_at, 0) + 1 WHERE id = NEW.id;
 END`;
     case 'audit':
-      return `CREATE TRIGGER IF NOT EXISTS user_audit_${t} AFTER INSERT ON ${t} FOR EACH ROW BEGIN
+      // Not for audit rows themselves: with recursive_triggers on, two such triggers would recurse without end.
+      return `CREATE TRIGGER IF NOT EXISTS user_audit_${t} AFTER INSERT ON ${t} FOR EACH ROW WHEN NEW.id < 100 BEGIN
   INSERT OR IGNORE INTO ${OTHER[t]} (id, name, v) VALUES (NEW.id + 100, 'audit ' || NEW.id, NEW.v);
 END`;
     case 'predelete':
