@@ -35,8 +35,11 @@ import { SCHEMA, SEED, TABLES, preTriggersArb, renderStep, renderTrigger, isExpe
  * stream, replayed from a snapshot cursor into a JS model that checks every
  * before-image, equals the source.
  *
- * Seeded (SLUICE_PROPERTY_SEED overrides it): fast-check prints the seed, the
- * path and the shrunk steps on failure.
+ * Seeded (SLUICE_PROPERTY_SEED overrides it) and bounded: 200 runs of up to
+ * 30 steps, about 45 s on the 2-core machine under load, cut off after 100 s
+ * (shrinking included). On failure fast-check prints the seed, the path and
+ * the shrunk steps, and the error lists what differs and the SQL each writer
+ * ran.
  */
 
 const COLUMNS = { items: ['id', 'name', 'v', 'updated_at'], people: ['id', 'email', 'name', 'v', 'updated_at'] } as const;
@@ -182,10 +185,10 @@ const SEED_OPTION = process.env.SLUICE_PROPERTY_SEED === undefined ? 1010 : Numb
 
 test('two writers, with and without recursive_triggers, under REPLACE, upserts, key changes, rollbacks and user triggers added mid-run, leave every projection equal to a fresh rebuild and the changes stream equal to the source', async ({ tmp }) => {
   const py = PythonWriter.start();
-  const stats = { runs: 0, steps: 0, syncs: 0, resnapshots: 0, started: Date.now() };
+  const stats = { runs: 0, steps: 0, syncs: 0, rebuilds: 0, resnapshots: 0, started: Date.now() };
   try {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 24 }), preTriggersArb, async (steps: Step[], preTriggers) => {
+      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30, size: 'max' }), preTriggersArb, async (steps: Step[], preTriggers) => {
         const dir = path.join(tmp, `run${stats.runs++}`);
         fs.mkdirSync(dir);
         const source = path.join(dir, 'source.db');
@@ -201,7 +204,10 @@ test('two writers, with and without recursive_triggers, under REPLACE, upserts, 
           expect(opened).toMatchObject({ ok: true, recursive_triggers: 0 });
           expect(js.pragma('recursive_triggers', { simple: true })).toBe(1n);
           const consumer = new ChangesConsumer(reader);
+          // What ran, for the failure message: the shrunk case as SQL.
+          const transcript = [...preTriggers.map((u) => `before enable: ${renderTrigger(u.trigger, u.t)}`)];
           const exec = async (w: Writer, statement: string): Promise<void> => {
+            transcript.push(`${w}: ${statement}`);
             let message: string | undefined;
             if (w === 'js') {
               try {
@@ -213,15 +219,17 @@ test('two writers, with and without recursive_triggers, under REPLACE, upserts, 
               const r = await py.send({ sql: statement });
               if (!r.ok) message = r.error ?? '?';
             }
-            if (message !== undefined && !isExpectedConflict(message)) throw new Error(`${w} writer: ${message}\n  in: ${statement}`);
+            if (message !== undefined && !isExpectedConflict(message)) throw new Error(`${w} writer: ${message}\nran:\n  ${transcript.join('\n  ')}`);
           };
           let syncs = 0;
           const syncAndCheck = async (batchSize: number | null): Promise<void> => {
+            transcript.push(`sync${batchSize === null ? '' : ` (batch ${batchSize})`}`);
             const report = await sync(source, target, { projections: PROJECTIONS, ...(batchSize === null ? {} : { batchSize }) });
+            if (syncs > 0) stats.rebuilds += report.projections.filter((p) => p.rebuilt !== undefined).length;
             const fresh = path.join(dir, `fresh${syncs++}.db`);
             const found = [...(await problems(source, target, fresh, report)), ...consumer.check(batchSize ?? 50)];
             for (const f of [fresh, `${fresh}-wal`, `${fresh}-shm`]) fs.rmSync(f, { force: true });
-            if (found.length > 0) throw new Error(`after sync ${syncs} (batch ${String(batchSize)}):\n${found.join('\n')}`);
+            if (found.length > 0) throw new Error(`after sync ${syncs} (batch ${String(batchSize)}):\n${found.join('\n')}\nran:\n  ${transcript.join('\n  ')}`);
           };
           await syncAndCheck(null);
           for (const step of steps) {
@@ -239,10 +247,10 @@ test('two writers, with and without recursive_triggers, under REPLACE, upserts, 
           fs.rmSync(dir, { recursive: true, force: true });
         }
       }),
-      { seed: SEED_OPTION, numRuns: 30, plugins: [fc.interruptAfterTimeLimit(150_000)] },
+      { seed: SEED_OPTION, numRuns: 200, plugins: [fc.interruptAfterTimeLimit(100_000)] },
     );
   } finally {
     await py.stop();
-    console.info(`two writers: ${stats.runs} runs, ${stats.steps} steps, ${stats.syncs} checked syncs, ${stats.resnapshots} changes re-snapshots, ${Date.now() - stats.started} ms`);
+    console.info(`two writers: ${stats.runs} runs, ${stats.steps} steps, ${stats.syncs} checked syncs, ${stats.rebuilds} projection rebuilds, ${stats.resnapshots} changes re-snapshots, ${Date.now() - stats.started} ms`);
   }
 }, 240_000);
