@@ -154,8 +154,11 @@ function replaceGuards(
   const exists = (c: (typeof constraints)[number], extra: string) => `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
   // One indexed lookup per constraint, joined by UNION: an OR of them would
   // be planned as a full table scan inside the trigger.
+  // Notes are cleared per kind of write (op): the nested write of a user
+  // trigger of another kind (an UPDATE run by a BEFORE INSERT trigger) then
+  // keeps the outer write's notes.
   const note = (op: number, extra: string) =>
-    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};
+    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};
   INSERT INTO ${PENDING_TABLE} (tid, op, hw${cols}) ${constraints.map((c) => `SELECT ${tid}, ${op}, ${hw}${values} FROM ${table} WHERE ${match('NEW', c.columns)}${extra}`).join(' UNION ')};`;
   const notSelf = ` AND NOT ${match('OLD', key)}`;
   // An update can only newly conflict on a constraint whose columns it
@@ -176,8 +179,8 @@ function replaceGuards(
   const notOld = (op: number) => (op === OP_UPDATE ? ` AND NOT (${pKey('p').map((k) => `p.${k.name} = OLD.${quoteIdent(k.col)}${collate(k.collate)}`).join(' AND ')})` : '');
   const flush = (op: number) =>
     `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${cols.replace(/, c/g, ', p.c')} FROM ${PENDING_TABLE} AS p WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
-  DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid};`;
-  const pendingHere = `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid})`;
+  DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};`;
+  const pendingHere = (op: number) => `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op})`;
   return {
     beforeInsert: `CREATE TRIGGER ${quoteIdent(names.beforeInsert)} BEFORE INSERT ON ${table} FOR EACH ROW WHEN
   ${constraints.map((c) => exists(c, '')).join('\n  OR ')}
@@ -189,10 +192,10 @@ END`,
 BEGIN
   ${note(OP_UPDATE, notSelf)}
 END`,
-    flushInsert: `CREATE TRIGGER ${quoteIdent(names.flushInsert)} AFTER INSERT ON ${table} FOR EACH ROW WHEN ${pendingHere} BEGIN
+    flushInsert: `CREATE TRIGGER ${quoteIdent(names.flushInsert)} AFTER INSERT ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_INSERT)} BEGIN
   ${flush(OP_INSERT)}
 END`,
-    flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN ${pendingHere} BEGIN
+    flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_UPDATE)} BEGIN
   ${flush(OP_UPDATE)}
 END`,
   };

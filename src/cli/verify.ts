@@ -20,6 +20,7 @@ export function registerVerify(program: Command): void {
               ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
               : `${p.name}: MISMATCH ${p.reason ?? ''} ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}`,
           )
+          .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
           .join('\n') || 'no projections in this target',
       );
       if (!r.ok) throw new ExitSignal(3);
