@@ -10,7 +10,8 @@
  *   all, each phase ONE transaction of prepared statements in a JS loop, on a
  *   fresh WAL file database (synchronous=NORMAL) in a temp dir. Variants: no
  *   capture; the bare-trigger floor (bench/lib/steady.ts: one AFTER trigger
- *   per op appending the images, nothing else); sluice images mode and keys
+ *   per op appending the images, nothing else), and the same with
+ *   julianday() as its clock (reported, not judged); sluice images mode and keys
  *   mode through the real enable() of src/capture/enable.ts, on a fresh
  *   journal; sluice images mode in steady state, with the journal filled past
  *   its retention bound before timing so that writes prune (retention 1,024,
@@ -66,7 +67,7 @@ import {
   type PhaseTimes,
   type Variant,
 } from './lib/workload.ts';
-import { FLOOR, ratioOver, steadySluice } from './lib/steady.ts';
+import { FLOOR, FLOOR_CLOCK, ratioOver, steadySluice } from './lib/steady.ts';
 import { DEFAULT_RETENTION, MIN_RETENTION } from '../src/capture/schema.ts';
 
 const argv = process.argv.slice(2);
@@ -124,7 +125,7 @@ const CHRONICLE: Variant = {
   },
 };
 
-const BULK: readonly Variant[] = [NONE, FLOOR, IMAGES, STEADY_SMALL, STEADY_DEFAULT, KEYS, CHRONICLE];
+const BULK: readonly Variant[] = [NONE, FLOOR, FLOOR_CLOCK, IMAGES, STEADY_SMALL, STEADY_DEFAULT, KEYS, CHRONICLE];
 
 interface Verdict {
   readonly what: string;
