@@ -1,28 +1,37 @@
 /*
- * Capture overhead against the DESIGN.md performance targets (issue 2, item 7).
+ * Capture overhead against the DESIGN.md performance targets.
  *
- *   npx tsx bench/capture-overhead.ts [--rows 100000] [--rounds 5] [--autocommit 5000]
+ *   npx tsx bench/capture-overhead.ts [--rows 100000] [--rounds 5] [--autocommit 5000] [--quick]
  *
- * One process, one run, everything reported as ratios to a no-capture
- * baseline measured in the same run:
+ * One process, one run, everything reported as ratios measured in the same
+ * run, to no capture and to the bare-trigger floor:
  * - bulk: 100k rows of t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL,
  *   b BLOB) with 32-byte blobs; insert all, update name and n of all, delete
  *   all, each phase ONE transaction of prepared statements in a JS loop, on a
  *   fresh WAL file database (synchronous=NORMAL) in a temp dir. Variants: no
- *   capture; sluice images mode and keys mode through the real enable() of
- *   src/capture/enable.ts; chronicle-style triggers from reference 004.
+ *   capture; the bare-trigger floor (bench/lib/steady.ts: one AFTER trigger
+ *   per op appending the images, nothing else), and the same with
+ *   julianday() as its clock (reported, not judged); sluice images mode and keys
+ *   mode through the real enable() of src/capture/enable.ts, on a fresh
+ *   journal; sluice images mode in steady state, with the journal filled past
+ *   its retention bound before timing so that writes prune (retention 1,024,
+ *   and the default 1,000,000); chronicle-style triggers from reference 004.
  * - autocommit: single-row writes, each its own transaction (WAL,
  *   synchronous=NORMAL), no capture vs images mode.
  *
  * The machine is noisy, so every variant is paired with its own fresh
- * baseline each round, run phase by phase in lockstep; a ratio is the median
- * over rounds of variant/paired-baseline (wall time; the same ratio on
- * process CPU time is shown next to it). The table prints medians (ms) and
- * those ratios, then PASS/MISS against the targets, judged on the wall ratio;
- * bench/out/capture-overhead.json has the same plus every raw run. Bench
- * only: nothing here is a test, and a MISS does not change the exit code.
+ * baseline each round, run phase by phase in lockstep; a ratio to no capture
+ * is the median over rounds of variant/paired-baseline (wall time; the same
+ * ratio on process CPU time is shown next to it), and a ratio to the floor is
+ * the median over rounds of (variant/its baseline) / (floor/its baseline).
+ * The tables print medians (ms) and those ratios, then PASS/MISS against the
+ * targets, judged on the wall ratio; bench/out/capture-overhead.json has the
+ * same plus every raw run. Bench only: nothing here is a test, and a MISS
+ * does not change the exit code. `--quick` (20k rows, 3 rounds, 1k autocommit
+ * writes unless given) finishes in under a minute.
  *
- * Alternative trigger shapes are measured by bench/journal-shapes.ts (timed)
+ * Alternative journal designs in steady state are measured by
+ * bench/journal-steady.ts, trigger shapes by bench/journal-shapes.ts (timed)
  * and bench/shape-instructions.ts (instruction counts); docs/journal.md has
  * the results.
  */
@@ -58,26 +67,34 @@ import {
   type PhaseTimes,
   type Variant,
 } from './lib/workload.ts';
+import { FLOOR, FLOOR_CLOCK, ratioOver, steadySluice } from './lib/steady.ts';
+import { DEFAULT_RETENTION, MIN_RETENTION } from '../src/capture/schema.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/capture-overhead.ts [--rows N (100000)] [--rounds N (5)] [--autocommit N writes per phase (5000)]\n');
+  process.stdout.write('usage: npx tsx bench/capture-overhead.ts [--rows N (100000)] [--rounds N (5)] [--autocommit N writes per phase (5000)] [--quick]\n');
   process.exit(0);
 }
 const known = new Set(['--rows', '--rounds', '--autocommit']);
 for (let i = 0; i < argv.length; i += 2) {
+  if (argv[i] === '--quick') {
+    i -= 1;
+    continue;
+  }
   if (!known.has(String(argv[i]))) {
     process.stderr.write(`unknown argument ${String(argv[i])}; see --help\n`);
     process.exit(2);
   }
 }
-const rows = intFlag(argv, 'rows', 100_000);
-const rounds = intFlag(argv, 'rounds', 5);
-const autocommitWrites = intFlag(argv, 'autocommit', 5000);
+const quick = argv.includes('--quick');
+const rows = intFlag(argv, 'rows', quick ? 20_000 : 100_000);
+const rounds = intFlag(argv, 'rounds', quick ? 3 : 5);
+const autocommitWrites = intFlag(argv, 'autocommit', quick ? 1000 : 5000);
 
 /** DESIGN.md "Performance targets": the maximum slowdown per phase, or the minimum speedup. */
 const TARGETS = {
-  images: { insert: 1.6, update: 1.8, delete: 2.5 },
+  /** images mode, fresh and in steady state, against the bare-trigger floor of the same run. */
+  imagesVsFloor: 1.25,
   keys: { insert: 1.4, update: 1.4, delete: 1.4 },
   imagesVsChronicle: 1.5,
   autocommit: 1.15,
@@ -92,6 +109,10 @@ const expectEvents = (db: Db) => {
 const NONE: Variant = { name: 'none', note: 'no capture', setup: () => {} };
 const IMAGES: Variant = { name: 'images', note: "sluice enable(db, ['t']) (images mode)", setup: (db) => void enable(db, ['t']), check: expectEvents };
 const KEYS: Variant = { name: 'keys', note: "sluice enable(db, ['t'], { mode: 'keys' })", setup: (db) => void enable(db, ['t'], { mode: 'keys' }), check: expectEvents };
+const STEADY_SMALL = steadySluice('steady-1k', MIN_RETENTION, rows);
+const STEADY_DEFAULT = steadySluice('steady-1m', DEFAULT_RETENTION, rows);
+/** The images-mode variants judged against the floor: a fresh journal and both steady states. */
+const FLOOR_JUDGED = [IMAGES, STEADY_SMALL, STEADY_DEFAULT];
 const CHRONICLE: Variant = {
   name: 'chronicle',
   note: 'sqlite-chronicle triggers (reference 004)',
@@ -103,6 +124,8 @@ const CHRONICLE: Variant = {
     return Number(r.c) === rows && Number(r.d) === rows && Number(r.v) === 3 * rows ? undefined : `chronicle table has ${r.c} rows, ${r.d} deleted, version ${r.v}`;
   },
 };
+
+const BULK: readonly Variant[] = [NONE, FLOOR, FLOOR_CLOCK, IMAGES, STEADY_SMALL, STEADY_DEFAULT, KEYS, CHRONICLE];
 
 interface Verdict {
   readonly what: string;
@@ -135,14 +158,14 @@ function main(): void {
   // Warm-up (JIT, allocator, file system), not recorded.
   {
     const small = makeWorkload(Math.min(rows, 5000));
-    for (const v of [NONE, IMAGES, KEYS, CHRONICLE]) {
+    for (const v of [NONE, FLOOR, IMAGES, KEYS, CHRONICLE]) {
       const { db, dispose } = freshDb(scratch.dir, v.setup);
       lockstep([bulkPhases(db, small)]);
       dispose();
     }
   }
 
-  const bulk = pairedRounds(NONE, [IMAGES, KEYS, CHRONICLE], { dir: scratch.dir, rounds, phases: (db) => bulkPhases(db, w), onRound: progress('bulk') });
+  const bulk = pairedRounds(NONE, BULK.slice(1), { dir: scratch.dir, rounds, phases: (db) => bulkPhases(db, w), onRound: progress('bulk') });
   const autocommit = pairedRounds(NONE, [{ ...IMAGES, check: undefined }], {
     dir: scratch.dir,
     rounds,
@@ -185,36 +208,53 @@ function main(): void {
   const verdicts: Verdict[] = [];
   const rule = (what: string, wall: number, minWall: number, cpu: number, limit: number, kind: 'max' | 'min') =>
     verdicts.push({ what, measured: wall, minWall, cpu, target: `${kind === 'max' ? '<=' : '>='} ${limit.toFixed(2)}x`, pass: kind === 'max' ? wall <= limit : wall >= limit });
-  const ri = pairedRatio(bulk, 'images');
   const rk = pairedRatio(bulk, 'keys');
   const ra = pairedRatio(autocommit, 'images');
-  const ci = pairedRatio(bulk, 'images', 'cpu');
   const ck = pairedRatio(bulk, 'keys', 'cpu');
   const ca = pairedRatio(autocommit, 'images', 'cpu');
-  const mi = minRatio(bulk, 'images');
   const mk = minRatio(bulk, 'keys');
   const ma = minRatio(autocommit, 'images');
-  for (const p of PHASES) rule(`images ${p}`, ri[p], mi[p], ci[p], TARGETS.images[p], 'max');
+  // Against the floor: min wall is min(variant runs) / min(floor runs).
+  const minOver = (a: string, b: string): PhaseTimes => {
+    const m = (name: string) => ({ ...Object.fromEntries(PHASES.map((p) => [p, Math.min(...runsOf(bulk, name, 'wall').map((x) => x[p]))])) }) as unknown as PhaseTimes;
+    const x = m(a);
+    const y = m(b);
+    return { insert: x.insert / y.insert, update: x.update / y.update, delete: x.delete / y.delete };
+  };
+  for (const v of FLOOR_JUDGED) {
+    const r = ratioOver(bulk, v.name, FLOOR.name);
+    const c = ratioOver(bulk, v.name, FLOOR.name, 'cpu');
+    const m = minOver(v.name, FLOOR.name);
+    for (const p of PHASES) rule(`${v.name} ${p} vs floor`, r[p], m[p], c[p], TARGETS.imagesVsFloor, 'max');
+  }
   for (const p of PHASES) rule(`images faster than chronicle, ${p}`, speedup[p], speedupMin[p], speedupCpu[p], TARGETS.imagesVsChronicle, 'min');
   for (const p of PHASES) rule(`keys ${p}`, rk[p], mk[p], ck[p], TARGETS.keys[p], 'max');
   for (const p of PHASES) rule(`autocommit images ${p}`, ra[p], ma[p], ca[p], TARGETS.autocommit, 'max');
   rule('autocommit images, all writes', autoTotal, autoTotalMin, autoTotalCpu, TARGETS.autocommit, 'max');
 
   // ---- report ----
+  const one = { insert: 1, update: 1, delete: 1 };
   const line = (res: PairedResults, v: Variant) => {
     const ms = medianTimes(runsOf(res, v.name, 'wall'));
     const isBase = v.name === res.baseline;
-    const one = { insert: 1, update: 1, delete: 1 };
     const r = isBase ? one : pairedRatio(res, v.name, 'wall');
     const c = isBase ? one : pairedRatio(res, v.name, 'cpu');
     return [v.name, ...PHASES.map((p) => fmtMs(ms[p])), ...PHASES.map((p) => fmtRatio(r[p])), ...PHASES.map((p) => fmtRatio(c[p])), v.note];
+  };
+  const floorLine = (v: Variant) => {
+    const isFloor = v.name === FLOOR.name;
+    const r = isFloor ? one : ratioOver(bulk, v.name, FLOOR.name);
+    const c = isFloor ? one : ratioOver(bulk, v.name, FLOOR.name, 'cpu');
+    return [v.name, ...PHASES.map((p) => fmtRatio(r[p])), ...PHASES.map((p) => fmtRatio(c[p]))];
   };
   const head = ['variant', 'insert ms', 'update ms', 'delete ms', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del', 'what'];
   console.log(`sluice capture overhead: SQLite ${versions.sqlite}, better-sqlite3 ${versions.betterSqlite3}, Node ${process.version}, ${os.cpus().length} CPUs, load ${load0.map((x) => x.toFixed(2)).join(' ')}`);
   console.log(`ms = median wall time over ${rounds} rounds; ratio = median over rounds of (variant / its paired no-capture run), wall time;`);
   console.log('cpu = the same ratio on process CPU time (steadier on a busy machine; leaves out fsync waits)\n');
   console.log(`bulk: ${rows} rows, one transaction per phase`);
-  console.log(renderTable(head, [line(bulk, NONE), line(bulk, IMAGES), line(bulk, KEYS), line(bulk, CHRONICLE)]));
+  console.log(renderTable(head, BULK.map((v) => line(bulk, v))));
+  console.log('\nthe same, against the bare-trigger floor of this run: median over rounds of (variant / its baseline) / (floor / its baseline)');
+  console.log(renderTable(['variant', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del'], BULK.filter((v) => v !== NONE).map(floorLine)));
   console.log(`images vs chronicle speedup (wall): insert ${fmtRatio(speedup.insert)}, update ${fmtRatio(speedup.update)}, delete ${fmtRatio(speedup.delete)}`);
   console.log(`  (for reference, not judged: chronicle's added time over images' added time: insert ${fmtRatio(addedVsChronicle.insert)}, update ${fmtRatio(addedVsChronicle.update)}, delete ${fmtRatio(addedVsChronicle.delete)})`);
   const nAuto = Math.min(autocommitWrites, rows);
@@ -252,13 +292,16 @@ function main(): void {
     config: {
       rows,
       rounds,
+      quick,
+      steadyState: 'journal filled to retention + 8192 events by one INSERT ... SELECT before timing (bench/lib/steady.ts); retention 1024 and 1,000,000',
       autocommitWrites: nAuto,
       journalMode: 'wal',
       synchronous: 'NORMAL',
       cacheSize: 'default (-2000)',
       method: 'each variant paired with a fresh no-capture run per round, phases in lockstep; ratio = median of per-round ratios (wall); cpuRatio the same on process CPU time; minWallRatio = min(variant)/min(baseline)',
     },
-    bulk: perVariant(bulk, ['none', 'images', 'keys', 'chronicle']),
+    bulk: perVariant(bulk, BULK.map((v) => v.name)),
+    vsFloor: Object.fromEntries(BULK.filter((v) => v !== NONE && v !== FLOOR).map((v) => [v.name, { ratio: ratioOver(bulk, v.name, FLOOR.name), cpuRatio: ratioOver(bulk, v.name, FLOOR.name, 'cpu'), minWallRatio: minOver(v.name, FLOOR.name) }])),
     imagesVsChronicleSpeedup: { wall: speedup, cpu: speedupCpu, minWall: speedupMin, addedTimeRatio: addedVsChronicle },
     autocommit: { ...perVariant(autocommit, ['none', 'images']), imagesAllWrites: { ratio: autoTotal, cpuRatio: autoTotalCpu, minWallRatio: autoTotalMin } },
     targets: verdicts,
