@@ -19,6 +19,7 @@ import {
   MARK_VIEW_SQL,
   MIN_RETENTION,
   PENDING_TABLE,
+  PRUNE_TRIGGER,
   STATE_TABLE,
   TABLES_TABLE,
   UPGRADABLE_FORMATS,
@@ -194,6 +195,9 @@ function upgradeFormat(db: Db): void {
   const pendingDdl = metadataDdl(width).find((sql) => sql.startsWith(`CREATE TABLE ${PENDING_TABLE} `));
   if (pendingDdl === undefined) throw new Error('unreachable: no pending table DDL');
   db.exec(pendingDdl);
+  // Format 1 pruned every 1,024 seqs (see PRUNE_INTERVAL).
+  db.exec(`DROP TRIGGER IF EXISTS main.${PRUNE_TRIGGER}`);
+  db.exec(metadataDdl(width).at(-1) as string);
   db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
   forgetArming(db);
 }

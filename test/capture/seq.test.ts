@@ -23,16 +23,16 @@ describe('seq', () => {
     const { db, file } = makeDb('p.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     enable(db, ['t'], { retention: 1024 });
     insertRows(db, 1, 3500);
-    // Prunes ran at seq 1024 (nothing), 2048 (<= 1024) and 3072 (<= 2048).
-    expect(prunedThrough(db)).toBe(2048);
+    // Prunes run at every multiple of 16; the last was at 3488 (<= 3488 - 1024).
+    expect(prunedThrough(db)).toBe(2464);
     let s = seqs(db);
-    expect(s[0]).toBe(2049);
+    expect(s[0]).toBe(2465);
     expect(s.at(-1)).toBe(3500);
-    expect(s).toHaveLength(3500 - 2048);
-    expect(status(db)).toMatchObject({ seq: 3500, prunedThrough: 2048, retention: 1024, journalRows: 1452 });
+    expect(s).toHaveLength(3500 - 2464);
+    expect(status(db)).toMatchObject({ seq: 3500, prunedThrough: 2464, retention: 1024, journalRows: 1036 });
     expect(journalEvents(db, { sinceSeq: 3499 }).map((e) => e.after)).toEqual([[cell.int(3500), cell.text('v3500')]]);
 
-    // An external writer crosses the next prune boundary (4096) in its own transaction.
+    // An external writer crosses more prune boundaries (the last at 4096) in its own transaction.
     runPython(
       `
 import sqlite3, sys
@@ -42,7 +42,7 @@ with conn:
 `,
       [file],
     );
-    expect(prunedThrough(db)).toBe(3072);
+    expect(prunedThrough(db)).toBe(4096 - 1024);
     s = seqs(db);
     expect(s[0]).toBe(3073);
     expect(s.at(-1)).toBe(4100);

@@ -120,12 +120,12 @@ describe('sluice prune', () => {
     db.transaction(() => {
       for (let i = 1; i <= 3000; i++) upsert.run(i % 7, i);
     })();
-    // Writers pruned at seq 2048 (through 1024); on demand prunes through 3000 - 1024.
-    expect(status(db).prunedThrough).toBe(1024);
+    // Writers pruned last at seq 2992 (through 1968); on demand prunes through 3000 - 1024.
+    expect(status(db).prunedThrough).toBe(2992 - 1024);
     db.close();
     const r = runCli(['prune', file, '--json']);
     expect(r.status, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toEqual({ deleted: 3000 - 1024 - 1024, prunedThrough: 3000 - 1024 });
+    expect(JSON.parse(r.stdout)).toEqual({ deleted: 3000 - 2992, prunedThrough: 3000 - 1024 });
     const again = runCli(['prune', file]);
     expect(again.status).toBe(0);
     expect(again.stdout).toMatch(/deleted 0 journal entries; pruned through seq 1976/);
