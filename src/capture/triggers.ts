@@ -166,6 +166,12 @@ function replaceGuards(
   // its predicate's columns, so it is always looked up.
   const changedAny = (columns: readonly { name: string }[]) => columns.map((c) => `NEW.${quoteIdent(c.name)} IS NOT OLD.${quoteIdent(c.name)} COLLATE BINARY`).join(' OR ');
   const updateWhen = constraints.map((c) => (c.partial ? exists(c, notSelf) : `((${changedAny(c.columns)}) AND ${exists(c, notSelf)})`)).join('\n  OR ');
+  // UPDATE OF: SQLite leaves the update guards out of every UPDATE whose SET
+  // names none of these columns (decided when the statement is compiled), so
+  // an ordinary update pays nothing for them. A partial index can be entered
+  // by a change to its predicate's columns, which are not parsed out: with
+  // one, the guards watch every update.
+  const watched = inputs.uniques.some((u) => u.partial) ? '' : ` OF ${[...new Set(constraints.flatMap((c) => c.columns.map((col) => col.name)))].map(quoteIdent).join(', ')}`;
 
   // Positions of the key columns in the first image half of a journal row.
   const keyPos = info.keyColumns.map((k) => imageCols.indexOf(k));
@@ -187,7 +193,7 @@ function replaceGuards(
 BEGIN
   ${note(OP_INSERT, '')}
 END`,
-    beforeUpdate: `CREATE TRIGGER ${quoteIdent(names.beforeUpdate)} BEFORE UPDATE ON ${table} FOR EACH ROW WHEN
+    beforeUpdate: `CREATE TRIGGER ${quoteIdent(names.beforeUpdate)} BEFORE UPDATE${watched} ON ${table} FOR EACH ROW WHEN
   ${updateWhen}
 BEGIN
   ${note(OP_UPDATE, notSelf)}
@@ -195,7 +201,7 @@ END`,
     flushInsert: `CREATE TRIGGER ${quoteIdent(names.flushInsert)} AFTER INSERT ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_INSERT)} BEGIN
   ${flush(OP_INSERT)}
 END`,
-    flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_UPDATE)} BEGIN
+    flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE${watched} ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_UPDATE)} BEGIN
   ${flush(OP_UPDATE)}
 END`,
   };
