@@ -22,6 +22,12 @@ const blob = Buffer.alloc(32, 7);
 const variants: Variant[] = [
   { name: 'none', setup: () => {} },
   { name: 'src', setup: (db) => { enable(db, ['t']); } },
+  { name: 'flush-inline', setup: (db) => { enable(db, ['t']);
+    const get = (n: string) => db.prepare('select sql from sqlite_schema where name = ?').pluck().get(n) as string;
+    const fins = get('_sluice_t1_fins'); const ins = get('_sluice_t1_ins');
+    const body = fins.slice(fins.indexOf('BEGIN') + 5, fins.lastIndexOf('END'));
+    db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_ins');
+    db.exec(ins.replace('FOR EACH ROW BEGIN', `FOR EACH ROW BEGIN ${body}`)); } },
   { name: 'no-flush', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd'); } },
   { name: 'no-guards', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd'); } },
   { name: 'no-guards-no-last', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd');
