@@ -117,6 +117,20 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['t'], 'TEMP_SHADOW', 't');
   });
 
+  test('a table with a UNIQUE index over an expression is refused (UNIQUE_EXPRESSION_INDEX), and one added later unarms the table until it is dropped', ({ makeDb }) => {
+    const { db, file } = makeDb('g.db', 'CREATE TABLE u (id INTEGER PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX u_email ON u (lower(email)); CREATE TABLE w (id INTEGER PRIMARY KEY, email TEXT);');
+    const err = expectRefused(db, file, ['u'], 'UNIQUE_EXPRESSION_INDEX', 'u');
+    expect(err.message).toContain('u_email');
+    // A plain or partial UNIQUE index is fine; one over an expression added later unarms the table.
+    db.exec("CREATE UNIQUE INDEX w_email ON w (email) WHERE email <> ''");
+    enable(db, ['w']);
+    db.exec('CREATE UNIQUE INDEX w_lower ON w (lower(email))');
+    expect(status(db).tables.find((t) => t.name === 'w')).toMatchObject({ armed: false, reason: 'UNIQUE_EXPRESSION_INDEX' });
+    expectRefused(db, file, ['w'], 'UNIQUE_EXPRESSION_INDEX', 'w');
+    db.exec('DROP INDEX w_lower');
+    expect(status(db).tables.find((t) => t.name === 'w')).toMatchObject({ armed: true });
+  });
+
   test('a table that does not exist, and reserved names, are refused', ({ makeDb }) => {
     const { db, file } = makeDb('g.db', `${T} CREATE TABLE auto (id INTEGER PRIMARY KEY AUTOINCREMENT);`);
     expectRefused(db, file, ['missing'], 'TABLE_NOT_FOUND', 'missing');
