@@ -13,6 +13,7 @@ import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
 import { changedSince } from '../../src/feed/changed-since.ts';
 import { validateCursor, type CursorValidation } from '../../src/feed/validate.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
+import { takeCopy } from '../support/restore.ts';
 import { FailClosedError } from '../../src/errors.ts';
 
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE other (id INTEGER PRIMARY KEY, w)';
@@ -153,18 +154,14 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
     write(db, 5);
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const backup = path.join(tmp, 'backup.db');
-    fs.copyFileSync(file, backup);
+    const copy = takeCopy(db, file, tmp);
     write(db, 20, 10);
     const cursor = cursorOf(db);
     const inode = fs.statSync(file).ino;
     db.close();
     // Restore the old bytes over the same path (the same inode, so only the seq can tell).
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
-    fs.writeFileSync(file, fs.readFileSync(backup));
+    const restored = copy.restore();
     expect(fs.statSync(file).ino).toBe(inode);
-    const restored = openDatabase(file);
     const v = expectRebuild(restored, cursor, 'SEQ_REGRESSED');
     expect(v.message).toContain('restored');
     restored.close();
@@ -177,16 +174,12 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t']);
     write(db, 5);
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const backup = path.join(tmp, 'backup.db');
-    fs.copyFileSync(file, backup);
+    const copy = takeCopy(db, file, tmp);
     const lost = 10;
     write(db, lost, 100);
     const cursor = cursorOf(db);
     db.close();
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
-    fs.writeFileSync(file, fs.readFileSync(backup));
-    const restored = openDatabase(file);
+    const restored = copy.restore();
     try {
       // Other writes take the seqs the lost ones had: seq, source, generation and inode all match.
       write(restored, Math.max(lost + extra, 3), 200);

@@ -1,7 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
+import { takeCopy } from '../support/restore.ts';
+import type { Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { disable } from '../../src/capture/disable.ts';
 import { status } from '../../src/capture/status.ts';
@@ -69,17 +68,13 @@ describe('updatesSince validates its cursor like every reader', () => {
     const { db, file } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
     db.exec("INSERT INTO dogs VALUES (3, 'Fido')");
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const backup = path.join(tmp, 'backup.db');
-    fs.copyFileSync(file, backup);
+    const copy = takeCopy(db, file, tmp);
     for (let i = 0; i < 10; i++) db.prepare('UPDATE dogs SET name = ? WHERE id = 1').run(`lost${i}`);
     const cursor = cursorOf(db);
     const seq = status(db).seq;
     db.close();
     // The old bytes over the same path (same inode): only the seq can tell.
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
-    fs.writeFileSync(file, fs.readFileSync(backup));
-    const restored = openDatabase(file);
+    const restored = copy.restore();
     restored.exec("UPDATE dogs SET name = 'after-restore' WHERE id = 2");
     expectRefused(restored, cursor, 'SEQ_REGRESSED');
     expectBareSeqRefused(restored, seq);
@@ -92,15 +87,11 @@ describe('updatesSince validates its cursor like every reader', () => {
   test('after an in-place restore of an older copy and more new writes than were lost, it refuses with HISTORY_DIVERGED', ({ makeDb, tmp }) => {
     const { db, file } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
-    db.pragma('wal_checkpoint(TRUNCATE)');
-    const backup = path.join(tmp, 'backup.db');
-    fs.copyFileSync(file, backup);
+    const copy = takeCopy(db, file, tmp);
     for (let i = 0; i < 5; i++) db.prepare('UPDATE dogs SET name = ? WHERE id = 1').run(`lost${i}`);
     const cursor = cursorOf(db);
     db.close();
-    for (const suffix of ['-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
-    fs.writeFileSync(file, fs.readFileSync(backup));
-    const restored = openDatabase(file);
+    const restored = copy.restore();
     try {
       for (let i = 0; i < 10; i++) restored.prepare('UPDATE dogs SET name = ? WHERE id = 2').run(`new${i}`);
       expect(validateCursor(restored, cursor)).toMatchObject({ status: 'rebuild', reason: 'HISTORY_DIVERGED' });
