@@ -88,7 +88,8 @@ export const jsonValueSchema = z.union([
   z.string(),
   z.number().int().refine(Number.isSafeInteger, 'integers outside ±(2^53-1) use {"$i": "digits"}'),
   z.strictObject({ $i: z.string().regex(/^-?\d+$/) }),
-  z.strictObject({ $f: z.union([z.number(), z.enum(['Infinity', '-Infinity', '-0'])]) }),
+  // z.literal, not z.enum: an enum's .d.ts keys '-Infinity' as [-Infinity], which a user's tsc rejects (TS1170).
+  z.strictObject({ $f: z.union([z.number(), z.literal(['Infinity', '-Infinity', '-0'])]) }),
   z.strictObject({ $b: z.base64() }),
   z.strictObject({ $t: z.base64() }),
 ]);
