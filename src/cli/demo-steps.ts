@@ -8,7 +8,7 @@ import { status } from '../capture/status.ts';
 import { openDatabase } from '../sqlite/connection.ts';
 import { sync, type SyncReport } from '../apply/sync.ts';
 import { verify } from '../apply/verify.ts';
-import { health } from '../projection/health.ts';
+import { health } from '../apply/health.ts';
 import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
 import { packageRoot } from './package-root.ts';
 
