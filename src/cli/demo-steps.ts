@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { buildTracker, TRACKER_TABLES } from '../../fixtures/tracker.ts';
+import { buildTracker, TRACKER_TABLES } from './demo-tracker.ts';
 import { openSource, enable, status, openDatabase, sync, verify, health, loadDefinitions, type SyncReport, type ProjectionDefinition } from '../index.ts';
 import { packageRoot } from './package-root.ts';
 
