@@ -89,7 +89,7 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
   const cache = path.join(dir, 'cache.db');
   for (const f of [cache, `${cache}-wal`, `${cache}-shm`]) fs.rmSync(f, { force: true });
   const root = packageRoot();
-  let defs: ProjectionDefinition[] = [];
+  const defs: ProjectionDefinition[] = [];
 
   if (!timed(steps, 'build fixture', () => {
     buildTracker(source);
