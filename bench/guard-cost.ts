@@ -31,7 +31,7 @@ const variants: Variant[] = [
   { name: 'no-flush', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd'); } },
   { name: 'no-guards', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd'); } },
   { name: 'no-guards-no-last', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd');
-    for (const n of ['ins','upd','del']) { const sql = db.prepare("select sql from sqlite_schema where name = ?").pluck().get(`_sluice_t1_${n}`) as string; db.exec(`DROP TRIGGER _sluice_t1_${n}`); db.exec(sql.replace(/\n  UPDATE _sluice_last[^\n]*/, '')); } } },
+    for (const n of ['ins','upd','del']) { const sql = db.prepare("select sql from sqlite_schema where name = ?").pluck().get(`_sluice_t1_${n}`) as string; db.exec(`DROP TRIGGER _sluice_t1_${n}`); db.exec(sql.replace(/\n {2}UPDATE _sluice_last[^\n]*/, '')); } } },
 ];
 const results: Record<string, number[][]> = {};
 for (let r = 0; r < ROUNDS; r++) {

@@ -4,21 +4,24 @@ export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError } 
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';
 export { quoteIdent } from './sqlite/quote.ts';
+export { runQuery } from './sqlite/query.ts';
+export type { QueryResult } from './sqlite/query.ts';
 export { RawText, sameValue, sameRow, storageClass, toJsonValue, fromJsonValue, jsonValueSchema } from './sqlite/codec.ts';
 export type { SqlValue, StorageClass, JsonValue } from './sqlite/codec.ts';
 
 export { openSource } from './capture/open-source.ts';
 export { enable } from './capture/enable.ts';
-export type { EnableOptions, EnableResult } from './capture/enable.ts';
+export type { EnableOptions, EnableResult, RearmedTable } from './capture/enable.ts';
 export { disable } from './capture/disable.ts';
 export { bump } from './capture/bump.ts';
+export { strip } from './capture/strip.ts';
 export { status } from './capture/status.ts';
 export type { CaptureStatus, TableStatus, ConsumerStatus } from './capture/status.ts';
 export { verifyCapture } from './capture/verify.ts';
 export type { CaptureVerification, TableArming, UnarmedReason } from './capture/verify.ts';
 export { prune } from './capture/prune.ts';
 export type { PruneResult } from './capture/prune.ts';
-export { DEFAULT_RETENTION, MIN_RETENTION } from './capture/schema.ts';
+export { DEFAULT_RETENTION, MIN_RETENTION, CAPTURE_MODES } from './capture/schema.ts';
 export type { CaptureMode } from './capture/schema.ts';
 export type { CapturedTable, CaptureState } from './capture/catalog.ts';
 
@@ -44,9 +47,14 @@ export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
-export { readProjections } from './apply/target-meta.ts';
+export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
+export { health } from './apply/health.ts';
+export type { HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type { ProjectionDefinition, ProjectionDefinitionInput, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';
-export { health } from './projection/health.ts';
-export type { HealthReport, ProjectionHealth } from './projection/health.ts';
+
+export { exportOnce, LineSink, cursorFileFor, readCursorFile, writeCursorFile } from './export/export.ts';
+export type { ExportOptions, ExportResult } from './export/export.ts';
+export { importFile } from './export/import.ts';
+export type { ImportOptions, ImportReport } from './export/import.ts';

@@ -6,7 +6,7 @@ import { readState, readTables, type CaptureState, type CapturedTable } from './
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers } from './triggers.ts';
-import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl, triggerNames } from './schema.ts';
+import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { bump } from '../capture/bump.ts';
+import { openSource, bump } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 

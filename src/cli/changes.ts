@@ -1,7 +1,5 @@
 import { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { readBatch, journalStartCursor } from '../feed/batch.ts';
-import { eventToLine } from '../feed/jsonl.ts';
+import { openSource, readBatch, journalStartCursor, eventToLine } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import { jsonReplacer } from './output.ts';
 

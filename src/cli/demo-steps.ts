@@ -1,15 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { buildTracker, TRACKER_TABLES } from '../../fixtures/tracker.ts';
-import { openSource } from '../capture/open-source.ts';
-import { enable } from '../capture/enable.ts';
-import { status } from '../capture/status.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { sync, type SyncReport } from '../apply/sync.ts';
-import { verify } from '../apply/verify.ts';
-import { health } from '../projection/health.ts';
-import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
+import { buildTracker, TRACKER_TABLES } from './demo-tracker.ts';
+import { openSource, enable, status, openDatabase, sync, verify, health, loadDefinitions, type SyncReport, type ProjectionDefinition } from '../index.ts';
 import { packageRoot } from './package-root.ts';
 
 export interface DemoStep {
@@ -96,7 +89,7 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
   const cache = path.join(dir, 'cache.db');
   for (const f of [cache, `${cache}-wal`, `${cache}-shm`]) fs.rmSync(f, { force: true });
   const root = packageRoot();
-  let defs: ProjectionDefinition[] = [];
+  const defs: ProjectionDefinition[] = [];
 
   if (!timed(steps, 'build fixture', () => {
     buildTracker(source);

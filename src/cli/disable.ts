@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { disable } from '../capture/disable.ts';
+import { openSource, disable } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 

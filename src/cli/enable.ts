@@ -1,7 +1,5 @@
 import { Command, Option, InvalidArgumentError } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { enable, type RearmedTable } from '../capture/enable.ts';
-import { CAPTURE_MODES, type CaptureMode } from '../capture/schema.ts';
+import { openSource, enable, CAPTURE_MODES, type RearmedTable, type CaptureMode } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 

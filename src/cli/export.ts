@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../export/export.ts';
+import { openSource, exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';

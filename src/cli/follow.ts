@@ -1,4 +1,4 @@
-import type { Syncer, SyncReport } from '../apply/sync.ts';
+import type { Syncer, SyncReport } from '../index.ts';
 import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
 

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { health } from '../projection/health.ts';
+import { health } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { collect } from './enable.ts';
-import { importFile } from '../export/import.ts';
+import { importFile } from '../index.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';

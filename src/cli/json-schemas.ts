@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonValueSchema } from '../sqlite/codec.ts';
+import { jsonValueSchema } from '../index.ts';
 
 /*
  * The stable --json output of every command. `emit` validates each object

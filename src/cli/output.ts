@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { SluiceError } from '../errors.ts';
+import { SluiceError } from '../index.ts';
 
 export interface GlobalOptions {
   readonly json?: boolean;

@@ -1,5 +1,5 @@
 import cliProgress from 'cli-progress';
-import type { SyncProgress } from '../apply/sync.ts';
+import type { SyncProgress } from '../index.ts';
 
 export interface ProgressOptions {
   readonly json?: boolean;

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { prune } from '../capture/prune.ts';
+import { openSource, prune } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 

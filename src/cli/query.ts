@@ -1,7 +1,5 @@
 import type { Command } from 'commander';
-import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { runQuery } from '../sqlite/query.ts';
-import { toJsonValue } from '../sqlite/codec.ts';
+import { openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';

@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { openSource } from '../capture/open-source.ts';
-import { status } from '../capture/status.ts';
+import { openSource, status } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 

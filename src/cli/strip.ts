@@ -1,6 +1,5 @@
 import type { Command } from 'commander';
-import { openDatabase } from '../sqlite/connection.ts';
-import { strip } from '../capture/strip.ts';
+import { openDatabase, strip } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 

@@ -1,7 +1,5 @@
 import { Command, Option } from 'commander';
-import { loadDefinitions, type ProjectionDefinition } from '../projection/definition.ts';
-import { repairAction } from '../apply/target-meta.ts';
-import { Syncer, type SyncReport } from '../apply/sync.ts';
+import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncReport } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';

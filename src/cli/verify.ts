@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { verify } from '../apply/verify.ts';
+import { verify } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 

@@ -24,9 +24,10 @@ describe('the README, the test script and CI agree', () => {
     expect(commands(first?.[1] ?? '')).toEqual(['npm ci && npx sluice demo', 'npm ci && npm test']);
   });
 
-  test('npm test is the type check plus the whole vitest suite, and `npx sluice` is this package\'s bin', () => {
+  test('npm test is the type check, the lint (types and layer boundaries) and the whole vitest suite, and `npx sluice` is this package\'s bin', () => {
     const pkg = JSON.parse(read('package.json')) as { name: string; scripts: Record<string, string>; bin: Record<string, string> };
-    expect(pkg.scripts.test).toBe('tsc --noEmit && vitest run');
+    expect(pkg.scripts.test).toBe('tsc --noEmit && eslint . && vitest run');
+    expect(fs.existsSync(path.join(ROOT, 'eslint.config.js'))).toBe(true);
     expect(pkg.name).toBe('sluice');
     expect(pkg.bin.sluice).toBe('bin/sluice.js');
     expect(fs.existsSync(path.join(ROOT, pkg.bin.sluice as string))).toBe(true);

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { readProjections, repairAction, type ProjectionRecord } from '../apply/target-meta.ts';
+import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 import { readState, readTables } from '../capture/catalog.ts';
 import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
 import { InvalidInputError } from '../errors.ts';

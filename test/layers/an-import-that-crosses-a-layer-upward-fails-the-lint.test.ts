@@ -1,0 +1,64 @@
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, test, expect } from 'vitest';
+
+/* npm test runs eslint with eslint.config.js; these lint one file at a path under src/ (never written). */
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+const eslint = new ESLint({ cwd: root });
+
+async function lint(file: string, code: string): Promise<string[]> {
+  const [result] = await eslint.lintText(code, { filePath: path.join(root, file) });
+  return (result?.messages ?? []).map((m) => `${m.ruleId}: ${m.message}`);
+}
+
+describe('layer boundaries', () => {
+  test('projection/ importing apply/ fails, naming both layers and the order', async () => {
+    const errors = await lint('src/projection/upward.ts', "import { readProjections } from '../apply/target-meta.ts';\nexport const f = readProjections;\n");
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('projection/ may not import apply/');
+    expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < cli');
+  });
+
+  test('an upward import fails from a nested folder, as a type-only import, a re-export, an import() type and a dynamic import()', async () => {
+    const cases: Array<[string, string]> = [
+      ['src/projection/kinds/upward.ts', "import type { SyncReport } from '../../apply/sync.ts';\nexport type R = SyncReport;\n"],
+      ['src/capture/upward.ts', "export { readBatch } from '../feed/batch.ts';\n"],
+      ['src/sqlite/upward.ts', "export type C = import('../capture/catalog.ts').CapturedTable;\n"],
+      ['src/apply/upward.ts', "export const load = () => import('../export/import.ts');\n"],
+      ['src/export/upward.ts', "export * from '../cli/output.ts';\n"],
+    ];
+    for (const [file, code] of cases) expect(await lint(file, code), file).toEqual([expect.stringMatching(/may not import/)]);
+  });
+
+  test('a downward import, one inside the layer, and errors.ts pass', async () => {
+    const code = [
+      "import { openDatabase } from '../sqlite/connection.ts';",
+      "import { readState } from '../capture/catalog.ts';",
+      "import { parseDefinition } from '../projection/definition.ts';",
+      "import { readProjections } from './target-meta.ts';",
+      "import { InvalidInputError } from '../errors.ts';",
+      'export const all = [openDatabase, readState, parseDefinition, readProjections, InvalidInputError];',
+    ].join('\n');
+    expect(await lint('src/apply/downward.ts', code + '\n')).toEqual([]);
+  });
+
+  test('cli/ imports the library only through the barrel, type-only imports and errors.ts included', async () => {
+    for (const code of ["import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n", "import { SluiceError } from '../errors.ts';\nexport const E = SluiceError;\n"]) {
+      expect(await lint('src/cli/direct.ts', code), code).toEqual([expect.stringContaining('cli/ imports the library only through src/index.ts')]);
+    }
+    expect(await lint('src/cli/barrel.ts', "import { SluiceError, type Db } from '../index.ts';\nimport { packageRoot } from './package-root.ts';\nexport const all = [SluiceError, packageRoot];\nexport type D = Db;\n")).toEqual([]);
+  });
+
+  test('only cli/ imports the barrel, and the barrel exports no cli/ code', async () => {
+    expect(await lint('src/capture/barrel.ts', "import { openDatabase } from '../index.ts';\nexport const f = openDatabase;\n")).toEqual([expect.stringContaining('Only src/cli/ imports the barrel')]);
+    expect(await lint('src/feed/barrel.ts', "import { openDatabase } from 'sluice';\nexport const f = openDatabase;\n")).toEqual([expect.stringContaining('Only src/cli/ imports the barrel')]);
+    expect(await lint('src/index.ts', "export { main } from './cli/main.ts';\n")).toEqual([expect.stringContaining('exports no cli/ code')]);
+  });
+
+  test('product code does not import fixtures/, and errors.ts imports no layer', async () => {
+    expect(await lint('src/cli/fixture.ts', "import { buildTracker } from '../../fixtures/tracker.ts';\nexport const f = buildTracker;\n")).toEqual([expect.stringContaining('does not import fixtures/')]);
+    expect(await lint('src/errors.ts', "import type { Db } from './sqlite/connection.ts';\nexport type D = Db;\n")).toEqual([expect.stringContaining('imports none of them')]);
+  });
+});
