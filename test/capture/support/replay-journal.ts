@@ -37,5 +37,5 @@ export function replayAndSource(db: Db, table: string): { model: RowSet; source:
     }
   }
   const sort = (rows: Cell[][]): RowSet => rows.map((r) => JSON.stringify(r)).sort();
-  return { model: sort([...model.values()]), source: sort(tableCells(db, table)), problems };
+  return { model: sort([...model.values()]), source: sort(tableCells(db, table, '1', [], cols)), problems };
 }
