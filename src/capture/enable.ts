@@ -241,6 +241,8 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
   }
   const names = triggerNames(id);
   for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
+  // Notes left by writes that did not happen are in the old layout: never read them with the new one.
+  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
   const inputs = guardInputs(db, info.name);
   const sql = buildTriggers(id, info, mode, inputs);
   // In this order: it decides the firing order (newest first).

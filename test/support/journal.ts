@@ -89,9 +89,9 @@ export function columnsOf(db: Db, table: string): string[] {
   return (db.prepare("SELECT name FROM main.pragma_table_info(?, 'main')").all(table) as { name: string }[]).map((r) => r.name);
 }
 
-/** The rows of a source table as cells, in the order of `orderBy` (default: every column). */
-export function tableCells(db: Db, table: string, where = '1', params: readonly unknown[] = []): Cell[][] {
-  const cols = columnsOf(db, table).map(quoteIdent);
+/** The rows of a source table as cells, ordered by every column (`columns`: default those of table_info, generated ones left out). */
+export function tableCells(db: Db, table: string, where = '1', params: readonly unknown[] = [], columns: readonly string[] = columnsOf(db, table)): Cell[][] {
+  const cols = columns.map(quoteIdent);
   const rows = db.prepare(`SELECT ${cellSelect(cols)} FROM main.${quoteIdent(table)} WHERE ${where} ORDER BY ${cols.join(', ')}`).all(...params) as Record<string, unknown>[];
   return rows.map((r) => cellsFrom(r, cols.length));
 }
