@@ -3,7 +3,6 @@ import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { openSource } from '../capture/open-source.ts';
-import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 
@@ -23,8 +22,6 @@ export interface ApplySession {
   readonly db: Db;
   readonly sourcePath: string;
   readonly targetPath: string;
-  /** What opening the session re-armed in the source (sync only; see rearmCapture), if anything. */
-  readonly rearmed?: RearmReport;
   /**
    * Reads both databases through a memory map (`on`) or with read() calls.
    * Call between transactions. A session starts mapped. See openApplySession.
@@ -44,9 +41,10 @@ function realish(p: string): string {
 export interface ApplySessionOptions {
   /**
    * Only read both files (verify): the source and the target are opened
-   * read-only, nothing is re-armed, the target keeps its journal mode and
-   * gets no metadata tables. Default false (sync: re-arms the source when
-   * needed, reported as `rearmed`; makes the target a WAL sluice target).
+   * read-only, the target keeps its journal mode and gets no metadata
+   * tables. Default false (sync: makes the target a WAL sluice target). The
+   * session never re-arms the source: the Syncer does, once its
+   * definitions are accepted, and reports it.
    */
   readonly readonly?: boolean;
 }
@@ -62,9 +60,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
   const db = openSource(sourcePath, { readonly });
-  let rearmed: RearmReport | undefined;
   try {
-    if (!readonly) rearmed = rearmCapture(db);
     db.pragma('temp_store = MEMORY');
     try {
       db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
@@ -127,7 +123,6 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     db,
     sourcePath,
     targetPath,
-    ...(rearmed === undefined ? {} : { rearmed }),
     memoryMap,
     close() {
       if (db.open) db.close();

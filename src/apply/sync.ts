@@ -152,12 +152,12 @@ export class Syncer {
   /** The open's re-arm, until the first run has reported it. */
   #rearmPending: RearmReport | undefined;
 
-  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions) {
+  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
     this.projections = projections;
     this.#options = options;
     this.#reinitPending = options.reinit ?? [];
-    this.#rearmPending = session.rearmed;
+    this.#rearmPending = rearmed;
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -180,7 +180,9 @@ export class Syncer {
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
       resolveReinit(options.reinit ?? [], compiled);
-      return new Syncer(session, compiled, options);
+      // Only now, with every definition accepted: a refused open writes
+      // nothing to the source either.
+      return new Syncer(session, compiled, options, rearmCapture(session.db));
     } catch (err) {
       session.close();
       if (created) removeDatabaseFiles(targetPath);

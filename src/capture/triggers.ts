@@ -1,4 +1,7 @@
-import { quoteIdent, quoteString } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
+
+/** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
+const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
 import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode, type TriggerNames } from './schema.ts';
 
@@ -141,15 +144,22 @@ function replaceGuards(
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
   const cols = imageCols.map((_, i) => `, ${journalColumn(i)}`).join('');
-  const values = imageCols.map((c) => `, ${quoteIdent(c)}`).join('');
+  // BINARY: the UNION below must not fold two rows that are equal only under a column's collation.
+  const values = imageCols.map((c) => `, ${quoteIdent(c)} COLLATE BINARY`).join('');
   const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${c}`);
-  const match = (prefix: string, columns: readonly { name: string; collate?: string }[], lhs = '') =>
-    `(${columns.map((c) => `${lhs}${quoteIdent(c.name)} = ${prefix}.${quoteIdent(c.name)}${collate(c.collate)}`).join(' AND ')})`;
-  const key = info.keyColumns.map((name) => {
+  type GuardColumn = { readonly name: string; readonly collate?: string; readonly rowid?: boolean };
+  const ident = (c: GuardColumn) => (c.rowid === true ? c.name : quoteIdent(c.name));
+  const match = (prefix: string, columns: readonly GuardColumn[]) => `(${columns.map((c) => `${ident(c)} = ${prefix}.${ident(c)}${collate(c.collate)}`).join(' AND ')})`;
+  const key: GuardColumn[] = info.keyColumns.map((name) => {
     const coll = inputs.keyCollations.get(name);
     return coll === undefined ? { name } : { name, collate: coll };
   });
-  const constraints = [{ columns: key, partial: false }, ...inputs.uniques.map((u) => ({ columns: u.columns, partial: u.partial }))];
+  const constraints: { columns: readonly GuardColumn[]; partial: boolean }[] = [{ columns: key, partial: false }, ...inputs.uniques.map((u) => ({ columns: u.columns, partial: u.partial }))];
+  // A rowid table whose key is not the rowid has a hidden one, and a REPLACE
+  // that names it (INSERT ... (rowid, ...), UPDATE ... SET rowid = ...)
+  // deletes the row holding it: one more constraint.
+  const rowid = !info.withoutRowid && !info.rowidAlias ? ROWID_NAMES.find((n) => !info.columns.some((c) => foldIdent(c.name) === n)) : undefined;
+  if (rowid !== undefined) constraints.push({ columns: [{ name: rowid, rowid: true }], partial: false });
   const hw = `(SELECT coalesce(max(seq), 0) FROM ${JOURNAL_TABLE})`;
   const exists = (c: (typeof constraints)[number], extra: string) => `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
   // One indexed lookup per constraint, joined by UNION: an OR of them would
@@ -164,27 +174,38 @@ function replaceGuards(
   // An update can only newly conflict on a constraint whose columns it
   // changed (byte-wise); a partial index can also be entered by changing
   // its predicate's columns, so it is always looked up.
-  const changedAny = (columns: readonly { name: string }[]) => columns.map((c) => `NEW.${quoteIdent(c.name)} IS NOT OLD.${quoteIdent(c.name)} COLLATE BINARY`).join(' OR ');
+  const changedAny = (columns: readonly GuardColumn[]) => columns.map((c) => `NEW.${ident(c)} IS NOT OLD.${ident(c)} COLLATE BINARY`).join(' OR ');
   const updateWhen = constraints.map((c) => (c.partial ? exists(c, notSelf) : `((${changedAny(c.columns)}) AND ${exists(c, notSelf)})`)).join('\n  OR ');
   // UPDATE OF: SQLite leaves the update guards out of every UPDATE whose SET
-  // names none of these columns (decided when the statement is compiled), so
-  // an ordinary update pays nothing for them. A partial index can be entered
-  // by a change to its predicate's columns, which are not parsed out: with
-  // one, the guards watch every update.
-  const watched = inputs.uniques.some((u) => u.partial) ? '' : ` OF ${[...new Set(constraints.flatMap((c) => c.columns.map((col) => col.name)))].map(quoteIdent).join(', ')}`;
+  // names none of these columns (decided when the statement is compiled, by
+  // name, so each spelling of the rowid is listed), so an ordinary update
+  // pays nothing for them. A partial index can be entered by a change to its
+  // predicate's columns, which are not parsed out: with one, the guards
+  // watch every update.
+  const watchedNames = [...new Set(constraints.flatMap((c) => c.columns.filter((col) => col.rowid !== true).map((col) => quoteIdent(col.name))))];
+  if (rowid !== undefined) watchedNames.push(...ROWID_NAMES.filter((n) => !info.columns.some((c) => foldIdent(c.name) === n)));
+  const watched = inputs.uniques.some((u) => u.partial) ? '' : ` OF ${watchedNames.join(', ')}`;
 
-  // Positions of the key columns in the first image half of a journal row.
+  // Positions of the key columns in the two image halves of a journal row.
+  const n = imageCols.length;
   const keyPos = info.keyColumns.map((k) => imageCols.indexOf(k));
-  const pKey = (p: string) => key.map((k, i) => ({ name: journalColumn(keyPos[i] as number), collate: k.collate, col: k.name, p }));
-  const isNewKey = `(${pKey('p').map((k) => `p.${k.name} = NEW.${quoteIdent(k.col)}${collate(k.collate)}`).join(' AND ')})`;
-  const rowGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${pKey('p').map((k) => `r.${quoteIdent(k.col)} = p.${k.name}`).join(' AND ')})`;
-  const untouched = `NOT EXISTS (SELECT 1 FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND ${pKey('p').map((k) => `j.${k.name} IS p.${k.name}`).join(' AND ')})`;
+  const keyCols = key.map((k, i) => ({ old: journalColumn(keyPos[i] as number), new: journalColumn(n + (keyPos[i] as number)), collate: k.collate, col: k.name }));
+  const sameKey = (a: (k: (typeof keyCols)[number]) => string, b: (k: (typeof keyCols)[number]) => string) => `(${keyCols.map((k) => `${a(k)} = ${b(k)}${collate(k.collate)}`).join(' AND ')})`;
+  const isNewKey = sameKey((k) => `p.${k.old}`, (k) => `NEW.${quoteIdent(k.col)}`);
+  const rowGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${sameKey((k) => `r.${quoteIdent(k.col)}`, (k) => `p.${k.old}`)})`;
+  // Taken off its key since the note (deleted, or its key moved): whoever
+  // did it journaled it. An update in place keeps it there, newer.
+  const onKey = sameKey((k) => `j.${k.old}`, (k) => `p.${k.old}`);
+  const untouched = `NOT EXISTS (SELECT 1 FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND ${onKey} AND (j.op = ${OP_DELETE} OR (j.op = ${OP_UPDATE} AND NOT ${sameKey((k) => `j.${k.new}`, (k) => `p.${k.old}`)})))`;
+  // The image to journal: the note's, or the newest in-place update's after-image.
+  const newest = `(SELECT max(j.seq) FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND j.op = ${OP_UPDATE} AND ${onKey})`;
+  const image = imageCols.map((_, i) => `, CASE WHEN u.seq IS NULL THEN p.${journalColumn(i)} ELSE u.${journalColumn(n + i)} END`).join('');
   const fresh = `p.hw >= (SELECT pruned_through FROM ${STATE_TABLE})`;
   // The updated row itself is never deleted by its own write (a stale note
   // of it would otherwise look gone once its key changed, or like the new key).
-  const notOld = (op: number) => (op === OP_UPDATE ? ` AND NOT (${pKey('p').map((k) => `p.${k.name} = OLD.${quoteIdent(k.col)}${collate(k.collate)}`).join(' AND ')})` : '');
+  const notOld = (op: number) => (op === OP_UPDATE ? ` AND NOT ${sameKey((k) => `p.${k.old}`, (k) => `OLD.${quoteIdent(k.col)}`)}` : '');
   const flush = (op: number) =>
-    `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${cols.replace(/, c/g, ', p.c')} FROM ${PENDING_TABLE} AS p WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
+    `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
   DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};`;
   const pendingHere = (op: number) => `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op})`;
   return {
