@@ -35,11 +35,13 @@ export class LineSink {
   constructor(fd: number) {
     this.#fd = fd;
   }
-  write(obj: unknown): void {
+  /** Queues one line; returns its text (with the newline), which digests cover. */
+  write(obj: unknown): string {
     const line = `${JSON.stringify(obj)}\n`;
     this.#buf.push(line);
     this.#size += line.length;
     if (this.#size > 1 << 20) this.flush(false);
+    return line;
   }
   flush(durable: boolean): void {
     if (this.#buf.length > 0) {
@@ -114,29 +116,3 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
 }
 
 
-/** The cursor file kept beside an export file: where an interrupted export resumes. */
-export function cursorFileFor(out: string): string {
-  return `${out}.cursor`;
-}
-
-export function readCursorFile(file: string): string | undefined {
-  try {
-    const text = fs.readFileSync(file, 'utf8').trim();
-    return text === '' ? undefined : text;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Replaces the cursor file atomically (write a temp file, then rename over). */
-export function writeCursorFile(file: string, cursor: string): void {
-  const tmp = `${file}.tmp`;
-  fs.writeFileSync(tmp, `${cursor}\n`);
-  const fd = fs.openSync(tmp, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-}
