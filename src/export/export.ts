@@ -9,7 +9,8 @@ import { decodeCursor } from '../feed/cursor.ts';
 import { eventToLine } from '../feed/jsonl.ts';
 import { sourceShape } from '../projection/compile.ts';
 import { highWaterMark, readState } from '../capture/catalog.ts';
-import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
+import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
+import { LineDigest } from './line-digest.ts';
 
 export interface ExportOptions {
   /** Continue after this cursor instead of starting with a snapshot. */
@@ -70,9 +71,11 @@ export class LineSink {
 export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
   let cursor = options.since;
   let rows = 0;
+  const digest = new LineDigest();
   if (cursor === undefined) {
     let sourceId = '';
     let seq = 0;
+    const counts: Record<string, number> = {};
     const snap = snapshot(db, options.tables, {
       onTable: (t) => {
         const info = describeTable(db, t.name);
@@ -80,18 +83,20 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         const shape = sourceShape(info);
         sourceId = readState(db)?.sourceId ?? '';
         seq = highWaterMark(db);
-        const line: TableLine = { type: 'table', sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
-        sink.write(line);
+        const line: TableLine = { type: 'table', v: FORMAT_VERSION, sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
+        digest.add(sink.write(line));
+        counts[t.name] = 0;
       },
       onRow: (t, values) => {
         const row: Record<string, ReturnType<typeof toJsonValue>> = {};
         t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
         const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
-        sink.write(line);
+        digest.add(sink.write(line));
+        counts[t.name] = (counts[t.name] ?? 0) + 1;
         rows++;
       },
     });
-    const end: SnapshotLine = { type: 'snapshot', sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name) };
+    const end: SnapshotLine = { type: 'snapshot', v: FORMAT_VERSION, sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name), rows: counts, digest: digest.take() };
     sink.write(end);
     sink.flush(true);
     cursor = snap.cursor;
@@ -102,8 +107,8 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
   for (;;) {
     const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
     if (b.toSeq === b.fromSeq) break;
-    for (const e of b.events) sink.write(eventToLine(b.sourceId, e));
-    const marker: BatchLine = { type: 'batch', sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to };
+    for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
+    const marker: BatchLine = { type: 'batch', v: FORMAT_VERSION, sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to, count: b.events.length, digest: digest.take() };
     sink.write(marker);
     sink.flush(true);
     events += b.events.length;

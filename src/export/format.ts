@@ -12,10 +12,21 @@ import { eventLineSchema } from '../feed/jsonl.ts';
  *   batch    the end of a batch of events (fromSeq, seq]: an importer applies
  *            a batch only when it has read this line, so a truncated tail is
  *            never half-applied
+ * Markers (table, snapshot, batch) carry the line format version `v`. Since
+ * version 2 a snapshot carries its row count per table and a batch its event
+ * count, each with the digest of its lines (line-digest.ts): an importer
+ * refuses a snapshot or batch that does not match. Version 1 markers had no
+ * `v`; an importer refuses them (FORMAT_VERSION).
  */
+
+export const FORMAT_VERSION = 2;
+const version = z.literal(FORMAT_VERSION);
+/** sha256 of a section's lines, in hex (line-digest.ts). */
+const digest = z.string().regex(/^[0-9a-f]{64}$/);
 
 export const tableLineSchema = z.strictObject({
   type: z.literal('table'),
+  v: version,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   table: z.string(),
@@ -35,18 +46,28 @@ export const rowLineSchema = z.strictObject({
 
 export const snapshotLineSchema = z.strictObject({
   type: z.literal('snapshot'),
+  v: version,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   cursor: z.string(),
   tables: z.array(z.string()),
+  /** Row lines per table in this snapshot. */
+  rows: z.record(z.string(), z.number().int().nonnegative()),
+  /** Digest of the snapshot's table and row lines. */
+  digest,
 });
 
 export const batchLineSchema = z.strictObject({
   type: z.literal('batch'),
+  v: version,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   fromSeq: z.number().int().nonnegative(),
   cursor: z.string(),
+  /** Event lines in this batch. */
+  count: z.number().int().nonnegative(),
+  /** Digest of the batch's event lines. */
+  digest,
 });
 
 /** Any line of an export file. */
