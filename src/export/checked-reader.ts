@@ -6,6 +6,7 @@ import type { SourceShape } from '../projection/compile.ts';
 import { exportLineSchema, FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
 import { LineDigest } from './line-digest.ts';
 import { checkRowTypes } from './typed-values.ts';
+import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
 
 /*
  * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),
@@ -43,6 +44,7 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
   const shapeOf = (t: string) => shapes.get(t) ?? options.shapeOf?.(t);
   const digest = new LineDigest();
   let sourceId: string | undefined;
+  let encoding: string | undefined;
   /** Row counts of the snapshot being read (undefined: not in a snapshot). */
   let snapshotRows: Map<string, number> | undefined;
   let events: { n: number; line: EventLine }[] = [];
@@ -68,6 +70,10 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
         throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${where(n)}: line belongs to source ${line.sourceId}, but the file started with ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`);
       }
       sourceId = line.sourceId;
+      if ('encoding' in line) {
+        if (encoding !== undefined && line.encoding !== encoding) throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
+        encoding = line.encoding;
+      }
       if (!('type' in line)) {
         if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
         const shape = shapeOf(line.table);
@@ -115,6 +121,25 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
   }
   if (malformed !== undefined && endsWithNewline(file)) throw malformed;
   return { lines: n, incompleteTail: n - tailStart };
+}
+
+/** The text encoding the file's first marker declares (undefined: no marker, or not an export line). */
+export async function peekEncoding(file: string): Promise<TextEncoding | undefined> {
+  const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+  try {
+    for await (const text of rl) {
+      if (!text.startsWith('{"type":"')) continue; // event and row lines come before any marker they belong to
+      try {
+        const e = (JSON.parse(text) as { encoding?: unknown }).encoding;
+        return (TEXT_ENCODINGS as readonly unknown[]).includes(e) ? (e as TextEncoding) : undefined;
+      } catch {
+        return undefined; // the reader reports the line
+      }
+    }
+    return undefined;
+  } finally {
+    rl.close();
+  }
 }
 
 function refused(at: string, what: string): InvalidInputError {

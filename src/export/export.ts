@@ -11,6 +11,7 @@ import { sourceShape } from '../projection/compile.ts';
 import { highWaterMark, readState } from '../capture/catalog.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
 import { LineDigest } from './line-digest.ts';
+import { textEncoding } from '../sqlite/text-encoding.ts';
 
 export interface ExportOptions {
   /** Continue after this cursor instead of starting with a snapshot. */
@@ -72,6 +73,7 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
   let cursor = options.since;
   let rows = 0;
   const digest = new LineDigest();
+  const encoding = textEncoding(db);
   if (cursor === undefined) {
     let sourceId = '';
     let seq = 0;
@@ -83,7 +85,7 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         const shape = sourceShape(info);
         sourceId = readState(db)?.sourceId ?? '';
         seq = highWaterMark(db);
-        const line: TableLine = { type: 'table', v: FORMAT_VERSION, sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
+        const line: TableLine = { type: 'table', v: FORMAT_VERSION, encoding, sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
         digest.add(sink.write(line));
         counts[t.name] = 0;
       },
@@ -96,7 +98,7 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         rows++;
       },
     });
-    const end: SnapshotLine = { type: 'snapshot', v: FORMAT_VERSION, sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name), rows: counts, digest: digest.take() };
+    const end: SnapshotLine = { type: 'snapshot', v: FORMAT_VERSION, encoding, sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name), rows: counts, digest: digest.take() };
     sink.write(end);
     sink.flush(true);
     cursor = snap.cursor;
@@ -108,7 +110,7 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
     const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
     if (b.toSeq === b.fromSeq) break;
     for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
-    const marker: BatchLine = { type: 'batch', v: FORMAT_VERSION, sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to, count: b.events.length, digest: digest.take() };
+    const marker: BatchLine = { type: 'batch', v: FORMAT_VERSION, encoding, sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to, count: b.events.length, digest: digest.take() };
     sink.write(marker);
     sink.flush(true);
     events += b.events.length;

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jsonValueSchema } from '../sqlite/codec.ts';
 import { eventLineSchema } from '../feed/jsonl.ts';
+import { TEXT_ENCODINGS } from '../sqlite/text-encoding.ts';
 
 /*
  * The export file (docs/jsonl.md). Every line is one JSON object carrying
@@ -21,12 +22,15 @@ import { eventLineSchema } from '../feed/jsonl.ts';
 
 export const FORMAT_VERSION = 2;
 const version = z.literal(FORMAT_VERSION);
+/** The source's text encoding (docs/jsonl.md, "Text"): an importer refuses a target in another. */
+const encoding = z.enum(TEXT_ENCODINGS);
 /** sha256 of a section's lines, in hex (line-digest.ts). */
 const digest = z.string().regex(/^[0-9a-f]{64}$/);
 
 export const tableLineSchema = z.strictObject({
   type: z.literal('table'),
   v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   table: z.string(),
@@ -47,6 +51,7 @@ export const rowLineSchema = z.strictObject({
 export const snapshotLineSchema = z.strictObject({
   type: z.literal('snapshot'),
   v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   cursor: z.string(),
@@ -60,6 +65,7 @@ export const snapshotLineSchema = z.strictObject({
 export const batchLineSchema = z.strictObject({
   type: z.literal('batch'),
   v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   fromSeq: z.number().int().nonnegative(),

@@ -16,7 +16,8 @@ import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { ensureTargetMeta, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
 import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
-import { readExportFile, type ReadTotals } from './checked-reader.ts';
+import { peekEncoding, readExportFile, type ReadTotals } from './checked-reader.ts';
+import { hasUnpairedSurrogate, matchTargetEncoding, unpairedToDb } from '../sqlite/text-encoding.ts';
 import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
 
 export interface ImportOptions {
@@ -47,11 +48,14 @@ const SCHEMA = 'main';
  */
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   if (!fs.existsSync(file)) throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  const encoding = await peekEncoding(file);
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`);
     }
+    // Up front, before anything is written: a new target takes the file's text encoding, another one is refused.
+    if (encoding !== undefined) matchTargetEncoding(db, targetPath, encoding);
     // A target is sluice's own file: WAL, like sync's (session.ts).
     useWal(db);
     db.pragma('temp_store = MEMORY');
@@ -339,7 +343,7 @@ function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent
     const before = e.before === null ? [] : names.map((c) => (e.before as Row)[c] ?? null);
     const after = e.after === null ? [] : names.map((c) => (e.after as Row)[c] ?? null);
     const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
-    const values: SqlValue[] = e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after];
+    const values: SqlValue[] = (e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after]).map((v) => (typeof v === 'string' && hasUnpairedSurrogate(v) ? unpairedToDb(db, v) : v));
     const sql = `INSERT INTO temp._sluice_ev (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
     let stmt = stmts.get(sql);
     if (stmt === undefined) {
