@@ -54,7 +54,9 @@ export type { HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type { ProjectionDefinition, ProjectionDefinitionInput, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';
 
-export { exportOnce, LineSink, cursorFileFor, readCursorFile, writeCursorFile } from './export/export.ts';
+export { exportOnce, LineSink } from './export/export.ts';
+export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './export/resume-point.ts';
+export type { ResumePoint } from './export/resume-point.ts';
 export type { ExportOptions, ExportResult } from './export/export.ts';
 export { importFile } from './export/import.ts';
 export type { ImportOptions, ImportReport } from './export/import.ts';

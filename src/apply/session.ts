@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { encodingMismatch, textEncoding } from '../sqlite/text-encoding.ts';
 import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
@@ -49,6 +50,15 @@ export interface ApplySessionOptions {
   readonly readonly?: boolean;
 }
 
+function targetEncoding(file: string): string {
+  const t = openDatabase(file, { readonly: true, role: 'target' });
+  try {
+    return textEncoding(t);
+  } finally {
+    t.close();
+  }
+}
+
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
   const readonly = options.readonly ?? false;
   if (realish(sourcePath) === realish(targetPath)) {
@@ -65,7 +75,10 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     try {
       db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
     } catch (cause) {
-      throw (cause as { code?: unknown }).code === 'SQLITE_NOTADB' ? notADatabase(cause) : cause;
+      if ((cause as { code?: unknown }).code === 'SQLITE_NOTADB') throw notADatabase(cause);
+      // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
+      if (String((cause as Error).message).includes('same text encoding')) throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
+      throw cause;
     }
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
       throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`);

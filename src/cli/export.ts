@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openSource, exportOnce, cursorFileFor, readCursorFile, writeCursorFile, LineSink } from '../index.ts';
+import { openSource, exportOnce, LineSink, cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -22,11 +22,14 @@ export function registerExport(program: Command): void {
     .action(async (dbPath: string, opts: { out: string; since?: string; table: string[]; batch: number; follow?: boolean; json?: boolean }) => {
       const toStdout = opts.out === '-';
       const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
-      const since = opts.since ?? (cursorFile === undefined ? undefined : readCursorFile(cursorFile));
+      const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
+      const since = opts.since ?? saved.cursor;
       // Open the source before the output: a missing or bad source must not leave an empty output file behind.
       const db = openSource(dbPath, { readonly: true });
       let fd: number;
       try {
+        // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
+        if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
         fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
       } catch (err) {
         db.close();
@@ -37,11 +40,12 @@ export function registerExport(program: Command): void {
       let totals = { rows: 0, events: 0, batches: 0 };
       const record = (c: string) => {
         cursor = c;
-        if (cursorFile !== undefined) writeCursorFile(cursorFile, c);
+        if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
       };
       try {
         const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
         const run = () => {
+          if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
           const r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
           totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
         };
@@ -69,7 +73,7 @@ export function registerExport(program: Command): void {
         if (!toStdout) fs.closeSync(fd);
       }
       if (!toStdout || opts.json === true) {
-        const summary = { out: opts.out, cursor: cursor ?? null, ...totals };
+        const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
         const write = toStdout ? (s: string) => process.stderr.write(`${s}\n`) : undefined;
         if (write !== undefined) write(JSON.stringify(summary));
         else emit(opts, S.exportOutput, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);

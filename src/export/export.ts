@@ -9,7 +9,9 @@ import { decodeCursor } from '../feed/cursor.ts';
 import { eventToLine } from '../feed/jsonl.ts';
 import { sourceShape } from '../projection/compile.ts';
 import { highWaterMark, readState } from '../capture/catalog.ts';
-import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
+import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
+import { LineDigest } from './line-digest.ts';
+import { textEncoding } from '../sqlite/text-encoding.ts';
 
 export interface ExportOptions {
   /** Continue after this cursor instead of starting with a snapshot. */
@@ -35,11 +37,13 @@ export class LineSink {
   constructor(fd: number) {
     this.#fd = fd;
   }
-  write(obj: unknown): void {
+  /** Queues one line; returns its text (with the newline), which digests cover. */
+  write(obj: unknown): string {
     const line = `${JSON.stringify(obj)}\n`;
     this.#buf.push(line);
     this.#size += line.length;
     if (this.#size > 1 << 20) this.flush(false);
+    return line;
   }
   flush(durable: boolean): void {
     if (this.#buf.length > 0) {
@@ -68,9 +72,12 @@ export class LineSink {
 export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
   let cursor = options.since;
   let rows = 0;
+  const digest = new LineDigest();
+  const encoding = textEncoding(db);
   if (cursor === undefined) {
     let sourceId = '';
     let seq = 0;
+    const counts: Record<string, number> = {};
     const snap = snapshot(db, options.tables, {
       onTable: (t) => {
         const info = describeTable(db, t.name);
@@ -78,18 +85,20 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         const shape = sourceShape(info);
         sourceId = readState(db)?.sourceId ?? '';
         seq = highWaterMark(db);
-        const line: TableLine = { type: 'table', sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
-        sink.write(line);
+        const line: TableLine = { type: 'table', v: FORMAT_VERSION, encoding, sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
+        digest.add(sink.write(line));
+        counts[t.name] = 0;
       },
       onRow: (t, values) => {
         const row: Record<string, ReturnType<typeof toJsonValue>> = {};
         t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
         const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
-        sink.write(line);
+        digest.add(sink.write(line));
+        counts[t.name] = (counts[t.name] ?? 0) + 1;
         rows++;
       },
     });
-    const end: SnapshotLine = { type: 'snapshot', sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name) };
+    const end: SnapshotLine = { type: 'snapshot', v: FORMAT_VERSION, encoding, sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name), rows: counts, digest: digest.take() };
     sink.write(end);
     sink.flush(true);
     cursor = snap.cursor;
@@ -100,8 +109,8 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
   for (;;) {
     const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
     if (b.toSeq === b.fromSeq) break;
-    for (const e of b.events) sink.write(eventToLine(b.sourceId, e));
-    const marker: BatchLine = { type: 'batch', sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to };
+    for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
+    const marker: BatchLine = { type: 'batch', v: FORMAT_VERSION, encoding, sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to, count: b.events.length, digest: digest.take() };
     sink.write(marker);
     sink.flush(true);
     events += b.events.length;
@@ -114,29 +123,3 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
 }
 
 
-/** The cursor file kept beside an export file: where an interrupted export resumes. */
-export function cursorFileFor(out: string): string {
-  return `${out}.cursor`;
-}
-
-export function readCursorFile(file: string): string | undefined {
-  try {
-    const text = fs.readFileSync(file, 'utf8').trim();
-    return text === '' ? undefined : text;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Replaces the cursor file atomically (write a temp file, then rename over). */
-export function writeCursorFile(file: string, cursor: string): void {
-  const tmp = `${file}.tmp`;
-  fs.writeFileSync(tmp, `${cursor}\n`);
-  const fd = fs.openSync(tmp, 'r');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(tmp, file);
-}

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { jsonValueSchema } from '../sqlite/codec.ts';
 import { eventLineSchema } from '../feed/jsonl.ts';
+import { TEXT_ENCODINGS } from '../sqlite/text-encoding.ts';
 
 /*
  * The export file (docs/jsonl.md). Every line is one JSON object carrying
@@ -12,10 +13,24 @@ import { eventLineSchema } from '../feed/jsonl.ts';
  *   batch    the end of a batch of events (fromSeq, seq]: an importer applies
  *            a batch only when it has read this line, so a truncated tail is
  *            never half-applied
+ * Markers (table, snapshot, batch) carry the line format version `v`. Since
+ * version 2 a snapshot carries its row count per table and a batch its event
+ * count, each with the digest of its lines (line-digest.ts): an importer
+ * refuses a snapshot or batch that does not match. Version 1 markers had no
+ * `v`; an importer refuses them (FORMAT_VERSION).
  */
+
+export const FORMAT_VERSION = 2;
+const version = z.literal(FORMAT_VERSION);
+/** The source's text encoding (docs/jsonl.md, "Text"): an importer refuses a target in another. */
+const encoding = z.enum(TEXT_ENCODINGS);
+/** sha256 of a section's lines, in hex (line-digest.ts). */
+const digest = z.string().regex(/^[0-9a-f]{64}$/);
 
 export const tableLineSchema = z.strictObject({
   type: z.literal('table'),
+  v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   table: z.string(),
@@ -35,18 +50,30 @@ export const rowLineSchema = z.strictObject({
 
 export const snapshotLineSchema = z.strictObject({
   type: z.literal('snapshot'),
+  v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   cursor: z.string(),
   tables: z.array(z.string()),
+  /** Row lines per table in this snapshot. */
+  rows: z.record(z.string(), z.number().int().nonnegative()),
+  /** Digest of the snapshot's table and row lines. */
+  digest,
 });
 
 export const batchLineSchema = z.strictObject({
   type: z.literal('batch'),
+  v: version,
+  encoding,
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   fromSeq: z.number().int().nonnegative(),
   cursor: z.string(),
+  /** Event lines in this batch. */
+  count: z.number().int().nonnegative(),
+  /** Digest of the batch's event lines. */
+  digest,
 });
 
 /** Any line of an export file. */

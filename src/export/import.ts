@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import readline from 'node:readline';
 import type { Db } from '../sqlite/connection.ts';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { fromJsonValue, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
@@ -16,8 +15,10 @@ import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '
 import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { ensureTargetMeta, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
-import { exportLineSchema, type BatchLine, type SnapshotLine, type TableLine } from './format.ts';
-import type { EventLine } from '../feed/jsonl.ts';
+import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
+import { peekEncoding, readExportFile, type ReadTotals } from './checked-reader.ts';
+import { hasUnpairedSurrogate, matchTargetEncoding, unpairedToDb } from '../sqlite/text-encoding.ts';
+import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
 
 export interface ImportOptions {
   /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
@@ -47,11 +48,14 @@ const SCHEMA = 'main';
  */
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   if (!fs.existsSync(file)) throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  const encoding = await peekEncoding(file);
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`);
     }
+    // Up front, before anything is written: a new target takes the file's text encoding, another one is refused.
+    if (encoding !== undefined) matchTargetEncoding(db, targetPath, encoding);
     // A target is sluice's own file: WAL, like sync's (session.ts).
     useWal(db);
     db.pragma('temp_store = MEMORY');
@@ -62,14 +66,26 @@ export async function importFile(targetPath: string, file: string, options: Impo
   }
 }
 
+/** A projection being installed from the snapshot being read (one transaction, committed at its `snapshot` line). */
+interface Installing {
+  readonly p: CompiledProjection;
+  readonly indexes: UserIndex[];
+  /** Custom projections only: their handler's init takes every row at once. */
+  readonly rows?: Row[];
+}
+
+/** Snapshot rows applied per statement batch while a snapshot streams in. */
+const SNAPSHOT_CHUNK = 5000;
+
 class Importer {
   readonly #db: Db;
   readonly #options: ImportOptions;
   readonly #shapes = new Map<string, SourceShape>();
   #projections: CompiledProjection[] | undefined;
-  #sourceId: string | undefined;
-  #snapshotRows = new Map<string, Row[]>();
-  #pending: { line: number; event: ChangeEvent }[] = [];
+  /** The snapshot being read: per source table, its projections and the rows not yet applied. */
+  #snapshot: Map<string, { readonly installing: Installing[]; chunk: Row[]; applied: number }> | undefined;
+  /** The definitions the snapshot being read installs, fixed at its first table line (undefined: mirrors). */
+  #snapshotDefs: ProjectionDefinition[] | undefined;
   #applied = 0;
   #skipped = 0;
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
@@ -81,134 +97,163 @@ class Importer {
   }
 
   async run(file: string): Promise<ImportReport> {
-    const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
-    let n = 0;
-    let tailStart = 0;
-    // A line that does not parse is reported only once we know it is not the
-    // file's last, unterminated line: that is a truncated tail (an export
-    // interrupted mid-write), which is ignored like any incomplete batch.
-    let malformed: unknown;
-    for await (const text of rl) {
-      if (malformed !== undefined) throw malformed;
-      n++;
-      if (text.trim() === '') continue;
-      let line: ReturnType<typeof parseLine>;
-      try {
-        line = parseLine(text, n, file);
-      } catch (err) {
-        malformed = err;
-        continue;
+    const reader = readExportFile(file, { shapeOf: (t) => this.#shapes.get(t) ?? this.#storedShapes().get(t) });
+    let totals: ReadTotals;
+    try {
+      for (;;) {
+        const next = await reader.next();
+        if (next.done === true) {
+          totals = next.value;
+          break;
+        }
+        const item = next.value;
+        if (item.kind === 'table') await this.#onTable(item.line);
+        else if (item.kind === 'row') await this.#onRow(item.line.table, lineToRow(item.line.row));
+        else if (item.kind === 'snapshot') await this.#onSnapshot(item.line);
+        else await this.#onBatch(item.line, item.events.map((e) => lineToEvent(e.line)), `${file}:${item.n}`);
       }
-      if (this.#sourceId !== undefined && line.sourceId !== this.#sourceId) {
-        throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${file}:${n}: line belongs to source ${line.sourceId}, but the file started with ${this.#sourceId}. One file must hold one source's stream.`);
-      }
-      this.#sourceId = line.sourceId;
-      if ('type' in line) {
-        if (line.type === 'table') this.#onTable(line);
-        else if (line.type === 'row') {
-          const rows = this.#snapshotRows.get(line.table) ?? [];
-          rows.push(decodeRow(line.row));
-          this.#snapshotRows.set(line.table, rows);
-        } else if (line.type === 'snapshot') await this.#onSnapshot(line);
-        else await this.#onBatch(line);
-        if (line.type === 'snapshot' || line.type === 'batch') tailStart = n;
-      } else {
-        this.#pending.push({ line: n, event: decodeEvent(line) });
-      }
+    } finally {
+      // A snapshot the file does not finish (or that failed its check) is not committed.
+      if (this.#db.inTransaction) this.#db.exec('ROLLBACK');
+      if (this.#snapshot !== undefined) dropTemps(this.#db);
+      this.#snapshot = undefined;
     }
-    if (malformed !== undefined && endsWithNewline(file)) throw malformed;
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
       return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0, ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }) };
     });
-    return { lines: n, batchesApplied: this.#applied, batchesSkipped: this.#skipped, incompleteTail: n - tailStart, projections };
+    return { lines: totals.lines, batchesApplied: this.#applied, batchesSkipped: this.#skipped, incompleteTail: totals.incompleteTail, projections };
   }
 
-  #onTable(line: TableLine): void {
-    this.#shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+  #stored: Map<string, SourceShape> | undefined;
+  /** The source shapes of the target's projections (a file exported with --since has no table lines). */
+  #storedShapes(): Map<string, SourceShape> {
+    if (this.#stored !== undefined) return this.#stored;
+    const rows = this.#db.prepare(`SELECT source_shape FROM ${PROJECTIONS_TABLE}`).pluck().all() as string[];
+    this.#stored = new Map(rows.map((r) => JSON.parse(r) as SourceShape).map((s) => [s.table, s]));
+    return this.#stored;
+  }
+
+  /** The definitions to import: given, else the target's stored ones, else undefined (a mirror of every table in the file). */
+  #definitions(): ProjectionDefinition[] | undefined {
+    if (this.#options.projections !== undefined && this.#options.projections.length > 0) return this.#options.projections.map((d) => parseDefinition(d));
+    const stored = this.#db.prepare(`SELECT name, definition FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as { name: string; definition: string }[];
+    if (stored.length === 0) return undefined;
+    return stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
+  }
+
+  #compile(d: ProjectionDefinition): CompiledProjection {
+    const shape = this.#shapes.get(d.source) ?? this.#storedShapes().get(d.source);
+    if (shape === undefined) {
+      throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
+    }
+    if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
+    const p = compileProjection(d, shape);
+    // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
+    probeExpressions(this.#db, p);
+    return p;
   }
 
   #compiled(): CompiledProjection[] {
     if (this.#projections !== undefined) return this.#projections;
-    let defs: ProjectionDefinition[];
-    if (this.#options.projections !== undefined && this.#options.projections.length > 0) defs = this.#options.projections.map((d) => parseDefinition(d));
-    else {
-      const stored = (this.#db.prepare(`SELECT name, definition, source_shape FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as { name: string; definition: string; source_shape: string }[]);
-      if (stored.length > 0) {
-        for (const s of stored) {
-          const shape = JSON.parse(s.source_shape) as SourceShape;
-          if (!this.#shapes.has(shape.table)) this.#shapes.set(shape.table, shape);
-        }
-        defs = stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
-      } else defs = [...this.#shapes.keys()].map(defaultMirror);
-    }
-    const out = defs.map((d) => {
-      const shape = this.#shapes.get(d.source);
-      if (shape === undefined) {
-        throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
-      }
-      if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
-      const p = compileProjection(d, shape);
-      // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
-      probeExpressions(this.#db, p);
-      return p;
-    });
+    const defs = this.#definitions() ?? [...this.#shapes.keys()].map(defaultMirror);
+    const out = defs.map((d) => this.#compile(d));
     checkCollisions(out);
     this.#projections = out;
     return out;
   }
 
+  /** A table line: the first opens the snapshot's transaction; each prepares its table's projections. */
+  async #onTable(line: TableLine): Promise<void> {
+    const db = this.#db;
+    if (this.#snapshot === undefined) {
+      db.exec('BEGIN IMMEDIATE');
+      this.#snapshot = new Map();
+      this.#snapshotDefs = this.#definitions();
+      this.#projections = undefined;
+    }
+    this.#shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+    const defs = (this.#snapshotDefs ?? [defaultMirror(line.table)]).filter((d) => d.source === line.table);
+    const installing: Installing[] = [];
+    for (const d of defs) {
+      const p = this.#compile(d);
+      const indexes: UserIndex[] = [];
+      const rec = readProjection(db, SCHEMA, p.name);
+      if (rec !== undefined) {
+        if (rec.sourceId !== line.sourceId) {
+          throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`);
+        }
+        // A table line carries its snapshot's seq (one read transaction).
+        if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue; // already at or past this snapshot
+        indexes.push(...userIndexes(db, SCHEMA, owned(rec)));
+        for (const t of owned(rec)) db.exec(`DROP TABLE IF EXISTS main.${quoteIdent(t)}`);
+        db.prepare(`DELETE FROM ${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
+      }
+      for (const t of p.ownedTables) {
+        if (db.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE').get(t) !== undefined) {
+          throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`);
+        }
+      }
+      insertProjection(db, SCHEMA, newProjectionRecord(p, line.sourceId, null, 'building'));
+      if (p.kind === 'mirror' || p.kind === 'map') createRelationalTarget(db, SCHEMA, p);
+      if (p.kind === 'fts5') createFtsTarget(db, SCHEMA, p);
+      installing.push({ p, indexes, ...(p.kind === 'custom' ? { rows: [] } : {}) });
+    }
+    this.#snapshot.set(line.table, { installing, chunk: [], applied: 0 });
+  }
+
+  /** A snapshot row, applied in chunks so a snapshot never sits in memory whole. */
+  async #onRow(table: string, row: Row): Promise<void> {
+    const t = this.#snapshot?.get(table);
+    if (t === undefined || t.installing.length === 0) return;
+    t.chunk.push(row);
+    if (t.chunk.length >= SNAPSHOT_CHUNK) await this.#flushRows(t);
+  }
+
+  async #flushRows(t: { readonly installing: Installing[]; chunk: Row[]; applied: number }): Promise<void> {
+    const rows = t.chunk;
+    t.chunk = [];
+    for (const { p, rows: all } of t.installing) {
+      if (all !== undefined) {
+        all.push(...rows);
+        continue;
+      }
+      const inserts: ChangeEvent[] = rows.map((after, i) => ({ op: 'insert', seq: t.applied + i + 1, table: p.source.table, key: p.source.keyColumns.map((k) => after[k] ?? null), ts: 0, image: 'full', before: null, after }));
+      const miss = await this.#applyEvents(p, inserts);
+      if (miss !== undefined) throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
+    }
+    t.applied += rows.length;
+  }
+
+  /** The snapshot's marker, checked by the reader: finish each projection and commit. */
   async #onSnapshot(line: SnapshotLine): Promise<void> {
     const db = this.#db;
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      for (const p of this.#compiled()) {
-        if (!line.tables.includes(p.source.table)) continue;
-        const indexes: UserIndex[] = [];
-        const rec = readProjection(db, SCHEMA, p.name);
-        if (rec !== undefined) {
-          if (rec.sourceId !== line.sourceId) {
-            throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`);
-          }
-          if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue; // already at or past this snapshot
-          indexes.push(...userIndexes(db, SCHEMA, owned(rec)));
-          for (const t of owned(rec)) db.exec(`DROP TABLE IF EXISTS main.${quoteIdent(t)}`);
-          db.prepare(`DELETE FROM ${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
-        }
-        for (const t of p.ownedTables) {
-          if (db.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE').get(t) !== undefined) {
-            throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`);
-          }
-        }
-        insertProjection(db, SCHEMA, newProjectionRecord(p, line.sourceId, null, 'building'));
-        const rows = this.#snapshotRows.get(p.source.table) ?? [];
-        if (p.kind === 'mirror' || p.kind === 'map') createRelationalTarget(db, SCHEMA, p);
-        if (p.kind === 'fts5') createFtsTarget(db, SCHEMA, p);
-        if (p.kind === 'custom') await initCustom(db, SCHEMA, p, rows);
-        else {
-          const inserts: ChangeEvent[] = rows.map((after, i) => ({ op: 'insert', seq: i + 1, table: p.source.table, key: p.source.keyColumns.map((k) => after[k] ?? null), ts: 0, image: 'full', before: null, after }));
-          const miss = await this.#applyEvents(p, inserts);
-          if (miss !== undefined) throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
-        }
+    const snap = this.#snapshot ?? new Map();
+    if (this.#snapshot === undefined) db.exec('BEGIN IMMEDIATE');
+    for (const [table, t] of snap) {
+      if (!line.tables.includes(table)) continue;
+      await this.#flushRows(t);
+      for (const { p, indexes, rows } of t.installing) {
+        if (rows !== undefined) await initCustom(db, SCHEMA, p, rows);
         // The indexes a user added to the tables it replaced, made again (see user-indexes.ts).
         for (const d of restoreIndexes(db, SCHEMA, indexes.splice(0))) this.#droppedIndexes.push({ projection: p.name, ...d });
         storeCursor(db, SCHEMA, p.name, line.cursor, line.seq, 0, null);
       }
-      db.exec('COMMIT');
-    } catch (err) {
-      if (db.inTransaction) db.exec('ROLLBACK');
-      dropTemps(db);
-      throw err;
     }
-    this.#snapshotRows.clear();
+    this.#projections = undefined;
+    this.#stored = undefined;
+    this.#compiled(); // every projection has its shape now, and none collides
+    db.exec('COMMIT');
+    this.#snapshot = undefined;
   }
 
-  async #onBatch(line: BatchLine): Promise<void> {
+  async #onBatch(line: BatchLine, events: readonly ChangeEvent[], at: string): Promise<void> {
     const db = this.#db;
-    const events = this.#pending.map((p) => p.event);
-    this.#pending = [];
     let applied = false;
+    if (this.#compiled().length === 0) {
+      throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `${at}: the target has no projections and the file has no snapshot before this batch (seq ${line.fromSeq}-${line.seq}): there is nothing to apply its events to. Import a file that starts with a snapshot (sluice export without --since), or pass --projection with a target made from one.`);
+    }
     db.exec('BEGIN IMMEDIATE');
     let suspended: { name: string; reason: string; detail: unknown } | undefined;
     try {
@@ -298,7 +343,7 @@ function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent
     const before = e.before === null ? [] : names.map((c) => (e.before as Row)[c] ?? null);
     const after = e.after === null ? [] : names.map((c) => (e.after as Row)[c] ?? null);
     const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
-    const values: SqlValue[] = e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after];
+    const values: SqlValue[] = (e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after]).map((v) => (typeof v === 'string' && hasUnpairedSurrogate(v) ? unpairedToDb(db, v) : v));
     const sql = `INSERT INTO temp._sluice_ev (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
     let stmt = stmts.get(sql);
     if (stmt === undefined) {
@@ -307,47 +352,4 @@ function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent
     }
     (stmt as unknown as { run: (...a: unknown[]) => unknown }).run(e.seq, op, e.ts, ...values.map(toBindable));
   }
-}
-
-function endsWithNewline(file: string): boolean {
-  const fd = fs.openSync(file, 'r');
-  try {
-    const size = fs.fstatSync(fd).size;
-    if (size === 0) return true;
-    const last = Buffer.alloc(1);
-    fs.readSync(fd, last, 0, 1, size - 1);
-    return last[0] === 0x0a;
-  } finally {
-    fs.closeSync(fd);
-  }
-}
-
-function parseLine(text: string, n: number, file: string): ReturnType<typeof exportLineSchema.parse> {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${file}:${n}: not JSON. The import stopped here; the batch this line belongs to was not committed. Fix or truncate the file at line ${n}.`);
-  }
-  const r = exportLineSchema.safeParse(json);
-  if (!r.success) {
-    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${file}:${n}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`);
-  }
-  return r.data;
-}
-
-function decodeRow(r: Record<string, unknown>): Row {
-  const out: Record<string, SqlValue> = {};
-  for (const [k, v] of Object.entries(r)) out[k] = fromJsonValue(v);
-  return out;
-}
-
-function decodeEvent(l: EventLine): ChangeEvent {
-  const key = l.key.map(fromJsonValue);
-  const before = l.before === null ? null : decodeRow(l.before);
-  const after = l.after === null ? null : decodeRow(l.after);
-  const base = { seq: l.seq, table: l.table, key, ts: l.ts, image: l.image } as const;
-  if (l.op === 'insert') return { ...base, op: 'insert', before: null, after };
-  if (l.op === 'delete') return { ...base, op: 'delete', before, after: null };
-  return { ...base, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
 }

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
-import { RawText, fromDriver, mayBeLossyText, sameRow, textFromBytes, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { RawText, fromDriver, sameRow, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/schema.ts';
@@ -53,9 +54,11 @@ export class JournalDecoder {
   readonly #byTid: ReadonlyMap<number, CapturedTable>;
   readonly #rereads = new Map<string, { get: (...a: unknown[]) => unknown }>();
   readonly #cellBytes: Map<number, { get: (seq: bigint) => unknown }> = new Map();
+  readonly #lossy: (v: unknown) => boolean;
 
   constructor(db: Db, tables: readonly CapturedTable[]) {
     this.#db = db;
+    this.#lossy = lossyTextTest(db);
     this.#byTid = new Map(tables.map((t) => [t.tid, t]));
   }
 
@@ -73,7 +76,7 @@ export class JournalDecoder {
     const ts = julianToMs(raw[3] as number);
     const cell = (i: number): SqlValue => {
       const v = raw[4 + i];
-      if (mayBeLossyText(v)) return this.#exactCell(seqBig, i);
+      if (this.#lossy(v)) return this.#exactCell(seqBig, i);
       return fromDriver(v ?? null);
     };
     const pick = (offset: number, names: readonly string[]): Row => {
@@ -116,7 +119,7 @@ export class JournalDecoder {
       this.#cellBytes.set(i, stmt);
     }
     const bytes = stmt.get(seq) as Uint8Array;
-    return textFromBytes(bytes);
+    return textFromDbBytes(this.#db, bytes);
   }
 
   #current(t: CapturedTable, key: readonly SqlValue[]): Row | null {
@@ -156,9 +159,9 @@ export function readRowByKey(db: Db, t: CapturedTable, key: readonly SqlValue[],
   const out: Record<string, SqlValue> = {};
   t.columns.forEach((c, i) => {
     const v = raw[i];
-    if (mayBeLossyText(v)) {
+    if (lossyTextTest(db)(v)) {
       const b = db.prepare(`SELECT CAST(${quoteIdent(c)} AS BLOB) FROM main.${quoteIdent(t.name)} WHERE ${where}`).pluck().get(...bind) as Uint8Array;
-      out[c] = textFromBytes(b);
+      out[c] = textFromDbBytes(db, b);
     } else out[c] = fromDriver(v ?? null);
   });
   return out;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
+import { fromJsonValue, jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
 import type { ChangeEvent, Row } from './events.ts';
 
 /** One event line of `sluice changes` and `sluice export` (docs/jsonl.md). */
@@ -40,4 +40,22 @@ export function eventToLine(sourceId: string, e: ChangeEvent): EventLine {
     image: e.image,
     ts: e.ts,
   };
+}
+
+/** A row of a line, decoded (the inverse of the encoding above). */
+export function lineToRow(r: Readonly<Record<string, unknown>>): Row {
+  const out: Record<string, SqlValue> = {};
+  for (const [k, v] of Object.entries(r)) out[k] = fromJsonValue(v);
+  return out;
+}
+
+/** An event line, decoded: the inverse of eventToLine. */
+export function lineToEvent(l: EventLine): ChangeEvent {
+  const key = l.key.map(fromJsonValue);
+  const before = l.before === null ? null : lineToRow(l.before);
+  const after = l.after === null ? null : lineToRow(l.after);
+  const base = { seq: l.seq, table: l.table, key, ts: l.ts, image: l.image } as const;
+  if (l.op === 'insert') return { ...base, op: 'insert', before: null, after };
+  if (l.op === 'delete') return { ...base, op: 'delete', before, after: null };
+  return { ...base, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
 }

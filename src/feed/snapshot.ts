@@ -1,7 +1,8 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import { fromDriver, mayBeLossyText, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
+import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
+import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -77,21 +78,22 @@ function exactReader(db: Db, t: CapturedTable): ExactReader {
   // match no row (the bytes of a missing row decoded as ''). Its bytes ride
   // along (NULL for other storage classes, so integer keys cost nothing).
   const extra = rowidName !== undefined ? `, ${rowidName}` : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
+  const lossy = lossyTextTest(db);
   return {
     select: `SELECT ${cols}${extra} FROM ${table}`,
     rowidName,
     exact(raw) {
       const row = raw.length === n ? raw : raw.slice(0, n);
-      if (!row.some(mayBeLossyText)) return row.map((v) => fromDriver(v ?? null));
+      if (!row.some(lossy)) return row.map((v) => fromDriver(v ?? null));
       // The key: by rowid, or by exact key values (TEXT keys bound as their bytes, cast back to TEXT).
       const keyArgs = rowidName !== undefined ? [raw[n]] : keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
       const where = rowidName !== undefined ? `${rowidName} = ?` : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
       return row.map((v, i) => {
-        if (!mayBeLossyText(v)) return fromDriver(v ?? null);
+        if (!lossy(v)) return fromDriver(v ?? null);
         const col = quoteIdent(t.columns[i] as string);
         const bytes = db.prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${where}`).pluck().get(...keyArgs);
         if (!(bytes instanceof Uint8Array)) throw new Error(`sluice: row of ${t.name} vanished inside the snapshot's read transaction`);
-        return textFromBytes(bytes);
+        return textFromDbBytes(db, bytes);
       });
     },
   };

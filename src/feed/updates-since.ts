@@ -1,7 +1,8 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
-import { fromDriver, textFromBytes, type SqlValue } from '../sqlite/codec.ts';
+import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
+import { textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/schema.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import type { Cursor } from './cursor.ts';
@@ -188,7 +189,7 @@ function readChanges(db: Db, t: CapturedTable, since: number, hw: number, limit:
   const rows = raw.map((r) => {
     const pks = t.keyColumns.map((_, i): SqlValue => {
       const bytes = r[2 + 2 * i + 1];
-      return bytes instanceof Uint8Array ? textFromBytes(bytes) : fromDriver(r[2 + 2 * i] ?? null);
+      return bytes instanceof Uint8Array ? textFromDbBytes(db, bytes) : fromDriver(r[2 + 2 * i] ?? null);
     });
     const row = readRowByKey(db, t, pks, cache);
     return { pks, version: Number(r[0]), updatedMs: julianToMs(r[1] as number), row, deleted: row === null };

@@ -1,3 +1,4 @@
+import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
@@ -124,7 +125,10 @@ describe('the happy path of every command', () => {
     const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
     expect(lines.filter((l) => 'type' in l && l.type === 'row')).toHaveLength(805);
     expect(lines.at(-1)).toMatchObject({ type: 'snapshot', seq: 6, cursor: e.cursor });
-    expect(fs.readFileSync(`${out}.cursor`, 'utf8').trim()).toBe(e.cursor);
+    // The cursor file: that cursor, with the offset where the file's complete part ends (resume-point.ts).
+    const saved = readResumePoint(`${out}.cursor`);
+    expect(positionOf(saved.cursor as string)).toBe(e.cursor);
+    expect(saved.offset).toBe(fs.statSync(out).size);
   });
 
   test('import applies an export file to a new target (exit 0)', async () => {

@@ -4,6 +4,7 @@ import { beforeAll, afterAll, afterEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { exportLineSchema } from '../../src/export/format.ts';
+import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, sourceSeq, startCli, waitFor, type Spawned } from './support/cli.ts';
 
 let dir: string;
@@ -45,7 +46,9 @@ describe.skipIf(process.platform === 'win32')('export --follow', () => {
     const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
     const last = lines.at(-1);
     expect(last).toMatchObject({ type: 'batch', cursor: summary.cursor });
-    expect(fs.readFileSync(`${out}.cursor`, 'utf8').trim()).toBe(summary.cursor);
+    const saved = readResumePoint(`${out}.cursor`);
+    expect(positionOf(saved.cursor as string)).toBe(summary.cursor);
+    expect(saved.offset).toBe(fs.statSync(out).size);
     const seqs = lines.flatMap((l) => ('op' in l ? [l.seq] : []));
     expect(new Set(seqs).size).toBe(seqs.length);
     expect(seqs.length).toBe(summary.events);

@@ -5,6 +5,7 @@ import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { exportLineSchema, type ExportLine } from '../../src/export/format.ts';
 import { decodeCursor } from '../../src/feed/cursor.ts';
+import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from './support/cli.ts';
 
@@ -22,6 +23,13 @@ function readExport(file: string): ExportLine[] {
   const text = fs.readFileSync(file, 'utf8');
   expect(text.endsWith('\n')).toBe(true);
   return text.trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
+}
+
+/** The cursor file holds the summary's cursor and where the file's complete part ends: here, the whole file. */
+function expectCursorFileAt(cursorFile: string, out: string, cursor: string | null): void {
+  const point = readResumePoint(cursorFile);
+  expect(point.cursor === undefined ? undefined : positionOf(point.cursor)).toBe(cursor);
+  expect(point.offset).toBe(fs.statSync(out).size);
 }
 
 function journalSeqsAfter(seq: number): number[] {
@@ -46,7 +54,7 @@ describe('export', () => {
     const first = await run();
     expect(first).toMatchObject({ events: 0, batches: 0 });
     expect(first.rows).toBe(200 + 600);
-    expect(fs.readFileSync(cursorFile, 'utf8').trim()).toBe(first.cursor);
+    expectCursorFileAt(cursorFile, out, first.cursor);
 
     // An external writer, then a writer in this process, between runs.
     runPython(
@@ -103,7 +111,7 @@ con.commit()`,
     }
     expect(pending).toEqual([]);
     expect(batches).toBe(second.batches + third.batches);
-    expect(fs.readFileSync(cursorFile, 'utf8').trim()).toBe(third.cursor);
+    expectCursorFileAt(cursorFile, out, third.cursor);
     expect(decodeCursor(third.cursor as string).seq).toBe(prev);
   });
 });

@@ -1,0 +1,125 @@
+/*
+ * Import against sync (DESIGN.md: "import of 1M events: >= 0.8x sync of the
+ * same events; peak RSS <= 200 MB"; issue 11, item 6):
+ *
+ *   npx tsx bench/import.ts [--rows 1000000] [--events 1000000]
+ *
+ * One source t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL) with
+ * `--rows` rows, captured (images mode). Then, each as a CLI subprocess under
+ * /usr/bin/time (wall seconds and peak RSS):
+ * - snapshot: `sync` into a fresh target, against `export` of the snapshot
+ *   and `import` of that file into another fresh target (a 1M-row file);
+ * - events: `--events` mixed writes (60% inserts, 30% updates, 10% deletes,
+ *   1,000 per transaction), exported by resuming the same export, then
+ *   `sync` catching its target up, against `import` of the file into the
+ *   other (which skips the snapshot it already has and applies the batches).
+ * Both targets are compared at the end (they must be equal). The export is
+ * not timed against anything: it is how the file is made.
+ */
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { openDatabase } from '../src/sqlite/connection.ts';
+import { enable } from '../src/capture/enable.ts';
+
+const arg = (name: string, d: number) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i < 0 ? d : Number(process.argv[i + 1]);
+};
+const ROWS = arg('rows', 1_000_000);
+const EVENTS = arg('events', 1_000_000);
+const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'sluice.js');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-import-'));
+const at = (f: string) => path.join(dir, f);
+
+function timed(args: string[]): { seconds: number; rssMb: number } {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, BIN, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const last = r.stderr.trim().split('\n').at(-1) ?? '';
+  if (r.status !== 0) throw new Error(`sluice ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
+  const [s, kb] = last.split(' ').map(Number) as [number, number];
+  return { seconds: s, rssMb: Math.round(kb / 1024) };
+}
+
+function rand(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), a | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+try {
+  const src = at('src.db');
+  const db = openDatabase(src, { create: true });
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL)');
+  const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?)');
+  db.transaction(() => {
+    for (let i = 1; i <= ROWS; i++) ins.run(i, `row ${i} of the snapshot`, i * 7, i / 3);
+  })();
+  enable(db, ['t'], { retention: Math.max(2 * EVENTS, 1_000_000) });
+  db.close();
+
+  const file = at('stream.jsonl');
+  timed(['export', src, '--out', file]);
+  const snapSync = timed(['sync', src, at('synced.db')]);
+  const snapImport = timed(['import', at('imported.db'), file]);
+
+  const w = openDatabase(src);
+  const r = rand(11);
+  let next = ROWS + 1;
+  const upd = w.prepare('UPDATE t SET name = ?, n = n + 1 WHERE id = ?');
+  const del = w.prepare('DELETE FROM t WHERE id = ?');
+  const ins2 = w.prepare('INSERT INTO t VALUES (?, ?, ?, ?)');
+  let done = 0;
+  while (done < EVENTS) {
+    w.transaction(() => {
+      for (let k = 0; k < 1000 && done < EVENTS; k++) {
+        const x = r();
+        const id = 1 + Math.floor(r() * (next - 1));
+        if (x < 0.6) ins2.run(next++, `new ${next}`, next, r());
+        else if (x < 0.9) upd.run(`upd ${done}`, id);
+        else del.run(id);
+        done = Number(w.prepare('SELECT max(seq) FROM main._sluice_journal').pluck().get() ?? 0);
+      }
+    })();
+  }
+  w.close();
+  const exp = timed(['export', src, '--out', file]);
+  const evSync = timed(['sync', src, at('synced.db')]);
+  const evImport = timed(['import', at('imported.db'), file]);
+
+  const dump = (f: string) => {
+    const d = openDatabase(f, { readonly: true });
+    try {
+      return d.prepare("SELECT count(*) || ':' || total(n) || ':' || group_concat(id, ',') FROM (SELECT * FROM t ORDER BY id)").pluck().get();
+    } finally {
+      d.close();
+    }
+  };
+  const same = dump(at('synced.db')) === dump(at('imported.db'));
+  console.log(
+    JSON.stringify(
+      {
+        rows: ROWS,
+        events: EVENTS,
+        fileMb: Math.round(fs.statSync(file).size / 2 ** 20),
+        snapshot: { sync: snapSync, import: snapImport, importVsSync: +(snapSync.seconds / snapImport.seconds).toFixed(2) },
+        events_: {
+          export: exp,
+          sync: { ...evSync, eventsPerS: Math.round(EVENTS / evSync.seconds) },
+          import: { ...evImport, eventsPerS: Math.round(EVENTS / evImport.seconds) },
+          importVsSync: +(evSync.seconds / evImport.seconds).toFixed(2),
+        },
+        targetsEqual: same,
+      },
+      null,
+      1,
+    ),
+  );
+} finally {
+  fs.rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,202 @@
+import fs from 'node:fs';
+import readline from 'node:readline';
+import { InvalidInputError } from '../errors.ts';
+import type { EventLine } from '../feed/jsonl.ts';
+import type { SourceShape } from '../projection/compile.ts';
+import { exportLineSchema, FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
+import { LineDigest } from './line-digest.ts';
+import { checkRowTypes } from './typed-values.ts';
+import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
+
+/*
+ * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),
+ * before anything is applied: each line's shape, one source, the line
+ * format version, typed values, and each snapshot and batch against its
+ * marker's counts and digest. A batch is yielded only once its marker has
+ * matched; snapshot rows are yielded as they come (a snapshot can be larger
+ * than memory) and its marker only once it has matched, so the importer
+ * commits a snapshot only after its `snapshot` item. An error names the
+ * file and line; the section it is in must not be committed.
+ */
+
+export type ExportItem =
+  | { readonly kind: 'table'; readonly n: number; readonly line: TableLine }
+  | { readonly kind: 'row'; readonly n: number; readonly line: RowLine }
+  | { readonly kind: 'snapshot'; readonly n: number; readonly line: SnapshotLine }
+  | { readonly kind: 'batch'; readonly n: number; readonly line: BatchLine; readonly events: readonly { readonly n: number; readonly line: EventLine }[] };
+
+export interface ReadTotals {
+  /** Lines in the file, the unterminated last one included. */
+  readonly lines: number;
+  /** Lines after the last snapshot or batch marker: read, never yielded. */
+  readonly incompleteTail: number;
+}
+
+export interface ReadOptions {
+  /** The shape of a table the file has no `table` line for (the target's stored one), for the typed-value checks. */
+  readonly shapeOf?: (table: string) => SourceShape | undefined;
+}
+
+export async function* readExportFile(file: string, options: ReadOptions = {}): AsyncGenerator<ExportItem, ReadTotals> {
+  const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+  const where = (n: number) => `${file}:${n}`;
+  const shapes = new Map<string, SourceShape>();
+  const shapeOf = (t: string) => shapes.get(t) ?? options.shapeOf?.(t);
+  const digest = new LineDigest();
+  let sourceId: string | undefined;
+  let encoding: string | undefined;
+  /** Row counts of the snapshot being read (undefined: not in a snapshot). */
+  let snapshotRows: Map<string, number> | undefined;
+  let events: { n: number; line: EventLine }[] = [];
+  let n = 0;
+  let tailStart = 0;
+  // A line that does not parse is reported only once we know it is not the
+  // file's last, unterminated line: that is a truncated tail (an export
+  // interrupted mid-write), which is ignored like any incomplete batch.
+  let malformed: unknown;
+  try {
+    for await (const text of rl) {
+      if (malformed !== undefined) throw malformed;
+      n++;
+      if (text.trim() === '') continue;
+      let line: ReturnType<typeof parseLine>;
+      try {
+        line = parseLine(text, where(n));
+      } catch (err) {
+        malformed = err;
+        continue;
+      }
+      if (sourceId !== undefined && line.sourceId !== sourceId) {
+        throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${where(n)}: line belongs to source ${line.sourceId}, but the file started with ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`);
+      }
+      sourceId = line.sourceId;
+      if ('encoding' in line) {
+        if (encoding !== undefined && line.encoding !== encoding) throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
+        encoding = line.encoding;
+      }
+      if (!('type' in line)) {
+        if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
+        const shape = shapeOf(line.table);
+        if (shape !== undefined) {
+          for (const image of [line.before, line.after]) if (image !== null) checkRowTypes(shape, image, where(n));
+        }
+        digest.add(text);
+        events.push({ n, line });
+        continue;
+      }
+      if (line.type === 'table') {
+        if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
+        if (snapshotRows === undefined) {
+          snapshotRows = new Map();
+          digest.take();
+        }
+        if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
+        snapshotRows.set(line.table, 0);
+        shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+        digest.add(text);
+        yield { kind: 'table', n, line };
+      } else if (line.type === 'row') {
+        const count = snapshotRows?.get(line.table);
+        if (snapshotRows === undefined || count === undefined) throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
+        checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
+        snapshotRows.set(line.table, count + 1);
+        digest.add(text);
+        yield { kind: 'row', n, line };
+      } else if (line.type === 'snapshot') {
+        checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
+        snapshotRows = undefined;
+        tailStart = n;
+        yield { kind: 'snapshot', n, line };
+      } else {
+        if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
+        checkBatch(line, events, digest.take(), where(n));
+        const batch = events;
+        events = [];
+        tailStart = n;
+        yield { kind: 'batch', n, line, events: batch };
+      }
+    }
+  } finally {
+    rl.close();
+  }
+  if (malformed !== undefined && endsWithNewline(file)) throw malformed;
+  return { lines: n, incompleteTail: n - tailStart };
+}
+
+/** The text encoding the file's first marker declares (undefined: no marker, or not an export line). */
+export async function peekEncoding(file: string): Promise<TextEncoding | undefined> {
+  const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+  try {
+    for await (const text of rl) {
+      if (!text.startsWith('{"type":"')) continue; // event and row lines come before any marker they belong to
+      try {
+        const e = (JSON.parse(text) as { encoding?: unknown }).encoding;
+        return (TEXT_ENCODINGS as readonly unknown[]).includes(e) ? (e as TextEncoding) : undefined;
+      } catch {
+        return undefined; // the reader reports the line
+      }
+    }
+    return undefined;
+  } finally {
+    rl.close();
+  }
+}
+
+function refused(at: string, what: string): InvalidInputError {
+  return new InvalidInputError('IMPORT_OUT_OF_ORDER', `${at}: ${what}. Lines of an export file were moved or lost; nothing of this batch or snapshot was committed. Export again, or import the file sluice wrote.`);
+}
+
+function checkSnapshot(line: SnapshotLine, rows: ReadonlyMap<string, number>, digest: string, at: string): void {
+  const fail = (why: string) => new InvalidInputError('IMPORT_SNAPSHOT_MISMATCH', `${at}: the snapshot ending here ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again (delete the file and its .cursor), or import the file sluice wrote.`);
+  const listed = [...line.tables].sort();
+  const read = [...rows.keys()].sort();
+  if (listed.join('\0') !== read.join('\0')) throw fail(`lists tables ${JSON.stringify(listed)}, but table lines were read for ${JSON.stringify(read)}`);
+  for (const t of line.tables) {
+    const want = line.rows[t];
+    if (want !== rows.get(t)) throw fail(`says table ${t} has ${want ?? 'no'} rows, but ${rows.get(t)} row lines were read`);
+  }
+  if (digest !== line.digest) throw fail(`has digest ${line.digest}, but its lines digest to ${digest}`);
+}
+
+function checkBatch(line: BatchLine, events: readonly { n: number; line: EventLine }[], digest: string, at: string): void {
+  const fail = (why: string) => new InvalidInputError('IMPORT_BATCH_MISMATCH', `${at}: the batch ending here (seq ${line.fromSeq}-${line.seq}) ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again, or import the file sluice wrote.`);
+  if (events.length !== line.count) throw fail(`says it has ${line.count} events, but ${events.length} event lines were read`);
+  if (digest !== line.digest) throw fail(`has digest ${line.digest}, but its lines digest to ${digest}`);
+  let prev = line.fromSeq;
+  for (const e of events) {
+    if (e.line.seq <= prev || e.line.seq > line.seq) throw fail(`holds the event at line ${e.n} with seq ${e.line.seq}, out of order or outside (${line.fromSeq}, ${line.seq}]`);
+    prev = e.line.seq;
+  }
+}
+
+function endsWithNewline(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size === 0) return true;
+    const last = Buffer.alloc(1);
+    fs.readSync(fd, last, 0, 1, size - 1);
+    return last[0] === 0x0a;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema.parse> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${at}: not JSON. The import stopped here; the batch this line belongs to was not committed. Fix or truncate the file at this line.`);
+  }
+  const marker = json as { type?: unknown; v?: unknown } | null;
+  if (marker !== null && typeof marker === 'object' && ['table', 'snapshot', 'batch'].includes(marker.type as string) && marker.v !== FORMAT_VERSION) {
+    const v = marker.v === undefined ? 1 : JSON.stringify(marker.v);
+    throw new InvalidInputError('IMPORT_FORMAT_VERSION', `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads format ${FORMAT_VERSION} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`);
+  }
+  const r = exportLineSchema.safeParse(json);
+  if (!r.success) {
+    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${at}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`);
+  }
+  return r.data;
+}

@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import { decodeCursor, encodeCursor } from '../feed/cursor.ts';
+import { InvalidInputError } from '../errors.ts';
+
+/*
+ * Where an interrupted export resumes (docs/jsonl.md, "Crashes"). The cursor
+ * file beside an export file holds, atomically replaced after each batch is
+ * on disk, the cursor of its last complete batch with the byte offset where
+ * that batch ends (the cursor's `ext.exportOffset`). A resumed export first
+ * truncates the file to that offset: whatever a killed run wrote after it
+ * (a torn line, part of a batch, a whole batch whose cursor was not saved)
+ * is removed, and the run writes it again. Before a snapshot the file holds
+ * `START <offset>` instead: the offset where the snapshot begins.
+ */
+
+const START = 'START ';
+const OFFSET_KEY = 'exportOffset';
+
+export interface ResumePoint {
+  /** The cursor to continue after (absent: start with a snapshot). */
+  readonly cursor?: string;
+  /** Bytes of the export file that are complete; anything after is cut. */
+  readonly offset?: number;
+}
+
+/** The cursor file kept beside an export file. */
+export function cursorFileFor(out: string): string {
+  return `${out}.cursor`;
+}
+
+export function readResumePoint(file: string): ResumePoint {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return {};
+  }
+  if (text === '') return {};
+  if (text.startsWith(START)) {
+    const offset = Number(text.slice(START.length));
+    if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidInputError('EXPORT_CURSOR_FILE', `Cursor file ${file} holds "${text}", which is not a sluice export position. Delete it (and the export file) to export again from a snapshot.`);
+    return { offset };
+  }
+  return { cursor: text, ...offsetPart(text) };
+}
+
+function offsetPart(cursor: string): { offset?: number } {
+  const v = decodeCursor(cursor).ext?.[OFFSET_KEY];
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? { offset: v } : {};
+}
+
+/** The cursor without its export offset: the position alone, as batch lines and summaries carry it. */
+export function positionOf(cursor: string): string {
+  const c = decodeCursor(cursor);
+  if (c.ext === undefined || !(OFFSET_KEY in c.ext)) return cursor;
+  const { [OFFSET_KEY]: _drop, ...rest } = c.ext;
+  const { ext: _ext, ...plain } = c;
+  return encodeCursor(Object.keys(rest).length === 0 ? plain : { ...plain, ext: rest });
+}
+
+/** Records that the export file is complete up to `offset`, `cursor` being its last batch (or snapshot). */
+export function saveResumePoint(file: string, cursor: string, offset: number): void {
+  const c = decodeCursor(cursor);
+  replaceFile(file, encodeCursor({ ...c, ext: { ...c.ext, [OFFSET_KEY]: offset } }));
+}
+
+/** Records that a snapshot starts at `offset` (nothing after it is complete yet). */
+export function saveSnapshotStart(file: string, offset: number): void {
+  replaceFile(file, `${START}${offset}`);
+}
+
+/**
+ * Cuts the export file back to its last complete point. Without a recorded
+ * offset (a cursor file of an older sluice, or --since) only a torn last
+ * line is cut. A file shorter than its recorded offset is not this cursor
+ * file's export: refused, nothing written.
+ */
+export function truncateToResumePoint(out: string, point: ResumePoint): void {
+  if (!fs.existsSync(out)) {
+    if (point.offset !== undefined && point.offset > 0) throw shorter(out, 0, point.offset);
+    return;
+  }
+  const size = fs.statSync(out).size;
+  if (point.offset !== undefined) {
+    if (size < point.offset) throw shorter(out, size, point.offset);
+    if (size > point.offset) fs.truncateSync(out, point.offset);
+    return;
+  }
+  const end = lastNewlineEnd(out, size);
+  if (end < size) fs.truncateSync(out, end);
+}
+
+function shorter(out: string, size: number, offset: number): InvalidInputError {
+  return new InvalidInputError('EXPORT_FILE_SHORTER', `Export file ${out} has ${size} bytes, but its cursor file ${cursorFileFor(out)} says ${offset} were complete: the file was cut or replaced. Delete the cursor file to start again with a snapshot, or restore the file.`);
+}
+
+/** The offset just after the file's last newline (0 if none). */
+function lastNewlineEnd(file: string, size: number): number {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    let end = size;
+    while (end > 0) {
+      const start = Math.max(0, end - buf.length);
+      const n = fs.readSync(fd, buf, 0, end - start, start);
+      const i = buf.subarray(0, n).lastIndexOf(0x0a);
+      if (i >= 0) return start + i + 1;
+      end = start;
+    }
+    return 0;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** Replaces a file atomically (write a temp file, sync it, rename over). */
+function replaceFile(file: string, text: string): void {
+  const tmp = `${file}.tmp`;
+  fs.writeFileSync(tmp, `${text}\n`);
+  const fd = fs.openSync(tmp, 'r');
+  try {
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(tmp, file);
+}
