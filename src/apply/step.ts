@@ -4,6 +4,7 @@ import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { JOURNAL_TABLE, journalRange, julianToMs, type EventRelation } from '../capture/schema.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
+import { matchesSourceAt } from './verify.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
 import { batchEnd, readEventsInRange } from '../feed/batch.ts';
 import type { SqlValue } from '../sqlite/codec.ts';
@@ -31,7 +32,7 @@ export type StepOutcome =
 const EVENT_PAGE = 10_000;
 
 /** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
-const REBUILDABLE = new Set(['TABLE_REARMED', 'HISTORY_DIVERGED', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
+const REBUILDABLE = new Set(['SCHEMA_WINDOW', 'TABLE_REARMED', 'HISTORY_DIVERGED', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
 
 export interface StepContext {
   readonly db: Db;
@@ -131,7 +132,10 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return storedSuspension(rec);
   const owned = ownedBy(rec);
   if (rec.fingerprint !== p.fingerprint) return initialize(ctx, p, view, table, 'DEFINITION_CHANGED', owned);
-  const v = validateCursor(db, rec.cursor ?? '', view);
+  // After DDL sluice did not make, a projection verify can check proves its
+  // continuity (below); any other rebuilds (SCHEMA_WINDOW).
+  const provable = p.kind !== 'custom' && ctx.range === undefined;
+  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable });
   if (v.status === 'error') return { kind: 'suspended', reason: 'CURSOR_MALFORMED', detail: { message: v.message } };
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return initialize(ctx, p, view, table, v.reason, owned);
@@ -140,14 +144,16 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   }
   const t = v.tables[0] as CapturedTable;
   const lo = v.cursor.seq;
-  let hi = batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
+  // The proof compares the whole projection with the source at one seq: the
+  // high-water mark read in this transaction, so the backlog is one batch.
+  let hi = v.window === true ? v.view.hw : batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
   if (ctx.range !== undefined) {
     if (ctx.range.fromSeq > lo) {
       throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${lo}, but the batch starts after seq ${ctx.range.fromSeq}: events ${lo + 1}..${ctx.range.fromSeq} would be skipped. Apply the missing batch first, or sync from the stored cursor.`, { projection: p.name, stored: lo, fromSeq: ctx.range.fromSeq });
     }
     hi = Math.min(ctx.range.toSeq, v.view.hw);
   }
-  if (hi <= lo) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+  if (hi <= lo && v.window !== true) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
   // A projection suspended by a user's UNIQUE index is tried again at once
   // when the index is gone, and while it is there at most once a minute
   // (each try may apply up to RETRY_SPAN + 1 batches and fail again; a
@@ -170,6 +176,10 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
     r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
   if ('kind' in r) return r;
+  // A copy that differs from its source after a schema window is rebuilt
+  // (the batch applied above goes with its tables); one that matches goes on,
+  // and its new cursor carries the current schema version.
+  if (v.window === true && !matchesSourceAt(db, rec, hi, t.tid)) return initialize(ctx, p, view, table, 'SCHEMA_WINDOW', owned);
   const cursor = cursorToken(db, v.view, v.tables, hi);
   storeCursor(db, schema, p.name, cursor, hi, r.applied, r.lastTs);
   return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };

@@ -78,6 +78,17 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
   }
 }
 
+/**
+ * Whether projection `rec`, applied up to `hw` in the caller's transaction
+ * (the source read in the same one), holds exactly the source's rows: the
+ * proof of continuity sync runs after DDL that sluice did not make
+ * (SCHEMA_WINDOW). Only for kinds verify can check (not custom).
+ */
+export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: number): boolean {
+  registerHash(db);
+  return verifyOne(db, { ...rec, state: 'active', seq: hw }, hw, tid).ok;
+}
+
 function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined): ProjectionVerification {
   const base = { name: rec.name, seq: rec.seq, checked: 0, inFlight: 0, diffs: [] as VerifyDiff[] };
   if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state };

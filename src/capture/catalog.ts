@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, type CaptureMode } from './schema.ts';
+import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, type CaptureMode } from './schema.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {
@@ -84,4 +84,14 @@ export function highWaterMark(db: Db): number {
   const r = db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`).get() as { m: bigint | null };
   const s = readState(db);
   return Math.max(r.m === null ? 0 : Number(r.m), s?.prunedThrough ?? 0);
+}
+
+/** The schema_version span of sluice's own last DDL transaction (undefined before the first, or on a format-1 source). */
+export function readOwnDdl(db: Db): { readonly before: number; readonly after: number } | undefined {
+  try {
+    const r = db.prepare(`SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as { before: bigint; after: bigint } | undefined;
+    return r === undefined ? undefined : { before: Number(r.before), after: Number(r.after) };
+  } catch {
+    return undefined; // no such table: a capture older than it
+  }
 }

@@ -3,7 +3,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { useWal, withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import type { TableInfo } from '../sqlite/introspect.ts';
+import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
 import { captureFingerprint } from './fingerprint.ts';
 import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
@@ -20,6 +20,7 @@ import {
   MIN_RETENTION,
   PENDING_TABLE,
   PRUNE_TRIGGER,
+  SCHEMA_TABLE,
   STATE_TABLE,
   TABLES_TABLE,
   UPGRADABLE_FORMATS,
@@ -91,6 +92,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
   }
   validateRetention(options.retention);
   const result = withWriteTransaction(db, () => {
+    const schemaBefore = schemaVersion(db);
     checkNamespace(db);
     const infos = new Map<string, TableInfo>();
     for (const name of tables) {
@@ -154,6 +156,7 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(gen, JSON.stringify(rearmed));
     }
     if (added.length > 0 || rearmed.length > 0 || created || upgrading) placeMark(db);
+    recordOwnDdl(db, schemaBefore);
     const state = readState(db);
     if (state === undefined) throw new Error('unreachable: capture state missing after enable');
     return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed, rearmedReasons };
@@ -200,6 +203,18 @@ function upgradeFormat(db: Db): void {
   db.exec(metadataDdl(width).at(-1) as string);
   db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
   forgetArming(db);
+}
+
+/**
+ * Records the schema_version this transaction started from and leaves, when
+ * it did DDL: readers tell sluice's own DDL from anyone else's by it (see
+ * SCHEMA_TABLE).
+ */
+function recordOwnDdl(db: Db, before: number): void {
+  db.exec(metadataDdl(0).find((sql) => sql.startsWith(`CREATE TABLE ${SCHEMA_TABLE} `))?.replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS') as string);
+  const after = schemaVersion(db);
+  if (after === before) return;
+  db.prepare(`INSERT INTO ${SCHEMA_TABLE} (id, before, after) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET before = excluded.before, after = excluded.after`).run(before, after);
 }
 
 /** Makes the order mark the newest of sluice's objects again (see MARK_VIEW). */

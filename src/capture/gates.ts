@@ -151,7 +151,7 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
  */
 function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
-  const ddlIndex = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE].indexOf(name);
+  const ddlIndex = OWN_TABLES.indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   if (metadataDdl(width)[ddlIndex] === sql) return true;

@@ -45,7 +45,15 @@ export const MARK_VIEW = '_sluice_mark';
 export const MARK_VIEW_SQL = `CREATE VIEW ${MARK_VIEW} AS SELECT 1 AS sluice_order_mark`;
 export const PREFIX = '_sluice_';
 
-export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE];
+/**
+ * The schema_version sluice's own last DDL transaction started from and
+ * left. Any other change of schema_version is DDL sluice did not make: a
+ * window in which a UNIQUE index may have come and gone, or a trigger been
+ * missing. Readers prove continuity across it or rebuild (SCHEMA_WINDOW).
+ */
+export const SCHEMA_TABLE = '_sluice_schema';
+
+export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE, SCHEMA_TABLE];
 
 export const OP_INSERT = 1;
 export const OP_UPDATE = 2;
@@ -161,6 +169,7 @@ export function metadataDdl(width: number): string[] {
 )`,
     `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
+    `CREATE TABLE ${SCHEMA_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), before INTEGER NOT NULL, after INTEGER NOT NULL)`,
     // Amortized pruning inside the writer's transaction. retention >= 1024,
     // so the newest row is never deleted and seq (max rowid + 1) never goes back.
     // The second test keeps a journal below its retention (every fresh one)

@@ -54,7 +54,8 @@ function inReadTransaction<T>(db: Db, fn: () => T): T {
  */
 export function changedSince(db: Db, cursor: string, tables?: readonly string[]): ChangedSince {
   return inReadTransaction(db, () => {
-    const v = validateCursor(db, cursor);
+    // A schema window is reported after the listed tables' own state, which says more.
+    const v = validateCursor(db, cursor, undefined, { allowSchemaWindow: true });
     if (v.status !== 'ok') return { changed: true, rebuild: v.reason };
     const names = tables === undefined || tables.length === 0 ? v.cursor.tables : tables;
     let last = 0;
@@ -64,6 +65,7 @@ export function changedSince(db: Db, cursor: string, tables?: readonly string[])
       if (a === undefined || !a.armed) return { changed: true, rebuild: a === undefined ? 'TABLE_UNTRACKED' : 'TABLE_UNARMED' };
       if (a.table.lastSeq > last) last = a.table.lastSeq;
     }
+    if (v.window === true) return { changed: true, rebuild: 'SCHEMA_WINDOW' };
     return { changed: last > v.cursor.seq, lastSeq: last };
   });
 }

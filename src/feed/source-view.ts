@@ -14,6 +14,8 @@ export interface SourceView {
   readonly tables: ReadonlyMap<string, TableArming>;
   /** Highest seq assigned (0 before the first event). */
   readonly hw: number;
+  /** The source's PRAGMA schema_version in this read transaction. */
+  readonly schemaVersion: number;
 }
 
 const hwStatements = new WeakMap<Db, { get: () => unknown }>();
@@ -83,7 +85,7 @@ function cachedView(db: Db): SourceView | undefined {
       const seq = lastSeq.get(a.table.tid);
       tables.set(a.table.name, seq === undefined || seq === a.table.lastSeq ? a : { ...a, table: { ...a.table, lastSeq: seq } });
     }
-    return { state, tables, hw: readHighWater(db, state) };
+    return { state, tables, hw: readHighWater(db, state), schemaVersion: cache.schemaVersion };
   } catch {
     return undefined; // anything unexpected: the full path decides
   }
@@ -99,12 +101,9 @@ export function readSourceView(db: Db): SourceView {
     const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
     throw new FailClosedError(code, code === 'CAPTURE_ABSENT' ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.` : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`, { source: db.name });
   }
-  try {
-    viewCaches.set(db, { schemaVersion: Number(statementsFor(db).schemaVersion.get() as bigint), tables: v.tables });
-  } catch {
-    viewCaches.delete(db);
-  }
-  return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state) };
+  const schemaVersion = Number(statementsFor(db).schemaVersion.get() as bigint);
+  viewCaches.set(db, { schemaVersion, tables: v.tables });
+  return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state), schemaVersion };
 }
 
 /**
@@ -168,6 +167,8 @@ export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTa
     schema: schemaDigest(tables.map(cursorBinding)),
     armed: tables.map((t) => t.armedGeneration),
     anchor: anchorAt(db, seq, view.state.journalWidth),
+    // The schema version the cursor's history is known to be whole up to (see SCHEMA_TABLE).
+    ext: { sv: view.schemaVersion },
     ...(file === undefined ? {} : { file }),
   };
 }

@@ -3,7 +3,7 @@ import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
+import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
 
 /** Why a cursor cannot be continued. Stable codes. */
 export type RebuildReason =
@@ -22,10 +22,24 @@ export type RebuildReason =
   /** A table of the cursor was re-armed since (a trigger restored, a user trigger or a column added, a mode change, an upgrade). */
   | 'TABLE_REARMED'
   /** The journal at the cursor holds another history: an older copy was restored over the file and written past the cursor. */
-  | 'HISTORY_DIVERGED';
+  | 'HISTORY_DIVERGED'
+  /**
+   * DDL sluice did not make ran since the cursor (schema_version moved):
+   * a UNIQUE index may have come and gone, or a trigger been missing, with
+   * no trace left. A consumer that can compare its copy with the source
+   * (sync's verifiable projections) proves continuity; any other rebuilds.
+   */
+  | 'SCHEMA_WINDOW';
 
 export type CursorValidation =
-  | { readonly status: 'ok'; readonly cursor: Cursor; readonly view: SourceView; readonly tables: readonly CapturedTable[] }
+  | {
+      readonly status: 'ok';
+      readonly cursor: Cursor;
+      readonly view: SourceView;
+      readonly tables: readonly CapturedTable[];
+      /** Set (with ValidateOptions.allowSchemaWindow) when continuity across foreign DDL is the caller's to prove. */
+      readonly window?: true;
+    }
   | {
       readonly status: 'rebuild';
       readonly reason: RebuildReason;
@@ -37,7 +51,7 @@ export type CursorValidation =
 
 const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
   'CAPTURE_ABSENT', 'CAPTURE_FORMAT_UNKNOWN', 'CURSOR_VERSION_UNKNOWN', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'SEQ_REGRESSED',
-  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED', 'TABLE_REARMED', 'HISTORY_DIVERGED',
+  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED', 'TABLE_REARMED', 'HISTORY_DIVERGED', 'SCHEMA_WINDOW',
 ]);
 
 /**
@@ -51,7 +65,12 @@ const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
  * const v = validateCursor(db, token);
  * if (v.status === 'rebuild') console.log('rebuild because', v.reason);
  */
-export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView): CursorValidation {
+export interface ValidateOptions {
+  /** Answer `ok` with `window: true` instead of SCHEMA_WINDOW: the caller proves continuity itself (sync does, by a checksum comparison at one seq). */
+  readonly allowSchemaWindow?: boolean;
+}
+
+export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
   let c: Cursor;
   try {
     c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
@@ -108,7 +127,27 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   }
   const anchor = checkAnchor(db, c, view);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
+  if (!schemaWhole(db, c, view)) {
+    if (options.allowSchemaWindow === true) return { status: 'ok', cursor: c, view, tables, window: true };
+    return rebuild(
+      'SCHEMA_WINDOW',
+      `DDL that sluice did not make ran on ${db.name} since the cursor was made (schema_version ${String(c.ext?.sv ?? 'unknown')} -> ${view.schemaVersion}); a UNIQUE index made and dropped, or a trigger dropped and put back, can leave no trace, so changes in between may be unrecorded. Rebuild from a snapshot.`,
+    );
+  }
   return { status: 'ok', cursor: c, view, tables };
+}
+
+/*
+ * Whether every schema change since the cursor is sluice's own: the same
+ * schema_version, or exactly the span sluice's last DDL transaction
+ * recorded (from the cursor's version to the current one).
+ */
+function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
+  const sv = c.ext?.sv;
+  if (sv === view.schemaVersion) return true;
+  if (typeof sv !== 'number') return false;
+  const own = readOwnDdl(db);
+  return own !== undefined && own.before === sv && own.after === view.schemaVersion;
 }
 
 /** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */

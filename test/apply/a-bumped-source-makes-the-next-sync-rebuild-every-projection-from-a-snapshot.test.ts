@@ -35,7 +35,11 @@ describe('after a rewrite the triggers could not see', () => {
       const ofItems = ['items', 'cheap_items', 'items_fts'];
       const healed = await s.runOnce();
       expect(healed.rearmed?.tables).toMatchObject([{ table: 'items', reason: 'CAPTURE_INTERRUPTED' }]);
-      expect(new Map(healed.projections.map((p) => [p.name, [p.state, p.rebuilt]]))).toEqual(new Map(NAMES.map((n) => [n, ['active', ofItems.includes(n) ? 'CAPTURE_REARMED' : undefined]])));
+      // The tags mirror proves it still matches its source across that DDL and goes
+      // on; the custom tag_log cannot be compared, so it rebuilds (SCHEMA_WINDOW).
+      expect(new Map(healed.projections.map((p) => [p.name, [p.state, p.rebuilt]]))).toEqual(
+        new Map(NAMES.map((n) => [n, ['active', ofItems.includes(n) ? 'CAPTURE_REARMED' : n === 'tag_log' ? 'SCHEMA_WINDOW' : undefined]])),
+      );
       expect(tableCells(s.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
       expect((await verify(src.file, target)).ok).toBe(true);
 

@@ -132,17 +132,20 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     expect([...updatesSince(db, 'dogs', next)]).toEqual([]);
     db.exec('UPDATE dogs SET age = 3 WHERE id = 7');
     expect([...updatesSince(db, 'dogs', next)].map(brief)).toEqual([{ pks: [7n], row: { id: 7n, name: 'Max', age: 3n }, deleted: false }]);
-    // Writes to another table move the high-water mark: the return value (and updatesPage's cursor) follows it.
+    // DDL sluice did not make (the CREATE TABLE) opens a schema window: a cursor from before it rebuilds.
     db.exec('CREATE TABLE cats (id INTEGER PRIMARY KEY)');
     enable(db, ['cats']);
+    expect(() => [...updatesSince(db, 'dogs', next)]).toThrow(expect.objectContaining({ code: 'SCHEMA_WINDOW' }));
+    // Writes to another table move the high-water mark: the return value (and updatesPage's cursor) follows it.
+    const after = cursorOf(db);
     db.exec('INSERT INTO cats VALUES (1)');
     const cats = cursorOf(db, 'cats');
-    const it = updatesSince(db, 'dogs', cursorOf(db));
+    const it = updatesSince(db, 'dogs', after);
     const end = it.next();
     expect(end.done).toBe(true);
     expect(decodeCursor(end.value as string).seq).toBe(status(db).seq);
-    expect(updatesPage(db, 'dogs', next)).toMatchObject({ hasMore: false });
-    expect(decodeCursor(updatesPage(db, 'dogs', next).cursor).seq).toBe(status(db).seq);
+    expect(updatesPage(db, 'dogs', after)).toMatchObject({ hasMore: false });
+    expect(decodeCursor(updatesPage(db, 'dogs', after).cursor).seq).toBe(status(db).seq);
     // A cursor must cover the table it is asked about.
     expect(() => [...updatesSince(db, 'dogs', cats)]).toThrow(expect.objectContaining({ code: 'TABLE_NOT_IN_CURSOR' }));
   });
