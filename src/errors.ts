@@ -35,9 +35,9 @@ export class FailClosedError extends SluiceError {
   }
 }
 
-/** Bad input from the caller (definition, cursor string, arguments). */
+/** Bad input from the caller (definition, cursor string, arguments): exit 1, or 2 for an argument the command does not accept. */
 export class InvalidInputError extends SluiceError {
-  constructor(code: string, message: string, options: { readonly cause?: unknown } = {}) {
+  constructor(code: string, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 } = {}) {
     super(code, message, options);
     this.name = 'InvalidInputError';
   }

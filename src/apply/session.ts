@@ -3,6 +3,7 @@ import { encodingMismatch, textEncoding } from '../sqlite/text-encoding.ts';
 import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
+import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
@@ -61,6 +62,8 @@ function targetEncoding(file: string): string {
 
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
   const readonly = options.readonly ?? false;
+  // Before the target is made: a source sync cannot write leaves no target behind.
+  if (!readonly) requireWriteAccess(sourcePath, 'source', 'sync from', 'sync writes to the source: it re-arms capture triggers that were dropped or altered, and records how far each target has read (_sluice_consumers)');
   if (realish(sourcePath) === realish(targetPath)) {
     throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} is the source itself. Write projections into a separate database file.`);
   }

@@ -44,7 +44,7 @@ export interface SyncOptions {
    * 100,000 for mirror, map and fts5 (set-based), 10,000 for custom.
    */
   readonly batchSize?: number;
-  /** Record each projection's position in the source's _sluice_consumers (informational). Default true. */
+  /** Record each projection's position in the source's _sluice_consumers, as `<projection>@<target's real path>` (informational). Default true. */
   readonly acknowledge?: boolean;
   readonly onProgress?: (event: SyncProgress) => void;
   /**
@@ -151,6 +151,12 @@ export class Syncer {
   #lastAckMs = Number.NEGATIVE_INFINITY;
   /** The open's re-arm, until the first run has reported it. */
   #rearmPending: RearmReport | undefined;
+  /**
+   * The target's absolute real path: what its acknowledgements are keyed by
+   * (`<projection>@<path>`), so two targets of one name in two folders are
+   * two consumers, and a relative path or a symlink to one target is the same.
+   */
+  readonly #targetKey: string;
 
   private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
@@ -158,6 +164,7 @@ export class Syncer {
     this.#options = options;
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
+    this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -224,7 +231,7 @@ export class Syncer {
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
       for (const r of reports) {
-        if (r.cursor !== null && r.state === 'active' && r.error === undefined) this.#pendingAcks.set(`${r.name}@${path.basename(this.session.targetPath)}`, r.cursor);
+        if (r.cursor !== null && r.state === 'active' && r.error === undefined) this.#pendingAcks.set(`${r.name}@${this.#targetKey}`, r.cursor);
       }
       const interval = run.acknowledgeIntervalMs ?? 0;
       if (interval <= 0) this.#writeAcks(true);

@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -13,8 +14,8 @@ export { ownedTables } from '../projection/compile.ts';
  *          TABLE_UNARMED, DEFINITION_CHANGED, SOURCE_SCHEMA_CHANGED, ...)
  */
 
-export const PROJECTIONS_TABLE = '_sluice_projections';
-export const TARGET_INFO_TABLE = '_sluice_target';
+// Named in capture, which must recognize a target (enable refuses one: TARGET_NOT_SOURCE).
+export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
 export const TARGET_FORMAT = 1;
 
 export type ProjectionState = 'building' | 'active' | 'suspended';

@@ -2,8 +2,9 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, MARK_VIEW, MARK_VIEW_SQL, OWN_TABLES, PENDING_TABLE, PREFIX, STATE_TABLE, TABLES_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
+import { JOURNAL_TABLE, MARK_VIEW, MARK_VIEW_SQL, OWN_TABLES, PENDING_TABLE, PREFIX, STATE_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
+import { refuseTarget } from './target-guard.ts';
 
 /*
  * Validation gates. Each runs before anything is written and refuses with an
@@ -105,6 +106,7 @@ export function reservedColumn(info: TableInfo): { readonly name: string } | und
  * and no TEMP object may shadow one of them.
  */
 export function checkNamespace(db: Db): void {
+  refuseTarget(db); // a target's _sluice_ tables are sluice's own, but a target is no source
   for (const r of sluiceObjects(db)) {
     if (!r.ours) {
       throw new CaptureRefusedError('NAMESPACE_COLLISION', r.name, `The ${r.type} ${r.name} uses sluice's reserved prefix _sluice_ but was not made by sluice. Rename it (sluice creates only _sluice_ objects and refuses to share the namespace).`);

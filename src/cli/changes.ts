@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { openSource, readBatch, journalStartCursor, eventToLine } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import { jsonReplacer } from './output.ts';
+import { stdout } from './closed-pipe.ts';
 
 export function registerChanges(program: Command): void {
   program
@@ -21,7 +22,7 @@ export function registerChanges(program: Command): void {
         const batch = readBatch(db, start, { limit: Math.max(1, opts.limit), ...(tables === undefined ? {} : { tables }) });
         const out: string[] = batch.events.map((e) => JSON.stringify(eventToLine(batch.sourceId, e), jsonReplacer));
         out.push(JSON.stringify({ cursor: batch.to }));
-        process.stdout.write(`${out.join('\n')}\n`);
+        stdout().write(`${out.join('\n')}\n`);
       } finally {
         db.close();
       }

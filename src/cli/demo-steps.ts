@@ -4,6 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { buildTracker, TRACKER_TABLES } from './demo-tracker.ts';
 import { openSource, enable, status, openDatabase, sync, verify, health, loadDefinitions, type SyncReport, type ProjectionDefinition } from '../index.ts';
 import { packageRoot } from './package-root.ts';
+import { DEMO_DATABASES } from './demo-dir.ts';
 
 export interface DemoStep {
   readonly step: string;
@@ -85,8 +86,9 @@ export const DEMO_STEP_COUNT = 10;
 /** Runs the demo in `dir`; every step is checked, and the list says which passed. */
 export async function runDemo(dir: string): Promise<DemoStep[]> {
   const steps: DemoStep[] = [];
-  const source = path.join(dir, 'tracker.db');
-  const cache = path.join(dir, 'cache.db');
+  // Files of the demo's own (see prepareDemoDir): a run replaces them.
+  const source = path.join(dir, DEMO_DATABASES.source);
+  const cache = path.join(dir, DEMO_DATABASES.cache);
   for (const f of [cache, `${cache}-wal`, `${cache}-shm`]) fs.rmSync(f, { force: true });
   const root = packageRoot();
   const defs: ProjectionDefinition[] = [];

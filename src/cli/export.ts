@@ -6,6 +6,7 @@ import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
+import { stderr } from './closed-pipe.ts';
 
 export function registerExport(program: Command): void {
   program
@@ -74,7 +75,7 @@ export function registerExport(program: Command): void {
       }
       if (!toStdout || opts.json === true) {
         const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
-        const write = toStdout ? (s: string) => process.stderr.write(`${s}\n`) : undefined;
+        const write = toStdout ? (s: string) => stderr().write(`${s}\n`) : undefined;
         if (write !== undefined) write(JSON.stringify(summary));
         else emit(opts, S.exportOutput, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);
       }

@@ -1,6 +1,7 @@
 import type { Syncer, SyncReport } from '../index.ts';
 import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
+import { stdout } from './closed-pipe.ts';
 
 export interface FollowOptions {
   readonly json?: boolean;
@@ -26,7 +27,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   const pass = async () => {
     const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
     options.onReport(report);
-    if (options.json === true) process.stdout.write(`${JSON.stringify(reportJson(report))}\n`);
+    if (options.json === true) stdout().write(`${JSON.stringify(reportJson(report))}\n`);
   };
   // Trap SIGINT/SIGTERM from the start: waitForChange installs its handlers
   // only after the first pass, and a signal during that pass (a snapshot or

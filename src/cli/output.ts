@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { SluiceError } from '../index.ts';
+import { isClosedPipe, stdout, stderr } from './closed-pipe.ts';
 
 export interface GlobalOptions {
   readonly json?: boolean;
@@ -14,8 +15,8 @@ export function emit(options: GlobalOptions, schema: z.ZodType, json: unknown, h
     const plain: unknown = JSON.parse(JSON.stringify(json, jsonReplacer));
     const checked = schema.safeParse(plain);
     if (!checked.success) throw new Error(`internal: --json output does not match its documented schema: ${checked.error.message}`);
-    process.stdout.write(`${JSON.stringify(plain)}\n`);
-  } else process.stdout.write(`${human()}\n`);
+    stdout().write(`${JSON.stringify(plain)}\n`);
+  } else stdout().write(`${human()}\n`);
 }
 
 export function jsonReplacer(_key: string, value: unknown): unknown {
@@ -34,16 +35,17 @@ export class ExitSignal extends Error {
 /** Reports an error on stderr (one line, no stack for our own errors) and returns the exit code. */
 export function reportError(err: unknown, options: GlobalOptions): number {
   if (err instanceof ExitSignal) return err.exitCode;
+  if (isClosedPipe(err)) return 0; // export --out - to a reader that has gone (see closed-pipe.ts)
   if (err instanceof SluiceError) {
-    if (options.json === true) process.stdout.write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
-    process.stderr.write(`sluice: ${err.code}: ${err.message}\n`);
+    if (options.json === true) stdout().write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
+    stderr().write(`sluice: ${err.code}: ${err.message}\n`);
     return err.exitCode;
   }
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (options.json === true) process.stdout.write(`${JSON.stringify({ error: { code, message } })}\n`);
-  process.stderr.write(`sluice: ${code}: ${message}\n`);
-  if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) process.stderr.write(`${err.stack ?? ''}\n`);
+  if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message } })}\n`);
+  stderr().write(`sluice: ${code}: ${message}\n`);
+  if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) stderr().write(`${err.stack ?? ''}\n`);
   return 1;
 }

@@ -5,6 +5,7 @@ import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
+import { stderr } from './closed-pipe.ts';
 
 export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
   if (files.length === 0) return undefined;
@@ -68,13 +69,13 @@ export function registerSync(program: Command): void {
       try {
         if (opts.follow === true) {
           // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
-          await follow(syncer, { ...opts, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? process.stderr.write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
+          await follow(syncer, { ...opts, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
           return;
         }
         const report = await syncer.runOnce();
         progress.stop();
         emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
-        for (const p of report.projections) if (p.error !== undefined) process.stderr.write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+        for (const p of report.projections) if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
         if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
       } finally {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
@@ -124,7 +124,7 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
       throw new InvalidInputError('BAD_DEFINITION', `Projection file ${file} is not valid JSON: ${(cause as Error).message}.`, { cause });
     }
   } else {
-    const mod = await importModule(pathToFileURL(abs).href);
+    const mod = await importHandler(abs, `Projection file ${file}`, 'BAD_DEFINITION');
     raw = mod.default;
   }
   const list = Array.isArray(raw) ? raw : [raw];
@@ -132,8 +132,16 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
   for (const d of defs) {
     if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json')) (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
     if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
-      const modPath = d.module.startsWith('file:') ? new URL(d.module).pathname : path.resolve(path.dirname(abs), d.module);
-      const mod = await importModule(pathToFileURL(modPath).href);
+      const modPath = d.module.startsWith('file:') ? fileURLToPath(d.module) : path.resolve(path.dirname(abs), d.module);
+      const inFile = `Projection ${d.name} in ${file}`;
+      if (!fs.existsSync(modPath)) {
+        const from = d.module.startsWith('file:') || path.isAbsolute(d.module) ? 'as an absolute path' : `relative to the definition file's folder ${path.dirname(abs)}`;
+        throw new InvalidInputError(
+          'CUSTOM_MODULE_NOT_FOUND',
+          `${inFile}: its "module" "${d.module}" resolves to ${modPath} (${from}), and there is no file there. Correct "module" in ${file} (a path relative to that file's folder, an absolute path or a file: URL) or put the handler module there.`,
+        );
+      }
+      const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
       const handler = mod.default as CustomHandler | undefined;
       if (handler === undefined || typeof handler.apply !== 'function') {
         throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`);
@@ -170,13 +178,39 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
   return typeof d === 'object' && d !== null && d.__esModule === true && 'default' in d ? { default: d.default } : mod;
 }
 
+/**
+ * Imports a definition or handler module from a file that exists; a failure
+ * to load it (a syntax error, a missing import of its own) is reported as
+ * `what` failing, with the cause, not as an error of sluice's own code.
+ */
+async function importHandler(file: string, what: string, code = 'CUSTOM_MODULE_FAILED'): Promise<{ default?: unknown }> {
+  try {
+    return await importModule(pathToFileURL(file).href);
+  } catch (cause) {
+    const message = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0] ?? '';
+    throw new InvalidInputError(code, `${what} failed to load: ${message.replace(/\.$/, '')}. Fix the module (or what it imports) and run again.`, { cause });
+  }
+}
+
+/** A stored handler's module (a file: URL) as a path, after checking that it is still there. */
+function storedModuleFile(d: CustomDefinition, url: string): string {
+  const file = fileURLToPath(url);
+  if (!fs.existsSync(file)) {
+    throw new InvalidInputError(
+      'CUSTOM_MODULE_NOT_FOUND',
+      `Projection ${d.name}: its handler module ${file}, recorded in the target when the projection was made, is no longer there. Pass its definition file again with --projection (its "module" is resolved from there), or put the module back.`,
+    );
+  }
+  return file;
+}
+
 /** Loads the handler of a stored custom definition again (from its module or its definition file). */
 export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
   if (d.module !== undefined) {
-    const mod = (await importModule(d.module)) as { default?: CustomHandler };
+    const mod = (await importHandler(storedModuleFile(d, d.module), `Projection ${d.name}: its handler module ${d.module}`)) as { default?: CustomHandler };
     if (mod.default !== undefined && typeof mod.default.apply === 'function') return mod.default;
   } else if (d.definedIn !== undefined) {
-    const mod = await importModule(d.definedIn);
+    const mod = await importHandler(storedModuleFile(d, d.definedIn), `Projection ${d.name}: its definition file ${d.definedIn}`);
     const list = Array.isArray(mod.default) ? mod.default : [mod.default];
     const found = list.find((x) => typeof x === 'object' && x !== null && (x as { name?: unknown }).name === d.name) as { handler?: CustomHandler } | undefined;
     if (found?.handler !== undefined) return found.handler;

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { SluiceError, InvalidInputError } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
+import { folderNotWritable } from './access.ts';
 
 export type Db = Database.Database;
 
@@ -47,7 +48,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   try {
     db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: !(options.create ?? false) });
   } catch (cause) {
-    throw new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, { cause });
+    throw folderNotWritable(path, role, (cause as { code?: unknown }).code) ?? new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, { cause });
   }
   try {
     db.defaultSafeIntegers(true);
@@ -61,7 +62,7 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
     if ((cause as { code?: string }).code === 'SQLITE_NOTADB') {
       throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
     }
-    throw new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause });
+    throw folderNotWritable(path, role, (cause as { code?: unknown }).code) ?? new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause });
   }
   return db;
 }

@@ -15,7 +15,9 @@ export interface QueryResult {
  * queries: a write (INSERT/UPDATE/DELETE/REPLACE, WITH ... writes, RETURNING)
  * runs in its own transaction, or in a savepoint inside the caller's; the
  * statement is finalized before commit or rollback, and going over the
- * budget rolls back so no hidden write commits.
+ * budget rolls back so no hidden write commits. ATTACH/DETACH, PRAGMA,
+ * transaction control (BEGIN, COMMIT, SAVEPOINT...), VACUUM and a string of
+ * several statements are refused (QUERY_REFUSED, exit 2) before anything runs.
  *
  * @example
  * runQuery(db, "UPDATE issues SET state = 'closed' WHERE number = 7 RETURNING number", { maxRows: 10 });
@@ -27,8 +29,12 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
   try {
     stmt = db.prepare(sql);
   } catch (cause) {
+    // better-sqlite3 refuses a string of several statements with a RangeError, before SQLite compiles the rest.
+    if (cause instanceof RangeError && /more than one statement/.test(cause.message)) throw refused(db, SEVERAL_STATEMENTS);
     throw new InvalidInputError('BAD_SQL', `The query does not compile: ${(cause as Error).message}. Pass exactly one SQL statement.`, { cause });
   }
+  const why = REFUSED_STATEMENTS[firstKeyword(sql)];
+  if (why !== undefined) throw refused(db, why(firstKeyword(sql)));
   const write = !stmt.readonly;
   if (!write) return collect(stmt, maxRows, false);
   const nested = db.inTransaction;
@@ -47,6 +53,42 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
     } else if (db.inTransaction) db.exec('ROLLBACK');
     throw err;
   }
+}
+
+/*
+ * Statements a query does not run: each would step outside the one
+ * transaction, on the one file, that its row budget and rollback cover.
+ * Refused before anything runs, as a usage error (exit 2): the SQL argument
+ * is not one `query` accepts. Keyed by the statement's first keyword.
+ */
+const ATTACH = (kw: string) =>
+  `${kw} is not allowed: query works on this one file, and ${kw} would reach another database file, outside its transaction and row budget. Run sluice query on that file instead`;
+const TRANSACTION = (kw: string) =>
+  `${kw} is not allowed: query runs its statement in its own transaction (committed when it succeeds, rolled back over --max-rows), which ${kw} would end or nest in. Pass the statement alone; for several statements in one transaction, use the sqlite3 shell or your own program`;
+const REFUSED_STATEMENTS: Readonly<Record<string, (kw: string) => string>> = {
+  ATTACH,
+  DETACH: ATTACH,
+  PRAGMA: () =>
+    "PRAGMA is not allowed: a pragma reads or changes a setting of the connection or of the file (journal mode, foreign keys, user_version) outside query's transaction. To read one, use its pragma function in a SELECT, e.g. SELECT * FROM pragma_table_info('issues'); to change one, use the sqlite3 shell",
+  BEGIN: TRANSACTION,
+  COMMIT: TRANSACTION,
+  END: TRANSACTION,
+  ROLLBACK: TRANSACTION,
+  SAVEPOINT: TRANSACTION,
+  RELEASE: TRANSACTION,
+  VACUUM: () => 'VACUUM is not allowed: it rewrites the whole file and cannot run inside the transaction query runs each statement in. Use the sqlite3 shell: sqlite3 FILE VACUUM',
+};
+const SEVERAL_STATEMENTS =
+  'the SQL holds more than one statement, and query runs exactly one (its transaction and row budget cover one statement). Run one statement per sluice query, or use the sqlite3 shell for a script';
+
+function refused(db: Db, why: string): InvalidInputError {
+  return new InvalidInputError('QUERY_REFUSED', `Query on ${db.name}: ${why}. Nothing was run.`, { exitCode: 2 });
+}
+
+/** The statement's first keyword, upper-cased, after whitespace and comments. */
+function firstKeyword(sql: string): string {
+  const rest = sql.replace(/^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*/, '');
+  return (/^[A-Za-z]+/.exec(rest)?.[0] ?? '').toUpperCase();
 }
 
 function runWrite(stmt: ReturnType<Db['prepare']>): QueryResult {

@@ -1,0 +1,56 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { SluiceError } from '../errors.ts';
+
+/*
+ * Write access to a database means two things: the file itself, and its
+ * folder, where SQLite makes (and on the last close removes) the file's
+ * -wal and -shm in WAL mode, or its -journal in rollback mode. In WAL mode
+ * even a reader needs the -shm, so a reader fails in a folder it may not
+ * write unless another connection keeps the -wal and -shm there.
+ */
+
+/** The error code (EACCES, EPERM, EROFS) when this user may not write `p`; undefined when it may, or `p` is missing. */
+function denied(p: string): string | undefined {
+  try {
+    fs.accessSync(p, fs.constants.W_OK);
+    return undefined;
+  } catch (err) {
+    const code = (err as { code?: unknown }).code;
+    if (code === 'ENOENT') return undefined; // a missing file is another error, reported by whoever opens it
+    return typeof code === 'string' ? code : 'EACCES';
+  }
+}
+
+/**
+ * Refuses (DB_NOT_WRITABLE) a database that `command` must write when this
+ * user may not write it or its folder; `writes` says what the command writes
+ * there and why.
+ */
+export function requireWriteAccess(file: string, role: string, command: string, writes: string): void {
+  const folder = path.dirname(path.resolve(file));
+  const onFile = denied(file);
+  const onFolder = denied(folder);
+  if (onFile === undefined && onFolder === undefined) return;
+  const what = [...(onFile === undefined ? [] : [`the file (${onFile})`]), ...(onFolder === undefined ? [] : [`its folder ${folder} (${onFolder}), where SQLite makes the ${role}'s -wal and -shm (or -journal) files to write it`])].join(' nor ');
+  const grant = [...(onFile === undefined ? [] : [file]), ...(onFolder === undefined ? [] : [folder])].join(' and ');
+  const reading = onFolder === undefined ? '; reading needs none: status, changes and export work as they are' : '';
+  throw new SluiceError('DB_NOT_WRITABLE', `Cannot ${command} ${role} ${file}: this user may not write ${what}. ${writes}. Give this user write access to ${grant}${reading}.`);
+}
+
+/**
+ * What to say when SQLite cannot open `file` (SQLITE_CANTOPEN or
+ * SQLITE_READONLY*, before any statement of ours ran) in a folder this user
+ * may not write: that it is the folder. Undefined otherwise.
+ */
+export function folderNotWritable(file: string, role: string, sqliteCode: unknown): SluiceError | undefined {
+  if (typeof sqliteCode !== 'string' || !(sqliteCode.startsWith('SQLITE_CANTOPEN') || sqliteCode.startsWith('SQLITE_READONLY'))) return undefined;
+  const folder = path.dirname(path.resolve(file));
+  const code = denied(folder);
+  if (code === undefined) return undefined;
+  const base = path.basename(file);
+  return new SluiceError(
+    'DB_NOT_WRITABLE',
+    `Cannot open ${role} ${file}: this user may not write its folder ${folder} (${code}), and SQLite must make ${base}-shm there to read a database in WAL mode (and ${base}-wal to write one). Give this user write access to ${folder}.`,
+  );
+}
