@@ -30,6 +30,16 @@ describe('query', () => {
     expect(sourceSeq(src)).toBe(seq);
   });
 
+  test('--max-rows bounds the rows returned, not the rows a write changes without RETURNING: such a write commits and reports its changes, as the help says', async () => {
+    const help = await runCliAsync(['query', '--help']);
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain('It does not bound the rows a write changes without RETURNING (they are reported as changes)');
+    const seq = sourceSeq(src);
+    const r = await runCliAsync(['query', src, 'UPDATE comments SET body = body || \' (edited)\' WHERE id <= 30', '--max-rows', '1', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.queryOutput)).toEqual({ columns: [], rows: [], changes: 30 });
+    expect(sourceSeq(src)).toBe(seq + 30);
+  });
+
   test('the same statement within the budget commits, returns its rows, and each write is a captured event', async () => {
     const seq = sourceSeq(src);
     const r = await runCliAsync(['query', src, CLOSE_REPO_2, '--max-rows', '40', '--json']);
