@@ -1,5 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, describe } from '../support/fixtures.ts';
+import { test, expect, describe, ROOT } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { sync } from '../../src/apply/sync.ts';
 import { readProjection } from '../../src/apply/target-meta.ts';
@@ -83,5 +84,21 @@ describe('a failed sync attempt', () => {
     } finally {
       removeDir(dir);
     }
+  });
+
+  test('the format 1 target in fixtures, made by an older sluice, gets the columns at its first sync', async ({ tmp }) => {
+    const source = path.join(tmp, 'source.db');
+    const target = path.join(tmp, 'target.db');
+    fs.copyFileSync(path.join(ROOT, 'fixtures', 'format1', 'source.sqlite'), source);
+    fs.copyFileSync(path.join(ROOT, 'fixtures', 'format1', 'target.sqlite'), target);
+    expect(columns(target)).not.toContain('failures');
+    const r = await sync(source, target);
+    expect(r.projections.map((p) => [p.name, p.state, p.error])).toEqual([
+      ['notes', 'active', undefined],
+      ['notes_fts', 'active', undefined],
+      ['users', 'active', undefined],
+    ]);
+    expect(columns(target)).toEqual(expect.arrayContaining(['last_error_code', 'last_error_ms', 'failures']));
+    for (const name of ['notes', 'notes_fts', 'users']) expect(record(target, name)).toMatchObject({ failures: 0, lastErrorCode: null, lastError: null });
   });
 });

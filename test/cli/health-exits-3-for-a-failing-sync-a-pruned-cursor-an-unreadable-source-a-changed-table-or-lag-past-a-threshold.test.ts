@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
+import { test, expect, describe, ROOT } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
@@ -104,6 +104,16 @@ describe('health needs action (exit 3)', () => {
     expect(byName.issues?.action).toMatch(/table issues.*missing.*--reinit issues/);
     expect(byName.comments?.needsAction).toBe(true);
     expect(byName.comments?.action).toMatch(/table comments.*columns.*note.*--reinit comments/);
+
+    // The command it gives repairs both.
+    for (const name of ['issues', 'comments']) {
+      const command = /sluice (sync \S+ \S+ --reinit \S+)$/.exec(byName[name]?.action ?? '')?.[1] ?? '';
+      expect(command).toMatch(new RegExp(`--reinit ${name}$`));
+      const r = await runCliAsync(command.split(' '));
+      expect(r.status, r.stderr).toBe(0);
+    }
+    const after = await health(tgt);
+    expect(after.status, JSON.stringify(after.h)).toBe(0);
   });
 
   test('for lag past --max-lag-events or --max-lag-ms, and not below them', async () => {
@@ -149,5 +159,21 @@ describe('health only reads', () => {
     expect(byName.issues).toMatchObject({ needsAction: false, failure: null, rebuild: null });
     expect([sha256(src), sha256(tgt)]).toEqual(before);
     expect(scalar(tgt, "SELECT count(*) FROM pragma_table_info('_sluice_projections') WHERE name = 'failures'")).toBe(0n);
+  });
+
+  test('the format 1 target in fixtures, made by an older sluice, is reported without a byte of either file changing', async ({ tmp }) => {
+    const source = path.join(tmp, 'source.db');
+    const target = path.join(tmp, 'target.db');
+    fs.copyFileSync(path.join(ROOT, 'fixtures', 'format1', 'source.sqlite'), source);
+    fs.copyFileSync(path.join(ROOT, 'fixtures', 'format1', 'target.sqlite'), target);
+    const before = [sha256(source), sha256(target)];
+    const { h } = await health(target);
+    expect(h.projections.map((p) => [p.name, p.kind, p.failure])).toEqual([
+      ['notes', 'mirror', null],
+      ['notes_fts', 'fts5', null],
+      ['users', 'mirror', null],
+    ]);
+    expect([sha256(source), sha256(target)]).toEqual(before);
+    expect(fs.readdirSync(tmp).sort()).toEqual(['source.db', 'target.db']);
   });
 });
