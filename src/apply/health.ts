@@ -89,7 +89,7 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
 
 type OpenedSource = { readonly db: Db; readonly error?: undefined } | { readonly db?: undefined; readonly error: string };
 
-function describe(err: unknown): string {
+function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
 }
 
@@ -100,7 +100,7 @@ function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): Opene
     try {
       s = { db: openDatabase(r.sourcePath, { readonly: true, role: 'source' }) };
     } catch (err) {
-      s = { error: describe(err) };
+      s = { error: causeOf(err) };
     }
     cache.set(r.sourcePath, s);
   }
@@ -136,7 +136,7 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
       if (v.status !== 'ok') facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync rebuilds ${r.name}, or suspends it when the source must be fixed first)`);
     }
   } catch (err) {
-    facts.problems.push(`the source ${r.sourcePath} cannot be read: ${describe(err)}`);
+    facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
   } finally {
     if (source.inTransaction) source.exec('ROLLBACK');
   }
