@@ -50,7 +50,7 @@ export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/v
 export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
-export type { HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FailureHealth, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type { ProjectionDefinition, ProjectionDefinitionInput, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';
 

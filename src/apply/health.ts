@@ -1,9 +1,22 @@
 import fs from 'node:fs';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
 import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
-import { readState, readTables } from '../capture/catalog.ts';
+import { readState, readTables, type CaptureState } from '../capture/catalog.ts';
 import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
-import { InvalidInputError } from '../errors.ts';
+import { validateCursor } from '../feed/validate.ts';
+import { InvalidInputError, SluiceError } from '../errors.ts';
+import { targetTableProblems } from './health-target.ts';
+
+/** A projection's failed sync attempts since its last success. */
+export interface FailureHealth {
+  /** The SluiceError code, the SQLite error code (SQLITE_FULL, ...), or APPLY_FAILED. */
+  readonly code: string;
+  readonly message: string;
+  /** When the last one failed (ms since the epoch); null for a target made before failures were timed. */
+  readonly ms: number | null;
+  /** Failed attempts since the last success (at least 1). */
+  readonly consecutive: number;
+}
 
 export interface ProjectionHealth {
   readonly name: string;
@@ -15,14 +28,28 @@ export interface ProjectionHealth {
   readonly sourcePath: string | null;
   /** The source's high-water mark, when the source could be read. */
   readonly sourceSeq: number | null;
-  /** Events of the projection's table not applied yet. */
+  /**
+   * Events of the projection's table after its seq. When its cursor is below
+   * the source's pruned horizon (those events were deleted, and their tables
+   * are unknown): sourceSeq - seq, every seq it has not applied.
+   */
   readonly lagEvents: number | null;
-  /** How long the oldest unapplied event has waited (0 when caught up). */
+  /**
+   * How long the oldest unapplied event of its table has waited (0 when
+   * caught up). Below the pruned horizon: since the last event it applied
+   * (an upper bound), or, with none, since the oldest retained one.
+   */
   readonly lagMs: number | null;
   readonly lastError: string | null;
+  /** Set while the projection's last sync attempt failed. */
+  readonly failure: FailureHealth | null;
+  /** Why the stored cursor cannot continue on the source (a validateCursor reason: the next sync rebuilds or suspends it). */
+  readonly rebuild: string | null;
   readonly needsAction: boolean;
-  /** What to do about it, when something needs action. */
+  /** What to do about the first problem, when something needs action. */
   readonly action?: string;
+  /** Every problem found, each with what to do about it (the first is `action`). */
+  readonly problems: readonly string[];
 }
 
 export interface HealthReport {
@@ -30,42 +57,130 @@ export interface HealthReport {
   readonly projections: readonly ProjectionHealth[];
 }
 
+export interface HealthOptions {
+  /** A projection more than this many events behind needs action. */
+  readonly maxLagEvents?: number;
+  /** A projection whose oldest unapplied event waited more than this many ms needs action. */
+  readonly maxLagMs?: number;
+}
+
 /**
  * Reports every projection of a target: state, lag in events and in ms
- * (read from its source), the last error, and whether it needs action.
+ * (read from its source), failed sync attempts, whether its cursor can
+ * continue, its tables, and whether it needs action. Reads both files only.
  *
  * @example
- * const h = health('cache.db');
+ * const h = health('cache.db', { maxLagEvents: 10_000 });
  * if (!h.ok) for (const p of h.projections.filter((x) => x.needsAction)) console.log(p.name, p.action);
  */
-export function health(targetPath: string): HealthReport {
+export function health(targetPath: string, options: HealthOptions = {}): HealthReport {
   if (!fs.existsSync(targetPath)) throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
   const target = openDatabase(targetPath, { readonly: true, role: 'target' });
-  const sources = new Map<string, Db | null>();
+  const sources = new Map<string, OpenedSource>();
   try {
     const records = readProjections(target, 'main');
-    const projections = records.map((r) => one(r, sourceFor(r, sources), targetPath));
+    const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();
-    for (const s of sources.values()) s?.close();
+    for (const s of sources.values()) s.db?.close();
   }
 }
 
-function sourceFor(r: ProjectionRecord, cache: Map<string, Db | null>): Db | null {
-  if (r.sourcePath === null) return null;
-  if (!cache.has(r.sourcePath)) {
+type OpenedSource = { readonly db: Db; readonly error?: undefined } | { readonly db?: undefined; readonly error: string };
+
+function causeOf(err: unknown): string {
+  return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+}
+
+function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): OpenedSource | undefined {
+  if (r.sourcePath === null) return undefined;
+  let s = cache.get(r.sourcePath);
+  if (s === undefined) {
     try {
-      cache.set(r.sourcePath, openDatabase(r.sourcePath, { readonly: true, role: 'source' }));
-    } catch {
-      cache.set(r.sourcePath, null);
+      s = { db: openDatabase(r.sourcePath, { readonly: true, role: 'source' }) };
+    } catch (err) {
+      s = { error: causeOf(err) };
     }
+    cache.set(r.sourcePath, s);
   }
-  return cache.get(r.sourcePath) ?? null;
+  return s;
 }
 
-function one(r: ProjectionRecord, source: Db | null, targetPath: string): ProjectionHealth {
-  const base = {
+/** What health reads from the source for one projection, in one read transaction. */
+interface SourceFacts {
+  sourceSeq: number | null;
+  lagEvents: number | null;
+  lagMs: number | null;
+  rebuild: string | null;
+  problems: string[];
+}
+
+function readSource(r: ProjectionRecord, source: Db): SourceFacts {
+  const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  source.exec('BEGIN');
+  try {
+    const state = readState(source);
+    if (state === undefined) {
+      facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+      return facts;
+    }
+    const max = source.prepare(`SELECT max(seq) FROM main.${JOURNAL_TABLE}`).pluck().get() as bigint | null;
+    facts.sourceSeq = Math.max(Number(max ?? 0n), state.prunedThrough);
+    const table = readTables(source).find((t) => t.name === r.sourceTable);
+    if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
+    else facts.problems.push(`the source no longer captures ${r.sourceTable}`);
+    if (r.cursor !== null) {
+      const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: r.kind !== 'custom' });
+      if (v.status === 'rebuild') facts.rebuild = v.reason;
+      if (v.status !== 'ok') facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync rebuilds ${r.name}, or suspends it when the source must be fixed first)`);
+    }
+  } catch (err) {
+    facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
+  } finally {
+    if (source.inTransaction) source.exec('ROLLBACK');
+  }
+  return facts;
+}
+
+function lag(source: Db, r: ProjectionRecord, state: CaptureState, tid: number, sourceSeq: number): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
+  const oldest = source.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? ORDER BY seq LIMIT 1`).pluck().get(r.seq, tid) as number | undefined;
+  const since = (ms: number) => Math.max(0, Date.now() - ms);
+  if (r.seq < state.prunedThrough) {
+    const lagEvents = sourceSeq - r.seq;
+    const lagMs = lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(julianToMs(oldest));
+    return { lagEvents, lagMs };
+  }
+  const lagEvents = Number(source.prepare(`SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`).pluck().get(r.seq, tid) as bigint);
+  return { lagEvents, lagMs: oldest === undefined ? 0 : since(julianToMs(oldest)) };
+}
+
+function failureOf(r: ProjectionRecord): FailureHealth | null {
+  if (r.failures === 0 && r.lastError === null) return null;
+  return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
+}
+
+function one(r: ProjectionRecord, target: Db, source: OpenedSource | undefined, targetPath: string, options: HealthOptions): ProjectionHealth {
+  const sourcePath = r.sourcePath ?? undefined;
+  const problems: string[] = [];
+  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath));
+  else if (r.state === 'building') problems.push('an initial build was interrupted: run sluice sync again');
+  const failure = failureOf(r);
+  if (failure !== null) {
+    const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
+    problems.push(`the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`);
+  }
+  let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
+  else if (source?.db !== undefined) facts = readSource(r, source.db);
+  problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
+  if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
+    problems.push(`a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run sluice sync (or keep sluice sync --follow running)`);
+  }
+  if (options.maxLagMs !== undefined && facts.lagMs !== null && facts.lagMs > options.maxLagMs) {
+    problems.push(`a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run sluice sync (or keep sluice sync --follow running)`);
+  }
+  return {
     name: r.name,
     kind: r.kind,
     state: r.state,
@@ -73,37 +188,14 @@ function one(r: ProjectionRecord, source: Db | null, targetPath: string): Projec
     detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown),
     seq: r.seq,
     sourcePath: r.sourcePath,
+    sourceSeq: facts.sourceSeq,
+    lagEvents: facts.lagEvents,
+    lagMs: facts.lagMs,
     lastError: r.lastError,
+    failure,
+    rebuild: facts.rebuild,
+    needsAction: problems.length > 0,
+    ...(problems.length === 0 ? {} : { action: problems[0] }),
+    problems,
   };
-  let sourceSeq: number | null = null;
-  let lagEvents: number | null = null;
-  let lagMs: number | null = null;
-  let problem: string | undefined;
-  if (source !== null) {
-    source.exec('BEGIN');
-    try {
-      const state = readState(source);
-      if (state === undefined) problem = `the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`;
-      else {
-        const table = readTables(source).find((t) => t.name === r.sourceTable);
-        const max = source.prepare(`SELECT max(seq) FROM main.${JOURNAL_TABLE}`).pluck().get() as bigint | null;
-        sourceSeq = Math.max(Number(max ?? 0n), state.prunedThrough);
-        if (state.sourceId !== r.sourceId) problem = `the source was re-created (new source id): the next sync rebuilds ${r.name} from a snapshot`;
-        if (table !== undefined) {
-          lagEvents = Number(source.prepare(`SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`).pluck().get(r.seq, table.tid) as bigint);
-          const oldest = source.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? ORDER BY seq LIMIT 1`).pluck().get(r.seq, table.tid) as number | undefined;
-          lagMs = oldest === undefined ? 0 : Math.max(0, Date.now() - julianToMs(oldest));
-        } else problem = `the source no longer captures ${r.sourceTable}`;
-      }
-    } finally {
-      source.exec('ROLLBACK');
-    }
-  } else if (r.sourcePath !== null) problem = `the source ${r.sourcePath} cannot be opened`;
-  let action: string | undefined;
-  if (r.state === 'suspended') {
-    action = repairAction(r.name, r.reason, r.sourcePath ?? undefined, targetPath);
-  } else if (r.state === 'building') action = 'an initial build was interrupted: run sluice sync again';
-  else if (r.lastError !== null) action = `the last sync failed: ${r.lastError}; fix it and run sluice sync again`;
-  else if (problem !== undefined) action = problem;
-  return { ...base, sourceSeq, lagEvents, lagMs, needsAction: action !== undefined, ...(action === undefined ? {} : { action }) };
 }

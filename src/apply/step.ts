@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE, journalRange, julianToMs, type EventRelation } from '../capture/schema.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -16,7 +16,7 @@ import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '.
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { SELF_CLEARING_SUSPENSIONS, shellWord, insertProjection, newProjectionRecord, ownedTables, readProjection, setLastError, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { SELF_CLEARING_SUSPENSIONS, shellWord, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -93,13 +93,9 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
       db.exec('COMMIT');
       return { kind: 'suspended', ...suspend };
     }
-    // Only the handler's own failures are its last_error: an applier verdict
-    // (BATCH_GAP, ...) is a SluiceError that must leave the target untouched.
-    if (p.kind === 'custom' && !isInfra(err) && !(err instanceof SluiceError)) {
-      db.exec('BEGIN');
-      setLastError(db, schema, p.name, err instanceof Error ? err.message : String(err));
-      db.exec('COMMIT');
-    }
+    // Recorded by the caller that gives up on it (Syncer.runOnce), not here:
+    // a busy target is retried, and an applier verdict (BATCH_GAP, ...) must
+    // leave the target untouched.
     throw err;
   }
 }
@@ -108,11 +104,6 @@ class SuspendSignal extends Error {}
 
 function recordUnbuilt(db: Db, ctx: StepContext, p: CompiledProjection): void {
   insertProjection(db, ctx.schema, newProjectionRecord(p, readState(db)?.sourceId ?? '', ctx.sourcePath, 'suspended'));
-}
-
-function isInfra(err: unknown): boolean {
-  const code = (err as { code?: unknown })?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_');
 }
 
 async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: ProjectionRecord | undefined): Promise<StepOutcome> {

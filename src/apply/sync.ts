@@ -11,7 +11,7 @@ import { defaultProjectionName } from '../projection/name.ts';
 import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { ownedTables, readProjection, readProjections } from './target-meta.ts';
+import { ownedTables, readProjection, readProjections, recordFailure } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { retryBusy } from './retry.ts';
@@ -221,7 +221,9 @@ export class Syncer {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
         const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
-        reports.push({ ...this.#asStored(p.name), error: { code, message: err instanceof Error ? err.message : String(err) } });
+        const message = err instanceof Error ? err.message : String(err);
+        recordFailureAlone(this.session.db, p.name, code, message);
+        reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
     // An active projection's seq is the high-water mark its last transaction
@@ -412,6 +414,21 @@ function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
   probeExpressions(db, p);
   checkKeyCollations(db, p);
   return p;
+}
+
+/**
+ * Records a projection's failed attempt (health reports it) in a target
+ * transaction of its own: the failed one has rolled back. Best effort: a
+ * target that cannot take it (full, busy) keeps the previous record.
+ */
+function recordFailureAlone(db: Db, name: string, code: string, message: string): void {
+  try {
+    db.exec('BEGIN');
+    recordFailure(db, TARGET_SCHEMA, name, code, message);
+    db.exec('COMMIT');
+  } catch {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
 }
 
 function removeDatabaseFiles(file: string): void {

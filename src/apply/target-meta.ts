@@ -72,7 +72,14 @@ export interface ProjectionRecord {
   readonly reason: string | null;
   readonly detail: string | null;
   readonly shadowTable: string | null;
+  /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
+  /** Its code: the SluiceError code, the SQLite error code (SQLITE_FULL, ...), or APPLY_FAILED. */
+  readonly lastErrorCode: string | null;
+  /** When it failed (ms since the epoch). */
+  readonly lastErrorMs: number | null;
+  /** Failed attempts since the last success (0 after a success). */
+  readonly failures: number;
   readonly appliedEvents: number;
   readonly lastEventMs: number | null;
   readonly createdMs: number;
@@ -103,8 +110,42 @@ export function ensureTargetMeta(db: Db, schema: string): void {
   applied_events INTEGER NOT NULL DEFAULT 0,
   last_event_ms INTEGER,
   created_ms INTEGER NOT NULL,
-  updated_ms INTEGER NOT NULL
+  updated_ms INTEGER NOT NULL,
+  ${ADDED_COLUMNS.map(([name, decl]) => `${name} ${decl}`).join(',\n  ')}
 )`);
+  addMissingColumns(db, s);
+}
+
+/**
+ * Columns added to the projections table after its first format, with their
+ * declarations. A target made before them gets them at its next open by sync
+ * or import (ALTER TABLE ADD COLUMN, in one transaction); readers (health)
+ * take a missing one as its default.
+ */
+const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
+  ['last_error_code', 'TEXT'],
+  ['last_error_ms', 'INTEGER'],
+  ['failures', 'INTEGER NOT NULL DEFAULT 0'],
+];
+
+function addMissingColumns(db: Db, s: string): void {
+  const missing = () => {
+    const have = new Set((db.prepare(`SELECT name FROM ${s}.pragma_table_info(?)`).pluck().all(PROJECTIONS_TABLE) as string[]).map((n) => n.toLowerCase()));
+    return ADDED_COLUMNS.filter(([name]) => !have.has(name));
+  };
+  if (missing().length === 0) return;
+  // Deferred (an IMMEDIATE one on a sync session would take the source's
+  // write lock too): the target's write lock first, then look again, so two
+  // syncs opening one old target at once add each column once.
+  db.exec('BEGIN');
+  try {
+    db.prepare(`UPDATE ${s}.${TARGET_INFO_TABLE} SET id = id`).run();
+    for (const [name, decl] of missing()) db.exec(`ALTER TABLE ${s}.${PROJECTIONS_TABLE} ADD COLUMN ${name} ${decl}`);
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
 }
 
 export function hasTargetMeta(db: Db, schema: string): boolean {
@@ -131,6 +172,9 @@ function fromRow(r: Record<string, unknown>): ProjectionRecord {
     detail: str(r.detail),
     shadowTable: str(r.shadow_table),
     lastError: str(r.last_error),
+    lastErrorCode: str(r.last_error_code),
+    lastErrorMs: num(r.last_error_ms),
+    failures: r.failures === undefined || r.failures === null ? 0 : Number(r.failures),
     appliedEvents: Number(r.applied_events),
     lastEventMs: num(r.last_event_ms),
     createdMs: Number(r.created_ms),
@@ -189,7 +233,7 @@ export function insertProjection(db: Db, schema: string, p: NewProjection): void
 export function storeCursor(db: Db, schema: string, name: string, cursor: string, seq: number, applied: number, lastEventMs: number | null): void {
   cachedStatement(
     db,
-    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL,
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL, last_error_code = NULL, last_error_ms = NULL, failures = 0,
        applied_events = applied_events + ?, last_event_ms = coalesce(?, last_event_ms), updated_ms = ? WHERE name = ?`,
   ).run(cursor, seq, applied, lastEventMs, Date.now(), name);
 }
@@ -204,6 +248,13 @@ export function setState(db: Db, schema: string, name: string, state: Projection
   );
 }
 
-export function setLastError(db: Db, schema: string, name: string, message: string | null): void {
-  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, updated_ms = ? WHERE name = ?`).run(message, Date.now(), name);
+/**
+ * Records a failed sync attempt of a projection: its code, message and time,
+ * and one more consecutive failure (storeCursor resets them). Call in a
+ * transaction of its own, after the failed one rolled back. Nothing is
+ * recorded for a projection that has no row yet (its first build failed).
+ */
+export function recordFailure(db: Db, schema: string, name: string, code: string, message: string): void {
+  const now = Date.now();
+  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, last_error_code = ?, last_error_ms = ?, failures = failures + 1, updated_ms = ? WHERE name = ?`).run(message, code, now, now, name);
 }

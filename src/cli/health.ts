@@ -1,22 +1,30 @@
 import type { Command } from 'commander';
 import { health } from '../index.ts';
 import * as S from './json-schemas.ts';
+import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
 
 export function registerHealth(program: Command): void {
   program
     .command('health')
-    .description('Show each projection of a target: state, lag (events and ms), last error. Exits 3 when anything needs action.')
+    .description(
+      'Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. Read-only. Exits 3 when anything needs action.',
+    )
     .argument('<target>', 'target SQLite database')
+    .option('--max-lag-events <n>', 'a projection more than n events behind needs action', parseWholeNumber)
+    .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
     .option('--json', 'print one JSON object')
-    .addHelpText('after', '\nExample:\n  $ sluice health cache.db --json')
-    .action((target: string, opts: { json?: boolean }) => {
-      const h = health(target);
+    .addHelpText('after', '\nExample:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json')
+    .action((target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number }) => {
+      const h = health(target, { ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }), ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }) });
       emit(opts, S.healthOutput, h, () =>
         h.projections.length === 0
           ? 'no projections in this target'
           : h.projections
-              .map((p) => `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.action !== undefined ? `\n   -> ${p.action}` : ''}`)
+              .map(
+                (p) =>
+                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}`,
+              )
               .join('\n'),
       );
       if (!h.ok) throw new ExitSignal(3);

@@ -118,8 +118,11 @@ export const healthOutput = z.object({
       lagEvents: z.number().int().nullable(),
       lagMs: z.number().nullable(),
       lastError: z.string().nullable(),
+      failure: z.object({ code: z.string(), message: z.string(), ms: z.number().int().nullable(), consecutive: z.number().int().min(1) }).nullable(),
+      rebuild: z.string().nullable(),
       needsAction: z.boolean(),
       action: z.string().optional(),
+      problems: z.array(z.string()),
     }),
   ),
 });
