@@ -52,3 +52,15 @@ test('a REPLACE whose conflicting row an older user BEFORE UPDATE trigger moves 
   expect(r.source).toHaveLength(1);
   expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
 });
+
+test('a REPLACE that conflicts only after an older user BEFORE INSERT trigger gave another row the UNIQUE value journals that row\'s delete', ({ makeDb }) => {
+  // The guard fires first and finds no conflict (no one holds 'b' yet), so
+  // it notes nothing; the user trigger then gives row 3 u = 'b', and the
+  // REPLACE deletes row 3 with no note to flush.
+  const { db, file } = makeDb('s.db', "CREATE TABLE t (k INTEGER PRIMARY KEY, u TEXT UNIQUE); CREATE TRIGGER claim BEFORE INSERT ON t WHEN NEW.k = 2 BEGIN UPDATE t SET u = NEW.u WHERE k = 3; END;");
+  enable(db, ['t']);
+  pythonExec(file, "INSERT INTO t VALUES (1, 'a'), (3, 'c'); INSERT OR REPLACE INTO t VALUES (2, 'b');");
+  const r = replayAndSource(db, 't');
+  expect(r.source).toHaveLength(2);
+  expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
+});
