@@ -166,6 +166,10 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
     hi = v.view.hw;
     r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
+  // Across a schema window, a backlog that does not apply (a user trigger
+  // made and dropped around a write journals out of order) says the same
+  // as a failed proof: the history is not whole. Rebuild, not suspend.
+  if ('kind' in r && v.window === true && r.kind === 'suspended' && (r.reason === 'TARGET_DIVERGED' || r.reason === 'UNCAPTURED_REPLACE')) return initialize(ctx, p, view, table, 'SCHEMA_WINDOW', owned);
   if ('kind' in r) return r;
   // A copy that differs from its source after a schema window is rebuilt
   // (the batch applied above goes with its tables); one that matches goes on,

@@ -182,9 +182,15 @@ function replaceGuards(
   // pays nothing for them. A partial index can be entered by a change to its
   // predicate's columns, which are not parsed out: with one, the guards
   // watch every update.
+  // The rowid's names are watched on every rowid table: on one with an
+  // INTEGER PRIMARY KEY, SET rowid = ... changes the key. A generated
+  // column is never named in a SET, so an index over one (like a partial
+  // index) makes the guards watch every update.
   const watchedNames = [...new Set(constraints.flatMap((c) => c.columns.filter((col) => col.rowid !== true).map((col) => quoteIdent(col.name))))];
-  if (rowid !== undefined) watchedNames.push(...ROWID_NAMES.filter((n) => !info.columns.some((c) => foldIdent(c.name) === n)));
-  const watched = inputs.uniques.some((u) => u.partial) ? '' : ` OF ${watchedNames.join(', ')}`;
+  if (!info.withoutRowid) watchedNames.push(...ROWID_NAMES.filter((n) => !info.columns.some((c) => foldIdent(c.name) === n)));
+  const generated = new Set(info.columns.filter((c) => c.hidden === 2 || c.hidden === 3).map((c) => c.name));
+  const watchAll = inputs.uniques.some((u) => u.partial || u.columns.some((c) => generated.has(c.name)));
+  const watched = watchAll ? '' : ` OF ${watchedNames.join(', ')}`;
 
   // Positions of the key columns in the two image halves of a journal row.
   const n = imageCols.length;
