@@ -7,11 +7,13 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn } from '../capture/schema.ts';
 import { readSourceView } from '../feed/source-view.ts';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import { parseStoredDefinition } from '../projection/definition.ts';
+import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import { parseStoredDefinition, type ProjectionDefinition } from '../projection/definition.ts';
+import { describeTable } from '../sqlite/introspect.ts';
+import { brokenDefinition } from './broken-definition.ts';
 import { hasTypedComputedColumn } from '../projection/kinds/relational-images.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
-import { readProjections, type ProjectionRecord } from './target-meta.ts';
+import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -28,7 +30,16 @@ export interface ProjectionVerification {
   /** Keys changed on the source after the projection's cursor: not compared. */
   readonly inFlight: number;
   readonly diffs: readonly VerifyDiff[];
+  /**
+   * Why it is not ok without a diff: the stored state's reason (suspended),
+   * SYNC_FAILING (its last sync failed), BEHIND (keys changed after its
+   * cursor), DEFINITION_CHANGED, or a stored definition that no longer fits
+   * the source (DEFINITION_INVALID, SOURCE_COLUMN_MISSING,
+   * SOURCE_TABLE_MISSING). NOT_VERIFIABLE for a custom projection (ok).
+   */
   readonly reason?: string;
+  /** What was not compared and why, with what to do; set whenever something was left out. */
+  readonly skipped?: string;
   /** What this check cannot see (for example ±0.0 in columns without affinity), one line each. */
   readonly caveats?: readonly string[];
 }
@@ -46,7 +57,10 @@ const MAX_DIFFS = 10;
  * seq, by per-key checksums computed in SQL over the typed values. Runs in
  * one read transaction over both files. Keys the source changed after the
  * projection's cursor are left out (and counted), so a live source never
- * produces a false difference.
+ * produces a false difference; but a projection with such keys is BEHIND,
+ * not ok. A projection that is suspended or whose last sync failed is not
+ * compared at all, and not ok. A target with no projection of the source is
+ * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
  *
  * @example
  * const r = await verify('app.db', 'cache.db');
@@ -66,7 +80,14 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
     try {
       const view = readSourceView(db);
       const records = readProjections(db, TARGET_SCHEMA).filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
-      const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid));
+      if (records.length === 0) {
+        throw new InvalidInputError(
+          'NO_PROJECTIONS_OF_SOURCE',
+          `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass the target that \`sluice sync ${sourcePath} <target>\` writes (or run that sync first).`,
+        );
+      }
+      const paths = { source: sourcePath, target: targetPath };
+      const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, paths));
       return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
@@ -86,14 +107,23 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
  */
 export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: number): boolean {
   registerHash(db);
-  return verifyOne(db, { ...rec, state: 'active', seq: hw }, hw, tid).ok;
+  return verifyOne(db, { ...rec, state: 'active', lastError: null, seq: hw }, hw, tid).ok;
 }
 
-function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined): ProjectionVerification {
+function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined, paths?: { readonly source: string; readonly target: string }): ProjectionVerification {
   const base = { name: rec.name, seq: rec.seq, checked: 0, inFlight: 0, diffs: [] as VerifyDiff[] };
-  if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state };
+  const asOf = `its rows are as of seq ${rec.seq}, so they need not match the source at seq ${hw}`;
+  if (rec.state === 'suspended') {
+    return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target)}` };
+  }
+  if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is ${rec.state} (its first snapshot has not committed); run sluice sync` };
+  if (rec.lastError !== null) {
+    return { ...base, ok: false, reason: 'SYNC_FAILING', skipped: `not compared: the last sync of ${rec.name} failed (${rec.lastError}) and ${asOf}; fix that and run sluice sync, then verify again` };
+  }
   if (rec.kind === 'custom') return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
-  if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED' };
+  if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
+  const today = fitsSourceToday(db, rec);
+  if (today !== undefined) return { ...base, ok: false, ...today };
   const shape = JSON.parse(rec.sourceShape) as SourceShape;
   const p = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
@@ -122,7 +152,40 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight');
-  return { ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) };
+  // Keys in flight were not compared: the projection is behind the source, which is not a pass.
+  const skipped = inFlight === 0 ? {} : { skipped: `${inFlight} keys changed after seq ${rec.seq} (the projection's cursor) up to seq ${hw} were not compared; run sluice sync, then verify again` };
+  const behind = inFlight > 0 && diffs.length === 0 ? { reason: 'BEHIND' } : {};
+  return { ...base, ok: diffs.length === 0 && inFlight === 0, checked, inFlight, diffs, ...behind, ...skipped, ...(caveats.length === 0 ? {} : { caveats }) };
+}
+
+/**
+ * Why the stored definition cannot be compared today, if it cannot: it no
+ * longer validates, it names what the source no longer has (as sync would
+ * suspend it: broken-definition.ts), or the source's table changed so that
+ * the next sync rebuilds it (DEFINITION_CHANGED).
+ */
+function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipped: string } | undefined {
+  const notCompared = (reason: string, why: string) => ({ reason, skipped: `not compared: ${why}` });
+  let def: ProjectionDefinition;
+  try {
+    def = parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`);
+  } catch (err) {
+    const b = brokenDefinition(rec.name, rec.sourceTable, 'parse', err);
+    if (b === undefined) throw err;
+    return notCompared(b.reason, String(b.detail.message));
+  }
+  const info = describeTable(db, def.source);
+  let fingerprint: string;
+  try {
+    if (info === undefined || info.kind !== 'table') throw new InvalidInputError('UNKNOWN_SOURCE_TABLE', `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`);
+    fingerprint = compileProjection(def, sourceShape(info)).fingerprint;
+  } catch (err) {
+    const b = brokenDefinition(rec.name, rec.sourceTable, 'compile', err);
+    if (b === undefined) throw err;
+    return notCompared(b.reason, String(b.detail.message));
+  }
+  if (fingerprint !== rec.fingerprint) return notCompared('DEFINITION_CHANGED', `the source's table ${def.source} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`);
+  return undefined;
 }
 
 /*
