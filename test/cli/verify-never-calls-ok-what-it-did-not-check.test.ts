@@ -101,15 +101,34 @@ describe('verify', () => {
     expect(p.labels?.skipped).toMatch(/handler refuses/);
   });
 
-  test('keys changed after the cursor make a projection BEHIND, not ok, until it syncs', async () => {
-    write(src, "UPDATE labels SET color = x'ff' WHERE repo_id = 1");
+  test('keys changed after the cursor are compared as they were at the cursor, so a tampered one is still found', async () => {
+    write(src, "UPDATE labels SET color = x'ff' WHERE repo_id = 1; DELETE FROM labels WHERE repo_id = 2; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')");
+    const clean = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(clean.status, clean.stdout).toBe(0);
+    const c = byName(clean);
+    expect(c.labels?.inFlight).toBeGreaterThan(0);
+    expect(c.labels).toMatchObject({ ok: true, diffs: [] });
+    const all = Number(scalar(tgt, 'SELECT count(*) FROM labels'));
+    expect(c.labels?.checked).toBe(all); // every key, the changed ones at the cursor
+
+    const [one, two] = [scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 1 LIMIT 1'), scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 2 LIMIT 1')];
+    write(tgt, `UPDATE labels SET color = x'ee' WHERE repo_id = 1 AND name = '${String(one)}'; DELETE FROM labels WHERE repo_id = 2 AND name = '${String(two)}'; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')`);
+    const r = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(r.status, r.stderr).toBe(3);
+    expect(byName(r).labels?.diffs).toEqual(expect.arrayContaining([{ key: [1, one], kind: 'different' }, { key: [2, two], kind: 'missing' }, { key: [3, 'later'], kind: 'extra' }]));
+  });
+
+  test('keys changed after a cursor the journal no longer reaches make it BEHIND, not ok, until it syncs', async () => {
+    expect((await runCliAsync(['enable', src, 'issues', 'labels', '--retention', '1024'])).status).toBe(0);
+    write(src, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100) INSERT INTO labels (repo_id, name, color) SELECT 1, 'bulk-' || i, x'00' FROM n");
+    expect((await runCliAsync(['prune', src])).status).toBe(0);
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
     const p = byName(r);
     expect(p.labels).toMatchObject({ ok: false, reason: 'BEHIND', diffs: [] });
-    expect(p.labels?.inFlight).toBeGreaterThan(0);
-    expect(p.labels?.skipped).toMatch(/changed after seq/);
-    expect(p.issues?.ok).toBe(true); // its table did not change
+    expect(p.labels?.skipped).toMatch(/pruned through seq .*changed after seq/);
+    // The same for issues: what the pruned events touched is gone, whatever the table.
+    expect(p.issues).toMatchObject({ ok: false, reason: 'BEHIND' });
     await sync(src, tgt);
     const after = await runCliAsync(['verify', src, tgt, '--json']);
     expect(after.status, after.stdout).toBe(0);
