@@ -67,6 +67,19 @@ describe('a stored projection that no longer compiles', () => {
     expect(byName(fixed).authors).toMatchObject({ state: 'active' });
   });
 
+  test('a projection whose source table was dropped is suspended with SOURCE_TABLE_MISSING and verify does not call it ok', async () => {
+    write(src, "DROP TABLE labels; UPDATE issues SET title = 'moved' WHERE number = 1");
+    const r = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(r.status, r.stderr).toBe(3);
+    const p = byName(r);
+    expect(p.labels).toMatchObject({ state: 'suspended', reason: 'SOURCE_TABLE_MISSING' });
+    expect(p.authors?.state).toBe('active');
+    expect(p.authors?.applied).toBeGreaterThan(0);
+    const v = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(v.status, v.stderr).toBe(3);
+    expect(parseJson(v, S.verifyOutput).projections.find((x) => x.name === 'labels')).toMatchObject({ ok: false, reason: 'SOURCE_TABLE_MISSING' });
+  });
+
   test('an invalid definition passed with --projection is still an input error that writes nothing', async () => {
     fs.writeFileSync(at('bad.json'), JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', who: 'nobody' } }));
     const r = await runCliAsync(['sync', src, tgt, '--projection', at('bad.json')]);
