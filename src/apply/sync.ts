@@ -200,6 +200,10 @@ export class Syncer {
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
+      const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
+      if (unbuildable !== undefined) {
+        throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`);
+      }
       resolveReinit(options.reinit ?? [], compiled);
       // Only now, with every definition accepted: a refused open writes
       // nothing to the source either.

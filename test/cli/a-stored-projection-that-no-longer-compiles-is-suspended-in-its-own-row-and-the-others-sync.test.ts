@@ -44,6 +44,11 @@ describe('a stored projection that no longer compiles', () => {
     expect(health.status, health.stderr).toBe(3);
     expect(health.stdout + health.stderr).toMatch(/SOURCE_COLUMN_MISSING.*--projection/);
 
+    // --reinit cannot rebuild it from a definition that does not compile: refused, naming why and the fix, writing nothing.
+    const reinit = await runCliAsync(['sync', src, tgt, '--reinit', 'authors']);
+    expect(reinit.status).toBe(1);
+    expect(reinit.stderr).toMatch(/UNKNOWN_PROJECTION: Cannot reinit authors: .*SOURCE_COLUMN_MISSING.*--projection/);
+
     // Putting the column back is enough: the next sync rebuilds it and all are active.
     write(src, 'ALTER TABLE issues RENAME COLUMN writer TO author');
     const back = await runCliAsync(['sync', src, tgt, '--json']);
