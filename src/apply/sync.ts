@@ -11,11 +11,12 @@ import { defaultProjectionName } from '../projection/name.ts';
 import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { ownedTables, readProjection, readProjections, recordFailure } from './target-meta.ts';
+import { ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
+import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -157,10 +158,13 @@ export class Syncer {
    * two consumers, and a relative path or a symlink to one target is the same.
    */
   readonly #targetKey: string;
+  /** Stored projections this open could not compile: each run suspends them in their own rows (broken-definition.ts). */
+  readonly #broken: readonly BrokenDefinition[];
 
-  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined) {
+  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined, broken: readonly BrokenDefinition[]) {
     this.session = session;
     this.projections = projections;
+    this.#broken = broken;
     this.#options = options;
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
@@ -181,15 +185,29 @@ export class Syncer {
       throw err;
     }
     try {
-      const defs = await resolveDefinitions(session.db, options.projections);
-      const compiled = defs.map((d) => compile(session.db, d));
+      const { defs, stored, broken } = await resolveDefinitions(session.db, options.projections);
+      const compiled: CompiledProjection[] = [];
+      for (const d of defs) {
+        try {
+          compiled.push(compile(session.db, d));
+        } catch (err) {
+          // A stored projection that no longer fits the source is suspended on its own; a given one is the caller's error.
+          const b = stored ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
+          if (b === undefined) throw err;
+          broken.push(b);
+        }
+      }
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
+      const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
+      if (unbuildable !== undefined) {
+        throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`);
+      }
       resolveReinit(options.reinit ?? [], compiled);
       // Only now, with every definition accepted: a refused open writes
       // nothing to the source either.
-      return new Syncer(session, compiled, options, rearmCapture(session.db));
+      return new Syncer(session, compiled, options, rearmCapture(session.db), broken);
     } catch (err) {
       session.close();
       if (created) removeDatabaseFiles(targetPath);
@@ -226,6 +244,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
+    for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
     // (one read of the source view fewer per pass in follow mode).
@@ -297,6 +316,21 @@ export class Syncer {
       if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${Number(busyTimeout)}`);
     }
     this.#lastAckMs = Date.now();
+  }
+
+  /** Suspends a stored projection this open could not compile, in its own row (written only when it changes). */
+  async #suspendBroken(b: BrokenDefinition): Promise<ProjectionReport> {
+    const report = { name: b.name, state: 'suspended' as const, reason: b.reason, detail: b.detail, applied: 0, cursor: null, seq: 0 };
+    try {
+      const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
+      if (rec?.state !== 'suspended' || rec.reason !== b.reason || rec.detail !== JSON.stringify(b.detail)) {
+        await retryBusy(async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail));
+      }
+      this.#options.onProgress?.({ projection: b.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: 0 });
+      return report;
+    } catch (err) {
+      return { ...report, error: { code: err instanceof SluiceError ? err.code : 'APPLY_FAILED', message: err instanceof Error ? err.message : String(err) } };
+    }
   }
 
   /** A projection's report from its stored row alone (nothing applied in this run). */
@@ -376,23 +410,41 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
   }
 }
 
-async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionInput[] | undefined): Promise<ProjectionDefinition[]> {
-  if (given !== undefined && given.length > 0) return given.map((d) => parseDefinition(d));
+interface Resolved {
+  readonly defs: ProjectionDefinition[];
+  /** The target's stored definitions (not given by the caller). */
+  readonly stored: boolean;
+  /** Stored definitions that no longer validate. */
+  readonly broken: BrokenDefinition[];
+}
+
+async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionInput[] | undefined): Promise<Resolved> {
+  if (given !== undefined && given.length > 0) return { defs: given.map((d) => parseDefinition(d)), stored: false, broken: [] };
   const stored = readProjections(db, TARGET_SCHEMA);
   if (stored.length > 0) {
     const defs: ProjectionDefinition[] = [];
+    const broken: BrokenDefinition[] = [];
     for (const r of stored) {
-      const d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
+      let d: ProjectionDefinition;
+      try {
+        d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
+      } catch (err) {
+        const b = brokenDefinition(r.name, r.sourceTable, 'parse', err);
+        if (b === undefined) throw err;
+        broken.push(b);
+        continue;
+      }
+      // A handler that cannot be loaded again stays an error of the open (CUSTOM_MODULE_NOT_FOUND names the fix).
       defs.push(d.kind === 'custom' ? { ...d, handler: await loadStoredHandler(d) } : d);
     }
-    return defs;
+    return { defs, stored: true, broken };
   }
   const view = readSourceView(db);
   const tables = [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => t.table.name);
   if (tables.length === 0) {
     throw new FailClosedError('NOTHING_TO_SYNC', `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`);
   }
-  return tables.map(defaultMirror);
+  return { defs: tables.map(defaultMirror), stored: false, broken: [] };
 }
 
 /** The projections to rebuild: each given by its name, or by its table's name when it has its default name (see name.ts). */

@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
+import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -25,11 +26,12 @@ export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAG
 
 /**
  * Suspensions that each run looks at again, because fixing their cause is
- * enough (nothing diverged): the source-side ones, and TARGET_CONSTRAINT (a
+ * enough (nothing diverged): the source-side ones, TARGET_CONSTRAINT (a
  * UNIQUE index a user added to a target table, which the batch would break;
- * nothing of it was written).
+ * nothing of it was written), and a stored definition that did not compile
+ * (broken-definition.ts: it runs again once it compiles).
  */
-export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT']);
+export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT', ...BROKEN_DEFINITION_REASONS]);
 
 /**
  * A command-line word as it must be typed in this platform's shell: as is
@@ -49,6 +51,12 @@ export function repairAction(name: string, reason: string | null | undefined, so
   const target = targetPath === undefined ? '<target>' : shellWord(targetPath);
   if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
     return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
+  }
+  if (reason === 'DEFINITION_INVALID') {
+    return `${reason}: the stored definition of ${name} no longer validates (detail.message says why); pass a corrected one: sluice sync ${source} ${target} --projection <definition file of ${name}>`;
+  }
+  if (reason !== null && reason !== undefined && BROKEN_DEFINITION_REASONS.has(reason)) {
+    return `${reason}: ${name} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync ${source} ${target} --projection <definition file of ${name}>`;
   }
   if (reason === 'TARGET_CONSTRAINT') {
     return `${reason}: sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again`;

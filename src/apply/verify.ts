@@ -7,11 +7,14 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn } from '../capture/schema.ts';
 import { readSourceView } from '../feed/source-view.ts';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import { parseStoredDefinition } from '../projection/definition.ts';
+import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import { parseStoredDefinition, type ProjectionDefinition } from '../projection/definition.ts';
+import { describeTable } from '../sqlite/introspect.ts';
+import { brokenDefinition } from './broken-definition.ts';
+import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
 import { hasTypedComputedColumn } from '../projection/kinds/relational-images.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
-import { readProjections, type ProjectionRecord } from './target-meta.ts';
+import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -25,10 +28,19 @@ export interface ProjectionVerification {
   /** The seq both sides were compared at. */
   readonly seq: number;
   readonly checked: number;
-  /** Keys changed on the source after the projection's cursor: not compared. */
+  /** Keys changed on the source after the projection's cursor: compared as they were at the cursor (verify-rewind.ts). */
   readonly inFlight: number;
   readonly diffs: readonly VerifyDiff[];
+  /**
+   * Why it is not ok without a diff: the stored state's reason (suspended),
+   * SYNC_FAILING (its last sync failed), BEHIND (keys changed after its
+   * cursor), DEFINITION_CHANGED, or a stored definition that no longer fits
+   * the source (DEFINITION_INVALID, SOURCE_COLUMN_MISSING,
+   * SOURCE_TABLE_MISSING). NOT_VERIFIABLE for a custom projection (ok).
+   */
   readonly reason?: string;
+  /** What was not compared and why, with what to do; set whenever something was left out. */
+  readonly skipped?: string;
   /** What this check cannot see (for example ±0.0 in columns without affinity), one line each. */
   readonly caveats?: readonly string[];
 }
@@ -44,9 +56,14 @@ const MAX_DIFFS = 10;
 /**
  * Compares every projection of a target with its source at one consistent
  * seq, by per-key checksums computed in SQL over the typed values. Runs in
- * one read transaction over both files. Keys the source changed after the
- * projection's cursor are left out (and counted), so a live source never
- * produces a false difference.
+ * one read transaction over both files, each projection at its own cursor:
+ * keys the source changed after it are counted (inFlight) and compared as
+ * the source had them then (their first later event's before image), so a
+ * live source never produces a false difference and a tampered row is found
+ * whatever the source did since; a cursor the journal no longer reaches is
+ * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
+ * compared at all, and not ok. A target with no projection of the source is
+ * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
  *
  * @example
  * const r = await verify('app.db', 'cache.db');
@@ -66,7 +83,14 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
     try {
       const view = readSourceView(db);
       const records = readProjections(db, TARGET_SCHEMA).filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
-      const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid));
+      if (records.length === 0) {
+        throw new InvalidInputError(
+          'NO_PROJECTIONS_OF_SOURCE',
+          `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass the target that \`sluice sync ${sourcePath} <target>\` writes (or run that sync first).`,
+        );
+      }
+      const paths = { source: sourcePath, target: targetPath };
+      const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths));
       return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
@@ -86,29 +110,47 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
  */
 export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: number): boolean {
   registerHash(db);
-  return verifyOne(db, { ...rec, state: 'active', seq: hw }, hw, tid).ok;
+  return verifyOne(db, { ...rec, state: 'active', lastError: null, seq: hw }, hw, tid, 0).ok;
 }
 
-function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined): ProjectionVerification {
+function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined, prunedThrough: number, paths?: { readonly source: string; readonly target: string }): ProjectionVerification {
   const base = { name: rec.name, seq: rec.seq, checked: 0, inFlight: 0, diffs: [] as VerifyDiff[] };
-  if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state };
+  const asOf = `its rows are as of seq ${rec.seq}, so they need not match the source at seq ${hw}`;
+  if (rec.state === 'suspended') {
+    return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target)}` };
+  }
+  if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is ${rec.state} (its first snapshot has not committed); run sluice sync` };
+  if (rec.lastError !== null) {
+    return { ...base, ok: false, reason: 'SYNC_FAILING', skipped: `not compared: the last sync of ${rec.name} failed (${rec.lastError}) and ${asOf}; fix that and run sluice sync, then verify again` };
+  }
   if (rec.kind === 'custom') return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
-  if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED' };
+  if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
+  const today = fitsSourceToday(db, rec);
+  if (today !== undefined) return { ...base, ok: false, ...today };
+  if (prunedThrough > rec.seq) {
+    return { ...base, ok: false, reason: 'BEHIND', skipped: `not compared: the source's journal is pruned through seq ${prunedThrough}, past ${rec.name}'s cursor (seq ${rec.seq}), so the keys changed after seq ${rec.seq} cannot be told; the next sluice sync rebuilds it (CURSOR_PRUNED), then verify again` };
+  }
   const shape = JSON.parse(rec.sourceShape) as SourceShape;
   const p = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
   const k = p.key.map((_, i) => `k${i}`);
-  const src = sourceSide(db, p);
-  const tgt = targetSide(p);
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt');
-  db.exec(`CREATE TEMP TABLE _sluice_vs AS ${src}`);
-  db.exec(`CREATE TEMP TABLE _sluice_vt AS ${tgt}`);
+  db.exec(`CREATE TEMP TABLE _sluice_vs AS ${sourceSide(db, p)}`);
+  db.exec(`CREATE TEMP TABLE _sluice_vt AS ${targetSide(p)}`);
   // Without these the join below is a nested scan of one side per row of
   // the other: hours for a table of 100k rows.
   db.exec(`CREATE INDEX temp._sluice_vt_k ON _sluice_vt (${k.join(', ')})`);
   db.exec(`CREATE INDEX temp._sluice_inflight_k ON _sluice_inflight (${k.join(', ')})`);
+  // Keys changed after the cursor are compared as the source had them at
+  // the cursor (their first later event's before image), when the journal
+  // still holds every event since; only without it are they left out.
+  const rewound = inFlight > 0 && rewindToCursor(db, p, tid, rec.seq, hw);
+  if (rewound) {
+    db.exec(`DELETE FROM temp._sluice_vs WHERE EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS _sluice_vs.${c}`).join(' AND ')})`);
+    db.exec(`INSERT INTO temp._sluice_vs ${sourceSide(db, p, `${REWOUND_TABLE} AS ${quoteIdent(p.source.table)}`)}`);
+  }
   const on = k.map((c) => `s.${c} IS t.${c}`).join(' AND ');
-  const skip = `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
+  const skip = inFlight === 0 || rewound ? 'true' : `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
   const rows = db
     .prepare(`SELECT ${k.map((c) => `coalesce(s.${c}, t.${c})`).join(', ')}, s.h IS NULL AS missing_s, t.h IS NULL AS missing_t
       FROM temp._sluice_vs s FULL OUTER JOIN temp._sluice_vt t ON ${on}
@@ -122,7 +164,42 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight');
-  return { ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) };
+  db.exec(`DROP TABLE IF EXISTS ${REWOUND_TABLE}`);
+  // Keys in flight that were not compared: the projection is behind the source, which is not a pass.
+  const behindBy = inFlight > 0 && !rewound;
+  const skipped = !behindBy ? {} : { skipped: `${inFlight} keys changed after seq ${rec.seq} (the projection's cursor) up to seq ${hw} were not compared; run sluice sync, then verify again` };
+  const behind = behindBy && diffs.length === 0 ? { reason: 'BEHIND' } : {};
+  return { ...base, ok: diffs.length === 0 && !behindBy, checked, inFlight, diffs, ...behind, ...skipped, ...(caveats.length === 0 ? {} : { caveats }) };
+}
+
+/**
+ * Why the stored definition cannot be compared today, if it cannot: it no
+ * longer validates, it names what the source no longer has (as sync would
+ * suspend it: broken-definition.ts), or the source's table changed so that
+ * the next sync rebuilds it (DEFINITION_CHANGED).
+ */
+function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipped: string } | undefined {
+  const notCompared = (reason: string, why: string) => ({ reason, skipped: `not compared: ${why}` });
+  let def: ProjectionDefinition;
+  try {
+    def = parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`);
+  } catch (err) {
+    const b = brokenDefinition(rec.name, rec.sourceTable, 'parse', err);
+    if (b === undefined) throw err;
+    return notCompared(b.reason, String(b.detail.message));
+  }
+  const info = describeTable(db, def.source);
+  let fingerprint: string;
+  try {
+    if (info === undefined || info.kind !== 'table') throw new InvalidInputError('UNKNOWN_SOURCE_TABLE', `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`);
+    fingerprint = compileProjection(def, sourceShape(info)).fingerprint;
+  } catch (err) {
+    const b = brokenDefinition(rec.name, rec.sourceTable, 'compile', err);
+    if (b === undefined) throw err;
+    return notCompared(b.reason, String(b.detail.message));
+  }
+  if (fingerprint !== rec.fingerprint) return notCompared('DEFINITION_CHANGED', `the source's table ${def.source} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`);
+  return undefined;
 }
 
 /*
@@ -139,20 +216,21 @@ function negativeZeroCaveat(shape: SourceShape): string[] {
   ];
 }
 
-function sourceSide(db: Db, p: CompiledProjection): string {
+/** The source side's per-key hashes, over the source table or `from` (a table of its shape, aliased to its name). */
+function sourceSide(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.source.table)}`): string {
   if (hasTypedComputedColumn(p)) {
     // The target stores typed computed columns with their affinity: so must
     // the source side before hashing (see relational-images.ts).
     db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
     db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
-    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
+    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM ${from}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
     const cols = p.columns.map((c) => quoteIdent(c.name));
     return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(cols)} AS h FROM temp._sluice_vsrc`;
   }
   const keys = p.key.map((kc, i) => `${p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc)} AS k${i}`);
   const values = p.kind === 'fts5' && (p.definition as { content?: string }).content === 'none' ? [] : p.columns.map((c) => c.expr);
   const where = p.filter === null ? '' : ` WHERE ${p.filter}`;
-  return `SELECT ${keys.join(', ')}, ${hashOf(values)} AS h FROM main.${quoteIdent(p.source.table)}${where}`;
+  return `SELECT ${keys.join(', ')}, ${hashOf(values)} AS h FROM ${from}${where}`;
 }
 
 function targetSide(p: CompiledProjection): string {

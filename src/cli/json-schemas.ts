@@ -86,6 +86,7 @@ export const verifyOutput = z.object({
       inFlight: z.number().int(),
       diffs: z.array(z.object({ key: z.array(jsonValueSchema), kind: z.enum(['missing', 'extra', 'different']) })),
       reason: z.string().optional(),
+      skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
     }),
   ),

@@ -1,0 +1,33 @@
+import { SluiceError } from '../errors.ts';
+
+/**
+ * A projection stored in the target that this sync cannot compile: its
+ * stored definition no longer validates, or it no longer fits today's
+ * source (a column renamed or dropped, a table gone). It is suspended in its
+ * own row with one of BROKEN_DEFINITION_REASONS while the others sync; each
+ * sync tries it again, so fixing the source (or passing a corrected
+ * definition with --projection) is enough.
+ */
+export interface BrokenDefinition {
+  readonly name: string;
+  readonly reason: string;
+  readonly detail: Record<string, unknown>;
+}
+
+export const BROKEN_DEFINITION_REASONS: ReadonlySet<string> = new Set(['DEFINITION_INVALID', 'SOURCE_COLUMN_MISSING', 'SOURCE_TABLE_MISSING']);
+
+/** Compile-time codes that mean the source no longer has what the definition names. */
+const COLUMN_CODES = new Set(['UNKNOWN_COLUMN', 'MISSING_KEY']);
+
+/**
+ * The suspension for a stored definition that failed at `stage`, or
+ * undefined when the failure is not the definition's (rethrow it).
+ */
+export function brokenDefinition(name: string, table: string, stage: 'parse' | 'compile', err: unknown): BrokenDefinition | undefined {
+  if (!(err instanceof SluiceError) || err.exitCode !== 1) return undefined;
+  const detail = { table, code: err.code, message: err.message };
+  if (stage === 'parse') return { name, reason: 'DEFINITION_INVALID', detail };
+  if (err.code === 'UNKNOWN_SOURCE_TABLE') return { name, reason: 'SOURCE_TABLE_MISSING', detail };
+  if (COLUMN_CODES.has(err.code) || (err.code === 'BAD_EXPRESSION' && /no such column/i.test(err.message))) return { name, reason: 'SOURCE_COLUMN_MISSING', detail };
+  return { name, reason: 'DEFINITION_INVALID', detail };
+}

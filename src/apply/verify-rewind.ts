@@ -1,0 +1,37 @@
+import type { Db } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn } from '../capture/schema.ts';
+import { columnDecl, type CompiledProjection } from '../projection/compile.ts';
+
+/** The temp table rewindToCursor fills: the source table's columns, with their types and collations. */
+export const REWOUND_TABLE = 'temp._sluice_vat';
+
+/**
+ * Fills REWOUND_TABLE with the rows of the projection's source table as they
+ * were at seq `lo`, for the keys the journal's events in (lo, hw] touch (a
+ * key whose first event there is an insert, or an update onto it, did not
+ * exist at `lo`): the first event touching a key as its old identity (delete,
+ * or update from it) holds its before image. Needs every journal row of
+ * (lo, hw] (nothing pruned past `lo`) and the key among the captured
+ * columns; returns false without it.
+ */
+export function rewindToCursor(db: Db, p: CompiledProjection, tid: number, lo: number, hw: number): boolean {
+  const n = p.source.columns.length;
+  const pos = p.source.keyColumns.map((kc) => p.source.columns.findIndex((c) => c.name === kc));
+  if (pos.length === 0 || pos.some((x) => x < 0)) return false;
+  db.exec(`DROP TABLE IF EXISTS ${REWOUND_TABLE}`);
+  db.exec(`CREATE TEMP TABLE _sluice_vat (${p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`).join(', ')})`);
+  const range = `tid = ${tid} AND seq > ${lo} AND seq <= ${hw}`;
+  const image = p.source.columns.map((_, i) => journalColumn(i));
+  const oldKey = pos.map((x, i) => `${journalColumn(x)} AS r${i}`).join(', ');
+  const newKey = pos.map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS r${i}`).join(', ');
+  const r = pos.map((_, i) => `r${i}`).join(', ');
+  db.exec(`INSERT INTO ${REWOUND_TABLE} SELECT ${image.join(', ')} FROM (
+    SELECT *, row_number() OVER (PARTITION BY ${r} ORDER BY seq, present DESC) AS rn FROM (
+      SELECT seq, 1 AS present, ${oldKey}, ${image.join(', ')} FROM main.${JOURNAL_TABLE} WHERE ${range} AND op IN (${OP_DELETE}, ${OP_UPDATE})
+      UNION ALL
+      SELECT seq, 0 AS present, ${newKey}, ${image.map(() => 'NULL').join(', ')} FROM main.${JOURNAL_TABLE} WHERE ${range} AND op IN (${OP_INSERT}, ${OP_UPDATE})
+    )
+  ) WHERE rn = 1 AND present = 1`);
+  return true;
+}
