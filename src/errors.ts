@@ -1,5 +1,8 @@
+import type { ReasonCode } from './reasons.ts';
+
 /**
- * Every error sluice raises on purpose is a SluiceError with a stable `code`.
+ * Every error sluice raises on purpose is a SluiceError with a stable `code`,
+ * one of src/reasons.ts (a code not there does not compile).
  * Messages name the object, the rule that was broken and the fix.
  */
 export class SluiceError extends Error {
@@ -7,7 +10,7 @@ export class SluiceError extends Error {
   /** Process exit code the CLI uses: 1 error, 2 usage, 3 fail-closed state that needs action. */
   readonly exitCode: 1 | 2 | 3;
 
-  constructor(code: string, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 | 3 } = {}) {
+  constructor(code: ReasonCode, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 | 3 } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'SluiceError';
     this.code = code;
@@ -18,7 +21,7 @@ export class SluiceError extends Error {
 /** A capture gate refused a table (no key, view, FK cycle, namespace collision...). Nothing was written. */
 export class CaptureRefusedError extends SluiceError {
   readonly table: string;
-  constructor(code: string, table: string, message: string, options: { readonly cause?: unknown } = {}) {
+  constructor(code: ReasonCode, table: string, message: string, options: { readonly cause?: unknown } = {}) {
     super(code, message, options);
     this.name = 'CaptureRefusedError';
     this.table = table;
@@ -28,7 +31,7 @@ export class CaptureRefusedError extends SluiceError {
 /** A fail-closed state that needs action: rebuild, re-arm, reinit, or repair. */
 export class FailClosedError extends SluiceError {
   readonly detail: Readonly<Record<string, unknown>>;
-  constructor(code: string, message: string, detail: Readonly<Record<string, unknown>> = {}, options: { readonly cause?: unknown } = {}) {
+  constructor(code: ReasonCode, message: string, detail: Readonly<Record<string, unknown>> = {}, options: { readonly cause?: unknown } = {}) {
     super(code, message, { ...options, exitCode: 3 });
     this.name = 'FailClosedError';
     this.detail = detail;
@@ -37,7 +40,7 @@ export class FailClosedError extends SluiceError {
 
 /** Bad input from the caller (definition, cursor string, arguments): exit 1, or 2 for an argument the command does not accept. */
 export class InvalidInputError extends SluiceError {
-  constructor(code: string, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 } = {}) {
+  constructor(code: ReasonCode, message: string, options: { readonly cause?: unknown; readonly exitCode?: 1 | 2 } = {}) {
     super(code, message, options);
     this.name = 'InvalidInputError';
   }

@@ -1,20 +1,22 @@
 import { SluiceError } from '../errors.ts';
+import type { ReasonOf } from '../reasons.ts';
 
 /**
  * A projection stored in the target that this sync cannot compile: its
  * stored definition no longer validates, or it no longer fits today's
  * source (a column renamed or dropped, a table gone). It is suspended in its
- * own row with one of BROKEN_DEFINITION_REASONS while the others sync; each
+ * own row (DEFINITION_INVALID, SOURCE_COLUMN_MISSING, SOURCE_TABLE_MISSING) while the others sync; each
  * sync tries it again, so fixing the source (or passing a corrected
  * definition with --projection) is enough.
  */
 export interface BrokenDefinition {
   readonly name: string;
-  readonly reason: string;
+  readonly reason: BrokenDefinitionReason;
   readonly detail: Record<string, unknown>;
 }
 
-export const BROKEN_DEFINITION_REASONS: ReadonlySet<string> = new Set(['DEFINITION_INVALID', 'SOURCE_COLUMN_MISSING', 'SOURCE_TABLE_MISSING']);
+/** Suspensions of kind `suspend` in src/reasons.ts that clear once the definition compiles. */
+export type BrokenDefinitionReason = Extract<ReasonOf<'suspend'>, 'DEFINITION_INVALID' | 'SOURCE_COLUMN_MISSING' | 'SOURCE_TABLE_MISSING'>;
 
 /** Compile-time codes that mean the source no longer has what the definition names. */
 const COLUMN_CODES = new Set(['UNKNOWN_COLUMN', 'MISSING_KEY']);

@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { reasonsOf } from '../reasons.ts';
 import { JOURNAL_TABLE, journalRange, julianToMs, type EventRelation } from '../capture/schema.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -31,8 +32,8 @@ export type StepOutcome =
 /** Events read into memory at a time when a batch is applied event by event. */
 const EVENT_PAGE = 10_000;
 
-/** Rebuild reasons that a fresh snapshot repairs; the others need the source fixed first. */
-const REBUILDABLE = new Set(['SCHEMA_WINDOW', 'TABLE_REARMED', 'HISTORY_DIVERGED', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'CURSOR_PRUNED', 'SEQ_REGRESSED', 'FILE_CHANGED', 'SCHEMA_CHANGED', 'CURSOR_VERSION_UNKNOWN', 'DEFINITION_CHANGED']);
+/** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
+const REBUILDABLE: ReadonlySet<string> = reasonsOf('rebuilt');
 
 export interface StepContext {
   readonly db: Db;

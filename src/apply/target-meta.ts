@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
-import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
+import { reasonsOf, repairFor } from '../reasons.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -21,17 +21,16 @@ export const TARGET_FORMAT = 1;
 
 export type ProjectionState = 'building' | 'active' | 'suspended';
 
-/** Suspensions caused by the source, not the target's rows: each run looks again, so fixing the source is enough. */
-export const SOURCE_SIDE_SUSPENSIONS: ReadonlySet<string> = new Set(['NEEDS_IMAGES_MODE', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'COUNTER_MODE_TABLE']);
-
 /**
  * Suspensions that each run looks at again, because fixing their cause is
- * enough (nothing diverged): the source-side ones, TARGET_CONSTRAINT (a
- * UNIQUE index a user added to a target table, which the batch would break;
- * nothing of it was written), and a stored definition that did not compile
- * (broken-definition.ts: it runs again once it compiles).
+ * enough (nothing diverged): kind `suspend` that clears by itself in
+ * src/reasons.ts. They are the source-side ones (the table's arming or
+ * mode), TARGET_CONSTRAINT (a UNIQUE index a user added to a target table,
+ * which the batch would break; nothing of it was written), and a stored
+ * definition that did not compile (broken-definition.ts: it runs again once
+ * it compiles).
  */
-export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = new Set([...SOURCE_SIDE_SUSPENSIONS, 'TARGET_CONSTRAINT', ...BROKEN_DEFINITION_REASONS]);
+export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = reasonsOf('suspend', true);
 
 /**
  * A command-line word as it must be typed in this platform's shell: as is
@@ -45,23 +44,11 @@ export function shellWord(s: string, platform: NodeJS.Platform = process.platfor
   return `'${s.replaceAll("'", "'\\''")}'`;
 }
 
-/** What to do about a suspended projection, with the command that does it (placeholders for paths not given). */
+/** What to do about a suspended projection, with the command that does it (placeholders for paths not given); worded in src/reasons.ts. */
 export function repairAction(name: string, reason: string | null | undefined, sourcePath?: string, targetPath?: string): string {
   const source = sourcePath === undefined ? '<source>' : shellWord(sourcePath);
   const target = targetPath === undefined ? '<target>' : shellWord(targetPath);
-  if (reason !== null && reason !== undefined && SOURCE_SIDE_SUSPENSIONS.has(reason)) {
-    return `${reason}: fix the source (sluice enable ${source} <table>, in images mode), then run sluice sync again`;
-  }
-  if (reason === 'DEFINITION_INVALID') {
-    return `${reason}: the stored definition of ${name} no longer validates (detail.message says why); pass a corrected one: sluice sync ${source} ${target} --projection <definition file of ${name}>`;
-  }
-  if (reason !== null && reason !== undefined && BROKEN_DEFINITION_REASONS.has(reason)) {
-    return `${reason}: ${name} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync ${source} ${target} --projection <definition file of ${name}>`;
-  }
-  if (reason === 'TARGET_CONSTRAINT') {
-    return `${reason}: sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again`;
-  }
-  return `${reason ?? 'suspended'}: find the cause (sluice verify ${source} ${target} shows the differing keys), then rebuild it: sluice sync ${source} ${target} --reinit ${shellWord(name)}`;
+  return repairFor(reason, { source, target, projection: shellWord(name) });
 }
 
 export interface ProjectionRecord {

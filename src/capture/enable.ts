@@ -33,6 +33,7 @@ import {
 } from './schema.ts';
 import { forgetArming, verifyCapture, type UnarmedReason } from './verify.ts';
 import { pruneJournal } from './prune.ts';
+import type { Reason } from '../reasons.ts';
 
 export interface EnableOptions {
   /** Capture mode for the named tables. Default `images`. */
@@ -46,7 +47,7 @@ export interface EnableOptions {
 /** One re-armed table and why it was not armed (MODE_CHANGED: enable was asked for another mode). */
 export interface RearmedTable {
   readonly table: string;
-  readonly reason: UnarmedReason | 'MODE_CHANGED';
+  readonly reason: UnarmedReason | Reason<'MODE_CHANGED'>;
   readonly detail?: string;
 }
 

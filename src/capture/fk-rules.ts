@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { describeTable, foreignKeys, listTables } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
+import type { Reason } from '../reasons.ts';
 
 /*
  * Foreign-key boundaries of contract 002. Both checks depend on the schema
@@ -17,7 +18,7 @@ import { foldIdent } from '../sqlite/quote.ts';
  */
 
 export interface FkViolation {
-  readonly code: 'FK_UPDATE_CYCLE' | 'FK_DELETE_KEY_UPDATE';
+  readonly code: Reason<'FK_UPDATE_CYCLE' | 'FK_DELETE_KEY_UPDATE'>;
   readonly table: string;
   readonly path: readonly string[];
 }

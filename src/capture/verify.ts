@@ -9,27 +9,14 @@ import { buildTriggers } from './triggers.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import { foldIdent } from '../sqlite/quote.ts';
+import type { Reason, ReasonOf } from '../reasons.ts';
 
-/** Why a captured table is not armed. Stable codes: readers and `status` report them. */
-export type UnarmedReason =
-  | 'TABLE_MISSING'
-  | 'NOT_A_TABLE'
-  | 'TRIGGER_MISSING'
-  | 'TRIGGER_ALTERED'
-  | 'SCHEMA_CHANGED'
-  | 'TEMP_SHADOW'
-  | 'FK_UPDATE_CYCLE'
-  | 'FK_DELETE_KEY_UPDATE'
-  | 'PRUNE_TRIGGER_MISSING'
-  /** A UNIQUE index over an expression: a REPLACE through it deletes rows capture cannot see. */
-  | 'UNIQUE_EXPRESSION_INDEX'
-  /** A user AFTER trigger newer than sluice's: it fires first, so sluice would journal stale after-images. */
-  | 'USER_TRIGGER_NEWER'
-  /** A capture trigger or the table itself was dropped and made again after arming (DDL the triggers could not see). */
-  | 'CAPTURE_INTERRUPTED'
-  /** The triggers were installed by an older sluice (format upgrade, or a trigger shape that changed). */
-  | 'CAPTURE_OUTDATED'
-  | 'RESERVED_COLUMN_NAME';
+/**
+ * Why a captured table is not armed. Stable codes: readers and `status`
+ * report them; src/reasons.ts explains each (kind `unarmed`, less
+ * MODE_CHANGED, which only enable reports, and FORMAT_UNKNOWN, a CaptureProblem).
+ */
+export type UnarmedReason = Exclude<ReasonOf<'unarmed'>, 'MODE_CHANGED' | 'FORMAT_UNKNOWN'>;
 
 export interface TableArming {
   readonly table: CapturedTable;
@@ -38,7 +25,7 @@ export interface TableArming {
   readonly detail?: string;
 }
 
-export type CaptureProblem = 'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN';
+export type CaptureProblem = Reason<'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN'>;
 
 export interface CaptureVerification {
   /** True when capture exists, its format is known and every captured table is armed. */

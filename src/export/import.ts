@@ -3,6 +3,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { isReasonCode, type ReasonCode } from '../reasons.ts';
 import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
@@ -255,7 +256,7 @@ class Importer {
       throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `${at}: the target has no projections and the file has no snapshot before this batch (seq ${line.fromSeq}-${line.seq}): there is nothing to apply its events to. Import a file that starts with a snapshot (sluice export without --since), or pass --projection with a target made from one.`);
     }
     db.exec('BEGIN IMMEDIATE');
-    let suspended: { name: string; reason: string; detail: unknown } | undefined;
+    let suspended: { name: string; reason: ReasonCode; detail: unknown } | undefined;
     try {
       for (const p of this.#compiled()) {
         const rec = readProjection(db, SCHEMA, p.name);
@@ -272,7 +273,8 @@ class Importer {
         const mine = events.filter((e) => e.table === p.source.table && e.seq > rec.seq);
         const miss = await this.#applyEvents(p, mine);
         if (miss !== undefined) {
-          suspended = { name: p.name, reason: miss.split(':')[0] ?? 'TARGET_DIVERGED', detail: { message: miss } };
+          const code = miss.split(':')[0] ?? '';
+          suspended = { name: p.name, reason: isReasonCode(code) ? code : 'TARGET_DIVERGED', detail: { message: miss } };
           break;
         }
         const last = mine.at(-1);

@@ -1,35 +1,18 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { reasonsOf, type ReasonOf } from '../reasons.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
 
-/** Why a cursor cannot be continued. Stable codes. */
-export type RebuildReason =
-  | 'CAPTURE_ABSENT'
-  | 'CAPTURE_FORMAT_UNKNOWN'
-  | 'CURSOR_VERSION_UNKNOWN'
-  | 'SOURCE_CHANGED'
-  | 'GENERATION_CHANGED'
-  | 'SEQ_REGRESSED'
-  | 'FILE_CHANGED'
-  | 'CURSOR_PRUNED'
-  | 'TABLE_UNTRACKED'
-  | 'TABLE_UNARMED'
-  | 'COUNTER_MODE_TABLE'
-  | 'SCHEMA_CHANGED'
-  /** A table of the cursor was re-armed since (a trigger restored, a user trigger or a column added, a mode change, an upgrade). */
-  | 'TABLE_REARMED'
-  /** The journal at the cursor holds another history: an older copy was restored over the file and written past the cursor. */
-  | 'HISTORY_DIVERGED'
-  /**
-   * DDL sluice did not make ran since the cursor (schema_version moved):
-   * a UNIQUE index may have come and gone, or a trigger been missing, with
-   * no trace left. A consumer that can compare its copy with the source
-   * (sync's verifiable projections) proves continuity; any other rebuilds.
-   */
-  | 'SCHEMA_WINDOW';
+/**
+ * Why a cursor cannot be continued. Stable codes: those of kind `rebuild` in
+ * src/reasons.ts, which explains each (SCHEMA_WINDOW: DDL sluice did not make
+ * ran since the cursor; a consumer that can compare its copy with the source,
+ * as sync's verifiable projections do, proves continuity, any other rebuilds).
+ */
+export type RebuildReason = ReasonOf<'rebuild'>;
 
 export type CursorValidation =
   | {
@@ -49,10 +32,7 @@ export type CursorValidation =
     }
   | { readonly status: 'error'; readonly reason: 'CURSOR_MALFORMED'; readonly message: string };
 
-const REBUILD_REASONS: ReadonlySet<string> = new Set<RebuildReason>([
-  'CAPTURE_ABSENT', 'CAPTURE_FORMAT_UNKNOWN', 'CURSOR_VERSION_UNKNOWN', 'SOURCE_CHANGED', 'GENERATION_CHANGED', 'SEQ_REGRESSED',
-  'FILE_CHANGED', 'CURSOR_PRUNED', 'TABLE_UNTRACKED', 'TABLE_UNARMED', 'COUNTER_MODE_TABLE', 'SCHEMA_CHANGED', 'TABLE_REARMED', 'HISTORY_DIVERGED', 'SCHEMA_WINDOW',
-]);
+const REBUILD_REASONS: ReadonlySet<string> = reasonsOf('rebuild');
 
 /**
  * Decides whether a consumer may continue from `cursor` on this source:

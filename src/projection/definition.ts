@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
+import type { ReasonCode } from '../reasons.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { defaultProjectionName, isProjectionName, PROJECTION_NAME_RULE } from './name.ts';
 
@@ -183,7 +184,7 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
  * to load it (a syntax error, a missing import of its own) is reported as
  * `what` failing, with the cause, not as an error of sluice's own code.
  */
-async function importHandler(file: string, what: string, code = 'CUSTOM_MODULE_FAILED'): Promise<{ default?: unknown }> {
+async function importHandler(file: string, what: string, code: ReasonCode = 'CUSTOM_MODULE_FAILED'): Promise<{ default?: unknown }> {
   try {
     return await importModule(pathToFileURL(file).href);
   } catch (cause) {

@@ -6,6 +6,7 @@ import type { ChangeEvent, Row } from '../../feed/events.ts';
 import type { CompiledProjection } from '../compile.ts';
 import type { Fts5Definition } from '../definition.ts';
 import { allOf, sqlEq } from './relational-images.ts';
+import type { Reason } from '../../reasons.ts';
 
 /*
  * An incremental FTS5 index keyed by the source key. A content table
@@ -19,7 +20,7 @@ import { allOf, sqlEq } from './relational-images.ts';
 export interface FtsMismatch {
   readonly seq: number;
   readonly key: readonly JsonValue[];
-  readonly reason: 'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE';
+  readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
 }
 
 export function ftsNames(schema: string, p: CompiledProjection) {

@@ -8,6 +8,7 @@ import type { CompiledProjection } from '../compile.ts';
 import { prepareImages } from './relational-images.ts';
 import { applyByNetTransitions } from './relational-net.ts';
 import { applyByTransitions } from './relational-transitions.ts';
+import type { Reason } from '../../reasons.ts';
 
 export { sqlEq } from './relational-images.ts';
 
@@ -31,7 +32,7 @@ export interface RelationalMismatch {
   readonly seq: number;
   readonly key: readonly JsonValue[];
   /** `UNCAPTURED_REPLACE`: an insert found its key present; `TARGET_DIVERGED`: the before-image differs. */
-  readonly reason: 'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE';
+  readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
   readonly where: 'target' | 'batch';
 }
 

@@ -1,0 +1,213 @@
+/*
+ * Every stable code sluice reports, in one table: error codes (SluiceError
+ * `code`), why a cursor cannot continue, why sync rebuilt or suspended a
+ * projection, why a captured table is not armed, and why verify did not say
+ * ok. Like errors.ts this file is below every layer and imports none.
+ * docs/reasons.md is generated from it (npx tsx scripts/reasons-doc.ts), and
+ * test/reasons.test.ts checks the file and that every code src/ raises or
+ * returns is here.
+ */
+
+/**
+ * What a code reports (one code can play several parts: TABLE_UNARMED makes
+ * a reader rebuild and suspends a projection in sync):
+ * - `rebuild`: a cursor cannot be continued (validateCursor); a reader starts again from a snapshot.
+ * - `rebuilt`: sync rebuilt a projection from a snapshot by itself (SyncReport `rebuilt`).
+ * - `suspend`: sync suspended a projection in its own row (the others go on).
+ * - `unarmed`: a captured table is not armed (status, enable and sync's re-arming).
+ * - `verify`: verify did not compare a projection, or did not call it ok.
+ * - `error`: raised as a SluiceError with this `code`.
+ */
+export type ReasonKind = 'rebuild' | 'rebuilt' | 'suspend' | 'unarmed' | 'verify' | 'error';
+
+export interface ReasonInfo {
+  readonly kinds: readonly ReasonKind[];
+  /**
+   * No repair command is needed: sync rebuilds by itself, or (a suspension)
+   * looks again each run, so removing the cause is enough.
+   */
+  readonly clears: boolean;
+  /** One line: what happened. */
+  readonly explain: string;
+  /**
+   * For a suspension, what repairs it, with the command: placeholders
+   * {source}, {target}, {projection}. Null where the error's message names
+   * the fix itself.
+   */
+  readonly repair: string | null;
+}
+
+/** The repair of a suspension whose rows may be wrong: rebuild the projection. */
+const REINIT = 'find the cause (sluice verify {source} {target} shows the differing keys), then rebuild it: sluice sync {source} {target} --reinit {projection}';
+/** The repair of a suspension caused by the source's capture, not the target's rows. */
+const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
+/** The repair of a stored definition that no longer fits the source. */
+const REFIT = '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>';
+
+export const REASONS = {
+  // Cursors: why one cannot be continued, and what sync does then.
+  CAPTURE_ABSENT: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The database has no sluice capture (never enabled, or disabled).', repair: REINIT },
+  CAPTURE_FORMAT_UNKNOWN: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The capture was written by a newer sluice, in a format this one does not read.', repair: REINIT },
+  CURSOR_VERSION_UNKNOWN: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The cursor was made by another sluice version, in a form this one does not read.', repair: null },
+  SOURCE_CHANGED: { kinds: ['rebuild', 'rebuilt', 'error'], clears: true, explain: 'The cursor belongs to another source (capture re-created, or another database).', repair: null },
+  GENERATION_CHANGED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The source generation was bumped since the cursor: changes in between may be unrecorded.', repair: null },
+  SEQ_REGRESSED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: "The cursor is past the source's high-water mark: the file was restored from an older copy.", repair: null },
+  HISTORY_DIVERGED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The journal at the cursor holds another history: an older copy was restored and written past the cursor.', repair: null },
+  FILE_CHANGED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The cursor was taken on another file (device/inode): the database was replaced or copied.', repair: null },
+  CURSOR_PRUNED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'Events after the cursor were pruned from the journal (retention).', repair: null },
+  TABLE_UNTRACKED: { kinds: ['rebuild', 'suspend', 'verify', 'error'], clears: true, explain: 'The table is not captured on the source.', repair: FIX_SOURCE },
+  TABLE_UNARMED: { kinds: ['rebuild', 'suspend', 'error'], clears: true, explain: 'The table is not armed (detail says why): writes since then were not recorded.', repair: FIX_SOURCE },
+  COUNTER_MODE_TABLE: { kinds: ['rebuild', 'suspend', 'error'], clears: true, explain: 'The table is captured in counter mode, which records that it changed, not which rows.', repair: FIX_SOURCE },
+  SCHEMA_CHANGED: { kinds: ['rebuild', 'rebuilt', 'unarmed'], clears: true, explain: 'The schema or capture mode of the table changed since the cursor or the arming.', repair: null },
+  TABLE_REARMED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'A table of the cursor was re-armed since (a trigger restored, a user trigger or column added, a mode change, an upgrade).', repair: null },
+  SCHEMA_WINDOW: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'DDL sluice did not make ran since the cursor; a consumer that cannot prove continuity rebuilds.', repair: null },
+  DEFINITION_CHANGED: { kinds: ['rebuilt', 'verify'], clears: true, explain: "The projection's definition or its source table changed since it was built.", repair: null },
+  REINIT: { kinds: ['rebuilt'], clears: true, explain: 'sync --reinit rebuilt the projection as asked.', repair: null },
+  CAPTURE_REARMED: { kinds: ['rebuilt'], clears: true, explain: "Opening the source re-armed the projection's table, so cursors made before it rebuild once.", repair: null },
+  CURSOR_MALFORMED: { kinds: ['suspend', 'error'], clears: false, explain: 'The cursor is not a sluice cursor (garbage or truncated).', repair: REINIT },
+
+  // Suspensions of one projection.
+  TARGET_DIVERGED: { kinds: ['suspend'], clears: false, explain: "A before-image did not match the target's row: the target was edited, or a write went unrecorded.", repair: REINIT },
+  UNCAPTURED_REPLACE: { kinds: ['suspend'], clears: false, explain: 'A key that should be absent is present: a REPLACE deleted a row without a recorded delete.', repair: REINIT },
+  NEEDS_IMAGES_MODE: { kinds: ['suspend'], clears: true, explain: 'The projection needs row images, but its table is captured in another mode.', repair: FIX_SOURCE },
+  TARGET_CONSTRAINT: { kinds: ['suspend'], clears: true, explain: 'A UNIQUE index a user added to a target table would be broken by the batch; nothing of it was written.', repair: 'sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again' },
+  DEFINITION_INVALID: { kinds: ['suspend'], clears: true, explain: 'The stored definition no longer validates.', repair: 'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one: sluice sync {source} {target} --projection <definition file of {projection}>' },
+  SOURCE_COLUMN_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source column that no longer exists.', repair: REFIT },
+  SOURCE_TABLE_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source table that no longer exists.', repair: REFIT },
+  SUSPENDED: { kinds: ['suspend'], clears: false, explain: 'Suspended with no reason recorded.', repair: REINIT },
+  TARGET_TABLE_CHANGED: { kinds: ['suspend'], clears: false, explain: "health: a table of the projection is missing from the target, or its columns are not the definition's.", repair: REINIT },
+
+  // Why a captured table is not armed.
+  TABLE_MISSING: { kinds: ['unarmed'], clears: false, explain: 'The captured table no longer exists.', repair: null },
+  NOT_A_TABLE: { kinds: ['unarmed'], clears: false, explain: 'The captured name is now another kind of object (a view, or a table of another name).', repair: null },
+  TRIGGER_MISSING: { kinds: ['unarmed'], clears: false, explain: 'A capture trigger is missing.', repair: null },
+  TRIGGER_ALTERED: { kinds: ['unarmed'], clears: false, explain: 'A capture trigger differs from what sluice installed.', repair: null },
+  TEMP_SHADOW: { kinds: ['unarmed', 'error'], clears: false, explain: 'A TEMP object shadows the table.', repair: null },
+  FK_UPDATE_CYCLE: { kinds: ['unarmed', 'error'], clears: false, explain: 'ON UPDATE foreign-key actions form a cycle among captured tables.', repair: null },
+  FK_DELETE_KEY_UPDATE: { kinds: ['unarmed', 'error'], clears: false, explain: 'A foreign-key action would change a captured key in a way capture cannot order.', repair: null },
+  PRUNE_TRIGGER_MISSING: { kinds: ['unarmed'], clears: false, explain: 'The journal prune trigger is missing or altered.', repair: null },
+  UNIQUE_EXPRESSION_INDEX: { kinds: ['unarmed', 'error'], clears: false, explain: 'A UNIQUE index over an expression: a REPLACE through it deletes rows capture cannot see.', repair: null },
+  USER_TRIGGER_NEWER: { kinds: ['unarmed'], clears: false, explain: "A user AFTER trigger newer than sluice's fires first, so sluice would journal stale after-images.", repair: null },
+  CAPTURE_INTERRUPTED: { kinds: ['unarmed'], clears: false, explain: 'A capture trigger or the table was dropped and made again after arming.', repair: null },
+  CAPTURE_OUTDATED: { kinds: ['unarmed'], clears: false, explain: 'The triggers were installed by an older sluice (format upgrade).', repair: null },
+  RESERVED_COLUMN_NAME: { kinds: ['unarmed', 'error'], clears: false, explain: "A column starts with sluice's reserved prefix _sluice_.", repair: null },
+  MODE_CHANGED: { kinds: ['unarmed'], clears: false, explain: 'enable re-armed a table in another capture mode.', repair: null },
+  FORMAT_UNKNOWN: { kinds: ['unarmed'], clears: false, explain: "verifyCapture's problem for a capture format this sluice does not read (CAPTURE_FORMAT_UNKNOWN to readers).", repair: null },
+
+  // verify's answers.
+  BEHIND: { kinds: ['verify'], clears: false, explain: "The journal is pruned past the projection's cursor, so keys changed since cannot be compared.", repair: null },
+  SYNC_FAILING: { kinds: ['verify'], clears: false, explain: 'The last sync of the projection failed; it is not compared.', repair: null },
+  NOT_VERIFIABLE: { kinds: ['verify'], clears: false, explain: 'A custom projection: verify cannot compare it with the source.', repair: null },
+  NO_PROJECTIONS_OF_SOURCE: { kinds: ['verify', 'error'], clears: false, explain: 'The target holds no projection of this source.', repair: null },
+
+  // Capture refusals.
+  NO_PRIMARY_KEY: { kinds: ['error'], clears: false, explain: 'The table has no explicit PRIMARY KEY.', repair: null },
+  NULL_KEY_ROWS: { kinds: ['error'], clears: false, explain: 'Rows of the table have a NULL primary key.', repair: null },
+  NAMESPACE_COLLISION: { kinds: ['error'], clears: false, explain: "An object not made by sluice uses the reserved prefix _sluice_.", repair: null },
+  RESERVED_NAME: { kinds: ['error'], clears: false, explain: 'Table names starting with _sluice_ or sqlite_ cannot be captured.', repair: null },
+  TEMP_TABLE_REFUSED: { kinds: ['error'], clears: false, explain: 'The table exists only in TEMP.', repair: null },
+  VIEW_REFUSED: { kinds: ['error'], clears: false, explain: 'A view cannot be captured.', repair: null },
+  VIRTUAL_TABLE_REFUSED: { kinds: ['error'], clears: false, explain: 'A virtual table cannot be captured.', repair: null },
+  TABLE_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The named table does not exist (or vanished).', repair: null },
+  TARGET_NOT_SOURCE: { kinds: ['error'], clears: false, explain: 'The database is a sluice target; capture cannot be enabled on it.', repair: null },
+  OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+
+  // Bad input.
+  BAD_BATCH: { kinds: ['error'], clears: false, explain: 'The batch size is not a whole number >= 1.', repair: null },
+  BAD_CONSUMER: { kinds: ['error'], clears: false, explain: 'The consumer name is empty.', repair: null },
+  BAD_DEFINITION: { kinds: ['error'], clears: false, explain: 'The projection definition does not validate.', repair: null },
+  BAD_EXPRESSION: { kinds: ['error'], clears: false, explain: 'A projection expression is not deterministic SQL over the source columns.', repair: null },
+  BAD_LIMIT: { kinds: ['error'], clears: false, explain: 'The batch limit is not a whole number >= 1.', repair: null },
+  BAD_MAX_ROWS: { kinds: ['error'], clears: false, explain: '--max-rows is not a whole number >= 0.', repair: null },
+  BAD_MODE: { kinds: ['error'], clears: false, explain: 'The capture mode is unknown.', repair: null },
+  BAD_REASON: { kinds: ['error'], clears: false, explain: 'bump needs a non-empty reason.', repair: null },
+  BAD_RETENTION: { kinds: ['error'], clears: false, explain: 'The retention is below the minimum or not a whole number.', repair: null },
+  BAD_SQL: { kinds: ['error'], clears: false, explain: 'The query does not compile.', repair: null },
+  BAD_VALUE: { kinds: ['error'], clears: false, explain: 'Not a sluice JSON value.', repair: null },
+  CURSOR_REQUIRED: { kinds: ['error'], clears: false, explain: 'The call needs a cursor.', repair: null },
+  TABLE_NOT_IN_CURSOR: { kinds: ['error'], clears: false, explain: 'A table asked for is not covered by the cursor.', repair: null },
+  QUERY_REFUSED: { kinds: ['error'], clears: false, explain: 'The query does something sluice query does not run.', repair: null },
+  ROW_BUDGET_EXCEEDED: { kinds: ['error'], clears: false, explain: 'The query returned more rows than --max-rows.', repair: null },
+  TEXT_ENCODING: { kinds: ['error'], clears: false, explain: 'A TEXT value has no form in the database encoding (an unpaired surrogate).', repair: null },
+
+  // Databases.
+  DB_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The database file does not exist; sluice never creates one it was asked to read.', repair: null },
+  DB_NOT_WRITABLE: { kinds: ['error'], clears: false, explain: 'This user may not write the database (or its folder).', repair: null },
+  DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
+  NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },
+  TARGET_IS_SOURCE: { kinds: ['error'], clears: false, explain: 'The target has sluice capture enabled: it is a source.', repair: null },
+  TARGET_ENCODING: { kinds: ['error'], clears: false, explain: "The target's text encoding is not the source's.", repair: null },
+  DEMO_WOULD_OVERWRITE: { kinds: ['error'], clears: false, explain: 'demo --dir names something other than a new or empty folder.', repair: null },
+  INTERNAL: { kinds: ['error'], clears: false, explain: 'An error with no code of its own (a bug, or an unexpected failure).', repair: null },
+
+  // Projections and sync.
+  DEFINITION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The projection file does not exist.', repair: null },
+  CUSTOM_MODULE_NOT_FOUND: { kinds: ['error'], clears: false, explain: "A custom projection's handler module is not there.", repair: null },
+  CUSTOM_MODULE_FAILED: { kinds: ['error'], clears: false, explain: "A custom projection's handler module failed to load.", repair: null },
+  DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },
+  DUPLICATE_PROJECTION: { kinds: ['error'], clears: false, explain: 'Two projections have one name.', repair: null },
+  KEY_COLLATION_MISMATCH: { kinds: ['error'], clears: false, explain: "The source key's collation differs from the column's declared one.", repair: null },
+  MISSING_KEY: { kinds: ['error'], clears: false, explain: 'A map leaves out a source key column.', repair: null },
+  RESERVED_COLUMN: { kinds: ['error'], clears: false, explain: 'An fts5 index cannot have a column of this name.', repair: null },
+  TARGET_COLLISION: { kinds: ['error'], clears: false, explain: 'Two projections write one target table.', repair: null },
+  TARGET_TABLE_EXISTS: { kinds: ['error'], clears: false, explain: 'The target table exists and sluice did not make it.', repair: null },
+  UNKNOWN_COLUMN: { kinds: ['error'], clears: false, explain: 'The source table has no such column.', repair: null },
+  UNKNOWN_PROJECTION: { kinds: ['error'], clears: false, explain: 'No projection of that name (or its stored definition cannot be compiled).', repair: null },
+  UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
+  NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
+  BATCH_GAP: { kinds: ['error'], clears: false, explain: 'The batch starts after the stored cursor: events in between would be skipped.', repair: null },
+  APPLY_FAILED: { kinds: ['error'], clears: false, explain: 'The last sync of a projection failed with no code of its own.', repair: null },
+
+  // export and import.
+  EXPORT_CURSOR_FILE: { kinds: ['error'], clears: false, explain: 'The cursor file of an export does not hold an export position.', repair: null },
+  EXPORT_FILE_SHORTER: { kinds: ['error'], clears: false, explain: 'The export file is shorter than its cursor file says was complete.', repair: null },
+  IMPORT_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The import file does not exist.', repair: null },
+  IMPORT_BAD_VALUE: { kinds: ['error'], clears: false, explain: "A line's value does not fit the table's shape.", repair: null },
+  IMPORT_BATCH_MISMATCH: { kinds: ['error'], clears: false, explain: "A batch's lines do not match its closing marker.", repair: null },
+  IMPORT_FORMAT_VERSION: { kinds: ['error'], clears: false, explain: 'The file is of an export format this sluice does not read.', repair: null },
+  IMPORT_MALFORMED_LINE: { kinds: ['error'], clears: false, explain: 'A line is not JSON.', repair: null },
+  IMPORT_MIXED_SOURCES: { kinds: ['error'], clears: false, explain: 'The file holds lines of more than one source.', repair: null },
+  IMPORT_NO_SHAPE: { kinds: ['error'], clears: false, explain: 'Neither the file nor the target knows the shape of a table.', repair: null },
+  IMPORT_NO_SNAPSHOT: { kinds: ['error'], clears: false, explain: 'The target has no projections and the file has no snapshot first.', repair: null },
+  IMPORT_OUT_OF_ORDER: { kinds: ['error'], clears: false, explain: 'Lines of the file were moved or lost.', repair: null },
+  IMPORT_SNAPSHOT_FAILED: { kinds: ['error'], clears: false, explain: 'Snapshot rows do not apply cleanly.', repair: null },
+  IMPORT_SNAPSHOT_MISMATCH: { kinds: ['error'], clears: false, explain: "A snapshot's lines do not match its closing marker.", repair: null },
+} as const satisfies Record<string, ReasonInfo>;
+
+export type ReasonCode = keyof typeof REASONS;
+
+/** Codes named in a type: `Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>` does not compile with a code that is not in REASONS. */
+export type Reason<C extends ReasonCode> = C;
+
+/** The codes that play the part `K`. */
+export type ReasonOf<K extends ReasonKind> = { [C in ReasonCode]: K extends (typeof REASONS)[C]['kinds'][number] ? C : never }[ReasonCode];
+
+export function isReasonCode(code: string): code is ReasonCode {
+  return Object.hasOwn(REASONS, code);
+}
+
+/** The codes that play the part `kind`, and clear by themselves when `clears` is given. */
+export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): ReadonlySet<ReasonOf<K>> {
+  const codes = (Object.keys(REASONS) as ReasonCode[]).filter((c) => {
+    const r: ReasonInfo = REASONS[c];
+    return r.kinds.includes(kind) && (clears === undefined || r.clears === clears);
+  });
+  return new Set(codes as ReasonOf<K>[]);
+}
+
+/** Values for a repair template's placeholders, as they are to be typed (quote them first). */
+export interface RepairVars {
+  readonly source: string;
+  readonly target: string;
+  readonly projection: string;
+}
+
+/**
+ * "CODE: what repairs it, with the command", for a suspension; a reason
+ * without a repair of its own (or none) gets the rebuild.
+ */
+export function repairFor(reason: string | null | undefined, vars: RepairVars): string {
+  const own = reason !== null && reason !== undefined && isReasonCode(reason) ? (REASONS[reason] as ReasonInfo).repair : null;
+  const template = own ?? REINIT;
+  return `${reason ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
+}
