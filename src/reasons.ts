@@ -9,16 +9,19 @@
  */
 
 /**
- * What a code reports (one code can play several parts: TABLE_UNARMED makes
- * a reader rebuild and suspends a projection in sync):
- * - `rebuild`: a cursor cannot be continued (validateCursor); a reader starts again from a snapshot.
- * - `rebuilt`: sync rebuilt a projection from a snapshot by itself (SyncReport `rebuilt`).
- * - `suspend`: sync suspended a projection in its own row (the others go on).
- * - `unarmed`: a captured table is not armed (status, enable and sync's re-arming).
- * - `verify`: verify did not compare a projection, or did not call it ok.
- * - `error`: raised as a SluiceError with this `code`.
+ * What a code reports. One code can play several parts: TABLE_UNARMED makes
+ * a reader rebuild and suspends a projection in sync.
  */
-export type ReasonKind = 'rebuild' | 'rebuilt' | 'suspend' | 'unarmed' | 'verify' | 'error';
+export const REASON_KINDS = {
+  rebuild: 'a cursor cannot be continued (validateCursor): a reader starts again from a snapshot',
+  rebuilt: 'sync rebuilt a projection from a snapshot by itself (SyncReport `rebuilt`)',
+  suspend: 'sync suspended a projection in its own row; the others go on',
+  unarmed: 'a captured table is not armed (status, enable, and the re-arming at sync)',
+  verify: 'verify did not compare a projection, or did not call it ok',
+  error: 'raised as a SluiceError with this `code`',
+} as const;
+
+export type ReasonKind = keyof typeof REASON_KINDS;
 
 export interface ReasonInfo {
   readonly kinds: readonly ReasonKind[];
@@ -37,8 +40,8 @@ export interface ReasonInfo {
   readonly repair: string | null;
 }
 
-/** The repair of a suspension whose rows may be wrong: rebuild the projection. */
-const REINIT = 'find the cause (sluice verify {source} {target} shows the differing keys), then rebuild it: sluice sync {source} {target} --reinit {projection}';
+/** The repair of a suspension whose rows may be wrong, and of one with no repair of its own: rebuild the projection. */
+export const DEFAULT_REPAIR = 'find the cause (sluice verify {source} {target} shows the differing keys), then rebuild it: sluice sync {source} {target} --reinit {projection}';
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
 const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
@@ -46,8 +49,8 @@ const REFIT = '{projection} names what the source no longer has (detail.message 
 
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
-  CAPTURE_ABSENT: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The database has no sluice capture (never enabled, or disabled).', repair: REINIT },
-  CAPTURE_FORMAT_UNKNOWN: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The capture was written by a newer sluice, in a format this one does not read.', repair: REINIT },
+  CAPTURE_ABSENT: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The database has no sluice capture (never enabled, or disabled).', repair: DEFAULT_REPAIR },
+  CAPTURE_FORMAT_UNKNOWN: { kinds: ['rebuild', 'suspend', 'error'], clears: false, explain: 'The capture was written by a newer sluice, in a format this one does not read.', repair: DEFAULT_REPAIR },
   CURSOR_VERSION_UNKNOWN: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The cursor was made by another sluice version, in a form this one does not read.', repair: null },
   SOURCE_CHANGED: { kinds: ['rebuild', 'rebuilt', 'error'], clears: true, explain: 'The cursor belongs to another source (capture re-created, or another database).', repair: null },
   GENERATION_CHANGED: { kinds: ['rebuild', 'rebuilt'], clears: true, explain: 'The source generation was bumped since the cursor: changes in between may be unrecorded.', repair: null },
@@ -64,18 +67,18 @@ export const REASONS = {
   DEFINITION_CHANGED: { kinds: ['rebuilt', 'verify'], clears: true, explain: "The projection's definition or its source table changed since it was built.", repair: null },
   REINIT: { kinds: ['rebuilt'], clears: true, explain: 'sync --reinit rebuilt the projection as asked.', repair: null },
   CAPTURE_REARMED: { kinds: ['rebuilt'], clears: true, explain: "Opening the source re-armed the projection's table, so cursors made before it rebuild once.", repair: null },
-  CURSOR_MALFORMED: { kinds: ['suspend', 'error'], clears: false, explain: 'The cursor is not a sluice cursor (garbage or truncated).', repair: REINIT },
+  CURSOR_MALFORMED: { kinds: ['suspend', 'error'], clears: false, explain: 'The cursor is not a sluice cursor (garbage or truncated).', repair: DEFAULT_REPAIR },
 
   // Suspensions of one projection.
-  TARGET_DIVERGED: { kinds: ['suspend'], clears: false, explain: "A before-image did not match the target's row: the target was edited, or a write went unrecorded.", repair: REINIT },
-  UNCAPTURED_REPLACE: { kinds: ['suspend'], clears: false, explain: 'A key that should be absent is present: a REPLACE deleted a row without a recorded delete.', repair: REINIT },
+  TARGET_DIVERGED: { kinds: ['suspend'], clears: false, explain: "A before-image did not match the target's row: the target was edited, or a write went unrecorded.", repair: DEFAULT_REPAIR },
+  UNCAPTURED_REPLACE: { kinds: ['suspend'], clears: false, explain: 'A key that should be absent is present: a REPLACE deleted a row without a recorded delete.', repair: DEFAULT_REPAIR },
   NEEDS_IMAGES_MODE: { kinds: ['suspend'], clears: true, explain: 'The projection needs row images, but its table is captured in another mode.', repair: FIX_SOURCE },
   TARGET_CONSTRAINT: { kinds: ['suspend'], clears: true, explain: 'A UNIQUE index a user added to a target table would be broken by the batch; nothing of it was written.', repair: 'sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again' },
   DEFINITION_INVALID: { kinds: ['suspend'], clears: true, explain: 'The stored definition no longer validates.', repair: 'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one: sluice sync {source} {target} --projection <definition file of {projection}>' },
   SOURCE_COLUMN_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source column that no longer exists.', repair: REFIT },
   SOURCE_TABLE_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source table that no longer exists.', repair: REFIT },
-  SUSPENDED: { kinds: ['suspend'], clears: false, explain: 'Suspended with no reason recorded.', repair: REINIT },
-  TARGET_TABLE_CHANGED: { kinds: ['suspend'], clears: false, explain: "health: a table of the projection is missing from the target, or its columns are not the definition's.", repair: REINIT },
+  SUSPENDED: { kinds: ['suspend'], clears: false, explain: 'Suspended with no reason recorded.', repair: DEFAULT_REPAIR },
+  TARGET_TABLE_CHANGED: { kinds: ['suspend'], clears: false, explain: "health: a table of the projection is missing from the target, or its columns are not the definition's.", repair: DEFAULT_REPAIR },
 
   // Why a captured table is not armed.
   TABLE_MISSING: { kinds: ['unarmed'], clears: false, explain: 'The captured table no longer exists.', repair: null },
@@ -208,6 +211,6 @@ export interface RepairVars {
  */
 export function repairFor(reason: string | null | undefined, vars: RepairVars): string {
   const own = reason !== null && reason !== undefined && isReasonCode(reason) ? (REASONS[reason] as ReasonInfo).repair : null;
-  const template = own ?? REINIT;
+  const template = own ?? DEFAULT_REPAIR;
   return `${reason ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
 }

@@ -32,20 +32,21 @@ describe('layer boundaries', () => {
     for (const [file, code] of cases) expect(await lint(file, code), file).toEqual([expect.stringMatching(/may not import/)]);
   });
 
-  test('a downward import, one inside the layer, and errors.ts pass', async () => {
+  test('a downward import, one inside the layer, errors.ts and reasons.ts pass', async () => {
     const code = [
       "import { openDatabase } from '../sqlite/connection.ts';",
       "import { readState } from '../capture/catalog.ts';",
       "import { parseDefinition } from '../projection/definition.ts';",
       "import { readProjections } from './target-meta.ts';",
       "import { InvalidInputError } from '../errors.ts';",
-      'export const all = [openDatabase, readState, parseDefinition, readProjections, InvalidInputError];',
+      "import { REASONS } from '../reasons.ts';",
+      'export const all = [openDatabase, readState, parseDefinition, readProjections, InvalidInputError, REASONS];',
     ].join('\n');
     expect(await lint('src/apply/downward.ts', code + '\n')).toEqual([]);
   });
 
-  test('cli/ imports the library only through the barrel, type-only imports and errors.ts included', async () => {
-    for (const code of ["import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n", "import { SluiceError } from '../errors.ts';\nexport const E = SluiceError;\n"]) {
+  test('cli/ imports the library only through the barrel, type-only imports, errors.ts and reasons.ts included', async () => {
+    for (const code of ["import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n", "import { SluiceError } from '../errors.ts';\nexport const E = SluiceError;\n", "import { REASONS } from '../reasons.ts';\nexport const R = REASONS;\n"]) {
       expect(await lint('src/cli/direct.ts', code), code).toEqual([expect.stringContaining('cli/ imports the library only through src/index.ts')]);
     }
     expect(await lint('src/cli/barrel.ts', "import { SluiceError, type Db } from '../index.ts';\nimport { packageRoot } from './package-root.ts';\nexport const all = [SluiceError, packageRoot];\nexport type D = Db;\n")).toEqual([]);
@@ -57,8 +58,9 @@ describe('layer boundaries', () => {
     expect(await lint('src/index.ts', "export { main } from './cli/main.ts';\n")).toEqual([expect.stringContaining('exports no cli/ code')]);
   });
 
-  test('product code does not import fixtures/, and errors.ts imports no layer', async () => {
+  test('product code does not import fixtures/, and errors.ts and reasons.ts import no layer', async () => {
     expect(await lint('src/cli/fixture.ts', "import { buildTracker } from '../../fixtures/tracker.ts';\nexport const f = buildTracker;\n")).toEqual([expect.stringContaining('does not import fixtures/')]);
-    expect(await lint('src/errors.ts', "import type { Db } from './sqlite/connection.ts';\nexport type D = Db;\n")).toEqual([expect.stringContaining('imports none of them')]);
+    expect(await lint('src/errors.ts', "import type { Db } from './sqlite/connection.ts';\nexport type D = Db;\n")).toEqual([expect.stringContaining('import none of them')]);
+    expect(await lint('src/reasons.ts', "import type { ProjectionRecord } from './apply/target-meta.ts';\nexport type P = ProjectionRecord;\n")).toEqual([expect.stringContaining('import none of them')]);
   });
 });
