@@ -1,11 +1,11 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
-import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { requireValidCursor } from './validate.ts';
-import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
+import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { JournalDecoder, type ChangeEvent } from './events.ts';
 
 export interface BatchOptions {
@@ -59,7 +59,7 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
     }
     const counter = tables.find((t) => t.mode === 'counter');
     if (counter !== undefined) {
-      throw new FailClosedError('COUNTER_MODE_TABLE', `Table ${counter.name} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.`, { table: counter.name });
+      throw counterModeTable(counter.name);
     }
     const hw = v.view.hw;
     const stmt = db

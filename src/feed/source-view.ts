@@ -126,10 +126,15 @@ export function resolveTables(view: SourceView, requested: readonly string[] | u
       throw new FailClosedError('TABLE_UNARMED', `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run \`sluice enable <db> ${a.table.name}\` to re-arm, then rebuild.`, { table: a.table.name, reason: a.reason });
     }
     if (a.table.mode === 'counter' && options.allowCounter !== true) {
-      throw new FailClosedError('COUNTER_MODE_TABLE', `Table ${a.table.name} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it, or re-enable it with --mode images or keys.`, { table: a.table.name });
+      throw counterModeTable(a.table.name);
     }
     return a.table;
   });
+}
+
+/** COUNTER_MODE_TABLE, worded once for every reader that needs row images or keys. */
+export function counterModeTable(table: string): FailClosedError {
+  return new FailClosedError('COUNTER_MODE_TABLE', `Table ${table} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.`, { table });
 }
 
 const viewFiles = new WeakMap<SourceView, FileIdentity | undefined>();

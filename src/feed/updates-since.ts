@@ -1,13 +1,13 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withReadTransaction } from '../sqlite/connection.ts';
-import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { InvalidInputError } from '../errors.ts';
 import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
 import { textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/schema.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import type { Cursor } from './cursor.ts';
 import { requireValidCursor } from './validate.ts';
-import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
+import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { readRowByKey, type Row } from './events.ts';
 import { pagedTable } from './snapshot.ts';
 
@@ -141,7 +141,7 @@ export function updatesPage(db: Db, table: string, since: string | Cursor, optio
     const t = v.tables.find((x) => x.name.toLowerCase() === table.toLowerCase());
     if (t === undefined) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table ${table} is not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes it.`);
     if (t.mode === 'counter') {
-      throw new FailClosedError('COUNTER_MODE_TABLE', `Table ${t.name} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it, or re-enable it with --mode images or keys.`, { table: t.name });
+      throw counterModeTable(t.name);
     }
     const { rows, more } = readChanges(db, t, v.cursor.seq, v.view.hw, limit);
     const at = (seq: number) => cursorToken(db, v.view, [t], seq);

@@ -55,6 +55,24 @@ describe('a counter-mode table', () => {
     db.close();
   });
 
+  test('readBatch, updatesSince and journalStartCursor refuse it in the same words, naming the table and both ways on', ({ makeDb }) => {
+    const { db } = makeDb('c.db', SCHEMA);
+    enable(db, ['settings'], { mode: 'counter' });
+    enable(db, ['t']);
+    const cursor = snapshot(db, ['settings', 't'], { onRow: () => {} }).cursor;
+    const message = (f: () => unknown) => {
+      try {
+        f();
+      } catch (err) {
+        return (err as Error).message;
+      }
+      return 'no error';
+    };
+    const messages = [message(() => readBatch(db, cursor)), message(() => [...updatesSince(db, 'settings', cursor)]), message(() => [...updatesSince(db, 'settings')]), message(() => journalStartCursor(db, ['settings']))];
+    expect(new Set(messages)).toEqual(new Set(['Table settings is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.']));
+    db.close();
+  });
+
   test('the changes CLI exits 3 with COUNTER_MODE_TABLE for it', ({ makeDb }) => {
     const { db, file } = makeDb('c.db', SCHEMA);
     enable(db, ['settings'], { mode: 'counter' });
