@@ -18,6 +18,7 @@ export const REASON_KINDS = {
   suspend: 'sync suspended a projection in its own row; the others go on',
   unarmed: 'a captured table is not armed (status, enable, and the re-arming at sync)',
   verify: 'verify did not compare a projection, or did not call it ok',
+  health: 'health says a projection needs action',
   error: 'raised as a SluiceError with this `code`',
 } as const;
 
@@ -78,7 +79,6 @@ export const REASONS = {
   SOURCE_COLUMN_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source column that no longer exists.', repair: REFIT },
   SOURCE_TABLE_MISSING: { kinds: ['suspend'], clears: true, explain: 'The stored definition names a source table that no longer exists.', repair: REFIT },
   SUSPENDED: { kinds: ['suspend'], clears: false, explain: 'Suspended with no reason recorded.', repair: DEFAULT_REPAIR },
-  TARGET_TABLE_CHANGED: { kinds: ['suspend'], clears: false, explain: "health: a table of the projection is missing from the target, or its columns are not the definition's.", repair: DEFAULT_REPAIR },
 
   // Why a captured table is not armed.
   TABLE_MISSING: { kinds: ['unarmed'], clears: false, explain: 'The captured table no longer exists.', repair: null },
@@ -102,6 +102,10 @@ export const REASONS = {
   SYNC_FAILING: { kinds: ['verify'], clears: false, explain: 'The last sync of the projection failed; it is not compared.', repair: null },
   NOT_VERIFIABLE: { kinds: ['verify'], clears: false, explain: 'A custom projection: verify cannot compare it with the source.', repair: null },
   NO_PROJECTIONS_OF_SOURCE: { kinds: ['verify', 'error'], clears: false, explain: 'The target holds no projection of this source.', repair: null },
+
+  // health's answers.
+  TARGET_TABLE_CHANGED: { kinds: ['health'], clears: false, explain: "A table of the projection is missing from the target, or its columns are not the definition's.", repair: DEFAULT_REPAIR },
+  APPLY_FAILED: { kinds: ['health'], clears: false, explain: "A sync of the projection failed with an error that has no code of its own (sync's error.code, health's failure.code).", repair: null },
 
   // Capture refusals.
   NO_PRIMARY_KEY: { kinds: ['error'], clears: false, explain: 'The table has no explicit PRIMARY KEY.', repair: null },
@@ -159,7 +163,6 @@ export const REASONS = {
   UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
   NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
   BATCH_GAP: { kinds: ['error'], clears: false, explain: 'The batch starts after the stored cursor: events in between would be skipped.', repair: null },
-  APPLY_FAILED: { kinds: ['error'], clears: false, explain: 'The last sync of a projection failed with no code of its own.', repair: null },
 
   // export and import.
   EXPORT_CURSOR_FILE: { kinds: ['error'], clears: false, explain: 'The cursor file of an export does not hold an export position.', repair: null },

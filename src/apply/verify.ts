@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.ts';
+import type { ReasonCode } from '../reasons.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { canHoldNegativeZero } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
@@ -179,7 +180,7 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
  * the next sync rebuilds it (DEFINITION_CHANGED).
  */
 function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipped: string } | undefined {
-  const notCompared = (reason: string, why: string) => ({ reason, skipped: `not compared: ${why}` });
+  const notCompared = (reason: ReasonCode, why: string) => ({ reason, skipped: `not compared: ${why}` });
   let def: ProjectionDefinition;
   try {
     def = parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`);

@@ -1,12 +1,13 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
 import { validateCursor, type RebuildReason } from './validate.ts';
+import type { Reason } from '../reasons.ts';
 
 export interface ChangedSince {
   /** True when any listed table may have changed after the cursor. */
   readonly changed: boolean;
   /** Set when the cursor cannot be continued: the consumer must rebuild (and `changed` is true). */
-  readonly rebuild?: RebuildReason | 'CURSOR_MALFORMED';
+  readonly rebuild?: RebuildReason | Reason<'CURSOR_MALFORMED'>;
   /** The highest last_seq of the listed tables. */
   readonly lastSeq?: number;
 }

@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { reasonsOf, type ReasonOf } from '../reasons.ts';
+import { reasonsOf, type Reason, type ReasonOf } from '../reasons.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
@@ -30,7 +30,7 @@ export type CursorValidation =
       /** Machine-readable specifics where there are some, e.g. `{ table, reason: 'SCHEMA_CHANGED' }` for TABLE_UNARMED. */
       readonly detail?: Readonly<Record<string, unknown>>;
     }
-  | { readonly status: 'error'; readonly reason: 'CURSOR_MALFORMED'; readonly message: string };
+  | { readonly status: 'error'; readonly reason: Reason<'CURSOR_MALFORMED'>; readonly message: string };
 
 const REBUILD_REASONS: ReadonlySet<string> = reasonsOf('rebuild');
 
