@@ -6,6 +6,7 @@ import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr } from './closed-pipe.ts';
+import { describeInterrupted, SIGNAL_EXIT, trapInterrupt } from './interrupt.ts';
 
 export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
   if (files.length === 0) return undefined;
@@ -72,10 +73,17 @@ export function registerSync(program: Command): void {
           await follow(syncer, { ...opts, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
           return;
         }
-        const report = await syncer.runOnce();
+        // Ctrl-C lets the batch in flight commit and says where the next sync resumes (exit 130).
+        const interrupt = trapInterrupt();
+        const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
         progress.stop();
         emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
         for (const p of report.projections) if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+        const signal = interrupt.received();
+        if (signal !== undefined) {
+          stderr().write(`sluice: ${describeInterrupted(report, signal)}\n`);
+          throw new ExitSignal(SIGNAL_EXIT[signal] ?? 130);
+        }
         if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
       } finally {
