@@ -48,3 +48,34 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
     },
   };
 }
+
+export interface WorkBar {
+  /** `done` of `total` units so far; `detail` is shown after the rate. */
+  readonly update: (done: number, total: number, detail?: string) => void;
+  stop(): void;
+}
+
+/**
+ * A bar for import, export and verify: on a terminal (stderr a TTY, not
+ * --json) only, the share of `total` done and units/s.
+ */
+export function workBar(options: { readonly json?: boolean }, label: string, unit: string): WorkBar {
+  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
+  const started = Date.now();
+  let bar: cliProgress.SingleBar | undefined;
+  return {
+    update: (done, total, detail) => {
+      const f = progressFigures({ startSeq: 0, seq: done, sourceSeq: Math.max(total, done), events: done }, Date.now() - started);
+      const payload = { label, unit, done, of: Math.max(total, done), rate: f.rate, detail: detail === undefined ? '' : ` | ${detail}` };
+      const permille = Math.floor(f.share * 1000);
+      if (bar === undefined) {
+        bar = new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}', stream: process.stderr, hideCursor: true, clearOnComplete: true }, cliProgress.Presets.shades_classic);
+        bar.start(1000, permille, payload);
+      } else bar.update(permille, payload);
+    },
+    stop: () => {
+      bar?.stop();
+      bar = undefined;
+    },
+  };
+}
