@@ -99,6 +99,8 @@ export interface SyncProgress {
    * snapshot): the share done is (seq - startSeq) / (sourceSeq - startSeq).
    */
   readonly startSeq?: number;
+  /** Milliseconds since this run started on the projection (events / elapsedMs is its rate). */
+  readonly elapsedMs?: number;
 }
 
 export interface ProjectionReport {
@@ -369,9 +371,10 @@ export class Syncer {
     // source's high-water mark as read now (a later commit only raises it).
     const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
     let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
+    const startedMs = Date.now();
     const progress = (phase: SyncProgress['phase'], seq: number, rows?: number) => {
       sourceHw = Math.max(sourceHw, seq);
-      this.#options.onProgress?.({ projection: p.name, phase, seq, sourceSeq: phase === 'suspended' ? 0 : sourceHw, events: applied, ...(rows === undefined ? {} : { rows }), startSeq: Math.min(startSeq, seq) });
+      this.#options.onProgress?.({ projection: p.name, phase, seq, sourceSeq: phase === 'suspended' ? 0 : sourceHw, events: applied, ...(rows === undefined ? {} : { rows }), startSeq: Math.min(startSeq, seq), elapsedMs: Date.now() - startedMs });
     };
     const stopHere = async () => {
       if (signal === undefined) return false;

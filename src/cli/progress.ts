@@ -30,7 +30,7 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
   return {
     update: (p) => {
       if (current?.projection !== p.projection) current = { projection: p.projection, started: Date.now() };
-      const f = progressFigures(p, Date.now() - current.started);
+      const f = progressFigures(p, p.elapsedMs ?? Date.now() - current.started);
       const payload = { projection: p.projection, phase: p.phase, seq: p.seq, sourceSeq: p.sourceSeq, events: p.rows ?? p.events, rate: f.rate, lag: f.lag };
       const permille = Math.floor(f.share * 1000);
       if (bar === undefined) {

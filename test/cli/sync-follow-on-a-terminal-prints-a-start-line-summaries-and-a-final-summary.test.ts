@@ -36,6 +36,8 @@ con = sqlite3.connect(sys.argv[1])
 con.execute("UPDATE comments SET body = body || ' followed' WHERE id <= 30")
 con.commit()`, [src]);
   await waitFor('a summary counting the 30 events', () => /, 30 since start; lag 0 events/.test(text()), 15_000);
+  // The bar's rate is of the pass that applied them, not of the time since the follower started.
+  expect(text()).toMatch(/\| 30 events \| [1-9]\d* ev\/s \| lag 0/);
 
   run.interrupt();
   expect(await run.exited, text()).toBe(0);
