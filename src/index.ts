@@ -47,6 +47,7 @@ export { Syncer, sync } from './apply/sync.ts';
 export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
+export type { VerifyOptions } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
 export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';

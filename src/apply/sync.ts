@@ -87,10 +87,20 @@ export interface RunOptions {
 export interface SyncProgress {
   readonly projection: string;
   readonly phase: 'snapshot' | 'catch-up' | 'current' | 'suspended';
+  /** The projection's seq after this step. */
   readonly seq: number;
+  /** The source's high-water mark as last read in this run (at least `seq`): what the projection catches up to. */
   readonly sourceSeq: number;
+  /** Events applied to this projection in this run so far. */
   readonly events: number;
   readonly rows?: number;
+  /**
+   * The projection's seq when this run started on it (0 before its first
+   * snapshot): the share done is (seq - startSeq) / (sourceSeq - startSeq).
+   */
+  readonly startSeq?: number;
+  /** Milliseconds since this run started on the projection (events / elapsedMs is its rate). */
+  readonly elapsedMs?: number;
 }
 
 export interface ProjectionReport {
@@ -333,6 +343,15 @@ export class Syncer {
     }
   }
 
+  /** The source's high-water mark for progress only: 0 when it cannot be read (the step then says why). */
+  #sourceHighWater(): number {
+    try {
+      return readSourceView(this.session.db).hw;
+    } catch {
+      return 0;
+    }
+  }
+
   /** A projection's report from its stored row alone (nothing applied in this run). */
   #asStored(name: string): ProjectionReport {
     const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
@@ -348,6 +367,15 @@ export class Syncer {
     // A step runs synchronously under its awaits: between two of them, give
     // the event loop a turn, or a signal handler (SIGTERM) only runs once the
     // whole catch-up is done. True when the run must stop here.
+    // The range this run covers, for progress: from the stored seq to the
+    // source's high-water mark as read now (a later commit only raises it).
+    const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
+    let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
+    const startedMs = Date.now();
+    const progress = (phase: SyncProgress['phase'], seq: number, rows?: number) => {
+      sourceHw = Math.max(sourceHw, seq);
+      this.#options.onProgress?.({ projection: p.name, phase, seq, sourceSeq: phase === 'suspended' ? 0 : sourceHw, events: applied, ...(rows === undefined ? {} : { rows }), startSeq: Math.min(startSeq, seq), elapsedMs: Date.now() - startedMs });
+    };
     const stopHere = async () => {
       if (signal === undefined) return false;
       await new Promise<void>((resolve) => setImmediate(resolve));
@@ -360,25 +388,25 @@ export class Syncer {
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
       else if (out.kind === 'current') this.session.memoryMap(false);
       if (out.kind === 'suspended') {
-        this.#options.onProgress?.({ projection: p.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: applied });
+        progress('suspended', 0);
         return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...built };
       }
       const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
       if (out.kind === 'initialized') {
         built = { snapshotRows: out.rows, ...(out.reason === undefined ? {} : { rebuilt: out.reason }), ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }) };
-        this.#options.onProgress?.({ projection: p.name, phase: 'snapshot', seq: out.seq, sourceSeq: out.seq, events: applied, rows: out.rows });
+        progress('snapshot', out.seq, out.rows);
         if (await stopHere()) return { ...active, applied, ...built, stopped: true };
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
-        this.#options.onProgress?.({ projection: p.name, phase: 'catch-up', seq: out.seq, sourceSeq: out.seq, events: applied });
+        progress('catch-up', out.seq);
         if (!out.caughtUp) {
           if (await stopHere()) return { ...active, applied, ...built, stopped: true };
           continue;
         }
       }
-      this.#options.onProgress?.({ projection: p.name, phase: 'current', seq: out.seq, sourceSeq: out.seq, events: applied });
+      progress('current', out.seq);
       return { ...active, applied, ...built };
     }
   }

@@ -70,7 +70,12 @@ const MAX_DIFFS = 10;
  * const r = await verify('app.db', 'cache.db');
  * if (!r.ok) console.log(r.projections.filter((p) => !p.ok));
  */
-export async function verify(sourcePath: string, targetPath: string): Promise<VerifyReport> {
+export interface VerifyOptions {
+  /** After each projection is compared (for a progress bar): `done` of `count` projections, the last one named. */
+  readonly onProgress?: (p: { readonly projection: string; readonly done: number; readonly count: number }) => void;
+}
+
+export async function verify(sourcePath: string, targetPath: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   // verify only reads. openApplySession creates a missing target (for sync),
   // which here would turn a mistyped path into a new empty file and a
   // vacuous "ok"; refuse it instead.
@@ -91,7 +96,11 @@ export async function verify(sourcePath: string, targetPath: string): Promise<Ve
         );
       }
       const paths = { source: sourcePath, target: targetPath };
-      const out = records.map((r) => verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths));
+      const out = records.map((r, i) => {
+        const v = verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths);
+        options.onProgress?.({ projection: r.name, done: i + 1, count: records.length });
+        return v;
+      });
       return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,

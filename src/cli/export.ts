@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openSource, exportOnce, LineSink, cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from '../index.ts';
+import { openSource, exportOnce, decodeCursor, status, LineSink, cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
 import { stderr } from './closed-pipe.ts';
+import { workBar } from './progress.ts';
 
 export function registerExport(program: Command): void {
   program
@@ -39,15 +40,26 @@ export function registerExport(program: Command): void {
       const sink = new LineSink(fd);
       let cursor = since;
       let totals = { rows: 0, events: 0, batches: 0 };
+      // On a terminal: the share of the range from the run's start to the source's seq at its start.
+      const bar = workBar(opts, 'export', 'events');
+      let range = { from: 0, to: 0 };
       const record = (c: string) => {
         cursor = c;
         if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
+        bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
       };
       try {
         const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
         const run = () => {
           if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
-          const r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
+          range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
+          bar.update(0, range.to - range.from);
+          let r: ReturnType<typeof exportOnce>;
+          try {
+            r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
+          } finally {
+            bar.stop();
+          }
           totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
         };
         // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange

@@ -2,10 +2,16 @@ import type { Syncer, SyncReport } from '../index.ts';
 import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
 import { stdout } from './closed-pipe.ts';
+import type { FollowTally } from './follow-summary.ts';
 
 export interface FollowOptions {
   readonly json?: boolean;
   readonly onReport: (r: SyncReport) => void;
+  /**
+   * Human mode: where the start line, a summary every `summaryIntervalMs`
+   * and the final summary on SIGINT/SIGTERM go (not with --json), fed by `tally`.
+   */
+  readonly human?: { readonly say: (line: string) => void; readonly tally: FollowTally; readonly summaryIntervalMs: number; readonly start: string };
 }
 
 /**
@@ -26,6 +32,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   const stop = new AbortController();
   const pass = async () => {
     const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
+    options.human?.tally.passDone(report);
     options.onReport(report);
     if (options.json === true) stdout().write(`${JSON.stringify(reportJson(report))}\n`);
   };
@@ -33,9 +40,20 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   // only after the first pass, and a signal during that pass (a snapshot or
   // a long catch-up) would otherwise kill the process with the default action
   // instead of finishing the pass and exiting 0.
-  const onSignal = () => stop.abort();
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  let received: string | undefined;
+  const onInt = () => {
+    received ??= 'SIGINT';
+    stop.abort();
+  };
+  const onTerm = () => {
+    received ??= 'SIGTERM';
+    stop.abort();
+  };
+  process.on('SIGINT', onInt);
+  process.on('SIGTERM', onTerm);
+  const human = options.human;
+  human?.say(human.start);
+  const timer = human === undefined ? undefined : setInterval(() => human.say(human.tally.summary(human.summaryIntervalMs)), human.summaryIntervalMs);
   try {
     await pass();
     if (stop.signal.aborted) return;
@@ -47,7 +65,10 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
       syncer.flushAcknowledgements();
     }
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    clearInterval(timer);
+    process.off('SIGINT', onInt);
+    process.off('SIGTERM', onTerm);
   }
+  // waitForChange returns on a signal that came while it waited (its own handlers).
+  human?.say(human.tally.final(received ?? 'SIGINT'));
 }

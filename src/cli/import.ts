@@ -4,6 +4,7 @@ import { importFile } from '../index.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
+import { workBar } from './progress.ts';
 
 export function registerImport(program: Command): void {
   program
@@ -16,7 +17,14 @@ export function registerImport(program: Command): void {
     .addHelpText('after', '\nExample:\n  $ sluice import cache.db changes.jsonl --projection projections/issues-search.json')
     .action(async (target: string, file: string, opts: { projection: string[]; json?: boolean }) => {
       const defs = await loadAll(opts.projection);
-      const r = await importFile(target, file, defs === undefined ? {} : { projections: defs });
+      const bar = workBar(opts, 'import', 'bytes');
+      const onProgress = (p: { bytes: number; size: number; batchesApplied: number; batchesSkipped: number }) => bar.update(p.bytes, p.size, `${p.batchesApplied} batches applied, ${p.batchesSkipped} skipped`);
+      let r: Awaited<ReturnType<typeof importFile>>;
+      try {
+        r = await importFile(target, file, { ...(defs === undefined ? {} : { projections: defs }), onProgress });
+      } finally {
+        bar.stop();
+      }
       emit(opts, S.importOutput, r, () =>
         [
           `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,

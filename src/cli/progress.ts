@@ -1,5 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { SyncProgress } from '../index.ts';
+import { progressFigures } from './progress-figures.ts';
 
 export interface ProgressOptions {
   readonly json?: boolean;
@@ -13,7 +14,8 @@ export interface ProgressReporter {
 
 /**
  * Progress for long work: a bar on a terminal (not with --json), JSON lines
- * on stderr with --log json, nothing otherwise.
+ * on stderr with --log json, nothing otherwise. The bar is the share of the
+ * run's range applied (progress-figures.ts), with events/s and the lag.
  */
 export function progressReporter(options: ProgressOptions): ProgressReporter {
   if (options.log === 'json') {
@@ -23,20 +25,53 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
     };
   }
   if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
+  let bar: cliProgress.SingleBar | undefined;
+  let current: { projection: string; started: number } | undefined;
+  return {
+    update: (p) => {
+      if (current?.projection !== p.projection) current = { projection: p.projection, started: Date.now() };
+      const f = progressFigures(p, p.elapsedMs ?? Date.now() - current.started);
+      const payload = { projection: p.projection, phase: p.phase, seq: p.seq, sourceSeq: p.sourceSeq, events: p.rows ?? p.events, rate: f.rate, lag: f.lag };
+      const permille = Math.floor(f.share * 1000);
+      if (bar === undefined) {
+        bar = new cliProgress.SingleBar(
+          { format: '{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}', stream: process.stderr, hideCursor: true, clearOnComplete: true },
+          cliProgress.Presets.shades_classic,
+        );
+        bar.start(1000, permille, payload);
+      } else bar.update(permille, payload);
+    },
+    stop: () => {
+      bar?.stop();
+      bar = undefined;
+      current = undefined;
+    },
+  };
+}
+
+export interface WorkBar {
+  /** `done` of `total` units so far; `detail` is shown after the rate. */
+  readonly update: (done: number, total: number, detail?: string) => void;
+  stop(): void;
+}
+
+/**
+ * A bar for import, export and verify: on a terminal (stderr a TTY, not
+ * --json) only, the share of `total` done and units/s.
+ */
+export function workBar(options: { readonly json?: boolean }, label: string, unit: string): WorkBar {
+  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
   const started = Date.now();
   let bar: cliProgress.SingleBar | undefined;
   return {
-    update: (p) => {
+    update: (done, total, detail) => {
+      const f = progressFigures({ startSeq: 0, seq: done, sourceSeq: Math.max(total, done), events: done }, Date.now() - started);
+      const payload = { label, unit, done, of: Math.max(total, done), rate: f.rate, detail: detail === undefined ? '' : ` | ${detail}` };
+      const permille = Math.floor(f.share * 1000);
       if (bar === undefined) {
-        bar = new cliProgress.SingleBar(
-          { format: '{projection} [{bar}] {phase} seq {value}/{total} | {events} events | {rate} ev/s', stream: process.stderr, hideCursor: true, clearOnComplete: true },
-          cliProgress.Presets.shades_classic,
-        );
-        bar.start(Math.max(1, p.sourceSeq), p.seq, { projection: p.projection, phase: p.phase, events: p.events, rate: 0 });
-      }
-      const secs = Math.max(0.001, (Date.now() - started) / 1000);
-      bar.setTotal(Math.max(1, p.sourceSeq, p.seq));
-      bar.update(p.seq, { projection: p.projection, phase: p.phase, events: p.rows ?? p.events, rate: Math.round(p.events / secs) });
+        bar = new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}', stream: process.stderr, hideCursor: true, clearOnComplete: true }, cliProgress.Presets.shades_classic);
+        bar.start(1000, permille, payload);
+      } else bar.update(permille, payload);
     },
     stop: () => {
       bar?.stop();

@@ -1,11 +1,13 @@
 import { Command, Option } from 'commander';
-import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncReport } from '../index.ts';
+import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncProgress, type SyncReport } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
-import { stderr } from './closed-pipe.ts';
+import { stderr, stdout } from './closed-pipe.ts';
+import { FollowTally } from './follow-summary.ts';
+import { describeInterrupted, SIGNAL_EXIT, trapInterrupt } from './interrupt.ts';
 
 export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
   if (files.length === 0) return undefined;
@@ -57,25 +59,44 @@ export function registerSync(program: Command): void {
     .option('--projection <file>', 'projection definition file, .json or .ts (repeatable; default: mirror every captured table)', collect, [] as string[])
     .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror, map and fts5, 10000 for custom)', parseWholeNumber)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
+    .option('--summary-interval <ms>', 'with --follow, without --json: print a one-line summary (events applied, lag) this often', parseWholeNumber, 60_000)
     .option('--reinit <name>', 'rebuild this projection from a snapshot first, whatever its state, e.g. once the cause of a suspension is fixed (repeatable)', collect, [] as string[])
     // choices(): an unknown format is a usage error (exit 2), not silently no log.
     .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow\n  $ sluice sync app.db cache.db --reinit issues   # after a TARGET_DIVERGED suspension')
-    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; reinit: string[]; log?: string } & ProgressOptions) => {
+    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; reinit: string[]; log?: string; summaryInterval: number } & ProgressOptions) => {
       const defs = await loadAll(opts.projection);
       const progress = progressReporter(opts);
-      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), reinit: opts.reinit, onProgress: progress.update });
+      const tally = new FollowTally();
+      const onProgress = (p: SyncProgress) => {
+        progress.update(p);
+        tally.progress(p);
+      };
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), reinit: opts.reinit, onProgress });
       try {
         if (opts.follow === true) {
           // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
-          await follow(syncer, { ...opts, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
+          const say = (line: string) => {
+            progress.stop();
+            stdout().write(`${line}\n`);
+          };
+          const start = `following ${source} into ${target}: ${syncer.projections.map((p) => p.name).join(', ')}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`;
+          const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
+          await follow(syncer, { ...opts, ...human, onReport: (r) => (opts.json !== true && r.rearmed !== undefined ? stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`) : undefined) });
           return;
         }
-        const report = await syncer.runOnce();
+        // Ctrl-C lets the batch in flight commit and says where the next sync resumes (exit 130).
+        const interrupt = trapInterrupt();
+        const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
         progress.stop();
         emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
         for (const p of report.projections) if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+        const signal = interrupt.received();
+        if (signal !== undefined) {
+          stderr().write(`sluice: ${describeInterrupted(report, signal)}\n`);
+          throw new ExitSignal(SIGNAL_EXIT[signal] ?? 130);
+        }
         if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
         if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
       } finally {

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { verify } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
+import { workBar } from './progress.ts';
 
 export function registerVerify(program: Command): void {
   program
@@ -12,7 +13,13 @@ export function registerVerify(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice verify app.db cache.db --json')
     .action(async (source: string, target: string, opts: { json?: boolean }) => {
-      const r = await verify(source, target);
+      const bar = workBar(opts, 'verify', 'projections');
+      let r: Awaited<ReturnType<typeof verify>>;
+      try {
+        r = await verify(source, target, { onProgress: (p) => bar.update(p.done, p.count, `${p.projection} compared`) });
+      } finally {
+        bar.stop();
+      }
       emit(opts, S.verifyOutput, r, () =>
         r.projections
           .map((p) =>

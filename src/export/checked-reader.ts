@@ -35,10 +35,13 @@ export interface ReadTotals {
 export interface ReadOptions {
   /** The shape of a table the file has no `table` line for (the target's stored one), for the typed-value checks. */
   readonly shapeOf?: (table: string) => SourceShape | undefined;
+  /** Before each snapshot or batch it yields: how many bytes of the file have been read so far (for progress). */
+  readonly onRead?: (bytes: number) => void;
 }
 
 export async function* readExportFile(file: string, options: ReadOptions = {}): AsyncGenerator<ExportItem, ReadTotals> {
-  const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+  const input = fs.createReadStream(file);
+  const rl = readline.createInterface({ input, crlfDelay: Infinity });
   const where = (n: number) => `${file}:${n}`;
   const shapes = new Map<string, SourceShape>();
   const shapeOf = (t: string) => shapes.get(t) ?? options.shapeOf?.(t);
@@ -106,6 +109,7 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
         checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
         snapshotRows = undefined;
         tailStart = n;
+        options.onRead?.(input.bytesRead);
         yield { kind: 'snapshot', n, line };
       } else {
         if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
@@ -113,6 +117,7 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
         const batch = events;
         events = [];
         tailStart = n;
+        options.onRead?.(input.bytesRead);
         yield { kind: 'batch', n, line, events: batch };
       }
     }

@@ -24,6 +24,8 @@ import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
 export interface ImportOptions {
   /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
   readonly projections?: readonly ProjectionDefinitionInput[];
+  /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
+  readonly onProgress?: (p: { readonly bytes: number; readonly size: number; readonly batchesApplied: number; readonly batchesSkipped: number }) => void;
 }
 
 export interface ImportReport {
@@ -98,7 +100,9 @@ class Importer {
   }
 
   async run(file: string): Promise<ImportReport> {
-    const reader = readExportFile(file, { shapeOf: (t) => this.#shapes.get(t) ?? this.#storedShapes().get(t) });
+    const size = this.#options.onProgress === undefined ? 0 : fs.statSync(file).size;
+    let bytes = 0;
+    const reader = readExportFile(file, { shapeOf: (t) => this.#shapes.get(t) ?? this.#storedShapes().get(t), onRead: (b) => (bytes = b) });
     let totals: ReadTotals;
     try {
       for (;;) {
@@ -112,6 +116,7 @@ class Importer {
         else if (item.kind === 'row') await this.#onRow(item.line.table, lineToRow(item.line.row));
         else if (item.kind === 'snapshot') await this.#onSnapshot(item.line);
         else await this.#onBatch(item.line, item.events.map((e) => lineToEvent(e.line)), `${file}:${item.n}`);
+        if (item.kind === 'snapshot' || item.kind === 'batch') this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
       }
     } finally {
       // A snapshot the file does not finish (or that failed its check) is not committed.
