@@ -1,8 +1,7 @@
-import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { test, expect, runPython } from '../support/fixtures.ts';
+import { test, expect } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, sourceSeq, scalar, waitFor } from './support/cli.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, sourceSeq, scalar, waitFor, syncedTrackerWithBacklog } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 
 /*
@@ -14,19 +13,10 @@ import { onTerminal, plain } from './support/pty.ts';
 let dir: string;
 let src: string;
 let tgt: string;
-const at = (f: string) => path.join(dir, f);
 
 beforeAll(async () => {
   dir = makeDir();
-  src = trackerSource(at('app.db'), ['comments']);
-  tgt = at('cache.db');
-  const first = await runCliAsync(['sync', src, tgt]);
-  expect(first.status, first.stderr).toBe(0);
-  runPython(`import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for r in range(60):
-    con.execute("UPDATE comments SET body = body || ' more' WHERE id <= 200")
-con.commit()`, [src]);
+  ({ src, tgt } = await syncedTrackerWithBacklog(dir, 60));
 });
 afterAll(() => removeDir(dir));
 

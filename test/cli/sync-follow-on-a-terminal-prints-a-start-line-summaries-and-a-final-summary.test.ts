@@ -1,7 +1,6 @@
-import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, runPython } from '../support/fixtures.ts';
-import { runCliAsync, makeDir, removeDir, trackerSource, sourceSeq, waitFor } from './support/cli.ts';
+import { makeDir, removeDir, sourceSeq, waitFor, syncedTrackerWithBacklog } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 
 /*
@@ -13,14 +12,10 @@ import { onTerminal, plain } from './support/pty.ts';
 let dir: string;
 let src: string;
 let tgt: string;
-const at = (f: string) => path.join(dir, f);
 
 beforeAll(async () => {
   dir = makeDir();
-  src = trackerSource(at('app.db'), ['comments']);
-  tgt = at('cache.db');
-  const first = await runCliAsync(['sync', src, tgt]);
-  expect(first.status, first.stderr).toBe(0);
+  ({ src, tgt } = await syncedTrackerWithBacklog(dir, 0));
 });
 afterAll(() => removeDir(dir));
 

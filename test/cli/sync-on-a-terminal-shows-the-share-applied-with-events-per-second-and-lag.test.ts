@@ -1,7 +1,6 @@
-import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { test, expect, runPython } from '../support/fixtures.ts';
-import { runCliAsync, makeDir, removeDir, trackerSource, sourceSeq, scalar } from './support/cli.ts';
+import { test, expect } from '../support/fixtures.ts';
+import { makeDir, removeDir, sourceSeq, scalar, syncedTrackerWithBacklog } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 
 /*
@@ -13,19 +12,10 @@ import { onTerminal, plain } from './support/pty.ts';
 let dir: string;
 let src: string;
 let tgt: string;
-const at = (f: string) => path.join(dir, f);
 
 beforeAll(async () => {
   dir = makeDir();
-  src = trackerSource(at('app.db'), ['comments']);
-  tgt = at('cache.db');
-  const first = await runCliAsync(['sync', src, tgt]);
-  expect(first.status, first.stderr).toBe(0);
-  runPython(`import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for r in range(40):
-    con.execute("UPDATE comments SET body = body || ' more' WHERE id <= 200")
-con.commit()`, [src]);
+  ({ src, tgt } = await syncedTrackerWithBacklog(dir, 40));
 });
 afterAll(() => removeDir(dir));
 

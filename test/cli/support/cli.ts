@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { z } from 'zod';
 import { expect } from 'vitest';
-import { ROOT, runCli } from '../../support/fixtures.ts';
+import { ROOT, runCli, runPython } from '../../support/fixtures.ts';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import { quoteIdent } from '../../../src/sqlite/quote.ts';
 import { enable } from '../../../src/capture/enable.ts';
@@ -185,4 +185,27 @@ export function startCli(args: readonly string[]): Spawned {
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
   const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
   return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+/**
+ * A tracker whose comments table is captured and synced once into cache.db,
+ * then given `backlogRounds` rounds of 200 updates by Python, not yet synced:
+ * a catch-up long enough to watch (or interrupt) on a terminal.
+ */
+export async function syncedTrackerWithBacklog(dir: string, backlogRounds: number): Promise<{ src: string; tgt: string }> {
+  const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+  const tgt = path.join(dir, 'cache.db');
+  const first = await runCliAsync(['sync', src, tgt]);
+  expect(first.status, first.stderr).toBe(0);
+  if (backlogRounds > 0) {
+    runPython(
+      `import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+for r in range(int(sys.argv[2])):
+    con.execute("UPDATE comments SET body = body || ' more' WHERE id <= 200")
+con.commit()`,
+      [src, String(backlogRounds)],
+    );
+  }
+  return { src, tgt };
 }
