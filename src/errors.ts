@@ -43,6 +43,21 @@ export class InvalidInputError extends SluiceError {
   }
 }
 
+/**
+ * Another process held a file's write lock past the busy timeout (sync's
+ * --busy-timeout): nothing of the batch was committed. Exit 1.
+ */
+export class FileBusyError extends SluiceError {
+  constructor(role: 'source' | 'target', file: string, timeoutMs: number, options: { readonly cause?: unknown } = {}) {
+    super(
+      `${role.toUpperCase()}_BUSY`,
+      `${role === 'source' ? 'Source' : 'Target'} ${file} is locked: another process holds its write lock, and sync waited ${timeoutMs} ms for it (--busy-timeout). Nothing of this batch was committed; run sync again once that process commits, or wait longer with --busy-timeout MS.`,
+      options,
+    );
+    this.name = 'FileBusyError';
+  }
+}
+
 export function isSqliteBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));

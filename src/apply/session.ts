@@ -7,6 +7,7 @@ import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS } from './retry.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';
@@ -49,6 +50,8 @@ export interface ApplySessionOptions {
    * definitions are accepted, and reports it.
    */
   readonly readonly?: boolean;
+  /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
+  readonly busyTimeoutMs?: number;
 }
 
 function targetEncoding(file: string): string {
@@ -72,7 +75,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
-  const db = openSource(sourcePath, { readonly });
+  const db = openSource(sourcePath, { readonly, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
   try {
     db.pragma('temp_store = MEMORY');
     try {
