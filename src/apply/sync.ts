@@ -16,6 +16,7 @@ import { step, type StepContext, type StepOutcome } from './step.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
+import { damagedFile } from './damaged.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -218,9 +219,10 @@ export class Syncer {
       // nothing to the source either.
       return new Syncer(session, compiled, options, await rearmOrWait(session, busyTimeoutMs), broken);
     } catch (err) {
+      const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
       session.close();
       if (created) removeDatabaseFiles(targetPath);
-      throw err;
+      throw damaged ?? err;
     }
   }
 
@@ -251,6 +253,12 @@ export class Syncer {
           // Every other projection would wait for the same lock: the run stops here, with the one line that names it.
           recordFailureAlone(this.session.db, p.name, err.code, err.message);
           throw err;
+        }
+        // A damaged file stops the run too. Its failure is recorded when the projection's row can take it (health reads it).
+        const damaged = damagedFile(this.session.db, err, this.#files, TARGET_SCHEMA);
+        if (damaged !== undefined) {
+          recordFailureAlone(this.session.db, p.name, damaged.code, damaged.message);
+          throw damaged;
         }
         const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
