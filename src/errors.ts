@@ -58,6 +58,18 @@ export class FileBusyError extends SluiceError {
   }
 }
 
+/**
+ * A write failed with SQLITE_FULL: the disk, or the file's size limit
+ * (sync --max-target-mb), is full. Nothing of the batch was committed. Exit 1.
+ */
+export class FileFullError extends SluiceError {
+  constructor(file: string, limitMb: number | undefined, options: { readonly cause?: unknown } = {}) {
+    const limit = limitMb === undefined ? 'set a limit with --max-target-mb' : `raise --max-target-mb ${limitMb}`;
+    super('TARGET_FULL', `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space (or ${limit}), then run sync again: it resumes from the target's cursor.`, options);
+    this.name = 'FileFullError';
+  }
+}
+
 export function isSqliteBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));

@@ -1,5 +1,5 @@
 // The public API of sluice. Everything else under src/ is internal.
-export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError } from './errors.ts';
+export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
 
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';

@@ -52,6 +52,12 @@ export interface ApplySessionOptions {
   readonly readonly?: boolean;
   /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
   readonly busyTimeoutMs?: number;
+  /**
+   * Most bytes the target may grow to (PRAGMA max_page_count, set on this
+   * connection: it holds for this session only). A write past it fails with
+   * SQLITE_FULL, as on a full disk. Default: no limit but SQLite's own.
+   */
+  readonly maxTargetBytes?: number;
 }
 
 function targetEncoding(file: string): string {
@@ -104,6 +110,11 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     // of WAL instead writes a page rewritten by several batches once (the
     // setting is per connection: this one writes the source only for its
     // acknowledgements). Durability is unchanged (same synchronous level).
+    if (options.maxTargetBytes !== undefined) {
+      const pageSize = Number(db.pragma(`${TARGET_SCHEMA}.page_size`, { simple: true }));
+      // Never below the pages the file has (SQLite keeps it at least that): it cannot grow then.
+      db.pragma(`${TARGET_SCHEMA}.max_page_count = ${Math.max(1, Math.floor(options.maxTargetBytes / pageSize))}`);
+    }
     db.pragma('cache_size = -16384');
     db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
     if (!readonly) db.pragma('wal_autocheckpoint = 10000');

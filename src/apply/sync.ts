@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { FailClosedError, FileBusyError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
+import { FailClosedError, FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
@@ -62,6 +62,13 @@ export interface SyncOptions {
    * committed). Default DEFAULT_BUSY_TIMEOUT_MS (5000). CLI: --busy-timeout.
    */
   readonly busyTimeoutMs?: number;
+  /**
+   * Most MB (2^20 bytes) the target may grow to in this run (PRAGMA
+   * max_page_count on sync's connection). A batch that would grow it past
+   * that fails as on a full disk: TARGET_FULL (FileFullError, exit 1),
+   * nothing of it committed. CLI: --max-target-mb.
+   */
+  readonly maxTargetMb?: number;
 }
 
 /** Options for one `runOnce`. */
@@ -189,7 +196,7 @@ export class Syncer {
     if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
     let session: ApplySession;
     try {
-      session = await retryBusy(async () => openApplySession(sourcePath, targetPath, { busyTimeoutMs }), busyTimeoutMs, { source: sourcePath, target: targetPath });
+      session = await retryBusy(async () => openApplySession(sourcePath, targetPath, { busyTimeoutMs, ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }) }), busyTimeoutMs, { source: sourcePath, target: targetPath });
     } catch (err) {
       if (created) removeDatabaseFiles(targetPath);
       throw err;
@@ -253,6 +260,12 @@ export class Syncer {
           // Every other projection would wait for the same lock: the run stops here, with the one line that names it.
           recordFailureAlone(this.session.db, p.name, err.code, err.message);
           throw err;
+        }
+        // A target that cannot grow stops the run: the others would fail the same way.
+        if ((err as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
+          const full = new FileFullError(this.session.targetPath, this.#options.maxTargetMb, { cause: err });
+          recordFailureAlone(this.session.db, p.name, full.code, full.message);
+          throw full;
         }
         // A damaged file stops the run too. Its failure is recorded when the projection's row can take it (health reads it).
         const damaged = damagedFile(this.session.db, err, this.#files, TARGET_SCHEMA);
