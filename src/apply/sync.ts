@@ -17,6 +17,7 @@ import type { DroppedIndex } from './user-indexes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import { damagedFile } from './damaged.ts';
+import { checkSameFile, fileIdentity, type FileIdentity } from './target-identity.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -175,6 +176,8 @@ export class Syncer {
   readonly #targetKey: string;
   /** Stored projections this open could not compile: each run suspends them in their own rows (broken-definition.ts). */
   readonly #broken: readonly BrokenDefinition[];
+  /** The target file this syncer opened (checkTarget). */
+  readonly #targetFile: FileIdentity | undefined;
 
   private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined, broken: readonly BrokenDefinition[]) {
     this.session = session;
@@ -184,6 +187,7 @@ export class Syncer {
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
+    this.#targetFile = fileIdentity(session.targetPath);
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -235,6 +239,7 @@ export class Syncer {
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    this.checkTarget();
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
     // A long-lived syncer (follow mode) re-arms between passes too: a user
@@ -249,6 +254,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), stopped: true });
         continue;
       }
+      this.checkTarget();
       try {
         const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
         const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
@@ -389,6 +395,7 @@ export class Syncer {
       return signal.aborted;
     };
     for (;;) {
+      this.checkTarget(); // a long catch-up stops between two batches too
       const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
       ctx = base; // a reinit is the first step only
       // Mapped while catching up, not while following small batches (session.ts).
@@ -428,6 +435,15 @@ export class Syncer {
     if (p === undefined) throw new InvalidInputError('UNKNOWN_PROJECTION', `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`);
     const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: Number.MAX_SAFE_INTEGER, range: { fromSeq, toSeq } };
     return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+  }
+
+  /**
+   * Throws TARGET_GONE when the file at the target's path is no longer the
+   * one this syncer opened (deleted or replaced: target-identity.ts). Each
+   * run checks it before every batch; a follower also while idle.
+   */
+  checkTarget(): void {
+    checkSameFile(this.session.targetPath, this.#targetFile);
   }
 
   get #busyTimeoutMs(): number {
