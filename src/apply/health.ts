@@ -10,7 +10,7 @@ import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 
 /** A projection's failed sync attempts since its last success. */
 export interface FailureHealth {
-  /** The SluiceError code, the SQLite error code (SQLITE_FULL, ...), or APPLY_FAILED. */
+  /** The SluiceError code, (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
   readonly code: string;
   readonly message: string;
   /** When the last one failed (ms since the epoch); null for a target made before failures were timed. */
