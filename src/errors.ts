@@ -64,8 +64,8 @@ export class FileBusyError extends SluiceError {
  */
 export class FileFullError extends SluiceError {
   constructor(file: string, limitMb: number | undefined, options: { readonly cause?: unknown } = {}) {
-    const limit = limitMb === undefined ? 'set a limit with --max-target-mb' : `raise --max-target-mb ${limitMb}`;
-    super('TARGET_FULL', `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space (or ${limit}), then run sync again: it resumes from the target's cursor.`, options);
+    const limit = limitMb === undefined ? '' : ` or raise --max-target-mb ${limitMb}`;
+    super('TARGET_FULL', `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space${limit}, then run sync again: it resumes from the target's cursor.`, options);
     this.name = 'FileFullError';
   }
 }

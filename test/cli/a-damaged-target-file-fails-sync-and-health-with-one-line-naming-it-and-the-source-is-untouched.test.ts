@@ -18,28 +18,33 @@ let dir: string;
 let src: string;
 let target: string;
 
+/** Overwrites the root page of `table` in `file` with garbage (the header and the schema stay intact). */
+function damage(file: string, table: string): void {
+  const root = Number(scalar(file, 'SELECT rootpage FROM sqlite_schema WHERE name = ?', table));
+  const pageSize = Number(scalar(file, 'PRAGMA page_size'));
+  expect(fs.existsSync(`${file}-wal`) && fs.statSync(`${file}-wal`).size > 0).toBe(false); // all of it is in the main file
+  const fd = fs.openSync(file, 'r+');
+  try {
+    fs.writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, (root - 1) * pageSize);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 beforeAll(async () => {
   dir = makeDir();
   src = trackerSource(path.join(dir, 'app.db'), ['issues']);
   target = path.join(dir, 'cache.db');
   await sync(src, target);
   write(src, "UPDATE issues SET state = 'closed' WHERE number = 1");
-  const root = Number(scalar(target, "SELECT rootpage FROM sqlite_schema WHERE name = 'issues'"));
-  const pageSize = Number(scalar(target, 'PRAGMA page_size'));
-  expect(fs.existsSync(`${target}-wal`) && fs.statSync(`${target}-wal`).size > 0).toBe(false); // all of it is in the main file
-  const fd = fs.openSync(target, 'r+');
-  try {
-    fs.writeSync(fd, Buffer.alloc(pageSize, 0x5a), 0, pageSize, (root - 1) * pageSize);
-  } finally {
-    fs.closeSync(fd);
-  }
+  damage(target, 'issues');
 });
 afterAll(() => removeDir(dir));
 
-function expectDamaged(r: { status: number | null; stdout: string; stderr: string }): void {
+function expectDamaged(r: { status: number | null; stdout: string; stderr: string }, file = target): void {
   expect(r.status, r.stderr).toBe(1);
   expectOneLineError(r, 'TARGET_CORRUPT');
-  expect(r.stderr).toContain(target);
+  expect(r.stderr).toContain(file);
   expect(r.stderr).toContain('the file is damaged (SQLITE_CORRUPT)');
   expect(r.stderr).toContain('Restore it from a backup');
   expect(r.stderr).toContain('delete it and run sync again');
@@ -62,4 +67,14 @@ describe('a damaged target file', () => {
     expect(r.status, r.stderr).toBe(0);
     expect(dumpTables(target, ['issues'])).toEqual(dumpTables(src, ['issues']));
   });
+});
+
+test('a target whose own metadata table is damaged fails sync at its open with the same line, and health too', async () => {
+  const other = path.join(dir, 'meta-cache.db');
+  await sync(src, other);
+  damage(other, '_sluice_projections');
+  const before = sha256(src);
+  expectDamaged(await runCliAsync(['sync', src, other]), other);
+  expectDamaged(await runCliAsync(['health', other]), other);
+  expect(sha256(src)).toBe(before);
 });
