@@ -2,12 +2,12 @@ import fs from 'node:fs';
 import { encodingMismatch, textEncoding } from '../sqlite/text-encoding.ts';
 import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, isSqliteBusy } from '../errors.ts';
 import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
-import { DEFAULT_BUSY_TIMEOUT_MS } from './retry.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';
@@ -69,6 +69,18 @@ function targetEncoding(file: string): string {
   }
 }
 
+/** openSource; a source another process holds locked past the busy timeout throws its SQLITE_BUSY, marked as the source's (retryBusy names it). */
+function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: number): Db {
+  try {
+    return openSource(sourcePath, { readonly, busyTimeoutMs });
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    if (!isSqliteBusy(cause)) throw err;
+    markBusy(cause, 'source');
+    throw cause;
+  }
+}
+
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
   const readonly = options.readonly ?? false;
   // Before the target is made: a source sync cannot write leaves no target behind.
@@ -81,7 +93,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
-  const db = openSource(sourcePath, { readonly, busyTimeoutMs: options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS });
+  const db = openSourceOrBusy(sourcePath, readonly, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
     db.pragma('temp_store = MEMORY');
     try {

@@ -3,6 +3,7 @@ import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
 import { sync } from '../../src/apply/sync.ts';
+import { setJournalMode } from './support/source-state.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write } from './support/cli.ts';
 
 /*
@@ -20,10 +21,10 @@ beforeAll(() => {
 });
 afterAll(() => removeDir(dir));
 
-async function hold(file: string): Promise<PythonWriter> {
+async function hold(file: string, begin = 'BEGIN IMMEDIATE'): Promise<PythonWriter> {
   const w = PythonWriter.start();
   expect((await w.send({ open: file })).ok).toBe(true);
-  const r = await w.send({ sql: 'BEGIN IMMEDIATE' });
+  const r = await w.send({ sql: begin });
   expect(r.ok, r.error).toBe(true);
   return w;
 }
@@ -56,7 +57,7 @@ describe('a long writer on a file sync writes', () => {
     expect(dumpTables(target, ['issues'])).toEqual(dumpTables(src, ['issues']));
   });
 
-  test('on a WAL source: sync needs no write lock there to apply, so it applies everything; the acknowledgement waits for a later run', async () => {
+  test('on a WAL source: sync needs no write lock there to apply, so it applies everything (its acknowledgement is informational and may lag)', async () => {
     const src = trackerSource(path.join(dir, 'b.db'), ['issues']);
     const target = path.join(dir, 'b-cache.db');
     await sync(src, target);
@@ -89,6 +90,30 @@ describe('a long writer on a file sync writes', () => {
       expect(r.stderr).toContain('another process holds its write lock');
       expect(r.stderr).toContain('--busy-timeout');
       expect(Date.now() - t0).toBeLessThan(4000);
+      expect(dumpTables(target)).toEqual(before);
+    } finally {
+      await w.send({ sql: 'ROLLBACK' });
+      await w.stop();
+    }
+    const again = await runCliAsync(['sync', src, target]);
+    expect(again.status, again.stderr).toBe(0);
+    expect(dumpTables(target, ['issues'])).toEqual(dumpTables(src, ['issues']));
+  });
+
+  test('on a rollback-journal source, an exclusive lock keeps sync from reading it: SOURCE_BUSY naming the source, the target unchanged, and it resumes once released', async () => {
+    const src = trackerSource(path.join(dir, 'd.db'), ['issues']);
+    const target = path.join(dir, 'd-cache.db');
+    await sync(src, target);
+    setJournalMode(src, 'delete');
+    write(src, "UPDATE issues SET state = 'closed' WHERE number = 1");
+    const before = dumpTables(target);
+    const w = await hold(src, 'BEGIN EXCLUSIVE');
+    try {
+      const r = await runCliAsync(['sync', src, target, '--busy-timeout', '300']);
+      expect(r.status, r.stderr).toBe(1);
+      expectOneLineError(r, 'SOURCE_BUSY');
+      expect(r.stderr).toContain(src);
+      expect(r.stderr).toContain('--busy-timeout');
       expect(dumpTables(target)).toEqual(before);
     } finally {
       await w.send({ sql: 'ROLLBACK' });
