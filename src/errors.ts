@@ -46,6 +46,33 @@ export class InvalidInputError extends SluiceError {
   }
 }
 
+/**
+ * Another process held a file's write lock past the busy timeout (sync's
+ * --busy-timeout): nothing of the batch was committed. Exit 1.
+ */
+export class FileBusyError extends SluiceError {
+  constructor(role: 'source' | 'target', file: string, timeoutMs: number, options: { readonly cause?: unknown } = {}) {
+    super(
+      role === 'source' ? 'SOURCE_BUSY' : 'TARGET_BUSY',
+      `${role === 'source' ? 'Source' : 'Target'} ${file} is locked: another process holds its write lock, and sync waited ${timeoutMs} ms for it (--busy-timeout). Nothing of this batch was committed; run sync again once that process commits, or wait longer with --busy-timeout MS.`,
+      options,
+    );
+    this.name = 'FileBusyError';
+  }
+}
+
+/**
+ * A write failed with SQLITE_FULL: the disk, or the file's size limit
+ * (sync --max-target-mb), is full. Nothing of the batch was committed. Exit 1.
+ */
+export class FileFullError extends SluiceError {
+  constructor(file: string, limitMb: number | undefined, options: { readonly cause?: unknown } = {}) {
+    const limit = limitMb === undefined ? '' : ` or raise --max-target-mb ${limitMb}`;
+    super('TARGET_FULL', `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space${limit}, then run sync again: it resumes from the target's cursor.`, options);
+    this.name = 'FileFullError';
+  }
+}
+
 export function isSqliteBusy(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));

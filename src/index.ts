@@ -1,5 +1,5 @@
 // The public API of sluice. Everything else under src/ is internal.
-export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError } from './errors.ts';
+export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
 export { REASONS, isReasonCode, repairFor, type Reason, type ReasonCode, type ReasonInfo, type ReasonKind, type ReasonOf, type RepairVars } from './reasons.ts';
 
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';

@@ -139,6 +139,13 @@ export const REASONS = {
 
   // Databases.
   DB_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The database file does not exist; sluice never creates one it was asked to read.', repair: null },
+  TARGET_BUSY: { kinds: ['error'], clears: false, explain: "Another process held the target's write lock past --busy-timeout; nothing of the batch was committed.", repair: null },
+  SOURCE_BUSY: { kinds: ['error'], clears: false, explain: "Another process held the source's write lock (needed to re-arm capture) past --busy-timeout.", repair: null },
+  BAD_BUSY_TIMEOUT: { kinds: ['error'], clears: false, explain: '--busy-timeout is not a whole number of milliseconds.', repair: null },
+  TARGET_FULL: { kinds: ['error'], clears: false, explain: "The disk or the target's size limit (--max-target-mb) is full; nothing of the batch was committed.", repair: null },
+  TARGET_CORRUPT: { kinds: ['error'], clears: false, explain: 'The target file is damaged (SQLITE_CORRUPT): restore it, or delete it and sync again to rebuild.', repair: null },
+  SOURCE_CORRUPT: { kinds: ['error'], clears: false, explain: 'The source file is damaged (SQLITE_CORRUPT).', repair: null },
+  TARGET_GONE: { kinds: ['error'], clears: false, explain: 'The target file was deleted or replaced while sync --follow ran; the follower stops and writes nothing more.', repair: null },
   DB_NOT_WRITABLE: { kinds: ['error'], clears: false, explain: 'This user may not write the database (or its folder).', repair: null },
   DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
   NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },

@@ -6,10 +6,11 @@ import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
+import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 
 /** A projection's failed sync attempts since its last success. */
 export interface FailureHealth {
-  /** The SluiceError code, the SQLite error code (SQLITE_FULL, ...), or APPLY_FAILED. */
+  /** The SluiceError code, (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
   readonly code: string;
   readonly message: string;
   /** When the last one failed (ms since the epoch); null for a target made before failures were timed. */
@@ -78,7 +79,15 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
   const target = openDatabase(targetPath, { readonly: true, role: 'target' });
   const sources = new Map<string, OpenedSource>();
   try {
-    const records = readProjections(target, 'main');
+    let records: ProjectionRecord[];
+    try {
+      records = readProjections(target, 'main');
+    } catch (err) {
+      if (isSqliteCorrupt(err)) throw damagedTarget(targetPath, err);
+      throw err;
+    }
+    // A damage sync met (recorded) is confirmed here; the file is not scanned otherwise.
+    if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main')) throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {

@@ -2,11 +2,12 @@ import fs from 'node:fs';
 import { encodingMismatch, textEncoding } from '../sqlite/text-encoding.ts';
 import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, isSqliteBusy } from '../errors.ts';
 import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';
@@ -49,6 +50,14 @@ export interface ApplySessionOptions {
    * definitions are accepted, and reports it.
    */
   readonly readonly?: boolean;
+  /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Most bytes the target may grow to (PRAGMA max_page_count, set on this
+   * connection: it holds for this session only). A write past it fails with
+   * SQLITE_FULL, as on a full disk. Default: no limit but SQLite's own.
+   */
+  readonly maxTargetBytes?: number;
 }
 
 function targetEncoding(file: string): string {
@@ -57,6 +66,18 @@ function targetEncoding(file: string): string {
     return textEncoding(t);
   } finally {
     t.close();
+  }
+}
+
+/** openSource; a source another process holds locked past the busy timeout throws its SQLITE_BUSY, marked as the source's (retryBusy names it). */
+function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: number): Db {
+  try {
+    return openSource(sourcePath, { readonly, busyTimeoutMs });
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    if (!isSqliteBusy(cause)) throw err;
+    markBusy(cause, 'source');
+    throw cause;
   }
 }
 
@@ -72,7 +93,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
-  const db = openSource(sourcePath, { readonly });
+  const db = openSourceOrBusy(sourcePath, readonly, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
     db.pragma('temp_store = MEMORY');
     try {
@@ -101,6 +122,11 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     // of WAL instead writes a page rewritten by several batches once (the
     // setting is per connection: this one writes the source only for its
     // acknowledgements). Durability is unchanged (same synchronous level).
+    if (options.maxTargetBytes !== undefined) {
+      const pageSize = Number(db.pragma(`${TARGET_SCHEMA}.page_size`, { simple: true }));
+      // Never below the pages the file has (SQLite keeps it at least that): it cannot grow then.
+      db.pragma(`${TARGET_SCHEMA}.max_page_count = ${Math.max(1, Math.floor(options.maxTargetBytes / pageSize))}`);
+    }
     db.pragma('cache_size = -16384');
     db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
     if (!readonly) db.pragma('wal_autocheckpoint = 10000');

@@ -19,6 +19,7 @@ import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
 import { SELF_CLEARING_SUSPENSIONS, shellWord, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
+import { markBusy } from './retry.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 
@@ -62,7 +63,12 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
   let suspend: { reason: string; detail: Record<string, unknown> } | undefined;
   try {
     // Take the target's write lock before reading it, so the target is read at its latest state.
-    cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+    try {
+      cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+    } catch (err) {
+      markBusy(err, 'target');
+      throw err;
+    }
     const rec = readProjection(db, schema, p.name);
     const out = await stepInTransaction(ctx, p, rec);
     if (out.kind === 'suspended' && out.unchanged === true) {
@@ -83,6 +89,8 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
     crashPoint('after-commit');
     return out;
   } catch (err) {
+    // With the target's write lock held, a busy file is the source (a writer's lock on a rollback-journal source).
+    markBusy(err, 'source');
     if (db.inTransaction) db.exec('ROLLBACK');
     dropTemps(db);
     if (err instanceof SuspendSignal && suspend !== undefined) {

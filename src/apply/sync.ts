@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { FailClosedError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
+import { FailClosedError, FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
@@ -14,8 +14,10 @@ import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts
 import { ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import type { DroppedIndex } from './user-indexes.ts';
-import { retryBusy } from './retry.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
+import { damagedFile } from './damaged.ts';
+import { checkSameFile, fileIdentity, type FileIdentity } from './target-identity.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -54,6 +56,20 @@ export interface SyncOptions {
    * written (a target file it made is removed again).
    */
   readonly reinit?: readonly string[];
+  /**
+   * Most ms to wait for another process's write lock on the target (or on
+   * the source, when sync must write it: a re-arm) before failing with
+   * TARGET_BUSY / SOURCE_BUSY (FileBusyError, exit 1; nothing of the batch
+   * committed). Default DEFAULT_BUSY_TIMEOUT_MS (5000). CLI: --busy-timeout.
+   */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Most MB (2^20 bytes) the target may grow to in this run (PRAGMA
+   * max_page_count on sync's connection). A batch that would grow it past
+   * that fails as on a full disk: TARGET_FULL (FileFullError, exit 1),
+   * nothing of it committed. CLI: --max-target-mb.
+   */
+  readonly maxTargetMb?: number;
 }
 
 /** Options for one `runOnce`. */
@@ -170,6 +186,8 @@ export class Syncer {
   readonly #targetKey: string;
   /** Stored projections this open could not compile: each run suspends them in their own rows (broken-definition.ts). */
   readonly #broken: readonly BrokenDefinition[];
+  /** The target file this syncer opened (checkTarget). */
+  readonly #targetFile: FileIdentity | undefined;
 
   private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined, broken: readonly BrokenDefinition[]) {
     this.session = session;
@@ -179,6 +197,7 @@ export class Syncer {
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
+    this.#targetFile = fileIdentity(session.targetPath);
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -187,9 +206,11 @@ export class Syncer {
     // A refused open writes nothing: a target file this call created (a bad
     // definition, a missing source...) is removed again, not left behind empty.
     const created = !fs.existsSync(targetPath);
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
     let session: ApplySession;
     try {
-      session = openApplySession(sourcePath, targetPath);
+      session = await retryBusy(async () => openApplySession(sourcePath, targetPath, { busyTimeoutMs, ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }) }), busyTimeoutMs, { source: sourcePath, target: targetPath });
     } catch (err) {
       if (created) removeDatabaseFiles(targetPath);
       throw err;
@@ -217,23 +238,25 @@ export class Syncer {
       resolveReinit(options.reinit ?? [], compiled);
       // Only now, with every definition accepted: a refused open writes
       // nothing to the source either.
-      return new Syncer(session, compiled, options, rearmCapture(session.db), broken);
+      return new Syncer(session, compiled, options, await rearmOrWait(session, busyTimeoutMs), broken);
     } catch (err) {
+      const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
       session.close();
       if (created) removeDatabaseFiles(targetPath);
-      throw err;
+      throw damaged ?? err;
     }
   }
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    this.checkTarget();
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
     // A long-lived syncer (follow mode) re-arms between passes too: a user
     // trigger created, or a capture trigger made again, while it runs
     // would otherwise keep that table's projections suspended until restart.
     // Cheap when everything is armed (verification is cached per schema version).
-    const rearmed = this.#rearmPending ?? rearmCapture(this.session.db);
+    const rearmed = this.#rearmPending ?? (await rearmOrWait(this.session, this.#busyTimeoutMs));
     this.#rearmPending = undefined;
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
@@ -241,6 +264,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), stopped: true });
         continue;
       }
+      this.checkTarget();
       try {
         const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
         const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
@@ -248,6 +272,23 @@ export class Syncer {
       } catch (err) {
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
+        if (err instanceof FileBusyError) {
+          // Every other projection would wait for the same lock: the run stops here, with the one line that names it.
+          recordFailureAlone(this.session.db, p.name, err.code, err.message);
+          throw err;
+        }
+        // A target that cannot grow stops the run: the others would fail the same way.
+        if ((err as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
+          const full = new FileFullError(this.session.targetPath, this.#options.maxTargetMb, { cause: err });
+          recordFailureAlone(this.session.db, p.name, full.code, full.message);
+          throw full;
+        }
+        // A damaged file stops the run too. Its failure is recorded when the projection's row can take it (health reads it).
+        const damaged = damagedFile(this.session.db, err, this.#files, TARGET_SCHEMA);
+        if (damaged !== undefined) {
+          recordFailureAlone(this.session.db, p.name, damaged.code, damaged.message);
+          throw damaged;
+        }
         const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
         recordFailureAlone(this.session.db, p.name, code, message);
@@ -334,7 +375,7 @@ export class Syncer {
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
       if (rec?.state !== 'suspended' || rec.reason !== b.reason || rec.detail !== JSON.stringify(b.detail)) {
-        await retryBusy(async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail));
+        await retryBusy(async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail), this.#busyTimeoutMs, this.#files);
       }
       this.#options.onProgress?.({ projection: b.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: 0 });
       return report;
@@ -382,7 +423,8 @@ export class Syncer {
       return signal.aborted;
     };
     for (;;) {
-      const out: StepOutcome = await retryBusy(() => step(ctx, p));
+      this.checkTarget(); // a long catch-up stops between two batches too
+      const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
       ctx = base; // a reinit is the first step only
       // Mapped while catching up, not while following small batches (session.ts).
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
@@ -420,12 +462,42 @@ export class Syncer {
     const p = this.projections.find((x) => x.name === name);
     if (p === undefined) throw new InvalidInputError('UNKNOWN_PROJECTION', `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`);
     const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: Number.MAX_SAFE_INTEGER, range: { fromSeq, toSeq } };
-    return retryBusy(() => step(ctx, p));
+    return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+  }
+
+  /**
+   * Throws TARGET_GONE when the file at the target's path is no longer the
+   * one this syncer opened (deleted or replaced: target-identity.ts). Each
+   * run checks it before every batch; a follower also while idle.
+   */
+  checkTarget(): void {
+    checkSameFile(this.session.targetPath, this.#targetFile);
+  }
+
+  get #busyTimeoutMs(): number {
+    return this.#options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  }
+
+  get #files(): { source: string; target: string } {
+    return { source: this.session.sourcePath, target: this.session.targetPath };
   }
 
   close(): void {
     this.session.close();
   }
+}
+
+/** rearmCapture, waiting up to the busy timeout for the source's write lock (SOURCE_BUSY past it). */
+function rearmOrWait(session: ApplySession, busyTimeoutMs: number): Promise<RearmReport | undefined> {
+  const rearm = async () => {
+    try {
+      return rearmCapture(session.db);
+    } catch (err) {
+      markBusy(err, 'source');
+      throw err;
+    }
+  };
+  return retryBusy(rearm, busyTimeoutMs, { source: session.sourcePath, target: session.targetPath });
 }
 
 /** One-shot sync: open, run once, close. */

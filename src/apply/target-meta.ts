@@ -69,7 +69,7 @@ export interface ProjectionRecord {
   readonly shadowTable: string | null;
   /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
-  /** Its code: the SluiceError code, the SQLite error code (SQLITE_FULL, ...), or APPLY_FAILED. */
+  /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
   readonly lastErrorCode: string | null;
   /** When it failed (ms since the epoch). */
   readonly lastErrorMs: number | null;

@@ -1,4 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
+import { isSqliteBusy } from '../errors.ts';
 import { hasCapture } from './catalog.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './verify.ts';
@@ -18,7 +19,8 @@ export interface RearmReport {
  * re-armed tables' readers rebuild once (TABLE_REARMED), the others go on.
  * Keeps the journal mode. Returns undefined when
  * every table was armed (nothing is written then), or when the repair
- * failed: readers detect unarmed tables on their own and fail closed.
+ * failed: readers detect unarmed tables on their own and fail closed. A
+ * busy source (SQLITE_BUSY past the busy timeout) is thrown.
  */
 export function rearmCapture(db: Db): RearmReport | undefined {
   try {
@@ -29,6 +31,8 @@ export function rearmCapture(db: Db): RearmReport | undefined {
     if (r.rearmedReasons.length === 0) return undefined;
     return { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation };
   } catch (e) {
+    // A writer holding the source's write lock is not a failed repair: the caller waits for it, or says so.
+    if (isSqliteBusy(e)) throw e;
     if (process.env.SLUICE_DEBUG) console.error('rearm failed', e);
     return undefined; // best effort: see above
   }

@@ -59,10 +59,17 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
     if (stop.signal.aborted) return;
     try {
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
-        onIdle: () => syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS }),
+        onIdle: () => {
+          syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
+        },
       });
     } finally {
-      syncer.flushAcknowledgements();
+      try {
+        syncer.flushAcknowledgements();
+      } catch {
+        /* acknowledgements are informational; the error that ended the follow is the one to report */
+      }
     }
   } finally {
     clearInterval(timer);

@@ -60,12 +60,14 @@ export function registerSync(program: Command): void {
     .option('--batch <n>', 'most events per target transaction (default: 100000 for mirror, map and fts5, 10000 for custom)', parseWholeNumber)
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
     .option('--summary-interval <ms>', 'with --follow, without --json: print a one-line summary (events applied, lag) this often', parseWholeNumber, 60_000)
+    .option('--busy-timeout <ms>', 'wait at most this many ms for another process holding the target\'s (or, to re-arm capture, the source\'s) write lock, then fail with TARGET_BUSY / SOURCE_BUSY, exit 1 (default 5000)', parseWholeNumber)
+    .option('--max-target-mb <n>', 'let the target grow to at most n MB in this run: a batch that would grow it past that fails as on a full disk (TARGET_FULL, exit 1), nothing of it committed', parseWholeNumber)
     .option('--reinit <name>', 'rebuild this projection from a snapshot first, whatever its state, e.g. once the cause of a suspension is fixed (repeatable)', collect, [] as string[])
     // choices(): an unknown format is a usage error (exit 2), not silently no log.
     .addOption(new Option('--log <format>', 'with "json", write line-delimited progress to stderr').choices(['json']))
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow\n  $ sluice sync app.db cache.db --reinit issues   # after a TARGET_DIVERGED suspension')
-    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; reinit: string[]; log?: string; summaryInterval: number } & ProgressOptions) => {
+    .action(async (source: string, target: string, opts: { projection: string[]; batch?: number; follow?: boolean; busyTimeout?: number; maxTargetMb?: number; reinit: string[]; log?: string; summaryInterval: number } & ProgressOptions) => {
       const defs = await loadAll(opts.projection);
       const progress = progressReporter(opts);
       const tally = new FollowTally();
@@ -73,7 +75,7 @@ export function registerSync(program: Command): void {
         progress.update(p);
         tally.progress(p);
       };
-      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), reinit: opts.reinit, onProgress });
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), ...(opts.busyTimeout === undefined ? {} : { busyTimeoutMs: opts.busyTimeout }), ...(opts.maxTargetMb === undefined ? {} : { maxTargetMb: opts.maxTargetMb }), reinit: opts.reinit, onProgress });
       try {
         if (opts.follow === true) {
           // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
