@@ -38,15 +38,14 @@ describe('a long writer on a file sync writes', () => {
     const before = dumpTables(target);
     const w = await hold(target);
     try {
-      const t0 = Date.now();
       const r = await runCliAsync(['sync', src, target, '--busy-timeout', '300']);
-      const ms = Date.now() - t0;
       expect(r.status, r.stderr).toBe(1);
       expectOneLineError(r, 'TARGET_BUSY');
       expect(r.stderr).toContain(target);
       expect(r.stderr).toContain('another process holds its write lock');
       expect(r.stderr).toContain('--busy-timeout');
-      expect(ms).toBeLessThan(4000); // the bound, not 8 retries of 5 s
+      // The bound the flag set, not 8 retries of 5 s (said, not timed: speed is bench/'s).
+      expect(r.stderr).toContain('waited 300 ms');
       expect(dumpTables(target)).toEqual(before);
     } finally {
       await w.send({ sql: 'ROLLBACK' });
@@ -82,14 +81,13 @@ describe('a long writer on a file sync writes', () => {
     const before = dumpTables(target);
     const w = await hold(src);
     try {
-      const t0 = Date.now();
       const r = await runCliAsync(['sync', src, target, '--busy-timeout', '300']);
       expect(r.status, r.stderr).toBe(1);
       expectOneLineError(r, 'SOURCE_BUSY');
       expect(r.stderr).toContain(src);
       expect(r.stderr).toContain('another process holds its write lock');
       expect(r.stderr).toContain('--busy-timeout');
-      expect(Date.now() - t0).toBeLessThan(4000);
+      expect(r.stderr).toContain('waited 300 ms');
       expect(dumpTables(target)).toEqual(before);
     } finally {
       await w.send({ sql: 'ROLLBACK' });
