@@ -9,6 +9,8 @@ export interface ProgressOptions {
 
 export interface ProgressReporter {
   readonly update: (p: SyncProgress) => void;
+  /** False when nothing is shown: the caller need not ask the syncer for progress at all (it costs two queries per projection per pass). */
+  readonly active: boolean;
   stop(): void;
 }
 
@@ -21,13 +23,15 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
   if (options.log === 'json') {
     return {
       update: (p) => process.stderr.write(`${JSON.stringify({ t: Date.now(), ...p })}\n`),
+      active: true,
       stop: () => undefined,
     };
   }
-  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
+  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, active: false, stop: () => undefined };
   let bar: cliProgress.SingleBar | undefined;
   let current: { projection: string; started: number } | undefined;
   return {
+    active: true,
     update: (p) => {
       if (current?.projection !== p.projection) current = { projection: p.projection, started: Date.now() };
       const f = progressFigures(p, p.elapsedMs ?? Date.now() - current.started);

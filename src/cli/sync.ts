@@ -75,7 +75,9 @@ export function registerSync(program: Command): void {
         progress.update(p);
         tally.progress(p);
       };
-      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), ...(opts.busyTimeout === undefined ? {} : { busyTimeoutMs: opts.busyTimeout }), ...(opts.maxTargetMb === undefined ? {} : { maxTargetMb: opts.maxTargetMb }), reinit: opts.reinit, onProgress });
+      // Only a bar, a JSON log or a follower's summaries use progress; asking for it costs queries on every pass.
+      const needsProgress = progress.active || (opts.follow === true && opts.json !== true);
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }), ...(opts.busyTimeout === undefined ? {} : { busyTimeoutMs: opts.busyTimeout }), ...(opts.maxTargetMb === undefined ? {} : { maxTargetMb: opts.maxTargetMb }), reinit: opts.reinit, ...(needsProgress ? { onProgress } : {}) });
       try {
         if (opts.follow === true) {
           // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
