@@ -37,7 +37,10 @@ function restrict(restrictions) {
 }
 
 const ORDER = LAYERS.join(' < ');
-const FIXTURES = { regex: '(?:^|\\x2F)fixtures(?:\\x2F|$)', message: 'Product code does not import fixtures/: move what it needs under src/.' };
+const FIXTURES = {
+  regex: '(?:^|\\x2F)fixtures(?:\\x2F|$)',
+  message: 'Product code does not import fixtures/: move what it needs under src/.',
+};
 const BARREL = {
   regex: `${srcTarget([], ['index.ts'])}|^sluice(?:\\x2F|$)`,
   message: 'Only src/cli/ imports the barrel src/index.ts: import the module itself.',
@@ -46,7 +49,10 @@ const BARREL = {
 function layerRules(i) {
   const layer = LAYERS[i];
   if (layer === 'cli') {
-    const lower = { regex: srcTarget(LAYERS.slice(0, i), ['errors.ts', 'reasons.ts']), message: 'cli/ imports the library only through src/index.ts: export what it needs from the barrel and import it from ../index.ts.' };
+    const lower = {
+      regex: srcTarget(LAYERS.slice(0, i), ['errors.ts', 'reasons.ts']),
+      message: 'cli/ imports the library only through src/index.ts: export what it needs from the barrel and import it from ../index.ts.',
+    };
     return restrict([lower, FIXTURES]);
   }
   const higher = LAYERS.slice(i + 1);
@@ -90,10 +96,19 @@ export default defineConfig(
   ...LAYERS.map((layer, i) => ({ files: [`src/${layer}/**/*.ts`], rules: layerRules(i) })),
   {
     files: ['src/errors.ts', 'src/reasons.ts'],
-    rules: restrict([{ regex: srcTarget(LAYERS, ['index.ts'], true), message: 'src/errors.ts and src/reasons.ts are below every layer: they import none of them.' }, FIXTURES]),
+    rules: restrict([
+      {
+        regex: srcTarget(LAYERS, ['index.ts'], true),
+        message: 'src/errors.ts and src/reasons.ts are below every layer: they import none of them.',
+      },
+      FIXTURES,
+    ]),
   },
   {
     files: ['src/index.ts'],
-    rules: restrict([{ regex: srcTarget(['cli'], [], true), message: 'The barrel src/index.ts is what cli/ calls: it exports no cli/ code.' }, FIXTURES]),
+    rules: restrict([
+      { regex: srcTarget(['cli'], [], true), message: 'The barrel src/index.ts is what cli/ calls: it exports no cli/ code.' },
+      FIXTURES,
+    ]),
   },
 );

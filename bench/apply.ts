@@ -66,7 +66,9 @@ import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workl
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/apply.ts [--events N (200000)] [--base N (100000)] [--rounds N (3)] [--batch N (Syncer default)] [--slow-events N (all)]\n');
+  process.stdout.write(
+    'usage: npx tsx bench/apply.ts [--events N (200000)] [--base N (100000)] [--rounds N (3)] [--batch N (Syncer default)] [--slow-events N (all)]\n',
+  );
   process.exit(0);
 }
 const known = new Set(['--events', '--base', '--rounds', '--batch', '--slow-events']);
@@ -177,7 +179,7 @@ function writeEvents(db: Db, events: number, live: number[], firstNewId: number)
     if (rand() < 0.3) updB.run(name, n, r, b, BigInt(id));
     else upd.run(name, n, r, BigInt(id));
   };
-  for (let done = 0; done < events; ) {
+  for (let done = 0; done < events;) {
     const chunk = Math.min(1000, events - done);
     db.transaction(() => {
       for (let i = 0; i < chunk; i++) one();
@@ -204,7 +206,14 @@ const bind = (row: Row) => COLS.map((c) => toBindable(row[c] ?? null));
 const customHandler: CustomHandler = {
   version: '1',
   async init(rows, { db }) {
-    await db.schema.createTable('tcustom').addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('name', 'text').addColumn('n', 'integer').addColumn('r', 'real').addColumn('b', 'blob').execute();
+    await db.schema
+      .createTable('tcustom')
+      .addColumn('id', 'integer', (c) => c.primaryKey())
+      .addColumn('name', 'text')
+      .addColumn('n', 'integer')
+      .addColumn('r', 'real')
+      .addColumn('b', 'blob')
+      .execute();
     let page: Record<string, unknown>[] = [];
     const flush = async () => {
       if (page.length > 0) await db.insertInto('tcustom').values(page).execute();
@@ -218,10 +227,17 @@ const customHandler: CustomHandler = {
     await flush();
   },
   async apply(e, { db }) {
-    if (e.before !== null) await db.deleteFrom('tcustom').where('id', '=', toBindable(e.before.id ?? null)).execute();
+    if (e.before !== null)
+      await db
+        .deleteFrom('tcustom')
+        .where('id', '=', toBindable(e.before.id ?? null))
+        .execute();
     if (e.after !== null) {
       const v = bind(e.after);
-      await db.insertInto('tcustom').values(Object.fromEntries(COLS.map((c, i) => [c, v[i]]))).execute();
+      await db
+        .insertInto('tcustom')
+        .values(Object.fromEntries(COLS.map((c, i) => [c, v[i]])))
+        .execute();
     }
   },
 };
@@ -245,7 +261,12 @@ function check(kind: Kind | 'naive', target: string): string | undefined {
     db.prepare('ATTACH DATABASE ? AS tgt').run(target);
     let d: number;
     if (kind === 'mirror' || kind === 'naive') d = diffCount(db, typed(COLS, 'main.t'), typed(COLS, 'tgt.t'));
-    else if (kind === 'map') d = diffCount(db, typed(['id', 'name', 'n', 'upper(name)', 'b'], 'main.t WHERE n >= 250'), typed(['id', 'label', 'n', 'label_upper', 'b'], 'tgt.tmap'));
+    else if (kind === 'map')
+      d = diffCount(
+        db,
+        typed(['id', 'name', 'n', 'upper(name)', 'b'], 'main.t WHERE n >= 250'),
+        typed(['id', 'label', 'n', 'label_upper', 'b'], 'tgt.tmap'),
+      );
     else if (kind === 'custom') d = diffCount(db, typed(COLS, 'main.t'), typed(COLS, 'tgt.tcustom'));
     else {
       d = diffCount(db, typed(['id', 'name'], 'main.t'), typed(['_k0', 'name'], 'tgt.tfts_src'));
@@ -358,7 +379,13 @@ function clock(): () => { ms: number; cpuMs: number } {
     return { ms: performance.now() - t0, cpuMs: (c.user + c.system) / 1000 };
   };
 }
-const timed = (n: number, t: { ms: number; cpuMs: number }, applied: number): Timed => ({ perSec: (n / t.ms) * 1000, perCpuSec: (n / t.cpuMs) * 1000, ms: t.ms, cpuMs: t.cpuMs, applied });
+const timed = (n: number, t: { ms: number; cpuMs: number }, applied: number): Timed => ({
+  perSec: (n / t.ms) * 1000,
+  perCpuSec: (n / t.cpuMs) * 1000,
+  ms: t.ms,
+  cpuMs: t.cpuMs,
+  applied,
+});
 
 async function syncOnce(kind: Kind, pristine: string, verify: boolean, batchSize = BATCH): Promise<Timed> {
   const target = freshTarget(pristine);
@@ -398,16 +425,22 @@ function naiveOnce(pristine: string, fromSeq: number, toSeq: number, verify: boo
   db.pragma('temp_store = MEMORY');
   db.prepare('ATTACH DATABASE ? AS tgt').run(target);
   const tid = Number(db.prepare("SELECT tid FROM main._sluice_tables WHERE name = 't'").pluck().get());
-  const read = db.prepare(`SELECT seq, op, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 FROM main._sluice_journal WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq`).raw();
+  const read = db
+    .prepare(
+      `SELECT seq, op, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 FROM main._sluice_journal WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq`,
+    )
+    .raw();
   const get = db.prepare('SELECT id, name, n, r, b FROM tgt.t WHERE id = ?').raw();
-  const upsert = db.prepare('INSERT INTO tgt.t VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, n = excluded.n, r = excluded.r, b = excluded.b');
+  const upsert = db.prepare(
+    'INSERT INTO tgt.t VALUES (?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET name = excluded.name, n = excluded.n, r = excluded.r, b = excluded.b',
+  );
   const del = db.prepare('DELETE FROM tgt.t WHERE id = ?');
   const cursor = db.prepare('UPDATE tgt.naive_cursor SET seq = ?');
   const same = (a: unknown, b: unknown) => a === b || (Buffer.isBuffer(a) && Buffer.isBuffer(b) && a.equals(b));
   const stop = clock();
   let applied = 0;
   try {
-    for (let lo = fromSeq; lo < toSeq; ) {
+    for (let lo = fromSeq; lo < toSeq;) {
       const hi = Math.min(lo + NAIVE_BATCH, toSeq);
       db.exec('BEGIN');
       for (const row of read.all(tid, lo, hi) as unknown[][]) {
@@ -423,7 +456,8 @@ function naiveOnce(pristine: string, fromSeq: number, toSeq: number, verify: boo
         if (after !== null) {
           if (before === null || !same(before[0], after[0])) {
             // A new key must be absent (an uncaptured REPLACE otherwise).
-            if (before !== null && get.get(after[0]) !== undefined) throw new Error(`naive: key ${String(after[0])} present at seq ${String(row[0])}`);
+            if (before !== null && get.get(after[0]) !== undefined)
+              throw new Error(`naive: key ${String(after[0])} present at seq ${String(row[0])}`);
           }
           upsert.run(...after);
         }
@@ -513,7 +547,8 @@ async function main(): Promise<void> {
     const s = await Syncer.open(file('src.db'), p, { projections: [KINDS[kind]] });
     const r = await s.runOnce();
     s.close();
-    if (r.projections[0]?.snapshotRows === undefined || r.projections[0].state !== 'active') throw new Error(`${kind}: snapshot gave ${JSON.stringify(r.projections[0])}`);
+    if (r.projections[0]?.snapshotRows === undefined || r.projections[0].state !== 'active')
+      throw new Error(`${kind}: snapshot gave ${JSON.stringify(r.projections[0])}`);
     checkpoint(p);
     pristine[kind] = p;
   }
@@ -523,7 +558,9 @@ async function main(): Promise<void> {
     newFileDbAt(p).close();
     const db = openDatabase(file('src.db'), { role: 'source' });
     db.prepare('ATTACH DATABASE ? AS tgt').run(p);
-    db.exec(`BEGIN; ${DDL.replace('TABLE t', 'TABLE tgt.t')}; INSERT INTO tgt.t SELECT * FROM main.t; CREATE TABLE tgt.naive_cursor (seq INTEGER); INSERT INTO tgt.naive_cursor VALUES (0); COMMIT`);
+    db.exec(
+      `BEGIN; ${DDL.replace('TABLE t', 'TABLE tgt.t')}; INSERT INTO tgt.t SELECT * FROM main.t; CREATE TABLE tgt.naive_cursor (seq INTEGER); INSERT INTO tgt.naive_cursor VALUES (0); COMMIT`,
+    );
     db.close();
     checkpoint(p);
     pristine.naive = p;
@@ -543,8 +580,20 @@ async function main(): Promise<void> {
   // Paired rounds: a baseline, then the variants (order rotating per round), then a baseline again.
   type Paired = 'mirror' | 'map' | 'naive' | 'mirror1' | 'floor' | 'jcopy' | 'jread';
   const PAIRED: readonly Paired[] = ['mirror', 'map', 'naive', 'mirror1', 'floor', 'jcopy', 'jread'];
-  const runs: Record<Paired | 'baseline', Timed[]> = { baseline: [], mirror: [], map: [], naive: [], mirror1: [], floor: [], jcopy: [], jread: [] };
-  const ratios = Object.fromEntries(PAIRED.map((k) => [k, { wall: [] as number[], cpu: [] as number[] }])) as Record<Paired, { wall: number[]; cpu: number[] }>;
+  const runs: Record<Paired | 'baseline', Timed[]> = {
+    baseline: [],
+    mirror: [],
+    map: [],
+    naive: [],
+    mirror1: [],
+    floor: [],
+    jcopy: [],
+    jread: [],
+  };
+  const ratios = Object.fromEntries(PAIRED.map((k) => [k, { wall: [] as number[], cpu: [] as number[] }])) as Record<
+    Paired,
+    { wall: number[]; cpu: number[] }
+  >;
   for (let round = 0; round < ROUNDS; round++) {
     const verify = round === 0;
     const rotated = PAIRED.map((_, i) => PAIRED[(i + round) % PAIRED.length] as Paired);
@@ -569,7 +618,9 @@ async function main(): Promise<void> {
       ratios[k].wall.push(t.perSec / baseWall);
       ratios[k].cpu.push(t.perCpuSec / baseCpu);
     }
-    log(`round ${round + 1}/${ROUNDS}: baseline ${fmtRate(baseWall)}; ${PAIRED.map((k) => `${k} ${fmtRate((got[k] as Timed).perSec)} (${fmtRatio((got[k] as Timed).perSec / baseWall)}, cpu ${fmtRatio((got[k] as Timed).perCpuSec / baseCpu)})`).join(', ')}`);
+    log(
+      `round ${round + 1}/${ROUNDS}: baseline ${fmtRate(baseWall)}; ${PAIRED.map((k) => `${k} ${fmtRate((got[k] as Timed).perSec)} (${fmtRatio((got[k] as Timed).perSec / baseWall)}, cpu ${fmtRatio((got[k] as Timed).perCpuSec / baseCpu)})`).join(', ')}`,
+    );
   }
 
   // Context: `sluice verify` of a caught-up mirror target (every row checksummed on both sides).
@@ -593,22 +644,59 @@ async function main(): Promise<void> {
   const cpuRatio = (k: Paired) => median(ratios[k].cpu);
   const verdict = (r: number) => (r >= TARGET_RATIO ? 'PASS' : 'MISS');
   const batchLabel = `batch ${BATCH ?? `${DEFAULT_BATCH.setBased} (default)`}`;
-  const row = (what: string, perSec: number, r: number, cpu: number, target: string, v: string) => [what, fmtRate(perSec), fmtRatio(r), fmtRatio(cpu), target, v];
+  const row = (what: string, perSec: number, r: number, cpu: number, target: string, v: string) => [
+    what,
+    fmtRate(perSec),
+    fmtRatio(r),
+    fmtRatio(cpu),
+    target,
+    v,
+  ];
   const table = renderTable(
     ['path', 'throughput', 'vs baseline', 'cpu ratio', 'target', ''],
     [
       row(`baseline: INSERT … SELECT of ${EVENTS} rows (rows/s)`, baseline, 1, 1, '', ''),
-      row(`mirror apply, ${EVENTS} events, ${batchLabel}`, rate('mirror'), ratio('mirror'), cpuRatio('mirror'), `>= ${TARGET_RATIO}x`, verdict(ratio('mirror'))),
-      row(`map apply (filter + computed column), ${batchLabel}`, rate('map'), ratio('map'), cpuRatio('map'), `>= ${TARGET_RATIO}x`, verdict(ratio('map'))),
+      row(
+        `mirror apply, ${EVENTS} events, ${batchLabel}`,
+        rate('mirror'),
+        ratio('mirror'),
+        cpuRatio('mirror'),
+        `>= ${TARGET_RATIO}x`,
+        verdict(ratio('mirror')),
+      ),
+      row(
+        `map apply (filter + computed column), ${batchLabel}`,
+        rate('map'),
+        ratio('map'),
+        cpuRatio('map'),
+        `>= ${TARGET_RATIO}x`,
+        verdict(ratio('map')),
+      ),
       row(`naive JS loop, ${batchLabel} (context)`, rate('naive'), ratio('naive'), cpuRatio('naive'), '~0.2x', ''),
       row(`mirror apply as one transaction (context)`, rate('mirror1'), ratio('mirror1'), cpuRatio('mirror1'), '', ''),
       row(`floor: the target writes alone, no checks (context)`, rate('floor'), ratio('floor'), cpuRatio('floor'), '', ''),
-      row(`verify of the caught-up mirror (rows/s, context, 1 run)`, verifyTimed.perSec, verifyTimed.perSec / baseline, verifyTimed.perCpuSec / baselineCpu, '', ''),
+      row(
+        `verify of the caught-up mirror (rows/s, context, 1 run)`,
+        verifyTimed.perSec,
+        verifyTimed.perSec / baseline,
+        verifyTimed.perCpuSec / baselineCpu,
+        '',
+        '',
+      ),
       row(`INSERT … SELECT of the ${EVENTS} journal rows (rows/s, context)`, rate('jcopy'), ratio('jcopy'), cpuRatio('jcopy'), '', ''),
-      row(`read floor: every column of the ${EVENTS} journal rows read once (context)`, rate('jread'), ratio('jread'), cpuRatio('jread'), '', ''),
+      row(
+        `read floor: every column of the ${EVENTS} journal rows read once (context)`,
+        rate('jread'),
+        ratio('jread'),
+        cpuRatio('jread'),
+        '',
+        '',
+      ),
       ...(['fts5', 'custom'] as const).flatMap((k) => {
         const t = slow[k];
-        return t === undefined ? [] : [row(`${k} apply, ${SLOW_EVENTS} events (1 run)`, t.perSec, t.perSec / baseline, t.perCpuSec / baselineCpu, 'report', '')];
+        return t === undefined
+          ? []
+          : [row(`${k} apply, ${SLOW_EVENTS} events (1 run)`, t.perSec, t.perSec / baseline, t.perCpuSec / baselineCpu, 'report', '')];
       }),
     ],
   );
@@ -630,7 +718,15 @@ async function main(): Promise<void> {
     bench: 'apply',
     when: new Date().toISOString(),
     versions: versions(),
-    settings: { events: EVENTS, baseRows: BASE, rounds: ROUNDS, batchSize: BATCH ?? `Syncer default (${DEFAULT_BATCH.setBased} for mirror, map and fts5, ${DEFAULT_BATCH.perEvent} for custom)`, slowEvents: SLOW_EVENTS, mix, loadavg: os.loadavg() },
+    settings: {
+      events: EVENTS,
+      baseRows: BASE,
+      rounds: ROUNDS,
+      batchSize: BATCH ?? `Syncer default (${DEFAULT_BATCH.setBased} for mirror, map and fts5, ${DEFAULT_BATCH.perEvent} for custom)`,
+      slowEvents: SLOW_EVENTS,
+      mix,
+      loadavg: os.loadavg(),
+    },
     targets: { mirror: TARGET_RATIO, map: TARGET_RATIO },
     results: {
       baselineRowsPerSec: baseline,
@@ -645,8 +741,24 @@ async function main(): Promise<void> {
       verifyRowsPerSec: verifyTimed.perSec,
       mirrorVsNaive: vsNaive,
       mirrorVsJournalCopy: vsJournalCopy,
-      fts5: slow.fts5 === undefined ? null : { eventsPerSec: slow.fts5.perSec, ratio: slow.fts5.perSec / baseline, cpuRatio: slow.fts5.perCpuSec / baselineCpu, events: SLOW_EVENTS },
-      custom: slow.custom === undefined ? null : { eventsPerSec: slow.custom.perSec, ratio: slow.custom.perSec / baseline, cpuRatio: slow.custom.perCpuSec / baselineCpu, events: SLOW_EVENTS },
+      fts5:
+        slow.fts5 === undefined
+          ? null
+          : {
+              eventsPerSec: slow.fts5.perSec,
+              ratio: slow.fts5.perSec / baseline,
+              cpuRatio: slow.fts5.perCpuSec / baselineCpu,
+              events: SLOW_EVENTS,
+            },
+      custom:
+        slow.custom === undefined
+          ? null
+          : {
+              eventsPerSec: slow.custom.perSec,
+              ratio: slow.custom.perSec / baseline,
+              cpuRatio: slow.custom.perCpuSec / baselineCpu,
+              events: SLOW_EVENTS,
+            },
     },
     raw: { runs, ratios, slow },
     setupMs,
@@ -669,7 +781,7 @@ async function syncSlow(kind: 'fts5' | 'custom', pristine: string, fromSeq: numb
   let applied = 0;
   const stop = clock();
   try {
-    for (let lo = fromSeq; lo < toSeq; ) {
+    for (let lo = fromSeq; lo < toSeq;) {
       const hi = Math.min(lo + (BATCH ?? (kind === 'custom' ? DEFAULT_BATCH.perEvent : DEFAULT_BATCH.setBased)), toSeq);
       const out = await s.applyBatch(KINDS[kind].name, lo, hi);
       if (out.kind !== 'applied') throw new Error(`${kind}: batch ${lo}..${hi} gave ${JSON.stringify(out)}`);

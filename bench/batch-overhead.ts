@@ -76,7 +76,10 @@ async function timeBatches(db: Db, run: () => unknown): Promise<Cost> {
 
 async function kindCost(round: number, kind: string): Promise<Cost> {
   const src = source(round, kind);
-  const s = await Syncer.open(src.file, path.join(scratch.dir, `${kind}-${round}-tgt.db`), { projections: [KINDS[kind] as ProjectionDefinitionInput], acknowledge: false });
+  const s = await Syncer.open(src.file, path.join(scratch.dir, `${kind}-${round}-tgt.db`), {
+    projections: [KINDS[kind] as ProjectionDefinitionInput],
+    acknowledge: false,
+  });
   try {
     await s.runOnce();
     return await timeBatches(src.db, () => s.runOnce());
@@ -120,16 +123,26 @@ try {
     const order = ['baseline', ...Object.keys(KINDS)];
     for (let i = 0; i < round % order.length; i++) order.push(order.shift() as string);
     for (const k of order) (results[k] as Cost[]).push(k === 'baseline' ? await baselineCost(round) : await kindCost(round, k));
-    process.stderr.write(`round ${round + 1}/${ROUNDS}: ${order.map((k) => `${k} ${Math.round((results[k] as Cost[])[round]?.wallUs ?? 0)} µs`).join(', ')}\n`);
+    process.stderr.write(
+      `round ${round + 1}/${ROUNDS}: ${order.map((k) => `${k} ${Math.round((results[k] as Cost[])[round]?.wallUs ?? 0)} µs`).join(', ')}\n`,
+    );
   }
   const rows = Object.keys(results).map((k) => {
     const rs = results[k] as Cost[];
     const ratio = (m: keyof Cost) => median(rs.map((r, i) => r[m] / ((results.baseline as Cost[])[i] as Cost)[m]));
-    return [k, `${Math.round(median(rs.map((r) => r.wallUs)))} µs`, `${Math.round(median(rs.map((r) => r.cpuUs)))} µs`, `${ratio('wallUs').toFixed(2)}x`, `${ratio('cpuUs').toFixed(2)}x`];
+    return [
+      k,
+      `${Math.round(median(rs.map((r) => r.wallUs)))} µs`,
+      `${Math.round(median(rs.map((r) => r.cpuUs)))} µs`,
+      `${ratio('wallUs').toFixed(2)}x`,
+      `${ratio('cpuUs').toFixed(2)}x`,
+    ];
   });
   process.stdout.write(`\none event per batch, ${BATCHES} batches, ${ROUNDS} rounds (median)\n\n`);
   process.stdout.write(`${renderTable(['path', 'wall per batch', 'cpu per batch', 'wall vs baseline', 'cpu vs baseline'], rows)}\n`);
-  process.stdout.write('\nbaseline: BEGIN; max(seq) of the source; INSERT OR REPLACE of the new journal row into the target; cursor UPDATE; COMMIT (no checks, no metadata).\n');
+  process.stdout.write(
+    '\nbaseline: BEGIN; max(seq) of the source; INSERT OR REPLACE of the new journal row into the target; cursor UPDATE; COMMIT (no checks, no metadata).\n',
+  );
   const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'batch-overhead.json'), `${JSON.stringify({ batches: BATCHES, rounds: ROUNDS, results }, null, 2)}\n`);

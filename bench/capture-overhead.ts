@@ -72,7 +72,9 @@ import { DEFAULT_RETENTION, MIN_RETENTION } from '../src/capture/schema.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/capture-overhead.ts [--rows N (100000)] [--rounds N (5)] [--autocommit N writes per phase (5000)] [--quick]\n');
+  process.stdout.write(
+    'usage: npx tsx bench/capture-overhead.ts [--rows N (100000)] [--rounds N (5)] [--autocommit N writes per phase (5000)] [--quick]\n',
+  );
   process.exit(0);
 }
 const known = new Set(['--rows', '--rounds', '--autocommit']);
@@ -107,8 +109,18 @@ const expectEvents = (db: Db) => {
 };
 
 const NONE: Variant = { name: 'none', note: 'no capture', setup: () => {} };
-const IMAGES: Variant = { name: 'images', note: "sluice enable(db, ['t']) (images mode)", setup: (db) => void enable(db, ['t']), check: expectEvents };
-const KEYS: Variant = { name: 'keys', note: "sluice enable(db, ['t'], { mode: 'keys' })", setup: (db) => void enable(db, ['t'], { mode: 'keys' }), check: expectEvents };
+const IMAGES: Variant = {
+  name: 'images',
+  note: "sluice enable(db, ['t']) (images mode)",
+  setup: (db) => void enable(db, ['t']),
+  check: expectEvents,
+};
+const KEYS: Variant = {
+  name: 'keys',
+  note: "sluice enable(db, ['t'], { mode: 'keys' })",
+  setup: (db) => void enable(db, ['t'], { mode: 'keys' }),
+  check: expectEvents,
+};
 const STEADY_SMALL = steadySluice('steady-1k', MIN_RETENTION, rows);
 const STEADY_DEFAULT = steadySluice('steady-1m', DEFAULT_RETENTION, rows);
 /** The images-mode variants judged against the floor: a fresh journal and both steady states. */
@@ -120,8 +132,14 @@ const CHRONICLE: Variant = {
     for (const sql of chronicleDdl()) db.exec(sql);
   },
   check: (db) => {
-    const r = db.prepare('SELECT count(*) AS c, sum(__deleted) AS d, max(__version) AS v FROM _chronicle_t').get() as { c: bigint; d: bigint; v: bigint };
-    return Number(r.c) === rows && Number(r.d) === rows && Number(r.v) === 3 * rows ? undefined : `chronicle table has ${r.c} rows, ${r.d} deleted, version ${r.v}`;
+    const r = db.prepare('SELECT count(*) AS c, sum(__deleted) AS d, max(__version) AS v FROM _chronicle_t').get() as {
+      c: bigint;
+      d: bigint;
+      v: bigint;
+    };
+    return Number(r.c) === rows && Number(r.d) === rows && Number(r.v) === 3 * rows
+      ? undefined
+      : `chronicle table has ${r.c} rows, ${r.d} deleted, version ${r.v}`;
   },
 };
 
@@ -165,7 +183,12 @@ function main(): void {
     }
   }
 
-  const bulk = pairedRounds(NONE, BULK.slice(1), { dir: scratch.dir, rounds, phases: (db) => bulkPhases(db, w), onRound: progress('bulk') });
+  const bulk = pairedRounds(NONE, BULK.slice(1), {
+    dir: scratch.dir,
+    rounds,
+    phases: (db) => bulkPhases(db, w),
+    onRound: progress('bulk'),
+  });
   const autocommit = pairedRounds(NONE, [{ ...IMAGES, check: undefined }], {
     dir: scratch.dir,
     rounds,
@@ -177,10 +200,12 @@ function main(): void {
     // images vs chronicle: per round, chronicle's ratio over images' ratio (each to its own paired baseline).
     const im = roundRatios(bulk, 'images', metric);
     const ch = roundRatios(bulk, 'chronicle', metric);
-    return medianTimes(im.map((x, i) => {
-      const c = ch[i] as PhaseTimes;
-      return { insert: c.insert / x.insert, update: c.update / x.update, delete: c.delete / x.delete };
-    }));
+    return medianTimes(
+      im.map((x, i) => {
+        const c = ch[i] as PhaseTimes;
+        return { insert: c.insert / x.insert, update: c.update / x.update, delete: c.delete / x.delete };
+      }),
+    );
   };
   const speedup = speedupOf('wall');
   const speedupCpu = speedupOf('cpu');
@@ -193,11 +218,16 @@ function main(): void {
   const addedVsChronicle = (() => {
     const im = pairedRatio(bulk, 'images');
     const ch = pairedRatio(bulk, 'chronicle');
-    return { insert: (ch.insert - 1) / (im.insert - 1), update: (ch.update - 1) / (im.update - 1), delete: (ch.delete - 1) / (im.delete - 1) };
+    return {
+      insert: (ch.insert - 1) / (im.insert - 1),
+      update: (ch.update - 1) / (im.update - 1),
+      delete: (ch.delete - 1) / (im.delete - 1),
+    };
   })();
   // autocommit over all writes (the three phases together), per round.
   const total = (t: PhaseTimes) => t.insert + t.update + t.delete;
-  const autoTotalOf = (metric: Metric) => median((autocommit.pairs.get('images') ?? []).map((p) => total(p.test[metric]) / total(p.base[metric])));
+  const autoTotalOf = (metric: Metric) =>
+    median((autocommit.pairs.get('images') ?? []).map((p) => total(p.test[metric]) / total(p.base[metric])));
   const autoTotal = autoTotalOf('wall');
   const autoTotalCpu = autoTotalOf('cpu');
   const autoTotalMin = (() => {
@@ -207,7 +237,14 @@ function main(): void {
 
   const verdicts: Verdict[] = [];
   const rule = (what: string, wall: number, minWall: number, cpu: number, limit: number, kind: 'max' | 'min') =>
-    verdicts.push({ what, measured: wall, minWall, cpu, target: `${kind === 'max' ? '<=' : '>='} ${limit.toFixed(2)}x`, pass: kind === 'max' ? wall <= limit : wall >= limit });
+    verdicts.push({
+      what,
+      measured: wall,
+      minWall,
+      cpu,
+      target: `${kind === 'max' ? '<=' : '>='} ${limit.toFixed(2)}x`,
+      pass: kind === 'max' ? wall <= limit : wall >= limit,
+    });
   const rk = pairedRatio(bulk, 'keys');
   const ra = pairedRatio(autocommit, 'images');
   const ck = pairedRatio(bulk, 'keys', 'cpu');
@@ -216,7 +253,10 @@ function main(): void {
   const ma = minRatio(autocommit, 'images');
   // Against the floor: min wall is min(variant runs) / min(floor runs).
   const minOver = (a: string, b: string): PhaseTimes => {
-    const m = (name: string) => ({ ...Object.fromEntries(PHASES.map((p) => [p, Math.min(...runsOf(bulk, name, 'wall').map((x) => x[p]))])) }) as unknown as PhaseTimes;
+    const m = (name: string) =>
+      ({
+        ...Object.fromEntries(PHASES.map((p) => [p, Math.min(...runsOf(bulk, name, 'wall').map((x) => x[p]))])),
+      }) as unknown as PhaseTimes;
     const x = m(a);
     const y = m(b);
     return { insert: x.insert / y.insert, update: x.update / y.update, delete: x.delete / y.delete };
@@ -227,7 +267,8 @@ function main(): void {
     const m = minOver(v.name, FLOOR.name);
     for (const p of PHASES) rule(`${v.name} ${p} vs floor`, r[p], m[p], c[p], TARGETS.imagesVsFloor, 'max');
   }
-  for (const p of PHASES) rule(`images faster than chronicle, ${p}`, speedup[p], speedupMin[p], speedupCpu[p], TARGETS.imagesVsChronicle, 'min');
+  for (const p of PHASES)
+    rule(`images faster than chronicle, ${p}`, speedup[p], speedupMin[p], speedupCpu[p], TARGETS.imagesVsChronicle, 'min');
   for (const p of PHASES) rule(`keys ${p}`, rk[p], mk[p], ck[p], TARGETS.keys[p], 'max');
   for (const p of PHASES) rule(`autocommit images ${p}`, ra[p], ma[p], ca[p], TARGETS.autocommit, 'max');
   rule('autocommit images, all writes', autoTotal, autoTotalMin, autoTotalCpu, TARGETS.autocommit, 'max');
@@ -248,21 +289,43 @@ function main(): void {
     return [v.name, ...PHASES.map((p) => fmtRatio(r[p])), ...PHASES.map((p) => fmtRatio(c[p]))];
   };
   const head = ['variant', 'insert ms', 'update ms', 'delete ms', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del', 'what'];
-  console.log(`sluice capture overhead: SQLite ${versions.sqlite}, better-sqlite3 ${versions.betterSqlite3}, Node ${process.version}, ${os.cpus().length} CPUs, load ${load0.map((x) => x.toFixed(2)).join(' ')}`);
-  console.log(`ms = median wall time over ${rounds} rounds; ratio = median over rounds of (variant / its paired no-capture run), wall time;`);
+  console.log(
+    `sluice capture overhead: SQLite ${versions.sqlite}, better-sqlite3 ${versions.betterSqlite3}, Node ${process.version}, ${os.cpus().length} CPUs, load ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  console.log(
+    `ms = median wall time over ${rounds} rounds; ratio = median over rounds of (variant / its paired no-capture run), wall time;`,
+  );
   console.log('cpu = the same ratio on process CPU time (steadier on a busy machine; leaves out fsync waits)\n');
   console.log(`bulk: ${rows} rows, one transaction per phase`);
-  console.log(renderTable(head, BULK.map((v) => line(bulk, v))));
-  console.log('\nthe same, against the bare-trigger floor of this run: median over rounds of (variant / its baseline) / (floor / its baseline)');
-  console.log(renderTable(['variant', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del'], BULK.filter((v) => v !== NONE).map(floorLine)));
-  console.log(`images vs chronicle speedup (wall): insert ${fmtRatio(speedup.insert)}, update ${fmtRatio(speedup.update)}, delete ${fmtRatio(speedup.delete)}`);
-  console.log(`  (for reference, not judged: chronicle's added time over images' added time: insert ${fmtRatio(addedVsChronicle.insert)}, update ${fmtRatio(addedVsChronicle.update)}, delete ${fmtRatio(addedVsChronicle.delete)})`);
+  console.log(
+    renderTable(
+      head,
+      BULK.map((v) => line(bulk, v)),
+    ),
+  );
+  console.log(
+    '\nthe same, against the bare-trigger floor of this run: median over rounds of (variant / its baseline) / (floor / its baseline)',
+  );
+  console.log(
+    renderTable(['variant', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del'], BULK.filter((v) => v !== NONE).map(floorLine)),
+  );
+  console.log(
+    `images vs chronicle speedup (wall): insert ${fmtRatio(speedup.insert)}, update ${fmtRatio(speedup.update)}, delete ${fmtRatio(speedup.delete)}`,
+  );
+  console.log(
+    `  (for reference, not judged: chronicle's added time over images' added time: insert ${fmtRatio(addedVsChronicle.insert)}, update ${fmtRatio(addedVsChronicle.update)}, delete ${fmtRatio(addedVsChronicle.delete)})`,
+  );
   const nAuto = Math.min(autocommitWrites, rows);
   console.log(`\nautocommit: ${nAuto} single-row writes per phase, each its own transaction`);
   console.log(renderTable(head, [line(autocommit, NONE), line(autocommit, IMAGES)]));
   console.log(`all ${3 * nAuto} autocommit writes together: ${fmtRatio(autoTotal)} (cpu ${fmtRatio(autoTotalCpu)})`);
   console.log('\ntargets (DESIGN.md "Performance targets"; PASS/MISS is judged on the wall ratio)');
-  console.log(renderTable(['check', 'wall', 'min wall', 'cpu', 'target', ''], verdicts.map((v) => [v.what, fmtRatio(v.measured), fmtRatio(v.minWall), fmtRatio(v.cpu), v.target, v.pass ? 'PASS' : 'MISS'])));
+  console.log(
+    renderTable(
+      ['check', 'wall', 'min wall', 'cpu', 'target', ''],
+      verdicts.map((v) => [v.what, fmtRatio(v.measured), fmtRatio(v.minWall), fmtRatio(v.cpu), v.target, v.pass ? 'PASS' : 'MISS']),
+    ),
+  );
   const misses = verdicts.filter((v) => !v.pass).length;
   console.log(`\n${verdicts.length - misses} PASS, ${misses} MISS`);
 
@@ -288,22 +351,46 @@ function main(): void {
     bench: 'capture-overhead',
     date: new Date(started).toISOString(),
     durationS: (Date.now() - started) / 1000,
-    environment: { node: process.version, ...versions, platform: `${os.platform()} ${os.arch()}`, cpus: os.cpus().length, loadavgStart: load0, loadavgEnd: os.loadavg() },
+    environment: {
+      node: process.version,
+      ...versions,
+      platform: `${os.platform()} ${os.arch()}`,
+      cpus: os.cpus().length,
+      loadavgStart: load0,
+      loadavgEnd: os.loadavg(),
+    },
     config: {
       rows,
       rounds,
       quick,
-      steadyState: 'journal filled to retention + 8192 events by one INSERT ... SELECT before timing (bench/lib/steady.ts); retention 1024 and 1,000,000',
+      steadyState:
+        'journal filled to retention + 8192 events by one INSERT ... SELECT before timing (bench/lib/steady.ts); retention 1024 and 1,000,000',
       autocommitWrites: nAuto,
       journalMode: 'wal',
       synchronous: 'NORMAL',
       cacheSize: 'default (-2000)',
-      method: 'each variant paired with a fresh no-capture run per round, phases in lockstep; ratio = median of per-round ratios (wall); cpuRatio the same on process CPU time; minWallRatio = min(variant)/min(baseline)',
+      method:
+        'each variant paired with a fresh no-capture run per round, phases in lockstep; ratio = median of per-round ratios (wall); cpuRatio the same on process CPU time; minWallRatio = min(variant)/min(baseline)',
     },
-    bulk: perVariant(bulk, BULK.map((v) => v.name)),
-    vsFloor: Object.fromEntries(BULK.filter((v) => v !== NONE && v !== FLOOR).map((v) => [v.name, { ratio: ratioOver(bulk, v.name, FLOOR.name), cpuRatio: ratioOver(bulk, v.name, FLOOR.name, 'cpu'), minWallRatio: minOver(v.name, FLOOR.name) }])),
+    bulk: perVariant(
+      bulk,
+      BULK.map((v) => v.name),
+    ),
+    vsFloor: Object.fromEntries(
+      BULK.filter((v) => v !== NONE && v !== FLOOR).map((v) => [
+        v.name,
+        {
+          ratio: ratioOver(bulk, v.name, FLOOR.name),
+          cpuRatio: ratioOver(bulk, v.name, FLOOR.name, 'cpu'),
+          minWallRatio: minOver(v.name, FLOOR.name),
+        },
+      ]),
+    ),
     imagesVsChronicleSpeedup: { wall: speedup, cpu: speedupCpu, minWall: speedupMin, addedTimeRatio: addedVsChronicle },
-    autocommit: { ...perVariant(autocommit, ['none', 'images']), imagesAllWrites: { ratio: autoTotal, cpuRatio: autoTotalCpu, minWallRatio: autoTotalMin } },
+    autocommit: {
+      ...perVariant(autocommit, ['none', 'images']),
+      imagesAllWrites: { ratio: autoTotal, cpuRatio: autoTotalCpu, minWallRatio: autoTotalMin },
+    },
     targets: verdicts,
     pass: verdicts.filter((v) => v.pass).length,
     miss: misses,

@@ -257,7 +257,10 @@ function measureRss(source: string): RssReport {
   discard(target);
   const self = fileURLToPath(import.meta.url);
   // The same node flags (tsx's loader) as this process.
-  const r = spawnSync(process.execPath, [...process.execArgv, self, '--rss-child', source, target], { encoding: 'utf8', maxBuffer: 1 << 20 });
+  const r = spawnSync(process.execPath, [...process.execArgv, self, '--rss-child', source, target], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 20,
+  });
   discard(target);
   if (r.status !== 0) throw new Error(`rss child failed (${r.status}): ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1) as string) as RssReport;
@@ -279,7 +282,9 @@ async function main(): Promise<void> {
     raw.push(r);
     js.push(j.perSec);
     set.push(s);
-    log(`round ${round + 1}/${ROUNDS}: raw INSERT...SELECT ${fmtRate(r)}; js snapshot ${fmtRate(j.perSec)} (${fmtRatio(j.perSec / r)}); set-based ${fmtRate(s)} (${fmtRatio(s / r)})`);
+    log(
+      `round ${round + 1}/${ROUNDS}: raw INSERT...SELECT ${fmtRate(r)}; js snapshot ${fmtRate(j.perSec)} (${fmtRatio(j.perSec / r)}); set-based ${fmtRate(s)} (${fmtRatio(s / r)})`,
+    );
   }
   const jsRatio = median(js.map((v, i) => v / (raw[i] as number)));
   const setRatio = median(set.map((v, i) => v / (raw[i] as number)));
@@ -290,23 +295,51 @@ async function main(): Promise<void> {
   const batchLarge = batchThroughput(source, BATCH * 10);
   log(`readBatch: ${fmtRate(batchSmall)} (limit ${BATCH}), ${fmtRate(batchLarge)} (limit ${BATCH * 10})`);
   const rss = measureRss(source);
-  log(`child: snapshot ${rss.snapshotRows} rows + catch-up ${rss.catchUpEvents} events in ${(rss.ms / 1000).toFixed(1)} s, RSS ${rss.startMb.toFixed(0)} MB at start, peak ${rss.peakMb.toFixed(0)} MB`);
+  log(
+    `child: snapshot ${rss.snapshotRows} rows + catch-up ${rss.catchUpEvents} events in ${(rss.ms / 1000).toFixed(1)} s, RSS ${rss.startMb.toFixed(0)} MB at start, peak ${rss.peakMb.toFixed(0)} MB`,
+  );
 
   const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
   const table = renderTable(
     ['measure', 'value', 'ratio', 'target', 'verdict'],
     [
       ['raw INSERT ... SELECT (baseline)', fmtRate(median(raw)), '1.00x', '', ''],
-      [`snapshot, ${ROWS} rows, JS callback path`, fmtRate(median(js)), fmtRatio(jsRatio), `>= ${TARGETS.snapshotRatio}x`, verdict(jsRatio >= TARGETS.snapshotRatio)],
-      [`snapshot, ${ROWS} rows, set-based (sync mirror)`, fmtRate(median(set)), fmtRatio(setRatio), `>= ${TARGETS.snapshotRatio}x`, verdict(setRatio >= TARGETS.snapshotRatio)],
-      [`changedSince median, ${ROWS}-event journal`, `${lat.median.toFixed(1)} us`, '-', `<= ${TARGETS.changedSinceUs} us`, verdict(lat.median <= TARGETS.changedSinceUs)],
+      [
+        `snapshot, ${ROWS} rows, JS callback path`,
+        fmtRate(median(js)),
+        fmtRatio(jsRatio),
+        `>= ${TARGETS.snapshotRatio}x`,
+        verdict(jsRatio >= TARGETS.snapshotRatio),
+      ],
+      [
+        `snapshot, ${ROWS} rows, set-based (sync mirror)`,
+        fmtRate(median(set)),
+        fmtRatio(setRatio),
+        `>= ${TARGETS.snapshotRatio}x`,
+        verdict(setRatio >= TARGETS.snapshotRatio),
+      ],
+      [
+        `changedSince median, ${ROWS}-event journal`,
+        `${lat.median.toFixed(1)} us`,
+        '-',
+        `<= ${TARGETS.changedSinceUs} us`,
+        verdict(lat.median <= TARGETS.changedSinceUs),
+      ],
       ['changedSince p99', `${lat.p99.toFixed(1)} us`, '-', '', ''],
       [`readBatch, limit ${BATCH}`, fmtRate(batchSmall), '-', '', ''],
       [`readBatch, limit ${BATCH * 10}`, fmtRate(batchLarge), '-', '', ''],
-      ['peak RSS, snapshot + catch-up (child)', `${rss.peakMb.toFixed(0)} MB`, '-', `<= ${TARGETS.rssMb} MB`, verdict(rss.peakMb <= TARGETS.rssMb)],
+      [
+        'peak RSS, snapshot + catch-up (child)',
+        `${rss.peakMb.toFixed(0)} MB`,
+        '-',
+        `<= ${TARGETS.rssMb} MB`,
+        verdict(rss.peakMb <= TARGETS.rssMb),
+      ],
     ],
   );
-  process.stdout.write(`\n${table}\n\nsnapshot ratio: median over ${ROUNDS} rounds of the per-round ratio to that round's raw copy. readBatch: events/s.\n`);
+  process.stdout.write(
+    `\n${table}\n\nsnapshot ratio: median over ${ROUNDS} rounds of the per-round ratio to that round's raw copy. readBatch: events/s.\n`,
+  );
   const out = {
     rows: ROWS,
     rounds: ROUNDS,

@@ -70,7 +70,9 @@ import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/follow.ts [--seconds N (5, per write rate)] [--idle N (10)] [--keep (keep the scratch directory)] [--cpu-prof DIR (profile the follower)]\n');
+  process.stdout.write(
+    'usage: npx tsx bench/follow.ts [--seconds N (5, per write rate)] [--idle N (10)] [--keep (keep the scratch directory)] [--cpu-prof DIR (profile the follower)]\n',
+  );
   process.exit(0);
 }
 for (let i = 0; i < argv.length; i++) {
@@ -107,8 +109,10 @@ function newestMtime(dir: string): number {
 
 function checkBuild(): string | undefined {
   const compiled = path.join(root, 'dist', 'src', 'cli', 'main.js');
-  if (!fs.existsSync(compiled)) return 'dist/ is missing: bin/sluice.js runs the sources through tsx. Run `npm run build` for figures of the compiled CLI.';
-  if (newestMtime(path.join(root, 'src')) > fs.statSync(compiled).mtimeMs) return 'src/ has changes newer than dist/: the follower runs the older build. Run `npm run build` first.';
+  if (!fs.existsSync(compiled))
+    return 'dist/ is missing: bin/sluice.js runs the sources through tsx. Run `npm run build` for figures of the compiled CLI.';
+  if (newestMtime(path.join(root, 'src')) > fs.statSync(compiled).mtimeMs)
+    return 'src/ has changes newer than dist/: the follower runs the older build. Run `npm run build` first.';
   return undefined;
 }
 
@@ -149,7 +153,14 @@ function quantile(sorted: readonly number[], q: number): number {
 
 function stats(values: readonly number[]) {
   const s = [...values].sort((a, b) => a - b);
-  return { n: s.length, p50: quantile(s, 0.5), p90: quantile(s, 0.9), p99: quantile(s, 0.99), max: s.length === 0 ? Number.NaN : (s[s.length - 1] as number), mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length) };
+  return {
+    n: s.length,
+    p50: quantile(s, 0.5),
+    p90: quantile(s, 0.9),
+    p99: quantile(s, 0.99),
+    max: s.length === 0 ? Number.NaN : (s[s.length - 1] as number),
+    mean: s.reduce((a, b) => a + b, 0) / Math.max(1, s.length),
+  };
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -232,7 +243,10 @@ function startFollower(source: string, target: string): Follower {
   const logPath = path.join(path.dirname(source), 'follower.log');
   const fd = fs.openSync(logPath, 'w');
   const nodeArgs = CPU_PROF === undefined ? [] : ['--cpu-prof', '--cpu-prof-dir', CPU_PROF];
-  const child = spawn(process.execPath, [...nodeArgs, bin, 'sync', source, target, '--follow', '--log', 'json'], { stdio: ['ignore', 'ignore', fd], env: { ...process.env } });
+  const child = spawn(process.execPath, [...nodeArgs, bin, 'sync', source, target, '--follow', '--log', 'json'], {
+    stdio: ['ignore', 'ignore', fd],
+    env: { ...process.env },
+  });
   fs.closeSync(fd);
   let offset = 0;
   let partial = '';
@@ -273,7 +287,8 @@ async function until(what: string, cond: () => boolean, timeoutMs: number, f: Fo
   for (;;) {
     f.poll();
     if (cond()) return;
-    if (f.child.exitCode !== null) throw new Error(`the follower exited (${f.child.exitCode}) while waiting for ${what}: ${f.stderrOther.join('\n')}`);
+    if (f.child.exitCode !== null)
+      throw new Error(`the follower exited (${f.child.exitCode}) while waiting for ${what}: ${f.stderrOther.join('\n')}`);
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
@@ -300,11 +315,16 @@ fs.writeFileSync(writerPy, WRITER);
   db.close();
 }
 
-process.stdout.write(`bench/follow: ${RATES.map((r) => `${r}/s`).join(' then ')} for ${SECONDS} s each, then ${IDLE_SECONDS} s idle (scratch ${dir})\n`);
+process.stdout.write(
+  `bench/follow: ${RATES.map((r) => `${r}/s`).join(' then ')} for ${SECONDS} s each, then ${IDLE_SECONDS} s idle (scratch ${dir})\n`,
+);
 const follower = startFollower(sourcePath, targetPath);
 const pid = follower.child.pid as number;
 let exitCode: number | null = null;
-const phaseCpu = new Map<string, { cpu0: number; rq0: number; t0: number; load0: number; cpu?: number; rq?: number; wall?: number; load?: number }>();
+const phaseCpu = new Map<
+  string,
+  { cpu0: number; rq0: number; t0: number; load0: number; cpu?: number; rq?: number; wall?: number; load?: number }
+>();
 let idle: { cpuMs: number; wallMs: number; pct: number } | undefined;
 let writerLog: WriterLog;
 try {
@@ -318,7 +338,8 @@ try {
   writer.stderr?.on('data', (d: Buffer) => (writerErr += d.toString()));
   readline.createInterface({ input: writer.stdout as NodeJS.ReadableStream }).on('line', (line) => {
     const m = JSON.parse(line) as { event: string; tag: string };
-    if (m.event === 'start') phaseCpu.set(m.tag, { cpu0: cpuMs(pid), rq0: runQueueMs(pid), t0: performance.now(), load0: os.loadavg()[0] as number });
+    if (m.event === 'start')
+      phaseCpu.set(m.tag, { cpu0: cpuMs(pid), rq0: runQueueMs(pid), t0: performance.now(), load0: os.loadavg()[0] as number });
     else {
       const p = phaseCpu.get(m.tag);
       if (p !== undefined) {
@@ -391,7 +412,8 @@ const problems: string[] = [];
     const byId = new Map(rows.map(([id, n]) => [Number(id), Number(n)]));
     if (byId.size !== writerLog.ids.length) problems.push(`target has ${byId.size} rows, the writer wrote ${writerLog.ids.length}`);
     writerLog.ids.forEach((id, i) => {
-      if (byId.get(id) !== Math.trunc((writerLog.t0[i] as number) * 1e6) && problems.length < 5) problems.push(`target row ${id} has n=${byId.get(id)}, expected ${Math.trunc((writerLog.t0[i] as number) * 1e6)}`);
+      if (byId.get(id) !== Math.trunc((writerLog.t0[i] as number) * 1e6) && problems.length < 5)
+        problems.push(`target row ${id} has n=${byId.get(id)}, expected ${Math.trunc((writerLog.t0[i] as number) * 1e6)}`);
     });
   } finally {
     tgt.close();
@@ -467,7 +489,8 @@ for (const rate of RATES) {
     writerLateMs: stats(late),
     targetTransactions: passSeqs.size,
     followerCpuPct: cpu?.cpu !== undefined && cpu.wall !== undefined ? (100 * cpu.cpu) / cpu.wall : null,
-    followerRunQueueMsPerSec: cpu?.rq !== undefined && cpu.wall !== undefined && Number.isFinite(cpu.rq) ? (1000 * cpu.rq) / cpu.wall : null,
+    followerRunQueueMsPerSec:
+      cpu?.rq !== undefined && cpu.wall !== undefined && Number.isFinite(cpu.rq) ? (1000 * cpu.rq) / cpu.wall : null,
     loadAvg: cpu?.load !== undefined ? [cpu.load0, cpu.load] : null,
   });
   offset += count;
@@ -490,8 +513,12 @@ const rows = phases.map((p) => [
   p.followerRunQueueMsPerSec === null ? '-' : p.followerRunQueueMsPerSec.toFixed(0),
   p.loadAvg === null ? '-' : p.loadAvg.map((x) => x.toFixed(1)).join('/'),
 ]);
-process.stdout.write(`\n${renderTable(['rate', 'writes', 'achieved/s', 'p50 ms', 'p99 ms', 'max ms', 'from stmt start p50/p99', 'src INSERT p50/p99', 'target txns', 'follower CPU', 'run-queue ms/s', 'load 1m'], rows)}\n`);
-process.stdout.write(`\nidle CPU of the follower over ${IDLE_SECONDS} s: ${idle === undefined ? '-' : `${idle.pct.toFixed(2)}% of one core (${idle.cpuMs.toFixed(0)} ms CPU in ${(idle.wallMs / 1000).toFixed(1)} s; /proc resolution ${(1000 / CLK_TCK).toFixed(0)} ms)`}\n`);
+process.stdout.write(
+  `\n${renderTable(['rate', 'writes', 'achieved/s', 'p50 ms', 'p99 ms', 'max ms', 'from stmt start p50/p99', 'src INSERT p50/p99', 'target txns', 'follower CPU', 'run-queue ms/s', 'load 1m'], rows)}\n`,
+);
+process.stdout.write(
+  `\nidle CPU of the follower over ${IDLE_SECONDS} s: ${idle === undefined ? '-' : `${idle.pct.toFixed(2)}% of one core (${idle.cpuMs.toFixed(0)} ms CPU in ${(idle.wallMs / 1000).toFixed(1)} s; /proc resolution ${(1000 / CLK_TCK).toFixed(0)} ms)`}\n`,
+);
 const at1k = phases.find((p) => p.rate === 1000);
 const verdicts = {
   p50: at1k !== undefined && at1k.latencyMs.p50 <= TARGET.p50,

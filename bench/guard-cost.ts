@@ -21,17 +21,50 @@ type Variant = { name: string; setup: (db: Database.Database) => void };
 const blob = Buffer.alloc(32, 7);
 const variants: Variant[] = [
   { name: 'none', setup: () => {} },
-  { name: 'src', setup: (db) => { enable(db, ['t']); } },
-  { name: 'flush-inline', setup: (db) => { enable(db, ['t']);
-    const get = (n: string) => db.prepare('select sql from sqlite_schema where name = ?').pluck().get(n) as string;
-    const fins = get('_sluice_t1_fins'); const ins = get('_sluice_t1_ins');
-    const body = fins.slice(fins.indexOf('BEGIN') + 5, fins.lastIndexOf('END'));
-    db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_ins');
-    db.exec(ins.replace('FOR EACH ROW BEGIN', `FOR EACH ROW BEGIN ${body}`)); } },
-  { name: 'no-flush', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd'); } },
-  { name: 'no-guards', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd'); } },
-  { name: 'no-guards-no-last', setup: (db) => { enable(db, ['t']); db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd');
-    for (const n of ['ins','upd','del']) { const sql = db.prepare("select sql from sqlite_schema where name = ?").pluck().get(`_sluice_t1_${n}`) as string; db.exec(`DROP TRIGGER _sluice_t1_${n}`); db.exec(sql.replace(/\n {2}UPDATE _sluice_last[^\n]*/, '')); } } },
+  {
+    name: 'src',
+    setup: (db) => {
+      enable(db, ['t']);
+    },
+  },
+  {
+    name: 'flush-inline',
+    setup: (db) => {
+      enable(db, ['t']);
+      const get = (n: string) => db.prepare('select sql from sqlite_schema where name = ?').pluck().get(n) as string;
+      const fins = get('_sluice_t1_fins');
+      const ins = get('_sluice_t1_ins');
+      const body = fins.slice(fins.indexOf('BEGIN') + 5, fins.lastIndexOf('END'));
+      db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_ins');
+      db.exec(ins.replace('FOR EACH ROW BEGIN', `FOR EACH ROW BEGIN ${body}`));
+    },
+  },
+  {
+    name: 'no-flush',
+    setup: (db) => {
+      enable(db, ['t']);
+      db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd');
+    },
+  },
+  {
+    name: 'no-guards',
+    setup: (db) => {
+      enable(db, ['t']);
+      db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd');
+    },
+  },
+  {
+    name: 'no-guards-no-last',
+    setup: (db) => {
+      enable(db, ['t']);
+      db.exec('DROP TRIGGER _sluice_t1_fins; DROP TRIGGER _sluice_t1_fupd; DROP TRIGGER _sluice_t1_bins; DROP TRIGGER _sluice_t1_bupd');
+      for (const n of ['ins', 'upd', 'del']) {
+        const sql = db.prepare('select sql from sqlite_schema where name = ?').pluck().get(`_sluice_t1_${n}`) as string;
+        db.exec(`DROP TRIGGER _sluice_t1_${n}`);
+        db.exec(sql.replace(/\n {2}UPDATE _sluice_last[^\n]*/, ''));
+      }
+    },
+  },
 ];
 const results: Record<string, number[][]> = {};
 for (let r = 0; r < ROUNDS; r++) {
@@ -47,10 +80,21 @@ for (let r = 0; r < ROUNDS; r++) {
     const ins = db.prepare('INSERT INTO t VALUES (?, ?, ?, ?, ?)');
     const upd = db.prepare('UPDATE t SET name = ?, n = n + 1 WHERE id = ?');
     const del = db.prepare('DELETE FROM t WHERE id = ?');
-    const phase = (fn: () => void) => { const c0 = process.cpuUsage(); db.transaction(fn)(); const c = process.cpuUsage(c0); return (c.user + c.system) / 1000; };
-    const a = phase(() => { for (let i = 1; i <= N; i++) ins.run(i, `name ${i}`, i, i / 3, blob); });
-    const b = phase(() => { for (let i = 1; i <= N; i++) upd.run(`new ${i}`, i); });
-    const c = phase(() => { for (let i = 1; i <= N; i++) del.run(i); });
+    const phase = (fn: () => void) => {
+      const c0 = process.cpuUsage();
+      db.transaction(fn)();
+      const c = process.cpuUsage(c0);
+      return (c.user + c.system) / 1000;
+    };
+    const a = phase(() => {
+      for (let i = 1; i <= N; i++) ins.run(i, `name ${i}`, i, i / 3, blob);
+    });
+    const b = phase(() => {
+      for (let i = 1; i <= N; i++) upd.run(`new ${i}`, i);
+    });
+    const c = phase(() => {
+      for (let i = 1; i <= N; i++) del.run(i);
+    });
     (results[v.name] ??= []).push([a, b, c]);
     db.close();
   }

@@ -95,7 +95,10 @@ try {
   const dump = (f: string) => {
     const d = openDatabase(f, { readonly: true });
     try {
-      return d.prepare("SELECT count(*) || ':' || total(n) || ':' || group_concat(id, ',') FROM (SELECT * FROM t ORDER BY id)").pluck().get();
+      return d
+        .prepare("SELECT count(*) || ':' || total(n) || ':' || group_concat(id, ',') FROM (SELECT * FROM t ORDER BY id)")
+        .pluck()
+        .get();
     } finally {
       d.close();
     }

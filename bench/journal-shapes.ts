@@ -30,7 +30,29 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Db } from '../src/sqlite/connection.ts';
-import { autocommitPhases, bulkPhases, fmtMs, fmtRatio, freshDb, intFlag, makeScratch, makeWorkload, medianTimes, minRatio, pairedRatio, pairedRounds, PHASES, renderTable, roundRatios, runBulk, runsOf, type PairedResults, type PhaseTimes, type Variant, type Workload } from './lib/workload.ts';
+import {
+  autocommitPhases,
+  bulkPhases,
+  fmtMs,
+  fmtRatio,
+  freshDb,
+  intFlag,
+  makeScratch,
+  makeWorkload,
+  medianTimes,
+  minRatio,
+  pairedRatio,
+  pairedRounds,
+  PHASES,
+  renderTable,
+  roundRatios,
+  runBulk,
+  runsOf,
+  type PairedResults,
+  type PhaseTimes,
+  type Variant,
+  type Workload,
+} from './lib/workload.ts';
 import { checkScratchMatchesSrc, DEFAULT_SHAPE, edgeCaseJournal } from './lib/shapes.ts';
 import { BEST, shapeVariants } from './lib/variants.ts';
 
@@ -76,8 +98,23 @@ function main(): void {
       }
     }
     const progress = (what: string) => (r: number) => process.stderr.write(`${what} round ${r + 1}/${rounds} done\n`);
-    const bulk = pairedRounds(baseline, variants, { dir, rounds, db: dbOptions, phases: (db) => bulkPhases(db, w), onRound: progress('bulk') });
-    const auto = autocommit > 0 ? pairedRounds(baseline, variants, { dir, rounds, db: dbOptions, phases: (db) => autocommitPhases(db, w, autocommit), onRound: progress('autocommit') }) : undefined;
+    const bulk = pairedRounds(baseline, variants, {
+      dir,
+      rounds,
+      db: dbOptions,
+      phases: (db) => bulkPhases(db, w),
+      onRound: progress('bulk'),
+    });
+    const auto =
+      autocommit > 0
+        ? pairedRounds(baseline, variants, {
+            dir,
+            rounds,
+            db: dbOptions,
+            phases: (db) => autocommitPhases(db, w, autocommit),
+            onRound: progress('autocommit'),
+          })
+        : undefined;
 
     const summarize = (res: PairedResults) =>
       variants.map((v) => ({
@@ -97,20 +134,51 @@ function main(): void {
       const sum = summarize(res);
       const r3 = (t: PhaseTimes) => PHASES.map((p) => fmtRatio(t[p]));
       const lines = [
-        [baseline.name, ...PHASES.map((p) => fmtMs(base[p])), '1.00x', '1.00x', '1.00x', ...PHASES.map((p) => fmtMs(baseWall[p])), '', '', baseline.note],
+        [
+          baseline.name,
+          ...PHASES.map((p) => fmtMs(base[p])),
+          '1.00x',
+          '1.00x',
+          '1.00x',
+          ...PHASES.map((p) => fmtMs(baseWall[p])),
+          '',
+          '',
+          baseline.note,
+        ],
         ...sum.map((x) => [x.name, ...PHASES.map((p) => fmtMs(x.cpuMs[p])), ...r3(x.cpuRatio), ...r3(x.wallRatio), x.note]),
       ];
       console.log(`\n${title}`);
-      console.log(renderTable(['variant', 'cpu ins', 'cpu upd', 'cpu del', 'CPU ins', 'CPU upd', 'CPU del', 'wall ins', 'wall upd', 'wall del', 'shape'], lines));
+      console.log(
+        renderTable(
+          ['variant', 'cpu ins', 'cpu upd', 'cpu del', 'CPU ins', 'CPU upd', 'CPU del', 'wall ins', 'wall upd', 'wall del', 'shape'],
+          lines,
+        ),
+      );
       return { baselineCpuMs: base, baselineWallMs: baseWall, variants: sum };
     };
-    console.log(`journal shapes: ${rows} rows, ${rounds} rounds${cacheSize === undefined ? '' : `; cache_size=${cacheSize}`}${retention > 0 ? `; retention=${retention}` : ''}${wide > 0 ? `; t has ${5 + wide} columns` : ''}${unique ? '; t has UNIQUE(name)' : ''}`);
-    console.log('cpu = median process CPU ms; CPU/wall = median over rounds of variant / paired no-capture run (the baseline row shows its wall ms under "wall")');
+    console.log(
+      `journal shapes: ${rows} rows, ${rounds} rounds${cacheSize === undefined ? '' : `; cache_size=${cacheSize}`}${retention > 0 ? `; retention=${retention}` : ''}${wide > 0 ? `; t has ${5 + wide} columns` : ''}${unique ? '; t has UNIQUE(name)' : ''}`,
+    );
+    console.log(
+      'cpu = median process CPU ms; CPU/wall = median over rounds of variant / paired no-capture run (the baseline row shows its wall ms under "wall")',
+    );
     const bulkSummary = report('bulk (one transaction per phase)', bulk);
-    const autoSummary = auto === undefined ? undefined : report(`autocommit (${Math.min(autocommit, rows)} single-row writes per phase)`, auto);
+    const autoSummary =
+      auto === undefined ? undefined : report(`autocommit (${Math.min(autocommit, rows)} single-row writes per phase)`, auto);
     const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
     fs.mkdirSync(outDir, { recursive: true });
-    const summary = { rows, rounds, autocommit, cacheSize: cacheSize ?? null, retention: retention || null, wide, unique, loadavg: os.loadavg(), bulk: bulkSummary, autocommitResults: autoSummary ?? null };
+    const summary = {
+      rows,
+      rounds,
+      autocommit,
+      cacheSize: cacheSize ?? null,
+      retention: retention || null,
+      wide,
+      unique,
+      loadavg: os.loadavg(),
+      bulk: bulkSummary,
+      autocommitResults: autoSummary ?? null,
+    };
     fs.writeFileSync(path.join(outDir, 'journal-shapes.json'), `${JSON.stringify(summary, null, 2)}\n`);
   } finally {
     cleanup();

@@ -22,13 +22,28 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bulkPhases, fmtRatio, intFlag, makeScratch, makeWorkload, pairedRatio, pairedRounds, PHASES, renderTable, roundRatios, type Metric, type Variant } from './lib/workload.ts';
+import {
+  bulkPhases,
+  fmtRatio,
+  intFlag,
+  makeScratch,
+  makeWorkload,
+  pairedRatio,
+  pairedRounds,
+  PHASES,
+  renderTable,
+  roundRatios,
+  type Metric,
+  type Variant,
+} from './lib/workload.ts';
 import { FLOOR, FLOOR_CLOCK } from './lib/steady.ts';
 import { DESIGNS, STATES, designVariant, type JournalState } from './lib/designs.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help')) {
-  process.stdout.write('usage: npx tsx bench/journal-steady.ts [--rows N] [--rounds N] [--only a,b] [--states fresh,1k,1m] [--cache-size N] [--quick]\n');
+  process.stdout.write(
+    'usage: npx tsx bench/journal-steady.ts [--rows N] [--rounds N] [--only a,b] [--states fresh,1k,1m] [--cache-size N] [--quick]\n',
+  );
   process.exit(0);
 }
 const quick = argv.includes('--quick');
@@ -44,7 +59,8 @@ const only = list('--only');
 const states = (list('--states') ?? STATES) as JournalState[];
 for (const s of states) if (!STATES.includes(s)) throw new Error(`unknown state ${s}; use ${STATES.join(',')}`);
 const designs = DESIGNS.filter((d) => only === undefined || only.includes(d.name));
-if (only !== undefined && designs.length !== only.length) throw new Error(`unknown design in ${only.join(',')}; have ${DESIGNS.map((d) => d.name).join(',')}`);
+if (only !== undefined && designs.length !== only.length)
+  throw new Error(`unknown design in ${only.join(',')}; have ${DESIGNS.map((d) => d.name).join(',')}`);
 
 const TARGET = 1.25;
 const NONE: Variant = { name: 'none', note: 'no capture', setup: () => {} };
@@ -63,8 +79,12 @@ try {
     onRound: (r) => process.stderr.write(`round ${r + 1}/${rounds} (${((Date.now() - started) / 1000).toFixed(0)} s)\n`),
   });
   const cell = (name: string, metric: Metric) => pairedRatio(res, name, metric);
-  console.log(`journal designs vs the bare-trigger floor: ${rows} rows, ${rounds} rounds, Node ${process.version}, load ${load0.map((x) => x.toFixed(2)).join(' ')}`);
-  console.log('ratio = median over rounds of (variant / its paired floor run); fresh = empty journal; 1k = retention 1,024 warmed past it; 1m = retention 1,000,000 filled\n');
+  console.log(
+    `journal designs vs the bare-trigger floor: ${rows} rows, ${rounds} rounds, Node ${process.version}, load ${load0.map((x) => x.toFixed(2)).join(' ')}`,
+  );
+  console.log(
+    'ratio = median over rounds of (variant / its paired floor run); fresh = empty journal; 1k = retention 1,024 warmed past it; 1m = retention 1,000,000 filled\n',
+  );
   for (const metric of ['wall', 'cpu'] as const) {
     const head = ['design', ...states.flatMap((s) => PHASES.map((p) => `${s} ${p.slice(0, 3)}`)), `all <= ${TARGET}`];
     const body = designs.map((d) => {
@@ -87,8 +107,21 @@ try {
     bench: 'journal-steady',
     date: new Date(started).toISOString(),
     durationS: (Date.now() - started) / 1000,
-    config: { rows, rounds, states, cacheSize: cacheSize ?? 'default (-2000)', baseline: 'floor', loadavgStart: load0, loadavgEnd: os.loadavg() },
-    variants: Object.fromEntries(variants.map((v) => [v.name, { note: v.note, ratio: cell(v.name, 'wall'), cpuRatio: cell(v.name, 'cpu'), roundRatios: roundRatios(res, v.name, 'wall') }])),
+    config: {
+      rows,
+      rounds,
+      states,
+      cacheSize: cacheSize ?? 'default (-2000)',
+      baseline: 'floor',
+      loadavgStart: load0,
+      loadavgEnd: os.loadavg(),
+    },
+    variants: Object.fromEntries(
+      variants.map((v) => [
+        v.name,
+        { note: v.note, ratio: cell(v.name, 'wall'), cpuRatio: cell(v.name, 'cpu'), roundRatios: roundRatios(res, v.name, 'wall') },
+      ]),
+    ),
   };
   const file = path.join(outDir, 'journal-steady.json');
   fs.writeFileSync(file, `${JSON.stringify(out, null, 2)}\n`);

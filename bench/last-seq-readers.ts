@@ -57,7 +57,8 @@ try {
   rows.push(['index on journal(tid): max(seq) for tid 1', fmtMs(time(() => byIndex.get(1)))]);
   rows.push(['index on journal(tid): max(seq) for tids 1,2', fmtMs(time(() => [byIndex.get(1), byIndex.get(2)]))]);
   const tail = db.prepare('SELECT tid, max(seq) AS m FROM main._sluice_journal NOT INDEXED WHERE seq > ? GROUP BY tid');
-  for (const k of [0, 10, 100, 1000, 10_000, 100_000].filter((x) => x < events)) rows.push([`tail scan of the ${k} newest events`, fmtMs(time(() => tail.all(hw - k)))]);
+  for (const k of [0, 10, 100, 1000, 10_000, 100_000].filter((x) => x < events))
+    rows.push([`tail scan of the ${k} newest events`, fmtMs(time(() => tail.all(hw - k)))]);
   const back = db.prepare('SELECT seq FROM main._sluice_journal NOT INDEXED WHERE tid = ? ORDER BY seq DESC LIMIT 1').pluck();
   rows.push(['newest event of tid 1 (scan back ~1 event)', fmtMs(time(() => back.get(1)))]);
   rows.push([`newest event of tid 3 (scan back ~${quiet} events)`, fmtMs(time(() => back.get(3)))]);

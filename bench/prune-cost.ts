@@ -31,7 +31,8 @@ import { intFlag, makeScratch, median } from './lib/workload.ts';
 const rows = intFlag(process.argv.slice(2), 'rows', 100_000);
 const scratch = makeScratch('sluice-prune-cost-');
 const J = 'CREATE TABLE j (seq INTEGER PRIMARY KEY, tid, op, ts, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9)';
-const prune = (k: number) => `CREATE TRIGGER p AFTER INSERT ON j WHEN NEW.seq % ${k} = 0 BEGIN DELETE FROM j WHERE seq <= NEW.seq - 4096; END`;
+const prune = (k: number) =>
+  `CREATE TRIGGER p AFTER INSERT ON j WHEN NEW.seq % ${k} = 0 BEGIN DELETE FROM j WHERE seq <= NEW.seq - 4096; END`;
 
 type How = 'direct' | 'auto' | 'explicit';
 
@@ -44,7 +45,9 @@ function run(how: How, interval: number, tempStore = 'DEFAULT'): number {
     db.pragma(`temp_store = ${tempStore}`);
     db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)');
     db.exec(J);
-    db.exec('CREATE TRIGGER ti AFTER INSERT ON t BEGIN INSERT INTO j (tid, op, ts, c0, c1, c2, c3, c4) VALUES (1, 1, 0.0, NEW.id, NEW.name, NEW.n, NEW.r, NEW.b); END');
+    db.exec(
+      'CREATE TRIGGER ti AFTER INSERT ON t BEGIN INSERT INTO j (tid, op, ts, c0, c1, c2, c3, c4) VALUES (1, 1, 0.0, NEW.id, NEW.name, NEW.n, NEW.r, NEW.b); END',
+    );
     if (interval > 0) db.exec(prune(interval));
     const ins =
       how === 'direct'
@@ -77,17 +80,23 @@ try {
   for (const how of ['direct', 'auto', 'explicit'] as const) {
     const plain = times(how, 0);
     const pruned = times(how, 1024);
-    console.log(`${label[how]}: ${plain.toFixed(2)} µs/event without the prune, ${pruned.toFixed(2)} with it (+${(pruned - plain).toFixed(2)} µs per event, +${(((pruned - plain) * 1024) / 1000).toFixed(2)} ms per prune of 1,024 rows)`);
+    console.log(
+      `${label[how]}: ${plain.toFixed(2)} µs/event without the prune, ${pruned.toFixed(2)} with it (+${(pruned - plain).toFixed(2)} µs per event, +${(((pruned - plain) * 1024) / 1000).toFixed(2)} ms per prune of 1,024 rows)`,
+    );
   }
   const plain = times('explicit', 0);
   console.log(`\n${label.explicit}, pruning every K events (${plain.toFixed(2)} µs/event without pruning):`);
   for (const k of [16, 64, 128, 256, 384, 448, 512, 1024]) {
     const t = times('explicit', k);
-    console.log(`  K = ${String(k).padStart(4)}: ${t.toFixed(2)} µs/event (${t - plain >= 0 ? '+' : ''}${(t - plain).toFixed(2)}), ${((Math.max(0, t - plain) * k) / 1000).toFixed(2)} ms per prune`);
+    console.log(
+      `  K = ${String(k).padStart(4)}: ${t.toFixed(2)} µs/event (${t - plain >= 0 ? '+' : ''}${(t - plain).toFixed(2)}), ${((Math.max(0, t - plain) * k) / 1000).toFixed(2)} ms per prune`,
+    );
   }
   // With temp_store = MEMORY the statement journal never goes to a file (a writer-side setting sluice cannot impose on other writers).
   const mem = (k: number) => median([0, 1, 2].map(() => run('explicit', k, 'MEMORY')));
-  console.log(`\nthe same writer with PRAGMA temp_store = MEMORY: ${mem(0).toFixed(2)} µs/event without pruning, ${mem(1024).toFixed(2)} pruning every 1,024`);
+  console.log(
+    `\nthe same writer with PRAGMA temp_store = MEMORY: ${mem(0).toFixed(2)} µs/event without pruning, ${mem(1024).toFixed(2)} pruning every 1,024`,
+  );
 } finally {
   scratch.cleanup();
 }

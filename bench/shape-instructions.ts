@@ -79,13 +79,24 @@ try {
   const lines = names.map((name) => {
     const p = perRow.get(name) as PhaseTimes;
     const note = all.find((v) => v.name === name)?.note ?? '';
-    return [name, ...PHASES.map((ph) => Math.round(p[ph]).toString()), ...PHASES.map((ph) => `+${Math.round(p[ph] - base[ph])}`), ...PHASES.map((ph) => fmtRatio(p[ph] / base[ph])), note];
+    return [
+      name,
+      ...PHASES.map((ph) => Math.round(p[ph]).toString()),
+      ...PHASES.map((ph) => `+${Math.round(p[ph] - base[ph])}`),
+      ...PHASES.map((ph) => fmtRatio(p[ph] / base[ph])),
+      note,
+    ];
   });
-  console.log(`instructions inside sqlite3_step per row (callgrind), ${rows} rows${retention > 0 ? `, retention ${retention}` : ''}${wide > 0 ? `, t has ${5 + wide} columns` : ''}${unique ? ', t has UNIQUE(name)' : ''}`);
+  console.log(
+    `instructions inside sqlite3_step per row (callgrind), ${rows} rows${retention > 0 ? `, retention ${retention}` : ''}${wide > 0 ? `, t has ${5 + wide} columns` : ''}${unique ? ', t has UNIQUE(name)' : ''}`,
+  );
   console.log(renderTable(['variant', 'ins', 'upd', 'del', '+ins', '+upd', '+del', 'ins', 'upd', 'del', 'shape'], lines));
   const outDir = path.join(here, 'out');
   fs.mkdirSync(outDir, { recursive: true });
-  fs.writeFileSync(path.join(outDir, 'shape-instructions.json'), `${JSON.stringify({ rows, retention, wide, unique, instructionsPerRow: Object.fromEntries(perRow) }, null, 2)}\n`);
+  fs.writeFileSync(
+    path.join(outDir, 'shape-instructions.json'),
+    `${JSON.stringify({ rows, retention, wide, unique, instructionsPerRow: Object.fromEntries(perRow) }, null, 2)}\n`,
+  );
 } finally {
   fs.rmSync(work, { recursive: true, force: true });
 }

@@ -31,7 +31,12 @@ export class CaptureRefusedError extends SluiceError {
 /** A fail-closed state that needs action: rebuild, re-arm, reinit, or repair. */
 export class FailClosedError extends SluiceError {
   readonly detail: Readonly<Record<string, unknown>>;
-  constructor(code: ReasonCode, message: string, detail: Readonly<Record<string, unknown>> = {}, options: { readonly cause?: unknown } = {}) {
+  constructor(
+    code: ReasonCode,
+    message: string,
+    detail: Readonly<Record<string, unknown>> = {},
+    options: { readonly cause?: unknown } = {},
+  ) {
     super(code, message, { ...options, exitCode: 3 });
     this.name = 'FailClosedError';
     this.detail = detail;
@@ -68,7 +73,11 @@ export class FileBusyError extends SluiceError {
 export class FileFullError extends SluiceError {
   constructor(file: string, limitMb: number | undefined, options: { readonly cause?: unknown } = {}) {
     const limit = limitMb === undefined ? '' : ` or raise --max-target-mb ${limitMb}`;
-    super('TARGET_FULL', `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space${limit}, then run sync again: it resumes from the target's cursor.`, options);
+    super(
+      'TARGET_FULL',
+      `Target ${file} cannot grow: the disk or the file's size limit is full (SQLITE_FULL). Nothing of this batch was committed. Free disk space${limit}, then run sync again: it resumes from the target's cursor.`,
+      options,
+    );
     this.name = 'FileFullError';
   }
 }

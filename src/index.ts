@@ -1,6 +1,16 @@
 // The public API of sluice. Everything else under src/ is internal.
 export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
-export { REASONS, isReasonCode, repairFor, type Reason, type ReasonCode, type ReasonInfo, type ReasonKind, type ReasonOf, type RepairVars } from './reasons.ts';
+export {
+  REASONS,
+  isReasonCode,
+  repairFor,
+  type Reason,
+  type ReasonCode,
+  type ReasonInfo,
+  type ReasonKind,
+  type ReasonOf,
+  type RepairVars,
+} from './reasons.ts';
 
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';
@@ -54,10 +64,26 @@ export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export type { FailureHealth, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
-export type { ProjectionDefinition, ProjectionDefinitionInput, MirrorDefinition, MapDefinition, Fts5Definition, CustomDefinition, CustomHandler, CustomContext } from './projection/definition.ts';
+export type {
+  ProjectionDefinition,
+  ProjectionDefinitionInput,
+  MirrorDefinition,
+  MapDefinition,
+  Fts5Definition,
+  CustomDefinition,
+  CustomHandler,
+  CustomContext,
+} from './projection/definition.ts';
 
 export { exportOnce, LineSink } from './export/export.ts';
-export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './export/resume-point.ts';
+export {
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from './export/resume-point.ts';
 export type { ResumePoint } from './export/resume-point.ts';
 export type { ExportOptions, ExportResult } from './export/export.ts';
 export { importFile } from './export/import.ts';

@@ -11,7 +11,9 @@ function sources(dir = SRC): Array<{ file: string; text: string }> {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
     const p = path.join(dir, e.name);
     if (e.isDirectory()) return sources(p);
-    return p.endsWith('.ts') && p !== path.join(SRC, 'reasons.ts') ? [{ file: path.relative(SRC, p), text: fs.readFileSync(p, 'utf8') }] : [];
+    return p.endsWith('.ts') && p !== path.join(SRC, 'reasons.ts')
+      ? [{ file: path.relative(SRC, p), text: fs.readFileSync(p, 'utf8') }]
+      : [];
   });
 }
 
@@ -49,7 +51,10 @@ function namedCodes(): Map<string, Set<string>> {
 describe('the reason catalog', () => {
   test('docs/reasons.md is the catalog as scripts/reasons-doc.ts renders it', () => {
     const doc = fs.existsSync(REASONS_DOC) ? fs.readFileSync(REASONS_DOC, 'utf8') : '';
-    expect(doc === renderReasons(), 'docs/reasons.md differs from src/reasons.ts: run `npx tsx scripts/reasons-doc.ts` and commit docs/reasons.md').toBe(true);
+    expect(
+      doc === renderReasons(),
+      'docs/reasons.md differs from src/reasons.ts: run `npx tsx scripts/reasons-doc.ts` and commit docs/reasons.md',
+    ).toBe(true);
   });
 
   test('every code src/ raises, returns or names is in the catalog', () => {
@@ -59,21 +64,46 @@ describe('the reason catalog', () => {
 
   test('every code in the catalog is named somewhere in src/', () => {
     const named = namedCodes();
-    const all = sources().map((s) => s.text).join('\n');
+    const all = sources()
+      .map((s) => s.text)
+      .join('\n');
     const unused = Object.keys(REASONS).filter((code) => !named.has(code) && !all.includes(`'${code}'`));
     expect(unused, 'remove these entries from src/reasons.ts, or name them where they are raised').toEqual([]);
   });
 
   test('each suspension that clears by itself and each rebuild has its part in the catalog', () => {
-    expect([...reasonsOf('suspend', true)].sort()).toEqual(['COUNTER_MODE_TABLE', 'DEFINITION_INVALID', 'NEEDS_IMAGES_MODE', 'SOURCE_COLUMN_MISSING', 'SOURCE_TABLE_MISSING', 'TABLE_UNARMED', 'TABLE_UNTRACKED', 'TARGET_CONSTRAINT']);
+    expect([...reasonsOf('suspend', true)].sort()).toEqual([
+      'COUNTER_MODE_TABLE',
+      'DEFINITION_INVALID',
+      'NEEDS_IMAGES_MODE',
+      'SOURCE_COLUMN_MISSING',
+      'SOURCE_TABLE_MISSING',
+      'TABLE_UNARMED',
+      'TABLE_UNTRACKED',
+      'TARGET_CONSTRAINT',
+    ]);
     // A reader rebuilds for these, and sync suspends instead of rebuilding: the source must be fixed first.
-    expect([...reasonsOf('rebuild')].filter((c) => !reasonsOf('rebuilt').has(c as never)).sort()).toEqual(['CAPTURE_ABSENT', 'CAPTURE_FORMAT_UNKNOWN', 'COUNTER_MODE_TABLE', 'TABLE_UNARMED', 'TABLE_UNTRACKED']);
-    for (const c of reasonsOf('rebuild')) expect(REASONS[c].kinds.some((k) => k === 'rebuilt' || k === 'suspend'), c).toBe(true);
+    expect([...reasonsOf('rebuild')].filter((c) => !reasonsOf('rebuilt').has(c as never)).sort()).toEqual([
+      'CAPTURE_ABSENT',
+      'CAPTURE_FORMAT_UNKNOWN',
+      'COUNTER_MODE_TABLE',
+      'TABLE_UNARMED',
+      'TABLE_UNTRACKED',
+    ]);
+    for (const c of reasonsOf('rebuild'))
+      expect(
+        REASONS[c].kinds.some((k) => k === 'rebuilt' || k === 'suspend'),
+        c,
+      ).toBe(true);
   });
 
   test('a repair names the code and fills in the paths and the projection', () => {
-    expect(repairFor('TARGET_DIVERGED', { source: 'a.db', target: 'b.db', projection: 'p' })).toBe('TARGET_DIVERGED: find the cause (sluice verify a.db b.db shows the differing keys), then rebuild it: sluice sync a.db b.db --reinit p');
-    expect(repairFor('NOT_A_CODE', { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(/^NOT_A_CODE: find the cause .* --reinit p$/);
+    expect(repairFor('TARGET_DIVERGED', { source: 'a.db', target: 'b.db', projection: 'p' })).toBe(
+      'TARGET_DIVERGED: find the cause (sluice verify a.db b.db shows the differing keys), then rebuild it: sluice sync a.db b.db --reinit p',
+    );
+    expect(repairFor('NOT_A_CODE', { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(
+      /^NOT_A_CODE: find the cause .* --reinit p$/,
+    );
     expect(repairFor(undefined, { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(/^suspended: find the cause/);
   });
 });

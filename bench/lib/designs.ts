@@ -37,18 +37,23 @@ export interface Design {
 
 const ref = (prefix: 'NEW' | 'OLD') => T_COLUMNS.map((c) => `${prefix}."${c}"`);
 const cols = (count: number) => Array.from({ length: count }, (_, i) => `c${i}`);
-const CHANGED = T_COLUMNS.map((c) => (c === 'id' ? `OLD."id" IS NOT NEW."id"` : `(OLD."${c}" IS NOT NEW."${c}" COLLATE BINARY OR typeof(OLD."${c}") <> typeof(NEW."${c}"))`)).join('\n  OR ');
+const CHANGED = T_COLUMNS.map((c) =>
+  c === 'id' ? `OLD."id" IS NOT NEW."id"` : `(OLD."${c}" IS NOT NEW."${c}" COLLATE BINARY OR typeof(OLD."${c}") <> typeof(NEW."${c}"))`,
+).join('\n  OR ');
 
 /** Replaces t's capture triggers with ones whose body for an event is `body(op, values)`. */
 function installTriggers(db: Db, body: (op: number, values: readonly string[]) => string): void {
   const n = triggerNames(1);
   for (const name of Object.values(n)) db.exec(`DROP TRIGGER IF EXISTS "${name}"`);
   db.exec(`CREATE TRIGGER "${n.insert}" AFTER INSERT ON t FOR EACH ROW BEGIN\n  ${body(1, ref('NEW'))}\nEND`);
-  db.exec(`CREATE TRIGGER "${n.update}" AFTER UPDATE ON t FOR EACH ROW WHEN\n  ${CHANGED}\nBEGIN\n  ${body(2, [...ref('OLD'), ...ref('NEW')])}\nEND`);
+  db.exec(
+    `CREATE TRIGGER "${n.update}" AFTER UPDATE ON t FOR EACH ROW WHEN\n  ${CHANGED}\nBEGIN\n  ${body(2, [...ref('OLD'), ...ref('NEW')])}\nEND`,
+  );
   db.exec(`CREATE TRIGGER "${n.delete}" AFTER DELETE ON t FOR EACH ROW BEGIN\n  ${body(3, ref('OLD'))}\nEND`);
 }
 
-const appendRow = (op: number, v: readonly string[]) => `INSERT INTO _sluice_journal (tid, op, ts, ${cols(v.length).join(', ')}) VALUES (1, ${op}, julianday(), ${v.join(', ')});`;
+const appendRow = (op: number, v: readonly string[]) =>
+  `INSERT INTO _sluice_journal (tid, op, ts, ${cols(v.length).join(', ')}) VALUES (1, ${op}, julianday(), ${v.join(', ')});`;
 const BUMP_LAST = 'UPDATE _sluice_last SET seq = last_insert_rowid() WHERE tid = 1;';
 
 const one = (db: Db, sql: string) => db.prepare(sql).get() as Record<string, bigint | null>;
@@ -59,10 +64,14 @@ const one = (db: Db, sql: string) => db.prepare(sql).get() as Record<string, big
  * max(stored, newest - r) (a design that does not write it per prune).
  */
 function checkAppend(db: Db, newest: number, r: number, slack: number, derived = false, last = true): string | undefined {
-  const s = one(db, `SELECT count(*) AS c, min(seq) AS lo, max(seq) AS hi, (SELECT ${derived ? `max(pruned_through, ${newest - r})` : 'pruned_through'} FROM _sluice_state) AS p, (SELECT seq FROM _sluice_last WHERE tid = 1) AS last FROM _sluice_journal`);
+  const s = one(
+    db,
+    `SELECT count(*) AS c, min(seq) AS lo, max(seq) AS hi, (SELECT ${derived ? `max(pruned_through, ${newest - r})` : 'pruned_through'} FROM _sluice_state) AS p, (SELECT seq FROM _sluice_last WHERE tid = 1) AS last FROM _sluice_journal`,
+  );
   if (Number(s.hi) !== newest) return `newest seq ${s.hi}, expected ${newest}`;
   if (last && Number(s.last) !== newest) return `_sluice_last ${s.last}, expected ${newest}`;
-  if (Number(s.lo) !== Number(s.p) + 1 || Number(s.c) !== newest - Number(s.p)) return `journal ${s.lo}..${s.hi} (${s.c} rows) but pruned_through ${s.p}`;
+  if (Number(s.lo) !== Number(s.p) + 1 || Number(s.c) !== newest - Number(s.p))
+    return `journal ${s.lo}..${s.hi} (${s.c} rows) but pruned_through ${s.p}`;
   if (Number(s.c) > r + slack) return `${s.c} events kept for retention ${r} (+${slack})`;
   return undefined;
 }
@@ -119,7 +128,8 @@ const r16 = (r: number) => Math.max(1024, 2 ** Math.floor(Math.log2(r / 16)));
  * one UPDATE keeps both. The event then overwrites its slot in place; the
  * ring has no trigger and nothing is ever deleted.
  */
-const RING_DDL = (width: number) => `CREATE TABLE _sluice_ring (slot INTEGER PRIMARY KEY, seq INTEGER, tid INTEGER, op INTEGER, ts REAL, ${cols(width).join(', ')})`;
+const RING_DDL = (width: number) =>
+  `CREATE TABLE _sluice_ring (slot INTEGER PRIMARY KEY, seq INTEGER, tid INTEGER, op INTEGER, ts REAL, ${cols(width).join(', ')})`;
 /*
  * `replace` is INSERT OR REPLACE. It is NOT valid: a conflict clause in a
  * trigger body is overridden by the outer statement's, so under a user's
@@ -164,13 +174,17 @@ function ringDesign(name: string, note: string, bump: string, lastRows: readonly
       db.exec('COMMIT');
     },
     check: (db, newest, r) => {
-      const s = one(db, `SELECT count(*) AS c, min(seq) AS lo, max(seq) AS hi, sum(seq % ${r} <> slot) AS bad, (SELECT max(seq) FROM _sluice_last) AS hw FROM _sluice_ring`);
+      const s = one(
+        db,
+        `SELECT count(*) AS c, min(seq) AS lo, max(seq) AS hi, sum(seq % ${r} <> slot) AS bad, (SELECT max(seq) FROM _sluice_last) AS hw FROM _sluice_ring`,
+      );
       if (Number(s.hw) !== newest || Number(s.hi) !== newest) return `counter ${s.hw}, newest slot seq ${s.hi}, expected ${newest}`;
       const last = one(db, 'SELECT seq FROM _sluice_last WHERE tid = 1');
       if (lastRows.includes(1) && Number(last?.seq) !== newest) return `table last seq ${last?.seq}, expected ${newest}`;
       if (Number(s.bad) !== 0) return `${s.bad} rows out of their slot`;
       const kept = Math.min(r, newest);
-      if (Number(s.c) !== kept || Number(s.lo) !== newest - kept + 1) return `ring holds ${s.c} rows from ${s.lo}, expected ${kept} from ${newest - kept + 1}`;
+      if (Number(s.c) !== kept || Number(s.lo) !== newest - kept + 1)
+        return `ring holds ${s.c} rows from ${s.lo}, expected ${kept} from ${newest - kept + 1}`;
       return undefined;
     },
   };
@@ -179,17 +193,43 @@ function ringDesign(name: string, note: string, bump: string, lastRows: readonly
 export const DESIGNS: readonly Design[] = [
   {
     name: 'src',
-    note: "today: enable() as it is (prune trigger on the journal, every 1,024 seqs)",
+    note: 'today: enable() as it is (prune trigger on the journal, every 1,024 seqs)',
     readers: 'none (today)',
     install: (db, r) => void enable(db, ['t'], r === DEFAULT_RETENTION ? {} : { retention: r }),
     fill: (db, count) => fillAppend(db, count),
     check: (db, newest, r) => checkAppend(db, newest, r, 1024),
   },
-  appendDesign('src-copy', "src's SQL rebuilt by this file (checks the scratch copy costs what src does)", 'none', () => pruneOnJournal(1024), () => 1024),
+  appendDesign(
+    'src-copy',
+    "src's SQL rebuilt by this file (checks the scratch copy costs what src does)",
+    'none',
+    () => pruneOnJournal(1024),
+    () => 1024,
+  ),
   // Smaller, more frequent prunes: each prune's statement journal stays under SQLite's 64 KiB spill (see bench/prune-cost.ts).
-  ...[1, 16, 64, 256].map((k) => appendDesign(`prune-${k}`, `prune trigger every ${k} seqs`, `none; the journal holds up to retention + ${k}`, () => pruneOnJournal(k), () => k)),
-  appendDesign('prune-8k', 'prune trigger every 8,192 seqs', 'none; the journal holds up to retention + 8,192', () => pruneOnJournal(8192), () => 8192),
-  appendDesign('prune-r16', 'prune trigger every retention/16 seqs (a power of two, at least 1,024)', 'none; the journal holds up to retention * 17/16', (r) => pruneOnJournal(r16(r)), (r) => r16(r)),
+  ...[1, 16, 64, 256].map((k) =>
+    appendDesign(
+      `prune-${k}`,
+      `prune trigger every ${k} seqs`,
+      `none; the journal holds up to retention + ${k}`,
+      () => pruneOnJournal(k),
+      () => k,
+    ),
+  ),
+  appendDesign(
+    'prune-8k',
+    'prune trigger every 8,192 seqs',
+    'none; the journal holds up to retention + 8,192',
+    () => pruneOnJournal(8192),
+    () => 8192,
+  ),
+  appendDesign(
+    'prune-r16',
+    'prune trigger every retention/16 seqs (a power of two, at least 1,024)',
+    'none; the journal holds up to retention * 17/16',
+    (r) => pruneOnJournal(r16(r)),
+    (r) => r16(r),
+  ),
   appendDesign(
     'prune-on-last',
     'no trigger on the journal; the prune runs from AFTER UPDATE ON _sluice_last WHEN NEW.seq % 1024 = 0',
@@ -206,12 +246,32 @@ END`,
     'none; the journal holds exactly retention events',
     () => null,
     () => 0,
-    (op, v) => `${appendRow(op, v)}\n  ${BUMP_LAST}\n  DELETE FROM _sluice_journal WHERE seq = last_insert_rowid() - (SELECT retention FROM _sluice_state);`,
+    (op, v) =>
+      `${appendRow(op, v)}\n  ${BUMP_LAST}\n  DELETE FROM _sluice_journal WHERE seq = last_insert_rowid() - (SELECT retention FROM _sluice_state);`,
     { derived: true },
   ),
-  appendDesign('no-prune', 'src without any pruning (lower bound: unbounded, NOT valid)', 'not valid', () => null, () => Number.POSITIVE_INFINITY),
-  appendDesign('no-last', 'src without the _sluice_last upkeep (lower bound for the append journal)', 'per-table last seq derived by readers from the journal', () => pruneOnJournal(1024), () => 1024, (op, v) => appendRow(op, v), { last: false }),
-  ringDesign('ring', 'NOT valid (INSERT OR REPLACE, see ringRow): ring of R fixed slots (slot = seq % R); one UPDATE bumps the global counter (row tid 0 of _sluice_last) and the table row; INSERT OR REPLACE into the slot', 'UPDATE _sluice_last SET seq = (SELECT seq FROM _sluice_last WHERE tid = 0) + 1 WHERE tid IN (0, 1);', [0, 1]),
+  appendDesign(
+    'no-prune',
+    'src without any pruning (lower bound: unbounded, NOT valid)',
+    'not valid',
+    () => null,
+    () => Number.POSITIVE_INFINITY,
+  ),
+  appendDesign(
+    'no-last',
+    'src without the _sluice_last upkeep (lower bound for the append journal)',
+    'per-table last seq derived by readers from the journal',
+    () => pruneOnJournal(1024),
+    () => 1024,
+    (op, v) => appendRow(op, v),
+    { last: false },
+  ),
+  ringDesign(
+    'ring',
+    'NOT valid (INSERT OR REPLACE, see ringRow): ring of R fixed slots (slot = seq % R); one UPDATE bumps the global counter (row tid 0 of _sluice_last) and the table row; INSERT OR REPLACE into the slot',
+    'UPDATE _sluice_last SET seq = (SELECT seq FROM _sluice_last WHERE tid = 0) + 1 WHERE tid IN (0, 1);',
+    [0, 1],
+  ),
   ringDesign(
     'ring-max',
     'the ring; one UPDATE sets the table row of _sluice_last to max(seq) + 1 over all its rows (row tid 0 keeps the seq of dropped tables), the slot write reads it back',
@@ -227,8 +287,20 @@ END`,
     1,
     'upsert',
   ),
-  ringDesign('ring-nolast-upsert', 'ring-nolast with the upsert slot write (lower bound: no per-table last seq)', 'UPDATE _sluice_last SET seq = seq + 1 WHERE tid = 0;', [0], 0, 'upsert'),
-  ringDesign('ring-nolast', 'the ring with the global counter only (no per-table last seq: lower bound)', 'UPDATE _sluice_last SET seq = seq + 1 WHERE tid = 0;', [0]),
+  ringDesign(
+    'ring-nolast-upsert',
+    'ring-nolast with the upsert slot write (lower bound: no per-table last seq)',
+    'UPDATE _sluice_last SET seq = seq + 1 WHERE tid = 0;',
+    [0],
+    0,
+    'upsert',
+  ),
+  ringDesign(
+    'ring-nolast',
+    'the ring with the global counter only (no per-table last seq: lower bound)',
+    'UPDATE _sluice_last SET seq = seq + 1 WHERE tid = 0;',
+    [0],
+  ),
 ];
 
 /** One timed variant: a design on a journal in state `s`. */

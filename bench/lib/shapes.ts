@@ -14,7 +14,19 @@ import { quoteIdent } from '../../src/sqlite/quote.ts';
 import { describeTable, type TableInfo } from '../../src/sqlite/introspect.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { buildTriggers } from '../../src/capture/triggers.ts';
-import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, PRUNE_INTERVAL, PRUNE_TRIGGER, STATE_TABLE, TABLES_TABLE, journalColumn, triggerNames, type CaptureMode } from '../../src/capture/schema.ts';
+import {
+  JOURNAL_TABLE,
+  OP_DELETE,
+  OP_INSERT,
+  OP_UPDATE,
+  PRUNE_INTERVAL,
+  PRUNE_TRIGGER,
+  STATE_TABLE,
+  TABLES_TABLE,
+  journalColumn,
+  triggerNames,
+  type CaptureMode,
+} from '../../src/capture/schema.ts';
 
 export interface Shape {
   readonly mode: CaptureMode;
@@ -59,12 +71,21 @@ export interface Shape {
   readonly notNull: 'keep' | 'drop';
 }
 
-export const DEFAULT_SHAPE: Shape = { mode: 'images', lastSeq: 'update', prune: 'trigger', ts: 'jdnow', when: 'exact', pad: 0, notNull: 'keep' };
+export const DEFAULT_SHAPE: Shape = {
+  mode: 'images',
+  lastSeq: 'update',
+  prune: 'trigger',
+  ts: 'jdnow',
+  when: 'exact',
+  pad: 0,
+  notNull: 'keep',
+};
 
 export function describeShape(s: Shape): string {
   const parts: string[] = [];
   if (s.mode !== DEFAULT_SHAPE.mode) parts.push(`mode=${s.mode}`);
-  for (const k of ['lastSeq', 'prune', 'ts', 'when', 'pad', 'notNull'] as const) if (s[k] !== DEFAULT_SHAPE[k]) parts.push(`${k}=${String(s[k])}`);
+  for (const k of ['lastSeq', 'prune', 'ts', 'when', 'pad', 'notNull'] as const)
+    if (s[k] !== DEFAULT_SHAPE[k]) parts.push(`${k}=${String(s[k])}`);
   return parts.length === 0 ? 'src (current)' : parts.join(' ');
 }
 
@@ -78,7 +99,7 @@ function tsExpr(s: Shape): string {
     case 'jd':
       return 'julianday()';
     case 'ms':
-      return "CAST((julianday() - 2440587.5) * 86400000 AS INTEGER)";
+      return 'CAST((julianday() - 2440587.5) * 86400000 AS INTEGER)';
     case 'const':
       return '0.0';
   }
@@ -135,7 +156,10 @@ export function checkScratchMatchesSrc(db: Db, table: string): void {
     const a = buildTriggers(1, info, mode);
     const b = shapeTriggers(1, info, { ...DEFAULT_SHAPE, mode });
     for (const op of ['insert', 'update', 'delete'] as const) {
-      if (a[op] !== b[op]) throw new Error(`bench/lib/shapes.ts no longer matches src/capture/triggers.ts (${mode} ${op}); update the scratch copy.\nsrc:\n${a[op]}\nscratch:\n${b[op]}`);
+      if (a[op] !== b[op])
+        throw new Error(
+          `bench/lib/shapes.ts no longer matches src/capture/triggers.ts (${mode} ${op}); update the scratch copy.\nsrc:\n${a[op]}\nscratch:\n${b[op]}`,
+        );
     }
   }
 }
@@ -152,7 +176,8 @@ export function installShape(db: Db, table: string, s: Shape): void {
   const tid = Number((db.prepare(`SELECT tid FROM ${TABLES_TABLE} WHERE name = ?`).get(table) as { tid: bigint }).tid);
   const names = triggerNames(tid);
   for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS ${quoteIdent(n)}`);
-  const pruneSql = (db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?").get(PRUNE_TRIGGER) as { sql: string }).sql;
+  const pruneSql = (db.prepare("SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = ?").get(PRUNE_TRIGGER) as { sql: string })
+    .sql;
   db.exec(`DROP TRIGGER ${PRUNE_TRIGGER}`);
   if (s.notNull === 'drop') {
     // Rebuild the tables without NOT NULL (same columns, same data).

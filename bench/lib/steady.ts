@@ -81,7 +81,11 @@ export function fillSluice(db: Db, count: number): void {
 }
 
 const journalStats = (db: Db) =>
-  db.prepare('SELECT count(*) AS c, coalesce(min(seq), 0) AS lo, coalesce(max(seq), 0) AS hi, (SELECT pruned_through FROM _sluice_state) AS p, (SELECT retention FROM _sluice_state) AS r FROM _sluice_journal').get() as Record<'c' | 'lo' | 'hi' | 'p' | 'r', bigint>;
+  db
+    .prepare(
+      'SELECT count(*) AS c, coalesce(min(seq), 0) AS lo, coalesce(max(seq), 0) AS hi, (SELECT pruned_through FROM _sluice_state) AS p, (SELECT retention FROM _sluice_state) AS r FROM _sluice_journal',
+    )
+    .get() as Record<'c' | 'lo' | 'hi' | 'p' | 'r', bigint>;
 
 /**
  * A sluice images-mode variant on a journal at its retention bound: enable()
@@ -116,8 +120,10 @@ export function steadySluice(name: string, retention: number, rows: number): Var
 export function ratioOver(res: PairedResults, a: string, b: string, metric: Metric = 'wall'): PhaseTimes {
   const ra = roundRatios(res, a, metric);
   const rb = roundRatios(res, b, metric);
-  return medianTimes(ra.map((x, i) => {
-    const y = rb[i] as PhaseTimes;
-    return { insert: x.insert / y.insert, update: x.update / y.update, delete: x.delete / y.delete };
-  }));
+  return medianTimes(
+    ra.map((x, i) => {
+      const y = rb[i] as PhaseTimes;
+      return { insert: x.insert / y.insert, update: x.update / y.update, delete: x.delete / y.delete };
+    }),
+  );
 }

@@ -91,8 +91,16 @@ export function shapeVariants(o: VariantOptions = {}): Variant[] {
     shape('best-index', { ...BEST, lastSeq: 'index' }),
     shape('best-narrow', { ...BEST, lastSeq: 'narrow' }),
     shape('best-noprune', { ...BEST, prune: 'none' }, 'best without pruning (lower bound, not valid)'),
-    shape('floor-clock', { lastSeq: 'none', prune: 'none', ts: 'jd', when: 'plain', notNull: 'drop' }, 'floor + julianday(): any function call opens a statement journal'),
-    shape('floor', { lastSeq: 'none', prune: 'none', ts: 'const', when: 'plain', notNull: 'drop' }, 'floor: journal insert only (not valid)'),
+    shape(
+      'floor-clock',
+      { lastSeq: 'none', prune: 'none', ts: 'jd', when: 'plain', notNull: 'drop' },
+      'floor + julianday(): any function call opens a statement journal',
+    ),
+    shape(
+      'floor',
+      { lastSeq: 'none', prune: 'none', ts: 'const', when: 'plain', notNull: 'drop' },
+      'floor: journal insert only (not valid)',
+    ),
     shape('keys-src', { mode: 'keys' }),
     shape('keys-best', { ...BEST, mode: 'keys' }),
     {
@@ -120,7 +128,11 @@ const RECURSIVE_OFF = '(SELECT recursive_triggers FROM pragma_recursive_triggers
  * while each term alone uses its index.
  */
 function probeFirst(db: Db, correlate = false): void {
-  const rows = db.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND (name LIKE '%\\_bins' ESCAPE '\\' OR name LIKE '%\\_bupd' ESCAPE '\\')").all() as { name: string; sql: string }[];
+  const rows = db
+    .prepare(
+      "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND (name LIKE '%\\_bins' ESCAPE '\\' OR name LIKE '%\\_bupd' ESCAPE '\\')",
+    )
+    .all() as { name: string; sql: string }[];
   for (const r of rows) {
     const m = /DELETE FROM _sluice_pending WHERE tid = (\d+);.*FROM ("(?:[^"]|"")+") WHERE (.*);\nEND$/s.exec(r.sql);
     if (m === null || !r.sql.includes(`WHEN ${RECURSIVE_OFF} BEGIN`)) throw new Error(`unexpected guard trigger shape: ${r.sql}`);
@@ -133,7 +145,9 @@ function probeFirst(db: Db, correlate = false): void {
     // An uncorrelated subquery is hoisted and runs on every invocation whatever
     // the WHEN short-circuits; a (trivially true) reference to NEW keeps it in place.
     const newRef = /NEW\.("(?:[^"]|"")+")/.exec(where)?.[1] ?? '"rowid"';
-    const pragma = correlate ? `(SELECT recursive_triggers FROM pragma_recursive_triggers() WHERE NEW.${newRef} IS NEW.${newRef}) = 0` : RECURSIVE_OFF;
+    const pragma = correlate
+      ? `(SELECT recursive_triggers FROM pragma_recursive_triggers() WHERE NEW.${newRef} IS NEW.${newRef}) = 0`
+      : RECURSIVE_OFF;
     const when = `WHEN (${probes} OR EXISTS (SELECT 1 FROM _sluice_pending WHERE tid = ${tid})) AND ${pragma} BEGIN`;
     db.exec(`DROP TRIGGER "${r.name}"`);
     db.exec(r.sql.replace(`WHEN ${RECURSIVE_OFF} BEGIN`, when));
@@ -147,9 +161,16 @@ function probeFirst(db: Db, correlate = false): void {
  * with the note row makes it run only for notes that exist.
  */
 function lazyFlush(db: Db): void {
-  const rows = db.prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND (name LIKE '%\\_ins' ESCAPE '\\' OR name LIKE '%\\_upd' ESCAPE '\\') AND sql LIKE '%_sluice_pending%'").all() as { name: string; sql: string }[];
+  const rows = db
+    .prepare(
+      "SELECT name, sql FROM sqlite_schema WHERE type = 'trigger' AND (name LIKE '%\\_ins' ESCAPE '\\' OR name LIKE '%\\_upd' ESCAPE '\\') AND sql LIKE '%_sluice_pending%'",
+    )
+    .all() as { name: string; sql: string }[];
   for (const r of rows) {
-    const lazy = r.sql.replace(`AND ${RECURSIVE_OFF} ORDER BY rowid;`, 'AND (SELECT recursive_triggers FROM pragma_recursive_triggers() WHERE _sluice_pending.tid IS NOT NULL) = 0 ORDER BY rowid;');
+    const lazy = r.sql.replace(
+      `AND ${RECURSIVE_OFF} ORDER BY rowid;`,
+      'AND (SELECT recursive_triggers FROM pragma_recursive_triggers() WHERE _sluice_pending.tid IS NOT NULL) = 0 ORDER BY rowid;',
+    );
     if (lazy === r.sql) throw new Error(`unexpected flush shape: ${r.sql}`);
     db.exec(`DROP TRIGGER "${r.name}"`);
     db.exec(lazy);

@@ -202,7 +202,7 @@ export function runBulk(db: Db, w: Workload): Measured {
  * them for `dogs`, adapted to t: keyed on id, WHEN over every non-key column.
  */
 export function chronicleDdl(): string[] {
-  const ms = 'CAST((julianday(\'now\') - 2440587.5)*86400*1000 AS INTEGER)';
+  const ms = "CAST((julianday('now') - 2440587.5)*86400*1000 AS INTEGER)";
   const nextVersion = 'COALESCE((SELECT MAX(__version) FROM "_chronicle_t"),0) + 1';
   return [
     `CREATE TABLE "_chronicle_t" (
@@ -283,7 +283,8 @@ export function fmtRatio(r: number): string {
 export function renderTable(header: readonly string[], rows: readonly (readonly string[])[]): string {
   const all = [header, ...rows];
   const widths = header.map((_, c) => Math.max(...all.map((r) => (r[c] ?? '').length)));
-  const line = (r: readonly string[]) => r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join('  ');
+  const line = (r: readonly string[]) =>
+    r.map((cell, c) => (c === 0 ? cell.padEnd(widths[c] ?? 0) : cell.padStart(widths[c] ?? 0))).join('  ');
   return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
@@ -347,7 +348,11 @@ export function pairedRounds(baseline: Variant, variants: readonly Variant[], o:
   return { baseline: baseline.name, pairs };
 }
 
-const divide = (a: PhaseTimes, b: PhaseTimes): PhaseTimes => ({ insert: a.insert / b.insert, update: a.update / b.update, delete: a.delete / b.delete });
+const divide = (a: PhaseTimes, b: PhaseTimes): PhaseTimes => ({
+  insert: a.insert / b.insert,
+  update: a.update / b.update,
+  delete: a.delete / b.delete,
+});
 
 /** Per round, variant / paired baseline. */
 export function roundRatios(res: PairedResults, name: string, metric: Metric): PhaseTimes[] {

@@ -30,6 +30,7 @@ export function brokenDefinition(name: string, table: string, stage: 'parse' | '
   const detail = { table, code: err.code, message: err.message };
   if (stage === 'parse') return { name, reason: 'DEFINITION_INVALID', detail };
   if (err.code === 'UNKNOWN_SOURCE_TABLE') return { name, reason: 'SOURCE_TABLE_MISSING', detail };
-  if (COLUMN_CODES.has(err.code) || (err.code === 'BAD_EXPRESSION' && /no such column/i.test(err.message))) return { name, reason: 'SOURCE_COLUMN_MISSING', detail };
+  if (COLUMN_CODES.has(err.code) || (err.code === 'BAD_EXPRESSION' && /no such column/i.test(err.message)))
+    return { name, reason: 'SOURCE_COLUMN_MISSING', detail };
   return { name, reason: 'DEFINITION_INVALID', detail };
 }

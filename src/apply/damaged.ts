@@ -17,17 +17,28 @@ export function isSqliteCorrupt(err: unknown): boolean {
 }
 
 export function damagedTarget(file: string, cause?: unknown): SluiceError {
-  return new SluiceError('TARGET_CORRUPT', `Target ${file}: the file is damaged (SQLITE_CORRUPT). Restore it from a backup, or delete it and run sync again to rebuild it from the source.`, { cause });
+  return new SluiceError(
+    'TARGET_CORRUPT',
+    `Target ${file}: the file is damaged (SQLITE_CORRUPT). Restore it from a backup, or delete it and run sync again to rebuild it from the source.`,
+    { cause },
+  );
 }
 
 export function damagedSource(file: string, cause?: unknown): SluiceError {
-  return new SluiceError('SOURCE_CORRUPT', `Source ${file}: the file is damaged (SQLITE_CORRUPT). Restore it from a backup; sluice cannot rebuild a source. The target was not changed.`, { cause });
+  return new SluiceError(
+    'SOURCE_CORRUPT',
+    `Source ${file}: the file is damaged (SQLITE_CORRUPT). Restore it from a backup; sluice cannot rebuild a source. The target was not changed.`,
+    { cause },
+  );
 }
 
 /** Whether one database of a connection fails PRAGMA quick_check (or cannot even run it). */
 export function fails(db: Db, schema: string): boolean {
   try {
-    const first = db.prepare(`PRAGMA ${quoteIdent(schema)}.quick_check(1)`).pluck().get();
+    const first = db
+      .prepare(`PRAGMA ${quoteIdent(schema)}.quick_check(1)`)
+      .pluck()
+      .get();
     return first !== 'ok';
   } catch (err) {
     return isSqliteCorrupt(err);
@@ -39,7 +50,12 @@ export function fails(db: Db, schema: string): boolean {
  * that fails quick_check (the target is checked first), or undefined when
  * `err` is not corruption or neither file fails the check.
  */
-export function damagedFile(db: Db, err: unknown, files: { readonly source: string; readonly target: string }, targetSchema: string): SluiceError | undefined {
+export function damagedFile(
+  db: Db,
+  err: unknown,
+  files: { readonly source: string; readonly target: string },
+  targetSchema: string,
+): SluiceError | undefined {
   if (!isSqliteCorrupt(err)) return undefined;
   if (db.inTransaction) db.exec('ROLLBACK');
   if (fails(db, targetSchema)) return damagedTarget(files.target, err);

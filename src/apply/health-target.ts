@@ -30,8 +30,13 @@ export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath:
   const extra = actual.filter((c) => !want.has(c.toLowerCase()));
   const missing = expected.filter((c) => !have.has(c.toLowerCase()));
   if (extra.length > 0 || missing.length > 0) {
-    const parts = [...(extra.length > 0 ? [`not in the definition: ${extra.join(', ')}`] : []), ...(missing.length > 0 ? [`missing: ${missing.join(', ')}`] : [])];
-    problems.push(`table ${r.targetTable} of projection ${r.name} has other columns than its definition (${parts.join('; ')}): edited by hand?; ${repair()}`);
+    const parts = [
+      ...(extra.length > 0 ? [`not in the definition: ${extra.join(', ')}`] : []),
+      ...(missing.length > 0 ? [`missing: ${missing.join(', ')}`] : []),
+    ];
+    problems.push(
+      `table ${r.targetTable} of projection ${r.name} has other columns than its definition (${parts.join('; ')}): edited by hand?; ${repair()}`,
+    );
   }
   return problems;
 }
@@ -39,7 +44,10 @@ export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath:
 /** The target columns of a stored mirror or map definition, or undefined when it cannot be compiled here. */
 function expectedColumns(r: ProjectionRecord): string[] | undefined {
   try {
-    const p = compileProjection(parseStoredDefinition(r.definition, `stored definition of ${r.name}`), JSON.parse(r.sourceShape) as SourceShape);
+    const p = compileProjection(
+      parseStoredDefinition(r.definition, `stored definition of ${r.name}`),
+      JSON.parse(r.sourceShape) as SourceShape,
+    );
     return p.columns.map((c) => c.name);
   } catch {
     return undefined;

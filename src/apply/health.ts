@@ -75,7 +75,8 @@ export interface HealthOptions {
  * if (!h.ok) for (const p of h.projections.filter((x) => x.needsAction)) console.log(p.name, p.action);
  */
 export function health(targetPath: string, options: HealthOptions = {}): HealthReport {
-  if (!fs.existsSync(targetPath)) throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
   const target = openDatabase(targetPath, { readonly: true, role: 'target' });
   const sources = new Map<string, OpenedSource>();
   try {
@@ -87,7 +88,8 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
       throw err;
     }
     // A damage sync met (recorded) is confirmed here; the file is not scanned otherwise.
-    if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main')) throw damagedTarget(targetPath);
+    if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
+      throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
@@ -142,7 +144,10 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
     if (r.cursor !== null) {
       const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: r.kind !== 'custom' });
       if (v.status === 'rebuild') facts.rebuild = v.reason;
-      if (v.status !== 'ok') facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync rebuilds ${r.name}, or suspends it when the source must be fixed first)`);
+      if (v.status !== 'ok')
+        facts.problems.push(
+          `${v.reason}: ${v.message} (the next sluice sync rebuilds ${r.name}, or suspends it when the source must be fixed first)`,
+        );
     }
   } catch (err) {
     facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
@@ -152,15 +157,27 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
   return facts;
 }
 
-function lag(source: Db, r: ProjectionRecord, state: CaptureState, tid: number, sourceSeq: number): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
-  const oldest = source.prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? ORDER BY seq LIMIT 1`).pluck().get(r.seq, tid) as number | undefined;
+function lag(
+  source: Db,
+  r: ProjectionRecord,
+  state: CaptureState,
+  tid: number,
+  sourceSeq: number,
+): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
+  const oldest = source
+    .prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? ORDER BY seq LIMIT 1`)
+    .pluck()
+    .get(r.seq, tid) as number | undefined;
   const since = (ms: number) => Math.max(0, Date.now() - ms);
   if (r.seq < state.prunedThrough) {
     const lagEvents = sourceSeq - r.seq;
-    const lagMs = lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(julianToMs(oldest));
+    const lagMs =
+      lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(julianToMs(oldest));
     return { lagEvents, lagMs };
   }
-  const lagEvents = Number(source.prepare(`SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`).pluck().get(r.seq, tid) as bigint);
+  const lagEvents = Number(
+    source.prepare(`SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`).pluck().get(r.seq, tid) as bigint,
+  );
   return { lagEvents, lagMs: oldest === undefined ? 0 : since(julianToMs(oldest)) };
 }
 
@@ -169,7 +186,13 @@ function failureOf(r: ProjectionRecord): FailureHealth | null {
   return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
 }
 
-function one(r: ProjectionRecord, target: Db, source: OpenedSource | undefined, targetPath: string, options: HealthOptions): ProjectionHealth {
+function one(
+  r: ProjectionRecord,
+  target: Db,
+  source: OpenedSource | undefined,
+  targetPath: string,
+  options: HealthOptions,
+): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
   if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath));
@@ -177,17 +200,23 @@ function one(r: ProjectionRecord, target: Db, source: OpenedSource | undefined, 
   const failure = failureOf(r);
   if (failure !== null) {
     const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
-    problems.push(`the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`);
+    problems.push(
+      `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`,
+    );
   }
   let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
   else if (source?.db !== undefined) facts = readSource(r, source.db);
   problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
-    problems.push(`a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run sluice sync (or keep sluice sync --follow running)`);
+    problems.push(
+      `a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run sluice sync (or keep sluice sync --follow running)`,
+    );
   }
   if (options.maxLagMs !== undefined && facts.lagMs !== null && facts.lagMs > options.maxLagMs) {
-    problems.push(`a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run sluice sync (or keep sluice sync --follow running)`);
+    problems.push(
+      `a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run sluice sync (or keep sluice sync --follow running)`,
+    );
   }
   return {
     name: r.name,

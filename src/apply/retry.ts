@@ -20,9 +20,21 @@ export function markBusy(err: unknown, role: 'source' | 'target'): void {
  * it throws FileBusyError naming the file (`files`); anything else is raised
  * at once.
  */
-export async function retryBusy<T>(fn: () => Promise<T>, timeoutMs: number, files: { readonly source: string; readonly target: string }): Promise<T> {
+export async function retryBusy<T>(
+  fn: () => Promise<T>,
+  timeoutMs: number,
+  files: { readonly source: string; readonly target: string },
+): Promise<T> {
   try {
-    return await pRetry(fn, { retries: 1000, maxRetryTime: timeoutMs, minTimeout: 10, maxTimeout: 400, factor: 2, randomize: true, shouldRetry: ({ error }) => isSqliteBusy(error) });
+    return await pRetry(fn, {
+      retries: 1000,
+      maxRetryTime: timeoutMs,
+      minTimeout: 10,
+      maxTimeout: 400,
+      factor: 2,
+      randomize: true,
+      shouldRetry: ({ error }) => isSqliteBusy(error),
+    });
   } catch (err) {
     if (!isSqliteBusy(err) || err instanceof FileBusyError) throw err;
     const role = busyFile.get(err as object) ?? 'target';

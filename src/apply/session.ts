@@ -84,11 +84,25 @@ function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: 
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
   const readonly = options.readonly ?? false;
   // Before the target is made: a source sync cannot write leaves no target behind.
-  if (!readonly) requireWriteAccess(sourcePath, 'source', 'sync from', 'sync writes to the source: it re-arms capture triggers that were dropped or altered, and records how far each target has read (_sluice_consumers)');
+  if (!readonly)
+    requireWriteAccess(
+      sourcePath,
+      'source',
+      'sync from',
+      'sync writes to the source: it re-arms capture triggers that were dropped or altered, and records how far each target has read (_sluice_consumers)',
+    );
   if (realish(sourcePath) === realish(targetPath)) {
-    throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} is the source itself. Write projections into a separate database file.`);
+    throw new InvalidInputError(
+      'TARGET_IS_SOURCE',
+      `The target ${targetPath} is the source itself. Write projections into a separate database file.`,
+    );
   }
-  const notADatabase = (cause?: unknown) => new InvalidInputError('NOT_A_DATABASE', `Target ${targetPath} is not a SQLite database. Pass a new path or an existing sluice target.`, { cause });
+  const notADatabase = (cause?: unknown) =>
+    new InvalidInputError(
+      'NOT_A_DATABASE',
+      `Target ${targetPath} is not a SQLite database. Pass a new path or an existing sluice target.`,
+      { cause },
+    );
   // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
@@ -101,11 +115,15 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     } catch (cause) {
       if ((cause as { code?: unknown }).code === 'SQLITE_NOTADB') throw notADatabase(cause);
       // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
-      if (String((cause as Error).message).includes('same text encoding')) throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
+      if (String((cause as Error).message).includes('same text encoding'))
+        throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
       throw cause;
     }
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
-      throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`);
+      throw new InvalidInputError(
+        'TARGET_IS_SOURCE',
+        `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`,
+      );
     }
     if (!readonly) {
       // A target is sluice's own file: WAL, so readers see it while follow mode writes.

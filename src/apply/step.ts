@@ -17,7 +17,19 @@ import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '.
 import { applyFtsEvents, createFtsTarget, snapshotFts } from '../projection/kinds/fts5.ts';
 import { applyFtsNet } from '../projection/kinds/fts5-net.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { SELF_CLEARING_SUSPENSIONS, shellWord, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import {
+  SELF_CLEARING_SUSPENSIONS,
+  shellWord,
+  insertProjection,
+  newProjectionRecord,
+  ownedTables,
+  readProjection,
+  setState,
+  storeCursor,
+  PROJECTIONS_TABLE,
+  TARGET_INFO_TABLE,
+  type ProjectionRecord,
+} from './target-meta.ts';
 import { crashPoint } from './crash-points.ts';
 import { markBusy } from './retry.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
@@ -25,10 +37,22 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /** The outcome of one transaction for one projection. */
 export type StepOutcome =
-  | { readonly kind: 'initialized'; readonly rows: number; readonly seq: number; readonly cursor: string; readonly reason?: string; readonly droppedIndexes?: readonly DroppedIndex[] }
+  | {
+      readonly kind: 'initialized';
+      readonly rows: number;
+      readonly seq: number;
+      readonly cursor: string;
+      readonly reason?: string;
+      readonly droppedIndexes?: readonly DroppedIndex[];
+    }
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
-  | { readonly kind: 'suspended'; readonly reason: string; readonly detail: Record<string, unknown>; /** The stored suspension, as it is: nothing to write. */ readonly unchanged?: true };
+  | {
+      readonly kind: 'suspended';
+      readonly reason: string;
+      readonly detail: Record<string, unknown>;
+      /** The stored suspension, as it is: nothing to write. */ readonly unchanged?: true;
+    };
 
 /** Events read into memory at a time when a batch is applied event by event. */
 const EVENT_PAGE = 10_000;
@@ -140,7 +164,11 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return initialize(ctx, p, view, table, v.reason, owned);
     const why = v.detail?.reason;
-    return { kind: 'suspended', reason: v.reason, detail: { table: p.source.table, ...(typeof why === 'string' ? { why } : {}), message: v.message } };
+    return {
+      kind: 'suspended',
+      reason: v.reason,
+      detail: { table: p.source.table, ...(typeof why === 'string' ? { why } : {}), message: v.message },
+    };
   }
   const t = v.tables[0] as CapturedTable;
   const lo = v.cursor.seq;
@@ -149,7 +177,11 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   let hi = v.window === true ? v.view.hw : batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
   if (ctx.range !== undefined) {
     if (ctx.range.fromSeq > lo) {
-      throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${lo}, but the batch starts after seq ${ctx.range.fromSeq}: events ${lo + 1}..${ctx.range.fromSeq} would be skipped. Apply the missing batch first, or sync from the stored cursor.`, { projection: p.name, stored: lo, fromSeq: ctx.range.fromSeq });
+      throw new FailClosedError(
+        'BATCH_GAP',
+        `Projection ${p.name} is at seq ${lo}, but the batch starts after seq ${ctx.range.fromSeq}: events ${lo + 1}..${ctx.range.fromSeq} would be skipped. Apply the missing batch first, or sync from the stored cursor.`,
+        { projection: p.name, stored: lo, fromSeq: ctx.range.fromSeq },
+      );
     }
     hi = Math.min(ctx.range.toSeq, v.view.hw);
   }
@@ -161,7 +193,14 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // range is always tried.
   // (A clock set back makes the last try look older, not newer: tried now.)
   const sinceTried = Date.now() - rec.updatedMs;
-  if (rec.state === 'suspended' && rec.reason === 'TARGET_CONSTRAINT' && ctx.range === undefined && sinceTried >= 0 && sinceTried < CONSTRAINT_RETRY_MS && foreignUniqueIndexOf(db, schema, p) !== undefined) {
+  if (
+    rec.state === 'suspended' &&
+    rec.reason === 'TARGET_CONSTRAINT' &&
+    ctx.range === undefined &&
+    sinceTried >= 0 &&
+    sinceTried < CONSTRAINT_RETRY_MS &&
+    foreignUniqueIndexOf(db, schema, p) !== undefined
+  ) {
     return storedSuspension(rec);
   }
   let r = await applyRange(ctx, p, t, lo, hi, ctx.range !== undefined ? 'range' : hi >= v.view.hw ? 'committed' : 'batch');
@@ -171,14 +210,23 @@ async function stepInTransaction(ctx: StepContext, p: CompiledProjection, rec: P
   // it. Such a batch is tried once more up to the high-water mark (a
   // committed state) before the projection is suspended, when that is
   // within RETRY_SPAN batches (a larger backlog is not made one batch).
-  if ('kind' in r && r.kind === 'suspended' && r.reason === 'TARGET_CONSTRAINT' && p.kind !== 'fts5' && hi < v.view.hw && ctx.range === undefined && atMostEvents(db, t.tid, lo, v.view.hw, RETRY_SPAN * ctx.batchSize)) {
+  if (
+    'kind' in r &&
+    r.kind === 'suspended' &&
+    r.reason === 'TARGET_CONSTRAINT' &&
+    p.kind !== 'fts5' &&
+    hi < v.view.hw &&
+    ctx.range === undefined &&
+    atMostEvents(db, t.tid, lo, v.view.hw, RETRY_SPAN * ctx.batchSize)
+  ) {
     hi = v.view.hw;
     r = await applyRange(ctx, p, t, lo, hi, 'committed');
   }
   // Across a schema window, a backlog that does not apply (a user trigger
   // made and dropped around a write journals out of order) says the same
   // as a failed proof: the history is not whole. Rebuild, not suspend.
-  if ('kind' in r && v.window === true && r.kind === 'suspended' && (r.reason === 'TARGET_DIVERGED' || r.reason === 'UNCAPTURED_REPLACE')) return initialize(ctx, p, view, table, 'SCHEMA_WINDOW', owned);
+  if ('kind' in r && v.window === true && r.kind === 'suspended' && (r.reason === 'TARGET_DIVERGED' || r.reason === 'UNCAPTURED_REPLACE'))
+    return initialize(ctx, p, view, table, 'SCHEMA_WINDOW', owned);
   if ('kind' in r) return r;
   // A copy that differs from its source after a schema window is rebuilt
   // (the batch applied above goes with its tables); one that matches goes on,
@@ -199,17 +247,37 @@ const RETRY_SPAN = 10;
 const CONSTRAINT_RETRY_MS = 60_000;
 
 function storedSuspension(rec: ProjectionRecord): StepOutcome {
-  return { kind: 'suspended', reason: rec.reason ?? 'SUSPENDED', detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>), unchanged: true };
+  return {
+    kind: 'suspended',
+    reason: rec.reason ?? 'SUSPENDED',
+    detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>),
+    unchanged: true,
+  };
 }
 
 /** Whether at most `limit` events of table `tid` are in (lo, hi]. */
 function atMostEvents(db: Db, tid: number, lo: number, hi: number, limit: number): boolean {
   if (hi - lo <= limit) return true;
-  return Number(cachedStatement(db, `SELECT count(*) FROM (SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT ?)`, 'pluck').get(tid, lo, hi, limit + 1)) <= limit;
+  return (
+    Number(
+      cachedStatement(
+        db,
+        `SELECT count(*) FROM (SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT ?)`,
+        'pluck',
+      ).get(tid, lo, hi, limit + 1),
+    ) <= limit
+  );
 }
 
 /** Applies the events (lo, hi] of table t to projection p, in the caller's transaction (rows only, not the cursor). */
-async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTable, lo: number, hi: number, end: RangeEnd): Promise<{ applied: number; lastTs: number | null } | StepOutcome> {
+async function applyRange(
+  ctx: StepContext,
+  p: CompiledProjection,
+  t: CapturedTable,
+  lo: number,
+  hi: number,
+  end: RangeEnd,
+): Promise<{ applied: number; lastTs: number | null } | StepOutcome> {
   const { db, schema } = ctx;
   let applied = 0;
   let lastTs: number | null = null;
@@ -219,7 +287,11 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
   // rows. Refused before any write, when the batch has events for it.
   const ftsUnique = p.kind === 'fts5' ? foreignUniqueIndexOf(db, schema, p) : undefined;
   if (ftsUnique !== undefined && !atMostEvents(db, t.tid, lo, hi, 0)) {
-    return { kind: 'suspended', reason: 'TARGET_CONSTRAINT', detail: { table: ftsUnique, source: p.source.table, message: ftsUniqueMessage(ftsUnique) } };
+    return {
+      kind: 'suspended',
+      reason: 'TARGET_CONSTRAINT',
+      detail: { table: ftsUnique, source: p.source.table, message: ftsUniqueMessage(ftsUnique) },
+    };
   }
   // With a UNIQUE index a user added to a mirror or map table, the batch's
   // writes may fail on it: a savepoint lets them be undone and tried again
@@ -231,16 +303,25 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
     // Set-based where it can be: mirror and map always decide in SQL; fts5
     // does unless the batch is not clean, when the per-event path applies it
     // or finds the first mismatch.
-    const setBased = p.kind === 'mirror' || p.kind === 'map' ? applyRelational(db, schema, p, journal, 'auto', guarded) : p.kind === 'fts5' ? applyFtsSetBased(db, schema, p, journal) : undefined;
+    const setBased =
+      p.kind === 'mirror' || p.kind === 'map'
+        ? applyRelational(db, schema, p, journal, 'auto', guarded)
+        : p.kind === 'fts5'
+          ? applyFtsSetBased(db, schema, p, journal)
+          : undefined;
     if (setBased !== undefined) {
       if (setBased.mismatch !== undefined) return divergence(p, setBased.mismatch);
       applied = setBased.transitions;
-      const ts = cachedStatement(db, `SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`, 'pluck').get(t.tid, lo, hi) as number | undefined;
+      const ts = cachedStatement(
+        db,
+        `SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`,
+        'pluck',
+      ).get(t.tid, lo, hi) as number | undefined;
       lastTs = ts === undefined ? null : julianToMs(ts);
     } else {
       // Event by event, in the batch's one transaction, read a page at a time
       // so that a large batch never sits in memory whole.
-      for (let from = lo; from < hi; ) {
+      for (let from = lo; from < hi;) {
         const to = batchEnd(db, t.tid, from, hi, EVENT_PAGE);
         const events = readEventsInRange(db, [t], from, to);
         lastTs = events.at(-1)?.ts ?? lastTs;
@@ -267,7 +348,7 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
       const why =
         end === 'committed'
           ? `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync <source> <target> --reinit ${shellWord(p.name)}); while the index is there, sync tries again at most once a minute`
-          : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ', and there were too many events ahead to try up to the source\'s last commit' : ''}). Drop the index or make it non-unique, then sync (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
+          : `this batch breaks it, where it ends (events ${lo + 1}..${hi}; a batch may end inside a source transaction${end === 'batch' ? ", and there were too many events ahead to try up to the source's last commit" : ''}). Drop the index or make it non-unique, then sync (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
       return {
         kind: 'suspended',
         reason: 'TARGET_CONSTRAINT',
@@ -304,7 +385,12 @@ async function applyRange(ctx: StepContext, p: CompiledProjection, t: CapturedTa
 }
 
 /** The fts5 fast path in the shape of applyRelational's result; `undefined` when the per-event path must decide. */
-function applyFtsSetBased(db: Db, schema: string, p: CompiledProjection, journal: EventRelation): { transitions: number; mismatch?: undefined } | undefined {
+function applyFtsSetBased(
+  db: Db,
+  schema: string,
+  p: CompiledProjection,
+  journal: EventRelation,
+): { transitions: number; mismatch?: undefined } | undefined {
   const r = applyFtsNet(db, schema, p, journal);
   return r === undefined ? undefined : { transitions: r.applied };
 }
@@ -335,14 +421,18 @@ async function initialize(
   const a = view.tables.get(p.source.table);
   if (table === undefined || a === undefined) return { kind: 'suspended', reason: 'TABLE_UNTRACKED', detail: { table: p.source.table } };
   if (!a.armed) return { kind: 'suspended', reason: 'TABLE_UNARMED', detail: { table: p.source.table, why: a.reason } };
-  if (table.mode !== 'images' && p.kind !== 'custom') return { kind: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: p.source.table, mode: table.mode } };
+  if (table.mode !== 'images' && p.kind !== 'custom')
+    return { kind: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: p.source.table, mode: table.mode } };
   const s = quoteIdent(schema);
   const indexes = userIndexes(db, schema, previouslyOwned);
   for (const t of previouslyOwned) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(t)}`);
   for (const t of p.ownedTables) {
     // Never overwrite a table sluice did not make: the user may keep other data in the target.
     if (db.prepare(`SELECT 1 FROM ${s}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(t) !== undefined) {
-      throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists in ${ctx.schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`);
+      throw new InvalidInputError(
+        'TARGET_TABLE_EXISTS',
+        `Projection ${p.name}: target table ${t} already exists in ${ctx.schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`,
+      );
     }
   }
   db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
@@ -360,7 +450,14 @@ async function initialize(
   const dropped = restoreIndexes(db, schema, indexes);
   const cursor = cursorToken(db, view, [table], view.hw);
   storeCursor(db, schema, p.name, cursor, view.hw, 0, null);
-  return { kind: 'initialized', rows, seq: view.hw, cursor, ...(reason === undefined ? {} : { reason }), ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }) };
+  return {
+    kind: 'initialized',
+    rows,
+    seq: view.hw,
+    cursor,
+    ...(reason === undefined ? {} : { reason }),
+    ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
+  };
 }
 
 /**

@@ -8,7 +8,14 @@ import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
-import { defaultMirror, loadStoredHandler, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import {
+  defaultMirror,
+  loadStoredHandler,
+  parseDefinition,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+  type ProjectionDefinitionInput,
+} from '../projection/definition.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
@@ -189,7 +196,13 @@ export class Syncer {
   /** The target file this syncer opened (checkTarget). */
   readonly #targetFile: FileIdentity | undefined;
 
-  private constructor(session: ApplySession, projections: readonly CompiledProjection[], options: SyncOptions, rearmed: RearmReport | undefined, broken: readonly BrokenDefinition[]) {
+  private constructor(
+    session: ApplySession,
+    projections: readonly CompiledProjection[],
+    options: SyncOptions,
+    rearmed: RearmReport | undefined,
+    broken: readonly BrokenDefinition[],
+  ) {
     this.session = session;
     this.projections = projections;
     this.#broken = broken;
@@ -202,15 +215,25 @@ export class Syncer {
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
     const batch = options.batchSize ?? DEFAULT_BATCH.setBased;
-    if (!Number.isSafeInteger(batch) || batch < 1) throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
+    if (!Number.isSafeInteger(batch) || batch < 1)
+      throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
     // A refused open writes nothing: a target file this call created (a bad
     // definition, a missing source...) is removed again, not left behind empty.
     const created = !fs.existsSync(targetPath);
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
-    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0) throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+      throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
     let session: ApplySession;
     try {
-      session = await retryBusy(async () => openApplySession(sourcePath, targetPath, { busyTimeoutMs, ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }) }), busyTimeoutMs, { source: sourcePath, target: targetPath });
+      session = await retryBusy(
+        async () =>
+          openApplySession(sourcePath, targetPath, {
+            busyTimeoutMs,
+            ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }),
+          }),
+        busyTimeoutMs,
+        { source: sourcePath, target: targetPath },
+      );
     } catch (err) {
       if (created) removeDatabaseFiles(targetPath);
       throw err;
@@ -233,7 +256,10 @@ export class Syncer {
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
       const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
-        throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`);
+        throw new InvalidInputError(
+          'UNKNOWN_PROJECTION',
+          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
+        );
       }
       resolveReinit(options.reinit ?? [], compiled);
       // Only now, with every definition accepted: a refused open writes
@@ -289,7 +315,12 @@ export class Syncer {
           recordFailureAlone(this.session.db, p.name, damaged.code, damaged.message);
           throw damaged;
         }
-        const code = err instanceof SluiceError ? err.code : typeof (err as { code?: unknown })?.code === 'string' ? String((err as { code: string }).code) : 'APPLY_FAILED';
+        const code =
+          err instanceof SluiceError
+            ? err.code
+            : typeof (err as { code?: unknown })?.code === 'string'
+              ? String((err as { code: string }).code)
+              : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
         recordFailureAlone(this.session.db, p.name, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
@@ -299,11 +330,15 @@ export class Syncer {
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
     // (one read of the source view fewer per pass in follow mode).
-    const sourceSeq = reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined) ? Math.max(...reports.map((r) => r.seq)) : readSourceView(this.session.db).hw;
+    const sourceSeq =
+      reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined)
+        ? Math.max(...reports.map((r) => r.seq))
+        : readSourceView(this.session.db).hw;
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
       for (const r of reports) {
-        if (r.cursor !== null && r.state === 'active' && r.error === undefined) this.#pendingAcks.set(`${r.name}@${this.#targetKey}`, r.cursor);
+        if (r.cursor !== null && r.state === 'active' && r.error === undefined)
+          this.#pendingAcks.set(`${r.name}@${this.#targetKey}`, r.cursor);
       }
       const interval = run.acknowledgeIntervalMs ?? 0;
       if (interval <= 0) this.#writeAcks(true);
@@ -375,12 +410,19 @@ export class Syncer {
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
       if (rec?.state !== 'suspended' || rec.reason !== b.reason || rec.detail !== JSON.stringify(b.detail)) {
-        await retryBusy(async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail), this.#busyTimeoutMs, this.#files);
+        await retryBusy(
+          async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail),
+          this.#busyTimeoutMs,
+          this.#files,
+        );
       }
       this.#options.onProgress?.({ projection: b.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: 0 });
       return report;
     } catch (err) {
-      return { ...report, error: { code: err instanceof SluiceError ? err.code : 'APPLY_FAILED', message: err instanceof Error ? err.message : String(err) } };
+      return {
+        ...report,
+        error: { code: err instanceof SluiceError ? err.code : 'APPLY_FAILED', message: err instanceof Error ? err.message : String(err) },
+      };
     }
   }
 
@@ -396,11 +438,23 @@ export class Syncer {
   /** A projection's report from its stored row alone (nothing applied in this run). */
   #asStored(name: string): ProjectionReport {
     const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
-    return { name, state: rec?.state ?? 'building', ...(rec?.reason == null ? {} : { reason: rec.reason }), applied: 0, cursor: rec?.cursor ?? null, seq: rec?.seq ?? 0 };
+    return {
+      name,
+      state: rec?.state ?? 'building',
+      ...(rec?.reason == null ? {} : { reason: rec.reason }),
+      applied: 0,
+      cursor: rec?.cursor ?? null,
+      seq: rec?.seq ?? 0,
+    };
   }
 
   async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {
-    const base = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: this.#options.batchSize ?? defaultBatch(p.kind) };
+    const base = {
+      db: this.session.db,
+      schema: TARGET_SCHEMA,
+      sourcePath: path.resolve(this.session.sourcePath),
+      batchSize: this.#options.batchSize ?? defaultBatch(p.kind),
+    };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
     // What a snapshot in this run adds to the report.
@@ -415,7 +469,16 @@ export class Syncer {
     const startedMs = Date.now();
     const progress = (phase: SyncProgress['phase'], seq: number, rows?: number) => {
       sourceHw = Math.max(sourceHw, seq);
-      this.#options.onProgress?.({ projection: p.name, phase, seq, sourceSeq: phase === 'suspended' ? 0 : sourceHw, events: applied, ...(rows === undefined ? {} : { rows }), startSeq: Math.min(startSeq, seq), elapsedMs: Date.now() - startedMs });
+      this.#options.onProgress?.({
+        projection: p.name,
+        phase,
+        seq,
+        sourceSeq: phase === 'suspended' ? 0 : sourceHw,
+        events: applied,
+        ...(rows === undefined ? {} : { rows }),
+        startSeq: Math.min(startSeq, seq),
+        elapsedMs: Date.now() - startedMs,
+      });
     };
     const stopHere = async () => {
       if (signal === undefined) return false;
@@ -435,7 +498,11 @@ export class Syncer {
       }
       const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
       if (out.kind === 'initialized') {
-        built = { snapshotRows: out.rows, ...(out.reason === undefined ? {} : { rebuilt: out.reason }), ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }) };
+        built = {
+          snapshotRows: out.rows,
+          ...(out.reason === undefined ? {} : { rebuilt: out.reason }),
+          ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
+        };
         progress('snapshot', out.seq, out.rows);
         if (await stopHere()) return { ...active, applied, ...built, stopped: true };
         continue;
@@ -460,8 +527,18 @@ export class Syncer {
    */
   async applyBatch(name: string, fromSeq: number, toSeq: number): Promise<StepOutcome> {
     const p = this.projections.find((x) => x.name === name);
-    if (p === undefined) throw new InvalidInputError('UNKNOWN_PROJECTION', `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`);
-    const ctx = { db: this.session.db, schema: TARGET_SCHEMA, sourcePath: path.resolve(this.session.sourcePath), batchSize: Number.MAX_SAFE_INTEGER, range: { fromSeq, toSeq } };
+    if (p === undefined)
+      throw new InvalidInputError(
+        'UNKNOWN_PROJECTION',
+        `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`,
+      );
+    const ctx = {
+      db: this.session.db,
+      schema: TARGET_SCHEMA,
+      sourcePath: path.resolve(this.session.sourcePath),
+      batchSize: Number.MAX_SAFE_INTEGER,
+      range: { fromSeq, toSeq },
+    };
     return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
   }
 
@@ -542,7 +619,10 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
   const view = readSourceView(db);
   const tables = [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => t.table.name);
   if (tables.length === 0) {
-    throw new FailClosedError('NOTHING_TO_SYNC', `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`);
+    throw new FailClosedError(
+      'NOTHING_TO_SYNC',
+      `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`,
+    );
   }
   return { defs: tables.map(defaultMirror), stored: false, broken: [] };
 }
@@ -551,16 +631,24 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
 function resolveReinit(names: readonly string[], projections: readonly CompiledProjection[]): string[] {
   return names.map((name) => {
     if (projections.some((p) => p.name === name)) return name;
-    const byTable = projections.find((p) => foldIdent(p.source.table) === foldIdent(name) && p.name === defaultProjectionName(p.source.table));
+    const byTable = projections.find(
+      (p) => foldIdent(p.source.table) === foldIdent(name) && p.name === defaultProjectionName(p.source.table),
+    );
     if (byTable !== undefined) return byTable.name;
-    throw new InvalidInputError('UNKNOWN_PROJECTION', `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`);
+    throw new InvalidInputError(
+      'UNKNOWN_PROJECTION',
+      `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
+    );
   });
 }
 
 function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
   const info = describeTable(db, def.source);
   if (info === undefined || info.kind !== 'table') {
-    throw new InvalidInputError('UNKNOWN_SOURCE_TABLE', `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`);
+    throw new InvalidInputError(
+      'UNKNOWN_SOURCE_TABLE',
+      `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
+    );
   }
   const p = compileProjection(def, sourceShape(info));
   probeExpressions(db, p);

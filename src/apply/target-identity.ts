@@ -30,5 +30,8 @@ export function checkSameFile(file: string, opened: FileIdentity | undefined): v
   const now = fileIdentity(file);
   if (opened === undefined || (now !== undefined && now.dev === opened.dev && now.ino === opened.ino)) return;
   const what = now === undefined ? 'was deleted' : 'was replaced by another file';
-  throw new SluiceError('TARGET_GONE', `Target ${file} ${what} while sync ran, so it stopped: it writes nothing more, neither to the old file nor to that path. Run sync again to rebuild the target from the source (or restore the file first).`);
+  throw new SluiceError(
+    'TARGET_GONE',
+    `Target ${file} ${what} while sync ran, so it stopped: it writes nothing more, neither to the old file nor to that path. Run sync again to rebuild the target from the source (or restore the file first).`,
+  );
 }

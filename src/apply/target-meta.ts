@@ -83,7 +83,9 @@ export interface ProjectionRecord {
 
 export function ensureTargetMeta(db: Db, schema: string): void {
   const s = quoteIdent(schema);
-  db.exec(`CREATE TABLE IF NOT EXISTS ${s}.${TARGET_INFO_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER NOT NULL, created_ms INTEGER NOT NULL)`);
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${s}.${TARGET_INFO_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER NOT NULL, created_ms INTEGER NOT NULL)`,
+  );
   db.prepare(`INSERT OR IGNORE INTO ${s}.${TARGET_INFO_TABLE} (id, format, created_ms) VALUES (1, ?, ?)`).run(TARGET_FORMAT, Date.now());
   db.exec(`CREATE TABLE IF NOT EXISTS ${s}.${PROJECTIONS_TABLE} (
   name TEXT PRIMARY KEY,
@@ -125,7 +127,9 @@ const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
 
 function addMissingColumns(db: Db, s: string): void {
   const missing = () => {
-    const have = new Set((db.prepare(`SELECT name FROM ${s}.pragma_table_info(?)`).pluck().all(PROJECTIONS_TABLE) as string[]).map((n) => n.toLowerCase()));
+    const have = new Set(
+      (db.prepare(`SELECT name FROM ${s}.pragma_table_info(?)`).pluck().all(PROJECTIONS_TABLE) as string[]).map((n) => n.toLowerCase()),
+    );
     return ADDED_COLUMNS.filter(([name]) => !have.has(name));
   };
   if (missing().length === 0) return;
@@ -144,7 +148,10 @@ function addMissingColumns(db: Db, s: string): void {
 }
 
 export function hasTargetMeta(db: Db, schema: string): boolean {
-  return cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !== undefined;
+  return (
+    cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !==
+    undefined
+  );
 }
 
 function fromRow(r: Record<string, unknown>): ProjectionRecord {
@@ -179,12 +186,15 @@ function fromRow(r: Record<string, unknown>): ProjectionRecord {
 
 export function readProjections(db: Db, schema: string): ProjectionRecord[] {
   if (!hasTargetMeta(db, schema)) return [];
-  return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(fromRow);
+  return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(
+    fromRow,
+  );
 }
 
 export function readProjection(db: Db, schema: string, name: string): ProjectionRecord | undefined {
   if (!hasTargetMeta(db, schema)) return undefined;
-  const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as Record<string, unknown> | undefined;
+  const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as
+    Record<string, unknown> | undefined;
   return r === undefined ? undefined : fromRow(r);
 }
 
@@ -196,7 +206,14 @@ export type NewProjection = Pick<
 
 /** The stored row of a compiled projection: its definition as data (a handler is code and is not stored). */
 export function newProjectionRecord(
-  p: { readonly name: string; readonly kind: string; readonly targetTable: string; readonly fingerprint: string; readonly definition: object; readonly source: { readonly table: string } },
+  p: {
+    readonly name: string;
+    readonly kind: string;
+    readonly targetTable: string;
+    readonly fingerprint: string;
+    readonly definition: object;
+    readonly source: { readonly table: string };
+  },
   sourceId: string,
   sourcePath: string | null,
   state: ProjectionState,
@@ -221,11 +238,32 @@ export function insertProjection(db: Db, schema: string, p: NewProjection): void
   db.prepare(
     `INSERT INTO ${quoteIdent(schema)}.${PROJECTIONS_TABLE} (name, source_id, source_path, source_table, kind, target_table, definition, source_shape, fingerprint, state, created_ms, updated_ms)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-  ).run(p.name, p.sourceId, p.sourcePath, p.sourceTable, p.kind, p.targetTable, p.definition, p.sourceShape, p.fingerprint, p.state, now, now);
+  ).run(
+    p.name,
+    p.sourceId,
+    p.sourcePath,
+    p.sourceTable,
+    p.kind,
+    p.targetTable,
+    p.definition,
+    p.sourceShape,
+    p.fingerprint,
+    p.state,
+    now,
+    now,
+  );
 }
 
 /** Stores the new cursor (and marks the projection active): call in the transaction that wrote the rows. */
-export function storeCursor(db: Db, schema: string, name: string, cursor: string, seq: number, applied: number, lastEventMs: number | null): void {
+export function storeCursor(
+  db: Db,
+  schema: string,
+  name: string,
+  cursor: string,
+  seq: number,
+  applied: number,
+  lastEventMs: number | null,
+): void {
   cachedStatement(
     db,
     `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL, last_error_code = NULL, last_error_ms = NULL, failures = 0,
@@ -251,5 +289,7 @@ export function setState(db: Db, schema: string, name: string, state: Projection
  */
 export function recordFailure(db: Db, schema: string, name: string, code: string, message: string): void {
   const now = Date.now();
-  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, last_error_code = ?, last_error_ms = ?, failures = failures + 1, updated_ms = ? WHERE name = ?`).run(message, code, now, now, name);
+  db.prepare(
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, last_error_code = ?, last_error_ms = ?, failures = failures + 1, updated_ms = ? WHERE name = ?`,
+  ).run(message, code, now, now, name);
 }

@@ -24,7 +24,9 @@ export function rewindToCursor(db: Db, p: CompiledProjection, tid: number, lo: n
   const range = `tid = ${tid} AND seq > ${lo} AND seq <= ${hw}`;
   const image = p.source.columns.map((_, i) => journalColumn(i));
   const oldKey = pos.map((x, i) => `${journalColumn(x)} AS r${i}`).join(', ');
-  const newKey = pos.map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS r${i}`).join(', ');
+  const newKey = pos
+    .map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS r${i}`)
+    .join(', ');
   const r = pos.map((_, i) => `r${i}`).join(', ');
   db.exec(`INSERT INTO ${REWOUND_TABLE} SELECT ${image.join(', ')} FROM (
     SELECT *, row_number() OVER (PARTITION BY ${r} ORDER BY seq, present DESC) AS rn FROM (

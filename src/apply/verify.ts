@@ -79,7 +79,11 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   // verify only reads. openApplySession creates a missing target (for sync),
   // which here would turn a mistyped path into a new empty file and a
   // vacuous "ok"; refuse it instead.
-  if (!fs.existsSync(targetPath)) throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` or \`sluice import\`.`);
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError(
+      'DB_NOT_FOUND',
+      `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` or \`sluice import\`.`,
+    );
   // Read-only on both sides: verify writes nothing, re-arms nothing.
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
@@ -123,22 +127,51 @@ export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: 
   return verifyOne(db, { ...rec, state: 'active', lastError: null, seq: hw }, hw, tid, 0).ok;
 }
 
-function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | undefined, prunedThrough: number, paths?: { readonly source: string; readonly target: string }): ProjectionVerification {
+function verifyOne(
+  db: Db,
+  rec: ProjectionRecord,
+  hw: number,
+  tid: number | undefined,
+  prunedThrough: number,
+  paths?: { readonly source: string; readonly target: string },
+): ProjectionVerification {
   const base = { name: rec.name, seq: rec.seq, checked: 0, inFlight: 0, diffs: [] as VerifyDiff[] };
   const asOf = `its rows are as of seq ${rec.seq}, so they need not match the source at seq ${hw}`;
   if (rec.state === 'suspended') {
-    return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target)}` };
+    return {
+      ...base,
+      ok: false,
+      reason: rec.reason ?? rec.state,
+      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target)}`,
+    };
   }
-  if (rec.state !== 'active') return { ...base, ok: false, reason: rec.reason ?? rec.state, skipped: `not compared: ${rec.name} is ${rec.state} (its first snapshot has not committed); run sluice sync` };
+  if (rec.state !== 'active')
+    return {
+      ...base,
+      ok: false,
+      reason: rec.reason ?? rec.state,
+      skipped: `not compared: ${rec.name} is ${rec.state} (its first snapshot has not committed); run sluice sync`,
+    };
   if (rec.lastError !== null) {
-    return { ...base, ok: false, reason: 'SYNC_FAILING', skipped: `not compared: the last sync of ${rec.name} failed (${rec.lastError}) and ${asOf}; fix that and run sluice sync, then verify again` };
+    return {
+      ...base,
+      ok: false,
+      reason: 'SYNC_FAILING',
+      skipped: `not compared: the last sync of ${rec.name} failed (${rec.lastError}) and ${asOf}; fix that and run sluice sync, then verify again`,
+    };
   }
   if (rec.kind === 'custom') return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
-  if (tid === undefined) return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
+  if (tid === undefined)
+    return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
   const today = fitsSourceToday(db, rec);
   if (today !== undefined) return { ...base, ok: false, ...today };
   if (prunedThrough > rec.seq) {
-    return { ...base, ok: false, reason: 'BEHIND', skipped: `not compared: the source's journal is pruned through seq ${prunedThrough}, past ${rec.name}'s cursor (seq ${rec.seq}), so the keys changed after seq ${rec.seq} cannot be told; the next sluice sync rebuilds it (CURSOR_PRUNED), then verify again` };
+    return {
+      ...base,
+      ok: false,
+      reason: 'BEHIND',
+      skipped: `not compared: the source's journal is pruned through seq ${prunedThrough}, past ${rec.name}'s cursor (seq ${rec.seq}), so the keys changed after seq ${rec.seq} cannot be told; the next sluice sync rebuilds it (CURSOR_PRUNED), then verify again`,
+    };
   }
   const shape = JSON.parse(rec.sourceShape) as SourceShape;
   const p = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
@@ -156,15 +189,22 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
   // still holds every event since; only without it are they left out.
   const rewound = inFlight > 0 && rewindToCursor(db, p, tid, rec.seq, hw);
   if (rewound) {
-    db.exec(`DELETE FROM temp._sluice_vs WHERE EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS _sluice_vs.${c}`).join(' AND ')})`);
+    db.exec(
+      `DELETE FROM temp._sluice_vs WHERE EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS _sluice_vs.${c}`).join(' AND ')})`,
+    );
     db.exec(`INSERT INTO temp._sluice_vs ${sourceSide(db, p, `${REWOUND_TABLE} AS ${quoteIdent(p.source.table)}`)}`);
   }
   const on = k.map((c) => `s.${c} IS t.${c}`).join(' AND ');
-  const skip = inFlight === 0 || rewound ? 'true' : `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
+  const skip =
+    inFlight === 0 || rewound
+      ? 'true'
+      : `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
   const rows = db
-    .prepare(`SELECT ${k.map((c) => `coalesce(s.${c}, t.${c})`).join(', ')}, s.h IS NULL AS missing_s, t.h IS NULL AS missing_t
+    .prepare(
+      `SELECT ${k.map((c) => `coalesce(s.${c}, t.${c})`).join(', ')}, s.h IS NULL AS missing_s, t.h IS NULL AS missing_t
       FROM temp._sluice_vs s FULL OUTER JOIN temp._sluice_vt t ON ${on}
-      WHERE (s.h IS NOT t.h) AND ${skip} LIMIT ${MAX_DIFFS}`)
+      WHERE (s.h IS NOT t.h) AND ${skip} LIMIT ${MAX_DIFFS}`,
+    )
     .raw()
     .all() as unknown[][];
   const checked = Number(db.prepare('SELECT count(*) FROM temp._sluice_vs').pluck().get() as bigint);
@@ -173,13 +213,28 @@ function verifyOne(db: Db, rec: ProjectionRecord, hw: number, tid: number | unde
     key: r.slice(0, k.length).map((v) => toJsonValue(fromDriver(v ?? null))),
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
-  db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight');
+  db.exec(
+    'DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight',
+  );
   db.exec(`DROP TABLE IF EXISTS ${REWOUND_TABLE}`);
   // Keys in flight that were not compared: the projection is behind the source, which is not a pass.
   const behindBy = inFlight > 0 && !rewound;
-  const skipped = !behindBy ? {} : { skipped: `${inFlight} keys changed after seq ${rec.seq} (the projection's cursor) up to seq ${hw} were not compared; run sluice sync, then verify again` };
+  const skipped = !behindBy
+    ? {}
+    : {
+        skipped: `${inFlight} keys changed after seq ${rec.seq} (the projection's cursor) up to seq ${hw} were not compared; run sluice sync, then verify again`,
+      };
   const behind = behindBy && diffs.length === 0 ? { reason: 'BEHIND' } : {};
-  return { ...base, ok: diffs.length === 0 && !behindBy, checked, inFlight, diffs, ...behind, ...skipped, ...(caveats.length === 0 ? {} : { caveats }) };
+  return {
+    ...base,
+    ok: diffs.length === 0 && !behindBy,
+    checked,
+    inFlight,
+    diffs,
+    ...behind,
+    ...skipped,
+    ...(caveats.length === 0 ? {} : { caveats }),
+  };
 }
 
 /**
@@ -201,14 +256,22 @@ function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipp
   const info = describeTable(db, def.source);
   let fingerprint: string;
   try {
-    if (info === undefined || info.kind !== 'table') throw new InvalidInputError('UNKNOWN_SOURCE_TABLE', `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`);
+    if (info === undefined || info.kind !== 'table')
+      throw new InvalidInputError(
+        'UNKNOWN_SOURCE_TABLE',
+        `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`,
+      );
     fingerprint = compileProjection(def, sourceShape(info)).fingerprint;
   } catch (err) {
     const b = brokenDefinition(rec.name, rec.sourceTable, 'compile', err);
     if (b === undefined) throw err;
     return notCompared(b.reason, String(b.detail.message));
   }
-  if (fingerprint !== rec.fingerprint) return notCompared('DEFINITION_CHANGED', `the source's table ${def.source} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`);
+  if (fingerprint !== rec.fingerprint)
+    return notCompared(
+      'DEFINITION_CHANGED',
+      `the source's table ${def.source} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`,
+    );
   return undefined;
 }
 
@@ -233,7 +296,9 @@ function sourceSide(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.s
     // the source side before hashing (see relational-images.ts).
     db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
     db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
-    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM ${from}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
+    db.exec(
+      `INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM ${from}${p.filter === null ? '' : ` WHERE ${p.filter}`}`,
+    );
     const cols = p.columns.map((c) => quoteIdent(c.name));
     return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(cols)} AS h FROM temp._sluice_vsrc`;
   }
@@ -270,7 +335,9 @@ function inFlightKeys(db: Db, p: CompiledProjection, tid: number, lo: number, hw
     const from = p.columns.find((c) => c.name === kc)?.from ?? kc;
     return p.source.columns.findIndex((c) => c.name === from);
   });
-  const cur = pos.map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS k${i}`).join(', ');
+  const cur = pos
+    .map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS k${i}`)
+    .join(', ');
   const old = pos.map((x, i) => `${journalColumn(x)} AS k${i}`).join(', ');
   db.exec(`CREATE TEMP TABLE _sluice_inflight AS
     SELECT ${cur} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hw}

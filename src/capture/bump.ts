@@ -13,12 +13,20 @@ import { STATE_TABLE } from './schema.ts';
  * bump(db, 'reloaded issues from backup'); // { generation: 4 }
  */
 export function bump(db: Db, reason: string): { readonly generation: number } {
-  if (reason.trim() === '') throw new InvalidInputError('BAD_REASON', 'bump needs a non-empty reason (it is recorded and shown by status). Example: --reason "restored issues table".');
+  if (reason.trim() === '')
+    throw new InvalidInputError(
+      'BAD_REASON',
+      'bump needs a non-empty reason (it is recorded and shown by status). Example: --reason "restored issues table".',
+    );
   return withWriteTransaction(db, () => {
     if (readState(db) === undefined) {
-      throw new SluiceError('CAPTURE_ABSENT', 'This database has no sluice capture to bump. Run `sluice enable <db> <table...>` first.', { exitCode: 3 });
+      throw new SluiceError('CAPTURE_ABSENT', 'This database has no sluice capture to bump. Run `sluice enable <db> <table...>` first.', {
+        exitCode: 3,
+      });
     }
-    db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, bumped_generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(Date.now(), `bump: ${reason}`);
+    db.prepare(
+      `UPDATE ${STATE_TABLE} SET generation = generation + 1, bumped_generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`,
+    ).run(Date.now(), `bump: ${reason}`);
     return { generation: (readState(db) as { generation: number }).generation };
   });
 }

@@ -26,7 +26,13 @@ export interface CapturedTable {
   readonly lastSeq: number;
   readonly armedGeneration: number;
   readonly armedSeq: number;
-  readonly triggers: { readonly insert: string; readonly update: string; readonly delete: string; readonly beforeInsert: string | null; readonly beforeUpdate: string | null };
+  readonly triggers: {
+    readonly insert: string;
+    readonly update: string;
+    readonly delete: string;
+    readonly beforeInsert: string | null;
+    readonly beforeUpdate: string | null;
+  };
 }
 
 export function hasCapture(db: Db): boolean {
@@ -58,7 +64,11 @@ export function stateFromRow(r: Record<string, unknown>): CaptureState {
 
 export function readTables(db: Db): CapturedTable[] {
   if (!hasCapture(db)) return [];
-  const rows = db.prepare(`SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`).all() as Record<string, unknown>[];
+  const rows = db
+    .prepare(
+      `SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`,
+    )
+    .all() as Record<string, unknown>[];
   return rows.map((r) => ({
     tid: Number(r.tid),
     name: String(r.name),
@@ -89,7 +99,8 @@ export function highWaterMark(db: Db): number {
 /** The schema_version span of sluice's own last DDL transaction (undefined before the first, or on a format-1 source). */
 export function readOwnDdl(db: Db): { readonly before: number; readonly after: number } | undefined {
   try {
-    const r = db.prepare(`SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as { before: bigint; after: bigint } | undefined;
+    const r = db.prepare(`SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as
+      { before: bigint; after: bigint } | undefined;
     return r === undefined ? undefined : { before: Number(r.before), after: Number(r.after) };
   } catch {
     return undefined; // no such table: a capture older than it

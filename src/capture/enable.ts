@@ -71,7 +71,10 @@ export interface EnableResult {
 export function validateRetention(retention: number | undefined): void {
   if (retention === undefined) return;
   if (!Number.isSafeInteger(retention) || retention < MIN_RETENTION) {
-    throw new InvalidInputError('BAD_RETENTION', `Retention ${retention} is not allowed: it must be a whole number of seqs >= ${MIN_RETENTION}. Example: --retention 1000000.`);
+    throw new InvalidInputError(
+      'BAD_RETENTION',
+      `Retention ${retention} is not allowed: it must be a whole number of seqs >= ${MIN_RETENTION}. Example: --retention 1000000.`,
+    );
   }
 }
 
@@ -130,7 +133,11 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       }
       arm(db, a.table.tid, info, a.table.mode, a.table);
       rearmed.push(info.name);
-      rearmedReasons.push({ table: info.name, reason: a.reason ?? 'TRIGGER_ALTERED', ...(a.detail === undefined ? {} : { detail: a.detail }) });
+      rearmedReasons.push({
+        table: info.name,
+        reason: a.reason ?? 'TRIGGER_ALTERED',
+        ...(a.detail === undefined ? {} : { detail: a.detail }),
+      });
     }
     for (const [name, info] of infos) {
       const prior = current.get(name);
@@ -143,7 +150,11 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       if (prior.mode !== mode || arming?.armed !== true) {
         arm(db, prior.tid, info, mode, prior);
         rearmed.push(name);
-        rearmedReasons.push(arming?.armed === false ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) } : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` });
+        rearmedReasons.push(
+          arming?.armed === false
+            ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) }
+            : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
+        );
       }
     }
     if (rearmed.length > 0 && !created) {
@@ -151,10 +162,16 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       // readers rebuild (their armed_generation moves); an upgrade of the
       // format changes every table's triggers, so every reader rebuilds.
       const reason = upgrading ? `upgraded capture from format ${existing.format} to ${FORMAT_VERSION}` : `re-armed ${rearmed.join(', ')}`;
-      db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(Date.now(), reason);
+      db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(
+        Date.now(),
+        reason,
+      );
       const gen = (readState(db) as { generation: number }).generation;
       if (upgrading) db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
-      db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(gen, JSON.stringify(rearmed));
+      db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(
+        gen,
+        JSON.stringify(rearmed),
+      );
     }
     if (added.length > 0 || rearmed.length > 0 || created || upgrading) placeMark(db);
     recordOwnDdl(db, schemaBefore);
@@ -163,7 +180,8 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed, rearmedReasons };
   });
   forgetArming(db);
-  const wal = options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
+  const wal =
+    options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
   return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
 }
 
@@ -172,13 +190,9 @@ function createFromNothing(db: Db, retention: number): void {
   dropOwnObjects(db);
   for (const sql of metadataDdl(0)) db.exec(sql);
   const now = Date.now();
-  db.prepare(`INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, bumped_generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, 1, ?, 0, 0, ?, ?)`).run(
-    FORMAT_VERSION,
-    randomUUID(),
-    retention,
-    now,
-    now,
-  );
+  db.prepare(
+    `INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, bumped_generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, 1, ?, 0, 0, ?, ?)`,
+  ).run(FORMAT_VERSION, randomUUID(), retention, now, now);
 }
 
 /*
@@ -212,10 +226,16 @@ function upgradeFormat(db: Db): void {
  * SCHEMA_TABLE).
  */
 function recordOwnDdl(db: Db, before: number): void {
-  db.exec(metadataDdl(0).find((sql) => sql.startsWith(`CREATE TABLE ${SCHEMA_TABLE} `))?.replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS') as string);
+  db.exec(
+    metadataDdl(0)
+      .find((sql) => sql.startsWith(`CREATE TABLE ${SCHEMA_TABLE} `))
+      ?.replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS') as string,
+  );
   const after = schemaVersion(db);
   if (after === before) return;
-  db.prepare(`INSERT INTO ${SCHEMA_TABLE} (id, before, after) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET before = excluded.before, after = excluded.after`).run(before, after);
+  db.prepare(
+    `INSERT INTO ${SCHEMA_TABLE} (id, before, after) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET before = excluded.before, after = excluded.after`,
+  ).run(before, after);
 }
 
 /** Makes the order mark the newest of sluice's objects again (see MARK_VIEW). */
@@ -263,7 +283,8 @@ function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode
   const sql = buildTriggers(id, info, mode, inputs);
   // In this order: it decides the firing order (newest first).
   for (const t of sql.all) db.exec(t.sql);
-  const stored = (name: string) => (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
+  const stored = (name: string) =>
+    (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
   const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
   const columns = info.columns.map((c) => c.name);
   db.prepare(

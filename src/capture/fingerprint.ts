@@ -9,5 +9,8 @@ import { schemaFingerprint, type TableInfo, type UniqueIndexInfo } from '../sqli
 export function captureFingerprint(info: TableInfo, uniques: readonly UniqueIndexInfo[]): string {
   if (uniques.length === 0) return schemaFingerprint(info);
   const u = JSON.stringify(uniques.map((x) => (x.partial ? { partial: x.columns } : x.columns)));
-  return createHash('sha256').update(`${schemaFingerprint(info)}|${u}`).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(`${schemaFingerprint(info)}|${u}`)
+    .digest('hex')
+    .slice(0, 16);
 }

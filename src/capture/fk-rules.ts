@@ -52,7 +52,13 @@ function loadEdges(db: Db): { edges: Edge[]; keys: Map<string, string[]>; names:
   for (const child of listTables(db)) {
     const byId = new Map<number, { table: string; from: string[]; to: (string | null)[]; onUpdate: string; onDelete: string }>();
     for (const fk of foreignKeys(db, child)) {
-      const e = byId.get(fk.id) ?? { table: fk.table, from: [], to: [], onUpdate: fk.onUpdate.toUpperCase(), onDelete: fk.onDelete.toUpperCase() };
+      const e = byId.get(fk.id) ?? {
+        table: fk.table,
+        from: [],
+        to: [],
+        onUpdate: fk.onUpdate.toUpperCase(),
+        onDelete: fk.onDelete.toUpperCase(),
+      };
       e.from.push(lower(fk.from));
       e.to.push(fk.to === null ? null : lower(fk.to));
       byId.set(fk.id, e);
@@ -97,7 +103,8 @@ function findPath(start: string, goal: string, next: (n: string) => string[]): s
   return undefined;
 }
 
-type State = { readonly table: string; readonly kind: 'delete' } | { readonly table: string; readonly kind: 'update'; readonly column: string };
+type State =
+  { readonly table: string; readonly kind: 'delete' } | { readonly table: string; readonly kind: 'update'; readonly column: string };
 
 function deleteToKeyUpdate(t: string, edges: readonly Edge[], keyCols: readonly string[]): string[] | undefined {
   const id = (s: State) => (s.kind === 'delete' ? `${s.table}|d` : `${s.table}|u|${s.column}`);
@@ -114,7 +121,8 @@ function deleteToKeyUpdate(t: string, edges: readonly Edge[], keyCols: readonly 
       const nexts: State[] = [];
       if (state.kind === 'delete') {
         if (e.onDelete === 'CASCADE') nexts.push({ table: e.child, kind: 'delete' });
-        else if (e.onDelete === 'SET NULL' || e.onDelete === 'SET DEFAULT') for (const c of e.from) nexts.push({ table: e.child, kind: 'update', column: c });
+        else if (e.onDelete === 'SET NULL' || e.onDelete === 'SET DEFAULT')
+          for (const c of e.from) nexts.push({ table: e.child, kind: 'update', column: c });
       } else if (MUTATING.has(e.onUpdate)) {
         e.to.forEach((c, i) => {
           const from = e.from[i];

@@ -2,7 +2,19 @@ import type { Db } from '../sqlite/connection.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
-import { JOURNAL_TABLE, MARK_VIEW, MARK_VIEW_SQL, OWN_TABLES, PENDING_TABLE, PREFIX, STATE_TABLE, isOwnTriggerName, legacyPendingDdl, legacyStateDdl, metadataDdl } from './schema.ts';
+import {
+  JOURNAL_TABLE,
+  MARK_VIEW,
+  MARK_VIEW_SQL,
+  OWN_TABLES,
+  PENDING_TABLE,
+  PREFIX,
+  STATE_TABLE,
+  isOwnTriggerName,
+  legacyPendingDdl,
+  legacyStateDdl,
+  metadataDdl,
+} from './schema.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { refuseTarget } from './target-guard.ts';
 
@@ -29,31 +41,59 @@ export function fkViolationError(v: FkViolation): CaptureRefusedError {
 /** Checks one table requested for capture and returns its description. */
 export function checkTable(db: Db, name: string): TableInfo {
   if (name.toLowerCase().startsWith(PREFIX) || name.toLowerCase().startsWith('sqlite_')) {
-    throw new CaptureRefusedError('RESERVED_NAME', name, `Table ${name}: names starting with ${PREFIX} or sqlite_ are reserved and cannot be captured. Pick one of your own tables.`);
+    throw new CaptureRefusedError(
+      'RESERVED_NAME',
+      name,
+      `Table ${name}: names starting with ${PREFIX} or sqlite_ are reserved and cannot be captured. Pick one of your own tables.`,
+    );
   }
   const objects = findObjects(db, name);
   const main = objects.find((o) => o.schema === 'main');
   const temp = objects.filter((o) => o.schema === 'temp');
   if (main === undefined) {
     if (temp.length > 0) {
-      throw new CaptureRefusedError('TEMP_TABLE_REFUSED', name, `Table ${name} exists only in TEMP; TEMP objects vanish with their connection and other writers never see them. Capture a table in the main database.`);
+      throw new CaptureRefusedError(
+        'TEMP_TABLE_REFUSED',
+        name,
+        `Table ${name} exists only in TEMP; TEMP objects vanish with their connection and other writers never see them. Capture a table in the main database.`,
+      );
     }
-    throw new CaptureRefusedError('TABLE_NOT_FOUND', name, `Table ${name} does not exist in the main database. Check the name (sluice status lists captured tables).`);
+    throw new CaptureRefusedError(
+      'TABLE_NOT_FOUND',
+      name,
+      `Table ${name} does not exist in the main database. Check the name (sluice status lists captured tables).`,
+    );
   }
   if (temp.length > 0) {
-    throw new CaptureRefusedError('TEMP_SHADOW', name, `Table ${name}: a TEMP ${temp[0]?.type} of the same name shadows it on this connection, so unqualified SQL would hit the wrong object. Drop the TEMP object (DROP ${temp[0]?.type?.toUpperCase() ?? 'TABLE'} temp.${quoteIdent(name)}) and retry.`);
+    throw new CaptureRefusedError(
+      'TEMP_SHADOW',
+      name,
+      `Table ${name}: a TEMP ${temp[0]?.type} of the same name shadows it on this connection, so unqualified SQL would hit the wrong object. Drop the TEMP object (DROP ${temp[0]?.type?.toUpperCase() ?? 'TABLE'} temp.${quoteIdent(name)}) and retry.`,
+    );
   }
   if (main.type === 'view') {
-    throw new CaptureRefusedError('VIEW_REFUSED', name, `${name} is a view; only ordinary tables can be captured. Capture the tables the view reads.`);
+    throw new CaptureRefusedError(
+      'VIEW_REFUSED',
+      name,
+      `${name} is a view; only ordinary tables can be captured. Capture the tables the view reads.`,
+    );
   }
   if (main.type !== 'table') {
-    throw new CaptureRefusedError('VIRTUAL_TABLE_REFUSED', name, `${name} is a virtual table; triggers cannot be attached to it. Capture the ordinary tables that feed it.`);
+    throw new CaptureRefusedError(
+      'VIRTUAL_TABLE_REFUSED',
+      name,
+      `${name} is a virtual table; triggers cannot be attached to it. Capture the ordinary tables that feed it.`,
+    );
   }
   const info = describeTable(db, name);
   if (info === undefined) throw new CaptureRefusedError('TABLE_NOT_FOUND', name, `Table ${name} does not exist in the main database.`);
   checkColumnNames(info);
   if (info.keyColumns.length === 0) {
-    throw new CaptureRefusedError('NO_PRIMARY_KEY', info.name, `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`);
+    throw new CaptureRefusedError(
+      'NO_PRIMARY_KEY',
+      info.name,
+      `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`,
+    );
   }
   const expression = expressionUniqueIndexes(db, info.name)[0];
   if (expression !== undefined) throw expressionIndexError(info.name, expression);
@@ -62,7 +102,11 @@ export function checkTable(db: Db, name: string): TableInfo {
     const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');
     const bad = db.prepare(`SELECT count(*) AS n FROM main.${quoteIdent(info.name)} WHERE ${where}`).get() as { n: bigint };
     if (bad.n > 0n) {
-      throw new CaptureRefusedError('NULL_KEY_ROWS', info.name, `Table ${info.name}: ${bad.n} row(s) have a NULL primary key (${nullable.map((c) => c.name).join(', ')}), so they have no identity. Fix: delete or re-key those rows, then enable again. (New NULL-key writes will fail loudly once captured.)`);
+      throw new CaptureRefusedError(
+        'NULL_KEY_ROWS',
+        info.name,
+        `Table ${info.name}: ${bad.n} row(s) have a NULL primary key (${nullable.map((c) => c.name).join(', ')}), so they have no identity. Fix: delete or re-key those rows, then enable again. (New NULL-key writes will fail loudly once captured.)`,
+      );
     }
   }
   return info;
@@ -109,18 +153,29 @@ export function checkNamespace(db: Db): void {
   refuseTarget(db); // a target's _sluice_ tables are sluice's own, but a target is no source
   for (const r of sluiceObjects(db)) {
     if (!r.ours) {
-      throw new CaptureRefusedError('NAMESPACE_COLLISION', r.name, `The ${r.type} ${r.name} uses sluice's reserved prefix _sluice_ but was not made by sluice. Rename it (sluice creates only _sluice_ objects and refuses to share the namespace).`);
+      throw new CaptureRefusedError(
+        'NAMESPACE_COLLISION',
+        r.name,
+        `The ${r.type} ${r.name} uses sluice's reserved prefix _sluice_ but was not made by sluice. Rename it (sluice creates only _sluice_ objects and refuses to share the namespace).`,
+      );
     }
   }
   // Only TEMP objects named like sluice's own objects in main shadow them
   // (sluice's apply sessions keep TEMP work tables of their own, _sluice_net_*).
   const own = new Set([...OWN_TABLES, MARK_VIEW].map(foldIdent));
-  const temp = (db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string }[]).filter(
-    (o) => own.has(foldIdent(o.name)) || isOwnTriggerName(foldIdent(o.name)),
-  );
+  const temp = (
+    db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as {
+      type: string;
+      name: string;
+    }[]
+  ).filter((o) => own.has(foldIdent(o.name)) || isOwnTriggerName(foldIdent(o.name)));
   const first = temp[0];
   if (first !== undefined) {
-    throw new CaptureRefusedError('TEMP_SHADOW', first.name, `A TEMP ${first.type} named ${first.name} shadows sluice's metadata on this connection. Drop it (DROP ${first.type.toUpperCase()} temp.${quoteIdent(first.name)}) and retry.`);
+    throw new CaptureRefusedError(
+      'TEMP_SHADOW',
+      first.name,
+      `A TEMP ${first.type} named ${first.name} shadows sluice's metadata on this connection. Drop it (DROP ${first.type.toUpperCase()} temp.${quoteIdent(first.name)}) and retry.`,
+    );
   }
 }
 
@@ -130,7 +185,9 @@ export function checkNamespace(db: Db): void {
  * for the REPLACE guards, our pending table).
  */
 export function sluiceObjects(db: Db): { type: string; name: string; ours: boolean }[] {
-  const rows = db.prepare("SELECT type, name, tbl_name AS tbl, sql FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as { type: string; name: string; tbl: string; sql: string | null }[];
+  const rows = db
+    .prepare("SELECT type, name, tbl_name AS tbl, sql FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'")
+    .all() as { type: string; name: string; tbl: string; sql: string | null }[];
   return rows.map((r) => ({
     type: r.type,
     name: r.name,
@@ -140,7 +197,9 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
       // The BEFORE guards (_bins/_bupd) write _sluice_pending, not the journal;
       // missing them left them behind on disable, failing every later write
       // without recursive_triggers with "no such table: _sluice_pending".
-      (r.type === 'trigger' && isOwnTriggerName(r.name) && ((r.sql ?? '').includes(JOURNAL_TABLE) || (r.sql ?? '').includes(PENDING_TABLE))),
+      (r.type === 'trigger' &&
+        isOwnTriggerName(r.name) &&
+        ((r.sql ?? '').includes(JOURNAL_TABLE) || (r.sql ?? '').includes(PENDING_TABLE))),
   }));
 }
 

@@ -34,7 +34,11 @@ export function pruneJournal(db: Db): PruneResult {
  */
 export function prune(db: Db): PruneResult {
   if (readState(db) === undefined) {
-    throw new SluiceError('CAPTURE_ABSENT', 'This database has no sluice capture, so there is nothing to prune. Run `sluice enable <db> <table...>` first.', { exitCode: 3 });
+    throw new SluiceError(
+      'CAPTURE_ABSENT',
+      'This database has no sluice capture, so there is nothing to prune. Run `sluice enable <db> <table...>` first.',
+      { exitCode: 3 },
+    );
   }
   return withWriteTransaction(db, () => pruneJournal(db));
 }

@@ -53,7 +53,15 @@ export const PREFIX = '_sluice_';
  */
 export const SCHEMA_TABLE = '_sluice_schema';
 
-export const OWN_TABLES: readonly string[] = [STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, CONSUMERS_TABLE, PENDING_TABLE, LAST_TABLE, SCHEMA_TABLE];
+export const OWN_TABLES: readonly string[] = [
+  STATE_TABLE,
+  TABLES_TABLE,
+  JOURNAL_TABLE,
+  CONSUMERS_TABLE,
+  PENDING_TABLE,
+  LAST_TABLE,
+  SCHEMA_TABLE,
+];
 
 export const OP_INSERT = 1;
 export const OP_UPDATE = 2;
@@ -74,7 +82,15 @@ export interface TriggerNames {
 
 export function triggerNames(tid: number): TriggerNames {
   const n = (s: string) => `_sluice_t${tid}_${s}`;
-  return { insert: n('ins'), update: n('upd'), delete: n('del'), beforeInsert: n('bins'), beforeUpdate: n('bupd'), flushInsert: n('fins'), flushUpdate: n('fupd') };
+  return {
+    insert: n('ins'),
+    update: n('upd'),
+    delete: n('del'),
+    beforeInsert: n('bins'),
+    beforeUpdate: n('bupd'),
+    flushInsert: n('fins'),
+    flushUpdate: n('fupd'),
+  };
 }
 
 /** Trigger names sluice may own: per-table triggers and the prune trigger. */
@@ -105,7 +121,10 @@ export interface EventRelation {
 
 /** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
 export function journalRange(tid: number, n: number, lo: number, hi: number): EventRelation {
-  return { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`, params: { lo, hi } };
+  return {
+    sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
+    params: { lo, hi },
+  };
 }
 
 /*

@@ -47,11 +47,29 @@ export interface CaptureStatus {
 export function status(db: Db): CaptureStatus {
   const v = verifyCapture(db);
   if (v.state === undefined) {
-    return { enabled: false, sourceId: null, generation: 0, seq: 0, prunedThrough: 0, retention: 0, journalRows: 0, lastReason: null, problem: v.problem, tables: [], consumers: [] };
+    return {
+      enabled: false,
+      sourceId: null,
+      generation: 0,
+      seq: 0,
+      prunedThrough: 0,
+      retention: 0,
+      journalRows: 0,
+      lastReason: null,
+      problem: v.problem,
+      tables: [],
+      consumers: [],
+    };
   }
   const seq = highWaterMark(db);
   const rows = db.prepare('SELECT count(*) AS n FROM main._sluice_journal').get() as { n: bigint };
-  const consumers = (db.prepare(`SELECT name, seq, updated_ms FROM main.${CONSUMERS_TABLE} ORDER BY name`).all() as { name: string; seq: bigint; updated_ms: bigint }[]).map((c) => ({
+  const consumers = (
+    db.prepare(`SELECT name, seq, updated_ms FROM main.${CONSUMERS_TABLE} ORDER BY name`).all() as {
+      name: string;
+      seq: bigint;
+      updated_ms: bigint;
+    }[]
+  ).map((c) => ({
     name: c.name,
     seq: Number(c.seq),
     lag: Math.max(0, seq - Number(c.seq)),

@@ -13,11 +13,19 @@ import { quoteIdent } from '../sqlite/quote.ts';
  * strip(openDatabase('app.db', { readonly: true }), 'app-clean.db');
  */
 export function strip(db: Db, out: string): { readonly removed: readonly string[] } {
-  if (fs.existsSync(out)) throw new InvalidInputError('OUTPUT_EXISTS', `${out} already exists; strip never overwrites a file. Pass a new path or remove it first.`);
+  if (fs.existsSync(out))
+    throw new InvalidInputError(
+      'OUTPUT_EXISTS',
+      `${out} already exists; strip never overwrites a file. Pass a new path or remove it first.`,
+    );
   db.prepare('VACUUM INTO ?').run(out);
   const copy = openDatabase(out, { role: 'copy' });
   try {
-    const objects = copy.prepare("SELECT type, name FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\' AND type IN ('trigger', 'view', 'table', 'index')").all() as { type: string; name: string }[];
+    const objects = copy
+      .prepare(
+        "SELECT type, name FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\' AND type IN ('trigger', 'view', 'table', 'index')",
+      )
+      .all() as { type: string; name: string }[];
     const order = ['trigger', 'view', 'index', 'table'];
     objects.sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type));
     copy.transaction(() => {

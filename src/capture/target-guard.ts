@@ -15,17 +15,26 @@ export const PROJECTIONS_TABLE = '_sluice_projections';
  * it is synced from when its metadata records one. Reads only.
  */
 export function refuseTarget(db: Db): void {
-  const found = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)").pluck().all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
+  const found = db
+    .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)")
+    .pluck()
+    .all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
   if (found.length === 0) return;
   let sources: string[] = [];
   if (found.includes(PROJECTIONS_TABLE)) {
     try {
-      sources = db.prepare(`SELECT DISTINCT source_path FROM main.${PROJECTIONS_TABLE} WHERE source_path IS NOT NULL ORDER BY source_path`).pluck().all() as string[];
+      sources = db
+        .prepare(`SELECT DISTINCT source_path FROM main.${PROJECTIONS_TABLE} WHERE source_path IS NOT NULL ORDER BY source_path`)
+        .pluck()
+        .all() as string[];
     } catch {
       /* an older or damaged metadata table: the message goes without the source's name */
     }
   }
-  const where = sources.length > 0 ? `on ${sources.map((s) => `the file it is synced from: sluice enable ${s} <table...>`).join(', or ')}` : 'on the database it is synced from (sluice health on this file names it)';
+  const where =
+    sources.length > 0
+      ? `on ${sources.map((s) => `the file it is synced from: sluice enable ${s} <table...>`).join(', or ')}`
+      : 'on the database it is synced from (sluice health on this file names it)';
   throw new InvalidInputError(
     'TARGET_NOT_SOURCE',
     `${db.name} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source. Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,

@@ -3,7 +3,19 @@ import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
-import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn, triggerNames, type CaptureMode, type TriggerNames } from './schema.ts';
+import {
+  JOURNAL_TABLE,
+  LAST_TABLE,
+  PENDING_TABLE,
+  STATE_TABLE,
+  OP_DELETE,
+  OP_INSERT,
+  OP_UPDATE,
+  journalColumn,
+  triggerNames,
+  type CaptureMode,
+  type TriggerNames,
+} from './schema.ts';
 
 /** One trigger sluice installs on a captured table. */
 export interface TriggerSpec {
@@ -98,11 +110,21 @@ END`;
   const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs);
   const all: TriggerSpec[] = [];
   if (guards !== null) {
-    all.push({ role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert }, { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate });
+    all.push(
+      { role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert },
+      { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate },
+    );
   }
-  all.push({ role: 'insert', name: names.insert, sql: insert }, { role: 'update', name: names.update, sql: update }, { role: 'delete', name: names.delete, sql: del });
+  all.push(
+    { role: 'insert', name: names.insert, sql: insert },
+    { role: 'update', name: names.update, sql: update },
+    { role: 'delete', name: names.delete, sql: del },
+  );
   if (guards !== null) {
-    all.push({ role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert }, { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate });
+    all.push(
+      { role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert },
+      { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate },
+    );
   }
   return { all, insert, update, delete: del, beforeInsert: guards?.beforeInsert ?? null, beforeUpdate: guards?.beforeUpdate ?? null };
 }
@@ -149,19 +171,25 @@ function replaceGuards(
   const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${c}`);
   type GuardColumn = { readonly name: string; readonly collate?: string; readonly rowid?: boolean };
   const ident = (c: GuardColumn) => (c.rowid === true ? c.name : quoteIdent(c.name));
-  const match = (prefix: string, columns: readonly GuardColumn[]) => `(${columns.map((c) => `${ident(c)} = ${prefix}.${ident(c)}${collate(c.collate)}`).join(' AND ')})`;
+  const match = (prefix: string, columns: readonly GuardColumn[]) =>
+    `(${columns.map((c) => `${ident(c)} = ${prefix}.${ident(c)}${collate(c.collate)}`).join(' AND ')})`;
   const key: GuardColumn[] = info.keyColumns.map((name) => {
     const coll = inputs.keyCollations.get(name);
     return coll === undefined ? { name } : { name, collate: coll };
   });
-  const constraints: { columns: readonly GuardColumn[]; partial: boolean }[] = [{ columns: key, partial: false }, ...inputs.uniques.map((u) => ({ columns: u.columns, partial: u.partial }))];
+  const constraints: { columns: readonly GuardColumn[]; partial: boolean }[] = [
+    { columns: key, partial: false },
+    ...inputs.uniques.map((u) => ({ columns: u.columns, partial: u.partial })),
+  ];
   // A rowid table whose key is not the rowid has a hidden one, and a REPLACE
   // that names it (INSERT ... (rowid, ...), UPDATE ... SET rowid = ...)
   // deletes the row holding it: one more constraint.
-  const rowid = !info.withoutRowid && !info.rowidAlias ? ROWID_NAMES.find((n) => !info.columns.some((c) => foldIdent(c.name) === n)) : undefined;
+  const rowid =
+    !info.withoutRowid && !info.rowidAlias ? ROWID_NAMES.find((n) => !info.columns.some((c) => foldIdent(c.name) === n)) : undefined;
   if (rowid !== undefined) constraints.push({ columns: [{ name: rowid, rowid: true }], partial: false });
   const hw = `(SELECT coalesce(max(seq), 0) FROM ${JOURNAL_TABLE})`;
-  const exists = (c: (typeof constraints)[number], extra: string) => `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
+  const exists = (c: (typeof constraints)[number], extra: string) =>
+    `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
   // One indexed lookup per constraint, joined by UNION: an OR of them would
   // be planned as a full table scan inside the trigger.
   // Notes are cleared per kind of write (op): the nested write of a user
@@ -174,8 +202,11 @@ function replaceGuards(
   // An update can only newly conflict on a constraint whose columns it
   // changed (byte-wise); a partial index can also be entered by changing
   // its predicate's columns, so it is always looked up.
-  const changedAny = (columns: readonly GuardColumn[]) => columns.map((c) => `NEW.${ident(c)} IS NOT OLD.${ident(c)} COLLATE BINARY`).join(' OR ');
-  const updateWhen = constraints.map((c) => (c.partial ? exists(c, notSelf) : `((${changedAny(c.columns)}) AND ${exists(c, notSelf)})`)).join('\n  OR ');
+  const changedAny = (columns: readonly GuardColumn[]) =>
+    columns.map((c) => `NEW.${ident(c)} IS NOT OLD.${ident(c)} COLLATE BINARY`).join(' OR ');
+  const updateWhen = constraints
+    .map((c) => (c.partial ? exists(c, notSelf) : `((${changedAny(c.columns)}) AND ${exists(c, notSelf)})`))
+    .join('\n  OR ');
   // UPDATE OF: SQLite leaves the update guards out of every UPDATE whose SET
   // names none of these columns (decided when the statement is compiled, by
   // name, so each spelling of the rowid is listed), so an ordinary update
@@ -186,7 +217,9 @@ function replaceGuards(
   // INTEGER PRIMARY KEY, SET rowid = ... changes the key. A generated
   // column is never named in a SET, so an index over one (like a partial
   // index) makes the guards watch every update.
-  const watchedNames = [...new Set(constraints.flatMap((c) => c.columns.filter((col) => col.rowid !== true).map((col) => quoteIdent(col.name))))];
+  const watchedNames = [
+    ...new Set(constraints.flatMap((c) => c.columns.filter((col) => col.rowid !== true).map((col) => quoteIdent(col.name)))),
+  ];
   if (!info.withoutRowid) watchedNames.push(...ROWID_NAMES.filter((n) => !info.columns.some((c) => foldIdent(c.name) === n)));
   const generated = new Set(info.columns.filter((c) => c.hidden === 2 || c.hidden === 3).map((c) => c.name));
   const watchAll = inputs.uniques.some((u) => u.partial || u.columns.some((c) => generated.has(c.name)));
@@ -195,21 +228,45 @@ function replaceGuards(
   // Positions of the key columns in the two image halves of a journal row.
   const n = imageCols.length;
   const keyPos = info.keyColumns.map((k) => imageCols.indexOf(k));
-  const keyCols = key.map((k, i) => ({ old: journalColumn(keyPos[i] as number), new: journalColumn(n + (keyPos[i] as number)), collate: k.collate, col: k.name }));
-  const sameKey = (a: (k: (typeof keyCols)[number]) => string, b: (k: (typeof keyCols)[number]) => string) => `(${keyCols.map((k) => `${a(k)} = ${b(k)}${collate(k.collate)}`).join(' AND ')})`;
-  const isNewKey = sameKey((k) => `p.${k.old}`, (k) => `NEW.${quoteIdent(k.col)}`);
-  const rowGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${sameKey((k) => `r.${quoteIdent(k.col)}`, (k) => `p.${k.old}`)})`;
+  const keyCols = key.map((k, i) => ({
+    old: journalColumn(keyPos[i] as number),
+    new: journalColumn(n + (keyPos[i] as number)),
+    collate: k.collate,
+    col: k.name,
+  }));
+  const sameKey = (a: (k: (typeof keyCols)[number]) => string, b: (k: (typeof keyCols)[number]) => string) =>
+    `(${keyCols.map((k) => `${a(k)} = ${b(k)}${collate(k.collate)}`).join(' AND ')})`;
+  const isNewKey = sameKey(
+    (k) => `p.${k.old}`,
+    (k) => `NEW.${quoteIdent(k.col)}`,
+  );
+  const rowGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${sameKey(
+    (k) => `r.${quoteIdent(k.col)}`,
+    (k) => `p.${k.old}`,
+  )})`;
   // Taken off its key since the note (deleted, or its key moved): whoever
   // did it journaled it. An update in place keeps it there, newer.
-  const onKey = sameKey((k) => `j.${k.old}`, (k) => `p.${k.old}`);
-  const untouched = `NOT EXISTS (SELECT 1 FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND ${onKey} AND (j.op = ${OP_DELETE} OR (j.op = ${OP_UPDATE} AND NOT ${sameKey((k) => `j.${k.new}`, (k) => `p.${k.old}`)})))`;
+  const onKey = sameKey(
+    (k) => `j.${k.old}`,
+    (k) => `p.${k.old}`,
+  );
+  const untouched = `NOT EXISTS (SELECT 1 FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND ${onKey} AND (j.op = ${OP_DELETE} OR (j.op = ${OP_UPDATE} AND NOT ${sameKey(
+    (k) => `j.${k.new}`,
+    (k) => `p.${k.old}`,
+  )})))`;
   // The image to journal: the note's, or the newest in-place update's after-image.
   const newest = `(SELECT max(j.seq) FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND j.op = ${OP_UPDATE} AND ${onKey})`;
   const image = imageCols.map((_, i) => `, CASE WHEN u.seq IS NULL THEN p.${journalColumn(i)} ELSE u.${journalColumn(n + i)} END`).join('');
   const fresh = `p.hw >= (SELECT pruned_through FROM ${STATE_TABLE})`;
   // The updated row itself is never deleted by its own write (a stale note
   // of it would otherwise look gone once its key changed, or like the new key).
-  const notOld = (op: number) => (op === OP_UPDATE ? ` AND NOT ${sameKey((k) => `p.${k.old}`, (k) => `OLD.${quoteIdent(k.col)}`)}` : '');
+  const notOld = (op: number) =>
+    op === OP_UPDATE
+      ? ` AND NOT ${sameKey(
+          (k) => `p.${k.old}`,
+          (k) => `OLD.${quoteIdent(k.col)}`,
+        )}`
+      : '';
   const flush = (op: number) =>
     `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
   DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};`;

@@ -9,11 +9,17 @@ export function registerChanges(program: Command): void {
     .command('changes')
     .description('Print captured events as JSONL (one event per line), then {"cursor": ...} to continue from.')
     .argument('<db>', 'source SQLite database')
-    .option('--since <cursor>', 'continue after this cursor (default: the start of the retained journal written since the tables were last armed)')
+    .option(
+      '--since <cursor>',
+      'continue after this cursor (default: the start of the retained journal written since the tables were last armed)',
+    )
     .option('--limit <n>', 'most events to print', parseWholeNumber, 1000)
     .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
     .option('--json', 'accepted for symmetry: the output is always JSONL')
-    .addHelpText('after', '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"',
+    )
     .action((dbPath: string, opts: { since?: string; limit: number; table: string[] }) => {
       const db = openSource(dbPath, { readonly: true });
       try {

@@ -20,7 +20,10 @@ export function prepareDemoDir(dir: string): void {
   const marker = path.join(dir, DEMO_MARKER);
   const stat = fs.statSync(dir, { throwIfNoEntry: false });
   if (stat !== undefined && !stat.isDirectory()) {
-    throw new SluiceError('DEMO_WOULD_OVERWRITE', `sluice demo --dir ${dir}: ${dir} is not a folder. Pass a new or empty folder, or leave out --dir for a new temporary one.`);
+    throw new SluiceError(
+      'DEMO_WOULD_OVERWRITE',
+      `sluice demo --dir ${dir}: ${dir} is not a folder. Pass a new or empty folder, or leave out --dir for a new temporary one.`,
+    );
   }
   if (stat !== undefined && !fs.existsSync(marker)) {
     const taken = Object.values(DEMO_DATABASES)
@@ -34,5 +37,8 @@ export function prepareDemoDir(dir: string): void {
     }
   }
   fs.mkdirSync(dir, { recursive: true });
-  fs.writeFileSync(marker, `Made by sluice demo: ${Object.values(DEMO_DATABASES).join(', ')} (and their -wal, -shm) in this folder are the demo's, and a later sluice demo --dir here replaces them.\n`);
+  fs.writeFileSync(
+    marker,
+    `Made by sluice demo: ${Object.values(DEMO_DATABASES).join(', ')} (and their -wal, -shm) in this folder are the demo's, and a later sluice demo --dir here replaces them.\n`,
+  );
 }

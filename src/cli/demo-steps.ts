@@ -2,7 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { buildTracker, TRACKER_TABLES } from './demo-tracker.ts';
-import { openSource, enable, status, openDatabase, sync, verify, health, loadDefinitions, type SyncReport, type ProjectionDefinition } from '../index.ts';
+import {
+  openSource,
+  enable,
+  status,
+  openDatabase,
+  sync,
+  verify,
+  health,
+  loadDefinitions,
+  type SyncReport,
+  type ProjectionDefinition,
+} from '../index.ts';
 import { packageRoot } from './package-root.ts';
 import { DEMO_DATABASES } from './demo-dir.ts';
 
@@ -13,7 +24,14 @@ export interface DemoStep {
   readonly detail: string;
 }
 
-const DEMO_PROJECTIONS = ['repositories.json', 'issues-mirror.json', 'open-issues.json', 'issues-search.json', 'comments-search.json', 'comment-counts.ts'];
+const DEMO_PROJECTIONS = [
+  'repositories.json',
+  'issues-mirror.json',
+  'open-issues.json',
+  'issues-search.json',
+  'comments-search.json',
+  'comment-counts.ts',
+];
 
 /** The external writer: Python's sqlite3, which knows nothing of sluice. */
 const PYTHON_BURST = `
@@ -77,7 +95,12 @@ function searchCount(cache: string, term: string): number {
 }
 
 function summarize(r: SyncReport): string {
-  return r.projections.map((p) => `${p.name} ${p.state}${p.snapshotRows !== undefined ? ` ${p.snapshotRows} rows` : ''}${p.applied > 0 ? ` +${p.applied} events` : ''}`).join(', ');
+  return r.projections
+    .map(
+      (p) =>
+        `${p.name} ${p.state}${p.snapshotRows !== undefined ? ` ${p.snapshotRows} rows` : ''}${p.applied > 0 ? ` +${p.applied} events` : ''}`,
+    )
+    .join(', ');
 }
 
 /** How many steps runDemo has when every one runs. */
@@ -93,101 +116,161 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
   const root = packageRoot();
   const defs: ProjectionDefinition[] = [];
 
-  if (!timed(steps, 'build fixture', () => {
-    buildTracker(source);
-    return `issue tracker at ${source}`;
-  })) return steps;
+  if (
+    !timed(steps, 'build fixture', () => {
+      buildTracker(source);
+      return `issue tracker at ${source}`;
+    })
+  )
+    return steps;
 
-  if (!timed(steps, 'enable capture', () => {
-    const db = openSource(source);
-    try {
-      const r = enable(db, [...TRACKER_TABLES]);
-      return `${r.added.join(', ')} captured (source ${r.sourceId.slice(0, 8)}, images mode)`;
-    } finally {
-      db.close();
-    }
-  })) return steps;
+  if (
+    !timed(steps, 'enable capture', () => {
+      const db = openSource(source);
+      try {
+        const r = enable(db, [...TRACKER_TABLES]);
+        return `${r.added.join(', ')} captured (source ${r.sourceId.slice(0, 8)}, images mode)`;
+      } finally {
+        db.close();
+      }
+    })
+  )
+    return steps;
 
-  if (!(await timedAsync(steps, 'initial sync (snapshot)', async () => {
-    for (const f of DEMO_PROJECTIONS) defs.push(...(await loadDefinitions(path.join(root, 'projections', f))));
-    const r = await sync(source, cache, { projections: defs });
-    return { ok: r.projections.every((p) => p.state === 'active'), detail: summarize(r) };
-  }))) return steps;
+  if (
+    !(await timedAsync(steps, 'initial sync (snapshot)', async () => {
+      for (const f of DEMO_PROJECTIONS) defs.push(...(await loadDefinitions(path.join(root, 'projections', f))));
+      const r = await sync(source, cache, { projections: defs });
+      return { ok: r.projections.every((p) => p.state === 'active'), detail: summarize(r) };
+    }))
+  )
+    return steps;
 
   const before = searchCount(cache, 'zeppelin');
   const py = python();
-  if (!timed(steps, 'burst of writes from Python sqlite3', () => {
-    if (py === undefined) return { ok: false, detail: 'python3 with sqlite3 is needed for the external writer' };
-    const r = spawnSync(py, ['-c', PYTHON_BURST, source, '50'], { encoding: 'utf8' });
-    return { ok: r.status === 0, detail: r.status === 0 ? '50 new issues + 50 comments, 10 issues closed, 1 thread deleted (100+ commits)' : r.stderr };
-  })) return steps;
+  if (
+    !timed(steps, 'burst of writes from Python sqlite3', () => {
+      if (py === undefined) return { ok: false, detail: 'python3 with sqlite3 is needed for the external writer' };
+      const r = spawnSync(py, ['-c', PYTHON_BURST, source, '50'], { encoding: 'utf8' });
+      return {
+        ok: r.status === 0,
+        detail: r.status === 0 ? '50 new issues + 50 comments, 10 issues closed, 1 thread deleted (100+ commits)' : r.stderr,
+      };
+    })
+  )
+    return steps;
 
-  if (!(await timedAsync(steps, 'incremental sync', async () => {
-    const r = await sync(source, cache, { projections: defs });
-    const after = searchCount(cache, 'zeppelin');
-    return { ok: r.projections.every((p) => p.state === 'active') && before === 0 && after === 50, detail: `${summarize(r)}; search "zeppelin": ${before} -> ${after} hits` };
-  }))) return steps;
+  if (
+    !(await timedAsync(steps, 'incremental sync', async () => {
+      const r = await sync(source, cache, { projections: defs });
+      const after = searchCount(cache, 'zeppelin');
+      return {
+        ok: r.projections.every((p) => p.state === 'active') && before === 0 && after === 50,
+        detail: `${summarize(r)}; search "zeppelin": ${before} -> ${after} hits`,
+      };
+    }))
+  )
+    return steps;
 
-  if (!(await timedAsync(steps, 'verify cache against source', async () => {
-    const v = await verify(source, cache);
-    return { ok: v.ok, detail: v.projections.map((p) => `${p.name} ${p.ok ? 'ok' : 'MISMATCH'}${p.reason === 'NOT_VERIFIABLE' ? ' (custom)' : ''}`).join(', ') };
-  }))) return steps;
+  if (
+    !(await timedAsync(steps, 'verify cache against source', async () => {
+      const v = await verify(source, cache);
+      return {
+        ok: v.ok,
+        detail: v.projections
+          .map((p) => `${p.name} ${p.ok ? 'ok' : 'MISMATCH'}${p.reason === 'NOT_VERIFIABLE' ? ' (custom)' : ''}`)
+          .join(', '),
+      };
+    }))
+  )
+    return steps;
 
-  if (!timed(steps, 'crash mid-sync (SIGKILL before commit)', () => {
-    if (py === undefined) return { ok: false, detail: 'python3 needed' };
-    spawnSync(py, ['-c', PYTHON_BURST.replace('1000 + i', '2000 + i'), source, '20'], { encoding: 'utf8' });
-    const args = [path.join(root, 'bin', 'sluice.js'), 'sync', source, cache, ...DEMO_PROJECTIONS.flatMap((f) => ['--projection', path.join(root, 'projections', f)])];
-    const r = spawnSync(process.execPath, args, { encoding: 'utf8', env: { ...process.env, SLUICE_CRASH_AT: 'before-commit' } });
-    const killed = r.signal === 'SIGKILL' || r.status === 137 || (process.platform === 'win32' && r.status !== 0);
-    return { ok: killed && searchCount(cache, 'zeppelin') === 50, detail: `sync process killed by ${r.signal ?? r.status}; the cache still shows the last committed state (50 hits)` };
-  })) return steps;
+  if (
+    !timed(steps, 'crash mid-sync (SIGKILL before commit)', () => {
+      if (py === undefined) return { ok: false, detail: 'python3 needed' };
+      spawnSync(py, ['-c', PYTHON_BURST.replace('1000 + i', '2000 + i'), source, '20'], { encoding: 'utf8' });
+      const args = [
+        path.join(root, 'bin', 'sluice.js'),
+        'sync',
+        source,
+        cache,
+        ...DEMO_PROJECTIONS.flatMap((f) => ['--projection', path.join(root, 'projections', f)]),
+      ];
+      const r = spawnSync(process.execPath, args, { encoding: 'utf8', env: { ...process.env, SLUICE_CRASH_AT: 'before-commit' } });
+      const killed = r.signal === 'SIGKILL' || r.status === 137 || (process.platform === 'win32' && r.status !== 0);
+      return {
+        ok: killed && searchCount(cache, 'zeppelin') === 50,
+        detail: `sync process killed by ${r.signal ?? r.status}; the cache still shows the last committed state (50 hits)`,
+      };
+    })
+  )
+    return steps;
 
-  if (!(await timedAsync(steps, 'resume after the crash', async () => {
-    const r = await sync(source, cache, { projections: defs });
-    const v = await verify(source, cache);
-    const hits = searchCount(cache, 'zeppelin');
-    return { ok: v.ok && hits === 70 && r.projections.every((p) => p.state === 'active'), detail: `resumed from each projection's cursor: ${summarize(r)}; search "zeppelin": ${hits} hits; verify ${v.ok ? 'ok' : 'FAILED'}` };
-  }))) return steps;
+  if (
+    !(await timedAsync(steps, 'resume after the crash', async () => {
+      const r = await sync(source, cache, { projections: defs });
+      const v = await verify(source, cache);
+      const hits = searchCount(cache, 'zeppelin');
+      return {
+        ok: v.ok && hits === 70 && r.projections.every((p) => p.state === 'active'),
+        detail: `resumed from each projection's cursor: ${summarize(r)}; search "zeppelin": ${hits} hits; verify ${v.ok ? 'ok' : 'FAILED'}`,
+      };
+    }))
+  )
+    return steps;
 
-  if (!(await timedAsync(steps, 'tampered cache row: suspend, then --reinit', async () => {
-    // Someone edits the cache by hand; then the source changes that row.
-    const edit = openDatabase(cache, { role: 'cache' });
-    try {
-      edit.exec("UPDATE issues SET title = 'edited in the cache' WHERE repo_id = 1 AND number = 3");
-    } finally {
-      edit.close();
-    }
-    const src = openSource(source);
-    try {
-      src.exec("UPDATE issues SET title = 'retitled at the source' WHERE repo_id = 1 AND number = 3");
-    } finally {
-      src.close();
-    }
-    const caught = await sync(source, cache, { projections: defs });
-    const issues = caught.projections.find((p) => p.name === 'issues');
-    const look = openDatabase(cache, { readonly: true, role: 'cache' });
-    let kept: unknown;
-    try {
-      kept = look.prepare('SELECT title FROM issues WHERE repo_id = 1 AND number = 3').pluck().get();
-    } finally {
-      look.close();
-    }
-    const others = caught.projections.filter((p) => p.name !== 'issues');
-    const repaired = await sync(source, cache, { projections: defs, reinit: ['issues'] });
-    const again = repaired.projections.find((p) => p.name === 'issues');
-    const v = await verify(source, cache);
-    return {
-      ok: issues?.state === 'suspended' && issues.reason === 'TARGET_DIVERGED' && kept === 'edited in the cache' && others.every((p) => p.state === 'active') && again?.state === 'active' && again.rebuilt === 'REINIT' && v.ok,
-      detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; sync --reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
-    };
-  }))) return steps;
+  if (
+    !(await timedAsync(steps, 'tampered cache row: suspend, then --reinit', async () => {
+      // Someone edits the cache by hand; then the source changes that row.
+      const edit = openDatabase(cache, { role: 'cache' });
+      try {
+        edit.exec("UPDATE issues SET title = 'edited in the cache' WHERE repo_id = 1 AND number = 3");
+      } finally {
+        edit.close();
+      }
+      const src = openSource(source);
+      try {
+        src.exec("UPDATE issues SET title = 'retitled at the source' WHERE repo_id = 1 AND number = 3");
+      } finally {
+        src.close();
+      }
+      const caught = await sync(source, cache, { projections: defs });
+      const issues = caught.projections.find((p) => p.name === 'issues');
+      const look = openDatabase(cache, { readonly: true, role: 'cache' });
+      let kept: unknown;
+      try {
+        kept = look.prepare('SELECT title FROM issues WHERE repo_id = 1 AND number = 3').pluck().get();
+      } finally {
+        look.close();
+      }
+      const others = caught.projections.filter((p) => p.name !== 'issues');
+      const repaired = await sync(source, cache, { projections: defs, reinit: ['issues'] });
+      const again = repaired.projections.find((p) => p.name === 'issues');
+      const v = await verify(source, cache);
+      return {
+        ok:
+          issues?.state === 'suspended' &&
+          issues.reason === 'TARGET_DIVERGED' &&
+          kept === 'edited in the cache' &&
+          others.every((p) => p.state === 'active') &&
+          again?.state === 'active' &&
+          again.rebuilt === 'REINIT' &&
+          v.ok,
+        detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; sync --reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
+      };
+    }))
+  )
+    return steps;
 
   timed(steps, 'health and lag', () => {
     const h = health(cache);
     const src = openSource(source, { readonly: true });
     try {
       const s = status(src);
-      return { ok: h.ok, detail: `source seq ${s.seq}, journal ${s.journalRows} rows; ${h.projections.map((p) => `${p.name} lag ${p.lagEvents ?? '?'}`).join(', ')}` };
+      return {
+        ok: h.ok,
+        detail: `source seq ${s.seq}, journal ${s.journalRows} rows; ${h.projections.map((p) => `${p.name} lag ${p.lagEvents ?? '?'}`).join(', ')}`,
+      };
     } finally {
       src.close();
     }

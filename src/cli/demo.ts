@@ -10,8 +10,13 @@ import { emit, ExitSignal } from './output.ts';
 export function registerDemo(program: Command): void {
   program
     .command('demo')
-    .description('The tour on a bundled issue tracker: capture, sync into a cache (mirror, map, FTS5, custom), writes from Python, search, verify, a crash and its resume.')
-    .option('--dir <dir>', 'work directory (default: a new temp directory); a folder holding a tracker.db or cache.db the demo did not make is refused')
+    .description(
+      'The tour on a bundled issue tracker: capture, sync into a cache (mirror, map, FTS5, custom), writes from Python, search, verify, a crash and its resume.',
+    )
+    .option(
+      '--dir <dir>',
+      'work directory (default: a new temp directory); a folder holding a tracker.db or cache.db the demo did not make is refused',
+    )
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice demo --dir /tmp/sluice-demo')
     .action(async (opts: { dir?: string; json?: boolean }) => {
@@ -24,8 +29,13 @@ export function registerDemo(program: Command): void {
       emit(opts, S.demoOutput, { ok, dir, ms: total, steps }, () =>
         [
           `sluice demo in ${dir}`,
-          ...steps.map((s, i) => `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(44)} ${String(s.ms).padStart(6)} ms  ${s.detail}`),
-          ok ? `all steps checked out in ${total} ms. Try: npx sluice health ${path.join(dir, DEMO_DATABASES.cache)}` : 'the demo FAILED: see the step marked FAIL',
+          ...steps.map(
+            (s, i) =>
+              `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(44)} ${String(s.ms).padStart(6)} ms  ${s.detail}`,
+          ),
+          ok
+            ? `all steps checked out in ${total} ms. Try: npx sluice health ${path.join(dir, DEMO_DATABASES.cache)}`
+            : 'the demo FAILED: see the step marked FAIL',
         ].join('\n'),
       );
       if (!ok) throw new ExitSignal(1);

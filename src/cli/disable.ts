@@ -14,7 +14,11 @@ export function registerDisable(program: Command): void {
       const db = openSource(dbPath, { readonly: false });
       try {
         const r = disable(db);
-        emit(opts, S.disableOutput, r, () => (r.removed.length === 0 ? 'nothing to remove: capture was not enabled' : `removed ${r.removed.length} objects: ${r.removed.join(', ')}`));
+        emit(opts, S.disableOutput, r, () =>
+          r.removed.length === 0
+            ? 'nothing to remove: capture was not enabled'
+            : `removed ${r.removed.length} objects: ${r.removed.join(', ')}`,
+        );
       } finally {
         db.close();
       }

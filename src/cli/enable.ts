@@ -22,7 +22,9 @@ export function describeRearmed(tables: readonly RearmedTable[]): string {
 export function registerEnable(program: Command): void {
   program
     .command('enable')
-    .description('Capture inserts, updates and deletes of tables (idempotent; re-arms what is missing). Switches the database to WAL once it succeeds.')
+    .description(
+      'Capture inserts, updates and deletes of tables (idempotent; re-arms what is missing). Switches the database to WAL once it succeeds.',
+    )
     .argument('<db>', 'source SQLite database')
     .argument('<table...>', 'tables to capture')
     .addOption(new Option('--mode <mode>', 'what each event records').choices([...CAPTURE_MODES]).default('images'))
@@ -38,8 +40,12 @@ export function registerEnable(program: Command): void {
             `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
             r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
             r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
-            r.switchedToWal ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)` : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,
-          ].filter((l) => l !== '').join('\n'),
+            r.switchedToWal
+              ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)`
+              : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,
+          ]
+            .filter((l) => l !== '')
+            .join('\n'),
         );
       } finally {
         db.close();

@@ -1,7 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openSource, exportOnce, decodeCursor, status, LineSink, cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from '../index.ts';
+import {
+  openSource,
+  exportOnce,
+  decodeCursor,
+  status,
+  LineSink,
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -20,76 +32,87 @@ export function registerExport(program: Command): void {
     .option('--batch <n>', 'events per batch', parseWholeNumber, 1000)
     .option('--follow', 'keep exporting as changes commit, until SIGINT/SIGTERM')
     .option('--json', 'print one JSON summary object on exit')
-    .addHelpText('after', '\nExamples:\n  $ sluice export app.db --out changes.jsonl\n  $ sluice export app.db --out changes.jsonl --follow   # resumes where it stopped')
-    .action(async (dbPath: string, opts: { out: string; since?: string; table: string[]; batch: number; follow?: boolean; json?: boolean }) => {
-      const toStdout = opts.out === '-';
-      const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
-      const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
-      const since = opts.since ?? saved.cursor;
-      // Open the source before the output: a missing or bad source must not leave an empty output file behind.
-      const db = openSource(dbPath, { readonly: true });
-      let fd: number;
-      try {
-        // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
-        if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
-        fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
-      } catch (err) {
-        db.close();
-        throw err;
-      }
-      const sink = new LineSink(fd);
-      let cursor = since;
-      let totals = { rows: 0, events: 0, batches: 0 };
-      // On a terminal: the share of the range from the run's start to the source's seq at its start.
-      const bar = workBar(opts, 'export', 'events');
-      let range = { from: 0, to: 0 };
-      const record = (c: string) => {
-        cursor = c;
-        if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
-        bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
-      };
-      try {
-        const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
-        const run = () => {
-          if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
-          range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
-          bar.update(0, range.to - range.from);
-          let r: ReturnType<typeof exportOnce>;
-          try {
-            r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
-          } finally {
-            bar.stop();
-          }
-          totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
-        };
-        // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange
-        // only installs its handlers after it, and a signal meanwhile would kill
-        // the process (exit by signal, no summary) instead of a clean exit 0.
-        let stopped = false;
-        const onSignal = () => {
-          stopped = true;
-        };
-        if (opts.follow === true) {
-          process.on('SIGINT', onSignal);
-          process.on('SIGTERM', onSignal);
-        }
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice export app.db --out changes.jsonl\n  $ sluice export app.db --out changes.jsonl --follow   # resumes where it stopped',
+    )
+    .action(
+      async (dbPath: string, opts: { out: string; since?: string; table: string[]; batch: number; follow?: boolean; json?: boolean }) => {
+        const toStdout = opts.out === '-';
+        const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
+        const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
+        const since = opts.since ?? saved.cursor;
+        // Open the source before the output: a missing or bad source must not leave an empty output file behind.
+        const db = openSource(dbPath, { readonly: true });
+        let fd: number;
         try {
-          run();
-          if (opts.follow === true && !stopped) await waitForChange(db, dbPath, run);
-        } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
+          // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
+          if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
+          fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
+        } catch (err) {
+          db.close();
+          throw err;
         }
-      } finally {
-        sink.flush(true);
-        db.close();
-        if (!toStdout) fs.closeSync(fd);
-      }
-      if (!toStdout || opts.json === true) {
-        const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
-        const write = toStdout ? (s: string) => stderr().write(`${s}\n`) : undefined;
-        if (write !== undefined) write(JSON.stringify(summary));
-        else emit(opts, S.exportOutput, summary, () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`);
-      }
-    });
+        const sink = new LineSink(fd);
+        let cursor = since;
+        let totals = { rows: 0, events: 0, batches: 0 };
+        // On a terminal: the share of the range from the run's start to the source's seq at its start.
+        const bar = workBar(opts, 'export', 'events');
+        let range = { from: 0, to: 0 };
+        const record = (c: string) => {
+          cursor = c;
+          if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
+          bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
+        };
+        try {
+          const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
+          const run = () => {
+            if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
+            range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
+            bar.update(0, range.to - range.from);
+            let r: ReturnType<typeof exportOnce>;
+            try {
+              r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
+            } finally {
+              bar.stop();
+            }
+            totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
+          };
+          // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange
+          // only installs its handlers after it, and a signal meanwhile would kill
+          // the process (exit by signal, no summary) instead of a clean exit 0.
+          let stopped = false;
+          const onSignal = () => {
+            stopped = true;
+          };
+          if (opts.follow === true) {
+            process.on('SIGINT', onSignal);
+            process.on('SIGTERM', onSignal);
+          }
+          try {
+            run();
+            if (opts.follow === true && !stopped) await waitForChange(db, dbPath, run);
+          } finally {
+            process.off('SIGINT', onSignal);
+            process.off('SIGTERM', onSignal);
+          }
+        } finally {
+          sink.flush(true);
+          db.close();
+          if (!toStdout) fs.closeSync(fd);
+        }
+        if (!toStdout || opts.json === true) {
+          const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
+          const write = toStdout ? (s: string) => stderr().write(`${s}\n`) : undefined;
+          if (write !== undefined) write(JSON.stringify(summary));
+          else
+            emit(
+              opts,
+              S.exportOutput,
+              summary,
+              () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`,
+            );
+        }
+      },
+    );
 }

@@ -11,7 +11,12 @@ export interface FollowOptions {
    * Human mode: where the start line, a summary every `summaryIntervalMs`
    * and the final summary on SIGINT/SIGTERM go (not with --json), fed by `tally`.
    */
-  readonly human?: { readonly say: (line: string) => void; readonly tally: FollowTally; readonly summaryIntervalMs: number; readonly start: string };
+  readonly human?: {
+    readonly say: (line: string) => void;
+    readonly tally: FollowTally;
+    readonly summaryIntervalMs: number;
+    readonly start: string;
+  };
 }
 
 /**
@@ -53,7 +58,8 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   process.on('SIGTERM', onTerm);
   const human = options.human;
   human?.say(human.start);
-  const timer = human === undefined ? undefined : setInterval(() => human.say(human.tally.summary(human.summaryIntervalMs)), human.summaryIntervalMs);
+  const timer =
+    human === undefined ? undefined : setInterval(() => human.say(human.tally.summary(human.summaryIntervalMs)), human.summaryIntervalMs);
   try {
     await pass();
     if (stop.signal.aborted) return;

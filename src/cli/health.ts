@@ -16,7 +16,10 @@ export function registerHealth(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json')
     .action((target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number }) => {
-      const h = health(target, { ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }), ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }) });
+      const h = health(target, {
+        ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
+        ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
+      });
       emit(opts, S.healthOutput, h, () =>
         h.projections.length === 0
           ? 'no projections in this target'

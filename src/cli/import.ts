@@ -12,13 +12,19 @@ export function registerImport(program: Command): void {
     .description('Apply a file written by `sluice export` to a target, with the same cursor rules as sync (importing twice applies once).')
     .argument('<target>', 'target SQLite database (created if missing)')
     .argument('<file>', 'JSONL file from sluice export')
-    .option('--projection <file>', 'projection definition file (repeatable; default: the target\'s, or a mirror of every table in the file)', collect, [] as string[])
+    .option(
+      '--projection <file>',
+      "projection definition file (repeatable; default: the target's, or a mirror of every table in the file)",
+      collect,
+      [] as string[],
+    )
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice import cache.db changes.jsonl --projection projections/issues-search.json')
     .action(async (target: string, file: string, opts: { projection: string[]; json?: boolean }) => {
       const defs = await loadAll(opts.projection);
       const bar = workBar(opts, 'import', 'bytes');
-      const onProgress = (p: { bytes: number; size: number; batchesApplied: number; batchesSkipped: number }) => bar.update(p.bytes, p.size, `${p.batchesApplied} batches applied, ${p.batchesSkipped} skipped`);
+      const onProgress = (p: { bytes: number; size: number; batchesApplied: number; batchesSkipped: number }) =>
+        bar.update(p.bytes, p.size, `${p.batchesApplied} batches applied, ${p.batchesSkipped} skipped`);
       let r: Awaited<ReturnType<typeof importFile>>;
       try {
         r = await importFile(target, file, { ...(defs === undefined ? {} : { projections: defs }), onProgress });

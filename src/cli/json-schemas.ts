@@ -92,7 +92,13 @@ export const verifyOutput = z.object({
   ),
 });
 
-export const exportOutput = z.object({ out: z.string(), cursor: z.string().nullable(), rows: z.number().int(), events: z.number().int(), batches: z.number().int() });
+export const exportOutput = z.object({
+  out: z.string(),
+  cursor: z.string().nullable(),
+  rows: z.number().int(),
+  events: z.number().int(),
+  batches: z.number().int(),
+});
 
 export const importOutput = z.object({
   lines: z.number().int(),
@@ -100,7 +106,13 @@ export const importOutput = z.object({
   batchesSkipped: z.number().int(),
   incompleteTail: z.number().int(),
   projections: z.array(
-    z.object({ name: z.string(), state: z.string(), reason: z.string().optional(), seq: z.number().int(), droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional() }),
+    z.object({
+      name: z.string(),
+      state: z.string(),
+      reason: z.string().optional(),
+      seq: z.number().int(),
+      droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
+    }),
   ),
 });
 
@@ -119,7 +131,9 @@ export const healthOutput = z.object({
       lagEvents: z.number().int().nullable(),
       lagMs: z.number().nullable(),
       lastError: z.string().nullable(),
-      failure: z.object({ code: z.string(), message: z.string(), ms: z.number().int().nullable(), consecutive: z.number().int().min(1) }).nullable(),
+      failure: z
+        .object({ code: z.string(), message: z.string(), ms: z.number().int().nullable(), consecutive: z.number().int().min(1) })
+        .nullable(),
       rebuild: z.string().nullable(),
       needsAction: z.boolean(),
       action: z.string().optional(),

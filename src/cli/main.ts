@@ -21,7 +21,23 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of [registerEnable, registerDisable, registerBump, registerStatus, registerChanges, registerPrune, registerSync, registerVerify, registerExport, registerImport, registerHealth, registerQuery, registerStrip, registerDemo]) register(program);
+  for (const register of [
+    registerEnable,
+    registerDisable,
+    registerBump,
+    registerStatus,
+    registerChanges,
+    registerPrune,
+    registerSync,
+    registerVerify,
+    registerExport,
+    registerImport,
+    registerHealth,
+    registerQuery,
+    registerStrip,
+    registerDemo,
+  ])
+    register(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }

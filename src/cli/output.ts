@@ -20,7 +20,11 @@ export function emit(options: GlobalOptions, schema: z.ZodType, json: unknown, h
 }
 
 export function jsonReplacer(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? (value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= -BigInt(Number.MAX_SAFE_INTEGER) ? Number(value) : value.toString()) : value;
+  return typeof value === 'bigint'
+    ? value <= BigInt(Number.MAX_SAFE_INTEGER) && value >= -BigInt(Number.MAX_SAFE_INTEGER)
+      ? Number(value)
+      : value.toString()
+    : value;
 }
 
 /** Thrown by a command that finished but must exit non-zero (e.g. 3: needs action). */

@@ -35,11 +35,24 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
     update: (p) => {
       if (current?.projection !== p.projection) current = { projection: p.projection, started: Date.now() };
       const f = progressFigures(p, p.elapsedMs ?? Date.now() - current.started);
-      const payload = { projection: p.projection, phase: p.phase, seq: p.seq, sourceSeq: p.sourceSeq, events: p.rows ?? p.events, rate: f.rate, lag: f.lag };
+      const payload = {
+        projection: p.projection,
+        phase: p.phase,
+        seq: p.seq,
+        sourceSeq: p.sourceSeq,
+        events: p.rows ?? p.events,
+        rate: f.rate,
+        lag: f.lag,
+      };
       const permille = Math.floor(f.share * 1000);
       if (bar === undefined) {
         bar = new cliProgress.SingleBar(
-          { format: '{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}', stream: process.stderr, hideCursor: true, clearOnComplete: true },
+          {
+            format: '{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}',
+            stream: process.stderr,
+            hideCursor: true,
+            clearOnComplete: true,
+          },
           cliProgress.Presets.shades_classic,
         );
         bar.start(1000, permille, payload);
@@ -73,7 +86,15 @@ export function workBar(options: { readonly json?: boolean }, label: string, uni
       const payload = { label, unit, done, of: Math.max(total, done), rate: f.rate, detail: detail === undefined ? '' : ` | ${detail}` };
       const permille = Math.floor(f.share * 1000);
       if (bar === undefined) {
-        bar = new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}', stream: process.stderr, hideCursor: true, clearOnComplete: true }, cliProgress.Presets.shades_classic);
+        bar = new cliProgress.SingleBar(
+          {
+            format: '{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}',
+            stream: process.stderr,
+            hideCursor: true,
+            clearOnComplete: true,
+          },
+          cliProgress.Presets.shades_classic,
+        );
         bar.start(1000, permille, payload);
       } else bar.update(permille, payload);
     },

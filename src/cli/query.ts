@@ -29,10 +29,21 @@ export function registerQuery(program: Command): void {
     .command('query')
     .description('Run one SQL statement on a source or target. Writes run in their own transaction; over the row budget nothing commits.')
     .argument('<db>', 'SQLite database')
-    .argument('<sql>', 'one SQL statement (not ATTACH/DETACH, PRAGMA, BEGIN/COMMIT/SAVEPOINT..., VACUUM: refused with exit 2; read a pragma with SELECT * FROM pragma_table_info(...))')
-    .option('--max-rows <n>', 'most rows the statement may return: going over is an error, and a write with RETURNING that goes over is rolled back. It does not bound the rows a write changes without RETURNING (they are reported as changes)', parseWholeNumber, 1000)
+    .argument(
+      '<sql>',
+      'one SQL statement (not ATTACH/DETACH, PRAGMA, BEGIN/COMMIT/SAVEPOINT..., VACUUM: refused with exit 2; read a pragma with SELECT * FROM pragma_table_info(...))',
+    )
+    .option(
+      '--max-rows <n>',
+      'most rows the statement may return: going over is an error, and a write with RETURNING that goes over is rolled back. It does not bound the rows a write changes without RETURNING (they are reported as changes)',
+      parseWholeNumber,
+      1000,
+    )
     .option('--json', 'print one JSON object {columns, rows, changes}')
-    .addHelpText('after', '\nExamples:\n  $ sluice query cache.db "SELECT title FROM issues_search WHERE issues_search MATCH \'crash\'"\n  $ sluice query app.db "UPDATE issues SET state = \'closed\' WHERE number < 3 RETURNING number" --max-rows 10')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice query cache.db "SELECT title FROM issues_search WHERE issues_search MATCH \'crash\'"\n  $ sluice query app.db "UPDATE issues SET state = \'closed\' WHERE number < 3 RETURNING number" --max-rows 10',
+    )
     .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
       const db = openForQuery(dbPath, sql);
       try {

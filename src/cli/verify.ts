@@ -20,17 +20,21 @@ export function registerVerify(program: Command): void {
       } finally {
         bar.stop();
       }
-      emit(opts, S.verifyOutput, r, () =>
-        r.projections
-          .map((p) =>
-            p.ok
-              ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
-              : p.diffs.length > 0
-                ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
-                : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`,
-          )
-          .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
-          .join('\n') || 'no projections in this target',
+      emit(
+        opts,
+        S.verifyOutput,
+        r,
+        () =>
+          r.projections
+            .map((p) =>
+              p.ok
+                ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
+                : p.diffs.length > 0
+                  ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
+                  : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`,
+            )
+            .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
+            .join('\n') || 'no projections in this target',
       );
       if (!r.ok) throw new ExitSignal(3);
     });

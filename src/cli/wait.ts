@@ -24,7 +24,12 @@ const RECHECK_MS = [1, 4, 10] as const;
  * SIGINT/SIGTERM. Wakes on writes to the database and WAL files (fs.watch),
  * with a cheap PRAGMA data_version poll as the fallback.
  */
-export async function waitForChange(db: Db, sourcePath: string, onChange: () => void | Promise<void>, options: number | WaitOptions = {}): Promise<void> {
+export async function waitForChange(
+  db: Db,
+  sourcePath: string,
+  onChange: () => void | Promise<void>,
+  options: number | WaitOptions = {},
+): Promise<void> {
   const { pollMs, onIdle } = typeof options === 'number' ? { pollMs: options, onIdle: undefined } : options;
   const source = path.resolve(sourcePath);
   const base = path.basename(source);

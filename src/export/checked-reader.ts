@@ -23,7 +23,12 @@ export type ExportItem =
   | { readonly kind: 'table'; readonly n: number; readonly line: TableLine }
   | { readonly kind: 'row'; readonly n: number; readonly line: RowLine }
   | { readonly kind: 'snapshot'; readonly n: number; readonly line: SnapshotLine }
-  | { readonly kind: 'batch'; readonly n: number; readonly line: BatchLine; readonly events: readonly { readonly n: number; readonly line: EventLine }[] };
+  | {
+      readonly kind: 'batch';
+      readonly n: number;
+      readonly line: BatchLine;
+      readonly events: readonly { readonly n: number; readonly line: EventLine }[];
+    };
 
 export interface ReadTotals {
   /** Lines in the file, the unterminated last one included. */
@@ -70,11 +75,15 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
         continue;
       }
       if (sourceId !== undefined && line.sourceId !== sourceId) {
-        throw new InvalidInputError('IMPORT_MIXED_SOURCES', `${where(n)}: line belongs to source ${line.sourceId}, but the file started with ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`);
+        throw new InvalidInputError(
+          'IMPORT_MIXED_SOURCES',
+          `${where(n)}: line belongs to source ${line.sourceId}, but the file started with ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`,
+        );
       }
       sourceId = line.sourceId;
       if ('encoding' in line) {
-        if (encoding !== undefined && line.encoding !== encoding) throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
+        if (encoding !== undefined && line.encoding !== encoding)
+          throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
         encoding = line.encoding;
       }
       if (!('type' in line)) {
@@ -95,12 +104,19 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
         }
         if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
         snapshotRows.set(line.table, 0);
-        shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+        shapes.set(line.table, {
+          table: line.table,
+          columns: line.columns,
+          keyColumns: line.keyColumns,
+          withoutRowid: line.withoutRowid,
+          rowidAlias: line.rowidAlias,
+        });
         digest.add(text);
         yield { kind: 'table', n, line };
       } else if (line.type === 'row') {
         const count = snapshotRows?.get(line.table);
-        if (snapshotRows === undefined || count === undefined) throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
+        if (snapshotRows === undefined || count === undefined)
+          throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
         checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
         snapshotRows.set(line.table, count + 1);
         digest.add(text);
@@ -148,14 +164,22 @@ export async function peekEncoding(file: string): Promise<TextEncoding | undefin
 }
 
 function refused(at: string, what: string): InvalidInputError {
-  return new InvalidInputError('IMPORT_OUT_OF_ORDER', `${at}: ${what}. Lines of an export file were moved or lost; nothing of this batch or snapshot was committed. Export again, or import the file sluice wrote.`);
+  return new InvalidInputError(
+    'IMPORT_OUT_OF_ORDER',
+    `${at}: ${what}. Lines of an export file were moved or lost; nothing of this batch or snapshot was committed. Export again, or import the file sluice wrote.`,
+  );
 }
 
 function checkSnapshot(line: SnapshotLine, rows: ReadonlyMap<string, number>, digest: string, at: string): void {
-  const fail = (why: string) => new InvalidInputError('IMPORT_SNAPSHOT_MISMATCH', `${at}: the snapshot ending here ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again (delete the file and its .cursor), or import the file sluice wrote.`);
+  const fail = (why: string) =>
+    new InvalidInputError(
+      'IMPORT_SNAPSHOT_MISMATCH',
+      `${at}: the snapshot ending here ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again (delete the file and its .cursor), or import the file sluice wrote.`,
+    );
   const listed = [...line.tables].sort();
   const read = [...rows.keys()].sort();
-  if (listed.join('\0') !== read.join('\0')) throw fail(`lists tables ${JSON.stringify(listed)}, but table lines were read for ${JSON.stringify(read)}`);
+  if (listed.join('\0') !== read.join('\0'))
+    throw fail(`lists tables ${JSON.stringify(listed)}, but table lines were read for ${JSON.stringify(read)}`);
   for (const t of line.tables) {
     const want = line.rows[t];
     if (want !== rows.get(t)) throw fail(`says table ${t} has ${want ?? 'no'} rows, but ${rows.get(t)} row lines were read`);
@@ -164,12 +188,17 @@ function checkSnapshot(line: SnapshotLine, rows: ReadonlyMap<string, number>, di
 }
 
 function checkBatch(line: BatchLine, events: readonly { n: number; line: EventLine }[], digest: string, at: string): void {
-  const fail = (why: string) => new InvalidInputError('IMPORT_BATCH_MISMATCH', `${at}: the batch ending here (seq ${line.fromSeq}-${line.seq}) ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again, or import the file sluice wrote.`);
+  const fail = (why: string) =>
+    new InvalidInputError(
+      'IMPORT_BATCH_MISMATCH',
+      `${at}: the batch ending here (seq ${line.fromSeq}-${line.seq}) ${why}. Its lines were lost, added, edited or moved; nothing of it was committed. Export again, or import the file sluice wrote.`,
+    );
   if (events.length !== line.count) throw fail(`says it has ${line.count} events, but ${events.length} event lines were read`);
   if (digest !== line.digest) throw fail(`has digest ${line.digest}, but its lines digest to ${digest}`);
   let prev = line.fromSeq;
   for (const e of events) {
-    if (e.line.seq <= prev || e.line.seq > line.seq) throw fail(`holds the event at line ${e.n} with seq ${e.line.seq}, out of order or outside (${line.fromSeq}, ${line.seq}]`);
+    if (e.line.seq <= prev || e.line.seq > line.seq)
+      throw fail(`holds the event at line ${e.n} with seq ${e.line.seq}, out of order or outside (${line.fromSeq}, ${line.seq}]`);
     prev = e.line.seq;
   }
 }
@@ -192,16 +221,30 @@ function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema
   try {
     json = JSON.parse(text);
   } catch {
-    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${at}: not JSON. The import stopped here; the batch this line belongs to was not committed. Fix or truncate the file at this line.`);
+    throw new InvalidInputError(
+      'IMPORT_MALFORMED_LINE',
+      `${at}: not JSON. The import stopped here; the batch this line belongs to was not committed. Fix or truncate the file at this line.`,
+    );
   }
   const marker = json as { type?: unknown; v?: unknown } | null;
-  if (marker !== null && typeof marker === 'object' && ['table', 'snapshot', 'batch'].includes(marker.type as string) && marker.v !== FORMAT_VERSION) {
+  if (
+    marker !== null &&
+    typeof marker === 'object' &&
+    ['table', 'snapshot', 'batch'].includes(marker.type as string) &&
+    marker.v !== FORMAT_VERSION
+  ) {
     const v = marker.v === undefined ? 1 : JSON.stringify(marker.v);
-    throw new InvalidInputError('IMPORT_FORMAT_VERSION', `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads format ${FORMAT_VERSION} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`);
+    throw new InvalidInputError(
+      'IMPORT_FORMAT_VERSION',
+      `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads format ${FORMAT_VERSION} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`,
+    );
   }
   const r = exportLineSchema.safeParse(json);
   if (!r.success) {
-    throw new InvalidInputError('IMPORT_MALFORMED_LINE', `${at}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`);
+    throw new InvalidInputError(
+      'IMPORT_MALFORMED_LINE',
+      `${at}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`,
+    );
   }
   return r.data;
 }

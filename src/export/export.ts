@@ -85,7 +85,18 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         const shape = sourceShape(info);
         sourceId = readState(db)?.sourceId ?? '';
         seq = highWaterMark(db);
-        const line: TableLine = { type: 'table', v: FORMAT_VERSION, encoding, sourceId, seq, table: t.name, columns: [...shape.columns], keyColumns: [...shape.keyColumns], withoutRowid: shape.withoutRowid, rowidAlias: shape.rowidAlias };
+        const line: TableLine = {
+          type: 'table',
+          v: FORMAT_VERSION,
+          encoding,
+          sourceId,
+          seq,
+          table: t.name,
+          columns: [...shape.columns],
+          keyColumns: [...shape.keyColumns],
+          withoutRowid: shape.withoutRowid,
+          rowidAlias: shape.rowidAlias,
+        };
         digest.add(sink.write(line));
         counts[t.name] = 0;
       },
@@ -98,7 +109,17 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
         rows++;
       },
     });
-    const end: SnapshotLine = { type: 'snapshot', v: FORMAT_VERSION, encoding, sourceId: decodeCursor(snap.cursor).sourceId, seq: snap.seq, cursor: snap.cursor, tables: snap.tables.map((t) => t.name), rows: counts, digest: digest.take() };
+    const end: SnapshotLine = {
+      type: 'snapshot',
+      v: FORMAT_VERSION,
+      encoding,
+      sourceId: decodeCursor(snap.cursor).sourceId,
+      seq: snap.seq,
+      cursor: snap.cursor,
+      tables: snap.tables.map((t) => t.name),
+      rows: counts,
+      digest: digest.take(),
+    };
     sink.write(end);
     sink.flush(true);
     cursor = snap.cursor;
@@ -110,7 +131,17 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
     const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
     if (b.toSeq === b.fromSeq) break;
     for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
-    const marker: BatchLine = { type: 'batch', v: FORMAT_VERSION, encoding, sourceId: b.sourceId, seq: b.toSeq, fromSeq: b.fromSeq, cursor: b.to, count: b.events.length, digest: digest.take() };
+    const marker: BatchLine = {
+      type: 'batch',
+      v: FORMAT_VERSION,
+      encoding,
+      sourceId: b.sourceId,
+      seq: b.toSeq,
+      fromSeq: b.fromSeq,
+      cursor: b.to,
+      count: b.events.length,
+      digest: digest.take(),
+    };
     sink.write(marker);
     sink.flush(true);
     events += b.events.length;
@@ -121,5 +152,3 @@ export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDur
   }
   return { cursor, rows, events, batches };
 }
-
-

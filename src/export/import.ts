@@ -8,14 +8,30 @@ import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { imageColumns, journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
 import type { ChangeEvent, Row } from '../feed/events.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import { defaultMirror, parseDefinition, parseStoredDefinition, type ProjectionDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import {
+  defaultMirror,
+  parseDefinition,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+  type ProjectionDefinitionInput,
+} from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { applyRelational, createRelationalTarget, dropTemps } from '../projection/kinds/relational.ts';
 import { foreignUniqueIndexOf, ftsUniqueMessage, hasForeignUniqueIndex } from '../projection/foreign-unique.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../apply/user-indexes.ts';
 import { applyFtsEvents, createFtsTarget } from '../projection/kinds/fts5.ts';
 import { applyCustomEvents, initCustom } from '../projection/kinds/custom.ts';
-import { ensureTargetMeta, insertProjection, newProjectionRecord, ownedTables, readProjection, setState, storeCursor, PROJECTIONS_TABLE, type ProjectionRecord } from '../apply/target-meta.ts';
+import {
+  ensureTargetMeta,
+  insertProjection,
+  newProjectionRecord,
+  ownedTables,
+  readProjection,
+  setState,
+  storeCursor,
+  PROJECTIONS_TABLE,
+  type ProjectionRecord,
+} from '../apply/target-meta.ts';
 import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
 import { peekEncoding, readExportFile, type ReadTotals } from './checked-reader.ts';
 import { hasUnpairedSurrogate, matchTargetEncoding, unpairedToDb } from '../sqlite/text-encoding.ts';
@@ -25,7 +41,12 @@ export interface ImportOptions {
   /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
   readonly projections?: readonly ProjectionDefinitionInput[];
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
-  readonly onProgress?: (p: { readonly bytes: number; readonly size: number; readonly batchesApplied: number; readonly batchesSkipped: number }) => void;
+  readonly onProgress?: (p: {
+    readonly bytes: number;
+    readonly size: number;
+    readonly batchesApplied: number;
+    readonly batchesSkipped: number;
+  }) => void;
 }
 
 export interface ImportReport {
@@ -34,7 +55,13 @@ export interface ImportReport {
   readonly batchesSkipped: number;
   /** Lines after the last complete batch (a truncated tail): read, not applied. */
   readonly incompleteTail: number;
-  readonly projections: readonly { readonly name: string; readonly state: string; readonly reason?: string; readonly seq: number; readonly droppedIndexes?: readonly DroppedIndex[] }[];
+  readonly projections: readonly {
+    readonly name: string;
+    readonly state: string;
+    readonly reason?: string;
+    readonly seq: number;
+    readonly droppedIndexes?: readonly DroppedIndex[];
+  }[];
 }
 
 const SCHEMA = 'main';
@@ -50,12 +77,16 @@ const SCHEMA = 'main';
  * await importFile('cache.db', 'changes.jsonl');
  */
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
-  if (!fs.existsSync(file)) throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  if (!fs.existsSync(file))
+    throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
   const encoding = await peekEncoding(file);
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
-      throw new InvalidInputError('TARGET_IS_SOURCE', `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`);
+      throw new InvalidInputError(
+        'TARGET_IS_SOURCE',
+        `The target ${targetPath} has sluice capture enabled: it is a source. Import into a separate database.`,
+      );
     }
     // Up front, before anything is written: a new target takes the file's text encoding, another one is refused.
     if (encoding !== undefined) matchTargetEncoding(db, targetPath, encoding);
@@ -115,8 +146,14 @@ class Importer {
         if (item.kind === 'table') await this.#onTable(item.line);
         else if (item.kind === 'row') await this.#onRow(item.line.table, lineToRow(item.line.row));
         else if (item.kind === 'snapshot') await this.#onSnapshot(item.line);
-        else await this.#onBatch(item.line, item.events.map((e) => lineToEvent(e.line)), `${file}:${item.n}`);
-        if (item.kind === 'snapshot' || item.kind === 'batch') this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
+        else
+          await this.#onBatch(
+            item.line,
+            item.events.map((e) => lineToEvent(e.line)),
+            `${file}:${item.n}`,
+          );
+        if (item.kind === 'snapshot' || item.kind === 'batch')
+          this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
       }
     } finally {
       // A snapshot the file does not finish (or that failed its check) is not committed.
@@ -127,9 +164,21 @@ class Importer {
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
-      return { name: p.name, state: r?.state ?? 'absent', ...(r?.reason != null ? { reason: r.reason } : {}), seq: r?.seq ?? 0, ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }) };
+      return {
+        name: p.name,
+        state: r?.state ?? 'absent',
+        ...(r?.reason != null ? { reason: r.reason } : {}),
+        seq: r?.seq ?? 0,
+        ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
+      };
     });
-    return { lines: totals.lines, batchesApplied: this.#applied, batchesSkipped: this.#skipped, incompleteTail: totals.incompleteTail, projections };
+    return {
+      lines: totals.lines,
+      batchesApplied: this.#applied,
+      batchesSkipped: this.#skipped,
+      incompleteTail: totals.incompleteTail,
+      projections,
+    };
   }
 
   #stored: Map<string, SourceShape> | undefined;
@@ -143,8 +192,12 @@ class Importer {
 
   /** The definitions to import: given, else the target's stored ones, else undefined (a mirror of every table in the file). */
   #definitions(): ProjectionDefinition[] | undefined {
-    if (this.#options.projections !== undefined && this.#options.projections.length > 0) return this.#options.projections.map((d) => parseDefinition(d));
-    const stored = this.#db.prepare(`SELECT name, definition FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as { name: string; definition: string }[];
+    if (this.#options.projections !== undefined && this.#options.projections.length > 0)
+      return this.#options.projections.map((d) => parseDefinition(d));
+    const stored = this.#db.prepare(`SELECT name, definition FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as {
+      name: string;
+      definition: string;
+    }[];
     if (stored.length === 0) return undefined;
     return stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
   }
@@ -152,9 +205,16 @@ class Importer {
   #compile(d: ProjectionDefinition): CompiledProjection {
     const shape = this.#shapes.get(d.source) ?? this.#storedShapes().get(d.source);
     if (shape === undefined) {
-      throw new InvalidInputError('IMPORT_NO_SHAPE', `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`);
+      throw new InvalidInputError(
+        'IMPORT_NO_SHAPE',
+        `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`,
+      );
     }
-    if (d.kind === 'custom' && d.handler === undefined) throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: pass its definition file with --projection so its handler can run.`);
+    if (d.kind === 'custom' && d.handler === undefined)
+      throw new InvalidInputError(
+        'BAD_DEFINITION',
+        `Projection ${d.name}: pass its definition file with --projection so its handler can run.`,
+      );
     const p = compileProjection(d, shape);
     // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
     probeExpressions(this.#db, p);
@@ -179,7 +239,13 @@ class Importer {
       this.#snapshotDefs = this.#definitions();
       this.#projections = undefined;
     }
-    this.#shapes.set(line.table, { table: line.table, columns: line.columns, keyColumns: line.keyColumns, withoutRowid: line.withoutRowid, rowidAlias: line.rowidAlias });
+    this.#shapes.set(line.table, {
+      table: line.table,
+      columns: line.columns,
+      keyColumns: line.keyColumns,
+      withoutRowid: line.withoutRowid,
+      rowidAlias: line.rowidAlias,
+    });
     const defs = (this.#snapshotDefs ?? [defaultMirror(line.table)]).filter((d) => d.source === line.table);
     const installing: Installing[] = [];
     for (const d of defs) {
@@ -188,7 +254,10 @@ class Importer {
       const rec = readProjection(db, SCHEMA, p.name);
       if (rec !== undefined) {
         if (rec.sourceId !== line.sourceId) {
-          throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`);
+          throw new FailClosedError(
+            'SOURCE_CHANGED',
+            `Projection ${p.name} in the target follows source ${rec.sourceId}, but this file is from ${line.sourceId}. Import into a new target, or drop the projection's tables first.`,
+          );
         }
         // A table line carries its snapshot's seq (one read transaction).
         if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue; // already at or past this snapshot
@@ -198,7 +267,10 @@ class Importer {
       }
       for (const t of p.ownedTables) {
         if (db.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE').get(t) !== undefined) {
-          throw new InvalidInputError('TARGET_TABLE_EXISTS', `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`);
+          throw new InvalidInputError(
+            'TARGET_TABLE_EXISTS',
+            `Projection ${p.name}: target table ${t} already exists and sluice did not make it. Drop it, or set another "target".`,
+          );
         }
       }
       insertProjection(db, SCHEMA, newProjectionRecord(p, line.sourceId, null, 'building'));
@@ -225,9 +297,19 @@ class Importer {
         all.push(...rows);
         continue;
       }
-      const inserts: ChangeEvent[] = rows.map((after, i) => ({ op: 'insert', seq: t.applied + i + 1, table: p.source.table, key: p.source.keyColumns.map((k) => after[k] ?? null), ts: 0, image: 'full', before: null, after }));
+      const inserts: ChangeEvent[] = rows.map((after, i) => ({
+        op: 'insert',
+        seq: t.applied + i + 1,
+        table: p.source.table,
+        key: p.source.keyColumns.map((k) => after[k] ?? null),
+        ts: 0,
+        image: 'full',
+        before: null,
+        after,
+      }));
       const miss = await this.#applyEvents(p, inserts);
-      if (miss !== undefined) throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
+      if (miss !== undefined)
+        throw new SluiceError('IMPORT_SNAPSHOT_FAILED', `Projection ${p.name}: snapshot rows do not apply cleanly (${miss}).`);
     }
     t.applied += rows.length;
   }
@@ -258,7 +340,10 @@ class Importer {
     const db = this.#db;
     let applied = false;
     if (this.#compiled().length === 0) {
-      throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `${at}: the target has no projections and the file has no snapshot before this batch (seq ${line.fromSeq}-${line.seq}): there is nothing to apply its events to. Import a file that starts with a snapshot (sluice export without --since), or pass --projection with a target made from one.`);
+      throw new InvalidInputError(
+        'IMPORT_NO_SNAPSHOT',
+        `${at}: the target has no projections and the file has no snapshot before this batch (seq ${line.fromSeq}-${line.seq}): there is nothing to apply its events to. Import a file that starts with a snapshot (sluice export without --since), or pass --projection with a target made from one.`,
+      );
     }
     db.exec('BEGIN IMMEDIATE');
     let suspended: { name: string; reason: ReasonCode; detail: unknown } | undefined;
@@ -266,14 +351,24 @@ class Importer {
       for (const p of this.#compiled()) {
         const rec = readProjection(db, SCHEMA, p.name);
         if (rec === undefined) {
-          throw new InvalidInputError('IMPORT_NO_SNAPSHOT', `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`);
+          throw new InvalidInputError(
+            'IMPORT_NO_SNAPSHOT',
+            `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
+          );
         }
-        if (rec.sourceId !== line.sourceId) throw new FailClosedError('SOURCE_CHANGED', `Projection ${p.name} follows source ${rec.sourceId}, but this file is from ${line.sourceId}.`);
+        if (rec.sourceId !== line.sourceId)
+          throw new FailClosedError(
+            'SOURCE_CHANGED',
+            `Projection ${p.name} follows source ${rec.sourceId}, but this file is from ${line.sourceId}.`,
+          );
         // TARGET_CONSTRAINT (a user's UNIQUE index) clears once the index is dropped: then try the batch again.
         if (rec.state !== 'active' && !(rec.reason === 'TARGET_CONSTRAINT' && foreignUniqueIndexOf(db, SCHEMA, p) === undefined)) continue;
         if (line.seq <= rec.seq) continue; // already applied
         if (line.fromSeq > rec.seq) {
-          throw new FailClosedError('BATCH_GAP', `Projection ${p.name} is at seq ${rec.seq}, but the next batch in the file starts after seq ${line.fromSeq}; events in between are missing. Import the file that holds them first.`);
+          throw new FailClosedError(
+            'BATCH_GAP',
+            `Projection ${p.name} is at seq ${rec.seq}, but the next batch in the file starts after seq ${line.fromSeq}; events in between are missing. Import the file that holds them first.`,
+          );
         }
         const mine = events.filter((e) => e.table === p.source.table && e.seq > rec.seq);
         const miss = await this.#applyEvents(p, mine);
@@ -309,7 +404,8 @@ class Importer {
   /** Returns a reason string on a before-image mismatch (nothing is written then). */
   async #applyEvents(p: CompiledProjection, events: readonly ChangeEvent[]): Promise<string | undefined> {
     if (events.length === 0) return undefined;
-    if (events.some((e) => e.image !== 'full') && p.kind !== 'custom') return `NEEDS_IMAGES_MODE: table ${p.source.table} was exported in keys mode`;
+    if (events.some((e) => e.image !== 'full') && p.kind !== 'custom')
+      return `NEEDS_IMAGES_MODE: table ${p.source.table} was exported in keys mode`;
     if (p.kind === 'mirror' || p.kind === 'map') {
       fillEventTable(this.#db, p.source, events);
       const n = p.source.columns.length;
@@ -318,7 +414,8 @@ class Importer {
         r = applyRelational(this.#db, SCHEMA, p, { sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM temp._sluice_ev`, params: {} });
       } catch (err) {
         // A UNIQUE index a user added to the target table, which this batch breaks (step.ts has the same case).
-        if ((err as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_UNIQUE' || !hasForeignUniqueIndex(this.#db, SCHEMA, p.targetTable)) throw err;
+        if ((err as { code?: unknown }).code !== 'SQLITE_CONSTRAINT_UNIQUE' || !hasForeignUniqueIndex(this.#db, SCHEMA, p.targetTable))
+          throw err;
         return `TARGET_CONSTRAINT: ${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and this batch breaks it (a batch may end inside a source transaction); drop the index or make it non-unique, then import again`;
       }
       this.#db.exec('DROP TABLE IF EXISTS temp._sluice_ev');
@@ -350,7 +447,9 @@ function fillEventTable(db: Db, shape: SourceShape, events: readonly ChangeEvent
     const before = e.before === null ? [] : names.map((c) => (e.before as Row)[c] ?? null);
     const after = e.after === null ? [] : names.map((c) => (e.after as Row)[c] ?? null);
     const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
-    const values: SqlValue[] = (e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after]).map((v) => (typeof v === 'string' && hasUnpairedSurrogate(v) ? unpairedToDb(db, v) : v));
+    const values: SqlValue[] = (e.op === 'insert' ? after : e.op === 'delete' ? before : [...before, ...after]).map((v) =>
+      typeof v === 'string' && hasUnpairedSurrogate(v) ? unpairedToDb(db, v) : v,
+    );
     const sql = `INSERT INTO temp._sluice_ev (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
     let stmt = stmts.get(sql);
     if (stmt === undefined) {

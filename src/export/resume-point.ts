@@ -38,7 +38,11 @@ export function readResumePoint(file: string): ResumePoint {
   if (text === '') return {};
   if (text.startsWith(START)) {
     const offset = Number(text.slice(START.length));
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new InvalidInputError('EXPORT_CURSOR_FILE', `Cursor file ${file} holds "${text}", which is not a sluice export position. Delete it (and the export file) to export again from a snapshot.`);
+    if (!Number.isSafeInteger(offset) || offset < 0)
+      throw new InvalidInputError(
+        'EXPORT_CURSOR_FILE',
+        `Cursor file ${file} holds "${text}", which is not a sluice export position. Delete it (and the export file) to export again from a snapshot.`,
+      );
     return { offset };
   }
   return { cursor: text, ...offsetPart(text) };
@@ -91,7 +95,10 @@ export function truncateToResumePoint(out: string, point: ResumePoint): void {
 }
 
 function shorter(out: string, size: number, offset: number): InvalidInputError {
-  return new InvalidInputError('EXPORT_FILE_SHORTER', `Export file ${out} has ${size} bytes, but its cursor file ${cursorFileFor(out)} says ${offset} were complete: the file was cut or replaced. Delete the cursor file to start again with a snapshot, or restore the file.`);
+  return new InvalidInputError(
+    'EXPORT_FILE_SHORTER',
+    `Export file ${out} has ${size} bytes, but its cursor file ${cursorFileFor(out)} says ${offset} were complete: the file was cut or replaced. Delete the cursor file to start again with a snapshot, or restore the file.`,
+  );
 }
 
 /** The offset just after the file's last newline (0 if none). */

@@ -14,10 +14,16 @@ export function checkRowTypes(shape: SourceShape, row: Readonly<Record<string, J
   const alias = shape.rowidAlias ? shape.keyColumns[0] : undefined;
   for (const [name, value] of Object.entries(row)) {
     if (!shape.columns.some((c) => c.name === name)) {
-      throw new InvalidInputError('IMPORT_BAD_VALUE', `${at}: column ${name} is not a column of table ${shape.table} (its columns: ${shape.columns.map((c) => c.name).join(', ')}). Nothing of this line's batch or snapshot was committed; fix the line or export again.`);
+      throw new InvalidInputError(
+        'IMPORT_BAD_VALUE',
+        `${at}: column ${name} is not a column of table ${shape.table} (its columns: ${shape.columns.map((c) => c.name).join(', ')}). Nothing of this line's batch or snapshot was committed; fix the line or export again.`,
+      );
     }
     if (name === alias && !isInteger(value)) {
-      throw new InvalidInputError('IMPORT_BAD_VALUE', `${at}: column ${name} of table ${shape.table} is its INTEGER PRIMARY KEY, which holds only integers, but the line has ${JSON.stringify(value)}. Nothing of this line's batch or snapshot was committed; fix the line or export again.`);
+      throw new InvalidInputError(
+        'IMPORT_BAD_VALUE',
+        `${at}: column ${name} of table ${shape.table} is its INTEGER PRIMARY KEY, which holds only integers, but the line has ${JSON.stringify(value)}. Nothing of this line's batch or snapshot was committed; fix the line or export again.`,
+      );
     }
   }
 }

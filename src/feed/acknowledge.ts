@@ -14,18 +14,21 @@ import { decodeCursor } from './cursor.ts';
  * acknowledge(db, 'search-index', batch.to);
  */
 export function acknowledge(db: Db, consumer: string, cursor: string): void {
-  if (consumer.trim() === '') throw new InvalidInputError('BAD_CONSUMER', 'A consumer name must not be empty. Example: acknowledge(db, "search-index", cursor).');
+  if (consumer.trim() === '')
+    throw new InvalidInputError('BAD_CONSUMER', 'A consumer name must not be empty. Example: acknowledge(db, "search-index", cursor).');
   const c = decodeCursor(cursor);
   withWriteTransaction(db, () => {
     const state = readState(db);
-    if (state === undefined) throw new FailClosedError('CAPTURE_ABSENT', `Source ${db.name} has no sluice capture; there is nothing to acknowledge.`);
-    if (state.sourceId !== c.sourceId) throw new FailClosedError('SOURCE_CHANGED', `Consumer ${consumer}'s cursor belongs to source ${c.sourceId}, not ${state.sourceId}; rebuild the consumer before acknowledging.`);
-    db.prepare(`INSERT INTO ${CONSUMERS_TABLE} (name, cursor, seq, updated_ms) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, seq = excluded.seq, updated_ms = excluded.updated_ms`).run(
-      consumer,
-      cursor,
-      c.seq,
-      Date.now(),
-    );
+    if (state === undefined)
+      throw new FailClosedError('CAPTURE_ABSENT', `Source ${db.name} has no sluice capture; there is nothing to acknowledge.`);
+    if (state.sourceId !== c.sourceId)
+      throw new FailClosedError(
+        'SOURCE_CHANGED',
+        `Consumer ${consumer}'s cursor belongs to source ${c.sourceId}, not ${state.sourceId}; rebuild the consumer before acknowledging.`,
+      );
+    db.prepare(
+      `INSERT INTO ${CONSUMERS_TABLE} (name, cursor, seq, updated_ms) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET cursor = excluded.cursor, seq = excluded.seq, updated_ms = excluded.updated_ms`,
+    ).run(consumer, cursor, c.seq, Date.now());
   });
 }
 

@@ -20,7 +20,9 @@ import type { Anchor } from './cursor.ts';
 const ANCHOR_COLUMNS = 4;
 
 function anchorSql(width: number): string {
-  const cells = Array.from({ length: ANCHOR_COLUMNS }, (_, i) => (i < width ? `typeof(${journalColumn(i)}) || ':' || hex(${journalColumn(i)})` : "'null:'"));
+  const cells = Array.from({ length: ANCHOR_COLUMNS }, (_, i) =>
+    i < width ? `typeof(${journalColumn(i)}) || ':' || hex(${journalColumn(i)})` : "'null:'",
+  );
   return `SELECT seq, tid || ',' || op || ',' || hex(ts) || ',' || ${cells.join(" || ',' || ")} AS body FROM main.${JOURNAL_TABLE} WHERE seq <= ? ORDER BY seq DESC LIMIT 1`;
 }
 

@@ -47,7 +47,8 @@ const DEFAULT_LIMIT = 1000;
  */
 export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): Batch {
   const limit = options.limit ?? DEFAULT_LIMIT;
-  if (!Number.isSafeInteger(limit) || limit < 1) throw new InvalidInputError('BAD_LIMIT', `Batch limit ${limit} must be a whole number >= 1.`);
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new InvalidInputError('BAD_LIMIT', `Batch limit ${limit} must be a whole number >= 1.`);
   return withReadTransaction(db, () => {
     const v = requireValidCursor(db, cursor);
     let tables = v.tables;
@@ -55,7 +56,11 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
       const wanted = new Set(options.tables.map(foldIdent));
       tables = v.tables.filter((t) => wanted.has(foldIdent(t.name)));
       const missing = options.tables.filter((n) => !v.tables.some((t) => foldIdent(t.name) === foldIdent(n)));
-      if (missing.length > 0) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table(s) ${missing.join(', ')} are not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes them.`);
+      if (missing.length > 0)
+        throw new InvalidInputError(
+          'TABLE_NOT_IN_CURSOR',
+          `Table(s) ${missing.join(', ')} are not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes them.`,
+        );
     }
     const counter = tables.find((t) => t.mode === 'counter');
     if (counter !== undefined) {
@@ -63,7 +68,9 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
     }
     const hw = v.view.hw;
     const stmt = db
-      .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`)
+      .prepare(
+        `SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
+      )
       .raw();
     const rows = stmt.all(v.cursor.seq, hw, JSON.stringify(tables.map((t) => t.tid)), limit) as unknown[][];
     const decoder = new JournalDecoder(db, tables);
@@ -103,7 +110,12 @@ export function journalStartCursor(db: Db, tables?: readonly string[]): string {
  * Decodes the events of `tables` with lo < seq <= hi. The caller must have
  * validated its cursor in the same read transaction (the applier does).
  */
-export function readEventsInRange(db: Db, tables: readonly import('../capture/catalog.ts').CapturedTable[], lo: number, hi: number): ChangeEvent[] {
+export function readEventsInRange(
+  db: Db,
+  tables: readonly import('../capture/catalog.ts').CapturedTable[],
+  lo: number,
+  hi: number,
+): ChangeEvent[] {
   const rows = db
     .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq`)
     .raw()
@@ -116,6 +128,10 @@ export function readEventsInRange(db: Db, tables: readonly import('../capture/ca
 export function batchEnd(db: Db, tid: number, lo: number, hw: number, limit: number): number {
   // At most hw - lo events in (lo, hw] (one per seq): no need to count them.
   if (hw - lo <= limit) return hw;
-  const r = cachedStatement(db, `SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`, 'pluck').get(tid, lo, hw, limit - 1) as bigint | undefined;
+  const r = cachedStatement(
+    db,
+    `SELECT seq FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq LIMIT 1 OFFSET ?`,
+    'pluck',
+  ).get(tid, lo, hw, limit - 1) as bigint | undefined;
   return r === undefined ? hw : Number(r);
 }

@@ -30,7 +30,11 @@ function inReadTransaction<T>(db: Db, fn: () => T): T {
   if (db.inTransaction) return fn();
   let s = txnStatements.get(db);
   if (s === undefined) {
-    s = { begin: db.prepare('BEGIN DEFERRED'), start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'), commit: db.prepare('COMMIT') };
+    s = {
+      begin: db.prepare('BEGIN DEFERRED'),
+      start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'),
+      commit: db.prepare('COMMIT'),
+    };
     txnStatements.set(db, s);
   }
   s.begin.run();

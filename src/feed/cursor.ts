@@ -53,29 +53,43 @@ export interface Anchor {
   readonly digest: string;
 }
 
-const payloadSchema = z.strictObject({
-  s: z.string().min(1),
-  g: z.number().int().nonnegative(),
-  q: z.number().int().nonnegative(),
-  t: z.array(z.string()),
-  f: z.string(),
-  a: z.array(z.number().int().nonnegative()),
-  n: z.tuple([z.number().int().nonnegative(), z.string().regex(/^[0-9a-f]{16}$/)]).nullable(),
-  i: z.tuple([z.string(), z.string(), z.number()]).optional(),
-  x: z.record(z.string(), z.unknown()).optional(),
-}).refine((p) => p.a.length === p.t.length, { message: 'one armed generation per table' });
+const payloadSchema = z
+  .strictObject({
+    s: z.string().min(1),
+    g: z.number().int().nonnegative(),
+    q: z.number().int().nonnegative(),
+    t: z.array(z.string()),
+    f: z.string(),
+    a: z.array(z.number().int().nonnegative()),
+    n: z.tuple([z.number().int().nonnegative(), z.string().regex(/^[0-9a-f]{16}$/)]).nullable(),
+    i: z.tuple([z.string(), z.string(), z.number()]).optional(),
+    x: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((p) => p.a.length === p.t.length, { message: 'one armed generation per table' });
 
 function check(body: string): string {
   return createHash('sha256').update(body).digest('hex').slice(0, 8);
 }
 
 export function encodeCursor(c: Cursor): string {
-  const payload: z.infer<typeof payloadSchema> = { s: c.sourceId, g: c.generation, q: c.seq, t: [...c.tables], f: c.schema, a: [...c.armed], n: c.anchor === null ? null : [c.anchor.seq, c.anchor.digest] };
+  const payload: z.infer<typeof payloadSchema> = {
+    s: c.sourceId,
+    g: c.generation,
+    q: c.seq,
+    t: [...c.tables],
+    f: c.schema,
+    a: [...c.armed],
+    n: c.anchor === null ? null : [c.anchor.seq, c.anchor.digest],
+  };
   if (c.file !== undefined) payload.i = [c.file.dev, c.file.ino, c.file.birth];
   if (c.ext !== undefined) payload.x = { ...c.ext };
   // Never make a token that decoding would refuse (and never remember one).
   const checked = payloadSchema.safeParse(payload);
-  if (!checked.success) throw new InvalidInputError('CURSOR_MALFORMED', `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`);
+  if (!checked.success)
+    throw new InvalidInputError(
+      'CURSOR_MALFORMED',
+      `Cannot make a cursor of ${JSON.stringify(payload)}: its fields are not those of a sluice cursor.`,
+    );
   const body = `${PREFIX}${c.version}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}`;
   const token = `${body}.${check(body)}`;
   // The token made now is the one decoded next (a follower stores it and
@@ -88,7 +102,10 @@ export function encodeCursor(c: Cursor): string {
 export class UnknownCursorVersion extends InvalidInputError {
   readonly version: string;
   constructor(version: string) {
-    super('CURSOR_VERSION_UNKNOWN', `Cursor format version ${version} is not known to this sluice (it reads version ${CURSOR_VERSION}); the consumer must rebuild from a snapshot.`);
+    super(
+      'CURSOR_VERSION_UNKNOWN',
+      `Cursor format version ${version} is not known to this sluice (it reads version ${CURSOR_VERSION}); the consumer must rebuild from a snapshot.`,
+    );
     this.version = version;
   }
 }
@@ -125,7 +142,10 @@ function remember(token: string, c: Cursor): Cursor {
 /** Parses a token without the cache (decodeCursor is the API; tests use this to check the encoding itself). */
 export function parseCursor(token: string): Cursor {
   const bad = (why: string) =>
-    new InvalidInputError('CURSOR_MALFORMED', `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`);
+    new InvalidInputError(
+      'CURSOR_MALFORMED',
+      `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`,
+    );
   const m = /^sluice(\d+)\.([A-Za-z0-9_-]+)\.([0-9a-f]{8})$/.exec(token.trim());
   if (m === null) throw bad('expected sluice<version>.<payload>.<check>');
   const [, version, data, sum] = m as unknown as [string, string, string, string];

@@ -128,7 +128,12 @@ export class JournalDecoder {
 }
 
 /** Reads one row of a captured table by key, with exact TEXT bytes. */
-export function readRowByKey(db: Db, t: CapturedTable, key: readonly SqlValue[], cache: Map<string, { get: (...a: unknown[]) => unknown }>): Row | null {
+export function readRowByKey(
+  db: Db,
+  t: CapturedTable,
+  key: readonly SqlValue[],
+  cache: Map<string, { get: (...a: unknown[]) => unknown }>,
+): Row | null {
   // RawText keys are bound as their bytes and cast back to TEXT, so the statement depends on which keys are RawText.
   const shape = key.map((v) => (v instanceof RawText ? 'r' : 'v')).join('');
   // The key must match exactly (storage class and bytes). `=` alone goes through
@@ -160,7 +165,10 @@ export function readRowByKey(db: Db, t: CapturedTable, key: readonly SqlValue[],
   t.columns.forEach((c, i) => {
     const v = raw[i];
     if (lossyTextTest(db)(v)) {
-      const b = db.prepare(`SELECT CAST(${quoteIdent(c)} AS BLOB) FROM main.${quoteIdent(t.name)} WHERE ${where}`).pluck().get(...bind) as Uint8Array;
+      const b = db
+        .prepare(`SELECT CAST(${quoteIdent(c)} AS BLOB) FROM main.${quoteIdent(t.name)} WHERE ${where}`)
+        .pluck()
+        .get(...bind) as Uint8Array;
       out[c] = textFromDbBytes(db, b);
     } else out[c] = fromDriver(v ?? null);
   });

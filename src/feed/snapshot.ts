@@ -77,7 +77,10 @@ function exactReader(db: Db, t: CapturedTable): ExactReader {
   // malformed TEXT key read through the driver is already lossy and would
   // match no row (the bytes of a missing row decoded as ''). Its bytes ride
   // along (NULL for other storage classes, so integer keys cost nothing).
-  const extra = rowidName !== undefined ? `, ${rowidName}` : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
+  const extra =
+    rowidName !== undefined
+      ? `, ${rowidName}`
+      : `, ${t.keyColumns.map((k) => `CASE WHEN typeof(${quoteIdent(k)}) = 'text' THEN CAST(${quoteIdent(k)} AS BLOB) END`).join(', ')}`;
   const lossy = lossyTextTest(db);
   return {
     select: `SELECT ${cols}${extra} FROM ${table}`,
@@ -87,11 +90,17 @@ function exactReader(db: Db, t: CapturedTable): ExactReader {
       if (!row.some(lossy)) return row.map((v) => fromDriver(v ?? null));
       // The key: by rowid, or by exact key values (TEXT keys bound as their bytes, cast back to TEXT).
       const keyArgs = rowidName !== undefined ? [raw[n]] : keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
-      const where = rowidName !== undefined ? `${rowidName} = ?` : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
+      const where =
+        rowidName !== undefined
+          ? `${rowidName} = ?`
+          : t.keyColumns.map((k, i) => `${quoteIdent(k)} = ${raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?'}`).join(' AND ');
       return row.map((v, i) => {
         if (!lossy(v)) return fromDriver(v ?? null);
         const col = quoteIdent(t.columns[i] as string);
-        const bytes = db.prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${where}`).pluck().get(...keyArgs);
+        const bytes = db
+          .prepare(`SELECT CAST(${col} AS BLOB) FROM ${table} WHERE ${where}`)
+          .pluck()
+          .get(...keyArgs);
         if (!(bytes instanceof Uint8Array)) throw new Error(`sluice: row of ${t.name} vanished inside the snapshot's read transaction`);
         return textFromDbBytes(db, bytes);
       });
@@ -125,7 +134,10 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
   // After the last row of a page: by rowid, or by its exact key (TEXT keys as
   // their bytes, cast back to TEXT, so a malformed key still compares as itself).
   const next = (raw: readonly unknown[]): unknown[][] => {
-    if (r.rowidName !== undefined) return cachedStatement(db, `${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`, 'raw').all(raw[n]) as unknown[][];
+    if (r.rowidName !== undefined)
+      return cachedStatement(db, `${r.select} WHERE ${r.rowidName} > ? ORDER BY ${order} LIMIT ${pageSize}`, 'raw').all(
+        raw[n],
+      ) as unknown[][];
     const args = keyPos.map((p, i) => (raw[n + i] !== null ? raw[n + i] : raw[p]));
     const after = `(${keyed.join(', ')}) > (${t.keyColumns.map((_, i) => (raw[n + i] !== null ? 'CAST(? AS TEXT)' : '?')).join(', ')})`;
     return cachedStatement(db, `${r.select} WHERE ${after} ORDER BY ${order} LIMIT ${pageSize}`, 'raw').all(...args) as unknown[][];

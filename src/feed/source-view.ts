@@ -68,7 +68,6 @@ function statementsFor(db: Db): ViewStatements {
   return s;
 }
 
-
 function cachedView(db: Db): SourceView | undefined {
   const cache = viewCaches.get(db);
   const stmts = viewStatements.get(db);
@@ -99,7 +98,13 @@ export function readSourceView(db: Db): SourceView {
   if (v.state === undefined || v.problem !== undefined) {
     viewCaches.delete(db);
     const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
-    throw new FailClosedError(code, code === 'CAPTURE_ABSENT' ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.` : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`, { source: db.name });
+    throw new FailClosedError(
+      code,
+      code === 'CAPTURE_ABSENT'
+        ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.`
+        : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`,
+      { source: db.name },
+    );
   }
   const schemaVersion = Number(statementsFor(db).schemaVersion.get() as bigint);
   viewCaches.set(db, { schemaVersion, tables: v.tables });
@@ -113,17 +118,30 @@ export function readSourceView(db: Db): SourceView {
  * snapshot, a cursor for changedSince); reading their rows' events is
  * still refused by readBatch.
  */
-export function resolveTables(view: SourceView, requested: readonly string[] | undefined, options: { readonly allowCounter?: boolean } = {}): CapturedTable[] {
+export function resolveTables(
+  view: SourceView,
+  requested: readonly string[] | undefined,
+  options: { readonly allowCounter?: boolean } = {},
+): CapturedTable[] {
   const all = [...view.tables.values()];
   // The default set never includes counter tables: a cursor over it must stay readable by readBatch.
-  const names = requested === undefined || requested.length === 0 ? all.filter((t) => t.table.mode !== 'counter').map((t) => t.table.name) : requested;
+  const names =
+    requested === undefined || requested.length === 0 ? all.filter((t) => t.table.mode !== 'counter').map((t) => t.table.name) : requested;
   return names.map((name) => {
     const a = view.tables.get(name) ?? all.find((t) => foldIdent(t.table.name) === foldIdent(name));
     if (a === undefined) {
-      throw new FailClosedError('TABLE_UNTRACKED', `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run \`sluice enable <db> ${name}\`.`, { table: name });
+      throw new FailClosedError(
+        'TABLE_UNTRACKED',
+        `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run \`sluice enable <db> ${name}\`.`,
+        { table: name },
+      );
     }
     if (!a.armed) {
-      throw new FailClosedError('TABLE_UNARMED', `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run \`sluice enable <db> ${a.table.name}\` to re-arm, then rebuild.`, { table: a.table.name, reason: a.reason });
+      throw new FailClosedError(
+        'TABLE_UNARMED',
+        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run \`sluice enable <db> ${a.table.name}\` to re-arm, then rebuild.`,
+        { table: a.table.name, reason: a.reason },
+      );
     }
     if (a.table.mode === 'counter' && options.allowCounter !== true) {
       throw counterModeTable(a.table.name);
@@ -134,7 +152,11 @@ export function resolveTables(view: SourceView, requested: readonly string[] | u
 
 /** COUNTER_MODE_TABLE, worded once for every reader that needs row images or keys. */
 export function counterModeTable(table: string): FailClosedError {
-  return new FailClosedError('COUNTER_MODE_TABLE', `Table ${table} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.`, { table });
+  return new FailClosedError(
+    'COUNTER_MODE_TABLE',
+    `Table ${table} is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.`,
+    { table },
+  );
 }
 
 const viewFiles = new WeakMap<SourceView, FileIdentity | undefined>();

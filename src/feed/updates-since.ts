@@ -77,7 +77,12 @@ function checkSince(table: string, since: unknown): asserts since is string | Cu
  * let since: string | undefined; // stored by the consumer
  * for (const c of updatesSince(db, 'issues', since)) { index(c); since = c.cursor ?? since; }
  */
-export function* updatesSince(db: Db, table: string, since?: string | Cursor, options: UpdatesSinceOptions = {}): Generator<RowChange, string, undefined> {
+export function* updatesSince(
+  db: Db,
+  table: string,
+  since?: string | Cursor,
+  options: UpdatesSinceOptions = {},
+): Generator<RowChange, string, undefined> {
   checkSince(table, since);
   const batchSize = options.batchSize ?? DEFAULT_BATCH;
   checkBatchSize(batchSize);
@@ -120,7 +125,14 @@ function* fullRead(db: Db, table: string, batchSize: number): Generator<RowChang
       const row: Record<string, SqlValue> = {};
       s.table.columns.forEach((c, j) => (row[c] = values[j] ?? null));
       const last = done && i === page.length - 1;
-      yield { pks: keyPos.map((p) => values[p] ?? null), version: s.seq, updatedMs: null, row, deleted: false, cursor: last ? s.cursor : undefined };
+      yield {
+        pks: keyPos.map((p) => values[p] ?? null),
+        version: s.seq,
+        updatedMs: null,
+        row,
+        deleted: false,
+        cursor: last ? s.cursor : undefined,
+      };
     }
     if (done) return s.cursor;
   }
@@ -133,13 +145,18 @@ function* fullRead(db: Db, table: string, batchSize: number): Generator<RowChang
  */
 export function updatesPage(db: Db, table: string, since: string | Cursor, options: { readonly limit?: number } = {}): UpdatesPage {
   checkSince(table, since);
-  if (since === undefined) throw new InvalidInputError('CURSOR_REQUIRED', `updatesPage(${table}) needs a cursor; use updatesSince without since for a full read.`);
+  if (since === undefined)
+    throw new InvalidInputError('CURSOR_REQUIRED', `updatesPage(${table}) needs a cursor; use updatesSince without since for a full read.`);
   const limit = options.limit ?? DEFAULT_BATCH;
   checkBatchSize(limit);
   return withReadTransaction(db, () => {
     const v = requireValidCursor(db, since);
     const t = v.tables.find((x) => x.name.toLowerCase() === table.toLowerCase());
-    if (t === undefined) throw new InvalidInputError('TABLE_NOT_IN_CURSOR', `Table ${table} is not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes it.`);
+    if (t === undefined)
+      throw new InvalidInputError(
+        'TABLE_NOT_IN_CURSOR',
+        `Table ${table} is not covered by this cursor (it covers ${v.cursor.tables.join(', ')}). Start a new cursor that includes it.`,
+      );
     if (t.mode === 'counter') {
       throw counterModeTable(t.name);
     }
@@ -164,7 +181,9 @@ function readChanges(db: Db, t: CapturedTable, since: number, hw: number, limit:
   const keyPos = t.keyColumns.map((c) => (t.mode === 'images' ? t.columns.indexOf(c) : t.keyColumns.indexOf(c)));
   // Every event touches its current key; an update also touches its old key
   // (the same one unless the key changed, and GROUP BY folds those together).
-  const cur = keyPos.map((p, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(width + p)} ELSE ${journalColumn(p)} END AS k${i}`).join(', ');
+  const cur = keyPos
+    .map((p, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(width + p)} ELSE ${journalColumn(p)} END AS k${i}`)
+    .join(', ');
   const old = keyPos.map((p, i) => `${journalColumn(p)} AS k${i}`).join(', ');
   // typeof() in the grouping keeps 1 and 1.0 apart: a key change between them is real.
   const groupBy = t.keyColumns.map((_, i) => `typeof(k${i}), k${i}`).join(', ');
@@ -179,7 +198,10 @@ function readChanges(db: Db, t: CapturedTable, since: number, hw: number, limit:
     SELECT max(seq) AS version, ts, ${keyOut} FROM touched GROUP BY ${groupBy} ORDER BY version LIMIT @limit`;
   // One row more than asked: a key change puts its old and new key at the same
   // version, and a page must not end between them (the next page starts above it).
-  const raw = db.prepare(sql).raw().all({ tid: t.tid, since, hw, limit: limit + 1 }) as unknown[][];
+  const raw = db
+    .prepare(sql)
+    .raw()
+    .all({ tid: t.tid, since, hw, limit: limit + 1 }) as unknown[][];
   let more = false;
   if (raw.length > limit) {
     more = true;

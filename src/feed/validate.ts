@@ -67,23 +67,41 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   }
   const rebuild = (reason: RebuildReason, message: string): CursorValidation => ({ status: 'rebuild', reason, message });
   if (c.sourceId !== view.state.sourceId) {
-    return rebuild('SOURCE_CHANGED', `The cursor belongs to source ${c.sourceId}, but ${db.name} is source ${view.state.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`);
+    return rebuild(
+      'SOURCE_CHANGED',
+      `The cursor belongs to source ${c.sourceId}, but ${db.name} is source ${view.state.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`,
+    );
   }
   if (c.generation > view.state.generation) {
-    return rebuild('HISTORY_DIVERGED', `The cursor is at generation ${c.generation} but ${db.name} is at ${view.state.generation}: the file was restored from an older copy. Rebuild from a snapshot.`);
+    return rebuild(
+      'HISTORY_DIVERGED',
+      `The cursor is at generation ${c.generation} but ${db.name} is at ${view.state.generation}: the file was restored from an older copy. Rebuild from a snapshot.`,
+    );
   }
   if (c.generation < view.state.bumpedGeneration) {
-    return rebuild('GENERATION_CHANGED', `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 'bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`);
+    return rebuild(
+      'GENERATION_CHANGED',
+      `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 'bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`,
+    );
   }
   if (c.seq > view.hw) {
-    return rebuild('SEQ_REGRESSED', `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`);
+    return rebuild(
+      'SEQ_REGRESSED',
+      `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`,
+    );
   }
   const file = viewFileIdentity(db, view);
   if (c.file !== undefined && file !== undefined && !sameFile(c.file, file)) {
-    return rebuild('FILE_CHANGED', `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`);
+    return rebuild(
+      'FILE_CHANGED',
+      `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`,
+    );
   }
   if (c.seq < view.state.prunedThrough) {
-    return rebuild('CURSOR_PRUNED', `The cursor is at seq ${c.seq} but events through ${view.state.prunedThrough} were pruned (retention ${view.state.retention}). Rebuild from a snapshot, or raise --retention.`);
+    return rebuild(
+      'CURSOR_PRUNED',
+      `The cursor is at seq ${c.seq} but events through ${view.state.prunedThrough} were pruned (retention ${view.state.retention}). Rebuild from a snapshot, or raise --retention.`,
+    );
   }
   let tables: CapturedTable[];
   try {
@@ -94,7 +112,10 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    return rebuild('SCHEMA_CHANGED', `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`);
+    return rebuild(
+      'SCHEMA_CHANGED',
+      `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
+    );
   }
   const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) {
@@ -136,21 +157,32 @@ function checkAnchor(db: Db, c: Cursor, view: SourceView): string | undefined {
   const restored = `: an older copy of ${db.name} was restored in place and written past the cursor. Rebuild from a snapshot.`;
   if (c.anchor === null) {
     // No event was at or below the cursor's seq; a retained one now is another history.
-    return now === null || now.seq <= view.state.prunedThrough ? undefined : `The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
+    return now === null || now.seq <= view.state.prunedThrough
+      ? undefined
+      : `The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
   }
   if (c.anchor.seq <= view.state.prunedThrough) {
     // Pruned since: nothing is left to compare with. Only a cursor exactly at the horizon gets here.
-    return now === null || now.seq <= view.state.prunedThrough ? undefined : `The journal now holds event ${now.seq} after the pruned horizon at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
+    return now === null || now.seq <= view.state.prunedThrough
+      ? undefined
+      : `The journal now holds event ${now.seq} after the pruned horizon at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
   }
-  if (now === null || now.seq !== c.anchor.seq) return `The cursor's last event is seq ${c.anchor.seq}, but the journal's newest event at or below seq ${c.seq} is ${now === null ? 'none' : now.seq}${restored}`;
-  if (now.digest !== c.anchor.digest) return `Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)${restored}`;
+  if (now === null || now.seq !== c.anchor.seq)
+    return `The cursor's last event is seq ${c.anchor.seq}, but the journal's newest event at or below seq ${c.seq} is ${now === null ? 'none' : now.seq}${restored}`;
+  if (now.digest !== c.anchor.digest)
+    return `Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)${restored}`;
   return undefined;
 }
 
 function asRebuild(err: unknown): CursorValidation {
   if (err instanceof FailClosedError && REBUILD_REASONS.has(err.code)) {
     // Keep the table and the unarmed reason: "TABLE_UNARMED" alone does not say what to fix.
-    return { status: 'rebuild', reason: err.code as RebuildReason, message: err.message, ...(Object.keys(err.detail).length > 0 ? { detail: err.detail } : {}) };
+    return {
+      status: 'rebuild',
+      reason: err.code as RebuildReason,
+      message: err.message,
+      ...(Object.keys(err.detail).length > 0 ? { detail: err.detail } : {}),
+    };
   }
   throw err;
 }

@@ -76,14 +76,22 @@ export function columnDecl(c: { readonly type: string; readonly collate: string 
 function find(shape: SourceShape, column: string, projection: string): SourceColumn {
   const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));
   if (c === undefined) {
-    throw new InvalidInputError('UNKNOWN_COLUMN', `Projection ${projection}: source table ${shape.table} has no column ${column} (it has ${shape.columns.map((x) => x.name).join(', ')}). Fix the column name in the definition.`);
+    throw new InvalidInputError(
+      'UNKNOWN_COLUMN',
+      `Projection ${projection}: source table ${shape.table} has no column ${column} (it has ${shape.columns.map((x) => x.name).join(', ')}). Fix the column name in the definition.`,
+    );
   }
   return c;
 }
 
 /** Turns a definition into the columns, key and SQL a projection runs, against its source's shape. */
 export function compileProjection(def: ProjectionDefinition, shape: SourceShape): CompiledProjection {
-  const copy = (c: SourceColumn, as: string = c.name): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
+  const copy = (c: SourceColumn, as: string = c.name): TargetColumn => ({
+    name: as,
+    expr: quoteIdent(c.name),
+    decl: columnDecl(c),
+    from: c.name,
+  });
   let columns: TargetColumn[];
   let filter: string | null = null;
   let targetTable = def.target ?? (def.kind === 'mirror' ? shape.table : def.name);
@@ -96,7 +104,12 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
       columns = Object.entries(def.columns).map(([as, spec]) => {
         if (typeof spec === 'string') return copy(find(shape, spec, def.name), as);
         if ('from' in spec) return copy(find(shape, spec.from, def.name), as);
-        return { name: as, expr: `(${spec.expr})`, decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }), type: spec.type ?? '' };
+        return {
+          name: as,
+          expr: `(${spec.expr})`,
+          decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }),
+          type: spec.type ?? '',
+        };
       });
       filter = def.filter === undefined ? null : `(${def.filter})`;
       break;
@@ -110,7 +123,11 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
   }
   const lower = new Set<string>();
   for (const c of columns) {
-    if (lower.has(foldIdent(c.name))) throw new InvalidInputError('DUPLICATE_COLUMN', `Projection ${def.name}: target column ${c.name} appears twice. Give each target column a distinct name.`);
+    if (lower.has(foldIdent(c.name)))
+      throw new InvalidInputError(
+        'DUPLICATE_COLUMN',
+        `Projection ${def.name}: target column ${c.name} appears twice. Give each target column a distinct name.`,
+      );
     lower.add(foldIdent(c.name));
   }
   // The target key is the source key, carried by plain copies (so it is exact and non-NULL).
@@ -119,7 +136,10 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
     key = shape.keyColumns.map((k) => {
       const col = columns.find((c) => c.from !== undefined && foldIdent(c.from) === foldIdent(k));
       if (col === undefined) {
-        throw new InvalidInputError('MISSING_KEY', `Projection ${def.name}: the map must include the source key column ${k} of ${shape.table} as a plain column (e.g. "${k}": "${k}"), so target rows keep the source identity.`);
+        throw new InvalidInputError(
+          'MISSING_KEY',
+          `Projection ${def.name}: the map must include the source key column ${k} of ${shape.table} as a plain column (e.g. "${k}": "${k}"), so target rows keep the source identity.`,
+        );
       }
       return col.name;
     });

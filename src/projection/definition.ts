@@ -17,14 +17,20 @@ const name = z.string().min(1).refine(isProjectionName, PROJECTION_NAME_RULE);
 const tableName = z
   .string()
   .min(1)
-  .refine((s) => !s.toLowerCase().startsWith('_sluice_') && !s.toLowerCase().startsWith('sqlite_'), 'names starting with _sluice_ or sqlite_ are reserved');
+  .refine(
+    (s) => !s.toLowerCase().startsWith('_sluice_') && !s.toLowerCase().startsWith('sqlite_'),
+    'names starting with _sluice_ or sqlite_ are reserved',
+  );
 
 const mapColumn = z.union([
   z.string().min(1).describe('a source column to copy (and rename)'),
   z.strictObject({ from: z.string().min(1) }),
   z.strictObject({
     expr: z.string().min(1).describe('a deterministic SQL expression over the source columns'),
-    type: z.string().regex(/^[A-Za-z ()0-9,]*$/).optional(),
+    type: z
+      .string()
+      .regex(/^[A-Za-z ()0-9,]*$/)
+      .optional(),
     collate: z.enum(['BINARY', 'NOCASE', 'RTRIM']).optional(),
   }),
 ]);
@@ -55,7 +61,10 @@ export const fts5DefinitionSchema = z.strictObject({
   columns: z.array(z.string().min(1)).min(1),
   /** `external`: a content table keeps the indexed values (snippet/highlight work). `none`: contentless index. */
   content: z.enum(['external', 'none']).default('external'),
-  tokenize: z.string().regex(/^[A-Za-z0-9_ '"]*$/).optional(),
+  tokenize: z
+    .string()
+    .regex(/^[A-Za-z0-9_ '"]*$/)
+    .optional(),
 });
 
 export interface CustomContext {
@@ -80,10 +89,17 @@ export const customDefinitionSchema = z.strictObject({
   module: z.string().min(1).optional(),
   /** Set by loadDefinitions: the definition file a handler was declared in, so later runs can load it again. */
   definedIn: z.string().min(1).optional(),
-  handler: z.custom<CustomHandler>((h) => typeof h === 'object' && h !== null && typeof (h as { apply?: unknown }).apply === 'function').optional(),
+  handler: z
+    .custom<CustomHandler>((h) => typeof h === 'object' && h !== null && typeof (h as { apply?: unknown }).apply === 'function')
+    .optional(),
 });
 
-export const projectionDefinitionSchema = z.discriminatedUnion('kind', [mirrorDefinitionSchema, mapDefinitionSchema, fts5DefinitionSchema, customDefinitionSchema]);
+export const projectionDefinitionSchema = z.discriminatedUnion('kind', [
+  mirrorDefinitionSchema,
+  mapDefinitionSchema,
+  fts5DefinitionSchema,
+  customDefinitionSchema,
+]);
 
 export type ProjectionDefinition = z.infer<typeof projectionDefinitionSchema>;
 /** What callers may write: defaults (such as fts5 `content`) may be left out. */
@@ -97,14 +113,19 @@ export type CustomDefinition = z.infer<typeof customDefinitionSchema>;
 export function parseDefinition(input: unknown, origin = 'definition'): ProjectionDefinition {
   const r = projectionDefinitionSchema.safeParse(input);
   if (!r.success) {
-    const label = typeof input === 'object' && input !== null && 'name' in input ? `projection ${String((input as { name: unknown }).name)}` : origin;
+    const label =
+      typeof input === 'object' && input !== null && 'name' in input ? `projection ${String((input as { name: unknown }).name)}` : origin;
     // A record key's own rule (a map's target column name) is nested in an invalid_key issue.
-    const message = (i: (typeof r.error.issues)[number]) => (i.code === 'invalid_key' ? i.issues.map((x) => x.message).join(', ') : i.message);
+    const message = (i: (typeof r.error.issues)[number]) =>
+      i.code === 'invalid_key' ? i.issues.map((x) => x.message).join(', ') : i.message;
     const issues = r.error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${message(i)}`).join('; ');
     throw new InvalidInputError('BAD_DEFINITION', `Invalid ${label} (${origin}): ${issues}. See docs/projections.md for the format.`);
   }
   if (r.data.kind === 'custom' && r.data.module === undefined && r.data.handler === undefined && r.data.definedIn === undefined) {
-    throw new InvalidInputError('BAD_DEFINITION', `Invalid projection ${r.data.name} (${origin}): a custom projection needs "module" (a file exporting a handler) or "handler".`);
+    throw new InvalidInputError(
+      'BAD_DEFINITION',
+      `Invalid projection ${r.data.name} (${origin}): a custom projection needs "module" (a file exporting a handler) or "handler".`,
+    );
   }
   return r.data;
 }
@@ -116,7 +137,11 @@ export function parseDefinition(input: unknown, origin = 'definition'): Projecti
  */
 export async function loadDefinitions(file: string): Promise<ProjectionDefinition[]> {
   const abs = path.resolve(file);
-  if (!fs.existsSync(abs)) throw new InvalidInputError('DEFINITION_NOT_FOUND', `Projection file ${file} does not exist. Pass a .json or .ts definition file (see projections/ for examples).`);
+  if (!fs.existsSync(abs))
+    throw new InvalidInputError(
+      'DEFINITION_NOT_FOUND',
+      `Projection file ${file} does not exist. Pass a .json or .ts definition file (see projections/ for examples).`,
+    );
   let raw: unknown;
   if (abs.endsWith('.json')) {
     try {
@@ -131,12 +156,16 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
   const list = Array.isArray(raw) ? raw : [raw];
   const defs = list.map((d, i) => parseDefinition(d, `${file}${list.length > 1 ? `[${i}]` : ''}`));
   for (const d of defs) {
-    if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json')) (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
+    if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json'))
+      (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
     if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
       const modPath = d.module.startsWith('file:') ? fileURLToPath(d.module) : path.resolve(path.dirname(abs), d.module);
       const inFile = `Projection ${d.name} in ${file}`;
       if (!fs.existsSync(modPath)) {
-        const from = d.module.startsWith('file:') || path.isAbsolute(d.module) ? 'as an absolute path' : `relative to the definition file's folder ${path.dirname(abs)}`;
+        const from =
+          d.module.startsWith('file:') || path.isAbsolute(d.module)
+            ? 'as an absolute path'
+            : `relative to the definition file's folder ${path.dirname(abs)}`;
         throw new InvalidInputError(
           'CUSTOM_MODULE_NOT_FOUND',
           `${inFile}: its "module" "${d.module}" resolves to ${modPath} (${from}), and there is no file there. Correct "module" in ${file} (a path relative to that file's folder, an absolute path or a file: URL) or put the handler module there.`,
@@ -145,7 +174,10 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
       const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
       const handler = mod.default as CustomHandler | undefined;
       if (handler === undefined || typeof handler.apply !== 'function') {
-        throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`);
+        throw new InvalidInputError(
+          'BAD_DEFINITION',
+          `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`,
+        );
       }
       // Stored with the projection as an absolute URL, so later runs without --projection find it.
       (d as { module?: string }).module = pathToFileURL(modPath).href;
@@ -189,7 +221,11 @@ async function importHandler(file: string, what: string, code: ReasonCode = 'CUS
     return await importModule(pathToFileURL(file).href);
   } catch (cause) {
     const message = (cause instanceof Error ? cause.message : String(cause)).split('\n')[0] ?? '';
-    throw new InvalidInputError(code, `${what} failed to load: ${message.replace(/\.$/, '')}. Fix the module (or what it imports) and run again.`, { cause });
+    throw new InvalidInputError(
+      code,
+      `${what} failed to load: ${message.replace(/\.$/, '')}. Fix the module (or what it imports) and run again.`,
+      { cause },
+    );
   }
 }
 
@@ -208,15 +244,21 @@ function storedModuleFile(d: CustomDefinition, url: string): string {
 /** Loads the handler of a stored custom definition again (from its module or its definition file). */
 export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
   if (d.module !== undefined) {
-    const mod = (await importHandler(storedModuleFile(d, d.module), `Projection ${d.name}: its handler module ${d.module}`)) as { default?: CustomHandler };
+    const mod = (await importHandler(storedModuleFile(d, d.module), `Projection ${d.name}: its handler module ${d.module}`)) as {
+      default?: CustomHandler;
+    };
     if (mod.default !== undefined && typeof mod.default.apply === 'function') return mod.default;
   } else if (d.definedIn !== undefined) {
     const mod = await importHandler(storedModuleFile(d, d.definedIn), `Projection ${d.name}: its definition file ${d.definedIn}`);
     const list = Array.isArray(mod.default) ? mod.default : [mod.default];
-    const found = list.find((x) => typeof x === 'object' && x !== null && (x as { name?: unknown }).name === d.name) as { handler?: CustomHandler } | undefined;
+    const found = list.find((x) => typeof x === 'object' && x !== null && (x as { name?: unknown }).name === d.name) as
+      { handler?: CustomHandler } | undefined;
     if (found?.handler !== undefined) return found.handler;
   }
-  throw new InvalidInputError('BAD_DEFINITION', `Projection ${d.name}: its handler cannot be loaded again from ${d.module ?? d.definedIn ?? '(nowhere)'}. Pass its definition file with --projection.`);
+  throw new InvalidInputError(
+    'BAD_DEFINITION',
+    `Projection ${d.name}: its handler cannot be loaded again from ${d.module ?? d.definedIn ?? '(nowhere)'}. Pass its definition file with --projection.`,
+  );
 }
 
 /** A mirror of `table` under its default name (see name.ts): the default when no definition is given. */
@@ -236,7 +278,13 @@ export function parseStoredDefinition(json: string, origin: string): ProjectionD
   if (typeof d === 'object' && d !== null && !Array.isArray(d)) {
     const o = d as Record<string, unknown>;
     const keys = Object.keys(o).sort().join(',');
-    if (keys === 'kind,name,source' && o.kind === 'mirror' && typeof o.name === 'string' && o.name === o.source && !isProjectionName(o.name)) {
+    if (
+      keys === 'kind,name,source' &&
+      o.kind === 'mirror' &&
+      typeof o.name === 'string' &&
+      o.name === o.source &&
+      !isProjectionName(o.name)
+    ) {
       return { name: o.name, source: o.name, kind: 'mirror' };
     }
   }

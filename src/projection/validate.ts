@@ -23,7 +23,11 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
       db.exec(`INSERT INTO temp.${probe} DEFAULT VALUES`);
     } catch (cause) {
       const msg = (cause as Error).message.replace('generated columns', 'projection expressions');
-      throw new InvalidInputError('BAD_EXPRESSION', `Projection ${p.name}: ${c.label} ${c.sql} is not usable: ${msg}. Expressions must be deterministic SQL over the columns of ${p.source.table} (no subqueries, random() or 'now').`, { cause });
+      throw new InvalidInputError(
+        'BAD_EXPRESSION',
+        `Projection ${p.name}: ${c.label} ${c.sql} is not usable: ${msg}. Expressions must be deterministic SQL over the columns of ${p.source.table} (no subqueries, random() or 'now').`,
+        { cause },
+      );
     } finally {
       db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
     }
@@ -36,11 +40,19 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
   const tables = new Map<string, string>();
   for (const p of projections) {
     const n = foldIdent(p.name);
-    if (names.has(n)) throw new InvalidInputError('DUPLICATE_PROJECTION', `Two projections are named ${p.name}. Give each projection of a target a unique name.`);
+    if (names.has(n))
+      throw new InvalidInputError(
+        'DUPLICATE_PROJECTION',
+        `Two projections are named ${p.name}. Give each projection of a target a unique name.`,
+      );
     names.set(n, p.name);
     for (const t of p.ownedTables) {
       const other = tables.get(foldIdent(t));
-      if (other !== undefined) throw new InvalidInputError('TARGET_COLLISION', `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`);
+      if (other !== undefined)
+        throw new InvalidInputError(
+          'TARGET_COLLISION',
+          `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`,
+        );
       tables.set(foldIdent(t), p.name);
     }
   }

@@ -32,10 +32,18 @@ export function requireWriteAccess(file: string, role: string, command: string, 
   const onFile = denied(file);
   const onFolder = denied(folder);
   if (onFile === undefined && onFolder === undefined) return;
-  const what = [...(onFile === undefined ? [] : [`the file (${onFile})`]), ...(onFolder === undefined ? [] : [`its folder ${folder} (${onFolder}), where SQLite makes the ${role}'s -wal and -shm (or -journal) files to write it`])].join(' nor ');
+  const what = [
+    ...(onFile === undefined ? [] : [`the file (${onFile})`]),
+    ...(onFolder === undefined
+      ? []
+      : [`its folder ${folder} (${onFolder}), where SQLite makes the ${role}'s -wal and -shm (or -journal) files to write it`]),
+  ].join(' nor ');
   const grant = [...(onFile === undefined ? [] : [file]), ...(onFolder === undefined ? [] : [folder])].join(' and ');
   const reading = onFolder === undefined ? '; reading needs none: status, changes and export work as they are' : '';
-  throw new SluiceError('DB_NOT_WRITABLE', `Cannot ${command} ${role} ${file}: this user may not write ${what}. ${writes}. Give this user write access to ${grant}${reading}.`);
+  throw new SluiceError(
+    'DB_NOT_WRITABLE',
+    `Cannot ${command} ${role} ${file}: this user may not write ${what}. ${writes}. Give this user write access to ${grant}${reading}.`,
+  );
 }
 
 /**
@@ -44,7 +52,8 @@ export function requireWriteAccess(file: string, role: string, command: string, 
  * may not write: that it is the folder. Undefined otherwise.
  */
 export function folderNotWritable(file: string, role: string, sqliteCode: unknown): SluiceError | undefined {
-  if (typeof sqliteCode !== 'string' || !(sqliteCode.startsWith('SQLITE_CANTOPEN') || sqliteCode.startsWith('SQLITE_READONLY'))) return undefined;
+  if (typeof sqliteCode !== 'string' || !(sqliteCode.startsWith('SQLITE_CANTOPEN') || sqliteCode.startsWith('SQLITE_READONLY')))
+    return undefined;
   const folder = path.dirname(path.resolve(file));
   const code = denied(folder);
   if (code === undefined) return undefined;

@@ -113,7 +113,10 @@ export function toJsonValue(v: SqlValue): JsonValue {
 export function fromJsonValue(j: unknown): SqlValue {
   const parsed = jsonValueSchema.safeParse(j);
   if (!parsed.success) {
-    throw new InvalidInputError('BAD_VALUE', `Not a sluice JSON value: ${JSON.stringify(j)?.slice(0, 80)}. See docs/jsonl.md for the encoding.`);
+    throw new InvalidInputError(
+      'BAD_VALUE',
+      `Not a sluice JSON value: ${JSON.stringify(j)?.slice(0, 80)}. See docs/jsonl.md for the encoding.`,
+    );
   }
   const v = parsed.data;
   if (v === null || typeof v === 'string') return v;

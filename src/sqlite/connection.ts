@@ -48,7 +48,12 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
   try {
     db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: !(options.create ?? false) });
   } catch (cause) {
-    throw folderNotWritable(path, role, (cause as { code?: unknown }).code) ?? new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, { cause });
+    throw (
+      folderNotWritable(path, role, (cause as { code?: unknown }).code) ??
+      new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, {
+        cause,
+      })
+    );
   }
   try {
     db.defaultSafeIntegers(true);
@@ -62,7 +67,10 @@ export function openDatabase(path: string, options: OpenOptions = {}): Db {
     if ((cause as { code?: string }).code === 'SQLITE_NOTADB') {
       throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
     }
-    throw folderNotWritable(path, role, (cause as { code?: unknown }).code) ?? new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause });
+    throw (
+      folderNotWritable(path, role, (cause as { code?: unknown }).code) ??
+      new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause })
+    );
   }
   return db;
 }
@@ -92,9 +100,13 @@ function checkFile(path: string, role: string, create: boolean): void {
     stat = fs.statSync(path);
   } catch {
     if (create) return;
-    throw new InvalidInputError('DB_NOT_FOUND', `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`);
+    throw new InvalidInputError(
+      'DB_NOT_FOUND',
+      `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`,
+    );
   }
-  if (!stat.isFile()) throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a file. Pass the path of a SQLite database file.`);
+  if (!stat.isFile())
+    throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a file. Pass the path of a SQLite database file.`);
   // The header is not read here with fs: closing any descriptor of a database
   // file drops every POSIX lock this process holds on it, including those of
   // its open SQLite connections. Another process's connection (the sqlite3

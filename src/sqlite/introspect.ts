@@ -46,30 +46,52 @@ export interface TableInfo {
   readonly sql: string | null;
 }
 
-interface TableListRow { schema: string; name: string; type: string; wr: bigint; strict: bigint }
+interface TableListRow {
+  schema: string;
+  name: string;
+  type: string;
+  wr: bigint;
+  strict: bigint;
+}
 
 /** Objects named `name` (case-insensitively) in main and temp. */
 export function findObjects(db: Db, name: string): { schema: string; name: string; type: string }[] {
   const tables = db.prepare('SELECT schema, name, type FROM main.pragma_table_list(?)').all(name) as TableListRow[];
-  const temp = db.prepare("SELECT 'temp' AS schema, name, type FROM temp.sqlite_schema WHERE name = ? COLLATE NOCASE AND type NOT IN ('table','view')").all(name) as TableListRow[];
+  const temp = db
+    .prepare("SELECT 'temp' AS schema, name, type FROM temp.sqlite_schema WHERE name = ? COLLATE NOCASE AND type NOT IN ('table','view')")
+    .all(name) as TableListRow[];
   return [...tables, ...temp].map((r) => ({ schema: r.schema, name: r.name, type: r.type }));
 }
 
 export function describeTable(db: Db, name: string): TableInfo | undefined {
-  const row = (db.prepare('SELECT schema, name, type, wr, strict FROM main.pragma_table_list(?)').all(name) as TableListRow[])
-    .find((r) => r.schema === 'main');
+  const row = (db.prepare('SELECT schema, name, type, wr, strict FROM main.pragma_table_list(?)').all(name) as TableListRow[]).find(
+    (r) => r.schema === 'main',
+  );
   if (row === undefined) return undefined;
   const cols = db
     .prepare(`SELECT name, type, "notnull" AS nn, dflt_value AS dflt, pk, hidden FROM main.pragma_table_xinfo(?, 'main')`)
     .all(row.name) as { name: string; type: string; nn: bigint; dflt: string | null; pk: bigint; hidden: bigint }[];
   const columns: ColumnInfo[] = cols
     .filter((c) => Number(c.hidden) !== 1)
-    .map((c) => ({ name: c.name, type: c.type, notNull: c.nn !== 0n, defaultSql: c.dflt, pkIndex: Number(c.pk), hidden: Number(c.hidden) }));
-  const keyColumns = columns.filter((c) => c.pkIndex > 0).sort((a, b) => a.pkIndex - b.pkIndex).map((c) => c.name);
+    .map((c) => ({
+      name: c.name,
+      type: c.type,
+      notNull: c.nn !== 0n,
+      defaultSql: c.dflt,
+      pkIndex: Number(c.pk),
+      hidden: Number(c.hidden),
+    }));
+  const keyColumns = columns
+    .filter((c) => c.pkIndex > 0)
+    .sort((a, b) => a.pkIndex - b.pkIndex)
+    .map((c) => c.name);
   const withoutRowid = row.wr !== 0n;
   const first = columns.find((c) => c.pkIndex === 1);
-  const rowidAlias = !withoutRowid && keyColumns.length === 1 && first !== undefined && first.type.toUpperCase() === 'INTEGER' && !isDescIpk(db, row.name);
-  const sqlRow = db.prepare('SELECT sql FROM main.sqlite_schema WHERE type = ? AND name = ?').get(row.type === 'view' ? 'view' : 'table', row.name) as { sql: string | null } | undefined;
+  const rowidAlias =
+    !withoutRowid && keyColumns.length === 1 && first !== undefined && first.type.toUpperCase() === 'INTEGER' && !isDescIpk(db, row.name);
+  const sqlRow = db
+    .prepare('SELECT sql FROM main.sqlite_schema WHERE type = ? AND name = ?')
+    .get(row.type === 'view' ? 'view' : 'table', row.name) as { sql: string | null } | undefined;
   return {
     name: row.name,
     kind: row.type as ObjectKind,
@@ -97,7 +119,11 @@ export function foreignKeys(db: Db, table: string): ForeignKeyInfo[] {
 
 /** Every ordinary table in main (not views, not virtual, not sqlite_ internals). */
 export function listTables(db: Db): string[] {
-  const rows = db.prepare("SELECT name FROM main.pragma_table_list() WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'").all() as { name: string }[];
+  const rows = db
+    .prepare(
+      "SELECT name FROM main.pragma_table_list() WHERE schema = 'main' AND type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
+    )
+    .all() as { name: string }[];
   return rows.map((r) => r.name);
 }
 
@@ -136,14 +162,21 @@ interface UniqueListing {
 }
 
 function listUniques(db: Db, table: string): UniqueListing {
-  const list = db.prepare("SELECT name, origin, partial FROM main.pragma_index_list(?, 'main') WHERE \"unique\" = 1").all(table) as { name: string; origin: string; partial: bigint }[];
+  const list = db.prepare('SELECT name, origin, partial FROM main.pragma_index_list(?, \'main\') WHERE "unique" = 1').all(table) as {
+    name: string;
+    origin: string;
+    partial: bigint;
+  }[];
   const plain: UniqueIndexInfo[] = [];
   const expression: string[] = [];
   for (const idx of list) {
     if (idx.origin === 'pk') continue;
-    const cols = db.prepare("SELECT cid, name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno").all(idx.name) as { cid: bigint; name: string | null; coll: string }[];
+    const cols = db
+      .prepare("SELECT cid, name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 ORDER BY seqno")
+      .all(idx.name) as { cid: bigint; name: string | null; coll: string }[];
     if (cols.some((c) => c.cid < 0n || c.name === null)) expression.push(idx.name);
-    else plain.push({ name: idx.name, columns: cols.map((c) => ({ name: c.name as string, collate: c.coll })), partial: idx.partial !== 0n });
+    else
+      plain.push({ name: idx.name, columns: cols.map((c) => ({ name: c.name as string, collate: c.coll })), partial: idx.partial !== 0n });
   }
   return { plain, expression };
 }
@@ -176,6 +209,10 @@ export function primaryKeyCollations(db: Db, table: string): Map<string, string>
   const out = new Map<string, string>();
   const idx = db.prepare("SELECT name FROM main.pragma_index_list(?, 'main') WHERE origin = 'pk'").pluck().get(table) as string | undefined;
   if (idx === undefined) return out;
-  for (const c of db.prepare("SELECT name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 AND cid >= 0").all(idx) as { name: string; coll: string }[]) out.set(c.name, c.coll);
+  for (const c of db.prepare("SELECT name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 AND cid >= 0").all(idx) as {
+    name: string;
+    coll: string;
+  }[])
+    out.set(c.name, c.coll);
   return out;
 }

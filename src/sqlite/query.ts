@@ -24,14 +24,17 @@ export interface QueryResult {
  */
 export function runQuery(db: Db, sql: string, options: { readonly maxRows?: number } = {}): QueryResult {
   const maxRows = options.maxRows ?? 1000;
-  if (!Number.isSafeInteger(maxRows) || maxRows < 0) throw new InvalidInputError('BAD_MAX_ROWS', `--max-rows ${maxRows} must be a whole number >= 0.`);
+  if (!Number.isSafeInteger(maxRows) || maxRows < 0)
+    throw new InvalidInputError('BAD_MAX_ROWS', `--max-rows ${maxRows} must be a whole number >= 0.`);
   let stmt: ReturnType<Db['prepare']>;
   try {
     stmt = db.prepare(sql);
   } catch (cause) {
     // better-sqlite3 refuses a string of several statements with a RangeError, before SQLite compiles the rest.
     if (cause instanceof RangeError && /more than one statement/.test(cause.message)) throw refused(db, SEVERAL_STATEMENTS);
-    throw new InvalidInputError('BAD_SQL', `The query does not compile: ${(cause as Error).message}. Pass exactly one SQL statement.`, { cause });
+    throw new InvalidInputError('BAD_SQL', `The query does not compile: ${(cause as Error).message}. Pass exactly one SQL statement.`, {
+      cause,
+    });
   }
   const why = REFUSED_STATEMENTS[firstKeyword(sql)];
   if (why !== undefined) throw refused(db, why(firstKeyword(sql)));
@@ -43,7 +46,9 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
   try {
     // A write with RETURNING is read through the iterator, which reports no
     // change count: take it from changes() once the statement has finished.
-    const result = stmt.reader ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) } : runWrite(stmt);
+    const result = stmt.reader
+      ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) }
+      : runWrite(stmt);
     db.exec(nested ? `RELEASE ${name}` : 'COMMIT');
     return result;
   } catch (err) {
@@ -76,7 +81,8 @@ const REFUSED_STATEMENTS: Readonly<Record<string, (kw: string) => string>> = {
   ROLLBACK: TRANSACTION,
   SAVEPOINT: TRANSACTION,
   RELEASE: TRANSACTION,
-  VACUUM: () => 'VACUUM is not allowed: it rewrites the whole file and cannot run inside the transaction query runs each statement in. Use the sqlite3 shell: sqlite3 FILE VACUUM',
+  VACUUM: () =>
+    'VACUUM is not allowed: it rewrites the whole file and cannot run inside the transaction query runs each statement in. Use the sqlite3 shell: sqlite3 FILE VACUUM',
 };
 const SEVERAL_STATEMENTS =
   'the SQL holds more than one statement, and query runs exactly one (its transaction and row budget cover one statement). Run one statement per sluice query, or use the sqlite3 shell for a script';
@@ -103,7 +109,10 @@ function collect(stmt: ReturnType<Db['prepare']>, maxRows: number, wrote: boolea
   try {
     for (const raw of it) {
       if (rows.length >= maxRows) {
-        throw new SluiceError('ROW_BUDGET_EXCEEDED', `The query returned more than --max-rows ${maxRows} rows${wrote ? '; its writes were rolled back and nothing was committed' : ''}. Raise --max-rows or narrow the query.`);
+        throw new SluiceError(
+          'ROW_BUDGET_EXCEEDED',
+          `The query returned more than --max-rows ${maxRows} rows${wrote ? '; its writes were rolled back and nothing was committed' : ''}. Raise --max-rows or narrow the query.`,
+        );
       }
       rows.push(raw.map((v) => (mayBeLossyText(v) ? v : fromDriver(v ?? null))));
     }

@@ -42,7 +42,10 @@ export function textFromDbBytes(db: Db, bytes: Uint8Array): string | RawText {
 export function unpairedToDb(db: Db, s: string): RawText {
   const e = textEncoding(db);
   if (e === 'UTF-8') {
-    throw new InvalidInputError('TEXT_ENCODING', `A TEXT value with an unpaired UTF-16 surrogate cannot be stored in the UTF-8 database ${db.name}: it has no UTF-8 form. Use a target in the source's encoding.`);
+    throw new InvalidInputError(
+      'TEXT_ENCODING',
+      `A TEXT value with an unpaired UTF-16 surrogate cannot be stored in the UTF-8 database ${db.name}: it has no UTF-8 form. Use a target in the source's encoding.`,
+    );
   }
   const b = Buffer.from(s, 'utf16le');
   if (e === 'UTF-16be') b.swap16();

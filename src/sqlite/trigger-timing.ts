@@ -26,9 +26,15 @@ function headTokens(sql: string, limit: number): string[] {
       let j = i + 1;
       for (;;) {
         const k = sql.indexOf(close, j);
-        if (k < 0) { j = sql.length; break; }
+        if (k < 0) {
+          j = sql.length;
+          break;
+        }
         // A doubled quote is an escaped quote ([...] has no escape).
-        if (close !== ']' && sql[k + 1] === close) { j = k + 2; continue; }
+        if (close !== ']' && sql[k + 1] === close) {
+          j = k + 2;
+          continue;
+        }
         j = k + 1;
         break;
       }

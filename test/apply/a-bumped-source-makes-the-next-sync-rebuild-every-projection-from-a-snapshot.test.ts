@@ -9,7 +9,10 @@ import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenari
 const NAMES = scenarioProjections().map((p) => p.name);
 
 describe('after a rewrite the triggers could not see', () => {
-  test('a capture trigger dropped and re-created identically around a write makes the next pass re-arm the table and rebuild its projections alone, and a bump rebuilds every projection (GENERATION_CHANGED)', async ({ makeDb, tmp }) => {
+  test('a capture trigger dropped and re-created identically around a write makes the next pass re-arm the table and rebuild its projections alone, and a bump rebuilds every projection (GENERATION_CHANGED)', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
@@ -23,9 +26,16 @@ describe('after a rewrite the triggers could not see', () => {
       // byte-identical. Capture sees that the trigger was made again after
       // it armed the table, so the table's projections stop instead of
       // staying current on paper.
-      const trigger = src.db.prepare("SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'items' AND name GLOB '_sluice_t*[0-9]_upd'").get() as { name: string; sql: string };
+      const trigger = src.db
+        .prepare(
+          "SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger' AND tbl_name = 'items' AND name GLOB '_sluice_t*[0-9]_upd'",
+        )
+        .get() as { name: string; sql: string };
       const hw = highWater(src.db);
-      runSqliteCli(src.file, `BEGIN; DROP TRIGGER "${trigger.name}"; UPDATE items SET name = name || ' (restored)', qty = coalesce(qty, 0) * 10; ${trigger.sql}; COMMIT;`);
+      runSqliteCli(
+        src.file,
+        `BEGIN; DROP TRIGGER "${trigger.name}"; UPDATE items SET name = name || ' (restored)', qty = coalesce(qty, 0) * 10; ${trigger.sql}; COMMIT;`,
+      );
       expect(highWater(src.db)).toBe(hw);
       expect(src.db.prepare('SELECT sql FROM main.sqlite_schema WHERE name = ?').pluck().get(trigger.name)).toBe(trigger.sql);
 
@@ -46,9 +56,13 @@ describe('after a rewrite the triggers could not see', () => {
       const { generation } = bump(src.db, 'bulk rewrite of items with triggers off');
       const rebuilt = await s.runOnce();
       expect(rebuilt.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(NAMES.map((n) => [n, 'active', 'GENERATION_CHANGED']));
-      expect(rebuilt.projections.find((p) => p.name === 'items')?.snapshotRows).toBe(Number(src.db.prepare('SELECT count(*) FROM items').pluck().get() as bigint));
+      expect(rebuilt.projections.find((p) => p.name === 'items')?.snapshotRows).toBe(
+        Number(src.db.prepare('SELECT count(*) FROM items').pluck().get() as bigint),
+      );
       expect(tableCells(s.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
-      expect(s.session.db.prepare("SELECT count(*) FROM tgt.items_fts WHERE items_fts MATCH 'restored'").pluck().get()).toBe(s.session.db.prepare('SELECT count(*) FROM tgt.items_fts_src').pluck().get());
+      expect(s.session.db.prepare("SELECT count(*) FROM tgt.items_fts WHERE items_fts MATCH 'restored'").pluck().get()).toBe(
+        s.session.db.prepare('SELECT count(*) FROM tgt.items_fts_src').pluck().get(),
+      );
       // The custom projection was initialized again (its handler's init resets its table).
       expect(s.session.db.prepare('SELECT count(*) FROM tgt.applications').pluck().get()).toBe(0n);
       expect((await verify(src.file, target)).ok).toBe(true);

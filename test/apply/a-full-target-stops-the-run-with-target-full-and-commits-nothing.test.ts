@@ -24,12 +24,18 @@ test('a batch that does not fit throws TARGET_FULL, leaves the rows and cursor o
   const target = path.join(dir, 'cache.db');
   await sync(src, target);
   write(src, "UPDATE issues SET body = body || printf('%.20000c', 'x')");
-  const before = { rows: dumpTables(target, ['issues']), cursors: scalar(target, "SELECT cursor FROM _sluice_projections WHERE name = 'issues'") };
+  const before = {
+    rows: dumpTables(target, ['issues']),
+    cursors: scalar(target, "SELECT cursor FROM _sluice_projections WHERE name = 'issues'"),
+  };
   const s = await Syncer.open(src, target);
   try {
     const pages = Number(s.session.db.pragma('tgt.page_count', { simple: true }));
     s.session.db.pragma(`tgt.max_page_count = ${pages + 10}`);
-    const err = await s.runOnce().then(() => undefined, (e: unknown) => e);
+    const err = await s.runOnce().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(FileFullError);
     expect((err as FileFullError).code).toBe('TARGET_FULL');
     expect((err as Error).message).toContain(target);

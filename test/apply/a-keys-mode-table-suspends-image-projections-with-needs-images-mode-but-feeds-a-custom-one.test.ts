@@ -22,7 +22,10 @@ const IMAGE_KINDS: ProjectionDefinitionInput[] = [
 ];
 
 describe('a table captured in keys mode', () => {
-  test('suspends mirror, map and fts5 projections with NEEDS_IMAGES_MODE and creates none of their tables, while a custom projection and other tables sync', async ({ makeDb, tmp }) => {
+  test('suspends mirror, map and fts5 projections with NEEDS_IMAGES_MODE and creates none of their tables, while a custom projection and other tables sync', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['tags'], { seed: SEED });
     enable(src.db, ['items'], { mode: 'keys' });
     const events: ChangeEvent[] = [];
@@ -36,19 +39,26 @@ describe('a table captured in keys mode', () => {
     try {
       const first = await s.runOnce();
       for (const d of IMAGE_KINDS) {
-        expect(first.projections.find((p) => p.name === d.name), d.name).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: 'items', mode: 'keys' } });
+        expect(
+          first.projections.find((p) => p.name === d.name),
+          d.name,
+        ).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE', detail: { table: 'items', mode: 'keys' } });
       }
       expect(first.projections.filter((p) => p.state === 'active').map((p) => p.name)).toEqual(['item_keys', 'tags']);
       const tables = Object.keys(dumpFile(target));
       for (const t of ['items', 'named', 'items_fts_src']) expect(tables).not.toContain(t);
 
-      src.db.exec("UPDATE items SET name = 'APPLE' WHERE id = 1; UPDATE items SET id = 42 WHERE id = 2; DELETE FROM items WHERE id = 3; INSERT INTO tags VALUES ('z', 9, 'z')");
+      src.db.exec(
+        "UPDATE items SET name = 'APPLE' WHERE id = 1; UPDATE items SET id = 42 WHERE id = 2; DELETE FROM items WHERE id = 3; INSERT INTO tags VALUES ('z', 9, 'z')",
+      );
       const second = await s.runOnce();
       expect(second.projections.filter((p) => p.state === 'active').map((p) => [p.name, p.seq])).toEqual([
         ['item_keys', highWater(src.db)],
         ['tags', highWater(src.db)],
       ]);
-      expect(second.projections.filter((p) => p.state === 'suspended').map((p) => p.reason)).toEqual(IMAGE_KINDS.map(() => 'NEEDS_IMAGES_MODE'));
+      expect(second.projections.filter((p) => p.state === 'suspended').map((p) => p.reason)).toEqual(
+        IMAGE_KINDS.map(() => 'NEEDS_IMAGES_MODE'),
+      );
       // Keys mode: no before-image; the after-image is the row as it is now, re-read by key.
       expect(events.map((e) => [e.op, e.image, e.key, e.before, e.after?.name ?? null])).toEqual([
         ['update', 'key', [1n], null, 'APPLE'],
@@ -61,7 +71,10 @@ describe('a table captured in keys mode', () => {
     }
   });
 
-  test('switched from images to keys after a sync: the rebuild is refused with NEEDS_IMAGES_MODE, the stored rows stay as they were, and the CLI exits 3', async ({ makeDb, tmp }) => {
+  test('switched from images to keys after a sync: the rebuild is refused with NEEDS_IMAGES_MODE, the stored rows stay as they were, and the CLI exits 3', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     await sync(src.file, target, { projections: IMAGE_KINDS });
@@ -70,7 +83,9 @@ describe('a table captured in keys mode', () => {
     enable(src.db, ['items'], { mode: 'keys' });
     src.db.exec("UPDATE items SET name = 'changed' WHERE id = 1");
     const r = await sync(src.file, target, { projections: IMAGE_KINDS });
-    expect(r.projections.map((p) => [p.name, p.state, p.reason])).toEqual(IMAGE_KINDS.map((d) => [d.name, 'suspended', 'NEEDS_IMAGES_MODE']));
+    expect(r.projections.map((p) => [p.name, p.state, p.reason])).toEqual(
+      IMAGE_KINDS.map((d) => [d.name, 'suspended', 'NEEDS_IMAGES_MODE']),
+    );
     const rows = projectionRows(target);
     for (const d of IMAGE_KINDS) expect(rows.get(d.name), d.name).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE' });
     const after = dumpFile(target);
@@ -79,16 +94,23 @@ describe('a table captured in keys mode', () => {
     fs.writeFileSync(path.join(tmp, 'items.json'), JSON.stringify(IMAGE_KINDS[0]));
     const viaCli = cli(['sync', src.file, target, '--projection', path.join(tmp, 'items.json'), '--json']);
     expect(viaCli.status).toBe(3);
-    expect(jsonOut<{ projections: unknown[] }>(viaCli).projections).toEqual([expect.objectContaining({ name: 'items', state: 'suspended', reason: 'NEEDS_IMAGES_MODE' })]);
+    expect(jsonOut<{ projections: unknown[] }>(viaCli).projections).toEqual([
+      expect.objectContaining({ name: 'items', state: 'suspended', reason: 'NEEDS_IMAGES_MODE' }),
+    ]);
 
     // Back in images mode, the suspension clears by itself: the next sync rebuilds from a snapshot.
     enable(src.db, ['items'], { mode: 'images' });
     const healed = await sync(src.file, target, { projections: IMAGE_KINDS });
-    expect(healed.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(IMAGE_KINDS.map((d) => [d.name, 'active', 'TABLE_REARMED']));
+    expect(healed.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual(
+      IMAGE_KINDS.map((d) => [d.name, 'active', 'TABLE_REARMED']),
+    );
     expect(tableCells(src.db, 'main', 'items').length).toBeGreaterThan(0);
   });
 
-  test('a projection suspended before its first build is recorded for health, and builds once the table is back in images mode', async ({ makeDb, tmp }) => {
+  test('a projection suspended before its first build is recorded for health, and builds once the table is back in images mode', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['tags'], { seed: SEED });
     enable(src.db, ['items'], { mode: 'keys' });
     const target = path.join(tmp, 'target.db');
@@ -98,7 +120,9 @@ describe('a table captured in keys mode', () => {
     expect(projectionRows(target).get('items')).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE', cursor: null });
     const health = cli(['health', target, '--json']);
     expect(health.status).toBe(3);
-    expect(jsonOut<{ projections: { name: string; needsAction: boolean }[] }>(health).projections).toEqual([expect.objectContaining({ name: 'items', needsAction: true })]);
+    expect(jsonOut<{ projections: { name: string; needsAction: boolean }[] }>(health).projections).toEqual([
+      expect.objectContaining({ name: 'items', needsAction: true }),
+    ]);
 
     enable(src.db, ['items'], { mode: 'images' });
     const second = await sync(src.file, target, { projections: mirror });

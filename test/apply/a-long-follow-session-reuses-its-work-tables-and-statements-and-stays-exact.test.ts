@@ -16,7 +16,10 @@ import { highWater, makeSource, tableCells } from './support/target.ts';
 
 /** Between batches the work tables are kept, and empty (their pages free for the next table). */
 function expectEmptyWorkTables(db: Db): void {
-  const work = db.prepare("SELECT name FROM temp.sqlite_schema WHERE type = 'table' AND name LIKE '\\_sluice\\_%' ESCAPE '\\'").pluck().all() as string[];
+  const work = db
+    .prepare("SELECT name FROM temp.sqlite_schema WHERE type = 'table' AND name LIKE '\\_sluice\\_%' ESCAPE '\\'")
+    .pluck()
+    .all() as string[];
   expect(work.length).toBeGreaterThan(0);
   for (const name of work) expect([name, db.prepare(`SELECT count(*) FROM temp."${name}"`).pluck().get()]).toEqual([name, 0n]);
 }
@@ -24,11 +27,20 @@ function expectEmptyWorkTables(db: Db): void {
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT COLLATE NOCASE, n INTEGER, b BLOB)';
 const PROJECTIONS = [
   { name: 't', source: 't', kind: 'mirror' as const },
-  { name: 'tmap', source: 't', kind: 'map' as const, columns: { id: 'id', label: 'name', len: { expr: 'length(name)', type: 'TEXT' } }, filter: 'n % 3 <> 0' },
+  {
+    name: 'tmap',
+    source: 't',
+    kind: 'map' as const,
+    columns: { id: 'id', label: 'name', len: { expr: 'length(name)', type: 'TEXT' } },
+    filter: 'n % 3 <> 0',
+  },
   { name: 'tfts', source: 't', kind: 'fts5' as const, columns: ['name'], content: 'external' as const },
 ];
 
-test('one session over 120 small batches (inserts, updates, key changes, deletes), with the mirror suspended by a tampered row halfway: map and fts5 stay equal to the source, the mirror stops exactly at the tampered batch', async ({ makeDb, tmp }) => {
+test('one session over 120 small batches (inserts, updates, key changes, deletes), with the mirror suspended by a tampered row halfway: map and fts5 stay equal to the source, the mirror stops exactly at the tampered batch', async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, SCHEMA, ['t']);
   const target = path.join(tmp, 'target.db');
   const rand = prng(7);
@@ -46,7 +58,8 @@ test('one session over 120 small batches (inserts, updates, key changes, deletes
       const pick = () => ids[Math.floor(rand() * ids.length)] as number;
       const x = rand();
       if (x < 0.35 || ids.length < 5) ins.run(next, `Row ${next++}`, Math.floor(rand() * 100), Buffer.from([round]));
-      else if (x < 0.7) src.db.prepare('UPDATE t SET name = upper(name) || ?, n = ? WHERE id = ?').run(String(round), Math.floor(rand() * 100), pick());
+      else if (x < 0.7)
+        src.db.prepare('UPDATE t SET name = upper(name) || ?, n = ? WHERE id = ?').run(String(round), Math.floor(rand() * 100), pick());
       else if (x < 0.8) src.db.prepare('UPDATE t SET id = ? WHERE id = ?').run(next++, pick());
       else if (x < 0.9) src.db.prepare('DELETE FROM t WHERE id = ?').run(pick());
       else {
@@ -83,7 +96,11 @@ test('one session over 120 small batches (inserts, updates, key changes, deletes
     expect(mapped.length).toBe(Number(src.db.prepare('SELECT count(*) FROM t WHERE n % 3 <> 0').pluck().get() as bigint));
     expect(mapped.every((row) => row[2]?.startsWith('text:'))).toBe(true);
     // The suspended mirror kept nothing of the tampered batch: its cursor is before it.
-    const stored = s.session.db.prepare("SELECT state, reason, seq FROM tgt._sluice_projections WHERE name = 't'").get() as { state: string; reason: string; seq: bigint };
+    const stored = s.session.db.prepare("SELECT state, reason, seq FROM tgt._sluice_projections WHERE name = 't'").get() as {
+      state: string;
+      reason: string;
+      seq: bigint;
+    };
     const fts = s.session.db.prepare("SELECT seq FROM tgt._sluice_projections WHERE name = 'tfts'").pluck().get() as bigint;
     expect([stored.state, stored.reason]).toEqual(['suspended', 'TARGET_DIVERGED']);
     expect(stored.seq).toBeLessThan(fts);
@@ -95,8 +112,14 @@ test('one session over 120 small batches (inserts, updates, key changes, deletes
 
 test('a follower reads through a memory map while it catches up and without one once it applies small batches', async ({ makeDb, tmp }) => {
   const src = makeSource(makeDb, SCHEMA, ['t']);
-  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1000 });
-  const mapped = () => [Number(s.session.db.pragma('main.mmap_size', { simple: true })), Number(s.session.db.pragma('tgt.mmap_size', { simple: true }))];
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), {
+    projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]],
+    batchSize: 1000,
+  });
+  const mapped = () => [
+    Number(s.session.db.pragma('main.mmap_size', { simple: true })),
+    Number(s.session.db.pragma('tgt.mmap_size', { simple: true })),
+  ];
   const bulk = (from: number, count: number) =>
     src.db.transaction(() => {
       const ins = src.db.prepare('INSERT INTO t VALUES (?, ?, 0, NULL)');

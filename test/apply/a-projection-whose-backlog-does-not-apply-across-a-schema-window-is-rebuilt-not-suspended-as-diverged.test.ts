@@ -22,18 +22,32 @@ import type { ProjectionDefinitionInput } from '../../src/projection/definition.
  * window the cursor check already saw.
  */
 
-const TOUCH_UPDATE = "CREATE TRIGGER touch AFTER UPDATE OF body ON t WHEN NEW.body NOT LIKE '%edited' BEGIN UPDATE t SET body = NEW.body || ' edited' WHERE id = NEW.id; END; UPDATE t SET body = 'second draft' WHERE id = 1; DROP TRIGGER touch;";
-const TOUCH_INSERT = "CREATE TRIGGER touch AFTER INSERT ON t BEGIN UPDATE t SET body = NEW.body || ' edited' WHERE id = NEW.id; END; INSERT INTO t VALUES (3, 'third'); DROP TRIGGER touch;";
+const TOUCH_UPDATE =
+  "CREATE TRIGGER touch AFTER UPDATE OF body ON t WHEN NEW.body NOT LIKE '%edited' BEGIN UPDATE t SET body = NEW.body || ' edited' WHERE id = NEW.id; END; UPDATE t SET body = 'second draft' WHERE id = 1; DROP TRIGGER touch;";
+const TOUCH_INSERT =
+  "CREATE TRIGGER touch AFTER INSERT ON t BEGIN UPDATE t SET body = NEW.body || ' edited' WHERE id = NEW.id; END; INSERT INTO t VALUES (3, 'third'); DROP TRIGGER touch;";
 
 const DEFS: Record<string, ProjectionDefinitionInput> = {
   mirror: { name: 'p', source: 't', kind: 'mirror' },
-  map: { name: 'p', source: 't', kind: 'map', columns: { id: 'id', body: 'body', n: { expr: 'length(body)', type: 'INTEGER' } }, filter: 'id < 100' } as ProjectionDefinitionInput,
+  map: {
+    name: 'p',
+    source: 't',
+    kind: 'map',
+    columns: { id: 'id', body: 'body', n: { expr: 'length(body)', type: 'INTEGER' } },
+    filter: 'id < 100',
+  } as ProjectionDefinitionInput,
   fts5: { name: 'p', source: 't', kind: 'fts5', columns: ['body'], content: 'external' } as ProjectionDefinitionInput,
 };
 
 for (const [kind, def] of Object.entries(DEFS)) {
-  for (const [what, window] of [['update', TOUCH_UPDATE], ['insert', TOUCH_INSERT]] as const) {
-    test(`a ${kind} projection synced across a window in which a transient touch trigger ran on ${what} is rebuilt and active`, async ({ makeDb, tmp }) => {
+  for (const [what, window] of [
+    ['update', TOUCH_UPDATE],
+    ['insert', TOUCH_INSERT],
+  ] as const) {
+    test(`a ${kind} projection synced across a window in which a transient touch trigger ran on ${what} is rebuilt and active`, async ({
+      makeDb,
+      tmp,
+    }) => {
       const { db, file } = makeDb('source.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
       enable(db, ['t']);
       pythonExec(file, "INSERT INTO t VALUES (1, 'first draft'), (2, 'other words');");
@@ -47,7 +61,11 @@ for (const [kind, def] of Object.entries(DEFS)) {
       const bodies = tg.prepare(`SELECT body FROM main.${table} ORDER BY body`).pluck().all();
       tg.close();
       const source = db.prepare('SELECT body FROM t ORDER BY body').pluck().all();
-      expect({ state: p?.state, reason: p?.state === 'suspended' ? p.reason : undefined, bodies }).toEqual({ state: 'active', reason: undefined, bodies: source });
+      expect({ state: p?.state, reason: p?.state === 'suspended' ? p.reason : undefined, bodies }).toEqual({
+        state: 'active',
+        reason: undefined,
+        bodies: source,
+      });
     });
   }
 }

@@ -18,10 +18,18 @@ const MIRROR = { name: 't', source: 't', kind: 'mirror' as const };
 const MAP = { name: 'tmap', source: 't', kind: 'map' as const, columns: { id: 'id', email: 'email', n: 'n' } };
 
 function indexes(db: Db, schema: string): [string, string, string][] {
-  return (db.prepare(`SELECT name, tbl_name, sql FROM ${schema}.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`).raw().all() as [string, string, string][]).map((r) => [...r]);
+  return (
+    db
+      .prepare(`SELECT name, tbl_name, sql FROM ${schema}.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL ORDER BY name`)
+      .raw()
+      .all() as [string, string, string][]
+  ).map((r) => [...r]);
 }
 
-test('indexes a user added to mirror and map tables survive --reinit and a changed definition, with their exact SQL; one that no longer fits is left out and reported', async ({ makeDb, tmp }) => {
+test('indexes a user added to mirror and map tables survive --reinit and a changed definition, with their exact SQL; one that no longer fits is left out and reported', async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
   const target = path.join(tmp, 'target.db');
   let s = await Syncer.open(src.file, target, { projections: [MIRROR, MAP] });
@@ -45,7 +53,11 @@ test('indexes a user added to mirror and map tables survive --reinit and a chang
     // Made in the target, where they were: the source has none of them.
     expect(indexes(src.db, 'main')).toEqual([]);
     // And used there, for the queries they were made for.
-    const plan = (s.session.db.prepare("EXPLAIN QUERY PLAN SELECT id FROM tgt.t WHERE email = 'B' COLLATE NOCASE").all() as { detail: string }[]).map((x) => x.detail).join(' ');
+    const plan = (
+      s.session.db.prepare("EXPLAIN QUERY PLAN SELECT id FROM tgt.t WHERE email = 'B' COLLATE NOCASE").all() as { detail: string }[]
+    )
+      .map((x) => x.detail)
+      .join(' ');
     expect(plan).toMatch(/Email Ix/);
   } finally {
     s.close();
@@ -65,7 +77,10 @@ test('indexes a user added to mirror and map tables survive --reinit and a chang
   }
 });
 
-test('a UNIQUE index the source breaks: the mirror suspends with TARGET_CONSTRAINT, and --reinit rebuilds it without that index, reporting it, and keeps the others', async ({ makeDb, tmp }) => {
+test('a UNIQUE index the source breaks: the mirror suspends with TARGET_CONSTRAINT, and --reinit rebuilds it without that index, reporting it, and keeps the others', async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
   const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: [MIRROR] });
   try {
@@ -84,7 +99,10 @@ test('a UNIQUE index the source breaks: the mirror suspends with TARGET_CONSTRAI
   }
 });
 
-test('an index on an fts5 shadow table is made again after a rebuild; index SQL edited in the target file to hold a second statement is refused, never run against the source', async ({ makeDb, tmp }) => {
+test('an index on an fts5 shadow table is made again after a rebuild; index SQL edited in the target file to hold a second statement is refused, never run against the source', async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE secrets (x TEXT); INSERT INTO secrets VALUES ('keep me')`, ['t'], { seed: SEED });
   const target = path.join(tmp, 'target.db');
   const defs = [MIRROR, { name: 'ts', source: 't', kind: 'fts5' as const, columns: ['email'], content: 'external' as const }];
@@ -107,7 +125,9 @@ test('an index on an fts5 shadow table is made again after a rebuild; index SQL 
       ['t', 'active', 'REINIT'],
       ['ts', 'active', 'REINIT'],
     ]);
-    expect(r.projections[0]?.droppedIndexes?.map((d) => [d.name, d.why])).toEqual([['ix_t', 'The supplied SQL string contains more than one statement']]);
+    expect(r.projections[0]?.droppedIndexes?.map((d) => [d.name, d.why])).toEqual([
+      ['ix_t', 'The supplied SQL string contains more than one statement'],
+    ]);
     expect(r.projections[1]?.droppedIndexes).toBeUndefined();
     expect(indexes(s.session.db, 'tgt').map((x) => [x[0], x[1]])).toEqual([['ix_docsize', 'ts_docsize']]);
     expect(src.db.prepare('SELECT x FROM secrets').pluck().all()).toEqual(['keep me']);
@@ -116,8 +136,13 @@ test('an index on an fts5 shadow table is made again after a rebuild; index SQL 
   }
 });
 
-test('--reinit of a projection that was never built leaves a table of its target name alone: that table is the user\'s', async ({ makeDb, tmp }) => {
-  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE orders (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO orders VALUES (1, 'src')`, ['t']);
+test("--reinit of a projection that was never built leaves a table of its target name alone: that table is the user's", async ({
+  makeDb,
+  tmp,
+}) => {
+  const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE orders (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO orders VALUES (1, 'src')`, [
+    't',
+  ]);
   const target = path.join(tmp, 'target.db');
   const user = makeDb('target.db');
   user.db.exec("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT); INSERT INTO orders VALUES (1, 'USER DATA')");

@@ -22,7 +22,8 @@ import { tableCells } from './support/target.ts';
 const CASES: { name: string; schema: string; seed: string; write: string; pragmas?: string[] }[] = [
   {
     name: 'a user BEFORE INSERT trigger made before enable updates the row the REPLACE then deletes',
-    schema: 'CREATE TABLE t (id INTEGER PRIMARY KEY, u UNIQUE, n INT NOT NULL DEFAULT 0); CREATE TRIGGER bump_dupes BEFORE INSERT ON t BEGIN UPDATE t SET n = n + 1 WHERE u = NEW.u; END',
+    schema:
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, u UNIQUE, n INT NOT NULL DEFAULT 0); CREATE TRIGGER bump_dupes BEFORE INSERT ON t BEGIN UPDATE t SET n = n + 1 WHERE u = NEW.u; END',
     seed: "INSERT INTO t (id, u) VALUES (1, 'a'), (2, 'b');",
     write: "INSERT OR REPLACE INTO t (id, u) VALUES (3, 'a');",
   },

@@ -3,7 +3,18 @@ import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { verify } from '../../src/apply/verify.ts';
-import { cli, dumpFile, fileTableCells, highWater, journalSeqs, jsonOut, makeSource, projectionRows, tableCells, type CliResult } from './support/target.ts';
+import {
+  cli,
+  dumpFile,
+  fileTableCells,
+  highWater,
+  journalSeqs,
+  jsonOut,
+  makeSource,
+  projectionRows,
+  tableCells,
+  type CliResult,
+} from './support/target.ts';
 import { SCHEMA, SEED, writeRound } from './support/scenario.ts';
 
 /*
@@ -31,12 +42,21 @@ const handler = {
 };
 export default handler;
 `;
-const RECORDER_JS = RECORDER.replace('interface Ctx { readonly db: any }', '').replace(/: (Iterable<unknown>|Ctx|Promise<void>|any|\{ readonly seq: number; readonly op: string \})/g, '');
+const RECORDER_JS = RECORDER.replace('interface Ctx { readonly db: any }', '').replace(
+  /: (Iterable<unknown>|Ctx|Promise<void>|any|\{ readonly seq: number; readonly op: string \})/g,
+  '',
+);
 
 const DEFINITIONS = [
   { name: 'tag_log', source: 'tags', kind: 'custom', module: './recorder.mjs' },
   { name: 'items', source: 'items', kind: 'mirror' },
-  { name: 'cheap_items', source: 'items', kind: 'map', columns: { item: 'id', label: { expr: "upper(name) || ':' || coalesce(qty, '-')" }, total: { expr: 'qty * price' } }, filter: "price < 3 AND name >= 'b'" },
+  {
+    name: 'cheap_items',
+    source: 'items',
+    kind: 'map',
+    columns: { item: 'id', label: { expr: "upper(name) || ':' || coalesce(qty, '-')" }, total: { expr: 'qty * price' } },
+    filter: "price < 3 AND name >= 'b'",
+  },
   { name: 'items_fts', source: 'items', kind: 'fts5', columns: ['name'], content: 'none' },
   { name: 'tags', source: 'tags', kind: 'mirror' },
 ];
@@ -46,9 +66,16 @@ function setup(makeDb: (name?: string, schema?: string) => { db: Db; file: strin
   const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
   fs.writeFileSync(path.join(tmp, `recorder.${handler === 'ts' ? 'ts' : 'mjs'}`), handler === 'ts' ? RECORDER : RECORDER_JS);
   const defs = path.join(tmp, 'projections.json');
-  fs.writeFileSync(defs, JSON.stringify(DEFINITIONS.map((d) => (d.kind === 'custom' ? { ...d, module: `./recorder.${handler === 'ts' ? 'ts' : 'mjs'}` } : d))));
+  fs.writeFileSync(
+    defs,
+    JSON.stringify(DEFINITIONS.map((d) => (d.kind === 'custom' ? { ...d, module: `./recorder.${handler === 'ts' ? 'ts' : 'mjs'}` } : d))),
+  );
   const target = path.join(tmp, 'target.db');
-  const run = (crashAt?: string, batch = 5): CliResult => cli(['sync', src.file, target, '--projection', defs, '--batch', String(batch), '--json'], crashAt === undefined ? {} : { SLUICE_CRASH_AT: crashAt });
+  const run = (crashAt?: string, batch = 5): CliResult =>
+    cli(
+      ['sync', src.file, target, '--projection', defs, '--batch', String(batch), '--json'],
+      crashAt === undefined ? {} : { SLUICE_CRASH_AT: crashAt },
+    );
   return { src, target, run };
 }
 
@@ -89,7 +116,10 @@ async function expectConverged(src: { db: Db; file: string }, target: string, r:
 }
 
 describe('a sync killed with SIGKILL', () => {
-  test('between reading a batch and committing it: nothing of the batch is in the target, and the rerun converges', async ({ makeDb, tmp }) => {
+  test('between reading a batch and committing it: nothing of the batch is in the target, and the rerun converges', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { src, target, run } = setup(makeDb, tmp);
     expect(run().status).toBe(0);
     const since = highWater(src.db);
@@ -102,7 +132,10 @@ describe('a sync killed with SIGKILL', () => {
     await expectConverged(src, target, run(), since);
   });
 
-  test('right after committing a batch: that batch stays applied and the rerun continues after it, never applying it again', async ({ makeDb, tmp }) => {
+  test('right after committing a batch: that batch stays applied and the rerun continues after it, never applying it again', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { src, target, run } = setup(makeDb, tmp);
     expect(run().status).toBe(0);
     const since = highWater(src.db);
@@ -121,7 +154,10 @@ describe('a sync killed with SIGKILL', () => {
     await expectConverged(src, target, run(), since);
   });
 
-  test('after every commit but before the acknowledgement: the target is current, the acknowledgement lags, and the rerun applies nothing', async ({ makeDb, tmp }) => {
+  test('after every commit but before the acknowledgement: the target is current, the acknowledgement lags, and the rerun applies nothing', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { src, target, run } = setup(makeDb, tmp);
     expect(run().status).toBe(0);
     const since = highWater(src.db);
@@ -142,7 +178,10 @@ describe('a sync killed with SIGKILL', () => {
     await expectConverged(src, target, rerun, since);
   });
 
-  test('during the first snapshot: no half-built projection is left, and the rerun builds every projection (a TS handler module)', async ({ makeDb, tmp }) => {
+  test('during the first snapshot: no half-built projection is left, and the rerun builds every projection (a TS handler module)', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { src, target, run } = setup(makeDb, tmp, 'ts');
     expectKilled(run('before-commit'));
     expect(projectionRows(target).size).toBe(0);

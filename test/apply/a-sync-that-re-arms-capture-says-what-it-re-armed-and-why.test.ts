@@ -13,7 +13,8 @@ import * as S from '../../src/cli/json-schemas.ts';
  * CAPTURE_REARMED, instead of passing for a generation or definition change.
  */
 
-const SCHEMA = "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE u (id INTEGER PRIMARY KEY, w TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'b'); INSERT INTO u VALUES (1, 'x');";
+const SCHEMA =
+  "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE u (id INTEGER PRIMARY KEY, w TEXT); INSERT INTO t VALUES (1, 'a'), (2, 'b'); INSERT INTO u VALUES (1, 'x');";
 
 /** An app that knows nothing of sluice changes the source (Python's sqlite3). */
 function app(file: string, sql: string): void {
@@ -30,7 +31,10 @@ function rows(file: string, sql: string): unknown[] {
 }
 
 describe('a sync that re-arms capture', () => {
-  test('a dropped trigger: the report names the table and TRIGGER_MISSING, that table\'s projection rebuilds with CAPTURE_REARMED, and the other table\'s goes on', async ({ makeDb, tmp }) => {
+  test("a dropped trigger: the report names the table and TRIGGER_MISSING, that table's projection rebuilds with CAPTURE_REARMED, and the other table's goes on", async ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('app.db', SCHEMA);
     const first = enable(db, ['t', 'u']);
     db.close();
@@ -39,17 +43,30 @@ describe('a sync that re-arms capture', () => {
 
     app(file, "DROP TRIGGER _sluice_t1_upd; UPDATE t SET v = 'unrecorded' WHERE id = 2");
     const r = await sync(file, target);
-    expect(r.rearmed).toEqual({ fromGeneration: first.generation, generation: first.generation + 1, tables: [{ table: 't', reason: 'TRIGGER_MISSING', detail: 'trigger _sluice_t1_upd is missing' }] });
+    expect(r.rearmed).toEqual({
+      fromGeneration: first.generation,
+      generation: first.generation + 1,
+      tables: [{ table: 't', reason: 'TRIGGER_MISSING', detail: 'trigger _sluice_t1_upd is missing' }],
+    });
     // Only t was re-armed: u's cursor stays valid, and u goes on from it.
-    expect(r.projections.map((p) => [p.name, p.rebuilt])).toEqual([['t', 'CAPTURE_REARMED'], ['u', undefined]]);
-    expect(rows(target, 'SELECT id, v FROM t ORDER BY id')).toEqual([[1n, 'a'], [2n, 'unrecorded']]);
+    expect(r.projections.map((p) => [p.name, p.rebuilt])).toEqual([
+      ['t', 'CAPTURE_REARMED'],
+      ['u', undefined],
+    ]);
+    expect(rows(target, 'SELECT id, v FROM t ORDER BY id')).toEqual([
+      [1n, 'a'],
+      [2n, 'unrecorded'],
+    ]);
 
     const again = await sync(file, target);
     expect(again.rearmed).toBeUndefined();
     expect(again.projections.map((p) => p.rebuilt)).toEqual([undefined, undefined]);
   });
 
-  test('a new column: SCHEMA_CHANGED, and the mirror whose definition grew rebuilds with CAPTURE_REARMED, not DEFINITION_CHANGED', async ({ makeDb, tmp }) => {
+  test('a new column: SCHEMA_CHANGED, and the mirror whose definition grew rebuilds with CAPTURE_REARMED, not DEFINITION_CHANGED', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('app.db', SCHEMA);
     enable(db, ['t', 'u']);
     db.close();
@@ -60,7 +77,10 @@ describe('a sync that re-arms capture', () => {
     const r = await sync(file, target);
     expect(r.rearmed?.tables).toMatchObject([{ table: 't', reason: 'SCHEMA_CHANGED' }]);
     expect(r.projections.find((p) => p.name === 't')?.rebuilt).toBe('CAPTURE_REARMED');
-    expect(rows(target, 'SELECT id, v, note FROM t ORDER BY id')).toEqual([[1n, 'a', 'n'], [2n, 'b', null]]);
+    expect(rows(target, 'SELECT id, v, note FROM t ORDER BY id')).toEqual([
+      [1n, 'a', 'n'],
+      [2n, 'b', null],
+    ]);
   });
 
   test('a cursor already older than the re-arm (a bump in between) keeps its own reason, GENERATION_CHANGED', async ({ makeDb, tmp }) => {

@@ -15,18 +15,29 @@ import { tableCells } from './support/target.ts';
 const WIDTH = 700;
 const COLS = Array.from({ length: WIDTH - 1 }, (_, i) => `c${i}`);
 
-test(`a ${WIDTH}-column table mirrors, maps and indexes incrementally, and a tampered row in it suspends the mirror`, async ({ makeDb, tmp }) => {
+test(`a ${WIDTH}-column table mirrors, maps and indexes incrementally, and a tampered row in it suspends the mirror`, async ({
+  makeDb,
+  tmp,
+}) => {
   const { db, file } = makeDb('source.db', `CREATE TABLE w (id INTEGER PRIMARY KEY, ${COLS.join(', ')})`);
   db.exec("INSERT INTO w (id, c0, c698) VALUES (1, 'alpha', 1), (2, 'beta', 2), (3, 'gamma', 3)");
   enable(db, ['w']);
   const target = path.join(tmp, 'target.db');
   const defs = [
     { name: 'w', source: 'w', kind: 'mirror' as const },
-    { name: 'wmap', source: 'w', kind: 'map' as const, columns: Object.fromEntries(['id', ...COLS].map((c) => [c, c])), filter: 'c698 IS NOT NULL' },
+    {
+      name: 'wmap',
+      source: 'w',
+      kind: 'map' as const,
+      columns: Object.fromEntries(['id', ...COLS].map((c) => [c, c])),
+      filter: 'c698 IS NOT NULL',
+    },
     { name: 'wfts', source: 'w', kind: 'fts5' as const, columns: COLS.slice(0, 300), content: 'external' as const },
   ];
   await sync(file, target, { projections: defs });
-  db.exec("UPDATE w SET c0 = 'delta', c698 = 9 WHERE id = 1; UPDATE w SET c1 = x'00' WHERE id = 1; DELETE FROM w WHERE id = 2; INSERT INTO w (id, c5) VALUES (4, 'new')");
+  db.exec(
+    "UPDATE w SET c0 = 'delta', c698 = 9 WHERE id = 1; UPDATE w SET c1 = x'00' WHERE id = 1; DELETE FROM w WHERE id = 2; INSERT INTO w (id, c5) VALUES (4, 'new')",
+  );
   const r = await sync(file, target, { projections: defs });
   expect(r.projections.map((p) => [p.name, p.state, p.error?.message])).toEqual([
     ['w', 'active', undefined],

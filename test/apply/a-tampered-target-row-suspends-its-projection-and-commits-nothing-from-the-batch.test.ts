@@ -22,7 +22,14 @@ interface TamperCase {
 // Each tampered row is changed again by writeRound, after events on other
 // keys (so the batch has an already executed prefix to roll back).
 const CASES: readonly TamperCase[] = [
-  { what: 'a NOCASE value changed only in case', tamper: "UPDATE items SET name = 'FIG' WHERE id = 6", projection: 'items', table: 'items', key: [6], diff: 'different' },
+  {
+    what: 'a NOCASE value changed only in case',
+    tamper: "UPDATE items SET name = 'FIG' WHERE id = 6",
+    projection: 'items',
+    table: 'items',
+    key: [6],
+    diff: 'different',
+  },
   {
     what: 'malformed UTF-8 replaced by other malformed bytes (the same JS string)',
     setup: "UPDATE items SET name = CAST(x'ff41' AS TEXT) WHERE id = 4",
@@ -32,10 +39,31 @@ const CASES: readonly TamperCase[] = [
     key: [4],
     diff: 'different',
   },
-  { what: 'an INTEGER replaced by the equal REAL', tamper: "UPDATE tags SET v = 2.0 WHERE k = 'b'", projection: 'tags', table: 'tags', key: ['b', 2], diff: 'different' },
+  {
+    what: 'an INTEGER replaced by the equal REAL',
+    tamper: "UPDATE tags SET v = 2.0 WHERE k = 'b'",
+    projection: 'tags',
+    table: 'tags',
+    key: ['b', 2],
+    diff: 'different',
+  },
   { what: 'a deleted row', tamper: 'DELETE FROM items WHERE id = 8', projection: 'items', table: 'items', key: [8], diff: 'missing' },
-  { what: 'a computed map column', tamper: "UPDATE cheap_items SET label = 'x' WHERE item = 2", projection: 'cheap_items', table: 'cheap_items', key: [2], diff: 'different' },
-  { what: 'an FTS5 external content row', tamper: "UPDATE items_fts_src SET name = 'fog' WHERE _k0 = 6", projection: 'items_fts', table: 'items_fts', key: [6], diff: 'different' },
+  {
+    what: 'a computed map column',
+    tamper: "UPDATE cheap_items SET label = 'x' WHERE item = 2",
+    projection: 'cheap_items',
+    table: 'cheap_items',
+    key: [2],
+    diff: 'different',
+  },
+  {
+    what: 'an FTS5 external content row',
+    tamper: "UPDATE items_fts_src SET name = 'fog' WHERE _k0 = 6",
+    projection: 'items_fts',
+    table: 'items_fts',
+    key: [6],
+    diff: 'different',
+  },
 ];
 
 const ALL = scenarioProjections().map((p) => p.name);
@@ -50,55 +78,67 @@ function targetExec(file: string, sql: string): void {
 }
 
 describe('a target row that differs from the before-image', () => {
-  test.for(CASES)('($what) suspends that projection with TARGET_DIVERGED, table and key; the batch leaves no trace and the others catch up', async (c, { makeDb, tmp }) => {
-    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
-    if (c.setup !== undefined) src.db.exec(c.setup);
-    const target = path.join(tmp, 'target.db');
-    const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
-    try {
-      await s.runOnce();
-      targetExec(target, c.tamper);
+  test.for(CASES)(
+    '($what) suspends that projection with TARGET_DIVERGED, table and key; the batch leaves no trace and the others catch up',
+    async (c, { makeDb, tmp }) => {
+      const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+      if (c.setup !== undefined) src.db.exec(c.setup);
+      const target = path.join(tmp, 'target.db');
+      const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
+      try {
+        await s.runOnce();
+        targetExec(target, c.tamper);
 
-      // verify sees it, by key, before any sync.
-      const v = await verify(src.file, target);
-      expect(v.ok).toBe(false);
-      const pv = v.projections.find((p) => p.name === c.projection);
-      expect(pv?.diffs).toEqual([{ key: c.key, kind: c.diff }]);
-      expect(v.projections.filter((p) => !p.ok).map((p) => p.name)).toEqual([c.projection]);
+        // verify sees it, by key, before any sync.
+        const v = await verify(src.file, target);
+        expect(v.ok).toBe(false);
+        const pv = v.projections.find((p) => p.name === c.projection);
+        expect(pv?.diffs).toEqual([{ key: c.key, kind: c.diff }]);
+        expect(v.projections.filter((p) => !p.ok).map((p) => p.name)).toEqual([c.projection]);
 
-      const before = dumpFile(target);
-      const metaBefore = projectionRows(target).get(c.projection);
-      writeRound(src.db);
-      const hw = highWater(src.db);
-      const report = await s.runOnce();
+        const before = dumpFile(target);
+        const metaBefore = projectionRows(target).get(c.projection);
+        writeRound(src.db);
+        const hw = highWater(src.db);
+        const report = await s.runOnce();
 
-      const bad = report.projections.find((p) => p.name === c.projection);
-      expect(bad).toMatchObject({ state: 'suspended', reason: 'TARGET_DIVERGED', detail: { table: c.table, key: c.key } });
-      // Nothing of the batch was committed: the projection's rows, and its cursor.
-      const after = dumpFile(target);
-      const owned = c.projection === 'items_fts' ? ['src', 'data', 'idx', 'docsize', 'config'].map((x) => `items_fts_${x}`) : [c.table];
-      for (const t of owned) {
-        expect(before[t], t).toBeDefined();
-        expect(after[t], t).toEqual(before[t]);
+        const bad = report.projections.find((p) => p.name === c.projection);
+        expect(bad).toMatchObject({ state: 'suspended', reason: 'TARGET_DIVERGED', detail: { table: c.table, key: c.key } });
+        // Nothing of the batch was committed: the projection's rows, and its cursor.
+        const after = dumpFile(target);
+        const owned = c.projection === 'items_fts' ? ['src', 'data', 'idx', 'docsize', 'config'].map((x) => `items_fts_${x}`) : [c.table];
+        for (const t of owned) {
+          expect(before[t], t).toBeDefined();
+          expect(after[t], t).toEqual(before[t]);
+        }
+        const meta = projectionRows(target).get(c.projection);
+        expect(meta).toMatchObject({
+          state: 'suspended',
+          reason: 'TARGET_DIVERGED',
+          cursor: metaBefore?.cursor,
+          seq: metaBefore?.seq,
+          applied_events: metaBefore?.applied_events,
+        });
+        expect(JSON.parse(meta?.detail ?? '{}')).toMatchObject({ table: c.table, key: c.key });
+
+        // The others went on, to the source's high-water mark.
+        for (const p of report.projections.filter((p) => p.name !== c.projection))
+          expect(p, p.name).toMatchObject({ state: 'active', seq: hw });
+        if (c.projection !== 'items') expect(tableCells(s.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
+        if (c.projection !== 'tags') expect(tableCells(s.session.db, 'tgt', 'tags')).toEqual(tableCells(src.db, 'main', 'tags'));
+
+        // And they keep going on later runs; the suspended one stays put.
+        writeRound(src.db, 1);
+        const again = await s.runOnce();
+        expect(again.projections.map((p) => [p.name, p.state, p.seq])).toEqual(
+          ALL.map((n) => (n === c.projection ? [n, 'suspended', 0] : [n, 'active', highWater(src.db)])),
+        );
+        expect(projectionRows(target).get(c.projection)?.seq).toBe(metaBefore?.seq);
+      } finally {
+        s.close();
       }
-      const meta = projectionRows(target).get(c.projection);
-      expect(meta).toMatchObject({ state: 'suspended', reason: 'TARGET_DIVERGED', cursor: metaBefore?.cursor, seq: metaBefore?.seq, applied_events: metaBefore?.applied_events });
-      expect(JSON.parse(meta?.detail ?? '{}')).toMatchObject({ table: c.table, key: c.key });
-
-      // The others went on, to the source's high-water mark.
-      for (const p of report.projections.filter((p) => p.name !== c.projection)) expect(p, p.name).toMatchObject({ state: 'active', seq: hw });
-      if (c.projection !== 'items') expect(tableCells(s.session.db, 'tgt', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
-      if (c.projection !== 'tags') expect(tableCells(s.session.db, 'tgt', 'tags')).toEqual(tableCells(src.db, 'main', 'tags'));
-
-      // And they keep going on later runs; the suspended one stays put.
-      writeRound(src.db, 1);
-      const again = await s.runOnce();
-      expect(again.projections.map((p) => [p.name, p.state, p.seq])).toEqual(ALL.map((n) => (n === c.projection ? [n, 'suspended', 0] : [n, 'active', highWater(src.db)])));
-      expect(projectionRows(target).get(c.projection)?.seq).toBe(metaBefore?.seq);
-    } finally {
-      s.close();
-    }
-  });
+    },
+  );
 
   test('the CLI: verify and sync exit 3, naming the projection, reason and key', ({ makeDb, tmp }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
@@ -120,8 +160,18 @@ describe('a target row that differs from the before-image', () => {
     expect(r.status).toBe(3);
     const out = jsonOut<{ projections: { name: string; state: string; reason?: string; detail?: { table: string; key: unknown[] } }[] }>(r);
     expect(out.projections).toEqual([
-      expect.objectContaining({ name: 'items', state: 'suspended', reason: 'TARGET_DIVERGED', detail: expect.objectContaining({ table: 'items', key: [6] }) }),
-      expect.objectContaining({ name: 'tags', state: 'suspended', reason: 'TARGET_DIVERGED', detail: expect.objectContaining({ table: 'tags', key: ['a', 1] }) }),
+      expect.objectContaining({
+        name: 'items',
+        state: 'suspended',
+        reason: 'TARGET_DIVERGED',
+        detail: expect.objectContaining({ table: 'items', key: [6] }),
+      }),
+      expect.objectContaining({
+        name: 'tags',
+        state: 'suspended',
+        reason: 'TARGET_DIVERGED',
+        detail: expect.objectContaining({ table: 'tags', key: ['a', 1] }),
+      }),
     ]);
     // Human output says what to do.
     const human = cli(['sync', src.file, target]);
@@ -130,8 +180,14 @@ describe('a target row that differs from the before-image', () => {
   });
 });
 
-test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVERGED and what to do, not a "malformed database" error', async ({ makeDb, tmp }) => {
-  const { db, file } = makeDb('source.db', "CREATE TABLE notes (k TEXT PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('a', 'alpha beta'), ('b', 'gamma')");
+test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVERGED and what to do, not a "malformed database" error', async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb(
+    'source.db',
+    "CREATE TABLE notes (k TEXT PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('a', 'alpha beta'), ('b', 'gamma')",
+  );
   const { enable } = await import('../../src/capture/enable.ts');
   enable(db, ['notes']);
   const target = path.join(tmp, 'target.db');
@@ -147,7 +203,11 @@ test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVER
     expect(r.projections[0]).toMatchObject({ name: 'bare', state: 'suspended', reason: 'TARGET_DIVERGED' });
     expect(r.projections[0]?.error).toBeUndefined();
     const rec = projectionRows(target).get('bare') as { detail: string };
-    expect(JSON.parse(rec.detail)).toMatchObject({ table: 'bare', source: 'notes', message: expect.stringContaining('Rebuild the projection') });
+    expect(JSON.parse(rec.detail)).toMatchObject({
+      table: 'bare',
+      source: 'notes',
+      message: expect.stringContaining('Rebuild the projection'),
+    });
     // Nothing of the batch was kept, 'b' included.
     const after = dumpFile(target);
     expect(after.bare_src).toEqual(before.bare_src);
@@ -156,8 +216,15 @@ test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVER
   }
 });
 
-test('an FTS5 key stored with other bytes than the source\'s (the same key under NOCASE) suspends its projection with TARGET_DIVERGED, with external content and contentless alike', async ({ makeDb, tmp }) => {
-  const src = makeSource(makeDb, "CREATE TABLE notes (k TEXT COLLATE NOCASE PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('abc', 'alpha'), ('xyz', 'beta')", ['notes']);
+test("an FTS5 key stored with other bytes than the source's (the same key under NOCASE) suspends its projection with TARGET_DIVERGED, with external content and contentless alike", async ({
+  makeDb,
+  tmp,
+}) => {
+  const src = makeSource(
+    makeDb,
+    "CREATE TABLE notes (k TEXT COLLATE NOCASE PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('abc', 'alpha'), ('xyz', 'beta')",
+    ['notes'],
+  );
   const defs = [
     { name: 'notes_ext', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'external' as const },
     { name: 'notes_bare', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'none' as const },
@@ -165,7 +232,9 @@ test('an FTS5 key stored with other bytes than the source\'s (the same key under
   const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: defs });
   try {
     await s.runOnce();
-    s.session.db.exec("UPDATE tgt.notes_ext_src SET _k0 = 'ABC' WHERE _k0 = 'abc'; UPDATE tgt.notes_bare_src SET _k0 = 'ABC' WHERE _k0 = 'abc'");
+    s.session.db.exec(
+      "UPDATE tgt.notes_ext_src SET _k0 = 'ABC' WHERE _k0 = 'abc'; UPDATE tgt.notes_bare_src SET _k0 = 'ABC' WHERE _k0 = 'abc'",
+    );
     const before = [tableCells(s.session.db, 'tgt', 'notes_ext_src'), tableCells(s.session.db, 'tgt', 'notes_bare_src')];
     src.db.exec("UPDATE notes SET body = 'gamma' WHERE k = 'xyz'; UPDATE notes SET body = 'delta' WHERE k = 'abc'");
     const r = await s.runOnce();

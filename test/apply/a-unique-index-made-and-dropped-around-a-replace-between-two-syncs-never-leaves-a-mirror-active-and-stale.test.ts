@@ -18,7 +18,10 @@ import { tableCells } from './support/target.ts';
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, u TEXT, v)';
 
 for (const index of ['t (u)', 't (lower(u))']) {
-  test(`CREATE UNIQUE INDEX ON ${index}, a REPLACE through it, DROP INDEX: the mirror is active only with the source's rows`, async ({ makeDb, tmp }) => {
+  test(`CREATE UNIQUE INDEX ON ${index}, a REPLACE through it, DROP INDEX: the mirror is active only with the source's rows`, async ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('source.db', SCHEMA);
     enable(db, ['t']);
     pythonExec(file, "INSERT INTO t VALUES (1, 'a', 1), (2, 'b', 2);");

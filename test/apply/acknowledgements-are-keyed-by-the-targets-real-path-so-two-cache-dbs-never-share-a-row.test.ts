@@ -16,14 +16,20 @@ import { sync } from '../../src/apply/sync.ts';
 function acks(file: string): [string, number][] {
   const db = openDatabase(file, { readonly: true });
   try {
-    return (db.prepare('SELECT name, seq FROM main._sluice_consumers ORDER BY name').raw().all() as [string, bigint][]).map(([n, s]) => [n, Number(s)]);
+    return (db.prepare('SELECT name, seq FROM main._sluice_consumers ORDER BY name').raw().all() as [string, bigint][]).map(([n, s]) => [
+      n,
+      Number(s),
+    ]);
   } finally {
     db.close();
   }
 }
 
 describe('acknowledgements', () => {
-  test('two targets named cache.db in two folders, synced at different seqs, give two consumer rows with their own seqs', async ({ makeDb, tmp }) => {
+  test('two targets named cache.db in two folders, synced at different seqs, give two consumer rows with their own seqs', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file: source } = makeDb('app.db', 'CREATE TABLE items (id INTEGER PRIMARY KEY, v TEXT)');
     enable(db, ['items']);
     db.exec("INSERT INTO items (v) VALUES ('a'), ('b')");

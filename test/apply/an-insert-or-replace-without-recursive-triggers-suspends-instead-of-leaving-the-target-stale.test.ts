@@ -43,15 +43,28 @@ conn.close()
 const REPLACE = "INSERT OR REPLACE INTO items (id, name, qty, price, data) VALUES (2, 'Zed', 9, 9.5, NULL);";
 
 describe('INSERT OR REPLACE on a key that exists', () => {
-  test('with the delete missing from the journal: every projection of the table suspends with UNCAPTURED_REPLACE, and no row is written', async ({ makeDb, tmp }) => {
+  test('with the delete missing from the journal: every projection of the table suspends with UNCAPTURED_REPLACE, and no row is written', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     await sync(src.file, target, { projections: [...PROJECTIONS, { name: 'tags', source: 'tags', kind: 'mirror' }] });
-    const before = Object.fromEntries(['items', 'cheap', 'any_price', 'items_ext_src', 'items_none_src'].map((t) => [t, tableCells(openDatabase(target), 'main', t)]));
+    const before = Object.fromEntries(
+      ['items', 'cheap', 'any_price', 'items_ext_src', 'items_none_src'].map((t) => [t, tableCells(openDatabase(target), 'main', t)]),
+    );
 
-    pythonWrite(src.file, `INSERT INTO items (id, name, qty, price) VALUES (50, 'first', 1, 1.0); ${REPLACE} INSERT INTO tags (k, n, v) VALUES ('z', 1, 'after');`, false);
+    pythonWrite(
+      src.file,
+      `INSERT INTO items (id, name, qty, price) VALUES (50, 'first', 1, 1.0); ${REPLACE} INSERT INTO tags (k, n, v) VALUES ('z', 1, 'after');`,
+      false,
+    );
     // Capture journaled the REPLACE's delete; take it out, as a capture that missed it would have.
-    expect(src.db.prepare("DELETE FROM _sluice_journal WHERE op = 3 AND c0 = 2 AND tid = (SELECT tid FROM _sluice_tables WHERE name = 'items')").run().changes).toBe(1);
+    expect(
+      src.db
+        .prepare("DELETE FROM _sluice_journal WHERE op = 3 AND c0 = 2 AND tid = (SELECT tid FROM _sluice_tables WHERE name = 'items')")
+        .run().changes,
+    ).toBe(1);
     const hw = highWater(src.db);
     const r = await sync(src.file, target);
     const byName = new Map(r.projections.map((p) => [p.name, p]));
@@ -68,7 +81,9 @@ describe('INSERT OR REPLACE on a key that exists', () => {
     }
     // The next run does not pretend otherwise.
     const again = await sync(src.file, target);
-    expect(again.projections.filter((p) => p.state === 'suspended').map((p) => p.reason)).toEqual(PROJECTIONS.map(() => 'UNCAPTURED_REPLACE'));
+    expect(again.projections.filter((p) => p.state === 'suspended').map((p) => p.reason)).toEqual(
+      PROJECTIONS.map(() => 'UNCAPTURED_REPLACE'),
+    );
   });
 
   test.for([
@@ -92,7 +107,12 @@ describe('INSERT OR REPLACE on a key that exists', () => {
     try {
       expect(tableCells(tdb, 'main', 'items')).toEqual(tableCells(src.db, 'main', 'items'));
       expect(tdb.prepare('SELECT id, price FROM cheap WHERE id = 2').all()).toEqual([]);
-      expect(tdb.prepare("SELECT _k0 FROM items_none_src WHERE rowid IN (SELECT rowid FROM items_none WHERE items_none MATCH 'zed')").pluck().all()).toEqual([2n]);
+      expect(
+        tdb
+          .prepare("SELECT _k0 FROM items_none_src WHERE rowid IN (SELECT rowid FROM items_none WHERE items_none MATCH 'zed')")
+          .pluck()
+          .all(),
+      ).toEqual([2n]);
       expect(tdb.prepare("SELECT rowid FROM items_ext WHERE items_ext MATCH 'banana'").pluck().all()).toEqual([]);
     } finally {
       tdb.close();

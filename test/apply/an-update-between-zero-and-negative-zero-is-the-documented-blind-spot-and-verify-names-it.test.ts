@@ -13,16 +13,22 @@ import { journalEvents, pythonExec } from '../support/journal.ts';
  * and its report names the blind spot for the tables that have one.
  */
 
-test('an update from 0.0 to -0.0 in an untyped column is not journaled, and verify reports the row as different with a caveat naming the columns', async ({ makeDb, tmp }) => {
-  const { db, file } = makeDb('z.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, x, r REAL, label TEXT); INSERT INTO t VALUES (1, 0.0, 0.0, \'a\');');
+test('an update from 0.0 to -0.0 in an untyped column is not journaled, and verify reports the row as different with a caveat naming the columns', async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb(
+    'z.db',
+    "CREATE TABLE t (id INTEGER PRIMARY KEY, x, r REAL, label TEXT); INSERT INTO t VALUES (1, 0.0, 0.0, 'a');",
+  );
   enable(db, ['t']);
   const target = path.join(tmp, 'cache.db');
   await sync(file, target);
   const before = journalEvents(db).length;
   pythonExec(file, 'UPDATE t SET x = -0.0, r = -0.0 WHERE id = 1');
   // The untyped column holds -0.0 now; the REAL one stored it as 0.
-  expect(db.prepare("SELECT x, typeof(x), r FROM t").raw().get()).toEqual([-0, 'real', 0]);
-  expect(Object.is((db.prepare('SELECT x FROM t').pluck().get() as number), -0)).toBe(true);
+  expect(db.prepare('SELECT x, typeof(x), r FROM t').raw().get()).toEqual([-0, 'real', 0]);
+  expect(Object.is(db.prepare('SELECT x FROM t').pluck().get() as number, -0)).toBe(true);
   expect(journalEvents(db).length).toBe(before);
   await sync(file, target);
   const r = await verify(file, target);

@@ -7,21 +7,39 @@ test('each suspension reason gets the command that repairs it', () => {
     'TARGET_DIVERGED: find the cause (sluice verify /data/app.db /data/cache.db shows the differing keys), then rebuild it: sluice sync /data/app.db /data/cache.db --reinit issues',
   );
   for (const reason of ['TABLE_UNARMED', 'TABLE_UNTRACKED', 'NEEDS_IMAGES_MODE', 'COUNTER_MODE_TABLE']) {
-    expect(repairAction('issues', reason, 'app.db'), reason).toBe(`${reason}: fix the source (sluice enable app.db <table>, in images mode), then run sluice sync again`);
+    expect(repairAction('issues', reason, 'app.db'), reason).toBe(
+      `${reason}: fix the source (sluice enable app.db <table>, in images mode), then run sluice sync again`,
+    );
   }
-  expect(repairAction('issues', 'TARGET_CONSTRAINT')).toMatch(/^TARGET_CONSTRAINT: .*drop it or make it non-unique, then run sluice sync again$/);
-  expect(repairAction('issues', null)).toBe('suspended: find the cause (sluice verify <source> <target> shows the differing keys), then rebuild it: sluice sync <source> <target> --reinit issues');
+  expect(repairAction('issues', 'TARGET_CONSTRAINT')).toMatch(
+    /^TARGET_CONSTRAINT: .*drop it or make it non-unique, then run sluice sync again$/,
+  );
+  expect(repairAction('issues', null)).toBe(
+    'suspended: find the cause (sluice verify <source> <target> shows the differing keys), then rebuild it: sluice sync <source> <target> --reinit issues',
+  );
 });
 
-const AWKWARD = ['/my data/app.db', '/data/$HOME/app.db', '/data/a`id`b.db', '/data/x>y.db', "/it's/app.db", '/data/back\\slash.db', '/data/new\nline.db', 'plain/path-1.db'];
+const AWKWARD = [
+  '/my data/app.db',
+  '/data/$HOME/app.db',
+  '/data/a`id`b.db',
+  '/data/x>y.db',
+  "/it's/app.db",
+  '/data/back\\slash.db',
+  '/data/new\nline.db',
+  'plain/path-1.db',
+];
 
-test.skipIf(process.platform === 'win32')('paths in a repair command reach a POSIX shell as they are: nothing expanded, run or redirected', () => {
-  for (const p of AWKWARD) {
-    const r = spawnSync('sh', ['-c', `printf %s ${shellWord(p, 'linux')}`], { encoding: 'utf8' });
-    expect(r.stdout, p).toBe(p);
-  }
-  expect(shellWord('plain/path-1.db', 'linux')).toBe('plain/path-1.db');
-});
+test.skipIf(process.platform === 'win32')(
+  'paths in a repair command reach a POSIX shell as they are: nothing expanded, run or redirected',
+  () => {
+    for (const p of AWKWARD) {
+      const r = spawnSync('sh', ['-c', `printf %s ${shellWord(p, 'linux')}`], { encoding: 'utf8' });
+      expect(r.stdout, p).toBe(p);
+    }
+    expect(shellWord('plain/path-1.db', 'linux')).toBe('plain/path-1.db');
+  },
+);
 
 test('on Windows, paths are double-quoted when they need it, backslashes kept as typed', () => {
   expect(shellWord('C:\\data\\app.db', 'win32')).toBe('C:\\data\\app.db');

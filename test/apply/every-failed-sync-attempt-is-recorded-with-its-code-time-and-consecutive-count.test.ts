@@ -18,7 +18,7 @@ function record(target: string, name: string) {
 function columns(target: string): string[] {
   const db = openDatabase(target, { readonly: true });
   try {
-    return (db.prepare("SELECT name FROM pragma_table_info('_sluice_projections')").pluck().all() as string[]);
+    return db.prepare("SELECT name FROM pragma_table_info('_sluice_projections')").pluck().all() as string[];
   } finally {
     db.close();
   }
@@ -39,7 +39,11 @@ describe('a failed sync attempt', () => {
       const before = Date.now();
       const first = await sync(src, tgt);
       expect(first.projections.find((p) => p.name === 'issues')?.error?.code).toBe('SQLITE_CONSTRAINT_TRIGGER');
-      expect(record(tgt, 'issues')).toMatchObject({ lastError: expect.stringMatching(/issues are frozen/), lastErrorCode: 'SQLITE_CONSTRAINT_TRIGGER', failures: 1 });
+      expect(record(tgt, 'issues')).toMatchObject({
+        lastError: expect.stringMatching(/issues are frozen/),
+        lastErrorCode: 'SQLITE_CONSTRAINT_TRIGGER',
+        failures: 1,
+      });
       expect(record(tgt, 'issues')?.lastErrorMs).toBeGreaterThanOrEqual(before);
       // The other projection of the run is untouched by it.
       expect(record(tgt, 'comments')).toMatchObject({ lastError: null, lastErrorCode: null, lastErrorMs: null, failures: 0 });
@@ -50,7 +54,13 @@ describe('a failed sync attempt', () => {
       write(tgt, 'DROP TRIGGER block_issues');
       const ok = await sync(src, tgt);
       expect(ok.projections.find((p) => p.name === 'issues')?.error).toBeUndefined();
-      expect(record(tgt, 'issues')).toMatchObject({ lastError: null, lastErrorCode: null, lastErrorMs: null, failures: 0, state: 'active' });
+      expect(record(tgt, 'issues')).toMatchObject({
+        lastError: null,
+        lastErrorCode: null,
+        lastErrorMs: null,
+        failures: 0,
+        state: 'active',
+      });
     } finally {
       removeDir(dir);
     }
@@ -79,7 +89,10 @@ describe('a failed sync attempt', () => {
       expect(record(tgt, 'issues')).toMatchObject({ lastErrorCode: 'SQLITE_CONSTRAINT_TRIGGER', failures: 1, cursor: old?.cursor });
       write(tgt, 'DROP TRIGGER block_issues');
       const r = await sync(src, tgt);
-      expect(r.projections[0]).toMatchObject({ state: 'active', applied: Number(scalar(src, 'SELECT count(*) FROM issues WHERE number = 2')) });
+      expect(r.projections[0]).toMatchObject({
+        state: 'active',
+        applied: Number(scalar(src, 'SELECT count(*) FROM issues WHERE number = 2')),
+      });
       expect(record(tgt, 'issues')).toMatchObject({ failures: 0, lastErrorCode: null });
     } finally {
       removeDir(dir);
@@ -99,6 +112,7 @@ describe('a failed sync attempt', () => {
       ['users', 'active', undefined],
     ]);
     expect(columns(target)).toEqual(expect.arrayContaining(['last_error_code', 'last_error_ms', 'failures']));
-    for (const name of ['notes', 'notes_fts', 'users']) expect(record(target, name)).toMatchObject({ failures: 0, lastErrorCode: null, lastError: null });
+    for (const name of ['notes', 'notes_fts', 'users'])
+      expect(record(target, name)).toMatchObject({ failures: 0, lastErrorCode: null, lastError: null });
   });
 });

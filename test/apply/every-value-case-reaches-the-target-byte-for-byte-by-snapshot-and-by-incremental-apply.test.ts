@@ -54,7 +54,7 @@ const PROJECTIONS: ProjectionDefinitionInput[] = [
 ];
 
 function rowSql(id: number, k: number): string {
-  const at = <T,>(xs: readonly T[]) => xs[k % xs.length] as T;
+  const at = <T>(xs: readonly T[]) => xs[k % xs.length] as T;
   return `(${id}, ${at(VALUES)[0]}, ${at(TEXTS)}, ${at(REALS)}, ${at(INTS)}, ${k % 3 === 0 ? "x''" : k % 3 === 1 ? 'NULL' : "x'01'"})`;
 }
 
@@ -68,12 +68,15 @@ describe('every value case reaches the target byte for byte', () => {
     const src = makeSource(makeDb, SCHEMA, ['vals', 'ukeys', 'tkeys'], { seed });
     src.db.prepare('INSERT INTO vals (id, b) VALUES (100, ?)').run(MEGABYTE);
     // The storage classes are the ones under test (a sanity check of the fixture itself).
-    expect(src.db.prepare('SELECT typeof(v) FROM vals WHERE id <= ? ORDER BY id').pluck().all(VALUES.length)).toEqual(VALUES.map(([, cls]) => cls));
+    expect(src.db.prepare('SELECT typeof(v) FROM vals WHERE id <= ? ORDER BY id').pluck().all(VALUES.length)).toEqual(
+      VALUES.map(([, cls]) => cls),
+    );
 
     const target = path.join(tmp, 'target.db');
     const s = await Syncer.open(src.file, target, { projections: PROJECTIONS });
     const expectSame = (phase: string) => {
-      for (const t of ['vals', 'ukeys', 'tkeys']) expect(tableCells(s.session.db, 'tgt', t), `${phase}: ${t}`).toEqual(tableCells(src.db, 'main', t));
+      for (const t of ['vals', 'ukeys', 'tkeys'])
+        expect(tableCells(s.session.db, 'tgt', t), `${phase}: ${t}`).toEqual(tableCells(src.db, 'main', t));
       expect(tableCells(s.session.db, 'tgt', 'vals_copy'), `${phase}: vals_copy`).toEqual(tableCells(src.db, 'main', 'vals'));
     };
     try {
@@ -88,7 +91,10 @@ describe('every value case reaches the target byte for byte', () => {
 
       // Incremental: the same values as new rows, every value moved to the next case, case-only and byte-only changes.
       src.db.exec(`INSERT INTO vals VALUES ${VALUES.map((_, k) => rowSql(k + 1001, k)).join(', ')}`);
-      for (let k = 0; k < VALUES.length; k++) src.db.exec(`UPDATE vals SET v = ${(VALUES[(k + 1) % VALUES.length] as readonly [string, string])[0]}, t = ${TEXTS[(k + 1) % TEXTS.length]}, r = ${REALS[(k + 2) % REALS.length]}, i = ${INTS[(k + 3) % INTS.length]} WHERE id = ${k + 1}`);
+      for (let k = 0; k < VALUES.length; k++)
+        src.db.exec(
+          `UPDATE vals SET v = ${(VALUES[(k + 1) % VALUES.length] as readonly [string, string])[0]}, t = ${TEXTS[(k + 1) % TEXTS.length]}, r = ${REALS[(k + 2) % REALS.length]}, i = ${INTS[(k + 3) % INTS.length]} WHERE id = ${k + 1}`,
+        );
       src.db.exec("UPDATE vals SET t = 'ABC' WHERE t = 'abc' COLLATE BINARY");
       const changed = Buffer.from(MEGABYTE);
       changed[512 * 1024] = (changed[512 * 1024] as number) ^ 0xff;
@@ -106,7 +112,7 @@ describe('every value case reaches the target byte for byte', () => {
       expect(second.projections.map((p) => [p.name, p.state, p.reason])).toEqual(PROJECTIONS.map((p) => [p.name, 'active', undefined]));
       expectSame('incremental');
       // The changes were real changes to the target (not no-ops that happened to match).
-      expect((s.session.db.prepare("SELECT typeof(k) FROM tgt.ukeys WHERE note = 'int'").pluck().get())).toBe('real');
+      expect(s.session.db.prepare("SELECT typeof(k) FROM tgt.ukeys WHERE note = 'int'").pluck().get()).toBe('real');
       expect(s.session.db.prepare('SELECT hex(k) FROM tgt.tkeys WHERE v = 2').pluck().get()).toBe('FE41');
     } finally {
       s.close();
@@ -121,6 +127,7 @@ describe('every value case reaches the target byte for byte', () => {
     } finally {
       again.close();
     }
-    for (const t of ['vals', 'ukeys', 'tkeys', 'vals_copy']) expect(fileTableCells(fresh, t) as Cell[][], t).toEqual(fileTableCells(target, t));
+    for (const t of ['vals', 'ukeys', 'tkeys', 'vals_copy'])
+      expect(fileTableCells(fresh, t) as Cell[][], t).toEqual(fileTableCells(target, t));
   });
 });

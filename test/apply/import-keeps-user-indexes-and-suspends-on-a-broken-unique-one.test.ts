@@ -20,7 +20,10 @@ function exportTo(src: string, out: string): void {
   expect(r.status, r.stderr).toBe(0);
 }
 
-test('a later snapshot in a file replaces the tables and makes the user\'s indexes again; a batch that breaks a UNIQUE one suspends the projection with TARGET_CONSTRAINT', async ({ makeDb, tmp }) => {
+test("a later snapshot in a file replaces the tables and makes the user's indexes again; a batch that breaks a UNIQUE one suspends the projection with TARGET_CONSTRAINT", async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
   const target = path.join(tmp, 'target.db');
   exportTo(src.file, path.join(tmp, 'first.jsonl'));
@@ -33,14 +36,19 @@ test('a later snapshot in a file replaces the tables and makes the user\'s index
     exportTo(src.file, path.join(tmp, 'second.jsonl'));
     const r = await importFile(target, path.join(tmp, 'second.jsonl'));
     expect(r.projections).toEqual([{ name: 't', state: 'active', seq: highWater(src.db) }]);
-    expect(tgt.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").pluck().all()).toEqual(['CREATE INDEX ix_n ON t (n)']);
+    expect(tgt.prepare("SELECT sql FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL").pluck().all()).toEqual([
+      'CREATE INDEX ix_n ON t (n)',
+    ]);
     expect(tableCells(tgt, 'main', 't')).toEqual(tableCells(src.db, 'main', 't'));
 
     tgt.exec('CREATE UNIQUE INDEX ux_email ON t (email)');
     src.db.exec("INSERT INTO t VALUES (5, 'a', 5)");
     exportTo(src.file, path.join(tmp, 'second.jsonl')); // continues the file from its cursor
     await expect(importFile(target, path.join(tmp, 'second.jsonl'))).rejects.toMatchObject({ code: 'TARGET_CONSTRAINT' });
-    expect(tgt.prepare("SELECT state, reason FROM _sluice_projections WHERE name = 't'").raw().get()).toEqual(['suspended', 'TARGET_CONSTRAINT']);
+    expect(tgt.prepare("SELECT state, reason FROM _sluice_projections WHERE name = 't'").raw().get()).toEqual([
+      'suspended',
+      'TARGET_CONSTRAINT',
+    ]);
     expect(tgt.prepare('SELECT count(*) FROM t').pluck().get()).toBe(4n);
     // Once the index is dropped, importing the file again applies the batch.
     tgt.exec('DROP INDEX ux_email');
@@ -52,7 +60,10 @@ test('a later snapshot in a file replaces the tables and makes the user\'s index
   }
 });
 
-test('a projection suspended by a UNIQUE index stays out of later imports while the index is there, and the target\'s other projections go on', async ({ makeDb, tmp }) => {
+test("a projection suspended by a UNIQUE index stays out of later imports while the index is there, and the target's other projections go on", async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, `${SCHEMA}; CREATE TABLE u (id INTEGER PRIMARY KEY, v TEXT)`, ['t', 'u'], { seed: SEED });
   const target = path.join(tmp, 'target.db');
   const file = path.join(tmp, 'all.jsonl');

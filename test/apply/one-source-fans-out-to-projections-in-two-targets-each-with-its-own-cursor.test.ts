@@ -32,11 +32,18 @@ function seqs(target: string): Record<string, number> {
 }
 
 function commentCounts(db: Db, schema: string, table: string): unknown[] {
-  return db.prepare(`SELECT repo_id, issue_number, ${table === 'comments' ? 'count(*)' : 'comments'} FROM ${schema}.${table}${table === 'comments' ? ' GROUP BY 1, 2' : ''} ORDER BY 1, 2`).raw().all();
+  return db
+    .prepare(
+      `SELECT repo_id, issue_number, ${table === 'comments' ? 'count(*)' : 'comments'} FROM ${schema}.${table}${table === 'comments' ? ' GROUP BY 1, 2' : ''} ORDER BY 1, 2`,
+    )
+    .raw()
+    .all();
 }
 
 describe('one source feeding projections in two targets', () => {
-  test('each projection keeps its own cursor, a suspended one blocks no other, and an external writer never pulls the WAL from under them', async ({ tmp }) => {
+  test('each projection keeps its own cursor, a suspended one blocks no other, and an external writer never pulls the WAL from under them', async ({
+    tmp,
+  }) => {
     const source = path.join(tmp, 'tracker.db');
     buildTracker(source, { repositories: 3, issuesPerRepo: 12, commentsPerIssue: 2 });
     const src = openDatabase(source);
@@ -45,21 +52,31 @@ describe('one source feeding projections in two targets', () => {
     const fileB = path.join(tmp, 'social.db');
     let hw1 = 0;
     let hw3 = 0;
-    const a = await Syncer.open(source, fileA, { projections: await examples('issues-mirror.json', 'open-issues.json', 'issues-search.json'), batchSize: 7 });
-    const b = await Syncer.open(source, fileB, { projections: await examples('repositories.json', 'comments-search.json', 'comment-counts.ts') });
+    const a = await Syncer.open(source, fileA, {
+      projections: await examples('issues-mirror.json', 'open-issues.json', 'issues-search.json'),
+      batchSize: 7,
+    });
+    const b = await Syncer.open(source, fileB, {
+      projections: await examples('repositories.json', 'comments-search.json', 'comment-counts.ts'),
+    });
     try {
       const first = [...(await a.runOnce()).projections, ...(await b.runOnce()).projections];
-      expect(first.map((p) => [p.name, p.state])).toEqual(['issues', 'open_issues', 'issues_search', 'repositories', 'comments_search', 'comment_counts'].map((n) => [n, 'active']));
+      expect(first.map((p) => [p.name, p.state])).toEqual(
+        ['issues', 'open_issues', 'issues_search', 'repositories', 'comments_search', 'comment_counts'].map((n) => [n, 'active']),
+      );
       const start = highWater(src);
 
       // Python writes and closes while both Syncers (and this connection) stay open.
-      python(source, `
+      python(
+        source,
+        `
         UPDATE issues SET state = 'closed' WHERE repo_id = 1 AND number <= 4;
         UPDATE issues SET title = title || ' again', score = 99.5 WHERE repo_id = 2 AND number = 3;
         INSERT INTO comments (repo_id, issue_number, author, body, created_at) VALUES (1, 1, 'py', 'sqlite crash again', '2026-03-01');
         DELETE FROM comments WHERE id % 7 = 0;
         UPDATE repositories SET stars = stars + 1;
-      `);
+      `,
+      );
       expect(fs.existsSync(`${source}-wal`), 'the source WAL survives an external writer closing').toBe(true);
       hw1 = highWater(src);
       expect(hw1).toBeGreaterThan(start);
@@ -83,7 +100,10 @@ describe('one source feeding projections in two targets', () => {
 
       // Tamper with A's mirror: that projection suspends at the next change of the row; all others go on.
       a.session.db.exec("UPDATE tgt.issues SET title = 'tampered' WHERE repo_id = 3 AND number = 5");
-      python(source, "UPDATE issues SET body = 'edited by python', state = 'open' WHERE repo_id = 3 AND number IN (5, 6); INSERT INTO comments (repo_id, issue_number, author, body, created_at) VALUES (3, 5, 'py', 'fts5 rebuild', '2026-03-02');");
+      python(
+        source,
+        "UPDATE issues SET body = 'edited by python', state = 'open' WHERE repo_id = 3 AND number IN (5, 6); INSERT INTO comments (repo_id, issue_number, author, body, created_at) VALUES (3, 5, 'py', 'fts5 rebuild', '2026-03-02');",
+      );
       const hw2 = highWater(src);
       const mixed = [...(await a.runOnce()).projections, ...(await b.runOnce()).projections];
       expect(mixed.map((p) => [p.name, p.state, p.reason, p.seq])).toEqual([
@@ -98,7 +118,10 @@ describe('one source feeding projections in two targets', () => {
       expect(seqs(fileA).issues).toBe(hw1);
 
       // Later writes: the suspended projection stays where it was; the others keep up.
-      python(source, "INSERT INTO issues (repo_id, number, title, body, state, author, score, updated_at) VALUES (1, 100, 'sqlite wal', 'new', 'open', 'py', 50.0, '2026-03-03');");
+      python(
+        source,
+        "INSERT INTO issues (repo_id, number, title, body, state, author, score, updated_at) VALUES (1, 100, 'sqlite wal', 'new', 'open', 'py', 50.0, '2026-03-03');",
+      );
       hw3 = highWater(src);
       await a.runOnce();
       await b.runOnce();

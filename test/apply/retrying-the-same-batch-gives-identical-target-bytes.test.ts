@@ -90,7 +90,9 @@ describe('an explicit batch (from, to] applied to a target', () => {
       expect(custom).toMatchObject({ kind: 'applied', events: tagEvents, seq: to });
       // FTS5's segment layout depends on how many transactions wrote it, so its
       // shadow tables are left out; its content table and its answers are compared.
-      expect(withoutFtsShadow(dumpDatabase(split.session.db, 'tgt', { omitClock: true }))).toEqual(withoutFtsShadow(dumpDatabase(whole.session.db, 'tgt', { omitClock: true })));
+      expect(withoutFtsShadow(dumpDatabase(split.session.db, 'tgt', { omitClock: true }))).toEqual(
+        withoutFtsShadow(dumpDatabase(whole.session.db, 'tgt', { omitClock: true })),
+      );
       for (const word of ['new', 'fig', 'banana', 'apple', 'date']) expect(matches(split, word), word).toEqual(matches(whole, word));
       expect(() => split.session.db.exec("INSERT INTO tgt.items_fts (items_fts) VALUES ('integrity-check')")).not.toThrow();
 

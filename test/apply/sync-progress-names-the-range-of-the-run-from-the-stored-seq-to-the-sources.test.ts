@@ -4,10 +4,17 @@ import { Syncer, type SyncProgress } from '../../src/apply/sync.ts';
 import { highWater, makeSource } from './support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
 
-test("each progress event of a catch-up gives the projection's seq at the start of the run and the source's seq, so the share done grows from below 1", async ({ makeDb, tmp }) => {
+test("each progress event of a catch-up gives the projection's seq at the start of the run and the source's seq, so the share done grows from below 1", async ({
+  makeDb,
+  tmp,
+}) => {
   const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
   const events: SyncProgress[] = [];
-  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), { projections: scenarioProjections().filter((p) => p.name === 'items'), batchSize: 1, onProgress: (p) => events.push(p) });
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), {
+    projections: scenarioProjections().filter((p) => p.name === 'items'),
+    batchSize: 1,
+    onProgress: (p) => events.push(p),
+  });
   try {
     await s.runOnce();
     writeRound(src.db, 0);

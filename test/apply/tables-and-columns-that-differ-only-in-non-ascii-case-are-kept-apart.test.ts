@@ -40,7 +40,9 @@ describe('names that differ only in non-ASCII case', () => {
     expect((await verify(file, tgt)).ok).toBe(true);
     const t = openDatabase(tgt, { readonly: true });
     try {
-      expect(String(t.prepare("SELECT sql FROM sqlite_schema WHERE name = 'cols'").pluck().get())).toMatch(/"é" TEXT COLLATE NOCASE, "É" TEXT,/);
+      expect(String(t.prepare("SELECT sql FROM sqlite_schema WHERE name = 'cols'").pluck().get())).toMatch(
+        /"é" TEXT COLLATE NOCASE, "É" TEXT,/,
+      );
       expect(t.prepare('SELECT id, "é", "É" FROM cols').raw().all()).toEqual([[1n, 'a', 'c']]);
     } finally {
       t.close();

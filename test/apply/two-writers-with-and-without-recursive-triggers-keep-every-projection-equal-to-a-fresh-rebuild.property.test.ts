@@ -14,7 +14,18 @@ import type { Row } from '../../src/feed/events.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { ReplayModel } from '../feed/support/replay.ts';
 import { fileTableCells } from './support/target.ts';
-import { SCHEMA, SEED, TABLES, preTriggersArb, renderStep, renderTrigger, isExpectedConflict, stepArb, type Step, type Writer } from './support/two-writers.ts';
+import {
+  SCHEMA,
+  SEED,
+  TABLES,
+  preTriggersArb,
+  renderStep,
+  renderTrigger,
+  isExpectedConflict,
+  stepArb,
+  type Step,
+  type Writer,
+} from './support/two-writers.ts';
 
 /*
  * Issue 10, model-based: two writers share one captured source,
@@ -57,7 +68,10 @@ function bind(v: SqlValue | undefined) {
  */
 function copyHandler(table: string, columns: readonly string[]): CustomHandler {
   const insert = async (db: Parameters<CustomHandler['apply']>[1]['db'], row: Row) => {
-    await db.insertInto(table).values(Object.fromEntries(columns.map((c) => [c, bind(row[c])]))).execute();
+    await db
+      .insertInto(table)
+      .values(Object.fromEntries(columns.map((c) => [c, bind(row[c])])))
+      .execute();
   };
   return {
     version: '1',
@@ -71,8 +85,12 @@ function copyHandler(table: string, columns: readonly string[]): CustomHandler {
     },
     async apply(e, { db }) {
       if (e.before !== null) {
-        const gone = await db.deleteFrom(table).where('id', '=', toBindable(e.before.id ?? null)).executeTakeFirst();
-        if (gone.numDeletedRows !== 1n) throw new Error(`${table}: seq ${e.seq} ${e.op} of id ${String(e.before.id)}, which the copy does not hold`);
+        const gone = await db
+          .deleteFrom(table)
+          .where('id', '=', toBindable(e.before.id ?? null))
+          .executeTakeFirst();
+        if (gone.numDeletedRows !== 1n)
+          throw new Error(`${table}: seq ${e.seq} ${e.op} of id ${String(e.before.id)}, which the copy does not hold`);
       }
       if (e.after !== null) await insert(db, e.after);
     },
@@ -108,14 +126,18 @@ const COMPARED: readonly { table: string; source?: string }[] = [
 const FTS_QUERIES = ['ann', 'bob', 'zed', 'audit', 'a', 'b', 'c', 'x', 'ann bob', '"ann bob"', 'ann OR zed', 'ann NOT bob'];
 
 function ftsHits(db: Db, name: string, q: string): unknown[] {
-  return db.prepare(`SELECT s._k0, s.rowid FROM ${name}_src s WHERE s.rowid IN (SELECT rowid FROM ${name} WHERE ${name} MATCH ?) ORDER BY s._k0`).raw().all(q);
+  return db
+    .prepare(`SELECT s._k0, s.rowid FROM ${name}_src s WHERE s.rowid IN (SELECT rowid FROM ${name} WHERE ${name} MATCH ?) ORDER BY s._k0`)
+    .raw()
+    .all(q);
 }
 
 /** Everything wrong with the target after a sync, as lines (empty when all is well). */
 async function problems(source: string, target: string, fresh: string, report: SyncReport): Promise<string[]> {
   const out: string[] = [];
   for (const p of report.projections) {
-    if (p.state !== 'active' || p.error !== undefined) out.push(`projection ${p.name} is ${p.state} ${p.reason ?? ''} ${JSON.stringify(p.detail ?? p.error ?? {})}`);
+    if (p.state !== 'active' || p.error !== undefined)
+      out.push(`projection ${p.name} is ${p.state} ${p.reason ?? ''} ${JSON.stringify(p.detail ?? p.error ?? {})}`);
   }
   const rebuilt = await sync(source, fresh, { projections: PROJECTIONS });
   for (const p of rebuilt.projections) if (p.state !== 'active') out.push(`fresh rebuild of ${p.name} is ${p.state} ${p.reason ?? ''}`);
@@ -166,7 +188,10 @@ class ChangesConsumer {
   }
   resnapshot(): void {
     this.model.reset();
-    this.cursor = snapshot(this.db, [...TABLES], { onTable: (t) => this.model.table(t), onRow: (t, r) => this.model.snapshotRow(t, r) }).cursor;
+    this.cursor = snapshot(this.db, [...TABLES], {
+      onTable: (t) => this.model.table(t),
+      onRow: (t, r) => this.model.snapshotRow(t, r),
+    }).cursor;
   }
   /** Replays up to the source's head; problems as lines. A cursor the source says must rebuild (a re-arm) re-snapshots. */
   check(limit: number): string[] {
@@ -183,74 +208,86 @@ class ChangesConsumer {
 
 const SEED_OPTION = process.env.SLUICE_PROPERTY_SEED === undefined ? 1010 : Number(process.env.SLUICE_PROPERTY_SEED);
 
-test('two writers, with and without recursive_triggers, under REPLACE, upserts, key changes, rollbacks and user triggers added mid-run, leave every projection equal to a fresh rebuild and the changes stream equal to the source', async ({ tmp }) => {
+test('two writers, with and without recursive_triggers, under REPLACE, upserts, key changes, rollbacks and user triggers added mid-run, leave every projection equal to a fresh rebuild and the changes stream equal to the source', async ({
+  tmp,
+}) => {
   const py = PythonWriter.start();
   const stats = { runs: 0, steps: 0, syncs: 0, rebuilds: 0, resnapshots: 0, started: Date.now() };
   try {
     await fc.assert(
-      fc.asyncProperty(fc.array(stepArb, { minLength: 1, maxLength: 30, size: 'max' }), preTriggersArb, async (steps: Step[], preTriggers) => {
-        const dir = path.join(tmp, `run${stats.runs++}`);
-        fs.mkdirSync(dir);
-        const source = path.join(dir, 'source.db');
-        const target = path.join(dir, 'target.db');
-        const js = openDatabase(source, { create: true });
-        const reader = openDatabase(source, { readonly: true });
-        try {
-          js.exec(SCHEMA);
-          js.exec(SEED);
-          for (const u of preTriggers) js.exec(renderTrigger(u.trigger, u.t));
-          enable(js, [...TABLES]);
-          const opened = await py.send({ open: source });
-          expect(opened).toMatchObject({ ok: true, recursive_triggers: 0 });
-          expect(js.pragma('recursive_triggers', { simple: true })).toBe(1n);
-          const consumer = new ChangesConsumer(reader);
-          // What ran, for the failure message: the shrunk case as SQL.
-          const transcript = [...preTriggers.map((u) => `before enable: ${renderTrigger(u.trigger, u.t)}`)];
-          const exec = async (w: Writer, statement: string): Promise<void> => {
-            transcript.push(`${w}: ${statement}`);
-            let message: string | undefined;
-            if (w === 'js') {
-              try {
-                js.exec(statement);
-              } catch (err) {
-                message = String((err as Error).message);
+      fc.asyncProperty(
+        fc.array(stepArb, { minLength: 1, maxLength: 30, size: 'max' }),
+        preTriggersArb,
+        async (steps: Step[], preTriggers) => {
+          const dir = path.join(tmp, `run${stats.runs++}`);
+          fs.mkdirSync(dir);
+          const source = path.join(dir, 'source.db');
+          const target = path.join(dir, 'target.db');
+          const js = openDatabase(source, { create: true });
+          const reader = openDatabase(source, { readonly: true });
+          try {
+            js.exec(SCHEMA);
+            js.exec(SEED);
+            for (const u of preTriggers) js.exec(renderTrigger(u.trigger, u.t));
+            enable(js, [...TABLES]);
+            const opened = await py.send({ open: source });
+            expect(opened).toMatchObject({ ok: true, recursive_triggers: 0 });
+            expect(js.pragma('recursive_triggers', { simple: true })).toBe(1n);
+            const consumer = new ChangesConsumer(reader);
+            // What ran, for the failure message: the shrunk case as SQL.
+            const transcript = [...preTriggers.map((u) => `before enable: ${renderTrigger(u.trigger, u.t)}`)];
+            const exec = async (w: Writer, statement: string): Promise<void> => {
+              transcript.push(`${w}: ${statement}`);
+              let message: string | undefined;
+              if (w === 'js') {
+                try {
+                  js.exec(statement);
+                } catch (err) {
+                  message = String((err as Error).message);
+                }
+              } else {
+                const r = await py.send({ sql: statement });
+                if (!r.ok) message = r.error ?? '?';
               }
-            } else {
-              const r = await py.send({ sql: statement });
-              if (!r.ok) message = r.error ?? '?';
+              if (message !== undefined && !isExpectedConflict(message))
+                throw new Error(`${w} writer: ${message}\nran:\n  ${transcript.join('\n  ')}`);
+            };
+            let syncs = 0;
+            const syncAndCheck = async (batchSize: number | null): Promise<void> => {
+              transcript.push(`sync${batchSize === null ? '' : ` (batch ${batchSize})`}`);
+              const report = await sync(source, target, { projections: PROJECTIONS, ...(batchSize === null ? {} : { batchSize }) });
+              if (syncs > 0) stats.rebuilds += report.projections.filter((p) => p.rebuilt !== undefined).length;
+              const fresh = path.join(dir, `fresh${syncs++}.db`);
+              const found = [...(await problems(source, target, fresh, report)), ...consumer.check(batchSize ?? 50)];
+              for (const f of [fresh, `${fresh}-wal`, `${fresh}-shm`]) fs.rmSync(f, { force: true });
+              if (found.length > 0)
+                throw new Error(
+                  `after sync ${syncs} (batch ${String(batchSize)}):\n${found.join('\n')}\nran:\n  ${transcript.join('\n  ')}`,
+                );
+            };
+            await syncAndCheck(null);
+            for (const step of steps) {
+              if ('sync' in step) await syncAndCheck(step.sync);
+              else for (const s of renderStep(step)) await exec(step.w, s);
             }
-            if (message !== undefined && !isExpectedConflict(message)) throw new Error(`${w} writer: ${message}\nran:\n  ${transcript.join('\n  ')}`);
-          };
-          let syncs = 0;
-          const syncAndCheck = async (batchSize: number | null): Promise<void> => {
-            transcript.push(`sync${batchSize === null ? '' : ` (batch ${batchSize})`}`);
-            const report = await sync(source, target, { projections: PROJECTIONS, ...(batchSize === null ? {} : { batchSize }) });
-            if (syncs > 0) stats.rebuilds += report.projections.filter((p) => p.rebuilt !== undefined).length;
-            const fresh = path.join(dir, `fresh${syncs++}.db`);
-            const found = [...(await problems(source, target, fresh, report)), ...consumer.check(batchSize ?? 50)];
-            for (const f of [fresh, `${fresh}-wal`, `${fresh}-shm`]) fs.rmSync(f, { force: true });
-            if (found.length > 0) throw new Error(`after sync ${syncs} (batch ${String(batchSize)}):\n${found.join('\n')}\nran:\n  ${transcript.join('\n  ')}`);
-          };
-          await syncAndCheck(null);
-          for (const step of steps) {
-            if ('sync' in step) await syncAndCheck(step.sync);
-            else for (const s of renderStep(step)) await exec(step.w, s);
+            await syncAndCheck(2);
+            stats.steps += steps.length;
+            stats.syncs += syncs;
+            stats.resnapshots += consumer.resnapshots;
+          } finally {
+            await py.send({ close: true });
+            reader.close();
+            js.close();
+            fs.rmSync(dir, { recursive: true, force: true });
           }
-          await syncAndCheck(2);
-          stats.steps += steps.length;
-          stats.syncs += syncs;
-          stats.resnapshots += consumer.resnapshots;
-        } finally {
-          await py.send({ close: true });
-          reader.close();
-          js.close();
-          fs.rmSync(dir, { recursive: true, force: true });
-        }
-      }),
+        },
+      ),
       { seed: SEED_OPTION, numRuns: 200, plugins: [fc.interruptAfterTimeLimit(100_000)] },
     );
   } finally {
     await py.stop();
-    console.info(`two writers: ${stats.runs} runs, ${stats.steps} steps, ${stats.syncs} checked syncs, ${stats.rebuilds} projection rebuilds, ${stats.resnapshots} changes re-snapshots, ${Date.now() - stats.started} ms`);
+    console.info(
+      `two writers: ${stats.runs} runs, ${stats.steps} steps, ${stats.syncs} checked syncs, ${stats.rebuilds} projection rebuilds, ${stats.resnapshots} changes re-snapshots, ${Date.now() - stats.started} ms`,
+    );
   }
 }, 240_000);

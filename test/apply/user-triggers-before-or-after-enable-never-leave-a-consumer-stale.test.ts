@@ -26,13 +26,17 @@ const SCHEMA = `
   INSERT INTO t (id, v) VALUES (1, 'a'), (2, 'b');`;
 
 const USER_TRIGGERS: Record<string, string> = {
-  'AFTER UPDATE touch': 'CREATE TRIGGER t_touch AFTER UPDATE ON t WHEN NEW.touched IS OLD.touched BEGIN UPDATE t SET touched = touched + 1 WHERE id = NEW.id; END',
-  'AFTER INSERT into another captured table': "CREATE TRIGGER t_log AFTER INSERT ON t BEGIN INSERT INTO log (t_id, what) VALUES (NEW.id, 'inserted ' || NEW.v); END",
+  'AFTER UPDATE touch':
+    'CREATE TRIGGER t_touch AFTER UPDATE ON t WHEN NEW.touched IS OLD.touched BEGIN UPDATE t SET touched = touched + 1 WHERE id = NEW.id; END',
+  'AFTER INSERT into another captured table':
+    "CREATE TRIGGER t_log AFTER INSERT ON t BEGIN INSERT INTO log (t_id, what) VALUES (NEW.id, 'inserted ' || NEW.v); END",
   'BEFORE INSERT that deletes the conflicting row': 'CREATE TRIGGER t_upsert BEFORE INSERT ON t BEGIN DELETE FROM t WHERE id = NEW.id; END',
-  'BEFORE UPDATE that logs': "CREATE TRIGGER t_bu BEFORE UPDATE ON t BEGIN INSERT INTO log (t_id, what) VALUES (OLD.id, 'before update'); END",
+  'BEFORE UPDATE that logs':
+    "CREATE TRIGGER t_bu BEFORE UPDATE ON t BEGIN INSERT INTO log (t_id, what) VALUES (OLD.id, 'before update'); END",
 };
 
-const WRITES = "UPDATE t SET v = 'a2' WHERE id = 1; INSERT INTO t (id, v) VALUES (3, 'c'); INSERT OR REPLACE INTO t (id, v) VALUES (2, 'b2'); UPDATE t SET v = 'c2' WHERE id = 3; DELETE FROM t WHERE id = 1;";
+const WRITES =
+  "UPDATE t SET v = 'a2' WHERE id = 1; INSERT INTO t (id, v) VALUES (3, 'c'); INSERT OR REPLACE INTO t (id, v) VALUES (2, 'b2'); UPDATE t SET v = 'c2' WHERE id = 3; DELETE FROM t WHERE id = 1;";
 
 /** Replays the `changes` stream from `cursor` into a JS model of each table, keyed by the first column. */
 function replay(file: string, cursor: string, model: Map<string, Map<string, unknown[]>>): void {
@@ -70,48 +74,52 @@ function rowsOf(file: string, table: string): Map<string, unknown[]> {
 }
 
 describe.each(Object.entries(USER_TRIGGERS))('a user trigger (%s)', (_, triggerSql) => {
-  test.for(['before', 'after'] as const)('created %s enable: the change stream and a mirror equal the source after Python writes', async (when, { makeDb, tmp }) => {
-    const { db, file } = makeDb('app.db', SCHEMA);
-    if (when === 'before') db.exec(triggerSql);
-    enable(db, ['t', 'log']);
-    const target = path.join(tmp, 'cache.db');
-    await sync(file, target);
-    if (when === 'after') {
-      db.exec(triggerSql);
-      const armed = status(db).tables.find((x) => x.name === 't');
-      if (/^CREATE TRIGGER \w+ AFTER/.test(triggerSql)) expect(armed).toMatchObject({ armed: false, reason: 'USER_TRIGGER_NEWER' });
-      else expect(armed).toMatchObject({ armed: true });
-    }
-    // sync re-arms a table whose user trigger is newer, and reports it.
-    const first = await sync(file, target);
-    if (when === 'after' && /^CREATE TRIGGER \w+ AFTER/.test(triggerSql)) expect(first.rearmed?.tables).toMatchObject([{ table: 't', reason: 'USER_TRIGGER_NEWER' }]);
-    else expect(first.rearmed).toBeUndefined();
-    expect(status(db).tables.every((x) => x.armed)).toBe(true);
+  test.for(['before', 'after'] as const)(
+    'created %s enable: the change stream and a mirror equal the source after Python writes',
+    async (when, { makeDb, tmp }) => {
+      const { db, file } = makeDb('app.db', SCHEMA);
+      if (when === 'before') db.exec(triggerSql);
+      enable(db, ['t', 'log']);
+      const target = path.join(tmp, 'cache.db');
+      await sync(file, target);
+      if (when === 'after') {
+        db.exec(triggerSql);
+        const armed = status(db).tables.find((x) => x.name === 't');
+        if (/^CREATE TRIGGER \w+ AFTER/.test(triggerSql)) expect(armed).toMatchObject({ armed: false, reason: 'USER_TRIGGER_NEWER' });
+        else expect(armed).toMatchObject({ armed: true });
+      }
+      // sync re-arms a table whose user trigger is newer, and reports it.
+      const first = await sync(file, target);
+      if (when === 'after' && /^CREATE TRIGGER \w+ AFTER/.test(triggerSql))
+        expect(first.rearmed?.tables).toMatchObject([{ table: 't', reason: 'USER_TRIGGER_NEWER' }]);
+      else expect(first.rearmed).toBeUndefined();
+      expect(status(db).tables.every((x) => x.armed)).toBe(true);
 
-    const start = snapshot(db, ['t', 'log'], { onRow: () => {} });
-    const model = new Map([
-      ['t', rowsOf(file, 't')],
-      ['log', rowsOf(file, 'log')],
-    ]);
-    pythonExec(file, WRITES);
-    replay(file, start.cursor, model);
-    expect(model.get('t')).toEqual(rowsOf(file, 't'));
-    expect(model.get('log')).toEqual(rowsOf(file, 'log'));
+      const start = snapshot(db, ['t', 'log'], { onRow: () => {} });
+      const model = new Map([
+        ['t', rowsOf(file, 't')],
+        ['log', rowsOf(file, 'log')],
+      ]);
+      pythonExec(file, WRITES);
+      replay(file, start.cursor, model);
+      expect(model.get('t')).toEqual(rowsOf(file, 't'));
+      expect(model.get('log')).toEqual(rowsOf(file, 'log'));
 
-    const r = await sync(file, target);
-    expect(r.projections.map((p) => [p.name, p.state])).toEqual([
-      ['log', 'active'],
-      ['t', 'active'],
-    ]);
-    expect((await verify(file, target)).ok).toBe(true);
-    const tdb = openDatabase(target, { readonly: true });
-    try {
-      expect(tableCells(tdb, 'main', 't')).toEqual(tableCells(db, 'main', 't'));
-      expect(tableCells(tdb, 'main', 'log')).toEqual(tableCells(db, 'main', 'log'));
-    } finally {
-      tdb.close();
-    }
-  });
+      const r = await sync(file, target);
+      expect(r.projections.map((p) => [p.name, p.state])).toEqual([
+        ['log', 'active'],
+        ['t', 'active'],
+      ]);
+      expect((await verify(file, target)).ok).toBe(true);
+      const tdb = openDatabase(target, { readonly: true });
+      try {
+        expect(tableCells(tdb, 'main', 't')).toEqual(tableCells(db, 'main', 't'));
+        expect(tableCells(tdb, 'main', 'log')).toEqual(tableCells(db, 'main', 'log'));
+      } finally {
+        tdb.close();
+      }
+    },
+  );
 });
 
 test('a user AFTER trigger writing another captured table is journaled after the change that fired it, in seq order', ({ makeDb }) => {

@@ -18,5 +18,9 @@ test('after an ignored conflicting insert, switching images -> keys journals the
   enable(db, ['t'], { mode: 'keys' });
   const seen = journalEvents(db).length;
   pythonExec(file, "INSERT INTO t VALUES ('n', 7, 0);");
-  expect(journalEvents(db).slice(seen).map((e) => [e.op, e.before, e.after])).toEqual([['insert', undefined, [cell.int(7)]]]);
+  expect(
+    journalEvents(db)
+      .slice(seen)
+      .map((e) => [e.op, e.before, e.after]),
+  ).toEqual([['insert', undefined, [cell.int(7)]]]);
 });

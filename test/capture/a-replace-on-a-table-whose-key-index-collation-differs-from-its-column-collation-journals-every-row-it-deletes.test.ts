@@ -14,7 +14,9 @@ import { replayAndSource } from './support/replay-journal.ts';
 const SCHEMA = 'CREATE TABLE t (k TEXT COLLATE NOCASE NOT NULL, u, PRIMARY KEY (k COLLATE BINARY), UNIQUE (u))';
 
 for (const rowid of ['', ' WITHOUT ROWID']) {
-  test(`a REPLACE through a UNIQUE column deleting 'abc' while 'ABC' exists journals the delete (${rowid === '' ? 'rowid table' : 'WITHOUT ROWID'})`, ({ makeDb }) => {
+  test(`a REPLACE through a UNIQUE column deleting 'abc' while 'ABC' exists journals the delete (${rowid === '' ? 'rowid table' : 'WITHOUT ROWID'})`, ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('s.db', SCHEMA + rowid);
     enable(db, ['t']);
     pythonExec(file, "INSERT INTO t VALUES ('abc', 1), ('ABC', 2); INSERT OR REPLACE INTO t VALUES ('zzz', 1);");
@@ -24,9 +26,14 @@ for (const rowid of ['', ' WITHOUT ROWID']) {
   });
 }
 
-test("a REPLACE conflicting with ('a','x') on the key and ('A','X') on a BINARY UNIQUE index over NOCASE columns journals both deletes", ({ makeDb }) => {
+test("a REPLACE conflicting with ('a','x') on the key and ('A','X') on a BINARY UNIQUE index over NOCASE columns journals both deletes", ({
+  makeDb,
+}) => {
   // The guard's UNION of notes compares images with the columns' NOCASE collation: the two rows collapse into one note.
-  const { db, file } = makeDb('s.db', 'CREATE TABLE t (k TEXT COLLATE NOCASE NOT NULL, j TEXT COLLATE NOCASE, PRIMARY KEY (k COLLATE BINARY), UNIQUE (j COLLATE BINARY))');
+  const { db, file } = makeDb(
+    's.db',
+    'CREATE TABLE t (k TEXT COLLATE NOCASE NOT NULL, j TEXT COLLATE NOCASE, PRIMARY KEY (k COLLATE BINARY), UNIQUE (j COLLATE BINARY))',
+  );
   enable(db, ['t']);
   pythonExec(file, "INSERT INTO t VALUES ('a', 'x'), ('A', 'X'); INSERT OR REPLACE INTO t VALUES ('a', 'X');");
   const r = replayAndSource(db, 't');

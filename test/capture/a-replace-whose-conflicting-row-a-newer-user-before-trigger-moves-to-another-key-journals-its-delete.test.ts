@@ -22,20 +22,23 @@ import { tableCells } from '../apply/support/target.ts';
 const SCHEMA = 'CREATE TABLE t (k INTEGER PRIMARY KEY, u TEXT UNIQUE)';
 const MOVE = 'CREATE TRIGGER mv BEFORE INSERT ON t WHEN NEW.k = 2 BEGIN UPDATE t SET k = 5 WHERE k = 1; END;';
 
-test("a REPLACE whose conflicting row a user BEFORE INSERT trigger made after enable moves to another key journals the row's delete", async ({ makeDb, tmp }) => {
-    const { db, file } = makeDb('s.db', SCHEMA);
-    enable(db, ['t']);
-    pythonExec(file, MOVE);
-    pythonExec(file, "INSERT INTO t VALUES (1, 'a'), (3, 'c');");
-    const target = path.join(tmp, 'target.db');
-    await sync(file, target, { projections: [{ name: 't', source: 't', kind: 'mirror' }] });
-    pythonExec(file, "INSERT OR REPLACE INTO t VALUES (2, 'a');");
-    const r = replayAndSource(db, 't');
-    expect(r.source).toHaveLength(2);
-    expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
-    const s = await sync(file, target);
-    const tg = openDatabase(target);
-    const rows = tableCells(tg, 'main', 't');
-    tg.close();
-    expect(s.projections[0]?.state === 'active' ? rows : 'not active').toEqual(tableCells(db, 'main', 't'));
-  });
+test("a REPLACE whose conflicting row a user BEFORE INSERT trigger made after enable moves to another key journals the row's delete", async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb('s.db', SCHEMA);
+  enable(db, ['t']);
+  pythonExec(file, MOVE);
+  pythonExec(file, "INSERT INTO t VALUES (1, 'a'), (3, 'c');");
+  const target = path.join(tmp, 'target.db');
+  await sync(file, target, { projections: [{ name: 't', source: 't', kind: 'mirror' }] });
+  pythonExec(file, "INSERT OR REPLACE INTO t VALUES (2, 'a');");
+  const r = replayAndSource(db, 't');
+  expect(r.source).toHaveLength(2);
+  expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
+  const s = await sync(file, target);
+  const tg = openDatabase(target);
+  const rows = tableCells(tg, 'main', 't');
+  tg.close();
+  expect(s.projections[0]?.state === 'active' ? rows : 'not active').toEqual(tableCells(db, 'main', 't'));
+});

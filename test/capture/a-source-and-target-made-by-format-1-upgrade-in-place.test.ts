@@ -44,7 +44,9 @@ test('a format 1 source reads as outdated, and status writes nothing to it', ({ 
   expect(fs.readFileSync(source).equals(bytes)).toBe(true);
 });
 
-test('sync upgrades a format 1 source in place, rebuilds the old target once, and then captures a key REPLACE from Python exactly', async ({ tmp }) => {
+test('sync upgrades a format 1 source in place, rebuilds the old target once, and then captures a key REPLACE from Python exactly', async ({
+  tmp,
+}) => {
   const { source, target } = copyFixture(tmp);
   const before = openDatabase(source, { readonly: true });
   const old = before.prepare('SELECT source_id, generation FROM _sluice_state').get() as { source_id: string; generation: bigint };
@@ -63,7 +65,12 @@ test('sync upgrades a format 1 source in place, rebuilds the old target once, an
   const db = openDatabase(source);
   try {
     const state = db.prepare('SELECT format, source_id, generation, bumped_generation FROM _sluice_state').get() as Record<string, unknown>;
-    expect(state).toEqual({ format: BigInt(FORMAT_VERSION), source_id: old.source_id, generation: old.generation + 1n, bumped_generation: old.generation + 1n });
+    expect(state).toEqual({
+      format: BigInt(FORMAT_VERSION),
+      source_id: old.source_id,
+      generation: old.generation + 1n,
+      bumped_generation: old.generation + 1n,
+    });
     expect(status(db).tables.every((t) => t.armed)).toBe(true);
 
     // The REPLACE format 1 journaled as a bare insert is a delete and an insert now.

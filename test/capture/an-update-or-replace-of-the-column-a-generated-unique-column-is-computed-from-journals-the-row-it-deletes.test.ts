@@ -17,7 +17,9 @@ import { replayAndSource } from './support/replay-journal.ts';
  * (NEW.g is computed in BEFORE triggers, so only the OF list is at fault.)
  */
 for (const kind of ['', ' STORED']) {
-  test(`an UPDATE OR REPLACE of the base column of a${kind === '' ? ' virtual' : ' stored'} generated UNIQUE column journals the row it deletes`, ({ makeDb }) => {
+  test(`an UPDATE OR REPLACE of the base column of a${kind === '' ? ' virtual' : ' stored'} generated UNIQUE column journals the row it deletes`, ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('s.db', `CREATE TABLE t (k INTEGER PRIMARY KEY, a, g AS (a * 2)${kind} UNIQUE)`);
     enable(db, ['t']);
     pythonExec(file, 'INSERT INTO t (k, a) VALUES (1, 1), (2, 2); UPDATE OR REPLACE t SET a = 1 WHERE k = 2;');
@@ -28,7 +30,7 @@ for (const kind of ['', ' STORED']) {
 }
 
 test('an UPDATE OR REPLACE through a UNIQUE index over a generated column and a plain one journals the row it deletes', ({ makeDb }) => {
-  const { db, file } = makeDb('s.db', "CREATE TABLE t (k TEXT PRIMARY KEY NOT NULL, a, b, g AS (lower(a)), UNIQUE (g, b))");
+  const { db, file } = makeDb('s.db', 'CREATE TABLE t (k TEXT PRIMARY KEY NOT NULL, a, b, g AS (lower(a)), UNIQUE (g, b))');
   enable(db, ['t']);
   pythonExec(file, "INSERT INTO t (k, a, b) VALUES ('x', 'P', 1), ('y', 'Q', 1); UPDATE OR REPLACE t SET a = 'p' WHERE k = 'y';");
   const r = replayAndSource(db, 't');
@@ -36,7 +38,10 @@ test('an UPDATE OR REPLACE through a UNIQUE index over a generated column and a 
   expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
 });
 
-test('a mirror synced across an UPDATE OR REPLACE through a generated UNIQUE column holds only the source rows', async ({ makeDb, tmp }) => {
+test('a mirror synced across an UPDATE OR REPLACE through a generated UNIQUE column holds only the source rows', async ({
+  makeDb,
+  tmp,
+}) => {
   // What the missing delete does downstream: the mirror stays active with row 1.
   const { db, file } = makeDb('s.db', 'CREATE TABLE t (k INTEGER PRIMARY KEY, a, g AS (a * 2) UNIQUE)');
   enable(db, ['t']);

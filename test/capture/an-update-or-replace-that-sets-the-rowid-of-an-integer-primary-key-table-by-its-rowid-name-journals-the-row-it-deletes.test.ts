@@ -29,7 +29,10 @@ for (const name of ['rowid', 'oid', '_rowid_']) {
   });
 }
 
-test('a mirror synced across UPDATE OR REPLACE ... SET rowid on an INTEGER PRIMARY KEY table stays active with the source rows', async ({ makeDb, tmp }) => {
+test('a mirror synced across UPDATE OR REPLACE ... SET rowid on an INTEGER PRIMARY KEY table stays active with the source rows', async ({
+  makeDb,
+  tmp,
+}) => {
   const { db, file } = makeDb('s.db', 'CREATE TABLE t (k INTEGER PRIMARY KEY, u UNIQUE, v)');
   enable(db, ['t']);
   pythonExec(file, "INSERT INTO t VALUES (1, 'a', 'one'), (2, 'b', 'two');");
@@ -41,5 +44,9 @@ test('a mirror synced across UPDATE OR REPLACE ... SET rowid on an INTEGER PRIMA
   const rows = tableCells(tg, 'main', 't');
   tg.close();
   const p = s.projections[0];
-  expect({ state: p?.state, reason: p?.state === 'suspended' ? p.reason : undefined, rows }).toEqual({ state: 'active', reason: undefined, rows: tableCells(db, 'main', 't') });
+  expect({ state: p?.state, reason: p?.state === 'suspended' ? p.reason : undefined, rows }).toEqual({
+    state: 'active',
+    reason: undefined,
+    rows: tableCells(db, 'main', 't'),
+  });
 });

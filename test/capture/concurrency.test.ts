@@ -70,7 +70,10 @@ const keyOf = (e: JournalEvent) => {
 const pythonOnly = (events: readonly JournalEvent[]) => events.filter((e) => keyOf(e) < NODE_IDS).map((e) => `${e.op}:${keyOf(e)}`);
 
 describe('capture operations beside a live writer', () => {
-  test('enable, bump, disable and enable again while Python commits in a loop: no write is lost on either side', async ({ makeDb, tmp }) => {
+  test('enable, bump, disable and enable again while Python commits in a loop: no write is lost on either side', async ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('live.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v, n INTEGER NOT NULL DEFAULT 0)');
     const stopFile = path.join(tmp, 'stop');
     const writer = runWriter(file, stopFile);
@@ -90,11 +93,13 @@ describe('capture operations beside a live writer', () => {
       nodeWrite();
       await waitForRows(count() + 20);
       // Read the first capture's journal and remove it in one write transaction.
-      const firstEvents = db.transaction(() => {
-        const events = journalEvents(db);
-        disable(db);
-        return events;
-      }).immediate();
+      const firstEvents = db
+        .transaction(() => {
+          const events = journalEvents(db);
+          disable(db);
+          return events;
+        })
+        .immediate();
       nodeWrite(); // not captured
       await waitForRows(count() + 20);
       const second = enable(db, ['t']);
@@ -114,7 +119,8 @@ describe('capture operations beside a live writer', () => {
       expect(ids).toEqual([...pyIds, NODE_IDS + 1, NODE_IDS + 2, NODE_IDS + 3, NODE_IDS + 4]);
 
       // Python's writes fall in four phases, in order: none, first capture, none, second capture.
-      const phase = (sid: string | null) => (sid === null ? 'none' : sid === first.sourceId ? 'first' : sid === second.sourceId ? 'second' : `unknown ${sid}`);
+      const phase = (sid: string | null) =>
+        sid === null ? 'none' : sid === first.sourceId ? 'first' : sid === second.sourceId ? 'second' : `unknown ${sid}`;
       const phases = py.rows.map(([, sid]) => phase(sid)).filter((p, i, all) => i === 0 || p !== all[i - 1]);
       expect(phases).toEqual(['none', 'first', 'none', 'second']);
 
@@ -124,10 +130,14 @@ describe('capture operations beside a live writer', () => {
       const secondEvents = journalEvents(db);
       expect(pythonOnly(secondEvents)).toEqual(expectedPythonEvents(inPhase('second')));
       // ...and this process's own writes made while it was installed.
-      expect(firstEvents.filter((e) => e.after?.[1] === cell.text('node')).map((e) => e.after?.[0])).toEqual([cell.int(NODE_IDS + 1), cell.int(NODE_IDS + 2)]);
+      expect(firstEvents.filter((e) => e.after?.[1] === cell.text('node')).map((e) => e.after?.[0])).toEqual([
+        cell.int(NODE_IDS + 1),
+        cell.int(NODE_IDS + 2),
+      ]);
       expect(secondEvents.filter((e) => e.after?.[1] === cell.text('node')).map((e) => e.after?.[0])).toEqual([cell.int(NODE_IDS + 4)]);
       // Seqs are strictly increasing within each capture.
-      for (const events of [firstEvents, secondEvents]) expect(events.every((e, i) => i === 0 || e.seq > (events[i - 1] as JournalEvent).seq)).toBe(true);
+      for (const events of [firstEvents, secondEvents])
+        expect(events.every((e, i) => i === 0 || e.seq > (events[i - 1] as JournalEvent).seq)).toBe(true);
       expect(status(db)).toMatchObject({ sourceId: second.sourceId, generation: 1, tables: [{ name: 't', armed: true }] });
     } finally {
       fs.writeFileSync(stopFile, '');

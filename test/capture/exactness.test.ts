@@ -73,7 +73,19 @@ describe('round-trip exactness', () => {
 
   test('REALs that need 17 significant digits are journaled with every bit', ({ makeDb }) => {
     const db = setUp(makeDb);
-    const reals = [0.1 + 0.2, 1 / 3, 2 / 3, 5e-324, -Number.MIN_VALUE, Number.MAX_VALUE, 2 ** 53 + 2, 123456789.12345679, -1.0000000000000002, Infinity, -Infinity];
+    const reals = [
+      0.1 + 0.2,
+      1 / 3,
+      2 / 3,
+      5e-324,
+      -Number.MIN_VALUE,
+      Number.MAX_VALUE,
+      2 ** 53 + 2,
+      123456789.12345679,
+      -1.0000000000000002,
+      Infinity,
+      -Infinity,
+    ];
     reals.forEach((x, i) => {
       expect(insertAndCheck(db, i + 1, '?', [x]).after?.[1]).toBe(cell.real(x));
     });
@@ -151,7 +163,8 @@ describe('round-trip exactness', () => {
   test('an update that changes no stored byte produces no event and leaves last_seq alone', ({ makeDb }) => {
     const db = setUp(makeDb);
     db.prepare("INSERT INTO t VALUES (1, 'same', 'Same', 1, 1.0)").run();
-    const lastSeq = () => (db.prepare("SELECT l.seq AS s FROM _sluice_tables t JOIN _sluice_last l USING (tid) WHERE t.name = 't'").get() as { s: bigint }).s;
+    const lastSeq = () =>
+      (db.prepare("SELECT l.seq AS s FROM _sluice_tables t JOIN _sluice_last l USING (tid) WHERE t.name = 't'").get() as { s: bigint }).s;
     const seqBefore = lastSeq();
     expect(seqBefore).toBe(1n);
     const noops = [

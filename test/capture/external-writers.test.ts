@@ -37,7 +37,10 @@ DELETE FROM t WHERE id = 5;
 
 type Writer = (file: string) => void;
 
-function setUp(makeDb: (name?: string, schema?: string) => { db: import('../../src/sqlite/connection.ts').Db; file: string }, name: string) {
+function setUp(
+  makeDb: (name?: string, schema?: string) => { db: import('../../src/sqlite/connection.ts').Db; file: string },
+  name: string,
+) {
   const { db, file } = makeDb(name, SCHEMA);
   enable(db, ['t', 'c "k"']);
   return { db, file };
@@ -62,17 +65,30 @@ describe('external writers', () => {
 
     // The reference journal is what the contract says, so equality below is not vacuous.
     expect(reference.events.map((e) => `${e.seq}:${e.table}:${e.op}`)).toEqual([
-      '1:t:insert', '2:t:insert', '3:t:insert', '4:t:insert', '5:t:insert', '6:t:insert', '7:t:insert',
+      '1:t:insert',
+      '2:t:insert',
+      '3:t:insert',
+      '4:t:insert',
+      '5:t:insert',
+      '6:t:insert',
+      '7:t:insert',
       '8:t:update', // NOCASE column changed only in case
       '9:t:update', // 1 -> 1.0 in an untyped column
       '10:t:update', // key change: one event
       '11:t:update', // ON CONFLICT DO UPDATE
-      '12:c "k":insert', '13:c "k":insert',
+      '12:c "k":insert',
+      '13:c "k":insert',
       '14:c "k":update',
-      '15:c "k":delete', '16:c "k":delete',
+      '15:c "k":delete',
+      '16:c "k":delete',
       '17:t:delete',
     ]);
-    expect(reference.events[5]?.after).toEqual([cell.int(6), cell.blob(new Uint8Array()), cell.text(Buffer.from([0xff, 0x41])), cell.real(-0.25)]);
+    expect(reference.events[5]?.after).toEqual([
+      cell.int(6),
+      cell.blob(new Uint8Array()),
+      cell.text(Buffer.from([0xff, 0x41])),
+      cell.real(-0.25),
+    ]);
     expect(reference.events[9]?.before?.[0]).toBe(cell.int(2));
     expect(reference.events[9]?.after?.[0]).toBe(cell.int(10));
 
@@ -81,9 +97,10 @@ describe('external writers', () => {
       expect(r?.t, `${name}: source table t`).toEqual(reference.t);
       expect(r?.c, `${name}: source table c "k"`).toEqual(reference.c);
       // seq included: the same history gives the same seqs; ts is the only field left out.
-      expect(r?.events.map((e) => ({ seq: e.seq, ...(eventShapes([e])[0] as object) })), `${name}: journal`).toEqual(
-        reference.events.map((e) => ({ seq: e.seq, ...(eventShapes([e])[0] as object) })),
-      );
+      expect(
+        r?.events.map((e) => ({ seq: e.seq, ...(eventShapes([e])[0] as object) })),
+        `${name}: journal`,
+      ).toEqual(reference.events.map((e) => ({ seq: e.seq, ...(eventShapes([e])[0] as object) })));
       expect(r?.events.every((e) => e.unused.every((c) => c === cell.null()))).toBe(true);
     }
   });
@@ -95,7 +112,11 @@ describe('external writers', () => {
     runSqliteCli(file, "INSERT INTO t VALUES (2, 'c', 'c', 1);");
     db.prepare("INSERT INTO t VALUES (3, 'b', 'b', 1)").run();
     const after = Date.now();
-    const ts = (db.prepare("SELECT CAST(round((ts - 2440587.5) * 86400000) AS INTEGER) AS ms FROM _sluice_journal ORDER BY seq").all() as { ms: bigint }[]).map((r) => Number(r.ms));
+    const ts = (
+      db.prepare('SELECT CAST(round((ts - 2440587.5) * 86400000) AS INTEGER) AS ms FROM _sluice_journal ORDER BY seq').all() as {
+        ms: bigint;
+      }[]
+    ).map((r) => Number(r.ms));
     expect(ts).toHaveLength(3);
     for (const stamp of ts) {
       // A correctness check of the recorded clock (not a speed check): julianday()

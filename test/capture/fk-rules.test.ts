@@ -152,7 +152,9 @@ describe('foreign-key rules: FK_DELETE_KEY_UPDATE', () => {
 });
 
 describe('foreign-key rules after enable', () => {
-  test('verifyCapture and status report FK_UPDATE_CYCLE when a later schema change closes a cycle, and enable will not re-arm it', ({ makeDb }) => {
+  test('verifyCapture and status report FK_UPDATE_CYCLE when a later schema change closes a cycle, and enable will not re-arm it', ({
+    makeDb,
+  }) => {
     const { db } = makeDb(
       'v.db',
       `CREATE TABLE a (id INTEGER PRIMARY KEY, u_id REFERENCES u (id) ON UPDATE CASCADE);

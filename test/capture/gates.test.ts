@@ -15,7 +15,14 @@ import type { Db } from '../../src/sqlite/connection.ts';
 
 type MakeDb = (name?: string, schema?: string) => { db: Db; file: string };
 
-function expectRefused(db: Db, file: string, tables: readonly string[], code: string, names: string, options: Parameters<typeof enable>[2] = {}): CaptureRefusedError {
+function expectRefused(
+  db: Db,
+  file: string,
+  tables: readonly string[],
+  code: string,
+  names: string,
+  options: Parameters<typeof enable>[2] = {},
+): CaptureRefusedError {
   const before = databaseImage(db, file);
   let caught: unknown;
   try {
@@ -39,7 +46,7 @@ const T = "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 
 
 describe('table gates', () => {
   test('a table with no explicit primary key (only the hidden rowid) is refused: NO_PRIMARY_KEY', ({ makeDb }) => {
-    const { db, file } = makeDb('g.db', "CREATE TABLE nokey (a, b); INSERT INTO nokey VALUES (1, 2);");
+    const { db, file } = makeDb('g.db', 'CREATE TABLE nokey (a, b); INSERT INTO nokey VALUES (1, 2);');
     expectRefused(db, file, ['nokey'], 'NO_PRIMARY_KEY', 'nokey');
   });
 
@@ -117,8 +124,13 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['t'], 'TEMP_SHADOW', 't');
   });
 
-  test('a table with a UNIQUE index over an expression is refused (UNIQUE_EXPRESSION_INDEX), and one added later unarms the table until it is dropped', ({ makeDb }) => {
-    const { db, file } = makeDb('g.db', 'CREATE TABLE u (id INTEGER PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX u_email ON u (lower(email)); CREATE TABLE w (id INTEGER PRIMARY KEY, email TEXT);');
+  test('a table with a UNIQUE index over an expression is refused (UNIQUE_EXPRESSION_INDEX), and one added later unarms the table until it is dropped', ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'g.db',
+      'CREATE TABLE u (id INTEGER PRIMARY KEY, email TEXT); CREATE UNIQUE INDEX u_email ON u (lower(email)); CREATE TABLE w (id INTEGER PRIMARY KEY, email TEXT);',
+    );
     const err = expectRefused(db, file, ['u'], 'UNIQUE_EXPRESSION_INDEX', 'u');
     expect(err.message).toContain('u_email');
     // A plain or partial UNIQUE index is fine; one over an expression added later unarms the table.
@@ -139,8 +151,11 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['_sluice_journal'], 'RESERVED_NAME', '_sluice_journal');
   });
 
-  test('a column whose name starts with sluice\'s prefix _sluice_ (in any ASCII case) is refused: RESERVED_COLUMN_NAME', ({ makeDb }) => {
-    const { db, file } = makeDb('g.db', `${T} CREATE TABLE r (id INTEGER PRIMARY KEY, "_SLUICE_seq" TEXT, v); INSERT INTO r VALUES (1, 'x', 2);`);
+  test("a column whose name starts with sluice's prefix _sluice_ (in any ASCII case) is refused: RESERVED_COLUMN_NAME", ({ makeDb }) => {
+    const { db, file } = makeDb(
+      'g.db',
+      `${T} CREATE TABLE r (id INTEGER PRIMARY KEY, "_SLUICE_seq" TEXT, v); INSERT INTO r VALUES (1, 'x', 2);`,
+    );
     const err = expectRefused(db, file, ['r'], 'RESERVED_COLUMN_NAME', 'r');
     expect(err.message).toContain('column _SLUICE_seq');
     expect(err.message).toMatch(/reserved/);
@@ -150,7 +165,9 @@ except sqlite3.Error as e:
     expectRefused(db, file, ['r'], 'RESERVED_COLUMN_NAME', 'r');
   });
 
-  test('a reserved column added by ALTER TABLE unarms the table with RESERVED_COLUMN_NAME, and re-arming it is refused the same way and changes nothing', ({ makeDb }) => {
+  test('a reserved column added by ALTER TABLE unarms the table with RESERVED_COLUMN_NAME, and re-arming it is refused the same way and changes nothing', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('g.db', T);
     enable(db, ['t']);
     db.exec('ALTER TABLE t ADD COLUMN _sluice_side INTEGER');
@@ -178,7 +195,12 @@ except sqlite3.Error as e:
     const first = enable(db, ['t']);
     db.exec("INSERT INTO t VALUES (2, 'two')");
     expectRefused(db, file, ['nokey'], 'NO_PRIMARY_KEY', 'nokey', { retention: 5000, mode: 'keys' });
-    expect(status(db)).toMatchObject({ generation: first.generation, retention: 1_000_000, seq: 1, tables: [{ name: 't', mode: 'images', armed: true }] });
+    expect(status(db)).toMatchObject({
+      generation: first.generation,
+      retention: 1_000_000,
+      seq: 1,
+      tables: [{ name: 't', mode: 'images', armed: true }],
+    });
   });
 });
 
@@ -210,9 +232,12 @@ describe('namespace gate', () => {
     ['a foreign table', 'CREATE TABLE _sluice_mine (x)'],
     ['a foreign index', 'CREATE INDEX _sluice_idx ON t (v)'],
     ['a foreign view', 'CREATE VIEW _sluice_view AS SELECT 1'],
-    ['a foreign trigger', "CREATE TRIGGER _sluice_audit AFTER INSERT ON t BEGIN SELECT 1; END"],
-    ['a foreign trigger named like ours', "CREATE TRIGGER _sluice_t1_ins AFTER INSERT ON t BEGIN SELECT 1; END"],
-    ['a foreign table with the name of our state table', "CREATE TABLE _sluice_state (owner TEXT); INSERT INTO _sluice_state VALUES ('someone else')"],
+    ['a foreign trigger', 'CREATE TRIGGER _sluice_audit AFTER INSERT ON t BEGIN SELECT 1; END'],
+    ['a foreign trigger named like ours', 'CREATE TRIGGER _sluice_t1_ins AFTER INSERT ON t BEGIN SELECT 1; END'],
+    [
+      'a foreign table with the name of our state table',
+      "CREATE TABLE _sluice_state (owner TEXT); INSERT INTO _sluice_state VALUES ('someone else')",
+    ],
     ['a foreign table with the name of our journal', 'CREATE TABLE _sluice_journal (seq INTEGER PRIMARY KEY, note TEXT)'],
   ];
   for (const [what, ddl] of foreign) {

@@ -38,7 +38,10 @@ const TABLES: readonly { name: string; ddl: string; key: readonly string[] }[] =
 describe('quoted, unicode and keyword identifiers', () => {
   test('each table is captured with its key columns in key order and every image matches its row', ({ makeDb }) => {
     const { db, file } = makeDb('q.db', TABLES.map((t) => `${t.ddl};`).join('\n'));
-    enable(db, TABLES.map((t) => t.name));
+    enable(
+      db,
+      TABLES.map((t) => t.name),
+    );
     const s = status(db);
     expect(s.tables.map((t) => [t.name, t.keyColumns, t.armed])).toEqual(TABLES.map((t) => [t.name, t.key, true]));
 
@@ -72,7 +75,16 @@ DELETE FROM ${q('my "quoted" table')} WHERE ${q('x"y')} = 1;
     expect(events[4]?.before).toEqual([cell.text('ключ'), cell.text('值'), cell.text('Ä1')]);
     expect(events[4]?.after).toEqual(tableCells(db, '表 🔑')[0]);
     expect(events[6]?.after).toEqual(rowCells(db, 'select', `${q('from')} = 7`));
-    expect(events[6]?.after).toEqual([cell.int(7), cell.text('w'), cell.text('NEW2'), cell.text('old'), cell.text('r2'), cell.text('s'), cell.text('c'), cell.text('o')]);
+    expect(events[6]?.after).toEqual([
+      cell.int(7),
+      cell.text('w'),
+      cell.text('NEW2'),
+      cell.text('old'),
+      cell.text('r2'),
+      cell.text('s'),
+      cell.text('c'),
+      cell.text('o'),
+    ]);
     expect(events[7]?.after).toEqual([cell.text('k1'), cell.int(1)]);
     expect(events[8]?.before).toEqual([cell.int(1), cell.text('a b'), cell.text('x')]);
     expect(verifyCapture(db).ok).toBe(true);

@@ -24,9 +24,22 @@ type Cmd =
 
 // A small pool, so that updates often write what is already there.
 const value: fc.Arbitrary<SqlValue> = fc.constantFrom<SqlValue>(
-  null, 1n, 1, '1', '', new Uint8Array(), Uint8Array.from([0x41]), 'A', 'a',
-  new RawText(Uint8Array.from([0xff, 0x41])), new RawText(Uint8Array.from([0xfe, 0x41])),
-  -(2n ** 63n), 2n ** 63n - 1n, 0.1 + 0.2, 0.3, -0.5,
+  null,
+  1n,
+  1,
+  '1',
+  '',
+  new Uint8Array(),
+  Uint8Array.from([0x41]),
+  'A',
+  'a',
+  new RawText(Uint8Array.from([0xff, 0x41])),
+  new RawText(Uint8Array.from([0xfe, 0x41])),
+  -(2n ** 63n),
+  2n ** 63n - 1n,
+  0.1 + 0.2,
+  0.3,
+  -0.5,
 );
 const row: fc.Arbitrary<Row> = fc.record({ v: value, n: fc.constantFrom('abc', 'ABC', 'Abc', '') });
 const id = fc.integer({ min: 1, max: 4 });
@@ -35,9 +48,15 @@ const simple: fc.Arbitrary<Cmd> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('update' as const), id, row }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('rekey' as const), id, to: id }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), id }) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('morph' as const), id, how: fc.constantFrom(0 as const, 1 as const, 2 as const, 3 as const) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('morph' as const), id, how: fc.constantFrom(0 as const, 1 as const, 2 as const, 3 as const) }),
+  },
 );
-const command: fc.Arbitrary<Cmd> = fc.oneof({ weight: 5, arbitrary: simple }, { weight: 1, arbitrary: fc.record({ kind: fc.constant('rollback' as const), cmds: fc.array(simple, { maxLength: 4 }) }) });
+const command: fc.Arbitrary<Cmd> = fc.oneof(
+  { weight: 5, arbitrary: simple },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('rollback' as const), cmds: fc.array(simple, { maxLength: 4 }) }) },
+);
 
 function cellOf(v: SqlValue): Cell {
   if (v === null) return cell.null();
@@ -53,8 +72,23 @@ type Expected = { op: string; before?: Cell[]; after?: Cell[] };
 
 function morph(r: Row, how: 0 | 1 | 2 | 3): Row {
   const v = r.v;
-  if (how === 1) return { ...r, v: typeof v === 'bigint' ? Number(v) : typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 2 ** 53 ? BigInt(v) : v };
-  if (how === 2) return { ...r, v: typeof v === 'string' ? Buffer.from(v) : v instanceof RawText ? Uint8Array.from(v.bytes) : v instanceof Uint8Array ? new RawText(Uint8Array.from(v)) : v };
+  if (how === 1)
+    return {
+      ...r,
+      v: typeof v === 'bigint' ? Number(v) : typeof v === 'number' && Number.isInteger(v) && Math.abs(v) < 2 ** 53 ? BigInt(v) : v,
+    };
+  if (how === 2)
+    return {
+      ...r,
+      v:
+        typeof v === 'string'
+          ? Buffer.from(v)
+          : v instanceof RawText
+            ? Uint8Array.from(v.bytes)
+            : v instanceof Uint8Array
+              ? new RawText(Uint8Array.from(v))
+              : v,
+    };
   if (how === 3) return { ...r, n: r.n === r.n.toUpperCase() ? r.n.toLowerCase() : r.n.toUpperCase() };
   return r;
 }
@@ -137,7 +171,11 @@ const EXAMPLES: Cmd[][] = [
   [ins(1n), morph1(1), morph1(1)], // 1 -> 1.0 -> 1
   [ins(-(2n ** 63n)), morph1(1)], // int64 min -> the same number as REAL
   [ins('A'), morph1(2), morph1(2)], // TEXT -> BLOB of the same bytes -> TEXT
-  [ins(new RawText(Uint8Array.from([0xff, 0x41]))), morph1(2), { kind: 'update', id: 1, row: { v: new RawText(Uint8Array.from([0xfe, 0x41])), n: 'abc' } }],
+  [
+    ins(new RawText(Uint8Array.from([0xff, 0x41]))),
+    morph1(2),
+    { kind: 'update', id: 1, row: { v: new RawText(Uint8Array.from([0xfe, 0x41])), n: 'abc' } },
+  ],
   [ins(''), morph1(2), { kind: 'update', id: 1, row: { v: null, n: 'abc' } }], // '' -> X'' -> NULL
   [ins(null), morph1(3), morph1(3), morph1(0)], // NOCASE case flips, then a no-op
   [ins(1n), { kind: 'rollback', cmds: [morph1(1), { kind: 'rekey', id: 1, to: 2 }] }, { kind: 'rekey', id: 1, to: 3 }],
@@ -158,7 +196,9 @@ describe('journal against a model', () => {
             const expected = applyToModel(model, c);
             const got = journalEvents(db).slice(seen);
             seen += got.length;
-            expect(got.map(({ op, before, after }) => ({ op, ...(before ? { before } : {}), ...(after ? { after } : {}) }))).toEqual(expected);
+            expect(got.map(({ op, before, after }) => ({ op, ...(before ? { before } : {}), ...(after ? { after } : {}) }))).toEqual(
+              expected,
+            );
           }
           const rows = (db.prepare('SELECT count(*) AS n FROM t').get() as { n: bigint }).n;
           expect(Number(rows)).toBe(model.size);

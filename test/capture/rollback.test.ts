@@ -15,7 +15,10 @@ function setUp(makeDb: (name?: string, schema?: string) => { db: Db; file: strin
 }
 
 const summary = (db: Db) => journalEvents(db).map((e) => `${e.seq}:${e.op}:${(e.after ?? e.before)?.[0]}`);
-const lastSeq = (db: Db) => Number((db.prepare("SELECT l.seq AS s FROM _sluice_tables t JOIN _sluice_last l USING (tid) WHERE t.name = 't'").get() as { s: bigint }).s);
+const lastSeq = (db: Db) =>
+  Number(
+    (db.prepare("SELECT l.seq AS s FROM _sluice_tables t JOIN _sluice_last l USING (tid) WHERE t.name = 't'").get() as { s: bigint }).s,
+  );
 
 describe('rolled-back writes', () => {
   test('a rolled-back transaction leaves no events and does not move last_seq', ({ makeDb }) => {

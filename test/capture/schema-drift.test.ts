@@ -14,11 +14,18 @@ import type { Db } from '../../src/sqlite/connection.ts';
 // The database file and its WAL, hashed. (-shm is shared memory that readers
 // write read marks into, and opening read-only creates an empty -wal: neither is a write.)
 const filesOf = (file: string) =>
-  Object.fromEntries([file, `${file}-wal`].map((f) => [f.slice(file.length) || 'db', fs.existsSync(f) ? createHash('sha256').update(fs.readFileSync(f)).digest('hex') : null]));
+  Object.fromEntries(
+    [file, `${file}-wal`].map((f) => [
+      f.slice(file.length) || 'db',
+      fs.existsSync(f) ? createHash('sha256').update(fs.readFileSync(f)).digest('hex') : null,
+    ]),
+  );
 const totalChanges = (db: Db) => (db.prepare('SELECT total_changes() AS n').get() as { n: bigint }).n;
 
 describe('schema drift', () => {
-  test('ALTER TABLE ADD COLUMN makes status report SCHEMA_CHANGED; re-arming (what sync does at its open) says so, advances the generation, and the new column is captured', ({ makeDb }) => {
+  test('ALTER TABLE ADD COLUMN makes status report SCHEMA_CHANGED; re-arming (what sync does at its open) says so, advances the generation, and the new column is captured', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     const first = enable(db, ['t']);
     db.exec("INSERT INTO t VALUES (1, 'a')");
@@ -30,7 +37,11 @@ describe('schema drift', () => {
 
     const reopened = openSource(file);
     try {
-      expect(rearmCapture(reopened)).toMatchObject({ fromGeneration: first.generation, generation: first.generation + 1, tables: [{ table: 't', reason: 'SCHEMA_CHANGED' }] });
+      expect(rearmCapture(reopened)).toMatchObject({
+        fromGeneration: first.generation,
+        generation: first.generation + 1,
+        tables: [{ table: 't', reason: 'SCHEMA_CHANGED' }],
+      });
       const after = status(reopened);
       expect(after.generation).toBe(first.generation + 1);
       expect(after.sourceId).toBe(first.sourceId);
@@ -73,7 +84,9 @@ describe('schema drift', () => {
     expect(verifyCapture(db).tables[0]).toMatchObject({ armed: false, reason: 'TRIGGER_ALTERED' });
   });
 
-  test('status is read-only: the database file is unchanged after status on a read-only connection, and a writable one records no change', ({ makeDb }) => {
+  test('status is read-only: the database file is unchanged after status on a read-only connection, and a writable one records no change', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('s.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v); CREATE TABLE u (id INTEGER PRIMARY KEY);');
     enable(db, ['t', 'u']);
     db.exec("INSERT INTO t VALUES (1, 'a'); DROP TRIGGER _sluice_t2_ins;"); // u is unarmed: status must not repair it
@@ -90,7 +103,14 @@ describe('schema drift', () => {
     const s = status(ro);
     expect(filesOf(file)).toEqual(opened);
     ro.close();
-    expect(s).toMatchObject({ enabled: true, seq: 1, tables: [{ name: 't', armed: true }, { name: 'u', armed: false, reason: 'TRIGGER_MISSING' }] });
+    expect(s).toMatchObject({
+      enabled: true,
+      seq: 1,
+      tables: [
+        { name: 't', armed: true },
+        { name: 'u', armed: false, reason: 'TRIGGER_MISSING' },
+      ],
+    });
     expect(filesOf(file).db).toBe(dbBytes);
   });
 

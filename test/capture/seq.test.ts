@@ -19,7 +19,9 @@ function insertRows(db: Db, from: number, to: number): void {
 }
 
 describe('seq', () => {
-  test('pruning inside writers’ transactions removes most of the journal, records pruned_through, keeps the newest event, and the next seq is max+1', ({ makeDb }) => {
+  test('pruning inside writers’ transactions removes most of the journal, records pruned_through, keeps the newest event, and the next seq is max+1', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('p.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
     enable(db, ['t'], { retention: 1024 });
     insertRows(db, 1, 3500);
@@ -70,7 +72,12 @@ with conn:
     db.exec("INSERT INTO t VALUES (2, 'a')"); // seq 1
     expect(() => db.exec("INSERT OR FAIL INTO t VALUES (3, 'b'), (4, 'c'), (5, 'dup'), (6, 'd')")).toThrow(/UNIQUE/);
     expect(db.inTransaction).toBe(false);
-    expect(db.prepare('SELECT id FROM t ORDER BY id').all().map((r) => Number((r as { id: bigint }).id))).toEqual([1, 2, 3, 4]);
+    expect(
+      db
+        .prepare('SELECT id FROM t ORDER BY id')
+        .all()
+        .map((r) => Number((r as { id: bigint }).id)),
+    ).toEqual([1, 2, 3, 4]);
     expect(journalEvents(db).map((e) => [e.seq, e.after?.[0]])).toEqual([
       [1, cell.int(2)],
       [2, cell.int(3)],
@@ -82,7 +89,10 @@ with conn:
   });
 
   test('UPDATE OR FAIL from Python that fails midway keeps the events of the rows it changed, and seq continues', ({ makeDb }) => {
-    const { db, file } = makeDb('f.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v UNIQUE); INSERT INTO t VALUES (1, 10), (2, 20), (3, 30), (4, 40);");
+    const { db, file } = makeDb(
+      'f.db',
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, v UNIQUE); INSERT INTO t VALUES (1, 10), (2, 20), (3, 30), (4, 40);',
+    );
     enable(db, ['t']);
     // Rows are visited in id order: 1 -> 11, 2 -> 21, then 3 -> 40 collides with row 4.
     const out = runPython(

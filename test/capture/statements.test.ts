@@ -39,7 +39,9 @@ describe('INSERT OR REPLACE', () => {
     ]);
   });
 
-  test('with recursive_triggers ON a REPLACE that removes a row of another key through a UNIQUE column journals that delete too', ({ makeDb }) => {
+  test('with recursive_triggers ON a REPLACE that removes a row of another key through a UNIQUE column journals that delete too', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('r.db', SCHEMA);
     enable(db, ['t']);
     pythonExec(file, "REPLACE INTO t VALUES (3, 'new', 'u2')", ['PRAGMA recursive_triggers = ON']);
@@ -49,7 +51,9 @@ describe('INSERT OR REPLACE', () => {
     ]);
   });
 
-  test('with recursive_triggers OFF (Python default) a key REPLACE on a table with a UNIQUE index journals the old row as a delete before the insert', ({ makeDb }) => {
+  test('with recursive_triggers OFF (Python default) a key REPLACE on a table with a UNIQUE index journals the old row as a delete before the insert', ({
+    makeDb,
+  }) => {
     // SQLite fires no delete trigger for REPLACE's implicit delete when
     // recursive_triggers is off; the BEFORE guard notes the row and the
     // AFTER trigger journals it, ahead of the insert.
@@ -96,7 +100,9 @@ conn.commit()
     ]);
   });
 
-  test('with recursive_triggers OFF, UPDATE OR REPLACE onto another row\'s UNIQUE value journals that row as a delete first', ({ makeDb }) => {
+  test("with recursive_triggers OFF, UPDATE OR REPLACE onto another row's UNIQUE value journals that row as a delete first", ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('r.db', SCHEMA);
     enable(db, ['t']);
     pythonExec(file, "UPDATE OR REPLACE t SET u = 'u2' WHERE id = 1");
@@ -106,7 +112,9 @@ conn.commit()
     ]);
   });
 
-  test('with recursive_triggers OFF, a key REPLACE on a table whose only unique key is the primary key journals the replaced row as a delete first', ({ makeDb }) => {
+  test('with recursive_triggers OFF, a key REPLACE on a table whose only unique key is the primary key journals the replaced row as a delete first', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('r.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');");
     enable(db, ['t']);
     pythonExec(file, "INSERT OR REPLACE INTO t VALUES (1, 'new')");
@@ -116,7 +124,9 @@ conn.commit()
     ]);
   });
 
-  test('a key REPLACE journals the same events with recursive_triggers on and off, on TEXT, NOCASE, composite and WITHOUT ROWID keys', ({ makeDb }) => {
+  test('a key REPLACE journals the same events with recursive_triggers on and off, on TEXT, NOCASE, composite and WITHOUT ROWID keys', ({
+    makeDb,
+  }) => {
     const schemas = [
       "CREATE TABLE t (k TEXT PRIMARY KEY, v); INSERT INTO t VALUES ('a', 'old');",
       "CREATE TABLE t (k TEXT COLLATE NOCASE PRIMARY KEY, v); INSERT INTO t VALUES ('a', 'old');",
@@ -128,7 +138,11 @@ conn.commit()
       const on = makeDb(`on${i}.db`, schema);
       enable(off.db, ['t']);
       enable(on.db, ['t']);
-      const write = schema.includes('(a, b)') ? "INSERT OR REPLACE INTO t VALUES (1, 'a', 'new')" : i === 1 ? "INSERT OR REPLACE INTO t VALUES ('A', 'new')" : "INSERT OR REPLACE INTO t VALUES ('a', 'new')";
+      const write = schema.includes('(a, b)')
+        ? "INSERT OR REPLACE INTO t VALUES (1, 'a', 'new')"
+        : i === 1
+          ? "INSERT OR REPLACE INTO t VALUES ('A', 'new')"
+          : "INSERT OR REPLACE INTO t VALUES ('a', 'new')";
       pythonExec(off.file, write);
       on.db.exec(write); // sluice's own connection: recursive_triggers on
       const events = brief(journalEvents(off.db));
@@ -137,7 +151,9 @@ conn.commit()
     }
   });
 
-  test('with recursive_triggers OFF, REPLACE through a partial UNIQUE index journals the removed row, and only when the predicate made it conflict', ({ makeDb }) => {
+  test('with recursive_triggers OFF, REPLACE through a partial UNIQUE index journals the removed row, and only when the predicate made it conflict', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb(
       'p.db',
       "CREATE TABLE t (id INTEGER PRIMARY KEY, email TEXT, active INTEGER); CREATE UNIQUE INDEX t_active_email ON t (email) WHERE active = 1; INSERT INTO t VALUES (1, 'a@x', 1), (2, 'b@x', 0);",
@@ -145,7 +161,7 @@ conn.commit()
     enable(db, ['t']);
     pythonExec(file, "INSERT OR REPLACE INTO t VALUES (3, 'b@x', 1)"); // 2 is inactive: no conflict
     pythonExec(file, "INSERT OR REPLACE INTO t VALUES (4, 'a@x', 1)"); // replaces 1
-    pythonExec(file, "UPDATE OR REPLACE t SET active = 1 WHERE id = 2"); // enters the index onto 3's email: replaces 3
+    pythonExec(file, 'UPDATE OR REPLACE t SET active = 1 WHERE id = 2'); // enters the index onto 3's email: replaces 3
     expect(db.prepare('SELECT id FROM t ORDER BY id').pluck().all()).toEqual([2n, 4n]);
     expect(brief(journalEvents(db)).map((e) => [e[1], e[2]?.[0] ?? e[3]?.[0]])).toEqual([
       ['insert', cell.int(3)],
@@ -156,9 +172,14 @@ conn.commit()
     ]);
   });
 
-  test('a user BEFORE INSERT trigger that deletes the conflicting row itself gives the same events whichever trigger is newer', ({ makeDb }) => {
+  test('a user BEFORE INSERT trigger that deletes the conflicting row itself gives the same events whichever trigger is newer', ({
+    makeDb,
+  }) => {
     for (const userFirst of [true, false]) {
-      const { db, file } = makeDb(`b${String(userFirst)}.db`, "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');");
+      const { db, file } = makeDb(
+        `b${String(userFirst)}.db`,
+        "CREATE TABLE t (id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES (1, 'old');",
+      );
       const userTrigger = 'CREATE TRIGGER t_upsert BEFORE INSERT ON t BEGIN DELETE FROM t WHERE id = NEW.id; END';
       if (userFirst) db.exec(userTrigger);
       enable(db, ['t']);

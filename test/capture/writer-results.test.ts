@@ -65,7 +65,9 @@ print(json.dumps(res))
       [file, JSON.stringify(STEPS.map((s) => s[0]))],
     );
     const got = JSON.parse(out) as unknown[];
-    expect(got).toEqual(STEPS.map(([sql, changes, rowid]) => ({ rowcount: changes, changes, rowid, lastrowid: sql.startsWith('INSERT') ? rowid : null })));
+    expect(got).toEqual(
+      STEPS.map(([sql, changes, rowid]) => ({ rowcount: changes, changes, rowid, lastrowid: sql.startsWith('INSERT') ? rowid : null })),
+    );
     expect(journalEvents(db)).toHaveLength(65);
   });
 

@@ -2,7 +2,19 @@ import path from 'node:path';
 import { beforeAll, afterAll, afterEach } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, scalar, sourceSeq, startCli, waitFor, type Spawned } from './support/cli.ts';
+import {
+  runCliAsync,
+  parseJson,
+  makeDir,
+  removeDir,
+  trackerSource,
+  dumpTables,
+  scalar,
+  sourceSeq,
+  startCli,
+  waitFor,
+  type Spawned,
+} from './support/cli.ts';
 
 /*
  * `sync --follow` as a user runs it: a separate process, stopped by a

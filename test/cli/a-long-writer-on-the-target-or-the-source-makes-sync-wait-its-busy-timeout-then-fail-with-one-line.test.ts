@@ -36,7 +36,17 @@ async function hold(file: string, begin = 'BEGIN IMMEDIATE'): Promise<PythonWrit
  * must fail with one line `code` naming the file and the flag, leave the
  * target as it was, and the next sync, once released, must catch up.
  */
-async function expectBusyThenResume(name: string, opts: { locked: 'source' | 'target'; code: string; begin?: string; prepare?: (src: string) => void; afterWrite?: (src: string) => void; says?: readonly string[] }): Promise<void> {
+async function expectBusyThenResume(
+  name: string,
+  opts: {
+    locked: 'source' | 'target';
+    code: string;
+    begin?: string;
+    prepare?: (src: string) => void;
+    afterWrite?: (src: string) => void;
+    says?: readonly string[];
+  },
+): Promise<void> {
   const src = trackerSource(path.join(dir, `${name}.db`), ['issues']);
   const target = path.join(dir, `${name}-cache.db`);
   await sync(src, target);
@@ -89,10 +99,20 @@ describe('a long writer on a file sync writes', () => {
 
   test('on a source whose capture must be re-armed: sync fails with SOURCE_BUSY naming the source and the flag, writes nothing, and re-arms and resumes once it is released', async () => {
     // The next open re-arms the dropped trigger: a write to the source.
-    await expectBusyThenResume('c', { locked: 'source', code: 'SOURCE_BUSY', says: HELD, afterWrite: (src) => write(src, 'DROP TRIGGER _sluice_t1_upd') });
+    await expectBusyThenResume('c', {
+      locked: 'source',
+      code: 'SOURCE_BUSY',
+      says: HELD,
+      afterWrite: (src) => write(src, 'DROP TRIGGER _sluice_t1_upd'),
+    });
   });
 
   test('on a rollback-journal source, an exclusive lock keeps sync from reading it: SOURCE_BUSY naming the source, the target unchanged, and it resumes once released', async () => {
-    await expectBusyThenResume('d', { locked: 'source', code: 'SOURCE_BUSY', begin: 'BEGIN EXCLUSIVE', prepare: (src) => setJournalMode(src, 'delete') });
+    await expectBusyThenResume('d', {
+      locked: 'source',
+      code: 'SOURCE_BUSY',
+      begin: 'BEGIN EXCLUSIVE',
+      prepare: (src) => setJournalMode(src, 'delete'),
+    });
   });
 });

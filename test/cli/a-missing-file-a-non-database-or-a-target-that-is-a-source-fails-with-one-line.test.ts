@@ -4,7 +4,18 @@ import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync.ts';
-import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, expectOneLineError, parseJson, sha256, dumpTables, type CliResult } from './support/cli.ts';
+import {
+  runCliAsync,
+  mapLimit,
+  makeDir,
+  removeDir,
+  trackerSource,
+  expectOneLineError,
+  parseJson,
+  sha256,
+  dumpTables,
+  type CliResult,
+} from './support/cli.ts';
 
 /*
  * Bad inputs are errors (exit 1) reported on one stderr line,
@@ -133,7 +144,12 @@ describe('a target that is a source', () => {
     // Neither side got rows or target metadata.
     expect(dumpTables(src)).toEqual(srcBefore);
     expect(dumpTables(other)).toEqual(otherBefore);
-    const meta = await runCliAsync(['query', other, "SELECT count(*) FROM sqlite_schema WHERE name IN ('_sluice_projections', '_sluice_target')", '--json']);
+    const meta = await runCliAsync([
+      'query',
+      other,
+      "SELECT count(*) FROM sqlite_schema WHERE name IN ('_sluice_projections', '_sluice_target')",
+      '--json',
+    ]);
     expect(parseJson(meta, S.queryOutput).rows).toEqual([[0]]);
   });
 });

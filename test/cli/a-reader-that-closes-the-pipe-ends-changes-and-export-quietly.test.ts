@@ -29,7 +29,9 @@ const COMMANDS: Record<string, string[]> = {
 };
 
 /** Runs the CLI with stdout to a pipe that this process closes once it has read the first line. */
-function runAndCloseAfterFirstLine(args: readonly string[]): Promise<{ status: number | null; signal: NodeJS.Signals | null; first: string; stderr: string }> {
+function runAndCloseAfterFirstLine(
+  args: readonly string[],
+): Promise<{ status: number | null; signal: NodeJS.Signals | null; first: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let buffered = '';
@@ -62,14 +64,17 @@ describe('a reader that closes the pipe', () => {
   }
 
   // The shell form a user types; POSIX sh and head(1) are not on Windows (the Node-pipe form above runs everywhere).
-  test.skipIf(process.platform === 'win32' || spawnSync('sh', ['-c', 'true']).status !== 0)('sh -c "sluice changes db | head -1" prints one line and the command exits 0 with nothing on stderr', () => {
-    const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
-    for (const args of Object.values(COMMANDS)) {
-      const cmd = [process.execPath, BIN, ...args.map((a) => (a === 'SRC' ? src : a))].map(quote).join(' ');
-      // The pipeline's status is head's: the command's own goes to stderr after it, as "rc=N".
-      const r = spawnSync('sh', ['-c', `{ ${cmd}; echo "rc=$?" >&2; } | head -1`], { encoding: 'utf8' });
-      expect(r.stdout.split('\n').filter((l) => l !== '')).toHaveLength(1);
-      expect(r.stderr).toBe('rc=0\n');
-    }
-  });
+  test.skipIf(process.platform === 'win32' || spawnSync('sh', ['-c', 'true']).status !== 0)(
+    'sh -c "sluice changes db | head -1" prints one line and the command exits 0 with nothing on stderr',
+    () => {
+      const quote = (s: string) => `'${s.replaceAll("'", "'\\''")}'`;
+      for (const args of Object.values(COMMANDS)) {
+        const cmd = [process.execPath, BIN, ...args.map((a) => (a === 'SRC' ? src : a))].map(quote).join(' ');
+        // The pipeline's status is head's: the command's own goes to stderr after it, as "rc=N".
+        const r = spawnSync('sh', ['-c', `{ ${cmd}; echo "rc=$?" >&2; } | head -1`], { encoding: 'utf8' });
+        expect(r.stdout.split('\n').filter((l) => l !== '')).toHaveLength(1);
+        expect(r.stderr).toBe('rc=0\n');
+      }
+    },
+  );
 });

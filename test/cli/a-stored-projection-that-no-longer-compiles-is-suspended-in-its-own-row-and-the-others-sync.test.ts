@@ -14,20 +14,27 @@ beforeEach(async () => {
   dir = makeDir();
   src = trackerSource(at('app.db'), ['issues', 'labels']);
   tgt = at('cache.db');
-  fs.writeFileSync(at('authors.json'), JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', author: 'author' } }));
+  fs.writeFileSync(
+    at('authors.json'),
+    JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', author: 'author' } }),
+  );
   fs.writeFileSync(at('labels.json'), JSON.stringify({ name: 'labels', source: 'labels', kind: 'mirror' }));
   const first = await runCliAsync(['sync', src, tgt, '--projection', at('authors.json'), '--projection', at('labels.json'), '--json']);
   expect(first.status, first.stderr).toBe(0);
 });
 afterEach(() => removeDir(dir));
 
-const byName = (r: { stdout: string; stderr: string }) => Object.fromEntries(parseJson(r, S.syncOutput).projections.map((p) => [p.name, p]));
+const byName = (r: { stdout: string; stderr: string }) =>
+  Object.fromEntries(parseJson(r, S.syncOutput).projections.map((p) => [p.name, p]));
 const labelCount = () => Number(scalar(tgt, 'SELECT count(*) FROM labels'));
 
 describe('a stored projection that no longer compiles', () => {
   test('a map whose source column was renamed is suspended with SOURCE_COLUMN_MISSING and its repair, the others sync, and sync exits 3', async () => {
     const before = labelCount();
-    write(src, "ALTER TABLE issues RENAME COLUMN author TO writer; INSERT INTO labels (repo_id, name, color) VALUES (1, 'new-label', x'01')");
+    write(
+      src,
+      "ALTER TABLE issues RENAME COLUMN author TO writer; INSERT INTO labels (repo_id, name, color) VALUES (1, 'new-label', x'01')",
+    );
     const r = await runCliAsync(['sync', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
     const p = byName(r);
@@ -36,7 +43,9 @@ describe('a stored projection that no longer compiles', () => {
     expect(p.labels).toMatchObject({ state: 'active', applied: 1 });
     expect(labelCount()).toBe(before + 1);
     // Stored in its own row, with the repair in the text report and in health.
-    expect(scalar(tgt, "SELECT state || ' ' || reason FROM _sluice_projections WHERE name = 'authors'")).toBe('suspended SOURCE_COLUMN_MISSING');
+    expect(scalar(tgt, "SELECT state || ' ' || reason FROM _sluice_projections WHERE name = 'authors'")).toBe(
+      'suspended SOURCE_COLUMN_MISSING',
+    );
     const text = await runCliAsync(['sync', src, tgt]);
     expect(text.status, text.stderr).toBe(3);
     expect(text.stdout).toMatch(/authors: SUSPENDED SOURCE_COLUMN_MISSING .*--projection/);
@@ -82,11 +91,17 @@ describe('a stored projection that no longer compiles', () => {
     expect(p.authors?.applied).toBeGreaterThan(0);
     const v = await runCliAsync(['verify', src, tgt, '--json']);
     expect(v.status, v.stderr).toBe(3);
-    expect(parseJson(v, S.verifyOutput).projections.find((x) => x.name === 'labels')).toMatchObject({ ok: false, reason: 'SOURCE_TABLE_MISSING' });
+    expect(parseJson(v, S.verifyOutput).projections.find((x) => x.name === 'labels')).toMatchObject({
+      ok: false,
+      reason: 'SOURCE_TABLE_MISSING',
+    });
   });
 
   test('an invalid definition passed with --projection is still an input error that writes nothing', async () => {
-    fs.writeFileSync(at('bad.json'), JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', who: 'nobody' } }));
+    fs.writeFileSync(
+      at('bad.json'),
+      JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', who: 'nobody' } }),
+    );
     const r = await runCliAsync(['sync', src, tgt, '--projection', at('bad.json')]);
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/UNKNOWN_COLUMN/);

@@ -3,7 +3,18 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { sync } from '../../src/apply/sync.ts';
-import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write, startCli, waitFor, type Spawned } from './support/cli.ts';
+import {
+  runCliAsync,
+  makeDir,
+  removeDir,
+  trackerSource,
+  expectOneLineError,
+  dumpTables,
+  write,
+  startCli,
+  waitFor,
+  type Spawned,
+} from './support/cli.ts';
 
 /*
  * sync --follow writes the target file it opened. When the file at the

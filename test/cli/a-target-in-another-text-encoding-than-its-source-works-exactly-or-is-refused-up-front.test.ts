@@ -121,12 +121,18 @@ describe('text encodings', () => {
   test('import into a target in another encoding is refused up front with TARGET_ENCODING, and nothing is written to it', async () => {
     // A UTF-8 source with TEXT that is not valid UTF-8: a UTF-16 target would reinterpret its bytes (X'FF' became '').
     const src = at('utf8-src.db');
-    runPython(`import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\ncon.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, x)")\ncon.execute("INSERT INTO t VALUES (1, CAST(X'FF' AS TEXT), NULL)")\ncon.commit()`, [src]);
+    runPython(
+      `import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\ncon.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, s TEXT, x)")\ncon.execute("INSERT INTO t VALUES (1, CAST(X'FF' AS TEXT), NULL)")\ncon.commit()`,
+      [src],
+    );
     capture(src);
     const out = at('utf8.jsonl');
     expect((await runCliAsync(['export', src, '--out', out])).status).toBe(0);
     const target = at('utf16-target.db');
-    runPython(`import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\ncon.execute("PRAGMA encoding = 'UTF-16le'")\ncon.execute("CREATE TABLE mine (a)")\ncon.commit()`, [target]);
+    runPython(
+      `import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\ncon.execute("PRAGMA encoding = 'UTF-16le'")\ncon.execute("CREATE TABLE mine (a)")\ncon.commit()`,
+      [target],
+    );
     const before = fs.readFileSync(target);
     const r = await runCliAsync(['import', target, out]);
     expect(r.status, r.stderr).toBe(1);

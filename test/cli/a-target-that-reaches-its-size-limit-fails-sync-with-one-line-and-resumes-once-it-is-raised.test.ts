@@ -34,7 +34,7 @@ describe('a target at its size limit', () => {
     expect(r.status, r.stderr).toBe(1);
     expectOneLineError(r, 'TARGET_FULL');
     expect(r.stderr).toContain(target);
-    expect(r.stderr).toContain('the disk or the file\'s size limit is full');
+    expect(r.stderr).toContain("the disk or the file's size limit is full");
     expect(r.stderr).toContain('--max-target-mb');
     expect(r.stderr).toContain('Free disk space');
     expect(dumpTables(target)).toEqual(before.rows);

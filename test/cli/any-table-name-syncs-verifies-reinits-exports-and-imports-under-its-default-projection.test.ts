@@ -25,7 +25,10 @@ const q = quoteIdent;
 
 /** One round of changes to every table, by an external writer (Python's sqlite3). */
 function writeRound(round: number): void {
-  const sql = TABLES.map((t) => `INSERT INTO ${q(t)} (v) VALUES ('round ${round}'); UPDATE ${q(t)} SET v = v || '+' WHERE id = 1; DELETE FROM ${q(t)} WHERE id = (SELECT min(id) FROM ${q(t)} WHERE id > 1);`).join('\n');
+  const sql = TABLES.map(
+    (t) =>
+      `INSERT INTO ${q(t)} (v) VALUES ('round ${round}'); UPDATE ${q(t)} SET v = v || '+' WHERE id = 1; DELETE FROM ${q(t)} WHERE id = (SELECT min(id) FROM ${q(t)} WHERE id > 1);`,
+  ).join('\n');
   runPython('import sqlite3, sys\ncon = sqlite3.connect(sys.argv[1])\ncon.executescript(sys.argv[2])\ncon.commit()', [src, sql]);
 }
 
@@ -42,7 +45,10 @@ beforeAll(() => {
   src = at('app.db');
   const db = openDatabase(src, { create: true });
   try {
-    for (const t of TABLES) db.exec(`CREATE TABLE ${q(t)} (id INTEGER PRIMARY KEY, v TEXT, ${q(`${t} col`)} BLOB); INSERT INTO ${q(t)} (id, v) VALUES (1, 'one'), (2, 'two'), (3, 'three')`);
+    for (const t of TABLES)
+      db.exec(
+        `CREATE TABLE ${q(t)} (id INTEGER PRIMARY KEY, v TEXT, ${q(`${t} col`)} BLOB); INSERT INTO ${q(t)} (id, v) VALUES (1, 'one'), (2, 'two'), (3, 'three')`,
+      );
     enable(db, TABLES);
   } finally {
     db.close();
@@ -77,7 +83,12 @@ describe('every table name under its default projection', () => {
     const byName = parseJson(await cli(['sync', src, tgt, ...names.flatMap((n) => ['--reinit', n])]), S.syncOutput);
     expect(byName.projections.map((p) => p.rebuilt)).toEqual(TABLES.map(() => 'REINIT'));
     const byTable = parseJson(await cli(['sync', src, tgt, '--reinit', 'my table', '--reinit', 'É']), S.syncOutput);
-    expect(byTable.projections.filter((p) => p.rebuilt === 'REINIT').map((p) => p.name).sort()).toEqual([names[TABLES.indexOf('my table')], names[TABLES.indexOf('É')]].sort());
+    expect(
+      byTable.projections
+        .filter((p) => p.rebuilt === 'REINIT')
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual([names[TABLES.indexOf('my table')], names[TABLES.indexOf('É')]].sort());
     expect(parseJson(await cli(['verify', src, tgt]), S.verifyOutput).ok).toBe(true);
   });
 
@@ -107,11 +118,20 @@ describe('every table name under its default projection', () => {
 function makeLegacy(target: string): void {
   const db = openDatabase(target);
   try {
-    const rows = db.prepare('SELECT name, source_table, source_shape FROM _sluice_projections').all() as { name: string; source_table: string; source_shape: string }[];
+    const rows = db.prepare('SELECT name, source_table, source_shape FROM _sluice_projections').all() as {
+      name: string;
+      source_table: string;
+      source_shape: string;
+    }[];
     for (const r of rows) {
       const def = { name: r.source_table, source: r.source_table, kind: 'mirror' as const };
       const fp = compileProjection(def, JSON.parse(r.source_shape) as SourceShape).fingerprint;
-      db.prepare('UPDATE _sluice_projections SET name = ?, definition = ?, fingerprint = ? WHERE name = ?').run(def.name, JSON.stringify(def), fp, r.name);
+      db.prepare('UPDATE _sluice_projections SET name = ?, definition = ?, fingerprint = ? WHERE name = ?').run(
+        def.name,
+        JSON.stringify(def),
+        fp,
+        r.name,
+      );
     }
   } finally {
     db.close();
@@ -125,12 +145,19 @@ describe('a target made before default names were escaped', () => {
     makeLegacy(tgt);
     writeRound(3);
     const s = parseJson(await cli(['sync', src, tgt]), S.syncOutput);
-    expect(s.projections.map((p) => [p.name, p.state, p.applied, p.rebuilt])).toEqual([...TABLES].sort().map((t) => [t, 'active', 3, undefined]));
+    expect(s.projections.map((p) => [p.name, p.state, p.applied, p.rebuilt])).toEqual(
+      [...TABLES].sort().map((t) => [t, 'active', 3, undefined]),
+    );
     expect(userTables(tgt)).toEqual(userTables(src));
     expect(parseJson(await cli(['verify', src, tgt]), S.verifyOutput).ok).toBe(true);
     expect(parseJson(await cli(['health', tgt]), S.healthOutput).ok).toBe(true);
     const r = parseJson(await cli(['sync', src, tgt, '--reinit', '_audit', '--reinit', 'quo"te']), S.syncOutput);
-    expect(r.projections.filter((p) => p.rebuilt === 'REINIT').map((p) => p.name).sort()).toEqual(['_audit', 'quo"te']);
+    expect(
+      r.projections
+        .filter((p) => p.rebuilt === 'REINIT')
+        .map((p) => p.name)
+        .sort(),
+    ).toEqual(['_audit', 'quo"te']);
   });
 
   test('an import into it goes on from its stored cursors', async () => {

@@ -50,7 +50,14 @@ describe('commands that only read the source', () => {
     const before = fileState(src);
     expect(before.journalMode).toBe('delete');
     const out = path.join(dir, 'out.jsonl');
-    for (const args of [['status', src], ['changes', src], ['export', src, '--out', out], ['health', tgt], ['strip', src, '--out', path.join(dir, 'copy.db')], ['verify', src, tgt]]) {
+    for (const args of [
+      ['status', src],
+      ['changes', src],
+      ['export', src, '--out', out],
+      ['health', tgt],
+      ['strip', src, '--out', path.join(dir, 'copy.db')],
+      ['verify', src, tgt],
+    ]) {
       const r = await runCliAsync(args);
       expect(r.status, `${args[0]}: ${r.stderr}`).toBeLessThanOrEqual(3);
       expectUntouched(src, before, args[0]);

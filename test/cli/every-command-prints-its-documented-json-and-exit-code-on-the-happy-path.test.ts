@@ -61,7 +61,10 @@ describe('the happy path of every command', () => {
   test('changes prints schema-valid event lines and a cursor line (exit 0)', async () => {
     const r = await runCliAsync(['changes', src, '--limit', '3']);
     expect(r.status, r.stderr).toBe(0);
-    const lines = r.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as unknown);
+    const lines = r.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as unknown);
     expect(lines).toHaveLength(4);
     const events = lines.slice(0, 3).map((l) => eventLineSchema.parse(l));
     expect(events.map((e) => [e.seq, e.table, e.op])).toEqual([
@@ -82,7 +85,10 @@ describe('the happy path of every command', () => {
     for (const p of a.projections) expect(p).toMatchObject({ state: 'active', applied: 0, seq: 4 });
     expect(a.projections.find((p) => p.name === 'issues')?.snapshotRows).toBe(200);
 
-    write(src, "UPDATE issues SET title = 'second run' WHERE repo_id = 2 AND number = 1; INSERT INTO repositories (id, owner, name, created_at) VALUES (99, 'o', 'new', '2026-03-01')");
+    write(
+      src,
+      "UPDATE issues SET title = 'second run' WHERE repo_id = 2 AND number = 1; INSERT INTO repositories (id, owner, name, created_at) VALUES (99, 'o', 'new', '2026-03-01')",
+    );
     const second = await runCliAsync(['sync', src, tgt, '--json']);
     expect(second.status, second.stderr).toBe(0);
     const b = parseJson(second, S.syncOutput);
@@ -101,7 +107,11 @@ describe('the happy path of every command', () => {
     const v = parseJson(r, S.verifyOutput);
     expect(v.ok).toBe(true);
     expect(v.sourceSeq).toBe(6);
-    expect(Object.fromEntries(v.projections.map((p) => [p.name, [p.ok, p.checked, p.diffs.length]]))).toEqual({ comments: [true, 599, 0], issues: [true, 200, 0], repositories: [true, 6, 0] });
+    expect(Object.fromEntries(v.projections.map((p) => [p.name, [p.ok, p.checked, p.diffs.length]]))).toEqual({
+      comments: [true, 599, 0],
+      issues: [true, 200, 0],
+      repositories: [true, 6, 0],
+    });
   });
 
   test('health lists every projection with no lag (exit 0)', async () => {
@@ -122,7 +132,11 @@ describe('the happy path of every command', () => {
     expect(r.status, r.stderr).toBe(0);
     const e = parseJson(r, S.exportOutput);
     expect(e).toMatchObject({ out, rows: 6 + 200 + 599, events: 0, batches: 0 });
-    const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
+    const lines = fs
+      .readFileSync(out, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => exportLineSchema.parse(JSON.parse(l)));
     expect(lines.filter((l) => 'type' in l && l.type === 'row')).toHaveLength(805);
     expect(lines.at(-1)).toMatchObject({ type: 'snapshot', seq: 6, cursor: e.cursor });
     // The cursor file: that cursor, with the offset where the file's complete part ends (resume-point.ts).
@@ -146,7 +160,12 @@ describe('the happy path of every command', () => {
   });
 
   test('query runs a read and prints columns and typed rows (exit 0)', async () => {
-    const r = await runCliAsync(['query', tgt, "SELECT repo_id, number, score, title FROM issues WHERE repo_id = 2 AND number = 1", '--json']);
+    const r = await runCliAsync([
+      'query',
+      tgt,
+      'SELECT repo_id, number, score, title FROM issues WHERE repo_id = 2 AND number = 1',
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     const q = parseJson(r, S.queryOutput);
     expect(q.columns).toEqual(['repo_id', 'number', 'score', 'title']);
@@ -197,11 +216,14 @@ describe('the happy path of every command', () => {
     expect(scalar(src, "SELECT count(*) FROM main.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'")).toBe(0n);
     // The application keeps writing as before, also without recursive_triggers (Python's default):
     // no trigger of ours is left behind pointing at a dropped table.
-    runPython(`import sqlite3, sys
+    runPython(
+      `import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
 con.execute("INSERT INTO repositories (id, owner, name, created_at) VALUES (100, 'after', 'disable', '2026-08-01')")
 con.execute("UPDATE repositories SET name = 'disabled' WHERE id = 100")
-con.commit()`, [src]);
+con.commit()`,
+      [src],
+    );
     expect(scalar(src, 'SELECT name FROM repositories WHERE id = 100')).toBe('disabled');
     const s = await runCliAsync(['status', src, '--json']);
     expect(s.status, s.stderr).toBe(3);

@@ -5,7 +5,18 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { exportLineSchema } from '../../src/export/format.ts';
 import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, sourceSeq, startCli, waitFor, type Spawned } from './support/cli.ts';
+import {
+  runCliAsync,
+  parseJson,
+  makeDir,
+  removeDir,
+  trackerSource,
+  write,
+  sourceSeq,
+  startCli,
+  waitFor,
+  type Spawned,
+} from './support/cli.ts';
 
 let dir: string;
 let src: string;
@@ -43,7 +54,11 @@ describe.skipIf(process.platform === 'win32')('export --follow', () => {
     expect(summary.events).toBe(summary.batches);
     expect(summary.events).toBeGreaterThan(0);
 
-    const lines = fs.readFileSync(out, 'utf8').trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
+    const lines = fs
+      .readFileSync(out, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .map((l) => exportLineSchema.parse(JSON.parse(l)));
     const last = lines.at(-1);
     expect(last).toMatchObject({ type: 'batch', cursor: summary.cursor });
     const saved = readResumePoint(`${out}.cursor`);
@@ -57,10 +72,14 @@ describe.skipIf(process.platform === 'win32')('export --follow', () => {
     const rest = await runCliAsync(['export', src, '--out', out, '--json']);
     expect(rest.status, rest.stderr).toBe(0);
     expect(parseJson(rest, S.exportOutput).events).toBe(60 - summary.events);
-    const all = fs.readFileSync(out, 'utf8').trimEnd().split('\n').flatMap((l) => {
-      const x = exportLineSchema.parse(JSON.parse(l));
-      return 'op' in x ? [x.seq] : [];
-    });
+    const all = fs
+      .readFileSync(out, 'utf8')
+      .trimEnd()
+      .split('\n')
+      .flatMap((l) => {
+        const x = exportLineSchema.parse(JSON.parse(l));
+        return 'op' in x ? [x.seq] : [];
+      });
     expect(all).toEqual(Array.from({ length: 60 }, (_, i) => i + 1));
     expect(sourceSeq(src)).toBe(60);
   });

@@ -22,7 +22,10 @@ afterAll(() => removeDir(dir));
 function readExport(file: string): ExportLine[] {
   const text = fs.readFileSync(file, 'utf8');
   expect(text.endsWith('\n')).toBe(true);
-  return text.trimEnd().split('\n').map((l) => exportLineSchema.parse(JSON.parse(l)));
+  return text
+    .trimEnd()
+    .split('\n')
+    .map((l) => exportLineSchema.parse(JSON.parse(l)));
 }
 
 /** The cursor file holds the summary's cursor and where the file's complete part ends: here, the whole file. */
@@ -70,7 +73,10 @@ con.commit()`,
     const second = await run();
     expect(second).toMatchObject({ rows: 0, events: 10, batches: 3 });
 
-    write(src, "INSERT INTO comments (id, repo_id, issue_number, author, body, created_at) VALUES (9001, 1, 1, 'me', 'third run', '2026-06-01'); UPDATE issues SET state = 'closed' WHERE repo_id = 4 AND number = 4 AND state = 'open'; UPDATE issues SET score = -1.5 WHERE repo_id = 4 AND number = 5");
+    write(
+      src,
+      "INSERT INTO comments (id, repo_id, issue_number, author, body, created_at) VALUES (9001, 1, 1, 'me', 'third run', '2026-06-01'); UPDATE issues SET state = 'closed' WHERE repo_id = 4 AND number = 4 AND state = 'open'; UPDATE issues SET score = -1.5 WHERE repo_id = 4 AND number = 5",
+    );
     const third = await run();
     expect(third.rows).toBe(0);
     expect(third.events).toBeGreaterThanOrEqual(2);

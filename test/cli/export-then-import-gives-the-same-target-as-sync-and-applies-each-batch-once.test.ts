@@ -48,7 +48,10 @@ function parsed(i: number): ExportLine {
 }
 
 function projectionSeqs(file: string): Record<string, number> {
-  const rows = JSON.parse(String(scalar(file, "SELECT json_group_object(name, seq) FROM main._sluice_projections"))) as Record<string, number>;
+  const rows = JSON.parse(String(scalar(file, 'SELECT json_group_object(name, seq) FROM main._sluice_projections'))) as Record<
+    string,
+    number
+  >;
   return rows;
 }
 
@@ -59,7 +62,10 @@ beforeAll(async () => {
   const first = await runCliAsync(['export', src, '--out', full, '--batch', '7', '--json']);
   expect(first.status, first.stderr).toBe(0);
   runPython(WRITER, [src]);
-  const [second, sync] = await Promise.all([runCliAsync(['export', src, '--out', full, '--batch', '7', '--json']), runCliAsync(['sync', src, at('synced.db'), '--json'])]);
+  const [second, sync] = await Promise.all([
+    runCliAsync(['export', src, '--out', full, '--batch', '7', '--json']),
+    runCliAsync(['sync', src, at('synced.db'), '--json']),
+  ]);
   expect(second.status, second.stderr).toBe(0);
   expect(sync.status, sync.stderr).toBe(0);
   expect(parseJson(second, S.exportOutput)).toMatchObject({ rows: 0, events: 33, batches: 5 });
@@ -85,7 +91,9 @@ describe('export -> import', () => {
     expect(dumpTables(imported)).toEqual(syncedDump);
     expect(dumpTables(src, TABLES)).toEqual(syncedDump);
     // The external writer's exact values made it through the JSONL encoding (int64, malformed UTF-8 TEXT, empty BLOB).
-    expect(syncedDump.repositories).toContain(`77|T${Buffer.from('py').toString('hex').toUpperCase()}|T${Buffer.from('NEW').toString('hex').toUpperCase()}|TFF41|9223372036854775807|T${Buffer.from('2026-05-02').toString('hex').toUpperCase()}`);
+    expect(syncedDump.repositories).toContain(
+      `77|T${Buffer.from('py').toString('hex').toUpperCase()}|T${Buffer.from('NEW').toString('hex').toUpperCase()}|TFF41|9223372036854775807|T${Buffer.from('2026-05-02').toString('hex').toUpperCase()}`,
+    );
     expect(syncedDump.labels?.filter((r) => r.endsWith("|X''"))).toHaveLength(3);
   });
 

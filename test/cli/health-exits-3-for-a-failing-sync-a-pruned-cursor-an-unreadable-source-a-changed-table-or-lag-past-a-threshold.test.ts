@@ -50,7 +50,11 @@ describe('health needs action (exit 3)', () => {
     expect(status).toBe(3);
     expect(h.ok).toBe(false);
     expect(byName.issues).toMatchObject({ state: 'active', needsAction: true, lastError: expect.stringMatching(/issues are frozen/) });
-    expect(byName.issues?.failure).toMatchObject({ code: 'SQLITE_CONSTRAINT_TRIGGER', message: expect.stringMatching(/issues are frozen/), consecutive: 2 });
+    expect(byName.issues?.failure).toMatchObject({
+      code: 'SQLITE_CONSTRAINT_TRIGGER',
+      message: expect.stringMatching(/issues are frozen/),
+      consecutive: 2,
+    });
     expect(byName.issues?.failure?.ms).toBeGreaterThanOrEqual(before);
     expect(byName.issues?.action).toMatch(/2 consecutive.*SQLITE_CONSTRAINT_TRIGGER.*issues are frozen/);
     expect(byName.comments).toMatchObject({ needsAction: false, failure: null });
@@ -65,14 +69,23 @@ describe('health needs action (exit 3)', () => {
   test('for a cursor below the pruned horizon: the rebuild it needs, and its lag in events stays right after pruning', async () => {
     const { src, tgt } = await setup({ retention: 1024 });
     const key = scalar(src, 'SELECT repo_id FROM issues WHERE number = 1 LIMIT 1');
-    write(src, Array.from({ length: 1100 }, (_, i) => `UPDATE issues SET score = ${i} WHERE repo_id = ${String(key)} AND number = 1;`).join('\n'));
+    write(
+      src,
+      Array.from({ length: 1100 }, (_, i) => `UPDATE issues SET score = ${i} WHERE repo_id = ${String(key)} AND number = 1;`).join('\n'),
+    );
     // Writers prune as they go; prune then deletes the rest past the retention.
     expect((await runCliAsync(['prune', src])).status).toBe(0);
     expect(Number(scalar(src, 'SELECT pruned_through FROM _sluice_state'))).toBeGreaterThan(0);
 
     const { status, byName } = await health(tgt);
     expect(status).toBe(3);
-    expect(byName.issues).toMatchObject({ needsAction: true, rebuild: 'CURSOR_PRUNED', seq: 0, sourceSeq: sourceSeq(src), lagEvents: 1100 });
+    expect(byName.issues).toMatchObject({
+      needsAction: true,
+      rebuild: 'CURSOR_PRUNED',
+      seq: 0,
+      sourceSeq: sourceSeq(src),
+      lagEvents: 1100,
+    });
     expect(byName.issues?.action).toMatch(/CURSOR_PRUNED/);
     expect(byName.issues?.lagMs).toBeGreaterThanOrEqual(0);
   });
@@ -145,7 +158,8 @@ describe('health only reads', () => {
     const { src, tgt } = await setup();
     const db = openDatabase(tgt);
     for (const c of ['last_error_code', 'last_error_ms', 'failures']) {
-      if ((db.prepare("SELECT name FROM pragma_table_info('_sluice_projections')").pluck().all() as string[]).includes(c)) db.exec(`ALTER TABLE _sluice_projections DROP COLUMN ${c}`);
+      if ((db.prepare("SELECT name FROM pragma_table_info('_sluice_projections')").pluck().all() as string[]).includes(c))
+        db.exec(`ALTER TABLE _sluice_projections DROP COLUMN ${c}`);
     }
     db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
     db.close();

@@ -27,7 +27,15 @@ describe('health', () => {
     const h = parseJson(r, S.healthOutput);
     expect(h.ok).toBe(true);
     const byName = Object.fromEntries(h.projections.map((p) => [p.name, p]));
-    expect(byName.issues).toMatchObject({ state: 'active', lagEvents: 4, sourceSeq: 5, seq: 0, needsAction: false, lastError: null, sourcePath: src });
+    expect(byName.issues).toMatchObject({
+      state: 'active',
+      lagEvents: 4,
+      sourceSeq: 5,
+      seq: 0,
+      needsAction: false,
+      lastError: null,
+      sourcePath: src,
+    });
     expect(byName.comments).toMatchObject({ state: 'active', lagEvents: 1, needsAction: false });
     expect(byName.issues?.lagMs).toBeGreaterThanOrEqual(0);
     expect(byName.issues?.action).toBeUndefined();
@@ -78,7 +86,12 @@ describe('health', () => {
     expect(r.status, r.stderr).toBe(0);
     const rep = parseJson(r, S.syncOutput);
     const issues = Number(scalar(src, 'SELECT count(*) FROM issues'));
-    expect(rep.projections.find((p) => p.name === 'issues')).toMatchObject({ state: 'active', rebuilt: 'REINIT', snapshotRows: issues, seq: rep.sourceSeq });
+    expect(rep.projections.find((p) => p.name === 'issues')).toMatchObject({
+      state: 'active',
+      rebuilt: 'REINIT',
+      snapshotRows: issues,
+      seq: rep.sourceSeq,
+    });
     expect(rep.projections.find((p) => p.name === 'comments')).toMatchObject({ state: 'active', applied: 0 });
     expect(rep.projections.find((p) => p.name === 'comments')?.rebuilt).toBeUndefined();
     expect(scalar(tgt, "SELECT count(*) FROM issues WHERE body = 'tampered'")).toBe(0n);

@@ -17,11 +17,14 @@ const at = (f: string) => path.join(dir, f);
 beforeAll(() => {
   dir = makeDir();
   src = trackerSource(at('app.db'), ['comments', 'labels']);
-  runPython(`import sqlite3, sys
+  runPython(
+    `import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
 for r in range(20):
     con.execute("UPDATE comments SET body = body || ' more' WHERE id <= 200")
-con.commit()`, [src]);
+con.commit()`,
+    [src],
+  );
 });
 afterAll(() => removeDir(dir));
 
@@ -40,14 +43,20 @@ describe.skipIf(process.platform === 'win32')('on a terminal', () => {
     expect(await exp.exited, exp.output()).toBe(0);
     const e = bars(exp.output(), 'export');
     expect(e.length, exp.output()).toBeGreaterThan(0);
-    expect(e.some((b) => b.share < 100 && /\/\d+ events \| \d+ events\/s/.test(b.line)), exp.output()).toBe(true);
+    expect(
+      e.some((b) => b.share < 100 && /\/\d+ events \| \d+ events\/s/.test(b.line)),
+      exp.output(),
+    ).toBe(true);
 
     const tgt = at('cache.db');
     const imp = onTerminal(['import', tgt, out]);
     expect(await imp.exited, imp.output()).toBe(0);
     const i = bars(imp.output(), 'import');
     expect(i.length, imp.output()).toBeGreaterThan(0);
-    expect(i.some((b) => /bytes \| \d+ bytes\/s \| \d+ batches applied, 0 skipped/.test(b.line)), imp.output()).toBe(true);
+    expect(
+      i.some((b) => /bytes \| \d+ bytes\/s \| \d+ batches applied, 0 skipped/.test(b.line)),
+      imp.output(),
+    ).toBe(true);
     expect(Number(scalar(tgt, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"))).toBe(sourceSeq(src));
 
     const ver = onTerminal(['verify', src, tgt]);

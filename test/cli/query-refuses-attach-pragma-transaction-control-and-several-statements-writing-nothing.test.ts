@@ -3,7 +3,18 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, mapLimit, parseJson, makeDir, removeDir, trackerSource, dumpTables, sourceSeq, scalar, expectOneLineError } from './support/cli.ts';
+import {
+  runCliAsync,
+  mapLimit,
+  parseJson,
+  makeDir,
+  removeDir,
+  trackerSource,
+  dumpTables,
+  sourceSeq,
+  scalar,
+  expectOneLineError,
+} from './support/cli.ts';
 
 /*
  * `query` runs one statement in a transaction of its own, under a row
@@ -39,15 +50,25 @@ const REFUSED: Record<string, { sql: string; names: string }> = {
   vacuum: { sql: 'VACUUM', names: 'VACUUM' },
   'two writes': { sql: "UPDATE issues SET state = 'closed'; DELETE FROM issues", names: 'more than one statement' },
   'two reads': { sql: 'SELECT 1; SELECT 2', names: 'more than one statement' },
-  'a write then a pragma': { sql: "INSERT INTO labels (repo_id, name, color) VALUES (1, 'x', X'00'); PRAGMA user_version = 3", names: 'more than one statement' },
+  'a write then a pragma': {
+    sql: "INSERT INTO labels (repo_id, name, color) VALUES (1, 'x', X'00'); PRAGMA user_version = 3",
+    names: 'more than one statement',
+  },
 };
 
 describe('query refuses what it cannot run in one transaction of its own on one file', () => {
   test('each refused statement exits 2 with QUERY_REFUSED naming it, and nothing changes in the database or beside it', async () => {
     const tables = dumpTables(src);
     const seq = sourceSeq(src);
-    const files = fs.readdirSync(dir).filter((f) => !/-(wal|shm)$/.test(f)).sort();
-    const results = await mapLimit(Object.entries(REFUSED), 4, async ([name, c]) => [name, c, await runCliAsync(['query', src, c.sql, '--json'], { cwd: dir })] as const);
+    const files = fs
+      .readdirSync(dir)
+      .filter((f) => !/-(wal|shm)$/.test(f))
+      .sort();
+    const results = await mapLimit(
+      Object.entries(REFUSED),
+      4,
+      async ([name, c]) => [name, c, await runCliAsync(['query', src, c.sql, '--json'], { cwd: dir })] as const,
+    );
     for (const [name, c, r] of results) {
       expect(r.status, `${name}: ${r.stderr}`).toBe(2);
       expectOneLineError(r, 'QUERY_REFUSED');
@@ -59,12 +80,19 @@ describe('query refuses what it cannot run in one transaction of its own on one 
     expect(sourceSeq(src)).toBe(seq);
     expect(scalar(src, 'PRAGMA user_version')).toBe(0n);
     expect(scalar(src, 'PRAGMA journal_mode')).toBe('wal');
-    expect(fs.readdirSync(dir).filter((f) => !/-(wal|shm)$/.test(f)).sort()).toEqual(files); // no other.db
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((f) => !/-(wal|shm)$/.test(f))
+        .sort(),
+    ).toEqual(files); // no other.db
   });
 
   test('the messages say why and what to do instead: a pragma function, one statement per call, the sqlite3 shell', async () => {
     const [pragma, several, begin, attach] = await Promise.all(
-      ['PRAGMA table_info(issues)', 'SELECT 1; SELECT 2', 'BEGIN', "ATTACH 'other.db' AS other"].map((sql) => runCliAsync(['query', src, sql], { cwd: dir })),
+      ['PRAGMA table_info(issues)', 'SELECT 1; SELECT 2', 'BEGIN', "ATTACH 'other.db' AS other"].map((sql) =>
+        runCliAsync(['query', src, sql], { cwd: dir }),
+      ),
     );
     expect(pragma?.stderr).toContain('SELECT * FROM pragma_table_info(');
     expect(several?.stderr).toContain('one statement per sluice query');

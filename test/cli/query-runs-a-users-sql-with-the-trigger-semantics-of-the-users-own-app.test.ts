@@ -23,7 +23,7 @@ beforeAll(() => {
 });
 afterAll(() => removeDir(dir));
 
-describe('query and the user\'s own triggers', () => {
+describe("query and the user's own triggers", () => {
   test('an UPDATE on a table with a touch trigger succeeds and the trigger runs once per row, as in the app', async () => {
     const db = path.join(dir, 'plain.db');
     pythonWrite(db, APP);
@@ -44,7 +44,11 @@ describe('query and the user\'s own triggers', () => {
     expect(scalar(db, 'SELECT updated_at FROM t WHERE id = 2')).toBe('touched');
     const changes = await runCliAsync(['changes', db]);
     expect(changes.status, changes.stderr).toBe(0);
-    const events = changes.stdout.trimEnd().split('\n').map((l) => JSON.parse(l) as { op?: string; key?: unknown[]; after?: Record<string, unknown> }).filter((e) => e.op === 'update');
+    const events = changes.stdout
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { op?: string; key?: unknown[]; after?: Record<string, unknown> })
+      .filter((e) => e.op === 'update');
     expect(events.map((e) => [e.key, e.after])).toEqual([
       [[2], { id: 2, x: 1, updated_at: 'old' }],
       [[2], { id: 2, x: 1, updated_at: 'touched' }],

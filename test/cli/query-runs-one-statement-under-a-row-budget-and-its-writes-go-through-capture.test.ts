@@ -32,9 +32,18 @@ describe('query', () => {
 
   test('--max-rows bounds the rows returned, not the rows a write changes without RETURNING: such a write commits and reports its changes, as the help says', async () => {
     const help = await runCliAsync(['query', '--help']);
-    expect(help.stdout.replace(/\s+/g, ' ')).toContain('It does not bound the rows a write changes without RETURNING (they are reported as changes)');
+    expect(help.stdout.replace(/\s+/g, ' ')).toContain(
+      'It does not bound the rows a write changes without RETURNING (they are reported as changes)',
+    );
     const seq = sourceSeq(src);
-    const r = await runCliAsync(['query', src, 'UPDATE comments SET body = body || \' (edited)\' WHERE id <= 30', '--max-rows', '1', '--json']);
+    const r = await runCliAsync([
+      'query',
+      src,
+      "UPDATE comments SET body = body || ' (edited)' WHERE id <= 30",
+      '--max-rows',
+      '1',
+      '--json',
+    ]);
     expect(r.status, r.stderr).toBe(0);
     expect(parseJson(r, S.queryOutput)).toEqual({ columns: [], rows: [], changes: 30 });
     expect(sourceSeq(src)).toBe(seq + 30);
@@ -52,7 +61,12 @@ describe('query', () => {
 
     const changes = await runCliAsync(['changes', src, '--limit', '1000']);
     expect(changes.status, changes.stderr).toBe(0);
-    const events = changes.stdout.trimEnd().split('\n').slice(0, -1).map((l) => eventLineSchema.parse(JSON.parse(l))).filter((e) => e.seq > seq);
+    const events = changes.stdout
+      .trimEnd()
+      .split('\n')
+      .slice(0, -1)
+      .map((l) => eventLineSchema.parse(JSON.parse(l)))
+      .filter((e) => e.seq > seq);
     expect(events).toHaveLength(40);
     for (const e of events) {
       expect(e).toMatchObject({ table: 'issues', op: 'update', image: 'full' });
@@ -64,12 +78,22 @@ describe('query', () => {
 
   test('a plain SELECT and a WITH ... INSERT work, and a read never writes', async () => {
     const seq = sourceSeq(src);
-    const read = await runCliAsync(['query', src, "SELECT count(*) AS n, sum(state = 'closed' AND repo_id = 2) AS closed FROM issues", '--json']);
+    const read = await runCliAsync([
+      'query',
+      src,
+      "SELECT count(*) AS n, sum(state = 'closed' AND repo_id = 2) AS closed FROM issues",
+      '--json',
+    ]);
     expect(read.status, read.stderr).toBe(0);
     expect(parseJson(read, S.queryOutput)).toEqual({ columns: ['n', 'closed'], rows: [[200, 40]], changes: 0 });
     expect(sourceSeq(src)).toBe(seq);
 
-    const insert = await runCliAsync(['query', src, "WITH n(i) AS (VALUES (1), (2), (3)) INSERT INTO comments (repo_id, issue_number, author, body, created_at) SELECT 1, 1, 'cte', 'comment ' || i, '2026-07-01' FROM n", '--json']);
+    const insert = await runCliAsync([
+      'query',
+      src,
+      "WITH n(i) AS (VALUES (1), (2), (3)) INSERT INTO comments (repo_id, issue_number, author, body, created_at) SELECT 1, 1, 'cte', 'comment ' || i, '2026-07-01' FROM n",
+      '--json',
+    ]);
     expect(insert.status, insert.stderr).toBe(0);
     expect(parseJson(insert, S.queryOutput)).toEqual({ columns: [], rows: [], changes: 3 });
     expect(sourceSeq(src)).toBe(seq + 3);

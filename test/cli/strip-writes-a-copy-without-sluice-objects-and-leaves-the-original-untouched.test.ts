@@ -24,7 +24,9 @@ afterAll(() => removeDir(dir));
 function schemaOf(file: string): { type: string; name: string }[] {
   const db = openDatabase(file, { readonly: true });
   try {
-    return db.prepare("SELECT type, name FROM main.sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name").all() as { type: string; name: string }[];
+    return db
+      .prepare("SELECT type, name FROM main.sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' ORDER BY type, name")
+      .all() as { type: string; name: string }[];
   } finally {
     db.close();
   }
@@ -48,7 +50,12 @@ describe('strip', () => {
     const copied = schemaOf(copy);
     expect(copied.filter((o) => o.name.toLowerCase().startsWith('_sluice_'))).toEqual([]);
     expect(copied).toEqual(originalSchema.filter((o) => !o.name.startsWith('_sluice_')));
-    expect(s.removed.sort()).toEqual(originalSchema.filter((o) => o.name.startsWith('_sluice_')).map((o) => o.name).sort());
+    expect(s.removed.sort()).toEqual(
+      originalSchema
+        .filter((o) => o.name.startsWith('_sluice_'))
+        .map((o) => o.name)
+        .sort(),
+    );
     expect(dumpTables(copy)).toEqual(data);
     // The dropped journal left no free pages behind (the copy is vacuumed).
     const db = openDatabase(copy, { readonly: true });

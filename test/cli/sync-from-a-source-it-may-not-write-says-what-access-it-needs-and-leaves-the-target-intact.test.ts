@@ -48,12 +48,17 @@ function makeUnwritable(p: string): { undo: () => void } | { reason: string } {
     return { undo: () => fs.chmodSync(p, mode) };
   }
   const r = spawnSync('chattr', ['+i', p], { encoding: 'utf8' });
-  if (r.error !== undefined || r.status !== 0) return { reason: `running as root, where file modes do not stop writes, and chattr +i is not available here (${r.error?.message ?? r.stderr.trim()})` };
+  if (r.error !== undefined || r.status !== 0)
+    return {
+      reason: `running as root, where file modes do not stop writes, and chattr +i is not available here (${r.error?.message ?? r.stderr.trim()})`,
+    };
   return { undo: () => spawnSync('chattr', ['-i', p]) };
 }
 
 describe('sync from a source it may not write', () => {
-  test('a read-only source file: exit 1 with DB_NOT_WRITABLE naming the file and why, the target unchanged, and changes still reads it', async ({ skip }) => {
+  test('a read-only source file: exit 1 with DB_NOT_WRITABLE naming the file and why, the target unchanged, and changes still reads it', async ({
+    skip,
+  }) => {
     const made = makeUnwritable(src);
     if ('reason' in made) {
       console.warn(`skipped: ${made.reason}`);
@@ -79,32 +84,35 @@ describe('sync from a source it may not write', () => {
   });
 
   // Folder modes mean nothing on Windows.
-  test.skipIf(process.platform === 'win32')('a source folder it may not write: sync and a reader both name the folder and the -wal/-shm files SQLite makes there', async ({ skip }) => {
-    // The last connection to close removes the -wal and -shm (a reader of an unwritable file above could not).
-    write(src, 'SELECT 1');
-    expect(fs.readdirSync(srcDir)).toEqual(['app.db']);
-    const made = makeUnwritable(srcDir);
-    if ('reason' in made) {
-      console.warn(`skipped: ${made.reason}`);
-      skip();
-      return;
-    }
-    const before = sha256(target);
-    try {
-      const [r, read] = await Promise.all([runCliAsync(['sync', src, target]), runCliAsync(['status', src])]);
-      expect(r.status, r.stderr).toBe(1);
-      expectOneLineError(r, 'DB_NOT_WRITABLE');
-      expect(r.stderr).toContain(`its folder ${srcDir}`);
-      expect(r.stderr).toContain('-wal and -shm');
-      // No connection keeps the -shm there, so even a reader cannot open the WAL-mode source.
-      expect(read.status, read.stderr).toBe(1);
-      expectOneLineError(read, 'DB_NOT_WRITABLE');
-      expect(read.stderr).toContain(srcDir);
-      expect(read.stderr).toContain('app.db-shm');
-    } finally {
-      made.undo();
-    }
-    expect(sha256(target)).toBe(before);
-    expect(fs.readdirSync(srcDir)).toEqual(['app.db']);
-  });
+  test.skipIf(process.platform === 'win32')(
+    'a source folder it may not write: sync and a reader both name the folder and the -wal/-shm files SQLite makes there',
+    async ({ skip }) => {
+      // The last connection to close removes the -wal and -shm (a reader of an unwritable file above could not).
+      write(src, 'SELECT 1');
+      expect(fs.readdirSync(srcDir)).toEqual(['app.db']);
+      const made = makeUnwritable(srcDir);
+      if ('reason' in made) {
+        console.warn(`skipped: ${made.reason}`);
+        skip();
+        return;
+      }
+      const before = sha256(target);
+      try {
+        const [r, read] = await Promise.all([runCliAsync(['sync', src, target]), runCliAsync(['status', src])]);
+        expect(r.status, r.stderr).toBe(1);
+        expectOneLineError(r, 'DB_NOT_WRITABLE');
+        expect(r.stderr).toContain(`its folder ${srcDir}`);
+        expect(r.stderr).toContain('-wal and -shm');
+        // No connection keeps the -shm there, so even a reader cannot open the WAL-mode source.
+        expect(read.status, read.stderr).toBe(1);
+        expectOneLineError(read, 'DB_NOT_WRITABLE');
+        expect(read.stderr).toContain(srcDir);
+        expect(read.stderr).toContain('app.db-shm');
+      } finally {
+        made.undo();
+      }
+      expect(sha256(target)).toBe(before);
+      expect(fs.readdirSync(srcDir)).toEqual(['app.db']);
+    },
+  );
 });

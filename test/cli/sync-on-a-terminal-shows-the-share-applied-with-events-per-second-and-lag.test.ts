@@ -19,15 +19,23 @@ beforeAll(async () => {
 });
 afterAll(() => removeDir(dir));
 
-test.skipIf(process.platform === 'win32')('a long catch-up shows a share below 100% that grows, with events/s and lag, and ends at the source', async () => {
-  const run = onTerminal(['sync', src, tgt, '--batch', '1']);
-  expect(await run.exited, run.output()).toBe(0);
-  const lines = plain(run.output()).split('\n').filter((l) => l.startsWith('comments ['));
-  const shares = lines.map((l) => Number(/\] (\d+)% /.exec(l)?.[1]));
-  expect(shares.length, run.output()).toBeGreaterThan(2);
-  expect(shares[0]).toBeLessThan(100);
-  expect(shares.some((s) => s > 0 && s < 100)).toBe(true);
-  for (let i = 1; i < shares.length; i++) expect(shares[i]).toBeGreaterThanOrEqual(shares[i - 1] as number);
-  expect(lines.some((l) => /\| \d+ ev\/s \| lag [1-9]\d*$/.test(l.trimEnd())), lines.join('\n')).toBe(true);
-  expect(Number(scalar(tgt, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"))).toBe(sourceSeq(src));
-});
+test.skipIf(process.platform === 'win32')(
+  'a long catch-up shows a share below 100% that grows, with events/s and lag, and ends at the source',
+  async () => {
+    const run = onTerminal(['sync', src, tgt, '--batch', '1']);
+    expect(await run.exited, run.output()).toBe(0);
+    const lines = plain(run.output())
+      .split('\n')
+      .filter((l) => l.startsWith('comments ['));
+    const shares = lines.map((l) => Number(/\] (\d+)% /.exec(l)?.[1]));
+    expect(shares.length, run.output()).toBeGreaterThan(2);
+    expect(shares[0]).toBeLessThan(100);
+    expect(shares.some((s) => s > 0 && s < 100)).toBe(true);
+    for (let i = 1; i < shares.length; i++) expect(shares[i]).toBeGreaterThanOrEqual(shares[i - 1] as number);
+    expect(
+      lines.some((l) => /\| \d+ ev\/s \| lag [1-9]\d*$/.test(l.trimEnd())),
+      lines.join('\n'),
+    ).toBe(true);
+    expect(Number(scalar(tgt, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"))).toBe(sourceSeq(src));
+  },
+);

@@ -38,7 +38,7 @@ describe('the demo and the files in its --dir', () => {
       const userDir = at(`user-${name}`);
       fs.mkdirSync(userDir);
       if (name.endsWith('.db')) userDatabase(path.join(userDir, name));
-      else fs.writeFileSync(path.join(userDir, name), 'not the demo\'s\n');
+      else fs.writeFileSync(path.join(userDir, name), "not the demo's\n");
       fs.writeFileSync(path.join(userDir, 'notes.txt'), 'mine\n');
       const before = Object.fromEntries(fs.readdirSync(userDir).map((f) => [f, sha256(path.join(userDir, f))]));
       const r = await runCliAsync(['demo', '--dir', userDir, '--json']);

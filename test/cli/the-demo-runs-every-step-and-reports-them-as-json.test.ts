@@ -36,7 +36,10 @@ describe('demo', () => {
     const source = path.join(work, 'tracker.db');
     const cache = path.join(work, 'cache.db');
     expect(fs.existsSync(source) && fs.existsSync(cache)).toBe(true);
-    const [verify, health] = await Promise.all([runCliAsync(['verify', source, cache, '--json']), runCliAsync(['health', cache, '--json'])]);
+    const [verify, health] = await Promise.all([
+      runCliAsync(['verify', source, cache, '--json']),
+      runCliAsync(['health', cache, '--json']),
+    ]);
     expect(verify.status, verify.stderr).toBe(0);
     expect(parseJson(verify, S.verifyOutput).ok).toBe(true);
     expect(health.status, health.stderr).toBe(0);

@@ -87,11 +87,23 @@ beforeAll(async () => {
 describe('the npm package, installed in a plain JavaScript project on Node 20', () => {
   test('the tarball holds the compiled JS, its .d.ts, the CLI and what the demo reads, and no sources, maps or test fixtures', () => {
     const files = packed.files.map((f) => f.path);
-    for (const f of ['package.json', 'README.md', 'bin/sluice.js', 'dist/src/index.js', 'dist/src/index.d.ts', 'dist/src/cli/main.js', 'src/cli/demo-tracker.sql', 'dist/src/cli/demo-tracker.js', 'projections/comment-counts.ts']) {
+    for (const f of [
+      'package.json',
+      'README.md',
+      'bin/sluice.js',
+      'dist/src/index.js',
+      'dist/src/index.d.ts',
+      'dist/src/cli/main.js',
+      'src/cli/demo-tracker.sql',
+      'dist/src/cli/demo-tracker.js',
+      'projections/comment-counts.ts',
+    ]) {
       expect(files).toContain(f);
     }
     // The demo's schema is the one source file shipped (tsc does not copy .sql into dist/).
-    expect(files.filter((f) => f !== 'src/cli/demo-tracker.sql' && /^(src|test|bench)\/|\.map$|\.sqlite$|^fixtures\/format1\//.test(f))).toEqual([]);
+    expect(
+      files.filter((f) => f !== 'src/cli/demo-tracker.sql' && /^(src|test|bench)\/|\.map$|\.sqlite$|^fixtures\/format1\//.test(f)),
+    ).toEqual([]);
   });
 
   test("the README's script enables capture, syncs a mirror that equals the source and reads a health that is ok", async () => {
@@ -110,7 +122,11 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
       expect(h.ok).toBe(true);
       expect(h.projections.map((p) => [p.name, p.state, p.lagEvents])).toEqual([['notes', 'active', 0]]);
       // The package's own CLI reads the same target.
-      const cli = await run(process.execPath, [path.join('node_modules', 'sluice', 'bin', 'sluice.js'), 'health', out.target, '--json'], project);
+      const cli = await run(
+        process.execPath,
+        [path.join('node_modules', 'sluice', 'bin', 'sluice.js'), 'health', out.target, '--json'],
+        project,
+      );
       expect(cli.status, cli.stderr).toBe(0);
       expect(parseJson(cli, S.healthOutput).ok).toBe(true);
     } finally {
@@ -155,12 +171,22 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
       }),
     );
     const r = await run(process.execPath, [TSC, '-p', '.', '--traceResolution'], project);
-    expect(r.status, r.stdout.split('\n').filter((l) => /error TS/.test(l)).join('\n')).toBe(0);
+    expect(
+      r.status,
+      r.stdout
+        .split('\n')
+        .filter((l) => /error TS/.test(l))
+        .join('\n'),
+    ).toBe(0);
     expect(r.stdout).toMatch(/Module name 'sluice' was successfully resolved to '[^']*node_modules\/sluice\/dist\/src\/index\.d\.ts'/);
   });
 
   test('the packaged CLI runs its demo (projections/, fixtures/ and a .ts custom handler through tsx) from the package alone', async () => {
-    const r = await run(process.execPath, [path.join('node_modules', 'sluice', 'bin', 'sluice.js'), 'demo', '--dir', path.join(project, 'demo'), '--json'], project);
+    const r = await run(
+      process.execPath,
+      [path.join('node_modules', 'sluice', 'bin', 'sluice.js'), 'demo', '--dir', path.join(project, 'demo'), '--json'],
+      project,
+    );
     expect(r.status, r.stderr).toBe(0);
     const d = parseJson(r, S.demoOutput);
     expect(d.steps.filter((s) => !s.ok)).toEqual([]);

@@ -24,9 +24,9 @@ describe('the README, the test script and CI agree', () => {
     expect(commands(first?.[1] ?? '')).toEqual(['npm ci && npx sluice demo', 'npm ci && npm test']);
   });
 
-  test('npm test is the type check, the lint (types and layer boundaries) and the whole vitest suite, and `npx sluice` is this package\'s bin', () => {
+  test("npm test is the type check, the lint (types and layer boundaries), the format check and the whole vitest suite, and `npx sluice` is this package's bin", () => {
     const pkg = JSON.parse(read('package.json')) as { name: string; scripts: Record<string, string>; bin: Record<string, string> };
-    expect(pkg.scripts.test).toBe('tsc --noEmit && eslint . && vitest run');
+    expect(pkg.scripts.test).toBe('tsc --noEmit && eslint . && prettier --check . && vitest run');
     expect(fs.existsSync(path.join(ROOT, 'eslint.config.js'))).toBe(true);
     expect(pkg.name).toBe('sluice');
     expect(pkg.bin.sluice).toBe('bin/sluice.js');
@@ -44,7 +44,7 @@ describe('the README, the test script and CI agree', () => {
     const t = lines.findIndex((l) => l === 'npm test');
     expect(ci).toBeGreaterThanOrEqual(0);
     expect(t).toBeGreaterThan(ci);
-    expect(lines.slice(t + 1), 'npm test is the last step, so its exit code is the job\'s').toEqual([]);
+    expect(lines.slice(t + 1), "npm test is the last step, so its exit code is the job's").toEqual([]);
     expect(lines).toContain('set -euo pipefail');
   });
 
@@ -59,8 +59,11 @@ describe('the README, the test script and CI agree', () => {
 
   test('`npx sluice` resolves to this CLI', async () => {
     const r = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
-      execFile('npx', ['--no-install', 'sluice', '--version'], { cwd: ROOT, encoding: 'utf8', shell: process.platform === 'win32' }, (err, stdout, stderr) =>
-        resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
+      execFile(
+        'npx',
+        ['--no-install', 'sluice', '--version'],
+        { cwd: ROOT, encoding: 'utf8', shell: process.platform === 'win32' },
+        (err, stdout, stderr) => resolve({ status: err === null ? 0 : typeof err.code === 'number' ? err.code : 1, stdout, stderr }),
       );
     });
     expect(r.status, r.stderr).toBe(0);

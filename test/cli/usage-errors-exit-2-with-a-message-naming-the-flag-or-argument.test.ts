@@ -55,7 +55,10 @@ describe('usage errors', () => {
     const before = sha256(src);
     const entries = Object.entries(CASES);
     // The --json flag must not turn a usage error into anything else.
-    const results = await mapLimit(entries, 4, async ([name, c]) => ({ name, r: await runCliAsync([...c.args(src), '--json'], { cwd: dir }) }));
+    const results = await mapLimit(entries, 4, async ([name, c]) => ({
+      name,
+      r: await runCliAsync([...c.args(src), '--json'], { cwd: dir }),
+    }));
     for (const { name, r } of results) {
       const c = CASES[name] as Case;
       expect(r.status, `${name}: ${r.stderr}`).toBe(2);
@@ -68,6 +71,11 @@ describe('usage errors', () => {
       }
     }
     expect(sha256(src)).toBe(before);
-    expect(fs.readdirSync(dir).filter((f) => !f.startsWith('app.db')).sort()).toEqual([]);
+    expect(
+      fs
+        .readdirSync(dir)
+        .filter((f) => !f.startsWith('app.db'))
+        .sort(),
+    ).toEqual([]);
   });
 });

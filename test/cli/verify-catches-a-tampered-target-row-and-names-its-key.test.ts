@@ -25,7 +25,10 @@ describe('verify', () => {
     expect(parseJson(clean, S.verifyOutput).ok).toBe(true);
 
     // Someone edits the cache behind sluice's back. 'abc' -> 'ABC' is a change even where a NOCASE comparison would not see one.
-    write(tgt, "UPDATE issues SET title = upper(title) WHERE repo_id = 3 AND number = 17; DELETE FROM labels WHERE repo_id = 2 AND name = 'bug'; INSERT INTO labels (repo_id, name, color) VALUES (9, 'extra', x'00')");
+    write(
+      tgt,
+      "UPDATE issues SET title = upper(title) WHERE repo_id = 3 AND number = 17; DELETE FROM labels WHERE repo_id = 2 AND name = 'bug'; INSERT INTO labels (repo_id, name, color) VALUES (9, 'extra', x'00')",
+    );
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
     const v = parseJson(r, S.verifyOutput);
@@ -33,7 +36,12 @@ describe('verify', () => {
     const byName = Object.fromEntries(v.projections.map((p) => [p.name, p]));
     expect(byName.issues).toMatchObject({ ok: false, diffs: [{ key: [3, 17], kind: 'different' }] });
     expect(byName.labels?.ok).toBe(false);
-    expect(byName.labels?.diffs).toEqual(expect.arrayContaining([{ key: [2, 'bug'], kind: 'missing' }, { key: [9, 'extra'], kind: 'extra' }]));
+    expect(byName.labels?.diffs).toEqual(
+      expect.arrayContaining([
+        { key: [2, 'bug'], kind: 'missing' },
+        { key: [9, 'extra'], kind: 'extra' },
+      ]),
+    );
     expect(byName.labels?.diffs).toHaveLength(2);
 
     // Without --json: the same exit code, and the readable report names the key.

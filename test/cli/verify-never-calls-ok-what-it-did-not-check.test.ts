@@ -20,7 +20,8 @@ beforeEach(async () => {
 });
 afterEach(() => removeDir(dir));
 
-const byName = (r: { stdout: string; stderr: string }) => Object.fromEntries(parseJson(r, S.verifyOutput).projections.map((p) => [p.name, p]));
+const byName = (r: { stdout: string; stderr: string }) =>
+  Object.fromEntries(parseJson(r, S.verifyOutput).projections.map((p) => [p.name, p]));
 
 /**
  * Every file of a database by content (main, and a -wal or -journal that
@@ -29,7 +30,8 @@ const byName = (r: { stdout: string; stderr: string }) => Object.fromEntries(par
  */
 function snapshot(file: string): { files: Record<string, string>; journalMode: string } {
   const files: Record<string, string> = {};
-  for (const suffix of ['', '-wal', '-journal']) if (fs.existsSync(file + suffix) && fs.statSync(file + suffix).size > 0) files[suffix] = sha256(file + suffix);
+  for (const suffix of ['', '-wal', '-journal'])
+    if (fs.existsSync(file + suffix) && fs.statSync(file + suffix).size > 0) files[suffix] = sha256(file + suffix);
   const db = openDatabase(file, { readonly: true });
   try {
     return { files, journalMode: String(db.pragma('journal_mode', { simple: true })) };
@@ -42,7 +44,9 @@ function snapshot(file: string): { files: Record<string, string>; journalMode: s
 function plainDatabase(file: string): string {
   const db = openDatabase(file, { create: true });
   try {
-    db.exec("PRAGMA journal_mode = DELETE; CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hello')");
+    db.exec(
+      "PRAGMA journal_mode = DELETE; CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes (body) VALUES ('hello')",
+    );
   } finally {
     db.close();
   }
@@ -102,7 +106,10 @@ describe('verify', () => {
   });
 
   test('keys changed after the cursor are compared as they were at the cursor, so a tampered one is still found', async () => {
-    write(src, "UPDATE labels SET color = x'ff' WHERE repo_id = 1; DELETE FROM labels WHERE repo_id = 2; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')");
+    write(
+      src,
+      "UPDATE labels SET color = x'ff' WHERE repo_id = 1; DELETE FROM labels WHERE repo_id = 2; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')",
+    );
     const clean = await runCliAsync(['verify', src, tgt, '--json']);
     expect(clean.status, clean.stdout).toBe(0);
     const c = byName(clean);
@@ -111,16 +118,31 @@ describe('verify', () => {
     const all = Number(scalar(tgt, 'SELECT count(*) FROM labels'));
     expect(c.labels?.checked).toBe(all); // every key, the changed ones at the cursor
 
-    const [one, two] = [scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 1 LIMIT 1'), scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 2 LIMIT 1')];
-    write(tgt, `UPDATE labels SET color = x'ee' WHERE repo_id = 1 AND name = '${String(one)}'; DELETE FROM labels WHERE repo_id = 2 AND name = '${String(two)}'; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')`);
+    const [one, two] = [
+      scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 1 LIMIT 1'),
+      scalar(tgt, 'SELECT name FROM labels WHERE repo_id = 2 LIMIT 1'),
+    ];
+    write(
+      tgt,
+      `UPDATE labels SET color = x'ee' WHERE repo_id = 1 AND name = '${String(one)}'; DELETE FROM labels WHERE repo_id = 2 AND name = '${String(two)}'; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')`,
+    );
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
-    expect(byName(r).labels?.diffs).toEqual(expect.arrayContaining([{ key: [1, one], kind: 'different' }, { key: [2, two], kind: 'missing' }, { key: [3, 'later'], kind: 'extra' }]));
+    expect(byName(r).labels?.diffs).toEqual(
+      expect.arrayContaining([
+        { key: [1, one], kind: 'different' },
+        { key: [2, two], kind: 'missing' },
+        { key: [3, 'later'], kind: 'extra' },
+      ]),
+    );
   });
 
   test('keys changed after a cursor the journal no longer reaches make it BEHIND, not ok, until it syncs', async () => {
     expect((await runCliAsync(['enable', src, 'issues', 'labels', '--retention', '1024'])).status).toBe(0);
-    write(src, "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100) INSERT INTO labels (repo_id, name, color) SELECT 1, 'bulk-' || i, x'00' FROM n");
+    write(
+      src,
+      "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100) INSERT INTO labels (repo_id, name, color) SELECT 1, 'bulk-' || i, x'00' FROM n",
+    );
     expect((await runCliAsync(['prune', src])).status).toBe(0);
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
@@ -136,7 +158,15 @@ describe('verify', () => {
   });
 
   test('a stored definition that no longer fits the source is not verified, and the others are', async () => {
-    fs.writeFileSync(at('authors.json'), JSON.stringify({ name: 'authors', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', author: 'author' } }));
+    fs.writeFileSync(
+      at('authors.json'),
+      JSON.stringify({
+        name: 'authors',
+        source: 'issues',
+        kind: 'map',
+        columns: { repo_id: 'repo_id', number: 'number', author: 'author' },
+      }),
+    );
     expect((await runCliAsync(['sync', src, tgt, '--projection', at('authors.json')])).status).toBe(0);
     write(src, 'ALTER TABLE issues RENAME COLUMN author TO writer');
     const r = await runCliAsync(['verify', src, tgt, '--json']);

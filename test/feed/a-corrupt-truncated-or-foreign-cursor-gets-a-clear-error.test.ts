@@ -38,7 +38,9 @@ function badTokens(good: string): Record<string, string> {
     'a JWT': 'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxIn0.c2lnbmF0dXJl',
     'valid check, payload not JSON': withCheck(`sluice2.${Buffer.from('not json').toString('base64url')}`),
     'valid check, wrong fields': withCheck(`sluice2.${Buffer.from(JSON.stringify({ s: 'x', g: -1 })).toString('base64url')}`),
-    'valid check, extra fields': withCheck(`sluice2.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), evil: 1 })).toString('base64url')}`),
+    'valid check, extra fields': withCheck(
+      `sluice2.${Buffer.from(JSON.stringify({ ...JSON.parse(Buffer.from(payload, 'base64url').toString()), evil: 1 })).toString('base64url')}`,
+    ),
     'a very long token': `sluice1.${'A'.repeat(10_000)}.deadbeef`,
     'binary junk': '\u0000\uFFFD\u{1F600}sluice1..',
   };
@@ -63,7 +65,9 @@ describe('a cursor string that is not a sluice cursor', () => {
     }
   });
 
-  test('validateCursor answers error CURSOR_MALFORMED; readBatch and acknowledge throw InvalidInputError; changedSince says changed and why', ({ makeDb }) => {
+  test('validateCursor answers error CURSOR_MALFORMED; readBatch and acknowledge throw InvalidInputError; changedSince says changed and why', ({
+    makeDb,
+  }) => {
     const { db, cursor } = setup(makeDb);
     for (const [why, token] of Object.entries(badTokens(cursor))) {
       const v = validateCursor(db, token);
@@ -119,9 +123,26 @@ describe('the changes CLI with a bad cursor', () => {
 });
 
 test('no token is made of a cursor that decoding would refuse (so none is remembered decoded either)', () => {
-  const good = { version: 2, sourceId: 's', generation: 1, seq: 5, tables: ['t'], schema: 'f', armed: [1], anchor: { seq: 5, digest: '0123456789abcdef' } };
+  const good = {
+    version: 2,
+    sourceId: 's',
+    generation: 1,
+    seq: 5,
+    tables: ['t'],
+    schema: 'f',
+    armed: [1],
+    anchor: { seq: 5, digest: '0123456789abcdef' },
+  };
   expect(parseCursor(encodeCursor(good))).toStrictEqual(good);
-  for (const bad of [{ seq: -5 }, { seq: 1.5 }, { generation: Number.NaN }, { sourceId: '' }, { seq: 2 ** 60 }, { armed: [] }, { anchor: { seq: 5, digest: 'xyz' } }]) {
+  for (const bad of [
+    { seq: -5 },
+    { seq: 1.5 },
+    { generation: Number.NaN },
+    { sourceId: '' },
+    { seq: 2 ** 60 },
+    { armed: [] },
+    { anchor: { seq: 5, digest: 'xyz' } },
+  ]) {
     expect(() => encodeCursor({ ...good, ...bad }), JSON.stringify(bad)).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED' }));
   }
 });
@@ -138,13 +159,25 @@ test('a cursor token carries every field of the cursor it was made from (parsed 
         tables: fc.array(text, { maxLength: 4 }),
         schema: fc.string({ maxLength: 16 }),
         anchor: fc.option(fc.record({ seq: fc.nat(), digest: fc.stringMatching(/^[0-9a-f]{16}$/) }), { nil: null }),
-        file: fc.record({ dev: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), ino: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String), birth: fc.double({ min: 0, max: 2e12, noNaN: true }).map((b) => b + 0) }), // JSON has no -0
-        ext: fc.dictionary(text.filter((k) => k !== '__proto__'), fc.oneof(fc.nat(), text)),
+        file: fc.record({
+          dev: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String),
+          ino: fc.bigInt({ min: 0n, max: 2n ** 64n }).map(String),
+          birth: fc.double({ min: 0, max: 2e12, noNaN: true }).map((b) => b + 0),
+        }), // JSON has no -0
+        ext: fc.dictionary(
+          text.filter((k) => k !== '__proto__'),
+          fc.oneof(fc.nat(), text),
+        ),
       },
       { requiredKeys: ['version', 'sourceId', 'generation', 'seq', 'tables', 'schema', 'anchor'] },
     )
     .chain((c) => fc.array(fc.nat(), { minLength: c.tables.length, maxLength: c.tables.length }).map((armed) => ({ ...c, armed })))
-    .map((c) => ({ ...c, ...(c.file === undefined ? {} : { file: { ...c.file } }), ...(c.anchor === null ? {} : { anchor: { ...c.anchor } }), ...(c.ext === undefined ? {} : { ext: { ...c.ext } }) })); // plain objects, as sluice makes them
+    .map((c) => ({
+      ...c,
+      ...(c.file === undefined ? {} : { file: { ...c.file } }),
+      ...(c.anchor === null ? {} : { anchor: { ...c.anchor } }),
+      ...(c.ext === undefined ? {} : { ext: { ...c.ext } }),
+    })); // plain objects, as sluice makes them
   fc.assert(
     fc.property(cursorArb, (c) => {
       const token = encodeCursor(c);

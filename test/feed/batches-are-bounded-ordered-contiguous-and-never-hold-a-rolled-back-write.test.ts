@@ -93,7 +93,9 @@ describe('readBatch', () => {
     // Whole transaction rolled back.
     db.exec("BEGIN; INSERT INTO t VALUES (2, 'rolled back'); UPDATE t SET v = 'rolled back' WHERE id = 1; ROLLBACK");
     // A savepoint rolled back inside a committed transaction.
-    db.exec("BEGIN; INSERT INTO t VALUES (3, 'kept'); SAVEPOINT s; INSERT INTO t VALUES (4, 'rolled back'); DELETE FROM t WHERE id = 1; ROLLBACK TO s; RELEASE s; COMMIT");
+    db.exec(
+      "BEGIN; INSERT INTO t VALUES (3, 'kept'); SAVEPOINT s; INSERT INTO t VALUES (4, 'rolled back'); DELETE FROM t WHERE id = 1; ROLLBACK TO s; RELEASE s; COMMIT",
+    );
     // A multi-row statement that fails half way: its first rows and their events are undone.
     expect(() => db.exec("INSERT INTO t VALUES (5, 'rolled back'), (6, 'rolled back'), (3, 'duplicate key')")).toThrow(/UNIQUE/);
     // Another connection holds an open, uncommitted write while we read.
@@ -106,11 +108,20 @@ describe('readBatch', () => {
     const after = readBatch(db, start, { limit: 100 });
     for (const b of [during, after]) {
       for (const e of b.events) {
-        expect(JSON.stringify(e.after ?? e.before, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toMatch(/rolled back|uncommitted|duplicate/);
+        expect(JSON.stringify(e.after ?? e.before, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))).not.toMatch(
+          /rolled back|uncommitted|duplicate/,
+        );
       }
     }
-    expect(during.events.map((e) => [e.op, e.key])).toEqual([['insert', [1n]], ['insert', [3n]]]);
-    expect(after.events.map((e) => [e.op, e.key])).toEqual([['insert', [1n]], ['insert', [3n]], ['insert', [8n]]]);
+    expect(during.events.map((e) => [e.op, e.key])).toEqual([
+      ['insert', [1n]],
+      ['insert', [3n]],
+    ]);
+    expect(after.events.map((e) => [e.op, e.key])).toEqual([
+      ['insert', [1n]],
+      ['insert', [3n]],
+      ['insert', [8n]],
+    ]);
     // The batch read during the open write ended at what was committed then; continuing picks up exactly the rest.
     const rest = readBatch(db, during.to, { limit: 100 });
     expect(rest.events.map((e) => e.key)).toEqual([[8n]]);
@@ -130,7 +141,8 @@ describe('readBatch', () => {
 
   test('rejects a limit that is not a whole number >= 1', ({ makeDb }) => {
     const { db, start } = setup(makeDb);
-    for (const limit of [0, -1, 1.5, Number.NaN]) expect(() => readBatch(db, start, { limit })).toThrow(expect.objectContaining({ code: 'BAD_LIMIT' }));
+    for (const limit of [0, -1, 1.5, Number.NaN])
+      expect(() => readBatch(db, start, { limit })).toThrow(expect.objectContaining({ code: 'BAD_LIMIT' }));
   });
 
   test('the journal start cursor lists every retained event from the first seq', ({ makeDb }) => {

@@ -7,7 +7,8 @@ import { updatesSince } from '../../src/feed/updates-since.ts';
 import { decodeCursor } from '../../src/feed/cursor.ts';
 import { FailClosedError } from '../../src/errors.ts';
 
-const SCHEMA = "CREATE TABLE settings (k TEXT PRIMARY KEY NOT NULL, v); INSERT INTO settings VALUES ('theme', 'dark'); CREATE TABLE t (id INTEGER PRIMARY KEY, v)";
+const SCHEMA =
+  "CREATE TABLE settings (k TEXT PRIMARY KEY NOT NULL, v); INSERT INTO settings VALUES ('theme', 'dark'); CREATE TABLE t (id INTEGER PRIMARY KEY, v)";
 
 describe('a counter-mode table', () => {
   test('can be snapshotted, and changedSince on its cursor is false until a real committed change', ({ makeDb }) => {
@@ -38,7 +39,9 @@ describe('a counter-mode table', () => {
     expect(changedSince(db, cursor, ['t']).changed).toBe(false);
   });
 
-  test('is left out of the default table set and refused by readBatch, updatesSince and journalStartCursor with COUNTER_MODE_TABLE', ({ makeDb }) => {
+  test('is left out of the default table set and refused by readBatch, updatesSince and journalStartCursor with COUNTER_MODE_TABLE', ({
+    makeDb,
+  }) => {
     const { db } = makeDb('c.db', SCHEMA);
     enable(db, ['settings'], { mode: 'counter' });
     enable(db, ['t']);
@@ -68,8 +71,17 @@ describe('a counter-mode table', () => {
       }
       return 'no error';
     };
-    const messages = [message(() => readBatch(db, cursor)), message(() => [...updatesSince(db, 'settings', cursor)]), message(() => [...updatesSince(db, 'settings')]), message(() => journalStartCursor(db, ['settings']))];
-    expect(new Set(messages)).toEqual(new Set(['Table settings is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.']));
+    const messages = [
+      message(() => readBatch(db, cursor)),
+      message(() => [...updatesSince(db, 'settings', cursor)]),
+      message(() => [...updatesSince(db, 'settings')]),
+      message(() => journalStartCursor(db, ['settings'])),
+    ];
+    expect(new Set(messages)).toEqual(
+      new Set([
+        'Table settings is captured in counter mode, which records only that it changed, not which rows. Use changedSince for it (and re-read it whole), or re-enable it with --mode images or keys.',
+      ]),
+    );
     db.close();
   });
 

@@ -74,12 +74,14 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     expect(validateCursor(db, cursorOf(db)).status).toBe('ok');
   });
 
-  test('ALTER TABLE ADD COLUMN by another writer unarms the table (TABLE_UNARMED, SCHEMA_CHANGED), and re-arming it gives SCHEMA_CHANGED to its cursors only', ({ makeDb }) => {
+  test('ALTER TABLE ADD COLUMN by another writer unarms the table (TABLE_UNARMED, SCHEMA_CHANGED), and re-arming it gives SCHEMA_CHANGED to its cursors only', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('a.db', SCHEMA);
     enable(db, ['t', 'other']);
     write(db, 5);
     const cursor = cursorOf(db);
-    runSqliteCli(file, "ALTER TABLE t ADD COLUMN extra INTEGER DEFAULT 7; UPDATE t SET extra = 8 WHERE id = 1;");
+    runSqliteCli(file, 'ALTER TABLE t ADD COLUMN extra INTEGER DEFAULT 7; UPDATE t SET extra = 8 WHERE id = 1;');
     const v = expectRebuild(db, cursor, 'TABLE_UNARMED');
     expect(v.detail).toEqual({ table: 't', reason: 'SCHEMA_CHANGED' });
     expect(v.message).toContain('SCHEMA_CHANGED');
@@ -117,7 +119,10 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     write(db, 5);
     const cursor = cursorOf(db);
     // Same name, same shape, rows copied in without any trigger watching.
-    runSqliteCli(file, "BEGIN; DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'reloaded'); COMMIT;");
+    runSqliteCli(
+      file,
+      "BEGIN; DROP TABLE t; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'reloaded'); COMMIT;",
+    );
     const v = expectRebuild(db, cursor, 'TABLE_UNARMED');
     // Same name and shape, so the fingerprint matches: what gives it away is that its triggers went with the old table.
     expect(v.detail).toEqual({ table: 't', reason: 'TRIGGER_MISSING' });

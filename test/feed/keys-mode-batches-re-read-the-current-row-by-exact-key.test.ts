@@ -16,7 +16,11 @@ function setup(makeDb: (name?: string, schema?: string) => { db: Db; file: strin
 
 describe('keys mode', () => {
   test('each event carries the key only, and after is the row as it is now (null once deleted)', ({ makeDb }) => {
-    const { db, model, cursor } = setup(makeDb, "CREATE TABLE t (id INTEGER PRIMARY KEY, v, b BLOB); INSERT INTO t VALUES (1, 'one', X'01'), (2, 'two', NULL)", 't');
+    const { db, model, cursor } = setup(
+      makeDb,
+      "CREATE TABLE t (id INTEGER PRIMARY KEY, v, b BLOB); INSERT INTO t VALUES (1, 'one', X'01'), (2, 'two', NULL)",
+      't',
+    );
     db.exec(`
       INSERT INTO t VALUES (3, 'three', X'');
       UPDATE t SET v = 'THREE' WHERE id = 3;
@@ -27,7 +31,14 @@ describe('keys mode', () => {
       UPDATE t SET id = 10 WHERE id = 1;
     `);
     const b = readBatch(db, cursor);
-    const summary = b.events.map((e) => ({ op: e.op, image: e.image, key: e.key, before: e.before, after: e.after, ...(e.op === 'update' ? { beforeKey: e.beforeKey } : {}) }));
+    const summary = b.events.map((e) => ({
+      op: e.op,
+      image: e.image,
+      key: e.key,
+      before: e.before,
+      after: e.after,
+      ...(e.op === 'update' ? { beforeKey: e.beforeKey } : {}),
+    }));
     expect(summary).toEqual([
       // The insert of 3 already shows the later update: rows are re-read in the batch's read transaction.
       { op: 'insert', image: 'key', key: [3n], before: null, after: { id: 3n, v: 'THREE', b: Buffer.alloc(0) } },
@@ -37,7 +48,14 @@ describe('keys mode', () => {
       // Row 1 moved to key 10: re-reading key 1 finds nothing.
       { op: 'update', image: 'key', key: [1n], beforeKey: [1n], before: null, after: null },
       { op: 'delete', image: 'key', key: [2n], before: null, after: null },
-      { op: 'update', image: 'key', key: [10n], beforeKey: [1n], before: null, after: { id: 10n, v: 9223372036854775807n, b: Buffer.from([1]) } },
+      {
+        op: 'update',
+        image: 'key',
+        key: [10n],
+        beforeKey: [1n],
+        before: null,
+        after: { id: 10n, v: 9223372036854775807n, b: Buffer.from([1]) },
+      },
     ]);
     for (const e of b.events) model.apply(e);
     expect(model.diff(db)).toEqual([]);
@@ -60,7 +78,11 @@ describe('keys mode', () => {
   });
 
   test('re-reading an old key never finds a different row through the column collation or numeric equality', ({ makeDb }) => {
-    const { db, model, cursor } = setup(makeDb, "CREATE TABLE t (k TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, v); INSERT INTO t VALUES ('abc', 1)", 't');
+    const { db, model, cursor } = setup(
+      makeDb,
+      "CREATE TABLE t (k TEXT COLLATE NOCASE PRIMARY KEY NOT NULL, v); INSERT INTO t VALUES ('abc', 1)",
+      't',
+    );
     // 'abc' -> 'ABC' is a real key change: key 'abc' no longer exists.
     db.exec("UPDATE t SET k = 'ABC' WHERE k = 'abc'");
     const b = readBatch(db, cursor);

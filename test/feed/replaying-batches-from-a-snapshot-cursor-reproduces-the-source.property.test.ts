@@ -33,9 +33,27 @@ const SCHEMA = `
 `;
 
 const VALUES: readonly SqlValue[] = [
-  null, 0n, 1n, -1n, 9223372036854775807n, -9223372036854775808n, 1.0, 0.5, -2.5, 1e300, 5e-324,
-  '', 'a', 'A', 'é', '\u2603 snow', new RawText(new Uint8Array([0xff])), new RawText(new Uint8Array([0x61, 0xff, 0xfe])),
-  new Uint8Array(0), new Uint8Array([0x61]), new Uint8Array([0, 1, 2]),
+  null,
+  0n,
+  1n,
+  -1n,
+  9223372036854775807n,
+  -9223372036854775808n,
+  1.0,
+  0.5,
+  -2.5,
+  1e300,
+  5e-324,
+  '',
+  'a',
+  'A',
+  'é',
+  '\u2603 snow',
+  new RawText(new Uint8Array([0xff])),
+  new RawText(new Uint8Array([0x61, 0xff, 0xfe])),
+  new Uint8Array(0),
+  new Uint8Array([0x61]),
+  new Uint8Array([0, 1, 2]),
 ];
 // p's key columns are untyped: 1 and 1.0 collide in the unique index, 'a' and X'61' do not. NULL is refused by the key guard.
 const P_A: readonly SqlValue[] = [1n, 1.0, 2n, 'a', 'A', new Uint8Array([0x61]), new RawText(new Uint8Array([0xc3, 0x28])), null];
@@ -92,7 +110,14 @@ const command: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.constant({ kind: 'savepoint' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'rollbackTo' as const }) },
   { weight: 1, arbitrary: fc.constant({ kind: 'prune' as const }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('consume' as const), limit: fc.integer({ min: 1, max: 300 }), batches: fc.integer({ min: 1, max: 4 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('consume' as const),
+      limit: fc.integer({ min: 1, max: 300 }),
+      batches: fc.integer({ min: 1, max: 4 }),
+    }),
+  },
 );
 
 /** Runs a write; a constraint failure (duplicate or NULL key) undoes just that statement, as in any app. */
@@ -117,7 +142,11 @@ class Writer {
     const qRow = 'k = (SELECT k FROM q ORDER BY k LIMIT 1 OFFSET ? % max(1, (SELECT count(*) FROM q)))';
     switch (c.kind) {
       case 'insP':
-        return tryWrite(db, `INSERT INTO p (a, b, v, w) VALUES (${ph(c.key[0])}, ${ph(c.key[1])}, ${ph(c.v)}, ${ph(c.w)})`, [...c.key, c.v, c.w]);
+        return tryWrite(db, `INSERT INTO p (a, b, v, w) VALUES (${ph(c.key[0])}, ${ph(c.key[1])}, ${ph(c.v)}, ${ph(c.w)})`, [
+          ...c.key,
+          c.v,
+          c.w,
+        ]);
       case 'insQ':
         return tryWrite(db, `INSERT INTO q (k, v) VALUES (${ph(c.k)}, ${ph(c.v)})`, [c.k, c.v]);
       case 'updP':
@@ -149,7 +178,9 @@ class Writer {
         );
       case 'recase':
         // 'abc' -> 'ABC' in a NOCASE key: equal to the collation, a real key change to sluice.
-        return tryWrite(db, `UPDATE q SET k = CASE WHEN k = upper(k) COLLATE BINARY THEN lower(k) ELSE upper(k) END WHERE ${qRow}`, [BigInt(c.pick)]);
+        return tryWrite(db, `UPDATE q SET k = CASE WHEN k = upper(k) COLLATE BINARY THEN lower(k) ELSE upper(k) END WHERE ${qRow}`, [
+          BigInt(c.pick),
+        ]);
       case 'bulk':
         // Many events in one statement: upserts of a numbered range, enough to cross prune points.
         return tryWrite(
@@ -243,40 +274,47 @@ class Consumer {
   }
 }
 
-test('for random interleavings of writes, rollbacks and prunes, replaying batches from a snapshot cursor reproduces the source', ({ tmp }) => {
+test('for random interleavings of writes, rollbacks and prunes, replaying batches from a snapshot cursor reproduces the source', ({
+  tmp,
+}) => {
   let run = 0;
   let totalEvents = 0;
   let totalRebuilds = 0;
   fc.assert(
-    fc.property(fc.array(command, { maxLength: 15 }), fc.array(command, { minLength: 5, maxLength: 60 }), fc.boolean(), (before, commands, keysMode) => {
-      const file = path.join(tmp, `prop${run++}.db`);
-      const w = openDatabase(file, { create: true });
-      const r = openDatabase(file, { readonly: true });
-      try {
-        w.exec(SCHEMA);
-        enable(w, ['p'], { retention: 1024 });
-        enable(w, ['q'], { mode: keysMode ? 'keys' : 'images' });
-        const writer = new Writer(w);
-        // History before the consumer exists: the snapshot must absorb it.
-        for (const c of before) writer.run(c);
-        writer.finish();
-        const consumer = new Consumer(r);
-        for (const c of commands) {
-          if (c.kind === 'consume') consumer.consume(c.limit, c.batches);
-          else if (c.kind === 'resnapshot') consumer.resnapshot();
-          else writer.run(c);
+    fc.property(
+      fc.array(command, { maxLength: 15 }),
+      fc.array(command, { minLength: 5, maxLength: 60 }),
+      fc.boolean(),
+      (before, commands, keysMode) => {
+        const file = path.join(tmp, `prop${run++}.db`);
+        const w = openDatabase(file, { create: true });
+        const r = openDatabase(file, { readonly: true });
+        try {
+          w.exec(SCHEMA);
+          enable(w, ['p'], { retention: 1024 });
+          enable(w, ['q'], { mode: keysMode ? 'keys' : 'images' });
+          const writer = new Writer(w);
+          // History before the consumer exists: the snapshot must absorb it.
+          for (const c of before) writer.run(c);
+          writer.finish();
+          const consumer = new Consumer(r);
+          for (const c of commands) {
+            if (c.kind === 'consume') consumer.consume(c.limit, c.batches);
+            else if (c.kind === 'resnapshot') consumer.resnapshot();
+            else writer.run(c);
+          }
+          writer.finish();
+          consumer.consume(97, Number.MAX_SAFE_INTEGER);
+          expect(consumer.model.diff(r)).toEqual([]);
+          expect(changedSince(r, consumer.cursor).changed).toBe(false);
+          totalEvents += consumer.events;
+          totalRebuilds += consumer.rebuilds;
+        } finally {
+          r.close();
+          w.close();
         }
-        writer.finish();
-        consumer.consume(97, Number.MAX_SAFE_INTEGER);
-        expect(consumer.model.diff(r)).toEqual([]);
-        expect(changedSince(r, consumer.cursor).changed).toBe(false);
-        totalEvents += consumer.events;
-        totalRebuilds += consumer.rebuilds;
-      } finally {
-        r.close();
-        w.close();
-      }
-    }),
+      },
+    ),
     { numRuns: 40 },
   );
   // The runs really replayed events (a vacuous pass would not).

@@ -63,14 +63,21 @@ while time.time() < deadline and not os.path.exists(stop):
 print('done', commits, flush=True)
 `;
 
-test('snapshot rows plus events replayed from its cursor equal the source while another process keeps committing', async ({ makeDb, tmp }) => {
-  const { db, file } = makeDb('src.db', `
+test('snapshot rows plus events replayed from its cursor equal the source while another process keeps committing', async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb(
+    'src.db',
+    `
     CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER, r REAL, b BLOB, u);
     CREATE TABLE pairs (a TEXT NOT NULL, b INTEGER NOT NULL, v, PRIMARY KEY (a, b)) WITHOUT ROWID;
-  `);
+  `,
+  );
   const ins = db.prepare('INSERT INTO items (id, name, n, r, b, u) VALUES (?, ?, ?, ?, ?, ?)');
   db.transaction(() => {
-    for (let i = 1; i <= 30_000; i += 2) ins.run(i, `row-${i}`, BigInt(i) * 1_000_003n, i / 7, Buffer.from([i & 255, (i >> 8) & 255]), i % 3 === 0 ? `${i}` : i);
+    for (let i = 1; i <= 30_000; i += 2)
+      ins.run(i, `row-${i}`, BigInt(i) * 1_000_003n, i / 7, Buffer.from([i & 255, (i >> 8) & 255]), i % 3 === 0 ? `${i}` : i);
     // Malformed UTF-8 TEXT, in a value and in a WITHOUT ROWID key, must survive the snapshot as bytes.
     const pair = db.prepare('INSERT INTO pairs (a, b, v) VALUES (CAST(? AS TEXT), ?, CAST(? AS TEXT))');
     for (let i = 0; i < 50; i++) pair.run(Buffer.from([0xc3, 0x28, i]), i % 6, Buffer.from([0xff, i]));
@@ -87,8 +94,14 @@ test('snapshot rows plus events replayed from its cursor equal the source while 
   const exited = new Promise<number | null>((resolve) => writer.on('exit', (code) => resolve(code)));
   await new Promise<void>((resolve, reject) => {
     const poll = setInterval(() => {
-      if (out.includes('ready')) { clearInterval(poll); resolve(); }
-      if (writer.exitCode !== null) { clearInterval(poll); reject(new Error(`writer died: ${err}`)); }
+      if (out.includes('ready')) {
+        clearInterval(poll);
+        resolve();
+      }
+      if (writer.exitCode !== null) {
+        clearInterval(poll);
+        reject(new Error(`writer died: ${err}`));
+      }
     }, 5);
   });
 

@@ -19,7 +19,10 @@ function parseOutput(stdout: string): { events: EventLine[]; cursor: string } {
 }
 
 function seedSource(makeDb: (name?: string, schema?: string) => { file: string; db: ReturnType<typeof openDatabase> }) {
-  const { db, file } = makeDb('src.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v, b BLOB); CREATE TABLE u (k TEXT PRIMARY KEY NOT NULL, w)');
+  const { db, file } = makeDb(
+    'src.db',
+    'CREATE TABLE t (id INTEGER PRIMARY KEY, v, b BLOB); CREATE TABLE u (k TEXT PRIMARY KEY NOT NULL, w)',
+  );
   enable(db, ['t', 'u']);
   const ins = db.prepare('INSERT INTO t (id, v, b) VALUES (?, ?, ?)');
   ins.run(1, 9223372036854775807n, Buffer.alloc(0));
@@ -85,7 +88,8 @@ describe('sluice changes', () => {
         const want = e[image];
         expect(got === null, `${e.seq} ${image}`).toBe(want === null);
         if (got === null || want === null) continue;
-        for (const [col, v] of Object.entries(want)) expect(canon(fromJsonValue(got[col])), `${e.seq} ${image}.${col}`).toBe(canon(v as SqlValue));
+        for (const [col, v] of Object.entries(want))
+          expect(canon(fromJsonValue(got[col])), `${e.seq} ${image}.${col}`).toBe(canon(v as SqlValue));
       }
     }
     // Caught up: the last page has only the cursor line, at the same position as the page before.

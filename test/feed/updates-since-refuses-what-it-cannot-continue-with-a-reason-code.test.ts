@@ -20,7 +20,11 @@ function cursorOf(db: Db): string {
 
 /** Every current row of dogs, as updatesSince reports a present row. */
 function rowsOf(db: Db): { pks: bigint[]; row: { id: bigint; name: string }; deleted: false }[] {
-  return (db.prepare('SELECT id, name FROM dogs ORDER BY id').all() as { id: bigint; name: string }[]).map((r) => ({ pks: [r.id], row: { id: r.id, name: r.name }, deleted: false }));
+  return (db.prepare('SELECT id, name FROM dogs ORDER BY id').all() as { id: bigint; name: string }[]).map((r) => ({
+    pks: [r.id],
+    row: { id: r.id, name: r.name },
+    deleted: false,
+  }));
 }
 
 const brief = (c: RowChange) => ({ pks: c.pks, row: c.row, deleted: c.deleted });
@@ -45,11 +49,15 @@ function expectRefused(db: Db, cursor: string, reason: string): FailClosedError 
 /** A bare seq names no source, generation or schema: it is refused, never answered. */
 function expectBareSeqRefused(db: Db, seq: number): void {
   expect(() => [...updatesSince(db, 'dogs', seq as never)]).toThrow(InvalidInputError);
-  expect(() => [...updatesSince(db, 'dogs', seq as never)]).toThrow(expect.objectContaining({ code: 'CURSOR_REQUIRED', message: expect.stringContaining('cursor') }));
+  expect(() => [...updatesSince(db, 'dogs', seq as never)]).toThrow(
+    expect.objectContaining({ code: 'CURSOR_REQUIRED', message: expect.stringContaining('cursor') }),
+  );
 }
 
 describe('updatesSince validates its cursor like every reader', () => {
-  test('after disable and enable (a new source, seq restarted) it refuses with SOURCE_CHANGED, and a full read sees the new writes', ({ makeDb }) => {
+  test('after disable and enable (a new source, seq restarted) it refuses with SOURCE_CHANGED, and a full read sees the new writes', ({
+    makeDb,
+  }) => {
     const { db } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
     db.exec("UPDATE dogs SET name = 'Cleo2' WHERE id = 1; INSERT INTO dogs VALUES (3, 'Fido')");
@@ -64,7 +72,10 @@ describe('updatesSince validates its cursor like every reader', () => {
     expect([...updatesSince(db, 'dogs')].map(brief)).toEqual(rowsOf(db));
   });
 
-  test('after an in-place restore of an older copy and fewer new writes than were lost, it refuses with SEQ_REGRESSED', ({ makeDb, tmp }) => {
+  test('after an in-place restore of an older copy and fewer new writes than were lost, it refuses with SEQ_REGRESSED', ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
     db.exec("INSERT INTO dogs VALUES (3, 'Fido')");
@@ -84,7 +95,10 @@ describe('updatesSince validates its cursor like every reader', () => {
 
   // Same source, generation and inode, and a high-water mark past the
   // cursor: only the cursor's anchor (the event at its seq) tells.
-  test('after an in-place restore of an older copy and more new writes than were lost, it refuses with HISTORY_DIVERGED', ({ makeDb, tmp }) => {
+  test('after an in-place restore of an older copy and more new writes than were lost, it refuses with HISTORY_DIVERGED', ({
+    makeDb,
+    tmp,
+  }) => {
     const { db, file } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
     const copy = takeCopy(db, file, tmp);
@@ -101,7 +115,9 @@ describe('updatesSince validates its cursor like every reader', () => {
     }
   });
 
-  test('writes made while a trigger was dropped: TABLE_UNARMED while unarmed, TABLE_REARMED once re-armed, and a full read sees them', ({ makeDb }) => {
+  test('writes made while a trigger was dropped: TABLE_UNARMED while unarmed, TABLE_REARMED once re-armed, and a full read sees them', ({
+    makeDb,
+  }) => {
     const { db, file } = makeDb('u.db', SCHEMA);
     enable(db, ['dogs']);
     db.exec("UPDATE dogs SET name = 'Cleo2' WHERE id = 1");
@@ -133,7 +149,9 @@ describe.each([
     return { db, cursor, seq };
   }
 
-  test('a cursor from before it is refused with SCHEMA_CHANGED (the capture mode is part of what it binds), and the full read is exact (no lost key, no NULL key deleted)', ({ makeDb }) => {
+  test('a cursor from before it is refused with SCHEMA_CHANGED (the capture mode is part of what it binds), and the full read is exact (no lost key, no NULL key deleted)', ({
+    makeDb,
+  }) => {
     const { db, cursor, seq } = setup(makeDb);
     expectRefused(db, cursor, 'SCHEMA_CHANGED');
     expectBareSeqRefused(db, seq);
@@ -141,10 +159,14 @@ describe.each([
     expect(full.map(brief)).toEqual(rowsOf(db));
     // Continuing from the full read's last cursor sees the next change, decoded in the new layout.
     db.exec("UPDATE dogs SET name = 'Cleo3' WHERE id = 1");
-    expect([...updatesSince(db, 'dogs', full.at(-1)?.cursor)].map(brief)).toEqual([{ pks: [1n], row: { id: 1n, name: 'Cleo3' }, deleted: false }]);
+    expect([...updatesSince(db, 'dogs', full.at(-1)?.cursor)].map(brief)).toEqual([
+      { pks: [1n], row: { id: 1n, name: 'Cleo3' }, deleted: false },
+    ]);
   });
 
-  test('the cursor binds the mode: a cursor from the old mode with the generation forged current is refused with SCHEMA_CHANGED', ({ makeDb }) => {
+  test('the cursor binds the mode: a cursor from the old mode with the generation forged current is refused with SCHEMA_CHANGED', ({
+    makeDb,
+  }) => {
     const { db, cursor } = setup(makeDb);
     const forged = encodeCursor({ ...decodeCursor(cursor), generation: status(db).generation });
     expectRefused(db, forged, 'SCHEMA_CHANGED');

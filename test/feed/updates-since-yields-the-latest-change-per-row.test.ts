@@ -12,7 +12,10 @@ import { FailClosedError } from '../../src/errors.ts';
 import { canonKey } from './support/replay.ts';
 
 function setup(makeDb: (name?: string, schema?: string) => { db: Db; file: string }, mode: 'images' | 'keys' = 'images') {
-  const { db } = makeDb('u.db', "CREATE TABLE dogs (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO dogs VALUES (1, 'Cleo', 5), (2, 'Pancakes', 4), (3, 'Fido', 9)");
+  const { db } = makeDb(
+    'u.db',
+    "CREATE TABLE dogs (id INTEGER PRIMARY KEY, name TEXT, age INTEGER); INSERT INTO dogs VALUES (1, 'Cleo', 5), (2, 'Pancakes', 4), (3, 'Fido', 9)",
+  );
   enable(db, ['dogs'], { mode });
   return db;
 }
@@ -76,7 +79,12 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     expect(new Set(keys).size).toBe(keys.length);
     // Exactly the rows that exist now are present; every other touched key is deleted.
     const present = (db.prepare('SELECT id FROM dogs WHERE id >= 10').pluck().all() as bigint[]).map((id) => canonKey([id])).sort();
-    expect(all.filter((c) => !c.deleted).map((c) => canonKey(c.pks)).sort()).toEqual(present);
+    expect(
+      all
+        .filter((c) => !c.deleted)
+        .map((c) => canonKey(c.pks))
+        .sort(),
+    ).toEqual(present);
     expect(all.filter((c) => c.deleted).every((c) => c.row === null)).toBe(true);
     for (const batchSize of [1, 2, 3, 7, 64]) {
       const paged = [...updatesSince(db, 'dogs', since, { batchSize })];
@@ -99,7 +107,9 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     expect([...updatesSince(db, 'dogs', full[2]?.cursor)]).toEqual([]);
   });
 
-  test('a full read in pages misses nothing written between its pages: later changes follow it, and the end state is the table', ({ makeDb }) => {
+  test('a full read in pages misses nothing written between its pages: later changes follow it, and the end state is the table', ({
+    makeDb,
+  }) => {
     const db = setup(makeDb, mode);
     const seen = new Map<string, RowChange>();
     const it = updatesSince(db, 'dogs', undefined, { batchSize: 1 });
@@ -108,7 +118,10 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     // Between pages: change a row already read, delete one not yet read, add one.
     db.exec("UPDATE dogs SET name = 'Cleo2' WHERE id = 1; DELETE FROM dogs WHERE id = 3; INSERT INTO dogs VALUES (0, 'Zero', 1)");
     for (let r = it.next(); r.done !== true; r = it.next()) seen.set(canonKey(r.value.pks), r.value);
-    const present = [...seen.values()].filter((c) => !c.deleted).map((c) => c.row).sort((a, b) => Number(a?.id) - Number(b?.id));
+    const present = [...seen.values()]
+      .filter((c) => !c.deleted)
+      .map((c) => c.row)
+      .sort((a, b) => Number(a?.id) - Number(b?.id));
     expect(present).toEqual(db.prepare('SELECT * FROM dogs ORDER BY id').all());
     expect(seen.get(canonKey([3n]))?.deleted).toBe(true);
   });
@@ -150,18 +163,34 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     expect(() => [...updatesSince(db, 'dogs', cats)]).toThrow(expect.objectContaining({ code: 'TABLE_NOT_IN_CURSOR' }));
   });
 
-  test('stopping after any change and continuing from its cursor, even between the two keys of a key change, ends at the source', ({ makeDb }) => {
+  test('stopping after any change and continuing from its cursor, even between the two keys of a key change, ends at the source', ({
+    makeDb,
+  }) => {
     const db = setup(makeDb, mode);
     const since = cursorOf(db);
-    db.exec("UPDATE dogs SET id = 20 WHERE id = 2; UPDATE dogs SET age = 1 WHERE id = 1; UPDATE dogs SET id = 30 WHERE id = 3; DELETE FROM dogs WHERE id = 1");
+    db.exec(
+      'UPDATE dogs SET id = 20 WHERE id = 2; UPDATE dogs SET age = 1 WHERE id = 1; UPDATE dogs SET id = 30 WHERE id = 3; DELETE FROM dogs WHERE id = 1',
+    );
     const all = [...updatesSince(db, 'dogs', since, { batchSize: 1 })];
     for (let stop = 0; stop < all.length; stop++) {
       const seen = new Map<string, RowChange>();
       for (const c of all.slice(0, stop + 1)) seen.set(canonKey(c.pks), c);
       for (const c of updatesSince(db, 'dogs', all[stop]?.cursor, { batchSize: 1 })) seen.set(canonKey(c.pks), c);
-      const present = [...seen.values()].filter((c) => !c.deleted).map((c) => c.row).sort((a, b) => Number(a?.id) - Number(b?.id));
-      expect(present, `stopped after change ${stop}`).toEqual([{ id: 20n, name: 'Pancakes', age: 4n }, { id: 30n, name: 'Fido', age: 9n }]);
-      expect([...seen.values()].filter((c) => c.deleted).map((c) => c.pks[0]).sort(), `stopped after change ${stop}`).toEqual([1n, 2n, 3n]);
+      const present = [...seen.values()]
+        .filter((c) => !c.deleted)
+        .map((c) => c.row)
+        .sort((a, b) => Number(a?.id) - Number(b?.id));
+      expect(present, `stopped after change ${stop}`).toEqual([
+        { id: 20n, name: 'Pancakes', age: 4n },
+        { id: 30n, name: 'Fido', age: 9n },
+      ]);
+      expect(
+        [...seen.values()]
+          .filter((c) => c.deleted)
+          .map((c) => c.pks[0])
+          .sort(),
+        `stopped after change ${stop}`,
+      ).toEqual([1n, 2n, 3n]);
     }
   });
 
@@ -177,7 +206,9 @@ describe.each(['images', 'keys'] as const)('updatesSince (%s mode)', (mode) => {
     const start = journalStartCursor(db, ['dogs']);
     const below = encodeCursor({ ...decodeCursor(start), seq: pruned - 1 });
     expect(() => [...updatesSince(db, 'dogs', below)]).toThrow(FailClosedError);
-    expect(() => [...updatesSince(db, 'dogs', below)]).toThrow(expect.objectContaining({ code: 'CURSOR_PRUNED', detail: { rebuild: 'CURSOR_PRUNED' } }));
+    expect(() => [...updatesSince(db, 'dogs', below)]).toThrow(
+      expect.objectContaining({ code: 'CURSOR_PRUNED', detail: { rebuild: 'CURSOR_PRUNED' } }),
+    );
     expect([...updatesSince(db, 'dogs', start)].length).toBe(50);
     expect(() => [...updatesSince(db, 'dogs', -1 as never)]).toThrow(expect.objectContaining({ code: 'CURSOR_REQUIRED' }));
   });

@@ -15,7 +15,10 @@ async function lint(file: string, code: string): Promise<string[]> {
 
 describe('layer boundaries', () => {
   test('projection/ importing apply/ fails, naming both layers and the order', async () => {
-    const errors = await lint('src/projection/upward.ts', "import { readProjections } from '../apply/target-meta.ts';\nexport const f = readProjections;\n");
+    const errors = await lint(
+      'src/projection/upward.ts',
+      "import { readProjections } from '../apply/target-meta.ts';\nexport const f = readProjections;\n",
+    );
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain('projection/ may not import apply/');
     expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < cli');
@@ -46,21 +49,44 @@ describe('layer boundaries', () => {
   });
 
   test('cli/ imports the library only through the barrel, type-only imports, errors.ts and reasons.ts included', async () => {
-    for (const code of ["import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n", "import { SluiceError } from '../errors.ts';\nexport const E = SluiceError;\n", "import { REASONS } from '../reasons.ts';\nexport const R = REASONS;\n"]) {
-      expect(await lint('src/cli/direct.ts', code), code).toEqual([expect.stringContaining('cli/ imports the library only through src/index.ts')]);
+    for (const code of [
+      "import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n",
+      "import { SluiceError } from '../errors.ts';\nexport const E = SluiceError;\n",
+      "import { REASONS } from '../reasons.ts';\nexport const R = REASONS;\n",
+    ]) {
+      expect(await lint('src/cli/direct.ts', code), code).toEqual([
+        expect.stringContaining('cli/ imports the library only through src/index.ts'),
+      ]);
     }
-    expect(await lint('src/cli/barrel.ts', "import { SluiceError, type Db } from '../index.ts';\nimport { packageRoot } from './package-root.ts';\nexport const all = [SluiceError, packageRoot];\nexport type D = Db;\n")).toEqual([]);
+    expect(
+      await lint(
+        'src/cli/barrel.ts',
+        "import { SluiceError, type Db } from '../index.ts';\nimport { packageRoot } from './package-root.ts';\nexport const all = [SluiceError, packageRoot];\nexport type D = Db;\n",
+      ),
+    ).toEqual([]);
   });
 
   test('only cli/ imports the barrel, and the barrel exports no cli/ code', async () => {
-    expect(await lint('src/capture/barrel.ts', "import { openDatabase } from '../index.ts';\nexport const f = openDatabase;\n")).toEqual([expect.stringContaining('Only src/cli/ imports the barrel')]);
-    expect(await lint('src/feed/barrel.ts', "import { openDatabase } from 'sluice';\nexport const f = openDatabase;\n")).toEqual([expect.stringContaining('Only src/cli/ imports the barrel')]);
-    expect(await lint('src/index.ts', "export { main } from './cli/main.ts';\n")).toEqual([expect.stringContaining('exports no cli/ code')]);
+    expect(await lint('src/capture/barrel.ts', "import { openDatabase } from '../index.ts';\nexport const f = openDatabase;\n")).toEqual([
+      expect.stringContaining('Only src/cli/ imports the barrel'),
+    ]);
+    expect(await lint('src/feed/barrel.ts', "import { openDatabase } from 'sluice';\nexport const f = openDatabase;\n")).toEqual([
+      expect.stringContaining('Only src/cli/ imports the barrel'),
+    ]);
+    expect(await lint('src/index.ts', "export { main } from './cli/main.ts';\n")).toEqual([
+      expect.stringContaining('exports no cli/ code'),
+    ]);
   });
 
   test('product code does not import fixtures/, and errors.ts and reasons.ts import no layer', async () => {
-    expect(await lint('src/cli/fixture.ts', "import { buildTracker } from '../../fixtures/tracker.ts';\nexport const f = buildTracker;\n")).toEqual([expect.stringContaining('does not import fixtures/')]);
-    expect(await lint('src/errors.ts', "import type { Db } from './sqlite/connection.ts';\nexport type D = Db;\n")).toEqual([expect.stringContaining('import none of them')]);
-    expect(await lint('src/reasons.ts', "import type { ProjectionRecord } from './apply/target-meta.ts';\nexport type P = ProjectionRecord;\n")).toEqual([expect.stringContaining('import none of them')]);
+    expect(
+      await lint('src/cli/fixture.ts', "import { buildTracker } from '../../fixtures/tracker.ts';\nexport const f = buildTracker;\n"),
+    ).toEqual([expect.stringContaining('does not import fixtures/')]);
+    expect(await lint('src/errors.ts', "import type { Db } from './sqlite/connection.ts';\nexport type D = Db;\n")).toEqual([
+      expect.stringContaining('import none of them'),
+    ]);
+    expect(
+      await lint('src/reasons.ts', "import type { ProjectionRecord } from './apply/target-meta.ts';\nexport type P = ProjectionRecord;\n"),
+    ).toEqual([expect.stringContaining('import none of them')]);
   });
 });

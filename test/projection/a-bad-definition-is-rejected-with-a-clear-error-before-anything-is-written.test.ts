@@ -21,37 +21,172 @@ interface BadCase {
 
 const CASES: readonly BadCase[] = [
   // zod: the shape of the definition.
-  { what: 'an unknown kind', defs: [{ name: 'x', source: 'items', kind: 'mirrorr' }], code: 'BAD_DEFINITION', message: /projection x .*kind: .*'mirror' \| 'map' \| 'fts5' \| 'custom'/ },
+  {
+    what: 'an unknown kind',
+    defs: [{ name: 'x', source: 'items', kind: 'mirrorr' }],
+    code: 'BAD_DEFINITION',
+    message: /projection x .*kind: .*'mirror' \| 'map' \| 'fts5' \| 'custom'/,
+  },
   { what: 'a missing source', defs: [{ name: 'x', kind: 'mirror' }], code: 'BAD_DEFINITION', message: /source: .*expected string/ },
   { what: 'a map without columns', defs: [{ name: 'x', source: 'items', kind: 'map' }], code: 'BAD_DEFINITION', message: /columns: / },
-  { what: 'an fts5 with no columns', defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: [] }], code: 'BAD_DEFINITION', message: /columns: Too small/ },
-  { what: 'a misspelt field', defs: [{ name: 'x', source: 'items', kind: 'map', colums: { id: 'id' } }], code: 'BAD_DEFINITION', message: /Unrecognized key: "colums"/ },
-  { what: 'a name that is not an identifier', defs: [{ name: 'open issues', source: 'items', kind: 'mirror' }], code: 'BAD_DEFINITION', message: /name: use letters, digits/ },
-  { what: 'a name with SQL in it', defs: [{ name: 'x";DROP TABLE items;--', source: 'items', kind: 'mirror' }], code: 'BAD_DEFINITION', message: /name: / },
-  { what: 'a reserved target name', defs: [{ name: 'x', source: 'items', kind: 'mirror', target: '_sluice_projections' }], code: 'BAD_DEFINITION', message: /target: .*reserved/ },
-  { what: 'a column type with SQL in it', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', q: { expr: 'qty', type: 'INT; DROP TABLE items' } } }], code: 'BAD_DEFINITION', message: /columns\.q\.type/ },
-  { what: 'a custom projection without a handler', defs: [{ name: 'x', source: 'items', kind: 'custom' }], code: 'BAD_DEFINITION', message: /needs "module"/ },
+  {
+    what: 'an fts5 with no columns',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: [] }],
+    code: 'BAD_DEFINITION',
+    message: /columns: Too small/,
+  },
+  {
+    what: 'a misspelt field',
+    defs: [{ name: 'x', source: 'items', kind: 'map', colums: { id: 'id' } }],
+    code: 'BAD_DEFINITION',
+    message: /Unrecognized key: "colums"/,
+  },
+  {
+    what: 'a name that is not an identifier',
+    defs: [{ name: 'open issues', source: 'items', kind: 'mirror' }],
+    code: 'BAD_DEFINITION',
+    message: /name: use letters, digits/,
+  },
+  {
+    what: 'a name with SQL in it',
+    defs: [{ name: 'x";DROP TABLE items;--', source: 'items', kind: 'mirror' }],
+    code: 'BAD_DEFINITION',
+    message: /name: /,
+  },
+  {
+    what: 'a reserved target name',
+    defs: [{ name: 'x', source: 'items', kind: 'mirror', target: '_sluice_projections' }],
+    code: 'BAD_DEFINITION',
+    message: /target: .*reserved/,
+  },
+  {
+    what: 'a column type with SQL in it',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', q: { expr: 'qty', type: 'INT; DROP TABLE items' } } }],
+    code: 'BAD_DEFINITION',
+    message: /columns\.q\.type/,
+  },
+  {
+    what: 'a custom projection without a handler',
+    defs: [{ name: 'x', source: 'items', kind: 'custom' }],
+    code: 'BAD_DEFINITION',
+    message: /needs "module"/,
+  },
   // Validation against the source.
-  { what: 'an unknown source table', defs: [{ name: 'x', source: 'nope', kind: 'mirror' }], code: 'UNKNOWN_SOURCE_TABLE', message: /source table nope does not exist/ },
-  { what: 'an unknown column in a map', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'nmae' } }], code: 'UNKNOWN_COLUMN', message: /items has no column nmae \(it has id, name, qty, price, data\)/ },
-  { what: 'an unknown column in an fts5', defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['title'] }], code: 'UNKNOWN_COLUMN', message: /no column title/ },
-  { what: 'an fts5 column named like its own index', defs: [{ name: 'name', source: 'items', kind: 'fts5', columns: ['name'] }], code: 'RESERVED_COLUMN', message: /cannot have a column named name .*command column/ },
-  { what: 'an unknown column in an expression', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', y: { expr: 'cost * 2' } } }], code: 'BAD_EXPRESSION', message: /column y .*no such column: cost/ },
-  { what: 'a map without the key column', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { name: 'name', qty: 'qty' } }], code: 'MISSING_KEY', message: /must include the source key column id of items/ },
-  { what: 'a key column only as an expression', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: { expr: 'id + 0' } } }], code: 'MISSING_KEY', message: /key column id/ },
-  { what: 'random()', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', r: { expr: 'random()' } } }], code: 'BAD_EXPRESSION', message: /column r \(random\(\)\).*non-deterministic/ },
-  { what: "date('now')", defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: "date('now')" } } }], code: 'BAD_EXPRESSION', message: /non-deterministic use of date\(\)/ },
-  { what: 'current_timestamp', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: 'current_timestamp' } } }], code: 'BAD_EXPRESSION', message: /non-deterministic/ },
-  { what: 'a non-deterministic filter', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: 'random() % 2 = 0' }], code: 'BAD_EXPRESSION', message: /filter .*non-deterministic/ },
-  { what: 'a subquery', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '(SELECT count(*) FROM tags)' } } }], code: 'BAD_EXPRESSION', message: /subqueries prohibited/ },
-  { what: 'a subquery in the filter', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: 'id IN (SELECT n FROM tags)' }], code: 'BAD_EXPRESSION', message: /filter .*subqueries prohibited/ },
-  { what: 'an aggregate', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', m: { expr: 'max(qty)' } } }], code: 'BAD_EXPRESSION', message: /misuse of aggregate/ },
-  { what: 'an expression that smuggles a statement', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '1); DROP TABLE items; --' } } }], code: 'BAD_EXPRESSION', message: /syntax error/ },
+  {
+    what: 'an unknown source table',
+    defs: [{ name: 'x', source: 'nope', kind: 'mirror' }],
+    code: 'UNKNOWN_SOURCE_TABLE',
+    message: /source table nope does not exist/,
+  },
+  {
+    what: 'an unknown column in a map',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'nmae' } }],
+    code: 'UNKNOWN_COLUMN',
+    message: /items has no column nmae \(it has id, name, qty, price, data\)/,
+  },
+  {
+    what: 'an unknown column in an fts5',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['title'] }],
+    code: 'UNKNOWN_COLUMN',
+    message: /no column title/,
+  },
+  {
+    what: 'an fts5 column named like its own index',
+    defs: [{ name: 'name', source: 'items', kind: 'fts5', columns: ['name'] }],
+    code: 'RESERVED_COLUMN',
+    message: /cannot have a column named name .*command column/,
+  },
+  {
+    what: 'an unknown column in an expression',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', y: { expr: 'cost * 2' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /column y .*no such column: cost/,
+  },
+  {
+    what: 'a map without the key column',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { name: 'name', qty: 'qty' } }],
+    code: 'MISSING_KEY',
+    message: /must include the source key column id of items/,
+  },
+  {
+    what: 'a key column only as an expression',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: { expr: 'id + 0' } } }],
+    code: 'MISSING_KEY',
+    message: /key column id/,
+  },
+  {
+    what: 'random()',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', r: { expr: 'random()' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /column r \(random\(\)\).*non-deterministic/,
+  },
+  {
+    what: "date('now')",
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: "date('now')" } } }],
+    code: 'BAD_EXPRESSION',
+    message: /non-deterministic use of date\(\)/,
+  },
+  {
+    what: 'current_timestamp',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: 'current_timestamp' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /non-deterministic/,
+  },
+  {
+    what: 'a non-deterministic filter',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: 'random() % 2 = 0' }],
+    code: 'BAD_EXPRESSION',
+    message: /filter .*non-deterministic/,
+  },
+  {
+    what: 'a subquery',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '(SELECT count(*) FROM tags)' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /subqueries prohibited/,
+  },
+  {
+    what: 'a subquery in the filter',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: 'id IN (SELECT n FROM tags)' }],
+    code: 'BAD_EXPRESSION',
+    message: /filter .*subqueries prohibited/,
+  },
+  {
+    what: 'an aggregate',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', m: { expr: 'max(qty)' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /misuse of aggregate/,
+  },
+  {
+    what: 'an expression that smuggles a statement',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '1); DROP TABLE items; --' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /syntax error/,
+  },
   // sluice's own columns sit next to the source's where a map is applied (_sluice_seq, _sluice_side): out of reach.
-  { what: 'an expression naming a column sluice uses internally', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '_sluice_seq' } } }], code: 'BAD_EXPRESSION', message: /column s .*no such column: _sluice_seq/ },
-  { what: 'a filter naming a column sluice uses internally', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: '_sluice_side = 1' }], code: 'BAD_EXPRESSION', message: /filter .*no such column: _sluice_side/ },
-  { what: "a target column with sluice's prefix", defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', _Sluice_seq: 'qty' } }], code: 'BAD_DEFINITION', message: /columns\._Sluice_seq: .*reserved/ },
-  { what: 'two target columns that differ only in case', defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'name', N: 'qty' } }], code: 'DUPLICATE_COLUMN', message: /target column N appears twice/ },
+  {
+    what: 'an expression naming a column sluice uses internally',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', s: { expr: '_sluice_seq' } } }],
+    code: 'BAD_EXPRESSION',
+    message: /column s .*no such column: _sluice_seq/,
+  },
+  {
+    what: 'a filter naming a column sluice uses internally',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: '_sluice_side = 1' }],
+    code: 'BAD_EXPRESSION',
+    message: /filter .*no such column: _sluice_side/,
+  },
+  {
+    what: "a target column with sluice's prefix",
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', _Sluice_seq: 'qty' } }],
+    code: 'BAD_DEFINITION',
+    message: /columns\._Sluice_seq: .*reserved/,
+  },
+  {
+    what: 'two target columns that differ only in case',
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', n: 'name', N: 'qty' } }],
+    code: 'DUPLICATE_COLUMN',
+    message: /target column N appears twice/,
+  },
   // Collisions between projections of one target.
   {
     what: 'two projections writing one target table',
@@ -137,7 +272,10 @@ describe('a bad projection definition is refused before anything is written', ()
     }
   });
 
-  test("a target name taken by a projection already stored in the target is a TARGET_COLLISION, and the stored projection's rows stay", async ({ makeDb, tmp }) => {
+  test("a target name taken by a projection already stored in the target is a TARGET_COLLISION, and the stored projection's rows stay", async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     await sync(src.file, target, { projections: [{ name: 'items', source: 'items', kind: 'mirror' }] });
@@ -148,7 +286,10 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(dumpFile(target)).toEqual(before);
   });
 
-  test('a target table that sluice did not make is never overwritten: TARGET_TABLE_EXISTS, and the user table keeps its rows', async ({ makeDb, tmp }) => {
+  test('a target table that sluice did not make is never overwritten: TARGET_TABLE_EXISTS, and the user table keeps its rows', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const { db: user, file: target } = makeDb('target.db', "CREATE TABLE Items (mine TEXT); INSERT INTO Items VALUES ('keep me')");
     user.close();
@@ -174,11 +315,16 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(zod.stderr).toMatch(/^sluice: BAD_DEFINITION: Invalid projection x \(.*zod\.json\): kind: /);
     const random = cli(['sync', src.file, target, '--projection', path.join(tmp, 'random.json'), '--json']);
     expect(random.status).toBe(1);
-    expect(JSON.parse(random.stdout)).toEqual({ error: { code: 'BAD_EXPRESSION', message: expect.stringMatching(/column r \(abs\(random\(\)\)\) is not usable: non-deterministic/) } });
+    expect(JSON.parse(random.stdout)).toEqual({
+      error: { code: 'BAD_EXPRESSION', message: expect.stringMatching(/column r \(abs\(random\(\)\)\) is not usable: non-deterministic/) },
+    });
     expect(fs.existsSync(target)).toBe(false);
   });
 
-  test('import checks expressions as sync does: one naming a column sluice uses internally is refused, and nothing is imported', async ({ makeDb, tmp }) => {
+  test('import checks expressions as sync does: one naming a column sluice uses internally is refused, and nothing is imported', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const file = path.join(tmp, 'items.jsonl');
     expect(cli(['export', src.file, '--out', file]).status).toBe(0);
@@ -194,12 +340,18 @@ describe('a bad projection definition is refused before anything is written', ()
       );
       expect(err, what).toBeInstanceOf(InvalidInputError);
       expect((err as InvalidInputError).code, what).toBe('BAD_EXPRESSION');
-      expect(fs.existsSync(target) ? dumpFile(target)._sluice_projections ?? [] : [], what).toEqual([]);
+      expect(fs.existsSync(target) ? (dumpFile(target)._sluice_projections ?? []) : [], what).toEqual([]);
     }
   });
 
-  test('an fts5 over a column FTS5 or its key table reserves (rowid, rank, _k0 with external content) is refused before any table is made; contentless may index _k0', async ({ makeDb, tmp }) => {
-    const { db, file } = makeDb('odd.db', 'CREATE TABLE notes (id INTEGER PRIMARY KEY, "rowid" TEXT, "Rank" TEXT, "_k0" TEXT); INSERT INTO notes VALUES (1, \'a\', \'b\', \'c\')');
+  test('an fts5 over a column FTS5 or its key table reserves (rowid, rank, _k0 with external content) is refused before any table is made; contentless may index _k0', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb(
+      'odd.db',
+      'CREATE TABLE notes (id INTEGER PRIMARY KEY, "rowid" TEXT, "Rank" TEXT, "_k0" TEXT); INSERT INTO notes VALUES (1, \'a\', \'b\', \'c\')',
+    );
     enable(db, ['notes']);
     const target = path.join(tmp, 'target.db');
     for (const column of ['rowid', 'Rank', '_k0']) {
@@ -209,10 +361,14 @@ describe('a bad projection definition is refused before anything is written', ()
       );
       expect(err, column).toBeInstanceOf(InvalidInputError);
       expect((err as InvalidInputError).code).toBe('RESERVED_COLUMN');
-      expect((err as Error).message).toMatch(new RegExp(`Projection f: an fts5 index cannot have a column named ${column} .*Leave ${column} out`));
+      expect((err as Error).message).toMatch(
+        new RegExp(`Projection f: an fts5 index cannot have a column named ${column} .*Leave ${column} out`),
+      );
       expect(fs.existsSync(target), column).toBe(false);
     }
-    const bare = await sync(file, target, { projections: [{ name: 'f', source: 'notes', kind: 'fts5', columns: ['_k0'], content: 'none' }] });
+    const bare = await sync(file, target, {
+      projections: [{ name: 'f', source: 'notes', kind: 'fts5', columns: ['_k0'], content: 'none' }],
+    });
     expect(bare.projections[0]).toMatchObject({ state: 'active', snapshotRows: 1 });
   });
 });

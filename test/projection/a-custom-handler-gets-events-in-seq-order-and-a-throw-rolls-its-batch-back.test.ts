@@ -15,13 +15,19 @@ function spy() {
     version: '1',
     async init(rows, { db }) {
       await db.schema.dropTable('effects').ifExists().execute();
-      await db.schema.createTable('effects').addColumn('seq', 'integer', (c) => c.notNull()).addColumn('op', 'text').addColumn('id', 'integer').execute();
+      await db.schema
+        .createTable('effects')
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('op', 'text')
+        .addColumn('id', 'integer')
+        .execute();
       state.initRows = [...rows];
     },
     async apply(event, { db }) {
       state.events.push(event);
       await db.insertInto('effects').values({ seq: event.seq, op: event.op, id: event.key[0] }).execute();
-      if (state.failOn !== null && event.after?.name === state.failOn) throw new Error(`handler refuses ${state.failOn} at seq ${event.seq}`);
+      if (state.failOn !== null && event.after?.name === state.failOn)
+        throw new Error(`handler refuses ${state.failOn} at seq ${event.seq}`);
     },
   };
   return { state, handler };
@@ -37,7 +43,10 @@ function effects(target: string): number[] {
 }
 
 describe('a custom projection', () => {
-  test('gets the snapshot rows in init, then every event once, in seq order, as exact typed images across batches', async ({ makeDb, tmp }) => {
+  test('gets the snapshot rows in init, then every event once, in seq order, as exact typed images across batches', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const { state, handler } = spy();
     const target = path.join(tmp, 'target.db');
@@ -60,9 +69,19 @@ describe('a custom projection', () => {
       expect(effects(target)).toEqual(seqs);
 
       const byKind = (pred: (e: ChangeEvent) => boolean) => state.events.find(pred);
-      expect(byKind((e) => e.op === 'insert')).toMatchObject({ table: 'items', image: 'full', before: null, after: { id: 100n, name: 'new 0 0', data: Buffer.from([0, 255]) } });
+      expect(byKind((e) => e.op === 'insert')).toMatchObject({
+        table: 'items',
+        image: 'full',
+        before: null,
+        after: { id: 100n, name: 'new 0 0', data: Buffer.from([0, 255]) },
+      });
       // A key change is one update carrying both keys and both images.
-      expect(byKind((e) => e.op === 'update' && e.beforeKey[0] === 3n)).toMatchObject({ key: [153n], beforeKey: [3n], before: { id: 3n, name: 'cherry' }, after: { id: 153n, name: 'cherry' } });
+      expect(byKind((e) => e.op === 'update' && e.beforeKey[0] === 3n)).toMatchObject({
+        key: [153n],
+        beforeKey: [3n],
+        before: { id: 3n, name: 'cherry' },
+        after: { id: 153n, name: 'cherry' },
+      });
       expect(byKind((e) => e.op === 'delete')).toMatchObject({ key: [5n], before: { id: 5n, name: 'elder' }, after: null });
       // 'apple' -> 'APPLE' in a NOCASE column is a real change.
       expect(byKind((e) => e.op === 'update' && e.key[0] === 1n)).toMatchObject({ before: { name: 'apple' }, after: { name: 'APPLE' } });
@@ -71,15 +90,23 @@ describe('a custom projection', () => {
     }
   });
 
-  test('gets a batch larger than what is read into memory at once (10,000 events) whole, in seq order, in one transaction', async ({ makeDb, tmp }) => {
+  test('gets a batch larger than what is read into memory at once (10,000 events) whole, in seq order, in one transaction', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const { state, handler } = spy();
     const target = path.join(tmp, 'target.db');
-    const s = await Syncer.open(src.file, target, { projections: [{ name: 'log', source: 'items', kind: 'custom', handler }], batchSize: 25_000 });
+    const s = await Syncer.open(src.file, target, {
+      projections: [{ name: 'log', source: 'items', kind: 'custom', handler }],
+      batchSize: 25_000,
+    });
     try {
       await s.runOnce();
       const since = highWater(src.db);
-      src.db.exec("WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 24000) INSERT INTO items (id, name) SELECT 1000 + i, 'bulk ' || i FROM n");
+      src.db.exec(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 24000) INSERT INTO items (id, name) SELECT 1000 + i, 'bulk ' || i FROM n",
+      );
       // One step: a single batch (and cursor update) of every event, read in pages of 10,000.
       const out = await s.applyBatch('log', since, highWater(src.db));
       expect(out).toMatchObject({ kind: 'applied', events: 24_000, seq: since + 24_000 });
@@ -92,11 +119,17 @@ describe('a custom projection', () => {
     }
   });
 
-  test('that throws rolls back its whole batch (its writes and the cursor); sync reports the error, and the next sync applies the batch once', async ({ makeDb, tmp }) => {
+  test('that throws rolls back its whole batch (its writes and the cursor); sync reports the error, and the next sync applies the batch once', async ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const { state, handler } = spy();
     const target = path.join(tmp, 'target.db');
-    const s = await Syncer.open(src.file, target, { projections: [{ name: 'log', source: 'items', kind: 'custom', handler }], batchSize: 4 });
+    const s = await Syncer.open(src.file, target, {
+      projections: [{ name: 'log', source: 'items', kind: 'custom', handler }],
+      batchSize: 4,
+    });
     try {
       await s.runOnce();
       const since = highWater(src.db);

@@ -40,7 +40,10 @@ function collector(table: string) {
       for (const row of rows) {
         seen.push(row);
         // A write between rows: the reader must not hold a statement open here.
-        await db.insertInto(`${table}_copy`).values({ n: n++, body: toBindable(row.body ?? null) }).execute();
+        await db
+          .insertInto(`${table}_copy`)
+          .values({ n: n++, body: toBindable(row.body ?? null) })
+          .execute();
       }
     },
     async apply() {},
@@ -48,7 +51,10 @@ function collector(table: string) {
   return { seen, handler };
 }
 
-test('a custom init gets every snapshot row once, exact to the byte, across page boundaries, while it writes through ctx.db', async ({ makeDb, tmp }) => {
+test('a custom init gets every snapshot row once, exact to the byte, across page boundaries, while it writes through ctx.db', async ({
+  makeDb,
+  tmp,
+}) => {
   const { db, file } = makeDb('source.db', SCHEMA);
   fill(db);
   enable(db, ['plain', 'keyed']);
@@ -76,14 +82,19 @@ test('a custom init gets every snapshot row once, exact to the byte, across page
   expect(keyed.seen.filter((r) => typeof r.k !== 'string').length).toBe(Math.floor(ROWS / 3));
 });
 
-test('pages follow the primary key index: a key compared with BINARY on a NOCASE column ("a" and "A" are two rows) loses no row, while keyed kinds refuse that table', async ({ makeDb, tmp }) => {
+test('pages follow the primary key index: a key compared with BINARY on a NOCASE column ("a" and "A" are two rows) loses no row, while keyed kinds refuse that table', async ({
+  makeDb,
+  tmp,
+}) => {
   const { db, file } = makeDb('source.db', 'CREATE TABLE n (name TEXT COLLATE NOCASE, v, PRIMARY KEY (name COLLATE BINARY)) WITHOUT ROWID');
   db.exec(`WITH RECURSIVE i(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM i WHERE x < 601)
     INSERT INTO n SELECT printf('k%04d', x), x FROM i UNION ALL SELECT printf('K%04d', x), -x FROM i UNION ALL SELECT 'a', 0`);
   // 'a' first, then the pairs: page boundaries (500, 1000) fall between the two rows of a pair.
   enable(db, ['n']);
   const c = collector('n');
-  const r = await sync(file, path.join(tmp, 'target.db'), { projections: [{ name: 'log', source: 'n', kind: 'custom', handler: c.handler }] });
+  const r = await sync(file, path.join(tmp, 'target.db'), {
+    projections: [{ name: 'log', source: 'n', kind: 'custom', handler: c.handler }],
+  });
   expect(r.projections[0]).toMatchObject({ state: 'active', snapshotRows: 1203 });
   expect(new Set(c.seen.map((row) => row.name)).size).toBe(1203);
   const refused = await sync(file, path.join(tmp, 'mirror.db'), { projections: [{ name: 'm', source: 'n', kind: 'mirror' }] }).then(

@@ -91,8 +91,19 @@ const setArb = fc.oneof(
 const opArb = fc.oneof(
   { weight: 4, arbitrary: rowArb.map((r) => ({ kind: 'insert' as const, ...r })) },
   { weight: 1, arbitrary: rowArb.map((r) => ({ kind: 'replace' as const, ...r })) },
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('update' as const), pick: fc.nat(), set: fc.array(setArb, { minLength: 1, maxLength: 3 }) }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('rekey' as const), pick: fc.nat(), id: fc.option(fc.integer({ min: 1, max: 6 })), cat: fc.option(fc.constantFrom(...CATS)) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('update' as const), pick: fc.nat(), set: fc.array(setArb, { minLength: 1, maxLength: 3 }) }),
+  },
+  {
+    weight: 2,
+    arbitrary: fc.record({
+      kind: fc.constant('rekey' as const),
+      pick: fc.nat(),
+      id: fc.option(fc.integer({ min: 1, max: 6 })),
+      cat: fc.option(fc.constantFrom(...CATS)),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('bulk' as const), cat: fc.constantFrom(...CATS) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('sync' as const), batch: fc.integer({ min: 1, max: 8 }) }) },
@@ -102,7 +113,10 @@ type Op = typeof opArb extends fc.Arbitrary<infer T> ? T : never;
 function pickRowid(db: Db, pick: number): bigint | undefined {
   const n = Number(db.prepare('SELECT count(*) FROM things').pluck().get() as bigint);
   if (n === 0) return undefined;
-  return db.prepare('SELECT rowid FROM things ORDER BY rowid LIMIT 1 OFFSET ?').pluck().get(pick % n) as bigint;
+  return db
+    .prepare('SELECT rowid FROM things ORDER BY rowid LIMIT 1 OFFSET ?')
+    .pluck()
+    .get(pick % n) as bigint;
 }
 
 async function run(db: Db, source: string, target: string, op: Op): Promise<void> {
@@ -111,12 +125,15 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
     case 'replace': {
       const verb = op.kind === 'insert' ? 'INSERT' : 'INSERT OR REPLACE';
       const tail = op.kind === 'insert' ? ' ON CONFLICT DO NOTHING' : '';
-      db.exec(`${verb} INTO things (id, cat, name, qty, price, note) VALUES (${op.id}, ${op.cat}, ${op.name}, ${op.qty}, ${op.price}, ${op.note})${tail}`);
+      db.exec(
+        `${verb} INTO things (id, cat, name, qty, price, note) VALUES (${op.id}, ${op.cat}, ${op.name}, ${op.qty}, ${op.price}, ${op.note})${tail}`,
+      );
       return;
     }
     case 'update': {
       const rowid = pickRowid(db, op.pick);
-      if (rowid !== undefined) db.prepare(`UPDATE things SET ${op.set.map(([c, v]) => `${c} = ${v}`).join(', ')} WHERE rowid = ?`).run(rowid);
+      if (rowid !== undefined)
+        db.prepare(`UPDATE things SET ${op.set.map(([c, v]) => `${c} = ${v}`).join(', ')} WHERE rowid = ?`).run(rowid);
       return;
     }
     case 'rekey': {
@@ -126,7 +143,9 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
       return;
     }
     case 'bulk':
-      db.exec(`UPDATE things SET qty = coalesce(qty, 0) + 1, name = CASE WHEN name = 'widget' THEN upper(name) ELSE name END WHERE cat = ${op.cat}`);
+      db.exec(
+        `UPDATE things SET qty = coalesce(qty, 0) + 1, name = CASE WHEN name = 'widget' THEN upper(name) ELSE name END WHERE cat = ${op.cat}`,
+      );
       return;
     case 'delete': {
       const rowid = pickRowid(db, op.pick);
@@ -144,7 +163,9 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
   }
 }
 
-test('a map with a filter and computed columns (and a mirror beside it), synced incrementally under random writes, equals a fresh rebuild of the same definition', async ({ tmp }) => {
+test('a map with a filter and computed columns (and a mirror beside it), synced incrementally under random writes, equals a fresh rebuild of the same definition', async ({
+  tmp,
+}) => {
   let n = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 40 }), fc.nat({ max: 40 }), async (ops, startAt) => {

@@ -35,12 +35,34 @@ const textArb = fc.option(
   { freq: 6 },
 );
 const opArb = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('docInsert' as const), id: fc.integer({ min: 1, max: 8 }), title: textArb, body: textArb }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('docUpdate' as const), pick: fc.nat(), title: fc.option(textArb), body: fc.option(textArb) }) },
+  {
+    weight: 4,
+    arbitrary: fc.record({ kind: fc.constant('docInsert' as const), id: fc.integer({ min: 1, max: 8 }), title: textArb, body: textArb }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({ kind: fc.constant('docUpdate' as const), pick: fc.nat(), title: fc.option(textArb), body: fc.option(textArb) }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('docRekey' as const), pick: fc.nat(), id: fc.integer({ min: 1, max: 10 }) }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('docDelete' as const), pick: fc.nat() }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('noteInsert' as const), owner: fc.constantFrom('ann', 'Ann', 'bob'), n: fc.integer({ min: 1, max: 3 }), body: textArb }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('noteUpdate' as const), pick: fc.nat(), owner: fc.option(fc.constantFrom('ann', 'ANN', 'bob', 'cy')), body: fc.option(textArb) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('noteInsert' as const),
+      owner: fc.constantFrom('ann', 'Ann', 'bob'),
+      n: fc.integer({ min: 1, max: 3 }),
+      body: textArb,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('noteUpdate' as const),
+      pick: fc.nat(),
+      owner: fc.option(fc.constantFrom('ann', 'ANN', 'bob', 'cy')),
+      body: fc.option(textArb),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('noteDelete' as const), pick: fc.nat() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('sync' as const), batch: fc.integer({ min: 1, max: 6 }) }) },
 );
@@ -59,8 +81,12 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
       return;
     case 'docUpdate': {
       const k = pick(db, 'docs', op.pick);
-      const set = [...(op.title === null ? [] : [['title', op.title]]), ...(op.body === null ? [] : [['body', op.body]])] as [string, string | null][];
-      if (k !== undefined && set.length > 0) db.prepare(`UPDATE docs SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`).run(...set.map(([, v]) => v), ...k);
+      const set = [...(op.title === null ? [] : [['title', op.title]]), ...(op.body === null ? [] : [['body', op.body]])] as [
+        string,
+        string | null,
+      ][];
+      if (k !== undefined && set.length > 0)
+        db.prepare(`UPDATE docs SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE id = ?`).run(...set.map(([, v]) => v), ...k);
       return;
     }
     case 'docRekey': {
@@ -78,8 +104,15 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
       return;
     case 'noteUpdate': {
       const k = pick(db, 'notes', op.pick);
-      const set = [...(op.owner === null ? [] : [['owner', op.owner]]), ...(op.body === null ? [] : [['body', op.body]])] as [string, string | null][];
-      if (k !== undefined && set.length > 0) db.prepare(`UPDATE OR IGNORE notes SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE owner = ? AND n = ?`).run(...set.map(([, v]) => v), ...k);
+      const set = [...(op.owner === null ? [] : [['owner', op.owner]]), ...(op.body === null ? [] : [['body', op.body]])] as [
+        string,
+        string | null,
+      ][];
+      if (k !== undefined && set.length > 0)
+        db.prepare(`UPDATE OR IGNORE notes SET ${set.map(([c]) => `${c} = ?`).join(', ')} WHERE owner = ? AND n = ?`).run(
+          ...set.map(([, v]) => v),
+          ...k,
+        );
       return;
     }
     case 'noteDelete': {
@@ -97,18 +130,37 @@ async function run(db: Db, source: string, target: string, op: Op): Promise<void
 /** Keys (and rowids) of the rows an FTS5 projection matches. */
 function hits(db: Db, name: string, query: string): { keys: unknown[][]; rowids: unknown[] } {
   const keyCols = name.startsWith('docs') ? 's._k0' : 's._k0, s._k1';
-  const keys = db.prepare(`SELECT ${keyCols} FROM ${name}_src s WHERE s.rowid IN (SELECT rowid FROM ${name} WHERE ${name} MATCH ?) ORDER BY ${keyCols}`).raw().all(query) as unknown[][];
+  const keys = db
+    .prepare(`SELECT ${keyCols} FROM ${name}_src s WHERE s.rowid IN (SELECT rowid FROM ${name} WHERE ${name} MATCH ?) ORDER BY ${keyCols}`)
+    .raw()
+    .all(query) as unknown[][];
   const rowids = db.prepare(`SELECT rowid FROM ${name} WHERE ${name} MATCH ? ORDER BY rowid`).pluck().all(query);
   return { keys, rowids };
 }
 
 /** What a single-word query must match, computed from the source rows (unicode61 folds case). */
 function expectedKeys(db: Db, table: 'docs' | 'notes', word: string): unknown[][] {
-  const rows = db.prepare(table === 'docs' ? "SELECT id, coalesce(title, '') || ' ' || coalesce(body, '') FROM docs ORDER BY id" : "SELECT owner, n, coalesce(body, '') FROM notes ORDER BY owner, n").raw().all() as unknown[][];
-  return rows.filter((r) => String(r[r.length - 1]).toLowerCase().split(' ').includes(word)).map((r) => r.slice(0, -1));
+  const rows = db
+    .prepare(
+      table === 'docs'
+        ? "SELECT id, coalesce(title, '') || ' ' || coalesce(body, '') FROM docs ORDER BY id"
+        : "SELECT owner, n, coalesce(body, '') FROM notes ORDER BY owner, n",
+    )
+    .raw()
+    .all() as unknown[][];
+  return rows
+    .filter((r) =>
+      String(r[r.length - 1])
+        .toLowerCase()
+        .split(' ')
+        .includes(word),
+    )
+    .map((r) => r.slice(0, -1));
 }
 
-test('FTS5 indexes synced incrementally under random inserts, updates, key changes and deletes answer every query like indexes built from scratch', async ({ tmp }) => {
+test('FTS5 indexes synced incrementally under random inserts, updates, key changes and deletes answer every query like indexes built from scratch', async ({
+  tmp,
+}) => {
   let n = 0;
   await fc.assert(
     fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 35 }), fc.nat({ max: 35 }), async (ops, startAt) => {
@@ -139,7 +191,8 @@ test('FTS5 indexes synced incrementally under random inserts, updates, key chang
               expect(got.keys, `${p.name} MATCH ${q}`).toEqual(want.keys);
               // An INTEGER PRIMARY KEY is the FTS rowid, so the rowids agree too.
               if (isDocs) expect(got.rowids, `${p.name} MATCH ${q} (rowids)`).toEqual(want.rowids);
-              if (/^[a-z]+$/.test(q)) expect(got.keys, `${p.name} MATCH ${q} (source)`).toEqual(expectedKeys(db, isDocs ? 'docs' : 'notes', q));
+              if (/^[a-z]+$/.test(q))
+                expect(got.keys, `${p.name} MATCH ${q} (source)`).toEqual(expectedKeys(db, isDocs ? 'docs' : 'notes', q));
             }
           }
         } finally {

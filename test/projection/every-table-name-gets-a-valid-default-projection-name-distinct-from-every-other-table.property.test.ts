@@ -16,7 +16,10 @@ import { foldIdent, quoteIdent } from '../../src/sqlite/quote.ts';
  */
 
 /** Strings heavy in what matters: letters of both cases, the escape character, hex digits, non-ASCII case pairs. */
-const tricky = fc.string({ unit: fc.constantFrom('a', 'A', 'f', 'F', '_', '5', '0', ' ', '.', '-', '%', '$', '"', "'", 'é', 'É', 'ß', 'İ', '🔑'), maxLength: 12 });
+const tricky = fc.string({
+  unit: fc.constantFrom('a', 'A', 'f', 'F', '_', '5', '0', ' ', '.', '-', '%', '$', '"', "'", 'é', 'É', 'ß', 'İ', '🔑'),
+  maxLength: 12,
+});
 const anyName = fc.oneof(tricky, fc.string({ unit: 'binary', maxLength: 12 }), fc.string({ unit: 'grapheme-ascii', maxLength: 110 }));
 
 /** The projection-name rule before default names were escaped: such a name must stay its own default. */
@@ -93,7 +96,11 @@ describe('default projection names', () => {
     }
     // Only exactly what the old default wrote: anything else is checked as usual.
     expect(() => parseStoredDefinition(JSON.stringify({ name: 'my table', source: 'my_table', kind: 'mirror' }), 'x')).toThrow(/name/);
-    expect(() => parseStoredDefinition(JSON.stringify({ name: 'my table', source: 'my table', kind: 'mirror', target: 't' }), 'x')).toThrow(/name/);
-    expect(() => parseStoredDefinition(JSON.stringify({ name: 'my table', source: 'my table', kind: 'map', columns: { id: 'id' } }), 'x')).toThrow(/name/);
+    expect(() => parseStoredDefinition(JSON.stringify({ name: 'my table', source: 'my table', kind: 'mirror', target: 't' }), 'x')).toThrow(
+      /name/,
+    );
+    expect(() =>
+      parseStoredDefinition(JSON.stringify({ name: 'my table', source: 'my table', kind: 'map', columns: { id: 'id' } }), 'x'),
+    ).toThrow(/name/);
   });
 });

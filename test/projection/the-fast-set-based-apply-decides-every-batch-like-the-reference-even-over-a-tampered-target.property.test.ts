@@ -40,7 +40,13 @@ const PROJECTIONS: ProjectionDefinitionInput[] = [
   { name: 'k', source: 'k', kind: 'mirror' },
   { name: 'n', source: 'n', kind: 'mirror' },
   { name: 'u', source: 'u', kind: 'mirror' },
-  { name: 'nmap', source: 'n', kind: 'map', columns: { name: 'name', v: 'v', kind: { expr: 'typeof(v)' } }, filter: "v IS NOT NULL AND v <> 'out'" },
+  {
+    name: 'nmap',
+    source: 'n',
+    kind: 'map',
+    columns: { name: 'name', v: 'v', kind: { expr: 'typeof(v)' } },
+    filter: "v IS NOT NULL AND v <> 'out'",
+  },
 ];
 
 const UNCAPTURED = '/* uncaptured REPLACE */';
@@ -55,22 +61,40 @@ const UKEYS = ['1', '1.5', "'1'", "x'01'", '2', "'a'"];
 
 /** A statement on the source: table, and a SQL writing it (OR IGNORE: a conflicting one does nothing). */
 const writeArb = fc.oneof(
-  fc.record({ id: fc.constantFrom(...IDS), v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) }).map((r) => `INSERT OR IGNORE INTO k VALUES (${r.id}, ${r.v}, ${r.w})`),
+  fc
+    .record({ id: fc.constantFrom(...IDS), v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) })
+    .map((r) => `INSERT OR IGNORE INTO k VALUES (${r.id}, ${r.v}, ${r.w})`),
   fc.record({ id: fc.constantFrom(...IDS), v: fc.constantFrom(...VALUES) }).map((r) => `UPDATE k SET v = ${r.v} WHERE id = ${r.id}`),
-  fc.record({ from: fc.constantFrom(...IDS), to: fc.constantFrom(...IDS) }).map((r) => `UPDATE OR IGNORE k SET id = ${r.to} WHERE id = ${r.from}`),
+  fc
+    .record({ from: fc.constantFrom(...IDS), to: fc.constantFrom(...IDS) })
+    .map((r) => `UPDATE OR IGNORE k SET id = ${r.to} WHERE id = ${r.from}`),
   fc.constantFrom(...IDS).map((id) => `DELETE FROM k WHERE id = ${id}`),
-  fc.record({ name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES) }).map((r) => `INSERT OR IGNORE INTO n VALUES (${r.name}, ${r.v})`),
-  fc.record({ name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES) }).map((r) => `UPDATE n SET v = ${r.v} WHERE name = ${r.name}`),
+  fc
+    .record({ name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES) })
+    .map((r) => `INSERT OR IGNORE INTO n VALUES (${r.name}, ${r.v})`),
+  fc
+    .record({ name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES) })
+    .map((r) => `UPDATE n SET v = ${r.v} WHERE name = ${r.name}`),
   // 'a' to 'A' is the same row under NOCASE: its key bytes change, its identity does not.
-  fc.record({ from: fc.constantFrom(...NAMES), to: fc.constantFrom(...NAMES) }).map((r) => `UPDATE OR IGNORE n SET name = ${r.to} WHERE name = ${r.from}`),
+  fc
+    .record({ from: fc.constantFrom(...NAMES), to: fc.constantFrom(...NAMES) })
+    .map((r) => `UPDATE OR IGNORE n SET name = ${r.to} WHERE name = ${r.from}`),
   fc.constantFrom(...NAMES).map((name) => `DELETE FROM n WHERE name = ${name}`),
-  fc.record({ key: fc.constantFrom(...UKEYS), v: fc.constantFrom(...VALUES) }).map((r) => `INSERT OR IGNORE INTO u VALUES (${r.key}, ${r.v})`),
-  fc.record({ from: fc.constantFrom(...UKEYS), to: fc.constantFrom(...UKEYS, '1.0') }).map((r) => `UPDATE OR IGNORE u SET key = ${r.to} WHERE key IS ${r.from}`),
+  fc
+    .record({ key: fc.constantFrom(...UKEYS), v: fc.constantFrom(...VALUES) })
+    .map((r) => `INSERT OR IGNORE INTO u VALUES (${r.key}, ${r.v})`),
+  fc
+    .record({ from: fc.constantFrom(...UKEYS), to: fc.constantFrom(...UKEYS, '1.0') })
+    .map((r) => `UPDATE OR IGNORE u SET key = ${r.to} WHERE key IS ${r.from}`),
   fc.record({ key: fc.constantFrom(...UKEYS), v: fc.constantFrom(...VALUES) }).map((r) => `UPDATE u SET v = ${r.v} WHERE key IS ${r.key}`),
   fc.constantFrom(...UKEYS).map((key) => `DELETE FROM u WHERE key IS ${key}`),
   // Two changes of one row in a row: a chain of events for one key within the batch.
-  fc.record({ id: fc.constantFrom('1', '2', '3'), v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) }).map((r) => `UPDATE k SET v = ${r.v} WHERE id = ${r.id}; UPDATE k SET w = ${r.w} WHERE id = ${r.id}`),
-  fc.record({ v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) }).map((r) => `UPDATE n SET v = ${r.v} WHERE name = 'a'; UPDATE n SET v = ${r.w} WHERE name = 'a'`),
+  fc
+    .record({ id: fc.constantFrom('1', '2', '3'), v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) })
+    .map((r) => `UPDATE k SET v = ${r.v} WHERE id = ${r.id}; UPDATE k SET w = ${r.w} WHERE id = ${r.id}`),
+  fc
+    .record({ v: fc.constantFrom(...VALUES), w: fc.constantFrom(...VALUES) })
+    .map((r) => `UPDATE n SET v = ${r.v} WHERE name = 'a'; UPDATE n SET v = ${r.w} WHERE name = 'a'`),
   // A REPLACE whose delete of a present row is missing from the journal.
   fc.record({ id: fc.constantFrom(...FEW_IDS), v: fc.constantFrom(...VALUES) }).map((r) => uncapturedReplace(r.id, `${r.v}, NULL`)),
 );
@@ -83,7 +107,7 @@ const tamperArb = fc.oneof(
   fc.constantFrom(...IDS).map((id) => `DELETE FROM tgt.k WHERE id = ${id}`),
   fc.constantFrom(...IDS).map((id) => `INSERT OR IGNORE INTO tgt.k VALUES (${id}, 'planted', NULL)`),
   // The same name in another case: equal under NOCASE, different bytes.
-  fc.constant("UPDATE tgt.n SET name = upper(name) WHERE name = (SELECT min(name) FROM tgt.n)"),
+  fc.constant('UPDATE tgt.n SET name = upper(name) WHERE name = (SELECT min(name) FROM tgt.n)'),
   fc.constantFrom(...VALUES).map((v) => `UPDATE tgt.n SET v = ${v} WHERE name = (SELECT max(name) FROM tgt.n)`),
   fc.constantFrom(...VALUES).map((v) => `UPDATE tgt.nmap SET v = ${v}, kind = typeof(${v}) WHERE name = (SELECT min(name) FROM tgt.nmap)`),
   // 1 to 1.0: the same key to SQLite's comparisons, another storage class.
@@ -93,51 +117,71 @@ const tamperArb = fc.oneof(
   // after-image for its key (as after an uncaptured write): $LO is the seq
   // the batch starts after.
   fc.record({ nth: fc.nat({ max: 1 }), v: fc.constantFrom(...VALUES) }).map(
-    (r) => `UPDATE main._sluice_journal SET c1 = ${r.v} WHERE seq = (SELECT j.seq FROM main._sluice_journal j WHERE j.seq > $LO AND j.op IN (2, 3)
+    (
+      r,
+    ) => `UPDATE main._sluice_journal SET c1 = ${r.v} WHERE seq = (SELECT j.seq FROM main._sluice_journal j WHERE j.seq > $LO AND j.op IN (2, 3)
       AND EXISTS (SELECT 1 FROM main._sluice_journal q WHERE q.tid = j.tid AND q.seq > $LO AND q.seq < j.seq AND q.op IN (1, 2) AND ${AFTER_KEY} IS j.c0)
       ORDER BY j.seq DESC LIMIT 1 OFFSET ${r.nth})`,
   ),
 );
 
 /** The after-image key of journal row q: c0 for an insert, c<width> for an update (k has 3 columns, n and u 2). */
-const AFTER_KEY = "CASE WHEN q.op = 1 THEN q.c0 WHEN q.tid = (SELECT tid FROM main._sluice_tables WHERE name = 'k') THEN q.c3 ELSE q.c2 END";
+const AFTER_KEY =
+  "CASE WHEN q.op = 1 THEN q.c0 WHEN q.tid = (SELECT tid FROM main._sluice_tables WHERE name = 'k') THEN q.c3 ELSE q.c2 END";
 
 /** Applies in a transaction that is rolled back, so both paths see the same target. */
 function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: number, tamper: string, path: RelationalPath) {
   return underTamper(db, lo, tamper, () => {
     const r = applyRelational(db, 'tgt', p, events, path);
-    return { result: { transitions: r.transitions, mismatch: r.mismatch }, decidedBy: r.decidedBy, cells: tableCells(db, 'tgt', p.targetTable) };
+    return {
+      result: { transitions: r.transitions, mismatch: r.mismatch },
+      decidedBy: r.decidedBy,
+      cells: tableCells(db, 'tgt', p.targetTable),
+    };
   });
 }
 
-test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself', async ({ tmp }) => {
+test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself', async ({
+  tmp,
+}) => {
   let run = 0;
   let cleanByFast = 0;
   let mismatches = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(writeArb, { maxLength: 12 }), fc.array(writeArb, { minLength: 1, maxLength: 30 }), tamperArb, async (before, batch, tamper) => {
-      const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), { schema: SCHEMA, tables: ['k', 'n', 'u'], projections: PROJECTIONS, before, batch });
-      try {
-        for (const def of PROJECTIONS) {
-          const p = compiledFor(db, def);
-          const events = batchSql(db, p, lo, hi);
-          const fast = attempt(db, p, events, lo, tamper, 'auto');
-          const reference = attempt(db, p, events, lo, tamper, 'reference');
-          expect(fast.result, `${def.name} after ${JSON.stringify(batch)} with ${tamper}`).toEqual(reference.result);
-          expect(fast.cells, def.name).toEqual(reference.cells);
-          // An uncaptured REPLACE may break the batch by itself (when its key was present).
-          if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED))) {
-            expect(fast.result.mismatch, def.name).toBeUndefined();
-            expect(fast.decidedBy, `${def.name}: a clean batch must not need the reference`).toBe('fast');
-            if (p.identity) expect(fast.cells, def.name).toEqual(tableCells(db, 'main', p.source.table));
-            cleanByFast++;
+    fc.asyncProperty(
+      fc.array(writeArb, { maxLength: 12 }),
+      fc.array(writeArb, { minLength: 1, maxLength: 30 }),
+      tamperArb,
+      async (before, batch, tamper) => {
+        const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), {
+          schema: SCHEMA,
+          tables: ['k', 'n', 'u'],
+          projections: PROJECTIONS,
+          before,
+          batch,
+        });
+        try {
+          for (const def of PROJECTIONS) {
+            const p = compiledFor(db, def);
+            const events = batchSql(db, p, lo, hi);
+            const fast = attempt(db, p, events, lo, tamper, 'auto');
+            const reference = attempt(db, p, events, lo, tamper, 'reference');
+            expect(fast.result, `${def.name} after ${JSON.stringify(batch)} with ${tamper}`).toEqual(reference.result);
+            expect(fast.cells, def.name).toEqual(reference.cells);
+            // An uncaptured REPLACE may break the batch by itself (when its key was present).
+            if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED))) {
+              expect(fast.result.mismatch, def.name).toBeUndefined();
+              expect(fast.decidedBy, `${def.name}: a clean batch must not need the reference`).toBe('fast');
+              if (p.identity) expect(fast.cells, def.name).toEqual(tableCells(db, 'main', p.source.table));
+              cleanByFast++;
+            }
+            if (fast.result.mismatch !== undefined) mismatches++;
           }
-          if (fast.result.mismatch !== undefined) mismatches++;
+        } finally {
+          db.close();
         }
-      } finally {
-        db.close();
-      }
-    }),
+      },
+    ),
     { numRuns: 150 },
   );
   // The runs exercised both verdicts.
@@ -145,7 +189,9 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
   expect(mismatches).toBeGreaterThan(0);
 });
 
-test('the fast apply checks that events reach it in seq order: with PRAGMA reverse_unordered_selects the batch goes to the reference, which reports the mismatch', async ({ tmp }) => {
+test('the fast apply checks that events reach it in seq order: with PRAGMA reverse_unordered_selects the batch goes to the reference, which reports the mismatch', async ({
+  tmp,
+}) => {
   // An uncaptured REPLACE (an insert event for a present key, same values), then a delete of the key:
   // taken in reverse, the delete checks out against the target and the insert looks like the last word.
   const { db, lo, hi } = await stageBatch(path.join(tmp, 'source.db'), path.join(tmp, 'target.db'), {

@@ -40,15 +40,25 @@ const NAMES = ["'a'", "'A'", "'b'", "'B'", "'c'"];
 const UNCAPTURED = '/* uncaptured REPLACE */';
 
 const writeArb = fc.oneof(
-  fc.record({ id: fc.constantFrom(...IDS), t: fc.constantFrom(...TEXTS), b: fc.constantFrom(...TEXTS) }).map((r) => `INSERT OR IGNORE INTO docs VALUES (${r.id}, ${r.t}, ${r.b})`),
+  fc
+    .record({ id: fc.constantFrom(...IDS), t: fc.constantFrom(...TEXTS), b: fc.constantFrom(...TEXTS) })
+    .map((r) => `INSERT OR IGNORE INTO docs VALUES (${r.id}, ${r.t}, ${r.b})`),
   fc.record({ id: fc.constantFrom(...IDS), b: fc.constantFrom(...TEXTS) }).map((r) => `UPDATE docs SET body = ${r.b} WHERE id = ${r.id}`),
-  fc.record({ id: fc.constantFrom(...IDS), t: fc.constantFrom(...TEXTS), b: fc.constantFrom(...TEXTS) }).map((r) => `UPDATE docs SET title = ${r.t} WHERE id = ${r.id}; UPDATE docs SET body = ${r.b} WHERE id = ${r.id}`),
-  fc.record({ from: fc.constantFrom(...IDS), to: fc.constantFrom(...IDS) }).map((r) => `UPDATE OR IGNORE docs SET id = ${r.to} WHERE id = ${r.from}`),
+  fc
+    .record({ id: fc.constantFrom(...IDS), t: fc.constantFrom(...TEXTS), b: fc.constantFrom(...TEXTS) })
+    .map((r) => `UPDATE docs SET title = ${r.t} WHERE id = ${r.id}; UPDATE docs SET body = ${r.b} WHERE id = ${r.id}`),
+  fc
+    .record({ from: fc.constantFrom(...IDS), to: fc.constantFrom(...IDS) })
+    .map((r) => `UPDATE OR IGNORE docs SET id = ${r.to} WHERE id = ${r.from}`),
   fc.constantFrom(...IDS).map((id) => `DELETE FROM docs WHERE id = ${id}`),
-  fc.record({ k: fc.constantFrom(...NAMES), b: fc.constantFrom(...TEXTS) }).map((r) => `INSERT OR IGNORE INTO notes VALUES (${r.k}, ${r.b})`),
+  fc
+    .record({ k: fc.constantFrom(...NAMES), b: fc.constantFrom(...TEXTS) })
+    .map((r) => `INSERT OR IGNORE INTO notes VALUES (${r.k}, ${r.b})`),
   fc.record({ k: fc.constantFrom(...NAMES), b: fc.constantFrom(...TEXTS) }).map((r) => `UPDATE notes SET body = ${r.b} WHERE k = ${r.k}`),
   // 'a' to 'A': the same key under NOCASE, other bytes.
-  fc.record({ from: fc.constantFrom(...NAMES), to: fc.constantFrom(...NAMES) }).map((r) => `UPDATE OR IGNORE notes SET k = ${r.to} WHERE k = ${r.from}`),
+  fc
+    .record({ from: fc.constantFrom(...NAMES), to: fc.constantFrom(...NAMES) })
+    .map((r) => `UPDATE OR IGNORE notes SET k = ${r.to} WHERE k = ${r.from}`),
   fc.constantFrom(...NAMES).map((k) => `DELETE FROM notes WHERE k = ${k}`),
   fc.record({ id: fc.constantFrom('3', '4'), b: fc.constantFrom(...TEXTS) }).map(
     // A key REPLACE whose delete event is then taken out of the journal, as if capture had missed it.
@@ -62,22 +72,43 @@ const tamperArb = fc.oneof(
   fc.constant(''),
   fc.constantFrom(...TEXTS).map((v) => `UPDATE tgt.docs_fts_src SET body = ${v} WHERE rowid = (SELECT min(rowid) FROM tgt.docs_fts_src)`),
   fc.constantFrom(...IDS).map((id) => `DELETE FROM tgt.docs_fts_src WHERE _k0 = ${id}`),
-  fc.constantFrom(...IDS).map((id) => `INSERT OR IGNORE INTO tgt.docs_fts_src (rowid, _k0, title, body) VALUES (${id}, ${id}, 'planted', NULL)`),
+  fc
+    .constantFrom(...IDS)
+    .map((id) => `INSERT OR IGNORE INTO tgt.docs_fts_src (rowid, _k0, title, body) VALUES (${id}, ${id}, 'planted', NULL)`),
   fc.constantFrom(...TEXTS).map((v) => `UPDATE tgt.notes_fts_src SET body = ${v} WHERE rowid = (SELECT max(rowid) FROM tgt.notes_fts_src)`),
   fc.constantFrom(...NAMES).map((k) => `DELETE FROM tgt.notes_bare_src WHERE _k0 = ${k}`),
   fc.constantFrom(...NAMES).map((k) => `INSERT OR IGNORE INTO tgt.notes_bare_src (_k0) VALUES (${k})`),
   // A stored key's case flipped: the same key under NOCASE, other bytes than the source's.
-  fc.constantFrom('notes_fts_src', 'notes_bare_src').map((t) => `UPDATE tgt.${t} SET _k0 = CASE WHEN _k0 = lower(_k0) THEN upper(_k0) ELSE lower(_k0) END WHERE rowid = (SELECT min(rowid) FROM tgt.${t})`),
+  fc
+    .constantFrom('notes_fts_src', 'notes_bare_src')
+    .map(
+      (t) =>
+        `UPDATE tgt.${t} SET _k0 = CASE WHEN _k0 = lower(_k0) THEN upper(_k0) ELSE lower(_k0) END WHERE rowid = (SELECT min(rowid) FROM tgt.${t})`,
+    ),
   // A before-image value in the batch that differs from the previous after-image of its key ($LO: where the batch starts).
-  fc.constantFrom(...TEXTS).map((v) => `UPDATE main._sluice_journal SET c1 = ${v} WHERE seq = (SELECT max(seq) FROM main._sluice_journal WHERE seq > $LO AND op IN (2, 3))`),
+  fc
+    .constantFrom(...TEXTS)
+    .map(
+      (v) =>
+        `UPDATE main._sluice_journal SET c1 = ${v} WHERE seq = (SELECT max(seq) FROM main._sluice_journal WHERE seq > $LO AND op IN (2, 3))`,
+    ),
 );
 
 /** What a reader of the projection can see: keys and stored values (not the rowids they got), and each term's matching keys. */
 function visible(db: Db, p: CompiledProjection, intact: boolean): unknown {
   const src = `tgt.${quoteIdent(`${p.targetTable}_src`)}`;
-  const cols = (db.prepare(`SELECT name FROM tgt.pragma_table_info(?)`).pluck().all(`${p.targetTable}_src`) as string[]).filter((c) => c !== 'rowid');
+  const cols = (db.prepare(`SELECT name FROM tgt.pragma_table_info(?)`).pluck().all(`${p.targetTable}_src`) as string[]).filter(
+    (c) => c !== 'rowid',
+  );
   const answers = TERMS.map((term) =>
-    (db.prepare(`SELECT hex(s._k0) FROM tgt.${quoteIdent(p.targetTable)} f JOIN ${src} s ON s.rowid = f.rowid WHERE f.${quoteIdent(p.targetTable)} MATCH ? ORDER BY 1`).pluck().all(term) as string[]).join(','),
+    (
+      db
+        .prepare(
+          `SELECT hex(s._k0) FROM tgt.${quoteIdent(p.targetTable)} f JOIN ${src} s ON s.rowid = f.rowid WHERE f.${quoteIdent(p.targetTable)} MATCH ? ORDER BY 1`,
+        )
+        .pluck()
+        .all(term) as string[]
+    ).join(','),
   );
   // After a tamper the index may be damaged by design (a contentless index
   // told to delete values it never held); untouched, it must be sound.
@@ -107,7 +138,11 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
   return underTamper(db, lo, tamper, () => {
     if (how === 'set') {
       const r = applyFtsNet(db, 'tgt', p, batchSql(db, p, lo, hi));
-      return { applied: r?.applied, mismatch: r === undefined ? 'not clean' : undefined, seen: r === undefined ? undefined : visible(db, p, tamper === '') };
+      return {
+        applied: r?.applied,
+        mismatch: r === undefined ? 'not clean' : undefined,
+        seen: r === undefined ? undefined : visible(db, p, tamper === ''),
+      };
     }
     const t = readSourceView(db).tables.get(p.source.table)?.table;
     if (t === undefined) throw new Error('untracked');
@@ -116,45 +151,59 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
   });
 }
 
-test('on random batches over sometimes tampered key tables, the set-based fts5 apply applies exactly the clean ones, with the same keys, values and query answers as event by event', async ({ tmp }) => {
+test('on random batches over sometimes tampered key tables, the set-based fts5 apply applies exactly the clean ones, with the same keys, values and query answers as event by event', async ({
+  tmp,
+}) => {
   let run = 0;
   let setApplied = 0;
   let notClean = 0;
   await fc.assert(
-    fc.asyncProperty(fc.array(writeArb, { maxLength: 8 }), fc.array(writeArb, { minLength: 1, maxLength: 25 }), tamperArb, async (before, batch, tamper) => {
-      const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), { schema: SCHEMA, tables: ['docs', 'notes'], projections: PROJECTIONS, before, batch });
-      try {
-        for (const def of PROJECTIONS) {
-          const p = compiledFor(db, def);
-          const set = attempt(db, p, lo, hi, tamper, 'set');
-          const event = attempt(db, p, lo, hi, tamper, 'event');
-          const label = `${def.name} after ${JSON.stringify(batch)} with ${tamper}`;
-          if (set.error !== undefined || event.error !== undefined) {
-            // Only a contentless index told to delete values it never held
-            // (a tampered batch) may be refused; whether FTS5 notices depends
-            // on the order of the deletes, which differs between the paths.
-            expect([def.name, tamper.includes('_sluice_journal')], label).toEqual(['notes_bare', true]);
-            continue;
+    fc.asyncProperty(
+      fc.array(writeArb, { maxLength: 8 }),
+      fc.array(writeArb, { minLength: 1, maxLength: 25 }),
+      tamperArb,
+      async (before, batch, tamper) => {
+        const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), {
+          schema: SCHEMA,
+          tables: ['docs', 'notes'],
+          projections: PROJECTIONS,
+          before,
+          batch,
+        });
+        try {
+          for (const def of PROJECTIONS) {
+            const p = compiledFor(db, def);
+            const set = attempt(db, p, lo, hi, tamper, 'set');
+            const event = attempt(db, p, lo, hi, tamper, 'event');
+            const label = `${def.name} after ${JSON.stringify(batch)} with ${tamper}`;
+            if (set.error !== undefined || event.error !== undefined) {
+              // Only a contentless index told to delete values it never held
+              // (a tampered batch) may be refused; whether FTS5 notices depends
+              // on the order of the deletes, which differs between the paths.
+              expect([def.name, tamper.includes('_sluice_journal')], label).toEqual(['notes_bare', true]);
+              continue;
+            }
+            if (event.mismatch !== undefined) expect(set.mismatch, label).toBe('not clean');
+            if (set.mismatch === undefined) {
+              setApplied++;
+              expect(event.mismatch, label).toBeUndefined();
+              expect(set.applied, label).toBe(event.applied);
+              // After a tamper the index may already disagree with the key table
+              // (a key row removed or planted behind sluice's back; for
+              // contentless, a before-image that is not what was indexed, which
+              // it cannot see), and the two paths leave that damage under other
+              // rowids. Rows are compared always, answers on untouched batches.
+              const seen = (x: Attempt) => (tamper !== '' ? (x.seen as { rows: unknown }).rows : x.seen);
+              expect(seen(set), label).toEqual(seen(event));
+            } else notClean++;
+            if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED)))
+              expect(set.mismatch, `${label}: a clean batch is applied set-based`).toBeUndefined();
           }
-          if (event.mismatch !== undefined) expect(set.mismatch, label).toBe('not clean');
-          if (set.mismatch === undefined) {
-            setApplied++;
-            expect(event.mismatch, label).toBeUndefined();
-            expect(set.applied, label).toBe(event.applied);
-            // After a tamper the index may already disagree with the key table
-            // (a key row removed or planted behind sluice's back; for
-            // contentless, a before-image that is not what was indexed, which
-            // it cannot see), and the two paths leave that damage under other
-            // rowids. Rows are compared always, answers on untouched batches.
-            const seen = (x: Attempt) => (tamper !== '' ? (x.seen as { rows: unknown }).rows : x.seen);
-            expect(seen(set), label).toEqual(seen(event));
-          } else notClean++;
-          if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED))) expect(set.mismatch, `${label}: a clean batch is applied set-based`).toBeUndefined();
+        } finally {
+          db.close();
         }
-      } finally {
-        db.close();
-      }
-    }),
+      },
+    ),
     { numRuns: 80, ...(process.env.FC_SEED ? { seed: Number(process.env.FC_SEED), path: process.env.FC_PATH } : {}) },
   );
   expect(setApplied).toBeGreaterThan(0);

@@ -65,7 +65,18 @@ describe('value codec', () => {
   });
 
   test('fromJsonValue refuses what is not the encoding, with InvalidInputError BAD_VALUE', () => {
-    for (const bad of [1.5, 2 ** 60, { $i: '1.5' }, { $b: 'not base64!' }, { $x: 1 }, { $f: 'NaN' }, [], true, undefined, { $i: '1', extra: 1 }]) {
+    for (const bad of [
+      1.5,
+      2 ** 60,
+      { $i: '1.5' },
+      { $b: 'not base64!' },
+      { $x: 1 },
+      { $f: 'NaN' },
+      [],
+      true,
+      undefined,
+      { $i: '1', extra: 1 },
+    ]) {
       let caught: unknown;
       try {
         fromJsonValue(bad);
@@ -115,7 +126,17 @@ describe('value codec', () => {
             fc.constant(a),
             sqlValue,
             // Same bytes, another class; same number, another class.
-            fc.constant(typeof a === 'string' ? Buffer.from(a) : a instanceof Uint8Array ? textFromBytes(a) : typeof a === 'bigint' ? Number(a) : typeof a === 'number' && Number.isSafeInteger(a) ? BigInt(a) : a),
+            fc.constant(
+              typeof a === 'string'
+                ? Buffer.from(a)
+                : a instanceof Uint8Array
+                  ? textFromBytes(a)
+                  : typeof a === 'bigint'
+                    ? Number(a)
+                    : typeof a === 'number' && Number.isSafeInteger(a)
+                      ? BigInt(a)
+                      : a,
+            ),
           ),
         ),
       );

@@ -27,29 +27,46 @@ describe('schema introspection', () => {
     expect(d('st')).toEqual({ key: ['id'], alias: true, wr: false, strict: true });
     expect(d('nokey')).toEqual({ key: [], alias: false, wr: false, strict: false });
     // Generated columns are reported (virtual = 2, stored = 3) so images can include them.
-    expect(describeTable(db, 'gen')?.columns.map((c) => [c.name, c.hidden])).toEqual([['id', 0], ['a', 0], ['b', 2], ['c', 3]]);
+    expect(describeTable(db, 'gen')?.columns.map((c) => [c.name, c.hidden])).toEqual([
+      ['id', 0],
+      ['a', 0],
+      ['b', 2],
+      ['c', 3],
+    ]);
     expect(describeTable(db, 'missing')).toBeUndefined();
   });
 
   test('a TEMP table of the same name does not change what is read about the main table', ({ makeDb }) => {
-    const { db } = makeDb('i.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, p REFERENCES parent (id) ON UPDATE CASCADE); CREATE TABLE parent (id INTEGER PRIMARY KEY);');
+    const { db } = makeDb(
+      'i.db',
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, p REFERENCES parent (id) ON UPDATE CASCADE); CREATE TABLE parent (id INTEGER PRIMARY KEY);',
+    );
     const before = { info: describeTable(db, 't'), fks: foreignKeys(db, 't') };
     db.exec('CREATE TEMP TABLE t (zz TEXT, yy BLOB, PRIMARY KEY (yy))');
     expect(describeTable(db, 't')).toEqual(before.info);
     expect(describeTable(db, 't')?.columns.map((c) => c.name)).toEqual(['id', 'p']);
     expect(foreignKeys(db, 't')).toEqual(before.fks);
     expect(foreignKeys(db, 't')).toMatchObject([{ table: 'parent', from: 'p', to: 'id', onUpdate: 'CASCADE' }]);
-    expect(findObjects(db, 't').map((o) => o.schema).sort()).toEqual(['main', 'temp']);
+    expect(
+      findObjects(db, 't')
+        .map((o) => o.schema)
+        .sort(),
+    ).toEqual(['main', 'temp']);
   });
 
   test('a TEMP table named like a pragma cannot stand in for the pragma function', ({ makeDb }) => {
     const { db } = makeDb('i.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
-    db.exec("CREATE TEMP TABLE pragma_table_xinfo (name, type, \"notnull\", dflt_value, pk, hidden); INSERT INTO temp.pragma_table_xinfo VALUES ('fake', 'TEXT', 0, NULL, 1, 0);");
+    db.exec(
+      "CREATE TEMP TABLE pragma_table_xinfo (name, type, \"notnull\", dflt_value, pk, hidden); INSERT INTO temp.pragma_table_xinfo VALUES ('fake', 'TEXT', 0, NULL, 1, 0);",
+    );
     expect(describeTable(db, 't')?.columns.map((c) => c.name)).toEqual(['id', 'v']);
   });
 
   test('a main table named like a pragma makes introspection fail loudly instead of reading it', ({ makeDb }) => {
-    const { db } = makeDb('i.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, v); CREATE TABLE pragma_foreign_key_list (\"table\", \"from\", \"to\"); INSERT INTO pragma_foreign_key_list VALUES ('x', 'y', 'z');");
+    const { db } = makeDb(
+      'i.db',
+      'CREATE TABLE t (id INTEGER PRIMARY KEY, v); CREATE TABLE pragma_foreign_key_list ("table", "from", "to"); INSERT INTO pragma_foreign_key_list VALUES (\'x\', \'y\', \'z\');',
+    );
     expect(() => foreignKeys(db, 't')).toThrow(/not a function/);
   });
 

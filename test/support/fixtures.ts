@@ -55,7 +55,14 @@ export function runSqliteCli(file: string, sql: string): string {
 export const ROOT = path.resolve(path.dirname(new URL(import.meta.url).pathname.replace(/^\/([A-Za-z]:)/, '$1')), '..', '..');
 
 /** Runs the CLI as a subprocess (node bin/sluice.js ...). */
-export function runCli(args: readonly string[], options: { input?: string; cwd?: string } = {}): { status: number; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], { encoding: 'utf8', input: options.input, cwd: options.cwd ?? ROOT });
+export function runCli(
+  args: readonly string[],
+  options: { input?: string; cwd?: string } = {},
+): { status: number; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], {
+    encoding: 'utf8',
+    input: options.input,
+    cwd: options.cwd ?? ROOT,
+  });
   return { status: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
 }

@@ -33,7 +33,9 @@ function realCell(v: unknown): Cell {
 
 /** SELECT list that yields typeof/hex/real-value triples for each expression. */
 function cellSelect(exprs: readonly string[]): string {
-  return exprs.map((e, i) => `typeof(${e}) AS t${i}, hex(${e}) AS h${i}, CASE WHEN typeof(${e}) = 'real' THEN ${e} END AS r${i}`).join(', ');
+  return exprs
+    .map((e, i) => `typeof(${e}) AS t${i}, hex(${e}) AS h${i}, CASE WHEN typeof(${e}) = 'real' THEN ${e} END AS r${i}`)
+    .join(', ');
 }
 
 function cellsFrom(row: Record<string, unknown>, n: number): Cell[] {
@@ -59,14 +61,32 @@ export function journalEvents(db: Db, options: { readonly sinceSeq?: number } = 
   const state = db.prepare('SELECT journal_width AS w FROM main._sluice_state').get() as { w: bigint };
   const width = Number(state.w);
   const tables = new Map(
-    (db.prepare('SELECT tid, name, mode, columns, key_columns FROM main._sluice_tables').all() as { tid: bigint; name: string; mode: string; columns: string; key_columns: string }[]).map((t) => [
+    (
+      db.prepare('SELECT tid, name, mode, columns, key_columns FROM main._sluice_tables').all() as {
+        tid: bigint;
+        name: string;
+        mode: string;
+        columns: string;
+        key_columns: string;
+      }[]
+    ).map((t) => [
       Number(t.tid),
-      { name: t.name, n: t.mode === 'images' ? (JSON.parse(t.columns) as string[]).length : t.mode === 'keys' ? (JSON.parse(t.key_columns) as string[]).length : 0 },
+      {
+        name: t.name,
+        n:
+          t.mode === 'images'
+            ? (JSON.parse(t.columns) as string[]).length
+            : t.mode === 'keys'
+              ? (JSON.parse(t.key_columns) as string[]).length
+              : 0,
+      },
     ]),
   );
   const cols = Array.from({ length: width }, (_, i) => `c${i}`);
   const sel = cols.length > 0 ? `, ${cellSelect(cols)}` : '';
-  const rows = db.prepare(`SELECT seq, tid, op${sel} FROM main._sluice_journal WHERE seq > ? ORDER BY seq`).all(options.sinceSeq ?? 0) as Record<string, unknown>[];
+  const rows = db
+    .prepare(`SELECT seq, tid, op${sel} FROM main._sluice_journal WHERE seq > ? ORDER BY seq`)
+    .all(options.sinceSeq ?? 0) as Record<string, unknown>[];
   return rows.map((r) => {
     const t = tables.get(Number(r.tid));
     if (t === undefined) throw new Error(`journal row ${String(r.seq)} names unknown tid ${String(r.tid)}`);
@@ -90,9 +110,17 @@ export function columnsOf(db: Db, table: string): string[] {
 }
 
 /** The rows of a source table as cells, ordered by every column (`columns`: default those of table_info, generated ones left out). */
-export function tableCells(db: Db, table: string, where = '1', params: readonly unknown[] = [], columns: readonly string[] = columnsOf(db, table)): Cell[][] {
+export function tableCells(
+  db: Db,
+  table: string,
+  where = '1',
+  params: readonly unknown[] = [],
+  columns: readonly string[] = columnsOf(db, table),
+): Cell[][] {
   const cols = columns.map(quoteIdent);
-  const rows = db.prepare(`SELECT ${cellSelect(cols)} FROM main.${quoteIdent(table)} WHERE ${where} ORDER BY ${cols.join(', ')}`).all(...params) as Record<string, unknown>[];
+  const rows = db
+    .prepare(`SELECT ${cellSelect(cols)} FROM main.${quoteIdent(table)} WHERE ${where} ORDER BY ${cols.join(', ')}`)
+    .all(...params) as Record<string, unknown>[];
   return rows.map((r) => cellsFrom(r, cols.length));
 }
 
@@ -117,7 +145,9 @@ export function databaseImage(db: Db, file: string): unknown {
   const temp = db.prepare('SELECT type, name, tbl_name, sql FROM temp.sqlite_schema ORDER BY type, name').all();
   const version = db.prepare('PRAGMA main.schema_version').get();
   const data: Record<string, unknown> = {};
-  for (const r of db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'").all() as { name: string }[]) {
+  for (const r of db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND sql NOT LIKE 'CREATE VIRTUAL%'").all() as {
+    name: string;
+  }[]) {
     data[r.name] = tableCells(db, r.name);
   }
   return { schema, temp, version, data, file: fileHash(file), wal: fileHash(`${file}-wal`) };

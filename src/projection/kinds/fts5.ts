@@ -61,18 +61,29 @@ export function snapshotFts(db: Db, schema: string, p: CompiledProjection): numb
   const rowidCol = n.intKey ? 'rowid, ' : '';
   const values = n.external ? `, ${p.columns.map((c) => c.expr).join(', ')}` : '';
   const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
-  const count = db.prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${src}`).run().changes;
+  const count = db
+    .prepare(
+      `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${src}`,
+    )
+    .run().changes;
   if (n.external) {
     db.exec(`INSERT INTO ${n.fts} (${quoteIdent(p.targetTable)}) VALUES ('rebuild')`);
   } else {
     const on = p.key.map((k, i) => `s.${quoteIdent(k)} = c.${n.keys[i]}`).join(' AND ');
-    db.exec(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${n.content} c JOIN ${src} s ON ${on}`);
+    db.exec(
+      `INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${n.content} c JOIN ${src} s ON ${on}`,
+    );
   }
   return count;
 }
 
 /** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
-export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): { applied: number; mismatch?: FtsMismatch } {
+export function applyFtsEvents(
+  db: Db,
+  schema: string,
+  p: CompiledProjection,
+  events: readonly ChangeEvent[],
+): { applied: number; mismatch?: FtsMismatch } {
   const n = ftsNames(schema, p);
   // Compiled once per connection (statement-cache.ts): the SQL of a step
   // differs only by the placeholders of its values' storage classes, so a
@@ -84,12 +95,22 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
   const ph = (vals: readonly SqlValue[]) => vals.map(placeholderFor).join(', ');
   const bind = (vals: readonly SqlValue[]) => vals.map(toBindable);
   const lookup = (key: readonly SqlValue[]) =>
-    prepare(`SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`, 'pluck').get(...bind(key)) as bigint | undefined;
+    prepare(
+      `SELECT rowid FROM ${n.content} WHERE ${n.keys.map((k, i) => `${k} = ${placeholderFor(key[i] ?? null)}`).join(' AND ')}`,
+      'pluck',
+    ).get(...bind(key)) as bigint | undefined;
   // The row found by key (through its collation) must hold the before-image's key bytes, and its values when stored.
   const matches = (rowid: bigint, key: readonly SqlValue[], values: readonly SqlValue[]) => {
     const stored = n.external ? values : [];
-    const eq = [...n.keys.map((c, i) => sqlEq(c, namedPlaceholderFor(key[i] ?? null, `k${i}`))), ...n.cols.slice(0, stored.length).map((c, i) => sqlEq(c, namedPlaceholderFor(stored[i] ?? null, `v${i}`)))];
-    const args = { rowid, ...Object.fromEntries(key.map((v, i) => [`k${i}`, toBindable(v)])), ...Object.fromEntries(stored.map((v, i) => [`v${i}`, toBindable(v)])) };
+    const eq = [
+      ...n.keys.map((c, i) => sqlEq(c, namedPlaceholderFor(key[i] ?? null, `k${i}`))),
+      ...n.cols.slice(0, stored.length).map((c, i) => sqlEq(c, namedPlaceholderFor(stored[i] ?? null, `v${i}`))),
+    ];
+    const args = {
+      rowid,
+      ...Object.fromEntries(key.map((v, i) => [`k${i}`, toBindable(v)])),
+      ...Object.fromEntries(stored.map((v, i) => [`v${i}`, toBindable(v)])),
+    };
     return prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(eq)}`).get(args) !== undefined;
   };
 
@@ -110,8 +131,9 @@ export function applyFtsEvents(db: Db, schema: string, p: CompiledProjection, ev
     const rowidVal = n.intKey ? [key[0] ?? null] : [];
     const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
     const stored = n.external ? values : [];
-    const info = prepare(`INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) VALUES (${ph([...rowidVal, ...key, ...stored])})`)
-      .run(...bind([...rowidVal, ...key, ...stored]));
+    const info = prepare(
+      `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) VALUES (${ph([...rowidVal, ...key, ...stored])})`,
+    ).run(...bind([...rowidVal, ...key, ...stored]));
     prepare(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) VALUES (?, ${ph(values)})`).run(info.lastInsertRowid, ...bind(values));
     return undefined;
   };

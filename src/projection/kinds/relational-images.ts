@@ -70,7 +70,8 @@ export function keyIndexes(p: CompiledProjection): number[] {
  * source table's width, so column i of the after-image is c(n+i)).
  */
 export function journalImages(events: EventRelation, n: number, cols: readonly number[], keys: readonly number[]): Images {
-  const src = (alias: string, i: number) => `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
+  const src = (alias: string, i: number) =>
+    `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
   return {
     params: events.params,
     rel: (alias) => `(${events.sql}) ${alias}`,
@@ -100,9 +101,20 @@ export function journalImages(events: EventRelation, n: number, cols: readonly n
 export function prepareImages(db: Db, p: CompiledProjection, events: EventRelation): Images {
   const n = p.source.columns.length;
   const keyIdx = keyIndexes(p);
-  if (p.identity) return journalImages(events, n, p.columns.map((_, i) => i), keyIdx);
+  if (p.identity)
+    return journalImages(
+      events,
+      n,
+      p.columns.map((_, i) => i),
+      keyIdx,
+    );
   const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`);
-  const imgTable = workTable(db, '_sluice_img', `_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)`, { withoutRowid: true });
+  const imgTable = workTable(
+    db,
+    '_sluice_img',
+    `_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)`,
+    { withoutRowid: true },
+  );
   // One pass over the events, appends only: (seq, side) is the insertion order.
   cachedStatement(
     db,
@@ -128,7 +140,12 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
   // projected once into a TEMP table declared like the target.
   let pi = projected;
   if (hasTypedComputedColumn(p)) {
-    pi = workTable(db, '_sluice_pimg', `seq INTEGER NOT NULL, side INTEGER NOT NULL, inf INTEGER NOT NULL, ${p.columns.map((c, i) => `v${i} ${c.decl}`).join(', ')}, PRIMARY KEY (seq, side)`, { withoutRowid: true });
+    pi = workTable(
+      db,
+      '_sluice_pimg',
+      `seq INTEGER NOT NULL, side INTEGER NOT NULL, inf INTEGER NOT NULL, ${p.columns.map((c, i) => `v${i} ${c.decl}`).join(', ')}, PRIMARY KEY (seq, side)`,
+      { withoutRowid: true },
+    );
     cachedStatement(db, `INSERT INTO ${pi} SELECT * FROM ${projected}`).run();
   }
   const on = (alias: string, seq: string, side: 0 | 1) => `${alias}.seq = ${seq} AND ${alias}.side = ${side}`;

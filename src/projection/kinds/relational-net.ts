@@ -27,12 +27,23 @@ import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } fr
  * and the property test (test/projection/…fast-apply…) compares it with the
  * reference on random batches over tampered targets.
  */
-export function applyByNetTransitions(db: Db, schema: string, p: CompiledProjection, img: Images, strict: boolean): { transitions: number } | undefined {
+export function applyByNetTransitions(
+  db: Db,
+  schema: string,
+  p: CompiledProjection,
+  img: Images,
+  strict: boolean,
+): { transitions: number } | undefined {
   const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
   const keyIdx = keyIndexes(p);
   const k = keyIdx.map((_, j) => `k${j}`);
   // Keyed like the target (the key columns' declarations carry their collation).
-  const net = buildNet(db, keyIdx.map((i) => p.columns[i]?.decl ?? ''), img, p.columns.length);
+  const net = buildNet(
+    db,
+    keyIdx.map((i) => p.columns[i]?.decl ?? ''),
+    img,
+    p.columns.length,
+  );
   if (net === undefined) return undefined;
   const { transitions, table } = net;
   // Each key's first before against the target row as it is: present and
@@ -56,7 +67,10 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
   // made sure it replaces only the row it found, unless a user added a
   // UNIQUE index to the target: then every key that was present goes first,
   // and the rows are inserted plainly.
-  cachedStatement(db, `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1${strict ? '' : ' AND lap = 0'})`).run();
+  cachedStatement(
+    db,
+    `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1${strict ? '' : ' AND lap = 0'})`,
+  ).run();
   cachedStatement(
     db,
     `INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
@@ -74,7 +88,12 @@ export function applyByNetTransitions(db: Db, schema: string, p: CompiledProject
  * key's chain over the `width` target columns of the images. Returns the
  * number of transitions that change something, or `undefined` at a break.
  */
-export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width: number): { transitions: number; table: string } | undefined {
+export function buildNet(
+  db: Db,
+  keyDecls: readonly string[],
+  img: Images,
+  width: number,
+): { transitions: number; table: string } | undefined {
   const k = keyDecls.map((_, j) => `k${j}`);
   const s = img.stream;
   const same = sameKeyBothSides(img);
@@ -108,6 +127,8 @@ export function buildNet(db: Db, keyDecls: readonly string[], img: Images, width
       bad = coalesce(bad, CASE WHEN excluded.lpos <= lpos OR lap <> excluded.fbp THEN excluded.fseq
         WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', `${table}.lseq`, 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`,
   ).run(img.params);
-  const [breaks, transitions] = (cachedStatement(db, `SELECT count(bad), total(cnt) FROM ${table}`, 'raw').get() as number[]).map(Number) as [number, number];
+  const [breaks, transitions] = (cachedStatement(db, `SELECT count(bad), total(cnt) FROM ${table}`, 'raw').get() as number[]).map(
+    Number,
+  ) as [number, number];
   return breaks > 0 ? undefined : { transitions, table };
 }

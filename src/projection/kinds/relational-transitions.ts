@@ -32,21 +32,25 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   db.exec('DROP TABLE IF EXISTS temp._sluice_tr');
   // Keys typed and collated like the target key: ORDER BY and the neighbour
   // tests group keys exactly as the target's primary key does.
-  db.exec(`CREATE TEMP TABLE _sluice_tr (${k.map((x, j) => `${x} ${keyDecl[j]}`).join(', ')}, seq INTEGER NOT NULL, sub INTEGER NOT NULL, bp INTEGER NOT NULL, ap INTEGER NOT NULL)`);
+  db.exec(
+    `CREATE TEMP TABLE _sluice_tr (${k.map((x, j) => `${x} ${keyDecl[j]}`).join(', ')}, seq INTEGER NOT NULL, sub INTEGER NOT NULL, bp INTEGER NOT NULL, ap INTEGER NOT NULL)`,
+  );
   // This ORDER BY sorts the SELECT's own columns (journal or image values,
   // BINARY), not _sluice_tr's: name the key collation, or 'abc' and 'ABC' of
   // a NOCASE key are not adjacent, and a case-only key change then looks like
   // an uncaptured REPLACE (the insert of 'ABC' sorts before the delete of 'abc').
   const keyCollate = keyIdx.map((i) => p.source.columns.find((c) => c.name === p.columns[i]?.from)?.collate ?? 'BINARY');
   const same = sameKeyBothSides(img);
-  db.prepare(`INSERT INTO temp._sluice_tr (${k.join(', ')}, seq, sub, bp, ap)
+  db.prepare(
+    `INSERT INTO temp._sluice_tr (${k.join(', ')}, seq, sub, bp, ap)
     SELECT * FROM (
       SELECT ${s.key[0].map((x, j) => `${x} AS k${j}`).join(', ')}, e.seq AS seq, 0 AS sub, ${s.inTarget[0]}, CASE WHEN ${s.has[1]} AND ${same} THEN ${s.inTarget[1]} ELSE 0 END
         FROM ${s.events} ${s.joins} WHERE ${s.has[0]}
       UNION ALL
       SELECT ${s.key[1].join(', ')}, e.seq, 1, 0, ${s.inTarget[1]}
         FROM ${s.events} ${s.joins} WHERE ${s.has[1]} AND NOT (${s.has[0]} AND ${same})
-    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${keyCollate[j]}`).join(', ')}, seq, sub`).run(img.params);
+    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${keyCollate[j]}`).join(', ')}, seq, sub`,
+  ).run(img.params);
   // Absent -> absent transitions (a map image outside the filter on both sides) are checks, not changes.
   const transitions = Number((db.prepare('SELECT count(*) FROM temp._sluice_tr WHERE bp = 1 OR ap = 1').pluck().get() as bigint) ?? 0n);
 
@@ -60,10 +64,14 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   const last = `temp._sluice_tr x LEFT JOIN temp._sluice_tr z ON z.rowid = x.rowid + 1 AND ${sameKey('z', 'x', k)}`;
   const keyList = p.key.map(quoteIdent).join(', ');
   // As in relational-net.ts: with a UNIQUE index a user added, every key of the batch goes first and the rows are inserted plainly.
-  db.prepare(`DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL${strict ? '' : ' AND x.ap = 0'})`).run();
+  db.prepare(
+    `DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL${strict ? '' : ' AND x.ap = 0'})`,
+  ).run();
   // CROSS JOIN keeps the image lookup inside the loop over the transitions (by seq), never the other way round.
-  db.prepare(`INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
-    SELECT ${p.columns.map((_, i) => img.after('e', i)).join(', ')} FROM ${last} CROSS JOIN ${joinImage(img, 'e', 'x.seq', 1)} WHERE z.rowid IS NULL AND x.ap = 1`).run(img.params);
+  db.prepare(
+    `INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
+    SELECT ${p.columns.map((_, i) => img.after('e', i)).join(', ')} FROM ${last} CROSS JOIN ${joinImage(img, 'e', 'x.seq', 1)} WHERE z.rowid IS NULL AND x.ap = 1`,
+  ).run(img.params);
   db.exec('DROP TABLE temp._sluice_tr');
   return { transitions };
 }
@@ -107,5 +115,10 @@ function findMismatch(db: Db, p: CompiledProjection, target: string, k: string[]
   const present = Number(row[k.length + 2]);
   const where = Number(row[k.length + 3]) === 1 ? 'target' : 'batch';
   // At one seq a target mismatch is reported before a chain mismatch, as before.
-  return { seq: Number(row[k.length]), key: keyJson(row), reason: bp === 0 && present === 1 ? 'UNCAPTURED_REPLACE' : 'TARGET_DIVERGED', where };
+  return {
+    seq: Number(row[k.length]),
+    key: keyJson(row),
+    reason: bp === 0 && present === 1 ? 'UNCAPTURED_REPLACE' : 'TARGET_DIVERGED',
+    where,
+  };
 }

@@ -46,7 +46,9 @@ export interface RelationalResult {
 export function createRelationalTarget(db: Db, schema: string, p: CompiledProjection): void {
   const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
   const withoutRowid = p.identity && p.source.withoutRowid ? ' WITHOUT ROWID' : '';
-  db.exec(`CREATE TABLE ${quoteIdent(schema)}.${quoteIdent(p.targetTable)} (${cols.join(', ')}, PRIMARY KEY (${p.key.map(quoteIdent).join(', ')}))${withoutRowid}`);
+  db.exec(
+    `CREATE TABLE ${quoteIdent(schema)}.${quoteIdent(p.targetTable)} (${cols.join(', ')}, PRIMARY KEY (${p.key.map(quoteIdent).join(', ')}))${withoutRowid}`,
+  );
 }
 
 /** Fills the target from the source table (main) in the caller's transaction: the snapshot path. */

@@ -53,7 +53,11 @@ export function recordingHandler(table = 'applications'): CustomHandler {
     version: '1',
     async init(_rows, { db }) {
       await db.schema.dropTable(table).ifExists().execute();
-      await db.schema.createTable(table).addColumn('seq', 'integer', (c) => c.notNull()).addColumn('op', 'text', (c) => c.notNull()).execute();
+      await db.schema
+        .createTable(table)
+        .addColumn('seq', 'integer', (c) => c.notNull())
+        .addColumn('op', 'text', (c) => c.notNull())
+        .execute();
     },
     async apply(event, { db }) {
       await db.insertInto(table).values({ seq: event.seq, op: event.op }).execute();
@@ -70,7 +74,12 @@ export function scenarioProjections(): ProjectionDefinitionInput[] {
       name: 'cheap_items',
       source: 'items',
       kind: 'map',
-      columns: { item: 'id', label: { expr: "upper(name) || ':' || coalesce(qty, '-')", type: 'TEXT' }, total: { expr: 'qty * price' }, name: 'name' },
+      columns: {
+        item: 'id',
+        label: { expr: "upper(name) || ':' || coalesce(qty, '-')", type: 'TEXT' },
+        total: { expr: 'qty * price' },
+        name: 'name',
+      },
       filter: "price < 3 AND name >= 'b'",
     },
     { name: 'items_fts', source: 'items', kind: 'fts5', columns: ['name'], content: 'external' },

@@ -22,7 +22,9 @@ function realCell(v: unknown): Cell {
 }
 
 export function columnsOf(db: Db, schema: string, table: string): string[] {
-  return (db.prepare('SELECT name FROM main.pragma_table_info(?, ?) ORDER BY cid').all(table, schema) as { name: string }[]).map((r) => r.name);
+  return (db.prepare('SELECT name FROM main.pragma_table_info(?, ?) ORDER BY cid').all(table, schema) as { name: string }[]).map(
+    (r) => r.name,
+  );
 }
 
 /** Every row of `schema.table` as cells, sorted (so two tables with the same rows compare equal). */
@@ -33,7 +35,9 @@ export function tableCells(db: Db, schema: string, table: string, columns: reado
     return `typeof(${q}) AS t${i}, hex(${q}) AS h${i}, CASE WHEN typeof(${q}) = 'real' THEN ${q} END AS r${i}`;
   });
   const rows = db.prepare(`SELECT ${sel.join(', ')} FROM ${quoteIdent(schema)}.${quoteIdent(table)}`).all() as Record<string, unknown>[];
-  const cells = rows.map((r) => columns.map((_, i) => (r[`t${i}`] === 'real' ? realCell(r[`r${i}`]) : `${String(r[`t${i}`])}:${String(r[`h${i}`])}`)));
+  const cells = rows.map((r) =>
+    columns.map((_, i) => (r[`t${i}`] === 'real' ? realCell(r[`r${i}`]) : `${String(r[`t${i}`])}:${String(r[`h${i}`])}`)),
+  );
   // Sort keys made once: rows may hold megabyte BLOBs.
   return cells
     .map((c) => ({ c, k: c.join('|') }))
@@ -52,7 +56,9 @@ export interface DumpOptions {
  */
 export function dumpDatabase(db: Db, schema = 'main', options: DumpOptions = {}): Record<string, Cell[][]> {
   const tables = db
-    .prepare(`SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name`)
+    .prepare(
+      `SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name`,
+    )
     .pluck()
     .all() as string[];
   const out: Record<string, Cell[][]> = {};
@@ -98,7 +104,9 @@ export interface ProjectionRow {
 export function projectionRows(file: string): Map<string, ProjectionRow> {
   const db = openDatabase(file);
   try {
-    const rows = db.prepare('SELECT name, state, reason, detail, cursor, seq, applied_events, last_error FROM main._sluice_projections ORDER BY name').all() as ProjectionRow[];
+    const rows = db
+      .prepare('SELECT name, state, reason, detail, cursor, seq, applied_events, last_error FROM main._sluice_projections ORDER BY name')
+      .all() as ProjectionRow[];
     return new Map(rows.map((r) => [r.name, r]));
   } finally {
     db.close();
@@ -106,7 +114,12 @@ export function projectionRows(file: string): Map<string, ProjectionRow> {
 }
 
 /** Creates a source database with `schema`, runs `seed` (before capture, so the rows reach targets by snapshot) and enables capture. */
-export function makeSource(makeDb: (name?: string, schema?: string) => { db: Db; file: string }, schema: string, tables: readonly string[], options: { seed?: string; mode?: CaptureMode; name?: string } = {}): { db: Db; file: string } {
+export function makeSource(
+  makeDb: (name?: string, schema?: string) => { db: Db; file: string },
+  schema: string,
+  tables: readonly string[],
+  options: { seed?: string; mode?: CaptureMode; name?: string } = {},
+): { db: Db; file: string } {
   const s = makeDb(options.name ?? 'source.db', schema);
   if (options.seed !== undefined) s.db.exec(options.seed);
   enable(s.db, tables, options.mode === undefined ? {} : { mode: options.mode });
@@ -120,7 +133,14 @@ export function highWater(db: Db): number {
 
 /** Journal seqs of one captured table in (after, hw]. */
 export function journalSeqs(db: Db, table: string, after = 0): number[] {
-  return (db.prepare('SELECT j.seq FROM main._sluice_journal j JOIN main._sluice_tables t ON t.tid = j.tid WHERE t.name = ? AND j.seq > ? ORDER BY j.seq').pluck().all(table, after) as bigint[]).map(Number);
+  return (
+    db
+      .prepare(
+        'SELECT j.seq FROM main._sluice_journal j JOIN main._sluice_tables t ON t.tid = j.tid WHERE t.name = ? AND j.seq > ? ORDER BY j.seq',
+      )
+      .pluck()
+      .all(table, after) as bigint[]
+  ).map(Number);
 }
 
 export interface CliResult {
@@ -134,7 +154,12 @@ export interface CliResult {
 export function cli(args: readonly string[], env: Record<string, string> = {}): CliResult {
   const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
   if (env.SLUICE_CRASH_AT === undefined) delete childEnv.SLUICE_CRASH_AT;
-  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], { encoding: 'utf8', cwd: ROOT, env: childEnv, timeout: 30_000 });
+  const r = spawnSync(process.execPath, [path.join(ROOT, 'bin', 'sluice.js'), ...args], {
+    encoding: 'utf8',
+    cwd: ROOT,
+    env: childEnv,
+    timeout: 30_000,
+  });
   return { status: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 

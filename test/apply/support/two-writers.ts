@@ -26,7 +26,25 @@ export const TABLES: readonly Table[] = ['items', 'people'];
 const OTHER: Record<Table, Table> = { items: 'people', people: 'items' };
 
 /** SQL literals: NULL vs '' vs X'', int64 extremes, REAL, NOCASE-equal TEXT, malformed UTF-8. */
-const VALUES = ['NULL', "''", "X''", "X'00ff'", '0', '1', '-1', '9223372036854775807', '-9223372036854775808', '1.0', '1.5', '0.1', '-2.5e300', "'a'", "'A'", "'é'", "CAST(X'ff41' AS TEXT)"];
+const VALUES = [
+  'NULL',
+  "''",
+  "X''",
+  "X'00ff'",
+  '0',
+  '1',
+  '-1',
+  '9223372036854775807',
+  '-9223372036854775808',
+  '1.0',
+  '1.5',
+  '0.1',
+  '-2.5e300',
+  "'a'",
+  "'A'",
+  "'é'",
+  "CAST(X'ff41' AS TEXT)",
+];
 const NAMES = ['NULL', "''", "'ann'", "'Ann'", "'ANN'", "'bob'", "'Bob'", "'zed'", "'ann bob'"];
 const EMAILS = ['NULL', "''", "'a@x'", "'A@X'", "'b@x'", "'B@X'", "'c@x'"];
 const STAMPS = ['NULL', '0', '1', '5'];
@@ -35,11 +53,21 @@ const id = fc.integer({ min: 1, max: 6 });
 const pick = fc.nat({ max: 20 });
 const table = fc.constantFrom<Table>(...TABLES);
 
-const rowArb = fc.record({ name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES), email: fc.constantFrom(...EMAILS), updated_at: fc.constantFrom(...STAMPS) });
+const rowArb = fc.record({
+  name: fc.constantFrom(...NAMES),
+  v: fc.constantFrom(...VALUES),
+  email: fc.constantFrom(...EMAILS),
+  updated_at: fc.constantFrom(...STAMPS),
+});
 export type RowValues = typeof rowArb extends fc.Arbitrary<infer T> ? T : never;
 
 const setArb = fc.record(
-  { name: fc.constantFrom(...NAMES), v: fc.constantFrom(...VALUES), email: fc.constantFrom(...EMAILS), updated_at: fc.constantFrom(...STAMPS) },
+  {
+    name: fc.constantFrom(...NAMES),
+    v: fc.constantFrom(...VALUES),
+    email: fc.constantFrom(...EMAILS),
+    updated_at: fc.constantFrom(...STAMPS),
+  },
   { requiredKeys: [] },
 );
 
@@ -63,13 +91,52 @@ export type Step =
   | { sync: number | null };
 
 const stmtArb: fc.Arbitrary<Stmt> = fc.oneof(
-  { weight: 3, arbitrary: fc.record({ s: fc.constant('insert' as const), verb: fc.constantFrom('INSERT' as const, 'INSERT OR IGNORE' as const), t: table, id, row: rowArb }) },
-  { weight: 4, arbitrary: fc.record({ s: fc.constant('insert' as const), verb: fc.constantFrom('INSERT OR REPLACE' as const, 'REPLACE' as const), t: table, id, row: rowArb }) },
-  { weight: 3, arbitrary: fc.record({ s: fc.constant('upsert' as const), verb: fc.constantFrom('INSERT' as const, 'INSERT OR REPLACE' as const), t: table, id, row: rowArb, on: fc.constantFrom('id' as const, 'email' as const, 'any' as const) }) },
-  { weight: 1, arbitrary: fc.record({ s: fc.constant('copy' as const), verb: fc.constantFrom('INSERT OR REPLACE' as const, 'INSERT OR IGNORE' as const), t: table, by: fc.integer({ min: 1, max: 2 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      s: fc.constant('insert' as const),
+      verb: fc.constantFrom('INSERT' as const, 'INSERT OR IGNORE' as const),
+      t: table,
+      id,
+      row: rowArb,
+    }),
+  },
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      s: fc.constant('insert' as const),
+      verb: fc.constantFrom('INSERT OR REPLACE' as const, 'REPLACE' as const),
+      t: table,
+      id,
+      row: rowArb,
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      s: fc.constant('upsert' as const),
+      verb: fc.constantFrom('INSERT' as const, 'INSERT OR REPLACE' as const),
+      t: table,
+      id,
+      row: rowArb,
+      on: fc.constantFrom('id' as const, 'email' as const, 'any' as const),
+    }),
+  },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      s: fc.constant('copy' as const),
+      verb: fc.constantFrom('INSERT OR REPLACE' as const, 'INSERT OR IGNORE' as const),
+      t: table,
+      by: fc.integer({ min: 1, max: 2 }),
+    }),
+  },
   { weight: 1, arbitrary: fc.record({ s: fc.constant('shift' as const), t: table, by: fc.constantFrom(1, -1), orReplace: fc.boolean() }) },
   { weight: 3, arbitrary: fc.record({ s: fc.constant('update' as const), t: table, pick, set: setArb, orReplace: fc.boolean() }) },
-  { weight: 2, arbitrary: fc.record({ s: fc.constant('rekey' as const), t: table, pick, id: fc.integer({ min: 1, max: 8 }), orReplace: fc.boolean() }) },
+  {
+    weight: 2,
+    arbitrary: fc.record({ s: fc.constant('rekey' as const), t: table, pick, id: fc.integer({ min: 1, max: 8 }), orReplace: fc.boolean() }),
+  },
   { weight: 2, arbitrary: fc.record({ s: fc.constant('delete' as const), t: table, pick }) },
   { weight: 1, arbitrary: fc.record({ s: fc.constant('recase' as const), t: table }) },
 );
@@ -121,7 +188,8 @@ export function renderStmt(s: Stmt): string {
       if (s.s === 'insert') return head;
       const set = 'DO UPDATE SET name = excluded.name, v = excluded.v, updated_at = coalesce(updated_at, 0) + 1';
       if (s.on === 'any') return `${head} ON CONFLICT ${set}`;
-      if (s.on === 'email' && s.t === 'people') return `${head} ON CONFLICT (email) ${set} ON CONFLICT (id) DO UPDATE SET email = excluded.email`;
+      if (s.on === 'email' && s.t === 'people')
+        return `${head} ON CONFLICT (email) ${set} ON CONFLICT (id) DO UPDATE SET email = excluded.email`;
       return `${head} ON CONFLICT (id) ${set}`;
     }
     case 'update': {
@@ -175,7 +243,9 @@ export function renderStep(step: Step): string[] {
   return [
     'BEGIN IMMEDIATE',
     ...before.map(renderStmt),
-    ...(savepoint === null ? [] : ['SAVEPOINT sp', ...savepoint.stmts.map(renderStmt), ...(savepoint.rollback ? ['ROLLBACK TO sp'] : []), 'RELEASE sp']),
+    ...(savepoint === null
+      ? []
+      : ['SAVEPOINT sp', ...savepoint.stmts.map(renderStmt), ...(savepoint.rollback ? ['ROLLBACK TO sp'] : []), 'RELEASE sp']),
     ...after.map(renderStmt),
     commit ? 'COMMIT' : 'ROLLBACK',
   ];

@@ -11,7 +11,10 @@ export type RowSet = string[];
 
 /** Replays the journal of `table` (images mode) into a model keyed by the key's bytes; returns both row sets and the events that did not fit the model. */
 export function replayAndSource(db: Db, table: string): { model: RowSet; source: RowSet; problems: string[] } {
-  const t = db.prepare('SELECT columns, key_columns FROM main._sluice_tables WHERE name = ?').get(table) as { columns: string; key_columns: string };
+  const t = db.prepare('SELECT columns, key_columns FROM main._sluice_tables WHERE name = ?').get(table) as {
+    columns: string;
+    key_columns: string;
+  };
   const cols = JSON.parse(t.columns) as string[];
   const keys = (JSON.parse(t.key_columns) as string[]).map((k) => cols.indexOf(k));
   const keyOf = (img: readonly Cell[]) => keys.map((i) => img[i]).join('|');

@@ -84,7 +84,11 @@ export function removeDir(dir: string | undefined): void {
 }
 
 /** The demo's issue-tracker fixture at `file`, with capture enabled on `tables` (none: no capture). */
-export function trackerSource(file: string, tables: readonly string[] = ['repositories', 'issues', 'comments', 'labels'], scale?: Parameters<typeof buildTracker>[1]): string {
+export function trackerSource(
+  file: string,
+  tables: readonly string[] = ['repositories', 'issues', 'comments', 'labels'],
+  scale?: Parameters<typeof buildTracker>[1],
+): string {
   buildTracker(file, scale);
   if (tables.length > 0) {
     const db = openDatabase(file);
@@ -111,7 +115,10 @@ export function write(file: string, sql: string): void {
 export function scalar(file: string, sql: string, ...params: unknown[]): unknown {
   const db = openDatabase(file, { readonly: true });
   try {
-    return db.prepare(sql).pluck().get(...params);
+    return db
+      .prepare(sql)
+      .pluck()
+      .get(...params);
   } finally {
     db.close();
   }
@@ -133,14 +140,23 @@ export function dumpTables(file: string, only?: readonly string[]): Record<strin
   try {
     const tables = (
       db
-        .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_sluice\\_%' ESCAPE '\\' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name")
+        .prepare(
+          "SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_sluice\\_%' ESCAPE '\\' AND sql NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+        )
         .pluck()
         .all() as string[]
     ).filter((t) => only === undefined || only.includes(t));
     const out: Record<string, string[]> = {};
     for (const t of tables) {
-      const cols = (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]).map((c) => `CASE typeof(${quoteIdent(c)}) WHEN 'text' THEN 'T' || hex(${quoteIdent(c)}) ELSE quote(${quoteIdent(c)}) END`);
-      out[t] = (db.prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`).pluck().all() as string[]).sort();
+      const cols = (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]).map(
+        (c) => `CASE typeof(${quoteIdent(c)}) WHEN 'text' THEN 'T' || hex(${quoteIdent(c)}) ELSE quote(${quoteIdent(c)}) END`,
+      );
+      out[t] = (
+        db
+          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`)
+          .pluck()
+          .all() as string[]
+      ).sort();
     }
     return out;
   } finally {
@@ -183,7 +199,9 @@ export function startCli(args: readonly string[]): Spawned {
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
   child.stderr?.setEncoding('utf8').on('data', (d: string) => (err += d));
-  const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) => child.on('close', (status, signal) => resolve({ status, signal })));
+  const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (status, signal) => resolve({ status, signal })),
+  );
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 

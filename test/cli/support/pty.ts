@@ -30,6 +30,11 @@ export function onTerminal(args: readonly string[]): OnTerminal {
 
 /** The terminal's text without colour and cursor sequences, each redraw of a line on its own line. */
 export function plain(s: string): string {
-  // eslint-disable-next-line no-control-regex
-  return s.replace(/\x1b\[1G|\x1b[78]/g, '\n').replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '').replace(/\r\n/g, '\n').replace(/\r/g, '\n');
+  /* eslint-disable no-control-regex */
+  return s
+    .replace(/\x1b\[1G|\x1b[78]/g, '\n')
+    .replace(/\x1b\[[0-9;?]*[A-Za-z]/g, '')
+    .replace(/\r\n/g, '\n')
+    .replace(/\r/g, '\n');
+  /* eslint-enable no-control-regex */
 }

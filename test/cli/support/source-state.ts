@@ -21,7 +21,10 @@ export interface FileState {
 export function fileState(file: string): FileState {
   const wal = `${file}-wal`;
   const state = { sha256: sha256(file), walBytes: fs.existsSync(wal) ? fs.statSync(wal).size : 0 };
-  const journalMode = runPython('import sqlite3, sys\nc = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)\nprint(c.execute("PRAGMA journal_mode").fetchone()[0])\nc.close()', [file]).trim();
+  const journalMode = runPython(
+    'import sqlite3, sys\nc = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro", uri=True)\nprint(c.execute("PRAGMA journal_mode").fetchone()[0])\nc.close()',
+    [file],
+  ).trim();
   return { ...state, journalMode };
 }
 
@@ -68,7 +71,10 @@ export function expectUntouched(file: string, before: FileState, after_?: string
 
 /** Sets a database's journal mode from Python (a user's own connection). */
 export function setJournalMode(file: string, mode: 'delete' | 'wal'): void {
-  const got = runPython(`import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nprint(c.execute("PRAGMA journal_mode = ${mode}").fetchone()[0])\nc.close()`, [file]).trim();
+  const got = runPython(
+    `import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nprint(c.execute("PRAGMA journal_mode = ${mode}").fetchone()[0])\nc.close()`,
+    [file],
+  ).trim();
   expect(got).toBe(mode);
 }
 

@@ -36,9 +36,16 @@ export function canonKey(values: readonly SqlValue[]): string {
 export function sourceRows(db: Db, table: string, columns: readonly string[], keyColumns: readonly string[]): Map<string, string> {
   const parts = columns.flatMap((c) => {
     const q = quoteIdent(c);
-    return [`typeof(${q})`, `CASE WHEN typeof(${q}) IN ('text','blob') THEN CAST(${q} AS BLOB) END`, `CASE WHEN typeof(${q}) IN ('integer','real') THEN ${q} END`];
+    return [
+      `typeof(${q})`,
+      `CASE WHEN typeof(${q}) IN ('text','blob') THEN CAST(${q} AS BLOB) END`,
+      `CASE WHEN typeof(${q}) IN ('integer','real') THEN ${q} END`,
+    ];
   });
-  const rows = db.prepare(`SELECT ${parts.join(', ')} FROM main.${quoteIdent(table)}`).raw().all() as unknown[][];
+  const rows = db
+    .prepare(`SELECT ${parts.join(', ')} FROM main.${quoteIdent(table)}`)
+    .raw()
+    .all() as unknown[][];
   const out = new Map<string, string>();
   for (const r of rows) {
     const values = columns.map((_, i): string => {
@@ -69,10 +76,12 @@ export function sourceRows(db: Db, table: string, columns: readonly string[], ke
 }
 
 function rowCanon(columns: readonly string[], row: Row): string {
-  return columns.map((c) => {
-    if (!(c in row)) throw new Error(`event row lacks column ${c}`);
-    return canon(row[c] as SqlValue);
-  }).join(',');
+  return columns
+    .map((c) => {
+      if (!(c in row)) throw new Error(`event row lacks column ${c}`);
+      return canon(row[c] as SqlValue);
+    })
+    .join(',');
 }
 
 /** What a consumer holds: per table, key -> canonical row. */
@@ -119,12 +128,15 @@ export class ReplayModel {
     if (e.image === 'full') {
       const at = e.op === 'update' ? canonKey(e.beforeKey) : key;
       const have = m.rows.get(at);
-      if (e.op === 'insert' && have !== undefined) throw new Error(`seq ${e.seq}: insert of ${e.table} ${key}, which the model already holds (${have})`);
+      if (e.op === 'insert' && have !== undefined)
+        throw new Error(`seq ${e.seq}: insert of ${e.table} ${key}, which the model already holds (${have})`);
       if (e.op !== 'insert') {
         const before = rowCanon(m.columns, e.before as Row);
-        if (have !== before) throw new Error(`seq ${e.seq}: ${e.op} of ${e.table} ${at}: before-image ${before}, model holds ${have ?? 'nothing'}`);
+        if (have !== before)
+          throw new Error(`seq ${e.seq}: ${e.op} of ${e.table} ${at}: before-image ${before}, model holds ${have ?? 'nothing'}`);
       }
-      if (e.op === 'update' && at !== key && m.rows.has(key)) throw new Error(`seq ${e.seq}: key change of ${e.table} onto ${key}, which the model already holds`);
+      if (e.op === 'update' && at !== key && m.rows.has(key))
+        throw new Error(`seq ${e.seq}: key change of ${e.table} onto ${key}, which the model already holds`);
     }
     if (e.op === 'delete') {
       m.rows.delete(key);

@@ -44,7 +44,13 @@ export function underTamper<T>(db: Db, lo: number, tamper: string, fn: () => T):
 export async function stageBatch(
   source: string,
   target: string,
-  o: { readonly schema: string; readonly tables: readonly string[]; readonly projections: readonly ProjectionDefinitionInput[]; readonly before: readonly string[]; readonly batch: readonly string[] },
+  o: {
+    readonly schema: string;
+    readonly tables: readonly string[];
+    readonly projections: readonly ProjectionDefinitionInput[];
+    readonly before: readonly string[];
+    readonly batch: readonly string[];
+  },
 ): Promise<{ db: Db; lo: number; hi: number }> {
   const db = openDatabase(source, { create: true });
   try {
