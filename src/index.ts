@@ -86,5 +86,5 @@ export {
 } from './export/resume-point.ts';
 export type { ResumePoint } from './export/resume-point.ts';
 export type { ExportOptions, ExportResult } from './export/export.ts';
-export { importFile } from './export/import.ts';
-export type { ImportOptions, ImportReport } from './export/import.ts';
+export { importFile, importStream } from './export/import.ts';
+export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts';

@@ -33,8 +33,8 @@ import {
   type ProjectionRecord,
 } from '../apply/target-meta.ts';
 import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
-import { peekEncoding, readExportFile, type ReadTotals } from './checked-reader.ts';
-import { hasUnpairedSurrogate, matchTargetEncoding, unpairedToDb } from '../sqlite/text-encoding.ts';
+import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
+import { hasUnpairedSurrogate, matchTargetEncoding, unpairedToDb, type TextEncoding } from '../sqlite/text-encoding.ts';
 import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
 
 export interface ImportOptions {
@@ -80,6 +80,33 @@ export async function importFile(targetPath: string, file: string, options: Impo
   if (!fs.existsSync(file))
     throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
   const encoding = await peekEncoding(file);
+  return importStream(
+    targetPath,
+    {
+      label: file,
+      size: () => fs.statSync(file).size,
+      ...(encoding === undefined ? {} : { encoding }),
+      read: (o) => readExportFile(file, o),
+    },
+    options,
+  );
+}
+
+/** A stream of checked export items (a file, or batches from a broker): what import applies. */
+export interface ItemStream {
+  /** Names the stream in errors (`<label>:<line>`). */
+  readonly label: string;
+  /** The text encoding the stream's source declares, when known before reading (a new target takes it). */
+  readonly encoding?: TextEncoding;
+  /** Bytes in the whole stream, for progress (called only when progress is asked for). */
+  readonly size?: () => number;
+  /** Reads the stream once, checked (see checked-reader.ts). */
+  read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
+}
+
+/** importFile over any stream of checked export items, with the same rules. */
+export async function importStream(targetPath: string, stream: ItemStream, options: ImportOptions = {}): Promise<ImportReport> {
+  const encoding = stream.encoding;
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
@@ -94,7 +121,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
     useWal(db);
     db.pragma('temp_store = MEMORY');
     ensureTargetMeta(db, SCHEMA);
-    return await new Importer(db, options).run(file);
+    return await new Importer(db, options).run(stream);
   } finally {
     db.close();
   }
@@ -130,10 +157,11 @@ class Importer {
     this.#options = options;
   }
 
-  async run(file: string): Promise<ImportReport> {
-    const size = this.#options.onProgress === undefined ? 0 : fs.statSync(file).size;
+  async run(stream: ItemStream): Promise<ImportReport> {
+    const file = stream.label;
+    const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
-    const reader = readExportFile(file, { shapeOf: (t) => this.#shapes.get(t) ?? this.#storedShapes().get(t), onRead: (b) => (bytes = b) });
+    const reader = stream.read({ shapeOf: (t) => this.#shapes.get(t) ?? this.#storedShapes().get(t), onRead: (b) => (bytes = b) });
     let totals: ReadTotals;
     try {
       for (;;) {
