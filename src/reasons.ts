@@ -487,7 +487,6 @@ export const REASONS = {
     repair: null,
   },
   IMPORT_OUT_OF_ORDER: { kinds: ['error'], clears: false, explain: 'Lines of the file were moved or lost.', repair: null },
-  IMPORT_SNAPSHOT_FAILED: { kinds: ['error'], clears: false, explain: 'Snapshot rows do not apply cleanly.', repair: null },
   IMPORT_SNAPSHOT_MISMATCH: {
     kinds: ['error'],
     clears: false,

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { compileProjection, ownedTables, type SourceShape } from '../projection/compile.ts';
+import { kindNamed } from '../projection/kinds/registry.ts';
 import { parseStoredDefinition } from '../projection/definition.ts';
 import { repairAction, type ProjectionRecord } from './target-meta.ts';
 
@@ -20,7 +21,7 @@ export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath:
     const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }
-  if (problems.length > 0 || (r.kind !== 'mirror' && r.kind !== 'map')) return problems;
+  if (problems.length > 0 || kindNamed(r.kind)?.checksColumns !== true) return problems;
   const expected = expectedColumns(r);
   if (expected === undefined) return problems;
   const actual = target.prepare('SELECT name FROM main.pragma_table_info(?)').pluck().all(r.targetTable) as string[];

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
+import { kindNamed } from '../projection/kinds/registry.ts';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
 import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 import { readState, readTables, type CaptureState } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
+import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
@@ -136,13 +137,12 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
       facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
       return facts;
     }
-    const max = source.prepare(`SELECT max(seq) FROM main.${JOURNAL_TABLE}`).pluck().get() as bigint | null;
-    facts.sourceSeq = Math.max(Number(max ?? 0n), state.prunedThrough);
+    facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
     const table = readTables(source).find((t) => t.name === r.sourceTable);
     if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
     else facts.problems.push(`the source no longer captures ${r.sourceTable}`);
     if (r.cursor !== null) {
-      const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: r.kind !== 'custom' });
+      const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined });
       if (v.status === 'rebuild') facts.rebuild = v.reason;
       if (v.status !== 'ok')
         facts.problems.push(
@@ -164,21 +164,15 @@ function lag(
   tid: number,
   sourceSeq: number,
 ): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
-  const oldest = source
-    .prepare(`SELECT ts FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? ORDER BY seq LIMIT 1`)
-    .pluck()
-    .get(r.seq, tid) as number | undefined;
+  const oldest = firstEventMsAfter(source, tid, r.seq);
   const since = (ms: number) => Math.max(0, Date.now() - ms);
   if (r.seq < state.prunedThrough) {
     const lagEvents = sourceSeq - r.seq;
-    const lagMs =
-      lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(julianToMs(oldest));
+    const lagMs = lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(oldest);
     return { lagEvents, lagMs };
   }
-  const lagEvents = Number(
-    source.prepare(`SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`).pluck().get(r.seq, tid) as bigint,
-  );
-  return { lagEvents, lagMs: oldest === undefined ? 0 : since(julianToMs(oldest)) };
+  const lagEvents = eventsAfter(source, tid, r.seq);
+  return { lagEvents, lagMs: oldest === undefined ? 0 : since(oldest) };
 }
 
 function failureOf(r: ProjectionRecord): FailureHealth | null {

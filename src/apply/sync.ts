@@ -10,12 +10,13 @@ import { compileProjection, sourceShape, type CompiledProjection } from '../proj
 import { defaultProjectionName } from '../projection/name.ts';
 import {
   defaultMirror,
-  loadStoredHandler,
+  withStoredHandler,
   parseDefinition,
   parseStoredDefinition,
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
+import { KINDS, kindOf } from '../projection/kinds/registry.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
@@ -37,14 +38,10 @@ import path from 'node:path';
  * hold a batch as a few narrow SQLite temp rows per key. A custom handler
  * runs per event in JS, so its batches (its write transactions) stay short.
  */
-export const DEFAULT_BATCH = { setBased: 100_000, perEvent: 10_000 } as const;
+export const DEFAULT_BATCH = { setBased: KINDS.mirror.defaultBatch, perEvent: KINDS.custom.defaultBatch } as const;
 
 /** A batch that changes at least this many rows (net, for mirror and map) is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
 const MAP_MIN_EVENTS = 1000;
-
-function defaultBatch(kind: CompiledProjection['kind']): number {
-  return kind === 'custom' ? DEFAULT_BATCH.perEvent : DEFAULT_BATCH.setBased;
-}
 
 export interface SyncOptions {
   /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
@@ -453,7 +450,7 @@ export class Syncer {
       db: this.session.db,
       schema: TARGET_SCHEMA,
       sourcePath: path.resolve(this.session.sourcePath),
-      batchSize: this.#options.batchSize ?? defaultBatch(p.kind),
+      batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
@@ -612,7 +609,7 @@ async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionIn
         continue;
       }
       // A handler that cannot be loaded again stays an error of the open (CUSTOM_MODULE_NOT_FOUND names the fix).
-      defs.push(d.kind === 'custom' ? { ...d, handler: await loadStoredHandler(d) } : d);
+      defs.push(await withStoredHandler(d));
     }
     return { defs, stored: true, broken };
   }

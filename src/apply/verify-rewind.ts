@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, OP_UPDATE, journalColumn } from '../capture/schema.ts';
+import { journalEvents } from '../feed/event-relation.ts';
 import { columnDecl, type CompiledProjection } from '../projection/compile.ts';
 
 /** The temp table rewindToCursor fills: the source table's columns, with their types and collations. */
@@ -21,19 +21,20 @@ export function rewindToCursor(db: Db, p: CompiledProjection, tid: number, lo: n
   if (pos.length === 0 || pos.some((x) => x < 0)) return false;
   db.exec(`DROP TABLE IF EXISTS ${REWOUND_TABLE}`);
   db.exec(`CREATE TEMP TABLE _sluice_vat (${p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`).join(', ')})`);
-  const range = `tid = ${tid} AND seq > ${lo} AND seq <= ${hw}`;
-  const image = p.source.columns.map((_, i) => journalColumn(i));
-  const oldKey = pos.map((x, i) => `${journalColumn(x)} AS r${i}`).join(', ');
-  const newKey = pos
-    .map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS r${i}`)
-    .join(', ');
+  const ev = journalEvents(tid, n, lo, hw);
+  const image = p.source.columns.map((_, i) => ev.before('', i));
+  const names = p.source.columns.map((_, i) => `v${i}`);
+  const oldKey = pos.map((x, i) => `${ev.before('', x)} AS r${i}`).join(', ');
+  const newKey = pos.map((x, i) => `${ev.after('', x)} AS r${i}`).join(', ');
   const r = pos.map((_, i) => `r${i}`).join(', ');
-  db.exec(`INSERT INTO ${REWOUND_TABLE} SELECT ${image.join(', ')} FROM (
+  db.prepare(
+    `INSERT INTO ${REWOUND_TABLE} SELECT ${names.join(', ')} FROM (
     SELECT *, row_number() OVER (PARTITION BY ${r} ORDER BY seq, present DESC) AS rn FROM (
-      SELECT seq, 1 AS present, ${oldKey}, ${image.join(', ')} FROM main.${JOURNAL_TABLE} WHERE ${range} AND op IN (${OP_DELETE}, ${OP_UPDATE})
+      SELECT seq, 1 AS present, ${oldKey}, ${image.map((v, i) => `${v} AS v${i}`).join(', ')} FROM (${ev.sql}) WHERE ${ev.hasBefore('')}
       UNION ALL
-      SELECT seq, 0 AS present, ${newKey}, ${image.map(() => 'NULL').join(', ')} FROM main.${JOURNAL_TABLE} WHERE ${range} AND op IN (${OP_INSERT}, ${OP_UPDATE})
+      SELECT seq, 0 AS present, ${newKey}, ${image.map((_, i) => `NULL AS v${i}`).join(', ')} FROM (${ev.sql}) WHERE ${ev.hasAfter('')}
     )
-  ) WHERE rn = 1 AND present = 1`);
+  ) WHERE rn = 1 AND present = 1`,
+  ).run(ev.params);
   return true;
 }

@@ -6,14 +6,15 @@ import type { Db } from '../sqlite/connection.ts';
 import { canHoldNegativeZero } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
-import { JOURNAL_TABLE, OP_UPDATE, journalColumn } from '../capture/schema.ts';
+import { journalEvents } from '../feed/event-relation.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { parseStoredDefinition, type ProjectionDefinition } from '../projection/definition.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { brokenDefinition } from './broken-definition.ts';
 import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
-import { hasTypedComputedColumn } from '../projection/kinds/relational-images.ts';
+import { hasTypedComputedColumn } from '../projection/kinds/relational/images.ts';
+import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 
@@ -160,7 +161,7 @@ function verifyOne(
       skipped: `not compared: the last sync of ${rec.name} failed (${rec.lastError}) and ${asOf}; fix that and run sluice sync, then verify again`,
     };
   }
-  if (rec.kind === 'custom') return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
+  if (kindNamed(rec.kind)?.verification === undefined) return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
   if (tid === undefined)
     return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
   const today = fitsSourceToday(db, rec);
@@ -303,19 +304,15 @@ function sourceSide(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.s
     return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(cols)} AS h FROM temp._sluice_vsrc`;
   }
   const keys = p.key.map((kc, i) => `${p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc)} AS k${i}`);
-  const values = p.kind === 'fts5' && (p.definition as { content?: string }).content === 'none' ? [] : p.columns.map((c) => c.expr);
+  const values = kindOf(p).verification?.sourceValues(p) ?? [];
   const where = p.filter === null ? '' : ` WHERE ${p.filter}`;
   return `SELECT ${keys.join(', ')}, ${hashOf(values)} AS h FROM ${from}${where}`;
 }
 
 function targetSide(p: CompiledProjection): string {
-  const s = quoteIdent(TARGET_SCHEMA);
-  if (p.kind === 'fts5') {
-    const content = `${s}.${quoteIdent(`${p.targetTable}_src`)}`;
-    const values = (p.definition as { content?: string }).content === 'none' ? [] : p.columns.map((c) => quoteIdent(c.name));
-    return `SELECT ${p.key.map((_, i) => `${quoteIdent(`_k${i}`)} AS k${i}`).join(', ')}, ${hashOf(values)} AS h FROM ${content}`;
-  }
-  return `SELECT ${p.key.map((kc, i) => `${quoteIdent(kc)} AS k${i}`).join(', ')}, ${hashOf(p.columns.map((c) => quoteIdent(c.name)))} AS h FROM ${s}.${quoteIdent(p.targetTable)}`;
+  const t = kindOf(p).verification?.target(TARGET_SCHEMA, p);
+  if (t === undefined) throw new Error(`projection ${p.name} of kind ${p.kind} cannot be verified`);
+  return `SELECT ${t.keys.map((k, i) => `${k} AS k${i}`).join(', ')}, ${hashOf(t.values)} AS h FROM ${t.from}`;
 }
 
 /**
@@ -330,18 +327,18 @@ function hashOf(values: readonly string[]): string {
 /** Target keys touched by events after the projection's cursor (before and after images). */
 function inFlightKeys(db: Db, p: CompiledProjection, tid: number, lo: number, hw: number): number {
   db.exec('DROP TABLE IF EXISTS temp._sluice_inflight');
-  const n = p.source.columns.length;
+  const ev = journalEvents(tid, p.source.columns.length, lo, hw);
   const pos = p.key.map((kc) => {
     const from = p.columns.find((c) => c.name === kc)?.from ?? kc;
     return p.source.columns.findIndex((c) => c.name === from);
   });
-  const cur = pos
-    .map((x, i) => `CASE WHEN op = ${OP_UPDATE} THEN ${journalColumn(n + x)} ELSE ${journalColumn(x)} END AS k${i}`)
-    .join(', ');
-  const old = pos.map((x, i) => `${journalColumn(x)} AS k${i}`).join(', ');
-  db.exec(`CREATE TEMP TABLE _sluice_inflight AS
-    SELECT ${cur} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hw}
-    UNION SELECT ${old} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > ${lo} AND seq <= ${hw} AND op = ${OP_UPDATE}`);
+  // Each event's key after it (before it, for a delete), and an update's key before it.
+  const cur = pos.map((x, i) => `CASE WHEN ${ev.hasAfter('')} THEN ${ev.after('', x)} ELSE ${ev.before('', x)} END AS k${i}`).join(', ');
+  const old = pos.map((x, i) => `${ev.before('', x)} AS k${i}`).join(', ');
+  db.prepare(
+    `CREATE TEMP TABLE _sluice_inflight AS
+    SELECT ${cur} FROM (${ev.sql}) UNION SELECT ${old} FROM (${ev.sql}) WHERE ${ev.hasBefore('')} AND ${ev.hasAfter('')}`,
+  ).run(ev.params);
   return Number(db.prepare('SELECT count(*) FROM temp._sluice_inflight').pluck().get() as bigint);
 }
 

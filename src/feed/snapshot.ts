@@ -7,6 +7,7 @@ import type { CapturedTable } from '../capture/catalog.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
+import type { Row } from './events.ts';
 
 export interface SnapshotResult {
   /** Incremental replay starts here: every event after it is newer than the rows read. */
@@ -156,4 +157,35 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
 function isWithoutRowid(db: Db, table: string): boolean {
   const r = db.prepare("SELECT wr FROM main.pragma_table_list(?) WHERE schema = 'main'").get(table) as { wr: bigint } | undefined;
   return r !== undefined && r.wr !== 0n;
+}
+
+/**
+ * Rows of a source table for a snapshot: `from(alias)` is a FROM item with
+ * the source table's columns (typed and collated as in the source) under
+ * their names, read as `alias`; `rows()` reads the same rows one at a time.
+ */
+export interface SnapshotRows {
+  from(alias: string): string;
+  rows(): Iterable<Row>;
+}
+
+/**
+ * The rows of captured table `t` as they are in this read transaction, for
+ * a snapshot: in SQL, and exact, read in key-ordered pages so that no
+ * statement stays open while a custom handler runs its own queries on the
+ * same connection (and transaction).
+ */
+export function sourceRows(db: Db, t: CapturedTable): SnapshotRows {
+  return {
+    from: (alias) => `main.${quoteIdent(t.name)} AS ${quoteIdent(alias)}`,
+    *rows() {
+      for (const values of pagedTable(db, t)) {
+        const row: Record<string, SqlValue> = {};
+        t.columns.forEach((c, i) => {
+          row[c] = values[i] ?? null;
+        });
+        yield row;
+      }
+    },
+  };
 }

@@ -242,6 +242,16 @@ function storedModuleFile(d: CustomDefinition, url: string): string {
 }
 
 /** Loads the handler of a stored custom definition again (from its module or its definition file). */
+/** A stored definition with its code loaded again: a custom projection's handler (the others are data only). */
+export async function withStoredHandler(d: ProjectionDefinition): Promise<ProjectionDefinition> {
+  return d.kind === 'custom' ? { ...d, handler: await loadStoredHandler(d) } : d;
+}
+
+/** Whether a definition is code that was not loaded: a custom projection without its handler. */
+export function lacksHandler(d: ProjectionDefinition): boolean {
+  return d.kind === 'custom' && d.handler === undefined;
+}
+
 export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
   if (d.module !== undefined) {
     const mod = (await importHandler(storedModuleFile(d, d.module), `Projection ${d.name}: its handler module ${d.module}`)) as {

@@ -1,7 +1,8 @@
 import type { Db } from '../sqlite/connection.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import type { CompiledProjection } from './compile.ts';
+import type { CompiledProjection } from './compiled.ts';
+import { KINDS } from './kinds/registry.ts';
 
 /*
  * UNIQUE indexes that a user added to a projection's tables. sluice makes
@@ -37,13 +38,9 @@ function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[
   return tables.find((t) => found.some((f) => foldIdent(f) === foldIdent(t)));
 }
 
-/** The tables of an fts5 projection `<t>`: its key table, and those FTS5 makes. */
-const FTS5_TABLES = ['_src', '_data', '_idx', '_content', '_docsize', '_config'] as const;
-
 /** The first of p's tables that carries a UNIQUE index a user added, if any. */
 export function foreignUniqueIndexOf(db: Db, schema: string, p: Pick<CompiledProjection, 'kind' | 'targetTable'>): string | undefined {
-  const tables = p.kind === 'fts5' ? FTS5_TABLES.map((x) => `${p.targetTable}${x}`) : p.kind === 'custom' ? [] : [p.targetTable];
-  return firstWithForeignUnique(db, schema, tables);
+  return firstWithForeignUnique(db, schema, KINDS[p.kind].uniqueTables(p.targetTable));
 }
 
 /** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */

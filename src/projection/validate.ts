@@ -1,4 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
+import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { columnDecl, type CompiledProjection } from './compile.ts';
@@ -66,7 +67,7 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
  * target rows (a custom handler keys its own).
  */
 export function checkKeyCollations(db: Db, p: CompiledProjection): void {
-  if (p.kind === 'custom') return;
+  if (!kindOf(p).keysRows) return;
   const pk = primaryKeyCollations(db, p.source.table);
   for (const k of p.source.keyColumns) {
     const declared = p.source.columns.find((c) => c.name === k)?.collate ?? 'BINARY';

@@ -3,8 +3,8 @@ import { vi } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
 import { Syncer } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
-import { applyRelational } from '../../src/projection/kinds/relational.ts';
-import { compiledFor, batchSql } from '../projection/support/batch.ts';
+import { applyRelational } from '../../src/projection/kinds/relational/apply.ts';
+import { compiledFor, batchSql, relational } from '../projection/support/batch.ts';
 import { highWater, makeSource, tableCells } from './support/target.ts';
 
 /*
@@ -102,7 +102,7 @@ test('the reference apply writes the same way: the same batches under the same i
   const apply = (to: number, path: 'auto' | 'reference') => {
     src.db.exec('BEGIN');
     try {
-      const r = applyRelational(src.db, 'tgt', p, batchSql(src.db, p, lo, to), path);
+      const r = applyRelational(src.db, 'tgt', relational(p), batchSql(src.db, p, lo, to), path);
       expect([r.decidedBy, r.mismatch]).toEqual([path === 'auto' ? 'fast' : 'reference', undefined]);
       return tableCells(src.db, 'tgt', 't');
     } catch (err) {

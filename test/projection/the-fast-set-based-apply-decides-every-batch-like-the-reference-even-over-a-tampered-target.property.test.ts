@@ -3,10 +3,10 @@ import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import type { CompiledProjection } from '../../src/projection/compile.ts';
-import type { EventRelation } from '../../src/capture/schema.ts';
+import type { EventRelation } from '../../src/feed/event-relation.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
-import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational.ts';
-import { batchSql, compiledFor, stageBatch, underTamper } from './support/batch.ts';
+import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational/apply.ts';
+import { batchSql, compiledFor, relational, stageBatch, underTamper } from './support/batch.ts';
 import { tableCells } from '../apply/support/target.ts';
 
 /*
@@ -132,7 +132,7 @@ const AFTER_KEY =
 /** Applies in a transaction that is rolled back, so both paths see the same target. */
 function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: number, tamper: string, path: RelationalPath) {
   return underTamper(db, lo, tamper, () => {
-    const r = applyRelational(db, 'tgt', p, events, path);
+    const r = applyRelational(db, 'tgt', relational(p), events, path);
     return {
       result: { transitions: r.transitions, mismatch: r.mismatch },
       decidedBy: r.decidedBy,

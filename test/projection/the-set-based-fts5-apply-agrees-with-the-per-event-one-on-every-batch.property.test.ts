@@ -2,10 +2,10 @@ import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
-import type { CompiledProjection } from '../../src/projection/compile.ts';
+import { compiledAs, type CompiledProjection } from '../../src/projection/compile.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
-import { applyFtsNet } from '../../src/projection/kinds/fts5-net.ts';
-import { applyFtsEvents } from '../../src/projection/kinds/fts5.ts';
+import { applyFtsNet } from '../../src/projection/kinds/fts5/net.ts';
+import { applyFtsEvents } from '../../src/projection/kinds/fts5/events.ts';
 import { readSourceView } from '../../src/feed/source-view.ts';
 import { readEventsInRange } from '../../src/feed/batch.ts';
 import { quoteIdent } from '../../src/sqlite/quote.ts';
@@ -137,7 +137,7 @@ function attempt(db: Db, p: CompiledProjection, lo: number, hi: number, tamper: 
 function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamper: string, how: 'set' | 'event'): Attempt {
   return underTamper(db, lo, tamper, () => {
     if (how === 'set') {
-      const r = applyFtsNet(db, 'tgt', p, batchSql(db, p, lo, hi));
+      const r = applyFtsNet(db, 'tgt', compiledAs(p, 'fts5'), batchSql(db, p, lo, hi));
       return {
         applied: r?.applied,
         mismatch: r === undefined ? 'not clean' : undefined,
@@ -146,7 +146,7 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
     }
     const t = readSourceView(db).tables.get(p.source.table)?.table;
     if (t === undefined) throw new Error('untracked');
-    const r = applyFtsEvents(db, 'tgt', p, readEventsInRange(db, [t], lo, hi));
+    const r = applyFtsEvents(db, 'tgt', compiledAs(p, 'fts5'), readEventsInRange(db, [t], lo, hi));
     return { applied: r.applied, mismatch: r.mismatch, seen: r.mismatch === undefined ? visible(db, p, tamper === '') : undefined };
   });
 }

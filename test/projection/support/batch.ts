@@ -3,8 +3,14 @@ import { enable } from '../../../src/capture/enable.ts';
 import { sync } from '../../../src/apply/sync.ts';
 import { highWater } from '../../apply/support/target.ts';
 import { describeTable } from '../../../src/sqlite/introspect.ts';
-import { journalRange, type EventRelation } from '../../../src/capture/schema.ts';
-import { compileProjection, sourceShape, type CompiledProjection } from '../../../src/projection/compile.ts';
+import { journalEvents, type EventRelation } from '../../../src/feed/event-relation.ts';
+import {
+  compileProjection,
+  sourceShape,
+  type CompiledMap,
+  type CompiledMirror,
+  type CompiledProjection,
+} from '../../../src/projection/compile.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
 
 /** A definition compiled against the source table as it is now (what Syncer does, without the checks). */
@@ -18,7 +24,7 @@ export function compiledFor(db: Db, def: ProjectionDefinitionInput): CompiledPro
 /** The events of p's source table in (lo, hi], as step.ts hands them to the apply paths. */
 export function batchSql(db: Db, p: CompiledProjection, lo: number, hi: number): EventRelation {
   const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(p.source.table));
-  return journalRange(tid, p.source.columns.length, lo, hi);
+  return journalEvents(tid, p.source.columns.length, lo, hi);
 }
 
 /**
@@ -67,4 +73,10 @@ export async function stageBatch(
     db.close();
     throw err;
   }
+}
+
+/** A mirror or map projection, typed for the relational apply paths. */
+export function relational(p: CompiledProjection): CompiledMirror | CompiledMap {
+  if (p.kind !== 'mirror' && p.kind !== 'map') throw new Error(`projection ${p.name} is not a mirror or map`);
+  return p;
 }

@@ -1,16 +1,15 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import type { JsonValue } from '../../sqlite/codec.ts';
-import type { EventRelation } from '../../capture/schema.ts';
-import { dropWorkTables, emptyWorkTables } from '../../sqlite/work-tables.ts';
-import { hasForeignUniqueIndex } from '../foreign-unique.ts';
-import type { CompiledProjection } from '../compile.ts';
-import { prepareImages } from './relational-images.ts';
-import { applyByNetTransitions } from './relational-net.ts';
-import { applyByTransitions } from './relational-transitions.ts';
-import type { Reason } from '../../reasons.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import type { JsonValue } from '../../../sqlite/codec.ts';
+import type { EventRelation } from '../../../feed/event-relation.ts';
+import { dropWorkTables, emptyWorkTables } from '../../../sqlite/work-tables.ts';
+import { hasForeignUniqueIndex } from '../../foreign-unique.ts';
+import type { CompiledMap, CompiledMirror } from '../../compiled.ts';
+import { prepareImages } from './images.ts';
+import { applyByNetTransitions } from './net.ts';
+import { applyByTransitions } from './transitions.ts';
+import type { Reason } from '../../../reasons.ts';
 
-export { sqlEq } from './relational-images.ts';
+export { sqlEq } from './images.ts';
 
 /*
  * Set-based apply for mirror and map projections. Per-event semantics are
@@ -43,22 +42,6 @@ export interface RelationalResult {
   readonly decidedBy?: 'fast' | 'reference';
 }
 
-export function createRelationalTarget(db: Db, schema: string, p: CompiledProjection): void {
-  const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
-  const withoutRowid = p.identity && p.source.withoutRowid ? ' WITHOUT ROWID' : '';
-  db.exec(
-    `CREATE TABLE ${quoteIdent(schema)}.${quoteIdent(p.targetTable)} (${cols.join(', ')}, PRIMARY KEY (${p.key.map(quoteIdent).join(', ')}))${withoutRowid}`,
-  );
-}
-
-/** Fills the target from the source table (main) in the caller's transaction: the snapshot path. */
-export function snapshotRelational(db: Db, schema: string, p: CompiledProjection): number {
-  const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
-  const where = p.filter === null ? '' : ` WHERE ${p.filter}`;
-  const sql = `INSERT INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')}) SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM main.${quoteIdent(p.source.table)}${where}`;
-  return db.prepare(sql).run().changes;
-}
-
 /** Which implementation applies batches; `reference` is for tests that compare the two. */
 export type RelationalPath = 'auto' | 'reference';
 
@@ -72,7 +55,7 @@ export type RelationalPath = 'auto' | 'reference';
 export function applyRelational(
   db: Db,
   schema: string,
-  p: CompiledProjection,
+  p: CompiledMirror | CompiledMap,
   events: EventRelation,
   path: RelationalPath = 'auto',
   /** The target table has a UNIQUE index a user added (foreign-unique.ts): write without REPLACE. */

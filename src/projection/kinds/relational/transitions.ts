@@ -1,9 +1,9 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { fromDriver, toJsonValue } from '../../sqlite/codec.ts';
-import type { CompiledProjection } from '../compile.ts';
-import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
-import type { RelationalResult } from './relational.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import { fromDriver, toJsonValue } from '../../../sqlite/codec.ts';
+import type { CompiledProjection } from '../../compile.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
+import type { RelationalResult } from './apply.ts';
 
 /*
  * The reference apply for mirror and map: it finds the first mismatch of a

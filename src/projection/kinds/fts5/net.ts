@@ -1,11 +1,11 @@
-import type { Db } from '../../sqlite/connection.ts';
-import type { EventRelation } from '../../capture/schema.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { emptyWorkTables } from '../../sqlite/work-tables.ts';
-import { columnDecl, type CompiledProjection } from '../compile.ts';
-import { allOf, journalImages, joinImage, sqlEq } from './relational-images.ts';
-import { buildNet } from './relational-net.ts';
-import { ftsNames } from './fts5.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import type { EventRelation } from '../../../feed/event-relation.ts';
+import { cachedStatement } from '../../../sqlite/statement-cache.ts';
+import { emptyWorkTables } from '../../../sqlite/work-tables.ts';
+import { columnDecl, type CompiledFts5 } from '../../compiled.ts';
+import { allOf, journalImages, joinImage, sqlEq } from '../relational/images.ts';
+import { buildNet } from '../relational/net.ts';
+import { ftsNames } from './layout.ts';
 
 /*
  * The fast apply for an fts5 projection, set-based like mirror and map
@@ -28,7 +28,7 @@ import { ftsNames } from './fts5.ts';
  * the per-event path (applyFtsEvents) then applies it or reports the first
  * mismatch.
  */
-export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
+export function applyFtsNet(db: Db, schema: string, p: CompiledFts5, events: EventRelation): { applied: number } | undefined {
   try {
     return applyNet(db, schema, p, events);
   } finally {
@@ -36,15 +36,14 @@ export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, event
   }
 }
 
-function applyNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
+function applyNet(db: Db, schema: string, p: CompiledFts5, events: EventRelation): { applied: number } | undefined {
   const n = ftsNames(schema, p);
-  const width = p.source.columns.length;
   const sourceIndex = (name: string) => p.source.columns.findIndex((c) => c.name === name);
   const keyIdx = p.key.map(sourceIndex);
   const valueIdx = p.columns.map((c) => sourceIndex(c.from ?? c.name));
   if ([...keyIdx, ...valueIdx].some((i) => i < 0)) return undefined;
   // Target columns of the images: the key columns, then the indexed values.
-  const img = journalImages(events, width, [...keyIdx, ...valueIdx], keyIdx);
+  const img = journalImages(events, [...keyIdx, ...valueIdx], keyIdx);
   const j = keyIdx.length;
   const keyDecls = keyIdx.map((i) => columnDecl(p.source.columns[i] as { type: string; collate: string }));
   const net = buildNet(db, keyDecls, img, j + valueIdx.length);

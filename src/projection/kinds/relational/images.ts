@@ -1,9 +1,9 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { journalColumn, OP_DELETE, OP_INSERT, OP_UPDATE, type EventRelation } from '../../capture/schema.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { workTable } from '../../sqlite/work-tables.ts';
-import type { CompiledProjection } from '../compile.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import type { EventRelation } from '../../../feed/event-relation.ts';
+import { cachedStatement } from '../../../sqlite/statement-cache.ts';
+import { workTable } from '../../../sqlite/work-tables.ts';
+import type { CompiledProjection } from '../../compile.ts';
 
 /**
  * `a AND b AND …` as a balanced tree. SQLite limits expression depth to
@@ -65,32 +65,28 @@ export function keyIndexes(p: CompiledProjection): number[] {
 }
 
 /**
- * Images read straight from the journal rows of `events`: target column i
- * is source column `cols[i]`, the key is source columns `keys` (n: the
- * source table's width, so column i of the after-image is c(n+i)).
+ * Images read straight from the events: target column i is source column
+ * `cols[i]`, the key is source columns `keys`.
  */
-export function journalImages(events: EventRelation, n: number, cols: readonly number[], keys: readonly number[]): Images {
-  const src = (alias: string, i: number) =>
-    `CASE WHEN ${alias}.op = ${OP_INSERT} THEN ${alias}.${journalColumn(i)} ELSE ${alias}.${journalColumn(n + i)} END`;
+export function journalImages(events: EventRelation, cols: readonly number[], keys: readonly number[]): Images {
   return {
     params: events.params,
     rel: (alias) => `(${events.sql}) ${alias}`,
     on: (alias, seq) => `${alias}.seq = ${seq}`,
-    before: (alias, i) => `${alias}.${journalColumn(cols[i] as number)}`,
-    after: (alias, i) => src(alias, cols[i] as number),
+    before: (alias, i) => events.before(alias, cols[i] as number),
+    after: (alias, i) => events.after(alias, cols[i] as number),
     stream: {
       events: `(${events.sql}) e`,
       joins: '',
-      has: [`e.op <> ${OP_INSERT}`, `e.op <> ${OP_DELETE}`],
-      key: [keys.map((i) => `e.${journalColumn(i)}`), keys.map((i) => src('e', i))],
+      has: [events.hasBefore('e'), events.hasAfter('e')],
+      key: [keys.map((i) => events.before('e', i)), keys.map((i) => events.after('e', i))],
       inTarget: ['1', '1'],
     },
   };
 }
 
 /**
- * Makes the images of `events` (a relation with columns seq, op, ts and the
- * source images in journal layout c0..c(2n-1), keyed by seq) readable.
+ * Makes the images of `events` (a relation of events keyed by seq) readable.
  *
  * Mirror: target image = source image, read from the events themselves.
  * Map: the definition's expressions and filter must see the source columns
@@ -99,12 +95,10 @@ export function journalImages(events: EventRelation, n: number, cols: readonly n
  * the source's declarations, keyed by (seq, side), and projected where read.
  */
 export function prepareImages(db: Db, p: CompiledProjection, events: EventRelation): Images {
-  const n = p.source.columns.length;
   const keyIdx = keyIndexes(p);
   if (p.identity)
     return journalImages(
       events,
-      n,
       p.columns.map((_, i) => i),
       keyIdx,
     );
@@ -119,9 +113,9 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
   cachedStatement(
     db,
     `INSERT INTO ${imgTable}
-    SELECT seq, s.side, ${p.source.columns.map((_, i) => `CASE WHEN s.side = 0 OR op = ${OP_INSERT} THEN ${journalColumn(i)} ELSE ${journalColumn(n + i)} END`).join(', ')}
+    SELECT seq, s.side, ${p.source.columns.map((_, i) => `CASE WHEN s.side = 0 THEN ${events.before('', i)} ELSE ${events.after('', i)} END`).join(', ')}
       FROM (${events.sql}) CROSS JOIN (SELECT 0 AS side UNION ALL SELECT 1) s
-     WHERE CASE s.side WHEN 0 THEN op IN (${OP_UPDATE}, ${OP_DELETE}) ELSE op IN (${OP_INSERT}, ${OP_UPDATE}) END`,
+     WHERE CASE s.side WHEN 0 THEN ${events.hasBefore('')} ELSE ${events.hasAfter('')} END`,
   ).run(events.params);
   // The projected images, evaluated where they are read (no copy): inf is
   // 1 when the image is in the target (passes the filter), 0 when it is

@@ -1,9 +1,9 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { workTable } from '../../sqlite/work-tables.ts';
-import type { CompiledProjection } from '../compile.ts';
-import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './relational-images.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import { cachedStatement } from '../../../sqlite/statement-cache.ts';
+import { workTable } from '../../../sqlite/work-tables.ts';
+import type { CompiledProjection } from '../../compile.ts';
+import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
 
 /*
  * The fast apply for mirror and map (bench/apply.ts): the same per-event

@@ -1,8 +1,8 @@
 import type { Kysely } from 'kysely';
-import type { Db } from '../../sqlite/connection.ts';
-import type { ChangeEvent, Row } from '../../feed/events.ts';
-import type { CompiledProjection } from '../compile.ts';
-import type { CustomContext } from '../definition.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import type { ChangeEvent, Row } from '../../../feed/events.ts';
+import type { CompiledCustom } from '../../compiled.ts';
+import type { CustomContext } from '../../definition.ts';
 
 /*
  * Custom projections get each event and a Kysely instance bound to the
@@ -13,7 +13,7 @@ import type { CustomContext } from '../definition.ts';
 
 const kyselies = new WeakMap<Db, Kysely<any>>();
 
-export async function customContext(db: Db, schema: string, p: CompiledProjection): Promise<CustomContext> {
+export async function customContext(db: Db, schema: string, p: CompiledCustom): Promise<CustomContext> {
   let k = kyselies.get(db);
   if (k === undefined) {
     // Loaded on first use: kysely is only needed by custom projections, and the CLI should start fast.
@@ -24,12 +24,12 @@ export async function customContext(db: Db, schema: string, p: CompiledProjectio
   return { db: schema === 'main' ? k : k.withSchema(schema), projection: p.name };
 }
 
-function handlerOf(p: CompiledProjection) {
+function handlerOf(p: CompiledCustom) {
   if (p.handler === undefined) throw new Error(`custom projection ${p.name} has no handler loaded`);
   return p.handler;
 }
 
-export async function initCustom(db: Db, schema: string, p: CompiledProjection, rows: Iterable<Row>): Promise<number> {
+export async function initCustom(db: Db, schema: string, p: CompiledCustom, rows: Iterable<Row>): Promise<number> {
   const h = handlerOf(p);
   let count = 0;
   function* counted(): Generator<Row> {
@@ -43,7 +43,7 @@ export async function initCustom(db: Db, schema: string, p: CompiledProjection, 
   return count;
 }
 
-export async function applyCustomEvents(db: Db, schema: string, p: CompiledProjection, events: readonly ChangeEvent[]): Promise<number> {
+export async function applyCustomEvents(db: Db, schema: string, p: CompiledCustom, events: readonly ChangeEvent[]): Promise<number> {
   const h = handlerOf(p);
   const ctx = await customContext(db, schema, p);
   for (const e of events) await h.apply(e, ctx);

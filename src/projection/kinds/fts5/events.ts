@@ -1,12 +1,11 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { cachedStatement, type RowMode } from '../../sqlite/statement-cache.ts';
-import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
-import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../sqlite/codec.ts';
-import type { ChangeEvent, Row } from '../../feed/events.ts';
-import type { CompiledProjection } from '../compile.ts';
-import type { Fts5Definition } from '../definition.ts';
-import { allOf, sqlEq } from './relational-images.ts';
-import type { Reason } from '../../reasons.ts';
+import type { Db } from '../../../sqlite/connection.ts';
+import { cachedStatement, type RowMode } from '../../../sqlite/statement-cache.ts';
+import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../../sqlite/codec.ts';
+import type { ChangeEvent, Row } from '../../../feed/events.ts';
+import type { CompiledFts5 } from '../../compiled.ts';
+import { ftsNames } from './layout.ts';
+import { allOf, sqlEq } from '../relational/images.ts';
+import type { Reason } from '../../../reasons.ts';
 
 /*
  * An incremental FTS5 index keyed by the source key. A content table
@@ -23,65 +22,11 @@ export interface FtsMismatch {
   readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
 }
 
-export function ftsNames(schema: string, p: CompiledProjection) {
-  const def = p.definition as Fts5Definition;
-  const s = quoteIdent(schema);
-  return {
-    def,
-    fts: `${s}.${quoteIdent(p.targetTable)}`,
-    /** FTS5's hidden command column ('delete', 'rebuild', ...): the table's own name. */
-    cmd: quoteIdent(p.targetTable),
-    content: `${s}.${quoteIdent(`${p.targetTable}_src`)}`,
-    contentName: `${p.targetTable}_src`,
-    keys: p.key.map((_, i) => quoteIdent(`_k${i}`)),
-    cols: p.columns.map((c) => quoteIdent(c.name)),
-    external: def.content === 'external',
-    intKey: p.source.rowidAlias,
-  };
-}
-
-export function createFtsTarget(db: Db, schema: string, p: CompiledProjection): void {
-  const n = ftsNames(schema, p);
-  const keyDecl = p.key.map((k, i) => {
-    const c = p.source.columns.find((x) => x.name === k);
-    return `${n.keys[i]} ${c?.type ?? ''}${c !== undefined && c.collate !== 'BINARY' ? ` COLLATE ${c.collate}` : ''}`;
-  });
-  const valueCols = n.external ? p.columns.map((c) => quoteIdent(c.name)) : [];
-  db.exec(`CREATE TABLE ${n.content} (rowid INTEGER PRIMARY KEY, ${[...keyDecl, ...valueCols].join(', ')}, UNIQUE (${n.keys.join(', ')}))`);
-  const opts = [n.external ? `content=${quoteString(n.contentName)}, content_rowid='rowid'` : "content=''"];
-  if (n.def.tokenize !== undefined) opts.push(`tokenize=${quoteString(n.def.tokenize)}`);
-  db.exec(`CREATE VIRTUAL TABLE ${n.fts} USING fts5(${[...n.cols, ...opts].join(', ')})`);
-}
-
-export function snapshotFts(db: Db, schema: string, p: CompiledProjection): number {
-  const n = ftsNames(schema, p);
-  const src = `main.${quoteIdent(p.source.table)}`;
-  const srcKeys = p.key.map(quoteIdent);
-  const rowid = n.intKey ? `${srcKeys[0]}, ` : '';
-  const rowidCol = n.intKey ? 'rowid, ' : '';
-  const values = n.external ? `, ${p.columns.map((c) => c.expr).join(', ')}` : '';
-  const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
-  const count = db
-    .prepare(
-      `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${src}`,
-    )
-    .run().changes;
-  if (n.external) {
-    db.exec(`INSERT INTO ${n.fts} (${quoteIdent(p.targetTable)}) VALUES ('rebuild')`);
-  } else {
-    const on = p.key.map((k, i) => `s.${quoteIdent(k)} = c.${n.keys[i]}`).join(' AND ');
-    db.exec(
-      `INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${n.content} c JOIN ${src} s ON ${on}`,
-    );
-  }
-  return count;
-}
-
 /** Applies events in order inside the caller's transaction; returns the first mismatch, if any, before writing it. */
 export function applyFtsEvents(
   db: Db,
   schema: string,
-  p: CompiledProjection,
+  p: CompiledFts5,
   events: readonly ChangeEvent[],
 ): { applied: number; mismatch?: FtsMismatch } {
   const n = ftsNames(schema, p);

@@ -1,0 +1,92 @@
+import type { Db } from '../sqlite/connection.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import type { CapturedTable } from '../capture/catalog.ts';
+import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
+import { batchEnd, readEventsInRange } from './batch.ts';
+import type { ChangeEvent } from './events.ts';
+import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
+
+/*
+ * The one batch type the applier takes: the events (fromSeq, toSeq] of one
+ * source table, from the journal (sync) or decoded from lines (import, a
+ * broker). Appliers read it as a relation in SQL or as decoded events, page
+ * by page; neither needs to know where it came from.
+ */
+export interface ChangeBatch {
+  readonly table: string;
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  /** The events as a relation on the applier's connection (made on first call). */
+  relation(): EventRelation;
+  /** The events decoded, in seq order, at most `size` at a time (a large batch never sits in memory whole). */
+  pages(size: number): Iterable<readonly ChangeEvent[]>;
+  /** Whether the batch holds at most `limit` events. */
+  atMost(limit: number): boolean;
+  /** Whether some event has only its key (a keys-mode table). */
+  keysOnly(): boolean;
+  /** Wall-clock ms of the last event, or null when there is none. */
+  lastTs(): number | null;
+  /** The part of this batch after `seq` (an overlap with what is applied). */
+  after(seq: number): ChangeBatch;
+}
+
+/** The journal's events of captured table `t` in (lo, hi], read on `db` (the applier's connection, source as main). */
+export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): ChangeBatch {
+  return {
+    table: t.name,
+    fromSeq: lo,
+    toSeq: hi,
+    relation: () => journalEvents(t.tid, t.columns.length, lo, hi),
+    *pages(size) {
+      for (let from = lo; from < hi;) {
+        const to = batchEnd(db, t.tid, from, hi, size);
+        yield readEventsInRange(db, [t], from, to);
+        from = to;
+      }
+    },
+    atMost(limit) {
+      if (hi - lo <= limit) return true;
+      const sql = `SELECT count(*) FROM (SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT ?)`;
+      return Number(cachedStatement(db, sql, 'pluck').get(t.tid, lo, hi, limit + 1)) <= limit;
+    },
+    keysOnly: () => t.mode !== 'images',
+    lastTs() {
+      const sql = `SELECT ts FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? ORDER BY seq DESC LIMIT 1`;
+      const ts = cachedStatement(db, sql, 'pluck').get(t.tid, lo, hi) as number | undefined;
+      return ts === undefined ? null : julianToMs(ts);
+    },
+    after: (seq) => journalBatch(db, t, Math.max(lo, seq), hi),
+  };
+}
+
+/** Events decoded from lines (all of one table, in seq order, inside (fromSeq, toSeq]); `columns`: the table's columns in order. */
+export function decodedBatch(
+  db: Db,
+  table: string,
+  columns: readonly string[],
+  events: readonly ChangeEvent[],
+  fromSeq: number,
+  toSeq: number,
+): ChangeBatch {
+  return {
+    table,
+    fromSeq,
+    toSeq,
+    relation: () => decodedEvents(db, columns, events),
+    *pages(size) {
+      for (let i = 0; i < events.length; i += size) yield events.slice(i, i + size);
+    },
+    atMost: (limit) => events.length <= limit,
+    keysOnly: () => events.some((e) => e.image !== 'full'),
+    lastTs: () => events.at(-1)?.ts ?? null,
+    after: (seq) =>
+      decodedBatch(
+        db,
+        table,
+        columns,
+        events.filter((e) => e.seq > seq),
+        Math.max(fromSeq, seq),
+        toSeq,
+      ),
+  };
+}

@@ -1,0 +1,38 @@
+import type { Db } from '../sqlite/connection.ts';
+import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { hasUnpairedSurrogate, unpairedToDb } from '../sqlite/text-encoding.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { workTable } from '../sqlite/work-tables.ts';
+import type { Row } from './events.ts';
+import type { SnapshotRows } from './snapshot.ts';
+
+/** A source column as the snapshot of a decoded stream declares it. */
+export interface DecodedColumn {
+  readonly name: string;
+  readonly type: string;
+  readonly collate: string;
+}
+
+/** A value as `db` stores it: text with a lone surrogate (from a UTF-16 source) as the database's own bytes for it. */
+export function storable(db: Db, v: SqlValue): SqlValue {
+  return typeof v === 'string' && hasUnpairedSurrogate(v) ? unpairedToDb(db, v) : v;
+}
+
+/**
+ * Snapshot rows decoded elsewhere (an export file, a broker), written into
+ * a TEMP work table declared like the source table (types and collations),
+ * so a kind builds from them with the same SQL as from the source itself.
+ * The table holds these rows until the next call; `rows()` reads the array.
+ */
+export function decodedRows(db: Db, columns: readonly DecodedColumn[], rows: readonly Row[]): SnapshotRows {
+  const decl = columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`).join(', ');
+  const table = workTable(db, '_sluice_snap', decl);
+  cachedStatement(db, `DELETE FROM ${table}`).run();
+  const names = columns.map((c) => quoteIdent(c.name)).join(', ');
+  for (const row of rows) {
+    const values = columns.map((c) => storable(db, row[c.name] ?? null));
+    cachedStatement(db, `INSERT INTO ${table} (${names}) VALUES (${values.map(placeholderFor).join(', ')})`).run(...values.map(toBindable));
+  }
+  return { from: (alias) => `${table} AS ${quoteIdent(alias)}`, rows: () => rows };
+}

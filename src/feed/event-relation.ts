@@ -1,0 +1,67 @@
+import type { Db } from '../sqlite/connection.ts';
+import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { workTable } from '../sqlite/work-tables.ts';
+import { imageColumns, journalColumn, journalRange, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import type { ChangeEvent, Row } from './events.ts';
+import { storable } from './decoded-rows.ts';
+
+/*
+ * A batch's events as a relation that set-based appliers read in SQL, one
+ * row per event keyed by seq. Its physical layout (the journal's: op codes,
+ * both images in c0..c(2n-1)) is known here and in capture only: readers
+ * use the accessors, which give SQL over a row read as `alias`.
+ */
+export interface EventRelation {
+  /** SQL to use as a subquery (columns seq, ts and the images; read through the accessors). */
+  readonly sql: string;
+  /** Values for its named parameters: bind them to every statement that reads it. */
+  readonly params: Readonly<Record<string, number>>;
+  /** The event has a before-image / an after-image. */
+  hasBefore(alias: string): string;
+  hasAfter(alias: string): string;
+  /** Source column i (of the table's n) of the before-image / after-image. */
+  before(alias: string, i: number): string;
+  after(alias: string, i: number): string;
+}
+
+const col = (alias: string, name: string) => (alias === '' ? name : `${alias}.${name}`);
+
+function relation(sql: string, params: Readonly<Record<string, number>>, n: number): EventRelation {
+  return {
+    sql,
+    params,
+    hasBefore: (a) => `${col(a, 'op')} <> ${OP_INSERT}`,
+    hasAfter: (a) => `${col(a, 'op')} <> ${OP_DELETE}`,
+    before: (a, i) => col(a, journalColumn(i)),
+    after: (a, i) => `CASE WHEN ${col(a, 'op')} = ${OP_INSERT} THEN ${col(a, journalColumn(i))} ELSE ${col(a, journalColumn(n + i))} END`,
+  };
+}
+
+/** The journal's events of table `tid` (n columns wide) in (lo, hi]. */
+export function journalEvents(tid: number, n: number, lo: number, hi: number): EventRelation {
+  const r = journalRange(tid, n, lo, hi);
+  return relation(r.sql, r.params, n);
+}
+
+/**
+ * Events decoded elsewhere (an export file, a broker), written into a TEMP
+ * work table in the journal's layout, so the same set-based appliers read
+ * them. `columns`: the source table's columns, in order.
+ */
+export function decodedEvents(db: Db, columns: readonly string[], events: readonly ChangeEvent[]): EventRelation {
+  const n = columns.length;
+  const table = workTable(db, '_sluice_ev', `seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${imageColumns(n)}`);
+  for (const e of events) {
+    const image = (row: Row | null) => (row === null ? [] : columns.map((c) => row[c] ?? null));
+    const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
+    const values: SqlValue[] = (
+      e.op === 'insert' ? image(e.after) : e.op === 'delete' ? image(e.before) : [...image(e.before), ...image(e.after)]
+    ).map((v) => storable(db, v));
+    cachedStatement(
+      db,
+      `INSERT INTO ${table} (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`,
+    ).run(e.seq, op, e.ts, ...values.map(toBindable));
+  }
+  return relation(`SELECT seq, op, ts, ${imageColumns(n)} FROM ${table}`, {}, n);
+}

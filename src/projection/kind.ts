@@ -1,0 +1,103 @@
+import type { Db } from '../sqlite/connection.ts';
+import type { JsonValue } from '../sqlite/codec.ts';
+import type { Reason } from '../reasons.ts';
+import type { ChangeBatch } from '../feed/change-batch.ts';
+import type { SnapshotRows } from '../feed/snapshot.ts';
+
+export type { SnapshotRows } from '../feed/snapshot.ts';
+import type { ProjectionDefinition } from './definition.ts';
+import type { CompiledOf, SourceShape, TargetColumn } from './compiled.ts';
+
+/*
+ * What a projection kind is. Each kind lives in its own folder under
+ * kinds/ and is listed once in kinds/registry.ts; nothing else branches on
+ * a kind's name. The applier (apply/applier.ts) is the only place where a
+ * snapshot or a batch meets a kind.
+ */
+
+export type KindName = ProjectionDefinition['kind'];
+export type DefinitionOf<K extends KindName> = Extract<ProjectionDefinition, { kind: K }>;
+
+/** A kind's target layout for one definition over one source shape. */
+export interface KindLayout {
+  readonly targetTable: string;
+  readonly columns: readonly TargetColumn[];
+  /** Target key columns ([] when the kind keys nothing itself). */
+  readonly key: readonly string[];
+  readonly filter: string | null;
+  /** Target rows are the source images unchanged (a mirror: images need no projecting). */
+  readonly identity?: boolean;
+}
+
+/** The first event of a batch whose before-image does not match the target (nothing of the batch is kept). */
+export interface Mismatch {
+  readonly seq: number;
+  readonly key: readonly JsonValue[];
+  /** `UNCAPTURED_REPLACE`: an insert found its key present; `TARGET_DIVERGED`: the before-image differs. */
+  readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
+}
+
+export interface BatchResult {
+  /** Events applied (net transitions for the set-based kinds). */
+  readonly applied: number;
+  readonly mismatch?: Mismatch;
+  /** The kind's own tables refused the batch (an FTS5 index asked to remove entries it does not hold): the rows are not what sluice wrote. */
+  readonly refused?: { readonly reason: Reason<'TARGET_DIVERGED'>; readonly message: string };
+}
+
+/** A snapshot being built into a kind's tables, in the caller's transaction. */
+export interface SnapshotBuild {
+  /** Adds rows (a kind may read `rows()` only at finish: it must stay readable until then). */
+  add(rows: SnapshotRows): Promise<void>;
+  /** After the last rows: how many rows the build took in all. */
+  finish(): Promise<number>;
+}
+
+/** How verify compares a kind's rows with the source: the same per-key hash on both sides. */
+export interface KindVerification<P> {
+  /** The target side: a FROM item in `schema`, the SQL of its key columns (target key order) and of the values hashed. */
+  target(schema: string, p: P): { readonly from: string; readonly keys: readonly string[]; readonly values: readonly string[] };
+  /** The source side: SQL over a source row of the values hashed, in the same order. */
+  sourceValues(p: P): readonly string[];
+}
+
+export interface ProjectionKind<K extends KindName> {
+  readonly kind: K;
+  /** Its target table, columns, key and filter, from the definition and the source's shape (errors name what is wrong). */
+  layout(def: DefinitionOf<K>, source: SourceShape): KindLayout;
+  /** The tables it owns in the target when its main table is `table` (a rebuild may drop them; nothing else may have their names). */
+  ownedTables(table: string): string[];
+  /** It reads before-images: its source table must be captured in images mode (a custom handler also takes keys-mode events). */
+  readonly needsImages: boolean;
+  /** Default events per target transaction (set-based kinds: large; per-event ones: short write transactions). */
+  readonly defaultBatch: number;
+  /** Target rows are keyed by the source key with the key columns' declared collations (checkKeyCollations). */
+  readonly keysRows: boolean;
+  /**
+   * What a UNIQUE index a user added to one of `uniqueTables(table)` means:
+   * `guard`, rows are written without REPLACE and a batch that breaks the
+   * index is undone and suspends the projection (TARGET_CONSTRAINT) until
+   * the index goes; `refuse`, any batch with events suspends (its tables are
+   * updated in place or with REPLACE, which such an index would silently
+   * turn into deletes).
+   */
+  readonly foreignUnique: 'guard' | 'refuse';
+  uniqueTables(table: string): string[];
+  /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
+  readonly checksColumns: boolean;
+  /** Creates its tables with main table `at`: a shadow name while a snapshot is built (p.targetTable is where they will live). */
+  create(db: Db, schema: string, p: CompiledOf<K>, at: string): void;
+  /** Fills the tables made by `create(..., at)` from snapshot rows. */
+  build(db: Db, schema: string, p: CompiledOf<K>, at: string): SnapshotBuild;
+  /** Renames the tables built at `from` to their own names (the old ones are gone): the swap of a rebuild. */
+  rename(db: Db, schema: string, p: CompiledOf<K>, from: string): void;
+  /**
+   * Applies a batch's rows (not the cursor) in the caller's transaction. A
+   * mismatch is returned before anything of it is written by the set-based
+   * path; the caller rolls back what the batch wrote either way. `strict`:
+   * the kind's tables carry a user's UNIQUE index (write without REPLACE).
+   */
+  apply(db: Db, schema: string, p: CompiledOf<K>, batch: ChangeBatch, strict: boolean): Promise<BatchResult>;
+  /** How verify compares it; undefined: its rows cannot be compared (a custom handler's own state). */
+  readonly verification?: KindVerification<CompiledOf<K>>;
+}

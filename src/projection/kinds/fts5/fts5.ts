@@ -1,0 +1,86 @@
+import { InvalidInputError } from '../../../errors.ts';
+import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
+import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
+import type { ProjectionKind } from '../../kind.ts';
+import { allTablesOf, buildFts, createFtsTables, ftsNames, keyTableOf, renameFts } from './layout.ts';
+import { applyFtsNet } from './net.ts';
+import { applyFtsEvents } from './events.ts';
+
+/** Events read into memory at a time when a batch is applied event by event. */
+const EVENT_PAGE = 10_000;
+
+/** An FTS5 search index over chosen source columns, keyed by the source key. */
+export const fts5Kind: ProjectionKind<'fts5'> = {
+  kind: 'fts5',
+  layout(def, source) {
+    const columns: TargetColumn[] = def.columns.map((name) => {
+      const c = findColumn(source, name, def.name);
+      return { name: c.name, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name };
+    });
+    const targetTable = def.target ?? def.name;
+    checkFtsColumns(def.name, columns, targetTable, def.content === 'external');
+    return { targetTable, columns, key: [...source.keyColumns], filter: null };
+  },
+  ownedTables: (table) => [table, keyTableOf(table)],
+  needsImages: true,
+  defaultBatch: 100_000,
+  keysRows: true,
+  foreignUnique: 'refuse',
+  uniqueTables: allTablesOf,
+  checksColumns: false,
+  create: createFtsTables,
+  build: buildFts,
+  rename: renameFts,
+  async apply(db, schema, p, batch) {
+    try {
+      // Set-based when the batch is clean; otherwise event by event, which applies it or finds the first mismatch.
+      const net = applyFtsNet(db, schema, p, batch.relation());
+      if (net !== undefined) return { applied: net.applied };
+      let applied = 0;
+      for (const events of batch.pages(EVENT_PAGE)) {
+        const r = applyFtsEvents(db, schema, p, events);
+        applied += r.applied;
+        if (r.mismatch !== undefined) return { applied, mismatch: r.mismatch };
+      }
+      return { applied };
+    } catch (err) {
+      // A contentless index keeps no values, so nothing can check a
+      // before-image against it: FTS5 itself refuses a delete of entries it
+      // does not hold, as "corrupt". That is a diverged target, not a broken
+      // database.
+      if ((err as { code?: unknown }).code !== 'SQLITE_CORRUPT_VTAB') throw err;
+      return {
+        applied: 0,
+        refused: {
+          reason: 'TARGET_DIVERGED',
+          message: `The FTS5 index ${p.targetTable} refused to remove entries of this batch: it was changed outside sluice, or a source write was not captured.`,
+        },
+      };
+    }
+  },
+  verification: {
+    target(schema, p) {
+      const n = ftsNames(schema, p);
+      return { from: n.content, keys: n.keys, values: p.definition.content === 'none' ? [] : n.cols };
+    },
+    sourceValues: (p) => (p.definition.content === 'none' ? [] : p.columns.map((c) => c.expr)),
+  },
+};
+
+/**
+ * Names an FTS5 index cannot have as columns: FTS5 reserves rowid and rank,
+ * and a column named like the index itself is its command column; with
+ * external content, the key table beside it (`<target>_src`) holds the
+ * values next to the key, stored as _k0, _k1, ...
+ */
+function checkFtsColumns(projection: string, columns: readonly TargetColumn[], target: string, external: boolean): void {
+  for (const c of columns) {
+    const lower = foldIdent(c.name);
+    if (lower === 'rowid' || lower === 'rank' || lower === foldIdent(target) || (external && /^_k[0-9]+$/.test(lower))) {
+      throw new InvalidInputError(
+        'RESERVED_COLUMN',
+        `Projection ${projection}: an fts5 index cannot have a column named ${c.name} (FTS5 reserves rowid and rank, a column named like the index ${target} is its command column, and with external content _k0, _k1, ... hold the key). Leave ${c.name} out, give the index another "target", or index a copy of the column under another name.`,
+      );
+    }
+  }
+}

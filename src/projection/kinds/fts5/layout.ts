@@ -1,0 +1,91 @@
+import type { Db } from '../../../sqlite/connection.ts';
+import { quoteIdent, quoteString } from '../../../sqlite/quote.ts';
+import { renameTable } from '../../../sqlite/rename.ts';
+import type { CompiledFts5 } from '../../compiled.ts';
+import type { SnapshotBuild } from '../../kind.ts';
+
+/*
+ * The tables of an fts5 projection, known here only. The FTS5 table `<t>`
+ * and beside it the key table `<t>_src`, which maps each source key to the
+ * FTS rowid (the key itself when the source has an INTEGER PRIMARY KEY)
+ * and, for `content: external`, keeps the indexed values, which FTS5 reads
+ * for snippet() and highlight(). FTS5 makes `<t>_data`, `_idx`, `_docsize`,
+ * `_config` (and `_content` when it keeps content itself, which sluice never
+ * asks for).
+ */
+
+/** The key table's name for an fts5 table `table`. */
+export const keyTableOf = (table: string): string => `${table}_src`;
+
+/** Every table of an fts5 projection whose FTS5 table is `table`: the key table, and those FTS5 makes. */
+export function allTablesOf(table: string): string[] {
+  return ['_src', '_data', '_idx', '_content', '_docsize', '_config'].map((x) => `${table}${x}`);
+}
+
+/** SQL names of an fts5 projection's tables and columns, with its FTS5 table at `at` (a shadow while built; default its own). */
+export function ftsNames(schema: string, p: CompiledFts5, at: string = p.targetTable) {
+  const s = quoteIdent(schema);
+  return {
+    def: p.definition,
+    fts: `${s}.${quoteIdent(at)}`,
+    /** FTS5's hidden command column ('delete', 'rebuild', ...): the table's own name. */
+    cmd: quoteIdent(at),
+    content: `${s}.${quoteIdent(keyTableOf(at))}`,
+    /** What the FTS5 table reads its external content from: the key table's name once in place. */
+    contentName: keyTableOf(p.targetTable),
+    keys: p.key.map((_, i) => quoteIdent(`_k${i}`)),
+    cols: p.columns.map((c) => quoteIdent(c.name)),
+    external: p.definition.content === 'external',
+    intKey: p.source.rowidAlias,
+  };
+}
+
+export function createFtsTables(db: Db, schema: string, p: CompiledFts5, at: string): void {
+  const n = ftsNames(schema, p, at);
+  const keyDecl = p.key.map((k, i) => {
+    const c = p.source.columns.find((x) => x.name === k);
+    return `${n.keys[i]} ${c?.type ?? ''}${c !== undefined && c.collate !== 'BINARY' ? ` COLLATE ${c.collate}` : ''}`;
+  });
+  const valueCols = n.external ? p.columns.map((c) => quoteIdent(c.name)) : [];
+  db.exec(`CREATE TABLE ${n.content} (rowid INTEGER PRIMARY KEY, ${[...keyDecl, ...valueCols].join(', ')}, UNIQUE (${n.keys.join(', ')}))`);
+  const opts = [n.external ? `content=${quoteString(n.contentName)}, content_rowid='rowid'` : "content=''"];
+  if (n.def.tokenize !== undefined) opts.push(`tokenize=${quoteString(n.def.tokenize)}`);
+  db.exec(`CREATE VIRTUAL TABLE ${n.fts} USING fts5(${[...n.cols, ...opts].join(', ')})`);
+}
+
+/**
+ * Fills the key table and the index from snapshot rows. The index entries
+ * are written from the rows themselves, not by FTS5's 'rebuild' (which
+ * would read the content table the FTS5 table names: the live one, while a
+ * shadow is built).
+ */
+export function buildFts(db: Db, schema: string, p: CompiledFts5, at: string): SnapshotBuild {
+  const n = ftsNames(schema, p, at);
+  const srcKeys = p.key.map((k) => `s.${quoteIdent(k)}`);
+  const rowid = n.intKey ? `${srcKeys[0]}, ` : '';
+  const rowidCol = n.intKey ? 'rowid, ' : '';
+  const values = n.external ? `, ${p.columns.map((c) => c.expr).join(', ')}` : '';
+  const valueCols = n.external ? `, ${n.cols.join(', ')}` : '';
+  const on = p.key.map((k, i) => `s.${quoteIdent(k)} = c.${n.keys[i]}`).join(' AND ');
+  let count = 0;
+  return {
+    async add(rows) {
+      const from = rows.from('s');
+      count += db
+        .prepare(
+          `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${from}`,
+        )
+        .run().changes;
+      db.exec(
+        `INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${from} JOIN ${n.content} c ON ${on}`,
+      );
+    },
+    finish: async () => count,
+  };
+}
+
+/** Moves an fts5 projection built at `from` to its own names (FTS5 renames its own tables with it). */
+export function renameFts(db: Db, schema: string, p: CompiledFts5, from: string): void {
+  renameTable(db, schema, from, p.targetTable);
+  renameTable(db, schema, keyTableOf(from), keyTableOf(p.targetTable));
+}

@@ -1,0 +1,25 @@
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import { columnDecl, findColumn, type SourceColumn, type TargetColumn } from '../../compiled.ts';
+import type { ProjectionKind } from '../../kind.ts';
+import { keyColumnsOf, relationalTable } from '../relational/table.ts';
+
+/** A map: chosen, renamed or computed columns of the rows that pass a filter, keyed by the source key. */
+export const mapKind: ProjectionKind<'map'> = {
+  kind: 'map',
+  ...relationalTable,
+  layout(def, source) {
+    const copy = (c: SourceColumn, as: string): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
+    const columns = Object.entries(def.columns).map(([as, spec]): TargetColumn => {
+      if (typeof spec === 'string') return copy(findColumn(source, spec, def.name), as);
+      if ('from' in spec) return copy(findColumn(source, spec.from, def.name), as);
+      return {
+        name: as,
+        expr: `(${spec.expr})`,
+        decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }),
+        type: spec.type ?? '',
+      };
+    });
+    const key = keyColumnsOf(def.name, source, columns);
+    return { targetTable: def.target ?? def.name, columns, key, filter: def.filter === undefined ? null : `(${def.filter})` };
+  },
+};

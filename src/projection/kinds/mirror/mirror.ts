@@ -1,0 +1,19 @@
+import { columnDecl, type SourceColumn } from '../../compiled.ts';
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import type { ProjectionKind } from '../../kind.ts';
+import { keyColumnsOf, relationalTable } from '../relational/table.ts';
+
+/** A mirror: the source table's rows as they are, under the source table's name by default. */
+export const mirrorKind: ProjectionKind<'mirror'> = {
+  kind: 'mirror',
+  ...relationalTable,
+  layout(def, source) {
+    const columns = source.columns.map((c: SourceColumn) => ({
+      name: c.name,
+      expr: quoteIdent(c.name),
+      decl: columnDecl(c),
+      from: c.name,
+    }));
+    return { targetTable: def.target ?? source.table, columns, key: keyColumnsOf(def.name, source, columns), filter: null, identity: true };
+  },
+};

@@ -1,0 +1,33 @@
+import type { CompiledProjection } from '../compiled.ts';
+import type { KindName, ProjectionKind } from '../kind.ts';
+import { mirrorKind } from './mirror/mirror.ts';
+import { mapKind } from './map/map.ts';
+import { fts5Kind } from './fts5/fts5.ts';
+import { customKind } from './custom/custom.ts';
+
+export { dropTemps } from './relational/apply.ts';
+
+/**
+ * Every projection kind, by name. A new kind is a folder under kinds/ and
+ * one line here (and its definition schema in definition.ts).
+ */
+export const KINDS = {
+  mirror: mirrorKind,
+  map: mapKind,
+  fts5: fts5Kind,
+  custom: customKind,
+} as const satisfies { readonly [K in KindName]: ProjectionKind<K> };
+
+/** A kind whose methods take any compiled projection: the one it is called with must be of that kind (kindOf gives it). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- K is any here: each kind takes projections of its own kind only (kindOf pairs them)
+export type AnyKind = ProjectionKind<any>;
+
+/** The kind of a compiled projection. */
+export function kindOf(p: CompiledProjection): AnyKind {
+  return KINDS[p.kind];
+}
+
+/** The kind named `name` (a stored record's kind), for what needs no compiled projection. */
+export function kindNamed(name: string): AnyKind | undefined {
+  return Object.hasOwn(KINDS, name) ? KINDS[name as KindName] : undefined;
+}
