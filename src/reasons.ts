@@ -41,9 +41,13 @@ export interface ReasonInfo {
   readonly repair: string | null;
 }
 
-/** The repair of a suspension whose rows may be wrong, and of one with no repair of its own: rebuild the projection. */
+/**
+ * The repair of a suspension whose rows may be wrong, and of one with no
+ * repair of its own: rebuild the projection. (Not verify for the cause: it
+ * does not compare a suspended projection.)
+ */
 export const DEFAULT_REPAIR =
-  'find the cause (sluice verify {source} {target} shows the differing keys), then rebuild it: sluice sync {source} {target} --reinit {projection}';
+  'find the cause (sluice health {target} --json shows what was found), then rebuild it: sluice sync {source} {target} --reinit {projection}';
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
 const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
@@ -53,16 +57,16 @@ const REFIT =
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
   CAPTURE_ABSENT: {
-    kinds: ['rebuild', 'suspend', 'error'],
+    kinds: ['rebuild', 'error'],
     clears: false,
     explain: 'The database has no sluice capture (never enabled, or disabled).',
-    repair: DEFAULT_REPAIR,
+    repair: null,
   },
   CAPTURE_FORMAT_UNKNOWN: {
-    kinds: ['rebuild', 'suspend', 'error'],
+    kinds: ['rebuild', 'error'],
     clears: false,
     explain: 'The capture was written by a newer sluice, in a format this one does not read.',
-    repair: DEFAULT_REPAIR,
+    repair: null,
   },
   CURSOR_VERSION_UNKNOWN: {
     kinds: ['rebuild', 'rebuilt'],
@@ -119,10 +123,10 @@ export const REASONS = {
     repair: FIX_SOURCE,
   },
   COUNTER_MODE_TABLE: {
-    kinds: ['rebuild', 'suspend', 'error'],
-    clears: true,
+    kinds: ['rebuild', 'error'],
+    clears: false,
     explain: 'The table is captured in counter mode, which records that it changed, not which rows.',
-    repair: FIX_SOURCE,
+    repair: null,
   },
   SCHEMA_CHANGED: {
     kinds: ['rebuild', 'rebuilt', 'unarmed'],
@@ -193,7 +197,7 @@ export const REASONS = {
     clears: true,
     explain: 'The stored definition no longer validates.',
     repair:
-      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one: sluice sync {source} {target} --projection <definition file of {projection}>',
+      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice sync {source} {target} --projection <definition file of {projection}> --reinit {projection}',
   },
   SOURCE_COLUMN_MISSING: {
     kinds: ['suspend'],

@@ -73,7 +73,6 @@ describe('the reason catalog', () => {
 
   test('each suspension that clears by itself and each rebuild has its part in the catalog', () => {
     expect([...reasonsOf('suspend', true)].sort()).toEqual([
-      'COUNTER_MODE_TABLE',
       'DEFINITION_INVALID',
       'NEEDS_IMAGES_MODE',
       'SOURCE_COLUMN_MISSING',
@@ -82,7 +81,8 @@ describe('the reason catalog', () => {
       'TABLE_UNTRACKED',
       'TARGET_CONSTRAINT',
     ]);
-    // A reader rebuilds for these, and sync suspends instead of rebuilding: the source must be fixed first.
+    // A reader rebuilds for these, and sync does not: it suspends the projection (TABLE_*), or fails with the error
+    // before any projection (CAPTURE_*; COUNTER_MODE_TABLE never reaches sync: a mode change is SCHEMA_CHANGED).
     expect([...reasonsOf('rebuild')].filter((c) => !reasonsOf('rebuilt').has(c as never)).sort()).toEqual([
       'CAPTURE_ABSENT',
       'CAPTURE_FORMAT_UNKNOWN',
@@ -92,14 +92,14 @@ describe('the reason catalog', () => {
     ]);
     for (const c of reasonsOf('rebuild'))
       expect(
-        REASONS[c].kinds.some((k) => k === 'rebuilt' || k === 'suspend'),
+        REASONS[c].kinds.some((k) => k === 'rebuilt' || k === 'suspend' || k === 'error'),
         c,
       ).toBe(true);
   });
 
   test('a repair names the code and fills in the paths and the projection', () => {
     expect(repairFor('TARGET_DIVERGED', { source: 'a.db', target: 'b.db', projection: 'p' })).toBe(
-      'TARGET_DIVERGED: find the cause (sluice verify a.db b.db shows the differing keys), then rebuild it: sluice sync a.db b.db --reinit p',
+      'TARGET_DIVERGED: find the cause (sluice health b.db --json shows what was found), then rebuild it: sluice sync a.db b.db --reinit p',
     );
     expect(repairFor('NOT_A_CODE', { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(
       /^NOT_A_CODE: find the cause .* --reinit p$/,

@@ -8,6 +8,10 @@ import { validateCursor } from '../feed/validate.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
+import { reasonsOf } from '../reasons.ts';
+
+/** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
+const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
 
 /** A projection's failed sync attempts since its last success. */
 export interface FailureHealth {
@@ -45,7 +49,12 @@ export interface ProjectionHealth {
   readonly lastError: string | null;
   /** Set while the projection's last sync attempt failed. */
   readonly failure: FailureHealth | null;
-  /** Why the stored cursor cannot continue on the source (a validateCursor reason: the next sync rebuilds or suspends it). */
+  /**
+   * Why the stored cursor cannot continue on the source (a validateCursor
+   * reason). One the next sync rebuilds from by itself (kind `rebuilt` in
+   * src/reasons.ts: SCHEMA_WINDOW, GENERATION_CHANGED, CURSOR_PRUNED, ...) is
+   * not a problem; any other is (the source must be fixed first).
+   */
   readonly rebuild: string | null;
   readonly needsAction: boolean;
   /** What to do about the first problem, when something needs action. */
@@ -144,10 +153,8 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
     if (r.cursor !== null) {
       const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined });
       if (v.status === 'rebuild') facts.rebuild = v.reason;
-      if (v.status !== 'ok')
-        facts.problems.push(
-          `${v.reason}: ${v.message} (the next sluice sync rebuilds ${r.name}, or suspends it when the source must be fixed first)`,
-        );
+      if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
+        facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
     }
   } catch (err) {
     facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);

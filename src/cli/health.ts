@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { health } from '../index.ts';
+import { health, isReasonCode, REASONS, type ProjectionHealth } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -26,10 +26,17 @@ export function registerHealth(program: Command): void {
           : h.projections
               .map(
                 (p) =>
-                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}`,
+                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}${rebuildNote(p)}`,
               )
               .join('\n'),
       );
       if (!h.ok) throw new ExitSignal(3);
     });
+}
+
+/** A cursor the next sync rebuilds from by itself: not a problem, but said. */
+function rebuildNote(p: ProjectionHealth): string {
+  const r = p.rebuild;
+  if (r === null || !isReasonCode(r) || !(REASONS[r].kinds as readonly string[]).includes('rebuilt')) return '';
+  return `\n   .. the next sluice sync rebuilds it by itself (${r})`;
 }

@@ -66,7 +66,7 @@ describe('health needs action (exit 3)', () => {
     expect(after.byName.issues).toMatchObject({ needsAction: false, failure: null, lastError: null });
   });
 
-  test('for a cursor below the pruned horizon: the rebuild it needs, and its lag in events stays right after pruning', async () => {
+  test('for a cursor below the pruned horizon: the rebuild the next sync does by itself (no action, exit 0), and its lag in events stays right after pruning', async () => {
     const { src, tgt } = await setup({ retention: 1024 });
     const key = scalar(src, 'SELECT repo_id FROM issues WHERE number = 1 LIMIT 1');
     write(
@@ -78,16 +78,20 @@ describe('health needs action (exit 3)', () => {
     expect(Number(scalar(src, 'SELECT pruned_through FROM _sluice_state'))).toBeGreaterThan(0);
 
     const { status, byName } = await health(tgt);
-    expect(status).toBe(3);
+    expect(status).toBe(0);
     expect(byName.issues).toMatchObject({
-      needsAction: true,
+      needsAction: false,
       rebuild: 'CURSOR_PRUNED',
       seq: 0,
       sourceSeq: sourceSeq(src),
       lagEvents: 1100,
+      problems: [],
     });
-    expect(byName.issues?.action).toMatch(/CURSOR_PRUNED/);
     expect(byName.issues?.lagMs).toBeGreaterThanOrEqual(0);
+    // A lag threshold is what makes so far behind a problem.
+    const past = await health(tgt, '--max-lag-events', '1000');
+    expect(past.status).toBe(3);
+    expect(past.byName.issues?.action).toMatch(/lag of 1100 events is past --max-lag-events 1000/);
   });
 
   test('for a source that cannot be opened or read, with its path and the cause', async () => {
