@@ -18,6 +18,13 @@ export interface BrokenDefinition {
 /** Suspensions of kind `suspend` in src/reasons.ts that clear once the definition compiles. */
 export type BrokenDefinitionReason = Extract<ReasonOf<'suspend'>, 'DEFINITION_INVALID' | 'SOURCE_COLUMN_MISSING' | 'SOURCE_TABLE_MISSING'>;
 
+/** The reasons of BrokenDefinitionReason, to tell a stored suspension by. */
+export const BROKEN_DEFINITION_REASONS: ReadonlySet<string> = new Set<BrokenDefinitionReason>([
+  'DEFINITION_INVALID',
+  'SOURCE_COLUMN_MISSING',
+  'SOURCE_TABLE_MISSING',
+]);
+
 /** Compile-time codes that mean the source no longer has what the definition names. */
 const COLUMN_CODES = new Set(['UNKNOWN_COLUMN', 'MISSING_KEY']);
 

@@ -25,6 +25,7 @@ import {
   type Suspension,
 } from './applier.ts';
 import { crashPoint } from './crash-points.ts';
+import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -129,6 +130,10 @@ async function stepInTransaction(
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined);
+  // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
+  // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
+  if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))
+    return initialize(target, p, view, rec, 'DEFINITION_CHANGED');
   // Once the table is armed again, in images mode, the cursor check below
   // decides between continuing and rebuilding; once a user's index is gone,
   // the batch applies.
@@ -162,7 +167,12 @@ async function stepInTransaction(
     const hi = v.window === true ? v.view.hw : batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
     batch = hi > lo || v.window === true ? journalBatch(db, t, lo, hi) : undefined;
   }
-  if (batch === undefined || (batch.toSeq <= lo && v.window !== true)) return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+  if (batch === undefined || (batch.toSeq <= lo && v.window !== true)) {
+    // A suspension whose cause is gone, with nothing to apply: the row becomes active again, committed.
+    if (rec.state !== 'suspended' || gate !== undefined) return gate ?? { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+    commitBatch(target, p, rec.cursor ?? '', lo, { kind: 'rows', applied: 0, lastTs: null });
+    return { kind: 'applied', events: 0, seq: lo, cursor: rec.cursor ?? '', caughtUp: true };
+  }
   if (gate !== undefined) return gate;
   const end: BatchEnd = ctx.range !== undefined ? 'range' : batch.toSeq >= v.view.hw ? 'committed' : 'batch';
   let r = await applyRows(target, p, batch, end);

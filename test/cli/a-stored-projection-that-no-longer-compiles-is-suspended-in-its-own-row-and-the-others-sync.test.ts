@@ -79,6 +79,17 @@ describe('a stored projection that no longer compiles', () => {
     const fixed = await runCliAsync(['sync', src, tgt, '--projection', at('authors.json'), '--json']);
     expect(fixed.status, fixed.stderr).toBe(0);
     expect(byName(fixed).authors).toMatchObject({ state: 'active' });
+    // What the report says is what is stored: the row active, with the definition that compiled.
+    expect(scalar(tgt, "SELECT state FROM _sluice_projections WHERE name = 'authors'")).toBe('active');
+    expect(JSON.parse(String(scalar(tgt, "SELECT definition FROM _sluice_projections WHERE name = 'authors'")))).toMatchObject({
+      kind: 'map',
+    });
+    // And it stays repaired: a plain sync (the stored definitions) keeps it active, and health is green.
+    const plain = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(plain.status, plain.stderr).toBe(0);
+    expect(byName(plain).authors).toMatchObject({ state: 'active' });
+    const health = await runCliAsync(['health', tgt]);
+    expect(health.status, health.stdout + health.stderr).toBe(0);
   });
 
   test('a projection whose source table was dropped is suspended with SOURCE_TABLE_MISSING and verify does not call it ok', async () => {
