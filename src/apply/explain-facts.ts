@@ -57,7 +57,7 @@ export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView): Cur
   return {
     continues: false,
     reason: v.reason,
-    message: typeof unarmed === 'string' ? `${v.message} (${unarmed})` : v.message,
+    message: v.message,
     rebuildable,
   };
 }

@@ -108,7 +108,8 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
               r.cursor !== null &&
               r.kind === next.kind &&
               foldIdent(r.sourceTable) === foldIdent(next.source.table) &&
-              foldIdent(r.targetTable) === foldIdent(next.targetTable),
+              // A custom projection's target is only a name: its handler's tables are its own.
+              (next.kind === 'custom' || foldIdent(r.targetTable) === foldIdent(next.targetTable)),
           );
         projections.push(explainOne(db, view, targetPath, sourcePath, rec, next));
       }

@@ -1,9 +1,13 @@
 import type { ReasonOf } from '../reasons.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from './compile.ts';
-import { parseStoredDefinition, type ProjectionDefinition } from './definition.ts';
+import { parseDefinition, parseStoredDefinition, type CustomHandler, type ProjectionDefinition } from './definition.ts';
 import { diffShapes, STATE_PARTS, type AlterChange, type InvalidCode, type StatePart } from './alter-changes.ts';
-import { ALL_PARTS, kindRules, type KindAlterRules, type Proof } from './alter-kinds.ts';
+import { ALL_PARTS, kindRules, type KindAlterRules } from './alter-kinds.ts';
+import { DEFAULT_ORACLE, type AlterStateOracle, type OracleContext, type StateProof } from './alter-oracle.ts';
+
+export { DEFAULT_ORACLE };
+export type { AlterStateOracle, OracleContext, StateProof } from './alter-oracle.ts';
 
 /*
  * The classification of a change to a projection (003's AlterClassification),
@@ -24,21 +28,6 @@ export type AlterClassification = 'Compatible' | 'Rebuildable' | 'Rejected';
 
 /** A stable code of the reason catalog (kind `alter` in src/reasons.ts). */
 export type AlterReasonCode = ReasonOf<'alter'>;
-
-/** A proof for each state part a change leaves valid; a part left out is not proved. */
-export type StateProof = Partial<Record<StatePart, Proof>>;
-
-export interface OracleContext {
-  readonly rules: KindAlterRules;
-  readonly old: CompiledProjection | undefined;
-  readonly next: CompiledProjection | undefined;
-  readonly facts: AlterFacts;
-}
-
-/** Proves, part by part, that a change leaves a projection's state valid. */
-export interface AlterStateOracle {
-  prove(change: AlterChange, ctx: OracleContext): StateProof;
-}
 
 /** What the stored cursor does on the source now (validateCursor, read-only). */
 export type CursorFact =
@@ -141,8 +130,14 @@ export function classifyChange(
   };
 }
 
+/** Compiles without running a custom handler's code: a stored row keeps the definition as data only. */
+const STAND_IN: CustomHandler = { apply: () => undefined };
+
 function compileStored(old: StoredProjection): CompiledProjection | undefined {
   try {
+    const data = JSON.parse(old.definition) as { kind?: unknown };
+    if (data.kind === 'custom')
+      return compileProjection(parseDefinition({ ...data, handler: STAND_IN }), JSON.parse(old.sourceShape) as SourceShape);
     return compileProjection(
       parseStoredDefinition(old.definition, `stored definition of ${old.name}`),
       JSON.parse(old.sourceShape) as SourceShape,
@@ -286,92 +281,3 @@ function classifyOne(
     };
   return { ...base, classification: 'Rebuildable', reason };
 }
-
-const hold = (why: string): Proof => ({ holds: true, why });
-const fail = (why: string): Proof => ({ holds: false, why });
-
-/** Every part proved, for a change that touches none of them. */
-function untouched(why: string): StateProof {
-  return { rows: hold(why), cursor: hold(why), keys: hold(why), auxiliary: hold(why) };
-}
-
-const CURSOR_BINDS_COLUMNS = fail(
-  "a cursor binds its table's capture fingerprint, which covers the columns: the table is re-armed, a cursor made before does not continue (TABLE_REARMED), and journal images before the change have the old columns",
-);
-
-/**
- * The proofs sluice can give today, change by change. Anything it cannot
- * prove is left out (or failed, with why), so the change is not Compatible.
- */
-export const DEFAULT_ORACLE: AlterStateOracle = {
-  prove(c, { rules, old, next, facts }) {
-    switch (c.kind) {
-      case 'unchanged':
-        return untouched(
-          c.restated
-            ? 'the definition is written differently but compiles to the same projection (columns, key, filter, target, source shape)'
-            : 'the definition and the source shape it compiles against are unchanged',
-        );
-      case 'renamed': {
-        const sameTarget = old !== undefined && next !== undefined && foldIdent(old.targetTable) === foldIdent(next.targetTable);
-        return {
-          rows: sameTarget
-            ? hold(`the rows stay in ${next?.targetTable}: a name is a label`)
-            : fail('the target table moves with the name'),
-          cursor: hold('a cursor names the source and its tables, not the projection'),
-          keys: hold('a rename changes no key column'),
-          auxiliary: rules.renameAuxiliary,
-        };
-      }
-      case 'target-index':
-        return {
-          rows: hold('an index holds no rows of its own; the table is unchanged'),
-          cursor: hold('a target index is not part of the cursor'),
-          ...(c.unique
-            ? { keys: fail('a UNIQUE index constrains rows beyond the source key') }
-            : { keys: hold('a non-UNIQUE index constrains no row') }),
-          auxiliary: hold('sluice keeps a user index across rebuilds (it makes it again)'),
-        };
-      case 'filter': {
-        const n = facts.filterDisagreements;
-        return {
-          ...(n === 0
-            ? { rows: hold('both filters select the same source rows at the cursor (counted: 0 rows differ)') }
-            : n === undefined
-              ? {}
-              : { rows: fail(`the filters disagree on ${n} source rows`) }),
-          cursor: hold('the filter reads the same source table'),
-          keys: hold('the key columns are the same copies of the source key'),
-          auxiliary: hold('a map keeps no state but its rows'),
-        };
-      }
-      case 'source-column': {
-        const why = c.used ? `the projection reads ${c.column}` : `the projection does not read ${c.column}`;
-        return {
-          ...(c.used ? { rows: fail(why) } : { rows: hold(`${why}: its columns, key and filter are unchanged`) }),
-          cursor: CURSOR_BINDS_COLUMNS,
-          keys: hold('the primary key is unchanged'),
-          auxiliary: c.used ? rules.usedColumnAuxiliary : hold(why),
-        };
-      }
-      case 'definition': {
-        const proof: StateProof = {};
-        for (const p of STATE_PARTS) proof[p] = c.parts.includes(p) ? fail(`${c.field} changed`) : hold(`a change of ${c.field} leaves it`);
-        return proof;
-      }
-      case 'cursor':
-        return {
-          rows: hold('unchanged'),
-          cursor: fail(`${c.reason}: ${c.message}`),
-          keys: hold('unchanged'),
-          auxiliary: hold('unchanged'),
-        };
-      case 'source-key':
-      case 'source-table':
-        return { cursor: CURSOR_BINDS_COLUMNS, rows: fail('row identities change'), keys: fail('the source key or rowid changed') };
-      case 'added':
-      case 'invalid':
-        return {};
-    }
-  },
-};
