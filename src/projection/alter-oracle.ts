@@ -106,7 +106,12 @@ export const DEFAULT_ORACLE: AlterStateOracle = {
         };
       case 'source-key':
       case 'source-table':
-        return { cursor: CURSOR_BINDS_COLUMNS, rows: fail('row identities change'), keys: fail('the source key or rowid changed') };
+        return {
+          cursor: CURSOR_BINDS_COLUMNS,
+          rows: fail('row identities change'),
+          keys: fail('the source key or rowid changed'),
+          auxiliary: rules.usedColumnAuxiliary,
+        };
       case 'added':
       case 'invalid':
         return {};
