@@ -117,11 +117,9 @@ function pagesOf(db: Db, schema: string, tables: readonly string[]): number | nu
       .pluck()
       .all(...tables) as string[];
     if (names.length === 0) return null;
-    const bytes = db
-      .prepare(`SELECT coalesce(sum(pgsize), 0) FROM dbstat(?) WHERE name IN (${names.map(() => '?').join(', ')})`)
-      .pluck()
-      .get(schema, ...names) as number | bigint;
-    return Number(bytes);
+    // One b-tree at a time (aggregate: one row each), so dbstat walks only the projection's pages, not the whole file.
+    const stmt = db.prepare('SELECT coalesce(sum(pgsize), 0) FROM dbstat(?, 1) WHERE name = ?').pluck();
+    return names.reduce((sum, n) => sum + Number(stmt.get(schema, n) as number | bigint), 0);
   } catch {
     return null;
   }

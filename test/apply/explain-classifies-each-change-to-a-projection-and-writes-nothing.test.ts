@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { explainAlter } from '../../src/apply/explain.ts';
 import { readProjections } from '../../src/apply/target-meta.ts';
@@ -205,5 +207,28 @@ describe('a source DDL change since the stored shape is classified too', () => {
     expect(p.cheap?.changes.map((c) => c.change.kind)).not.toContain('invalid');
     expect([p.search?.classification, p.search?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_UNUSED']);
     expect([p.log?.classification, p.log?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+  });
+});
+
+describe('explain beside a live writer', () => {
+  test('in WAL mode, with the app holding the source open, explain leaves both databases and their WALs byte for byte', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    const writer = openDatabase(src, { wal: true });
+    const reader = openDatabase(tgt, { wal: true });
+    try {
+      writer.exec("INSERT INTO items (id, name, qty) VALUES (9, 'fig roll', 2)");
+      const sha = (f: string) => (fs.existsSync(f) ? createHash('sha256').update(fs.readFileSync(f)).digest('hex') : null);
+      const files = [src, `${src}-wal`, tgt, `${tgt}-wal`];
+      const before = files.map(sha);
+      expect(before[1]).not.toBeNull();
+      const r = await explainAlter(src, tgt, { projections: projections() });
+      expect(r.sourceSeq).toBe(1);
+      // The insert is after every cursor: nothing changed in the definitions, so each continues.
+      expect(r.projections.map((p) => p.classification)).toEqual(['Compatible', 'Compatible', 'Compatible', 'Compatible']);
+      expect(files.map(sha)).toEqual(before);
+    } finally {
+      writer.close();
+      reader.close();
+    }
   });
 });
