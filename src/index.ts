@@ -59,6 +59,26 @@ export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
 export type { VerifyOptions } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
+export { explainAlter } from './apply/explain.ts';
+export type { ExplainOptions, ExplainReport, ProjectionExplanation, DefinitionInputs } from './apply/explain.ts';
+export type { RebuildCost } from './apply/explain-facts.ts';
+export { classifyChange, DEFAULT_ORACLE } from './projection/classify.ts';
+export type {
+  AlterClassification,
+  AlterDecision,
+  AlterFacts,
+  AlterReasonCode,
+  AlterStateOracle,
+  ClassifiedChange,
+  CursorFact,
+  StateProof,
+  StoredProjection,
+  UncompiledProjection,
+} from './projection/classify.ts';
+export { STATE_PARTS } from './projection/alter-changes.ts';
+export type { AlterChange, StatePart } from './projection/alter-changes.ts';
+export { kindRules } from './projection/alter-kinds.ts';
+export type { KindAlterRules, Proof } from './projection/alter-kinds.ts';
 export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';

@@ -19,6 +19,8 @@ export const REASON_KINDS = {
   unarmed: 'a captured table is not armed (status, enable, and the re-arming at sync)',
   verify: 'verify did not compare a projection, or did not call it ok',
   health: 'health says a projection needs action',
+  alter:
+    'explain classified a change to a projection (its definition, its source table, its target): an AlterReasonCode, with Compatible, Rebuildable or Rejected',
   error: 'raised as a SluiceError with this `code`',
 } as const;
 
@@ -308,6 +310,170 @@ export const REASONS = {
     clears: false,
     explain: "A sync of the projection failed with an error that has no code of its own (sync's error.code, health's failure.code).",
     repair: null,
+  },
+
+  // explain's classification of a change to a projection (AlterReasonCode, src/projection/classify.ts).
+  ALTER_UNCHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'Compatible: neither the definition nor the source table it compiles against changed, and the cursor continues.',
+    repair: null,
+  },
+  ALTER_RENAMED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'The projection is renamed, with the same kind, source table, target table and data: its stored row takes the new name.',
+    repair: null,
+  },
+  ALTER_TARGET_INDEX: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'A non-UNIQUE index a user added to a table of the projection: it holds no rows of its own and a rebuild makes it again.',
+    repair: null,
+  },
+  ALTER_FILTER_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain:
+      "The map's filter changed: Compatible only when both filters select the same source rows at the cursor (counted), else Rebuildable.",
+    repair: null,
+  },
+  ALTER_COLUMNS_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'The target columns changed (added, dropped, renamed, reordered, or computed otherwise): the rows are rebuilt.',
+    repair: null,
+  },
+  ALTER_TARGET_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'The projection writes another target table: it is built there.',
+    repair: null,
+  },
+  ALTER_SOURCE_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'The projection reads another source table: it is rebuilt from it.',
+    repair: null,
+  },
+  ALTER_KIND_CHANGED: { kinds: ['alter'], clears: true, explain: 'The projection is of another kind: it is rebuilt.', repair: null },
+  ALTER_FTS_OPTIONS_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: "The fts5 index's content mode or tokenizer changed: its index is rebuilt.",
+    repair: null,
+  },
+  ALTER_HANDLER_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: "A custom projection's handler (its version or module) changed: the state it keeps cannot be proved to fit.",
+    repair: null,
+  },
+  ALTER_SOURCE_COLUMN_ADDED: {
+    kinds: ['alter'],
+    clears: true,
+    explain:
+      "A column was added to the source table: a mirror must carry it; and every cursor binds the table's columns, so the cursor does not continue.",
+    repair: null,
+  },
+  ALTER_SOURCE_COLUMN_UNUSED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'A source column the projection does not read was dropped, renamed or retyped: only the cursor is affected.',
+    repair: null,
+  },
+  ALTER_SOURCE_KEY_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: "The source table's primary key changed: target rows take the new identity in a rebuild.",
+    repair: null,
+  },
+  ALTER_SOURCE_TABLE_CHANGED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'The source table was made WITHOUT ROWID or back, or its rowid alias changed: its row identities are rebuilt.',
+    repair: null,
+  },
+  ALTER_CURSOR_INVALID: {
+    kinds: ['alter'],
+    clears: true,
+    explain:
+      'The stored cursor does not continue on the source (detail.cursorReason says why): rebuilt, or Rejected while the source must be fixed first.',
+    repair: FIX_SOURCE,
+  },
+  ALTER_PROJECTION_ADDED: {
+    kinds: ['alter'],
+    clears: true,
+    explain: 'A projection the target does not hold yet: sync builds it from a snapshot.',
+    repair: null,
+  },
+  ALTER_SOURCE_COLUMN_DROPPED: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'A source column the projection reads was dropped: destructive, so the change is Rejected.',
+    repair: REFIT,
+  },
+  ALTER_SOURCE_COLUMN_RENAMED: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'A source column the projection reads was renamed: ambiguous, so the change is Rejected.',
+    repair: REFIT,
+  },
+  ALTER_SOURCE_COLUMN_RETYPED: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'A source column the projection reads has another declared type or collation: Rejected.',
+    repair: REFIT,
+  },
+  ALTER_SOURCE_TABLE_MISSING: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'The source table the definition names does not exist.',
+    repair: REFIT,
+  },
+  ALTER_UNKNOWN_COLUMN: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'The new definition names a column the source table does not have.',
+    repair: 'fix the column names in the definition of {projection} (detail.message says which), then run sluice explain again',
+  },
+  ALTER_KEY_MISSING: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'The new definition leaves out a source key column, so target rows would lose their identity.',
+    repair: 'include every source key column in {projection} as a plain column, then run sluice explain again',
+  },
+  ALTER_KEY_NOT_UNIQUE: {
+    kinds: ['alter'],
+    clears: false,
+    explain: "The source key would no longer identify one target row (no primary key, or a key collation unlike the column's).",
+    repair: "give the source table a primary key declared with its columns' collations, or use a custom projection",
+  },
+  ALTER_DEFINITION_INVALID: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'The new definition does not validate or compile (detail.message says why).',
+    repair: 'fix the definition of {projection} (detail.message says what), then run sluice explain again',
+  },
+  ALTER_TARGET_UNIQUE_INDEX: {
+    kinds: ['alter'],
+    clears: false,
+    explain:
+      'A UNIQUE index a user added to a table of the projection: row identities are not the source key alone, and a rebuild makes the index again.',
+    repair: 'drop the index or make it non-unique (index the source instead), then run sluice explain again',
+  },
+  ALTER_NO_SPACE: {
+    kinds: ['alter'],
+    clears: false,
+    explain: "The shadow a rebuild needs would not fit in the target's free disk space (detail says bytes needed and free).",
+    repair: "free disk space on the target's file system, then run sluice explain again",
+  },
+  ALTER_CUSTOM_NO_SHADOW: {
+    kinds: ['alter'],
+    clears: false,
+    explain: 'A custom projection needs a rebuild, but its handler declares no tables of its own, so no shadow can be built and swapped.',
+    repair:
+      'rebuild it in place once you accept that its state is replaced while it runs: sluice sync {source} {target} --reinit {projection}',
   },
 
   // Capture refusals.

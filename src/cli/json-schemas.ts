@@ -142,6 +142,53 @@ export const healthOutput = z.object({
   ),
 });
 
+const statePart = z.enum(['rows', 'cursor', 'keys', 'auxiliary']);
+const classification = z.enum(['Compatible', 'Rebuildable', 'Rejected']);
+const proof = z.object({ holds: z.boolean(), why: z.string() });
+const sourceShape = z.object({
+  table: z.string(),
+  columns: z.array(z.object({ name: z.string(), type: z.string(), collate: z.string() })),
+  keyColumns: z.array(z.string()),
+  withoutRowid: z.boolean(),
+  rowidAlias: z.boolean(),
+});
+const definitionInputs = z.object({
+  name: z.string(),
+  fingerprint: z.string().nullable(),
+  definition: z.unknown(),
+  sourceShape: sourceShape.nullable(),
+});
+const bytes = z.number().int().nullable();
+
+export const explainOutput = z.object({
+  ok: z.boolean(),
+  sourceSeq: z.number().int(),
+  projections: z.array(
+    z.object({
+      name: z.string(),
+      kind: z.string(),
+      sourceTable: z.string(),
+      targetTable: z.string().nullable(),
+      classification,
+      reason,
+      affected: z.array(statePart),
+      changes: z.array(
+        z.object({
+          change: z.looseObject({ kind: z.string() }),
+          classification,
+          reason,
+          affected: z.array(statePart),
+          proof: z.object({ rows: proof.optional(), cursor: proof.optional(), keys: proof.optional(), auxiliary: proof.optional() }),
+          why: z.string().optional(),
+        }),
+      ),
+      inputs: z.object({ old: definitionInputs.nullable(), new: definitionInputs }),
+      cost: z.object({ rows: bytes, liveRows: bytes, liveBytes: bytes, neededBytes: bytes, freeBytes: bytes }),
+      repair: z.string().optional(),
+    }),
+  ),
+});
+
 export const queryOutput = z.object({ columns: z.array(z.string()), rows: z.array(z.array(jsonValueSchema)), changes: z.number().int() });
 export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 

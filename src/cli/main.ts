@@ -14,6 +14,7 @@ import { registerImport } from './import.ts';
 import { registerQuery } from './query.ts';
 import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
+import { registerExplain } from './explain.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
     registerPrune,
     registerSync,
     registerVerify,
+    registerExplain,
     registerExport,
     registerImport,
     registerHealth,

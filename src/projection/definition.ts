@@ -282,8 +282,9 @@ export function defaultMirror(table: string): MirrorDefinition {
  * name, whatever it was (`_audit`, `my table`): exactly that definition is
  * taken as it was stored, so such targets keep working (same name, same
  * fingerprint, no rebuild). Anything else is checked like a new definition.
+ * `handler`: a stand-in for a custom projection's code (its row keeps data only), to compile it without running it.
  */
-export function parseStoredDefinition(json: string, origin: string): ProjectionDefinition {
+export function parseStoredDefinition(json: string, origin: string, handler?: CustomHandler): ProjectionDefinition {
   const d = JSON.parse(json) as unknown;
   if (typeof d === 'object' && d !== null && !Array.isArray(d)) {
     const o = d as Record<string, unknown>;
@@ -298,5 +299,6 @@ export function parseStoredDefinition(json: string, origin: string): ProjectionD
       return { name: o.name, source: o.name, kind: 'mirror' };
     }
   }
-  return parseDefinition(d, origin);
+  const o = d as { kind?: unknown; handler?: unknown };
+  return parseDefinition(handler !== undefined && o?.kind === 'custom' && o.handler === undefined ? { ...o, handler } : d, origin);
 }

@@ -7,6 +7,7 @@ import type { SnapshotRows } from '../feed/snapshot.ts';
 export type { SnapshotRows } from '../feed/snapshot.ts';
 import type { ProjectionDefinition } from './definition.ts';
 import type { CompiledOf, SourceShape, TargetColumn } from './compiled.ts';
+import type { KindAlterRules } from './alter-kinds.ts';
 
 /*
  * What a projection kind is. Each kind lives in its own folder under
@@ -83,6 +84,8 @@ export interface ProjectionKind<K extends KindName> {
    */
   readonly foreignUnique: 'guard' | 'refuse';
   uniqueTables(table: string): string[];
+  /** The table holding one row per projected row when its main table is `table` (undefined: a custom handler's state). */
+  rowTable(table: string): string | undefined;
   /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
   readonly checksColumns: boolean;
   /** Creates its tables with main table `at`: a shadow name while a snapshot is built (p.targetTable is where they will live). */
@@ -98,6 +101,8 @@ export interface ProjectionKind<K extends KindName> {
    * the kind's tables carry a user's UNIQUE index (write without REPLACE).
    */
   apply(db: Db, schema: string, p: CompiledOf<K>, batch: ChangeBatch, strict: boolean): Promise<BatchResult>;
+  /** What classifying a change to it needs (explain, and the rebuild it decides on). */
+  readonly alter: KindAlterRules;
   /** How verify compares it; undefined: its rows cannot be compared (a custom handler's own state). */
   readonly verification?: KindVerification<CompiledOf<K>>;
 }

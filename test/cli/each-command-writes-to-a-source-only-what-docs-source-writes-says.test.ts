@@ -45,7 +45,7 @@ async function ok(args: string[]): Promise<string> {
 const DROP_ISSUES_UPDATE_TRIGGER = 'DROP TRIGGER _sluice_t1_upd';
 
 describe('commands that only read the source', () => {
-  test('status, changes, export, health, strip and verify leave its bytes, its WAL and its journal mode as they were', async () => {
+  test('status, changes, export, health, strip, verify and explain leave its bytes, its WAL and its journal mode as they were', async () => {
     const { dir, src, tgt } = copy();
     const before = fileState(src);
     expect(before.journalMode).toBe('delete');
@@ -57,6 +57,7 @@ describe('commands that only read the source', () => {
       ['health', tgt],
       ['strip', src, '--out', path.join(dir, 'copy.db')],
       ['verify', src, tgt],
+      ['explain', src, tgt],
     ]) {
       const r = await runCliAsync(args);
       expect(r.status, `${args[0]}: ${r.stderr}`).toBeLessThanOrEqual(3);

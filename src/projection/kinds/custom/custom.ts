@@ -1,3 +1,4 @@
+import { customAlter } from './alter.ts';
 import type { ProjectionKind, SnapshotRows } from '../../kind.ts';
 import { applyCustomEvents, initCustom } from './handler.ts';
 
@@ -11,6 +12,7 @@ const EVENT_PAGE = 10_000;
  */
 export const customKind: ProjectionKind<'custom'> = {
   kind: 'custom',
+  alter: customAlter,
   layout: (def) => ({ targetTable: def.target ?? def.name, columns: [], key: [], filter: null }),
   ownedTables: () => [],
   needsImages: false,
@@ -18,6 +20,7 @@ export const customKind: ProjectionKind<'custom'> = {
   keysRows: false,
   foreignUnique: 'guard',
   uniqueTables: () => [],
+  rowTable: () => undefined,
   checksColumns: false,
   create: () => {},
   build(db, schema, p) {

@@ -1,3 +1,4 @@
+import { fts5Alter } from './alter.ts';
 import { InvalidInputError } from '../../../errors.ts';
 import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
@@ -12,6 +13,7 @@ const EVENT_PAGE = 10_000;
 /** An FTS5 search index over chosen source columns, keyed by the source key. */
 export const fts5Kind: ProjectionKind<'fts5'> = {
   kind: 'fts5',
+  alter: fts5Alter,
   layout(def, source) {
     const columns: TargetColumn[] = def.columns.map((name) => {
       const c = findColumn(source, name, def.name);
@@ -27,6 +29,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   keysRows: true,
   foreignUnique: 'refuse',
   uniqueTables: allTablesOf,
+  rowTable: keyTableOf,
   checksColumns: false,
   create: createFtsTables,
   build: buildFts,

@@ -1,3 +1,4 @@
+import { mapAlter } from './alter.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import { columnDecl, findColumn, type SourceColumn, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
@@ -7,6 +8,7 @@ import { keyColumnsOf, relationalTable } from '../relational/table.ts';
 export const mapKind: ProjectionKind<'map'> = {
   kind: 'map',
   ...relationalTable,
+  alter: mapAlter,
   layout(def, source) {
     const copy = (c: SourceColumn, as: string): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
     const columns = Object.entries(def.columns).map(([as, spec]): TargetColumn => {

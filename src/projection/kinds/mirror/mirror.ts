@@ -1,3 +1,4 @@
+import { mirrorAlter } from './alter.ts';
 import { columnDecl, type SourceColumn } from '../../compiled.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import type { ProjectionKind } from '../../kind.ts';
@@ -7,6 +8,7 @@ import { keyColumnsOf, relationalTable } from '../relational/table.ts';
 export const mirrorKind: ProjectionKind<'mirror'> = {
   kind: 'mirror',
   ...relationalTable,
+  alter: mirrorAlter,
   layout(def, source) {
     const columns = source.columns.map((c: SourceColumn) => ({
       name: c.name,

@@ -14,7 +14,7 @@ import { applyRelational } from './apply.ts';
  */
 
 type Relational = CompiledMirror | CompiledMap;
-type Shared = Omit<ProjectionKind<'mirror'>, 'kind' | 'layout' | 'create' | 'build' | 'rename' | 'apply' | 'verification'> & {
+type Shared = Omit<ProjectionKind<'mirror'>, 'kind' | 'alter' | 'layout' | 'create' | 'build' | 'rename' | 'apply' | 'verification'> & {
   create(db: Db, schema: string, p: Relational, at: string): void;
   build: ProjectionKind<'mirror'>['build'] & ProjectionKind<'map'>['build'];
   rename(db: Db, schema: string, p: Relational, from: string): void;
@@ -29,6 +29,7 @@ export const relationalTable: Shared = {
   keysRows: true,
   foreignUnique: 'guard',
   uniqueTables: (table) => [table],
+  rowTable: (table) => table,
   checksColumns: true,
   create(db, schema, p, at) {
     const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);

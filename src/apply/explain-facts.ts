@@ -1,0 +1,158 @@
+import { kindNamed } from '../projection/kinds/registry.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { reasonsOf } from '../reasons.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { validateCursor } from '../feed/validate.ts';
+import type { SourceView } from '../feed/source-view.ts';
+import type { CompiledProjection } from '../projection/compile.ts';
+import type { CursorFact } from '../projection/classify.ts';
+import { TARGET_SCHEMA } from './session.ts';
+import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
+import { userIndexes } from './user-indexes.ts';
+
+/*
+ * The facts classifyChange needs that only the databases know, each read
+ * without writing anything: whether a stored cursor continues, how many
+ * source rows two map filters disagree on, a user's indexes on the
+ * projection's tables, and what a rebuild would cost (rows, pages, and the
+ * free space of the target's file system).
+ */
+
+/** Cursor reasons that sync rebuilds on by itself, and unarmings its re-arm repairs (then rebuilds: TABLE_REARMED). */
+const REBUILT: ReadonlySet<string> = reasonsOf('rebuilt');
+const REARMABLE = new Set([
+  'SCHEMA_CHANGED',
+  'TRIGGER_MISSING',
+  'TRIGGER_ALTERED',
+  'CAPTURE_INTERRUPTED',
+  'CAPTURE_OUTDATED',
+  'USER_TRIGGER_NEWER',
+  'PRUNE_TRIGGER_MISSING',
+]);
+
+/** Whether the stored cursor of `rec` continues on the source, as sync would judge it (read in the caller's transaction). */
+export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView): CursorFact {
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? ''))
+    return {
+      continues: false,
+      reason: rec.reason ?? 'SUSPENDED',
+      message: `${rec.name} is suspended (${rec.reason ?? 'no reason recorded'}) and stays so until it is rebuilt`,
+      rebuildable: false,
+    };
+  const arming = view.tables.get(rec.sourceTable);
+  if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
+    return {
+      continues: false,
+      reason: 'NEEDS_IMAGES_MODE',
+      message: `${rec.sourceTable} is captured in ${arming.table.mode} mode`,
+      rebuildable: false,
+    };
+  const v = validateCursor(db, rec.cursor ?? '', view);
+  if (v.status === 'ok') return { continues: true };
+  if (v.status === 'error') return { continues: false, reason: v.reason, message: v.message, rebuildable: false };
+  const unarmed = v.detail?.reason;
+  const rebuildable = REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed));
+  return {
+    continues: false,
+    reason: v.reason,
+    message: v.message,
+    rebuildable,
+  };
+}
+
+/** Whether no event of `table` is after `seq`: the source's rows are then the rows at the cursor. */
+export function isCurrent(db: Db, view: SourceView, table: string, seq: number): boolean {
+  const t = view.tables.get(table)?.table;
+  if (t === undefined) return false;
+  return db.prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? LIMIT 1`).get(t.tid, seq) === undefined;
+}
+
+/** Source rows on which two map filters (null: every row) disagree. */
+export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number {
+  const truth = (f: string | null) => (f === null ? '1' : `CASE WHEN ${f} THEN 1 ELSE 0 END`);
+  return Number(
+    db
+      .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
+      .pluck()
+      .get() as bigint | number,
+  );
+}
+
+/** The indexes a user added to the tables `rec` made (none when it never built). */
+export function targetIndexes(db: Db, rec: ProjectionRecord): { name: string; table: string; unique: boolean }[] {
+  const owned = rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
+  return userIndexes(db, TARGET_SCHEMA, owned).map((ix) => ({
+    name: ix.name,
+    table: ix.table,
+    unique: /^CREATE UNIQUE INDEX /i.test(ix.sql),
+  }));
+}
+
+export interface RebuildCost {
+  /** Rows the rebuilt projection would hold (source rows, through a map's filter). */
+  readonly rows: number | null;
+  /** Rows the live projection holds (null for custom: its tables are its handler's). */
+  readonly liveRows: number | null;
+  /** Bytes of the live projection's tables and indexes (their pages), when it has any. */
+  readonly liveBytes: number | null;
+  /**
+   * Bytes a shadow needs on the target's file system: twice the live
+   * projection's pages (or, for a first build, the source table's), since
+   * they are written to the WAL and then copied into the file.
+   */
+  readonly neededBytes: number | null;
+  /** Free bytes on the target's file system (fs.statfs), when known. */
+  readonly freeBytes: number | null;
+}
+
+/** Pages of the tables named (and of their indexes) in `schema`, in bytes; null when dbstat cannot tell. */
+function pagesOf(db: Db, schema: string, tables: readonly string[]): number | null {
+  if (tables.length === 0) return null;
+  try {
+    const s = quoteIdent(schema);
+    const names = db
+      .prepare(`SELECT name FROM ${s}.sqlite_schema WHERE tbl_name COLLATE NOCASE IN (${tables.map(() => '?').join(', ')})`)
+      .pluck()
+      .all(...tables) as string[];
+    if (names.length === 0) return null;
+    // One b-tree at a time (aggregate: one row each), so dbstat walks only the projection's pages, not the whole file.
+    const stmt = db.prepare('SELECT coalesce(sum(pgsize), 0) FROM dbstat(?, 1) WHERE name = ?').pluck();
+    return names.reduce((sum, n) => sum + Number(stmt.get(schema, n) as number | bigint), 0);
+  } catch {
+    return null;
+  }
+}
+
+function count(db: Db, sql: string): number | null {
+  try {
+    return Number(db.prepare(sql).pluck().get() as number | bigint);
+  } catch {
+    return null;
+  }
+}
+
+export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
+  const built = rec !== undefined && rec.cursor !== null;
+  const kind = rec === undefined ? undefined : kindNamed(rec.kind);
+  const liveTables = !built || kind === undefined ? [] : kind.uniqueTables(rec.targetTable);
+  const liveBytes = pagesOf(db, TARGET_SCHEMA, liveTables);
+  // Its rows: those of the table verify reads (the target table, an fts5 key table); unknown for a custom handler's state.
+  const rowTable = !built ? undefined : kind?.rowTable(rec.targetTable);
+  const liveRows = rowTable === undefined ? null : count(db, `SELECT count(*) FROM ${quoteIdent(TARGET_SCHEMA)}.${quoteIdent(rowTable)}`);
+  const rows =
+    p === undefined
+      ? null
+      : count(db, `SELECT count(*) FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
+  const base = liveBytes ?? (p === undefined ? null : pagesOf(db, 'main', [p.source.table]));
+  let freeBytes: number | null = null;
+  try {
+    const st = fs.statfsSync(path.dirname(path.resolve(targetPath)));
+    freeBytes = Number(st.bavail) * Number(st.bsize);
+  } catch {
+    freeBytes = null;
+  }
+  return { rows, liveRows, liveBytes, neededBytes: base === null ? null : base * 2, freeBytes };
+}

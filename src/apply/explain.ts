@@ -1,0 +1,264 @@
+import fs from 'node:fs';
+import { InvalidInputError, SluiceError } from '../errors.ts';
+import type { Db } from '../sqlite/connection.ts';
+import { describeTable } from '../sqlite/introspect.ts';
+import { foldIdent } from '../sqlite/quote.ts';
+import { readSourceView, type SourceView } from '../feed/source-view.ts';
+import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import {
+  defaultMirror,
+  withStoredHandler,
+  parseDefinition,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+  type ProjectionDefinitionInput,
+} from '../projection/definition.ts';
+import { checkKeyCollations, probeExpressions } from '../projection/validate.ts';
+import {
+  classifyChange,
+  type AlterClassification,
+  type AlterReasonCode,
+  type ClassifiedChange,
+  type UncompiledProjection,
+} from '../projection/classify.ts';
+import type { StatePart } from '../projection/alter-changes.ts';
+import { openApplySession, TARGET_SCHEMA } from './session.ts';
+import { ownedTables, readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { cursorFact, filterDisagreements, isCurrent, rebuildCost, targetIndexes, type RebuildCost } from './explain-facts.ts';
+
+/** One side of a change: exactly what the projection is made from (the fingerprint covers all of it). */
+export interface DefinitionInputs {
+  readonly name: string;
+  readonly fingerprint: string | null;
+  /** The definition as data (a custom handler is code: only its declared version is in the fingerprint). */
+  readonly definition: unknown;
+  readonly sourceShape: SourceShape | null;
+}
+
+export interface ProjectionExplanation {
+  readonly name: string;
+  readonly kind: string;
+  readonly sourceTable: string;
+  readonly targetTable: string | null;
+  readonly classification: AlterClassification;
+  readonly reason: AlterReasonCode;
+  /** State parts not proved valid (empty when Compatible). */
+  readonly affected: readonly StatePart[];
+  readonly changes: readonly ClassifiedChange[];
+  /** The stored side (null: not in the target yet) and the new one. */
+  readonly inputs: { readonly old: DefinitionInputs | null; readonly new: DefinitionInputs };
+  readonly cost: RebuildCost;
+  /** For a Rejected change: what to do, with the command. */
+  readonly repair?: string;
+}
+
+export interface ExplainReport {
+  /** True when every projection is Compatible: sync continues each from its cursor. */
+  readonly ok: boolean;
+  readonly sourceSeq: number;
+  readonly projections: readonly ProjectionExplanation[];
+}
+
+export interface ExplainOptions {
+  /** Definitions to explain (as for sync). Default: the target's stored definitions, or a mirror of every captured images-mode table. */
+  readonly projections?: readonly ProjectionDefinitionInput[];
+}
+
+/**
+ * Classifies, for each projection a sync would run, the change from what
+ * its target holds to what would run now (its definition, its source
+ * table's shape, its cursor, its target's indexes): Compatible, Rebuildable
+ * or Rejected, with the reason code, the state parts affected, both
+ * fingerprints and the rebuild's cost. Writes nothing: both files are
+ * opened read-only, in one read transaction.
+ *
+ * @example
+ * const r = await explainAlter('app.db', 'cache.db', { projections: [{ name: 'open', source: 'issues', kind: 'map', columns: { id: 'id' } }] });
+ * for (const p of r.projections) console.log(p.name, p.classification, p.reason);
+ */
+export async function explainAlter(sourcePath: string, targetPath: string, options: ExplainOptions = {}): Promise<ExplainReport> {
+  // openApplySession would make a missing target; explain makes nothing.
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError(
+      'DB_NOT_FOUND',
+      `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` (explain never creates one).`,
+    );
+  const given = (options.projections ?? []).map((d) => parseDefinition(d));
+  const session = openApplySession(sourcePath, targetPath, { readonly: true });
+  const db = session.db;
+  try {
+    db.exec('BEGIN');
+    try {
+      const view = readSourceView(db);
+      const records = readProjections(db, TARGET_SCHEMA);
+      const defs: Pending[] = given.length > 0 ? given.map((d) => ({ def: d })) : await storedOrDefault(records, view);
+      const names = new Set(defs.map((d) => (d.def !== undefined ? d.def.name : d.name)));
+      const projections: ProjectionExplanation[] = [];
+      // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
+      const claimed = new Map<string, string>();
+      for (const d of defs) {
+        let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
+        if (!('error' in next)) next = claimTables(next, claimed, records, names);
+        let rec = records.find((r) => r.name === next.name);
+        // A name the target does not hold may be a rename of one this run leaves out, with the same kind, source and target.
+        if (rec === undefined && !('error' in next))
+          rec = records.find(
+            (r) =>
+              !names.has(r.name) &&
+              r.cursor !== null &&
+              r.kind === next.kind &&
+              foldIdent(r.sourceTable) === foldIdent(next.source.table) &&
+              // A custom projection's target is only a name: its handler's tables are its own.
+              (next.ownedTables.length === 0 || foldIdent(r.targetTable) === foldIdent(next.targetTable)),
+          );
+        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next));
+      }
+      return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  } finally {
+    session.close();
+  }
+}
+
+/** `p`, or why it cannot be built: another projection writes one of its tables (as sync's checkCollisions refuses). */
+function claimTables(
+  p: CompiledProjection,
+  claimed: Map<string, string>,
+  records: readonly ProjectionRecord[],
+  inRun: ReadonlySet<string>,
+): CompiledProjection | UncompiledProjection {
+  const stored = records.filter((r) => !inRun.has(r.name) && !(r.kind === p.kind && foldIdent(r.targetTable) === foldIdent(p.targetTable)));
+  for (const t of p.ownedTables) {
+    const other =
+      claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r.kind, r.targetTable).some((x) => foldIdent(x) === foldIdent(t)))?.name;
+    if (other !== undefined && other !== p.name) {
+      const message = `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`;
+      return { name: p.name, definition: p.definition, source: p.source, error: { code: 'TARGET_COLLISION', message } };
+    }
+  }
+  for (const t of p.ownedTables) claimed.set(foldIdent(t), p.name);
+  return p;
+}
+
+type Pending =
+  | { readonly def: ProjectionDefinition; readonly name?: undefined; readonly broken?: undefined }
+  | {
+      readonly def?: undefined;
+      readonly name: string;
+      readonly broken: UncompiledProjection;
+    };
+
+async function storedOrDefault(records: readonly ProjectionRecord[], view: SourceView): Promise<Pending[]> {
+  if (records.length === 0)
+    return [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => ({ def: defaultMirror(t.table.name) }));
+  const out: Pending[] = [];
+  for (const r of records) {
+    try {
+      const d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
+      out.push({ def: await withStoredHandler(d) });
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      out.push({ name: r.name, broken: { name: r.name, error: { code: err.code, message: err.message } } });
+    }
+  }
+  return out;
+}
+
+/** The definition compiled and checked against today's source as sync does, or why it cannot be. */
+export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
+  const info = describeTable(db, def.source);
+  const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
+  try {
+    if (shape === undefined)
+      throw new InvalidInputError(
+        'UNKNOWN_SOURCE_TABLE',
+        `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
+      );
+    const p = compileProjection(def, shape);
+    probeExpressions(db, p);
+    checkKeyCollations(db, p);
+    return p;
+  } catch (err) {
+    if (!(err instanceof SluiceError)) throw err;
+    return {
+      name: def.name,
+      definition: def,
+      ...(shape === undefined ? {} : { source: shape }),
+      error: { code: err.code, message: err.message },
+    };
+  }
+}
+
+function explainOne(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  sourcePath: string,
+  rec: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+): ProjectionExplanation {
+  // A projection that never built (no cursor) has no state to keep: a first build.
+  const old = rec?.cursor == null ? undefined : rec;
+  const compiled = 'error' in next ? undefined : next;
+  const cursor = old === undefined ? undefined : cursorFact(db, old, view);
+  let disagreements: number | undefined;
+  if (
+    old !== undefined &&
+    // (A filter is a map's: the same kind, one of the two with a filter.)
+    compiled !== undefined &&
+    compiled.kind === old.kind &&
+    cursor?.continues === true &&
+    isCurrent(db, view, old.sourceTable, old.seq)
+  ) {
+    const stored = compileProjection(
+      // (A custom handler's code is not needed to read its filter: it has none.)
+      parseStoredDefinition(old.definition, `stored definition of ${old.name}`, { apply: () => undefined }),
+      JSON.parse(old.sourceShape) as SourceShape,
+    );
+    if (stored.filter !== compiled.filter && (stored.filter !== null || compiled.filter !== null))
+      disagreements = filterDisagreements(db, compiled.source.table, stored.filter, compiled.filter);
+  }
+  const cost = rebuildCost(db, targetPath, old, compiled);
+  const decision = classifyChange(old, next, {
+    ...(cursor === undefined ? {} : { cursor }),
+    ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
+    ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
+    ...(cost.neededBytes === null || cost.freeBytes === null
+      ? {}
+      : { space: { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes } }),
+  });
+  const worst = decision.changes.find((c) => c.classification === decision.classification && c.reason === decision.reason);
+  const repairReason = worst?.change.kind === 'cursor' ? worst.change.reason : decision.reason;
+  const { handler: _h, ...data } = (next.definition ?? {}) as { handler?: unknown };
+  return {
+    name: next.name,
+    kind: compiled?.kind ?? next.definition?.kind ?? rec?.kind ?? 'unknown',
+    sourceTable: compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable ?? '',
+    targetTable: compiled?.targetTable ?? null,
+    classification: decision.classification,
+    reason: decision.reason,
+    affected: decision.affected,
+    changes: decision.changes,
+    inputs: {
+      old:
+        old === undefined
+          ? null
+          : {
+              name: old.name,
+              fingerprint: old.fingerprint,
+              definition: JSON.parse(old.definition),
+              sourceShape: JSON.parse(old.sourceShape) as SourceShape,
+            },
+      new: {
+        name: next.name,
+        fingerprint: decision.fingerprints.new,
+        definition: next.definition === undefined ? null : data,
+        sourceShape: next.source ?? null,
+      },
+    },
+    cost,
+    ...(decision.classification === 'Rejected' ? { repair: repairAction(next.name, repairReason, sourcePath, targetPath) } : {}),
+  };
+}

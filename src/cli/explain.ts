@@ -1,0 +1,49 @@
+import type { Command } from 'commander';
+import { explainAlter, type ExplainReport } from '../index.ts';
+import { collect } from './enable.ts';
+import { loadAll } from './sync.ts';
+import * as S from './json-schemas.ts';
+import { emit, ExitSignal } from './output.ts';
+
+function describe(r: ExplainReport): string {
+  if (r.projections.length === 0) return 'no projections to explain';
+  return r.projections
+    .map((p) => {
+      const cost =
+        p.classification === 'Compatible'
+          ? ''
+          : ` (rebuild: ${p.cost.rows ?? '?'} rows${p.cost.neededBytes === null ? '' : `, about ${p.cost.neededBytes} bytes of disk, ${p.cost.freeBytes ?? '?'} free`})`;
+      const head = `${p.name} [${p.kind}]: ${p.classification} ${p.reason}${p.affected.length > 0 ? `, affects ${p.affected.join(', ')}` : ''}${cost}`;
+      const lines = p.changes.map((c) => {
+        const unproved = c.affected.map((part) => `${part}: ${c.proof[part]?.why ?? 'no proof'}`);
+        return `   - ${c.change.kind} ${c.classification} ${c.reason}${c.why === undefined ? '' : `: ${c.why}`}${unproved.length > 0 && c.classification !== 'Compatible' ? ` [${unproved.join('; ')}]` : ''}`;
+      });
+      const fp = `   fingerprint ${p.inputs.old?.fingerprint ?? '(none)'} -> ${p.inputs.new.fingerprint ?? '(does not compile)'}`;
+      return [head, ...lines, fp, ...(p.repair === undefined ? [] : [`   -> ${p.repair}`])].join('\n');
+    })
+    .join('\n');
+}
+
+export function registerExplain(program: Command): void {
+  program
+    .command('explain')
+    .description(
+      'Classify each change to a projection (its definition, its source table, its cursor) as Compatible, Rebuildable or Rejected, with the reason, the state it affects and the rebuild cost. Writes nothing. Exits 3 when anything is not Compatible.',
+    )
+    .argument('<source>', 'source SQLite database (capture enabled)')
+    .argument('<target>', 'target SQLite database written by sync')
+    .option(
+      '--projection <file>',
+      'projection definition file, .json or .ts (repeatable; default: the stored definitions)',
+      collect,
+      [] as string[],
+    )
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice explain app.db cache.db --projection projections/open-issues.json --json')
+    .action(async (source: string, target: string, opts: { projection: string[]; json?: boolean }) => {
+      const projections = await loadAll(opts.projection);
+      const r = await explainAlter(source, target, projections === undefined ? {} : { projections });
+      emit(opts, S.explainOutput, r, () => describe(r));
+      if (!r.ok) throw new ExitSignal(3);
+    });
+}

@@ -1,0 +1,234 @@
+import fs from 'node:fs';
+import { createHash } from 'node:crypto';
+import { test, expect, describe } from '../support/fixtures.ts';
+import { explainAlter } from '../../src/apply/explain.ts';
+import { readProjections } from '../../src/apply/target-meta.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { byName, countingHandler, expectNoWrite, projections, run, syncedPair } from './support/explain.ts';
+
+/*
+ * 003's LC-1 transitions, as explain reports them: each change to a
+ * projection of each kind is Compatible (with a proof of every state part),
+ * Rebuildable or Rejected, and explain writes nothing to either file.
+ */
+
+function stored(tgt: string): Record<string, string> {
+  const db = openDatabase(tgt, { readonly: true });
+  try {
+    return Object.fromEntries(readProjections(db, 'main').map((r) => [r.name, r.fingerprint]));
+  } finally {
+    db.close();
+  }
+}
+
+describe('explain', () => {
+  test('explain classifies a compatible change without mutation', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(tgt, 'CREATE INDEX cheap_label ON cheap (label)');
+    const fingerprints = stored(tgt);
+    const [, cheap, search, log] = projections();
+    const r = await expectNoWrite(tmp, () =>
+      explainAlter(src, tgt, {
+        projections: [
+          // The mirror's label renamed: same target table (the source table's name), same data.
+          { name: 'items_copy', source: 'items', kind: 'mirror' },
+          // Loosened for no row that exists: every qty is below 100.
+          { ...(cheap as object), filter: 'qty < 1000' } as never,
+          search as never,
+          log as never,
+        ],
+      }),
+    );
+    expect(r.ok).toBe(true);
+    const p = byName(r.projections);
+    expect(Object.keys(p).sort()).toEqual(['cheap', 'items_copy', 'log', 'search']);
+    for (const x of r.projections) {
+      expect(x.classification, x.name).toBe('Compatible');
+      expect(x.affected, x.name).toEqual([]);
+    }
+    expect(p.items_copy?.reason).toBe('ALTER_RENAMED');
+    expect(p.items_copy?.inputs.old?.name).toBe('items');
+    expect(p.items_copy?.inputs.old?.fingerprint).toBe(fingerprints.items);
+    expect(p.items_copy?.inputs.new.fingerprint).not.toBe(fingerprints.items);
+    expect(p.cheap?.reason).toBe('ALTER_FILTER_CHANGED');
+    expect(p.cheap?.changes.map((c) => [c.change.kind, c.reason])).toEqual([
+      ['filter', 'ALTER_FILTER_CHANGED'],
+      ['target-index', 'ALTER_TARGET_INDEX'],
+    ]);
+    expect(p.cheap?.changes[0]?.proof.rows?.why).toContain('0 rows differ');
+    expect(p.search?.reason).toBe('ALTER_UNCHANGED');
+    expect(p.search?.inputs.new.fingerprint).toBe(fingerprints.search);
+    expect(p.log?.reason).toBe('ALTER_UNCHANGED');
+    // Every state part of every change is proved.
+    for (const x of r.projections)
+      for (const c of x.changes)
+        for (const part of ['rows', 'cursor', 'keys', 'auxiliary'] as const) expect(c.proof[part]?.holds, `${x.name} ${part}`).toBe(true);
+  });
+
+  test('explain classifies a rebuildable change without mutation', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    const [items, cheap, search] = projections();
+    const r = await expectNoWrite(tmp, () =>
+      explainAlter(src, tgt, {
+        projections: [
+          items as never,
+          { ...(cheap as object), filter: 'qty < 10' } as never,
+          { ...(search as object), tokenize: 'porter' } as never,
+          { name: 'doubled', source: 'items', kind: 'map', columns: { id: 'id', twice: { expr: 'qty * 2' } } },
+        ],
+      }),
+    );
+    expect(r.ok).toBe(false);
+    const p = byName(r.projections);
+    expect(p.items?.classification).toBe('Compatible');
+    expect([p.cheap?.classification, p.cheap?.reason, p.cheap?.affected]).toEqual(['Rebuildable', 'ALTER_FILTER_CHANGED', ['rows']]);
+    expect(p.cheap?.changes[0]?.proof.rows?.why).toContain('disagree on 2 source rows');
+    // The rebuild's cost: the rows the new definition selects, and the live projection's pages, twice (WAL, then the file).
+    expect(p.cheap?.cost.rows).toBe(2);
+    expect(p.cheap?.cost.liveRows).toBe(4);
+    expect(p.cheap?.cost.liveBytes).toBeGreaterThan(0);
+    expect(p.cheap?.cost.neededBytes).toBe(2 * (p.cheap?.cost.liveBytes ?? 0));
+    expect(p.cheap?.cost.freeBytes).toBeGreaterThan(0);
+    expect([p.search?.classification, p.search?.reason, p.search?.affected]).toEqual([
+      'Rebuildable',
+      'ALTER_FTS_OPTIONS_CHANGED',
+      ['auxiliary'],
+    ]);
+    expect(p.search?.cost.rows).toBe(4);
+    expect([p.doubled?.classification, p.doubled?.reason]).toEqual(['Rebuildable', 'ALTER_PROJECTION_ADDED']);
+    expect(p.doubled?.inputs.old).toBeNull();
+  });
+
+  test('explain classifies a rejected change without mutation', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(tgt, 'CREATE UNIQUE INDEX items_name ON items (name)');
+    const [items, cheap, search] = projections();
+    const r = await expectNoWrite(tmp, () =>
+      explainAlter(src, tgt, {
+        projections: [
+          items as never,
+          { ...(cheap as object), columns: { id: 'id', label: 'title' } } as never,
+          { ...(search as object), columns: ['name', 'colour'] } as never,
+          // A custom projection whose handler changed needs a rebuild, and its handler declares no tables a shadow could replace.
+          { name: 'log', source: 'items', kind: 'custom', handler: countingHandler('2') },
+          { name: 'keyless', source: 'items', kind: 'map', columns: { label: 'name' } },
+        ],
+      }),
+    );
+    expect(r.ok).toBe(false);
+    const p = byName(r.projections);
+    for (const x of r.projections) expect(x.classification, x.name).toBe('Rejected');
+    expect(p.items?.reason).toBe('ALTER_TARGET_UNIQUE_INDEX');
+    expect(p.cheap?.reason).toBe('ALTER_UNKNOWN_COLUMN');
+    expect(p.cheap?.inputs.new.fingerprint).toBeNull();
+    expect(p.cheap?.repair).toMatch(/^ALTER_UNKNOWN_COLUMN: fix the column names in the definition of cheap/);
+    expect(p.search?.reason).toBe('ALTER_UNKNOWN_COLUMN');
+    expect(p.log?.reason).toBe('ALTER_CUSTOM_NO_SHADOW');
+    expect(p.log?.changes[0]?.change).toMatchObject({ kind: 'definition', code: 'ALTER_HANDLER_CHANGED' });
+    expect(p.log?.affected).toEqual(['auxiliary']);
+    expect(p.log?.repair).toContain(`--reinit log`);
+    expect(p.keyless?.reason).toBe('ALTER_KEY_MISSING');
+  });
+
+  test('a custom projection renamed is not Compatible: its handler is given the projection name', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    const r = await expectNoWrite(tmp, () =>
+      explainAlter(src, tgt, { projections: [{ name: 'log2', source: 'items', kind: 'custom', handler: countingHandler() }] }),
+    );
+    const log = r.projections[0];
+    expect([log?.classification, log?.reason]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW']);
+    expect(log?.affected).toContain('auxiliary');
+    expect(log?.changes[0]?.change).toEqual({ kind: 'renamed', from: 'log', to: 'log2' });
+    expect(log?.changes[0]?.proof.auxiliary?.why).toContain('ctx.projection');
+  });
+});
+
+describe('a source DDL change since the stored shape is classified too', () => {
+  const given = () => projections();
+
+  test('a column added: a mirror must carry it, and no kind can keep its cursor', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(src, "ALTER TABLE items ADD COLUMN colour TEXT DEFAULT 'red'");
+    const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
+    expect([p.items?.classification, p.items?.reason, p.items?.affected]).toEqual([
+      'Rebuildable',
+      'ALTER_SOURCE_COLUMN_ADDED',
+      ['rows', 'cursor'],
+    ]);
+    // The map and the fts5 index do not read it: rows, keys and auxiliary state are proved; the cursor is not.
+    for (const name of ['cheap', 'search']) {
+      expect([p[name]?.classification, p[name]?.reason, p[name]?.affected], name).toEqual([
+        'Rebuildable',
+        'ALTER_SOURCE_COLUMN_ADDED',
+        ['cursor'],
+      ]);
+      const added = p[name]?.changes[0];
+      expect(added?.change).toEqual({ kind: 'source-column', change: 'added', column: 'colour', used: false });
+      expect([added?.proof.rows?.holds, added?.proof.keys?.holds, added?.proof.auxiliary?.holds, added?.proof.cursor?.holds]).toEqual([
+        true,
+        true,
+        true,
+        false,
+      ]);
+    }
+    expect([p.log?.classification, p.log?.reason]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW']);
+    expect(p.items?.inputs.old?.sourceShape?.columns.map((c) => c.name)).toEqual(['id', 'name', 'qty']);
+    expect(p.items?.inputs.new.sourceShape?.columns.map((c) => c.name)).toEqual(['id', 'name', 'qty', 'colour']);
+  });
+
+  test('a column renamed: Rejected where it is read, Rebuildable where it is not', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(src, 'ALTER TABLE items RENAME COLUMN qty TO amount');
+    const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
+    expect([p.items?.classification, p.items?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_RENAMED']);
+    expect(p.items?.changes[0]?.change).toEqual({ kind: 'source-column', change: 'renamed', column: 'qty', to: 'amount', used: true });
+    // The map's filter reads qty.
+    expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_RENAMED']);
+    expect(p.cheap?.repair).toContain('--projection');
+    expect([p.search?.classification, p.search?.reason, p.search?.affected]).toEqual([
+      'Rebuildable',
+      'ALTER_SOURCE_COLUMN_UNUSED',
+      ['cursor'],
+    ]);
+  });
+
+  test('a column dropped: Rejected where it is read, Rebuildable where it is not', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(
+      src,
+      `CREATE TABLE items_new (id INTEGER PRIMARY KEY, name TEXT);
+       INSERT INTO items_new SELECT id, name FROM items;
+       DROP TABLE items;
+       ALTER TABLE items_new RENAME TO items;`,
+    );
+    const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
+    expect([p.items?.classification, p.items?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+    expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+    expect(p.cheap?.changes.map((c) => c.change.kind)).not.toContain('invalid');
+    expect([p.search?.classification, p.search?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_UNUSED']);
+    expect([p.log?.classification, p.log?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+  });
+});
+
+describe('explain beside a live writer', () => {
+  test('in WAL mode, with the app holding the source open, explain leaves both databases and their WALs byte for byte', async ({ tmp }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    const writer = openDatabase(src, { wal: true });
+    const reader = openDatabase(tgt, { wal: true });
+    try {
+      writer.exec("INSERT INTO items (id, name, qty) VALUES (9, 'fig roll', 2)");
+      const sha = (f: string) => (fs.existsSync(f) ? createHash('sha256').update(fs.readFileSync(f)).digest('hex') : null);
+      const files = [src, `${src}-wal`, tgt, `${tgt}-wal`];
+      const before = files.map(sha);
+      expect(before[1]).not.toBeNull();
+      const r = await explainAlter(src, tgt, { projections: projections() });
+      expect(r.sourceSeq).toBe(1);
+      // The insert is after every cursor: nothing changed in the definitions, so each continues.
+      expect(r.projections.map((p) => p.classification)).toEqual(['Compatible', 'Compatible', 'Compatible', 'Compatible']);
+      expect(files.map(sha)).toEqual(before);
+    } finally {
+      writer.close();
+      reader.close();
+    }
+  });
+});

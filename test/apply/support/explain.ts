@@ -1,0 +1,113 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { expect } from 'vitest';
+import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { enable } from '../../../src/capture/enable.ts';
+import { sync } from '../../../src/apply/sync.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import type { ProjectionExplanation } from '../../../src/apply/explain.ts';
+
+/*
+ * A source and a target with one projection of each kind over one table,
+ * synced, every connection closed and both files put in rollback-journal
+ * mode: a reader of such a file makes no file beside it (a reader of a WAL
+ * file makes an empty -wal and -shm), so "explain writes nothing" can be
+ * checked as "every file in the folder is byte for byte what it was, and no
+ * file was added".
+ */
+
+export const ITEMS = `
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER NOT NULL);
+INSERT INTO items (id, name, qty) VALUES (1, 'apple pie', 1), (2, 'banana bread', 5), (3, 'cherry tart', 10), (4, 'date loaf', 50);
+`;
+
+/** A custom handler keeping a count per op in its own table `ops`. */
+export function countingHandler(version = '1'): CustomHandler {
+  return {
+    version,
+    async init(rows, { db }) {
+      await db.schema.dropTable('ops').ifExists().execute();
+      await db.schema.createTable('ops').addColumn('n', 'integer').execute();
+      let n = 0;
+      for (const _ of rows) n++;
+      await db.insertInto('ops').values({ n }).execute();
+    },
+    async apply(_event, { db }) {
+      await db.updateTable('ops').set({ n: 0 }).execute();
+    },
+  };
+}
+
+export function projections(handler: CustomHandler = countingHandler()): ProjectionDefinitionInput[] {
+  return [
+    { name: 'items', source: 'items', kind: 'mirror' },
+    { name: 'cheap', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' }, filter: 'qty < 100' },
+    { name: 'search', source: 'items', kind: 'fts5', columns: ['name'] },
+    { name: 'log', source: 'items', kind: 'custom', handler },
+  ];
+}
+
+export function inRollbackMode(file: string): void {
+  const db = openDatabase(file);
+  try {
+    db.pragma('journal_mode = DELETE');
+  } finally {
+    db.close();
+  }
+}
+
+/** Source app.db and target cache.db in `dir`, synced with `defs`, both closed and in rollback-journal mode. */
+export async function syncedPair(dir: string, defs = projections()): Promise<{ src: string; tgt: string }> {
+  const src = path.join(dir, 'app.db');
+  const tgt = path.join(dir, 'cache.db');
+  const db = openDatabase(src, { create: true });
+  try {
+    db.exec(ITEMS);
+    enable(db, ['items']);
+  } finally {
+    db.close();
+  }
+  await sync(src, tgt, { projections: defs });
+  inRollbackMode(src);
+  inRollbackMode(tgt);
+  return { src, tgt };
+}
+
+/** Runs SQL on a database in one transaction, with a connection of its own (closed after). */
+export function run(file: string, sql: string): void {
+  const db = openDatabase(file);
+  try {
+    db.transaction(() => db.exec(sql))();
+  } finally {
+    db.close();
+  }
+}
+
+/** Every file in `dir`, by content. */
+export function filesIn(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    fs
+      .readdirSync(dir)
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, f)))
+          .digest('hex'),
+      ]),
+  );
+}
+
+/** Runs `f` and checks that no file in `dir` changed and none was made (no -wal, -shm or -journal either). */
+export async function expectNoWrite<T>(dir: string, f: () => Promise<T>): Promise<T> {
+  const before = filesIn(dir);
+  expect(Object.keys(before).filter((x) => /-(wal|shm|journal)$/.test(x))).toEqual([]);
+  const out = await f();
+  expect(filesIn(dir)).toEqual(before);
+  return out;
+}
+
+export function byName(ps: readonly ProjectionExplanation[]): Record<string, ProjectionExplanation> {
+  return Object.fromEntries(ps.map((p) => [p.name, p]));
+}
