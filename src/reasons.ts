@@ -332,6 +332,19 @@ export const REASONS = {
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+  ALTER_REFUSED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'sluice alter refused the script (another file, a pragma, transaction control, sluice objects, writes to a captured table, a table left uncapturable); nothing was changed.',
+    repair: null,
+  },
+  ALTER_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A statement of the sluice alter script failed in SQLite; the whole script was rolled back.',
+    repair: null,
+  },
 
   // Bad input.
   BAD_BATCH: { kinds: ['error'], clears: false, explain: 'The batch size is not a whole number >= 1.', repair: null },
