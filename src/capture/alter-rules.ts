@@ -63,7 +63,7 @@ export const GUARD_MARK = 'sluice alter guard:';
 export function guardRefusal(db: string, index: number, text: string, err: Error): AlterRefusedError {
   const table = err.message.slice(err.message.indexOf(GUARD_MARK) + GUARD_MARK.length).trim();
   return new AlterRefusedError(
-    `sluice alter ${db}: ${statementLabel(index, text)} is refused: it writes rows of the captured table ${table} (directly, by a trigger, or by a foreign-key action), while alter has that table's capture triggers out of the way, so the writes would go unrecorded. Fix: run the data change on its own, before or after sluice alter (it is captured as usual); a table you rebuild (CREATE new, copy, DROP old, RENAME) may be written under its new name. Nothing was changed.`,
+    `sluice alter ${db}: ${statementLabel(index, text)} is refused: it writes rows of the captured table ${table} (directly or by a trigger), while alter has that table's capture triggers out of the way, so the writes would go unrecorded. Fix: run the data change on its own, before or after sluice alter (it is captured as usual); a table you rebuild (CREATE new, copy, DROP old, RENAME) may be written under its new name. Nothing was changed.`,
     { cause: err },
   );
 }

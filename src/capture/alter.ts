@@ -128,7 +128,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
       if (err instanceof Error && err.message.includes(GUARD_MARK)) throw guardRefusal(name, index, text, err);
       throw new SluiceError(
         'ALTER_FAILED',
-        `sluice alter ${name}: ${statementLabel(index, text)} failed: ${(err as Error).message}. Fix the statement and run sluice alter again; nothing was changed (the whole script is one transaction).`,
+        `sluice alter ${name}: ${statementLabel(index, text)} failed: ${(err as Error).message}. Fix the statement and run sluice alter again. Nothing was changed (the whole script is one transaction).`,
         { cause: err },
       );
     }
@@ -144,13 +144,6 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
       `sluice alter ${name}: the script made or changed TEMP objects, which live only as long as alter's connection. Make them in the main database. Nothing was changed.`,
     );
   checkNamespace(db);
-  if (fk) {
-    const bad = db.prepare('SELECT * FROM pragma_foreign_key_check').all() as { table: string; parent: string }[];
-    if (bad.length > 0)
-      throw new AlterRefusedError(
-        `sluice alter ${name}: after the script, ${bad.length} row(s) of ${bad[0]?.table} break a foreign key to ${bad[0]?.parent} (PRAGMA foreign_key_check). Fix the script so that every reference still holds. Nothing was changed.`,
-      );
-  }
   const records = classify(db, before, vanished);
   const state = readState(db) as { generation: number };
   let generation = state.generation;
@@ -169,6 +162,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
     db,
     infos.map((x) => x.info.name),
   );
+  if (fk) checkReferences(db);
   for (const { b, info } of infos) {
     arm(db, b.table.tid, info, b.table.mode, b.table);
     const r = records.find((x) => x.tid === b.table.tid);
@@ -222,6 +216,23 @@ function classify(db: Db, before: readonly Before[], vanished: ReadonlySet<strin
     else if (to !== table.fingerprint || after.sql !== info.sql) out.push({ ...base, change: 'altered', to, columnsAfter });
   }
   return out;
+}
+
+/** With foreign keys on (as the connection had them), every reference must still hold: the 12-step procedure's last check. */
+function checkReferences(db: Db): void {
+  let bad: { table: string; parent: string }[];
+  try {
+    bad = db.prepare('SELECT * FROM pragma_foreign_key_check').all() as { table: string; parent: string }[];
+  } catch (err) {
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, a foreign key no longer fits its parent (${(err as Error).message}). Fix the script so that each parent key is a PRIMARY KEY or UNIQUE. Nothing was changed.`,
+      { cause: err },
+    );
+  }
+  if (bad.length > 0)
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, ${bad.length} row(s) of ${bad[0]?.table} break a foreign key to ${bad[0]?.parent} (PRAGMA foreign_key_check). Fix the script so that every reference still holds. Nothing was changed.`,
+    );
 }
 
 function checkAfter(db: Db, table: string): TableInfo {

@@ -5,6 +5,8 @@ import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
+import { readDdlLog } from '../capture/ddl-log.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
 
 /**
  * Why a cursor cannot be continued. Stable codes: those of kind `rebuild` in
@@ -112,10 +114,13 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    return rebuild(
-      'SCHEMA_CHANGED',
-      `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
-    );
+    const altered = explainedByAlter(db, c, tables);
+    if (altered !== true)
+      return rebuild(
+        'SCHEMA_CHANGED',
+        altered ??
+          `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
+      );
   }
   const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) {
@@ -147,8 +152,51 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
   const sv = c.ext?.sv;
   if (sv === view.schemaVersion) return true;
   if (typeof sv !== 'number') return false;
+  // A chain of sluice's own spans (each alter's, and the last transaction's) from the cursor's version to today's.
+  const spans = readDdlLog(db, c.seq).map((r) => [r.svBefore, r.svAfter] as const);
   const own = readOwnDdl(db);
-  return own !== undefined && own.before === sv && own.after === view.schemaVersion;
+  if (own !== undefined) spans.push([own.before, own.after]);
+  let at = sv;
+  while (at !== view.schemaVersion) {
+    const next = spans.find(([before, after]) => before === at && after > at);
+    if (next === undefined) return false;
+    at = next[1];
+  }
+  return true;
+}
+
+/*
+ * Whether the alters recorded since the cursor (sluice alter, _sluice_ddl)
+ * explain the difference between the cursor's schema digest and today's:
+ * undoing each in-place change (`altered`) or rebuild, newest first, gives
+ * the cursor's bindings back. A rebuilt table is then told by its armed
+ * generation (TABLE_REARMED). The events of an altered table up to the
+ * alter are in its old layout, so a cursor with such events still to read
+ * cannot go on (a message saying so); true when it can.
+ */
+function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): true | string | undefined {
+  const log = readDdlLog(db, c.seq);
+  if (log.length === 0) return undefined;
+  const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
+  const layoutFrom: { table: CapturedTable; seq: number }[] = [];
+  for (const rec of [...log].reverse()) {
+    for (const change of rec.tables) {
+      if (change.to === null || fingerprints.get(change.tid) !== change.to) continue;
+      fingerprints.set(change.tid, change.from);
+      const table = tables.find((t) => t.tid === change.tid) as CapturedTable;
+      if (change.change === 'altered') layoutFrom.push({ table, seq: rec.seq });
+    }
+  }
+  const then = tables.map((t) => cursorBinding({ ...t, fingerprint: fingerprints.get(t.tid) as string }));
+  if (schemaDigest(then) !== c.schema) return undefined;
+  for (const { table, seq } of layoutFrom) {
+    const pending = db
+      .prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`)
+      .get(c.seq, seq, table.tid);
+    if (pending !== undefined)
+      return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
+  }
+  return true;
 }
 
 /** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */
