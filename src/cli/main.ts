@@ -3,6 +3,7 @@ import { reportError } from './output.ts';
 import { registerEnable } from './enable.ts';
 import { registerDisable } from './disable.ts';
 import { registerBump } from './bump.ts';
+import { registerAlter } from './alter.ts';
 import { registerStatus } from './status.ts';
 import { registerDemo } from './demo.ts';
 import { registerChanges } from './changes.ts';
@@ -25,6 +26,7 @@ export function buildProgram(): Command {
     registerEnable,
     registerDisable,
     registerBump,
+    registerAlter,
     registerStatus,
     registerChanges,
     registerPrune,

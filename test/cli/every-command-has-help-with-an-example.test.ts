@@ -7,6 +7,7 @@ const COMMANDS = [
   'enable',
   'disable',
   'bump',
+  'alter',
   'status',
   'changes',
   'prune',

@@ -187,6 +187,25 @@ describe('the happy path of every command', () => {
     expect(scalar(src, 'SELECT min(seq) FROM main._sluice_journal')).toBe(181n);
   });
 
+  test('alter runs DDL on a captured table, re-arms it and keeps the generation; --dry-run says what each consumer will do (exit 0)', async () => {
+    const dry = await runCliAsync(['alter', src, 'ALTER TABLE comments ADD COLUMN edited INTEGER', '--dry-run', '--json']);
+    expect(dry.status, dry.stderr).toBe(0);
+    const plan = parseJson(dry, S.alterOutput);
+    expect(plan).toMatchObject({
+      dryRun: true,
+      statements: 1,
+      generation: 1,
+      tables: [{ table: 'comments', change: 'altered', added: ['edited'] }],
+    });
+    expect(plan.consumers.length).toBeGreaterThan(0);
+    expect(scalar(src, "SELECT count(*) FROM pragma_table_info('comments') WHERE name = 'edited'")).toBe(0n);
+    const r = await runCliAsync(['alter', src, 'ALTER TABLE comments ADD COLUMN edited INTEGER', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.alterOutput)).toMatchObject({ dryRun: false, generation: 1, tables: [{ table: 'comments', change: 'altered' }] });
+    const s = await runCliAsync(['status', src, '--json']);
+    expect(parseJson(s, S.statusOutput).tables.every((t) => t.armed)).toBe(true);
+  });
+
   test('bump advances the generation and records the reason (exit 0)', async () => {
     const r = await runCliAsync(['bump', src, '--reason', 'bulk reload', '--json']);
     expect(r.status, r.stderr).toBe(0);
