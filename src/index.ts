@@ -68,6 +68,8 @@ export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/v
 export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
+export { dropProjection } from './apply/drop.ts';
+export type { DropResult } from './apply/drop.ts';
 export type { FailureHealth, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {

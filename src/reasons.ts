@@ -48,7 +48,7 @@ export const DEFAULT_REPAIR =
 const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
 const REFIT =
-  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>';
+  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>, or remove the projection and its tables: sluice drop {target} {projection}';
 
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
@@ -332,6 +332,7 @@ export const REASONS = {
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+  PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
   ALTER_REFUSED: {
     kinds: ['error'],
     clears: false,

@@ -27,6 +27,7 @@ export const enableOutput = z.object({
 
 export const disableOutput = z.object({ removed: z.array(z.string()) });
 export const bumpOutput = z.object({ generation: z.number().int() });
+export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
 export const alterOutput = z.object({
   dryRun: z.boolean(),
   statements: z.number().int(),

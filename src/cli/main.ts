@@ -15,6 +15,7 @@ import { registerImport } from './import.ts';
 import { registerQuery } from './query.ts';
 import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
+import { registerDrop } from './drop.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -35,6 +36,7 @@ export function buildProgram(): Command {
     registerExport,
     registerImport,
     registerHealth,
+    registerDrop,
     registerQuery,
     registerStrip,
     registerDemo,

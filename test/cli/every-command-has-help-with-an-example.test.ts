@@ -16,6 +16,7 @@ const COMMANDS = [
   'export',
   'import',
   'health',
+  'drop',
   'query',
   'strip',
   'demo',

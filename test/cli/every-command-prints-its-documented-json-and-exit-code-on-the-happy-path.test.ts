@@ -225,6 +225,16 @@ describe('the happy path of every command', () => {
     expect(fs.existsSync(copy)).toBe(true);
   });
 
+  test('drop removes one projection and its table from the target; the others stay (exit 0)', async () => {
+    const r = await runCliAsync(['drop', tgt, 'comments', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.dropOutput)).toEqual({ projection: 'comments', dropped: ['comments'] });
+    expect(scalar(tgt, "SELECT group_concat(name, ',') FROM (SELECT name FROM _sluice_projections ORDER BY name)")).toBe(
+      'issues,repositories',
+    );
+    expect(scalar(tgt, "SELECT count(*) FROM sqlite_schema WHERE name = 'comments'")).toBe(0n);
+  });
+
   test('disable removes capture, after which status exits 3 (exit 0)', async () => {
     const before = sourceSeq(src);
     expect(before).toBeGreaterThan(0);
