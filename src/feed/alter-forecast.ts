@@ -86,7 +86,7 @@ function forecastTable(db: Db, t: AlteredTable, acked: number, alterSeq: number,
   return {
     table: t.table,
     outcome: 'depends',
-    detail: `${t.table} changed in place (${changed}). The source does not store projection definitions (they live in the target), so it cannot tell which applies: a mirror or a custom projection rebuilds (DEFINITION_CHANGED); a map or fts5 projection that uses a removed or renamed column is suspended (SOURCE_COLUMN_MISSING); one that names only unchanged columns goes on without a rebuild; a change-stream reader goes on and sees the new columns.${backlog}`,
+    detail: `${t.table} changed in place (${changed}). The source does not store projection definitions (they live in the target), so it cannot tell which applies: a mirror or a custom projection rebuilds (DEFINITION_CHANGED); a map or fts5 projection that uses a removed or renamed column is suspended (SOURCE_COLUMN_MISSING); a map of plain columns or an fts5 index that names only unchanged columns goes on without a rebuild, and a map with a computed column or a filter rebuilds (sluice cannot tell which columns SQL reads); a change-stream reader (changes, export) rebuilds (SCHEMA_CHANGED).${backlog}`,
   };
 }
 

@@ -50,6 +50,19 @@ const REBUILD_REASONS: ReadonlySet<string> = reasonsOf('rebuild');
 export interface ValidateOptions {
   /** Answer `ok` with `window: true` instead of SCHEMA_WINDOW: the caller proves continuity itself (sync does, by a checksum comparison at one seq). */
   readonly allowSchemaWindow?: boolean;
+  /**
+   * Go on across a `sluice alter` that changed a table of the cursor in
+   * place, when the alters recorded since explain the schema difference
+   * exactly and no event of the old layout is left to read. Only for a
+   * caller that checks on its own whether what changed is something it
+   * reads: a sync projection, whose definition fingerprint covers the
+   * source columns it reads (definitionFingerprint). Defaults to
+   * allowSchemaWindow, which only such callers set (sync's projection step
+   * and health, for the kinds other than custom); a change-stream reader
+   * (readBatch, changes, export) rebuilds (SCHEMA_CHANGED), as after any
+   * schema change, since its events' columns would change under it.
+   */
+  readonly acceptAlters?: boolean;
 }
 
 export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
@@ -114,7 +127,7 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    const altered = explainedByAlter(db, c, tables);
+    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables) : undefined;
     if (altered !== true)
       return rebuild(
         'SCHEMA_CHANGED',
@@ -179,6 +192,10 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): 
   if (log.length === 0) return undefined;
   const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
   const layoutFrom: { table: CapturedTable; seq: number }[] = [];
+  const matches = () =>
+    schemaDigest(tables.map((t) => cursorBinding({ ...t, fingerprint: fingerprints.get(t.tid) as string }))) === c.schema;
+  let matched = false;
+  // Newest first, stopping at the first state that is the cursor's (an alter at the cursor's own seq may predate it).
   for (const rec of [...log].reverse()) {
     for (const change of rec.tables) {
       if (change.to === null || fingerprints.get(change.tid) !== change.to) continue;
@@ -186,9 +203,12 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): 
       const table = tables.find((t) => t.tid === change.tid) as CapturedTable;
       if (change.change === 'altered') layoutFrom.push({ table, seq: rec.seq });
     }
+    if (matches()) {
+      matched = true;
+      break;
+    }
   }
-  const then = tables.map((t) => cursorBinding({ ...t, fingerprint: fingerprints.get(t.tid) as string }));
-  if (schemaDigest(then) !== c.schema) return undefined;
+  if (!matched) return undefined;
   for (const { table, seq } of layoutFrom) {
     const pending = db
       .prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`)

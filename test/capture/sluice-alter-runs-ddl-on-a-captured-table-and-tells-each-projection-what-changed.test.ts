@@ -5,6 +5,7 @@ import { alter } from '../../src/capture/alter.ts';
 import { readState } from '../../src/capture/catalog.ts';
 import { verifyCapture } from '../../src/capture/verify.ts';
 import { forecastAlter } from '../../src/feed/alter-forecast.ts';
+import { journalStartCursor, readBatch } from '../../src/feed/batch.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { sync } from '../../src/apply/sync.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
@@ -129,6 +130,19 @@ describe('sluice alter', () => {
       [1n, 'a1 before'],
       [2n, 'a2 after'],
     ]);
+  });
+
+  test('a change-stream reader of the altered table rebuilds (SCHEMA_CHANGED), and one of an untouched table goes on: the alter opens no schema window', async ({
+    makeDb,
+  }) => {
+    const { db } = makeDb('app.db', SCHEMA);
+    enable(db, ['t', 'u']);
+    const ofT = journalStartCursor(db, ['t']);
+    const ofU = journalStartCursor(db, ['u']);
+    alter(db, 'ALTER TABLE t ADD COLUMN c TEXT; CREATE INDEX u_w ON u (w)');
+    db.exec("UPDATE u SET w = 'w1 after'");
+    expect(() => readBatch(db, ofT)).toThrow(expect.objectContaining({ code: 'SCHEMA_CHANGED' }));
+    expect(readBatch(db, ofU).events.map((e) => [e.table, e.op])).toEqual([['u', 'update']]);
   });
 
   test("a table rebuilt by the 12-step procedure is a new identity: only its projections rebuild (TABLE_REARMED), the other table's go on, and no bump", async ({
