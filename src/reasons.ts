@@ -125,7 +125,7 @@ export const REASONS = {
     repair: FIX_SOURCE,
   },
   SCHEMA_CHANGED: {
-    kinds: ['rebuild', 'rebuilt', 'unarmed'],
+    kinds: ['rebuild', 'rebuilt', 'unarmed', 'verify'],
     clears: true,
     explain: 'The schema or capture mode of the table changed since the cursor or the arming.',
     repair: null,
@@ -332,6 +332,13 @@ export const REASONS = {
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+  PROJECTION_OUTDATED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
+    repair: null,
+  },
   PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
   ALTER_REFUSED: {
     kinds: ['error'],

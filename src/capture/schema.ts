@@ -130,6 +130,8 @@ export function imageColumns(n: number): string {
 export interface EventRelation {
   readonly sql: string;
   readonly params: Readonly<Record<string, number>>;
+  /** The captured table whose journal rows these are (unset for other relations, e.g. an import's). */
+  readonly tid?: number;
 }
 
 /** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
@@ -137,6 +139,7 @@ export function journalRange(tid: number, n: number, lo: number, hi: number): Ev
   return {
     sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
     params: { lo, hi },
+    tid,
   };
 }
 

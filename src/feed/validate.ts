@@ -210,10 +210,7 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): 
   }
   if (!matched) return undefined;
   for (const { table, seq } of layoutFrom) {
-    const pending = db
-      .prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`)
-      .get(c.seq, seq, table.tid);
-    if (pending !== undefined)
+    if (oldLayoutPending(db, c.seq, table.tid, seq))
       return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
   }
   return true;
@@ -262,4 +259,24 @@ export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<Cur
   // Bad input from the caller, the same class decodeCursor throws, so callers can tell it from a rebuild.
   if (v.status === 'error') throw new InvalidInputError(v.reason, v.message);
   throw new FailClosedError(v.reason, v.message, { ...v.detail, rebuild: v.reason });
+}
+
+/** Whether table `tid` has events in (cursorSeq, alterSeq]: written before an alter, in the table's old layout. */
+function oldLayoutPending(db: Db, cursorSeq: number, tid: number, alterSeq: number): boolean {
+  return (
+    db.prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`).get(cursorSeq, alterSeq, tid) !==
+    undefined
+  );
+}
+
+/**
+ * The seq of an in-place alter of table `tid` after `cursorSeq` whose
+ * old-layout events a reader at `cursorSeq` has still to read, if any
+ * (such a reader rebuilds: SCHEMA_CHANGED).
+ */
+export function alterWithOldLayoutAfter(db: Db, cursorSeq: number, tid: number): number | undefined {
+  for (const rec of readDdlLog(db, cursorSeq)) {
+    if (rec.tables.some((t) => t.tid === tid && t.change === 'altered') && oldLayoutPending(db, cursorSeq, tid, rec.seq)) return rec.seq;
+  }
+  return undefined;
 }

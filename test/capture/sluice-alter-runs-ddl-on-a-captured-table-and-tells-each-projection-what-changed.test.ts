@@ -7,7 +7,8 @@ import { verifyCapture } from '../../src/capture/verify.ts';
 import { forecastAlter } from '../../src/feed/alter-forecast.ts';
 import { journalStartCursor, readBatch } from '../../src/feed/batch.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync, Syncer } from '../../src/apply/sync.ts';
+import { verify } from '../../src/apply/verify.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 
 /*
@@ -129,6 +130,57 @@ describe('sluice alter', () => {
     expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
       [1n, 'a1 before'],
       [2n, 'a2 after'],
+    ]);
+  });
+
+  test('verify of a map that goes on across an alter reads the keys changed since by the new layout, and one with old-layout events to apply is not compared', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file, target } = await setUp(makeDb, tmp);
+    alter(db, 'ALTER TABLE t DROP COLUMN b');
+    db.exec("UPDATE t SET a = 'a2 after' WHERE id = 2; DELETE FROM t WHERE id = 1");
+    const v = await verify(file, target);
+    const mapA = v.projections.find((p) => p.name === 'map_a');
+    expect([mapA?.ok, mapA?.inFlight, mapA?.diffs]).toEqual([true, 2, []]);
+
+    await sync(file, target);
+    db.exec("UPDATE t SET a = 'a2 before' WHERE id = 2");
+    alter(db, 'ALTER TABLE t ADD COLUMN c TEXT');
+    const w = await verify(file, target);
+    expect(w.projections.find((p) => p.name === 'map_a')).toMatchObject({ ok: false, reason: 'SCHEMA_CHANGED' });
+  });
+
+  test('a follower compiled before the alter never applies the new layout with the old columns: it fails loudly with nothing applied, and a new sync goes on exactly', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', SCHEMA);
+    enable(db, ['t']);
+    const target = path.join(tmp, 'cache.db');
+    const defs = PROJECTIONS.filter((p) => p.name === 'map_a' || p.name === 'mirror_t');
+    const follower = await Syncer.open(file, target, { projections: defs });
+    try {
+      await follower.runOnce();
+      alter(db, 'ALTER TABLE t DROP COLUMN b');
+      db.exec("UPDATE t SET a = 'a1 after' WHERE id = 1");
+      const r = await follower.runOnce();
+      for (const p of r.projections) expect([p.name, p.error?.code]).toEqual([p.name, 'PROJECTION_OUTDATED']);
+      expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
+        [1n, 'a1'],
+        [2n, 'a2'],
+      ]);
+    } finally {
+      follower.close();
+    }
+    const s = await sync(file, target, { projections: defs });
+    expect(outcomes(s)).toEqual([
+      ['mirror_t', 'active', 'DEFINITION_CHANGED'],
+      ['map_a', 'active', null],
+    ]);
+    expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
+      [1n, 'a1 after'],
+      [2n, 'a2'],
     ]);
   });
 

@@ -1,4 +1,5 @@
 import type { Db } from '../../sqlite/connection.ts';
+import { checkJournalLayout } from './layout-guard.ts';
 import type { EventRelation } from '../../capture/schema.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { emptyWorkTables } from '../../sqlite/work-tables.ts';
@@ -29,6 +30,7 @@ import { ftsNames } from './fts5.ts';
  * mismatch.
  */
 export function applyFtsNet(db: Db, schema: string, p: CompiledProjection, events: EventRelation): { applied: number } | undefined {
+  checkJournalLayout(db, p, events);
   try {
     return applyNet(db, schema, p, events);
   } finally {

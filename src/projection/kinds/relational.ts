@@ -1,4 +1,5 @@
 import type { Db } from '../../sqlite/connection.ts';
+import { checkJournalLayout } from './layout-guard.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import type { JsonValue } from '../../sqlite/codec.ts';
 import type { EventRelation } from '../../capture/schema.ts';
@@ -78,6 +79,7 @@ export function applyRelational(
   /** The target table has a UNIQUE index a user added (foreign-unique.ts): write without REPLACE. */
   strict: boolean = hasForeignUniqueIndex(db, schema, p.targetTable),
 ): RelationalResult {
+  checkJournalLayout(db, p, events);
   try {
     const img = prepareImages(db, p, events);
     const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img, strict) : undefined;
