@@ -100,14 +100,18 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
   const name = db.name;
   checkNamespace(db);
   const v = verifyCapture(db);
-  const unarmed = v.tables.find((t) => !t.armed);
+  // A captured table that is gone (dropped, by an earlier alter or anyone) stays unarmed and is left out.
+  const gone = new Set(v.tables.filter((t) => !t.armed && t.reason === 'TABLE_MISSING').map((t) => t.table.tid));
+  const unarmed = v.tables.find((t) => !t.armed && !gone.has(t.table.tid));
   if (unarmed !== undefined)
     throw new AlterRefusedError(
       `sluice alter ${name}: table ${unarmed.table.name} is not armed (${unarmed.reason ?? 'unarmed'}: ${unarmed.detail ?? ''}), so alter cannot tell its readers what changed. Fix: run sluice enable ${name} (its readers rebuild once), then sluice alter again. Nothing was changed.`,
     );
   const svBefore = schemaVersion(db);
   const hw = highWaterMark(db);
-  const before: Before[] = readTables(db).map((table) => ({ table, info: describeTable(db, table.name) as TableInfo }));
+  const before: Before[] = readTables(db)
+    .filter((table) => !gone.has(table.tid))
+    .map((table) => ({ table, info: describeTable(db, table.name) as TableInfo }));
   for (const { table } of before) {
     for (const t of Object.values(triggerNames(table.tid))) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(t)}`);
     for (const op of ['INSERT', 'UPDATE', 'DELETE']) {

@@ -229,6 +229,23 @@ describe('sluice alter', () => {
     ]);
   });
 
+  test('a captured table dropped by an alter stays captured and unarmed (TABLE_MISSING), its projection is suspended, and later alters still run', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file, target } = await setUp(makeDb, tmp);
+    expect(alter(db, 'DROP TABLE u').tables.map((x) => [x.table, x.change])).toEqual([['u', 'dropped']]);
+    expect(verifyCapture(db).tables.map((a) => [a.table.name, a.armed, a.reason ?? null])).toEqual([
+      ['t', true, null],
+      ['u', false, 'TABLE_MISSING'],
+    ]);
+    expect(alter(db, 'ALTER TABLE t ADD COLUMN c TEXT').tables.map((x) => x.table)).toEqual(['t']);
+    const s = await sync(file, target);
+    expect(s.projections.find((p) => p.name === 'mirror_u')).toMatchObject({ state: 'suspended', reason: 'SOURCE_TABLE_MISSING' });
+    expect(s.projections.find((p) => p.name === 'map_a')).toMatchObject({ state: 'active' });
+    expect(s.projections.find((p) => p.name === 'map_a')?.rebuilt).toBeUndefined();
+  });
+
   test('--dry-run changes nothing and tells each known consumer what its projection of the table will do, saying when it depends on a definition the source does not know', async ({
     makeDb,
     tmp,
