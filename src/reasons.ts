@@ -54,7 +54,7 @@ export const DEFAULT_REPAIR =
 const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
 const REFIT =
-  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>';
+  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>, or remove the projection and its tables: sluice drop {target} {projection}';
 
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
@@ -131,7 +131,7 @@ export const REASONS = {
     repair: null,
   },
   SCHEMA_CHANGED: {
-    kinds: ['rebuild', 'rebuilt', 'unarmed'],
+    kinds: ['rebuild', 'rebuilt', 'unarmed', 'verify'],
     clears: true,
     explain: 'The schema or capture mode of the table changed since the cursor or the arming.',
     repair: null,
@@ -502,6 +502,27 @@ export const REASONS = {
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+  PROJECTION_OUTDATED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
+    repair: null,
+  },
+  PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
+  ALTER_REFUSED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'sluice alter refused the script (another file, a pragma, transaction control, sluice objects, writes to a captured table, a table left uncapturable); nothing was changed.',
+    repair: null,
+  },
+  ALTER_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A statement of the sluice alter script failed in SQLite; the whole script was rolled back.',
+    repair: null,
+  },
 
   // Bad input.
   BAD_BATCH: { kinds: ['error'], clears: false, explain: 'The batch size is not a whole number >= 1.', repair: null },

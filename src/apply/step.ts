@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { inTransaction } from '../sqlite/transaction.ts';
 import { reasonsOf, type ReasonCode } from '../reasons.ts';
+import { FailClosedError } from '../errors.ts';
 import { readState, type CapturedTable } from '../capture/catalog.ts';
 import { validateCursor } from '../feed/validate.ts';
 import { cursorToken, readSourceView, type SourceView } from '../feed/source-view.ts';
@@ -144,7 +145,7 @@ async function stepInTransaction(
   // After DDL sluice did not make, a projection verify can check proves its
   // continuity (below); any other rebuilds (SCHEMA_WINDOW).
   const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
-  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable });
+  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable, acceptAlters: provable });
   if (v.status === 'error') return suspension('CURSOR_MALFORMED', { message: v.message });
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return initialize(target, p, view, rec, v.reason);
@@ -156,6 +157,7 @@ async function stepInTransaction(
     });
   }
   const t = v.tables[0] as CapturedTable;
+  checkJournalLayout(p, t);
   const lo = v.cursor.seq;
   // The proof compares the whole projection with the source at one seq: the
   // high-water mark read in this transaction, so the backlog is one batch.
@@ -207,6 +209,24 @@ async function stepInTransaction(
   const cursor = cursorToken(db, v.view, v.tables, hi);
   commitBatch(target, p, cursor, hi, r);
   return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+}
+
+/**
+ * The set-based apply paths read a journal row's images by position, from
+ * the columns the projection was compiled against. A projection compiled
+ * before `sluice alter` changed its table in place (a `sync --follow`
+ * started before it) would read the new layout with the old positions:
+ * wrong values, or a spurious suspension. So the columns the table is armed
+ * with must be the compiled ones.
+ */
+function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
+  const compiled = p.source.columns.map((c) => c.name);
+  if (JSON.stringify(compiled) === JSON.stringify(t.columns)) return;
+  throw new FailClosedError(
+    'PROJECTION_OUTDATED',
+    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. Restart the sync (stop a sync --follow and start it again): it compiles the projection against the table as it is now and goes on from its cursor.`,
+    { projection: p.name, table: p.source.table },
+  );
 }
 
 /** Builds the projection from the source table as it is now, with the cursor at the high-water mark read in this transaction. */

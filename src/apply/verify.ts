@@ -8,6 +8,7 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
 import { journalEvents } from '../feed/event-relation.ts';
 import { readSourceView } from '../feed/source-view.ts';
+import { alterWithOldLayoutAfter } from '../feed/validate.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { parseStoredDefinition, type ProjectionDefinition } from '../projection/definition.ts';
 import { describeTable } from '../sqlite/introspect.ts';
@@ -174,7 +175,18 @@ function verifyOne(
       skipped: `not compared: the source's journal is pruned through seq ${prunedThrough}, past ${rec.name}'s cursor (seq ${rec.seq}), so the keys changed after seq ${rec.seq} cannot be told; the next sluice sync rebuilds it (CURSOR_PRUNED), then verify again`,
     };
   }
-  const shape = JSON.parse(rec.sourceShape) as SourceShape;
+  const altered = alterWithOldLayoutAfter(db, rec.seq, tid);
+  if (altered !== undefined)
+    return {
+      ...base,
+      ok: false,
+      reason: 'SCHEMA_CHANGED',
+      skipped: `not compared: sluice alter changed ${rec.sourceTable} at seq ${altered}, and ${rec.name} (at seq ${rec.seq}) has events of it from before that in the old column layout; the next sluice sync rebuilds it, then verify again`,
+    };
+  // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
+  // can come with other columns, and the journal's events after the alter are in their layout.
+  const info = describeTable(db, rec.sourceTable);
+  const shape = info === undefined ? (JSON.parse(rec.sourceShape) as SourceShape) : sourceShape(info);
   const p = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
   const k = p.key.map((_, i) => `k${i}`);

@@ -225,7 +225,7 @@ function upgradeFormat(db: Db): void {
  * it did DDL: readers tell sluice's own DDL from anyone else's by it (see
  * SCHEMA_TABLE).
  */
-function recordOwnDdl(db: Db, before: number): void {
+export function recordOwnDdl(db: Db, before: number): void {
   db.exec(
     metadataDdl(0)
       .find((sql) => sql.startsWith(`CREATE TABLE ${SCHEMA_TABLE} `))
@@ -239,7 +239,7 @@ function recordOwnDdl(db: Db, before: number): void {
 }
 
 /** Makes the order mark the newest of sluice's objects again (see MARK_VIEW). */
-function placeMark(db: Db): void {
+export function placeMark(db: Db): void {
   db.exec(`DROP VIEW IF EXISTS main.${quoteIdent(MARK_VIEW)}`);
   db.exec(MARK_VIEW_SQL);
 }
@@ -266,7 +266,7 @@ function ensureJournalWidth(db: Db, width: number): void {
 }
 
 /** Installs (or re-installs) the three triggers of one table and records exactly what was installed. */
-function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode, prior: CapturedTable | undefined): number {
+export function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode, prior: CapturedTable | undefined): number {
   ensureJournalWidth(db, journalWidthFor(info, mode));
   const state = readState(db);
   if (state === undefined) throw new Error('unreachable: capture state missing');

@@ -53,6 +53,18 @@ export const PREFIX = '_sluice_';
  */
 export const SCHEMA_TABLE = '_sluice_schema';
 
+/**
+ * The schema changes `sluice alter` made, one row each: the journal's
+ * high-water mark when it ran (events up to `seq` are in the old layout of
+ * the tables it touched, later ones in the new), the schema_version span of
+ * its transaction, what it did to each captured table (JSON, see
+ * src/capture/ddl-log.ts), and the SQL it ran. Made by the first alter, not
+ * by enable; rows a pruned cursor could no longer need are deleted by the
+ * next alter.
+ */
+export const DDL_TABLE = '_sluice_ddl';
+export const DDL_TABLE_SQL = `CREATE TABLE ${DDL_TABLE} (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, ms INTEGER NOT NULL, sv_before INTEGER NOT NULL, sv_after INTEGER NOT NULL, tables TEXT NOT NULL, sql TEXT NOT NULL)`;
+
 export const OWN_TABLES: readonly string[] = [
   STATE_TABLE,
   TABLES_TABLE,
@@ -61,6 +73,7 @@ export const OWN_TABLES: readonly string[] = [
   PENDING_TABLE,
   LAST_TABLE,
   SCHEMA_TABLE,
+  DDL_TABLE,
 ];
 
 export const OP_INSERT = 1;
@@ -117,6 +130,8 @@ export function imageColumns(n: number): string {
 export interface EventRelation {
   readonly sql: string;
   readonly params: Readonly<Record<string, number>>;
+  /** The captured table whose journal rows these are (unset for other relations, e.g. an import's). */
+  readonly tid?: number;
 }
 
 /** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
@@ -124,6 +139,7 @@ export function journalRange(tid: number, n: number, lo: number, hi: number): Ev
   return {
     sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
     params: { lo, hi },
+    tid,
   };
 }
 

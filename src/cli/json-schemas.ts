@@ -27,6 +27,31 @@ export const enableOutput = z.object({
 
 export const disableOutput = z.object({ removed: z.array(z.string()) });
 export const bumpOutput = z.object({ generation: z.number().int() });
+export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
+export const alterOutput = z.object({
+  dryRun: z.boolean(),
+  statements: z.number().int(),
+  seq: z.number().int(),
+  generation: z.number().int(),
+  tables: z.array(
+    z.object({
+      table: z.string(),
+      change: z.enum(['altered', 'rebuilt', 'dropped']),
+      columnsBefore: z.array(z.string()),
+      columnsAfter: z.array(z.string()),
+      added: z.array(z.string()),
+      removed: z.array(z.string()),
+    }),
+  ),
+  consumers: z.array(
+    z.object({
+      consumer: z.string(),
+      seq: z.number().int(),
+      tables: z.array(z.string()),
+      effects: z.array(z.object({ table: z.string(), outcome: z.enum(['rebuilds', 'suspends', 'depends']), detail: z.string() })),
+    }),
+  ),
+});
 export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
 
 export const statusOutput = z.object({

@@ -3,6 +3,7 @@ import { reportError } from './output.ts';
 import { registerEnable } from './enable.ts';
 import { registerDisable } from './disable.ts';
 import { registerBump } from './bump.ts';
+import { registerAlter } from './alter.ts';
 import { registerStatus } from './status.ts';
 import { registerDemo } from './demo.ts';
 import { registerChanges } from './changes.ts';
@@ -15,6 +16,7 @@ import { registerQuery } from './query.ts';
 import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
 import { registerExplain } from './explain.ts';
+import { registerDrop } from './drop.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -26,6 +28,7 @@ export function buildProgram(): Command {
     registerEnable,
     registerDisable,
     registerBump,
+    registerAlter,
     registerStatus,
     registerChanges,
     registerPrune,
@@ -35,6 +38,7 @@ export function buildProgram(): Command {
     registerExport,
     registerImport,
     registerHealth,
+    registerDrop,
     registerQuery,
     registerStrip,
     registerDemo,

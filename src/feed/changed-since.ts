@@ -60,7 +60,7 @@ function inReadTransaction<T>(db: Db, fn: () => T): T {
 export function changedSince(db: Db, cursor: string, tables?: readonly string[]): ChangedSince {
   return inReadTransaction(db, () => {
     // A schema window is reported after the listed tables' own state, which says more.
-    const v = validateCursor(db, cursor, undefined, { allowSchemaWindow: true });
+    const v = validateCursor(db, cursor, undefined, { allowSchemaWindow: true, acceptAlters: false });
     if (v.status !== 'ok') return { changed: true, rebuild: v.reason };
     const names = tables === undefined || tables.length === 0 ? v.cursor.tables : tables;
     let last = 0;

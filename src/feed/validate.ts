@@ -5,6 +5,8 @@ import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
+import { readDdlLog } from '../capture/ddl-log.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
 
 /**
  * Why a cursor cannot be continued. Stable codes: those of kind `rebuild` in
@@ -48,6 +50,19 @@ const REBUILD_REASONS: ReadonlySet<string> = reasonsOf('rebuild');
 export interface ValidateOptions {
   /** Answer `ok` with `window: true` instead of SCHEMA_WINDOW: the caller proves continuity itself (sync does, by a checksum comparison at one seq). */
   readonly allowSchemaWindow?: boolean;
+  /**
+   * Go on across a `sluice alter` that changed a table of the cursor in
+   * place, when the alters recorded since explain the schema difference
+   * exactly and no event of the old layout is left to read. Only for a
+   * caller that checks on its own whether what changed is something it
+   * reads: a sync projection, whose definition fingerprint covers the
+   * source columns it reads (definitionFingerprint). Defaults to
+   * allowSchemaWindow, which only such callers set (sync's projection step
+   * and health, for the kinds other than custom); a change-stream reader
+   * (readBatch, changes, export) rebuilds (SCHEMA_CHANGED), as after any
+   * schema change, since its events' columns would change under it.
+   */
+  readonly acceptAlters?: boolean;
 }
 
 export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
@@ -112,10 +127,13 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    return rebuild(
-      'SCHEMA_CHANGED',
-      `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
-    );
+    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables) : undefined;
+    if (altered !== true)
+      return rebuild(
+        'SCHEMA_CHANGED',
+        altered ??
+          `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
+      );
   }
   const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) {
@@ -147,8 +165,55 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
   const sv = c.ext?.sv;
   if (sv === view.schemaVersion) return true;
   if (typeof sv !== 'number') return false;
+  // A chain of sluice's own spans (each alter's, and the last transaction's) from the cursor's version to today's.
+  const spans = readDdlLog(db, c.seq).map((r) => [r.svBefore, r.svAfter] as const);
   const own = readOwnDdl(db);
-  return own !== undefined && own.before === sv && own.after === view.schemaVersion;
+  if (own !== undefined) spans.push([own.before, own.after]);
+  let at = sv;
+  while (at !== view.schemaVersion) {
+    const next = spans.find(([before, after]) => before === at && after > at);
+    if (next === undefined) return false;
+    at = next[1];
+  }
+  return true;
+}
+
+/*
+ * Whether the alters recorded since the cursor (sluice alter, _sluice_ddl)
+ * explain the difference between the cursor's schema digest and today's:
+ * undoing each in-place change (`altered`) or rebuild, newest first, gives
+ * the cursor's bindings back. A rebuilt table is then told by its armed
+ * generation (TABLE_REARMED). The events of an altered table up to the
+ * alter are in its old layout, so a cursor with such events still to read
+ * cannot go on (a message saying so); true when it can.
+ */
+function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): true | string | undefined {
+  const log = readDdlLog(db, c.seq);
+  if (log.length === 0) return undefined;
+  const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
+  const layoutFrom: { table: CapturedTable; seq: number }[] = [];
+  const matches = () =>
+    schemaDigest(tables.map((t) => cursorBinding({ ...t, fingerprint: fingerprints.get(t.tid) as string }))) === c.schema;
+  let matched = false;
+  // Newest first, stopping at the first state that is the cursor's (an alter at the cursor's own seq may predate it).
+  for (const rec of [...log].reverse()) {
+    for (const change of rec.tables) {
+      if (change.to === null || fingerprints.get(change.tid) !== change.to) continue;
+      fingerprints.set(change.tid, change.from);
+      const table = tables.find((t) => t.tid === change.tid) as CapturedTable;
+      if (change.change === 'altered') layoutFrom.push({ table, seq: rec.seq });
+    }
+    if (matches()) {
+      matched = true;
+      break;
+    }
+  }
+  if (!matched) return undefined;
+  for (const { table, seq } of layoutFrom) {
+    if (oldLayoutPending(db, c.seq, table.tid, seq))
+      return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
+  }
+  return true;
 }
 
 /** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */
@@ -194,4 +259,24 @@ export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<Cur
   // Bad input from the caller, the same class decodeCursor throws, so callers can tell it from a rebuild.
   if (v.status === 'error') throw new InvalidInputError(v.reason, v.message);
   throw new FailClosedError(v.reason, v.message, { ...v.detail, rebuild: v.reason });
+}
+
+/** Whether table `tid` has events in (cursorSeq, alterSeq]: written before an alter, in the table's old layout. */
+function oldLayoutPending(db: Db, cursorSeq: number, tid: number, alterSeq: number): boolean {
+  return (
+    db.prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`).get(cursorSeq, alterSeq, tid) !==
+    undefined
+  );
+}
+
+/**
+ * The seq of an in-place alter of table `tid` after `cursorSeq` whose
+ * old-layout events a reader at `cursorSeq` has still to read, if any
+ * (such a reader rebuilds: SCHEMA_CHANGED).
+ */
+export function alterWithOldLayoutAfter(db: Db, cursorSeq: number, tid: number): number | undefined {
+  for (const rec of readDdlLog(db, cursorSeq)) {
+    if (rec.tables.some((t) => t.tid === tid && t.change === 'altered') && oldLayoutPending(db, cursorSeq, tid, rec.seq)) return rec.seq;
+  }
+  return undefined;
 }

@@ -96,13 +96,31 @@ export function findColumn(shape: SourceShape, column: string, projection: strin
 
 /**
  * The fingerprint stored with the cursor: the definition as data (not code,
- * except a custom handler's declared version) plus the source shape it was
- * compiled against.
+ * except a custom handler's declared version) plus the part of the source
+ * shape the projection reads. A map of plain columns (no computed column,
+ * no filter) and an fts5 index read only the columns they name and the
+ * key, so a column added, dropped or renamed beside them (sluice alter)
+ * leaves the fingerprint as it was and the projection goes on; a mirror or
+ * a custom projection reads every column, and sluice cannot tell which
+ * columns an SQL expression reads, so theirs covers the whole shape.
  */
 export function definitionFingerprint(def: ProjectionDefinition, shape: SourceShape): string {
   const { handler, ...data } = def as ProjectionDefinition & { handler?: CustomHandler };
-  const canonical = JSON.stringify({ def: data, handlerVersion: handler?.version ?? null, source: shape });
+  const canonical = JSON.stringify({ def: data, handlerVersion: handler?.version ?? null, source: shapeRead(def, shape) });
   return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
+}
+
+/** The part of `shape` a definition's rows depend on (see definitionFingerprint). */
+function shapeRead(def: ProjectionDefinition, shape: SourceShape): SourceShape {
+  let named: readonly string[] | undefined;
+  if (def.kind === 'fts5') named = def.columns;
+  if (def.kind === 'map' && def.filter === undefined) {
+    const specs = Object.values(def.columns);
+    if (specs.every((c) => typeof c === 'string' || 'from' in c)) named = specs.map((c) => (typeof c === 'string' ? c : c.from));
+  }
+  if (named === undefined) return shape;
+  const read = new Set([...named, ...shape.keyColumns].map(foldIdent));
+  return { ...shape, columns: shape.columns.filter((c) => read.has(foldIdent(c.name))) };
 }
 
 /** `p` as a projection of kind `kind` (an error if it is another kind). */

@@ -187,6 +187,25 @@ describe('the happy path of every command', () => {
     expect(scalar(src, 'SELECT min(seq) FROM main._sluice_journal')).toBe(181n);
   });
 
+  test('alter runs DDL on a captured table, re-arms it and keeps the generation; --dry-run says what each consumer will do (exit 0)', async () => {
+    const dry = await runCliAsync(['alter', src, 'ALTER TABLE comments ADD COLUMN edited INTEGER', '--dry-run', '--json']);
+    expect(dry.status, dry.stderr).toBe(0);
+    const plan = parseJson(dry, S.alterOutput);
+    expect(plan).toMatchObject({
+      dryRun: true,
+      statements: 1,
+      generation: 1,
+      tables: [{ table: 'comments', change: 'altered', added: ['edited'] }],
+    });
+    expect(plan.consumers.length).toBeGreaterThan(0);
+    expect(scalar(src, "SELECT count(*) FROM pragma_table_info('comments') WHERE name = 'edited'")).toBe(0n);
+    const r = await runCliAsync(['alter', src, 'ALTER TABLE comments ADD COLUMN edited INTEGER', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.alterOutput)).toMatchObject({ dryRun: false, generation: 1, tables: [{ table: 'comments', change: 'altered' }] });
+    const s = await runCliAsync(['status', src, '--json']);
+    expect(parseJson(s, S.statusOutput).tables.every((t) => t.armed)).toBe(true);
+  });
+
   test('bump advances the generation and records the reason (exit 0)', async () => {
     const r = await runCliAsync(['bump', src, '--reason', 'bulk reload', '--json']);
     expect(r.status, r.stderr).toBe(0);
@@ -204,6 +223,16 @@ describe('the happy path of every command', () => {
     expect(s.removed).toEqual(expect.arrayContaining(['_sluice_state', '_sluice_journal']));
     expect(s.removed.every((n) => n.startsWith('_sluice_'))).toBe(true);
     expect(fs.existsSync(copy)).toBe(true);
+  });
+
+  test('drop removes one projection and its table from the target; the others stay (exit 0)', async () => {
+    const r = await runCliAsync(['drop', tgt, 'comments', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.dropOutput)).toEqual({ projection: 'comments', dropped: ['comments'] });
+    expect(scalar(tgt, "SELECT group_concat(name, ',') FROM (SELECT name FROM _sluice_projections ORDER BY name)")).toBe(
+      'issues,repositories',
+    );
+    expect(scalar(tgt, "SELECT count(*) FROM sqlite_schema WHERE name = 'comments'")).toBe(0n);
   });
 
   test('disable removes capture, after which status exits 3 (exit 0)', async () => {

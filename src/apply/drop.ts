@@ -1,0 +1,65 @@
+import fs from 'node:fs';
+import { openDatabase } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { InvalidInputError, SluiceError } from '../errors.ts';
+import { ownedTables, PROJECTIONS_TABLE, readProjections, type ProjectionRecord } from './target-meta.ts';
+
+export interface DropResult {
+  readonly projection: string;
+  /** The target tables dropped with it (the ones it owns). */
+  readonly dropped: readonly string[];
+}
+
+/**
+ * The tables a stored projection owns in its target: those its kind makes
+ * (a mirror's or map's table; an fts5 index and its `_src` key table; none
+ * for a custom projection, whose handler's tables are the user's), once it
+ * was built. A projection never built owns nothing: a table of that name is
+ * someone else's. The same rule as a rebuild's (step.ts).
+ */
+export function ownedByRecord(rec: ProjectionRecord): string[] {
+  return rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
+}
+
+/**
+ * Removes a projection from a target: its row in `_sluice_projections` and
+ * the tables it owns (never another table), in one target transaction. An
+ * unknown name is refused, naming the projections there are. Stop a
+ * `sync --follow` of the projection first: one still running with its
+ * definition would build it again.
+ *
+ * @example
+ * dropProjection('cache.db', 'issues_fts'); // { projection: 'issues_fts', dropped: ['issues_fts', 'issues_fts_src'] }
+ */
+export function dropProjection(targetPath: string, name: string): DropResult {
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
+  const db = openDatabase(targetPath, { role: 'target' });
+  try {
+    return db
+      .transaction(() => {
+        const records = readProjections(db, 'main');
+        const rec = records.find((r) => r.name === name);
+        if (rec === undefined) {
+          const known = records.map((r) => r.name);
+          throw new SluiceError(
+            'PROJECTION_NOT_FOUND',
+            `Target ${targetPath} has no projection named ${name} (${known.length === 0 ? 'it has none' : `it has: ${known.join(', ')}`}). Pass one of those names; sluice health ${targetPath} lists them.`,
+          );
+        }
+        // Defensive: a table another projection also names stays (TARGET_COLLISION keeps that from happening).
+        const others = new Set(records.filter((r) => r !== rec).flatMap((r) => ownedByRecord(r).map((t) => t.toLowerCase())));
+        const dropped = ownedByRecord(rec).filter(
+          (t) =>
+            !others.has(t.toLowerCase()) &&
+            db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined,
+        );
+        for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
+        db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
+        return { projection: name, dropped };
+      })
+      .immediate();
+  } finally {
+    db.close();
+  }
+}
