@@ -226,16 +226,7 @@ export class SnapshotInstall {
     const s = quoteIdent(schema);
     const kind = kindOf(p);
     const previous = rec === undefined ? [] : ownedBy(rec);
-    for (const name of p.ownedTables) {
-      // Never overwrite a table sluice did not make: the user may keep other data in the target.
-      const own = previous.some((x) => foldIdent(x) === foldIdent(name));
-      if (!own && db.prepare(`SELECT 1 FROM ${s}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(name) !== undefined) {
-        throw new InvalidInputError(
-          'TARGET_TABLE_EXISTS',
-          `Projection ${p.name}: target table ${name} already exists in ${schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`,
-        );
-      }
-    }
+    checkTablesFree(t, p, previous);
     const indexes = userIndexes(db, schema, previous);
     db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
     insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'building'));
@@ -259,6 +250,20 @@ export class SnapshotInstall {
     const droppedIndexes = restoreIndexes(db, schema, this.#indexes);
     storeCursor(db, schema, this.p.name, cursor, seq, 0, null);
     return { rows, droppedIndexes };
+  }
+}
+
+/** Never overwrite a table sluice did not make: the user may keep other data in the target. TARGET_TABLE_EXISTS, before anything is written. */
+export function checkTablesFree(t: ApplyTarget, p: CompiledProjection, previous: readonly string[]): void {
+  const { db, schema } = t;
+  for (const name of p.ownedTables) {
+    const own = previous.some((x) => foldIdent(x) === foldIdent(name));
+    if (!own && db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(name) !== undefined) {
+      throw new InvalidInputError(
+        'TARGET_TABLE_EXISTS',
+        `Projection ${p.name}: target table ${name} already exists in ${schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`,
+      );
+    }
   }
 }
 

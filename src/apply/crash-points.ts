@@ -3,7 +3,7 @@
  * point, the process kills itself there with SIGKILL (no cleanup, like a
  * power cut). Unset in normal use.
  */
-export type CrashPoint = 'before-commit' | 'after-commit' | 'before-ack';
+export type CrashPoint = 'before-commit' | 'after-commit' | 'before-ack' | 'build-step';
 
 export function crashPoint(point: CrashPoint): void {
   if (process.env.SLUICE_CRASH_AT === point) process.kill(process.pid, 'SIGKILL');

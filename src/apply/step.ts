@@ -16,6 +16,7 @@ import { readProjection, TARGET_INFO_TABLE, type ProjectionRecord } from './targ
 import {
   applyRows,
   commitBatch,
+  ownedBy,
   positionBatch,
   recordSuspension,
   suspension,
@@ -26,6 +27,19 @@ import {
   type Suspension,
 } from './applier.ts';
 import { crashPoint } from './crash-points.ts';
+import {
+  atomicSwapShadow,
+  buildsInSteps,
+  catchUp,
+  catchUpEnd,
+  copyChunk,
+  dropShadow,
+  readBuild,
+  resumeOrRollbackShadowBuild,
+  startShadowBuild,
+  writeBuild,
+  type BuildState,
+} from './shadow-build.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
@@ -48,9 +62,15 @@ export type StepOutcome =
       readonly cursor: string;
       readonly reason?: string;
       readonly droppedIndexes?: readonly DroppedIndex[];
+      /** Built beside the live projection in bounded steps and swapped in (a protected rebuild), not in one transaction. */
+      readonly swapped?: true;
     }
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
+  /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
+  | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up'; readonly rows: number; readonly seq: number }
+  /** A protected rebuild's shadow is caught up: validate it (in a read transaction), then step again with the result. Nothing was written. */
+  | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number }
   | Suspension;
 
 /** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
@@ -72,6 +92,8 @@ export interface StepContext {
   readonly range?: { readonly fromSeq: number; readonly toSeq: number };
   /** Rebuild from a snapshot whatever the stored state (reason REINIT). */
   readonly reinit?: boolean;
+  /** The validation of a protected rebuild's shadow caught up to `seq` (the step after a `validate` outcome). */
+  readonly validated?: { readonly seq: number; readonly ok: boolean };
 }
 
 /**
@@ -99,7 +121,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
         return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name));
       },
       {
-        keep: (o) => o.kind !== 'suspended' && o.kind !== 'current',
+        keep: (o) => o.kind !== 'suspended' && o.kind !== 'current' && o.kind !== 'validate',
         // The failed transaction may have made work tables.
         onRollback: () => dropTemps(db),
         beforeCommit: () => crashPoint('before-commit'),
@@ -127,28 +149,44 @@ async function stepInTransaction(
   const { db } = ctx;
   const view = readSourceView(db);
   if (rec === undefined) return initialize(target, p, view, undefined, undefined);
-  if (ctx.reinit === true) return initialize(target, p, view, rec, 'REINIT');
+  // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
+  const found = readBuild(rec) !== undefined;
+  const build = rec.cursor === null ? undefined : resumeOrRollbackShadowBuild(target, p, rec, view.state.prunedThrough);
+  if (build !== undefined) return continueBuild(ctx, target, p, rec, view, build);
+  const out = await afterBuildCheck(ctx, target, p, rec, view);
+  return found && out.kind === 'current' ? { kind: 'applied', events: 0, seq: out.seq, cursor: out.cursor, caughtUp: true } : out;
+}
+
+async function afterBuildCheck(
+  ctx: StepContext,
+  target: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  view: SourceView,
+): Promise<StepOutcome> {
+  const { db } = ctx;
+  if (ctx.reinit === true) return rebuild(ctx, target, p, view, rec, 'REINIT');
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
   if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined);
   // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
   // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
   if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))
-    return initialize(target, p, view, rec, 'DEFINITION_CHANGED');
+    return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
   // Once the table is armed again, in images mode, the cursor check below
   // decides between continuing and rebuilding; once a user's index is gone,
   // the batch applies.
   // (One suspended by a user's UNIQUE index waits to be tried again only once there is a batch to try.)
   const gate = suspensionGate(target, p, rec, ctx.range !== undefined);
   if (gate !== undefined && rec.reason !== 'TARGET_CONSTRAINT') return gate;
-  if (rec.fingerprint !== p.fingerprint) return initialize(target, p, view, rec, 'DEFINITION_CHANGED');
+  if (rec.fingerprint !== p.fingerprint) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
   // After DDL sluice did not make, a projection verify can check proves its
   // continuity (below); any other rebuilds (SCHEMA_WINDOW).
   const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
   const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable, acceptAlters: provable });
   if (v.status === 'error') return suspension('CURSOR_MALFORMED', { message: v.message });
   if (v.status === 'rebuild') {
-    if (REBUILDABLE.has(v.reason)) return initialize(target, p, view, rec, v.reason);
+    if (REBUILDABLE.has(v.reason)) return rebuild(ctx, target, p, view, rec, v.reason);
     const why = v.detail?.reason;
     return suspension(v.reason as ReasonCode, {
       table: p.source.table,
@@ -229,6 +267,78 @@ function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
   );
 }
 
+/** Where a (re)build reads: the projection's table, captured, armed and (for a kind that reads before-images) in images mode. */
+function buildable(view: SourceView, p: CompiledProjection): CapturedTable | Suspension {
+  const a = view.tables.get(p.source.table);
+  const table = a?.table;
+  if (table === undefined || a === undefined) return suspension('TABLE_UNTRACKED', { table: p.source.table });
+  if (!a.armed) return suspension('TABLE_UNARMED', { table: p.source.table, why: a.reason });
+  if (table.mode !== 'images' && kindOf(p).needsImages) return suspension('NEEDS_IMAGES_MODE', { table: p.source.table, mode: table.mode });
+  return table;
+}
+
+/**
+ * Rebuilds a live projection: a protected rebuild in bounded steps beside
+ * it where its kind allows (shadow-build.ts), else in this one transaction.
+ */
+async function rebuild(
+  ctx: StepContext,
+  target: ApplyTarget,
+  p: CompiledProjection,
+  view: SourceView,
+  rec: ProjectionRecord,
+  reason: string,
+): Promise<StepOutcome> {
+  if (rec.cursor === null || !buildsInSteps(p) || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
+  const table = buildable(view, p);
+  if ('kind' in table) return table;
+  return continueBuild(ctx, target, p, rec, view, startShadowBuild(target, p, view, reason, ownedBy(rec)));
+}
+
+/** One bounded step of a protected rebuild: copy a chunk, catch up a range, or (validated) the swap. */
+async function continueBuild(
+  ctx: StepContext,
+  target: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  view: SourceView,
+  b: BuildState,
+): Promise<StepOutcome> {
+  const table = buildable(view, p);
+  if ('kind' in table) return table;
+  checkJournalLayout(p, table);
+  if (b.lastKey !== undefined) {
+    const next = await copyChunk(target, p, table, b);
+    writeBuild(target, p.name, next);
+    return { kind: 'building', phase: 'copy', rows: next.copied, seq: rec.seq };
+  }
+  const hi = catchUpEnd(ctx.db, table, b.caughtSeq, view.hw);
+  if (hi < view.hw) {
+    await catchUp(target, p, table, b.shadow, b.caughtSeq, hi);
+    writeBuild(target, p.name, { ...b, caughtSeq: hi });
+    return { kind: 'building', phase: 'catch-up', rows: b.copied, seq: rec.seq };
+  }
+  if (ctx.validated?.seq !== b.caughtSeq) return { kind: 'validate', build: b, tid: table.tid };
+  if (!ctx.validated.ok) {
+    // A shadow that is not the source's rows (a write that escaped capture during the build): discarded,
+    // and the projection built in this one transaction instead.
+    dropShadow(target, p.kind, b.shadow);
+    writeBuild(target, p.name, null);
+    return initialize(target, p, view, rec, b.reason);
+  }
+  await catchUp(target, p, table, b.shadow, b.caughtSeq, view.hw);
+  const { cursor, droppedIndexes } = atomicSwapShadow(target, p, rec, b, view, table);
+  return {
+    kind: 'initialized',
+    rows: b.copied,
+    seq: view.hw,
+    cursor,
+    reason: b.reason,
+    swapped: true,
+    ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+  };
+}
+
 /** Builds the projection from the source table as it is now, with the cursor at the high-water mark read in this transaction. */
 async function initialize(
   target: ApplyTarget,
@@ -238,11 +348,8 @@ async function initialize(
   reason: string | undefined,
 ): Promise<StepOutcome> {
   const { db } = target;
-  const a = view.tables.get(p.source.table);
-  const table = a?.table;
-  if (table === undefined || a === undefined) return suspension('TABLE_UNTRACKED', { table: p.source.table });
-  if (!a.armed) return suspension('TABLE_UNARMED', { table: p.source.table, why: a.reason });
-  if (table.mode !== 'images' && kindOf(p).needsImages) return suspension('NEEDS_IMAGES_MODE', { table: p.source.table, mode: table.mode });
+  const table = buildable(view, p);
+  if ('kind' in table) return table;
   const install = SnapshotInstall.begin(target, p, rec);
   await install.add(sourceRows(db, table));
   const cursor = cursorToken(db, view, [table], view.hw);

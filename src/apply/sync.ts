@@ -1,4 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
+import { withReadTransaction, type Db } from '../sqlite/connection.ts';
+import { shadowMatchesSource } from './verify.ts';
+import type { BuildState } from './shadow-build.ts';
 import { FailClosedError, FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
@@ -143,6 +145,8 @@ export interface ProjectionReport {
   readonly error?: { readonly code: string; readonly message: string };
   /** Set when RunOptions.signal stopped the run before this projection caught up. */
   readonly stopped?: true;
+  /** The rebuild was built beside the live projection in bounded transactions and swapped in (a protected rebuild). */
+  readonly swapped?: true;
   /** Indexes a user had added to the projection's tables that its rebuild could not make again (the others were). */
   readonly droppedIndexes?: readonly DroppedIndex[];
 }
@@ -455,7 +459,7 @@ export class Syncer {
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
     // What a snapshot in this run adds to the report.
-    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes'> = {};
+    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
     // A step runs synchronously under its awaits: between two of them, give
     // the event loop a turn, or a signal handler (SIGTERM) only runs once the
     // whole catch-up is done. True when the run must stop here.
@@ -486,6 +490,17 @@ export class Syncer {
       this.checkTarget(); // a long catch-up stops between two batches too
       const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
       ctx = base; // a reinit is the first step only
+      if (out.kind === 'validate') {
+        // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
+        ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.build, out.tid) } };
+        continue;
+      }
+      if (out.kind === 'building') {
+        crashPoint('build-step');
+        progress('snapshot', out.seq, out.rows);
+        if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
+        continue;
+      }
       // Mapped while catching up, not while following small batches (session.ts).
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
       else if (out.kind === 'current') this.session.memoryMap(false);
@@ -498,6 +513,7 @@ export class Syncer {
         built = {
           snapshotRows: out.rows,
           ...(out.reason === undefined ? {} : { rebuilt: out.reason }),
+          ...(out.swapped === true ? { swapped: true as const } : {}),
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
         };
         progress('snapshot', out.seq, out.rows);
@@ -515,6 +531,17 @@ export class Syncer {
       progress('current', out.seq);
       return { ...active, applied, ...built };
     }
+  }
+
+  /** Whether a protected rebuild's shadow holds exactly the source's rows (verify's checksums, in one read transaction). */
+  #shadowMatches(p: CompiledProjection, b: BuildState, tid: number): boolean {
+    const db = this.session.db;
+    return withReadTransaction(db, () => {
+      const rec = readProjection(db, TARGET_SCHEMA, p.name);
+      if (rec === undefined) return false;
+      const shadow = { table: b.shadow, definition: b.definition, shape: b.shape, fingerprint: b.fingerprint, seq: b.caughtSeq };
+      return shadowMatchesSource(db, rec, shadow, readSourceView(db).hw, tid).ok;
+    });
   }
 
   /**

@@ -67,6 +67,8 @@ export interface ProjectionRecord {
   readonly reason: string | null;
   readonly detail: string | null;
   readonly shadowTable: string | null;
+  /** A protected rebuild in progress (shadow-build.ts BuildState, as JSON), or null. */
+  readonly build: string | null;
   /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
   /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
@@ -123,6 +125,8 @@ const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
   ['last_error_code', 'TEXT'],
   ['last_error_ms', 'INTEGER'],
   ['failures', 'INTEGER NOT NULL DEFAULT 0'],
+  // A protected rebuild in progress (shadow-build.ts): its state as JSON, null when none.
+  ['build', 'TEXT'],
 ];
 
 function addMissingColumns(db: Db, s: string): void {
@@ -173,6 +177,7 @@ function fromRow(r: Record<string, unknown>): ProjectionRecord {
     reason: str(r.reason),
     detail: str(r.detail),
     shadowTable: str(r.shadow_table),
+    build: str(r.build),
     lastError: str(r.last_error),
     lastErrorCode: str(r.last_error_code),
     lastErrorMs: num(r.last_error_ms),

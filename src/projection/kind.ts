@@ -86,6 +86,13 @@ export interface ProjectionKind<K extends KindName> {
   uniqueTables(table: string): string[];
   /** The table holding one row per projected row when its main table is `table` (undefined: a custom handler's state). */
   rowTable(table: string): string | undefined;
+  /**
+   * A rebuild of a live one can be built beside it in bounded transactions
+   * (apply/shadow-build.ts): its rows are one table keyed by the source key,
+   * filled by build() from any rows of the source. Otherwise it is rebuilt in
+   * one transaction.
+   */
+  readonly boundedBuild: boolean;
   /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
   readonly checksColumns: boolean;
   /** Creates its tables with main table `at`: a shadow name while a snapshot is built (p.targetTable is where they will live). */

@@ -22,6 +22,7 @@ export const customKind: ProjectionKind<'custom'> = {
   uniqueTables: () => [],
   rowTable: () => undefined,
   checksColumns: false,
+  boundedBuild: false,
   create: () => {},
   build(db, schema, p) {
     // The handler's init takes every row at once: the parts added, read in turn at finish.

@@ -31,6 +31,8 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   uniqueTables: allTablesOf,
   rowTable: keyTableOf,
   checksColumns: false,
+  // Its index entries of a key read again could only be removed with the values they were made from.
+  boundedBuild: false,
   create: createFtsTables,
   build: buildFts,
   rename: renameFts,

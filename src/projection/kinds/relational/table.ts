@@ -31,6 +31,7 @@ export const relationalTable: Shared = {
   uniqueTables: (table) => [table],
   rowTable: (table) => table,
   checksColumns: true,
+  boundedBuild: true,
   create(db, schema, p, at) {
     const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
     const withoutRowid = p.identity && p.source.withoutRowid ? ' WITHOUT ROWID' : '';
