@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
+import { closeDatabase } from '../sqlite/connection-state.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { ownedTables, PROJECTIONS_TABLE, readProjections, type ProjectionRecord } from './target-meta.ts';
@@ -60,6 +61,6 @@ export function dropProjection(targetPath: string, name: string): DropResult {
       })
       .immediate();
   } finally {
-    db.close();
+    closeDatabase(db);
   }
 }

@@ -4,7 +4,11 @@ import { FileBusyError, isSqliteBusy } from '../errors.ts';
 /** Default bound in ms on waiting for another process's write lock (sync --busy-timeout). */
 export const DEFAULT_BUSY_TIMEOUT_MS = 5000;
 
-/** SQLITE_BUSY errors raised by the source's or the target's lock (markBusy); unmarked ones are the target's. */
+/**
+ * SQLITE_BUSY errors raised by the source's or the target's lock (markBusy);
+ * unmarked ones are the target's. Keyed by the error, which it annotates for
+ * as long as the error lives: not per-connection state (connection-state.ts).
+ */
 const busyFile = new WeakMap<object, 'source' | 'target'>();
 
 /** Records which file a SQLITE_BUSY error is about, for the message that names it (retryBusy). */

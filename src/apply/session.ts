@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { encodingMismatch, textEncoding } from '../sqlite/text-encoding.ts';
 import path from 'node:path';
 import { openDatabase, useWal, type Db } from '../sqlite/connection.ts';
+import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError, isSqliteBusy } from '../errors.ts';
 import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
@@ -65,7 +66,7 @@ function targetEncoding(file: string): string {
   try {
     return textEncoding(t);
   } finally {
-    t.close();
+    closeDatabase(t);
   }
 }
 
@@ -149,7 +150,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
     if (!readonly) db.pragma('wal_autocheckpoint = 10000');
   } catch (err) {
-    db.close();
+    closeDatabase(db);
     throw err;
   }
   // The set-based apply reads journal rows and target rows by key, one
@@ -176,7 +177,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   try {
     memoryMap(true);
   } catch (err) {
-    db.close();
+    closeDatabase(db);
     throw err;
   }
   return {
@@ -185,7 +186,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     targetPath,
     memoryMap,
     close() {
-      if (db.open) db.close();
+      closeDatabase(db);
     },
   };
 }

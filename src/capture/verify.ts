@@ -1,4 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
+import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, schemaVersion } from '../sqlite/introspect.ts';
 import { triggerTiming } from '../sqlite/trigger-timing.ts';
 import { captureFingerprint } from './fingerprint.ts';
@@ -35,7 +36,11 @@ export interface CaptureVerification {
   readonly tables: readonly TableArming[];
 }
 
-const cache = new WeakMap<Db, { schemaVersion: number; tables: readonly TableArming[] }>();
+/** The last arming checked on a connection, with the schema_version it holds for. */
+const lastArming = slot(
+  'capture-arming',
+  (): { last?: { readonly schemaVersion: number; readonly tables: readonly TableArming[] } } => ({}),
+);
 
 /**
  * Cheap check used by every reader: each captured table exists with the
@@ -50,7 +55,8 @@ export function verifyCapture(db: Db): CaptureVerification {
   if (state.format !== FORMAT_VERSION && !UPGRADABLE_FORMATS.includes(state.format))
     return { ok: false, problem: 'FORMAT_UNKNOWN', state, tables: [] };
   const sv = schemaVersion(db);
-  const hit = cache.get(db);
+  const cache = connectionState(db).get(lastArming);
+  const hit = cache.last;
   let tables: readonly TableArming[];
   if (hit !== undefined && hit.schemaVersion === sv) {
     // Table rows (last_seq) change without DDL: refresh them, keep the arming.
@@ -58,7 +64,7 @@ export function verifyCapture(db: Db): CaptureVerification {
     tables = hit.tables.map((a) => ({ ...a, table: fresh.get(a.table.tid) ?? a.table }));
   } else {
     tables = checkArming(db, state);
-    cache.set(db, { schemaVersion: sv, tables });
+    cache.last = { schemaVersion: sv, tables };
   }
   return { ok: tables.every((t) => t.armed), state, tables };
 }
@@ -182,5 +188,5 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
 
 /** Forget cached arming for a connection (after DDL that sluice itself ran). */
 export function forgetArming(db: Db): void {
-  cache.delete(db);
+  connectionState(db).delete(lastArming);
 }

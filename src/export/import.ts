@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/connection.ts';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
+import { closeDatabase } from '../sqlite/connection-state.ts';
 import { inTransaction } from '../sqlite/transaction.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { Row } from '../feed/events.ts';
@@ -120,7 +121,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     ensureTargetMeta(db, SCHEMA);
     return await new Importer(db, options).run(stream);
   } finally {
-    db.close();
+    closeDatabase(db);
   }
 }
 

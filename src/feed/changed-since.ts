@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
+import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { validateCursor, type RebuildReason } from './validate.ts';
 import type { Reason } from '../reasons.ts';
 
@@ -23,20 +24,16 @@ interface TxnStatements {
   readonly start: Statement;
   readonly commit: Statement;
 }
-const txnStatements = new WeakMap<Db, TxnStatements>();
+const txnStatements = slot('read-transaction-statements', (db): TxnStatements => ({
+  begin: db.prepare('BEGIN DEFERRED'),
+  start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'),
+  commit: db.prepare('COMMIT'),
+}));
 
 /** withReadTransaction with cached statements: BEGIN DEFERRED, a first read that fixes the snapshot, COMMIT. */
 function inReadTransaction<T>(db: Db, fn: () => T): T {
   if (db.inTransaction) return fn();
-  let s = txnStatements.get(db);
-  if (s === undefined) {
-    s = {
-      begin: db.prepare('BEGIN DEFERRED'),
-      start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'),
-      commit: db.prepare('COMMIT'),
-    };
-    txnStatements.set(db, s);
-  }
+  const s = connectionState(db).get(txnStatements);
   s.begin.run();
   try {
     s.start.get();

@@ -1,6 +1,7 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
+import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { FailClosedError } from '../errors.ts';
 import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
@@ -18,16 +19,10 @@ export interface SourceView {
   readonly schemaVersion: number;
 }
 
-const hwStatements = new WeakMap<Db, { get: () => unknown }>();
+const hwStatement = slot('high-water-statement', (db) => db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`));
 
 export function readHighWater(db: Db, state: CaptureState): number {
-  let stmt = hwStatements.get(db);
-  if (stmt === undefined) {
-    const s = db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`);
-    stmt = { get: () => s.get() };
-    hwStatements.set(db, stmt);
-  }
-  const r = stmt.get() as { m: bigint | null };
+  const r = connectionState(db).get(hwStatement).get() as { m: bigint | null };
   return Math.max(r.m === null ? 0 : Number(r.m), state.prunedThrough);
 }
 
@@ -52,25 +47,17 @@ interface ViewStatements {
   readonly lastSeqs: Statement;
 }
 
-const viewCaches = new WeakMap<Db, ViewCache>();
-const viewStatements = new WeakMap<Db, ViewStatements>();
-
-function statementsFor(db: Db): ViewStatements {
-  let s = viewStatements.get(db);
-  if (s === undefined) {
-    s = {
-      schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
-      state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
-      lastSeqs: db.prepare(`SELECT tid, seq FROM main.${LAST_TABLE}`).raw(),
-    };
-    viewStatements.set(db, s);
-  }
-  return s;
-}
+const viewCache = slot('source-view', (): { last?: ViewCache } => ({}));
+const viewStatements = slot('source-view-statements', (db): ViewStatements => ({
+  schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
+  state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
+  lastSeqs: db.prepare(`SELECT tid, seq FROM main.${LAST_TABLE}`).raw(),
+}));
 
 function cachedView(db: Db): SourceView | undefined {
-  const cache = viewCaches.get(db);
-  const stmts = viewStatements.get(db);
+  const conn = connectionState(db);
+  const cache = conn.peek(viewCache)?.last;
+  const stmts = conn.peek(viewStatements);
   if (cache === undefined || stmts === undefined) return undefined;
   try {
     if (Number(stmts.schemaVersion.get() as bigint) !== cache.schemaVersion) return undefined;
@@ -96,7 +83,7 @@ export function readSourceView(db: Db): SourceView {
   if (cached !== undefined) return cached;
   const v = verifyCapture(db);
   if (v.state === undefined || v.problem !== undefined) {
-    viewCaches.delete(db);
+    delete connectionState(db).get(viewCache).last;
     const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
     throw new FailClosedError(
       code,
@@ -106,8 +93,9 @@ export function readSourceView(db: Db): SourceView {
       { source: db.name },
     );
   }
-  const schemaVersion = Number(statementsFor(db).schemaVersion.get() as bigint);
-  viewCaches.set(db, { schemaVersion, tables: v.tables });
+  const conn = connectionState(db);
+  const schemaVersion = Number(conn.get(viewStatements).schemaVersion.get() as bigint);
+  conn.get(viewCache).last = { schemaVersion, tables: v.tables };
   return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state), schemaVersion };
 }
 
@@ -159,6 +147,7 @@ export function counterModeTable(table: string): FailClosedError {
   );
 }
 
+// Keyed by the view, not the connection: it lives as long as the view (one read transaction) does.
 const viewFiles = new WeakMap<SourceView, FileIdentity | undefined>();
 
 /**

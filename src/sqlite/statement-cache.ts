@@ -1,5 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from './connection.ts';
+import { connectionState, slot } from './connection-state.ts';
 
 /*
  * Statements prepared once per connection and reused, keyed by their SQL.
@@ -15,14 +16,10 @@ import type { Db } from './connection.ts';
 export type RowMode = 'object' | 'raw' | 'pluck';
 
 const LIMIT = 256;
-const caches = new WeakMap<Db, Map<string, Statement>>();
+const statements = slot('statements', () => new Map<string, Statement>());
 
 export function cachedStatement(db: Db, sql: string, mode: RowMode = 'object'): Statement {
-  let cache = caches.get(db);
-  if (cache === undefined) {
-    cache = new Map();
-    caches.set(db, cache);
-  }
+  const cache = connectionState(db).get(statements);
   const key = `${mode}\u0000${sql}`;
   const hit = cache.get(key);
   if (hit !== undefined) {

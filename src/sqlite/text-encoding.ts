@@ -1,4 +1,5 @@
 import type { Db } from './connection.ts';
+import { connectionState, slot } from './connection-state.ts';
 import { RawText, mayBeLossyText, textFromBytes } from './codec.ts';
 import { InvalidInputError } from '../errors.ts';
 
@@ -17,15 +18,14 @@ import { InvalidInputError } from '../errors.ts';
 export const TEXT_ENCODINGS = ['UTF-8', 'UTF-16le', 'UTF-16be'] as const;
 export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
 
-const cache = new WeakMap<Db, TextEncoding>();
+/** The main database's encoding, once read (adoptEncoding forgets it). */
+const mainEncoding = slot('text-encoding', (): { value?: TextEncoding } => ({}));
 
 export function textEncoding(db: Db, schema = 'main'): TextEncoding {
-  if (schema === 'main') {
-    const hit = cache.get(db);
-    if (hit !== undefined) return hit;
-  }
+  const known = schema === 'main' ? connectionState(db).get(mainEncoding) : undefined;
+  if (known?.value !== undefined) return known.value;
   const e = db.pragma(`${schema}.encoding`, { simple: true }) as TextEncoding;
-  if (schema === 'main') cache.set(db, e);
+  if (known !== undefined) known.value = e;
   return e;
 }
 
@@ -55,7 +55,7 @@ export function unpairedToDb(db: Db, s: string): RawText {
 /** Makes a database with no schema yet use `encoding` (a no-op once it has tables). */
 export function adoptEncoding(db: Db, encoding: TextEncoding): void {
   db.pragma(`encoding = '${encoding}'`);
-  cache.delete(db);
+  connectionState(db).delete(mainEncoding);
 }
 
 const UNPAIRED = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Db } from './connection.ts';
 import { quoteIdent } from './quote.ts';
 import { cachedStatement } from './statement-cache.ts';
+import { connectionState, slot } from './connection-state.ts';
 
 /*
  * TEMP tables that the apply paths work in (a batch's net transitions, a
@@ -17,7 +18,8 @@ import { cachedStatement } from './statement-cache.ts';
  * again on its next use.
  */
 
-const made = new WeakMap<Db, Set<string>>();
+/** The names of the work tables this connection made. */
+const made = slot('work-tables', () => new Set<string>());
 
 function exists(db: Db, name: string): boolean {
   return cachedStatement(db, "SELECT 1 FROM temp.sqlite_schema WHERE type = 'table' AND name = ?", 'pluck').get(name) !== undefined;
@@ -34,25 +36,20 @@ export function workTable(db: Db, base: string, columns: string, options: { read
   const name = `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
   const qualified = `temp.${quoteIdent(name)}`;
   if (!exists(db, name)) db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
-  let names = made.get(db);
-  if (names === undefined) {
-    names = new Set();
-    made.set(db, names);
-  }
-  names.add(name);
+  connectionState(db).get(made).add(name);
   return qualified;
 }
 
 /** Empties every work table of this connection (after a batch; any that a rollback took away is skipped). */
 export function emptyWorkTables(db: Db): void {
-  for (const name of made.get(db) ?? []) {
+  for (const name of connectionState(db).peek(made) ?? []) {
     if (exists(db, name)) cachedStatement(db, `DELETE FROM temp.${quoteIdent(name)}`).run();
   }
 }
 
 /** Drops every work table of this connection (after an error: its transaction may have made some of them). */
 export function dropWorkTables(db: Db): void {
-  const names = made.get(db);
+  const names = connectionState(db).peek(made);
   if (names === undefined) return;
   for (const name of names) db.exec(`DROP TABLE IF EXISTS temp.${quoteIdent(name)}`);
   names.clear();

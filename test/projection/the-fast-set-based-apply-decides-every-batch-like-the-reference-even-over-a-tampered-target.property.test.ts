@@ -8,6 +8,7 @@ import type { ProjectionDefinitionInput } from '../../src/projection/definition.
 import { applyRelational, type RelationalPath } from '../../src/projection/kinds/relational/apply.ts';
 import { batchSql, compiledFor, relational, stageBatch, underTamper } from './support/batch.ts';
 import { tableCells } from '../apply/support/target.ts';
+import { FEEDS, throughApplier } from './support/applier.ts';
 
 /*
  * Mirror and map batches are applied by a fast path (one pass, no sort) that
@@ -26,6 +27,11 @@ import { tableCells } from '../apply/support/target.ts';
  * from a REPLACE whose delete of the present row is missing from the journal
  * (forged: capture records it from every writer, so the applier's
  * UNCAPTURED_REPLACE check is the net behind it).
+ *
+ * Each batch also goes through the one applier (apply/applier.ts), as sync
+ * feeds it (the journal) and as import does (the same events decoded): both
+ * must end the same way (the same suspension, or the same target bytes) as
+ * the reference decides.
  */
 
 const SCHEMA = `
@@ -141,7 +147,7 @@ function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: numbe
   });
 }
 
-test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself', async ({
+test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself; the applier, fed as sync and as import, ends each batch alike', async ({
   tmp,
 }) => {
   let run = 0;
@@ -160,6 +166,7 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
           before,
           batch,
         });
+        const outcomes: unknown[] = [];
         try {
           for (const def of PROJECTIONS) {
             const p = compiledFor(db, def);
@@ -176,6 +183,21 @@ test('on random batches over sometimes tampered targets, the fast apply leaves t
               cleanByFast++;
             }
             if (fast.result.mismatch !== undefined) mismatches++;
+            const m = reference.result.mismatch;
+            for (const feed of FEEDS) {
+              const applied = await throughApplier(db, p, lo, hi, tamper, feed, () => tableCells(db, 'tgt', p.targetTable));
+              const label = `${def.name} fed as ${feed} after ${JSON.stringify(batch)} with ${tamper}`;
+              if (m === undefined) {
+                expect(applied.outcome, label).toMatchObject({ kind: 'rows', applied: reference.result.transitions });
+                expect(applied.seen, label).toEqual(reference.cells);
+              } else {
+                expect(applied.outcome, label).toMatchObject({ kind: 'suspended', reason: m.reason, detail: { key: m.key, seq: m.seq } });
+              }
+              outcomes.push(applied);
+            }
+            // Sync and import: one outcome.
+            expect(outcomes[1], `${def.name}: import's batch after ${JSON.stringify(batch)} with ${tamper}`).toEqual(outcomes[0]);
+            outcomes.length = 0;
           }
         } finally {
           db.close();

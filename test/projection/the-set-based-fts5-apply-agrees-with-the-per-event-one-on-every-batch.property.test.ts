@@ -11,6 +11,7 @@ import { readEventsInRange } from '../../src/feed/batch.ts';
 import { quoteIdent } from '../../src/sqlite/quote.ts';
 import { tableCells } from '../apply/support/target.ts';
 import { batchSql, compiledFor, stageBatch, underTamper } from './support/batch.ts';
+import { FEEDS, throughApplier } from './support/applier.ts';
 
 /*
  * fts5 batches are applied set-based when they are clean, and event by
@@ -19,6 +20,11 @@ import { batchSql, compiledFor, stageBatch, underTamper } from './support/batch.
  * the batches the per-event path applies cleanly (and every untouched one),
  * leave the same keys and stored values, and an index that answers every
  * query the same and passes FTS5's integrity check.
+ *
+ * Each batch also goes through the one applier (apply/applier.ts), as sync
+ * feeds it (the journal) and as import does (the same events decoded): both
+ * must end the same way (the same suspension, or the same keys, values and
+ * answers), and as the per-event path decides.
  */
 
 const SCHEMA = `
@@ -151,7 +157,7 @@ function attemptOnce(db: Db, p: CompiledProjection, lo: number, hi: number, tamp
   });
 }
 
-test('on random batches over sometimes tampered key tables, the set-based fts5 apply applies exactly the clean ones, with the same keys, values and query answers as event by event', async ({
+test('on random batches over sometimes tampered key tables, the set-based fts5 apply applies exactly the clean ones, with the same keys, values and query answers as event by event; the applier, fed as sync and as import, ends each batch alike', async ({
   tmp,
 }) => {
   let run = 0;
@@ -176,6 +182,14 @@ test('on random batches over sometimes tampered key tables, the set-based fts5 a
             const set = attempt(db, p, lo, hi, tamper, 'set');
             const event = attempt(db, p, lo, hi, tamper, 'event');
             const label = `${def.name} after ${JSON.stringify(batch)} with ${tamper}`;
+            const seen = (x: { readonly seen?: unknown }) => (tamper !== '' ? (x.seen as { rows: unknown }).rows : x.seen);
+            const fed = [];
+            for (const feed of FEEDS)
+              fed.push(
+                await throughApplier(db, p, lo, hi, tamper, feed, (o) => (o.kind === 'rows' ? visible(db, p, tamper === '') : undefined)),
+              );
+            // Sync and import: one outcome, whatever it is.
+            expect(fed[1], `${label}: import's batch`).toEqual(fed[0]);
             if (set.error !== undefined || event.error !== undefined) {
               // Only a contentless index told to delete values it never held
               // (a tampered batch) may be refused; whether FTS5 notices depends
@@ -193,11 +207,18 @@ test('on random batches over sometimes tampered key tables, the set-based fts5 a
               // contentless, a before-image that is not what was indexed, which
               // it cannot see), and the two paths leave that damage under other
               // rowids. Rows are compared always, answers on untouched batches.
-              const seen = (x: Attempt) => (tamper !== '' ? (x.seen as { rows: unknown }).rows : x.seen);
               expect(seen(set), label).toEqual(seen(event));
             } else notClean++;
             if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED)))
               expect(set.mismatch, `${label}: a clean batch is applied set-based`).toBeUndefined();
+            // The applier decides as the per-event path does.
+            const m = event.mismatch as { reason: string; key: unknown; seq: number } | undefined;
+            if (m !== undefined)
+              expect(fed[0]?.outcome, label).toMatchObject({ kind: 'suspended', reason: m.reason, detail: { key: m.key, seq: m.seq } });
+            else {
+              expect(fed[0]?.outcome, label).toMatchObject({ kind: 'rows', applied: event.applied });
+              expect(seen(fed[0] ?? {}), label).toEqual(seen(event));
+            }
           }
         } finally {
           db.close();

@@ -80,3 +80,14 @@ export function relational(p: CompiledProjection): CompiledMirror | CompiledMap 
   if (p.kind !== 'mirror' && p.kind !== 'map') throw new Error(`projection ${p.name} is not a mirror or map`);
   return p;
 }
+
+/** underTamper for an async `fn` (the applier's): rolled back once `fn` settles. */
+export async function underTamperAsync<T>(db: Db, lo: number, tamper: string, fn: () => Promise<T>): Promise<T> {
+  db.exec('BEGIN');
+  try {
+    if (tamper !== '') db.exec(tamper.replaceAll('$LO', String(lo)));
+    return await fn();
+  } finally {
+    db.exec('ROLLBACK');
+  }
+}

@@ -1,5 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Db } from '../../../sqlite/connection.ts';
+import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import type { CustomContext } from '../../definition.ts';
@@ -11,16 +12,16 @@ import type { CustomContext } from '../../definition.ts';
  * and its cursor.
  */
 
-const kyselies = new WeakMap<Db, Kysely<any>>();
+const kysely = slot('kysely', (): { instance?: Kysely<any> } => ({}));
 
 export async function customContext(db: Db, schema: string, p: CompiledCustom): Promise<CustomContext> {
-  let k = kyselies.get(db);
-  if (k === undefined) {
+  const held = connectionState(db).get(kysely);
+  if (held.instance === undefined) {
     // Loaded on first use: kysely is only needed by custom projections, and the CLI should start fast.
     const { Kysely: K, SqliteDialect } = await import('kysely');
-    k = new K<any>({ dialect: new SqliteDialect({ database: db }) });
-    kyselies.set(db, k);
+    held.instance ??= new K<any>({ dialect: new SqliteDialect({ database: db }) });
   }
+  const k = held.instance;
   return { db: schema === 'main' ? k : k.withSchema(schema), projection: p.name };
 }
 
