@@ -11,6 +11,8 @@ import { registerSync } from './sync.ts';
 import { registerVerify } from './verify.ts';
 import { registerExport } from './export.ts';
 import { registerImport } from './import.ts';
+import { registerPublish } from './publish.ts';
+import { registerSubscribe } from './subscribe.ts';
 import { registerQuery } from './query.ts';
 import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
@@ -32,6 +34,8 @@ export function buildProgram(): Command {
     registerVerify,
     registerExport,
     registerImport,
+    registerPublish,
+    registerSubscribe,
     registerHealth,
     registerQuery,
     registerStrip,

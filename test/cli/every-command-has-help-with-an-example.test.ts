@@ -14,6 +14,8 @@ const COMMANDS = [
   'verify',
   'export',
   'import',
+  'publish',
+  'subscribe',
   'health',
   'query',
   'strip',
