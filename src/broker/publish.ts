@@ -167,9 +167,10 @@ export class Publisher {
 
   async #snapshotNeeded(): Promise<string | undefined> {
     const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
-    if (end === undefined) return 'NO_SNAPSHOT_PUBLISHED';
-    const start = Number(end.header?.get(HEADER.snapshotStart));
     const first = (await streamInfo(this.#broker, this.stream))?.state.first_seq ?? 0;
+    // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
+    if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'NO_SNAPSHOT_PUBLISHED';
+    const start = Number(end.header?.get(HEADER.snapshotStart));
     return !Number.isSafeInteger(start) || start < first ? 'SNAPSHOT_PAST_RETENTION' : undefined;
   }
 
