@@ -1,16 +1,15 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Db } from '../sqlite/connection.ts';
 import { openSource } from '../capture/open-source.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { LineSink, writeBatch, writeSnapshot, type LineWriter } from '../export/export.ts';
+import { writeBatch, type LineWriter } from '../export/export.ts';
 import { replaceFile } from '../export/resume-point.ts';
 import { readState } from '../capture/catalog.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { publishSnapshot, tooLarge } from './publish-snapshot.ts';
 import { ensureStream, isTransient, lastMessage, openBroker, pause, streamInfo, type Broker, type Log } from './nats.ts';
 
 /*
@@ -223,81 +222,22 @@ export class Publisher {
   }
 
   /**
-   * Publishes a snapshot: written to a temp file first (one read transaction,
-   * streamed, never all in memory), then sent in parts under max_payload, then
-   * its marker. With `moveTo` the position becomes the snapshot's (the first
-   * one, or one after a position that cannot be continued); a snapshot
-   * republished for retention leaves the position alone, so followers see no gap.
+   * Publishes a snapshot (publish-snapshot.ts). With `moveTo` the position
+   * becomes the snapshot's (the first one, or one after a position that
+   * cannot be continued); a snapshot republished for retention leaves the
+   * position alone, so followers see no gap.
    */
   async #snapshot(reason: string, tally: { snapshots: { seq: number; rows: number; reason: string }[] }, moveTo = true): Promise<void> {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-publish-'));
-    const file = path.join(dir, 'snapshot.jsonl');
-    try {
-      const fd = fs.openSync(file, 'w');
-      let snap: ReturnType<typeof writeSnapshot>;
-      try {
-        const sink = new LineSink(fd);
-        snap = writeSnapshot(this.db, sink, undefined);
-        sink.flush(false);
-      } finally {
-        fs.closeSync(fd);
-      }
-      const id = `${snap.seq}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-      const budget = this.#budget();
-      const header = () => {
-        const h = natsHeaders();
-        h.set(HEADER.source, this.sourceId);
-        h.set(HEADER.snapshot, id);
-        h.set(HEADER.toSeq, String(snap.seq));
-        return h;
-      };
-      let part: string[] = [];
-      let size = 0;
-      let parts = 0;
-      let start: number | undefined;
-      const send = async () => {
-        const ack = await this.#publish(
-          this.subjects.part,
-          Buffer.from(part.join('')),
-          `${this.sourceId}:snapshot:${id}:${parts}`,
-          header(),
-        );
-        if (ack === undefined) return false;
-        start ??= ack.seq;
-        parts++;
-        part = [];
-        size = 0;
-        return true;
-      };
-      const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
-      let marker: string | undefined;
-      try {
-        for await (const text of rl) {
-          if (text.startsWith('{"type":"snapshot"')) {
-            marker = `${text}\n`;
-            break;
-          }
-          const line = `${text}\n`;
-          if (Buffer.byteLength(line) > budget) throw tooLarge('a snapshot row', Buffer.byteLength(line), budget);
-          if (size + Buffer.byteLength(line) > budget && !(await send())) return;
-          part.push(line);
-          size += Buffer.byteLength(line);
-        }
-      } finally {
-        rl.close();
-      }
-      if ((part.length > 0 || parts === 0) && !(await send())) return;
-      const h = header();
-      h.set(HEADER.snapshotStart, String(start));
-      h.set(HEADER.cursor, snap.cursor);
-      const ack = await this.#publish(this.subjects.end, Buffer.from(marker ?? ''), `${this.sourceId}:snapshot:${id}:end`, h);
-      if (ack === undefined) return;
-      this.#log(`sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${parts} messages): ${reason}`);
-      tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason });
-      if (moveTo) this.#acknowledged(snap.cursor);
-    } finally {
-      fs.rmSync(dir, { recursive: true, force: true });
-    }
+    const snap = await publishSnapshot(this.db, {
+      sourceId: this.sourceId,
+      subjects: this.subjects,
+      budget: this.#budget(),
+      send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
+    });
+    if (snap === undefined) return;
+    this.#log(`sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${snap.parts + 1} messages): ${reason}`);
+    tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason });
+    if (moveTo) this.#acknowledged(snap.cursor);
   }
 
   /** Publishes one message and waits for the broker's ack, through outages; undefined if stopped first. */
@@ -358,11 +298,4 @@ function readStateFile(file: string): string | undefined {
     );
   }
   return text;
-}
-
-function tooLarge(what: string, bytes: number, budget: number): InvalidInputError {
-  return new InvalidInputError(
-    'BROKER_MESSAGE_TOO_LARGE',
-    `${what} is ${bytes} bytes as a line, more than one NATS message may carry here (${budget} bytes under the server's max_payload). Raise max_payload in the nats-server configuration.`,
-  );
 }
