@@ -36,6 +36,8 @@ const KEEP = 10_000;
 
 export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOptions) {
   let count = 0;
+  /** The consumer's messages while they are read (stopped by close() when the applier fails mid-stream). */
+  let active: { stop(): void } | undefined;
   /** The first line number of each message, and its stream sequence. */
   const firstLines: number[] = [];
   const seqs: number[] = [];
@@ -55,6 +57,7 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
   async function* lines(): AsyncGenerator<string> {
     if (o.endSeq !== undefined && o.start.streamSeq > o.endSeq) return;
     const messages = await consumer.consume({ max_messages: 256 });
+    active = messages;
     const stop = () => void messages.stop();
     o.signal?.addEventListener('abort', stop);
     if (o.signal?.aborted === true) stop();
@@ -100,7 +103,7 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
       }
     } finally {
       o.signal?.removeEventListener('abort', stop);
-      await messages.close().catch(() => {});
+      messages.stop();
     }
   }
 
@@ -110,5 +113,14 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
       readCheckedLines({ lines: lines(), where, sourceId }, options),
     /** Messages read so far. */
     messages: () => count,
+    /**
+     * Stops reading. The applier does not close the reader when it fails (a
+     * suspension, a refused line): without this the consumer would go on
+     * pulling, and keep the process alive.
+     */
+    close: () => {
+      // stop(), not close(): close() waits for the iteration to run to its end, which a suspended reader never does.
+      active?.stop();
+    },
   };
 }

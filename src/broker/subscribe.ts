@@ -71,18 +71,23 @@ export async function subscribe(targetPath: string, url: string, options: Subscr
       signal: options.signal,
       label: `${url} stream ${stream}`,
     });
-    const report = await importStream(
-      targetPath,
-      {
-        label: `${url} stream ${stream}`,
-        ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
-        read: (o) => source.read(options.sourceId, o),
-      },
-      {
-        ...(options.projections === undefined ? {} : { projections: options.projections }),
-        ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
-      },
-    );
+    let report: ImportReport;
+    try {
+      report = await importStream(
+        targetPath,
+        {
+          label: `${url} stream ${stream}`,
+          ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
+          read: (o) => source.read(options.sourceId, o),
+        },
+        {
+          ...(options.projections === undefined ? {} : { projections: options.projections }),
+          ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+        },
+      );
+    } finally {
+      source.close();
+    }
     return {
       ...report,
       stream,
