@@ -7,14 +7,18 @@
  * NATS forbids `.`, `*`, `>` and whitespace in a token (and a stream name
  * may not hold `/` or `\` either): `encodeToken` writes every character but
  * [A-Za-z0-9_-] as `=` and its UTF-8 bytes in hex, so any source id is one
- * valid token and two ids never share one.
+ * valid token and two ids never share one (a lone surrogate, which has no
+ * UTF-8 form, is `==` and its code unit in hex).
  */
 
 export function encodeToken(text: string): string {
   if (text === '') return '=';
   let out = '';
   for (const ch of text) {
+    const cp = ch.codePointAt(0) as number;
     if (/^[A-Za-z0-9_-]$/.test(ch)) out += ch;
+    // A lone surrogate has no UTF-8 form: `==` and its code unit in hex (`=` alone is always followed by a hex pair).
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += `==${cp.toString(16).toUpperCase()}`;
     else for (const b of Buffer.from(ch, 'utf8')) out += `=${b.toString(16).toUpperCase().padStart(2, '0')}`;
   }
   return out;
