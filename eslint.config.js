@@ -7,7 +7,7 @@ import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
 
 /** Lowest first. */
-export const LAYERS = ['sqlite', 'capture', 'feed', 'projection', 'apply', 'export', 'cli'];
+export const LAYERS = ['sqlite', 'capture', 'feed', 'projection', 'apply', 'export', 'broker', 'cli'];
 
 /**
  * A relative import of one of `dirs` (a folder under src/), or of `files` (a

@@ -116,3 +116,9 @@ export type { ResumePoint } from './export/resume-point.ts';
 export type { ExportOptions, ExportResult } from './export/export.ts';
 export { importFile, importStream } from './export/import.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts';
+
+export { Publisher } from './broker/publish.ts';
+export type { PublishOptions, PublishPass } from './broker/publish.ts';
+export { subscribe } from './broker/subscribe.ts';
+export type { SubscribeOptions, SubscribeReport } from './broker/subscribe.ts';
+export { encodeToken, subjectsOf, defaultStreamName, batchMsgId } from './broker/subjects.ts';

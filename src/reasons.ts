@@ -684,6 +684,52 @@ export const REASONS = {
     explain: "A snapshot's lines do not match its closing marker.",
     repair: null,
   },
+  // publish and subscribe (NATS JetStream).
+  BROKER_UNREACHABLE: { kinds: ['error'], clears: false, explain: 'The NATS server does not accept a connection.', repair: null },
+  BROKER_NO_JETSTREAM: { kinds: ['error'], clears: false, explain: 'The NATS server runs without JetStream.', repair: null },
+  BROKER_NO_STREAM: { kinds: ['error'], clears: false, explain: "The source's stream does not exist on the server.", repair: null },
+  BROKER_STREAM_SUBJECTS: {
+    kinds: ['error'],
+    clears: false,
+    explain: "The stream does not take the source's subjects.",
+    repair: null,
+  },
+  BROKER_MESSAGE_TOO_LARGE: {
+    kinds: ['error'],
+    clears: false,
+    explain: "One event or snapshot row is larger than the server's max_payload.",
+    repair: null,
+  },
+  BROKER_NO_SNAPSHOT: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A subscriber needs a snapshot and the stream holds none.',
+    repair: null,
+  },
+  PUBLISH_STATE_FILE: {
+    kinds: ['error'],
+    clears: false,
+    explain: "The publisher's state file beside the source does not hold a cursor.",
+    repair: null,
+  },
+  NO_SNAPSHOT_PUBLISHED: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain: 'The stream held no snapshot of the source, so the publisher published one.',
+    repair: null,
+  },
+  SNAPSHOT_PAST_RETENTION: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain: "The stream's retention no longer reaches back to its snapshot, so the publisher published a new one.",
+    repair: null,
+  },
+  SUBSCRIBER_BEHIND_STREAM: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain: "The target's cursor is older than the first batch the stream still holds: subscribe rebuilt it from the published snapshot.",
+    repair: null,
+  },
 } as const satisfies Record<string, ReasonInfo>;
 
 export type ReasonCode = keyof typeof REASONS;

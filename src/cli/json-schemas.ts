@@ -141,6 +141,25 @@ export const importOutput = z.object({
   ),
 });
 
+export const publishOutput = z.object({
+  sourceId: z.string(),
+  stream: z.string(),
+  subject: z.string(),
+  cursor: z.string().nullable(),
+  seq: z.number().int(),
+  batches: z.number().int(),
+  events: z.number().int(),
+  duplicates: z.number().int(),
+  snapshots: z.array(z.object({ seq: z.number().int(), rows: z.number().int(), reason })),
+});
+
+export const subscribeOutput = importOutput.extend({
+  stream: z.string(),
+  started: z.enum(['snapshot', 'batch', 'end']),
+  rebuilt: z.object({ reason, targetSeq: z.number().int(), snapshotSeq: z.number().int() }).optional(),
+  messages: z.number().int(),
+});
+
 export const healthOutput = z.object({
   ok: z.boolean(),
   projections: z.array(

@@ -12,6 +12,8 @@ import { registerSync } from './sync.ts';
 import { registerVerify } from './verify.ts';
 import { registerExport } from './export.ts';
 import { registerImport } from './import.ts';
+import { registerPublish } from './publish.ts';
+import { registerSubscribe } from './subscribe.ts';
 import { registerQuery } from './query.ts';
 import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
@@ -37,6 +39,8 @@ export function buildProgram(): Command {
     registerExplain,
     registerExport,
     registerImport,
+    registerPublish,
+    registerSubscribe,
     registerHealth,
     registerDrop,
     registerQuery,

@@ -44,103 +44,134 @@ export interface ReadOptions {
   readonly onRead?: (bytes: number) => void;
 }
 
+/** Lines to check, from a file or any other carrier (a broker's messages). */
+export interface LineSource {
+  /** The lines, without their newlines. */
+  readonly lines: AsyncIterable<string>;
+  /** Names line `n` (1-based) in errors: `<file>:<n>`. */
+  readonly where: (n: number) => string;
+  /** Bytes read so far (for progress). */
+  readonly bytesRead?: () => number;
+  /**
+   * Whether the last line ended with a newline, asked once the lines end.
+   * False: it was torn (an export interrupted mid-write), and a last line that
+   * does not parse is ignored like any incomplete batch. Absent: lines are
+   * never torn (each comes whole, as a broker's message does), so a line that
+   * does not parse is refused at once.
+   */
+  readonly lastLineTerminated?: () => boolean;
+  /** The source every line must belong to (default: the first line's). */
+  readonly sourceId?: string;
+}
+
+/** Reads an export file, checked (readCheckedLines over its lines). */
 export async function* readExportFile(file: string, options: ReadOptions = {}): AsyncGenerator<ExportItem, ReadTotals> {
   const input = fs.createReadStream(file);
   const rl = readline.createInterface({ input, crlfDelay: Infinity });
-  const where = (n: number) => `${file}:${n}`;
+  try {
+    return yield* readCheckedLines(
+      { lines: rl, where: (n) => `${file}:${n}`, bytesRead: () => input.bytesRead, lastLineTerminated: () => endsWithNewline(file) },
+      options,
+    );
+  } finally {
+    rl.close();
+  }
+}
+
+/** Checks lines of the export format and yields them as items (see the top of this file). */
+export async function* readCheckedLines(src: LineSource, options: ReadOptions = {}): AsyncGenerator<ExportItem, ReadTotals> {
+  const where = src.where;
   const shapes = new Map<string, SourceShape>();
   const shapeOf = (t: string) => shapes.get(t) ?? options.shapeOf?.(t);
   const digest = new LineDigest();
-  let sourceId: string | undefined;
+  let sourceId: string | undefined = src.sourceId;
   let encoding: string | undefined;
   /** Row counts of the snapshot being read (undefined: not in a snapshot). */
   let snapshotRows: Map<string, number> | undefined;
   let events: { n: number; line: EventLine }[] = [];
   let n = 0;
   let tailStart = 0;
+  const bytes = () => src.bytesRead?.() ?? 0;
   // A line that does not parse is reported only once we know it is not the
-  // file's last, unterminated line: that is a truncated tail (an export
+  // input's last, unterminated line: that is a truncated tail (an export
   // interrupted mid-write), which is ignored like any incomplete batch.
   let malformed: unknown;
-  try {
-    for await (const text of rl) {
-      if (malformed !== undefined) throw malformed;
-      n++;
-      if (text.trim() === '') continue;
-      let line: ReturnType<typeof parseLine>;
-      try {
-        line = parseLine(text, where(n));
-      } catch (err) {
-        malformed = err;
-        continue;
-      }
-      if (sourceId !== undefined && line.sourceId !== sourceId) {
-        throw new InvalidInputError(
-          'IMPORT_MIXED_SOURCES',
-          `${where(n)}: line belongs to source ${line.sourceId}, but the file started with ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`,
-        );
-      }
-      sourceId = line.sourceId;
-      if ('encoding' in line) {
-        if (encoding !== undefined && line.encoding !== encoding)
-          throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
-        encoding = line.encoding;
-      }
-      if (!('type' in line)) {
-        if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
-        const shape = shapeOf(line.table);
-        if (shape !== undefined) {
-          for (const image of [line.before, line.after]) if (image !== null) checkRowTypes(shape, image, where(n));
-        }
-        digest.add(text);
-        events.push({ n, line });
-        continue;
-      }
-      if (line.type === 'table') {
-        if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
-        if (snapshotRows === undefined) {
-          snapshotRows = new Map();
-          digest.take();
-        }
-        if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
-        snapshotRows.set(line.table, 0);
-        shapes.set(line.table, {
-          table: line.table,
-          columns: line.columns,
-          keyColumns: line.keyColumns,
-          withoutRowid: line.withoutRowid,
-          rowidAlias: line.rowidAlias,
-        });
-        digest.add(text);
-        yield { kind: 'table', n, line };
-      } else if (line.type === 'row') {
-        const count = snapshotRows?.get(line.table);
-        if (snapshotRows === undefined || count === undefined)
-          throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
-        checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
-        snapshotRows.set(line.table, count + 1);
-        digest.add(text);
-        yield { kind: 'row', n, line };
-      } else if (line.type === 'snapshot') {
-        checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
-        snapshotRows = undefined;
-        tailStart = n;
-        options.onRead?.(input.bytesRead);
-        yield { kind: 'snapshot', n, line };
-      } else {
-        if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
-        checkBatch(line, events, digest.take(), where(n));
-        const batch = events;
-        events = [];
-        tailStart = n;
-        options.onRead?.(input.bytesRead);
-        yield { kind: 'batch', n, line, events: batch };
-      }
+  for await (const text of src.lines) {
+    if (malformed !== undefined) throw malformed;
+    n++;
+    if (text.trim() === '') continue;
+    let line: ReturnType<typeof parseLine>;
+    try {
+      line = parseLine(text, where(n));
+    } catch (err) {
+      if (src.lastLineTerminated === undefined) throw err;
+      malformed = err;
+      continue;
     }
-  } finally {
-    rl.close();
+    if (sourceId !== undefined && line.sourceId !== sourceId) {
+      throw new InvalidInputError(
+        'IMPORT_MIXED_SOURCES',
+        `${where(n)}: line belongs to source ${line.sourceId}, but ${src.sourceId === undefined ? 'the file started with' : 'this stream carries source'} ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`,
+      );
+    }
+    sourceId = line.sourceId;
+    if ('encoding' in line) {
+      if (encoding !== undefined && line.encoding !== encoding)
+        throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
+      encoding = line.encoding;
+    }
+    if (!('type' in line)) {
+      if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
+      const shape = shapeOf(line.table);
+      if (shape !== undefined) {
+        for (const image of [line.before, line.after]) if (image !== null) checkRowTypes(shape, image, where(n));
+      }
+      digest.add(text);
+      events.push({ n, line });
+      continue;
+    }
+    if (line.type === 'table') {
+      if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
+      if (snapshotRows === undefined) {
+        snapshotRows = new Map();
+        digest.take();
+      }
+      if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
+      snapshotRows.set(line.table, 0);
+      shapes.set(line.table, {
+        table: line.table,
+        columns: line.columns,
+        keyColumns: line.keyColumns,
+        withoutRowid: line.withoutRowid,
+        rowidAlias: line.rowidAlias,
+      });
+      digest.add(text);
+      yield { kind: 'table', n, line };
+    } else if (line.type === 'row') {
+      const count = snapshotRows?.get(line.table);
+      if (snapshotRows === undefined || count === undefined)
+        throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
+      checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
+      snapshotRows.set(line.table, count + 1);
+      digest.add(text);
+      yield { kind: 'row', n, line };
+    } else if (line.type === 'snapshot') {
+      checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
+      snapshotRows = undefined;
+      tailStart = n;
+      options.onRead?.(bytes());
+      yield { kind: 'snapshot', n, line };
+    } else {
+      if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
+      checkBatch(line, events, digest.take(), where(n));
+      const batch = events;
+      events = [];
+      tailStart = n;
+      options.onRead?.(bytes());
+      yield { kind: 'batch', n, line, events: batch };
+    }
   }
-  if (malformed !== undefined && endsWithNewline(file)) throw malformed;
+  if (malformed !== undefined && (src.lastLineTerminated?.() ?? true)) throw malformed;
   return { lines: n, incompleteTail: n - tailStart };
 }
 

@@ -4,7 +4,7 @@ import { toJsonValue } from '../sqlite/codec.ts';
 import { InvalidInputError } from '../errors.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { snapshot } from '../feed/snapshot.ts';
-import { readBatch } from '../feed/batch.ts';
+import { readBatch, type BatchOptions } from '../feed/batch.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { eventToLine } from '../feed/jsonl.ts';
 import { sourceShape } from '../projection/compile.ts';
@@ -30,7 +30,7 @@ export interface ExportResult {
 }
 
 /** Buffered line writer on a file descriptor, with an explicit durable flush. */
-export class LineSink {
+export class LineSink implements LineWriter {
   readonly #fd: number;
   #buf: string[] = [];
   #size = 0;
@@ -63,92 +63,131 @@ export class LineSink {
   }
 }
 
+/** Where export lines go: a file (LineSink), or a broker message being built. */
+export interface LineWriter {
+  /** Queues one line; returns its text (with the newline), which digests cover. */
+  write(obj: unknown): string;
+  /** Makes what was written so far durable (a file's fsync). */
+  flush(durable: boolean): void;
+}
+
 /**
  * Writes a snapshot (unless `since` is given) and then every retained event
  * after it, in batches, to `sink`. `onDurable` runs after each batch is on
  * disk with the cursor to resume from: the caller records it (export is
  * at-least-once: a crash before that record repeats the batch, never loses it).
  */
-export function exportOnce(db: Db, sink: LineSink, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
+export function exportOnce(db: Db, sink: LineWriter, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
   let cursor = options.since;
   let rows = 0;
-  const digest = new LineDigest();
-  const encoding = textEncoding(db);
   if (cursor === undefined) {
-    let sourceId = '';
-    let seq = 0;
-    const counts: Record<string, number> = {};
-    const snap = snapshot(db, options.tables, {
-      onTable: (t) => {
-        const info = describeTable(db, t.name);
-        if (info === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${t.name} vanished during export.`);
-        const shape = sourceShape(info);
-        sourceId = readState(db)?.sourceId ?? '';
-        seq = highWaterMark(db);
-        const line: TableLine = {
-          type: 'table',
-          v: FORMAT_VERSION,
-          encoding,
-          sourceId,
-          seq,
-          table: t.name,
-          columns: [...shape.columns],
-          keyColumns: [...shape.keyColumns],
-          withoutRowid: shape.withoutRowid,
-          rowidAlias: shape.rowidAlias,
-        };
-        digest.add(sink.write(line));
-        counts[t.name] = 0;
-      },
-      onRow: (t, values) => {
-        const row: Record<string, ReturnType<typeof toJsonValue>> = {};
-        t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
-        const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
-        digest.add(sink.write(line));
-        counts[t.name] = (counts[t.name] ?? 0) + 1;
-        rows++;
-      },
-    });
-    const end: SnapshotLine = {
-      type: 'snapshot',
-      v: FORMAT_VERSION,
-      encoding,
-      sourceId: decodeCursor(snap.cursor).sourceId,
-      seq: snap.seq,
-      cursor: snap.cursor,
-      tables: snap.tables.map((t) => t.name),
-      rows: counts,
-      digest: digest.take(),
-    };
-    sink.write(end);
+    const snap = writeSnapshot(db, sink, options.tables);
     sink.flush(true);
     cursor = snap.cursor;
+    rows = snap.rows;
     onDurable(cursor);
   }
   let events = 0;
   let batches = 0;
   for (;;) {
-    const b = readBatch(db, cursor, { limit: options.batchSize ?? 1000 });
-    if (b.toSeq === b.fromSeq) break;
-    for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
-    const marker: BatchLine = {
-      type: 'batch',
-      v: FORMAT_VERSION,
-      encoding,
-      sourceId: b.sourceId,
-      seq: b.toSeq,
-      fromSeq: b.fromSeq,
-      cursor: b.to,
-      count: b.events.length,
-      digest: digest.take(),
-    };
-    sink.write(marker);
+    const b = writeBatch(db, sink, cursor, { limit: options.batchSize ?? 1000 });
+    if (b === undefined) break;
     sink.flush(true);
-    events += b.events.length;
+    events += b.events;
     batches++;
-    cursor = b.to;
+    cursor = b.cursor;
     onDurable(cursor);
     if (!b.hasMore) break;
   }
   return { cursor, rows, events, batches };
+}
+
+/** Writes a snapshot of `tables` (default: every captured images/keys table): its table and row lines, then its marker. */
+export function writeSnapshot(
+  db: Db,
+  sink: LineWriter,
+  tables: readonly string[] | undefined,
+): { readonly cursor: string; readonly seq: number; readonly rows: number } {
+  let rows = 0;
+  const digest = new LineDigest();
+  const encoding = textEncoding(db);
+  let sourceId = '';
+  let seq = 0;
+  const counts: Record<string, number> = {};
+  const snap = snapshot(db, tables, {
+    onTable: (t) => {
+      const info = describeTable(db, t.name);
+      if (info === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${t.name} vanished during export.`);
+      const shape = sourceShape(info);
+      sourceId = readState(db)?.sourceId ?? '';
+      seq = highWaterMark(db);
+      const line: TableLine = {
+        type: 'table',
+        v: FORMAT_VERSION,
+        encoding,
+        sourceId,
+        seq,
+        table: t.name,
+        columns: [...shape.columns],
+        keyColumns: [...shape.keyColumns],
+        withoutRowid: shape.withoutRowid,
+        rowidAlias: shape.rowidAlias,
+      };
+      digest.add(sink.write(line));
+      counts[t.name] = 0;
+    },
+    onRow: (t, values) => {
+      const row: Record<string, ReturnType<typeof toJsonValue>> = {};
+      t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
+      const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
+      digest.add(sink.write(line));
+      counts[t.name] = (counts[t.name] ?? 0) + 1;
+      rows++;
+    },
+  });
+  const end: SnapshotLine = {
+    type: 'snapshot',
+    v: FORMAT_VERSION,
+    encoding,
+    sourceId: decodeCursor(snap.cursor).sourceId,
+    seq: snap.seq,
+    cursor: snap.cursor,
+    tables: snap.tables.map((t) => t.name),
+    rows: counts,
+    digest: digest.take(),
+  };
+  sink.write(end);
+  return { cursor: snap.cursor, seq: snap.seq, rows };
+}
+
+export interface WrittenBatch {
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly sourceId: string;
+  /** The cursor to continue from. */
+  readonly cursor: string;
+  readonly events: number;
+  /** The batch limit (or throughSeq) cut it short of the high-water mark. */
+  readonly hasMore: boolean;
+}
+
+/** Writes the next batch after `cursor` (its event lines, then its marker); undefined when there is none. */
+export function writeBatch(db: Db, sink: LineWriter, cursor: string, options: BatchOptions): WrittenBatch | undefined {
+  const b = readBatch(db, cursor, options);
+  if (b.toSeq === b.fromSeq) return undefined;
+  const digest = new LineDigest();
+  for (const e of b.events) digest.add(sink.write(eventToLine(b.sourceId, e)));
+  const marker: BatchLine = {
+    type: 'batch',
+    v: FORMAT_VERSION,
+    encoding: textEncoding(db),
+    sourceId: b.sourceId,
+    seq: b.toSeq,
+    fromSeq: b.fromSeq,
+    cursor: b.to,
+    count: b.events.length,
+    digest: digest.take(),
+  };
+  sink.write(marker);
+  return { fromSeq: b.fromSeq, toSeq: b.toSeq, sourceId: b.sourceId, cursor: b.to, events: b.events.length, hasMore: b.hasMore };
 }

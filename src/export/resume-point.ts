@@ -121,7 +121,7 @@ function lastNewlineEnd(file: string, size: number): number {
 }
 
 /** Replaces a file atomically (write a temp file, sync it, rename over). */
-function replaceFile(file: string, text: string): void {
+export function replaceFile(file: string, text: string): void {
   const tmp = `${file}.tmp`;
   fs.writeFileSync(tmp, `${text}\n`);
   const fd = fs.openSync(tmp, 'r');

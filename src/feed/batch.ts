@@ -13,6 +13,11 @@ export interface BatchOptions {
   readonly limit?: number;
   /** Only these tables (a subset of the cursor's tables). Default: the cursor's tables. */
   readonly tables?: readonly string[];
+  /**
+   * Read no event past this seq (default: the high-water mark): a batch can
+   * end at a fixed seq boundary, so one re-read later gets the same range.
+   */
+  readonly throughSeq?: number;
 }
 
 export interface Batch {
@@ -66,7 +71,7 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
     if (counter !== undefined) {
       throw counterModeTable(counter.name);
     }
-    const hw = v.view.hw;
+    const hw = options.throughSeq === undefined ? v.view.hw : Math.max(v.cursor.seq, Math.min(v.view.hw, options.throughSeq));
     const stmt = db
       .prepare(
         `SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,

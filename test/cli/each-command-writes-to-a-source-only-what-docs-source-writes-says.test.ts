@@ -4,6 +4,7 @@ import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync.ts';
+import { NatsServer } from '../support/nats-server.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource } from './support/cli.ts';
 import { changedBetween, contents, expectUntouched, fileState, pythonWrite, setJournalMode } from './support/source-state.ts';
 
@@ -63,6 +64,20 @@ describe('commands that only read the source', () => {
       expect(r.status, `${args[0]}: ${r.stderr}`).toBeLessThanOrEqual(3);
       expectUntouched(src, before, args[0]);
     }
+  });
+
+  test('publish reads the source only, and keeps its position in a state file beside it', async () => {
+    const { src } = copy();
+    const before = fileState(src);
+    const nats = await NatsServer.start();
+    try {
+      await ok(['publish', src, '--nats', nats.url]);
+    } finally {
+      await nats.dispose();
+    }
+    expectUntouched(src, before, 'publish');
+    const dirOf = path.dirname(src);
+    expect(fs.readdirSync(dirOf).filter((f) => f.startsWith(`${path.basename(src)}.publish-`) && f.endsWith('.cursor'))).toHaveLength(1);
   });
 
   test('verify does not re-arm a table whose trigger was dropped: it reads, and the trigger stays missing', async () => {

@@ -16,6 +16,8 @@ const COMMANDS = [
   'explain',
   'export',
   'import',
+  'publish',
+  'subscribe',
   'health',
   'drop',
   'query',

@@ -7,12 +7,13 @@ import * as S from '../../src/cli/json-schemas.ts';
 import { eventLineSchema, cursorLineSchema } from '../../src/feed/jsonl.ts';
 import { exportLineSchema } from '../../src/export/format.ts';
 import { decodeCursor } from '../../src/feed/cursor.ts';
+import { NatsServer } from '../support/nats-server.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sourceSeq, dumpTables } from './support/cli.ts';
 
 /*
  * One source goes through the whole life cycle, one command per test, in
  * order: enable, status, changes, sync, verify, health, export, import,
- * query, prune, bump, strip, disable. Every --json output is parsed with
+ * publish and subscribe (with a real nats-server), query, prune, bump, strip, disable. Every --json output is parsed with
  * the zod schema docs/cli.md names for it.
  */
 
@@ -157,6 +158,28 @@ describe('the happy path of every command', () => {
       ['repositories', 'active', 6],
     ]);
     expect(dumpTables(imported)).toEqual(dumpTables(tgt));
+  });
+
+  test('publish sends a snapshot to a JetStream stream and subscribe applies it to a new target (exit 0)', async () => {
+    const nats = await NatsServer.start();
+    try {
+      const p = await runCliAsync(['publish', src, '--nats', nats.url, '--json']);
+      expect(p.status, p.stderr).toBe(0);
+      const pub = parseJson(p, S.publishOutput);
+      expect(pub).toMatchObject({ seq: 6, batches: 0, events: 0, snapshots: [{ seq: 6, rows: 805, reason: 'NO_SNAPSHOT_PUBLISHED' }] });
+      const r = await runCliAsync(['subscribe', at('subscribed.db'), '--nats', nats.url, '--source', pub.sourceId, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      const sub = parseJson(r, S.subscribeOutput);
+      expect(sub).toMatchObject({ stream: pub.stream, started: 'snapshot', batchesApplied: 0, incompleteTail: 0 });
+      expect(sub.projections.map((x) => [x.name, x.state, x.seq]).sort()).toEqual([
+        ['comments', 'active', 6],
+        ['issues', 'active', 6],
+        ['repositories', 'active', 6],
+      ]);
+      expect(dumpTables(at('subscribed.db'))).toEqual(dumpTables(tgt));
+    } finally {
+      await nats.dispose();
+    }
   });
 
   test('query runs a read and prints columns and typed rows (exit 0)', async () => {

@@ -21,7 +21,7 @@ describe('layer boundaries', () => {
     );
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain('projection/ may not import apply/');
-    expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < cli');
+    expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < broker < cli');
   });
 
   test('an upward import fails from a nested folder, as a type-only import, a re-export, an import() type and a dynamic import()', async () => {
@@ -31,6 +31,8 @@ describe('layer boundaries', () => {
       ['src/sqlite/upward.ts', "export type C = import('../capture/catalog.ts').CapturedTable;\n"],
       ['src/apply/upward.ts', "export const load = () => import('../export/import.ts');\n"],
       ['src/export/upward.ts', "export * from '../cli/output.ts';\n"],
+      ['src/export/broker-upward.ts', "export { publish } from '../broker/publish.ts';\n"],
+      ['src/broker/upward.ts', "export * from '../cli/output.ts';\n"],
     ];
     for (const [file, code] of cases) expect(await lint(file, code), file).toEqual([expect.stringMatching(/may not import/)]);
   });

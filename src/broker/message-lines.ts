@@ -1,0 +1,126 @@
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } from '../export/checked-reader.ts';
+import type { Broker } from './nats.ts';
+import type { SourceSubjects } from './subjects.ts';
+import { HEADER } from './subjects.ts';
+
+/*
+ * The lines a subscriber's messages carry, for the checking reader. A
+ * message is acknowledged only once what it carries is committed: the
+ * reader asks for the line after a batch's marker (or a snapshot's) only
+ * when the applier has committed that batch, so that is when its message,
+ * and a snapshot's parts before it, are acked. Messages a subscriber does not
+ * need are acked and skipped: snapshots while it follows batches, batches
+ * before the snapshot it starts from, a redelivered message it has passed.
+ */
+
+export interface Start {
+  /** The stream sequence to start at. */
+  readonly streamSeq: number;
+  /** The snapshot (its id) to start from, whose first part is at streamSeq. */
+  readonly snapshot?: string | undefined;
+}
+
+export interface MessageLinesOptions {
+  readonly subjects: SourceSubjects;
+  readonly start: Start;
+  /** Stop after this stream sequence (undefined: follow until `signal`). */
+  readonly endSeq: number | undefined;
+  readonly signal: AbortSignal | undefined;
+  /** Names the stream in errors. */
+  readonly label: string;
+}
+
+/** Line numbers kept for naming where a line came from (the oldest are forgotten). */
+const KEEP = 10_000;
+
+export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOptions) {
+  let count = 0;
+  /** The consumer's messages while they are read (stopped by close() when the applier fails mid-stream). */
+  let active: { stop(): void } | undefined;
+  /** The first line number of each message, and its stream sequence. */
+  const firstLines: number[] = [];
+  const seqs: number[] = [];
+  // Called for every line (parse errors carry it): a binary search over the messages' first lines.
+  const where = (n: number) => {
+    let lo = 0;
+    let hi = firstLines.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if ((firstLines[mid] as number) <= n) lo = mid;
+      else hi = mid - 1;
+    }
+    const first = firstLines[lo];
+    return first === undefined || first > n ? `${o.label}:line ${n}` : `${o.label} message ${seqs[lo]} line ${n - first + 1}`;
+  };
+
+  async function* lines(): AsyncGenerator<string> {
+    if (o.endSeq !== undefined && o.start.streamSeq > o.endSeq) return;
+    const messages = await consumer.consume({ max_messages: 256 });
+    active = messages;
+    const stop = () => void messages.stop();
+    o.signal?.addEventListener('abort', stop);
+    if (o.signal?.aborted === true) stop();
+    let n = 0;
+    let last = o.start.streamSeq - 1;
+    let inSnapshot = o.start.snapshot !== undefined;
+    const pending: JsMsg[] = [];
+    try {
+      for await (const m of messages) {
+        const seq = m.seq;
+        if (seq <= last) {
+          m.ack(); // redelivered: already passed on
+          continue;
+        }
+        last = seq;
+        count++;
+        const pass = inSnapshot
+          ? (m.subject === o.subjects.part || m.subject === o.subjects.end) && m.headers?.get(HEADER.snapshot) === o.start.snapshot
+          : m.subject === o.subjects.batch;
+        if (!pass) m.ack();
+        else {
+          pending.push(m);
+          firstLines.push(n + 1);
+          seqs.push(seq);
+          if (firstLines.length > KEEP) {
+            firstLines.splice(0, KEEP / 2);
+            seqs.splice(0, KEEP / 2);
+          }
+          const text = Buffer.from(m.data).toString('utf8');
+          const parts = text.split('\n');
+          if (parts.at(-1) === '') parts.pop();
+          for (const line of parts) {
+            n++;
+            yield line;
+          }
+          // Here the reader has asked for the next line: what this message ended (a batch, a snapshot) is committed.
+          if (m.subject !== o.subjects.part) {
+            for (const p of pending.splice(0)) p.ack();
+            if (m.subject === o.subjects.end) inSnapshot = false;
+          }
+        }
+        if ((o.endSeq !== undefined && seq >= o.endSeq) || o.signal?.aborted === true) break;
+      }
+    } finally {
+      o.signal?.removeEventListener('abort', stop);
+      messages.stop();
+    }
+  }
+
+  return {
+    /** The checked items of the stream's lines, every line of source `sourceId`. */
+    read: (sourceId: string, options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals> =>
+      readCheckedLines({ lines: lines(), where, sourceId }, options),
+    /** Messages read so far. */
+    messages: () => count,
+    /**
+     * Stops reading. The applier does not close the reader when it fails (a
+     * suspension, a refused line): without this the consumer would go on
+     * pulling, and keep the process alive.
+     */
+    close: () => {
+      // stop(), not close(): close() waits for the iteration to run to its end, which a suspended reader never does.
+      active?.stop();
+    },
+  };
+}

@@ -1,0 +1,109 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { PubAck } from '@nats-io/jetstream';
+import type { Db } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { LineSink, writeSnapshot } from '../export/export.ts';
+import { HEADER, type SourceSubjects } from './subjects.ts';
+
+/*
+ * A snapshot on the stream: written to a temp file first (the source's one
+ * read transaction, streamed, never all in memory), then sent as parts of
+ * table and row lines, each under the server's max_payload, then its end:
+ * the snapshot marker, with the stream sequence of its first part
+ * (Sluice-Snapshot-Start). Each snapshot has an id of its own, so one
+ * published again at the same seq is not dropped by the dedup window.
+ */
+
+export interface Sender {
+  readonly sourceId: string;
+  readonly subjects: SourceSubjects;
+  /** Bytes of lines one message may carry. */
+  readonly budget: number;
+  /** Publishes one message and waits for the broker's ack (undefined: stopped first). */
+  send(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>): Promise<PubAck | undefined>;
+}
+
+export interface PublishedSnapshot {
+  readonly cursor: string;
+  readonly seq: number;
+  readonly rows: number;
+  /** Part messages (the end is one more). */
+  readonly parts: number;
+}
+
+/** Publishes a snapshot of the source; undefined if stopped before its end was acknowledged. */
+export async function publishSnapshot(db: Db, s: Sender): Promise<PublishedSnapshot | undefined> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-publish-'));
+  const file = path.join(dir, 'snapshot.jsonl');
+  try {
+    const fd = fs.openSync(file, 'w');
+    let snap: ReturnType<typeof writeSnapshot>;
+    try {
+      const sink = new LineSink(fd);
+      snap = writeSnapshot(db, sink, undefined);
+      sink.flush(false);
+    } finally {
+      fs.closeSync(fd);
+    }
+    const id = `${snap.seq}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+    const budget = s.budget;
+    const header = () => {
+      const h = natsHeaders();
+      h.set(HEADER.source, s.sourceId);
+      h.set(HEADER.snapshot, id);
+      h.set(HEADER.toSeq, String(snap.seq));
+      return h;
+    };
+    let part: string[] = [];
+    let size = 0;
+    let parts = 0;
+    let start: number | undefined;
+    const send = async () => {
+      const ack = await s.send(s.subjects.part, Buffer.from(part.join('')), `${s.sourceId}:snapshot:${id}:${parts}`, header());
+      if (ack === undefined) return false;
+      start ??= ack.seq;
+      parts++;
+      part = [];
+      size = 0;
+      return true;
+    };
+    const rl = readline.createInterface({ input: fs.createReadStream(file), crlfDelay: Infinity });
+    let marker: string | undefined;
+    try {
+      for await (const text of rl) {
+        if (text.startsWith('{"type":"snapshot"')) {
+          marker = `${text}\n`;
+          break;
+        }
+        const line = `${text}\n`;
+        if (Buffer.byteLength(line) > budget) throw tooLarge('a snapshot row', Buffer.byteLength(line), budget);
+        if (size + Buffer.byteLength(line) > budget && !(await send())) return undefined;
+        part.push(line);
+        size += Buffer.byteLength(line);
+      }
+    } finally {
+      rl.close();
+    }
+    if ((part.length > 0 || parts === 0) && !(await send())) return undefined;
+    const h = header();
+    h.set(HEADER.snapshotStart, String(start));
+    h.set(HEADER.cursor, snap.cursor);
+    const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
+    if (ack === undefined) return undefined;
+    return { cursor: snap.cursor, seq: snap.seq, rows: snap.rows, parts };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** One line too large for any message. */
+export function tooLarge(what: string, bytes: number, budget: number): InvalidInputError {
+  return new InvalidInputError(
+    'BROKER_MESSAGE_TOO_LARGE',
+    `${what} is ${bytes} bytes as a line, more than one NATS message may carry here (${budget} bytes under the server's max_payload). Raise max_payload in the nats-server configuration.`,
+  );
+}

@@ -1,0 +1,301 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { Db } from '../sqlite/connection.ts';
+import { openSource } from '../capture/open-source.ts';
+import { decodeCursor } from '../feed/cursor.ts';
+import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { writeBatch, type LineWriter } from '../export/export.ts';
+import { replaceFile } from '../export/resume-point.ts';
+import { readState } from '../capture/catalog.ts';
+import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { publishSnapshot, tooLarge } from './publish-snapshot.ts';
+import { ensureStream, isTransient, lastMessage, openBroker, pause, streamInfo, type Broker, type Log } from './nats.ts';
+
+/*
+ * Publishes a source's changes to a JetStream stream (docs/broker.md).
+ *
+ * A batch is one message: its event lines and its batch marker (count and
+ * digest), exactly as an export file holds them. Batch boundaries are fixed
+ * seq windows, (k*N, (k+1)*N], cut at the source's high-water mark and
+ * halved while a message would be over the server's max_payload, so a batch
+ * published again covers the same range and gets the same Nats-Msg-Id.
+ *
+ * The position is saved only after the broker has acknowledged the message,
+ * in a small state file next to the source (`<db>.publish-<stream>.cursor`).
+ * Not in the source's _sluice_consumers acknowledgement row: that row is
+ * informational, written at most once a second and lagging by design, and
+ * writing it needs the source's write lock, while publish, like export,
+ * only reads the source. At start the publisher also reads the stream's last
+ * batch and snapshot: whichever of those and the state file is furthest is
+ * where it resumes, so a crash between the broker's ack and the state file
+ * re-publishes nothing, and a stream that lost its tail (a broker fault)
+ * gets it again from the state file's older position only if the file says so.
+ *
+ * A snapshot (table and row lines in parts, then its marker with the
+ * high-water mark) is published when the stream has none, and again when the
+ * stream's retention no longer reaches back to the first part of the last one.
+ */
+
+export interface PublishOptions {
+  /** Stream name (default SLUICE_<source id>). */
+  readonly stream?: string;
+  /** Seqs per batch window. Default 1000. */
+  readonly batchSeqs?: number;
+  readonly log?: Log;
+  /** Stops waiting for the broker (an outage) and publishing more. */
+  readonly signal?: AbortSignal;
+}
+
+export interface PublishPass {
+  readonly batches: number;
+  readonly events: number;
+  /** Batches the broker already had (same Nats-Msg-Id within its dedup window). */
+  readonly duplicates: number;
+  readonly snapshots: readonly { readonly seq: number; readonly rows: number; readonly reason: string }[];
+}
+
+const DEFAULT_BATCH_SEQS = 1000;
+
+export class Publisher {
+  readonly db: Db;
+  readonly sourcePath: string;
+  readonly sourceId: string;
+  readonly stream: string;
+  readonly subjects: SourceSubjects;
+  readonly stateFile: string;
+  readonly #broker: Broker;
+  readonly #options: PublishOptions;
+  readonly #log: Log;
+  /** The cursor of the last batch (or snapshot) the broker acknowledged. */
+  #cursor: string | undefined;
+  #lastSnapshotCheck = 0;
+
+  private constructor(db: Db, sourcePath: string, sourceId: string, broker: Broker, options: PublishOptions) {
+    this.db = db;
+    this.sourcePath = sourcePath;
+    this.sourceId = sourceId;
+    this.stream = options.stream ?? defaultStreamName(sourceId);
+    this.subjects = subjectsOf(sourceId);
+    this.stateFile = `${path.resolve(sourcePath)}.publish-${this.stream}.cursor`;
+    this.#broker = broker;
+    this.#options = options;
+    this.#log = options.log ?? (() => {});
+  }
+
+  /** Opens the source (read only) and the broker, makes the stream if missing, and finds where to resume. */
+  static async open(sourcePath: string, url: string, options: PublishOptions = {}): Promise<Publisher> {
+    const db = openSource(sourcePath, { readonly: true });
+    let broker: Broker | undefined;
+    try {
+      const state = readState(db);
+      if (state === undefined)
+        throw new FailClosedError(
+          'CAPTURE_ABSENT',
+          `${sourcePath} has no sluice capture. Enable it first: sluice enable ${sourcePath} <table>...`,
+        );
+      broker = await openBroker(url, 'publish', options.log);
+      const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
+      await ensureStream(broker, p.stream, p.sourceId);
+      await p.#resume();
+      return p;
+    } catch (err) {
+      await broker?.close();
+      db.close();
+      throw err;
+    }
+  }
+
+  /** The cursor of the last acknowledged batch or snapshot (undefined: nothing published yet). */
+  get cursor(): string | undefined {
+    return this.#cursor;
+  }
+
+  async close(): Promise<void> {
+    await this.#broker.close();
+    this.db.close();
+  }
+
+  async #resume(): Promise<void> {
+    const candidates: string[] = [];
+    const saved = readStateFile(this.stateFile);
+    if (saved !== undefined) candidates.push(saved);
+    for (const subject of [this.subjects.batch, this.subjects.end]) {
+      const m = await lastMessage(this.#broker, this.stream, subject);
+      const c = m?.header?.get(HEADER.cursor);
+      if (m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '') candidates.push(c);
+    }
+    const seqOf = (c: string) => decodeCursor(c).seq;
+    this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
+  }
+
+  /** Publishes everything the source has after the position, and a snapshot where one is needed. */
+  async runOnce(): Promise<PublishPass> {
+    const tally = { batches: 0, events: 0, duplicates: 0, snapshots: [] as { seq: number; rows: number; reason: string }[] };
+    if (this.#cursor === undefined) await this.#snapshot('NO_SNAPSHOT_PUBLISHED', tally);
+    while (this.#cursor !== undefined && !this.#stopped()) {
+      let more: boolean;
+      try {
+        more = await this.#nextBatch(this.#cursor, tally);
+      } catch (err) {
+        // The position no longer continues (pruned past, a restored or re-made source...): start again from a snapshot.
+        if (!(err instanceof FailClosedError)) throw err;
+        this.#log(
+          `sluice publish: ${err.code}: the position at seq ${decodeCursor(this.#cursor).seq} cannot be continued; publishing a new snapshot`,
+        );
+        await this.#snapshot(err.code, tally);
+        continue;
+      }
+      if (!more) break;
+    }
+    await this.checkSnapshot(tally);
+    return tally;
+  }
+
+  /**
+   * Publishes a new snapshot if the stream has none, or its retention no
+   * longer reaches back to the last one's first part. Also from an idle
+   * follower, at most every `minIntervalMs`.
+   */
+  async checkSnapshot(tally?: { snapshots: { seq: number; rows: number; reason: string }[] }, minIntervalMs = 0): Promise<void> {
+    if (this.#stopped() || Date.now() - this.#lastSnapshotCheck < minIntervalMs) return;
+    this.#lastSnapshotCheck = Date.now();
+    const reason = await this.#retry(() => this.#snapshotNeeded());
+    if (reason !== undefined) await this.#snapshot(reason, tally ?? { snapshots: [] }, false);
+  }
+
+  async #snapshotNeeded(): Promise<string | undefined> {
+    const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
+    const first = (await streamInfo(this.#broker, this.stream))?.state.first_seq ?? 0;
+    // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
+    if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'NO_SNAPSHOT_PUBLISHED';
+    const start = Number(end.header?.get(HEADER.snapshotStart));
+    return !Number.isSafeInteger(start) || start < first ? 'SNAPSHOT_PAST_RETENTION' : undefined;
+  }
+
+  #stopped(): boolean {
+    return this.#options.signal?.aborted === true;
+  }
+
+  /** Publishes the next batch window after `cursor`; false when there is nothing more. */
+  async #nextBatch(cursor: string, tally: { batches: number; events: number; duplicates: number }): Promise<boolean> {
+    const span = this.#options.batchSeqs ?? DEFAULT_BATCH_SEQS;
+    const from = decodeCursor(cursor).seq;
+    let through = (Math.floor(from / span) + 1) * span;
+    const budget = this.#budget();
+    for (;;) {
+      const sink = new MemorySink();
+      const b = writeBatch(this.db, sink, cursor, { limit: span, throughSeq: through });
+      if (b === undefined) return false;
+      const data = sink.bytes();
+      if (data.length > budget) {
+        if (b.toSeq - b.fromSeq > 1) {
+          through = b.fromSeq + Math.floor((b.toSeq - b.fromSeq) / 2);
+          continue;
+        }
+        throw tooLarge(`the event at seq ${b.toSeq}`, data.length, budget);
+      }
+      const h = natsHeaders();
+      h.set(HEADER.source, this.sourceId);
+      h.set(HEADER.fromSeq, String(b.fromSeq));
+      h.set(HEADER.toSeq, String(b.toSeq));
+      h.set(HEADER.cursor, b.cursor);
+      const ack = await this.#publish(this.subjects.batch, data, batchMsgId(this.sourceId, b.fromSeq, b.toSeq), h);
+      if (ack === undefined) return false;
+      this.#acknowledged(b.cursor);
+      tally.batches++;
+      tally.events += b.events;
+      if (ack.duplicate) tally.duplicates++;
+      return true;
+    }
+  }
+
+  /** After the broker's ack: the position moves, durably. */
+  #acknowledged(cursor: string): void {
+    replaceFile(this.stateFile, cursor);
+    this.#cursor = cursor;
+  }
+
+  /** Bytes of lines one message may carry (headroom under max_payload for headers). */
+  #budget(): number {
+    return Math.max(1024, this.#broker.maxPayload - 16 * 1024);
+  }
+
+  /**
+   * Publishes a snapshot (publish-snapshot.ts). With `moveTo` the position
+   * becomes the snapshot's (the first one, or one after a position that
+   * cannot be continued); a snapshot republished for retention leaves the
+   * position alone, so followers see no gap.
+   */
+  async #snapshot(reason: string, tally: { snapshots: { seq: number; rows: number; reason: string }[] }, moveTo = true): Promise<void> {
+    const snap = await publishSnapshot(this.db, {
+      sourceId: this.sourceId,
+      subjects: this.subjects,
+      budget: this.#budget(),
+      send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
+    });
+    if (snap === undefined) return;
+    this.#log(`sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${snap.parts + 1} messages): ${reason}`);
+    tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason });
+    if (moveTo) this.#acknowledged(snap.cursor);
+  }
+
+  /** Publishes one message and waits for the broker's ack, through outages; undefined if stopped first. */
+  async #publish(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>) {
+    return this.#retry(() =>
+      this.#broker.js.publish(subject, data, { msgID, headers, expect: { streamName: this.stream }, timeout: 5000 }),
+    );
+  }
+
+  /** Runs `fn` until it does not fail for the broker being away (one log line per outage); undefined if stopped first. */
+  async #retry<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    let said = false;
+    for (;;) {
+      if (this.#stopped()) return undefined;
+      try {
+        const r = await fn();
+        if (said) this.#log(`sluice publish: NATS at ${this.#broker.url} answers again; publishing`);
+        return r;
+      } catch (err) {
+        if (!isTransient(err)) throw err;
+        if (!said) this.#log(`sluice publish: NATS at ${this.#broker.url} does not answer (${(err as Error).message}); retrying`);
+        said = true;
+        await pause(250, this.#options.signal);
+      }
+    }
+  }
+}
+
+/** Lines of one message, in memory. */
+class MemorySink implements LineWriter {
+  #lines: string[] = [];
+  write(obj: unknown): string {
+    const line = `${JSON.stringify(obj)}\n`;
+    this.#lines.push(line);
+    return line;
+  }
+  flush(): void {}
+  bytes(): Buffer {
+    return Buffer.from(this.#lines.join(''));
+  }
+}
+
+function readStateFile(file: string): string | undefined {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8').trim();
+  } catch {
+    return undefined;
+  }
+  if (text === '') return undefined;
+  try {
+    decodeCursor(text);
+  } catch (err) {
+    throw new InvalidInputError(
+      'PUBLISH_STATE_FILE',
+      `Publish state file ${file} does not hold a sluice cursor (${(err as SluiceError).message ?? String(err)}). Delete it: publish then resumes from the stream's last batch.`,
+      { cause: err },
+    );
+  }
+  return text;
+}

@@ -1,0 +1,67 @@
+/*
+ * Names on the broker (docs/broker.md). One stream per source by default,
+ * and every subject carries the source id as one subject token:
+ *   sluice.<source>.batch           a batch: its event lines and its batch marker
+ *   sluice.<source>.snapshot.part   a piece of a snapshot: table and row lines
+ *   sluice.<source>.snapshot.end    the snapshot's marker (its high-water mark)
+ * NATS forbids `.`, `*`, `>` and whitespace in a token (and a stream name
+ * may not hold `/` or `\` either): `encodeToken` writes every character but
+ * [A-Za-z0-9_-] as `=` and its UTF-8 bytes in hex, so any source id is one
+ * valid token and two ids never share one (a lone surrogate, which has no
+ * UTF-8 form, is `==` and its code unit in hex).
+ */
+
+export function encodeToken(text: string): string {
+  if (text === '') return '=';
+  let out = '';
+  for (const ch of text) {
+    const cp = ch.codePointAt(0) as number;
+    if (/^[A-Za-z0-9_-]$/.test(ch)) out += ch;
+    // A lone surrogate has no UTF-8 form: `==` and its code unit in hex (`=` alone is always followed by a hex pair).
+    else if (cp >= 0xd800 && cp <= 0xdfff) out += `==${cp.toString(16).toUpperCase()}`;
+    else for (const b of Buffer.from(ch, 'utf8')) out += `=${b.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+export interface SourceSubjects {
+  readonly batch: string;
+  readonly part: string;
+  readonly end: string;
+  /** Every subject of the source (a stream's subject and a consumer's filter). */
+  readonly all: string;
+}
+
+export function subjectsOf(sourceId: string): SourceSubjects {
+  const base = `sluice.${encodeToken(sourceId)}`;
+  return { batch: `${base}.batch`, part: `${base}.snapshot.part`, end: `${base}.snapshot.end`, all: `${base}.>` };
+}
+
+/** The default stream of a source. */
+export function defaultStreamName(sourceId: string): string {
+  return `SLUICE_${encodeToken(sourceId)}`;
+}
+
+/**
+ * A batch's message id: the source and its seq range. Batch boundaries are
+ * deterministic (publish.ts), so a batch published again gets the same id
+ * and the broker's dedup window drops the copy.
+ */
+export function batchMsgId(sourceId: string, fromSeq: number, toSeq: number): string {
+  return `${sourceId}:${fromSeq}-${toSeq}`;
+}
+
+/** Headers sluice sets on its messages (what a reader needs without parsing the body). */
+export const HEADER = {
+  /** The source id. */
+  source: 'Sluice-Source',
+  /** A batch's (fromSeq, toSeq], or a snapshot's seq as `toSeq`. */
+  fromSeq: 'Sluice-From-Seq',
+  toSeq: 'Sluice-To-Seq',
+  /** The cursor to continue from after this batch or snapshot. */
+  cursor: 'Sluice-Cursor',
+  /** Which snapshot a part or end belongs to (one publisher run's id). */
+  snapshot: 'Sluice-Snapshot',
+  /** On a snapshot's end: the stream sequence of its first part. */
+  snapshotStart: 'Sluice-Snapshot-Start',
+} as const;

@@ -1,0 +1,96 @@
+import type { Command } from 'commander';
+import { Publisher, decodeCursor, type PublishPass } from '../index.ts';
+import { parseWholeNumber } from './enable.ts';
+import * as S from './json-schemas.ts';
+import { emit } from './output.ts';
+import { waitForChange } from './wait.ts';
+import { stderr } from './closed-pipe.ts';
+
+/** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
+const SNAPSHOT_CHECK_MS = 5000;
+
+export function registerPublish(program: Command): void {
+  program
+    .command('publish')
+    .description(
+      "Publish a source's changes to a NATS JetStream stream: a snapshot, then batches in the JSONL encoding (at-least-once; resumes after the broker's last ack).",
+    )
+    .argument('<db>', 'source SQLite database')
+    .requiredOption('--nats <url>', 'NATS server URL, e.g. nats://127.0.0.1:4222')
+    .option('--stream <name>', 'JetStream stream (default SLUICE_<source id>; made if missing)')
+    .option(
+      '--batch <n>',
+      'seqs per batch window (fixed boundaries, so a batch published again has the same Nats-Msg-Id)',
+      parseWholeNumber,
+      1000,
+    )
+    .option('--follow', 'keep publishing as changes commit, until SIGINT/SIGTERM')
+    .option('--json', 'print one JSON summary object on exit')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice publish app.db --nats nats://127.0.0.1:4222\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow   # resumes where the broker last acked',
+    )
+    .action(async (dbPath: string, opts: { nats: string; stream?: string; batch: number; follow?: boolean; json?: boolean }) => {
+      const stop = new AbortController();
+      const onSignal = () => stop.abort();
+      // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
+      process.on('SIGINT', onSignal);
+      process.on('SIGTERM', onSignal);
+      const log = (line: string) => stderr().write(`${line}\n`);
+      const totals = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishPass['snapshots'][number][] };
+      const add = (p: PublishPass) => {
+        totals.batches += p.batches;
+        totals.events += p.events;
+        totals.duplicates += p.duplicates;
+        totals.snapshots.push(...p.snapshots);
+      };
+      let publisher: Publisher | undefined;
+      try {
+        publisher = await Publisher.open(dbPath, opts.nats, {
+          ...(opts.stream === undefined ? {} : { stream: opts.stream }),
+          batchSeqs: Math.max(1, opts.batch),
+          log,
+          signal: stop.signal,
+        });
+        const p = publisher;
+        // One pass at a time: a change and an idle check never publish side by side.
+        let chain: Promise<unknown> = Promise.resolve();
+        const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+          const next = chain.then(fn);
+          chain = next.catch(() => {});
+          return next;
+        };
+        add(await serial(() => p.runOnce()));
+        if (opts.follow === true && !stop.signal.aborted) {
+          let idleError: unknown;
+          await waitForChange(p.db, dbPath, async () => add(await serial(() => p.runOnce())), {
+            onIdle: () => {
+              if (idleError !== undefined) throw idleError;
+              void serial(() => p.checkSnapshot(totals, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
+            },
+          });
+          await chain;
+        }
+      } finally {
+        process.off('SIGINT', onSignal);
+        process.off('SIGTERM', onSignal);
+        await publisher?.close();
+      }
+      const cursor = publisher.cursor;
+      const summary = {
+        sourceId: publisher.sourceId,
+        stream: publisher.stream,
+        subject: publisher.subjects.batch,
+        cursor: cursor ?? null,
+        seq: cursor === undefined ? 0 : decodeCursor(cursor).seq,
+        ...totals,
+      };
+      emit(
+        opts,
+        S.publishOutput,
+        summary,
+        () =>
+          `published ${totals.events} events in ${totals.batches} batches${totals.duplicates > 0 ? ` (${totals.duplicates} the broker already had)` : ''}${totals.snapshots.length > 0 ? ` and ${totals.snapshots.length} snapshot(s)` : ''} to stream ${publisher?.stream}, up to seq ${summary.seq}`,
+      );
+    });
+}

@@ -1,0 +1,64 @@
+import type { Command } from 'commander';
+import { subscribe } from '../index.ts';
+import { collect } from './enable.ts';
+import { loadAll } from './sync.ts';
+import * as S from './json-schemas.ts';
+import { emit, ExitSignal } from './output.ts';
+import { stderr } from './closed-pipe.ts';
+
+export function registerSubscribe(program: Command): void {
+  program
+    .command('subscribe')
+    .description(
+      "Apply a source's JetStream stream to a target, with the same cursor rules and checks as sync and import (the target's cursor is the truth).",
+    )
+    .argument('<target>', 'target SQLite database (created if missing)')
+    .requiredOption('--nats <url>', 'NATS server URL, e.g. nats://127.0.0.1:4222')
+    .requiredOption('--source <id>', 'the source id to apply (sluice status <db> shows it)')
+    .option('--stream <name>', "the publisher's stream (default SLUICE_<source id>)")
+    .option(
+      '--projection <file>',
+      "projection definition file (repeatable; default: the target's, or a mirror of every table in the snapshot)",
+      collect,
+      [] as string[],
+    )
+    .option('--follow', 'keep applying new batches until SIGINT/SIGTERM')
+    .option('--json', 'print one JSON object on exit')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice subscribe cache.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427\n  $ sluice subscribe search.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --projection projections/issues-search.json --follow',
+    )
+    .action(
+      async (
+        target: string,
+        opts: { nats: string; source: string; stream?: string; projection: string[]; follow?: boolean; json?: boolean },
+      ) => {
+        const defs = await loadAll(opts.projection);
+        const stop = new AbortController();
+        const onSignal = () => stop.abort();
+        process.on('SIGINT', onSignal);
+        process.on('SIGTERM', onSignal);
+        let r: Awaited<ReturnType<typeof subscribe>>;
+        try {
+          r = await subscribe(target, opts.nats, {
+            sourceId: opts.source,
+            ...(opts.stream === undefined ? {} : { stream: opts.stream }),
+            ...(defs === undefined ? {} : { projections: defs }),
+            follow: opts.follow === true,
+            signal: stop.signal,
+            log: (line) => stderr().write(`${line}\n`),
+          });
+        } finally {
+          process.off('SIGINT', onSignal);
+          process.off('SIGTERM', onSignal);
+        }
+        emit(opts, S.subscribeOutput, r, () =>
+          [
+            `read ${r.messages} messages of stream ${r.stream}: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.rebuilt !== undefined ? `; rebuilt from the snapshot at seq ${r.rebuilt.snapshotSeq} (${r.rebuilt.reason})` : ''}`,
+            ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+          ].join('\n'),
+        );
+        if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+      },
+    );
+}

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll } from 'vitest';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
+import { NatsServer } from '../../support/nats-server.ts';
+import { scalar } from '../../cli/support/cli.ts';
+import { defaultStreamName } from '../../../src/broker/subjects.ts';
+
+/** A real nats-server with JetStream for the file's tests, started before them and stopped after. */
+export function natsForFile(): { readonly server: () => NatsServer } {
+  let server: NatsServer | undefined;
+  beforeAll(async () => {
+    server = await NatsServer.start();
+  }, 30_000);
+  afterAll(async () => {
+    await server?.dispose();
+  });
+  return {
+    server: () => {
+      if (server === undefined) throw new Error('nats-server not started');
+      return server;
+    },
+  };
+}
+
+/** The source id of a sluice source. */
+export function sourceIdOf(src: string): string {
+  return String(scalar(src, 'SELECT source_id FROM main._sluice_state'));
+}
+
+/** Every message of a stream, in stream order (read with the manager API, as an operator would). */
+export async function streamMessages(url: string, stream: string): Promise<StoredMsg[]> {
+  const nc = await connect({ servers: url });
+  try {
+    const jsm = await jetstreamManager(nc);
+    const info = await jsm.streams.info(stream);
+    const out: StoredMsg[] = [];
+    for (let seq = info.state.first_seq; seq <= info.state.last_seq; seq++) {
+      const m = await jsm.streams.getMessage(stream, { seq });
+      if (m !== null) out.push(m);
+    }
+    return out;
+  } finally {
+    await nc.close();
+  }
+}
+
+/** Publishes raw messages to a stream (bad input a test puts on it). */
+export async function publishRaw(url: string, subject: string, data: string, headers: Record<string, string> = {}): Promise<void> {
+  const nc = await connect({ servers: url });
+  try {
+    const { jetstream } = await import('@nats-io/jetstream');
+    const { headers: mk } = await import('@nats-io/transport-node');
+    const h = mk();
+    for (const [k, v] of Object.entries(headers)) h.set(k, v);
+    await jetstream(nc).publish(subject, data, { headers: h });
+  } finally {
+    await nc.close();
+  }
+}
+
+export { defaultStreamName };
