@@ -49,7 +49,7 @@ export interface ReasonInfo {
  * does not compare a suspended projection.)
  */
 export const DEFAULT_REPAIR =
-  'find the cause (sluice health {target} --json shows what was found), then rebuild it: sluice sync {source} {target} --reinit {projection}';
+  'find the cause (sluice health {target} --json shows what was found), then rebuild it: sluice reinit {source} {target} {projection}';
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
 const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
@@ -154,7 +154,7 @@ export const REASONS = {
     explain: "The projection's definition or its source table changed since it was built.",
     repair: null,
   },
-  REINIT: { kinds: ['rebuilt'], clears: true, explain: 'sync --reinit rebuilt the projection as asked.', repair: null },
+  REINIT: { kinds: ['rebuilt'], clears: true, explain: 'sluice reinit (or sync --reinit) rebuilt the projection as asked.', repair: null },
   CAPTURE_REARMED: {
     kinds: ['rebuilt'],
     clears: true,
@@ -199,7 +199,7 @@ export const REASONS = {
     clears: true,
     explain: 'The stored definition no longer validates.',
     repair:
-      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice sync {source} {target} --projection <definition file of {projection}> --reinit {projection}',
+      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice reinit {source} {target} {projection} --projection <definition file of {projection}>',
   },
   SOURCE_COLUMN_MISSING: {
     kinds: ['suspend'],
@@ -472,8 +472,7 @@ export const REASONS = {
     kinds: ['alter'],
     clears: false,
     explain: 'A custom projection needs a rebuild, but its handler declares no tables of its own, so no shadow can be built and swapped.',
-    repair:
-      'rebuild it in place once you accept that its state is replaced while it runs: sluice sync {source} {target} --reinit {projection}',
+    repair: 'rebuild it in place once you accept that its state is replaced while it runs: sluice reinit {source} {target} {projection}',
   },
 
   // Capture refusals.

@@ -154,7 +154,7 @@ export async function applyRows(
         source: p.source.table,
         fromSeq: batch.fromSeq,
         toSeq: batch.toSeq,
-        message: `${r.refused.message} Rebuild the projection: sluice sync <source> <target> --reinit ${shellWord(p.name)}.`,
+        message: `${r.refused.message} Rebuild the projection: sluice reinit <source> <target> ${shellWord(p.name)}.`,
       });
     if (guarded) db.exec('RELEASE sluice_rows');
     return { kind: 'rows', applied: r.applied, lastTs: batch.lastTs() };
@@ -177,7 +177,7 @@ export async function applyRows(
 
 function constraintWhy(p: CompiledProjection, batch: ChangeBatch, end: BatchEnd): string {
   if (end === 'committed')
-    return `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice sync <source> <target> --reinit ${shellWord(p.name)}); while the index is there, sync tries again at most once a minute`;
+    return `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice reinit <source> <target> ${shellWord(p.name)}); while the index is there, sync tries again at most once a minute`;
   return `this batch breaks it, where it ends (events ${batch.fromSeq + 1}..${batch.toSeq}; a batch may end inside a source transaction${end === 'batch' ? ", and there were too many events ahead to try up to the source's last commit" : ''}). Drop the index or make it non-unique, then sync or import again (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
 }
 

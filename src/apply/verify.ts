@@ -338,7 +338,7 @@ function negativeZeroCaveat(shape: SourceShape): string[] {
   const cols = shape.columns.filter((c) => canHoldNegativeZero(c.type)).map((c) => c.name);
   if (cols.length === 0) return [];
   return [
-    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: sluice sync <source> <target> --reinit <projection>)`,
+    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: sluice reinit <source> <target> <projection>)`,
   ];
 }
 

@@ -256,7 +256,7 @@ export async function runDemo(dir: string): Promise<DemoStep[]> {
           again?.state === 'active' &&
           again.rebuilt === 'REINIT' &&
           v.ok,
-        detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; sync --reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
+        detail: `the next sync suspended issues with ${issues?.reason ?? '?'} at key ${JSON.stringify(issues?.detail?.key ?? null)} and committed none of its batch, while ${others.length} other projections went on; reinit issues rebuilt it from a snapshot (${again?.snapshotRows ?? '?'} rows); verify ${v.ok ? 'ok' : 'FAILED'}`,
       };
     }))
   )

@@ -89,6 +89,7 @@ export const syncOutput = z.object({
       applied: z.number().int(),
       snapshotRows: z.number().int().optional(),
       rebuilt: z.string().optional(),
+      swapped: z.literal(true).optional(),
       cursor: z.string().nullable(),
       seq: z.number().int(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),

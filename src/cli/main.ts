@@ -19,6 +19,7 @@ import { registerStrip } from './strip.ts';
 import { registerHealth } from './health.ts';
 import { registerExplain } from './explain.ts';
 import { registerDrop } from './drop.ts';
+import { registerReinit } from './reinit.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -43,6 +44,7 @@ export function buildProgram(): Command {
     registerSubscribe,
     registerHealth,
     registerDrop,
+    registerReinit,
     registerQuery,
     registerStrip,
     registerDemo,

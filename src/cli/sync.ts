@@ -52,6 +52,7 @@ export function reportJson(r: SyncReport): unknown {
       applied: p.applied,
       ...(p.snapshotRows === undefined ? {} : { snapshotRows: p.snapshotRows }),
       ...(p.rebuilt === undefined ? {} : { rebuilt: p.rebuilt }),
+      ...(p.swapped === undefined ? {} : { swapped: p.swapped }),
       cursor: p.cursor,
       seq: p.seq,
       ...(p.error === undefined ? {} : { error: p.error }),

@@ -4,7 +4,7 @@ import { repairAction, shellWord } from '../../src/apply/target-meta.ts';
 
 test('each suspension reason gets the command that repairs it', () => {
   expect(repairAction('issues', 'TARGET_DIVERGED', '/data/app.db', '/data/cache.db')).toBe(
-    'TARGET_DIVERGED: find the cause (sluice health /data/cache.db --json shows what was found), then rebuild it: sluice sync /data/app.db /data/cache.db --reinit issues',
+    'TARGET_DIVERGED: find the cause (sluice health /data/cache.db --json shows what was found), then rebuild it: sluice reinit /data/app.db /data/cache.db issues',
   );
   for (const reason of ['TABLE_UNARMED', 'TABLE_UNTRACKED', 'NEEDS_IMAGES_MODE']) {
     expect(repairAction('issues', reason, 'app.db'), reason).toBe(
@@ -15,7 +15,7 @@ test('each suspension reason gets the command that repairs it', () => {
     /^TARGET_CONSTRAINT: .*drop it or make it non-unique, then run sluice sync again$/,
   );
   expect(repairAction('issues', null)).toBe(
-    'suspended: find the cause (sluice health <target> --json shows what was found), then rebuild it: sluice sync <source> <target> --reinit issues',
+    'suspended: find the cause (sluice health <target> --json shows what was found), then rebuild it: sluice reinit <source> <target> issues',
   );
 });
 

@@ -20,6 +20,7 @@ const COMMANDS = [
   'subscribe',
   'health',
   'drop',
+  'reinit',
   'query',
   'strip',
   'demo',

@@ -248,6 +248,15 @@ describe('the happy path of every command', () => {
     expect(fs.existsSync(copy)).toBe(true);
   });
 
+  test('reinit rebuilds one projection by a swap and syncs the others (exit 0)', async () => {
+    const r = await runCliAsync(['reinit', src, tgt, 'issues', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const out = parseJson(r, S.syncOutput);
+    expect(out.projections.find((p) => p.name === 'issues')).toMatchObject({ state: 'active', rebuilt: 'REINIT', swapped: true });
+    // (The others rebuild too here, for the bump before: reinit asks for one.)
+    expect(out.projections.filter((p) => p.rebuilt === 'REINIT').map((p) => p.name)).toEqual(['issues']);
+  });
+
   test('drop removes one projection and its table from the target; the others stay (exit 0)', async () => {
     const r = await runCliAsync(['drop', tgt, 'comments', '--json']);
     expect(r.status, r.stderr).toBe(0);

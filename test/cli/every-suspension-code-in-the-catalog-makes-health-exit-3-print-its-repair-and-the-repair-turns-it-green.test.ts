@@ -84,7 +84,7 @@ function onSource(w: World, f: (db: ReturnType<typeof openDatabase>) => void): v
 }
 
 const sync = (w: World, ...more: string[]): Step => ({ run: ['sync', w.src, w.tgt, ...more] });
-const reinit = (w: World, name = 'items'): Step => sync(w, '--reinit', name);
+const reinit = (w: World, name = 'items'): Step => ({ run: ['reinit', w.src, w.tgt, name] });
 /** "find the cause (sluice health {target} --json shows what was found)": what it shows of this scenario's cause. */
 const findCause = (w: World, shows: RegExp): Step => ({ run: ['health', w.tgt, '--json'], status: 3, shows });
 
@@ -148,7 +148,7 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
         fix: 'write the definition file',
         apply: () => fs.writeFileSync(w.at('items.json'), JSON.stringify({ name: 'items', source: 'items', kind: 'mirror' })),
       },
-      sync(w, '--projection', w.at('items.json'), '--reinit', 'items'),
+      { run: ['reinit', w.src, w.tgt, 'items', '--projection', w.at('items.json')] },
     ],
   },
   // A map names a column the source renamed: repaired by a definition that fits the source.

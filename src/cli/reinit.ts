@@ -1,0 +1,40 @@
+import type { Command } from 'commander';
+import { Syncer } from '../index.ts';
+import { collect } from './enable.ts';
+import * as S from './json-schemas.ts';
+import { emit, ExitSignal } from './output.ts';
+import { stderr } from './closed-pipe.ts';
+import { describeReport, loadAll, reportJson } from './sync.ts';
+
+export function registerReinit(program: Command): void {
+  program
+    .command('reinit')
+    .description(
+      "Rebuild one projection from a fresh snapshot, whatever its state: the repair of a suspension once its cause is fixed. A mirror or map is built beside the live one in bounded transactions and swapped in atomically (readers see the old rows until the swap); the target's other projections sync as usual.",
+    )
+    .argument('<source>', 'source SQLite database (capture enabled)')
+    .argument('<target>', 'target SQLite database')
+    .argument('<projection>', 'the projection to rebuild (sluice health lists them)')
+    .option(
+      '--projection <file>',
+      'definition files to sync with (repeatable; default: the ones stored in the target)',
+      collect,
+      [] as string[],
+    )
+    .option('--json', 'print one JSON object')
+    .addHelpText('after', '\nExample:\n  $ sluice reinit app.db cache.db issues   # after a TARGET_DIVERGED suspension')
+    .action(async (source: string, target: string, projection: string, opts: { projection: string[]; json?: boolean }) => {
+      const defs = await loadAll(opts.projection);
+      const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), reinit: [projection] });
+      try {
+        const report = await syncer.runOnce();
+        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
+        for (const p of report.projections)
+          if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+        if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
+        if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+      } finally {
+        syncer.close();
+      }
+    });
+}
