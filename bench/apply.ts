@@ -46,6 +46,9 @@
  * `--slow-events` events (default: all). Every timed target is checked
  * against the source afterwards (not timed). Results: a table on stdout and
  * bench/out/apply.json. Bench only: a MISS does not change the exit code.
+ * The figure the benchmark report (bench/report.ts) judges is DESIGN.md's:
+ * the mirror's ratio over the read floor plus the write floor, per round
+ * (>= 0.8x); the table's ">= 0.5x of the raw copy" is the older target.
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -63,6 +66,7 @@ import type { CustomHandler, ProjectionDefinition } from '../src/projection/defi
 import type { Row } from '../src/feed/events.ts';
 import { prng } from '../fixtures/tracker.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
+import { emitFigures } from './lib/figures.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
@@ -86,6 +90,8 @@ const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
 /** The Syncer's default batch size for a mirror (src/apply/sync.ts), used by the naive loop when --batch is not given. */
 const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.setBased;
 const TARGET_RATIO = 0.5;
+/** DESIGN.md's target: mirror apply at least this share of the read floor + write floor measured in the same run. */
+const DESIGN_FLOOR_RATIO = 0.8;
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
 const COLS = ['id', 'name', 'n', 'r', 'b'] as const;
@@ -766,6 +772,21 @@ async function main(): Promise<void> {
   const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'apply.json'), `${JSON.stringify(out, null, 2)}\n`);
+  // DESIGN.md: mirror apply >= 0.8x of the floor (the read floor plus the write floor), per round, median.
+  const vsFloor = median(
+    ratios.mirror.wall.map((m, i) => m * (1 / (ratios.floor.wall[i] as number) + 1 / (ratios.jread.wall[i] as number))),
+  );
+  emitFigures('apply', [
+    {
+      id: 'apply.mirror.vs-floor',
+      target: 'mirror apply vs the read + write floor',
+      what: `mirror apply, ${EVENTS} mixed events, over the floor (journal read + target writes alone)`,
+      value: vsFloor,
+      unit: 'x',
+      op: '>=',
+      limit: DESIGN_FLOOR_RATIO,
+    },
+  ]);
   log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'apply.json'))}`);
 }
 

@@ -67,6 +67,7 @@ import {
   type PhaseTimes,
   type Variant,
 } from './lib/workload.ts';
+import { emitFigures, type Figure } from './lib/figures.ts';
 import { FLOOR, FLOOR_CLOCK, ratioOver, steadySluice } from './lib/steady.ts';
 import { DEFAULT_RETENTION, MIN_RETENTION } from '../src/capture/schema.ts';
 
@@ -236,7 +237,25 @@ function main(): void {
   })();
 
   const verdicts: Verdict[] = [];
-  const rule = (what: string, wall: number, minWall: number, cpu: number, limit: number, kind: 'max' | 'min') =>
+  const figures: Figure[] = [];
+  const rule = (what: string, wall: number, minWall: number, cpu: number, limit: number, kind: 'max' | 'min') => {
+    figures.push({
+      id: `capture.${what.replace(/[^a-z0-9]+/gi, '-').toLowerCase()}`,
+      target: what.includes('chronicle')
+        ? 'images-mode capture: faster than chronicle-style triggers'
+        : what.startsWith('keys')
+          ? 'keys mode vs no capture'
+          : what.startsWith('autocommit')
+            ? 'autocommit single-row writes (WAL) vs no capture'
+            : what.startsWith('steady')
+              ? 'images-mode capture vs bare-trigger floor, steady state'
+              : 'images-mode capture vs bare-trigger floor, fresh journal',
+      what: what.startsWith('autocommit') ? `${what} (${Math.min(autocommitWrites, rows)} writes per phase)` : `${what} (${rows}-row bulk)`,
+      value: wall,
+      unit: 'x',
+      op: kind === 'max' ? '<=' : '>=',
+      limit,
+    });
     verdicts.push({
       what,
       measured: wall,
@@ -245,6 +264,7 @@ function main(): void {
       target: `${kind === 'max' ? '<=' : '>='} ${limit.toFixed(2)}x`,
       pass: kind === 'max' ? wall <= limit : wall >= limit,
     });
+  };
   const rk = pairedRatio(bulk, 'keys');
   const ra = pairedRatio(autocommit, 'images');
   const ck = pairedRatio(bulk, 'keys', 'cpu');
@@ -399,6 +419,7 @@ function main(): void {
   fs.mkdirSync(outDir, { recursive: true });
   const outFile = path.join(outDir, 'capture-overhead.json');
   fs.writeFileSync(outFile, `${JSON.stringify(summary, null, 2)}\n`);
+  emitFigures('capture-overhead', figures);
   console.log(`summary written to ${path.relative(process.cwd(), outFile)} (${summary.durationS.toFixed(0)} s)`);
 }
 

@@ -47,6 +47,7 @@ import { changedSince } from '../src/feed/changed-since.ts';
 import { sync } from '../src/apply/sync.ts';
 import { toBindable, type SqlValue } from '../src/sqlite/codec.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
+import { emitFigures } from './lib/figures.ts';
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
 const INSERT = 'INSERT INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
@@ -352,6 +353,45 @@ async function main(): Promise<void> {
   const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
   fs.mkdirSync(outDir, { recursive: true });
   fs.writeFileSync(path.join(outDir, 'feed.json'), `${JSON.stringify(out, null, 2)}\n`);
+  const snap = 'snapshot vs raw INSERT … SELECT';
+  emitFigures('feed', [
+    {
+      id: 'feed.snapshot.set-based',
+      target: snap,
+      what: `snapshot, set-based (sync of a mirror), ${ROWS} rows`,
+      value: setRatio,
+      unit: 'x',
+      op: '>=',
+      limit: TARGETS.snapshotRatio,
+    },
+    {
+      id: 'feed.snapshot.js',
+      target: snap,
+      what: `snapshot, JS callback path, ${ROWS} rows`,
+      value: jsRatio,
+      unit: 'x',
+      op: '>=',
+      limit: TARGETS.snapshotRatio,
+    },
+    {
+      id: 'feed.changed-since.median',
+      target: '"changed since?" check',
+      what: `changedSince median, ${ROWS}-event journal`,
+      value: lat.median,
+      unit: 'us',
+      op: '<=',
+      limit: TARGETS.changedSinceUs,
+    },
+    {
+      id: 'feed.rss.snapshot-catch-up',
+      target: 'snapshot plus catch-up: peak RSS',
+      what: `peak RSS, snapshot + catch-up of ${ROWS} rows/events (child)`,
+      value: rss.peakMb,
+      unit: 'MB',
+      op: '<=',
+      limit: TARGETS.rssMb,
+    },
+  ]);
   log(`wrote ${path.relative(process.cwd(), path.join(outDir, 'feed.json'))}`);
 }
 

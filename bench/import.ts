@@ -23,6 +23,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { openDatabase } from '../src/sqlite/connection.ts';
 import { enable } from '../src/capture/enable.ts';
+import { emitFigures } from './lib/figures.ts';
 
 const arg = (name: string, d: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -104,6 +105,26 @@ try {
     }
   };
   const same = dump(at('synced.db')) === dump(at('imported.db'));
+  emitFigures('import', [
+    {
+      id: 'import.events.vs-sync',
+      target: 'import of events vs sync of the same events',
+      what: `import of ${EVENTS} events, speed over sync of the same events (CLI, wall)`,
+      value: evSync.seconds / evImport.seconds,
+      unit: 'x',
+      op: '>=',
+      limit: 0.8,
+    },
+    {
+      id: 'import.rss',
+      target: 'import: peak RSS',
+      what: `peak RSS of import (${ROWS}-row snapshot file, then ${EVENTS} events)`,
+      value: Math.max(snapImport.rssMb, evImport.rssMb),
+      unit: 'MB',
+      op: '<=',
+      limit: 200,
+    },
+  ]);
   console.log(
     JSON.stringify(
       {

@@ -571,6 +571,13 @@ export const REASONS = {
     repair: null,
   },
   BAD_BUSY_TIMEOUT: { kinds: ['error'], clears: false, explain: '--busy-timeout is not a whole number of milliseconds.', repair: null },
+  METRICS_LISTEN_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'The --metrics HOST:PORT could not be bound (the port is in use, or the host is not an address of this machine); nothing was synced.',
+    repair: null,
+  },
   TARGET_FULL: {
     kinds: ['error'],
     clears: false,

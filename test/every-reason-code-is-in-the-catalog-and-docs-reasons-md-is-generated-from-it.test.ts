@@ -99,10 +99,10 @@ describe('the reason catalog', () => {
 
   test('a repair names the code and fills in the paths and the projection', () => {
     expect(repairFor('TARGET_DIVERGED', { source: 'a.db', target: 'b.db', projection: 'p' })).toBe(
-      'TARGET_DIVERGED: find the cause (sluice health b.db --json shows what was found), then rebuild it: sluice sync a.db b.db --reinit p',
+      'TARGET_DIVERGED: find the cause (sluice health b.db --json shows what was found), then rebuild it: sluice reinit a.db b.db p',
     );
     expect(repairFor('NOT_A_CODE', { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(
-      /^NOT_A_CODE: find the cause .* --reinit p$/,
+      /^NOT_A_CODE: find the cause .* sluice reinit a.db b.db p$/,
     );
     expect(repairFor(undefined, { source: 'a.db', target: 'b.db', projection: 'p' })).toMatch(/^suspended: find the cause/);
   });

@@ -149,6 +149,10 @@ export interface ProjectionReport {
   readonly swapped?: true;
   /** Indexes a user had added to the projection's tables that its rebuild could not make again (the others were). */
   readonly droppedIndexes?: readonly DroppedIndex[];
+  /** Target transactions this run committed for the projection (a snapshot, or a batch of events); 0 when absent. */
+  readonly batches?: number;
+  /** When the last of them committed (ms since the epoch); absent when this run committed none. */
+  readonly lastCommitMs?: number;
 }
 
 export interface SyncReport {
@@ -458,6 +462,9 @@ export class Syncer {
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
+    // Committed target transactions, for metrics (ProjectionReport.batches / lastCommitMs).
+    let commits: Pick<ProjectionReport, 'batches' | 'lastCommitMs'> = {};
+    const committed = () => (commits = { batches: (commits.batches ?? 0) + 1, lastCommitMs: Date.now() });
     // What a snapshot in this run adds to the report.
     let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
     // A step runs synchronously under its awaits: between two of them, give
@@ -506,9 +513,20 @@ export class Syncer {
       else if (out.kind === 'current') this.session.memoryMap(false);
       if (out.kind === 'suspended') {
         progress('suspended', 0);
-        return { name: p.name, state: 'suspended', reason: out.reason, detail: out.detail, applied, cursor: null, seq: 0, ...built };
+        return {
+          name: p.name,
+          state: 'suspended',
+          reason: out.reason,
+          detail: out.detail,
+          applied,
+          cursor: null,
+          seq: 0,
+          ...built,
+          ...commits,
+        };
       }
       const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
+      if (out.kind === 'initialized' || out.kind === 'applied') committed();
       if (out.kind === 'initialized') {
         built = {
           snapshotRows: out.rows,
@@ -517,19 +535,19 @@ export class Syncer {
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
         };
         progress('snapshot', out.seq, out.rows);
-        if (await stopHere()) return { ...active, applied, ...built, stopped: true };
+        if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
         progress('catch-up', out.seq);
         if (!out.caughtUp) {
-          if (await stopHere()) return { ...active, applied, ...built, stopped: true };
+          if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
           continue;
         }
       }
       progress('current', out.seq);
-      return { ...active, applied, ...built };
+      return { ...active, applied, ...built, ...commits };
     }
   }
 

@@ -8,6 +8,14 @@ import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { FollowTally } from './follow-summary.ts';
 import { describeInterrupted, SIGNAL_EXIT, trapInterrupt } from './interrupt.ts';
+import {
+  parseMetricsAddress,
+  serveMetrics,
+  targetMetrics,
+  type MetricsAddress,
+  type MetricsServer,
+  type SluiceMetrics,
+} from './metrics.ts';
 
 export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
   if (files.length === 0) return undefined;
@@ -81,6 +89,12 @@ export function registerSync(program: Command): void {
       parseWholeNumber,
     )
     .option('--follow', 'keep running and apply changes as they commit, until SIGINT/SIGTERM')
+    .addOption(
+      new Option(
+        '--metrics <host:port>',
+        'with --follow, serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)',
+      ).argParser(parseMetricsAddress),
+    )
     .option(
       '--summary-interval <ms>',
       'with --follow, without --json: print a one-line summary (events applied, lag) this often',
@@ -108,77 +122,86 @@ export function registerSync(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow\n  $ sluice sync app.db cache.db --reinit issues   # after a TARGET_DIVERGED suspension',
+      '\nExamples:\n  $ sluice sync app.db cache.db\n  $ sluice sync app.db cache.db --projection projections/issues-search.json --follow\n  $ sluice sync app.db cache.db --follow --metrics 127.0.0.1:9464\n  $ sluice sync app.db cache.db --reinit issues   # after a TARGET_DIVERGED suspension',
     )
-    .action(
-      async (
-        source: string,
-        target: string,
-        opts: {
-          projection: string[];
-          batch?: number;
-          follow?: boolean;
-          busyTimeout?: number;
-          maxTargetMb?: number;
-          reinit: string[];
-          log?: string;
-          summaryInterval: number;
-        } & ProgressOptions,
-      ) => {
-        const defs = await loadAll(opts.projection);
-        const progress = progressReporter(opts);
-        const tally = new FollowTally();
-        const onProgress = (p: SyncProgress) => {
-          progress.update(p);
-          tally.progress(p);
-        };
-        // Only a bar, a JSON log or a follower's summaries use progress; asking for it costs queries on every pass.
-        const needsProgress = progress.active || (opts.follow === true && opts.json !== true);
-        const syncer = await Syncer.open(source, target, {
-          ...(defs === undefined ? {} : { projections: defs }),
-          ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),
-          ...(opts.busyTimeout === undefined ? {} : { busyTimeoutMs: opts.busyTimeout }),
-          ...(opts.maxTargetMb === undefined ? {} : { maxTargetMb: opts.maxTargetMb }),
-          reinit: opts.reinit,
-          ...(needsProgress ? { onProgress } : {}),
-        });
-        try {
-          if (opts.follow === true) {
-            // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
-            const say = (line: string) => {
-              progress.stop();
-              stdout().write(`${line}\n`);
-            };
-            const start = `following ${source} into ${target}: ${syncer.projections.map((p) => p.name).join(', ')}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`;
-            const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
-            await follow(syncer, {
-              ...opts,
-              ...human,
-              onReport: (r) =>
-                opts.json !== true && r.rearmed !== undefined
-                  ? stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`)
-                  : undefined,
-            });
-            return;
-          }
-          // Ctrl-C lets the batch in flight commit and says where the next sync resumes (exit 130).
-          const interrupt = trapInterrupt();
-          const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
-          progress.stop();
-          emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
-          for (const p of report.projections)
-            if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
-          const signal = interrupt.received();
-          if (signal !== undefined) {
-            stderr().write(`sluice: ${describeInterrupted(report, signal)}\n`);
-            throw new ExitSignal(SIGNAL_EXIT[signal] ?? 130);
-          }
-          if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
-          if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
-        } finally {
-          progress.stop();
-          syncer.close();
-        }
-      },
-    );
+    .action(async (source: string, target: string, opts: SyncCliOptions & { metrics?: MetricsAddress }, command: Command) => {
+      if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
+      // Bound before anything is opened: a port in use fails with one line, and nothing is synced.
+      const metrics = opts.metrics === undefined ? undefined : targetMetrics(target);
+      const server: MetricsServer | undefined =
+        metrics === undefined || opts.metrics === undefined ? undefined : await serveMetrics(metrics, opts.metrics);
+      try {
+        await runSync(source, target, opts, metrics);
+      } finally {
+        await server?.close();
+      }
+    });
+}
+
+type SyncCliOptions = {
+  projection: string[];
+  batch?: number;
+  follow?: boolean;
+  busyTimeout?: number;
+  maxTargetMb?: number;
+  reinit: string[];
+  log?: string;
+  summaryInterval: number;
+} & ProgressOptions;
+
+async function runSync(source: string, target: string, opts: SyncCliOptions, metrics: SluiceMetrics | undefined): Promise<void> {
+  const defs = await loadAll(opts.projection);
+  const progress = progressReporter(opts);
+  const tally = new FollowTally();
+  const onProgress = (p: SyncProgress) => {
+    progress.update(p);
+    tally.progress(p);
+  };
+  // Only a bar, a JSON log or a follower's summaries use progress; asking for it costs queries on every pass.
+  const needsProgress = progress.active || (opts.follow === true && opts.json !== true);
+  const syncer = await Syncer.open(source, target, {
+    ...(defs === undefined ? {} : { projections: defs }),
+    ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),
+    ...(opts.busyTimeout === undefined ? {} : { busyTimeoutMs: opts.busyTimeout }),
+    ...(opts.maxTargetMb === undefined ? {} : { maxTargetMb: opts.maxTargetMb }),
+    reinit: opts.reinit,
+    ...(needsProgress ? { onProgress } : {}),
+  });
+  try {
+    if (opts.follow === true) {
+      // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
+      const say = (line: string) => {
+        progress.stop();
+        stdout().write(`${line}\n`);
+      };
+      const start = `following ${source} into ${target}: ${syncer.projections.map((p) => p.name).join(', ')}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`;
+      const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
+      await follow(syncer, {
+        ...opts,
+        ...human,
+        onReport: (r) => {
+          metrics?.record(r);
+          if (opts.json !== true && r.rearmed !== undefined) stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`);
+        },
+      });
+      return;
+    }
+    // Ctrl-C lets the batch in flight commit and says where the next sync resumes (exit 130).
+    const interrupt = trapInterrupt();
+    const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
+    progress.stop();
+    emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
+    for (const p of report.projections)
+      if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
+    const signal = interrupt.received();
+    if (signal !== undefined) {
+      stderr().write(`sluice: ${describeInterrupted(report, signal)}\n`);
+      throw new ExitSignal(SIGNAL_EXIT[signal] ?? 130);
+    }
+    if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
+    if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+  } finally {
+    progress.stop();
+    syncer.close();
+  }
 }

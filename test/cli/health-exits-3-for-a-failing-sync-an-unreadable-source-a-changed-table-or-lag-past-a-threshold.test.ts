@@ -118,14 +118,14 @@ describe('health needs action (exit 3)', () => {
     const { status, byName } = await health(tgt);
     expect(status).toBe(3);
     expect(byName.issues?.needsAction).toBe(true);
-    expect(byName.issues?.action).toMatch(/table issues.*missing.*--reinit issues/);
+    expect(byName.issues?.action).toMatch(/table issues.*missing.*sluice reinit \S+ \S+ issues/);
     expect(byName.comments?.needsAction).toBe(true);
-    expect(byName.comments?.action).toMatch(/table comments.*columns.*note.*--reinit comments/);
+    expect(byName.comments?.action).toMatch(/table comments.*columns.*note.*sluice reinit \S+ \S+ comments/);
 
     // The command it gives repairs both.
     for (const name of ['issues', 'comments']) {
-      const command = /sluice (sync \S+ \S+ --reinit \S+)$/.exec(byName[name]?.action ?? '')?.[1] ?? '';
-      expect(command).toMatch(new RegExp(`--reinit ${name}$`));
+      const command = /sluice (reinit \S+ \S+ \S+)$/.exec(byName[name]?.action ?? '')?.[1] ?? '';
+      expect(command).toMatch(new RegExp(` ${name}$`));
       const r = await runCliAsync(command.split(' '));
       expect(r.status, r.stderr).toBe(0);
     }

@@ -63,7 +63,7 @@ describe('health', () => {
     expect(human.stdout).toMatch(/!! issues \[mirror\] suspended TARGET_DIVERGED/);
   });
 
-  test('the command health gives for it repairs it: sync --reinit rebuilds that projection alone from a snapshot; an unknown name is refused and writes nothing', async () => {
+  test('the command health gives for it repairs it: sluice reinit rebuilds that projection alone from a snapshot; an unknown name is refused and writes nothing', async () => {
     const bytes = () => fs.readFileSync(tgt);
     const before = bytes();
     const unknown = await runCliAsync(['sync', src, tgt, '--reinit', 'isues', '--json']);
@@ -79,9 +79,9 @@ describe('health', () => {
 
     const h = parseJson(await runCliAsync(['health', tgt, '--json']), S.healthOutput);
     const action = h.projections.find((p) => p.name === 'issues')?.action ?? '';
-    const command = /sluice (sync \S+ \S+ --reinit issues)$/.exec(action);
+    const command = /sluice (reinit \S+ \S+ issues)$/.exec(action);
     expect(command, action).not.toBeNull();
-    expect(command?.[1]).toBe(`sync ${src} ${tgt} --reinit issues`);
+    expect(command?.[1]).toBe(`reinit ${src} ${tgt} issues`);
     const r = await runCliAsync([...(command?.[1] ?? '').split(' '), '--json']);
     expect(r.status, r.stderr).toBe(0);
     const rep = parseJson(r, S.syncOutput);

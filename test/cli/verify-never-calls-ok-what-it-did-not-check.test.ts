@@ -90,7 +90,7 @@ describe('verify', () => {
     expect(r.status, r.stderr).toBe(3);
     const p = byName(r);
     expect(p.issues).toMatchObject({ ok: false, reason: 'TARGET_DIVERGED', checked: 0 });
-    expect(p.issues?.skipped).toMatch(/suspended.*--reinit issues/);
+    expect(p.issues?.skipped).toMatch(/suspended.*sluice reinit \S+ \S+ issues/);
     expect(p.labels?.ok).toBe(true);
     const text = await runCliAsync(['verify', src, tgt]);
     expect(text.stdout).toMatch(/issues: NOT VERIFIED TARGET_DIVERGED/);
