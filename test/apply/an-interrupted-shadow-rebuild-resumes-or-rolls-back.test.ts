@@ -103,6 +103,8 @@ describe('an interrupted shadow rebuild', () => {
     expect(stale).toHaveLength(1);
     const other = cli(['sync', src.file, target, '--projection', file('v4'), '--json']);
     expect(other.status, other.stderr).toBe(0);
+    // Built and swapped from a shadow of its own (not the one-transaction fallback after a failed validation).
+    expect(jsonOut<{ projections: { swapped?: boolean }[] }>(other).projections[0]?.swapped).toBe(true);
     const after = look(target);
     expect(after).toEqual({ tags: { 'v4:': ROWS }, total: ROWS, building: false, shadows: [] });
     expect((await verify(src.file, target)).ok).toBe(true);
