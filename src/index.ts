@@ -83,7 +83,7 @@ export type {
 } from './projection/classify.ts';
 export { STATE_PARTS } from './projection/alter-changes.ts';
 export type { AlterChange, StatePart } from './projection/alter-changes.ts';
-export { kindRules } from './projection/alter-kinds.ts';
+export { kindRules } from './projection/kinds/registry.ts';
 export type { KindAlterRules, Proof } from './projection/alter-kinds.ts';
 export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';

@@ -1,6 +1,5 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from './compiled.ts';
-import { kindNamed } from './kinds/registry.ts';
 import type { ProjectionDefinition } from './definition.ts';
 import { mentions, type AlterChange, type StatePart } from './alter-changes.ts';
 
@@ -45,11 +44,6 @@ export const json = (x: unknown) => JSON.stringify(x);
 
 export const ownTables: KindAlterRules['shadow'] = (p) =>
   hold(`sluice owns its tables (${p.ownedTables.join(', ')}): a shadow of each is built beside them and swapped in`);
-
-/** The rules of a kind (each kind's `alter`, kinds/<kind>/), for a kind read back from a target (a string). */
-export function kindRules(kind: string): KindAlterRules | undefined {
-  return kindNamed(kind)?.alter;
-}
 
 /** The state parts a definition change of `code` touches when the kinds differ or the target moves. */
 export const ALL_PARTS: readonly StatePart[] = ['rows', 'cursor', 'keys', 'auxiliary'];

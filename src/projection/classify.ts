@@ -3,7 +3,8 @@ import { foldIdent } from '../sqlite/quote.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from './compile.ts';
 import { parseStoredDefinition, type CustomHandler, type ProjectionDefinition } from './definition.ts';
 import { diffShapes, STATE_PARTS, type AlterChange, type InvalidCode, type StatePart } from './alter-changes.ts';
-import { ALL_PARTS, kindRules, type KindAlterRules } from './alter-kinds.ts';
+import { ALL_PARTS, type KindAlterRules } from './alter-kinds.ts';
+import { kindRules } from './kinds/registry.ts';
 import { DEFAULT_ORACLE, type AlterStateOracle, type OracleContext, type StateProof } from './alter-oracle.ts';
 
 export { DEFAULT_ORACLE };

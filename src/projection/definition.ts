@@ -4,102 +4,25 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import type { ReasonCode } from '../reasons.ts';
-import type { ChangeEvent, Row } from '../feed/events.ts';
-import { defaultProjectionName, isProjectionName, PROJECTION_NAME_RULE } from './name.ts';
+import { defaultProjectionName, isProjectionName } from './name.ts';
+import { DEFINITION_SCHEMAS } from './kinds/registry.ts';
+import type { mirrorDefinitionSchema } from './kinds/mirror/schema.ts';
+import type { mapDefinitionSchema } from './kinds/map/schema.ts';
+import type { fts5DefinitionSchema } from './kinds/fts5/schema.ts';
+import type { customDefinitionSchema, CustomHandler } from './kinds/custom/schema.ts';
+
+export type { CustomContext, CustomHandler } from './kinds/custom/schema.ts';
+export { mirrorDefinitionSchema } from './kinds/mirror/schema.ts';
+export { mapDefinitionSchema } from './kinds/map/schema.ts';
+export { fts5DefinitionSchema } from './kinds/fts5/schema.ts';
+export { customDefinitionSchema } from './kinds/custom/schema.ts';
 
 /*
  * Projection definitions: validated by zod, written as JSON or as a TS module.
  * The definition (not the code) is what the fingerprint covers.
  */
 
-const name = z.string().min(1).refine(isProjectionName, PROJECTION_NAME_RULE);
-
-const tableName = z
-  .string()
-  .min(1)
-  .refine(
-    (s) => !s.toLowerCase().startsWith('_sluice_') && !s.toLowerCase().startsWith('sqlite_'),
-    'names starting with _sluice_ or sqlite_ are reserved',
-  );
-
-const mapColumn = z.union([
-  z.string().min(1).describe('a source column to copy (and rename)'),
-  z.strictObject({ from: z.string().min(1) }),
-  z.strictObject({
-    expr: z.string().min(1).describe('a deterministic SQL expression over the source columns'),
-    type: z
-      .string()
-      .regex(/^[A-Za-z ()0-9,]*$/)
-      .optional(),
-    collate: z.enum(['BINARY', 'NOCASE', 'RTRIM']).optional(),
-  }),
-]);
-
-const base = {
-  name,
-  /** Source table. */
-  source: z.string().min(1),
-  /** Target table in the target database. Default: the projection name (mirror: the source table name). */
-  target: tableName.optional(),
-};
-
-export const mirrorDefinitionSchema = z.strictObject({ ...base, kind: z.literal('mirror') });
-
-export const mapDefinitionSchema = z.strictObject({
-  ...base,
-  kind: z.literal('map'),
-  /** Target column name -> source column, or computed expression. Order is the target column order. */
-  columns: z.record(tableName, mapColumn).refine((c) => Object.keys(c).length > 0, 'a map needs at least one column'),
-  /** Rows for which this SQL expression is true (WHERE semantics). */
-  filter: z.string().min(1).optional(),
-});
-
-export const fts5DefinitionSchema = z.strictObject({
-  ...base,
-  kind: z.literal('fts5'),
-  /** Source columns to index. */
-  columns: z.array(z.string().min(1)).min(1),
-  /** `external`: a content table keeps the indexed values (snippet/highlight work). `none`: contentless index. */
-  content: z.enum(['external', 'none']).default('external'),
-  tokenize: z
-    .string()
-    .regex(/^[A-Za-z0-9_ '"]*$/)
-    .optional(),
-});
-
-export interface CustomContext {
-  /** A Kysely instance bound to the target transaction (tables resolve in the target database). */
-  readonly db: import('kysely').Kysely<any>;
-  readonly projection: string;
-}
-
-export interface CustomHandler {
-  /** Bump when the handler's output changes: it is part of the fingerprint. */
-  readonly version?: string;
-  /** Receives the snapshot rows, in the same target transaction as the starting cursor. */
-  init?(rows: Iterable<Row>, ctx: CustomContext): void | Promise<void>;
-  /** Receives each event in seq order. A thrown error rolls back the whole batch. */
-  apply(event: ChangeEvent, ctx: CustomContext): void | Promise<void>;
-}
-
-export const customDefinitionSchema = z.strictObject({
-  ...base,
-  kind: z.literal('custom'),
-  /** Module (relative to the definition file) whose default export is a CustomHandler. */
-  module: z.string().min(1).optional(),
-  /** Set by loadDefinitions: the definition file a handler was declared in, so later runs can load it again. */
-  definedIn: z.string().min(1).optional(),
-  handler: z
-    .custom<CustomHandler>((h) => typeof h === 'object' && h !== null && typeof (h as { apply?: unknown }).apply === 'function')
-    .optional(),
-});
-
-export const projectionDefinitionSchema = z.discriminatedUnion('kind', [
-  mirrorDefinitionSchema,
-  mapDefinitionSchema,
-  fts5DefinitionSchema,
-  customDefinitionSchema,
-]);
+export const projectionDefinitionSchema = z.discriminatedUnion('kind', DEFINITION_SCHEMAS);
 
 export type ProjectionDefinition = z.infer<typeof projectionDefinitionSchema>;
 /** What callers may write: defaults (such as fts5 `content`) may be left out. */

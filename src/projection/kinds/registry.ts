@@ -5,7 +5,16 @@ import { mapKind } from './map/map.ts';
 import { fts5Kind } from './fts5/fts5.ts';
 import { customKind } from './custom/custom.ts';
 
+import { mirrorDefinitionSchema } from './mirror/schema.ts';
+import { mapDefinitionSchema } from './map/schema.ts';
+import { fts5DefinitionSchema } from './fts5/schema.ts';
+import { customDefinitionSchema } from './custom/schema.ts';
+import type { KindAlterRules } from '../alter-kinds.ts';
+
 export { dropTemps } from './relational/apply.ts';
+
+/** Every kind's definition schema (definition.ts makes them one discriminated union on `kind`). */
+export const DEFINITION_SCHEMAS = [mirrorDefinitionSchema, mapDefinitionSchema, fts5DefinitionSchema, customDefinitionSchema] as const;
 
 /**
  * Every projection kind, by name. A new kind is a folder under kinds/ and
@@ -30,4 +39,9 @@ export function kindOf(p: CompiledProjection): AnyKind {
 /** The kind named `name` (a stored record's kind), for what needs no compiled projection. */
 export function kindNamed(name: string): AnyKind | undefined {
   return Object.hasOwn(KINDS, name) ? KINDS[name as KindName] : undefined;
+}
+
+/** The alter rules of a kind (its `alter`), for a kind read back from a target (a string). */
+export function kindRules(kind: string): KindAlterRules | undefined {
+  return kindNamed(kind)?.alter;
 }
