@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { collationOf, columnCollations } from '../sqlite/collations.ts';
@@ -54,19 +53,18 @@ interface CompiledBase<K extends ProjectionDefinition['kind']> {
   readonly fingerprint: string;
   /** Tables this projection owns in the target (for collision checks). */
   readonly ownedTables: readonly string[];
-}
-
-export type CompiledMirror = CompiledBase<'mirror'>;
-export type CompiledMap = CompiledBase<'map'>;
-export type CompiledFts5 = CompiledBase<'fts5'>;
-export interface CompiledCustom extends CompiledBase<'custom'> {
+  /** Code a definition carries (a custom projection's handler): not part of the definition as data. */
   readonly handler?: CustomHandler;
 }
 
-/** A definition compiled against its source's shape, discriminated on `kind`. */
-export type CompiledProjection = CompiledMirror | CompiledMap | CompiledFts5 | CompiledCustom;
+/** A definition compiled against its source's shape, discriminated on `kind` (one member per kind of the registry). */
+export type CompiledProjection = { [K in ProjectionDefinition['kind']]: CompiledBase<K> }[ProjectionDefinition['kind']];
 /** The compiled projection of kind K. */
 export type CompiledOf<K extends ProjectionDefinition['kind']> = Extract<CompiledProjection, { kind: K }>;
+export type CompiledMirror = CompiledOf<'mirror'>;
+export type CompiledMap = CompiledOf<'map'>;
+export type CompiledFts5 = CompiledOf<'fts5'>;
+export type CompiledCustom = CompiledOf<'custom'>;
 
 export function sourceShape(info: TableInfo): SourceShape {
   const coll = columnCollations(info.sql ?? '');
@@ -92,35 +90,6 @@ export function findColumn(shape: SourceShape, column: string, projection: strin
     );
   }
   return c;
-}
-
-/**
- * The fingerprint stored with the cursor: the definition as data (not code,
- * except a custom handler's declared version) plus the part of the source
- * shape the projection reads. A map of plain columns (no computed column,
- * no filter) and an fts5 index read only the columns they name and the
- * key, so a column added, dropped or renamed beside them (sluice alter)
- * leaves the fingerprint as it was and the projection goes on; a mirror or
- * a custom projection reads every column, and sluice cannot tell which
- * columns an SQL expression reads, so theirs covers the whole shape.
- */
-export function definitionFingerprint(def: ProjectionDefinition, shape: SourceShape): string {
-  const { handler, ...data } = def as ProjectionDefinition & { handler?: CustomHandler };
-  const canonical = JSON.stringify({ def: data, handlerVersion: handler?.version ?? null, source: shapeRead(def, shape) });
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
-}
-
-/** The part of `shape` a definition's rows depend on (see definitionFingerprint). */
-function shapeRead(def: ProjectionDefinition, shape: SourceShape): SourceShape {
-  let named: readonly string[] | undefined;
-  if (def.kind === 'fts5') named = def.columns;
-  if (def.kind === 'map' && def.filter === undefined) {
-    const specs = Object.values(def.columns);
-    if (specs.every((c) => typeof c === 'string' || 'from' in c)) named = specs.map((c) => (typeof c === 'string' ? c : c.from));
-  }
-  if (named === undefined) return shape;
-  const read = new Set([...named, ...shape.keyColumns].map(foldIdent));
-  return { ...shape, columns: shape.columns.filter((c) => read.has(foldIdent(c.name))) };
 }
 
 /** `p` as a projection of kind `kind` (an error if it is another kind). */

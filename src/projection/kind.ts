@@ -64,6 +64,12 @@ export interface KindVerification<P> {
 
 export interface ProjectionKind<K extends KindName> {
   readonly kind: K;
+  /**
+   * The source columns its rows depend on, besides the key (undefined: the
+   * whole row). The fingerprint covers only those, so a column added,
+   * dropped or renamed beside them leaves it as it was (sluice alter).
+   */
+  columnsRead(def: DefinitionOf<K>): readonly string[] | undefined;
   /** Its target table, columns, key and filter, from the definition and the source's shape (errors name what is wrong). */
   layout(def: DefinitionOf<K>, source: SourceShape): KindLayout;
   /** The tables it owns in the target when its main table is `table` (a rebuild may drop them; nothing else may have their names). */

@@ -1,5 +1,5 @@
 import { fail, ownTables, type KindAlterRules } from '../../alter-kinds.ts';
-import { definitionFingerprint } from '../../compiled.ts';
+import { definitionFingerprint } from '../../compile.ts';
 import type { ProjectionDefinition } from '../../definition.ts';
 
 /** What classifying a change to a custom projection needs (see alter-kinds.ts). */

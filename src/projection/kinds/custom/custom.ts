@@ -13,6 +13,8 @@ const EVENT_PAGE = 10_000;
 export const customKind: ProjectionKind<'custom'> = {
   kind: 'custom',
   alter: customAlter,
+  // A handler gets whole rows.
+  columnsRead: () => undefined,
   layout: (def) => ({ targetTable: def.target ?? def.name, columns: [], key: [], filter: null }),
   ownedTables: () => [],
   needsImages: false,

@@ -14,6 +14,7 @@ const EVENT_PAGE = 10_000;
 export const fts5Kind: ProjectionKind<'fts5'> = {
   kind: 'fts5',
   alter: fts5Alter,
+  columnsRead: (def) => def.columns,
   layout(def, source) {
     const columns: TargetColumn[] = def.columns.map((name) => {
       const c = findColumn(source, name, def.name);

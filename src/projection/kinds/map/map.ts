@@ -9,6 +9,13 @@ export const mapKind: ProjectionKind<'map'> = {
   kind: 'map',
   ...relationalTable,
   alter: mapAlter,
+  // Plain copies read the columns they name; an expression or a filter may read any (sluice cannot tell which).
+  columnsRead(def) {
+    if (def.filter !== undefined) return undefined;
+    const specs = Object.values(def.columns);
+    if (!specs.every((c) => typeof c === 'string' || 'from' in c)) return undefined;
+    return specs.map((c) => (typeof c === 'string' ? c : c.from));
+  },
   layout(def, source) {
     const copy = (c: SourceColumn, as: string): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
     const columns = Object.entries(def.columns).map(([as, spec]): TargetColumn => {

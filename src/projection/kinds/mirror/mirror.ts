@@ -9,6 +9,8 @@ export const mirrorKind: ProjectionKind<'mirror'> = {
   kind: 'mirror',
   ...relationalTable,
   alter: mirrorAlter,
+  // A mirror copies every column.
+  columnsRead: () => undefined,
   layout(def, source) {
     const columns = source.columns.map((c: SourceColumn) => ({
       name: c.name,

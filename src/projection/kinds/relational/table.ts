@@ -14,7 +14,10 @@ import { applyRelational } from './apply.ts';
  */
 
 type Relational = CompiledMirror | CompiledMap;
-type Shared = Omit<ProjectionKind<'mirror'>, 'kind' | 'alter' | 'layout' | 'create' | 'build' | 'rename' | 'apply' | 'verification'> & {
+type Shared = Omit<
+  ProjectionKind<'mirror'>,
+  'kind' | 'alter' | 'columnsRead' | 'layout' | 'create' | 'build' | 'rename' | 'apply' | 'verification'
+> & {
   create(db: Db, schema: string, p: Relational, at: string): void;
   build: ProjectionKind<'mirror'>['build'] & ProjectionKind<'map'>['build'];
   rename(db: Db, schema: string, p: Relational, from: string): void;
