@@ -84,7 +84,11 @@ export function suspensionGate(t: ApplyTarget, p: CompiledProjection, rec: Proje
   if (!SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return storedSuspension(rec);
   if (rec.reason !== 'TARGET_CONSTRAINT' || explicit) return undefined;
   const sinceTried = Date.now() - rec.updatedMs;
-  if (sinceTried >= 0 && sinceTried < CONSTRAINT_RETRY_MS && foreignUniqueIndexOf(t.db, t.schema, p) !== undefined)
+  if (
+    sinceTried >= 0 &&
+    sinceTried < CONSTRAINT_RETRY_MS &&
+    foreignUniqueIndexOf(t.db, t.schema, kindOf(p).uniqueTables(p.targetTable)) !== undefined
+  )
     return storedSuspension(rec);
   return undefined;
 }
@@ -135,7 +139,7 @@ export async function applyRows(
       table: p.source.table,
       message: `table ${p.source.table} has events without images (keys mode)`,
     });
-  const foreign = foreignUniqueIndexOf(db, schema, p);
+  const foreign = foreignUniqueIndexOf(db, schema, kind.uniqueTables(p.targetTable));
   // Tables sluice updates in place or FTS5 writes with REPLACE: such an index could refuse a batch midway or silently delete rows.
   if (foreign !== undefined && kind.foreignUnique === 'refuse' && !batch.atMost(0))
     return suspension('TARGET_CONSTRAINT', { table: foreign, source: p.source.table, message: ftsUniqueMessage(foreign) });

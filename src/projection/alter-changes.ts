@@ -1,6 +1,6 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Reason } from '../reasons.ts';
-import type { SourceColumn, SourceShape } from './compile.ts';
+import type { SourceColumn, SourceShape } from './compiled.ts';
 
 /*
  * The changes explain (and later sync) tells apart between a projection as

@@ -1,10 +1,11 @@
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import type { ProjectionDefinition } from './definition.ts';
-import { createHash } from 'node:crypto';
-import type { CustomHandler } from './definition.ts';
+import { definitionFingerprint } from './fingerprint.ts';
 import type { CompiledProjection, SourceShape } from './compiled.ts';
 import { KINDS, kindNamed } from './kinds/registry.ts';
+
+export { definitionFingerprint } from './fingerprint.ts';
 
 export {
   columnDecl,
@@ -52,32 +53,12 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
     key: layout.key,
     filter: layout.filter,
     identity: layout.identity === true,
-    fingerprint: definitionFingerprint(def, shape),
+    fingerprint: definitionFingerprint(
+      def,
+      shape,
+      (KINDS[def.kind].columnsRead as (d: ProjectionDefinition) => readonly string[] | undefined)(def),
+    ),
     ...('handler' in def && def.handler !== undefined ? { handler: def.handler } : {}),
     ownedTables: KINDS[def.kind].ownedTables(layout.targetTable),
   } as CompiledProjection;
-}
-
-/**
- * The fingerprint stored with the cursor: the definition as data (not code,
- * except a custom handler's declared version) plus the part of the source
- * shape the projection reads. A map of plain columns (no computed column,
- * no filter) and an fts5 index read only the columns they name and the
- * key, so a column added, dropped or renamed beside them (sluice alter)
- * leaves the fingerprint as it was and the projection goes on; a mirror or
- * a custom projection reads every column, and sluice cannot tell which
- * columns an SQL expression reads, so theirs covers the whole shape.
- */
-export function definitionFingerprint(def: ProjectionDefinition, shape: SourceShape): string {
-  const { handler, ...data } = def as ProjectionDefinition & { handler?: CustomHandler };
-  const canonical = JSON.stringify({ def: data, handlerVersion: handler?.version ?? null, source: shapeRead(def, shape) });
-  return createHash('sha256').update(canonical).digest('hex').slice(0, 16);
-}
-
-/** The part of `shape` a definition's rows depend on (see definitionFingerprint). */
-function shapeRead(def: ProjectionDefinition, shape: SourceShape): SourceShape {
-  const named = (KINDS[def.kind].columnsRead as (d: ProjectionDefinition) => readonly string[] | undefined)(def);
-  if (named === undefined) return shape;
-  const read = new Set([...named, ...shape.keyColumns].map(foldIdent));
-  return { ...shape, columns: shape.columns.filter((c) => read.has(foldIdent(c.name))) };
 }

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { defaultProjectionName, isProjectionName } from './name.ts';
-import { DEFINITION_SCHEMAS } from './kinds/registry.ts';
+import { DEFINITION_SCHEMAS } from './kinds/schemas.ts';
 import type { mirrorDefinitionSchema } from './kinds/mirror/schema.ts';
 import type { mapDefinitionSchema } from './kinds/map/schema.ts';
 import type { fts5DefinitionSchema } from './kinds/fts5/schema.ts';

@@ -1,8 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import type { CompiledProjection } from './compiled.ts';
-import { KINDS } from './kinds/registry.ts';
 
 /*
  * UNIQUE indexes that a user added to a projection's tables. sluice makes
@@ -38,9 +36,9 @@ function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[
   return tables.find((t) => found.some((f) => foldIdent(f) === foldIdent(t)));
 }
 
-/** The first of p's tables that carries a UNIQUE index a user added, if any. */
-export function foreignUniqueIndexOf(db: Db, schema: string, p: Pick<CompiledProjection, 'kind' | 'targetTable'>): string | undefined {
-  return firstWithForeignUnique(db, schema, KINDS[p.kind].uniqueTables(p.targetTable));
+/** The first of a projection's `tables` (its kind's uniqueTables) that carries a UNIQUE index a user added, if any. */
+export function foreignUniqueIndexOf(db: Db, schema: string, tables: readonly string[]): string | undefined {
+  return firstWithForeignUnique(db, schema, tables);
 }
 
 /** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */

@@ -5,20 +5,14 @@ import { mapKind } from './map/map.ts';
 import { fts5Kind } from './fts5/fts5.ts';
 import { customKind } from './custom/custom.ts';
 
-import { mirrorDefinitionSchema } from './mirror/schema.ts';
-import { mapDefinitionSchema } from './map/schema.ts';
-import { fts5DefinitionSchema } from './fts5/schema.ts';
-import { customDefinitionSchema } from './custom/schema.ts';
 import type { KindAlterRules } from '../alter-kinds.ts';
 
 export { dropTemps } from './relational/apply.ts';
 
-/** Every kind's definition schema (definition.ts makes them one discriminated union on `kind`). */
-export const DEFINITION_SCHEMAS = [mirrorDefinitionSchema, mapDefinitionSchema, fts5DefinitionSchema, customDefinitionSchema] as const;
-
 /**
- * Every projection kind, by name. A new kind is a folder under kinds/ and
- * one line here (and its definition schema in definition.ts).
+ * Every projection kind, by name. A new kind is a folder under kinds/, one
+ * line here, and its definition schema's line in schemas.ts (listed apart,
+ * so that parsing a definition loads none of the kinds' code).
  */
 export const KINDS = {
   mirror: mirrorKind,

@@ -1,5 +1,5 @@
 import { fail, ownTables, type KindAlterRules } from '../../alter-kinds.ts';
-import { definitionFingerprint } from '../../compile.ts';
+import { definitionFingerprint } from '../../fingerprint.ts';
 import type { ProjectionDefinition } from '../../definition.ts';
 
 /** What classifying a change to a custom projection needs (see alter-kinds.ts). */
@@ -9,7 +9,7 @@ export const customAlter: KindAlterRules = {
   uses: () => true,
   diff(old, next, oldFingerprint) {
     // The handler is code: only its declared version and module are known, through the fingerprint.
-    const asOld = definitionFingerprint({ ...(next.definition as ProjectionDefinition), name: old.name }, old.source);
+    const asOld = definitionFingerprint({ ...(next.definition as ProjectionDefinition), name: old.name }, old.source, undefined);
     return asOld === oldFingerprint ? [] : [{ kind: 'definition', code: 'ALTER_HANDLER_CHANGED', field: 'handler', parts: ['auxiliary'] }];
   },
   renameAuxiliary: fail('a handler is given the projection name (ctx.projection), and may keep its state by it'),

@@ -3,7 +3,7 @@ import { quoteIdent } from '../../../sqlite/quote.ts';
 import type { EventRelation } from '../../../feed/event-relation.ts';
 import { cachedStatement } from '../../../sqlite/statement-cache.ts';
 import { workTable } from '../../../sqlite/work-tables.ts';
-import type { CompiledProjection } from '../../compile.ts';
+import type { CompiledProjection } from '../../compiled.ts';
 
 /**
  * `a AND b AND …` as a balanced tree. SQLite limits expression depth to

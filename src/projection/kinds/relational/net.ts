@@ -2,7 +2,7 @@ import type { Db } from '../../../sqlite/connection.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import { cachedStatement } from '../../../sqlite/statement-cache.ts';
 import { workTable } from '../../../sqlite/work-tables.ts';
-import type { CompiledProjection } from '../../compile.ts';
+import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
 
 /*

@@ -1,7 +1,7 @@
 import type { Db } from '../../../sqlite/connection.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import { fromDriver, toJsonValue } from '../../../sqlite/codec.ts';
-import type { CompiledProjection } from '../../compile.ts';
+import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
 import type { RelationalResult } from './apply.ts';
 
