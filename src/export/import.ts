@@ -30,8 +30,9 @@ import {
   type ApplyTarget,
   type Suspension,
 } from '../apply/applier.ts';
-import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
+import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
+import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
 import { matchTargetEncoding, type TextEncoding } from '../sqlite/text-encoding.ts';
 
 export interface ImportOptions {
@@ -117,6 +118,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     // A target is sluice's own file: WAL, like sync's (session.ts).
     useWal(db);
     db.pragma('temp_store = MEMORY');
+    useCatchUpCaches(db, SCHEMA, { checkpoint: true });
     ensureTargetMeta(db, SCHEMA);
     return await new Importer(db, options).run(stream);
   } finally {
@@ -256,7 +258,7 @@ class Importer {
       async () => {
         for (let item: ExportItem = first; ;) {
           if (item.kind === 'table') this.#onTable(item.line, defs, snap);
-          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, lineToRow(item.line.row));
+          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row);
           else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
           const next = await reader.next();
           if (next.done === true) return { ended: next.value };
@@ -294,10 +296,11 @@ class Importer {
     snap.set(line.table, { installs, chunk: [] });
   }
 
-  async #onRow(snap: Installing, table: string, row: Row): Promise<void> {
+  /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
+  async #onRow(snap: Installing, table: string, row: RowLine['row']): Promise<void> {
     const t = snap.get(table);
     if (t === undefined || t.installs.length === 0) return;
-    t.chunk.push(row);
+    t.chunk.push(lineToRow(row));
     if (t.chunk.length >= SNAPSHOT_CHUNK) await this.#flush(table, t);
   }
 
