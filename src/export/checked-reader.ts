@@ -16,6 +16,7 @@ import {
   type SnapshotLine,
   type TableLine,
 } from './format.ts';
+import { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 import { LineDigest } from './line-digest.ts';
 import { checkRowTypes } from './typed-values.ts';
 import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
@@ -259,11 +260,14 @@ function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema
       `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads format ${FORMAT_VERSION} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`,
     );
   }
-  // The line's own schema, found by its `type` (none: an event line). A line
+  // The common event and row lines are checked by hand (fast-lines.ts).
+  // Others get the line's own schema, found by its `type` (none: an event line). A line
   // only ever matches the member of the union its type names, so this
   // accepts and returns exactly what the union does, without trying (and
   // failing) four schemas on every event line; a line it refuses goes
   // through the union, for the same message.
+  if (isSimpleEventLine(json)) return json as EventLine;
+  if (isSimpleRowLine(json)) return json as RowLine;
   const own = typeof marker === 'object' && marker !== null ? lineSchemas.get(marker.type) : undefined;
   const fast = own?.safeParse(json);
   if (fast?.success === true) return fast.data;
