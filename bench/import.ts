@@ -15,7 +15,9 @@
  *   other (which skips the snapshot it already has and applies the batches).
  * Wall seconds give importVsSync (the judged ratio); user + sys seconds give
  * cpuImportVsSync, which other load on a shared machine disturbs less.
- * Both targets are compared at the end (they must be equal). The export is
+ * Both targets are compared at the end (they must be equal). Figures before
+ * and after issue 11, and where import's time goes: docs/jsonl.md, "Import
+ * speed". The export is
  * not timed against anything: it is how the file is made.
  */
 import fs from 'node:fs';
