@@ -17,7 +17,7 @@ import {
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
-import { dropTemps } from '../projection/kinds/registry.ts';
+import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { ensureTargetMeta, readProjection, PROJECTIONS_TABLE } from '../apply/target-meta.ts';
 import type { DroppedIndex } from '../apply/user-indexes.ts';
 import {
@@ -85,6 +85,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       size: () => fs.statSync(file).size,
       ...(encoding === undefined ? {} : { encoding }),
       read: (o) => readExportFile(file, o),
+      atHand: true,
     },
     options,
   );
@@ -98,6 +99,12 @@ export interface ItemStream {
   readonly encoding?: TextEncoding;
   /** Bytes in the whole stream, for progress (called only when progress is asked for). */
   readonly size?: () => number;
+  /**
+   * The whole stream is at hand (a file), so the next batch follows at once:
+   * consecutive batches may share one target transaction. Not for a live
+   * stream, where each batch must commit before waiting for the next.
+   */
+  readonly atHand?: boolean;
   /** Reads the stream once, checked (see checked-reader.ts). */
   read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }
@@ -157,23 +164,29 @@ class Importer {
     const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
+    const group = new BatchGroup(this.#db, stream.atHand === true);
     try {
       for (let next = await reader.next(); totals === undefined; next = await reader.next()) {
         if (next.done === true) totals = next.value;
         else if (next.value.kind === 'batch') {
+          group.open(this.#compiled());
           await this.#onBatch(
             next.value.line,
             next.value.events.map((e) => lineToEvent(e.line)),
             `${stream.label}:${next.value.n}`,
           );
+          group.added(next.value.events.length);
           progress();
         } else {
+          group.commit();
           // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
           totals = await this.#snapshot(next.value, reader);
           if (totals === undefined) progress();
         }
       }
     } finally {
+      // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
+      group.commit();
       dropTemps(this.#db);
     }
     const projections = (this.#projections ?? []).map((p) => {
@@ -377,6 +390,43 @@ class Importer {
     }
     if (r.applied) this.#applied++;
     else this.#skipped++;
+  }
+}
+
+/**
+ * Consecutive batches of a stream at hand in one target transaction, each
+ * in its own savepoint (inTransaction nests), up to the smallest default
+ * batch of the projections' kinds: sync applies the same events in batches
+ * of that size, and a commit per batch line of the file (1,000 events)
+ * cost import a WAL write and a sync each (bench/import.ts). A batch that
+ * fails or suspends rolls back to its savepoint only; the ones before it
+ * commit. A live stream commits each batch by itself.
+ */
+class BatchGroup {
+  readonly #db: Db;
+  readonly #enabled: boolean;
+  #events = 0;
+  #limit = 0;
+
+  constructor(db: Db, enabled: boolean) {
+    this.#db = db;
+    this.#enabled = enabled;
+  }
+
+  open(projections: readonly CompiledProjection[]): void {
+    if (!this.#enabled || this.#db.inTransaction) return;
+    this.#limit = Math.min(...projections.map((p) => kindOf(p).defaultBatch));
+    this.#db.exec('BEGIN IMMEDIATE');
+    this.#events = 0;
+  }
+
+  added(events: number): void {
+    this.#events += events;
+    if (this.#events >= this.#limit) this.commit();
+  }
+
+  commit(): void {
+    if (this.#enabled && this.#db.inTransaction) this.#db.exec('COMMIT');
   }
 }
 
