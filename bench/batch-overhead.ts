@@ -18,6 +18,8 @@
  * checks. The ratio (kind / baseline, median over rounds; lower is better)
  * says how much the checks, the metadata and the bookkeeping add on top of
  * the transaction that any applier commits. Bench only: nothing is judged.
+ * Figures before and after issue 11: docs/projections.md, "Where a mirror
+ * batch's time goes".
  */
 import fs from 'node:fs';
 import path from 'node:path';

@@ -13,7 +13,11 @@
  *   1,000 per transaction), exported by resuming the same export, then
  *   `sync` catching its target up, against `import` of the file into the
  *   other (which skips the snapshot it already has and applies the batches).
- * Both targets are compared at the end (they must be equal). The export is
+ * Wall seconds give importVsSync (the judged ratio); user + sys seconds give
+ * cpuImportVsSync, which other load on a shared machine disturbs less.
+ * Both targets are compared at the end (they must be equal). Figures before
+ * and after issue 11, and where import's time goes: docs/jsonl.md, "Import
+ * speed". The export is
  * not timed against anything: it is how the file is made.
  */
 import fs from 'node:fs';
@@ -35,12 +39,15 @@ const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin',
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-import-'));
 const at = (f: string) => path.join(dir, f);
 
-function timed(args: string[]): { seconds: number; rssMb: number } {
-  const r = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, BIN, ...args, '--json'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+function timed(args: string[]): { seconds: number; cpuSeconds: number; rssMb: number } {
+  const r = spawnSync('/usr/bin/time', ['-f', '%e %M %U %S', process.execPath, BIN, ...args, '--json'], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   const last = r.stderr.trim().split('\n').at(-1) ?? '';
   if (r.status !== 0) throw new Error(`sluice ${args.join(' ')} failed (${r.status}): ${r.stderr}`);
-  const [s, kb] = last.split(' ').map(Number) as [number, number];
-  return { seconds: s, rssMb: Math.round(kb / 1024) };
+  const [s, kb, user, sys] = last.split(' ').map(Number) as [number, number, number, number];
+  return { seconds: s, cpuSeconds: +(user + sys).toFixed(2), rssMb: Math.round(kb / 1024) };
 }
 
 function rand(seed: number): () => number {
@@ -131,12 +138,18 @@ try {
         rows: ROWS,
         events: EVENTS,
         fileMb: Math.round(fs.statSync(file).size / 2 ** 20),
-        snapshot: { sync: snapSync, import: snapImport, importVsSync: +(snapSync.seconds / snapImport.seconds).toFixed(2) },
+        snapshot: {
+          sync: snapSync,
+          import: snapImport,
+          importVsSync: +(snapSync.seconds / snapImport.seconds).toFixed(2),
+          cpuImportVsSync: +(snapSync.cpuSeconds / snapImport.cpuSeconds).toFixed(2),
+        },
         events_: {
           export: exp,
           sync: { ...evSync, eventsPerS: Math.round(EVENTS / evSync.seconds) },
           import: { ...evImport, eventsPerS: Math.round(EVENTS / evImport.seconds) },
           importVsSync: +(evSync.seconds / evImport.seconds).toFixed(2),
+          cpuImportVsSync: +(evSync.cpuSeconds / evImport.cpuSeconds).toFixed(2),
         },
         targetsEqual: same,
       },

@@ -9,6 +9,7 @@ import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
+import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';
@@ -131,24 +132,13 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       useWal(db, TARGET_SCHEMA);
       ensureTargetMeta(db, TARGET_SCHEMA);
     }
-    // Catch-up throughput (bench/apply.ts). A batch of random keys touches
-    // most pages of a target table, and the set-based apply reads the batch's
-    // journal rows several times: caches larger than the 2 MB default keep
-    // both in memory across a batch's statements (an upper bound, allocated
-    // only as used). A commit of such a batch writes thousands of pages,
-    // past the 1000-page autocheckpoint, so each one also ran a checkpoint
-    // (copy and fsync of the whole batch again); checkpointing every ~40 MB
-    // of WAL instead writes a page rewritten by several batches once (the
-    // setting is per connection: this one writes the source only for its
-    // acknowledgements). Durability is unchanged (same synchronous level).
     if (options.maxTargetBytes !== undefined) {
       const pageSize = Number(db.pragma(`${TARGET_SCHEMA}.page_size`, { simple: true }));
       // Never below the pages the file has (SQLite keeps it at least that): it cannot grow then.
       db.pragma(`${TARGET_SCHEMA}.max_page_count = ${Math.max(1, Math.floor(options.maxTargetBytes / pageSize))}`);
     }
-    db.pragma('cache_size = -16384');
-    db.pragma(`${TARGET_SCHEMA}.cache_size = -32768`);
-    if (!readonly) db.pragma('wal_autocheckpoint = 10000');
+    // Catch-up throughput (bench/apply.ts); this connection writes the source only for its acknowledgements.
+    useCatchUpCaches(db, TARGET_SCHEMA, { checkpoint: !readonly });
   } catch (err) {
     closeDatabase(db);
     throw err;

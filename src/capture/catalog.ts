@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, type CaptureMode } from './schema.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {
@@ -36,12 +37,12 @@ export interface CapturedTable {
 }
 
 export function hasCapture(db: Db): boolean {
-  return db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?").get(STATE_TABLE) !== undefined;
+  return cachedStatement(db, "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?").get(STATE_TABLE) !== undefined;
 }
 
 export function readState(db: Db): CaptureState | undefined {
   if (!hasCapture(db)) return undefined;
-  const r = db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
+  const r = cachedStatement(db, `SELECT * FROM main.${STATE_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
   return r === undefined ? undefined : stateFromRow(r);
 }
 
@@ -64,11 +65,10 @@ export function stateFromRow(r: Record<string, unknown>): CaptureState {
 
 export function readTables(db: Db): CapturedTable[] {
   if (!hasCapture(db)) return [];
-  const rows = db
-    .prepare(
-      `SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`,
-    )
-    .all() as Record<string, unknown>[];
+  const rows = cachedStatement(
+    db,
+    `SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`,
+  ).all() as Record<string, unknown>[];
   return rows.map((r) => ({
     tid: Number(r.tid),
     name: String(r.name),
@@ -91,7 +91,7 @@ export function readTables(db: Db): CapturedTable[] {
 
 /** The highest seq ever assigned (0 when nothing was journaled yet). */
 export function highWaterMark(db: Db): number {
-  const r = db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`).get() as { m: bigint | null };
+  const r = cachedStatement(db, `SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`).get() as { m: bigint | null };
   const s = readState(db);
   return Math.max(r.m === null ? 0 : Number(r.m), s?.prunedThrough ?? 0);
 }
@@ -99,7 +99,7 @@ export function highWaterMark(db: Db): number {
 /** The schema_version span of sluice's own last DDL transaction (undefined before the first, or on a format-1 source). */
 export function readOwnDdl(db: Db): { readonly before: number; readonly after: number } | undefined {
   try {
-    const r = db.prepare(`SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as
+    const r = cachedStatement(db, `SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as
       { before: bigint; after: bigint } | undefined;
     return r === undefined ? undefined : { before: Number(r.before), after: Number(r.after) };
   } catch {

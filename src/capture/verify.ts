@@ -11,6 +11,7 @@ import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FOR
 import { reservedColumn } from './gates.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /**
  * Why a captured table is not armed. Stable codes: readers and `status`
@@ -79,7 +80,7 @@ interface SchemaRow {
 
 function checkArming(db: Db, state: CaptureState): TableArming[] {
   const rows = (
-    db.prepare('SELECT rowid, type, name, tbl_name AS tbl, sql FROM main.sqlite_schema').all() as {
+    cachedStatement(db, 'SELECT rowid, type, name, tbl_name AS tbl, sql FROM main.sqlite_schema').all() as {
       rowid: bigint;
       type: string;
       name: string;

@@ -18,7 +18,7 @@ import {
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
 import { checkCollisions, probeExpressions } from '../projection/validate.ts';
-import { dropTemps } from '../projection/kinds/registry.ts';
+import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { ensureTargetMeta, readProjection, PROJECTIONS_TABLE } from '../apply/target-meta.ts';
 import type { DroppedIndex } from '../apply/user-indexes.ts';
 import {
@@ -31,8 +31,9 @@ import {
   type ApplyTarget,
   type Suspension,
 } from '../apply/applier.ts';
-import type { BatchLine, SnapshotLine, TableLine } from './format.ts';
+import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
+import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
 import { matchTargetEncoding, type TextEncoding } from '../sqlite/text-encoding.ts';
 
 export interface ImportOptions {
@@ -85,6 +86,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       size: () => fs.statSync(file).size,
       ...(encoding === undefined ? {} : { encoding }),
       read: (o) => readExportFile(file, o),
+      atHand: true,
     },
     options,
   );
@@ -98,6 +100,12 @@ export interface ItemStream {
   readonly encoding?: TextEncoding;
   /** Bytes in the whole stream, for progress (called only when progress is asked for). */
   readonly size?: () => number;
+  /**
+   * The whole stream is at hand (a file), so the next batch follows at once:
+   * consecutive batches may share one target transaction. Not for a live
+   * stream, where each batch must commit before waiting for the next.
+   */
+  readonly atHand?: boolean;
   /** Reads the stream once, checked (see checked-reader.ts). */
   read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }
@@ -118,6 +126,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     // A target is sluice's own file: WAL, like sync's (session.ts).
     useWal(db);
     db.pragma('temp_store = MEMORY');
+    useCatchUpCaches(db, SCHEMA, { checkpoint: true });
     ensureTargetMeta(db, SCHEMA);
     return await new Importer(db, options).run(stream);
   } finally {
@@ -156,23 +165,29 @@ class Importer {
     const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
+    const group = new BatchGroup(this.#db, stream.atHand === true);
     try {
       for (let next = await reader.next(); totals === undefined; next = await reader.next()) {
         if (next.done === true) totals = next.value;
         else if (next.value.kind === 'batch') {
+          group.open(this.#compiled());
           await this.#onBatch(
             next.value.line,
             next.value.events.map((e) => lineToEvent(e.line)),
             `${stream.label}:${next.value.n}`,
           );
+          group.added(next.value.events.length);
           progress();
         } else {
+          group.commit();
           // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
           totals = await this.#snapshot(next.value, reader);
           if (totals === undefined) progress();
         }
       }
     } finally {
+      // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
+      group.commit();
       dropTemps(this.#db);
     }
     const projections = (this.#projections ?? []).map((p) => {
@@ -257,7 +272,7 @@ class Importer {
       async () => {
         for (let item: ExportItem = first; ;) {
           if (item.kind === 'table') this.#onTable(item.line, defs, snap);
-          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, lineToRow(item.line.row));
+          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row);
           else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
           const next = await reader.next();
           if (next.done === true) return { ended: next.value };
@@ -295,10 +310,11 @@ class Importer {
     snap.set(line.table, { installs, chunk: [] });
   }
 
-  async #onRow(snap: Installing, table: string, row: Row): Promise<void> {
+  /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
+  async #onRow(snap: Installing, table: string, row: RowLine['row']): Promise<void> {
     const t = snap.get(table);
     if (t === undefined || t.installs.length === 0) return;
-    t.chunk.push(row);
+    t.chunk.push(lineToRow(row));
     if (t.chunk.length >= SNAPSHOT_CHUNK) await this.#flush(table, t);
   }
 
@@ -375,6 +391,43 @@ class Importer {
     }
     if (r.applied) this.#applied++;
     else this.#skipped++;
+  }
+}
+
+/**
+ * Consecutive batches of a stream at hand in one target transaction, each
+ * in its own savepoint (inTransaction nests), up to the smallest default
+ * batch of the projections' kinds: sync applies the same events in batches
+ * of that size, and a commit per batch line of the file (1,000 events)
+ * cost import a WAL write and a sync each (bench/import.ts). A batch that
+ * fails or suspends rolls back to its savepoint only; the ones before it
+ * commit. A live stream commits each batch by itself.
+ */
+class BatchGroup {
+  readonly #db: Db;
+  readonly #enabled: boolean;
+  #events = 0;
+  #limit = 0;
+
+  constructor(db: Db, enabled: boolean) {
+    this.#db = db;
+    this.#enabled = enabled;
+  }
+
+  open(projections: readonly CompiledProjection[]): void {
+    if (!this.#enabled || this.#db.inTransaction) return;
+    this.#limit = Math.min(...projections.map((p) => kindOf(p).defaultBatch));
+    this.#db.exec('BEGIN IMMEDIATE');
+    this.#events = 0;
+  }
+
+  added(events: number): void {
+    this.#events += events;
+    if (this.#events >= this.#limit) this.commit();
+  }
+
+  commit(): void {
+    if (this.#enabled && this.#db.inTransaction) this.#db.exec('COMMIT');
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { hasUnpairedSurrogate, unpairedToDb } from '../sqlite/text-encoding.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -30,9 +30,12 @@ export function decodedRows(db: Db, columns: readonly DecodedColumn[], rows: rea
   const table = workTable(db, '_sluice_snap', decl);
   cachedStatement(db, `DELETE FROM ${table}`).run();
   const names = columns.map((c) => quoteIdent(c.name)).join(', ');
+  const insertSql = (values: readonly SqlValue[]) => `INSERT INTO ${table} (${names}) VALUES (${values.map(placeholderFor).join(', ')})`;
+  // Rows without raw text (all but a UTF-16 source's lone surrogates) share one statement, looked up once per chunk, not per row.
+  const plain = cachedStatement(db, insertSql(columns.map(() => null)));
   for (const row of rows) {
     const values = columns.map((c) => storable(db, row[c.name] ?? null));
-    cachedStatement(db, `INSERT INTO ${table} (${names}) VALUES (${values.map(placeholderFor).join(', ')})`).run(...values.map(toBindable));
+    (values.some(isRawText) ? cachedStatement(db, insertSql(values)) : plain).run(...values.map(toBindable));
   }
   return { from: (alias) => `${table} AS ${quoteIdent(alias)}`, rows: () => rows };
 }

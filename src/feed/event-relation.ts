@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
-import { placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import type { Statement } from 'better-sqlite3';
+import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { workTable } from '../sqlite/work-tables.ts';
 import { imageColumns, journalColumn, journalRange, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
@@ -52,16 +53,29 @@ export function journalEvents(tid: number, n: number, lo: number, hi: number): E
 export function decodedEvents(db: Db, columns: readonly string[], events: readonly ChangeEvent[]): EventRelation {
   const n = columns.length;
   const table = workTable(db, '_sluice_ev', `seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${imageColumns(n)}`);
+  const insertSql = (values: readonly SqlValue[]) =>
+    `INSERT INTO ${table} (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
+  // For events without raw text (all but a UTF-16 source's lone surrogates): one statement per number of values, looked up once per batch, not per event.
+  const plain = new Map<number, Statement>();
+  const plainFor = (width: number) => {
+    let stmt = plain.get(width);
+    if (stmt === undefined) {
+      stmt = cachedStatement(db, insertSql(Array.from({ length: width }, () => null)));
+      plain.set(width, stmt);
+    }
+    return stmt;
+  };
+  const values: SqlValue[] = [];
+  const push = (row: Row | null) => {
+    if (row !== null) for (const c of columns) values.push(storable(db, row[c] ?? null));
+  };
   for (const e of events) {
-    const image = (row: Row | null) => (row === null ? [] : columns.map((c) => row[c] ?? null));
     const op = e.op === 'insert' ? OP_INSERT : e.op === 'delete' ? OP_DELETE : OP_UPDATE;
-    const values: SqlValue[] = (
-      e.op === 'insert' ? image(e.after) : e.op === 'delete' ? image(e.before) : [...image(e.before), ...image(e.after)]
-    ).map((v) => storable(db, v));
-    cachedStatement(
-      db,
-      `INSERT INTO ${table} (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`,
-    ).run(e.seq, op, e.ts, ...values.map(toBindable));
+    values.length = 0;
+    if (e.op !== 'insert') push(e.before);
+    if (e.op !== 'delete') push(e.after);
+    const stmt = values.some(isRawText) ? cachedStatement(db, insertSql(values)) : plainFor(values.length);
+    stmt.run(e.seq, op, e.ts, ...values.map(toBindable));
   }
   return relation(`SELECT seq, op, ts, ${imageColumns(n)} FROM ${table}`, {}, n);
 }

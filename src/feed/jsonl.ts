@@ -45,17 +45,18 @@ export function eventToLine(sourceId: string, e: ChangeEvent): EventLine {
 /** A row of a line, decoded (the inverse of the encoding above). */
 export function lineToRow(r: Readonly<Record<string, unknown>>): Row {
   const out: Record<string, SqlValue> = {};
-  for (const [k, v] of Object.entries(r)) out[k] = fromJsonValue(v);
+  for (const k of Object.keys(r)) out[k] = fromJsonValue(r[k]);
   return out;
 }
 
-/** An event line, decoded: the inverse of eventToLine. */
+/** An event line, decoded: the inverse of eventToLine. (Import decodes every event with it: one object per event, no spread.) */
 export function lineToEvent(l: EventLine): ChangeEvent {
   const key = l.key.map(fromJsonValue);
+  const { seq, table, ts, image } = l;
+  if (l.op === 'insert')
+    return { seq, table, key, ts, image, op: 'insert', before: null, after: l.after === null ? null : lineToRow(l.after) };
   const before = l.before === null ? null : lineToRow(l.before);
+  if (l.op === 'delete') return { seq, table, key, ts, image, op: 'delete', before, after: null };
   const after = l.after === null ? null : lineToRow(l.after);
-  const base = { seq: l.seq, table: l.table, key, ts: l.ts, image: l.image } as const;
-  if (l.op === 'insert') return { ...base, op: 'insert', before: null, after };
-  if (l.op === 'delete') return { ...base, op: 'delete', before, after: null };
-  return { ...base, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
+  return { seq, table, key, ts, image, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
 }

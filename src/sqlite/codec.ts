@@ -111,6 +111,15 @@ export function toJsonValue(v: SqlValue): JsonValue {
 }
 
 export function fromJsonValue(j: unknown): SqlValue {
+  // The common values first, each accepted exactly as the schema accepts it
+  // (import decodes every value of every line: the schema's union costs
+  // more than the rest of the decoding); anything else goes through it.
+  if (j === null || typeof j === 'string') return j;
+  if (typeof j === 'number' && Number.isSafeInteger(j)) return BigInt(j);
+  if (typeof j === 'object' && !Array.isArray(j)) {
+    const f = (j as { $f?: unknown }).$f;
+    if (typeof f === 'number' && Number.isFinite(f) && Object.hasOwn(j, '$f') && Object.keys(j).length === 1) return f;
+  }
   const parsed = jsonValueSchema.safeParse(j);
   if (!parsed.success) {
     throw new InvalidInputError(
@@ -138,6 +147,11 @@ export function toBindable(v: SqlValue): null | bigint | number | string | Buffe
   if (v === null || typeof v === 'bigint' || typeof v === 'number' || typeof v === 'string') return v;
   if (v instanceof RawText) return Buffer.from(v.bytes);
   return Buffer.isBuffer(v) ? v : Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+}
+
+/** Whether a value is text kept as its bytes (bound with placeholderFor's CAST). */
+export function isRawText(v: SqlValue): boolean {
+  return v instanceof RawText;
 }
 
 /** Placeholder SQL for a value: RawText is bound as a blob and cast back to TEXT, keeping its bytes. */

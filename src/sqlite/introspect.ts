@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './connection.ts';
+import { cachedStatement } from './statement-cache.ts';
 
 /*
  * Schema introspection goes only through pragma *functions* qualified with
@@ -144,7 +145,7 @@ export function schemaFingerprint(info: TableInfo): string {
 }
 
 export function schemaVersion(db: Db): number {
-  const row = db.prepare('SELECT schema_version AS v FROM main.pragma_schema_version()').get() as { v: bigint };
+  const row = cachedStatement(db, 'SELECT schema_version AS v FROM main.pragma_schema_version()').get() as { v: bigint };
   return Number(row.v);
 }
 
