@@ -213,6 +213,13 @@ process.stdout.write(
       ['rebuild / snapshot', `${(rebuildMs / plainMs).toFixed(2)}x`],
       ['steps (target transactions)', String(steps.length)],
       ['longest step, commit to commit', fmtMs(Math.max(0, ...stepGaps))],
+      [
+        'each step, commit to commit',
+        [r0, ...steps]
+          .slice(1)
+          .map((t, i) => fmtMs(t - ([r0, ...steps][i] as number)))
+          .join(' '),
+      ],
       ['longest write-lock hold (probe)', fmtMs(maxHold)],
       ['one batch of the plain snapshot x 1.5', fmtMs(batchBound)],
       [
