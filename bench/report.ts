@@ -48,6 +48,7 @@ export const BENCHES: readonly BenchEntry[] = [
   },
   { name: 'import', script: 'import.ts', quick: ['--rows', '300000', '--events', '300000'], full: [] },
   { name: 'follow', script: 'follow.ts', quick: ['--seconds', '3', '--idle', '5'], full: [] },
+  { name: 'rebuild', script: 'rebuild.ts', quick: ['--rows', '100000'], full: [] },
 ];
 
 const here = path.dirname(fileURLToPath(import.meta.url));

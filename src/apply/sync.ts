@@ -21,7 +21,7 @@ import {
 import { KINDS, kindOf } from '../projection/kinds/registry.ts';
 import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
+import { clearFailure, ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
@@ -510,7 +510,11 @@ export class Syncer {
       }
       // Mapped while catching up, not while following small batches (session.ts).
       if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
-      else if (out.kind === 'current') this.session.memoryMap(false);
+      else if (out.kind === 'current') {
+        this.session.memoryMap(false);
+        // A success with nothing to commit: a failure recorded by an earlier attempt no longer stands.
+        if ((readProjection(this.session.db, TARGET_SCHEMA, p.name)?.failures ?? 0) > 0) clearFailureAlone(this.session.db, p.name);
+      }
       if (out.kind === 'suspended') {
         progress('suspended', 0);
         return {
@@ -707,6 +711,17 @@ function recordFailureAlone(db: Db, name: string, code: string, message: string)
   try {
     db.exec('BEGIN');
     recordFailure(db, TARGET_SCHEMA, name, code, message);
+    db.exec('COMMIT');
+  } catch {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
+}
+
+/** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
+function clearFailureAlone(db: Db, name: string): void {
+  try {
+    db.exec('BEGIN');
+    clearFailure(db, TARGET_SCHEMA, name);
     db.exec('COMMIT');
   } catch {
     if (db.inTransaction) db.exec('ROLLBACK');

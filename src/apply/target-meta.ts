@@ -287,6 +287,21 @@ export function setState(db: Db, schema: string, name: string, state: Projection
 }
 
 /**
+ * Clears the failed attempts of a projection that a later attempt found
+ * current (nothing to apply, so no cursor was stored to clear them). Call in
+ * a transaction of its own. True when there was one to clear.
+ */
+export function clearFailure(db: Db, schema: string, name: string): boolean {
+  return (
+    db
+      .prepare(
+        `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = NULL, last_error_code = NULL, last_error_ms = NULL, failures = 0, updated_ms = ? WHERE name = ? AND failures > 0`,
+      )
+      .run(Date.now(), name).changes > 0
+  );
+}
+
+/**
  * Records a failed sync attempt of a projection: its code, message and time,
  * and one more consecutive failure (storeCursor resets them). Call in a
  * transaction of its own, after the failed one rolled back. Nothing is

@@ -22,7 +22,9 @@ function stored(tgt: string): Record<string, string> {
 }
 
 describe('explain', () => {
-  test('explain classifies a compatible change without mutation', async ({ tmp }) => {
+  test('test_explain_alter_classifies_compatible_without_mutation: explain classifies a compatible change of each kind without mutation', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     run(tgt, 'CREATE INDEX cheap_label ON cheap (label)');
     const fingerprints = stored(tgt);
@@ -65,7 +67,9 @@ describe('explain', () => {
         for (const part of ['rows', 'cursor', 'keys', 'auxiliary'] as const) expect(c.proof[part]?.holds, `${x.name} ${part}`).toBe(true);
   });
 
-  test('explain classifies a rebuildable change without mutation', async ({ tmp }) => {
+  test('test_explain_alter_classifies_rebuildable_without_mutation: explain classifies a rebuildable change of each kind without mutation', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     const [items, cheap, search] = projections();
     const r = await expectNoWrite(tmp, () =>
@@ -99,7 +103,9 @@ describe('explain', () => {
     expect(p.doubled?.inputs.old).toBeNull();
   });
 
-  test('explain classifies a rejected change without mutation', async ({ tmp }) => {
+  test('test_explain_alter_rejects_without_mutation: explain classifies a rejected change of each kind without mutation', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     run(tgt, 'CREATE UNIQUE INDEX items_name ON items (name)');
     const [items, cheap, search] = projections();

@@ -88,7 +88,7 @@ describe('sluice alter', () => {
     expect(rows(target, 'SELECT * FROM u')).toEqual([[1n, 'w1 after']]);
   });
 
-  test('ADD COLUMN keeps the generation, and a map that does not use the column goes on without a rebuild while the mirror rebuilds', async ({
+  test('test_schema_evolution_additive_column_continues_or_rebuilds: ADD COLUMN keeps the generation, and a map that does not use the column goes on without a rebuild while the mirror rebuilds', async ({
     makeDb,
     tmp,
   }) => {
@@ -197,7 +197,7 @@ describe('sluice alter', () => {
     expect(readBatch(db, ofU).events.map((e) => [e.table, e.op])).toEqual([['u', 'update']]);
   });
 
-  test("a table rebuilt by the 12-step procedure is a new identity: only its projections rebuild (TABLE_REARMED), the other table's go on, and no bump", async ({
+  test("test_schema_evolution_recreated_object_oid_is_not_reused: a table rebuilt by the 12-step procedure is a new identity: only its projections rebuild (TABLE_REARMED), the other table's go on, and no bump", async ({
     makeDb,
     tmp,
   }) => {

@@ -112,7 +112,7 @@ function without(part: StatePart): AlterStateOracle {
 }
 
 describe('the compatibility proof', () => {
-  test('the compatibility proof covers rows, cursor, keys and auxiliary state', () => {
+  test('test_alter_query_proves_materialized_result_frontier_row_identity_auxiliary_state: the compatibility proof covers rows, cursor, keys and auxiliary state', () => {
     for (const c of COMPATIBLE) {
       const d = classifyChange(c.old, c.next, c.facts);
       expect([d.classification, d.affected], c.what).toEqual(['Compatible', []]);
