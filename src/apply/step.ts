@@ -9,10 +9,10 @@ import { cursorToken, readSourceView, type SourceView } from '../feed/source-vie
 import { batchEnd } from '../feed/batch.ts';
 import { journalBatch, type ChangeBatch } from '../feed/change-batch.ts';
 import { sourceRows } from '../feed/snapshot.ts';
-import type { CompiledProjection } from '../projection/compile.ts';
+import { definitionFingerprint, type CompiledProjection } from '../projection/compile.ts';
 import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { matchesSourceAt } from './verify.ts';
-import { readProjection, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { readProjection, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
 import {
   applyRows,
   commitBatch,
@@ -179,7 +179,11 @@ async function afterBuildCheck(
   // (One suspended by a user's UNIQUE index waits to be tried again only once there is a batch to try.)
   const gate = suspensionGate(target, p, rec, ctx.range !== undefined);
   if (gate !== undefined && rec.reason !== 'TARGET_CONSTRAINT') return gate;
-  if (rec.fingerprint !== p.fingerprint) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
+  if (rec.fingerprint !== p.fingerprint) {
+    // Stored by a version whose fingerprint covered the whole source shape: the same definition over
+    // the same shape is the same projection (rows, keys, cursor), so only the fingerprint is stamped anew.
+    if (!restampedLegacyFingerprint(target, p, rec)) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
+  }
   // After DDL sluice did not make, a projection verify can check proves its
   // continuity (below); any other rebuilds (SCHEMA_WINDOW).
   const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
@@ -265,6 +269,21 @@ function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
     `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. Restart the sync (stop a sync --follow and start it again): it compiles the projection against the table as it is now and goes on from its cursor.`,
     { projection: p.name, table: p.source.table },
   );
+}
+
+/**
+ * Whether `rec` was fingerprinted by the older scheme (the whole source
+ * shape) for exactly this definition and shape; then its fingerprint is
+ * replaced by today's, in this transaction.
+ */
+function restampedLegacyFingerprint(target: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord): boolean {
+  if (rec.fingerprint !== definitionFingerprint(p.definition, p.source, undefined)) return false;
+  if (rec.sourceShape !== JSON.stringify(p.source)) return false;
+  cachedStatement(target.db, `UPDATE ${quoteIdent(target.schema)}.${PROJECTIONS_TABLE} SET fingerprint = ? WHERE name = ?`).run(
+    p.fingerprint,
+    p.name,
+  );
+  return true;
 }
 
 /** Where a (re)build reads: the projection's table, captured, armed and (for a kind that reads before-images) in images mode. */
