@@ -13,7 +13,7 @@ import {
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
-import { checkKeyCollations, probeExpressions } from '../projection/validate.ts';
+import { compileAgainstSource } from '../projection/validate.ts';
 import {
   classifyChange,
   type AlterClassification,
@@ -171,15 +171,7 @@ export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProje
   const info = describeTable(db, def.source);
   const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
   try {
-    if (shape === undefined)
-      throw new InvalidInputError(
-        'UNKNOWN_SOURCE_TABLE',
-        `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
-      );
-    const p = compileProjection(def, shape);
-    probeExpressions(db, p);
-    checkKeyCollations(db, p);
-    return p;
+    return compileAgainstSource(db, def);
   } catch (err) {
     if (!(err instanceof SluiceError)) throw err;
     return {

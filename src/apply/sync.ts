@@ -2,13 +2,12 @@ import { withReadTransaction, type Db } from '../sqlite/connection.ts';
 import { shadowMatchesSource } from './verify.ts';
 import type { BuildState } from './shadow-build.ts';
 import { FailClosedError, FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
-import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
-import { compileProjection, sourceShape, type CompiledProjection } from '../projection/compile.ts';
+import type { CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import {
   defaultMirror,
@@ -19,7 +18,7 @@ import {
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
 import { KINDS, kindOf } from '../projection/kinds/registry.ts';
-import { checkCollisions, checkKeyCollations, probeExpressions } from '../projection/validate.ts';
+import { checkCollisions, compileAgainstSource } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { clearFailure, ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
@@ -248,7 +247,7 @@ export class Syncer {
       const compiled: CompiledProjection[] = [];
       for (const d of defs) {
         try {
-          compiled.push(compile(session.db, d));
+          compiled.push(compileAgainstSource(session.db, d));
         } catch (err) {
           // A stored projection that no longer fits the source is suspended on its own; a given one is the caller's error.
           const b = stored ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
@@ -686,20 +685,6 @@ function resolveReinit(names: readonly string[], projections: readonly CompiledP
       `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
     );
   });
-}
-
-function compile(db: Db, def: ProjectionDefinition): CompiledProjection {
-  const info = describeTable(db, def.source);
-  if (info === undefined || info.kind !== 'table') {
-    throw new InvalidInputError(
-      'UNKNOWN_SOURCE_TABLE',
-      `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
-    );
-  }
-  const p = compileProjection(def, sourceShape(info));
-  probeExpressions(db, p);
-  checkKeyCollations(db, p);
-  return p;
 }
 
 /**

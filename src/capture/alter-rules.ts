@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.ts';
-import { leadingKeywords } from '../sqlite/statements.ts';
+import { leadingKeywords, refuseTransactionControl } from '../sqlite/statements.ts';
 import { PREFIX } from './schema.ts';
 
 /*
@@ -18,12 +18,7 @@ const REFUSED: Readonly<Record<string, (kw: string) => string>> = {
   DETACH: ANOTHER_FILE,
   PRAGMA: () =>
     "PRAGMA changes settings outside the schema (foreign_keys, writable_schema, journal_mode...) that alter cannot record or undo. Set the pragma with the sqlite3 shell, outside alter; alter itself runs the script with foreign_keys off and checks foreign keys at the end (PRAGMA foreign_key_check), as SQLite's 12-step ALTER procedure says",
-  BEGIN: TRANSACTION,
-  COMMIT: TRANSACTION,
-  END: TRANSACTION,
-  ROLLBACK: TRANSACTION,
-  SAVEPOINT: TRANSACTION,
-  RELEASE: TRANSACTION,
+  ...refuseTransactionControl(TRANSACTION),
   VACUUM: () =>
     'VACUUM cannot run inside a transaction. Run it on its own (sluice sees it as foreign DDL, at the cost of one check per projection at the next sync)',
 };

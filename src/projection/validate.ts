@@ -2,8 +2,9 @@ import type { Db } from '../sqlite/connection.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import { columnDecl, type CompiledProjection } from './compile.ts';
-import { primaryKeyCollations } from '../sqlite/introspect.ts';
+import { columnDecl, compileProjection, sourceShape, type CompiledProjection } from './compile.ts';
+import { describeTable, primaryKeyCollations } from '../sqlite/introspect.ts';
+import type { ProjectionDefinition } from './definition.ts';
 
 /**
  * Lets SQLite itself judge the map expressions and filter: each becomes a
@@ -79,4 +80,24 @@ export function checkKeyCollations(db: Db, p: CompiledProjection): void {
       );
     }
   }
+}
+
+/**
+ * Compiles a definition against its source table as the source database
+ * (main on `db`) has it now, with SQLite judging its expressions and the
+ * key's collations: what sync and explain both accept. An error names the
+ * definition and what to fix.
+ */
+export function compileAgainstSource(db: Db, def: ProjectionDefinition): CompiledProjection {
+  const info = describeTable(db, def.source);
+  if (info === undefined || info.kind !== 'table') {
+    throw new InvalidInputError(
+      'UNKNOWN_SOURCE_TABLE',
+      `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
+    );
+  }
+  const p = compileProjection(def, sourceShape(info));
+  probeExpressions(db, p);
+  checkKeyCollations(db, p);
+  return p;
 }

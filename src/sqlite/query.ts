@@ -1,4 +1,5 @@
 import type { Db } from './connection.ts';
+import { refuseTransactionControl } from './statements.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { fromDriver, mayBeLossyText, type SqlValue } from './codec.ts';
 
@@ -75,12 +76,7 @@ const REFUSED_STATEMENTS: Readonly<Record<string, (kw: string) => string>> = {
   DETACH: ATTACH,
   PRAGMA: () =>
     "PRAGMA is not allowed: a pragma reads or changes a setting of the connection or of the file (journal mode, foreign keys, user_version) outside query's transaction. To read one, use its pragma function in a SELECT, e.g. SELECT * FROM pragma_table_info('issues'); to change one, use the sqlite3 shell",
-  BEGIN: TRANSACTION,
-  COMMIT: TRANSACTION,
-  END: TRANSACTION,
-  ROLLBACK: TRANSACTION,
-  SAVEPOINT: TRANSACTION,
-  RELEASE: TRANSACTION,
+  ...refuseTransactionControl(TRANSACTION),
   VACUUM: () =>
     'VACUUM is not allowed: it rewrites the whole file and cannot run inside the transaction query runs each statement in. Use the sqlite3 shell: sqlite3 FILE VACUUM',
 };

@@ -100,3 +100,11 @@ function statementEnds(sql: string): number[] {
   }
   return ends;
 }
+
+/** Statements that end, open or nest a transaction: a tool that runs a script in its own transaction refuses them. */
+export const TRANSACTION_KEYWORDS = ['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE'] as const;
+
+/** Each of TRANSACTION_KEYWORDS with the same reason for refusing it. */
+export function refuseTransactionControl<R>(why: R): Readonly<Record<(typeof TRANSACTION_KEYWORDS)[number], R>> {
+  return Object.fromEntries(TRANSACTION_KEYWORDS.map((k) => [k, why])) as Record<(typeof TRANSACTION_KEYWORDS)[number], R>;
+}
