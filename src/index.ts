@@ -120,5 +120,7 @@ export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts
 export { Publisher } from './broker/publish.ts';
 export type { PublishOptions, PublishPass } from './broker/publish.ts';
 export { subscribe } from './broker/subscribe.ts';
-export type { SubscribeOptions, SubscribeReport } from './broker/subscribe.ts';
+export { openStreamLag } from './broker/stream-lag.ts';
+export type { StreamLag, StreamLagReader } from './broker/stream-lag.ts';
+export type { SubscribeOptions, SubscribeReport, SubscribedBatch } from './broker/subscribe.ts';
 export { encodeToken, subjectsOf, defaultStreamName, batchMsgId } from './broker/subjects.ts';

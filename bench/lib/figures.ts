@@ -19,8 +19,12 @@ export interface Figure {
   readonly value: number;
   /** "x" for a ratio, "ms", "us", "MB", "%". */
   readonly unit: string;
-  /** The measured value must be at most ('<=') or at least ('>=') `limit`; '<' for strictly below. */
-  readonly op: '<=' | '>=' | '<';
+  /**
+   * The measured value must be at most ('<=') or at least ('>=') `limit`;
+   * '<' for strictly below. 'none': DESIGN.md states no target for it (shown
+   * for information, never judged; `limit` is ignored).
+   */
+  readonly op: '<=' | '>=' | '<' | 'none';
   readonly limit: number;
 }
 
@@ -35,7 +39,9 @@ export interface FiguresFile {
 
 export const FIGURES_ENV = 'SLUICE_BENCH_FIGURES';
 
-export function passes(f: Pick<Figure, 'value' | 'op' | 'limit'>): boolean {
+/** Whether a figure meets its target (null: it has none). */
+export function passes(f: Pick<Figure, 'value' | 'op' | 'limit'>): boolean | null {
+  if (f.op === 'none') return null;
   if (!Number.isFinite(f.value)) return false;
   return f.op === '<=' ? f.value <= f.limit : f.op === '<' ? f.value < f.limit : f.value >= f.limit;
 }
@@ -45,6 +51,7 @@ export function passes(f: Pick<Figure, 'value' | 'op' | 'limit'>): boolean {
  * 1 passes. For an upper bound value / limit; for a lower bound limit / value.
  */
 export function usage(f: Pick<Figure, 'value' | 'op' | 'limit'>): number {
+  if (f.op === 'none') return Number.NaN;
   if (f.op === '>=') return f.value > 0 ? f.limit / f.value : Number.POSITIVE_INFINITY;
   return f.limit > 0 ? f.value / f.limit : Number.POSITIVE_INFINITY;
 }

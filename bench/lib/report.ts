@@ -31,15 +31,21 @@ export interface JudgedFigure extends Figure {
   readonly usage: number;
 }
 
-export function judged(r: Report): JudgedFigure[] {
+/** Every figure of the run; `pass` is null for one with no target. */
+function every(r: Report): (Omit<JudgedFigure, 'pass'> & { readonly pass: boolean | null })[] {
   return r.benches.flatMap((b) => b.figures.map((f) => ({ ...f, bench: b.name, pass: passes(f), usage: usage(f) })));
+}
+
+/** The figures with a target, judged against it. */
+export function judged(r: Report): JudgedFigure[] {
+  return every(r).filter((f): f is JudgedFigure => f.pass !== null);
 }
 
 export function reportJson(r: Report): unknown {
   const all = judged(r);
   return {
     ...r,
-    benches: r.benches.map((b) => ({ ...b, figures: all.filter((f) => f.bench === b.name) })),
+    benches: r.benches.map((b) => ({ ...b, figures: every(r).filter((f) => f.bench === b.name) })),
     pass: all.filter((f) => f.pass).length,
     miss: all.filter((f) => !f.pass).length,
     failedBenches: r.benches.filter((b) => b.error !== undefined).map((b) => b.name),
@@ -70,9 +76,10 @@ export function renderMarkdown(r: Report): string {
     '',
     '| bench | target (DESIGN.md) | figure | measured | target | use | result |',
     '|---|---|---|---|---|---|---|',
-    ...all.map(
-      (f) =>
-        `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${withUnit(f.value, f.unit)} | ${f.op} ${withUnit(f.limit, f.unit)} | ${num(f.usage)} | ${f.pass ? 'pass' : '**miss**'} |`,
+    ...every(r).map((f) =>
+      f.pass === null
+        ? `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${withUnit(f.value, f.unit)} | no target | - | - |`
+        : `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${withUnit(f.value, f.unit)} | ${f.op} ${withUnit(f.limit, f.unit)} | ${num(f.usage)} | ${f.pass ? 'pass' : '**miss**'} |`,
     ),
     '',
     '| bench | arguments | seconds | exit |',

@@ -34,8 +34,18 @@ export interface MessageLinesOptions {
 /** Line numbers kept for naming where a line came from (the oldest are forgotten). */
 const KEEP = 10_000;
 
+/** The last batch or snapshot end handed to the reader. */
+export interface LastMessage {
+  readonly snapshot: boolean;
+  /** Event lines of a batch (0 for a snapshot). */
+  readonly events: number;
+  /** When the broker stored it (ms since the epoch). */
+  readonly storedMs: number;
+}
+
 export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOptions) {
   let count = 0;
+  let lastMessage: LastMessage | undefined;
   /** The consumer's messages while they are read (stopped by close() when the applier fails mid-stream). */
   let active: { stop(): void } | undefined;
   /** The first line number of each message, and its stream sequence. */
@@ -89,6 +99,12 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
           const text = Buffer.from(m.data).toString('utf8');
           const parts = text.split('\n');
           if (parts.at(-1) === '') parts.pop();
+          if (m.subject !== o.subjects.part)
+            lastMessage = {
+              snapshot: m.subject === o.subjects.end,
+              events: m.subject === o.subjects.batch ? Math.max(0, parts.length - 1) : 0,
+              storedMs: Number(m.info.timestampNanos) / 1e6,
+            };
           for (const line of parts) {
             n++;
             yield line;
@@ -113,6 +129,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
       readCheckedLines({ lines: lines(), where, sourceId }, options),
     /** Messages read so far. */
     messages: () => count,
+    /** The batch or snapshot whose marker the reader read last. */
+    last: () => lastMessage,
     /**
      * Stops reading. The applier does not close the reader when it fails (a
      * suspension, a refused line): without this the consumer would go on

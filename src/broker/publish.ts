@@ -45,6 +45,8 @@ export interface PublishOptions {
   readonly log?: Log;
   /** Stops waiting for the broker (an outage) and publishing more. */
   readonly signal?: AbortSignal;
+  /** After each batch the broker acknowledged (for metrics): its events, and whether the broker already had it. */
+  readonly onAck?: (ack: { readonly events: number; readonly duplicate: boolean }) => void;
 }
 
 export interface PublishPass {
@@ -206,6 +208,7 @@ export class Publisher {
       tally.batches++;
       tally.events += b.events;
       if (ack.duplicate) tally.duplicates++;
+      this.#options.onAck?.({ events: b.events, duplicate: ack.duplicate });
       return true;
     }
   }

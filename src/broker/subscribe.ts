@@ -38,6 +38,17 @@ export interface SubscribeOptions {
   readonly signal?: AbortSignal;
   readonly log?: Log;
   readonly onProgress?: ImportOptions['onProgress'];
+  /** After each batch or snapshot the applier took (for metrics): whether it committed it or skipped it as already applied. */
+  readonly onBatch?: (b: SubscribedBatch) => void;
+}
+
+export interface SubscribedBatch {
+  readonly applied: boolean;
+  readonly snapshot: boolean;
+  /** Event lines the batch carried. */
+  readonly events: number;
+  /** When the broker stored its message (ms since the epoch). */
+  readonly storedMs: number;
 }
 
 export interface SubscribeReport extends ImportReport {
@@ -72,6 +83,15 @@ export async function subscribe(targetPath: string, url: string, options: Subscr
       label: `${url} stream ${stream}`,
     });
     let report: ImportReport;
+    let applied = 0;
+    const onProgress: ImportOptions['onProgress'] = (p) => {
+      options.onProgress?.(p);
+      const last = source.last();
+      // A snapshot is committed whenever it is reported (batchesApplied counts batches only).
+      if (options.onBatch !== undefined && last !== undefined)
+        options.onBatch({ ...last, applied: last.snapshot || p.batchesApplied > applied });
+      applied = p.batchesApplied;
+    };
     try {
       report = await importStream(
         targetPath,
@@ -82,7 +102,7 @@ export async function subscribe(targetPath: string, url: string, options: Subscr
         },
         {
           ...(options.projections === undefined ? {} : { projections: options.projections }),
-          ...(options.onProgress === undefined ? {} : { onProgress: options.onProgress }),
+          ...(options.onProgress === undefined && options.onBatch === undefined ? {} : { onProgress }),
         },
       );
     } finally {
@@ -159,7 +179,7 @@ async function planStart(
 }
 
 /** The first batch message in stream order that ends after `seq` (batches are in seq order: binary search). */
-async function firstBatchAfter(
+export async function firstBatchAfter(
   b: Broker,
   stream: string,
   subject: string,

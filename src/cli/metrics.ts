@@ -4,8 +4,8 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import { health, SluiceError, type ProjectionHealth } from '../index.ts';
 
 /*
- * The Prometheus metrics of a long-running command (`sync --follow`; later
- * `publish` and `subscribe`), served as text at /metrics by --metrics
+ * The Prometheus metrics of a long-running command (`sync --follow`,
+ * `subscribe --follow`; `publish --follow`'s are in broker-metrics.ts), served as text at /metrics by --metrics
  * HOST:PORT. Every name, type and label is here and in docs/metrics.md (a
  * test checks that every documented name is served). Counters count what
  * this process did; the lag gauges are read at each scrape by `health()`
@@ -34,8 +34,16 @@ export interface MetricsRecord {
   readonly error?: { readonly code: string };
 }
 
-/** Where the lag gauges come from at each scrape: by default `health(target)`. */
-export type LagSource = () => readonly Pick<ProjectionHealth, 'name' | 'lagEvents' | 'lagMs'>[];
+/** Where the lag gauges come from at each scrape: by default `health(target)`; for a subscriber, its stream. */
+export type LagSource = () =>
+  | readonly Pick<ProjectionHealth, 'name' | 'lagEvents' | 'lagMs'>[]
+  | Promise<readonly Pick<ProjectionHealth, 'name' | 'lagEvents' | 'lagMs'>[]>;
+
+/** What serveMetrics serves: a registry, scraped on each request. */
+export interface Scrapable {
+  readonly registry: Registry;
+  scrape(): Promise<string>;
+}
 
 export class SluiceMetrics {
   readonly registry = new Registry();
@@ -110,12 +118,12 @@ export class SluiceMetrics {
     this.#lagEvents.reset();
     this.#lagMs.reset();
     try {
-      for (const p of this.#lagSource()) {
+      for (const p of await this.#lagSource()) {
         if (p.lagEvents !== null) this.#lagEvents.set({ projection: p.name }, p.lagEvents);
         if (p.lagMs !== null) this.#lagMs.set({ projection: p.name }, p.lagMs);
       }
     } catch {
-      /* health fails on a damaged or deleted target; the follower reports that itself */
+      /* health fails on a damaged or deleted target (a subscriber's stream read, on a broker away); the follower reports that itself */
     }
     return this.registry.metrics();
   }
@@ -146,7 +154,7 @@ export interface MetricsServer {
 }
 
 /** Serves `metrics` at http://HOST:PORT/metrics; a port that cannot be bound is METRICS_LISTEN_FAILED (exit 1). */
-export async function serveMetrics(metrics: SluiceMetrics, at: MetricsAddress): Promise<MetricsServer> {
+export async function serveMetrics(metrics: Scrapable, at: MetricsAddress): Promise<MetricsServer> {
   const server = http.createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: metrics are at /metrics\n');

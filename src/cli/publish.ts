@@ -5,9 +5,20 @@ import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
 import { stderr } from './closed-pipe.ts';
+import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
+import { PublishMetrics } from './broker-metrics.ts';
 
 /** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
 const SNAPSHOT_CHECK_MS = 5000;
+
+interface PublishCliOptions {
+  nats: string;
+  stream?: string;
+  batch: number;
+  follow?: boolean;
+  json?: boolean;
+  metrics?: MetricsAddress;
+}
 
 export function registerPublish(program: Command): void {
   program
@@ -26,11 +37,17 @@ export function registerPublish(program: Command): void {
     )
     .option('--follow', 'keep publishing as changes commit, until SIGINT/SIGTERM')
     .option('--json', 'print one JSON summary object on exit')
+    .option(
+      '--metrics <host:port>',
+      'with --follow, serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)',
+      parseMetricsAddress,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice publish app.db --nats nats://127.0.0.1:4222\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow   # resumes where the broker last acked',
+      '\nExamples:\n  $ sluice publish app.db --nats nats://127.0.0.1:4222\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow   # resumes where the broker last acked\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow --metrics 127.0.0.1:9465',
     )
-    .action(async (dbPath: string, opts: { nats: string; stream?: string; batch: number; follow?: boolean; json?: boolean }) => {
+    .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
+      if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
       const stop = new AbortController();
       const onSignal = () => stop.abort();
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
@@ -45,14 +62,22 @@ export function registerPublish(program: Command): void {
         totals.snapshots.push(...p.snapshots);
       };
       let publisher: Publisher | undefined;
+      let metrics: PublishMetrics | undefined;
+      let server: MetricsServer | undefined;
       try {
         publisher = await Publisher.open(dbPath, opts.nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
           log,
           signal: stop.signal,
+          onAck: (a) => metrics?.ack(a),
         });
         const p = publisher;
+        // Served before the first pass publishes anything: a port that cannot be bound fails first.
+        if (opts.metrics !== undefined) {
+          metrics = new PublishMetrics(p.stream);
+          server = await serveMetrics(metrics, opts.metrics);
+        }
         // One pass at a time: a change and an idle check never publish side by side.
         let chain: Promise<unknown> = Promise.resolve();
         const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -74,6 +99,7 @@ export function registerPublish(program: Command): void {
       } finally {
         process.off('SIGINT', onSignal);
         process.off('SIGTERM', onSignal);
+        await server?.close();
         await publisher?.close();
       }
       const cursor = publisher.cursor;

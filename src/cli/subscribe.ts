@@ -5,6 +5,8 @@ import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';
+import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
+import { subscriberMetrics, type SubscriberMetrics } from './broker-metrics.ts';
 
 export function registerSubscribe(program: Command): void {
   program
@@ -24,16 +26,43 @@ export function registerSubscribe(program: Command): void {
     )
     .option('--follow', 'keep applying new batches until SIGINT/SIGTERM')
     .option('--json', 'print one JSON object on exit')
+    .option(
+      '--metrics <host:port>',
+      'with --follow, serve Prometheus metrics at http://HOST:PORT/metrics (docs/metrics.md)',
+      parseMetricsAddress,
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice subscribe cache.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427\n  $ sluice subscribe search.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --projection projections/issues-search.json --follow',
+      '\nExamples:\n  $ sluice subscribe cache.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427\n  $ sluice subscribe search.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --projection projections/issues-search.json --follow\n  $ sluice subscribe cache.db --nats nats://127.0.0.1:4222 --source 1b4e28ba-2fa1-11d2-883f-0016d3cca427 --follow --metrics 127.0.0.1:9466',
     )
     .action(
       async (
         target: string,
-        opts: { nats: string; source: string; stream?: string; projection: string[]; follow?: boolean; json?: boolean },
+        opts: {
+          nats: string;
+          source: string;
+          stream?: string;
+          projection: string[];
+          follow?: boolean;
+          json?: boolean;
+          metrics?: MetricsAddress;
+        },
+        command: Command,
       ) => {
+        if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
         const defs = await loadAll(opts.projection);
+        const stream = { sourceId: opts.source, ...(opts.stream === undefined ? {} : { stream: opts.stream }) };
+        let metrics: SubscriberMetrics | undefined;
+        let server: MetricsServer | undefined;
+        if (opts.metrics !== undefined) {
+          metrics = await subscriberMetrics(target, opts.nats, stream);
+          try {
+            server = await serveMetrics(metrics.metrics, opts.metrics);
+          } catch (err) {
+            await metrics.close();
+            throw err;
+          }
+        }
         const stop = new AbortController();
         const onSignal = () => stop.abort();
         process.on('SIGINT', onSignal);
@@ -41,8 +70,8 @@ export function registerSubscribe(program: Command): void {
         let r: Awaited<ReturnType<typeof subscribe>>;
         try {
           r = await subscribe(target, opts.nats, {
-            sourceId: opts.source,
-            ...(opts.stream === undefined ? {} : { stream: opts.stream }),
+            ...stream,
+            ...(metrics === undefined ? {} : { onBatch: metrics.onBatch }),
             ...(defs === undefined ? {} : { projections: defs }),
             follow: opts.follow === true,
             signal: stop.signal,
@@ -51,6 +80,8 @@ export function registerSubscribe(program: Command): void {
         } finally {
           process.off('SIGINT', onSignal);
           process.off('SIGTERM', onSignal);
+          await server?.close();
+          await metrics?.close();
         }
         emit(opts, S.subscribeOutput, r, () =>
           [

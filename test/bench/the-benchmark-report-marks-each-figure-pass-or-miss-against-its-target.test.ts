@@ -39,6 +39,21 @@ const report: Report = {
   ],
 };
 
+/** The report with a figure DESIGN.md states no target for. */
+const withUntargeted: Report = {
+  ...report,
+  benches: [
+    ...report.benches,
+    {
+      name: 'fan-out',
+      argv: [],
+      exitCode: 0,
+      seconds: 20,
+      figures: [{ id: 'g', target: 'fan-out throughput', what: 'fan-out vs sync events/s', value: 0.4, unit: 'x', op: 'none', limit: 0 }],
+    },
+  ],
+};
+
 describe('the benchmark report', () => {
   test('marks a figure within its target pass and one past it miss, for upper and lower bounds', () => {
     const j = reportJson(report) as { pass: number; miss: number; benches: { figures: { id: string; pass: boolean; usage: number }[] }[] };
@@ -72,5 +87,15 @@ describe('the benchmark report', () => {
     expect(svg.match(/<rect x=/g)).toHaveLength(6);
     expect(svg.match(/fill="#c0392b"/g)).toHaveLength(3);
     expect(svg).not.toMatch(/<[^>]*<(?!\/)/); // no unescaped < inside a tag
+  });
+
+  test('a figure with no DESIGN.md target is listed as "no target", counted neither pass nor miss, and drawn as no bar', () => {
+    const j = reportJson(withUntargeted) as { pass: number; miss: number; benches: { figures: { id: string; pass: boolean | null }[] }[] };
+    expect([j.pass, j.miss]).toEqual([3, 3]);
+    expect(j.benches.flatMap((b) => b.figures).find((f) => f.id === 'g')?.pass).toBeNull();
+    const md = renderMarkdown(withUntargeted);
+    expect(md).toMatch(/\*\*3 pass, 3 miss\.\*\*/);
+    expect(md).toContain('| fan-out | fan-out throughput | fan-out vs sync events/s | 0.40× | no target | - | - |');
+    expect(renderSvg(withUntargeted).match(/<rect x=/g)).toHaveLength(6);
   });
 });

@@ -40,10 +40,14 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The documented metrics: name -> type, from the table in docs/metrics.md. */
+/** The metrics docs/metrics.md documents for sync: name -> type, from its table's "served by" column. */
 function documented(): Map<string, string> {
   const text = fs.readFileSync(path.join(ROOT, 'docs', 'metrics.md'), 'utf8');
-  return new Map([...text.matchAll(/^\| `(sluice_\w+)` \| (\w+) \|/gm)].map((m) => [m[1] as string, m[2] as string]));
+  return new Map(
+    [...text.matchAll(/^\| `(sluice_\w+)` \| (\w+) \| ([^|]+) \|/gm)]
+      .filter((m) => (m[3] as string).includes('sync'))
+      .map((m) => [m[1] as string, m[2] as string]),
+  );
 }
 
 interface Scrape {

@@ -1,0 +1,135 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts';
+import { NatsServer, freePort } from '../support/nats-server.ts';
+import { makeDir, removeDir, trackerSource, startCli, waitFor, sourceSeq, type Spawned } from '../cli/support/cli.ts';
+import { sourceIdOf } from './support/broker.ts';
+
+/*
+ * `publish --follow --metrics` and `subscribe --follow --metrics` as a user
+ * runs them: real processes on a real nats-server, a Python writer, scrapes
+ * over HTTP. Every name docs/metrics.md lists for the command is served with
+ * its type; the publisher's counters and ack time move as batches are acked;
+ * the subscriber's per projection counters, commit time and stream lag move
+ * as it applies, and its lag, read from the stream, is 0 once caught up.
+ */
+
+const WRITER = `
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
+    con.commit()
+`;
+
+/** name -> type of the rows of docs/metrics.md's table whose "served by" column names `command`. */
+function documented(command: string): Map<string, string> {
+  const text = fs.readFileSync(path.join(ROOT, 'docs', 'metrics.md'), 'utf8');
+  return new Map(
+    [...text.matchAll(/^\| `(sluice_\w+)` \| (\w+) \| ([^|]+) \|/gm)]
+      .filter((m) => (m[3] as string).includes(command))
+      .map((m) => [m[1] as string, m[2] as string]),
+  );
+}
+
+interface Scrape {
+  readonly types: Map<string, string>;
+  readonly values: Map<string, number>;
+}
+
+async function scrape(port: number): Promise<Scrape> {
+  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
+  expect(res.status).toBe(200);
+  const types = new Map<string, string>();
+  const values = new Map<string, number>();
+  for (const line of (await res.text()).split('\n')) {
+    const t = /^# TYPE (\S+) (\S+)$/.exec(line);
+    if (t !== null) types.set(t[1] as string, t[2] as string);
+    const v = /^(\w+(?:\{[^}]*\})?) (\S+)$/.exec(line);
+    if (v !== null) values.set(v[1] as string, Number(v[2]));
+  }
+  return { types, values };
+}
+
+/** Scrapes until `check` holds (or 30 s pass); a process still starting (nothing listening yet) is waited for. */
+async function scrapeUntil(port: number, check: (s: Scrape) => boolean): Promise<Scrape> {
+  const deadline = Date.now() + 30_000;
+  let s: Scrape | undefined;
+  while (s === undefined) {
+    s = await scrape(port).catch((err: unknown) => {
+      if (Date.now() > deadline) throw err;
+      return new Promise<undefined>((r) => setTimeout(() => r(undefined), 50));
+    });
+  }
+  while (!check(s) && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 50));
+    s = await scrape(port);
+  }
+  return s;
+}
+
+const of = (s: Scrape, name: string, labels: string) => s.values.get(`${name}{${labels}}`);
+
+describe('publish and subscribe --follow --metrics', () => {
+  test('serve their documented names, and the counters, commit and ack times and stream lag move as batches flow', async () => {
+    const dir = makeDir();
+    const server = await NatsServer.start();
+    const procs: Spawned[] = [];
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const tgt = path.join(dir, 'cache.db');
+      const [pubPort, subPort] = [await freePort(), await freePort()];
+      const pub = startCli(['publish', src, '--nats', server.url, '--batch', '10', '--follow', '--metrics', `127.0.0.1:${pubPort}`]);
+      procs.push(pub);
+      await waitFor('the first snapshot', () => pub.stderr().includes('published a snapshot'), 30_000);
+      const id = sourceIdOf(src);
+      const sub = startCli(['subscribe', tgt, '--nats', server.url, '--source', id, '--follow', '--metrics', `127.0.0.1:${subPort}`]);
+      procs.push(sub);
+      const p = 'projection="comments"';
+      let s = await scrapeUntil(subPort, (x) => (of(x, 'sluice_batches_total', p) ?? 0) >= 1); // the snapshot
+
+      for (const [port, command] of [
+        [pubPort, 'publish'],
+        [subPort, 'subscribe'],
+      ] as const) {
+        const docs = documented(command);
+        expect(docs.size, command).toBeGreaterThanOrEqual(4);
+        const first = await scrape(port);
+        for (const [name, type] of docs) expect(first.types.get(name), `${command} ${name}`).toBe(type);
+        for (const name of first.types.keys()) expect(docs.has(name), `${command} serves ${name} undocumented`).toBe(true);
+      }
+
+      const pub0 = await scrape(pubPort);
+      // Its one stream label, as served (the default stream name).
+      const key = [...pub0.values.keys()].find((k) => k.startsWith('sluice_published_events_total{')) ?? '';
+      const streamLabel = key.slice(key.indexOf('{') + 1, -1);
+      expect(streamLabel).toMatch(/^stream="SLUICE_/);
+      expect(of(pub0, 'sluice_published_events_total', streamLabel)).toBe(0);
+      const committed0 = of(s, 'sluice_last_commit_time_seconds', p) ?? 0;
+      expect(Math.abs(committed0 - Date.now() / 1000)).toBeLessThan(60);
+      const applied0 = of(s, 'sluice_events_applied_total', p) ?? 0;
+
+      runPython(WRITER, [src, '30']);
+      const pubNow = await scrapeUntil(pubPort, (x) => (of(x, 'sluice_published_events_total', streamLabel) ?? 0) >= 30);
+      expect(of(pubNow, 'sluice_published_events_total', streamLabel)).toBe(30);
+      expect(of(pubNow, 'sluice_published_batches_total', streamLabel)).toBeGreaterThanOrEqual(3);
+      expect(of(pubNow, 'sluice_published_duplicates_total', streamLabel)).toBe(0);
+      expect(of(pubNow, 'sluice_last_ack_time_seconds', streamLabel)).toBeGreaterThan(Date.now() / 1000 - 60);
+
+      s = await scrapeUntil(subPort, (x) => (of(x, 'sluice_events_applied_total', p) ?? 0) >= applied0 + 30);
+      expect(of(s, 'sluice_events_applied_total', p)).toBe(applied0 + 30);
+      expect(of(s, 'sluice_last_commit_time_seconds', p)).toBeGreaterThanOrEqual(committed0);
+      s = await scrapeUntil(subPort, (x) => of(x, 'sluice_lag_events', p) === 0);
+      expect(of(s, 'sluice_lag_events', p)).toBe(0);
+      expect(of(s, 'sluice_lag_ms', p)).toBe(0);
+
+      expect(sourceSeq(src)).toBeGreaterThan(0);
+      for (const x of procs) x.child.kill('SIGTERM');
+      for (const x of procs) expect((await x.exited).status, x.stderr()).toBe(0);
+    } finally {
+      for (const x of procs) if (x.child.exitCode === null) x.child.kill('SIGKILL');
+      await server.dispose();
+      removeDir(dir);
+    }
+  }, 120_000);
+});
