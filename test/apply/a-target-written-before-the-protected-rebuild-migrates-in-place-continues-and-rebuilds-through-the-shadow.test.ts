@@ -37,8 +37,9 @@ function copyFixture(tmp: string): { source: string; target: string } {
     for (const { name, cursor } of t.prepare('SELECT name, cursor FROM _sluice_projections').all() as { name: string; cursor: string }[]) {
       const c = decodeCursor(cursor);
       expect(c.file, 'the old cursor binds its file').toBeDefined();
-      t.prepare('UPDATE _sluice_projections SET cursor = ? WHERE name = ?').run(
+      t.prepare('UPDATE _sluice_projections SET cursor = ?, source_path = ? WHERE name = ?').run(
         encodeCursor({ ...c, ...(file === undefined ? {} : { file }) }),
+        source,
         name,
       );
     }
