@@ -1,34 +1,27 @@
 import { withReadTransaction, type Db } from '../sqlite/connection.ts';
 import { shadowMatchesSource } from './verify.ts';
 import type { BuildState } from './shadow-build.ts';
-import { FailClosedError, FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
-import { foldIdent } from '../sqlite/quote.ts';
+import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
-import { defaultProjectionName } from '../projection/name.ts';
-import {
-  defaultMirror,
-  withStoredHandler,
-  parseDefinition,
-  parseStoredDefinition,
-  type ProjectionDefinition,
-  type ProjectionDefinitionInput,
-} from '../projection/definition.ts';
 import { KINDS, kindOf } from '../projection/kinds/registry.ts';
 import { checkCollisions, compileAgainstSource } from '../projection/validate.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
 import { clearFailure, ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
-import type { DroppedIndex } from './user-indexes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import { damagedFile } from './damaged.ts';
 import { checkSameFile, fileIdentity, type FileIdentity } from './target-identity.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
+import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
+import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
+
+export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 import path from 'node:path';
 
 /**
@@ -43,128 +36,6 @@ export const DEFAULT_BATCH = { setBased: KINDS.mirror.defaultBatch, perEvent: KI
 
 /** A batch that changes at least this many rows (net, for mirror and map) is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
 const MAP_MIN_EVENTS = 1000;
-
-export interface SyncOptions {
-  /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
-  readonly projections?: readonly ProjectionDefinitionInput[];
-  /**
-   * Most events per target transaction. Default: DEFAULT_BATCH by kind,
-   * 100,000 for mirror, map and fts5 (set-based), 10,000 for custom.
-   */
-  readonly batchSize?: number;
-  /** Record each projection's position in the source's _sluice_consumers, as `<projection>@<target's real path>` (informational). Default true. */
-  readonly acknowledge?: boolean;
-  readonly onProgress?: (event: SyncProgress) => void;
-  /**
-   * Projections the first `runOnce` rebuilds from a snapshot (RunOptions.reinit).
-   * Checked by `open`: an unknown name is refused there, before anything is
-   * written (a target file it made is removed again).
-   */
-  readonly reinit?: readonly string[];
-  /**
-   * Most ms to wait for another process's write lock on the target (or on
-   * the source, when sync must write it: a re-arm) before failing with
-   * TARGET_BUSY / SOURCE_BUSY (FileBusyError, exit 1; nothing of the batch
-   * committed). Default DEFAULT_BUSY_TIMEOUT_MS (5000). CLI: --busy-timeout.
-   */
-  readonly busyTimeoutMs?: number;
-  /**
-   * Most MB (2^20 bytes) the target may grow to in this run (PRAGMA
-   * max_page_count on sync's connection). A batch that would grow it past
-   * that fails as on a full disk: TARGET_FULL (FileFullError, exit 1),
-   * nothing of it committed. CLI: --max-target-mb.
-   */
-  readonly maxTargetMb?: number;
-}
-
-/** Options for one `runOnce`. */
-export interface RunOptions {
-  /**
-   * Write the acknowledgement rows (SyncOptions.acknowledge) at most once
-   * per this many ms. A pass within the interval keeps its positions pending
-   * for a later pass or `flushAcknowledgements()`, and a throttled write does
-   * not wait for the source's write lock (busy: it stays pending). For
-   * follow mode, where an acknowledgement per pass would take the source's
-   * write lock once per commit. Default 0: every run, as before.
-   */
-  readonly acknowledgeIntervalMs?: number;
-  /**
-   * Stops the run between two target transactions once aborted: the batch
-   * in flight commits (or rolls back) as usual, no further one starts. A
-   * projection left behind is reported with `stopped: true` and continues
-   * from its cursor at the next run. For follow mode's SIGINT/SIGTERM.
-   */
-  readonly signal?: AbortSignal;
-  /**
-   * Projections to rebuild from a snapshot in this run, whatever their state
-   * (the way out of a suspension such as TARGET_DIVERGED once its cause is
-   * fixed). Each is rebuilt in one target transaction: its old tables stay
-   * readable until the new ones commit with their cursor. Reported with
-   * `rebuilt: 'REINIT'`. An unknown name is refused before anything runs.
-   */
-  readonly reinit?: readonly string[];
-}
-
-export interface SyncProgress {
-  readonly projection: string;
-  readonly phase: 'snapshot' | 'catch-up' | 'current' | 'suspended';
-  /** The projection's seq after this step. */
-  readonly seq: number;
-  /** The source's high-water mark as last read in this run (at least `seq`): what the projection catches up to. */
-  readonly sourceSeq: number;
-  /** Events applied to this projection in this run so far. */
-  readonly events: number;
-  readonly rows?: number;
-  /**
-   * The projection's seq when this run started on it (0 before its first
-   * snapshot): the share done is (seq - startSeq) / (sourceSeq - startSeq).
-   */
-  readonly startSeq?: number;
-  /** Milliseconds since this run started on the projection (events / elapsedMs is its rate). */
-  readonly elapsedMs?: number;
-}
-
-export interface ProjectionReport {
-  readonly name: string;
-  readonly state: 'active' | 'suspended' | 'building';
-  readonly reason?: string;
-  readonly detail?: Record<string, unknown>;
-  /** Events (transitions, for mirror/map) applied in this run. */
-  readonly applied: number;
-  /** Rows copied by a snapshot in this run (first run or rebuild). */
-  readonly snapshotRows?: number;
-  /**
-   * Why this run rebuilt the projection from a snapshot, if it did.
-   * CAPTURE_REARMED: opening the source re-armed its capture (SyncReport.rearmed).
-   */
-  readonly rebuilt?: string;
-  readonly cursor: string | null;
-  readonly seq: number;
-  /** Set when this projection's run failed (nothing of the failed batch was committed). */
-  readonly error?: { readonly code: string; readonly message: string };
-  /** Set when RunOptions.signal stopped the run before this projection caught up. */
-  readonly stopped?: true;
-  /** The rebuild was built beside the live projection in bounded transactions and swapped in (a protected rebuild). */
-  readonly swapped?: true;
-  /** Indexes a user had added to the projection's tables that its rebuild could not make again (the others were). */
-  readonly droppedIndexes?: readonly DroppedIndex[];
-  /** Target transactions this run committed for the projection (a snapshot, or a batch of events); 0 when absent. */
-  readonly batches?: number;
-  /** When the last of them committed (ms since the epoch); absent when this run committed none. */
-  readonly lastCommitMs?: number;
-}
-
-export interface SyncReport {
-  readonly sourceSeq: number;
-  readonly projections: readonly ProjectionReport[];
-  /**
-   * What opening the source re-armed (tables whose triggers were missing or
-   * altered, or whose schema changed), each with its reason; the generation
-   * moved, so cursors made before rebuild once (rebuilt: CAPTURE_REARMED).
-   * In the first run after the open only.
-   */
-  readonly rearmed?: RearmReport;
-}
 
 /** Rebuild reasons that a re-arm in this open causes for a cursor made just before it. */
 const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_CHANGED']);
@@ -630,61 +501,6 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
   } finally {
     s.close();
   }
-}
-
-interface Resolved {
-  readonly defs: ProjectionDefinition[];
-  /** The target's stored definitions (not given by the caller). */
-  readonly stored: boolean;
-  /** Stored definitions that no longer validate. */
-  readonly broken: BrokenDefinition[];
-}
-
-async function resolveDefinitions(db: Db, given: readonly ProjectionDefinitionInput[] | undefined): Promise<Resolved> {
-  if (given !== undefined && given.length > 0) return { defs: given.map((d) => parseDefinition(d)), stored: false, broken: [] };
-  const stored = readProjections(db, TARGET_SCHEMA);
-  if (stored.length > 0) {
-    const defs: ProjectionDefinition[] = [];
-    const broken: BrokenDefinition[] = [];
-    for (const r of stored) {
-      let d: ProjectionDefinition;
-      try {
-        d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
-      } catch (err) {
-        const b = brokenDefinition(r.name, r.sourceTable, 'parse', err);
-        if (b === undefined) throw err;
-        broken.push(b);
-        continue;
-      }
-      // A handler that cannot be loaded again stays an error of the open (CUSTOM_MODULE_NOT_FOUND names the fix).
-      defs.push(await withStoredHandler(d));
-    }
-    return { defs, stored: true, broken };
-  }
-  const view = readSourceView(db);
-  const tables = [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => t.table.name);
-  if (tables.length === 0) {
-    throw new FailClosedError(
-      'NOTHING_TO_SYNC',
-      `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`,
-    );
-  }
-  return { defs: tables.map(defaultMirror), stored: false, broken: [] };
-}
-
-/** The projections to rebuild: each given by its name, or by its table's name when it has its default name (see name.ts). */
-function resolveReinit(names: readonly string[], projections: readonly CompiledProjection[]): string[] {
-  return names.map((name) => {
-    if (projections.some((p) => p.name === name)) return name;
-    const byTable = projections.find(
-      (p) => foldIdent(p.source.table) === foldIdent(name) && p.name === defaultProjectionName(p.source.table),
-    );
-    if (byTable !== undefined) return byTable.name;
-    throw new InvalidInputError(
-      'UNKNOWN_PROJECTION',
-      `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
-    );
-  });
 }
 
 /**

@@ -1,0 +1,345 @@
+import type { Db } from '../sqlite/connection.ts';
+import { inTransaction } from '../sqlite/transaction.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
+import type { Row } from '../feed/events.ts';
+import { decodedBatch } from '../feed/change-batch.ts';
+import { decodedRows } from '../feed/decoded-rows.ts';
+import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
+import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import {
+  defaultMirror,
+  lacksHandler,
+  parseDefinition,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+} from '../projection/definition.ts';
+import { checkCollisions, probeExpressions } from '../projection/validate.ts';
+import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
+import { readProjection, PROJECTIONS_TABLE } from '../apply/target-meta.ts';
+import type { DroppedIndex } from '../apply/user-indexes.ts';
+import {
+  applyRows,
+  commitBatch,
+  positionBatch,
+  recordSuspension,
+  suspensionGate,
+  SnapshotInstall,
+  type ApplyTarget,
+  type Suspension,
+} from '../apply/applier.ts';
+import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
+import type { ExportItem, ReadTotals } from './checked-reader.ts';
+
+import type { ImportOptions, ImportReport, ItemStream } from './import.ts';
+
+const SCHEMA = 'main';
+
+/*
+ * Feeds a stream of checked export items (import.ts) to the one applier
+ * (apply/applier.ts): each snapshot, and each batch, for every projection.
+ */
+
+/** Snapshot rows applied per statement batch while a snapshot streams in. */
+const SNAPSHOT_CHUNK = 5000;
+
+type Reader = AsyncGenerator<ExportItem, ReadTotals>;
+
+/** The snapshot being read: per source table, the projections it installs and the rows not yet added. */
+type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[] }>;
+
+/** Feeds a stream of checked export items to the applier: snapshots and batches, each in one target transaction. */
+export class Importer {
+  readonly #db: Db;
+  readonly #options: ImportOptions;
+  readonly #shapes = new Map<string, SourceShape>();
+  #stored: Map<string, SourceShape> | undefined;
+  #projections: CompiledProjection[] | undefined;
+  #applied = 0;
+  #skipped = 0;
+  /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
+  readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
+
+  constructor(db: Db, options: ImportOptions) {
+    this.#db = db;
+    this.#options = options;
+  }
+
+  async run(stream: ItemStream): Promise<ImportReport> {
+    const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
+    let bytes = 0;
+    const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
+    const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
+    let totals: ReadTotals | undefined;
+    const group = new BatchGroup(this.#db, stream.atHand === true);
+    try {
+      for (let next = await reader.next(); totals === undefined; next = await reader.next()) {
+        if (next.done === true) totals = next.value;
+        else if (next.value.kind === 'batch') {
+          group.open(this.#compiled());
+          await this.#onBatch(
+            next.value.line,
+            next.value.events.map((e) => lineToEvent(e.line)),
+            `${stream.label}:${next.value.n}`,
+          );
+          group.added(next.value.events.length);
+          progress();
+        } else {
+          group.commit();
+          // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
+          totals = await this.#snapshot(next.value, reader);
+          if (totals === undefined) progress();
+        }
+      }
+    } finally {
+      // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
+      group.commit();
+      dropTemps(this.#db);
+    }
+    const projections = (this.#projections ?? []).map((p) => {
+      const r = readProjection(this.#db, SCHEMA, p.name);
+      const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
+      return {
+        name: p.name,
+        state: r?.state ?? 'absent',
+        ...(r?.reason != null ? { reason: r.reason } : {}),
+        seq: r?.seq ?? 0,
+        ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
+      };
+    });
+    return {
+      lines: totals.lines,
+      batchesApplied: this.#applied,
+      batchesSkipped: this.#skipped,
+      incompleteTail: totals.incompleteTail,
+      projections,
+    };
+  }
+
+  #target(sourceId: string): ApplyTarget {
+    return { db: this.#db, schema: SCHEMA, sourceId, sourcePath: null };
+  }
+
+  /** The shape of a table: from this stream's table lines, else the target's projections (a stream exported with --since has none). */
+  #shapeOf(table: string): SourceShape | undefined {
+    if (this.#stored === undefined) {
+      const rows = this.#db.prepare(`SELECT source_shape FROM ${PROJECTIONS_TABLE}`).pluck().all() as string[];
+      this.#stored = new Map(rows.map((r) => JSON.parse(r) as SourceShape).map((s) => [s.table, s]));
+    }
+    return this.#shapes.get(table) ?? this.#stored.get(table);
+  }
+
+  /** The definitions to import: given, else the target's stored ones, else undefined (a mirror of every table in the stream). */
+  #definitions(): ProjectionDefinition[] | undefined {
+    if (this.#options.projections !== undefined && this.#options.projections.length > 0)
+      return this.#options.projections.map((d) => parseDefinition(d));
+    const stored = this.#db.prepare(`SELECT name, definition FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as {
+      name: string;
+      definition: string;
+    }[];
+    if (stored.length === 0) return undefined;
+    return stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
+  }
+
+  #compile(d: ProjectionDefinition): CompiledProjection {
+    const shape = this.#shapeOf(d.source);
+    if (shape === undefined) {
+      throw new InvalidInputError(
+        'IMPORT_NO_SHAPE',
+        `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`,
+      );
+    }
+    if (lacksHandler(d))
+      throw new InvalidInputError(
+        'BAD_DEFINITION',
+        `Projection ${d.name}: pass its definition file with --projection so its handler can run.`,
+      );
+    const p = compileProjection(d, shape);
+    // As sync does: SQLite judges the expressions (over a TEMP table shaped like the source; nothing is written).
+    probeExpressions(this.#db, p);
+    return p;
+  }
+
+  #compiled(): CompiledProjection[] {
+    if (this.#projections !== undefined) return this.#projections;
+    const out = (this.#definitions() ?? [...this.#shapes.keys()].map(defaultMirror)).map((d) => this.#compile(d));
+    checkCollisions(out);
+    this.#projections = out;
+    return out;
+  }
+
+  /** Reads a snapshot from its first item to its marker and installs it; returns the totals if the stream ends inside it (nothing committed). */
+  async #snapshot(first: ExportItem, reader: Reader): Promise<ReadTotals | undefined> {
+    const defs = this.#definitions();
+    const snap: Installing = new Map();
+    this.#projections = undefined;
+    const r = await inTransaction(
+      this.#db,
+      async () => {
+        for (let item: ExportItem = first; ;) {
+          if (item.kind === 'table') this.#onTable(item.line, defs, snap);
+          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row);
+          else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
+          const next = await reader.next();
+          if (next.done === true) return { ended: next.value };
+          item = next.value;
+        }
+      },
+      { mode: 'immediate', keep: (x) => 'done' in x, onRollback: () => dropTemps(this.#db) },
+    );
+    this.#stored = undefined;
+    if (!('ended' in r)) return undefined;
+    this.#projections = undefined; // (compiled inside the transaction that rolled back)
+    return r.ended;
+  }
+
+  /** A table line: the projections of its table start installing, unless they are at or past this snapshot already. */
+  #onTable(line: TableLine, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
+    this.#shapes.set(line.table, {
+      table: line.table,
+      columns: line.columns,
+      keyColumns: line.keyColumns,
+      withoutRowid: line.withoutRowid,
+      rowidAlias: line.rowidAlias,
+    });
+    const installs: SnapshotInstall[] = [];
+    for (const d of (defs ?? [defaultMirror(line.table)]).filter((x) => x.source === line.table)) {
+      const p = this.#compile(d);
+      const rec = readProjection(this.#db, SCHEMA, p.name);
+      if (rec !== undefined) {
+        checkSource(p, rec.sourceId, line.sourceId);
+        // A table line carries its snapshot's seq (one read transaction).
+        if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue;
+      }
+      installs.push(SnapshotInstall.begin(this.#target(line.sourceId), p, rec));
+    }
+    snap.set(line.table, { installs, chunk: [] });
+  }
+
+  /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
+  async #onRow(snap: Installing, table: string, row: RowLine['row']): Promise<void> {
+    const t = snap.get(table);
+    if (t === undefined || t.installs.length === 0) return;
+    t.chunk.push(lineToRow(row));
+    if (t.chunk.length >= SNAPSHOT_CHUNK) await this.#flush(table, t);
+  }
+
+  /** The rows read so far, added to each projection being installed (so a snapshot never sits in memory whole). */
+  async #flush(table: string, t: { readonly installs: SnapshotInstall[]; chunk: Row[] }): Promise<void> {
+    if (t.chunk.length === 0) return;
+    const rows = decodedRows(this.#db, (this.#shapes.get(table) as SourceShape).columns, t.chunk);
+    t.chunk = [];
+    for (const install of t.installs) await install.add(rows);
+  }
+
+  /** The snapshot's marker, checked by the reader: each projection swaps in with the snapshot's cursor. */
+  async #onSnapshot(line: SnapshotLine, snap: Installing): Promise<true> {
+    for (const [table, t] of snap) {
+      if (!line.tables.includes(table)) continue;
+      await this.#flush(table, t);
+      for (const install of t.installs) {
+        const { droppedIndexes } = await install.finish(line.cursor, line.seq);
+        for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
+      }
+    }
+    this.#stored = undefined;
+    this.#projections = undefined;
+    this.#compiled(); // every projection has its shape now, and none collides
+    return true;
+  }
+
+  async #onBatch(line: BatchLine, events: ReturnType<typeof lineToEvent>[], at: string): Promise<void> {
+    const db = this.#db;
+    const projections = this.#compiled();
+    if (projections.length === 0) {
+      throw new InvalidInputError(
+        'IMPORT_NO_SNAPSHOT',
+        `${at}: the target has no projections and the file has no snapshot before this batch (seq ${line.fromSeq}-${line.seq}): there is nothing to apply its events to. Import a file that starts with a snapshot (sluice export without --since), or pass --projection with a target made from one.`,
+      );
+    }
+    const target = this.#target(line.sourceId);
+    const r = await inTransaction(
+      db,
+      async (): Promise<{ applied: boolean; suspended?: { p: CompiledProjection; s: Suspension } }> => {
+        let applied = false;
+        for (const p of projections) {
+          const rec = readProjection(db, SCHEMA, p.name);
+          if (rec === undefined) {
+            throw new InvalidInputError(
+              'IMPORT_NO_SNAPSHOT',
+              `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
+            );
+          }
+          checkSource(p, rec.sourceId, line.sourceId);
+          if (suspensionGate(target, p, rec, false) !== undefined) continue;
+          const mine = events.filter((e) => e.table === p.source.table);
+          const columns = p.source.columns.map((c) => c.name);
+          const batch = positionBatch(p, rec.seq, decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq), `${at}`);
+          if (batch === undefined) continue; // already applied
+          const rows = await applyRows(target, p, batch, 'batch');
+          if (rows.kind === 'suspended') return { applied, suspended: { p, s: rows } };
+          commitBatch(target, p, line.cursor, line.seq, rows);
+          applied = true;
+        }
+        return { applied };
+      },
+      { mode: 'immediate', keep: (x) => x.suspended === undefined, onRollback: () => dropTemps(db) },
+    );
+    if (r.suspended !== undefined) {
+      const { p, s } = r.suspended;
+      await recordSuspension(target, p, s);
+      throw new FailClosedError(
+        s.reason,
+        s.reason === 'TARGET_CONSTRAINT'
+          ? `Projection ${p.name} was suspended while importing the batch ending at seq ${line.seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`
+          : `Projection ${p.name} diverged while importing the batch ending at seq ${line.seq}: ${JSON.stringify(s.detail)}. It is suspended; repair or rebuild the target.`,
+      );
+    }
+    if (r.applied) this.#applied++;
+    else this.#skipped++;
+  }
+}
+
+/**
+ * Consecutive batches of a stream at hand in one target transaction, each
+ * in its own savepoint (inTransaction nests), up to the smallest default
+ * batch of the projections' kinds: sync applies the same events in batches
+ * of that size, and a commit per batch line of the file (1,000 events)
+ * cost import a WAL write and a sync each (bench/import.ts). A batch that
+ * fails or suspends rolls back to its savepoint only; the ones before it
+ * commit. A live stream commits each batch by itself.
+ */
+class BatchGroup {
+  readonly #db: Db;
+  readonly #enabled: boolean;
+  #events = 0;
+  #limit = 0;
+
+  constructor(db: Db, enabled: boolean) {
+    this.#db = db;
+    this.#enabled = enabled;
+  }
+
+  open(projections: readonly CompiledProjection[]): void {
+    if (!this.#enabled || this.#db.inTransaction) return;
+    this.#limit = Math.min(...projections.map((p) => kindOf(p).defaultBatch));
+    this.#db.exec('BEGIN IMMEDIATE');
+    this.#events = 0;
+  }
+
+  added(events: number): void {
+    this.#events += events;
+    if (this.#events >= this.#limit) this.commit();
+  }
+
+  commit(): void {
+    if (this.#enabled && this.#db.inTransaction) this.#db.exec('COMMIT');
+  }
+}
+
+function checkSource(p: CompiledProjection, stored: string, file: string): void {
+  if (stored !== file)
+    throw new FailClosedError(
+      'SOURCE_CHANGED',
+      `Projection ${p.name} in the target follows source ${stored}, but this file is from ${file}. Import into a new target, or drop the projection's tables first.`,
+    );
+}
