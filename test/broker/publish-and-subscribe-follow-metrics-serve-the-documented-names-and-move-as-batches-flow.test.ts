@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts';
+import { documentedMetrics, sample, scrape, scrapeUntil, type Scrape } from '../support/metrics.ts';
 import { NatsServer, freePort } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, startCli, waitFor, sourceSeq, type Spawned } from '../cli/support/cli.ts';
 import { sourceIdOf } from './support/broker.ts';
@@ -22,53 +23,7 @@ for i in range(int(sys.argv[2])):
     con.commit()
 `;
 
-/** name -> type of the rows of docs/metrics.md's table whose "served by" column names `command`. */
-function documented(command: string): Map<string, string> {
-  const text = fs.readFileSync(path.join(ROOT, 'docs', 'metrics.md'), 'utf8');
-  return new Map(
-    [...text.matchAll(/^\| `(sluice_\w+)` \| (\w+) \| ([^|]+) \|/gm)]
-      .filter((m) => (m[3] as string).includes(command))
-      .map((m) => [m[1] as string, m[2] as string]),
-  );
-}
-
-interface Scrape {
-  readonly types: Map<string, string>;
-  readonly values: Map<string, number>;
-}
-
-async function scrape(port: number): Promise<Scrape> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  expect(res.status).toBe(200);
-  const types = new Map<string, string>();
-  const values = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
-    const t = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (t !== null) types.set(t[1] as string, t[2] as string);
-    const v = /^(\w+(?:\{[^}]*\})?) (\S+)$/.exec(line);
-    if (v !== null) values.set(v[1] as string, Number(v[2]));
-  }
-  return { types, values };
-}
-
-/** Scrapes until `check` holds (or 30 s pass); a process still starting (nothing listening yet) is waited for. */
-async function scrapeUntil(port: number, check: (s: Scrape) => boolean): Promise<Scrape> {
-  const deadline = Date.now() + 30_000;
-  let s: Scrape | undefined;
-  while (s === undefined) {
-    s = await scrape(port).catch((err: unknown) => {
-      if (Date.now() > deadline) throw err;
-      return new Promise<undefined>((r) => setTimeout(() => r(undefined), 50));
-    });
-  }
-  while (!check(s) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    s = await scrape(port);
-  }
-  return s;
-}
-
-const of = (s: Scrape, name: string, labels: string) => s.values.get(`${name}{${labels}}`);
+const of = sample;
 
 describe('publish and subscribe --follow --metrics', () => {
   test('serve their documented names, and the counters, commit and ack times and stream lag move as batches flow', async () => {
@@ -92,7 +47,7 @@ describe('publish and subscribe --follow --metrics', () => {
         [pubPort, 'publish'],
         [subPort, 'subscribe'],
       ] as const) {
-        const docs = documented(command);
+        const docs = documentedMetrics(command);
         expect(docs.size, command).toBeGreaterThanOrEqual(4);
         const first = await scrape(port);
         for (const [name, type] of docs) expect(first.types.get(name), `${command} ${name}`).toBe(type);

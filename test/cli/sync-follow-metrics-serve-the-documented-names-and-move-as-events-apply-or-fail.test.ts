@@ -3,6 +3,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts';
+import { documentedMetrics, sample, scrape, scrapeUntil, type Scrape } from '../support/metrics.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { makeDir, parseJson, removeDir, runCliAsync, startCli, trackerSource, waitFor, write, type Spawned } from './support/cli.ts';
 
@@ -40,49 +41,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-/** The metrics docs/metrics.md documents for sync: name -> type, from its table's "served by" column. */
-function documented(): Map<string, string> {
-  const text = fs.readFileSync(path.join(ROOT, 'docs', 'metrics.md'), 'utf8');
-  return new Map(
-    [...text.matchAll(/^\| `(sluice_\w+)` \| (\w+) \| ([^|]+) \|/gm)]
-      .filter((m) => (m[3] as string).includes('sync'))
-      .map((m) => [m[1] as string, m[2] as string]),
-  );
-}
-
-interface Scrape {
-  readonly types: Map<string, string>;
-  /** `name{labels}` exactly as served -> value. */
-  readonly values: Map<string, number>;
-}
-
-async function scrape(port: number): Promise<Scrape> {
-  const res = await fetch(`http://127.0.0.1:${port}/metrics`);
-  expect(res.status).toBe(200);
-  expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-  const types = new Map<string, string>();
-  const values = new Map<string, number>();
-  for (const line of (await res.text()).split('\n')) {
-    const t = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (t !== null) types.set(t[1] as string, t[2] as string);
-    const v = /^(\w+(?:\{[^}]*\})?) (\S+)$/.exec(line);
-    if (v !== null) values.set(v[1] as string, Number(v[2]));
-  }
-  return { types, values };
-}
-
-/** Scrapes until `check` holds (or 30 s pass: the last scrape, for the assertions to report). */
-async function scrapeUntil(port: number, check: (s: Scrape) => boolean): Promise<Scrape> {
-  const deadline = Date.now() + 30_000;
-  let s = await scrape(port);
-  while (!check(s) && Date.now() < deadline) {
-    await new Promise((r) => setTimeout(r, 50));
-    s = await scrape(port);
-  }
-  return s;
-}
-
-const of = (s: Scrape, name: string, labels: string) => s.values.get(`${name}{${labels}}`);
+const of = sample;
 
 /** A user trigger on the target's issues table that makes every apply to it fail with a raw SQLite error. */
 const BLOCK = "CREATE TRIGGER block_issues BEFORE INSERT ON issues BEGIN SELECT RAISE(ABORT, 'issues are frozen'); END";
@@ -101,7 +60,7 @@ for n in range(1, ${count + 1}):
 
 describe.skipIf(process.platform === 'win32')('sync --follow --metrics', () => {
   test('serves every documented name, counts applied events, batches and failures, and serves the lag health reports', async () => {
-    const docs = documented();
+    const docs = documentedMetrics('sync');
     expect([...docs.keys()].length).toBeGreaterThanOrEqual(6);
     const port = await freePort();
     running = startCli(['sync', src, tgt, '--follow', '--json', '--metrics', `127.0.0.1:${port}`]);
