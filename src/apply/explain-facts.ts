@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { reasonsOf } from '../reasons.ts';
-import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { firstEventMsAfter } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
 import type { SourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
@@ -67,7 +67,7 @@ export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView): Cur
 export function isCurrent(db: Db, view: SourceView, table: string, seq: number): boolean {
   const t = view.tables.get(table)?.table;
   if (t === undefined) return false;
-  return db.prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? LIMIT 1`).get(t.tid, seq) === undefined;
+  return firstEventMsAfter(db, t.tid, seq) === undefined;
 }
 
 /** Source rows on which two map filters (null: every row) disagree. */
