@@ -28,7 +28,7 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
     };
   }
   if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, active: false, stop: () => undefined };
-  let bar: cliProgress.SingleBar | undefined;
+  let bar: LazyBar | undefined;
   let current: { projection: string; started: number } | undefined;
   return {
     active: true,
@@ -44,19 +44,8 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
         rate: f.rate,
         lag: f.lag,
       };
-      const permille = Math.floor(f.share * 1000);
-      if (bar === undefined) {
-        bar = new cliProgress.SingleBar(
-          {
-            format: '{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}',
-            stream: process.stderr,
-            hideCursor: true,
-            clearOnComplete: true,
-          },
-          cliProgress.Presets.shades_classic,
-        );
-        bar.start(1000, permille, payload);
-      } else bar.update(permille, payload);
+      bar ??= lazyBar('{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}');
+      bar.show(f.share, payload);
     },
     stop: () => {
       bar?.stop();
@@ -79,28 +68,41 @@ export interface WorkBar {
 export function workBar(options: { readonly json?: boolean }, label: string, unit: string): WorkBar {
   if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
   const started = Date.now();
-  let bar: cliProgress.SingleBar | undefined;
+  let bar: LazyBar | undefined;
   return {
     update: (done, total, detail) => {
       const f = progressFigures({ startSeq: 0, seq: done, sourceSeq: Math.max(total, done), events: done }, Date.now() - started);
       const payload = { label, unit, done, of: Math.max(total, done), rate: f.rate, detail: detail === undefined ? '' : ` | ${detail}` };
-      const permille = Math.floor(f.share * 1000);
-      if (bar === undefined) {
-        bar = new cliProgress.SingleBar(
-          {
-            format: '{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}',
-            stream: process.stderr,
-            hideCursor: true,
-            clearOnComplete: true,
-          },
-          cliProgress.Presets.shades_classic,
-        );
-        bar.start(1000, permille, payload);
-      } else bar.update(permille, payload);
+      bar ??= lazyBar('{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}');
+      bar.show(f.share, payload);
     },
     stop: () => {
       bar?.stop();
       bar = undefined;
     },
+  };
+}
+
+interface LazyBar {
+  /** Shows `share` (0..1) done, with the format's fields from `payload`; the bar starts at its first show. */
+  show(share: number, payload: Record<string, unknown>): void;
+  stop(): void;
+}
+
+/** A bar on stderr in `format`, in thousandths, cleared when it stops. */
+function lazyBar(format: string): LazyBar {
+  let bar: cliProgress.SingleBar | undefined;
+  return {
+    show(share, payload) {
+      const permille = Math.floor(share * 1000);
+      if (bar === undefined) {
+        bar = new cliProgress.SingleBar(
+          { format, stream: process.stderr, hideCursor: true, clearOnComplete: true },
+          cliProgress.Presets.shades_classic,
+        );
+        bar.start(1000, permille, payload);
+      } else bar.update(permille, payload);
+    },
+    stop: () => bar?.stop(),
   };
 }
