@@ -121,25 +121,22 @@ export function imageColumns(n: number): string {
 }
 
 /**
- * A relation of events in journal layout (seq, op, ts, c0..c(2n-1), keyed by
- * seq), as the set-based apply paths read them: SQL to use as a subquery,
- * with the values its named parameters are bound to. The bounds are bound,
- * not written into the SQL, so every batch of a projection runs the same
- * (cached) statements.
+ * The journal rows of one table in a seq range, as SQL to use as a
+ * subquery (seq, op, ts, c0..c(2n-1)), with the values its named parameters
+ * are bound to. The bounds are bound, not written into the SQL, so every
+ * batch of a projection runs the same (cached) statements. Readers outside
+ * capture read it through feed/event-relation.ts.
  */
-export interface EventRelation {
+export interface JournalRange {
   readonly sql: string;
   readonly params: Readonly<Record<string, number>>;
-  /** The captured table whose journal rows these are (unset for other relations, e.g. an import's). */
-  readonly tid?: number;
 }
 
 /** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
-export function journalRange(tid: number, n: number, lo: number, hi: number): EventRelation {
+export function journalRange(tid: number, n: number, lo: number, hi: number): JournalRange {
   return {
     sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
     params: { lo, hi },
-    tid,
   };
 }
 

@@ -17,7 +17,7 @@ import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
  */
 
 export function hasForeignUniqueIndex(db: Db, schema: string, table: string): boolean {
-  return firstWithForeignUnique(db, schema, [table]) !== undefined;
+  return foreignUniqueIndexOf(db, schema, [table]) !== undefined;
 }
 
 /**
@@ -26,7 +26,7 @@ export function hasForeignUniqueIndex(db: Db, schema: string, table: string): bo
  * UNIQUE INDEX ` for a unique one; the indexes of keys and constraints have
  * none.
  */
-function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[]): string | undefined {
+export function foreignUniqueIndexOf(db: Db, schema: string, tables: readonly string[]): string | undefined {
   if (tables.length === 0) return undefined;
   const found = cachedStatement(
     db,
@@ -34,11 +34,6 @@ function firstWithForeignUnique(db: Db, schema: string, tables: readonly string[
     'pluck',
   ).all(...tables) as string[];
   return tables.find((t) => found.some((f) => foldIdent(f) === foldIdent(t)));
-}
-
-/** The first of a projection's `tables` (its kind's uniqueTables) that carries a UNIQUE index a user added, if any. */
-export function foreignUniqueIndexOf(db: Db, schema: string, tables: readonly string[]): string | undefined {
-  return firstWithForeignUnique(db, schema, tables);
 }
 
 /** Why an fts5 projection refuses a UNIQUE index a user added to `table`, and what to do. */

@@ -9,7 +9,7 @@ import { connectionState, slot } from './connection-state.ts';
  * running them. SQLite re-prepares a cached statement by itself when a
  * schema it reads changes (a rebuilt target table, a dropped work table), so
  * reuse never runs a stale plan. The SQL must not embed per-batch values:
- * bind them (see EventRelation in capture/schema.ts).
+ * bind them (see JournalRange in capture/schema.ts).
  */
 
 /** How rows come back: objects, arrays (`raw`), or the first column (`pluck`). */
