@@ -5,7 +5,7 @@ import { inTransaction } from '../sqlite/transaction.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { ReasonCode } from '../reasons.ts';
 import type { ChangeBatch } from '../feed/change-batch.ts';
-import type { CompiledProjection } from '../projection/compile.ts';
+import { ownedTablesAt, type CompiledProjection } from '../projection/compile.ts';
 import type { SnapshotBuild, SnapshotRows } from '../projection/kind.ts';
 import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { foreignUniqueIndexOf, ftsUniqueMessage } from '../projection/foreign-unique.ts';
@@ -235,7 +235,7 @@ export class SnapshotInstall {
     db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
     insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'building'));
     const shadow = shadowName(p);
-    for (const x of kind.ownedTables(shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
+    for (const x of ownedTablesAt(p, shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
     kind.create(db, schema, p, shadow);
     return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow));
   }
@@ -283,7 +283,7 @@ function shadowName(p: CompiledProjection): string {
  * user's.
  */
 export function ownedBy(rec: ProjectionRecord): string[] {
-  return rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
+  return rec.cursor === null ? [] : ownedTables(rec);
 }
 
 /**

@@ -19,7 +19,7 @@ export interface DropResult {
  * someone else's. The same rule as a rebuild's (step.ts).
  */
 export function ownedByRecord(rec: ProjectionRecord): string[] {
-  return rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
+  return rec.cursor === null ? [] : ownedTables(rec);
 }
 
 /**

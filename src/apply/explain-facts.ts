@@ -83,7 +83,7 @@ export function filterDisagreements(db: Db, table: string, from: string | null, 
 
 /** The indexes a user added to the tables `rec` made (none when it never built). */
 export function targetIndexes(db: Db, rec: ProjectionRecord): { name: string; table: string; unique: boolean }[] {
-  const owned = rec.cursor === null ? [] : ownedTables(rec.kind, rec.targetTable);
+  const owned = rec.cursor === null ? [] : ownedTables(rec);
   return userIndexes(db, TARGET_SCHEMA, owned).map((ix) => ({
     name: ix.name,
     table: ix.table,

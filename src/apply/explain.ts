@@ -131,8 +131,7 @@ function claimTables(
 ): CompiledProjection | UncompiledProjection {
   const stored = records.filter((r) => !inRun.has(r.name) && !(r.kind === p.kind && foldIdent(r.targetTable) === foldIdent(p.targetTable)));
   for (const t of p.ownedTables) {
-    const other =
-      claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r.kind, r.targetTable).some((x) => foldIdent(x) === foldIdent(t)))?.name;
+    const other = claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r).some((x) => foldIdent(x) === foldIdent(t)))?.name;
     if (other !== undefined && other !== p.name) {
       const message = `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`;
       return { name: p.name, definition: p.definition, source: p.source, error: { code: 'TARGET_COLLISION', message } };

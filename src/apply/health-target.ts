@@ -17,7 +17,7 @@ export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath:
   if (r.cursor === null || r.state === 'suspended') return [];
   const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath);
   const problems: string[] = [];
-  for (const t of ownedTables(r.kind, r.targetTable)) {
+  for (const t of ownedTables(r)) {
     const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }

@@ -1,17 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { workTable } from '../sqlite/work-tables.ts';
-import { primaryKeyCollations } from '../sqlite/introspect.ts';
-import { fromJsonValue, placeholderFor, toBindable, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
+import type { JsonValue } from '../sqlite/codec.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
-import { journalEvents } from '../feed/event-relation.ts';
 import { cursorToken, type SourceView } from '../feed/source-view.ts';
-import { batchEnd } from '../feed/batch.ts';
-import { columnDecl, type CompiledProjection } from '../projection/compile.ts';
+import { ownedTables, stagedCopyOf, type CompiledProjection } from '../projection/compile.ts';
 import { kindOf } from '../projection/kinds/registry.ts';
-import { newProjectionRecord, ownedTables, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from './target-meta.ts';
+import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from './target-meta.ts';
 import { checkTablesFree, ownedBy, type ApplyTarget } from './applier.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 
@@ -23,17 +18,24 @@ import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.t
  *
  *  1. the build intent and the new definition are recorded in the
  *     projection's row (`build`), beside its live definition and cursor;
- *  2. shadow tables are filled from the source table in key order, one
- *     chunk per transaction (each chunk as the source is at its read);
- *  3. the shadow catches up to the high-water mark: every key the journal
+ *  2. rows are copied from the source table in key order, one chunk per
+ *     transaction (each chunk as the source is at its read) (shadow-fill.ts):
+ *     - a `copy` kind (mirror, map) into its shadow tables;
+ *     - a `replay` kind (fts5, a custom handler that declares its tables)
+ *       into a staged copy of the source rows beside them (a mirror);
+ *  3. that copy catches up to the high-water mark: every key the journal
  *     touched after the build started is read again from the source, in
  *     bounded steps (a key untouched since then is as its chunk copied it);
- *  4. the whole candidate is validated against the source at one seq, in a
- *     read transaction (verify's checksums, rows, keys);
- *  5. atomicSwapShadow: in one transaction, the last catch-up, the old
+ *  4. the copy is validated against the source at one seq, in a read
+ *     transaction (verify's checksums, rows, keys);
+ *  5. a replay kind's shadow is then filled from the staged copy (caught up
+ *     to the high-water mark read in that transaction) in key-ordered parts,
+ *     one per transaction, and caught up by applying the journal's events
+ *     after it, in bounded batches, as sync applies them to the live one;
+ *  6. atomicSwapShadow: in one transaction, the last catch-up, the old
  *     tables dropped, the shadow renamed in, the user's indexes made again,
- *     and the new definition, fingerprint and cursor stored together;
- *  6. the build state goes with that commit.
+ *     and the new definition, fingerprint and cursor stored together; the
+ *     staged copy and the build state go with that commit.
  *
  * Readers see the old projection, whole, until the swap commits, and the
  * new one after it. A build interrupted at any point resumes on the next
@@ -53,8 +55,17 @@ export interface BuildState {
   /** The last key copied (null: none yet); undefined once the copy is done. */
   readonly lastKey?: readonly JsonValue[] | null;
   readonly copied: number;
-  /** Events caught up through this seq (the copy phase: startSeq). */
+  /** The copy's events caught up through this seq (the copy phase: startSeq). */
   readonly caughtSeq: number;
+  /** A replay kind: the staged copy of the source rows (a mirror of its table) its shadow is filled from. */
+  readonly staging?: string;
+  /**
+   * A replay kind, once its staged copy is validated and caught up to
+   * `seq`: the shadow is filled from it in key order (the last key filled,
+   * as the copy's lastKey), then caught up through `seq` by the journal's
+   * events.
+   */
+  readonly fill?: { readonly lastKey?: readonly JsonValue[] | null; readonly seq: number };
 }
 
 /** Rows copied per transaction, and events caught up per transaction. */
@@ -71,13 +82,42 @@ export function writeBuild(t: ApplyTarget, name: string, b: BuildState | null): 
   );
 }
 
-/** Whether `p` can be rebuilt in bounded steps: its kind's rows are keyed by the source key, one table (mirror, map). */
-export function buildsInSteps(p: CompiledProjection): boolean {
-  return kindOf(p).boundedBuild;
+/** How `p` is rebuilt beside the live one in bounded steps (ProjectionKind.shadowBuild); undefined: in one transaction. */
+export function shadowBuildOf(p: CompiledProjection): 'copy' | 'replay' | undefined {
+  return kindOf(p).shadowBuild(p.definition);
 }
 
 function shadowOf(p: CompiledProjection): string {
   return `_sluice_build_${createHash('sha256').update(`${p.name}\0${p.fingerprint}`).digest('hex').slice(0, 12)}`;
+}
+
+/** Where the build's rows are copied to: the shadow itself (a copy kind) or its staged copy of the source rows (a replay kind). */
+export function copyTarget(p: CompiledProjection, b: BuildState): { readonly p: CompiledProjection; readonly at: string } {
+  return b.staging === undefined ? { p, at: b.shadow } : { p: stagedCopyOf(p, b.staging), at: b.staging };
+}
+
+/** What step 4 validates: the copy (its tables at `table`), as a stored projection of its own definition would be. */
+export interface BuildCandidate {
+  readonly kind: string;
+  readonly table: string;
+  readonly definition: string;
+  readonly shape: string;
+  readonly fingerprint: string;
+  readonly seq: number;
+}
+
+export function validationCandidate(p: CompiledProjection, b: BuildState): BuildCandidate {
+  if (b.staging === undefined)
+    return { kind: p.kind, table: b.shadow, definition: b.definition, shape: b.shape, fingerprint: b.fingerprint, seq: b.caughtSeq };
+  const m = stagedCopyOf(p, b.staging);
+  return {
+    kind: m.kind,
+    table: b.staging,
+    definition: JSON.stringify(m.definition),
+    shape: b.shape,
+    fingerprint: m.fingerprint,
+    seq: b.caughtSeq,
+  };
 }
 
 /** Records the build intent and makes the (empty) shadow tables, in the caller's transaction. */
@@ -88,11 +128,8 @@ export function startShadowBuild(
   reason: string,
   previous: readonly string[],
 ): BuildState {
-  const kind = kindOf(p);
   const shadow = shadowOf(p);
   checkTablesFree(t, p, previous);
-  dropShadow(t, p.kind, shadow);
-  kind.create(t.db, t.schema, p, shadow);
   const rec = newProjectionRecord(p, t.sourceId, t.sourcePath, 'building');
   const b: BuildState = {
     fingerprint: p.fingerprint,
@@ -104,15 +141,21 @@ export function startShadowBuild(
     lastKey: null,
     copied: 0,
     caughtSeq: view.hw,
+    ...(shadowBuildOf(p) === 'replay' ? { staging: `${shadow}_rows` } : {}),
   };
+  dropShadow(t, b);
+  kindOf(p).create(t.db, t.schema, p, shadow);
+  const copy = copyTarget(p, b);
+  if (b.staging !== undefined) kindOf(copy.p).create(t.db, t.schema, copy.p, copy.at);
   writeBuild(t, p.name, b);
   return b;
 }
 
 /**
  * resumeOrRollbackShadowBuild: a build found in the row is resumed when it
- * builds this very definition, and its journal is still there to catch up
- * from; otherwise its shadow is dropped and its state cleared (the live
+ * builds this very definition (for a staged copy, which holds every column,
+ * over the very same source shape), and its journal is still there to
+ * catch up from; otherwise its shadow is dropped and its state cleared (the live
  * projection was never touched). Returns the build to continue, if any.
  */
 export function resumeOrRollbackShadowBuild(
@@ -123,88 +166,19 @@ export function resumeOrRollbackShadowBuild(
 ): BuildState | undefined {
   const b = readBuild(rec);
   if (b === undefined) return undefined;
-  if (b.fingerprint === p.fingerprint && b.caughtSeq >= prunedThrough) return b;
-  dropShadow(t, p.kind, b.shadow);
+  const same = b.fingerprint === p.fingerprint && (b.staging === undefined || b.shape === JSON.stringify(p.source));
+  if (same && (b.fill?.seq ?? b.caughtSeq) >= prunedThrough) return b;
+  dropShadow(t, b);
   writeBuild(t, p.name, null);
   return undefined;
 }
 
-export function dropShadow(t: ApplyTarget, kind: string, shadow: string): void {
-  for (const x of ownedTables(kind, shadow)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
-}
-
-/** Copies the next chunk of source rows in key order into the shadow; the build state after it. */
-export async function copyChunk(t: ApplyTarget, p: CompiledProjection, table: CapturedTable, b: BuildState): Promise<BuildState> {
-  const { db } = t;
-  const keys = p.source.keyColumns;
-  const pk = primaryKeyCollations(db, p.source.table);
-  const keyed = keys.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
-  const decl = p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`).join(', ');
-  const chunk = workTable(db, '_sluice_chunk', decl);
-  cachedStatement(db, `DELETE FROM ${chunk}`).run();
-  const names = p.source.columns.map((c) => quoteIdent(c.name)).join(', ');
-  const last = (b.lastKey ?? null)?.map((v) => fromJsonValue(v));
-  const after = last === undefined ? '' : ` WHERE (${keyed.join(', ')}) > (${last.map(placeholderFor).join(', ')})`;
-  const n = cachedStatement(
-    db,
-    `INSERT INTO ${chunk} (${names}) SELECT ${names} FROM main.${quoteIdent(table.name)}${after} ORDER BY ${keyed.join(', ')} LIMIT ${BUILD_CHUNK}`,
-  ).run(...(last ?? []).map(toBindable)).changes;
-  const build = kindOf(p).build(db, t.schema, p, b.shadow);
-  await build.add({ from: (alias) => `${chunk} AS ${quoteIdent(alias)}`, rows: () => [] });
-  const copied = b.copied + (await build.finish());
-  if (n < BUILD_CHUNK) return { ...b, lastKey: undefined, copied };
-  const lastRow = db
-    .prepare(`SELECT ${keys.map(quoteIdent).join(', ')} FROM ${chunk} ORDER BY ${keyed.join(', ')} DESC LIMIT 1`)
-    .raw()
-    .safeIntegers(true)
-    .get() as SqlValue[];
-  return { ...b, lastKey: lastRow.map((v) => toJsonValue(v)), copied };
-}
-
-/**
- * Reads again from the source every key the journal touched in (lo, hi]
- * (old and new keys): deleted from the shadow, and built again from the
- * source rows that have it now.
- */
-export async function catchUp(
-  t: ApplyTarget,
-  p: CompiledProjection,
-  table: CapturedTable,
-  shadow: string,
-  lo: number,
-  hi: number,
-): Promise<void> {
-  if (hi <= lo) return;
-  const { db } = t;
-  const kind = kindOf(p);
-  const ev = journalEvents(table.tid, table.columns.length, lo, hi);
-  const pos = p.source.keyColumns.map((k) => table.columns.indexOf(k));
-  const tk = pos.map((_, i) => `k${i}`).join(', ');
-  const touched = workTable(db, '_sluice_touched', tk);
-  cachedStatement(db, `DELETE FROM ${touched}`).run();
-  const k = (side: 'before' | 'after') => pos.map((x, i) => `${ev[side]('', x)} AS k${i}`).join(', ');
-  cachedStatement(
-    db,
-    `INSERT INTO ${touched} SELECT ${k('before')} FROM (${ev.sql}) WHERE ${ev.hasBefore('')} UNION SELECT ${k('after')} FROM (${ev.sql}) WHERE ${ev.hasAfter('')}`,
-  ).run(ev.params);
-  const rows = kind.rowTable(shadow);
-  if (rows === undefined) throw new Error(`projection ${p.name}: kind ${p.kind} has no row table to catch up`);
-  db.exec(
-    `DELETE FROM ${quoteIdent(t.schema)}.${quoteIdent(rows)} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${tk} FROM ${touched})`,
-  );
-  const src = `main.${quoteIdent(table.name)}`;
-  const keys = p.source.keyColumns.map(quoteIdent).join(', ');
-  const build = kind.build(db, t.schema, p, shadow);
-  await build.add({
-    from: (alias) => `(SELECT * FROM ${src} WHERE (${keys}) IN (SELECT ${tk} FROM ${touched})) AS ${quoteIdent(alias)}`,
-    rows: () => [],
-  });
-  await build.finish();
-}
-
-/** Events caught up per step of the catch-up phase: the next range, of at most BUILD_CHUNK events of the table. */
-export function catchUpEnd(db: Db, table: CapturedTable, from: number, hw: number): number {
-  return batchEnd(db, table.tid, from, hw, BUILD_CHUNK);
+/** Drops a build's shadow tables and staged copy (the tables its own definition owns at the shadow's name). */
+export function dropShadow(t: ApplyTarget, b: BuildState): void {
+  const kind = (JSON.parse(b.definition) as { kind?: unknown }).kind;
+  const tables = ownedTables({ kind: typeof kind === 'string' ? kind : '', targetTable: b.shadow, definition: b.definition }, b.shadow);
+  for (const x of [...tables, ...(b.staging === undefined ? [] : [b.staging])])
+    t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
 }
 
 /**
@@ -224,7 +198,8 @@ export function atomicSwapShadow(
   const { db, schema } = t;
   const old = ownedBy(rec);
   const indexes = userIndexes(db, schema, old);
-  for (const x of old) db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+  for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
+    db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
   cachedStatement(

@@ -28,18 +28,16 @@ import {
 } from './applier.ts';
 import { crashPoint } from './crash-points.ts';
 import {
-  atomicSwapShadow,
-  buildsInSteps,
-  catchUp,
-  catchUpEnd,
-  copyChunk,
   dropShadow,
   readBuild,
   resumeOrRollbackShadowBuild,
+  shadowBuildOf,
   startShadowBuild,
   writeBuild,
+  type BuildCandidate,
   type BuildState,
 } from './shadow-build.ts';
+import { buildStep } from './build-step.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
@@ -68,9 +66,9 @@ export type StepOutcome =
   | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
-  | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up'; readonly rows: number; readonly seq: number }
-  /** A protected rebuild's shadow is caught up: validate it (in a read transaction), then step again with the result. Nothing was written. */
-  | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number }
+  | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up' | 'fill' | 'replay'; readonly rows: number; readonly seq: number }
+  /** A protected rebuild's copy is caught up: validate `candidate` (in a read transaction), then step again with the result. Nothing was written. */
+  | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number; readonly candidate: BuildCandidate }
   | Suspension;
 
 /** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
@@ -308,13 +306,13 @@ async function rebuild(
   rec: ProjectionRecord,
   reason: string,
 ): Promise<StepOutcome> {
-  if (rec.cursor === null || !buildsInSteps(p) || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
+  if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
   const table = buildable(view, p);
   if ('kind' in table) return table;
   return continueBuild(ctx, target, p, rec, view, startShadowBuild(target, p, view, reason, ownedBy(rec)));
 }
 
-/** One bounded step of a protected rebuild: copy a chunk, catch up a range, or (validated) the swap. */
+/** One bounded step of a protected rebuild (build-step.ts); a discarded shadow is rebuilt in this one transaction instead. */
 async function continueBuild(
   ctx: StepContext,
   target: ApplyTarget,
@@ -326,36 +324,11 @@ async function continueBuild(
   const table = buildable(view, p);
   if ('kind' in table) return table;
   checkJournalLayout(p, table);
-  if (b.lastKey !== undefined) {
-    const next = await copyChunk(target, p, table, b);
-    writeBuild(target, p.name, next);
-    return { kind: 'building', phase: 'copy', rows: next.copied, seq: rec.seq };
-  }
-  const hi = catchUpEnd(ctx.db, table, b.caughtSeq, view.hw);
-  if (hi < view.hw) {
-    await catchUp(target, p, table, b.shadow, b.caughtSeq, hi);
-    writeBuild(target, p.name, { ...b, caughtSeq: hi });
-    return { kind: 'building', phase: 'catch-up', rows: b.copied, seq: rec.seq };
-  }
-  if (ctx.validated?.seq !== b.caughtSeq) return { kind: 'validate', build: b, tid: table.tid };
-  if (!ctx.validated.ok) {
-    // A shadow that is not the source's rows (a write that escaped capture during the build): discarded,
-    // and the projection built in this one transaction instead.
-    dropShadow(target, p.kind, b.shadow);
-    writeBuild(target, p.name, null);
-    return initialize(target, p, view, rec, b.reason);
-  }
-  await catchUp(target, p, table, b.shadow, b.caughtSeq, view.hw);
-  const { cursor, droppedIndexes } = atomicSwapShadow(target, p, rec, b, view, table);
-  return {
-    kind: 'initialized',
-    rows: b.copied,
-    seq: view.hw,
-    cursor,
-    reason: b.reason,
-    swapped: true,
-    ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
-  };
+  const out = await buildStep(target, p, rec, view, table, b, ctx.validated);
+  if (out !== 'discard') return out;
+  dropShadow(target, b);
+  writeBuild(target, p.name, null);
+  return initialize(target, p, view, rec, b.reason);
 }
 
 /** Builds the projection from the source table as it is now, with the cursor at the high-water mark read in this transaction. */

@@ -1,6 +1,6 @@
 import { withReadTransaction, type Db } from '../sqlite/connection.ts';
 import { shadowMatchesSource } from './verify.ts';
-import type { BuildState } from './shadow-build.ts';
+import type { BuildCandidate } from './shadow-build.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { acknowledge } from '../feed/acknowledge.ts';
@@ -128,7 +128,7 @@ export class Syncer {
       }
       // Projections stored in the target but not part of this run keep their tables.
       const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
-      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r.kind, r.targetTable) }))]);
+      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r) }))]);
       const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
         throw new InvalidInputError(
@@ -369,7 +369,7 @@ export class Syncer {
       ctx = base; // a reinit is the first step only
       if (out.kind === 'validate') {
         // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
-        ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.build, out.tid) } };
+        ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.candidate, out.tid) } };
         continue;
       }
       if (out.kind === 'building') {
@@ -425,14 +425,13 @@ export class Syncer {
     }
   }
 
-  /** Whether a protected rebuild's shadow holds exactly the source's rows (verify's checksums, in one read transaction). */
-  #shadowMatches(p: CompiledProjection, b: BuildState, tid: number): boolean {
+  /** Whether a protected rebuild's copy holds exactly the source's rows (verify's checksums, in one read transaction). */
+  #shadowMatches(p: CompiledProjection, c: BuildCandidate, tid: number): boolean {
     const db = this.session.db;
     return withReadTransaction(db, () => {
       const rec = readProjection(db, TARGET_SCHEMA, p.name);
       if (rec === undefined) return false;
-      const shadow = { table: b.shadow, definition: b.definition, shape: b.shape, fingerprint: b.fingerprint, seq: b.caughtSeq };
-      return shadowMatchesSource(db, rec, shadow, readSourceView(db).hw, tid).ok;
+      return shadowMatchesSource(db, { ...rec, kind: c.kind }, c, readSourceView(db).hw, tid).ok;
     });
   }
 

@@ -65,11 +65,14 @@ interface ExactReader {
   exact(raw: readonly unknown[]): SqlValue[];
 }
 
-function exactReader(db: Db, t: CapturedTable): ExactReader {
+/** What reading a table's rows exactly needs of it (a captured table, or a work table of the same columns). */
+type RowsOf = Pick<CapturedTable, 'name' | 'columns' | 'keyColumns'>;
+
+function exactReader(db: Db, t: RowsOf, schema: string): ExactReader {
   const cols = t.columns.map(quoteIdent).join(', ');
-  const table = `main.${quoteIdent(t.name)}`;
+  const table = `${quoteIdent(schema)}.${quoteIdent(t.name)}`;
   const n = t.columns.length;
-  const byRowid = !isWithoutRowid(db, t.name);
+  const byRowid = !isWithoutRowid(db, t.name, schema);
   // A user column may be named rowid (or _rowid_, oid) and hide the real one: use a free alias.
   const alias = ['rowid', '_rowid_', 'oid'].find((a) => !t.columns.some((c) => foldIdent(c) === a));
   const rowidName = byRowid ? alias : undefined;
@@ -111,7 +114,7 @@ function exactReader(db: Db, t: CapturedTable): ExactReader {
 
 /** Streams a table's rows with exact values, from one open statement (the consumer must not write to `db` meanwhile). */
 export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
-  const r = exactReader(db, t);
+  const r = exactReader(db, t, 'main');
   for (const raw of db.prepare(r.select).raw().iterate() as IterableIterator<unknown[]>) yield r.exact(raw);
 }
 
@@ -120,14 +123,14 @@ export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
  * for rowid tables), with no statement open between pages: the consumer may
  * run its own statements on `db` while it takes the rows (a custom handler's
  * init does). Call it inside one read (or write) transaction for a
- * consistent snapshot.
+ * consistent snapshot. `schema`: where the table is (a work table in temp).
  */
-export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator<SqlValue[]> {
-  const r = exactReader(db, t);
+export function* pagedTable(db: Db, t: RowsOf, pageSize = 500, schema = 'main'): Generator<SqlValue[]> {
+  const r = exactReader(db, t, schema);
   const n = t.columns.length;
   // Without a rowid, pages follow the primary key's own index, with its
   // collations (which may differ from the columns' declared ones).
-  const pk = primaryKeyCollations(db, t.name);
+  const pk = schema === 'main' ? primaryKeyCollations(db, t.name) : new Map<string, string>();
   const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
   const order = r.rowidName !== undefined ? r.rowidName : keyed.join(', ');
   const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
@@ -154,8 +157,8 @@ export function* pagedTable(db: Db, t: CapturedTable, pageSize = 500): Generator
   }
 }
 
-function isWithoutRowid(db: Db, table: string): boolean {
-  const r = db.prepare("SELECT wr FROM main.pragma_table_list(?) WHERE schema = 'main'").get(table) as { wr: bigint } | undefined;
+function isWithoutRowid(db: Db, table: string, schema: string): boolean {
+  const r = db.prepare('SELECT wr FROM main.pragma_table_list(?) WHERE schema = ?').get(table, schema) as { wr: bigint } | undefined;
   return r !== undefined && r.wr !== 0n;
 }
 
@@ -175,11 +178,11 @@ export interface SnapshotRows {
  * statement stays open while a custom handler runs its own queries on the
  * same connection (and transaction).
  */
-export function sourceRows(db: Db, t: CapturedTable): SnapshotRows {
+export function sourceRows(db: Db, t: RowsOf, schema = 'main'): SnapshotRows {
   return {
-    from: (alias) => `main.${quoteIdent(t.name)} AS ${quoteIdent(alias)}`,
+    from: (alias) => `${quoteIdent(schema)}.${quoteIdent(t.name)} AS ${quoteIdent(alias)}`,
     *rows() {
-      for (const values of pagedTable(db, t)) {
+      for (const values of pagedTable(db, t, 500, schema)) {
         const row: Record<string, SqlValue> = {};
         t.columns.forEach((c, i) => {
           row[c] = values[i] ?? null;

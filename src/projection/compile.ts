@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent } from '../sqlite/quote.ts';
-import type { ProjectionDefinition } from './definition.ts';
+import { parseDefinition, type ProjectionDefinition } from './definition.ts';
 import { definitionFingerprint } from './fingerprint.ts';
 import type { CompiledProjection, SourceShape } from './compiled.ts';
 import { KINDS, kindNamed } from './kinds/registry.ts';
@@ -22,9 +22,40 @@ export {
   type TargetColumn,
 } from './compiled.ts';
 
-/** Target tables a projection of this kind owns (so a rebuild may drop them). */
-export function ownedTables(kind: string, targetTable: string): string[] {
-  return kindNamed(kind)?.ownedTables(targetTable) ?? [];
+/**
+ * Target tables a stored projection owns (so a rebuild may drop them), when
+ * its main table is `at` (default: its own): from its kind, target table
+ * and definition (JSON, as stored).
+ */
+export function ownedTables(
+  r: { readonly kind: string; readonly targetTable: string; readonly definition: string },
+  at?: string,
+): string[] {
+  const kind = kindNamed(r.kind);
+  if (kind === undefined) return [];
+  let def: unknown;
+  try {
+    def = JSON.parse(r.definition);
+  } catch {
+    def = {};
+  }
+  return (kind.ownedTables as (t: string, d: unknown) => string[])(at ?? r.targetTable, def ?? {});
+}
+
+/** The tables a compiled projection owns when its main table is `at` (a shadow's name while it is built). */
+export function ownedTablesAt(p: CompiledProjection, at: string): string[] {
+  return (KINDS[p.kind].ownedTables as (t: string, d: ProjectionDefinition) => string[])(at, p.definition);
+}
+
+/**
+ * A mirror of `p`'s source table (every column, keyed by the source key)
+ * with its table at `at`: the staged copy of the source rows that a replay
+ * rebuild (apply/shadow-build.ts) fills its shadow from.
+ */
+export function stagedCopyOf(p: CompiledProjection, at: string): CompiledProjection {
+  // Parsed, so that it is stored (and fingerprinted) as a stored definition reads back.
+  const def = parseDefinition({ name: p.name, source: p.source.table, kind: 'mirror' }, `the staged copy of ${p.name}`);
+  return { ...compileProjection(def, p.source), targetTable: at };
 }
 
 /** Turns a definition into the columns, key and SQL a projection runs, against its source's shape. */
@@ -59,6 +90,6 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
       (KINDS[def.kind].columnsRead as (d: ProjectionDefinition) => readonly string[] | undefined)(def),
     ),
     ...('handler' in def && def.handler !== undefined ? { handler: def.handler } : {}),
-    ownedTables: KINDS[def.kind].ownedTables(layout.targetTable),
+    ownedTables: (KINDS[def.kind].ownedTables as (t: string, d: ProjectionDefinition) => string[])(layout.targetTable, def),
   } as CompiledProjection;
 }

@@ -72,8 +72,12 @@ export interface ProjectionKind<K extends KindName> {
   columnsRead(def: DefinitionOf<K>): readonly string[] | undefined;
   /** Its target table, columns, key and filter, from the definition and the source's shape (errors name what is wrong). */
   layout(def: DefinitionOf<K>, source: SourceShape): KindLayout;
-  /** The tables it owns in the target when its main table is `table` (a rebuild may drop them; nothing else may have their names). */
-  ownedTables(table: string): string[];
+  /**
+   * The tables it owns in the target when its main table is `table` (a
+   * rebuild may drop them; nothing else may have their names). `def` is the
+   * definition as data (a stored one is read back from JSON).
+   */
+  ownedTables(table: string, def: DefinitionOf<K>): string[];
   /** It reads before-images: its source table must be captured in images mode (a custom handler also takes keys-mode events). */
   readonly needsImages: boolean;
   /** Default events per target transaction (set-based kinds: large; per-event ones: short write transactions). */
@@ -93,12 +97,17 @@ export interface ProjectionKind<K extends KindName> {
   /** The table holding one row per projected row when its main table is `table` (undefined: a custom handler's state). */
   rowTable(table: string): string | undefined;
   /**
-   * A rebuild of a live one can be built beside it in bounded transactions
-   * (apply/shadow-build.ts): its rows are one table keyed by the source key,
-   * filled by build() from any rows of the source. Otherwise it is rebuilt in
-   * one transaction.
+   * How a rebuild of a live one is built beside it in bounded transactions
+   * (apply/shadow-build.ts):
+   * - `copy`: its rows are one table keyed by the source key, filled by
+   *   build() from any rows of the source, so a key the journal touched is
+   *   deleted and built again from the source row;
+   * - `replay`: built from a consistent staged copy of the source rows, in
+   *   parts (build() called once per part), then caught up by applying the
+   *   journal's events to it (apply() at the shadow's name);
+   * - undefined: it is rebuilt in one transaction (its tables are not known).
    */
-  readonly boundedBuild: boolean;
+  shadowBuild(def: DefinitionOf<K>): 'copy' | 'replay' | undefined;
   /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
   readonly checksColumns: boolean;
   /** Creates its tables with main table `at`: a shadow name while a snapshot is built (p.targetTable is where they will live). */

@@ -33,11 +33,17 @@ function exists(db: Db, name: string): boolean {
  */
 export function workTable(db: Db, base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
   const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
-  const name = `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
+  const name = workTableName(base, columns, options);
   const qualified = `temp.${quoteIdent(name)}`;
   if (!exists(db, name)) db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
   connectionState(db).get(made).add(name);
   return qualified;
+}
+
+/** The (unqualified, temp) name of workTable(db, base, columns, options). */
+export function workTableName(base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
+  const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
+  return `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
 }
 
 /** Empties every work table of this connection (after a batch; any that a rollback took away is skipped). */

@@ -1,14 +1,18 @@
 import { customAlter } from './alter.ts';
+import { quoteIdent } from '../../../sqlite/quote.ts';
+import { renameTable } from '../../../sqlite/rename.ts';
 import type { ProjectionKind, SnapshotRows } from '../../kind.ts';
 import { applyCustomEvents, initCustom } from './handler.ts';
+import { customTables } from './tables.ts';
 
 /** Events read into memory at a time for a handler. */
 const EVENT_PAGE = 10_000;
 
 /**
  * A custom handler: it gets each event, and the snapshot rows at its
- * build, with a Kysely instance on the target transaction; its own tables
- * are its own (sluice names none of them).
+ * build, with a Kysely instance on the target transaction. Its tables are
+ * its own unless the definition declares them ("tables"): then sluice owns
+ * their lifecycle (drop, and a rebuild built beside them and renamed in).
  */
 export const customKind: ProjectionKind<'custom'> = {
   kind: 'custom',
@@ -16,7 +20,7 @@ export const customKind: ProjectionKind<'custom'> = {
   // A handler gets whole rows.
   columnsRead: () => undefined,
   layout: (def) => ({ targetTable: def.target ?? def.name, columns: [], key: [], filter: null }),
-  ownedTables: () => [],
+  ownedTables: (table, def) => Object.values(customTables(def, table)),
   needsImages: false,
   defaultBatch: 10_000,
   keysRows: false,
@@ -24,10 +28,12 @@ export const customKind: ProjectionKind<'custom'> = {
   uniqueTables: () => [],
   rowTable: () => undefined,
   checksColumns: false,
-  boundedBuild: false,
+  // Only tables it declares can be built beside the live ones.
+  shadowBuild: (def) => (def.tables === undefined ? undefined : 'replay'),
+  // The handler makes its tables (at ctx.tables' names) in init.
   create: () => {},
-  build(db, schema, p) {
-    // The handler's init takes every row at once: the parts added, read in turn at finish.
+  build(db, schema, p, at) {
+    // The handler's init takes every row of this build (or part) at once: the parts added, read in turn at finish.
     const parts: SnapshotRows[] = [];
     return {
       async add(rows) {
@@ -38,13 +44,23 @@ export const customKind: ProjectionKind<'custom'> = {
           db,
           schema,
           p,
+          at,
           (function* () {
             for (const part of parts) yield* part.rows();
           })(),
         ),
     };
   },
-  rename: () => {},
+  rename(db, schema, p, from) {
+    const live = customTables(p.definition, p.targetTable);
+    for (const [n, shadow] of Object.entries(customTables(p.definition, from))) {
+      // A table the handler's init did not make (no rows, say) is not there to rename.
+      const there = db
+        .prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_master WHERE type = 'table' AND name = ? COLLATE NOCASE`)
+        .get(shadow);
+      if (there !== undefined) renameTable(db, schema, shadow, live[n] as string);
+    }
+  },
   async apply(db, schema, p, batch) {
     let applied = 0;
     for (const events of batch.pages(EVENT_PAGE)) applied += await applyCustomEvents(db, schema, p, events);

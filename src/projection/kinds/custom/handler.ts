@@ -4,6 +4,7 @@ import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import type { CustomContext } from '../../definition.ts';
+import { customTables } from './tables.ts';
 
 /*
  * Custom projections get each event and a Kysely instance bound to the
@@ -22,7 +23,7 @@ export async function customContext(db: Db, schema: string, p: CompiledCustom): 
     held.instance ??= new K<any>({ dialect: new SqliteDialect({ database: db }) });
   }
   const k = held.instance;
-  return { db: schema === 'main' ? k : k.withSchema(schema), projection: p.name };
+  return { db: schema === 'main' ? k : k.withSchema(schema), projection: p.name, tables: customTables(p.definition, p.targetTable) };
 }
 
 function handlerOf(p: CompiledCustom) {
@@ -30,7 +31,8 @@ function handlerOf(p: CompiledCustom) {
   return p.handler;
 }
 
-export async function initCustom(db: Db, schema: string, p: CompiledCustom, rows: Iterable<Row>): Promise<number> {
+/** Runs the handler's init on `rows`, with its declared tables at `at` (its target, or a shadow). */
+export async function initCustom(db: Db, schema: string, p: CompiledCustom, at: string, rows: Iterable<Row>): Promise<number> {
   const h = handlerOf(p);
   let count = 0;
   function* counted(): Generator<Row> {
@@ -39,7 +41,7 @@ export async function initCustom(db: Db, schema: string, p: CompiledCustom, rows
       yield r;
     }
   }
-  if (h.init !== undefined) await h.init(counted(), await customContext(db, schema, p));
+  if (h.init !== undefined) await h.init(counted(), await customContext(db, schema, { ...p, targetTable: at }));
   else for (const _row of counted()) continue; // nothing to build: just count the rows
   return count;
 }

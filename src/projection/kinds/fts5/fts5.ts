@@ -32,8 +32,9 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   uniqueTables: allTablesOf,
   rowTable: keyTableOf,
   checksColumns: false,
-  // Its index entries of a key read again could only be removed with the values they were made from.
-  boundedBuild: false,
+  // Its index entries of a key read again could only be removed with the values they were made from:
+  // built from a staged copy of the source, then caught up with the journal's events (with their before-images).
+  shadowBuild: () => 'replay',
   create: createFtsTables,
   build: buildFts,
   rename: renameFts,

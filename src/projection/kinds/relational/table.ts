@@ -16,8 +16,10 @@ import { applyRelational } from './apply.ts';
 type Relational = CompiledMirror | CompiledMap;
 type Shared = Omit<
   ProjectionKind<'mirror'>,
-  'kind' | 'alter' | 'columnsRead' | 'layout' | 'create' | 'build' | 'rename' | 'apply' | 'verification'
+  'kind' | 'alter' | 'columnsRead' | 'layout' | 'ownedTables' | 'shadowBuild' | 'create' | 'build' | 'rename' | 'apply' | 'verification'
 > & {
+  ownedTables(table: string): string[];
+  shadowBuild(): 'copy';
   create(db: Db, schema: string, p: Relational, at: string): void;
   build: ProjectionKind<'mirror'>['build'] & ProjectionKind<'map'>['build'];
   rename(db: Db, schema: string, p: Relational, from: string): void;
@@ -34,7 +36,7 @@ export const relationalTable: Shared = {
   uniqueTables: (table) => [table],
   rowTable: (table) => table,
   checksColumns: true,
-  boundedBuild: true,
+  shadowBuild: () => 'copy',
   create(db, schema, p, at) {
     const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
     const withoutRowid = p.identity && p.source.withoutRowid ? ' WITHOUT ROWID' : '';

@@ -1,0 +1,62 @@
+import type { CapturedTable } from '../capture/catalog.ts';
+import type { SourceView } from '../feed/source-view.ts';
+import type { CompiledProjection } from '../projection/compile.ts';
+import type { ProjectionRecord } from './target-meta.ts';
+import type { ApplyTarget } from './applier.ts';
+import { atomicSwapShadow, copyTarget, validationCandidate, writeBuild, type BuildState } from './shadow-build.ts';
+import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents } from './shadow-fill.ts';
+import type { StepOutcome } from './step.ts';
+
+/**
+ * One bounded step of a protected rebuild (shadow-build.ts says which),
+ * in the caller's target transaction: copy a chunk, catch up a range, ask
+ * for the validation, fill a part, replay a range, or the swap.
+ * `discard`: the copy failed its validation, or the journal's events do not
+ * apply to the shadow: the caller drops it and rebuilds in one transaction.
+ */
+export async function buildStep(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  view: SourceView,
+  table: CapturedTable,
+  b: BuildState,
+  validated: { readonly seq: number; readonly ok: boolean } | undefined,
+): Promise<StepOutcome | 'discard'> {
+  const building = (phase: 'copy' | 'catch-up' | 'fill' | 'replay', next: BuildState): StepOutcome => {
+    writeBuild(t, p.name, next);
+    return { kind: 'building', phase, rows: next.copied, seq: rec.seq };
+  };
+  const fill = b.fill;
+  if (fill === undefined) {
+    const copy = copyTarget(p, b);
+    if (b.lastKey !== undefined) return building('copy', await copyChunk(t, copy, table, b));
+    const hi = catchUpEnd(t.db, table, b.caughtSeq, view.hw);
+    if (hi < view.hw) {
+      await catchUp(t, copy.p, table, copy.at, b.caughtSeq, hi);
+      return building('catch-up', { ...b, caughtSeq: hi });
+    }
+    if (validated?.seq !== b.caughtSeq) return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
+    // A copy that is not the source's rows (a write that escaped capture during the build).
+    if (!validated.ok) return 'discard';
+    // The copy is the source's rows at the validated seq, but for the keys touched since: read again, in this
+    // transaction, it is the source's rows at the high-water mark read in it.
+    await catchUp(t, copy.p, table, copy.at, b.caughtSeq, view.hw);
+    if (b.staging !== undefined) return building('fill', { ...b, caughtSeq: view.hw, fill: { lastKey: null, seq: view.hw } });
+  } else {
+    if (fill.lastKey !== undefined) return building('fill', await fillChunk(t, p, b));
+    const hi = catchUpEnd(t.db, table, fill.seq, view.hw);
+    if ((await replayEvents(t, p, table, b.shadow, fill.seq, hi)) !== undefined) return 'discard';
+    if (hi < view.hw) return building('replay', { ...b, fill: { seq: hi } });
+  }
+  const { cursor, droppedIndexes } = atomicSwapShadow(t, p, rec, b, view, table);
+  return {
+    kind: 'initialized',
+    rows: b.copied,
+    seq: view.hw,
+    cursor,
+    reason: b.reason,
+    swapped: true,
+    ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+  };
+}
