@@ -3,8 +3,7 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import type { SourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
-import { classifyChange, type AlterDecision, type ClassifiedChange } from '../projection/classify.ts';
-import type { AlterChange } from '../projection/alter-changes.ts';
+import { classifyChange, type AlterDecision, type AlterReasonCode, type ClassifiedChange } from '../projection/classify.ts';
 import type { ApplyTarget } from './applier.ts';
 import { alterFacts } from './explain-facts.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, type ProjectionRecord } from './target-meta.ts';
@@ -26,17 +25,25 @@ import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, type ProjectionRe
  */
 
 /**
- * Rejected changes that sync does not refuse: it already gives them one of
- * 003's outcomes. A source column the projection reads that was dropped or
- * renamed makes a definition naming it fail to compile, and sync suspends it
- * (SOURCE_COLUMN_MISSING); a mirror, which names no column, is rebuilt over
- * the new shape. A cursor that cannot continue suspends with its own reason
- * (TABLE_UNARMED, NEEDS_IMAGES_MODE, ...) when the rebuild reads the source.
- * A UNIQUE index a user added is made again by the rebuild, and one the new
- * rows break is left out and reported (ProjectionReport.droppedIndexes).
+ * Rejected reasons that sync does not refuse, because it already gives the
+ * change one of 003's outcomes. A source column the projection reads that
+ * was dropped or renamed makes a definition naming it fail to compile, and
+ * sync suspends it (SOURCE_COLUMN_MISSING); a mirror, which names no
+ * column, is rebuilt over the new shape (and so is one of a retyped column).
+ * A cursor that cannot continue suspends with its own reason (TABLE_UNARMED,
+ * NEEDS_IMAGES_MODE, ...) when the rebuild reads the source. A UNIQUE index
+ * a user added is made again by the rebuild, and one the new rows break is
+ * left out and reported (ProjectionReport.droppedIndexes). Any other
+ * Rejected reason (ALTER_CUSTOM_NO_SHADOW, ALTER_NO_SPACE, one added later)
+ * is refused.
  */
-const SYNC_DECIDES = (c: AlterChange): boolean =>
-  c.kind === 'source-column' || c.kind === 'cursor' || (c.kind === 'target-index' && c.unique);
+const SYNC_DECIDES: ReadonlySet<AlterReasonCode> = new Set<AlterReasonCode>([
+  'ALTER_SOURCE_COLUMN_DROPPED',
+  'ALTER_SOURCE_COLUMN_RENAMED',
+  'ALTER_SOURCE_COLUMN_RETYPED',
+  'ALTER_CURSOR_INVALID',
+  'ALTER_TARGET_UNIQUE_INDEX',
+]);
 
 /** A change to a projection that classifies as Rejected: refused before anything was written. */
 export class AlterRejectedError extends FailClosedError {
@@ -77,7 +84,7 @@ export function storedIfCompatible(target: ApplyTarget, p: CompiledProjection, r
     ).run(row.definition, row.sourceShape, row.fingerprint, Date.now(), p.name);
     return true;
   }
-  const refused = decision.changes.find((c) => c.classification === 'Rejected' && !SYNC_DECIDES(c.change));
+  const refused = decision.changes.find((c) => c.classification === 'Rejected' && !SYNC_DECIDES.has(c.reason));
   if (refused !== undefined)
     throw new AlterRejectedError(
       decision,

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { sync } from '../../src/apply/sync.ts';
+import { alter } from '../../src/capture/alter.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { explainAlter } from '../../src/apply/explain.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
@@ -185,6 +186,39 @@ describe('sync follows the classification of a changed definition', () => {
     // The repair it names: a rebuild in place, which the user accepts by asking for it.
     const repaired = await sync(src, tgt, { projections: defs, reinit: ['log'] });
     expect(repaired.projections.find((p) => p.name === 'log')).toMatchObject({ state: 'active', rebuilt: 'REINIT' });
+  });
+
+  test('test_schema_evolution_additive_column_continues_or_rebuilds: after sluice alter adds a column, the fts5 index that does not read it continues, the mirror and the filtered map are rebuilt, and a custom projection with no tables of its own is refused as explain says, until its repair runs', async ({
+    tmp,
+  }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    const db = openDatabase(src);
+    try {
+      alter(db, "ALTER TABLE items ADD COLUMN colour TEXT DEFAULT 'red'");
+    } finally {
+      db.close();
+    }
+    const defs = projections();
+    const log = (await explainAlter(src, tgt, { projections: defs })).projections.find((p) => p.name === 'log');
+    expect([log?.classification, log?.reason]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW']);
+    const row = rowOf(tgt, 'log');
+    const r = await sync(src, tgt, { projections: defs });
+    expect(r.projections.map((p) => [p.name, p.state, p.rebuilt ?? null, p.error?.code ?? null])).toEqual([
+      ['items', 'active', 'DEFINITION_CHANGED', null],
+      // A filter is SQL: its fingerprint covers the whole shape, and no proof keeps a cursor across a column change.
+      ['cheap', 'active', 'DEFINITION_CHANGED', null],
+      // Its fingerprint covers the columns it reads only, and sluice alter keeps its cursor: not a changed definition.
+      ['search', 'active', null, null],
+      ['log', 'active', null, 'ALTER_CUSTOM_NO_SHADOW'],
+    ]);
+    expect(rowOf(tgt, 'log')).toEqual(row);
+    const repaired = await sync(src, tgt, { projections: defs, reinit: ['log'] });
+    expect(repaired.projections.map((p) => [p.name, p.rebuilt ?? null, p.error?.code ?? null])).toEqual([
+      ['items', null, null],
+      ['cheap', null, null],
+      ['search', null, null],
+      ['log', 'REINIT', null],
+    ]);
   });
 
   test('the sync command exits 1 for a Rejected change and prints the projection, the reason and the repair on stderr', async ({ tmp }) => {
