@@ -20,7 +20,7 @@ export const REASON_KINDS = {
   verify: 'verify did not compare a projection, or did not call it ok',
   health: 'health says a projection needs action',
   alter:
-    'explain classified a change to a projection (its definition, its source table, its target): an AlterReasonCode, with Compatible, Rebuildable or Rejected',
+    'explain classified a change to a projection (its definition, its source table, its target): an AlterReasonCode, with Compatible, Rebuildable or Rejected; sync classifies a changed definition the same way',
   error: 'raised as a SluiceError with this `code`',
 } as const;
 
@@ -463,13 +463,13 @@ export const REASONS = {
     repair: 'drop the index or make it non-unique (index the source instead), then run sluice explain again',
   },
   ALTER_NO_SPACE: {
-    kinds: ['alter'],
+    kinds: ['alter', 'error'],
     clears: false,
     explain: "The shadow a rebuild needs would not fit in the target's free disk space (detail says bytes needed and free).",
-    repair: "free disk space on the target's file system, then run sluice explain again",
+    repair: "free disk space on the target's file system, then run sluice explain (or sluice sync) again",
   },
   ALTER_CUSTOM_NO_SHADOW: {
-    kinds: ['alter'],
+    kinds: ['alter', 'error'],
     clears: false,
     explain: 'A custom projection needs a rebuild, but its handler declares no tables of its own, so no shadow can be built and swapped.',
     repair: 'rebuild it in place once you accept that its state is replaced while it runs: sluice reinit {source} {target} {projection}',

@@ -7,8 +7,9 @@ import { reasonsOf } from '../reasons.ts';
 import { firstEventMsAfter } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
 import type { SourceView } from '../feed/source-view.ts';
-import type { CompiledProjection } from '../projection/compile.ts';
-import type { CursorFact } from '../projection/classify.ts';
+import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import type { AlterFacts, CursorFact, UncompiledProjection } from '../projection/classify.ts';
+import { parseStoredDefinition } from '../projection/definition.ts';
 import { TARGET_SCHEMA } from './session.ts';
 import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
 import { userIndexes } from './user-indexes.ts';
@@ -155,4 +156,53 @@ export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | 
     freeBytes = null;
   }
   return { rows, liveRows, liveBytes, neededBytes: base === null ? null : base * 2, freeBytes };
+}
+
+export interface GatheredFacts {
+  readonly facts: AlterFacts;
+  readonly cost: RebuildCost;
+}
+
+/**
+ * Everything classifyChange needs to know of `old` (the stored projection,
+ * undefined before its first build) and `next`, read in the caller's
+ * transaction without writing: explain's read transaction, or sync's step
+ * (src/apply/sync-classify.ts), so that both classify from the same facts.
+ */
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+): GatheredFacts {
+  const compiled = 'error' in next ? undefined : next;
+  const cursor = old === undefined ? undefined : cursorFact(db, old, view);
+  let disagreements: number | undefined;
+  if (
+    old !== undefined &&
+    // (A filter is a map's: the same kind, one of the two with a filter.)
+    compiled !== undefined &&
+    compiled.kind === old.kind &&
+    cursor?.continues === true &&
+    isCurrent(db, view, old.sourceTable, old.seq)
+  ) {
+    const stored = compileProjection(
+      // (A custom handler's code is not needed to read its filter: it has none.)
+      parseStoredDefinition(old.definition, `stored definition of ${old.name}`, { apply: () => undefined }),
+      JSON.parse(old.sourceShape) as SourceShape,
+    );
+    if (stored.filter !== compiled.filter && (stored.filter !== null || compiled.filter !== null))
+      disagreements = filterDisagreements(db, compiled.source.table, stored.filter, compiled.filter);
+  }
+  const cost = rebuildCost(db, targetPath, old, compiled);
+  const facts: AlterFacts = {
+    ...(cursor === undefined ? {} : { cursor }),
+    ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
+    ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
+    ...(cost.neededBytes === null || cost.freeBytes === null
+      ? {}
+      : { space: { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes } }),
+  };
+  return { facts, cost };
 }

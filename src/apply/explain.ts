@@ -4,7 +4,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView, type SourceView } from '../feed/source-view.ts';
-import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import { sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import {
   defaultMirror,
   withStoredHandler,
@@ -24,7 +24,7 @@ import {
 import type { StatePart } from '../projection/alter-changes.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { ownedTables, readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
-import { cursorFact, filterDisagreements, isCurrent, rebuildCost, targetIndexes, type RebuildCost } from './explain-facts.ts';
+import { alterFacts, type RebuildCost } from './explain-facts.ts';
 
 /** One side of a change: exactly what the projection is made from (the fingerprint covers all of it). */
 export interface DefinitionInputs {
@@ -193,33 +193,8 @@ function explainOne(
   // A projection that never built (no cursor) has no state to keep: a first build.
   const old = rec?.cursor == null ? undefined : rec;
   const compiled = 'error' in next ? undefined : next;
-  const cursor = old === undefined ? undefined : cursorFact(db, old, view);
-  let disagreements: number | undefined;
-  if (
-    old !== undefined &&
-    // (A filter is a map's: the same kind, one of the two with a filter.)
-    compiled !== undefined &&
-    compiled.kind === old.kind &&
-    cursor?.continues === true &&
-    isCurrent(db, view, old.sourceTable, old.seq)
-  ) {
-    const stored = compileProjection(
-      // (A custom handler's code is not needed to read its filter: it has none.)
-      parseStoredDefinition(old.definition, `stored definition of ${old.name}`, { apply: () => undefined }),
-      JSON.parse(old.sourceShape) as SourceShape,
-    );
-    if (stored.filter !== compiled.filter && (stored.filter !== null || compiled.filter !== null))
-      disagreements = filterDisagreements(db, compiled.source.table, stored.filter, compiled.filter);
-  }
-  const cost = rebuildCost(db, targetPath, old, compiled);
-  const decision = classifyChange(old, next, {
-    ...(cursor === undefined ? {} : { cursor }),
-    ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
-    ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
-    ...(cost.neededBytes === null || cost.freeBytes === null
-      ? {}
-      : { space: { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes } }),
-  });
+  const { facts, cost } = alterFacts(db, view, targetPath, old, next);
+  const decision = classifyChange(old, next, facts);
   const worst = decision.changes.find((c) => c.classification === decision.classification && c.reason === decision.reason);
   const repairReason = worst?.change.kind === 'cursor' ? worst.change.reason : decision.reason;
   const { handler: _h, ...data } = (next.definition ?? {}) as { handler?: unknown };

@@ -39,6 +39,7 @@ import {
 } from './shadow-build.ts';
 import { buildStep } from './build-step.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
+import { storedIfCompatible } from './sync-classify.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -177,11 +178,13 @@ async function afterBuildCheck(
   // (One suspended by a user's UNIQUE index waits to be tried again only once there is a batch to try.)
   const gate = suspensionGate(target, p, rec, ctx.range !== undefined);
   if (gate !== undefined && rec.reason !== 'TARGET_CONSTRAINT') return gate;
-  if (rec.fingerprint !== p.fingerprint) {
-    // Stored by a version whose fingerprint covered the whole source shape: the same definition over
-    // the same shape is the same projection (rows, keys, cursor), so only the fingerprint is stamped anew.
-    if (!restampedLegacyFingerprint(target, p, rec)) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
-  }
+  // A changed definition is classified as explain classifies it (sync-classify.ts): a Compatible one is
+  // stored and goes on from the cursor, a Rejected one is refused (it throws, nothing written), the rest rebuild.
+  // (Stored by a version whose fingerprint covered the whole source shape: the same definition over
+  // the same shape is the same projection (rows, keys, cursor), so only the fingerprint is stamped anew.)
+  const changed = rec.fingerprint !== p.fingerprint && !restampedLegacyFingerprint(target, p, rec);
+  const compatible = changed && storedIfCompatible(target, p, rec, view);
+  if (changed && !compatible) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
   // After DDL sluice did not make, a projection verify can check proves its
   // continuity (below); any other rebuilds (SCHEMA_WINDOW).
   const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
@@ -211,7 +214,14 @@ async function afterBuildCheck(
   }
   if (batch === undefined || (batch.toSeq <= lo && v.window !== true)) {
     // A suspension whose cause is gone, with nothing to apply: the row becomes active again, committed.
-    if (rec.state !== 'suspended' || gate !== undefined) return gate ?? { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+    // (A Compatible change stored above must commit: 'current' rolls back.)
+    if (rec.state !== 'suspended' || gate !== undefined)
+      return (
+        gate ??
+        (compatible
+          ? { kind: 'applied', events: 0, seq: lo, cursor: rec.cursor ?? '', caughtUp: true }
+          : { kind: 'current', seq: lo, cursor: rec.cursor ?? '' })
+      );
     commitBatch(target, p, rec.cursor ?? '', lo, { kind: 'rows', applied: 0, lastTs: null });
     return { kind: 'applied', events: 0, seq: lo, cursor: rec.cursor ?? '', caughtUp: true };
   }
