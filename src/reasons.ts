@@ -472,7 +472,8 @@ export const REASONS = {
     kinds: ['alter', 'error'],
     clears: false,
     explain: 'A custom projection needs a rebuild, but its handler declares no tables of its own, so no shadow can be built and swapped.',
-    repair: 'rebuild it in place once you accept that its state is replaced while it runs: sluice reinit {source} {target} {projection}',
+    repair:
+      'declare the tables its handler owns ("tables" in its definition) so that a rebuild is built beside them, or rebuild it in one transaction once you accept that its target is locked while it runs: sluice reinit {source} {target} {projection}',
   },
 
   // Capture refusals.

@@ -1,3 +1,4 @@
+import { shadowBuildOf } from './shadow-build.ts';
 import { kindNamed } from '../projection/kinds/registry.ts';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -102,7 +103,8 @@ export interface RebuildCost {
   /**
    * Bytes a shadow needs on the target's file system: twice the live
    * projection's pages (or, for a first build, the source table's), since
-   * they are written to the WAL and then copied into the file.
+   * they are written to the WAL and then copied into the file; for an fts5
+   * or custom rebuild, twice the source table's pages more (its staged copy).
    */
   readonly neededBytes: number | null;
   /** Free bytes on the target's file system (fs.statfs), when known. */
@@ -138,7 +140,7 @@ function count(db: Db, sql: string): number | null {
 export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
   const built = rec !== undefined && rec.cursor !== null;
   const kind = rec === undefined ? undefined : kindNamed(rec.kind);
-  const liveTables = !built || kind === undefined ? [] : kind.uniqueTables(rec.targetTable);
+  const liveTables = !built || kind === undefined ? [] : [...new Set([...kind.uniqueTables(rec.targetTable), ...ownedTables(rec)])];
   const liveBytes = pagesOf(db, TARGET_SCHEMA, liveTables);
   // Its rows: those of the table verify reads (the target table, an fts5 key table); unknown for a custom handler's state.
   const rowTable = !built ? undefined : kind?.rowTable(rec.targetTable);
@@ -155,7 +157,9 @@ export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | 
   } catch {
     freeBytes = null;
   }
-  return { rows, liveRows, liveBytes, neededBytes: base === null ? null : base * 2, freeBytes };
+  // A replayed rebuild stages a copy of the source table beside the shadow (shadow-build.ts).
+  const staged = built && p !== undefined && shadowBuildOf(p) === 'replay' ? pagesOf(db, 'main', [p.source.table]) : 0;
+  return { rows, liveRows, liveBytes, neededBytes: base === null || staged === null ? null : (base + staged) * 2, freeBytes };
 }
 
 export interface GatheredFacts {

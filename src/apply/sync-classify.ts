@@ -17,8 +17,9 @@ import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, type ProjectionRe
  * - Compatible: the new definition, shape and fingerprint are stored in
  *   that transaction and the projection goes on from its cursor (no rebuild).
  * - Rebuildable: rebuilt, as before (protected where the kind allows).
- * - Rejected: refused (AlterRejectedError); the transaction rolls back and
- *   sync records nothing for it, so its tables and its row are as they were.
+ * - Rejected: refused (AlterRejectedError); the transaction rolls back, so
+ *   its tables, cursor and definition are as they were; sync records the
+ *   failure alone (its code and message), so health shows it and its repair.
  *
  * Some Rejected changes already have an outcome of their own in sync, and
  * sync keeps it (see SYNC_DECIDES).

@@ -19,7 +19,6 @@ import { checkSameFile, fileIdentity, type FileIdentity } from './target-identit
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
-import { AlterRejectedError } from './sync-classify.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -198,8 +197,8 @@ export class Syncer {
               ? String((err as { code: string }).code)
               : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
-        // A Rejected change is refused with nothing written, its row included (sync-classify.ts).
-        if (!(err instanceof AlterRejectedError)) recordFailureAlone(this.session.db, p.name, code, message);
+        // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
+        recordFailureAlone(this.session.db, p.name, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }

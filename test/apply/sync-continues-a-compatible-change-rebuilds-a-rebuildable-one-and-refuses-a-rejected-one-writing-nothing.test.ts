@@ -18,8 +18,9 @@ import { countingHandler, projections, run, syncedPair } from './support/explain
  * explain classifies it, before anything is written. A Compatible change
  * keeps the projection's rows and cursor (its new definition is stored and
  * it goes on), a Rebuildable one is rebuilt, and a Rejected one is refused
- * with its reason and repair, its tables and its row left byte for byte,
- * while the other projections of the same sync go on.
+ * with its reason and repair, its tables, cursor and definition as they
+ * were (only the failure is recorded, so that health shows it), while the
+ * other projections of the same sync go on.
  */
 
 /** A hash of the cells (and rowids, where a table has them) of each table named `name` or `name_*`. */
@@ -49,8 +50,27 @@ function tablesOf(file: string, name: string): Record<string, string> {
   }
 }
 
-/** The projection's row in the target's catalog, every column. */
+/** The projection's row in the target's catalog: every column but those of a recorded failure. */
 function rowOf(file: string, name: string): unknown {
+  const {
+    last_error: _e,
+    last_error_code: _c,
+    last_error_ms: _m,
+    failures: _f,
+    updated_ms: _u,
+    ...state
+  } = fullRowOf(file, name) as Record<string, unknown>;
+  return state;
+}
+
+/** The last failure recorded for a projection (what health reports). */
+function failureOf(file: string, name: string): { code: unknown; message: unknown } {
+  const r = fullRowOf(file, name) as Record<string, unknown>;
+  return { code: r.last_error_code, message: r.last_error };
+}
+
+/** The projection's row in the target's catalog, every column. */
+function fullRowOf(file: string, name: string): unknown {
   const db = openDatabase(file, { readonly: true });
   try {
     return db.prepare('SELECT * FROM _sluice_projections WHERE name = ?').get(name);
@@ -143,7 +163,7 @@ describe('sync follows the classification of a changed definition', () => {
     ]);
   });
 
-  test('sync refuses a Rejected change before anything is written: the projection keeps its tables and its row byte for byte, the error names it, the rule and the repair, and the other projections go on', async ({
+  test('sync refuses a Rejected change before anything is written: the projection keeps its tables, cursor and definition, the refusal is recorded for health, the error names it, the rule and the repair, and the other projections go on', async ({
     tmp,
   }) => {
     const { src, tgt } = await syncedPair(tmp);
@@ -174,8 +194,9 @@ describe('sync follows the classification of a changed definition', () => {
     expect(log?.error?.message).toContain(`sluice reinit ${src} ${tgt} log`);
     expect([log?.rebuilt, log?.snapshotRows]).toEqual([undefined, undefined]);
     expect(tablesOf(tgt, 'ops')).toEqual(tables);
-    // Not even a recorded failure: its row is as it was.
+    // Its row is as it was (definition, fingerprint, cursor, state), but for the failure recorded, which health reports.
     expect(rowOf(tgt, 'log')).toEqual(row);
+    expect(failureOf(tgt, 'log')).toEqual({ code: 'ALTER_CUSTOM_NO_SHADOW', message: log?.error?.message });
     // The others went on: a Rebuildable change rebuilt, an unchanged one applied the write.
     expect(r.projections.filter((p) => p.name !== 'log').map((p) => [p.name, p.state, p.rebuilt ?? null, p.error])).toEqual([
       ['items', 'active', null, undefined],
@@ -240,6 +261,11 @@ describe('sync follows the classification of a changed definition', () => {
     expect(r.stderr).toMatch(/ALTER_CUSTOM_NO_SHADOW: projection counts: .*Rejected/);
     expect(r.stderr).toContain(`sluice reinit ${src} ${tgt} counts`);
     expect(rowOf(tgt, 'counts')).toEqual(row);
+    // Not silently stale: health names the refusal and its repair.
+    const h = await runCliAsync(['health', tgt]);
+    expect(h.status, h.stdout).toBe(3);
+    expect(h.stdout + h.stderr).toContain('ALTER_CUSTOM_NO_SHADOW');
+    expect(h.stdout + h.stderr).toContain(`sluice reinit ${src} ${tgt} counts`);
     // The mirror went on.
     const db = openDatabase(tgt, { readonly: true });
     try {
