@@ -31,6 +31,12 @@ export const REQUIRED_TESTS = [
   'test_schema_evolution_refresh_concurrent_with_ddl',
 ] as const;
 
+/** Transitions whose tests must cover these projection kinds too, each in a title starting `<name> (<kind>` (issue 13: not only mirrors). */
+export const REQUIRED_KINDS: Readonly<Partial<Record<(typeof REQUIRED_TESTS)[number], readonly string[]>>> = {
+  test_shadow_rebuild_atomic_swap_preserves_old_result_until_cutover: ['fts5', 'custom'],
+  test_shadow_rebuild_interruption_resumes_or_rolls_back: ['fts5', 'custom'],
+};
+
 /** 003's transitions with no SQLite counterpart: not tests, and why. */
 export const NOT_APPLICABLE: Readonly<Record<string, string>> = {
   test_schema_evolution_schema_move_and_owner_change:
@@ -94,6 +100,8 @@ export function gateFindings(tree: Tree): string[] {
   for (const name of REQUIRED_TESTS) {
     const found = titles.filter(({ t }) => t === name || t.startsWith(`${name}:`) || t.startsWith(`${name} `));
     if (found.length === 0) findings.push(`no test title in test/ starts with ${name}`);
+    for (const kind of REQUIRED_KINDS[name] ?? [])
+      if (!titles.some(({ t }) => t.startsWith(`${name} (${kind}`))) findings.push(`no test title in test/ starts with ${name} (${kind}`);
   }
   for (const name of Object.keys(NOT_APPLICABLE))
     if (REQUIRED_TESTS.includes(name as never)) findings.push(`${name} is both required and not applicable`);
@@ -136,6 +144,14 @@ describe('the offline gate of reference 003', () => {
     );
     const renamedSymbol = rename('src/apply/shadow-build.ts', 'export function atomicSwapShadow', 'export function swapShadow');
     expect(gateFindings(renamedSymbol)).toContain('atomicSwapShadow is not declared in src/apply/shadow-build.ts');
+    const noCustom = rename(
+      'test/apply/an-interrupted-shadow-rebuild-of-an-fts5-index-or-a-custom-handler-resumes-or-rolls-back.test.ts',
+      'test_shadow_rebuild_interruption_resumes_or_rolls_back (custom)',
+      'interruption (custom)',
+    );
+    expect(gateFindings(noCustom)).toEqual([
+      'no test title in test/ starts with test_shadow_rebuild_interruption_resumes_or_rolls_back (custom',
+    ]);
     const lostMember = rename('src/projection/classify.ts', "| 'Rejected'", '');
     expect(gateFindings(lostMember)).toContain('Rejected is not declared in src/projection/');
   });

@@ -105,59 +105,69 @@ function seen(kind: Kind, target: string): { version: string; rows: number; buil
   }
 }
 
+type MakeDb = (name?: string, schema?: string) => { db: import('../../src/sqlite/connection.ts').Db; file: string };
+
+async function interruptedRebuild(kind: Kind, makeDb: MakeDb, tmp: string): Promise<void> {
+  const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+  const target = path.join(tmp, 'cache.db');
+  const sync = (v: string, env: Record<string, string> = {}) =>
+    cli(['sync', src.file, target, '--projection', kind.def(tmp, v), '--json'], env);
+  const first = sync('v1');
+  expect(first.status, first.stderr).toBe(0);
+
+  // Killed before its first step commits: nothing of the build is kept.
+  const early = sync('v2', { SLUICE_CRASH_AT: 'before-commit' });
+  expect(early.signal).toBe('SIGKILL');
+  expect(seen(kind, target)).toEqual({ version: 'v1', rows: ROWS, building: false });
+  expect(shadows(target)).toEqual([]);
+
+  // Killed after each step: one step further each run, the live projection untouched.
+  let kills = 0;
+  for (;;) {
+    // (An insert and a delete: the source keeps ROWS rows, and the build has events to catch up and replay.)
+    src.db.exec(`INSERT INTO t VALUES (${ROWS + kills + 1}, 'late row', 3); DELETE FROM t WHERE id = ${kills + 1}`);
+    const r = sync('v2', { SLUICE_CRASH_AT: 'build-step' });
+    if (r.signal !== 'SIGKILL') {
+      expect(r.status, r.stderr).toBe(0);
+      expect(jsonOut<{ projections: { rebuilt?: string; swapped?: boolean }[] }>(r).projections[0]).toMatchObject({
+        rebuilt: 'DEFINITION_CHANGED',
+        swapped: true,
+      });
+      break;
+    }
+    kills++;
+    expect(seen(kind, target), 'the live projection is the old one, whole').toEqual({ version: 'v1', rows: ROWS, building: true });
+    expect(shadows(target).length).toBeGreaterThanOrEqual(1);
+    expect(kills).toBeLessThan(20);
+  }
+  // Three chunks copied, three parts filled, and at least one replay.
+  expect(kills).toBeGreaterThanOrEqual(6);
+  expect(seen(kind, target)).toEqual({ version: kind.name === 'fts5' ? 'porter' : 'v2', rows: ROWS, building: false });
+  expect(shadows(target)).toEqual([]);
+  expect((await verify(src.file, target)).ok).toBe(true);
+
+  // A build killed midway, then a run with another definition: the old shadow rolled back, the new one built.
+  const killed = sync('v3', { SLUICE_CRASH_AT: 'build-step' });
+  expect(killed.signal).toBe('SIGKILL');
+  const stale = shadows(target);
+  expect(stale.length).toBeGreaterThanOrEqual(1);
+  const other = sync('v4');
+  expect(other.status, other.stderr).toBe(0);
+  expect(jsonOut<{ projections: { swapped?: boolean }[] }>(other).projections[0]?.swapped).toBe(true);
+  expect(seen(kind, target)).toEqual({ version: kind.name === 'fts5' ? 'porter' : 'v4', rows: ROWS, building: false });
+  expect(shadows(target)).toEqual([]);
+  expect((await verify(src.file, target)).ok).toBe(true);
+}
+
+const kindNamed = (name: string): Kind => KINDS.find((k) => k.name === name) as Kind;
+
 describe('an interrupted shadow rebuild of a replayed kind', () => {
-  test.for(KINDS.map((k) => [k.name, k] as const))(
-    'test_shadow_rebuild_interruption_resumes_or_rolls_back (%s): killed after each step, or before one commits, the old projection stays whole and the next run resumes; a changed definition rolls the shadow back',
-    async ([, kind], { makeDb, tmp }) => {
-      const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
-      const target = path.join(tmp, 'cache.db');
-      const sync = (v: string, env: Record<string, string> = {}) =>
-        cli(['sync', src.file, target, '--projection', kind.def(tmp, v), '--json'], env);
-      const first = sync('v1');
-      expect(first.status, first.stderr).toBe(0);
-
-      // Killed before its first step commits: nothing of the build is kept.
-      const early = sync('v2', { SLUICE_CRASH_AT: 'before-commit' });
-      expect(early.signal).toBe('SIGKILL');
-      expect(seen(kind, target)).toEqual({ version: 'v1', rows: ROWS, building: false });
-      expect(shadows(target)).toEqual([]);
-
-      // Killed after each step: one step further each run, the live projection untouched.
-      let kills = 0;
-      for (;;) {
-        // (An insert and a delete: the source keeps ROWS rows, and the build has events to catch up and replay.)
-        src.db.exec(`INSERT INTO t VALUES (${ROWS + kills + 1}, 'late row', 3); DELETE FROM t WHERE id = ${kills + 1}`);
-        const r = sync('v2', { SLUICE_CRASH_AT: 'build-step' });
-        if (r.signal !== 'SIGKILL') {
-          expect(r.status, r.stderr).toBe(0);
-          expect(jsonOut<{ projections: { rebuilt?: string; swapped?: boolean }[] }>(r).projections[0]).toMatchObject({
-            rebuilt: 'DEFINITION_CHANGED',
-            swapped: true,
-          });
-          break;
-        }
-        kills++;
-        expect(seen(kind, target), 'the live projection is the old one, whole').toEqual({ version: 'v1', rows: ROWS, building: true });
-        expect(shadows(target).length).toBeGreaterThanOrEqual(1);
-        expect(kills).toBeLessThan(20);
-      }
-      // Three chunks copied, three parts filled, and at least one replay.
-      expect(kills).toBeGreaterThanOrEqual(6);
-      expect(seen(kind, target)).toEqual({ version: kind.name === 'fts5' ? 'porter' : 'v2', rows: ROWS, building: false });
-      expect(shadows(target)).toEqual([]);
-      expect((await verify(src.file, target)).ok).toBe(true);
-
-      // A build killed midway, then a run with another definition: the old shadow rolled back, the new one built.
-      const killed = sync('v3', { SLUICE_CRASH_AT: 'build-step' });
-      expect(killed.signal).toBe('SIGKILL');
-      const stale = shadows(target);
-      expect(stale.length).toBeGreaterThanOrEqual(1);
-      const other = sync('v4');
-      expect(other.status, other.stderr).toBe(0);
-      expect(jsonOut<{ projections: { swapped?: boolean }[] }>(other).projections[0]?.swapped).toBe(true);
-      expect(seen(kind, target)).toEqual({ version: kind.name === 'fts5' ? 'porter' : 'v4', rows: ROWS, building: false });
-      expect(shadows(target)).toEqual([]);
-      expect((await verify(src.file, target)).ok).toBe(true);
-    },
-  );
+  test('test_shadow_rebuild_interruption_resumes_or_rolls_back (fts5): killed after each step, or before one commits, the old projection stays whole and the next run resumes; a changed definition rolls the shadow back', ({
+    makeDb,
+    tmp,
+  }) => interruptedRebuild(kindNamed('fts5'), makeDb, tmp));
+  test('test_shadow_rebuild_interruption_resumes_or_rolls_back (custom): killed after each step, or before one commits, the old projection stays whole and the next run resumes; a changed definition rolls the shadow back', ({
+    makeDb,
+    tmp,
+  }) => interruptedRebuild(kindNamed('custom'), makeDb, tmp));
 });
