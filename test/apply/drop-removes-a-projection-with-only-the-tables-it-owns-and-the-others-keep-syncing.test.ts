@@ -94,6 +94,38 @@ describe('sluice drop', () => {
     t.close();
   });
 
+  test('drops the tables a custom definition declares, and only those: the table of another handler, not declared, stays', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', SCHEMA);
+    enable(db, ['notes']);
+    const target = path.join(tmp, 'cache.db');
+    const declared: CustomHandler = {
+      version: '1',
+      async init(rows, ctx) {
+        for (const t of [ctx.tables.ids as string, ctx.tables.titles as string])
+          await ctx.db.schema.createTable(t).ifNotExists().addColumn('id', 'integer').execute();
+        for (const r of rows)
+          await ctx.db
+            .insertInto(ctx.tables.ids as string)
+            .values({ id: r.id })
+            .execute();
+      },
+      async apply() {},
+    };
+    await sync(file, target, {
+      projections: [
+        DEFS[3] as ProjectionDefinitionInput,
+        { name: 'owned', source: 'notes', kind: 'custom', tables: ['ids', 'titles'], handler: declared },
+      ],
+    });
+    expect(tables(target)).toEqual(['_sluice_projections', '_sluice_target', 'ids', 'note_log', 'titles']);
+    expect(scalar(target, 'SELECT count(*) FROM ids')).toBe(2n);
+    expect(dropProjection(target, 'owned')).toEqual({ projection: 'owned', dropped: ['ids', 'titles'] });
+    expect(tables(target)).toEqual(['_sluice_projections', '_sluice_target', 'note_log']);
+  });
+
   test('refuses a name the target does not have, listing the ones it has, and changes nothing', async ({ makeDb, tmp }) => {
     const { db, file } = makeDb('app.db', SCHEMA);
     enable(db, ['notes']);
