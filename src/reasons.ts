@@ -620,6 +620,13 @@ export const REASONS = {
   DEFINITION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The projection file does not exist.', repair: null },
   CUSTOM_MODULE_NOT_FOUND: { kinds: ['error'], clears: false, explain: "A custom projection's handler module is not there.", repair: null },
   CUSTOM_MODULE_FAILED: { kinds: ['error'], clears: false, explain: "A custom projection's handler module failed to load.", repair: null },
+  CUSTOM_WROTE_SOURCE: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A custom projection's handler changed the source database's schema (a raw SQL statement naming a table without the target's schema): its batch was rolled back, the source's change with it.",
+    repair: null,
+  },
   DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },
   DUPLICATE_PROJECTION: { kinds: ['error'], clears: false, explain: 'Two projections have one name.', repair: null },
   KEY_COLLATION_MISMATCH: {

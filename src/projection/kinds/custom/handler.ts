@@ -3,6 +3,7 @@ import type { Db } from '../../../sqlite/connection.ts';
 import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 import type { CompiledCustom } from '../../compiled.ts';
+import { FailClosedError } from '../../../errors.ts';
 import type { CustomContext } from '../../definition.ts';
 import { customTables } from './tables.ts';
 
@@ -31,6 +32,28 @@ function handlerOf(p: CompiledCustom) {
   return p.handler;
 }
 
+/**
+ * Runs `fn`, a call into the handler, and fails it when the handler changed
+ * the source database's schema: in a sync the source is the connection's
+ * main database (the target attached as `schema`), so a raw SQL statement with an unqualified table name (CREATE
+ * TABLE counts ...) lands there, not in the target. The caller's
+ * transaction rolls that back with the batch.
+ */
+async function guardingSource<T>(db: Db, schema: string, p: CompiledCustom, fn: () => Promise<T>): Promise<T> {
+  // With the target as main (an import), main is where the handler writes.
+  if (schema === 'main') return fn();
+  const version = () => Number(db.prepare('PRAGMA main.schema_version').pluck().get());
+  const before = version();
+  const out = await fn();
+  if (version() !== before)
+    throw new FailClosedError(
+      'CUSTOM_WROTE_SOURCE',
+      `The handler of custom projection ${p.name} changed the schema of the source database: a raw SQL statement named a table without the target's schema, so it ran on the source. Nothing of this batch was kept, the source's change included. Write through ctx.db's query and schema builders (they resolve names in the target), with the names in ctx.tables.`,
+      { projection: p.name },
+    );
+  return out;
+}
+
 /** Runs the handler's init on `rows`, with its declared tables at `at` (its target, or a shadow). */
 export async function initCustom(db: Db, schema: string, p: CompiledCustom, at: string, rows: Iterable<Row>): Promise<number> {
   const h = handlerOf(p);
@@ -41,14 +64,19 @@ export async function initCustom(db: Db, schema: string, p: CompiledCustom, at: 
       yield r;
     }
   }
-  if (h.init !== undefined) await h.init(counted(), await customContext(db, schema, { ...p, targetTable: at }));
-  else for (const _row of counted()) continue; // nothing to build: just count the rows
+  const init = h.init?.bind(h);
+  if (init !== undefined) {
+    const ctx = await customContext(db, schema, { ...p, targetTable: at });
+    await guardingSource(db, schema, p, async () => init(counted(), ctx));
+  } else for (const _row of counted()) continue; // nothing to build: just count the rows
   return count;
 }
 
 export async function applyCustomEvents(db: Db, schema: string, p: CompiledCustom, events: readonly ChangeEvent[]): Promise<number> {
   const h = handlerOf(p);
   const ctx = await customContext(db, schema, p);
-  for (const e of events) await h.apply(e, ctx);
+  await guardingSource(db, schema, p, async () => {
+    for (const e of events) await h.apply(e, ctx);
+  });
   return events.length;
 }
