@@ -1,0 +1,100 @@
+import type { Db } from '../sqlite/connection.ts';
+import { affinityOf } from '../sqlite/affinity.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import type { CompiledProjection } from '../projection/compile.ts';
+
+/** The source side of a comparison: key and value expressions over `from` (filtered by `where`), paired with the target's. */
+export interface SourceRows {
+  readonly from: string;
+  readonly where: string;
+  readonly keys: readonly string[];
+  readonly values: readonly string[];
+}
+
+/** The in-flight keys table (verify.ts): keys k0, k1, ... left out of a comparison. */
+const IN_FLIGHT = 'temp._sluice_inflight';
+
+/**
+ * A proof, in SQL alone, that a relational projection's table (`table`, in
+ * `schema`) holds exactly the source side's rows: every source row has a
+ * target row with its key whose every value is the same, by storage class
+ * and bytes (as verify's checksums compare them, ±0.0 included), and the
+ * target has no other row. With `skipInFlight`, the keys in the in-flight
+ * table are left out of both sides.
+ *
+ * It is the same comparison as verify's per-key checksums, without a JS
+ * call per row: the source rows are joined to the target's primary key
+ * (unique, so one row at most per source row). The checksums stay the
+ * reporter: when this finds no proof, the caller compares by them and
+ * names the keys that differ.
+ *
+ * Returns the number of source rows compared when they match, undefined
+ * when they do not (or the target is not as a relational table is made).
+ */
+export function provedEqual(
+  db: Db,
+  p: CompiledProjection,
+  src: SourceRows,
+  schema: string,
+  table: string,
+  skipInFlight: boolean,
+): number | undefined {
+  const info = db.prepare('SELECT name, type, pk FROM pragma_table_info(?, ?)').all(table, schema) as {
+    name: string;
+    type: string;
+    pk: number;
+  }[];
+  const column = (name: string) => info.find((c) => c.name === name);
+  // The join below relies on the target's primary key being exactly the projection's key.
+  const pk = info.filter((c) => c.pk > 0).map((c) => c.name);
+  if (pk.length !== p.key.length || p.key.some((k) => !pk.includes(k))) return undefined;
+  if (p.columns.length !== src.values.length || p.columns.some((c) => column(c.name) === undefined)) return undefined;
+  const keyAt = p.key.map((k) => p.columns.findIndex((c) => c.name === k));
+  if (keyAt.some((i) => i < 0)) return undefined;
+  const t = (name: string) => `t.${quoteIdent(name)}`;
+  const same = p.columns.map((c, i) => sameValue(`s.v${i}`, t(c.name), affinityOf(column(c.name)?.type ?? '')));
+  const on = [...p.key.map((k, i) => `${t(k)} = s.k${i}`), ...same].join(' AND ');
+  const flying = (k: (i: number) => string) =>
+    skipInFlight ? ` WHERE NOT EXISTS (SELECT 1 FROM ${IN_FLIGHT} f WHERE ${p.key.map((_, i) => `f.k${i} IS ${k(i)}`).join(' AND ')})` : '';
+  const rows = `SELECT ${[...src.keys.map((k, i) => `${k} AS k${i}`), ...src.values.map((v, i) => `${v} AS v${i}`)].join(', ')} FROM ${src.from}${src.where}`;
+  const target = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+  const [compared, matched] = db
+    .prepare(
+      `SELECT count(*), count(${t(p.key[0] as string)}) FROM (${rows}) AS s LEFT JOIN ${target} AS t ON ${on}${flying((i) => `s.k${i}`)}`,
+    )
+    .raw()
+    .safeIntegers(false)
+    .get() as [number, number];
+  if (matched !== compared) return undefined;
+  const held = db
+    .prepare(`SELECT count(*) FROM ${target} AS t${flying((i) => t(p.key[i] as string))}`)
+    .pluck()
+    .safeIntegers(false)
+    .get() as number;
+  return held === compared ? compared : undefined;
+}
+
+/**
+ * Whether source value `a` is target value `b` by storage class and bytes.
+ * Both go in as `+x`, which has no affinity, so that the comparison converts
+ * neither (a TEXT column's '1' would otherwise equal an INTEGER column's 1);
+ * then IS with binary collation tells NULL, numbers, text (by its bytes) and
+ * blobs apart, but takes 1 for 1.0, and 0.0 for -0.0. A TEXT column holds
+ * no number, so IS is enough there; one of another affinity needs the
+ * classes compared too, and one of REAL or no affinity its zeros by sign
+ * (NUMERIC and INTEGER store a real zero as the integer 0).
+ */
+function sameValue(a: string, b: string, affinity: ReturnType<typeof affinityOf>): string {
+  const is = `+${a} COLLATE BINARY IS +${b}`;
+  if (affinity === 'TEXT') return is;
+  const cls = `typeof(${a}) = typeof(${b})`;
+  if (affinity === 'INTEGER' || affinity === 'NUMERIC') return `${is} AND ${cls}`;
+  return `${is} AND ${cls} AND (+${a} <> 0 OR typeof(${a}) <> 'real' OR ${NEGATIVE_ZERO}(${a}) = ${NEGATIVE_ZERO}(${b}))`;
+}
+
+/** sluice_negative_zero(x): 1 for -0.0, else 0 (SQL compares -0.0 equal to 0.0 and prints both as 0.0). */
+export const NEGATIVE_ZERO = 'sluice_negative_zero';
+
+export function registerNegativeZero(db: Db): void {
+  db.function(NEGATIVE_ZERO, { deterministic: true }, (x: unknown) => (Object.is(x, -0) ? 1 : 0));
+}
