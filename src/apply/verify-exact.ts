@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { affinityOf } from '../sqlite/affinity.ts';
+import { affinityOf, type Affinity } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 
@@ -9,6 +9,8 @@ export interface SourceRows {
   readonly where: string;
   readonly keys: readonly string[];
   readonly values: readonly string[];
+  /** Which of `values` are always integers (the source table's rowid alias, read from the table itself). */
+  readonly integers?: readonly number[];
 }
 
 /** The in-flight keys table (verify.ts): keys k0, k1, ... left out of a comparison. */
@@ -52,7 +54,10 @@ export function provedEqual(
   const keyAt = p.key.map((k) => p.columns.findIndex((c) => c.name === k));
   if (keyAt.some((i) => i < 0)) return undefined;
   const t = (name: string) => `t.${quoteIdent(name)}`;
-  const same = p.columns.map((c, i) => sameValue(`s.v${i}`, t(c.name), affinityOf(column(c.name)?.type ?? '')));
+  const alias = rowidAlias(db, schema, table, info);
+  const same = p.columns.map((c, i) =>
+    sameValue(`s.v${i}`, t(c.name), affinityOf(column(c.name)?.type ?? ''), src.integers?.includes(i) === true, c.name === alias),
+  );
   const on = [...p.key.map((k, i) => `${t(k)} = s.k${i}`), ...same].join(' AND ');
   const flying = (k: (i: number) => string) =>
     skipInFlight ? ` WHERE NOT EXISTS (SELECT 1 FROM ${IN_FLIGHT} f WHERE ${p.key.map((_, i) => `f.k${i} IS ${k(i)}`).join(' AND ')})` : '';
@@ -84,12 +89,39 @@ export function provedEqual(
  * classes compared too, and one of REAL or no affinity its zeros by sign
  * (NUMERIC and INTEGER store a real zero as the integer 0).
  */
-function sameValue(a: string, b: string, affinity: ReturnType<typeof affinityOf>): string {
+function sameValue(a: string, b: string, affinity: Affinity, aInteger: boolean, bInteger: boolean): string {
   const is = `+${a} COLLATE BINARY IS +${b}`;
+  // A rowid alias holds integers only: its class needs no reading.
+  if (aInteger && bInteger) return is;
+  if (aInteger || bInteger) return `${is} AND typeof(${aInteger ? b : a}) = 'integer'`;
   if (affinity === 'TEXT') return is;
   const cls = `typeof(${a}) = typeof(${b})`;
   if (affinity === 'INTEGER' || affinity === 'NUMERIC') return `${is} AND ${cls}`;
-  return `${is} AND ${cls} AND (+${a} <> 0 OR typeof(${a}) <> 'real' OR ${NEGATIVE_ZERO}(${a}) = ${NEGATIVE_ZERO}(${b}))`;
+  // Of the same class and IS, a and b are one number: b (a column, not an expression) tells whether it is a real zero.
+  return `${is} AND ${cls} AND (+${b} <> 0 OR typeof(${b}) <> 'real' OR ${NEGATIVE_ZERO}(${a}) = ${NEGATIVE_ZERO}(${b}))`;
+}
+
+/** The column of `table` that is its rowid alias (a lone INTEGER PRIMARY KEY of a rowid table), if any. */
+function rowidAlias(
+  db: Db,
+  schema: string,
+  table: string,
+  info: readonly { name: string; type: string; pk: number }[],
+): string | undefined {
+  const pk = info.filter((c) => c.pk > 0);
+  if (pk.length !== 1 || pk[0]?.type.toUpperCase() !== 'INTEGER') return undefined;
+  const wr = db
+    .prepare(`SELECT wr FROM ${quoteIdent(schema)}.pragma_table_list(?)`)
+    .pluck()
+    .safeIntegers(false)
+    .get(table) as number | undefined;
+  if (wr !== 0) return undefined;
+  // PRIMARY KEY DESC on the column itself is the one INTEGER PRIMARY KEY that is not an alias.
+  const sql = db
+    .prepare(`SELECT sql FROM ${quoteIdent(schema)}.sqlite_master WHERE type = 'table' AND name = ?`)
+    .pluck()
+    .get(table) as string;
+  return /\bDESC\b/i.test(sql) ? undefined : pk[0].name;
 }
 
 /** sluice_negative_zero(x): 1 for -0.0, else 0 (SQL compares -0.0 equal to 0.0 and prints both as 0.0). */

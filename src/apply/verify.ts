@@ -379,7 +379,11 @@ function sourceRows(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.s
     };
   }
   const keys = p.key.map((kc) => p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc));
-  return { from, where, keys, values: kindOf(p).verification?.sourceValues(p) ?? [] };
+  const values = kindOf(p).verification?.sourceValues(p) ?? [];
+  // Read from the source table itself, a plain copy of its rowid alias is an integer.
+  const alias = p.source.rowidAlias && from === `main.${quoteIdent(p.source.table)}` ? p.source.keyColumns[0] : undefined;
+  const integers = p.columns.flatMap((c, i) => (alias !== undefined && c.from === alias && values[i] === quoteIdent(alias) ? [i] : []));
+  return { from, where, keys, values, integers };
 }
 
 function targetSide(p: CompiledProjection): string {
