@@ -2,6 +2,9 @@ import type { Db } from '../sqlite/connection.ts';
 import { affinityOf, type Affinity } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
+import { hasTypedComputedColumn } from '../projection/kinds/relational/images.ts';
+import { kindOf } from '../projection/kinds/registry.ts';
+import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
 
 /** The source side of a comparison: key and value expressions over `from` (filtered by `where`), paired with the target's. */
 export interface SourceRows {
@@ -17,12 +20,34 @@ export interface SourceRows {
 const IN_FLIGHT = 'temp._sluice_inflight';
 
 /**
+ * A proof that a relational projection at seq `lo` holds exactly the
+ * source's rows (verify's comparison, provedEqual): with no key changed in
+ * (lo, hw], the source table as it is; for a shadow, leaving out the keys
+ * changed since, which its swap reads again; else the keys changed since
+ * as the source had them at `lo` (verify-rewind.ts), and the others as they
+ * are. The number of source rows compared, or undefined without a proof.
+ */
+export function provedAtCursor(
+  db: Db,
+  p: CompiledProjection,
+  schema: string,
+  at: { readonly tid: number; readonly lo: number; readonly hw: number; readonly inFlight: number; readonly shadow: boolean },
+): number | undefined {
+  if (at.inFlight === 0) return provedEqual(db, p, sourceRows(db, p), schema, p.targetTable, 'all');
+  const others = provedEqual(db, p, sourceRows(db, p), schema, p.targetTable, 'skip');
+  if (others === undefined || at.shadow) return others;
+  if (!rewindToCursor(db, p, at.tid, at.lo, at.hw)) return undefined;
+  const rewound = provedEqual(db, p, sourceRows(db, p, `${REWOUND_TABLE} AS ${quoteIdent(p.source.table)}`), schema, p.targetTable, 'only');
+  return rewound === undefined ? undefined : others + rewound;
+}
+
+/**
  * A proof, in SQL alone, that a relational projection's table (`table`, in
  * `schema`) holds exactly the source side's rows: every source row has a
  * target row with its key whose every value is the same, by storage class
  * and bytes (as verify's checksums compare them, ±0.0 included), and the
- * target has no other row. With `skipInFlight`, the keys in the in-flight
- * table are left out of both sides.
+ * target has no other row; of the rows whose keys are in the in-flight
+ * table (`only`), or of the others (`skip`), or of all.
  *
  * It is the same comparison as verify's per-key checksums, without a JS
  * call per row: the source rows are joined to the target's primary key
@@ -33,13 +58,13 @@ const IN_FLIGHT = 'temp._sluice_inflight';
  * Returns the number of source rows compared when they match, undefined
  * when they do not (or the target is not as a relational table is made).
  */
-export function provedEqual(
+function provedEqual(
   db: Db,
   p: CompiledProjection,
   src: SourceRows,
   schema: string,
   table: string,
-  skipInFlight: boolean,
+  inFlight: 'all' | 'skip' | 'only',
 ): number | undefined {
   const info = db.prepare('SELECT name, type, pk FROM pragma_table_info(?, ?)').all(table, schema) as {
     name: string;
@@ -60,7 +85,9 @@ export function provedEqual(
   );
   const on = [...p.key.map((k, i) => `${t(k)} = s.k${i}`), ...same].join(' AND ');
   const flying = (k: (i: number) => string) =>
-    skipInFlight ? ` WHERE NOT EXISTS (SELECT 1 FROM ${IN_FLIGHT} f WHERE ${p.key.map((_, i) => `f.k${i} IS ${k(i)}`).join(' AND ')})` : '';
+    inFlight === 'all'
+      ? ''
+      : ` WHERE ${inFlight === 'skip' ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${IN_FLIGHT} f WHERE ${p.key.map((_, i) => `f.k${i} IS ${k(i)}`).join(' AND ')})`;
   const rows = `SELECT ${[...src.keys.map((k, i) => `${k} AS k${i}`), ...src.values.map((v, i) => `${v} AS v${i}`)].join(', ')} FROM ${src.from}${src.where}`;
   const target = `${quoteIdent(schema)}.${quoteIdent(table)}`;
   const [compared, matched] = db
@@ -129,4 +156,28 @@ export const NEGATIVE_ZERO = 'sluice_negative_zero';
 
 export function registerNegativeZero(db: Db): void {
   db.function(NEGATIVE_ZERO, { deterministic: true }, (x: unknown) => (Object.is(x, -0) ? 1 : 0));
+}
+
+/** The source side's keys and values (target column order), over the source table or `from`. */
+export function sourceRows(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.source.table)}`): SourceRows {
+  const where = p.filter === null ? '' : ` WHERE ${p.filter}`;
+  if (hasTypedComputedColumn(p)) {
+    // The target stores typed computed columns with their affinity: so must
+    // the source side before hashing (see relational-images.ts).
+    db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
+    db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
+    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM ${from}${where}`);
+    return {
+      from: 'temp._sluice_vsrc',
+      where: '',
+      keys: p.key.map(quoteIdent),
+      values: p.columns.map((c) => quoteIdent(c.name)),
+    };
+  }
+  const keys = p.key.map((kc) => p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc));
+  const values = kindOf(p).verification?.sourceValues(p) ?? [];
+  // Read from the source table itself, a plain copy of its rowid alias is an integer.
+  const alias = p.source.rowidAlias && from === `main.${quoteIdent(p.source.table)}` ? p.source.keyColumns[0] : undefined;
+  const integers = p.columns.flatMap((c, i) => (alias !== undefined && c.from === alias && values[i] === quoteIdent(alias) ? [i] : []));
+  return { from, where, keys, values, integers };
 }

@@ -14,8 +14,7 @@ import { parseStoredDefinition, type ProjectionDefinition } from '../projection/
 import { describeTable } from '../sqlite/introspect.ts';
 import { brokenDefinition } from './broken-definition.ts';
 import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
-import { provedEqual, registerNegativeZero, type SourceRows } from './verify-exact.ts';
-import { hasTypedComputedColumn } from '../projection/kinds/relational/images.ts';
+import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
@@ -235,8 +234,8 @@ function verifyOne(
   const caveats = negativeZeroCaveat(shape);
   // Rows that match are proved so in SQL alone (verify-exact.ts); the
   // checksums below compare what it cannot prove, and name the keys that differ.
-  if (kindOf(p).boundedBuild && (inFlight === 0 || shadowAt !== undefined)) {
-    const same = provedEqual(db, p, sourceRows(db, p), TARGET_SCHEMA, p.targetTable, inFlight > 0);
+  if (kindOf(p).boundedBuild) {
+    const same = provedAtCursor(db, p, TARGET_SCHEMA, { tid, lo: rec.seq, hw, inFlight, shadow: shadowAt !== undefined });
     if (same !== undefined) {
       dropWorkTables(db);
       return { ...base, ok: true, checked: same, inFlight, diffs: [], ...(caveats.length === 0 ? {} : { caveats }) };
@@ -360,30 +359,6 @@ function negativeZeroCaveat(shape: SourceShape): string[] {
 function sourceSide(db: Db, p: CompiledProjection, from?: string): string {
   const s = sourceRows(db, p, from);
   return `SELECT ${s.keys.map((k, i) => `${k} AS k${i}`).join(', ')}, ${hashOf(s.values)} AS h FROM ${s.from}${s.where}`;
-}
-
-/** The source side's keys and values (target column order), over the source table or `from`. */
-function sourceRows(db: Db, p: CompiledProjection, from = `main.${quoteIdent(p.source.table)}`): SourceRows {
-  const where = p.filter === null ? '' : ` WHERE ${p.filter}`;
-  if (hasTypedComputedColumn(p)) {
-    // The target stores typed computed columns with their affinity: so must
-    // the source side before hashing (see relational-images.ts).
-    db.exec('DROP TABLE IF EXISTS temp._sluice_vsrc');
-    db.exec(`CREATE TEMP TABLE _sluice_vsrc (${p.columns.map((c) => `${quoteIdent(c.name)} ${c.decl}`).join(', ')})`);
-    db.exec(`INSERT INTO temp._sluice_vsrc SELECT ${p.columns.map((c) => c.expr).join(', ')} FROM ${from}${where}`);
-    return {
-      from: 'temp._sluice_vsrc',
-      where: '',
-      keys: p.key.map(quoteIdent),
-      values: p.columns.map((c) => quoteIdent(c.name)),
-    };
-  }
-  const keys = p.key.map((kc) => p.columns.find((c) => c.name === kc)?.expr ?? quoteIdent(kc));
-  const values = kindOf(p).verification?.sourceValues(p) ?? [];
-  // Read from the source table itself, a plain copy of its rowid alias is an integer.
-  const alias = p.source.rowidAlias && from === `main.${quoteIdent(p.source.table)}` ? p.source.keyColumns[0] : undefined;
-  const integers = p.columns.flatMap((c, i) => (alias !== undefined && c.from === alias && values[i] === quoteIdent(alias) ? [i] : []));
-  return { from, where, keys, values, integers };
 }
 
 function targetSide(p: CompiledProjection): string {
