@@ -74,7 +74,7 @@ function provedEqual(
   const column = (name: string) => info.find((c) => c.name === name);
   // The join below relies on the target's primary key being exactly the projection's key.
   const pk = info.filter((c) => c.pk > 0).map((c) => c.name);
-  if (pk.length !== p.key.length || p.key.some((k) => !pk.includes(k))) return undefined;
+  if (p.key.length === 0 || pk.length !== p.key.length || p.key.some((k) => !pk.includes(k))) return undefined;
   if (p.columns.length !== src.values.length || p.columns.some((c) => column(c.name) === undefined)) return undefined;
   const keyAt = p.key.map((k) => p.columns.findIndex((c) => c.name === k));
   if (keyAt.some((i) => i < 0)) return undefined;
@@ -128,7 +128,11 @@ function sameValue(a: string, b: string, affinity: Affinity, aInteger: boolean, 
   return `${is} AND ${cls} AND (+${b} <> 0 OR typeof(${b}) <> 'real' OR ${NEGATIVE_ZERO}(${a}) = ${NEGATIVE_ZERO}(${b}))`;
 }
 
-/** The column of `table` that is its rowid alias (a lone INTEGER PRIMARY KEY of a rowid table), if any. */
+/**
+ * The column of `table` that is its rowid alias, if any: a lone INTEGER
+ * PRIMARY KEY of a rowid table without an index of its own (a DESC one has
+ * one, and is no alias), the rule describeTable applies to the source.
+ */
 function rowidAlias(
   db: Db,
   schema: string,
@@ -136,19 +140,12 @@ function rowidAlias(
   info: readonly { name: string; type: string; pk: number }[],
 ): string | undefined {
   const pk = info.filter((c) => c.pk > 0);
-  if (pk.length !== 1 || pk[0]?.type.toUpperCase() !== 'INTEGER') return undefined;
-  const wr = db
-    .prepare(`SELECT wr FROM ${quoteIdent(schema)}.pragma_table_list(?)`)
-    .pluck()
-    .safeIntegers(false)
-    .get(table) as number | undefined;
-  if (wr !== 0) return undefined;
-  // PRIMARY KEY DESC on the column itself is the one INTEGER PRIMARY KEY that is not an alias.
-  const sql = db
-    .prepare(`SELECT sql FROM ${quoteIdent(schema)}.sqlite_master WHERE type = 'table' AND name = ?`)
-    .pluck()
-    .get(table) as string;
-  return /\bDESC\b/i.test(sql) ? undefined : pk[0].name;
+  const only = pk.length === 1 ? pk[0] : undefined;
+  if (only === undefined || only.type.toUpperCase() !== 'INTEGER') return undefined;
+  const at = quoteIdent(schema);
+  const wr = db.prepare(`SELECT wr FROM ${at}.pragma_table_list(?)`).pluck().safeIntegers(false).get(table) as number | undefined;
+  const indexed = db.prepare(`SELECT 1 FROM ${at}.pragma_index_list(?) WHERE origin = 'pk'`).get(table) !== undefined;
+  return wr === 0 && !indexed ? only.name : undefined;
 }
 
 /** sluice_negative_zero(x): 1 for -0.0, else 0 (SQL compares -0.0 equal to 0.0 and prints both as 0.0). */
