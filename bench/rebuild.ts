@@ -20,6 +20,8 @@
  *   empty target (one transaction), timed; then the rebuild: the same
  *   definition over cache.db's live v1 (Syncer.runOnce, swapped: true
  *   required), timed, with each step's commit time (onProgress).
+ * - verify of cache.db after it, timed: the comparison the rebuild validates
+ *   its shadow with (shadowMatchesSource), over the same rows.
  * - follow latency: per write to u during the rebuild, the follower's first
  *   target commit holding its seq (its --log json line, Date.now() after
  *   COMMIT, +0.5 ms) minus the writer's commit time.
@@ -38,6 +40,7 @@ import { openDatabase } from '../src/sqlite/connection.ts';
 import { readSourceView } from '../src/feed/source-view.ts';
 import { readEventsInRange } from '../src/feed/batch.ts';
 import { Syncer, sync } from '../src/apply/sync.ts';
+import { verify } from '../src/apply/verify.ts';
 import { BUILD_CHUNK } from '../src/apply/shadow-build.ts';
 import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
@@ -155,6 +158,11 @@ if (report.projections[0]?.swapped !== true) throw new Error(`the rebuild was no
 
 fs.writeFileSync(stop, '');
 await Promise.all([writer, probe]);
+// The comparison the rebuild validates its shadow with (verify's), over the rebuilt projection.
+const v0 = performance.now();
+const verified = await verify(source, target);
+const verifyMs = performance.now() - v0;
+const verifiedRows = verified.projections.find((p) => p.name === 'tagged')?.checked ?? 0;
 // Wait for the follower to hold every write, then stop it.
 const hw = (() => {
   const s = openDatabase(source, { readonly: true });
@@ -220,6 +228,7 @@ process.stdout.write(
           .map((t, i) => fmtMs(t - ([r0, ...steps][i] as number)))
           .join(' '),
       ],
+      [`verify after it (the validation's comparison, ${verifiedRows} rows)`, fmtMs(verifyMs)],
       ['longest write-lock hold (probe)', fmtMs(maxHold)],
       ['one batch of the plain snapshot x 1.5', fmtMs(batchBound)],
       [
