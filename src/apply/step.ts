@@ -43,6 +43,7 @@ import { storedIfCompatible } from './sync-classify.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { takeWriteLock } from '../sqlite/write-lock.ts';
 
 /*
  * sync's side of the applier: one target transaction for one projection,
@@ -111,7 +112,9 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
       async () => {
         // Take the target's write lock before reading it, so the target is read at its latest state.
         try {
-          cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+          await takeWriteLock(db, () => {
+            cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+          });
         } catch (err) {
           markBusy(err, 'target');
           throw err;

@@ -37,6 +37,9 @@ export const DEFAULT_BATCH = { setBased: KINDS.mirror.defaultBatch, perEvent: KI
 /** A batch that changes at least this many rows (net, for mirror and map) is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
 const MAP_MIN_EVENTS = 1000;
 
+/** The time between two steps of a protected rebuild with the target's write lock free (a little more than LOCK_POLL_MS). */
+const BUILD_STEP_GAP_MS = 2;
+
 /** Rebuild reasons that a re-arm in this open causes for a cursor made just before it. */
 const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_CHANGED']);
 
@@ -377,6 +380,8 @@ export class Syncer {
         crashPoint('build-step');
         progress('snapshot', out.seq, out.rows);
         if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
+        // A writer waiting for the target (another projection's follower, polling: takeWriteLock) takes it here.
+        await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
         continue;
       }
       // Mapped while catching up, not while following small batches (session.ts).

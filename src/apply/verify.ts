@@ -233,8 +233,9 @@ function verifyOne(
   db.exec(`CREATE INDEX temp._sluice_inflight_k ON _sluice_inflight (${k.join(', ')})`);
   const caveats = negativeZeroCaveat(shape);
   // Rows that match are proved so in SQL alone (verify-exact.ts); the
-  // checksums below compare what it cannot prove, and name the keys that differ.
-  if (kindOf(p).boundedBuild) {
+  // checksums below compare what it cannot prove, and name the keys that differ. (Only for a kind whose
+  // rows are one table keyed by the source key: a 'copy' shadow build.)
+  if (kindOf(p).shadowBuild(p.definition) === 'copy') {
     const same = provedAtCursor(db, p, TARGET_SCHEMA, { tid, lo: rec.seq, hw, inFlight, shadow: shadowAt !== undefined });
     if (same !== undefined) {
       dropWorkTables(db);
