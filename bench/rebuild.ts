@@ -4,7 +4,10 @@
  * most one batch at a time", with the follow latency of another projection
  * on the same target while it runs.
  *
- *   npx tsx bench/rebuild.ts [--rows N (1000000)] [--rate N (200 writes/s to the other table)] [--keep]
+ *   npx tsx bench/rebuild.ts [--rows N (1000000)] [--rate N (200 writes/s to the other table)] [--kind map|fts5] [--keep]
+ *
+ * --kind fts5 rebuilds an fts5 index of t.name (its tokenizer changed)
+ * instead of the map: a replayed rebuild, through a staged copy of t.
  *
  * One run, in a scratch directory:
  * - source.db: t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER) with --rows
@@ -44,15 +47,21 @@ import { verify } from '../src/apply/verify.ts';
 import { BUILD_CHUNK } from '../src/apply/shadow-build.ts';
 import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
+import type { ProjectionDefinition } from '../src/projection/definition.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/rebuild.ts [--rows N (1000000)] [--rate N (200)] [--keep]\n');
+  process.stdout.write('usage: npx tsx bench/rebuild.ts [--rows N (1000000)] [--rate N (200)] [--kind map|fts5] [--keep]\n');
   process.exit(0);
 }
 const ROWS = intFlag(argv, 'rows', 1_000_000);
 const RATE = intFlag(argv, 'rate', 200);
 const KEEP = argv.includes('--keep');
+const KIND = argv.includes('--kind') ? argv[argv.indexOf('--kind') + 1] : 'map';
+if (KIND !== 'map' && KIND !== 'fts5') {
+  process.stderr.write(`--kind takes map or fts5, not ${String(KIND)}\n`);
+  process.exit(2);
+}
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(root, 'bin', 'sluice.js');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -61,12 +70,18 @@ const { dir, cleanup } = makeScratch('sluice-bench-rebuild-');
 const source = path.join(dir, 'source.db');
 const target = path.join(dir, 'cache.db');
 const stop = path.join(dir, 'stop');
-const map = (tag: string) => ({
-  name: 'tagged',
-  source: 't',
-  kind: 'map' as const,
-  columns: { id: 'id', name: 'name', tag: { expr: `'${tag}' || n` } },
-});
+// v1 and v2 of the projection rebuilt: a map whose computed column changes, or an fts5 index whose tokenizer does.
+const map = (tag: string): ProjectionDefinition =>
+  KIND === 'fts5'
+    ? {
+        name: 'tagged',
+        source: 't',
+        kind: 'fts5',
+        columns: ['name'],
+        content: 'none',
+        tokenize: tag === 'v1:' ? 'unicode61' : 'porter unicode61',
+      }
+    : { name: 'tagged', source: 't', kind: 'map', columns: { id: 'id', name: 'name', tag: { expr: `'${tag}' || n` } } };
 
 const db = openDatabase(source, { create: true, wal: true });
 db.exec(`CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER);
@@ -238,18 +253,19 @@ process.stdout.write(
     ],
   )}\n`,
 );
-emitFigures('rebuild', [
+const id = (x: string) => (KIND === 'map' ? `rebuild.${x}` : `rebuild.${KIND}.${x}`);
+emitFigures(KIND === 'map' ? 'rebuild' : `rebuild-${KIND}`, [
   {
-    id: 'rebuild.vs-snapshot',
+    id: id('vs-snapshot'),
     target: row,
-    what: `protected rebuild of ${ROWS} rows (a map definition change, swapped in) / a plain snapshot of the same rows into a new target`,
+    what: `protected rebuild of ${ROWS} rows (${KIND === 'map' ? 'a map definition change' : "an fts5 index's tokenizer change, through a staged copy"}, swapped in) / a plain snapshot of the same rows into a new target`,
     value: rebuildMs / plainMs,
     unit: 'x',
     op: '<=',
     limit: 1.5,
   },
   {
-    id: 'rebuild.lock.max-hold',
+    id: id('lock.max-hold'),
     target: row,
     what: `longest time the target's write lock was held during the rebuild (BEGIN IMMEDIATE probe, busy_timeout 0, every 0.5 ms), against one batch (${BUILD_CHUNK} rows) of the plain snapshot x 1.5`,
     value: maxHold,
@@ -258,7 +274,7 @@ emitFigures('rebuild', [
     limit: batchBound,
   },
   {
-    id: 'rebuild.follow.p99',
+    id: id('follow.p99'),
     target: row,
     what: `p99 source-to-target latency of a follower of another table on the same target during the rebuild (${latencies.length} writes at ${RATE}/s), against 5 ms plus one batch's bound`,
     value: q(0.99),
