@@ -27,7 +27,7 @@ import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 
 /** Cursor reasons that sync rebuilds on by itself, and unarmings its re-arm repairs (then rebuilds: TABLE_REARMED). */
 const REBUILT: ReadonlySet<string> = reasonsOf('rebuilt');
-const REARMABLE = new Set([
+export const REARMABLE: ReadonlySet<string> = new Set([
   'SCHEMA_CHANGED',
   'TRIGGER_MISSING',
   'TRIGGER_ALTERED',
@@ -50,20 +50,20 @@ const REARMABLE = new Set([
  * then rebuildable unless the source table cannot be read for a build.
  */
 export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
-  const rebuilds =
-    next !== undefined &&
-    (next.fingerprint !== rec.fingerprint || (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? '')));
+  const rebuilds = next !== undefined && (next.fingerprint !== rec.fingerprint || BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
   const stop = (reason: string, message: string): CursorFact => {
     const unreadable = next === undefined ? undefined : unbuildable(view, next);
     return rebuilds && unreadable === undefined
       ? { continues: false, reason, message, rebuildable: true }
       : { continues: false, reason: unreadable ?? reason, message, rebuildable: false };
   };
-  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? ''))
-    return stop(
-      rec.reason ?? 'SUSPENDED',
-      `${rec.name} is suspended (${rec.reason ?? 'no reason recorded'}) and stays so until it is rebuilt`,
-    );
+  // A suspension that only a rebuild clears holds whatever the definition (sync's gate comes first), but
+  // for one of a stored definition that did not compile: a definition that compiles rebuilds it.
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) {
+    const reason = rec.reason ?? 'SUSPENDED';
+    const message = `${rec.name} is suspended (${rec.reason ?? 'no reason recorded'}) and stays so until it is rebuilt`;
+    return BROKEN_DEFINITION_REASONS.has(reason) ? stop(reason, message) : { continues: false, reason, message, rebuildable: false };
+  }
   const arming = view.tables.get(rec.sourceTable);
   if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
     return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);

@@ -226,7 +226,7 @@ function explainOne(
       },
     },
     cost,
-    sync: predictSync(decision, old, next, given),
+    sync: predictSync(decision, old, next, given, view),
     ...(decision.classification === 'Rejected' ? { repair: repairAction(next.name, repairReason, sourcePath, targetPath) } : {}),
   };
 }

@@ -7,8 +7,8 @@ import { classifyChange, type AlterDecision, type ClassifiedChange, type Uncompi
 import { shadowBuildOf } from './shadow-build.ts';
 import { BROKEN_DEFINITION_REASONS, brokenReason } from './broken-definition.ts';
 import type { ApplyTarget } from './applier.ts';
-import { alterFacts } from './explain-facts.ts';
-import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { alterFacts, REARMABLE } from './explain-facts.ts';
+import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
 
 /*
  * sync's side of 003's classification: a projection whose stored
@@ -115,6 +115,7 @@ export function predictSync(
   rec: ProjectionRecord | undefined,
   next: CompiledProjection | UncompiledProjection,
   given: boolean,
+  view: SourceView,
 ): SyncPrediction {
   if ('error' in next) {
     // A given definition is the caller's error (sync throws it); a stored one is suspended on its own (broken-definition.ts).
@@ -125,6 +126,10 @@ export function predictSync(
     };
   }
   if (decision.classification === 'Compatible') return { does: 'continue' };
+  // A suspension only a rebuild clears comes before any classification (step.ts's gate).
+  const held =
+    rec?.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '') && !BROKEN_DEFINITION_REASONS.has(rec.reason ?? '');
+  if (held) return { does: 'suspend', reason: rec.reason ?? 'SUSPENDED' };
   const refused = refusal(decision);
   if (refused !== undefined) return { does: 'refuse', code: refused.reason, run: false };
   const suspended = decision.changes.find((c) => c.suspends !== undefined);
@@ -132,7 +137,15 @@ export function predictSync(
   if (rec === undefined || rec.cursor === null) return { does: 'rebuild', reason: null, swapped: false };
   const cursor = decision.changes.find((c) => c.change.kind === 'cursor')?.change;
   const redefined = rec.fingerprint !== next.fingerprint || (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
-  const reason = redefined || cursor?.kind !== 'cursor' ? 'DEFINITION_CHANGED' : cursor.reason;
+  // Opening the source re-arms a table whose triggers or schema changed, and names that as the cause (sync.ts #rearmCause).
+  const arming = view.tables.get(rec.sourceTable);
+  const rearmed =
+    arming !== undefined &&
+    !arming.armed &&
+    arming.reason !== undefined &&
+    REARMABLE.has(arming.reason) &&
+    (rec.fingerprint === next.fingerprint || arming.reason === 'SCHEMA_CHANGED');
+  const reason = rearmed ? 'CAPTURE_REARMED' : redefined || cursor?.kind !== 'cursor' ? 'DEFINITION_CHANGED' : cursor.reason;
   // Across DDL sluice did not make, a copy that does not match is rebuilt in one transaction (step.ts).
   return { does: 'rebuild', reason, swapped: reason !== 'SCHEMA_WINDOW' && shadowBuildOf(next) !== undefined };
 }
