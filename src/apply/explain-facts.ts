@@ -57,13 +57,18 @@ export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next
       ? { continues: false, reason, message, rebuildable: true }
       : { continues: false, reason: unreadable ?? reason, message, rebuildable: false };
   };
-  // A suspension that only a rebuild clears holds whatever the definition (sync's gate comes first), but
-  // for one of a stored definition that did not compile: a definition that compiles rebuilds it.
-  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) {
-    const reason = rec.reason ?? 'SUSPENDED';
-    const message = `${rec.name} is suspended (${rec.reason ?? 'no reason recorded'}) and stays so until it is rebuilt`;
-    return BROKEN_DEFINITION_REASONS.has(reason) ? stop(reason, message) : { continues: false, reason, message, rebuildable: false };
-  }
+  // A stored definition that did not compile is rebuilt from one that does (step.ts, before anything else);
+  // a suspension that only a rebuild clears holds whatever the definition (sync's gate comes next).
+  const held = rec.reason ?? 'SUSPENDED';
+  if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(held) && next !== undefined)
+    return stop(held, `${rec.name} is suspended (${held}) and this definition compiles: sync rebuilds it from it`);
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(held))
+    return {
+      continues: false,
+      reason: held,
+      message: `${rec.name} is suspended (${held}) and stays so until it is rebuilt`,
+      rebuildable: false,
+    };
   const arming = view.tables.get(rec.sourceTable);
   if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
     return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);
@@ -101,15 +106,20 @@ export function isCurrent(db: Db, view: SourceView, table: string, seq: number):
   return firstEventMsAfter(db, t.tid, seq) === undefined;
 }
 
-/** Source rows on which two map filters (null: every row) disagree. */
-export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number {
+/** Source rows on which two map filters (null: every row) disagree; undefined when one no longer reads today's table (a column gone). */
+export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number | undefined {
   const truth = (f: string | null) => (f === null ? '1' : `CASE WHEN ${f} THEN 1 ELSE 0 END`);
-  return Number(
-    db
-      .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
-      .pluck()
-      .get() as bigint | number,
-  );
+  try {
+    return Number(
+      db
+        .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
+        .pluck()
+        .get() as bigint | number,
+    );
+  } catch (err) {
+    if (err instanceof Error && /no such column/i.test(err.message)) return undefined;
+    throw err;
+  }
 }
 
 /** The indexes a user added to the tables `rec` made (none when it never built). */

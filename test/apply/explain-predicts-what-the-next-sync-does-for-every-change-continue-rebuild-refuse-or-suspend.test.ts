@@ -211,6 +211,27 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'a stored definition suspended for a dropped column, then given one that fits: rebuilt from it',
+    first: STORED,
+    change: async (src, tgt) => {
+      ddl(src, 'ALTER TABLE items DROP COLUMN qty');
+      const r = await sync(src, tgt);
+      expect(r.projections.find((p) => p.name === 'cheap')).toMatchObject({ state: 'suspended', reason: 'SOURCE_COLUMN_MISSING' });
+    },
+    given: [
+      mirror,
+      { name: 'cheap', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } },
+      search,
+      labels,
+    ] as ProjectionDefinitionInput[],
+    expected: {
+      items: ['Compatible', 'continue'],
+      cheap: ['Rebuildable', 'rebuild'],
+      search: ['Compatible', 'continue'],
+      labels: ['Compatible', 'continue'],
+    },
+  },
+  {
     name: 'sluice alter renames a column (stored definitions)',
     first: STORED,
     change: (src) => ddl(src, 'ALTER TABLE items RENAME COLUMN qty TO amount'),
