@@ -5,6 +5,7 @@ import type { SourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { classifyChange, type AlterDecision, type ClassifiedChange, type UncompiledProjection } from '../projection/classify.ts';
 import { shadowBuildOf } from './shadow-build.ts';
+import { kindOf } from '../projection/kinds/registry.ts';
 import { BROKEN_DEFINITION_REASONS, brokenReason } from './broken-definition.ts';
 import type { ApplyTarget } from './applier.ts';
 import { alterFacts, REARMABLE } from './explain-facts.ts';
@@ -146,6 +147,7 @@ export function predictSync(
     REARMABLE.has(arming.reason) &&
     (rec.fingerprint === next.fingerprint || arming.reason === 'SCHEMA_CHANGED');
   const reason = rearmed ? 'CAPTURE_REARMED' : redefined || cursor?.kind !== 'cursor' ? 'DEFINITION_CHANGED' : cursor.reason;
-  // Across DDL sluice did not make, a copy that does not match is rebuilt in one transaction (step.ts).
-  return { does: 'rebuild', reason, swapped: reason !== 'SCHEMA_WINDOW' && shadowBuildOf(next) !== undefined };
+  // Across DDL sluice did not make, a copy verify can check that does not match is rebuilt in one transaction (step.ts).
+  const unproved = reason === 'SCHEMA_WINDOW' && kindOf(next).verification !== undefined;
+  return { does: 'rebuild', reason, swapped: !unproved && shadowBuildOf(next) !== undefined };
 }
