@@ -373,13 +373,14 @@ export const REASONS = {
     kinds: ['alter'],
     clears: true,
     explain:
-      "A column was added to the source table: a mirror must carry it; and every cursor binds the table's columns, so the cursor does not continue.",
+      "A column was added to the source table: a mirror must carry it (Rebuildable); a projection that does not read it keeps its cursor when the DDL ran through sluice alter (Compatible), and not otherwise (every cursor binds the table's columns).",
     repair: null,
   },
   ALTER_SOURCE_COLUMN_UNUSED: {
     kinds: ['alter'],
     clears: true,
-    explain: 'A source column the projection does not read was dropped, renamed or retyped: only the cursor is affected.',
+    explain:
+      'A source column the projection does not read was dropped, renamed or retyped: only the cursor is affected, and it continues when the DDL ran through sluice alter (Compatible).',
     repair: null,
   },
   ALTER_SOURCE_KEY_CHANGED: {
@@ -398,7 +399,7 @@ export const REASONS = {
     kinds: ['alter'],
     clears: true,
     explain:
-      'The stored cursor does not continue on the source (detail.cursorReason says why): rebuilt, or Rejected while the source must be fixed first.',
+      'The stored cursor does not continue on the source (the change says why): rebuilt, or Rejected while the source must be fixed first or the projection is suspended until a rebuild; sync then suspends it with that reason.',
     repair: FIX_SOURCE,
   },
   ALTER_PROJECTION_ADDED: {
@@ -410,20 +411,22 @@ export const REASONS = {
   ALTER_SOURCE_COLUMN_DROPPED: {
     kinds: ['alter'],
     clears: false,
-    explain: 'A source column the projection reads was dropped: destructive, so the change is Rejected.',
+    explain:
+      'A source column the projection reads was dropped: Rejected where the definition names it (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror).',
     repair: REFIT,
   },
   ALTER_SOURCE_COLUMN_RENAMED: {
     kinds: ['alter'],
     clears: false,
-    explain: 'A source column the projection reads was renamed: ambiguous, so the change is Rejected.',
+    explain:
+      'A source column the projection reads was renamed: Rejected where the definition names it (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror).',
     repair: REFIT,
   },
   ALTER_SOURCE_COLUMN_RETYPED: {
     kinds: ['alter'],
-    clears: false,
-    explain: 'A source column the projection reads has another declared type or collation: Rejected.',
-    repair: REFIT,
+    clears: true,
+    explain: 'A source column the projection reads has another declared type or collation: Rebuildable (the definition compiles over it).',
+    repair: null,
   },
   ALTER_SOURCE_TABLE_MISSING: {
     kinds: ['alter'],
@@ -457,10 +460,10 @@ export const REASONS = {
   },
   ALTER_TARGET_UNIQUE_INDEX: {
     kinds: ['alter'],
-    clears: false,
+    clears: true,
     explain:
-      'A UNIQUE index a user added to a table of the projection: row identities are not the source key alone, and a rebuild makes the index again.',
-    repair: 'drop the index or make it non-unique (index the source instead), then run sluice explain again',
+      'A UNIQUE index a user added to a table of the projection: Compatible (it adds no key of the projection); a batch it refuses suspends the projection (TARGET_CONSTRAINT), and a rebuild makes it again or leaves it out and reports it (droppedIndexes).',
+    repair: null,
   },
   ALTER_NO_SPACE: {
     kinds: ['alter', 'error'],

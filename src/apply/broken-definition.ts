@@ -35,9 +35,13 @@ const COLUMN_CODES = new Set(['UNKNOWN_COLUMN', 'MISSING_KEY']);
 export function brokenDefinition(name: string, table: string, stage: 'parse' | 'compile', err: unknown): BrokenDefinition | undefined {
   if (!(err instanceof SluiceError) || err.exitCode !== 1) return undefined;
   const detail = { table, code: err.code, message: err.message };
-  if (stage === 'parse') return { name, reason: 'DEFINITION_INVALID', detail };
-  if (err.code === 'UNKNOWN_SOURCE_TABLE') return { name, reason: 'SOURCE_TABLE_MISSING', detail };
-  if (COLUMN_CODES.has(err.code) || (err.code === 'BAD_EXPRESSION' && /no such column/i.test(err.message)))
-    return { name, reason: 'SOURCE_COLUMN_MISSING', detail };
-  return { name, reason: 'DEFINITION_INVALID', detail };
+  return { name, reason: brokenReason(stage, err.code, err.message), detail };
+}
+
+/** The suspension reason of a stored definition that failed at `stage` with error `code` (explain predicts it by this). */
+export function brokenReason(stage: 'parse' | 'compile', code: string, message: string): BrokenDefinitionReason {
+  if (stage === 'parse') return 'DEFINITION_INVALID';
+  if (code === 'UNKNOWN_SOURCE_TABLE') return 'SOURCE_TABLE_MISSING';
+  if (COLUMN_CODES.has(code) || (code === 'BAD_EXPRESSION' && /no such column/i.test(message))) return 'SOURCE_COLUMN_MISSING';
+  return 'DEFINITION_INVALID';
 }

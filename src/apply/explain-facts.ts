@@ -14,6 +14,8 @@ import { parseStoredDefinition } from '../projection/definition.ts';
 import { TARGET_SCHEMA } from './session.ts';
 import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
 import { userIndexes } from './user-indexes.ts';
+import { matchesSourceAt } from './verify.ts';
+import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 
 /*
  * The facts classifyChange needs that only the databases know, each read
@@ -25,7 +27,7 @@ import { userIndexes } from './user-indexes.ts';
 
 /** Cursor reasons that sync rebuilds on by itself, and unarmings its re-arm repairs (then rebuilds: TABLE_REARMED). */
 const REBUILT: ReadonlySet<string> = reasonsOf('rebuilt');
-const REARMABLE = new Set([
+export const REARMABLE: ReadonlySet<string> = new Set([
   'SCHEMA_CHANGED',
   'TRIGGER_MISSING',
   'TRIGGER_ALTERED',
@@ -35,34 +37,66 @@ const REARMABLE = new Set([
   'PRUNE_TRIGGER_MISSING',
 ]);
 
-/** Whether the stored cursor of `rec` continues on the source, as sync would judge it (read in the caller's transaction). */
-export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView): CursorFact {
-  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? ''))
+/**
+ * Whether the stored cursor of `rec` continues on the source, judged as the
+ * next sync's step judges it (src/apply/step.ts afterBuildCheck), read in
+ * the caller's transaction: a suspension that only a rebuild clears, then
+ * validateCursor with the same options (a kind verify can check accepts
+ * the alters `sluice alter` recorded, and proves continuity across other
+ * DDL by comparing the copy with the source). `next` is what would run:
+ * when its fingerprint differs from the stored one (or the stored
+ * definition was broken and this one compiles), sync rebuilds from a
+ * snapshot whatever the cursor says, so a cursor that does not continue is
+ * then rebuildable unless the source table cannot be read for a build.
+ */
+export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
+  const rebuilds = next !== undefined && (next.fingerprint !== rec.fingerprint || BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
+  const stop = (reason: string, message: string): CursorFact => {
+    const unreadable = next === undefined ? undefined : unbuildable(view, next);
+    return rebuilds && unreadable === undefined
+      ? { continues: false, reason, message, rebuildable: true }
+      : { continues: false, reason: unreadable ?? reason, message, rebuildable: false };
+  };
+  // A stored definition that did not compile is rebuilt from one that does (step.ts, before anything else);
+  // a suspension that only a rebuild clears holds whatever the definition (sync's gate comes next).
+  const held = rec.reason ?? 'SUSPENDED';
+  if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(held) && next !== undefined)
+    return stop(held, `${rec.name} is suspended (${held}) and this definition compiles: sync rebuilds it from it`);
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(held))
     return {
       continues: false,
-      reason: rec.reason ?? 'SUSPENDED',
-      message: `${rec.name} is suspended (${rec.reason ?? 'no reason recorded'}) and stays so until it is rebuilt`,
+      reason: held,
+      message: `${rec.name} is suspended (${held}) and stays so until it is rebuilt`,
       rebuildable: false,
     };
   const arming = view.tables.get(rec.sourceTable);
   if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
-    return {
-      continues: false,
-      reason: 'NEEDS_IMAGES_MODE',
-      message: `${rec.sourceTable} is captured in ${arming.table.mode} mode`,
-      rebuildable: false,
-    };
-  const v = validateCursor(db, rec.cursor ?? '', view);
-  if (v.status === 'ok') return { continues: true };
-  if (v.status === 'error') return { continues: false, reason: v.reason, message: v.message, rebuildable: false };
+    return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);
+  const provable = kindNamed(next?.kind ?? rec.kind)?.verification !== undefined;
+  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable, acceptAlters: provable });
+  if (v.status === 'ok') {
+    if (v.window !== true) return { continues: true };
+    // DDL sluice did not make: sync goes on when the copy matches the source, and rebuilds (SCHEMA_WINDOW) when not.
+    const t = view.tables.get(rec.sourceTable)?.table;
+    const proved = t !== undefined && isCurrent(db, view, rec.sourceTable, rec.seq) && matchesSourceAt(db, rec, view.hw, t.tid);
+    if (proved) return { continues: true };
+    const message = 'DDL that sluice did not make ran on the source since the cursor, and the copy is not proved to match it';
+    return { continues: false, reason: 'SCHEMA_WINDOW', message, rebuildable: true };
+  }
+  if (v.status === 'error') return stop(v.reason, v.message);
   const unarmed = v.detail?.reason;
-  const rebuildable = REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed));
-  return {
-    continues: false,
-    reason: v.reason,
-    message: v.message,
-    rebuildable,
-  };
+  if (REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed)))
+    return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
+  return stop(v.reason, v.message);
+}
+
+/** Why a build of `p` cannot read its source table now (as step.ts buildable suspends), if it cannot. */
+function unbuildable(view: SourceView, p: CompiledProjection): string | undefined {
+  const a = view.tables.get(p.source.table);
+  if (a === undefined) return 'TABLE_UNTRACKED';
+  if (!a.armed) return a.reason !== undefined && REARMABLE.has(a.reason) ? undefined : 'TABLE_UNARMED';
+  if (a.table.mode !== 'images' && kindNamed(p.kind)?.needsImages !== false) return 'NEEDS_IMAGES_MODE';
+  return undefined;
 }
 
 /** Whether no event of `table` is after `seq`: the source's rows are then the rows at the cursor. */
@@ -72,15 +106,20 @@ export function isCurrent(db: Db, view: SourceView, table: string, seq: number):
   return firstEventMsAfter(db, t.tid, seq) === undefined;
 }
 
-/** Source rows on which two map filters (null: every row) disagree. */
-export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number {
+/** Source rows on which two map filters (null: every row) disagree; undefined when one no longer reads today's table (a column gone). */
+export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number | undefined {
   const truth = (f: string | null) => (f === null ? '1' : `CASE WHEN ${f} THEN 1 ELSE 0 END`);
-  return Number(
-    db
-      .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
-      .pluck()
-      .get() as bigint | number,
-  );
+  try {
+    return Number(
+      db
+        .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
+        .pluck()
+        .get() as bigint | number,
+    );
+  } catch (err) {
+    if (err instanceof Error && /no such column/i.test(err.message)) return undefined;
+    throw err;
+  }
 }
 
 /** The indexes a user added to the tables `rec` made (none when it never built). */
@@ -181,7 +220,7 @@ export function alterFacts(
   next: CompiledProjection | UncompiledProjection,
 ): GatheredFacts {
   const compiled = 'error' in next ? undefined : next;
-  const cursor = old === undefined ? undefined : cursorFact(db, old, view);
+  const cursor = old === undefined ? undefined : cursorFact(db, old, view, compiled);
   let disagreements: number | undefined;
   if (
     old !== undefined &&

@@ -25,6 +25,7 @@ import type { StatePart } from '../projection/alter-changes.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { ownedTables, readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
 import { alterFacts, type RebuildCost } from './explain-facts.ts';
+import { predictSync, type SyncPrediction } from './sync-classify.ts';
 
 /** One side of a change: exactly what the projection is made from (the fingerprint covers all of it). */
 export interface DefinitionInputs {
@@ -48,6 +49,15 @@ export interface ProjectionExplanation {
   /** The stored side (null: not in the target yet) and the new one. */
   readonly inputs: { readonly old: DefinitionInputs | null; readonly new: DefinitionInputs };
   readonly cost: RebuildCost;
+  /**
+   * What the next sync does with it, which follows from the classification:
+   * Compatible continues; Rebuildable rebuilds (beside the live projection
+   * and swapped in where its kind allows); Rejected is refused with the
+   * reason (nothing written), or, for a cursor that cannot go on or a
+   * stored definition that no longer compiles, suspended with the reason
+   * health shows.
+   */
+  readonly sync: SyncPrediction;
   /** For a Rejected change: what to do, with the command. */
   readonly repair?: string;
 }
@@ -99,19 +109,9 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
       for (const d of defs) {
         let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
         if (!('error' in next)) next = claimTables(next, claimed, records, names);
-        let rec = records.find((r) => r.name === next.name);
-        // A name the target does not hold may be a rename of one this run leaves out, with the same kind, source and target.
-        if (rec === undefined && !('error' in next))
-          rec = records.find(
-            (r) =>
-              !names.has(r.name) &&
-              r.cursor !== null &&
-              r.kind === next.kind &&
-              foldIdent(r.sourceTable) === foldIdent(next.source.table) &&
-              // A custom projection's target is only a name: its handler's tables are its own.
-              (next.ownedTables.length === 0 || foldIdent(r.targetTable) === foldIdent(next.targetTable)),
-          );
-        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next));
+        // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
+        const rec = records.find((r) => r.name === next.name);
+        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, given.length > 0));
       }
       return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
     } finally {
@@ -129,7 +129,7 @@ function claimTables(
   records: readonly ProjectionRecord[],
   inRun: ReadonlySet<string>,
 ): CompiledProjection | UncompiledProjection {
-  const stored = records.filter((r) => !inRun.has(r.name) && !(r.kind === p.kind && foldIdent(r.targetTable) === foldIdent(p.targetTable)));
+  const stored = records.filter((r) => !inRun.has(r.name));
   for (const t of p.ownedTables) {
     const other = claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r).some((x) => foldIdent(x) === foldIdent(t)))?.name;
     if (other !== undefined && other !== p.name) {
@@ -189,6 +189,7 @@ function explainOne(
   sourcePath: string,
   rec: ProjectionRecord | undefined,
   next: CompiledProjection | UncompiledProjection,
+  given: boolean,
 ): ProjectionExplanation {
   // A projection that never built (no cursor) has no state to keep: a first build.
   const old = rec?.cursor == null ? undefined : rec;
@@ -225,6 +226,7 @@ function explainOne(
       },
     },
     cost,
+    sync: predictSync(decision, old, next, given, view),
     ...(decision.classification === 'Rejected' ? { repair: repairAction(next.name, repairReason, sourcePath, targetPath) } : {}),
   };
 }

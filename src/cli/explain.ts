@@ -18,7 +18,15 @@ function describe(r: ExplainReport): string {
         const unproved = c.affected.map((part) => `${part}: ${c.proof[part]?.why ?? 'no proof'}`);
         return `   - ${c.change.kind} ${c.classification} ${c.reason}${c.why === undefined ? '' : `: ${c.why}`}${unproved.length > 0 && c.classification !== 'Compatible' ? ` [${unproved.join('; ')}]` : ''}`;
       });
-      const fp = `   fingerprint ${p.inputs.old?.fingerprint ?? '(none)'} -> ${p.inputs.new.fingerprint ?? '(does not compile)'}`;
+      const next =
+        p.sync.does === 'continue'
+          ? 'continues from its cursor'
+          : p.sync.does === 'rebuild'
+            ? `rebuilds it${p.sync.reason === null ? ' (first build)' : ` (${p.sync.reason})`}${p.sync.swapped ? ', beside the live one, then swaps it in' : ', in one transaction'}`
+            : p.sync.does === 'refuse'
+              ? `refuses ${p.sync.run ? 'the whole run' : 'it'} (${p.sync.code}), writing nothing`
+              : `suspends it (${p.sync.reason})`;
+      const fp = `   next sync: ${next}\n   fingerprint ${p.inputs.old?.fingerprint ?? '(none)'} -> ${p.inputs.new.fingerprint ?? '(does not compile)'}`;
       return [head, ...lines, fp, ...(p.repair === undefined ? [] : [`   -> ${p.repair}`])].join('\n');
     })
     .join('\n');

@@ -38,6 +38,21 @@ const CURSOR_BINDS_COLUMNS = fail(
 );
 
 /**
+ * The cursor across a change of its table's columns: valid only when sync's
+ * own check of the cursor passes (facts.cursor, read as sync reads it:
+ * validateCursor with acceptAlters), which needs the DDL to have run through
+ * `sluice alter`, its recorded alters to explain the schema difference
+ * exactly, and no event of the old layout to be left to read.
+ */
+function cursorAcrossColumns(facts: AlterFacts): Proof {
+  return facts.cursor?.continues === true
+    ? hold(
+        'sluice alter recorded the DDL, which explains the change of the columns exactly, and no event of the old layout is left to read: the cursor continues (as sync checks it)',
+      )
+    : CURSOR_BINDS_COLUMNS;
+}
+
+/**
  * The proofs sluice can give today, change by change. Anything it cannot
  * prove is left out (or failed, with why), so the change is not Compatible.
  */
@@ -65,9 +80,11 @@ export const DEFAULT_ORACLE: AlterStateOracle = {
         return {
           rows: hold('an index holds no rows of its own; the table is unchanged'),
           cursor: hold('a target index is not part of the cursor'),
-          ...(c.unique
-            ? { keys: fail('a UNIQUE index constrains rows beyond the source key') }
-            : { keys: hold('a non-UNIQUE index constrains no row') }),
+          keys: c.unique
+            ? hold(
+                "a user's UNIQUE index adds no key of the projection's: a batch it refuses suspends the projection (TARGET_CONSTRAINT), explicitly, and a rebuild makes it again or leaves it out and reports it (droppedIndexes)",
+              )
+            : hold('a non-UNIQUE index constrains no row'),
           auxiliary: hold('sluice keeps a user index across rebuilds (it makes it again)'),
         };
       case 'filter': {
@@ -87,7 +104,7 @@ export const DEFAULT_ORACLE: AlterStateOracle = {
         const why = c.used ? `the projection reads ${c.column}` : `the projection does not read ${c.column}`;
         return {
           ...(c.used ? { rows: fail(why) } : { rows: hold(`${why}: its columns, key and filter are unchanged`) }),
-          cursor: CURSOR_BINDS_COLUMNS,
+          cursor: cursorAcrossColumns(facts),
           keys: hold('the primary key is unchanged'),
           auxiliary: c.used ? rules.usedColumnAuxiliary : hold(why),
         };

@@ -33,7 +33,13 @@ export type AlterReasonCode = ReasonOf<'alter'>;
 /** What the stored cursor does on the source now (validateCursor, read-only). */
 export type CursorFact =
   | { readonly continues: true }
-  | { readonly continues: false; readonly reason: string; readonly message: string; readonly rebuildable: boolean };
+  | {
+      readonly continues: false;
+      /** What sync rebuilds on (a `rebuilt` reason) or, when not rebuildable, the reason it suspends the projection with. */
+      readonly reason: string;
+      readonly message: string;
+      readonly rebuildable: boolean;
+    };
 
 export interface AlterFacts {
   /** Undefined for a projection with no stored cursor. */
@@ -79,6 +85,12 @@ export interface ClassifiedChange {
   readonly proof: StateProof;
   /** Why Rejected or Rebuildable beyond the proof, when a rule decided it (a shadow, disk space). */
   readonly why?: string;
+  /**
+   * For a Rejected change that sync suspends the projection for (with this
+   * reason, which health shows with its repair) instead of refusing it: a
+   * cursor that does not continue and cannot be rebuilt from the source.
+   */
+  readonly suspends?: string;
 }
 
 export interface AlterDecision {
@@ -238,12 +250,11 @@ export function changeReason(c: AlterChange): AlterReasonCode {
 }
 
 /** Why validation forbids both continuing and a rebuild, if it does. */
-function rejection(c: AlterChange): string | undefined {
+function rejection(c: AlterChange, next: CompiledProjection | undefined): string | undefined {
   if (c.kind === 'invalid') return c.message;
-  if (c.kind === 'source-column' && c.used && c.change !== 'added')
-    return `source column ${c.column} that the projection reads was ${c.change}${c.to === undefined ? '' : ` (now ${c.to})`}: a destructive or ambiguous change is not followed`;
-  if (c.kind === 'target-index' && c.unique)
-    return `the UNIQUE index ${c.name} on ${c.table} may refuse rows the source holds, and a rebuild makes it again`;
+  // A definition that still compiles over the new columns (a mirror, a retyped column) is rebuilt from them.
+  if (c.kind === 'source-column' && c.used && c.change !== 'added' && next === undefined)
+    return `source column ${c.column} that the projection reads was ${c.change}${c.to === undefined ? '' : ` (now ${c.to})`}, and the definition names it: a destructive or ambiguous change is not followed`;
   if (c.kind === 'cursor' && !c.rebuildable)
     return `the cursor does not continue (${c.reason}) and the source must be fixed before a rebuild`;
   return undefined;
@@ -259,10 +270,22 @@ function classifyOne(
   const proof = oracle.prove(c, ctx);
   const affected = STATE_PARTS.filter((p) => proof[p]?.holds !== true);
   const base = { change: c, proof, affected };
-  const rejected = rejection(c);
-  if (rejected !== undefined) return { ...base, classification: 'Rejected', reason, why: rejected };
+  const rejected = rejection(c, ctx.next);
+  if (rejected !== undefined)
+    return {
+      ...base,
+      classification: 'Rejected',
+      reason,
+      why: rejected,
+      // sync suspends a projection whose cursor cannot go on (with the cursor's reason), as it always has.
+      ...(c.kind === 'cursor' ? { suspends: c.reason } : {}),
+    };
   if (affected.length === 0) return { ...base, classification: 'Compatible', reason };
-  // A first build has no old state to keep readable: no shadow is needed.
+  // A first build has no old state to keep readable, and a cursor that does not continue (the source was
+  // bumped, restored or replaced) has none worth keeping: the rebuild is the only outcome that is not stale,
+  // so it runs beside the live projection where the kind allows and in one transaction where not,
+  // whatever the disk (a rebuild that runs out of it fails, and the projection keeps its old rows).
+  if (c.kind === 'cursor') return { ...base, classification: 'Rebuildable', reason };
   if (c.kind !== 'added') {
     const shadow = ctx.rules.shadow(next);
     if (!shadow.holds) return { ...base, classification: 'Rejected', reason: 'ALTER_CUSTOM_NO_SHADOW', why: shadow.why };

@@ -32,8 +32,8 @@ describe('explain', () => {
     const r = await expectNoWrite(tmp, () =>
       explainAlter(src, tgt, {
         projections: [
-          // The mirror's label renamed: same target table (the source table's name), same data.
-          { name: 'items_copy', source: 'items', kind: 'mirror' },
+          // The mirror's default target spelled out: written differently, the same projection.
+          { name: 'items', source: 'items', kind: 'mirror', target: 'items' },
           // Loosened for no row that exists: every qty is below 100.
           { ...(cheap as object), filter: 'qty < 1000' } as never,
           search as never,
@@ -43,15 +43,17 @@ describe('explain', () => {
     );
     expect(r.ok).toBe(true);
     const p = byName(r.projections);
-    expect(Object.keys(p).sort()).toEqual(['cheap', 'items_copy', 'log', 'search']);
+    expect(Object.keys(p).sort()).toEqual(['cheap', 'items', 'log', 'search']);
     for (const x of r.projections) {
       expect(x.classification, x.name).toBe('Compatible');
       expect(x.affected, x.name).toEqual([]);
+      // What the next sync does: go on from the cursor.
+      expect(x.sync, x.name).toEqual({ does: 'continue' });
     }
-    expect(p.items_copy?.reason).toBe('ALTER_RENAMED');
-    expect(p.items_copy?.inputs.old?.name).toBe('items');
-    expect(p.items_copy?.inputs.old?.fingerprint).toBe(fingerprints.items);
-    expect(p.items_copy?.inputs.new.fingerprint).not.toBe(fingerprints.items);
+    expect(p.items?.reason).toBe('ALTER_UNCHANGED');
+    expect(p.items?.changes[0]?.change).toEqual({ kind: 'unchanged', restated: true });
+    expect(p.items?.inputs.old?.fingerprint).toBe(fingerprints.items);
+    expect(p.items?.inputs.new.fingerprint).not.toBe(fingerprints.items);
     expect(p.cheap?.reason).toBe('ALTER_FILTER_CHANGED');
     expect(p.cheap?.changes.map((c) => [c.change.kind, c.reason])).toEqual([
       ['filter', 'ALTER_FILTER_CHANGED'],
@@ -107,12 +109,12 @@ describe('explain', () => {
     tmp,
   }) => {
     const { src, tgt } = await syncedPair(tmp);
-    run(tgt, 'CREATE UNIQUE INDEX items_name ON items (name)');
-    const [items, cheap, search] = projections();
+    const [, cheap, search] = projections();
     const r = await expectNoWrite(tmp, () =>
       explainAlter(src, tgt, {
         projections: [
-          items as never,
+          // A mirror of a table the source does not have.
+          { name: 'items', source: 'item', kind: 'mirror' },
           { ...(cheap as object), columns: { id: 'id', label: 'title' } } as never,
           { ...(search as object), columns: ['name', 'colour'] } as never,
           // A custom projection whose handler changed needs a rebuild, and its handler declares no tables a shadow could replace.
@@ -124,28 +126,39 @@ describe('explain', () => {
     expect(r.ok).toBe(false);
     const p = byName(r.projections);
     for (const x of r.projections) expect(x.classification, x.name).toBe('Rejected');
-    expect(p.items?.reason).toBe('ALTER_TARGET_UNIQUE_INDEX');
+    expect(p.items?.reason).toBe('ALTER_SOURCE_TABLE_MISSING');
+    // A given definition that does not compile refuses the whole sync (with the compile error's code), before anything is written.
+    expect(p.items?.sync).toEqual({ does: 'refuse', code: 'UNKNOWN_SOURCE_TABLE', run: true });
     expect(p.cheap?.reason).toBe('ALTER_UNKNOWN_COLUMN');
     expect(p.cheap?.inputs.new.fingerprint).toBeNull();
     expect(p.cheap?.repair).toMatch(/^ALTER_UNKNOWN_COLUMN: fix the column names in the definition of cheap/);
     expect(p.search?.reason).toBe('ALTER_UNKNOWN_COLUMN');
     expect(p.log?.reason).toBe('ALTER_CUSTOM_NO_SHADOW');
+    expect(p.log?.sync).toEqual({ does: 'refuse', code: 'ALTER_CUSTOM_NO_SHADOW', run: false });
     expect(p.log?.changes[0]?.change).toMatchObject({ kind: 'definition', code: 'ALTER_HANDLER_CHANGED' });
     expect(p.log?.affected).toEqual(['auxiliary']);
     expect(p.log?.repair).toMatch(/sluice reinit \S+ \S+ log$/);
     expect(p.keyless?.reason).toBe('ALTER_KEY_MISSING');
   });
 
-  test('a custom projection renamed is not Compatible: its handler is given the projection name', async ({ tmp }) => {
+  test('a projection given a new name is a new projection, as sync takes it: a first build, or refused where its target is taken', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     const r = await expectNoWrite(tmp, () =>
-      explainAlter(src, tgt, { projections: [{ name: 'log2', source: 'items', kind: 'custom', handler: countingHandler() }] }),
+      explainAlter(src, tgt, {
+        projections: [
+          { name: 'log2', source: 'items', kind: 'custom', handler: countingHandler() },
+          { name: 'items_copy', source: 'items', kind: 'mirror' },
+        ],
+      }),
     );
-    const log = r.projections[0];
-    expect([log?.classification, log?.reason]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW']);
-    expect(log?.affected).toContain('auxiliary');
-    expect(log?.changes[0]?.change).toEqual({ kind: 'renamed', from: 'log', to: 'log2' });
-    expect(log?.changes[0]?.proof.auxiliary?.why).toContain('ctx.projection');
+    const [log, copy] = r.projections;
+    expect([log?.classification, log?.reason, log?.inputs.old]).toEqual(['Rebuildable', 'ALTER_PROJECTION_ADDED', null]);
+    expect(log?.sync).toEqual({ does: 'rebuild', reason: null, swapped: false });
+    // Its default target is items, which the stored mirror items writes.
+    expect([copy?.classification, copy?.reason]).toEqual(['Rejected', 'ALTER_DEFINITION_INVALID']);
+    expect(copy?.sync).toEqual({ does: 'refuse', code: 'TARGET_COLLISION', run: true });
   });
 });
 
@@ -182,11 +195,13 @@ describe('a source DDL change since the stored shape is classified too', () => {
     expect(p.items?.inputs.new.sourceShape?.columns.map((c) => c.name)).toEqual(['id', 'name', 'qty', 'colour']);
   });
 
-  test('a column renamed: Rejected where it is read, Rebuildable where it is not', async ({ tmp }) => {
+  test('a column renamed: Rejected where a definition names it, Rebuildable where it still compiles (a mirror) or is not read', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     run(src, 'ALTER TABLE items RENAME COLUMN qty TO amount');
     const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
-    expect([p.items?.classification, p.items?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_RENAMED']);
+    expect([p.items?.classification, p.items?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_RENAMED']);
     expect(p.items?.changes[0]?.change).toEqual({ kind: 'source-column', change: 'renamed', column: 'qty', to: 'amount', used: true });
     // The map's filter reads qty.
     expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_RENAMED']);
@@ -198,7 +213,9 @@ describe('a source DDL change since the stored shape is classified too', () => {
     ]);
   });
 
-  test('a column dropped: Rejected where it is read, Rebuildable where it is not', async ({ tmp }) => {
+  test('a column dropped: Rejected where a definition names it, Rebuildable where it still compiles (a mirror) or is not read', async ({
+    tmp,
+  }) => {
     const { src, tgt } = await syncedPair(tmp);
     run(
       src,
@@ -208,11 +225,12 @@ describe('a source DDL change since the stored shape is classified too', () => {
        ALTER TABLE items_new RENAME TO items;`,
     );
     const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
-    expect([p.items?.classification, p.items?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+    expect([p.items?.classification, p.items?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_DROPPED']);
     expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
     expect(p.cheap?.changes.map((c) => c.change.kind)).not.toContain('invalid');
     expect([p.search?.classification, p.search?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_UNUSED']);
-    expect([p.log?.classification, p.log?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
+    // A handler reads every column: its rows need a rebuild, and it has no tables a shadow could replace.
+    expect([p.log?.classification, p.log?.reason]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW']);
   });
 });
 

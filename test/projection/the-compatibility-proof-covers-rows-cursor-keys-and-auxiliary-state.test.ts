@@ -153,15 +153,22 @@ describe('the compatibility proof', () => {
     expect([h.classification, h.reason, h.affected]).toEqual(['Rejected', 'ALTER_CUSTOM_NO_SHADOW', ['auxiliary']]);
   });
 
-  test('a source column the projection does not read proves rows, keys and auxiliary state, not the cursor', () => {
+  test("a source column the projection does not read proves rows, keys and auxiliary state, and the cursor only where sync's own cursor check passes (DDL through sluice alter)", () => {
     const wider: SourceShape = { ...SHAPE, columns: [...SHAPE.columns, { name: 'colour', type: 'TEXT', collate: 'BINARY' }] };
+    const stopped = {
+      cursor: { continues: false, reason: 'SCHEMA_CHANGED', message: 'DDL sluice did not record', rebuildable: true },
+    } as const;
     for (const def of [map, fts]) {
       const d = classifyChange(stored(def), compile(def, wider), CONTINUES);
-      expect([d.classification, d.reason, d.affected]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_ADDED', ['cursor']]);
+      expect([d.classification, d.reason, d.affected]).toEqual(['Compatible', 'ALTER_SOURCE_COLUMN_ADDED', []]);
+      expect(d.changes[0]?.proof.cursor?.why).toContain('sluice alter');
+      const e = classifyChange(stored(def), compile(def, wider), stopped);
+      expect([e.classification, e.reason, e.affected]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_ADDED', ['cursor']]);
     }
     // A mirror must carry the new column: its rows change too.
     const mirror: ProjectionDefinitionInput = { name: 'items', source: 'items', kind: 'mirror' };
-    expect(classifyChange(stored(mirror), compile(mirror, wider), CONTINUES).affected).toEqual(['rows', 'cursor']);
+    expect(classifyChange(stored(mirror), compile(mirror, wider), CONTINUES).affected).toEqual(['rows']);
+    expect(classifyChange(stored(mirror), compile(mirror, wider), stopped).affected).toEqual(['rows', 'cursor']);
   });
 
   test('a rebuild that would not fit on the disk, or that needs a shadow a custom handler cannot have, is Rejected', () => {
