@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { sync } from '../../src/apply/sync.ts';
 import { alter } from '../../src/capture/alter.ts';
@@ -9,7 +8,7 @@ import type { AlterClassification } from '../../src/projection/classify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { takeCopy } from '../support/restore.ts';
-import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair } from './support/explain.ts';
+import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair, tablesOf } from './support/explain.ts';
 
 /*
  * explain is the prediction of the next sync, and this table holds it to
@@ -379,33 +378,6 @@ const SCENARIOS: Scenario[] = [
     },
   },
 ];
-
-/** A hash of every row (with its rowid where it has one) of each table named `name` or `name_*`. */
-function tablesOf(file: string, name: string): Record<string, string> {
-  const db = openDatabase(file, { readonly: true });
-  try {
-    const tables = db
-      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND (name = ? OR name LIKE ? ESCAPE '\\') ORDER BY name")
-      .pluck()
-      .all(name, `${name.replace(/_/g, '\\_')}\\_%`) as string[];
-    const out: Record<string, string> = {};
-    for (const t of tables) {
-      const q = `"${t.replace(/"/g, '""')}"`;
-      let rows: unknown[];
-      try {
-        rows = db.prepare(`SELECT rowid AS _rowid, * FROM ${q} ORDER BY rowid`).raw().all();
-      } catch {
-        rows = db.prepare(`SELECT * FROM ${q} ORDER BY 1`).raw().all();
-      }
-      out[t] = createHash('sha256')
-        .update(JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : Buffer.isBuffer(v) ? v.toString('hex') : v)))
-        .digest('hex');
-    }
-    return out;
-  } finally {
-    db.close();
-  }
-}
 
 /** That sync did to `p` what explain said it would. */
 function expectDone(

@@ -1,6 +1,5 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { sync } from '../../src/apply/sync.ts';
 import { alter } from '../../src/capture/alter.ts';
@@ -11,7 +10,7 @@ import { compileProjection, sourceShape } from '../../src/projection/compile.ts'
 import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { describeTable } from '../../src/sqlite/introspect.ts';
 import { runCliAsync } from '../cli/support/cli.ts';
-import { countingHandler, projections, run, syncedPair } from './support/explain.ts';
+import { countingHandler, projections, run, syncedPair, tablesOf } from './support/explain.ts';
 
 /*
  * 003's LC-1 as sync runs it: a changed definition is classified as
@@ -22,33 +21,6 @@ import { countingHandler, projections, run, syncedPair } from './support/explain
  * were (only the failure is recorded, so that health shows it), while the
  * other projections of the same sync go on.
  */
-
-/** A hash of the cells (and rowids, where a table has them) of each table named `name` or `name_*`. */
-function tablesOf(file: string, name: string): Record<string, string> {
-  const db = openDatabase(file, { readonly: true });
-  try {
-    const tables = db
-      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND (name = ? OR name LIKE ? ESCAPE '\\') ORDER BY name")
-      .pluck()
-      .all(name, `${name.replace(/_/g, '\\_')}\\_%`) as string[];
-    const out: Record<string, string> = {};
-    for (const t of tables) {
-      const q = `"${t.replace(/"/g, '""')}"`;
-      let rows: unknown[];
-      try {
-        rows = db.prepare(`SELECT rowid AS _rowid, * FROM ${q} ORDER BY rowid`).raw().all();
-      } catch {
-        rows = db.prepare(`SELECT * FROM ${q} ORDER BY 1, 2`).raw().all();
-      }
-      out[t] = createHash('sha256')
-        .update(JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : Buffer.isBuffer(v) ? v.toString('hex') : v)))
-        .digest('hex');
-    }
-    return out;
-  } finally {
-    db.close();
-  }
-}
 
 /** The projection's row in the target's catalog: every column but those of a recorded failure. */
 function rowOf(file: string, name: string): unknown {

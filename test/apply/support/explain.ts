@@ -111,3 +111,30 @@ export async function expectNoWrite<T>(dir: string, f: () => Promise<T>): Promis
 export function byName(ps: readonly ProjectionExplanation[]): Record<string, ProjectionExplanation> {
   return Object.fromEntries(ps.map((p) => [p.name, p]));
 }
+
+/** A hash of the cells (and rowids, where a table has them) of each table named `name` or `name_*`. */
+export function tablesOf(file: string, name: string): Record<string, string> {
+  const db = openDatabase(file, { readonly: true });
+  try {
+    const tables = db
+      .prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND (name = ? OR name LIKE ? ESCAPE '\\') ORDER BY name")
+      .pluck()
+      .all(name, `${name.replace(/_/g, '\\_')}\\_%`) as string[];
+    const out: Record<string, string> = {};
+    for (const t of tables) {
+      const q = `"${t.replace(/"/g, '""')}"`;
+      let rows: unknown[];
+      try {
+        rows = db.prepare(`SELECT rowid AS _rowid, * FROM ${q} ORDER BY rowid`).raw().all();
+      } catch {
+        rows = db.prepare(`SELECT * FROM ${q} ORDER BY 1, 2`).raw().all();
+      }
+      out[t] = createHash('sha256')
+        .update(JSON.stringify(rows, (_k, v: unknown) => (typeof v === 'bigint' ? `${v}n` : Buffer.isBuffer(v) ? v.toString('hex') : v)))
+        .digest('hex');
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
