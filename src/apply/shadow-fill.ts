@@ -63,13 +63,14 @@ function nextChunk(
  * The chunk's last key, exact: a TEXT key read through the driver would
  * have its malformed UTF-8 (or, in a UTF-16 database, an unpaired
  * surrogate) replaced by U+FFFD, whose bytes sort elsewhere, so the next
- * chunk would skip or repeat rows. TEXT is read as its bytes instead.
+ * chunk would skip or repeat rows. TEXT is read as its bytes instead. (The
+ * greatest in every key column: DESC on each, not only on the last.)
  */
 function lastKeyOf(db: Db, p: CompiledProjection, table: string, keyed: readonly string[]): SqlValue[] {
   const cols = p.source.keyColumns.map(quoteIdent);
   const row = db
     .prepare(
-      `SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${table} ORDER BY ${keyed.join(', ')} DESC LIMIT 1`,
+      `SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${table} ORDER BY ${keyed.map((k) => `${k} DESC`).join(', ')} LIMIT 1`,
     )
     .raw()
     .safeIntegers(true)
