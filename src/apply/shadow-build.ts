@@ -197,6 +197,8 @@ export function atomicSwapShadow(
 ): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[] } {
   const { db, schema } = t;
   const old = ownedBy(rec);
+  // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
+  checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
   for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
     db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
