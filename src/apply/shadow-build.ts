@@ -66,6 +66,13 @@ export interface BuildState {
    * events.
    */
   readonly fill?: { readonly lastKey?: readonly JsonValue[] | null; readonly seq: number };
+  /**
+   * A cursor at the seq the build has read the journal through (the fill's,
+   * else the copy's): the build goes on only while a consumer could go on
+   * from it (not after a bump, a re-armed table, DDL sluice did not make...),
+   * else it starts again (build-step.ts). Absent (written before it was kept): started again.
+   */
+  readonly cursor?: string;
 }
 
 /** Rows copied per transaction, and events caught up per transaction. */
@@ -142,6 +149,7 @@ export function startShadowBuild(
     copied: 0,
     caughtSeq: view.hw,
     ...(shadowBuildOf(p) === 'replay' ? { staging: `${shadow}_rows` } : {}),
+    cursor: buildCursor(t, view, p, view.hw),
   };
   dropShadow(t, b);
   kindOf(p).create(t.db, t.schema, p, shadow);
@@ -149,6 +157,12 @@ export function startShadowBuild(
   if (b.staging !== undefined) kindOf(copy.p).create(t.db, t.schema, copy.p, copy.at);
   writeBuild(t, p.name, b);
   return b;
+}
+
+/** The cursor a build keeps (BuildState.cursor) once it has read the journal through `seq`. */
+export function buildCursor(t: ApplyTarget, view: SourceView, p: CompiledProjection, seq: number): string {
+  const table = view.tables.get(p.source.table)?.table;
+  return table === undefined ? '' : cursorToken(t.db, view, [table], seq);
 }
 
 /**
