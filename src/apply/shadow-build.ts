@@ -187,12 +187,16 @@ export function resumeOrRollbackShadowBuild(
   return undefined;
 }
 
-/** Drops a build's shadow tables and staged copy (the tables its own definition owns at the shadow's name). */
-export function dropShadow(t: ApplyTarget, b: BuildState): void {
+/** A build's shadow tables and staged copy (the tables its own definition owns at the shadow's name): what a rollback, or a drop of the projection, drops. */
+export function buildTables(b: BuildState): string[] {
   const kind = (JSON.parse(b.definition) as { kind?: unknown }).kind;
   const tables = ownedTables({ kind: typeof kind === 'string' ? kind : '', targetTable: b.shadow, definition: b.definition }, b.shadow);
-  for (const x of [...tables, ...(b.staging === undefined ? [] : [b.staging])])
-    t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
+  return [...tables, ...(b.staging === undefined ? [] : [b.staging])];
+}
+
+/** Drops a build's shadow tables and staged copy. */
+export function dropShadow(t: ApplyTarget, b: BuildState): void {
+  for (const x of buildTables(b)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
 }
 
 /**
