@@ -13,15 +13,16 @@ import {
   writeBuild,
   type BuildState,
 } from './shadow-build.ts';
-import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents } from './shadow-fill.ts';
+import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
 import type { StepOutcome } from './step.ts';
 
 /**
  * One bounded step of a protected rebuild (shadow-build.ts says which),
  * in the caller's target transaction: copy a chunk, catch up a range, ask
  * for the validation, fill a part, replay a range, or the swap.
- * `discard`: the copy failed its validation, or the journal's events do not
- * apply to the shadow: the caller drops it and rebuilds in one transaction.
+ * `discard`: the copy failed its validation, the journal's events do not
+ * apply to the shadow, or a staged copy cannot hold the source's rows: the
+ * caller drops it and rebuilds in one transaction.
  */
 export async function buildStep(
   t: ApplyTarget,
@@ -36,6 +37,8 @@ export async function buildStep(
     writeBuild(t, p.name, { ...next, cursor: buildCursor(t, view, p, next.fill?.seq ?? next.caughtSeq) });
     return { kind: 'building', phase, rows: next.copied, seq: rec.seq };
   };
+  // A staged copy that cannot hold the source's rows: rebuilt in one transaction instead.
+  if (b.staging !== undefined && !stagedCopyHolds(t.db, p)) return 'discard';
   // What the build copied, caught up and replayed is the source's rows only while the journal since is its
   // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
   if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {

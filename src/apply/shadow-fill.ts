@@ -37,6 +37,20 @@ function keyOrder(db: Db, p: CompiledProjection): string[] {
 }
 
 /**
+ * Whether a staged copy of the source rows (a mirror, keyed by the key
+ * columns with their own collations) can hold every row: not when the
+ * primary key compares a column with another collation than the column's
+ * (id COLLATE NOCASE, PRIMARY KEY (id COLLATE BINARY) holds 'a' and 'A').
+ */
+export function stagedCopyHolds(db: Db, p: CompiledProjection): boolean {
+  const pk = primaryKeyCollations(db, p.source.table);
+  return p.source.keyColumns.every((k) => {
+    const own = p.source.columns.find((c) => c.name === k)?.collate ?? 'BINARY';
+    return !pk.has(k) || (pk.get(k) as string).toUpperCase() === own.toUpperCase();
+  });
+}
+
+/**
  * Moves the next BUILD_CHUNK rows of `from` (in key order, after `lastKey`)
  * into the chunk work table; how many, and the last key among them (undefined: that was the last chunk).
  */
