@@ -2,17 +2,27 @@ import type { CapturedTable } from '../capture/catalog.ts';
 import type { SourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import type { ProjectionRecord } from './target-meta.ts';
-import type { ApplyTarget } from './applier.ts';
-import { atomicSwapShadow, copyTarget, validationCandidate, writeBuild, type BuildState } from './shadow-build.ts';
-import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents } from './shadow-fill.ts';
+import { validateCursor } from '../feed/validate.ts';
+import { ownedBy, type ApplyTarget } from './applier.ts';
+import {
+  atomicSwapShadow,
+  buildCursor,
+  copyTarget,
+  startShadowBuild,
+  validationCandidate,
+  writeBuild,
+  type BuildState,
+} from './shadow-build.ts';
+import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
 import type { StepOutcome } from './step.ts';
 
 /**
  * One bounded step of a protected rebuild (shadow-build.ts says which),
  * in the caller's target transaction: copy a chunk, catch up a range, ask
  * for the validation, fill a part, replay a range, or the swap.
- * `discard`: the copy failed its validation, or the journal's events do not
- * apply to the shadow: the caller drops it and rebuilds in one transaction.
+ * `discard`: the copy failed its validation, the journal's events do not
+ * apply to the shadow, or a staged copy cannot hold the source's rows: the
+ * caller drops it and rebuilds in one transaction.
  */
 export async function buildStep(
   t: ApplyTarget,
@@ -24,9 +34,17 @@ export async function buildStep(
   validated: { readonly seq: number; readonly ok: boolean } | undefined,
 ): Promise<StepOutcome | 'discard'> {
   const building = (phase: 'copy' | 'catch-up' | 'fill' | 'replay', next: BuildState): StepOutcome => {
-    writeBuild(t, p.name, next);
+    writeBuild(t, p.name, { ...next, cursor: buildCursor(t, view, p, next.fill?.seq ?? next.caughtSeq) });
     return { kind: 'building', phase, rows: next.copied, seq: rec.seq };
   };
+  // A staged copy that cannot hold the source's rows: rebuilt in one transaction instead.
+  if (b.staging !== undefined && !stagedCopyHolds(t.db, p)) return 'discard';
+  // What the build copied, caught up and replayed is the source's rows only while the journal since is its
+  // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
+  if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {
+    const again = startShadowBuild(t, p, view, b.reason, ownedBy(rec));
+    return building('copy', await copyChunk(t, copyTarget(p, again), table, again));
+  }
   const fill = b.fill;
   if (fill === undefined) {
     const copy = copyTarget(p, b);

@@ -4,6 +4,9 @@ import { closeDatabase } from '../sqlite/connection-state.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { ownedTables, PROJECTIONS_TABLE, readProjections, type ProjectionRecord } from './target-meta.ts';
+import { buildTables, readBuild } from './shadow-build.ts';
+
+const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 
 export interface DropResult {
   readonly projection: string;
@@ -13,8 +16,9 @@ export interface DropResult {
 
 /**
  * The tables a stored projection owns in its target: those its kind makes
- * (a mirror's or map's table; an fts5 index and its `_src` key table; none
- * for a custom projection, whose handler's tables are the user's), once it
+ * (a mirror's or map's table; an fts5 index and its `_src` key table; for a
+ * custom projection the tables it declares, else none: its handler's tables
+ * are the user's), once it
  * was built. A projection never built owns nothing: a table of that name is
  * someone else's. The same rule as a rebuild's (step.ts).
  */
@@ -24,7 +28,8 @@ export function ownedByRecord(rec: ProjectionRecord): string[] {
 
 /**
  * Removes a projection from a target: its row in `_sluice_projections` and
- * the tables it owns (never another table), in one target transaction. An
+ * the tables it owns (never another table), with those of a protected
+ * rebuild in progress (its shadow and staged copy), in one target transaction. An
  * unknown name is refused, naming the projections there are. Stop a
  * `sync --follow` of the projection first: one still running with its
  * definition would build it again.
@@ -50,11 +55,10 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         }
         // Defensive: a table another projection also names stays (TARGET_COLLISION keeps that from happening).
         const others = new Set(records.filter((r) => r !== rec).flatMap((r) => ownedByRecord(r).map((t) => t.toLowerCase())));
-        const dropped = ownedByRecord(rec).filter(
-          (t) =>
-            !others.has(t.toLowerCase()) &&
-            db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined,
-        );
+        const dropped = ownedByRecord(rec).filter((t) => !others.has(t.toLowerCase()) && db.prepare(EXISTS).get(t) !== undefined);
+        // A protected rebuild in progress: its shadow and staged copy are the projection's too.
+        const build = readBuild(rec);
+        if (build !== undefined) dropped.push(...buildTables(build).filter((t) => db.prepare(EXISTS).get(t) !== undefined));
         for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
         return { projection: name, dropped };

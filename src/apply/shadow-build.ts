@@ -66,6 +66,13 @@ export interface BuildState {
    * events.
    */
   readonly fill?: { readonly lastKey?: readonly JsonValue[] | null; readonly seq: number };
+  /**
+   * A cursor at the seq the build has read the journal through (the fill's,
+   * else the copy's): the build goes on only while a consumer could go on
+   * from it (not after a bump, a re-armed table, DDL sluice did not make...),
+   * else it starts again (build-step.ts). Absent (written before it was kept): started again.
+   */
+  readonly cursor?: string;
 }
 
 /** Rows copied per transaction, and events caught up per transaction. */
@@ -142,6 +149,7 @@ export function startShadowBuild(
     copied: 0,
     caughtSeq: view.hw,
     ...(shadowBuildOf(p) === 'replay' ? { staging: `${shadow}_rows` } : {}),
+    cursor: buildCursor(t, view, p, view.hw),
   };
   dropShadow(t, b);
   kindOf(p).create(t.db, t.schema, p, shadow);
@@ -149,6 +157,12 @@ export function startShadowBuild(
   if (b.staging !== undefined) kindOf(copy.p).create(t.db, t.schema, copy.p, copy.at);
   writeBuild(t, p.name, b);
   return b;
+}
+
+/** The cursor a build keeps (BuildState.cursor) once it has read the journal through `seq`. */
+export function buildCursor(t: ApplyTarget, view: SourceView, p: CompiledProjection, seq: number): string {
+  const table = view.tables.get(p.source.table)?.table;
+  return table === undefined ? '' : cursorToken(t.db, view, [table], seq);
 }
 
 /**
@@ -173,12 +187,16 @@ export function resumeOrRollbackShadowBuild(
   return undefined;
 }
 
-/** Drops a build's shadow tables and staged copy (the tables its own definition owns at the shadow's name). */
-export function dropShadow(t: ApplyTarget, b: BuildState): void {
+/** A build's shadow tables and staged copy (the tables its own definition owns at the shadow's name): what a rollback, or a drop of the projection, drops. */
+export function buildTables(b: BuildState): string[] {
   const kind = (JSON.parse(b.definition) as { kind?: unknown }).kind;
   const tables = ownedTables({ kind: typeof kind === 'string' ? kind : '', targetTable: b.shadow, definition: b.definition }, b.shadow);
-  for (const x of [...tables, ...(b.staging === undefined ? [] : [b.staging])])
-    t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
+  return [...tables, ...(b.staging === undefined ? [] : [b.staging])];
+}
+
+/** Drops a build's shadow tables and staged copy. */
+export function dropShadow(t: ApplyTarget, b: BuildState): void {
+  for (const x of buildTables(b)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
 }
 
 /**
@@ -197,6 +215,8 @@ export function atomicSwapShadow(
 ): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[] } {
   const { db, schema } = t;
   const old = ownedBy(rec);
+  // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
+  checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
   for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
     db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);

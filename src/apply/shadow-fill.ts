@@ -3,7 +3,8 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { workTable, workTableName } from '../sqlite/work-tables.ts';
 import { primaryKeyCollations } from '../sqlite/introspect.ts';
-import { fromJsonValue, placeholderFor, toBindable, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
+import { fromDriver, fromJsonValue, placeholderFor, RawText, toBindable, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
+import { hasUnpairedSurrogate, textFromDbBytes } from '../sqlite/text-encoding.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import { journalEvents } from '../feed/event-relation.ts';
 import { journalBatch } from '../feed/change-batch.ts';
@@ -36,6 +37,20 @@ function keyOrder(db: Db, p: CompiledProjection): string[] {
 }
 
 /**
+ * Whether a staged copy of the source rows (a mirror, keyed by the key
+ * columns with their own collations) can hold every row: not when the
+ * primary key compares a column with another collation than the column's
+ * (id COLLATE NOCASE, PRIMARY KEY (id COLLATE BINARY) holds 'a' and 'A').
+ */
+export function stagedCopyHolds(db: Db, p: CompiledProjection): boolean {
+  const pk = primaryKeyCollations(db, p.source.table);
+  return p.source.keyColumns.every((k) => {
+    const own = p.source.columns.find((c) => c.name === k)?.collate ?? 'BINARY';
+    return !pk.has(k) || (pk.get(k) as string).toUpperCase() === own.toUpperCase();
+  });
+}
+
+/**
  * Moves the next BUILD_CHUNK rows of `from` (in key order, after `lastKey`)
  * into the chunk work table; how many, and the last key among them (undefined: that was the last chunk).
  */
@@ -55,12 +70,33 @@ function nextChunk(
     `INSERT INTO ${chunk.table} (${names}) SELECT ${names} FROM ${from}${after} ORDER BY ${keyed.join(', ')} LIMIT ${BUILD_CHUNK}`,
   ).run(...(last ?? []).map(toBindable)).changes;
   if (n < BUILD_CHUNK) return { chunk, n, lastKey: undefined };
-  const lastRow = db
-    .prepare(`SELECT ${p.source.keyColumns.map(quoteIdent).join(', ')} FROM ${chunk.table} ORDER BY ${keyed.join(', ')} DESC LIMIT 1`)
+  return { chunk, n, lastKey: lastKeyOf(db, p, chunk.table, keyed).map((v) => toJsonValue(v)) };
+}
+
+/**
+ * The chunk's last key, exact: a TEXT key read through the driver would
+ * have its malformed UTF-8 (or, in a UTF-16 database, an unpaired
+ * surrogate) replaced by U+FFFD, whose bytes sort elsewhere, so the next
+ * chunk would skip or repeat rows. TEXT is read as its bytes instead. (The
+ * greatest in every key column: DESC on each, not only on the last.)
+ */
+function lastKeyOf(db: Db, p: CompiledProjection, table: string, keyed: readonly string[]): SqlValue[] {
+  const cols = p.source.keyColumns.map(quoteIdent);
+  const row = db
+    .prepare(
+      `SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${table} ORDER BY ${keyed.map((k) => `${k} DESC`).join(', ')} LIMIT 1`,
+    )
     .raw()
     .safeIntegers(true)
-    .get() as SqlValue[];
-  return { chunk, n, lastKey: lastRow.map((v) => toJsonValue(v)) };
+    .get() as unknown[];
+  return cols.map((_, i) => {
+    const bytes = row[2 * i + 1];
+    if (!(bytes instanceof Uint8Array)) return fromDriver(row[2 * i] ?? null);
+    const text = textFromDbBytes(db, bytes);
+    // A string bound back is UTF-8 converted by the driver: exact unless it holds an unpaired surrogate
+    // (only a UTF-16 database has those), which goes as the database's own bytes (CAST(? AS TEXT)).
+    return typeof text === 'string' && hasUnpairedSurrogate(text) ? new RawText(Uint8Array.from(bytes)) : text;
+  });
 }
 
 /** Builds the chunk's rows into `p`'s tables at `at`; how many rows it took. */
