@@ -49,12 +49,17 @@ export async function buildStep(
   if (fill === undefined) {
     const copy = copyTarget(p, b);
     if (b.lastKey !== undefined) return building('copy', await copyChunk(t, copy, table, b));
-    const hi = catchUpEnd(t.db, table, b.caughtSeq, view.hw);
-    if (hi < view.hw) {
-      await catchUp(t, copy.p, table, copy.at, b.caughtSeq, hi);
-      return building('catch-up', { ...b, caughtSeq: hi });
+    // Validated at its seq: on to the last catch-up below, however many events came in meanwhile (a bounded
+    // catch-up first would move its seq, and call for another validation, and so on for as long as a steady
+    // writer outpaces a validation).
+    if (validated?.seq !== b.caughtSeq) {
+      const hi = catchUpEnd(t.db, table, b.caughtSeq, view.hw);
+      if (hi < view.hw) {
+        await catchUp(t, copy.p, table, copy.at, b.caughtSeq, hi);
+        return building('catch-up', { ...b, caughtSeq: hi });
+      }
+      return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
     }
-    if (validated?.seq !== b.caughtSeq) return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
     // A copy that is not the source's rows (a write that escaped capture during the build).
     if (!validated.ok) return 'discard';
     // The copy is the source's rows at the validated seq, but for the keys touched since: read again, in this

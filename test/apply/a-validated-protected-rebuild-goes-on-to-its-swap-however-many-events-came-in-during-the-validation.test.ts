@@ -1,0 +1,71 @@
+import path from 'node:path';
+import { test, expect } from '../support/fixtures.ts';
+import { Syncer, sync } from '../../src/apply/sync.ts';
+import { step, type StepContext, type StepOutcome } from '../../src/apply/step.ts';
+import { TARGET_SCHEMA } from '../../src/apply/session.ts';
+import { verify } from '../../src/apply/verify.ts';
+import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import type { ProjectionDefinition } from '../../src/projection/definition.ts';
+import { makeSource } from './support/target.ts';
+
+/*
+ * A protected rebuild validates its copy at one seq, in a read transaction
+ * (no lock held). A steady writer may add more than one catch-up step of
+ * events (BUILD_CHUNK) meanwhile. Had the next step caught up one bounded
+ * step first, the copy's seq would move past the validated one and call for
+ * another validation, and so on for as long as the writer keeps up: a
+ * rebuild that never ends, and a live projection that goes stale. Once
+ * validated, it goes on: the last catch-up takes every event since.
+ */
+
+const ROWS = BUILD_CHUNK + 10;
+
+test.for(['map', 'fts5'] as const)(
+  'a protected %s rebuild validated at a seq goes on to its swap (or its fill) when more than a catch-up step of events came in during the validation',
+  async (kind, { makeDb, tmp }) => {
+    const src = makeSource(makeDb, 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER)', ['t'], {
+      seed: `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO t SELECT i, 'row ' || i, i % 7 FROM c`,
+    });
+    const target = path.join(tmp, 'cache.db');
+    const def = (v: string): ProjectionDefinition =>
+      kind === 'map'
+        ? { name: 'p', source: 't', kind: 'map', columns: { id: 'id', name: 'name', tag: { expr: `'${v}' || n` } } }
+        : { name: 'p', source: 't', kind: 'fts5', columns: ['name'], content: 'none', tokenize: v === 'v1' ? 'unicode61' : 'porter' };
+    await sync(src.file, target, { projections: [def('v1')] });
+
+    const s = await Syncer.open(src.file, target, { projections: [def('v2')] });
+    try {
+      const p = s.projections[0];
+      if (p === undefined) throw new Error('no projection');
+      const ctx: StepContext = { db: s.session.db, schema: TARGET_SCHEMA, sourcePath: src.file, batchSize: 100_000 };
+      let out: StepOutcome = await step(ctx, p);
+      for (let i = 0; out.kind !== 'validate'; i++) {
+        expect(out.kind).toBe('building');
+        expect(i).toBeLessThan(20);
+        out = await step(ctx, p);
+      }
+      const validatedAt = out.build.caughtSeq;
+      // The validation passed; meanwhile more than one catch-up step of events.
+      src.db.exec(
+        `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${BUILD_CHUNK + 500}) UPDATE t SET n = n + 1 WHERE id IN (SELECT i FROM c)`,
+      );
+      const next = await step({ ...ctx, validated: { seq: validatedAt, ok: true } }, p);
+      // Not a bounded catch-up that would need another validation: the swap, or (fts5) the fill of its shadow.
+      expect(next.kind === 'building' ? next.phase : next.kind).toBe(kind === 'map' ? 'initialized' : 'fill');
+      for (let i = 0; ; i++) {
+        const o = await step(ctx, p);
+        if (o.kind === 'initialized') {
+          expect(o.swapped).toBe(true);
+          break;
+        }
+        if (o.kind === 'current' || o.kind === 'applied') break;
+        expect(o.kind, JSON.stringify(o)).toBe('building');
+        expect(i).toBeLessThan(20);
+      }
+    } finally {
+      s.close();
+    }
+    await sync(src.file, target, { projections: [def('v2')] });
+    expect((await verify(src.file, target)).ok).toBe(true);
+  },
+);
