@@ -1,3 +1,4 @@
+import { declaredType } from '../sqlite/column-decl.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { affinityOf, type Affinity } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
@@ -81,7 +82,13 @@ function provedEqual(
   const t = (name: string) => `t.${quoteIdent(name)}`;
   const alias = rowidAlias(db, schema, table, info);
   const same = p.columns.map((c, i) =>
-    sameValue(`s.v${i}`, t(c.name), affinityOf(column(c.name)?.type ?? ''), src.integers?.includes(i) === true, c.name === alias),
+    sameValue(
+      `s.v${i}`,
+      t(c.name),
+      affinityOf(declaredType(column(c.name)?.type ?? '')),
+      src.integers?.includes(i) === true,
+      c.name === alias,
+    ),
   );
   const on = [...p.key.map((k, i) => `${t(k)} = s.k${i}`), ...same].join(' AND ');
   const flying = (k: (i: number) => string) =>

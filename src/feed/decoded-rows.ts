@@ -1,3 +1,4 @@
+import { columnDecl } from '../sqlite/column-decl.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
@@ -26,7 +27,7 @@ export function storable(db: Db, v: SqlValue): SqlValue {
  * The table holds these rows until the next call; `rows()` reads the array.
  */
 export function decodedRows(db: Db, columns: readonly DecodedColumn[], rows: readonly Row[]): SnapshotRows {
-  const decl = columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`).join(', ');
+  const decl = columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`).join(', ');
   const table = workTable(db, '_sluice_snap', decl);
   cachedStatement(db, `DELETE FROM ${table}`).run();
   const names = columns.map((c) => quoteIdent(c.name)).join(', ');

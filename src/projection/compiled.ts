@@ -77,9 +77,7 @@ export function sourceShape(info: TableInfo): SourceShape {
   };
 }
 
-export function columnDecl(c: { readonly type: string; readonly collate: string }): string {
-  return `${c.type === '' ? '' : c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`.trim();
-}
+export { columnDecl } from '../sqlite/column-decl.ts';
 
 export function findColumn(shape: SourceShape, column: string, projection: string): SourceColumn {
   const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));

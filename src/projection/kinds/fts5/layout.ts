@@ -1,6 +1,7 @@
 import type { Db } from '../../../sqlite/connection.ts';
 import { quoteIdent, quoteString } from '../../../sqlite/quote.ts';
 import { renameTable } from '../../../sqlite/rename.ts';
+import { columnDecl } from '../../../sqlite/column-decl.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
 import type { SnapshotBuild } from '../../kind.ts';
 
@@ -44,7 +45,7 @@ export function createFtsTables(db: Db, schema: string, p: CompiledFts5, at: str
   const n = ftsNames(schema, p, at);
   const keyDecl = p.key.map((k, i) => {
     const c = p.source.columns.find((x) => x.name === k);
-    return `${n.keys[i]} ${c?.type ?? ''}${c !== undefined && c.collate !== 'BINARY' ? ` COLLATE ${c.collate}` : ''}`;
+    return `${n.keys[i]} ${c === undefined ? '' : columnDecl(c)}`;
   });
   const valueCols = n.external ? p.columns.map((c) => quoteIdent(c.name)) : [];
   db.exec(`CREATE TABLE ${n.content} (rowid INTEGER PRIMARY KEY, ${[...keyDecl, ...valueCols].join(', ')}, UNIQUE (${n.keys.join(', ')}))`);

@@ -3,7 +3,7 @@ import { quoteIdent } from '../../../sqlite/quote.ts';
 import type { EventRelation } from '../../../feed/event-relation.ts';
 import { cachedStatement } from '../../../sqlite/statement-cache.ts';
 import { workTable } from '../../../sqlite/work-tables.ts';
-import type { CompiledProjection } from '../../compiled.ts';
+import { columnDecl, type CompiledProjection } from '../../compiled.ts';
 
 /**
  * `a AND b AND …` as a balanced tree. SQLite limits expression depth to
@@ -102,7 +102,7 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
       p.columns.map((_, i) => i),
       keyIdx,
     );
-  const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${c.type}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`);
+  const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`);
   const imgTable = workTable(
     db,
     '_sluice_img',
