@@ -10,7 +10,7 @@ export function registerReinit(program: Command): void {
   program
     .command('reinit')
     .description(
-      "Rebuild one projection from a fresh snapshot, whatever its state: the repair of a suspension once its cause is fixed. A mirror or map is built beside the live one in bounded transactions and swapped in atomically (readers see the old rows until the swap); the target's other projections sync as usual.",
+      "Rebuild one projection from a fresh snapshot, whatever its state: the repair of a suspension once its cause is fixed. A mirror, map, fts5 index, or custom projection that declares its tables is built beside the live one in bounded transactions and swapped in atomically (readers see the old rows until the swap); a custom one that declares none is rebuilt in one transaction; the target's other projections sync as usual.",
     )
     .argument('<source>', 'source SQLite database (capture enabled)')
     .argument('<target>', 'target SQLite database')
