@@ -229,7 +229,7 @@ export class SnapshotInstall {
     const { db, schema } = t;
     const s = quoteIdent(schema);
     const kind = kindOf(p);
-    const previous = rec === undefined ? [] : ownedBy(rec);
+    const previous = replacedTables(rec, p);
     checkTablesFree(t, p, previous);
     const indexes = userIndexes(db, schema, previous);
     db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
@@ -284,6 +284,18 @@ function shadowName(p: CompiledProjection): string {
  */
 export function ownedBy(rec: ProjectionRecord): string[] {
   return rec.cursor === null ? [] : ownedTables(rec);
+}
+
+/**
+ * The tables a rebuild of `p` over its stored row `rec` replaces: those
+ * `rec` owns; and when it owned none although built (a custom handler that
+ * made its tables itself, before its definition declared them), those `p`
+ * declares now: the definition says they are the projection's.
+ */
+export function replacedTables(rec: ProjectionRecord | undefined, p: CompiledProjection): string[] {
+  if (rec === undefined) return [];
+  const owned = ownedBy(rec);
+  return owned.length > 0 || rec.cursor === null || rec.kind !== p.kind ? owned : [...p.ownedTables];
 }
 
 /**

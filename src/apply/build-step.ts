@@ -3,7 +3,7 @@ import type { SourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import type { ProjectionRecord } from './target-meta.ts';
 import { validateCursor } from '../feed/validate.ts';
-import { ownedBy, type ApplyTarget } from './applier.ts';
+import { replacedTables, type ApplyTarget } from './applier.ts';
 import {
   atomicSwapShadow,
   buildCursor,
@@ -42,7 +42,7 @@ export async function buildStep(
   // What the build copied, caught up and replayed is the source's rows only while the journal since is its
   // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
   if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {
-    const again = startShadowBuild(t, p, view, b.reason, ownedBy(rec));
+    const again = startShadowBuild(t, p, view, b.reason, replacedTables(rec, p));
     return building('copy', await copyChunk(t, copyTarget(p, again), table, again));
   }
   const fill = b.fill;

@@ -7,7 +7,7 @@ import { cursorToken, type SourceView } from '../feed/source-view.ts';
 import { ownedTables, stagedCopyOf, type CompiledProjection } from '../projection/compile.ts';
 import { kindOf } from '../projection/kinds/registry.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from './target-meta.ts';
-import { checkTablesFree, ownedBy, type ApplyTarget } from './applier.ts';
+import { checkTablesFree, replacedTables, type ApplyTarget } from './applier.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
 
 /*
@@ -214,7 +214,7 @@ export function atomicSwapShadow(
   table: CapturedTable,
 ): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[] } {
   const { db, schema } = t;
-  const old = ownedBy(rec);
+  const old = replacedTables(rec, p);
   // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
   checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);

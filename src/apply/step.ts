@@ -16,7 +16,7 @@ import { readProjection, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRe
 import {
   applyRows,
   commitBatch,
-  ownedBy,
+  replacedTables,
   positionBatch,
   recordSuspension,
   suspension,
@@ -322,7 +322,7 @@ async function rebuild(
   if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
   const table = buildable(view, p);
   if ('kind' in table) return table;
-  return continueBuild(ctx, target, p, rec, view, startShadowBuild(target, p, view, reason, ownedBy(rec)));
+  return continueBuild(ctx, target, p, rec, view, startShadowBuild(target, p, view, reason, replacedTables(rec, p)));
 }
 
 /** One bounded step of a protected rebuild (build-step.ts); a discarded shadow is rebuilt in this one transaction instead. */
