@@ -81,14 +81,18 @@ function nextChunk(
  * greatest in every key column: DESC on each, not only on the last.)
  */
 function lastKeyOf(db: Db, p: CompiledProjection, table: string, keyed: readonly string[]): SqlValue[] {
+  return exactKey(db, p, `${table} ORDER BY ${keyed.map((k) => `${k} DESC`).join(', ')} LIMIT 1`, []) as SqlValue[];
+}
+
+/** The key of the first row `tail` (FROM ... LIMIT 1) selects, exact (see lastKeyOf); undefined: none. */
+function exactKey(db: Db, p: CompiledProjection, tail: string, params: readonly unknown[]): SqlValue[] | undefined {
   const cols = p.source.keyColumns.map(quoteIdent);
   const row = db
-    .prepare(
-      `SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${table} ORDER BY ${keyed.map((k) => `${k} DESC`).join(', ')} LIMIT 1`,
-    )
+    .prepare(`SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${tail}`)
     .raw()
     .safeIntegers(true)
-    .get() as unknown[];
+    .get(...params) as unknown[] | undefined;
+  if (row === undefined) return undefined;
   return cols.map((_, i) => {
     const bytes = row[2 * i + 1];
     if (!(bytes instanceof Uint8Array)) return fromDriver(row[2 * i] ?? null);
@@ -118,9 +122,35 @@ export async function copyChunk(
   table: CapturedTable,
   b: BuildState,
 ): Promise<BuildState> {
-  const next = nextChunk(t.db, copy.p, `main.${quoteIdent(table.name)}`, b.lastKey);
-  const copied = b.copied + (await buildChunk(t, copy.p, copy.at, next.chunk));
-  return next.lastKey === undefined ? { ...b, lastKey: undefined, copied } : { ...b, lastKey: next.lastKey, copied };
+  // Straight from the source table, between the last key copied and the chunk's last (a key range its
+  // primary key seeks), with no work table in between: a chunk of a copy is a slice of one snapshot.
+  const { db } = t;
+  const p = copy.p;
+  const src = `main.${quoteIdent(table.name)}`;
+  const keyed = keyOrder(db, p);
+  const lo = (b.lastKey ?? null)?.map((v) => fromJsonValue(v));
+  const after = lo === undefined ? '' : ` WHERE (${keyed.join(', ')}) > (${lo.map(placeholderFor).join(', ')})`;
+  const params = (lo ?? []).map(toBindable);
+  const hi = exactKey(db, p, `${src}${after} ORDER BY ${keyed.join(', ')} LIMIT 1 OFFSET ${BUILD_CHUNK - 1}`, params);
+  // The bounds, bound exactly, in a work table the chunk's SELECT reads (a snapshot's FROM item takes no parameters).
+  const k = p.source.keyColumns.map((_, i) => i);
+  const bounds = workTable(db, '_sluice_bounds', [...k.map((i) => `lo${i}`), ...k.map((i) => `hi${i}`)].join(', '));
+  cachedStatement(db, `DELETE FROM ${bounds}`).run();
+  const values = [...k.map((i) => lo?.[i] ?? null), ...k.map((i) => hi?.[i] ?? null)];
+  db.prepare(`INSERT INTO ${bounds} VALUES (${values.map(placeholderFor).join(', ')})`).run(...values.map(toBindable));
+  const where = [
+    ...(lo === undefined ? [] : [`(${keyed.join(', ')}) > (SELECT ${k.map((i) => `lo${i}`).join(', ')} FROM ${bounds})`]),
+    ...(hi === undefined ? [] : [`(${keyed.join(', ')}) <= (SELECT ${k.map((i) => `hi${i}`).join(', ')} FROM ${bounds})`]),
+  ];
+  const build = kindOf(p).build(db, t.schema, p, copy.at);
+  await build.add({
+    from: (alias) => `(SELECT * FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
+    rows: () => {
+      throw new Error(`projection ${p.name}: a copy chunk is built in SQL (its kind reads no rows one by one)`);
+    },
+  });
+  const copied = b.copied + (await build.finish());
+  return hi === undefined ? { ...b, lastKey: undefined, copied } : { ...b, lastKey: hi.map((v) => toJsonValue(v)), copied };
 }
 
 /** Fills the next part of a replay kind's shadow from its staged copy, in key order; the build state after it. */
