@@ -1,4 +1,3 @@
-import { retiredOf } from './retire.ts';
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
@@ -60,8 +59,6 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         // A protected rebuild in progress: its shadow and staged copy are the projection's too.
         const build = readBuild(rec);
         if (build !== undefined) dropped.push(...buildTables(build).filter((t) => db.prepare(EXISTS).get(t) !== undefined));
-        // And the old tables of a rebuild swapped in that are not dropped yet (retire.ts).
-        dropped.push(...retiredOf(rec).filter((t) => db.prepare(EXISTS).get(t) !== undefined));
         for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
         return { projection: name, dropped };

@@ -9,7 +9,6 @@ import { kindOf } from '../projection/kinds/registry.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from './target-meta.ts';
 import { checkTablesFree, replacedTables, type ApplyTarget } from './applier.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from './user-indexes.ts';
-import { retireTables } from './retire.ts';
 
 /*
  * A protected rebuild of a live projection (reference 003, "Protected
@@ -219,8 +218,8 @@ export function atomicSwapShadow(
   // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
   checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
-  // Out of the way, to be dropped in later transactions (retire.ts): dropping them here held the lock as long as they are big.
-  retireTables(t, p.name, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes);
+  for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
+    db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
   cachedStatement(

@@ -38,7 +38,6 @@ import {
   type BuildState,
 } from './shadow-build.ts';
 import { buildStep } from './build-step.ts';
-import { retireStep } from './retire.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { storedIfCompatible } from './sync-classify.ts';
 import { markBusy } from './retry.ts';
@@ -70,8 +69,6 @@ export type StepOutcome =
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
   | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up' | 'fill' | 'replay'; readonly rows: number; readonly seq: number }
-  /** The old tables of a protected rebuild swapped in were dropped a bounded part further (retire.ts): step again. */
-  | { readonly kind: 'retiring'; readonly seq: number }
   /** A protected rebuild's copy is caught up: validate `candidate` (in a read transaction), then step again with the result. Nothing was written. */
   | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number; readonly candidate: BuildCandidate }
   | Suspension;
@@ -154,8 +151,6 @@ async function stepInTransaction(
   const { db } = ctx;
   const view = readSourceView(db);
   if (rec === undefined) return initialize(target, p, view, undefined, undefined);
-  // The old tables of a rebuild swapped in, dropped a bounded part at a time before anything else (retire.ts).
-  if (ctx.range === undefined && retireStep(target, rec)) return { kind: 'retiring', seq: rec.seq };
   // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
   const found = readBuild(rec) !== undefined;
   const build = rec.cursor === null ? undefined : resumeOrRollbackShadowBuild(target, p, rec, view.state.prunedThrough);

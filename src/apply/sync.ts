@@ -376,11 +376,6 @@ export class Syncer {
         ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.candidate, out.tid) } };
         continue;
       }
-      if (out.kind === 'retiring') {
-        if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, ...commits, stopped: true };
-        await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
-        continue;
-      }
       if (out.kind === 'building') {
         crashPoint('build-step');
         progress('snapshot', out.seq, out.rows);

@@ -69,8 +69,6 @@ export interface ProjectionRecord {
   readonly shadowTable: string | null;
   /** A protected rebuild in progress (shadow-build.ts BuildState, as JSON), or null. */
   readonly build: string | null;
-  /** Old tables a protected rebuild swapped out, still to be dropped (retire.ts; a JSON list), or null. */
-  readonly retired: string | null;
   /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
   /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
@@ -129,8 +127,6 @@ const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
   ['failures', 'INTEGER NOT NULL DEFAULT 0'],
   // A protected rebuild in progress (shadow-build.ts): its state as JSON, null when none.
   ['build', 'TEXT'],
-  // Old tables a protected rebuild swapped out, dropped in later transactions (retire.ts): a JSON list, null when none.
-  ['retired', 'TEXT'],
 ];
 
 function addMissingColumns(db: Db, s: string): void {
@@ -182,7 +178,6 @@ function fromRow(r: Record<string, unknown>): ProjectionRecord {
     detail: str(r.detail),
     shadowTable: str(r.shadow_table),
     build: str(r.build),
-    retired: str(r.retired),
     lastError: str(r.last_error),
     lastErrorCode: str(r.last_error_code),
     lastErrorMs: num(r.last_error_ms),
