@@ -176,6 +176,31 @@ function count(db: Db, sql: string): number | null {
   }
 }
 
+/** Free bytes on the file system of `targetPath`, when known. */
+function freeBytesAt(targetPath: string): number | null {
+  try {
+    const st = fs.statfsSync(path.dirname(path.resolve(targetPath)));
+    return Number(st.bavail) * Number(st.bsize);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a rebuild surely fits, told cheaply: twice the bytes of the whole
+ * source and target files (page_count x page_size, no walk of their pages)
+ * bound what any rebuild's shadow and staged copy need.
+ */
+function surelyFits(db: Db, targetPath: string): { readonly neededBytes: number; readonly freeBytes: number } | undefined {
+  const freeBytes = freeBytesAt(targetPath);
+  if (freeBytes === null) return undefined;
+  const bytes = (schema: string) =>
+    Number(db.pragma(`${quoteIdent(schema)}.page_count`, { simple: true })) *
+    Number(db.pragma(`${quoteIdent(schema)}.page_size`, { simple: true }));
+  const neededBytes = 2 * (bytes('main') + bytes(TARGET_SCHEMA));
+  return neededBytes <= freeBytes ? { neededBytes, freeBytes } : undefined;
+}
+
 export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
   const built = rec !== undefined && rec.cursor !== null;
   const kind = rec === undefined ? undefined : kindNamed(rec.kind);
@@ -189,13 +214,7 @@ export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | 
       ? null
       : count(db, `SELECT count(*) FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
   const base = liveBytes ?? (p === undefined ? null : pagesOf(db, 'main', [p.source.table]));
-  let freeBytes: number | null = null;
-  try {
-    const st = fs.statfsSync(path.dirname(path.resolve(targetPath)));
-    freeBytes = Number(st.bavail) * Number(st.bsize);
-  } catch {
-    freeBytes = null;
-  }
+  const freeBytes = freeBytesAt(targetPath);
   // A replayed rebuild stages a copy of the source table beside the shadow (shadow-build.ts).
   const staged = built && p !== undefined && shadowBuildOf(p) === 'replay' ? pagesOf(db, 'main', [p.source.table]) : 0;
   return { rows, liveRows, liveBytes, neededBytes: base === null || staged === null ? null : (base + staged) * 2, freeBytes };
@@ -203,7 +222,8 @@ export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | 
 
 export interface GatheredFacts {
   readonly facts: AlterFacts;
-  readonly cost: RebuildCost;
+  /** Undefined when only a bound was asked for and it told (alterFacts' `cost: 'bound'`). */
+  readonly cost: RebuildCost | undefined;
 }
 
 /**
@@ -218,6 +238,23 @@ export function alterFacts(
   targetPath: string,
   old: ProjectionRecord | undefined,
   next: CompiledProjection | UncompiledProjection,
+): GatheredFacts & { readonly cost: RebuildCost };
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+  options: { readonly cost: 'exact' | 'bound' },
+): GatheredFacts;
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+  /** `exact`: the rebuild's cost counted and measured (explain reports it); `bound`: only whether it fits, cheaply when it surely does (sync). */
+  options: { readonly cost: 'exact' | 'bound' } = { cost: 'exact' },
 ): GatheredFacts {
   const compiled = 'error' in next ? undefined : next;
   const cursor = old === undefined ? undefined : cursorFact(db, old, view, compiled);
@@ -238,14 +275,18 @@ export function alterFacts(
     if (stored.filter !== compiled.filter && (stored.filter !== null || compiled.filter !== null))
       disagreements = filterDisagreements(db, compiled.source.table, stored.filter, compiled.filter);
   }
-  const cost = rebuildCost(db, targetPath, old, compiled);
+  // sync only needs to know that a rebuild fits: a walk of the projection's pages and a count of its rows held
+  // the target's write lock for ~20 ms at a million rows, so they are only made when the cheap bound does not tell.
+  const fits = options.cost === 'bound' ? surelyFits(db, targetPath) : undefined;
+  const cost = fits !== undefined ? undefined : rebuildCost(db, targetPath, old, compiled);
+  const space =
+    fits ??
+    (cost?.neededBytes == null || cost.freeBytes === null ? undefined : { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes });
   const facts: AlterFacts = {
     ...(cursor === undefined ? {} : { cursor }),
     ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
     ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
-    ...(cost.neededBytes === null || cost.freeBytes === null
-      ? {}
-      : { space: { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes } }),
+    ...(space === undefined ? {} : { space }),
   };
   return { facts, cost };
 }

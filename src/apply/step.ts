@@ -322,7 +322,9 @@ async function rebuild(
   if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
   const table = buildable(view, p);
   if ('kind' in table) return table;
-  return continueBuild(ctx, target, p, rec, view, startShadowBuild(target, p, view, reason, replacedTables(rec, p)));
+  // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
+  startShadowBuild(target, p, view, reason, replacedTables(rec, p));
+  return { kind: 'building', phase: 'copy', rows: 0, seq: rec.seq };
 }
 
 /** One bounded step of a protected rebuild (build-step.ts); a discarded shadow is rebuilt in this one transaction instead. */

@@ -62,7 +62,7 @@ function targetFile(target: ApplyTarget): string {
 export function storedIfCompatible(target: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord, view: SourceView): boolean {
   // A projection that never built has no state to keep: its first build.
   const old = rec.cursor === null ? undefined : rec;
-  const decision = classifyChange(old, p, alterFacts(target.db, view, targetFile(target), old, p).facts);
+  const decision = classifyChange(old, p, alterFacts(target.db, view, targetFile(target), old, p, { cost: 'bound' }).facts);
   if (decision.classification === 'Compatible') {
     const row = newProjectionRecord(p, target.sourceId, target.sourcePath, 'active');
     cachedStatement(
