@@ -1,5 +1,6 @@
 import type { Db } from './connection.ts';
 import { isSqliteBusy } from '../errors.ts';
+import { cachedStatement } from './statement-cache.ts';
 
 /** How often a writer waiting for a file's write lock tries again. */
 export const LOCK_POLL_MS = 1;
@@ -14,10 +15,11 @@ export const LOCK_POLL_MS = 1;
  * back as it was; a busy past it is thrown as SQLite would throw it.
  */
 export async function takeWriteLock(db: Db, take: () => void): Promise<void> {
-  const timeoutMs = Number(db.pragma('busy_timeout', { simple: true }));
+  // (Prepared once per connection: a follower takes the lock for every batch, however small.)
+  const timeoutMs = Number(cachedStatement(db, 'PRAGMA busy_timeout', 'pluck').get());
   if (timeoutMs <= 0) return take();
   const deadline = Date.now() + timeoutMs;
-  db.pragma('busy_timeout = 0');
+  cachedStatement(db, 'PRAGMA busy_timeout = 0').run();
   try {
     for (;;) {
       try {
@@ -28,6 +30,6 @@ export async function takeWriteLock(db: Db, take: () => void): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, LOCK_POLL_MS));
     }
   } finally {
-    db.pragma(`busy_timeout = ${timeoutMs}`);
+    cachedStatement(db, `PRAGMA busy_timeout = ${timeoutMs}`).run();
   }
 }
