@@ -1,10 +1,10 @@
-import { sql } from 'kysely';
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { sync } from '../../src/apply/sync.ts';
 import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
-import type { CustomHandler, ProjectionDefinition } from '../../src/projection/definition.ts';
+import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
+import { counter } from './support/counter-handler.ts';
 
 /*
  * A source whose primary key compares a column with another collation than
@@ -21,33 +21,6 @@ import { makeSource } from './support/target.ts';
 const ROWS = BUILD_CHUNK + 500;
 const SCHEMA = 'CREATE TABLE t (id TEXT COLLATE NOCASE, body TEXT NOT NULL, n INTEGER, PRIMARY KEY (id COLLATE BINARY))';
 const SEED = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO t SELECT printf('k%06d', i), 'word row' || i, i % 7 FROM c; INSERT INTO t VALUES ('K000005', 'upper', 3)`;
-
-const counter = (version: string): CustomHandler => {
-  const bump = async (ctx: Parameters<CustomHandler['apply']>[1], n: unknown, by: number) => {
-    await ctx.db
-      .insertInto(ctx.tables.counts as string)
-      .values({ n, c: by, ver: version })
-      .onConflict((oc) => oc.column('n').doUpdateSet({ c: sql`c + ${by}` }))
-      .execute();
-  };
-  return {
-    version,
-    async init(rows, ctx) {
-      await ctx.db.schema
-        .createTable(ctx.tables.counts as string)
-        .ifNotExists()
-        .addColumn('n', 'integer', (c) => c.primaryKey())
-        .addColumn('c', 'integer', (c) => c.notNull())
-        .addColumn('ver', 'text', (c) => c.notNull())
-        .execute();
-      for (const r of rows) await bump(ctx, r.n, 1);
-    },
-    async apply(e, ctx) {
-      if (e.before !== null) await bump(ctx, e.before.n, -1);
-      if (e.after !== null) await bump(ctx, e.after.n, 1);
-    },
-  };
-};
 
 const def = (v: string): ProjectionDefinition => ({ name: 'p', source: 't', kind: 'custom', tables: ['counts'], handler: counter(v) });
 const counts = (db: Db) => db.prepare('SELECT n, c, ver FROM counts WHERE c <> 0 ORDER BY n').all();

@@ -1,11 +1,11 @@
-import { sql } from 'kysely';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
-import type { CustomHandler, ProjectionDefinition } from '../../src/projection/definition.ts';
+import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource, tableCells } from './support/target.ts';
+import { counter } from './support/counter-handler.ts';
 
 /*
  * A protected rebuild copies its source (and fills a replayed kind's shadow
@@ -29,35 +29,6 @@ function writeDuring(db: Db, step: number): void {
     INSERT OR REPLACE INTO t VALUES (${step}, 'b0', 'reinserted${step}', 3);
     COMMIT`);
 }
-
-const counter = (version: string): CustomHandler => {
-  const bump = async (ctx: Parameters<CustomHandler['apply']>[1], n: unknown, by: number) => {
-    await ctx.db
-      .insertInto(ctx.tables.counts as string)
-      .values({ n, c: by, ver: version })
-      .onConflict((oc) => oc.column('n').doUpdateSet({ c: sql`c + ${by}` }))
-      .execute();
-  };
-  return {
-    version,
-    async init(rows, ctx) {
-      await ctx.db.schema
-        .createTable(ctx.tables.counts as string)
-        .ifNotExists()
-        .addColumn('n', 'integer', (c) => c.primaryKey())
-        .addColumn('c', 'integer', (c) => c.notNull())
-        .addColumn('ver', 'text', (c) => c.notNull())
-        .execute();
-      const by = new Map<string, number>();
-      for (const r of rows) by.set(String(r.n), (by.get(String(r.n)) ?? 0) + 1);
-      for (const [n, c] of by) await bump(ctx, Number(n), c);
-    },
-    async apply(e, ctx) {
-      if (e.before !== null) await bump(ctx, e.before.n, -1);
-      if (e.after !== null) await bump(ctx, e.after.n, 1);
-    },
-  };
-};
 
 /** Each kind: its definition at version 1 and 2 (a rebuild), and what its result is, to compare with a fresh sync's. */
 const KINDS: Record<string, { def: (v: string) => ProjectionDefinition; result: (db: Db) => unknown }> = {

@@ -1,12 +1,12 @@
-import { sql } from 'kysely';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { bump } from '../../src/capture/bump.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
-import type { CustomHandler, ProjectionDefinition } from '../../src/projection/definition.ts';
+import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource, tableCells } from './support/target.ts';
+import { counter } from './support/counter-handler.ts';
 
 /*
  * A build resumed on a later run goes on from what it copied, caught up and
@@ -22,35 +22,6 @@ import { makeSource, tableCells } from './support/target.ts';
 const ROWS = BUILD_CHUNK * 2 + 500;
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL, n INTEGER)';
 const SEED = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO t SELECT i, 'word row' || i, i % 7 FROM c`;
-
-const counter = (version: string): CustomHandler => {
-  const bumpBy = async (ctx: Parameters<CustomHandler['apply']>[1], n: unknown, by: number) => {
-    await ctx.db
-      .insertInto(ctx.tables.counts as string)
-      .values({ n, c: by, ver: version })
-      .onConflict((oc) => oc.column('n').doUpdateSet({ c: sql`c + ${by}` }))
-      .execute();
-  };
-  return {
-    version,
-    async init(rows, ctx) {
-      await ctx.db.schema
-        .createTable(ctx.tables.counts as string)
-        .ifNotExists()
-        .addColumn('n', 'integer', (c) => c.primaryKey())
-        .addColumn('c', 'integer', (c) => c.notNull())
-        .addColumn('ver', 'text', (c) => c.notNull())
-        .execute();
-      const by = new Map<string, number>();
-      for (const r of rows) by.set(String(r.n), (by.get(String(r.n)) ?? 0) + 1);
-      for (const [n, c] of by) await bumpBy(ctx, Number(n), c);
-    },
-    async apply(e, ctx) {
-      if (e.before !== null) await bumpBy(ctx, e.before.n, -1);
-      if (e.after !== null) await bumpBy(ctx, e.after.n, 1);
-    },
-  };
-};
 
 const KINDS: Record<string, { def: (v: string) => ProjectionDefinition; result: (db: Db) => unknown }> = {
   fts5: {

@@ -1,12 +1,11 @@
-import { sql } from 'kysely';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
-import type { CustomHandler } from '../../src/projection/definition.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
+import { counter } from './support/counter-handler.ts';
 
 /*
  * 003, protected rebuild (test_shadow_rebuild_atomic_swap_preserves_old_result_until_cutover),
@@ -128,35 +127,6 @@ describe('a shadow rebuild of a replayed kind', () => {
   }) => {
     const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
     const target = `${tmp}/cache.db`;
-    // Counts per n, each row stamped with the handler's version (through ctx.db's builders, which resolve names in the target).
-    const counter = (version: string): CustomHandler => {
-      const bump = async (ctx: Parameters<CustomHandler['apply']>[1], n: unknown, by: number) => {
-        await ctx.db
-          .insertInto(ctx.tables.counts as string)
-          .values({ n, c: by, ver: version })
-          .onConflict((oc) => oc.column('n').doUpdateSet({ c: sql`c + ${by}` }))
-          .execute();
-      };
-      return {
-        version,
-        async init(rows, ctx) {
-          await ctx.db.schema
-            .createTable(ctx.tables.counts as string)
-            .ifNotExists()
-            .addColumn('n', 'integer', (c) => c.primaryKey())
-            .addColumn('c', 'integer', (c) => c.notNull())
-            .addColumn('ver', 'text', (c) => c.notNull())
-            .execute();
-          const by = new Map<string, number>();
-          for (const r of rows) by.set(String(r.n), (by.get(String(r.n)) ?? 0) + 1);
-          for (const [n, c] of by) await bump(ctx, Number(n), c);
-        },
-        async apply(e, ctx) {
-          if (e.before !== null) await bump(ctx, e.before.n, -1);
-          if (e.after !== null) await bump(ctx, e.after.n, 1);
-        },
-      };
-    };
     const def = (version: string): ProjectionDefinition => ({
       name: 'per_n',
       source: 't',
