@@ -6,7 +6,8 @@ import { repairAction, type ProjectionRecord } from './target-meta.ts';
 
 /*
  * What health can see of a projection's own tables without reading their
- * rows: a table that is missing (dropped by hand), and for mirror and map
+ * rows: a table that is missing (dropped by hand; of the kinds whose tables
+ * sluice makes, not a custom handler's, which makes them when it chooses), and for mirror and map
  * projections a table whose columns are not the definition's (a column
  * added, dropped or renamed by hand). Rows edited by hand, indexes, and an
  * fts5 index's columns are not looked at: `sluice verify` compares rows.
@@ -17,7 +18,7 @@ export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath:
   if (r.cursor === null || r.state === 'suspended') return [];
   const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath);
   const problems: string[] = [];
-  for (const t of ownedTables(r)) {
+  for (const t of kindNamed(r.kind)?.makesTables === true ? ownedTables(r) : []) {
     const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }

@@ -110,6 +110,12 @@ export interface ProjectionKind<K extends KindName> {
   shadowBuild(def: DefinitionOf<K>): 'copy' | 'replay' | undefined;
   /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
   readonly checksColumns: boolean;
+  /**
+   * Its tables are made by create(), so one missing from a built target was
+   * dropped by hand (health says so); false: its code makes them when it
+   * chooses (a custom handler's declared tables).
+   */
+  readonly makesTables: boolean;
   /** Creates its tables with main table `at`: a shadow name while a snapshot is built (p.targetTable is where they will live). */
   create(db: Db, schema: string, p: CompiledOf<K>, at: string): void;
   /** Fills the tables made by `create(..., at)` from snapshot rows. */

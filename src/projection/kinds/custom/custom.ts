@@ -28,6 +28,7 @@ export const customKind: ProjectionKind<'custom'> = {
   uniqueTables: () => [],
   rowTable: () => undefined,
   checksColumns: false,
+  makesTables: false,
   // Only tables it declares can be built beside the live ones.
   shadowBuild: (def) => (def.tables === undefined ? undefined : 'replay'),
   // The handler makes its tables (at ctx.tables' names) in init.

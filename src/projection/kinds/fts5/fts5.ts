@@ -32,6 +32,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   uniqueTables: allTablesOf,
   rowTable: keyTableOf,
   checksColumns: false,
+  makesTables: true,
   // Its index entries of a key read again could only be removed with the values they were made from:
   // built from a staged copy of the source, then caught up with the journal's events (with their before-images).
   shadowBuild: () => 'replay',

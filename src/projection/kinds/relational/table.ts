@@ -36,6 +36,7 @@ export const relationalTable: Shared = {
   uniqueTables: (table) => [table],
   rowTable: (table) => table,
   checksColumns: true,
+  makesTables: true,
   shadowBuild: () => 'copy',
   create(db, schema, p, at) {
     const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
