@@ -3,7 +3,8 @@ import { openDatabase } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
-import { ownedTables, PROJECTIONS_TABLE, readProjections, type ProjectionRecord } from './target-meta.ts';
+import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
+import { ownedBy } from './applier.ts';
 import { buildTables, readBuild } from './shadow-build.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
@@ -12,18 +13,6 @@ export interface DropResult {
   readonly projection: string;
   /** The target tables dropped with it (the ones it owns). */
   readonly dropped: readonly string[];
-}
-
-/**
- * The tables a stored projection owns in its target: those its kind makes
- * (a mirror's or map's table; an fts5 index and its `_src` key table; for a
- * custom projection the tables it declares, else none: its handler's tables
- * are the user's), once it
- * was built. A projection never built owns nothing: a table of that name is
- * someone else's. The same rule as a rebuild's (step.ts).
- */
-export function ownedByRecord(rec: ProjectionRecord): string[] {
-  return rec.cursor === null ? [] : ownedTables(rec);
 }
 
 /**
@@ -54,8 +43,8 @@ export function dropProjection(targetPath: string, name: string): DropResult {
           );
         }
         // Defensive: a table another projection also names stays (TARGET_COLLISION keeps that from happening).
-        const others = new Set(records.filter((r) => r !== rec).flatMap((r) => ownedByRecord(r).map((t) => t.toLowerCase())));
-        const dropped = ownedByRecord(rec).filter((t) => !others.has(t.toLowerCase()) && db.prepare(EXISTS).get(t) !== undefined);
+        const others = new Set(records.filter((r) => r !== rec).flatMap((r) => ownedBy(r).map((t) => t.toLowerCase())));
+        const dropped = ownedBy(rec).filter((t) => !others.has(t.toLowerCase()) && db.prepare(EXISTS).get(t) !== undefined);
         // A protected rebuild in progress: its shadow and staged copy are the projection's too.
         const build = readBuild(rec);
         if (build !== undefined) dropped.push(...buildTables(build).filter((t) => db.prepare(EXISTS).get(t) !== undefined));

@@ -1,3 +1,4 @@
+import { shadowBuildOf } from './shadow-build.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.ts';
@@ -235,7 +236,7 @@ function verifyOne(
   // Rows that match are proved so in SQL alone (verify-exact.ts); the
   // checksums below compare what it cannot prove, and name the keys that differ. (Only for a kind whose
   // rows are one table keyed by the source key: a 'copy' shadow build.)
-  if (kindOf(p).shadowBuild(p.definition) === 'copy') {
+  if (shadowBuildOf(p) === 'copy') {
     const same = provedAtCursor(db, p, TARGET_SCHEMA, { tid, lo: rec.seq, hw, inFlight, shadow: shadowAt !== undefined });
     if (same !== undefined) {
       dropWorkTables(db);

@@ -32,7 +32,7 @@ function exists(db: Db, name: string): boolean {
  * before it, empty.
  */
 export function workTable(db: Db, base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
-  const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
+  const ddl = ddlOf(columns, options);
   const name = workTableName(base, columns, options);
   const qualified = `temp.${quoteIdent(name)}`;
   if (!exists(db, name)) db.exec(`CREATE TEMP TABLE ${quoteIdent(name)} ${ddl}`);
@@ -42,8 +42,11 @@ export function workTable(db: Db, base: string, columns: string, options: { read
 
 /** The (unqualified, temp) name of workTable(db, base, columns, options). */
 export function workTableName(base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
-  const ddl = `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
-  return `${base}_${createHash('sha256').update(ddl).digest('hex').slice(0, 12)}`;
+  return `${base}_${createHash('sha256').update(ddlOf(columns, options)).digest('hex').slice(0, 12)}`;
+}
+
+function ddlOf(columns: string, options: { readonly withoutRowid?: boolean }): string {
+  return `(${columns})${options.withoutRowid === true ? ' WITHOUT ROWID' : ''}`;
 }
 
 /** Empties every work table of this connection (after a batch; any that a rollback took away is skipped). */

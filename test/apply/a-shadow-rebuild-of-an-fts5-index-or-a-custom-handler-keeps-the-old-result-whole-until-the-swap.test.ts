@@ -101,7 +101,6 @@ describe('a shadow rebuild of a replayed kind', () => {
       expect(steps, 'the rebuild took several transactions').toBeGreaterThanOrEqual(5);
       // Source writes were made while the shadow was filled: they reach it only by the replay of the journal.
       expect([...phases]).toEqual(['copy', 'fill']);
-      expect(seen.length).toBe(steps);
       for (const r of seen) expect({ running: Number(r.running), run: Number(r.run) }).toEqual({ running: ROWS, run: 0 });
       const reader = openDatabase(target, { readonly: true });
       const count = (q: string) => Number(reader.prepare('SELECT count(*) FROM search WHERE search MATCH ?').pluck().get(q));

@@ -4,6 +4,7 @@ import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import { FailClosedError } from '../../../errors.ts';
+import { cachedStatement } from '../../../sqlite/statement-cache.ts';
 import type { CustomContext } from '../../definition.ts';
 import { customTables } from './tables.ts';
 
@@ -42,7 +43,8 @@ function handlerOf(p: CompiledCustom) {
 async function guardingSource<T>(db: Db, schema: string, p: CompiledCustom, fn: () => Promise<T>): Promise<T> {
   // With the target as main (an import), main is where the handler writes.
   if (schema === 'main') return fn();
-  const version = () => Number(db.prepare('PRAGMA main.schema_version').pluck().get());
+  // (Once per page of events: prepared once per connection.)
+  const version = () => Number(cachedStatement(db, 'SELECT schema_version FROM main.pragma_schema_version()', 'pluck').get());
   const before = version();
   const out = await fn();
   if (version() !== before)
