@@ -7,6 +7,7 @@ import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type So
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
 import { readDdlLog } from '../capture/ddl-log.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
 
 /**
  * Why a cursor cannot be continued. Stable codes: those of kind `rebuild` in
@@ -63,6 +64,16 @@ export interface ValidateOptions {
    * schema change, since its events' columns would change under it.
    */
   readonly acceptAlters?: boolean;
+  /**
+   * The source columns the caller reads, by table (default: every column).
+   * Across the alters recorded since the cursor, each name it reads must
+   * still name the column it named (column-lineage.ts): a name dropped and
+   * added again, renamed onto or swapped, or one an older sluice's alter row
+   * cannot vouch for, is another column, whose values the caller never read,
+   * so the cursor rebuilds (SCHEMA_CHANGED) even where the table's shape
+   * reads the same.
+   */
+  readonly reads?: (table: string, column: string) => boolean;
 }
 
 export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
@@ -144,6 +155,8 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       detail: { table: rearmed.name },
     };
   }
+  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads);
+  if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
   const anchor = checkAnchor(db, c, view);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
   if (!schemaWhole(db, c, view)) {
@@ -214,6 +227,35 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): 
       return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
   }
   return true;
+}
+
+/**
+ * A name the caller reads that the alters recorded since the cursor gave to
+ * another column (or that an older alter row cannot vouch for), if any.
+ * Only looked for when the schema version moved since the cursor.
+ */
+function lostColumnRead(
+  db: Db,
+  c: Cursor,
+  tables: readonly CapturedTable[],
+  reads: ((table: string, column: string) => boolean) | undefined,
+): { message: string; detail: Record<string, unknown> } | undefined {
+  const alters = altersSince(db, c);
+  if (alters.length === 0) return undefined;
+  for (const t of tables) {
+    const l = lineageSince(alters, t.tid);
+    if (l === undefined) continue;
+    const lost = lostColumns(l).filter((n) => reads?.(t.name, n) ?? true);
+    if (lost.length === 0) continue;
+    const why = l.unrecorded
+      ? 'an alter recorded by an older sluice, which kept the column names but not which column each one is, so none is known to be the column it was'
+      : 'a column dropped and added again under its name, or renamed onto it, is another column (only a RENAME COLUMN that sluice alter ran carries a column to a new name)';
+    return {
+      message: `Column ${lost.join(', ')} of ${t.name} is not the column the cursor read: sluice alter changed ${t.name} since (at seq ${l.alters.join(', ')}), and ${why}; its values were never read. Rebuild from a snapshot.`,
+      detail: { table: t.name, columns: lost },
+    };
+  }
+  return undefined;
 }
 
 /** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */
