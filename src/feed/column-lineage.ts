@@ -34,9 +34,9 @@ export interface TableLineage {
 }
 
 /** The alters recorded after cursor `c` was made: at or after its seq, and (when it carries one) from its schema version on. */
-export function altersSince(db: Db, c: Pick<Cursor, 'seq' | 'ext'>): DdlRecord[] {
+export function altersSince(db: Db, c: Pick<Cursor, 'seq' | 'ext'>, log: readonly DdlRecord[] = readDdlLog(db, c.seq)): DdlRecord[] {
   const sv = c.ext?.sv;
-  return readDdlLog(db, c.seq).filter((r) => typeof sv !== 'number' || r.svBefore >= sv);
+  return log.filter((r) => r.seq >= c.seq && (typeof sv !== 'number' || r.svBefore >= sv));
 }
 
 /** What `alters` (oldest first) did to the columns of table `tid`; undefined when none changed it. */

@@ -5,7 +5,7 @@ import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
-import { readDdlLog } from '../capture/ddl-log.ts';
+import { readDdlLog, type DdlRecord } from '../capture/ddl-log.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
 import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
 
@@ -129,6 +129,9 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       `The cursor is at seq ${c.seq} but events through ${view.state.prunedThrough} were pruned (retention ${view.state.retention}). Rebuild from a snapshot, or raise --retention.`,
     );
   }
+  // The alters recorded at or after the cursor's seq, read once and only when a check needs them.
+  let ddl: readonly DdlRecord[] | undefined;
+  const log = () => (ddl ??= readDdlLog(db, c.seq));
   let tables: CapturedTable[];
   try {
     // A cursor over a counter-mode table is valid (changedSince answers for it);
@@ -138,7 +141,7 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables) : undefined;
+    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables, log()) : undefined;
     if (altered !== true)
       return rebuild(
         'SCHEMA_CHANGED',
@@ -155,11 +158,11 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       detail: { table: rearmed.name },
     };
   }
-  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads);
+  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
   if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
   const anchor = checkAnchor(db, c, view);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
-  if (!schemaWhole(db, c, view)) {
+  if (!schemaWhole(db, c, view, log)) {
     if (options.allowSchemaWindow === true) return { status: 'ok', cursor: c, view, tables, window: true };
     return rebuild(
       'SCHEMA_WINDOW',
@@ -174,12 +177,12 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
  * schema_version, or exactly the span sluice's last DDL transaction
  * recorded (from the cursor's version to the current one).
  */
-function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
+function schemaWhole(db: Db, c: Cursor, view: SourceView, log: () => readonly DdlRecord[]): boolean {
   const sv = c.ext?.sv;
   if (sv === view.schemaVersion) return true;
   if (typeof sv !== 'number') return false;
   // A chain of sluice's own spans (each alter's, and the last transaction's) from the cursor's version to today's.
-  const spans = readDdlLog(db, c.seq).map((r) => [r.svBefore, r.svAfter] as const);
+  const spans = log().map((r) => [r.svBefore, r.svAfter] as const);
   const own = readOwnDdl(db);
   if (own !== undefined) spans.push([own.before, own.after]);
   let at = sv;
@@ -200,8 +203,7 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
  * alter are in its old layout, so a cursor with such events still to read
  * cannot go on (a message saying so); true when it can.
  */
-function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): true | string | undefined {
-  const log = readDdlLog(db, c.seq);
+function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[], log: readonly DdlRecord[]): true | string | undefined {
   if (log.length === 0) return undefined;
   const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
   const layoutFrom: { table: CapturedTable; seq: number }[] = [];
@@ -239,8 +241,9 @@ function lostColumnRead(
   c: Cursor,
   tables: readonly CapturedTable[],
   reads: ((table: string, column: string) => boolean) | undefined,
+  log: readonly DdlRecord[],
 ): { message: string; detail: Record<string, unknown> } | undefined {
-  const alters = altersSince(db, c);
+  const alters = altersSince(db, c, log);
   if (alters.length === 0) return undefined;
   for (const t of tables) {
     const l = lineageSince(alters, t.tid);

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
+import type { z } from 'zod';
 import * as S from '../../../src/cli/json-schemas.ts';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import { enable } from '../../../src/capture/enable.ts';
@@ -109,10 +110,15 @@ const big = (_k: string, v: unknown) => (typeof v === 'bigint' ? Number(v) : v);
  * Exact or fail-closed, never green and stale: every projection that is not
  * exact is one health names (exit 3, needsAction, with the command that
  * repairs it), and when health and verify both exit 0 every projection is exact.
- * Returns the projections health says need action.
+ * Returns the projections health says need action, and what it said of each.
  */
-export async function expectExactOrFailClosed(src: string, tgt: string, column = 'a'): Promise<string[]> {
-  const h = await runCliAsync(['health', tgt, '--json']);
+export async function expectExactOrFailClosed(
+  src: string,
+  tgt: string,
+  column = 'a',
+): Promise<{ flagged: string[]; health: z.infer<typeof S.healthOutput> }> {
+  // Both only read: side by side.
+  const [h, v] = await Promise.all([runCliAsync(['health', tgt, '--json']), runCliAsync(['verify', src, tgt, '--json'])]);
   expect([0, 3], h.stderr).toContain(h.status);
   const health = parseJson(h, S.healthOutput);
   const flagged = health.projections.filter((p) => p.needsAction).map((p) => p.name);
@@ -120,8 +126,7 @@ export async function expectExactOrFailClosed(src: string, tgt: string, column =
   const bad = stale(src, tgt, column);
   for (const n of bad) expect(flagged, `${n} is stale but health does not name it: ${h.stdout}`).toContain(n);
   expect(h.status === 0, 'health exits 0 exactly when nothing needs action').toBe(flagged.length === 0);
-  const v = await runCliAsync(['verify', src, tgt, '--json']);
   if (v.status === 0) expect(bad, `verify exited 0 with stale projections: ${v.stdout}`).toEqual([]);
   else expect(v.status, v.stderr).toBe(3);
-  return flagged;
+  return { flagged, health };
 }
