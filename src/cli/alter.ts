@@ -48,9 +48,11 @@ function human(f: AlterWithForecast, rules: string | undefined): string {
   const lines = [`${r.dryRun ? 'dry run (rolled back): ' : ''}${r.statements} statement(s) at seq ${r.seq}, generation ${r.generation}`];
   if (r.tables.length === 0) lines.push('no captured table changed');
   for (const t of r.tables) {
-    const cols = [...t.renamed.map((x) => `${x.from}->${x.to}`), ...t.added.map((c) => `+${c}`), ...t.removed.map((c) => `-${c}`)].join(
-      ' ',
-    );
+    // A rebuilt table is a new identity: every column of it is new, which says nothing more.
+    const cols =
+      t.change === 'rebuilt'
+        ? 'made again under its name: a new table'
+        : [...t.renamed.map((x) => `${x.from}->${x.to}`), ...t.added.map((c) => `+${c}`), ...t.removed.map((c) => `-${c}`)].join(' ');
     lines.push(`${t.table}: ${t.change}${cols === '' ? '' : ` (${cols})`}`);
   }
   if (f.consumers.length === 0) lines.push('no consumer has acknowledged a position in this source, so none can be told about');

@@ -158,10 +158,10 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       detail: { table: rearmed.name },
     };
   }
-  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
-  if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
   const anchor = checkAnchor(db, c, view);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
+  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
+  if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
   if (!schemaWhole(db, c, view, log)) {
     if (options.allowSchemaWindow === true) return { status: 'ok', cursor: c, view, tables, window: true };
     return rebuild(
