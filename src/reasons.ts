@@ -133,7 +133,8 @@ export const REASONS = {
   SCHEMA_CHANGED: {
     kinds: ['rebuild', 'rebuilt', 'unarmed', 'verify'],
     clears: true,
-    explain: 'The schema or capture mode of the table changed since the cursor or the arming.',
+    explain:
+      'The schema or capture mode of the table changed since the cursor or the arming, or a column the reader reads is another column since (dropped and added again under its name, or another renamed onto it).',
     repair: null,
   },
   TABLE_REARMED: {
@@ -412,14 +413,14 @@ export const REASONS = {
     kinds: ['alter'],
     clears: false,
     explain:
-      'A source column the projection reads was dropped: Rejected where the definition names it (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror).',
+      'A source column the projection reads was dropped (or is another column under its name now): Rejected where the definition names it and no column has that name (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror, or a name added again).',
     repair: REFIT,
   },
   ALTER_SOURCE_COLUMN_RENAMED: {
     kinds: ['alter'],
     clears: false,
     explain:
-      'A source column the projection reads was renamed: Rejected where the definition names it (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror).',
+      'A source column the projection reads was renamed by a RENAME COLUMN that sluice alter ran and recorded (a rename it did not record is a dropped column and an added one): Rejected where the definition names it (a stored one is suspended, SOURCE_COLUMN_MISSING), Rebuildable where it still compiles (a mirror).',
     repair: REFIT,
   },
   ALTER_SOURCE_COLUMN_RETYPED: {

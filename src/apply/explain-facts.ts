@@ -7,9 +7,11 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import { reasonsOf } from '../reasons.ts';
 import { firstEventMsAfter } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
+import { decodeCursor } from '../feed/cursor.ts';
+import { altersSince, lineageSince, type ColumnOrigin } from '../feed/column-lineage.ts';
 import type { SourceView } from '../feed/source-view.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
-import type { AlterFacts, CursorFact, UncompiledProjection } from '../projection/classify.ts';
+import { compileStored, readsColumn, type AlterFacts, type CursorFact, type UncompiledProjection } from '../projection/classify.ts';
 import { parseStoredDefinition } from '../projection/definition.ts';
 import { TARGET_SCHEMA } from './session.ts';
 import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
@@ -73,7 +75,11 @@ export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next
   if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
     return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);
   const provable = kindNamed(next?.kind ?? rec.kind)?.verification !== undefined;
-  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable, acceptAlters: provable });
+  const v = validateCursor(db, rec.cursor ?? '', view, {
+    allowSchemaWindow: provable,
+    acceptAlters: provable,
+    reads: columnsRead(rec, next),
+  });
   if (v.status === 'ok') {
     if (v.window !== true) return { continues: true };
     // DDL sluice did not make: sync goes on when the copy matches the source, and rebuilds (SCHEMA_WINDOW) when not.
@@ -88,6 +94,33 @@ export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next
   if (REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed)))
     return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
   return stop(v.reason, v.message);
+}
+
+/**
+ * The source columns a projection reads, for the cursor check
+ * (validateCursor's `reads`): what `next` reads, or what the stored
+ * definition reads (both, when both compile); every column when neither does.
+ */
+export function columnsRead(
+  rec: Pick<ProjectionRecord, 'name' | 'definition' | 'sourceShape'> | undefined,
+  next?: CompiledProjection,
+): (table: string, column: string) => boolean {
+  const stored = rec === undefined ? undefined : compileStored(rec);
+  const readers = [next, stored].filter((p) => p !== undefined);
+  return (_table, column) => readers.length === 0 || readers.some((p) => readsColumn(p, column));
+}
+
+/** Which column each of the source table's columns is as of `rec`'s cursor, when sluice alter recorded a change since. */
+function columnOrigins(db: Db, rec: ProjectionRecord, view: SourceView): readonly ColumnOrigin[] | undefined {
+  const tid = view.tables.get(rec.sourceTable)?.table.tid;
+  if (tid === undefined || rec.cursor === null) return undefined;
+  let alters;
+  try {
+    alters = altersSince(db, decodeCursor(rec.cursor));
+  } catch {
+    return undefined; // a cursor that cannot be read: the cursor fact says so
+  }
+  return lineageSince(alters, tid)?.now;
 }
 
 /** Why a build of `p` cannot read its source table now (as step.ts buildable suspends), if it cannot. */
@@ -282,8 +315,10 @@ export function alterFacts(
   const space =
     fits ??
     (cost?.neededBytes == null || cost.freeBytes === null ? undefined : { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes });
+  const columns = old === undefined ? undefined : columnOrigins(db, old, view);
   const facts: AlterFacts = {
     ...(cursor === undefined ? {} : { cursor }),
+    ...(columns === undefined ? {} : { columns }),
     ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
     ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
     ...(space === undefined ? {} : { space }),

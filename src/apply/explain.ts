@@ -87,39 +87,74 @@ export interface ExplainOptions {
  * for (const p of r.projections) console.log(p.name, p.classification, p.reason);
  */
 export async function explainAlter(sourcePath: string, targetPath: string, options: ExplainOptions = {}): Promise<ExplainReport> {
-  // openApplySession would make a missing target; explain makes nothing.
-  if (!fs.existsSync(targetPath))
-    throw new InvalidInputError(
-      'DB_NOT_FOUND',
-      `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` (explain never creates one).`,
-    );
+  requireTarget(targetPath);
   const given = (options.projections ?? []).map((d) => parseDefinition(d));
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
   try {
     db.exec('BEGIN');
     try {
-      const view = readSourceView(db);
-      const records = readProjections(db, TARGET_SCHEMA);
-      const defs: Pending[] = given.length > 0 ? given.map((d) => ({ def: d })) : await storedOrDefault(records, view);
-      const names = new Set(defs.map((d) => (d.def !== undefined ? d.def.name : d.name)));
-      const projections: ProjectionExplanation[] = [];
-      // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
-      const claimed = new Map<string, string>();
-      for (const d of defs) {
-        let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
-        if (!('error' in next)) next = claimTables(next, claimed, records, names);
-        // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
-        const rec = records.find((r) => r.name === next.name);
-        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, given.length > 0));
-      }
-      return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
+      return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, given), given.length > 0);
     } finally {
       if (db.inTransaction) db.exec('ROLLBACK');
     }
   } finally {
     session.close();
   }
+}
+
+/** explain and alter --target read a target, never make one: a missing one is an error (exit 1). */
+export function requireTarget(targetPath: string): void {
+  // openApplySession would make a missing target; explain makes nothing.
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError(
+      'DB_NOT_FOUND',
+      `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` (explain never creates one).`,
+    );
+}
+
+/**
+ * What explain classifies: the definitions given, else the target's stored
+ * ones (with their custom handlers loaded, which is why this is async and
+ * apart from explainDefinitions), else undefined: a mirror of every
+ * captured images-mode table, read from the source when classified. `db`
+ * has the target attached (an apply session).
+ */
+export async function definitionsToExplain(db: Db, given: readonly ProjectionDefinition[]): Promise<Pending[] | undefined> {
+  if (given.length > 0) return given.map((d) => ({ def: d }));
+  const records = readProjections(db, TARGET_SCHEMA);
+  return records.length === 0 ? undefined : await stored(records);
+}
+
+/**
+ * explain's classification of `pending` (definitionsToExplain) on `db` (the
+ * source as main, the target attached), in the caller's transaction: a
+ * read transaction (explainAlter), or sluice alter's own, after its DDL ran
+ * (a forecast: src/apply/alter-targets.ts). Reads only.
+ */
+export function explainDefinitions(
+  db: Db,
+  sourcePath: string,
+  targetPath: string,
+  pending: readonly Pending[] | undefined,
+  given: boolean,
+): ExplainReport {
+  const view = readSourceView(db);
+  const records = readProjections(db, TARGET_SCHEMA);
+  const defs: readonly Pending[] =
+    pending ?? [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => ({ def: defaultMirror(t.table.name) }));
+  const names = new Set(defs.map((d) => (d.def !== undefined ? d.def.name : d.name)));
+  const projections: ProjectionExplanation[] = [];
+  // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
+  const claimed = new Map<string, string>();
+  for (const d of defs) {
+    let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
+    if (!('error' in next)) next = claimTables(next, claimed, records, names);
+    // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
+    const rec = records.find((r) => r.name === next.name);
+    projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, given));
+  }
+  return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
 }
 
 /** `p`, or why it cannot be built: another projection writes one of its tables (as sync's checkCollisions refuses). */
@@ -141,7 +176,8 @@ function claimTables(
   return p;
 }
 
-type Pending =
+/** A definition to explain, or a stored one that no longer parses (with why). */
+export type Pending =
   | { readonly def: ProjectionDefinition; readonly name?: undefined; readonly broken?: undefined }
   | {
       readonly def?: undefined;
@@ -149,9 +185,7 @@ type Pending =
       readonly broken: UncompiledProjection;
     };
 
-async function storedOrDefault(records: readonly ProjectionRecord[], view: SourceView): Promise<Pending[]> {
-  if (records.length === 0)
-    return [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => ({ def: defaultMirror(t.table.name) }));
+async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> {
   const out: Pending[] = [];
   for (const r of records) {
     try {

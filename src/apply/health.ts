@@ -5,6 +5,7 @@ import { readProjections, repairAction, type ProjectionRecord } from './target-m
 import { readState, readTables, type CaptureState } from '../capture/catalog.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
+import { columnsRead } from './explain-facts.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
@@ -151,7 +152,10 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
     if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
     else facts.problems.push(`the source no longer captures ${r.sourceTable}`);
     if (r.cursor !== null) {
-      const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined });
+      const v = validateCursor(source, r.cursor, undefined, {
+        allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
+        reads: columnsRead(r),
+      });
       if (v.status === 'rebuild') facts.rebuild = v.reason;
       if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
         facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);

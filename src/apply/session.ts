@@ -49,9 +49,12 @@ export interface ApplySessionOptions {
    * read-only, the target keeps its journal mode and gets no metadata
    * tables. Default false (sync: makes the target a WAL sluice target). The
    * session never re-arms the source: the Syncer does, once its
-   * definitions are accepted, and reports it.
+   * definitions are accepted, and reports it. `'target'`: the target is
+   * only read as with true, and the source is opened for writing (sluice
+   * alter --target runs the DDL on this connection and forecasts from the
+   * target in the same transaction).
    */
-  readonly readonly?: boolean;
+  readonly readonly?: boolean | 'target';
   /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
   readonly busyTimeoutMs?: number;
   /**
@@ -84,7 +87,8 @@ function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: 
 }
 
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
-  const readonly = options.readonly ?? false;
+  const readonly = options.readonly !== undefined && options.readonly !== false;
+  const readonlySource = options.readonly === true;
   // Before the target is made: a source sync cannot write leaves no target behind.
   if (!readonly)
     requireWriteAccess(
@@ -109,7 +113,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
   // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
   if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
-  const db = openSourceOrBusy(sourcePath, readonly, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
     db.pragma('temp_store = MEMORY');
     try {

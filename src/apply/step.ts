@@ -40,6 +40,7 @@ import {
 import { buildStep } from './build-step.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { storedIfCompatible } from './sync-classify.ts';
+import { columnsRead } from './explain-facts.ts';
 import { markBusy } from './retry.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
@@ -191,7 +192,11 @@ async function afterBuildCheck(
   // After DDL sluice did not make, a projection verify can check proves its
   // continuity (below); any other rebuilds (SCHEMA_WINDOW).
   const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
-  const v = validateCursor(db, rec.cursor ?? '', view, { allowSchemaWindow: provable, acceptAlters: provable });
+  const v = validateCursor(db, rec.cursor ?? '', view, {
+    allowSchemaWindow: provable,
+    acceptAlters: provable,
+    reads: columnsRead(undefined, p),
+  });
   if (v.status === 'error') return suspension('CURSOR_MALFORMED', { message: v.message });
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return rebuild(ctx, target, p, view, rec, v.reason);

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { SluiceError } from '../errors.ts';
 import { describeTable, schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
 import { forEachStatement, isBlank } from '../sqlite/statements.ts';
-import { quoteIdent, quoteString } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
 import { arm, placeMark, recordOwnDdl } from './enable.ts';
 import { captureFingerprint } from './fingerprint.ts';
@@ -10,12 +10,21 @@ import { checkForeignKeys, checkNamespace, checkTable } from './gates.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { appendDdl, ensureDdlLog, type DdlTableRecord } from './ddl-log.ts';
 import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementLabel } from './alter-rules.ts';
+import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
 import { STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
 import { forgetArming, verifyCapture } from './verify.ts';
 
 export interface AlterOptions {
   /** Run the script and report, then roll everything back. */
   readonly dryRun?: boolean;
+  /**
+   * Called in the alter's transaction once the script ran and capture is
+   * armed again and the alter recorded, before the commit (or, with
+   * dryRun, the rollback): it sees the source as the alter leaves it. It
+   * must not write. A throw rolls the alter back. (alter --target forecasts
+   * each projection of a target here: src/apply/alter-targets.ts.)
+   */
+  readonly inspect?: (db: Db, result: AlterResult) => void;
 }
 
 /** A captured table the script changed (see TableChange). */
@@ -24,8 +33,12 @@ export interface AlteredTable {
   readonly change: DdlTableRecord['change'];
   readonly columnsBefore: readonly string[];
   readonly columnsAfter: readonly string[];
+  /** Columns that are new: a name dropped and added again is in both `removed` and `added` (it is another column). */
   readonly added: readonly string[];
+  /** Columns that are gone (dropped, or made another column under their name). */
   readonly removed: readonly string[];
+  /** Columns the script renamed (RENAME COLUMN, recorded as it ran): the same column under a new name. */
+  readonly renamed: readonly { readonly from: string; readonly to: string }[];
 }
 
 export interface AlterResult {
@@ -78,6 +91,7 @@ export function alter(db: Db, ddl: string, options: AlterOptions = {}): AlterRes
     return db
       .transaction(() => {
         const result = run(db, ddl, options.dryRun === true, fk);
+        options.inspect?.(db, result);
         if (options.dryRun === true) throw new DryRun(result);
         return result;
       })
@@ -122,6 +136,9 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
   }
   const tempBefore = tempSchema(db);
   const vanished = new Set<string>();
+  const lineage = new ColumnLineage(
+    before.map(({ table, info }) => ({ tid: table.tid, name: table.name, sql: info.sql, columns: info.columns.map((c) => c.name) })),
+  );
   const statements = forEachStatement(db, ddl, (text, index) => {
     checkStatement(name, index, text);
     try {
@@ -140,6 +157,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
       (db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[]).map((n) => n),
     );
     for (const b of before) if (!present.has(b.table.name)) vanished.add(b.table.name);
+    lineage.afterStatement(db, text);
   });
   for (const { table } of before)
     for (const op of ['INSERT', 'UPDATE', 'DELETE']) db.exec(`DROP TRIGGER IF EXISTS temp.${quoteIdent(guardName(table.tid, op))}`);
@@ -148,7 +166,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
       `sluice alter ${name}: the script made or changed TEMP objects, which live only as long as alter's connection. Make them in the main database. Nothing was changed.`,
     );
   checkNamespace(db);
-  const records = classify(db, before, vanished);
+  const records = classify(db, before, vanished, lineage);
   const state = readState(db) as { generation: number };
   let generation = state.generation;
   const rebuilt = records.filter((r) => r.change === 'rebuilt').map((r) => r.table);
@@ -204,20 +222,28 @@ function tempSchema(db: Db): string {
   );
 }
 
-/** What the script did to each captured table (unchanged ones are left out). */
-function classify(db: Db, before: readonly Before[], vanished: ReadonlySet<string>): DdlTableRecord[] {
+/**
+ * What the script did to each captured table (unchanged ones are left out),
+ * with which column each column after is. A table whose columns read the
+ * same as before by name, type and position, but one of which was dropped
+ * and added again (or renamed onto another's name), changed all the same.
+ */
+function classify(db: Db, before: readonly Before[], vanished: ReadonlySet<string>, lineage: ColumnLineage): DdlTableRecord[] {
   const out: DdlTableRecord[] = [];
   for (const { table, info } of before) {
     const after = describeTable(db, table.name);
     const base = { table: table.name, tid: table.tid, from: table.fingerprint, columnsBefore: info.columns.map((c) => c.name) };
     if (after === undefined) {
-      out.push({ ...base, change: 'dropped', to: null, columnsAfter: [] });
+      out.push({ ...base, change: 'dropped', to: null, columnsAfter: [], columnsFrom: [] });
       continue;
     }
     const to = captureFingerprint(after, guardInputs(db, table.name).uniques);
     const columnsAfter = after.columns.map((c) => c.name);
-    if (vanished.has(table.name)) out.push({ ...base, change: 'rebuilt', to, columnsAfter });
-    else if (to !== table.fingerprint || after.sql !== info.sql) out.push({ ...base, change: 'altered', to, columnsAfter });
+    // A table made again under its name is a new identity: none of its columns is one it had.
+    const columnsFrom = vanished.has(table.name) ? columnsAfter.map(() => null) : lineage.columnsFrom(table.tid, columnsAfter);
+    if (vanished.has(table.name)) out.push({ ...base, change: 'rebuilt', to, columnsAfter, columnsFrom });
+    else if (to !== table.fingerprint || after.sql !== info.sql || !keepsEveryName(columnsFrom, base.columnsBefore, columnsAfter))
+      out.push({ ...base, change: 'altered', to, columnsAfter, columnsFrom });
   }
   return out;
 }
@@ -262,15 +288,18 @@ function checkForeignKeysAfter(db: Db, tables: readonly string[]): void {
 }
 
 function describeChange(r: DdlTableRecord): AlteredTable {
-  const fold = (xs: readonly string[]) => new Set(xs.map((x) => x.toLowerCase()));
-  const before = fold(r.columnsBefore);
-  const after = fold(r.columnsAfter);
+  const from = r.columnsFrom ?? r.columnsAfter.map(() => null);
+  const kept = new Set(from.filter((f) => f !== null).map(foldIdent));
   return {
     table: r.table,
     change: r.change,
     columnsBefore: r.columnsBefore,
     columnsAfter: r.columnsAfter,
-    added: r.columnsAfter.filter((c) => !before.has(c.toLowerCase())),
-    removed: r.columnsBefore.filter((c) => !after.has(c.toLowerCase())),
+    added: r.columnsAfter.filter((_, i) => from[i] == null),
+    removed: r.columnsBefore.filter((c) => !kept.has(foldIdent(c))),
+    renamed: r.columnsAfter.flatMap((to, i) => {
+      const f = from[i];
+      return f != null && foldIdent(f) !== foldIdent(to) ? [{ from: f, to }] : [];
+    }),
   };
 }

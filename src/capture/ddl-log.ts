@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { DDL_TABLE, DDL_TABLE_SQL } from './schema.ts';
+import { DDL_LINEAGE_COLUMN_DEF, DDL_TABLE, DDL_TABLE_SQL, LEGACY_DDL_TABLE_SQL } from './schema.ts';
 
 /**
  * What `sluice alter` did to one captured table:
@@ -22,6 +22,15 @@ export interface DdlTableRecord {
   readonly to: string | null;
   readonly columnsBefore: readonly string[];
   readonly columnsAfter: readonly string[];
+  /**
+   * For each of columnsAfter, the column of columnsBefore it is: the same
+   * name, or the name a RENAME COLUMN of the script gave it; null for a new
+   * column, which a name dropped and added again is (a name is not a
+   * column). All null for a rebuilt table. Undefined in a row an older
+   * sluice wrote (it recorded names only): then no column is known to be
+   * the one it was, so each counts as dropped and added.
+   */
+  readonly columnsFrom?: readonly (string | null)[];
 }
 
 export interface DdlRecord {
@@ -35,21 +44,29 @@ export interface DdlRecord {
   readonly sql: string;
 }
 
-/** Makes the log table if this source has none yet (an alter's transaction). */
+/**
+ * Makes the log table if this source has none yet, and gives a log an older
+ * sluice made its lineage column (in place, additively: its rows keep NULL
+ * there), in an alter's transaction.
+ */
 export function ensureDdlLog(db: Db): void {
   db.exec(DDL_TABLE_SQL.replace('CREATE TABLE', 'CREATE TABLE IF NOT EXISTS'));
+  const sql = db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(DDL_TABLE);
+  if (sql === LEGACY_DDL_TABLE_SQL) db.exec(`ALTER TABLE main.${DDL_TABLE} ADD COLUMN ${DDL_LINEAGE_COLUMN_DEF}`);
 }
 
 export function appendDdl(db: Db, r: Omit<DdlRecord, 'id'>, prunedThrough: number): void {
   // A cursor below the pruned horizon rebuilds anyway: older rows can no longer explain one.
   db.prepare(`DELETE FROM main.${DDL_TABLE} WHERE seq < ?`).run(prunedThrough);
-  db.prepare(`INSERT INTO main.${DDL_TABLE} (seq, ms, sv_before, sv_after, tables, sql) VALUES (?, ?, ?, ?, ?, ?)`).run(
+  const tables = r.tables.map(({ columnsFrom: _, ...t }) => t);
+  db.prepare(`INSERT INTO main.${DDL_TABLE} (seq, ms, sv_before, sv_after, tables, sql, lineage) VALUES (?, ?, ?, ?, ?, ?, ?)`).run(
     r.seq,
     r.ms,
     r.svBefore,
     r.svAfter,
-    JSON.stringify(r.tables),
+    JSON.stringify(tables),
     r.sql,
+    JSON.stringify(r.tables.map((t) => t.columnsFrom ?? null)),
   );
 }
 
@@ -61,13 +78,21 @@ export function readDdlLog(db: Db, seq = 0): DdlRecord[] {
   } catch {
     return []; // no such table: no alter ran here
   }
-  return rows.map((r) => ({
-    id: Number(r.id),
-    seq: Number(r.seq),
-    ms: Number(r.ms),
-    svBefore: Number(r.sv_before),
-    svAfter: Number(r.sv_after),
-    tables: JSON.parse(String(r.tables)) as DdlTableRecord[],
-    sql: String(r.sql),
-  }));
+  return rows.map((r) => {
+    // No lineage column (a log no alter of this version has touched yet), or NULL: a row an older sluice wrote.
+    const lineage = r.lineage == null ? [] : (JSON.parse(String(r.lineage)) as ((string | null)[] | null)[]);
+    const tables = (JSON.parse(String(r.tables)) as DdlTableRecord[]).map((t, i) => {
+      const columnsFrom = lineage[i];
+      return columnsFrom == null ? t : { ...t, columnsFrom };
+    });
+    return {
+      id: Number(r.id),
+      seq: Number(r.seq),
+      ms: Number(r.ms),
+      svBefore: Number(r.sv_before),
+      svAfter: Number(r.sv_after),
+      tables,
+      sql: String(r.sql),
+    };
+  });
 }

@@ -5,6 +5,7 @@ import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
 import {
   DDL_TABLE,
   DDL_TABLE_SQL,
+  LEGACY_DDL_TABLE_SQL,
   JOURNAL_TABLE,
   MARK_VIEW,
   MARK_VIEW_SQL,
@@ -216,7 +217,7 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
   const ddlIndex = OWN_TABLES.indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;
-  if (name === DDL_TABLE) return sql === DDL_TABLE_SQL; // made by alter, not by enable (not in metadataDdl)
+  if (name === DDL_TABLE) return sql === DDL_TABLE_SQL || sql === LEGACY_DDL_TABLE_SQL; // made by alter, not by enable (not in metadataDdl)
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   if (metadataDdl(width)[ddlIndex] === sql) return true;
   // Format 1's tables, which enable upgrades in place.

@@ -63,7 +63,15 @@ export const SCHEMA_TABLE = '_sluice_schema';
  * next alter.
  */
 export const DDL_TABLE = '_sluice_ddl';
-export const DDL_TABLE_SQL = `CREATE TABLE ${DDL_TABLE} (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, ms INTEGER NOT NULL, sv_before INTEGER NOT NULL, sv_after INTEGER NOT NULL, tables TEXT NOT NULL, sql TEXT NOT NULL)`;
+/**
+ * The log as the alters before column lineage made it (no `lineage`
+ * column): the next alter adds the column in place, with exactly the text
+ * SQLite appends, so a log made so and one made fresh have the same DDL.
+ */
+export const LEGACY_DDL_TABLE_SQL = `CREATE TABLE ${DDL_TABLE} (id INTEGER PRIMARY KEY, seq INTEGER NOT NULL, ms INTEGER NOT NULL, sv_before INTEGER NOT NULL, sv_after INTEGER NOT NULL, tables TEXT NOT NULL, sql TEXT NOT NULL)`;
+/** `lineage`: for each entry of `tables`, which column before each column after is (see src/capture/ddl-log.ts); NULL in older rows. */
+export const DDL_LINEAGE_COLUMN_DEF = 'lineage TEXT';
+export const DDL_TABLE_SQL = LEGACY_DDL_TABLE_SQL.replace(/\)$/, `, ${DDL_LINEAGE_COLUMN_DEF})`);
 
 export const OWN_TABLES: readonly string[] = [
   STATE_TABLE,

@@ -5,7 +5,8 @@ import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
-function describe(r: ExplainReport): string {
+/** explain's human output (alter --target prints its forecast with it too). */
+export function describeExplain(r: ExplainReport): string {
   if (r.projections.length === 0) return 'no projections to explain';
   return r.projections
     .map((p) => {
@@ -51,7 +52,7 @@ export function registerExplain(program: Command): void {
     .action(async (source: string, target: string, opts: { projection: string[]; json?: boolean }) => {
       const projections = await loadAll(opts.projection);
       const r = await explainAlter(source, target, projections === undefined ? {} : { projections });
-      emit(opts, S.explainOutput, r, () => describe(r));
+      emit(opts, S.explainOutput, r, () => describeExplain(r));
       if (!r.ok) throw new ExitSignal(3);
     });
 }

@@ -28,30 +28,6 @@ export const enableOutput = z.object({
 export const disableOutput = z.object({ removed: z.array(z.string()) });
 export const bumpOutput = z.object({ generation: z.number().int() });
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
-export const alterOutput = z.object({
-  dryRun: z.boolean(),
-  statements: z.number().int(),
-  seq: z.number().int(),
-  generation: z.number().int(),
-  tables: z.array(
-    z.object({
-      table: z.string(),
-      change: z.enum(['altered', 'rebuilt', 'dropped']),
-      columnsBefore: z.array(z.string()),
-      columnsAfter: z.array(z.string()),
-      added: z.array(z.string()),
-      removed: z.array(z.string()),
-    }),
-  ),
-  consumers: z.array(
-    z.object({
-      consumer: z.string(),
-      seq: z.number().int(),
-      tables: z.array(z.string()),
-      effects: z.array(z.object({ table: z.string(), outcome: z.enum(['rebuilds', 'suspends', 'depends']), detail: z.string() })),
-    }),
-  ),
-});
 export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
 
 export const statusOutput = z.object({
@@ -241,6 +217,35 @@ export const explainOutput = z.object({
   ),
 });
 
+export const alterOutput = z.object({
+  dryRun: z.boolean(),
+  statements: z.number().int(),
+  seq: z.number().int(),
+  generation: z.number().int(),
+  tables: z.array(
+    z.object({
+      table: z.string(),
+      change: z.enum(['altered', 'rebuilt', 'dropped']),
+      columnsBefore: z.array(z.string()),
+      columnsAfter: z.array(z.string()),
+      added: z.array(z.string()),
+      removed: z.array(z.string()),
+      renamed: z.array(z.object({ from: z.string(), to: z.string() })),
+    }),
+  ),
+  consumers: z.array(
+    z.object({
+      consumer: z.string(),
+      seq: z.number().int(),
+      tables: z.array(z.string()),
+      effects: z.array(z.object({ table: z.string(), outcome: z.enum(['rebuilds', 'suspends', 'depends']), detail: z.string() })),
+    }),
+  ),
+  /** What a projection of a table changed in place does, stated once (absent when no table changed in place). */
+  rules: z.string().optional(),
+  /** With --target: each target's projections as explain classifies them over the source the DDL leaves (explainOutput, plus the target). */
+  targets: z.array(explainOutput.extend({ target: z.string() })).optional(),
+});
 export const queryOutput = z.object({ columns: z.array(z.string()), rows: z.array(z.array(jsonValueSchema)), changes: z.number().int() });
 export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 

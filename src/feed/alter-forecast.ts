@@ -78,7 +78,6 @@ function forecastTable(db: Db, t: AlteredTable, acked: number, alterSeq: number,
       detail: `${t.table} is gone: a sync projection of it is suspended (SOURCE_TABLE_MISSING), a change-stream reader rebuilds and finds no table (TABLE_UNARMED)`,
     };
   const behind = tid === undefined ? 0 : eventsBetween(db, tid, acked, alterSeq);
-  const changed = [...t.removed.map((c) => `removed ${c}`), ...t.added.map((c) => `added ${c}`)].join(', ') || 'an index or a constraint';
   const backlog =
     behind > 0
       ? ` As acknowledged it has ${behind} event(s) of ${t.table} before the alter still to apply (up to seq ${alterSeq}); they are in the old layout, so unless it applied them before the alter committed, it rebuilds instead (SCHEMA_CHANGED).`
@@ -86,8 +85,36 @@ function forecastTable(db: Db, t: AlteredTable, acked: number, alterSeq: number,
   return {
     table: t.table,
     outcome: 'depends',
-    detail: `${t.table} changed in place (${changed}). The source does not store projection definitions (they live in the target), so it cannot tell which applies: a mirror or a custom projection rebuilds (DEFINITION_CHANGED); a map or fts5 projection that uses a removed or renamed column is suspended (SOURCE_COLUMN_MISSING); a map of plain columns or an fts5 index that names only unchanged columns goes on without a rebuild, and a map with a computed column or a filter rebuilds (sluice cannot tell which columns SQL reads); a change-stream reader (changes, export) rebuilds (SCHEMA_CHANGED).${backlog}`,
+    detail: `${t.table} changed in place (${changeOf(t)}). The source does not store projection definitions (they live in the target), so what this consumer does depends on which columns its definition reads (see the rules; sluice alter --target or sluice explain on its target says it for each projection).${backlog}`,
   };
+}
+
+/** The columns an in-place alter changed, in a few words. */
+function changeOf(t: AlteredTable): string {
+  const renamed = t.renamed.map((r) => `renamed ${r.from} to ${r.to}`);
+  const both = new Set(t.removed.filter((c) => t.added.some((a) => a.toLowerCase() === c.toLowerCase())).map((c) => c.toLowerCase()));
+  const again = t.added.filter((c) => both.has(c.toLowerCase())).map((c) => `${c} dropped and added again (another column)`);
+  const removed = t.removed.filter((c) => !both.has(c.toLowerCase())).map((c) => `removed ${c}`);
+  const added = t.added.filter((c) => !both.has(c.toLowerCase())).map((c) => `added ${c}`);
+  return [...renamed, ...again, ...removed, ...added].join(', ') || 'an index or a constraint';
+}
+
+/**
+ * What a sync projection of a table an alter changed in place does at its
+ * next sync, stated once for every consumer (the source cannot tell which
+ * applies to one: the definitions live in the targets). It says what
+ * explain's classifier does (src/projection/classify.ts); `sluice alter
+ * --target TARGET` runs that classifier on each projection of a target.
+ * Undefined when the alter changed no captured table in place.
+ */
+export function alterRules(result: AlterResult): string | undefined {
+  if (!result.tables.some((t) => t.change === 'altered')) return undefined;
+  return [
+    'A table changed in place keeps its rows, and each sync projection of it does what explain says (sluice alter --target TARGET, or sluice explain SOURCE TARGET after the alter, says it for each projection of a target):',
+    'a mirror, or a custom projection, reads every column, so it rebuilds when a column is added, dropped, renamed or retyped (a custom projection that declares no tables of its own is refused, ALTER_CUSTOM_NO_SHADOW, until sluice reinit rebuilds it in one transaction);',
+    'a map or an fts5 index reads its key, the columns it copies and every column its computed columns and filter name: it goes on from its cursor when none of those changed, with or without a computed column or a filter (sluice reads the names in the SQL); a name it reads that was dropped or renamed away suspends it (SOURCE_COLUMN_MISSING) until a definition that fits is given; a name it reads that now names another column (dropped and added again, or renamed onto: a name is not a column, and only a rename sluice alter ran is followed) or a column it reads that was retyped rebuilds it;',
+    'a change-stream reader (changes, export) rebuilds (SCHEMA_CHANGED); a reader with events of the table from before the alter still to apply rebuilds too.',
+  ].join(' ');
 }
 
 function eventsBetween(db: Db, tid: number, lo: number, hi: number): number {

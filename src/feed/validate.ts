@@ -5,8 +5,9 @@ import { anchorAt } from './anchor.ts';
 import { decodeCursor, sameFile, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
-import { readDdlLog } from '../capture/ddl-log.ts';
+import { readDdlLog, type DdlRecord } from '../capture/ddl-log.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
 
 /**
  * Why a cursor cannot be continued. Stable codes: those of kind `rebuild` in
@@ -63,6 +64,16 @@ export interface ValidateOptions {
    * schema change, since its events' columns would change under it.
    */
   readonly acceptAlters?: boolean;
+  /**
+   * The source columns the caller reads, by table (default: every column).
+   * Across the alters recorded since the cursor, each name it reads must
+   * still name the column it named (column-lineage.ts): a name dropped and
+   * added again, renamed onto or swapped, or one an older sluice's alter row
+   * cannot vouch for, is another column, whose values the caller never read,
+   * so the cursor rebuilds (SCHEMA_CHANGED) even where the table's shape
+   * reads the same.
+   */
+  readonly reads?: (table: string, column: string) => boolean;
 }
 
 export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
@@ -118,6 +129,9 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       `The cursor is at seq ${c.seq} but events through ${view.state.prunedThrough} were pruned (retention ${view.state.retention}). Rebuild from a snapshot, or raise --retention.`,
     );
   }
+  // The alters recorded at or after the cursor's seq, read once and only when a check needs them.
+  let ddl: readonly DdlRecord[] | undefined;
+  const log = () => (ddl ??= readDdlLog(db, c.seq));
   let tables: CapturedTable[];
   try {
     // A cursor over a counter-mode table is valid (changedSince answers for it);
@@ -127,7 +141,7 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables) : undefined;
+    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables, log()) : undefined;
     if (altered !== true)
       return rebuild(
         'SCHEMA_CHANGED',
@@ -146,7 +160,9 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   }
   const anchor = checkAnchor(db, c, view);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
-  if (!schemaWhole(db, c, view)) {
+  const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
+  if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
+  if (!schemaWhole(db, c, view, log)) {
     if (options.allowSchemaWindow === true) return { status: 'ok', cursor: c, view, tables, window: true };
     return rebuild(
       'SCHEMA_WINDOW',
@@ -161,12 +177,12 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
  * schema_version, or exactly the span sluice's last DDL transaction
  * recorded (from the cursor's version to the current one).
  */
-function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
+function schemaWhole(db: Db, c: Cursor, view: SourceView, log: () => readonly DdlRecord[]): boolean {
   const sv = c.ext?.sv;
   if (sv === view.schemaVersion) return true;
   if (typeof sv !== 'number') return false;
   // A chain of sluice's own spans (each alter's, and the last transaction's) from the cursor's version to today's.
-  const spans = readDdlLog(db, c.seq).map((r) => [r.svBefore, r.svAfter] as const);
+  const spans = log().map((r) => [r.svBefore, r.svAfter] as const);
   const own = readOwnDdl(db);
   if (own !== undefined) spans.push([own.before, own.after]);
   let at = sv;
@@ -187,8 +203,7 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView): boolean {
  * alter are in its old layout, so a cursor with such events still to read
  * cannot go on (a message saying so); true when it can.
  */
-function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): true | string | undefined {
-  const log = readDdlLog(db, c.seq);
+function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[], log: readonly DdlRecord[]): true | string | undefined {
   if (log.length === 0) return undefined;
   const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
   const layoutFrom: { table: CapturedTable; seq: number }[] = [];
@@ -214,6 +229,36 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[]): 
       return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
   }
   return true;
+}
+
+/**
+ * A name the caller reads that the alters recorded since the cursor gave to
+ * another column (or that an older alter row cannot vouch for), if any.
+ * Only looked for when the schema version moved since the cursor.
+ */
+function lostColumnRead(
+  db: Db,
+  c: Cursor,
+  tables: readonly CapturedTable[],
+  reads: ((table: string, column: string) => boolean) | undefined,
+  log: readonly DdlRecord[],
+): { message: string; detail: Record<string, unknown> } | undefined {
+  const alters = altersSince(db, c, log);
+  if (alters.length === 0) return undefined;
+  for (const t of tables) {
+    const l = lineageSince(alters, t.tid);
+    if (l === undefined) continue;
+    const lost = lostColumns(l).filter((n) => reads?.(t.name, n) ?? true);
+    if (lost.length === 0) continue;
+    const why = l.unrecorded
+      ? 'an alter recorded by an older sluice, which kept the column names but not which column each one is, so none is known to be the column it was'
+      : 'a column dropped and added again under its name, or renamed onto it, is another column (only a RENAME COLUMN that sluice alter ran carries a column to a new name)';
+    return {
+      message: `Column ${lost.join(', ')} of ${t.name} is not the column the cursor read: sluice alter changed ${t.name} since (at seq ${l.alters.join(', ')}), and ${why}; its values were never read. Rebuild from a snapshot.`,
+      detail: { table: t.name, columns: lost },
+    };
+  }
+  return undefined;
 }
 
 /** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */

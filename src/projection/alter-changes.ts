@@ -1,6 +1,7 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Reason } from '../reasons.ts';
 import type { SourceColumn, SourceShape } from './compiled.ts';
+import type { ColumnOrigin } from '../feed/column-lineage.ts';
 
 /*
  * The changes explain (and later sync) tells apart between a projection as
@@ -56,44 +57,42 @@ export type AlterChange =
 const same = (a: string, b: string) => foldIdent(a) === foldIdent(b);
 
 /**
- * The column changes from the stored source shape to today's, by name
- * (ASCII case folded, as SQLite compares names). A column dropped and one
- * added at the same position with the same declaration, the count staying
- * the same, is a rename (ALTER TABLE RENAME COLUMN keeps the position; a
- * drop and an add put the new one last).
+ * The column changes from the stored source shape to today's. Which column
+ * a column of today's is comes from `origins` (what the alters sluice
+ * recorded since the projection's cursor say: feed/column-lineage.ts); a
+ * name is matched to the stored one of its name (ASCII case folded, as
+ * SQLite compares names) only when no alter was recorded since. A rename is
+ * never guessed from a column's position or declaration: one that was not
+ * recorded is a dropped column and an added one, and so is a name dropped
+ * and added again, or renamed onto.
  */
 export function diffShapes(
   old: SourceShape,
   now: SourceShape,
   uses: (column: string) => boolean,
+  origins?: readonly ColumnOrigin[],
 ): Extract<AlterChange, { kind: 'source-column' | 'source-key' | 'source-table' }>[] {
   const out: Extract<AlterChange, { kind: 'source-column' | 'source-key' | 'source-table' }>[] = [];
   const find = (cols: readonly SourceColumn[], name: string) => cols.find((c) => same(c.name, name));
-  const dropped = old.columns.filter((c) => find(now.columns, c.name) === undefined);
-  const added = now.columns.filter((c) => find(old.columns, c.name) === undefined);
-  const renamed = new Map<string, string>();
-  if (old.columns.length === now.columns.length) {
-    for (const d of dropped) {
-      const i = old.columns.indexOf(d);
-      const a = now.columns[i];
-      if (a !== undefined && added.includes(a) && a.type === d.type && a.collate === d.collate) renamed.set(d.name, a.name);
-    }
+  // The stored column each of today's is, if any (a column the stored shape has not heard of is new to it).
+  const originOf = (name: string): string | null =>
+    origins === undefined ? name : (origins.find((o) => same(o.name, name))?.from ?? null);
+  const kept = new Map<SourceColumn, SourceColumn>();
+  for (const n of now.columns) {
+    const from = originOf(n.name);
+    const o = from === null ? undefined : find(old.columns, from);
+    if (o !== undefined && !kept.has(o)) kept.set(o, n);
   }
-  for (const d of dropped) {
-    const to = renamed.get(d.name);
-    out.push(
-      to === undefined
-        ? { kind: 'source-column', change: 'dropped', column: d.name, used: uses(d.name) }
-        : { kind: 'source-column', change: 'renamed', column: d.name, to, used: uses(d.name) },
-    );
-  }
-  for (const a of added) {
-    if ([...renamed.values()].includes(a.name)) continue;
-    out.push({ kind: 'source-column', change: 'added', column: a.name, used: uses(a.name) });
-  }
+  const keptNow = new Set(kept.values());
   for (const c of old.columns) {
-    const n = find(now.columns, c.name);
-    if (n !== undefined && (n.type !== c.type || n.collate !== c.collate))
+    const n = kept.get(c);
+    if (n === undefined) out.push({ kind: 'source-column', change: 'dropped', column: c.name, used: uses(c.name) });
+    else if (!same(n.name, c.name)) out.push({ kind: 'source-column', change: 'renamed', column: c.name, to: n.name, used: uses(c.name) });
+  }
+  for (const n of now.columns)
+    if (!keptNow.has(n)) out.push({ kind: 'source-column', change: 'added', column: n.name, used: uses(n.name) });
+  for (const [c, n] of kept) {
+    if (n.type !== c.type || n.collate !== c.collate)
       out.push({
         kind: 'source-column',
         change: 'retyped',

@@ -45,11 +45,12 @@ const CURSOR_BINDS_COLUMNS = fail(
  * exactly, and no event of the old layout to be left to read.
  */
 function cursorAcrossColumns(facts: AlterFacts): Proof {
-  return facts.cursor?.continues === true
-    ? hold(
-        'sluice alter recorded the DDL, which explains the change of the columns exactly, and no event of the old layout is left to read: the cursor continues (as sync checks it)',
-      )
-    : CURSOR_BINDS_COLUMNS;
+  const c = facts.cursor;
+  if (c?.continues === true)
+    return hold(
+      'sluice alter recorded the DDL, which explains the change of the columns exactly, each name the projection reads still names the column it read, and no event of the old layout is left to read: the cursor continues (as sync checks it)',
+    );
+  return c === undefined ? CURSOR_BINDS_COLUMNS : fail(`the cursor does not continue (${c.reason}): ${c.message}`);
 }
 
 /**

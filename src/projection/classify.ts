@@ -6,6 +6,7 @@ import { diffShapes, STATE_PARTS, type AlterChange, type InvalidCode, type State
 import { ALL_PARTS, type KindAlterRules } from './alter-kinds.ts';
 import { kindRules } from './kinds/registry.ts';
 import { DEFAULT_ORACLE, type AlterStateOracle, type OracleContext, type StateProof } from './alter-oracle.ts';
+import type { ColumnOrigin } from '../feed/column-lineage.ts';
 
 export { DEFAULT_ORACLE };
 export type { AlterStateOracle, OracleContext, StateProof } from './alter-oracle.ts';
@@ -54,6 +55,13 @@ export interface AlterFacts {
   readonly targetIndexes?: readonly { readonly name: string; readonly table: string; readonly unique: boolean }[];
   /** Bytes a shadow needs and bytes free on the target's file system, when known. */
   readonly space?: { readonly neededBytes: number; readonly freeBytes: number };
+  /**
+   * Which column each of the source table's columns is, as of the stored
+   * cursor, by the alters sluice recorded since (feed/column-lineage.ts);
+   * undefined when none was recorded (a column is then the one its name
+   * named). A rename is followed only when it is here.
+   */
+  readonly columns?: readonly ColumnOrigin[];
 }
 
 /** The stored side: a ProjectionRecord (src/apply/target-meta.ts) fits. */
@@ -146,13 +154,24 @@ export function classifyChange(
 /** Compiles without running a custom handler's code: a stored row keeps the definition as data only. */
 const STAND_IN: CustomHandler = { apply: () => undefined };
 
-function compileStored(old: StoredProjection): CompiledProjection | undefined {
+/** The stored side compiled over its stored shape (a custom handler's code is not needed), or undefined when it no longer compiles. */
+export function compileStored(old: Pick<StoredProjection, 'name' | 'definition' | 'sourceShape'>): CompiledProjection | undefined {
   try {
     const d = parseStoredDefinition(old.definition, `stored definition of ${old.name}`, STAND_IN);
     return compileProjection(d, JSON.parse(old.sourceShape) as SourceShape);
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether `p`'s rows or auxiliary state depend on source column `column`
+ * (its kind's rules: a mirror or a custom handler reads every column, a map
+ * or an fts5 index the columns it copies, its key, and every name its SQL
+ * mentions).
+ */
+export function readsColumn(p: CompiledProjection, column: string): boolean {
+  return (kindRules(p.kind) ?? (kindRules('custom') as KindAlterRules)).uses(p, column);
 }
 
 const COLUMN_ERRORS = new Set(['UNKNOWN_COLUMN', 'MISSING_KEY']);
@@ -180,7 +199,7 @@ function detectChanges(
   // What the source's DDL did, as far as the projection reads it.
   if (sameTable && oldShape !== undefined && nowShape !== undefined) {
     const reader = oldCompiled;
-    out.push(...diffShapes(oldShape, nowShape, (c) => (reader === undefined ? true : rules.uses(reader, c))));
+    out.push(...diffShapes(oldShape, nowShape, (c) => (reader === undefined ? true : rules.uses(reader, c)), facts.columns));
   }
   if ('error' in next) {
     // A compile failure that a dropped or renamed column explains is that column's Rejection.

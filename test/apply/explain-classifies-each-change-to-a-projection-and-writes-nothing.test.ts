@@ -4,6 +4,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import { explainAlter } from '../../src/apply/explain.ts';
 import { readProjections } from '../../src/apply/target-meta.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
+import { alter } from '../../src/capture/alter.ts';
 import { byName, countingHandler, expectNoWrite, projections, run, syncedPair } from './support/explain.ts';
 
 /*
@@ -195,16 +196,39 @@ describe('a source DDL change since the stored shape is classified too', () => {
     expect(p.items?.inputs.new.sourceShape?.columns.map((c) => c.name)).toEqual(['id', 'name', 'qty', 'colour']);
   });
 
-  test('a column renamed: Rejected where a definition names it, Rebuildable where it still compiles (a mirror) or is not read', async ({
+  test('a column renamed by sluice alter is followed: Rejected where a definition names it, Rebuildable where it still compiles (a mirror) or is not read', async ({
     tmp,
   }) => {
     const { src, tgt } = await syncedPair(tmp);
-    run(src, 'ALTER TABLE items RENAME COLUMN qty TO amount');
+    const db = openDatabase(src);
+    try {
+      alter(db, 'ALTER TABLE items RENAME COLUMN qty TO amount');
+    } finally {
+      db.close();
+    }
     const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
     expect([p.items?.classification, p.items?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_RENAMED']);
     expect(p.items?.changes[0]?.change).toEqual({ kind: 'source-column', change: 'renamed', column: 'qty', to: 'amount', used: true });
     // The map's filter reads qty.
     expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_RENAMED']);
+    expect(p.cheap?.repair).toContain('--projection');
+    // Not read, and the alter recorded explains the cursor: it goes on.
+    expect([p.search?.classification, p.search?.reason, p.search?.affected]).toEqual(['Compatible', 'ALTER_SOURCE_COLUMN_UNUSED', []]);
+  });
+
+  test('a column renamed by another program is not followed (no rename was recorded, and none is guessed from its position and type): a dropped column and an added one', async ({
+    tmp,
+  }) => {
+    const { src, tgt } = await syncedPair(tmp);
+    run(src, 'ALTER TABLE items RENAME COLUMN qty TO amount');
+    const p = byName((await expectNoWrite(tmp, () => explainAlter(src, tgt, { projections: given() }))).projections);
+    expect([p.items?.classification, p.items?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_DROPPED']);
+    const columns = (x: typeof p.items) => x?.changes.filter((c) => c.change.kind === 'source-column').map((c) => c.change);
+    expect(columns(p.items)).toEqual([
+      { kind: 'source-column', change: 'dropped', column: 'qty', used: true },
+      { kind: 'source-column', change: 'added', column: 'amount', used: true },
+    ]);
+    expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
     expect(p.cheap?.repair).toContain('--projection');
     expect([p.search?.classification, p.search?.reason, p.search?.affected]).toEqual([
       'Rebuildable',

@@ -242,6 +242,46 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: 'sluice alter drops a column and adds one of its name again: another column, never Compatible',
+    first: ALL(),
+    change: (src) => ddl(src, "ALTER TABLE items DROP COLUMN name; ALTER TABLE items ADD COLUMN name TEXT DEFAULT 'x'"),
+    given: ALL(),
+    expected: {
+      items: ['Rebuildable', 'rebuild'],
+      cheap: ['Rebuildable', 'rebuild'],
+      search: ['Rebuildable', 'rebuild'],
+      labels: ['Rebuildable', 'rebuild'],
+      log: ['Rejected', 'refuse'],
+      counts: ['Rebuildable', 'rebuild'],
+    },
+  },
+  {
+    name: 'sluice alter renames a column away and adds another of its name (stored definitions)',
+    first: STORED,
+    change: (src) => ddl(src, 'ALTER TABLE items RENAME COLUMN name TO title; ALTER TABLE items ADD COLUMN name TEXT'),
+    expected: {
+      items: ['Rebuildable', 'rebuild'],
+      cheap: ['Rebuildable', 'rebuild'],
+      search: ['Rebuildable', 'rebuild'],
+      labels: ['Rebuildable', 'rebuild'],
+    },
+  },
+  {
+    name: 'sluice alter adds a column and swaps its name with another of the same declaration by three renames (stored definitions)',
+    first: STORED,
+    change: (src) =>
+      ddl(
+        src,
+        "ALTER TABLE items ADD COLUMN note TEXT DEFAULT 'n'; ALTER TABLE items RENAME COLUMN name TO tmp; ALTER TABLE items RENAME COLUMN note TO name; ALTER TABLE items RENAME COLUMN tmp TO note",
+      ),
+    expected: {
+      items: ['Rebuildable', 'rebuild'],
+      cheap: ['Rebuildable', 'rebuild'],
+      search: ['Rebuildable', 'rebuild'],
+      labels: ['Rebuildable', 'rebuild'],
+    },
+  },
+  {
     name: 'sluice alter retypes a column (the table made again)',
     first: STORED,
     change: (src) =>

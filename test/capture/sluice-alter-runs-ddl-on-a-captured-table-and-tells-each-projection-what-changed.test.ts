@@ -2,6 +2,7 @@ import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { alter } from '../../src/capture/alter.ts';
+import { readDdlLog } from '../../src/capture/ddl-log.ts';
 import { readState } from '../../src/capture/catalog.ts';
 import { verifyCapture } from '../../src/capture/verify.ts';
 import { forecastAlter } from '../../src/feed/alter-forecast.ts';
@@ -63,7 +64,7 @@ describe('sluice alter', () => {
 
     const r = alter(db, 'ALTER TABLE t DROP COLUMN b');
     expect(r.tables).toEqual([
-      { table: 't', change: 'altered', columnsBefore: ['id', 'a', 'b'], columnsAfter: ['id', 'a'], added: [], removed: ['b'] },
+      { table: 't', change: 'altered', columnsBefore: ['id', 'a', 'b'], columnsAfter: ['id', 'a'], added: [], removed: ['b'], renamed: [] },
     ]);
     expect(verifyCapture(db).ok).toBe(true);
     expect(readState(db)?.generation).toBe(generation);
@@ -227,6 +228,49 @@ describe('sluice alter', () => {
       [1n, 'A1'],
       [2n, 'A2'],
     ]);
+  });
+
+  test('alter records which column each column is: a RENAME COLUMN, however it is written, carries the column to its new name; a name dropped and added again is a new column, recorded even where the table reads as it was; a rebuilt table keeps none', async ({
+    makeDb,
+  }) => {
+    const { db } = makeDb('app.db', SCHEMA);
+    enable(db, ['t', 'u']);
+    const last = () =>
+      readDdlLog(db)
+        .at(-1)
+        ?.tables.map((t) => [t.table, t.columnsFrom]);
+    const swap = alter(
+      db,
+      'ALTER TABLE main."t" RENAME COLUMN [a] TO `tmp`; alter table T rename B to A; ALTER TABLE t RENAME COLUMN \'tmp\' TO b -- done',
+    );
+    expect(swap.tables).toEqual([
+      {
+        table: 't',
+        change: 'altered',
+        columnsBefore: ['id', 'a', 'b'],
+        columnsAfter: ['id', 'b', 'A'],
+        added: [],
+        removed: [],
+        renamed: [
+          { from: 'a', to: 'b' },
+          { from: 'b', to: 'A' },
+        ],
+      },
+    ]);
+    expect(last()).toEqual([['t', ['id', 'a', 'b']]]);
+
+    // Dropped and added again as it was: the same CREATE TABLE text and fingerprint, and still another column.
+    const sql = db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'u'").pluck().get();
+    const again = alter(db, 'ALTER TABLE u DROP COLUMN w; ALTER TABLE u ADD COLUMN w TEXT');
+    expect(db.prepare("SELECT sql FROM sqlite_schema WHERE name = 'u'").pluck().get()).toBe(sql);
+    expect(again.tables.map((t) => [t.table, t.change, t.added, t.removed, t.renamed])).toEqual([['u', 'altered', ['w'], ['w'], []]]);
+    expect(last()).toEqual([['u', ['id', null]]]);
+
+    alter(
+      db,
+      'CREATE TABLE t2 (id INTEGER PRIMARY KEY, b TEXT, a TEXT); INSERT INTO t2 SELECT * FROM t; DROP TABLE t; ALTER TABLE t2 RENAME TO t',
+    );
+    expect(last()).toEqual([['t', [null, null, null]]]);
   });
 
   test('a captured table dropped by an alter stays captured and unarmed (TABLE_MISSING), its projection is suspended, and later alters still run', async ({
