@@ -60,6 +60,14 @@ export async function planStart(
   position: TargetPosition,
   firstSeq: number,
   lastSeq: number,
+  /**
+   * The stream may be one made again that a publisher is still filling (after
+   * a follower lost its consumer): where no batch continues the target and
+   * the stream has no snapshot yet, BROKER_NO_SNAPSHOT (a follower waits for
+   * it) rather than start at the end and meet a gap when the snapshot's
+   * batches come.
+   */
+  remade = false,
 ): Promise<Plan> {
   const fromSnapshot = async (known?: StoredMsg): Promise<Plan> => {
     const end = known ?? (await lastMessage(b, stream, subjects.end));
@@ -87,6 +95,11 @@ export async function planStart(
     // stream (one made again on a server that lost its store, or a publisher that started again from a new snapshot).
     const end = await lastMessage(b, stream, subjects.end);
     if (end !== undefined && Number(end.header.get(HEADER.toSeq)) > target) return behind(end);
+    if (end === undefined && remade)
+      throw new InvalidInputError(
+        'BROKER_NO_SNAPSHOT',
+        `Stream ${stream} holds no batch that continues the target's seq ${target}, and no snapshot yet. Run sluice publish on the source: it publishes one into a stream that has none.`,
+      );
     return { start: { streamSeq: lastSeq + 1 }, seq: target, encoding: undefined };
   }
   if (Number(first.header.get(HEADER.fromSeq)) > target) return behind();

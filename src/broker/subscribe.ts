@@ -207,11 +207,11 @@ class Run {
   }
 
   /** The first plan, and the consumer made for it: a stream or snapshot missing is an error (BROKER_NO_STREAM, BROKER_NO_SNAPSHOT). */
-  async #plan(): Promise<Planned> {
+  async #plan(remade = false): Promise<Planned> {
     // The stream's end is read before the target's cursor and the search: a batch published meanwhile is after it, so the consumer gets it.
     const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
     const position = targetPosition(this.#target, this.#options);
-    const plan = await planStart(this.#broker, this.#stream, this.#subjects, position, info.state.first_seq, info.state.last_seq);
+    const plan = await planStart(this.#broker, this.#stream, this.#subjects, position, info.state.first_seq, info.state.last_seq, remade);
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
     return { plan, lastSeq: info.state.last_seq, consumer };
   }
@@ -229,7 +229,7 @@ class Run {
     for (;;) {
       if (this.#options.signal?.aborted === true) return undefined;
       try {
-        const planned = await this.#plan();
+        const planned = await this.#plan(true);
         if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${this.#url} is back; resuming`);
         return planned;
       } catch (err) {

@@ -119,7 +119,8 @@ export function registerSubscribe(program: Command): void {
         if (tally !== undefined) {
           const at = r.projections.filter((p) => p.state === 'active').map((p) => `${p.name} at seq ${p.seq}`);
           stdout().write(
-            `${tally.final(received ?? 'SIGINT', at.length > 0 ? `committed ${at.join(', ')}, where the next subscribe resumes` : where())}\n`,
+            // Without a signal, a follower ends only where import stops: a suspended projection (exit 3 below).
+            `${tally.final(received ?? 'a suspended projection', at.length > 0 ? `committed ${at.join(', ')}, where the next subscribe resumes` : where())}\n`,
           );
         }
         emit(opts, S.subscribeOutput, r, () =>
