@@ -92,7 +92,7 @@ export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export { dropProjection } from './apply/drop.ts';
 export type { DropResult } from './apply/drop.ts';
-export type { FailureHealth, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FailureHealth, FedLag, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,
@@ -120,9 +120,9 @@ export { importFile, importStream } from './export/import.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts';
 
 export { Publisher } from './broker/publish.ts';
-export type { PublishOptions, PublishPass } from './broker/publish.ts';
+export type { PublishOptions, PublishPass, PublishedSnapshotReport } from './broker/publish.ts';
 export { subscribe } from './broker/subscribe.ts';
-export { openStreamLag } from './broker/stream-lag.ts';
+export { openStreamLag, readStreamLags } from './broker/stream-lag.ts';
 export type { StreamLag, StreamLagReader } from './broker/stream-lag.ts';
-export type { SubscribeOptions, SubscribeReport, SubscribedBatch } from './broker/subscribe.ts';
+export type { SubscribeOptions, SubscribeReport, SubscribeStart, SubscribedBatch } from './broker/subscribe.ts';
 export { encodeToken, subjectsOf, defaultStreamName, batchMsgId } from './broker/subjects.ts';

@@ -724,16 +724,31 @@ export const REASONS = {
     explain: 'A subscriber needs a snapshot and the stream holds none.',
     repair: null,
   },
+  TARGET_HAS_FOLLOWER: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another process already follows the target (holds its follower lock, <target>.follower-lock): one follower per target, a second would fight it over the target and its broker consumer.',
+    repair: null,
+  },
   PUBLISH_STATE_FILE: {
     kinds: ['error'],
     clears: false,
     explain: "The publisher's state file beside the source does not hold a cursor.",
     repair: null,
   },
+  STREAM_HAD_NO_SNAPSHOT: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain:
+      'The stream held no snapshot of the source (a first publish, or a server that came back without the stream), so the publisher published one.',
+    repair: null,
+  },
   NO_SNAPSHOT_PUBLISHED: {
     kinds: ['rebuilt'],
     clears: true,
-    explain: 'The stream held no snapshot of the source, so the publisher published one.',
+    explain:
+      "The retired name of STREAM_HAD_NO_SNAPSHOT (it read as a failure on a snapshot that was published); publish --json still gives it as that snapshot's reasonAlias, until the next release.",
     repair: null,
   },
   SNAPSHOT_PAST_RETENTION: {

@@ -74,7 +74,17 @@ export interface HealthOptions {
   readonly maxLagEvents?: number;
   /** A projection whose oldest unapplied event waited more than this many ms needs action. */
   readonly maxLagMs?: number;
+  /**
+   * The lag of projections with no source path (fed by `sluice subscribe` or
+   * `import`), by name, as the caller read it where they are fed (the CLI
+   * reads the stream, `--nats`), or why it could not. Without an entry their
+   * lag cannot be known, and a lag that cannot be known needs action.
+   */
+  readonly fedLag?: ReadonlyMap<string, FedLag>;
 }
+
+/** A fed projection's lag, read from its stream, or why it could not be read (a problem, with what to do). */
+export type FedLag = { readonly sourceSeq: number; readonly lagEvents: number; readonly lagMs: number } | { readonly unknown: string };
 
 /**
  * Reports every projection of a target: state, lag in events and in ms
@@ -186,6 +196,17 @@ function lag(
   return { lagEvents, lagMs: oldest === undefined ? 0 : since(oldest) };
 }
 
+/** A projection with no source to read: its lag as the caller read it from the stream, else a problem (never ok). */
+function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: string): SourceFacts {
+  const unknown = (why: string): SourceFacts => ({ sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [why] });
+  if (fed === undefined)
+    return unknown(
+      `the lag of ${r.name} cannot be known from the target: it has no source path to read (it is fed by sluice subscribe or import); for a subscribed target, read it from the stream: sluice health ${targetPath} --nats URL`,
+    );
+  if ('unknown' in fed) return unknown(fed.unknown);
+  return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
+}
+
 function failureOf(r: ProjectionRecord): FailureHealth | null {
   if (r.failures === 0 && r.lastError === null) return null;
   return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
@@ -212,15 +233,17 @@ function one(
   let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
   else if (source?.db !== undefined) facts = readSource(r, source.db);
+  else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
   problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
+  const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(
-      `a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run sluice sync (or keep sluice sync --follow running)`,
+      `a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run ${catchUp} (or keep ${catchUp} --follow running)`,
     );
   }
   if (options.maxLagMs !== undefined && facts.lagMs !== null && facts.lagMs > options.maxLagMs) {
     problems.push(
-      `a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run sluice sync (or keep sluice sync --follow running)`,
+      `a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run ${catchUp} (or keep ${catchUp} --follow running)`,
     );
   }
   return {

@@ -1,6 +1,6 @@
-import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { JetStreamError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } from '../export/checked-reader.ts';
-import type { Broker } from './nats.ts';
+import { isStoreLost, type Broker } from './nats.ts';
 import type { SourceSubjects } from './subjects.ts';
 import { HEADER } from './subjects.ts';
 
@@ -31,6 +31,26 @@ export interface MessageLinesOptions {
   readonly label: string;
 }
 
+/**
+ * The subscriber's consumer (or its whole stream) is gone from the server: a
+ * server that came back on an empty store, or a consumer deleted under it.
+ * Nothing of the batch in flight was committed or acknowledged; subscribe
+ * plans again from the target's cursor and makes the consumer again.
+ */
+export class ConsumerGone extends Error {
+  constructor(label: string, cause: unknown) {
+    super(`the consumer of ${label} is gone from the server (${(cause as Error)?.message ?? String(cause)})`, { cause });
+    this.name = 'ConsumerGone';
+  }
+}
+
+/** Whether the consumer's messages stopped because the server no longer has the consumer or the stream. */
+function isGone(err: unknown): boolean {
+  if (isStoreLost(err)) return true;
+  // A pull answered 409 "consumer deleted" / "stream deleted" (JetStreamStatusError).
+  return err instanceof JetStreamError && (err as { code?: unknown }).code === 409 && /deleted/i.test(err.message);
+}
+
 /** Line numbers kept for naming where a line came from (the oldest are forgotten). */
 const KEEP = 10_000;
 
@@ -41,10 +61,16 @@ export interface LastMessage {
   readonly events: number;
   /** When the broker stored it (ms since the epoch). */
   readonly storedMs: number;
+  /** The seq it reaches (Sluice-To-Seq): a batch's last, a snapshot's high-water mark. */
+  readonly toSeq: number;
+  /** Messages the consumer had not delivered yet when it delivered this one. */
+  readonly pending: number;
 }
 
 export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOptions) {
   let count = 0;
+  /** Lines yielded (the reader numbers them from 1). */
+  let lineCount = 0;
   let lastMessage: LastMessage | undefined;
   /** The consumer's messages while they are read (stopped by close() when the applier fails mid-stream). */
   let active: { stop(): void } | undefined;
@@ -66,12 +92,17 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
 
   async function* lines(): AsyncGenerator<string> {
     if (o.endSeq !== undefined && o.start.streamSeq > o.endSeq) return;
-    const messages = await consumer.consume({ max_messages: 256 });
+    let messages: Awaited<ReturnType<Consumer['consume']>>;
+    try {
+      // Stop (not wait for ever, logging nothing) when the server no longer has the consumer or its stream.
+      messages = await consumer.consume({ max_messages: 256, abort_on_missing_resource: true });
+    } catch (err) {
+      throw isGone(err) ? new ConsumerGone(o.label, err) : err;
+    }
     active = messages;
     const stop = () => void messages.stop();
     o.signal?.addEventListener('abort', stop);
     if (o.signal?.aborted === true) stop();
-    let n = 0;
     let last = o.start.streamSeq - 1;
     let inSnapshot = o.start.snapshot !== undefined;
     const pending: JsMsg[] = [];
@@ -90,7 +121,7 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
         if (!pass) m.ack();
         else {
           pending.push(m);
-          firstLines.push(n + 1);
+          firstLines.push(lineCount + 1);
           seqs.push(seq);
           if (firstLines.length > KEEP) {
             firstLines.splice(0, KEEP / 2);
@@ -104,9 +135,11 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
               snapshot: m.subject === o.subjects.end,
               events: m.subject === o.subjects.batch ? Math.max(0, parts.length - 1) : 0,
               storedMs: Number(m.info.timestampNanos) / 1e6,
+              toSeq: Number(m.headers?.get(HEADER.toSeq) ?? 0),
+              pending: m.info.pending,
             };
           for (const line of parts) {
-            n++;
+            lineCount++;
             yield line;
           }
           // Here the reader has asked for the next line: what this message ended (a batch, a snapshot) is committed.
@@ -117,6 +150,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
         }
         if ((o.endSeq !== undefined && seq >= o.endSeq) || o.signal?.aborted === true) break;
       }
+    } catch (err) {
+      throw isGone(err) ? new ConsumerGone(o.label, err) : err;
     } finally {
       o.signal?.removeEventListener('abort', stop);
       messages.stop();
@@ -129,6 +164,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
       readCheckedLines({ lines: lines(), where, sourceId }, options),
     /** Messages read so far. */
     messages: () => count,
+    /** Lines handed to the reader so far. */
+    lines: () => lineCount,
     /** The batch or snapshot whose marker the reader read last. */
     last: () => lastMessage,
     /**

@@ -128,10 +128,77 @@ export async function lastMessage(b: Broker, stream: string, subject: string): P
 
 /** Whether an error is the broker being away (a retry after reconnecting may succeed), not a refusal. */
 export function isTransient(err: unknown): boolean {
-  if (err instanceof JetStreamApiError) return false;
+  if (err instanceof JetStreamApiError || isStoreLost(err)) return false;
   const e = err as { name?: unknown; message?: unknown; code?: unknown };
   const text = `${String(e?.name)} ${String(e?.message)} ${String(e?.code)}`;
   return /timeout|timed out|no responders|disconnect|closed|connection|reconnect|ECONNREFUSED|ECONNRESET|503/i.test(text);
+}
+
+/**
+ * Whether an error says the server does not have what sluice made on it, or
+ * has no JetStream answering yet: a stream or consumer not found, or no
+ * responder on a JetStream subject ("jetstream is not enabled", which is also
+ * what publishing to a subject no stream takes gets). After a server came back
+ * on an empty store (or while its JetStream starts), the stream is made again
+ * and the call retried, like a lost connection; not a refusal to give up on.
+ */
+export function isStoreLost(err: unknown): boolean {
+  if (err instanceof JetStreamApiError)
+    return (
+      err.code === JetStreamApiCodes.StreamNotFound ||
+      err.code === JetStreamApiCodes.ConsumerNotFound ||
+      err.code === JetStreamApiCodes.JetStreamNotEnabledForAccount
+    );
+  // JetStreamNotEnabled is not exported by the client's public module: known by its name.
+  return (err as { name?: unknown } | null)?.name === 'JetStreamNotEnabled';
+}
+
+export interface UntilAnsweredOptions {
+  /** Who asks, and whom: `sluice publish: NATS at URL`. */
+  readonly what: string;
+  /** What the server may have lost, for the log line: `stream NAME`. */
+  readonly lost: string;
+  /** What goes on once it answers: `publishing`. */
+  readonly resumed: string;
+  readonly log: Log;
+  /** Stops retrying (then undefined). */
+  readonly signal: AbortSignal | undefined;
+  /** Makes again what the server lost, before the next try after an isStoreLost error. */
+  readonly remake: () => Promise<void>;
+}
+
+/**
+ * Runs `fn` until it does not fail for the broker being away: one log line
+ * per outage, and one when it answers again; undefined if stopped first. A
+ * server that lost what sluice made on it (isStoreLost: a new, empty store,
+ * or JetStream not answering yet) is an outage too, not a refusal: `remake`
+ * runs before the next try. Any other error is thrown.
+ */
+export async function untilAnswered<T>(fn: () => Promise<T>, o: UntilAnsweredOptions): Promise<T | undefined> {
+  let said = false;
+  let lost = false;
+  for (;;) {
+    if (o.signal?.aborted === true) return undefined;
+    try {
+      if (lost) await o.remake();
+      lost = false;
+      const r = await fn();
+      if (said) o.log(`${o.what} answers again; ${o.resumed}`);
+      return r;
+    } catch (err) {
+      const storeLost = isStoreLost(err);
+      if (!storeLost && !isTransient(err)) throw err;
+      lost ||= storeLost;
+      if (!said)
+        o.log(
+          storeLost
+            ? `${o.what} does not have ${o.lost} or its JetStream does not answer (${(err as Error).message}); making it again and retrying`
+            : `${o.what} does not answer (${(err as Error).message}); retrying`,
+        );
+      said = true;
+      await pause(250, o.signal);
+    }
+  }
 }
 
 /** Sleeps `ms`, or less if `signal` aborts. */

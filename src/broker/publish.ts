@@ -1,16 +1,17 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Db } from '../sqlite/connection.ts';
 import { openSource } from '../capture/open-source.ts';
 import { decodeCursor } from '../feed/cursor.ts';
-import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
+import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/export.ts';
-import { replaceFile } from '../export/resume-point.ts';
 import { readState } from '../capture/catalog.ts';
+import { lastJournalSeq } from '../feed/journal-stats.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
-import { publishSnapshot, tooLarge } from './publish-snapshot.ts';
-import { ensureStream, isTransient, lastMessage, openBroker, pause, streamInfo, type Broker, type Log } from './nats.ts';
+import { publishSnapshot, RETIRED_SNAPSHOT_REASONS, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
+import { readStateFile, writeStateFile } from './publish-state-file.ts';
+import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
 /*
  * Publishes a source's changes to a JetStream stream (docs/broker.md).
@@ -54,7 +55,16 @@ export interface PublishPass {
   readonly events: number;
   /** Batches the broker already had (same Nats-Msg-Id within its dedup window). */
   readonly duplicates: number;
-  readonly snapshots: readonly { readonly seq: number; readonly rows: number; readonly reason: string }[];
+  readonly snapshots: readonly PublishedSnapshotReport[];
+}
+
+export interface PublishedSnapshotReport {
+  readonly seq: number;
+  readonly rows: number;
+  /** Why it was published: STREAM_HAD_NO_SNAPSHOT, SNAPSHOT_PAST_RETENTION, or why the position could not be continued. */
+  readonly reason: string;
+  /** The reason's retired name, for one release (STREAM_HAD_NO_SNAPSHOT was NO_SNAPSHOT_PUBLISHED). */
+  readonly reasonAlias?: string;
 }
 
 const DEFAULT_BATCH_SEQS = 1000;
@@ -72,6 +82,10 @@ export class Publisher {
   /** The cursor of the last batch (or snapshot) the broker acknowledged. */
   #cursor: string | undefined;
   #lastSnapshotCheck = 0;
+  /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
+  #streamsMade = 0;
+  /** The source's data_version when the last pass began, read before it read the journal. */
+  #versionAtPass: number | undefined;
 
   private constructor(db: Db, sourcePath: string, sourceId: string, broker: Broker, options: PublishOptions) {
     this.db = db;
@@ -131,10 +145,27 @@ export class Publisher {
     this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
   }
 
+  /**
+   * Whether another connection committed to the source since the last pass
+   * began (or none ran yet). The starting point is read before the pass
+   * reads the journal, so a commit that lands during a pass, after its last
+   * read, is never taken as seen: a follower that waits on the source
+   * (cli/publish.ts) asks this when it finds nothing new, and runs a pass.
+   */
+  changedSincePass(): boolean {
+    return this.#versionAtPass === undefined || dataVersion(this.db) !== this.#versionAtPass;
+  }
+
+  /** The source's high-water seq (what a follower's lag is counted against). */
+  sourceSeq(): number {
+    return lastJournalSeq(this.db);
+  }
+
   /** Publishes everything the source has after the position, and a snapshot where one is needed. */
   async runOnce(): Promise<PublishPass> {
-    const tally = { batches: 0, events: 0, duplicates: 0, snapshots: [] as { seq: number; rows: number; reason: string }[] };
-    if (this.#cursor === undefined) await this.#snapshot('NO_SNAPSHOT_PUBLISHED', tally);
+    this.#versionAtPass = dataVersion(this.db);
+    const tally = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishedSnapshotReport[] };
+    if (this.#cursor === undefined) await this.#snapshot('STREAM_HAD_NO_SNAPSHOT', tally);
     while (this.#cursor !== undefined && !this.#stopped()) {
       let more: boolean;
       try {
@@ -159,7 +190,7 @@ export class Publisher {
    * longer reaches back to the last one's first part. Also from an idle
    * follower, at most every `minIntervalMs`.
    */
-  async checkSnapshot(tally?: { snapshots: { seq: number; rows: number; reason: string }[] }, minIntervalMs = 0): Promise<void> {
+  async checkSnapshot(tally?: { snapshots: PublishedSnapshotReport[] }, minIntervalMs = 0): Promise<void> {
     if (this.#stopped() || Date.now() - this.#lastSnapshotCheck < minIntervalMs) return;
     this.#lastSnapshotCheck = Date.now();
     const reason = await this.#retry(() => this.#snapshotNeeded());
@@ -170,7 +201,7 @@ export class Publisher {
     const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
     const first = (await streamInfo(this.#broker, this.stream))?.state.first_seq ?? 0;
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
-    if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'NO_SNAPSHOT_PUBLISHED';
+    if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
     const start = Number(end.header?.get(HEADER.snapshotStart));
     return !Number.isSafeInteger(start) || start < first ? 'SNAPSHOT_PAST_RETENTION' : undefined;
   }
@@ -215,7 +246,7 @@ export class Publisher {
 
   /** After the broker's ack: the position moves, durably. */
   #acknowledged(cursor: string): void {
-    replaceFile(this.stateFile, cursor);
+    writeStateFile(this.stateFile, cursor);
     this.#cursor = cursor;
   }
 
@@ -230,17 +261,26 @@ export class Publisher {
    * cannot be continued); a snapshot republished for retention leaves the
    * position alone, so followers see no gap.
    */
-  async #snapshot(reason: string, tally: { snapshots: { seq: number; rows: number; reason: string }[] }, moveTo = true): Promise<void> {
-    const snap = await publishSnapshot(this.db, {
-      sourceId: this.sourceId,
-      subjects: this.subjects,
-      budget: this.#budget(),
-      send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
-    });
-    if (snap === undefined) return;
-    this.#log(`sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${snap.parts + 1} messages): ${reason}`);
-    tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason });
-    if (moveTo) this.#acknowledged(snap.cursor);
+  async #snapshot(reason: string, tally: { snapshots: PublishedSnapshotReport[] }, moveTo = true): Promise<void> {
+    for (;;) {
+      const made = this.#streamsMade;
+      const snap = await publishSnapshot(this.db, {
+        sourceId: this.sourceId,
+        subjects: this.subjects,
+        budget: this.#budget(),
+        send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
+      });
+      if (snap === undefined) return;
+      // The stream was made again while its parts went out: the first ones went with the old stream; publish it whole again.
+      if (made !== this.#streamsMade) continue;
+      this.#log(
+        `sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${snap.parts + 1} messages) because ${SNAPSHOT_WHY[reason] ?? 'the position could not be continued'} (${reason})`,
+      );
+      const alias = RETIRED_SNAPSHOT_REASONS[reason];
+      tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason, ...(alias === undefined ? {} : { reasonAlias: alias }) });
+      if (moveTo) this.#acknowledged(snap.cursor);
+      return;
+    }
   }
 
   /** Publishes one message and waits for the broker's ack, through outages; undefined if stopped first. */
@@ -250,23 +290,37 @@ export class Publisher {
     );
   }
 
-  /** Runs `fn` until it does not fail for the broker being away (one log line per outage); undefined if stopped first. */
-  async #retry<T>(fn: () => Promise<T>): Promise<T | undefined> {
-    let said = false;
-    for (;;) {
-      if (this.#stopped()) return undefined;
-      try {
-        const r = await fn();
-        if (said) this.#log(`sluice publish: NATS at ${this.#broker.url} answers again; publishing`);
-        return r;
-      } catch (err) {
-        if (!isTransient(err)) throw err;
-        if (!said) this.#log(`sluice publish: NATS at ${this.#broker.url} does not answer (${(err as Error).message}); retrying`);
-        said = true;
-        await pause(250, this.#options.signal);
-      }
-    }
+  /** Runs `fn` through outages (nats.ts): a server without the stream gets it made again before the next try. */
+  #retry<T>(fn: () => Promise<T>): Promise<T | undefined> {
+    return untilAnswered(fn, {
+      what: `sluice publish: NATS at ${this.#broker.url}`,
+      lost: `stream ${this.stream}`,
+      resumed: 'publishing',
+      log: this.#log,
+      signal: this.#options.signal,
+      remake: () => this.#remakeStream(),
+    });
   }
+
+  /**
+   * Makes the stream again (if it is missing): a server that came back on an
+   * empty store. Its first snapshot check publishes a snapshot into it (the
+   * new stream has none), so nothing is lost.
+   */
+  async #remakeStream(): Promise<void> {
+    const before = await streamInfo(this.#broker, this.stream);
+    await ensureStream(this.#broker, this.stream, this.sourceId);
+    // The idle follower's next check must not wait its interval: a new stream has no snapshot for subscribers to start from.
+    this.#lastSnapshotCheck = 0;
+    if (before !== undefined) return; // it was there: the server's JetStream was not answering yet
+    this.#streamsMade++;
+    this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
+  }
+}
+
+/** The source's PRAGMA data_version: it moves when another connection commits. */
+function dataVersion(db: Db): number {
+  return Number(cachedStatement(db, 'PRAGMA main.data_version', 'pluck').get() as bigint);
 }
 
 /** Lines of one message, in memory. */
@@ -281,24 +335,4 @@ class MemorySink implements LineWriter {
   bytes(): Buffer {
     return Buffer.from(this.#lines.join(''));
   }
-}
-
-function readStateFile(file: string): string | undefined {
-  let text: string;
-  try {
-    text = fs.readFileSync(file, 'utf8').trim();
-  } catch {
-    return undefined;
-  }
-  if (text === '') return undefined;
-  try {
-    decodeCursor(text);
-  } catch (err) {
-    throw new InvalidInputError(
-      'PUBLISH_STATE_FILE',
-      `Publish state file ${file} does not hold a sluice cursor (${(err as SluiceError).message ?? String(err)}). Delete it: publish then resumes from the stream's last batch.`,
-      { cause: err },
-    );
-  }
-  return text;
 }

@@ -1,39 +1,108 @@
+import fs from 'node:fs';
+import { openDatabase } from '../sqlite/connection.ts';
+import { readProjections } from '../apply/target-meta.ts';
+import type { FedLag } from '../apply/health.ts';
+import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
-import { firstBatchAfter } from './subscribe.ts';
+import { firstBatchAfter } from './subscribe-plan.ts';
 
 /*
  * How far a subscriber's target is behind its stream, read from the broker
  * (a subscriber has no source to ask, as health does for sync): the seqs the
- * stream's batches reach past the target's seq, and how long ago the broker
- * stored the first batch the target has not applied (0 when caught up).
+ * stream reaches past the target's seq (its last batch, or a snapshot
+ * published after it), and how long ago the broker stored the first message
+ * the target has not applied (0 when caught up).
  */
 
 export interface StreamLag {
+  /** The seq the stream reaches: its last batch's, or its last snapshot's if that is further. */
+  readonly sourceSeq: number;
   readonly lagEvents: number;
   readonly lagMs: number;
 }
 
 export interface StreamLagReader {
-  /** The lag of a target at `seq`; undefined when the stream cannot be read. */
+  /** The stream read. */
+  readonly stream: string;
+  /** The lag of a target at `seq`; undefined when the stream does not exist. */
   lag(seq: number): Promise<StreamLag | undefined>;
   close(): Promise<void>;
 }
 
-export async function openStreamLag(url: string, options: { sourceId: string; stream?: string }): Promise<StreamLagReader> {
+export async function openStreamLag(url: string, options: { sourceId: string; stream?: string; who?: string }): Promise<StreamLagReader> {
   const stream = options.stream ?? defaultStreamName(options.sourceId);
   const subjects = subjectsOf(options.sourceId);
-  const broker: Broker = await openBroker(url, 'subscribe metrics');
+  const broker: Broker = await openBroker(url, options.who ?? 'subscribe metrics');
   return {
+    stream,
     lag: async (seq) => {
       const info = await streamInfo(broker, stream);
       if (info === undefined) return undefined;
       const last = await lastMessage(broker, stream, subjects.batch);
+      const end = await lastMessage(broker, stream, subjects.end);
       const lastTo = Number(last?.header.get(HEADER.toSeq) ?? 0);
-      if (!(lastTo > seq)) return { lagEvents: 0, lagMs: 0 };
+      const snapTo = Number(end?.header.get(HEADER.toSeq) ?? 0);
+      const sourceSeq = Math.max(lastTo, snapTo);
+      if (!(sourceSeq > seq)) return { sourceSeq, lagEvents: 0, lagMs: 0 };
       const first = await firstBatchAfter(broker, stream, subjects.batch, seq, info.state.first_seq, info.state.last_seq);
-      return { lagEvents: lastTo - seq, lagMs: first === undefined ? 0 : Math.max(0, Date.now() - first.time.getTime()) };
+      // No batch after it: the snapshot past it is what it has not applied.
+      const oldest = first ?? end;
+      return {
+        sourceSeq,
+        lagEvents: sourceSeq - seq,
+        lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest.time.getTime()),
+      };
     },
     close: () => broker.close(),
   };
+}
+
+/**
+ * The lag of every projection of a target that has no source path (fed by
+ * subscribe or import), read from each source's stream at `url`, for health
+ * (`fedLag`): a projection whose stream is missing, or whose broker cannot be
+ * reached, gets why, which health reports as a problem.
+ *
+ * @example
+ * const fedLag = await readStreamLags('cache.db', 'nats://127.0.0.1:4222');
+ * const h = health('cache.db', { fedLag });
+ */
+export async function readStreamLags(targetPath: string, url: string, options: { stream?: string } = {}): Promise<Map<string, FedLag>> {
+  const out = new Map<string, FedLag>();
+  if (!fs.existsSync(targetPath)) return out; // health says so itself
+  const db = openDatabase(targetPath, { readonly: true, role: 'target' });
+  let fed: ReturnType<typeof readProjections>;
+  try {
+    fed = readProjections(db, 'main').filter((p) => p.sourcePath === null && p.state !== 'suspended');
+  } catch {
+    return out; // a target health cannot read: health reports it
+  } finally {
+    db.close();
+  }
+  for (const sourceId of new Set(fed.map((p) => p.sourceId))) {
+    const mine = fed.filter((p) => p.sourceId === sourceId);
+    let reader: StreamLagReader | undefined;
+    try {
+      reader = await openStreamLag(url, { sourceId, ...(options.stream === undefined ? {} : { stream: options.stream }), who: 'health' });
+      for (const p of mine) {
+        const lag = await reader.lag(p.seq);
+        out.set(
+          p.name,
+          lag ?? {
+            unknown: `stream ${reader.stream} does not exist on NATS at ${url} (the server lost it, or nothing was published to it yet), so how far ${p.name} is behind cannot be known: run sluice publish on the source with --nats ${url}, and keep sluice subscribe --follow running`,
+          },
+        );
+      }
+    } catch (err) {
+      const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
+      for (const p of mine)
+        out.set(p.name, {
+          unknown: `the lag of ${p.name} cannot be read from NATS at ${url} (${why}); check the broker, or pass its URL with --nats`,
+        });
+    } finally {
+      await reader?.close();
+    }
+  }
+  return out;
 }

@@ -1,17 +1,14 @@
 import fs from 'node:fs';
-import path from 'node:path';
-import { createHash } from 'node:crypto';
-import { AckPolicy, DeliverPolicy, JetStreamApiError, type StoredMsg } from '@nats-io/jetstream';
-import { nanos } from '@nats-io/transport-node';
 import { openDatabase } from '../sqlite/connection.ts';
-import { InvalidInputError } from '../errors.ts';
+import { SluiceError } from '../errors.ts';
+import { acquireFollowerLock } from '../apply/follower-lock.ts';
 import { readProjections } from '../apply/target-meta.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
-import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
-import { defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
-import { lastMessage, messageAtOrAfter, openBroker, requireStream, type Broker, type Log } from './nats.ts';
-import { messageLines, type Start } from './message-lines.ts';
+import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
+import { ConsumerGone, messageLines } from './message-lines.ts';
+import { freshConsumer, planStart, targetPosition, type Plan } from './subscribe-plan.ts';
 
 /*
  * Applies a source's stream to a target (docs/broker.md), through import's
@@ -23,7 +20,10 @@ import { messageLines, type Start } from './message-lines.ts';
  * published snapshot; so does one whose cursor is older than the first batch
  * the stream still holds (SUBSCRIBER_BEHIND_STREAM). Messages come through a
  * durable consumer of the target's own, acknowledged once what they carry is
- * committed; a batch delivered twice is dropped by the cursor rules.
+ * committed; a batch delivered twice is dropped by the cursor rules. One
+ * subscriber per target: it holds the target's follower lock while it runs.
+ * A consumer (or stream) that goes away under it is made again
+ * (subscribe-plan.ts plans from the target's cursor again).
  */
 
 export interface SubscribeOptions {
@@ -40,6 +40,15 @@ export interface SubscribeOptions {
   readonly onProgress?: ImportOptions['onProgress'];
   /** After each batch or snapshot the applier took (for metrics): whether it committed it or skipped it as already applied. */
   readonly onBatch?: (b: SubscribedBatch) => void;
+  /** Once it knows where it starts (after the first plan, before the first message): for a follower's start line. */
+  readonly onStart?: (s: SubscribeStart) => void;
+}
+
+export interface SubscribeStart {
+  readonly stream: string;
+  readonly started: SubscribeReport['started'];
+  /** The seq it starts after: the snapshot's, or the target's. */
+  readonly seq: number;
 }
 
 export interface SubscribedBatch {
@@ -49,6 +58,10 @@ export interface SubscribedBatch {
   readonly events: number;
   /** When the broker stored its message (ms since the epoch). */
   readonly storedMs: number;
+  /** The seq it reaches: a batch's last, a snapshot's high-water mark. */
+  readonly toSeq: number;
+  /** Messages of the stream the subscriber had not been delivered yet when it got this one. */
+  readonly pending: number;
 }
 
 export interface SubscribeReport extends ImportReport {
@@ -62,175 +75,186 @@ export interface SubscribeReport extends ImportReport {
 }
 
 export async function subscribe(targetPath: string, url: string, options: SubscribeOptions): Promise<SubscribeReport> {
-  const log = options.log ?? (() => {});
-  const stream = options.stream ?? defaultStreamName(options.sourceId);
-  const subjects = subjectsOf(options.sourceId);
-  const broker = await openBroker(url, 'subscribe', log);
+  // Before anything touches the broker: a second subscriber would make the first one's consumer again under it.
+  const lock = acquireFollowerLock(targetPath, options.follow === true ? 'sluice subscribe --follow' : 'sluice subscribe');
   try {
-    const info = await requireStream(broker, stream, options.sourceId);
-    const position = targetPosition(targetPath, options);
-    const plan = await planStart(broker, stream, subjects, position, info.state.first_seq, info.state.last_seq);
-    if (plan.rebuilt !== undefined)
-      log(
-        `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${targetPath} is at seq ${plan.rebuilt.targetSeq}, older than the first batch stream ${stream} still holds: rebuilding from the snapshot at seq ${plan.rebuilt.snapshotSeq}`,
-      );
-    const consumer = await freshConsumer(broker, stream, targetPath, subjects, plan.start.streamSeq);
-    const source = messageLines(broker, consumer, {
-      subjects,
-      start: plan.start,
-      endSeq: options.follow === true ? undefined : info.state.last_seq,
-      signal: options.signal,
-      label: `${url} stream ${stream}`,
-    });
-    let report: ImportReport;
-    let applied = 0;
-    const onProgress: ImportOptions['onProgress'] = (p) => {
-      options.onProgress?.(p);
-      const last = source.last();
-      // A snapshot is committed whenever it is reported (batchesApplied counts batches only).
-      if (options.onBatch !== undefined && last !== undefined)
-        options.onBatch({ ...last, applied: last.snapshot || p.batchesApplied > applied });
-      applied = p.batchesApplied;
-    };
+    const broker = await openBroker(url, 'subscribe', options.log);
     try {
-      report = await importStream(
-        targetPath,
-        {
-          label: `${url} stream ${stream}`,
-          ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
-          read: (o) => source.read(options.sourceId, o),
-        },
-        {
-          ...(options.projections === undefined ? {} : { projections: options.projections }),
-          ...(options.onProgress === undefined && options.onBatch === undefined ? {} : { onProgress }),
-        },
-      );
+      return await new Run(broker, targetPath, url, options).run();
     } finally {
-      source.close();
+      await broker.close();
     }
-    return {
-      ...report,
-      stream,
-      started: plan.start.snapshot !== undefined ? 'snapshot' : plan.start.streamSeq > info.state.last_seq ? 'end' : 'batch',
-      ...(plan.rebuilt === undefined ? {} : { rebuilt: plan.rebuilt }),
-      messages: source.messages(),
-    };
   } finally {
-    await broker.close();
+    lock.release();
   }
 }
 
-interface TargetPosition {
-  /** The seq the target's active projections of this source have all reached (undefined: it needs a snapshot). */
-  readonly seq: number | undefined;
+interface Planned {
+  readonly plan: Plan;
+  /** The stream's last sequence when planned. */
+  readonly lastSeq: number;
+  readonly consumer: Awaited<ReturnType<typeof freshConsumer>>;
 }
 
-function targetPosition(targetPath: string, options: SubscribeOptions): TargetPosition {
-  if (!fs.existsSync(targetPath)) return { seq: undefined };
+/** A pause between tries while a follower waits for its stream (or a snapshot in it) to come back. */
+const RETRY_MS = 500;
+
+/**
+ * One subscribe: plan from the target's cursor, make the consumer, apply. If
+ * the consumer (or its stream) goes away under it (a server that came back
+ * on an empty store), it plans again from the target's cursor, which may
+ * rebuild from the new stream's snapshot; a follower waits for the stream,
+ * and for a snapshot in it, to be published again.
+ */
+class Run {
+  readonly #broker: Broker;
+  readonly #target: string;
+  readonly #url: string;
+  readonly #options: SubscribeOptions;
+  readonly #log: Log;
+  readonly #stream: string;
+  readonly #subjects: SourceSubjects;
+  /** Counts of the runs of importStream a lost consumer cut short. */
+  readonly #done = { lines: 0, batchesApplied: 0, batchesSkipped: 0, messages: 0 };
+  #started: SubscribeReport['started'] | undefined;
+  #rebuilt: SubscribeReport['rebuilt'];
+
+  constructor(broker: Broker, targetPath: string, url: string, options: SubscribeOptions) {
+    this.#broker = broker;
+    this.#target = targetPath;
+    this.#url = url;
+    this.#options = options;
+    this.#log = options.log ?? (() => {});
+    this.#stream = options.stream ?? defaultStreamName(options.sourceId);
+    this.#subjects = subjectsOf(options.sourceId);
+  }
+
+  async run(): Promise<SubscribeReport> {
+    for (let again = false; ; again = true) {
+      const planned = again ? await this.#planAfterLoss() : await this.#plan();
+      if (planned === undefined) return this.#report(undefined); // stopped while waiting
+      const { plan, lastSeq, consumer } = planned;
+      if (plan.rebuilt !== undefined) {
+        this.#rebuilt = plan.rebuilt;
+        this.#log(
+          `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${plan.rebuilt.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${plan.rebuilt.snapshotSeq}`,
+        );
+      }
+      const started = plan.start.snapshot !== undefined ? 'snapshot' : plan.start.streamSeq > lastSeq ? 'end' : 'batch';
+      if (this.#started === undefined) {
+        this.#started = started;
+        this.#options.onStart?.({ stream: this.#stream, started, seq: plan.seq });
+      }
+      const label = `${this.#url} stream ${this.#stream}`;
+      const source = messageLines(this.#broker, consumer, {
+        subjects: this.#subjects,
+        start: plan.start,
+        endSeq: this.#options.follow === true ? undefined : lastSeq,
+        signal: this.#options.signal,
+        label,
+      });
+      let applied = 0;
+      let skipped = 0;
+      const onProgress: ImportOptions['onProgress'] = (p) => {
+        this.#options.onProgress?.(p);
+        const last = source.last();
+        // A snapshot is committed whenever it is reported (batchesApplied counts batches only).
+        if (this.#options.onBatch !== undefined && last !== undefined)
+          this.#options.onBatch({ ...last, applied: last.snapshot || p.batchesApplied > applied });
+        applied = p.batchesApplied;
+        skipped = p.batchesSkipped;
+      };
+      let report: ImportReport;
+      try {
+        report = await importStream(
+          this.#target,
+          {
+            label,
+            ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
+            read: (o) => source.read(this.#options.sourceId, o),
+          },
+          { ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }), onProgress },
+        );
+      } catch (err) {
+        if (!(err instanceof ConsumerGone)) throw err;
+        // Nothing of the batch in flight was committed: what the target holds is where the next plan starts.
+        this.#done.lines += source.lines();
+        this.#done.batchesApplied += applied;
+        this.#done.batchesSkipped += skipped;
+        this.#done.messages += source.messages();
+        this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
+        continue;
+      } finally {
+        source.close();
+      }
+      return this.#report({ ...report, messages: source.messages() });
+    }
+  }
+
+  #report(last: (ImportReport & { messages: number }) | undefined): SubscribeReport {
+    const d = this.#done;
+    return {
+      lines: d.lines + (last?.lines ?? 0),
+      batchesApplied: d.batchesApplied + (last?.batchesApplied ?? 0),
+      batchesSkipped: d.batchesSkipped + (last?.batchesSkipped ?? 0),
+      incompleteTail: last?.incompleteTail ?? 0,
+      projections: last?.projections ?? storedProjections(this.#target, this.#options.sourceId),
+      stream: this.#stream,
+      started: this.#started ?? 'end',
+      ...(this.#rebuilt === undefined ? {} : { rebuilt: this.#rebuilt }),
+      messages: d.messages + (last?.messages ?? 0),
+    };
+  }
+
+  /** The first plan, and the consumer made for it: a stream or snapshot missing is an error (BROKER_NO_STREAM, BROKER_NO_SNAPSHOT). */
+  async #plan(remade = false): Promise<Planned> {
+    // The stream's end is read before the target's cursor and the search: a batch published meanwhile is after it, so the consumer gets it.
+    const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
+    const position = targetPosition(this.#target, this.#options);
+    const plan = await planStart(this.#broker, this.#stream, this.#subjects, position, info.state.first_seq, info.state.last_seq, remade);
+    const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
+    return { plan, lastSeq: info.state.last_seq, consumer };
+  }
+
+  /**
+   * A plan after the consumer was lost. A follower waits (one stderr line)
+   * while the server does not answer, has no stream (until a publisher makes
+   * it again) or no snapshot in it that the target needs; a one-shot run
+   * fails as at its start. Undefined when stopped while waiting.
+   */
+  async #planAfterLoss(): Promise<Planned | undefined> {
+    let said: string | undefined;
+    // Not at once: a server that has just come back may not have its JetStream (or a publisher its stream) ready.
+    await pause(RETRY_MS, this.#options.signal);
+    for (;;) {
+      if (this.#options.signal?.aborted === true) return undefined;
+      try {
+        const planned = await this.#plan(true);
+        if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${this.#url} is back; resuming`);
+        return planned;
+      } catch (err) {
+        const code = (err as { code?: unknown }).code;
+        const waitable = code === 'BROKER_NO_STREAM' || code === 'BROKER_NO_SNAPSHOT' || isTransient(err) || isStoreLost(err);
+        if (this.#options.follow !== true || !waitable) throw err;
+        const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
+        const key = typeof code === 'string' ? code : 'transient';
+        if (said !== key) this.#log(`sluice subscribe: waiting for stream ${this.#stream} at ${this.#url} to come back (${why})`);
+        said = key;
+        await pause(RETRY_MS, this.#options.signal);
+      }
+    }
+  }
+}
+
+/** The target's projections of `sourceId`, as a report lists them (a run stopped before it applied anything). */
+function storedProjections(targetPath: string, sourceId: string): ImportReport['projections'] {
+  if (!fs.existsSync(targetPath)) return [];
   const db = openDatabase(targetPath, { readonly: true, role: 'target' });
   try {
-    const all = readProjections(db, 'main').filter((p) => p.sourceId === options.sourceId);
-    const wanted = (options.projections ?? []).map((d) => parseDefinition(d).name);
-    if (all.length === 0 || wanted.some((w) => !all.some((p) => p.name === w))) return { seq: undefined };
-    const active = all.filter((p) => p.state === 'active');
-    // Suspended ones are skipped by the applier; with none active, nothing older than the newest matters.
-    const seqs = (active.length > 0 ? active : all).map((p) => p.seq);
-    return { seq: active.length > 0 ? Math.min(...seqs) : Math.max(...seqs) };
+    return readProjections(db, 'main')
+      .filter((p) => p.sourceId === sourceId)
+      .map((p) => ({ name: p.name, state: p.state, ...(p.reason === null ? {} : { reason: p.reason }), seq: p.seq }));
   } finally {
     db.close();
   }
-}
-
-interface Plan {
-  readonly start: Start;
-  readonly encoding: TextEncoding | undefined;
-  readonly rebuilt?: { readonly reason: 'SUBSCRIBER_BEHIND_STREAM'; readonly targetSeq: number; readonly snapshotSeq: number };
-}
-
-async function planStart(
-  b: Broker,
-  stream: string,
-  subjects: SourceSubjects,
-  position: TargetPosition,
-  firstSeq: number,
-  lastSeq: number,
-): Promise<Plan> {
-  const fromSnapshot = async (): Promise<Plan> => {
-    const end = await lastMessage(b, stream, subjects.end);
-    const start = Number(end?.header?.get(HEADER.snapshotStart));
-    if (end === undefined || !Number.isSafeInteger(start) || start < firstSeq)
-      throw new InvalidInputError(
-        'BROKER_NO_SNAPSHOT',
-        `Stream ${stream} holds no complete snapshot of the source, and the target needs one to start. Run sluice publish on the source: it publishes one when the stream has none, or its retention dropped it.`,
-      );
-    return { start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) }, encoding: encodingOf(end) };
-  };
-  if (position.seq === undefined) return fromSnapshot();
-  const target = position.seq;
-  const first = await firstBatchAfter(b, stream, subjects.batch, target, firstSeq, lastSeq);
-  if (first === undefined) return { start: { streamSeq: lastSeq + 1 }, encoding: undefined };
-  const from = Number(first.header.get(HEADER.fromSeq));
-  if (from > target) {
-    const plan = await fromSnapshot();
-    const snapshotSeq = Number((await lastMessage(b, stream, subjects.end))?.header.get(HEADER.toSeq));
-    return { ...plan, rebuilt: { reason: 'SUBSCRIBER_BEHIND_STREAM', targetSeq: target, snapshotSeq } };
-  }
-  return { start: { streamSeq: first.seq }, encoding: encodingOf(first) };
-}
-
-/** The first batch message in stream order that ends after `seq` (batches are in seq order: binary search). */
-export async function firstBatchAfter(
-  b: Broker,
-  stream: string,
-  subject: string,
-  seq: number,
-  lo: number,
-  hi: number,
-): Promise<StoredMsg | undefined> {
-  let found: StoredMsg | undefined;
-  while (lo <= hi) {
-    const mid = Math.floor((lo + hi) / 2);
-    const m = await messageAtOrAfter(b, stream, mid, subject);
-    if (m === undefined || m.seq > hi) {
-      hi = mid - 1;
-      continue;
-    }
-    if (Number(m.header.get(HEADER.toSeq)) > seq) {
-      found = m;
-      hi = mid - 1;
-    } else lo = m.seq + 1;
-  }
-  return found;
-}
-
-/** The text encoding the message's marker line declares. */
-function encodingOf(m: StoredMsg): TextEncoding | undefined {
-  const text = Buffer.from(m.data).toString('utf8').trimEnd();
-  const last = text.slice(text.lastIndexOf('\n') + 1);
-  try {
-    const e = (JSON.parse(last) as { encoding?: unknown }).encoding;
-    return (TEXT_ENCODINGS as readonly unknown[]).includes(e) ? (e as TextEncoding) : undefined;
-  } catch {
-    return undefined; // the reader refuses the line
-  }
-}
-
-/** The target's own durable consumer, made again at `startSeq` (the target's cursor decides where, not the broker). */
-async function freshConsumer(b: Broker, stream: string, targetPath: string, subjects: SourceSubjects, startSeq: number) {
-  const name = `sluice_${createHash('sha256').update(path.resolve(targetPath)).digest('hex').slice(0, 20)}`;
-  try {
-    await b.jsm.consumers.delete(stream, name);
-  } catch (err) {
-    if (!(err instanceof JetStreamApiError)) throw err;
-  }
-  await b.jsm.consumers.add(stream, {
-    durable_name: name,
-    ack_policy: AckPolicy.Explicit,
-    deliver_policy: DeliverPolicy.StartSequence,
-    opt_start_seq: Math.max(1, startSeq),
-    filter_subject: subjects.all,
-    ack_wait: nanos(10 * 60_000),
-    max_ack_pending: 10_000,
-  });
-  return b.js.consumers.get(stream, name);
 }

@@ -55,6 +55,7 @@ export class FollowTally {
   }
 }
 
-function seconds(ms: number): string {
+/** A duration as the follow summaries say it: `4.2s`, `60s`. */
+export function seconds(ms: number): string {
   return ms < 10_000 ? `${(ms / 1000).toFixed(1)}s` : `${Math.round(ms / 1000)}s`;
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { health, isReasonCode, REASONS, type ProjectionHealth } from '../index.ts';
+import { health, isReasonCode, readStreamLags, REASONS, type ProjectionHealth } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -13,12 +13,25 @@ export function registerHealth(program: Command): void {
     .argument('<target>', 'target SQLite database')
     .option('--max-lag-events <n>', 'a projection more than n events behind needs action', parseWholeNumber)
     .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
+    .option(
+      '--nats <url>',
+      'for a target fed by sluice subscribe: read the lag from the NATS stream (without it that lag is unknown, and needs action)',
+    )
+    .option('--stream <name>', "with --nats: the publisher's stream (default SLUICE_<source id>)")
     .option('--json', 'print one JSON object')
-    .addHelpText('after', '\nExample:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json')
-    .action((target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number }) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json\n  $ sluice health subscribed.db --nats nats://127.0.0.1:4222 --max-lag-ms 60000',
+    )
+    .action(async (target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number; nats?: string; stream?: string }) => {
+      const fedLag =
+        opts.nats === undefined
+          ? undefined
+          : await readStreamLags(target, opts.nats, opts.stream === undefined ? {} : { stream: opts.stream });
       const h = health(target, {
         ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
         ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
+        ...(fedLag === undefined ? {} : { fedLag }),
       });
       emit(opts, S.healthOutput, h, () =>
         h.projections.length === 0

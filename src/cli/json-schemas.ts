@@ -127,7 +127,7 @@ export const publishOutput = z.object({
   batches: z.number().int(),
   events: z.number().int(),
   duplicates: z.number().int(),
-  snapshots: z.array(z.object({ seq: z.number().int(), rows: z.number().int(), reason })),
+  snapshots: z.array(z.object({ seq: z.number().int(), rows: z.number().int(), reason, reasonAlias: z.string().optional() })),
 });
 
 export const subscribeOutput = importOutput.extend({

@@ -4,9 +4,20 @@ import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
-import { stderr } from './closed-pipe.ts';
+import { stderr, stdout } from './closed-pipe.ts';
+import { summaryIntervalOption, startSummaries, StreamFollowTally } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
 import { PublishMetrics } from './broker-metrics.ts';
+
+function seqOf(cursor: string | undefined): number {
+  return cursor === undefined ? 0 : decodeCursor(cursor).seq;
+}
+
+/** Where a publisher is: the seq the broker acknowledged last, and how far the source is ahead. */
+function where(p: Publisher): string {
+  const at = seqOf(p.cursor);
+  return `at seq ${at}, source at seq ${Math.max(at, p.sourceSeq())} (lag ${Math.max(0, p.sourceSeq() - at)} events)`;
+}
 
 /** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
 const SNAPSHOT_CHECK_MS = 5000;
@@ -18,6 +29,7 @@ interface PublishCliOptions {
   follow?: boolean;
   json?: boolean;
   metrics?: MetricsAddress;
+  summaryInterval: number;
 }
 
 export function registerPublish(program: Command): void {
@@ -36,6 +48,7 @@ export function registerPublish(program: Command): void {
       1000,
     )
     .option('--follow', 'keep publishing as changes commit, until SIGINT/SIGTERM')
+    .addOption(summaryIntervalOption('events published, the seq reached, the lag'))
     .option('--json', 'print one JSON summary object on exit')
     .option(
       '--metrics <host:port>',
@@ -49,10 +62,16 @@ export function registerPublish(program: Command): void {
     .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
       if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
       const stop = new AbortController();
-      const onSignal = () => stop.abort();
+      let received: string | undefined;
+      const onSignal = (name: string) => () => {
+        received ??= name;
+        stop.abort();
+      };
+      const onInt = onSignal('SIGINT');
+      const onTerm = onSignal('SIGTERM');
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
-      process.on('SIGINT', onSignal);
-      process.on('SIGTERM', onSignal);
+      process.on('SIGINT', onInt);
+      process.on('SIGTERM', onTerm);
       const log = (line: string) => stderr().write(`${line}\n`);
       const totals = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishPass['snapshots'][number][] };
       const add = (p: PublishPass) => {
@@ -61,16 +80,22 @@ export function registerPublish(program: Command): void {
         totals.duplicates += p.duplicates;
         totals.snapshots.push(...p.snapshots);
       };
+      // Human mode of a follower: a start line, a summary every --summary-interval, a last line (as sync --follow).
+      const tally = opts.follow === true && opts.json !== true ? new StreamFollowTally('published') : undefined;
       let publisher: Publisher | undefined;
       let metrics: PublishMetrics | undefined;
       let server: MetricsServer | undefined;
+      let stopSummaries: (() => void) | undefined;
       try {
         publisher = await Publisher.open(dbPath, opts.nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
           log,
           signal: stop.signal,
-          onAck: (a) => metrics?.ack(a),
+          onAck: (a) => {
+            metrics?.ack(a);
+            tally?.batch(a.events);
+          },
         });
         const p = publisher;
         // Served before the first pass publishes anything: a port that cannot be bound fails first.
@@ -78,6 +103,13 @@ export function registerPublish(program: Command): void {
           metrics = new PublishMetrics(p.stream);
           server = await serveMetrics(metrics, opts.metrics);
         }
+        if (tally !== undefined)
+          stopSummaries = startSummaries(
+            (line) => stdout().write(`${line}\n`),
+            `following ${dbPath}: publishing to stream ${p.stream} at ${opts.nats}, from seq ${seqOf(p.cursor)}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+            opts.summaryInterval,
+            () => tally.summary(opts.summaryInterval, where(p)),
+          );
         // One pass at a time: a change and an idle check never publish side by side.
         let chain: Promise<unknown> = Promise.resolve();
         const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -85,20 +117,34 @@ export function registerPublish(program: Command): void {
           chain = next.catch(() => {});
           return next;
         };
-        add(await serial(() => p.runOnce()));
+        const pass = async () => add(await serial(() => p.runOnce()));
+        await pass();
         if (opts.follow === true && !stop.signal.aborted) {
           let idleError: unknown;
-          await waitForChange(p.db, dbPath, async () => add(await serial(() => p.runOnce())), {
+          let catchingUp = false;
+          await waitForChange(p.db, dbPath, pass, {
             onIdle: () => {
               if (idleError !== undefined) throw idleError;
+              // The wait takes its starting point after the first pass: a commit that landed in that pass after it
+              // read the journal is not a change to it. The publisher read its own before the pass began, so it knows.
+              if (!catchingUp && p.changedSincePass()) {
+                catchingUp = true;
+                void pass()
+                  .catch((err: unknown) => (idleError = err))
+                  .finally(() => (catchingUp = false));
+              }
               void serial(() => p.checkSnapshot(totals, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
             },
           });
           await chain;
+          if (idleError !== undefined) throw idleError;
         }
+        if (tally !== undefined)
+          stdout().write(`${tally.final(received ?? 'SIGINT', `${where(p)}; saved in ${p.stateFile}, where the next publish resumes`)}\n`);
       } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
+        stopSummaries?.();
+        process.off('SIGINT', onInt);
+        process.off('SIGTERM', onTerm);
         await server?.close();
         await publisher?.close();
       }

@@ -1,10 +1,11 @@
 import type { Command } from 'commander';
-import { subscribe } from '../index.ts';
+import { subscribe, type SubscribedBatch } from '../index.ts';
 import { collect } from './enable.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
-import { stderr } from './closed-pipe.ts';
+import { stderr, stdout } from './closed-pipe.ts';
+import { startSummaries, StreamFollowTally, summaryIntervalOption } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
 import { subscriberMetrics, type SubscriberMetrics } from './broker-metrics.ts';
 
@@ -25,6 +26,7 @@ export function registerSubscribe(program: Command): void {
       [] as string[],
     )
     .option('--follow', 'keep applying new batches until SIGINT/SIGTERM')
+    .addOption(summaryIntervalOption('events applied, the seq reached, the messages waiting'))
     .option('--json', 'print one JSON object on exit')
     .option(
       '--metrics <host:port>',
@@ -46,6 +48,7 @@ export function registerSubscribe(program: Command): void {
           follow?: boolean;
           json?: boolean;
           metrics?: MetricsAddress;
+          summaryInterval: number;
         },
         command: Command,
       ) => {
@@ -64,24 +67,61 @@ export function registerSubscribe(program: Command): void {
           }
         }
         const stop = new AbortController();
-        const onSignal = () => stop.abort();
-        process.on('SIGINT', onSignal);
-        process.on('SIGTERM', onSignal);
+        let received: string | undefined;
+        const onSignal = (name: string) => () => {
+          received ??= name;
+          stop.abort();
+        };
+        const onInt = onSignal('SIGINT');
+        const onTerm = onSignal('SIGTERM');
+        process.on('SIGINT', onInt);
+        process.on('SIGTERM', onTerm);
+        // Human mode of a follower: a start line, a summary every --summary-interval, a last line (as sync --follow).
+        const tally = opts.follow === true && opts.json !== true ? new StreamFollowTally('applied') : undefined;
+        let last: SubscribedBatch | undefined;
+        const where = () =>
+          last === undefined ? 'nothing received yet' : `at seq ${last.toSeq}, ${last.pending} messages waiting on the stream`;
+        let stopSummaries: (() => void) | undefined;
         let r: Awaited<ReturnType<typeof subscribe>>;
         try {
           r = await subscribe(target, opts.nats, {
             ...stream,
-            ...(metrics === undefined ? {} : { onBatch: metrics.onBatch }),
+            onBatch: (b) => {
+              metrics?.onBatch(b);
+              last = b;
+              if (b.applied && !b.snapshot) tally?.batch(b.events);
+            },
+            ...(tally === undefined
+              ? {}
+              : {
+                  onStart: (s) => {
+                    const from = s.started === 'snapshot' ? `from the snapshot at seq ${s.seq}` : `from seq ${s.seq}`;
+                    stopSummaries = startSummaries(
+                      (line) => stdout().write(`${line}\n`),
+                      `following stream ${s.stream} at ${opts.nats} into ${target}, ${from}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+                      opts.summaryInterval,
+                      () => tally.summary(opts.summaryInterval, where()),
+                    );
+                  },
+                }),
             ...(defs === undefined ? {} : { projections: defs }),
             follow: opts.follow === true,
             signal: stop.signal,
             log: (line) => stderr().write(`${line}\n`),
           });
         } finally {
-          process.off('SIGINT', onSignal);
-          process.off('SIGTERM', onSignal);
+          stopSummaries?.();
+          process.off('SIGINT', onInt);
+          process.off('SIGTERM', onTerm);
           await server?.close();
           await metrics?.close();
+        }
+        if (tally !== undefined) {
+          const at = r.projections.filter((p) => p.state === 'active').map((p) => `${p.name} at seq ${p.seq}`);
+          stdout().write(
+            // Without a signal, a follower ends only where import stops: a suspended projection (exit 3 below).
+            `${tally.final(received ?? 'a suspended projection', at.length > 0 ? `committed ${at.join(', ')}, where the next subscribe resumes` : where())}\n`,
+          );
         }
         emit(opts, S.subscribeOutput, r, () =>
           [

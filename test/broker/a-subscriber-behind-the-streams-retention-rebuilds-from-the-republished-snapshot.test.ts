@@ -44,7 +44,7 @@ describe('retention', () => {
       const first = await runCliAsync(['publish', src, '--nats', url, '--batch', '5', '--json']);
       expect(first.status, first.stderr).toBe(0);
       const snap0 = parseJson(first, S.publishOutput).snapshots[0];
-      expect(snap0).toMatchObject({ seq: 0, reason: 'NO_SNAPSHOT_PUBLISHED' });
+      expect(snap0).toMatchObject({ seq: 0, reason: 'STREAM_HAD_NO_SNAPSHOT' });
       const behind = path.join(dir, 'behind.db');
       const keeping = path.join(dir, 'keeping.db');
       for (const t of [behind, keeping]) {

@@ -166,7 +166,12 @@ describe('the happy path of every command', () => {
       const p = await runCliAsync(['publish', src, '--nats', nats.url, '--json']);
       expect(p.status, p.stderr).toBe(0);
       const pub = parseJson(p, S.publishOutput);
-      expect(pub).toMatchObject({ seq: 6, batches: 0, events: 0, snapshots: [{ seq: 6, rows: 805, reason: 'NO_SNAPSHOT_PUBLISHED' }] });
+      expect(pub).toMatchObject({
+        seq: 6,
+        batches: 0,
+        events: 0,
+        snapshots: [{ seq: 6, rows: 805, reason: 'STREAM_HAD_NO_SNAPSHOT', reasonAlias: 'NO_SNAPSHOT_PUBLISHED' }],
+      });
       const r = await runCliAsync(['subscribe', at('subscribed.db'), '--nats', nats.url, '--source', pub.sourceId, '--json']);
       expect(r.status, r.stderr).toBe(0);
       const sub = parseJson(r, S.subscribeOutput);

@@ -8,7 +8,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
  * A real nats-server with JetStream for tests (never a mock): on a free
  * loopback port, with its store in a temp directory. It can be stopped
  * (SIGTERM), killed (SIGKILL) and started again on the same port and store,
- * so a test can take the broker away under a running publisher or subscriber.
+ * so a test can take the broker away under a running publisher or subscriber,
+ * or on the same port with a new, empty store (`restartEmpty`): a broker that
+ * comes back without its streams and consumers.
  */
 
 /** The server binary: NATS_SERVER, else nats-server on the PATH, else Debian's. */
@@ -36,15 +38,16 @@ export async function freePort(): Promise<number> {
 
 export class NatsServer {
   readonly port: number;
-  readonly storeDir: string;
-  readonly #ownsDir: boolean;
+  #storeDir: string;
+  /** The stores this object made (the first one, unless given, and each of restartEmpty), removed by dispose. */
+  readonly #madeDirs: string[] = [];
   #child: ChildProcess | undefined;
   #log = '';
 
   private constructor(port: number, storeDir: string, ownsDir: boolean) {
     this.port = port;
-    this.storeDir = storeDir;
-    this.#ownsDir = ownsDir;
+    this.#storeDir = storeDir;
+    if (ownsDir) this.#madeDirs.push(storeDir);
   }
 
   /** Starts a server on a free port with a fresh store (or `storeDir`), and waits until JetStream is ready. */
@@ -53,6 +56,11 @@ export class NatsServer {
     const server = new NatsServer(await freePort(), dir, options.storeDir === undefined);
     await server.restart();
     return server;
+  }
+
+  /** The store directory the server runs (or last ran) on. */
+  get storeDir(): string {
+    return this.#storeDir;
   }
 
   get url(): string {
@@ -99,6 +107,14 @@ export class NatsServer {
     }
   }
 
+  /** Starts the server again on the same port with a new, empty store (it must not be running): every stream and consumer is gone. */
+  async restartEmpty(): Promise<void> {
+    if (this.#child !== undefined) throw new Error('nats-server is already running');
+    this.#storeDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nats-'));
+    this.#madeDirs.push(this.#storeDir);
+    await this.restart();
+  }
+
   /** Stops the server (SIGTERM, then SIGKILL after 5 s) and waits for it to exit. */
   async stop(): Promise<void> {
     await this.#end('SIGTERM');
@@ -112,7 +128,7 @@ export class NatsServer {
   /** Stops the server and removes the store it made. */
   async dispose(): Promise<void> {
     await this.#end('SIGKILL');
-    if (this.#ownsDir) fs.rmSync(this.storeDir, { recursive: true, force: true });
+    for (const d of this.#madeDirs) fs.rmSync(d, { recursive: true, force: true });
   }
 
   async #end(signal: NodeJS.Signals): Promise<void> {

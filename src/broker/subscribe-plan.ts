@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { AckPolicy, DeliverPolicy, JetStreamApiError, type StoredMsg } from '@nats-io/jetstream';
+import { nanos } from '@nats-io/transport-node';
+import { openDatabase } from '../sqlite/connection.ts';
+import { InvalidInputError } from '../errors.ts';
+import { readProjections } from '../apply/target-meta.ts';
+import { parseDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
+import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
+import { HEADER, type SourceSubjects } from './subjects.ts';
+import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
+import type { Start } from './message-lines.ts';
+
+/*
+ * Where a subscriber starts, worked out from the target's cursor, not from
+ * the broker (docs/broker.md): the first batch the stream holds that ends
+ * after it; the published snapshot for a target with no projections (or a
+ * --projection it does not have yet), and for one the stream's batches no
+ * longer continue (SUBSCRIBER_BEHIND_STREAM). And the target's own durable
+ * consumer, made again at that start.
+ */
+
+export interface TargetPosition {
+  /** The seq the target's active projections of this source have all reached (undefined: it needs a snapshot). */
+  readonly seq: number | undefined;
+}
+
+export function targetPosition(
+  targetPath: string,
+  options: { readonly sourceId: string; readonly projections?: readonly ProjectionDefinitionInput[] },
+): TargetPosition {
+  if (!fs.existsSync(targetPath)) return { seq: undefined };
+  const db = openDatabase(targetPath, { readonly: true, role: 'target' });
+  try {
+    const all = readProjections(db, 'main').filter((p) => p.sourceId === options.sourceId);
+    const wanted = (options.projections ?? []).map((d) => parseDefinition(d).name);
+    if (all.length === 0 || wanted.some((w) => !all.some((p) => p.name === w))) return { seq: undefined };
+    const active = all.filter((p) => p.state === 'active');
+    // Suspended ones are skipped by the applier; with none active, nothing older than the newest matters.
+    const seqs = (active.length > 0 ? active : all).map((p) => p.seq);
+    return { seq: active.length > 0 ? Math.min(...seqs) : Math.max(...seqs) };
+  } finally {
+    db.close();
+  }
+}
+
+export interface Plan {
+  readonly start: Start;
+  /** The seq the target continues from: the snapshot's, or its own. */
+  readonly seq: number;
+  readonly encoding: TextEncoding | undefined;
+  readonly rebuilt?: { readonly reason: 'SUBSCRIBER_BEHIND_STREAM'; readonly targetSeq: number; readonly snapshotSeq: number };
+}
+
+export async function planStart(
+  b: Broker,
+  stream: string,
+  subjects: SourceSubjects,
+  position: TargetPosition,
+  firstSeq: number,
+  lastSeq: number,
+  /**
+   * The stream may be one made again that a publisher is still filling (after
+   * a follower lost its consumer): where no batch continues the target and
+   * the stream has no snapshot yet, BROKER_NO_SNAPSHOT (a follower waits for
+   * it) rather than start at the end and meet a gap when the snapshot's
+   * batches come.
+   */
+  remade = false,
+): Promise<Plan> {
+  const fromSnapshot = async (known?: StoredMsg): Promise<Plan> => {
+    const end = known ?? (await lastMessage(b, stream, subjects.end));
+    const start = Number(end?.header?.get(HEADER.snapshotStart));
+    if (end === undefined || !Number.isSafeInteger(start) || start < firstSeq)
+      throw new InvalidInputError(
+        'BROKER_NO_SNAPSHOT',
+        `Stream ${stream} holds no complete snapshot of the source, and the target needs one to start. Run sluice publish on the source: it publishes one when the stream has none, or its retention dropped it.`,
+      );
+    return {
+      start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
+      seq: Number(end.header.get(HEADER.toSeq)),
+      encoding: encodingOf(end),
+    };
+  };
+  if (position.seq === undefined) return fromSnapshot();
+  const target = position.seq;
+  const behind = async (known?: StoredMsg): Promise<Plan> => {
+    const plan = await fromSnapshot(known);
+    return { ...plan, rebuilt: { reason: 'SUBSCRIBER_BEHIND_STREAM', targetSeq: target, snapshotSeq: plan.seq } };
+  };
+  const first = await firstBatchAfter(b, stream, subjects.batch, target, firstSeq, lastSeq);
+  if (first === undefined) {
+    // No batch ends after the target's seq, but the snapshot does: the events in between are in no batch of this
+    // stream (one made again on a server that lost its store, or a publisher that started again from a new snapshot).
+    const end = await lastMessage(b, stream, subjects.end);
+    if (end !== undefined && Number(end.header.get(HEADER.toSeq)) > target) return behind(end);
+    if (end === undefined && remade)
+      throw new InvalidInputError(
+        'BROKER_NO_SNAPSHOT',
+        `Stream ${stream} holds no batch that continues the target's seq ${target}, and no snapshot yet. Run sluice publish on the source: it publishes one into a stream that has none.`,
+      );
+    return { start: { streamSeq: lastSeq + 1 }, seq: target, encoding: undefined };
+  }
+  if (Number(first.header.get(HEADER.fromSeq)) > target) return behind();
+  return { start: { streamSeq: first.seq }, seq: target, encoding: encodingOf(first) };
+}
+
+/** The first batch message in stream order that ends after `seq` (batches are in seq order: binary search). */
+export async function firstBatchAfter(
+  b: Broker,
+  stream: string,
+  subject: string,
+  seq: number,
+  lo: number,
+  hi: number,
+): Promise<StoredMsg | undefined> {
+  let found: StoredMsg | undefined;
+  while (lo <= hi) {
+    const mid = Math.floor((lo + hi) / 2);
+    const m = await messageAtOrAfter(b, stream, mid, subject);
+    if (m === undefined || m.seq > hi) {
+      hi = mid - 1;
+      continue;
+    }
+    if (Number(m.header.get(HEADER.toSeq)) > seq) {
+      found = m;
+      hi = mid - 1;
+    } else lo = m.seq + 1;
+  }
+  return found;
+}
+
+/** The text encoding the message's marker line declares. */
+function encodingOf(m: StoredMsg): TextEncoding | undefined {
+  const text = Buffer.from(m.data).toString('utf8').trimEnd();
+  const last = text.slice(text.lastIndexOf('\n') + 1);
+  try {
+    const e = (JSON.parse(last) as { encoding?: unknown }).encoding;
+    return (TEXT_ENCODINGS as readonly unknown[]).includes(e) ? (e as TextEncoding) : undefined;
+  } catch {
+    return undefined; // the reader refuses the line
+  }
+}
+
+/** The target's own durable consumer, made again at `startSeq` (the target's cursor decides where, not the broker). */
+export async function freshConsumer(b: Broker, stream: string, targetPath: string, subjects: SourceSubjects, startSeq: number) {
+  const name = `sluice_${createHash('sha256').update(path.resolve(targetPath)).digest('hex').slice(0, 20)}`;
+  try {
+    await b.jsm.consumers.delete(stream, name);
+  } catch (err) {
+    if (!(err instanceof JetStreamApiError)) throw err;
+  }
+  await b.jsm.consumers.add(stream, {
+    durable_name: name,
+    ack_policy: AckPolicy.Explicit,
+    deliver_policy: DeliverPolicy.StartSequence,
+    opt_start_seq: Math.max(1, startSeq),
+    filter_subject: subjects.all,
+    ack_wait: nanos(10 * 60_000),
+    max_ack_pending: 10_000,
+  });
+  return b.js.consumers.get(stream, name);
+}
