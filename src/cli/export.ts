@@ -78,24 +78,10 @@ export function registerExport(program: Command): void {
             }
             totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
           };
-          // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange
-          // only installs its handlers after it, and a signal meanwhile would kill
-          // the process (exit by signal, no summary) instead of a clean exit 0.
-          let stopped = false;
-          const onSignal = () => {
-            stopped = true;
-          };
-          if (opts.follow === true) {
-            process.on('SIGINT', onSignal);
-            process.on('SIGTERM', onSignal);
-          }
-          try {
-            run();
-            if (opts.follow === true && !stopped) await waitForChange(db, dbPath, run);
-          } finally {
-            process.off('SIGINT', onSignal);
-            process.off('SIGTERM', onSignal);
-          }
+          // With --follow, waitForChange runs the first run too, from a data_version read
+          // before it (wait.ts), and stops on SIGINT/SIGTERM between runs.
+          if (opts.follow === true) await waitForChange(db, dbPath, run);
+          else run();
         } finally {
           sink.flush(true);
           db.close();
