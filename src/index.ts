@@ -15,6 +15,7 @@ export {
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';
 export { quoteIdent } from './sqlite/quote.ts';
+export { checkHeldFile, heldFile } from './sqlite/file-identity.ts';
 export { runQuery } from './sqlite/query.ts';
 export type { QueryResult } from './sqlite/query.ts';
 export { RawText, sameValue, sameRow, storageClass, toJsonValue, fromJsonValue, jsonValueSchema } from './sqlite/codec.ts';

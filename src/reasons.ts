@@ -601,6 +601,13 @@ export const REASONS = {
     explain: 'The target file was deleted or replaced while sync --follow ran; the follower stops and writes nothing more.',
     repair: null,
   },
+  SOURCE_REPLACED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "The source's path came to name another file (a copy renamed over it, e.g. after VACUUM INTO) or none while a reader (sync --follow, export --follow, a long sync or export) held the file it opened; it stops, having made no cursor for the new file, and its failure stays recorded (health exits 3) until a sync succeeds. Run it again: a new run reads the new file and rebuilds from a snapshot (FILE_CHANGED).",
+    repair: null,
+  },
   DB_NOT_WRITABLE: { kinds: ['error'], clears: false, explain: 'This user may not write the database (or its folder).', repair: null },
   DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
   NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },

@@ -65,6 +65,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         onIdle: () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
         },
       });
