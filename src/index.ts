@@ -16,6 +16,7 @@ export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlit
 export type { Db, OpenOptions } from './sqlite/connection.ts';
 export { quoteIdent } from './sqlite/quote.ts';
 export { checkHeldFile, heldFile } from './sqlite/file-identity.ts';
+export type { ProcessLock } from './sqlite/process-lock.ts';
 export { runQuery } from './sqlite/query.ts';
 export type { QueryResult } from './sqlite/query.ts';
 export { RawText, sameValue, sameRow, storageClass, toJsonValue, fromJsonValue, jsonValueSchema } from './sqlite/codec.ts';
@@ -90,6 +91,7 @@ export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export { dropProjection } from './apply/drop.ts';
+export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
 export type { DropResult } from './apply/drop.ts';
 export type { FailureHealth, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';

@@ -601,6 +601,13 @@ export const REASONS = {
     explain: 'The target file was deleted or replaced while sync --follow ran; the follower stops and writes nothing more.',
     repair: null,
   },
+  TARGET_FOLLOWED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another process follows this target (sync --follow or subscribe --follow holds its lock, the file TARGET-follower): a target takes one follower. The message names the process; stop it first, or follow into another target. One-shot commands run beside a follower.',
+    repair: null,
+  },
   SOURCE_REPLACED: {
     kinds: ['error'],
     clears: false,
