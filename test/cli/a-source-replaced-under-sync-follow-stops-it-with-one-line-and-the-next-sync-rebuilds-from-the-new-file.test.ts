@@ -4,6 +4,7 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { decodeCursor } from '../../src/feed/cursor.ts';
+import { readResumePoint } from '../../src/export/resume-point.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import {
@@ -31,6 +32,7 @@ import {
  * the source and the fix, exit 1, with the failure recorded so that health
  * exits 3 until a sync succeeds. The next sync opens the new file, finds
  * the cursors were taken on another one (FILE_CHANGED) and rebuilds.
+ * export --follow stops the same way.
  */
 
 let dir: string;
@@ -177,5 +179,27 @@ describe.skipIf(process.platform === 'win32')('a source replaced under sync --fo
     const exit = await exitWithin(f);
     expectReplaced(exit, f, src);
     await expectRecovery(src, target, 'SEQ_REGRESSED');
+  });
+
+  test('export --follow stops the same way, and its saved cursor names the file it read', async () => {
+    const src = source('c.db');
+    const copy = path.join(dir, 'c-copy.db');
+    const out = path.join(dir, 'c.jsonl');
+    running = startCli(['export', src, '--out', out, '--follow']);
+    const f = running;
+    await waitFor('the snapshot on disk', () => fs.existsSync(`${out}.cursor`));
+    vacuumInto(src, copy);
+    writeRows(src, 151, 156, 'old');
+    await waitFor("the old file's writes in the export", () => fs.readFileSync(out, 'utf8').includes('"old155"'));
+    const heldFile = fs.statSync(src, { bigint: true });
+    checkpoint(src);
+    fs.renameSync(copy, src);
+    writeRows(src, 151, 161, 'new');
+    const exit = await exitWithin(f);
+    expectReplaced(exit, f, src);
+    expect(fs.readFileSync(out, 'utf8')).not.toContain('"new');
+    const saved = readResumePoint(`${out}.cursor`).cursor;
+    expect(saved).toBeDefined();
+    expect(decodeCursor(saved as string).file?.ino).toBe(heldFile.ino.toString());
   });
 });
