@@ -54,6 +54,6 @@ export function lockFollower(targetPath: string, command: string): ProcessLock {
       : `process ${h.pid} (${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
   throw new SluiceError(
     'TARGET_FOLLOWED',
-    `Target ${targetPath} is followed by ${who}, which holds its lock ${file}: a target takes one follower (two would rebuild a projection they define differently in turn). Stop that process first${h === undefined ? '' : ` (kill ${h.pid})`}, or follow into another target; a one-shot sync may run beside it.`,
+    `Target ${targetPath} is followed by ${who}, which holds its lock ${file}: a target takes one follower (two would write it in turn: rebuild a projection they define differently, share one durable consumer). Stop that process first${h === undefined ? '' : ` (kill ${h.pid})`}, or follow into another target; a one-shot sync may run beside it.`,
   );
 }
