@@ -15,6 +15,8 @@ export {
 export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';
 export { quoteIdent } from './sqlite/quote.ts';
+export { checkHeldFile, heldFile } from './sqlite/file-identity.ts';
+export type { ProcessLock } from './sqlite/process-lock.ts';
 export { runQuery } from './sqlite/query.ts';
 export type { QueryResult } from './sqlite/query.ts';
 export { RawText, sameValue, sameRow, storageClass, toJsonValue, fromJsonValue, jsonValueSchema } from './sqlite/codec.ts';
@@ -91,6 +93,7 @@ export { readProjections, repairAction } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export { dropProjection } from './apply/drop.ts';
+export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
 export type { DropResult } from './apply/drop.ts';
 export type { FailureHealth, FedLag, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';

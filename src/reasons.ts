@@ -602,6 +602,20 @@ export const REASONS = {
     explain: 'The target file was deleted or replaced while sync --follow ran; the follower stops and writes nothing more.',
     repair: null,
   },
+  TARGET_FOLLOWED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another process follows this target (sync --follow or subscribe --follow holds its lock, the file TARGET-follower): a target takes one follower. The message names the process; stop it first, or follow into another target. One-shot commands run beside a follower.',
+    repair: null,
+  },
+  SOURCE_REPLACED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "The source's path came to name another file (a copy renamed over it, e.g. after VACUUM INTO) or none while a reader (sync --follow, export --follow, a long sync or export) held the file it opened; it stops, having made no cursor for the new file, and its failure stays recorded (health exits 3) until a sync succeeds. Run it again: a new run reads the new file and rebuilds from a snapshot (FILE_CHANGED).",
+    repair: null,
+  },
   DB_NOT_WRITABLE: { kinds: ['error'], clears: false, explain: 'This user may not write the database (or its folder).', repair: null },
   DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
   NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },
@@ -722,13 +736,6 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain: 'A subscriber needs a snapshot and the stream holds none.',
-    repair: null,
-  },
-  TARGET_HAS_FOLLOWER: {
-    kinds: ['error'],
-    clears: false,
-    explain:
-      'Another process already follows the target (holds its follower lock, <target>.follower-lock): one follower per target, a second would fight it over the target and its broker consumer.',
     repair: null,
   },
   PUBLISH_STATE_FILE: {

@@ -15,7 +15,7 @@ import { step, type StepContext, type StepOutcome } from './step.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import { damagedFile } from './damaged.ts';
-import { checkSameFile, fileIdentity, type FileIdentity } from './target-identity.ts';
+import { checkHeldFile, checkSameFile, pathIdentity, type FileIdentity } from '../sqlite/file-identity.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
@@ -88,7 +88,7 @@ export class Syncer {
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
-    this.#targetFile = fileIdentity(session.targetPath);
+    this.#targetFile = pathIdentity(session.targetPath);
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -153,6 +153,7 @@ export class Syncer {
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    this.checkSource();
     this.checkTarget();
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
@@ -174,6 +175,8 @@ export class Syncer {
         const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
         reports.push(cause !== undefined && r.rebuilt !== undefined && REARM_REBUILDS.has(r.rebuilt) ? { ...r, rebuilt: cause } : r);
       } catch (err) {
+        // A replaced source stops the run (no cursor was made for the new file: source-view.ts), recorded for every projection.
+        if (err instanceof SluiceError && err.code === 'SOURCE_REPLACED') this.#sourceReplaced(err);
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
         if (err instanceof FileBusyError) {
@@ -465,11 +468,32 @@ export class Syncer {
 
   /**
    * Throws TARGET_GONE when the file at the target's path is no longer the
-   * one this syncer opened (deleted or replaced: target-identity.ts). Each
-   * run checks it before every batch; a follower also while idle.
+   * one this syncer opened (deleted or replaced: sqlite/file-identity.ts).
+   * Each run checks it before every batch; a follower also while idle.
    */
   checkTarget(): void {
-    checkSameFile(this.session.targetPath, this.#targetFile);
+    checkSameFile(this.session.targetPath, this.#targetFile, 'target');
+  }
+
+  /**
+   * Throws SOURCE_REPLACED when the source's path no longer names the file
+   * this syncer opened (a copy renamed over it, or deleted), after recording
+   * it as every projection's failed attempt, so that health exits 3 with it
+   * until a sync succeeds. Each run checks it first, and before every batch
+   * (through the cursor it makes or checks); a follower also while idle.
+   */
+  checkSource(): void {
+    try {
+      checkHeldFile(this.session.db, 'source');
+    } catch (err) {
+      if (err instanceof SluiceError) this.#sourceReplaced(err);
+      throw err;
+    }
+  }
+
+  #sourceReplaced(err: SluiceError): never {
+    for (const p of this.projections) recordFailureAlone(this.session.db, p.name, err.code, err.message);
+    throw err;
   }
 
   get #busyTimeoutMs(): number {

@@ -7,7 +7,6 @@ import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/export.ts';
 import { readState } from '../capture/catalog.ts';
 import { lastJournalSeq } from '../feed/journal-stats.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { publishSnapshot, RETIRED_SNAPSHOT_REASONS, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
@@ -84,8 +83,6 @@ export class Publisher {
   #lastSnapshotCheck = 0;
   /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
   #streamsMade = 0;
-  /** The source's data_version when the last pass began, read before it read the journal. */
-  #versionAtPass: number | undefined;
 
   private constructor(db: Db, sourcePath: string, sourceId: string, broker: Broker, options: PublishOptions) {
     this.db = db;
@@ -145,17 +142,6 @@ export class Publisher {
     this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
   }
 
-  /**
-   * Whether another connection committed to the source since the last pass
-   * began (or none ran yet). The starting point is read before the pass
-   * reads the journal, so a commit that lands during a pass, after its last
-   * read, is never taken as seen: a follower that waits on the source
-   * (cli/publish.ts) asks this when it finds nothing new, and runs a pass.
-   */
-  changedSincePass(): boolean {
-    return this.#versionAtPass === undefined || dataVersion(this.db) !== this.#versionAtPass;
-  }
-
   /** The source's high-water seq (what a follower's lag is counted against). */
   sourceSeq(): number {
     return lastJournalSeq(this.db);
@@ -163,7 +149,6 @@ export class Publisher {
 
   /** Publishes everything the source has after the position, and a snapshot where one is needed. */
   async runOnce(): Promise<PublishPass> {
-    this.#versionAtPass = dataVersion(this.db);
     const tally = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishedSnapshotReport[] };
     if (this.#cursor === undefined) await this.#snapshot('STREAM_HAD_NO_SNAPSHOT', tally);
     while (this.#cursor !== undefined && !this.#stopped()) {
@@ -316,11 +301,6 @@ export class Publisher {
     this.#streamsMade++;
     this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
   }
-}
-
-/** The source's PRAGMA data_version: it moves when another connection commits. */
-function dataVersion(db: Db): number {
-  return Number(cachedStatement(db, 'PRAGMA main.data_version', 'pluck').get() as bigint);
 }
 
 /** Lines of one message, in memory. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
 import { SluiceError } from '../errors.ts';
-import { acquireFollowerLock } from '../apply/follower-lock.ts';
+import { lockFollower } from '../apply/follower-lock.ts';
 import { readProjections } from '../apply/target-meta.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
@@ -76,7 +76,7 @@ export interface SubscribeReport extends ImportReport {
 
 export async function subscribe(targetPath: string, url: string, options: SubscribeOptions): Promise<SubscribeReport> {
   // Before anything touches the broker: a second subscriber would make the first one's consumer again under it.
-  const lock = acquireFollowerLock(targetPath, options.follow === true ? 'sluice subscribe --follow' : 'sluice subscribe');
+  const lock = lockFollower(targetPath, options.follow === true ? 'subscribe --follow' : 'subscribe');
   try {
     const broker = await openBroker(url, 'subscribe', options.log);
     try {

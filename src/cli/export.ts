@@ -13,6 +13,7 @@ import {
   saveResumePoint,
   saveSnapshotStart,
   truncateToResumePoint,
+  checkHeldFile,
 } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -67,6 +68,7 @@ export function registerExport(program: Command): void {
         try {
           const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
           const run = () => {
+            checkHeldFile(db, 'source'); // a source replaced by another file stops export too (SOURCE_REPLACED), even with nothing new to read
             if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
             range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
             bar.update(0, range.to - range.from);
@@ -78,24 +80,10 @@ export function registerExport(program: Command): void {
             }
             totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
           };
-          // With --follow, trap SIGINT/SIGTERM before the first run: waitForChange
-          // only installs its handlers after it, and a signal meanwhile would kill
-          // the process (exit by signal, no summary) instead of a clean exit 0.
-          let stopped = false;
-          const onSignal = () => {
-            stopped = true;
-          };
-          if (opts.follow === true) {
-            process.on('SIGINT', onSignal);
-            process.on('SIGTERM', onSignal);
-          }
-          try {
-            run();
-            if (opts.follow === true && !stopped) await waitForChange(db, dbPath, run);
-          } finally {
-            process.off('SIGINT', onSignal);
-            process.off('SIGTERM', onSignal);
-          }
+          // With --follow, waitForChange runs the first run too, from a data_version read
+          // before it (wait.ts), and stops on SIGINT/SIGTERM between runs.
+          if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
+          else run();
         } finally {
           sink.flush(true);
           db.close();

@@ -29,9 +29,10 @@ const ACK_INTERVAL_MS = 1000;
 
 /**
  * Keeps a Syncer running until SIGINT/SIGTERM: a pass at start, then one
- * each time the source commits. A signal lets the target transaction in
- * flight finish and starts no other: a long catch-up stops after its current
- * batch, and the next run continues from the target's cursor.
+ * each time the source commits (waitForChange runs both). A signal lets the
+ * target transaction in flight finish and starts no other: a long catch-up
+ * stops after its current batch, and the next run continues from the
+ * target's cursor.
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const stop = new AbortController();
@@ -41,10 +42,8 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
     options.onReport(report);
     if (options.json === true) stdout().write(`${JSON.stringify(reportJson(report))}\n`);
   };
-  // Trap SIGINT/SIGTERM from the start: waitForChange installs its handlers
-  // only after the first pass, and a signal during that pass (a snapshot or
-  // a long catch-up) would otherwise kill the process with the default action
-  // instead of finishing the pass and exiting 0.
+  // SIGINT/SIGTERM also stop the pass in flight between two batches
+  // (waitForChange's own handlers only keep another from starting).
   let received: string | undefined;
   const onInt = () => {
     received ??= 'SIGINT';
@@ -61,12 +60,12 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   const timer =
     human === undefined ? undefined : setInterval(() => human.say(human.tally.summary(human.summaryIntervalMs)), human.summaryIntervalMs);
   try {
-    await pass();
-    if (stop.signal.aborted) return;
     try {
+      // The first pass too, from a data_version read before it (wait.ts): a commit during it or right after it brings another.
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         onIdle: () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
         },
       });
@@ -82,6 +81,6 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);
   }
-  // waitForChange returns on a signal that came while it waited (its own handlers).
+  // waitForChange returns on a signal (its own handlers), once the pass in flight is done.
   human?.say(human.tally.final(received ?? 'SIGINT'));
 }

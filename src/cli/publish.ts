@@ -118,21 +118,14 @@ export function registerPublish(program: Command): void {
           return next;
         };
         const pass = async () => add(await serial(() => p.runOnce()));
-        await pass();
-        if (opts.follow === true && !stop.signal.aborted) {
+        if (opts.follow !== true) await pass();
+        else {
           let idleError: unknown;
-          let catchingUp = false;
+          // waitForChange runs the first pass itself, from a data_version read before it: a commit that lands
+          // while a pass reads the journal brings another pass.
           await waitForChange(p.db, dbPath, pass, {
             onIdle: () => {
               if (idleError !== undefined) throw idleError;
-              // The wait takes its starting point after the first pass: a commit that landed in that pass after it
-              // read the journal is not a change to it. The publisher read its own before the pass began, so it knows.
-              if (!catchingUp && p.changedSincePass()) {
-                catchingUp = true;
-                void pass()
-                  .catch((err: unknown) => (idleError = err))
-                  .finally(() => (catchingUp = false));
-              }
               void serial(() => p.checkSnapshot(totals, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
             },
           });

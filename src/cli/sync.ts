@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncProgress, type SyncReport } from '../index.ts';
+import { lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -167,8 +168,11 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
     reinit: opts.reinit,
     ...(needsProgress ? { onProgress } : {}),
   });
+  let lock: ProcessLock | undefined;
   try {
     if (opts.follow === true) {
+      // One follower per target (TARGET_FOLLOWED), taken once the target exists, before the first pass.
+      lock = lockFollower(target, 'sync --follow');
       // The text of a followed run is its progress; a re-arm at the open is said once, on stderr.
       const say = (line: string) => {
         progress.stop();
@@ -203,5 +207,6 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
   } finally {
     progress.stop();
     syncer.close();
+    lock?.release();
   }
 }

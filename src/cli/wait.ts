@@ -20,9 +20,27 @@ export interface WaitOptions {
 const RECHECK_MS = [1, 4, 10] as const;
 
 /**
- * Calls `onChange` whenever another connection commits to the source, until
- * SIGINT/SIGTERM. Wakes on writes to the database and WAL files (fs.watch),
- * with a cheap PRAGMA data_version poll as the fallback.
+ * The environment variable that turns the file watch off: a follower then
+ * wakes on its poll alone (docs/cli.md). Backquoted: it is no reason code
+ * (the catalog's test takes every quoted NAME_LIKE_THIS for one).
+ */
+const NO_WATCH_ENV = `SLUICE_NO_WATCH`;
+
+/**
+ * Runs `onChange` (a pass) at once, and again whenever another connection
+ * commits to the source, until SIGINT/SIGTERM. Wakes on writes to the
+ * database and WAL files (fs.watch), with a cheap PRAGMA data_version poll
+ * as the fallback (the only way with SLUICE_NO_WATCH=1).
+ *
+ * Each pass starts from a data_version read on `db` (the connection the
+ * pass reads the source through) before it, and the wait after it compares
+ * with that value: a commit made before the read is in the pass, one made
+ * after it moves data_version and brings another pass. The first pass is
+ * run here for that reason: a caller's own pass before the call would leave
+ * a gap (its read of the journal, then the starting point) in which a
+ * commit counts as seen and the follower sleeps on it until an unrelated
+ * commit wakes it. A caller that ran one anyway gets one more pass at once,
+ * which closes the gap.
  */
 export async function waitForChange(
   db: Db,
@@ -49,6 +67,7 @@ export async function waitForChange(
   process.on('SIGTERM', onSignal);
   let watcher: fs.FSWatcher | undefined;
   try {
+    if (watchOff()) throw new Error(`${NO_WATCH_ENV} is set`);
     watcher = fs.watch(path.dirname(source), (_event, file) => {
       if (file !== null && (file === base || file === `${base}-wal`)) {
         watchWoke = true;
@@ -60,7 +79,7 @@ export async function waitForChange(
   }
   const interval = pollMs ?? (watcher === undefined ? 20 : 250);
   const dataVersion = db.prepare('PRAGMA main.data_version').pluck();
-  let seen = Number(dataVersion.get() as bigint);
+  let seen: number | undefined; // the data_version the last pass started from; none yet: the first iteration runs one
   let rechecks: number = RECHECK_MS.length; // the next entry of RECHECK_MS; its length: none pending
   let polled = false; // the last wait was the fallback poll, and it ran out
   try {
@@ -68,7 +87,7 @@ export async function waitForChange(
       const v = Number(dataVersion.get() as bigint);
       if (v !== seen) {
         seen = v;
-        watchWoke = false; // wakes from now on may be for commits this pass does not see
+        watchWoke = false; // wakes from now on may be for commits this pass does not see (read before it, on its connection)
         rechecks = RECHECK_MS.length;
         polled = false;
         await onChange();
@@ -95,4 +114,9 @@ export async function waitForChange(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
+}
+
+function watchOff(): boolean {
+  const v = process.env[NO_WATCH_ENV];
+  return v !== undefined && v !== '' && v !== '0';
 }

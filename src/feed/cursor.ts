@@ -1,7 +1,6 @@
-import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import type { Db } from '../sqlite/connection.ts';
+import type { FileIdentity } from '../sqlite/file-identity.ts';
 import { InvalidInputError } from '../errors.ts';
 
 /*
@@ -13,13 +12,7 @@ import { InvalidInputError } from '../errors.ts';
 export const CURSOR_VERSION = 2;
 const PREFIX = 'sluice';
 
-export interface FileIdentity {
-  /** Device and inode as decimal strings: Windows file ids exceed 2^53. */
-  readonly dev: string;
-  readonly ino: string;
-  /** Birth time in ms where the OS reports one, else 0. */
-  readonly birth: number;
-}
+export type { FileIdentity };
 
 export interface Cursor {
   readonly version: number;
@@ -175,18 +168,6 @@ function fromPayload(p: z.infer<typeof payloadSchema>): Cursor {
     ...(p.i === undefined ? {} : { file: { dev: p.i[0], ino: p.i[1], birth: p.i[2] } }),
     ...(p.x === undefined ? {} : { ext: p.x }),
   };
-}
-
-/** The identity of the database file behind a connection (undefined for in-memory). */
-export function fileIdentity(db: Db): FileIdentity | undefined {
-  if (db.memory || db.name === '' || db.name === ':memory:') return undefined;
-  const st = fs.statSync(db.name, { bigint: true });
-  return { dev: st.dev.toString(), ino: st.ino.toString(), birth: Number(st.birthtimeMs) };
-}
-
-export function sameFile(a: FileIdentity, b: FileIdentity): boolean {
-  // Birth time is compared only when both sides have one.
-  return a.dev === b.dev && a.ino === b.ino && (a.birth === 0 || b.birth === 0 || a.birth === b.birth);
 }
 
 const digests = new Map<string, string>();

@@ -7,7 +7,8 @@ import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
 import { anchorAt } from './anchor.ts';
-import { encodeCursor, fileIdentity, schemaDigest, CURSOR_VERSION, type Cursor, type FileIdentity } from './cursor.ts';
+import { encodeCursor, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
+import { checkHeldFile, heldFile, type FileIdentity } from '../sqlite/file-identity.ts';
 
 /** What a reader knows about a source inside one read transaction. */
 export interface SourceView {
@@ -151,13 +152,17 @@ export function counterModeTable(table: string): FailClosedError {
 const viewFiles = new WeakMap<SourceView, FileIdentity | undefined>();
 
 /**
- * The source file's identity, once per view: a view is read in one read
- * transaction, and validating a cursor and making the next one in that
- * transaction need the same answer (one stat, not one each).
+ * The identity of the source file a view was read from: the file the
+ * connection holds, taken when it was opened (file-identity.ts), not the
+ * one its path names now. Once per view, the path must still name it, or
+ * this throws SOURCE_REPLACED: no cursor is checked against, or made for,
+ * a file that writers no longer reach, so a batch read across a swap is
+ * never committed (one stat per read transaction, as before).
  */
 export function viewFileIdentity(db: Db, view: SourceView): FileIdentity | undefined {
   if (viewFiles.has(view)) return viewFiles.get(view);
-  const file = fileIdentity(db);
+  checkHeldFile(db, 'source');
+  const file = heldFile(db);
   viewFiles.set(view, file);
   return file;
 }

@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { SluiceError, InvalidInputError } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
 import { folderNotWritable } from './access.ts';
+import { heldFile, pathIdentity, sameFile } from './file-identity.ts';
 
 export type Db = Database.Database;
 
@@ -42,6 +43,23 @@ export interface JournalModeResult {
  * `wal: true` (or useWal) switches it, for the files that should be in WAL.
  */
 export function openDatabase(path: string, options: OpenOptions = {}): Db {
+  // The identity of the file a connection holds is taken here, once (file-identity.ts): it is the
+  // file the path named both before and after the open. A file swapped in meanwhile: open again.
+  for (let attempt = 1; ; attempt++) {
+    const before = path === ':memory:' ? undefined : pathIdentity(path);
+    const db = openOnce(path, options);
+    const after = heldFile(db);
+    if (after === undefined ? before === undefined : before === undefined || sameFile(before, after)) return db;
+    db.close();
+    if (attempt === 3)
+      throw new SluiceError(
+        'DB_OPEN_FAILED',
+        `Cannot open ${options.role ?? 'database'} ${path}: the file at that path was replaced by another one each time it was opened. Open it again once nothing renames files over it.`,
+      );
+  }
+}
+
+function openOnce(path: string, options: OpenOptions): Db {
   const role = options.role ?? 'database';
   if (path !== ':memory:') checkFile(path, role, options.create ?? false);
   let db: Db;

@@ -6,7 +6,8 @@ import { Syncer, sync } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { health } from '../../src/apply/health.ts';
 import { pythonExec } from '../support/journal.ts';
-import { decodeCursor, encodeCursor, fileIdentity } from '../../src/feed/cursor.ts';
+import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
+import { heldFile } from '../../src/sqlite/file-identity.ts';
 
 /*
  * fixtures/before-build holds a source and a target written by the sluice
@@ -30,7 +31,7 @@ function copyFixture(tmp: string): { source: string; target: string } {
   fs.copyFileSync(path.join(FIXTURE, 'source.sqlite'), source);
   fs.copyFileSync(path.join(FIXTURE, 'target.sqlite'), target);
   const src = openDatabase(source, { readonly: true });
-  const file = fileIdentity(src);
+  const file = heldFile(src);
   src.close();
   const t = openDatabase(target);
   try {

@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, ROOT } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { decodeCursor, encodeCursor, fileIdentity } from '../../src/feed/cursor.ts';
+import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
+import { heldFile } from '../../src/sqlite/file-identity.ts';
 import { alter } from '../../src/capture/alter.ts';
 import { readDdlLog } from '../../src/capture/ddl-log.ts';
 import { DDL_TABLE_SQL } from '../../src/capture/schema.ts';
@@ -31,7 +32,7 @@ function copyFixture(tmp: string): { source: string; target: string } {
   fs.copyFileSync(path.join(FIXTURE, 'source.sqlite'), source);
   fs.copyFileSync(path.join(FIXTURE, 'target.sqlite'), target);
   const src = openDatabase(source, { readonly: true });
-  const file = fileIdentity(src);
+  const file = heldFile(src);
   src.close();
   const t = openDatabase(target);
   try {

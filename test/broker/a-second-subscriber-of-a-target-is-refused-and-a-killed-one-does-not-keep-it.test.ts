@@ -66,9 +66,9 @@ describe('two subscribers of one target', () => {
       ]);
       for (const r of [following, once]) {
         expect(r.status, r.stderr).toBe(1);
-        expectOneLineError(r, 'TARGET_HAS_FOLLOWER');
+        expectOneLineError(r, 'TARGET_FOLLOWED');
         expect(r.stderr).toContain(tgt);
-        expect(r.stderr).toContain(`sluice subscribe --follow (pid ${first.child.pid}`);
+        expect(r.stderr).toContain(`process ${first.child.pid} (subscribe --follow`);
         expect(r.stderr).toContain(`kill ${first.child.pid}`);
       }
 

@@ -192,9 +192,9 @@ export interface Spawned {
   readonly exited: Promise<{ status: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Starts a long-running CLI process (sync --follow, export --follow). */
-export function startCli(args: readonly string[]): Spawned {
-  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Starts a long-running CLI process (sync --follow, export --follow), with `env` added to this process's environment. */
+export function startCli(args: readonly string[], env: Readonly<Record<string, string>> = {}): Spawned {
+  const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   let out = '';
   let err = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));

@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import { SluiceError } from '../errors.ts';
+import type { Db } from './connection.ts';
+import { connectionState, slot } from './connection-state.ts';
+
+/*
+ * A connection holds the file it opened, whatever its path names later: a
+ * file deleted, or replaced by a rename (`VACUUM INTO copy.db && mv copy.db
+ * app.db`, the way people swap in a compacted file), stays open under it.
+ * So the identity (device and inode) of what a connection reads is taken
+ * once, when it is opened, never from the path afterwards; and a
+ * long-lived reader or writer compares the path's identity with it, and
+ * stops on a difference: a source's reader would otherwise go on reading a
+ * file no writer reaches (and stamp cursors with the new file's identity),
+ * a target's writer would write an unlinked inode (lost at close) or a file
+ * nobody reads. Neither makes the file again by itself: whoever swapped or
+ * deleted it may not want it back.
+ */
+
+export interface FileIdentity {
+  /** Device and inode as decimal strings: Windows file ids exceed 2^53. */
+  readonly dev: string;
+  readonly ino: string;
+  /** Birth time in ms where the OS reports one, else 0. */
+  readonly birth: number;
+}
+
+/** The identity of the file at `file` now, or undefined when there is none. */
+export function pathIdentity(file: string): FileIdentity | undefined {
+  const st = fs.statSync(file, { bigint: true, throwIfNoEntry: false });
+  return st === undefined ? undefined : { dev: st.dev.toString(), ino: st.ino.toString(), birth: Number(st.birthtimeMs) };
+}
+
+export function sameFile(a: FileIdentity, b: FileIdentity): boolean {
+  // Birth time is compared only when both sides have one.
+  return a.dev === b.dev && a.ino === b.ino && (a.birth === 0 || b.birth === 0 || a.birth === b.birth);
+}
+
+function isFile(db: Db): boolean {
+  return !db.memory && db.name !== '' && db.name !== ':memory:';
+}
+
+// The first use of a connection opened by openDatabase is its open (it checks the path did not change meanwhile).
+const held = slot('held-file', (db): { readonly file: FileIdentity | undefined } => ({
+  file: isFile(db) ? pathIdentity(db.name) : undefined,
+}));
+
+/**
+ * The identity of the database file `db` holds as main (undefined for an
+ * in-memory one), taken once per connection: when openDatabase opened it,
+ * or, for a connection opened elsewhere, on its first use here.
+ */
+export function heldFile(db: Db): FileIdentity | undefined {
+  return connectionState(db).get(held).file;
+}
+
+/**
+ * Throws when the file at `file` is not the one identified by `opened`
+ * (taken when it was opened): SOURCE_REPLACED for a source, TARGET_GONE for
+ * a target. A no-op when nothing was identified (an in-memory database).
+ */
+export function checkSameFile(file: string, opened: FileIdentity | undefined, role: 'source' | 'target'): void {
+  if (opened === undefined) return;
+  const now = pathIdentity(file);
+  if (now !== undefined && sameFile(now, opened)) return;
+  const what = now === undefined ? 'was deleted' : 'was replaced by another file';
+  if (role === 'target')
+    throw new SluiceError(
+      'TARGET_GONE',
+      `Target ${file} ${what} while sync ran, so it stopped: it writes nothing more, neither to the old file nor to that path. Run sync again to rebuild the target from the source (or restore the file first).`,
+    );
+  throw new SluiceError(
+    'SOURCE_REPLACED',
+    `Source ${file} ${what} while sluice read it (a copy renamed over it, e.g. after VACUUM INTO), so it stopped: it read the file it had opened, which writers no longer reach through that path, and made no cursor for the new one. Run it again: a new run reads the file now at ${file}, and a cursor taken on the old one starts again from a snapshot (FILE_CHANGED).`,
+  );
+}
+
+/** checkSameFile for the file `db` holds as main (a source connection: SOURCE_REPLACED). */
+export function checkHeldFile(db: Db, role: 'source' | 'target' = 'source'): void {
+  if (isFile(db)) checkSameFile(db.name, heldFile(db), role);
+}

@@ -1,0 +1,111 @@
+import os from 'node:os';
+import { isSqliteBusy } from '../errors.ts';
+import { openDatabase, type Db } from './connection.ts';
+import { closeDatabase } from './connection-state.ts';
+
+/*
+ * A lock one process at a time holds, that the operating system frees when
+ * the process ends however it ends (SIGKILL, a crash, a power cut): nothing
+ * to clean up by hand, no pid to check for liveness (and no pid reused by
+ * another program to be fooled by). It is SQLite's own write lock on a
+ * small database file of its own, in rollback-journal mode: the holder keeps
+ * a write transaction open (BEGIN IMMEDIATE: a RESERVED lock), so another
+ * BEGIN IMMEDIATE fails at once with SQLITE_BUSY, in another process or in
+ * this one, while reads still work. The holder first commits a row saying
+ * who it is (pid, host, command, since when), which a refused process reads
+ * to name it. The file is never deleted: a process that opened it just
+ * before would lock the unlinked file while a third made a new one.
+ */
+
+export interface LockHolder {
+  readonly pid: number;
+  readonly host: string;
+  /** What the holder runs, as it said when it took the lock (e.g. "sync --follow"). */
+  readonly command: string;
+  /** When it took the lock, ms since the epoch. */
+  readonly sinceMs: number;
+}
+
+export interface ProcessLock {
+  /** The lock file. */
+  readonly file: string;
+  /** Frees the lock (idempotent). The operating system frees it too when the process ends. */
+  release(): void;
+}
+
+/** The lock was taken (`taken`), or another process holds it (`heldBy`, undefined when it has not said who it is yet). */
+export type LockAttempt = { readonly taken: ProcessLock } | { readonly heldBy: LockHolder | undefined };
+
+const HOLDER_TABLE = '_sluice_lock_holder';
+/** How long the holder's commit of its row waits for a refused process reading it, and a refused process for that commit. */
+const ROW_WAIT_MS = 2000;
+
+/**
+ * Takes the lock at `file` (made when missing) for this process, or says
+ * who holds it. Never waits for the lock itself.
+ *
+ * @example
+ * const a = tryProcessLock('cache.db-follower', 'sync --follow');
+ * if ('heldBy' in a) throw new Error(`held by process ${a.heldBy?.pid ?? '?'}`);
+ * try { follow(); } finally { a.taken.release(); }
+ */
+export function tryProcessLock(file: string, command: string): LockAttempt {
+  // Opening reads the schema, which waits out a holder's commit of its row; taking the lock never waits.
+  const db = openDatabase(file, { create: true, role: 'lock file', busyTimeoutMs: ROW_WAIT_MS });
+  let kept = false;
+  try {
+    db.pragma('busy_timeout = 0');
+    if (!beginImmediate(db)) return { heldBy: readHolder(db) };
+    db.exec(
+      `CREATE TABLE IF NOT EXISTS ${HOLDER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, command TEXT NOT NULL, since_ms INTEGER NOT NULL)`,
+    );
+    db.prepare(`INSERT OR REPLACE INTO ${HOLDER_TABLE} VALUES (1, ?, ?, ?, ?)`).run(process.pid, os.hostname(), command, Date.now());
+    db.pragma(`busy_timeout = ${ROW_WAIT_MS}`);
+    db.exec('COMMIT');
+    db.pragma('busy_timeout = 0');
+    // The lock was free for the moment of that commit: another process may have taken it meanwhile (it has not said who it is yet).
+    if (!beginImmediate(db)) return { heldBy: undefined };
+    kept = true;
+    let held = true;
+    return {
+      taken: {
+        file,
+        release() {
+          if (!held) return;
+          held = false;
+          try {
+            if (db.inTransaction) db.exec('ROLLBACK');
+          } finally {
+            closeDatabase(db);
+          }
+        },
+      },
+    };
+  } finally {
+    if (!kept) {
+      if (db.inTransaction) db.exec('ROLLBACK');
+      closeDatabase(db);
+    }
+  }
+}
+
+function beginImmediate(db: Db): boolean {
+  try {
+    db.exec('BEGIN IMMEDIATE');
+    return true;
+  } catch (err) {
+    if (isSqliteBusy(err)) return false;
+    throw err;
+  }
+}
+
+function readHolder(db: Db): LockHolder | undefined {
+  db.pragma(`busy_timeout = ${ROW_WAIT_MS}`);
+  try {
+    const r = db.prepare(`SELECT pid, host, command, since_ms FROM ${HOLDER_TABLE} WHERE id = 1`).get() as
+      { pid: bigint; host: string; command: string; since_ms: bigint } | undefined;
+    return r === undefined ? undefined : { pid: Number(r.pid), host: r.host, command: r.command, sinceMs: Number(r.since_ms) };
+  } catch {
+    return undefined; // no row yet (its first holder has not committed it), or unreadable: the refusal says "another process"
+  }
+}
