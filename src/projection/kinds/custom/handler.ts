@@ -73,7 +73,7 @@ function lateWrite(p: CompiledCustom, sql: string, earlierPage: boolean): FailCl
     'CUSTOM_HANDLER_LATE_WRITE',
     earlierPage
       ? `The handler of custom projection ${p.name} ran a query through the ctx of an earlier batch, after that batch had ended (${statement}): ctx.db was called without await, or a ctx was kept for later. The query was not run, so that batch, if it committed, lacks its write. Make apply and init await every query through ctx.db, and use each call's own ctx; then stop this process and rebuild the projection (sluice reinit with its source, its target and ${p.name}).`
-      : `The handler of custom projection ${p.name} ran a query through its ctx after its apply or init had returned (${statement}): ctx.db was called without await, or a ctx was kept for later. The query was not run (it would have landed in another transaction), and nothing of this batch was kept. Make apply and init await every query through ctx.db, and use each call's own ctx; then run sluice sync again.`,
+      : `The handler of custom projection ${p.name} ran a query through its ctx after its apply or init had returned (${statement}): ctx.db was called without await, or a ctx was kept for later. The query was not run (it would have landed in another transaction), and nothing of this batch was kept. Make apply and init await every query through ctx.db, and use each call's own ctx.`,
     { projection: p.name, statement },
   );
 }
