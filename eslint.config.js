@@ -82,7 +82,7 @@ export default defineConfig(
     // Kysely<any>: a custom projection's database has no schema type.
     files: [
       'src/projection/definition.ts',
-      'src/projection/kinds/custom/handler.ts',
+      'src/projection/kinds/custom/handler-db.ts',
       'src/projection/kinds/custom/schema.ts',
       'projections/*.ts',
     ],

@@ -642,7 +642,14 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "A custom projection's handler changed the source database's schema (a raw SQL statement naming a table without the target's schema): its batch was rolled back, the source's change with it.",
+      "A custom projection's handler ran a statement that would write the source database (a raw SQL statement naming a table without the target's schema, or a TEMP trigger or view that writes it): the statement was refused before it ran, and its batch was rolled back.",
+    repair: null,
+  },
+  CUSTOM_HANDLER_LATE_WRITE: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A custom projection's handler ran a query through its ctx after its apply or init had returned (ctx.db called without await, or a ctx kept for later): the query was not run, and its batch was rolled back (or, when the query came after the batch had committed, the projection's next batch fails: rebuild it).",
     repair: null,
   },
   DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },

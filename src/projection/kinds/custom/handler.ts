@@ -1,32 +1,21 @@
-import type { Kysely } from 'kysely';
 import type { Db } from '../../../sqlite/connection.ts';
-import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import { FailClosedError } from '../../../errors.ts';
-import { cachedStatement } from '../../../sqlite/statement-cache.ts';
 import type { CustomContext } from '../../definition.ts';
 import { customTables } from './tables.ts';
+import { lateKey, lateQueryAfter, openCall, readyHandlerDb, type HandlerPage } from './handler-db.ts';
+import { guardPage } from './source-guard.ts';
 
 /*
  * Custom projections get each event and a Kysely instance bound to the
  * connection that holds the target transaction, with tables resolved in the
  * target database. Whatever they write commits or rolls back with the batch
- * and its cursor.
+ * and its cursor. Two things a handler could do on that connection are
+ * refused (handler-db.ts): a statement that would write the source
+ * (CUSTOM_WROTE_SOURCE, source-guard.ts), and a query through a call's
+ * ctx after the call has returned (CUSTOM_HANDLER_LATE_WRITE).
  */
-
-const kysely = slot('kysely', (): { instance?: Kysely<any> } => ({}));
-
-export async function customContext(db: Db, schema: string, p: CompiledCustom): Promise<CustomContext> {
-  const held = connectionState(db).get(kysely);
-  if (held.instance === undefined) {
-    // Loaded on first use: kysely is only needed by custom projections, and the CLI should start fast.
-    const { Kysely: K, SqliteDialect } = await import('kysely');
-    held.instance ??= new K<any>({ dialect: new SqliteDialect({ database: db }) });
-  }
-  const k = held.instance;
-  return { db: schema === 'main' ? k : k.withSchema(schema), projection: p.name, tables: customTables(p.definition, p.targetTable) };
-}
 
 function handlerOf(p: CompiledCustom) {
   if (p.handler === undefined) throw new Error(`custom projection ${p.name} has no handler loaded`);
@@ -34,26 +23,59 @@ function handlerOf(p: CompiledCustom) {
 }
 
 /**
- * Runs `fn`, a call into the handler, and fails it when the handler changed
- * the source database's schema: in a sync the source is the connection's
- * main database (the target attached as `schema`), so a raw SQL statement with an unqualified table name (CREATE
- * TABLE counts ...) lands there, not in the target. The caller's
- * transaction rolls that back with the batch.
+ * Runs `calls`, one page of calls into the handler (each made with a ctx of
+ * its own from `call`), and fails it when a query through any of their
+ * ctx came after that call had returned. Before it returns it lets the
+ * queries still under way reach the connection (they are promise callbacks
+ * only: one turn of the event loop), so that one left behind by the last
+ * call is seen now, and not run after the caller commits.
  */
-async function guardingSource<T>(db: Db, schema: string, p: CompiledCustom, fn: () => Promise<T>): Promise<T> {
-  // With the target as main (an import), main is where the handler writes.
-  if (schema === 'main') return fn();
-  // (Once per page of events: prepared once per connection.)
-  const version = () => Number(cachedStatement(db, 'SELECT schema_version FROM main.pragma_schema_version()', 'pluck').get());
-  const before = version();
-  const out = await fn();
-  if (version() !== before)
-    throw new FailClosedError(
-      'CUSTOM_WROTE_SOURCE',
-      `The handler of custom projection ${p.name} changed the schema of the source database: a raw SQL statement named a table without the target's schema, so it ran on the source. Nothing of this batch was kept, the source's change included. Write through ctx.db's query and schema builders (they resolve names in the target), with the names in ctx.tables.`,
-      { projection: p.name },
-    );
-  return out;
+async function onPage<T>(
+  db: Db,
+  schema: string,
+  p: CompiledCustom,
+  at: string,
+  calls: (call: (fn: (ctx: CustomContext) => unknown) => Promise<void>) => Promise<T>,
+): Promise<T> {
+  const key = lateKey(db, schema, p.name);
+  const earlier = lateQueryAfter(key);
+  if (earlier !== undefined) throw lateWrite(p, earlier, true);
+  const page: HandlerPage = { projection: p.name, key, guardSource: schema !== 'main', late: undefined, ended: false, failed: false };
+  const tables = customTables(p.definition, at);
+  await readyHandlerDb(db);
+  if (page.guardSource) guardPage(db);
+  try {
+    const out = await calls(async (fn) => {
+      const c = openCall(db, schema, page);
+      try {
+        await fn({ db: c.db, projection: p.name, tables });
+      } finally {
+        c.close();
+      }
+    });
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    if (page.late !== undefined) throw lateWrite(p, page.late, false);
+    // (A ctx of an earlier page, kept and used during this one.)
+    const kept = lateQueryAfter(key);
+    if (kept !== undefined) throw lateWrite(p, kept, true);
+    return out;
+  } catch (err) {
+    page.failed = true;
+    throw err;
+  } finally {
+    page.ended = true;
+  }
+}
+
+function lateWrite(p: CompiledCustom, sql: string, earlierPage: boolean): FailClosedError {
+  const statement = sql.replace(/\s+/g, ' ').trim().slice(0, 200);
+  return new FailClosedError(
+    'CUSTOM_HANDLER_LATE_WRITE',
+    earlierPage
+      ? `The handler of custom projection ${p.name} ran a query through the ctx of an earlier batch, after that batch had ended (${statement}): ctx.db was called without await, or a ctx was kept for later. The query was not run, so that batch, if it committed, lacks its write. Make apply and init await every query through ctx.db, and use each call's own ctx; then stop this process and rebuild the projection (sluice reinit with its source, its target and ${p.name}).`
+      : `The handler of custom projection ${p.name} ran a query through its ctx after its apply or init had returned (${statement}): ctx.db was called without await, or a ctx was kept for later. The query was not run (it would have landed in another transaction), and nothing of this batch was kept. Make apply and init await every query through ctx.db, and use each call's own ctx.`,
+    { projection: p.name, statement },
+  );
 }
 
 /** Runs the handler's init on `rows`, with its declared tables at `at` (its target, or a shadow). */
@@ -67,18 +89,15 @@ export async function initCustom(db: Db, schema: string, p: CompiledCustom, at: 
     }
   }
   const init = h.init?.bind(h);
-  if (init !== undefined) {
-    const ctx = await customContext(db, schema, { ...p, targetTable: at });
-    await guardingSource(db, schema, p, async () => init(counted(), ctx));
-  } else for (const _row of counted()) continue; // nothing to build: just count the rows
+  if (init !== undefined) await onPage(db, schema, p, at, (call) => call((ctx) => init(counted(), ctx)));
+  else for (const _row of counted()) continue; // nothing to build: just count the rows
   return count;
 }
 
 export async function applyCustomEvents(db: Db, schema: string, p: CompiledCustom, events: readonly ChangeEvent[]): Promise<number> {
   const h = handlerOf(p);
-  const ctx = await customContext(db, schema, p);
-  await guardingSource(db, schema, p, async () => {
-    for (const e of events) await h.apply(e, ctx);
+  await onPage(db, schema, p, p.targetTable, async (call) => {
+    for (const e of events) await call((ctx) => h.apply(e, ctx));
   });
   return events.length;
 }

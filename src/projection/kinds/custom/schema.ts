@@ -3,7 +3,12 @@ import { definitionBase, tableName } from '../../definition-base.ts';
 import type { ChangeEvent, Row } from '../../../feed/events.ts';
 
 export interface CustomContext {
-  /** A Kysely instance bound to the target transaction (tables resolve in the target database). */
+  /**
+   * A Kysely instance bound to the target transaction (tables resolve in the
+   * target database), for this call only: await every query (one run after
+   * the call returned fails the batch, CUSTOM_HANDLER_LATE_WRITE). A
+   * statement that would write the source fails it too (CUSTOM_WROTE_SOURCE).
+   */
   readonly db: import('kysely').Kysely<any>;
   readonly projection: string;
   /**
