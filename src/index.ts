@@ -2,6 +2,8 @@
 export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
 export {
   REASONS,
+  aliasesOf,
+  currentCode,
   isReasonCode,
   repairFor,
   type Reason,

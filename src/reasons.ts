@@ -41,6 +41,15 @@ export interface ReasonInfo {
    * the fix itself.
    */
   readonly repair: string | null;
+  /**
+   * Codes this one replaces: the names older releases reported for the same
+   * thing. A retired code is never raised; for one release after the rename
+   * every `--json` object that carries this code (an error's `code`, a
+   * `reason`) carries them beside it as `aliases`, and a retired code read
+   * back from a file an older release wrote (a stored reason) reads as this
+   * one (currentCode). Then the entry drops it.
+   */
+  readonly replaces?: readonly string[];
 }
 
 /**
@@ -195,20 +204,20 @@ export const REASONS = {
       'sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again',
   },
   DEFINITION_INVALID: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition no longer validates.',
     repair:
       'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice reinit {source} {target} {projection} --projection <definition file of {projection}>',
   },
   SOURCE_COLUMN_MISSING: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition names a source column that no longer exists.',
     repair: REFIT,
   },
   SOURCE_TABLE_MISSING: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition names a source table that no longer exists.',
     repair: REFIT,
@@ -512,7 +521,13 @@ export const REASONS = {
       'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
     repair: null,
   },
-  PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
+  PROJECTION_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The target (or the sync) has no projection of that name: drop, reinit and sync --reinit list the names there are.',
+    repair: null,
+    replaces: ['UNKNOWN_PROJECTION'],
+  },
   ALTER_REFUSED: {
     kinds: ['error'],
     clears: false,
@@ -643,12 +658,6 @@ export const REASONS = {
   TARGET_COLLISION: { kinds: ['error'], clears: false, explain: 'Two projections write one target table.', repair: null },
   TARGET_TABLE_EXISTS: { kinds: ['error'], clears: false, explain: 'The target table exists and sluice did not make it.', repair: null },
   UNKNOWN_COLUMN: { kinds: ['error'], clears: false, explain: 'The source table has no such column.', repair: null },
-  UNKNOWN_PROJECTION: {
-    kinds: ['error'],
-    clears: false,
-    explain: 'No projection of that name (or its stored definition cannot be compiled).',
-    repair: null,
-  },
   UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
   NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
   BATCH_GAP: {
@@ -761,6 +770,21 @@ export function isReasonCode(code: string): code is ReasonCode {
   return Object.hasOwn(REASONS, code);
 }
 
+/** Each retired code (ReasonInfo.replaces) and the code that replaces it. */
+export const RETIRED_CODES: ReadonlyMap<string, ReasonCode> = new Map(
+  (Object.keys(REASONS) as ReasonCode[]).flatMap((c) => ((REASONS[c] as ReasonInfo).replaces ?? []).map((old) => [old, c] as const)),
+);
+
+/** The retired names of `code`, to go beside it as `aliases` in --json ([] for a code never renamed). */
+export function aliasesOf(code: string): readonly string[] {
+  return isReasonCode(code) ? ((REASONS[code] as ReasonInfo).replaces ?? []) : [];
+}
+
+/** `code` as this release names it: a retired code (one an older release wrote into a file) becomes the one that replaced it. */
+export function currentCode(code: string): string {
+  return RETIRED_CODES.get(code) ?? code;
+}
+
 /** The codes that play the part `kind`, and clear by themselves when `clears` is given. */
 export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): ReadonlySet<ReasonOf<K>> {
   const codes = (Object.keys(REASONS) as ReasonCode[]).filter((c) => {
@@ -782,7 +806,8 @@ export interface RepairVars {
  * without a repair of its own (or none) gets the rebuild.
  */
 export function repairFor(reason: string | null | undefined, vars: RepairVars): string {
-  const own = reason !== null && reason !== undefined && isReasonCode(reason) ? (REASONS[reason] as ReasonInfo).repair : null;
+  const current = reason === null || reason === undefined ? undefined : currentCode(reason);
+  const own = current !== undefined && isReasonCode(current) ? (REASONS[current] as ReasonInfo).repair : null;
   const template = own ?? DEFAULT_REPAIR;
-  return `${reason ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
+  return `${current ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
 }

@@ -67,7 +67,7 @@ export function resolveReinit(names: readonly string[], projections: readonly Co
     );
     if (byTable !== undefined) return byTable.name;
     throw new InvalidInputError(
-      'UNKNOWN_PROJECTION',
+      'PROJECTION_NOT_FOUND',
       `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
     );
   });

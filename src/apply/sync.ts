@@ -134,9 +134,10 @@ export class Syncer {
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r) }))]);
       const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
+        // Not a name that is missing: the projection is there, and the code says why it cannot be built.
         throw new InvalidInputError(
-          'UNKNOWN_PROJECTION',
-          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
+          unbuildable.reason,
+          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
         );
       }
       resolveReinit(options.reinit ?? [], compiled);
@@ -450,7 +451,7 @@ export class Syncer {
     const p = this.projections.find((x) => x.name === name);
     if (p === undefined)
       throw new InvalidInputError(
-        'UNKNOWN_PROJECTION',
+        'PROJECTION_NOT_FOUND',
         `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`,
       );
     const ctx = {

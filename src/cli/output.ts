@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { SluiceError } from '../index.ts';
+import { aliasesOf, SluiceError } from '../index.ts';
 import { isClosedPipe, stdout, stderr } from './closed-pipe.ts';
 
 export interface GlobalOptions {
@@ -36,19 +36,30 @@ export class ExitSignal extends Error {
   }
 }
 
+/**
+ * `{aliases}` for an object of --json that carries `code` (an error's code,
+ * a reason): the names older releases gave it (src/reasons.ts `replaces`),
+ * for one release after a rename; nothing for a code never renamed.
+ */
+export function aliasFields(code: string): { readonly aliases?: readonly string[] } {
+  const old = aliasesOf(code);
+  return old.length === 0 ? {} : { aliases: old };
+}
+
 /** Reports an error on stderr (one line, no stack for our own errors) and returns the exit code. */
 export function reportError(err: unknown, options: GlobalOptions): number {
   if (err instanceof ExitSignal) return err.exitCode;
   if (isClosedPipe(err)) return 0; // export --out - to a reader that has gone (see closed-pipe.ts)
   if (err instanceof SluiceError) {
-    if (options.json === true) stdout().write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
+    if (options.json === true)
+      stdout().write(`${JSON.stringify({ error: { code: err.code, message: err.message, ...aliasFields(err.code) } })}\n`);
     stderr().write(`sluice: ${err.code}: ${err.message}\n`);
     return err.exitCode;
   }
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message } })}\n`);
+  if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message, ...aliasFields(code) } })}\n`);
   stderr().write(`sluice: ${code}: ${message}\n`);
   if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) stderr().write(`${err.stack ?? ''}\n`);
   return 1;

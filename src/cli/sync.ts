@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncProgress, type SyncReport } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
-import { emit, ExitSignal } from './output.ts';
+import { aliasFields, emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
@@ -63,7 +63,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.swapped === undefined ? {} : { swapped: p.swapped }),
       cursor: p.cursor,
       seq: p.seq,
-      ...(p.error === undefined ? {} : { error: p.error }),
+      ...(p.error === undefined ? {} : { error: { ...p.error, ...aliasFields(p.error.code) } }),
       ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
       ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
     })),
