@@ -37,7 +37,7 @@ export function renderReasons(): string {
     '',
     '"Clears" says no repair command is needed: sync rebuilds by itself, or looks at a suspension again each run, so removing',
     'its cause is enough. "Repair" is what `sluice health`, `sync` and `verify` print for a suspension, after `CODE: `;',
-    '{source}, {target} and {projection} are filled in. A suspension without a repair of its own gets the rebuild:',
+    '{source}, {target}, {projection} and {table} (its source table) are filled in. A suspension without a repair of its own gets the rebuild:',
     `\`${DEFAULT_REPAIR}\`. Errors carry their fix in their message.`,
     '',
     '| Code | Kinds | Clears | Explanation | Repair |',

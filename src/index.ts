@@ -24,6 +24,7 @@ export type { SqlValue, StorageClass, JsonValue } from './sqlite/codec.ts';
 
 export { openSource } from './capture/open-source.ts';
 export { enable } from './capture/enable.ts';
+export { enableCommand, enableHint } from './capture/enable-hint.ts';
 export type { EnableOptions, EnableResult, RearmedTable } from './capture/enable.ts';
 export { disable } from './capture/disable.ts';
 export { bump } from './capture/bump.ts';

@@ -37,7 +37,8 @@ export interface ReasonInfo {
   readonly explain: string;
   /**
    * For a suspension, what repairs it, with the command: placeholders
-   * {source}, {target}, {projection}. Null where the error's message names
+   * {source}, {target}, {projection} and {table} (the projection's source
+   * table), filled in by repairFor. Null where the error's message names
    * the fix itself.
    */
   readonly repair: string | null;
@@ -57,13 +58,16 @@ export interface ReasonInfo {
  * repair of its own: rebuild the projection. (Not verify for the cause: it
  * does not compare a suspended projection.)
  */
-export const DEFAULT_REPAIR =
-  'find the cause (sluice health {target} --json shows what was found), then rebuild it: sluice reinit {source} {target} {projection}';
+/** The command that rebuilds a projection from a snapshot (fillRepair fills it in). */
+export const REINIT_COMMAND = 'sluice reinit {source} {target} {projection}';
+
+export const DEFAULT_REPAIR = `find the cause (sluice health {target} --json shows what was found), then rebuild it: ${REINIT_COMMAND}`;
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
-const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
+const FIX_SOURCE =
+  'fix the source: capture {table} in images mode (sluice enable {source} {table} --mode images), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
 const REFIT =
-  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>, or remove the projection and its tables: sluice drop {target} {projection}';
+  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or write a definition of {projection} that fits the source to a file and pass it with --projection to sluice sync {source} {target}, or remove the projection and its tables: sluice drop {target} {projection}';
 
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
@@ -208,7 +212,7 @@ export const REASONS = {
     clears: true,
     explain: 'The stored definition no longer validates.',
     repair:
-      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice reinit {source} {target} {projection} --projection <definition file of {projection}>',
+      'the stored definition of {projection} no longer validates (detail.message says why); write a corrected one to a file and rebuild it from that, passing the file with --projection to sluice reinit {source} {target} {projection}',
   },
   SOURCE_COLUMN_MISSING: {
     kinds: ['suspend', 'error'],
@@ -794,11 +798,39 @@ export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): Read
   return new Set(codes as ReasonOf<K>[]);
 }
 
-/** Values for a repair template's placeholders, as they are to be typed (quote them first). */
+/**
+ * Values for a repair template's placeholders, as they are to be typed
+ * (quote them first). A value not known where the repair is made (the
+ * source of a projection made by import, whose path was never recorded) is
+ * left undefined: the command then names it in capitals, said in words
+ * after it (`SOURCE: the database cache.db is synced from`).
+ */
 export interface RepairVars {
-  readonly source: string;
-  readonly target: string;
+  readonly source?: string | undefined;
+  readonly target?: string | undefined;
   readonly projection: string;
+  /** The projection's source table. */
+  readonly table?: string | undefined;
+}
+
+/** What an unknown value of RepairVars is, in words. */
+const UNKNOWN_VARS = {
+  source: (v: RepairVars) => `the database ${v.target ?? 'the target'} is synced from`,
+  target: (v: RepairVars) => `the database that holds ${v.projection}`,
+  table: (v: RepairVars) => `the source table ${v.projection} reads`,
+} as const;
+
+/** `template` with {source}, {target}, {projection} and {table} filled in from `vars` (see RepairVars for an unknown one). */
+export function fillRepair(template: string, vars: RepairVars): string {
+  const unknown = new Map<string, string>();
+  const text = template.replace(/\{(source|target|projection|table)\}/g, (_, k: keyof RepairVars) => {
+    const v = vars[k];
+    if (v !== undefined) return v;
+    const word = k.toUpperCase();
+    unknown.set(word, UNKNOWN_VARS[k as keyof typeof UNKNOWN_VARS](vars));
+    return word;
+  });
+  return unknown.size === 0 ? text : `${text} (${[...unknown].map(([w, what]) => `${w}: ${what}`).join('; ')})`;
 }
 
 /**
@@ -808,6 +840,5 @@ export interface RepairVars {
 export function repairFor(reason: string | null | undefined, vars: RepairVars): string {
   const current = reason === null || reason === undefined ? undefined : currentCode(reason);
   const own = current !== undefined && isReasonCode(current) ? (REASONS[current] as ReasonInfo).repair : null;
-  const template = own ?? DEFAULT_REPAIR;
-  return `${current ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
+  return `${current ?? 'suspended'}: ${fillRepair(own ?? DEFAULT_REPAIR, vars)}`;
 }

@@ -8,6 +8,7 @@ import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/export.ts';
 import { replaceFile } from '../export/resume-point.ts';
 import { readState } from '../capture/catalog.ts';
+import { enableHint } from '../capture/enable-hint.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { publishSnapshot, tooLarge } from './publish-snapshot.ts';
 import { ensureStream, isTransient, lastMessage, openBroker, pause, streamInfo, type Broker, type Log } from './nats.ts';
@@ -92,10 +93,7 @@ export class Publisher {
     try {
       const state = readState(db);
       if (state === undefined)
-        throw new FailClosedError(
-          'CAPTURE_ABSENT',
-          `${sourcePath} has no sluice capture. Enable it first: sluice enable ${sourcePath} <table>...`,
-        );
+        throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
       await ensureStream(broker, p.stream, p.sourceId);

@@ -24,7 +24,11 @@ export async function loadAll(files: readonly string[]): Promise<ProjectionDefin
   return defs;
 }
 
-export function describeReport(r: SyncReport, paths?: { readonly source: string; readonly target: string }): string {
+/** `paths`: the files the repairs name; `tables`: each projection's source table, for the repairs that name it. */
+export function describeReport(
+  r: SyncReport,
+  paths?: { readonly source: string; readonly target: string; readonly tables?: ReadonlyMap<string, string> },
+): string {
   const rearmed =
     r.rearmed === undefined
       ? []
@@ -45,9 +49,14 @@ export function describeReport(r: SyncReport, paths?: { readonly source: string;
         .join('');
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
-        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target)}`;
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target, paths?.tables?.get(p.name))}`;
     }),
   ].join('\n');
+}
+
+/** Each projection of the sync and its source table. */
+export function sourceTables(syncer: Syncer): ReadonlyMap<string, string> {
+  return new Map(syncer.projections.map((p) => [p.name, p.source.table]));
 }
 
 export function reportJson(r: SyncReport): unknown {
@@ -190,7 +199,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
     const interrupt = trapInterrupt();
     const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
     progress.stop();
-    emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
+    emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target, tables: sourceTables(syncer) }));
     for (const p of report.projections)
       if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
     const signal = interrupt.received();
