@@ -329,19 +329,34 @@ export class Syncer {
   }
 
   async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {
-    const base = {
+    const base: StepContext = {
       db: this.session.db,
       schema: TARGET_SCHEMA,
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
+      // Counting events and snapshot rows costs queries: only when someone shows progress.
+      ...(this.#options.onProgress === undefined
+        ? {}
+        : {
+            progress: {
+              snapshotRows: (rows: number, total: number) => {
+                snap = { rows, total };
+                progress('snapshot', startSeq);
+              },
+            },
+          }),
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
+    // Events of the source's journal handed over to the projection in this run (counted only for progress).
+    let sourceEvents = 0;
     // Committed target transactions, for metrics (ProjectionReport.batches / lastCommitMs).
     let commits: Pick<ProjectionReport, 'batches' | 'lastCommitMs'> = {};
     const committed = () => (commits = { batches: (commits.batches ?? 0) + 1, lastCommitMs: Date.now() });
     // What a snapshot in this run adds to the report.
     let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
+    // For progress: the source rows a snapshot in this run has read, of its total (when counted).
+    let snap: { readonly rows: number; readonly total?: number } | undefined;
     // A step runs synchronously under its awaits: between two of them, give
     // the event loop a turn, or a signal handler (SIGTERM) only runs once the
     // whole catch-up is done. True when the run must stop here.
@@ -350,7 +365,7 @@ export class Syncer {
     const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
     let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
     const startedMs = Date.now();
-    const progress = (phase: SyncProgress['phase'], seq: number, rows?: number) => {
+    const progress = (phase: SyncProgress['phase'], seq: number) => {
       sourceHw = Math.max(sourceHw, seq);
       this.#options.onProgress?.({
         projection: p.name,
@@ -358,7 +373,9 @@ export class Syncer {
         seq,
         sourceSeq: phase === 'suspended' ? 0 : sourceHw,
         events: applied,
-        ...(rows === undefined ? {} : { rows }),
+        sourceEvents,
+        sourceTable: p.source.table,
+        ...(snap === undefined ? {} : { rows: snap.rows, ...(snap.total === undefined ? {} : { rowsTotal: snap.total }) }),
         startSeq: Math.min(startSeq, seq),
         elapsedMs: Date.now() - startedMs,
       });
@@ -379,7 +396,8 @@ export class Syncer {
       }
       if (out.kind === 'building') {
         crashPoint('build-step');
-        progress('snapshot', out.seq, out.rows);
+        snap = { rows: out.rows };
+        progress('snapshot', out.seq);
         if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
         // A writer waiting for the target (another projection's follower, polling: takeWriteLock) takes it here.
         await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
@@ -415,12 +433,15 @@ export class Syncer {
           ...(out.swapped === true ? { swapped: true as const } : {}),
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
         };
-        progress('snapshot', out.seq, out.rows);
+        // Every source row read: the count's total when there was one (a map's filter may keep fewer rows).
+        snap = snap?.total === undefined ? { rows: out.rows } : { rows: snap.total, total: snap.total };
+        progress('snapshot', out.seq);
         if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
+        sourceEvents += out.sourceEvents ?? 0;
         progress('catch-up', out.seq);
         if (!out.caughtUp) {
           if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
