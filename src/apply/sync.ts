@@ -23,6 +23,7 @@ import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncRepor
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 import path from 'node:path';
+import { quoteIdent } from '../sqlite/quote.ts';
 
 /**
  * Default events per target transaction. A batch of random keys rewrites
@@ -315,6 +316,20 @@ export class Syncer {
     }
   }
 
+  /** The rows of a source table, for progress only: undefined when it cannot be read (the step then says why). */
+  #sourceRows(table: string): number | undefined {
+    try {
+      return Number(
+        this.session.db
+          .prepare(`SELECT count(*) FROM main.${quoteIdent(table)}`)
+          .pluck()
+          .get() as bigint,
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A projection's report from its stored row alone (nothing applied in this run). */
   #asStored(name: string): ProjectionReport {
     const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
@@ -396,7 +411,9 @@ export class Syncer {
       }
       if (out.kind === 'building') {
         crashPoint('build-step');
-        snap = { rows: out.rows };
+        // A protected rebuild's steps each copy a part in their own transaction: the total is the table's rows when its first step is seen.
+        const total = snap?.total ?? (this.#options.onProgress === undefined ? undefined : this.#sourceRows(p.source.table));
+        snap = { rows: out.rows, ...(total === undefined ? {} : { total }) };
         progress('snapshot', out.seq);
         if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
         // A writer waiting for the target (another projection's follower, polling: takeWriteLock) takes it here.
@@ -433,8 +450,10 @@ export class Syncer {
           ...(out.swapped === true ? { swapped: true as const } : {}),
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
         };
-        // Every source row read: the count's total when there was one (a map's filter may keep fewer rows).
-        snap = snap?.total === undefined ? { rows: out.rows } : { rows: snap.total, total: snap.total };
+        // Every source row read: the count's total when there was one (a map's filter may keep fewer rows);
+        // a protected rebuild's own count of the rows it copied (its total was counted before the copy).
+        const read = out.swapped === true || snap?.total === undefined ? out.rows : snap.total;
+        snap = { rows: read, ...(snap?.total === undefined ? {} : { total: read }) };
         progress('snapshot', out.seq);
         if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;

@@ -87,6 +87,17 @@ test("with --log json, a first sync reports each projection's snapshot rows of t
   // Read in parts, and nothing lost or doubled.
   const v = await runCliAsync(['verify', src, tgt, '--json']);
   expect(v.status, v.stdout + v.stderr).toBe(0);
+
+  // A reinit builds beside the live mirror, a part per transaction: the rows copied, of the table's rows.
+  const again = await runCliAsync(['sync', src, tgt, ...defs, '--reinit', 'big', '--log', 'json']);
+  expect(again.status, again.stderr).toBe(0);
+  const copied = again.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Report)
+    .filter((x) => x.projection === 'big' && x.phase === 'snapshot');
+  expect(copied.filter((x) => x.rows !== undefined && x.rows > 0 && x.rows < BIG && x.rowsTotal === BIG).length).toBeGreaterThanOrEqual(10);
+  expect(copied.at(-1)).toMatchObject({ rows: BIG, rowsTotal: BIG });
 });
 
 test.skipIf(process.platform === 'win32')(
