@@ -19,7 +19,12 @@
  *     set-based  the library's own set-based path: sync() of a mirror
  *                projection into a fresh target, whose first step reads the
  *                high-water mark and runs INSERT ... SELECT from the source in
- *                one transaction (Syncer.open included in the time).
+ *                one transaction (Syncer.open included in the time);
+ *     progress   the same sync with progress asked for (onProgress, as on a
+ *                terminal or with --log json): the table counted and read in
+ *                parts of 20,000 rows, each reported; beside its ratio, the
+ *                longest time without a report (DESIGN.md: progress shown at
+ *                least once a second).
  *   The ratio is the median over `--rounds` of the per-round ratio.
  * - changedSince: median, p90 and p99 latency of `--calls` calls (after a
  *   warm-up) with the snapshot's cursor on the `--rows`-event journal, each
@@ -78,7 +83,7 @@ const ROWS = intFlag(argv, 'rows', 1_000_000);
 const CALLS = intFlag(argv, 'calls', 10_000);
 const ROUNDS = intFlag(argv, 'rounds', 2);
 const BATCH = intFlag(argv, 'batch', 1000);
-const TARGETS = { snapshotRatio: 0.8, changedSinceUs: 50, rssMb: 200 } as const;
+const TARGETS = { snapshotRatio: 0.8, changedSinceUs: 50, rssMb: 200, progressGapMs: 1000 } as const;
 
 const scratch = makeScratch('sluice-bench-feed-');
 const file = (name: string) => path.join(scratch.dir, name);
@@ -150,16 +155,30 @@ function jsSnapshot(source: string): { perSec: number; cursor: string } {
   return { perSec: (ROWS / ms) * 1000, cursor };
 }
 
-async function setBasedSnapshot(source: string): Promise<number> {
+/** rows/s of a sync of a mirror into a new target; with `progress`, also the longest time (ms) from the start to a report, between two, or from the last to the end. */
+async function setBasedSnapshot(source: string, progress = false): Promise<{ perSec: number; longestGapMs: number }> {
   const p = file('set.db');
   discard(p);
+  let last = 0;
+  let longestGapMs = 0;
+  const gap = () => {
+    const now = performance.now();
+    longestGapMs = Math.max(longestGapMs, now - last);
+    last = now;
+  };
   const t0 = performance.now();
-  const report = await sync(source, p, { projections: [{ name: 't', source: 't', kind: 'mirror' }], acknowledge: false });
+  last = t0;
+  const report = await sync(source, p, {
+    projections: [{ name: 't', source: 't', kind: 'mirror' }],
+    acknowledge: false,
+    ...(progress ? { onProgress: gap } : {}),
+  });
   const ms = performance.now() - t0;
+  if (progress) gap();
   discard(p);
   const rows = report.projections[0]?.snapshotRows;
   if (rows !== ROWS) throw new Error(`set-based snapshot copied ${String(rows)} rows, expected ${ROWS}`);
-  return (ROWS / ms) * 1000;
+  return { perSec: (ROWS / ms) * 1000, longestGapMs };
 }
 
 function changedSinceLatency(source: string, cursor: string): { median: number; p90: number; p99: number } {
@@ -272,23 +291,32 @@ async function main(): Promise<void> {
   const raw: number[] = [];
   const js: number[] = [];
   const set: number[] = [];
+  const shown: number[] = [];
+  const gaps: number[] = [];
   let cursor = '';
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate the order so that neither side always runs on a warmer cache.
     const r1 = round % 2 === 0 ? rawCopy(source) : 0;
     const j = jsSnapshot(source);
     cursor = j.cursor;
-    const s = await setBasedSnapshot(source);
+    // The order of the two set-based syncs alternates too.
+    const first = await setBasedSnapshot(source, round % 2 === 1);
+    const second = await setBasedSnapshot(source, round % 2 === 0);
+    const [s, sp] = round % 2 === 0 ? [first, second] : [second, first];
     const r = round % 2 === 0 ? r1 : rawCopy(source);
     raw.push(r);
     js.push(j.perSec);
-    set.push(s);
+    set.push(s.perSec);
+    shown.push(sp.perSec);
+    gaps.push(sp.longestGapMs);
     log(
-      `round ${round + 1}/${ROUNDS}: raw INSERT...SELECT ${fmtRate(r)}; js snapshot ${fmtRate(j.perSec)} (${fmtRatio(j.perSec / r)}); set-based ${fmtRate(s)} (${fmtRatio(s / r)})`,
+      `round ${round + 1}/${ROUNDS}: raw INSERT...SELECT ${fmtRate(r)}; js snapshot ${fmtRate(j.perSec)} (${fmtRatio(j.perSec / r)}); set-based ${fmtRate(s.perSec)} (${fmtRatio(s.perSec / r)}); with progress ${fmtRate(sp.perSec)} (${fmtRatio(sp.perSec / r)}), longest time without a report ${sp.longestGapMs.toFixed(0)} ms`,
     );
   }
   const jsRatio = median(js.map((v, i) => v / (raw[i] as number)));
   const setRatio = median(set.map((v, i) => v / (raw[i] as number)));
+  const shownRatio = median(shown.map((v, i) => v / (raw[i] as number)));
+  const longestGap = Math.max(...gaps);
 
   const lat = changedSinceLatency(source, cursor);
   log(`changedSince over ${CALLS} calls: median ${lat.median.toFixed(1)} us, p90 ${lat.p90.toFixed(1)} us, p99 ${lat.p99.toFixed(1)} us`);
@@ -320,6 +348,20 @@ async function main(): Promise<void> {
         verdict(setRatio >= TARGETS.snapshotRatio),
       ],
       [
+        `snapshot, ${ROWS} rows, set-based with progress shown`,
+        fmtRate(median(shown)),
+        fmtRatio(shownRatio),
+        `>= ${TARGETS.snapshotRatio}x`,
+        verdict(shownRatio >= TARGETS.snapshotRatio),
+      ],
+      [
+        'longest time without a progress report',
+        `${longestGap.toFixed(0)} ms`,
+        '-',
+        `<= ${TARGETS.progressGapMs} ms`,
+        verdict(longestGap <= TARGETS.progressGapMs),
+      ],
+      [
         `changedSince median, ${ROWS}-event journal`,
         `${lat.median.toFixed(1)} us`,
         '-',
@@ -344,7 +386,16 @@ async function main(): Promise<void> {
   const out = {
     rows: ROWS,
     rounds: ROUNDS,
-    snapshot: { rawRowsPerSec: raw, jsRowsPerSec: js, setBasedRowsPerSec: set, jsRatio, setRatio },
+    snapshot: {
+      rawRowsPerSec: raw,
+      jsRowsPerSec: js,
+      setBasedRowsPerSec: set,
+      withProgressRowsPerSec: shown,
+      longestProgressGapMs: gaps,
+      jsRatio,
+      setRatio,
+      shownRatio,
+    },
     changedSince: { calls: CALLS, medianUs: lat.median, p90Us: lat.p90, p99Us: lat.p99 },
     readBatch: { [BATCH]: batchSmall, [BATCH * 10]: batchLarge },
     rss,
@@ -363,6 +414,24 @@ async function main(): Promise<void> {
       unit: 'x',
       op: '>=',
       limit: TARGETS.snapshotRatio,
+    },
+    {
+      id: 'feed.snapshot.set-based-progress',
+      target: snap,
+      what: `snapshot, set-based with progress shown (rows of the total, each 20000-row part reported), ${ROWS} rows`,
+      value: shownRatio,
+      unit: 'x',
+      op: '>=',
+      limit: TARGETS.snapshotRatio,
+    },
+    {
+      id: 'feed.snapshot.progress-gap',
+      target: 'snapshot, 1M rows: progress shown at least once a second',
+      what: `longest time without a progress report during a ${ROWS}-row snapshot`,
+      value: longestGap,
+      unit: 'ms',
+      op: '<=',
+      limit: TARGETS.progressGapMs,
     },
     {
       id: 'feed.snapshot.js',

@@ -6,7 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DEFAULT_REPAIR, REASON_KINDS, REASONS, type ReasonCode, type ReasonInfo } from '../src/reasons.ts';
+import { DEFAULT_REPAIR, REASON_KINDS, REASONS, RETIRED_CODES, type ReasonCode, type ReasonInfo } from '../src/reasons.ts';
 
 export const REASONS_DOC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'docs', 'reasons.md');
 
@@ -22,6 +22,7 @@ export function renderReasons(): string {
     const repair = r.repair === null ? '' : `\`${r.repair.replaceAll('|', '\\|')}\``;
     return `| \`${code}\` | ${r.kinds.join(', ')} | ${r.clears ? 'yes' : 'no'} | ${text(r.explain)} | ${repair} |`;
   });
+  const retired = [...RETIRED_CODES].map(([old, now]) => `| \`${old}\` | \`${now}\` |`);
   return [
     '# Reason codes',
     '',
@@ -36,12 +37,22 @@ export function renderReasons(): string {
     '',
     '"Clears" says no repair command is needed: sync rebuilds by itself, or looks at a suspension again each run, so removing',
     'its cause is enough. "Repair" is what `sluice health`, `sync` and `verify` print for a suspension, after `CODE: `;',
-    '{source}, {target} and {projection} are filled in. A suspension without a repair of its own gets the rebuild:',
+    '{source}, {target}, {projection} and {table} (its source table) are filled in. A suspension without a repair of its own gets the rebuild:',
     `\`${DEFAULT_REPAIR}\`. Errors carry their fix in their message.`,
     '',
     '| Code | Kinds | Clears | Explanation | Repair |',
     '| --- | --- | --- | --- | --- |',
     ...rows,
+    '',
+    '## Retired codes',
+    '',
+    'A code that is renamed keeps its old name as an alias for one release: the old name is never raised, and an object of',
+    '`--json` that carries the new code lists the old name beside it in `aliases` (an error object:',
+    '`{"error": {"code": "PROJECTION_NOT_FOUND", "message": "...", "aliases": ["UNKNOWN_PROJECTION"]}}`; a renamed `reason` gets',
+    '`aliases` beside it the same way). A script that matched the old name can match `code` or `aliases` meanwhile. The next',
+    "release drops the alias (src/reasons.ts: the entry's `replaces`).",
+    '',
+    ...(retired.length === 0 ? ['None.'] : ['| Retired code | Now |', '| --- | --- |', ...retired]),
     '',
   ].join('\n');
 }

@@ -2,6 +2,9 @@
 export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
 export {
   REASONS,
+  aliasesOf,
+  aliasFields,
+  currentCode,
   isReasonCode,
   repairFor,
   type Reason,
@@ -24,6 +27,7 @@ export type { SqlValue, StorageClass, JsonValue } from './sqlite/codec.ts';
 
 export { openSource } from './capture/open-source.ts';
 export { enable } from './capture/enable.ts';
+export { enableCommand, enableHint } from './capture/enable-hint.ts';
 export type { EnableOptions, EnableResult, RearmedTable } from './capture/enable.ts';
 export { disable } from './capture/disable.ts';
 export { bump } from './capture/bump.ts';

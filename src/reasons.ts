@@ -37,10 +37,20 @@ export interface ReasonInfo {
   readonly explain: string;
   /**
    * For a suspension, what repairs it, with the command: placeholders
-   * {source}, {target}, {projection}. Null where the error's message names
+   * {source}, {target}, {projection} and {table} (the projection's source
+   * table), filled in by repairFor. Null where the error's message names
    * the fix itself.
    */
   readonly repair: string | null;
+  /**
+   * Codes this one replaces: the names older releases reported for the same
+   * thing. A retired code is never raised; for one release after the rename
+   * every `--json` object that carries this code (an error's `code`, a
+   * `reason`) carries them beside it as `aliases`, and a retired code read
+   * back from a file an older release wrote (a stored reason) reads as this
+   * one (currentCode). Then the entry drops it.
+   */
+  readonly replaces?: readonly string[];
 }
 
 /**
@@ -48,13 +58,16 @@ export interface ReasonInfo {
  * repair of its own: rebuild the projection. (Not verify for the cause: it
  * does not compare a suspended projection.)
  */
-export const DEFAULT_REPAIR =
-  'find the cause (sluice health {target} --json shows what was found), then rebuild it: sluice reinit {source} {target} {projection}';
+/** The command that rebuilds a projection from a snapshot (fillRepair fills it in). */
+export const REINIT_COMMAND = 'sluice reinit {source} {target} {projection}';
+
+export const DEFAULT_REPAIR = `find the cause (sluice health {target} --json shows what was found), then rebuild it: ${REINIT_COMMAND}`;
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
-const FIX_SOURCE = 'fix the source (sluice enable {source} <table>, in images mode), then run sluice sync again';
+const FIX_SOURCE =
+  'fix the source: capture {table} in images mode (sluice enable {source} {table} --mode images), then run sluice sync again';
 /** The repair of a stored definition that no longer fits the source. */
 const REFIT =
-  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or pass a definition that fits the source: sluice sync {source} {target} --projection <definition file of {projection}>, or remove the projection and its tables: sluice drop {target} {projection}';
+  '{projection} names what the source no longer has (detail.message says what); put it back in the source and run sluice sync again, or write a definition of {projection} that fits the source to a file and pass it with --projection to sluice sync {source} {target}, or remove the projection and its tables: sluice drop {target} {projection}';
 
 export const REASONS = {
   // Cursors: why one cannot be continued, and what sync does then.
@@ -196,20 +209,20 @@ export const REASONS = {
       'sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again',
   },
   DEFINITION_INVALID: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition no longer validates.',
     repair:
-      'the stored definition of {projection} no longer validates (detail.message says why); pass a corrected one and rebuild it from that: sluice reinit {source} {target} {projection} --projection <definition file of {projection}>',
+      'the stored definition of {projection} no longer validates (detail.message says why); write a corrected one to a file and rebuild it from that, passing the file with --projection to sluice reinit {source} {target} {projection}',
   },
   SOURCE_COLUMN_MISSING: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition names a source column that no longer exists.',
     repair: REFIT,
   },
   SOURCE_TABLE_MISSING: {
-    kinds: ['suspend'],
+    kinds: ['suspend', 'error'],
     clears: true,
     explain: 'The stored definition names a source table that no longer exists.',
     repair: REFIT,
@@ -513,7 +526,13 @@ export const REASONS = {
       'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
     repair: null,
   },
-  PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
+  PROJECTION_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The target (or the sync) has no projection of that name: drop, reinit and sync --reinit list the names there are.',
+    repair: null,
+    replaces: ['UNKNOWN_PROJECTION'],
+  },
   ALTER_REFUSED: {
     kinds: ['error'],
     clears: false,
@@ -665,12 +684,6 @@ export const REASONS = {
   TARGET_COLLISION: { kinds: ['error'], clears: false, explain: 'Two projections write one target table.', repair: null },
   TARGET_TABLE_EXISTS: { kinds: ['error'], clears: false, explain: 'The target table exists and sluice did not make it.', repair: null },
   UNKNOWN_COLUMN: { kinds: ['error'], clears: false, explain: 'The source table has no such column.', repair: null },
-  UNKNOWN_PROJECTION: {
-    kinds: ['error'],
-    clears: false,
-    explain: 'No projection of that name (or its stored definition cannot be compiled).',
-    repair: null,
-  },
   UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
   NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
   BATCH_GAP: {
@@ -757,13 +770,7 @@ export const REASONS = {
     explain:
       'The stream held no snapshot of the source (a first publish, or a server that came back without the stream), so the publisher published one.',
     repair: null,
-  },
-  NO_SNAPSHOT_PUBLISHED: {
-    kinds: ['rebuilt'],
-    clears: true,
-    explain:
-      "The retired name of STREAM_HAD_NO_SNAPSHOT (it read as a failure on a snapshot that was published); publish --json still gives it as that snapshot's reasonAlias, until the next release.",
-    repair: null,
+    replaces: ['NO_SNAPSHOT_PUBLISHED'],
   },
   SNAPSHOT_PAST_RETENTION: {
     kinds: ['rebuilt'],
@@ -791,6 +798,27 @@ export function isReasonCode(code: string): code is ReasonCode {
   return Object.hasOwn(REASONS, code);
 }
 
+/** Each retired code (ReasonInfo.replaces) and the code that replaces it. */
+export const RETIRED_CODES: ReadonlyMap<string, ReasonCode> = new Map(
+  (Object.keys(REASONS) as ReasonCode[]).flatMap((c) => ((REASONS[c] as ReasonInfo).replaces ?? []).map((old) => [old, c] as const)),
+);
+
+/** The retired names of `code`, to go beside it as `aliases` in --json ([] for a code never renamed). */
+export function aliasesOf(code: string): readonly string[] {
+  return isReasonCode(code) ? ((REASONS[code] as ReasonInfo).replaces ?? []) : [];
+}
+
+/** `{aliases}` to spread beside a code in a --json object: its retired names, or nothing for a code never renamed. */
+export function aliasFields(code: string): { readonly aliases?: readonly string[] } {
+  const old = aliasesOf(code);
+  return old.length === 0 ? {} : { aliases: old };
+}
+
+/** `code` as this release names it: a retired code (one an older release wrote into a file) becomes the one that replaced it. */
+export function currentCode(code: string): string {
+  return RETIRED_CODES.get(code) ?? code;
+}
+
 /** The codes that play the part `kind`, and clear by themselves when `clears` is given. */
 export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): ReadonlySet<ReasonOf<K>> {
   const codes = (Object.keys(REASONS) as ReasonCode[]).filter((c) => {
@@ -800,11 +828,39 @@ export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): Read
   return new Set(codes as ReasonOf<K>[]);
 }
 
-/** Values for a repair template's placeholders, as they are to be typed (quote them first). */
+/**
+ * Values for a repair template's placeholders, as they are to be typed
+ * (quote them first). A value not known where the repair is made (the
+ * source of a projection made by import, whose path was never recorded) is
+ * left undefined: the command then names it in capitals, said in words
+ * after it (`SOURCE: the database cache.db is synced from`).
+ */
 export interface RepairVars {
-  readonly source: string;
-  readonly target: string;
+  readonly source?: string | undefined;
+  readonly target?: string | undefined;
   readonly projection: string;
+  /** The projection's source table. */
+  readonly table?: string | undefined;
+}
+
+/** What an unknown value of RepairVars is, in words. */
+const UNKNOWN_VARS = {
+  source: (v: RepairVars) => `the database ${v.target ?? 'the target'} is synced from`,
+  target: (v: RepairVars) => `the database that holds ${v.projection}`,
+  table: (v: RepairVars) => `the source table ${v.projection} reads`,
+} as const;
+
+/** `template` with {source}, {target}, {projection} and {table} filled in from `vars` (see RepairVars for an unknown one). */
+export function fillRepair(template: string, vars: RepairVars): string {
+  const unknown = new Map<string, string>();
+  const text = template.replace(/\{(source|target|projection|table)\}/g, (_, k: keyof RepairVars) => {
+    const v = vars[k];
+    if (v !== undefined) return v;
+    const word = k.toUpperCase();
+    unknown.set(word, UNKNOWN_VARS[k as keyof typeof UNKNOWN_VARS](vars));
+    return word;
+  });
+  return unknown.size === 0 ? text : `${text} (${[...unknown].map(([w, what]) => `${w}: ${what}`).join('; ')})`;
 }
 
 /**
@@ -812,7 +868,7 @@ export interface RepairVars {
  * without a repair of its own (or none) gets the rebuild.
  */
 export function repairFor(reason: string | null | undefined, vars: RepairVars): string {
-  const own = reason !== null && reason !== undefined && isReasonCode(reason) ? (REASONS[reason] as ReasonInfo).repair : null;
-  const template = own ?? DEFAULT_REPAIR;
-  return `${reason ?? 'suspended'}: ${template.replace(/\{(source|target|projection)\}/g, (_, k: keyof RepairVars) => vars[k])}`;
+  const current = reason === null || reason === undefined ? undefined : currentCode(reason);
+  const own = current !== undefined && isReasonCode(current) ? (REASONS[current] as ReasonInfo).repair : null;
+  return `${current ?? 'suspended'}: ${fillRepair(own ?? DEFAULT_REPAIR, vars)}`;
 }

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test, expect } from 'vitest';
-import { REASONS, isReasonCode, reasonsOf, repairFor } from '../src/reasons.ts';
+import { REASONS, RETIRED_CODES, aliasesOf, currentCode, isReasonCode, reasonsOf, repairFor, type ReasonInfo } from '../src/reasons.ts';
 import { REASONS_DOC, renderReasons } from '../scripts/reasons-doc.ts';
 
 const SRC = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'src');
@@ -95,6 +95,23 @@ describe('the reason catalog', () => {
         REASONS[c].kinds.some((k) => k === 'rebuilt' || k === 'suspend' || k === 'error'),
         c,
       ).toBe(true);
+  });
+
+  test('a retired code is no entry of its own, is replaced by one entry only, and is named nowhere in src/', () => {
+    const all = Object.values(REASONS).flatMap((r: ReasonInfo) => r.replaces ?? []);
+    expect(all.length, 'UNKNOWN_PROJECTION is retired in favour of PROJECTION_NOT_FOUND').toBeGreaterThan(0);
+    expect(new Set(all).size, 'each retired code is replaced by one entry').toBe(all.length);
+    const named = namedCodes();
+    for (const old of all) {
+      expect(isReasonCode(old), `${old} is retired: remove its entry`).toBe(false);
+      expect(named.has(old), `${old} is retired and must not be raised (src/ ${[...(named.get(old) ?? [])].join(', ')})`).toBe(false);
+    }
+    expect(RETIRED_CODES.get('UNKNOWN_PROJECTION')).toBe('PROJECTION_NOT_FOUND');
+    expect(aliasesOf('PROJECTION_NOT_FOUND')).toEqual(['UNKNOWN_PROJECTION']);
+    expect(aliasesOf('DB_NOT_FOUND')).toEqual([]);
+    expect(currentCode('UNKNOWN_PROJECTION')).toBe('PROJECTION_NOT_FOUND');
+    expect(currentCode('TARGET_DIVERGED')).toBe('TARGET_DIVERGED');
+    expect(renderReasons()).toContain('| `UNKNOWN_PROJECTION` | `PROJECTION_NOT_FOUND` |');
   });
 
   test('a repair names the code and fills in the paths and the projection', () => {

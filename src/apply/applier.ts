@@ -16,7 +16,7 @@ import {
   ownedTables,
   readProjection,
   setState,
-  shellWord,
+  reinitCommand,
   storeCursor,
   PROJECTIONS_TABLE,
   type ProjectionRecord,
@@ -158,7 +158,7 @@ export async function applyRows(
         source: p.source.table,
         fromSeq: batch.fromSeq,
         toSeq: batch.toSeq,
-        message: `${r.refused.message} Rebuild the projection: sluice reinit <source> <target> ${shellWord(p.name)}.`,
+        message: `${r.refused.message} Rebuild the projection: ${reinitCommand(p.name, t.sourcePath, targetFile(t))}.`,
       });
     if (guarded) db.exec('RELEASE sluice_rows');
     return { kind: 'rows', applied: r.applied, lastTs: batch.lastTs() };
@@ -174,14 +174,14 @@ export async function applyRows(
       source: p.source.table,
       fromSeq: batch.fromSeq,
       toSeq: batch.toSeq,
-      message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and ${constraintWhy(p, batch, end)}.`,
+      message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and ${constraintWhy(t, p, batch, end)}.`,
     });
   }
 }
 
-function constraintWhy(p: CompiledProjection, batch: ChangeBatch, end: BatchEnd): string {
+function constraintWhy(t: ApplyTarget, p: CompiledProjection, batch: ChangeBatch, end: BatchEnd): string {
   if (end === 'committed')
-    return `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then sluice reinit <source> <target> ${shellWord(p.name)}); while the index is there, sync tries again at most once a minute`;
+    return `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then ${reinitCommand(p.name, t.sourcePath, targetFile(t))}); while the index is there, sync tries again at most once a minute`;
   return `this batch breaks it, where it ends (events ${batch.fromSeq + 1}..${batch.toSeq}; a batch may end inside a source transaction${end === 'batch' ? ", and there were too many events ahead to try up to the source's last commit" : ''}). Drop the index or make it non-unique, then sync or import again (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
 }
 
@@ -312,4 +312,10 @@ export async function recordSuspension(t: ApplyTarget, p: CompiledProjection, s:
       insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'suspended'));
     setState(db, schema, p.name, 'suspended', s.reason, s.detail);
   });
+}
+
+/** The file of the target's schema on the connection, as SQLite opened it. */
+export function targetFile(t: Pick<ApplyTarget, 'db' | 'schema'>): string {
+  const rows = t.db.prepare('PRAGMA database_list').all() as { name: string; file: string }[];
+  return rows.find((r) => r.name === t.schema)?.file ?? '';
 }

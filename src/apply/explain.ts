@@ -261,6 +261,16 @@ function explainOne(
     },
     cost,
     sync: predictSync(decision, old, next, given, view),
-    ...(decision.classification === 'Rejected' ? { repair: repairAction(next.name, repairReason, sourcePath, targetPath) } : {}),
+    ...(decision.classification === 'Rejected'
+      ? {
+          repair: repairAction(
+            next.name,
+            repairReason,
+            sourcePath,
+            targetPath,
+            compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable,
+          ),
+        }
+      : {}),
   };
 }

@@ -16,7 +16,7 @@ import { repairAction, type ProjectionRecord } from './target-meta.ts';
 /** Problems with the projection's tables in the target, each with the command that repairs it. */
 export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath: string | undefined, targetPath: string): string[] {
   if (r.cursor === null || r.state === 'suspended') return [];
-  const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath);
+  const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath, r.sourceTable);
   const problems: string[] = [];
   for (const t of kindNamed(r.kind)?.makesTables === true ? ownedTables(r) : []) {
     const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;

@@ -221,7 +221,7 @@ function one(
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
-  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath));
+  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
   else if (r.state === 'building') problems.push('an initial build was interrupted: run sluice sync again');
   const failure = failureOf(r);
   if (failure !== null) {

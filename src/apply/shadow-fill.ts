@@ -122,13 +122,42 @@ export async function copyChunk(
   table: CapturedTable,
   b: BuildState,
 ): Promise<BuildState> {
-  // Straight from the source table, between the last key copied and the chunk's last (a key range its
-  // primary key seeks), with no work table in between: a chunk of a copy is a slice of one snapshot.
-  const { db } = t;
   const p = copy.p;
+  const chunk = keyChunk(
+    t.db,
+    p,
+    table,
+    (b.lastKey ?? null)?.map((v) => fromJsonValue(v)),
+  );
+  const build = kindOf(p).build(t.db, t.schema, p, copy.at);
+  await build.add({
+    from: chunk.from,
+    rows: () => {
+      throw new Error(`projection ${p.name}: a copy chunk is built in SQL (its kind reads no rows one by one)`);
+    },
+  });
+  const copied = b.copied + (await build.finish());
+  const hi = chunk.hi;
+  return hi === undefined ? { ...b, lastKey: undefined, copied } : { ...b, lastKey: hi.map((v) => toJsonValue(v)), copied };
+}
+
+/**
+ * The next BUILD_CHUNK rows of the source table after key `lo` (from the
+ * first without it), in key order: a FROM item over them, and the last key
+ * among them (undefined: these are the last rows). Straight from the source
+ * table, between two keys (a key range its primary key seeks), with no work
+ * table in between: a chunk is a slice of the snapshot being read. The FROM
+ * item reads the bounds from a work table the next chunk overwrites: use it
+ * before asking for the next one.
+ */
+export function keyChunk(
+  db: Db,
+  p: CompiledProjection,
+  table: CapturedTable,
+  lo: readonly SqlValue[] | undefined,
+): { readonly from: (alias: string) => string; readonly hi: SqlValue[] | undefined } {
   const src = `main.${quoteIdent(table.name)}`;
   const keyed = keyOrder(db, p);
-  const lo = (b.lastKey ?? null)?.map((v) => fromJsonValue(v));
   const after = lo === undefined ? '' : ` WHERE (${keyed.join(', ')}) > (${lo.map(placeholderFor).join(', ')})`;
   const params = (lo ?? []).map(toBindable);
   const hi = exactKey(db, p, `${src}${after} ORDER BY ${keyed.join(', ')} LIMIT 1 OFFSET ${BUILD_CHUNK - 1}`, params);
@@ -142,15 +171,10 @@ export async function copyChunk(
     ...(lo === undefined ? [] : [`(${keyed.join(', ')}) > (SELECT ${k.map((i) => `lo${i}`).join(', ')} FROM ${bounds})`]),
     ...(hi === undefined ? [] : [`(${keyed.join(', ')}) <= (SELECT ${k.map((i) => `hi${i}`).join(', ')} FROM ${bounds})`]),
   ];
-  const build = kindOf(p).build(db, t.schema, p, copy.at);
-  await build.add({
+  return {
     from: (alias) => `(SELECT * FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
-    rows: () => {
-      throw new Error(`projection ${p.name}: a copy chunk is built in SQL (its kind reads no rows one by one)`);
-    },
-  });
-  const copied = b.copied + (await build.finish());
-  return hi === undefined ? { ...b, lastKey: undefined, copied } : { ...b, lastKey: hi.map((v) => toJsonValue(v)), copied };
+    hi,
+  };
 }
 
 /** Fills the next part of a replay kind's shadow from its staged copy, in key order; the build state after it. */

@@ -38,6 +38,7 @@ import {
   type BuildState,
 } from './shadow-build.ts';
 import { buildStep } from './build-step.ts';
+import { reportedSourceRows } from './snapshot-parts.ts';
 import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { storedIfCompatible } from './sync-classify.ts';
 import { columnsRead } from './explain-facts.ts';
@@ -66,7 +67,16 @@ export type StepOutcome =
       /** Built beside the live projection in bounded steps and swapped in (a protected rebuild), not in one transaction. */
       readonly swapped?: true;
     }
-  | { readonly kind: 'applied'; readonly events: number; readonly seq: number; readonly cursor: string; readonly caughtUp: boolean }
+  | {
+      readonly kind: 'applied';
+      /** Events applied (net transitions for the set-based kinds). */
+      readonly events: number;
+      readonly seq: number;
+      readonly cursor: string;
+      readonly caughtUp: boolean;
+      /** Events of the source's journal the batch handed over (StepContext.progress asks for it). */
+      readonly sourceEvents?: number;
+    }
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
   | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up' | 'fill' | 'replay'; readonly rows: number; readonly seq: number }
@@ -95,6 +105,18 @@ export interface StepContext {
   readonly reinit?: boolean;
   /** The validation of a protected rebuild's shadow caught up to `seq` (the step after a `validate` outcome). */
   readonly validated?: { readonly seq: number; readonly ok: boolean };
+  /**
+   * Someone shows progress (a bar, a JSON log, a follower's summaries): an
+   * applied batch counts its source events, and a snapshot reports its rows
+   * as it reads them, of the source table's count (each costs a query).
+   */
+  readonly progress?: StepProgress;
+}
+
+/** What a step tells of its progress while it runs (StepContext.progress). */
+export interface StepProgress {
+  /** `rows` of the `total` source rows a snapshot in this step has read so far: after each part, and once at the end. */
+  snapshotRows(rows: number, total: number): void;
 }
 
 /**
@@ -151,7 +173,7 @@ async function stepInTransaction(
 ): Promise<StepOutcome> {
   const { db } = ctx;
   const view = readSourceView(db);
-  if (rec === undefined) return initialize(target, p, view, undefined, undefined);
+  if (rec === undefined) return initialize(target, p, view, undefined, undefined, ctx.progress);
   // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
   const found = readBuild(rec) !== undefined;
   const build = rec.cursor === null ? undefined : resumeOrRollbackShadowBuild(target, p, rec, view.state.prunedThrough);
@@ -171,7 +193,7 @@ async function afterBuildCheck(
   if (ctx.reinit === true) return rebuild(ctx, target, p, view, rec, 'REINIT');
   // Never built (suspended before its first snapshot): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
-  if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined);
+  if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined, ctx.progress);
   // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
   // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
   if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))
@@ -257,16 +279,23 @@ async function afterBuildCheck(
   // made and dropped around a write journals out of order) says the same
   // as a failed proof: the history is not whole. Rebuild, not suspend.
   if (v.window === true && r.kind === 'suspended' && (r.reason === 'TARGET_DIVERGED' || r.reason === 'UNCAPTURED_REPLACE'))
-    return initialize(target, p, view, rec, 'SCHEMA_WINDOW');
+    return initialize(target, p, view, rec, 'SCHEMA_WINDOW', ctx.progress);
   if (r.kind === 'suspended') return r;
   const hi = batch.toSeq;
   // A copy that differs from its source after a schema window is rebuilt
   // (the batch applied above goes with its tables); one that matches goes on,
   // and its new cursor carries the current schema version.
-  if (v.window === true && !matchesSourceAt(db, rec, hi, t.tid)) return initialize(target, p, view, rec, 'SCHEMA_WINDOW');
+  if (v.window === true && !matchesSourceAt(db, rec, hi, t.tid)) return initialize(target, p, view, rec, 'SCHEMA_WINDOW', ctx.progress);
   const cursor = cursorToken(db, v.view, v.tables, hi);
   commitBatch(target, p, cursor, hi, r);
-  return { kind: 'applied', events: r.applied, seq: hi, cursor, caughtUp: hi >= v.view.hw };
+  return {
+    kind: 'applied',
+    events: r.applied,
+    seq: hi,
+    cursor,
+    caughtUp: hi >= v.view.hw,
+    ...(ctx.progress === undefined ? {} : { sourceEvents: batch.count() }),
+  };
 }
 
 /**
@@ -324,7 +353,8 @@ async function rebuild(
   rec: ProjectionRecord,
   reason: string,
 ): Promise<StepOutcome> {
-  if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined) return initialize(target, p, view, rec, reason);
+  if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined)
+    return initialize(target, p, view, rec, reason, ctx.progress);
   const table = buildable(view, p);
   if ('kind' in table) return table;
   // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
@@ -348,22 +378,29 @@ async function continueBuild(
   if (out !== 'discard') return out;
   dropShadow(target, b);
   writeBuild(target, p.name, null);
-  return initialize(target, p, view, rec, b.reason);
+  return initialize(target, p, view, rec, b.reason, ctx.progress);
 }
 
-/** Builds the projection from the source table as it is now, with the cursor at the high-water mark read in this transaction. */
+/**
+ * Builds the projection from the source table as it is now, with the cursor
+ * at the high-water mark read in this transaction; the rows read are told
+ * to `progress` as they go (of the table's count), when it is there.
+ */
 async function initialize(
   target: ApplyTarget,
   p: CompiledProjection,
   view: SourceView,
   rec: ProjectionRecord | undefined,
   reason: string | undefined,
+  progress: StepProgress | undefined,
 ): Promise<StepOutcome> {
   const { db } = target;
   const table = buildable(view, p);
   if ('kind' in table) return table;
   const install = SnapshotInstall.begin(target, p, rec);
-  await install.add(sourceRows(db, table));
+  await install.add(
+    progress === undefined ? sourceRows(db, table) : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),
+  );
   const cursor = cursorToken(db, view, [table], view.hw);
   const { rows, droppedIndexes } = await install.finish(cursor, view.hw);
   return {

@@ -7,7 +7,7 @@ import { classifyChange, type AlterDecision, type ClassifiedChange, type Uncompi
 import { shadowBuildOf } from './shadow-build.ts';
 import { kindOf } from '../projection/kinds/registry.ts';
 import { BROKEN_DEFINITION_REASONS, brokenReason } from './broken-definition.ts';
-import type { ApplyTarget } from './applier.ts';
+import { targetFile, type ApplyTarget } from './applier.ts';
 import { alterFacts, REARMABLE } from './explain-facts.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, repairAction, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from './target-meta.ts';
 
@@ -47,10 +47,6 @@ export class AlterRejectedError extends FailClosedError {
 }
 
 /** The file of the attached target (`schema`), for the free space of its file system. */
-function targetFile(target: ApplyTarget): string {
-  const rows = target.db.prepare('PRAGMA database_list').all() as { name: string; file: string }[];
-  return rows.find((r) => r.name === target.schema)?.file ?? '';
-}
 
 /**
  * Classifies the change from the stored `rec` to `p` (their fingerprints
@@ -76,7 +72,7 @@ export function storedIfCompatible(target: ApplyTarget, p: CompiledProjection, r
     throw new AlterRejectedError(
       decision,
       refused,
-      repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target)),
+      repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target), p.source.table),
     );
   return false;
 }

@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView } from '../feed/source-view.ts';
+import { enableCommand, enableHint } from '../capture/enable-hint.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import {
@@ -50,9 +51,12 @@ export async function resolveDefinitions(db: Db, given: readonly ProjectionDefin
   const view = readSourceView(db);
   const tables = [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => t.table.name);
   if (tables.length === 0) {
+    // Tables captured in another mode are captured in images mode by enable; with none, the source's own tables are named.
+    const others = [...view.tables.values()].map((t) => t.table.name);
+    const fix = others.length > 0 ? enableCommand(db.name, others, 'images') : enableHint(db);
     throw new FailClosedError(
       'NOTHING_TO_SYNC',
-      `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run \`sluice enable <db> <table...>\`, or pass --projection.`,
+      `Source ${db.name} captures no table in images mode, so there is nothing to mirror. Run ${fix}, or pass --projection.`,
     );
   }
   return { defs: tables.map(defaultMirror), stored: false, broken: [] };
@@ -67,7 +71,7 @@ export function resolveReinit(names: readonly string[], projections: readonly Co
     );
     if (byTable !== undefined) return byTable.name;
     throw new InvalidInputError(
-      'UNKNOWN_PROJECTION',
+      'PROJECTION_NOT_FOUND',
       `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
     );
   });

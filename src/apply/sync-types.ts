@@ -72,9 +72,23 @@ export interface SyncProgress {
   readonly seq: number;
   /** The source's high-water mark as last read in this run (at least `seq`): what the projection catches up to. */
   readonly sourceSeq: number;
-  /** Events applied to this projection in this run so far. */
+  /** Events applied to this projection in this run so far (row changes: a key change is two in a mirror). */
   readonly events: number;
+  /**
+   * Events of the source's journal handed over to this projection in this
+   * run so far: what the source committed, each event once (projections of
+   * one table each read the same ones).
+   */
+  readonly sourceEvents?: number;
+  /** The projection's source table. */
+  readonly sourceTable?: string;
+  /**
+   * Source rows a snapshot of this run has read so far (a protected
+   * rebuild: copied so far); kept on the events after it in the run.
+   */
   readonly rows?: number;
+  /** The rows the snapshot reads in all (the source table's count in its read transaction), when counted. */
+  readonly rowsTotal?: number;
   /**
    * The projection's seq when this run started on it (0 before its first
    * snapshot): the share done is (seq - startSeq) / (sourceSeq - startSeq).

@@ -23,6 +23,7 @@ import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncRepor
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 import path from 'node:path';
+import { quoteIdent } from '../sqlite/quote.ts';
 
 /**
  * Default events per target transaction. A batch of random keys rewrites
@@ -134,9 +135,10 @@ export class Syncer {
       checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r) }))]);
       const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
+        // Not a name that is missing: the projection is there, and the code says why it cannot be built.
         throw new InvalidInputError(
-          'UNKNOWN_PROJECTION',
-          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${unbuildable.reason}: ${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
+          unbuildable.reason,
+          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
         );
       }
       resolveReinit(options.reinit ?? [], compiled);
@@ -317,6 +319,20 @@ export class Syncer {
     }
   }
 
+  /** The rows of a source table, for progress only: undefined when it cannot be read (the step then says why). */
+  #sourceRows(table: string): number | undefined {
+    try {
+      return Number(
+        this.session.db
+          .prepare(`SELECT count(*) FROM main.${quoteIdent(table)}`)
+          .pluck()
+          .get() as bigint,
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
   /** A projection's report from its stored row alone (nothing applied in this run). */
   #asStored(name: string): ProjectionReport {
     const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
@@ -331,19 +347,34 @@ export class Syncer {
   }
 
   async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {
-    const base = {
+    const base: StepContext = {
       db: this.session.db,
       schema: TARGET_SCHEMA,
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
+      // Counting events and snapshot rows costs queries: only when someone shows progress.
+      ...(this.#options.onProgress === undefined
+        ? {}
+        : {
+            progress: {
+              snapshotRows: (rows: number, total: number) => {
+                snap = { rows, total };
+                progress('snapshot', startSeq);
+              },
+            },
+          }),
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
+    // Events of the source's journal handed over to the projection in this run (counted only for progress).
+    let sourceEvents = 0;
     // Committed target transactions, for metrics (ProjectionReport.batches / lastCommitMs).
     let commits: Pick<ProjectionReport, 'batches' | 'lastCommitMs'> = {};
     const committed = () => (commits = { batches: (commits.batches ?? 0) + 1, lastCommitMs: Date.now() });
     // What a snapshot in this run adds to the report.
     let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
+    // For progress: the source rows a snapshot in this run has read, of its total (when counted).
+    let snap: { readonly rows: number; readonly total?: number } | undefined;
     // A step runs synchronously under its awaits: between two of them, give
     // the event loop a turn, or a signal handler (SIGTERM) only runs once the
     // whole catch-up is done. True when the run must stop here.
@@ -352,7 +383,7 @@ export class Syncer {
     const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
     let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
     const startedMs = Date.now();
-    const progress = (phase: SyncProgress['phase'], seq: number, rows?: number) => {
+    const progress = (phase: SyncProgress['phase'], seq: number) => {
       sourceHw = Math.max(sourceHw, seq);
       this.#options.onProgress?.({
         projection: p.name,
@@ -360,7 +391,9 @@ export class Syncer {
         seq,
         sourceSeq: phase === 'suspended' ? 0 : sourceHw,
         events: applied,
-        ...(rows === undefined ? {} : { rows }),
+        sourceEvents,
+        sourceTable: p.source.table,
+        ...(snap === undefined ? {} : { rows: snap.rows, ...(snap.total === undefined ? {} : { rowsTotal: snap.total }) }),
         startSeq: Math.min(startSeq, seq),
         elapsedMs: Date.now() - startedMs,
       });
@@ -381,7 +414,10 @@ export class Syncer {
       }
       if (out.kind === 'building') {
         crashPoint('build-step');
-        progress('snapshot', out.seq, out.rows);
+        // A protected rebuild's steps each copy a part in their own transaction: the total is the table's rows when its first step is seen.
+        const total = snap?.total ?? (this.#options.onProgress === undefined ? undefined : this.#sourceRows(p.source.table));
+        snap = { rows: out.rows, ...(total === undefined ? {} : { total }) };
+        progress('snapshot', out.seq);
         if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
         // A writer waiting for the target (another projection's follower, polling: takeWriteLock) takes it here.
         await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
@@ -417,12 +453,17 @@ export class Syncer {
           ...(out.swapped === true ? { swapped: true as const } : {}),
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
         };
-        progress('snapshot', out.seq, out.rows);
+        // Every source row read: the count's total when there was one (a map's filter may keep fewer rows);
+        // a protected rebuild's own count of the rows it copied (its total was counted before the copy).
+        const read = out.swapped === true || snap?.total === undefined ? out.rows : snap.total;
+        snap = { rows: read, ...(snap?.total === undefined ? {} : { total: read }) };
+        progress('snapshot', out.seq);
         if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;
       }
       if (out.kind === 'applied') {
         applied += out.events;
+        sourceEvents += out.sourceEvents ?? 0;
         progress('catch-up', out.seq);
         if (!out.caughtUp) {
           if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
@@ -453,7 +494,7 @@ export class Syncer {
     const p = this.projections.find((x) => x.name === name);
     if (p === undefined)
       throw new InvalidInputError(
-        'UNKNOWN_PROJECTION',
+        'PROJECTION_NOT_FOUND',
         `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`,
       );
     const ctx = {

@@ -2,7 +2,8 @@ import type { Db } from '../sqlite/connection.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
-import { reasonsOf, repairFor } from '../reasons.ts';
+import { fillRepair, reasonsOf, REINIT_COMMAND, repairFor } from '../reasons.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -32,23 +33,28 @@ export type ProjectionState = 'building' | 'active' | 'suspended';
  */
 export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = reasonsOf('suspend', true);
 
+export { shellWord };
+
 /**
- * A command-line word as it must be typed in this platform's shell: as is
- * when it holds only plain path characters; else single-quoted for a POSIX
- * shell (nothing inside is expanded), double-quoted for Windows (cmd and
- * PowerShell take backslashes as they are).
+ * What to do about a suspended projection, with the command that does it,
+ * worded in src/reasons.ts. A path or table not known here (a projection
+ * imported from a file records no source path) is named in words.
  */
-export function shellWord(s: string, platform: NodeJS.Platform = process.platform): string {
-  if (/^[\w@%+=:,./\\-]+$/.test(s) && (platform === 'win32' || !s.includes('\\'))) return s;
-  if (platform === 'win32') return `"${s.replaceAll('"', '""')}"`;
-  return `'${s.replaceAll("'", "'\\''")}'`;
+export function repairAction(
+  name: string,
+  reason: string | null | undefined,
+  sourcePath?: string,
+  targetPath?: string,
+  sourceTable?: string,
+): string {
+  const word = (s: string | undefined) => (s === undefined ? undefined : shellWord(s));
+  return repairFor(reason, { source: word(sourcePath), target: word(targetPath), projection: shellWord(name), table: word(sourceTable) });
 }
 
-/** What to do about a suspended projection, with the command that does it (placeholders for paths not given); worded in src/reasons.ts. */
-export function repairAction(name: string, reason: string | null | undefined, sourcePath?: string, targetPath?: string): string {
-  const source = sourcePath === undefined ? '<source>' : shellWord(sourcePath);
-  const target = targetPath === undefined ? '<target>' : shellWord(targetPath);
-  return repairFor(reason, { source, target, projection: shellWord(name) });
+/** The command that rebuilds projection `name` from a snapshot (sluice reinit), with the paths as they are typed; an unknown source said in words. */
+export function reinitCommand(name: string, sourcePath: string | null | undefined, targetPath: string): string {
+  const source = sourcePath == null ? undefined : shellWord(sourcePath);
+  return fillRepair(REINIT_COMMAND, { source, target: shellWord(targetPath), projection: shellWord(name) });
 }
 
 export interface ProjectionRecord {

@@ -18,7 +18,7 @@ import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
-import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -99,7 +99,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
       if (records.length === 0) {
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',
-          `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass the target that \`sluice sync ${sourcePath} <target>\` writes (or run that sync first).`,
+          `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass a target that ${syncOf(sourcePath)} wrote into, or run ${syncOf(sourcePath, targetPath)} first.`,
         );
       }
       const paths = { source: sourcePath, target: targetPath };
@@ -184,7 +184,7 @@ function verifyOne(
       ...base,
       ok: false,
       reason: rec.reason ?? rec.state,
-      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target)}`,
+      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target, rec.sourceTable)}`,
     };
   }
   if (rec.state !== 'active')
@@ -232,7 +232,10 @@ function verifyOne(
   const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
   const k = p.key.map((_, i) => `k${i}`);
   db.exec(`CREATE INDEX temp._sluice_inflight_k ON _sluice_inflight (${k.join(', ')})`);
-  const caveats = negativeZeroCaveat(shape);
+  const caveats = negativeZeroCaveat(
+    shape,
+    paths === undefined ? `rebuild ${rec.name}` : reinitCommand(rec.name, paths.source, paths.target),
+  );
   // Rows that match are proved so in SQL alone (verify-exact.ts); the
   // checksums below compare what it cannot prove, and name the keys that differ. (Only for a kind whose
   // rows are one table keyed by the source key: a 'copy' shadow build.)
@@ -349,11 +352,11 @@ function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipp
  * journaled. This check reads exact IEEE bytes, so a target left at the
  * other zero shows as different here; the caveat says why.
  */
-function negativeZeroCaveat(shape: SourceShape): string[] {
+function negativeZeroCaveat(shape: SourceShape, repair: string): string[] {
   const cols = shape.columns.filter((c) => canHoldNegativeZero(c.type)).map((c) => c.name);
   if (cols.length === 0) return [];
   return [
-    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: sluice reinit <source> <target> <projection>)`,
+    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: ${repair})`,
   ];
 }
 
@@ -415,4 +418,9 @@ function registerHash(db: Db): void {
     }
     return h.digest('hex').slice(0, 20);
   });
+}
+
+/** `sluice sync SOURCE [TARGET]` as it is typed. */
+function syncOf(sourcePath: string, targetPath?: string): string {
+  return ['sluice sync', shellWord(sourcePath), ...(targetPath === undefined ? [] : [shellWord(targetPath)])].join(' ');
 }

@@ -99,7 +99,7 @@ export async function requireStream(b: Broker, stream: string, sourceId: string)
   if (info === undefined)
     throw new InvalidInputError(
       'BROKER_NO_STREAM',
-      `NATS at ${b.url} has no stream ${stream}. Publish the source first (sluice publish <db> --nats ${b.url}), or pass the publisher's --stream.`,
+      `NATS at ${b.url} has no stream ${stream}. Publish the source first (run sluice publish on the source database with --nats ${b.url}), or pass the publisher's --stream.`,
     );
   checkSubjects(info, stream, subjectsOf(sourceId));
   return info;

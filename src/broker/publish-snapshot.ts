@@ -18,13 +18,6 @@ import { HEADER, type SourceSubjects } from './subjects.ts';
  * published again at the same seq is not dropped by the dedup window.
  */
 
-/**
- * The retired name of a snapshot's reason, given beside it as `reasonAlias`
- * in publish --json for one release (docs/cli.md): NO_SNAPSHOT_PUBLISHED read
- * as a failure on a snapshot that was published.
- */
-export const RETIRED_SNAPSHOT_REASONS: Readonly<Record<string, string>> = { STREAM_HAD_NO_SNAPSHOT: 'NO_SNAPSHOT_PUBLISHED' };
-
 /** Why a snapshot was published, in words, by its reason code. */
 export const SNAPSHOT_WHY: Readonly<Record<string, string>> = {
   STREAM_HAD_NO_SNAPSHOT: 'the stream had none',

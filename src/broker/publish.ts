@@ -7,8 +7,10 @@ import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/export.ts';
 import { readState } from '../capture/catalog.ts';
 import { lastJournalSeq } from '../feed/journal-stats.ts';
+import { enableHint } from '../capture/enable-hint.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
-import { publishSnapshot, RETIRED_SNAPSHOT_REASONS, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
+import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
+import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
@@ -62,8 +64,8 @@ export interface PublishedSnapshotReport {
   readonly rows: number;
   /** Why it was published: STREAM_HAD_NO_SNAPSHOT, SNAPSHOT_PAST_RETENTION, or why the position could not be continued. */
   readonly reason: string;
-  /** The reason's retired name, for one release (STREAM_HAD_NO_SNAPSHOT was NO_SNAPSHOT_PUBLISHED). */
-  readonly reasonAlias?: string;
+  /** The reason's retired names, for one release (STREAM_HAD_NO_SNAPSHOT was NO_SNAPSHOT_PUBLISHED; src/reasons.ts `replaces`). */
+  readonly aliases?: readonly string[];
 }
 
 const DEFAULT_BATCH_SEQS = 1000;
@@ -103,10 +105,7 @@ export class Publisher {
     try {
       const state = readState(db);
       if (state === undefined)
-        throw new FailClosedError(
-          'CAPTURE_ABSENT',
-          `${sourcePath} has no sluice capture. Enable it first: sluice enable ${sourcePath} <table>...`,
-        );
+        throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
       await ensureStream(broker, p.stream, p.sourceId);
@@ -261,8 +260,7 @@ export class Publisher {
       this.#log(
         `sluice publish: published a snapshot at seq ${snap.seq} (${snap.rows} rows, ${snap.parts + 1} messages) because ${SNAPSHOT_WHY[reason] ?? 'the position could not be continued'} (${reason})`,
       );
-      const alias = RETIRED_SNAPSHOT_REASONS[reason];
-      tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason, ...(alias === undefined ? {} : { reasonAlias: alias }) });
+      tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason, ...aliasFields(reason) });
       if (moveTo) this.#acknowledged(snap.cursor);
       return;
     }

@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { readState } from './catalog.ts';
+import { enableHint } from './enable-hint.ts';
 import { STATE_TABLE } from './schema.ts';
 
 /**
@@ -20,7 +21,7 @@ export function bump(db: Db, reason: string): { readonly generation: number } {
     );
   return withWriteTransaction(db, () => {
     if (readState(db) === undefined) {
-      throw new SluiceError('CAPTURE_ABSENT', 'This database has no sluice capture to bump. Run `sluice enable <db> <table...>` first.', {
+      throw new SluiceError('CAPTURE_ABSENT', `This database has no sluice capture to bump. Run ${enableHint(db)} first.`, {
         exitCode: 3,
       });
     }

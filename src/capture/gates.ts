@@ -139,8 +139,16 @@ export function checkColumnNames(info: TableInfo): void {
   throw new CaptureRefusedError(
     'RESERVED_COLUMN_NAME',
     info.name,
-    `Table ${info.name}: column ${bad.name} starts with ${PREFIX}, a prefix reserved for the columns sluice adds next to yours when it applies changes, so the table cannot be captured. Fix: rename the column (ALTER TABLE ${quoteIdent(info.name)} RENAME COLUMN ${quoteIdent(bad.name)} TO <new name>), then run sluice enable again.`,
+    `Table ${info.name}: column ${bad.name} starts with ${PREFIX}, a prefix reserved for the columns sluice adds next to yours when it applies changes, so the table cannot be captured. Fix: rename the column${renameTo(info, bad.name)}, then run sluice enable again.`,
   );
+}
+
+/** The rename that frees `column` of the prefix: to its name without it, when that is free; else said in words. */
+function renameTo(info: TableInfo, column: string): string {
+  const free = column.slice(PREFIX.length);
+  const taken = info.columns.some((c) => foldIdent(c.name) === foldIdent(free));
+  if (free === '' || taken) return ` to a name that does not start with ${PREFIX}`;
+  return ` (ALTER TABLE ${quoteIdent(info.name)} RENAME COLUMN ${quoteIdent(column)} TO ${quoteIdent(free)})`;
 }
 
 /** The first column of `info` whose name starts with sluice's reserved prefix, if any. */

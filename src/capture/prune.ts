@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
 import { readState } from './catalog.ts';
+import { enableHint } from './enable-hint.ts';
 import { JOURNAL_TABLE, STATE_TABLE } from './schema.ts';
 import { SluiceError } from '../errors.ts';
 
@@ -36,7 +37,7 @@ export function prune(db: Db): PruneResult {
   if (readState(db) === undefined) {
     throw new SluiceError(
       'CAPTURE_ABSENT',
-      'This database has no sluice capture, so there is nothing to prune. Run `sluice enable <db> <table...>` first.',
+      `This database has no sluice capture, so there is nothing to prune. Run ${enableHint(db)} first.`,
       { exitCode: 3 },
     );
   }

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
+import { enableCommand } from './enable-hint.ts';
 
 /*
  * The tables a sync target keeps its metadata in. apply/target-meta.ts makes
@@ -20,20 +21,24 @@ export function refuseTarget(db: Db): void {
     .pluck()
     .all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
   if (found.length === 0) return;
-  let sources: string[] = [];
+  // Each source it is synced from, with the tables its projections read there.
+  const sources = new Map<string, string[]>();
   if (found.includes(PROJECTIONS_TABLE)) {
     try {
-      sources = db
-        .prepare(`SELECT DISTINCT source_path FROM main.${PROJECTIONS_TABLE} WHERE source_path IS NOT NULL ORDER BY source_path`)
-        .pluck()
-        .all() as string[];
+      const rows = db
+        .prepare(
+          `SELECT DISTINCT source_path, source_table FROM main.${PROJECTIONS_TABLE} WHERE source_path IS NOT NULL ORDER BY source_path, source_table`,
+        )
+        .raw()
+        .all() as [string, string][];
+      for (const [file, table] of rows) sources.set(file, [...(sources.get(file) ?? []), table]);
     } catch {
       /* an older or damaged metadata table: the message goes without the source's name */
     }
   }
   const where =
-    sources.length > 0
-      ? `on ${sources.map((s) => `the file it is synced from: sluice enable ${s} <table...>`).join(', or ')}`
+    sources.size > 0
+      ? `on ${[...sources].map(([file, tables]) => `the file it is synced from: ${enableCommand(file, tables)}`).join(', or ')}`
       : 'on the database it is synced from (sluice health on this file names it)';
   throw new InvalidInputError(
     'TARGET_NOT_SOURCE',

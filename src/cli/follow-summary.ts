@@ -1,38 +1,61 @@
 import type { SyncProgress, SyncReport } from '../index.ts';
 
 /**
- * What `sync --follow` says in human mode: events applied (live, from the
- * progress of the pass in flight too) and the lag, the largest number of
- * events a projection is behind the source.
+ * What `sync --follow` says in human mode: the source events applied (live,
+ * from the progress of the pass in flight too), each counted once however
+ * many projections read it and whatever row changes it makes in each, then
+ * each projection's share; and the lag, the largest number of events a
+ * projection is behind the source.
  */
 export class FollowTally {
   readonly #started = Date.now();
-  #applied = 0;
   #atLastLine = 0;
+  /** Per projection, in the order first seen: its source table and the source events of the passes done. */
+  readonly #done = new Map<string, { table: string; events: number }>();
+  /** Per projection, the source events of the pass in flight (SyncProgress.sourceEvents is of the run so far). */
   readonly #inPass = new Map<string, number>();
   readonly #lag = new Map<string, number>();
   #last: SyncReport | undefined;
 
   progress(p: SyncProgress): void {
+    const seen = this.#done.get(p.projection);
+    if (seen === undefined) this.#done.set(p.projection, { table: p.sourceTable ?? p.projection, events: 0 });
+    else if (p.sourceTable !== undefined) seen.table = p.sourceTable;
+    if (p.sourceEvents !== undefined) this.#inPass.set(p.projection, p.sourceEvents);
     if (p.phase === 'suspended') return;
-    this.#inPass.set(p.projection, p.events);
     this.#lag.set(p.projection, Math.max(0, p.sourceSeq - p.seq));
   }
 
   passDone(r: SyncReport): void {
     this.#last = r;
+    for (const [name, n] of this.#inPass) {
+      const d = this.#done.get(name);
+      if (d !== undefined) d.events += n;
+    }
     this.#inPass.clear();
     for (const p of r.projections) {
-      this.#applied += p.applied;
       if (p.state === 'active') this.#lag.set(p.name, Math.max(0, r.sourceSeq - p.seq));
       else this.#lag.delete(p.name);
     }
   }
 
+  /** Each projection's source events since start. */
+  #each(): [string, { table: string; events: number }][] {
+    return [...this.#done].map(([name, d]) => [name, { table: d.table, events: d.events + (this.#inPass.get(name) ?? 0) }]);
+  }
+
+  /** Source events since start, each once: projections of one table read the same events, so a table counts as the one that read most. */
   #total(): number {
-    let n = this.#applied;
-    for (const v of this.#inPass.values()) n += v;
+    const byTable = new Map<string, number>();
+    for (const [, d] of this.#each()) byTable.set(d.table, Math.max(byTable.get(d.table) ?? 0, d.events));
+    let n = 0;
+    for (const v of byTable.values()) n += v;
     return n;
+  }
+
+  #perProjection(): string {
+    const each = this.#each();
+    return each.length === 0 ? '' : ` (${each.map(([name, d]) => `${name} ${d.events}`).join(', ')})`;
   }
 
   #lagNow(): number {
@@ -44,14 +67,14 @@ export class FollowTally {
     const total = this.#total();
     const recent = total - this.#atLastLine;
     this.#atLastLine = total;
-    return `following: ${recent} events applied in the last ${seconds(intervalMs)}, ${total} since start; lag ${this.#lagNow()} events`;
+    return `following: ${recent} source events in the last ${seconds(intervalMs)}, ${total} since start${this.#perProjection()}; lag ${this.#lagNow()} events`;
   }
 
   /** The line printed when a signal stops the follow. */
   final(signal: string): string {
     const at = (this.#last?.projections ?? []).filter((p) => p.state === 'active').map((p) => `${p.name} at seq ${p.seq}`);
     const where = at.length > 0 ? `; committed ${at.join(', ')}, where the next sync resumes` : '';
-    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} events applied; lag ${this.#lagNow()} events${where}`;
+    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} source events applied${this.#perProjection()}; lag ${this.#lagNow()} events${where}`;
   }
 }
 

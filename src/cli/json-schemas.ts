@@ -12,7 +12,10 @@ const reason = z.string();
 /** A table that enable or sync re-armed, and why it was not armed (an UnarmedReason, or MODE_CHANGED). */
 const rearmedTable = z.object({ table: z.string(), reason, detail: z.string().optional() });
 
-export const errorOutput = z.object({ error: z.object({ code: z.string(), message: z.string() }) });
+/** The retired names of the code beside it (src/reasons.ts `replaces`), for one release after a rename; absent when there are none. */
+export const aliases = z.array(z.string()).min(1).optional();
+
+export const errorOutput = z.object({ error: z.object({ code: z.string(), message: z.string(), aliases }) });
 
 export const enableOutput = z.object({
   sourceId: z.string(),
@@ -68,7 +71,7 @@ export const syncOutput = z.object({
       swapped: z.literal(true).optional(),
       cursor: z.string().nullable(),
       seq: z.number().int(),
-      error: z.object({ code: z.string(), message: z.string() }).optional(),
+      error: z.object({ code: z.string(), message: z.string(), aliases }).optional(),
       stopped: z.literal(true).optional(),
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
     }),
@@ -127,7 +130,7 @@ export const publishOutput = z.object({
   batches: z.number().int(),
   events: z.number().int(),
   duplicates: z.number().int(),
-  snapshots: z.array(z.object({ seq: z.number().int(), rows: z.number().int(), reason, reasonAlias: z.string().optional() })),
+  snapshots: z.array(z.object({ seq: z.number().int(), rows: z.number().int(), reason, aliases: z.array(z.string()).optional() })),
 });
 
 export const subscribeOutput = importOutput.extend({

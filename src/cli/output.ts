@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { SluiceError } from '../index.ts';
+import { aliasFields, SluiceError } from '../index.ts';
 import { isClosedPipe, stdout, stderr } from './closed-pipe.ts';
 
 export interface GlobalOptions {
@@ -41,14 +41,15 @@ export function reportError(err: unknown, options: GlobalOptions): number {
   if (err instanceof ExitSignal) return err.exitCode;
   if (isClosedPipe(err)) return 0; // export --out - to a reader that has gone (see closed-pipe.ts)
   if (err instanceof SluiceError) {
-    if (options.json === true) stdout().write(`${JSON.stringify({ error: { code: err.code, message: err.message } })}\n`);
+    if (options.json === true)
+      stdout().write(`${JSON.stringify({ error: { code: err.code, message: err.message, ...aliasFields(err.code) } })}\n`);
     stderr().write(`sluice: ${err.code}: ${err.message}\n`);
     return err.exitCode;
   }
   const e = err as { code?: unknown; message?: unknown };
   const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
   const message = typeof e?.message === 'string' ? e.message : String(err);
-  if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message } })}\n`);
+  if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message, ...aliasFields(code) } })}\n`);
   stderr().write(`sluice: ${code}: ${message}\n`);
   if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) stderr().write(`${err.stack ?? ''}\n`);
   return 1;

@@ -1,6 +1,6 @@
 import cliProgress from 'cli-progress';
 import type { SyncProgress } from '../index.ts';
-import { progressFigures } from './progress-figures.ts';
+import { progressDetail, progressFigures } from './progress-figures.ts';
 
 export interface ProgressOptions {
   readonly json?: boolean;
@@ -16,8 +16,9 @@ export interface ProgressReporter {
 
 /**
  * Progress for long work: a bar on a terminal (not with --json), JSON lines
- * on stderr with --log json, nothing otherwise. The bar is the share of the
- * run's range applied (progress-figures.ts), with events/s and the lag.
+ * on stderr with --log json, nothing otherwise. The bar is the share done
+ * (progress-figures.ts): of a snapshot's rows, with rows/s; of the run's
+ * range of events, with source events/s and the lag.
  */
 export function progressReporter(options: ProgressOptions): ProgressReporter {
   if (options.log === 'json') {
@@ -35,17 +36,8 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
     update: (p) => {
       if (current?.projection !== p.projection) current = { projection: p.projection, started: Date.now() };
       const f = progressFigures(p, p.elapsedMs ?? Date.now() - current.started);
-      const payload = {
-        projection: p.projection,
-        phase: p.phase,
-        seq: p.seq,
-        sourceSeq: p.sourceSeq,
-        events: p.rows ?? p.events,
-        rate: f.rate,
-        lag: f.lag,
-      };
-      bar ??= lazyBar('{projection} [{bar}] {percentage}% {phase} seq {seq}/{sourceSeq} | {events} events | {rate} ev/s | lag {lag}');
-      bar.show(f.share, payload);
+      bar ??= lazyBar('{projection} [{bar}] {percentage}% {detail}');
+      bar.show(f.share, { projection: p.projection, detail: progressDetail(p, f) });
     },
     stop: () => {
       bar?.stop();

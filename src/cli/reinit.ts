@@ -4,7 +4,7 @@ import { collect } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';
-import { describeReport, loadAll, reportJson } from './sync.ts';
+import { describeReport, loadAll, reportJson, sourceTables } from './sync.ts';
 
 export function registerReinit(program: Command): void {
   program
@@ -28,7 +28,7 @@ export function registerReinit(program: Command): void {
       const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), reinit: [projection] });
       try {
         const report = await syncer.runOnce();
-        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
+        emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target, tables: sourceTables(syncer) }));
         for (const p of report.projections)
           if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
         if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);

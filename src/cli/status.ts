@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { openSource, status } from '../index.ts';
+import { enableCommand, enableHint, openSource, status } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -18,12 +18,12 @@ export function registerStatus(program: Command): void {
         const s = status(db);
         emit(opts, S.statusOutput, s, () => {
           if (!s.enabled)
-            return `capture is not enabled${s.problem !== undefined ? ` (${s.problem})` : ''}; run: sluice enable ${dbPath} <table...>`;
+            return `capture is not enabled${s.problem !== undefined ? ` (${s.problem})` : ''}; run: ${enableHint(db, dbPath)}`;
           const lines = [
             `source ${s.sourceId}  generation ${s.generation}  seq ${s.seq}  pruned through ${s.prunedThrough}  retention ${s.retention}`,
             ...s.tables.map(
               (t) =>
-                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')}) last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: sluice enable ${dbPath} ${t.name}` : ''}`,
+                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')}) last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
             ),
             ...s.consumers.map((c) => `  consumer ${c.name} at seq ${c.seq} (lag ${c.lag})`),
           ];

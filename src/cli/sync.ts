@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncProgress, type SyncReport } from '../index.ts';
-import { lockFollower, type ProcessLock } from '../index.ts';
+import { aliasFields, lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -25,7 +25,11 @@ export async function loadAll(files: readonly string[]): Promise<ProjectionDefin
   return defs;
 }
 
-export function describeReport(r: SyncReport, paths?: { readonly source: string; readonly target: string }): string {
+/** `paths`: the files the repairs name; `tables`: each projection's source table, for the repairs that name it. */
+export function describeReport(
+  r: SyncReport,
+  paths?: { readonly source: string; readonly target: string; readonly tables?: ReadonlyMap<string, string> },
+): string {
   const rearmed =
     r.rearmed === undefined
       ? []
@@ -46,9 +50,14 @@ export function describeReport(r: SyncReport, paths?: { readonly source: string;
         .join('');
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
-        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target)}`;
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target, paths?.tables?.get(p.name))}`;
     }),
   ].join('\n');
+}
+
+/** Each projection of the sync and its source table. */
+export function sourceTables(syncer: Syncer): ReadonlyMap<string, string> {
+  return new Map(syncer.projections.map((p) => [p.name, p.source.table]));
 }
 
 export function reportJson(r: SyncReport): unknown {
@@ -64,7 +73,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.swapped === undefined ? {} : { swapped: p.swapped }),
       cursor: p.cursor,
       seq: p.seq,
-      ...(p.error === undefined ? {} : { error: p.error }),
+      ...(p.error === undefined ? {} : { error: { ...p.error, ...aliasFields(p.error.code) } }),
       ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
       ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
     })),
@@ -194,7 +203,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
     const interrupt = trapInterrupt();
     const report = await syncer.runOnce({ signal: interrupt.signal }).finally(() => interrupt.release());
     progress.stop();
-    emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target }));
+    emit(opts, S.syncOutput, reportJson(report), () => describeReport(report, { source, target, tables: sourceTables(syncer) }));
     for (const p of report.projections)
       if (p.error !== undefined) stderr().write(`sluice: ${p.error.code}: projection ${p.name}: ${p.error.message}\n`);
     const signal = interrupt.received();

@@ -22,6 +22,8 @@ export interface ChangeBatch {
   pages(size: number): Iterable<readonly ChangeEvent[]>;
   /** Whether the batch holds at most `limit` events. */
   atMost(limit: number): boolean;
+  /** How many events the batch holds (the source's events it hands over, whatever they make in a projection). */
+  count(): number;
   /** Whether some event has only its key (a keys-mode table). */
   keysOnly(): boolean;
   /** Wall-clock ms of the last event, or null when there is none. */
@@ -48,6 +50,10 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
       if (hi - lo <= limit) return true;
       const sql = `SELECT count(*) FROM (SELECT 1 FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ? LIMIT ?)`;
       return Number(cachedStatement(db, sql, 'pluck').get(t.tid, lo, hi, limit + 1)) <= limit;
+    },
+    count() {
+      const sql = `SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND seq <= ?`;
+      return Number(cachedStatement(db, sql, 'pluck').get(t.tid, lo, hi));
     },
     keysOnly: () => t.mode !== 'images',
     lastTs() {
@@ -77,6 +83,7 @@ export function decodedBatch(
       for (let i = 0; i < events.length; i += size) yield events.slice(i, i + size);
     },
     atMost: (limit) => events.length <= limit,
+    count: () => events.length,
     keysOnly: () => events.some((e) => e.image !== 'full'),
     lastTs: () => events.at(-1)?.ts ?? null,
     after: (seq) =>

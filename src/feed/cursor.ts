@@ -140,7 +140,7 @@ export function parseCursor(token: string): Cursor {
       `Cursor "${token.length > 40 ? `${token.slice(0, 40)}...` : token}" is not a valid sluice cursor (${why}). Pass a cursor printed by sluice, or omit it to start from a snapshot.`,
     );
   const m = /^sluice(\d+)\.([A-Za-z0-9_-]+)\.([0-9a-f]{8})$/.exec(token.trim());
-  if (m === null) throw bad('expected sluice<version>.<payload>.<check>');
+  if (m === null) throw bad('a cursor is "sluice" and its version, then a payload and an 8-digit check, separated by dots');
   const [, version, data, sum] = m as unknown as [string, string, string, string];
   if (check(`${PREFIX}${version}.${data}`) !== sum) throw bad('checksum mismatch: truncated or edited');
   if (Number(version) !== CURSOR_VERSION) throw new UnknownCursorVersion(version);

@@ -170,6 +170,13 @@ function isWithoutRowid(db: Db, table: string, schema: string): boolean {
 export interface SnapshotRows {
   from(alias: string): string;
   rows(): Iterable<Row>;
+  /**
+   * The same rows in consecutive parts, for a kind that builds in SQL and
+   * takes them a part at a time (so that progress can be told between
+   * parts); absent: `from` whole. A part's FROM item holds only until the
+   * next part is asked for.
+   */
+  parts?(): Iterable<Pick<SnapshotRows, 'from'>>;
 }
 
 /**

@@ -5,6 +5,7 @@ import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { FailClosedError } from '../errors.ts';
 import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
 import { verifyCapture, type TableArming } from '../capture/verify.ts';
+import { enableCommand, enableHint } from '../capture/enable-hint.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
 import { anchorAt } from './anchor.ts';
 import { encodeCursor, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
@@ -18,6 +19,8 @@ export interface SourceView {
   readonly hw: number;
   /** The source's PRAGMA schema_version in this read transaction. */
   readonly schemaVersion: number;
+  /** The source's file as it was opened (db.name), for the commands messages name. */
+  readonly file: string;
 }
 
 const hwStatement = slot('high-water-statement', (db) => db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`));
@@ -72,7 +75,7 @@ function cachedView(db: Db): SourceView | undefined {
       const seq = lastSeq.get(a.table.tid);
       tables.set(a.table.name, seq === undefined || seq === a.table.lastSeq ? a : { ...a, table: { ...a.table, lastSeq: seq } });
     }
-    return { state, tables, hw: readHighWater(db, state), schemaVersion: cache.schemaVersion };
+    return { state, tables, hw: readHighWater(db, state), schemaVersion: cache.schemaVersion, file: db.name };
   } catch {
     return undefined; // anything unexpected: the full path decides
   }
@@ -89,7 +92,7 @@ export function readSourceView(db: Db): SourceView {
     throw new FailClosedError(
       code,
       code === 'CAPTURE_ABSENT'
-        ? `Source ${db.name} has no sluice capture. Run \`sluice enable ${db.name} <table...>\` first.`
+        ? `Source ${db.name} has no sluice capture. Run ${enableHint(db)} first.`
         : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`,
       { source: db.name },
     );
@@ -97,7 +100,13 @@ export function readSourceView(db: Db): SourceView {
   const conn = connectionState(db);
   const schemaVersion = Number(conn.get(viewStatements).schemaVersion.get() as bigint);
   conn.get(viewCache).last = { schemaVersion, tables: v.tables };
-  return { state: v.state, tables: new Map(v.tables.map((t) => [t.table.name, t])), hw: readHighWater(db, v.state), schemaVersion };
+  return {
+    state: v.state,
+    tables: new Map(v.tables.map((t) => [t.table.name, t])),
+    hw: readHighWater(db, v.state),
+    schemaVersion,
+    file: db.name,
+  };
 }
 
 /**
@@ -121,14 +130,14 @@ export function resolveTables(
     if (a === undefined) {
       throw new FailClosedError(
         'TABLE_UNTRACKED',
-        `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run \`sluice enable <db> ${name}\`.`,
+        `Table ${name} is not captured in ${view.state.sourceId}; its changes are not recorded, so it counts as always changed. Run ${enableCommand(view.file, [name])}.`,
         { table: name },
       );
     }
     if (!a.armed) {
       throw new FailClosedError(
         'TABLE_UNARMED',
-        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run \`sluice enable <db> ${a.table.name}\` to re-arm, then rebuild.`,
+        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run ${enableCommand(view.file, [a.table.name])} to re-arm, then rebuild.`,
         { table: a.table.name, reason: a.reason },
       );
     }

@@ -7,15 +7,19 @@ test('each suspension reason gets the command that repairs it', () => {
     'TARGET_DIVERGED: find the cause (sluice health /data/cache.db --json shows what was found), then rebuild it: sluice reinit /data/app.db /data/cache.db issues',
   );
   for (const reason of ['TABLE_UNARMED', 'TABLE_UNTRACKED', 'NEEDS_IMAGES_MODE']) {
-    expect(repairAction('issues', reason, 'app.db'), reason).toBe(
-      `${reason}: fix the source (sluice enable app.db <table>, in images mode), then run sluice sync again`,
+    expect(repairAction('issues_search', reason, 'app.db', 'cache.db', 'issues'), reason).toBe(
+      `${reason}: fix the source: capture issues in images mode (sluice enable app.db issues --mode images), then run sluice sync again`,
     );
   }
   expect(repairAction('issues', 'TARGET_CONSTRAINT')).toMatch(
     /^TARGET_CONSTRAINT: .*drop it or make it non-unique, then run sluice sync again$/,
   );
+  // What is not known where the repair is made is named in capitals and said in words, never a <placeholder>.
   expect(repairAction('issues', null)).toBe(
-    'suspended: find the cause (sluice health <target> --json shows what was found), then rebuild it: sluice reinit <source> <target> issues',
+    'suspended: find the cause (sluice health TARGET --json shows what was found), then rebuild it: sluice reinit SOURCE TARGET issues (TARGET: the database that holds issues; SOURCE: the database the target is synced from)',
+  );
+  expect(repairAction('issues', 'TARGET_DIVERGED', undefined, 'cache.db')).toMatch(
+    /sluice reinit SOURCE cache\.db issues \(SOURCE: the database cache\.db is synced from\)$/,
   );
 });
 

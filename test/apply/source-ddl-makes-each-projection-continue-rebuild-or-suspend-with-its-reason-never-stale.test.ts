@@ -78,7 +78,9 @@ describe('source DDL', () => {
     const of = (name: string) => h.projections.find((p) => p.name === name);
     for (const name of ['map_b', 'fts_b']) {
       expect([of(name)?.state, of(name)?.reason, of(name)?.needsAction], name).toEqual(['suspended', 'SOURCE_COLUMN_MISSING', true]);
-      expect(of(name)?.action).toContain(`sluice sync ${file} ${target} --projection <definition file of ${name}>`);
+      expect(of(name)?.action).toContain(
+        `write a definition of ${name} that fits the source to a file and pass it with --projection to sluice sync ${file} ${target}`,
+      );
       expect(of(name)?.action).toContain(`sluice drop ${target} ${name}`);
     }
     for (const name of ['map_a', 'mirror_t']) expect(of(name)?.needsAction, name).toBe(false);

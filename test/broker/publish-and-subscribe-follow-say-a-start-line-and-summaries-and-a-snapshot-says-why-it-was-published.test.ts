@@ -18,7 +18,7 @@ import { natsForFile, sourceIdOf } from './support/broker.ts';
  * Output that tells the truth. A published snapshot says why it was published
  * (STREAM_HAD_NO_SNAPSHOT: the stream had none), never a code that reads as
  * its opposite; --json keeps the retired NO_SNAPSHOT_PUBLISHED beside it as
- * `reasonAlias` for one release. publish --follow and subscribe --follow say
+ * `aliases` for one release. publish --follow and subscribe --follow say
  * a start line, a summary every --summary-interval and a last line on
  * SIGTERM, as sync --follow does.
  */
@@ -51,7 +51,7 @@ describe('publish and subscribe output', () => {
       expect(text.stderr + text.stdout).not.toContain('NO_SNAPSHOT_PUBLISHED');
       expect(json.status, json.stderr).toBe(0);
       expect(parseJson(json, S.publishOutput).snapshots).toEqual([
-        { seq: 0, rows: 600, reason: 'STREAM_HAD_NO_SNAPSHOT', reasonAlias: 'NO_SNAPSHOT_PUBLISHED' },
+        { seq: 0, rows: 600, reason: 'STREAM_HAD_NO_SNAPSHOT', aliases: ['NO_SNAPSHOT_PUBLISHED'] },
       ]);
     } finally {
       removeDir(dir);

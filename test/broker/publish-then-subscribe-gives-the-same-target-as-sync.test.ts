@@ -87,7 +87,7 @@ describe('publish -> subscribe', () => {
       sourceId: sid,
       stream: defaultStreamName(sid),
       batches: 0,
-      snapshots: [{ reason: 'STREAM_HAD_NO_SNAPSHOT', reasonAlias: 'NO_SNAPSHOT_PUBLISHED' }],
+      snapshots: [{ reason: 'STREAM_HAD_NO_SNAPSHOT', aliases: ['NO_SNAPSHOT_PUBLISHED'] }],
     });
     // Sync snapshots the same state the publisher did, then both get the same events (an external
     // content FTS5 table numbers its rows by arrival, so a later snapshot would number them otherwise).

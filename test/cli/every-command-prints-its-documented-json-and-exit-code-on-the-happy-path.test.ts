@@ -170,7 +170,7 @@ describe('the happy path of every command', () => {
         seq: 6,
         batches: 0,
         events: 0,
-        snapshots: [{ seq: 6, rows: 805, reason: 'STREAM_HAD_NO_SNAPSHOT', reasonAlias: 'NO_SNAPSHOT_PUBLISHED' }],
+        snapshots: [{ seq: 6, rows: 805, reason: 'STREAM_HAD_NO_SNAPSHOT', aliases: ['NO_SNAPSHOT_PUBLISHED'] }],
       });
       const r = await runCliAsync(['subscribe', at('subscribed.db'), '--nats', nats.url, '--source', pub.sourceId, '--json']);
       expect(r.status, r.stderr).toBe(0);

@@ -58,7 +58,7 @@ describe('sluice explain', () => {
     expect(r.status, r.stderr).toBe(3);
     const p = Object.fromEntries(parseJson(r, S.explainOutput).projections.map((x) => [x.name, x]));
     expect([p.cheap?.classification, p.cheap?.reason]).toEqual(['Rejected', 'ALTER_SOURCE_COLUMN_DROPPED']);
-    expect(p.cheap?.repair).toContain(`sluice sync ${src} ${tgt} --projection`);
+    expect(p.cheap?.repair).toContain(`pass it with --projection to sluice sync ${src} ${tgt}`);
     expect([p.search?.classification, p.search?.reason]).toEqual(['Rebuildable', 'ALTER_SOURCE_COLUMN_UNUSED']);
   });
 

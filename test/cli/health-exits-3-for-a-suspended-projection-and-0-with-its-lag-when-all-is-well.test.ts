@@ -68,13 +68,13 @@ describe('health', () => {
     const before = bytes();
     const unknown = await runCliAsync(['sync', src, tgt, '--reinit', 'isues', '--json']);
     expect(unknown.status).toBe(1);
-    expectOneLineError(unknown, 'UNKNOWN_PROJECTION');
+    expectOneLineError(unknown, 'PROJECTION_NOT_FOUND');
     expect(unknown.stderr).toMatch(/isues.*have: comments, issues/);
     expect(bytes().equals(before)).toBe(true);
     // Nor is a new target made for it.
     const fresh = await runCliAsync(['sync', src, at('fresh.db'), '--reinit', 'isues']);
     expect(fresh.status).toBe(1);
-    expectOneLineError(fresh, 'UNKNOWN_PROJECTION');
+    expectOneLineError(fresh, 'PROJECTION_NOT_FOUND');
     expect(fs.existsSync(at('fresh.db'))).toBe(false);
 
     const h = parseJson(await runCliAsync(['health', tgt, '--json']), S.healthOutput);

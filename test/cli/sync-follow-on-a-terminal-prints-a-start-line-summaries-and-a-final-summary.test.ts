@@ -5,7 +5,7 @@ import { onTerminal, plain } from './support/pty.ts';
 
 /*
  * `sync --follow` in human mode, on a terminal: a start line, a one-line
- * summary every --summary-interval (events applied, lag), and on Ctrl-C a
+ * summary every --summary-interval (source events applied, lag), and on Ctrl-C a
  * final summary naming the seq the next sync resumes from.
  */
 
@@ -28,7 +28,7 @@ test.skipIf(process.platform === 'win32')(
     expect(text()).toContain(`following ${src} into ${tgt}: comments; a summary every 200 ms, Ctrl-C to stop`);
     await waitFor(
       'a first summary',
-      () => /following: \d+ events applied in the last 0\.2s, \d+ since start; lag \d+ events/.test(text()),
+      () => /following: \d+ source events in the last 0\.2s, \d+ since start \(comments \d+\); lag \d+ events/.test(text()),
       15_000,
     );
 
@@ -39,7 +39,7 @@ con.execute("UPDATE comments SET body = body || ' followed' WHERE id <= 30")
 con.commit()`,
       [src],
     );
-    await waitFor('a summary counting the 30 events', () => /, 30 since start; lag 0 events/.test(text()), 15_000);
+    await waitFor('a summary counting the 30 events', () => /, 30 since start \(comments 30\); lag 0 events/.test(text()), 15_000);
     // The bar's rate is of the pass that applied them, not of the time since the follower started.
     expect(text()).toMatch(/\| 30 events \| [1-9]\d* ev\/s \| lag 0/);
 
@@ -47,7 +47,7 @@ con.commit()`,
     expect(await run.exited, text()).toBe(0);
     expect(text()).toMatch(
       new RegExp(
-        `stopped by SIGINT after \\d+\\.\\ds: 30 events applied; lag 0 events; committed comments at seq ${sourceSeq(src)}, where the next sync resumes`,
+        `stopped by SIGINT after \\d+\\.\\ds: 30 source events applied \\(comments 30\\); lag 0 events; committed comments at seq ${sourceSeq(src)}, where the next sync resumes`,
       ),
     );
   },

@@ -3,7 +3,7 @@ import { type AlterChange } from '../../alter-changes.ts';
 
 /** What classifying a change to a fts5 projection needs (see alter-kinds.ts). */
 export const fts5Alter: KindAlterRules = {
-  auxiliary: 'the FTS5 index contents (its tokens, built with its tokenizer) and its key table <target>_src',
+  auxiliary: "the FTS5 index contents (its tokens, built with its tokenizer) and its key table (the index's name followed by _src)",
   uses: usesCopy,
   diff(old, next) {
     const out: AlterChange[] = [];

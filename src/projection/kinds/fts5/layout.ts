@@ -71,15 +71,17 @@ export function buildFts(db: Db, schema: string, p: CompiledFts5, at: string): S
   let count = 0;
   return {
     async add(rows) {
-      const from = rows.from('s');
-      count += db
-        .prepare(
-          `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${from}`,
-        )
-        .run().changes;
-      db.exec(
-        `INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${from} JOIN ${n.content} c ON ${on}`,
-      );
+      for (const part of rows.parts?.() ?? [rows]) {
+        const from = part.from('s');
+        count += db
+          .prepare(
+            `INSERT INTO ${n.content} (${rowidCol}${n.keys.join(', ')}${valueCols}) SELECT ${rowid}${srcKeys.join(', ')}${values} FROM ${from}`,
+          )
+          .run().changes;
+        db.exec(
+          `INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')}) SELECT c.rowid, ${p.columns.map((c) => `s.${quoteIdent(c.from ?? c.name)}`).join(', ')} FROM ${from} JOIN ${n.content} c ON ${on}`,
+        );
+      }
     },
     finish: async () => count,
   };

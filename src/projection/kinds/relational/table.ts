@@ -53,7 +53,8 @@ export const relationalTable: Shared = {
     let count = 0;
     return {
       async add(rows) {
-        count += db.prepare(`INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${rows.from(p.source.table)}${where}`).run().changes;
+        for (const part of rows.parts?.() ?? [rows])
+          count += db.prepare(`INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${part.from(p.source.table)}${where}`).run().changes;
       },
       finish: async () => count,
     };

@@ -1,0 +1,36 @@
+import type { Db } from '../sqlite/connection.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
+import { PREFIX } from './schema.ts';
+
+/** Most tables an enable command names before the hint lists them instead. */
+const LISTED = 8;
+
+/** `sluice enable FILE TABLE...` as it is typed (files and tables quoted), with `--mode images` when asked. */
+export function enableCommand(file: string, tables: readonly string[], mode?: 'images'): string {
+  return ['sluice enable', shellWord(file), ...tables.map((t) => shellWord(t)), ...(mode === undefined ? [] : ['--mode', mode])].join(' ');
+}
+
+/**
+ * What to run on a database that captures nothing yet: sluice enable with
+ * its own path and tables (the user names those to capture), or, with many
+ * tables or none, what to do in words. Never a placeholder: the message
+ * that holds it names the real file.
+ */
+export function enableHint(db: Db, file: string = db.name): string {
+  const tables = userTables(db);
+  if (tables.length === 0) return `make a table in ${shellWord(file)}, then run sluice enable ${shellWord(file)} followed by its name`;
+  if (tables.length <= LISTED) return `${enableCommand(file, tables)} (of those tables, name the ones to capture)`;
+  const shown = tables.slice(0, LISTED).join(', ');
+  return `sluice enable ${shellWord(file)} followed by the tables to capture (it has ${tables.length}: ${shown} and ${tables.length - LISTED} more)`;
+}
+
+/** The main schema's own tables: not SQLite's, not sluice's, not virtual tables or their shadow tables. */
+function userTables(db: Db): string[] {
+  try {
+    return (
+      db.prepare("SELECT name FROM main.pragma_table_list WHERE schema = 'main' AND type = 'table' ORDER BY name").pluck().all() as string[]
+    ).filter((n) => !n.startsWith('sqlite_') && !n.startsWith(PREFIX));
+  } catch {
+    return []; // a file that cannot be read says so elsewhere; the hint goes without its tables
+  }
+}
