@@ -6,13 +6,15 @@ import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView, type SourceView } from '../feed/source-view.ts';
 import { sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import {
-  defaultMirror,
   withStoredHandler,
   parseDefinition,
   parseStoredDefinition,
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
+import { readTables } from '../capture/catalog.ts';
+import { MIRROR_ALL, readProjectionSet } from './projection-set.ts';
+import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from './sync-definitions.ts';
 import { compileAgainstSource } from '../projection/validate.ts';
 import {
   classifyChange,
@@ -70,8 +72,8 @@ export interface ExplainReport {
 }
 
 export interface ExplainOptions {
-  /** Definitions to explain (as for sync). Default: the target's stored definitions, or a mirror of every captured images-mode table. */
-  readonly projections?: readonly ProjectionDefinitionInput[];
+  /** Definitions to explain, and `'*'`, as for sync. Default: the target's set (its stored definitions, and "*" when it holds it). */
+  readonly projections?: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
 }
 
 /**
@@ -93,7 +95,8 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
       'DB_NOT_FOUND',
       `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` (explain never creates one).`,
     );
-  const given = (options.projections ?? []).map((d) => parseDefinition(d));
+  const inputs = options.projections ?? [];
+  const given = inputs.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL).map((d) => parseDefinition(d));
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
   try {
@@ -101,17 +104,46 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
     try {
       const view = readSourceView(db);
       const records = readProjections(db, TARGET_SCHEMA);
-      const defs: Pending[] = given.length > 0 ? given.map((d) => ({ def: d })) : await storedOrDefault(records, view);
-      const names = new Set(defs.map((d) => (d.def !== undefined ? d.def.name : d.name)));
+      const captured = readTables(db);
+      const defs: Pending[] =
+        given.length > 0 ? given.map((d) => ({ def: d, given: true })) : inputs.length === 0 ? await stored(records) : [];
+      const nexts = defs.map((d) => {
+        if (d.def === undefined) return d.broken;
+        const rec = records.find((r) => r.name === d.def.name);
+        const next = compileOrError(db, d.def);
+        // A new definition over a table the source does not capture is refused, as sync refuses it.
+        const untracked =
+          d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
+        return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
+      });
+      const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records).mirrorAll);
+      if (mirrorAll !== undefined) {
+        const compiled = nexts.filter((n): n is CompiledProjection => !('error' in n));
+        const added = compileMirrorAll(
+          db,
+          captured,
+          records,
+          mirrorAll,
+          compiled,
+          nexts.filter((n) => 'error' in n).map((n) => n.name),
+        );
+        for (const p of added.compiled) {
+          defs.push({ def: p.definition });
+          nexts.push(p);
+        }
+      }
+      const names = new Set(nexts.map((n) => n.name));
       const projections: ProjectionExplanation[] = [];
       // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
       const claimed = new Map<string, string>();
-      for (const d of defs) {
-        let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
+      for (const [i, d] of defs.entries()) {
+        let next = nexts[i] as CompiledProjection | UncompiledProjection;
         if (!('error' in next)) next = claimTables(next, claimed, records, names);
         // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
         const rec = records.find((r) => r.name === next.name);
-        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, given.length > 0));
+        // A given definition the target stores as it is compiled before: sync suspends it when it no longer does (the source changed).
+        const callers = d.given === true && !(d.def !== undefined && 'error' in next && storedAsGiven(rec, d.def));
+        projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, callers));
       }
       return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
     } finally {
@@ -142,16 +174,16 @@ function claimTables(
 }
 
 type Pending =
-  | { readonly def: ProjectionDefinition; readonly name?: undefined; readonly broken?: undefined }
+  | { readonly def: ProjectionDefinition; readonly given?: boolean; readonly name?: undefined; readonly broken?: undefined }
   | {
       readonly def?: undefined;
+      readonly given?: undefined;
       readonly name: string;
       readonly broken: UncompiledProjection;
     };
 
-async function storedOrDefault(records: readonly ProjectionRecord[], view: SourceView): Promise<Pending[]> {
-  if (records.length === 0)
-    return [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => ({ def: defaultMirror(t.table.name) }));
+/** The target's stored definitions, parsed (a custom handler loaded again), or why one cannot be. */
+async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> {
   const out: Pending[] = [];
   for (const r of records) {
     try {

@@ -9,6 +9,7 @@ import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 import { reasonsOf } from '../reasons.ts';
+import { missingMirrors, mirrorAllSource } from './projection-set.ts';
 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
 const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
@@ -101,6 +102,7 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
     if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
       throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
+    projections.push(...pendingMirrors(target, records, sources, targetPath));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();
@@ -114,7 +116,7 @@ function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
 }
 
-function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): OpenedSource | undefined {
+function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, OpenedSource>): OpenedSource | undefined {
   if (r.sourcePath === null) return undefined;
   let s = cache.get(r.sourcePath);
   if (s === undefined) {
@@ -126,6 +128,50 @@ function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): Opene
     cache.set(r.sourcePath, s);
   }
   return s;
+}
+
+/**
+ * The mirrors "*" asks for that the target does not hold yet (a table
+ * enabled after the last sync, or a first sync that failed before making
+ * them): each needs a sync (MIRROR_NOT_BUILT). A source that cannot be read
+ * is reported by the projections that read it.
+ */
+function pendingMirrors(
+  target: Db,
+  records: readonly ProjectionRecord[],
+  sources: Map<string, OpenedSource>,
+  targetPath: string,
+): ProjectionHealth[] {
+  const sourcePath = mirrorAllSource(target, 'main', records);
+  const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources);
+  if (sourcePath === null || source?.db === undefined) return [];
+  let captured;
+  try {
+    captured = readTables(source.db);
+  } catch {
+    return [];
+  }
+  return missingMirrors(target, 'main', records, captured).map((d) => {
+    const action = `table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`;
+    return {
+      name: d.name,
+      kind: 'mirror',
+      state: 'pending',
+      reason: 'MIRROR_NOT_BUILT',
+      detail: { table: d.source },
+      seq: 0,
+      sourcePath,
+      sourceSeq: null,
+      lagEvents: null,
+      lagMs: null,
+      lastError: null,
+      failure: null,
+      rebuild: null,
+      needsAction: true,
+      action,
+      problems: [action],
+    };
+  });
 }
 
 /** What health reads from the source for one projection, in one read transaction. */
@@ -197,7 +243,12 @@ function one(
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
   if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath));
-  else if (r.state === 'building') problems.push('an initial build was interrupted: run sluice sync again');
+  else if (r.state === 'building')
+    problems.push(
+      r.failures > 0
+        ? 'its first build failed (see the failure below): run sluice sync again'
+        : 'an initial build was interrupted: run sluice sync again',
+    );
   const failure = failureOf(r);
   if (failure !== null) {
     const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;

@@ -168,9 +168,9 @@ async function afterBuildCheck(
 ): Promise<StepOutcome> {
   const { db } = ctx;
   if (ctx.reinit === true) return rebuild(ctx, target, p, view, rec, 'REINIT');
-  // Never built (suspended before its first snapshot): try the build again,
+  // Never built (suspended before its first snapshot, or its first build failed): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
-  if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined);
+  if (rec.cursor === null) return initialize(target, p, view, undefined, undefined);
   // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
   // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
   if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))

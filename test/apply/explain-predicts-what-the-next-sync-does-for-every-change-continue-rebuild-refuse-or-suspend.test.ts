@@ -196,18 +196,31 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'sluice alter drops a column a given definition reads: the whole run is refused',
+    name: 'sluice alter drops a column a given definition reads: the target stores it as given, so it is suspended (the source changed) and the others go on',
     first: ALL(),
     change: (src) => ddl(src, 'ALTER TABLE items DROP COLUMN qty'),
     given: ALL(),
     expected: {
       items: ['Rebuildable', 'rebuild'],
-      cheap: ['Rejected', 'refuse'],
+      cheap: ['Rejected', 'suspend'],
       search: ['Compatible', 'continue'],
       labels: ['Compatible', 'continue'],
       log: ['Rejected', 'refuse'],
       counts: ['Rebuildable', 'rebuild'],
     },
+  },
+  {
+    name: 'a given definition the target does not store as it is (an edit that names an unknown column): the whole run is refused',
+    first: ALL(),
+    given: [mirror, { ...cheap, filter: 'nosuch < 100' }] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], cheap: ['Rejected', 'refuse'] },
+  },
+  {
+    name: 'a new definition over a table the source does not capture: the whole run is refused (TABLE_UNTRACKED)',
+    first: ALL(),
+    change: (src) => run(src, 'CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)'),
+    given: [mirror, { name: 'other', source: 'other', kind: 'mirror' }] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], other: ['Rejected', 'refuse'] },
   },
   {
     name: 'a stored definition suspended for a dropped column, then given one that fits: rebuilt from it',
