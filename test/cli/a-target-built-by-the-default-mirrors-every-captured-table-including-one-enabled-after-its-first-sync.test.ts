@@ -3,7 +3,26 @@ import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, scalar, expectOneLineError } from './support/cli.ts';
+import { sync } from '../../src/apply/sync.ts';
+import { enable } from '../../src/capture/enable.ts';
+import { disable } from '../../src/capture/disable.ts';
+import type { CaptureMode } from '../../src/capture/schema.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import {
+  runCliAsync,
+  parseJson,
+  makeDir,
+  removeDir,
+  trackerSource,
+  dumpTables,
+  scalar,
+  expectOneLineError,
+  write,
+  startCli,
+  waitFor,
+  type Spawned,
+} from './support/cli.ts';
 
 /*
  * `sync SRC TGT` with no --projection mirrors every captured table, and the
@@ -16,6 +35,7 @@ import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, 
 let dir: string;
 let src: string;
 let tgt: string;
+let running: Spawned | undefined;
 const at = (f: string) => path.join(dir, f);
 
 beforeEach(() => {
@@ -23,7 +43,24 @@ beforeEach(() => {
   src = trackerSource(at('app.db'), ['issues', 'labels']);
   tgt = at('cache.db');
 });
-afterEach(() => removeDir(dir));
+afterEach(() => {
+  if (running !== undefined && running.child.exitCode === null && running.child.signalCode === null) running.child.kill('SIGKILL');
+  running = undefined;
+  removeDir(dir);
+});
+
+/** Setup that is not under test goes through the library (a CLI spawn costs ~1 s). */
+function capture(table: string, mode: CaptureMode = 'images'): void {
+  const db = openDatabase(src);
+  try {
+    enable(db, [table], { mode });
+  } finally {
+    db.close();
+  }
+}
+async function defaultSync(): Promise<void> {
+  await sync(src, tgt);
+}
 
 const names = (r: { stdout: string; stderr: string }) =>
   parseJson(r, S.syncOutput)
@@ -38,8 +75,7 @@ describe('a target built by the default', () => {
     expect(first.status, first.stderr).toBe(0);
     expect(names(first)).toEqual(['issues', 'labels']);
 
-    const enable = await runCliAsync(['enable', src, 'comments']);
-    expect(enable.status, enable.stderr).toBe(0);
+    capture('comments');
     const pending = await runCliAsync(['health', tgt, '--json']);
     expect(pending.status, pending.stdout).toBe(3);
     const comments = parseJson(pending, S.healthOutput).projections.find((p) => p.name === 'comments');
@@ -61,16 +97,29 @@ describe('a target built by the default', () => {
     ).toEqual(['comments', 'issues', 'labels']);
   });
 
+  test('under sync --follow: a table enabled while it runs is mirrored, and followed', async () => {
+    running = startCli(['sync', src, tgt, '--follow', '--json']);
+    const f = running;
+    await waitFor('the first pass', () => f.stdout().includes('\n'));
+    capture('comments');
+    const same = () => JSON.stringify(dumpTables(tgt, ['comments'])) === JSON.stringify(dumpTables(src, ['comments']));
+    await waitFor('comments mirrored', same, 20_000);
+    write(src, "UPDATE comments SET body = 'followed' WHERE id = 1");
+    await waitFor('the update followed', () => scalar(tgt, 'SELECT body FROM comments WHERE id = 1') === 'followed', 20_000);
+    f.child.kill('SIGTERM');
+    expect((await f.exited).status, f.stderr()).toBe(0);
+  });
+
   test('verify does not call ok a target that lacks the mirror of a captured table', async () => {
-    expect((await runCliAsync(['sync', src, tgt])).status).toBe(0);
-    expect((await runCliAsync(['enable', src, 'comments'])).status).toBe(0);
+    await defaultSync();
+    capture('comments');
     const verify = await runCliAsync(['verify', src, tgt, '--json']);
     expect(verify.status, verify.stdout).toBe(3);
     expect(parseJson(verify, S.verifyOutput).projections.find((p) => p.name === 'comments')).toMatchObject({ ok: false });
   });
 
   test('a definition given beside "*" is added to the set: a later plain sync runs both, and still mirrors new tables', async () => {
-    expect((await runCliAsync(['sync', src, tgt])).status).toBe(0);
+    await defaultSync();
     fs.writeFileSync(
       at('open.json'),
       JSON.stringify({
@@ -84,14 +133,14 @@ describe('a target built by the default', () => {
     const add = await runCliAsync(['sync', src, tgt, '--projection', at('open.json'), '--json']);
     expect(add.status, add.stderr).toBe(0);
     expect(names(add)).toEqual(['open']);
-    expect((await runCliAsync(['enable', src, 'comments'])).status).toBe(0);
+    capture('comments');
     const plain = await runCliAsync(['sync', src, tgt, '--json']);
     expect(plain.status, plain.stderr).toBe(0);
     expect(names(plain)).toEqual(['comments', 'issues', 'labels', 'open']);
   });
 
   test("a definition named like a table's mirror takes its place, and one that writes a mirror's table under another name is refused", async () => {
-    expect((await runCliAsync(['sync', src, tgt])).status).toBe(0);
+    await defaultSync();
     fs.writeFileSync(
       at('labels.json'),
       JSON.stringify({ name: 'labels', source: 'labels', kind: 'map', columns: { repo_id: 'repo_id', name: 'name' } }),
@@ -113,7 +162,7 @@ describe('a target built by the default', () => {
   });
 
   test('a table captured in keys mode is not mirrored, and sync says so', async () => {
-    expect((await runCliAsync(['enable', src, 'comments', '--mode', 'keys'])).status).toBe(0);
+    capture('comments', 'keys');
     const r = await runCliAsync(['sync', src, tgt]);
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain(`comments: not mirrored (captured in keys mode: a mirror needs images mode`);
@@ -124,9 +173,14 @@ describe('a target built by the default', () => {
   });
 
   test('a table no longer captured keeps its mirror, reported by health (exit 3), not left green', async () => {
-    expect((await runCliAsync(['sync', src, tgt])).status).toBe(0);
-    expect((await runCliAsync(['disable', src])).status).toBe(0);
-    expect((await runCliAsync(['enable', src, 'issues'])).status).toBe(0);
+    await defaultSync();
+    const db = openDatabase(src);
+    try {
+      disable(db);
+      enable(db, ['issues']);
+    } finally {
+      db.close();
+    }
     const r = await runCliAsync(['sync', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
     expect(parseJson(r, S.syncOutput).projections.find((p) => p.name === 'labels')).toMatchObject({
@@ -144,11 +198,11 @@ describe('a target built by the default', () => {
       at('open.json'),
       JSON.stringify({ name: 'open', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number' } }),
     );
-    expect((await runCliAsync(['sync', src, tgt, '--projection', at('open.json')])).status).toBe(0);
+    await sync(src, tgt, { projections: [JSON.parse(fs.readFileSync(at('open.json'), 'utf8')) as ProjectionDefinitionInput] });
     const both = await runCliAsync(['sync', src, tgt, '--projection', '*', '--json']);
     expect(both.status, both.stderr).toBe(0);
     expect(names(both)).toEqual(['issues', 'labels']);
-    expect((await runCliAsync(['enable', src, 'comments'])).status).toBe(0);
+    capture('comments');
     const plain = await runCliAsync(['sync', src, tgt, '--json']);
     expect(names(plain)).toEqual(['comments', 'issues', 'labels', 'open']);
   });
@@ -163,7 +217,7 @@ describe('a target built from definitions', () => {
     );
     const first = await runCliAsync(['sync', src, tgt, '--projection', at('issues.json'), '--projection', at('open.json')]);
     expect(first.status, first.stderr).toBe(0);
-    expect((await runCliAsync(['enable', src, 'comments'])).status).toBe(0);
+    capture('comments');
     const plain = await runCliAsync(['sync', src, tgt, '--json']);
     expect(plain.status, plain.stderr).toBe(0);
     expect(names(plain)).toEqual(['issues', 'open']);
