@@ -13,7 +13,7 @@ import {
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
 import { readTables } from '../capture/catalog.ts';
-import { MIRROR_ALL, readProjectionSet } from './projection-set.ts';
+import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from './projection-set.ts';
 import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from './sync-definitions.ts';
 import { compileAgainstSource } from '../projection/validate.ts';
 import {
@@ -105,8 +105,11 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
       const view = readSourceView(db);
       const records = readProjections(db, TARGET_SCHEMA);
       const captured = readTables(db);
-      const defs: Pending[] =
-        given.length > 0 ? given.map((d) => ({ def: d, given: true })) : inputs.length === 0 ? await stored(records) : [];
+      // As sync runs them (sync-definitions.ts): the given ones, and the stored ones of the set (with '*' given, the mirrors "*" made).
+      const named = new Set(given.map((d) => d.name));
+      const storedRun =
+        inputs.length === 0 ? records : inputs.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+      const defs: Pending[] = [...given.map((d) => ({ def: d, given: true })), ...(await stored(storedRun))];
       const nexts = defs.map((d) => {
         if (d.def === undefined) return d.broken;
         const rec = records.find((r) => r.name === d.def.name);

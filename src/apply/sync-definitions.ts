@@ -17,6 +17,7 @@ import { TARGET_SCHEMA } from './session.ts';
 import { readProjections, shellWord, type ProjectionRecord } from './target-meta.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import {
+  isDefaultMirror,
   MIRROR_ALL,
   mirrorsToAdd,
   readProjectionSet,
@@ -151,47 +152,48 @@ export async function resolveProjections(db: Db, given: readonly DefinitionInput
   const broken: BrokenDefinition[] = [];
   const refused: Refusal[] = [];
   const defs = given.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL);
-  if (defs.length > 0) {
-    for (const input of defs) {
-      let d: ProjectionDefinition;
-      try {
-        d = parseDefinition(input);
-      } catch (err) {
-        if (!(err instanceof SluiceError)) throw err;
-        refused.push({
-          name: (input as { name?: unknown }).name === undefined ? '' : String((input as { name: unknown }).name),
-          error: err,
-        });
-        continue;
-      }
-      const rec = records.find((r) => r.name === d.name);
-      try {
-        const p = compileAgainstSource(db, d);
-        const untracked = rec === undefined ? uncapturedTable(d, captured, sourcePath) : undefined;
-        if (untracked !== undefined) refused.push({ name: d.name, error: untracked });
-        else compiled.push(p);
-      } catch (err) {
-        // Stored as it is: it compiled before, so the source changed; suspended on its own. Otherwise the caller's error.
-        const b = storedAsGiven(rec, d) ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
-        if (b !== undefined) broken.push(b);
-        else if (err instanceof SluiceError && err.exitCode === 1) refused.push({ name: d.name, error: err });
-        else throw err;
-      }
+  for (const input of defs) {
+    let d: ProjectionDefinition;
+    try {
+      d = parseDefinition(input);
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      refused.push({
+        name: (input as { name?: unknown }).name === undefined ? '' : String((input as { name: unknown }).name),
+        error: err,
+      });
+      continue;
     }
-  } else if (given.length === 0) {
-    for (const d of await storedDefinitions(records)) {
-      if ('reason' in d) {
-        broken.push(d);
-        continue;
-      }
-      try {
-        compiled.push(compileAgainstSource(db, d));
-      } catch (err) {
-        // A stored projection that no longer fits the source is suspended on its own.
-        const b = brokenDefinition(d.name, d.source, 'compile', err);
-        if (b === undefined) throw err;
-        broken.push(b);
-      }
+    const rec = records.find((r) => r.name === d.name);
+    try {
+      const p = compileAgainstSource(db, d);
+      const untracked = rec === undefined ? uncapturedTable(d, captured, sourcePath) : undefined;
+      if (untracked !== undefined) refused.push({ name: d.name, error: untracked });
+      else compiled.push(p);
+    } catch (err) {
+      // Stored as it is: it compiled before, so the source changed; suspended on its own. Otherwise the caller's error.
+      const b = storedAsGiven(rec, d) ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
+      if (b !== undefined) broken.push(b);
+      else if (err instanceof SluiceError && err.exitCode === 1) refused.push({ name: d.name, error: err });
+      else throw err;
+    }
+  }
+  // The stored definitions that run: all of the set's without --projection; with '*' given, the mirrors "*" made.
+  const named = new Set([...compiled, ...broken, ...refused].map((x) => x.name));
+  const storedRun =
+    given.length === 0 ? records : given.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+  for (const d of await storedDefinitions(storedRun)) {
+    if ('reason' in d) {
+      broken.push(d);
+      continue;
+    }
+    try {
+      compiled.push(compileAgainstSource(db, d));
+    } catch (err) {
+      // A stored projection that no longer fits the source is suspended on its own.
+      const b = brokenDefinition(d.name, d.source, 'compile', err);
+      if (b === undefined) throw err;
+      broken.push(b);
     }
   }
   const mirrorAll = mirrorAllOf(given, records, set.mirrorAll);

@@ -127,6 +127,29 @@ describe('sluice drop', () => {
     expect(tables(target)).toEqual(['_sluice_projection_set', '_sluice_projections', '_sluice_target', 'note_log']);
   });
 
+  test('drops a mirror the target\'s "*" made: the next plain sync does not make it again, and "*" given again takes it back', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`,
+    );
+    enable(db, ['notes', 'tags']);
+    const target = path.join(tmp, 'cache.db');
+    await sync(file, target);
+    expect(dropProjection(target, 'tags')).toEqual({ projection: 'tags', dropped: ['tags'] });
+    const plain = await sync(file, target);
+    expect(plain.projections.map((p) => p.name)).toEqual(['notes']);
+    expect(tables(target)).not.toContain('tags');
+    const back = await sync(file, target, { projections: ['*'] });
+    expect(back.projections.map((p) => [p.name, p.snapshotRows ?? null])).toEqual([
+      ['notes', null],
+      ['tags', 1],
+    ]);
+    expect((await sync(file, target)).projections.map((p) => p.name)).toEqual(['notes', 'tags']);
+  });
+
   test('refuses a name the target does not have, listing the ones it has, and changes nothing', async ({ makeDb, tmp }) => {
     const { db, file } = makeDb('app.db', SCHEMA);
     enable(db, ['notes']);

@@ -6,6 +6,7 @@ import { explainAlter, type ProjectionExplanation } from '../../src/apply/explai
 import type { ProjectionReport } from '../../src/apply/sync-types.ts';
 import type { AlterClassification } from '../../src/projection/classify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
+import { enable } from '../../src/capture/enable.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { takeCopy } from '../support/restore.ts';
 import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair, tablesOf } from './support/explain.ts';
@@ -208,6 +209,20 @@ const SCENARIOS: Scenario[] = [
       log: ['Rejected', 'refuse'],
       counts: ['Rebuildable', 'rebuild'],
     },
+  },
+  {
+    name: 'a table enabled after the first sync of a target built by the default ("*"): its mirror is a first build, the others continue',
+    first: [],
+    change: (src) => {
+      run(src, "CREATE TABLE extra (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO extra VALUES (1, 'x')");
+      const db = openDatabase(src);
+      try {
+        enable(db, ['extra']);
+      } finally {
+        db.close();
+      }
+    },
+    expected: { items: ['Compatible', 'continue'], extra: ['Rebuildable', 'rebuild'] },
   },
   {
     name: 'a given definition the target does not store as it is (an edit that names an unknown column): the whole run is refused',

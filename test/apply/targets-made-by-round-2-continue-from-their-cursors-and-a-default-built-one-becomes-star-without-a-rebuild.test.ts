@@ -59,6 +59,28 @@ describe('targets made by round 2', () => {
     expect((await verify(source, t)).ok).toBe(true);
   });
 
+  test('the default-built target given a definition keeps "*" beside it: a later plain sync runs both, and mirrors a table enabled later', async ({
+    tmp,
+  }) => {
+    const {
+      source,
+      targets: [target],
+    } = copyOldFixture('round2', tmp, ['default']);
+    const t = target as string;
+    const open = { name: 'open', source: 'notes', kind: 'map' as const, columns: { id: 'id', title: 'title' }, filter: 'n > 3' };
+    const given = await sync(source, t, { projections: [open] });
+    expect(outcomes(given)).toEqual([['open', 'active', null, 0]]);
+    addTable(source);
+    const plain = await sync(source, t);
+    expect(plain.projections.map((p) => [p.name, p.rebuilt ?? null]).sort()).toEqual([
+      ['notes', null],
+      ['open', null],
+      ['tags', null],
+      ['users', null],
+    ]);
+    expect(health(t).ok).toBe(true);
+  });
+
   test('the target built from definitions continues from its cursors and keeps its stored set', async ({ tmp }) => {
     const {
       source,
