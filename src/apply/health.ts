@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { kindNamed } from '../projection/kinds/registry.ts';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { readProjections, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
 import { readState, readTables, type CaptureState } from '../capture/catalog.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -183,7 +183,7 @@ interface SourceFacts {
   problems: string[];
 }
 
-function readSource(r: ProjectionRecord, source: Db): SourceFacts {
+function readSource(r: ProjectionRecord, source: Db, targetPath: string): SourceFacts {
   const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   source.exec('BEGIN');
   try {
@@ -195,7 +195,10 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
     facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
     const table = readTables(source).find((t) => t.name === r.sourceTable);
     if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
-    else facts.problems.push(`the source no longer captures ${r.sourceTable}`);
+    else
+      facts.problems.push(
+        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (sluice enable ${shellWord(r.sourcePath ?? '')} ${shellWord(r.sourceTable)}) and run sluice sync, or remove the projection and its tables (sluice drop ${shellWord(targetPath)} ${shellWord(r.name)})`,
+      );
     if (r.cursor !== null) {
       const v = validateCursor(source, r.cursor, undefined, { allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined });
       if (v.status === 'rebuild') facts.rebuild = v.reason;
@@ -258,7 +261,7 @@ function one(
   }
   let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
-  else if (source?.db !== undefined) facts = readSource(r, source.db);
+  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath);
   problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(

@@ -190,7 +190,9 @@ describe('a target built by the default', () => {
     const health = await runCliAsync(['health', tgt, '--json']);
     expect(health.status).toBe(3);
     const labels = parseJson(health, S.healthOutput).projections.find((p) => p.name === 'labels');
-    expect(labels?.problems.join('\n')).toMatch(/no longer captures labels/);
+    expect(labels?.problems.join('\n')).toContain(
+      `the source no longer captures labels, so labels is not synced: capture it again (sluice enable ${src} labels) and run sluice sync, or remove the projection and its tables (sluice drop ${tgt} labels)`,
+    );
   });
 
   test('`--projection "*"` adds the default to a target built from definitions', async () => {
