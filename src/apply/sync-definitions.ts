@@ -5,7 +5,7 @@ import { readSourceView } from '../feed/source-view.ts';
 import { hasCapture, readTables } from '../capture/catalog.ts';
 import { ownedTables, type CompiledProjection } from '../projection/compile.ts';
 import { defaultProjectionName } from '../projection/name.ts';
-import { compileAgainstSource } from '../projection/validate.ts';
+import { checkCollisions, compileAgainstSource } from '../projection/validate.ts';
 import {
   parseDefinition,
   parseStoredDefinition,
@@ -270,6 +270,33 @@ function setChange(
   const stored = set.mirrorAll;
   if (stored === undefined || run.origin === 'given' || stored.sourcePath !== sourcePath) return { sourcePath, mirrorAll: run.origin };
   return undefined;
+}
+
+/**
+ * The compiled projections without those whose name or target table another
+ * one (of the run, or stored in the target and not in the run) already
+ * takes: each of those is refused with DUPLICATE_PROJECTION or
+ * TARGET_COLLISION (the open throws it; a refresh reports it).
+ */
+export function admitted(
+  compiled: readonly CompiledProjection[],
+  records: readonly ProjectionRecord[],
+): { readonly kept: CompiledProjection[]; readonly refused: Refusal[] } {
+  const inRun = new Set(compiled.map((p) => p.name));
+  // Projections stored in the target but not part of this run keep their tables.
+  const others = records.filter((r) => !inRun.has(r.name)).map((r) => ({ name: r.name, ownedTables: ownedTables(r) }));
+  const kept: CompiledProjection[] = [];
+  const refused: Refusal[] = [];
+  for (const p of compiled) {
+    try {
+      checkCollisions([...others, ...kept, p]);
+      kept.push(p);
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      refused.push({ name: p.name, error: err });
+    }
+  }
+  return { kept, refused };
 }
 
 /** The projections to rebuild: each given by its name, or by its table's name when it has its default name (see name.ts). */

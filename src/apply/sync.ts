@@ -8,7 +8,6 @@ import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { KINDS, kindOf } from '../projection/kinds/registry.ts';
-import { checkCollisions } from '../projection/validate.ts';
 import { schemaVersion } from '../sqlite/introspect.ts';
 import { readState } from '../capture/catalog.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
@@ -16,12 +15,10 @@ import {
   clearFailure,
   insertProjection,
   newProjectionRecord,
-  ownedTables,
   readProjection,
   readProjections,
   recordFailure,
   setState,
-  type ProjectionRecord,
 } from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
@@ -30,7 +27,7 @@ import { damagedFile } from './damaged.ts';
 import { checkSameFile, fileIdentity, type FileIdentity } from './target-identity.ts';
 import type { BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
-import { resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
+import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
 import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
@@ -608,33 +605,6 @@ interface FailedRow {
   readonly name: string;
   readonly p: CompiledProjection;
   readonly sourcePath: string;
-}
-
-/**
- * The compiled projections without those whose name or target table another
- * one (of the run, or stored in the target and not in the run) already
- * takes: each of those is refused with DUPLICATE_PROJECTION or
- * TARGET_COLLISION (the open throws it; a refresh reports it).
- */
-function admitted(
-  compiled: readonly CompiledProjection[],
-  records: readonly ProjectionRecord[],
-): { readonly kept: CompiledProjection[]; readonly refused: Refusal[] } {
-  const inRun = new Set(compiled.map((p) => p.name));
-  // Projections stored in the target but not part of this run keep their tables.
-  const others = records.filter((r) => !inRun.has(r.name)).map((r) => ({ name: r.name, ownedTables: ownedTables(r) }));
-  const kept: CompiledProjection[] = [];
-  const refused: Refusal[] = [];
-  for (const p of compiled) {
-    try {
-      checkCollisions([...others, ...kept, p]);
-      kept.push(p);
-    } catch (err) {
-      if (!(err instanceof SluiceError)) throw err;
-      refused.push({ name: p.name, error: err });
-    }
-  }
-  return { kept, refused };
 }
 
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
