@@ -60,6 +60,19 @@ export interface CapturedTableMode {
   readonly mode: CaptureMode;
 }
 
+/** A projection that holds a name, and the source table it reads (undefined: not known, a definition that did not parse). */
+export interface NameHolder {
+  readonly name: string;
+  readonly table: string | undefined;
+}
+
+/** The names `projections` hold, folded as SQLite folds them. */
+export function nameHolders(projections: Iterable<NameHolder>): Map<string, NameHolder> {
+  const out = new Map<string, NameHolder>();
+  for (const p of projections) out.set(foldIdent(p.name), p);
+  return out;
+}
+
 /** A captured table "*" does not mirror, and why (a sync report says so). */
 export interface Unmirrored {
   readonly table: string;
@@ -127,7 +140,7 @@ export function mirrorsToAdd(
   tables: Iterable<CapturedTableMode>,
   records: readonly ProjectionRecord[],
   mirrorAll: MirrorAll,
-  taken: { readonly names: ReadonlySet<string>; readonly tables: ReadonlyMap<string, string> },
+  taken: { readonly names: ReadonlyMap<string, NameHolder>; readonly tables: ReadonlyMap<string, string> },
 ): { readonly mirrors: MirrorDefinition[]; readonly unmirrored: Unmirrored[] } {
   const mirrors: MirrorDefinition[] = [];
   const unmirrored: Unmirrored[] = [];
@@ -135,8 +148,18 @@ export function mirrorsToAdd(
   for (const t of tables) {
     if (except.has(t.name)) continue;
     const d = defaultMirror(t.name);
-    // A stored row of its name (its mirror, or a definition that took its place), or its mirror under the pre-escape name.
-    if (taken.names.has(foldIdent(d.name)) || records.some((r) => r.sourceTable === t.name && isDefaultMirror(r))) continue;
+    // Its mirror under the pre-escape name, or a projection of its name: its mirror, or a definition of it that took its place.
+    if (records.some((r) => r.sourceTable === t.name && isDefaultMirror(r))) continue;
+    const holder = taken.names.get(foldIdent(d.name));
+    if (holder !== undefined && (holder.table === undefined || holder.table === t.name)) continue;
+    if (holder !== undefined) {
+      unmirrored.push({
+        table: t.name,
+        mode: t.mode,
+        why: `projection ${holder.name}, of table ${holder.table}, has the name of its mirror`,
+      });
+      continue;
+    }
     if (t.mode !== 'images') {
       unmirrored.push({ table: t.name, mode: t.mode, why: `captured in ${t.mode} mode: a mirror needs images mode (before-images)` });
       continue;
@@ -167,7 +190,7 @@ export function missingMirrors(
   if (mirrorAll === undefined) return [];
   const tables = new Map<string, string>();
   for (const r of records) for (const t of ownedTables(r)) tables.set(foldIdent(t), r.name);
-  const names = new Set(records.map((r) => foldIdent(r.name)));
+  const names = nameHolders(records.map((r) => ({ name: r.name, table: r.sourceTable })));
   return mirrorsToAdd(captured, records, mirrorAll, { names, tables }).mirrors;
 }
 

@@ -20,6 +20,7 @@ import {
   isDefaultMirror,
   MIRROR_ALL,
   mirrorsToAdd,
+  nameHolders,
   readProjectionSet,
   type CapturedTableMode,
   type MirrorAll,
@@ -237,10 +238,14 @@ export function compileMirrorAll(
   captured: readonly CapturedTableMode[],
   records: readonly ProjectionRecord[],
   mirrorAll: MirrorAll,
-  defined: readonly Pick<CompiledProjection, 'name' | 'ownedTables'>[],
+  defined: readonly Pick<CompiledProjection, 'name' | 'ownedTables' | 'source'>[],
   otherNames: readonly string[],
 ): { readonly compiled: CompiledProjection[]; readonly unmirrored: Unmirrored[] } {
-  const names = new Set([...defined.map((p) => p.name), ...otherNames, ...records.map((r) => r.name)].map(foldIdent));
+  const names = nameHolders([
+    ...records.map((r) => ({ name: r.name, table: r.sourceTable })),
+    ...otherNames.map((name) => ({ name, table: records.find((r) => r.name === name)?.sourceTable })),
+    ...defined.map((p) => ({ name: p.name, table: p.source.table })),
+  ]);
   const tables = new Map<string, string>();
   for (const r of records) for (const t of ownedTables(r)) tables.set(foldIdent(t), r.name);
   for (const p of defined) for (const t of p.ownedTables) tables.set(foldIdent(t), p.name);

@@ -159,6 +159,17 @@ describe('a target built by the default', () => {
     const collide = await runCliAsync(['sync', src, tgt, '--projection', at('copy.json')]);
     expect(collide.status).toBe(1);
     expectOneLineError(collide, 'TARGET_COLLISION');
+
+    // A definition of another table that holds the name of a table enabled later: that table is not mirrored, and sync says why.
+    await sync(src, tgt, {
+      projections: [{ name: 'comments', source: 'issues', kind: 'map', columns: { repo_id: 'repo_id', number: 'number', c: 'title' } }],
+    });
+    capture('comments');
+    const held = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(held.status, held.stderr).toBe(0);
+    expect(parseJson(held, S.syncOutput).unmirrored).toEqual([
+      { table: 'comments', mode: 'images', why: 'projection comments, of table issues, has the name of its mirror' },
+    ]);
   });
 
   test('a table captured in keys mode is not mirrored, and sync says so', async () => {
