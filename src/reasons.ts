@@ -516,7 +516,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
+      "A running sync compiled the projection against columns its source table no longer has (sluice alter ran during the run); nothing was applied. The next run (a follower's next pass) compiles it again and goes on.",
     repair: null,
   },
   PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },

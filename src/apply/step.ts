@@ -277,7 +277,7 @@ function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
   if (JSON.stringify(compiled) === JSON.stringify(t.columns)) return;
   throw new FailClosedError(
     'PROJECTION_OUTDATED',
-    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. Restart the sync (stop a sync --follow and start it again): it compiles the projection against the table as it is now and goes on from its cursor.`,
+    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. The next run (a sync --follow's next pass) compiles the projection against the table as it is now and goes on from its cursor.`,
     { projection: p.name, table: p.source.table },
   );
 }
