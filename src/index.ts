@@ -67,6 +67,9 @@ export type { EventLine } from './feed/jsonl.ts';
 
 export { Syncer, sync } from './apply/sync.ts';
 export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
+export { MIRROR_ALL } from './apply/projection-set.ts';
+export type { Unmirrored } from './apply/projection-set.ts';
+export type { DefinitionInput } from './apply/sync-definitions.ts';
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
 export type { VerifyOptions } from './apply/verify.ts';
@@ -93,7 +96,7 @@ export { STATE_PARTS } from './projection/alter-changes.ts';
 export type { AlterChange, StatePart } from './projection/alter-changes.ts';
 export { kindRules } from './projection/kinds/registry.ts';
 export type { KindAlterRules, Proof } from './projection/alter-kinds.ts';
-export { readProjections, repairAction } from './apply/target-meta.ts';
+export { readProjections, repairAction, shellWord } from './apply/target-meta.ts';
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export { dropProjection } from './apply/drop.ts';

@@ -319,6 +319,13 @@ export const REASONS = {
     explain: "A table of the projection is missing from the target, or its columns are not the definition's.",
     repair: DEFAULT_REPAIR,
   },
+  MIRROR_NOT_BUILT: {
+    kinds: ['health', 'verify'],
+    clears: true,
+    explain:
+      'The target mirrors every captured table ("*"), and this captured table has no mirror yet (enabled after the last sync, or its first build failed): the next sync builds it.',
+    repair: 'run sluice sync {source} {target}: it builds the mirror of every captured table that has none',
+  },
   APPLY_FAILED: {
     kinds: ['health'],
     clears: false,
@@ -523,7 +530,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
+      "A running sync compiled the projection against columns its source table no longer has (sluice alter ran during the run); nothing was applied. The next run (a follower's next pass) compiles it again and goes on.",
     repair: null,
   },
   PROJECTION_NOT_FOUND: {

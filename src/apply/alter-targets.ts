@@ -83,7 +83,7 @@ async function dryRunWithTargets(sourcePath: string, ddl: string, targets: reado
             throw new AlterRefusedError(
               `sluice alter ${sourcePath} --target ${target}: the script changed the target's schema (a name it uses is a table of the target only, not of the source). Run the dry run without --target to see the script fail on the source alone, and fix it. Nothing was changed.`,
             );
-          report = explainDefinitions(tx, sourcePath, target, pending, false);
+          report = explainDefinitions(tx, sourcePath, target, pending);
         },
       });
       first ??= { result, consumers: forecastAlter(db, result) };

@@ -6,6 +6,7 @@ import { InvalidInputError, SluiceError } from '../errors.ts';
 import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
 import { ownedBy } from './applier.ts';
 import { buildTables, readBuild } from './shadow-build.ts';
+import { excludeFromMirrorAll } from './projection-set.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 
@@ -21,7 +22,8 @@ export interface DropResult {
  * rebuild in progress (its shadow and staged copy), in one target transaction. An
  * unknown name is refused, naming the projections there are. Stop a
  * `sync --follow` of the projection first: one still running with its
- * definition would build it again.
+ * definition would build it again. A mirror that "*" made (projection-set.ts)
+ * is left out of "*" from then on (`sync --projection '*'` takes it back).
  *
  * @example
  * dropProjection('cache.db', 'issues_fts'); // { projection: 'issues_fts', dropped: ['issues_fts', 'issues_fts_src'] }
@@ -50,6 +52,8 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         if (build !== undefined) dropped.push(...buildTables(build).filter((t) => db.prepare(EXISTS).get(t) !== undefined));
         for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
+        // A mirror "*" made: "*" leaves its table out from now on, or the next sync would make it again.
+        excludeFromMirrorAll(db, 'main', records, rec);
         return { projection: name, dropped };
       })
       .immediate();

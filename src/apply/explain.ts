@@ -6,13 +6,15 @@ import { foldIdent } from '../sqlite/quote.ts';
 import { readSourceView, type SourceView } from '../feed/source-view.ts';
 import { sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import {
-  defaultMirror,
   withStoredHandler,
   parseDefinition,
   parseStoredDefinition,
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
 } from '../projection/definition.ts';
+import { readTables } from '../capture/catalog.ts';
+import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from './projection-set.ts';
+import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from './sync-definitions.ts';
 import { compileAgainstSource } from '../projection/validate.ts';
 import {
   classifyChange,
@@ -70,8 +72,8 @@ export interface ExplainReport {
 }
 
 export interface ExplainOptions {
-  /** Definitions to explain (as for sync). Default: the target's stored definitions, or a mirror of every captured images-mode table. */
-  readonly projections?: readonly ProjectionDefinitionInput[];
+  /** Definitions to explain, and `'*'`, as for sync. Default: the target's set (its stored definitions, and "*" when it holds it). */
+  readonly projections?: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
 }
 
 /**
@@ -88,13 +90,15 @@ export interface ExplainOptions {
  */
 export async function explainAlter(sourcePath: string, targetPath: string, options: ExplainOptions = {}): Promise<ExplainReport> {
   requireTarget(targetPath);
-  const given = (options.projections ?? []).map((d) => parseDefinition(d));
+  const inputs = options.projections ?? [];
+  // A definition that does not parse is the caller's error, before anything is opened.
+  const given = inputs.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL).map((d) => parseDefinition(d));
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
   try {
     db.exec('BEGIN');
     try {
-      return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, given), given.length > 0);
+      return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given));
     } finally {
       if (db.inTransaction) db.exec('ROLLBACK');
     }
@@ -113,46 +117,83 @@ export function requireTarget(targetPath: string): void {
     );
 }
 
-/**
- * What explain classifies: the definitions given, else the target's stored
- * ones (with their custom handlers loaded, which is why this is async and
- * apart from explainDefinitions), else undefined: a mirror of every
- * captured images-mode table, read from the source when classified. `db`
- * has the target attached (an apply session).
- */
-export async function definitionsToExplain(db: Db, given: readonly ProjectionDefinition[]): Promise<Pending[] | undefined> {
-  if (given.length > 0) return given.map((d) => ({ def: d }));
-  const records = readProjections(db, TARGET_SCHEMA);
-  return records.length === 0 ? undefined : await stored(records);
+/** What explain classifies (definitionsToExplain): the run's inputs, and the definitions that run, given and stored. */
+export interface ToExplain {
+  readonly inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
+  readonly defs: readonly Pending[];
 }
 
 /**
- * explain's classification of `pending` (definitionsToExplain) on `db` (the
- * source as main, the target attached), in the caller's transaction: a
- * read transaction (explainAlter), or sluice alter's own, after its DDL ran
- * (a forecast: src/apply/alter-targets.ts). Reads only.
+ * What explain classifies, as sync runs it (sync-definitions.ts): the
+ * definitions given (parsed: `given`), and the target's stored ones of its
+ * set (with their custom handlers loaded, which is why this is async and
+ * apart from explainDefinitions): all of them without inputs, the mirrors
+ * "*" made with '*' given. The mirrors "*" adds are found when classified.
+ * `db` has the target attached (an apply session).
  */
-export function explainDefinitions(
+export async function definitionsToExplain(
   db: Db,
-  sourcePath: string,
-  targetPath: string,
-  pending: readonly Pending[] | undefined,
-  given: boolean,
-): ExplainReport {
+  inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[],
+  given: readonly ProjectionDefinition[] = inputs
+    .filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL)
+    .map((d) => parseDefinition(d)),
+): Promise<ToExplain> {
+  const records = readProjections(db, TARGET_SCHEMA);
+  const named = new Set(given.map((d) => d.name));
+  const storedRun =
+    inputs.length === 0 ? records : inputs.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+  return { inputs, defs: [...given.map((d) => ({ def: d, given: true })), ...(await stored(storedRun))] };
+}
+
+/**
+ * explain's classification of `toExplain` (definitionsToExplain) on `db`
+ * (the source as main, the target attached), in the caller's transaction:
+ * a read transaction (explainAlter), or sluice alter's own, after its DDL
+ * ran (a forecast: src/apply/alter-targets.ts). Reads only.
+ */
+export function explainDefinitions(db: Db, sourcePath: string, targetPath: string, toExplain: ToExplain): ExplainReport {
+  const { inputs } = toExplain;
+  const defs = [...toExplain.defs];
   const view = readSourceView(db);
   const records = readProjections(db, TARGET_SCHEMA);
-  const defs: readonly Pending[] =
-    pending ?? [...view.tables.values()].filter((t) => t.table.mode === 'images').map((t) => ({ def: defaultMirror(t.table.name) }));
-  const names = new Set(defs.map((d) => (d.def !== undefined ? d.def.name : d.name)));
+  const captured = readTables(db);
+  const nexts = defs.map((d) => {
+    if (d.def === undefined) return d.broken;
+    const rec = records.find((r) => r.name === d.def.name);
+    const next = compileOrError(db, d.def);
+    // A new definition over a table the source does not capture is refused, as sync refuses it.
+    const untracked =
+      d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
+    return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
+  });
+  const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records).mirrorAll);
+  if (mirrorAll !== undefined) {
+    const compiled = nexts.filter((n): n is CompiledProjection => !('error' in n));
+    const added = compileMirrorAll(
+      db,
+      captured,
+      records,
+      mirrorAll,
+      compiled,
+      nexts.filter((n) => 'error' in n).map((n) => n.name),
+    );
+    for (const p of added.compiled) {
+      defs.push({ def: p.definition });
+      nexts.push(p);
+    }
+  }
+  const names = new Set(nexts.map((n) => n.name));
   const projections: ProjectionExplanation[] = [];
   // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
   const claimed = new Map<string, string>();
-  for (const d of defs) {
-    let next = d.def === undefined ? d.broken : compileOrError(db, d.def);
+  for (const [i, d] of defs.entries()) {
+    let next = nexts[i] as CompiledProjection | UncompiledProjection;
     if (!('error' in next)) next = claimTables(next, claimed, records, names);
     // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
     const rec = records.find((r) => r.name === next.name);
-    projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, given));
+    // A given definition the target stores as it is compiled before: sync suspends it when it no longer does (the source changed).
+    const callers = d.given === true && !(d.def !== undefined && 'error' in next && storedAsGiven(rec, d.def));
+    projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, callers));
   }
   return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
 }
@@ -176,15 +217,17 @@ function claimTables(
   return p;
 }
 
-/** A definition to explain, or a stored one that no longer parses (with why). */
+/** A definition to explain (`given`: by the caller, not stored), or a stored one that no longer parses (with why). */
 export type Pending =
-  | { readonly def: ProjectionDefinition; readonly name?: undefined; readonly broken?: undefined }
+  | { readonly def: ProjectionDefinition; readonly given?: boolean; readonly name?: undefined; readonly broken?: undefined }
   | {
       readonly def?: undefined;
+      readonly given?: undefined;
       readonly name: string;
       readonly broken: UncompiledProjection;
     };
 
+/** The target's stored definitions, parsed (a custom handler loaded again), or why one cannot be. */
 async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> {
   const out: Pending[] = [];
   for (const r of records) {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { kindNamed } from '../projection/kinds/registry.ts';
 import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { readProjections, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
 import { readState, readTables, type CaptureState } from '../capture/catalog.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../feed/journal-stats.ts';
 import { validateCursor } from '../feed/validate.ts';
@@ -10,6 +10,7 @@ import { InvalidInputError, SluiceError } from '../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 import { reasonsOf } from '../reasons.ts';
+import { missingMirrors, mirrorAllSource } from './projection-set.ts';
 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
 const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
@@ -112,6 +113,7 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
     if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
       throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
+    projections.push(...pendingMirrors(target, records, sources, targetPath));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();
@@ -125,7 +127,7 @@ function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
 }
 
-function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): OpenedSource | undefined {
+function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, OpenedSource>): OpenedSource | undefined {
   if (r.sourcePath === null) return undefined;
   let s = cache.get(r.sourcePath);
   if (s === undefined) {
@@ -139,6 +141,50 @@ function sourceFor(r: ProjectionRecord, cache: Map<string, OpenedSource>): Opene
   return s;
 }
 
+/**
+ * The mirrors "*" asks for that the target does not hold yet (a table
+ * enabled after the last sync, or a first sync that failed before making
+ * them): each needs a sync (MIRROR_NOT_BUILT). A source that cannot be read
+ * is reported by the projections that read it.
+ */
+function pendingMirrors(
+  target: Db,
+  records: readonly ProjectionRecord[],
+  sources: Map<string, OpenedSource>,
+  targetPath: string,
+): ProjectionHealth[] {
+  const sourcePath = mirrorAllSource(target, 'main', records);
+  const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources);
+  if (sourcePath === null || source?.db === undefined) return [];
+  let captured;
+  try {
+    captured = readTables(source.db);
+  } catch {
+    return [];
+  }
+  return missingMirrors(target, 'main', records, captured).map((d) => {
+    const action = `table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`;
+    return {
+      name: d.name,
+      kind: 'mirror',
+      state: 'pending',
+      reason: 'MIRROR_NOT_BUILT',
+      detail: { table: d.source },
+      seq: 0,
+      sourcePath,
+      sourceSeq: null,
+      lagEvents: null,
+      lagMs: null,
+      lastError: null,
+      failure: null,
+      rebuild: null,
+      needsAction: true,
+      action,
+      problems: [action],
+    };
+  });
+}
+
 /** What health reads from the source for one projection, in one read transaction. */
 interface SourceFacts {
   sourceSeq: number | null;
@@ -148,7 +194,7 @@ interface SourceFacts {
   problems: string[];
 }
 
-function readSource(r: ProjectionRecord, source: Db): SourceFacts {
+function readSource(r: ProjectionRecord, source: Db, targetPath: string): SourceFacts {
   const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   source.exec('BEGIN');
   try {
@@ -160,7 +206,10 @@ function readSource(r: ProjectionRecord, source: Db): SourceFacts {
     facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
     const table = readTables(source).find((t) => t.name === r.sourceTable);
     if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
-    else facts.problems.push(`the source no longer captures ${r.sourceTable}`);
+    else
+      facts.problems.push(
+        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (sluice enable ${shellWord(r.sourcePath ?? '')} ${shellWord(r.sourceTable)}) and run sluice sync, or remove the projection and its tables (sluice drop ${shellWord(targetPath)} ${shellWord(r.name)})`,
+      );
     if (r.cursor !== null) {
       const v = validateCursor(source, r.cursor, undefined, {
         allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
@@ -222,7 +271,12 @@ function one(
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
   if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
-  else if (r.state === 'building') problems.push('an initial build was interrupted: run sluice sync again');
+  else if (r.state === 'building')
+    problems.push(
+      r.failures > 0
+        ? 'its first build failed (see the failure below): run sluice sync again'
+        : 'an initial build was interrupted: run sluice sync again',
+    );
   const failure = failureOf(r);
   if (failure !== null) {
     const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
@@ -232,7 +286,7 @@ function one(
   }
   let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
-  else if (source?.db !== undefined) facts = readSource(r, source.db);
+  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath);
   else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
   problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';

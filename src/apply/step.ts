@@ -191,9 +191,9 @@ async function afterBuildCheck(
 ): Promise<StepOutcome> {
   const { db } = ctx;
   if (ctx.reinit === true) return rebuild(ctx, target, p, view, rec, 'REINIT');
-  // Never built (suspended before its first snapshot): try the build again,
+  // Never built (suspended before its first snapshot, or its first build failed): try the build again,
   // so fixing the cause (say, re-enabling in images mode) is enough.
-  if (rec.state === 'suspended' && rec.cursor === null) return initialize(target, p, view, undefined, undefined, ctx.progress);
+  if (rec.cursor === null) return initialize(target, p, view, undefined, undefined, ctx.progress);
   // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
   // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
   if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))
@@ -311,7 +311,7 @@ function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
   if (JSON.stringify(compiled) === JSON.stringify(t.columns)) return;
   throw new FailClosedError(
     'PROJECTION_OUTDATED',
-    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. Restart the sync (stop a sync --follow and start it again): it compiles the projection against the table as it is now and goes on from its cursor.`,
+    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. The next run (a sync --follow's next pass) compiles the projection against the table as it is now and goes on from its cursor.`,
     { projection: p.name, table: p.source.table },
   );
 }

@@ -1,12 +1,18 @@
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { RearmReport } from '../capture/rearm.ts';
 import type { DroppedIndex } from './user-indexes.ts';
+import type { Unmirrored } from './projection-set.ts';
 
 /* What a Syncer takes and reports (sync.ts). */
 
 export interface SyncOptions {
-  /** Definitions to sync. Default: the target's stored definitions, or a mirror of every captured images-mode table. */
-  readonly projections?: readonly ProjectionDefinitionInput[];
+  /**
+   * Definitions to sync (added to the target's projection set), and `'*'`
+   * for a mirror of every captured images-mode table. Default (none): the
+   * target's set, its stored definitions and "*" when it holds it; a new
+   * target gets "*" (docs/projections.md, "The projection set").
+   */
+  readonly projections?: readonly (ProjectionDefinitionInput | '*')[];
   /**
    * Most events per target transaction. Default: DEFAULT_BATCH by kind,
    * 100,000 for mirror, map and fts5 (set-based), 10,000 for custom.
@@ -138,4 +144,6 @@ export interface SyncReport {
    * In the first run after the open only.
    */
   readonly rearmed?: RearmReport;
+  /** When "*" runs: the captured tables it does not mirror, and why (a table captured in keys or counter mode, or one whose table a definition writes). */
+  readonly unmirrored?: readonly Unmirrored[];
 }

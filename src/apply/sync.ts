@@ -8,17 +8,27 @@ import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { KINDS, kindOf } from '../projection/kinds/registry.ts';
-import { checkCollisions, compileAgainstSource } from '../projection/validate.ts';
+import { schemaVersion } from '../sqlite/introspect.ts';
+import { readState } from '../capture/catalog.ts';
 import { openApplySession, TARGET_SCHEMA, type ApplySession } from './session.ts';
-import { clearFailure, ownedTables, readProjection, readProjections, recordFailure, setState } from './target-meta.ts';
+import {
+  clearFailure,
+  insertProjection,
+  newProjectionRecord,
+  readProjection,
+  readProjections,
+  recordFailure,
+  setState,
+} from './target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
 import { damagedFile } from './damaged.ts';
 import { checkHeldFile, checkSameFile, pathIdentity, type FileIdentity } from '../sqlite/file-identity.ts';
-import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
+import type { BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
-import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
+import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
+import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -55,7 +65,8 @@ const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_C
  */
 export class Syncer {
   readonly session: ApplySession;
-  readonly projections: readonly CompiledProjection[];
+  /** The projections each run syncs, compiled against the source (again after its schema or the definitions change). */
+  #projections: readonly CompiledProjection[];
   readonly #options: SyncOptions;
   /** SyncOptions.reinit, until the first run. */
   #reinitPending: readonly string[];
@@ -70,26 +81,51 @@ export class Syncer {
    * two consumers, and a relative path or a symlink to one target is the same.
    */
   readonly #targetKey: string;
-  /** Stored projections this open could not compile: each run suspends them in their own rows (broken-definition.ts). */
-  readonly #broken: readonly BrokenDefinition[];
+  /** Stored projections this sync could not compile: each run suspends them in their own rows (broken-definition.ts). */
+  #broken: readonly BrokenDefinition[];
+  /** Given definitions a refresh refused (the open throws them): each run reports them as their projections' errors. */
+  #refused: readonly Refusal[] = [];
+  /** What the definitions come from: the given ones (SyncOptions.projections, or setDefinitions), or the target's set (empty). */
+  #given: readonly DefinitionInput[];
+  /** Set by setDefinitions: the next run compiles the definitions again. */
+  #definitionsChanged = false;
+  /** The source's schema_version the projections were compiled at: a run after DDL compiles them again. */
+  #compiledAt: number;
+  /** When "*" runs: the captured tables it does not mirror (reported by each run). */
+  #unmirrored: readonly Unmirrored[] | undefined;
+  /** What the first run stores in the target's projection set (projection-set.ts). */
+  #storeSet: SetChange | undefined;
   /** The target file this syncer opened (checkTarget). */
   readonly #targetFile: FileIdentity | undefined;
 
-  private constructor(
-    session: ApplySession,
-    projections: readonly CompiledProjection[],
-    options: SyncOptions,
-    rearmed: RearmReport | undefined,
-    broken: readonly BrokenDefinition[],
-  ) {
+  private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
-    this.projections = projections;
-    this.#broken = broken;
+    this.#projections = resolved.compiled;
+    this.#broken = resolved.broken;
+    this.#unmirrored = resolved.mirrorAll?.unmirrored;
+    this.#storeSet = resolved.store;
+    this.#given = options.projections ?? [];
     this.#options = options;
     this.#reinitPending = options.reinit ?? [];
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
     this.#targetFile = pathIdentity(session.targetPath);
+    this.#compiledAt = schemaVersion(session.db);
+  }
+
+  get projections(): readonly CompiledProjection[] {
+    return this.#projections;
+  }
+
+  /**
+   * Replaces the given definitions (a follower whose --projection files
+   * changed): the next run compiles them against the source. A definition
+   * refused then (one that never compiled) is reported as its projection's
+   * error in each run, and the others go on.
+   */
+  setDefinitions(projections: readonly DefinitionInput[]): void {
+    this.#given = projections;
+    this.#definitionsChanged = true;
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -118,22 +154,11 @@ export class Syncer {
       throw err;
     }
     try {
-      const { defs, stored, broken } = await resolveDefinitions(session.db, options.projections);
-      const compiled: CompiledProjection[] = [];
-      for (const d of defs) {
-        try {
-          compiled.push(compileAgainstSource(session.db, d));
-        } catch (err) {
-          // A stored projection that no longer fits the source is suspended on its own; a given one is the caller's error.
-          const b = stored ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
-          if (b === undefined) throw err;
-          broken.push(b);
-        }
-      }
-      // Projections stored in the target but not part of this run keep their tables.
-      const others = readProjections(session.db, TARGET_SCHEMA).filter((r) => !compiled.some((c) => c.name === r.name));
-      checkCollisions([...compiled, ...others.map((r) => ({ name: r.name, ownedTables: ownedTables(r) }))]);
-      const unbuildable = broken.find((b) => (options.reinit ?? []).includes(b.name));
+      const resolved = await resolveProjections(session.db, options.projections ?? [], path.resolve(sourcePath));
+      const { kept, refused } = admitted(resolved.compiled, readProjections(session.db, TARGET_SCHEMA));
+      const first = [...resolved.refused, ...refused][0];
+      if (first !== undefined) throw first.error;
+      const unbuildable = resolved.broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
         // Not a name that is missing: the projection is there, and the code says why it cannot be built.
         throw new InvalidInputError(
@@ -141,10 +166,11 @@ export class Syncer {
           `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
         );
       }
-      resolveReinit(options.reinit ?? [], compiled);
+      resolveReinit(options.reinit ?? [], kept);
       // Only now, with every definition accepted: a refused open writes
       // nothing to the source either.
-      return new Syncer(session, compiled, options, await rearmOrWait(session, busyTimeoutMs), broken);
+      const rearmed = await rearmOrWait(session, busyTimeoutMs);
+      return new Syncer(session, { ...resolved, compiled: kept }, options, rearmed);
     } catch (err) {
       const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
       session.close();
@@ -153,18 +179,46 @@ export class Syncer {
     }
   }
 
+  /**
+   * Compiles the definitions again when the source's schema changed since
+   * (a column dropped, a table enabled: "*" mirrors it) or they were
+   * replaced (setDefinitions). A given definition that no longer compiles
+   * and that the target stores as it is, is suspended; one never stored is
+   * refused (reported by each run); the others go on.
+   */
+  async #refresh(): Promise<void> {
+    const db = this.session.db;
+    const version = schemaVersion(db);
+    if (!this.#definitionsChanged && version === this.#compiledAt) return;
+    const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath));
+    const { kept, refused } = admitted(resolved.compiled, readProjections(db, TARGET_SCHEMA));
+    this.#projections = kept;
+    this.#broken = resolved.broken;
+    this.#refused = [...resolved.refused, ...refused];
+    this.#unmirrored = resolved.mirrorAll?.unmirrored;
+    this.#storeSet ??= resolved.store;
+    this.#definitionsChanged = false;
+    this.#compiledAt = version;
+  }
+
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     this.checkSource();
     this.checkTarget();
-    const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
-    this.#reinitPending = [];
     // A long-lived syncer (follow mode) re-arms between passes too: a user
     // trigger created, or a capture trigger made again, while it runs
     // would otherwise keep that table's projections suspended until restart.
     // Cheap when everything is armed (verification is cached per schema version).
     const rearmed = this.#rearmPending ?? (await rearmOrWait(this.session, this.#busyTimeoutMs));
     this.#rearmPending = undefined;
+    await this.#refresh();
+    const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
+    this.#reinitPending = [];
+    const store = this.#storeSet;
+    if (store !== undefined) {
+      await retryBusy(async () => storeProjectionSet(this.session.db, TARGET_SCHEMA, store), this.#busyTimeoutMs, this.#files);
+      this.#storeSet = undefined;
+    }
     const reports: ProjectionReport[] = [];
     for (const p of this.projections) {
       if (run.signal?.aborted === true) {
@@ -181,21 +235,22 @@ export class Syncer {
         if (err instanceof SluiceError && err.code === 'SOURCE_REPLACED') this.#sourceReplaced(err);
         // One failing projection (a custom handler's throw, a gap, a busy
         // target) must not stop the others: report it and go on.
+        const failed = this.#failedRow(p);
         if (err instanceof FileBusyError) {
           // Every other projection would wait for the same lock: the run stops here, with the one line that names it.
-          recordFailureAlone(this.session.db, p.name, err.code, err.message);
+          recordFailureAlone(this.session.db, failed, err.code, err.message);
           throw err;
         }
         // A target that cannot grow stops the run: the others would fail the same way.
         if ((err as { code?: unknown } | null)?.code === 'SQLITE_FULL') {
           const full = new FileFullError(this.session.targetPath, this.#options.maxTargetMb, { cause: err });
-          recordFailureAlone(this.session.db, p.name, full.code, full.message);
+          recordFailureAlone(this.session.db, failed, full.code, full.message);
           throw full;
         }
         // A damaged file stops the run too. Its failure is recorded when the projection's row can take it (health reads it).
         const damaged = damagedFile(this.session.db, err, this.#files, TARGET_SCHEMA);
         if (damaged !== undefined) {
-          recordFailureAlone(this.session.db, p.name, damaged.code, damaged.message);
+          recordFailureAlone(this.session.db, failed, damaged.code, damaged.message);
           throw damaged;
         }
         const code =
@@ -206,11 +261,16 @@ export class Syncer {
               : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
         // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
-        recordFailureAlone(this.session.db, p.name, code, message);
+        recordFailureAlone(this.session.db, failed, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
+    for (const r of this.#refused) {
+      const { code, message } = r.error;
+      if (readProjection(this.session.db, TARGET_SCHEMA, r.name) !== undefined) recordFailureAlone(this.session.db, r.name, code, message);
+      reports.push({ ...this.#asStored(r.name), error: { code, message } });
+    }
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
     // (one read of the source view fewer per pass in follow mode).
@@ -228,7 +288,21 @@ export class Syncer {
       if (interval <= 0) this.#writeAcks(true);
       else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
     }
-    return { sourceSeq, projections: reports, ...(rearmed === undefined ? {} : { rearmed }) };
+    return {
+      sourceSeq,
+      projections: reports,
+      ...(rearmed === undefined ? {} : { rearmed }),
+      ...(this.#unmirrored === undefined || this.#unmirrored.length === 0 ? {} : { unmirrored: this.#unmirrored }),
+    };
+  }
+
+  /**
+   * A projection's failure is recorded in its row; one whose first build
+   * failed has none yet, and gets one (state building, no cursor), so health
+   * shows the failure instead of a target with nothing in it.
+   */
+  #failedRow(p: CompiledProjection): FailedRow {
+    return { name: p.name, p, sourcePath: path.resolve(this.session.sourcePath) };
   }
 
   /**
@@ -578,14 +652,24 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
  * transaction of its own: the failed one has rolled back. Best effort: a
  * target that cannot take it (full, busy) keeps the previous record.
  */
-function recordFailureAlone(db: Db, name: string, code: string, message: string): void {
+function recordFailureAlone(db: Db, row: string | FailedRow, code: string, message: string): void {
+  const name = typeof row === 'string' ? row : row.name;
   try {
     db.exec('BEGIN');
+    if (typeof row !== 'string' && readProjection(db, TARGET_SCHEMA, name) === undefined)
+      insertProjection(db, TARGET_SCHEMA, newProjectionRecord(row.p, readState(db)?.sourceId ?? '', row.sourcePath, 'building'));
     recordFailure(db, TARGET_SCHEMA, name, code, message);
     db.exec('COMMIT');
   } catch {
     if (db.inTransaction) db.exec('ROLLBACK');
   }
+}
+
+/** A projection whose failure is to be recorded, with what its row is made of when it has none yet (recordFailureAlone). */
+interface FailedRow {
+  readonly name: string;
+  readonly p: CompiledProjection;
+  readonly sourcePath: string;
 }
 
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */

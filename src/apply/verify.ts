@@ -19,6 +19,7 @@ import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact
 import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
+import { missingMirrors } from './projection-set.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -95,8 +96,25 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
     db.exec('BEGIN');
     try {
       const view = readSourceView(db);
-      const records = readProjections(db, TARGET_SCHEMA).filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
-      if (records.length === 0) {
+      const all = readProjections(db, TARGET_SCHEMA);
+      const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
+      // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
+      const missing = missingMirrors(
+        db,
+        TARGET_SCHEMA,
+        all,
+        [...view.tables.values()].map((a) => a.table),
+      ).map((d) => ({
+        name: d.name,
+        ok: false,
+        seq: 0,
+        checked: 0,
+        inFlight: 0,
+        diffs: [],
+        reason: 'MIRROR_NOT_BUILT',
+        skipped: `not compared: table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`,
+      }));
+      if (records.length === 0 && missing.length === 0) {
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',
           `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass a target that ${syncOf(sourcePath)} wrote into, or run ${syncOf(sourcePath, targetPath)} first.`,
@@ -108,6 +126,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
         options.onProgress?.({ projection: r.name, done: i + 1, count: records.length });
         return v;
       });
+      out.push(...missing);
       return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,

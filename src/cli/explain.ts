@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { explainAlter, type ExplainReport } from '../index.ts';
 import { collect } from './enable.ts';
-import { loadAll } from './sync.ts';
+import { loadInputs } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -50,7 +50,7 @@ export function registerExplain(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice explain app.db cache.db --projection projections/open-issues.json --json')
     .action(async (source: string, target: string, opts: { projection: string[]; json?: boolean }) => {
-      const projections = await loadAll(opts.projection);
+      const projections = await loadInputs(opts.projection);
       const r = await explainAlter(source, target, projections === undefined ? {} : { projections });
       emit(opts, S.explainOutput, r, () => describeExplain(r));
       if (!r.ok) throw new ExitSignal(3);

@@ -3,9 +3,14 @@ import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
 import { stdout } from './closed-pipe.ts';
 import type { FollowTally } from './follow-summary.ts';
+import type { DefinitionFiles } from './definition-files.ts';
 
 export interface FollowOptions {
   readonly json?: boolean;
+  /** The --projection files: loaded again when one changes, before the next pass (one runs at once when the source is idle). */
+  readonly definitions?: DefinitionFiles;
+  /** Says a definition file that could not be loaded again (the definitions loaded before are kept). */
+  readonly onLoadError?: (err: unknown) => void;
   readonly onReport: (r: SyncReport) => void;
   /**
    * Human mode: where the start line, a summary every `summaryIntervalMs`
@@ -36,7 +41,15 @@ const ACK_INTERVAL_MS = 1000;
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const stop = new AbortController();
+  const files = options.definitions;
   const pass = async () => {
+    if (files?.changed() === true) {
+      try {
+        syncer.setDefinitions(await files.load());
+      } catch (err) {
+        options.onLoadError?.(err);
+      }
+    }
     const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
     options.human?.tally.passDone(report);
     options.onReport(report);
@@ -67,6 +80,8 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
+          // A definition file changed while the source is idle: a pass now takes it in.
+          return files?.changed() === true;
         },
       });
     } finally {

@@ -77,6 +77,7 @@ export const syncOutput = z.object({
     }),
   ),
   rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
+  unmirrored: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys', 'counter']), why: z.string() })).optional(),
 });
 
 export const verifyOutput = z.object({

@@ -4,7 +4,7 @@ import { collect } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';
-import { describeReport, loadAll, reportJson, sourceTables } from './sync.ts';
+import { describeReport, loadInputs, reportJson, sourceTables } from './sync.ts';
 
 export function registerReinit(program: Command): void {
   program
@@ -24,7 +24,7 @@ export function registerReinit(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice reinit app.db cache.db issues   # after a TARGET_DIVERGED suspension')
     .action(async (source: string, target: string, projection: string, opts: { projection: string[]; json?: boolean }) => {
-      const defs = await loadAll(opts.projection);
+      const defs = await loadInputs(opts.projection);
       const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), reinit: [projection] });
       try {
         const report = await syncer.runOnce();

@@ -1,5 +1,5 @@
 import { Command, Option } from 'commander';
-import { loadDefinitions, repairAction, Syncer, type ProjectionDefinition, type SyncProgress, type SyncReport } from '../index.ts';
+import { repairAction, shellWord, Syncer, type SyncProgress, type SyncReport } from '../index.ts';
 import { aliasFields, lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -8,6 +8,9 @@ import { follow } from './follow.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { FollowTally } from './follow-summary.ts';
+import { DefinitionFiles, loadInputs } from './definition-files.ts';
+
+export { loadAll, loadInputs } from './definition-files.ts';
 import { describeInterrupted, SIGNAL_EXIT, trapInterrupt } from './interrupt.ts';
 import {
   parseMetricsAddress,
@@ -17,13 +20,6 @@ import {
   type MetricsServer,
   type SluiceMetrics,
 } from './metrics.ts';
-
-export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
-  if (files.length === 0) return undefined;
-  const defs: ProjectionDefinition[] = [];
-  for (const f of files) defs.push(...(await loadDefinitions(f)));
-  return defs;
-}
 
 /** `paths`: the files the repairs name; `tables`: each projection's source table, for the repairs that name it. */
 export function describeReport(
@@ -36,8 +32,13 @@ export function describeReport(
       : [
           `re-armed capture on the source: ${describeRearmed(r.rearmed.tables)}; generation ${r.rearmed.fromGeneration} -> ${r.rearmed.generation}, so the re-armed tables' projections rebuild once (CAPTURE_REARMED)`,
         ];
+  const unmirrored = (r.unmirrored ?? []).map(
+    (u) =>
+      `${u.table}: not mirrored (${u.why})${u.mode === 'images' ? '' : `; to mirror it: sluice enable ${paths === undefined ? 'SOURCE' : shellWord(paths.source)} ${shellWord(u.table)} --mode images`}`,
+  );
   return [
     ...rearmed,
+    ...unmirrored,
     ...r.projections.map((p) => {
       const what =
         p.snapshotRows !== undefined
@@ -78,6 +79,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
     })),
     ...(r.rearmed === undefined ? {} : { rearmed: r.rearmed }),
+    ...(r.unmirrored === undefined ? {} : { unmirrored: r.unmirrored }),
   };
 }
 
@@ -89,7 +91,7 @@ export function registerSync(program: Command): void {
     .argument('<target>', 'target SQLite database (created if missing)')
     .option(
       '--projection <file>',
-      'projection definition file, .json or .ts (repeatable; default: mirror every captured table)',
+      "projection definition file, .json or .ts, or '*' for a mirror of every captured table (repeatable; added to the target's set; default: the target's set, and on a new target '*')",
       collect,
       [] as string[],
     )
@@ -160,7 +162,7 @@ type SyncCliOptions = {
 } & ProgressOptions;
 
 async function runSync(source: string, target: string, opts: SyncCliOptions, metrics: SluiceMetrics | undefined): Promise<void> {
-  const defs = await loadAll(opts.projection);
+  const defs = await loadInputs(opts.projection);
   const progress = progressReporter(opts);
   const tally = new FollowTally();
   const onProgress = (p: SyncProgress) => {
@@ -192,6 +194,13 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
       await follow(syncer, {
         ...opts,
         ...human,
+        ...(opts.projection.length === 0 ? {} : { definitions: new DefinitionFiles(opts.projection) }),
+        onLoadError: (err) => {
+          const e = err as { code?: unknown; message?: unknown };
+          stderr().write(
+            `sluice: ${typeof e.code === 'string' ? e.code : 'BAD_DEFINITION'}: ${String(e.message)} (the follower keeps the definitions it read before, and reads the files again when they change)\n`,
+          );
+        },
         onReport: (r) => {
           metrics?.record(r);
           if (opts.json !== true && r.rearmed !== undefined) stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`);

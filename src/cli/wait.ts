@@ -5,8 +5,12 @@ import type { Db } from '../index.ts';
 export interface WaitOptions {
   /** Fallback poll interval in ms. Default 250 with a file watch, 20 without. */
   readonly pollMs?: number;
-  /** Called each time the fallback poll finds no change (between calls of onChange, never during one). */
-  readonly onIdle?: () => void;
+  /**
+   * Called each time the fallback poll finds no change (between calls of
+   * onChange, never during one); returning true calls onChange now, as a
+   * commit would (something else than the source changed).
+   */
+  readonly onIdle?: () => boolean | void;
 }
 
 /*
@@ -95,7 +99,11 @@ export async function waitForChange(
       }
       if (watchWoke) rechecks = 0; // a watch wake with nothing new yet: look again shortly
       watchWoke = false;
-      if (polled) onIdle?.();
+      if (polled && onIdle?.() === true) {
+        polled = false;
+        await onChange();
+        continue;
+      }
       const recheck = rechecks < RECHECK_MS.length;
       const delay = recheck ? (RECHECK_MS[rechecks++] as number) : interval;
       polled = await new Promise<boolean>((resolve) => {

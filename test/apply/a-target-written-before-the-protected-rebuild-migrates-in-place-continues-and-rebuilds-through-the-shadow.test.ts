@@ -1,13 +1,10 @@
-import fs from 'node:fs';
-import path from 'node:path';
-import { test, expect, ROOT } from '../support/fixtures.ts';
+import { test, expect } from '../support/fixtures.ts';
+import { copyOldFixture } from '../support/old-fixture.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
 import { verify } from '../../src/apply/verify.ts';
 import { health } from '../../src/apply/health.ts';
 import { pythonExec } from '../support/journal.ts';
-import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
-import { heldFile } from '../../src/sqlite/file-identity.ts';
 
 /*
  * fixtures/before-build holds a source and a target written by the sluice
@@ -18,37 +15,10 @@ import { heldFile } from '../../src/sqlite/file-identity.ts';
  * protected path (built beside the live rows and swapped in).
  */
 
-const FIXTURE = path.join(ROOT, 'fixtures', 'before-build');
-
-/**
- * The fixture copied into `tmp`. A cursor binds its source file's device and
- * inode (a copied source is FILE_CHANGED), so the stored cursors are pointed
- * at the copy's: the one thing the copy changed. Nothing else is touched.
- */
+/** The fixture copied into `tmp`, its cursors pointed at the copy (support/old-fixture.ts). */
 function copyFixture(tmp: string): { source: string; target: string } {
-  const source = path.join(tmp, 'source.db');
-  const target = path.join(tmp, 'target.db');
-  fs.copyFileSync(path.join(FIXTURE, 'source.sqlite'), source);
-  fs.copyFileSync(path.join(FIXTURE, 'target.sqlite'), target);
-  const src = openDatabase(source, { readonly: true });
-  const file = heldFile(src);
-  src.close();
-  const t = openDatabase(target);
-  try {
-    for (const { name, cursor } of t.prepare('SELECT name, cursor FROM _sluice_projections').all() as { name: string; cursor: string }[]) {
-      const c = decodeCursor(cursor);
-      expect(c.file, 'the old cursor binds its file').toBeDefined();
-      t.prepare('UPDATE _sluice_projections SET cursor = ?, source_path = ? WHERE name = ?').run(
-        encodeCursor({ ...c, ...(file === undefined ? {} : { file }) }),
-        source,
-        name,
-      );
-    }
-    t.pragma('journal_mode = DELETE');
-  } finally {
-    t.close();
-  }
-  return { source, target };
+  const { source, targets } = copyOldFixture('before-build', tmp, ['target']);
+  return { source, target: targets[0] as string };
 }
 
 function columns(file: string): string[] {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, ROOT } from '../support/fixtures.ts';
+import { test, expect } from '../support/fixtures.ts';
+import { copyOldFixture } from '../support/old-fixture.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
 import { heldFile } from '../../src/sqlite/file-identity.ts';
@@ -23,31 +24,10 @@ import { contents } from '../cli/support/readers-of-a.ts';
  * adds the lineage column to _sluice_ddl in place; the old row keeps none.
  */
 
-const FIXTURE = path.join(ROOT, 'fixtures', 'round2-alter');
-
-/** The fixture copied into `tmp`, with the stored cursors pointed at the copy's file (a copy is otherwise FILE_CHANGED). */
+/** The fixture copied into `tmp`, its cursors pointed at the copy (support/old-fixture.ts). */
 function copyFixture(tmp: string): { source: string; target: string } {
-  const source = path.join(tmp, 'source.db');
-  const target = path.join(tmp, 'target.db');
-  fs.copyFileSync(path.join(FIXTURE, 'source.sqlite'), source);
-  fs.copyFileSync(path.join(FIXTURE, 'target.sqlite'), target);
-  const src = openDatabase(source, { readonly: true });
-  const file = heldFile(src);
-  src.close();
-  const t = openDatabase(target);
-  try {
-    for (const { name, cursor } of t.prepare('SELECT name, cursor FROM _sluice_projections').all() as { name: string; cursor: string }[]) {
-      const c = decodeCursor(cursor);
-      t.prepare('UPDATE _sluice_projections SET cursor = ?, source_path = ? WHERE name = ?').run(
-        encodeCursor({ ...c, ...(file === undefined ? {} : { file }) }),
-        source,
-        name,
-      );
-    }
-  } finally {
-    t.close();
-  }
-  return { source, target };
+  const { source, targets } = copyOldFixture('round2-alter', tmp, ['target']);
+  return { source, target: targets[0] as string };
 }
 
 const READERS = ['m', 'mc', 'mf', 'f'];

@@ -64,6 +64,7 @@ describe('sluice drop', () => {
     mine.exec("CREATE TABLE my_notes (x); INSERT INTO my_notes VALUES ('mine')");
     mine.close();
     expect(tables(target)).toEqual([
+      '_sluice_projection_set',
       '_sluice_projections',
       '_sluice_target',
       'my_notes',
@@ -78,7 +79,7 @@ describe('sluice drop', () => {
     expect(scalar(target, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'notes_fts%'")).toBe(0n);
     expect(dropProjection(target, 'log')).toEqual({ projection: 'log', dropped: [] });
     expect(dropProjection(target, 'notes')).toEqual({ projection: 'notes', dropped: ['notes'] });
-    expect(tables(target)).toEqual(['_sluice_projections', '_sluice_target', 'my_notes', 'note_log', 'titles']);
+    expect(tables(target)).toEqual(['_sluice_projection_set', '_sluice_projections', '_sluice_target', 'my_notes', 'note_log', 'titles']);
     expect(scalar(target, 'SELECT group_concat(name) FROM _sluice_projections')).toBe('titles');
     expect(scalar(target, 'SELECT x FROM my_notes')).toBe('mine');
 
@@ -120,10 +121,33 @@ describe('sluice drop', () => {
         { name: 'owned', source: 'notes', kind: 'custom', tables: ['ids', 'titles'], handler: declared },
       ],
     });
-    expect(tables(target)).toEqual(['_sluice_projections', '_sluice_target', 'ids', 'note_log', 'titles']);
+    expect(tables(target)).toEqual(['_sluice_projection_set', '_sluice_projections', '_sluice_target', 'ids', 'note_log', 'titles']);
     expect(scalar(target, 'SELECT count(*) FROM ids')).toBe(2n);
     expect(dropProjection(target, 'owned')).toEqual({ projection: 'owned', dropped: ['ids', 'titles'] });
-    expect(tables(target)).toEqual(['_sluice_projections', '_sluice_target', 'note_log']);
+    expect(tables(target)).toEqual(['_sluice_projection_set', '_sluice_projections', '_sluice_target', 'note_log']);
+  });
+
+  test('drops a mirror the target\'s "*" made: the next plain sync does not make it again, and "*" given again takes it back', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`,
+    );
+    enable(db, ['notes', 'tags']);
+    const target = path.join(tmp, 'cache.db');
+    await sync(file, target);
+    expect(dropProjection(target, 'tags')).toEqual({ projection: 'tags', dropped: ['tags'] });
+    const plain = await sync(file, target);
+    expect(plain.projections.map((p) => p.name)).toEqual(['notes']);
+    expect(tables(target)).not.toContain('tags');
+    const back = await sync(file, target, { projections: ['*'] });
+    expect(back.projections.map((p) => [p.name, p.snapshotRows ?? null])).toEqual([
+      ['notes', null],
+      ['tags', 1],
+    ]);
+    expect((await sync(file, target)).projections.map((p) => p.name)).toEqual(['notes', 'tags']);
   });
 
   test('refuses a name the target does not have, listing the ones it has, and changes nothing', async ({ makeDb, tmp }) => {

@@ -6,6 +6,7 @@ import { explainAlter, type ProjectionExplanation } from '../../src/apply/explai
 import type { ProjectionReport } from '../../src/apply/sync-types.ts';
 import type { AlterClassification } from '../../src/projection/classify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
+import { enable } from '../../src/capture/enable.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { takeCopy } from '../support/restore.ts';
 import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair, tablesOf } from './support/explain.ts';
@@ -196,18 +197,45 @@ const SCENARIOS: Scenario[] = [
     },
   },
   {
-    name: 'sluice alter drops a column a given definition reads: the whole run is refused',
+    name: 'sluice alter drops a column a given definition reads: the target stores it as given, so it is suspended (the source changed) and the others go on',
     first: ALL(),
     change: (src) => ddl(src, 'ALTER TABLE items DROP COLUMN qty'),
     given: ALL(),
     expected: {
       items: ['Rebuildable', 'rebuild'],
-      cheap: ['Rejected', 'refuse'],
+      cheap: ['Rejected', 'suspend'],
       search: ['Compatible', 'continue'],
       labels: ['Compatible', 'continue'],
       log: ['Rejected', 'refuse'],
       counts: ['Rebuildable', 'rebuild'],
     },
+  },
+  {
+    name: 'a table enabled after the first sync of a target built by the default ("*"): its mirror is a first build, the others continue',
+    first: [],
+    change: (src) => {
+      run(src, "CREATE TABLE extra (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO extra VALUES (1, 'x')");
+      const db = openDatabase(src);
+      try {
+        enable(db, ['extra']);
+      } finally {
+        db.close();
+      }
+    },
+    expected: { items: ['Compatible', 'continue'], extra: ['Rebuildable', 'rebuild'] },
+  },
+  {
+    name: 'a given definition the target does not store as it is (an edit that names an unknown column): the whole run is refused',
+    first: ALL(),
+    given: [mirror, { ...cheap, filter: 'nosuch < 100' }] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], cheap: ['Rejected', 'refuse'] },
+  },
+  {
+    name: 'a new definition over a table the source does not capture: the whole run is refused (TABLE_UNTRACKED)',
+    first: ALL(),
+    change: (src) => run(src, 'CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)'),
+    given: [mirror, { name: 'other', source: 'other', kind: 'mirror' }] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], other: ['Rejected', 'refuse'] },
   },
   {
     name: 'a stored definition suspended for a dropped column, then given one that fits: rebuilt from it',

@@ -152,7 +152,7 @@ describe('sluice alter', () => {
     expect(w.projections.find((p) => p.name === 'map_a')).toMatchObject({ ok: false, reason: 'SCHEMA_CHANGED' });
   });
 
-  test('a follower compiled before the alter never applies the new layout with the old columns: it fails loudly with nothing applied, and a new sync goes on exactly', async ({
+  test('a follower compiled before the alter compiles its projections again at its next run, and goes on exactly as a new sync would', async ({
     makeDb,
     tmp,
   }) => {
@@ -166,23 +166,66 @@ describe('sluice alter', () => {
       alter(db, 'ALTER TABLE t DROP COLUMN b');
       db.exec("UPDATE t SET a = 'a1 after' WHERE id = 1");
       const r = await follower.runOnce();
-      for (const p of r.projections) expect([p.name, p.error?.code]).toEqual([p.name, 'PROJECTION_OUTDATED']);
+      expect(outcomes(r)).toEqual([
+        ['mirror_t', 'active', 'DEFINITION_CHANGED'],
+        ['map_a', 'active', null],
+      ]);
       expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
-        [1n, 'a1'],
+        [1n, 'a1 after'],
+        [2n, 'a2'],
+      ]);
+      expect(rows(target, 'SELECT * FROM t ORDER BY id')).toEqual([
+        [1n, 'a1 after'],
         [2n, 'a2'],
       ]);
     } finally {
       follower.close();
     }
-    const s = await sync(file, target, { projections: defs });
-    expect(outcomes(s)).toEqual([
-      ['mirror_t', 'active', 'DEFINITION_CHANGED'],
-      ['map_a', 'active', null],
-    ]);
-    expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
-      [1n, 'a1 after'],
-      [2n, 'a2'],
-    ]);
+  });
+
+  test('an alter in the middle of a run (after the projections were compiled for it) never applies the new layout with the old columns: that projection fails loudly with nothing applied, and the next run goes on exactly', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', SCHEMA);
+    enable(db, ['t']);
+    const target = path.join(tmp, 'cache.db');
+    const defs = PROJECTIONS.filter((p) => p.name === 'map_a' || p.name === 'mirror_t');
+    let altering = false;
+    const follower = await Syncer.open(file, target, {
+      projections: defs,
+      // Between the two projections of a run: the second was compiled against the old columns.
+      onProgress: (e) => {
+        if (!altering || e.projection !== 'mirror_t' || e.phase !== 'current') return;
+        altering = false;
+        alter(db, 'ALTER TABLE t DROP COLUMN b');
+        db.exec("UPDATE t SET a = 'a1 after' WHERE id = 1");
+      },
+    });
+    try {
+      await follower.runOnce();
+      altering = true;
+      const r = await follower.runOnce();
+      expect(r.projections.map((p) => [p.name, p.error?.code])).toEqual([
+        ['mirror_t', undefined],
+        ['map_a', 'PROJECTION_OUTDATED'],
+      ]);
+      expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
+        [1n, 'a1'],
+        [2n, 'a2'],
+      ]);
+      const next = await follower.runOnce();
+      expect(outcomes(next)).toEqual([
+        ['mirror_t', 'active', 'DEFINITION_CHANGED'],
+        ['map_a', 'active', null],
+      ]);
+      expect(rows(target, 'SELECT * FROM map_a ORDER BY id')).toEqual([
+        [1n, 'a1 after'],
+        [2n, 'a2'],
+      ]);
+    } finally {
+      follower.close();
+    }
   });
 
   test('a change-stream reader of the altered table rebuilds (SCHEMA_CHANGED), and one of an untouched table goes on: the alter opens no schema window', async ({

@@ -211,6 +211,15 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     cause: (w) => write(w.tgt, 'ALTER TABLE items ADD COLUMN note TEXT'),
     repair: (w) => [findCause(w, /not in the definition: note/), reinit(w)],
   },
+  // A table enabled after the first sync of a target built by the default ("*"): its mirror is not built yet.
+  MIRROR_NOT_BUILT: {
+    projection: 'more',
+    cause: (w) => {
+      write(w.src, "CREATE TABLE more (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO more VALUES (1, 'later')");
+      onSource(w, (db) => enable(db, ['more']));
+    },
+    repair: (w) => [sync(w)],
+  },
   // A custom handler that throws an Error with no code.
   APPLY_FAILED: {
     projection: 'seen',

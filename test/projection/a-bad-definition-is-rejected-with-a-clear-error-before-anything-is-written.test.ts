@@ -299,7 +299,15 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(report.projections[0]?.error?.message).toMatch(/target table items already exists .* sluice did not make it/);
     const after = dumpFile(target);
     expect(after.Items).toEqual([[`text:${Buffer.from('keep me').toString('hex').toUpperCase()}`]]);
-    expect(after._sluice_projections).toEqual([]);
+    // Nothing of it was built; its row says so, with the failure, so health shows it (state building, no cursor).
+    const t = openDatabase(target, { readonly: true });
+    try {
+      expect(t.prepare('SELECT name, state, cursor, last_error_code FROM _sluice_projections').all()).toEqual([
+        { name: 'items', state: 'building', cursor: null, last_error_code: 'TARGET_TABLE_EXISTS' },
+      ]);
+    } finally {
+      t.close();
+    }
   });
 
   test('the CLI exits 1 with the code and the reason on stderr, and creates no target', ({ makeDb, tmp }) => {

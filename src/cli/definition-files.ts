@@ -1,0 +1,64 @@
+import fs from 'node:fs';
+import { loadDefinitions, MIRROR_ALL, type DefinitionInput, type ProjectionDefinition } from '../index.ts';
+
+/*
+ * The --projection files of a follower, watched by their file identity,
+ * size and times (a stat per file per pass, and per idle poll): when one
+ * changes, the follower loads them again and compiles the new definitions
+ * (Syncer.setDefinitions), so fixing a definition that stopped compiling
+ * takes its projection up again without a restart.
+ */
+
+export async function loadAll(files: readonly string[]): Promise<ProjectionDefinition[] | undefined> {
+  if (files.length === 0) return undefined;
+  const defs: ProjectionDefinition[] = [];
+  for (const f of files) defs.push(...(await loadDefinitions(f)));
+  return defs;
+}
+
+/** What sync (and explain, reinit) is given with --projection: each file's definitions, and `*` (not a file) for the mirror of every captured table. */
+export async function loadInputs(files: readonly string[]): Promise<DefinitionInput[] | undefined> {
+  if (files.length === 0) return undefined;
+  const inputs: DefinitionInput[] = [];
+  for (const f of files) {
+    if (f === MIRROR_ALL) inputs.push(MIRROR_ALL);
+    else inputs.push(...(await loadDefinitions(f)));
+  }
+  return inputs;
+}
+
+function stamp(file: string): string {
+  if (file === MIRROR_ALL) return MIRROR_ALL;
+  try {
+    const s = fs.statSync(file);
+    return `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}:${s.ctimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
+export class DefinitionFiles {
+  readonly #files: readonly string[];
+  #stamps: string[];
+
+  /** `files` as they were loaded (the open read them). */
+  constructor(files: readonly string[]) {
+    this.#files = files;
+    this.#stamps = files.map(stamp);
+  }
+
+  /** Whether a file changed (or went, or came back) since it was last loaded. */
+  changed(): boolean {
+    return this.#files.some((f, i) => stamp(f) !== this.#stamps[i]);
+  }
+
+  /**
+   * The definitions, loaded again. Throws what loading throws (a file that
+   * is not valid JSON, or is gone): the caller keeps the definitions it has,
+   * and the next change is loaded again.
+   */
+  async load(): Promise<DefinitionInput[]> {
+    this.#stamps = this.#files.map(stamp);
+    return (await loadInputs(this.#files)) ?? [];
+  }
+}
