@@ -63,7 +63,7 @@ export { Syncer, sync } from './apply/sync.ts';
 export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
-export type { VerifyOptions } from './apply/verify.ts';
+export type { VerifyOptions, VerifyProgress } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
 export { explainAlter } from './apply/explain.ts';
 export type { ExplainOptions, ExplainReport, ProjectionExplanation, DefinitionInputs } from './apply/explain.ts';
