@@ -72,7 +72,7 @@ export type { Unmirrored } from './apply/projection-set.ts';
 export type { DefinitionInput } from './apply/sync-definitions.ts';
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
-export type { VerifyOptions } from './apply/verify.ts';
+export type { VerifyOptions, VerifyProgress } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
 export { explainAlter } from './apply/explain.ts';
 export { alterWithForecast } from './apply/alter-targets.ts';

@@ -299,6 +299,13 @@ export const REASONS = {
     repair: null,
   },
   SYNC_FAILING: { kinds: ['verify'], clears: false, explain: 'The last sync of the projection failed; it is not compared.', repair: null },
+  ROWS_DIFFER: {
+    kinds: ['verify'],
+    clears: false,
+    explain:
+      "Rows of the projection differ from the source's at its cursor (missing, extra or with other values): written by something other than sluice, or a write went unrecorded.",
+    repair: '{projection} differs from its source (verify names the keys); rebuild it: sluice reinit {source} {target} {projection}',
+  },
   NOT_VERIFIABLE: {
     kinds: ['verify'],
     clears: false,

@@ -5,7 +5,8 @@ import { quoteIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
 import { hasTypedComputedColumn } from '../projection/kinds/relational/images.ts';
 import { kindOf } from '../projection/kinds/registry.ts';
-import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
+import { CHANGED_HELD, CHANGED_TABLE, changedKeyColumns } from './verify-rewind.ts';
+import type { StepProgress } from './verify-progress.ts';
 
 /** The source side of a comparison: key and value expressions over `from` (filtered by `where`), paired with the target's. */
 export interface SourceRows {
@@ -17,100 +18,201 @@ export interface SourceRows {
   readonly integers?: readonly number[];
 }
 
-/** The in-flight keys table (verify.ts): keys k0, k1, ... left out of a comparison. */
-const IN_FLIGHT = 'temp._sluice_inflight';
-
 /**
  * A proof that a relational projection at seq `lo` holds exactly the
- * source's rows (verify's comparison, provedEqual): with no key changed in
- * (lo, hw], the source table as it is; for a shadow, leaving out the keys
- * changed since, which its swap reads again; else the keys changed since
- * as the source had them at `lo` (verify-rewind.ts), and the others as they
- * are. The number of source rows compared, or undefined without a proof.
+ * source's rows as they were at `lo` (verify's comparison), in SQL alone:
+ * the count of source rows equal to their target row (provedEqual's join),
+ * and of the target's rows, as a caught-up verify does; then, when the
+ * events after `lo` changed `changed` keys (CHANGED_TABLE, verify-rewind.ts),
+ * one pass over those keys that looks up each in the source and in the
+ * target by key (changedCounts). Its cost is the caught-up comparison plus
+ * work bounded by the events, never a lookup of every row in the changed
+ * keys. With `shadow`, the changed keys are left out (its swap reads each
+ * again from the source); otherwise each is compared as it was at `lo`.
+ * The number of source rows compared, or undefined without a proof.
+ *
+ * The partition: a key outside the changed ones must be equal now and then,
+ * so every source row outside them must match its target row (whole's
+ * matches less the changed keys' own), and the target must hold no other
+ * row outside them (its count less the changed keys' rows); the changed
+ * keys' rows at `lo` must each match their target row, and the target hold
+ * no other row with a changed key.
  */
 export function provedAtCursor(
   db: Db,
   p: CompiledProjection,
   schema: string,
-  at: { readonly tid: number; readonly lo: number; readonly hw: number; readonly inFlight: number; readonly shadow: boolean },
+  at: { readonly changed: number; readonly shadow: boolean; readonly progress?: StepProgress | undefined },
 ): number | undefined {
-  if (at.inFlight === 0) return provedEqual(db, p, sourceRows(db, p), schema, p.targetTable, 'all');
-  const others = provedEqual(db, p, sourceRows(db, p), schema, p.targetTable, 'skip');
-  if (others === undefined || at.shadow) return others;
-  if (!rewindToCursor(db, p, at.tid, at.lo, at.hw)) return undefined;
-  const rewound = provedEqual(db, p, sourceRows(db, p, `${REWOUND_TABLE} AS ${quoteIdent(p.source.table)}`), schema, p.targetTable, 'only');
-  return rewound === undefined ? undefined : others + rewound;
+  const target = relationalTarget(db, p, schema);
+  if (target === undefined) return undefined;
+  const src = sourceRows(db, p);
+  if (src.values.length !== p.columns.length) return undefined;
+  const whole = matchCounts(db, p, target, src, at.progress);
+  const held = db.prepare(`SELECT count(*) FROM ${target.name}`).pluck().safeIntegers(false).get() as number;
+  if (at.changed === 0) return whole.matched === whole.compared && held === whole.compared ? whole.compared : undefined;
+  const c = changedCounts(db, p, target, src, at.changed, at.progress);
+  const others = whole.compared - c.inSource;
+  if (whole.matched - c.sourceMatched !== others || held - c.inTarget !== others) return undefined;
+  if (at.shadow) return others;
+  return c.atCursorMatched === c.atCursor && c.inTarget === c.atCursor ? others + c.atCursor : undefined;
 }
 
-/**
- * A proof, in SQL alone, that a relational projection's table (`table`, in
- * `schema`) holds exactly the source side's rows: every source row has a
- * target row with its key whose every value is the same, by storage class
- * and bytes (as verify's checksums compare them, ±0.0 included), and the
- * target has no other row; of the rows whose keys are in the in-flight
- * table (`only`), or of the others (`skip`), or of all.
- *
- * It is the same comparison as verify's per-key checksums, without a JS
- * call per row: the source rows are joined to the target's primary key
- * (unique, so one row at most per source row). The checksums stay the
- * reporter: when this finds no proof, the caller compares by them and
- * names the keys that differ.
- *
- * Returns the number of source rows compared when they match, undefined
- * when they do not (or the target is not as a relational table is made).
- */
-function provedEqual(
-  db: Db,
-  p: CompiledProjection,
-  src: SourceRows,
-  schema: string,
-  table: string,
-  inFlight: 'all' | 'skip' | 'only',
-): number | undefined {
+/** A relational projection's target table as the proof reads it. */
+interface RelationalTarget {
+  /** Schema-qualified name. */
+  readonly name: string;
+  /** SQL: the values of row `s` (its columns v0, v1, ...; those at `integers` always integers) are those of target row `t`, by class and bytes. */
+  same(integers: readonly number[] | undefined, s: string, t: string): string;
+  /** The target row's key column i (`p.key` order), over alias `t`. */
+  key(t: string, i: number): string;
+}
+
+/** The target as a relational table is made (its primary key exactly the projection's key), or undefined. */
+function relationalTarget(db: Db, p: CompiledProjection, schema: string): RelationalTarget | undefined {
+  const table = p.targetTable;
   const info = db.prepare('SELECT name, type, pk FROM pragma_table_info(?, ?)').all(table, schema) as {
     name: string;
     type: string;
     pk: number;
   }[];
   const column = (name: string) => info.find((c) => c.name === name);
-  // The join below relies on the target's primary key being exactly the projection's key.
+  // The joins below rely on the target's primary key being exactly the projection's key.
   const pk = info.filter((c) => c.pk > 0).map((c) => c.name);
   if (p.key.length === 0 || pk.length !== p.key.length || p.key.some((k) => !pk.includes(k))) return undefined;
-  if (p.columns.length !== src.values.length || p.columns.some((c) => column(c.name) === undefined)) return undefined;
-  const keyAt = p.key.map((k) => p.columns.findIndex((c) => c.name === k));
-  if (keyAt.some((i) => i < 0)) return undefined;
-  const t = (name: string) => `t.${quoteIdent(name)}`;
+  if (p.columns.some((c) => column(c.name) === undefined)) return undefined;
+  if (p.key.some((k) => p.columns.findIndex((c) => c.name === k) < 0)) return undefined;
   const alias = rowidAlias(db, schema, table, info);
-  const same = p.columns.map((c, i) =>
-    sameValue(
-      `s.v${i}`,
-      t(c.name),
-      affinityOf(declaredType(column(c.name)?.type ?? '')),
-      src.integers?.includes(i) === true,
-      c.name === alias,
-    ),
-  );
-  const on = [...p.key.map((k, i) => `${t(k)} = s.k${i}`), ...same].join(' AND ');
-  const flying = (k: (i: number) => string) =>
-    inFlight === 'all'
-      ? ''
-      : ` WHERE ${inFlight === 'skip' ? 'NOT ' : ''}EXISTS (SELECT 1 FROM ${IN_FLIGHT} f WHERE ${p.key.map((_, i) => `f.k${i} IS ${k(i)}`).join(' AND ')})`;
-  const rows = `SELECT ${[...src.keys.map((k, i) => `${k} AS k${i}`), ...src.values.map((v, i) => `${v} AS v${i}`)].join(', ')} FROM ${src.from}${src.where}`;
-  const target = `${quoteIdent(schema)}.${quoteIdent(table)}`;
+  return {
+    name: `${quoteIdent(schema)}.${quoteIdent(table)}`,
+    key: (t, i) => `${t}.${quoteIdent(p.key[i] as string)}`,
+    same: (integers, s, t) =>
+      p.columns
+        .map((c, i) =>
+          sameValue(
+            `${s}.v${i}`,
+            `${t}.${quoteIdent(c.name)}`,
+            affinityOf(declaredType(column(c.name)?.type ?? '')),
+            integers?.includes(i) === true,
+            c.name === alias,
+          ),
+        )
+        .join(' AND '),
+  };
+}
+
+/** `SELECT keys AS k0.., values AS v0.. FROM ...` of a source side. */
+function rowsOf(src: SourceRows): string {
+  return `SELECT ${[...src.keys.map((k, i) => `${k} AS k${i}`), ...src.values.map((v, i) => `${v} AS v${i}`)].join(', ')} FROM ${src.from}${src.where}`;
+}
+
+/**
+ * The rows of the source side (`compared`) and how many of them equal their
+ * target row (`matched`): each source row joined to the target's primary
+ * key (unique, so one row at most), with every value the same, by storage
+ * class and bytes (as verify's checksums compare them, ±0.0 included),
+ * without a JS call per row.
+ */
+function matchCounts(
+  db: Db,
+  p: CompiledProjection,
+  target: RelationalTarget,
+  src: SourceRows,
+  progress?: StepProgress,
+): { compared: number; matched: number } {
+  const on = [...p.key.map((_, i) => `${target.key('t', i)} = s.k${i}`), target.same(src.integers, 's', 't')].join(' AND ');
+  if (progress !== undefined) progress.start('rows', sourceCount(db, src));
   const [compared, matched] = db
     .prepare(
-      `SELECT count(*), count(${t(p.key[0] as string)}) FROM (${rows}) AS s LEFT JOIN ${target} AS t ON ${on}${flying((i) => `s.k${i}`)}`,
+      `SELECT count(*), count(${target.key('t', 0)}) FROM (${rowsOf(src)}) AS s LEFT JOIN ${target.name} AS t ON ${on}${progress === undefined ? '' : ` WHERE ${progress.sample()}`}`,
     )
     .raw()
     .safeIntegers(false)
     .get() as [number, number];
-  if (matched !== compared) return undefined;
-  const held = db
-    .prepare(`SELECT count(*) FROM ${target} AS t${flying((i) => t(p.key[i] as string))}`)
-    .pluck()
+  progress?.end();
+  return { compared, matched };
+}
+
+/** The rows a source side reads (before its filter): the total of its progress. */
+function sourceCount(db: Db, src: SourceRows): number {
+  return db.prepare(`SELECT count(*) FROM ${src.from}`).pluck().safeIntegers(false).get() as number;
+}
+
+interface ChangedCounts {
+  /** Changed keys with a source row (one the filter keeps) now. */
+  readonly inSource: number;
+  /** Of those, the ones equal to their target row. */
+  readonly sourceMatched: number;
+  /** Changed keys with a target row. */
+  readonly inTarget: number;
+  /** Changed keys that had a row at the cursor, one the filter keeps: the rows the target should hold for them. */
+  readonly atCursor: number;
+  /** Of those, the ones equal to their target row. */
+  readonly atCursorMatched: number;
+}
+
+/**
+ * One pass over the changed keys (CHANGED_TABLE, in key order), each looked
+ * up in the source side and in the target by its key, byte for byte: an
+ * index lookup each (the source and target keys have the changed table's
+ * affinity and their own collation; BINARY then tells 'a' from 'A').
+ */
+function changedCounts(
+  db: Db,
+  p: CompiledProjection,
+  target: RelationalTarget,
+  src: SourceRows,
+  changed: number,
+  progress?: StepProgress,
+): ChangedCounts {
+  const keyCols = changedKeyColumns(p);
+  const atCursor = `CASE WHEN ${CHANGED_HELD} = 1${p.filter === null ? '' : ` AND (${p.filter})`} THEN 1 END`;
+  const rewound = changedRows(db, p, keyCols, atCursor);
+  // A source side staged in a TEMP table (typed computed columns) is looked up by key here: index it.
+  if (src.from.startsWith('temp.')) db.exec(`CREATE INDEX ${src.from}_k ON ${src.from.slice('temp.'.length)} (${src.keys.join(', ')})`);
+  // Looked up by the key's own collation (its index's), then told apart byte for byte where that collation is not BINARY.
+  const binary = p.key.map((kc) => {
+    const from = p.columns.find((c) => c.name === kc)?.from ?? kc;
+    return (p.source.columns.find((c) => c.name === from)?.collate ?? 'BINARY') === 'BINARY';
+  });
+  const sameKey = (a: string, b: string, i: number) => `${a} IS ${b}${binary[i] === true ? '' : ` AND ${a} IS ${b} COLLATE BINARY`}`;
+  const bySource = p.key.map((_, i) => sameKey(`s.k${i}`, `f.c${i}`, i)).join(' AND ');
+  const byTarget = p.key.map((_, i) => sameKey(target.key('t', i), `f.c${i}`, i)).join(' AND ');
+  progress?.start('keys', changed);
+  const row = db
+    .prepare(
+      `SELECT count(s.k0), count(CASE WHEN ${target.key('t', 0)} IS NOT NULL AND ${target.same(src.integers, 's', 't')} THEN 1 END),
+        count(${target.key('t', 0)}), count(f.r), count(CASE WHEN f.r IS NOT NULL AND ${target.same(undefined, 'f', 't')} THEN 1 END)
+      FROM (${rewound}) AS f
+      LEFT JOIN (${rowsOf(src)}) AS s ON ${bySource}
+      LEFT JOIN ${target.name} AS t ON ${byTarget}${progress === undefined ? '' : ` WHERE ${progress.sample()}`}`,
+    )
+    .raw()
     .safeIntegers(false)
-    .get() as number;
-  return held === compared ? compared : undefined;
+    .get() as [number, number, number, number, number];
+  progress?.end();
+  return { inSource: row[0], sourceMatched: row[1], inTarget: row[2], atCursor: row[3], atCursorMatched: row[4] };
+}
+
+/**
+ * The changed keys as rows: c0, c1, ... (the target key), r (1 when the key
+ * had a row at the cursor that the filter keeps, else NULL) and v0, v1, ...
+ * (the projection's values of that row). Over CHANGED_TABLE aliased to the
+ * source table's name, so the filter and computed columns read it as they
+ * read the source; staged in a TEMP table when typed computed columns must
+ * be stored with their affinity first, as sourceRows does.
+ */
+function changedRows(db: Db, p: CompiledProjection, keyCols: readonly string[], atCursor: string): string {
+  const select = (values: readonly string[]) =>
+    `SELECT ${[...keyCols.map((k, i) => `${k} AS c${i}`), `${atCursor} AS r`, ...values.map((x, i) => `${x} AS v${i}`)].join(', ')} FROM ${CHANGED_TABLE} AS ${quoteIdent(p.source.table)}`;
+  if (!hasTypedComputedColumn(p)) return select(kindOf(p).verification?.sourceValues(p) ?? []);
+  const keyDecl = p.key.map((k) => p.columns.find((c) => c.name === k)?.decl ?? '');
+  db.exec('DROP TABLE IF EXISTS temp._sluice_vrw');
+  db.exec(
+    `CREATE TEMP TABLE _sluice_vrw (${[...keyDecl.map((d, i) => `c${i} ${d}`), 'r', ...p.columns.map((c, i) => `v${i} ${c.decl}`)].join(', ')})`,
+  );
+  db.exec(`INSERT INTO temp._sluice_vrw ${select(p.columns.map((c) => c.expr))}`);
+  return 'SELECT * FROM temp._sluice_vrw';
 }
 
 /**

@@ -2,20 +2,20 @@ import { shadowBuildOf } from './shadow-build.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../errors.ts';
-import type { ReasonCode } from '../reasons.ts';
+import { isReasonCode, REASONS, type ReasonCode } from '../reasons.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { canHoldNegativeZero } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
-import { journalEvents } from '../feed/event-relation.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { alterWithOldLayoutAfter } from '../feed/validate.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
 import { parseStoredDefinition, type ProjectionDefinition } from '../projection/definition.ts';
 import { describeTable } from '../sqlite/introspect.ts';
 import { brokenDefinition } from './broken-definition.ts';
-import { REWOUND_TABLE, rewindToCursor } from './verify-rewind.ts';
+import { CHANGED_HELD, CHANGED_TABLE, costlyRewind, isChangedKey, rewindToCursor } from './verify-rewind.ts';
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
+import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
@@ -48,6 +48,13 @@ export interface ProjectionVerification {
   readonly skipped?: string;
   /** What this check cannot see (for example ±0.0 in columns without affinity), one line each. */
   readonly caveats?: readonly string[];
+  /**
+   * What repairs what verify found, with the command, as health prints it
+   * (src/reasons.ts, rendered with the real paths): for rows that differ
+   * (ROWS_DIFFER), a suspension, or a stored definition that no longer fits
+   * the source.
+   */
+  readonly repair?: string;
 }
 
 export interface VerifyReport {
@@ -58,6 +65,33 @@ export interface VerifyReport {
 
 const MAX_DIFFS = 10;
 
+export interface VerifyOptions {
+  /** For a progress bar: as each projection is compared, and from inside the statements that compare it. */
+  readonly onProgress?: (p: VerifyProgress) => void;
+  /**
+   * Said before a rewind that costs more than comparing the table itself
+   * (many more events after the cursor than rows: costlyRewind in
+   * verify-rewind.ts): what it costs, and that `sluice sync` first makes
+   * verify cheaper.
+   */
+  readonly onNote?: (note: string) => void;
+}
+
+export interface VerifyProgress {
+  /** The projection being compared, or the last one compared. */
+  readonly projection: string;
+  /** Projections compared so far, of `count`. */
+  readonly done: number;
+  readonly count: number;
+  /**
+   * Where the comparison of `projection` is: the events after its cursor
+   * read to rewind the keys they changed (`events`, of the seqs after the
+   * cursor), its rows compared (`rows`), the changed keys compared at the
+   * cursor (`keys`). Absent once the projection is compared.
+   */
+  readonly step?: StepReport;
+}
+
 /**
  * Compares every projection of a target with its source at one consistent
  * seq, by per-key checksums computed in SQL over the typed values. Runs in
@@ -65,7 +99,9 @@ const MAX_DIFFS = 10;
  * keys the source changed after it are counted (inFlight) and compared as
  * the source had them then (their first later event's before image), so a
  * live source never produces a false difference and a tampered row is found
- * whatever the source did since; a cursor the journal no longer reaches is
+ * whatever the source did since (one pass over the events after the
+ * cursor, then a lookup of each key they changed: the caught-up comparison
+ * plus work bounded by the events); a cursor the journal no longer reaches is
  * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
  * compared at all, and not ok. A target with no projection of the source is
  * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
@@ -74,11 +110,6 @@ const MAX_DIFFS = 10;
  * const r = await verify('app.db', 'cache.db');
  * if (!r.ok) console.log(r.projections.filter((p) => !p.ok));
  */
-export interface VerifyOptions {
-  /** After each projection is compared (for a progress bar): `done` of `count` projections, the last one named. */
-  readonly onProgress?: (p: { readonly projection: string; readonly done: number; readonly count: number }) => void;
-}
-
 export async function verify(sourcePath: string, targetPath: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   // verify only reads. openApplySession creates a missing target (for sync),
   // which here would turn a mistyped path into a new empty file and a
@@ -121,9 +152,16 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
         );
       }
       const paths = { source: sourcePath, target: targetPath };
+      const onProgress = options.onProgress;
+      let current = { projection: records[0]?.name ?? '', done: 0 };
+      const progress = stepProgress(db, onProgress && ((step) => onProgress({ ...current, count: records.length, step })));
       const out = records.map((r, i) => {
-        const v = verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths);
-        options.onProgress?.({ projection: r.name, done: i + 1, count: records.length });
+        current = { projection: r.name, done: i };
+        const v = verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths, undefined, {
+          progress,
+          onNote: options.onNote,
+        });
+        onProgress?.({ projection: r.name, done: i + 1, count: records.length });
         return v;
       });
       out.push(...missing);
@@ -182,6 +220,12 @@ export function shadowMatchesSource(
   return verifyOne(db, candidate, hw, tid, 0, undefined, shadow.table);
 }
 
+/** What verify() passes to each comparison besides the projection: its progress and where to say that a rewind is costly. */
+interface CompareContext {
+  readonly progress?: StepProgress | undefined;
+  readonly onNote?: ((note: string) => void) | undefined;
+}
+
 function verifyOne(
   db: Db,
   rec: ProjectionRecord,
@@ -189,12 +233,31 @@ function verifyOne(
   tid: number | undefined,
   prunedThrough: number,
   paths?: { readonly source: string; readonly target: string },
+  shadowAt?: string,
+  context: CompareContext = {},
+): ProjectionVerification {
+  const v = compareOne(db, rec, hw, tid, prunedThrough, paths, shadowAt, context);
+  if (paths === undefined || v.ok) return v;
+  // The repair health would print for it (src/reasons.ts), where the catalog has one.
+  const code = v.diffs.length > 0 ? 'ROWS_DIFFER' : rec.state === 'suspended' ? rec.reason : v.reason;
+  const has = rec.state === 'suspended' || (code !== undefined && code !== null && isReasonCode(code) && REASONS[code].repair !== null);
+  return has ? { ...v, repair: repairAction(rec.name, code, paths.source, paths.target) } : v;
+}
+
+function compareOne(
+  db: Db,
+  rec: ProjectionRecord,
+  hw: number,
+  tid: number | undefined,
+  prunedThrough: number,
+  paths: { readonly source: string; readonly target: string } | undefined,
   /**
    * A shadow (shadow-build.ts): compare the tables built at this name, and
    * leave out the keys changed after `rec.seq`, which its swap reads again
    * from the source (so they need not match now).
    */
-  shadowAt?: string,
+  shadowAt: string | undefined,
+  context: CompareContext,
 ): ProjectionVerification {
   const base = { name: rec.name, seq: rec.seq, checked: 0, inFlight: 0, diffs: [] as VerifyDiff[] };
   const asOf = `its rows are as of seq ${rec.seq}, so they need not match the source at seq ${hw}`;
@@ -248,9 +311,23 @@ function verifyOne(
   const shape = info === undefined ? (JSON.parse(rec.sourceShape) as SourceShape) : sourceShape(info);
   const compiled = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const p: CompiledProjection = shadowAt === undefined ? compiled : { ...compiled, targetTable: shadowAt };
-  const inFlight = inFlightKeys(db, p, tid, rec.seq, hw);
+  const progress = context.progress;
+  if (hw > rec.seq && context.onNote !== undefined) {
+    const note = costlyRewind(db, rec, tid, hw, paths);
+    if (note !== undefined) context.onNote(note);
+  }
+  // The keys changed after the cursor, each with its row at the cursor (verify-rewind.ts): one pass over those events.
+  const inFlight = hw > rec.seq ? rewindToCursor(db, p, tid, rec.seq, hw, progress) : 0;
+  if (inFlight === undefined) {
+    dropWorkTables(db);
+    return {
+      ...base,
+      ok: false,
+      reason: 'BEHIND',
+      skipped: `not compared: the key of ${rec.sourceTable} is not among its captured columns, so the keys changed after seq ${rec.seq} cannot be told; run sluice sync, then verify again`,
+    };
+  }
   const k = p.key.map((_, i) => `k${i}`);
-  db.exec(`CREATE INDEX temp._sluice_inflight_k ON _sluice_inflight (${k.join(', ')})`);
   const caveats = negativeZeroCaveat(
     shape,
     paths === undefined ? `rebuild ${rec.name}` : reinitCommand(rec.name, paths.source, paths.target),
@@ -259,33 +336,50 @@ function verifyOne(
   // checksums below compare what it cannot prove, and name the keys that differ. (Only for a kind whose
   // rows are one table keyed by the source key: a 'copy' shadow build.)
   if (shadowBuildOf(p) === 'copy') {
-    const same = provedAtCursor(db, p, TARGET_SCHEMA, { tid, lo: rec.seq, hw, inFlight, shadow: shadowAt !== undefined });
+    const same = provedAtCursor(db, p, TARGET_SCHEMA, { changed: inFlight, shadow: shadowAt !== undefined, progress });
     if (same !== undefined) {
       dropWorkTables(db);
       return { ...base, ok: true, checked: same, inFlight, diffs: [], ...(caveats.length === 0 ? {} : { caveats }) };
     }
   }
   db.exec('DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt');
-  db.exec(`CREATE TEMP TABLE _sluice_vs AS ${sourceSide(db, p)}`);
+  progress?.start(
+    'rows',
+    Number(
+      db
+        .prepare(`SELECT count(*) FROM main.${quoteIdent(p.source.table)}`)
+        .pluck()
+        .get() as bigint,
+    ),
+  );
+  db.prepare(`CREATE TEMP TABLE _sluice_vs AS ${sourceSide(db, p, undefined, progress?.sample())}`).run();
+  progress?.end();
   db.exec(`CREATE TEMP TABLE _sluice_vt AS ${targetSide(p)}`);
   // Without these the join below is a nested scan of one side per row of
   // the other: hours for a table of 100k rows.
   db.exec(`CREATE INDEX temp._sluice_vt_k ON _sluice_vt (${k.join(', ')})`);
   // Keys changed after the cursor are compared as the source had them at
-  // the cursor (their first later event's before image), when the journal
-  // still holds every event since; only without it are they left out.
-  const rewound = inFlight > 0 && shadowAt === undefined && rewindToCursor(db, p, tid, rec.seq, hw);
+  // the cursor: the rows of the changed keys that had one then.
+  const rewound = inFlight > 0 && shadowAt === undefined;
   if (rewound) {
-    db.exec(
-      `DELETE FROM temp._sluice_vs WHERE EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS _sluice_vs.${c}`).join(' AND ')})`,
-    );
-    db.exec(`INSERT INTO temp._sluice_vs ${sourceSide(db, p, `${REWOUND_TABLE} AS ${quoteIdent(p.source.table)}`)}`);
+    db.prepare(
+      `DELETE FROM temp._sluice_vs WHERE ${isChangedKey(
+        p,
+        k.map((c) => `_sluice_vs.${c}`),
+      )}`,
+    ).run();
+    const atCursor = `(SELECT * FROM ${CHANGED_TABLE} WHERE ${CHANGED_HELD} = 1) AS ${quoteIdent(p.source.table)}`;
+    db.prepare(`INSERT INTO temp._sluice_vs ${sourceSide(db, p, atCursor)}`).run();
   }
   const on = k.map((c) => `s.${c} IS t.${c}`).join(' AND ');
+  // A shadow leaves the changed keys out: its swap reads each of them again from the source.
   const skip =
     inFlight === 0 || rewound
       ? 'true'
-      : `NOT EXISTS (SELECT 1 FROM temp._sluice_inflight f WHERE ${k.map((c) => `f.${c} IS coalesce(s.${c}, t.${c})`).join(' AND ')})`;
+      : `NOT ${isChangedKey(
+          p,
+          k.map((c) => `coalesce(s.${c}, t.${c})`),
+        )}`;
   const rows = db
     .prepare(
       `SELECT ${k.map((c) => `coalesce(s.${c}, t.${c})`).join(', ')}, s.h IS NULL AS missing_s, t.h IS NULL AS missing_t
@@ -300,31 +394,13 @@ function verifyOne(
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
   dropWorkTables(db);
-  // Keys in flight that were not compared: the projection is behind the source, which is not a pass.
-  const behindBy = inFlight > 0 && !rewound && shadowAt === undefined;
-  const skipped = !behindBy
-    ? {}
-    : {
-        skipped: `${inFlight} keys changed after seq ${rec.seq} (the projection's cursor) up to seq ${hw} were not compared; run sluice sync, then verify again`,
-      };
-  const behind = behindBy && diffs.length === 0 ? { reason: 'BEHIND' } : {};
-  return {
-    ...base,
-    ok: diffs.length === 0 && !behindBy,
-    checked,
-    inFlight,
-    diffs,
-    ...behind,
-    ...skipped,
-    ...(caveats.length === 0 ? {} : { caveats }),
-  };
+  return { ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) };
 }
 
 function dropWorkTables(db: Db): void {
   db.exec(
-    'DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_inflight',
+    `DROP TABLE IF EXISTS temp._sluice_vs; DROP TABLE IF EXISTS temp._sluice_vt; DROP TABLE IF EXISTS temp._sluice_vsrc; DROP TABLE IF EXISTS temp._sluice_vrw; DROP TABLE IF EXISTS ${CHANGED_TABLE}`,
   );
-  db.exec(`DROP TABLE IF EXISTS ${REWOUND_TABLE}`);
 }
 
 /**
@@ -380,9 +456,10 @@ function negativeZeroCaveat(shape: SourceShape, repair: string): string[] {
 }
 
 /** The source side's per-key hashes, over the source table or `from` (a table of its shape, aliased to its name). */
-function sourceSide(db: Db, p: CompiledProjection, from?: string): string {
+function sourceSide(db: Db, p: CompiledProjection, from?: string, sample?: string): string {
   const s = sourceRows(db, p, from);
-  return `SELECT ${s.keys.map((k, i) => `${k} AS k${i}`).join(', ')}, ${hashOf(s.values)} AS h FROM ${s.from}${s.where}`;
+  const where = sample === undefined ? s.where : s.where === '' ? ` WHERE ${sample}` : `${s.where} AND ${sample}`;
+  return `SELECT ${s.keys.map((k, i) => `${k} AS k${i}`).join(', ')}, ${hashOf(s.values)} AS h FROM ${s.from}${where}`;
 }
 
 function targetSide(p: CompiledProjection): string {
@@ -398,24 +475,6 @@ function targetSide(p: CompiledProjection): string {
 function hashOf(values: readonly string[]): string {
   if (values.length === 0) return "''";
   return `sluice_row_hash(${values.map((v) => `typeof(${v}), CASE WHEN typeof(${v}) = 'text' THEN CAST(${v} AS BLOB) ELSE ${v} END`).join(', ')})`;
-}
-
-/** Target keys touched by events after the projection's cursor (before and after images). */
-function inFlightKeys(db: Db, p: CompiledProjection, tid: number, lo: number, hw: number): number {
-  db.exec('DROP TABLE IF EXISTS temp._sluice_inflight');
-  const ev = journalEvents(tid, p.source.columns.length, lo, hw);
-  const pos = p.key.map((kc) => {
-    const from = p.columns.find((c) => c.name === kc)?.from ?? kc;
-    return p.source.columns.findIndex((c) => c.name === from);
-  });
-  // Each event's key after it (before it, for a delete), and an update's key before it.
-  const cur = pos.map((x, i) => `CASE WHEN ${ev.hasAfter('')} THEN ${ev.after('', x)} ELSE ${ev.before('', x)} END AS k${i}`).join(', ');
-  const old = pos.map((x, i) => `${ev.before('', x)} AS k${i}`).join(', ');
-  db.prepare(
-    `CREATE TEMP TABLE _sluice_inflight AS
-    SELECT ${cur} FROM (${ev.sql}) UNION SELECT ${old} FROM (${ev.sql}) WHERE ${ev.hasBefore('')} AND ${ev.hasAfter('')}`,
-  ).run(ev.params);
-  return Number(db.prepare('SELECT count(*) FROM temp._sluice_inflight').pluck().get() as bigint);
 }
 
 /** sluice_row_hash(v...): a digest of the values by storage class and bytes. */

@@ -94,6 +94,7 @@ export const verifyOutput = z.object({
       reason: z.string().optional(),
       skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
+      repair: z.string().optional(),
     }),
   ),
 });

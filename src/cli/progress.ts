@@ -48,8 +48,14 @@ export function progressReporter(options: ProgressOptions): ProgressReporter {
 }
 
 export interface WorkBar {
-  /** `done` of `total` units so far; `detail` is shown after the rate. */
-  readonly update: (done: number, total: number, detail?: string) => void;
+  /**
+   * `done` of `total` units so far; `detail` is shown after the rate. `unit`
+   * (default: the bar's own) names what is counted; when it changes, the
+   * rate starts again from this update.
+   */
+  readonly update: (done: number, total: number, detail?: string, unit?: string) => void;
+  /** False when nothing is shown (not a terminal, or --json): a caller need not gather progress at all. */
+  readonly active: boolean;
   stop(): void;
 }
 
@@ -58,15 +64,30 @@ export interface WorkBar {
  * --json) only, the share of `total` done and units/s.
  */
 export function workBar(options: { readonly json?: boolean }, label: string, unit: string): WorkBar {
-  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, stop: () => undefined };
-  const started = Date.now();
+  if (options.json === true || process.stderr.isTTY !== true) return { update: () => undefined, active: false, stop: () => undefined };
+  let started = Date.now();
+  let counting = unit;
   let bar: LazyBar | undefined;
   return {
-    update: (done, total, detail) => {
+    active: true,
+    update: (done, total, detail, what = unit) => {
+      const changed = what !== counting;
+      if (changed) {
+        counting = what;
+        started = Date.now();
+      }
       const f = progressFigures({ startSeq: 0, seq: done, sourceSeq: Math.max(total, done), events: done }, Date.now() - started);
-      const payload = { label, unit, done, of: Math.max(total, done), rate: f.rate, detail: detail === undefined ? '' : ` | ${detail}` };
+      const payload = {
+        label,
+        unit: what,
+        done,
+        of: Math.max(total, done),
+        rate: f.rate,
+        detail: detail === undefined ? '' : ` | ${detail}`,
+      };
       bar ??= lazyBar('{label} [{bar}] {percentage}% {done}/{of} {unit} | {rate} {unit}/s{detail}');
-      bar.show(f.share, payload);
+      // Another unit is another step of the work: drawn at once, not at the bar's next redraw.
+      bar.show(f.share, payload, changed);
     },
     stop: () => {
       bar?.stop();
@@ -76,8 +97,8 @@ export function workBar(options: { readonly json?: boolean }, label: string, uni
 }
 
 interface LazyBar {
-  /** Shows `share` (0..1) done, with the format's fields from `payload`; the bar starts at its first show. */
-  show(share: number, payload: Record<string, unknown>): void;
+  /** Shows `share` (0..1) done, with the format's fields from `payload`; the bar starts at its first show. `now`: drawn now, not at the next redraw. */
+  show(share: number, payload: Record<string, unknown>, now?: boolean): void;
   stop(): void;
 }
 
@@ -85,7 +106,7 @@ interface LazyBar {
 function lazyBar(format: string): LazyBar {
   let bar: cliProgress.SingleBar | undefined;
   return {
-    show(share, payload) {
+    show(share, payload, now = false) {
       const permille = Math.floor(share * 1000);
       if (bar === undefined) {
         bar = new cliProgress.SingleBar(
@@ -93,7 +114,10 @@ function lazyBar(format: string): LazyBar {
           cliProgress.Presets.shades_classic,
         );
         bar.start(1000, permille, payload);
-      } else bar.update(permille, payload);
+      } else {
+        bar.update(permille, payload);
+        if (now) bar.render();
+      }
     },
     stop: () => bar?.stop(),
   };

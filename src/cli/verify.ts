@@ -2,7 +2,11 @@ import type { Command } from 'commander';
 import { verify } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
+import { stderr } from './closed-pipe.ts';
 import { workBar } from './progress.ts';
+
+/** What the bar says the projection being compared is doing, by what its step counts. */
+const DOING = { events: 'rewinding to its cursor', rows: 'comparing rows', keys: 'comparing the changed keys at its cursor' } as const;
 
 export function registerVerify(program: Command): void {
   program
@@ -16,7 +20,26 @@ export function registerVerify(program: Command): void {
       const bar = workBar(opts, 'verify', 'projections');
       let r: Awaited<ReturnType<typeof verify>>;
       try {
-        r = await verify(source, target, { onProgress: (p) => bar.update(p.done, p.count, `${p.projection} compared`) });
+        r = await verify(source, target, {
+          ...(bar.active
+            ? {
+                onProgress: (p) =>
+                  p.step === undefined
+                    ? bar.update(p.done, p.count, `${p.projection} compared`)
+                    : bar.update(
+                        p.step.done,
+                        p.step.total,
+                        `${p.projection}: ${DOING[p.step.unit]} (${p.done + 1} of ${p.count} projections)`,
+                        p.step.unit,
+                      ),
+              }
+            : {}),
+          onNote: (note) => {
+            // On its own line, not inside the bar's.
+            bar.stop();
+            stderr().write(`sluice: note: ${note}\n`);
+          },
+        });
       } finally {
         bar.stop();
       }
@@ -29,9 +52,11 @@ export function registerVerify(program: Command): void {
             .map((p) =>
               p.ok
                 ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
-                : p.diffs.length > 0
-                  ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
-                  : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`,
+                : (p.diffs.length > 0
+                    ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
+                    : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`) +
+                  // The repair, as health prints it, unless the line already says it.
+                  (p.repair === undefined || p.skipped?.includes(p.repair) === true ? '' : `\n   -> ${p.repair}`),
             )
             .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
             .join('\n') || 'no projections in this target',

@@ -7,7 +7,7 @@ import { onTerminal, plain } from './support/pty.ts';
 /*
  * On a terminal, the long commands other than sync show a progress bar on
  * stderr too: export (events of the range), import (bytes of the file) and
- * verify (projections compared), each with its rate.
+ * verify (projections compared, and the rows of each), each with its rate.
  */
 
 let dir: string;
@@ -63,7 +63,15 @@ describe.skipIf(process.platform === 'win32')('on a terminal', () => {
     expect(await ver.exited, ver.output()).toBe(0);
     const v = bars(ver.output(), 'verify');
     expect(v.length, ver.output()).toBeGreaterThan(0);
-    expect(v[0]?.line, ver.output()).toMatch(/\d\/2 projections \| \d+ projections\/s \| \w+ compared/);
+    // Projections compared, and (verify-progress.ts) the rows of each as they are compared.
+    expect(
+      v.some((b) => /\d\/2 projections \| \d+ projections\/s \| \w+ compared/.test(b.line)),
+      ver.output(),
+    ).toBe(true);
+    expect(
+      v.some((b) => /\d+\/\d+ rows \| \d+ rows\/s \| \w+: comparing rows \(\d of 2 projections\)/.test(b.line)),
+      ver.output(),
+    ).toBe(true);
     expect(plain(ver.output())).toContain('comments: ok');
   });
 });
