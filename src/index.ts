@@ -63,6 +63,8 @@ export { Syncer, sync } from './apply/sync.ts';
 export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
+export { projectionWrites } from './apply/projection-writes.ts';
+export type { ProjectionWrite } from './apply/projection-writes.ts';
 export type { VerifyOptions } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
 export { explainAlter } from './apply/explain.ts';

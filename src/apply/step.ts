@@ -94,6 +94,12 @@ export interface StepContext {
   readonly reinit?: boolean;
   /** The validation of a protected rebuild's shadow caught up to `seq` (the step after a `validate` outcome). */
   readonly validated?: { readonly seq: number; readonly ok: boolean };
+  /**
+   * Called once the target's write lock is held, before anything is read or
+   * written: a suspension it returns (a projection another program edited:
+   * target-edits.ts) ends the step, rolled back, and is recorded.
+   */
+  readonly afterLock?: (p: CompiledProjection) => Suspension | undefined;
 }
 
 /**
@@ -120,6 +126,8 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
           throw err;
         }
         sourceId = readState(db)?.sourceId ?? '';
+        const edited = ctx.afterLock?.(p);
+        if (edited !== undefined) return edited;
         return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name));
       },
       {

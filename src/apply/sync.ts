@@ -19,6 +19,9 @@ import { checkSameFile, fileIdentity, type FileIdentity } from './target-identit
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
+import { TargetWatch } from './target-watch.ts';
+import { checkEdited, checkPendingEdits, watchedOf } from './target-edits.ts';
+import type { Suspension } from './applier.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -73,6 +76,8 @@ export class Syncer {
   readonly #broken: readonly BrokenDefinition[];
   /** The target file this syncer opened (checkTarget). */
   readonly #targetFile: FileIdentity | undefined;
+  /** What other programs commit to the target (SyncOptions.watchTarget). */
+  readonly #watch: TargetWatch | undefined;
 
   private constructor(
     session: ApplySession,
@@ -89,6 +94,10 @@ export class Syncer {
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
     this.#targetFile = fileIdentity(session.targetPath);
+    this.#watch =
+      options.watchTarget === false
+        ? undefined
+        : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, () => this.projections.map(watchedOf));
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -205,6 +214,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
+    this.#settleEdits(reports, true);
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
@@ -333,6 +343,7 @@ export class Syncer {
       schema: TARGET_SCHEMA,
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
+      afterLock: this.#afterLock,
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
@@ -370,6 +381,7 @@ export class Syncer {
     for (;;) {
       this.checkTarget(); // a long catch-up stops between two batches too
       const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+      this.#watch?.between();
       ctx = base; // a reinit is the first step only
       if (out.kind === 'validate') {
         // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
@@ -459,6 +471,7 @@ export class Syncer {
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: Number.MAX_SAFE_INTEGER,
       range: { fromSeq, toSeq },
+      afterLock: this.#afterLock,
     };
     return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
   }
@@ -480,7 +493,49 @@ export class Syncer {
     return { source: this.session.sourcePath, target: this.session.targetPath };
   }
 
+  /**
+   * For a follower while the source is idle: when another program has
+   * committed to the target, checks the projections it wrote and suspends
+   * those it changed (TARGET_EDITED). A report of every projection when it
+   * suspended one, else undefined. Never waits for the target's lock.
+   */
+  noticeTargetEdits(): SyncReport | undefined {
+    const w = this.#watch;
+    if (w === undefined || !w.between()) return undefined;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false });
+    if (found === undefined || found.size === 0) return undefined;
+    const reports = this.projections.map((p) => {
+      const s = found.get(p.name);
+      return s === undefined
+        ? this.#asStored(p.name)
+        : { name: p.name, state: 'suspended' as const, reason: s.reason, detail: s.detail, applied: 0, cursor: null, seq: 0 };
+    });
+    return { sourceSeq: this.#sourceHighWater(), projections: reports };
+  }
+
+  /** In a step, with the target's lock held: reads what other programs committed, and suspends `p` when it is one they changed. */
+  readonly #afterLock = (p: CompiledProjection): Suspension | undefined => {
+    const w = this.#watch;
+    if (w === undefined) return undefined;
+    w.locked();
+    return checkEdited(w, this.session.db, TARGET_SCHEMA, p);
+  };
+
+  /** Projections another program changed that this run found after their own steps: checked now, their reports replaced. */
+  #settleEdits(reports: ProjectionReport[], wait: boolean): void {
+    const w = this.#watch;
+    if (w === undefined) return;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait }) ?? new Map<string, Suspension>();
+    for (const [i, r] of reports.entries()) {
+      const s = found.get(r.name);
+      if (s === undefined) continue;
+      reports[i] = { name: r.name, state: 'suspended', reason: s.reason, detail: s.detail, applied: r.applied, cursor: null, seq: 0 };
+      this.#options.onProgress?.({ projection: r.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: r.applied });
+    }
+  }
+
   close(): void {
+    this.#watch?.close();
     this.session.close();
   }
 }

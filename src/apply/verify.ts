@@ -19,6 +19,7 @@ import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact
 import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, repairAction, type ProjectionRecord } from './target-meta.ts';
+import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -47,6 +48,10 @@ export interface ProjectionVerification {
   readonly skipped?: string;
   /** What this check cannot see (for example ±0.0 in columns without affinity), one line each. */
   readonly caveats?: readonly string[];
+  /** This verify suspended it (TARGET_EDITED): it differs from its source (verify-record.ts). */
+  readonly suspended?: true;
+  /** This verify found it equal again and cleared its TARGET_EDITED. */
+  readonly cleared?: true;
 }
 
 export interface VerifyReport {
@@ -76,6 +81,13 @@ const MAX_DIFFS = 10;
 export interface VerifyOptions {
   /** After each projection is compared (for a progress bar): `done` of `count` projections, the last one named. */
   readonly onProgress?: (p: { readonly projection: string; readonly done: number; readonly count: number }) => void;
+  /**
+   * Store what was found in the target (verify-record.ts): a projection that
+   * differs is suspended (TARGET_EDITED), one suspended so that is equal again
+   * is cleared, and an fts5 index is checked against its rows. Default true;
+   * false only compares, writing nothing.
+   */
+  readonly record?: boolean;
 }
 
 export async function verify(sourcePath: string, targetPath: string, options: VerifyOptions = {}): Promise<VerifyReport> {
@@ -90,6 +102,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   // Read-only on both sides: verify writes nothing, re-arms nothing.
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
+  let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[] };
   try {
     registerHash(db);
     db.exec('BEGIN');
@@ -103,12 +116,13 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
         );
       }
       const paths = { source: sourcePath, target: targetPath };
+      const compared = (r: ProjectionRecord) => (comparedWhileSuspended(r) ? { ...r, state: 'active' as const, lastError: null } : r);
       const out = records.map((r, i) => {
-        const v = verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths);
+        const v = verifyOne(db, compared(r), view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths);
         options.onProgress?.({ projection: r.name, done: i + 1, count: records.length });
         return v;
       });
-      return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
+      found = { sourceSeq: view.hw, records, out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
       // NOMEM): an unconditional ROLLBACK would then throw and hide that error.
@@ -117,6 +131,8 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   } finally {
     session.close();
   }
+  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out);
+  return { ok: projections.every((p) => p.ok), sourceSeq: found.sourceSeq, projections };
 }
 
 /**
@@ -128,6 +144,16 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
 export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: number): boolean {
   registerHash(db);
   return verifyOne(db, { ...rec, state: 'active', lastError: null, seq: hw }, hw, tid, 0).ok;
+}
+
+/**
+ * Compares projection `rec` with the source at its own cursor in the
+ * caller's transaction (the source at `hw`), whatever its stored state: the
+ * check of a projection another program may have edited (target-edits.ts).
+ */
+export function compareAtCursor(db: Db, rec: ProjectionRecord, hw: number, tid: number, prunedThrough: number): ProjectionVerification {
+  registerHash(db);
+  return verifyOne(db, { ...rec, state: 'active', lastError: null }, hw, tid, prunedThrough);
 }
 
 /**

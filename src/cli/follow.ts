@@ -1,6 +1,7 @@
 import type { Syncer, SyncReport } from '../index.ts';
 import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
+import { idleEditCheck } from './idle-edit-check.ts';
 import { stdout } from './closed-pipe.ts';
 import type { FollowTally } from './follow-summary.ts';
 
@@ -35,12 +36,13 @@ const ACK_INTERVAL_MS = 1000;
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const stop = new AbortController();
-  const pass = async () => {
-    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
+  const said = (report: SyncReport) => {
     options.human?.tally.passDone(report);
     options.onReport(report);
     if (options.json === true) stdout().write(`${JSON.stringify(reportJson(report))}\n`);
   };
+  const edits = idleEditCheck(syncer, said);
+  const pass = () => edits.during(async () => said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal })));
   // Trap SIGINT/SIGTERM from the start: waitForChange installs its handlers
   // only after the first pass, and a signal during that pass (a snapshot or
   // a long catch-up) would otherwise kill the process with the default action
@@ -67,6 +69,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         onIdle: () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
         },
       });
@@ -78,6 +81,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
       }
     }
   } finally {
+    edits.stop();
     clearInterval(timer);
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);

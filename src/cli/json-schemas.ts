@@ -114,6 +114,8 @@ export const verifyOutput = z.object({
       reason: z.string().optional(),
       skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
+      suspended: z.literal(true).optional(),
+      cleared: z.literal(true).optional(),
     }),
   ),
 });
@@ -241,7 +243,12 @@ export const explainOutput = z.object({
   ),
 });
 
-export const queryOutput = z.object({ columns: z.array(z.string()), rows: z.array(z.array(jsonValueSchema)), changes: z.number().int() });
+export const queryOutput = z.object({
+  columns: z.array(z.string()),
+  rows: z.array(z.array(jsonValueSchema)),
+  changes: z.number().int(),
+  warnings: z.array(z.object({ code: z.string(), projection: z.string(), table: z.string(), message: z.string() })).optional(),
+});
 export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 
 export const demoOutput = z.object({

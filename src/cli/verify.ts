@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { verify } from '../index.ts';
+import { repairAction, verify } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { workBar } from './progress.ts';
@@ -32,6 +32,17 @@ export function registerVerify(program: Command): void {
                 : p.diffs.length > 0
                   ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
                   : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`,
+            )
+            .concat(
+              r.projections.flatMap((p) =>
+                p.suspended === true
+                  ? [`${p.name}: suspended, as sluice health now says too: ${repairAction(p.name, 'TARGET_EDITED', source, target)}`]
+                  : p.cleared === true
+                    ? [
+                        `${p.name}: equal to its source again: its TARGET_EDITED suspension is cleared, and the next sync goes on from its cursor`,
+                      ]
+                    : [],
+              ),
             )
             .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
             .join('\n') || 'no projections in this target',

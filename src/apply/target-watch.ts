@@ -1,0 +1,314 @@
+import { openDatabase, type Db } from '../sqlite/connection.ts';
+import { closeDatabase } from '../sqlite/connection-state.ts';
+import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import { WalFiles, type WalCommit, type WalEnd } from '../sqlite/wal-frames.ts';
+import { PROJECTIONS_TABLE } from './target-meta.ts';
+
+/*
+ * Which projections another program wrote, seen by a long-lived syncer
+ * (sync --follow) at almost no cost while nobody does.
+ *
+ * - The apply connection's `PRAGMA data_version` of the target moves only
+ *   when another connection committed to it: read at the start of each of
+ *   sluice's target transactions (with the target's write lock held) and
+ *   while idle, a few µs each. Unchanged: nothing else to do.
+ * - When it moved, the target's write-ahead log says which pages each of
+ *   those commits wrote (sqlite/wal-frames.ts). A commit that wrote a page
+ *   of `_sluice_projections` is sluice's (every sluice commit that changes
+ *   a projection's tables stores its row; a hand edit does not); another
+ *   commit that wrote a page of a projection's table is an edit of it.
+ *   Page ownership is read with dbstat on a connection reading the target
+ *   as it was when the log ended there, and kept as a superset per
+ *   projection (every page a commit that wrote one of its pages wrote) so
+ *   that writes to a user's own tables need no dbstat walk at all.
+ * - A log is only useful while SQLite keeps it: it starts the log again (a
+ *   "restart") once a checkpoint has copied it all into the database file.
+ *   So a connection of the watch always holds a read transaction ("the
+ *   pin") at the point up to which the log has been read: no checkpoint can
+ *   copy past a reader's snapshot, so the log cannot start again more than
+ *   once past it, and what was written after it stays readable. The pin is
+ *   moved with two connections, the new snapshot taken before the old one
+ *   is let go, and taken only when the log's end did not move around it,
+ *   so its position is exact without any lock. Because the pin holds
+ *   checkpoints back, a log grown past CHECKPOINT_FRAMES is checkpointed by
+ *   the watch itself, between sluice's transactions: pin at the end,
+ *   checkpoint, pin again (then at "read lock 0", which lets the next
+ *   writer start the log again).
+ *
+ * What it cannot place it says (`unsure`): the log could not be
+ * read, a VACUUM rewrote every page after another program's commit (page
+ * numbers before it mean nothing now), or another sluice process changed
+ * the projection after another program's commit (its pages may have moved).
+ * The caller then compares the rows where it can.
+ */
+
+/** A projection and the b-tree tables its rows live in (an fts5 index's shadow tables, not the virtual table). */
+export interface WatchedProjection {
+  readonly name: string;
+  readonly tables: readonly string[];
+}
+
+/** What the log says another program wrote of a projection. */
+export interface EditEvidence {
+  /** Its tables that another program's commits surely wrote. */
+  readonly tables: readonly string[];
+  /** Other commits may have written it and the log cannot tell (see above): its rows must be compared. */
+  readonly unsure: boolean;
+}
+
+/** A log at least this many frames long is checkpointed by the watch between transactions (the apply session's autocheckpoint). */
+const CHECKPOINT_FRAMES = 10_000;
+/** While nobody else writes, the pin is moved on at most this often (so checkpoints of sluice's own commits can go on). */
+const ADVANCE_MS = 100;
+/** The watch checkpoints a long log at most this often (another reader may keep a checkpoint from finishing). */
+const CHECKPOINT_MS = 1000;
+/** sluice's own commits since the pin are read from the log (to keep the page supersets) when they are at most this many frames. */
+const OWN_FRAMES_READ = 2000;
+const META_TABLES = [PROJECTIONS_TABLE, `sqlite_autoindex_${PROJECTIONS_TABLE}_1`];
+
+export class TargetWatch {
+  readonly #db: Db;
+  readonly #schema: string;
+  readonly #wal: WalFiles;
+  readonly #watched: () => readonly WatchedProjection[];
+  /** The connection holding the read transaction at `#at`, and the one the next pin is taken with. */
+  #pin: Db;
+  #spare: Db;
+  #at: WalEnd;
+  #dv: number;
+  #advancedMs = Date.now();
+  #checkpointedMs = 0;
+  /** sluice committed to the target since the pin last moved (its own commits are not read from the log). */
+  #wroteSincePin = false;
+  readonly #pending = new Map<string, { tables: Set<string>; unsure: boolean }>();
+  /** Per projection, a superset of the pages of its tables at `#at`, and the schema version they were read at. */
+  readonly #pages = new Map<string, Set<number>>();
+  #pagesSchema = -1;
+
+  private constructor(db: Db, schema: string, wal: WalFiles, pin: Db, spare: Db, at: WalEnd, watched: () => readonly WatchedProjection[]) {
+    this.#db = db;
+    this.#schema = schema;
+    this.#wal = wal;
+    this.#pin = pin;
+    this.#spare = spare;
+    this.#at = at;
+    this.#watched = watched;
+    this.#dv = this.#dataVersion();
+  }
+
+  /**
+   * Starts watching the target attached to `db` as `schema` (at `targetPath`):
+   * from now on, commits of other connections are read. Undefined when the
+   * target's log cannot be read (not in WAL mode), so nothing can be watched.
+   */
+  static open(db: Db, schema: string, targetPath: string, watched: () => readonly WatchedProjection[]): TargetWatch | undefined {
+    const wal = new WalFiles(targetPath);
+    const pins: Db[] = [];
+    try {
+      for (let i = 0; i < 2; i++) pins.push(openDatabase(targetPath, { role: 'target' }));
+      const [pin, spare] = pins as [Db, Db];
+      const at = pinAtEnd(wal, pin);
+      if (at === undefined) throw new Error('no log');
+      return new TargetWatch(db, schema, wal, pin, spare, at, watched);
+    } catch {
+      for (const p of pins) closeDatabase(p);
+      wal.close();
+      return undefined;
+    }
+  }
+
+  /**
+   * Call in each of sluice's target write transactions, with the target's
+   * write lock held and before anything is written: reads what other
+   * connections committed since the last look.
+   */
+  locked(): void {
+    const dv = this.#dataVersion();
+    if (dv !== this.#dv) {
+      this.#dv = dv;
+      this.#advance(true);
+    } else if (Date.now() - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
+    // This transaction may commit after the pin.
+    this.#wroteSincePin = true;
+  }
+
+  /**
+   * Call between sluice's transactions (after a step, while idle): reads
+   * what other connections committed (when they did), and checkpoints a log
+   * grown long. True when some projection has edits to look at.
+   */
+  between(): boolean {
+    const dv = this.#dataVersion();
+    if (dv !== this.#dv) {
+      this.#dv = dv;
+      this.#advance(true);
+    }
+    const end = this.#wal.end();
+    const now = Date.now();
+    if (end !== undefined && end.frame >= CHECKPOINT_FRAMES && end.backfilled < end.frame && now - this.#checkpointedMs >= CHECKPOINT_MS) {
+      this.#checkpointedMs = now;
+      this.#checkpoint();
+    } else if (this.#wroteSincePin && now - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
+    return this.#pending.size > 0;
+  }
+
+  /** What another program wrote of projection `name`, if anything since it was last settled. */
+  evidence(name: string): EditEvidence | undefined {
+    const e = this.#pending.get(name);
+    return e === undefined ? undefined : { tables: [...e.tables].sort(), unsure: e.unsure };
+  }
+
+  /** Forgets the evidence of `name` (it was checked, or the projection is suspended). */
+  settle(name: string): void {
+    this.#pending.delete(name);
+  }
+
+  close(): void {
+    closeDatabase(this.#pin);
+    closeDatabase(this.#spare);
+    this.#wal.close();
+  }
+
+  #dataVersion(): number {
+    return Number(cachedStatement(this.#db, `PRAGMA ${quoteIdent(this.#schema)}.data_version`, 'pluck').get());
+  }
+
+  /**
+   * Pins the log's end with the spare connection; with `read`, first notes
+   * what the commits since the old pin wrote. When the end cannot be pinned
+   * exactly (commits kept landing), the old pin stays for the next try.
+   */
+  #advance(read: boolean): void {
+    const end = pinAtEnd(this.#wal, this.#spare);
+    if (end === undefined) return;
+    // Read after the pin: unchanged, no other connection committed before it, so what follows the old pin is sluice's own.
+    const dv = this.#dataVersion();
+    const foreign = dv !== this.#dv;
+    this.#dv = dv;
+    const since = end.salt === this.#at.salt ? end.frame - this.#at.frame : end.frame;
+    if (read || foreign || (this.#pages.size > 0 && since <= OWN_FRAMES_READ)) this.#note(this.#commitsUpTo(end), this.#spare);
+    else this.#pages.clear(); // sluice's own commits since the old pin are not read: the page supersets may be short
+    endRead(this.#pin);
+    [this.#pin, this.#spare] = [this.#spare, this.#pin];
+    this.#at = end;
+    this.#advancedMs = Date.now();
+    this.#wroteSincePin = false;
+  }
+
+  /** Pin at the end, checkpoint everything up to it with the free connection, and pin again (then with the log all copied). */
+  #checkpoint(): void {
+    this.#advance(false);
+    try {
+      cachedStatement(this.#spare, 'PRAGMA main.wal_checkpoint(PASSIVE)').run();
+    } catch {
+      /* a checkpoint is housekeeping: the next one goes further */
+    }
+    this.#advance(false);
+  }
+
+  /** The commits after `#at` up to `end`: in the same log, or (it was started again once, which the pin allows) all of the new one. */
+  #commitsUpTo(end: WalEnd): WalCommit[] | undefined {
+    if (end.salt === this.#at.salt) return end.frame >= this.#at.frame ? this.#wal.commits(end.salt, this.#at.frame, end.frame) : undefined;
+    return this.#wal.commits(end.salt, 0, end.frame);
+  }
+
+  /** Notes which projections other programs' commits wrote, with page ownership read on `snap` (the target at the log's end). */
+  #note(commits: WalCommit[] | undefined, snap: Db): void {
+    const watched = this.#watched();
+    if (commits === undefined) {
+      for (const w of watched) this.#suspect(w.name, [], true);
+      this.#pages.clear();
+      return;
+    }
+    if (commits.length === 0) return;
+    // A VACUUM rewrites every page: page numbers written before it mean nothing now.
+    let vacuum = -1;
+    commits.forEach((c, i) => {
+      if (c.pages.has(1) && c.pages.size >= c.dbPages) vacuum = i;
+    });
+    // A table made, dropped or renamed (a rebuild's swap) has pages no commit of it wrote since: read them all again.
+    const schema = Number(cachedStatement(snap, 'PRAGMA main.schema_version', 'pluck').get());
+    if (schema !== this.#pagesSchema) this.#pages.clear();
+    this.#pagesSchema = schema;
+    const meta = pagesOf(snap, META_TABLES);
+    const isMeta = (c: WalCommit) => intersects(c.pages, meta);
+    const lost = commits.slice(0, Math.max(0, vacuum));
+    const rest = commits.slice(vacuum + 1);
+    for (const w of watched) {
+      const known = this.#pages.get(w.name);
+      // The superset moves on with every commit that wrote one of its pages.
+      if (known !== undefined) for (const c of commits) if (intersects(c.pages, known)) for (const p of c.pages) known.add(p);
+      const unsure = vacuum >= 0 && lost.length > 0;
+      const foreign = rest.filter((c) => !isMeta(c));
+      if (!foreign.some((c) => known === undefined || intersects(c.pages, known))) {
+        if (unsure) this.#suspect(w.name, [], true);
+        continue;
+      }
+      // Another program's commit may have written it: read exactly which pages are its tables' now.
+      const byTable = new Map(w.tables.map((t) => [t, pagesOf(snap, [t])]));
+      const all = new Set<number>();
+      for (const s of byTable.values()) for (const p of s) all.add(p);
+      this.#pages.set(w.name, all);
+      const hit = new Set<string>();
+      let moved = false;
+      let laterSluice = false;
+      for (const c of [...rest].reverse()) {
+        const tables = [...byTable].filter(([, s]) => intersects(c.pages, s)).map(([t]) => t);
+        if (isMeta(c)) {
+          if (tables.length > 0) laterSluice = true;
+        } else if (laterSluice)
+          moved = true; // its pages may have been the projection's before sluice moved them
+        else for (const t of tables) hit.add(t);
+      }
+      if (hit.size > 0 || moved || unsure) this.#suspect(w.name, [...hit], moved || unsure);
+    }
+  }
+
+  #suspect(name: string, tables: readonly string[], unsure: boolean): void {
+    const e = this.#pending.get(name) ?? { tables: new Set<string>(), unsure: false };
+    for (const t of tables) e.tables.add(t);
+    e.unsure ||= unsure;
+    this.#pending.set(name, e);
+  }
+}
+
+/**
+ * Starts a read transaction on `conn` at the log's end and returns that end,
+ * when the end did not move while it started (so the snapshot is exactly
+ * there); else none is held and it returns undefined.
+ */
+function pinAtEnd(wal: WalFiles, conn: Db): WalEnd | undefined {
+  for (let tries = 0; tries < 3; tries++) {
+    const before = wal.end();
+    if (before === undefined) return undefined;
+    conn.exec('BEGIN');
+    cachedStatement(conn, 'SELECT count(*) FROM main.sqlite_schema').get();
+    const after = wal.end();
+    if (after !== undefined && after.salt === before.salt && after.frame === before.frame) return before;
+    endRead(conn);
+  }
+  return undefined;
+}
+
+function endRead(conn: Db): void {
+  if (conn.inTransaction) conn.exec('ROLLBACK');
+}
+
+/** The pages of the named tables (b-trees; a virtual table has none) in `snap`'s main database. */
+function pagesOf(snap: Db, tables: readonly string[]): Set<number> {
+  const stmt = cachedStatement(
+    snap,
+    "SELECT pageno FROM main.dbstat WHERE name = (SELECT name FROM main.sqlite_schema WHERE type IN ('table', 'index') AND name = ? COLLATE NOCASE)",
+    'pluck',
+  );
+  const out = new Set<number>();
+  for (const t of tables) for (const p of stmt.all(t) as (number | bigint)[]) out.add(Number(p));
+  return out;
+}
+
+function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
+  const [small, big] = a.size <= b.size ? [a, b] : [b, a];
+  for (const x of small) if (big.has(x)) return true;
+  return false;
+}
