@@ -20,7 +20,7 @@ import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts'
 import fs from 'node:fs';
 import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
 import { TargetWatch } from './target-watch.ts';
-import { checkEdited, checkPendingEdits, watchedOf } from './target-edits.ts';
+import { checkEdited, checkPendingEdits, watchedProjections } from './target-edits.ts';
 import type { Suspension } from './applier.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
@@ -97,7 +97,7 @@ export class Syncer {
     this.#watch =
       options.watchTarget === false
         ? undefined
-        : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, () => this.projections.map(watchedOf));
+        : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, watchedProjections(projections.map((p) => p.name)));
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -518,7 +518,7 @@ export class Syncer {
     const w = this.#watch;
     if (w === undefined) return undefined;
     w.locked();
-    return checkEdited(w, this.session.db, TARGET_SCHEMA, p);
+    return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
   };
 
   /** Projections another program changed that this run found after their own steps: checked now, their reports replaced. */

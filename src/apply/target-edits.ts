@@ -4,9 +4,10 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { isSqliteBusy } from '../errors.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
-import { kindOf } from '../projection/kinds/registry.ts';
-import { suspension, type Suspension } from './applier.ts';
-import { readProjection, setState, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { kindNamed } from '../projection/kinds/registry.ts';
+import { ownedBy, suspension, type Suspension } from './applier.ts';
+import { readProjection, readProjections, setState, TARGET_INFO_TABLE, type ProjectionRecord } from './target-meta.ts';
+import { ownCheckOf } from './verify-record.ts';
 import { compareAtCursor } from './verify.ts';
 import type { EditEvidence, TargetWatch, WatchedProjection } from './target-watch.ts';
 
@@ -19,56 +20,59 @@ import type { EditEvidence, TargetWatch, WatchedProjection } from './target-watc
  * them (a value changed and changed back) suspends nothing.
  */
 
-/** The b-tree tables a projection's rows live in, for the watch (an fts5 index's shadow tables; a custom handler's declared ones). */
-export function watchedOf(p: CompiledProjection): WatchedProjection {
-  const kind = kindOf(p);
-  return { name: p.name, tables: [...new Set([...p.ownedTables, ...kind.uniqueTables(p.targetTable)])] };
+/**
+ * The watch's view of this run's projections, as stored in the target read
+ * on `snap` (a rebuild to another table name still has its live tables):
+ * the b-tree tables each one's rows live in (an fts5 index's shadow tables
+ * and key table; a custom handler's declared tables). One never built has none.
+ */
+export function watchedProjections(names: readonly string[]): (snap: Db) => WatchedProjection[] {
+  const wanted = new Set(names);
+  return (snap) =>
+    readProjections(snap, 'main')
+      .filter((r) => wanted.has(r.name))
+      .map((r) => ({ name: r.name, tables: [...new Set([...ownedBy(r), ...(kindNamed(r.kind)?.uniqueTables(r.targetTable) ?? [])])] }));
 }
 
 /**
- * The suspension for projection `p` (stored as `rec`) that the evidence
- * calls for, after comparing it with the source in the caller's transaction;
+ * The suspension for a projection stored as `rec` that the evidence calls
+ * for, after comparing it with the source in the caller's transaction;
  * undefined when its rows are the source's (or the comparison is the next
  * step's to make: a cursor that must rebuild, a source table gone).
  */
-export function editedSuspension(
-  db: Db,
-  schema: string,
-  p: CompiledProjection,
-  rec: ProjectionRecord,
-  ev: EditEvidence,
-): Suspension | undefined {
-  const kind = kindOf(p);
+export function editedSuspension(db: Db, schema: string, rec: ProjectionRecord, ev: EditEvidence): Suspension | undefined {
+  const kind = kindNamed(rec.kind);
+  if (kind === undefined) return undefined;
   const written = ev.tables.length === 0 ? 'its tables' : ev.tables.join(', ');
-  const base = { table: p.targetTable, source: p.source.table, tables: ev.tables };
+  const base = { table: rec.targetTable, source: rec.sourceTable, tables: ev.tables };
   if (kind.verification === undefined) {
     if (ev.tables.length === 0) return undefined;
     return suspension('TARGET_EDITED', {
       ...base,
-      message: `Another program wrote ${written} of custom projection ${p.name} (seen in the target's write-ahead log); sluice cannot compare a custom handler's tables with the source, so their state is unknown.`,
+      message: `Another program wrote ${written} of custom projection ${rec.name} (seen in the target's write-ahead log); sluice cannot compare a custom handler's tables with the source, so their state is unknown.`,
     });
   }
   const view = readSourceView(db);
-  const tid = view.tables.get(p.source.table)?.table.tid;
+  const tid = view.tables.get(rec.sourceTable)?.table.tid;
   if (tid === undefined) return undefined;
   const v = compareAtCursor(db, rec, view.hw, tid, view.state.prunedThrough);
   if (v.diffs.length > 0)
     return suspension('TARGET_EDITED', {
       ...base,
       diffs: v.diffs,
-      message: `Another program wrote ${written} of projection ${p.name}, and its rows differ from the source at its cursor (seq ${rec.seq}): ${v.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}.`,
+      message: `Another program wrote ${written} of projection ${rec.name}, and its rows differ from the source at its cursor (seq ${rec.seq}): ${v.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}.`,
     });
   if (!v.ok) return undefined;
-  const own = kind.verification.ownCheck?.(db, schema, p as never);
-  const rowTable = kind.rowTable(p.targetTable);
+  const own = ownCheckOf(db, schema, rec);
+  const rowTable = kind.rowTable(rec.targetTable);
   const beyondRows = ev.tables.some((t) => rowTable === undefined || foldIdent(t) !== foldIdent(rowTable));
   if (own === false || (own === undefined && beyondRows))
     return suspension('TARGET_EDITED', {
       ...base,
       message:
         own === false
-          ? `Another program wrote ${written} of projection ${p.name}: its index no longer holds exactly the entries of its rows (FTS5 integrity-check).`
-          : `Another program wrote ${written} of projection ${p.name}, which sluice cannot compare with the source (a contentless FTS5 index keeps no values).`,
+          ? `Another program wrote ${written} of projection ${rec.name}: its index no longer holds exactly the entries of its rows (FTS5 integrity-check).`
+          : `Another program wrote ${written} of projection ${rec.name}, which sluice cannot compare with the source (a contentless FTS5 index keeps no values).`,
     });
   return undefined;
 }
@@ -78,13 +82,13 @@ export function editedSuspension(
  * `p` if the watch has evidence of an edit of it; the evidence is settled
  * either way.
  */
-export function checkEdited(watch: TargetWatch, db: Db, schema: string, p: CompiledProjection): Suspension | undefined {
-  const ev = watch.evidence(p.name);
+export function checkEdited(watch: TargetWatch, db: Db, schema: string, name: string): Suspension | undefined {
+  const ev = watch.evidence(name);
   if (ev === undefined) return undefined;
-  watch.settle(p.name);
-  const rec = readProjection(db, schema, p.name);
+  watch.settle(name);
+  const rec = readProjection(db, schema, name);
   if (rec?.state !== 'active' || rec.cursor === null) return undefined;
-  return editedSuspension(db, schema, p, rec, ev);
+  return editedSuspension(db, schema, rec, ev);
 }
 
 /**
@@ -109,7 +113,7 @@ export function checkPendingEdits(
     cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
     watch.locked();
     for (const p of projections) {
-      const s = checkEdited(watch, db, schema, p);
+      const s = checkEdited(watch, db, schema, p.name);
       if (s === undefined) continue;
       setState(db, schema, p.name, 'suspended', s.reason, s.detail);
       found.set(p.name, s);

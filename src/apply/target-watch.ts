@@ -71,7 +71,8 @@ export class TargetWatch {
   readonly #db: Db;
   readonly #schema: string;
   readonly #wal: WalFiles;
-  readonly #watched: () => readonly WatchedProjection[];
+  /** The projections to watch and their tables, read on a connection to the target (as `main`). */
+  readonly #watched: (snap: Db) => readonly WatchedProjection[];
   /** The connection holding the read transaction at `#at`, and the one the next pin is taken with. */
   #pin: Db;
   #spare: Db;
@@ -86,7 +87,15 @@ export class TargetWatch {
   readonly #pages = new Map<string, Set<number>>();
   #pagesSchema = -1;
 
-  private constructor(db: Db, schema: string, wal: WalFiles, pin: Db, spare: Db, at: WalEnd, watched: () => readonly WatchedProjection[]) {
+  private constructor(
+    db: Db,
+    schema: string,
+    wal: WalFiles,
+    pin: Db,
+    spare: Db,
+    at: WalEnd,
+    watched: (snap: Db) => readonly WatchedProjection[],
+  ) {
     this.#db = db;
     this.#schema = schema;
     this.#wal = wal;
@@ -102,7 +111,7 @@ export class TargetWatch {
    * from now on, commits of other connections are read. Undefined when the
    * target's log cannot be read (not in WAL mode), so nothing can be watched.
    */
-  static open(db: Db, schema: string, targetPath: string, watched: () => readonly WatchedProjection[]): TargetWatch | undefined {
+  static open(db: Db, schema: string, targetPath: string, watched: (snap: Db) => readonly WatchedProjection[]): TargetWatch | undefined {
     const wal = new WalFiles(targetPath);
     const pins: Db[] = [];
     try {
@@ -215,7 +224,7 @@ export class TargetWatch {
 
   /** Notes which projections other programs' commits wrote, with page ownership read on `snap` (the target at the log's end). */
   #note(commits: WalCommit[] | undefined, snap: Db): void {
-    const watched = this.#watched();
+    const watched = this.#watched(snap);
     if (commits === undefined) {
       for (const w of watched) this.#suspect(w.name, [], true);
       this.#pages.clear();

@@ -56,7 +56,7 @@ export function recordVerdicts(
       cachedStatement(db, `UPDATE main.${PROJECTIONS_TABLE} SET name = name WHERE 0`).run();
       for (const { rec, v, i } of todo) {
         if (!unchanged(db, rec)) continue;
-        const own = v.ok ? ownCheck(db, rec) : undefined;
+        const own = v.ok ? ownCheckOf(db, 'main', rec) : undefined;
         if (own === false)
           out[i] = {
             ...v,
@@ -118,13 +118,17 @@ function beyondRows(rec: ProjectionRecord): boolean {
   );
 }
 
-/** The kind's own check of its tables (an fts5 index against its key table), in this write transaction. */
-function ownCheck(db: Db, rec: ProjectionRecord): boolean | undefined {
+/**
+ * The kind's own check of a stored projection's tables in `schema` (an fts5
+ * index against its key table), in the caller's write transaction: see
+ * KindVerification.ownCheck. Undefined for a kind without one.
+ */
+export function ownCheckOf(db: Db, schema: string, rec: ProjectionRecord): boolean | undefined {
   const check = kindNamed(rec.kind)?.verification?.ownCheck;
   if (check === undefined) return undefined;
   const p = compileProjection(
     parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`),
     JSON.parse(rec.sourceShape) as SourceShape,
   );
-  return (check as (db: Db, schema: string, p: unknown) => boolean | undefined)(db, 'main', p);
+  return (check as (db: Db, schema: string, p: unknown) => boolean | undefined)(db, schema, p);
 }
