@@ -64,6 +64,8 @@ export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './
 export type { StepOutcome } from './apply/step.ts';
 export { verify } from './apply/verify.ts';
 export { projectionWrites } from './apply/projection-writes.ts';
+export { protect } from './apply/protect.ts';
+export type { ProtectReport } from './apply/protect.ts';
 export type { ProjectionWrite } from './apply/projection-writes.ts';
 export type { VerifyOptions } from './apply/verify.ts';
 export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';

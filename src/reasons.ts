@@ -528,6 +528,12 @@ export const REASONS = {
       'A running sync compiled the projection against columns its source table no longer has (sluice alter ran since); nothing was applied. Restart the sync.',
     repair: null,
   },
+  NOT_A_TARGET: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The file is not a sluice target (it has no _sluice_projections table): there is nothing of sluice in it to act on.',
+    repair: null,
+  },
   PROJECTION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The target has no projection of that name.', repair: null },
   ALTER_REFUSED: {
     kinds: ['error'],

@@ -100,6 +100,8 @@ export interface StepContext {
    * target-edits.ts) ends the step, rolled back, and is recorded.
    */
   readonly afterLock?: (p: CompiledProjection) => Suspension | undefined;
+  /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
+  readonly beforeCommit?: (p: CompiledProjection) => void;
 }
 
 /**
@@ -134,7 +136,10 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
         keep: (o) => o.kind !== 'suspended' && o.kind !== 'current' && o.kind !== 'validate',
         // The failed transaction may have made work tables.
         onRollback: () => dropTemps(db),
-        beforeCommit: () => crashPoint('before-commit'),
+        beforeCommit: () => {
+          ctx.beforeCommit?.(p);
+          crashPoint('before-commit');
+        },
         afterCommit: () => crashPoint('after-commit'),
       },
     );

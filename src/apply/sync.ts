@@ -22,6 +22,7 @@ import { resolveDefinitions, resolveReinit } from './sync-definitions.ts';
 import { TargetWatch } from './target-watch.ts';
 import { checkEdited, checkPendingEdits, watchedProjections } from './target-edits.ts';
 import type { Suspension } from './applier.ts';
+import { ensureGuards } from './protect.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -344,6 +345,7 @@ export class Syncer {
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
       afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
     };
     let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
     let applied = 0;
@@ -472,6 +474,7 @@ export class Syncer {
       batchSize: Number.MAX_SAFE_INTEGER,
       range: { fromSeq, toSeq },
       afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
     };
     return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
   }
@@ -520,6 +523,9 @@ export class Syncer {
     w.locked();
     return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
   };
+
+  /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
+  readonly #beforeCommit = (p: CompiledProjection): void => ensureGuards(this.session.db, TARGET_SCHEMA, p.name);
 
   /** Projections another program changed that this run found after their own steps: checked now, their reports replaced. */
   #settleEdits(reports: ProjectionReport[], wait: boolean): void {

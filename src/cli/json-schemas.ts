@@ -28,6 +28,11 @@ export const enableOutput = z.object({
 export const disableOutput = z.object({ removed: z.array(z.string()) });
 export const bumpOutput = z.object({ generation: z.number().int() });
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
+export const protectOutput = z.object({
+  protected: z.boolean(),
+  tables: z.array(z.object({ projection: z.string(), table: z.string() })),
+  unguarded: z.array(z.object({ projection: z.string(), table: z.string(), why: z.string() })),
+});
 export const alterOutput = z.object({
   dryRun: z.boolean(),
   statements: z.number().int(),
