@@ -93,7 +93,7 @@ export class TargetWatch {
     wal: WalFiles,
     pin: Db,
     spare: Db,
-    at: WalEnd,
+    at: Pinned,
     watched: (snap: Db) => readonly WatchedProjection[],
   ) {
     this.#db = db;
@@ -101,9 +101,9 @@ export class TargetWatch {
     this.#wal = wal;
     this.#pin = pin;
     this.#spare = spare;
-    this.#at = at;
+    this.#at = at.end;
+    this.#dv = at.dv;
     this.#watched = watched;
-    this.#dv = this.#dataVersion();
   }
 
   /**
@@ -117,7 +117,7 @@ export class TargetWatch {
     try {
       for (let i = 0; i < 2; i++) pins.push(openDatabase(targetPath, { role: 'target' }));
       const [pin, spare] = pins as [Db, Db];
-      const at = pinAtEnd(wal, pin);
+      const at = pinAtEnd(wal, pin, () => dataVersion(db, schema));
       if (at === undefined) throw new Error('no log');
       return new TargetWatch(db, schema, wal, pin, spare, at, watched);
     } catch {
@@ -133,11 +133,8 @@ export class TargetWatch {
    * connections committed since the last look.
    */
   locked(): void {
-    const dv = this.#dataVersion();
-    if (dv !== this.#dv) {
-      this.#dv = dv;
-      this.#advance(true);
-    } else if (Date.now() - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
+    const changed = dataVersion(this.#db, this.#schema) !== this.#dv;
+    if (changed || Date.now() - this.#advancedMs >= ADVANCE_MS) this.#advance(changed);
     // This transaction may commit after the pin.
     this.#wroteSincePin = true;
   }
@@ -148,11 +145,7 @@ export class TargetWatch {
    * grown long. True when some projection has edits to look at.
    */
   between(): boolean {
-    const dv = this.#dataVersion();
-    if (dv !== this.#dv) {
-      this.#dv = dv;
-      this.#advance(true);
-    }
+    if (dataVersion(this.#db, this.#schema) !== this.#dv) this.#advance(true);
     const end = this.#wal.end();
     const now = Date.now();
     if (end !== undefined && end.frame >= CHECKPOINT_FRAMES && end.backfilled < end.frame && now - this.#checkpointedMs >= CHECKPOINT_MS) {
@@ -179,20 +172,16 @@ export class TargetWatch {
     this.#wal.close();
   }
 
-  #dataVersion(): number {
-    return Number(cachedStatement(this.#db, `PRAGMA ${quoteIdent(this.#schema)}.data_version`, 'pluck').get());
-  }
-
   /**
    * Pins the log's end with the spare connection; with `read`, first notes
    * what the commits since the old pin wrote. When the end cannot be pinned
    * exactly (commits kept landing), the old pin stays for the next try.
    */
   #advance(read: boolean): void {
-    const end = pinAtEnd(this.#wal, this.#spare);
-    if (end === undefined) return;
-    // Read after the pin: unchanged, no other connection committed before it, so what follows the old pin is sluice's own.
-    const dv = this.#dataVersion();
+    const pinned = pinAtEnd(this.#wal, this.#spare, () => dataVersion(this.#db, this.#schema));
+    if (pinned === undefined) return;
+    const { end, dv } = pinned;
+    // The data_version read with the pin: unchanged, no other connection committed up to the pin, so what follows the old one is sluice's own.
     const foreign = dv !== this.#dv;
     this.#dv = dv;
     const since = end.salt === this.#at.salt ? end.frame - this.#at.frame : end.frame;
@@ -282,22 +271,36 @@ export class TargetWatch {
   }
 }
 
+/** A pin: the log's end its snapshot is at, and the apply connection's data_version of the target as of exactly there. */
+interface Pinned {
+  readonly end: WalEnd;
+  readonly dv: number;
+}
+
 /**
  * Starts a read transaction on `conn` at the log's end and returns that end,
- * when the end did not move while it started (so the snapshot is exactly
- * there); else none is held and it returns undefined.
+ * with `dataVersion()` read at the same point, when the end did not move
+ * while both were taken (so the snapshot is exactly there, and the
+ * data_version counts exactly the commits up to it); else none is held and
+ * it returns undefined.
  */
-function pinAtEnd(wal: WalFiles, conn: Db): WalEnd | undefined {
+function pinAtEnd(wal: WalFiles, conn: Db, dataVersion: () => number): Pinned | undefined {
   for (let tries = 0; tries < 3; tries++) {
     const before = wal.end();
     if (before === undefined) return undefined;
     conn.exec('BEGIN');
     cachedStatement(conn, 'SELECT count(*) FROM main.sqlite_schema').get();
+    const dv = dataVersion();
     const after = wal.end();
-    if (after !== undefined && after.salt === before.salt && after.frame === before.frame) return before;
+    if (after !== undefined && after.salt === before.salt && after.frame === before.frame) return { end: before, dv };
     endRead(conn);
   }
   return undefined;
+}
+
+/** `PRAGMA data_version` of the database attached as `schema`: it moves only when another connection commits to it. */
+function dataVersion(db: Db, schema: string): number {
+  return Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.data_version`, 'pluck').get());
 }
 
 function endRead(conn: Db): void {

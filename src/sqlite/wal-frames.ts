@@ -59,12 +59,16 @@ export class WalFiles {
     const fd = (this.#shm ??= openIfThere(`${this.#db}-shm`));
     if (fd === undefined) return undefined;
     const b = this.#index;
-    if (fs.readSync(fd, b, 0, b.length, 0) < b.length) return undefined;
-    if (!b.subarray(0, INDEX_HEADER).equals(b.subarray(INDEX_HEADER, INDEX_HEADER * 2))) return undefined;
-    // Native byte order, as SQLite maps it; the salts are the WAL header's bytes copied as they are.
-    const u32 = (at: number) => (LITTLE_ENDIAN ? b.readUInt32LE(at) : b.readUInt32BE(at));
-    if (b[12] !== 1) return undefined; // isInit
-    return { salt: b.subarray(32, 40).toString('hex'), frame: u32(16), backfilled: u32(INDEX_HEADER * 2) };
+    // A writer updates the second copy, then the first: they differ only for that moment.
+    for (let tries = 0; tries < 100; tries++) {
+      if (fs.readSync(fd, b, 0, b.length, 0) < b.length) return undefined;
+      if (b[12] !== 1) return undefined; // isInit: no connection has read the log yet
+      if (!b.subarray(0, INDEX_HEADER).equals(b.subarray(INDEX_HEADER, INDEX_HEADER * 2))) continue;
+      // Native byte order, as SQLite maps it; the salts are the WAL header's bytes copied as they are.
+      const u32 = (at: number) => (LITTLE_ENDIAN ? b.readUInt32LE(at) : b.readUInt32BE(at));
+      return { salt: b.subarray(32, 40).toString('hex'), frame: u32(16), backfilled: u32(INDEX_HEADER * 2) };
+    }
+    return undefined;
   }
 
   /**

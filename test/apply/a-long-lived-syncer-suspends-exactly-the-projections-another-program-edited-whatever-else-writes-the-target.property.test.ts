@@ -6,6 +6,7 @@ import { Syncer } from '../../src/apply/sync.ts';
 import { readProjections } from '../../src/apply/target-meta.ts';
 import { prng } from '../../fixtures/tracker.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import { WalFiles } from '../../src/sqlite/wal-frames.ts';
 
 /*
  * One Syncer kept open across runs (as `sync --follow` keeps it), and
@@ -147,4 +148,47 @@ describe('a Syncer kept open across runs, with another program writing its targe
       syncer.close();
     }
   });
+
+  test('a log grown past 10,000 frames by another program is checkpointed by the watch and starts again, and an edit after that is found', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db: src, file: srcFile } = makeDb('src.db', SCHEMA);
+    fill(src, 200);
+    enable(src, ['t']);
+    const tgt = path.join(tmp, 'tgt.db');
+    const syncer = await Syncer.open(srcFile, tgt, { projections: PROJECTIONS });
+    const other = openDatabase(tgt);
+    const wal = new WalFiles(tgt);
+    try {
+      await syncer.runOnce();
+      // A page per row, in one commit: the log is past 10,000 frames, which the follower's snapshot keeps from being copied.
+      other.exec('CREATE TABLE mine (id INTEGER PRIMARY KEY, v BLOB)');
+      other.exec(
+        'WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 10500) INSERT INTO mine (v) SELECT zeroblob(3000) FROM c',
+      );
+      const grown = wal.end();
+      expect(grown?.frame).toBeGreaterThan(10_000);
+      expect(syncer.noticeTargetEdits()).toBeUndefined(); // the user's own table: nothing suspended
+      const copied = wal.end();
+      expect(copied?.backfilled, 'the watch checkpointed the whole log').toBe(copied?.frame);
+      // sluice's next commit starts the log again (the watch's snapshot allows it), and the watch reads the new one.
+      src.exec("UPDATE t SET name = 'after' WHERE id = 1");
+      await syncer.runOnce();
+      const restarted = wal.end();
+      expect(restarted?.salt).not.toBe(grown?.salt);
+      expect(restarted?.frame).toBeLessThan(100);
+      other.exec("UPDATE t SET name = 'edited' WHERE id = 2");
+      const r = await syncer.runOnce();
+      expect(r.projections.map((p) => [p.name, p.state, p.reason])).toEqual([
+        ['t', 'suspended', 'TARGET_EDITED'],
+        ['tm', 'active', undefined],
+        ['tf', 'active', undefined],
+      ]);
+    } finally {
+      wal.close();
+      other.close();
+      syncer.close();
+    }
+  }, 120_000);
 });
