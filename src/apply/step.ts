@@ -97,9 +97,10 @@ export interface StepContext {
   /**
    * Called once the target's write lock is held, before anything is read or
    * written: a suspension it returns (a projection another program edited:
-   * target-edits.ts) ends the step, rolled back, and is recorded.
+   * target-edits.ts) ends the step, rolled back, and is recorded. `rebuilds`:
+   * this step rebuilds the projection whatever its rows (a reinit).
    */
-  readonly afterLock?: (p: CompiledProjection) => Suspension | undefined;
+  readonly afterLock?: (p: CompiledProjection, rebuilds: boolean) => Suspension | undefined;
   /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
   readonly beforeCommit?: (p: CompiledProjection) => void;
 }
@@ -128,7 +129,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
           throw err;
         }
         sourceId = readState(db)?.sourceId ?? '';
-        const edited = ctx.afterLock?.(p);
+        const edited = ctx.afterLock?.(p, ctx.reinit === true);
         if (edited !== undefined) return edited;
         return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name));
       },

@@ -215,7 +215,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
-    this.#settleEdits(reports, true);
+    this.#settleEdits(reports);
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
     // An active projection's seq is the high-water mark its last transaction
     // read, so when all are active the last of those is the source's seq
@@ -516,22 +516,32 @@ export class Syncer {
     return { sourceSeq: this.#sourceHighWater(), projections: reports };
   }
 
-  /** In a step, with the target's lock held: reads what other programs committed, and suspends `p` when it is one they changed. */
-  readonly #afterLock = (p: CompiledProjection): Suspension | undefined => {
+  /**
+   * In a step, with the target's lock held: reads what other programs
+   * committed, and suspends `p` when it is one they changed (unless this step
+   * rebuilds it anyway: a reinit).
+   */
+  readonly #afterLock = (p: CompiledProjection, rebuilds: boolean): Suspension | undefined => {
     const w = this.#watch;
     if (w === undefined) return undefined;
     w.locked();
-    return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
+    if (!rebuilds) return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
+    w.settle(p.name);
+    return undefined;
   };
 
   /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
   readonly #beforeCommit = (p: CompiledProjection): void => ensureGuards(this.session.db, TARGET_SCHEMA, p.name);
 
-  /** Projections another program changed that this run found after their own steps: checked now, their reports replaced. */
-  #settleEdits(reports: ProjectionReport[], wait: boolean): void {
+  /**
+   * Projections another program changed that this run found after their own
+   * steps: checked now, their reports replaced. A busy target leaves them
+   * for the next run (or a follower's idle look).
+   */
+  #settleEdits(reports: ProjectionReport[]): void {
     const w = this.#watch;
     if (w === undefined) return;
-    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait }) ?? new Map<string, Suspension>();
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false }) ?? new Map<string, Suspension>();
     for (const [i, r] of reports.entries()) {
       const s = found.get(r.name);
       if (s === undefined) continue;

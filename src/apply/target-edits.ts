@@ -87,7 +87,8 @@ export function checkEdited(watch: TargetWatch, db: Db, schema: string, name: st
   if (ev === undefined) return undefined;
   watch.settle(name);
   const rec = readProjection(db, schema, name);
-  if (rec?.state !== 'active' || rec.cursor === null) return undefined;
+  // (One being rebuilt beside its live tables gets the source's rows at its swap, whatever was edited.)
+  if (rec?.state !== 'active' || rec.cursor === null || rec.build !== null) return undefined;
   return editedSuspension(db, schema, rec, ev);
 }
 
