@@ -4,6 +4,7 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { WalFiles, type WalCommit, type WalEnd } from '../sqlite/wal-frames.ts';
 import { PROJECTIONS_TABLE } from './target-meta.ts';
+import { editEvidence } from './edit-evidence.ts';
 
 /*
  * Which projections another program wrote, seen by a long-lived syncer
@@ -14,14 +15,11 @@ import { PROJECTIONS_TABLE } from './target-meta.ts';
  *   sluice's target transactions (with the target's write lock held) and
  *   while idle, a few µs each. Unchanged: nothing else to do.
  * - When it moved, the target's write-ahead log says which pages each of
- *   those commits wrote (sqlite/wal-frames.ts). A commit that wrote a page
- *   of `_sluice_projections` is sluice's (every sluice commit that changes
- *   a projection's tables stores its row; a hand edit does not); another
- *   commit that wrote a page of a projection's table is an edit of it.
- *   Page ownership is read with dbstat on a connection reading the target
- *   as it was when the log ended there, and kept as a superset per
- *   projection (every page a commit that wrote one of its pages wrote) so
- *   that writes to a user's own tables need no dbstat walk at all.
+ *   those commits wrote (sqlite/wal-frames.ts), and edit-evidence.ts which
+ *   projections they wrote, with page ownership read by dbstat on a
+ *   connection reading the target as it was when the log ended there (and
+ *   kept as a superset per projection, so that writes to a user's own
+ *   tables need no dbstat walk at all).
  * - A log is only useful while SQLite keeps it: it starts the log again (a
  *   "restart") once a checkpoint has copied it all into the database file.
  *   So a connection of the watch always holds a read transaction ("the
@@ -36,11 +34,8 @@ import { PROJECTIONS_TABLE } from './target-meta.ts';
  *   checkpoint, pin again (then at "read lock 0", which lets the next
  *   writer start the log again).
  *
- * What it cannot place it says (`unsure`): the log could not be
- * read, a VACUUM rewrote every page after another program's commit (page
- * numbers before it mean nothing now), or another sluice process changed
- * the projection after another program's commit (its pages may have moved).
- * The caller then compares the rows where it can.
+ * What it cannot place it says (`unsure`: the log could not be read, or
+ * edit-evidence.ts's cases); the caller then compares the rows where it can.
  */
 
 /** A projection and the b-tree tables its rows live in (an fts5 index's shadow tables, not the virtual table). */
@@ -220,47 +215,12 @@ export class TargetWatch {
       return;
     }
     if (commits.length === 0) return;
-    // A VACUUM rewrites every page: page numbers written before it mean nothing now.
-    let vacuum = -1;
-    commits.forEach((c, i) => {
-      if (c.pages.has(1) && c.pages.size >= c.dbPages) vacuum = i;
-    });
-    // A table made, dropped or renamed (a rebuild's swap) has pages no commit of it wrote since: read them all again.
+    // A table made, dropped or renamed (a rebuild's swap) has pages no commit of it wrote since: list them all again.
     const schema = Number(cachedStatement(snap, 'PRAGMA main.schema_version', 'pluck').get());
     if (schema !== this.#pagesSchema) this.#pages.clear();
     this.#pagesSchema = schema;
-    const meta = pagesOf(snap, META_TABLES);
-    const isMeta = (c: WalCommit) => intersects(c.pages, meta);
-    const lost = commits.slice(0, Math.max(0, vacuum));
-    const rest = commits.slice(vacuum + 1);
-    for (const w of watched) {
-      const known = this.#pages.get(w.name);
-      // The superset moves on with every commit that wrote one of its pages.
-      if (known !== undefined) for (const c of commits) if (intersects(c.pages, known)) for (const p of c.pages) known.add(p);
-      const unsure = vacuum >= 0 && lost.length > 0;
-      const foreign = rest.filter((c) => !isMeta(c));
-      if (!foreign.some((c) => known === undefined || intersects(c.pages, known))) {
-        if (unsure) this.#suspect(w.name, [], true);
-        continue;
-      }
-      // Another program's commit may have written it: read exactly which pages are its tables' now.
-      const byTable = new Map(w.tables.map((t) => [t, pagesOf(snap, [t])]));
-      const all = new Set<number>();
-      for (const s of byTable.values()) for (const p of s) all.add(p);
-      this.#pages.set(w.name, all);
-      const hit = new Set<string>();
-      let moved = false;
-      let laterSluice = false;
-      for (const c of [...rest].reverse()) {
-        const tables = [...byTable].filter(([, s]) => intersects(c.pages, s)).map(([t]) => t);
-        if (isMeta(c)) {
-          if (tables.length > 0) laterSluice = true;
-        } else if (laterSluice)
-          moved = true; // its pages may have been the projection's before sluice moved them
-        else for (const t of tables) hit.add(t);
-      }
-      if (hit.size > 0 || moved || unsure) this.#suspect(w.name, [...hit], moved || unsure);
-    }
+    const found = editEvidence(commits, pagesOf(snap, META_TABLES), watched, this.#pages, (t) => pagesOf(snap, [t]));
+    for (const [name, e] of found) this.#suspect(name, e.tables, e.unsure);
   }
 
   #suspect(name: string, tables: readonly string[], unsure: boolean): void {
@@ -317,10 +277,4 @@ function pagesOf(snap: Db, tables: readonly string[]): Set<number> {
   const out = new Set<number>();
   for (const t of tables) for (const p of stmt.all(t) as (number | bigint)[]) out.add(Number(p));
   return out;
-}
-
-function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
-  const [small, big] = a.size <= b.size ? [a, b] : [b, a];
-  for (const x of small) if (big.has(x)) return true;
-  return false;
 }
