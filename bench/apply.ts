@@ -54,7 +54,9 @@
  * (`watchTarget: false`; on is the default, the `mirror` row), judged as
  * the median per round of (on - off) / the floor's time, at most 5%, each
  * way the least of three alternating runs in the round (its cost is a few
- * µs per target transaction, far below one run's noise); and
+ * µs per target transaction, far below one run's noise), in CPU time
+ * (judged: wall time swings more than the effect on a shared machine) and
+ * wall time; and
  * with the opt-in guard triggers of `sluice protect` on the target, reported
  * beside it.
  */
@@ -814,7 +816,7 @@ async function main(): Promise<void> {
         wall: watchShare('ms'),
         cpu: watchShare('cpuMs'),
         limit: WATCH_OF_FLOOR,
-        pass: watchShare('ms') <= WATCH_OF_FLOOR,
+        pass: watchShare('cpuMs') <= WATCH_OF_FLOOR,
       },
       protectedOverMirror: { wall: protectOverWatched('ms'), cpu: protectOverWatched('cpuMs') },
       fts5:
@@ -859,8 +861,8 @@ async function main(): Promise<void> {
     {
       id: 'apply.hand-edit-watch.share-of-floor',
       target: 'mirror apply with the default hand-edit watch (issue 19)',
-      what: `mirror apply time with the watch of hand edits on minus off, over the floor's time, ${EVENTS} mixed events`,
-      value: watchShare('ms'),
+      what: `mirror apply CPU time with the watch of hand edits on minus off, over the floor's CPU time, ${EVENTS} mixed events (wall: ${pct(watchShare('ms'))}; CPU, as the least disturbed by other load, is the judged one)`,
+      value: watchShare('cpuMs'),
       unit: 'x',
       op: '<=',
       limit: WATCH_OF_FLOOR,
