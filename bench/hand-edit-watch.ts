@@ -18,14 +18,18 @@
  * read of a write made while no sluice process had the target open: the
  * database header's file change counter (bytes 24..27) and its
  * version-valid-for number (92..95) before and after another connection
- * commits and closes (a WAL file: SQLite does not move them). Printed;
- * bench only.
+ * commits and closes (a WAL file: SQLite does not move them). And what
+ * `sluice protect`'s guard triggers cost sluice's own writes at the least:
+ * an INSERT OR REPLACE of every row of the mirror into itself, on a
+ * connection that may write (the triggers' function defined), with and
+ * without them, alternating. Printed; bench only.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Syncer } from '../src/apply/sync.ts';
 import { enable } from '../src/capture/enable.ts';
+import { allowProjectionWrites, protect } from '../src/apply/protect.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 
@@ -135,6 +139,22 @@ async function main(): Promise<void> {
   writer.close(); // the last connection: it checkpoints the WAL into the file and removes it
   process.stdout.write(
     `header of the target (WAL mode) before another connection's commit and close: ${before}; after: ${header()}; -wal left: ${fs.existsSync(`${targets.on}-wal`)}\n`,
+  );
+
+  // protect's guards on the bare writes: the mirror's rows written over themselves, with and without the triggers.
+  fs.copyFileSync(targets.on, file('guarded.db'));
+  protect(file('guarded.db'), true);
+  const bare: Record<'guarded' | 'plain', Sample[]> = { guarded: [], plain: [] };
+  for (let r = 0; r < 6; r++) {
+    for (const k of r % 2 === 0 ? (['guarded', 'plain'] as const) : (['plain', 'guarded'] as const)) {
+      const db = openDatabase(k === 'guarded' ? file('guarded.db') : targets.on);
+      allowProjectionWrites(db);
+      bare[k].push(timeIt(() => db.exec('BEGIN; INSERT OR REPLACE INTO t SELECT * FROM t; ROLLBACK')));
+      db.close();
+    }
+  }
+  process.stdout.write(
+    `INSERT OR REPLACE of the mirror's ${ROWS} rows over themselves: ${fmt(med(bare.plain, 'cpuUs'))} cpu without protect's guards, ${fmt(med(bare.guarded, 'cpuUs'))} with them (${(med(bare.guarded, 'cpuUs') / med(bare.plain, 'cpuUs')).toFixed(2)}x)\n`,
   );
 }
 
