@@ -22,6 +22,7 @@ export const REASON_KINDS = {
   alter:
     'explain classified a change to a projection (its definition, its source table, its target): an AlterReasonCode, with Compatible, Rebuildable or Rejected; sync classifies a changed definition the same way',
   error: 'raised as a SluiceError with this `code`',
+  warning: 'a command did what was asked, and says what it means (stderr, and `warnings` in --json)',
 } as const;
 
 export type ReasonKind = keyof typeof REASON_KINDS;
@@ -188,6 +189,21 @@ export const REASONS = {
     clears: false,
     explain: "A before-image did not match the target's row: the target was edited, or a write went unrecorded.",
     repair: DEFAULT_REPAIR,
+  },
+  WRITES_PROJECTION: {
+    kinds: ['warning'],
+    clears: false,
+    explain:
+      "sluice query ran a statement that writes a table of a projection in a target: the projection's rows are no longer its source's, and sluice suspends it (TARGET_EDITED) once it sees the edit.",
+    repair: null,
+  },
+  TARGET_EDITED: {
+    kinds: ['suspend'],
+    clears: false,
+    explain:
+      "Another program changed the projection's tables in the target (a hand edit): sync --follow saw the write in the target's write-ahead log, or verify found rows that differ from the source; they are no longer the source's.",
+    repair:
+      'undo the edit (sluice health {target} --json shows what differs) and run sluice verify {source} {target}, which clears it once the rows equal the source again; or rebuild it: sluice reinit {source} {target} {projection}',
   },
   UNCAPTURED_REPLACE: {
     kinds: ['suspend'],
@@ -538,6 +554,12 @@ export const REASONS = {
     clears: false,
     explain:
       "A running sync compiled the projection against columns its source table no longer has (sluice alter ran during the run); nothing was applied. The next run (a follower's next pass) compiles it again and goes on.",
+    repair: null,
+  },
+  NOT_A_TARGET: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The file is not a sluice target (it has no _sluice_projections table): there is nothing of sluice in it to act on.',
     repair: null,
   },
   PROJECTION_NOT_FOUND: {

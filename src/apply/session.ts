@@ -8,6 +8,7 @@ import { requireWriteAccess } from '../sqlite/access.ts';
 import { openSource } from '../capture/open-source.ts';
 import { STATE_TABLE } from '../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
+import { allowProjectionWrites } from './protect.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
 
@@ -135,6 +136,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       // A target is sluice's own file: WAL, so readers see it while follow mode writes.
       useWal(db, TARGET_SCHEMA);
       ensureTargetMeta(db, TARGET_SCHEMA);
+      allowProjectionWrites(db); // a protected target's projections (protect.ts)
     }
     if (options.maxTargetBytes !== undefined) {
       const pageSize = Number(db.pragma(`${TARGET_SCHEMA}.page_size`, { simple: true }));

@@ -106,6 +106,15 @@ export interface StepContext {
   /** The validation of a protected rebuild's shadow caught up to `seq` (the step after a `validate` outcome). */
   readonly validated?: { readonly seq: number; readonly ok: boolean };
   /**
+   * Called once the target's write lock is held, before anything is read or
+   * written: a suspension it returns (a projection another program edited:
+   * target-edits.ts) ends the step, rolled back, and is recorded. `rebuilds`:
+   * this step rebuilds the projection whatever its rows (a reinit).
+   */
+  readonly afterLock?: (p: CompiledProjection, rebuilds: boolean) => Suspension | undefined;
+  /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
+  readonly beforeCommit?: (p: CompiledProjection) => void;
+  /**
    * Someone shows progress (a bar, a JSON log, a follower's summaries): an
    * applied batch counts its source events, and a snapshot reports its rows
    * as it reads them, of the source table's count (each costs a query).
@@ -143,13 +152,18 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
           throw err;
         }
         sourceId = readState(db)?.sourceId ?? '';
+        const edited = ctx.afterLock?.(p, ctx.reinit === true);
+        if (edited !== undefined) return edited;
         return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name));
       },
       {
         keep: (o) => o.kind !== 'suspended' && o.kind !== 'current' && o.kind !== 'validate',
         // The failed transaction may have made work tables.
         onRollback: () => dropTemps(db),
-        beforeCommit: () => crashPoint('before-commit'),
+        beforeCommit: () => {
+          ctx.beforeCommit?.(p);
+          crashPoint('before-commit');
+        },
         afterCommit: () => crashPoint('after-commit'),
       },
     );

@@ -41,6 +41,14 @@ export interface SyncOptions {
    * nothing of it committed. CLI: --max-target-mb.
    */
   readonly maxTargetMb?: number;
+  /**
+   * Notice writes of other programs to the projections' tables while this
+   * Syncer is open (target-watch.ts): each run, and `noticeTargetEdits()`
+   * between runs, compare a projection that another program wrote with the
+   * source and suspend it when it differs (TARGET_EDITED). Default true;
+   * false only to measure what it costs (bench/apply.ts).
+   */
+  readonly watchTarget?: boolean;
 }
 
 /** Options for one `runOnce`. */

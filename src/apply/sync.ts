@@ -29,6 +29,10 @@ import type { BrokenDefinition } from './broken-definition.ts';
 import fs from 'node:fs';
 import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
 import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
+import { TargetWatch } from './target-watch.ts';
+import { checkEdited, checkPendingEdits, watchedProjections } from './target-edits.ts';
+import type { Suspension } from './applier.ts';
+import { ensureGuards } from './protect.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -97,6 +101,8 @@ export class Syncer {
   #storeSet: SetChange | undefined;
   /** The target file this syncer opened (checkTarget). */
   readonly #targetFile: FileIdentity | undefined;
+  /** What other programs commit to the target (SyncOptions.watchTarget). */
+  readonly #watch: TargetWatch | undefined;
 
   private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
@@ -111,6 +117,13 @@ export class Syncer {
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
     this.#targetFile = pathIdentity(session.targetPath);
     this.#compiledAt = schemaVersion(session.db);
+    // The projections watched are this syncer's at each look (a follower's --projection files may change them).
+    this.#watch =
+      options.watchTarget === false
+        ? undefined
+        : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, (snap) =>
+            watchedProjections(this.#projections.map((p) => p.name))(snap),
+          );
   }
 
   get projections(): readonly CompiledProjection[] {
@@ -265,6 +278,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
+    this.#settleEdits(reports);
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
     for (const r of this.#refused) {
       const { code, message } = r.error;
@@ -426,6 +440,8 @@ export class Syncer {
       schema: TARGET_SCHEMA,
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
+      afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
       // Counting events and snapshot rows costs queries: only when someone shows progress.
       ...(this.#options.onProgress === undefined
         ? {}
@@ -480,6 +496,7 @@ export class Syncer {
     for (;;) {
       this.checkTarget(); // a long catch-up stops between two batches too
       const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+      this.#watch?.between();
       ctx = base; // a reinit is the first step only
       if (out.kind === 'validate') {
         // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
@@ -577,6 +594,8 @@ export class Syncer {
       sourcePath: path.resolve(this.session.sourcePath),
       batchSize: Number.MAX_SAFE_INTEGER,
       range: { fromSeq, toSeq },
+      afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
     };
     return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
   }
@@ -619,7 +638,62 @@ export class Syncer {
     return { source: this.session.sourcePath, target: this.session.targetPath };
   }
 
+  /**
+   * For a follower while the source is idle: when another program has
+   * committed to the target, checks the projections it wrote and suspends
+   * those it changed (TARGET_EDITED). A report of every projection when it
+   * suspended one, else undefined. Never waits for the target's lock.
+   */
+  noticeTargetEdits(): SyncReport | undefined {
+    const w = this.#watch;
+    if (w === undefined || !w.between()) return undefined;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false });
+    if (found === undefined || found.size === 0) return undefined;
+    const reports = this.projections.map((p) => {
+      const s = found.get(p.name);
+      return s === undefined
+        ? this.#asStored(p.name)
+        : { name: p.name, state: 'suspended' as const, reason: s.reason, detail: s.detail, applied: 0, cursor: null, seq: 0 };
+    });
+    return { sourceSeq: this.#sourceHighWater(), projections: reports };
+  }
+
+  /**
+   * In a step, with the target's lock held: reads what other programs
+   * committed, and suspends `p` when it is one they changed (unless this step
+   * rebuilds it anyway: a reinit).
+   */
+  readonly #afterLock = (p: CompiledProjection, rebuilds: boolean): Suspension | undefined => {
+    const w = this.#watch;
+    if (w === undefined) return undefined;
+    w.locked();
+    if (!rebuilds) return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
+    w.settle(p.name);
+    return undefined;
+  };
+
+  /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
+  readonly #beforeCommit = (p: CompiledProjection): void => ensureGuards(this.session.db, TARGET_SCHEMA, p.name);
+
+  /**
+   * Projections another program changed that this run found after their own
+   * steps: checked now, their reports replaced. A busy target leaves them
+   * for the next run (or a follower's idle look).
+   */
+  #settleEdits(reports: ProjectionReport[]): void {
+    const w = this.#watch;
+    if (w === undefined) return;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false }) ?? new Map<string, Suspension>();
+    for (const [i, r] of reports.entries()) {
+      const s = found.get(r.name);
+      if (s === undefined) continue;
+      reports[i] = { name: r.name, state: 'suspended', reason: s.reason, detail: s.detail, applied: r.applied, cursor: null, seq: 0 };
+      this.#options.onProgress?.({ projection: r.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: r.applied });
+    }
+  }
+
   close(): void {
+    this.#watch?.close();
     this.session.close();
   }
 }

@@ -20,6 +20,7 @@ import { kindNamed, kindOf } from '../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
 import { missingMirrors } from './projection-set.ts';
+import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 
 export interface VerifyDiff {
   readonly key: readonly JsonValue[];
@@ -55,6 +56,10 @@ export interface ProjectionVerification {
    * the source.
    */
   readonly repair?: string;
+  /** This verify suspended it (TARGET_EDITED): it differs from its source (verify-record.ts). */
+  readonly suspended?: true;
+  /** This verify found it equal again and cleared its TARGET_EDITED. */
+  readonly cleared?: true;
 }
 
 export interface VerifyReport {
@@ -75,6 +80,13 @@ export interface VerifyOptions {
    * verify cheaper.
    */
   readonly onNote?: (note: string) => void;
+  /**
+   * Store what was found in the target (verify-record.ts): a projection that
+   * differs is suspended (TARGET_EDITED), one suspended so that is equal again
+   * is cleared, and an fts5 index is checked against its rows. Default true;
+   * false only compares, writing nothing.
+   */
+  readonly record?: boolean;
 }
 
 export interface VerifyProgress {
@@ -122,6 +134,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   // Read-only on both sides: verify writes nothing, re-arms nothing.
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
+  let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[] };
   try {
     registerHash(db);
     db.exec('BEGIN');
@@ -155,17 +168,27 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
       const onProgress = options.onProgress;
       let current = { projection: records[0]?.name ?? '', done: 0 };
       const progress = stepProgress(db, onProgress && ((step) => onProgress({ ...current, count: records.length, step })));
+      const compared = (r: ProjectionRecord) => (comparedWhileSuspended(r) ? { ...r, state: 'active' as const, lastError: null } : r);
       const out = records.map((r, i) => {
         current = { projection: r.name, done: i };
-        const v = verifyOne(db, r, view.hw, view.tables.get(r.sourceTable)?.table.tid, view.state.prunedThrough, paths, undefined, {
-          progress,
-          onNote: options.onNote,
-        });
+        const v = verifyOne(
+          db,
+          compared(r),
+          view.hw,
+          view.tables.get(r.sourceTable)?.table.tid,
+          view.state.prunedThrough,
+          paths,
+          undefined,
+          {
+            progress,
+            onNote: options.onNote,
+          },
+        );
         onProgress?.({ projection: r.name, done: i + 1, count: records.length });
         return v;
       });
       out.push(...missing);
-      return { ok: out.every((p) => p.ok), sourceSeq: view.hw, projections: out };
+      found = { sourceSeq: view.hw, records, out };
     } finally {
       // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
       // NOMEM): an unconditional ROLLBACK would then throw and hide that error.
@@ -174,6 +197,8 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   } finally {
     session.close();
   }
+  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out);
+  return { ok: projections.every((p) => p.ok), sourceSeq: found.sourceSeq, projections };
 }
 
 /**
@@ -185,6 +210,16 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
 export function matchesSourceAt(db: Db, rec: ProjectionRecord, hw: number, tid: number): boolean {
   registerHash(db);
   return verifyOne(db, { ...rec, state: 'active', lastError: null, seq: hw }, hw, tid, 0).ok;
+}
+
+/**
+ * Compares projection `rec` with the source at its own cursor in the
+ * caller's transaction (the source at `hw`), whatever its stored state: the
+ * check of a projection another program may have edited (target-edits.ts).
+ */
+export function compareAtCursor(db: Db, rec: ProjectionRecord, hw: number, tid: number, prunedThrough: number): ProjectionVerification {
+  registerHash(db);
+  return verifyOne(db, { ...rec, state: 'active', lastError: null }, hw, tid, prunedThrough);
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Syncer, SyncReport } from '../index.ts';
 import { reportJson } from './sync.ts';
 import { waitForChange } from './wait.ts';
+import { idleEditCheck } from './idle-edit-check.ts';
 import { stdout } from './closed-pipe.ts';
 import type { FollowTally } from './follow-summary.ts';
 import type { DefinitionFiles } from './definition-files.ts';
@@ -42,19 +43,23 @@ const ACK_INTERVAL_MS = 1000;
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
   const stop = new AbortController();
   const files = options.definitions;
-  const pass = async () => {
-    if (files?.changed() === true) {
-      try {
-        syncer.setDefinitions(await files.load());
-      } catch (err) {
-        options.onLoadError?.(err);
-      }
-    }
-    const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal });
+  const said = (report: SyncReport) => {
     options.human?.tally.passDone(report);
     options.onReport(report);
     if (options.json === true) stdout().write(`${JSON.stringify(reportJson(report))}\n`);
   };
+  const edits = idleEditCheck(syncer, said);
+  const pass = () =>
+    edits.during(async () => {
+      if (files?.changed() === true) {
+        try {
+          syncer.setDefinitions(await files.load());
+        } catch (err) {
+          options.onLoadError?.(err);
+        }
+      }
+      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal }));
+    });
   // SIGINT/SIGTERM also stop the pass in flight between two batches
   // (waitForChange's own handlers only keep another from starting).
   let received: string | undefined;
@@ -79,6 +84,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
         onIdle: () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
+          edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
           // A definition file changed while the source is idle: a pass now takes it in.
           return files?.changed() === true;
@@ -92,6 +98,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
       }
     }
   } finally {
+    edits.stop();
     clearInterval(timer);
     process.off('SIGINT', onInt);
     process.off('SIGTERM', onTerm);

@@ -31,6 +31,11 @@ export const enableOutput = z.object({
 export const disableOutput = z.object({ removed: z.array(z.string()) });
 export const bumpOutput = z.object({ generation: z.number().int() });
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
+export const protectOutput = z.object({
+  protected: z.boolean(),
+  tables: z.array(z.object({ projection: z.string(), table: z.string() })),
+  unguarded: z.array(z.object({ projection: z.string(), table: z.string(), why: z.string() })),
+});
 export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
 
 export const statusOutput = z.object({
@@ -95,6 +100,8 @@ export const verifyOutput = z.object({
       skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
       repair: z.string().optional(),
+      suspended: z.literal(true).optional(),
+      cleared: z.literal(true).optional(),
     }),
   ),
 });
@@ -251,7 +258,12 @@ export const alterOutput = z.object({
   /** With --target: each target's projections as explain classifies them over the source the DDL leaves (explainOutput, plus the target). */
   targets: z.array(explainOutput.extend({ target: z.string() })).optional(),
 });
-export const queryOutput = z.object({ columns: z.array(z.string()), rows: z.array(z.array(jsonValueSchema)), changes: z.number().int() });
+export const queryOutput = z.object({
+  columns: z.array(z.string()),
+  rows: z.array(z.array(jsonValueSchema)),
+  changes: z.number().int(),
+  warnings: z.array(z.object({ code: z.string(), projection: z.string(), table: z.string(), message: z.string() })).optional(),
+});
 export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 
 export const demoOutput = z.object({

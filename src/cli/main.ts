@@ -29,6 +29,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   health: async () => (await import('./health.ts')).registerHealth,
   drop: async () => (await import('./drop.ts')).registerDrop,
   reinit: async () => (await import('./reinit.ts')).registerReinit,
+  protect: async () => (await import('./protect.ts')).registerProtect,
   query: async () => (await import('./query.ts')).registerQuery,
   strip: async () => (await import('./strip.ts')).registerStrip,
   demo: async () => (await import('./demo.ts')).registerDemo,

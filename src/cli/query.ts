@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
+import { openDatabase, projectionWrites, runQuery, toJsonValue, type Db } from '../index.ts';
+import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -47,9 +48,17 @@ export function registerQuery(program: Command): void {
     .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
       const db = openForQuery(dbPath, sql);
       try {
+        // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
+        const warnings = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
+          code: 'WRITES_PROJECTION',
+          projection: w.projection,
+          table: w.table,
+          message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
+        }));
         const r = runQuery(db, sql, { maxRows: opts.maxRows });
+        for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
         const rows = r.rows.map((row) => row.map(toJsonValue));
-        emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes }, () => {
+        emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
           if (r.columns.length === 0) return `${r.changes} row(s) changed`;
           const lines = rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))).map((o) => JSON.stringify(o));
           return lines.length === 0 ? '(no rows)' : lines.join('\n');

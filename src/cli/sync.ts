@@ -191,6 +191,8 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
       };
       const start = `following ${source} into ${target}: ${syncer.projections.map((p) => p.name).join(', ')}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`;
       const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
+      // A projection that becomes suspended while following (a hand edit seen, a diverged row) is said once, with its repair.
+      const suspended = new Set<string>();
       await follow(syncer, {
         ...opts,
         ...human,
@@ -204,6 +206,14 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
         onReport: (r) => {
           metrics?.record(r);
           if (opts.json !== true && r.rearmed !== undefined) stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`);
+          for (const p of r.projections) {
+            if (p.state !== 'suspended') suspended.delete(p.name);
+            else if (!suspended.has(p.name)) {
+              suspended.add(p.name);
+              if (opts.json !== true)
+                stderr().write(`sluice: ${describeReport({ sourceSeq: r.sourceSeq, projections: [p] }, { source, target })}\n`);
+            }
+          }
         },
       });
       return;

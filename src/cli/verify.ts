@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { verify } from '../index.ts';
+import { repairAction, verify } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';
@@ -57,6 +57,17 @@ export function registerVerify(program: Command): void {
                     : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`) +
                   // The repair, as health prints it, unless the line already says it.
                   (p.repair === undefined || p.skipped?.includes(p.repair) === true ? '' : `\n   -> ${p.repair}`),
+            )
+            .concat(
+              r.projections.flatMap((p) =>
+                p.suspended === true
+                  ? [`${p.name}: suspended, as sluice health now says too: ${repairAction(p.name, 'TARGET_EDITED', source, target)}`]
+                  : p.cleared === true
+                    ? [
+                        `${p.name}: equal to its source again: its TARGET_EDITED suspension is cleared, and the next sync goes on from its cursor`,
+                      ]
+                    : [],
+              ),
             )
             .concat(r.projections.flatMap((p) => (p.caveats ?? []).map((c) => `${p.name}: note: ${c}`)))
             .join('\n') || 'no projections in this target',

@@ -4,6 +4,7 @@ import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError } from '../errors.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { ensureTargetMeta } from '../apply/target-meta.ts';
+import { allowProjectionWrites } from '../apply/protect.ts';
 import type { DroppedIndex } from '../apply/user-indexes.ts';
 import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
@@ -102,6 +103,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     db.pragma('temp_store = MEMORY');
     useCatchUpCaches(db, SCHEMA, { checkpoint: true });
     ensureTargetMeta(db, SCHEMA);
+    allowProjectionWrites(db); // a protected target's projections (apply/protect.ts)
     return await new Importer(db, options).run(stream);
   } finally {
     closeDatabase(db);

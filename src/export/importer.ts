@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { inTransaction } from '../sqlite/transaction.ts';
+import { ensureGuards } from '../apply/protect.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { Row } from '../feed/events.ts';
 import { decodedBatch } from '../feed/change-batch.ts';
@@ -238,6 +239,7 @@ export class Importer {
       await this.#flush(table, t);
       for (const install of t.installs) {
         const { droppedIndexes } = await install.finish(line.cursor, line.seq);
+        ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
       }
     }

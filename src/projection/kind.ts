@@ -60,6 +60,13 @@ export interface KindVerification<P> {
   target(schema: string, p: P): { readonly from: string; readonly keys: readonly string[]; readonly values: readonly string[] };
   /** The source side: SQL over a source row of the values hashed, in the same order. */
   sourceValues(p: P): readonly string[];
+  /**
+   * What the per-key hashes cannot see of its tables, checked by the kind
+   * itself in the caller's transaction (it may need to be a write
+   * transaction; nothing is written): true when they agree, false when not,
+   * undefined when nothing can tell. fts5: the index against its key table.
+   */
+  ownCheck?(db: Db, schema: string, p: P): boolean | undefined;
 }
 
 export interface ProjectionKind<K extends KindName> {

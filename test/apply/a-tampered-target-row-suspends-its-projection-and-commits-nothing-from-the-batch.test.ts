@@ -84,13 +84,15 @@ describe('a target row that differs from the before-image', () => {
       const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
       if (c.setup !== undefined) src.db.exec(c.setup);
       const target = path.join(tmp, 'target.db');
-      const s = await Syncer.open(src.file, target, { projections: scenarioProjections() });
+      // The before-image check itself: with the watch of hand edits off (a Syncer opened after the edit meets it so),
+      // which would otherwise see the edit in the target's log first (TARGET_EDITED: a-long-lived-syncer-...).
+      const s = await Syncer.open(src.file, target, { projections: scenarioProjections(), watchTarget: false });
       try {
         await s.runOnce();
         targetExec(target, c.tamper);
 
-        // verify sees it, by key, before any sync.
-        const v = await verify(src.file, target);
+        // verify sees it, by key, before any sync (comparing only: recording it is verify's own test's subject).
+        const v = await verify(src.file, target, { record: false });
         expect(v.ok).toBe(false);
         const pv = v.projections.find((p) => p.name === c.projection);
         expect(pv?.diffs).toEqual([{ key: c.key, kind: c.diff }]);
@@ -140,7 +142,10 @@ describe('a target row that differs from the before-image', () => {
     },
   );
 
-  test('the CLI: verify and sync exit 3, naming the projection, reason and key', ({ makeDb, tmp }) => {
+  test('the CLI: verify exits 3 naming the key and suspends the projection (TARGET_EDITED), and sync then exits 3 naming it', ({
+    makeDb,
+    tmp,
+  }) => {
     const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
     const target = path.join(tmp, 'target.db');
     expect(cli(['sync', src.file, target, '--json']).status).toBe(0);
@@ -158,25 +163,27 @@ describe('a target row that differs from the before-image', () => {
     writeRound(src.db);
     const r = cli(['sync', src.file, target, '--json']);
     expect(r.status).toBe(3);
-    const out = jsonOut<{ projections: { name: string; state: string; reason?: string; detail?: { table: string; key: unknown[] } }[] }>(r);
+    const out = jsonOut<{ projections: { name: string; state: string; reason?: string; detail?: { table: string; diffs: unknown[] } }[] }>(
+      r,
+    );
     expect(out.projections).toEqual([
       expect.objectContaining({
         name: 'items',
         state: 'suspended',
-        reason: 'TARGET_DIVERGED',
-        detail: expect.objectContaining({ table: 'items', key: [6] }),
+        reason: 'TARGET_EDITED',
+        detail: expect.objectContaining({ table: 'items', diffs: [{ key: [6], kind: 'different' }] }),
       }),
       expect.objectContaining({
         name: 'tags',
         state: 'suspended',
-        reason: 'TARGET_DIVERGED',
-        detail: expect.objectContaining({ table: 'tags', key: ['a', 1] }),
+        reason: 'TARGET_EDITED',
+        detail: expect.objectContaining({ table: 'tags', diffs: [{ key: ['a', 1], kind: 'missing' }] }),
       }),
     ]);
     // Human output says what to do.
     const human = cli(['sync', src.file, target]);
     expect(human.status).toBe(3);
-    expect(human.stdout).toMatch(/items: SUSPENDED TARGET_DIVERGED .*"key":\[6\]/);
+    expect(human.stdout).toMatch(/items: SUSPENDED TARGET_EDITED .*"key":\[6\].*sluice verify/);
   });
 });
 
@@ -192,7 +199,8 @@ test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVER
   enable(db, ['notes']);
   const target = path.join(tmp, 'target.db');
   const defs = [{ name: 'bare', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'none' as const }];
-  const s = await Syncer.open(file, target, { projections: defs });
+  // With the watch of hand edits off: FTS5's own refusal is the subject (the watch would see the edit first).
+  const s = await Syncer.open(file, target, { projections: defs, watchTarget: false });
   try {
     await s.runOnce();
     // Behind sluice's back: the index forgets 'a' (rowid 1 in the key table).

@@ -23,6 +23,7 @@ const COMMANDS = [
   'reinit',
   'query',
   'strip',
+  'protect',
   'demo',
 ] as const;
 

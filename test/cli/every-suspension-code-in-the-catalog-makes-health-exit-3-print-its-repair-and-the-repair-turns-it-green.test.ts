@@ -219,6 +219,19 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [findCause(w, /"key":\[2\]/), reinit(w)],
   },
+  // A row of the target edited by another program, found by verify (a running sync --follow finds it in the
+  // target's log: test/cli/a-hand-edit-of-a-projection-while-sync-follow-runs-...); undone, verify clears it.
+  TARGET_EDITED: {
+    cause: async (w) => {
+      write(w.tgt, "UPDATE items SET name = 'edited' WHERE id = 2");
+      await cli(['verify', w.src, w.tgt], 3);
+    },
+    repair: (w) => [
+      findCause(w, /"key":\[2\],"kind":"different"/),
+      { fix: 'undo the edit', apply: () => write(w.tgt, "UPDATE items SET name = 'b' WHERE id = 2") },
+      { run: ['verify', w.src, w.tgt] },
+    ],
+  },
   // A key the source inserts is already in the target (a write no delete was recorded for).
   UNCAPTURED_REPLACE: {
     cause: async (w) => {

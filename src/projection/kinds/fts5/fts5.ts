@@ -3,7 +3,7 @@ import { InvalidInputError } from '../../../errors.ts';
 import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
-import { allTablesOf, buildFts, createFtsTables, ftsNames, keyTableOf, renameFts } from './layout.ts';
+import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsNames, keyTableOf, renameFts } from './layout.ts';
 import { applyFtsNet } from './net.ts';
 import { applyFtsEvents } from './events.ts';
 
@@ -72,6 +72,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       return { from: n.content, keys: n.keys, values: p.definition.content === 'none' ? [] : n.cols };
     },
     sourceValues: (p) => (p.definition.content === 'none' ? [] : p.columns.map((c) => c.expr)),
+    ownCheck: ftsIndexMatches,
   },
 };
 

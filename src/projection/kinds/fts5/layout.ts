@@ -92,3 +92,29 @@ export function renameFts(db: Db, schema: string, p: CompiledFts5, from: string)
   renameTable(db, schema, from, p.targetTable);
   renameTable(db, schema, keyTableOf(from), keyTableOf(p.targetTable));
 }
+
+/**
+ * Whether an external-content index holds exactly the entries of its key
+ * table's values: FTS5's own 'integrity-check' with rank 1, which reads
+ * the content table (an entry planted in the index, or one left of a row
+ * of the key table that was changed, fails it). Run in the caller's write
+ * transaction, in a savepoint (it writes nothing). Undefined for a
+ * contentless index: it keeps no values to check entries against.
+ */
+export function ftsIndexMatches(db: Db, schema: string, p: CompiledFts5): boolean | undefined {
+  const n = ftsNames(schema, p);
+  if (!n.external) return undefined;
+  db.exec('SAVEPOINT sluice_fts_check');
+  try {
+    db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rank) VALUES ('integrity-check', 1)`);
+    return true;
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'SQLITE_CORRUPT_VTAB') return false;
+    throw err;
+  } finally {
+    if (db.inTransaction) {
+      db.exec('ROLLBACK TO sluice_fts_check');
+      db.exec('RELEASE sluice_fts_check');
+    }
+  }
+}

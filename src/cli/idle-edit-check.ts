@@ -1,0 +1,44 @@
+import type { Syncer, SyncReport } from '../index.ts';
+
+/** How often a follower whose source is idle looks for another program's edits of its target. */
+const IDLE_CHECK_MS = 250;
+
+/**
+ * A follower's look for hand edits of its target while no pass runs
+ * (Syncer.noticeTargetEdits): a projection another program changed is
+ * suspended (TARGET_EDITED) and reported like a pass. On a timer of its own,
+ * not in the wait's onIdle, which a reader of the source that keeps touching
+ * its files (every open as root changes the owner of its -wal) can keep
+ * from ever running. Passes go through `during`, so the check never runs in
+ * one; an error it meets is thrown by `rethrow` (from the follower's loop).
+ */
+export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void) {
+  let passing = false;
+  let failed: { err: unknown } | undefined;
+  const timer = setInterval(() => {
+    if (passing || failed !== undefined) return;
+    try {
+      const r = syncer.noticeTargetEdits();
+      if (r !== undefined) report(r);
+    } catch (err) {
+      failed = { err };
+    }
+  }, IDLE_CHECK_MS);
+  return {
+    async during<T>(pass: () => Promise<T>): Promise<T> {
+      this.rethrow();
+      passing = true;
+      try {
+        return await pass();
+      } finally {
+        passing = false;
+      }
+    },
+    rethrow(): void {
+      if (failed !== undefined) throw failed.err;
+    },
+    stop(): void {
+      clearInterval(timer);
+    },
+  };
+}
