@@ -128,8 +128,9 @@ export const REASONS = {
   TABLE_UNTRACKED: {
     kinds: ['rebuild', 'suspend', 'verify', 'error'],
     clears: true,
-    explain: 'The table is not captured on the source.',
-    repair: FIX_SOURCE,
+    explain: 'The table is not captured on the source (never captured, or its capture was taken off: sluice disable).',
+    repair:
+      'the source does not capture {table}: capture it again (sluice enable {source} {table} --mode images) and run sluice sync again, or remove the projection and its tables: sluice drop {target} {projection}',
   },
   TABLE_UNARMED: {
     kinds: ['rebuild', 'suspend', 'error'],
@@ -284,6 +285,13 @@ export const REASONS = {
     repair: null,
   },
   MODE_CHANGED: { kinds: ['unarmed'], clears: false, explain: 'enable re-armed a table in another capture mode.', repair: null },
+  TABLE_DISABLED: {
+    kinds: ['unarmed'],
+    clears: false,
+    explain:
+      "sluice disable SRC TABLE took capture off the table: its triggers, catalog row and journal rows were removed and the generation moved (the source's last_reason). Its readers find it untracked (TABLE_UNTRACKED) until it is enabled again, which arms it at a new generation, so they rebuild.",
+    repair: null,
+  },
   FORMAT_UNKNOWN: {
     kinds: ['unarmed'],
     clears: false,

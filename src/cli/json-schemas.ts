@@ -28,7 +28,13 @@ export const enableOutput = z.object({
   switchedToWal: z.boolean(),
 });
 
-export const disableOutput = z.object({ removed: z.array(z.string()) });
+export const disableOutput = z.object({
+  removed: z.array(z.string()),
+  /** With tables (`disable SRC TABLE...`): the tables taken out of capture, the generation after, and the journal rows deleted with them. */
+  tables: z.array(z.object({ table: z.string(), reason })).optional(),
+  generation: z.number().int().optional(),
+  purgedEvents: z.number().int().optional(),
+});
 export const bumpOutput = z.object({ generation: z.number().int() });
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
 export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });

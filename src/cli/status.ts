@@ -21,6 +21,7 @@ export function registerStatus(program: Command): void {
             return `capture is not enabled${s.problem !== undefined ? ` (${s.problem})` : ''}; run: ${enableHint(db, dbPath)}`;
           const lines = [
             `source ${s.sourceId}  generation ${s.generation}  seq ${s.seq}  pruned through ${s.prunedThrough}  retention ${s.retention}`,
+            ...(s.lastReason === null ? [] : [`  last change: ${s.lastReason}`]),
             ...s.tables.map(
               (t) =>
                 `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')}) last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
