@@ -341,6 +341,14 @@ export const REASONS = {
       'The target mirrors every captured table ("*"), and this captured table has no mirror yet (enabled after the last sync, or its first build failed): the next sync builds it.',
     repair: 'run sluice sync {source} {target}: it builds the mirror of every captured table that has none',
   },
+  CONSUMER_NOT_BUILT: {
+    kinds: ['health'],
+    clears: false,
+    explain:
+      'The source acknowledges a projection for this target (its _sluice_consumers row) that the target does not hold and the sync does not build: the target was deleted and made again (it held projections given with --projection), or the projection was removed without sluice drop. sync and health exit 3 naming it until it is built again or the source forgets it.',
+    repair:
+      'build {projection} again (sluice sync {source} {target} --projection FILE, FILE being its definition), or, if it is gone for good, forget it on the source: sluice forget {source} {projection}@{target}',
+  },
   APPLY_FAILED: {
     kinds: ['health'],
     clears: false,
@@ -546,6 +554,12 @@ export const REASONS = {
     clears: false,
     explain:
       "A running sync compiled the projection against columns its source table no longer has (sluice alter ran during the run); nothing was applied. The next run (a follower's next pass) compiles it again and goes on.",
+    repair: null,
+  },
+  CONSUMER_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'sluice forget: the source acknowledges no consumer of that name (sluice status lists them).',
     repair: null,
   },
   PROJECTION_NOT_FOUND: {

@@ -11,6 +11,7 @@ import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 import { reasonsOf } from '../reasons.ts';
 import { missingMirrors, mirrorAllSource } from './projection-set.ts';
+import { lostProjections } from './health-consumers.ts';
 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
 const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
@@ -114,6 +115,8 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
       throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
     projections.push(...pendingMirrors(target, records, sources, targetPath));
+    const readable = new Map([...sources].flatMap(([file, s]) => (s.db === undefined ? [] : [[file, s.db] as const])));
+    projections.push(...lostProjections(target, targetPath, readable, new Set(projections.map((p) => p.name))));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();

@@ -36,6 +36,13 @@ export const disableOutput = z.object({
   purgedEvents: z.number().int().optional(),
 });
 export const bumpOutput = z.object({ generation: z.number().int() });
+/** The acknowledgement row `forget` removed: its name, the seq it had acknowledged, and a sync consumer's projection and target (null for another consumer). */
+export const forgetOutput = z.object({
+  consumer: z.string(),
+  seq: z.number().int(),
+  projection: z.string().nullable(),
+  target: z.string().nullable(),
+});
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
 export const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
 
@@ -60,7 +67,20 @@ export const statusOutput = z.object({
       detail: z.string().optional(),
     }),
   ),
-  consumers: z.array(z.object({ name: z.string(), seq: z.number().int(), lag: z.number().int(), updatedMs: z.number().int() })),
+  consumers: z.array(
+    z.object({
+      name: z.string(),
+      seq: z.number().int(),
+      lag: z.number().int(),
+      updatedMs: z.number().int(),
+      projection: z.string().nullable(),
+      kind: z.string().nullable(),
+      target: z.string().nullable(),
+      targetState: z.enum(['present', 'gone', 'lost', 'dropped', 'unknown']).nullable(),
+      /** For a consumer whose projection is gone or lost: the commands that clear it (forget, or build it again). */
+      fix: z.string().optional(),
+    }),
+  ),
 });
 
 export const syncOutput = z.object({
@@ -84,6 +104,23 @@ export const syncOutput = z.object({
   ),
   rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
   unmirrored: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys', 'counter']), why: z.string() })).optional(),
+  /** Projections the source acknowledges for this target that it does not hold and this run does not build (CONSUMER_NOT_BUILT: exit 3). */
+  lost: z
+    .array(
+      z.object({
+        consumer: z.string(),
+        projection: z.string(),
+        kind: z.string().nullable(),
+        seq: z.number().int(),
+        updatedMs: z.number().int(),
+        why: z.enum(['replaced', 'removed']),
+        code: z.literal('CONSUMER_NOT_BUILT'),
+        message: z.string(),
+      }),
+    )
+    .optional(),
+  /** Acknowledgements this run forgot on the source: of projections sluice drop removed from the target. */
+  forgotten: z.array(z.string()).optional(),
 });
 
 export const verifyOutput = z.object({

@@ -20,6 +20,7 @@ import { registerHealth } from './health.ts';
 import { registerExplain } from './explain.ts';
 import { registerDrop } from './drop.ts';
 import { registerReinit } from './reinit.ts';
+import { registerForget } from './forget.ts';
 
 export function buildProgram(): Command {
   const program = new Command('sluice')
@@ -45,6 +46,7 @@ export function buildProgram(): Command {
     registerHealth,
     registerDrop,
     registerReinit,
+    registerForget,
     registerQuery,
     registerStrip,
     registerDemo,

@@ -193,6 +193,17 @@ describe('commands that write to the source', () => {
     expect(fileState(src).journalMode).toBe('delete');
   });
 
+  test("forget deletes the one consumer's acknowledgement row, nothing else, and keeps the journal mode", async () => {
+    // (The golden target acknowledged under the golden path, which the copy keeps.)
+    const { src } = copy();
+    const before = contents(src);
+    await ok(['forget', src, `issues@${fs.realpathSync(path.join(golden, 'cache.db'))}`]);
+    const after = contents(src);
+    expect(changedBetween(before, after)).toEqual({ schema: [], rows: ['_sluice_consumers'] });
+    expect(after.rows._sluice_consumers?.length).toBe((before.rows._sluice_consumers?.length ?? 0) - 1);
+    expect(fileState(src).journalMode).toBe('delete');
+  });
+
   test("query of a write changes the user's table and what its capture records, nothing else, and keeps the journal mode", async () => {
     const { src } = copy();
     const before = contents(src);
