@@ -107,7 +107,8 @@ export { dropProjection } from './apply/drop.ts';
 export type { LostProjection } from './apply/consumers.ts';
 export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
 export type { DropResult } from './apply/drop.ts';
-export type { FailureHealth, FedLag, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FedBy } from './apply/fed-by.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,
@@ -137,7 +138,7 @@ export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts
 export { Publisher } from './broker/publish.ts';
 export type { PublishOptions, PublishPass, PublishedSnapshotReport } from './broker/publish.ts';
 export { subscribe } from './broker/subscribe.ts';
-export { openStreamLag, readStreamLags } from './broker/stream-lag.ts';
+export { openStreamLag, readRecordedStreamLags, readStreamLags } from './broker/stream-lag.ts';
 export type { StreamLag, StreamLagReader } from './broker/stream-lag.ts';
 export type { SubscribeOptions, SubscribeReport, SubscribeStart, SubscribedBatch } from './broker/subscribe.ts';
 export { encodeToken, subjectsOf, defaultStreamName, batchMsgId } from './broker/subjects.ts';

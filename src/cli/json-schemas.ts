@@ -207,6 +207,17 @@ export const healthOutput = z.object({
       needsAction: z.boolean(),
       action: z.string().optional(),
       problems: z.array(z.string()),
+      /** How it is fed (absent on a pending or lost entry; null when a target made before it was recorded does not say). */
+      fedBy: z
+        .discriminatedUnion('via', [
+          z.object({ via: z.literal('sync'), source: z.string() }),
+          z.object({ via: z.literal('subscribe'), url: z.string(), stream: z.string(), sourceId: z.string() }),
+          z.object({ via: z.literal('import'), file: z.string(), ms: z.number().int() }),
+        ])
+        .nullable()
+        .optional(),
+      /** Something true that needs no action: an imported projection's lag is not tracked. */
+      note: z.string().optional(),
     }),
   ),
 });
