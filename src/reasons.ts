@@ -700,6 +700,13 @@ export const REASONS = {
       "A custom projection's handler ran a statement that would write the source database (a raw SQL statement naming a table without the target's schema, or a TEMP trigger or view that writes it): the statement was refused before it ran, and its batch was rolled back.",
     repair: null,
   },
+  CUSTOM_TRANSACTION_CONTROL: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A custom projection's handler ran a transaction control statement (BEGIN, COMMIT or END, ROLLBACK, SAVEPOINT, RELEASE): it runs inside sluice's transaction for its batch, which commits its rows and cursor together, so the statement was refused before it ran, and its batch was rolled back.",
+    repair: null,
+  },
   CUSTOM_HANDLER_LATE_WRITE: {
     kinds: ['error'],
     clears: false,

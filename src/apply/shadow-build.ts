@@ -75,8 +75,19 @@ export interface BuildState {
   readonly cursor?: string;
 }
 
-/** Rows copied per transaction, and events caught up per transaction. */
-export const BUILD_CHUNK = 20_000;
+/**
+ * Rows copied per transaction, and events caught up per transaction.
+ * SLUICE_BUILD_CHUNK in the environment sets another size for the process
+ * (like SLUICE_CRASH_AT, a hook for the tests: they cross chunk boundaries
+ * with a few thousand rows, not tens of thousands). Unset in normal use.
+ */
+export const BUILD_CHUNK = buildChunk(process.env.SLUICE_BUILD_CHUNK);
+
+function buildChunk(env: string | undefined): number {
+  if (env === undefined) return 20_000;
+  if (!/^[1-9][0-9]{0,8}$/.test(env)) throw new Error(`SLUICE_BUILD_CHUNK=${env}: not a whole number of rows from 1 to 999999999`);
+  return Number(env);
+}
 
 export function readBuild(rec: ProjectionRecord | undefined): BuildState | undefined {
   return rec?.build == null ? undefined : (JSON.parse(rec.build) as BuildState);

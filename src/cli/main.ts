@@ -1,66 +1,59 @@
 import { Command, CommanderError } from 'commander';
 import { reportError } from './output.ts';
-import { registerEnable } from './enable.ts';
-import { registerDisable } from './disable.ts';
-import { registerBump } from './bump.ts';
-import { registerAlter } from './alter.ts';
-import { registerStatus } from './status.ts';
-import { registerDemo } from './demo.ts';
-import { registerChanges } from './changes.ts';
-import { registerPrune } from './prune.ts';
-import { registerSync } from './sync.ts';
-import { registerVerify } from './verify.ts';
-import { registerExport } from './export.ts';
-import { registerImport } from './import.ts';
-import { registerPublish } from './publish.ts';
-import { registerSubscribe } from './subscribe.ts';
-import { registerQuery } from './query.ts';
-import { registerStrip } from './strip.ts';
-import { registerHealth } from './health.ts';
-import { registerExplain } from './explain.ts';
-import { registerDrop } from './drop.ts';
-import { registerReinit } from './reinit.ts';
-import { registerForget } from './forget.ts';
 
-export function buildProgram(): Command {
+type Register = (program: Command) => void;
+
+/*
+ * Each command's module, in the order `--help` lists them, loaded only when
+ * needed: a run loads the command it runs (and what that imports), not the
+ * others' (prom-client for --metrics, the progress bar, the demo's steps...),
+ * which is a good part of the start-up every command pays. `--help`, `help`,
+ * no command or an unknown one loads them all (the help lists each, and
+ * commander suggests the nearest name).
+ */
+const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  enable: async () => (await import('./enable.ts')).registerEnable,
+  disable: async () => (await import('./disable.ts')).registerDisable,
+  bump: async () => (await import('./bump.ts')).registerBump,
+  alter: async () => (await import('./alter.ts')).registerAlter,
+  status: async () => (await import('./status.ts')).registerStatus,
+  changes: async () => (await import('./changes.ts')).registerChanges,
+  prune: async () => (await import('./prune.ts')).registerPrune,
+  sync: async () => (await import('./sync.ts')).registerSync,
+  verify: async () => (await import('./verify.ts')).registerVerify,
+  explain: async () => (await import('./explain.ts')).registerExplain,
+  export: async () => (await import('./export.ts')).registerExport,
+  import: async () => (await import('./import.ts')).registerImport,
+  publish: async () => (await import('./publish.ts')).registerPublish,
+  subscribe: async () => (await import('./subscribe.ts')).registerSubscribe,
+  health: async () => (await import('./health.ts')).registerHealth,
+  drop: async () => (await import('./drop.ts')).registerDrop,
+  reinit: async () => (await import('./reinit.ts')).registerReinit,
+  forget: async () => (await import('./forget.ts')).registerForget,
+  query: async () => (await import('./query.ts')).registerQuery,
+  strip: async () => (await import('./strip.ts')).registerStrip,
+  demo: async () => (await import('./demo.ts')).registerDemo,
+};
+
+/** The program with the command named `only` (argv's first word) if there is one by that name, else with every command. */
+export async function buildProgram(only?: string): Promise<Command> {
   const program = new Command('sluice')
     .description('Change-data-capture and projections for SQLite.')
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride();
-  for (const register of [
-    registerEnable,
-    registerDisable,
-    registerBump,
-    registerAlter,
-    registerStatus,
-    registerChanges,
-    registerPrune,
-    registerSync,
-    registerVerify,
-    registerExplain,
-    registerExport,
-    registerImport,
-    registerPublish,
-    registerSubscribe,
-    registerHealth,
-    registerDrop,
-    registerReinit,
-    registerForget,
-    registerQuery,
-    registerStrip,
-    registerDemo,
-  ])
-    register(program);
+  const names = only !== undefined && Object.hasOwn(COMMANDS, only) ? [only] : Object.keys(COMMANDS);
+  const registers = await Promise.all(names.map((n) => (COMMANDS[n] as () => Promise<Register>)()));
+  for (const register of registers) register(program);
   for (const c of program.commands) c.exitOverride();
   return program;
 }
 
 /** Runs the CLI and returns the exit code: 0 ok, 1 error, 2 usage, 3 needs action. */
 export async function main(argv: readonly string[]): Promise<number> {
-  const program = buildProgram();
   const json = argv.includes('--json');
   try {
+    const program = await buildProgram(argv[2]);
     await program.parseAsync([...argv]);
     return 0;
   } catch (err) {

@@ -1,6 +1,8 @@
 import http from 'node:http';
+import { createRequire } from 'node:module';
 import { InvalidArgumentError } from 'commander';
-import { Counter, Gauge, Registry } from 'prom-client';
+import type * as Prom from 'prom-client';
+import type { Counter, Gauge, Registry } from 'prom-client';
 import { health, SluiceError, type ProjectionHealth } from '../index.ts';
 
 /*
@@ -45,8 +47,15 @@ export interface Scrapable {
   scrape(): Promise<string>;
 }
 
+/**
+ * prom-client, loaded when the first metrics are made (--metrics): about
+ * 60 ms of start-up that every other run of sync would pay for nothing. It
+ * is CommonJS, so it is required synchronously.
+ */
+export const promClient = (): typeof Prom => createRequire(import.meta.url)('prom-client') as typeof Prom;
+
 export class SluiceMetrics {
-  readonly registry = new Registry();
+  readonly registry: Registry;
   readonly #applied: Counter<'projection'>;
   readonly #batches: Counter<'projection'>;
   readonly #failures: Counter<'projection' | 'reason'>;
@@ -59,39 +68,41 @@ export class SluiceMetrics {
 
   constructor(lagSource: LagSource) {
     this.#lagSource = lagSource;
+    const prom = promClient();
+    this.registry = new prom.Registry();
     const registers = [this.registry];
     const labelNames = ['projection'] as const;
-    this.#applied = new Counter({
+    this.#applied = new prom.Counter({
       name: METRIC_NAMES.eventsApplied,
       help: 'Events applied to the projection by this process.',
       labelNames,
       registers,
     });
-    this.#batches = new Counter({
+    this.#batches = new prom.Counter({
       name: METRIC_NAMES.batches,
       help: 'Target transactions committed for the projection by this process (a snapshot or a batch of events).',
       labelNames,
       registers,
     });
-    this.#failures = new Counter({
+    this.#failures = new prom.Counter({
       name: METRIC_NAMES.failures,
       help: 'Failed sync attempts of the projection (nothing of the batch committed), and suspensions when they start, by reason code (docs/reasons.md).',
       labelNames: ['projection', 'reason'],
       registers,
     });
-    this.#lagEvents = new Gauge({
+    this.#lagEvents = new prom.Gauge({
       name: METRIC_NAMES.lagEvents,
       help: "Events of the projection's source table after its seq, as sluice health reports it (read at scrape time).",
       labelNames,
       registers,
     });
-    this.#lagMs = new Gauge({
+    this.#lagMs = new prom.Gauge({
       name: METRIC_NAMES.lagMs,
       help: 'How long the oldest unapplied event has waited, in ms, as sluice health reports it (read at scrape time; 0 when caught up).',
       labelNames,
       registers,
     });
-    this.#lastCommit = new Gauge({
+    this.#lastCommit = new prom.Gauge({
       name: METRIC_NAMES.lastCommit,
       help: 'When this process last committed a target transaction for the projection (unix seconds).',
       labelNames,

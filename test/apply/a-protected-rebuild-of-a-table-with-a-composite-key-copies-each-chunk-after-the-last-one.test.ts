@@ -1,3 +1,4 @@
+import { SMALL_BUILD_CHUNK } from './support/small-build-chunk.ts';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { Syncer, sync } from '../../src/apply/sync.ts';
@@ -62,6 +63,7 @@ describe('a protected rebuild over a composite key', () => {
   test.for(Object.keys(KINDS))(
     '%s: every chunk starts after the last one, and the result is a fresh sync',
     async (kind, { makeDb, tmp }) => {
+      expect(BUILD_CHUNK, 'small-build-chunk.ts is imported before src/').toBe(SMALL_BUILD_CHUNK);
       const k = KINDS[kind] as (typeof KINDS)[string];
       const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
       const target = `${tmp}/cache.db`;

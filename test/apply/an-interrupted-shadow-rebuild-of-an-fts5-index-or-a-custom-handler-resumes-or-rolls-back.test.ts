@@ -1,3 +1,4 @@
+import { SMALL_BUILD_CHUNK } from './support/small-build-chunk.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
@@ -115,6 +116,7 @@ function seen(kind: Kind, target: string): { version: string; rows: number; buil
 type MakeDb = (name?: string, schema?: string) => { db: import('../../src/sqlite/connection.ts').Db; file: string };
 
 async function interruptedRebuild(kind: Kind, makeDb: MakeDb, tmp: string): Promise<void> {
+  expect(BUILD_CHUNK, 'small-build-chunk.ts is imported before src/').toBe(SMALL_BUILD_CHUNK);
   const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
   const target = path.join(tmp, 'cache.db');
   const sync = (v: string, env: Record<string, string> = {}) =>

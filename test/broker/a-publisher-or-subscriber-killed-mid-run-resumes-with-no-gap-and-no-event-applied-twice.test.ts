@@ -98,7 +98,7 @@ describe('killed mid-run', () => {
       prev = to;
     }
     expect(prev).toBe(EVENTS);
-  }, 180_000);
+  }, 120_000);
 
   test('a subscriber killed three times and run again applies every event once and equals the source', async () => {
     const url = nats.server().url;
@@ -118,7 +118,7 @@ describe('killed mid-run', () => {
     expect(targetSeq(tgt)).toBe(EVENTS);
     expect(scalar(tgt, "SELECT applied_events FROM main._sluice_projections WHERE name = 'comments'")).toBe(BigInt(EVENTS));
     expect(dumpTables(tgt)).toEqual(dumpTables(src, ['comments']));
-  }, 180_000);
+  }, 120_000);
 
   test('a batch the stream holds twice (a copy past the dedup window) is applied once: the copy is skipped by the cursor', async () => {
     const url = nats.server().url;

@@ -108,7 +108,7 @@ describe('DDL by another program', () => {
       }
       // Fail-closed: each one that reads the dropped column is named, with a repair that passes definitions that fit.
       expect(flagged.sort()).toEqual([...NAMES].sort());
-      for (const p of health.projections) expect(p.action, p.name).toContain(`sluice sync ${src} ${tgt} --projection`);
+      for (const p of health.projections) expect(p.action, p.name).toContain(`pass it with --projection to sluice sync ${src} ${tgt}`);
       const fitting = path.join(tmp, 'fitting.json');
       fs.writeFileSync(fitting, JSON.stringify(readersOf(s.column)));
       const repaired = await runCliAsync(['sync', src, tgt, '--projection', fitting, '--json']);

@@ -134,6 +134,8 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
     }
   });
 
+  // tsc checks every .d.ts the script reaches (sluice's, and Node's, zod's and kysely's through them): ~10 s of one
+  // core alone, several times that beside other work (the timeout at the end). All of it is the point.
   test('tsc resolves sluice through its exports map to its .d.ts and type-checks the script, and the types are not any', async () => {
     // Probes that fail to compile only if sluice's types (and better-sqlite3's, which they name) arrive.
     fs.writeFileSync(
@@ -179,7 +181,7 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
         .join('\n'),
     ).toBe(0);
     expect(r.stdout).toMatch(/Module name 'sluice' was successfully resolved to '[^']*node_modules\/sluice\/dist\/src\/index\.d\.ts'/);
-  });
+  }, 120_000);
 
   test('the packaged CLI runs its demo (projections/, fixtures/ and a .ts custom handler through tsx) from the package alone', async () => {
     const r = await run(

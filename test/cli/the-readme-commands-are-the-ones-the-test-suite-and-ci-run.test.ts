@@ -57,6 +57,8 @@ describe('the README, the test script and CI agree', () => {
     expect(steps.indexOf('npm run demo')).toBeGreaterThan(t);
   });
 
+  // npx reads the whole installed tree (and links this package into its cache the first time), as for a user:
+  // seconds of npm's own work alone, several times that beside other work (the timeout at the end).
   test('`npx sluice` resolves to this CLI', async () => {
     const r = await new Promise<{ status: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
@@ -70,5 +72,5 @@ describe('the README, the test script and CI agree', () => {
     const direct = await runCliAsync(['--version']);
     expect(r.stdout.trim()).toBe(direct.stdout.trim());
     expect(r.stdout.trim()).toBe((JSON.parse(read('package.json')) as { version: string }).version);
-  });
+  }, 120_000);
 });

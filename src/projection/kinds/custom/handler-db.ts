@@ -3,6 +3,7 @@ import type { CompiledQuery, DatabaseConnection, Driver, Kysely, KyselyPlugin, Q
 import type { Db } from '../../../sqlite/connection.ts';
 import { connectionState, slot } from '../../../sqlite/connection-state.ts';
 import { refuseSourceWrite } from './source-guard.ts';
+import { refuseTransactionControl } from './transaction-guard.ts';
 
 /*
  * The Kysely instance a handler gets as ctx.db, over the connection that
@@ -158,6 +159,7 @@ function handlerConnection(db: Db, s: HandlerDbState): DatabaseConnection {
   const admit = (q: CompiledQuery): Call | undefined => {
     const call = owners.get(q.queryId) ?? s.current ?? s.last;
     if (call?.open === true) {
+      refuseTransactionControl(q.sql, call.page.projection);
       if (call.page.guardSource) refuseSourceWrite(db, q.sql, q.parameters, call.page.projection);
       return call;
     }
