@@ -29,7 +29,8 @@ export { openSource } from './capture/open-source.ts';
 export { enable } from './capture/enable.ts';
 export { enableCommand, enableHint } from './capture/enable-hint.ts';
 export type { EnableOptions, EnableResult, RearmedTable } from './capture/enable.ts';
-export { disable } from './capture/disable.ts';
+export { disable, disableTables } from './capture/disable.ts';
+export type { DisableResult, DisabledTable } from './capture/disable.ts';
 export { bump } from './capture/bump.ts';
 export { alter } from './capture/alter.ts';
 export type { AlterOptions, AlterResult, AlteredTable } from './capture/alter.ts';
@@ -61,7 +62,10 @@ export { changedSince } from './feed/changed-since.ts';
 export type { ChangedSince } from './feed/changed-since.ts';
 export { updatesSince, updatesPage } from './feed/updates-since.ts';
 export type { RowChange, UpdatesSinceOptions, UpdatesPage } from './feed/updates-since.ts';
-export { acknowledge, forgetConsumer } from './feed/acknowledge.ts';
+export { acknowledge, forget, forgetConsumer } from './feed/acknowledge.ts';
+export type { AcknowledgedFor } from './feed/acknowledge.ts';
+export { readConsumers, parseConsumerName, consumerTargets } from './capture/consumers.ts';
+export type { ConsumerRow, TargetState } from './capture/consumers.ts';
 export { eventLineSchema, cursorLineSchema, eventToLine } from './feed/jsonl.ts';
 export type { EventLine } from './feed/jsonl.ts';
 
@@ -104,9 +108,11 @@ export { readProjections, repairAction, shellWord } from './apply/target-meta.ts
 export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
 export { health } from './apply/health.ts';
 export { dropProjection } from './apply/drop.ts';
+export type { LostProjection } from './apply/consumers.ts';
 export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
 export type { DropResult } from './apply/drop.ts';
-export type { FailureHealth, FedLag, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
+export type { FedBy } from './apply/fed-by.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,
@@ -136,7 +142,7 @@ export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts
 export { Publisher } from './broker/publish.ts';
 export type { PublishOptions, PublishPass, PublishedSnapshotReport } from './broker/publish.ts';
 export { subscribe } from './broker/subscribe.ts';
-export { openStreamLag, readStreamLags } from './broker/stream-lag.ts';
+export { openStreamLag, readRecordedStreamLags, readStreamLags } from './broker/stream-lag.ts';
 export type { StreamLag, StreamLagReader } from './broker/stream-lag.ts';
 export type { SubscribeOptions, SubscribeReport, SubscribeStart, SubscribedBatch } from './broker/subscribe.ts';
 export { encodeToken, subjectsOf, defaultStreamName, batchMsgId } from './broker/subjects.ts';

@@ -129,8 +129,9 @@ export const REASONS = {
   TABLE_UNTRACKED: {
     kinds: ['rebuild', 'suspend', 'verify', 'error'],
     clears: true,
-    explain: 'The table is not captured on the source.',
-    repair: FIX_SOURCE,
+    explain: 'The table is not captured on the source (never captured, or its capture was taken off: sluice disable).',
+    repair:
+      'the source does not capture {table}: capture it again (sluice enable {source} {table} --mode images) and run sluice sync again, or remove the projection and its tables: sluice drop {target} {projection}',
   },
   TABLE_UNARMED: {
     kinds: ['rebuild', 'suspend', 'error'],
@@ -300,6 +301,13 @@ export const REASONS = {
     repair: null,
   },
   MODE_CHANGED: { kinds: ['unarmed'], clears: false, explain: 'enable re-armed a table in another capture mode.', repair: null },
+  TABLE_DISABLED: {
+    kinds: ['unarmed'],
+    clears: false,
+    explain:
+      "sluice disable SRC TABLE took capture off the table: its triggers, catalog row and journal rows were removed and the generation moved (the source's last_reason). Its readers find it untracked (TABLE_UNTRACKED) until it is enabled again, which arms it at a new generation, so they rebuild.",
+    repair: null,
+  },
   FORMAT_UNKNOWN: {
     kinds: ['unarmed'],
     clears: false,
@@ -348,6 +356,14 @@ export const REASONS = {
     explain:
       'The target mirrors every captured table ("*"), and this captured table has no mirror yet (enabled after the last sync, or its first build failed): the next sync builds it.',
     repair: 'run sluice sync {source} {target}: it builds the mirror of every captured table that has none',
+  },
+  CONSUMER_NOT_BUILT: {
+    kinds: ['health'],
+    clears: false,
+    explain:
+      'The source acknowledges a projection for this target (its _sluice_consumers row) that the target does not hold and the sync does not build: the target was deleted and made again (it held projections given with --projection), or the projection was removed without sluice drop. sync and health exit 3 naming it until it is built again or the source forgets it.',
+    repair:
+      'build {projection} again (sluice sync {source} {target} --projection FILE, FILE being its definition), or, if it is gone for good, forget it on the source: sluice forget {source} {projection}@{target}',
   },
   APPLY_FAILED: {
     kinds: ['health'],
@@ -560,6 +576,12 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain: 'The file is not a sluice target (it has no _sluice_projections table): there is nothing of sluice in it to act on.',
+    repair: null,
+  },
+  CONSUMER_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'sluice forget: the source acknowledges no consumer of that name (sluice status lists them).',
     repair: null,
   },
   PROJECTION_NOT_FOUND: {

@@ -7,6 +7,7 @@ import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
 import { ownedBy } from './applier.ts';
 import { buildTables, readBuild } from './shadow-build.ts';
 import { excludeFromMirrorAll } from './projection-set.ts';
+import { recordDrop } from './dropped.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 
@@ -24,6 +25,9 @@ export interface DropResult {
  * `sync --follow` of the projection first: one still running with its
  * definition would build it again. A mirror that "*" made (projection-set.ts)
  * is left out of "*" from then on (`sync --projection '*'` takes it back).
+ * The drop is recorded in the target (dropped.ts): drop opens the target
+ * only, and the next sync of it forgets the projection's acknowledgement on
+ * the source instead of reporting it lost (CONSUMER_NOT_BUILT).
  *
  * @example
  * dropProjection('cache.db', 'issues_fts'); // { projection: 'issues_fts', dropped: ['issues_fts', 'issues_fts_src'] }
@@ -54,6 +58,8 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
         // A mirror "*" made: "*" leaves its table out from now on, or the next sync would make it again.
         excludeFromMirrorAll(db, 'main', records, rec);
+        // The source still acknowledges it: the next sync of this target forgets that, instead of reporting it lost.
+        recordDrop(db, 'main', rec);
         return { projection: name, dropped };
       })
       .immediate();

@@ -11,6 +11,8 @@ import { targetTableProblems } from './health-target.ts';
 import { damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 import { reasonsOf } from '../reasons.ts';
 import { missingMirrors, mirrorAllSource } from './projection-set.ts';
+import { lostProjections } from './health-consumers.ts';
+import type { FedBy } from './fed-by.ts';
 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
 const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
@@ -63,7 +65,19 @@ export interface ProjectionHealth {
   readonly action?: string;
   /** Every problem found, each with what to do about it (the first is `action`). */
   readonly problems: readonly string[];
+  /**
+   * How it is fed: by sync (its source), subscribe (the broker URL, stream
+   * and source id it reads) or import (the file it last imported, when);
+   * null when not known (a projection with no source path made before
+   * that was recorded). Absent on a pending or lost entry.
+   */
+  readonly fedBy?: HealthFedBy | null;
+  /** Something true that needs no action (an imported projection's lag is not tracked). */
+  readonly note?: string;
 }
+
+/** ProjectionHealth.fedBy: FedBy (fed-by.ts), or sync's source. */
+export type HealthFedBy = FedBy | { readonly via: 'sync'; readonly source: string };
 
 export interface HealthReport {
   readonly ok: boolean;
@@ -114,6 +128,8 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
       throw damagedTarget(targetPath);
     const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
     projections.push(...pendingMirrors(target, records, sources, targetPath));
+    const readable = new Map([...sources].flatMap(([file, s]) => (s.db === undefined ? [] : [[file, s.db] as const])));
+    projections.push(...lostProjections(target, targetPath, readable, new Set(projections.map((p) => p.name))));
     return { ok: projections.every((p) => !p.needsAction), projections };
   } finally {
     target.close();
@@ -245,12 +261,29 @@ function lag(
   return { lagEvents, lagMs: oldest === undefined ? 0 : since(oldest) };
 }
 
-/** A projection with no source to read: its lag as the caller read it from the stream, else a problem (never ok). */
-function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: string): SourceFacts {
+/**
+ * A projection with no source to read. Imported: its lag is not tracked
+ * (a note, no problem). Otherwise its lag as the caller read it from the
+ * stream, else a problem (never ok).
+ */
+function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: string): SourceFacts & { note?: string } {
   const unknown = (why: string): SourceFacts => ({ sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [why] });
+  if (r.fedBy?.via === 'import')
+    return {
+      sourceSeq: null,
+      lagEvents: null,
+      lagMs: null,
+      rebuild: null,
+      problems: [],
+      note: `the lag of an import is not tracked (last imported from ${r.fedBy.file} at ${new Date(r.fedBy.ms).toISOString()}): import the next export file to bring it up to date`,
+    };
+  if (fed === undefined && r.fedBy?.via === 'subscribe')
+    return unknown(
+      `the lag of ${r.name} was not read from stream ${r.fedBy.stream} at ${r.fedBy.url}, where sluice subscribe reads it: read it there (sluice health ${shellWord(targetPath)}), or pass the broker's URL: sluice health ${shellWord(targetPath)} --nats URL`,
+    );
   if (fed === undefined)
     return unknown(
-      `the lag of ${r.name} cannot be known from the target: it has no source path to read (it is fed by sluice subscribe or import); for a subscribed target, read it from the stream: sluice health ${targetPath} --nats URL`,
+      `the lag of ${r.name} cannot be known from the target: it has no source path to read, and the target does not record what feeds it (made before that was recorded); for a subscribed target, read it from the stream: sluice health ${shellWord(targetPath)} --nats URL; for an imported one, import a file again (sluice import ${shellWord(targetPath)} FILE: a file already applied changes no row), and the target records it`,
     );
   if ('unknown' in fed) return unknown(fed.unknown);
   return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
@@ -284,7 +317,7 @@ function one(
       `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`,
     );
   }
-  let facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
   else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath);
   else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
@@ -317,5 +350,7 @@ function one(
     needsAction: problems.length > 0,
     ...(problems.length === 0 ? {} : { action: problems[0] }),
     problems,
+    fedBy: r.sourcePath !== null ? { via: 'sync', source: r.sourcePath } : r.fedBy,
+    ...(facts.note === undefined ? {} : { note: facts.note }),
   };
 }

@@ -2,6 +2,7 @@ import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { RearmReport } from '../capture/rearm.ts';
 import type { DroppedIndex } from './user-indexes.ts';
 import type { Unmirrored } from './projection-set.ts';
+import type { LostProjection } from './consumers.ts';
 
 /* What a Syncer takes and reports (sync.ts). */
 
@@ -154,4 +155,14 @@ export interface SyncReport {
   readonly rearmed?: RearmReport;
   /** When "*" runs: the captured tables it does not mirror, and why (a table captured in keys or counter mode, or one whose table a definition writes). */
   readonly unmirrored?: readonly Unmirrored[];
+  /**
+   * Projections the source acknowledges for this target (its consumers,
+   * `<projection>@<target's real path>`) that the target does not hold and
+   * this run does not build: the target was deleted and made again, or one
+   * was removed without `sluice drop` (CONSUMER_NOT_BUILT; the CLI exits 3).
+   * Not looked for with `acknowledge: false`.
+   */
+  readonly lost?: readonly LostProjection[];
+  /** Acknowledgements this run forgot on the source: of projections `sluice drop` removed from the target. */
+  readonly forgotten?: readonly string[];
 }

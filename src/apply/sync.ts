@@ -3,7 +3,10 @@ import { shadowMatchesSource } from './verify.ts';
 import type { BuildCandidate } from './shadow-build.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy } from '../errors.ts';
 import { readSourceView } from '../feed/source-view.ts';
-import { acknowledge } from '../feed/acknowledge.ts';
+import { acknowledge, forgetConsumer, type AcknowledgedFor } from '../feed/acknowledge.ts';
+import { syncConsumerName } from '../capture/consumers.ts';
+import { checkConsumers, type LostProjection } from './consumers.ts';
+import { clearDrops } from './dropped.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
@@ -292,22 +295,63 @@ export class Syncer {
       reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined)
         ? Math.max(...reports.map((r) => r.seq))
         : readSourceView(this.session.db).hw;
+    let consumers: { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } = { lost: [], forgotten: [] };
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
       for (const r of reports) {
         if (r.cursor !== null && r.state === 'active' && r.error === undefined)
-          this.#pendingAcks.set(`${r.name}@${this.#targetKey}`, r.cursor);
+          this.#pendingAcks.set(syncConsumerName(r.name, this.#targetKey), r.cursor);
       }
       const interval = run.acknowledgeIntervalMs ?? 0;
       if (interval <= 0) this.#writeAcks(true);
       else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
+      consumers = this.#checkConsumers();
     }
     return {
       sourceSeq,
       projections: reports,
       ...(rearmed === undefined ? {} : { rearmed }),
       ...(this.#unmirrored === undefined || this.#unmirrored.length === 0 ? {} : { unmirrored: this.#unmirrored }),
+      ...(consumers.lost.length === 0 ? {} : { lost: consumers.lost }),
+      ...(consumers.forgotten.length === 0 ? {} : { forgotten: consumers.forgotten }),
     };
+  }
+
+  /**
+   * The projections the source acknowledges for this target that it does
+   * not hold and this run does not build (consumers.ts: reported, exit 3),
+   * after forgetting the acknowledgements of those `sluice drop` removed
+   * (each in a short source transaction; one that cannot be written now is
+   * left for the next run) and clearing their drop records.
+   */
+  #checkConsumers(): { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } {
+    const db = this.session.db;
+    const held = new Set([
+      ...this.#projections.map((p) => p.name),
+      ...this.#broken.map((b) => b.name),
+      ...this.#refused.map((r) => r.name),
+      ...readProjections(db, TARGET_SCHEMA).map((r) => r.name),
+    ]);
+    const check = checkConsumers(
+      db,
+      db,
+      TARGET_SCHEMA,
+      { targetKey: this.#targetKey, targetFile: this.#targetFile, sourcePath: this.session.sourcePath },
+      held,
+    );
+    const forgotten: string[] = [];
+    const cleared = [...check.rebuilt];
+    for (const c of check.dropped) {
+      try {
+        forgetConsumer(db, c.name);
+        forgotten.push(c.name);
+        cleared.push(c.projection as string);
+      } catch {
+        /* acknowledgements are informational: the next run forgets it */
+      }
+    }
+    if (cleared.length > 0) inOwnTransaction(db, () => clearDrops(db, TARGET_SCHEMA, cleared));
+    return { lost: check.lost, forgotten };
   }
 
   /**
@@ -362,7 +406,7 @@ export class Syncer {
     try {
       for (const [consumer, cursor] of this.#pendingAcks) {
         try {
-          acknowledge(db, consumer, cursor);
+          acknowledge(db, consumer, cursor, this.#acknowledgedFor(consumer));
           this.#pendingAcks.delete(consumer);
         } catch (err) {
           /* acknowledgements are informational and may lag */
@@ -374,6 +418,12 @@ export class Syncer {
       if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${Number(busyTimeout)}`);
     }
     this.#lastAckMs = Date.now();
+  }
+
+  /** What an acknowledgement records beside the position: the projection's kind and the target file (consumers.ts). */
+  #acknowledgedFor(consumer: string): AcknowledgedFor {
+    const p = this.#projections.find((x) => syncConsumerName(x.name, this.#targetKey) === consumer);
+    return { ...(p === undefined ? {} : { kind: p.kind }), ...(this.#targetFile === undefined ? {} : { targetFile: this.#targetFile }) };
   }
 
   /** Suspends a stored projection this open could not compile, in its own row (written only when it changes). */
@@ -748,9 +798,14 @@ interface FailedRow {
 
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
 function clearFailureAlone(db: Db, name: string): void {
+  inOwnTransaction(db, () => clearFailure(db, TARGET_SCHEMA, name));
+}
+
+/** Runs `fn` in a target transaction of its own; best effort (a target that cannot take it now is left as it is). */
+function inOwnTransaction(db: Db, fn: () => void): void {
   try {
     db.exec('BEGIN');
-    clearFailure(db, TARGET_SCHEMA, name);
+    fn();
     db.exec('COMMIT');
   } catch {
     if (db.inTransaction) db.exec('ROLLBACK');

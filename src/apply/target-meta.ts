@@ -4,6 +4,7 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
 import { fillRepair, reasonsOf, REINIT_COMMAND, repairFor } from '../reasons.ts';
 import { shellWord } from '../sqlite/shell-word.ts';
+import { parseFedBy, type FedBy } from './fed-by.ts';
 export { ownedTables } from '../projection/compile.ts';
 
 /*
@@ -83,6 +84,8 @@ export interface ProjectionRecord {
   readonly lastErrorMs: number | null;
   /** Failed attempts since the last success (0 after a success). */
   readonly failures: number;
+  /** How it was last fed by subscribe or import (fed-by.ts; a source path says sync); null when neither fed it since this was recorded. */
+  readonly fedBy: FedBy | null;
   readonly appliedEvents: number;
   readonly lastEventMs: number | null;
   readonly createdMs: number;
@@ -133,6 +136,8 @@ const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
   ['failures', 'INTEGER NOT NULL DEFAULT 0'],
   // A protected rebuild in progress (shadow-build.ts): its state as JSON, null when none.
   ['build', 'TEXT'],
+  // How a projection with no source path is fed (fed-by.ts): subscribe's broker and stream, or import's file; null when neither recorded it.
+  ['fed_by', 'TEXT'],
 ];
 
 function addMissingColumns(db: Db, s: string): void {
@@ -188,6 +193,7 @@ function fromRow(r: Record<string, unknown>): ProjectionRecord {
     lastErrorCode: str(r.last_error_code),
     lastErrorMs: num(r.last_error_ms),
     failures: r.failures === undefined || r.failures === null ? 0 : Number(r.failures),
+    fedBy: parseFedBy(r.fed_by),
     appliedEvents: Number(r.applied_events),
     lastEventMs: num(r.last_event_ms),
     createdMs: Number(r.created_ms),

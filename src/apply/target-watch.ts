@@ -4,7 +4,7 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { WalFiles, type WalCommit, type WalEnd } from '../sqlite/wal-frames.ts';
 import { PROJECTIONS_TABLE } from './target-meta.ts';
-import { TARGET_INFO_TABLE } from '../capture/target-guard.ts';
+import { DROPPED_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
 import { PROJECTION_SET_TABLE } from './projection-set.ts';
 import { editEvidence } from './edit-evidence.ts';
 
@@ -65,12 +65,15 @@ const OWN_FRAMES_READ = 2000;
 /**
  * The tables only sluice writes: a commit that wrote one of their pages is a
  * sluice process's. Every sluice commit to a target writes one (a projection's
- * row, the projection set, or the target's info row, which a check of
- * pending edits updates): one that wrote none would pass for another
+ * row, the projection set, a drop's record, or the target's info row,
+ * which a check of pending edits updates): one that wrote none would pass for another
  * program's, and a projection changed by a sluice commit after it could not
  * be placed (compared with the source for nothing).
  */
-const META_TABLES = [PROJECTIONS_TABLE, PROJECTION_SET_TABLE, TARGET_INFO_TABLE].flatMap((t) => [t, `sqlite_autoindex_${t}_1`]);
+const META_TABLES = [PROJECTIONS_TABLE, PROJECTION_SET_TABLE, TARGET_INFO_TABLE, DROPPED_TABLE].flatMap((t) => [
+  t,
+  `sqlite_autoindex_${t}_1`,
+]);
 
 export class TargetWatch {
   readonly #db: Db;

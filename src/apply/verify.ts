@@ -276,7 +276,7 @@ function verifyOne(
   // The repair health would print for it (src/reasons.ts), where the catalog has one.
   const code = v.diffs.length > 0 ? 'ROWS_DIFFER' : rec.state === 'suspended' ? rec.reason : v.reason;
   const has = rec.state === 'suspended' || (code !== undefined && code !== null && isReasonCode(code) && REASONS[code].repair !== null);
-  return has ? { ...v, repair: repairAction(rec.name, code, paths.source, paths.target) } : v;
+  return has ? { ...v, repair: repairAction(rec.name, code, paths.source, paths.target, rec.sourceTable) } : v;
 }
 
 function compareOne(

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
-import { readProjections } from '../apply/target-meta.ts';
+import { readProjections, type ProjectionRecord } from '../apply/target-meta.ts';
 import type { FedLag } from '../apply/health.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
@@ -59,8 +59,10 @@ export async function openStreamLag(url: string, options: { sourceId: string; st
 }
 
 /**
- * The lag of every projection of a target that has no source path (fed by
- * subscribe or import), read from each source's stream at `url`, for health
+ * The lag of every projection of a target that has no source path and is
+ * not imported (fed by subscribe, or by what the target does not record),
+ * read from each source's stream at `url` (the stream `options.stream`, else
+ * the one subscribe recorded, else the source's default), for health
  * (`fedLag`): a projection whose stream is missing, or whose broker cannot be
  * reached, gets why, which health reports as a problem.
  *
@@ -69,36 +71,78 @@ export async function openStreamLag(url: string, options: { sourceId: string; st
  * const h = health('cache.db', { fedLag });
  */
 export async function readStreamLags(targetPath: string, url: string, options: { stream?: string } = {}): Promise<Map<string, FedLag>> {
-  const out = new Map<string, FedLag>();
-  if (!fs.existsSync(targetPath)) return out; // health says so itself
+  return readLags(
+    fedProjections(targetPath).map((p) => ({
+      p,
+      url,
+      stream: options.stream ?? (p.fedBy?.via === 'subscribe' ? p.fedBy.stream : undefined),
+      recorded: false,
+    })),
+  );
+}
+
+/**
+ * readStreamLags where each subscribed projection's subscriber reads: the
+ * broker URL and stream the target recorded (apply/fed-by.ts). Health
+ * without --nats; a projection that records neither is left out (its lag
+ * stays unknown).
+ */
+export async function readRecordedStreamLags(targetPath: string): Promise<Map<string, FedLag>> {
+  return readLags(
+    fedProjections(targetPath).flatMap((p) =>
+      p.fedBy?.via === 'subscribe' ? [{ p, url: p.fedBy.url, stream: p.fedBy.stream, recorded: true }] : [],
+    ),
+  );
+}
+
+/** The target's projections with no source path, not suspended and not imported. */
+function fedProjections(targetPath: string): ProjectionRecord[] {
+  if (!fs.existsSync(targetPath)) return []; // health says so itself
   const db = openDatabase(targetPath, { readonly: true, role: 'target' });
-  let fed: ReturnType<typeof readProjections>;
   try {
-    fed = readProjections(db, 'main').filter((p) => p.sourcePath === null && p.state !== 'suspended');
+    return readProjections(db, 'main').filter((p) => p.sourcePath === null && p.state !== 'suspended' && p.fedBy?.via !== 'import');
   } catch {
-    return out; // a target health cannot read: health reports it
+    return []; // a target health cannot read: health reports it
   } finally {
     db.close();
   }
-  for (const sourceId of new Set(fed.map((p) => p.sourceId))) {
-    const mine = fed.filter((p) => p.sourceId === sourceId);
+}
+
+interface LagRead {
+  readonly p: ProjectionRecord;
+  readonly url: string;
+  readonly stream: string | undefined;
+  /** The URL is the one subscribe recorded (not given with --nats). */
+  readonly recorded: boolean;
+}
+
+async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>> {
+  const out = new Map<string, FedLag>();
+  const groups = new Map<string, LagRead[]>();
+  for (const r of reads) {
+    const key = JSON.stringify([r.url, r.stream ?? null, r.p.sourceId]);
+    groups.set(key, [...(groups.get(key) ?? []), r]);
+  }
+  for (const mine of groups.values()) {
+    const { url, stream, recorded, p: first } = mine[0] as LagRead;
+    const where = recorded ? `NATS at ${url} (where sluice subscribe reads it)` : `NATS at ${url}`;
     let reader: StreamLagReader | undefined;
     try {
-      reader = await openStreamLag(url, { sourceId, ...(options.stream === undefined ? {} : { stream: options.stream }), who: 'health' });
-      for (const p of mine) {
+      reader = await openStreamLag(url, { sourceId: first.sourceId, ...(stream === undefined ? {} : { stream }), who: 'health' });
+      for (const { p } of mine) {
         const lag = await reader.lag(p.seq);
         out.set(
           p.name,
           lag ?? {
-            unknown: `stream ${reader.stream} does not exist on NATS at ${url} (the server lost it, or nothing was published to it yet), so how far ${p.name} is behind cannot be known: run sluice publish on the source with --nats ${url}, and keep sluice subscribe --follow running`,
+            unknown: `stream ${reader.stream} does not exist on ${where} (the server lost it, or nothing was published to it yet), so how far ${p.name} is behind cannot be known: run sluice publish on the source with --nats ${url}, and keep sluice subscribe --follow running`,
           },
         );
       }
     } catch (err) {
       const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
-      for (const p of mine)
+      for (const { p } of mine)
         out.set(p.name, {
-          unknown: `the lag of ${p.name} cannot be read from NATS at ${url} (${why}); check the broker, or pass its URL with --nats`,
+          unknown: `the lag of ${p.name} cannot be read from ${where} (${why}); check the broker, or pass its URL with --nats`,
         });
     } finally {
       await reader?.close();

@@ -3,6 +3,7 @@ import { openDatabase } from '../sqlite/connection.ts';
 import { SluiceError } from '../errors.ts';
 import { lockFollower } from '../apply/follower-lock.ts';
 import { readProjections } from '../apply/target-meta.ts';
+import { withoutCredentials } from '../apply/fed-by.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
 import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
@@ -173,7 +174,11 @@ class Run {
             ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
             read: (o) => source.read(this.#options.sourceId, o),
           },
-          { ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }), onProgress },
+          {
+            ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
+            onProgress,
+            fedBy: { via: 'subscribe', url: withoutCredentials(this.#url), stream: this.#stream, sourceId: this.#options.sourceId },
+          },
         );
       } catch (err) {
         if (!(err instanceof ConsumerGone)) throw err;

@@ -1,15 +1,118 @@
 import type { Db } from '../sqlite/connection.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
-import { dropOwnObjects } from './enable.ts';
+import { quoteIdent, foldIdent } from '../sqlite/quote.ts';
+import { schemaVersion } from '../sqlite/introspect.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
+import type { Reason } from '../reasons.ts';
+import { readState, readTables } from './catalog.ts';
+import { dropOwnObjects, recordOwnDdl } from './enable.ts';
+import { enableHint } from './enable-hint.ts';
+import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
+import { forgetArming } from './verify.ts';
+
+/** A table whose capture `disable` took off, and why its readers' cursors no longer continue. */
+export interface DisabledTable {
+  readonly table: string;
+  readonly reason: Reason<'TABLE_DISABLED'>;
+}
+
+export interface DisableResult {
+  /** The objects dropped: every `_sluice_` object, or the named tables' triggers. */
+  readonly removed: readonly string[];
+  /** With tables: the tables taken out of capture. */
+  readonly tables?: readonly DisabledTable[];
+  /** With tables: the generation after the disable (it moved by one). */
+  readonly generation?: number;
+  /** With tables: the journal rows of those tables deleted with them. */
+  readonly purgedEvents?: number;
+}
 
 /**
- * Removes every object sluice made in the source (triggers, journal and
- * metadata) in one transaction. Readers then see no capture and rebuild; a
- * later enable creates a new sourceId.
+ * Removes capture from a source: with no `tables`, every object sluice made
+ * (triggers, journal and metadata) in one transaction, and readers then see
+ * no capture and rebuild (a later enable creates a new sourceId). With
+ * `tables`, only those tables' capture (disableTables).
  *
  * @example
  * disable(openDatabase('app.db')); // { removed: ['_sluice_t1_ins', ...] }
+ * disable(openDatabase('app.db'), ['labels']); // { removed: ['_sluice_t3_ins', ...], tables: [{ table: 'labels', reason: 'TABLE_DISABLED' }], ... }
  */
-export function disable(db: Db): { readonly removed: readonly string[] } {
+export function disable(db: Db, tables: readonly string[] = []): DisableResult {
+  if (tables.length > 0) return disableTables(db, tables);
   return { removed: withWriteTransaction(db, () => dropOwnObjects(db)) };
+}
+
+/**
+ * Takes capture off some tables, in one BEGIN IMMEDIATE transaction (beside
+ * live writers, waiting up to the busy timeout): their triggers, their rows
+ * in `_sluice_tables` and `_sluice_last`, their notes in `_sluice_pending`
+ * and their journal rows are deleted, and the generation moves
+ * (`last_reason` TABLE_DISABLED). The other tables stay armed and their
+ * readers go on (the DDL is recorded as sluice's own, so it is no schema
+ * window). A reader of a disabled table finds it untracked (TABLE_UNTRACKED:
+ * a projection is suspended until the table is captured again or the
+ * projection dropped); enabling it again arms it at the new generation, so
+ * a cursor made before never continues across the time it was not captured
+ * (TABLE_REARMED). Every name must be a captured table; otherwise nothing
+ * changes.
+ *
+ * The journal rows go now, not at pruning: nobody can read them any more
+ * (their table is not captured, so no cursor over it continues), and they
+ * would sit in the journal, and in its counts, until the retention bound
+ * passed them. The newest event of the journal stays even when it is theirs:
+ * the next seq is counted from it. (A table enabled again may get the same
+ * table id; its readers start at its new arming, after every event kept.)
+ */
+export function disableTables(db: Db, tables: readonly string[]): DisableResult {
+  return withWriteTransaction(db, () => {
+    const schemaBefore = schemaVersion(db);
+    if (readState(db) === undefined)
+      throw new FailClosedError('CAPTURE_ABSENT', `Source ${db.name} has no sluice capture: there is no table to disable.`);
+    const captured = readTables(db);
+    const byName = new Map(captured.map((t) => [foldIdent(t.name), t]));
+    const chosen = [...new Map(tables.map((name) => [foldIdent(name), name])).values()].map((name) => {
+      const t = byName.get(foldIdent(name));
+      if (t === undefined)
+        throw new InvalidInputError(
+          'TABLE_UNTRACKED',
+          `Table ${name} is not captured by ${db.name} (it captures: ${
+            captured
+              .map((c) => c.name)
+              .sort()
+              .join(', ') || 'no table'
+          }), so there is no capture to take off it; nothing was changed. Pass captured tables (sluice status ${db.name} lists them), or ${enableHint(db)} to capture one.`,
+        );
+      return t;
+    });
+    const removed: string[] = [];
+    let purged = 0;
+    for (const t of chosen) {
+      for (const name of Object.values(triggerNames(t.tid))) {
+        const exists = db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) !== undefined;
+        if (!exists) continue;
+        db.exec(`DROP TRIGGER main.${quoteIdent(name)}`);
+        removed.push(name);
+      }
+      // The newest event stays whatever its table: it holds the high-water mark, which the next seq counts from.
+      purged += db
+        .prepare(`DELETE FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq < (SELECT max(seq) FROM main.${JOURNAL_TABLE})`)
+        .run(t.tid).changes;
+      db.prepare(`DELETE FROM main.${PENDING_TABLE} WHERE tid = ?`).run(t.tid);
+      db.prepare(`DELETE FROM main.${LAST_TABLE} WHERE tid = ?`).run(t.tid);
+      db.prepare(`DELETE FROM main.${TABLES_TABLE} WHERE tid = ?`).run(t.tid);
+    }
+    const names = chosen.map((t) => t.name);
+    db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(
+      Date.now(),
+      `TABLE_DISABLED: capture taken off ${names.join(', ')}`,
+    );
+    recordOwnDdl(db, schemaBefore);
+    forgetArming(db);
+    return {
+      removed,
+      tables: names.map((table) => ({ table, reason: 'TABLE_DISABLED' as const })),
+      generation: (readState(db) as { generation: number }).generation,
+      purgedEvents: purged,
+    };
+  });
 }

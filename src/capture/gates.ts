@@ -3,6 +3,8 @@ import { CaptureRefusedError } from '../errors.ts';
 import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
 import {
+  CONSUMERS_TABLE,
+  consumersDdlSoFar,
   DDL_TABLE,
   DDL_TABLE_SQL,
   LEGACY_DDL_TABLE_SQL,
@@ -229,7 +231,12 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   if (metadataDdl(width)[ddlIndex] === sql) return true;
   // Format 1's tables, which enable upgrades in place.
-  return (name === PENDING_TABLE && sql === legacyPendingDdl(width)) || (name === STATE_TABLE && sql === legacyStateDdl());
+  return (
+    (name === PENDING_TABLE && sql === legacyPendingDdl(width)) ||
+    (name === STATE_TABLE && sql === legacyStateDdl()) ||
+    // The acknowledgements as an older sluice made them, or partway through their in-place upgrade.
+    (name === CONSUMERS_TABLE && consumersDdlSoFar().includes(sql))
+  );
 }
 
 export function checkForeignKeys(db: Db, captured: readonly string[]): void {

@@ -3,6 +3,8 @@ import { isSqliteBusy } from '../errors.ts';
 import { hasCapture } from './catalog.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './verify.ts';
+import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
+import { withWriteTransaction } from '../sqlite/connection.ts';
 
 /** What rearmCapture did: the tables it re-armed, why each was unarmed, and the generation it moved. */
 export interface RearmReport {
@@ -25,6 +27,12 @@ export interface RearmReport {
 export function rearmCapture(db: Db): RearmReport | undefined {
   try {
     if (!hasCapture(db)) return undefined;
+    // An older sluice's consumers table gains its newer columns here, before a
+    // reader takes a cursor: done at the first acknowledgement instead, its
+    // DDL would fall after the cursors of that run, and a `sluice alter` next
+    // (whose span replaces this one as sluice's last own DDL) would leave
+    // them a schema window to rebuild across.
+    if (consumersNeedUpgrade(db)) withWriteTransaction(db, () => upgradeConsumers(db));
     const v = verifyCapture(db);
     if (v.problem !== undefined || v.ok || v.state === undefined) return undefined;
     const r = enable(db, [], { keepJournalMode: true });

@@ -73,6 +73,38 @@ export const LEGACY_DDL_TABLE_SQL = `CREATE TABLE ${DDL_TABLE} (id INTEGER PRIMA
 export const DDL_LINEAGE_COLUMN_DEF = 'lineage TEXT';
 export const DDL_TABLE_SQL = LEGACY_DDL_TABLE_SQL.replace(/\)$/, `, ${DDL_LINEAGE_COLUMN_DEF})`);
 
+/*
+ * The acknowledgements (src/feed/acknowledge.ts): one row per consumer,
+ * `<projection>@<target's real path>` for sync. The first format had the
+ * position alone; `kind` (the projection's kind) and `target_file` (the
+ * target file's identity, JSON {dev, ino, birth}, when it acknowledged) came
+ * after, added in place by the next acknowledgement, with exactly the text
+ * SQLite appends, so a table made so and one made fresh have the same DDL.
+ */
+export const LEGACY_CONSUMERS_TABLE_SQL = `CREATE TABLE ${CONSUMERS_TABLE} (
+  name TEXT PRIMARY KEY,
+  cursor TEXT NOT NULL,
+  seq INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+)`;
+/** The columns the consumers table gained after its first format, in the order they are added. */
+export const CONSUMER_ADDED_COLUMNS: readonly (readonly [string, string])[] = [
+  ['kind', 'TEXT'],
+  ['target_file', 'TEXT'],
+];
+/** The consumers table's DDL with the first `added` of CONSUMER_ADDED_COLUMNS (0: as the first format made it). */
+function consumersDdlWith(added: number): string {
+  const cols = CONSUMER_ADDED_COLUMNS.slice(0, added);
+  return cols.length === 0
+    ? LEGACY_CONSUMERS_TABLE_SQL
+    : LEGACY_CONSUMERS_TABLE_SQL.replace(/\n\)$/, `\n, ${cols.map(([n, d]) => `${n} ${d}`).join(', ')})`);
+}
+export const CONSUMERS_TABLE_SQL = consumersDdlWith(CONSUMER_ADDED_COLUMNS.length);
+/** Every DDL the consumers table has had: the first format's, and each with more of the added columns. */
+export function consumersDdlSoFar(): string[] {
+  return CONSUMER_ADDED_COLUMNS.map((_, i) => consumersDdlWith(i)).concat(CONSUMERS_TABLE_SQL);
+}
+
 export const OWN_TABLES: readonly string[] = [
   STATE_TABLE,
   TABLES_TABLE,
@@ -201,12 +233,7 @@ export function metadataDdl(width: number): string[] {
     // ts is julianday('now') as REAL: the cheapest wall clock a trigger can
     // read; readers turn it into exact milliseconds.
     `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL${cols})`,
-    `CREATE TABLE ${CONSUMERS_TABLE} (
-  name TEXT PRIMARY KEY,
-  cursor TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  updated_ms INTEGER NOT NULL
-)`,
+    CONSUMERS_TABLE_SQL,
     `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
     `CREATE TABLE ${SCHEMA_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), before INTEGER NOT NULL, after INTEGER NOT NULL)`,

@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { highWaterMark } from './catalog.ts';
-import { CONSUMERS_TABLE, type CaptureMode } from './schema.ts';
+import type { CaptureMode } from './schema.ts';
+import { consumerTargets, readConsumers, type TargetState } from './consumers.ts';
 import { verifyCapture, type UnarmedReason } from './verify.ts';
 
 export interface TableStatus {
@@ -19,6 +20,12 @@ export interface ConsumerStatus {
   /** Seqs between the consumer's acknowledged position and the high-water mark. */
   readonly lag: number;
   readonly updatedMs: number;
+  /** For a sync's consumer (`<projection>@<target>`): its projection, kind (when recorded) and target; null for any other consumer. */
+  readonly projection: string | null;
+  readonly kind: string | null;
+  readonly target: string | null;
+  /** For a sync's consumer: where its projection is now (consumers.ts TargetState); null for any other consumer. */
+  readonly targetState: TargetState | null;
 }
 
 export interface CaptureStatus {
@@ -37,8 +44,10 @@ export interface CaptureStatus {
 }
 
 /**
- * Read-only report of the capture: identity, high-water mark, retention, and
- * per table its mode, key, last seq and whether it is armed (and why not).
+ * Read-only report of the capture: identity, high-water mark, retention,
+ * per table its mode, key, last seq and whether it is armed (and why not),
+ * and per consumer its acknowledged position and, for a sync's, whether its
+ * target still holds the projection (each target is read, read-only).
  *
  * @example
  * const s = status(openDatabase('app.db', { readonly: true }));
@@ -63,17 +72,17 @@ export function status(db: Db): CaptureStatus {
   }
   const seq = highWaterMark(db);
   const rows = db.prepare('SELECT count(*) AS n FROM main._sluice_journal').get() as { n: bigint };
-  const consumers = (
-    db.prepare(`SELECT name, seq, updated_ms FROM main.${CONSUMERS_TABLE} ORDER BY name`).all() as {
-      name: string;
-      seq: bigint;
-      updated_ms: bigint;
-    }[]
-  ).map((c) => ({
+  const acknowledged = readConsumers(db);
+  const targets = consumerTargets(acknowledged);
+  const consumers = acknowledged.map((c) => ({
     name: c.name,
-    seq: Number(c.seq),
-    lag: Math.max(0, seq - Number(c.seq)),
-    updatedMs: Number(c.updated_ms),
+    seq: c.seq,
+    lag: Math.max(0, seq - c.seq),
+    updatedMs: c.updatedMs,
+    projection: c.projection,
+    kind: c.kind,
+    target: c.target,
+    targetState: targets.get(c.name) ?? null,
   }));
   return {
     enabled: true,

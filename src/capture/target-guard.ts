@@ -10,6 +10,8 @@ import { enableCommand } from './enable-hint.ts';
  */
 export const TARGET_INFO_TABLE = '_sluice_target';
 export const PROJECTIONS_TABLE = '_sluice_projections';
+/** What `sluice drop` removed, until a sync forgets its acknowledgement (apply/dropped.ts); read by status too. */
+export const DROPPED_TABLE = '_sluice_dropped';
 
 /**
  * Refuses a sync target as a source (TARGET_NOT_SOURCE), naming the source

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { health, isReasonCode, readStreamLags, REASONS, type ProjectionHealth } from '../index.ts';
+import { health, isReasonCode, readRecordedStreamLags, readStreamLags, REASONS, type ProjectionHealth } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -15,18 +15,19 @@ export function registerHealth(program: Command): void {
     .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
     .option(
       '--nats <url>',
-      'for a target fed by sluice subscribe: read the lag from the NATS stream (without it that lag is unknown, and needs action)',
+      'for a target fed by sluice subscribe: read the lag from the NATS stream at this URL (default: the URL and stream subscribe recorded in the target; a lag that cannot be read needs action)',
     )
-    .option('--stream <name>', "with --nats: the publisher's stream (default SLUICE_<source id>)")
+    .option('--stream <name>', "with --nats: the publisher's stream (default: the one subscribe recorded, else SLUICE_<source id>)")
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',
       '\nExamples:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json\n  $ sluice health subscribed.db --nats nats://127.0.0.1:4222 --max-lag-ms 60000',
     )
     .action(async (target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number; nats?: string; stream?: string }) => {
+      // Without --nats, a subscribed projection's lag is read where its subscriber reads: the URL and stream the target records.
       const fedLag =
         opts.nats === undefined
-          ? undefined
+          ? await readRecordedStreamLags(target)
           : await readStreamLags(target, opts.nats, opts.stream === undefined ? {} : { stream: opts.stream });
       const h = health(target, {
         ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
@@ -39,7 +40,7 @@ export function registerHealth(program: Command): void {
           : h.projections
               .map(
                 (p) =>
-                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}${rebuildNote(p)}`,
+                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}${rebuildNote(p)}${p.note === undefined ? '' : `\n   .. ${p.note}`}`,
               )
               .join('\n'),
       );

@@ -28,8 +28,21 @@ export const enableOutput = z.object({
   switchedToWal: z.boolean(),
 });
 
-export const disableOutput = z.object({ removed: z.array(z.string()) });
+export const disableOutput = z.object({
+  removed: z.array(z.string()),
+  /** With tables (`disable SRC TABLE...`): the tables taken out of capture, the generation after, and the journal rows deleted with them. */
+  tables: z.array(z.object({ table: z.string(), reason })).optional(),
+  generation: z.number().int().optional(),
+  purgedEvents: z.number().int().optional(),
+});
 export const bumpOutput = z.object({ generation: z.number().int() });
+/** The acknowledgement row `forget` removed: its name, the seq it had acknowledged, and a sync consumer's projection and target (null for another consumer). */
+export const forgetOutput = z.object({
+  consumer: z.string(),
+  seq: z.number().int(),
+  projection: z.string().nullable(),
+  target: z.string().nullable(),
+});
 export const dropOutput = z.object({ projection: z.string(), dropped: z.array(z.string()) });
 export const protectOutput = z.object({
   protected: z.boolean(),
@@ -59,7 +72,20 @@ export const statusOutput = z.object({
       detail: z.string().optional(),
     }),
   ),
-  consumers: z.array(z.object({ name: z.string(), seq: z.number().int(), lag: z.number().int(), updatedMs: z.number().int() })),
+  consumers: z.array(
+    z.object({
+      name: z.string(),
+      seq: z.number().int(),
+      lag: z.number().int(),
+      updatedMs: z.number().int(),
+      projection: z.string().nullable(),
+      kind: z.string().nullable(),
+      target: z.string().nullable(),
+      targetState: z.enum(['present', 'gone', 'lost', 'dropped', 'unknown']).nullable(),
+      /** For a consumer whose projection is gone or lost: the commands that clear it (forget, or build it again). */
+      fix: z.string().optional(),
+    }),
+  ),
 });
 
 export const syncOutput = z.object({
@@ -83,6 +109,23 @@ export const syncOutput = z.object({
   ),
   rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
   unmirrored: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys', 'counter']), why: z.string() })).optional(),
+  /** Projections the source acknowledges for this target that it does not hold and this run does not build (CONSUMER_NOT_BUILT: exit 3). */
+  lost: z
+    .array(
+      z.object({
+        consumer: z.string(),
+        projection: z.string(),
+        kind: z.string().nullable(),
+        seq: z.number().int(),
+        updatedMs: z.number().int(),
+        why: z.enum(['replaced', 'removed']),
+        code: z.literal('CONSUMER_NOT_BUILT'),
+        message: z.string(),
+      }),
+    )
+    .optional(),
+  /** Acknowledgements this run forgot on the source: of projections sluice drop removed from the target. */
+  forgotten: z.array(z.string()).optional(),
 });
 
 export const verifyOutput = z.object({
@@ -171,6 +214,17 @@ export const healthOutput = z.object({
       needsAction: z.boolean(),
       action: z.string().optional(),
       problems: z.array(z.string()),
+      /** How it is fed (absent on a pending or lost entry; null when a target made before it was recorded does not say). */
+      fedBy: z
+        .discriminatedUnion('via', [
+          z.object({ via: z.literal('sync'), source: z.string() }),
+          z.object({ via: z.literal('subscribe'), url: z.string(), stream: z.string(), sourceId: z.string() }),
+          z.object({ via: z.literal('import'), file: z.string(), ms: z.number().int() }),
+        ])
+        .nullable()
+        .optional(),
+      /** Something true that needs no action: an imported projection's lag is not tracked. */
+      note: z.string().optional(),
     }),
   ),
 });

@@ -30,6 +30,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   drop: async () => (await import('./drop.ts')).registerDrop,
   reinit: async () => (await import('./reinit.ts')).registerReinit,
   protect: async () => (await import('./protect.ts')).registerProtect,
+  forget: async () => (await import('./forget.ts')).registerForget,
   query: async () => (await import('./query.ts')).registerQuery,
   strip: async () => (await import('./strip.ts')).registerStrip,
   demo: async () => (await import('./demo.ts')).registerDemo,

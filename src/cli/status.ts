@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { enableCommand, enableHint, openSource, status } from '../index.ts';
+import { enableCommand, enableHint, openSource, shellWord, status, type ConsumerStatus } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -16,16 +16,24 @@ export function registerStatus(program: Command): void {
       const db = openSource(dbPath, { readonly: true });
       try {
         const s = status(db);
-        emit(opts, S.statusOutput, s, () => {
+        const consumers = s.consumers.map((c) => {
+          const fix = consumerFix(dbPath, c);
+          return fix === undefined ? c : { ...c, fix };
+        });
+        emit(opts, S.statusOutput, { ...s, consumers }, () => {
           if (!s.enabled)
             return `capture is not enabled${s.problem !== undefined ? ` (${s.problem})` : ''}; run: ${enableHint(db, dbPath)}`;
           const lines = [
             `source ${s.sourceId}  generation ${s.generation}  seq ${s.seq}  pruned through ${s.prunedThrough}  retention ${s.retention}`,
+            ...(s.lastReason === null ? [] : [`  last change: ${s.lastReason}`]),
             ...s.tables.map(
               (t) =>
                 `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')}) last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
             ),
-            ...s.consumers.map((c) => `  consumer ${c.name} at seq ${c.seq} (lag ${c.lag})`),
+            ...consumers.map(
+              (c) =>
+                `  consumer ${c.name} at seq ${c.seq} (lag ${c.lag})${'fix' in c ? `  ${describeState(c.targetState)}; ${c.fix}` : c.targetState === 'dropped' ? '  dropped from its target: the next sync of the target forgets it' : ''}`,
+            ),
           ];
           return lines.join('\n');
         });
@@ -34,4 +42,20 @@ export function registerStatus(program: Command): void {
         db.close();
       }
     });
+}
+
+/** What clears a consumer whose projection is gone from its target, with the commands: forget it, or (lost) build it again. */
+function consumerFix(dbPath: string, c: ConsumerStatus): string | undefined {
+  if (c.projection === null || c.target === null) return undefined;
+  const forget = `sluice forget ${shellWord(dbPath)} ${shellWord(c.name)}`;
+  if (c.targetState === 'gone') return `forget it: ${forget}`;
+  if (c.targetState === 'lost')
+    return `build it again (sluice sync ${shellWord(dbPath)} ${shellWord(c.target)} --projection FILE, FILE being its definition), or forget it: ${forget}`;
+  return undefined;
+}
+
+function describeState(state: ConsumerStatus['targetState']): string {
+  return state === 'gone'
+    ? 'its target is gone (no file at that path)'
+    : 'its target no longer holds it (deleted and made again without it, or removed without sluice drop)';
 }

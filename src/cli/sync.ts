@@ -36,9 +36,14 @@ export function describeReport(
     (u) =>
       `${u.table}: not mirrored (${u.why})${u.mode === 'images' ? '' : `; to mirror it: sluice enable ${paths === undefined ? 'SOURCE' : shellWord(paths.source)} ${shellWord(u.table)} --mode images`}`,
   );
+  const lost = (r.lost ?? []).map((l) => `${l.projection}: CONSUMER_NOT_BUILT: ${l.message}`);
+  const forgotten = (r.forgotten ?? []).map(
+    (c) => `forgot the acknowledgement ${c} on the source (its projection was dropped with sluice drop)`,
+  );
   return [
     ...rearmed,
     ...unmirrored,
+    ...forgotten,
     ...r.projections.map((p) => {
       const what =
         p.snapshotRows !== undefined
@@ -53,6 +58,7 @@ export function describeReport(
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
         : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target, paths?.tables?.get(p.name))}`;
     }),
+    ...lost,
   ].join('\n');
 }
 
@@ -80,6 +86,8 @@ export function reportJson(r: SyncReport): unknown {
     })),
     ...(r.rearmed === undefined ? {} : { rearmed: r.rearmed }),
     ...(r.unmirrored === undefined ? {} : { unmirrored: r.unmirrored }),
+    ...(r.lost === undefined ? {} : { lost: r.lost.map((l) => ({ ...l, code: 'CONSUMER_NOT_BUILT' })) }),
+    ...(r.forgotten === undefined ? {} : { forgotten: r.forgotten }),
   };
 }
 
@@ -189,6 +197,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
         progress.stop();
         stdout().write(`${line}\n`);
       };
+      let saidLost = '';
       const start = `following ${source} into ${target}: ${syncer.projections.map((p) => p.name).join(', ')}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`;
       const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
       // A projection that becomes suspended while following (a hand edit seen, a diverged row) is said once, with its repair.
@@ -205,7 +214,14 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
         },
         onReport: (r) => {
           metrics?.record(r);
-          if (opts.json !== true && r.rearmed !== undefined) stderr().write(`sluice: ${describeReport({ ...r, projections: [] })}\n`);
+          if (opts.json !== true && r.rearmed !== undefined)
+            stderr().write(`sluice: ${describeReport({ ...r, projections: [], lost: [], forgotten: [] })}\n`);
+          // A projection the target lost is said once (again when the set of them changes), not every pass.
+          const lost = (r.lost ?? []).map((l) => `sluice: ${l.projection}: CONSUMER_NOT_BUILT: ${l.message}`).join('\n');
+          if (opts.json !== true && lost !== saidLost) {
+            if (lost !== '') stderr().write(`${lost}\n`);
+            saidLost = lost;
+          }
           for (const p of r.projections) {
             if (p.state !== 'suspended') suspended.delete(p.name);
             else if (!suspended.has(p.name)) {
@@ -231,7 +247,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
       throw new ExitSignal(SIGNAL_EXIT[signal] ?? 130);
     }
     if (report.projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
-    if (report.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+    if (report.projections.some((p) => p.state !== 'active') || (report.lost ?? []).length > 0) throw new ExitSignal(3);
   } finally {
     progress.stop();
     syncer.close();

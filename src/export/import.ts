@@ -1,10 +1,12 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError } from '../errors.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { ensureTargetMeta } from '../apply/target-meta.ts';
 import { allowProjectionWrites } from '../apply/protect.ts';
+import { recordSubscribed, type FedBy } from '../apply/fed-by.ts';
 import type { DroppedIndex } from '../apply/user-indexes.ts';
 import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
@@ -14,6 +16,12 @@ import { Importer } from './importer.ts';
 export interface ImportOptions {
   /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
   readonly projections?: readonly ProjectionDefinitionInput[];
+  /**
+   * How the target's projections are fed, recorded in their rows for health
+   * (apply/fed-by.ts): importFile records the file and the time, subscribe
+   * its broker and stream. Default: nothing recorded.
+   */
+  readonly fedBy?: FedBy;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;
@@ -54,6 +62,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
   if (!fs.existsSync(file))
     throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
   const encoding = await peekEncoding(file);
+  const fedBy = { via: 'import', file: path.resolve(file), ms: Date.now() } as const;
   return importStream(
     targetPath,
     {
@@ -63,7 +72,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       read: (o) => readExportFile(file, o),
       atHand: true,
     },
-    options,
+    { fedBy, ...options },
   );
 }
 
@@ -104,6 +113,8 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     useCatchUpCaches(db, SCHEMA, { checkpoint: true });
     ensureTargetMeta(db, SCHEMA);
     allowProjectionWrites(db); // a protected target's projections (apply/protect.ts)
+    // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.
+    if (options.fedBy?.via === 'subscribe') await recordSubscribed(db, SCHEMA, options.fedBy);
     return await new Importer(db, options).run(stream);
   } finally {
     closeDatabase(db);

@@ -18,6 +18,7 @@ import { checkCollisions, probeExpressions } from '../projection/validate.ts';
 import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { readProjection, PROJECTIONS_TABLE } from '../apply/target-meta.ts';
 import type { DroppedIndex } from '../apply/user-indexes.ts';
+import { recordFedBy } from '../apply/fed-by.ts';
 import {
   applyRows,
   commitBatch,
@@ -96,6 +97,9 @@ export class Importer {
       group.commit();
       dropTemps(this.#db);
     }
+    // A run that applied nothing (a file imported again) still says how the projections are fed.
+    const ran = (this.#projections ?? []).map((p) => p.name);
+    if (this.#options.fedBy !== undefined && ran.length > 0) await inTransaction(this.#db, () => this.#recordFed(ran));
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
@@ -114,6 +118,11 @@ export class Importer {
       incompleteTail: totals.incompleteTail,
       projections,
     };
+  }
+
+  /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */
+  #recordFed(names: readonly string[]): void {
+    if (this.#options.fedBy !== undefined) recordFedBy(this.#db, SCHEMA, names, this.#options.fedBy);
   }
 
   #target(sourceId: string): ApplyTarget {
@@ -242,6 +251,7 @@ export class Importer {
         ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
       }
+      this.#recordFed(t.installs.map((i) => i.p.name));
     }
     this.#stored = undefined;
     this.#projections = undefined;
@@ -280,6 +290,7 @@ export class Importer {
           const rows = await applyRows(target, p, batch, 'batch');
           if (rows.kind === 'suspended') return { applied, suspended: { p, s: rows } };
           commitBatch(target, p, line.cursor, line.seq, rows);
+          this.#recordFed([p.name]);
           applied = true;
         }
         return { applied };

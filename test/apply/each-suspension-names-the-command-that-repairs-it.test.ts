@@ -6,11 +6,15 @@ test('each suspension reason gets the command that repairs it', () => {
   expect(repairAction('issues', 'TARGET_DIVERGED', '/data/app.db', '/data/cache.db')).toBe(
     'TARGET_DIVERGED: find the cause (sluice health /data/cache.db --json shows what was found), then rebuild it: sluice reinit /data/app.db /data/cache.db issues',
   );
-  for (const reason of ['TABLE_UNARMED', 'TABLE_UNTRACKED', 'NEEDS_IMAGES_MODE']) {
+  for (const reason of ['TABLE_UNARMED', 'NEEDS_IMAGES_MODE']) {
     expect(repairAction('issues_search', reason, 'app.db', 'cache.db', 'issues'), reason).toBe(
       `${reason}: fix the source: capture issues in images mode (sluice enable app.db issues --mode images), then run sluice sync again`,
     );
   }
+  // A table no longer captured may have been taken out on purpose (sluice disable SRC TABLE): capture it again, or drop the projection.
+  expect(repairAction('issues_search', 'TABLE_UNTRACKED', 'app.db', 'cache.db', 'issues')).toBe(
+    'TABLE_UNTRACKED: the source does not capture issues: capture it again (sluice enable app.db issues --mode images) and run sluice sync again, or remove the projection and its tables: sluice drop cache.db issues_search',
+  );
   expect(repairAction('issues', 'TARGET_CONSTRAINT')).toMatch(
     /^TARGET_CONSTRAINT: .*drop it or make it non-unique, then run sluice sync again$/,
   );

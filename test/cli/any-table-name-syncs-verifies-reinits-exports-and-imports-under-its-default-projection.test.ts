@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
@@ -113,10 +114,14 @@ describe('every table name under its default projection', () => {
  * Rewrites every projection row the way sluice did before default names were
  * escaped: the projection named exactly like its table, its stored
  * definition `{ name: table, source: table, kind: 'mirror' }`, and the
- * fingerprint of that definition.
+ * fingerprint of that definition; the source's acknowledgements of them
+ * carry the same names.
  */
 function makeLegacy(target: string): void {
   const db = openDatabase(target);
+  // The source acknowledged them under those names too (`<projection>@<target's real path>`; none for an import).
+  const source = openDatabase(src);
+  const suffix = `@${fs.realpathSync(target)}`;
   try {
     const rows = db.prepare('SELECT name, source_table, source_shape FROM _sluice_projections').all() as {
       name: string;
@@ -132,9 +137,11 @@ function makeLegacy(target: string): void {
         fp,
         r.name,
       );
+      source.prepare('UPDATE _sluice_consumers SET name = ? WHERE name = ?').run(def.name + suffix, r.name + suffix);
     }
   } finally {
     db.close();
+    source.close();
   }
 }
 

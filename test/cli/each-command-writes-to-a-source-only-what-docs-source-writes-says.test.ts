@@ -174,6 +174,36 @@ describe('commands that write to the source', () => {
     expect(fileState(src).journalMode).toBe('delete');
   });
 
+  test('disable of one table drops its triggers and changes only sluice rows (its catalog, last, journal rows, the state and the schema span), and keeps the journal mode', async () => {
+    const { src } = copy();
+    const before = contents(src);
+    await ok(['disable', src, 'comments']);
+    const after = contents(src);
+    const changed = changedBetween(before, after);
+    expect(changed.schema).toEqual(
+      Object.keys(before.schema)
+        .filter((k) => /^_sluice_t2_/.test(k))
+        .sort(),
+    );
+    expect(changed.schema.length).toBeGreaterThan(0);
+    expect(
+      changed.rows.every((t) => ['_sluice_tables', '_sluice_last', '_sluice_journal', '_sluice_state', '_sluice_schema'].includes(t)),
+    ).toBe(true);
+    expect(changed.rows).toContain('_sluice_tables');
+    expect(fileState(src).journalMode).toBe('delete');
+  });
+
+  test("forget deletes the one consumer's acknowledgement row, nothing else, and keeps the journal mode", async () => {
+    // (The golden target acknowledged under the golden path, which the copy keeps.)
+    const { src } = copy();
+    const before = contents(src);
+    await ok(['forget', src, `issues@${fs.realpathSync(path.join(golden, 'cache.db'))}`]);
+    const after = contents(src);
+    expect(changedBetween(before, after)).toEqual({ schema: [], rows: ['_sluice_consumers'] });
+    expect(after.rows._sluice_consumers?.length).toBe((before.rows._sluice_consumers?.length ?? 0) - 1);
+    expect(fileState(src).journalMode).toBe('delete');
+  });
+
   test("query of a write changes the user's table and what its capture records, nothing else, and keeps the journal mode", async () => {
     const { src } = copy();
     const before = contents(src);

@@ -20,6 +20,7 @@ const COMMANDS = [
   'subscribe',
   'health',
   'drop',
+  'forget',
   'reinit',
   'query',
   'strip',

@@ -272,6 +272,25 @@ describe('the happy path of every command', () => {
     expect(scalar(tgt, "SELECT count(*) FROM sqlite_schema WHERE name = 'comments'")).toBe(0n);
   });
 
+  test("forget removes one consumer's acknowledgement row from the source (exit 0)", async () => {
+    const name = `comments@${fs.realpathSync(tgt)}`;
+    expect(scalar(src, 'SELECT count(*) FROM _sluice_consumers WHERE name = ?', name)).toBe(1n);
+    const r = await runCliAsync(['forget', src, name, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.forgetOutput)).toMatchObject({ consumer: name, projection: 'comments', target: fs.realpathSync(tgt) });
+    expect(scalar(src, 'SELECT count(*) FROM _sluice_consumers WHERE name = ?', name)).toBe(0n);
+  });
+
+  test('disable of one table takes capture off it only, moving the generation (exit 0)', async () => {
+    const r = await runCliAsync(['disable', src, 'comments', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const d = parseJson(r, S.disableOutput);
+    expect(d).toMatchObject({ tables: [{ table: 'comments', reason: 'TABLE_DISABLED' }], generation: 3 });
+    const s = await runCliAsync(['status', src, '--json']);
+    expect(s.status, s.stderr).toBe(0);
+    expect(parseJson(s, S.statusOutput).tables.map((t) => t.name)).not.toContain('comments');
+  });
+
   test('disable removes capture, after which status exits 3 (exit 0)', async () => {
     const before = sourceSeq(src);
     expect(before).toBeGreaterThan(0);

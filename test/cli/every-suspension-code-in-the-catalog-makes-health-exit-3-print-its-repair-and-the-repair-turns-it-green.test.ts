@@ -82,14 +82,19 @@ async function cli(args: readonly string[], status: number) {
 /**
  * `sluice sync SRC TGT [--projection FILE...]` through the library, for the
  * setup (the CLI's sync is walked by the repair steps): the exit code the
- * CLI gives its report (1 a projection failed, 3 one is not active).
+ * CLI gives its report (1 a projection failed, 3 one is not active, or the
+ * source acknowledges one the target lost).
  */
 async function librarySync(w: World, files: readonly string[] = []): Promise<number> {
   const projections = (await Promise.all(files.map((f) => loadDefinitions(f)))).flat();
   const s = await Syncer.open(w.src, w.tgt, files.length === 0 ? {} : { projections });
   try {
     const r = await s.runOnce();
-    return r.projections.some((p) => p.error !== undefined) ? 1 : r.projections.some((p) => p.state !== 'active') ? 3 : 0;
+    return r.projections.some((p) => p.error !== undefined)
+      ? 1
+      : r.projections.some((p) => p.state !== 'active') || (r.lost ?? []).length > 0
+        ? 3
+        : 0;
   } finally {
     s.close();
   }
@@ -120,6 +125,16 @@ const SEEN_THROWS = `export default { version: '1', apply(e) { if (e.after?.name
 const SEEN_FIXED = `export default { version: '1', apply() {} };\n`;
 
 const SCENARIOS: Partial<Record<Code, Scenario>> = {
+  // The target was deleted and made again by a plain sync: the source still acknowledges the map given with --projection.
+  CONSUMER_NOT_BUILT: {
+    projection: 'named',
+    definitions: () => ({ named: { name: 'named', source: 'items', kind: 'map', columns: { id: 'id', name: 'name' } } }),
+    cause: async (w) => {
+      for (const f of [w.tgt, `${w.tgt}-wal`, `${w.tgt}-shm`]) fs.rmSync(f, { force: true });
+      await syncs(w, 3);
+    },
+    repair: (w) => [sync(w, '--projection', w.at('named.json'))],
+  },
   // The source stopped capturing the table: capture re-created with other tables only.
   TABLE_UNTRACKED: {
     cause: async (w) => {
@@ -312,7 +327,8 @@ async function health(w: World) {
 /**
  * Whether the printed repair names this command: spelled out; with the
  * definition file it cannot know said in words ("pass it with --projection
- * to sluice sync SRC TGT"); or "run sluice sync again" for the plain sync.
+ * to sluice sync SRC TGT", or "--projection FILE, FILE being its
+ * definition"); or "run sluice sync again" for the plain sync.
  */
 function names(printed: string, args: readonly string[], w: World): boolean {
   if (printed.includes(`sluice ${args.join(' ')}`)) return true;
@@ -322,6 +338,9 @@ function names(printed: string, args: readonly string[], w: World): boolean {
     printed.includes('with --projection') &&
     printed.includes(`sluice ${args.filter((_, i) => i !== file && i !== file + 1).join(' ')}`)
   )
+    return true;
+  // The file said as FILE, with what it is ("--projection FILE, FILE being its definition").
+  if (file >= 0 && printed.includes(`sluice ${[...args.slice(0, file), '--projection', 'FILE', ...args.slice(file + 2)].join(' ')}`))
     return true;
   return args.length === 3 && args[0] === 'sync' && args[1] === w.src && args[2] === w.tgt && printed.includes('run sluice sync again');
 }
