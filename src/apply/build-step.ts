@@ -14,7 +14,7 @@ import {
   type BuildState,
 } from './shadow-build.ts';
 import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
-import type { StepOutcome } from './step.ts';
+import type { StepOutcome } from './step-outcome.ts';
 
 /**
  * One bounded step of a protected rebuild (shadow-build.ts says which),

@@ -1,5 +1,4 @@
 import type { WalCommit } from '../sqlite/wal-frames.ts';
-import type { EditEvidence, WatchedProjection } from './target-watch.ts';
 
 /*
  * Which projections other programs' commits wrote, from the pages each
@@ -73,4 +72,18 @@ export function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): bool
   const [small, big] = a.size <= b.size ? [a, b] : [b, a];
   for (const x of small) if (big.has(x)) return true;
   return false;
+}
+
+/** A projection and the b-tree tables its rows live in (an fts5 index's shadow tables, not the virtual table). */
+export interface WatchedProjection {
+  readonly name: string;
+  readonly tables: readonly string[];
+}
+
+/** What the log says another program wrote of a projection. */
+export interface EditEvidence {
+  /** Its tables that another program's commits surely wrote. */
+  readonly tables: readonly string[];
+  /** Other commits may have written it and the log cannot tell (see above): its rows must be compared. */
+  readonly unsure: boolean;
 }

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { pathIdentity } from '../sqlite/file-identity.ts';
 import { targetKey } from '../capture/consumers.ts';
 import { checkConsumers, lostExplanation, lostRepair } from './consumers.ts';
-import type { ProjectionHealth } from './health.ts';
+import type { ProjectionHealth } from './health-types.ts';
 
 /*
  * health's side of consumers.ts: a projection a source acknowledges for this

@@ -34,7 +34,6 @@ import {
   shadowBuildOf,
   startShadowBuild,
   writeBuild,
-  type BuildCandidate,
   type BuildState,
 } from './shadow-build.ts';
 import { buildStep } from './build-step.ts';
@@ -43,9 +42,10 @@ import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
 import { storedIfCompatible } from './sync-classify.ts';
 import { columnsRead } from './explain-facts.ts';
 import { markBusy } from './retry.ts';
-import type { DroppedIndex } from './user-indexes.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { takeWriteLock } from '../sqlite/write-lock.ts';
+import type { StepOutcome } from './step-outcome.ts';
+export type { StepOutcome } from './step-outcome.ts';
 
 /*
  * sync's side of the applier: one target transaction for one projection,
@@ -54,35 +54,6 @@ import { takeWriteLock } from '../sqlite/write-lock.ts';
  * sync's own is here: the cursor checked against the source (rebuilds,
  * schema windows), and the retry of a batch up to a committed state.
  */
-
-/** The outcome of one transaction for one projection. */
-export type StepOutcome =
-  | {
-      readonly kind: 'initialized';
-      readonly rows: number;
-      readonly seq: number;
-      readonly cursor: string;
-      readonly reason?: string;
-      readonly droppedIndexes?: readonly DroppedIndex[];
-      /** Built beside the live projection in bounded steps and swapped in (a protected rebuild), not in one transaction. */
-      readonly swapped?: true;
-    }
-  | {
-      readonly kind: 'applied';
-      /** Events applied (net transitions for the set-based kinds). */
-      readonly events: number;
-      readonly seq: number;
-      readonly cursor: string;
-      readonly caughtUp: boolean;
-      /** Events of the source's journal the batch handed over (StepContext.progress asks for it). */
-      readonly sourceEvents?: number;
-    }
-  | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
-  /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
-  | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up' | 'fill' | 'replay'; readonly rows: number; readonly seq: number }
-  /** A protected rebuild's copy is caught up: validate `candidate` (in a read transaction), then step again with the result. Nothing was written. */
-  | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number; readonly candidate: BuildCandidate }
-  | Suspension;
 
 /** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
 const REBUILDABLE: ReadonlySet<string> = reasonsOf('rebuilt');

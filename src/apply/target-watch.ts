@@ -7,6 +7,8 @@ import { PROJECTIONS_TABLE } from './target-meta.ts';
 import { DROPPED_TABLE, TARGET_INFO_TABLE } from '../capture/target-guard.ts';
 import { PROJECTION_SET_TABLE } from './projection-set.ts';
 import { editEvidence } from './edit-evidence.ts';
+import type { WatchedProjection, EditEvidence } from './edit-evidence.ts';
+export type { WatchedProjection, EditEvidence } from './edit-evidence.ts';
 
 /*
  * Which projections another program wrote, seen by a long-lived syncer
@@ -39,20 +41,6 @@ import { editEvidence } from './edit-evidence.ts';
  * What it cannot place it says (`unsure`: the log could not be read, or
  * edit-evidence.ts's cases); the caller then compares the rows where it can.
  */
-
-/** A projection and the b-tree tables its rows live in (an fts5 index's shadow tables, not the virtual table). */
-export interface WatchedProjection {
-  readonly name: string;
-  readonly tables: readonly string[];
-}
-
-/** What the log says another program wrote of a projection. */
-export interface EditEvidence {
-  /** Its tables that another program's commits surely wrote. */
-  readonly tables: readonly string[];
-  /** Other commits may have written it and the log cannot tell (see above): its rows must be compared. */
-  readonly unsure: boolean;
-}
 
 /** A log at least this many frames long is checkpointed by the watch between transactions (the apply session's autocheckpoint). */
 const CHECKPOINT_FRAMES = 10_000;

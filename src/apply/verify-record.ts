@@ -4,7 +4,7 @@ import { compileProjection, type SourceShape } from '../projection/compile.ts';
 import { parseStoredDefinition } from '../projection/definition.ts';
 import { kindNamed } from '../projection/kinds/registry.ts';
 import { PROJECTIONS_TABLE, setState, type ProjectionRecord } from './target-meta.ts';
-import type { ProjectionVerification } from './verify.ts';
+import type { ProjectionVerification } from './verify-types.ts';
 
 /*
  * What verify writes (only this, and only when there is something to

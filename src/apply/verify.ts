@@ -6,7 +6,7 @@ import { isReasonCode, REASONS, type ReasonCode } from '../reasons.ts';
 import type { Db } from '../sqlite/connection.ts';
 import { canHoldNegativeZero } from '../sqlite/affinity.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import { fromDriver, toJsonValue, type JsonValue, type SqlValue } from '../sqlite/codec.ts';
+import { fromDriver, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
 import { readSourceView } from '../feed/source-view.ts';
 import { alterWithOldLayoutAfter } from '../feed/validate.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
@@ -21,52 +21,8 @@ import { openApplySession, TARGET_SCHEMA } from './session.ts';
 import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from './target-meta.ts';
 import { missingMirrors } from './projection-set.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
-
-export interface VerifyDiff {
-  readonly key: readonly JsonValue[];
-  /** missing: in the source, not the target; extra: in the target only; different: both, other values. */
-  readonly kind: 'missing' | 'extra' | 'different';
-}
-
-export interface ProjectionVerification {
-  readonly name: string;
-  readonly ok: boolean;
-  /** The seq both sides were compared at. */
-  readonly seq: number;
-  readonly checked: number;
-  /** Keys changed on the source after the projection's cursor: compared as they were at the cursor (verify-rewind.ts). */
-  readonly inFlight: number;
-  readonly diffs: readonly VerifyDiff[];
-  /**
-   * Why it is not ok without a diff: the stored state's reason (suspended),
-   * SYNC_FAILING (its last sync failed), BEHIND (keys changed after its
-   * cursor), DEFINITION_CHANGED, or a stored definition that no longer fits
-   * the source (DEFINITION_INVALID, SOURCE_COLUMN_MISSING,
-   * SOURCE_TABLE_MISSING). NOT_VERIFIABLE for a custom projection (ok).
-   */
-  readonly reason?: string;
-  /** What was not compared and why, with what to do; set whenever something was left out. */
-  readonly skipped?: string;
-  /** What this check cannot see (for example ±0.0 in columns without affinity), one line each. */
-  readonly caveats?: readonly string[];
-  /**
-   * What repairs what verify found, with the command, as health prints it
-   * (src/reasons.ts, rendered with the real paths): for rows that differ
-   * (ROWS_DIFFER), a suspension, or a stored definition that no longer fits
-   * the source.
-   */
-  readonly repair?: string;
-  /** This verify suspended it (TARGET_EDITED): it differs from its source (verify-record.ts). */
-  readonly suspended?: true;
-  /** This verify found it equal again and cleared its TARGET_EDITED. */
-  readonly cleared?: true;
-}
-
-export interface VerifyReport {
-  readonly ok: boolean;
-  readonly sourceSeq: number;
-  readonly projections: readonly ProjectionVerification[];
-}
+import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
+export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 
 const MAX_DIFFS = 10;
 

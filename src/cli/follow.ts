@@ -1,5 +1,5 @@
 import type { Syncer, SyncReport } from '../index.ts';
-import { reportJson } from './sync.ts';
+import { reportJson } from './sync-json.ts';
 import { waitForChange } from './wait.ts';
 import { idleEditCheck } from './idle-edit-check.ts';
 import { stdout } from './closed-pipe.ts';

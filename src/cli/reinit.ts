@@ -4,7 +4,8 @@ import { collect } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';
-import { describeReport, loadInputs, reportJson, sourceTables } from './sync.ts';
+import { describeReport, loadInputs, sourceTables } from './sync.ts';
+import { reportJson } from './sync-json.ts';
 
 export function registerReinit(program: Command): void {
   program

@@ -1,10 +1,11 @@
 import { Command, Option } from 'commander';
 import { repairAction, shellWord, Syncer, type SyncProgress, type SyncReport } from '../index.ts';
-import { aliasFields, lockFollower, type ProcessLock } from '../index.ts';
+import { lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { follow } from './follow.ts';
+import { reportJson } from './sync-json.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { FollowTally } from './follow-summary.ts';
@@ -65,30 +66,6 @@ export function describeReport(
 /** Each projection of the sync and its source table. */
 export function sourceTables(syncer: Syncer): ReadonlyMap<string, string> {
   return new Map(syncer.projections.map((p) => [p.name, p.source.table]));
-}
-
-export function reportJson(r: SyncReport): unknown {
-  return {
-    sourceSeq: r.sourceSeq,
-    projections: r.projections.map((p) => ({
-      name: p.name,
-      state: p.state,
-      ...(p.reason === undefined ? {} : { reason: p.reason, detail: p.detail }),
-      applied: p.applied,
-      ...(p.snapshotRows === undefined ? {} : { snapshotRows: p.snapshotRows }),
-      ...(p.rebuilt === undefined ? {} : { rebuilt: p.rebuilt }),
-      ...(p.swapped === undefined ? {} : { swapped: p.swapped }),
-      cursor: p.cursor,
-      seq: p.seq,
-      ...(p.error === undefined ? {} : { error: { ...p.error, ...aliasFields(p.error.code) } }),
-      ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
-      ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
-    })),
-    ...(r.rearmed === undefined ? {} : { rearmed: r.rearmed }),
-    ...(r.unmirrored === undefined ? {} : { unmirrored: r.unmirrored }),
-    ...(r.lost === undefined ? {} : { lost: r.lost.map((l) => ({ ...l, code: 'CONSUMER_NOT_BUILT' })) }),
-    ...(r.forgotten === undefined ? {} : { forgotten: r.forgotten }),
-  };
 }
 
 export function registerSync(program: Command): void {

@@ -3,48 +3,15 @@ import path from 'node:path';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError } from '../errors.ts';
-import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { ensureTargetMeta } from '../apply/target-meta.ts';
 import { allowProjectionWrites } from '../apply/protect.ts';
-import { recordSubscribed, type FedBy } from '../apply/fed-by.ts';
-import type { DroppedIndex } from '../apply/user-indexes.ts';
-import { peekEncoding, readExportFile, type ExportItem, type ReadOptions, type ReadTotals } from './checked-reader.ts';
+import { recordSubscribed } from '../apply/fed-by.ts';
+import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
-import { matchTargetEncoding, type TextEncoding } from '../sqlite/text-encoding.ts';
+import { matchTargetEncoding } from '../sqlite/text-encoding.ts';
 import { Importer } from './importer.ts';
-
-export interface ImportOptions {
-  /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
-  readonly projections?: readonly ProjectionDefinitionInput[];
-  /**
-   * How the target's projections are fed, recorded in their rows for health
-   * (apply/fed-by.ts): importFile records the file and the time, subscribe
-   * its broker and stream. Default: nothing recorded.
-   */
-  readonly fedBy?: FedBy;
-  /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
-  readonly onProgress?: (p: {
-    readonly bytes: number;
-    readonly size: number;
-    readonly batchesApplied: number;
-    readonly batchesSkipped: number;
-  }) => void;
-}
-
-export interface ImportReport {
-  readonly lines: number;
-  readonly batchesApplied: number;
-  readonly batchesSkipped: number;
-  /** Lines after the last complete batch (a truncated tail): read, not applied. */
-  readonly incompleteTail: number;
-  readonly projections: readonly {
-    readonly name: string;
-    readonly state: string;
-    readonly reason?: string;
-    readonly seq: number;
-    readonly droppedIndexes?: readonly DroppedIndex[];
-  }[];
-}
+import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
+export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 
 const SCHEMA = 'main';
 
@@ -74,24 +41,6 @@ export async function importFile(targetPath: string, file: string, options: Impo
     },
     { fedBy, ...options },
   );
-}
-
-/** A stream of checked export items (a file, or batches from a broker): what import applies. */
-export interface ItemStream {
-  /** Names the stream in errors (`<label>:<line>`). */
-  readonly label: string;
-  /** The text encoding the stream's source declares, when known before reading (a new target takes it). */
-  readonly encoding?: TextEncoding;
-  /** Bytes in the whole stream, for progress (called only when progress is asked for). */
-  readonly size?: () => number;
-  /**
-   * The whole stream is at hand (a file), so the next batch follows at once:
-   * consecutive batches may share one target transaction. Not for a live
-   * stream, where each batch must commit before waiting for the next.
-   */
-  readonly atHand?: boolean;
-  /** Reads the stream once, checked (see checked-reader.ts). */
-  read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }
 
 /** importFile over any stream of checked export items, with the same rules. */

@@ -32,7 +32,7 @@ import {
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
-import type { ImportOptions, ImportReport, ItemStream } from './import.ts';
+import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 
 const SCHEMA = 'main';
 

@@ -2,7 +2,7 @@ import { foldIdent } from '../sqlite/quote.ts';
 import type { CompiledProjection } from './compile.ts';
 import { STATE_PARTS, type AlterChange, type StatePart } from './alter-changes.ts';
 import type { KindAlterRules, Proof } from './alter-kinds.ts';
-import type { AlterFacts } from './classify.ts';
+import type { AlterFacts } from './alter-facts.ts';
 
 /*
  * 003's AlterStateOracle: for each change, a proof per state part that the

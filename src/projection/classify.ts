@@ -6,7 +6,8 @@ import { diffShapes, STATE_PARTS, type AlterChange, type InvalidCode, type State
 import { ALL_PARTS, type KindAlterRules } from './alter-kinds.ts';
 import { kindRules } from './kinds/registry.ts';
 import { DEFAULT_ORACLE, type AlterStateOracle, type OracleContext, type StateProof } from './alter-oracle.ts';
-import type { ColumnOrigin } from '../feed/column-lineage.ts';
+import type { AlterFacts } from './alter-facts.ts';
+export type { CursorFact, AlterFacts } from './alter-facts.ts';
 
 export { DEFAULT_ORACLE };
 export type { AlterStateOracle, OracleContext, StateProof } from './alter-oracle.ts';
@@ -30,39 +31,6 @@ export type AlterClassification = 'Compatible' | 'Rebuildable' | 'Rejected';
 
 /** A stable code of the reason catalog (kind `alter` in src/reasons.ts). */
 export type AlterReasonCode = ReasonOf<'alter'>;
-
-/** What the stored cursor does on the source now (validateCursor, read-only). */
-export type CursorFact =
-  | { readonly continues: true }
-  | {
-      readonly continues: false;
-      /** What sync rebuilds on (a `rebuilt` reason) or, when not rebuildable, the reason it suspends the projection with. */
-      readonly reason: string;
-      readonly message: string;
-      readonly rebuildable: boolean;
-    };
-
-export interface AlterFacts {
-  /** Undefined for a projection with no stored cursor. */
-  readonly cursor?: CursorFact;
-  /**
-   * Source rows on which the stored and the new map filter disagree, counted
-   * while the projection is current (no event of its table after its
-   * cursor, so today's rows are the rows at the cursor). Undefined: not counted.
-   */
-  readonly filterDisagreements?: number;
-  /** Indexes a user added to the projection's tables. */
-  readonly targetIndexes?: readonly { readonly name: string; readonly table: string; readonly unique: boolean }[];
-  /** Bytes a shadow needs and bytes free on the target's file system, when known. */
-  readonly space?: { readonly neededBytes: number; readonly freeBytes: number };
-  /**
-   * Which column each of the source table's columns is, as of the stored
-   * cursor, by the alters sluice recorded since (feed/column-lineage.ts);
-   * undefined when none was recorded (a column is then the one its name
-   * named). A rename is followed only when it is here.
-   */
-  readonly columns?: readonly ColumnOrigin[];
-}
 
 /** The stored side: a ProjectionRecord (src/apply/target-meta.ts) fits. */
 export interface StoredProjection {

@@ -1,4 +1,4 @@
-import type { Db } from './connection.ts';
+import type { Db } from './db.ts';
 
 /*
  * What sluice keeps per connection: prepared statements, the work tables it

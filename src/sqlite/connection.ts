@@ -4,8 +4,9 @@ import { SluiceError, InvalidInputError } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
 import { folderNotWritable } from './access.ts';
 import { heldFile, pathIdentity, sameFile } from './file-identity.ts';
+import type { Db } from './db.ts';
 
-export type Db = Database.Database;
+export type { Db } from './db.ts';
 
 export interface OpenOptions {
   /** Open read-only (status, feed readers). Default false. */

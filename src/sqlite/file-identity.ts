@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
-import type { Db } from './connection.ts';
+import type { Db } from './db.ts';
 import { connectionState, slot } from './connection-state.ts';
 
 /*

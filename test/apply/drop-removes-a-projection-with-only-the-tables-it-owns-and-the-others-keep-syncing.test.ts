@@ -79,7 +79,15 @@ describe('sluice drop', () => {
     expect(scalar(target, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'notes_fts%'")).toBe(0n);
     expect(dropProjection(target, 'log')).toEqual({ projection: 'log', dropped: [] });
     expect(dropProjection(target, 'notes')).toEqual({ projection: 'notes', dropped: ['notes'] });
-    expect(tables(target)).toEqual(['_sluice_dropped', '_sluice_projection_set', '_sluice_projections', '_sluice_target', 'my_notes', 'note_log', 'titles']);
+    expect(tables(target)).toEqual([
+      '_sluice_dropped',
+      '_sluice_projection_set',
+      '_sluice_projections',
+      '_sluice_target',
+      'my_notes',
+      'note_log',
+      'titles',
+    ]);
     expect(scalar(target, 'SELECT group_concat(name) FROM _sluice_projections')).toBe('titles');
     expect(scalar(target, 'SELECT x FROM my_notes')).toBe('mine');
 

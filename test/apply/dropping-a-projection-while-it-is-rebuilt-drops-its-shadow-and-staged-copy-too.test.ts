@@ -113,6 +113,13 @@ describe('sluice drop of a projection killed midway through a protected rebuild'
     const names = jsonOut<{ dropped: string[] }>(dropped).dropped;
     expect(names.filter((t) => !t.startsWith('_sluice_build_')).sort()).toEqual([...k.owns].sort());
     expect(names.filter((t) => t.startsWith('_sluice_build_')).length).toBeGreaterThanOrEqual(1);
-    expect(tablesIn(target)).toEqual(['_sluice_dropped', '_sluice_projection_set', '_sluice_projections', '_sluice_target', 'counts_mine', 'mine']);
+    expect(tablesIn(target)).toEqual([
+      '_sluice_dropped',
+      '_sluice_projection_set',
+      '_sluice_projections',
+      '_sluice_target',
+      'counts_mine',
+      'mine',
+    ]);
   });
 });

@@ -1,5 +1,4 @@
 import type { Db } from '../../../sqlite/connection.ts';
-import type { JsonValue } from '../../../sqlite/codec.ts';
 import type { EventRelation } from '../../../feed/event-relation.ts';
 import { dropWorkTables, emptyWorkTables } from '../../../sqlite/work-tables.ts';
 import { hasForeignUniqueIndex } from '../../foreign-unique.ts';
@@ -7,7 +6,8 @@ import type { CompiledMap, CompiledMirror } from '../../compiled.ts';
 import { prepareImages } from './images.ts';
 import { applyByNetTransitions } from './net.ts';
 import { applyByTransitions } from './transitions.ts';
-import type { Reason } from '../../../reasons.ts';
+import type { RelationalResult } from './transitions.ts';
+export type { RelationalMismatch, RelationalResult } from './transitions.ts';
 
 export { sqlEq } from './images.ts';
 
@@ -26,21 +26,6 @@ export { sqlEq } from './images.ts';
  * the reference (relational-transitions.ts) that finds the first mismatch.
  * The reference runs only when the fast one does not apply the batch.
  */
-
-export interface RelationalMismatch {
-  readonly seq: number;
-  readonly key: readonly JsonValue[];
-  /** `UNCAPTURED_REPLACE`: an insert found its key present; `TARGET_DIVERGED`: the before-image differs. */
-  readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
-  readonly where: 'target' | 'batch';
-}
-
-export interface RelationalResult {
-  readonly transitions: number;
-  readonly mismatch?: RelationalMismatch;
-  /** Which implementation decided: `fast` applied a clean batch, `reference` found a mismatch or was asked for. */
-  readonly decidedBy?: 'fast' | 'reference';
-}
 
 /** Which implementation applies batches; `reference` is for tests that compare the two. */
 export type RelationalPath = 'auto' | 'reference';

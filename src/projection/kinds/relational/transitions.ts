@@ -1,9 +1,9 @@
 import type { Db } from '../../../sqlite/connection.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
-import { fromDriver, toJsonValue } from '../../../sqlite/codec.ts';
+import { fromDriver, toJsonValue, type JsonValue } from '../../../sqlite/codec.ts';
+import type { Reason } from '../../../reasons.ts';
 import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
-import type { RelationalResult } from './apply.ts';
 
 /*
  * The reference apply for mirror and map: it finds the first mismatch of a
@@ -121,4 +121,19 @@ function findMismatch(db: Db, p: CompiledProjection, target: string, k: string[]
     reason: bp === 0 && present === 1 ? 'UNCAPTURED_REPLACE' : 'TARGET_DIVERGED',
     where,
   };
+}
+
+export interface RelationalMismatch {
+  readonly seq: number;
+  readonly key: readonly JsonValue[];
+  /** `UNCAPTURED_REPLACE`: an insert found its key present; `TARGET_DIVERGED`: the before-image differs. */
+  readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
+  readonly where: 'target' | 'batch';
+}
+
+export interface RelationalResult {
+  readonly transitions: number;
+  readonly mismatch?: RelationalMismatch;
+  /** Which implementation decided: `fast` applied a clean batch, `reference` found a mismatch or was asked for. */
+  readonly decidedBy?: 'fast' | 'reference';
 }

@@ -1,0 +1,20 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect } from '../support/fixtures.ts';
+import { importCycles } from '../../scripts/import-cycles.ts';
+
+const SRC = path.resolve(import.meta.dirname, '../../src');
+
+test('src/ has no import circle (type-only imports and import() count)', () => {
+  expect(importCycles(SRC)).toEqual([]);
+});
+
+test('the check finds a circle through a type-only import, a re-export and an import() across folders', ({ tmp }) => {
+  fs.mkdirSync(path.join(tmp, 'a'));
+  fs.mkdirSync(path.join(tmp, 'b'));
+  fs.writeFileSync(path.join(tmp, 'a', 'one.ts'), "import type { Two } from '../b/two.ts';\nexport type One = Two;\n");
+  fs.writeFileSync(path.join(tmp, 'b', 'two.ts'), "export { three } from './three.ts';\nexport type Two = number;\n");
+  fs.writeFileSync(path.join(tmp, 'b', 'three.ts'), "export const three = () => import('../a/one.ts');\n");
+  fs.writeFileSync(path.join(tmp, 'b', 'alone.ts'), "import { three } from './three.ts';\nexport const x = three;\n");
+  expect(importCycles(tmp)).toEqual([['a/one.ts', 'b/three.ts', 'b/two.ts']]);
+});
