@@ -113,6 +113,7 @@ export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
 export type { DropResult } from './apply/drop.ts';
 export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
 export type { FedBy } from './apply/fed-by.ts';
+export { withoutCredentials } from './apply/fed-by.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,

@@ -5,7 +5,7 @@ import { PROJECTIONS_TABLE } from '../capture/target-guard.ts';
 
 /*
  * How a target's projection is fed, when not by sync (whose row names its
- * source path): by `sluice subscribe` (the broker, the stream and the
+ * source path, recordSynced: also a row an import made, once a sync feeds it): by `sluice subscribe` (the broker, the stream and the
  * source id it reads), or by `sluice import` (the file it last imported,
  * and when). Recorded in the projection's row (`fed_by`, JSON), in the
  * transaction that commits what the feeder applied, and at the end of a
@@ -44,6 +44,23 @@ export function recordFedBy(db: Db, schema: string, names: Iterable<string>, fed
   const text = JSON.stringify(fedBy);
   const update = db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET fed_by = ? WHERE name = ? AND fed_by IS NOT ?`);
   for (const name of names) update.run(text, name, text);
+}
+
+/**
+ * Records that sync feeds projections `names` from the source at
+ * `sourcePath` (absolute), in a transaction of the caller's: a row an
+ * import or a subscriber made (no source path) or one synced from another
+ * path is fed by this source from now on, and health reads its lag here.
+ * Only rows of source `sourceId` are changed, and only when they say
+ * otherwise; returns how many did.
+ */
+export function recordSynced(db: Db, schema: string, names: Iterable<string>, sourceId: string, sourcePath: string): number {
+  const update = db.prepare(
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET source_path = ?, fed_by = NULL WHERE name = ? AND source_id = ? AND source_path IS NOT ?`,
+  );
+  let changed = 0;
+  for (const name of names) changed += update.run(sourcePath, name, sourceId, sourcePath).changes;
+  return changed;
 }
 
 /** Records a subscriber as the feeder of the target's projections of its source that no sync feeds, in a transaction of its own. */

@@ -7,6 +7,7 @@ import { acknowledge, forgetConsumer, type AcknowledgedFor } from '../feed/ackno
 import { syncConsumerName } from '../capture/consumers.ts';
 import { checkConsumers, type LostProjection } from './consumers.ts';
 import { clearDrops } from './dropped.ts';
+import { recordSynced } from './fed-by.ts';
 import { decodeCursor } from '../feed/cursor.ts';
 import { rearmCapture, type RearmReport } from '../capture/rearm.ts';
 import type { CompiledProjection } from '../projection/compile.ts';
@@ -79,6 +80,8 @@ export class Syncer {
   #reinitPending: readonly string[];
   /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
   readonly #pendingAcks = new Map<string, string>();
+  /** Projections whose row this syncer found naming its source as the one that feeds them (#recordSource). */
+  readonly #sourced = new Set<string>();
   #lastAckMs = Number.NEGATIVE_INFINITY;
   /** The open's re-arm, until the first run has reported it. */
   #rearmPending: RearmReport | undefined;
@@ -281,6 +284,7 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
+    this.#recordSource();
     this.#settleEdits(reports);
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
     for (const r of this.#refused) {
@@ -352,6 +356,26 @@ export class Syncer {
     }
     if (cleared.length > 0) inOwnTransaction(db, () => clearDrops(db, TARGET_SCHEMA, cleared));
     return { lost: check.lost, forgotten };
+  }
+
+  /**
+   * The projections this syncer runs are fed by its source: a row an import
+   * or a subscriber made (no source path, so health could not read a lag
+   * for it) or one synced from another path says so from now on (one short
+   * target transaction, only when a row says otherwise; best effort, as the
+   * next pass tries again). Checked once per projection per syncer.
+   */
+  #recordSource(): void {
+    const db = this.session.db;
+    const todo = this.projections.filter((p) => !this.#sourced.has(p.name)).map((p) => p.name);
+    if (todo.length === 0) return;
+    const sourceId = readState(db)?.sourceId;
+    const source = path.resolve(this.session.sourcePath);
+    const rows = new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r]));
+    const stale = todo.filter((n) => rows.get(n)?.sourceId === sourceId && rows.get(n)?.sourcePath !== source);
+    if (sourceId !== undefined && stale.length > 0) inOwnTransaction(db, () => recordSynced(db, TARGET_SCHEMA, stale, sourceId, source));
+    const now = stale.length > 0 ? new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r])) : rows;
+    for (const n of todo) if (now.get(n)?.sourcePath === source) this.#sourced.add(n);
   }
 
   /**

@@ -12,6 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import { InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
+import { withoutCredentials } from '../apply/fed-by.ts';
 
 /*
  * The connection to a NATS server with JetStream: it reconnects by itself
@@ -31,14 +32,40 @@ export interface Broker {
 
 export type Log = (line: string) => void;
 
+/**
+ * The client's options for `url`: its servers without credentials, and the
+ * user and password (`nats://user:pass@host`) or token (`nats://token@host`)
+ * of the first server that has them, which the client does not read from a
+ * URL itself (it would connect without them: "Authorization Violation").
+ */
+export function natsServerOptions(url: string): { servers: string; user?: string; pass?: string; token?: string } {
+  const creds = /(?:^|,|\/\/)([^/@,]*)@/.exec(url)?.[1];
+  const servers = withoutCredentials(url);
+  if (creds === undefined) return { servers };
+  const decode = (s: string) => {
+    try {
+      return decodeURIComponent(s);
+    } catch {
+      return s;
+    }
+  };
+  const colon = creds.indexOf(':');
+  return colon < 0
+    ? { servers, token: decode(creds) }
+    : { servers, user: decode(creds.slice(0, colon)), pass: decode(creds.slice(colon + 1)) };
+}
+
+/** Connects to the broker at `url`; `Broker.url` and every message name it without credentials. */
 export async function openBroker(url: string, who: string, log: Log = () => {}): Promise<Broker> {
   let nc: NatsConnection;
+  const options = natsServerOptions(url);
+  url = options.servers;
   try {
-    nc = await connect({ servers: url, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 });
+    nc = await connect({ ...options, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 });
   } catch (err) {
     throw new InvalidInputError(
       'BROKER_UNREACHABLE',
-      `Cannot connect to NATS at ${url} (${(err as Error).message}). Start nats-server with JetStream (nats-server -js), or pass its URL with --nats.`,
+      `Cannot connect to NATS at ${url} (${(err as Error).message}). Start nats-server with JetStream (nats-server -js), check the user and password in the URL (nats://USER:PASSWORD@HOST:PORT) when it requires them, or pass its URL with --nats.`,
       { cause: err },
     );
   }

@@ -4,6 +4,7 @@ import { readProjections, type ProjectionRecord } from '../apply/target-meta.ts'
 import type { FedLag } from '../apply/health.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
+import { withoutCredentials } from '../apply/fed-by.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
 
@@ -125,7 +126,8 @@ async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>>
   }
   for (const mine of groups.values()) {
     const { url, stream, recorded, p: first } = mine[0] as LagRead;
-    const where = recorded ? `NATS at ${url} (where sluice subscribe reads it)` : `NATS at ${url}`;
+    const shown = withoutCredentials(url);
+    const where = recorded ? `NATS at ${shown} (where sluice subscribe reads it)` : `NATS at ${shown}`;
     let reader: StreamLagReader | undefined;
     try {
       reader = await openStreamLag(url, { sourceId: first.sourceId, ...(stream === undefined ? {} : { stream }), who: 'health' });
@@ -134,7 +136,7 @@ async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>>
         out.set(
           p.name,
           lag ?? {
-            unknown: `stream ${reader.stream} does not exist on ${where} (the server lost it, or nothing was published to it yet), so how far ${p.name} is behind cannot be known: run sluice publish on the source with --nats ${url}, and keep sluice subscribe --follow running`,
+            unknown: `stream ${reader.stream} does not exist on ${where} (the server lost it, or nothing was published to it yet), so how far ${p.name} is behind cannot be known: run sluice publish on the source with --nats ${shown}, and keep sluice subscribe --follow running`,
           },
         );
       }

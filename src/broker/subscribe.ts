@@ -146,7 +146,7 @@ class Run {
         this.#started = started;
         this.#options.onStart?.({ stream: this.#stream, started, seq: plan.seq });
       }
-      const label = `${this.#url} stream ${this.#stream}`;
+      const label = `${withoutCredentials(this.#url)} stream ${this.#stream}`;
       const source = messageLines(this.#broker, consumer, {
         subjects: this.#subjects,
         start: plan.start,
@@ -235,7 +235,7 @@ class Run {
       if (this.#options.signal?.aborted === true) return undefined;
       try {
         const planned = await this.#plan(true);
-        if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${this.#url} is back; resuming`);
+        if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${withoutCredentials(this.#url)} is back; resuming`);
         return planned;
       } catch (err) {
         const code = (err as { code?: unknown }).code;
@@ -243,7 +243,8 @@ class Run {
         if (this.#options.follow !== true || !waitable) throw err;
         const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
         const key = typeof code === 'string' ? code : 'transient';
-        if (said !== key) this.#log(`sluice subscribe: waiting for stream ${this.#stream} at ${this.#url} to come back (${why})`);
+        if (said !== key)
+          this.#log(`sluice subscribe: waiting for stream ${this.#stream} at ${withoutCredentials(this.#url)} to come back (${why})`);
         said = key;
         await pause(RETRY_MS, this.#options.signal);
       }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { Publisher, decodeCursor, type PublishPass } from '../index.ts';
+import { Publisher, decodeCursor, withoutCredentials, type PublishPass } from '../index.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -106,7 +106,7 @@ export function registerPublish(program: Command): void {
         if (tally !== undefined)
           stopSummaries = startSummaries(
             (line) => stdout().write(`${line}\n`),
-            `following ${dbPath}: publishing to stream ${p.stream} at ${opts.nats}, from seq ${seqOf(p.cursor)}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+            `following ${dbPath}: publishing to stream ${p.stream} at ${withoutCredentials(opts.nats)}, from seq ${seqOf(p.cursor)}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
             opts.summaryInterval,
             () => tally.summary(opts.summaryInterval, where(p)),
           );

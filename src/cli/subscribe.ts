@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { subscribe, type SubscribedBatch } from '../index.ts';
+import { subscribe, withoutCredentials, type SubscribedBatch } from '../index.ts';
 import { collect } from './enable.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
@@ -98,7 +98,7 @@ export function registerSubscribe(program: Command): void {
                     const from = s.started === 'snapshot' ? `from the snapshot at seq ${s.seq}` : `from seq ${s.seq}`;
                     stopSummaries = startSummaries(
                       (line) => stdout().write(`${line}\n`),
-                      `following stream ${s.stream} at ${opts.nats} into ${target}, ${from}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+                      `following stream ${s.stream} at ${withoutCredentials(opts.nats)} into ${target}, ${from}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
                       opts.summaryInterval,
                       () => tally.summary(opts.summaryInterval, where()),
                     );

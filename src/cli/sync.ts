@@ -204,7 +204,9 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
             else if (!suspended.has(p.name)) {
               suspended.add(p.name);
               if (opts.json !== true)
-                stderr().write(`sluice: ${describeReport({ sourceSeq: r.sourceSeq, projections: [p] }, { source, target })}\n`);
+                stderr().write(
+                  `sluice: ${describeReport({ sourceSeq: r.sourceSeq, projections: [p] }, { source, target, tables: sourceTables(syncer) })}\n`,
+                );
             }
           }
         },

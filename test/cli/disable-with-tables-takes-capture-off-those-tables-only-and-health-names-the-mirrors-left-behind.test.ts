@@ -14,6 +14,8 @@ import {
   scalar,
   expectOneLineError,
   sha256,
+  startCli,
+  waitFor,
 } from './support/cli.ts';
 
 /*
@@ -139,6 +141,23 @@ describe('disable SRC TABLE', () => {
     expect(parseJson(rebuilt, S.syncOutput).projections.find((p) => p.name === 'labels')).toMatchObject({ state: 'active' });
     expect(dumpTables(tgt, ['labels'])).toEqual(dumpTables(src, ['labels']));
     expect((await runCliAsync(['health', tgt])).status).toBe(0);
+  });
+
+  test('sync --follow says the suspension of its mirror once, with the enable of that table by name', async () => {
+    await sync(src, tgt);
+    const follower = startCli(['sync', src, tgt, '--follow']);
+    try {
+      await waitFor('the follower to start', () => follower.stdout().includes('following'));
+      const r = await runCliAsync(['disable', src, 'labels']);
+      expect(r.status, r.stderr).toBe(0);
+      await waitFor('the suspension to be said', () => follower.stderr().includes('SUSPENDED TABLE_UNTRACKED'));
+      const said = follower.stderr();
+      expect(said).toContain(`sluice enable ${src} labels --mode images`);
+      expect(said).not.toMatch(/\bTABLE\b(?!_)/);
+    } finally {
+      follower.child.kill('SIGTERM');
+      await follower.exited;
+    }
   });
 
   test('a table it does not capture is refused, naming the ones it does, and nothing changes', async () => {

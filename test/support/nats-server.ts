@@ -43,17 +43,20 @@ export class NatsServer {
   readonly #madeDirs: string[] = [];
   #child: ChildProcess | undefined;
   #log = '';
+  /** More nats-server arguments (`--user u --pass p`: a server that requires them of every client). */
+  readonly #args: readonly string[];
 
-  private constructor(port: number, storeDir: string, ownsDir: boolean) {
+  private constructor(port: number, storeDir: string, ownsDir: boolean, args: readonly string[]) {
     this.port = port;
     this.#storeDir = storeDir;
+    this.#args = args;
     if (ownsDir) this.#madeDirs.push(storeDir);
   }
 
   /** Starts a server on a free port with a fresh store (or `storeDir`), and waits until JetStream is ready. */
-  static async start(options: { storeDir?: string } = {}): Promise<NatsServer> {
+  static async start(options: { storeDir?: string; args?: readonly string[] } = {}): Promise<NatsServer> {
     const dir = options.storeDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nats-'));
-    const server = new NatsServer(await freePort(), dir, options.storeDir === undefined);
+    const server = new NatsServer(await freePort(), dir, options.storeDir === undefined, options.args ?? []);
     await server.restart();
     return server;
   }
@@ -79,7 +82,7 @@ export class NatsServer {
   /** Starts the server again on the same port and store (it must not be running). */
   async restart(): Promise<void> {
     if (this.#child !== undefined) throw new Error('nats-server is already running');
-    const child = spawn(binary(), ['-js', '-sd', this.storeDir, '-a', '127.0.0.1', '-p', String(this.port)], {
+    const child = spawn(binary(), ['-js', '-sd', this.storeDir, '-a', '127.0.0.1', '-p', String(this.port), ...this.#args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.#child = child;
