@@ -1,12 +1,12 @@
 // ESLint: typescript-eslint's recommended rules, and the layer boundaries of
-// src/ (DESIGN.md, "Layers"): a layer imports only lower layers, cli/ imports
+// src/ (docs/architecture.md, "Layers"): a layer imports only lower layers, cli/ imports
 // the library only through the barrel src/index.ts, nothing else imports the
 // barrel, and product code never imports fixtures/.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
 
-/** Lowest first. */
+/** Lowest first: the order docs/architecture.md states (a test holds them equal). */
 export const LAYERS = ['sqlite', 'capture', 'feed', 'projection', 'apply', 'export', 'broker', 'cli'];
 
 /**

@@ -66,10 +66,10 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
-import { DEFAULT_BATCH, Syncer, type SyncReport } from '../src/apply/sync.ts';
-import { verify } from '../src/apply/verify.ts';
+import { DEFAULT_BATCH, Syncer, type SyncReport } from '../src/apply/sync/sync.ts';
+import { verify } from '../src/apply/check/verify.ts';
 import { enable } from '../src/capture/enable.ts';
-import { protect } from '../src/apply/protect.ts';
+import { protect } from '../src/apply/edits/protect.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { readSourceView } from '../src/feed/source-view.ts';
 import { toBindable } from '../src/sqlite/codec.ts';
@@ -98,7 +98,7 @@ const BASE = intFlag(argv, 'base', 100_000, 0);
 const ROUNDS = intFlag(argv, 'rounds', 3);
 const BATCH: number | undefined = argv.includes('--batch') ? intFlag(argv, 'batch', 10_000) : undefined;
 const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
-/** The Syncer's default batch size for a mirror (src/apply/sync.ts), used by the naive loop when --batch is not given. */
+/** The Syncer's default batch size for a mirror (src/apply/sync/sync.ts), used by the naive loop when --batch is not given. */
 const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.setBased;
 const TARGET_RATIO = 0.5;
 /** DESIGN.md's target: mirror apply at least this share of the read floor + write floor measured in the same run. */

@@ -25,7 +25,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { Syncer } from '../src/apply/sync.ts';
+import { Syncer } from '../src/apply/sync/sync.ts';
 import { enable } from '../src/capture/enable.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import type { ProjectionDefinitionInput } from '../src/projection/definition.ts';

@@ -49,7 +49,7 @@ import { enable } from '../src/capture/enable.ts';
 import { snapshot } from '../src/feed/snapshot.ts';
 import { readBatch, journalStartCursor } from '../src/feed/batch.ts';
 import { changedSince } from '../src/feed/changed-since.ts';
-import { sync } from '../src/apply/sync.ts';
+import { sync } from '../src/apply/sync/sync.ts';
 import { toBindable, type SqlValue } from '../src/sqlite/codec.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';

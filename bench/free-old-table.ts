@@ -1,6 +1,6 @@
 /*
  * What freeing the old table of a protected rebuild costs, one way or the
- * other (the swap drops it: src/apply/shadow-build.ts atomicSwapShadow):
+ * other (the swap drops it: src/apply/rebuild/shadow-build.ts atomicSwapShadow):
  * one DROP TABLE, against DELETEs of BUILD_CHUNK rows per transaction (by
  * rowid range, and by rowid IN (...)) followed by the DROP of the empty
  * table. The longest transaction is what a writer waiting for the target
@@ -10,7 +10,7 @@
  */
 import path from 'node:path';
 import { openDatabase } from '../src/sqlite/connection.ts';
-import { BUILD_CHUNK } from '../src/apply/shadow-build.ts';
+import { BUILD_CHUNK } from '../src/apply/rebuild/shadow-build.ts';
 import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 
 const argv = process.argv.slice(2);

@@ -1,5 +1,5 @@
 /*
- * What the watch of hand edits (src/apply/target-watch.ts, issue 19) costs
+ * What the watch of hand edits (src/apply/edits/target-watch.ts, issue 19) costs
  * a follower, on a mirror of `--rows` rows, in one process:
  *
  *   npx tsx bench/hand-edit-watch.ts [--rows 200000] [--rounds 200]
@@ -27,9 +27,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Syncer } from '../src/apply/sync.ts';
+import { Syncer } from '../src/apply/sync/sync.ts';
 import { enable } from '../src/capture/enable.ts';
-import { allowProjectionWrites, protect } from '../src/apply/protect.ts';
+import { allowProjectionWrites, protect } from '../src/apply/edits/protect.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 

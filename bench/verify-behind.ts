@@ -33,8 +33,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { enable } from '../src/capture/enable.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
-import { sync } from '../src/apply/sync.ts';
-import { verify } from '../src/apply/verify.ts';
+import { sync } from '../src/apply/sync/sync.ts';
+import { verify } from '../src/apply/check/verify.ts';
 import { emitFigures, type Figure } from './lib/figures.ts';
 import { fmtMs, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 

@@ -82,7 +82,13 @@ export class FileFullError extends SluiceError {
   }
 }
 
+/** The `code` an error carries (better-sqlite3's SQLITE_..., Node's ENOENT or EPIPE, a SluiceError's, a NATS status), or undefined. */
+export function errorCode(err: unknown): string | number | undefined {
+  const code = (err as { code?: unknown } | null | undefined)?.code;
+  return typeof code === 'string' || typeof code === 'number' ? code : undefined;
+}
+
 export function isSqliteBusy(err: unknown): boolean {
-  const code = (err as { code?: unknown } | null)?.code;
+  const code = errorCode(err);
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }

@@ -1,5 +1,5 @@
 // The public API of sluice. Everything else under src/ is internal.
-export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError } from './errors.ts';
+export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError, errorCode } from './errors.ts';
 export {
   REASONS,
   aliasesOf,
@@ -32,8 +32,8 @@ export type { EnableOptions, EnableResult, RearmedTable } from './capture/enable
 export { disable, disableTables } from './capture/disable.ts';
 export type { DisableResult, DisabledTable } from './capture/disable.ts';
 export { bump } from './capture/bump.ts';
-export { alter } from './capture/alter.ts';
-export type { AlterOptions, AlterResult, AlteredTable } from './capture/alter.ts';
+export { alter } from './capture/source-alter.ts';
+export type { AlterOptions, AlterResult, AlteredTable } from './capture/source-alter.ts';
 export { readDdlLog } from './capture/ddl-log.ts';
 export type { DdlRecord, DdlTableRecord, TableChange } from './capture/ddl-log.ts';
 export { forecastAlter, alterRules } from './feed/alter-forecast.ts';
@@ -41,8 +41,8 @@ export type { ConsumerForecast, TableForecast } from './feed/alter-forecast.ts';
 export { strip } from './capture/strip.ts';
 export { status } from './capture/status.ts';
 export type { CaptureStatus, TableStatus, ConsumerStatus } from './capture/status.ts';
-export { verifyCapture } from './capture/verify.ts';
-export type { CaptureVerification, TableArming, UnarmedReason } from './capture/verify.ts';
+export { verifyCapture } from './capture/arming.ts';
+export type { CaptureVerification, TableArming, UnarmedReason } from './capture/arming.ts';
 export { prune } from './capture/prune.ts';
 export type { PruneResult } from './capture/prune.ts';
 export { DEFAULT_RETENTION, MIN_RETENTION, CAPTURE_MODES } from './capture/schema.ts';
@@ -51,8 +51,8 @@ export type { CapturedTable, CaptureState } from './capture/catalog.ts';
 
 export { encodeCursor, decodeCursor } from './feed/cursor.ts';
 export type { Cursor, FileIdentity } from './feed/cursor.ts';
-export { validateCursor } from './feed/validate.ts';
-export type { CursorValidation, RebuildReason } from './feed/validate.ts';
+export { validateCursor } from './feed/cursor-check.ts';
+export type { CursorValidation, RebuildReason } from './feed/cursor-check.ts';
 export { snapshot, streamTable } from './feed/snapshot.ts';
 export type { SnapshotResult, SnapshotHandlers } from './feed/snapshot.ts';
 export { readBatch, journalStartCursor } from './feed/batch.ts';
@@ -69,25 +69,25 @@ export type { ConsumerRow, TargetState } from './capture/consumers.ts';
 export { eventLineSchema, cursorLineSchema, eventToLine } from './feed/jsonl.ts';
 export type { EventLine } from './feed/jsonl.ts';
 
-export { Syncer, sync } from './apply/sync.ts';
-export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync.ts';
-export { MIRROR_ALL } from './apply/projection-set.ts';
-export type { Unmirrored } from './apply/projection-set.ts';
-export type { DefinitionInput } from './apply/sync-definitions.ts';
-export type { StepOutcome } from './apply/step.ts';
-export { verify } from './apply/verify.ts';
-export { projectionWrites } from './apply/projection-writes.ts';
-export { protect } from './apply/protect.ts';
-export type { ProtectReport } from './apply/protect.ts';
-export type { ProjectionWrite } from './apply/projection-writes.ts';
-export type { VerifyOptions, VerifyProgress } from './apply/verify.ts';
-export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/verify.ts';
-export { explainAlter } from './apply/explain.ts';
-export { alterWithForecast } from './apply/alter-targets.ts';
-export type { AlterWithForecast, TargetForecast } from './apply/alter-targets.ts';
-export type { ExplainOptions, ExplainReport, ProjectionExplanation, DefinitionInputs } from './apply/explain.ts';
-export type { RebuildCost } from './apply/explain-facts.ts';
-export { classifyChange, DEFAULT_ORACLE } from './projection/classify.ts';
+export { Syncer, sync } from './apply/sync/sync.ts';
+export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync/sync.ts';
+export { MIRROR_ALL } from './apply/sync/projection-set.ts';
+export type { Unmirrored } from './apply/sync/projection-set.ts';
+export type { DefinitionInput } from './apply/sync/sync-definitions.ts';
+export type { StepOutcome } from './apply/sync/step.ts';
+export { verify } from './apply/check/verify.ts';
+export { projectionWrites } from './apply/target/projection-writes.ts';
+export { protect } from './apply/edits/protect.ts';
+export type { ProtectReport } from './apply/edits/protect.ts';
+export type { ProjectionWrite } from './apply/target/projection-writes.ts';
+export type { VerifyOptions, VerifyProgress } from './apply/check/verify.ts';
+export type { VerifyReport, ProjectionVerification, VerifyDiff } from './apply/check/verify.ts';
+export { explainAlter } from './apply/evolution/explain.ts';
+export { alterWithForecast } from './apply/evolution/alter-targets.ts';
+export type { AlterWithForecast, TargetForecast } from './apply/evolution/alter-targets.ts';
+export type { ExplainOptions, ExplainReport, ProjectionExplanation, DefinitionInputs } from './apply/evolution/explain.ts';
+export type { RebuildCost } from './apply/evolution/explain-facts.ts';
+export { classifyChange, DEFAULT_ORACLE } from './projection/evolution/classify.ts';
 export type {
   AlterClassification,
   AlterDecision,
@@ -99,21 +99,21 @@ export type {
   StateProof,
   StoredProjection,
   UncompiledProjection,
-} from './projection/classify.ts';
-export { STATE_PARTS } from './projection/alter-changes.ts';
-export type { AlterChange, StatePart } from './projection/alter-changes.ts';
+} from './projection/evolution/classify.ts';
+export { STATE_PARTS } from './projection/evolution/changes.ts';
+export type { AlterChange, StatePart } from './projection/evolution/changes.ts';
 export { kindRules } from './projection/kinds/registry.ts';
-export type { KindAlterRules, Proof } from './projection/alter-kinds.ts';
-export { readProjections, repairAction, shellWord } from './apply/target-meta.ts';
-export type { ProjectionRecord, ProjectionState } from './apply/target-meta.ts';
-export { health } from './apply/health.ts';
-export { dropProjection } from './apply/drop.ts';
-export type { LostProjection } from './apply/consumers.ts';
-export { followerLockFile, lockFollower } from './apply/follower-lock.ts';
-export type { DropResult } from './apply/drop.ts';
-export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/health.ts';
-export type { FedBy } from './apply/fed-by.ts';
-export { withoutCredentials } from './apply/fed-by.ts';
+export type { KindAlterRules, Proof } from './projection/evolution/kinds.ts';
+export { readProjections, repairAction, shellWord } from './apply/target/target-meta.ts';
+export type { ProjectionRecord, ProjectionState } from './apply/target/target-meta.ts';
+export { health } from './apply/check/health.ts';
+export { dropProjection } from './apply/target/drop.ts';
+export type { LostProjection } from './apply/target/consumers.ts';
+export { followerLockFile, lockFollower } from './apply/sync/follower-lock.ts';
+export type { DropResult } from './apply/target/drop.ts';
+export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/check/health.ts';
+export type { FedBy } from './apply/target/fed-by.ts';
+export { withoutCredentials } from './apply/target/fed-by.ts';
 export { parseDefinition, loadDefinitions, defaultMirror, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,

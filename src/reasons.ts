@@ -372,7 +372,7 @@ export const REASONS = {
     repair: null,
   },
 
-  // explain's classification of a change to a projection (AlterReasonCode, src/projection/classify.ts).
+  // explain's classification of a change to a projection (AlterReasonCode, src/projection/evolution/classify.ts).
   ALTER_UNCHANGED: {
     kinds: ['alter'],
     clears: true,

@@ -59,10 +59,10 @@ export const REQUIRED_SYMBOLS: readonly OwnedSymbol[] = [
   { name: 'Rebuildable', owners: ['src/projection/'], as: 'classification' },
   { name: 'Rejected', owners: ['src/projection/'], as: 'classification' },
   { name: 'AlterStateOracle', owners: ['src/projection/'] },
-  { name: 'explainAlter', owners: ['src/apply/explain.ts'] },
+  { name: 'explainAlter', owners: ['src/apply/evolution/explain.ts'] },
   { name: 'AlterReasonCode', owners: ['src/reasons.ts', 'src/projection/'] },
-  { name: 'atomicSwapShadow', owners: ['src/apply/shadow-build.ts'] },
-  { name: 'resumeOrRollbackShadowBuild', owners: ['src/apply/shadow-build.ts'] },
+  { name: 'atomicSwapShadow', owners: ['src/apply/rebuild/shadow-build.ts'] },
+  { name: 'resumeOrRollbackShadowBuild', owners: ['src/apply/rebuild/shadow-build.ts'] },
 ];
 
 /** Files by their path from the root (with /), text as read. */
@@ -142,8 +142,8 @@ describe('the offline gate of reference 003', () => {
     expect(gateFindings(renamedTest)).toContain(
       'no test title in test/ starts with test_shadow_rebuild_atomic_swap_preserves_old_result_until_cutover',
     );
-    const renamedSymbol = rename('src/apply/shadow-build.ts', 'export function atomicSwapShadow', 'export function swapShadow');
-    expect(gateFindings(renamedSymbol)).toContain('atomicSwapShadow is not declared in src/apply/shadow-build.ts');
+    const renamedSymbol = rename('src/apply/rebuild/shadow-build.ts', 'export function atomicSwapShadow', 'export function swapShadow');
+    expect(gateFindings(renamedSymbol)).toContain('atomicSwapShadow is not declared in src/apply/rebuild/shadow-build.ts');
     const noCustom = rename(
       'test/apply/an-interrupted-shadow-rebuild-of-an-fts5-index-or-a-custom-handler-resumes-or-rolls-back.test.ts',
       'test_shadow_rebuild_interruption_resumes_or_rolls_back (custom)',
@@ -152,7 +152,7 @@ describe('the offline gate of reference 003', () => {
     expect(gateFindings(noCustom)).toEqual([
       'no test title in test/ starts with test_shadow_rebuild_interruption_resumes_or_rolls_back (custom',
     ]);
-    const lostMember = rename('src/projection/classify.ts', "| 'Rejected'", '');
+    const lostMember = rename('src/projection/evolution/classify.ts', "| 'Rejected'", '');
     expect(gateFindings(lostMember)).toContain('Rejected is not declared in src/projection/');
   });
 

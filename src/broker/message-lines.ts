@@ -3,6 +3,7 @@ import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } 
 import { isStoreLost, type Broker } from './nats.ts';
 import type { SourceSubjects } from './subjects.ts';
 import { HEADER } from './subjects.ts';
+import { errorCode } from '../errors.ts';
 
 /*
  * The lines a subscriber's messages carry, for the checking reader. A
@@ -48,7 +49,7 @@ export class ConsumerGone extends Error {
 function isGone(err: unknown): boolean {
   if (isStoreLost(err)) return true;
   // A pull answered 409 "consumer deleted" / "stream deleted" (JetStreamStatusError).
-  return err instanceof JetStreamError && (err as { code?: unknown }).code === 409 && /deleted/i.test(err.message);
+  return err instanceof JetStreamError && errorCode(err) === 409 && /deleted/i.test(err.message);
 }
 
 /** Line numbers kept for naming where a line came from (the oldest are forgotten). */

@@ -12,7 +12,7 @@ import {
 } from '@nats-io/jetstream';
 import { InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
-import { withoutCredentials } from '../apply/fed-by.ts';
+import { withoutCredentials } from '../apply/target/fed-by.ts';
 
 /*
  * The connection to a NATS server with JetStream: it reconnects by itself

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
-import { readProjections, type ProjectionRecord } from '../apply/target-meta.ts';
-import type { FedLag } from '../apply/health.ts';
+import { readProjections, type ProjectionRecord } from '../apply/target/target-meta.ts';
+import type { FedLag } from '../apply/check/health.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
-import { withoutCredentials } from '../apply/fed-by.ts';
+import { withoutCredentials } from '../apply/target/fed-by.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
 
@@ -84,7 +84,7 @@ export async function readStreamLags(targetPath: string, url: string, options: {
 
 /**
  * readStreamLags where each subscribed projection's subscriber reads: the
- * broker URL and stream the target recorded (apply/fed-by.ts). Health
+ * broker URL and stream the target recorded (apply/target/fed-by.ts). Health
  * without --nats; a projection that records neither is left out (its lag
  * stays unknown).
  */

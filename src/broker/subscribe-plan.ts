@@ -5,7 +5,7 @@ import { AckPolicy, DeliverPolicy, JetStreamApiError, type StoredMsg } from '@na
 import { nanos } from '@nats-io/transport-node';
 import { openDatabase } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
-import { readProjections } from '../apply/target-meta.ts';
+import { readProjections } from '../apply/target/target-meta.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/definition.ts';
 import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
-import { SluiceError } from '../errors.ts';
-import { lockFollower } from '../apply/follower-lock.ts';
-import { readProjections } from '../apply/target-meta.ts';
-import { withoutCredentials } from '../apply/fed-by.ts';
+import { SluiceError, errorCode } from '../errors.ts';
+import { lockFollower } from '../apply/sync/follower-lock.ts';
+import { readProjections } from '../apply/target/target-meta.ts';
+import { withoutCredentials } from '../apply/target/fed-by.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
 import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
@@ -238,7 +238,7 @@ class Run {
         if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${withoutCredentials(this.#url)} is back; resuming`);
         return planned;
       } catch (err) {
-        const code = (err as { code?: unknown }).code;
+        const code = errorCode(err);
         const waitable = code === 'BROKER_NO_STREAM' || code === 'BROKER_NO_SNAPSHOT' || isTransient(err) || isStoreLost(err);
         if (this.#options.follow !== true || !waitable) throw err;
         const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;

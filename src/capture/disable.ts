@@ -8,7 +8,7 @@ import { readState, readTables } from './catalog.ts';
 import { dropOwnObjects, recordOwnDdl } from './enable.ts';
 import { enableHint } from './enable-hint.ts';
 import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
-import { forgetArming } from './verify.ts';
+import { forgetArming } from './arming.ts';
 
 /** A table whose capture `disable` took off, and why its readers' cursors no longer continue. */
 export interface DisabledTable {

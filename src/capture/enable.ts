@@ -4,7 +4,7 @@ import { useWal, withWriteTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
-import { captureFingerprint } from './fingerprint.ts';
+import { captureFingerprint } from './table-fingerprint.ts';
 import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
@@ -31,7 +31,7 @@ import {
   triggerNames,
   type CaptureMode,
 } from './schema.ts';
-import { forgetArming, verifyCapture, type UnarmedReason } from './verify.ts';
+import { forgetArming, verifyCapture, type UnarmedReason } from './arming.ts';
 import { pruneJournal } from './prune.ts';
 import type { Reason } from '../reasons.ts';
 

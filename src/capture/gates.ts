@@ -132,7 +132,7 @@ export function expressionIndexError(table: string, index: string): CaptureRefus
  * next to a table's columns (a map's image table, the expression probe).
  * A table with one is refused, at enable and at re-arm: a column added by
  * ALTER TABLE changes the table's fingerprint, so the table is unarmed
- * (RESERVED_COLUMN_NAME, see verify.ts) until it is enabled again, which
+ * (RESERVED_COLUMN_NAME, see arming.ts) until it is enabled again, which
  * refuses it here.
  */
 export function checkColumnNames(info: TableInfo): void {

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { isSqliteBusy } from '../errors.ts';
 import { hasCapture } from './catalog.ts';
 import { enable, type RearmedTable } from './enable.ts';
-import { verifyCapture } from './verify.ts';
+import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
 

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { highWaterMark } from './catalog.ts';
 import type { CaptureMode } from './schema.ts';
 import { consumerTargets, readConsumers, type TargetState } from './consumers.ts';
-import { verifyCapture, type UnarmedReason } from './verify.ts';
+import { verifyCapture, type UnarmedReason } from './arming.ts';
 
 export interface TableStatus {
   readonly name: string;

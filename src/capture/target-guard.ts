@@ -3,14 +3,14 @@ import { InvalidInputError } from '../errors.ts';
 import { enableCommand } from './enable-hint.ts';
 
 /*
- * The tables a sync target keeps its metadata in. apply/target-meta.ts makes
+ * The tables a sync target keeps its metadata in. apply/target/target-meta.ts makes
  * and owns them; they are named here, in the lower layer, because enable
  * must recognize a target (sluice's own file of another kind) before its
  * namespace gate takes these tables for a user's that borrow the prefix.
  */
 export const TARGET_INFO_TABLE = '_sluice_target';
 export const PROJECTIONS_TABLE = '_sluice_projections';
-/** What `sluice drop` removed, until a sync forgets its acknowledgement (apply/dropped.ts); read by status too. */
+/** What `sluice drop` removed, until a sync forgets its acknowledgement (apply/target/dropped.ts); read by status too. */
 export const DROPPED_TABLE = '_sluice_dropped';
 
 /**

@@ -11,6 +11,7 @@
  * writes fd 1 itself with fs.writeSync, which would then fail with EAGAIN
  * whenever the reader is slower than the export.
  */
+import { errorCode } from '../index.ts';
 
 let stdoutGuarded = false;
 let stderrGuarded = false;
@@ -18,7 +19,7 @@ let closed = false;
 
 /** True for the error a write to a pipe whose reader has gone gets. */
 export function isClosedPipe(err: unknown): boolean {
-  return (err as { code?: unknown } | null)?.code === 'EPIPE';
+  return errorCode(err) === 'EPIPE';
 }
 
 function guard(stream: NodeJS.WriteStream): void {

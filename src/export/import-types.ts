@@ -1,6 +1,6 @@
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
-import type { FedBy } from '../apply/fed-by.ts';
-import type { DroppedIndex } from '../apply/user-indexes.ts';
+import type { FedBy } from '../apply/target/fed-by.ts';
+import type { DroppedIndex } from '../apply/target/user-indexes.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { TextEncoding } from '../sqlite/text-encoding.ts';
 
@@ -11,7 +11,7 @@ export interface ImportOptions {
   readonly projections?: readonly ProjectionDefinitionInput[];
   /**
    * How the target's projections are fed, recorded in their rows for health
-   * (apply/fed-by.ts): importFile records the file and the time, subscribe
+   * (apply/target/fed-by.ts): importFile records the file and the time, subscribe
    * its broker and stream. Default: nothing recorded.
    */
   readonly fedBy?: FedBy;

@@ -3,9 +3,9 @@ import path from 'node:path';
 import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError } from '../errors.ts';
-import { ensureTargetMeta } from '../apply/target-meta.ts';
-import { allowProjectionWrites } from '../apply/protect.ts';
-import { recordSubscribed } from '../apply/fed-by.ts';
+import { ensureTargetMeta } from '../apply/target/target-meta.ts';
+import { allowProjectionWrites } from '../apply/edits/protect.ts';
+import { recordSubscribed } from '../apply/target/fed-by.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
 import { matchTargetEncoding } from '../sqlite/text-encoding.ts';
@@ -61,7 +61,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     db.pragma('temp_store = MEMORY');
     useCatchUpCaches(db, SCHEMA, { checkpoint: true });
     ensureTargetMeta(db, SCHEMA);
-    allowProjectionWrites(db); // a protected target's projections (apply/protect.ts)
+    allowProjectionWrites(db); // a protected target's projections (apply/edits/protect.ts)
     // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.
     if (options.fedBy?.via === 'subscribe') await recordSubscribed(db, SCHEMA, options.fedBy);
     return await new Importer(db, options).run(stream);

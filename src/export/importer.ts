@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { inTransaction } from '../sqlite/transaction.ts';
-import { ensureGuards } from '../apply/protect.ts';
+import { ensureGuards } from '../apply/edits/protect.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { Row } from '../feed/events.ts';
 import { decodedBatch } from '../feed/change-batch.ts';
@@ -14,11 +14,11 @@ import {
   parseStoredDefinition,
   type ProjectionDefinition,
 } from '../projection/definition.ts';
-import { checkCollisions, probeExpressions } from '../projection/validate.ts';
+import { checkCollisions, probeExpressions } from '../projection/expression-probe.ts';
 import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
-import { readProjection, PROJECTIONS_TABLE } from '../apply/target-meta.ts';
-import type { DroppedIndex } from '../apply/user-indexes.ts';
-import { recordFedBy } from '../apply/fed-by.ts';
+import { readProjection, PROJECTIONS_TABLE } from '../apply/target/target-meta.ts';
+import type { DroppedIndex } from '../apply/target/user-indexes.ts';
+import { recordFedBy } from '../apply/target/fed-by.ts';
 import {
   applyRows,
   commitBatch,
@@ -28,7 +28,7 @@ import {
   SnapshotInstall,
   type ApplyTarget,
   type Suspension,
-} from '../apply/applier.ts';
+} from '../apply/sync/applier.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -38,7 +38,7 @@ const SCHEMA = 'main';
 
 /*
  * Feeds a stream of checked export items (import.ts) to the one applier
- * (apply/applier.ts): each snapshot, and each batch, for every projection.
+ * (apply/sync/applier.ts): each snapshot, and each batch, for every projection.
  */
 
 /** Snapshot rows applied per statement batch while a snapshot streams in. */

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import type { AlterResult, AlteredTable } from '../capture/alter.ts';
+import type { AlterResult, AlteredTable } from '../capture/source-alter.ts';
 import { readTables } from '../capture/catalog.ts';
 import { CONSUMERS_TABLE, JOURNAL_TABLE } from '../capture/schema.ts';
 import { decodeCursor } from './cursor.ts';
@@ -103,7 +103,7 @@ function changeOf(t: AlteredTable): string {
  * What a sync projection of a table an alter changed in place does at its
  * next sync, stated once for every consumer (the source cannot tell which
  * applies to one: the definitions live in the targets). It says what
- * explain's classifier does (src/projection/classify.ts); `sluice alter
+ * explain's classifier does (src/projection/evolution/classify.ts); `sluice alter
  * --target TARGET` runs that classifier on each projection of a target.
  * Undefined when the alter changed no captured table in place.
  */

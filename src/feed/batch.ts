@@ -4,7 +4,7 @@ import { withReadTransaction } from '../sqlite/connection.ts';
 import { InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { requireValidCursor } from './validate.ts';
+import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { JournalDecoder, type ChangeEvent } from './events.ts';
 

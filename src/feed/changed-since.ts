@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
 import { connectionState, slot } from '../sqlite/connection-state.ts';
-import { validateCursor, type RebuildReason } from './validate.ts';
+import { validateCursor, type RebuildReason } from './cursor-check.ts';
 import type { Reason } from '../reasons.ts';
 
 export interface ChangedSince {

@@ -12,7 +12,7 @@ import type { Cursor } from './cursor.ts';
  * never guessed: a name dropped and added again, renamed onto, or swapped
  * is another column; so is every column of a row an older sluice recorded
  * without lineage, and of a table made again. Callers: the cursor check
- * (validate.ts, for every reader) and the classification of a change
+ * (cursor-check.ts, for every reader) and the classification of a change
  * (explain and sync, through AlterFacts.columns).
  */
 

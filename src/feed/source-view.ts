@@ -4,7 +4,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { FailClosedError } from '../errors.ts';
 import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
-import { verifyCapture, type TableArming } from '../capture/verify.ts';
+import { verifyCapture, type TableArming } from '../capture/arming.ts';
 import { enableCommand, enableHint } from '../capture/enable-hint.ts';
 import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
 import { anchorAt } from './anchor.ts';

@@ -6,7 +6,7 @@ import { textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/schema.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
 import type { Cursor } from './cursor.ts';
-import { requireValidCursor } from './validate.ts';
+import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { readRowByKey, type Row } from './events.ts';
 import { pagedTable } from './snapshot.ts';

@@ -1,11 +1,11 @@
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { parseDefinition, type ProjectionDefinition } from './definition.ts';
-import { definitionFingerprint } from './fingerprint.ts';
+import { definitionFingerprint } from './definition-fingerprint.ts';
 import type { CompiledProjection, SourceShape } from './compiled.ts';
 import { KINDS, kindNamed } from './kinds/registry.ts';
 
-export { definitionFingerprint } from './fingerprint.ts';
+export { definitionFingerprint } from './definition-fingerprint.ts';
 
 export {
   columnDecl,
@@ -50,7 +50,7 @@ export function ownedTablesAt(p: CompiledProjection, at: string): string[] {
 /**
  * A mirror of `p`'s source table (every column, keyed by the source key)
  * with its table at `at`: the staged copy of the source rows that a replay
- * rebuild (apply/shadow-build.ts) fills its shadow from.
+ * rebuild (apply/rebuild/shadow-build.ts) fills its shadow from.
  */
 export function stagedCopyOf(p: CompiledProjection, at: string): CompiledProjection {
   // Parsed, so that it is stored (and fingerprinted) as a stored definition reads back.

@@ -7,12 +7,12 @@ import type { SnapshotRows } from '../feed/snapshot.ts';
 export type { SnapshotRows } from '../feed/snapshot.ts';
 import type { ProjectionDefinition } from './definition.ts';
 import type { CompiledOf, SourceShape, TargetColumn } from './compiled.ts';
-import type { KindAlterRules } from './alter-kinds.ts';
+import type { KindAlterRules } from './evolution/kinds.ts';
 
 /*
  * What a projection kind is. Each kind lives in its own folder under
  * kinds/ and is listed once in kinds/registry.ts; nothing else branches on
- * a kind's name. The applier (apply/applier.ts) is the only place where a
+ * a kind's name. The applier (apply/sync/applier.ts) is the only place where a
  * snapshot or a batch meets a kind.
  */
 
@@ -105,7 +105,7 @@ export interface ProjectionKind<K extends KindName> {
   rowTable(table: string): string | undefined;
   /**
    * How a rebuild of a live one is built beside it in bounded transactions
-   * (apply/shadow-build.ts):
+   * (apply/rebuild/shadow-build.ts):
    * - `copy`: its rows are one table keyed by the source key, filled by
    *   build() from any rows of the source, so a key the journal touched is
    *   deleted and built again from the source row;

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { SluiceError } from '../errors.ts';
+import { SluiceError, errorCode } from '../errors.ts';
 
 /*
  * Write access to a database means two things: the file itself, and its
@@ -16,7 +16,7 @@ function denied(p: string): string | undefined {
     fs.accessSync(p, fs.constants.W_OK);
     return undefined;
   } catch (err) {
-    const code = (err as { code?: unknown }).code;
+    const code = errorCode(err);
     if (code === 'ENOENT') return undefined; // a missing file is another error, reported by whoever opens it
     return typeof code === 'string' ? code : 'EACCES';
   }

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import Database from 'better-sqlite3';
-import { SluiceError, InvalidInputError } from '../errors.ts';
+import { SluiceError, InvalidInputError, errorCode } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
 import { folderNotWritable } from './access.ts';
 import { heldFile, pathIdentity, sameFile } from './file-identity.ts';
@@ -68,7 +68,7 @@ function openOnce(path: string, options: OpenOptions): Db {
     db = new Database(path, { readonly: options.readonly ?? false, fileMustExist: !(options.create ?? false) });
   } catch (cause) {
     throw (
-      folderNotWritable(path, role, (cause as { code?: unknown }).code) ??
+      folderNotWritable(path, role, errorCode(cause)) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, {
         cause,
       })
@@ -83,11 +83,11 @@ function openOnce(path: string, options: OpenOptions): Db {
     db.prepare('SELECT count(*) FROM main.sqlite_schema').get();
   } catch (cause) {
     db.close();
-    if ((cause as { code?: string }).code === 'SQLITE_NOTADB') {
+    if (errorCode(cause) === 'SQLITE_NOTADB') {
       throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
     }
     throw (
-      folderNotWritable(path, role, (cause as { code?: unknown }).code) ??
+      folderNotWritable(path, role, errorCode(cause)) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause })
     );
   }

@@ -8,7 +8,7 @@ import fs from 'node:fs';
  * and whether it ends a commit (its "database size after commit" field).
  *
  * A frame is only read while a read transaction of the caller's holds the
- * log from being started again past it (see apply/target-watch.ts): SQLite
+ * log from being started again past it (see apply/edits/target-watch.ts): SQLite
  * writes a frame once and never changes it until it starts the log again
  * (a "restart", which changes the salts in the header and in every frame
  * written after it).

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { bump } from '../../src/capture/bump.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { highWater, makeSource, tableCells } from './support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
 

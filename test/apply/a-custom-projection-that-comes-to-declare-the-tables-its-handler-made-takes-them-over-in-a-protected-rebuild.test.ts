@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { CustomHandler, ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
 

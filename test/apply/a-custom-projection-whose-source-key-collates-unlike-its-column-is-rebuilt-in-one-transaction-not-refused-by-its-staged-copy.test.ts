@@ -1,7 +1,7 @@
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
 import { counter } from './support/counter-handler.ts';

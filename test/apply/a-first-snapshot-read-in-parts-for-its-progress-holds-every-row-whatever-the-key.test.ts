@@ -1,8 +1,8 @@
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync, type SyncProgress } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { sync, type SyncProgress } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource, tableCells } from './support/target.ts';
 

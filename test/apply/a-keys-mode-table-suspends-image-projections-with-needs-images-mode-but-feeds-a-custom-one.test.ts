@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
 import type { ChangeEvent } from '../../src/feed/events.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { cli, dumpFile, highWater, jsonOut, makeSource, projectionRows, tableCells } from './support/target.ts';

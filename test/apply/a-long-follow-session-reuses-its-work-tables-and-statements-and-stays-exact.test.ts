@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { Syncer } from '../../src/apply/sync.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { prng } from '../../fixtures/tracker.ts';
 import { highWater, makeSource, tableCells } from './support/target.ts';
 

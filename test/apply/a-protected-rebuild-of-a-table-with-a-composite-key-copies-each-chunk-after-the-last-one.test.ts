@@ -1,9 +1,9 @@
 import { SMALL_BUILD_CHUNK } from './support/small-build-chunk.ts';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource, tableCells } from './support/target.ts';
 import { counter } from './support/counter-handler.ts';

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { Syncer } from '../../src/apply/sync.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import { makeSource, tableCells } from './support/target.ts';
 import { enable } from '../../src/capture/enable.ts';

@@ -1,9 +1,9 @@
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { alter } from '../../src/capture/alter.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { alter } from '../../src/capture/source-alter.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
 

@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { shadowMatchesSource } from '../../src/apply/verify.ts';
-import { openApplySession, TARGET_SCHEMA } from '../../src/apply/session.ts';
-import { readProjection } from '../../src/apply/target-meta.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { shadowMatchesSource } from '../../src/apply/check/verify.ts';
+import { openApplySession, TARGET_SCHEMA } from '../../src/apply/target/session.ts';
+import { readProjection } from '../../src/apply/target/target-meta.ts';
 import { readSourceView } from '../../src/feed/source-view.ts';
 import { pythonExec } from '../support/journal.ts';
 

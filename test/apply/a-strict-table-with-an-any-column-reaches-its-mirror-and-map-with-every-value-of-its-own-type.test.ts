@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { makeSource } from './support/target.ts';
 

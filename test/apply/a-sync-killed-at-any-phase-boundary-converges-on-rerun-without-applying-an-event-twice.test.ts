@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import {
   cli,
   dumpFile,

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { readProjection } from '../../src/apply/target-meta.ts';
-import { TARGET_SCHEMA } from '../../src/apply/session.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { readProjection } from '../../src/apply/target/target-meta.ts';
+import { TARGET_SCHEMA } from '../../src/apply/target/session.ts';
 import { decodeCursor } from '../../src/feed/cursor.ts';
 import { exportOnce, type LineWriter } from '../../src/export/export.ts';
 import { enable } from '../../src/capture/enable.ts';

@@ -3,7 +3,7 @@ import { test, expect, describe, runPython, runCli } from '../support/fixtures.t
 import { enable } from '../../src/capture/enable.ts';
 import { bump } from '../../src/capture/bump.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 
 /*

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { cli, dumpFile, highWater, jsonOut, makeSource, projectionRows, tableCells } from './support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
 

@@ -1,9 +1,9 @@
 import { test, expect } from '../support/fixtures.ts';
 import { copyOldFixture } from '../support/old-fixture.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { health } from '../../src/apply/health.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { health } from '../../src/apply/check/health.ts';
 import { pythonExec } from '../support/journal.ts';
 
 /*

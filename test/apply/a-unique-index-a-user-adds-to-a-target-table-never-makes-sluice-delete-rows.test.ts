@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { vi } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { applyRelational } from '../../src/projection/kinds/relational/apply.ts';
 import { compiledFor, batchSql, relational } from '../projection/support/batch.ts';
 import { highWater, makeSource, tableCells } from './support/target.ts';

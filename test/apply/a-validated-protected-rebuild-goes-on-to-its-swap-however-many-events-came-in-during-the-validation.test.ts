@@ -1,10 +1,10 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { step, type StepContext, type StepOutcome } from '../../src/apply/step.ts';
-import { TARGET_SCHEMA } from '../../src/apply/session.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { BUILD_CHUNK } from '../../src/apply/shadow-build.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { step, type StepContext, type StepOutcome } from '../../src/apply/sync/step.ts';
+import { TARGET_SCHEMA } from '../../src/apply/target/session.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { BUILD_CHUNK } from '../../src/apply/rebuild/shadow-build.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';
 

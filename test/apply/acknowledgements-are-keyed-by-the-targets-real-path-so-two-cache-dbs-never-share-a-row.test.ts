@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 
 /*
  * Each projection's acknowledgement row in the source's _sluice_consumers

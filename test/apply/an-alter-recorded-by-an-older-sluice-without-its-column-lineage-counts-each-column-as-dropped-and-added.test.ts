@@ -5,12 +5,12 @@ import { copyOldFixture } from '../support/old-fixture.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
 import { heldFile } from '../../src/sqlite/file-identity.ts';
-import { alter } from '../../src/capture/alter.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { readDdlLog } from '../../src/capture/ddl-log.ts';
 import { DDL_TABLE_SQL } from '../../src/capture/schema.ts';
-import { explainAlter } from '../../src/apply/explain.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { explainAlter } from '../../src/apply/evolution/explain.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { contents } from '../cli/support/readers-of-a.ts';
 
 /*

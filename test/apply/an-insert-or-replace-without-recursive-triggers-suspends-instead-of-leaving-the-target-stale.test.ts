@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { highWater, makeSource, tableCells } from './support/target.ts';
 import { SCHEMA, SEED } from './support/scenario.ts';

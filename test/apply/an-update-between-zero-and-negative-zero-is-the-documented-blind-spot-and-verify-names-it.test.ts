@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { journalEvents, pythonExec } from '../support/journal.ts';
 
 /*

@@ -3,11 +3,11 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { alter } from '../../src/capture/alter.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { health } from '../../src/apply/health.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { health } from '../../src/apply/check/health.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { pythonExec } from '../support/journal.ts';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { fileTableCells, makeSource, tableCells, type Cell } from './support/target.ts';
 

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { explainAlter } from '../../src/apply/explain.ts';
-import { readProjections } from '../../src/apply/target-meta.ts';
+import { explainAlter } from '../../src/apply/evolution/explain.ts';
+import { readProjections } from '../../src/apply/target/target-meta.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { alter } from '../../src/capture/alter.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { byName, countingHandler, expectNoWrite, projections, run, syncedPair } from './support/explain.ts';
 
 /*

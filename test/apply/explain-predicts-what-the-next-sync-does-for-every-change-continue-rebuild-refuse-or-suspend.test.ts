@@ -1,10 +1,10 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { alter } from '../../src/capture/alter.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { bump } from '../../src/capture/bump.ts';
-import { explainAlter, type ProjectionExplanation } from '../../src/apply/explain.ts';
-import type { ProjectionReport } from '../../src/apply/sync-types.ts';
-import type { AlterClassification } from '../../src/projection/classify.ts';
+import { explainAlter, type ProjectionExplanation } from '../../src/apply/evolution/explain.ts';
+import type { ProjectionReport } from '../../src/apply/sync/sync-types.ts';
+import type { AlterClassification } from '../../src/projection/evolution/classify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';

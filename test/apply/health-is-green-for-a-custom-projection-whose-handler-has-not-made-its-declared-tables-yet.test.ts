@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { health } from '../../src/apply/health.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { health } from '../../src/apply/check/health.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import type { CustomHandler } from '../../src/projection/definition.ts';
 import { makeSource } from './support/target.ts';

@@ -4,8 +4,8 @@ import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts'
 import { buildTracker, TRACKER_TABLES } from '../../fixtures/tracker.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { loadDefinitions, type ProjectionDefinition } from '../../src/projection/definition.ts';
 import { highWater, projectionRows, tableCells } from './support/target.ts';
 

@@ -1,8 +1,8 @@
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { Syncer } from '../../src/apply/sync.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
 import { FailClosedError } from '../../src/errors.ts';
-import type { StepOutcome } from '../../src/apply/step.ts';
+import type { StepOutcome } from '../../src/apply/sync/step.ts';
 import { dumpDatabase, highWater, journalSeqs, tableCells, makeSource } from './support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
 

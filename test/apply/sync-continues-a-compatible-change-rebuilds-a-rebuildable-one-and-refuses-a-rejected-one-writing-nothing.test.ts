@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { alter } from '../../src/capture/alter.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { explainAlter } from '../../src/apply/explain.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { alter } from '../../src/capture/source-alter.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { explainAlter } from '../../src/apply/evolution/explain.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { compileProjection, sourceShape } from '../../src/projection/compile.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';

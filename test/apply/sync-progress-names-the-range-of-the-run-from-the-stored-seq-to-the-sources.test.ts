@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { Syncer, type SyncProgress } from '../../src/apply/sync.ts';
+import { Syncer, type SyncProgress } from '../../src/apply/sync/sync.ts';
 import { highWater, makeSource } from './support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from './support/scenario.ts';
 

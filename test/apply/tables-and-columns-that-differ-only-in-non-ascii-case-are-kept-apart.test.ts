@@ -2,8 +2,8 @@ import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { journalStartCursor, readBatch } from '../../src/feed/batch.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 
 /*

@@ -2,9 +2,9 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import { copyOldFixture } from '../support/old-fixture.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
-import { health } from '../../src/apply/health.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { health } from '../../src/apply/check/health.ts';
 import { pythonExec } from '../support/journal.ts';
 
 /*

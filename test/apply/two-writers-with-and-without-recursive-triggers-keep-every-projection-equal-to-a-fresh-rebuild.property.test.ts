@@ -6,7 +6,7 @@ import { test, expect } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync, type SyncReport } from '../../src/apply/sync.ts';
+import { sync, type SyncReport } from '../../src/apply/sync/sync.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { FailClosedError } from '../../src/errors.ts';
 import { RawText, toBindable, type SqlValue } from '../../src/sqlite/codec.ts';

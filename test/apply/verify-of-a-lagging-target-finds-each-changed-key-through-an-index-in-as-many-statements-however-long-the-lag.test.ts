@@ -2,8 +2,8 @@ import Database from 'better-sqlite3';
 import { test, expect } from '../support/fixtures.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 
 /*

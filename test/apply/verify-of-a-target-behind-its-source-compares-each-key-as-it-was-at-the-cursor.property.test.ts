@@ -3,9 +3,9 @@ import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { Syncer } from '../../src/apply/sync.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
 import { pruneJournal } from '../../src/capture/prune.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 
 /*

@@ -39,7 +39,7 @@ const report: Report = {
   ],
 };
 
-/** The report with a figure DESIGN.md states no target for. */
+/** The report with a figure that has no performance target. */
 const withUntargeted: Report = {
   ...report,
   benches: [

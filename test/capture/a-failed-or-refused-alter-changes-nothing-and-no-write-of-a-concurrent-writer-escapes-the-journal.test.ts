@@ -1,8 +1,8 @@
 import { spawn } from 'node:child_process';
 import { test, expect, describe, PYTHON } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { alter } from '../../src/capture/alter.ts';
-import { verifyCapture } from '../../src/capture/verify.ts';
+import { alter } from '../../src/capture/source-alter.ts';
+import { verifyCapture } from '../../src/capture/arming.ts';
 import { readDdlLog } from '../../src/capture/ddl-log.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 

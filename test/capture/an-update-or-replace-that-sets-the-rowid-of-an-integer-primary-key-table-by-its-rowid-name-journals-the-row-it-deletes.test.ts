@@ -2,7 +2,7 @@ import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
 import { tableCells } from '../apply/support/target.ts';

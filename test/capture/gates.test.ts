@@ -1,7 +1,7 @@
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/verify.ts';
+import { verifyCapture } from '../../src/capture/arming.ts';
 import { CaptureRefusedError, InvalidInputError } from '../../src/errors.ts';
 import { databaseImage, journalEvents } from '../support/journal.ts';
 import type { Db } from '../../src/sqlite/connection.ts';

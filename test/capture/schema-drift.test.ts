@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/verify.ts';
+import { verifyCapture } from '../../src/capture/arming.ts';
 import { openSource } from '../../src/capture/open-source.ts';
 import { rearmCapture } from '../../src/capture/rearm.ts';
 import { journalEvents, cell } from '../support/journal.ts';

@@ -1,15 +1,15 @@
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { alter } from '../../src/capture/alter.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { readDdlLog } from '../../src/capture/ddl-log.ts';
 import { readState } from '../../src/capture/catalog.ts';
-import { verifyCapture } from '../../src/capture/verify.ts';
+import { verifyCapture } from '../../src/capture/arming.ts';
 import { forecastAlter } from '../../src/feed/alter-forecast.ts';
 import { journalStartCursor, readBatch } from '../../src/feed/batch.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { sync, Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync, Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';
 
 /*

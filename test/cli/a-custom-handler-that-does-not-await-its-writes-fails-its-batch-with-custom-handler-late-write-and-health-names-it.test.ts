@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { loadDefinitions } from '../../src/projection/definition.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { runCliAsync, parseJson } from './support/cli.ts';

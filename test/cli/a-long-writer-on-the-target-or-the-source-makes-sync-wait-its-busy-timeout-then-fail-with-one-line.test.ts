@@ -2,7 +2,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { setJournalMode } from './support/source-state.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write } from './support/cli.ts';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { CONSUMERS_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL } from '../../src/capture/schema.ts';
 import { copyOldFixture } from '../support/old-fixture.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, scalar, expectOneLineError, sha256, write } from './support/cli.ts';

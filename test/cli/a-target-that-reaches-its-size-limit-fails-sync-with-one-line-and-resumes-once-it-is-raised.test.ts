@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write, scalar } from './support/cli.ts';
 
 /*

@@ -4,7 +4,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { runCliAsync, parseJson, scalar } from './support/cli.ts';
 import { READERS_OF_A, readersOfA } from './support/readers-of-a.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 
 /*
  * `sluice alter` tells what each projection will do. With --target it runs

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import {
   runCliAsync,

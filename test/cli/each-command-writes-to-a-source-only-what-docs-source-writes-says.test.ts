@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource } from './support/cli.ts';
 import { changedBetween, contents, expectUntouched, fileState, pythonWrite, setJournalMode } from './support/source-state.ts';

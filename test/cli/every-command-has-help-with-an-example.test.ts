@@ -2,7 +2,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import { buildProgram } from '../../src/cli/main.ts';
 import { runCliAsync, mapLimit } from './support/cli.ts';
 
-/** DESIGN.md's command list for this issue (reinit comes with the evolution work). */
+/** The commands docs/cli.md lists. */
 const COMMANDS = [
   'enable',
   'disable',

@@ -7,8 +7,8 @@ import { REASONS, reasonsOf, repairFor, type ReasonCode } from '../../src/reason
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { disable } from '../../src/capture/disable.ts';
-import { Syncer } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import { loadDefinitions } from '../../src/projection/definition.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, write } from './support/cli.ts';
 

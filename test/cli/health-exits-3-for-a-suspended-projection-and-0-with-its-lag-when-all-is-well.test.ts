@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, expectOneLineError, scalar } from './support/cli.ts';
 
 let dir: string;

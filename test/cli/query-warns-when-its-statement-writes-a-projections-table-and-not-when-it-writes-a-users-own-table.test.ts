@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { loadDefinitions } from '../../src/projection/definition.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from './support/cli.ts';
 

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, expectOneLineError, sha256, dumpTables, write } from './support/cli.ts';
 
 /*

@@ -2,8 +2,8 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify, type VerifyProgress } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify, type VerifyProgress } from '../../src/apply/check/verify.ts';
 import { runCliAsync, parseJson, makeDir, removeDir } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 

@@ -4,7 +4,7 @@ import { spawnSync } from 'node:child_process';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { REASONS, repairFor } from '../../src/reasons.ts';
 import { BIN, runCliAsync, parseJson, makeDir, removeDir, trackerSource } from './support/cli.ts';
 

@@ -9,7 +9,7 @@ import { changedSince } from '../../src/feed/changed-since.ts';
 import { acknowledge } from '../../src/feed/acknowledge.ts';
 import fc from 'fast-check';
 import { decodeCursor, encodeCursor, parseCursor } from '../../src/feed/cursor.ts';
-import { validateCursor } from '../../src/feed/validate.ts';
+import { validateCursor } from '../../src/feed/cursor-check.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 
 function withCheck(body: string): string {

@@ -11,7 +11,7 @@ import { rearmCapture } from '../../src/capture/rearm.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
 import { changedSince } from '../../src/feed/changed-since.ts';
-import { validateCursor, type CursorValidation } from '../../src/feed/validate.ts';
+import { validateCursor, type CursorValidation } from '../../src/feed/cursor-check.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
 import { takeCopy } from '../support/restore.ts';
 import { FailClosedError } from '../../src/errors.ts';

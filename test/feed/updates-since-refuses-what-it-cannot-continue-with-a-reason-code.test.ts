@@ -7,7 +7,7 @@ import { status } from '../../src/capture/status.ts';
 import { TABLES_TABLE, triggerNames } from '../../src/capture/schema.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { validateCursor } from '../../src/feed/validate.ts';
+import { validateCursor } from '../../src/feed/cursor-check.ts';
 import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
 import { updatesSince, type RowChange } from '../../src/feed/updates-since.ts';
 import { FailClosedError, InvalidInputError } from '../../src/errors.ts';

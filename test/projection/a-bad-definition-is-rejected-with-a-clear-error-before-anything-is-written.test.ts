@@ -5,7 +5,7 @@ import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { Syncer, sync } from '../../src/apply/sync.ts';
+import { Syncer, sync } from '../../src/apply/sync/sync.ts';
 import { importFile } from '../../src/export/import.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 import { cli, dumpFile, highWater, makeSource } from '../apply/support/target.ts';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { Syncer } from '../../src/apply/sync.ts';
+import { Syncer } from '../../src/apply/sync/sync.ts';
 import type { ChangeEvent, Row } from '../../src/feed/events.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { cli, dumpFile, highWater, journalSeqs, makeSource, projectionRows } from '../apply/support/target.ts';

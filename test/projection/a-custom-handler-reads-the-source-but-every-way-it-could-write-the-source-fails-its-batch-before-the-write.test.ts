@@ -2,7 +2,7 @@ import path from 'node:path';
 import { sql } from 'kysely';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync, Syncer } from '../../src/apply/sync.ts';
+import { sync, Syncer } from '../../src/apply/sync/sync.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import type { CustomContext, CustomHandler } from '../../src/projection/definition.ts';
 

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import { snapshot } from '../../src/feed/snapshot.ts';
 import { toBindable, toJsonValue, type SqlValue } from '../../src/sqlite/codec.ts';
 import type { Row } from '../../src/feed/events.ts';

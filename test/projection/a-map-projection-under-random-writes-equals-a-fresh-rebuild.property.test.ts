@@ -3,8 +3,8 @@ import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
-import { verify } from '../../src/apply/verify.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { fileTableCells } from '../apply/support/target.ts';
 

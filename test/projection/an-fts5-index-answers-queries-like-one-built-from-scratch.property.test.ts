@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
 import type { ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 
 /*

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { defaultMirror, parseDefinition, parseStoredDefinition } from '../../src/projection/definition.ts';
 import { defaultProjectionName } from '../../src/projection/name.ts';
-import { checkCollisions } from '../../src/projection/validate.ts';
+import { checkCollisions } from '../../src/projection/expression-probe.ts';
 import { foldIdent, quoteIdent } from '../../src/sqlite/quote.ts';
 
 /*

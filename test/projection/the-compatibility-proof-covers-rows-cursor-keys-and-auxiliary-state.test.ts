@@ -7,8 +7,8 @@ import {
   type AlterFacts,
   type AlterStateOracle,
   type StoredProjection,
-} from '../../src/projection/classify.ts';
-import { STATE_PARTS, type StatePart } from '../../src/projection/alter-changes.ts';
+} from '../../src/projection/evolution/classify.ts';
+import { STATE_PARTS, type StatePart } from '../../src/projection/evolution/changes.ts';
 import { KINDS } from '../../src/projection/kinds/registry.ts';
 
 /*

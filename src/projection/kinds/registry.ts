@@ -5,7 +5,7 @@ import { mapKind } from './map/map.ts';
 import { fts5Kind } from './fts5/fts5.ts';
 import { customKind } from './custom/custom.ts';
 
-import type { KindAlterRules } from '../alter-kinds.ts';
+import type { KindAlterRules } from '../evolution/kinds.ts';
 
 export { dropTemps } from './relational/apply.ts';
 

@@ -4,9 +4,9 @@ import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync.ts';
+import { sync } from '../../../src/apply/sync/sync.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
-import type { ProjectionExplanation } from '../../../src/apply/explain.ts';
+import type { ProjectionExplanation } from '../../../src/apply/evolution/explain.ts';
 
 /*
  * A source and a target with one projection of each kind over one table,

@@ -5,7 +5,7 @@ import type { z } from 'zod';
 import * as S from '../../../src/cli/json-schemas.ts';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync.ts';
+import { sync } from '../../../src/apply/sync/sync.ts';
 import { runCliAsync, parseJson } from './cli.ts';
 
 /*

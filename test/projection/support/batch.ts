@@ -1,6 +1,6 @@
 import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
 import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync.ts';
+import { sync } from '../../../src/apply/sync/sync.ts';
 import { highWater } from '../../apply/support/target.ts';
 import { describeTable } from '../../../src/sqlite/introspect.ts';
 import { journalEvents, type EventRelation } from '../../../src/feed/event-relation.ts';

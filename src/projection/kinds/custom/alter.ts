@@ -1,8 +1,8 @@
-import { fail, ownTables, type KindAlterRules } from '../../alter-kinds.ts';
-import { definitionFingerprint } from '../../fingerprint.ts';
+import { fail, ownTables, type KindAlterRules } from '../../evolution/kinds.ts';
+import { definitionFingerprint } from '../../definition-fingerprint.ts';
 import type { ProjectionDefinition } from '../../definition.ts';
 
-/** What classifying a change to a custom projection needs (see alter-kinds.ts). */
+/** What classifying a change to a custom projection needs (see projection/evolution/kinds.ts). */
 export const customAlter: KindAlterRules = {
   auxiliary: 'whatever its handler keeps in the target (sluice cannot see it)',
   // A handler gets every column of every event.

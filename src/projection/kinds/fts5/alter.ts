@@ -1,7 +1,7 @@
-import { fail, hold, json, ownTables, usesCopy, type KindAlterRules } from '../../alter-kinds.ts';
-import { type AlterChange } from '../../alter-changes.ts';
+import { fail, hold, json, ownTables, usesCopy, type KindAlterRules } from '../../evolution/kinds.ts';
+import { type AlterChange } from '../../evolution/changes.ts';
 
-/** What classifying a change to a fts5 projection needs (see alter-kinds.ts). */
+/** What classifying a change to a fts5 projection needs (see projection/evolution/kinds.ts). */
 export const fts5Alter: KindAlterRules = {
   auxiliary: "the FTS5 index contents (its tokens, built with its tokenizer) and its key table (the index's name followed by _src)",
   uses: usesCopy,

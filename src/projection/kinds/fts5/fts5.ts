@@ -1,5 +1,5 @@
 import { fts5Alter } from './alter.ts';
-import { InvalidInputError } from '../../../errors.ts';
+import { InvalidInputError, errorCode } from '../../../errors.ts';
 import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
@@ -56,7 +56,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       // before-image against it: FTS5 itself refuses a delete of entries it
       // does not hold, as "corrupt". That is a diverged target, not a broken
       // database.
-      if ((err as { code?: unknown }).code !== 'SQLITE_CORRUPT_VTAB') throw err;
+      if (errorCode(err) !== 'SQLITE_CORRUPT_VTAB') throw err;
       return {
         applied: 0,
         refused: {

@@ -4,6 +4,7 @@ import { renameTable } from '../../../sqlite/rename.ts';
 import { columnDecl } from '../../../sqlite/column-decl.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
 import type { SnapshotBuild } from '../../kind.ts';
+import { errorCode } from '../../../errors.ts';
 
 /*
  * The tables of an fts5 projection, known here only. The FTS5 table `<t>`
@@ -109,7 +110,7 @@ export function ftsIndexMatches(db: Db, schema: string, p: CompiledFts5): boolea
     db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rank) VALUES ('integrity-check', 1)`);
     return true;
   } catch (err) {
-    if ((err as { code?: unknown }).code === 'SQLITE_CORRUPT_VTAB') return false;
+    if (errorCode(err) === 'SQLITE_CORRUPT_VTAB') return false;
     throw err;
   } finally {
     if (db.inTransaction) {

@@ -9,7 +9,7 @@ import { ftsNames } from './layout.ts';
 
 /*
  * The fast apply for an fts5 projection, set-based like mirror and map
- * (relational-net.ts): the batch's net transition per source key, with each
+ * (relational/net.ts): the batch's net transition per source key, with each
  * key's chain checked as the events stream by; then one read-only check of
  * each key's first before against the key table (`<target>_src`: the key's
  * presence, and for external content its stored values, by storage class

@@ -1,7 +1,7 @@
-import { hold, json, ownTables, usesCopy, type KindAlterRules } from '../../alter-kinds.ts';
-import { mentions, type AlterChange } from '../../alter-changes.ts';
+import { hold, json, ownTables, usesCopy, type KindAlterRules } from '../../evolution/kinds.ts';
+import { mentions, type AlterChange } from '../../evolution/changes.ts';
 
-/** What classifying a change to a map projection needs (see alter-kinds.ts). */
+/** What classifying a change to a map projection needs (see projection/evolution/kinds.ts). */
 export const mapAlter: KindAlterRules = {
   auxiliary: 'none: the target rows are computed from each source row alone',
   uses: (p, column) => usesCopy(p, column) || (p.filter !== null && mentions(p.filter, column)),

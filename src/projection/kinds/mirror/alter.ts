@@ -1,6 +1,6 @@
-import { hold, ownTables, type KindAlterRules } from '../../alter-kinds.ts';
+import { hold, ownTables, type KindAlterRules } from '../../evolution/kinds.ts';
 
-/** What classifying a change to a mirror projection needs (see alter-kinds.ts). */
+/** What classifying a change to a mirror projection needs (see projection/evolution/kinds.ts). */
 export const mirrorAlter: KindAlterRules = {
   auxiliary: 'none: the target rows are the source rows',
   uses: () => true,

@@ -15,15 +15,15 @@ export { sqlEq } from './images.ts';
  * Set-based apply for mirror and map projections. Per-event semantics are
  * kept exactly, but evaluated by SQLite over the whole batch: each event's
  * before- and after-image is projected to a target image (mirror: as is;
- * map: the definition's expressions and filter, see relational-images.ts);
+ * map: the definition's expressions and filter, see relational/images.ts);
  * every event's before must equal the target row as it is at that point in
  * the batch (the target row itself, or the previous event's after-image for
  * that key), by storage class and bytes; the last after-image of each key is
  * written. Any mismatch aborts the whole batch before a row is kept.
  *
- * Two implementations of those semantics: a fast one (relational-net.ts,
+ * Two implementations of those semantics: a fast one (relational/net.ts,
  * one pass, no sort) that only says whether the batch applies cleanly, and
- * the reference (relational-transitions.ts) that finds the first mismatch.
+ * the reference (relational/transitions.ts) that finds the first mismatch.
  * The reference runs only when the fast one does not apply the batch.
  */
 

@@ -25,7 +25,7 @@ export function sqlEq(a: string, b: string): string {
 /**
  * Where the target images of an event are read, by its seq: side 0 is the
  * before-image projected to the target's columns, side 1 the after-image.
- * Both apply paths (relational-net.ts and relational-transitions.ts) read
+ * Both apply paths (relational/net.ts and relational/transitions.ts) read
  * images only through this, so a mirror and a map differ only here.
  */
 export interface Images {

@@ -7,7 +7,7 @@ import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } fr
 
 /*
  * The fast apply for mirror and map (bench/apply.ts): the same per-event
- * checks as the reference (relational-transitions.ts), folded into one pass
+ * checks as the reference (relational/transitions.ts), folded into one pass
  * in seq order and three writes, with no sort.
  *
  *  1. One INSERT … ON CONFLICT DO UPDATE over the events in seq order keeps,

@@ -8,7 +8,7 @@ import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } fr
 /*
  * The reference apply for mirror and map: it finds the first mismatch of a
  * batch exactly (by seq, target before chain), and only then writes. The
- * fast path (relational-net.ts) runs first; this one runs when the fast path
+ * fast path (relational/net.ts) runs first; this one runs when the fast path
  * suspects a mismatch, so that what is reported is always decided here.
  *
  *  1. events become per-key transitions (before -> after), in ONE narrow
@@ -63,7 +63,7 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
   // The last transition of each key: the next row (rowid + 1) has another key.
   const last = `temp._sluice_tr x LEFT JOIN temp._sluice_tr z ON z.rowid = x.rowid + 1 AND ${sameKey('z', 'x', k)}`;
   const keyList = p.key.map(quoteIdent).join(', ');
-  // As in relational-net.ts: with a UNIQUE index a user added, every key of the batch goes first and the rows are inserted plainly.
+  // As in relational/net.ts: with a UNIQUE index a user added, every key of the batch goes first and the rows are inserted plainly.
   db.prepare(
     `DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.map((c) => `x.${c}`).join(', ')} FROM ${last} WHERE z.rowid IS NULL${strict ? '' : ' AND x.ap = 0'})`,
   ).run();

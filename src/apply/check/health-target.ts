@@ -1,0 +1,57 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { compileProjection, ownedTables, type SourceShape } from '../../projection/compile.ts';
+import { kindNamed } from '../../projection/kinds/registry.ts';
+import { parseStoredDefinition } from '../../projection/definition.ts';
+import { repairAction, type ProjectionRecord } from '../target/target-meta.ts';
+
+/*
+ * What health can see of a projection's own tables without reading their
+ * rows: a table that is missing (dropped by hand; of the kinds whose tables
+ * sluice makes, not a custom handler's, which makes them when it chooses), and for mirror and map
+ * projections a table whose columns are not the definition's (a column
+ * added, dropped or renamed by hand). Rows edited by hand, indexes, and an
+ * fts5 index's columns are not looked at: `sluice verify` compares rows.
+ */
+
+/** Problems with the projection's tables in the target, each with the command that repairs it. */
+export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath: string | undefined, targetPath: string): string[] {
+  if (r.cursor === null || r.state === 'suspended') return [];
+  const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath, r.sourceTable);
+  const problems: string[] = [];
+  for (const t of kindNamed(r.kind)?.makesTables === true ? ownedTables(r) : []) {
+    const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;
+    if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
+  }
+  if (problems.length > 0 || kindNamed(r.kind)?.checksColumns !== true) return problems;
+  const expected = expectedColumns(r);
+  if (expected === undefined) return problems;
+  const actual = target.prepare('SELECT name FROM main.pragma_table_info(?)').pluck().all(r.targetTable) as string[];
+  const fold = (xs: readonly string[]) => new Set(xs.map((x) => x.toLowerCase()));
+  const want = fold(expected);
+  const have = fold(actual);
+  const extra = actual.filter((c) => !want.has(c.toLowerCase()));
+  const missing = expected.filter((c) => !have.has(c.toLowerCase()));
+  if (extra.length > 0 || missing.length > 0) {
+    const parts = [
+      ...(extra.length > 0 ? [`not in the definition: ${extra.join(', ')}`] : []),
+      ...(missing.length > 0 ? [`missing: ${missing.join(', ')}`] : []),
+    ];
+    problems.push(
+      `table ${r.targetTable} of projection ${r.name} has other columns than its definition (${parts.join('; ')}): edited by hand?; ${repair()}`,
+    );
+  }
+  return problems;
+}
+
+/** The target columns of a stored mirror or map definition, or undefined when it cannot be compiled here. */
+function expectedColumns(r: ProjectionRecord): string[] | undefined {
+  try {
+    const p = compileProjection(
+      parseStoredDefinition(r.definition, `stored definition of ${r.name}`),
+      JSON.parse(r.sourceShape) as SourceShape,
+    );
+    return p.columns.map((c) => c.name);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,290 @@
+import fs from 'node:fs';
+import { kindNamed } from '../../projection/kinds/registry.ts';
+import { openDatabase, type Db } from '../../sqlite/connection.ts';
+import { readProjections, repairAction, shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import { readState, readTables, type CaptureState } from '../../capture/catalog.ts';
+import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../../feed/journal-stats.ts';
+import { validateCursor } from '../../feed/cursor-check.ts';
+import { columnsRead } from '../evolution/explain-facts.ts';
+import { InvalidInputError, SluiceError } from '../../errors.ts';
+import { targetTableProblems } from './health-target.ts';
+import { damagedTarget, fails, isSqliteCorrupt } from '../sync/damaged.ts';
+import { reasonsOf } from '../../reasons.ts';
+import { missingMirrors, mirrorAllSource } from '../sync/projection-set.ts';
+import { lostProjections } from './health-consumers.ts';
+import type { FailureHealth, ProjectionHealth, HealthReport } from './health-types.ts';
+export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
+
+/** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
+const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
+
+export interface HealthOptions {
+  /** A projection more than this many events behind needs action. */
+  readonly maxLagEvents?: number;
+  /** A projection whose oldest unapplied event waited more than this many ms needs action. */
+  readonly maxLagMs?: number;
+  /**
+   * The lag of projections with no source path (fed by `sluice subscribe` or
+   * `import`), by name, as the caller read it where they are fed (the CLI
+   * reads the stream, `--nats`), or why it could not. Without an entry their
+   * lag cannot be known, and a lag that cannot be known needs action.
+   */
+  readonly fedLag?: ReadonlyMap<string, FedLag>;
+}
+
+/** A fed projection's lag, read from its stream, or why it could not be read (a problem, with what to do). */
+export type FedLag = { readonly sourceSeq: number; readonly lagEvents: number; readonly lagMs: number } | { readonly unknown: string };
+
+/**
+ * Reports every projection of a target: state, lag in events and in ms
+ * (read from its source), failed sync attempts, whether its cursor can
+ * continue, its tables, and whether it needs action. Reads both files only.
+ *
+ * @example
+ * const h = health('cache.db', { maxLagEvents: 10_000 });
+ * if (!h.ok) for (const p of h.projections.filter((x) => x.needsAction)) console.log(p.name, p.action);
+ */
+export function health(targetPath: string, options: HealthOptions = {}): HealthReport {
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
+  const target = openDatabase(targetPath, { readonly: true, role: 'target' });
+  const sources = new Map<string, OpenedSource>();
+  try {
+    let records: ProjectionRecord[];
+    try {
+      records = readProjections(target, 'main');
+    } catch (err) {
+      if (isSqliteCorrupt(err)) throw damagedTarget(targetPath, err);
+      throw err;
+    }
+    // A damage sync met (recorded) is confirmed here; the file is not scanned otherwise.
+    if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
+      throw damagedTarget(targetPath);
+    const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
+    projections.push(...pendingMirrors(target, records, sources, targetPath));
+    const readable = new Map([...sources].flatMap(([file, s]) => (s.db === undefined ? [] : [[file, s.db] as const])));
+    projections.push(...lostProjections(target, targetPath, readable, new Set(projections.map((p) => p.name))));
+    return { ok: projections.every((p) => !p.needsAction), projections };
+  } finally {
+    target.close();
+    for (const s of sources.values()) s.db?.close();
+  }
+}
+
+type OpenedSource = { readonly db: Db; readonly error?: undefined } | { readonly db?: undefined; readonly error: string };
+
+function causeOf(err: unknown): string {
+  return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+}
+
+function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, OpenedSource>): OpenedSource | undefined {
+  if (r.sourcePath === null) return undefined;
+  let s = cache.get(r.sourcePath);
+  if (s === undefined) {
+    try {
+      s = { db: openDatabase(r.sourcePath, { readonly: true, role: 'source' }) };
+    } catch (err) {
+      s = { error: causeOf(err) };
+    }
+    cache.set(r.sourcePath, s);
+  }
+  return s;
+}
+
+/**
+ * The mirrors "*" asks for that the target does not hold yet (a table
+ * enabled after the last sync, or a first sync that failed before making
+ * them): each needs a sync (MIRROR_NOT_BUILT). A source that cannot be read
+ * is reported by the projections that read it.
+ */
+function pendingMirrors(
+  target: Db,
+  records: readonly ProjectionRecord[],
+  sources: Map<string, OpenedSource>,
+  targetPath: string,
+): ProjectionHealth[] {
+  const sourcePath = mirrorAllSource(target, 'main', records);
+  const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources);
+  if (sourcePath === null || source?.db === undefined) return [];
+  let captured;
+  try {
+    captured = readTables(source.db);
+  } catch {
+    return [];
+  }
+  return missingMirrors(target, 'main', records, captured).map((d) => {
+    const action = `table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`;
+    return {
+      name: d.name,
+      kind: 'mirror',
+      state: 'pending',
+      reason: 'MIRROR_NOT_BUILT',
+      detail: { table: d.source },
+      seq: 0,
+      sourcePath,
+      sourceSeq: null,
+      lagEvents: null,
+      lagMs: null,
+      lastError: null,
+      failure: null,
+      rebuild: null,
+      needsAction: true,
+      action,
+      problems: [action],
+    };
+  });
+}
+
+/** What health reads from the source for one projection, in one read transaction. */
+interface SourceFacts {
+  sourceSeq: number | null;
+  lagEvents: number | null;
+  lagMs: number | null;
+  rebuild: string | null;
+  problems: string[];
+}
+
+function readSource(r: ProjectionRecord, source: Db, targetPath: string): SourceFacts {
+  const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  source.exec('BEGIN');
+  try {
+    const state = readState(source);
+    if (state === undefined) {
+      facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+      return facts;
+    }
+    facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
+    const table = readTables(source).find((t) => t.name === r.sourceTable);
+    if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
+    else
+      facts.problems.push(
+        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (sluice enable ${shellWord(r.sourcePath ?? '')} ${shellWord(r.sourceTable)}) and run sluice sync, or remove the projection and its tables (sluice drop ${shellWord(targetPath)} ${shellWord(r.name)})`,
+      );
+    if (r.cursor !== null) {
+      const v = validateCursor(source, r.cursor, undefined, {
+        allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
+        reads: columnsRead(r),
+      });
+      if (v.status === 'rebuild') facts.rebuild = v.reason;
+      if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
+        facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
+    }
+  } catch (err) {
+    facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
+  } finally {
+    if (source.inTransaction) source.exec('ROLLBACK');
+  }
+  return facts;
+}
+
+function lag(
+  source: Db,
+  r: ProjectionRecord,
+  state: CaptureState,
+  tid: number,
+  sourceSeq: number,
+): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
+  const oldest = firstEventMsAfter(source, tid, r.seq);
+  const since = (ms: number) => Math.max(0, Date.now() - ms);
+  if (r.seq < state.prunedThrough) {
+    const lagEvents = sourceSeq - r.seq;
+    const lagMs = lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(oldest);
+    return { lagEvents, lagMs };
+  }
+  const lagEvents = eventsAfter(source, tid, r.seq);
+  return { lagEvents, lagMs: oldest === undefined ? 0 : since(oldest) };
+}
+
+/**
+ * A projection with no source to read. Imported: its lag is not tracked
+ * (a note, no problem). Otherwise its lag as the caller read it from the
+ * stream, else a problem (never ok).
+ */
+function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: string): SourceFacts & { note?: string } {
+  const unknown = (why: string): SourceFacts => ({ sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [why] });
+  if (r.fedBy?.via === 'import')
+    return {
+      sourceSeq: null,
+      lagEvents: null,
+      lagMs: null,
+      rebuild: null,
+      problems: [],
+      note: `the lag of an import is not tracked (last imported from ${r.fedBy.file} at ${new Date(r.fedBy.ms).toISOString()}): import the next export file to bring it up to date`,
+    };
+  if (fed === undefined && r.fedBy?.via === 'subscribe')
+    return unknown(
+      `the lag of ${r.name} was not read from stream ${r.fedBy.stream} at ${r.fedBy.url}, where sluice subscribe reads it: read it there (sluice health ${shellWord(targetPath)}), or pass the broker's URL: sluice health ${shellWord(targetPath)} --nats URL`,
+    );
+  if (fed === undefined)
+    return unknown(
+      `the lag of ${r.name} cannot be known from the target: it has no source path to read, and the target does not record what feeds it (made before that was recorded); for a subscribed target, read it from the stream: sluice health ${shellWord(targetPath)} --nats URL; for an imported one, import a file again (sluice import ${shellWord(targetPath)} FILE: a file already applied changes no row), and the target records it`,
+    );
+  if ('unknown' in fed) return unknown(fed.unknown);
+  return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
+}
+
+function failureOf(r: ProjectionRecord): FailureHealth | null {
+  if (r.failures === 0 && r.lastError === null) return null;
+  return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
+}
+
+function one(
+  r: ProjectionRecord,
+  target: Db,
+  source: OpenedSource | undefined,
+  targetPath: string,
+  options: HealthOptions,
+): ProjectionHealth {
+  const sourcePath = r.sourcePath ?? undefined;
+  const problems: string[] = [];
+  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
+  else if (r.state === 'building')
+    problems.push(
+      r.failures > 0
+        ? 'its first build failed (see the failure below): run sluice sync again'
+        : 'an initial build was interrupted: run sluice sync again',
+    );
+  const failure = failureOf(r);
+  if (failure !== null) {
+    const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
+    problems.push(
+      `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`,
+    );
+  }
+  let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
+  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath);
+  else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
+  problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
+  const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
+  if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
+    problems.push(
+      `a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run ${catchUp} (or keep ${catchUp} --follow running)`,
+    );
+  }
+  if (options.maxLagMs !== undefined && facts.lagMs !== null && facts.lagMs > options.maxLagMs) {
+    problems.push(
+      `a lag of ${facts.lagMs} ms is past --max-lag-ms ${options.maxLagMs}: run ${catchUp} (or keep ${catchUp} --follow running)`,
+    );
+  }
+  return {
+    name: r.name,
+    kind: r.kind,
+    state: r.state,
+    reason: r.reason,
+    detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown),
+    seq: r.seq,
+    sourcePath: r.sourcePath,
+    sourceSeq: facts.sourceSeq,
+    lagEvents: facts.lagEvents,
+    lagMs: facts.lagMs,
+    lastError: r.lastError,
+    failure,
+    rebuild: facts.rebuild,
+    needsAction: problems.length > 0,
+    ...(problems.length === 0 ? {} : { action: problems[0] }),
+    problems,
+    fedBy: r.sourcePath !== null ? { via: 'sync', source: r.sourcePath } : r.fedBy,
+    ...(facts.note === undefined ? {} : { note: facts.note }),
+  };
+}

@@ -1,0 +1,134 @@
+import { openDatabase, type Db } from '../../sqlite/connection.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { compileProjection, type SourceShape } from '../../projection/compile.ts';
+import { parseStoredDefinition } from '../../projection/definition.ts';
+import { kindNamed } from '../../projection/kinds/registry.ts';
+import { PROJECTIONS_TABLE, setState, type ProjectionRecord } from '../target/target-meta.ts';
+import type { ProjectionVerification } from './verify-types.ts';
+
+/*
+ * What verify writes (only this, and only when there is something to
+ * write): a projection it found different from its source is suspended
+ * with TARGET_EDITED, so that health says so too, not only verify's own exit
+ * code; one suspended with TARGET_EDITED that it finds equal again (the edit
+ * was undone) is made active, and the next sync goes on from its cursor.
+ * An fts5 index with external content is also checked against its key
+ * table here (FTS5's integrity-check, which needs a write transaction,
+ * though it writes nothing): the per-key hashes compare only the key table.
+ * Each row is changed only if it is still as verify read it.
+ */
+
+export const EDITED = 'TARGET_EDITED';
+
+/** Whether verify compares `rec` although it is suspended: the one suspension verify itself clears. */
+export function comparedWhileSuspended(rec: ProjectionRecord): boolean {
+  return rec.state === 'suspended' && rec.reason === EDITED;
+}
+
+/**
+ * Stores what verify found (see above) in the target at `targetPath`; returns
+ * the verifications as they stand after the index checks, with `suspended`
+ * or `cleared` where a row was changed.
+ */
+export function recordVerdicts(
+  targetPath: string,
+  records: readonly ProjectionRecord[],
+  found: readonly ProjectionVerification[],
+): ProjectionVerification[] {
+  const out = [...found];
+  const todo = records.flatMap((rec, i) => {
+    const v = found[i];
+    if (v === undefined) return [];
+    const active = rec.state === 'active' && rec.lastError === null;
+    if (!active && !comparedWhileSuspended(rec)) return [];
+    // Found different: suspended (an edited one stays as it is).
+    if (v.diffs.length > 0) return active ? [{ rec, v, i }] : [];
+    // Found equal: an edited one is cleared, and an index is checked against its rows first.
+    if (v.ok && (comparedWhileSuspended(rec) || kindNamed(rec.kind)?.verification?.ownCheck !== undefined)) return [{ rec, v, i }];
+    return [];
+  });
+  if (todo.length === 0) return out;
+  const db = openDatabase(targetPath, { role: 'target' });
+  try {
+    db.exec('BEGIN');
+    try {
+      // The write lock first, so that what follows reads the rows as they are.
+      cachedStatement(db, `UPDATE main.${PROJECTIONS_TABLE} SET name = name WHERE 0`).run();
+      for (const { rec, v, i } of todo) {
+        if (!unchanged(db, rec)) continue;
+        const own = v.ok ? ownCheckOf(db, 'main', rec) : undefined;
+        if (own === false)
+          out[i] = {
+            ...v,
+            ok: false,
+            reason: EDITED,
+            skipped: `its index ${rec.targetTable} no longer holds exactly the entries of its rows (FTS5 integrity-check): it was changed outside sluice; rebuild it with sluice reinit`,
+          };
+        else if (own === undefined && comparedWhileSuspended(rec) && beyondRows(rec))
+          out[i] = {
+            ...v,
+            ok: false,
+            reason: EDITED,
+            skipped: `another program wrote ${rec.targetTable}'s index, which keeps no values to compare (a contentless FTS5 index): only a rebuild makes it the source's again: sluice reinit`,
+          };
+        const now = out[i] as ProjectionVerification;
+        if (!now.ok && rec.state === 'active') {
+          const rows = kindNamed(rec.kind)?.rowTable(rec.targetTable);
+          setState(db, 'main', rec.name, 'suspended', EDITED, {
+            table: rec.targetTable,
+            source: rec.sourceTable,
+            tables: own === false || rows === undefined ? [rec.targetTable] : [rows],
+            ...(now.diffs.length > 0 ? { diffs: now.diffs } : {}),
+            message: `sluice verify found ${rec.name} different from its source at its cursor (seq ${now.seq})${now.diffs.length > 0 ? `: ${now.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}` : `: ${now.skipped ?? ''}`}.`,
+          });
+          out[i] = { ...now, suspended: true };
+        } else if (now.ok && comparedWhileSuspended(rec)) {
+          setState(db, 'main', rec.name, 'active', null, null);
+          out[i] = { ...now, cleared: true };
+        }
+      }
+      db.exec('COMMIT');
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  } finally {
+    db.close();
+  }
+  return out;
+}
+
+/** Whether the projection's row is still the one verify compared (no sync moved it, nothing else suspended or cleared it). */
+function unchanged(db: Db, rec: ProjectionRecord): boolean {
+  const now = cachedStatement(db, `SELECT seq, state, reason FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).get(rec.name) as
+    { seq: number | bigint; state: string; reason: string | null } | undefined;
+  return now !== undefined && Number(now.seq) === rec.seq && now.state === rec.state && now.reason === rec.reason;
+}
+
+/** Whether the stored TARGET_EDITED says another program wrote tables of it besides the one holding its rows. */
+function beyondRows(rec: ProjectionRecord): boolean {
+  const rows = kindNamed(rec.kind)?.rowTable(rec.targetTable);
+  let tables: unknown;
+  try {
+    tables = (JSON.parse(rec.detail ?? '{}') as { tables?: unknown }).tables;
+  } catch {
+    return true;
+  }
+  return (
+    !Array.isArray(tables) || tables.some((t) => typeof t !== 'string' || rows === undefined || t.toLowerCase() !== rows.toLowerCase())
+  );
+}
+
+/**
+ * The kind's own check of a stored projection's tables in `schema` (an fts5
+ * index against its key table), in the caller's write transaction: see
+ * KindVerification.ownCheck. Undefined for a kind without one.
+ */
+export function ownCheckOf(db: Db, schema: string, rec: ProjectionRecord): boolean | undefined {
+  const check = kindNamed(rec.kind)?.verification?.ownCheck;
+  if (check === undefined) return undefined;
+  const p = compileProjection(
+    parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`),
+    JSON.parse(rec.sourceShape) as SourceShape,
+  );
+  return (check as (db: Db, schema: string, p: unknown) => boolean | undefined)(db, schema, p);
+}

@@ -1,0 +1,126 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { journalEvents } from '../../feed/event-relation.ts';
+import { columnDecl, type CompiledProjection } from '../../projection/compile.ts';
+import { eventsAfter } from '../../feed/journal-stats.ts';
+import type { StepProgress } from './verify-progress.ts';
+import { shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+
+/**
+ * The keys of the projection's source table that the journal's events after
+ * its cursor changed, each with the row it had at the cursor: the source
+ * table's columns (their types and collations, so a filter or a computed
+ * column reads them as it reads the source), CHANGED_SEQ (the key's first
+ * event) and CHANGED_HELD (1 when the key held a row at the cursor: its
+ * first event had a before image, which the columns hold; 0 when its first
+ * event made it, so only the key is set). One row per key, byte for byte
+ * (its primary key is the source key in BINARY collation: 'a' and 'A' of a
+ * NOCASE key are two keys here, as two journal images).
+ */
+export const CHANGED_TABLE = 'temp._sluice_changed';
+export const CHANGED_SEQ = '_sluice_seq';
+export const CHANGED_HELD = '_sluice_held';
+
+/**
+ * Fills CHANGED_TABLE for the events of table `tid` in (lo, hw]: one
+ * statement, one pass over those events, each written as an upsert keyed by
+ * the source key in which the earliest event wins (its before image, or the
+ * mark that it made the key), so its cost is bounded by the events, not by
+ * the table. Returns the number of keys, or undefined when the source key is
+ * not among the captured columns (it always is for a captured table).
+ *
+ * It needs every journal row of (lo, hw] (nothing pruned past `lo`): the
+ * caller checks.
+ */
+export function rewindToCursor(
+  db: Db,
+  p: CompiledProjection,
+  tid: number,
+  lo: number,
+  hw: number,
+  progress?: StepProgress,
+): number | undefined {
+  const n = p.source.columns.length;
+  const pos = p.source.keyColumns.map((kc) => p.source.columns.findIndex((c) => c.name === kc));
+  if (pos.length === 0 || pos.some((x) => x < 0)) return undefined;
+  const names = p.source.columns.map((c) => quoteIdent(c.name));
+  db.exec(`DROP TABLE IF EXISTS ${CHANGED_TABLE}`);
+  db.exec(
+    `CREATE TEMP TABLE ${CHANGED_TABLE.slice('temp.'.length)} (${p.source.columns.map((c, i) => `${names[i]} ${columnDecl(c)}`).join(', ')}, ` +
+      `${CHANGED_SEQ} INTEGER NOT NULL, ${CHANGED_HELD} INTEGER NOT NULL, ` +
+      `PRIMARY KEY (${pos.map((x) => `${names[x]} COLLATE BINARY`).join(', ')})) WITHOUT ROWID`,
+  );
+  const ev = journalEvents(tid, n, lo, hw);
+  const isKey = (i: number) => pos.includes(i);
+  // Events that can bring a key no before image names first: inserts, and updates that change the key (a key kept by an update is its before image's).
+  const newKey = `(NOT ${ev.hasBefore('')} OR ${pos.map((x) => `${ev.before('', x)} IS NOT ${ev.after('', x)}`).join(' OR ')})`;
+  const table = quoteIdent(CHANGED_TABLE.slice('temp.'.length));
+  const tick = progress?.sample('seq');
+  progress?.start('events', hw - lo, lo);
+  db.prepare(
+    `INSERT INTO ${CHANGED_TABLE} (${names.join(', ')}, ${CHANGED_SEQ}, ${CHANGED_HELD})
+    SELECT ${p.source.columns.map((_, i) => ev.before('', i)).join(', ')}, seq, 1 FROM (${ev.sql}) WHERE ${ev.hasBefore('')}${tick === undefined ? '' : ` AND ${tick}`}
+    UNION ALL
+    SELECT ${p.source.columns.map((_, i) => (isKey(i) ? ev.after('', i) : 'NULL')).join(', ')}, seq, 0 FROM (${ev.sql}) WHERE ${ev.hasAfter('')} AND ${newKey}
+    ON CONFLICT DO UPDATE SET ${[...names, CHANGED_SEQ, CHANGED_HELD].map((c) => `${c} = excluded.${c}`).join(', ')}
+    WHERE excluded.${CHANGED_SEQ} < ${table}.${CHANGED_SEQ} OR (excluded.${CHANGED_SEQ} = ${table}.${CHANGED_SEQ} AND excluded.${CHANGED_HELD} > ${table}.${CHANGED_HELD})`,
+  ).run(ev.params);
+  progress?.end();
+  return Number(db.prepare(`SELECT count(*) FROM ${CHANGED_TABLE}`).pluck().get() as bigint);
+}
+
+/**
+ * SQL true when the target key whose columns are `keys` (SQL, in the
+ * order of `p.key`) is among the changed keys: a lookup by CHANGED_TABLE's
+ * primary key. The key columns there have the source columns' affinity, as
+ * the values compared have, and BINARY collation, so SQLite can use its
+ * index (with a column of another affinity it cannot, and scans the whole
+ * table for every row).
+ */
+export function isChangedKey(p: CompiledProjection, keys: readonly string[]): string {
+  const cols = changedKeyColumns(p);
+  return `EXISTS (SELECT 1 FROM ${CHANGED_TABLE} AS c WHERE ${cols.map((c, i) => `c.${c} IS ${keys[i] as string} COLLATE BINARY`).join(' AND ')})`;
+}
+
+/** CHANGED_TABLE's columns that hold each column of the target key (`p.key` order): the source columns it copies. */
+export function changedKeyColumns(p: CompiledProjection): string[] {
+  return p.key.map((kc) => quoteIdent(p.columns.find((c) => c.name === kc)?.from ?? kc));
+}
+
+/**
+ * When a rewind costs more than comparing the table itself (onNote): at
+ * least COSTLY_REWIND_EVENTS events of the table after the cursor, and more
+ * than its rows / REWIND_EVENT_COST. Rewinding takes each event into a TEMP
+ * B-tree keyed by the source key, in the events' order (random over the
+ * keys), and looks each changed key up in the source and target; comparing
+ * takes the rows in key order. bench/verify-behind.ts measured an event at
+ * 3 to 5 rows' worth (1M rows, 500k events).
+ */
+const COSTLY_REWIND_EVENTS = 10_000;
+const REWIND_EVENT_COST = 4;
+
+/**
+ * Said when rewinding `rec` to its cursor costs more than comparing its
+ * table (COSTLY_REWIND_EVENTS); after a sync there is nothing to rewind.
+ */
+export function costlyRewind(
+  db: Db,
+  rec: ProjectionRecord,
+  tid: number,
+  hw: number,
+  paths: { readonly source: string; readonly target: string } | undefined,
+): string | undefined {
+  if (hw - rec.seq < COSTLY_REWIND_EVENTS) return undefined;
+  const rows = Number(
+    db
+      .prepare(`SELECT count(*) FROM main.${quoteIdent(rec.sourceTable)}`)
+      .pluck()
+      .get() as bigint,
+  );
+  if ((hw - rec.seq) * REWIND_EVENT_COST <= rows) return undefined;
+  // The seqs after the cursor are every table's events: count this one's (a read of the range, a fraction of the rewind's).
+  const events = eventsAfter(db, tid, rec.seq);
+  if (events < COSTLY_REWIND_EVENTS || events * REWIND_EVENT_COST <= rows) return undefined;
+  const sync = paths === undefined ? 'a sync of the target' : `\`sluice sync ${shellWord(paths.source)} ${shellWord(paths.target)}\``;
+  return `${rec.name} is ${events} events behind its source (its cursor is seq ${rec.seq}, the source is at seq ${hw}), against ${rows} rows of ${rec.sourceTable}: verify takes each of those events to compare the keys they changed as they were at the cursor, which costs more than comparing the table itself; ${sync} first makes verify cost about what comparing the table does`;
+}

@@ -1,0 +1,139 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { openDatabase, type Db } from '../../sqlite/connection.ts';
+import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { InvalidInputError } from '../../errors.ts';
+import { ownedBy } from '../sync/applier.ts';
+import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+
+/*
+ * `sluice protect TGT`: the opt-in guard of a target's projections against
+ * hand edits (docs/projections.md, "Hand edits of a target"). Each table of
+ * a projection that can carry a trigger gets BEFORE INSERT, UPDATE and
+ * DELETE triggers whose WHEN calls sluice_protect(), a function only
+ * sluice's own connections define (allowProjectionWrites): on any other
+ * connection a write to the table fails to prepare ("no such function:
+ * sluice_protect"), on sluice's the function returns 1 and the trigger does
+ * nothing, at the cost of a trigger program and a function call per row
+ * (bench/apply.ts). The marker table says the target is protected, so that
+ * sync makes the triggers again on tables it rebuilds (ensureGuards).
+ */
+
+export const PROTECT_FUNCTION = 'sluice_protect';
+export const PROTECTED_TABLE = '_sluice_protected';
+const TRIGGER_PREFIX = '_sluice_protect_';
+const OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
+
+/** Lets this connection write protected projection tables (every sluice connection that applies to a target calls it). */
+export function allowProjectionWrites(db: Db): void {
+  db.function(PROTECT_FUNCTION, { deterministic: true }, () => 1);
+}
+
+export interface ProtectReport {
+  readonly protected: boolean;
+  /** The tables guarded now (after `--off`: none). */
+  readonly tables: readonly { readonly projection: string; readonly table: string }[];
+  /** Tables of projections that cannot be guarded, and why (an fts5 index; a projection never built). */
+  readonly unguarded: readonly { readonly projection: string; readonly table: string; readonly why: string }[];
+}
+
+/**
+ * Protects the target's projections (`on`), or takes the protection off:
+ * the marker and the triggers, in one write transaction.
+ *
+ * @example
+ * protect('cache.db', true); // sqlite3 cache.db "UPDATE issues SET ..." now fails: no such function: sluice_protect
+ */
+export function protect(targetPath: string, on: boolean): ProtectReport {
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
+  const db = openDatabase(targetPath, { role: 'target' });
+  try {
+    if (!hasTargetMeta(db, 'main'))
+      throw new InvalidInputError(
+        'NOT_A_TARGET',
+        `${targetPath} is not a sluice target (no _sluice_projections table): there is nothing to protect. Pass a target written by \`sluice sync\`.`,
+      );
+    allowProjectionWrites(db);
+    db.exec('BEGIN IMMEDIATE');
+    try {
+      for (const name of triggerNames(db, 'main')) db.exec(`DROP TRIGGER main.${quoteIdent(name)}`);
+      db.exec(`DROP TABLE IF EXISTS main.${PROTECTED_TABLE}`);
+      const tables: { projection: string; table: string }[] = [];
+      const unguarded: { projection: string; table: string; why: string }[] = [];
+      if (on) {
+        db.exec(`CREATE TABLE main.${PROTECTED_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms INTEGER NOT NULL)`);
+        db.prepare(`INSERT INTO main.${PROTECTED_TABLE} VALUES (1, ?)`).run(Date.now());
+        for (const rec of readProjections(db, 'main')) {
+          const g = guardable(db, 'main', rec);
+          for (const table of g.tables) {
+            guard(db, 'main', rec.name, table);
+            tables.push({ projection: rec.name, table });
+          }
+          unguarded.push(...g.not.map((x) => ({ projection: rec.name, ...x })));
+        }
+      }
+      db.exec('COMMIT');
+      return { protected: on, tables, unguarded };
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * In a sync transaction about to commit: when the target is protected, the
+ * guards of projection `name`'s tables are made where missing (a rebuild
+ * made its tables anew; a custom handler made its declared ones).
+ */
+export function ensureGuards(db: Db, schema: string, name: string): void {
+  if (
+    cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROTECTED_TABLE) ===
+    undefined
+  )
+    return;
+  const rec = readProjection(db, schema, name);
+  if (rec === undefined) return;
+  for (const table of guardable(db, schema, rec).tables) guard(db, schema, rec.name, table);
+}
+
+/** The tables of a projection that can carry triggers (plain tables that exist), and the others with why. */
+function guardable(db: Db, schema: string, rec: ProjectionRecord): { tables: string[]; not: { table: string; why: string }[] } {
+  const tables: string[] = [];
+  const not: { table: string; why: string }[] = [];
+  if (rec.cursor === null) return { tables, not: [{ table: rec.targetTable, why: 'never built: it is guarded once a sync builds it' }] };
+  for (const t of ownedBy(rec)) {
+    const type = cachedStatement(db, `SELECT type FROM ${quoteIdent(schema)}.pragma_table_list WHERE name = ? COLLATE NOCASE`, 'pluck').get(
+      t,
+    );
+    if (type === 'table') tables.push(t);
+    else if (type === 'virtual')
+      not.push({ table: t, why: 'an FTS5 index is a virtual table, which cannot carry triggers: a running sync --follow finds its edits' });
+    else not.push({ table: t, why: 'not made yet (a custom handler makes its declared tables): guarded at the next sync that finds it' });
+  }
+  return { tables, not };
+}
+
+function guard(db: Db, schema: string, projection: string, table: string): void {
+  const s = quoteIdent(schema);
+  const message = `table ${table} belongs to sluice projection ${projection} of this target, which is protected (sluice protect): change its source, or run sluice protect --off first`;
+  for (const [suffix, op] of Object.entries(OPS)) {
+    db.exec(
+      `CREATE TRIGGER IF NOT EXISTS ${s}.${quoteIdent(triggerName(table, suffix))} BEFORE ${op} ON ${quoteIdent(table)} WHEN ${PROTECT_FUNCTION}() IS NOT 1 BEGIN SELECT RAISE(ABORT, ${quoteString(message)}); END`,
+    );
+  }
+}
+
+function triggerName(table: string, suffix: string): string {
+  return `${TRIGGER_PREFIX}${createHash('sha256').update(table.toLowerCase()).digest('hex').slice(0, 16)}_${suffix}`;
+}
+
+function triggerNames(db: Db, schema: string): string[] {
+  return db
+    .prepare(`SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'trigger' AND substr(name, 1, ?) = ?`)
+    .pluck()
+    .all(TRIGGER_PREFIX.length, TRIGGER_PREFIX) as string[];
+}

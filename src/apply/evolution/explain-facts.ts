@@ -1,0 +1,333 @@
+import { shadowBuildOf } from '../rebuild/shadow-build.ts';
+import { kindNamed } from '../../projection/kinds/registry.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { reasonsOf } from '../../reasons.ts';
+import { firstEventMsAfter } from '../../feed/journal-stats.ts';
+import { validateCursor } from '../../feed/cursor-check.ts';
+import { decodeCursor } from '../../feed/cursor.ts';
+import { altersSince, lineageSince, type ColumnOrigin } from '../../feed/column-lineage.ts';
+import type { SourceView } from '../../feed/source-view.ts';
+import { compileProjection, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
+import {
+  compileStored,
+  readsColumn,
+  type AlterFacts,
+  type CursorFact,
+  type UncompiledProjection,
+} from '../../projection/evolution/classify.ts';
+import { parseStoredDefinition } from '../../projection/definition.ts';
+import { TARGET_SCHEMA } from '../target/session.ts';
+import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
+import { userIndexes } from '../target/user-indexes.ts';
+import { matchesSourceAt } from '../check/verify.ts';
+import { BROKEN_DEFINITION_REASONS } from '../sync/broken-definition.ts';
+
+/*
+ * The facts classifyChange needs that only the databases know, each read
+ * without writing anything: whether a stored cursor continues, how many
+ * source rows two map filters disagree on, a user's indexes on the
+ * projection's tables, and what a rebuild would cost (rows, pages, and the
+ * free space of the target's file system).
+ */
+
+/** Cursor reasons that sync rebuilds on by itself, and unarmings its re-arm repairs (then rebuilds: TABLE_REARMED). */
+const REBUILT: ReadonlySet<string> = reasonsOf('rebuilt');
+export const REARMABLE: ReadonlySet<string> = new Set([
+  'SCHEMA_CHANGED',
+  'TRIGGER_MISSING',
+  'TRIGGER_ALTERED',
+  'CAPTURE_INTERRUPTED',
+  'CAPTURE_OUTDATED',
+  'USER_TRIGGER_NEWER',
+  'PRUNE_TRIGGER_MISSING',
+]);
+
+/**
+ * Whether the stored cursor of `rec` continues on the source, judged as the
+ * next sync's step judges it (src/apply/sync/step.ts afterBuildCheck), read in
+ * the caller's transaction: a suspension that only a rebuild clears, then
+ * validateCursor with the same options (a kind verify can check accepts
+ * the alters `sluice alter` recorded, and proves continuity across other
+ * DDL by comparing the copy with the source). `next` is what would run:
+ * when its fingerprint differs from the stored one (or the stored
+ * definition was broken and this one compiles), sync rebuilds from a
+ * snapshot whatever the cursor says, so a cursor that does not continue is
+ * then rebuildable unless the source table cannot be read for a build.
+ */
+export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
+  const rebuilds = next !== undefined && (next.fingerprint !== rec.fingerprint || BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
+  const stop = (reason: string, message: string): CursorFact => {
+    const unreadable = next === undefined ? undefined : unbuildable(view, next);
+    return rebuilds && unreadable === undefined
+      ? { continues: false, reason, message, rebuildable: true }
+      : { continues: false, reason: unreadable ?? reason, message, rebuildable: false };
+  };
+  // A stored definition that did not compile is rebuilt from one that does (step.ts, before anything else);
+  // a suspension that only a rebuild clears holds whatever the definition (sync's gate comes next).
+  const held = rec.reason ?? 'SUSPENDED';
+  if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(held) && next !== undefined)
+    return stop(held, `${rec.name} is suspended (${held}) and this definition compiles: sync rebuilds it from it`);
+  if (rec.state === 'suspended' && !SELF_CLEARING_SUSPENSIONS.has(held))
+    return {
+      continues: false,
+      reason: held,
+      message: `${rec.name} is suspended (${held}) and stays so until it is rebuilt`,
+      rebuildable: false,
+    };
+  const arming = view.tables.get(rec.sourceTable);
+  if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
+    return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);
+  const provable = kindNamed(next?.kind ?? rec.kind)?.verification !== undefined;
+  const v = validateCursor(db, rec.cursor ?? '', view, {
+    allowSchemaWindow: provable,
+    acceptAlters: provable,
+    reads: columnsRead(rec, next),
+  });
+  if (v.status === 'ok') {
+    if (v.window !== true) return { continues: true };
+    // DDL sluice did not make: sync goes on when the copy matches the source, and rebuilds (SCHEMA_WINDOW) when not.
+    const t = view.tables.get(rec.sourceTable)?.table;
+    const proved = t !== undefined && isCurrent(db, view, rec.sourceTable, rec.seq) && matchesSourceAt(db, rec, view.hw, t.tid);
+    if (proved) return { continues: true };
+    const message = 'DDL that sluice did not make ran on the source since the cursor, and the copy is not proved to match it';
+    return { continues: false, reason: 'SCHEMA_WINDOW', message, rebuildable: true };
+  }
+  if (v.status === 'error') return stop(v.reason, v.message);
+  const unarmed = v.detail?.reason;
+  if (REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed)))
+    return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
+  return stop(v.reason, v.message);
+}
+
+/**
+ * The source columns a projection reads, for the cursor check
+ * (validateCursor's `reads`): what `next` reads, or what the stored
+ * definition reads (both, when both compile); every column when neither does.
+ */
+export function columnsRead(
+  rec: Pick<ProjectionRecord, 'name' | 'definition' | 'sourceShape'> | undefined,
+  next?: CompiledProjection,
+): (table: string, column: string) => boolean {
+  const stored = rec === undefined ? undefined : compileStored(rec);
+  const readers = [next, stored].filter((p) => p !== undefined);
+  return (_table, column) => readers.length === 0 || readers.some((p) => readsColumn(p, column));
+}
+
+/** Which column each of the source table's columns is as of `rec`'s cursor, when sluice alter recorded a change since. */
+function columnOrigins(db: Db, rec: ProjectionRecord, view: SourceView): readonly ColumnOrigin[] | undefined {
+  const tid = view.tables.get(rec.sourceTable)?.table.tid;
+  if (tid === undefined || rec.cursor === null) return undefined;
+  let alters;
+  try {
+    alters = altersSince(db, decodeCursor(rec.cursor));
+  } catch {
+    return undefined; // a cursor that cannot be read: the cursor fact says so
+  }
+  return lineageSince(alters, tid)?.now;
+}
+
+/** Why a build of `p` cannot read its source table now (as step.ts buildable suspends), if it cannot. */
+function unbuildable(view: SourceView, p: CompiledProjection): string | undefined {
+  const a = view.tables.get(p.source.table);
+  if (a === undefined) return 'TABLE_UNTRACKED';
+  if (!a.armed) return a.reason !== undefined && REARMABLE.has(a.reason) ? undefined : 'TABLE_UNARMED';
+  if (a.table.mode !== 'images' && kindNamed(p.kind)?.needsImages !== false) return 'NEEDS_IMAGES_MODE';
+  return undefined;
+}
+
+/** Whether no event of `table` is after `seq`: the source's rows are then the rows at the cursor. */
+export function isCurrent(db: Db, view: SourceView, table: string, seq: number): boolean {
+  const t = view.tables.get(table)?.table;
+  if (t === undefined) return false;
+  return firstEventMsAfter(db, t.tid, seq) === undefined;
+}
+
+/** Source rows on which two map filters (null: every row) disagree; undefined when one no longer reads today's table (a column gone). */
+export function filterDisagreements(db: Db, table: string, from: string | null, to: string | null): number | undefined {
+  const truth = (f: string | null) => (f === null ? '1' : `CASE WHEN ${f} THEN 1 ELSE 0 END`);
+  try {
+    return Number(
+      db
+        .prepare(`SELECT count(*) FROM main.${quoteIdent(table)} WHERE (${truth(from)}) IS NOT (${truth(to)})`)
+        .pluck()
+        .get() as bigint | number,
+    );
+  } catch (err) {
+    if (err instanceof Error && /no such column/i.test(err.message)) return undefined;
+    throw err;
+  }
+}
+
+/** The indexes a user added to the tables `rec` made (none when it never built). */
+export function targetIndexes(db: Db, rec: ProjectionRecord): { name: string; table: string; unique: boolean }[] {
+  const owned = rec.cursor === null ? [] : ownedTables(rec);
+  return userIndexes(db, TARGET_SCHEMA, owned).map((ix) => ({
+    name: ix.name,
+    table: ix.table,
+    unique: /^CREATE UNIQUE INDEX /i.test(ix.sql),
+  }));
+}
+
+export interface RebuildCost {
+  /** Rows the rebuilt projection would hold (source rows, through a map's filter). */
+  readonly rows: number | null;
+  /** Rows the live projection holds (null for custom: its tables are its handler's). */
+  readonly liveRows: number | null;
+  /** Bytes of the live projection's tables and indexes (their pages), when it has any. */
+  readonly liveBytes: number | null;
+  /**
+   * Bytes a shadow needs on the target's file system: twice the live
+   * projection's pages (or, for a first build, the source table's), since
+   * they are written to the WAL and then copied into the file; for an fts5
+   * or custom rebuild, twice the source table's pages more (its staged copy).
+   */
+  readonly neededBytes: number | null;
+  /** Free bytes on the target's file system (fs.statfs), when known. */
+  readonly freeBytes: number | null;
+}
+
+/** Pages of the tables named (and of their indexes) in `schema`, in bytes; null when dbstat cannot tell. */
+function pagesOf(db: Db, schema: string, tables: readonly string[]): number | null {
+  if (tables.length === 0) return null;
+  try {
+    const s = quoteIdent(schema);
+    const names = db
+      .prepare(`SELECT name FROM ${s}.sqlite_schema WHERE tbl_name COLLATE NOCASE IN (${tables.map(() => '?').join(', ')})`)
+      .pluck()
+      .all(...tables) as string[];
+    if (names.length === 0) return null;
+    // One b-tree at a time (aggregate: one row each), so dbstat walks only the projection's pages, not the whole file.
+    const stmt = db.prepare('SELECT coalesce(sum(pgsize), 0) FROM dbstat(?, 1) WHERE name = ?').pluck();
+    return names.reduce((sum, n) => sum + Number(stmt.get(schema, n) as number | bigint), 0);
+  } catch {
+    return null;
+  }
+}
+
+function count(db: Db, sql: string): number | null {
+  try {
+    return Number(db.prepare(sql).pluck().get() as number | bigint);
+  } catch {
+    return null;
+  }
+}
+
+/** Free bytes on the file system of `targetPath`, when known. */
+function freeBytesAt(targetPath: string): number | null {
+  try {
+    const st = fs.statfsSync(path.dirname(path.resolve(targetPath)));
+    return Number(st.bavail) * Number(st.bsize);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Whether a rebuild surely fits, told cheaply: twice the bytes of the whole
+ * source and target files (page_count x page_size, no walk of their pages)
+ * bound what any rebuild's shadow and staged copy need.
+ */
+function surelyFits(db: Db, targetPath: string): { readonly neededBytes: number; readonly freeBytes: number } | undefined {
+  const freeBytes = freeBytesAt(targetPath);
+  if (freeBytes === null) return undefined;
+  const bytes = (schema: string) =>
+    Number(db.pragma(`${quoteIdent(schema)}.page_count`, { simple: true })) *
+    Number(db.pragma(`${quoteIdent(schema)}.page_size`, { simple: true }));
+  const neededBytes = 2 * (bytes('main') + bytes(TARGET_SCHEMA));
+  return neededBytes <= freeBytes ? { neededBytes, freeBytes } : undefined;
+}
+
+export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
+  const built = rec !== undefined && rec.cursor !== null;
+  const kind = rec === undefined ? undefined : kindNamed(rec.kind);
+  const liveTables = !built || kind === undefined ? [] : [...new Set([...kind.uniqueTables(rec.targetTable), ...ownedTables(rec)])];
+  const liveBytes = pagesOf(db, TARGET_SCHEMA, liveTables);
+  // Its rows: those of the table verify reads (the target table, an fts5 key table); unknown for a custom handler's state.
+  const rowTable = !built ? undefined : kind?.rowTable(rec.targetTable);
+  const liveRows = rowTable === undefined ? null : count(db, `SELECT count(*) FROM ${quoteIdent(TARGET_SCHEMA)}.${quoteIdent(rowTable)}`);
+  const rows =
+    p === undefined
+      ? null
+      : count(db, `SELECT count(*) FROM main.${quoteIdent(p.source.table)}${p.filter === null ? '' : ` WHERE ${p.filter}`}`);
+  const base = liveBytes ?? (p === undefined ? null : pagesOf(db, 'main', [p.source.table]));
+  const freeBytes = freeBytesAt(targetPath);
+  // A replayed rebuild stages a copy of the source table beside the shadow (shadow-build.ts).
+  const staged = built && p !== undefined && shadowBuildOf(p) === 'replay' ? pagesOf(db, 'main', [p.source.table]) : 0;
+  return { rows, liveRows, liveBytes, neededBytes: base === null || staged === null ? null : (base + staged) * 2, freeBytes };
+}
+
+export interface GatheredFacts {
+  readonly facts: AlterFacts;
+  /** Undefined when only a bound was asked for and it told (alterFacts' `cost: 'bound'`). */
+  readonly cost: RebuildCost | undefined;
+}
+
+/**
+ * Everything classifyChange needs to know of `old` (the stored projection,
+ * undefined before its first build) and `next`, read in the caller's
+ * transaction without writing: explain's read transaction, or sync's step
+ * (src/apply/evolution/sync-classify.ts), so that both classify from the same facts.
+ */
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+): GatheredFacts & { readonly cost: RebuildCost };
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+  options: { readonly cost: 'exact' | 'bound' },
+): GatheredFacts;
+export function alterFacts(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  old: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+  /** `exact`: the rebuild's cost counted and measured (explain reports it); `bound`: only whether it fits, cheaply when it surely does (sync). */
+  options: { readonly cost: 'exact' | 'bound' } = { cost: 'exact' },
+): GatheredFacts {
+  const compiled = 'error' in next ? undefined : next;
+  const cursor = old === undefined ? undefined : cursorFact(db, old, view, compiled);
+  let disagreements: number | undefined;
+  if (
+    old !== undefined &&
+    // (A filter is a map's: the same kind, one of the two with a filter.)
+    compiled !== undefined &&
+    compiled.kind === old.kind &&
+    cursor?.continues === true &&
+    isCurrent(db, view, old.sourceTable, old.seq)
+  ) {
+    const stored = compileProjection(
+      // (A custom handler's code is not needed to read its filter: it has none.)
+      parseStoredDefinition(old.definition, `stored definition of ${old.name}`, { apply: () => undefined }),
+      JSON.parse(old.sourceShape) as SourceShape,
+    );
+    if (stored.filter !== compiled.filter && (stored.filter !== null || compiled.filter !== null))
+      disagreements = filterDisagreements(db, compiled.source.table, stored.filter, compiled.filter);
+  }
+  // sync only needs to know that a rebuild fits: a walk of the projection's pages and a count of its rows held
+  // the target's write lock for ~20 ms at a million rows, so they are only made when the cheap bound does not tell.
+  const fits = options.cost === 'bound' ? surelyFits(db, targetPath) : undefined;
+  const cost = fits !== undefined ? undefined : rebuildCost(db, targetPath, old, compiled);
+  const space =
+    fits ??
+    (cost?.neededBytes == null || cost.freeBytes === null ? undefined : { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes });
+  const columns = old === undefined ? undefined : columnOrigins(db, old, view);
+  const facts: AlterFacts = {
+    ...(cursor === undefined ? {} : { cursor }),
+    ...(columns === undefined ? {} : { columns }),
+    ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),
+    ...(old === undefined ? {} : { targetIndexes: targetIndexes(db, old) }),
+    ...(space === undefined ? {} : { space }),
+  };
+  return { facts, cost };
+}

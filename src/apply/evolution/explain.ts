@@ -1,0 +1,319 @@
+import fs from 'node:fs';
+import { InvalidInputError, SluiceError } from '../../errors.ts';
+import type { Db } from '../../sqlite/connection.ts';
+import { describeTable } from '../../sqlite/introspect.ts';
+import { foldIdent } from '../../sqlite/quote.ts';
+import { readSourceView, type SourceView } from '../../feed/source-view.ts';
+import { sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
+import {
+  withStoredHandler,
+  parseDefinition,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+  type ProjectionDefinitionInput,
+} from '../../projection/definition.ts';
+import { readTables } from '../../capture/catalog.ts';
+import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from '../sync/projection-set.ts';
+import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from '../sync/sync-definitions.ts';
+import { compileAgainstSource } from '../../projection/expression-probe.ts';
+import {
+  classifyChange,
+  type AlterClassification,
+  type AlterReasonCode,
+  type ClassifiedChange,
+  type UncompiledProjection,
+} from '../../projection/evolution/classify.ts';
+import type { StatePart } from '../../projection/evolution/changes.ts';
+import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
+import { ownedTables, readProjections, repairAction, type ProjectionRecord } from '../target/target-meta.ts';
+import { alterFacts, type RebuildCost } from './explain-facts.ts';
+import { predictSync, type SyncPrediction } from './sync-classify.ts';
+
+/** One side of a change: exactly what the projection is made from (the fingerprint covers all of it). */
+export interface DefinitionInputs {
+  readonly name: string;
+  readonly fingerprint: string | null;
+  /** The definition as data (a custom handler is code: only its declared version is in the fingerprint). */
+  readonly definition: unknown;
+  readonly sourceShape: SourceShape | null;
+}
+
+export interface ProjectionExplanation {
+  readonly name: string;
+  readonly kind: string;
+  readonly sourceTable: string;
+  readonly targetTable: string | null;
+  readonly classification: AlterClassification;
+  readonly reason: AlterReasonCode;
+  /** State parts not proved valid (empty when Compatible). */
+  readonly affected: readonly StatePart[];
+  readonly changes: readonly ClassifiedChange[];
+  /** The stored side (null: not in the target yet) and the new one. */
+  readonly inputs: { readonly old: DefinitionInputs | null; readonly new: DefinitionInputs };
+  readonly cost: RebuildCost;
+  /**
+   * What the next sync does with it, which follows from the classification:
+   * Compatible continues; Rebuildable rebuilds (beside the live projection
+   * and swapped in where its kind allows); Rejected is refused with the
+   * reason (nothing written), or, for a cursor that cannot go on or a
+   * stored definition that no longer compiles, suspended with the reason
+   * health shows.
+   */
+  readonly sync: SyncPrediction;
+  /** For a Rejected change: what to do, with the command. */
+  readonly repair?: string;
+}
+
+export interface ExplainReport {
+  /** True when every projection is Compatible: sync continues each from its cursor. */
+  readonly ok: boolean;
+  readonly sourceSeq: number;
+  readonly projections: readonly ProjectionExplanation[];
+}
+
+export interface ExplainOptions {
+  /** Definitions to explain, and `'*'`, as for sync. Default: the target's set (its stored definitions, and "*" when it holds it). */
+  readonly projections?: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
+}
+
+/**
+ * Classifies, for each projection a sync would run, the change from what
+ * its target holds to what would run now (its definition, its source
+ * table's shape, its cursor, its target's indexes): Compatible, Rebuildable
+ * or Rejected, with the reason code, the state parts affected, both
+ * fingerprints and the rebuild's cost. Writes nothing: both files are
+ * opened read-only, in one read transaction.
+ *
+ * @example
+ * const r = await explainAlter('app.db', 'cache.db', { projections: [{ name: 'open', source: 'issues', kind: 'map', columns: { id: 'id' } }] });
+ * for (const p of r.projections) console.log(p.name, p.classification, p.reason);
+ */
+export async function explainAlter(sourcePath: string, targetPath: string, options: ExplainOptions = {}): Promise<ExplainReport> {
+  requireTarget(targetPath);
+  const inputs = options.projections ?? [];
+  // A definition that does not parse is the caller's error, before anything is opened.
+  const given = inputs.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL).map((d) => parseDefinition(d));
+  const session = openApplySession(sourcePath, targetPath, { readonly: true });
+  const db = session.db;
+  try {
+    db.exec('BEGIN');
+    try {
+      return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given));
+    } finally {
+      if (db.inTransaction) db.exec('ROLLBACK');
+    }
+  } finally {
+    session.close();
+  }
+}
+
+/** explain and alter --target read a target, never make one: a missing one is an error (exit 1). */
+export function requireTarget(targetPath: string): void {
+  // openApplySession would make a missing target; explain makes nothing.
+  if (!fs.existsSync(targetPath))
+    throw new InvalidInputError(
+      'DB_NOT_FOUND',
+      `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` (explain never creates one).`,
+    );
+}
+
+/** What explain classifies (definitionsToExplain): the run's inputs, and the definitions that run, given and stored. */
+export interface ToExplain {
+  readonly inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
+  readonly defs: readonly Pending[];
+}
+
+/**
+ * What explain classifies, as sync runs it (sync-definitions.ts): the
+ * definitions given (parsed: `given`), and the target's stored ones of its
+ * set (with their custom handlers loaded, which is why this is async and
+ * apart from explainDefinitions): all of them without inputs, the mirrors
+ * "*" made with '*' given. The mirrors "*" adds are found when classified.
+ * `db` has the target attached (an apply session).
+ */
+export async function definitionsToExplain(
+  db: Db,
+  inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[],
+  given: readonly ProjectionDefinition[] = inputs
+    .filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL)
+    .map((d) => parseDefinition(d)),
+): Promise<ToExplain> {
+  const records = readProjections(db, TARGET_SCHEMA);
+  const named = new Set(given.map((d) => d.name));
+  const storedRun =
+    inputs.length === 0 ? records : inputs.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+  return { inputs, defs: [...given.map((d) => ({ def: d, given: true })), ...(await stored(storedRun))] };
+}
+
+/**
+ * explain's classification of `toExplain` (definitionsToExplain) on `db`
+ * (the source as main, the target attached), in the caller's transaction:
+ * a read transaction (explainAlter), or sluice alter's own, after its DDL
+ * ran (a forecast: src/apply/evolution/alter-targets.ts). Reads only.
+ */
+export function explainDefinitions(db: Db, sourcePath: string, targetPath: string, toExplain: ToExplain): ExplainReport {
+  const { inputs } = toExplain;
+  const defs = [...toExplain.defs];
+  const view = readSourceView(db);
+  const records = readProjections(db, TARGET_SCHEMA);
+  const captured = readTables(db);
+  const nexts = defs.map((d) => {
+    if (d.def === undefined) return d.broken;
+    const rec = records.find((r) => r.name === d.def.name);
+    const next = compileOrError(db, d.def);
+    // A new definition over a table the source does not capture is refused, as sync refuses it.
+    const untracked =
+      d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
+    return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
+  });
+  const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records).mirrorAll);
+  if (mirrorAll !== undefined) {
+    const compiled = nexts.filter((n): n is CompiledProjection => !('error' in n));
+    const added = compileMirrorAll(
+      db,
+      captured,
+      records,
+      mirrorAll,
+      compiled,
+      nexts.filter((n) => 'error' in n).map((n) => n.name),
+    );
+    for (const p of added.compiled) {
+      defs.push({ def: p.definition });
+      nexts.push(p);
+    }
+  }
+  const names = new Set(nexts.map((n) => n.name));
+  const projections: ProjectionExplanation[] = [];
+  // Which projection claims each target table: the first of this run, or one stored that this run leaves out.
+  const claimed = new Map<string, string>();
+  for (const [i, d] of defs.entries()) {
+    let next = nexts[i] as CompiledProjection | UncompiledProjection;
+    if (!('error' in next)) next = claimTables(next, claimed, records, names);
+    // sync matches a definition to its stored projection by name: a new name is a new projection (or collides).
+    const rec = records.find((r) => r.name === next.name);
+    // A given definition the target stores as it is compiled before: sync suspends it when it no longer does (the source changed).
+    const callers = d.given === true && !(d.def !== undefined && 'error' in next && storedAsGiven(rec, d.def));
+    projections.push(explainOne(db, view, targetPath, sourcePath, rec, next, callers));
+  }
+  return { ok: projections.every((p) => p.classification === 'Compatible'), sourceSeq: view.hw, projections };
+}
+
+/** `p`, or why it cannot be built: another projection writes one of its tables (as sync's checkCollisions refuses). */
+function claimTables(
+  p: CompiledProjection,
+  claimed: Map<string, string>,
+  records: readonly ProjectionRecord[],
+  inRun: ReadonlySet<string>,
+): CompiledProjection | UncompiledProjection {
+  const stored = records.filter((r) => !inRun.has(r.name));
+  for (const t of p.ownedTables) {
+    const other = claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r).some((x) => foldIdent(x) === foldIdent(t)))?.name;
+    if (other !== undefined && other !== p.name) {
+      const message = `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`;
+      return { name: p.name, definition: p.definition, source: p.source, error: { code: 'TARGET_COLLISION', message } };
+    }
+  }
+  for (const t of p.ownedTables) claimed.set(foldIdent(t), p.name);
+  return p;
+}
+
+/** A definition to explain (`given`: by the caller, not stored), or a stored one that no longer parses (with why). */
+export type Pending =
+  | { readonly def: ProjectionDefinition; readonly given?: boolean; readonly name?: undefined; readonly broken?: undefined }
+  | {
+      readonly def?: undefined;
+      readonly given?: undefined;
+      readonly name: string;
+      readonly broken: UncompiledProjection;
+    };
+
+/** The target's stored definitions, parsed (a custom handler loaded again), or why one cannot be. */
+async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> {
+  const out: Pending[] = [];
+  for (const r of records) {
+    try {
+      const d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
+      out.push({ def: await withStoredHandler(d) });
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      out.push({ name: r.name, broken: { name: r.name, error: { code: err.code, message: err.message } } });
+    }
+  }
+  return out;
+}
+
+/** The definition compiled and checked against today's source as sync does, or why it cannot be. */
+export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
+  const info = describeTable(db, def.source);
+  const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
+  try {
+    return compileAgainstSource(db, def);
+  } catch (err) {
+    if (!(err instanceof SluiceError)) throw err;
+    return {
+      name: def.name,
+      definition: def,
+      ...(shape === undefined ? {} : { source: shape }),
+      error: { code: err.code, message: err.message },
+    };
+  }
+}
+
+function explainOne(
+  db: Db,
+  view: SourceView,
+  targetPath: string,
+  sourcePath: string,
+  rec: ProjectionRecord | undefined,
+  next: CompiledProjection | UncompiledProjection,
+  given: boolean,
+): ProjectionExplanation {
+  // A projection that never built (no cursor) has no state to keep: a first build.
+  const old = rec?.cursor == null ? undefined : rec;
+  const compiled = 'error' in next ? undefined : next;
+  const { facts, cost } = alterFacts(db, view, targetPath, old, next);
+  const decision = classifyChange(old, next, facts);
+  const worst = decision.changes.find((c) => c.classification === decision.classification && c.reason === decision.reason);
+  const repairReason = worst?.change.kind === 'cursor' ? worst.change.reason : decision.reason;
+  const { handler: _h, ...data } = (next.definition ?? {}) as { handler?: unknown };
+  return {
+    name: next.name,
+    kind: compiled?.kind ?? next.definition?.kind ?? rec?.kind ?? 'unknown',
+    sourceTable: compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable ?? '',
+    targetTable: compiled?.targetTable ?? null,
+    classification: decision.classification,
+    reason: decision.reason,
+    affected: decision.affected,
+    changes: decision.changes,
+    inputs: {
+      old:
+        old === undefined
+          ? null
+          : {
+              name: old.name,
+              fingerprint: old.fingerprint,
+              definition: JSON.parse(old.definition),
+              sourceShape: JSON.parse(old.sourceShape) as SourceShape,
+            },
+      new: {
+        name: next.name,
+        fingerprint: decision.fingerprints.new,
+        definition: next.definition === undefined ? null : data,
+        sourceShape: next.source ?? null,
+      },
+    },
+    cost,
+    sync: predictSync(decision, old, next, given, view),
+    ...(decision.classification === 'Rejected'
+      ? {
+          repair: repairAction(
+            next.name,
+            repairReason,
+            sourcePath,
+            targetPath,
+            compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable,
+          ),
+        }
+      : {}),
+  };
+}

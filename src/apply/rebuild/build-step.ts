@@ -1,0 +1,85 @@
+import type { CapturedTable } from '../../capture/catalog.ts';
+import type { SourceView } from '../../feed/source-view.ts';
+import type { CompiledProjection } from '../../projection/compile.ts';
+import type { ProjectionRecord } from '../target/target-meta.ts';
+import { validateCursor } from '../../feed/cursor-check.ts';
+import { replacedTables, type ApplyTarget } from '../sync/applier.ts';
+import {
+  atomicSwapShadow,
+  buildCursor,
+  copyTarget,
+  startShadowBuild,
+  validationCandidate,
+  writeBuild,
+  type BuildState,
+} from './shadow-build.ts';
+import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
+import type { StepOutcome } from '../sync/step-outcome.ts';
+
+/**
+ * One bounded step of a protected rebuild (shadow-build.ts says which),
+ * in the caller's target transaction: copy a chunk, catch up a range, ask
+ * for the validation, fill a part, replay a range, or the swap.
+ * `discard`: the copy failed its validation, the journal's events do not
+ * apply to the shadow, or a staged copy cannot hold the source's rows: the
+ * caller drops it and rebuilds in one transaction.
+ */
+export async function buildStep(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  view: SourceView,
+  table: CapturedTable,
+  b: BuildState,
+  validated: { readonly seq: number; readonly ok: boolean } | undefined,
+): Promise<StepOutcome | 'discard'> {
+  const building = (phase: 'copy' | 'catch-up' | 'fill' | 'replay', next: BuildState): StepOutcome => {
+    writeBuild(t, p.name, { ...next, cursor: buildCursor(t, view, p, next.fill?.seq ?? next.caughtSeq) });
+    return { kind: 'building', phase, rows: next.copied, seq: rec.seq };
+  };
+  // A staged copy that cannot hold the source's rows: rebuilt in one transaction instead.
+  if (b.staging !== undefined && !stagedCopyHolds(t.db, p)) return 'discard';
+  // What the build copied, caught up and replayed is the source's rows only while the journal since is its
+  // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
+  if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {
+    const again = startShadowBuild(t, p, view, b.reason, replacedTables(rec, p));
+    return building('copy', await copyChunk(t, copyTarget(p, again), table, again));
+  }
+  const fill = b.fill;
+  if (fill === undefined) {
+    const copy = copyTarget(p, b);
+    if (b.lastKey !== undefined) return building('copy', await copyChunk(t, copy, table, b));
+    // Validated at its seq: on to the last catch-up below, however many events came in meanwhile (a bounded
+    // catch-up first would move its seq, and call for another validation, and so on for as long as a steady
+    // writer outpaces a validation).
+    if (validated?.seq !== b.caughtSeq) {
+      const hi = catchUpEnd(t.db, table, b.caughtSeq, view.hw);
+      if (hi < view.hw) {
+        await catchUp(t, copy.p, table, copy.at, b.caughtSeq, hi);
+        return building('catch-up', { ...b, caughtSeq: hi });
+      }
+      return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
+    }
+    // A copy that is not the source's rows (a write that escaped capture during the build).
+    if (!validated.ok) return 'discard';
+    // The copy is the source's rows at the validated seq, but for the keys touched since: read again, in this
+    // transaction, it is the source's rows at the high-water mark read in it.
+    await catchUp(t, copy.p, table, copy.at, b.caughtSeq, view.hw);
+    if (b.staging !== undefined) return building('fill', { ...b, caughtSeq: view.hw, fill: { lastKey: null, seq: view.hw } });
+  } else {
+    if (fill.lastKey !== undefined) return building('fill', await fillChunk(t, p, b));
+    const hi = catchUpEnd(t.db, table, fill.seq, view.hw);
+    if ((await replayEvents(t, p, table, b.shadow, fill.seq, hi)) !== undefined) return 'discard';
+    if (hi < view.hw) return building('replay', { ...b, fill: { seq: hi } });
+  }
+  const { cursor, droppedIndexes } = atomicSwapShadow(t, p, rec, b, view, table);
+  return {
+    kind: 'initialized',
+    rows: b.copied,
+    seq: view.hw,
+    cursor,
+    reason: b.reason,
+    swapped: true,
+    ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+  };
+}

@@ -1,0 +1,243 @@
+import { createHash } from 'node:crypto';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import type { JsonValue } from '../../sqlite/codec.ts';
+import type { CapturedTable } from '../../capture/catalog.ts';
+import { cursorToken, type SourceView } from '../../feed/source-view.ts';
+import { ownedTables, stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
+import { kindOf } from '../../projection/kinds/registry.ts';
+import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from '../target/target-meta.ts';
+import { checkTablesFree, replacedTables, type ApplyTarget } from '../sync/applier.ts';
+import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-indexes.ts';
+
+/*
+ * A protected rebuild of a live projection (reference 003, "Protected
+ * rebuild"), in bounded target transactions, so that a follower of another
+ * projection on the same target and readers of this one are never blocked
+ * for the whole build:
+ *
+ *  1. the build intent and the new definition are recorded in the
+ *     projection's row (`build`), beside its live definition and cursor;
+ *  2. rows are copied from the source table in key order, one chunk per
+ *     transaction (each chunk as the source is at its read) (shadow-fill.ts):
+ *     - a `copy` kind (mirror, map) into its shadow tables;
+ *     - a `replay` kind (fts5, a custom handler that declares its tables)
+ *       into a staged copy of the source rows beside them (a mirror);
+ *  3. that copy catches up to the high-water mark: every key the journal
+ *     touched after the build started is read again from the source, in
+ *     bounded steps (a key untouched since then is as its chunk copied it);
+ *  4. the copy is validated against the source at one seq, in a read
+ *     transaction (verify's checksums, rows, keys);
+ *  5. a replay kind's shadow is then filled from the staged copy (caught up
+ *     to the high-water mark read in that transaction) in key-ordered parts,
+ *     one per transaction, and caught up by applying the journal's events
+ *     after it, in bounded batches, as sync applies them to the live one;
+ *  6. atomicSwapShadow: in one transaction, the last catch-up, the old
+ *     tables dropped, the shadow renamed in, the user's indexes made again,
+ *     and the new definition, fingerprint and cursor stored together; the
+ *     staged copy and the build state go with that commit.
+ *
+ * Readers see the old projection, whole, until the swap commits, and the
+ * new one after it. A build interrupted at any point resumes on the next
+ * run, or is rolled back (resumeOrRollbackShadowBuild).
+ */
+
+/** What the projection's row records of a build in progress. */
+export interface BuildState {
+  readonly fingerprint: string;
+  readonly definition: string;
+  readonly shape: string;
+  /** Why it is rebuilt (DEFINITION_CHANGED, REINIT...). */
+  readonly reason: string;
+  readonly shadow: string;
+  /** The source's high-water mark when the build started: events after it are caught up. */
+  readonly startSeq: number;
+  /** The last key copied (null: none yet); undefined once the copy is done. */
+  readonly lastKey?: readonly JsonValue[] | null;
+  readonly copied: number;
+  /** The copy's events caught up through this seq (the copy phase: startSeq). */
+  readonly caughtSeq: number;
+  /** A replay kind: the staged copy of the source rows (a mirror of its table) its shadow is filled from. */
+  readonly staging?: string;
+  /**
+   * A replay kind, once its staged copy is validated and caught up to
+   * `seq`: the shadow is filled from it in key order (the last key filled,
+   * as the copy's lastKey), then caught up through `seq` by the journal's
+   * events.
+   */
+  readonly fill?: { readonly lastKey?: readonly JsonValue[] | null; readonly seq: number };
+  /**
+   * A cursor at the seq the build has read the journal through (the fill's,
+   * else the copy's): the build goes on only while a consumer could go on
+   * from it (not after a bump, a re-armed table, DDL sluice did not make...),
+   * else it starts again (build-step.ts). Absent (written before it was kept): started again.
+   */
+  readonly cursor?: string;
+}
+
+/**
+ * Rows copied per transaction, and events caught up per transaction.
+ * SLUICE_BUILD_CHUNK in the environment sets another size for the process
+ * (like SLUICE_CRASH_AT, a hook for the tests: they cross chunk boundaries
+ * with a few thousand rows, not tens of thousands). Unset in normal use.
+ */
+export const BUILD_CHUNK = buildChunk(process.env.SLUICE_BUILD_CHUNK);
+
+function buildChunk(env: string | undefined): number {
+  if (env === undefined) return 20_000;
+  if (!/^[1-9][0-9]{0,8}$/.test(env)) throw new Error(`SLUICE_BUILD_CHUNK=${env}: not a whole number of rows from 1 to 999999999`);
+  return Number(env);
+}
+
+export function readBuild(rec: ProjectionRecord | undefined): BuildState | undefined {
+  return rec?.build == null ? undefined : (JSON.parse(rec.build) as BuildState);
+}
+
+export function writeBuild(t: ApplyTarget, name: string, b: BuildState | null): void {
+  cachedStatement(t.db, `UPDATE ${quoteIdent(t.schema)}.${PROJECTIONS_TABLE} SET build = ? WHERE name = ?`).run(
+    b === null ? null : JSON.stringify(b),
+    name,
+  );
+}
+
+/** How `p` is rebuilt beside the live one in bounded steps (ProjectionKind.shadowBuild); undefined: in one transaction. */
+export function shadowBuildOf(p: CompiledProjection): 'copy' | 'replay' | undefined {
+  return kindOf(p).shadowBuild(p.definition);
+}
+
+function shadowOf(p: CompiledProjection): string {
+  return `_sluice_build_${createHash('sha256').update(`${p.name}\0${p.fingerprint}`).digest('hex').slice(0, 12)}`;
+}
+
+/** Where the build's rows are copied to: the shadow itself (a copy kind) or its staged copy of the source rows (a replay kind). */
+export function copyTarget(p: CompiledProjection, b: BuildState): { readonly p: CompiledProjection; readonly at: string } {
+  return b.staging === undefined ? { p, at: b.shadow } : { p: stagedCopyOf(p, b.staging), at: b.staging };
+}
+
+/** What step 4 validates: the copy (its tables at `table`), as a stored projection of its own definition would be. */
+export interface BuildCandidate {
+  readonly kind: string;
+  readonly table: string;
+  readonly definition: string;
+  readonly shape: string;
+  readonly fingerprint: string;
+  readonly seq: number;
+}
+
+export function validationCandidate(p: CompiledProjection, b: BuildState): BuildCandidate {
+  if (b.staging === undefined)
+    return { kind: p.kind, table: b.shadow, definition: b.definition, shape: b.shape, fingerprint: b.fingerprint, seq: b.caughtSeq };
+  const m = stagedCopyOf(p, b.staging);
+  return {
+    kind: m.kind,
+    table: b.staging,
+    definition: JSON.stringify(m.definition),
+    shape: b.shape,
+    fingerprint: m.fingerprint,
+    seq: b.caughtSeq,
+  };
+}
+
+/** Records the build intent and makes the (empty) shadow tables, in the caller's transaction. */
+export function startShadowBuild(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  view: SourceView,
+  reason: string,
+  previous: readonly string[],
+): BuildState {
+  const shadow = shadowOf(p);
+  checkTablesFree(t, p, previous);
+  const rec = newProjectionRecord(p, t.sourceId, t.sourcePath, 'building');
+  const b: BuildState = {
+    fingerprint: p.fingerprint,
+    definition: rec.definition,
+    shape: rec.sourceShape,
+    reason,
+    shadow,
+    startSeq: view.hw,
+    lastKey: null,
+    copied: 0,
+    caughtSeq: view.hw,
+    ...(shadowBuildOf(p) === 'replay' ? { staging: `${shadow}_rows` } : {}),
+    cursor: buildCursor(t, view, p, view.hw),
+  };
+  dropShadow(t, b);
+  kindOf(p).create(t.db, t.schema, p, shadow);
+  const copy = copyTarget(p, b);
+  if (b.staging !== undefined) kindOf(copy.p).create(t.db, t.schema, copy.p, copy.at);
+  writeBuild(t, p.name, b);
+  return b;
+}
+
+/** The cursor a build keeps (BuildState.cursor) once it has read the journal through `seq`. */
+export function buildCursor(t: ApplyTarget, view: SourceView, p: CompiledProjection, seq: number): string {
+  const table = view.tables.get(p.source.table)?.table;
+  return table === undefined ? '' : cursorToken(t.db, view, [table], seq);
+}
+
+/**
+ * resumeOrRollbackShadowBuild: a build found in the row is resumed when it
+ * builds this very definition (for a staged copy, which holds every column,
+ * over the very same source shape), and its journal is still there to
+ * catch up from; otherwise its shadow is dropped and its state cleared (the live
+ * projection was never touched). Returns the build to continue, if any.
+ */
+export function resumeOrRollbackShadowBuild(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  prunedThrough: number,
+): BuildState | undefined {
+  const b = readBuild(rec);
+  if (b === undefined) return undefined;
+  const same = b.fingerprint === p.fingerprint && (b.staging === undefined || b.shape === JSON.stringify(p.source));
+  if (same && (b.fill?.seq ?? b.caughtSeq) >= prunedThrough) return b;
+  dropShadow(t, b);
+  writeBuild(t, p.name, null);
+  return undefined;
+}
+
+/** A build's shadow tables and staged copy (the tables its own definition owns at the shadow's name): what a rollback, or a drop of the projection, drops. */
+export function buildTables(b: BuildState): string[] {
+  const kind = (JSON.parse(b.definition) as { kind?: unknown }).kind;
+  const tables = ownedTables({ kind: typeof kind === 'string' ? kind : '', targetTable: b.shadow, definition: b.definition }, b.shadow);
+  return [...tables, ...(b.staging === undefined ? [] : [b.staging])];
+}
+
+/** Drops a build's shadow tables and staged copy. */
+export function dropShadow(t: ApplyTarget, b: BuildState): void {
+  for (const x of buildTables(b)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
+}
+
+/**
+ * atomicSwapShadow: in the caller's transaction, the shadow (caught up to
+ * `hw`) replaces the projection: the old tables dropped, the shadow's
+ * renamed in, the user's indexes on the old ones made again, and the new
+ * definition, fingerprint and cursor stored with the build state cleared.
+ */
+export function atomicSwapShadow(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  b: BuildState,
+  view: SourceView,
+  table: CapturedTable,
+): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[] } {
+  const { db, schema } = t;
+  const old = replacedTables(rec, p);
+  // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
+  checkTablesFree(t, p, old);
+  const indexes = userIndexes(db, schema, old);
+  for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
+    db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+  kindOf(p).rename(db, schema, p, b.shadow);
+  const droppedIndexes = restoreIndexes(db, schema, indexes);
+  cachedStatement(
+    db,
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET source_id = ?, source_path = ?, source_table = ?, definition = ?, source_shape = ?, fingerprint = ?, kind = ?, target_table = ?, build = NULL WHERE name = ?`,
+  ).run(t.sourceId, t.sourcePath, p.source.table, b.definition, b.shape, b.fingerprint, p.kind, p.targetTable, p.name);
+  const cursor = cursorToken(db, view, [table], view.hw);
+  storeCursor(db, schema, p.name, cursor, view.hw, 0, null);
+  return { cursor, droppedIndexes };
+}

@@ -1,0 +1,321 @@
+import { createHash } from 'node:crypto';
+import type { Db } from '../../sqlite/connection.ts';
+import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
+import { inTransaction } from '../../sqlite/transaction.ts';
+import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
+import type { ReasonCode } from '../../reasons.ts';
+import type { ChangeBatch } from '../../feed/change-batch.ts';
+import { ownedTablesAt, type CompiledProjection } from '../../projection/compile.ts';
+import type { SnapshotBuild, SnapshotRows } from '../../projection/kind.ts';
+import { dropTemps, kindOf } from '../../projection/kinds/registry.ts';
+import { foreignUniqueIndexOf, ftsUniqueMessage } from '../../projection/foreign-unique.ts';
+import {
+  SELF_CLEARING_SUSPENSIONS,
+  insertProjection,
+  newProjectionRecord,
+  ownedTables,
+  readProjection,
+  setState,
+  reinitCommand,
+  storeCursor,
+  PROJECTIONS_TABLE,
+  type ProjectionRecord,
+} from '../target/target-meta.ts';
+import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../target/user-indexes.ts';
+
+/*
+ * The one place where a snapshot or a batch meets a projection kind. sync
+ * (step.ts) feeds it batches read from the journal and snapshots read from
+ * the source; import (export/import.ts) feeds it batches and snapshots read
+ * from lines. Both get the same cursor rules, the same suspensions, the
+ * same rules for a UNIQUE index a user added, and the same shadow build of
+ * a snapshot. The caller owns the transaction (sqlite/transaction.ts):
+ * everything here writes in it, and a suspension is returned, for the
+ * caller to roll back and then record with recordSuspension.
+ */
+
+/** Where the applier writes: the target's schema on the connection, and what its rows record of the source. */
+export interface ApplyTarget {
+  readonly db: Db;
+  readonly schema: string;
+  readonly sourceId: string;
+  /** The source's path as stored with new projections (null when only its stream is known: import). */
+  readonly sourcePath: string | null;
+}
+
+export interface Suspension {
+  readonly kind: 'suspended';
+  readonly reason: ReasonCode;
+  readonly detail: Record<string, unknown>;
+  /** The stored suspension, as it is: nothing to write. */
+  readonly unchanged?: true;
+}
+
+export function suspension(reason: ReasonCode, detail: Record<string, unknown>): Suspension {
+  return { kind: 'suspended', reason, detail };
+}
+
+/** A projection's stored suspension, as a result that writes nothing. */
+export function storedSuspension(rec: ProjectionRecord): Suspension {
+  return {
+    kind: 'suspended',
+    reason: (rec.reason ?? 'SUSPENDED') as ReasonCode,
+    detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>),
+    unchanged: true,
+  };
+}
+
+/** While a user's UNIQUE index that suspended a projection is still there, it is tried again at most this often. */
+const CONSTRAINT_RETRY_MS = 60_000;
+
+/**
+ * Whether a stored projection takes batches now, or its stored suspension
+ * stands. A suspension whose cause is fixed by fixing it (catalog `clears`:
+ * the source's arming, a user's UNIQUE index on the target; not diverged
+ * rows) is looked at again each time. One caused by a user's UNIQUE index
+ * is tried again at once when the index is gone, and while it is there at
+ * most once a minute (each try may apply batches and fail again; a follower
+ * would otherwise do that at every source commit), unless the batch is one
+ * the caller asked for (`explicit`). A clock set back makes the last try
+ * look older, not newer: tried now.
+ */
+export function suspensionGate(t: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord, explicit: boolean): Suspension | undefined {
+  if (rec.state !== 'suspended') return undefined;
+  if (!SELF_CLEARING_SUSPENSIONS.has(rec.reason ?? '')) return storedSuspension(rec);
+  if (rec.reason !== 'TARGET_CONSTRAINT' || explicit) return undefined;
+  const sinceTried = Date.now() - rec.updatedMs;
+  if (
+    sinceTried >= 0 &&
+    sinceTried < CONSTRAINT_RETRY_MS &&
+    foreignUniqueIndexOf(t.db, t.schema, kindOf(p).uniqueTables(p.targetTable)) !== undefined
+  )
+    return storedSuspension(rec);
+  return undefined;
+}
+
+/**
+ * The cursor rule for a batch (fromSeq, toSeq] against a projection at
+ * `storedSeq`: already applied is `undefined` (nothing to do), an overlap
+ * applies only the part after the stored seq, and a gap (the batch starts
+ * after it) is BATCH_GAP, before anything is written.
+ */
+export function positionBatch(p: CompiledProjection, storedSeq: number, batch: ChangeBatch, what: string): ChangeBatch | undefined {
+  if (batch.toSeq <= storedSeq) return undefined;
+  if (batch.fromSeq > storedSeq) {
+    throw new FailClosedError(
+      'BATCH_GAP',
+      `Projection ${p.name} is at seq ${storedSeq}, but ${what} starts after seq ${batch.fromSeq}: events ${storedSeq + 1}..${batch.fromSeq} would be skipped. Apply the batch that holds them first, or sync from the stored cursor.`,
+      { projection: p.name, stored: storedSeq, fromSeq: batch.fromSeq },
+    );
+  }
+  return batch.after(storedSeq);
+}
+
+/** How much a UNIQUE failure of a batch says: the batch may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
+export type BatchEnd = 'batch' | 'range' | 'committed';
+
+export interface RowsApplied {
+  readonly kind: 'rows';
+  readonly applied: number;
+  readonly lastTs: number | null;
+}
+
+/**
+ * Applies a batch's rows to a projection in the caller's transaction (the
+ * cursor is the caller's: commitBatch). A before-image that does not match,
+ * or a user's UNIQUE index the batch breaks, is a suspension: the caller
+ * rolls back.
+ */
+export async function applyRows(
+  t: ApplyTarget,
+  p: CompiledProjection,
+  batch: ChangeBatch,
+  end: BatchEnd,
+): Promise<RowsApplied | Suspension> {
+  const { db, schema } = t;
+  const kind = kindOf(p);
+  if (kind.needsImages && batch.keysOnly() && !batch.atMost(0))
+    return suspension('NEEDS_IMAGES_MODE', {
+      table: p.source.table,
+      message: `table ${p.source.table} has events without images (keys mode)`,
+    });
+  const foreign = foreignUniqueIndexOf(db, schema, kind.uniqueTables(p.targetTable));
+  // Tables sluice updates in place or FTS5 writes with REPLACE: such an index could refuse a batch midway or silently delete rows.
+  if (foreign !== undefined && kind.foreignUnique === 'refuse' && !batch.atMost(0))
+    return suspension('TARGET_CONSTRAINT', { table: foreign, source: p.source.table, message: ftsUniqueMessage(foreign) });
+  // Otherwise the batch's writes may fail on it: a savepoint lets them be undone and tried again, not the whole transaction.
+  const guarded = foreign !== undefined;
+  if (guarded) db.exec('SAVEPOINT sluice_rows');
+  try {
+    const r = await kind.apply(db, schema, p, batch, guarded);
+    if (r.mismatch !== undefined) {
+      const m = r.mismatch;
+      return suspension(m.reason, { table: p.targetTable, source: p.source.table, key: m.key, seq: m.seq });
+    }
+    if (r.refused !== undefined)
+      return suspension(r.refused.reason, {
+        table: p.targetTable,
+        source: p.source.table,
+        fromSeq: batch.fromSeq,
+        toSeq: batch.toSeq,
+        message: `${r.refused.message} Rebuild the projection: ${reinitCommand(p.name, t.sourcePath, targetFile(t))}.`,
+      });
+    if (guarded) db.exec('RELEASE sluice_rows');
+    return { kind: 'rows', applied: r.applied, lastTs: batch.lastTs() };
+  } catch (err) {
+    if (!guarded || errorCode(err) !== 'SQLITE_CONSTRAINT_UNIQUE') throw err;
+    // (A conflict clause that ended the whole transaction took the savepoint with it.)
+    if (db.inTransaction) {
+      db.exec('ROLLBACK TO sluice_rows');
+      db.exec('RELEASE sluice_rows');
+    }
+    return suspension('TARGET_CONSTRAINT', {
+      table: p.targetTable,
+      source: p.source.table,
+      fromSeq: batch.fromSeq,
+      toSeq: batch.toSeq,
+      message: `${(err as Error).message}: the target table ${p.targetTable} has a UNIQUE index sluice did not make, and ${constraintWhy(t, p, batch, end)}.`,
+    });
+  }
+}
+
+function constraintWhy(t: ApplyTarget, p: CompiledProjection, batch: ChangeBatch, end: BatchEnd): string {
+  if (end === 'committed')
+    return `the source's rows, as committed, break it (the source allows duplicates there). Drop the index or make it non-unique, then sync (or remove the duplicates at the source, then ${reinitCommand(p.name, t.sourcePath, targetFile(t))}); while the index is there, sync tries again at most once a minute`;
+  return `this batch breaks it, where it ends (events ${batch.fromSeq + 1}..${batch.toSeq}; a batch may end inside a source transaction${end === 'batch' ? ", and there were too many events ahead to try up to the source's last commit" : ''}). Drop the index or make it non-unique, then sync or import again (or apply a range that ends at a commit of the source); while the index is there, sync tries again at most once a minute`;
+}
+
+/** Stores the cursor a batch ends at, with its rows (in the caller's transaction). */
+export function commitBatch(t: ApplyTarget, p: CompiledProjection, cursor: string, seq: number, rows: RowsApplied): void {
+  storeCursor(t.db, t.schema, p.name, cursor, seq, rows.applied, rows.lastTs);
+}
+
+/**
+ * A snapshot being installed as a projection: built into shadow tables,
+ * then swapped in (old tables dropped, shadow renamed, the user's indexes
+ * made again, the cursor stored), all in the caller's transaction. Readers
+ * see the old projection until the commit, and the new one after it.
+ */
+export class SnapshotInstall {
+  readonly p: CompiledProjection;
+  readonly #t: ApplyTarget;
+  readonly #build: SnapshotBuild;
+  readonly #shadow: string;
+  readonly #previous: readonly string[];
+  readonly #indexes: UserIndex[];
+
+  private constructor(
+    t: ApplyTarget,
+    p: CompiledProjection,
+    previous: readonly string[],
+    indexes: UserIndex[],
+    shadow: string,
+    build: SnapshotBuild,
+  ) {
+    this.#t = t;
+    this.p = p;
+    this.#previous = previous;
+    this.#indexes = indexes;
+    this.#shadow = shadow;
+    this.#build = build;
+  }
+
+  /**
+   * Starts installing `p` over its stored row `rec` (undefined: none). Its
+   * target tables must be free, or its own; TARGET_TABLE_EXISTS otherwise,
+   * before anything is written.
+   */
+  static begin(t: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord | undefined): SnapshotInstall {
+    const { db, schema } = t;
+    const s = quoteIdent(schema);
+    const kind = kindOf(p);
+    const previous = replacedTables(rec, p);
+    checkTablesFree(t, p, previous);
+    const indexes = userIndexes(db, schema, previous);
+    db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
+    insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'building'));
+    const shadow = shadowName(p);
+    for (const x of ownedTablesAt(p, shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
+    kind.create(db, schema, p, shadow);
+    return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow));
+  }
+
+  add(rows: SnapshotRows): Promise<void> {
+    return this.#build.add(rows);
+  }
+
+  /** Swaps the shadow in and stores the cursor the snapshot was read at. */
+  async finish(cursor: string, seq: number): Promise<{ readonly rows: number; readonly droppedIndexes: readonly DroppedIndex[] }> {
+    const { db, schema } = this.#t;
+    const rows = await this.#build.finish();
+    for (const x of this.#previous) db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+    kindOf(this.p).rename(db, schema, this.p, this.#shadow);
+    // The indexes a user added to the tables it replaced, made again (see user-indexes.ts).
+    const droppedIndexes = restoreIndexes(db, schema, this.#indexes);
+    storeCursor(db, schema, this.p.name, cursor, seq, 0, null);
+    return { rows, droppedIndexes };
+  }
+}
+
+/** Never overwrite a table sluice did not make: the user may keep other data in the target. TARGET_TABLE_EXISTS, before anything is written. */
+export function checkTablesFree(t: ApplyTarget, p: CompiledProjection, previous: readonly string[]): void {
+  const { db, schema } = t;
+  for (const name of p.ownedTables) {
+    const own = previous.some((x) => foldIdent(x) === foldIdent(name));
+    if (!own && db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(name) !== undefined) {
+      throw new InvalidInputError(
+        'TARGET_TABLE_EXISTS',
+        `Projection ${p.name}: target table ${name} already exists in ${schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`,
+      );
+    }
+  }
+}
+
+/** The name a projection's main table is built under before the swap. */
+function shadowName(p: CompiledProjection): string {
+  return `_sluice_shadow_${createHash('sha256').update(p.name).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * Target tables a stored projection made (so a rebuild may drop them). One
+ * that was never built (no cursor: suspended before its first snapshot)
+ * made none, whatever its target name says: a table of that name is the
+ * user's.
+ */
+export function ownedBy(rec: ProjectionRecord): string[] {
+  return rec.cursor === null ? [] : ownedTables(rec);
+}
+
+/**
+ * The tables a rebuild of `p` over its stored row `rec` replaces: those
+ * `rec` owns; and when it owned none although built (a custom handler that
+ * made its tables itself, before its definition declared them), those `p`
+ * declares now: the definition says they are the projection's.
+ */
+export function replacedTables(rec: ProjectionRecord | undefined, p: CompiledProjection): string[] {
+  if (rec === undefined) return [];
+  const owned = ownedBy(rec);
+  return owned.length > 0 || rec.cursor === null || rec.kind !== p.kind ? owned : [...p.ownedTables];
+}
+
+/**
+ * Records a suspension in its own transaction, after the caller rolled back
+ * the one that found it. A projection suspended before its first build
+ * still gets its row, so health and verify show it (and why).
+ */
+export async function recordSuspension(t: ApplyTarget, p: CompiledProjection, s: Suspension): Promise<void> {
+  const { db, schema } = t;
+  dropTemps(db);
+  if (s.unchanged === true) return;
+  await inTransaction(db, () => {
+    if (readProjection(db, schema, p.name) === undefined)
+      insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'suspended'));
+    setState(db, schema, p.name, 'suspended', s.reason, s.detail);
+  });
+}
+
+/** The file of the target's schema on the connection, as SQLite opened it. */
+export function targetFile(t: Pick<ApplyTarget, 'db' | 'schema'>): string {
+  const rows = t.db.prepare('PRAGMA database_list').all() as { name: string; file: string }[];
+  return rows.find((r) => r.name === t.schema)?.file ?? '';
+}

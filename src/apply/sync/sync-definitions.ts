@@ -1,0 +1,324 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { FailClosedError, InvalidInputError, SluiceError } from '../../errors.ts';
+import { foldIdent } from '../../sqlite/quote.ts';
+import { readSourceView } from '../../feed/source-view.ts';
+import { enableCommand, enableHint } from '../../capture/enable-hint.ts';
+import { hasCapture, readTables } from '../../capture/catalog.ts';
+import { ownedTables, type CompiledProjection } from '../../projection/compile.ts';
+import { defaultProjectionName } from '../../projection/name.ts';
+import { checkCollisions, compileAgainstSource } from '../../projection/expression-probe.ts';
+import {
+  parseDefinition,
+  parseStoredDefinition,
+  withStoredHandler,
+  type ProjectionDefinition,
+  type ProjectionDefinitionInput,
+} from '../../projection/definition.ts';
+import { TARGET_SCHEMA } from '../target/session.ts';
+import { readProjections, shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
+import {
+  isDefaultMirror,
+  MIRROR_ALL,
+  mirrorsToAdd,
+  nameHolders,
+  readProjectionSet,
+  type CapturedTableMode,
+  type MirrorAll,
+  type SetChange,
+  type Unmirrored,
+} from './projection-set.ts';
+
+/*
+ * Which projections a Syncer runs (and explain explains), compiled against
+ * the source as it is now, and which of them a reinit names.
+ *
+ * - Given definitions (--projection) run, and are added to the target's set.
+ *   One that does not compile is the caller's error (exit 1, nothing
+ *   written), unless the target stores it as it is: it compiled before, so
+ *   the source changed (reference 003), and it is suspended with its reason
+ *   while the others run. A new one over a table the source does not capture
+ *   is refused the same way as an unknown column.
+ * - Without any, the target's set runs: its stored definitions (one that no
+ *   longer validates or compiles is suspended), and "*" (projection-set.ts),
+ *   which adds the mirror of every captured table that has none yet. A new
+ *   target gets "*".
+ * - `--projection '*'` gives "*" beside definitions.
+ */
+
+/** A definition to sync, or "*" (a mirror of every captured images-mode table). */
+export type DefinitionInput = ProjectionDefinitionInput | typeof MIRROR_ALL;
+
+/** A given definition that cannot run and that the target does not store: the caller's error. */
+export interface Refusal {
+  readonly name: string;
+  readonly error: SluiceError;
+}
+
+export interface Resolution {
+  readonly compiled: CompiledProjection[];
+  /** Projections this sync cannot compile that the target stores: each run suspends them in their own rows. */
+  readonly broken: BrokenDefinition[];
+  /** Given definitions refused (Syncer.open throws the first; a later refresh reports each as its projection's error). */
+  readonly refused: Refusal[];
+  /** Set when "*" runs: the captured tables it does not mirror, and why. */
+  readonly mirrorAll: { readonly unmirrored: readonly Unmirrored[] } | undefined;
+  /** What the first run stores in the target's set (undefined: nothing to store). */
+  readonly store: SetChange | undefined;
+}
+
+/** The stored form of a definition (its data, as newProjectionRecord stores it), with keys in one order. */
+function canonical(d: unknown): string {
+  const sort = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(sort)
+      : typeof v === 'object' && v !== null
+        ? Object.fromEntries(
+            Object.entries(v)
+              .filter(([k]) => k !== 'handler')
+              .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+              .map(([k, x]) => [k, sort(x)]),
+          )
+        : v;
+  return JSON.stringify(sort(d));
+}
+
+/** Whether the target stores `def` as it is (so it compiled against the source before). */
+export function storedAsGiven(rec: ProjectionRecord | undefined, def: ProjectionDefinition): boolean {
+  if (rec === undefined) return false;
+  try {
+    return canonical(JSON.parse(rec.definition)) === canonical(def);
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * TABLE_UNTRACKED for a new definition over a source table that is not
+ * captured (the table exists: compileAgainstSource said so), naming the
+ * command that captures it; undefined when it is captured.
+ */
+export function uncapturedTable(
+  def: ProjectionDefinition,
+  captured: readonly CapturedTableMode[],
+  sourcePath: string,
+): InvalidInputError | undefined {
+  if (captured.some((t) => t.name === def.source)) return undefined;
+  return new InvalidInputError(
+    'TABLE_UNTRACKED',
+    `Projection ${def.name}: source table ${def.source} is not captured, so sluice has no changes of it to sync. Capture it first: sluice enable ${shellWord(sourcePath)} ${shellWord(def.source)}, then run this sync again.`,
+  );
+}
+
+/** The stored definitions, parsed (with a custom handler's code loaded again), or why one cannot be. */
+export async function storedDefinitions(records: readonly ProjectionRecord[]): Promise<(ProjectionDefinition | BrokenDefinition)[]> {
+  const out: (ProjectionDefinition | BrokenDefinition)[] = [];
+  for (const r of records) {
+    let d: ProjectionDefinition;
+    try {
+      d = parseStoredDefinition(r.definition, `stored definition of ${r.name}`);
+    } catch (err) {
+      const b = brokenDefinition(r.name, r.sourceTable, 'parse', err);
+      if (b === undefined) throw err;
+      out.push(b);
+      continue;
+    }
+    // A handler that cannot be loaded again stays an error of the open (CUSTOM_MODULE_NOT_FOUND names the fix).
+    out.push(await withStoredHandler(d));
+  }
+  return out;
+}
+
+/** Whether "*" runs, given the inputs: given with them, else whether the target's set holds it (a new target: yes). */
+export function mirrorAllOf(
+  given: readonly DefinitionInput[],
+  records: readonly ProjectionRecord[],
+  stored: MirrorAll | undefined,
+): MirrorAll | undefined {
+  if (given.includes(MIRROR_ALL)) return { origin: 'given', stored: false, sourcePath: null, except: [] };
+  if (given.length > 0) return undefined;
+  if (stored !== undefined) return stored;
+  return records.length === 0 ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
+}
+
+/**
+ * The projections of one sync run: given `given` (empty: the target's set),
+ * compiled against the source on `db` (the source as main, the target
+ * attached). Writes nothing; `store` says what the first run stores.
+ */
+export async function resolveProjections(db: Db, given: readonly DefinitionInput[], sourcePath: string): Promise<Resolution> {
+  const records = readProjections(db, TARGET_SCHEMA);
+  const set = readProjectionSet(db, TARGET_SCHEMA, records);
+  const captured = readTables(db);
+  const compiled: CompiledProjection[] = [];
+  const broken: BrokenDefinition[] = [];
+  const refused: Refusal[] = [];
+  const defs = given.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL);
+  for (const input of defs) {
+    let d: ProjectionDefinition;
+    try {
+      d = parseDefinition(input);
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      refused.push({
+        name: (input as { name?: unknown }).name === undefined ? '' : String((input as { name: unknown }).name),
+        error: err,
+      });
+      continue;
+    }
+    const rec = records.find((r) => r.name === d.name);
+    try {
+      const p = compileAgainstSource(db, d);
+      const untracked = rec === undefined ? uncapturedTable(d, captured, sourcePath) : undefined;
+      if (untracked !== undefined) refused.push({ name: d.name, error: untracked });
+      else compiled.push(p);
+    } catch (err) {
+      // Stored as it is: it compiled before, so the source changed; suspended on its own. Otherwise the caller's error.
+      const b = storedAsGiven(rec, d) ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
+      if (b !== undefined) broken.push(b);
+      else if (err instanceof SluiceError && err.exitCode === 1) refused.push({ name: d.name, error: err });
+      else throw err;
+    }
+  }
+  // The stored definitions that run: all of the set's without --projection; with '*' given, the mirrors "*" made.
+  const named = new Set([...compiled, ...broken, ...refused].map((x) => x.name));
+  const storedRun =
+    given.length === 0 ? records : given.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+  for (const d of await storedDefinitions(storedRun)) {
+    if ('reason' in d) {
+      broken.push(d);
+      continue;
+    }
+    try {
+      compiled.push(compileAgainstSource(db, d));
+    } catch (err) {
+      // A stored projection that no longer fits the source is suspended on its own.
+      const b = brokenDefinition(d.name, d.source, 'compile', err);
+      if (b === undefined) throw err;
+      broken.push(b);
+    }
+  }
+  const mirrorAll = mirrorAllOf(given, records, set.mirrorAll);
+  let unmirrored: Unmirrored[] = [];
+  if (mirrorAll !== undefined) {
+    const added = compileMirrorAll(
+      db,
+      captured,
+      records,
+      mirrorAll,
+      compiled,
+      broken.map((b) => b.name),
+    );
+    compiled.push(...added.compiled);
+    unmirrored = added.unmirrored;
+    if (compiled.length === 0 && broken.length === 0 && records.length === 0) {
+      if (!hasCapture(db)) readSourceView(db); // CAPTURE_ABSENT, naming the source and the fix
+      // Tables captured in another mode are captured in images mode by enable; with none, the source's own tables are named.
+      const others = captured.map((t) => t.name);
+      const fix = others.length > 0 ? enableCommand(sourcePath, others, 'images') : enableHint(db, sourcePath);
+      throw new FailClosedError(
+        'NOTHING_TO_SYNC',
+        `Source ${sourcePath} captures no table in images mode, so there is nothing to mirror. Run ${fix}, or pass --projection.`,
+      );
+    }
+  }
+  return {
+    compiled,
+    broken,
+    refused,
+    mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
+    store: setChange(set, mirrorAll, sourcePath),
+  };
+}
+
+/**
+ * The mirrors "*" adds beside `defined` (the run's compiled definitions;
+ * `otherNames`: the run's projections that did not compile) and the
+ * target's stored `records`, compiled; and the captured tables it leaves
+ * unmirrored, with why.
+ */
+export function compileMirrorAll(
+  db: Db,
+  captured: readonly CapturedTableMode[],
+  records: readonly ProjectionRecord[],
+  mirrorAll: MirrorAll,
+  defined: readonly Pick<CompiledProjection, 'name' | 'ownedTables' | 'source'>[],
+  otherNames: readonly string[],
+): { readonly compiled: CompiledProjection[]; readonly unmirrored: Unmirrored[] } {
+  const names = nameHolders([
+    ...records.map((r) => ({ name: r.name, table: r.sourceTable })),
+    ...otherNames.map((name) => ({ name, table: records.find((r) => r.name === name)?.sourceTable })),
+    ...defined.map((p) => ({ name: p.name, table: p.source.table })),
+  ]);
+  const tables = new Map<string, string>();
+  for (const r of records) for (const t of ownedTables(r)) tables.set(foldIdent(t), r.name);
+  for (const p of defined) for (const t of p.ownedTables) tables.set(foldIdent(t), p.name);
+  const added = mirrorsToAdd(captured, records, mirrorAll, { names, tables });
+  const compiled: CompiledProjection[] = [];
+  for (const d of added.mirrors) {
+    try {
+      compiled.push(compileAgainstSource(db, d));
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      added.unmirrored.push({ table: d.source, mode: 'images', why: `${err.code}: ${err.message}` });
+    }
+  }
+  return { compiled, unmirrored: added.unmirrored };
+}
+
+/** What the first run stores: the set table on a target that has none, and "*" when it runs and is not stored as it is. */
+function setChange(
+  set: { readonly stored: boolean; readonly mirrorAll: MirrorAll | undefined },
+  run: MirrorAll | undefined,
+  sourcePath: string,
+): SetChange | undefined {
+  // An older target counted as built by the default keeps "*" beside what is given now.
+  const mirrorAll = run?.origin ?? (set.mirrorAll !== undefined && !set.mirrorAll.stored ? set.mirrorAll.origin : undefined);
+  if (!set.stored) return { sourcePath, ...(mirrorAll === undefined ? {} : { mirrorAll }) };
+  if (run === undefined) return undefined;
+  const stored = set.mirrorAll;
+  if (stored === undefined || run.origin === 'given' || stored.sourcePath !== sourcePath) return { sourcePath, mirrorAll: run.origin };
+  return undefined;
+}
+
+/**
+ * The compiled projections without those whose name or target table another
+ * one (of the run, or stored in the target and not in the run) already
+ * takes: each of those is refused with DUPLICATE_PROJECTION or
+ * TARGET_COLLISION (the open throws it; a refresh reports it).
+ */
+export function admitted(
+  compiled: readonly CompiledProjection[],
+  records: readonly ProjectionRecord[],
+): { readonly kept: CompiledProjection[]; readonly refused: Refusal[] } {
+  const inRun = new Set(compiled.map((p) => p.name));
+  // Projections stored in the target but not part of this run keep their tables.
+  const others = records.filter((r) => !inRun.has(r.name)).map((r) => ({ name: r.name, ownedTables: ownedTables(r) }));
+  const kept: CompiledProjection[] = [];
+  const refused: Refusal[] = [];
+  for (const p of compiled) {
+    try {
+      checkCollisions([...others, ...kept, p]);
+      kept.push(p);
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      refused.push({ name: p.name, error: err });
+    }
+  }
+  return { kept, refused };
+}
+
+/** The projections to rebuild: each given by its name, or by its table's name when it has its default name (see name.ts). */
+export function resolveReinit(names: readonly string[], projections: readonly CompiledProjection[]): string[] {
+  return names.map((name) => {
+    if (projections.some((p) => p.name === name)) return name;
+    const byTable = projections.find(
+      (p) => foldIdent(p.source.table) === foldIdent(name) && p.name === defaultProjectionName(p.source.table),
+    );
+    if (byTable !== undefined) return byTable.name;
+    throw new InvalidInputError(
+      'PROJECTION_NOT_FOUND',
+      `Cannot reinit ${name}: no projection of that name in this sync (have: ${projections.map((p) => p.name).join(', ')}). Pass the name of a stored projection, or its --projection file.`,
+    );
+  });
+}

@@ -1,0 +1,836 @@
+import { withReadTransaction, type Db } from '../../sqlite/connection.ts';
+import { shadowMatchesSource } from '../check/verify.ts';
+import type { BuildCandidate } from '../rebuild/shadow-build.ts';
+import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
+import { readSourceView } from '../../feed/source-view.ts';
+import { acknowledge, forgetConsumer, type AcknowledgedFor } from '../../feed/acknowledge.ts';
+import { syncConsumerName } from '../../capture/consumers.ts';
+import { checkConsumers, type LostProjection } from '../target/consumers.ts';
+import { clearDrops } from '../target/dropped.ts';
+import { recordSynced } from '../target/fed-by.ts';
+import { decodeCursor } from '../../feed/cursor.ts';
+import { rearmCapture, type RearmReport } from '../../capture/rearm.ts';
+import type { CompiledProjection } from '../../projection/compile.ts';
+import { KINDS, kindOf } from '../../projection/kinds/registry.ts';
+import { schemaVersion } from '../../sqlite/introspect.ts';
+import { readState } from '../../capture/catalog.ts';
+import { openApplySession, TARGET_SCHEMA, type ApplySession } from '../target/session.ts';
+import {
+  clearFailure,
+  insertProjection,
+  newProjectionRecord,
+  readProjection,
+  readProjections,
+  recordFailure,
+  setState,
+} from '../target/target-meta.ts';
+import { step, type StepContext, type StepOutcome } from './step.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
+import { crashPoint } from './crash-points.ts';
+import { damagedFile } from './damaged.ts';
+import { checkHeldFile, checkSameFile, pathIdentity, type FileIdentity } from '../../sqlite/file-identity.ts';
+import type { BrokenDefinition } from './broken-definition.ts';
+import fs from 'node:fs';
+import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
+import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
+import { TargetWatch } from '../edits/target-watch.ts';
+import { checkEdited, checkPendingEdits, watchedProjections } from '../edits/target-edits.ts';
+import type { Suspension } from './applier.ts';
+import { ensureGuards } from '../edits/protect.ts';
+import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
+
+export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
+import path from 'node:path';
+import { quoteIdent } from '../../sqlite/quote.ts';
+
+/**
+ * Default events per target transaction. A batch of random keys rewrites
+ * most pages of a target table at its commit, whatever its size, so fewer,
+ * larger batches catch up much faster (bench/apply.ts: 10,000 vs 100,000 is
+ * about 2x for a mirror, 1.7x for fts5). Set-based kinds (mirror, map, fts5)
+ * hold a batch as a few narrow SQLite temp rows per key. A custom handler
+ * runs per event in JS, so its batches (its write transactions) stay short.
+ */
+export const DEFAULT_BATCH = { setBased: KINDS.mirror.defaultBatch, perEvent: KINDS.custom.defaultBatch } as const;
+
+/** A batch that changes at least this many rows (net, for mirror and map) is catch-up work: the next one runs with the databases memory-mapped (ApplySession.memoryMap). */
+const MAP_MIN_EVENTS = 1000;
+
+/** The time between two steps of a protected rebuild with the target's write lock free (a little more than LOCK_POLL_MS). */
+const BUILD_STEP_GAP_MS = 2;
+
+/** Rebuild reasons that a re-arm in this open causes for a cursor made just before it. */
+const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_CHANGED']);
+
+/**
+ * Keeps the projections of one source in one target database in sync.
+ * Reusable across runs (follow mode keeps one open).
+ *
+ * @example
+ * const s = await Syncer.open('app.db', 'cache.db', { projections: [{ name: 'issues', source: 'issues', kind: 'mirror' }] });
+ * const report = await s.runOnce();
+ * s.close();
+ */
+export class Syncer {
+  readonly session: ApplySession;
+  /** The projections each run syncs, compiled against the source (again after its schema or the definitions change). */
+  #projections: readonly CompiledProjection[];
+  readonly #options: SyncOptions;
+  /** SyncOptions.reinit, until the first run. */
+  #reinitPending: readonly string[];
+  /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
+  readonly #pendingAcks = new Map<string, string>();
+  /** Projections whose row this syncer found naming its source as the one that feeds them (#recordSource). */
+  readonly #sourced = new Set<string>();
+  #lastAckMs = Number.NEGATIVE_INFINITY;
+  /** The open's re-arm, until the first run has reported it. */
+  #rearmPending: RearmReport | undefined;
+  /**
+   * The target's absolute real path: what its acknowledgements are keyed by
+   * (`<projection>@<path>`), so two targets of one name in two folders are
+   * two consumers, and a relative path or a symlink to one target is the same.
+   */
+  readonly #targetKey: string;
+  /** Stored projections this sync could not compile: each run suspends them in their own rows (broken-definition.ts). */
+  #broken: readonly BrokenDefinition[];
+  /** Given definitions a refresh refused (the open throws them): each run reports them as their projections' errors. */
+  #refused: readonly Refusal[] = [];
+  /** What the definitions come from: the given ones (SyncOptions.projections, or setDefinitions), or the target's set (empty). */
+  #given: readonly DefinitionInput[];
+  /** Set by setDefinitions: the next run compiles the definitions again. */
+  #definitionsChanged = false;
+  /** The source's schema_version the projections were compiled at: a run after DDL compiles them again. */
+  #compiledAt: number;
+  /** When "*" runs: the captured tables it does not mirror (reported by each run). */
+  #unmirrored: readonly Unmirrored[] | undefined;
+  /** What the first run stores in the target's projection set (projection-set.ts). */
+  #storeSet: SetChange | undefined;
+  /** The target file this syncer opened (checkTarget). */
+  readonly #targetFile: FileIdentity | undefined;
+  /** What other programs commit to the target (SyncOptions.watchTarget). */
+  readonly #watch: TargetWatch | undefined;
+
+  private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
+    this.session = session;
+    this.#projections = resolved.compiled;
+    this.#broken = resolved.broken;
+    this.#unmirrored = resolved.mirrorAll?.unmirrored;
+    this.#storeSet = resolved.store;
+    this.#given = options.projections ?? [];
+    this.#options = options;
+    this.#reinitPending = options.reinit ?? [];
+    this.#rearmPending = rearmed;
+    this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
+    this.#targetFile = pathIdentity(session.targetPath);
+    this.#compiledAt = schemaVersion(session.db);
+    // The projections watched are this syncer's at each look (a follower's --projection files may change them).
+    this.#watch =
+      options.watchTarget === false
+        ? undefined
+        : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, (snap) =>
+            watchedProjections(this.#projections.map((p) => p.name))(snap),
+          );
+  }
+
+  get projections(): readonly CompiledProjection[] {
+    return this.#projections;
+  }
+
+  /**
+   * Replaces the given definitions (a follower whose --projection files
+   * changed): the next run compiles them against the source. A definition
+   * refused then (one that never compiled) is reported as its projection's
+   * error in each run, and the others go on.
+   */
+  setDefinitions(projections: readonly DefinitionInput[]): void {
+    this.#given = projections;
+    this.#definitionsChanged = true;
+  }
+
+  static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
+    const batch = options.batchSize ?? DEFAULT_BATCH.setBased;
+    if (!Number.isSafeInteger(batch) || batch < 1)
+      throw new InvalidInputError('BAD_BATCH', `Batch size ${batch} must be a whole number >= 1.`);
+    // A refused open writes nothing: a target file this call created (a bad
+    // definition, a missing source...) is removed again, not left behind empty.
+    const created = !fs.existsSync(targetPath);
+    const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+    if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
+      throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
+    let session: ApplySession;
+    try {
+      session = await retryBusy(
+        async () =>
+          openApplySession(sourcePath, targetPath, {
+            busyTimeoutMs,
+            ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }),
+          }),
+        busyTimeoutMs,
+        { source: sourcePath, target: targetPath },
+      );
+    } catch (err) {
+      if (created) removeDatabaseFiles(targetPath);
+      throw err;
+    }
+    try {
+      const resolved = await resolveProjections(session.db, options.projections ?? [], path.resolve(sourcePath));
+      const { kept, refused } = admitted(resolved.compiled, readProjections(session.db, TARGET_SCHEMA));
+      const first = [...resolved.refused, ...refused][0];
+      if (first !== undefined) throw first.error;
+      const unbuildable = resolved.broken.find((b) => (options.reinit ?? []).includes(b.name));
+      if (unbuildable !== undefined) {
+        // Not a name that is missing: the projection is there, and the code says why it cannot be built.
+        throw new InvalidInputError(
+          unbuildable.reason,
+          `Cannot reinit ${unbuildable.name}: its stored definition cannot be compiled against the source (${String(unbuildable.detail.message)}). Put back what it names in the source, or pass a definition that fits with --projection.`,
+        );
+      }
+      resolveReinit(options.reinit ?? [], kept);
+      // Only now, with every definition accepted: a refused open writes
+      // nothing to the source either.
+      const rearmed = await rearmOrWait(session, busyTimeoutMs);
+      return new Syncer(session, { ...resolved, compiled: kept }, options, rearmed);
+    } catch (err) {
+      const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
+      session.close();
+      if (created) removeDatabaseFiles(targetPath);
+      throw damaged ?? err;
+    }
+  }
+
+  /**
+   * Compiles the definitions again when the source's schema changed since
+   * (a column dropped, a table enabled: "*" mirrors it) or they were
+   * replaced (setDefinitions). A given definition that no longer compiles
+   * and that the target stores as it is, is suspended; one never stored is
+   * refused (reported by each run); the others go on.
+   */
+  async #refresh(): Promise<void> {
+    const db = this.session.db;
+    const version = schemaVersion(db);
+    if (!this.#definitionsChanged && version === this.#compiledAt) return;
+    const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath));
+    const { kept, refused } = admitted(resolved.compiled, readProjections(db, TARGET_SCHEMA));
+    this.#projections = kept;
+    this.#broken = resolved.broken;
+    this.#refused = [...resolved.refused, ...refused];
+    this.#unmirrored = resolved.mirrorAll?.unmirrored;
+    this.#storeSet ??= resolved.store;
+    this.#definitionsChanged = false;
+    this.#compiledAt = version;
+  }
+
+  /** Brings every projection up to the source's current high-water mark (or suspends it). */
+  async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    this.checkSource();
+    this.checkTarget();
+    // A long-lived syncer (follow mode) re-arms between passes too: a user
+    // trigger created, or a capture trigger made again, while it runs
+    // would otherwise keep that table's projections suspended until restart.
+    // Cheap when everything is armed (verification is cached per schema version).
+    const rearmed = this.#rearmPending ?? (await rearmOrWait(this.session, this.#busyTimeoutMs));
+    this.#rearmPending = undefined;
+    await this.#refresh();
+    const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
+    this.#reinitPending = [];
+    const store = this.#storeSet;
+    if (store !== undefined) {
+      await retryBusy(async () => storeProjectionSet(this.session.db, TARGET_SCHEMA, store), this.#busyTimeoutMs, this.#files);
+      this.#storeSet = undefined;
+    }
+    const reports: ProjectionReport[] = [];
+    for (const p of this.projections) {
+      if (run.signal?.aborted === true) {
+        reports.push({ ...this.#asStored(p.name), stopped: true });
+        continue;
+      }
+      this.checkTarget();
+      try {
+        const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
+        const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
+        reports.push(cause !== undefined && r.rebuilt !== undefined && REARM_REBUILDS.has(r.rebuilt) ? { ...r, rebuilt: cause } : r);
+      } catch (err) {
+        // A replaced source stops the run (no cursor was made for the new file: source-view.ts), recorded for every projection.
+        if (err instanceof SluiceError && err.code === 'SOURCE_REPLACED') this.#sourceReplaced(err);
+        // One failing projection (a custom handler's throw, a gap, a busy
+        // target) must not stop the others: report it and go on.
+        const failed = this.#failedRow(p);
+        if (err instanceof FileBusyError) {
+          // Every other projection would wait for the same lock: the run stops here, with the one line that names it.
+          recordFailureAlone(this.session.db, failed, err.code, err.message);
+          throw err;
+        }
+        // A target that cannot grow stops the run: the others would fail the same way.
+        if (errorCode(err) === 'SQLITE_FULL') {
+          const full = new FileFullError(this.session.targetPath, this.#options.maxTargetMb, { cause: err });
+          recordFailureAlone(this.session.db, failed, full.code, full.message);
+          throw full;
+        }
+        // A damaged file stops the run too. Its failure is recorded when the projection's row can take it (health reads it).
+        const damaged = damagedFile(this.session.db, err, this.#files, TARGET_SCHEMA);
+        if (damaged !== undefined) {
+          recordFailureAlone(this.session.db, failed, damaged.code, damaged.message);
+          throw damaged;
+        }
+        const code = err instanceof SluiceError ? err.code : typeof errorCode(err) === 'string' ? String(errorCode(err)) : 'APPLY_FAILED';
+        const message = err instanceof Error ? err.message : String(err);
+        // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
+        recordFailureAlone(this.session.db, failed, code, message);
+        reports.push({ ...this.#asStored(p.name), error: { code, message } });
+      }
+    }
+    this.#recordSource();
+    this.#settleEdits(reports);
+    for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
+    for (const r of this.#refused) {
+      const { code, message } = r.error;
+      if (readProjection(this.session.db, TARGET_SCHEMA, r.name) !== undefined) recordFailureAlone(this.session.db, r.name, code, message);
+      reports.push({ ...this.#asStored(r.name), error: { code, message } });
+    }
+    // An active projection's seq is the high-water mark its last transaction
+    // read, so when all are active the last of those is the source's seq
+    // (one read of the source view fewer per pass in follow mode).
+    const sourceSeq =
+      reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined)
+        ? Math.max(...reports.map((r) => r.seq))
+        : readSourceView(this.session.db).hw;
+    let consumers: { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } = { lost: [], forgotten: [] };
+    if (this.#options.acknowledge ?? true) {
+      crashPoint('before-ack');
+      for (const r of reports) {
+        if (r.cursor !== null && r.state === 'active' && r.error === undefined)
+          this.#pendingAcks.set(syncConsumerName(r.name, this.#targetKey), r.cursor);
+      }
+      const interval = run.acknowledgeIntervalMs ?? 0;
+      if (interval <= 0) this.#writeAcks(true);
+      else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
+      consumers = this.#checkConsumers();
+    }
+    return {
+      sourceSeq,
+      projections: reports,
+      ...(rearmed === undefined ? {} : { rearmed }),
+      ...(this.#unmirrored === undefined || this.#unmirrored.length === 0 ? {} : { unmirrored: this.#unmirrored }),
+      ...(consumers.lost.length === 0 ? {} : { lost: consumers.lost }),
+      ...(consumers.forgotten.length === 0 ? {} : { forgotten: consumers.forgotten }),
+    };
+  }
+
+  /**
+   * The projections the source acknowledges for this target that it does
+   * not hold and this run does not build (consumers.ts: reported, exit 3),
+   * after forgetting the acknowledgements of those `sluice drop` removed
+   * (each in a short source transaction; one that cannot be written now is
+   * left for the next run) and clearing their drop records.
+   */
+  #checkConsumers(): { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } {
+    const db = this.session.db;
+    const held = new Set([
+      ...this.#projections.map((p) => p.name),
+      ...this.#broken.map((b) => b.name),
+      ...this.#refused.map((r) => r.name),
+      ...readProjections(db, TARGET_SCHEMA).map((r) => r.name),
+    ]);
+    const check = checkConsumers(
+      db,
+      db,
+      TARGET_SCHEMA,
+      { targetKey: this.#targetKey, targetFile: this.#targetFile, sourcePath: this.session.sourcePath },
+      held,
+    );
+    const forgotten: string[] = [];
+    const cleared = [...check.rebuilt];
+    for (const c of check.dropped) {
+      try {
+        forgetConsumer(db, c.name);
+        forgotten.push(c.name);
+        cleared.push(c.projection as string);
+      } catch {
+        /* acknowledgements are informational: the next run forgets it */
+      }
+    }
+    if (cleared.length > 0) inOwnTransaction(db, () => clearDrops(db, TARGET_SCHEMA, cleared));
+    return { lost: check.lost, forgotten };
+  }
+
+  /**
+   * The projections this syncer runs are fed by its source: a row an import
+   * or a subscriber made (no source path, so health could not read a lag
+   * for it) or one synced from another path says so from now on (one short
+   * target transaction, only when a row says otherwise; best effort, as the
+   * next pass tries again). Checked once per projection per syncer.
+   */
+  #recordSource(): void {
+    const db = this.session.db;
+    const todo = this.projections.filter((p) => !this.#sourced.has(p.name)).map((p) => p.name);
+    if (todo.length === 0) return;
+    const sourceId = readState(db)?.sourceId;
+    const source = path.resolve(this.session.sourcePath);
+    const rows = new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r]));
+    const stale = todo.filter((n) => rows.get(n)?.sourceId === sourceId && rows.get(n)?.sourcePath !== source);
+    if (sourceId !== undefined && stale.length > 0) inOwnTransaction(db, () => recordSynced(db, TARGET_SCHEMA, stale, sourceId, source));
+    const now = stale.length > 0 ? new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r])) : rows;
+    for (const n of todo) if (now.get(n)?.sourcePath === source) this.#sourced.add(n);
+  }
+
+  /**
+   * A projection's failure is recorded in its row; one whose first build
+   * failed has none yet, and gets one (state building, no cursor), so health
+   * shows the failure instead of a target with nothing in it.
+   */
+  #failedRow(p: CompiledProjection): FailedRow {
+    return { name: p.name, p, sourcePath: path.resolve(this.session.sourcePath) };
+  }
+
+  /**
+   * CAPTURE_REARMED when this open re-armed the projection's own table and
+   * its cursor was made before that (so a rebuild of it now is the re-arm's
+   * doing): for a definition change, only when the table was re-armed for a
+   * schema change (a new column changes a mirror's definition). Projections
+   * of other tables are not rebuilt by a re-arm.
+   */
+  #rearmCause(p: CompiledProjection, rearmed: RearmReport): string | undefined {
+    const own = rearmed.tables.find((t) => t.table === p.source.table);
+    if (own === undefined) return undefined;
+    const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+    if (rec?.cursor == null) return undefined;
+    let generation: number;
+    try {
+      generation = decodeCursor(rec.cursor).generation;
+    } catch {
+      return undefined;
+    }
+    if (generation > rearmed.fromGeneration) return undefined;
+    if (rec.fingerprint !== p.fingerprint && own.reason !== 'SCHEMA_CHANGED') return undefined;
+    return 'CAPTURE_REARMED';
+  }
+
+  /**
+   * Writes the acknowledgements that throttled runs (RunOptions.acknowledgeIntervalMs)
+   * left pending: all of them, or with `intervalMs` only when the last write
+   * is at least that old. With `wait: false`, only if the source's write
+   * lock is free at once (otherwise they stay pending). Call it between
+   * runs, never during one.
+   */
+  flushAcknowledgements(options: { readonly wait?: boolean; readonly intervalMs?: number } = {}): void {
+    if (this.#pendingAcks.size === 0) return;
+    if (options.intervalMs !== undefined && Date.now() - this.#lastAckMs < options.intervalMs) return;
+    this.#writeAcks(options.wait ?? true);
+  }
+
+  #writeAcks(wait: boolean): void {
+    const db = this.session.db;
+    const busyTimeout = wait ? undefined : (db.pragma('busy_timeout', { simple: true }) as number | bigint);
+    if (busyTimeout !== undefined) db.pragma('busy_timeout = 0');
+    try {
+      for (const [consumer, cursor] of this.#pendingAcks) {
+        try {
+          acknowledge(db, consumer, cursor, this.#acknowledgedFor(consumer));
+          this.#pendingAcks.delete(consumer);
+        } catch (err) {
+          /* acknowledgements are informational and may lag */
+          if (!wait && isSqliteBusy(err)) break; // stays pending for the next try
+          this.#pendingAcks.delete(consumer);
+        }
+      }
+    } finally {
+      if (busyTimeout !== undefined) db.pragma(`busy_timeout = ${Number(busyTimeout)}`);
+    }
+    this.#lastAckMs = Date.now();
+  }
+
+  /** What an acknowledgement records beside the position: the projection's kind and the target file (consumers.ts). */
+  #acknowledgedFor(consumer: string): AcknowledgedFor {
+    const p = this.#projections.find((x) => syncConsumerName(x.name, this.#targetKey) === consumer);
+    return { ...(p === undefined ? {} : { kind: p.kind }), ...(this.#targetFile === undefined ? {} : { targetFile: this.#targetFile }) };
+  }
+
+  /** Suspends a stored projection this open could not compile, in its own row (written only when it changes). */
+  async #suspendBroken(b: BrokenDefinition): Promise<ProjectionReport> {
+    const report = { name: b.name, state: 'suspended' as const, reason: b.reason, detail: b.detail, applied: 0, cursor: null, seq: 0 };
+    try {
+      const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
+      if (rec?.state !== 'suspended' || rec.reason !== b.reason || rec.detail !== JSON.stringify(b.detail)) {
+        await retryBusy(
+          async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail),
+          this.#busyTimeoutMs,
+          this.#files,
+        );
+      }
+      this.#options.onProgress?.({ projection: b.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: 0 });
+      return report;
+    } catch (err) {
+      return {
+        ...report,
+        error: { code: err instanceof SluiceError ? err.code : 'APPLY_FAILED', message: err instanceof Error ? err.message : String(err) },
+      };
+    }
+  }
+
+  /** The source's high-water mark for progress only: 0 when it cannot be read (the step then says why). */
+  #sourceHighWater(): number {
+    try {
+      return readSourceView(this.session.db).hw;
+    } catch {
+      return 0;
+    }
+  }
+
+  /** The rows of a source table, for progress only: undefined when it cannot be read (the step then says why). */
+  #sourceRows(table: string): number | undefined {
+    try {
+      return Number(
+        this.session.db
+          .prepare(`SELECT count(*) FROM main.${quoteIdent(table)}`)
+          .pluck()
+          .get() as bigint,
+      );
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** A projection's report from its stored row alone (nothing applied in this run). */
+  #asStored(name: string): ProjectionReport {
+    const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
+    return {
+      name,
+      state: rec?.state ?? 'building',
+      ...(rec?.reason == null ? {} : { reason: rec.reason }),
+      applied: 0,
+      cursor: rec?.cursor ?? null,
+      seq: rec?.seq ?? 0,
+    };
+  }
+
+  async #syncOne(p: CompiledProjection, signal: AbortSignal | undefined, reinit: boolean): Promise<ProjectionReport> {
+    const base: StepContext = {
+      db: this.session.db,
+      schema: TARGET_SCHEMA,
+      sourcePath: path.resolve(this.session.sourcePath),
+      batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
+      afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
+      // Counting events and snapshot rows costs queries: only when someone shows progress.
+      ...(this.#options.onProgress === undefined
+        ? {}
+        : {
+            progress: {
+              snapshotRows: (rows: number, total: number) => {
+                snap = { rows, total };
+                progress('snapshot', startSeq);
+              },
+            },
+          }),
+    };
+    let ctx: StepContext = reinit ? { ...base, reinit: true } : base;
+    let applied = 0;
+    // Events of the source's journal handed over to the projection in this run (counted only for progress).
+    let sourceEvents = 0;
+    // Committed target transactions, for metrics (ProjectionReport.batches / lastCommitMs).
+    let commits: Pick<ProjectionReport, 'batches' | 'lastCommitMs'> = {};
+    const committed = () => (commits = { batches: (commits.batches ?? 0) + 1, lastCommitMs: Date.now() });
+    // What a snapshot in this run adds to the report.
+    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
+    // For progress: the source rows a snapshot in this run has read, of its total (when counted).
+    let snap: { readonly rows: number; readonly total?: number } | undefined;
+    // A step runs synchronously under its awaits: between two of them, give
+    // the event loop a turn, or a signal handler (SIGTERM) only runs once the
+    // whole catch-up is done. True when the run must stop here.
+    // The range this run covers, for progress: from the stored seq to the
+    // source's high-water mark as read now (a later commit only raises it).
+    const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
+    let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
+    const startedMs = Date.now();
+    const progress = (phase: SyncProgress['phase'], seq: number) => {
+      sourceHw = Math.max(sourceHw, seq);
+      this.#options.onProgress?.({
+        projection: p.name,
+        phase,
+        seq,
+        sourceSeq: phase === 'suspended' ? 0 : sourceHw,
+        events: applied,
+        sourceEvents,
+        sourceTable: p.source.table,
+        ...(snap === undefined ? {} : { rows: snap.rows, ...(snap.total === undefined ? {} : { rowsTotal: snap.total }) }),
+        startSeq: Math.min(startSeq, seq),
+        elapsedMs: Date.now() - startedMs,
+      });
+    };
+    const stopHere = async () => {
+      if (signal === undefined) return false;
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      return signal.aborted;
+    };
+    for (;;) {
+      this.checkTarget(); // a long catch-up stops between two batches too
+      const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+      this.#watch?.between();
+      ctx = base; // a reinit is the first step only
+      if (out.kind === 'validate') {
+        // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
+        ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.candidate, out.tid) } };
+        continue;
+      }
+      if (out.kind === 'building') {
+        crashPoint('build-step');
+        // A protected rebuild's steps each copy a part in their own transaction: the total is the table's rows when its first step is seen.
+        const total = snap?.total ?? (this.#options.onProgress === undefined ? undefined : this.#sourceRows(p.source.table));
+        snap = { rows: out.rows, ...(total === undefined ? {} : { total }) };
+        progress('snapshot', out.seq);
+        if (await stopHere()) return { ...this.#asStored(p.name), applied, ...built, stopped: true };
+        // A writer waiting for the target (another projection's follower, polling: takeWriteLock) takes it here.
+        await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
+        continue;
+      }
+      // Mapped while catching up, not while following small batches (session.ts).
+      if (out.kind === 'applied') this.session.memoryMap(!out.caughtUp || out.events >= MAP_MIN_EVENTS);
+      else if (out.kind === 'current') {
+        this.session.memoryMap(false);
+        // A success with nothing to commit: a failure recorded by an earlier attempt no longer stands.
+        if ((readProjection(this.session.db, TARGET_SCHEMA, p.name)?.failures ?? 0) > 0) clearFailureAlone(this.session.db, p.name);
+      }
+      if (out.kind === 'suspended') {
+        progress('suspended', 0);
+        return {
+          name: p.name,
+          state: 'suspended',
+          reason: out.reason,
+          detail: out.detail,
+          applied,
+          cursor: null,
+          seq: 0,
+          ...built,
+          ...commits,
+        };
+      }
+      const active = { name: p.name, state: 'active' as const, cursor: out.cursor, seq: out.seq };
+      if (out.kind === 'initialized' || out.kind === 'applied') committed();
+      if (out.kind === 'initialized') {
+        built = {
+          snapshotRows: out.rows,
+          ...(out.reason === undefined ? {} : { rebuilt: out.reason }),
+          ...(out.swapped === true ? { swapped: true as const } : {}),
+          ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
+        };
+        // Every source row read: the count's total when there was one (a map's filter may keep fewer rows);
+        // a protected rebuild's own count of the rows it copied (its total was counted before the copy).
+        const read = out.swapped === true || snap?.total === undefined ? out.rows : snap.total;
+        snap = { rows: read, ...(snap?.total === undefined ? {} : { total: read }) };
+        progress('snapshot', out.seq);
+        if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
+        continue;
+      }
+      if (out.kind === 'applied') {
+        applied += out.events;
+        sourceEvents += out.sourceEvents ?? 0;
+        progress('catch-up', out.seq);
+        if (!out.caughtUp) {
+          if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
+          continue;
+        }
+      }
+      progress('current', out.seq);
+      return { ...active, applied, ...built, ...commits };
+    }
+  }
+
+  /** Whether a protected rebuild's copy holds exactly the source's rows (verify's checksums, in one read transaction). */
+  #shadowMatches(p: CompiledProjection, c: BuildCandidate, tid: number): boolean {
+    const db = this.session.db;
+    return withReadTransaction(db, () => {
+      const rec = readProjection(db, TARGET_SCHEMA, p.name);
+      if (rec === undefined) return false;
+      return shadowMatchesSource(db, { ...rec, kind: c.kind }, c, readSourceView(db).hw, tid).ok;
+    });
+  }
+
+  /**
+   * Applies exactly the batch (fromSeq, toSeq] to one projection in one
+   * target transaction: a no-op when already applied, only the new part when
+   * it overlaps the stored cursor, a BATCH_GAP error when it starts after it.
+   */
+  async applyBatch(name: string, fromSeq: number, toSeq: number): Promise<StepOutcome> {
+    const p = this.projections.find((x) => x.name === name);
+    if (p === undefined)
+      throw new InvalidInputError(
+        'PROJECTION_NOT_FOUND',
+        `No projection named ${name} in this sync (have: ${this.projections.map((x) => x.name).join(', ')}).`,
+      );
+    const ctx = {
+      db: this.session.db,
+      schema: TARGET_SCHEMA,
+      sourcePath: path.resolve(this.session.sourcePath),
+      batchSize: Number.MAX_SAFE_INTEGER,
+      range: { fromSeq, toSeq },
+      afterLock: this.#afterLock,
+      beforeCommit: this.#beforeCommit,
+    };
+    return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+  }
+
+  /**
+   * Throws TARGET_GONE when the file at the target's path is no longer the
+   * one this syncer opened (deleted or replaced: sqlite/file-identity.ts).
+   * Each run checks it before every batch; a follower also while idle.
+   */
+  checkTarget(): void {
+    checkSameFile(this.session.targetPath, this.#targetFile, 'target');
+  }
+
+  /**
+   * Throws SOURCE_REPLACED when the source's path no longer names the file
+   * this syncer opened (a copy renamed over it, or deleted), after recording
+   * it as every projection's failed attempt, so that health exits 3 with it
+   * until a sync succeeds. Each run checks it first, and before every batch
+   * (through the cursor it makes or checks); a follower also while idle.
+   */
+  checkSource(): void {
+    try {
+      checkHeldFile(this.session.db, 'source');
+    } catch (err) {
+      if (err instanceof SluiceError) this.#sourceReplaced(err);
+      throw err;
+    }
+  }
+
+  #sourceReplaced(err: SluiceError): never {
+    for (const p of this.projections) recordFailureAlone(this.session.db, p.name, err.code, err.message);
+    throw err;
+  }
+
+  get #busyTimeoutMs(): number {
+    return this.#options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
+  }
+
+  get #files(): { source: string; target: string } {
+    return { source: this.session.sourcePath, target: this.session.targetPath };
+  }
+
+  /**
+   * For a follower while the source is idle: when another program has
+   * committed to the target, checks the projections it wrote and suspends
+   * those it changed (TARGET_EDITED). A report of every projection when it
+   * suspended one, else undefined. Never waits for the target's lock.
+   */
+  noticeTargetEdits(): SyncReport | undefined {
+    const w = this.#watch;
+    if (w === undefined || !w.between()) return undefined;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false });
+    if (found === undefined || found.size === 0) return undefined;
+    const reports = this.projections.map((p) => {
+      const s = found.get(p.name);
+      return s === undefined
+        ? this.#asStored(p.name)
+        : { name: p.name, state: 'suspended' as const, reason: s.reason, detail: s.detail, applied: 0, cursor: null, seq: 0 };
+    });
+    return { sourceSeq: this.#sourceHighWater(), projections: reports };
+  }
+
+  /**
+   * In a step, with the target's lock held: reads what other programs
+   * committed, and suspends `p` when it is one they changed (unless this step
+   * rebuilds it anyway: a reinit).
+   */
+  readonly #afterLock = (p: CompiledProjection, rebuilds: boolean): Suspension | undefined => {
+    const w = this.#watch;
+    if (w === undefined) return undefined;
+    w.locked();
+    if (!rebuilds) return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
+    w.settle(p.name);
+    return undefined;
+  };
+
+  /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
+  readonly #beforeCommit = (p: CompiledProjection): void => ensureGuards(this.session.db, TARGET_SCHEMA, p.name);
+
+  /**
+   * Projections another program changed that this run found after their own
+   * steps: checked now, their reports replaced. A busy target leaves them
+   * for the next run (or a follower's idle look).
+   */
+  #settleEdits(reports: ProjectionReport[]): void {
+    const w = this.#watch;
+    if (w === undefined) return;
+    const found = checkPendingEdits(w, this.session.db, TARGET_SCHEMA, this.projections, { wait: false }) ?? new Map<string, Suspension>();
+    for (const [i, r] of reports.entries()) {
+      const s = found.get(r.name);
+      if (s === undefined) continue;
+      reports[i] = { name: r.name, state: 'suspended', reason: s.reason, detail: s.detail, applied: r.applied, cursor: null, seq: 0 };
+      this.#options.onProgress?.({ projection: r.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: r.applied });
+    }
+  }
+
+  close(): void {
+    this.#watch?.close();
+    this.session.close();
+  }
+}
+
+/** rearmCapture, waiting up to the busy timeout for the source's write lock (SOURCE_BUSY past it). */
+function rearmOrWait(session: ApplySession, busyTimeoutMs: number): Promise<RearmReport | undefined> {
+  const rearm = async () => {
+    try {
+      return rearmCapture(session.db);
+    } catch (err) {
+      markBusy(err, 'source');
+      throw err;
+    }
+  };
+  return retryBusy(rearm, busyTimeoutMs, { source: session.sourcePath, target: session.targetPath });
+}
+
+/** One-shot sync: open, run once, close. */
+export async function sync(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<SyncReport> {
+  const s = await Syncer.open(sourcePath, targetPath, options);
+  try {
+    return await s.runOnce();
+  } finally {
+    s.close();
+  }
+}
+
+/**
+ * Records a projection's failed attempt (health reports it) in a target
+ * transaction of its own: the failed one has rolled back. Best effort: a
+ * target that cannot take it (full, busy) keeps the previous record.
+ */
+function recordFailureAlone(db: Db, row: string | FailedRow, code: string, message: string): void {
+  const name = typeof row === 'string' ? row : row.name;
+  try {
+    db.exec('BEGIN');
+    if (typeof row !== 'string' && readProjection(db, TARGET_SCHEMA, name) === undefined)
+      insertProjection(db, TARGET_SCHEMA, newProjectionRecord(row.p, readState(db)?.sourceId ?? '', row.sourcePath, 'building'));
+    recordFailure(db, TARGET_SCHEMA, name, code, message);
+    db.exec('COMMIT');
+  } catch {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
+}
+
+/** A projection whose failure is to be recorded, with what its row is made of when it has none yet (recordFailureAlone). */
+interface FailedRow {
+  readonly name: string;
+  readonly p: CompiledProjection;
+  readonly sourcePath: string;
+}
+
+/** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
+function clearFailureAlone(db: Db, name: string): void {
+  inOwnTransaction(db, () => clearFailure(db, TARGET_SCHEMA, name));
+}
+
+/** Runs `fn` in a target transaction of its own; best effort (a target that cannot take it now is left as it is). */
+function inOwnTransaction(db: Db, fn: () => void): void {
+  try {
+    db.exec('BEGIN');
+    fn();
+    db.exec('COMMIT');
+  } catch {
+    if (db.inTransaction) db.exec('ROLLBACK');
+  }
+}
+
+function removeDatabaseFiles(file: string): void {
+  for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(`${file}${suffix}`, { force: true });
+}

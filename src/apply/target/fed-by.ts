@@ -1,0 +1,73 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { inTransaction } from '../../sqlite/transaction.ts';
+import { PROJECTIONS_TABLE } from '../../capture/target-guard.ts';
+
+/*
+ * How a target's projection is fed, when not by sync (whose row names its
+ * source path, recordSynced: also a row an import made, once a sync feeds it): by `sluice subscribe` (the broker, the stream and the
+ * source id it reads), or by `sluice import` (the file it last imported,
+ * and when). Recorded in the projection's row (`fed_by`, JSON), in the
+ * transaction that commits what the feeder applied, and at the end of a
+ * run that applied nothing. health reads it: a subscribed projection's lag
+ * can be read from the recorded stream, an imported one's is not tracked.
+ */
+
+export type FedBy =
+  | { readonly via: 'subscribe'; readonly url: string; readonly stream: string; readonly sourceId: string }
+  | { readonly via: 'import'; readonly file: string; readonly ms: number };
+
+/**
+ * A broker URL as it may be stored in a target: without the user, password
+ * or token of any server in it (`nats://u:p@h:4222,u:p@h2` -> `nats://h:4222,h2`).
+ */
+export function withoutCredentials(url: string): string {
+  return url.replace(/(^|,|\/\/)[^/@,]*@/g, '$1');
+}
+
+/** The stored record, or null (none, or not one this sluice reads). */
+export function parseFedBy(text: unknown): FedBy | null {
+  if (typeof text !== 'string') return null;
+  try {
+    const o = JSON.parse(text) as Record<string, unknown>;
+    if (o.via === 'subscribe' && typeof o.url === 'string' && typeof o.stream === 'string' && typeof o.sourceId === 'string')
+      return { via: 'subscribe', url: o.url, stream: o.stream, sourceId: o.sourceId };
+    if (o.via === 'import' && typeof o.file === 'string' && typeof o.ms === 'number') return { via: 'import', file: o.file, ms: o.ms };
+  } catch {
+    /* not JSON: as if absent */
+  }
+  return null;
+}
+
+/** Records how projections `names` are fed, in the caller's transaction (a row that already says so is not written). */
+export function recordFedBy(db: Db, schema: string, names: Iterable<string>, fedBy: FedBy): void {
+  const text = JSON.stringify(fedBy);
+  const update = db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET fed_by = ? WHERE name = ? AND fed_by IS NOT ?`);
+  for (const name of names) update.run(text, name, text);
+}
+
+/**
+ * Records that sync feeds projections `names` from the source at
+ * `sourcePath` (absolute), in a transaction of the caller's: a row an
+ * import or a subscriber made (no source path) or one synced from another
+ * path is fed by this source from now on, and health reads its lag here.
+ * Only rows of source `sourceId` are changed, and only when they say
+ * otherwise; returns how many did.
+ */
+export function recordSynced(db: Db, schema: string, names: Iterable<string>, sourceId: string, sourcePath: string): number {
+  const update = db.prepare(
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET source_path = ?, fed_by = NULL WHERE name = ? AND source_id = ? AND source_path IS NOT ?`,
+  );
+  let changed = 0;
+  for (const name of names) changed += update.run(sourcePath, name, sourceId, sourcePath).changes;
+  return changed;
+}
+
+/** Records a subscriber as the feeder of the target's projections of its source that no sync feeds, in a transaction of its own. */
+export async function recordSubscribed(db: Db, schema: string, fedBy: Extract<FedBy, { via: 'subscribe' }>): Promise<void> {
+  const names = db
+    .prepare(`SELECT name FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE source_id = ? AND source_path IS NULL`)
+    .pluck()
+    .all(fedBy.sourceId) as string[];
+  if (names.length > 0) await inTransaction(db, () => recordFedBy(db, schema, names, fedBy), { mode: 'immediate' });
+}

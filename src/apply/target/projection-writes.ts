@@ -1,0 +1,72 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
+import { kindNamed } from '../../projection/kinds/registry.ts';
+import { ownedTables } from '../../projection/compile.ts';
+import { readProjections } from './target-meta.ts';
+
+/** A table of a projection that a statement writes. */
+export interface ProjectionWrite {
+  readonly projection: string;
+  readonly table: string;
+}
+
+/**
+ * The tables of the target's projections (as `main` on `db`) that the
+ * statement `sql` writes, read from its program (EXPLAIN): each b-tree it
+ * opens for writing (a table, or one of its indexes), and each virtual
+ * table it updates (an fts5 index, known by the virtual table object this
+ * connection made for it). Writes made by triggers the statement fires are
+ * not followed. Empty when `db` is not a sluice target, or `sql` does not
+ * compile (its own run says why).
+ */
+export function projectionWrites(db: Db, sql: string): ProjectionWrite[] {
+  const owners = new Map<string, ProjectionWrite>();
+  for (const r of readProjections(db, 'main')) {
+    const kind = kindNamed(r.kind);
+    const tables = [...ownedTables(r), ...(kind?.uniqueTables(r.targetTable) ?? [])];
+    for (const t of tables) owners.set(foldIdent(t), { projection: r.name, table: t });
+  }
+  if (owners.size === 0) return [];
+  let program: { opcode: string; p2: number; p3: number; p4: unknown }[];
+  try {
+    program = db.prepare(`EXPLAIN ${sql}`).all() as typeof program;
+  } catch {
+    return [];
+  }
+  const byRoot = new Map<number, string>();
+  for (const s of db
+    .prepare("SELECT tbl_name, rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0")
+    .all() as {
+    tbl_name: string;
+    rootpage: number | bigint;
+  }[])
+    byRoot.set(Number(s.rootpage), s.tbl_name);
+  const written = new Set<string>();
+  for (const op of program) {
+    if (op.opcode === 'OpenWrite' && Number(op.p3) === 0) {
+      const t = byRoot.get(Number(op.p2));
+      if (t !== undefined) written.add(foldIdent(t));
+    } else if (op.opcode === 'VUpdate') {
+      for (const [key, w] of owners) if (vtabOf(db, w.table) === op.p4) written.add(key);
+    }
+  }
+  return [...written].flatMap((t) => {
+    const w = owners.get(t);
+    return w === undefined ? [] : [w];
+  });
+}
+
+/** The virtual table object this connection holds for `table` (as EXPLAIN prints it), if it is a virtual table. */
+function vtabOf(db: Db, table: string): unknown {
+  const isVirtual = db
+    .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE AND sql LIKE 'CREATE VIRTUAL%'")
+    .get(table);
+  if (isVirtual === undefined) return undefined;
+  try {
+    return (db.prepare(`EXPLAIN SELECT 1 FROM main.${quoteIdent(table)}`).all() as { opcode: string; p4: unknown }[]).find(
+      (op) => op.opcode === 'VOpen',
+    )?.p4;
+  } catch {
+    return undefined;
+  }
+}

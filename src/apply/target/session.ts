@@ -1,0 +1,188 @@
+import fs from 'node:fs';
+import { encodingMismatch, textEncoding } from '../../sqlite/text-encoding.ts';
+import path from 'node:path';
+import { openDatabase, useWal, type Db } from '../../sqlite/connection.ts';
+import { closeDatabase } from '../../sqlite/connection-state.ts';
+import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
+import { requireWriteAccess } from '../../sqlite/access.ts';
+import { openSource } from '../../capture/open-source.ts';
+import { STATE_TABLE } from '../../capture/schema.ts';
+import { ensureTargetMeta } from './target-meta.ts';
+import { allowProjectionWrites } from '../edits/protect.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from '../sync/retry.ts';
+import { useCatchUpCaches } from '../../sqlite/catch-up-caches.ts';
+
+/** The schema name under which the target database is attached to the source connection. */
+export const TARGET_SCHEMA = 'tgt';
+
+/** Most of each database mapped into memory by the apply session (see openApplySession). */
+const MMAP_BYTES = 256 * 1024 * 1024;
+
+/**
+ * One connection that reads the source (main) and writes the target
+ * (attached as `tgt`). A transaction on it reads one source snapshot and
+ * commits target rows and cursor together. Deferred transactions only: an
+ * IMMEDIATE one would take the source's write lock too.
+ */
+export interface ApplySession {
+  readonly db: Db;
+  readonly sourcePath: string;
+  readonly targetPath: string;
+  /**
+   * Reads both databases through a memory map (`on`) or with read() calls.
+   * Call between transactions. A session starts mapped. See openApplySession.
+   */
+  memoryMap(on: boolean): void;
+  close(): void;
+}
+
+function realish(p: string): string {
+  try {
+    return fs.realpathSync(p);
+  } catch {
+    return path.resolve(p);
+  }
+}
+
+export interface ApplySessionOptions {
+  /**
+   * Only read both files (verify): the source and the target are opened
+   * read-only, the target keeps its journal mode and gets no metadata
+   * tables. Default false (sync: makes the target a WAL sluice target). The
+   * session never re-arms the source: the Syncer does, once its
+   * definitions are accepted, and reports it. `'target'`: the target is
+   * only read as with true, and the source is opened for writing (sluice
+   * alter --target runs the DDL on this connection and forecasts from the
+   * target in the same transaction).
+   */
+  readonly readonly?: boolean | 'target';
+  /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
+  readonly busyTimeoutMs?: number;
+  /**
+   * Most bytes the target may grow to (PRAGMA max_page_count, set on this
+   * connection: it holds for this session only). A write past it fails with
+   * SQLITE_FULL, as on a full disk. Default: no limit but SQLite's own.
+   */
+  readonly maxTargetBytes?: number;
+}
+
+function targetEncoding(file: string): string {
+  const t = openDatabase(file, { readonly: true, role: 'target' });
+  try {
+    return textEncoding(t);
+  } finally {
+    closeDatabase(t);
+  }
+}
+
+/** openSource; a source another process holds locked past the busy timeout throws its SQLITE_BUSY, marked as the source's (retryBusy names it). */
+function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: number): Db {
+  try {
+    return openSource(sourcePath, { readonly, busyTimeoutMs });
+  } catch (err) {
+    const cause = (err as { cause?: unknown }).cause;
+    if (!isSqliteBusy(cause)) throw err;
+    markBusy(cause, 'source');
+    throw cause;
+  }
+}
+
+export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
+  const readonly = options.readonly !== undefined && options.readonly !== false;
+  const readonlySource = options.readonly === true;
+  // Before the target is made: a source sync cannot write leaves no target behind.
+  if (!readonly)
+    requireWriteAccess(
+      sourcePath,
+      'source',
+      'sync from',
+      'sync writes to the source: it re-arms capture triggers that were dropped or altered, and records how far each target has read (_sluice_consumers)',
+    );
+  if (realish(sourcePath) === realish(targetPath)) {
+    throw new InvalidInputError(
+      'TARGET_IS_SOURCE',
+      `The target ${targetPath} is the source itself. Write projections into a separate database file.`,
+    );
+  }
+  const notADatabase = (cause?: unknown) =>
+    new InvalidInputError(
+      'NOT_A_DATABASE',
+      `Target ${targetPath} is not a SQLite database. Pass a new path or an existing sluice target.`,
+      { cause },
+    );
+  // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
+  if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
+  // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
+  if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
+  const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  try {
+    db.pragma('temp_store = MEMORY');
+    try {
+      db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
+    } catch (cause) {
+      if (errorCode(cause) === 'SQLITE_NOTADB') throw notADatabase(cause);
+      // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
+      if (String((cause as Error).message).includes('same text encoding'))
+        throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
+      throw cause;
+    }
+    if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
+      throw new InvalidInputError(
+        'TARGET_IS_SOURCE',
+        `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`,
+      );
+    }
+    if (!readonly) {
+      // A target is sluice's own file: WAL, so readers see it while follow mode writes.
+      useWal(db, TARGET_SCHEMA);
+      ensureTargetMeta(db, TARGET_SCHEMA);
+      allowProjectionWrites(db); // a protected target's projections (protect.ts)
+    }
+    if (options.maxTargetBytes !== undefined) {
+      const pageSize = Number(db.pragma(`${TARGET_SCHEMA}.page_size`, { simple: true }));
+      // Never below the pages the file has (SQLite keeps it at least that): it cannot grow then.
+      db.pragma(`${TARGET_SCHEMA}.max_page_count = ${Math.max(1, Math.floor(options.maxTargetBytes / pageSize))}`);
+    }
+    // Catch-up throughput (bench/apply.ts); this connection writes the source only for its acknowledgements.
+    useCatchUpCaches(db, TARGET_SCHEMA, { checkpoint: !readonly });
+  } catch (err) {
+    closeDatabase(db);
+    throw err;
+  }
+  // The set-based apply reads journal rows and target rows by key, one
+  // B-tree seek each; through a memory map a seek reads the OS page cache in
+  // place instead of copying each page in with a read() call (about 1.4x
+  // faster catch-up, bench/apply.ts). But SQLite drops the whole map when a
+  // read transaction finds that another connection committed, so a follower
+  // that applies a small batch per source commit would map again and fault
+  // its pages in for every batch (about 160 µs each, more than the reads
+  // it saves): the Syncer maps only while it catches up. In WAL mode (the
+  // target always, the source since enable) a checkpoint never shrinks a
+  // file under a reader's snapshot; a source a user put back in rollback
+  // mode cannot change at all while the read transaction holds its SHARED
+  // lock. Not on Windows: there a mapped file cannot be truncated, which
+  // would make another process's VACUUM of the source fail.
+  let mapped = false;
+  const memoryMap = (on: boolean) => {
+    if (on === mapped || process.platform === 'win32') return;
+    const bytes = on ? MMAP_BYTES : 0;
+    db.pragma(`main.mmap_size = ${bytes}`);
+    db.pragma(`${TARGET_SCHEMA}.mmap_size = ${bytes}`);
+    mapped = on;
+  };
+  try {
+    memoryMap(true);
+  } catch (err) {
+    closeDatabase(db);
+    throw err;
+  }
+  return {
+    db,
+    sourcePath,
+    targetPath,
+    memoryMap,
+    close() {
+      closeDatabase(db);
+    },
+  };
+}

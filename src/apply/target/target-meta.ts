@@ -1,0 +1,327 @@
+import type { Db } from '../../sqlite/connection.ts';
+import { quoteIdent } from '../../sqlite/quote.ts';
+import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
+import { fillRepair, reasonsOf, REINIT_COMMAND, repairFor } from '../../reasons.ts';
+import { shellWord } from '../../sqlite/shell-word.ts';
+import { parseFedBy, type FedBy } from './fed-by.ts';
+export { ownedTables } from '../../projection/compile.ts';
+
+/*
+ * Target metadata: one row per projection, in the target database. The
+ * cursor and the rows it describes are always written in one transaction.
+ * States and reason codes are designed for the evolution work (shadow
+ * rebuilds, suspension, health) to use without a migration:
+ *   state  building | active | suspended
+ *   reason a stable code when not active (TARGET_DIVERGED, UNCAPTURED_REPLACE,
+ *          TABLE_UNARMED, DEFINITION_CHANGED, SOURCE_SCHEMA_CHANGED, ...)
+ */
+
+// Named in capture, which must recognize a target (enable refuses one: TARGET_NOT_SOURCE).
+export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
+export const TARGET_FORMAT = 1;
+
+export type ProjectionState = 'building' | 'active' | 'suspended';
+
+/**
+ * Suspensions that each run looks at again, because fixing their cause is
+ * enough (nothing diverged): kind `suspend` that clears by itself in
+ * src/reasons.ts. They are the source-side ones (the table's arming or
+ * mode), TARGET_CONSTRAINT (a UNIQUE index a user added to a target table,
+ * which the batch would break; nothing of it was written), and a stored
+ * definition that did not compile (broken-definition.ts: it runs again once
+ * it compiles).
+ */
+export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = reasonsOf('suspend', true);
+
+export { shellWord };
+
+/**
+ * What to do about a suspended projection, with the command that does it,
+ * worded in src/reasons.ts. A path or table not known here (a projection
+ * imported from a file records no source path) is named in words.
+ */
+export function repairAction(
+  name: string,
+  reason: string | null | undefined,
+  sourcePath?: string,
+  targetPath?: string,
+  sourceTable?: string,
+): string {
+  const word = (s: string | undefined) => (s === undefined ? undefined : shellWord(s));
+  return repairFor(reason, { source: word(sourcePath), target: word(targetPath), projection: shellWord(name), table: word(sourceTable) });
+}
+
+/** The command that rebuilds projection `name` from a snapshot (sluice reinit), with the paths as they are typed; an unknown source said in words. */
+export function reinitCommand(name: string, sourcePath: string | null | undefined, targetPath: string): string {
+  const source = sourcePath == null ? undefined : shellWord(sourcePath);
+  return fillRepair(REINIT_COMMAND, { source, target: shellWord(targetPath), projection: shellWord(name) });
+}
+
+export interface ProjectionRecord {
+  readonly name: string;
+  readonly sourceId: string;
+  readonly sourcePath: string | null;
+  readonly sourceTable: string;
+  readonly kind: string;
+  readonly targetTable: string;
+  readonly definition: string;
+  readonly sourceShape: string;
+  readonly fingerprint: string;
+  readonly cursor: string | null;
+  readonly seq: number;
+  readonly state: ProjectionState;
+  readonly reason: string | null;
+  readonly detail: string | null;
+  readonly shadowTable: string | null;
+  /** A protected rebuild in progress (shadow-build.ts BuildState, as JSON), or null. */
+  readonly build: string | null;
+  /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
+  readonly lastError: string | null;
+  /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
+  readonly lastErrorCode: string | null;
+  /** When it failed (ms since the epoch). */
+  readonly lastErrorMs: number | null;
+  /** Failed attempts since the last success (0 after a success). */
+  readonly failures: number;
+  /** How it was last fed by subscribe or import (fed-by.ts; a source path says sync); null when neither fed it since this was recorded. */
+  readonly fedBy: FedBy | null;
+  readonly appliedEvents: number;
+  readonly lastEventMs: number | null;
+  readonly createdMs: number;
+  readonly updatedMs: number;
+}
+
+export function ensureTargetMeta(db: Db, schema: string): void {
+  const s = quoteIdent(schema);
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${s}.${TARGET_INFO_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), format INTEGER NOT NULL, created_ms INTEGER NOT NULL)`,
+  );
+  db.prepare(`INSERT OR IGNORE INTO ${s}.${TARGET_INFO_TABLE} (id, format, created_ms) VALUES (1, ?, ?)`).run(TARGET_FORMAT, Date.now());
+  db.exec(`CREATE TABLE IF NOT EXISTS ${s}.${PROJECTIONS_TABLE} (
+  name TEXT PRIMARY KEY,
+  source_id TEXT NOT NULL,
+  source_path TEXT,
+  source_table TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  target_table TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  source_shape TEXT NOT NULL,
+  fingerprint TEXT NOT NULL,
+  cursor TEXT,
+  seq INTEGER NOT NULL DEFAULT 0,
+  state TEXT NOT NULL CHECK (state IN ('building', 'active', 'suspended')),
+  reason TEXT,
+  detail TEXT,
+  shadow_table TEXT,
+  last_error TEXT,
+  applied_events INTEGER NOT NULL DEFAULT 0,
+  last_event_ms INTEGER,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  ${ADDED_COLUMNS.map(([name, decl]) => `${name} ${decl}`).join(',\n  ')}
+)`);
+  addMissingColumns(db, s);
+}
+
+/**
+ * Columns added to the projections table after its first format, with their
+ * declarations. A target made before them gets them at its next open by sync
+ * or import (ALTER TABLE ADD COLUMN, in one transaction); readers (health)
+ * take a missing one as its default.
+ */
+const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
+  ['last_error_code', 'TEXT'],
+  ['last_error_ms', 'INTEGER'],
+  ['failures', 'INTEGER NOT NULL DEFAULT 0'],
+  // A protected rebuild in progress (shadow-build.ts): its state as JSON, null when none.
+  ['build', 'TEXT'],
+  // How a projection with no source path is fed (fed-by.ts): subscribe's broker and stream, or import's file; null when neither recorded it.
+  ['fed_by', 'TEXT'],
+];
+
+function addMissingColumns(db: Db, s: string): void {
+  const missing = () => {
+    const have = new Set(
+      (db.prepare(`SELECT name FROM ${s}.pragma_table_info(?)`).pluck().all(PROJECTIONS_TABLE) as string[]).map((n) => n.toLowerCase()),
+    );
+    return ADDED_COLUMNS.filter(([name]) => !have.has(name));
+  };
+  if (missing().length === 0) return;
+  // Deferred (an IMMEDIATE one on a sync session would take the source's
+  // write lock too): the target's write lock first, then look again, so two
+  // syncs opening one old target at once add each column once.
+  db.exec('BEGIN');
+  try {
+    db.prepare(`UPDATE ${s}.${TARGET_INFO_TABLE} SET id = id`).run();
+    for (const [name, decl] of missing()) db.exec(`ALTER TABLE ${s}.${PROJECTIONS_TABLE} ADD COLUMN ${name} ${decl}`);
+    db.exec('COMMIT');
+  } catch (err) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw err;
+  }
+}
+
+export function hasTargetMeta(db: Db, schema: string): boolean {
+  return (
+    cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !==
+    undefined
+  );
+}
+
+function fromRow(r: Record<string, unknown>): ProjectionRecord {
+  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+  const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
+  return {
+    name: String(r.name),
+    sourceId: String(r.source_id),
+    sourcePath: str(r.source_path),
+    sourceTable: String(r.source_table),
+    kind: String(r.kind),
+    targetTable: String(r.target_table),
+    definition: String(r.definition),
+    sourceShape: String(r.source_shape),
+    fingerprint: String(r.fingerprint),
+    cursor: str(r.cursor),
+    seq: Number(r.seq),
+    state: String(r.state) as ProjectionState,
+    reason: str(r.reason),
+    detail: str(r.detail),
+    shadowTable: str(r.shadow_table),
+    build: str(r.build),
+    lastError: str(r.last_error),
+    lastErrorCode: str(r.last_error_code),
+    lastErrorMs: num(r.last_error_ms),
+    failures: r.failures === undefined || r.failures === null ? 0 : Number(r.failures),
+    fedBy: parseFedBy(r.fed_by),
+    appliedEvents: Number(r.applied_events),
+    lastEventMs: num(r.last_event_ms),
+    createdMs: Number(r.created_ms),
+    updatedMs: Number(r.updated_ms),
+  };
+}
+
+export function readProjections(db: Db, schema: string): ProjectionRecord[] {
+  if (!hasTargetMeta(db, schema)) return [];
+  return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(
+    fromRow,
+  );
+}
+
+export function readProjection(db: Db, schema: string, name: string): ProjectionRecord | undefined {
+  if (!hasTargetMeta(db, schema)) return undefined;
+  const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as
+    Record<string, unknown> | undefined;
+  return r === undefined ? undefined : fromRow(r);
+}
+
+/** What a new projection row starts with; the rest (cursor, reason, counters) is set as it runs. */
+export type NewProjection = Pick<
+  ProjectionRecord,
+  'name' | 'sourceId' | 'sourcePath' | 'sourceTable' | 'kind' | 'targetTable' | 'definition' | 'sourceShape' | 'fingerprint' | 'state'
+>;
+
+/** The stored row of a compiled projection: its definition as data (a handler is code and is not stored). */
+export function newProjectionRecord(
+  p: {
+    readonly name: string;
+    readonly kind: string;
+    readonly targetTable: string;
+    readonly fingerprint: string;
+    readonly definition: object;
+    readonly source: { readonly table: string };
+  },
+  sourceId: string,
+  sourcePath: string | null,
+  state: ProjectionState,
+): NewProjection {
+  const { handler: _handler, ...data } = p.definition as { handler?: unknown };
+  return {
+    name: p.name,
+    sourceId,
+    sourcePath,
+    sourceTable: p.source.table,
+    kind: p.kind,
+    targetTable: p.targetTable,
+    definition: JSON.stringify(data),
+    sourceShape: JSON.stringify(p.source),
+    fingerprint: p.fingerprint,
+    state,
+  };
+}
+
+export function insertProjection(db: Db, schema: string, p: NewProjection): void {
+  const now = Date.now();
+  db.prepare(
+    `INSERT INTO ${quoteIdent(schema)}.${PROJECTIONS_TABLE} (name, source_id, source_path, source_table, kind, target_table, definition, source_shape, fingerprint, state, created_ms, updated_ms)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+  ).run(
+    p.name,
+    p.sourceId,
+    p.sourcePath,
+    p.sourceTable,
+    p.kind,
+    p.targetTable,
+    p.definition,
+    p.sourceShape,
+    p.fingerprint,
+    p.state,
+    now,
+    now,
+  );
+}
+
+/** Stores the new cursor (and marks the projection active): call in the transaction that wrote the rows. */
+export function storeCursor(
+  db: Db,
+  schema: string,
+  name: string,
+  cursor: string,
+  seq: number,
+  applied: number,
+  lastEventMs: number | null,
+): void {
+  cachedStatement(
+    db,
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET cursor = ?, seq = ?, state = 'active', reason = NULL, detail = NULL, last_error = NULL, last_error_code = NULL, last_error_ms = NULL, failures = 0,
+       applied_events = applied_events + ?, last_event_ms = coalesce(?, last_event_ms), updated_ms = ? WHERE name = ?`,
+  ).run(cursor, seq, applied, lastEventMs, Date.now(), name);
+}
+
+export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: string | null, detail: unknown): void {
+  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET state = ?, reason = ?, detail = ?, updated_ms = ? WHERE name = ?`).run(
+    state,
+    reason,
+    detail === null || detail === undefined ? null : JSON.stringify(detail),
+    Date.now(),
+    name,
+  );
+}
+
+/**
+ * Clears the failed attempts of a projection that a later attempt found
+ * current (nothing to apply, so no cursor was stored to clear them). Call in
+ * a transaction of its own. True when there was one to clear.
+ */
+export function clearFailure(db: Db, schema: string, name: string): boolean {
+  return (
+    db
+      .prepare(
+        `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = NULL, last_error_code = NULL, last_error_ms = NULL, failures = 0, updated_ms = ? WHERE name = ? AND failures > 0`,
+      )
+      .run(Date.now(), name).changes > 0
+  );
+}
+
+/**
+ * Records a failed sync attempt of a projection: its code, message and time,
+ * and one more consecutive failure (storeCursor resets them). Call in a
+ * transaction of its own, after the failed one rolled back. Nothing is
+ * recorded for a projection that has no row yet (its first build failed).
+ */
+export function recordFailure(db: Db, schema: string, name: string, code: string, message: string): void {
+  const now = Date.now();
+  db.prepare(
+    `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET last_error = ?, last_error_code = ?, last_error_ms = ?, failures = failures + 1, updated_ms = ? WHERE name = ?`,
+  ).run(message, code, now, now, name);
+}

@@ -1,0 +1,305 @@
+import type { Db } from '../sqlite/connection.ts';
+import { SluiceError } from '../errors.ts';
+import { describeTable, schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
+import { forEachStatement, isBlank } from '../sqlite/statements.ts';
+import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
+import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
+import { arm, placeMark, recordOwnDdl } from './enable.ts';
+import { captureFingerprint } from './table-fingerprint.ts';
+import { checkForeignKeys, checkNamespace, checkTable } from './gates.ts';
+import { guardInputs } from './guard-inputs.ts';
+import { appendDdl, ensureDdlLog, type DdlTableRecord } from './ddl-log.ts';
+import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementLabel } from './alter-rules.ts';
+import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
+import { STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
+import { forgetArming, verifyCapture } from './arming.ts';
+
+export interface AlterOptions {
+  /** Run the script and report, then roll everything back. */
+  readonly dryRun?: boolean;
+  /**
+   * Called in the alter's transaction once the script ran and capture is
+   * armed again and the alter recorded, before the commit (or, with
+   * dryRun, the rollback): it sees the source as the alter leaves it. It
+   * must not write. A throw rolls the alter back. (alter --target forecasts
+   * each projection of a target here: src/apply/evolution/alter-targets.ts.)
+   */
+  readonly inspect?: (db: Db, result: AlterResult) => void;
+}
+
+/** A captured table the script changed (see TableChange). */
+export interface AlteredTable {
+  readonly table: string;
+  readonly change: DdlTableRecord['change'];
+  readonly columnsBefore: readonly string[];
+  readonly columnsAfter: readonly string[];
+  /** Columns that are new: a name dropped and added again is in both `removed` and `added` (it is another column). */
+  readonly added: readonly string[];
+  /** Columns that are gone (dropped, or made another column under their name). */
+  readonly removed: readonly string[];
+  /** Columns the script renamed (RENAME COLUMN, recorded as it ran): the same column under a new name. */
+  readonly renamed: readonly { readonly from: string; readonly to: string }[];
+}
+
+export interface AlterResult {
+  readonly dryRun: boolean;
+  /** How many statements the script had (all ran). */
+  readonly statements: number;
+  readonly tables: readonly AlteredTable[];
+  /** The journal's high-water mark at the alter: the tables' events up to it are in their old layout. */
+  readonly seq: number;
+  /** The generation after: unchanged unless a table was rebuilt (then only that table's readers rebuild). */
+  readonly generation: number;
+}
+
+class DryRun extends Error {
+  constructor(readonly result: AlterResult) {
+    super('dry run');
+  }
+}
+
+/**
+ * Runs DDL on a captured source in one BEGIN IMMEDIATE transaction with the
+ * capture changes it needs: the capture triggers are taken out of the way,
+ * the statements run (foreign_keys off, checked at the end), every captured
+ * table is armed again against its new shape, and the alter is recorded in
+ * `_sluice_ddl` and as sluice's own DDL (no schema window). Writers wait for
+ * the transaction, so no write escapes the journal. An in-place change
+ * (ADD/DROP/RENAME COLUMN, an index) keeps the generation; a table the
+ * script rebuilds is a new identity, and only its readers rebuild. A script
+ * that fails or is refused changes nothing.
+ *
+ * @example
+ * alter(db, 'ALTER TABLE issues DROP COLUMN legacy_flag');
+ * const plan = alter(db, 'ALTER TABLE issues ADD COLUMN due TEXT', { dryRun: true });
+ * forecastAlter(db, plan); // what each known consumer will do
+ */
+export function alter(db: Db, ddl: string, options: AlterOptions = {}): AlterResult {
+  const name = db.name;
+  if (readState(db) === undefined)
+    throw new SluiceError('CAPTURE_ABSENT', `${name} has no sluice capture; run the DDL with any tool, or enable capture first.`, {
+      exitCode: 3,
+    });
+  if (isBlank(ddl))
+    throw new AlterRefusedError(
+      `sluice alter ${name}: the DDL is empty. Pass the statements, e.g. "ALTER TABLE issues ADD COLUMN due TEXT".`,
+    );
+  if (db.inTransaction) throw new AlterRefusedError(`sluice alter ${name}: the connection is inside a transaction; alter runs its own.`);
+  const fk = Number(db.pragma('foreign_keys', { simple: true })) === 1;
+  db.pragma('foreign_keys = OFF');
+  try {
+    return db
+      .transaction(() => {
+        const result = run(db, ddl, options.dryRun === true, fk);
+        options.inspect?.(db, result);
+        if (options.dryRun === true) throw new DryRun(result);
+        return result;
+      })
+      .immediate();
+  } catch (err) {
+    if (err instanceof DryRun) return err.result;
+    throw err;
+  } finally {
+    forgetArming(db);
+    if (fk) db.pragma('foreign_keys = ON');
+  }
+}
+
+interface Before {
+  readonly table: CapturedTable;
+  readonly info: TableInfo;
+}
+
+function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
+  const name = db.name;
+  checkNamespace(db);
+  const v = verifyCapture(db);
+  // A captured table that is gone (dropped, by an earlier alter or anyone) stays unarmed and is left out.
+  const gone = new Set(v.tables.filter((t) => !t.armed && t.reason === 'TABLE_MISSING').map((t) => t.table.tid));
+  const unarmed = v.tables.find((t) => !t.armed && !gone.has(t.table.tid));
+  if (unarmed !== undefined)
+    throw new AlterRefusedError(
+      `sluice alter ${name}: table ${unarmed.table.name} is not armed (${unarmed.reason ?? 'unarmed'}: ${unarmed.detail ?? ''}), so alter cannot tell its readers what changed. Fix: run sluice enable ${name} (its readers rebuild once), then sluice alter again. Nothing was changed.`,
+    );
+  const svBefore = schemaVersion(db);
+  const hw = highWaterMark(db);
+  const before: Before[] = readTables(db)
+    .filter((table) => !gone.has(table.tid))
+    .map((table) => ({ table, info: describeTable(db, table.name) as TableInfo }));
+  for (const { table } of before) {
+    for (const t of Object.values(triggerNames(table.tid))) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(t)}`);
+    for (const op of ['INSERT', 'UPDATE', 'DELETE']) {
+      db.exec(
+        `CREATE TEMP TRIGGER ${quoteIdent(guardName(table.tid, op))} BEFORE ${op} ON main.${quoteIdent(table.name)} BEGIN SELECT RAISE(ABORT, ${quoteString(`${GUARD_MARK} ${table.name}`)}); END`,
+      );
+    }
+  }
+  const tempBefore = tempSchema(db);
+  const vanished = new Set<string>();
+  const lineage = new ColumnLineage(
+    before.map(({ table, info }) => ({ tid: table.tid, name: table.name, sql: info.sql, columns: info.columns.map((c) => c.name) })),
+  );
+  const statements = forEachStatement(db, ddl, (text, index) => {
+    checkStatement(name, index, text);
+    try {
+      const stmt = db.prepare(text);
+      if (stmt.reader) stmt.all();
+      else stmt.run();
+    } catch (err) {
+      if (err instanceof Error && err.message.includes(GUARD_MARK)) throw guardRefusal(name, index, text, err);
+      throw new SluiceError(
+        'ALTER_FAILED',
+        `sluice alter ${name}: ${statementLabel(index, text)} failed: ${(err as Error).message}. Fix the statement and run sluice alter again. Nothing was changed (the whole script is one transaction).`,
+        { cause: err },
+      );
+    }
+    const present = new Set(
+      (db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[]).map((n) => n),
+    );
+    for (const b of before) if (!present.has(b.table.name)) vanished.add(b.table.name);
+    lineage.afterStatement(db, text);
+  });
+  for (const { table } of before)
+    for (const op of ['INSERT', 'UPDATE', 'DELETE']) db.exec(`DROP TRIGGER IF EXISTS temp.${quoteIdent(guardName(table.tid, op))}`);
+  if (tempSchema(db) !== tempBefore)
+    throw new AlterRefusedError(
+      `sluice alter ${name}: the script made or changed TEMP objects, which live only as long as alter's connection. Make them in the main database. Nothing was changed.`,
+    );
+  checkNamespace(db);
+  const records = classify(db, before, vanished, lineage);
+  const state = readState(db) as { generation: number };
+  let generation = state.generation;
+  const rebuilt = records.filter((r) => r.change === 'rebuilt').map((r) => r.table);
+  if (rebuilt.length > 0) {
+    generation++;
+    db.prepare(`UPDATE ${STATE_TABLE} SET generation = ?, updated_ms = ?, last_reason = ? WHERE id = 1`).run(
+      generation,
+      Date.now(),
+      `alter rebuilt ${rebuilt.join(', ')}`,
+    );
+  }
+  const present = before.filter((b) => !records.some((r) => r.tid === b.table.tid && r.change === 'dropped'));
+  const infos = present.map((b) => ({ b, info: checkAfter(db, b.table.name) }));
+  checkForeignKeysAfter(
+    db,
+    infos.map((x) => x.info.name),
+  );
+  if (fk) checkReferences(db);
+  for (const { b, info } of infos) {
+    arm(db, b.table.tid, info, b.table.mode, b.table);
+    const r = records.find((x) => x.tid === b.table.tid);
+    // Unchanged tables keep their arming; altered ones keep their generation (their rows are the same),
+    // and start their new layout at hw; rebuilt ones are armed at the new generation.
+    const armedGeneration = r?.change === 'rebuilt' ? generation : b.table.armedGeneration;
+    const armedSeq = r === undefined ? b.table.armedSeq : hw;
+    db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ?, armed_seq = ? WHERE tid = ?`).run(armedGeneration, armedSeq, b.table.tid);
+  }
+  ensureDdlLog(db);
+  recordOwnDdl(db, svBefore); // makes _sluice_schema where it is missing, before the span is read
+  placeMark(db);
+  const svAfter = schemaVersion(db);
+  appendDdl(db, { seq: hw, ms: Date.now(), svBefore, svAfter, tables: records, sql: ddl }, readState(db)?.prunedThrough ?? 0);
+  recordOwnDdl(db, svBefore);
+  forgetArming(db);
+  return {
+    dryRun,
+    statements,
+    tables: records.map(describeChange),
+    seq: hw,
+    generation,
+  };
+}
+
+function guardName(tid: number, op: string): string {
+  return `_sluice_alter_${tid}_${op.toLowerCase()}`;
+}
+
+function tempSchema(db: Db): string {
+  return JSON.stringify(
+    db
+      .prepare("SELECT type, name, sql FROM temp.sqlite_schema WHERE name NOT LIKE '\\_sluice\\_alter\\_%' ESCAPE '\\' ORDER BY name")
+      .all(),
+  );
+}
+
+/**
+ * What the script did to each captured table (unchanged ones are left out),
+ * with which column each column after is. A table whose columns read the
+ * same as before by name, type and position, but one of which was dropped
+ * and added again (or renamed onto another's name), changed all the same.
+ */
+function classify(db: Db, before: readonly Before[], vanished: ReadonlySet<string>, lineage: ColumnLineage): DdlTableRecord[] {
+  const out: DdlTableRecord[] = [];
+  for (const { table, info } of before) {
+    const after = describeTable(db, table.name);
+    const base = { table: table.name, tid: table.tid, from: table.fingerprint, columnsBefore: info.columns.map((c) => c.name) };
+    if (after === undefined) {
+      out.push({ ...base, change: 'dropped', to: null, columnsAfter: [], columnsFrom: [] });
+      continue;
+    }
+    const to = captureFingerprint(after, guardInputs(db, table.name).uniques);
+    const columnsAfter = after.columns.map((c) => c.name);
+    // A table made again under its name is a new identity: none of its columns is one it had.
+    const columnsFrom = vanished.has(table.name) ? columnsAfter.map(() => null) : lineage.columnsFrom(table.tid, columnsAfter);
+    if (vanished.has(table.name)) out.push({ ...base, change: 'rebuilt', to, columnsAfter, columnsFrom });
+    else if (to !== table.fingerprint || after.sql !== info.sql || !keepsEveryName(columnsFrom, base.columnsBefore, columnsAfter))
+      out.push({ ...base, change: 'altered', to, columnsAfter, columnsFrom });
+  }
+  return out;
+}
+
+/** With foreign keys on (as the connection had them), every reference must still hold: the 12-step procedure's last check. */
+function checkReferences(db: Db): void {
+  let bad: { table: string; parent: string }[];
+  try {
+    bad = db.prepare('SELECT * FROM pragma_foreign_key_check').all() as { table: string; parent: string }[];
+  } catch (err) {
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, a foreign key no longer fits its parent (${(err as Error).message}). Fix the script so that each parent key is a PRIMARY KEY or UNIQUE. Nothing was changed.`,
+      { cause: err },
+    );
+  }
+  if (bad.length > 0)
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, ${bad.length} row(s) of ${bad[0]?.table} break a foreign key to ${bad[0]?.parent} (PRAGMA foreign_key_check). Fix the script so that every reference still holds. Nothing was changed.`,
+    );
+}
+
+function checkAfter(db: Db, table: string): TableInfo {
+  try {
+    return checkTable(db, table);
+  } catch (err) {
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, table ${table} could no longer be captured: ${(err as Error).message} Nothing was changed.`,
+      { cause: err },
+    );
+  }
+}
+
+function checkForeignKeysAfter(db: Db, tables: readonly string[]): void {
+  try {
+    checkForeignKeys(db, tables);
+  } catch (err) {
+    throw new AlterRefusedError(
+      `sluice alter ${db.name}: after the script, capture's foreign-key rules would be broken: ${(err as Error).message} Nothing was changed.`,
+      { cause: err },
+    );
+  }
+}
+
+function describeChange(r: DdlTableRecord): AlteredTable {
+  const from = r.columnsFrom ?? r.columnsAfter.map(() => null);
+  const kept = new Set(from.filter((f) => f !== null).map(foldIdent));
+  return {
+    table: r.table,
+    change: r.change,
+    columnsBefore: r.columnsBefore,
+    columnsAfter: r.columnsAfter,
+    added: r.columnsAfter.filter((_, i) => from[i] == null),
+    removed: r.columnsBefore.filter((c) => !kept.has(foldIdent(c))),
+    renamed: r.columnsAfter.flatMap((to, i) => {
+      const f = from[i];
+      return f != null && foldIdent(f) !== foldIdent(to) ? [{ from: f, to }] : [];
+    }),
+  };
+}
