@@ -3,6 +3,7 @@ import { reportJson } from './sync-json.ts';
 import { waitForChange } from './wait.ts';
 import { idleEditCheck } from './idle-edit-check.ts';
 import { stdout } from './closed-pipe.ts';
+import { trapInterrupt } from './interrupt.ts';
 import type { FollowTally } from './follow-summary.ts';
 import type { DefinitionFiles } from './definition-files.ts';
 
@@ -41,7 +42,6 @@ const ACK_INTERVAL_MS = 1000;
  * target's cursor.
  */
 export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
-  const stop = new AbortController();
   const files = options.definitions;
   const said = (report: SyncReport) => {
     options.human?.tally.passDone(report);
@@ -58,21 +58,11 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
           options.onLoadError?.(err);
         }
       }
-      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: stop.signal }));
+      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: interrupt.signal }));
     });
   // SIGINT/SIGTERM also stop the pass in flight between two batches
   // (waitForChange's own handlers only keep another from starting).
-  let received: string | undefined;
-  const onInt = () => {
-    received ??= 'SIGINT';
-    stop.abort();
-  };
-  const onTerm = () => {
-    received ??= 'SIGTERM';
-    stop.abort();
-  };
-  process.on('SIGINT', onInt);
-  process.on('SIGTERM', onTerm);
+  const interrupt = trapInterrupt();
   const human = options.human;
   human?.say(human.start);
   const timer =
@@ -100,9 +90,8 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   } finally {
     edits.stop();
     clearInterval(timer);
-    process.off('SIGINT', onInt);
-    process.off('SIGTERM', onTerm);
+    interrupt.release();
   }
   // waitForChange returns on a signal (its own handlers), once the pass in flight is done.
-  human?.say(human.tally.final(received ?? 'SIGINT'));
+  human?.say(human.tally.final(interrupt.received() ?? 'SIGINT'));
 }

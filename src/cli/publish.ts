@@ -8,6 +8,7 @@ import { stderr, stdout } from './closed-pipe.ts';
 import { summaryIntervalOption, startSummaries, StreamFollowTally } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
 import { PublishMetrics } from './broker-metrics.ts';
+import { trapInterrupt } from './interrupt.ts';
 
 function seqOf(cursor: string | undefined): number {
   return cursor === undefined ? 0 : decodeCursor(cursor).seq;
@@ -61,17 +62,8 @@ export function registerPublish(program: Command): void {
     )
     .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
       if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
-      const stop = new AbortController();
-      let received: string | undefined;
-      const onSignal = (name: string) => () => {
-        received ??= name;
-        stop.abort();
-      };
-      const onInt = onSignal('SIGINT');
-      const onTerm = onSignal('SIGTERM');
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
-      process.on('SIGINT', onInt);
-      process.on('SIGTERM', onTerm);
+      const interrupt = trapInterrupt();
       const log = (line: string) => stderr().write(`${line}\n`);
       const totals = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishPass['snapshots'][number][] };
       const add = (p: PublishPass) => {
@@ -91,7 +83,7 @@ export function registerPublish(program: Command): void {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
           log,
-          signal: stop.signal,
+          signal: interrupt.signal,
           onAck: (a) => {
             metrics?.ack(a);
             tally?.batch(a.events);
@@ -133,11 +125,12 @@ export function registerPublish(program: Command): void {
           if (idleError !== undefined) throw idleError;
         }
         if (tally !== undefined)
-          stdout().write(`${tally.final(received ?? 'SIGINT', `${where(p)}; saved in ${p.stateFile}, where the next publish resumes`)}\n`);
+          stdout().write(
+            `${tally.final(interrupt.received() ?? 'SIGINT', `${where(p)}; saved in ${p.stateFile}, where the next publish resumes`)}\n`,
+          );
       } finally {
         stopSummaries?.();
-        process.off('SIGINT', onInt);
-        process.off('SIGTERM', onTerm);
+        interrupt.release();
         await server?.close();
         await publisher?.close();
       }

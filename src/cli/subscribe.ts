@@ -8,6 +8,7 @@ import { stderr, stdout } from './closed-pipe.ts';
 import { startSummaries, StreamFollowTally, summaryIntervalOption } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
 import { subscriberMetrics, type SubscriberMetrics } from './broker-metrics.ts';
+import { trapInterrupt } from './interrupt.ts';
 
 export function registerSubscribe(program: Command): void {
   program
@@ -66,16 +67,7 @@ export function registerSubscribe(program: Command): void {
             throw err;
           }
         }
-        const stop = new AbortController();
-        let received: string | undefined;
-        const onSignal = (name: string) => () => {
-          received ??= name;
-          stop.abort();
-        };
-        const onInt = onSignal('SIGINT');
-        const onTerm = onSignal('SIGTERM');
-        process.on('SIGINT', onInt);
-        process.on('SIGTERM', onTerm);
+        const interrupt = trapInterrupt();
         // Human mode of a follower: a start line, a summary every --summary-interval, a last line (as sync --follow).
         const tally = opts.follow === true && opts.json !== true ? new StreamFollowTally('applied') : undefined;
         let last: SubscribedBatch | undefined;
@@ -106,13 +98,12 @@ export function registerSubscribe(program: Command): void {
                 }),
             ...(defs === undefined ? {} : { projections: defs }),
             follow: opts.follow === true,
-            signal: stop.signal,
+            signal: interrupt.signal,
             log: (line) => stderr().write(`${line}\n`),
           });
         } finally {
           stopSummaries?.();
-          process.off('SIGINT', onInt);
-          process.off('SIGTERM', onTerm);
+          interrupt.release();
           await server?.close();
           await metrics?.close();
         }
@@ -120,7 +111,7 @@ export function registerSubscribe(program: Command): void {
           const at = r.projections.filter((p) => p.state === 'active').map((p) => `${p.name} at seq ${p.seq}`);
           stdout().write(
             // Without a signal, a follower ends only where import stops: a suspended projection (exit 3 below).
-            `${tally.final(received ?? 'a suspended projection', at.length > 0 ? `committed ${at.join(', ')}, where the next subscribe resumes` : where())}\n`,
+            `${tally.final(interrupt.received() ?? 'a suspended projection', at.length > 0 ? `committed ${at.join(', ')}, where the next subscribe resumes` : where())}\n`,
           );
         }
         emit(opts, S.subscribeOutput, r, () =>
