@@ -114,6 +114,13 @@ con.commit()`,
     expect(issues?.detail).toMatchObject({ tables: ['issues'], diffs: [{ key: [2, 5], kind: 'different' }] });
     f.child.kill('SIGTERM');
     expect((await f.exited).status).toBe(0);
+    // verify cannot compare a custom handler's tables: it says so for that kind, not as for a contentless index.
+    const v = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(v.status, v.stderr).toBe(3);
+    const custom = parseJson(v, S.verifyOutput).projections.find((p) => p.name === 'comment_counts');
+    expect(custom).toMatchObject({ ok: false, reason: 'TARGET_EDITED' });
+    expect(custom?.skipped).toContain('custom projection comment_counts');
+    expect(custom?.skipped).not.toContain('FTS5');
   });
 
   test("writes to a user's own table past a WAL checkpoint, and another sluice sync of the same target, suspend nothing", async () => {

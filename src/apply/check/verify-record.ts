@@ -69,7 +69,10 @@ export function recordVerdicts(
             ...v,
             ok: false,
             reason: EDITED,
-            skipped: `another program wrote ${rec.targetTable}'s index, which keeps no values to compare (a contentless FTS5 index): only a rebuild makes it the source's again: sluice reinit`,
+            skipped:
+              rec.kind === 'custom'
+                ? `another program wrote a table of custom projection ${rec.name}, whose state sluice cannot compare with the source: only a rebuild makes it the source's again: sluice reinit`
+                : `another program wrote ${rec.targetTable}'s index, which keeps no values to compare (a contentless FTS5 index): only a rebuild makes it the source's again: sluice reinit`,
           };
         const now = out[i] as ProjectionVerification;
         if (!now.ok && rec.state === 'active') {
