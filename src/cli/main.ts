@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { reportError } from './output.ts';
+import { stderr, stdout } from './closed-pipe.ts';
 
 type Register = (program: Command) => void;
 
@@ -42,6 +43,8 @@ export async function buildProgram(only?: string): Promise<Command> {
     .description('Change-data-capture and projections for SQLite.')
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
+    // Help and usage errors go through the streams guarded against a closed pipe (`sluice sync --help | head -1`); commands made below inherit it.
+    .configureOutput({ writeOut: (text) => stdout().write(text), writeErr: (text) => stderr().write(text) })
     .exitOverride();
   const names = only !== undefined && Object.hasOwn(COMMANDS, only) ? [only] : Object.keys(COMMANDS);
   const registers = await Promise.all(names.map((n) => (COMMANDS[n] as () => Promise<Register>)()));

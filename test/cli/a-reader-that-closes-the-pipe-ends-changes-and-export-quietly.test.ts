@@ -78,3 +78,18 @@ describe('a reader that closes the pipe', () => {
     },
   );
 });
+
+test('help to a reader that has gone (`sluice sync --help | head -1`) ends with exit 0 and nothing on stderr', async () => {
+  for (const args of [['sync', '--help'], ['--help']]) {
+    const r = await new Promise<{ status: number | null; stderr: string }>((resolve, reject) => {
+      const child = spawn(process.execPath, [BIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      child.stdout.destroy(); // the reader is gone before the help is written: its write gets EPIPE
+      let stderr = '';
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.on('error', reject);
+      child.on('close', (status) => resolve({ status, stderr }));
+    });
+    expect(r.stderr, args.join(' ')).toBe('');
+    expect(r.status, args.join(' ')).toBe(0);
+  }
+});
