@@ -15,6 +15,7 @@ import {
   waitFor,
   scalar,
   sourceSeq,
+  projectionSeq,
 } from '../cli/support/cli.ts';
 import { natsForFile, publishRaw, sourceIdOf, streamMessages } from './support/broker.ts';
 import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
@@ -61,14 +62,6 @@ function published(): number {
   }
 }
 
-function targetSeq(file: string): number {
-  try {
-    return Number(scalar(file, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"));
-  } catch {
-    return -1;
-  }
-}
-
 describe('killed mid-run', () => {
   test('a publisher killed three times and run again leaves every seq in the stream once, in contiguous batches', async () => {
     const url = nats.server().url;
@@ -106,16 +99,21 @@ describe('killed mid-run', () => {
     for (const share of [0.15, 0.4, 0.7]) {
       const s = startCli(['subscribe', tgt, '--nats', url, '--source', sid]);
       const point = Math.floor(EVENTS * (share + Math.random() * 0.1));
-      await waitFor(`the subscriber past seq ${point}`, () => targetSeq(tgt) >= point || s.child.exitCode !== null, 60_000, 2);
+      await waitFor(
+        `the subscriber past seq ${point}`,
+        () => projectionSeq(tgt, 'comments') >= point || s.child.exitCode !== null,
+        60_000,
+        2,
+      );
       s.child.kill('SIGKILL');
       await s.exited;
-      expect(targetSeq(tgt), s.stderr()).toBeGreaterThanOrEqual(point);
-      expect(targetSeq(tgt)).toBeLessThan(EVENTS);
+      expect(projectionSeq(tgt, 'comments'), s.stderr()).toBeGreaterThanOrEqual(point);
+      expect(projectionSeq(tgt, 'comments')).toBeLessThan(EVENTS);
     }
     const r = await runCliAsync(['subscribe', tgt, '--nats', url, '--source', sid, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(parseJson(r, S.subscribeOutput)).toMatchObject({ started: 'batch', batchesSkipped: 0 });
-    expect(targetSeq(tgt)).toBe(EVENTS);
+    expect(projectionSeq(tgt, 'comments')).toBe(EVENTS);
     expect(scalar(tgt, "SELECT applied_events FROM main._sluice_projections WHERE name = 'comments'")).toBe(BigInt(EVENTS));
     expect(dumpTables(tgt)).toEqual(dumpTables(src, ['comments']));
   }, 120_000);

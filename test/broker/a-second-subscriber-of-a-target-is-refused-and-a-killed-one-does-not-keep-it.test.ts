@@ -12,8 +12,9 @@ import {
   expectOneLineError,
   dumpTables,
   type Spawned,
+  projectionSeq,
 } from '../cli/support/cli.ts';
-import { natsForFile, sourceIdOf } from './support/broker.ts';
+import { natsForFile, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * One subscriber per target. Two subscribers of one target would share its
@@ -25,22 +26,6 @@ import { natsForFile, sourceIdOf } from './support/broker.ts';
  */
 
 const nats = natsForFile();
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
-
-function targetSeq(file: string): number {
-  try {
-    return Number(scalar(file, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"));
-  } catch {
-    return -1;
-  }
-}
 
 describe('two subscribers of one target', () => {
   test('the second is refused and the first goes on; after a SIGKILL the next one starts', async () => {
@@ -58,7 +43,7 @@ describe('two subscribers of one target', () => {
       await publish();
       const first = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
       procs.push(first);
-      await waitFor('the first subscriber to apply the snapshot', () => targetSeq(tgt) === 0, 30_000);
+      await waitFor('the first subscriber to apply the snapshot', () => projectionSeq(tgt, 'comments') === 0, 30_000);
 
       const [following, once] = await Promise.all([
         runCliAsync(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']),
@@ -73,18 +58,22 @@ describe('two subscribers of one target', () => {
       }
 
       // The refused ones made nothing again under the first: it goes on applying what is published.
-      runPython(WRITER, [src, '25']);
+      runPython(COMMENT_WRITER, [src, '25']);
       await publish();
-      await waitFor('the first subscriber to apply the new batches', () => targetSeq(tgt) === sourceSeq(src), 30_000);
+      await waitFor('the first subscriber to apply the new batches', () => projectionSeq(tgt, 'comments') === sourceSeq(src), 30_000);
       expect(first.child.exitCode).toBeNull();
 
       first.child.kill('SIGKILL');
       await first.exited;
       const next = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
       procs.push(next);
-      runPython(WRITER, [src, '5']);
+      runPython(COMMENT_WRITER, [src, '5']);
       await publish();
-      await waitFor('the next subscriber to apply', () => next.child.exitCode !== null || targetSeq(tgt) === sourceSeq(src), 30_000);
+      await waitFor(
+        'the next subscriber to apply',
+        () => next.child.exitCode !== null || projectionSeq(tgt, 'comments') === sourceSeq(src),
+        30_000,
+      );
       expect(next.child.exitCode, next.stderr()).toBeNull();
       next.child.kill('SIGTERM');
       expect((await next.exited).status, next.stderr()).toBe(0);

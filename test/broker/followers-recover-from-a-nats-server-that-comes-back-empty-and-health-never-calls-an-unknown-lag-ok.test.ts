@@ -16,8 +16,9 @@ import {
   runCliAsync,
   parseJson,
   type Spawned,
+  projectionSeq,
 } from '../cli/support/cli.ts';
-import { defaultStreamName, sourceIdOf } from './support/broker.ts';
+import { defaultStreamName, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * A nats-server that comes back on a new, empty store (its streams and
@@ -28,22 +29,6 @@ import { defaultStreamName, sourceIdOf } from './support/broker.ts';
  * its cursor is not in the new stream. While it cannot be known how far a
  * subscribed target is behind, health says so and exits 3, never ok.
  */
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
-
-function targetSeq(file: string): number {
-  try {
-    return Number(scalar(file, "SELECT seq FROM main._sluice_projections WHERE name = 'comments'"));
-  } catch {
-    return -1;
-  }
-}
 
 async function health(tgt: string, ...flags: string[]) {
   const r = await runCliAsync(['health', tgt, '--json', ...flags]);
@@ -62,14 +47,14 @@ describe('a nats-server that comes back empty', () => {
       const pub = startCli(['publish', src, '--nats', server.url, '--batch', '10', '--follow', '--json']);
       procs.push(pub);
       await waitFor('the first snapshot', () => pub.stderr().includes('published a snapshot'), 30_000);
-      runPython(WRITER, [src, '15']);
+      runPython(COMMENT_WRITER, [src, '15']);
       await waitFor('the publisher to publish the first events', () => published() === sourceSeq(src), 30_000);
 
       await server.kill();
       await waitFor('the publisher to notice', () => pub.stderr().includes('lost the connection to NATS'), 30_000);
-      runPython(WRITER, [src, '20']); // committed while the broker is away
+      runPython(COMMENT_WRITER, [src, '20']); // committed while the broker is away
       await server.restartEmpty();
-      runPython(WRITER, [src, '5']);
+      runPython(COMMENT_WRITER, [src, '5']);
       await waitFor(
         'the publisher to publish everything on the new stream',
         () => pub.child.exitCode !== null || published() === sourceSeq(src),
@@ -81,7 +66,7 @@ describe('a nats-server that comes back empty', () => {
       const tgt = path.join(dir, 'fresh.db');
       const sub = await runCliAsync(['subscribe', tgt, '--nats', server.url, '--source', sid, '--json']);
       expect(sub.status, sub.stderr).toBe(0);
-      expect(targetSeq(tgt)).toBe(sourceSeq(src));
+      expect(projectionSeq(tgt, 'comments')).toBe(sourceSeq(src));
       expect(dumpTables(tgt)).toEqual(dumpTables(src, ['comments']));
 
       pub.child.kill('SIGTERM');
@@ -113,9 +98,9 @@ describe('a nats-server that comes back empty', () => {
         await publish();
         const sub = startCli(['subscribe', tgt, '--nats', server.url, '--source', sid, '--follow', '--json']);
         procs.push(sub);
-        runPython(WRITER, [src, '12']);
+        runPython(COMMENT_WRITER, [src, '12']);
         await publish();
-        await waitFor('the subscriber to catch up', () => targetSeq(tgt) === sourceSeq(src), 30_000);
+        await waitFor('the subscriber to catch up', () => projectionSeq(tgt, 'comments') === sourceSeq(src), 30_000);
         // A subscribed target has no source to read its lag from: health reads it from the stream, at the URL the
         // subscriber recorded or the one given with --nats.
         const [recorded, seen] = await Promise.all([health(tgt), health(tgt, '--nats', server.url)]);
@@ -130,7 +115,7 @@ describe('a nats-server that comes back empty', () => {
         const blind = await health(tgt);
         expect(blind.status, blind.stderr).toBe(3);
         expect(blind.h?.projections[0]?.problems.join('\n')).toMatch(/lag .*cannot be read from NATS.*--nats/);
-        runPython(WRITER, [src, '20']); // committed while the broker is away
+        runPython(COMMENT_WRITER, [src, '20']); // committed while the broker is away
         await server.restartEmpty();
         // The stream is gone: how far the target is behind cannot be known.
         const gone = await health(tgt, '--nats', server.url);
@@ -138,18 +123,18 @@ describe('a nats-server that comes back empty', () => {
         expect(gone.h?.projections[0]?.problems.join('\n')).toContain(defaultStreamName(sid));
         if (!cursorInNewStream) fs.rmSync(`${src}.publish-${defaultStreamName(sid)}.cursor`); // a publisher that starts afresh
         await publish(); // makes the stream again
-        runPython(WRITER, [src, '7']);
+        runPython(COMMENT_WRITER, [src, '7']);
         await publish();
         await waitFor(
           'the subscriber to catch up on the new stream',
-          () => sub.child.exitCode !== null || targetSeq(tgt) === sourceSeq(src),
+          () => sub.child.exitCode !== null || projectionSeq(tgt, 'comments') === sourceSeq(src),
           60_000,
         );
         expect(sub.child.exitCode, sub.stderr()).toBeNull();
-        expect(targetSeq(tgt), sub.stderr()).toBe(sourceSeq(src));
-        runPython(WRITER, [src, '3']); // and it goes on following
+        expect(projectionSeq(tgt, 'comments'), sub.stderr()).toBe(sourceSeq(src));
+        runPython(COMMENT_WRITER, [src, '3']); // and it goes on following
         await publish();
-        await waitFor('the subscriber to follow on', () => targetSeq(tgt) === sourceSeq(src), 30_000);
+        await waitFor('the subscriber to follow on', () => projectionSeq(tgt, 'comments') === sourceSeq(src), 30_000);
         if (!cursorInNewStream) expect(sub.stderr()).toContain('SUBSCRIBER_BEHIND_STREAM');
         const back = await health(tgt, '--nats', server.url);
         expect(back.status, back.stderr).toBe(0);

@@ -4,7 +4,7 @@ import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { freePort, NatsServer } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, sourceSeq } from '../cli/support/cli.ts';
-import { defaultStreamName, sourceIdOf } from './support/broker.ts';
+import { defaultStreamName, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * A subscribed target records how it is fed: the broker URL (without
@@ -14,14 +14,6 @@ import { defaultStreamName, sourceIdOf } from './support/broker.ts';
  * that is gone, is a lag that cannot be known, which needs action (exit 3),
  * as before. --nats still overrides the recorded URL.
  */
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
 
 async function health(tgt: string, ...flags: string[]) {
   const r = await runCliAsync(['health', tgt, '--json', ...flags]);
@@ -57,7 +49,7 @@ describe('health of a subscribed target', () => {
         fedBy: { via: 'subscribe', url: server.url, stream: defaultStreamName(sid), sourceId: sid },
       });
 
-      runPython(WRITER, [src, '12']);
+      runPython(COMMENT_WRITER, [src, '12']);
       await publish();
       const behind = await health(tgt, '--max-lag-events', '5');
       expect(behind.status, behind.stdout).toBe(3);

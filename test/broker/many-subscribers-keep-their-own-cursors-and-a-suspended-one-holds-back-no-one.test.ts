@@ -12,6 +12,7 @@ import {
   sourceSeq,
   write,
   type Spawned,
+  projectionSeq,
 } from '../cli/support/cli.ts';
 import { sourceIdOf } from './support/broker.ts';
 
@@ -30,14 +31,6 @@ for i in range(int(sys.argv[2])):
     con.commit()
 `;
 
-function seqOf(file: string): number {
-  try {
-    return Number(scalar(file, "SELECT seq FROM main._sluice_projections WHERE name = 'repositories'"));
-  } catch {
-    return -1;
-  }
-}
-
 describe('many subscribers', () => {
   test('a suspended subscriber holds back neither the publisher nor the others', async () => {
     const dir = makeDir();
@@ -52,21 +45,29 @@ describe('many subscribers', () => {
       const subs = targets.map((t) => startCli(['subscribe', t, '--nats', server.url, '--source', sourceIdOf(src), '--follow', '--json']));
       procs.push(...subs);
       runPython(WRITER, [src, '12']);
-      await waitFor('every target at the source', () => targets.every((t) => seqOf(t) === sourceSeq(src)), 30_000);
+      await waitFor('every target at the source', () => targets.every((t) => projectionSeq(t, 'repositories') === sourceSeq(src)), 30_000);
 
       // b's row of repository 1 no longer matches the source's before-image.
       write(targets[1] as string, 'UPDATE repositories SET stars = -1 WHERE id = 1');
-      const tampered = seqOf(targets[1] as string);
+      const tampered = projectionSeq(targets[1] as string, 'repositories');
       runPython(WRITER, [src, '30']);
       const b = await subs[1]?.exited;
       expect(b?.status, subs[1]?.stderr()).toBe(3);
       expect(subs[1]?.stderr()).toContain('TARGET_DIVERGED');
       expect(scalar(targets[1] as string, "SELECT state || ' ' || reason FROM main._sluice_projections")).toBe('suspended TARGET_DIVERGED');
-      expect(seqOf(targets[1] as string)).toBe(tampered);
+      expect(projectionSeq(targets[1] as string, 'repositories')).toBe(tampered);
 
-      await waitFor('a and c at the source', () => [targets[0], targets[2]].every((t) => seqOf(t as string) === sourceSeq(src)), 30_000);
+      await waitFor(
+        'a and c at the source',
+        () => [targets[0], targets[2]].every((t) => projectionSeq(t as string, 'repositories') === sourceSeq(src)),
+        30_000,
+      );
       runPython(WRITER, [src, '5']);
-      await waitFor('a and c following on', () => [targets[0], targets[2]].every((t) => seqOf(t as string) === sourceSeq(src)), 30_000);
+      await waitFor(
+        'a and c following on',
+        () => [targets[0], targets[2]].every((t) => projectionSeq(t as string, 'repositories') === sourceSeq(src)),
+        30_000,
+      );
       for (const t of [targets[0], targets[2]]) expect(dumpTables(t as string)).toEqual(dumpTables(src, ['repositories']));
       for (const p of [pub, subs[0], subs[2]]) p?.child.kill('SIGTERM');
       for (const p of [pub, subs[0], subs[2]]) expect((await p?.exited)?.status, p?.stderr()).toBe(0);

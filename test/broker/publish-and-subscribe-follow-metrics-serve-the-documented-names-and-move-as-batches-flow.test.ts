@@ -4,7 +4,7 @@ import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts'
 import { documentedMetrics, sample, scrape, scrapeUntil, type Scrape } from '../support/metrics.ts';
 import { NatsServer, freePort } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, startCli, waitFor, sourceSeq, type Spawned } from '../cli/support/cli.ts';
-import { sourceIdOf } from './support/broker.ts';
+import { sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * `publish --follow --metrics` and `subscribe --follow --metrics` as a user
@@ -14,14 +14,6 @@ import { sourceIdOf } from './support/broker.ts';
  * the subscriber's per projection counters, commit time and stream lag move
  * as it applies, and its lag, read from the stream, is 0 once caught up.
  */
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
 
 const of = sample;
 
@@ -64,7 +56,7 @@ describe('publish and subscribe --follow --metrics', () => {
       expect(Math.abs(committed0 - Date.now() / 1000)).toBeLessThan(60);
       const applied0 = of(s, 'sluice_events_applied_total', p) ?? 0;
 
-      runPython(WRITER, [src, '30']);
+      runPython(COMMENT_WRITER, [src, '30']);
       const pubNow = await scrapeUntil(pubPort, (x) => (of(x, 'sluice_published_events_total', streamLabel) ?? 0) >= 30);
       expect(of(pubNow, 'sluice_published_events_total', streamLabel)).toBe(30);
       expect(of(pubNow, 'sluice_published_batches_total', streamLabel)).toBeGreaterThanOrEqual(3);

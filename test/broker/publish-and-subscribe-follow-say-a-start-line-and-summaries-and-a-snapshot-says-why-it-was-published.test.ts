@@ -12,7 +12,7 @@ import {
   sourceSeq,
   type Spawned,
 } from '../cli/support/cli.ts';
-import { natsForFile, sourceIdOf } from './support/broker.ts';
+import { natsForFile, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * Output that tells the truth. A published snapshot says why it was published
@@ -24,14 +24,6 @@ import { natsForFile, sourceIdOf } from './support/broker.ts';
  */
 
 const nats = natsForFile();
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
 
 describe('publish and subscribe output', () => {
   test('a first snapshot says the stream had none, in text and in --json (with the retired code as its alias)', async () => {
@@ -71,7 +63,7 @@ describe('publish and subscribe output', () => {
       const sub = startCli(['subscribe', tgt, '--nats', url, '--source', sourceIdOf(src), '--follow', '--summary-interval', '200']);
       procs.push(sub);
       await waitFor('the subscriber to start', () => sub.stdout().includes('following stream'), 30_000);
-      runPython(WRITER, [src, '30']);
+      runPython(COMMENT_WRITER, [src, '30']);
       const seq = sourceSeq(src);
       const moved = (p: Spawned, verb: string) =>
         new RegExp(`^following: [1-9]\\d* events ${verb} in the last 0\\.2s, ${seq} in \\d+ batches since start; at seq ${seq}`, 'm').test(

@@ -2,7 +2,7 @@ import path from 'node:path';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, dumpTables, startCli, waitFor, scalar, sourceSeq, type Spawned } from '../cli/support/cli.ts';
-import { sourceIdOf } from './support/broker.ts';
+import { sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
 
 /*
  * publish --follow and subscribe --follow keep running while the
@@ -11,14 +11,6 @@ import { sourceIdOf } from './support/broker.ts';
  * when it has it back, and the target catches up with what the source
  * committed meanwhile, with nothing missing or applied twice.
  */
-
-const WRITER = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-for i in range(int(sys.argv[2])):
-    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
-    con.commit()
-`;
 
 function targetSeq(file: string): number {
   try {
@@ -42,17 +34,17 @@ describe('a nats-server restart under followers', () => {
       await waitFor('the first snapshot', () => pub.stderr().includes('published a snapshot'), 30_000);
       const sub = startCli(['subscribe', tgt, '--nats', server.url, '--source', sourceIdOf(src), '--follow', '--json']);
       procs.push(sub);
-      runPython(WRITER, [src, '40']);
+      runPython(COMMENT_WRITER, [src, '40']);
       await waitFor('the target to catch up', () => targetSeq(tgt) === sourceSeq(src), 30_000);
 
       await server.kill();
       await waitFor('both to notice', () => [pub, sub].every((p) => p.stderr().includes('lost the connection to NATS')), 30_000);
-      runPython(WRITER, [src, '60']); // committed while the broker is away
+      runPython(COMMENT_WRITER, [src, '60']); // committed while the broker is away
       await new Promise((r) => setTimeout(r, 500));
       expect(targetSeq(tgt)).toBeLessThan(sourceSeq(src));
       await server.restart();
       await waitFor('the target to catch up after the restart', () => targetSeq(tgt) === sourceSeq(src), 60_000);
-      runPython(WRITER, [src, '10']); // and it goes on following
+      runPython(COMMENT_WRITER, [src, '10']); // and it goes on following
       await waitFor('the target to follow on', () => targetSeq(tgt) === sourceSeq(src), 30_000);
       for (const p of [pub, sub]) expect(p.stderr(), p.stderr()).toMatch(/reconnected to NATS at nats:\/\/127\.0\.0\.1:\d+; resuming/);
 

@@ -59,3 +59,12 @@ export async function publishRaw(url: string, subject: string, data: string, hea
 }
 
 export { defaultStreamName };
+
+/** Python, run as `python3 - SRC N`: N updates of comments.body, each committed alone (an application's steady writes). */
+export const COMMENT_WRITER = `
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+for i in range(int(sys.argv[2])):
+    con.execute("UPDATE comments SET body = body || '.' WHERE id = ?", (1 + i % 50,))
+    con.commit()
+`;

@@ -129,6 +129,15 @@ export function sourceSeq(file: string): number {
   return Number(scalar(file, 'SELECT max(seq) FROM main._sluice_journal') ?? 0n);
 }
 
+/** The seq of projection `name` in target `file`, or -1 while the target (or its row) does not exist yet. */
+export function projectionSeq(file: string, name: string): number {
+  try {
+    return Number(scalar(file, 'SELECT seq FROM main._sluice_projections WHERE name = ?', name));
+  } catch {
+    return -1;
+  }
+}
+
 /**
  * Every user table (not sqlite_* or _sluice_*, not virtual) as sorted rows of
  * cells that are exact by storage class and bytes: quote() for INTEGER, REAL
