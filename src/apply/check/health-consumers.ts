@@ -2,7 +2,7 @@ import type { Db } from '../../sqlite/connection.ts';
 import { pathIdentity } from '../../sqlite/file-identity.ts';
 import { targetKey } from '../../capture/consumers.ts';
 import { checkConsumers, lostExplanation, lostRepair } from '../target/consumers.ts';
-import type { ProjectionHealth } from './health-types.ts';
+import { notHeldHealth, type ProjectionHealth } from './health-types.ts';
 
 /*
  * health's side of consumers.ts: a projection a source acknowledges for this
@@ -29,25 +29,20 @@ export function lostProjections(
       continue; // a source that cannot be read is reported by the projections that read it
     }
     for (const l of lost)
-      out.push({
-        name: l.projection,
-        kind: l.kind ?? 'unknown',
-        state: 'lost',
-        reason: 'CONSUMER_NOT_BUILT',
-        detail: { consumer: l.consumer, why: l.why, updatedMs: l.updatedMs },
-        seq: l.seq,
-        sourcePath,
-        sourceSeq: null,
-        lagEvents: null,
-        lagMs: null,
-        lastError: null,
-        failure: null,
-        rebuild: null,
-        needsAction: true,
-        action: l.message,
-        // As health says any code: what was found, then the code and its repair.
-        problems: [`${lostExplanation(l, at.targetKey)}; CONSUMER_NOT_BUILT: ${lostRepair(l.projection, sourcePath, at.targetKey)}`],
-      });
+      out.push(
+        notHeldHealth({
+          name: l.projection,
+          kind: l.kind ?? 'unknown',
+          state: 'lost',
+          reason: 'CONSUMER_NOT_BUILT',
+          detail: { consumer: l.consumer, why: l.why, updatedMs: l.updatedMs },
+          seq: l.seq,
+          sourcePath,
+          action: l.message,
+          // As health says any code: what was found, then the code and its repair.
+          problems: [`${lostExplanation(l, at.targetKey)}; CONSUMER_NOT_BUILT: ${lostRepair(l.projection, sourcePath, at.targetKey)}`],
+        }),
+      );
   }
   return out;
 }

@@ -68,3 +68,36 @@ export interface HealthReport {
   readonly ok: boolean;
   readonly projections: readonly ProjectionHealth[];
 }
+
+/**
+ * The health of a projection the target does not hold (yet): one "*" asks
+ * for (pending, MIRROR_NOT_BUILT) or one the source acknowledges (lost,
+ * CONSUMER_NOT_BUILT). Nothing of it can be read from the target: no lag,
+ * no failure, no rebuild; it needs action.
+ */
+export function notHeldHealth(
+  p: Pick<ProjectionHealth, 'name' | 'kind' | 'state' | 'reason' | 'detail' | 'seq' | 'sourcePath' | 'problems'> & {
+    readonly action: string;
+  },
+): ProjectionHealth {
+  const { name, kind, state, reason, detail, seq, sourcePath, action, problems } = p;
+  // In the order of every other projection's health (its JSON keys).
+  return {
+    name,
+    kind,
+    state,
+    reason,
+    detail,
+    seq,
+    sourcePath,
+    sourceSeq: null,
+    lagEvents: null,
+    lagMs: null,
+    lastError: null,
+    failure: null,
+    rebuild: null,
+    needsAction: true,
+    action,
+    problems,
+  };
+}

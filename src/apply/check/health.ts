@@ -12,7 +12,7 @@ import { damagedTarget, fails, isSqliteCorrupt } from '../sync/damaged.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { missingMirrors, mirrorAllSource } from '../sync/projection-set.ts';
 import { lostProjections } from './health-consumers.ts';
-import type { FailureHealth, ProjectionHealth, HealthReport } from './health-types.ts';
+import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
@@ -114,7 +114,7 @@ function pendingMirrors(
   }
   return missingMirrors(target, 'main', records, captured).map((d) => {
     const action = `table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`;
-    return {
+    return notHeldHealth({
       name: d.name,
       kind: 'mirror',
       state: 'pending',
@@ -122,16 +122,9 @@ function pendingMirrors(
       detail: { table: d.source },
       seq: 0,
       sourcePath,
-      sourceSeq: null,
-      lagEvents: null,
-      lagMs: null,
-      lastError: null,
-      failure: null,
-      rebuild: null,
-      needsAction: true,
       action,
       problems: [action],
-    };
+    });
   });
 }
 
