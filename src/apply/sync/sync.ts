@@ -83,6 +83,9 @@ export class Syncer {
   /** Projections whose row this syncer found naming its source as the one that feeds them (#recordSource). */
   readonly #sourced = new Set<string>();
   #lastAckMs = Number.NEGATIVE_INFINITY;
+  /** When a run last compared the source's acknowledgements with the target (#checkConsumers), and the lost ones it found. */
+  #consumersCheckedMs = Number.NEGATIVE_INFINITY;
+  #lost: readonly LostProjection[] = [];
   /** The open's re-arm, until the first run has reported it. */
   #rearmPending: RearmReport | undefined;
   /**
@@ -304,7 +307,13 @@ export class Syncer {
       const interval = run.acknowledgeIntervalMs ?? 0;
       if (interval <= 0) this.#writeAcks(true);
       else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
-      consumers = this.#checkConsumers();
+      // A follower compares them at most once per acknowledgement interval (they change with a deleted
+      // target or a drop, not with each commit), and reports the lost ones it found in between.
+      if (interval <= 0 || Date.now() - this.#consumersCheckedMs >= interval) {
+        consumers = this.#checkConsumers();
+        this.#lost = consumers.lost;
+        this.#consumersCheckedMs = Date.now();
+      } else consumers = { lost: this.#lost, forgotten: [] };
     }
     return {
       sourceSeq,
