@@ -14,6 +14,9 @@ export interface RearmReport {
   readonly generation: number;
 }
 
+/** Connections whose source's consumers table rearmCapture found (or made) current. */
+const consumersCurrent = new WeakSet<Db>();
+
 /**
  * Re-arms an enabled capture whose triggers were removed or altered, or
  * whose table changed (a new column): what `enable <db>` with no new table
@@ -32,7 +35,10 @@ export function rearmCapture(db: Db): RearmReport | undefined {
     // DDL would fall after the cursors of that run, and a `sluice alter` next
     // (whose span replaces this one as sluice's last own DDL) would leave
     // them a schema window to rebuild across.
-    if (consumersNeedUpgrade(db)) withWriteTransaction(db, () => upgradeConsumers(db));
+    if (!consumersCurrent.has(db)) {
+      if (consumersNeedUpgrade(db)) withWriteTransaction(db, () => upgradeConsumers(db));
+      consumersCurrent.add(db); // a follower re-arms before every pass: looked at once per connection
+    }
     const v = verifyCapture(db);
     if (v.problem !== undefined || v.ok || v.state === undefined) return undefined;
     const r = enable(db, [], { keepJournalMode: true });
