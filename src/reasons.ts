@@ -204,7 +204,7 @@ export const REASONS = {
     explain:
       "Another program changed the projection's tables in the target (a hand edit): sync --follow saw the write in the target's write-ahead log, or verify found rows that differ from the source; they are no longer the source's.",
     repair:
-      'undo the edit (sluice health {target} --json shows what differs) and run sluice verify {source} {target}, which clears it once the rows equal the source again; or rebuild it: sluice reinit {source} {target} {projection}',
+      "undo the edit (sluice health {target} --json shows what differs) and run sluice verify {source} {target}, which clears it once the rows of a mirror, a map or an fts5 index with content equal the source again; a custom handler's tables and a contentless fts5 index keep nothing sluice can compare, and only a rebuild clears those; any edited projection can be rebuilt: sluice reinit {source} {target} {projection}",
   },
   UNCAPTURED_REPLACE: {
     kinds: ['suspend'],

@@ -110,6 +110,9 @@ con.commit()`,
       expect(p, p.name).toMatchObject({ state: 'suspended', reason: 'TARGET_EDITED', needsAction: true });
       expect(p.action, p.name).toContain(`sluice reinit ${src} ${tgt} ${p.name}`);
     }
+    // verify clears an edit once the rows are equal again only where it can compare them: the repair says a custom handler's tables need the rebuild.
+    const counts = hj.projections.find((p) => p.name === 'comment_counts');
+    expect(counts?.action).toMatch(/custom handler's tables[^;]*only a rebuild clears/);
     const issues = hj.projections.find((p) => p.name === 'issues');
     expect(issues?.detail).toMatchObject({ tables: ['issues'], diffs: [{ key: [2, 5], kind: 'different' }] });
     f.child.kill('SIGTERM');
