@@ -64,7 +64,7 @@ export function registerPublish(program: Command): void {
     )
     .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
       if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
-      // The broker, and the NATS client with it, is loaded by publish and subscribe only (docs/architecture.md, "Entries").
+      // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
       const broker = await import('../broker/index.ts');
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
       const interrupt = trapInterrupt();

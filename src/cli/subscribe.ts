@@ -55,7 +55,7 @@ export function registerSubscribe(program: Command): void {
         command: Command,
       ) => {
         if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
-        // The broker, and the NATS client with it, is loaded by publish and subscribe only (docs/architecture.md, "Entries").
+        // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
         const broker = await import('../broker/index.ts');
         const defs = await loadAll(opts.projection);
         const stream = { sourceId: opts.source, ...(opts.stream === undefined ? {} : { stream: opts.stream }) };
