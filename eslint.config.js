@@ -1,7 +1,9 @@
 // ESLint: typescript-eslint's recommended rules, and the layer boundaries of
-// src/ (docs/architecture.md, "Layers"): a layer imports only lower layers, cli/ imports
-// the library only through the barrel src/index.ts, nothing else imports the
-// barrel, and product code never imports fixtures/.
+// src/ (docs/architecture.md, "Layers" and "Entries"): a layer imports only
+// lower layers; cli/ imports the library only through the barrels
+// src/index.ts and src/internal.ts, and the broker only as
+// import('../broker/index.ts'); nothing else imports the barrels; only
+// broker/ imports the NATS client; product code never imports fixtures/.
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
@@ -21,9 +23,12 @@ function srcTarget(dirs, files = [], fromRoot = false) {
 /**
  * One restriction: import declarations, re-exports (no-restricted-imports) and
  * import() expressions and types (no-restricted-syntax) whose specifier matches `regex`.
- * esquery regexes cannot hold a slash, hence \x2F.
+ * esquery regexes cannot hold a slash, hence \x2F. `loaded` restrictions
+ * match only what loads the module when the importing file loads: an import
+ * or re-export that is not `import type` / `export type` (under
+ * verbatimModuleSyntax, `import { type X }` still loads it).
  */
-function restrict(restrictions) {
+function restrict(restrictions, loaded = []) {
   return {
     '@typescript-eslint/no-restricted-imports': ['error', { patterns: restrictions.map(({ regex, message }) => ({ regex, message })) }],
     'no-restricted-syntax': [
@@ -31,6 +36,11 @@ function restrict(restrictions) {
       ...restrictions.flatMap(({ regex, message }) => [
         { selector: `ImportExpression[source.value=/${regex}/]`, message },
         { selector: `TSImportType[source.value=/${regex}/]`, message },
+      ]),
+      ...loaded.flatMap(({ regex, message }) => [
+        { selector: `ImportDeclaration[importKind!='type'][source.value=/${regex}/]`, message },
+        { selector: `ExportNamedDeclaration[exportKind!='type'][source.value=/${regex}/]`, message },
+        { selector: `ExportAllDeclaration[exportKind!='type'][source.value=/${regex}/]`, message },
       ]),
     ],
   };
@@ -42,25 +52,46 @@ const FIXTURES = {
   message: 'Product code does not import fixtures/: move what it needs under src/.',
 };
 const BARREL = {
-  regex: `${srcTarget([], ['index.ts'])}|^sluice(?:\\x2F|$)`,
-  message: 'Only src/cli/ imports the barrel src/index.ts: import the module itself.',
+  regex: `${srcTarget([], ['index.ts', 'internal.ts'])}|^sluice(?:\\x2F|$)`,
+  message: 'Only src/cli/ imports the barrel src/index.ts (and src/internal.ts): import the module itself.',
+};
+const NATS_CLIENT = {
+  regex: '^@nats-io(?:\\x2F|$)',
+  message:
+    'Only src/broker/ imports the NATS client (@nats-io/*): the main entry and every command but publish and subscribe run without it (docs/architecture.md, "Entries").',
+};
+/** From src/index.ts or src/internal.ts: any broker/ file. */
+const BROKER_FROM_BARREL = {
+  regex: srcTarget(['broker'], [], true),
+  message:
+    'The main entry loads no NATS client: the broker is its own entry, sluice/broker (src/broker/index.ts), which cli/ loads with import() (docs/architecture.md, "Entries").',
 };
 
 function layerRules(i) {
   const layer = LAYERS[i];
   if (layer === 'cli') {
+    // broker/ only through its entry, broker/index.ts; the rest of the layers not at all.
     const lower = {
-      regex: srcTarget(LAYERS.slice(0, i), ['errors.ts', 'reasons.ts']),
-      message: 'cli/ imports the library only through src/index.ts: export what it needs from the barrel and import it from ../index.ts.',
+      regex: `${srcTarget(
+        LAYERS.slice(0, i).filter((l) => l !== 'broker'),
+        ['errors.ts', 'reasons.ts'],
+      )}|^(?:\\.\\.\\x2F)+broker(?:\\x2F(?!index\\.ts$)|$)`,
+      message:
+        'cli/ imports the library only through src/index.ts (what users get; what they do not, through src/internal.ts) and the broker through src/broker/index.ts: export what it needs from one of them and import it from there.',
     };
-    return restrict([lower, FIXTURES]);
+    const broker = {
+      regex: '^(?:\\.\\.\\x2F)+broker\\x2Findex\\.ts$',
+      message:
+        'cli/ loads the broker (and the NATS client) only when a command needs it: `const broker = await import(\'../broker/index.ts\')` in its action, or `import type` (docs/architecture.md, "Entries").',
+    };
+    return restrict([lower, FIXTURES, NATS_CLIENT], [broker]);
   }
   const higher = LAYERS.slice(i + 1);
   const upward = {
     regex: srcTarget(higher),
     message: `${layer}/ may not import ${higher.map((h) => `${h}/`).join(', ')}: a layer imports only lower ones (${ORDER}). Move the code down, or this file up.`,
   };
-  return restrict([upward, BARREL, FIXTURES]);
+  return restrict([upward, BARREL, FIXTURES, ...(layer === 'broker' ? [] : [NATS_CLIENT])]);
 }
 
 export default defineConfig(
@@ -113,7 +144,25 @@ export default defineConfig(
     files: ['src/index.ts'],
     rules: restrict([
       { regex: srcTarget(['cli'], [], true), message: 'The barrel src/index.ts is what cli/ calls: it exports no cli/ code.' },
+      BROKER_FROM_BARREL,
+      {
+        regex: srcTarget([], ['internal.ts'], true),
+        message: 'The main entry does not re-export src/internal.ts: a name users need is exported from its own module.',
+      },
       FIXTURES,
+      NATS_CLIENT,
+    ]),
+  },
+  {
+    files: ['src/internal.ts'],
+    rules: restrict([
+      {
+        regex: srcTarget(['cli'], [], true),
+        message: 'src/internal.ts is what cli/ calls beyond the main entry: it exports no cli/ code.',
+      },
+      BROKER_FROM_BARREL,
+      FIXTURES,
+      NATS_CLIENT,
     ]),
   },
 );

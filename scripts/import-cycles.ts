@@ -3,13 +3,15 @@ import path from 'node:path';
 
 /*
  * Import circles among the TypeScript files under a folder: every relative
- * import, re-export, `import type` and `import()` counts (a type-only
- * import is still a dependency a reader must follow). docs/architecture.md
- * asks for none; a test runs this over src/ (and `npx tsx
- * scripts/import-cycles.ts` prints them).
+ * import, re-export, `import type`, `import()` and side-effect import
+ * (`import './x.ts'`) counts (a type-only import is still a dependency a
+ * reader must follow). docs/architecture.md asks for none; a test in
+ * `npm test` runs this over src/ (and `npx tsx scripts/import-cycles.ts`
+ * prints them).
  */
 
-const SPECIFIER = /(?:^|[\s;])(?:import|export)\s[^'";]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)/g;
+const SPECIFIER =
+  /(?:^|[\s;])(?:import|export)\s[^'";]*?from\s*['"](\.{1,2}\/[^'"]+)['"]|import\(\s*['"](\.{1,2}\/[^'"]+)['"]\s*\)|(?:^|[\s;])import\s*['"](\.{1,2}\/[^'"]+)['"]/g;
 
 function tsFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -27,7 +29,7 @@ export function importCycles(root: string): string[][] {
     const text = fs.readFileSync(f, 'utf8');
     const to = new Set<string>();
     for (const m of text.matchAll(SPECIFIER)) {
-      const target = path.resolve(path.dirname(f), (m[1] ?? m[2]) as string);
+      const target = path.resolve(path.dirname(f), (m[1] ?? m[2] ?? m[3]) as string);
       if (known.has(target)) to.add(target);
     }
     edges.set(f, [...to]);

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { alterRules, alterWithForecast, type AlterResult, type AlterWithForecast } from '../index.ts';
+import { alterWithForecast, type AlterResult, type AlterWithForecast } from '../index.ts';
+import { alterRules } from '../internal.ts';
 import { collect } from './enable.ts';
 import { describeExplain } from './explain.ts';
 import * as S from './json-schemas.ts';

@@ -1,6 +1,8 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import fs from 'node:fs';
-import { openDatabase, openStreamLag, readProjections, type SubscribedBatch } from '../index.ts';
+import { openDatabase } from '../index.ts';
+import { readProjections } from '../internal.ts';
+import type { SubscribedBatch } from '../broker/index.ts';
 import { SluiceMetrics, type Scrapable } from './metrics.ts';
 
 /*
@@ -94,6 +96,8 @@ export async function subscriberMetrics(
   url: string,
   options: { sourceId: string; stream?: string },
 ): Promise<SubscriberMetrics> {
+  // Loaded here, not above: publish.ts imports this file, and every command's --help loads publish.ts.
+  const { openStreamLag } = await import('../broker/index.ts');
   const lag = await openStreamLag(url, options);
   const metrics = new SluiceMetrics(async () => {
     const out = [];

@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { openSource, readBatch, journalStartCursor, eventToLine } from '../index.ts';
+import { openSource, readBatch, journalStartCursor } from '../index.ts';
+import { eventToLine } from '../internal.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import { jsonReplacer } from './output.ts';
 import { stdout } from './closed-pipe.ts';

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
-import { loadDefinitions, MIRROR_ALL, type DefinitionInput, type ProjectionDefinition } from '../index.ts';
+import { loadDefinitions, type DefinitionInput, type ProjectionDefinition } from '../index.ts';
+import { MIRROR_ALL } from '../internal.ts';
 
 /*
  * The --projection files of a follower, watched by their file identity,

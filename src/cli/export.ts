@@ -1,12 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
+import { openSource, exportOnce, decodeCursor, status, LineSink } from '../index.ts';
 import {
-  openSource,
-  exportOnce,
-  decodeCursor,
-  status,
-  LineSink,
   cursorFileFor,
   positionOf,
   readResumePoint,
@@ -14,7 +10,7 @@ import {
   saveSnapshotStart,
   truncateToResumePoint,
   checkHeldFile,
-} from '../index.ts';
+} from '../internal.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';

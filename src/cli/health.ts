@@ -1,5 +1,7 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
-import { health, isReasonCode, readRecordedStreamLags, readStreamLags, REASONS, type ProjectionHealth } from '../index.ts';
+import { health, isReasonCode, openDatabase, REASONS, type FedLag, type ProjectionHealth } from '../index.ts';
+import { readProjections } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -24,11 +26,7 @@ export function registerHealth(program: Command): void {
       '\nExamples:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json\n  $ sluice health subscribed.db --nats nats://127.0.0.1:4222 --max-lag-ms 60000',
     )
     .action(async (target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number; nats?: string; stream?: string }) => {
-      // Without --nats, a subscribed projection's lag is read where its subscriber reads: the URL and stream the target records.
-      const fedLag =
-        opts.nats === undefined
-          ? await readRecordedStreamLags(target)
-          : await readStreamLags(target, opts.nats, opts.stream === undefined ? {} : { stream: opts.stream });
+      const fedLag = await streamLags(target, opts);
       const h = health(target, {
         ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
         ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
@@ -46,6 +44,34 @@ export function registerHealth(program: Command): void {
       );
       if (!h.ok) throw new ExitSignal(3);
     });
+}
+
+/**
+ * The lags health reads from NATS: with --nats, from that URL; without it, a
+ * subscribed projection's lag is read where its subscriber reads, the URL
+ * and stream the target records. The broker (and the NATS client) is loaded
+ * only then: a target no subscriber feeds, the usual one, gets no lags from
+ * it either way, and health of it loads no NATS (docs/architecture.md, "Entries").
+ */
+async function streamLags(target: string, opts: { nats?: string; stream?: string }): Promise<ReadonlyMap<string, FedLag> | undefined> {
+  if (opts.nats === undefined && !recordsSubscriber(target)) return undefined;
+  const broker = await import('../broker/index.ts');
+  return opts.nats === undefined
+    ? await broker.readRecordedStreamLags(target)
+    : await broker.readStreamLags(target, opts.nats, opts.stream === undefined ? {} : { stream: opts.stream });
+}
+
+/** Whether the target records a projection fed by sluice subscribe (the ones readRecordedStreamLags reads are among them). */
+function recordsSubscriber(target: string): boolean {
+  if (!fs.existsSync(target)) return false; // health says so itself
+  const db = openDatabase(target, { readonly: true, role: 'target' });
+  try {
+    return readProjections(db, 'main').some((p) => p.fedBy?.via === 'subscribe');
+  } catch {
+    return false; // a target health cannot read: health reports it
+  } finally {
+    db.close();
+  }
 }
 
 /** A cursor the next sync rebuilds from by itself: not a problem, but said. */

@@ -1,5 +1,6 @@
 import type { z } from 'zod';
-import { aliasFields, SluiceError } from '../index.ts';
+import { SluiceError } from '../index.ts';
+import { aliasFields } from '../internal.ts';
 import { isClosedPipe, stdout, stderr } from './closed-pipe.ts';
 
 export interface GlobalOptions {

@@ -1,5 +1,7 @@
 import type { Command } from 'commander';
-import { Publisher, decodeCursor, withoutCredentials, type PublishPass } from '../index.ts';
+import { decodeCursor } from '../index.ts';
+import { withoutCredentials } from '../internal.ts';
+import type { Publisher, PublishPass } from '../broker/index.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -62,6 +64,8 @@ export function registerPublish(program: Command): void {
     )
     .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
       if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
+      // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
+      const broker = await import('../broker/index.ts');
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
       const interrupt = trapInterrupt();
       const log = (line: string) => stderr().write(`${line}\n`);
@@ -79,7 +83,7 @@ export function registerPublish(program: Command): void {
       let server: MetricsServer | undefined;
       let stopSummaries: (() => void) | undefined;
       try {
-        publisher = await Publisher.open(dbPath, opts.nats, {
+        publisher = await broker.Publisher.open(dbPath, opts.nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
           log,

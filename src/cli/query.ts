@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { openDatabase, projectionWrites, runQuery, toJsonValue, type Db } from '../index.ts';
+import { openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
+import { projectionWrites } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { enableCommand, enableHint, openSource, shellWord, status, type ConsumerStatus } from '../index.ts';
+import { openSource, status, type ConsumerStatus } from '../index.ts';
+import { enableCommand, enableHint, shellWord } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { subscribe, withoutCredentials, type SubscribedBatch } from '../index.ts';
+import { withoutCredentials } from '../internal.ts';
+import type { subscribe, SubscribedBatch } from '../broker/index.ts';
 import { collect } from './enable.ts';
 import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
@@ -54,6 +55,8 @@ export function registerSubscribe(program: Command): void {
         command: Command,
       ) => {
         if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
+        // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
+        const broker = await import('../broker/index.ts');
         const defs = await loadAll(opts.projection);
         const stream = { sourceId: opts.source, ...(opts.stream === undefined ? {} : { stream: opts.stream }) };
         let metrics: SubscriberMetrics | undefined;
@@ -76,7 +79,7 @@ export function registerSubscribe(program: Command): void {
         let stopSummaries: (() => void) | undefined;
         let r: Awaited<ReturnType<typeof subscribe>>;
         try {
-          r = await subscribe(target, opts.nats, {
+          r = await broker.subscribe(target, opts.nats, {
             ...stream,
             onBatch: (b) => {
               metrics?.onBatch(b);

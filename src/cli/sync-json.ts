@@ -1,4 +1,5 @@
-import { aliasFields, type SyncReport } from '../index.ts';
+import type { SyncReport } from '../index.ts';
+import { aliasFields } from '../internal.ts';
 
 /** A sync report as `sync --json` prints it (json-schemas.ts's syncOutput): one object per run, or per pass of a follower. */
 export function reportJson(r: SyncReport): unknown {

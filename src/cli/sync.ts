@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { repairAction, shellWord, Syncer, type SyncProgress, type SyncReport } from '../index.ts';
+import { Syncer, type SyncProgress, type SyncReport } from '../index.ts';
+import { repairAction, shellWord } from '../internal.ts';
 import { lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';

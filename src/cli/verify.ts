@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { repairAction, verify } from '../index.ts';
+import { verify } from '../index.ts';
+import { repairAction } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr } from './closed-pipe.ts';

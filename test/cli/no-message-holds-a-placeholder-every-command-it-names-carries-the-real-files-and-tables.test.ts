@@ -4,19 +4,8 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, ROOT, runSqliteCli } from '../support/fixtures.ts';
 import { NatsServer } from '../support/nats-server.ts';
-import {
-  REASONS,
-  bump,
-  enable,
-  openDatabase,
-  prune,
-  repairAction,
-  snapshot,
-  sync,
-  verify,
-  type ReasonCode,
-  type SyncReport,
-} from '../../src/index.ts';
+import { REASONS, bump, enable, openDatabase, prune, snapshot, sync, verify, type ReasonCode, type SyncReport } from '../../src/index.ts';
+import { repairAction } from '../../src/internal.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, write } from './support/cli.ts';
 
 /*

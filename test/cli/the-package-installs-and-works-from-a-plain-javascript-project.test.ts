@@ -183,6 +183,53 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
     expect(r.stdout).toMatch(/Module name 'sluice' was successfully resolved to '[^']*node_modules\/sluice\/dist\/src\/index\.d\.ts'/);
   }, 120_000);
 
+  test("the tarball's broker entry, sluice/broker, resolves through the exports map for node and tsc, and the main entry holds none of it", async () => {
+    expect(packed.files.map((f) => f.path)).toEqual(expect.arrayContaining(['dist/src/broker/index.js', 'dist/src/broker/index.d.ts']));
+    fs.writeFileSync(
+      path.join(project, 'broker-probe.js'),
+      [
+        "import { subscribe, Publisher } from 'sluice/broker';",
+        "import * as main from 'sluice';",
+        "console.log(JSON.stringify({ subscribe: typeof subscribe, open: typeof Publisher.open, inMain: ['subscribe', 'Publisher'].filter((n) => n in main) }));",
+        '// @ts-expect-error subscribe takes the path of a target',
+        "export const probe = () => subscribe(42, 'nats://127.0.0.1:4222', { sourceId: 's' });",
+        '',
+      ].join('\n'),
+    );
+    const r = await run(process.execPath, ['broker-probe.js'], project);
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toEqual({ subscribe: 'function', open: 'function', inMain: [] });
+    // Only the probe, and sluice's .d.ts used, not checked: which file tsc resolves the name to is the point here.
+    fs.writeFileSync(
+      path.join(project, 'tsconfig.broker.json'),
+      JSON.stringify({
+        compilerOptions: {
+          module: 'nodenext',
+          moduleResolution: 'nodenext',
+          target: 'es2022',
+          types: ['node'],
+          allowJs: true,
+          checkJs: true,
+          noEmit: true,
+          strict: true,
+          skipLibCheck: true,
+        },
+        files: ['broker-probe.js'],
+      }),
+    );
+    const t = await run(process.execPath, [TSC, '-p', 'tsconfig.broker.json', '--traceResolution'], project);
+    expect(
+      t.status,
+      t.stdout
+        .split('\n')
+        .filter((l) => /error TS/.test(l))
+        .join('\n'),
+    ).toBe(0);
+    expect(t.stdout).toMatch(
+      /Module name 'sluice\/broker' was successfully resolved to '[^']*node_modules\/sluice\/dist\/src\/broker\/index\.d\.ts'/,
+    );
+  }, 120_000);
+
   test('the packaged CLI runs its demo (projections/, fixtures/ and a .ts custom handler through tsx) from the package alone', async () => {
     const r = await run(
       process.execPath,

@@ -92,3 +92,48 @@ describe('layer boundaries', () => {
     ).toEqual([expect.stringContaining('import none of them')]);
   });
 });
+
+describe('entries (docs/architecture.md, "Entries")', () => {
+  test('cli/ loads the broker entry only with import() (an import type is erased), and no other broker file', async () => {
+    const ok = [
+      "export const load = () => import('../broker/index.ts');\n",
+      "import type { SubscribedBatch } from '../broker/index.ts';\nexport type B = SubscribedBatch;\n",
+      "export type P = import('../broker/index.ts').Publisher;\n",
+    ];
+    for (const code of ok) expect(await lint('src/cli/publish-like.ts', code), code).toEqual([]);
+    const loadsAtStart = [
+      "import { subscribe } from '../broker/index.ts';\nexport const s = subscribe;\n",
+      // verbatimModuleSyntax keeps this as `import {} from '../broker/index.ts'`, which loads it.
+      "import { type SubscribedBatch } from '../broker/index.ts';\nexport type B = SubscribedBatch;\n",
+      "export { subscribe } from '../broker/index.ts';\n",
+      "export * from '../broker/index.ts';\n",
+    ];
+    for (const code of loadsAtStart)
+      expect(await lint('src/cli/publish-like.ts', code), code).toEqual([expect.stringContaining("await import('../broker/index.ts')")]);
+    expect(await lint('src/cli/deep.ts', "export const load = () => import('../broker/publish.ts');\n")).toEqual([
+      expect.stringContaining('cli/ imports the library only through src/index.ts'),
+    ]);
+  });
+
+  test('cli/ imports src/internal.ts, no layer does, and neither barrel reaches the broker', async () => {
+    expect(await lint('src/cli/internal-user.ts', "import { shellWord } from '../internal.ts';\nexport const s = shellWord;\n")).toEqual(
+      [],
+    );
+    expect(await lint('src/apply/internal-user.ts', "import { shellWord } from '../internal.ts';\nexport const s = shellWord;\n")).toEqual([
+      expect.stringContaining('Only src/cli/ imports the barrel'),
+    ]);
+    for (const file of ['src/index.ts', 'src/internal.ts']) {
+      expect(await lint(file, "export { subscribe } from './broker/subscribe.ts';\n"), file).toEqual([
+        expect.stringContaining('sluice/broker'),
+      ]);
+      expect(await lint(file, "export * from './broker/index.ts';\n"), file).toEqual([expect.stringContaining('sluice/broker')]);
+    }
+  });
+
+  test('only broker/ imports the NATS client', async () => {
+    const code = "import { connect } from '@nats-io/transport-node';\nexport const c = connect;\n";
+    expect(await lint('src/broker/client.ts', code)).toEqual([]);
+    for (const file of ['src/cli/client.ts', 'src/export/client.ts', 'src/apply/sync/client.ts', 'src/index.ts', 'src/internal.ts'])
+      expect(await lint(file, code), file).toEqual([expect.stringContaining('Only src/broker/ imports the NATS client')]);
+  });
+});

@@ -18,3 +18,10 @@ test('the check finds a circle through a type-only import, a re-export and an im
   fs.writeFileSync(path.join(tmp, 'b', 'alone.ts'), "import { three } from './three.ts';\nexport const x = three;\n");
   expect(importCycles(tmp)).toEqual([['a/one.ts', 'b/three.ts', 'b/two.ts']]);
 });
+
+test('the check finds a circle through a side-effect import, an export * as and an import type of a default', ({ tmp }) => {
+  fs.writeFileSync(path.join(tmp, 'one.ts'), "import './two.ts';\nexport const one = 1;\n");
+  fs.writeFileSync(path.join(tmp, 'two.ts'), "export * as three from './three.ts';\n");
+  fs.writeFileSync(path.join(tmp, 'three.ts'), "import type One from './one.ts';\nexport type T = One;\n");
+  expect(importCycles(tmp)).toEqual([['one.ts', 'three.ts', 'two.ts']]);
+});

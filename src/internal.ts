@@ -1,0 +1,24 @@
+// What the CLI needs from the library beyond the main entry (src/index.ts):
+// the wording it prints (the enable command, the repair, shell quoting, the
+// alter rules, a reason's retired names), which projection set and tables
+// a command names, and export --follow's resume point. A user of the library
+// gets none of it: package.json does not export this file. Only src/cli/
+// imports it, as it does the main entry; a name a user needs goes into
+// src/index.ts instead (docs/architecture.md, "Entries").
+export { aliasFields } from './reasons.ts';
+export { checkHeldFile } from './sqlite/file-identity.ts';
+export { enableCommand, enableHint } from './capture/enable-hint.ts';
+export { alterRules } from './feed/alter-forecast.ts';
+export { eventToLine } from './feed/jsonl.ts';
+export { MIRROR_ALL } from './apply/sync/projection-set.ts';
+export { projectionWrites } from './apply/target/projection-writes.ts';
+export { readProjections, repairAction, shellWord } from './apply/target/target-meta.ts';
+export { withoutCredentials } from './apply/target/fed-by.ts';
+export {
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from './export/resume-point.ts';
