@@ -3,6 +3,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { journalEvents } from '../../feed/event-relation.ts';
 import { columnDecl, type CompiledProjection } from '../../projection/compile.ts';
 import { eventsAfter } from '../../feed/journal-stats.ts';
+import { imagesUnreadableAfter } from '../../feed/images-after-cursor.ts';
 import type { StepProgress } from './verify-progress.ts';
 import { shellWord, type ProjectionRecord } from '../target/target-meta.ts';
 
@@ -67,6 +68,29 @@ export function rewindToCursor(
   ).run(ev.params);
   progress?.end();
   return Number(db.prepare(`SELECT count(*) FROM ${CHANGED_TABLE}`).pluck().get() as bigint);
+}
+
+/**
+ * Why the keys `rec` changed after its cursor cannot be rewound to it, if
+ * they cannot: an event of its table after the cursor carries no
+ * before-image to read (keys or counter mode), or was recorded by an earlier
+ * arming of the table (another mode, or writes it missed). Then nothing is
+ * compared, with the reason the next sync acts on, never a difference read
+ * from what is not an image.
+ */
+export function unrewindable(db: Db, rec: ProjectionRecord, tid: number): { reason: string; skipped: string } | undefined {
+  const u = imagesUnreadableAfter(db, tid, rec.seq);
+  if (u === undefined) return undefined;
+  const at = `${rec.name}'s cursor (seq ${rec.seq})`;
+  if (u.reason === 'NEEDS_IMAGES_MODE')
+    return {
+      reason: u.reason,
+      skipped: `not compared: ${rec.sourceTable} is captured in ${u.mode} mode (since seq ${u.since}), and its events after ${at} hold no before-images to tell its rows at the cursor from; the next sluice sync suspends ${rec.name} until the table is captured in images mode again`,
+    };
+  return {
+    reason: u.reason,
+    skipped: `not compared: ${rec.sourceTable} was re-armed at seq ${u.seq}, after ${at}, and its events before that were recorded by the earlier capture (in another mode, or around writes it missed), so they cannot be read as its rows at the cursor; the next sluice sync rebuilds ${rec.name}, then verify again`,
+  };
 }
 
 /**
