@@ -7,7 +7,7 @@ import { sameFile } from '../sqlite/file-identity.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
 import { readDdlLog, type DdlRecord } from '../capture/ddl-log.ts';
-import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { hasEventsBetween } from './journal-stats.ts';
 import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
 
 /**
@@ -226,7 +226,7 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[], l
   }
   if (!matched) return undefined;
   for (const { table, seq } of layoutFrom) {
-    if (oldLayoutPending(db, c.seq, table.tid, seq))
+    if (hasEventsBetween(db, table.tid, c.seq, seq))
       return `Table ${table.name} was changed by sluice alter at seq ${seq}, and the cursor (seq ${c.seq}) has events of it before that still to read; they are in the table's old column layout, which readers do not decode. Rebuild from a snapshot.`;
   }
   return true;
@@ -307,22 +307,15 @@ export function requireValidCursor(db: Db, cursor: string | Cursor): Extract<Cur
   throw new FailClosedError(v.reason, v.message, { ...v.detail, rebuild: v.reason });
 }
 
-/** Whether table `tid` has events in (cursorSeq, alterSeq]: written before an alter, in the table's old layout. */
-function oldLayoutPending(db: Db, cursorSeq: number, tid: number, alterSeq: number): boolean {
-  return (
-    db.prepare(`SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`).get(cursorSeq, alterSeq, tid) !==
-    undefined
-  );
-}
-
 /**
  * The seq of an in-place alter of table `tid` after `cursorSeq` whose
  * old-layout events a reader at `cursorSeq` has still to read, if any
  * (such a reader rebuilds: SCHEMA_CHANGED).
  */
 export function alterWithOldLayoutAfter(db: Db, cursorSeq: number, tid: number): number | undefined {
+  // Events of the table in (cursorSeq, the alter's seq] were written in its old layout.
   for (const rec of readDdlLog(db, cursorSeq)) {
-    if (rec.tables.some((t) => t.tid === tid && t.change === 'altered') && oldLayoutPending(db, cursorSeq, tid, rec.seq)) return rec.seq;
+    if (rec.tables.some((t) => t.tid === tid && t.change === 'altered') && hasEventsBetween(db, tid, cursorSeq, rec.seq)) return rec.seq;
   }
   return undefined;
 }

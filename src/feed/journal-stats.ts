@@ -27,3 +27,11 @@ export function eventsAfter(db: Db, tid: number, seq: number): number {
     cachedStatement(db, `SELECT count(*) FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ?`, 'pluck').get(seq, tid) as bigint,
   );
 }
+
+/** Whether table `tid` has events in (lo, hi]; any after `lo` without `hi`. */
+export function hasEventsBetween(db: Db, tid: number, lo: number, hi?: number): boolean {
+  return hi === undefined
+    ? cachedStatement(db, `SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND tid = ? LIMIT 1`).get(lo, tid) !== undefined
+    : cachedStatement(db, `SELECT 1 FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid = ? LIMIT 1`).get(lo, hi, tid) !==
+        undefined;
+}

@@ -4,6 +4,8 @@ import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
+import { verify } from '../../src/apply/check/verify.ts';
+import { enable } from '../../src/capture/enable.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sha256, expectOneLineError } from './support/cli.ts';
 
@@ -155,6 +157,44 @@ describe('verify', () => {
     const after = await runCliAsync(['verify', src, tgt, '--json']);
     expect(after.status, after.stdout).toBe(0);
     expect(byName(after).labels).toMatchObject({ ok: true, inFlight: 0 });
+  });
+
+  test('events after the cursor that carry no before-images (a table switched to keys mode, and back) are never read as images: not compared, with the reason the next sync acts on', async () => {
+    // Keys mode journals keys only. Read with the images layout, an update's
+    // new key came from an empty column (verify failed on a NULL key with a
+    // raw SQLITE_CONSTRAINT_NOTNULL), and a delete's row at the cursor was its
+    // key and NULLs (a false difference, recorded as TARGET_EDITED).
+    const captureLabels = (mode: 'keys' | 'images') => {
+      const db = openDatabase(src);
+      try {
+        enable(db, ['labels'], { mode });
+      } finally {
+        db.close();
+      }
+    };
+    captureLabels('keys');
+    write(
+      src,
+      "UPDATE labels SET color = x'ff' WHERE repo_id = 1; UPDATE labels SET name = name || '-renamed' WHERE repo_id = 2; DELETE FROM labels WHERE repo_id = 3; INSERT INTO labels (repo_id, name, color) VALUES (3, 'later', x'00')",
+    );
+    const keys = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(keys.status, keys.stderr).toBe(3);
+    const k = byName(keys);
+    expect(k.labels).toMatchObject({ ok: false, reason: 'NEEDS_IMAGES_MODE', checked: 0, diffs: [] });
+    expect(k.labels?.skipped).toMatch(/keys mode/);
+    expect(k.labels?.repair).toMatch(/--mode images/);
+    expect(k.issues).toMatchObject({ ok: true, diffs: [] });
+    // Nothing was found to differ, so nothing is recorded as edited: the next sync decides (it suspends, NEEDS_IMAGES_MODE).
+    expect(scalar(tgt, "SELECT state FROM _sluice_projections WHERE name = 'labels'")).toBe('active');
+
+    // Back in images mode, the keys-mode events are still after the cursor: the next sync rebuilds (TABLE_REARMED).
+    captureLabels('images');
+    write(src, "UPDATE labels SET color = x'01' WHERE repo_id = 1");
+    const back = (await verify(src, tgt)).projections.find((p) => p.name === 'labels');
+    expect(back).toMatchObject({ ok: false, reason: 'TABLE_REARMED', checked: 0, diffs: [] });
+    expect(back?.skipped).toMatch(/re-armed .*sluice sync/);
+    await sync(src, tgt);
+    expect((await verify(src, tgt)).projections.find((p) => p.name === 'labels')).toMatchObject({ ok: true, diffs: [] });
   });
 
   test('a stored definition that no longer fits the source is not verified, and the others are', async () => {

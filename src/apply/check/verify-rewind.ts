@@ -3,6 +3,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { journalEvents } from '../../feed/event-relation.ts';
 import { columnDecl, type CompiledProjection } from '../../projection/compile.ts';
 import { eventsAfter } from '../../feed/journal-stats.ts';
+import { imagesUnreadableAfter } from '../../feed/images-after-cursor.ts';
 import type { StepProgress } from './verify-progress.ts';
 import { shellWord, type ProjectionRecord } from '../target/target-meta.ts';
 
@@ -20,6 +21,25 @@ import { shellWord, type ProjectionRecord } from '../target/target-meta.ts';
 export const CHANGED_TABLE = 'temp._sluice_changed';
 export const CHANGED_SEQ = '_sluice_seq';
 export const CHANGED_HELD = '_sluice_held';
+
+/*
+ * The rewind fills CHANGED_TABLE in the events' order, which is random over
+ * the keys: one descent of its B-tree per event, most of the rewind's time
+ * (bench/verify-behind.ts, 500k events over 1M keys: SQLite's
+ * sqlite3BtreeIndexMoveto and page-cache lookups led the profile, and
+ * sorting the events first, as GROUP BY or a window does, cost as much).
+ * With 64 KiB pages instead of 4 KiB the tree is a level shallower, with a
+ * sixteenth of the page lookups and splits: the rewind took about 30% less
+ * CPU there. The TEMP database (in memory: temp_store) takes its page size
+ * when it is first used, so this must run before any TEMP table is made on
+ * the connection; later it changes nothing.
+ */
+const TEMP_PAGE_SIZE = 65536;
+
+/** Gives the connection's TEMP database (not yet used) pages of TEMP_PAGE_SIZE, for the rewind's table. */
+export function useRewindPageSize(db: Db): void {
+  db.pragma(`temp.page_size = ${TEMP_PAGE_SIZE}`);
+}
 
 /**
  * Fills CHANGED_TABLE for the events of table `tid` in (lo, hw]: one
@@ -67,6 +87,29 @@ export function rewindToCursor(
   ).run(ev.params);
   progress?.end();
   return Number(db.prepare(`SELECT count(*) FROM ${CHANGED_TABLE}`).pluck().get() as bigint);
+}
+
+/**
+ * Why the keys `rec` changed after its cursor cannot be rewound to it, if
+ * they cannot: an event of its table after the cursor carries no
+ * before-image to read (keys or counter mode), or was recorded by an earlier
+ * arming of the table (another mode, or writes it missed). Then nothing is
+ * compared, with the reason the next sync acts on, never a difference read
+ * from what is not an image.
+ */
+export function unrewindable(db: Db, rec: ProjectionRecord, tid: number): { reason: string; skipped: string } | undefined {
+  const u = imagesUnreadableAfter(db, tid, rec.seq);
+  if (u === undefined) return undefined;
+  const at = `${rec.name}'s cursor (seq ${rec.seq})`;
+  if (u.reason === 'NEEDS_IMAGES_MODE')
+    return {
+      reason: u.reason,
+      skipped: `not compared: ${rec.sourceTable} is captured in ${u.mode} mode (since seq ${u.since}), and its events after ${at} hold no before-images to tell its rows at the cursor from; the next sluice sync suspends ${rec.name} until the table is captured in images mode again`,
+    };
+  return {
+    reason: u.reason,
+    skipped: `not compared: ${rec.sourceTable} was re-armed at seq ${u.seq}, after ${at}, and its events before that were recorded by the earlier capture (in another mode, or around writes it missed), so they cannot be read as its rows at the cursor; the next sluice sync rebuilds ${rec.name}, then verify again`,
+  };
 }
 
 /**

@@ -13,7 +13,15 @@ import { compileProjection, sourceShape, type CompiledProjection, type SourceSha
 import { parseStoredDefinition, type ProjectionDefinition } from '../../projection/definition.ts';
 import { describeTable } from '../../sqlite/introspect.ts';
 import { brokenDefinition } from '../sync/broken-definition.ts';
-import { CHANGED_HELD, CHANGED_TABLE, costlyRewind, isChangedKey, rewindToCursor } from './verify-rewind.ts';
+import {
+  CHANGED_HELD,
+  CHANGED_TABLE,
+  costlyRewind,
+  isChangedKey,
+  rewindToCursor,
+  unrewindable,
+  useRewindPageSize,
+} from './verify-rewind.ts';
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { kindNamed, kindOf } from '../../projection/kinds/registry.ts';
@@ -92,6 +100,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   const db = session.db;
   let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[] };
   try {
+    useRewindPageSize(db);
     registerHash(db);
     db.exec('BEGIN');
     try {
@@ -296,6 +305,8 @@ function compareOne(
       reason: 'SCHEMA_CHANGED',
       skipped: `not compared: sluice alter changed ${rec.sourceTable} at seq ${altered}, and ${rec.name} (at seq ${rec.seq}) has events of it from before that in the old column layout; the next sluice sync rebuilds it, then verify again`,
     };
+  const unreadable = unrewindable(db, rec, tid);
+  if (unreadable !== undefined) return { ...base, ok: false, ...unreadable };
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.
   const info = describeTable(db, rec.sourceTable);
