@@ -6,7 +6,7 @@ import type { ReasonCode } from './reasons.ts';
  * Messages name the object, the rule that was broken and the fix.
  */
 export class SluiceError extends Error {
-  readonly code: string;
+  readonly code: ReasonCode;
   /** Process exit code the CLI uses: 1 error, 2 usage, 3 fail-closed state that needs action. */
   readonly exitCode: 1 | 2 | 3;
 
@@ -86,6 +86,12 @@ export class FileFullError extends SluiceError {
 export function errorCode(err: unknown): string | number | undefined {
   const code = (err as { code?: unknown } | null | undefined)?.code;
   return typeof code === 'string' || typeof code === 'number' ? code : undefined;
+}
+
+/** The `message` a thrown value carries when it is a string (an Error's, or any object's), or undefined. */
+export function errorMessage(err: unknown): string | undefined {
+  const message = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof message === 'string' ? message : undefined;
 }
 
 export function isSqliteBusy(err: unknown): boolean {

@@ -1,5 +1,6 @@
 // The public API of sluice. Everything else under src/ is internal.
 export { SluiceError, CaptureRefusedError, FailClosedError, InvalidInputError, FileBusyError, FileFullError, errorCode } from './errors.ts';
+export { errorMessage } from './errors.ts';
 export {
   REASONS,
   aliasesOf,
