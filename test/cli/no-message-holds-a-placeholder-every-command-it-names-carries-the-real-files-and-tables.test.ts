@@ -7,6 +7,7 @@ import { NatsServer } from '../support/nats-server.ts';
 import {
   REASONS,
   bump,
+  dropProjection,
   enable,
   openDatabase,
   prune,
@@ -150,6 +151,13 @@ describe('messages that name a command', () => {
     } finally {
       db.close();
     }
+  });
+
+  test('drop of a name the target does not hold names the health that lists its projections, with the target quoted', () => {
+    const tgt = plainDb(at('drop-cache.db'));
+    const message = thrown(() => dropProjection(tgt, 'nothing'));
+    expect(message).not.toMatch(PLACEHOLDER);
+    expect(message).toContain(`sluice health '${tgt}' lists them`);
   });
 
   test('verify of a target that holds nothing of the source names the sync that makes it', async () => {

@@ -16,12 +16,12 @@ import {
   ownedTables,
   readProjection,
   setState,
-  reinitCommand,
   storeCursor,
   PROJECTIONS_TABLE,
   type ProjectionRecord,
 } from '../target/target-meta.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../target/user-indexes.ts';
+import { reinitCommand } from '../../sqlite/shell-word.ts';
 
 /*
  * The one place where a snapshot or a batch meets a projection kind. sync

@@ -2,8 +2,7 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
-import { fillRepair, reasonsOf, REINIT_COMMAND, repairFor } from '../../reasons.ts';
-import { shellWord } from '../../sqlite/shell-word.ts';
+import { reasonsOf } from '../../reasons.ts';
 import { parseFedBy, type FedBy } from './fed-by.ts';
 export { ownedTables } from '../../projection/compile.ts';
 
@@ -33,30 +32,6 @@ export type ProjectionState = 'building' | 'active' | 'suspended';
  * it compiles).
  */
 export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = reasonsOf('suspend', true);
-
-export { shellWord };
-
-/**
- * What to do about a suspended projection, with the command that does it,
- * worded in src/reasons.ts. A path or table not known here (a projection
- * imported from a file records no source path) is named in words.
- */
-export function repairAction(
-  name: string,
-  reason: string | null | undefined,
-  sourcePath?: string,
-  targetPath?: string,
-  sourceTable?: string,
-): string {
-  const word = (s: string | undefined) => (s === undefined ? undefined : shellWord(s));
-  return repairFor(reason, { source: word(sourcePath), target: word(targetPath), projection: shellWord(name), table: word(sourceTable) });
-}
-
-/** The command that rebuilds projection `name` from a snapshot (sluice reinit), with the paths as they are typed; an unknown source said in words. */
-export function reinitCommand(name: string, sourcePath: string | null | undefined, targetPath: string): string {
-  const source = sourcePath == null ? undefined : shellWord(sourcePath);
-  return fillRepair(REINIT_COMMAND, { source, target: shellWord(targetPath), projection: shellWord(name) });
-}
 
 export interface ProjectionRecord {
   readonly name: string;
