@@ -596,6 +596,13 @@ export const REASONS = {
     explain: 'The file is not a sluice target (it has no _sluice_projections table): there is nothing of sluice in it to act on.',
     repair: null,
   },
+  STORED_VALUE_UNKNOWN: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A row of sluice's own tables, in a source or a target, holds a value this sluice does not read: a newer sluice wrote it, or it was edited by hand.",
+    repair: null,
+  },
   CONSUMER_NOT_FOUND: {
     kinds: ['error'],
     clears: false,

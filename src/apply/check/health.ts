@@ -266,7 +266,7 @@ function one(
     kind: r.kind,
     state: r.state,
     reason: r.reason,
-    detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown),
+    detail: r.detail,
     seq: r.seq,
     sourcePath: r.sourcePath,
     sourceSeq: facts.sourceSeq,

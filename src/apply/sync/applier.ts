@@ -59,8 +59,8 @@ export function suspension(reason: ReasonCode, detail: Record<string, unknown>):
 export function storedSuspension(rec: ProjectionRecord): Suspension {
   return {
     kind: 'suspended',
-    reason: (rec.reason ?? 'SUSPENDED') as ReasonCode,
-    detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>),
+    reason: rec.reason ?? 'SUSPENDED',
+    detail: rec.detail ?? {},
     unchanged: true,
   };
 }

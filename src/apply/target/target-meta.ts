@@ -2,8 +2,13 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
-import { reasonsOf } from '../../reasons.ts';
+import { currentCode, isReasonCode, reasonsOf, type ReasonCode } from '../../reasons.ts';
+import { StoredValueError } from '../../errors.ts';
+import { databaseFile } from '../../sqlite/introspect.ts';
+import { isKindName, KIND_NAMES } from '../../projection/kinds/registry.ts';
+import type { KindName } from '../../projection/kind.ts';
 import { parseFedBy, type FedBy } from './fed-by.ts';
+import { parseBuildState, type BuildState } from './build-state.ts';
 export { ownedTables } from '../../projection/compile.ts';
 
 /*
@@ -20,7 +25,8 @@ export { ownedTables } from '../../projection/compile.ts';
 export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
 export const TARGET_FORMAT = 1;
 
-export type ProjectionState = 'building' | 'active' | 'suspended';
+export const PROJECTION_STATES = ['building', 'active', 'suspended'] as const;
+export type ProjectionState = (typeof PROJECTION_STATES)[number];
 
 /**
  * Suspensions that each run looks at again, because fixing their cause is
@@ -38,7 +44,7 @@ export interface ProjectionRecord {
   readonly sourceId: string;
   readonly sourcePath: string | null;
   readonly sourceTable: string;
-  readonly kind: string;
+  readonly kind: KindName;
   readonly targetTable: string;
   readonly definition: string;
   readonly sourceShape: string;
@@ -46,11 +52,13 @@ export interface ProjectionRecord {
   readonly cursor: string | null;
   readonly seq: number;
   readonly state: ProjectionState;
-  readonly reason: string | null;
-  readonly detail: string | null;
+  /** Why it is not active (a retired code an older release stored reads as the code that replaced it), or null. */
+  readonly reason: ReasonCode | null;
+  /** What the reason found (a JSON object as stored), or null. */
+  readonly detail: Readonly<Record<string, unknown>> | null;
   readonly shadowTable: string | null;
-  /** A protected rebuild in progress (shadow-build.ts BuildState, as JSON), or null. */
-  readonly build: string | null;
+  /** A protected rebuild in progress (shadow-build.ts), or null. */
+  readonly build: BuildState | null;
   /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
   /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
@@ -144,42 +152,97 @@ export function hasTargetMeta(db: Db, schema: string): boolean {
   );
 }
 
-function fromRow(r: Record<string, unknown>): ProjectionRecord {
-  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
-  return {
-    name: String(r.name),
-    sourceId: String(r.source_id),
-    sourcePath: str(r.source_path),
-    sourceTable: String(r.source_table),
-    kind: String(r.kind),
-    targetTable: String(r.target_table),
-    definition: String(r.definition),
-    sourceShape: String(r.source_shape),
-    fingerprint: String(r.fingerprint),
-    cursor: str(r.cursor),
-    seq: Number(r.seq),
-    state: String(r.state) as ProjectionState,
-    reason: str(r.reason),
-    detail: str(r.detail),
-    shadowTable: str(r.shadow_table),
-    build: str(r.build),
-    lastError: str(r.last_error),
-    lastErrorCode: str(r.last_error_code),
-    lastErrorMs: num(r.last_error_ms),
-    failures: r.failures === undefined || r.failures === null ? 0 : Number(r.failures),
-    fedBy: parseFedBy(r.fed_by),
-    appliedEvents: Number(r.applied_events),
-    lastEventMs: num(r.last_event_ms),
-    createdMs: Number(r.created_ms),
-    updatedMs: Number(r.updated_ms),
+/**
+ * A stored row as its record, each value read once, here: a kind of the
+ * registry, a state, a reason code of the catalog, whole numbers, the JSON
+ * of a detail or of a rebuild in progress. A value that does not read (a
+ * newer sluice wrote it, or a hand edit) throws StoredValueError naming
+ * the target, the row, the column and the value. (The cursor and the
+ * definition are read where they are used: a projection whose cursor or
+ * definition does not read is suspended alone, with its reason.) A column
+ * an older target lacks reads as its default.
+ */
+function fromRow(db: Db, schema: string, r: Record<string, unknown>): ProjectionRecord {
+  const name = typeof r.name === 'string' ? r.name : String(r.name);
+  const refuse = (column: string, expected: string): never => {
+    throw new StoredValueError(
+      { role: 'Target', file: databaseFile(db, schema), table: PROJECTIONS_TABLE, row: name, column },
+      r[column],
+      expected,
+    );
   };
+  const text = (column: string): string => {
+    const v = r[column];
+    return typeof v === 'string' ? v : refuse(column, 'text');
+  };
+  const textOrNull = (column: string): string | null => {
+    const v = r[column];
+    return v === null || v === undefined ? null : typeof v === 'string' ? v : refuse(column, 'text or NULL');
+  };
+  const whole = (column: string): number => {
+    const v = r[column];
+    return typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? Number(v) : refuse(column, 'a whole number');
+  };
+  const wholeOrNull = (column: string): number | null => (r[column] === null || r[column] === undefined ? null : whole(column));
+  const kind = text('kind');
+  const state = text('state');
+  const reason = textOrNull('reason');
+  const current = reason === null ? null : currentCode(reason);
+  const detail = textOrNull('detail');
+  const build = textOrNull('build');
+  return {
+    name,
+    sourceId: text('source_id'),
+    sourcePath: textOrNull('source_path'),
+    sourceTable: text('source_table'),
+    kind: isKindName(kind) ? kind : refuse('kind', KIND_LIST),
+    targetTable: text('target_table'),
+    definition: text('definition'),
+    sourceShape: text('source_shape'),
+    fingerprint: text('fingerprint'),
+    cursor: textOrNull('cursor'),
+    seq: whole('seq'),
+    state: isProjectionState(state) ? state : refuse('state', oneOf(PROJECTION_STATES)),
+    reason: current === null ? null : isReasonCode(current) ? current : refuse('reason', 'a code of docs/reasons.md'),
+    detail: detail === null ? null : (jsonObject(detail) ?? refuse('detail', 'a JSON object')),
+    shadowTable: textOrNull('shadow_table'),
+    build: build === null ? null : (parseBuildState(build) ?? refuse('build', 'the JSON of a protected rebuild in progress')),
+    lastError: textOrNull('last_error'),
+    lastErrorCode: textOrNull('last_error_code'),
+    lastErrorMs: wholeOrNull('last_error_ms'),
+    failures: wholeOrNull('failures') ?? 0,
+    fedBy: parseFedBy(r.fed_by),
+    appliedEvents: whole('applied_events'),
+    lastEventMs: wholeOrNull('last_event_ms'),
+    createdMs: whole('created_ms'),
+    updatedMs: whole('updated_ms'),
+  };
+}
+
+const KIND_LIST = oneOf(KIND_NAMES);
+
+/** `a, b or c`. */
+function oneOf(names: readonly string[]): string {
+  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1) ?? ''}`;
+}
+
+function isProjectionState(s: string): s is ProjectionState {
+  return (PROJECTION_STATES as readonly string[]).includes(s);
+}
+
+function jsonObject(text: string): Readonly<Record<string, unknown>> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export function readProjections(db: Db, schema: string): ProjectionRecord[] {
   if (!hasTargetMeta(db, schema)) return [];
   return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(
-    fromRow,
+    (r) => fromRow(db, schema, r),
   );
 }
 
@@ -187,7 +250,7 @@ export function readProjection(db: Db, schema: string, name: string): Projection
   if (!hasTargetMeta(db, schema)) return undefined;
   const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as
     Record<string, unknown> | undefined;
-  return r === undefined ? undefined : fromRow(r);
+  return r === undefined ? undefined : fromRow(db, schema, r);
 }
 
 /** What a new projection row starts with; the rest (cursor, reason, counters) is set as it runs. */
@@ -200,7 +263,7 @@ export type NewProjection = Pick<
 export function newProjectionRecord(
   p: {
     readonly name: string;
-    readonly kind: string;
+    readonly kind: KindName;
     readonly targetTable: string;
     readonly fingerprint: string;
     readonly definition: object;
@@ -263,7 +326,7 @@ export function storeCursor(
   ).run(cursor, seq, applied, lastEventMs, Date.now(), name);
 }
 
-export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: string | null, detail: unknown): void {
+export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: ReasonCode | null, detail: unknown): void {
   db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET state = ?, reason = ?, detail = ?, updated_ms = ? WHERE name = ?`).run(
     state,
     reason,
