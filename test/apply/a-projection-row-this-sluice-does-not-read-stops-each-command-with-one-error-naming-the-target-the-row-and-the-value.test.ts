@@ -94,6 +94,26 @@ describe('a projection row this sluice does not read', () => {
     expect(health(tgt).projections.map((p) => p.reason)).toEqual(['PROJECTION_NOT_FOUND']);
   });
 
+  test('the row of "*" in the projection set that does not read stops sync and health the same way', async ({ makeDb, tmp }) => {
+    const { db, file: src } = makeDb('app.db', SCHEMA);
+    enable(db, ['notes']);
+    const cases: [column: string, sql: string, shown: string][] = [
+      ['origin', "UPDATE _sluice_projection_set SET origin = 'weird'", "'weird'"],
+      ['except_tables', "UPDATE _sluice_projection_set SET except_tables = '[oops'", "'[oops'"],
+    ];
+    for (const [column, sql, shown] of cases) {
+      const tgt = path.join(tmp, `${column}.db`);
+      await sync(src, tgt);
+      runSqliteCli(tgt, sql);
+      for (const run of [() => sync(src, tgt), () => health(tgt)]) {
+        const err = await failure(run);
+        expect(err).toBeInstanceOf(SluiceError);
+        expect((err as SluiceError).code).toBe('STORED_VALUE_UNKNOWN');
+        expect((err as Error).message).toContain(`Target ${path.resolve(tgt)}: _sluice_projection_set row * has ${column} ${shown}`);
+      }
+    }
+  });
+
   test('sluice health prints it as one line and exits 3', async ({ makeDb, tmp }) => {
     const { db, file: src } = makeDb('app.db', SCHEMA);
     enable(db, ['notes']);

@@ -58,14 +58,8 @@ const buildStateSchema = z.object({
   fill: z.object({ lastKey: key, seq: z.number().int() }).optional(),
 });
 
-/** The build stored as `text`, or undefined when it is not one this sluice reads. */
-export function parseBuildState(text: string): BuildState | undefined {
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return undefined;
-  }
+/** A build as its row stores it (parsed JSON), or undefined when it is not one this sluice reads. */
+export function parseBuildState(json: unknown): BuildState | undefined {
   const parsed = buildStateSchema.safeParse(json);
   if (!parsed.success) return undefined;
   const b: BuildState = parsed.data;

@@ -3,8 +3,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
 import { currentCode, isReasonCode, reasonsOf, type ReasonCode } from '../../reasons.ts';
-import { StoredValueError } from '../../errors.ts';
-import { databaseFile } from '../../sqlite/introspect.ts';
+import { either, jsonObject, StoredRow } from '../../sqlite/stored-row.ts';
 import { isKindName, KIND_NAMES } from '../../projection/kinds/registry.ts';
 import type { KindName } from '../../projection/kind.ts';
 import { parseFedBy, type FedBy } from './fed-by.ts';
@@ -163,80 +162,37 @@ export function hasTargetMeta(db: Db, schema: string): boolean {
  * an older target lacks reads as its default.
  */
 function fromRow(db: Db, schema: string, r: Record<string, unknown>): ProjectionRecord {
-  const name = typeof r.name === 'string' ? r.name : String(r.name);
-  const refuse = (column: string, expected: string): never => {
-    throw new StoredValueError(
-      { role: 'Target', file: databaseFile(db, schema), table: PROJECTIONS_TABLE, row: name, column },
-      r[column],
-      expected,
-    );
-  };
-  const text = (column: string): string => {
-    const v = r[column];
-    return typeof v === 'string' ? v : refuse(column, 'text');
-  };
-  const textOrNull = (column: string): string | null => {
-    const v = r[column];
-    return v === null || v === undefined ? null : typeof v === 'string' ? v : refuse(column, 'text or NULL');
-  };
-  const whole = (column: string): number => {
-    const v = r[column];
-    return typeof v === 'bigint' || (typeof v === 'number' && Number.isInteger(v)) ? Number(v) : refuse(column, 'a whole number');
-  };
-  const wholeOrNull = (column: string): number | null => (r[column] === null || r[column] === undefined ? null : whole(column));
-  const kind = text('kind');
-  const state = text('state');
-  const reason = textOrNull('reason');
+  const row = new StoredRow(db, { role: 'Target', schema, table: PROJECTIONS_TABLE, row: String(r.name) }, r);
+  const kind = row.text('kind');
+  const reason = row.textOrNull('reason');
   const current = reason === null ? null : currentCode(reason);
-  const detail = textOrNull('detail');
-  const build = textOrNull('build');
   return {
-    name,
-    sourceId: text('source_id'),
-    sourcePath: textOrNull('source_path'),
-    sourceTable: text('source_table'),
-    kind: isKindName(kind) ? kind : refuse('kind', KIND_LIST),
-    targetTable: text('target_table'),
-    definition: text('definition'),
-    sourceShape: text('source_shape'),
-    fingerprint: text('fingerprint'),
-    cursor: textOrNull('cursor'),
-    seq: whole('seq'),
-    state: isProjectionState(state) ? state : refuse('state', oneOf(PROJECTION_STATES)),
-    reason: current === null ? null : isReasonCode(current) ? current : refuse('reason', 'a code of docs/reasons.md'),
-    detail: detail === null ? null : (jsonObject(detail) ?? refuse('detail', 'a JSON object')),
-    shadowTable: textOrNull('shadow_table'),
-    build: build === null ? null : (parseBuildState(build) ?? refuse('build', 'the JSON of a protected rebuild in progress')),
-    lastError: textOrNull('last_error'),
-    lastErrorCode: textOrNull('last_error_code'),
-    lastErrorMs: wholeOrNull('last_error_ms'),
-    failures: wholeOrNull('failures') ?? 0,
+    name: row.text('name'),
+    sourceId: row.text('source_id'),
+    sourcePath: row.textOrNull('source_path'),
+    sourceTable: row.text('source_table'),
+    kind: isKindName(kind) ? kind : row.refuse('kind', either(KIND_NAMES)),
+    targetTable: row.text('target_table'),
+    definition: row.text('definition'),
+    sourceShape: row.text('source_shape'),
+    fingerprint: row.text('fingerprint'),
+    cursor: row.textOrNull('cursor'),
+    seq: row.whole('seq'),
+    state: row.oneOf('state', PROJECTION_STATES),
+    reason: current === null ? null : isReasonCode(current) ? current : row.refuse('reason', 'a code of docs/reasons.md'),
+    detail: row.jsonOrNull('detail', jsonObject, 'a JSON object'),
+    shadowTable: row.textOrNull('shadow_table'),
+    build: row.jsonOrNull('build', parseBuildState, 'the JSON of a protected rebuild in progress'),
+    lastError: row.textOrNull('last_error'),
+    lastErrorCode: row.textOrNull('last_error_code'),
+    lastErrorMs: row.wholeOrNull('last_error_ms'),
+    failures: row.wholeOrNull('failures') ?? 0,
     fedBy: parseFedBy(r.fed_by),
-    appliedEvents: whole('applied_events'),
-    lastEventMs: wholeOrNull('last_event_ms'),
-    createdMs: whole('created_ms'),
-    updatedMs: whole('updated_ms'),
+    appliedEvents: row.whole('applied_events'),
+    lastEventMs: row.wholeOrNull('last_event_ms'),
+    createdMs: row.whole('created_ms'),
+    updatedMs: row.whole('updated_ms'),
   };
-}
-
-const KIND_LIST = oneOf(KIND_NAMES);
-
-/** `a, b or c`. */
-function oneOf(names: readonly string[]): string {
-  return names.length < 2 ? names.join('') : `${names.slice(0, -1).join(', ')} or ${names.at(-1) ?? ''}`;
-}
-
-function isProjectionState(s: string): s is ProjectionState {
-  return (PROJECTION_STATES as readonly string[]).includes(s);
-}
-
-function jsonObject(text: string): Readonly<Record<string, unknown>> | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return typeof v === 'object' && v !== null && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 export function readProjections(db: Db, schema: string): ProjectionRecord[] {
