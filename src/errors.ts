@@ -6,7 +6,7 @@ import type { ReasonCode } from './reasons.ts';
  * Messages name the object, the rule that was broken and the fix.
  */
 export class SluiceError extends Error {
-  readonly code: string;
+  readonly code: ReasonCode;
   /** Process exit code the CLI uses: 1 error, 2 usage, 3 fail-closed state that needs action. */
   readonly exitCode: 1 | 2 | 3;
 
@@ -41,6 +41,42 @@ export class FailClosedError extends SluiceError {
     this.name = 'FailClosedError';
     this.detail = detail;
   }
+}
+
+/** Where a stored value was read: the file (as `Source ...` or `Target ...`), sluice's table, the row and the column. */
+export interface StoredValuePlace {
+  readonly role: 'Source' | 'Target';
+  readonly file: string;
+  readonly table: string;
+  /** What names the row in its table: a projection's or a captured table's name, an alter's id. */
+  readonly row: string;
+  readonly column: string;
+}
+
+/**
+ * A row of sluice's own tables holds a value this sluice does not read (a
+ * newer sluice wrote it, or a hand edit), found where the row is read:
+ * nothing is done with it. `expected` says what this sluice reads there
+ * (`a whole number`, `mirror, map, fts5 or custom`).
+ * Exit 3.
+ */
+export class StoredValueError extends FailClosedError {
+  constructor(at: StoredValuePlace, value: unknown, expected: string) {
+    super(
+      'STORED_VALUE_UNKNOWN',
+      `${at.role} ${at.file}: ${at.table} row ${at.row} has ${at.column} ${shownValue(value)}, which this sluice does not read (it reads ${expected}). A newer sluice wrote it, or it was edited by hand: run the sluice that wrote it, or set ${at.column} back to a value this one reads.`,
+      { file: at.file, table: at.table, row: at.row, column: at.column },
+    );
+    this.name = 'StoredValueError';
+  }
+}
+
+/** A stored value as a message shows it: text quoted as SQL writes it (cut at 80 characters), a number, NULL, a blob's size. */
+function shownValue(v: unknown): string {
+  if (v === null || v === undefined) return 'NULL';
+  if (typeof v === 'string') return `'${(v.length > 80 ? `${v.slice(0, 80)}...` : v).replaceAll("'", "''")}'`;
+  if (v instanceof Uint8Array) return `a blob of ${v.length} bytes`;
+  return String(v);
 }
 
 /** Bad input from the caller (definition, cursor string, arguments): exit 1, or 2 for an argument the command does not accept. */
@@ -86,6 +122,12 @@ export class FileFullError extends SluiceError {
 export function errorCode(err: unknown): string | number | undefined {
   const code = (err as { code?: unknown } | null | undefined)?.code;
   return typeof code === 'string' || typeof code === 'number' ? code : undefined;
+}
+
+/** The `message` a thrown value carries when it is a string (an Error's, or any object's), or undefined. */
+export function errorMessage(err: unknown): string | undefined {
+  const message = (err as { message?: unknown } | null | undefined)?.message;
+  return typeof message === 'string' ? message : undefined;
 }
 
 export function isSqliteBusy(err: unknown): boolean {

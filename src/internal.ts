@@ -12,7 +12,9 @@ export { alterRules } from './feed/alter-forecast.ts';
 export { eventToLine } from './feed/jsonl.ts';
 export { MIRROR_ALL } from './apply/sync/projection-set.ts';
 export { projectionWrites } from './apply/target/projection-writes.ts';
-export { readProjections, repairAction, shellWord } from './apply/target/target-meta.ts';
+export { readProjections } from './apply/target/target-meta.ts';
+export { repairAction, shellWord } from './sqlite/shell-word.ts';
+export { errorMessage } from './errors.ts';
 export { withoutCredentials } from './apply/target/fed-by.ts';
 export {
   cursorFileFor,

@@ -55,14 +55,32 @@ export interface ReasonInfo {
 }
 
 /**
+ * The commands messages name beside the repairs, with a repair's
+ * placeholders: fillRepair fills them in, with values quoted for the shell
+ * first (sqlite/shell-word.ts shellCommand). A word in capitals is the
+ * user's to choose.
+ */
+export const COMMANDS = {
+  /** Rebuilds a projection from a snapshot. */
+  reinit: 'sluice reinit {source} {target} {projection}',
+  sync: 'sluice sync {source} {target}',
+  /** A sync of the source whose target is not named. */
+  syncSource: 'sluice sync {source}',
+  enable: 'sluice enable {source} {table}',
+  drop: 'sluice drop {target} {projection}',
+  health: 'sluice health {target}',
+  /** health reading a subscribed target's lag from its stream. */
+  healthFromStream: 'sluice health {target} --nats URL',
+  /** An import of a file into the target. */
+  importInto: 'sluice import {target} FILE',
+} as const;
+
+/**
  * The repair of a suspension whose rows may be wrong, and of one with no
  * repair of its own: rebuild the projection. (Not verify for the cause: it
  * does not compare a suspended projection.)
  */
-/** The command that rebuilds a projection from a snapshot (fillRepair fills it in). */
-export const REINIT_COMMAND = 'sluice reinit {source} {target} {projection}';
-
-export const DEFAULT_REPAIR = `find the cause (sluice health {target} --json shows what was found), then rebuild it: ${REINIT_COMMAND}`;
+export const DEFAULT_REPAIR = `find the cause (sluice health {target} --json shows what was found), then rebuild it: ${COMMANDS.reinit}`;
 /** The repair of a suspension caused by the source's capture, not the target's rows. */
 const FIX_SOURCE =
   'fix the source: capture {table} in images mode (sluice enable {source} {table} --mode images), then run sluice sync again';
@@ -578,6 +596,13 @@ export const REASONS = {
     explain: 'The file is not a sluice target (it has no _sluice_projections table): there is nothing of sluice in it to act on.',
     repair: null,
   },
+  STORED_VALUE_UNKNOWN: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A row of sluice's own tables, in a source or a target, holds a value this sluice does not read: a newer sluice wrote it, or it was edited by hand.",
+    repair: null,
+  },
   CONSUMER_NOT_FOUND: {
     kinds: ['error'],
     clears: false,
@@ -903,7 +928,8 @@ export function reasonsOf<K extends ReasonKind>(kind: K, clears?: boolean): Read
 export interface RepairVars {
   readonly source?: string | undefined;
   readonly target?: string | undefined;
-  readonly projection: string;
+  /** Required by a repair; a command of COMMANDS without {projection} goes without. */
+  readonly projection?: string | undefined;
   /** The projection's source table. */
   readonly table?: string | undefined;
 }
@@ -911,8 +937,9 @@ export interface RepairVars {
 /** What an unknown value of RepairVars is, in words. */
 const UNKNOWN_VARS = {
   source: (v: RepairVars) => `the database ${v.target ?? 'the target'} is synced from`,
-  target: (v: RepairVars) => `the database that holds ${v.projection}`,
-  table: (v: RepairVars) => `the source table ${v.projection} reads`,
+  target: (v: RepairVars) => `the database that holds ${v.projection ?? 'the projection'}`,
+  projection: () => 'the name of the projection',
+  table: (v: RepairVars) => `the source table ${v.projection ?? 'the projection'} reads`,
 } as const;
 
 /** `template` with {source}, {target}, {projection} and {table} filled in from `vars` (see RepairVars for an unknown one). */
@@ -922,7 +949,7 @@ export function fillRepair(template: string, vars: RepairVars): string {
     const v = vars[k];
     if (v !== undefined) return v;
     const word = k.toUpperCase();
-    unknown.set(word, UNKNOWN_VARS[k as keyof typeof UNKNOWN_VARS](vars));
+    unknown.set(word, UNKNOWN_VARS[k](vars));
     return word;
   });
   return unknown.size === 0 ? text : `${text} (${[...unknown].map(([w, what]) => `${w}: ${what}`).join('; ')})`;

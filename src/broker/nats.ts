@@ -10,7 +10,7 @@ import {
   type StoredMsg,
   type StreamInfo,
 } from '@nats-io/jetstream';
-import { InvalidInputError } from '../errors.ts';
+import { errorCode, errorMessage, InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
 import { withoutCredentials } from '../apply/target/fed-by.ts';
 
@@ -156,8 +156,8 @@ export async function lastMessage(b: Broker, stream: string, subject: string): P
 /** Whether an error is the broker being away (a retry after reconnecting may succeed), not a refusal. */
 export function isTransient(err: unknown): boolean {
   if (err instanceof JetStreamApiError || isStoreLost(err)) return false;
-  const e = err as { name?: unknown; message?: unknown; code?: unknown };
-  const text = `${String(e?.name)} ${String(e?.message)} ${String(e?.code)}`;
+  const name = (err as { name?: unknown } | null | undefined)?.name;
+  const text = `${String(name)} ${String(errorMessage(err))} ${String(errorCode(err))}`;
   return /timeout|timed out|no responders|disconnect|closed|connection|reconnect|ECONNREFUSED|ECONNRESET|503/i.test(text);
 }
 

@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
-import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, type CaptureMode } from './schema.ts';
+import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, CAPTURE_MODES, type CaptureMode } from './schema.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { StoredRow, stringList } from '../sqlite/stored-row.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {
@@ -43,23 +44,25 @@ export function hasCapture(db: Db): boolean {
 export function readState(db: Db): CaptureState | undefined {
   if (!hasCapture(db)) return undefined;
   const r = cachedStatement(db, `SELECT * FROM main.${STATE_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
-  return r === undefined ? undefined : stateFromRow(r);
+  return r === undefined ? undefined : stateFromRow(db, r);
 }
 
-/** Maps a `_sluice_state` row to a CaptureState. */
-export function stateFromRow(r: Record<string, unknown>): CaptureState {
+/** Reads a `_sluice_state` row of `db` into a CaptureState (a value it does not read: StoredValueError). */
+export function stateFromRow(db: Db, r: Record<string, unknown>): CaptureState {
+  const row = new StoredRow(db, { role: 'Source', schema: 'main', table: STATE_TABLE, row: '1' }, r);
+  const generation = row.whole('generation');
   return {
-    format: Number(r.format),
-    sourceId: String(r.source_id),
-    generation: Number(r.generation),
+    format: row.whole('format'),
+    sourceId: row.text('source_id'),
+    generation,
     // Format 1 had no such column: every generation change counted as a bump.
-    bumpedGeneration: r.bumped_generation === undefined ? Number(r.generation) : Number(r.bumped_generation),
-    retention: Number(r.retention),
-    prunedThrough: Number(r.pruned_through),
-    journalWidth: Number(r.journal_width),
-    createdMs: Number(r.created_ms),
-    updatedMs: Number(r.updated_ms),
-    lastReason: r.last_reason === null ? null : String(r.last_reason),
+    bumpedGeneration: row.raw('bumped_generation') === undefined ? generation : row.whole('bumped_generation'),
+    retention: row.whole('retention'),
+    prunedThrough: row.whole('pruned_through'),
+    journalWidth: row.whole('journal_width'),
+    createdMs: row.whole('created_ms'),
+    updatedMs: row.whole('updated_ms'),
+    lastReason: row.textOrNull('last_reason'),
   };
 }
 
@@ -69,24 +72,31 @@ export function readTables(db: Db): CapturedTable[] {
     db,
     `SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`,
   ).all() as Record<string, unknown>[];
-  return rows.map((r) => ({
-    tid: Number(r.tid),
-    name: String(r.name),
-    mode: String(r.mode) as CaptureMode,
-    columns: JSON.parse(String(r.columns)) as string[],
-    keyColumns: JSON.parse(String(r.key_columns)) as string[],
-    fingerprint: String(r.fingerprint),
-    lastSeq: Number(r.last_seq),
-    armedGeneration: Number(r.armed_generation),
-    armedSeq: Number(r.armed_seq),
+  return rows.map((r) => tableFromRow(db, r));
+}
+
+/** Reads a `_sluice_tables` row (with its `last_seq`) into a CapturedTable (a value it does not read: StoredValueError). */
+function tableFromRow(db: Db, r: Record<string, unknown>): CapturedTable {
+  const row = new StoredRow(db, { role: 'Source', schema: 'main', table: TABLES_TABLE, row: String(r.name) }, r);
+  const mode: CaptureMode = row.oneOf('mode', CAPTURE_MODES);
+  return {
+    tid: row.whole('tid'),
+    name: row.text('name'),
+    mode,
+    columns: row.json('columns', stringList, 'a JSON array of column names'),
+    keyColumns: row.json('key_columns', stringList, 'a JSON array of column names'),
+    fingerprint: row.text('fingerprint'),
+    lastSeq: row.whole('last_seq'),
+    armedGeneration: row.whole('armed_generation'),
+    armedSeq: row.whole('armed_seq'),
     triggers: {
-      insert: String(r.insert_trigger),
-      update: String(r.update_trigger),
-      delete: String(r.delete_trigger),
-      beforeInsert: r.before_insert_trigger === null ? null : String(r.before_insert_trigger),
-      beforeUpdate: r.before_update_trigger === null ? null : String(r.before_update_trigger),
+      insert: row.text('insert_trigger'),
+      update: row.text('update_trigger'),
+      delete: row.text('delete_trigger'),
+      beforeInsert: row.textOrNull('before_insert_trigger'),
+      beforeUpdate: row.textOrNull('before_update_trigger'),
     },
-  }));
+  };
 }
 
 /** The highest seq ever assigned (0 when nothing was journaled yet). */
@@ -98,11 +108,13 @@ export function highWaterMark(db: Db): number {
 
 /** The schema_version span of sluice's own last DDL transaction (undefined before the first, or on a format-1 source). */
 export function readOwnDdl(db: Db): { readonly before: number; readonly after: number } | undefined {
+  let r: Record<string, unknown> | undefined;
   try {
-    const r = cachedStatement(db, `SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as
-      { before: bigint; after: bigint } | undefined;
-    return r === undefined ? undefined : { before: Number(r.before), after: Number(r.after) };
+    r = cachedStatement(db, `SELECT before, after FROM main.${SCHEMA_TABLE} WHERE id = 1`).get() as Record<string, unknown> | undefined;
   } catch {
     return undefined; // no such table: a capture older than it
   }
+  if (r === undefined) return undefined;
+  const row = new StoredRow(db, { role: 'Source', schema: 'main', table: SCHEMA_TABLE, row: '1' }, r);
+  return { before: row.whole('before'), after: row.whole('after') };
 }

@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { z } from 'zod';
 import type { Db } from '../sqlite/connection.ts';
 import { schemaVersion } from '../sqlite/introspect.ts';
 import type { FileIdentity } from '../sqlite/file-identity.ts';
 import { openDatabase } from '../sqlite/connection.ts';
+import { StoredRow } from '../sqlite/stored-row.ts';
 import { DROPPED_TABLE, PROJECTIONS_TABLE } from './target-guard.ts';
 import { CONSUMERS_TABLE, CONSUMER_ADDED_COLUMNS } from './schema.ts';
 import { hasCapture } from './catalog.ts';
@@ -68,27 +70,36 @@ export function readConsumers(db: Db): ConsumerRow[] {
   if (!hasCapture(db)) return [];
   const rows = db.prepare(`SELECT * FROM main.${CONSUMERS_TABLE} ORDER BY name`).all() as Record<string, unknown>[];
   return rows.map((r) => {
-    const name = String(r.name);
+    const row = new StoredRow(db, { role: 'Source', schema: 'main', table: CONSUMERS_TABLE, row: String(r.name) }, r);
+    const name = row.text('name');
     const parsed = parseConsumerName(name);
-    let targetFile: FileIdentity | null = null;
-    if (typeof r.target_file === 'string') {
-      try {
-        targetFile = JSON.parse(r.target_file) as FileIdentity;
-      } catch {
-        targetFile = null;
-      }
-    }
     return {
       name,
-      cursor: String(r.cursor),
-      seq: Number(r.seq),
-      updatedMs: Number(r.updated_ms),
+      cursor: row.text('cursor'),
+      seq: row.whole('seq'),
+      updatedMs: row.whole('updated_ms'),
+      // Informational (what status shows, what tells a replaced target): one not read is as if not recorded.
       kind: typeof r.kind === 'string' ? r.kind : null,
-      targetFile,
+      targetFile: storedFileIdentity(r.target_file),
       projection: parsed?.projection ?? null,
       target: parsed?.target ?? null,
     };
   });
+}
+
+const fileIdentitySchema = z.object({ dev: z.string(), ino: z.string(), birth: z.number() });
+
+/** A stored target file identity (JSON), or null: none recorded, or not one this sluice reads. */
+function storedFileIdentity(text: unknown): FileIdentity | null {
+  if (typeof text !== 'string') return null;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const parsed = fileIdentitySchema.safeParse(json);
+  return parsed.success ? parsed.data : null;
 }
 
 /**

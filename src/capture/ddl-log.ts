@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import type { Db } from '../sqlite/connection.ts';
+import { StoredRow } from '../sqlite/stored-row.ts';
 import { DDL_LINEAGE_COLUMN_DEF, DDL_TABLE, DDL_TABLE_SQL, LEGACY_DDL_TABLE_SQL } from './schema.ts';
 
 /**
@@ -79,20 +81,42 @@ export function readDdlLog(db: Db, seq = 0): DdlRecord[] {
     return []; // no such table: no alter ran here
   }
   return rows.map((r) => {
+    const row = new StoredRow(db, { role: 'Source', schema: 'main', table: DDL_TABLE, row: String(r.id) }, r);
     // No lineage column (a log no alter of this version has touched yet), or NULL: a row an older sluice wrote.
-    const lineage = r.lineage == null ? [] : (JSON.parse(String(r.lineage)) as ((string | null)[] | null)[]);
-    const tables = (JSON.parse(String(r.tables)) as DdlTableRecord[]).map((t, i) => {
+    const lineage = row.jsonOrNull('lineage', parsed(lineageSchema), 'a JSON array of column lineages, or NULL') ?? [];
+    const tables = row.json('tables', parsed(tablesSchema), 'a JSON array of the tables an alter changed').map((t, i) => {
       const columnsFrom = lineage[i];
       return columnsFrom == null ? t : { ...t, columnsFrom };
     });
     return {
-      id: Number(r.id),
-      seq: Number(r.seq),
-      ms: Number(r.ms),
-      svBefore: Number(r.sv_before),
-      svAfter: Number(r.sv_after),
+      id: row.whole('id'),
+      seq: row.whole('seq'),
+      ms: row.whole('ms'),
+      svBefore: row.whole('sv_before'),
+      svAfter: row.whole('sv_after'),
       tables,
-      sql: String(r.sql),
+      sql: row.text('sql'),
     };
   });
+}
+
+// What appendDdl writes: the tables without their lineage, and the lineage apart.
+const tablesSchema = z.array(
+  z.object({
+    table: z.string(),
+    tid: z.number().int(),
+    change: z.enum(['altered', 'rebuilt', 'dropped']),
+    from: z.string(),
+    to: z.string().nullable(),
+    columnsBefore: z.array(z.string()),
+    columnsAfter: z.array(z.string()),
+  }),
+);
+const lineageSchema = z.array(z.array(z.string().nullable()).nullable());
+
+function parsed<T>(schema: z.ZodType<T>): (json: unknown) => T | undefined {
+  return (json) => {
+    const r = schema.safeParse(json);
+    return r.success ? r.data : undefined;
+  };
 }

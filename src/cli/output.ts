@@ -1,6 +1,6 @@
 import type { z } from 'zod';
-import { SluiceError } from '../index.ts';
-import { aliasFields } from '../internal.ts';
+import { errorCode, SluiceError } from '../index.ts';
+import { aliasFields, errorMessage } from '../internal.ts';
 import { isClosedPipe, stdout, stderr } from './closed-pipe.ts';
 
 export interface GlobalOptions {
@@ -47,9 +47,9 @@ export function reportError(err: unknown, options: GlobalOptions): number {
     stderr().write(`sluice: ${err.code}: ${err.message}\n`);
     return err.exitCode;
   }
-  const e = err as { code?: unknown; message?: unknown };
-  const code = typeof e?.code === 'string' ? e.code : 'INTERNAL';
-  const message = typeof e?.message === 'string' ? e.message : String(err);
+  const raw = errorCode(err);
+  const code = typeof raw === 'string' ? raw : 'INTERNAL';
+  const message = errorMessage(err) ?? String(err);
   if (options.json === true) stdout().write(`${JSON.stringify({ error: { code, message, ...aliasFields(code) } })}\n`);
   stderr().write(`sluice: ${code}: ${message}\n`);
   if (process.env.SLUICE_DEBUG !== undefined && err instanceof Error) stderr().write(`${err.stack ?? ''}\n`);

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import { Syncer, type SyncProgress, type SyncReport } from '../index.ts';
-import { repairAction, shellWord } from '../internal.ts';
+import { errorCode, Syncer, type SyncProgress, type SyncReport } from '../index.ts';
+import { errorMessage, repairAction, shellWord } from '../internal.ts';
 import { lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -185,9 +185,9 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
         ...human,
         ...(opts.projection.length === 0 ? {} : { definitions: new DefinitionFiles(opts.projection) }),
         onLoadError: (err) => {
-          const e = err as { code?: unknown; message?: unknown };
+          const code = errorCode(err);
           stderr().write(
-            `sluice: ${typeof e.code === 'string' ? e.code : 'BAD_DEFINITION'}: ${String(e.message)} (the follower keeps the definitions it read before, and reads the files again when they change)\n`,
+            `sluice: ${typeof code === 'string' ? code : 'BAD_DEFINITION'}: ${String(errorMessage(err))} (the follower keeps the definitions it read before, and reads the files again when they change)\n`,
           );
         },
         onReport: (r) => {

@@ -1,7 +1,8 @@
 import type { Db } from '../sqlite/connection.ts';
 import type { AlterResult, AlteredTable } from '../capture/source-alter.ts';
 import { readTables } from '../capture/catalog.ts';
-import { CONSUMERS_TABLE, JOURNAL_TABLE } from '../capture/schema.ts';
+import { JOURNAL_TABLE } from '../capture/schema.ts';
+import { readConsumers } from '../capture/consumers.ts';
 import { decodeCursor } from './cursor.ts';
 
 /** What one consumer's readers of one changed table will do at their next run, as far as the source knows. */
@@ -33,11 +34,7 @@ export interface ConsumerForecast {
  * forecastAlter(db, alter(db, 'ALTER TABLE issues DROP COLUMN legacy', { dryRun: true }));
  */
 export function forecastAlter(db: Db, result: AlterResult): ConsumerForecast[] {
-  const rows = db.prepare(`SELECT name, cursor, seq FROM main.${CONSUMERS_TABLE} ORDER BY name`).all() as {
-    name: string;
-    cursor: string;
-    seq: bigint;
-  }[];
+  const rows = readConsumers(db);
   const tids = new Map(readTables(db).map((t) => [t.name, t.tid]));
   return rows.map((r) => {
     let tables: readonly string[] = [];
@@ -46,7 +43,7 @@ export function forecastAlter(db: Db, result: AlterResult): ConsumerForecast[] {
     } catch {
       return {
         consumer: r.name,
-        seq: Number(r.seq),
+        seq: r.seq,
         tables: [],
         effects: [
           {
@@ -59,8 +56,8 @@ export function forecastAlter(db: Db, result: AlterResult): ConsumerForecast[] {
     }
     const effects = result.tables
       .filter((t) => tables.includes(t.table))
-      .map((t) => forecastTable(db, t, Number(r.seq), result.seq, tids.get(t.table)));
-    return { consumer: r.name, seq: Number(r.seq), tables, effects };
+      .map((t) => forecastTable(db, t, r.seq, result.seq, tids.get(t.table)));
+    return { consumer: r.name, seq: r.seq, tables, effects };
   });
 }
 

@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/connection.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
-import { reasonsOf, type Reason, type ReasonOf } from '../reasons.ts';
+import { reasonsOf, type Reason, type ReasonCode, type ReasonOf } from '../reasons.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
 import { sameFile } from '../sqlite/file-identity.ts';
@@ -36,7 +36,11 @@ export type CursorValidation =
     }
   | { readonly status: 'error'; readonly reason: Reason<'CURSOR_MALFORMED'>; readonly message: string };
 
-const REBUILD_REASONS: ReadonlySet<string> = reasonsOf('rebuild');
+const REBUILD_REASONS: ReadonlySet<ReasonCode> = reasonsOf('rebuild');
+
+function isRebuildReason(code: ReasonCode): code is RebuildReason {
+  return REBUILD_REASONS.has(code);
+}
 
 /**
  * Decides whether a consumer may continue from `cursor` on this source:
@@ -286,11 +290,11 @@ function checkAnchor(db: Db, c: Cursor, view: SourceView): string | undefined {
 }
 
 function asRebuild(err: unknown): CursorValidation {
-  if (err instanceof FailClosedError && REBUILD_REASONS.has(err.code)) {
+  if (err instanceof FailClosedError && isRebuildReason(err.code)) {
     // Keep the table and the unarmed reason: "TABLE_UNARMED" alone does not say what to fix.
     return {
       status: 'rebuild',
-      reason: err.code as RebuildReason,
+      reason: err.code,
       message: err.message,
       ...(Object.keys(err.detail).length > 0 ? { detail: err.detail } : {}),
     };

@@ -67,7 +67,7 @@ function cachedView(db: Db): SourceView | undefined {
     if (Number(stmts.schemaVersion.get() as bigint) !== cache.schemaVersion) return undefined;
     const row = stmts.state.get() as Record<string, unknown> | undefined;
     if (row === undefined) return undefined;
-    const state = stateFromRow(row);
+    const state = stateFromRow(db, row);
     if (state.format !== FORMAT_VERSION) return undefined;
     const lastSeq = new Map((stmts.lastSeqs.all() as [bigint, bigint][]).map(([tid, seq]) => [Number(tid), Number(seq)]));
     const tables = new Map<string, TableArming>();

@@ -144,6 +144,11 @@ export function schemaFingerprint(info: TableInfo): string {
   return createHash('sha256').update(JSON.stringify(shape)).digest('hex').slice(0, 16);
 }
 
+/** The file SQLite opened as schema `schema` of `db` ('' for a temporary or in-memory database). */
+export function databaseFile(db: Db, schema: string): string {
+  return (db.prepare('SELECT file FROM pragma_database_list WHERE name = ?').pluck().get(schema) as string | undefined) ?? '';
+}
+
 export function schemaVersion(db: Db): number {
   const row = cachedStatement(db, 'SELECT schema_version AS v FROM main.pragma_schema_version()').get() as { v: bigint };
   return Number(row.v);

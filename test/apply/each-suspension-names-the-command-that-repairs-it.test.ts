@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { test, expect } from '../support/fixtures.ts';
-import { repairAction, shellWord } from '../../src/apply/target/target-meta.ts';
+import { repairAction, shellWord } from '../../src/sqlite/shell-word.ts';
 
 test('each suspension reason gets the command that repairs it', () => {
   expect(repairAction('issues', 'TARGET_DIVERGED', '/data/app.db', '/data/cache.db')).toBe(

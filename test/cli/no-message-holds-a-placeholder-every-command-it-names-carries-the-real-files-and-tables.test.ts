@@ -4,7 +4,19 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, ROOT, runSqliteCli } from '../support/fixtures.ts';
 import { NatsServer } from '../support/nats-server.ts';
-import { REASONS, bump, enable, openDatabase, prune, snapshot, sync, verify, type ReasonCode, type SyncReport } from '../../src/index.ts';
+import {
+  REASONS,
+  bump,
+  dropProjection,
+  enable,
+  openDatabase,
+  prune,
+  snapshot,
+  sync,
+  verify,
+  type ReasonCode,
+  type SyncReport,
+} from '../../src/index.ts';
 import { repairAction } from '../../src/internal.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, write } from './support/cli.ts';
 
@@ -139,6 +151,13 @@ describe('messages that name a command', () => {
     } finally {
       db.close();
     }
+  });
+
+  test('drop of a name the target does not hold names the health that lists its projections, with the target quoted', () => {
+    const tgt = plainDb(at('drop-cache.db'));
+    const message = thrown(() => dropProjection(tgt, 'nothing'));
+    expect(message).not.toMatch(PLACEHOLDER);
+    expect(message).toContain(`sluice health '${tgt}' lists them`);
   });
 
   test('verify of a target that holds nothing of the source names the sync that makes it', async () => {

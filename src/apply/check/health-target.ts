@@ -2,7 +2,8 @@ import type { Db } from '../../sqlite/connection.ts';
 import { compileProjection, ownedTables, type SourceShape } from '../../projection/compile.ts';
 import { kindNamed } from '../../projection/kinds/registry.ts';
 import { parseStoredDefinition } from '../../projection/definition.ts';
-import { repairAction, type ProjectionRecord } from '../target/target-meta.ts';
+import type { ProjectionRecord } from '../target/target-meta.ts';
+import { repairAction } from '../../sqlite/shell-word.ts';
 
 /*
  * What health can see of a projection's own tables without reading their

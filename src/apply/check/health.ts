@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/kinds/registry.ts';
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
-import { readProjections, repairAction, shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { repairAction, shellCommand } from '../../sqlite/shell-word.ts';
 import { readState, readTables, type CaptureState } from '../../capture/catalog.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq } from '../../feed/journal-stats.ts';
 import { validateCursor } from '../../feed/cursor-check.ts';
@@ -151,7 +152,7 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string): Source
     if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
     else
       facts.problems.push(
-        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (sluice enable ${shellWord(r.sourcePath ?? '')} ${shellWord(r.sourceTable)}) and run sluice sync, or remove the projection and its tables (sluice drop ${shellWord(targetPath)} ${shellWord(r.name)})`,
+        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (${shellCommand('enable', { source: r.sourcePath ?? '', table: r.sourceTable })}) and run sluice sync, or remove the projection and its tables (${shellCommand('drop', { target: targetPath, projection: r.name })})`,
       );
     if (r.cursor !== null) {
       const v = validateCursor(source, r.cursor, undefined, {
@@ -206,11 +207,11 @@ function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: stri
     };
   if (fed === undefined && r.fedBy?.via === 'subscribe')
     return unknown(
-      `the lag of ${r.name} was not read from stream ${r.fedBy.stream} at ${r.fedBy.url}, where sluice subscribe reads it: read it there (sluice health ${shellWord(targetPath)}), or pass the broker's URL: sluice health ${shellWord(targetPath)} --nats URL`,
+      `the lag of ${r.name} was not read from stream ${r.fedBy.stream} at ${r.fedBy.url}, where sluice subscribe reads it: read it there (${shellCommand('health', { target: targetPath })}), or pass the broker's URL: ${shellCommand('healthFromStream', { target: targetPath })}`,
     );
   if (fed === undefined)
     return unknown(
-      `the lag of ${r.name} cannot be known from the target: it has no source path to read, and the target does not record what feeds it (made before that was recorded); for a subscribed target, read it from the stream: sluice health ${shellWord(targetPath)} --nats URL; for an imported one, import a file again (sluice import ${shellWord(targetPath)} FILE: a file already applied changes no row), and the target records it`,
+      `the lag of ${r.name} cannot be known from the target: it has no source path to read, and the target does not record what feeds it (made before that was recorded); for a subscribed target, read it from the stream: ${shellCommand('healthFromStream', { target: targetPath })}; for an imported one, import a file again (${shellCommand('importInto', { target: targetPath })}: a file already applied changes no row), and the target records it`,
     );
   if ('unknown' in fed) return unknown(fed.unknown);
   return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
@@ -265,7 +266,7 @@ function one(
     kind: r.kind,
     state: r.state,
     reason: r.reason,
-    detail: r.detail === null ? null : (JSON.parse(r.detail) as unknown),
+    detail: r.detail,
     seq: r.seq,
     sourcePath: r.sourcePath,
     sourceSeq: facts.sourceSeq,

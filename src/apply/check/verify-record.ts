@@ -3,7 +3,7 @@ import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { compileProjection, type SourceShape } from '../../projection/compile.ts';
 import { parseStoredDefinition } from '../../projection/definition.ts';
 import { kindNamed } from '../../projection/kinds/registry.ts';
-import { PROJECTIONS_TABLE, setState, type ProjectionRecord } from '../target/target-meta.ts';
+import { PROJECTIONS_TABLE, readProjection, setState, type ProjectionRecord } from '../target/target-meta.ts';
 import type { ProjectionVerification } from './verify-types.ts';
 
 /*
@@ -102,20 +102,14 @@ export function recordVerdicts(
 
 /** Whether the projection's row is still the one verify compared (no sync moved it, nothing else suspended or cleared it). */
 function unchanged(db: Db, rec: ProjectionRecord): boolean {
-  const now = cachedStatement(db, `SELECT seq, state, reason FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).get(rec.name) as
-    { seq: number | bigint; state: string; reason: string | null } | undefined;
-  return now !== undefined && Number(now.seq) === rec.seq && now.state === rec.state && now.reason === rec.reason;
+  const now = readProjection(db, 'main', rec.name);
+  return now !== undefined && now.seq === rec.seq && now.state === rec.state && now.reason === rec.reason;
 }
 
 /** Whether the stored TARGET_EDITED says another program wrote tables of it besides the one holding its rows. */
 function beyondRows(rec: ProjectionRecord): boolean {
   const rows = kindNamed(rec.kind)?.rowTable(rec.targetTable);
-  let tables: unknown;
-  try {
-    tables = (JSON.parse(rec.detail ?? '{}') as { tables?: unknown }).tables;
-  } catch {
-    return true;
-  }
+  const tables = rec.detail?.tables;
   return (
     !Array.isArray(tables) || tables.some((t) => typeof t !== 'string' || rows === undefined || t.toLowerCase() !== rows.toLowerCase())
   );

@@ -5,7 +5,8 @@ import { columnDecl, type CompiledProjection } from '../../projection/compile.ts
 import { eventsAfter } from '../../feed/journal-stats.ts';
 import { imagesUnreadableAfter } from '../../feed/images-after-cursor.ts';
 import type { StepProgress } from './verify-progress.ts';
-import { shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import type { ProjectionRecord } from '../target/target-meta.ts';
+import { shellCommand } from '../../sqlite/shell-word.ts';
 
 /**
  * The keys of the projection's source table that the journal's events after
@@ -164,6 +165,6 @@ export function costlyRewind(
   // The seqs after the cursor are every table's events: count this one's (a read of the range, a fraction of the rewind's).
   const events = eventsAfter(db, tid, rec.seq);
   if (events < COSTLY_REWIND_EVENTS || events * REWIND_EVENT_COST <= rows) return undefined;
-  const sync = paths === undefined ? 'a sync of the target' : `\`sluice sync ${shellWord(paths.source)} ${shellWord(paths.target)}\``;
+  const sync = paths === undefined ? 'a sync of the target' : `\`${shellCommand('sync', { source: paths.source, target: paths.target })}\``;
   return `${rec.name} is ${events} events behind its source (its cursor is seq ${rec.seq}, the source is at seq ${hw}), against ${rows} rows of ${rec.sourceTable}: verify takes each of those events to compare the keys they changed as they were at the cursor, which costs more than comparing the table itself; ${sync} first makes verify cost about what comparing the table does`;
 }

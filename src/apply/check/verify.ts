@@ -26,7 +26,8 @@ import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { kindNamed, kindOf } from '../../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
-import { readProjections, reinitCommand, repairAction, shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { reinitCommand, repairAction, shellCommand } from '../../sqlite/shell-word.ts';
 import { missingMirrors } from '../sync/projection-set.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
@@ -502,5 +503,7 @@ function registerHash(db: Db): void {
 
 /** `sluice sync SOURCE [TARGET]` as it is typed. */
 function syncOf(sourcePath: string, targetPath?: string): string {
-  return ['sluice sync', shellWord(sourcePath), ...(targetPath === undefined ? [] : [shellWord(targetPath)])].join(' ');
+  return targetPath === undefined
+    ? shellCommand('syncSource', { source: sourcePath })
+    : shellCommand('sync', { source: sourcePath, target: targetPath });
 }

@@ -25,7 +25,8 @@ import {
 } from '../../projection/evolution/classify.ts';
 import type { StatePart } from '../../projection/evolution/changes.ts';
 import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
-import { ownedTables, readProjections, repairAction, type ProjectionRecord } from '../target/target-meta.ts';
+import { ownedTables, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { repairAction } from '../../sqlite/shell-word.ts';
 import { alterFacts, type RebuildCost } from './explain-facts.ts';
 import { predictSync, type SyncPrediction } from './sync-classify.ts';
 

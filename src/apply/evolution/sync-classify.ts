@@ -14,13 +14,8 @@ import { kindOf } from '../../projection/kinds/registry.ts';
 import { BROKEN_DEFINITION_REASONS, brokenReason } from '../sync/broken-definition.ts';
 import { targetFile, type ApplyTarget } from '../sync/applier.ts';
 import { alterFacts, REARMABLE } from './explain-facts.ts';
-import {
-  newProjectionRecord,
-  PROJECTIONS_TABLE,
-  repairAction,
-  SELF_CLEARING_SUSPENSIONS,
-  type ProjectionRecord,
-} from '../target/target-meta.ts';
+import { newProjectionRecord, PROJECTIONS_TABLE, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
+import { repairAction } from '../../sqlite/shell-word.ts';
 
 /*
  * sync's side of 003's classification: a projection whose stored

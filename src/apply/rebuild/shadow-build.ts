@@ -1,12 +1,13 @@
 import { createHash } from 'node:crypto';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import type { JsonValue } from '../../sqlite/codec.ts';
 import type { CapturedTable } from '../../capture/catalog.ts';
 import { cursorToken, type SourceView } from '../../feed/source-view.ts';
 import { ownedTables, stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
 import { kindOf } from '../../projection/kinds/registry.ts';
+import type { KindName } from '../../projection/kind.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from '../target/target-meta.ts';
+import type { BuildState } from '../target/build-state.ts';
 import { checkTablesFree, replacedTables, type ApplyTarget } from '../sync/applier.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-indexes.ts';
 
@@ -42,38 +43,7 @@ import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-i
  * run, or is rolled back (resumeOrRollbackShadowBuild).
  */
 
-/** What the projection's row records of a build in progress. */
-export interface BuildState {
-  readonly fingerprint: string;
-  readonly definition: string;
-  readonly shape: string;
-  /** Why it is rebuilt (DEFINITION_CHANGED, REINIT...). */
-  readonly reason: string;
-  readonly shadow: string;
-  /** The source's high-water mark when the build started: events after it are caught up. */
-  readonly startSeq: number;
-  /** The last key copied (null: none yet); undefined once the copy is done. */
-  readonly lastKey?: readonly JsonValue[] | null;
-  readonly copied: number;
-  /** The copy's events caught up through this seq (the copy phase: startSeq). */
-  readonly caughtSeq: number;
-  /** A replay kind: the staged copy of the source rows (a mirror of its table) its shadow is filled from. */
-  readonly staging?: string;
-  /**
-   * A replay kind, once its staged copy is validated and caught up to
-   * `seq`: the shadow is filled from it in key order (the last key filled,
-   * as the copy's lastKey), then caught up through `seq` by the journal's
-   * events.
-   */
-  readonly fill?: { readonly lastKey?: readonly JsonValue[] | null; readonly seq: number };
-  /**
-   * A cursor at the seq the build has read the journal through (the fill's,
-   * else the copy's): the build goes on only while a consumer could go on
-   * from it (not after a bump, a re-armed table, DDL sluice did not make...),
-   * else it starts again (build-step.ts). Absent (written before it was kept): started again.
-   */
-  readonly cursor?: string;
-}
+export type { BuildState } from '../target/build-state.ts';
 
 /**
  * Rows copied per transaction, and events caught up per transaction.
@@ -89,8 +59,9 @@ function buildChunk(env: string | undefined): number {
   return Number(env);
 }
 
+/** The build in progress its row records (read with the row: target-meta.ts), if any. */
 export function readBuild(rec: ProjectionRecord | undefined): BuildState | undefined {
-  return rec?.build == null ? undefined : (JSON.parse(rec.build) as BuildState);
+  return rec?.build ?? undefined;
 }
 
 export function writeBuild(t: ApplyTarget, name: string, b: BuildState | null): void {
@@ -116,7 +87,7 @@ export function copyTarget(p: CompiledProjection, b: BuildState): { readonly p: 
 
 /** What step 4 validates: the copy (its tables at `table`), as a stored projection of its own definition would be. */
 export interface BuildCandidate {
-  readonly kind: string;
+  readonly kind: KindName;
   readonly table: string;
   readonly definition: string;
   readonly shape: string;

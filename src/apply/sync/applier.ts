@@ -16,12 +16,12 @@ import {
   ownedTables,
   readProjection,
   setState,
-  reinitCommand,
   storeCursor,
   PROJECTIONS_TABLE,
   type ProjectionRecord,
 } from '../target/target-meta.ts';
 import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../target/user-indexes.ts';
+import { reinitCommand } from '../../sqlite/shell-word.ts';
 
 /*
  * The one place where a snapshot or a batch meets a projection kind. sync
@@ -59,8 +59,8 @@ export function suspension(reason: ReasonCode, detail: Record<string, unknown>):
 export function storedSuspension(rec: ProjectionRecord): Suspension {
   return {
     kind: 'suspended',
-    reason: (rec.reason ?? 'SUSPENDED') as ReasonCode,
-    detail: rec.detail === null ? {} : (JSON.parse(rec.detail) as Record<string, unknown>),
+    reason: rec.reason ?? 'SUSPENDED',
+    detail: rec.detail ?? {},
     unchanged: true,
   };
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
 import { inTransaction } from '../../sqlite/transaction.ts';
+import { StoredRow, stringList } from '../../sqlite/stored-row.ts';
 import type { CaptureMode } from '../../capture/schema.ts';
 import { defaultProjectionName } from '../../projection/name.ts';
 import { defaultMirror, type MirrorDefinition } from '../../projection/definition.ts';
@@ -35,7 +36,8 @@ export const MIRROR_ALL = '*';
  * passed as `--projection '*'`, `upgraded` inferred from a target made before
  * the set was stored.
  */
-export type MirrorAllOrigin = 'default' | 'given' | 'upgraded';
+const MIRROR_ALL_ORIGINS = ['default', 'given', 'upgraded'] as const;
+export type MirrorAllOrigin = (typeof MIRROR_ALL_ORIGINS)[number];
 
 export interface MirrorAll {
   readonly origin: MirrorAllOrigin;
@@ -109,17 +111,18 @@ export function isDefaultMirror(r: Pick<ProjectionRecord, 'name' | 'kind' | 'sou
  */
 export function readProjectionSet(db: Db, schema: string, records: readonly ProjectionRecord[]): ProjectionSet {
   if (hasSetTable(db, schema)) {
-    const row = db
+    const r = db
       .prepare(`SELECT origin, source_path, except_tables FROM ${quoteIdent(schema)}.${PROJECTION_SET_TABLE} WHERE member = ?`)
-      .get(MIRROR_ALL) as { origin: string; source_path: string | null; except_tables: string } | undefined;
-    if (row === undefined) return { stored: true, mirrorAll: undefined };
+      .get(MIRROR_ALL) as Record<string, unknown> | undefined;
+    if (r === undefined) return { stored: true, mirrorAll: undefined };
+    const row = new StoredRow(db, { role: 'Target', schema, table: PROJECTION_SET_TABLE, row: MIRROR_ALL }, r);
     return {
       stored: true,
       mirrorAll: {
-        origin: row.origin as MirrorAllOrigin,
+        origin: row.oneOf('origin', MIRROR_ALL_ORIGINS),
         stored: true,
-        sourcePath: row.source_path,
-        except: JSON.parse(row.except_tables) as string[],
+        sourcePath: row.textOrNull('source_path'),
+        except: row.json('except_tables', stringList, 'a JSON array of table names'),
       },
     };
   }

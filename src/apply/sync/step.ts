@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { inTransaction } from '../../sqlite/transaction.ts';
-import { reasonsOf, type ReasonCode } from '../../reasons.ts';
+import { reasonsOf } from '../../reasons.ts';
 import { FailClosedError } from '../../errors.ts';
 import { readState, type CapturedTable } from '../../capture/catalog.ts';
 import { validateCursor } from '../../feed/cursor-check.ts';
@@ -208,7 +208,7 @@ async function afterBuildCheck(
   if (v.status === 'rebuild') {
     if (REBUILDABLE.has(v.reason)) return rebuild(ctx, target, p, view, rec, v.reason);
     const why = v.detail?.reason;
-    return suspension(v.reason as ReasonCode, {
+    return suspension(v.reason, {
       table: p.source.table,
       ...(typeof why === 'string' ? { why } : {}),
       message: v.message,

@@ -15,7 +15,8 @@ import {
   type ProjectionDefinitionInput,
 } from '../../projection/definition.ts';
 import { TARGET_SCHEMA } from '../target/session.ts';
-import { readProjections, shellWord, type ProjectionRecord } from '../target/target-meta.ts';
+import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { shellCommand } from '../../sqlite/shell-word.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import {
   isDefaultMirror,
@@ -106,7 +107,7 @@ export function uncapturedTable(
   if (captured.some((t) => t.name === def.source)) return undefined;
   return new InvalidInputError(
     'TABLE_UNTRACKED',
-    `Projection ${def.name}: source table ${def.source} is not captured, so sluice has no changes of it to sync. Capture it first: sluice enable ${shellWord(sourcePath)} ${shellWord(def.source)}, then run this sync again.`,
+    `Projection ${def.name}: source table ${def.source} is not captured, so sluice has no changes of it to sync. Capture it first: ${shellCommand('enable', { source: sourcePath, table: def.source })}, then run this sync again.`,
   );
 }
 

@@ -459,7 +459,7 @@ export class Syncer {
     const report = { name: b.name, state: 'suspended' as const, reason: b.reason, detail: b.detail, applied: 0, cursor: null, seq: 0 };
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
-      if (rec?.state !== 'suspended' || rec.reason !== b.reason || rec.detail !== JSON.stringify(b.detail)) {
+      if (rec?.state !== 'suspended' || rec.reason !== b.reason || JSON.stringify(rec.detail) !== JSON.stringify(b.detail)) {
         await retryBusy(
           async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail),
           this.#busyTimeoutMs,

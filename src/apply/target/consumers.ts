@@ -1,8 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { sameFile, type FileIdentity } from '../../sqlite/file-identity.ts';
 import { readConsumers, type ConsumerRow } from '../../capture/consumers.ts';
-import { fillRepair, REASONS } from '../../reasons.ts';
-import { shellWord } from '../../sqlite/shell-word.ts';
+import { repairOf } from '../../sqlite/shell-word.ts';
 import { droppedNames } from './dropped.ts';
 
 /*
@@ -104,9 +103,5 @@ export function lostExplanation(l: Pick<LostProjection, 'projection' | 'kind' | 
 
 /** The catalog's repair of a lost projection, with the real paths. */
 export function lostRepair(projection: string, sourcePath: string, targetKey: string): string {
-  return fillRepair(REASONS.CONSUMER_NOT_BUILT.repair, {
-    source: shellWord(sourcePath),
-    target: shellWord(targetKey),
-    projection: shellWord(projection),
-  });
+  return repairOf('CONSUMER_NOT_BUILT', { source: sourcePath, target: targetKey, projection });
 }

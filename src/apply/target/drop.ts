@@ -8,6 +8,7 @@ import { ownedBy } from '../sync/applier.ts';
 import { buildTables, readBuild } from '../rebuild/shadow-build.ts';
 import { excludeFromMirrorAll } from '../sync/projection-set.ts';
 import { recordDrop } from './dropped.ts';
+import { shellCommand } from '../../sqlite/shell-word.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 
@@ -45,7 +46,7 @@ export function dropProjection(targetPath: string, name: string): DropResult {
           const known = records.map((r) => r.name);
           throw new SluiceError(
             'PROJECTION_NOT_FOUND',
-            `Target ${targetPath} has no projection named ${name} (${known.length === 0 ? 'it has none' : `it has: ${known.join(', ')}`}). Pass one of those names; sluice health ${targetPath} lists them.`,
+            `Target ${targetPath} has no projection named ${name} (${known.length === 0 ? 'it has none' : `it has: ${known.join(', ')}`}). Pass one of those names; ${shellCommand('health', { target: targetPath })} lists them.`,
           );
         }
         // Defensive: a table another projection also names stays (TARGET_COLLISION keeps that from happening).

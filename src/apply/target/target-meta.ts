@@ -2,9 +2,12 @@ import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
-import { fillRepair, reasonsOf, REINIT_COMMAND, repairFor } from '../../reasons.ts';
-import { shellWord } from '../../sqlite/shell-word.ts';
+import { currentCode, isReasonCode, reasonsOf, type ReasonCode } from '../../reasons.ts';
+import { either, jsonObject, StoredRow } from '../../sqlite/stored-row.ts';
+import { isKindName, KIND_NAMES } from '../../projection/kinds/registry.ts';
+import type { KindName } from '../../projection/kind.ts';
 import { parseFedBy, type FedBy } from './fed-by.ts';
+import { parseBuildState, type BuildState } from './build-state.ts';
 export { ownedTables } from '../../projection/compile.ts';
 
 /*
@@ -21,7 +24,8 @@ export { ownedTables } from '../../projection/compile.ts';
 export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
 export const TARGET_FORMAT = 1;
 
-export type ProjectionState = 'building' | 'active' | 'suspended';
+export const PROJECTION_STATES = ['building', 'active', 'suspended'] as const;
+export type ProjectionState = (typeof PROJECTION_STATES)[number];
 
 /**
  * Suspensions that each run looks at again, because fixing their cause is
@@ -34,36 +38,12 @@ export type ProjectionState = 'building' | 'active' | 'suspended';
  */
 export const SELF_CLEARING_SUSPENSIONS: ReadonlySet<string> = reasonsOf('suspend', true);
 
-export { shellWord };
-
-/**
- * What to do about a suspended projection, with the command that does it,
- * worded in src/reasons.ts. A path or table not known here (a projection
- * imported from a file records no source path) is named in words.
- */
-export function repairAction(
-  name: string,
-  reason: string | null | undefined,
-  sourcePath?: string,
-  targetPath?: string,
-  sourceTable?: string,
-): string {
-  const word = (s: string | undefined) => (s === undefined ? undefined : shellWord(s));
-  return repairFor(reason, { source: word(sourcePath), target: word(targetPath), projection: shellWord(name), table: word(sourceTable) });
-}
-
-/** The command that rebuilds projection `name` from a snapshot (sluice reinit), with the paths as they are typed; an unknown source said in words. */
-export function reinitCommand(name: string, sourcePath: string | null | undefined, targetPath: string): string {
-  const source = sourcePath == null ? undefined : shellWord(sourcePath);
-  return fillRepair(REINIT_COMMAND, { source, target: shellWord(targetPath), projection: shellWord(name) });
-}
-
 export interface ProjectionRecord {
   readonly name: string;
   readonly sourceId: string;
   readonly sourcePath: string | null;
   readonly sourceTable: string;
-  readonly kind: string;
+  readonly kind: KindName;
   readonly targetTable: string;
   readonly definition: string;
   readonly sourceShape: string;
@@ -71,11 +51,13 @@ export interface ProjectionRecord {
   readonly cursor: string | null;
   readonly seq: number;
   readonly state: ProjectionState;
-  readonly reason: string | null;
-  readonly detail: string | null;
+  /** Why it is not active (a retired code an older release stored reads as the code that replaced it), or null. */
+  readonly reason: ReasonCode | null;
+  /** What the reason found (a JSON object as stored), or null. */
+  readonly detail: Readonly<Record<string, unknown>> | null;
   readonly shadowTable: string | null;
-  /** A protected rebuild in progress (shadow-build.ts BuildState, as JSON), or null. */
-  readonly build: string | null;
+  /** A protected rebuild in progress (shadow-build.ts), or null. */
+  readonly build: BuildState | null;
   /** The message of the last failed sync attempt since the last success (null when the last attempt succeeded). */
   readonly lastError: string | null;
   /** Its code: the SluiceError code (TARGET_FULL, TARGET_BUSY, ...), the SQLite error code (SQLITE_CONSTRAINT_TRIGGER, ...), or APPLY_FAILED. */
@@ -169,42 +151,54 @@ export function hasTargetMeta(db: Db, schema: string): boolean {
   );
 }
 
-function fromRow(r: Record<string, unknown>): ProjectionRecord {
-  const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-  const str = (v: unknown) => (v === null || v === undefined ? null : String(v));
+/**
+ * A stored row as its record, each value read once, here: a kind of the
+ * registry, a state, a reason code of the catalog, whole numbers, the JSON
+ * of a detail or of a rebuild in progress. A value that does not read (a
+ * newer sluice wrote it, or a hand edit) throws StoredValueError naming
+ * the target, the row, the column and the value. (The cursor and the
+ * definition are read where they are used: a projection whose cursor or
+ * definition does not read is suspended alone, with its reason.) A column
+ * an older target lacks reads as its default.
+ */
+function fromRow(db: Db, schema: string, r: Record<string, unknown>): ProjectionRecord {
+  const row = new StoredRow(db, { role: 'Target', schema, table: PROJECTIONS_TABLE, row: String(r.name) }, r);
+  const kind = row.text('kind');
+  const reason = row.textOrNull('reason');
+  const current = reason === null ? null : currentCode(reason);
   return {
-    name: String(r.name),
-    sourceId: String(r.source_id),
-    sourcePath: str(r.source_path),
-    sourceTable: String(r.source_table),
-    kind: String(r.kind),
-    targetTable: String(r.target_table),
-    definition: String(r.definition),
-    sourceShape: String(r.source_shape),
-    fingerprint: String(r.fingerprint),
-    cursor: str(r.cursor),
-    seq: Number(r.seq),
-    state: String(r.state) as ProjectionState,
-    reason: str(r.reason),
-    detail: str(r.detail),
-    shadowTable: str(r.shadow_table),
-    build: str(r.build),
-    lastError: str(r.last_error),
-    lastErrorCode: str(r.last_error_code),
-    lastErrorMs: num(r.last_error_ms),
-    failures: r.failures === undefined || r.failures === null ? 0 : Number(r.failures),
+    name: row.text('name'),
+    sourceId: row.text('source_id'),
+    sourcePath: row.textOrNull('source_path'),
+    sourceTable: row.text('source_table'),
+    kind: isKindName(kind) ? kind : row.refuse('kind', either(KIND_NAMES)),
+    targetTable: row.text('target_table'),
+    definition: row.text('definition'),
+    sourceShape: row.text('source_shape'),
+    fingerprint: row.text('fingerprint'),
+    cursor: row.textOrNull('cursor'),
+    seq: row.whole('seq'),
+    state: row.oneOf('state', PROJECTION_STATES),
+    reason: current === null ? null : isReasonCode(current) ? current : row.refuse('reason', 'a code of docs/reasons.md'),
+    detail: row.jsonOrNull('detail', jsonObject, 'a JSON object'),
+    shadowTable: row.textOrNull('shadow_table'),
+    build: row.jsonOrNull('build', parseBuildState, 'the JSON of a protected rebuild in progress'),
+    lastError: row.textOrNull('last_error'),
+    lastErrorCode: row.textOrNull('last_error_code'),
+    lastErrorMs: row.wholeOrNull('last_error_ms'),
+    failures: row.wholeOrNull('failures') ?? 0,
     fedBy: parseFedBy(r.fed_by),
-    appliedEvents: Number(r.applied_events),
-    lastEventMs: num(r.last_event_ms),
-    createdMs: Number(r.created_ms),
-    updatedMs: Number(r.updated_ms),
+    appliedEvents: row.whole('applied_events'),
+    lastEventMs: row.wholeOrNull('last_event_ms'),
+    createdMs: row.whole('created_ms'),
+    updatedMs: row.whole('updated_ms'),
   };
 }
 
 export function readProjections(db: Db, schema: string): ProjectionRecord[] {
   if (!hasTargetMeta(db, schema)) return [];
   return (db.prepare(`SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} ORDER BY name`).all() as Record<string, unknown>[]).map(
-    fromRow,
+    (r) => fromRow(db, schema, r),
   );
 }
 
@@ -212,7 +206,7 @@ export function readProjection(db: Db, schema: string, name: string): Projection
   if (!hasTargetMeta(db, schema)) return undefined;
   const r = cachedStatement(db, `SELECT * FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`).get(name) as
     Record<string, unknown> | undefined;
-  return r === undefined ? undefined : fromRow(r);
+  return r === undefined ? undefined : fromRow(db, schema, r);
 }
 
 /** What a new projection row starts with; the rest (cursor, reason, counters) is set as it runs. */
@@ -225,7 +219,7 @@ export type NewProjection = Pick<
 export function newProjectionRecord(
   p: {
     readonly name: string;
-    readonly kind: string;
+    readonly kind: KindName;
     readonly targetTable: string;
     readonly fingerprint: string;
     readonly definition: object;
@@ -288,7 +282,7 @@ export function storeCursor(
   ).run(cursor, seq, applied, lastEventMs, Date.now(), name);
 }
 
-export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: string | null, detail: unknown): void {
+export function setState(db: Db, schema: string, name: string, state: ProjectionState, reason: ReasonCode | null, detail: unknown): void {
   db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET state = ?, reason = ?, detail = ?, updated_ms = ? WHERE name = ?`).run(
     state,
     reason,

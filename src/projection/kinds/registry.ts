@@ -30,9 +30,17 @@ export function kindOf(p: CompiledProjection): AnyKind {
   return KINDS[p.kind];
 }
 
+/** The names of the kinds, in the registry's order. */
+export const KIND_NAMES = Object.keys(KINDS) as readonly KindName[];
+
+/** Whether `name` is a kind of this registry (a stored record's kind is read with it). */
+export function isKindName(name: string): name is KindName {
+  return Object.hasOwn(KINDS, name);
+}
+
 /** The kind named `name` (a stored record's kind), for what needs no compiled projection. */
 export function kindNamed(name: string): AnyKind | undefined {
-  return Object.hasOwn(KINDS, name) ? KINDS[name as KindName] : undefined;
+  return isKindName(name) ? KINDS[name] : undefined;
 }
 
 /** The alter rules of a kind (its `alter`), for a kind read back from a target (a string). */
