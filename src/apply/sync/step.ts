@@ -95,6 +95,12 @@ export interface StepContext {
 
 /** What a step tells of its progress while it runs (StepContext.progress). */
 export interface StepProgress {
+  /**
+   * What the step read before doing anything: the projection's stored seq
+   * (0 when it has no row) and the source's high-water mark, in its
+   * transaction (so a run's progress needs no reads of its own).
+   */
+  begin(seq: number, sourceSeq: number): void;
   /** `rows` of the `total` source rows a snapshot in this step has read so far: after each part, and once at the end. */
   snapshotRows(rows: number, total: number): void;
 }
@@ -158,6 +164,7 @@ async function stepInTransaction(
 ): Promise<StepOutcome> {
   const { db } = ctx;
   const view = readSourceView(db);
+  ctx.progress?.begin(rec?.seq ?? 0, view.hw);
   if (rec === undefined) return initialize(target, p, view, undefined, undefined, ctx.progress);
   // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
   const found = readBuild(rec) !== undefined;
