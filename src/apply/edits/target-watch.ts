@@ -76,6 +76,8 @@ export class TargetWatch {
   #dv: number;
   #advancedMs = Date.now();
   #checkpointedMs = 0;
+  /** When between() last read the log's length (to checkpoint a long one). */
+  #lengthSeenMs = 0;
   /** sluice committed to the target since the pin last moved (its own commits are not read from the log). */
   #wroteSincePin = false;
   readonly #pending = new Map<string, { tables: Set<string>; unsure: boolean }>();
@@ -142,12 +144,25 @@ export class TargetWatch {
    */
   between(): boolean {
     if (dataVersion(this.#db, this.#schema) !== this.#dv) this.#advance(true);
-    const end = this.#wal.end();
     const now = Date.now();
-    if (end !== undefined && end.frame >= CHECKPOINT_FRAMES && end.backfilled < end.frame && now - this.#checkpointedMs >= CHECKPOINT_MS) {
-      this.#checkpointedMs = now;
-      this.#checkpoint();
-    } else if (this.#wroteSincePin && now - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
+    // The log's length is looked at as often as the pin moves, not after every
+    // transaction (a follower makes one per source commit): it grows by a
+    // few frames each, and CHECKPOINT_FRAMES is far from that.
+    if (now - this.#lengthSeenMs >= ADVANCE_MS) {
+      this.#lengthSeenMs = now;
+      const end = this.#wal.end();
+      if (
+        end !== undefined &&
+        end.frame >= CHECKPOINT_FRAMES &&
+        end.backfilled < end.frame &&
+        now - this.#checkpointedMs >= CHECKPOINT_MS
+      ) {
+        this.#checkpointedMs = now;
+        this.#checkpoint();
+        return this.#pending.size > 0;
+      }
+    }
+    if (this.#wroteSincePin && now - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
     return this.#pending.size > 0;
   }
 
