@@ -5,6 +5,8 @@ import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
 import { withWriteTransaction } from '../sqlite/connection.ts';
+import { connectionState, slot } from '../sqlite/connection-state.ts';
+import { schemaVersion } from '../sqlite/introspect.ts';
 
 /** What rearmCapture did: the tables it re-armed, why each was unarmed, and the generation it moved. */
 export interface RearmReport {
@@ -14,8 +16,16 @@ export interface RearmReport {
   readonly generation: number;
 }
 
-/** Connections whose source's consumers table rearmCapture found (or made) current. */
-const consumersCurrent = new WeakSet<Db>();
+/**
+ * What rearmCapture knows of a connection's source: whether its consumers
+ * table was found (or made) current, and the schema_version at which every
+ * captured table was last found armed. A follower re-arms before every pass
+ * (one per source commit), and arming depends on the schema only (arming.ts
+ * caches verifyCapture the same way): while schema_version is unchanged,
+ * nothing was dropped, altered or made again, so there is nothing to re-arm
+ * and the catalog is not read at all.
+ */
+const seen = slot('rearm-seen', (): { consumersCurrent: boolean; armedAt?: number } => ({ consumersCurrent: false }));
 
 /**
  * Re-arms an enabled capture whose triggers were removed or altered, or
@@ -29,17 +39,22 @@ const consumersCurrent = new WeakSet<Db>();
  */
 export function rearmCapture(db: Db): RearmReport | undefined {
   try {
+    const known = connectionState(db).get(seen);
+    // Read before the verification: DDL landing in between makes the next call verify again, never skip one.
+    const sv = schemaVersion(db);
+    if (known.armedAt === sv) return undefined;
     if (!hasCapture(db)) return undefined;
     // An older sluice's consumers table gains its newer columns here, before a
     // reader takes a cursor: done at the first acknowledgement instead, its
     // DDL would fall after the cursors of that run, and a `sluice alter` next
     // (whose span replaces this one as sluice's last own DDL) would leave
     // them a schema window to rebuild across.
-    if (!consumersCurrent.has(db)) {
+    if (!known.consumersCurrent) {
       if (consumersNeedUpgrade(db)) withWriteTransaction(db, () => upgradeConsumers(db));
-      consumersCurrent.add(db); // a follower re-arms before every pass: looked at once per connection
+      known.consumersCurrent = true; // looked at once per connection
     }
     const v = verifyCapture(db);
+    if (v.ok && v.problem === undefined) known.armedAt = sv;
     if (v.problem !== undefined || v.ok || v.state === undefined) return undefined;
     const r = enable(db, [], { keepJournalMode: true });
     if (r.rearmedReasons.length === 0) return undefined;

@@ -4,7 +4,8 @@ import { MIRROR_ALL } from '../internal.ts';
 
 /*
  * The --projection files of a follower, watched by their file identity,
- * size and times (a stat per file per pass, and per idle poll): when one
+ * size and times (a stat per file at most every 100 ms while passes run,
+ * and at each idle poll): when one
  * changes, the follower loads them again and compiles the new definitions
  * (Syncer.setDefinitions), so fixing a definition that stopped compiling
  * takes its projection up again without a restart.
@@ -41,6 +42,9 @@ function stamp(file: string): string {
 export class DefinitionFiles {
   readonly #files: readonly string[];
   #stamps: string[];
+  /** When changed() last looked at the files, and whether it saw a change that load() has not taken yet. */
+  #lookedMs = Number.NEGATIVE_INFINITY;
+  #seen = false;
 
   /** `files` as they were loaded (the open read them). */
   constructor(files: readonly string[]) {
@@ -48,9 +52,17 @@ export class DefinitionFiles {
     this.#stamps = files.map(stamp);
   }
 
-  /** Whether a file changed (or went, or came back) since it was last loaded. */
-  changed(): boolean {
-    return this.#files.some((f, i) => stamp(f) !== this.#stamps[i]);
+  /**
+   * Whether a file changed (or went, or came back) since it was last loaded;
+   * with `unlessLookedWithinMs`, false without a look when the last one is
+   * that recent (a follower asks before each pass, one per source commit).
+   */
+  changed(unlessLookedWithinMs = 0): boolean {
+    const now = Date.now();
+    if (this.#seen || now - this.#lookedMs < unlessLookedWithinMs) return this.#seen;
+    this.#lookedMs = now;
+    this.#seen = this.#files.some((f, i) => stamp(f) !== this.#stamps[i]);
+    return this.#seen;
   }
 
   /**
@@ -60,6 +72,7 @@ export class DefinitionFiles {
    */
   async load(): Promise<DefinitionInput[]> {
     this.#stamps = this.#files.map(stamp);
+    this.#seen = false;
     return (await loadInputs(this.#files)) ?? [];
   }
 }

@@ -9,7 +9,7 @@ import type { DefinitionFiles } from './definition-files.ts';
 
 export interface FollowOptions {
   readonly json?: boolean;
-  /** The --projection files: loaded again when one changes, before the next pass (one runs at once when the source is idle). */
+  /** The --projection files: loaded again when one changes, before a pass within 100 ms of it (one runs at once when the source is idle). */
   readonly definitions?: DefinitionFiles;
   /** Says a definition file that could not be loaded again (the definitions loaded before are kept). */
   readonly onLoadError?: (err: unknown) => void;
@@ -34,6 +34,9 @@ export interface FollowOptions {
  */
 const ACK_INTERVAL_MS = 1000;
 
+/** Before a pass, the --projection files are looked at if they were not in this many ms (while idle, at each poll). */
+const DEFINITIONS_LOOK_MS = 100;
+
 /**
  * Keeps a Syncer running until SIGINT/SIGTERM: a pass at start, then one
  * each time the source commits (waitForChange runs both). A signal lets the
@@ -51,7 +54,7 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
   const edits = idleEditCheck(syncer, said);
   const pass = () =>
     edits.during(async () => {
-      if (files?.changed() === true) {
+      if (files?.changed(DEFINITIONS_LOOK_MS) === true) {
         try {
           syncer.setDefinitions(await files.load());
         } catch (err) {

@@ -9,7 +9,7 @@ export interface ProgressOptions {
 
 export interface ProgressReporter {
   readonly update: (p: SyncProgress) => void;
-  /** False when nothing is shown: the caller need not ask the syncer for progress at all (it costs two queries per projection per pass). */
+  /** False when nothing is shown: the caller need not ask the syncer for progress at all (it counts each batch's events, and a snapshot's rows). */
   readonly active: boolean;
   stop(): void;
 }

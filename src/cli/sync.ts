@@ -155,7 +155,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
     progress.update(p);
     tally.progress(p);
   };
-  // Only a bar, a JSON log or a follower's summaries use progress; asking for it costs queries on every pass.
+  // Only a bar, a JSON log or a follower's summaries use progress; asking for it counts each batch's events.
   const needsProgress = progress.active || (opts.follow === true && opts.json !== true);
   const syncer = await Syncer.open(source, target, {
     ...(defs === undefined ? {} : { projections: defs }),

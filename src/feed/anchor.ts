@@ -19,7 +19,18 @@ import type { Anchor } from './cursor.ts';
  */
 const ANCHOR_COLUMNS = 4;
 
+/** The statement per journal width, made once (a follower reads an anchor twice per source commit). */
+const anchorSqls = new Map<number, string>();
+
 function anchorSql(width: number): string {
+  const known = anchorSqls.get(width);
+  if (known !== undefined) return known;
+  const sql = makeAnchorSql(width);
+  anchorSqls.set(width, sql);
+  return sql;
+}
+
+function makeAnchorSql(width: number): string {
   const cells = Array.from({ length: ANCHOR_COLUMNS }, (_, i) =>
     i < width ? `typeof(${journalColumn(i)}) || ':' || hex(${journalColumn(i)})` : "'null:'",
   );

@@ -186,3 +186,38 @@ test('a cursor token carries every field of the cursor it was made from (parsed 
     }),
   );
 });
+
+test('a payload with each field wrong in one way (or a key too many) is CURSOR_MALFORMED, and the same payload made right decodes', ({
+  makeDb,
+}) => {
+  const { cursor } = setup(makeDb);
+  const payload = JSON.parse(Buffer.from(cursor.split('.')[1] as string, 'base64url').toString()) as Record<string, unknown>;
+  const token = (p: Record<string, unknown>) => withCheck(`sluice2.${Buffer.from(JSON.stringify(p)).toString('base64url')}`);
+  const good: Record<string, unknown> = { ...payload, i: ['1', '2', 3], x: { sv: 1 } };
+  expect(parseCursor(token(good))).toMatchObject({ sourceId: payload.s, file: { dev: '1', ino: '2', birth: 3 }, ext: { sv: 1 } });
+  const wrong: Record<string, Record<string, unknown>> = {
+    'a key too many': { ...good, z: 1 },
+    'no source id': { ...good, s: '' },
+    'a source id that is a number': { ...good, s: 7 },
+    'a negative generation': { ...good, g: -1 },
+    'a fractional seq': { ...good, q: 1.5 },
+    'a seq past 2^53': { ...good, q: 2 ** 60 },
+    'a seq as text': { ...good, q: '5' },
+    'no seq': (({ q: _q, ...rest }) => rest)(good),
+    'tables that are not a list': { ...good, t: 't' },
+    'a table that is a number': { ...good, t: [1], a: [1] },
+    'a schema digest that is a number': { ...good, f: 1 },
+    'a negative armed generation': { ...good, a: [-1] },
+    'one armed generation too few': { ...good, a: [] },
+    'an anchor of one item': { ...good, n: [1] },
+    'an anchor digest that is not 16 hex digits': { ...good, n: [1, 'ABCDEF0123456789'] },
+    'an anchor of three items': { ...good, n: [1, '0123456789abcdef', 1] },
+    'a file identity of two items': { ...good, i: ['1', '2'] },
+    'a birth time as text': { ...good, i: ['1', '2', '3'] },
+    'extensions that are a list': { ...good, x: [1] },
+    'extensions that are null': { ...good, x: null },
+  };
+  for (const [why, p] of Object.entries(wrong)) {
+    expect(() => parseCursor(token(p)), why).toThrow(expect.objectContaining({ code: 'CURSOR_MALFORMED' }));
+  }
+});

@@ -44,6 +44,8 @@ export type { WatchedProjection, EditEvidence } from './edit-evidence.ts';
 
 /** A log at least this many frames long is checkpointed by the watch between transactions (the apply session's autocheckpoint). */
 const CHECKPOINT_FRAMES = 10_000;
+/** A log within this many frames of CHECKPOINT_FRAMES has its length read after each transaction (between), not only every ADVANCE_MS. */
+const NEAR_CHECKPOINT_FRAMES = 1000;
 /** While nobody else writes, the pin is moved on at most this often (so checkpoints of sluice's own commits can go on). */
 const ADVANCE_MS = 100;
 /** The watch checkpoints a long log at most this often (another reader may keep a checkpoint from finishing). */
@@ -76,6 +78,9 @@ export class TargetWatch {
   #dv: number;
   #advancedMs = Date.now();
   #checkpointedMs = 0;
+  /** When between() last read the log's length (to checkpoint a long one), and whether it was close to CHECKPOINT_FRAMES. */
+  #lengthSeenMs = 0;
+  #nearCheckpoint = false;
   /** sluice committed to the target since the pin last moved (its own commits are not read from the log). */
   #wroteSincePin = false;
   readonly #pending = new Map<string, { tables: Set<string>; unsure: boolean }>();
@@ -142,12 +147,28 @@ export class TargetWatch {
    */
   between(): boolean {
     if (dataVersion(this.#db, this.#schema) !== this.#dv) this.#advance(true);
-    const end = this.#wal.end();
     const now = Date.now();
-    if (end !== undefined && end.frame >= CHECKPOINT_FRAMES && end.backfilled < end.frame && now - this.#checkpointedMs >= CHECKPOINT_MS) {
-      this.#checkpointedMs = now;
-      this.#checkpoint();
-    } else if (this.#wroteSincePin && now - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
+    // The log's length is looked at as often as the pin moves, not after every
+    // transaction (a follower makes one per source commit, of a few frames
+    // each), unless it was close to CHECKPOINT_FRAMES at the last look: then
+    // after each, so that the checkpoint comes as soon as it is due (each
+    // commit past it tries one of its own, which the pin keeps from finishing).
+    if (this.#nearCheckpoint || now - this.#lengthSeenMs >= ADVANCE_MS) {
+      this.#lengthSeenMs = now;
+      const end = this.#wal.end();
+      this.#nearCheckpoint = end !== undefined && end.frame >= CHECKPOINT_FRAMES - NEAR_CHECKPOINT_FRAMES;
+      if (
+        end !== undefined &&
+        end.frame >= CHECKPOINT_FRAMES &&
+        end.backfilled < end.frame &&
+        now - this.#checkpointedMs >= CHECKPOINT_MS
+      ) {
+        this.#checkpointedMs = now;
+        this.#checkpoint();
+        return this.#pending.size > 0;
+      }
+    }
+    if (this.#wroteSincePin && now - this.#advancedMs >= ADVANCE_MS) this.#advance(false);
     return this.#pending.size > 0;
   }
 

@@ -16,6 +16,9 @@ export function markBusy(err: unknown, role: 'source' | 'target'): void {
   if (isSqliteBusy(err) && typeof err === 'object' && err !== null && !busyFile.has(err)) busyFile.set(err, role);
 }
 
+/** The wait before the second attempt (randomized up to twice as long), as pRetry's first backoff below. */
+const FIRST_RETRY_MS = 10;
+
 /**
  * Retries `fn` on SQLITE_BUSY / SQLITE_LOCKED only, for at most `timeoutMs`
  * (the connection's busy_timeout waits inside each attempt; a retry covers a
@@ -29,11 +32,22 @@ export async function retryBusy<T>(
   timeoutMs: number,
   files: { readonly source: string; readonly target: string },
 ): Promise<T> {
+  const started = Date.now();
   try {
+    // The first attempt directly: a follower makes two of these calls per
+    // source commit, and the retry machinery is only for a busy file.
+    try {
+      return await fn();
+    } catch (err) {
+      if (!isSqliteBusy(err)) throw err;
+      const left = timeoutMs - (Date.now() - started);
+      if (left <= 0) throw err;
+      await new Promise((resolve) => setTimeout(resolve, FIRST_RETRY_MS * (1 + Math.random())));
+    }
     return await pRetry(fn, {
       retries: 1000,
-      maxRetryTime: timeoutMs,
-      minTimeout: 10,
+      maxRetryTime: Math.max(0, timeoutMs - (Date.now() - started)),
+      minTimeout: FIRST_RETRY_MS,
       maxTimeout: 400,
       factor: 2,
       randomize: true,

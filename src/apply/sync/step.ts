@@ -95,6 +95,12 @@ export interface StepContext {
 
 /** What a step tells of its progress while it runs (StepContext.progress). */
 export interface StepProgress {
+  /**
+   * What the step read before doing anything: the projection's stored seq
+   * (0 when it has no row) and the source's high-water mark, in its
+   * transaction (so a run's progress needs no reads of its own).
+   */
+  begin(seq: number, sourceSeq: number): void;
   /** `rows` of the `total` source rows a snapshot in this step has read so far: after each part, and once at the end. */
   snapshotRows(rows: number, total: number): void;
 }
@@ -122,10 +128,21 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
           markBusy(err, 'target');
           throw err;
         }
-        sourceId = readState(db)?.sourceId ?? '';
+        // The source's capture state, arming and high-water mark, read once for the whole step; its
+        // sourceId goes into what the step records. One that cannot be read fails the step after the
+        // check for edits, as it did when only the state row was read here.
+        let view: SourceView | undefined;
+        let unreadable: unknown;
+        try {
+          view = readSourceView(db);
+        } catch (err) {
+          unreadable = err;
+        }
+        sourceId = view?.state.sourceId ?? readState(db)?.sourceId ?? '';
         const edited = ctx.afterLock?.(p, ctx.reinit === true);
         if (edited !== undefined) return edited;
-        return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name));
+        if (view === undefined) throw unreadable;
+        return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name), view);
       },
       {
         keep: (o) => o.kind !== 'suspended' && o.kind !== 'current' && o.kind !== 'validate',
@@ -155,9 +172,9 @@ async function stepInTransaction(
   target: ApplyTarget,
   p: CompiledProjection,
   rec: ProjectionRecord | undefined,
+  view: SourceView,
 ): Promise<StepOutcome> {
-  const { db } = ctx;
-  const view = readSourceView(db);
+  ctx.progress?.begin(rec?.seq ?? 0, view.hw);
   if (rec === undefined) return initialize(target, p, view, undefined, undefined, ctx.progress);
   // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
   const found = readBuild(rec) !== undefined;
@@ -292,11 +309,11 @@ async function afterBuildCheck(
  * with must be the compiled ones.
  */
 function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
-  const compiled = p.source.columns.map((c) => c.name);
-  if (JSON.stringify(compiled) === JSON.stringify(t.columns)) return;
+  const compiled = p.source.columns;
+  if (compiled.length === t.columns.length && compiled.every((c, i) => c.name === t.columns[i])) return;
   throw new FailClosedError(
     'PROJECTION_OUTDATED',
-    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. The next run (a sync --follow's next pass) compiles the projection against the table as it is now and goes on from its cursor.`,
+    `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.map((c) => c.name).join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. The next run (a sync --follow's next pass) compiles the projection against the table as it is now and goes on from its cursor.`,
     { projection: p.name, table: p.source.table },
   );
 }

@@ -525,9 +525,14 @@ export class Syncer {
         ? {}
         : {
             progress: {
+              // The stored seq of the run's first step, and the source's high-water mark each step read.
+              begin: (seq: number, hw: number) => {
+                startSeq ??= seq;
+                sourceHw = Math.max(sourceHw, hw);
+              },
               snapshotRows: (rows: number, total: number) => {
                 snap = { rows, total };
-                progress('snapshot', startSeq);
+                progress('snapshot', startSeq ?? 0);
               },
             },
           }),
@@ -547,9 +552,11 @@ export class Syncer {
     // the event loop a turn, or a signal handler (SIGTERM) only runs once the
     // whole catch-up is done. True when the run must stop here.
     // The range this run covers, for progress: from the stored seq to the
-    // source's high-water mark as read now (a later commit only raises it).
-    const startSeq = this.#options.onProgress === undefined ? 0 : (readProjection(this.session.db, TARGET_SCHEMA, p.name)?.seq ?? 0);
-    let sourceHw = this.#options.onProgress === undefined ? 0 : this.#sourceHighWater();
+    // source's high-water mark, as the first step read them (a later commit
+    // only raises the mark). None yet: a step that stopped before reading
+    // (an edit it found) reports from 0.
+    let startSeq: number | undefined;
+    let sourceHw = 0;
     const startedMs = Date.now();
     const progress = (phase: SyncProgress['phase'], seq: number) => {
       sourceHw = Math.max(sourceHw, seq);
@@ -562,7 +569,7 @@ export class Syncer {
         sourceEvents,
         sourceTable: p.source.table,
         ...(snap === undefined ? {} : { rows: snap.rows, ...(snap.total === undefined ? {} : { rowsTotal: snap.total }) }),
-        startSeq: Math.min(startSeq, seq),
+        startSeq: Math.min(startSeq ?? 0, seq),
         elapsedMs: Date.now() - startedMs,
       });
     };
@@ -571,8 +578,9 @@ export class Syncer {
       await new Promise<void>((resolve) => setImmediate(resolve));
       return signal.aborted;
     };
-    for (;;) {
-      this.checkTarget(); // a long catch-up stops between two batches too
+    // runOnce checked the target just before the first step; a long catch-up stops between two batches too.
+    for (let first = true; ; first = false) {
+      if (!first) this.checkTarget();
       const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
       this.#watch?.between();
       ctx = base; // a reinit is the first step only
