@@ -1,7 +1,8 @@
 // ESLint: typescript-eslint's recommended rules, and the layer boundaries of
 // src/ (docs/architecture.md, "Layers"): a layer imports only lower layers, cli/ imports
 // the library only through the barrel src/index.ts, nothing else imports the
-// barrel, and product code never imports fixtures/.
+// barrel, and product code never imports fixtures/. Transactions go through
+// src/sqlite/transaction.ts alone (docs/architecture.md, "Transactions").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
@@ -19,11 +20,29 @@ function srcTarget(dirs, files = [], fromRoot = false) {
 }
 
 /**
+ * Transaction control run as SQL: a string, or a template's text up to its
+ * first `${`, that starts with one of these statements, in upper or lower
+ * case (a lower-case `end` is too common a word to tell). A trigger body's
+ * BEGIN ... END, a message that names them, and a user's own statement text
+ * (a variable) are not one.
+ */
+const TRANSACTION_SQL = '^\\s*(?:BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|begin|commit|rollback|savepoint|release)(?:\\s|;|$)';
+const TRANSACTION_MESSAGE =
+  'Transactions go through src/sqlite/transaction.ts (writeTransaction, withReadTransaction, readSession, writeAlone, beginHeld...): no hand-written BEGIN, COMMIT, ROLLBACK, SAVEPOINT or RELEASE, and no better-sqlite3 db.transaction(), elsewhere. See docs/architecture.md, "Transactions".';
+const TRANSACTIONS = [
+  { selector: `Literal[value=/${TRANSACTION_SQL}/]`, message: TRANSACTION_MESSAGE },
+  { selector: `TemplateLiteral > TemplateElement:first-child[value.cooked=/${TRANSACTION_SQL}/]`, message: TRANSACTION_MESSAGE },
+  { selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='transaction']", message: TRANSACTION_MESSAGE },
+];
+
+/**
  * One restriction: import declarations, re-exports (no-restricted-imports) and
  * import() expressions and types (no-restricted-syntax) whose specifier matches `regex`.
- * esquery regexes cannot hold a slash, hence \x2F.
+ * esquery regexes cannot hold a slash, hence \x2F. With them (no-restricted-syntax
+ * takes one list per file), `syntax`: the transaction statements, unless the
+ * file is the transaction module.
  */
-function restrict(restrictions) {
+function restrict(restrictions, syntax = TRANSACTIONS) {
   return {
     '@typescript-eslint/no-restricted-imports': ['error', { patterns: restrictions.map(({ regex, message }) => ({ regex, message })) }],
     'no-restricted-syntax': [
@@ -32,6 +51,7 @@ function restrict(restrictions) {
         { selector: `ImportExpression[source.value=/${regex}/]`, message },
         { selector: `TSImportType[source.value=/${regex}/]`, message },
       ]),
+      ...syntax,
     ],
   };
 }
@@ -46,21 +66,21 @@ const BARREL = {
   message: 'Only src/cli/ imports the barrel src/index.ts: import the module itself.',
 };
 
-function layerRules(i) {
+function layerRules(i, syntax = TRANSACTIONS) {
   const layer = LAYERS[i];
   if (layer === 'cli') {
     const lower = {
       regex: srcTarget(LAYERS.slice(0, i), ['errors.ts', 'reasons.ts']),
       message: 'cli/ imports the library only through src/index.ts: export what it needs from the barrel and import it from ../index.ts.',
     };
-    return restrict([lower, FIXTURES]);
+    return restrict([lower, FIXTURES], syntax);
   }
   const higher = LAYERS.slice(i + 1);
   const upward = {
     regex: srcTarget(higher),
     message: `${layer}/ may not import ${higher.map((h) => `${h}/`).join(', ')}: a layer imports only lower ones (${ORDER}). Move the code down, or this file up.`,
   };
-  return restrict([upward, BARREL, FIXTURES]);
+  return restrict([upward, BARREL, FIXTURES], syntax);
 }
 
 export default defineConfig(
@@ -99,6 +119,8 @@ export default defineConfig(
     rules: { 'no-loss-of-precision': 'off' },
   },
   ...LAYERS.map((layer, i) => ({ files: [`src/${layer}/**/*.ts`], rules: layerRules(i) })),
+  // The one module that runs transaction control.
+  { files: ['src/sqlite/transaction.ts'], rules: layerRules(LAYERS.indexOf('sqlite'), []) },
   {
     files: ['src/errors.ts', 'src/reasons.ts'],
     rules: restrict([

@@ -15,7 +15,8 @@ export {
   type RepairVars,
 } from './reasons.ts';
 
-export { openDatabase, withReadTransaction, withWriteTransaction } from './sqlite/connection.ts';
+export { openDatabase } from './sqlite/connection.ts';
+export { withReadTransaction, withWriteTransaction } from './sqlite/transaction.ts';
 export type { Db, OpenOptions } from './sqlite/connection.ts';
 export { quoteIdent } from './sqlite/quote.ts';
 export { checkHeldFile, heldFile } from './sqlite/file-identity.ts';

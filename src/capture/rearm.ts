@@ -4,7 +4,7 @@ import { hasCapture } from './catalog.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
-import { withWriteTransaction } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/transaction.ts';
 
 /** What rearmCapture did: the tables it re-armed, why each was unarmed, and the generation it moved. */
 export interface RearmReport {
