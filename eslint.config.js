@@ -4,6 +4,8 @@
 // src/index.ts and src/internal.ts, and the broker only as
 // import('../broker/index.ts'); nothing else imports the barrels; only
 // broker/ imports the NATS client; product code never imports fixtures/.
+// Transactions go through src/sqlite/transaction.ts alone (docs/architecture.md,
+// "Transactions").
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
@@ -21,14 +23,32 @@ function srcTarget(dirs, files = [], fromRoot = false) {
 }
 
 /**
+ * Transaction control run as SQL: a string, or a template's text up to its
+ * first `${`, that starts with one of these statements, in upper or lower
+ * case (a lower-case `end` is too common a word to tell). A trigger body's
+ * BEGIN ... END, a message that names them, and a user's own statement text
+ * (a variable) are not one.
+ */
+const TRANSACTION_SQL = '^\\s*(?:BEGIN|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|begin|commit|rollback|savepoint|release)(?:\\s|;|$)';
+const TRANSACTION_MESSAGE =
+  'Transactions go through src/sqlite/transaction.ts (writeTransaction, withReadTransaction, readSession, writeAlone, beginHeld...): no hand-written BEGIN, COMMIT, ROLLBACK, SAVEPOINT or RELEASE, and no better-sqlite3 db.transaction(), elsewhere. See docs/architecture.md, "Transactions".';
+const TRANSACTIONS = [
+  { selector: `Literal[value=/${TRANSACTION_SQL}/]`, message: TRANSACTION_MESSAGE },
+  { selector: `TemplateLiteral > TemplateElement:first-child[value.cooked=/${TRANSACTION_SQL}/]`, message: TRANSACTION_MESSAGE },
+  { selector: "CallExpression[callee.type='MemberExpression'][callee.property.name='transaction']", message: TRANSACTION_MESSAGE },
+];
+
+/**
  * One restriction: import declarations, re-exports (no-restricted-imports) and
  * import() expressions and types (no-restricted-syntax) whose specifier matches `regex`.
  * esquery regexes cannot hold a slash, hence \x2F. `loaded` restrictions
  * match only what loads the module when the importing file loads: an import
  * or re-export that is not `import type` / `export type` (under
- * verbatimModuleSyntax, `import { type X }` still loads it).
+ * verbatimModuleSyntax, `import { type X }` still loads it). With them
+ * (no-restricted-syntax takes one list per file), `syntax`: the transaction
+ * statements, unless the file is the transaction module.
  */
-function restrict(restrictions, loaded = []) {
+function restrict(restrictions, loaded = [], syntax = TRANSACTIONS) {
   return {
     '@typescript-eslint/no-restricted-imports': ['error', { patterns: restrictions.map(({ regex, message }) => ({ regex, message })) }],
     'no-restricted-syntax': [
@@ -42,6 +62,7 @@ function restrict(restrictions, loaded = []) {
         { selector: `ExportNamedDeclaration[exportKind!='type'][source.value=/${regex}/]`, message },
         { selector: `ExportAllDeclaration[exportKind!='type'][source.value=/${regex}/]`, message },
       ]),
+      ...syntax,
     ],
   };
 }
@@ -67,7 +88,7 @@ const BROKER_FROM_BARREL = {
     'The main entry loads no NATS client: the broker is its own entry, sluice/broker (src/broker/index.ts), which cli/ loads with import() (docs/architecture.md, "Entries").',
 };
 
-function layerRules(i) {
+function layerRules(i, syntax = TRANSACTIONS) {
   const layer = LAYERS[i];
   if (layer === 'cli') {
     // broker/ only through its entry, broker/index.ts; the rest of the layers not at all.
@@ -84,14 +105,14 @@ function layerRules(i) {
       message:
         'cli/ loads the broker (and the NATS client) only when a command needs it: `const broker = await import(\'../broker/index.ts\')` in its action, or `import type` (docs/architecture.md, "Entries").',
     };
-    return restrict([lower, FIXTURES, NATS_CLIENT], [broker]);
+    return restrict([lower, FIXTURES, NATS_CLIENT], [broker], syntax);
   }
   const higher = LAYERS.slice(i + 1);
   const upward = {
     regex: srcTarget(higher),
     message: `${layer}/ may not import ${higher.map((h) => `${h}/`).join(', ')}: a layer imports only lower ones (${ORDER}). Move the code down, or this file up.`,
   };
-  return restrict([upward, BARREL, FIXTURES, ...(layer === 'broker' ? [] : [NATS_CLIENT])]);
+  return restrict([upward, BARREL, FIXTURES, ...(layer === 'broker' ? [] : [NATS_CLIENT])], [], syntax);
 }
 
 export default defineConfig(
@@ -130,6 +151,8 @@ export default defineConfig(
     rules: { 'no-loss-of-precision': 'off' },
   },
   ...LAYERS.map((layer, i) => ({ files: [`src/${layer}/**/*.ts`], rules: layerRules(i) })),
+  // The one module that runs transaction control.
+  { files: ['src/sqlite/transaction.ts'], rules: layerRules(LAYERS.indexOf('sqlite'), []) },
   {
     files: ['src/errors.ts', 'src/reasons.ts'],
     rules: restrict([

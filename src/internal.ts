@@ -24,3 +24,4 @@ export {
   saveSnapshotStart,
   truncateToResumePoint,
 } from './export/resume-point.ts';
+export { withWriteTransaction } from './sqlite/transaction.ts';

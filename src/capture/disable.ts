@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/transaction.ts';
 import { quoteIdent, foldIdent } from '../sqlite/quote.ts';
 import { schemaVersion } from '../sqlite/introspect.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../sqlite/connection.ts';
-import { useWal, withWriteTransaction } from '../sqlite/connection.ts';
+import { useWal } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/transaction.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';

@@ -4,7 +4,7 @@ import { hasCapture } from './catalog.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
-import { withWriteTransaction } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/transaction.ts';
 import { connectionState, slot } from '../sqlite/connection-state.ts';
 import { schemaVersion } from '../sqlite/introspect.ts';
 

@@ -2,6 +2,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { SluiceError } from '../errors.ts';
 import { describeTable, schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
 import { forEachStatement, isBlank } from '../sqlite/statements.ts';
+import { writeTransactionSync } from '../sqlite/transaction.ts';
 import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
 import { arm, placeMark, recordOwnDdl } from './enable.ts';
@@ -52,12 +53,6 @@ export interface AlterResult {
   readonly generation: number;
 }
 
-class DryRun extends Error {
-  constructor(readonly result: AlterResult) {
-    super('dry run');
-  }
-}
-
 /**
  * Runs DDL on a captured source in one BEGIN IMMEDIATE transaction with the
  * capture changes it needs: the capture triggers are taken out of the way,
@@ -88,17 +83,16 @@ export function alter(db: Db, ddl: string, options: AlterOptions = {}): AlterRes
   const fk = Number(db.pragma('foreign_keys', { simple: true })) === 1;
   db.pragma('foreign_keys = OFF');
   try {
-    return db
-      .transaction(() => {
+    // A dry run is rolled back, and returns what it found.
+    return writeTransactionSync(
+      db,
+      () => {
         const result = run(db, ddl, options.dryRun === true, fk);
         options.inspect?.(db, result);
-        if (options.dryRun === true) throw new DryRun(result);
         return result;
-      })
-      .immediate();
-  } catch (err) {
-    if (err instanceof DryRun) return err.result;
-    throw err;
+      },
+      { mode: 'immediate', keep: () => options.dryRun !== true },
+    );
   } finally {
     forgetArming(db);
     if (fk) db.pragma('foreign_keys = ON');

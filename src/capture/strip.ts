@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/connection.ts';
 import { openDatabase } from '../sqlite/connection.ts';
+import { writeTransactionSync } from '../sqlite/transaction.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 
@@ -28,12 +29,12 @@ export function strip(db: Db, out: string): { readonly removed: readonly string[
       .all() as { type: string; name: string }[];
     const order = ['trigger', 'view', 'index', 'table'];
     objects.sort((a, b) => order.indexOf(a.type) - order.indexOf(b.type));
-    copy.transaction(() => {
+    writeTransactionSync(copy, () => {
       for (const o of objects) {
         if (copy.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ?').get(o.name) === undefined) continue; // dropped with its table
         copy.exec(`DROP ${o.type.toUpperCase()} IF EXISTS main.${quoteIdent(o.name)}`);
       }
-    })();
+    });
     copy.pragma('journal_mode = DELETE');
     copy.exec('VACUUM');
     return { removed: objects.map((o) => o.name) };

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase } from '../index.ts';
+import { withWriteTransaction } from '../internal.ts';
 import { packageRoot } from './package-root.ts';
 
 export const TRACKER_TABLES = ['repositories', 'issues', 'comments', 'labels'] as const;
@@ -74,7 +75,8 @@ export function buildTracker(
       'INSERT INTO comments (repo_id, issue_number, author, body, attachment, created_at) VALUES (?, ?, ?, ?, ?, ?)',
     );
     const insLabel = db.prepare('INSERT INTO labels (repo_id, name, color) VALUES (?, ?, ?)');
-    db.transaction(() => {
+    // The demo's own new file, which nothing else has open: taking the write lock at BEGIN changes nothing.
+    withWriteTransaction(db, () => {
       for (let r = 1; r <= scale.repositories; r++) {
         insRepo.run(
           BigInt(r),
@@ -103,7 +105,7 @@ export function buildTracker(
           }
         }
       }
-    })();
+    });
   } finally {
     db.close();
   }

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { inTransaction } from '../sqlite/transaction.ts';
+import { beginHeld, commitHeld, writeTransaction } from '../sqlite/transaction.ts';
 import { ensureGuards } from '../apply/edits/protect.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { Row } from '../feed/events.ts';
@@ -99,7 +99,7 @@ export class Importer {
     }
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
-    if (this.#options.fedBy !== undefined && ran.length > 0) await inTransaction(this.#db, () => this.#recordFed(ran));
+    if (this.#options.fedBy !== undefined && ran.length > 0) await writeTransaction(this.#db, () => this.#recordFed(ran));
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
@@ -182,7 +182,7 @@ export class Importer {
     const defs = this.#definitions();
     const snap: Installing = new Map();
     this.#projections = undefined;
-    const r = await inTransaction(
+    const r = await writeTransaction(
       this.#db,
       async () => {
         for (let item: ExportItem = first; ;) {
@@ -269,7 +269,7 @@ export class Importer {
       );
     }
     const target = this.#target(line.sourceId);
-    const r = await inTransaction(
+    const r = await writeTransaction(
       db,
       async (): Promise<{ applied: boolean; suspended?: { p: CompiledProjection; s: Suspension } }> => {
         let applied = false;
@@ -314,7 +314,7 @@ export class Importer {
 
 /**
  * Consecutive batches of a stream at hand in one target transaction, each
- * in its own savepoint (inTransaction nests), up to the smallest default
+ * in its own savepoint (writeTransaction nests), up to the smallest default
  * batch of the projections' kinds: sync applies the same events in batches
  * of that size, and a commit per batch line of the file (1,000 events)
  * cost import a WAL write and a sync each (bench/import.ts). A batch that
@@ -335,7 +335,7 @@ class BatchGroup {
   open(projections: readonly CompiledProjection[]): void {
     if (!this.#enabled || this.#db.inTransaction) return;
     this.#limit = Math.min(...projections.map((p) => kindOf(p).defaultBatch));
-    this.#db.exec('BEGIN IMMEDIATE');
+    beginHeld(this.#db, 'immediate');
     this.#events = 0;
   }
 
@@ -345,7 +345,7 @@ class BatchGroup {
   }
 
   commit(): void {
-    if (this.#enabled && this.#db.inTransaction) this.#db.exec('COMMIT');
+    if (this.#enabled) commitHeld(this.#db);
   }
 }
 

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/connection.ts';
+import { withWriteTransaction } from '../sqlite/transaction.ts';
 import type { FileIdentity } from '../sqlite/file-identity.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { CONSUMERS_TABLE } from '../capture/schema.ts';

@@ -1,6 +1,6 @@
 import { foldIdent } from '../sqlite/quote.ts';
 import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/connection.ts';
+import { withReadTransaction } from '../sqlite/transaction.ts';
 import { InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE } from '../capture/schema.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';

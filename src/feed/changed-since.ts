@@ -1,6 +1,5 @@
-import type { Statement } from 'better-sqlite3';
 import type { Db } from '../sqlite/connection.ts';
-import { connectionState, slot } from '../sqlite/connection-state.ts';
+import { withReadTransaction } from '../sqlite/transaction.ts';
 import { validateCursor, type RebuildReason } from './cursor-check.ts';
 import type { Reason } from '../reasons.ts';
 
@@ -15,36 +14,9 @@ export interface ChangedSince {
 
 /*
  * The poll runs thousands of times on one connection: its read transaction
- * uses prepared statements (withReadTransaction prepares its SQL per call),
- * and the last seqs come from the source view, which reads them in the same
- * transaction.
+ * (withReadTransaction) runs prepared statements, and the last seqs come
+ * from the source view, which reads them in the same transaction.
  */
-interface TxnStatements {
-  readonly begin: Statement;
-  readonly start: Statement;
-  readonly commit: Statement;
-}
-const txnStatements = slot('read-transaction-statements', (db): TxnStatements => ({
-  begin: db.prepare('BEGIN DEFERRED'),
-  start: db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1'),
-  commit: db.prepare('COMMIT'),
-}));
-
-/** withReadTransaction with cached statements: BEGIN DEFERRED, a first read that fixes the snapshot, COMMIT. */
-function inReadTransaction<T>(db: Db, fn: () => T): T {
-  if (db.inTransaction) return fn();
-  const s = connectionState(db).get(txnStatements);
-  s.begin.run();
-  try {
-    s.start.get();
-    const out = fn();
-    s.commit.run();
-    return out;
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
-}
 
 /**
  * The cheap poll: did any of `tables` change after `cursor`? O(1) in the
@@ -55,7 +27,7 @@ function inReadTransaction<T>(db: Db, fn: () => T): T {
  * if (changedSince(db, cursor, ['issues']).changed) rebuildIssueCache();
  */
 export function changedSince(db: Db, cursor: string, tables?: readonly string[]): ChangedSince {
-  return inReadTransaction(db, () => {
+  return withReadTransaction(db, () => {
     // A schema window is reported after the listed tables' own state, which says more.
     const v = validateCursor(db, cursor, undefined, { allowSchemaWindow: true, acceptAlters: false });
     if (v.status !== 'ok') return { changed: true, rebuild: v.reason };

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/connection.ts';
+import { withReadTransaction } from '../sqlite/transaction.ts';
 import { InvalidInputError } from '../errors.ts';
 import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
 import { textFromDbBytes } from '../sqlite/text-encoding.ts';

@@ -133,27 +133,3 @@ function checkFile(path: string, role: string, create: boolean): void {
   // WAL under them (SQLITE_IOERR, or worse). openDatabase lets SQLite read the
   // header instead and maps SQLITE_NOTADB to NOT_A_DATABASE, writing nothing.
 }
-
-/**
- * Runs `fn` in a BEGIN IMMEDIATE transaction: SQLite's ordinary write lock,
- * waiting up to the busy timeout, so it can run beside live writers.
- */
-export function withWriteTransaction<T>(db: Db, fn: () => T): T {
-  return db.transaction(fn).immediate();
-}
-
-/** Runs `fn` in one read transaction, so everything it reads is one snapshot. */
-export function withReadTransaction<T>(db: Db, fn: () => T): T {
-  if (db.inTransaction) return fn();
-  db.exec('BEGIN DEFERRED');
-  try {
-    // A deferred transaction takes its snapshot at the first read; do it now.
-    db.prepare('SELECT 1 FROM main.sqlite_schema LIMIT 1').get();
-    const out = fn();
-    db.exec('COMMIT');
-    return out;
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
-}

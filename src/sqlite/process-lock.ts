@@ -2,6 +2,7 @@ import os from 'node:os';
 import { isSqliteBusy } from '../errors.ts';
 import { openDatabase, type Db } from './connection.ts';
 import { closeDatabase } from './connection-state.ts';
+import { beginHeld, commitHeld, rollbackOpen } from './transaction.ts';
 
 /*
  * A lock one process at a time holds, that the operating system frees when
@@ -61,7 +62,7 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
     );
     db.prepare(`INSERT OR REPLACE INTO ${HOLDER_TABLE} VALUES (1, ?, ?, ?, ?)`).run(process.pid, os.hostname(), command, Date.now());
     db.pragma(`busy_timeout = ${ROW_WAIT_MS}`);
-    db.exec('COMMIT');
+    commitHeld(db);
     db.pragma('busy_timeout = 0');
     // The lock was free for the moment of that commit: another process may have taken it meanwhile (it has not said who it is yet).
     if (!beginImmediate(db)) return { heldBy: undefined };
@@ -74,7 +75,7 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
           if (!held) return;
           held = false;
           try {
-            if (db.inTransaction) db.exec('ROLLBACK');
+            rollbackOpen(db);
           } finally {
             closeDatabase(db);
           }
@@ -83,7 +84,7 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
     };
   } finally {
     if (!kept) {
-      if (db.inTransaction) db.exec('ROLLBACK');
+      rollbackOpen(db);
       closeDatabase(db);
     }
   }
@@ -91,7 +92,7 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
 
 function beginImmediate(db: Db): boolean {
   try {
-    db.exec('BEGIN IMMEDIATE');
+    beginHeld(db, 'immediate');
     return true;
   } catch (err) {
     if (isSqliteBusy(err)) return false;

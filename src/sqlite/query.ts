@@ -1,5 +1,6 @@
 import type { Db } from './connection.ts';
 import { refuseTransactionControl } from './statements.ts';
+import { writeTransactionSync } from './transaction.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { fromDriver, mayBeLossyText, type SqlValue } from './codec.ts';
 
@@ -41,24 +42,17 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
   if (why !== undefined) throw refused(db, why(firstKeyword(sql)));
   const write = !stmt.readonly;
   if (!write) return collect(stmt, maxRows, false);
-  const nested = db.inTransaction;
-  const name = 'sluice_query';
-  db.exec(nested ? `SAVEPOINT ${name}` : 'BEGIN IMMEDIATE');
-  try {
-    // A write with RETURNING is read through the iterator, which reports no
-    // change count: take it from changes() once the statement has finished.
-    const result = stmt.reader
-      ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) }
-      : runWrite(stmt);
-    db.exec(nested ? `RELEASE ${name}` : 'COMMIT');
-    return result;
-  } catch (err) {
-    if (nested) {
-      db.exec(`ROLLBACK TO ${name}`);
-      db.exec(`RELEASE ${name}`);
-    } else if (db.inTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
+  // In its own BEGIN IMMEDIATE transaction, or a savepoint inside the caller's.
+  return writeTransactionSync(
+    db,
+    () =>
+      // A write with RETURNING is read through the iterator, which reports no
+      // change count: take it from changes() once the statement has finished.
+      stmt.reader
+        ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) }
+        : runWrite(stmt),
+    { mode: 'immediate' },
+  );
 }
 
 /*

@@ -1,4 +1,5 @@
 import type { Db } from './connection.ts';
+import { TRANSACTION_KEYWORDS } from './transaction.ts';
 
 /**
  * A script split into statements, one at a time, by the connection that
@@ -100,9 +101,6 @@ function statementEnds(sql: string): number[] {
   }
   return ends;
 }
-
-/** Statements that end, open or nest a transaction: a tool that runs a script in its own transaction refuses them. */
-export const TRANSACTION_KEYWORDS = ['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE'] as const;
 
 /** Each of TRANSACTION_KEYWORDS with the same reason for refusing it. */
 export function refuseTransactionControl<R>(why: R): Readonly<Record<(typeof TRANSACTION_KEYWORDS)[number], R>> {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/kinds/registry.ts';
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
+import { readSessionSync } from '../../sqlite/transaction.ts';
 import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
 import { repairAction, shellCommand } from '../../sqlite/shell-word.ts';
 import { readState, readTables, type CaptureState } from '../../capture/catalog.ts';
@@ -140,34 +141,33 @@ interface SourceFacts {
 
 function readSource(r: ProjectionRecord, source: Db, targetPath: string): SourceFacts {
   const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
-  source.exec('BEGIN');
-  try {
-    const state = readState(source);
-    if (state === undefined) {
-      facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
-      return facts;
+  readSessionSync(source, () => {
+    try {
+      const state = readState(source);
+      if (state === undefined) {
+        facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+        return;
+      }
+      facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
+      const table = readTables(source).find((t) => t.name === r.sourceTable);
+      if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
+      else
+        facts.problems.push(
+          `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (${shellCommand('enable', { source: r.sourcePath ?? '', table: r.sourceTable })}) and run sluice sync, or remove the projection and its tables (${shellCommand('drop', { target: targetPath, projection: r.name })})`,
+        );
+      if (r.cursor !== null) {
+        const v = validateCursor(source, r.cursor, undefined, {
+          allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
+          reads: columnsRead(r),
+        });
+        if (v.status === 'rebuild') facts.rebuild = v.reason;
+        if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
+          facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
+      }
+    } catch (err) {
+      facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
     }
-    facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
-    const table = readTables(source).find((t) => t.name === r.sourceTable);
-    if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
-    else
-      facts.problems.push(
-        `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (${shellCommand('enable', { source: r.sourcePath ?? '', table: r.sourceTable })}) and run sluice sync, or remove the projection and its tables (${shellCommand('drop', { target: targetPath, projection: r.name })})`,
-      );
-    if (r.cursor !== null) {
-      const v = validateCursor(source, r.cursor, undefined, {
-        allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
-        reads: columnsRead(r),
-      });
-      if (v.status === 'rebuild') facts.rebuild = v.reason;
-      if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
-        facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
-    }
-  } catch (err) {
-    facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
-  } finally {
-    if (source.inTransaction) source.exec('ROLLBACK');
-  }
+  });
   return facts;
 }
 

@@ -1,5 +1,6 @@
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { compileProjection, type SourceShape } from '../../projection/compile.ts';
 import { parseStoredDefinition } from '../../projection/definition.ts';
 import { kindNamed } from '../../projection/kinds/registry.ts';
@@ -50,8 +51,7 @@ export function recordVerdicts(
   if (todo.length === 0) return out;
   const db = openDatabase(targetPath, { role: 'target' });
   try {
-    db.exec('BEGIN');
-    try {
+    writeTransactionSync(db, () => {
       // The write lock first, so that what follows reads the rows as they are.
       cachedStatement(db, `UPDATE main.${PROJECTIONS_TABLE} SET name = name WHERE 0`).run();
       for (const { rec, v, i } of todo) {
@@ -90,10 +90,7 @@ export function recordVerdicts(
           out[i] = { ...now, cleared: true };
         }
       }
-      db.exec('COMMIT');
-    } finally {
-      if (db.inTransaction) db.exec('ROLLBACK');
-    }
+    });
   } finally {
     db.close();
   }

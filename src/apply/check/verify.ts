@@ -2,6 +2,7 @@ import { shadowBuildOf } from '../rebuild/shadow-build.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../../errors.ts';
+import { readSessionSync } from '../../sqlite/transaction.ts';
 import { isReasonCode, REASONS, type ReasonCode } from '../../reasons.ts';
 import type { Db } from '../../sqlite/connection.ts';
 import { canHoldNegativeZero } from '../../sqlite/affinity.ts';
@@ -103,8 +104,9 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   try {
     useRewindPageSize(db);
     registerHash(db);
-    db.exec('BEGIN');
-    try {
+    // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
+    // NOMEM): the session then has nothing to roll back, and the error is the first one.
+    found = readSessionSync(db, () => {
       const view = readSourceView(db);
       const all = readProjections(db, TARGET_SCHEMA);
       const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
@@ -154,12 +156,8 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
         return v;
       });
       out.push(...missing);
-      found = { sourceSeq: view.hw, records, out };
-    } finally {
-      // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
-      // NOMEM): an unconditional ROLLBACK would then throw and hide that error.
-      if (db.inTransaction) db.exec('ROLLBACK');
-    }
+      return { sourceSeq: view.hw, records, out };
+    });
   } finally {
     session.close();
   }

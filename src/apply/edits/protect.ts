@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
 import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { ownedBy } from '../sync/applier.ts';
 import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
@@ -56,29 +57,29 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
         `${targetPath} is not a sluice target (no _sluice_projections table): there is nothing to protect. Pass a target written by \`sluice sync\`.`,
       );
     allowProjectionWrites(db);
-    db.exec('BEGIN IMMEDIATE');
-    try {
-      for (const name of triggerNames(db, 'main')) db.exec(`DROP TRIGGER main.${quoteIdent(name)}`);
-      db.exec(`DROP TABLE IF EXISTS main.${PROTECTED_TABLE}`);
-      const tables: { projection: string; table: string }[] = [];
-      const unguarded: { projection: string; table: string; why: string }[] = [];
-      if (on) {
-        db.exec(`CREATE TABLE main.${PROTECTED_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms INTEGER NOT NULL)`);
-        db.prepare(`INSERT INTO main.${PROTECTED_TABLE} VALUES (1, ?)`).run(Date.now());
-        for (const rec of readProjections(db, 'main')) {
-          const g = guardable(db, 'main', rec);
-          for (const table of g.tables) {
-            guard(db, 'main', rec.name, table);
-            tables.push({ projection: rec.name, table });
+    return writeTransactionSync(
+      db,
+      () => {
+        for (const name of triggerNames(db, 'main')) db.exec(`DROP TRIGGER main.${quoteIdent(name)}`);
+        db.exec(`DROP TABLE IF EXISTS main.${PROTECTED_TABLE}`);
+        const tables: { projection: string; table: string }[] = [];
+        const unguarded: { projection: string; table: string; why: string }[] = [];
+        if (on) {
+          db.exec(`CREATE TABLE main.${PROTECTED_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), since_ms INTEGER NOT NULL)`);
+          db.prepare(`INSERT INTO main.${PROTECTED_TABLE} VALUES (1, ?)`).run(Date.now());
+          for (const rec of readProjections(db, 'main')) {
+            const g = guardable(db, 'main', rec);
+            for (const table of g.tables) {
+              guard(db, 'main', rec.name, table);
+              tables.push({ projection: rec.name, table });
+            }
+            unguarded.push(...g.not.map((x) => ({ projection: rec.name, ...x })));
           }
-          unguarded.push(...g.not.map((x) => ({ projection: rec.name, ...x })));
         }
-      }
-      db.exec('COMMIT');
-      return { protected: on, tables, unguarded };
-    } finally {
-      if (db.inTransaction) db.exec('ROLLBACK');
-    }
+        return { protected: on, tables, unguarded };
+      },
+      { mode: 'immediate' },
+    );
   } finally {
     db.close();
   }

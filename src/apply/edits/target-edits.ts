@@ -1,6 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { isSqliteBusy } from '../../errors.ts';
 import { readSourceView } from '../../feed/source-view.ts';
 import type { CompiledProjection } from '../../projection/compile.ts';
@@ -109,20 +110,19 @@ export function checkPendingEdits(
   if (!projections.some((p) => watch.evidence(p.name) !== undefined)) return found;
   const busyTimeout = options.wait ? undefined : Number(cachedStatement(db, 'PRAGMA busy_timeout', 'pluck').get());
   if (busyTimeout !== undefined) cachedStatement(db, 'PRAGMA busy_timeout = 0').run();
-  db.exec('BEGIN');
   try {
-    cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
-    watch.locked();
-    for (const p of projections) {
-      const s = checkEdited(watch, db, schema, p.name);
-      if (s === undefined) continue;
-      setState(db, schema, p.name, 'suspended', s.reason, s.detail);
-      found.set(p.name, s);
-    }
-    db.exec('COMMIT');
-    return found;
+    return writeTransactionSync(db, () => {
+      cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
+      watch.locked();
+      for (const p of projections) {
+        const s = checkEdited(watch, db, schema, p.name);
+        if (s === undefined) continue;
+        setState(db, schema, p.name, 'suspended', s.reason, s.detail);
+        found.set(p.name, s);
+      }
+      return found;
+    });
   } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
     if (!options.wait && isSqliteBusy(err)) return undefined;
     throw err;
   } finally {

@@ -1,6 +1,7 @@
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
 import { closeDatabase } from '../../sqlite/connection-state.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { beginHeld, rollbackOpen } from '../../sqlite/transaction.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { WalFiles, type WalCommit, type WalEnd } from '../../sqlite/wal-frames.ts';
 import { PROJECTIONS_TABLE } from '../target/target-meta.ts';
@@ -204,7 +205,7 @@ export class TargetWatch {
     const since = end.salt === this.#at.salt ? end.frame - this.#at.frame : end.frame;
     if (read || foreign || (this.#pages.size > 0 && since <= OWN_FRAMES_READ)) this.#note(this.#commitsUpTo(end), this.#spare);
     else this.#pages.clear(); // sluice's own commits since the old pin are not read: the page supersets may be short
-    endRead(this.#pin);
+    rollbackOpen(this.#pin); // the old pin let go
     [this.#pin, this.#spare] = [this.#spare, this.#pin];
     this.#at = end;
     this.#advancedMs = Date.now();
@@ -270,12 +271,11 @@ function pinAtEnd(wal: WalFiles, conn: Db, dataVersion: () => number): Pinned | 
   for (let tries = 0; tries < 3; tries++) {
     const before = wal.end();
     if (before === undefined) return undefined;
-    conn.exec('BEGIN');
-    cachedStatement(conn, 'SELECT count(*) FROM main.sqlite_schema').get();
+    beginHeld(conn, 'read');
     const dv = dataVersion();
     const after = wal.end();
     if (after !== undefined && after.salt === before.salt && after.frame === before.frame) return { end: before, dv };
-    endRead(conn);
+    rollbackOpen(conn);
   }
   return undefined;
 }
@@ -283,10 +283,6 @@ function pinAtEnd(wal: WalFiles, conn: Db, dataVersion: () => number): Pinned | 
 /** `PRAGMA data_version` of the database attached as `schema`: it moves only when another connection commits to it. */
 function dataVersion(db: Db, schema: string): number {
   return Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.data_version`, 'pluck').get());
-}
-
-function endRead(conn: Db): void {
-  if (conn.inTransaction) conn.exec('ROLLBACK');
 }
 
 /** The pages of the named tables (b-trees; a virtual table has none) in `snap`'s main database. */

@@ -3,6 +3,7 @@ import { InvalidInputError, SluiceError } from '../../errors.ts';
 import type { Db } from '../../sqlite/connection.ts';
 import { describeTable } from '../../sqlite/introspect.ts';
 import { foldIdent } from '../../sqlite/quote.ts';
+import { readSession } from '../../sqlite/transaction.ts';
 import { readSourceView, type SourceView } from '../../feed/source-view.ts';
 import { sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
 import {
@@ -97,12 +98,7 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;
   try {
-    db.exec('BEGIN');
-    try {
-      return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given));
-    } finally {
-      if (db.inTransaction) db.exec('ROLLBACK');
-    }
+    return await readSession(db, async () => explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given)));
   } finally {
     session.close();
   }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../sqlite/connection.ts';
 import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { inTransaction } from '../../sqlite/transaction.ts';
+import { writeTransaction } from '../../sqlite/transaction.ts';
 import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
 import type { ChangeBatch } from '../../feed/change-batch.ts';
@@ -143,10 +143,8 @@ export async function applyRows(
   // Tables sluice updates in place or FTS5 writes with REPLACE: such an index could refuse a batch midway or silently delete rows.
   if (foreign !== undefined && kind.foreignUnique === 'refuse' && !batch.atMost(0))
     return suspension('TARGET_CONSTRAINT', { table: foreign, source: p.source.table, message: ftsUniqueMessage(foreign) });
-  // Otherwise the batch's writes may fail on it: a savepoint lets them be undone and tried again, not the whole transaction.
   const guarded = foreign !== undefined;
-  if (guarded) db.exec('SAVEPOINT sluice_rows');
-  try {
+  const apply = async (): Promise<RowsApplied | Suspension> => {
     const r = await kind.apply(db, schema, p, batch, guarded);
     if (r.mismatch !== undefined) {
       const m = r.mismatch;
@@ -160,15 +158,14 @@ export async function applyRows(
         toSeq: batch.toSeq,
         message: `${r.refused.message} Rebuild the projection: ${reinitCommand(p.name, t.sourcePath, targetFile(t))}.`,
       });
-    if (guarded) db.exec('RELEASE sluice_rows');
     return { kind: 'rows', applied: r.applied, lastTs: batch.lastTs() };
+  };
+  try {
+    // Otherwise the batch's writes may fail on it: a savepoint (the caller's transaction is open) lets them be undone and tried again, not the whole transaction.
+    return guarded ? await writeTransaction(db, apply) : await apply();
   } catch (err) {
     if (!guarded || errorCode(err) !== 'SQLITE_CONSTRAINT_UNIQUE') throw err;
-    // (A conflict clause that ended the whole transaction took the savepoint with it.)
-    if (db.inTransaction) {
-      db.exec('ROLLBACK TO sluice_rows');
-      db.exec('RELEASE sluice_rows');
-    }
+    // (Rolled back to the savepoint; a conflict clause that ended the whole transaction took the savepoint with it.)
     return suspension('TARGET_CONSTRAINT', {
       table: p.targetTable,
       source: p.source.table,
@@ -307,7 +304,7 @@ export async function recordSuspension(t: ApplyTarget, p: CompiledProjection, s:
   const { db, schema } = t;
   dropTemps(db);
   if (s.unchanged === true) return;
-  await inTransaction(db, () => {
+  await writeTransaction(db, () => {
     if (readProjection(db, schema, p.name) === undefined)
       insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'suspended'));
     setState(db, schema, p.name, 'suspended', s.reason, s.detail);

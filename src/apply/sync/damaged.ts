@@ -1,5 +1,6 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
+import { rollbackOpen } from '../../sqlite/transaction.ts';
 import { SluiceError, errorCode } from '../../errors.ts';
 
 /*
@@ -57,7 +58,7 @@ export function damagedFile(
   targetSchema: string,
 ): SluiceError | undefined {
   if (!isSqliteCorrupt(err)) return undefined;
-  if (db.inTransaction) db.exec('ROLLBACK');
+  rollbackOpen(db);
   if (fails(db, targetSchema)) return damagedTarget(files.target, err);
   if (fails(db, 'main')) return damagedSource(files.source, err);
   return undefined;

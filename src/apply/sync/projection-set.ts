@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { inTransaction } from '../../sqlite/transaction.ts';
+import { writeTransaction } from '../../sqlite/transaction.ts';
 import { StoredRow, stringList } from '../../sqlite/stored-row.ts';
 import type { CaptureMode } from '../../capture/schema.ts';
 import { defaultProjectionName } from '../../projection/name.ts';
@@ -219,7 +219,7 @@ function createSetTable(db: Db, schema: string): void {
 
 /** Makes the set table (empty: a target built from definitions) and stores `change`, in a transaction of its own. */
 export async function storeProjectionSet(db: Db, schema: string, change: SetChange): Promise<void> {
-  await inTransaction(db, () => {
+  await writeTransaction(db, () => {
     createSetTable(db, schema);
     if (change.mirrorAll === undefined) return;
     const now = Date.now();

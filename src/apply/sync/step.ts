@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
-import { inTransaction } from '../../sqlite/transaction.ts';
+import { writeTransaction } from '../../sqlite/transaction.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { FailClosedError } from '../../errors.ts';
 import { readState, type CapturedTable } from '../../capture/catalog.ts';
@@ -116,7 +116,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
   const target: ApplyTarget = { db, schema, sourceId: '', sourcePath: ctx.sourcePath };
   let sourceId = '';
   try {
-    const out = await inTransaction(
+    const out = await writeTransaction(
       db,
       async () => {
         // Take the target's write lock before reading it, so the target is read at its latest state.

@@ -1,4 +1,5 @@
-import { withReadTransaction, type Db } from '../../sqlite/connection.ts';
+import type { Db } from '../../sqlite/connection.ts';
+import { withReadTransaction, writeAlone } from '../../sqlite/transaction.ts';
 import { shadowMatchesSource } from '../check/verify.ts';
 import type { BuildCandidate } from '../rebuild/shadow-build.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
@@ -358,7 +359,7 @@ export class Syncer {
         /* acknowledgements are informational: the next run forgets it */
       }
     }
-    if (cleared.length > 0) inOwnTransaction(db, () => clearDrops(db, TARGET_SCHEMA, cleared));
+    if (cleared.length > 0) writeAlone(db, () => clearDrops(db, TARGET_SCHEMA, cleared));
     return { lost: check.lost, forgotten };
   }
 
@@ -377,7 +378,7 @@ export class Syncer {
     const source = path.resolve(this.session.sourcePath);
     const rows = new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r]));
     const stale = todo.filter((n) => rows.get(n)?.sourceId === sourceId && rows.get(n)?.sourcePath !== source);
-    if (sourceId !== undefined && stale.length > 0) inOwnTransaction(db, () => recordSynced(db, TARGET_SCHEMA, stale, sourceId, source));
+    if (sourceId !== undefined && stale.length > 0) writeAlone(db, () => recordSynced(db, TARGET_SCHEMA, stale, sourceId, source));
     const now = stale.length > 0 ? new Map(readProjections(db, TARGET_SCHEMA).map((r) => [r.name, r])) : rows;
     for (const n of todo) if (now.get(n)?.sourcePath === source) this.#sourced.add(n);
   }
@@ -814,15 +815,11 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
  */
 function recordFailureAlone(db: Db, row: string | FailedRow, code: string, message: string): void {
   const name = typeof row === 'string' ? row : row.name;
-  try {
-    db.exec('BEGIN');
+  writeAlone(db, () => {
     if (typeof row !== 'string' && readProjection(db, TARGET_SCHEMA, name) === undefined)
       insertProjection(db, TARGET_SCHEMA, newProjectionRecord(row.p, readState(db)?.sourceId ?? '', row.sourcePath, 'building'));
     recordFailure(db, TARGET_SCHEMA, name, code, message);
-    db.exec('COMMIT');
-  } catch {
-    if (db.inTransaction) db.exec('ROLLBACK');
-  }
+  });
 }
 
 /** A projection whose failure is to be recorded, with what its row is made of when it has none yet (recordFailureAlone). */
@@ -834,18 +831,7 @@ interface FailedRow {
 
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
 function clearFailureAlone(db: Db, name: string): void {
-  inOwnTransaction(db, () => clearFailure(db, TARGET_SCHEMA, name));
-}
-
-/** Runs `fn` in a target transaction of its own; best effort (a target that cannot take it now is left as it is). */
-function inOwnTransaction(db: Db, fn: () => void): void {
-  try {
-    db.exec('BEGIN');
-    fn();
-    db.exec('COMMIT');
-  } catch {
-    if (db.inTransaction) db.exec('ROLLBACK');
-  }
+  writeAlone(db, () => clearFailure(db, TARGET_SCHEMA, name));
 }
 
 function removeDatabaseFiles(file: string): void {

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { openDatabase } from '../../sqlite/connection.ts';
 import { closeDatabase } from '../../sqlite/connection-state.ts';
+import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
@@ -38,8 +39,9 @@ export function dropProjection(targetPath: string, name: string): DropResult {
     throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
   const db = openDatabase(targetPath, { role: 'target' });
   try {
-    return db
-      .transaction(() => {
+    return writeTransactionSync(
+      db,
+      () => {
         const records = readProjections(db, 'main');
         const rec = records.find((r) => r.name === name);
         if (rec === undefined) {
@@ -62,8 +64,9 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         // The source still acknowledges it: the next sync of this target forgets that, instead of reporting it lost.
         recordDrop(db, 'main', rec);
         return { projection: name, dropped };
-      })
-      .immediate();
+      },
+      { mode: 'immediate' },
+    );
   } finally {
     closeDatabase(db);
   }

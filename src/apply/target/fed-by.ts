@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
-import { inTransaction } from '../../sqlite/transaction.ts';
+import { writeTransaction } from '../../sqlite/transaction.ts';
 import { PROJECTIONS_TABLE } from '../../capture/target-guard.ts';
 
 /*
@@ -69,5 +69,5 @@ export async function recordSubscribed(db: Db, schema: string, fedBy: Extract<Fe
     .prepare(`SELECT name FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE source_id = ? AND source_path IS NULL`)
     .pluck()
     .all(fedBy.sourceId) as string[];
-  if (names.length > 0) await inTransaction(db, () => recordFedBy(db, schema, names, fedBy), { mode: 'immediate' });
+  if (names.length > 0) await writeTransaction(db, () => recordFedBy(db, schema, names, fedBy), { mode: 'immediate' });
 }

@@ -1,6 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
+import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
 import { currentCode, isReasonCode, reasonsOf, type ReasonCode } from '../../reasons.ts';
 import { either, jsonObject, StoredRow } from '../../sqlite/stored-row.ts';
@@ -133,15 +134,10 @@ function addMissingColumns(db: Db, s: string): void {
   // Deferred (an IMMEDIATE one on a sync session would take the source's
   // write lock too): the target's write lock first, then look again, so two
   // syncs opening one old target at once add each column once.
-  db.exec('BEGIN');
-  try {
+  writeTransactionSync(db, () => {
     db.prepare(`UPDATE ${s}.${TARGET_INFO_TABLE} SET id = id`).run();
     for (const [name, decl] of missing()) db.exec(`ALTER TABLE ${s}.${PROJECTIONS_TABLE} ADD COLUMN ${name} ${decl}`);
-    db.exec('COMMIT');
-  } catch (err) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw err;
-  }
+  });
 }
 
 export function hasTargetMeta(db: Db, schema: string): boolean {

@@ -2,6 +2,7 @@ import type { Db } from '../../../sqlite/connection.ts';
 import { quoteIdent, quoteString } from '../../../sqlite/quote.ts';
 import { renameTable } from '../../../sqlite/rename.ts';
 import { columnDecl } from '../../../sqlite/column-decl.ts';
+import { writeTransactionSync } from '../../../sqlite/transaction.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
 import type { SnapshotBuild } from '../../kind.ts';
 import { errorCode } from '../../../errors.ts';
@@ -105,17 +106,18 @@ export function renameFts(db: Db, schema: string, p: CompiledFts5, from: string)
 export function ftsIndexMatches(db: Db, schema: string, p: CompiledFts5): boolean | undefined {
   const n = ftsNames(schema, p);
   if (!n.external) return undefined;
-  db.exec('SAVEPOINT sluice_fts_check');
   try {
-    db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rank) VALUES ('integrity-check', 1)`);
-    return true;
+    // The check writes nothing it should keep: its savepoint is always rolled back.
+    return writeTransactionSync(
+      db,
+      () => {
+        db.exec(`INSERT INTO ${n.fts} (${n.cmd}, rank) VALUES ('integrity-check', 1)`);
+        return true;
+      },
+      { keep: () => false },
+    );
   } catch (err) {
     if (errorCode(err) === 'SQLITE_CORRUPT_VTAB') return false;
     throw err;
-  } finally {
-    if (db.inTransaction) {
-      db.exec('ROLLBACK TO sluice_fts_check');
-      db.exec('RELEASE sluice_fts_check');
-    }
   }
 }
