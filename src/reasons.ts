@@ -576,6 +576,19 @@ export const REASONS = {
   VIEW_REFUSED: { kinds: ['error'], clears: false, explain: 'A view cannot be captured.', repair: null },
   VIRTUAL_TABLE_REFUSED: { kinds: ['error'], clears: false, explain: 'A virtual table cannot be captured.', repair: null },
   TABLE_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The named table does not exist (or vanished).', repair: null },
+  PIPELINE_INVALID: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'The pipeline file (sluice.yml) is not valid: YAML, an unknown key, a value of the wrong type, a path or table that does not exist; the message gives FILE:LINE:COL and the fix, and nothing was written.',
+    repair: null,
+  },
+  PIPELINE_ENV_UNSET: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The pipeline file names an environment variable (${NAME}) that is not set; sluice never reads it as an empty string.',
+    repair: null,
+  },
   TARGET_NOT_SOURCE: {
     kinds: ['error'],
     clears: false,

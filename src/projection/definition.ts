@@ -78,36 +78,43 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
   }
   const list = Array.isArray(raw) ? raw : [raw];
   const defs = list.map((d, i) => parseDefinition(d, `${file}${list.length > 1 ? `[${i}]` : ''}`));
-  for (const d of defs) {
-    if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json'))
-      (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
-    if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
-      const modPath = d.module.startsWith('file:') ? fileURLToPath(d.module) : path.resolve(path.dirname(abs), d.module);
-      const inFile = `Projection ${d.name} in ${file}`;
-      if (!fs.existsSync(modPath)) {
-        const from =
-          d.module.startsWith('file:') || path.isAbsolute(d.module)
-            ? 'as an absolute path'
-            : `relative to the definition file's folder ${path.dirname(abs)}`;
-        throw new InvalidInputError(
-          'CUSTOM_MODULE_NOT_FOUND',
-          `${inFile}: its "module" "${d.module}" resolves to ${modPath} (${from}), and there is no file there. Correct "module" in ${file} (a path relative to that file's folder, an absolute path or a file: URL) or put the handler module there.`,
-        );
-      }
-      const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
-      const handler = mod.default as CustomHandler | undefined;
-      if (handler === undefined || typeof handler.apply !== 'function') {
-        throw new InvalidInputError(
-          'BAD_DEFINITION',
-          `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`,
-        );
-      }
-      // Stored with the projection as an absolute URL, so later runs without --projection find it.
-      (d as { module?: string }).module = pathToFileURL(modPath).href;
-      (d as { handler?: CustomHandler }).handler = handler;
-    }
-  }
+  for (const d of defs) await loadCustomModule(d, abs, file);
   return defs;
+}
+
+/**
+ * Loads the handler of custom definition `d` read from `abs` (shown as
+ * `file`): its "module", resolved relative to that file's folder, or the
+ * handler the file itself defines. Data-only kinds are left as they are.
+ */
+export async function loadCustomModule(d: ProjectionDefinition, abs: string, file: string): Promise<void> {
+  if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json'))
+    (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
+  if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
+    const modPath = d.module.startsWith('file:') ? fileURLToPath(d.module) : path.resolve(path.dirname(abs), d.module);
+    const inFile = `Projection ${d.name} in ${file}`;
+    if (!fs.existsSync(modPath)) {
+      const from =
+        d.module.startsWith('file:') || path.isAbsolute(d.module)
+          ? 'as an absolute path'
+          : `relative to the definition file's folder ${path.dirname(abs)}`;
+      throw new InvalidInputError(
+        'CUSTOM_MODULE_NOT_FOUND',
+        `${inFile}: its "module" "${d.module}" resolves to ${modPath} (${from}), and there is no file there. Correct "module" in ${file} (a path relative to that file's folder, an absolute path or a file: URL) or put the handler module there.`,
+      );
+    }
+    const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
+    const handler = mod.default as CustomHandler | undefined;
+    if (handler === undefined || typeof handler.apply !== 'function') {
+      throw new InvalidInputError(
+        'BAD_DEFINITION',
+        `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`,
+      );
+    }
+    // Stored with the projection as an absolute URL, so later runs without --projection find it.
+    (d as { module?: string }).module = pathToFileURL(modPath).href;
+    (d as { handler?: CustomHandler }).handler = handler;
+  }
 }
 
 let tsLoader: Promise<void> | undefined;

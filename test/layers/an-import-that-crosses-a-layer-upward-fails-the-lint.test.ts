@@ -21,7 +21,7 @@ describe('layer boundaries', () => {
     );
     expect(errors).toHaveLength(1);
     expect(errors[0]).toContain('projection/ may not import apply/');
-    expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < broker < cli');
+    expect(errors[0]).toContain('sqlite < capture < feed < projection < apply < export < broker < pipeline < cli');
   });
 
   test('an upward import fails from a nested folder, as a type-only import, a re-export, an import() type and a dynamic import()', async () => {

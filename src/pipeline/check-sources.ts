@@ -1,0 +1,29 @@
+import { InvalidInputError } from '../errors.ts';
+import { openDatabase } from '../sqlite/connection.ts';
+import { findObjects } from '../sqlite/introspect.ts';
+import type { Pipeline } from './pipeline.ts';
+
+/*
+ * What a pipeline file declares that only its sources can confirm: every
+ * table it captures exists there. Read-only; run after loadPipeline and
+ * before anything is written, so that a typo in a table name is refused
+ * with its line instead of leaving a half-built pipeline.
+ */
+
+export function checkPipelineSources(pipeline: Pipeline): void {
+  for (const source of pipeline.sources) {
+    const db = openDatabase(source.path, { readonly: true, role: 'source' });
+    try {
+      for (const c of source.capture) {
+        const found = findObjects(db, c.table).filter((o) => o.schema === 'main');
+        if (found.length === 0)
+          throw new InvalidInputError(
+            'PIPELINE_INVALID',
+            `${c.declaredAt}: table ${c.table} does not exist in source ${source.path}. Create it first, or correct the name in "capture".`,
+          );
+      }
+    } finally {
+      db.close();
+    }
+  }
+}

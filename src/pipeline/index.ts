@@ -1,0 +1,17 @@
+/*
+ * The pipeline file (sluice.yml): what must exist, declared in one place.
+ * schema.ts is its shape, load.ts reads and checks it, check-sources.ts
+ * confirms what only the sources can, pipeline.ts is the result.
+ */
+export { loadPipeline } from './load.ts';
+export { checkPipelineSources } from './check-sources.ts';
+export { pipelineFileSchema } from './schema.ts';
+export type {
+  Pipeline,
+  PipelineSource,
+  PipelineTarget,
+  PipelineSubscription,
+  ProjectionEntry,
+  CapturedTable,
+  HealthBounds,
+} from './pipeline.ts';

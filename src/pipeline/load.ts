@@ -1,0 +1,203 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { z } from 'zod';
+import { InvalidInputError } from '../errors.ts';
+import { loadCustomModule, loadDefinitions, projectionDefinitionSchema, type ProjectionDefinition } from '../projection/definition.ts';
+import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
+import { pipelineFileSchema, type PipelineFile } from './schema.ts';
+import type { Pipeline, PipelineSource, PipelineTarget, ProjectionEntry } from './pipeline.ts';
+
+/*
+ * Reads a pipeline file into a Pipeline: YAML (or JSON) parsed with its
+ * lines, variables expanded, the schema checked, shorthands normalized,
+ * paths made absolute against the file's folder, definition files read.
+ * Everything a file can get wrong without looking at a database is refused
+ * here, before anything is written, each with FILE:LINE:COL and the fix;
+ * what needs the source (a table that does not exist) is checked by
+ * checkPipelineSources.
+ */
+
+/** Reads and checks the pipeline file `file`; `env` expands ${VAR} (default process.env). */
+export async function loadPipeline(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Pipeline> {
+  const abs = path.resolve(file);
+  let text: string;
+  try {
+    text = fs.readFileSync(abs, 'utf8');
+  } catch (cause) {
+    throw new InvalidInputError(
+      'PIPELINE_INVALID',
+      `Pipeline file ${file} cannot be read (${(cause as NodeJS.ErrnoException).code ?? 'error'}): write one (sluice init DB writes a commented one) or pass --config FILE.`,
+      { cause },
+    );
+  }
+  const doc = readPipelineDocument(file, text, env);
+  const parsed = pipelineFileSchema.safeParse(doc.value ?? {});
+  if (!parsed.success) throw schemaError(doc, parsed.error.issues);
+  return normalize(doc, parsed.data, path.dirname(abs), abs);
+}
+
+function schemaError(doc: PipelineDocument, issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): InvalidInputError {
+  // A misspelt key first: the key it should have been is then reported missing too.
+  const issue = (issues.find((i) => i.code === 'unrecognized_keys') ?? issues[0]) as z.core.$ZodIssue;
+  const at = [...prefix, ...issue.path];
+  const name = at.length === 0 ? 'the file' : pathName(at);
+  if (issue.code === 'unrecognized_keys') {
+    const key = issue.keys[0] as string;
+    return new InvalidInputError(
+      'PIPELINE_INVALID',
+      `${doc.where(at, key)}: ${name} has no key "${key}"${issue.keys.length > 1 ? ` (nor ${issue.keys.slice(1).join(', ')})` : ''}. Fix its spelling or remove it (docs/pipeline.md lists every key).`,
+    );
+  }
+  const message = issue.code === 'invalid_key' ? issue.issues.map((x) => x.message).join(', ') : issue.message;
+  return new InvalidInputError(
+    'PIPELINE_INVALID',
+    `${doc.where(at)}: ${name}: ${message}. Correct it (docs/pipeline.md shows the format).`,
+  );
+}
+
+/** `sources[0].targets[1].path` */
+function pathName(at: readonly PropertyKey[]): string {
+  return at.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
+}
+
+async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string, abs: string): Promise<Pipeline> {
+  const resolve = (p: string) => path.resolve(dir, p);
+  const seen = new Map<string, string>();
+  const claim = (p: string, at: readonly PropertyKey[], what: string) => {
+    const key = process.platform === 'win32' ? p.toLowerCase() : p;
+    const earlier = seen.get(key);
+    if (earlier !== undefined)
+      throw new InvalidInputError(
+        'PIPELINE_INVALID',
+        `${doc.where(at)}: ${p} is declared again as ${what}; it is already ${earlier}. Declare each database once (one target can hold projections of one source only).`,
+      );
+    seen.set(key, `${what} at ${doc.where(at)}`);
+  };
+
+  const sources: PipelineSource[] = [];
+  for (const [i, s] of (file.sources ?? []).entries()) {
+    const at = ['sources', i];
+    const sourcePath = resolve(s.path);
+    claim(sourcePath, [...at, 'path'], 'a source');
+    if (!fs.existsSync(sourcePath))
+      throw new InvalidInputError(
+        'PIPELINE_INVALID',
+        `${doc.where([...at, 'path'])}: source ${s.path} does not exist (${sourcePath}; paths are relative to the pipeline file). Correct the path.`,
+      );
+    const capture = Array.isArray(s.capture)
+      ? s.capture.map((table, k) => ({ table, mode: 'images' as const, declaredAt: doc.where([...at, 'capture', k]) }))
+      : Object.entries(s.capture).map(([table, o]) => ({
+          table,
+          mode: typeof o === 'string' ? o : (o?.mode ?? 'images'),
+          declaredAt: doc.where([...at, 'capture'], table),
+        }));
+    const captured = new Set(capture.map((c) => c.table.toLowerCase()));
+    if (captured.size !== capture.length)
+      throw new InvalidInputError('PIPELINE_INVALID', `${doc.where([...at, 'capture'])}: a table is listed twice. List each table once.`);
+    const targets: PipelineTarget[] = [];
+    for (const [j, t] of (s.targets ?? []).entries()) {
+      const tAt = [...at, 'targets', j];
+      const targetPath = resolve(t.path);
+      claim(targetPath, [...tAt, 'path'], 'a target');
+      const projections = await entries(doc, t.projections, [...tAt, 'projections'], dir, abs, captured);
+      targets.push({ path: targetPath, declaredAt: doc.where(tAt), projections, health: t.health ?? {} });
+    }
+    const publish =
+      s.publish === undefined ? undefined : { servers: typeof s.publish.nats === 'string' ? [s.publish.nats] : s.publish.nats };
+    sources.push({ path: sourcePath, declaredAt: doc.where(at), capture, targets, ...(publish === undefined ? {} : { publish }) });
+  }
+
+  const subscriptions = [];
+  for (const [i, s] of (file.subscribe ?? []).entries()) {
+    const at = ['subscribe', i];
+    const targetPath = resolve(s.path);
+    claim(targetPath, [...at, 'path'], 'a subscribed target');
+    const projections = await entries(doc, s.projections ?? ['*'], [...at, 'projections'], dir, abs, undefined);
+    subscriptions.push({
+      servers: typeof s.nats === 'string' ? [s.nats] : s.nats,
+      sourceId: s.source,
+      path: targetPath,
+      declaredAt: doc.where(at),
+      projections,
+      health: s.health ?? {},
+    });
+  }
+  return { file: abs, sources, subscriptions, listen: listenAddress(doc, file.listen), prune: file.prune ?? false };
+}
+
+/**
+ * The projection entries of one target. `captured`: the tables its source
+ * captures (lower case), which every definition must read from; undefined
+ * for a subscribed target, whose source is on another machine.
+ */
+async function entries(
+  doc: PipelineDocument,
+  list: readonly (string | Record<string, unknown>)[],
+  at: readonly PropertyKey[],
+  dir: string,
+  abs: string,
+  captured: ReadonlySet<string> | undefined,
+): Promise<ProjectionEntry[]> {
+  const out: ProjectionEntry[] = [];
+  const names = new Map<string, string>();
+  const add = (e: ProjectionEntry, where: readonly PropertyKey[]) => {
+    for (const d of e.kind === 'all' ? [] : e.definitions) {
+      const key = d.name.toLowerCase();
+      const earlier = names.get(key);
+      if (earlier !== undefined)
+        throw new InvalidInputError(
+          'PIPELINE_INVALID',
+          `${doc.where(where)}: projection ${d.name} is declared twice in this target (also at ${earlier}). Give one of them another "name".`,
+        );
+      names.set(key, doc.where(where));
+      if (captured !== undefined && !captured.has(d.source.toLowerCase()))
+        throw new InvalidInputError(
+          'PIPELINE_INVALID',
+          `${doc.where(where)}: projection ${d.name} reads table ${d.source}, which this source does not capture. Add ${d.source} to its "capture" list.`,
+        );
+    }
+    out.push(e);
+  };
+  for (const [k, entry] of list.entries()) {
+    const where = [...at, k];
+    if (entry === '*') {
+      if (out.some((e) => e.kind === 'all'))
+        throw new InvalidInputError('PIPELINE_INVALID', `${doc.where(where)}: "*" is listed twice. List it once.`);
+      out.push({ kind: 'all', declaredAt: doc.where(where) });
+    } else if (typeof entry === 'string') {
+      const file = path.resolve(dir, entry);
+      if (!fs.existsSync(file))
+        throw new InvalidInputError(
+          'PIPELINE_INVALID',
+          `${doc.where(where)}: projection file ${entry} does not exist (${file}; paths are relative to the pipeline file). Correct the path, or write the definition there.`,
+        );
+      add({ kind: 'file', path: file, declaredAt: doc.where(where), definitions: await loadDefinitions(file) }, where);
+    } else {
+      const r = projectionDefinitionSchema.safeParse(entry);
+      if (!r.success) throw schemaError(doc, r.error.issues, where);
+      const d: ProjectionDefinition = r.data;
+      if (d.kind === 'custom' && d.module === undefined)
+        throw new InvalidInputError(
+          'PIPELINE_INVALID',
+          `${doc.where(where)}: custom projection ${d.name} needs "module", a file whose default export is its handler (relative to the pipeline file).`,
+        );
+      await loadCustomModule(d, abs, doc.file);
+      add({ kind: 'inline', declaredAt: doc.where(where), definitions: [d] }, where);
+    }
+  }
+  return out;
+}
+
+function listenAddress(doc: PipelineDocument, listen: string | number | undefined): Pipeline['listen'] {
+  if (listen === undefined) return undefined;
+  const text = String(listen);
+  const m = /^(?:(.*):)?(\d{1,5})$/.exec(text);
+  const port = m === null ? NaN : Number(m[2]);
+  if (m === null || port > 65535)
+    throw new InvalidInputError(
+      'PIPELINE_INVALID',
+      `${doc.where(['listen'])}: listen is "${text}", not HOST:PORT or a port. Write for example 127.0.0.1:9464.`,
+    );
+  const host = m[1] === undefined || m[1] === '' ? '127.0.0.1' : m[1].replace(/^\[(.*)\]$/, '$1');
+  return { host, port };
+}

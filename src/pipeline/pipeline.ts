@@ -1,0 +1,60 @@
+import type { ProjectionDefinition } from '../projection/definition.ts';
+
+/*
+ * A pipeline as sluice runs it: a pipeline file (schema.ts) read and
+ * checked by load.ts, with every shorthand spelt out and every path
+ * absolute. `declaredAt` ("FILE:LINE:COL") lets a later refusal point at
+ * the line that declared the thing.
+ */
+
+export interface Pipeline {
+  /** The pipeline file, absolute. */
+  readonly file: string;
+  readonly sources: readonly PipelineSource[];
+  readonly subscriptions: readonly PipelineSubscription[];
+  /** Where /metrics, /healthz and the status page are served; none when the file has no `listen`. */
+  readonly listen: { readonly host: string; readonly port: number } | undefined;
+  /** Whether what is no longer declared is dropped and forgotten (else only reported). */
+  readonly prune: boolean;
+}
+
+export interface CapturedTable {
+  readonly table: string;
+  readonly mode: 'images' | 'keys';
+  readonly declaredAt: string;
+}
+
+export interface PipelineSource {
+  readonly path: string;
+  readonly declaredAt: string;
+  readonly capture: readonly CapturedTable[];
+  readonly targets: readonly PipelineTarget[];
+  readonly publish?: { readonly servers: readonly string[] };
+}
+
+export interface HealthBounds {
+  readonly maxLagEvents?: number | undefined;
+  readonly maxLagMs?: number | undefined;
+}
+
+export interface PipelineTarget {
+  readonly path: string;
+  readonly declaredAt: string;
+  readonly projections: readonly ProjectionEntry[];
+  readonly health: HealthBounds;
+}
+
+export interface PipelineSubscription {
+  readonly servers: readonly string[];
+  readonly sourceId: string;
+  readonly path: string;
+  readonly declaredAt: string;
+  readonly projections: readonly ProjectionEntry[];
+  readonly health: HealthBounds;
+}
+
+/** "*" (every captured table's mirror, tables captured later included), a definition file, or an inline definition. */
+export type ProjectionEntry =
+  | { readonly kind: 'all'; readonly declaredAt: string }
+  | { readonly kind: 'file'; readonly path: string; readonly declaredAt: string; readonly definitions: readonly ProjectionDefinition[] }
+  | { readonly kind: 'inline'; readonly declaredAt: string; readonly definitions: readonly ProjectionDefinition[] };

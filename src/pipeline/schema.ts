@@ -1,0 +1,87 @@
+import { z } from 'zod';
+
+/*
+ * The shape of a pipeline file (sluice.yml): what must exist, declared in
+ * one place. This is the schema as a user writes it (shorthands included);
+ * load.ts turns a valid file into the normalized Pipeline. Every object is
+ * strict: an unknown key is refused with its line, never ignored, so a
+ * misspelt option cannot silently fall back to a default. docs/sluice.schema.json
+ * is generated from it (scripts/pipeline-schema.ts) for editor completion.
+ */
+
+const nonEmpty = z.string().min(1);
+
+export const captureModeSchema = z.enum(['images', 'keys']).describe('images: before and after images; keys: keys only');
+
+/** One captured table's options: an object, so that later options (columns) add keys, not shapes. */
+export const captureOptionsSchema = z.strictObject({
+  mode: captureModeSchema.optional().describe('Capture mode (default images)'),
+});
+
+/** `issues: keys` is shorthand for `issues: {mode: keys}`; `issues:` with no value is `{}`. */
+const captureEntrySchema = z.union([captureModeSchema, captureOptionsSchema, z.null()]);
+
+export const captureSchema = z
+  .union([z.array(nonEmpty).describe('Tables, captured in images mode'), z.record(nonEmpty, captureEntrySchema)])
+  .describe('The tables of this source to capture: a list, or a map from table to its options');
+
+/** Bounds past which health and /healthz say a target needs action. */
+export const healthBoundsSchema = z.strictObject({
+  maxLagEvents: z.int().positive().optional().describe('Most events a projection may be behind its source'),
+  maxLagMs: z.int().positive().optional().describe('Most milliseconds since the oldest source event not yet applied'),
+});
+
+/**
+ * A projection entry: "*" (a mirror of every captured table, tables captured
+ * later included), a definition file (JSON or TS, relative to the pipeline
+ * file), or a definition written inline (docs/projections.md). An inline
+ * definition is checked by the projection definition schema, in load.ts.
+ */
+export const inlineDefinitionSchema = z.record(z.string(), z.unknown()).describe('A projection definition (docs/projections.md)');
+
+export const projectionEntrySchema = z.union([
+  nonEmpty.describe('"*" (a mirror of every captured table) or a definition file, relative to this file'),
+  inlineDefinitionSchema,
+]);
+
+export const targetSchema = z.strictObject({
+  path: nonEmpty.describe('The target database, relative to this file; built when missing'),
+  projections: z.array(projectionEntrySchema).min(1).describe('What the target holds'),
+  health: healthBoundsSchema.optional(),
+});
+
+export const natsSchema = z.strictObject({
+  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+});
+
+export const sourceSchema = z.strictObject({
+  path: nonEmpty.describe('The source database, relative to this file'),
+  capture: captureSchema,
+  targets: z.array(targetSchema).optional(),
+  publish: natsSchema.optional().describe('Publish this source to NATS JetStream'),
+});
+
+export const subscriptionSchema = z.strictObject({
+  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+  source: nonEmpty.describe('The source id the publisher announces (sluice status SRC shows it)'),
+  path: nonEmpty.describe('The target database, relative to this file'),
+  projections: z.array(projectionEntrySchema).min(1).optional().describe('What the target holds (default ["*"])'),
+  health: healthBoundsSchema.optional(),
+});
+
+export const pipelineFileSchema = z
+  .strictObject({
+    sources: z.array(sourceSchema).optional(),
+    subscribe: z.array(subscriptionSchema).optional(),
+    listen: z
+      .union([nonEmpty, z.int().min(0).max(65535)])
+      .optional()
+      .describe('HOST:PORT for /metrics, /healthz and the status page; a bare port binds to 127.0.0.1'),
+    prune: z
+      .boolean()
+      .optional()
+      .describe('Drop projections and forget acknowledgements that are no longer declared (default false: report them)'),
+  })
+  .describe('A sluice pipeline: what must exist (docs/pipeline.md)');
+
+export type PipelineFile = z.infer<typeof pipelineFileSchema>;
