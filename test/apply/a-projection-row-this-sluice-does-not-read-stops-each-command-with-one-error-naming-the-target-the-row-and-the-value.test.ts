@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { test, expect, describe, runCli, runSqliteCli } from '../support/fixtures.ts';
+import { test, expect, describe, runCli, runSqliteCli, failure } from '../support/fixtures.ts';
 import { expectOneLineError } from '../cli/support/cli.ts';
 import { dropProjection, enable, health, sync, verify, openDatabase, SluiceError } from '../../src/index.ts';
 import { readProjections } from '../../src/apply/target/target-meta.ts';
@@ -16,16 +16,6 @@ import { readProjections } from '../../src/apply/target/target-meta.ts';
 const SCHEMA = `
 CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT);
 INSERT INTO notes VALUES (1, 'first'), (2, 'second');`;
-
-/** What `fn` throws (or the promise it returns rejects with). */
-async function failure(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 function expectStoredValueError(err: unknown, tgt: string, column: string, value: string): void {
   expect(err).toBeInstanceOf(SluiceError);

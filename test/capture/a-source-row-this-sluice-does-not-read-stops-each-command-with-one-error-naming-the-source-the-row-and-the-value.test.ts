@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { test, expect, describe, runCli, runSqliteCli } from '../support/fixtures.ts';
+import { test, expect, describe, runCli, runSqliteCli, failure } from '../support/fixtures.ts';
 import { expectOneLineError } from '../cli/support/cli.ts';
 import { alter, enable, openDatabase, status, sync, SluiceError } from '../../src/index.ts';
 import { readConsumers } from '../../src/capture/consumers.ts';
@@ -16,15 +16,6 @@ import { readConsumers } from '../../src/capture/consumers.ts';
 const SCHEMA = `
 CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT);
 INSERT INTO notes VALUES (1, 'first'), (2, 'second');`;
-
-async function failure(fn: () => unknown): Promise<unknown> {
-  try {
-    await fn();
-  } catch (err) {
-    return err;
-  }
-  throw new Error('expected an error');
-}
 
 function expectStoredValueError(err: unknown, src: string, table: string, row: string, column: string, value: string): void {
   expect(err).toBeInstanceOf(SluiceError);

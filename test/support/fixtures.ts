@@ -35,6 +35,16 @@ export const test = base.extend<Fixtures>({
 
 export { expect, describe } from 'vitest';
 
+/** What `fn` throws (or the promise it returns rejects with); an Error when it does neither. */
+export async function failure(fn: () => unknown): Promise<unknown> {
+  try {
+    await fn();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected an error');
+}
+
 /** The Python interpreter used as an external writer (runPython, and tests that spawn it asynchronously). */
 export const PYTHON = 'python3';
 
