@@ -3,7 +3,7 @@ import { test, expect, describe, runPython, runCli } from '../support/fixtures.t
 import { enable } from '../../src/capture/enable.ts';
 import { bump } from '../../src/capture/bump.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
+import { sync, Syncer } from '../../src/apply/sync/sync.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 
 /*
@@ -94,6 +94,46 @@ describe('a sync that re-arms capture', () => {
     const r = await sync(file, target);
     expect(r.rearmed?.tables).toMatchObject([{ table: 'u', reason: 'TRIGGER_MISSING' }]);
     expect(r.projections.map((p) => p.rebuilt)).toEqual(['GENERATION_CHANGED', 'GENERATION_CHANGED']);
+  });
+
+  test('a syncer kept open, as sync --follow keeps one, re-arms at its next run each time an app unarms a table (a dropped trigger, then a newer user trigger), and not in the runs between', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', SCHEMA);
+    enable(db, ['t', 'u']);
+    const s = await Syncer.open(file, path.join(tmp, 'cache.db'));
+    try {
+      await s.runOnce();
+      const quiet = async (n: number) => {
+        for (let i = 0; i < n; i++) {
+          db.prepare('INSERT INTO u (w) VALUES (?)').run(`w${i}`);
+          const r = await s.runOnce();
+          expect(r.rearmed).toBeUndefined();
+          expect(r.projections.map((p) => [p.name, p.state, p.rebuilt])).toEqual([
+            ['t', 'active', undefined],
+            ['u', 'active', undefined],
+          ]);
+        }
+      };
+      await quiet(3);
+      app(file, "DROP TRIGGER _sluice_t1_upd; UPDATE t SET v = 'unrecorded' WHERE id = 2");
+      const dropped = await s.runOnce();
+      expect(dropped.rearmed?.tables).toEqual([{ table: 't', reason: 'TRIGGER_MISSING', detail: 'trigger _sluice_t1_upd is missing' }]);
+      expect(dropped.projections.map((p) => [p.name, p.rebuilt])).toEqual([
+        ['t', 'CAPTURE_REARMED'],
+        ['u', undefined],
+      ]);
+      await quiet(3);
+      app(file, "CREATE TRIGGER app_t_after AFTER UPDATE ON t BEGIN SELECT 1; END; UPDATE t SET v = 'seen' WHERE id = 1");
+      const newer = await s.runOnce();
+      expect(newer.rearmed?.tables.map((t) => [t.table, t.reason])).toEqual([['t', 'USER_TRIGGER_NEWER']]);
+      await quiet(2);
+    } finally {
+      s.close();
+    }
+    expect(rows(path.join(tmp, 'cache.db'), 'SELECT id, v FROM t ORDER BY id')).toEqual(rows(file, 'SELECT id, v FROM t ORDER BY id'));
+    expect(rows(path.join(tmp, 'cache.db'), 'SELECT id, w FROM u ORDER BY id')).toEqual(rows(file, 'SELECT id, w FROM u ORDER BY id'));
   });
 
   test('the CLI says it in its text and in --json', async ({ makeDb, tmp }) => {
