@@ -136,6 +136,16 @@ export function exportByLibrary(src: string, out: string): void {
   }
 }
 
+/** Runs `fn` on a connection of this process to `file` (library calls a test's setup makes), closed after. */
+export function onDatabase<T>(file: string, fn: (db: ReturnType<typeof openDatabase>) => T): T {
+  const db = openDatabase(file);
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
+}
+
 /** Runs SQL on a database from this process (a writer that is not the CLI), in one transaction. */
 export function write(file: string, sql: string): void {
   const db = openDatabase(file);
