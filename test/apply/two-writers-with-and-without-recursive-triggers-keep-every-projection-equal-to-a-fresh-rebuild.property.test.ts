@@ -13,7 +13,7 @@ import { RawText, toBindable, type SqlValue } from '../../src/sqlite/codec.ts';
 import type { Row } from '../../src/feed/events.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../src/projection/definition.ts';
 import { ReplayModel } from '../feed/support/replay.ts';
-import { fileTableCells } from './support/target.ts';
+import { tableCells } from './support/target.ts';
 import {
   SCHEMA,
   SEED,
@@ -142,24 +142,26 @@ async function problems(source: string, target: string, fresh: string, report: S
   }
   const rebuilt = await sync(source, fresh, { projections: PROJECTIONS });
   for (const p of rebuilt.projections) if (p.state !== 'active') out.push(`fresh rebuild of ${p.name} is ${p.state} ${p.reason ?? ''}`);
-  // A table a failed first build never made reads as its error.
-  const cells = (file: string, table: string) => {
-    try {
-      return JSON.stringify(fileTableCells(file, table));
-    } catch (err) {
-      return String(err);
-    }
-  };
-  for (const c of COMPARED) {
-    const got = cells(target, c.table);
-    const want = cells(fresh, c.table);
-    if (got !== want) out.push(`${c.table} differs from a fresh rebuild:\n  incremental ${got}\n  fresh       ${want}`);
-    const src = c.source === undefined ? got : cells(source, c.source);
-    if (got !== src) out.push(`${c.table} differs from source ${c.source ?? ''}:\n  target ${got}\n  source ${src}`);
-  }
+  // One connection to each file for all the comparisons (opening one per table was most of a check's time).
   const t = openDatabase(target);
   const f = openDatabase(fresh);
+  const s = openDatabase(source, { readonly: true });
   try {
+    // A table a failed first build never made reads as its error.
+    const cells = (db: Db, table: string) => {
+      try {
+        return JSON.stringify(tableCells(db, 'main', table));
+      } catch (err) {
+        return String(err);
+      }
+    };
+    for (const c of COMPARED) {
+      const got = cells(t, c.table);
+      const want = cells(f, c.table);
+      if (got !== want) out.push(`${c.table} differs from a fresh rebuild:\n  incremental ${got}\n  fresh       ${want}`);
+      const src = c.source === undefined ? got : cells(s, c.source);
+      if (got !== src) out.push(`${c.table} differs from source ${c.source ?? ''}:\n  target ${got}\n  source ${src}`);
+    }
     for (const name of ['people_fts', 'items_fts']) {
       try {
         t.exec(`INSERT INTO ${name} (${name}) VALUES ('integrity-check')`);
@@ -175,6 +177,7 @@ async function problems(source: string, target: string, fresh: string, report: S
   } finally {
     t.close();
     f.close();
+    s.close();
   }
   return out;
 }

@@ -3,7 +3,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT, PYTHON, runSqliteCli } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, dumpTables, scalar } from './support/cli.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, dumpTables, scalar, syncByLibrary } from './support/cli.ts';
 
 /*
  * `sluice protect TGT` (opt-in) guards the tables of a target's projections
@@ -28,8 +28,13 @@ beforeAll(async () => {
   dir = makeDir();
   src = trackerSource(at('app.db'), ['issues', 'comments']);
   tgt = at('cache.db');
-  const first = await runCliAsync(['sync', src, tgt, ...DEFS]);
-  expect(first.status, first.stderr).toBe(0);
+  expect(
+    await syncByLibrary(
+      src,
+      tgt,
+      DEFS.filter((a) => a !== '--projection'),
+    ),
+  ).toBe(0);
 });
 afterAll(() => removeDir(dir));
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError } from './support/cli.ts';
+import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, syncByLibrary } from './support/cli.ts';
 
 /*
  * One mistake, one code: a projection name the target does not hold is
@@ -21,8 +21,7 @@ beforeAll(async () => {
   dir = makeDir();
   src = trackerSource(path.join(dir, 'app.db'), ['issues']);
   tgt = path.join(dir, 'cache.db');
-  const first = await runCliAsync(['sync', src, tgt]);
-  expect(first.status, first.stderr).toBe(0);
+  expect(await syncByLibrary(src, tgt)).toBe(0);
 });
 afterAll(() => removeDir(dir));
 

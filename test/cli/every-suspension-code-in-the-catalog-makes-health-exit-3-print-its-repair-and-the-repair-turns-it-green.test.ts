@@ -7,10 +7,8 @@ import { REASONS, reasonsOf, repairFor, type ReasonCode } from '../../src/reason
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { disable } from '../../src/capture/disable.ts';
-import { Syncer } from '../../src/apply/sync/sync.ts';
 import { verify } from '../../src/apply/check/verify.ts';
-import { loadDefinitions } from '../../src/projection/definition.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, write } from './support/cli.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, write, syncByLibrary } from './support/cli.ts';
 
 /*
  * Every code the catalog says suspends a projection (kind `suspend`), or
@@ -79,29 +77,9 @@ async function cli(args: readonly string[], status: number) {
   return r;
 }
 
-/**
- * `sluice sync SRC TGT [--projection FILE...]` through the library, for the
- * setup (the CLI's sync is walked by the repair steps): the exit code the
- * CLI gives its report (1 a projection failed, 3 one is not active, or the
- * source acknowledges one the target lost).
- */
-async function librarySync(w: World, files: readonly string[] = []): Promise<number> {
-  const projections = (await Promise.all(files.map((f) => loadDefinitions(f)))).flat();
-  const s = await Syncer.open(w.src, w.tgt, files.length === 0 ? {} : { projections });
-  try {
-    const r = await s.runOnce();
-    return r.projections.some((p) => p.error !== undefined)
-      ? 1
-      : r.projections.some((p) => p.state !== 'active') || (r.lost ?? []).length > 0
-        ? 3
-        : 0;
-  } finally {
-    s.close();
-  }
-}
-
+/** `sluice sync SRC TGT [--projection FILE...]` through the library, for the setup (the CLI's sync is walked by the repair steps). */
 async function syncs(w: World, status: number, files: readonly string[] = []): Promise<void> {
-  expect(await librarySync(w, files), `sync ${w.src} ${w.tgt} ${files.join(' ')}`).toBe(status);
+  expect(await syncByLibrary(w.src, w.tgt, files), `sync ${w.src} ${w.tgt} ${files.join(' ')}`).toBe(status);
 }
 
 /** A sync that suspends the projection: it exits 3. */

@@ -6,7 +6,8 @@ import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sha256, sourceSeq } from './support/cli.ts';
+import { prune } from '../../src/capture/prune.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sha256, sourceSeq, onDatabase } from './support/cli.ts';
 
 let dirs: string[] = [];
 afterEach(() => {
@@ -73,8 +74,8 @@ describe('health needs action (exit 3)', () => {
       src,
       Array.from({ length: 1100 }, (_, i) => `UPDATE issues SET score = ${i} WHERE repo_id = ${String(key)} AND number = 1;`).join('\n'),
     );
-    // Writers prune as they go; prune then deletes the rest past the retention.
-    expect((await runCliAsync(['prune', src])).status).toBe(0);
+    // Writers prune as they go; prune (the library's, which the CLI runs) then deletes the rest past the retention.
+    onDatabase(src, (db) => prune(db));
     expect(Number(scalar(src, 'SELECT pruned_through FROM _sluice_state'))).toBeGreaterThan(0);
 
     const { status, byName } = await health(tgt);

@@ -4,7 +4,7 @@ import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { importFile } from '../../src/export/import.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from './support/cli.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, exportByLibrary } from './support/cli.ts';
 
 /*
  * A target filled by `sluice import FILE` has no source to read a lag from,
@@ -27,8 +27,7 @@ beforeEach(async () => {
   src = trackerSource(at('app.db'), ['issues', 'labels']);
   tgt = at('cache.db');
   file = at('changes.jsonl');
-  const r = await runCliAsync(['export', src, '--out', file]);
-  expect(r.status, r.stderr).toBe(0);
+  exportByLibrary(src, file);
 });
 afterEach(() => removeDir(dir));
 

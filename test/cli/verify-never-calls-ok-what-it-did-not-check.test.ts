@@ -7,7 +7,21 @@ import { sync } from '../../src/apply/sync/sync.ts';
 import { verify } from '../../src/apply/check/verify.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sha256, expectOneLineError } from './support/cli.ts';
+import { enable } from '../../src/capture/enable.ts';
+import { prune } from '../../src/capture/prune.ts';
+import {
+  runCliAsync,
+  parseJson,
+  makeDir,
+  removeDir,
+  trackerSource,
+  write,
+  scalar,
+  sha256,
+  expectOneLineError,
+  onDatabase,
+  syncByLibrary,
+} from './support/cli.ts';
 
 let dir: string;
 let src: string;
@@ -140,12 +154,13 @@ describe('verify', () => {
   });
 
   test('keys changed after a cursor the journal no longer reaches make it BEHIND, not ok, until it syncs', async () => {
-    expect((await runCliAsync(['enable', src, 'issues', 'labels', '--retention', '1024'])).status).toBe(0);
+    // Capture's retention, and the prune past it, through the library (what the CLI runs): verify is the subject.
+    onDatabase(src, (db) => enable(db, ['issues', 'labels'], { retention: 1024 }));
     write(
       src,
       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1100) INSERT INTO labels (repo_id, name, color) SELECT 1, 'bulk-' || i, x'00' FROM n",
     );
-    expect((await runCliAsync(['prune', src])).status).toBe(0);
+    onDatabase(src, (db) => prune(db));
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);
     const p = byName(r);
@@ -207,7 +222,7 @@ describe('verify', () => {
         columns: { repo_id: 'repo_id', number: 'number', author: 'author' },
       }),
     );
-    expect((await runCliAsync(['sync', src, tgt, '--projection', at('authors.json')])).status).toBe(0);
+    expect(await syncByLibrary(src, tgt, [at('authors.json')])).toBe(0);
     write(src, 'ALTER TABLE issues RENAME COLUMN author TO writer');
     const r = await runCliAsync(['verify', src, tgt, '--json']);
     expect(r.status, r.stderr).toBe(3);

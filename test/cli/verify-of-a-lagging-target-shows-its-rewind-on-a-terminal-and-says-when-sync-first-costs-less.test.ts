@@ -4,7 +4,8 @@ import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
 import { verify, type VerifyProgress } from '../../src/apply/check/verify.ts';
-import { runCliAsync, parseJson, makeDir, removeDir } from './support/cli.ts';
+import { enable } from '../../src/capture/enable.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, onDatabase } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 
 /*
@@ -37,8 +38,7 @@ con.executemany("INSERT INTO u VALUES (?, 'x')", [(i,) for i in range(1, ${rows}
 con.commit()`,
     [src],
   );
-  const e = await runCliAsync(['enable', src, 't', 'u']);
-  expect(e.status, e.stderr).toBe(0);
+  onDatabase(src, (db) => enable(db, ['t', 'u']));
   await sync(src, tgt);
   runPython(
     `import sqlite3, sys

@@ -9,6 +9,10 @@ import { ROOT, runCli, runPython } from '../../support/fixtures.ts';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import { quoteIdent } from '../../../src/sqlite/quote.ts';
 import { enable } from '../../../src/capture/enable.ts';
+import { openSource } from '../../../src/capture/open-source.ts';
+import { sync } from '../../../src/apply/sync/sync.ts';
+import { loadDefinitions } from '../../../src/projection/definition.ts';
+import { exportOnce, LineSink } from '../../../src/export/export.ts';
 import { buildTracker } from '../../../fixtures/tracker.ts';
 
 /*
@@ -99,6 +103,47 @@ export function trackerSource(
     }
   }
   return file;
+}
+
+/**
+ * `sluice sync SRC TGT [--projection FILE...]` through the library the CLI
+ * runs, for a test's setup (a CLI run is half a second of start-up; where
+ * the CLI's sync is the subject, a test runs the CLI): the exit code the CLI
+ * gives its report, 1 when a projection failed, 3 when one is not active or
+ * the source acknowledges one the target lost, else 0.
+ */
+export async function syncByLibrary(src: string, tgt: string, files: readonly string[] = []): Promise<number> {
+  const projections = (await Promise.all(files.map((f) => loadDefinitions(f)))).flat();
+  const r = await sync(src, tgt, files.length === 0 ? {} : { projections });
+  if (r.projections.some((p) => p.error !== undefined)) return 1;
+  return r.projections.some((p) => p.state !== 'active') || (r.lost ?? []).length > 0 ? 3 : 0;
+}
+
+/**
+ * What a first `sluice export SRC --out OUT` writes to OUT (a snapshot, then
+ * the retained events in batches of 1000), through the library, for a test
+ * whose subject is what is done with the file. Not its OUT.cursor: a test
+ * that exports again into OUT runs the CLI for both.
+ */
+export function exportByLibrary(src: string, out: string): void {
+  const db = openSource(src, { readonly: true });
+  const fd = fs.openSync(out, 'a');
+  try {
+    exportOnce(db, new LineSink(fd), { batchSize: 1000 }, () => {});
+  } finally {
+    fs.closeSync(fd);
+    db.close();
+  }
+}
+
+/** Runs `fn` on a connection of this process to `file` (library calls a test's setup makes), closed after. */
+export function onDatabase<T>(file: string, fn: (db: ReturnType<typeof openDatabase>) => T): T {
+  const db = openDatabase(file);
+  try {
+    return fn(db);
+  } finally {
+    db.close();
+  }
 }
 
 /** Runs SQL on a database from this process (a writer that is not the CLI), in one transaction. */

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
 import { enable } from '../../../src/capture/enable.ts';
 import { sync } from '../../../src/apply/sync/sync.ts';
@@ -43,9 +45,34 @@ export function underTamper<T>(db: Db, lo: number, tamper: string, fn: () => T):
 }
 
 /**
+ * A database with `schema` and capture on `tables`, made once in `dir` for
+ * each schema and tables (a file of its own, closed: no WAL beside it), for
+ * stageBatch to copy: enable is most of what a fresh source costs, and a
+ * property test stages one per run.
+ */
+const templates = new Map<string, string>();
+function sourceTemplate(dir: string, schema: string, tables: readonly string[]): string {
+  const key = JSON.stringify([dir, schema, tables]);
+  const known = templates.get(key);
+  if (known !== undefined && fs.existsSync(known)) return known;
+  const file = path.join(dir, `template-${templates.size}.db`);
+  const db = openDatabase(file, { create: true });
+  try {
+    db.exec(schema);
+    enable(db, tables);
+  } finally {
+    db.close();
+  }
+  templates.set(key, file);
+  return file;
+}
+
+/**
  * A fresh source (`schema`, capture on `tables`, then the `before` writes)
  * synced into a fresh target, then the `batch` writes, with the target
- * attached as `tgt`: the batch is (lo, hi]. The caller closes `db`.
+ * attached as `tgt`: the batch is (lo, hi]. The caller closes `db`. The
+ * source starts as a byte copy of a template made with the same schema and
+ * tables in the same folder.
  */
 export async function stageBatch(
   source: string,
@@ -58,10 +85,9 @@ export async function stageBatch(
     readonly batch: readonly string[];
   },
 ): Promise<{ db: Db; lo: number; hi: number }> {
-  const db = openDatabase(source, { create: true });
+  fs.copyFileSync(sourceTemplate(path.dirname(source), o.schema, o.tables), source, fs.constants.COPYFILE_EXCL);
+  const db = openDatabase(source);
   try {
-    db.exec(o.schema);
-    enable(db, o.tables);
     for (const sql of o.before) db.exec(sql);
     await sync(source, target, { projections: o.projections });
     const lo = highWater(db);
