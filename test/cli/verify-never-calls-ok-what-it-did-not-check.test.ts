@@ -7,7 +7,6 @@ import { sync } from '../../src/apply/sync/sync.ts';
 import { verify } from '../../src/apply/check/verify.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
 import { prune } from '../../src/capture/prune.ts';
 import {
   runCliAsync,
