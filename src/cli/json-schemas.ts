@@ -192,41 +192,115 @@ export const subscribeOutput = importOutput.extend({
   messages: z.number().int(),
 });
 
+export const projectionHealth = z.object({
+  name: z.string(),
+  kind: z.string(),
+  state: z.string(),
+  reason: z.string().nullable(),
+  detail: z.unknown(),
+  seq: z.number().int(),
+  sourcePath: z.string().nullable(),
+  sourceSeq: z.number().int().nullable(),
+  lagEvents: z.number().int().nullable(),
+  lagMs: z.number().nullable(),
+  lastError: z.string().nullable(),
+  failure: z
+    .object({ code: z.string(), message: z.string(), ms: z.number().int().nullable(), consecutive: z.number().int().min(1) })
+    .nullable(),
+  rebuild: z.string().nullable(),
+  needsAction: z.boolean(),
+  action: z.string().optional(),
+  problems: z.array(z.string()),
+  /** How it is fed (absent on a pending or lost entry; null when a target made before it was recorded does not say). */
+  fedBy: z
+    .discriminatedUnion('via', [
+      z.object({ via: z.literal('sync'), source: z.string() }),
+      z.object({ via: z.literal('subscribe'), url: z.string(), stream: z.string(), sourceId: z.string() }),
+      z.object({ via: z.literal('import'), file: z.string(), ms: z.number().int() }),
+    ])
+    .nullable()
+    .optional(),
+  /** Something true that needs no action: an imported projection's lag is not tracked. */
+  note: z.string().optional(),
+});
+
 export const healthOutput = z.object({
   ok: z.boolean(),
-  projections: z.array(
+  projections: z.array(projectionHealth),
+});
+
+/** `health --config FILE --json` (src/pipeline/status.ts: PipelineHealth). */
+export const pipelineHealthOutput = z.object({
+  ok: z.boolean(),
+  config: z.string(),
+  checkedMs: z.number().int(),
+  sources: z.array(
     z.object({
-      name: z.string(),
-      kind: z.string(),
-      state: z.string(),
-      reason: z.string().nullable(),
-      detail: z.unknown(),
-      seq: z.number().int(),
-      sourcePath: z.string().nullable(),
-      sourceSeq: z.number().int().nullable(),
-      lagEvents: z.number().int().nullable(),
-      lagMs: z.number().nullable(),
-      lastError: z.string().nullable(),
-      failure: z
-        .object({ code: z.string(), message: z.string(), ms: z.number().int().nullable(), consecutive: z.number().int().min(1) })
-        .nullable(),
-      rebuild: z.string().nullable(),
-      needsAction: z.boolean(),
-      action: z.string().optional(),
+      path: z.string(),
+      ok: z.boolean(),
+      sourceId: z.string().nullable(),
+      seq: z.number().int().nullable(),
+      tables: z.array(
+        z.object({
+          table: z.string(),
+          declared: z.boolean(),
+          captured: z.boolean(),
+          armed: z.boolean(),
+          mode: z.string().nullable(),
+          problem: z.string().optional(),
+        }),
+      ),
+      acknowledgements: z.array(
+        z.object({
+          consumer: z.string(),
+          target: z.string().nullable(),
+          projection: z.string().nullable(),
+          declared: z.boolean(),
+          seq: z.number().int(),
+        }),
+      ),
       problems: z.array(z.string()),
-      /** How it is fed (absent on a pending or lost entry; null when a target made before it was recorded does not say). */
-      fedBy: z
-        .discriminatedUnion('via', [
-          z.object({ via: z.literal('sync'), source: z.string() }),
-          z.object({ via: z.literal('subscribe'), url: z.string(), stream: z.string(), sourceId: z.string() }),
-          z.object({ via: z.literal('import'), file: z.string(), ms: z.number().int() }),
-        ])
-        .nullable()
-        .optional(),
-      /** Something true that needs no action: an imported projection's lag is not tracked. */
-      note: z.string().optional(),
     }),
   ),
+  targets: z.array(
+    z.object({
+      path: z.string(),
+      source: z.string().nullable(),
+      via: z.enum(['sync', 'subscribe']),
+      exists: z.boolean(),
+      ok: z.boolean(),
+      projections: z.array(projectionHealth.extend({ declared: z.boolean() })),
+      bounds: z.object({ maxLagEvents: z.number().int().nullable(), maxLagMs: z.number().int().nullable() }),
+      problems: z.array(z.string()),
+    }),
+  ),
+  problems: z.array(z.string()),
+});
+
+/** What `sluice run` serves at /healthz and to its status page (src/pipeline/status.ts: RunStatus). */
+export const runStatusOutput = pipelineHealthOutput.extend({
+  run: z.object({
+    pid: z.number().int(),
+    startedMs: z.number().int(),
+    configError: z.object({ code: z.string(), message: z.string(), ms: z.number().int() }).nullable(),
+    loadedMs: z.number().int(),
+    parts: z.array(
+      z.object({
+        kind: z.enum(['capture', 'target', 'publish', 'subscribe', 'http']),
+        name: z.string(),
+        state: z.enum(['starting', 'running', 'retrying', 'stopped']),
+        failure: z
+          .object({
+            code: z.string(),
+            message: z.string(),
+            ms: z.number().int(),
+            attempts: z.number().int().min(1),
+            retryMs: z.number().int().nullable(),
+          })
+          .nullable(),
+      }),
+    ),
+  }),
 });
 
 const statePart = z.enum(['rows', 'cursor', 'keys', 'auxiliary']);

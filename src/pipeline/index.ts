@@ -15,3 +15,13 @@ export type {
   CapturedTable,
   HealthBounds,
 } from './pipeline.ts';
+export type {
+  PipelineHealth,
+  RunStatus,
+  RunPart,
+  TargetHealth,
+  SourceHealth,
+  DeclaredProjectionHealth,
+  CapturedTableHealth,
+  AcknowledgementHealth,
+} from './status.ts';
