@@ -25,3 +25,4 @@ export type {
   CapturedTableHealth,
   AcknowledgementHealth,
 } from './status.ts';
+export { declaredInputs } from './declared.ts';
