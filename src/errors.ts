@@ -44,7 +44,7 @@ export class FailClosedError extends SluiceError {
 }
 
 /** Where a stored value was read: the file (as `Source ...` or `Target ...`), sluice's table, the row and the column. */
-export interface StoredValuePlace {
+interface StoredValuePlace {
   readonly role: 'Source' | 'Target';
   readonly file: string;
   readonly table: string;

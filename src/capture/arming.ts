@@ -27,7 +27,7 @@ export interface TableArming {
   readonly detail?: string;
 }
 
-export type CaptureProblem = Reason<'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN'>;
+type CaptureProblem = Reason<'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN'>;
 
 export interface CaptureVerification {
   /** True when capture exists, its format is known and every captured table is armed. */

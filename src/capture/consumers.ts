@@ -48,7 +48,7 @@ export type TargetState = 'present' | 'gone' | 'lost' | 'dropped' | 'unknown';
 const SYNC_CONSUMER = /^([A-Za-z0-9_][A-Za-z0-9_.-]*)@(.+)$/s;
 
 /** The projection and target of a sync's consumer name (`<projection>@<absolute path>`), or undefined for another name. */
-export function parseConsumerName(name: string): { readonly projection: string; readonly target: string } | undefined {
+function parseConsumerName(name: string): { readonly projection: string; readonly target: string } | undefined {
   const m = SYNC_CONSUMER.exec(name);
   if (m === null || !path.isAbsolute(m[2] as string)) return undefined;
   return { projection: m[1] as string, target: m[2] as string };

@@ -63,7 +63,7 @@ export function disable(db: Db, tables: readonly string[] = []): DisableResult {
  * the next seq is counted from it. (A table enabled again may get the same
  * table id; its readers start at its new arming, after every event kept.)
  */
-export function disableTables(db: Db, tables: readonly string[]): DisableResult {
+function disableTables(db: Db, tables: readonly string[]): DisableResult {
   return withWriteTransaction(db, () => {
     const schemaBefore = schemaVersion(db);
     if (readState(db) === undefined)

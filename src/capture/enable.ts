@@ -69,7 +69,7 @@ export interface EnableResult {
   readonly switchedToWal: boolean;
 }
 
-export function validateRetention(retention: number | undefined): void {
+function validateRetention(retention: number | undefined): void {
   if (retention === undefined) return;
   if (!Number.isSafeInteger(retention) || retention < MIN_RETENTION) {
     throw new InvalidInputError(

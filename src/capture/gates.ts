@@ -28,7 +28,7 @@ import { refuseTarget } from './target-guard.ts';
  * error that names the table, the rule and the fix.
  */
 
-export function fkViolationError(v: FkViolation): CaptureRefusedError {
+function fkViolationError(v: FkViolation): CaptureRefusedError {
   if (v.code === 'FK_UPDATE_CYCLE') {
     return new CaptureRefusedError(
       v.code,
@@ -118,7 +118,7 @@ export function checkTable(db: Db, name: string): TableInfo {
 }
 
 /** The refusal of a table with a UNIQUE index over an expression (also an unarmed reason in verifyCapture). */
-export function expressionIndexError(table: string, index: string): CaptureRefusedError {
+function expressionIndexError(table: string, index: string): CaptureRefusedError {
   return new CaptureRefusedError(
     'UNIQUE_EXPRESSION_INDEX',
     table,
@@ -135,7 +135,7 @@ export function expressionIndexError(table: string, index: string): CaptureRefus
  * (RESERVED_COLUMN_NAME, see arming.ts) until it is enabled again, which
  * refuses it here.
  */
-export function checkColumnNames(info: TableInfo): void {
+function checkColumnNames(info: TableInfo): void {
   const bad = reservedColumn(info);
   if (bad === undefined) return;
   throw new CaptureRefusedError(

@@ -18,7 +18,7 @@ import {
 } from './schema.ts';
 
 /** One trigger sluice installs on a captured table. */
-export interface TriggerSpec {
+interface TriggerSpec {
   readonly role: keyof TriggerNames;
   readonly name: string;
   readonly sql: string;
@@ -30,7 +30,7 @@ export interface TriggerSpec {
  * triggers are made after the capture triggers and fire before them (the
  * rows a REPLACE deleted are journaled ahead of the write itself).
  */
-export interface TriggerSet {
+interface TriggerSet {
   readonly all: readonly TriggerSpec[];
   readonly insert: string;
   readonly update: string;

@@ -22,7 +22,7 @@ export interface ColumnOrigin {
   readonly from: string | null;
 }
 
-export interface TableLineage {
+interface TableLineage {
   /** The table's columns when the cursor was made (before the first alter since). */
   readonly atCursor: readonly string[];
   /** Its columns after the last alter since, each with the column at the cursor it is. */

@@ -53,7 +53,7 @@ function isRebuildReason(code: ReasonCode): code is RebuildReason {
  * const v = validateCursor(db, token);
  * if (v.status === 'rebuild') console.log('rebuild because', v.reason);
  */
-export interface ValidateOptions {
+interface ValidateOptions {
   /** Answer `ok` with `window: true` instead of SCHEMA_WINDOW: the caller proves continuity itself (sync does, by a checksum comparison at one seq). */
   readonly allowSchemaWindow?: boolean;
   /**

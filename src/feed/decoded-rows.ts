@@ -9,7 +9,7 @@ import type { Row } from './events.ts';
 import type { SnapshotRows } from './snapshot.ts';
 
 /** A source column as the snapshot of a decoded stream declares it. */
-export interface DecodedColumn {
+interface DecodedColumn {
   readonly name: string;
   readonly type: string;
   readonly collate: string;

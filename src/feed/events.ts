@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/connection.ts';
-import { RawText, fromDriver, sameRow, toBindable, type SqlValue } from '../sqlite/codec.ts';
+import { RawText, fromDriver, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import type { CapturedTable } from '../capture/catalog.ts';
@@ -43,10 +43,6 @@ export interface DeleteEvent extends EventBase {
 
 /** One captured change, discriminated on `op`. A key change is one update carrying both keys. */
 export type ChangeEvent = InsertEvent | UpdateEvent | DeleteEvent;
-
-export function keyChanged(e: ChangeEvent): boolean {
-  return e.op === 'update' && !sameRow(e.key, e.beforeKey);
-}
 
 /** Decodes raw journal rows into events, keeping TEXT bytes exact. */
 export class JournalDecoder {

@@ -4,7 +4,7 @@ import type { CaptureMode } from '../capture/schema.ts';
 import { hasEventsBetween } from './journal-stats.ts';
 
 /** Why the events of a table after a cursor cannot all be read as row images (imagesUnreadableAfter). */
-export type UnreadableImages =
+type UnreadableImages =
   /** The table is captured in `mode` (since seq `since`): its events hold keys only, or nothing. */
   | { readonly reason: 'NEEDS_IMAGES_MODE'; readonly mode: CaptureMode; readonly since: number }
   /** The table was re-armed at seq `seq`: the events before that were recorded by the earlier capture. */

@@ -113,7 +113,7 @@ function exactReader(db: Db, t: RowsOf, schema: string): ExactReader {
 }
 
 /** Streams a table's rows with exact values, from one open statement (the consumer must not write to `db` meanwhile). */
-export function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
+function* streamTable(db: Db, t: CapturedTable): Generator<SqlValue[]> {
   const r = exactReader(db, t, 'main');
   for (const raw of db.prepare(r.select).raw().iterate() as IterableIterator<unknown[]>) yield r.exact(raw);
 }

@@ -25,7 +25,7 @@ export interface SourceView {
 
 const hwStatement = slot('high-water-statement', (db) => db.prepare(`SELECT max(seq) AS m FROM main.${JOURNAL_TABLE}`));
 
-export function readHighWater(db: Db, state: CaptureState): number {
+function readHighWater(db: Db, state: CaptureState): number {
   const r = connectionState(db).get(hwStatement).get() as { m: bigint | null };
   return Math.max(r.m === null ? 0 : Number(r.m), state.prunedThrough);
 }
@@ -186,7 +186,7 @@ export function cursorBinding(t: CapturedTable): string {
   return t.mode === 'images' ? t.fingerprint : `${t.fingerprint}/${t.mode}`;
 }
 
-export function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
+function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], seq: number): Cursor {
   const file = viewFileIdentity(db, view);
   return {
     version: CURSOR_VERSION,

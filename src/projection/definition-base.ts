@@ -6,7 +6,7 @@ import { isProjectionName, PROJECTION_NAME_RULE } from './name.ts';
  * its folder, kinds/<kind>/schema.ts, listed in kinds/registry.ts).
  */
 
-export const projectionName = z.string().min(1).refine(isProjectionName, PROJECTION_NAME_RULE);
+const projectionName = z.string().min(1).refine(isProjectionName, PROJECTION_NAME_RULE);
 
 export const tableName = z
   .string()

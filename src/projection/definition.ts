@@ -182,7 +182,7 @@ export function lacksHandler(d: ProjectionDefinition): boolean {
   return d.kind === 'custom' && d.handler === undefined;
 }
 
-export async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
+async function loadStoredHandler(d: CustomDefinition): Promise<CustomHandler> {
   if (d.module !== undefined) {
     const mod = (await importHandler(storedModuleFile(d, d.module), `Projection ${d.name}: its handler module ${d.module}`)) as {
       default?: CustomHandler;

@@ -20,7 +20,7 @@ export type KindName = ProjectionDefinition['kind'];
 export type DefinitionOf<K extends KindName> = Extract<ProjectionDefinition, { kind: K }>;
 
 /** A kind's target layout for one definition over one source shape. */
-export interface KindLayout {
+interface KindLayout {
   readonly targetTable: string;
   readonly columns: readonly TargetColumn[];
   /** Target key columns ([] when the kind keys nothing itself). */
@@ -31,14 +31,14 @@ export interface KindLayout {
 }
 
 /** The first event of a batch whose before-image does not match the target (nothing of the batch is kept). */
-export interface Mismatch {
+interface Mismatch {
   readonly seq: number;
   readonly key: readonly JsonValue[];
   /** `UNCAPTURED_REPLACE`: an insert found its key present; `TARGET_DIVERGED`: the before-image differs. */
   readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
 }
 
-export interface BatchResult {
+interface BatchResult {
   /** Events applied (net transitions for the set-based kinds). */
   readonly applied: number;
   readonly mismatch?: Mismatch;

@@ -17,7 +17,7 @@ export class RawText {
  * (number), TEXT (string, or RawText when not valid UTF-8), BLOB (Uint8Array).
  */
 export type SqlValue = null | bigint | number | string | Uint8Array | RawText;
-export type StorageClass = 'null' | 'integer' | 'real' | 'text' | 'blob';
+type StorageClass = 'null' | 'integer' | 'real' | 'text' | 'blob';
 
 export function storageClass(v: SqlValue): StorageClass {
   if (v === null) return 'null';
@@ -38,7 +38,7 @@ export function textFromBytes(bytes: Uint8Array): string | RawText {
   }
 }
 
-export function textBytes(v: string | RawText): Uint8Array {
+function textBytes(v: string | RawText): Uint8Array {
   return typeof v === 'string' ? Buffer.from(v, 'utf8') : v.bytes;
 }
 

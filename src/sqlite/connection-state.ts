@@ -16,7 +16,7 @@ import type { Db } from './db.ts';
  */
 
 /** A typed per-connection value: `init` makes it on first use for a connection. */
-export interface Slot<T> {
+interface Slot<T> {
   readonly name: string;
   readonly init: (db: Db) => T;
 }
@@ -30,7 +30,7 @@ export function slot<T>(name: string, init: (db: Db) => T): Slot<T> {
   return { name, init };
 }
 
-export class ConnectionState {
+class ConnectionState {
   readonly #values = new Map<Slot<unknown>, unknown>();
 
   constructor(readonly db: Db) {}

@@ -30,7 +30,7 @@ export interface OpenOptions {
   readonly wal?: boolean;
 }
 
-export interface JournalModeResult {
+interface JournalModeResult {
   /** The journal mode after the call, as SQLite reports it ('wal', 'delete', ...). */
   readonly journalMode: string;
   /** True when this call switched the file to WAL. */

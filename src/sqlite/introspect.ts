@@ -12,7 +12,7 @@ import { cachedStatement } from './statement-cache.ts';
  * we read.
  */
 
-export interface ColumnInfo {
+interface ColumnInfo {
   readonly name: string;
   readonly type: string;
   readonly notNull: boolean;
@@ -23,7 +23,7 @@ export interface ColumnInfo {
   readonly hidden: number;
 }
 
-export interface ForeignKeyInfo {
+interface ForeignKeyInfo {
   readonly id: number;
   readonly table: string;
   readonly from: string;
@@ -32,7 +32,7 @@ export interface ForeignKeyInfo {
   readonly onDelete: string;
 }
 
-export type ObjectKind = 'table' | 'view' | 'virtual' | 'shadow';
+type ObjectKind = 'table' | 'view' | 'virtual' | 'shadow';
 
 export interface TableInfo {
   readonly name: string;

@@ -18,7 +18,7 @@ import { beginHeld, commitHeld, rollbackOpen } from './transaction.ts';
  * before would lock the unlinked file while a third made a new one.
  */
 
-export interface LockHolder {
+interface LockHolder {
   readonly pid: number;
   readonly host: string;
   /** What the holder runs, as it said when it took the lock (e.g. "sync --follow"). */
@@ -35,7 +35,7 @@ export interface ProcessLock {
 }
 
 /** The lock was taken (`taken`), or another process holds it (`heldBy`, undefined when it has not said who it is yet). */
-export type LockAttempt = { readonly taken: ProcessLock } | { readonly heldBy: LockHolder | undefined };
+type LockAttempt = { readonly taken: ProcessLock } | { readonly heldBy: LockHolder | undefined };
 
 const HOLDER_TABLE = '_sluice_lock_holder';
 /** How long the holder's commit of its row waits for a refused process reading it, and a refused process for that commit. */

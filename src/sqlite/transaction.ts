@@ -35,9 +35,9 @@ import { cachedStatement } from './statement-cache.ts';
 export const TRANSACTION_KEYWORDS = ['BEGIN', 'COMMIT', 'END', 'ROLLBACK', 'SAVEPOINT', 'RELEASE'] as const;
 
 /** When a write transaction takes the write lock: at its first write (`deferred`), or at BEGIN (`immediate`). */
-export type WriteMode = 'deferred' | 'immediate';
+type WriteMode = 'deferred' | 'immediate';
 
-export interface TransactionOptions<T> {
+interface TransactionOptions<T> {
   /** `immediate` takes the write lock at BEGIN (import); `deferred` at the first write (sync reads the source first). Default deferred. */
   readonly mode?: WriteMode;
   /** Whether to commit for this result (default: always). Refused: rolled back, and the result is returned. */

@@ -5,7 +5,7 @@
  * [BEFORE | AFTER | INSTEAD OF]; a missing timing means BEFORE.
  */
 
-export type TriggerTiming = 'BEFORE' | 'AFTER' | 'INSTEAD OF';
+type TriggerTiming = 'BEFORE' | 'AFTER' | 'INSTEAD OF';
 
 /** The first `limit` tokens of SQL text: words and quoted names, with comments and blanks skipped. */
 function headTokens(sql: string, limit: number): string[] {

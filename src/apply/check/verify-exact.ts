@@ -9,7 +9,7 @@ import { CHANGED_HELD, CHANGED_TABLE, changedKeyColumns } from './verify-rewind.
 import type { StepProgress } from './verify-progress.ts';
 
 /** The source side of a comparison: key and value expressions over `from` (filtered by `where`), paired with the target's. */
-export interface SourceRows {
+interface SourceRows {
   readonly from: string;
   readonly where: string;
   readonly keys: readonly string[];
@@ -258,7 +258,7 @@ function rowidAlias(
 }
 
 /** sluice_negative_zero(x): 1 for -0.0, else 0 (SQL compares -0.0 equal to 0.0 and prints both as 0.0). */
-export const NEGATIVE_ZERO = 'sluice_negative_zero';
+const NEGATIVE_ZERO = 'sluice_negative_zero';
 
 export function registerNegativeZero(db: Db): void {
   db.function(NEGATIVE_ZERO, { deterministic: true }, (x: unknown) => (Object.is(x, -0) ? 1 : 0));

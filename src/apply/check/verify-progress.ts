@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/connection.ts';
 
 /** What one step of comparing a projection counts: events of the journal read, rows compared, or changed keys compared at the cursor. */
-export type StepUnit = 'events' | 'rows' | 'keys';
+type StepUnit = 'events' | 'rows' | 'keys';
 
 /**
  * Progress from inside a long statement. SQLite runs a statement in one

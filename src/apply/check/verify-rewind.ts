@@ -20,7 +20,7 @@ import { shellCommand } from '../../sqlite/shell-word.ts';
  * NOCASE key are two keys here, as two journal images).
  */
 export const CHANGED_TABLE = 'temp._sluice_changed';
-export const CHANGED_SEQ = '_sluice_seq';
+const CHANGED_SEQ = '_sluice_seq';
 export const CHANGED_HELD = '_sluice_held';
 
 /*

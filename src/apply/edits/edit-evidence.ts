@@ -68,7 +68,7 @@ export function editEvidence(
   return found;
 }
 
-export function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
+function intersects(a: ReadonlySet<number>, b: ReadonlySet<number>): boolean {
   const [small, big] = a.size <= b.size ? [a, b] : [b, a];
   for (const x of small) if (big.has(x)) return true;
   return false;

@@ -21,8 +21,8 @@ import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord }
  * sync makes the triggers again on tables it rebuilds (ensureGuards).
  */
 
-export const PROTECT_FUNCTION = 'sluice_protect';
-export const PROTECTED_TABLE = '_sluice_protected';
+const PROTECT_FUNCTION = 'sluice_protect';
+const PROTECTED_TABLE = '_sluice_protected';
 const TRIGGER_PREFIX = '_sluice_protect_';
 const OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
 

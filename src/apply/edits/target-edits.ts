@@ -41,7 +41,7 @@ export function watchedProjections(names: readonly string[]): (snap: Db) => Watc
  * undefined when its rows are the source's (or the comparison is the next
  * step's to make: a cursor that must rebuild, a source table gone).
  */
-export function editedSuspension(db: Db, schema: string, rec: ProjectionRecord, ev: EditEvidence): Suspension | undefined {
+function editedSuspension(db: Db, schema: string, rec: ProjectionRecord, ev: EditEvidence): Suspension | undefined {
   const kind = kindNamed(rec.kind);
   if (kind === undefined) return undefined;
   const written = ev.tables.length === 0 ? 'its tables' : ev.tables.join(', ');

@@ -57,7 +57,7 @@ export const REARMABLE: ReadonlySet<string> = new Set([
  * snapshot whatever the cursor says, so a cursor that does not continue is
  * then rebuildable unless the source table cannot be read for a build.
  */
-export function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
+function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
   const rebuilds = next !== undefined && (next.fingerprint !== rec.fingerprint || BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
   const stop = (reason: string, message: string): CursorFact => {
     const unreadable = next === undefined ? undefined : unbuildable(view, next);
@@ -139,7 +139,7 @@ function unbuildable(view: SourceView, p: CompiledProjection): string | undefine
 }
 
 /** Whether no event of `table` is after `seq`: the source's rows are then the rows at the cursor. */
-export function isCurrent(db: Db, view: SourceView, table: string, seq: number): boolean {
+function isCurrent(db: Db, view: SourceView, table: string, seq: number): boolean {
   const t = view.tables.get(table)?.table;
   if (t === undefined) return false;
   return firstEventMsAfter(db, t.tid, seq) === undefined;
@@ -240,7 +240,7 @@ function surelyFits(db: Db, targetPath: string): { readonly neededBytes: number;
   return neededBytes <= freeBytes ? { neededBytes, freeBytes } : undefined;
 }
 
-export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
+function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefined, p: CompiledProjection | undefined): RebuildCost {
   const built = rec !== undefined && rec.cursor !== null;
   const kind = rec === undefined ? undefined : kindNamed(rec.kind);
   const liveTables = !built || kind === undefined ? [] : [...new Set([...kind.uniqueTables(rec.targetTable), ...ownedTables(rec)])];
@@ -259,7 +259,7 @@ export function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | 
   return { rows, liveRows, liveBytes, neededBytes: base === null || staged === null ? null : (base + staged) * 2, freeBytes };
 }
 
-export interface GatheredFacts {
+interface GatheredFacts {
   readonly facts: AlterFacts;
   /** Undefined when only a bound was asked for and it told (alterFacts' `cost: 'bound'`). */
   readonly cost: RebuildCost | undefined;

@@ -115,7 +115,7 @@ export function requireTarget(targetPath: string): void {
 }
 
 /** What explain classifies (definitionsToExplain): the run's inputs, and the definitions that run, given and stored. */
-export interface ToExplain {
+interface ToExplain {
   readonly inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
   readonly defs: readonly Pending[];
 }
@@ -215,7 +215,7 @@ function claimTables(
 }
 
 /** A definition to explain (`given`: by the caller, not stored), or a stored one that no longer parses (with why). */
-export type Pending =
+type Pending =
   | { readonly def: ProjectionDefinition; readonly given?: boolean; readonly name?: undefined; readonly broken?: undefined }
   | {
       readonly def?: undefined;
@@ -240,7 +240,7 @@ async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> 
 }
 
 /** The definition compiled and checked against today's source as sync does, or why it cannot be. */
-export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
+function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
   const info = describeTable(db, def.source);
   const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
   try {

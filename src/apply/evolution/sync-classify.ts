@@ -39,7 +39,7 @@ import { repairAction } from '../../sqlite/shell-word.ts';
  */
 
 /** A change to a projection that classifies as Rejected: refused before anything was written. */
-export class AlterRejectedError extends FailClosedError {
+class AlterRejectedError extends FailClosedError {
   readonly decision: AlterDecision;
   constructor(decision: AlterDecision, refused: ClassifiedChange, repair: string) {
     super(

@@ -39,7 +39,7 @@ export interface LostProjection {
   readonly message: string;
 }
 
-export interface ConsumerCheck {
+interface ConsumerCheck {
   readonly lost: readonly LostProjection[];
   /** Acknowledgements of projections `sluice drop` removed from the target: to forget. */
   readonly dropped: readonly ConsumerRow[];

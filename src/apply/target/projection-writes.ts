@@ -5,7 +5,7 @@ import { ownedTables } from '../../projection/compile.ts';
 import { readProjections } from './target-meta.ts';
 
 /** A table of a projection that a statement writes. */
-export interface ProjectionWrite {
+interface ProjectionWrite {
   readonly projection: string;
   readonly table: string;
 }

@@ -44,7 +44,7 @@ function realish(p: string): string {
   }
 }
 
-export interface ApplySessionOptions {
+interface ApplySessionOptions {
   /**
    * Only read both files (verify): the source and the target are opened
    * read-only, the target keeps its journal mode and gets no metadata

@@ -23,10 +23,10 @@ export { ownedTables } from '../../projection/compile.ts';
 
 // Named in capture, which must recognize a target (enable refuses one: TARGET_NOT_SOURCE).
 export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
-export const TARGET_FORMAT = 1;
+const TARGET_FORMAT = 1;
 
-export const PROJECTION_STATES = ['building', 'active', 'suspended'] as const;
-export type ProjectionState = (typeof PROJECTION_STATES)[number];
+const PROJECTION_STATES = ['building', 'active', 'suspended'] as const;
+type ProjectionState = (typeof PROJECTION_STATES)[number];
 
 /**
  * Suspensions that each run looks at again, because fixing their cause is
@@ -206,7 +206,7 @@ export function readProjection(db: Db, schema: string, name: string): Projection
 }
 
 /** What a new projection row starts with; the rest (cursor, reason, counters) is set as it runs. */
-export type NewProjection = Pick<
+type NewProjection = Pick<
   ProjectionRecord,
   'name' | 'sourceId' | 'sourcePath' | 'sourceTable' | 'kind' | 'targetTable' | 'definition' | 'sourceShape' | 'fingerprint' | 'state'
 >;

@@ -15,7 +15,7 @@ export const STATE_PARTS = ['rows', 'cursor', 'keys', 'auxiliary'] as const;
 export type StatePart = (typeof STATE_PARTS)[number];
 
 /** Definition changes whose effect is fixed by the kind (kinds.ts says which state parts each touches). */
-export type DefinitionChangeCode = Reason<
+type DefinitionChangeCode = Reason<
   | 'ALTER_COLUMNS_CHANGED'
   | 'ALTER_TARGET_CHANGED'
   | 'ALTER_SOURCE_CHANGED'

@@ -203,7 +203,7 @@ function detectChanges(
 }
 
 /** The code of a change, whatever it is classified as. */
-export function changeReason(c: AlterChange): AlterReasonCode {
+function changeReason(c: AlterChange): AlterReasonCode {
   switch (c.kind) {
     case 'unchanged':
       return 'ALTER_UNCHANGED';

@@ -23,7 +23,7 @@ export const KINDS = {
 
 /** A kind whose methods take any compiled projection: the one it is called with must be of that kind (kindOf gives it). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- K is any here: each kind takes projections of its own kind only (kindOf pairs them)
-export type AnyKind = ProjectionKind<any>;
+type AnyKind = ProjectionKind<any>;
 
 /** The kind of a compiled projection. */
 export function kindOf(p: CompiledProjection): AnyKind {

@@ -16,7 +16,7 @@ import type { Reason } from '../../../reasons.ts';
  * before-image, after checking it against what is stored.
  */
 
-export interface FtsMismatch {
+interface FtsMismatch {
   readonly seq: number;
   readonly key: readonly JsonValue[];
   readonly reason: Reason<'TARGET_DIVERGED' | 'UNCAPTURED_REPLACE'>;
