@@ -76,4 +76,4 @@ test('every command of the README tour runs, in order, and exits 0 (the follower
     const r = await runCliAsync(args, { cwd: dir });
     expect(r.status, `sluice ${args.join(' ')}: ${r.stderr}`).toBe(0);
   }
-});
+}, 120_000);
