@@ -33,7 +33,7 @@ const rebuild = (over: Partial<Extract<StepDecision, { does: 'rebuild' }>>): Ste
 });
 const suspend = (reason: string, detail: Record<string, unknown>, stored = false): StepDecision =>
   ({ does: 'suspend', reason, detail, stored }) as StepDecision;
-const refused = new Error('Rejected: the key changed');
+const refused = { reason: 'ALTER_SOURCE_KEY_CHANGED', error: new Error('Rejected: the key changed') } as const;
 
 const TABLE: ReadonlyArray<readonly [string, StepFacts, StepDecision]> = [
   // apply
@@ -165,7 +165,11 @@ const TABLE: ReadonlyArray<readonly [string, StepFacts, StepDecision]> = [
     suspend('NEEDS_IMAGES_MODE', { table: 'issues', mode: 'keys' }),
   ],
   // refuse
-  ['a Rejected definition change', at({ definition: { refused } }), { does: 'refuse', reason: 'ALTER_REJECTED', error: refused }],
+  [
+    'a Rejected definition change',
+    at({ definition: { refused } }),
+    { does: 'refuse', reason: 'ALTER_SOURCE_KEY_CHANGED', error: refused.error },
+  ],
   [
     'journal columns that are not the compiled ones',
     at({ cursor: okCursor({ journalMatches: false }) }),
@@ -201,8 +205,8 @@ describe('a sync step decides from plain facts', () => {
     expect(decideStep(at({ definition: 'rebuild', cursor: broken }))).toEqual(rebuild({ reason: 'DEFINITION_CHANGED', protected: true }));
     expect(decideStep(at({ definition: { refused }, cursor: broken }))).toEqual({
       does: 'refuse',
-      reason: 'ALTER_REJECTED',
-      error: refused,
+      reason: 'ALTER_SOURCE_KEY_CHANGED',
+      error: refused.error,
     });
   });
 });

@@ -1,4 +1,5 @@
 import { FailClosedError } from '../../errors.ts';
+import type { ReasonCode } from '../../reasons.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import type { SourceView } from '../../feed/source-view.ts';
@@ -66,20 +67,19 @@ export function classifyForSync(
   p: CompiledProjection,
   rec: ProjectionRecord,
   view: SourceView,
-): 'compatible' | 'rebuild' | { readonly refused: AlterRejectedError } {
+): 'compatible' | 'rebuild' | { readonly refused: { readonly reason: ReasonCode; readonly error: AlterRejectedError } } {
   // A projection that never built has no state to keep: its first build.
   const old = rec.cursor === null ? undefined : rec;
   const decision = classifyChange(old, p, alterFacts(target.db, view, targetFile(target), old, p, { cost: 'bound' }).facts);
   if (decision.classification === 'Compatible') return 'compatible';
   const refused = refusal(decision);
   if (refused === undefined) return 'rebuild';
-  return {
-    refused: new AlterRejectedError(
-      decision,
-      refused,
-      repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target), p.source.table),
-    ),
-  };
+  const error = new AlterRejectedError(
+    decision,
+    refused,
+    repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target), p.source.table),
+  );
+  return { refused: { reason: refused.reason, error } };
 }
 
 /** Stores `p`'s definition, source shape and fingerprint in its row (a Compatible change), in the caller's transaction. */

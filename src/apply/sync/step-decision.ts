@@ -61,7 +61,8 @@ export interface CursorFacts {
    * the change's classification (sync-classify.ts): `compatible` goes on
    * from the cursor, `rebuild`, or refused with its error (Rejected).
    */
-  readonly definition: 'same' | 'restamp' | 'compatible' | 'rebuild' | { readonly refused: Error };
+  readonly definition:
+    'same' | 'restamp' | 'compatible' | 'rebuild' | { readonly refused: { readonly reason: ReasonCode; readonly error: Error } };
   /** The cursor checked against the source (feed/cursor-check.ts). */
   readonly cursor:
     | {
@@ -95,8 +96,8 @@ export type StepDecision =
   | { readonly does: 'rebuild'; readonly reason?: string; readonly over: boolean; readonly protected: boolean; readonly resume: boolean }
   /** Suspend with `reason` (`stored`: the stored suspension stands, nothing to write). */
   | { readonly does: 'suspend'; readonly reason: ReasonCode; readonly detail: Record<string, unknown>; readonly stored: boolean }
-  /** Refuse, writing nothing: a Rejected change (its error), or a projection compiled against other journal columns. */
-  | { readonly does: 'refuse'; readonly reason: 'ALTER_REJECTED' | 'PROJECTION_OUTDATED'; readonly error?: Error };
+  /** Refuse, writing nothing: a Rejected change (its reason and error), or a projection compiled against other journal columns (PROJECTION_OUTDATED). */
+  | { readonly does: 'refuse'; readonly reason: ReasonCode; readonly error?: Error };
 
 /** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
 const REBUILDABLE: ReadonlySet<string> = reasonsOf('rebuilt');
@@ -134,7 +135,7 @@ export function decideFromCursor(f: StepFacts): StepDecision {
   const s = f.stored as StoredFacts;
   const d = f.definition;
   // A changed definition: a Compatible one goes on from the cursor (stored with this step), a Rejected one is refused, the rest rebuild.
-  if (typeof d === 'object') return { does: 'refuse', reason: 'ALTER_REJECTED', error: d.refused };
+  if (typeof d === 'object') return { does: 'refuse', reason: d.refused.reason, error: d.refused.error };
   if (d === 'rebuild') return rebuild(f, 'DEFINITION_CHANGED');
   const c = f.cursor;
   if (c.status === 'error') return suspend('CURSOR_MALFORMED', { message: c.message });
