@@ -86,6 +86,13 @@ export interface StepContext {
   /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
   readonly beforeCommit?: (p: CompiledProjection) => void;
   /**
+   * Called between two target transactions of one step (a protected
+   * rebuild's validation runs between them): what the caller does between
+   * its steps (Syncer: the watch of hand edits, the check that the target is
+   * still its file). A throw ends the step there.
+   */
+  readonly between?: () => void;
+  /**
    * Someone shows progress (a bar, a JSON log, a follower's summaries): an
    * applied batch counts its source events, and a snapshot reports its rows
    * as it reads them, of the source table's count (each costs a query).
@@ -123,6 +130,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
   while (out.kind === 'validate') {
     const validated = validateShadow(ctx.db, ctx.schema, p, out);
     ctx.progress?.validated?.(validated.seq, validated.ok);
+    ctx.between?.();
     out = await attempt(next, p, validated);
   }
   return out;

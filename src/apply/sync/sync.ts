@@ -520,6 +520,11 @@ export class Syncer {
       afterLock: this.#afterLock,
       beforeCommit: this.#beforeCommit,
       busy: this.#busy,
+      // As between two steps below (a protected rebuild's validation runs between two transactions of one step).
+      between: () => {
+        this.#watch?.between();
+        this.checkTarget();
+      },
       // Counting events and snapshot rows costs queries: only when someone shows progress.
       ...(this.#options.onProgress === undefined
         ? {}
