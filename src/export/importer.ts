@@ -19,16 +19,8 @@ import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { readProjection, PROJECTIONS_TABLE } from '../apply/target/target-meta.ts';
 import type { DroppedIndex } from '../apply/target/user-indexes.ts';
 import { recordFedBy } from '../apply/target/fed-by.ts';
-import {
-  applyRows,
-  commitBatch,
-  positionBatch,
-  recordSuspension,
-  suspensionGate,
-  SnapshotInstall,
-  type ApplyTarget,
-  type Suspension,
-} from '../apply/sync/applier.ts';
+import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/sync/applier.ts';
+import { runBatchPath } from '../apply/sync/batch-path.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -282,14 +274,20 @@ export class Importer {
             );
           }
           checkSource(p, rec.sourceId, line.sourceId);
-          if (suspensionGate(target, p, rec, false) !== undefined) continue;
-          const mine = events.filter((e) => e.table === p.source.table);
-          const columns = p.source.columns.map((c) => c.name);
-          const batch = positionBatch(p, rec.seq, decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq), `${at}`);
-          if (batch === undefined) continue; // already applied
-          const rows = await applyRows(target, p, batch, 'batch');
-          if (rows.kind === 'suspended') return { applied, suspended: { p, s: rows } };
-          commitBatch(target, p, line.cursor, line.seq, rows);
+          const out = await runBatchPath(target, p, rec, rec.seq, {
+            batch: () => {
+              const mine = events.filter((e) => e.table === p.source.table);
+              const columns = p.source.columns.map((c) => c.name);
+              return decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq);
+            },
+            explicit: false,
+            what: `${at}`,
+            end: 'batch',
+            cursor: () => line.cursor,
+          });
+          // A suspension that stands, or a batch already applied: nothing to do for this projection.
+          if (out.kind === 'held' || out.kind === 'none') continue;
+          if (out.kind === 'suspended') return { applied, suspended: { p, s: out } };
           this.#recordFed([p.name]);
           applied = true;
         }

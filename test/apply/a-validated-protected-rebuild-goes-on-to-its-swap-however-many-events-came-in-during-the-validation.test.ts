@@ -10,7 +10,7 @@ import { makeSource } from './support/target.ts';
 
 /*
  * A protected rebuild validates its copy at one seq, in a read transaction
- * (no lock held). A steady writer may add more than one catch-up step of
+ * (no lock held) between the two target transactions of a step. A steady writer may add more than one catch-up step of
  * events (BUILD_CHUNK) meanwhile. Had the next step caught up one bounded
  * step first, the copy's seq would move past the validated one and call for
  * another validation, and so on for as long as the writer keeps up: a
@@ -37,19 +37,33 @@ test.for(['map', 'fts5'] as const)(
     try {
       const p = s.projections[0];
       if (p === undefined) throw new Error('no projection');
-      const ctx: StepContext = { db: s.session.db, schema: TARGET_SCHEMA, sourcePath: src.file, batchSize: 100_000 };
-      let out: StepOutcome = await step(ctx, p);
-      for (let i = 0; out.kind !== 'validate'; i++) {
-        expect(out.kind).toBe('building');
+      // The writes land after the validation read the source, before the step's next transaction (StepProgress.validated).
+      let validatedAt: number | undefined;
+      const ctx: StepContext = {
+        db: s.session.db,
+        schema: TARGET_SCHEMA,
+        sourcePath: src.file,
+        batchSize: 100_000,
+        progress: {
+          begin: () => {},
+          snapshotRows: () => {},
+          validated: (seq, ok) => {
+            expect(ok).toBe(true);
+            if (validatedAt !== undefined) return;
+            validatedAt = seq;
+            // The validation passed; meanwhile more than one catch-up step of events.
+            src.db.exec(
+              `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${BUILD_CHUNK + 500}) UPDATE t SET n = n + 1 WHERE id IN (SELECT i FROM c)`,
+            );
+          },
+        },
+      };
+      let next: StepOutcome = await step(ctx, p);
+      for (let i = 0; validatedAt === undefined; i++) {
+        expect(next.kind).toBe('building');
         expect(i).toBeLessThan(20);
-        out = await step(ctx, p);
+        next = await step(ctx, p);
       }
-      const validatedAt = out.build.caughtSeq;
-      // The validation passed; meanwhile more than one catch-up step of events.
-      src.db.exec(
-        `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${BUILD_CHUNK + 500}) UPDATE t SET n = n + 1 WHERE id IN (SELECT i FROM c)`,
-      );
-      const next = await step({ ...ctx, validated: { seq: validatedAt, ok: true } }, p);
       // Not a bounded catch-up that would need another validation: the swap, or (fts5) the fill of its shadow.
       expect(next.kind === 'building' ? next.phase : next.kind).toBe(kind === 'map' ? 'initialized' : 'fill');
       for (let i = 0; ; i++) {

@@ -47,7 +47,7 @@ export const REARMABLE: ReadonlySet<string> = new Set([
 
 /**
  * Whether the stored cursor of `rec` continues on the source, judged as the
- * next sync's step judges it (src/apply/sync/step.ts afterBuildCheck), read in
+ * next sync's step judges it (src/apply/sync/step-decision.ts), read in
  * the caller's transaction: a suspension that only a rebuild clears, then
  * validateCursor with the same options (a kind verify can check accepts
  * the alters `sluice alter` recorded, and proves continuity across other

@@ -1,4 +1,5 @@
 import { FailClosedError } from '../../errors.ts';
+import type { ReasonCode } from '../../reasons.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import type { SourceView } from '../../feed/source-view.ts';
@@ -21,10 +22,12 @@ import { repairAction } from '../../sqlite/shell-word.ts';
  * sync's side of 003's classification: a projection whose stored
  * fingerprint is not its definition's is classified as explain classifies
  * it (classifyChange, over the same facts: explain-facts.ts alterFacts),
- * in the step's own target transaction, before anything is written.
+ * in the step's own target transaction, before anything is written: one
+ * of the facts the step decides from (step-decision.ts).
  *
  * - Compatible: the new definition, shape and fingerprint are stored in
- *   that transaction and the projection goes on from its cursor (no rebuild).
+ *   that transaction (storeDefinition) and the projection goes on from its
+ *   cursor (no rebuild).
  * - Rebuildable: rebuilt, as before (protected where the kind allows).
  * - Rejected: refused (AlterRejectedError); the transaction rolls back, so
  *   its tables, cursor and definition are as they were; sync records the
@@ -52,35 +55,40 @@ class AlterRejectedError extends FailClosedError {
   }
 }
 
-/** The file of the attached target (`schema`), for the free space of its file system. */
-
 /**
  * Classifies the change from the stored `rec` to `p` (their fingerprints
- * differ). True when it is Compatible: the new definition is then stored
- * (in the caller's transaction) and the projection continues from its
- * cursor. False when it must be rebuilt. Throws AlterRejectedError for a
- * Rejected change that sync refuses, having written nothing.
+ * differ), reading only: `compatible` goes on from its cursor once the new
+ * definition is stored (storeDefinition, in the step's transaction);
+ * `rebuild`; or refused with an AlterRejectedError for a Rejected change
+ * that sync refuses, which writes nothing.
  */
-export function storedIfCompatible(target: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord, view: SourceView): boolean {
+export function classifyForSync(
+  target: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+  view: SourceView,
+): 'compatible' | 'rebuild' | { readonly refused: { readonly reason: ReasonCode; readonly error: AlterRejectedError } } {
   // A projection that never built has no state to keep: its first build.
   const old = rec.cursor === null ? undefined : rec;
   const decision = classifyChange(old, p, alterFacts(target.db, view, targetFile(target), old, p, { cost: 'bound' }).facts);
-  if (decision.classification === 'Compatible') {
-    const row = newProjectionRecord(p, target.sourceId, target.sourcePath, 'active');
-    cachedStatement(
-      target.db,
-      `UPDATE ${quoteIdent(target.schema)}.${PROJECTIONS_TABLE} SET definition = ?, source_shape = ?, fingerprint = ?, updated_ms = ? WHERE name = ?`,
-    ).run(row.definition, row.sourceShape, row.fingerprint, Date.now(), p.name);
-    return true;
-  }
+  if (decision.classification === 'Compatible') return 'compatible';
   const refused = refusal(decision);
-  if (refused !== undefined)
-    throw new AlterRejectedError(
-      decision,
-      refused,
-      repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target), p.source.table),
-    );
-  return false;
+  if (refused === undefined) return 'rebuild';
+  const error = new AlterRejectedError(
+    decision,
+    refused,
+    repairAction(p.name, refused.reason, target.sourcePath ?? undefined, targetFile(target), p.source.table),
+  );
+  return { refused: { reason: refused.reason, error } };
+}
+
+/** Stores `p`'s definition, source shape and fingerprint in its row (a Compatible change), in the caller's transaction. */
+export function storeDefinition(target: ApplyTarget, p: CompiledProjection): void {
+  const row = newProjectionRecord(p, target.sourceId, target.sourcePath, 'active');
+  cachedStatement(
+    target.db,
+    `UPDATE ${quoteIdent(target.schema)}.${PROJECTIONS_TABLE} SET definition = ?, source_shape = ?, fingerprint = ?, updated_ms = ? WHERE name = ?`,
+  ).run(row.definition, row.sourceShape, row.fingerprint, Date.now(), p.name);
 }
 
 /** The Rejected change sync refuses (the first that it does not suspend for), if any. */

@@ -1,8 +1,12 @@
+import type { Db } from '../../sqlite/connection.ts';
 import type { CapturedTable } from '../../capture/catalog.ts';
 import type { SourceView } from '../../feed/source-view.ts';
 import type { CompiledProjection } from '../../projection/compile.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
+import { readProjection, type ProjectionRecord } from '../target/target-meta.ts';
 import { validateCursor } from '../../feed/cursor-check.ts';
+import { readSourceView } from '../../feed/source-view.ts';
+import { withReadTransaction } from '../../sqlite/transaction.ts';
+import { shadowMatchesSource } from '../check/verify.ts';
 import { replacedTables, type ApplyTarget } from '../sync/applier.ts';
 import {
   atomicSwapShadow,
@@ -11,10 +15,40 @@ import {
   startShadowBuild,
   validationCandidate,
   writeBuild,
+  type BuildCandidate,
   type BuildState,
 } from './shadow-build.ts';
 import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
 import type { StepOutcome } from '../sync/step-outcome.ts';
+
+/**
+ * A protected rebuild's copy is caught up to the build's seq: it is
+ * validated against the source (validateShadow) in a read transaction of
+ * its own, with no lock held, and the step that asked goes on with the
+ * result (step.ts, before it returns). Nothing was written.
+ */
+export interface ValidationNeeded {
+  readonly kind: 'validate';
+  readonly build: BuildState;
+  readonly tid: number;
+  readonly candidate: BuildCandidate;
+}
+
+/** What a validation found: the copy at `seq` is exactly the source's rows (`ok`), or not. */
+export interface Validated {
+  readonly seq: number;
+  readonly ok: boolean;
+}
+
+/** Whether a protected rebuild's copy holds exactly the source's rows (verify's checksums, in one read transaction). */
+export function validateShadow(db: Db, schema: string, p: CompiledProjection, v: ValidationNeeded): Validated {
+  const ok = withReadTransaction(db, () => {
+    const rec = readProjection(db, schema, p.name);
+    if (rec === undefined) return false;
+    return shadowMatchesSource(db, { ...rec, kind: v.candidate.kind }, v.candidate, readSourceView(db).hw, v.tid).ok;
+  });
+  return { seq: v.build.caughtSeq, ok };
+}
 
 /**
  * One bounded step of a protected rebuild (shadow-build.ts says which),
@@ -31,8 +65,8 @@ export async function buildStep(
   view: SourceView,
   table: CapturedTable,
   b: BuildState,
-  validated: { readonly seq: number; readonly ok: boolean } | undefined,
-): Promise<StepOutcome | 'discard'> {
+  validated: Validated | undefined,
+): Promise<StepOutcome | ValidationNeeded | 'discard'> {
   const building = (phase: 'copy' | 'catch-up' | 'fill' | 'replay', next: BuildState): StepOutcome => {
     writeBuild(t, p.name, { ...next, cursor: buildCursor(t, view, p, next.fill?.seq ?? next.caughtSeq) });
     return { kind: 'building', phase, rows: next.copied, seq: rec.seq };

@@ -1,8 +1,7 @@
 import type { DroppedIndex } from '../target/user-indexes.ts';
 import type { Suspension } from './applier.ts';
-import type { BuildCandidate, BuildState } from '../rebuild/shadow-build.ts';
 
-/** The outcome of one transaction for one projection. */
+/** The outcome of one step for one projection (step.ts): what its target transaction did. */
 export type StepOutcome =
   | {
       readonly kind: 'initialized';
@@ -27,6 +26,4 @@ export type StepOutcome =
   | { readonly kind: 'current'; readonly seq: number; readonly cursor: string }
   /** A protected rebuild went one step further (shadow-build.ts): the live projection is as it was. */
   | { readonly kind: 'building'; readonly phase: 'copy' | 'catch-up' | 'fill' | 'replay'; readonly rows: number; readonly seq: number }
-  /** A protected rebuild's copy is caught up: validate `candidate` (in a read transaction), then step again with the result. Nothing was written. */
-  | { readonly kind: 'validate'; readonly build: BuildState; readonly tid: number; readonly candidate: BuildCandidate }
   | Suspension;

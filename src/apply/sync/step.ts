@@ -1,62 +1,58 @@
 import type { Db } from '../../sqlite/connection.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { writeTransaction } from '../../sqlite/transaction.ts';
-import { reasonsOf } from '../../reasons.ts';
 import { FailClosedError } from '../../errors.ts';
 import { readState, type CapturedTable } from '../../capture/catalog.ts';
-import { validateCursor } from '../../feed/cursor-check.ts';
+import type { CursorValidation } from '../../feed/cursor-check.ts';
 import { cursorToken, readSourceView, type SourceView } from '../../feed/source-view.ts';
-import { batchEnd } from '../../feed/batch.ts';
-import { journalBatch, type ChangeBatch } from '../../feed/change-batch.ts';
+import { journalBatch } from '../../feed/change-batch.ts';
 import { sourceRows } from '../../feed/snapshot.ts';
-import { definitionFingerprint, type CompiledProjection } from '../../projection/compile.ts';
-import { dropTemps, kindOf } from '../../projection/kinds/registry.ts';
+import type { CompiledProjection } from '../../projection/compile.ts';
+import { dropTemps } from '../../projection/kinds/registry.ts';
 import { matchesSourceAt } from '../check/verify.ts';
 import { readProjection, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/target-meta.ts';
 import {
-  applyRows,
   commitBatch,
-  replacedTables,
-  positionBatch,
   recordSuspension,
+  replacedTables,
+  storedSuspension,
   suspension,
-  suspensionGate,
   SnapshotInstall,
   type ApplyTarget,
-  type BatchEnd,
   type Suspension,
 } from './applier.ts';
+import { runBatchPath } from './batch-path.ts';
+import { decideFromCursor, decideFromRow, unbuildable, type StepDecision } from './step-decision.ts';
+import { buildFacts, cursorFacts, rowFacts, type StepPlace } from './step-facts.ts';
 import { crashPoint } from './crash-points.ts';
 import {
   dropShadow,
   readBuild,
   resumeOrRollbackShadowBuild,
-  shadowBuildOf,
   startShadowBuild,
   writeBuild,
   type BuildState,
 } from '../rebuild/shadow-build.ts';
-import { buildStep } from '../rebuild/build-step.ts';
+import { buildStep, validateShadow, type Validated, type ValidationNeeded } from '../rebuild/build-step.ts';
 import { reportedSourceRows } from '../rebuild/snapshot-parts.ts';
-import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
-import { storedIfCompatible } from '../evolution/sync-classify.ts';
-import { columnsRead } from '../evolution/explain-facts.ts';
-import { markBusy } from './retry.ts';
+import { storeDefinition } from '../evolution/sync-classify.ts';
+import { markBusy, retryBusy } from './retry.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { takeWriteLock } from '../../sqlite/write-lock.ts';
 import type { StepOutcome } from './step-outcome.ts';
 export type { StepOutcome } from './step-outcome.ts';
 
 /*
- * sync's side of the applier: one target transaction for one projection,
- * reading its batch or snapshot from the journal and the source table on
- * the same connection (the source as main, the target attached). What is
- * sync's own is here: the cursor checked against the source (rebuilds,
- * schema windows), and the retry of a batch up to a committed state.
+ * sync's side of the applier: one step for one projection, in one target
+ * transaction that reads its batch or snapshot from the journal and the
+ * source table on the same connection (the source as main, the target
+ * attached). The step first gathers the facts and decides what to do
+ * (step-decision.ts, pure: current, apply, rebuild, suspend or refuse), then
+ * does it: the batch through the one batch path (batch-path.ts, which import
+ * takes too), a rebuild through apply/rebuild/. What is sync's own is here:
+ * the cursor checked against the source (rebuilds, schema windows), and the
+ * retry of a batch up to a committed state.
  */
-
-/** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
-const REBUILDABLE: ReadonlySet<string> = reasonsOf('rebuilt');
 
 /** A batch that breaks a user's UNIQUE index is tried up to the high-water mark when that is at most this many batches (of the projection's table) ahead. */
 const RETRY_SPAN = 10;
@@ -74,8 +70,12 @@ export interface StepContext {
   readonly range?: { readonly fromSeq: number; readonly toSeq: number };
   /** Rebuild from a snapshot whatever the stored state (reason REINIT). */
   readonly reinit?: boolean;
-  /** The validation of a protected rebuild's shadow caught up to `seq` (the step after a `validate` outcome). */
-  readonly validated?: { readonly seq: number; readonly ok: boolean };
+  /**
+   * Each transaction of the step is tried again while the target or the
+   * source is busy, up to `timeoutMs` (retry.ts retryBusy, which names the
+   * file past it); absent, a busy file throws at once.
+   */
+  readonly busy?: { readonly timeoutMs: number; readonly files: { readonly source: string; readonly target: string } };
   /**
    * Called once the target's write lock is held, before anything is read or
    * written: a suspension it returns (a projection another program edited:
@@ -85,6 +85,13 @@ export interface StepContext {
   readonly afterLock?: (p: CompiledProjection, rebuilds: boolean) => Suspension | undefined;
   /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
   readonly beforeCommit?: (p: CompiledProjection) => void;
+  /**
+   * Called between two target transactions of one step (a protected
+   * rebuild's validation runs between them): what the caller does between
+   * its steps (Syncer: the watch of hand edits, the check that the target is
+   * still its file). A throw ends the step there.
+   */
+  readonly between?: () => void;
   /**
    * Someone shows progress (a bar, a JSON log, a follower's summaries): an
    * applied batch counts its source events, and a snapshot reports its rows
@@ -103,22 +110,50 @@ export interface StepProgress {
   begin(seq: number, sourceSeq: number): void;
   /** `rows` of the `total` source rows a snapshot in this step has read so far: after each part, and once at the end. */
   snapshotRows(rows: number, total: number): void;
+  /** A protected rebuild's copy was validated at `seq` (between the step's two transactions, with no lock held). */
+  validated?(seq: number, ok: boolean): void;
 }
 
 /**
- * Runs one target transaction for one projection: initialize (snapshot and
- * cursor together), rebuild, or apply the next bounded batch with its
- * cursor. A suspension rolls everything back, then is recorded in its own
- * transaction.
+ * Runs one step for one projection: initialize (snapshot and cursor
+ * together), rebuild (or one bounded step of a protected rebuild), or apply
+ * the next bounded batch with its cursor, each in one target transaction. A
+ * suspension rolls everything back, then is recorded in its own
+ * transaction. A protected rebuild's copy that is caught up is validated in
+ * a read transaction of its own (no lock held), and the step goes on with
+ * the result in a second target transaction: the caller gets the outcome.
  */
 export async function step(ctx: StepContext, p: CompiledProjection): Promise<StepOutcome> {
+  let out = await attempt(ctx, p, undefined);
+  // (A reinit is the first transaction's only.)
+  const next: StepContext = { ...ctx, reinit: false };
+  while (out.kind === 'validate') {
+    const validated = validateShadow(ctx.db, ctx.schema, p, out);
+    ctx.progress?.validated?.(validated.seq, validated.ok);
+    ctx.between?.();
+    out = await attempt(next, p, validated);
+  }
+  return out;
+}
+
+/** One target transaction of the step, tried again while a file is busy (StepContext.busy). */
+function attempt(ctx: StepContext, p: CompiledProjection, validated: Validated | undefined): Promise<StepOutcome | ValidationNeeded> {
+  const run = () => inTargetTransaction(ctx, p, validated);
+  return ctx.busy === undefined ? run() : retryBusy(run, ctx.busy.timeoutMs, ctx.busy.files);
+}
+
+async function inTargetTransaction(
+  ctx: StepContext,
+  p: CompiledProjection,
+  validated: Validated | undefined,
+): Promise<StepOutcome | ValidationNeeded> {
   const { db, schema } = ctx;
   const target: ApplyTarget = { db, schema, sourceId: '', sourcePath: ctx.sourcePath };
   let sourceId = '';
   try {
     const out = await writeTransaction(
       db,
-      async () => {
+      async (): Promise<StepOutcome | ValidationNeeded> => {
         // Take the target's write lock before reading it, so the target is read at its latest state.
         try {
           await takeWriteLock(db, () => {
@@ -142,7 +177,7 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
         const edited = ctx.afterLock?.(p, ctx.reinit === true);
         if (edited !== undefined) return edited;
         if (view === undefined) throw unreadable;
-        return stepInTransaction(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name), view);
+        return decideAndDo(ctx, { ...target, sourceId }, p, readProjection(db, schema, p.name), view, validated);
       },
       {
         keep: (o) => o.kind !== 'suspended' && o.kind !== 'current' && o.kind !== 'validate',
@@ -167,238 +202,175 @@ export async function step(ctx: StepContext, p: CompiledProjection): Promise<Ste
   }
 }
 
-async function stepInTransaction(
+/** Where the step stands in its transaction, with its context: what it read, for doing what it decides. */
+interface Here extends StepPlace {
+  readonly ctx: StepContext;
+}
+
+/**
+ * Gathers the facts, decides (step-decision.ts) and does it. The stored row
+ * decides first; only when it leaves the decision to them are the
+ * definition classified and the cursor checked.
+ */
+async function decideAndDo(
   ctx: StepContext,
   target: ApplyTarget,
   p: CompiledProjection,
   rec: ProjectionRecord | undefined,
   view: SourceView,
-): Promise<StepOutcome> {
+  validated: Validated | undefined,
+): Promise<StepOutcome | ValidationNeeded> {
   ctx.progress?.begin(rec?.seq ?? 0, view.hw);
-  if (rec === undefined) return initialize(target, p, view, undefined, undefined, ctx.progress);
-  // A protected rebuild in progress goes on, or is rolled back (then what it wrote must commit).
-  const found = readBuild(rec) !== undefined;
-  const build = rec.cursor === null ? undefined : resumeOrRollbackShadowBuild(target, p, rec, view.state.prunedThrough);
-  if (build !== undefined) return continueBuild(ctx, target, p, rec, view, build);
-  const out = await afterBuildCheck(ctx, target, p, rec, view);
-  return found && out.kind === 'current' ? { kind: 'applied', events: 0, seq: out.seq, cursor: out.cursor, caughtUp: true } : out;
+  const here: Here = { ctx, target, p, rec, view, reinit: ctx.reinit === true, range: ctx.range, batchSize: ctx.batchSize };
+  // A protected rebuild in progress goes on, or, when it no longer fits, is rolled back first whatever is
+  // decided (the live projection was never touched); what that wrote then commits.
+  const found = rec?.cursor != null && readBuild(rec) !== undefined;
+  const build = rec?.cursor == null ? undefined : resumeOrRollbackShadowBuild(target, p, rec, view.state.prunedThrough);
+  const row = rowFacts(here, build !== undefined ? 'resumes' : found ? 'stale' : 'none');
+  const early = decideFromRow(row);
+  if (early !== undefined) return carryOut(here, early, build, validated, undefined);
+  const stored = rec as ProjectionRecord;
+  const { facts, checked } = cursorFacts(here, stored);
+  // The same projection under an older fingerprint gets today's; a Compatible definition is stored: in this
+  // transaction, which commits with a batch or a cleared suspension, and rolls back otherwise.
+  if (facts.definition === 'restamp') restampFingerprint(target, p);
+  if (facts.definition === 'compatible') storeDefinition(target, p);
+  return carryOut(here, decideFromCursor({ ...row, ...facts }), build, validated, checked);
 }
 
-async function afterBuildCheck(
-  ctx: StepContext,
-  target: ApplyTarget,
-  p: CompiledProjection,
-  rec: ProjectionRecord,
-  view: SourceView,
+/** Does what was decided. */
+async function carryOut(
+  here: Here,
+  d: StepDecision,
+  build: BuildState | undefined,
+  validated: Validated | undefined,
+  checked: CursorValidation | undefined,
+): Promise<StepOutcome | ValidationNeeded> {
+  const { target, p, rec, view } = here;
+  switch (d.does) {
+    case 'suspend':
+      return d.stored ? storedSuspension(rec as ProjectionRecord) : suspension(d.reason, d.detail);
+    case 'refuse':
+      throw d.error ?? outdated(p, buildableTable(here, checked));
+    case 'rebuild':
+      if (d.resume) return continueBuild(here, rec as ProjectionRecord, build as BuildState, validated);
+      if (!d.protected) return initialize(here, d.over ? rec : undefined, d.reason);
+      // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
+      startShadowBuild(target, p, view, d.reason as string, replacedTables(rec, p));
+      return { kind: 'building', phase: 'copy', rows: 0, seq: (rec as ProjectionRecord).seq };
+    case 'current': {
+      const cursor = rec?.cursor ?? '';
+      // A suspension whose cause is gone, with nothing to apply: the row becomes active again.
+      if (d.clears) commitBatch(target, p, cursor, d.seq, { kind: 'rows', applied: 0, lastTs: null });
+      // ('current' rolls back: what must commit is an empty batch applied.)
+      return d.commit ? { kind: 'applied', events: 0, seq: d.seq, cursor, caughtUp: true } : { kind: 'current', seq: d.seq, cursor };
+    }
+    case 'apply':
+      return applyNext(here, d, checked as Extract<CursorValidation, { status: 'ok' }>);
+  }
+}
+
+/** The batch (from, to] through the batch path, with its cursor; across a schema window, proved against the source first. */
+async function applyNext(
+  here: Here,
+  d: Extract<StepDecision, { does: 'apply' }>,
+  v: Extract<CursorValidation, { status: 'ok' }>,
 ): Promise<StepOutcome> {
+  const { ctx, target, p } = here;
+  const rec = here.rec as ProjectionRecord;
   const { db } = ctx;
-  if (ctx.reinit === true) return rebuild(ctx, target, p, view, rec, 'REINIT');
-  // Never built (suspended before its first snapshot, or its first build failed): try the build again,
-  // so fixing the cause (say, re-enabling in images mode) is enough.
-  if (rec.cursor === null) return initialize(target, p, view, undefined, undefined, ctx.progress);
-  // Suspended because its stored definition did not compile, and this run's does: rebuilt from it, so that
-  // the row stores the definition that compiled (a plain sync later uses it) and the rows are its.
-  if (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''))
-    return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
-  // Once the table is armed again, in images mode, the cursor check below
-  // decides between continuing and rebuilding; once a user's index is gone,
-  // the batch applies.
-  // (One suspended by a user's UNIQUE index waits to be tried again only once there is a batch to try.)
-  const gate = suspensionGate(target, p, rec, ctx.range !== undefined);
-  if (gate !== undefined && rec.reason !== 'TARGET_CONSTRAINT') return gate;
-  // A changed definition is classified as explain classifies it (sync-classify.ts): a Compatible one is
-  // stored and goes on from the cursor, a Rejected one is refused (it throws, nothing written), the rest rebuild.
-  // (Stored by a version whose fingerprint covered the whole source shape: the same definition over
-  // the same shape is the same projection (rows, keys, cursor), so only the fingerprint is stamped anew.)
-  const changed = rec.fingerprint !== p.fingerprint && !restampedLegacyFingerprint(target, p, rec);
-  const compatible = changed && storedIfCompatible(target, p, rec, view);
-  if (changed && !compatible) return rebuild(ctx, target, p, view, rec, 'DEFINITION_CHANGED');
-  // After DDL sluice did not make, a projection verify can check proves its
-  // continuity (below); any other rebuilds (SCHEMA_WINDOW).
-  const provable = kindOf(p).verification !== undefined && ctx.range === undefined;
-  const v = validateCursor(db, rec.cursor ?? '', view, {
-    allowSchemaWindow: provable,
-    acceptAlters: provable,
-    reads: columnsRead(undefined, p),
-  });
-  if (v.status === 'error') return suspension('CURSOR_MALFORMED', { message: v.message });
-  if (v.status === 'rebuild') {
-    if (REBUILDABLE.has(v.reason)) return rebuild(ctx, target, p, view, rec, v.reason);
-    const why = v.detail?.reason;
-    return suspension(v.reason, {
-      table: p.source.table,
-      ...(typeof why === 'string' ? { why } : {}),
-      message: v.message,
-    });
-  }
   const t = v.tables[0] as CapturedTable;
-  checkJournalLayout(p, t);
   const lo = v.cursor.seq;
-  // The proof compares the whole projection with the source at one seq: the
-  // high-water mark read in this transaction, so the backlog is one batch.
-  let batch: ChangeBatch | undefined;
-  if (ctx.range !== undefined) {
-    const hi = Math.min(ctx.range.toSeq, v.view.hw);
-    batch = positionBatch(p, lo, journalBatch(db, t, ctx.range.fromSeq, hi), 'the batch');
-  } else {
-    const hi = v.window === true ? v.view.hw : batchEnd(db, t.tid, lo, v.view.hw, ctx.batchSize);
-    batch = hi > lo || v.window === true ? journalBatch(db, t, lo, hi) : undefined;
+  const hw = d.hw;
+  const out = await runBatchPath(target, p, rec, lo, {
+    batch: () => journalBatch(db, t, d.from, d.to),
+    explicit: ctx.range !== undefined,
+    what: 'the batch',
+    end: ctx.range !== undefined ? 'range' : d.to >= hw ? 'committed' : 'batch',
+    cursor: (seq) => cursorToken(db, v.view, v.tables, seq),
+    // Up to the high-water mark (a committed state), when that is within RETRY_SPAN batches (a larger backlog is not made one batch).
+    wider: (b) =>
+      b.toSeq < hw && ctx.range === undefined && journalBatch(db, t, lo, hw).atMost(RETRY_SPAN * ctx.batchSize)
+        ? journalBatch(db, t, lo, hw)
+        : undefined,
+    // Across a schema window, a backlog that does not apply (a user trigger made and dropped around a write
+    // journals out of order), or a copy that then differs from its source, says the history is not whole:
+    // rebuilt, not suspended. One that matches goes on, and its new cursor carries the current schema version.
+    ...(d.window ? { proves: (seq: number) => matchesSourceAt(db, rec, seq, t.tid) } : {}),
+  });
+  switch (out.kind) {
+    case 'held':
+      return out.suspension;
+    case 'none':
+      return { kind: 'current', seq: lo, cursor: rec.cursor ?? '' };
+    case 'suspended':
+      return out;
+    case 'unproved':
+      return initialize(here, rec, 'SCHEMA_WINDOW');
+    case 'committed':
+      return {
+        kind: 'applied',
+        events: out.rows.applied,
+        seq: out.seq,
+        cursor: out.cursor,
+        caughtUp: out.seq >= hw,
+        ...(ctx.progress === undefined ? {} : { sourceEvents: out.batch.count() }),
+      };
   }
-  if (batch === undefined || (batch.toSeq <= lo && v.window !== true)) {
-    // A suspension whose cause is gone, with nothing to apply: the row becomes active again, committed.
-    // (A Compatible change stored above must commit: 'current' rolls back.)
-    if (rec.state !== 'suspended' || gate !== undefined)
-      return (
-        gate ??
-        (compatible
-          ? { kind: 'applied', events: 0, seq: lo, cursor: rec.cursor ?? '', caughtUp: true }
-          : { kind: 'current', seq: lo, cursor: rec.cursor ?? '' })
-      );
-    commitBatch(target, p, rec.cursor ?? '', lo, { kind: 'rows', applied: 0, lastTs: null });
-    return { kind: 'applied', events: 0, seq: lo, cursor: rec.cursor ?? '', caughtUp: true };
-  }
-  if (gate !== undefined) return gate;
-  const end: BatchEnd = ctx.range !== undefined ? 'range' : batch.toSeq >= v.view.hw ? 'committed' : 'batch';
-  let r = await applyRows(target, p, batch, end);
-  // Intermediate batches need not reproduce source transactions: a batch
-  // boundary may cut one, and in between a UNIQUE index a user added to the
-  // target can be broken although no committed state of the source breaks
-  // it. Such a batch is tried once more up to the high-water mark (a
-  // committed state) before the projection is suspended, when that is
-  // within RETRY_SPAN batches (a larger backlog is not made one batch).
-  if (
-    r.kind === 'suspended' &&
-    r.reason === 'TARGET_CONSTRAINT' &&
-    kindOf(p).foreignUnique === 'guard' &&
-    batch.toSeq < v.view.hw &&
-    ctx.range === undefined &&
-    journalBatch(db, t, lo, v.view.hw).atMost(RETRY_SPAN * ctx.batchSize)
-  ) {
-    batch = journalBatch(db, t, lo, v.view.hw);
-    r = await applyRows(target, p, batch, 'committed');
-  }
-  // Across a schema window, a backlog that does not apply (a user trigger
-  // made and dropped around a write journals out of order) says the same
-  // as a failed proof: the history is not whole. Rebuild, not suspend.
-  if (v.window === true && r.kind === 'suspended' && (r.reason === 'TARGET_DIVERGED' || r.reason === 'UNCAPTURED_REPLACE'))
-    return initialize(target, p, view, rec, 'SCHEMA_WINDOW', ctx.progress);
-  if (r.kind === 'suspended') return r;
-  const hi = batch.toSeq;
-  // A copy that differs from its source after a schema window is rebuilt
-  // (the batch applied above goes with its tables); one that matches goes on,
-  // and its new cursor carries the current schema version.
-  if (v.window === true && !matchesSourceAt(db, rec, hi, t.tid)) return initialize(target, p, view, rec, 'SCHEMA_WINDOW', ctx.progress);
-  const cursor = cursorToken(db, v.view, v.tables, hi);
-  commitBatch(target, p, cursor, hi, r);
-  return {
-    kind: 'applied',
-    events: r.applied,
-    seq: hi,
-    cursor,
-    caughtUp: hi >= v.view.hw,
-    ...(ctx.progress === undefined ? {} : { sourceEvents: batch.count() }),
-  };
 }
 
-/**
- * The set-based apply paths read a journal row's images by position, from
- * the columns the projection was compiled against. A projection compiled
- * before `sluice alter` changed its table in place (a `sync --follow`
- * started before it) would read the new layout with the old positions:
- * wrong values, or a spurious suspension. So the columns the table is armed
- * with must be the compiled ones.
- */
-function checkJournalLayout(p: CompiledProjection, t: CapturedTable): void {
+/** The source table a build or a batch reads, for a PROJECTION_OUTDATED refusal: the cursor's, else the source view's. */
+function buildableTable(here: Here, checked: CursorValidation | undefined): CapturedTable {
+  if (checked?.status === 'ok') return checked.tables[0] as CapturedTable;
+  return here.view.tables.get(here.p.source.table)?.table as CapturedTable;
+}
+
+function outdated(p: CompiledProjection, t: CapturedTable): FailClosedError {
   const compiled = p.source.columns;
-  if (compiled.length === t.columns.length && compiled.every((c, i) => c.name === t.columns[i])) return;
-  throw new FailClosedError(
+  return new FailClosedError(
     'PROJECTION_OUTDATED',
     `Projection ${p.name} was compiled against the columns of ${p.source.table} as they were when this sync started (${compiled.map((c) => c.name).join(', ')}), but its capture now journals ${t.columns.join(', ')} (sluice alter or a re-arm changed the table since). Nothing of this batch was applied. The next run (a sync --follow's next pass) compiles the projection against the table as it is now and goes on from its cursor.`,
     { projection: p.name, table: p.source.table },
   );
 }
 
-/**
- * Whether `rec` was fingerprinted by the older scheme (the whole source
- * shape) for exactly this definition and shape; then its fingerprint is
- * replaced by today's, in this transaction.
- */
-function restampedLegacyFingerprint(target: ApplyTarget, p: CompiledProjection, rec: ProjectionRecord): boolean {
-  if (rec.fingerprint !== definitionFingerprint(p.definition, p.source, undefined)) return false;
-  if (rec.sourceShape !== JSON.stringify(p.source)) return false;
+/** Replaces an older scheme's fingerprint by today's, in this transaction. */
+function restampFingerprint(target: ApplyTarget, p: CompiledProjection): void {
   cachedStatement(target.db, `UPDATE ${quoteIdent(target.schema)}.${PROJECTIONS_TABLE} SET fingerprint = ? WHERE name = ?`).run(
     p.fingerprint,
     p.name,
   );
-  return true;
-}
-
-/** Where a (re)build reads: the projection's table, captured, armed and (for a kind that reads before-images) in images mode. */
-function buildable(view: SourceView, p: CompiledProjection): CapturedTable | Suspension {
-  const a = view.tables.get(p.source.table);
-  const table = a?.table;
-  if (table === undefined || a === undefined) return suspension('TABLE_UNTRACKED', { table: p.source.table });
-  if (!a.armed) return suspension('TABLE_UNARMED', { table: p.source.table, why: a.reason });
-  if (table.mode !== 'images' && kindOf(p).needsImages) return suspension('NEEDS_IMAGES_MODE', { table: p.source.table, mode: table.mode });
-  return table;
-}
-
-/**
- * Rebuilds a live projection: a protected rebuild in bounded steps beside
- * it where its kind allows (shadow-build.ts), else in this one transaction.
- */
-async function rebuild(
-  ctx: StepContext,
-  target: ApplyTarget,
-  p: CompiledProjection,
-  view: SourceView,
-  rec: ProjectionRecord,
-  reason: string,
-): Promise<StepOutcome> {
-  if (rec.cursor === null || shadowBuildOf(p) === undefined || ctx.range !== undefined)
-    return initialize(target, p, view, rec, reason, ctx.progress);
-  const table = buildable(view, p);
-  if ('kind' in table) return table;
-  // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
-  startShadowBuild(target, p, view, reason, replacedTables(rec, p));
-  return { kind: 'building', phase: 'copy', rows: 0, seq: rec.seq };
 }
 
 /** One bounded step of a protected rebuild (build-step.ts); a discarded shadow is rebuilt in this one transaction instead. */
 async function continueBuild(
-  ctx: StepContext,
-  target: ApplyTarget,
-  p: CompiledProjection,
+  here: Here,
   rec: ProjectionRecord,
-  view: SourceView,
   b: BuildState,
-): Promise<StepOutcome> {
-  const table = buildable(view, p);
-  if ('kind' in table) return table;
-  checkJournalLayout(p, table);
-  const out = await buildStep(target, p, rec, view, table, b, ctx.validated);
+  validated: Validated | undefined,
+): Promise<StepOutcome | ValidationNeeded> {
+  const { target, p, view } = here;
+  const table = view.tables.get(p.source.table)?.table as CapturedTable;
+  const out = await buildStep(target, p, rec, view, table, b, validated);
   if (out !== 'discard') return out;
   dropShadow(target, b);
   writeBuild(target, p.name, null);
-  return initialize(target, p, view, rec, b.reason, ctx.progress);
+  return initialize(here, rec, b.reason);
 }
 
 /**
  * Builds the projection from the source table as it is now, with the cursor
  * at the high-water mark read in this transaction; the rows read are told
- * to `progress` as they go (of the table's count), when it is there.
+ * to the step's progress as they go (of the table's count), when it is there.
  */
-async function initialize(
-  target: ApplyTarget,
-  p: CompiledProjection,
-  view: SourceView,
-  rec: ProjectionRecord | undefined,
-  reason: string | undefined,
-  progress: StepProgress | undefined,
-): Promise<StepOutcome> {
+async function initialize(here: Here, rec: ProjectionRecord | undefined, reason: string | undefined): Promise<StepOutcome> {
+  const { target, p, view } = here;
+  const progress = here.ctx.progress;
   const { db } = target;
-  const table = buildable(view, p);
-  if ('kind' in table) return table;
+  // (Decided already, but for a rebuild after a batch that did not prove: a table armed anew since, in keys mode...)
+  const cannot = unbuildable(buildFacts(here));
+  if (cannot?.does === 'suspend') return suspension(cannot.reason, cannot.detail);
+  const table = view.tables.get(p.source.table)?.table as CapturedTable;
   const install = SnapshotInstall.begin(target, p, rec);
   await install.add(
     progress === undefined ? sourceRows(db, table) : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),

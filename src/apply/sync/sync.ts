@@ -1,7 +1,5 @@
 import type { Db } from '../../sqlite/connection.ts';
-import { withReadTransaction, writeAlone } from '../../sqlite/transaction.ts';
-import { shadowMatchesSource } from '../check/verify.ts';
-import type { BuildCandidate } from '../rebuild/shadow-build.ts';
+import { writeAlone } from '../../sqlite/transaction.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView } from '../../feed/source-view.ts';
 import { acknowledge, forgetConsumer, type AcknowledgedFor } from '../../feed/acknowledge.ts';
@@ -521,6 +519,12 @@ export class Syncer {
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
       afterLock: this.#afterLock,
       beforeCommit: this.#beforeCommit,
+      busy: this.#busy,
+      // As between two steps below (a protected rebuild's validation runs between two transactions of one step).
+      between: () => {
+        this.#watch?.between();
+        this.checkTarget();
+      },
       // Counting events and snapshot rows costs queries: only when someone shows progress.
       ...(this.#options.onProgress === undefined
         ? {}
@@ -582,14 +586,9 @@ export class Syncer {
     // runOnce checked the target just before the first step; a long catch-up stops between two batches too.
     for (let first = true; ; first = false) {
       if (!first) this.checkTarget();
-      const out: StepOutcome = await retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+      const out: StepOutcome = await step(ctx, p);
       this.#watch?.between();
       ctx = base; // a reinit is the first step only
-      if (out.kind === 'validate') {
-        // A protected rebuild's shadow is caught up: checked against the source in a read transaction (no lock held), then swapped in.
-        ctx = { ...base, validated: { seq: out.build.caughtSeq, ok: this.#shadowMatches(p, out.candidate, out.tid) } };
-        continue;
-      }
       if (out.kind === 'building') {
         crashPoint('build-step');
         // A protected rebuild's steps each copy a part in their own transaction: the total is the table's rows when its first step is seen.
@@ -653,16 +652,6 @@ export class Syncer {
     }
   }
 
-  /** Whether a protected rebuild's copy holds exactly the source's rows (verify's checksums, in one read transaction). */
-  #shadowMatches(p: CompiledProjection, c: BuildCandidate, tid: number): boolean {
-    const db = this.session.db;
-    return withReadTransaction(db, () => {
-      const rec = readProjection(db, TARGET_SCHEMA, p.name);
-      if (rec === undefined) return false;
-      return shadowMatchesSource(db, { ...rec, kind: c.kind }, c, readSourceView(db).hw, tid).ok;
-    });
-  }
-
   /**
    * Applies exactly the batch (fromSeq, toSeq] to one projection in one
    * target transaction: a no-op when already applied, only the new part when
@@ -683,8 +672,9 @@ export class Syncer {
       range: { fromSeq, toSeq },
       afterLock: this.#afterLock,
       beforeCommit: this.#beforeCommit,
+      busy: this.#busy,
     };
-    return retryBusy(() => step(ctx, p), this.#busyTimeoutMs, this.#files);
+    return step(ctx, p);
   }
 
   /**
@@ -723,6 +713,11 @@ export class Syncer {
 
   get #files(): { source: string; target: string } {
     return { source: this.session.sourcePath, target: this.session.targetPath };
+  }
+
+  /** Each transaction of a step waits out a busy file up to the busy timeout (StepContext.busy). */
+  get #busy(): StepContext['busy'] {
+    return { timeoutMs: this.#busyTimeoutMs, files: this.#files };
   }
 
   /**
