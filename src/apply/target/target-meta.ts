@@ -26,7 +26,7 @@ export { PROJECTIONS_TABLE, TARGET_INFO_TABLE };
 const TARGET_FORMAT = 1;
 
 const PROJECTION_STATES = ['building', 'active', 'suspended'] as const;
-type ProjectionState = (typeof PROJECTION_STATES)[number];
+export type ProjectionState = (typeof PROJECTION_STATES)[number];
 
 /**
  * Suspensions that each run looks at again, because fixing their cause is
