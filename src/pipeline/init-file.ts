@@ -57,7 +57,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     }
   }
   const search = searchExample(db, tables);
-  const rel = (p: string) => path.relative(dir, p).split(path.sep).join('/') || '.';
+  const rel = (p: string) => written(dir, p);
 
   const lines = [
     `# sluice.yml: what sluice keeps for ${path.basename(source)}, written by \`sluice init\`.`,
@@ -147,6 +147,19 @@ function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search']
     if (columns.length > 0) return { name, table: t.name, columns };
   }
   return null;
+}
+
+/**
+ * How the file names `p`: relative to its folder `dir` (the file and the
+ * databases move together), unless they share nothing but the root
+ * (/etc/sluice/sluice.yml for /srv/app/app.db): then the absolute path.
+ */
+export function written(dir: string, p: string): string {
+  const parts = path.relative(dir, p).split(path.sep);
+  const ups = parts.findIndex((x) => x !== '..');
+  const base = path.resolve(dir, ...parts.slice(0, Math.max(ups, 0)));
+  if (path.isAbsolute(parts.join(path.sep)) || (ups > 0 && base === path.parse(base).root)) return p;
+  return parts.join('/') || '.';
 }
 
 /** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */

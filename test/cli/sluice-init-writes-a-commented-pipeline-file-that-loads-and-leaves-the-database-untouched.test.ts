@@ -6,7 +6,7 @@ import * as S from '../../src/cli/json-schemas.ts';
 import { loadPipeline } from '../../src/pipeline/load.ts';
 import { checkPipelineSources } from '../../src/pipeline/check-sources.ts';
 import { declaredInputs } from '../../src/pipeline/declared.ts';
-import { writeInitFile } from '../../src/pipeline/init-file.ts';
+import { writeInitFile, written } from '../../src/pipeline/init-file.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
@@ -155,4 +155,14 @@ describe('sluice init', () => {
     checkPipelineSources(await loadPipeline(path.join(tmp, 'live.yml'), {}));
     checkPipelineSources(await loadPipeline(path.join(tmp, 'empty.yml'), {}));
   });
+
+  test.skipIf(process.platform === 'win32')(
+    'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
+    () => {
+      expect(written('/srv/app', '/srv/app/app.db')).toBe('app.db');
+      expect(written('/srv/app/conf', '/srv/app/data/app.db')).toBe('../data/app.db');
+      expect(written('/etc/sluice', '/srv/app/data/app.db')).toBe('/srv/app/data/app.db');
+      expect(written('/etc', '/srv/app.db')).toBe('/srv/app.db');
+    },
+  );
 });
