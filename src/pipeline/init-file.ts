@@ -131,22 +131,34 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
   return { ...init, out: path.resolve(file), source: path.resolve(dbFile) };
 }
 
-/** The first table (by name) with text columns that are not its key, as an fts5 example named `<table>_search`. */
+/** Column names that usually hold prose, and ones that usually hold a date, time or identifier written as text. */
+const PROSE = /title|body|text|content|description|summary|message|comment|note|subject/i;
+const NOT_PROSE = /(_at|_on|date|time|_id|uuid|guid|hash|url|email|status|state)$/i;
+
+/**
+ * The table with the most prose-like text columns (its first one on a tie),
+ * as an fts5 example named `<table>_search` over those columns; a table
+ * with none but text columns that are not dates or identifiers is taken
+ * over those.
+ */
 function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search'] {
   const taken = new Set(tables.map((t) => defaultProjectionName(t.name).toLowerCase()));
+  let best: { name: string; table: string; columns: string[]; prose: number } | null = null;
   for (const t of tables) {
     const name = `${t.name}_search`;
     // A name that needs no quoting in SQL or YAML, for the example query beside it.
     if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name) || !isProjectionName(name) || taken.has(name.toLowerCase())) continue;
     const info = describeTable(db, t.name) ?? t;
     // TEXT affinity (SQLite's rule: the declared type contains CHAR, CLOB or TEXT); fts5 reserves rowid, rank and _k<n>.
-    const columns = info.columns
+    const text = info.columns
       .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type))
       .map((c) => c.name)
-      .filter((c) => !/^(rowid|rank|_k\d+)$/i.test(c) && c.toLowerCase() !== name.toLowerCase());
-    if (columns.length > 0) return { name, table: t.name, columns };
+      .filter((c) => !/^(rowid|rank|_k\d+)$/i.test(c) && c.toLowerCase() !== name.toLowerCase() && !NOT_PROSE.test(c));
+    const prose = text.filter((c) => PROSE.test(c));
+    const columns = prose.length > 0 ? prose : text;
+    if (columns.length > 0 && (best === null || prose.length > best.prose)) best = { name, table: t.name, columns, prose: prose.length };
   }
-  return null;
+  return best === null ? null : { name: best.name, table: best.table, columns: best.columns };
 }
 
 /**
