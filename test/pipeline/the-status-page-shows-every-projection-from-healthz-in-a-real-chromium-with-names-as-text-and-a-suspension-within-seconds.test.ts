@@ -6,6 +6,7 @@ import { test, expect, runSqliteCli } from '../support/fixtures.ts';
 import { Chromium } from '../support/chromium.ts';
 import { runStatusOf } from '../support/run-status.ts';
 import { enable } from '../../src/capture/enable.ts';
+import { defaultProjectionName } from '../../src/projection/name.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
 import { loadPipeline } from '../../src/pipeline/load.ts';
 import { runStatusOutput } from '../../src/cli/json-schemas.ts';
@@ -58,8 +59,11 @@ test('the status page renders every source, target and projection from /healthz 
   expect(configError?.message).toContain(EVIL);
 
   const served: RunStatus[] = [];
+  let down = false; // a proxy in front whose upstream is gone: 502 and no JSON
   const server = http.createServer((req, res) => {
-    if (req.url === '/') {
+    if (req.url === '/healthz' && down) {
+      res.writeHead(502, { 'content-type': 'text/html' }).end('<h1>502 Bad Gateway</h1>');
+    } else if (req.url === '/') {
       res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'content-security-policy': STATUS_PAGE_CSP });
       res.end(statusPageHtml());
     } else if (req.url === '/healthz') {
@@ -118,6 +122,12 @@ test('the status page renders every source, target and projection from /healthz 
     const states = `Object.fromEntries([...document.querySelectorAll('tr')].filter((r) => r.cells.length === 7).map((r) => [r.cells[0].textContent, [r.cells[2].querySelector('.badge')?.textContent, r.cells[2].querySelector('code')?.textContent ?? null].join(' ').trim()]))`;
     expect(await page.evaluate(states)).toMatchObject({ open_issues: 'active', issues_search: 'active', issues: 'active' });
 
+    // Writes not synced yet: the mirror's lag, in events and in time, as health reads it from the source.
+    const lag = `[...document.querySelectorAll('tr')].filter((r) => r.cells.length === 7 && r.cells[0].textContent === ${JSON.stringify(defaultProjectionName(EVIL))}).map((r) => [r.cells[3].textContent, r.cells[4].textContent])[0]`;
+    runSqliteCli(source, `INSERT INTO "${EVIL}" VALUES (2, 'b'), (3, 'c'), (4, 'd');`);
+    await page.waitFor(`${lag}?.[0] === '3'`, 10_000);
+    expect((await page.evaluate<string[]>(lag))[1]).toMatch(/^\d+(\.\d)? (ms|s)$/);
+
     // Another program's DDL breaks the map and the fts5 index; the next sync suspends them; the page shows it within seconds.
     runSqliteCli(source, 'ALTER TABLE issues RENAME COLUMN title TO headline;');
     const s = await sync(source, target);
@@ -150,6 +160,15 @@ test('the status page renders every source, target and projection from /healthz 
     expect(page.events.network.filter((e) => !/status of 503 \(Service Unavailable\) http:\/\/127\.0\.0\.1:\d+\/healthz$/.test(e))).toEqual(
       [],
     );
+    // healthz unreachable (a proxy answers 502 without JSON): the page says so and keeps what it showed last.
+    down = true;
+    await page.waitFor(
+      `document.getElementById('conn').textContent.includes('Cannot read healthz: healthz answered 502 without JSON')`,
+      10_000,
+    );
+    expect(await page.evaluate(names)).toEqual(shown);
+    expect(page.events.errors).toEqual([]);
+
     // The policy is enforced and a violation is seen: a script the page did not ship is refused, with an error.
     await page.evaluate(`document.body.append(Object.assign(document.createElement('script'), { textContent: 'window.ran = 1' }))`);
     expect(await page.evaluate('window.ran === undefined')).toBe(true);
