@@ -105,7 +105,21 @@ export class Chromium {
       { stdio: ['ignore', 'ignore', 'pipe', 'pipe', 'pipe'] },
     );
     const browser = new Chromium(child, profile);
-    await browser.send('Browser.getVersion');
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () => reject(new Error(`${exe} did not answer on its DevTools pipe within 60 s; its stderr:\n${browser.stderrTail}`)),
+        60_000,
+      );
+    });
+    try {
+      await Promise.race([browser.send('Browser.getVersion'), late]);
+    } catch (err) {
+      await browser.close();
+      throw err;
+    } finally {
+      clearTimeout(timer);
+    }
     return browser;
   }
 
@@ -161,8 +175,9 @@ export class Chromium {
   async close(): Promise<void> {
     if (this.exited === null) {
       const gone = new Promise((resolve) => this.child.once('exit', resolve));
-      await this.send('Browser.close').catch(() => undefined);
+      // A browser that does not close within 5 s (or never answers) is killed.
       const timer = setTimeout(() => this.child.kill('SIGKILL'), 5000);
+      void this.send('Browser.close').catch(() => undefined);
       await gone;
       clearTimeout(timer);
     }
