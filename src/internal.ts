@@ -25,3 +25,5 @@ export {
   truncateToResumePoint,
 } from './export/resume-point.ts';
 export { withWriteTransaction } from './sqlite/transaction.ts';
+export { writeInitFile } from './pipeline/init-file.ts';
+export type { InitFile } from './pipeline/init-file.ts';

@@ -595,7 +595,7 @@ export const REASONS = {
     explain: 'The database is a sluice target; capture cannot be enabled on it.',
     repair: null,
   },
-  OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip never overwrites a file.', repair: null },
+  OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip and init never overwrite a file.', repair: null },
   PROJECTION_OUTDATED: {
     kinds: ['error'],
     clears: false,

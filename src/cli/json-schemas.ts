@@ -394,6 +394,16 @@ export const queryOutput = z.object({
 });
 export const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 
+/** `init DB --json`: the pipeline file written, and what it declares. */
+export const initOutput = z.object({
+  out: z.string(),
+  source: z.string(),
+  target: z.string(),
+  tables: z.array(z.string()),
+  skipped: z.array(z.object({ table: z.string(), code: z.string() })),
+  search: z.object({ name: z.string(), table: z.string(), columns: z.array(z.string()) }).nullable(),
+});
+
 export const demoOutput = z.object({
   ok: z.boolean(),
   dir: z.string(),

@@ -13,6 +13,7 @@ type Register = (program: Command) => void;
  * commander suggests the nearest name).
  */
 const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
+  init: async () => (await import('./init.ts')).registerInit,
   enable: async () => (await import('./enable.ts')).registerEnable,
   disable: async () => (await import('./disable.ts')).registerDisable,
   bump: async () => (await import('./bump.ts')).registerBump,

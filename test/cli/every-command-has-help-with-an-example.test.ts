@@ -4,6 +4,7 @@ import { runCliAsync, mapLimit } from './support/cli.ts';
 
 /** The commands docs/cli.md lists. */
 const COMMANDS = [
+  'init',
   'enable',
   'disable',
   'bump',

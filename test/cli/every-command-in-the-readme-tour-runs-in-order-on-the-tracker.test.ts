@@ -66,7 +66,7 @@ function followUntilStarted(args: readonly string[]): Promise<{ status: number |
 
 test('every command of the README tour runs, in order, and exits 0 (the follower on Ctrl-C)', async () => {
   const commands = tourCommands();
-  expect(commands.map((c) => c[0])).toEqual(['enable', 'status', 'sync', 'sync', 'sync', 'query', 'verify', 'health', 'reinit']);
+  expect(commands.map((c) => c[0])).toEqual(['init', 'enable', 'status', 'sync', 'sync', 'sync', 'query', 'verify', 'health', 'reinit']);
   for (const args of commands) {
     if (args.includes('--follow')) {
       const r = await followUntilStarted(args);

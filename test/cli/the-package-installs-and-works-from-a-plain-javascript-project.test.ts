@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll } from 'vitest';
-import { test, expect, describe, ROOT } from '../support/fixtures.ts';
+import { test, expect, describe, ROOT, runSqliteCli } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { makeDir, removeDir, parseJson } from './support/cli.ts';
 
@@ -241,4 +241,26 @@ describe('the npm package, installed in a plain JavaScript project on Node 20', 
     expect(d.steps.filter((s) => !s.ok)).toEqual([]);
     expect(d.ok).toBe(true);
   });
+
+  // npx reads the project's tree as for a user: seconds of npm's own work alone, several times that beside other work.
+  test("the package's bin, linked into the project as npm links it, runs `npx sluice init` on a database in another folder, writes only the pipeline file beside it, and refuses to overwrite it", async () => {
+    // What `npm install` makes for a dependency with a bin: node_modules/.bin/sluice, a link to its bin file.
+    const bin = path.join(project, 'node_modules', '.bin');
+    fs.mkdirSync(bin, { recursive: true });
+    if (!fs.existsSync(path.join(bin, 'sluice'))) fs.symlinkSync(path.join('..', 'sluice', 'bin', 'sluice.js'), path.join(bin, 'sluice'));
+    const data = path.join(path.dirname(project), 'data');
+    fs.mkdirSync(data, { recursive: true });
+    const db = path.join(data, 'app.db');
+    runSqliteCli(db, 'CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT NOT NULL); INSERT INTO notes VALUES (1, 2);');
+    const before = fs.readFileSync(db);
+    const r = await run('npx', ['--no-install', 'sluice', 'init', path.join('..', 'data', 'app.db'), '--json'], project);
+    expect(r.status, r.stderr).toBe(0);
+    const out = parseJson(r, S.initOutput);
+    expect([out.out, out.tables, out.search?.name]).toEqual([path.join(data, 'sluice.yml'), ['notes'], 'notes_search']);
+    expect(fs.readdirSync(data).sort()).toEqual(['app.db', 'sluice.yml']);
+    expect(fs.readFileSync(db).equals(before)).toBe(true);
+    // The packaged CLI refuses to write it again, from the database's own folder.
+    const again = await run(process.execPath, [path.join(project, 'node_modules', 'sluice', 'bin', 'sluice.js'), 'init', 'app.db'], data);
+    expect([again.status, again.stderr]).toEqual([1, expect.stringMatching(/^sluice: OUTPUT_EXISTS: /)]);
+  }, 120_000);
 });

@@ -1,0 +1,185 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../sqlite/connection.ts';
+import { openUntouched } from '../sqlite/schema-copy.ts';
+import { listTables, describeTable, type TableInfo } from '../sqlite/introspect.ts';
+import { checkTable } from '../capture/gates.ts';
+import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
+import { defaultProjectionName, isProjectionName } from '../projection/name.ts';
+
+/*
+ * The first pipeline file of a database (`sluice init DB`): its tables as
+ * the capture list, a target with a mirror of every one ("*"), and an fts5
+ * index over the text columns of one table, commented out, as an example to
+ * take or leave. Every line a newcomer would ask about carries a comment.
+ * The text loads as it is (loadPipeline, checkPipelineSources), and still
+ * does with the example uncommented.
+ */
+
+export interface InitFile {
+  /** The file's text. */
+  readonly text: string;
+  /** The tables it captures. */
+  readonly tables: readonly string[];
+  /** Tables it leaves out, listed commented out with why (a capture refusal code and its message). */
+  readonly skipped: readonly { readonly table: string; readonly code: string; readonly message: string }[];
+  /** The commented fts5 example, when a captured table has text columns. */
+  readonly search: { readonly name: string; readonly table: string; readonly columns: readonly string[] } | null;
+  /** The target it declares, absolute. */
+  readonly target: string;
+}
+
+/**
+ * The text of a pipeline file for the source `dbFile` (read from `db`), to
+ * be written at `outFile`: every path in it is relative to that file's
+ * folder.
+ *
+ * @example
+ * const f = initFile(openDatabase('app.db', { readonly: true }), 'app.db', 'sluice.yml');
+ * fs.writeFileSync('sluice.yml', f.text, { flag: 'wx' });
+ */
+export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
+  const dir = path.dirname(path.resolve(outFile));
+  const source = path.resolve(dbFile);
+  const target = path.join(path.dirname(source), `${path.basename(source).replace(/\.(db|sqlite3?)$/i, '')}-cache.db`);
+  const tables: TableInfo[] = [];
+  const skipped: { table: string; code: string; message: string }[] = [];
+  // In the order they were made (the schema's), which is how their author thinks of them.
+  const made = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[];
+  const order = new Map(made.map((n, i) => [n, i]));
+  for (const name of listTables(db).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))) {
+    if (/^_sluice_/i.test(name)) continue; // sluice's own tables, when capture is enabled already
+    try {
+      tables.push(checkTable(db, name));
+    } catch (err) {
+      if (!(err instanceof SluiceError)) throw err;
+      skipped.push({ table: name, code: err.code, message: err.message });
+    }
+  }
+  const search = searchExample(db, tables);
+  const rel = (p: string) => written(dir, p);
+
+  const lines = [
+    `# sluice.yml: what sluice keeps for ${path.basename(source)}, written by \`sluice init\`.`,
+    '# `sluice run` (in this folder, or with --config FILE) keeps it so: it enables capture of the',
+    '# tables below, builds each target, applies every change as it commits, and serves /healthz',
+    '# and a status page on `listen`. `sluice plan` prints what run would do and writes nothing.',
+    '# The format, every key: docs/pipeline.md of the sluice package. Paths are relative to this file;',
+    '# ${NAME} is the environment variable NAME (an unset one is an error).',
+    '',
+    'sources:',
+    `  - path: ${scalar(rel(source))}`,
+    '    # The tables to capture: each change, with the row before and after, is recorded in the',
+    "    # writer's own transaction. Remove the ones you do not need; `sluice run` never stops",
+    '    # capturing a table by itself (sluice disable does).',
+    ...(tables.length === 0
+      ? ['    capture: []   # no table yet: list them here once they exist']
+      : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
+    ...skipped.map((s) => `      # - ${scalar(s.table)}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`),
+    '    targets:',
+    `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
+    '        projections:',
+    '          - "*"   # a mirror of every captured table, tables captured later included',
+    ...(search === null
+      ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
+      : [
+          `          # A full-text (FTS5) index of ${search.table}; uncomment to build it, then search it with`,
+          `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
+          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map(scalar).join(', ')}]}`,
+        ]),
+    '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
+    '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
+    '    # publish: {nats: "${NATS_URL}"}   # also publish the changes to NATS JetStream (docs/broker.md)',
+    '',
+    '# /metrics, /healthz and the status page. No authentication: keep it on loopback, and put',
+    '# a reverse proxy with authentication in front to reach it from elsewhere (docs/deploy.md).',
+    'listen: 127.0.0.1:9464',
+    '',
+  ];
+  return { text: lines.join('\n'), tables: tables.map((t) => t.name), skipped, search, target };
+}
+
+/**
+ * Writes the first pipeline file of the database `dbFile` at `out`
+ * (default: sluice.yml beside it). Refuses a database that does not exist
+ * or is not SQLite, and a file already at `out` (OUTPUT_EXISTS); writes
+ * nothing else, to the database or beside it.
+ *
+ * @example
+ * const { out, tables } = writeInitFile('data/app.db'); // data/sluice.yml
+ */
+export function writeInitFile(dbFile: string, out?: string): InitFile & { readonly out: string; readonly source: string } {
+  const file = out ?? path.join(path.dirname(dbFile), 'sluice.yml');
+  const db = openUntouched(dbFile, 'database');
+  let init: InitFile;
+  try {
+    init = initFile(db, dbFile, file);
+  } finally {
+    db.close();
+  }
+  try {
+    // 'wx': never over a file, even one made since the check above.
+    fs.writeFileSync(file, init.text, { flag: 'wx' });
+  } catch (err) {
+    if (errorCode(err) === 'EEXIST')
+      throw new InvalidInputError(
+        'OUTPUT_EXISTS',
+        `${file} already exists; sluice init never overwrites a file. Edit it, remove it first, or pass --out NEW_FILE.`,
+      );
+    throw err;
+  }
+  return { ...init, out: path.resolve(file), source: path.resolve(dbFile) };
+}
+
+/** Column names that usually hold prose, and ones that usually hold a date, time or identifier written as text. */
+const PROSE = /title|body|text|content|description|summary|message|comment|note|subject/i;
+const NOT_PROSE = /(_at|_on|date|time|_id|uuid|guid|hash|url|email|status|state)$/i;
+
+/**
+ * The table with the most prose-like text columns (its first one on a tie),
+ * as an fts5 example named `<table>_search` over those columns; a table
+ * with none but text columns that are not dates or identifiers is taken
+ * over those.
+ */
+function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search'] {
+  const taken = new Set(tables.map((t) => defaultProjectionName(t.name).toLowerCase()));
+  let best: { name: string; table: string; columns: string[]; prose: number } | null = null;
+  for (const t of tables) {
+    const name = `${t.name}_search`;
+    // A name that needs no quoting in SQL or YAML, for the example query beside it.
+    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name) || !isProjectionName(name) || taken.has(name.toLowerCase())) continue;
+    const info = describeTable(db, t.name) ?? t;
+    // TEXT affinity (SQLite's rule: the declared type contains CHAR, CLOB or TEXT); fts5 reserves rowid, rank and _k<n>.
+    const text = info.columns
+      .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type))
+      .map((c) => c.name)
+      .filter((c) => !/^(rowid|rank|_k\d+)$/i.test(c) && c.toLowerCase() !== name.toLowerCase() && !NOT_PROSE.test(c));
+    const prose = text.filter((c) => PROSE.test(c));
+    const columns = prose.length > 0 ? prose : text;
+    if (columns.length > 0 && (best === null || prose.length > best.prose)) best = { name, table: t.name, columns, prose: prose.length };
+  }
+  return best === null ? null : { name: best.name, table: best.table, columns: best.columns };
+}
+
+/**
+ * How the file names `p`: relative to its folder `dir` (the file and the
+ * databases move together), unless they share nothing but the root
+ * (/etc/sluice/sluice.yml for /srv/app/app.db): then the absolute path.
+ */
+export function written(dir: string, p: string): string {
+  const parts = path.relative(dir, p).split(path.sep);
+  const ups = parts.findIndex((x) => x !== '..');
+  const base = path.resolve(dir, ...parts.slice(0, Math.max(ups, 0)));
+  if (path.isAbsolute(parts.join(path.sep)) || (ups > 0 && base === path.parse(base).root)) return p;
+  return parts.join('/') || '.';
+}
+
+/** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */
+function scalar(s: string): string {
+  if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
+  return JSON.stringify(s).replaceAll('${', '$${');
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}
