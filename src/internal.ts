@@ -25,3 +25,4 @@ export {
   truncateToResumePoint,
 } from './export/resume-point.ts';
 export { withWriteTransaction } from './sqlite/transaction.ts';
+export { readPipelineQuietly } from './pipeline/read-quietly.ts';
