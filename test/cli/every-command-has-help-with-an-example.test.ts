@@ -14,6 +14,7 @@ const COMMANDS = [
   'sync',
   'verify',
   'explain',
+  'plan',
   'export',
   'import',
   'publish',
