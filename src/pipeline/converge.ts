@@ -9,8 +9,7 @@ import { Syncer } from '../apply/sync/sync.ts';
 import type { SyncReport } from '../apply/sync/sync-types.ts';
 import { dropProjection } from '../apply/target/drop.ts';
 import { readProjections } from '../apply/target/target-meta.ts';
-import { declaredInputs } from './declared.ts';
-import { toEnable } from './plan.ts';
+import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -118,10 +117,8 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
         error ??= errorOf(err);
       }
     }
-    const undeclaredCapture = status(db)
-      .tables.filter((t) => !source.capture.some((c) => c.table.toLowerCase() === t.name.toLowerCase()))
-      .map((t) => t.name);
-    return { path: source.path, enabled, undeclaredCapture, error };
+    const undeclared = undeclaredCapture(source, status(db));
+    return { path: source.path, enabled, undeclaredCapture: undeclared, error };
   } finally {
     db.close();
   }

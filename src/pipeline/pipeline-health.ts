@@ -9,7 +9,7 @@ import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
 import { isDefaultMirror } from '../apply/sync/projection-set.ts';
 import { readProjections } from '../apply/target/target-meta.ts';
-import { declaredInputs } from './declared.ts';
+import { declaredInputs, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -133,8 +133,8 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
       ...(problem === undefined ? {} : { problem }),
     });
   }
-  for (const t of s.tables) {
-    if (tables.some((x) => x.table.toLowerCase() === t.name.toLowerCase())) continue;
+  for (const name of undeclaredCapture(source, s)) {
+    const t = s.tables.find((x) => x.name === name) as (typeof s.tables)[number];
     tables.push({
       table: t.name,
       declared: false,

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { openDatabase } from '../sqlite/connection.ts';
 import { readSession } from '../sqlite/transaction.ts';
-import { shellWord } from '../sqlite/shell-word.ts';
+import { repairAction, shellWord } from '../sqlite/shell-word.ts';
+import { kindNamed } from '../projection/kinds/registry.ts';
 import { status, type CaptureStatus } from '../capture/status.ts';
 import { targetKey } from '../capture/consumers.ts';
 import { defaultProjectionName } from '../projection/name.ts';
@@ -16,7 +17,7 @@ import {
 } from '../apply/evolution/explain.ts';
 import { TARGET_SCHEMA } from '../apply/target/session.ts';
 import { readProjections } from '../apply/target/target-meta.ts';
-import { declaredInputs } from './declared.ts';
+import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
@@ -105,12 +106,10 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
         path: source.path,
         sourceId: capture.sourceId,
         enable,
-        undeclaredCapture: capture.tables
-          .filter((t) => !source.capture.some((c) => c.table.toLowerCase() === t.name.toLowerCase()))
-          .map((t) => ({
-            table: t.name,
-            fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(t.name)}`,
-          })),
+        undeclaredCapture: undeclaredCapture(source, capture).map((table) => ({
+          table,
+          fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
+        })),
         acknowledgements: undeclaredAcknowledgements(pipeline, source, capture, planned),
       });
     }
@@ -128,15 +127,6 @@ function readCapture(path: string): CaptureStatus {
   } finally {
     db.close();
   }
-}
-
-/** The declared capture the pass enables (converge.ts enables exactly these). */
-export function toEnable(source: PipelineSource, capture: Pick<CaptureStatus, 'tables'>): PlannedSource['enable'] {
-  return source.capture.flatMap((c) => {
-    const t = capture.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
-    if (t !== undefined && t.mode === c.mode) return [];
-    return [{ table: c.table, mode: c.mode, from: t?.mode ?? null }];
-  });
 }
 
 async function explain(
@@ -209,12 +199,27 @@ async function planTarget(
   const explained = await explain(source.path, t.path, inputs, captured);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
+  const toKeys = new Set(enable.filter((e) => e.mode === 'keys' && e.from !== null).map((e) => e.table.toLowerCase()));
   const projections: PlannedProjection[] = Array.isArray(explained) ? [...explained] : [];
   projections.push(
     ...report.projections.map((e): PlannedProjection => {
       // A new definition over a table the pass enables first: built, not refused.
       if (e.sync.does === 'refuse' && e.sync.code === 'TABLE_UNTRACKED' && enabled.has(e.sourceTable.toLowerCase()))
         return { name: e.name, kind: e.kind, does: 'build', reason: null, classification: e.classification };
+      // A table the pass switches to keys mode no longer feeds a kind that needs images: sync suspends it (explain-facts.ts cursorFact).
+      if (
+        toKeys.has(e.sourceTable.toLowerCase()) &&
+        kindNamed(e.kind)?.needsImages !== false &&
+        (e.sync.does === 'continue' || e.sync.does === 'rebuild')
+      )
+        return {
+          name: e.name,
+          kind: e.kind,
+          does: 'suspend',
+          reason: 'NEEDS_IMAGES_MODE',
+          classification: e.classification,
+          fix: repairAction(e.name, 'NEEDS_IMAGES_MODE', source.path, t.path, e.sourceTable),
+        };
       return planned(e);
     }),
   );

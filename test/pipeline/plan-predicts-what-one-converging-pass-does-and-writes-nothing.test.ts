@@ -227,6 +227,12 @@ const SCENARIOS: Scenario[] = [
     expected: { 'cache.db:items': 'continue', 'ack:cheap@old.db': 'forgotten' },
   },
   {
+    name: 'a table switched to keys mode: capture is switched, and its mirror suspended, since it needs images',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml('{items: images, notes: keys}', target('cache.db', '"*"')),
+    expected: { 'enable:notes': 'keys', 'cache.db:items': 'continue', 'cache.db:notes': 'suspend:NEEDS_IMAGES_MODE' },
+  },
+  {
     name: 'a table dropped from the capture list stays captured (undeclared capture) and its mirror continues',
     first: yml('[items, notes]', target('cache.db', '"*"')),
     then: yml('[items]', target('cache.db', '"*"')),
