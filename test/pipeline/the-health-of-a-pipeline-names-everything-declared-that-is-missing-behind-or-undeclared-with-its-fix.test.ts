@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
+import { alter } from '../../src/capture/source-alter.ts';
 import { convergeOnce, loadPipeline, pipelineHealth, readPipelineQuietly } from '../../src/pipeline/index.ts';
 import { pipelineHealthOutput } from '../../src/cli/json-schemas.ts';
 
@@ -119,5 +120,28 @@ describe('the health of a pipeline', () => {
     expect(s?.ok).toBe(false);
     // The pipeline's problems list each of them.
     for (const what of [/new\.db/, /cheap/, /labels/, /notes/, /old\.db/, /lag of 2 events/]) expect(h.problems.join('\n')).toMatch(what);
+  });
+
+  test('is not ok while a declared projection is suspended, and names it with its repair', async ({ tmp, makeDb }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = write(
+      tmp,
+      `sources:\n  - path: app.db\n    capture: [items]\n    targets:\n      - path: cache.db\n        projections: ["*", ${CHEAP}]\n`,
+    );
+    const pipeline = await loadPipeline(file);
+    await convergeOnce(pipeline);
+    expect(pipelineHealth(pipeline).ok).toBe(true);
+    // A column the map reads is dropped from the source: the next pass suspends the map, and the mirror goes on.
+    const app = openDatabase(path.join(tmp, 'app.db'));
+    alter(app, 'ALTER TABLE items DROP COLUMN name');
+    app.close();
+    const pass = await convergeOnce(pipeline);
+    expect(pass.targets[0]?.sync?.projections.find((p) => p.name === 'cheap')?.state).toBe('suspended');
+    const h = pipelineHealth(pipeline);
+    expect(h.ok).toBe(false);
+    const cheap = h.targets[0]?.projections.find((p) => p.name === 'cheap');
+    expect(cheap).toMatchObject({ state: 'suspended', declared: true, needsAction: true });
+    expect(h.problems.join('\n')).toMatch(/cache\.db: cheap: .*sluice/);
+    expect(h.targets[0]?.projections.find((p) => p.name === 'items')).toMatchObject({ state: 'active', needsAction: false });
   });
 });
