@@ -75,8 +75,8 @@ interface HealthOpts {
 /** `health --config FILE`: every declared source and target, read without leaving a trace. */
 async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
   const pipeline = await loadPipeline(file);
-  checkPipelineSources(pipeline);
   const h = await readPipelineQuietly(pipeline, async () => {
+    checkPipelineSources(pipeline);
     // A subscribed target's lag is read from the stream its subscriber reads (the broker is loaded only then).
     const fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
     for (const s of pipeline.subscriptions) {

@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { checkPipelineSources, loadPipeline, planPipeline, type PipelinePlan } from '../index.ts';
+import { readPipelineQuietly } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 
@@ -14,8 +15,11 @@ export function registerPlan(program: Command): void {
     .addHelpText('after', '\nExamples:\n  $ sluice plan\n  $ sluice plan --config /etc/sluice/sluice.yml --json')
     .action(async (opts: { config: string; json?: boolean }) => {
       const pipeline = await loadPipeline(opts.config);
-      checkPipelineSources(pipeline);
-      const plan = await planPipeline(pipeline);
+      // The sources are checked inside the hold too: their reader would leave a -wal and -shm otherwise.
+      const plan = await readPipelineQuietly(pipeline, async () => {
+        checkPipelineSources(pipeline);
+        return planPipeline(pipeline);
+      });
       emit(opts, S.planOutput, plan, () => planText(plan));
     });
 }

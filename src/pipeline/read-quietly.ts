@@ -12,10 +12,12 @@ import type { Pipeline } from './pipeline.ts';
  * is also held by a read-write connection that never writes: the readers
  * share its `-shm`, and when it closes last (as the last connection of a
  * WAL file does) SQLite removes the `-wal` and `-shm` it made, checkpointing
- * nothing, since nothing was written. The database file is not written. A
- * file another process has open keeps its `-wal` and `-shm`, which are that
- * process's. A file that cannot be opened for writing (read-only, or its
- * folder) is read without a holder: its readers may leave the two files.
+ * nothing, since nothing was written. The database file is not written.
+ * A file that has a `-wal` already (another process has it open, or a
+ * reader left it) is not held: those files stay as they are, and are not
+ * this reader's to remove (SQLite's readers may still update the `-shm`,
+ * its shared memory). A file that cannot be opened for writing (read-only,
+ * or its folder) is read without a holder: its readers may leave the two files.
  */
 
 /** Runs `fn` with every file of `files` that exists held so that reading it leaves nothing behind. */
@@ -23,7 +25,8 @@ export async function readQuietly<T>(files: readonly string[], fn: () => T | Pro
   const holders: Db[] = [];
   try {
     for (const file of new Set(files)) {
-      if (!fs.existsSync(file)) continue;
+      // A file with a -wal beside it is open elsewhere, or was left so: its -wal and -shm are not this reader's to remove.
+      if (!fs.existsSync(file) || fs.existsSync(`${file}-wal`)) continue;
       try {
         const db = openDatabase(file, { role: 'database' });
         // Opens the WAL (when the file is in WAL mode) now, before any reader.

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { describe, expect, runCli, test } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
 import { pipelineHealthOutput, planOutput } from '../../src/cli/json-schemas.ts';
 
 /*
@@ -85,6 +86,15 @@ describe('sluice plan and sluice health --config', () => {
     const again = runCli(['plan', '--config', file]);
     expect(again.stdout).toMatch(/nothing to do/);
     expect(filesIn(tmp), 'health and plan of a converged pipeline write nothing either').toEqual(after);
+
+    // A -wal and -shm that another reader left (or another process holds) are not plan's to remove.
+    const reader = openDatabase(path.join(tmp, 'cache.db'), { readonly: true });
+    reader.prepare('SELECT count(*) FROM sqlite_schema').get();
+    reader.close();
+    const left = fs.readdirSync(tmp).sort();
+    expect(left).toContain('cache.db-wal');
+    expect(runCli(['plan', '--config', file]).status).toBe(0);
+    expect(fs.readdirSync(tmp).sort()).toEqual(left);
   });
 
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
