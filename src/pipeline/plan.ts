@@ -169,7 +169,8 @@ function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>):
   }
 }
 
-function planned(e: ProjectionExplanation): PlannedProjection {
+/** `declaredAt`: where the file declares the projection ("FILE:LINE:COL"), when it does by name. */
+function planned(e: ProjectionExplanation, declaredAt: string | undefined): PlannedProjection {
   const base = { name: e.name, kind: e.kind, classification: e.classification };
   const s = e.sync;
   switch (s.does) {
@@ -181,7 +182,8 @@ function planned(e: ProjectionExplanation): PlannedProjection {
     case 'suspend': {
       const code = s.does === 'refuse' ? s.code : s.reason;
       const why = e.changes.find((c) => c.classification === 'Rejected')?.why;
-      const fix = e.repair ?? why ?? `see sluice explain`;
+      // What is wrong with the definition, as sync would say it (it names the fix), else explain's repair.
+      const fix = `${why ?? e.repair ?? 'sluice explain says why'}${declaredAt === undefined ? '' : ` (declared at ${declaredAt})`}`;
       return { ...base, does: s.does, reason: code, fix };
     }
   }
@@ -199,6 +201,9 @@ async function planTarget(
   const explained = await explain(source.path, t.path, inputs, captured);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
+  const declaredAt = new Map(
+    t.projections.flatMap((p) => (p.kind === 'all' ? [] : p.definitions.map((d) => [d.name, p.declaredAt] as const))),
+  );
   const toKeys = new Set(enable.filter((e) => e.mode === 'keys' && e.from !== null).map((e) => e.table.toLowerCase()));
   const projections: PlannedProjection[] = Array.isArray(explained) ? [...explained] : [];
   projections.push(
@@ -220,7 +225,7 @@ async function planTarget(
           classification: e.classification,
           fix: repairAction(e.name, 'NEEDS_IMAGES_MODE', source.path, t.path, e.sourceTable),
         };
-      return planned(e);
+      return planned(e, declaredAt.get(e.name));
     }),
   );
   if (inputs.includes('*'))

@@ -157,6 +157,8 @@ interface Scenario {
   /** Run on the source between the first pass and plan. */
   readonly change?: (src: string) => void;
   readonly expected: Does;
+  /** More to check of the plan (its fixes). */
+  readonly check?: (plan: PipelinePlan) => void;
 }
 
 const SCENARIOS: Scenario[] = [
@@ -207,6 +209,10 @@ const SCENARIOS: Scenario[] = [
     first: yml('[items]', target('cache.db', '"*"', CHEAP)),
     then: yml('[items]', target('cache.db', '"*"', CHEAP.replace('label: name', 'label: nope'))),
     expected: { 'cache.db': 'refused:UNKNOWN_COLUMN' },
+    check: (plan) =>
+      expect(plan.targets[0]?.refused?.fix).toMatch(
+        /Projection cheap: source table items has no column nope.* \(declared at .*sluice\.yml:\d+:\d+\)/,
+      ),
   },
   {
     name: 'a projection removed from the file is undeclared and kept without prune',
@@ -263,6 +269,7 @@ describe('plan predicts what one converging pass does, and writes nothing', () =
       const report = await convergeOnce(pipeline);
       expect(done(report, held, acks, tmp), 'the pass does what plan said').toEqual(predicted);
       expect(predicted).toEqual(s.expected);
+      s.check?.(plan);
     });
 
   test('plan classifies a changed definition as explain does', async ({ tmp, makeDb }) => {
