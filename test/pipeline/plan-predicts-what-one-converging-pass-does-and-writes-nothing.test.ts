@@ -205,10 +205,10 @@ const SCENARIOS: Scenario[] = [
     expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'rebuild:DEFINITION_CHANGED' },
   },
   {
-    name: 'a rejected change refuses the target with its code (a column that does not exist)',
-    first: yml('[items]', target('cache.db', '"*"', CHEAP)),
-    then: yml('[items]', target('cache.db', '"*"', CHEAP.replace('label: name', 'label: nope'))),
-    expected: { 'cache.db': 'refused:UNKNOWN_COLUMN' },
+    name: 'a rejected change refuses the target with its code (a column that does not exist), and the other target goes on',
+    first: yml('[items]', target('cache.db', '"*"', CHEAP) + target('other.db', '"*"')),
+    then: yml('[items]', target('cache.db', '"*"', CHEAP.replace('label: name', 'label: nope')) + target('other.db', '"*"')),
+    expected: { 'cache.db': 'refused:UNKNOWN_COLUMN', 'other.db:items': 'continue' },
     check: (plan) =>
       expect(plan.targets[0]?.refused?.fix).toMatch(
         /Projection cheap: source table items has no column nope.* \(declared at .*sluice\.yml:\d+:\d+\)/,
