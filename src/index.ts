@@ -108,3 +108,19 @@ export { exportOnce, LineSink } from './export/export.ts';
 export type { ExportOptions, ExportResult } from './export/export.ts';
 export { importFile, importStream } from './export/import.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './export/import.ts';
+
+export { loadPipeline, checkPipelineSources, pipelineHealth, planPipeline, convergeOnce, declaredInputs } from './pipeline/index.ts';
+export type {
+  Pipeline,
+  PipelineHealth,
+  PipelineHealthOptions,
+  PipelinePlan,
+  PlannedSource,
+  PlannedTarget,
+  PlannedProjection,
+  PlanAction,
+  ConvergeReport,
+  ConvergeOptions,
+  ConvergedSource,
+  ConvergedTarget,
+} from './pipeline/index.ts';

@@ -27,3 +27,4 @@ export {
 export { withWriteTransaction } from './sqlite/transaction.ts';
 export { writeInitFile } from './pipeline/init-file.ts';
 export type { InitFile } from './pipeline/init-file.ts';
+export { readPipelineQuietly } from './pipeline/read-quietly.ts';

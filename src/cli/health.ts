@@ -1,7 +1,18 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
-import { health, isReasonCode, openDatabase, REASONS, type FedLag, type ProjectionHealth } from '../index.ts';
-import { readProjections } from '../internal.ts';
+import {
+  checkPipelineSources,
+  health,
+  isReasonCode,
+  loadPipeline,
+  openDatabase,
+  pipelineHealth,
+  REASONS,
+  type FedLag,
+  type PipelineHealth,
+  type ProjectionHealth,
+} from '../index.ts';
+import { readPipelineQuietly, readProjections } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -10,9 +21,13 @@ export function registerHealth(program: Command): void {
   program
     .command('health')
     .description(
-      'Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. Read-only. Exits 3 when anything needs action.',
+      'Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. With --config FILE, every source and target the pipeline file declares, judged against it (missing, undeclared, past its lag bounds). Read-only. Exits 3 when anything needs action.',
     )
-    .argument('<target>', 'target SQLite database')
+    .argument('[target]', 'target SQLite database (or --config)')
+    .option(
+      '--config <file>',
+      "check every target a pipeline file declares, with the file's lag bounds, and what the file does not declare (projections, captured tables, acknowledgements); writes nothing",
+    )
     .option('--max-lag-events <n>', 'a projection more than n events behind needs action', parseWholeNumber)
     .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
     .option(
@@ -23,9 +38,18 @@ export function registerHealth(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json\n  $ sluice health subscribed.db --nats nats://127.0.0.1:4222 --max-lag-ms 60000',
+      '\nExamples:\n  $ sluice health cache.db --max-lag-events 10000 --max-lag-ms 60000 --json\n  $ sluice health subscribed.db --nats nats://127.0.0.1:4222 --max-lag-ms 60000\n  $ sluice health --config sluice.yml',
     )
-    .action(async (target: string, opts: { json?: boolean; maxLagEvents?: number; maxLagMs?: number; nats?: string; stream?: string }) => {
+    .action(async (target: string | undefined, opts: HealthOpts, command: Command) => {
+      if (opts.config !== undefined) {
+        const given = ['maxLagEvents', 'maxLagMs', 'nats', 'stream'].filter((k) => opts[k as keyof HealthOpts] !== undefined);
+        if (target !== undefined || given.length > 0)
+          command.error(
+            'error: --config checks every target of the pipeline file with its own bounds: pass no target, --max-lag-*, --nats or --stream with it',
+          );
+        return await pipelineCheck(opts.config, opts);
+      }
+      if (target === undefined) command.error("error: missing required argument 'target' (or pass --config FILE)");
       const fedLag = await streamLags(target, opts);
       const h = health(target, {
         ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
@@ -33,17 +57,55 @@ export function registerHealth(program: Command): void {
         ...(fedLag === undefined ? {} : { fedLag }),
       });
       emit(opts, S.healthOutput, h, () =>
-        h.projections.length === 0
-          ? 'no projections in this target'
-          : h.projections
-              .map(
-                (p) =>
-                  `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}${rebuildNote(p)}${p.note === undefined ? '' : `\n   .. ${p.note}`}`,
-              )
-              .join('\n'),
+        h.projections.length === 0 ? 'no projections in this target' : h.projections.map(projectionText).join('\n'),
       );
       if (!h.ok) throw new ExitSignal(3);
     });
+}
+
+interface HealthOpts {
+  json?: boolean;
+  maxLagEvents?: number;
+  maxLagMs?: number;
+  nats?: string;
+  stream?: string;
+  config?: string;
+}
+
+/** `health --config FILE`: every declared source and target, read without leaving a trace. */
+async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
+  const pipeline = await loadPipeline(file);
+  const h = await readPipelineQuietly(pipeline, async () => {
+    checkPipelineSources(pipeline);
+    // A subscribed target's lag is read from the stream its subscriber reads (the broker is loaded only then).
+    const fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
+    for (const s of pipeline.subscriptions) {
+      if (!fs.existsSync(s.path) || !recordsSubscriber(s.path)) continue;
+      const broker = await import('../broker/index.ts');
+      fedLag.set(s.path, await broker.readRecordedStreamLags(s.path));
+    }
+    return pipelineHealth(pipeline, { fedLag });
+  });
+  emit(opts, S.pipelineHealthOutput, h, () => pipelineText(h));
+  if (!h.ok) throw new ExitSignal(3);
+}
+
+function pipelineText(h: PipelineHealth): string {
+  const lines: string[] = [];
+  for (const s of h.sources) {
+    lines.push(`${s.ok ? 'ok' : '!!'} source ${s.path}${s.seq === null ? '' : ` seq ${s.seq}`}`);
+    for (const p of s.problems) lines.push(`   -> ${p}`);
+  }
+  for (const t of h.targets) {
+    lines.push(`${t.ok ? 'ok' : '!!'} target ${t.path}${t.exists ? '' : ' (does not exist)'}`);
+    for (const p of t.problems) lines.push(`   -> ${p}`);
+    for (const p of t.projections) lines.push(`   ${projectionText(p).replaceAll('\n', '\n   ')}${p.declared ? '' : ' (undeclared)'}`);
+  }
+  return lines.join('\n');
+}
+
+function projectionText(p: ProjectionHealth): string {
+  return `${p.needsAction ? '!!' : 'ok'} ${p.name} [${p.kind}] ${p.state}${p.reason !== null ? ` ${p.reason}` : ''} seq ${p.seq}${p.lagEvents !== null ? ` lag ${p.lagEvents} events / ${p.lagMs ?? 0} ms` : ''}${p.problems.map((x) => `\n   -> ${x}`).join('')}${rebuildNote(p)}${p.note === undefined ? '' : `\n   .. ${p.note}`}`;
 }
 
 /**

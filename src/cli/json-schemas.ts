@@ -277,6 +277,48 @@ export const pipelineHealthOutput = z.object({
   problems: z.array(z.string()),
 });
 
+/** `plan --json` (src/pipeline/plan.ts: PipelinePlan). */
+export const planOutput = z.object({
+  config: z.string(),
+  prune: z.boolean(),
+  converged: z.boolean(),
+  sources: z.array(
+    z.object({
+      path: z.string(),
+      sourceId: z.string().nullable(),
+      enable: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys']), from: z.string().nullable() })),
+      undeclaredCapture: z.array(z.object({ table: z.string(), fix: z.string() })),
+      acknowledgements: z.array(
+        z.object({
+          consumer: z.string(),
+          target: z.string(),
+          projection: z.string(),
+          does: z.enum(['forget', 'undeclared']),
+          fix: z.string(),
+        }),
+      ),
+    }),
+  ),
+  targets: z.array(
+    z.object({
+      path: z.string(),
+      source: z.string(),
+      exists: z.boolean(),
+      refused: z.object({ code: z.string(), projection: z.string(), fix: z.string() }).nullable(),
+      projections: z.array(
+        z.object({
+          name: z.string(),
+          kind: z.string(),
+          does: z.enum(['build', 'continue', 'rebuild', 'refuse', 'suspend', 'drop', 'undeclared']),
+          reason: z.string().nullable(),
+          classification: z.string().nullable(),
+          fix: z.string().optional(),
+        }),
+      ),
+    }),
+  ),
+});
+
 /** What `sluice run` serves at /healthz and to its status page (src/pipeline/status.ts: RunStatus). */
 export const runStatusOutput = pipelineHealthOutput.extend({
   run: z.object({

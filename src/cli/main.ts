@@ -24,6 +24,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   sync: async () => (await import('./sync.ts')).registerSync,
   verify: async () => (await import('./verify.ts')).registerVerify,
   explain: async () => (await import('./explain.ts')).registerExplain,
+  plan: async () => (await import('./plan.ts')).registerPlan,
   export: async () => (await import('./export.ts')).registerExport,
   import: async () => (await import('./import.ts')).registerImport,
   publish: async () => (await import('./publish.ts')).registerPublish,

@@ -1,5 +1,6 @@
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
-import type { ProjectionEntry } from './pipeline.ts';
+import type { CaptureStatus } from '../capture/status.ts';
+import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
 
 /**
  * A declared target's projections as a sync takes them (SyncOptions.projections):
@@ -10,4 +11,25 @@ import type { ProjectionEntry } from './pipeline.ts';
  */
 export function declaredInputs(entries: readonly ProjectionEntry[]): (ProjectionDefinitionInput | '*')[] {
   return entries.flatMap((e): (ProjectionDefinitionInput | '*')[] => (e.kind === 'all' ? ['*'] : [...e.definitions]));
+}
+
+/**
+ * The declared capture a pass enables (convergeOnce enables exactly these,
+ * and plan says so): each declared table not captured yet (`from` null),
+ * or captured in another mode (`from` that mode).
+ */
+export function toEnable(
+  source: PipelineSource,
+  capture: Pick<CaptureStatus, 'tables'>,
+): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null }[] {
+  return source.capture.flatMap((c) => {
+    const t = capture.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+    if (t !== undefined && t.mode === c.mode) return [];
+    return [{ table: c.table, mode: c.mode, from: t?.mode ?? null }];
+  });
+}
+
+/** The captured tables `source` does not declare (undeclared capture: reported, never disabled by a pass). */
+export function undeclaredCapture(source: PipelineSource, capture: Pick<CaptureStatus, 'tables'>): string[] {
+  return capture.tables.filter((t) => !source.capture.some((c) => c.table.toLowerCase() === t.name.toLowerCase())).map((t) => t.name);
 }

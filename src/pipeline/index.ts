@@ -26,3 +26,10 @@ export type {
   AcknowledgementHealth,
 } from './status.ts';
 export { declaredInputs } from './declared.ts';
+export { pipelineHealth } from './pipeline-health.ts';
+export type { PipelineHealthOptions } from './pipeline-health.ts';
+export { planPipeline } from './plan.ts';
+export type { PipelinePlan, PlannedSource, PlannedTarget, PlannedProjection, PlanAction } from './plan.ts';
+export { convergeOnce } from './converge.ts';
+export type { ConvergeReport, ConvergeOptions, ConvergedSource, ConvergedTarget } from './converge.ts';
+export { readQuietly, readPipelineQuietly } from './read-quietly.ts';

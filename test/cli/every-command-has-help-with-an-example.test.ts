@@ -15,6 +15,7 @@ const COMMANDS = [
   'sync',
   'verify',
   'explain',
+  'plan',
   'export',
   'import',
   'publish',

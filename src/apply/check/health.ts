@@ -32,6 +32,8 @@ export interface HealthOptions {
    * lag cannot be known, and a lag that cannot be known needs action.
    */
   readonly fedLag?: ReadonlyMap<string, FedLag>;
+  /** The time lags in ms are measured to (ms since the epoch). Default: now. */
+  readonly now?: number;
 }
 
 /** A fed projection's lag, read from its stream, or why it could not be read (a problem, with what to do). */
@@ -139,7 +141,7 @@ interface SourceFacts {
   problems: string[];
 }
 
-function readSource(r: ProjectionRecord, source: Db, targetPath: string): SourceFacts {
+function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: number): SourceFacts {
   const facts: SourceFacts = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   readSessionSync(source, () => {
     try {
@@ -150,7 +152,7 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string): Source
       }
       facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
       const table = readTables(source).find((t) => t.name === r.sourceTable);
-      if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq));
+      if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq, now));
       else
         facts.problems.push(
           `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (${shellCommand('enable', { source: r.sourcePath ?? '', table: r.sourceTable })}) and run sluice sync, or remove the projection and its tables (${shellCommand('drop', { target: targetPath, projection: r.name })})`,
@@ -177,9 +179,10 @@ function lag(
   state: CaptureState,
   tid: number,
   sourceSeq: number,
+  now: number,
 ): Pick<SourceFacts, 'lagEvents' | 'lagMs'> {
   const oldest = firstEventMsAfter(source, tid, r.seq);
-  const since = (ms: number) => Math.max(0, Date.now() - ms);
+  const since = (ms: number) => Math.max(0, now - ms);
   if (r.seq < state.prunedThrough) {
     const lagEvents = sourceSeq - r.seq;
     const lagMs = lagEvents === 0 ? 0 : r.lastEventMs !== null ? since(r.lastEventMs) : oldest === undefined ? 0 : since(oldest);
@@ -247,7 +250,7 @@ function one(
   }
   let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
-  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath);
+  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath, options.now ?? Date.now());
   else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
   problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';

@@ -240,7 +240,7 @@ async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> 
 }
 
 /** The definition compiled and checked against today's source as sync does, or why it cannot be. */
-function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
+export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
   const info = describeTable(db, def.source);
   const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
   try {

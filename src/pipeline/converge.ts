@@ -1,0 +1,164 @@
+import fs from 'node:fs';
+import { SluiceError } from '../errors.ts';
+import { openDatabase } from '../sqlite/connection.ts';
+import { enable } from '../capture/enable.ts';
+import { status } from '../capture/status.ts';
+import { targetKey } from '../capture/consumers.ts';
+import { forget } from '../feed/acknowledge.ts';
+import { Syncer } from '../apply/sync/sync.ts';
+import type { SyncReport } from '../apply/sync/sync-types.ts';
+import { dropProjection } from '../apply/target/drop.ts';
+import { readProjections } from '../apply/target/target-meta.ts';
+import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import type { Pipeline, PipelineSource } from './pipeline.ts';
+
+/*
+ * One pass of what `sluice run` keeps doing: bring what exists to what the
+ * file declares. In order: enable the declared capture that is not there
+ * yet (or is in another mode); sync each declared target with its declared
+ * projections (a missing target is built with all of them); then, only
+ * with `prune: true`, drop the projections a target holds that the file
+ * does not declare and forget the acknowledgements of targets and
+ * projections it no longer declares. Capture is never disabled. A target
+ * whose sync fails is recorded and the others go on. No process concerns
+ * here (signals, retries, HTTP): the caller owns those. planPipeline
+ * (plan.ts) predicts this pass, and a test holds the two together.
+ */
+
+export interface ConvergedSource {
+  readonly path: string;
+  /** What this pass enabled (or switched to another mode). */
+  readonly enabled: readonly { readonly table: string; readonly mode: 'images' | 'keys' }[];
+  /** Captured tables the file does not declare (left captured). */
+  readonly undeclaredCapture: readonly string[];
+  /** Acknowledgements forgotten (prune: true only). */
+  readonly forgotten: readonly string[];
+  /** Why enabling failed, if it did (the targets are synced anyway). */
+  readonly error: { readonly code: string; readonly message: string } | null;
+}
+
+export interface ConvergedTarget {
+  readonly path: string;
+  readonly source: string;
+  /** Whether this pass made the target file. */
+  readonly created: boolean;
+  /** The sync's report; null when it failed as a whole (`error`). */
+  readonly sync: SyncReport | null;
+  readonly error: { readonly code: string; readonly message: string } | null;
+  /** Projections dropped because the file does not declare them (prune: true only). */
+  readonly dropped: readonly string[];
+}
+
+export interface ConvergeReport {
+  readonly sources: readonly ConvergedSource[];
+  readonly targets: readonly ConvergedTarget[];
+}
+
+export interface ConvergeOptions {
+  /** Stops each sync between two target transactions (RunOptions.signal). */
+  readonly signal?: AbortSignal;
+}
+
+function errorOf(err: unknown): { code: string; message: string } {
+  if (err instanceof SluiceError) return { code: err.code, message: err.message };
+  return { code: 'APPLY_FAILED', message: err instanceof Error ? err.message : String(err) };
+}
+
+/**
+ * Runs one pass: enable, sync every declared target, and (prune: true)
+ * drop and forget what is no longer declared.
+ *
+ * @example
+ * const r = await convergeOnce(await loadPipeline('sluice.yml'));
+ * for (const t of r.targets) if (t.error !== null) console.error(t.path, t.error.code);
+ */
+export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions = {}): Promise<ConvergeReport> {
+  const sources: ConvergedSource[] = [];
+  const targets: ConvergedTarget[] = [];
+  for (const source of pipeline.sources) {
+    const captured = enableDeclared(source);
+    const synced: ConvergedTarget[] = [];
+    for (const t of source.targets) {
+      const created = !fs.existsSync(t.path);
+      let sync: SyncReport | null = null;
+      let error: ConvergedTarget['error'] = null;
+      try {
+        const syncer = await Syncer.open(source.path, t.path, { projections: declaredInputs(t.projections) });
+        try {
+          sync = await syncer.runOnce(options.signal === undefined ? {} : { signal: options.signal });
+        } finally {
+          syncer.close();
+        }
+      } catch (err) {
+        error = errorOf(err);
+      }
+      synced.push({ path: t.path, source: source.path, created: created && fs.existsSync(t.path), sync, error, dropped: [] });
+    }
+    const pruned = pipeline.prune ? prune(source, synced) : { targets: synced, forgotten: [] };
+    targets.push(...pruned.targets);
+    sources.push({ ...captured, forgotten: pruned.forgotten });
+  }
+  return { sources, targets };
+}
+
+function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotten'> {
+  const db = openDatabase(source.path, { role: 'source' });
+  const enabled: { table: string; mode: 'images' | 'keys' }[] = [];
+  try {
+    const todo = toEnable(source, status(db));
+    let error: ConvergedSource['error'] = null;
+    for (const mode of ['images', 'keys'] as const) {
+      const tables = todo.filter((e) => e.mode === mode).map((e) => e.table);
+      if (tables.length === 0) continue;
+      try {
+        enable(db, tables, { mode });
+        enabled.push(...tables.map((table) => ({ table, mode })));
+      } catch (err) {
+        error ??= errorOf(err);
+      }
+    }
+    const undeclared = undeclaredCapture(source, status(db));
+    return { path: source.path, enabled, undeclaredCapture: undeclared, error };
+  } finally {
+    db.close();
+  }
+}
+
+/** prune: true: drops what each synced target holds beyond what its sync ran, then forgets acknowledgements no declared target keeps. */
+function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { targets: ConvergedTarget[]; forgotten: string[] } {
+  const targets = synced.map((t) => {
+    if (t.sync === null || !fs.existsSync(t.path)) return t;
+    const declared = new Set(t.sync.projections.map((p) => p.name));
+    const dropped: string[] = [];
+    for (const name of heldNames(t.path)) {
+      if (declared.has(name)) continue;
+      dropProjection(t.path, name);
+      dropped.push(name);
+    }
+    return { ...t, dropped };
+  });
+  const db = openDatabase(source.path, { role: 'source' });
+  const forgotten: string[] = [];
+  try {
+    for (const c of status(db).consumers) {
+      if (c.target === null || c.projection === null) continue;
+      const t = targets.find((x) => targetKey(x.path) === c.target);
+      // A target whose sync failed keeps its acknowledgements: what it declares could not be read.
+      if (t !== undefined && (t.sync === null || t.sync.projections.some((p) => p.name === c.projection))) continue;
+      forget(db, c.name);
+      forgotten.push(c.name);
+    }
+  } finally {
+    db.close();
+  }
+  return { targets, forgotten };
+}
+
+function heldNames(target: string): string[] {
+  const db = openDatabase(target, { readonly: true, role: 'target' });
+  try {
+    return readProjections(db, 'main').map((r) => r.name);
+  } finally {
+    db.close();
+  }
+}

@@ -1,0 +1,274 @@
+import fs from 'node:fs';
+import { SluiceError } from '../errors.ts';
+import { openDatabase } from '../sqlite/connection.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
+import { status, type CaptureStatus } from '../capture/status.ts';
+import { targetKey } from '../capture/consumers.ts';
+import { defaultProjectionName } from '../projection/name.ts';
+import { health, type FedLag } from '../apply/check/health.ts';
+import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
+import { isDefaultMirror } from '../apply/sync/projection-set.ts';
+import { readProjections } from '../apply/target/target-meta.ts';
+import { declaredInputs, undeclaredCapture } from './declared.ts';
+import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
+import type {
+  AcknowledgementHealth,
+  CapturedTableHealth,
+  DeclaredProjectionHealth,
+  PipelineHealth,
+  SourceHealth,
+  TargetHealth,
+} from './status.ts';
+
+/*
+ * The health of a whole pipeline, judged against its file: each declared
+ * target by health() with the file's lag bounds, and what the file does not
+ * account for (a projection a target holds and the file does not declare, a
+ * captured table it does not list, an acknowledgement of a target or
+ * projection it no longer declares). Read-only: the sources and targets are
+ * opened read-only, a missing target is reported, not made. A caller that
+ * must leave no -wal or -shm behind holds the files (readQuietly).
+ */
+
+export interface PipelineHealthOptions {
+  /** The time lags are measured to (ms since the epoch). Default: now. */
+  readonly now?: number;
+  /**
+   * The lags of a subscribed target's projections (by target path, then
+   * projection), read from the broker by the caller; without them a
+   * subscribed projection's lag is unknown, which needs action (health's rule).
+   */
+  readonly fedLag?: ReadonlyMap<string, ReadonlyMap<string, FedLag>>;
+}
+
+/**
+ * Reads the health of every declared source and target of `pipeline`.
+ *
+ * @example
+ * const h = pipelineHealth(await loadPipeline('sluice.yml'));
+ * if (!h.ok) for (const p of h.problems) console.log(p);
+ */
+export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOptions = {}): PipelineHealth {
+  const now = options.now ?? Date.now();
+  const sources: SourceHealth[] = [];
+  const targets: TargetHealth[] = [];
+  const problems: string[] = [];
+  for (const source of pipeline.sources) {
+    const capture = readCapture(source.path);
+    for (const t of source.targets) {
+      const th = targetHealth(t.path, source.path, 'sync', t.projections, t.health, capture, now, undefined, t.declaredAt);
+      targets.push(th);
+    }
+    const sh = sourceHealth(pipeline, source, capture, targets);
+    sources.push(sh);
+    problems.push(...sh.problems);
+  }
+  for (const s of pipeline.subscriptions)
+    targets.push(
+      targetHealth(s.path, null, 'subscribe', s.projections, s.health, undefined, now, options.fedLag?.get(s.path), s.declaredAt),
+    );
+  for (const t of targets)
+    problems.push(...t.problems, ...t.projections.flatMap((p) => p.problems.map((x) => `${t.path}: ${p.name}: ${x}`)));
+  return {
+    ok: sources.every((s) => s.ok) && targets.every((t) => t.ok),
+    config: pipeline.file,
+    checkedMs: now,
+    sources,
+    targets,
+    problems,
+  };
+}
+
+type Capture = { readonly status: CaptureStatus } | { readonly error: string };
+
+function causeOf(err: unknown): string {
+  return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
+}
+
+function readCapture(path: string): Capture {
+  try {
+    const db = openDatabase(path, { readonly: true, role: 'source' });
+    try {
+      return { status: status(db) };
+    } finally {
+      db.close();
+    }
+  } catch (err) {
+    return { error: causeOf(err) };
+  }
+}
+
+function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Capture, targets: readonly TargetHealth[]): SourceHealth {
+  const src = shellWord(source.path);
+  if ('error' in capture)
+    return {
+      path: source.path,
+      ok: false,
+      sourceId: null,
+      seq: null,
+      tables: [],
+      acknowledgements: [],
+      problems: [`source ${source.path} cannot be read: ${capture.error}`],
+    };
+  const s = capture.status;
+  const problems: string[] = [];
+  if (s.problem !== undefined) problems.push(`source ${source.path}: ${s.problem}`);
+  const tables: CapturedTableHealth[] = [];
+  for (const c of source.capture) {
+    const t = s.tables.find((x) => x.name === c.table) ?? s.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+    const problem =
+      t === undefined
+        ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'keys' ? ' --mode keys' : ''})`
+        : t.mode !== c.mode
+          ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
+          : !t.armed
+            ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
+            : undefined;
+    tables.push({
+      table: c.table,
+      declared: true,
+      captured: t !== undefined,
+      armed: t?.armed ?? false,
+      mode: t?.mode ?? null,
+      ...(problem === undefined ? {} : { problem }),
+    });
+  }
+  for (const name of undeclaredCapture(source, s)) {
+    const t = s.tables.find((x) => x.name === name) as (typeof s.tables)[number];
+    tables.push({
+      table: t.name,
+      declared: false,
+      captured: true,
+      armed: t.armed,
+      mode: t.mode,
+      problem: `table ${t.name} of ${source.path} is captured but not declared in ${pipeline.file} (undeclared capture): add it to the source's "capture", or take capture off it (sluice disable ${src} ${shellWord(t.name)}); sluice run never disables capture by itself`,
+    });
+  }
+  problems.push(...tables.flatMap((t) => (t.problem === undefined ? [] : [t.problem])));
+  const acknowledgements: AcknowledgementHealth[] = s.consumers.map((c) => {
+    const declared = c.target !== null && c.projection !== null && declaresAt(targets, c.target, c.projection);
+    return { consumer: c.name, target: c.target, projection: c.projection, declared, seq: c.seq };
+  });
+  for (const a of acknowledgements) {
+    // Only a sync's acknowledgements are judged: another consumer (a publisher's, a reader's) is not a target's.
+    if (a.declared || a.target === null) continue;
+    problems.push(
+      `acknowledgement ${a.consumer} of ${source.path} is of ${targets.some((t) => targetKey(t.path) === a.target) ? `projection ${a.projection}, which its target does not declare` : `target ${a.target}, which ${pipeline.file} does not declare`}: it holds back pruning of the journal; forget it (sluice forget ${src} ${shellWord(a.consumer)}), or set prune: true and sluice run forgets it`,
+    );
+  }
+  return {
+    path: source.path,
+    ok: problems.length === 0,
+    sourceId: s.sourceId,
+    seq: s.enabled ? s.seq : null,
+    tables,
+    acknowledgements,
+    problems,
+  };
+}
+
+/** Whether a declared target (by its real path, as acknowledgements name it) declares `projection`. */
+function declaresAt(targets: readonly TargetHealth[], target: string, projection: string): boolean {
+  return targets.some(
+    (t) => t.via === 'sync' && targetKey(t.path) === target && t.projections.some((p) => p.name === projection && p.declared),
+  );
+}
+
+function targetHealth(
+  path: string,
+  source: string | null,
+  via: 'sync' | 'subscribe',
+  entries: readonly ProjectionEntry[],
+  bounds: HealthBounds,
+  capture: Capture | undefined,
+  now: number,
+  fedLag: ReadonlyMap<string, FedLag> | undefined,
+  declaredAt: string,
+): TargetHealth {
+  const declared = declaredInputs(entries);
+  const named = declared.flatMap((d) => (d === '*' ? [] : [{ name: d.name, kind: d.kind, source: d.source }]));
+  const all = declared.includes('*');
+  const fix = via === 'sync' ? 'sluice run builds it' : 'sluice run subscribes and builds it';
+  const base = {
+    path,
+    source,
+    via,
+    bounds: { maxLagEvents: bounds.maxLagEvents ?? null, maxLagMs: bounds.maxLagMs ?? null },
+  };
+  // What "*" asks for when nothing is held yet: a mirror of each captured images-mode table.
+  const mirrors = (taken: ReadonlySet<string>) =>
+    !all || capture === undefined || 'error' in capture
+      ? []
+      : capture.status.tables
+          .filter((t) => t.mode === 'images')
+          .map((t) => ({ name: defaultProjectionName(t.name), kind: 'mirror', source: t.name }))
+          .filter((m) => !taken.has(m.name));
+  const missing = (p: { name: string; kind: string; source: string }): DeclaredProjectionHealth => {
+    const action = `projection ${p.name} is declared and not built yet: ${fix}${source === null ? '' : ` (or sluice sync ${shellWord(source)} ${shellWord(path)} with its definition)`}`;
+    return {
+      ...notHeldHealth({
+        name: p.name,
+        kind: p.kind,
+        state: 'missing',
+        reason: null,
+        detail: { table: p.source },
+        seq: 0,
+        sourcePath: source,
+        action,
+        problems: [action],
+      }),
+      declared: true,
+    };
+  };
+  if (!fs.existsSync(path)) {
+    const projections = [...named, ...mirrors(new Set(named.map((n) => n.name)))].map(missing);
+    return {
+      ...base,
+      exists: false,
+      ok: false,
+      projections,
+      problems: [`target ${path} is declared (${declaredAt}) but does not exist: ${fix} with every declared projection`],
+    };
+  }
+  let held: ProjectionHealth[];
+  let defaultMirrors: Set<string>;
+  try {
+    held = [
+      ...health(path, {
+        now,
+        ...(bounds.maxLagEvents === undefined ? {} : { maxLagEvents: bounds.maxLagEvents }),
+        ...(bounds.maxLagMs === undefined ? {} : { maxLagMs: bounds.maxLagMs }),
+        ...(fedLag === undefined ? {} : { fedLag }),
+      }).projections,
+    ];
+    defaultMirrors = mirrorsHeld(path);
+  } catch (err) {
+    return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
+  }
+  const names = new Set(named.map((n) => n.name));
+  const isDeclared = (p: ProjectionHealth) => names.has(p.name) || (all && (defaultMirrors.has(p.name) || p.reason === 'MIRROR_NOT_BUILT'));
+  const projections: DeclaredProjectionHealth[] = held.map((p) => {
+    if (isDeclared(p)) return { ...p, declared: true };
+    const undeclared = `projection ${p.name} is held by ${path} but not declared in its pipeline file: remove it (sluice drop ${shellWord(path)} ${shellWord(p.name)}), declare it, or set prune: true and sluice run drops it`;
+    const problems = [undeclared, ...p.problems];
+    return { ...p, declared: false, needsAction: true, action: undeclared, problems };
+  });
+  const have = new Set(held.map((p) => p.name));
+  projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
+  if (all && held.length === 0) projections.push(...mirrors(have).map(missing));
+  return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
+}
+
+/** The projections of the target that "*" made (its default mirrors). */
+function mirrorsHeld(path: string): Set<string> {
+  const db = openDatabase(path, { readonly: true, role: 'target' });
+  try {
+    return new Set(
+      readProjections(db, 'main')
+        .filter(isDefaultMirror)
+        .map((r) => r.name),
+    );
+  } finally {
+    db.close();
+  }
+}

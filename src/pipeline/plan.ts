@@ -1,0 +1,302 @@
+import fs from 'node:fs';
+import { openDatabase } from '../sqlite/connection.ts';
+import { readSession } from '../sqlite/transaction.ts';
+import { repairAction, shellWord } from '../sqlite/shell-word.ts';
+import { kindNamed } from '../projection/kinds/registry.ts';
+import { status, type CaptureStatus } from '../capture/status.ts';
+import { targetKey } from '../capture/consumers.ts';
+import { defaultProjectionName } from '../projection/name.ts';
+import { parseDefinition } from '../projection/definition.ts';
+import {
+  compileOrError,
+  definitionsToExplain,
+  explainAlter,
+  explainDefinitions,
+  type ExplainReport,
+  type ProjectionExplanation,
+} from '../apply/evolution/explain.ts';
+import { TARGET_SCHEMA } from '../apply/target/session.ts';
+import { readProjections } from '../apply/target/target-meta.ts';
+import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { readPipelineQuietly } from './read-quietly.ts';
+import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
+
+/*
+ * `sluice plan`: what the next pass of convergeOnce (converge.ts, what
+ * `sluice run` does) would do to reach the file, read without writing
+ * anything. Each declared target's definitions are classified by explain's
+ * own code (explainAlter, or for a target that does not exist yet its
+ * classification against an empty target in memory), so plan cannot
+ * disagree with explain, and explain is held to what sync then does. What
+ * the pass enables first (declared capture not there yet) is accounted for:
+ * a definition over a table it enables is built, and "*" mirrors each
+ * images-mode table it enables.
+ */
+
+/** What the pass does with one projection of a target. */
+export type PlanAction = 'build' | 'continue' | 'rebuild' | 'refuse' | 'suspend' | 'drop' | 'undeclared';
+
+export interface PlannedProjection {
+  readonly name: string;
+  readonly kind: string;
+  readonly does: PlanAction;
+  /** rebuild: why (explain's reason); refuse and suspend: the code; else null. */
+  readonly reason: string | null;
+  /** explain's classification of the change (null for a projection the file does not declare). */
+  readonly classification: string | null;
+  /** For refuse, suspend, drop and undeclared: what to do, with the command. */
+  readonly fix?: string;
+}
+
+export interface PlannedTarget {
+  readonly path: string;
+  readonly source: string;
+  readonly exists: boolean;
+  /** Set when the whole sync of the target is refused (a declared definition that does not compile or collides): nothing of it runs. */
+  readonly refused: { readonly code: string; readonly projection: string; readonly fix: string } | null;
+  readonly projections: readonly PlannedProjection[];
+}
+
+export interface PlannedSource {
+  readonly path: string;
+  readonly sourceId: string | null;
+  /** Declared capture the pass enables: a table not captured yet (`from` null), or captured in another mode (`from` that mode). */
+  readonly enable: readonly { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null }[];
+  /** Captured tables the file does not declare: reported, never disabled by run. */
+  readonly undeclaredCapture: readonly { readonly table: string; readonly fix: string }[];
+  /** Acknowledgement rows of targets or projections the file no longer declares: forgotten with prune: true, else reported. */
+  readonly acknowledgements: readonly {
+    readonly consumer: string;
+    readonly target: string;
+    readonly projection: string;
+    readonly does: 'forget' | 'undeclared';
+    readonly fix: string;
+  }[];
+}
+
+export interface PipelinePlan {
+  readonly config: string;
+  readonly prune: boolean;
+  /** True when the pass would change nothing: everything declared is there and continues, nothing is undeclared. */
+  readonly converged: boolean;
+  readonly sources: readonly PlannedSource[];
+  readonly targets: readonly PlannedTarget[];
+}
+
+/**
+ * What the next convergeOnce pass would do to reach `pipeline`. Writes
+ * nothing: no file is created, changed or removed (a missing target is not
+ * made; readQuietly leaves no -wal or -shm).
+ *
+ * @example
+ * const p = await planPipeline(await loadPipeline('sluice.yml'));
+ * for (const t of p.targets) for (const x of t.projections) console.log(t.path, x.name, x.does, x.reason);
+ */
+export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
+  return readPipelineQuietly(pipeline, async () => {
+    const sources: PlannedSource[] = [];
+    const targets: PlannedTarget[] = [];
+    for (const source of pipeline.sources) {
+      const capture = readCapture(source.path);
+      const enable = toEnable(source, capture);
+      const planned: PlannedTarget[] = [];
+      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled));
+      targets.push(...planned);
+      sources.push({
+        path: source.path,
+        sourceId: capture.sourceId,
+        enable,
+        undeclaredCapture: undeclaredCapture(source, capture).map((table) => ({
+          table,
+          fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
+        })),
+        acknowledgements: undeclaredAcknowledgements(pipeline, source, capture, planned),
+      });
+    }
+    const converged =
+      sources.every((s) => s.enable.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0) &&
+      targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
+    return { config: pipeline.file, prune: pipeline.prune, converged, sources, targets };
+  });
+}
+
+function readCapture(path: string): CaptureStatus {
+  const db = openDatabase(path, { readonly: true, role: 'source' });
+  try {
+    return status(db);
+  } finally {
+    db.close();
+  }
+}
+
+async function explain(
+  source: string,
+  target: string,
+  inputs: ReturnType<typeof declaredInputs>,
+  captured: boolean,
+): Promise<ExplainReport | PlannedProjection[]> {
+  if (!captured) return firstBuilds(source, inputs);
+  if (fs.existsSync(target)) return explainAlter(source, target, { projections: inputs });
+  // A target that does not exist yet is classified against an empty one in memory: every projection is a first build,
+  // and what sync refuses (a definition that does not compile, two that collide) is refused here by the same code.
+  const db = openDatabase(source, { readonly: true, role: 'source' });
+  try {
+    db.prepare(`ATTACH DATABASE ':memory:' AS ${TARGET_SCHEMA}`).run();
+    return await readSession(db, async () => explainDefinitions(db, source, target, await definitionsToExplain(db, inputs)));
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * A source with no capture yet has nothing to classify against (explain
+ * needs its capture): the pass enables it first, then builds every
+ * declared definition, or refuses one that does not compile against the
+ * source, as sync does (explain's compileOrError). "*" is planned by the caller.
+ */
+function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>): PlannedProjection[] {
+  const db = openDatabase(source, { readonly: true, role: 'source' });
+  try {
+    return inputs.flatMap((d): PlannedProjection[] => {
+      if (d === '*') return [];
+      const p = compileOrError(db, parseDefinition(d));
+      return 'error' in p
+        ? [{ name: p.name, kind: d.kind, does: 'refuse', reason: p.error.code, classification: 'Rejected', fix: p.error.message }]
+        : [{ name: p.name, kind: p.kind, does: 'build', reason: null, classification: 'Rebuildable' }];
+    });
+  } finally {
+    db.close();
+  }
+}
+
+/** `declaredAt`: where the file declares the projection ("FILE:LINE:COL"), when it does by name. */
+function planned(e: ProjectionExplanation, declaredAt: string | undefined): PlannedProjection {
+  const base = { name: e.name, kind: e.kind, classification: e.classification };
+  const s = e.sync;
+  switch (s.does) {
+    case 'continue':
+      return { ...base, does: 'continue', reason: null };
+    case 'rebuild':
+      return { ...base, does: s.reason === null ? 'build' : 'rebuild', reason: s.reason };
+    case 'refuse':
+    case 'suspend': {
+      const code = s.does === 'refuse' ? s.code : s.reason;
+      const why = e.changes.find((c) => c.classification === 'Rejected')?.why;
+      // What is wrong with the definition, as sync would say it (it names the fix), else explain's repair.
+      const fix = `${why ?? e.repair ?? 'sluice explain says why'}${declaredAt === undefined ? '' : ` (declared at ${declaredAt})`}`;
+      return { ...base, does: s.does, reason: code, fix };
+    }
+  }
+}
+
+async function planTarget(
+  pipeline: Pipeline,
+  source: PipelineSource,
+  t: PipelineTarget,
+  enable: PlannedSource['enable'],
+  captured: boolean,
+): Promise<PlannedTarget> {
+  const inputs = declaredInputs(t.projections);
+  const exists = fs.existsSync(t.path);
+  const explained = await explain(source.path, t.path, inputs, captured);
+  const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
+  const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
+  const declaredAt = new Map(
+    t.projections.flatMap((p) => (p.kind === 'all' ? [] : p.definitions.map((d) => [d.name, p.declaredAt] as const))),
+  );
+  const toKeys = new Set(enable.filter((e) => e.mode === 'keys' && e.from !== null).map((e) => e.table.toLowerCase()));
+  const projections: PlannedProjection[] = Array.isArray(explained) ? [...explained] : [];
+  projections.push(
+    ...report.projections.map((e): PlannedProjection => {
+      // A new definition over a table the pass enables first: built, not refused.
+      if (e.sync.does === 'refuse' && e.sync.code === 'TABLE_UNTRACKED' && enabled.has(e.sourceTable.toLowerCase()))
+        return { name: e.name, kind: e.kind, does: 'build', reason: null, classification: e.classification };
+      // A table the pass switches to keys mode no longer feeds a kind that needs images: sync suspends it (explain-facts.ts cursorFact).
+      if (
+        toKeys.has(e.sourceTable.toLowerCase()) &&
+        kindNamed(e.kind)?.needsImages !== false &&
+        (e.sync.does === 'continue' || e.sync.does === 'rebuild')
+      )
+        return {
+          name: e.name,
+          kind: e.kind,
+          does: 'suspend',
+          reason: 'NEEDS_IMAGES_MODE',
+          classification: e.classification,
+          fix: repairAction(e.name, 'NEEDS_IMAGES_MODE', source.path, t.path, e.sourceTable),
+        };
+      return planned(e, declaredAt.get(e.name));
+    }),
+  );
+  if (inputs.includes('*'))
+    for (const e of enable) {
+      const name = defaultProjectionName(e.table);
+      if (e.mode === 'images' && !projections.some((p) => p.name === name))
+        projections.push({ name, kind: 'mirror', does: 'build', reason: null, classification: null });
+    }
+  // A declared definition that does not compile or collides refuses the whole sync of the target (Syncer.open throws it).
+  const runRefusal = Array.isArray(explained)
+    ? projections.find((p) => p.does === 'refuse')
+    : projections.find((p, i) => {
+        const s = report.projections[i]?.sync;
+        return p.does === 'refuse' && s?.does === 'refuse' && s.run;
+      });
+  const refused =
+    runRefusal === undefined ? null : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
+  const names = new Set(projections.map((p) => p.name));
+  for (const name of exists ? heldNames(t.path) : [])
+    if (!names.has(name))
+      projections.push({
+        name,
+        kind: 'unknown',
+        does: pipeline.prune && refused === null ? 'drop' : 'undeclared',
+        reason: null,
+        classification: null,
+        fix: pipeline.prune
+          ? 'prune: true: sluice run drops it'
+          : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
+      });
+  return { path: t.path, source: source.path, exists, refused, projections };
+}
+
+function heldNames(target: string): string[] {
+  const db = openDatabase(target, { readonly: true, role: 'target' });
+  try {
+    return readProjections(db, 'main').map((r) => r.name);
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * The source's acknowledgements of a sync (`<projection>@<target>`) whose
+ * target the file does not declare, or whose projection its declared target
+ * will not hold after the pass. A target whose sync is refused keeps its own.
+ */
+function undeclaredAcknowledgements(
+  pipeline: Pipeline,
+  source: PipelineSource,
+  capture: CaptureStatus,
+  planned: readonly PlannedTarget[],
+): PlannedSource['acknowledgements'] {
+  const out: PlannedSource['acknowledgements'][number][] = [];
+  for (const c of capture.consumers) {
+    if (c.target === null || c.projection === null) continue;
+    const t = planned.find((p) => targetKey(p.path) === c.target);
+    if (
+      t !== undefined &&
+      (t.refused !== null || t.projections.some((p) => p.name === c.projection && p.does !== 'drop' && p.does !== 'undeclared'))
+    )
+      continue;
+    out.push({
+      consumer: c.name,
+      target: c.target,
+      projection: c.projection,
+      does: pipeline.prune ? 'forget' : 'undeclared',
+      fix: pipeline.prune
+        ? 'prune: true: sluice run forgets it'
+        : `forget it: sluice forget ${shellWord(source.path)} ${shellWord(c.name)} (or set prune: true)`,
+    });
+  }
+  return out;
+}

@@ -1,0 +1,290 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { describe, expect, test } from '../support/fixtures.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { loadPipeline, type Pipeline } from '../../src/pipeline/index.ts';
+import { planPipeline, type PipelinePlan } from '../../src/pipeline/plan.ts';
+import { convergeOnce, type ConvergeReport } from '../../src/pipeline/converge.ts';
+import { explainAlter } from '../../src/apply/evolution/explain.ts';
+import { declaredInputs } from '../../src/pipeline/declared.ts';
+import { readConsumers } from '../../src/capture/consumers.ts';
+
+/*
+ * plan is the prediction of the next pass of convergeOnce (what `sluice run`
+ * does each time the file or the sources change), as explain is the
+ * prediction of the next sync: for each scenario a pipeline is brought to a
+ * first state by convergeOnce, the file (or the source) is changed, plan
+ * runs (and must leave every file of the folder byte for byte as it was,
+ * creating none), then convergeOnce runs, and what plan said is what the
+ * pass did: per source the tables enabled, the undeclared capture and the
+ * acknowledgements forgotten; per target each projection built, continued,
+ * rebuilt (with its reason), refused (with its code), dropped or left
+ * undeclared. Each scenario also names what it expects, so that plan and
+ * the pass cannot agree on something wrong.
+ */
+
+const SCHEMA = `
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER NOT NULL);
+INSERT INTO items VALUES (1, 'apple pie', 1), (2, 'banana bread', 5), (3, 'cherry tart', 10), (4, 'date loaf', 50);
+CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+INSERT INTO notes VALUES (1, 'first'), (2, 'second');
+`;
+
+const CHEAP = `{name: cheap, source: items, kind: map, columns: {id: id, label: name}, filter: "qty < 100"}`;
+
+function yml(capture: string, targets: string, prune = false): string {
+  return `sources:\n  - path: app.db\n    capture: ${capture}\n${targets === '' ? '' : `    targets:\n${targets}`}${prune ? 'prune: true\n' : ''}`;
+}
+
+function target(file: string, ...projections: string[]): string {
+  return `      - path: ${file}\n        projections:\n${projections.map((p) => `          - ${p}\n`).join('')}`;
+}
+
+/** Every file of `dir`, by content (a -wal or -shm included). */
+function filesIn(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    fs
+      .readdirSync(dir)
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, f)))
+          .digest('hex'),
+      ]),
+  );
+}
+
+type Does = Record<string, string>;
+
+/** What plan says, in the words of the pass: `target:projection` -> does[:reason]; `source:enable:table`, `source:undeclared:table`, `source:forget:consumer`. */
+function said(plan: PipelinePlan, dir: string): Does {
+  const out: Does = {};
+  const rel = (p: string) => path.relative(dir, p);
+  for (const s of plan.sources) {
+    for (const e of s.enable) out[`enable:${e.table}`] = e.mode;
+    for (const u of s.undeclaredCapture) out[`undeclared-capture:${u.table}`] = 'kept';
+    for (const a of s.acknowledgements) out[`ack:${a.projection}@${path.basename(a.target)}`] = a.does === 'forget' ? 'forgotten' : 'kept';
+  }
+  for (const t of plan.targets) {
+    if (t.refused !== null) out[`${rel(t.path)}`] = `refused:${t.refused.code}`;
+    for (const p of t.projections) {
+      if (t.refused !== null) break;
+      out[`${rel(t.path)}:${p.name}`] =
+        p.does === 'rebuild' || p.does === 'refuse' || p.does === 'suspend'
+          ? `${p.does}:${p.reason}`
+          : p.does === 'undeclared'
+            ? 'kept'
+            : p.does;
+    }
+  }
+  return out;
+}
+
+/** What the pass did, in the same words, reading its report and the files after it. */
+function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<string>>, acks: readonly string[], dir: string): Does {
+  const out: Does = {};
+  const rel = (p: string) => path.relative(dir, p);
+  for (const s of report.sources) {
+    expect(s.error).toBeNull();
+    for (const e of s.enabled) out[`enable:${e.table}`] = e.mode;
+    for (const u of s.undeclaredCapture) out[`undeclared-capture:${u}`] = 'kept';
+    for (const a of acks) {
+      const [projection, file] = [a.slice(0, a.indexOf('@')), a.slice(a.indexOf('@') + 1)];
+      const forgotten = s.forgotten.includes(a);
+      // An acknowledgement its declared target keeps (it ran the projection, or its sync was refused as a whole) is not reported.
+      const kept = report.targets.some(
+        (t) => fs.realpathSync(t.path) === file && (t.sync === null || t.sync.projections.some((p) => p.name === projection)),
+      );
+      if (forgotten || !kept) out[`ack:${projection}@${path.basename(file)}`] = forgotten ? 'forgotten' : 'kept';
+    }
+  }
+  for (const t of report.targets) {
+    if (t.error !== null) {
+      out[rel(t.path)] = `refused:${t.error.code}`;
+      continue;
+    }
+    const held = before.get(t.path) ?? new Set<string>();
+    for (const p of t.sync?.projections ?? []) {
+      out[`${rel(t.path)}:${p.name}`] =
+        p.error !== undefined
+          ? `refuse:${p.error.code}`
+          : p.state === 'suspended'
+            ? `suspend:${p.reason}`
+            : p.rebuilt !== undefined
+              ? `rebuild:${p.rebuilt}`
+              : !held.has(p.name)
+                ? 'build'
+                : 'continue';
+    }
+    for (const d of t.dropped) out[`${rel(t.path)}:${d}`] = 'drop';
+    const ran = new Set([...(t.sync?.projections.map((p) => p.name) ?? []), ...t.dropped]);
+    for (const name of held) if (!ran.has(name)) out[`${rel(t.path)}:${name}`] = 'kept';
+  }
+  return out;
+}
+
+function heldBy(pipeline: Pipeline): Map<string, Set<string>> {
+  const out = new Map<string, Set<string>>();
+  for (const t of pipeline.sources.flatMap((s) => s.targets)) {
+    if (!fs.existsSync(t.path)) continue;
+    const db = openDatabase(t.path, { readonly: true });
+    try {
+      out.set(t.path, new Set(db.prepare('SELECT name FROM _sluice_projections').pluck().all() as string[]));
+    } finally {
+      db.close();
+    }
+  }
+  return out;
+}
+
+function acksOf(source: string): string[] {
+  const db = openDatabase(source, { readonly: true });
+  try {
+    return readConsumers(db)
+      .filter((c) => c.target !== null)
+      .map((c) => c.name);
+  } finally {
+    db.close();
+  }
+}
+
+interface Scenario {
+  readonly name: string;
+  readonly first: string;
+  readonly then: string;
+  /** Run on the source between the first pass and plan. */
+  readonly change?: (src: string) => void;
+  readonly expected: Does;
+  /** More to check of the plan (its fixes). */
+  readonly check?: (plan: PipelinePlan) => void;
+}
+
+const SCENARIOS: Scenario[] = [
+  {
+    name: 'a new target: every declared projection is built',
+    first: yml('[items]', ''),
+    then: yml('[items]', target('cache.db', '"*"', CHEAP)),
+    expected: { 'cache.db:items': 'build', 'cache.db:cheap': 'build' },
+  },
+  {
+    name: 'a source not captured yet: its tables are enabled, then every declared projection is built',
+    first: 'sources: []\n',
+    then: yml('[items, notes]', target('cache.db', '"*"', CHEAP)),
+    expected: {
+      'enable:items': 'images',
+      'enable:notes': 'images',
+      'cache.db:items': 'build',
+      'cache.db:notes': 'build',
+      'cache.db:cheap': 'build',
+    },
+  },
+  {
+    name: 'a new table under "*": it is captured, then mirrored, and the others continue',
+    first: yml('[items]', target('cache.db', '"*"')),
+    then: yml('[items, notes]', target('cache.db', '"*"')),
+    expected: { 'enable:notes': 'images', 'cache.db:items': 'continue', 'cache.db:notes': 'build' },
+  },
+  {
+    name: 'an added inline map is built beside the mirrors',
+    first: yml('[items]', target('cache.db', '"*"')),
+    then: yml('[items]', target('cache.db', '"*"', CHEAP)),
+    expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'build' },
+  },
+  {
+    name: 'a compatible change continues (a filter loosened for rows that do not exist)',
+    first: yml('[items]', target('cache.db', CHEAP)),
+    then: yml('[items]', target('cache.db', CHEAP.replace('qty < 100', 'qty < 1000'))),
+    expected: { 'cache.db:cheap': 'continue' },
+  },
+  {
+    name: 'a rebuildable change is rebuilt with its reason (a filter tightened)',
+    first: yml('[items]', target('cache.db', '"*"', CHEAP)),
+    then: yml('[items]', target('cache.db', '"*"', CHEAP.replace('qty < 100', 'qty < 10'))),
+    expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'rebuild:DEFINITION_CHANGED' },
+  },
+  {
+    name: 'a rejected change refuses the target with its code (a column that does not exist), and the other target goes on',
+    first: yml('[items]', target('cache.db', '"*"', CHEAP) + target('other.db', '"*"')),
+    then: yml('[items]', target('cache.db', '"*"', CHEAP.replace('label: name', 'label: nope')) + target('other.db', '"*"')),
+    expected: { 'cache.db': 'refused:UNKNOWN_COLUMN', 'other.db:items': 'continue' },
+    check: (plan) =>
+      expect(plan.targets[0]?.refused?.fix).toMatch(
+        /Projection cheap: source table items has no column nope.* \(declared at .*sluice\.yml:\d+:\d+\)/,
+      ),
+  },
+  {
+    name: 'a projection removed from the file is undeclared and kept without prune',
+    first: yml('[items]', target('cache.db', '"*"', CHEAP)),
+    then: yml('[items]', target('cache.db', '"*"')),
+    expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'kept', 'ack:cheap@cache.db': 'kept' },
+  },
+  {
+    name: 'a projection removed from the file is dropped with prune: true, and its acknowledgement forgotten',
+    first: yml('[items]', target('cache.db', '"*"', CHEAP)),
+    then: yml('[items]', target('cache.db', '"*"'), true),
+    expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'drop', 'ack:cheap@cache.db': 'forgotten' },
+  },
+  {
+    name: 'the acknowledgements of a target removed from the file are forgotten with prune: true',
+    first: yml('[items]', target('cache.db', '"*"') + target('old.db', CHEAP)),
+    then: yml('[items]', target('cache.db', '"*"'), true),
+    expected: { 'cache.db:items': 'continue', 'ack:cheap@old.db': 'forgotten' },
+  },
+  {
+    name: 'a table switched to keys mode: capture is switched, and its mirror suspended, since it needs images',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml('{items: images, notes: keys}', target('cache.db', '"*"')),
+    expected: { 'enable:notes': 'keys', 'cache.db:items': 'continue', 'cache.db:notes': 'suspend:NEEDS_IMAGES_MODE' },
+  },
+  {
+    name: 'a table dropped from the capture list stays captured (undeclared capture) and its mirror continues',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml('[items]', target('cache.db', '"*"')),
+    expected: { 'undeclared-capture:notes': 'kept', 'cache.db:items': 'continue', 'cache.db:notes': 'continue' },
+  },
+];
+
+describe('plan predicts what one converging pass does, and writes nothing', () => {
+  for (const s of SCENARIOS)
+    test(s.name, async ({ tmp, makeDb }) => {
+      const { db } = makeDb('app.db', SCHEMA);
+      db.close();
+      const file = path.join(tmp, 'sluice.yml');
+      fs.writeFileSync(file, s.first);
+      const first = await convergeOnce(await loadPipeline(file));
+      expect(first.targets.every((t) => t.error === null)).toBe(true);
+      fs.writeFileSync(file, s.then);
+      s.change?.(path.join(tmp, 'app.db'));
+      const pipeline = await loadPipeline(file);
+
+      const before = filesIn(tmp);
+      const plan = await planPipeline(pipeline);
+      expect(filesIn(tmp), 'plan leaves every file as it was and makes none').toEqual(before);
+
+      const held = heldBy(pipeline);
+      const acks = acksOf(path.join(tmp, 'app.db'));
+      const predicted = said(plan, tmp);
+      const report = await convergeOnce(pipeline);
+      expect(done(report, held, acks, tmp), 'the pass does what plan said').toEqual(predicted);
+      expect(predicted).toEqual(s.expected);
+      s.check?.(plan);
+    });
+
+  test('plan classifies a changed definition as explain does', async ({ tmp, makeDb }) => {
+    const { db } = makeDb('app.db', SCHEMA);
+    db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, yml('[items]', target('cache.db', '"*"', CHEAP)));
+    await convergeOnce(await loadPipeline(file));
+    fs.writeFileSync(file, yml('[items]', target('cache.db', '"*"', CHEAP.replace('qty < 100', 'qty < 10'))));
+    const pipeline = await loadPipeline(file);
+    const plan = await planPipeline(pipeline);
+    const t = pipeline.sources[0]!.targets[0]!;
+    const explained = await explainAlter(pipeline.sources[0]!.path, t.path, { projections: declaredInputs(t.projections) });
+    expect(plan.targets[0]?.projections.map((p) => [p.name, p.classification])).toEqual(
+      explained.projections.map((p) => [p.name, p.classification]),
+    );
+  });
+});
