@@ -12,6 +12,7 @@ import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects 
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
+import type { NatsTarget } from './connection.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
 /*
@@ -98,8 +99,12 @@ export class Publisher {
     this.#log = options.log ?? (() => {});
   }
 
-  /** Opens the source (read only) and the broker, makes the stream if missing, and finds where to resume. */
-  static async open(sourcePath: string, url: string, options: PublishOptions = {}): Promise<Publisher> {
+  /**
+   * Opens the source (read only) and the broker (a URL, a comma list of
+   * them, or a NatsConnection with its login and TLS), makes the stream if
+   * missing, and finds where to resume.
+   */
+  static async open(sourcePath: string, url: NatsTarget, options: PublishOptions = {}): Promise<Publisher> {
     const db = openSource(sourcePath, { readonly: true });
     let broker: Broker | undefined;
     try {
