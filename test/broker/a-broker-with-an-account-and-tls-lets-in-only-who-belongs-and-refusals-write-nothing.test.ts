@@ -7,6 +7,8 @@ import { NatsServer } from '../support/nats-server.ts';
 import { makeCertificates, type TestCertificates } from '../support/tls-certs.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, dumpTables, expectOneLineError, scalar } from '../cli/support/cli.ts';
 import { sourceIdOf } from './support/broker.ts';
+import { loadPipeline } from '../../src/pipeline/index.ts';
+import { Publisher, subscribe } from '../../src/broker/index.ts';
 
 /*
  * A NATS deployment with accounts and TLS: a server whose config file
@@ -155,5 +157,40 @@ describe('a broker with an account and TLS', () => {
       expect(r.stdout + r.stderr).not.toContain(PASSWORD);
     }
     expect(filesIn(sub)).toEqual(before);
+  });
+
+  test('the connection a pipeline file declares (user, ${NATS_PASSWORD}, tls files relative to it) is what publish and subscribe take', async () => {
+    const sub = path.join(dir, 'pipeline');
+    fs.mkdirSync(path.join(sub, 'tls'), { recursive: true });
+    for (const f of ['ca.pem', 'client.pem', 'client-key.pem']) fs.copyFileSync(path.join(certs.dir, f), path.join(sub, 'tls', f));
+    const src = trackerSource(path.join(sub, 'app.db'), ['labels']);
+    const sid = sourceIdOf(src);
+    const nats = `{nats: "${server.url}", user: sluice, password: "\${NATS_PASSWORD}", tls: {ca: tls/ca.pem, cert: tls/client.pem, key: tls/client-key.pem}}`;
+    const file = path.join(sub, 'sluice.yml');
+    fs.writeFileSync(
+      file,
+      `sources:\n  - path: app.db\n    capture: [labels]\n    publish: ${nats}\nsubscribe:\n  - ${nats.slice(0, -1)}, source: "${sid}", path: replica.db}\n`,
+    );
+    const p = await loadPipeline(file, { NATS_PASSWORD: PASSWORD });
+    const publish = p.sources[0]?.publish;
+    const subscription = p.subscriptions[0];
+    if (publish === undefined || subscription === undefined) throw new Error('the file declares both');
+    const publisher = await Publisher.open(src, publish);
+    try {
+      expect((await publisher.runOnce()).snapshots).toHaveLength(1);
+    } finally {
+      await publisher.close();
+    }
+    const r = await subscribe(subscription.path, subscription.nats, { sourceId: subscription.sourceId });
+    expect(r.projections.map((x) => x.state)).toEqual(['active']);
+    expect(dumpTables(subscription.path, ['labels'])).toEqual(dumpTables(src, ['labels']));
+
+    const wrong = await loadPipeline(file, { NATS_PASSWORD: 'wr0ng-pw' });
+    const refused = await subscribe(path.join(sub, 'never.db'), wrong.subscriptions[0]?.nats ?? '', { sourceId: sid }).then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(refused?.message).toMatch(new RegExp(`^NATS at ${server.url} refused the login as user sluice`));
+    expect(fs.existsSync(path.join(sub, 'never.db'))).toBe(false);
   });
 });
