@@ -9,7 +9,7 @@ import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.t
 import type { NatsTarget } from './connection.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines } from './message-lines.ts';
-import { freshConsumer, planStart, targetPosition, type Plan } from './subscribe-plan.ts';
+import { freshConsumer, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';
 
 /*
  * Applies a source's stream to a target (docs/broker.md), through import's
@@ -69,8 +69,8 @@ export interface SubscribeReport extends ImportReport {
   readonly stream: string;
   /** Where it started: the published snapshot, a batch, or the stream's end (nothing new). */
   readonly started: 'snapshot' | 'batch' | 'end';
-  /** Why it rebuilt from the snapshot, when its cursor was behind the stream. */
-  readonly rebuilt?: { readonly reason: 'SUBSCRIBER_BEHIND_STREAM'; readonly targetSeq: number; readonly snapshotSeq: number };
+  /** Why it rebuilt from the snapshot: its cursor was behind the stream, or the target followed another source (a source enabled again). */
+  readonly rebuilt?: SubscriberRebuild;
   /** Messages read from the stream. */
   readonly messages: number;
 }
@@ -144,8 +144,11 @@ class Run {
       const { plan, lastSeq, consumer } = planned;
       if (plan.rebuilt !== undefined) {
         this.#rebuilt = plan.rebuilt;
+        const r = plan.rebuilt;
         this.#log(
-          `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${plan.rebuilt.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${plan.rebuilt.snapshotSeq}`,
+          r.reason === 'SOURCE_CHANGED'
+            ? `sluice subscribe: SOURCE_CHANGED: target ${this.#target} follows source ${r.previousSourceId ?? '(another)'} (at seq ${r.targetSeq}), not ${this.#options.sourceId} (its capture was enabled again, or it is another database); rebuilding from the snapshot of source ${this.#options.sourceId} at seq ${r.snapshotSeq}`
+            : `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${r.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${r.snapshotSeq}`,
         );
       }
       const started = plan.start.snapshot !== undefined ? 'snapshot' : plan.start.streamSeq > lastSeq ? 'end' : 'batch';
@@ -184,6 +187,7 @@ class Run {
           {
             ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
             onProgress,
+            ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
           },
         );
