@@ -123,15 +123,37 @@ export async function streamInfo(b: Broker, stream: string): Promise<StreamInfo 
   }
 }
 
-/** The stream a publisher writes to: made if missing (file storage, limits retention), refused if it does not take the source's subjects. */
-export async function ensureStream(b: Broker, stream: string, sourceId: string): Promise<StreamInfo> {
+/** The subjects sluice gives a source's stream (`sluice.<token>.>`, subjects.ts). */
+const SOURCE_SUBJECTS = /^sluice\.[A-Za-z0-9_=-]+\.>$/;
+
+/**
+ * The stream a publisher writes to: made if missing (file storage, limits
+ * retention), refused if it does not take the source's subjects. A stream
+ * sluice made for other source ids only (every subject `sluice.<id>.>`) gets
+ * this source's subjects added: a source whose capture was enabled again has
+ * a new id, and publishes on into the stream named with --stream, where its
+ * subscribers rebuild from its snapshot (SOURCE_CHANGED).
+ */
+export async function ensureStream(b: Broker, stream: string, sourceId: string, log: Log = () => {}): Promise<StreamInfo> {
   const subjects = subjectsOf(sourceId);
   const info = await streamInfo(b, stream);
   if (info === undefined) {
     return b.jsm.streams.add({ name: stream, subjects: [subjects.all], storage: 'file' as never, allow_direct: true });
   }
+  const have = info.config.subjects ?? [];
+  if (!takesSubjects(have, subjects) && have.length > 0 && have.every((s) => SOURCE_SUBJECTS.test(s))) {
+    const updated = await b.jsm.streams.update(stream, { subjects: [...have, subjects.all] });
+    log(
+      `sluice publish: added the subjects of source ${sourceId} (${subjects.all}) to stream ${stream} on NATS at ${b.url}, which took ${have.join(', ')}: a source whose capture was enabled again has a new id; its subscribers rebuild from its snapshot (SOURCE_CHANGED)`,
+    );
+    return updated;
+  }
   checkSubjects(info, stream, subjects);
   return info;
+}
+
+function takesSubjects(have: readonly string[], subjects: SourceSubjects): boolean {
+  return have.includes(subjects.all) || have.includes('>') || have.includes('sluice.>');
 }
 
 /** A subscriber's stream: it must exist and carry the source's subjects. */
@@ -148,7 +170,7 @@ export async function requireStream(b: Broker, stream: string, sourceId: string)
 
 function checkSubjects(info: StreamInfo, stream: string, subjects: SourceSubjects): void {
   const have = info.config.subjects ?? [];
-  if (have.includes(subjects.all) || have.includes('>') || have.includes('sluice.>')) return;
+  if (takesSubjects(have, subjects)) return;
   throw new InvalidInputError(
     'BROKER_STREAM_SUBJECTS',
     `Stream ${stream} takes subjects ${JSON.stringify(have)}, not this source's ${subjects.all}. Pass another --stream, or add ${subjects.all} to the stream's subjects.`,

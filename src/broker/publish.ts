@@ -113,7 +113,7 @@ export class Publisher {
         throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
-      await ensureStream(broker, p.stream, p.sourceId);
+      await ensureStream(broker, p.stream, p.sourceId, options.log);
       await p.#resume();
       return p;
     } catch (err) {
@@ -297,7 +297,7 @@ export class Publisher {
    */
   async #remakeStream(): Promise<void> {
     const before = await streamInfo(this.#broker, this.stream);
-    await ensureStream(this.#broker, this.stream, this.sourceId);
+    await ensureStream(this.#broker, this.stream, this.sourceId, this.#log);
     // The idle follower's next check must not wait its interval: a new stream has no snapshot for subscribers to start from.
     this.#lastSnapshotCheck = 0;
     if (before !== undefined) return; // it was there: the server's JetStream was not answering yet

@@ -15,13 +15,15 @@ import { Publisher, subscribe } from '../../src/broker/index.ts';
  * in its JSON (`rebuilt`), its text and one stderr line, as sync rebuilds a
  * target whose cursor belongs to another source. Before, it stopped with
  * SOURCE_CHANGED ("Import into a new target, or drop the projection's
- * tables first") and the target stayed on the old source.
+ * tables first") and the target stayed on the old source. On a stream named
+ * with --stream, the publisher of the new id adds its subjects to the stream
+ * sluice made (before, it was refused with BROKER_STREAM_SUBJECTS).
  */
 
 const nats = natsForFile();
 
-async function publishOnce(src: string, url: string): Promise<void> {
-  const p = await Publisher.open(src, url);
+async function publishOnce(src: string, url: string, options: Parameters<typeof Publisher.open>[2] = {}): Promise<void> {
+  const p = await Publisher.open(src, url, options);
   try {
     await p.runOnce();
   } finally {
@@ -73,6 +75,33 @@ describe('a subscriber whose source was enabled again', () => {
       expect(next.rebuilt).toBeUndefined();
       expect(next.batchesApplied).toBe(1);
       expect(dumpTables(targets[0] as string, ['labels'])).toEqual(dumpTables(src, ['labels']));
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  test('on a stream named with --stream, the publisher adds the new source id to it and the subscriber rebuilds from it', async () => {
+    const dir = makeDir();
+    try {
+      const url = nats.server().url;
+      const stream = 'APP_EVENTS';
+      const src = trackerSource(path.join(dir, 'app.db'), ['labels']);
+      const oldId = sourceIdOf(src);
+      const tgt = path.join(dir, 'replica.db');
+      await publishOnce(src, url, { stream });
+      await subscribe(tgt, url, { sourceId: oldId, stream });
+      onDatabase(src, (db) => {
+        disable(db);
+        enable(db, ['labels']);
+      });
+      write(src, "UPDATE labels SET color = x'0506' WHERE rowid = 3");
+      const newId = sourceIdOf(src);
+      const said: string[] = [];
+      await publishOnce(src, url, { stream, log: (line) => said.push(line) });
+      expect(said.join('\n')).toContain(`added the subjects of source ${newId} (sluice.${newId}.>) to stream ${stream}`);
+      const r = await subscribe(tgt, url, { sourceId: newId, stream });
+      expect(r.rebuilt).toMatchObject({ reason: 'SOURCE_CHANGED', previousSourceId: oldId });
+      expect(dumpTables(tgt, ['labels'])).toEqual(dumpTables(src, ['labels']));
     } finally {
       removeDir(dir);
     }
