@@ -100,7 +100,12 @@ export function natsAccess(
 
 /** The connection the options say: undefined without --nats (health then reads the URLs the target recorded). */
 export function natsConnectionOf(opts: NatsCliOptions, command: Command, env: NodeJS.ProcessEnv = process.env): NatsConnection | undefined {
-  const access = natsAccess(opts, command, env);
-  if (opts.nats === undefined || opts.nats.length === 0) return undefined;
-  return { servers: opts.nats, ...access };
+  if (opts.nats === undefined || opts.nats.length === 0) {
+    natsAccess(opts, command, env); // its usage errors all the same
+    return undefined;
+  }
+  // A URL that carries its login (user:password@, token@) is not overridden by SLUICE_NATS_TOKEN from the environment.
+  const inUrl = opts.nats.some((u) => /^[^/]*\/\/[^/@]*@/.test(u));
+  const { SLUICE_NATS_TOKEN: _token, ...rest } = env;
+  return { servers: opts.nats, ...natsAccess(opts, command, inUrl ? rest : env) };
 }
