@@ -841,6 +841,19 @@ export const REASONS = {
   },
   // publish and subscribe (NATS JetStream).
   BROKER_UNREACHABLE: { kinds: ['error'], clears: false, explain: 'The NATS server does not accept a connection.', repair: null },
+  BROKER_AUTH_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The NATS server refused the login, or the credentials to log in with (a .creds, password or token file) cannot be read.',
+    repair: null,
+  },
+  BROKER_TLS_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'TLS with the NATS server failed: its certificate is not signed by a trusted CA (pass the CA with --nats-tls-ca), or a CA, client certificate or key file cannot be read.',
+    repair: null,
+  },
   BROKER_NO_JETSTREAM: { kinds: ['error'], clears: false, explain: 'The NATS server runs without JetStream.', repair: null },
   BROKER_NO_STREAM: { kinds: ['error'], clears: false, explain: "The source's stream does not exist on the server.", repair: null },
   BROKER_STREAM_SUBJECTS: {

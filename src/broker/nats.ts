@@ -1,4 +1,5 @@
-import { connect } from '@nats-io/transport-node';
+import fs from 'node:fs';
+import { AuthorizationError, connect, credsAuthenticator, UserAuthenticationExpiredError } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/transport-node';
 import {
   jetstream,
@@ -13,6 +14,7 @@ import {
 import { errorCode, errorMessage, InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
 import { withoutCredentials } from '../apply/target/fed-by.ts';
+import { authWords, natsConnection, splitServers, type NatsAuth, type NatsTarget, type NatsTls } from './connection.ts';
 
 /*
  * The connection to a NATS server with JetStream: it reconnects by itself
@@ -55,19 +57,31 @@ export function natsServerOptions(url: string): { servers: string; user?: string
     : { servers, user: decode(creds.slice(0, colon)), pass: decode(creds.slice(colon + 1)) };
 }
 
-/** Connects to the broker at `url`; `Broker.url` and every message name it without credentials. */
-export async function openBroker(url: string, who: string, log: Log = () => {}): Promise<Broker> {
+/**
+ * Connects to the broker `to` (a URL, a comma list of URLs, or a
+ * NatsConnection with its login and TLS files); `Broker.url` and every
+ * message name its servers without credentials. A refused login is
+ * BROKER_AUTH_FAILED, a failed TLS handshake or a TLS file that cannot be
+ * read BROKER_TLS_FAILED, a server that does not answer BROKER_UNREACHABLE.
+ */
+export async function openBroker(to: NatsTarget, who: string, log: Log = () => {}): Promise<Broker> {
   let nc: NatsConnection;
-  const options = natsServerOptions(url);
-  url = options.servers;
+  const c = natsConnection(to);
+  const fromUrl = natsServerOptions(c.servers.join(','));
+  const url = fromUrl.servers;
+  // Credentials in a URL, as before (ps shows them): used when none are given otherwise.
+  const auth: NatsAuth | undefined =
+    c.auth ??
+    (fromUrl.user !== undefined
+      ? { user: fromUrl.user, password: fromUrl.pass ?? '' }
+      : fromUrl.token !== undefined
+        ? { token: fromUrl.token }
+        : undefined);
+  const options = { servers: splitServers(url), ...(auth === undefined ? {} : loginOptions(auth, url)), ...tlsOptions(c.tls, url) };
   try {
     nc = await connect({ ...options, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 });
   } catch (err) {
-    throw new InvalidInputError(
-      'BROKER_UNREACHABLE',
-      `Cannot connect to NATS at ${url} (${(err as Error).message}). Start nats-server with JetStream (nats-server -js), check the user and password in the URL (nats://USER:PASSWORD@HOST:PORT) when it requires them, or pass its URL with --nats.`,
-      { cause: err },
-    );
+    throw connectError(err, url, auth, c.tls);
   }
   void (async () => {
     for await (const s of nc.status()) {
@@ -109,15 +123,37 @@ export async function streamInfo(b: Broker, stream: string): Promise<StreamInfo 
   }
 }
 
-/** The stream a publisher writes to: made if missing (file storage, limits retention), refused if it does not take the source's subjects. */
-export async function ensureStream(b: Broker, stream: string, sourceId: string): Promise<StreamInfo> {
+/** The subjects sluice gives a source's stream (`sluice.<token>.>`, subjects.ts). */
+const SOURCE_SUBJECTS = /^sluice\.[A-Za-z0-9_=-]+\.>$/;
+
+/**
+ * The stream a publisher writes to: made if missing (file storage, limits
+ * retention), refused if it does not take the source's subjects. A stream
+ * sluice made for other source ids only (every subject `sluice.<id>.>`) gets
+ * this source's subjects added: a source whose capture was enabled again has
+ * a new id, and publishes on into the stream named with --stream, where its
+ * subscribers rebuild from its snapshot (SOURCE_CHANGED).
+ */
+export async function ensureStream(b: Broker, stream: string, sourceId: string, log: Log = () => {}): Promise<StreamInfo> {
   const subjects = subjectsOf(sourceId);
   const info = await streamInfo(b, stream);
   if (info === undefined) {
     return b.jsm.streams.add({ name: stream, subjects: [subjects.all], storage: 'file' as never, allow_direct: true });
   }
+  const have = info.config.subjects ?? [];
+  if (!takesSubjects(have, subjects) && have.length > 0 && have.every((s) => SOURCE_SUBJECTS.test(s))) {
+    const updated = await b.jsm.streams.update(stream, { subjects: [...have, subjects.all] });
+    log(
+      `sluice publish: added the subjects of source ${sourceId} (${subjects.all}) to stream ${stream} on NATS at ${b.url}, which took ${have.join(', ')}: a source whose capture was enabled again has a new id; its subscribers rebuild from its snapshot (SOURCE_CHANGED)`,
+    );
+    return updated;
+  }
   checkSubjects(info, stream, subjects);
   return info;
+}
+
+function takesSubjects(have: readonly string[], subjects: SourceSubjects): boolean {
+  return have.includes(subjects.all) || have.includes('>') || have.includes('sluice.>');
 }
 
 /** A subscriber's stream: it must exist and carry the source's subjects. */
@@ -134,7 +170,7 @@ export async function requireStream(b: Broker, stream: string, sourceId: string)
 
 function checkSubjects(info: StreamInfo, stream: string, subjects: SourceSubjects): void {
   const have = info.config.subjects ?? [];
-  if (have.includes(subjects.all) || have.includes('>') || have.includes('sluice.>')) return;
+  if (takesSubjects(have, subjects)) return;
   throw new InvalidInputError(
     'BROKER_STREAM_SUBJECTS',
     `Stream ${stream} takes subjects ${JSON.stringify(have)}, not this source's ${subjects.all}. Pass another --stream, or add ${subjects.all} to the stream's subjects.`,
@@ -240,4 +276,101 @@ export function pause(ms: number, signal?: AbortSignal): Promise<void> {
     }
     signal?.addEventListener('abort', done);
   });
+}
+
+/** The client's login options for `auth`; a credentials file that cannot be read is BROKER_AUTH_FAILED. */
+function loginOptions(auth: NatsAuth, url: string): Record<string, unknown> {
+  if ('user' in auth) return { user: auth.user, pass: auth.password };
+  if ('token' in auth) return { token: auth.token };
+  let creds: Buffer;
+  try {
+    creds = fs.readFileSync(auth.creds);
+  } catch (err) {
+    throw new InvalidInputError(
+      'BROKER_AUTH_FAILED',
+      `Cannot log in to NATS at ${url}: the credentials file ${auth.creds} cannot be read (${(err as NodeJS.ErrnoException).code ?? (err as Error).message}). Pass the .creds file of a user of the account (nsc generate creds, or your operator gives it) with --nats-creds, or creds: in sluice.yml.`,
+      { cause: err },
+    );
+  }
+  return { authenticator: credsAuthenticator(new Uint8Array(creds)) };
+}
+
+/** The client's TLS options: each file must be readable, and a client certificate comes with its key. */
+function tlsOptions(tls: NatsTls | undefined, url: string): { tls?: Record<string, string> } {
+  if (tls === undefined || (tls.ca === undefined && tls.cert === undefined && tls.key === undefined)) return {};
+  if ((tls.cert === undefined) !== (tls.key === undefined))
+    throw new InvalidInputError(
+      'BROKER_TLS_FAILED',
+      `Cannot connect to NATS at ${url} with a client certificate: ${tls.cert === undefined ? `the key ${tls.key} is given without its certificate` : `the certificate ${tls.cert} is given without its key`}. Pass both (--nats-tls-cert and --nats-tls-key, or tls: {cert, key} in sluice.yml).`,
+    );
+  const out: Record<string, string> = {};
+  for (const [what, file, key] of [
+    ['CA file', tls.ca, 'caFile'],
+    ['client certificate', tls.cert, 'certFile'],
+    ['client key', tls.key, 'keyFile'],
+  ] as const) {
+    if (file === undefined) continue;
+    try {
+      fs.accessSync(file, fs.constants.R_OK);
+    } catch (err) {
+      throw new InvalidInputError(
+        'BROKER_TLS_FAILED',
+        `Cannot connect to NATS at ${url} over TLS: the ${what} ${file} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'}). Correct the path (relative paths in sluice.yml are relative to the file).`,
+        { cause: err },
+      );
+    }
+    out[key] = file;
+  }
+  return { tls: out };
+}
+
+/** Node's codes for a server certificate it does not trust, or a handshake that failed. */
+const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_|CERT_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
+
+/** One line for a connection that failed: who refused what, and what to fix. */
+function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls: NatsTls | undefined): InvalidInputError {
+  const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } } | null;
+  const oneLine = (t: unknown) => String(t).replace(/\s+/g, ' ').trim();
+  const why = oneLine(e?.message ?? err);
+  if (
+    err instanceof AuthorizationError ||
+    err instanceof UserAuthenticationExpiredError ||
+    /authori[sz]ation violation|authentication/i.test(why)
+  )
+    return new InvalidInputError(
+      'BROKER_AUTH_FAILED',
+      `NATS at ${url} refused the login ${authWords(auth)} (${why}). ${
+        auth === undefined
+          ? 'The server requires credentials: pass --nats-creds FILE, --nats-user NAME with --nats-password-file FILE (or SLUICE_NATS_PASSWORD), or --nats-token-file FILE (or SLUICE_NATS_TOKEN).'
+          : "Check the credentials against the server's accounts (a wrong password, token or expired .creds), and that the user may use JetStream."
+      }`,
+      { cause: err },
+    );
+  const code = String(e?.code ?? e?.cause?.code ?? '');
+  if (TLS_CODES.test(code) || /certificate|tls|ssl/i.test(why)) {
+    const fix =
+      /UNABLE_TO_|SELF_SIGNED|DEPTH_ZERO/.test(code) || /verify|self.signed/i.test(why)
+        ? tls?.ca === undefined
+          ? "the server's certificate is signed by a CA this machine does not trust: pass that CA with --nats-tls-ca FILE (tls: {ca: FILE} in sluice.yml)"
+          : `the server's certificate is not signed by the CA in ${tls.ca}: pass the CA that signed it`
+        : /ALTNAME|HOSTNAME/.test(code)
+          ? "the server's certificate does not name the host in the URL: connect with a host name it names"
+          : 'check the CA (--nats-tls-ca), the client certificate and key (--nats-tls-cert, --nats-tls-key), and that the server speaks TLS';
+    return new InvalidInputError(
+      'BROKER_TLS_FAILED',
+      `TLS with NATS at ${url} failed (${code === '' ? why : `${code}: ${why}`}): ${fix}.`,
+      {
+        cause: err,
+      },
+    );
+  }
+  const clientCertHint =
+    tls !== undefined && tls.cert === undefined && /timeout/i.test(why)
+      ? ' If the server verifies clients (tls { verify: true }), pass a client certificate and key with --nats-tls-cert and --nats-tls-key.'
+      : '';
+  return new InvalidInputError(
+    'BROKER_UNREACHABLE',
+    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).${clientCertHint}`,
+    { cause: err },
+  );
 }

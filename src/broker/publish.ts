@@ -12,6 +12,7 @@ import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects 
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
+import type { NatsTarget } from './connection.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
 /*
@@ -98,8 +99,12 @@ export class Publisher {
     this.#log = options.log ?? (() => {});
   }
 
-  /** Opens the source (read only) and the broker, makes the stream if missing, and finds where to resume. */
-  static async open(sourcePath: string, url: string, options: PublishOptions = {}): Promise<Publisher> {
+  /**
+   * Opens the source (read only) and the broker (a URL, a comma list of
+   * them, or a NatsConnection with its login and TLS), makes the stream if
+   * missing, and finds where to resume.
+   */
+  static async open(sourcePath: string, url: NatsTarget, options: PublishOptions = {}): Promise<Publisher> {
     const db = openSource(sourcePath, { readonly: true });
     let broker: Broker | undefined;
     try {
@@ -108,7 +113,7 @@ export class Publisher {
         throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
-      await ensureStream(broker, p.stream, p.sourceId);
+      await ensureStream(broker, p.stream, p.sourceId, options.log);
       await p.#resume();
       return p;
     } catch (err) {
@@ -292,7 +297,7 @@ export class Publisher {
    */
   async #remakeStream(): Promise<void> {
     const before = await streamInfo(this.#broker, this.stream);
-    await ensureStream(this.#broker, this.stream, this.sourceId);
+    await ensureStream(this.#broker, this.stream, this.sourceId, this.#log);
     // The idle follower's next check must not wait its interval: a new stream has no snapshot for subscribers to start from.
     this.#lastSnapshotCheck = 0;
     if (before !== undefined) return; // it was there: the server's JetStream was not answering yet

@@ -4,7 +4,7 @@ import { readProjections, type ProjectionRecord } from '../apply/target/target-m
 import type { FedLag } from '../apply/check/health.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
-import { withoutCredentials } from '../apply/target/fed-by.ts';
+import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
 
@@ -31,7 +31,10 @@ export interface StreamLagReader {
   close(): Promise<void>;
 }
 
-export async function openStreamLag(url: string, options: { sourceId: string; stream?: string; who?: string }): Promise<StreamLagReader> {
+export async function openStreamLag(
+  url: NatsTarget,
+  options: { sourceId: string; stream?: string; who?: string },
+): Promise<StreamLagReader> {
   const stream = options.stream ?? defaultStreamName(options.sourceId);
   const subjects = subjectsOf(options.sourceId);
   const broker: Broker = await openBroker(url, options.who ?? 'subscribe metrics');
@@ -71,7 +74,7 @@ export async function openStreamLag(url: string, options: { sourceId: string; st
  * const fedLag = await readStreamLags('cache.db', 'nats://127.0.0.1:4222');
  * const h = health('cache.db', { fedLag });
  */
-export async function readStreamLags(targetPath: string, url: string, options: { stream?: string } = {}): Promise<Map<string, FedLag>> {
+export async function readStreamLags(targetPath: string, url: NatsTarget, options: { stream?: string } = {}): Promise<Map<string, FedLag>> {
   return readLags(
     fedProjections(targetPath).map((p) => ({
       p,
@@ -86,12 +89,18 @@ export async function readStreamLags(targetPath: string, url: string, options: {
  * readStreamLags where each subscribed projection's subscriber reads: the
  * broker URL and stream the target recorded (apply/target/fed-by.ts). Health
  * without --nats; a projection that records neither is left out (its lag
- * stays unknown).
+ * stays unknown). The target records no credentials: `access` is how to log
+ * in to those servers and trust them (health's --nats-creds, --nats-tls-ca...).
  */
-export async function readRecordedStreamLags(targetPath: string): Promise<Map<string, FedLag>> {
+export async function readRecordedStreamLags(
+  targetPath: string,
+  access: Pick<NatsConnection, 'auth' | 'tls'> = {},
+): Promise<Map<string, FedLag>> {
   return readLags(
     fedProjections(targetPath).flatMap((p) =>
-      p.fedBy?.via === 'subscribe' ? [{ p, url: p.fedBy.url, stream: p.fedBy.stream, recorded: true }] : [],
+      p.fedBy?.via === 'subscribe'
+        ? [{ p, url: { ...access, servers: splitServers(p.fedBy.url) }, stream: p.fedBy.stream, recorded: true }]
+        : [],
     ),
   );
 }
@@ -111,7 +120,7 @@ function fedProjections(targetPath: string): ProjectionRecord[] {
 
 interface LagRead {
   readonly p: ProjectionRecord;
-  readonly url: string;
+  readonly url: NatsTarget;
   readonly stream: string | undefined;
   /** The URL is the one subscribe recorded (not given with --nats). */
   readonly recorded: boolean;
@@ -121,12 +130,12 @@ async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>>
   const out = new Map<string, FedLag>();
   const groups = new Map<string, LagRead[]>();
   for (const r of reads) {
-    const key = JSON.stringify([r.url, r.stream ?? null, r.p.sourceId]);
+    const key = JSON.stringify([connectionLabel(r.url), r.stream ?? null, r.p.sourceId]);
     groups.set(key, [...(groups.get(key) ?? []), r]);
   }
   for (const mine of groups.values()) {
     const { url, stream, recorded, p: first } = mine[0] as LagRead;
-    const shown = withoutCredentials(url);
+    const shown = connectionLabel(url);
     const where = recorded ? `NATS at ${shown} (where sluice subscribe reads it)` : `NATS at ${shown}`;
     let reader: StreamLagReader | undefined;
     try {

@@ -24,6 +24,23 @@ import type { Start } from './message-lines.ts';
 export interface TargetPosition {
   /** The seq the target's active projections of this source have all reached (undefined: it needs a snapshot). */
   readonly seq: number | undefined;
+  /**
+   * The target holds projections of another source and none of this one: a
+   * source whose capture was enabled again (a new source id). It is rebuilt
+   * from this source's snapshot (SOURCE_CHANGED), as sync rebuilds a cursor
+   * of another source.
+   */
+  readonly otherSource?: { readonly sourceId: string; readonly seq: number };
+}
+
+/** Why a subscriber rebuilt its target from the stream's snapshot, and from where. */
+export interface SubscriberRebuild {
+  /** SUBSCRIBER_BEHIND_STREAM: no batch of the stream continues the target; SOURCE_CHANGED: the target followed another source. */
+  readonly reason: 'SUBSCRIBER_BEHIND_STREAM' | 'SOURCE_CHANGED';
+  readonly targetSeq: number;
+  readonly snapshotSeq: number;
+  /** With SOURCE_CHANGED: the source id the target followed. */
+  readonly previousSourceId?: string;
 }
 
 export function targetPosition(
@@ -33,7 +50,14 @@ export function targetPosition(
   if (!fs.existsSync(targetPath)) return { seq: undefined };
   const db = openDatabase(targetPath, { readonly: true, role: 'target' });
   try {
-    const all = readProjections(db, 'main').filter((p) => p.sourceId === options.sourceId);
+    const every = readProjections(db, 'main');
+    const all = every.filter((p) => p.sourceId === options.sourceId);
+    const other = every.filter((p) => p.sourceId !== options.sourceId);
+    if (all.length === 0 && other.length > 0)
+      return {
+        seq: undefined,
+        otherSource: { sourceId: (other[0] as (typeof other)[number]).sourceId, seq: Math.max(...other.map((p) => p.seq)) },
+      };
     const wanted = (options.projections ?? []).map((d) => parseDefinition(d).name);
     if (all.length === 0 || wanted.some((w) => !all.some((p) => p.name === w))) return { seq: undefined };
     const active = all.filter((p) => p.state === 'active');
@@ -50,7 +74,7 @@ export interface Plan {
   /** The seq the target continues from: the snapshot's, or its own. */
   readonly seq: number;
   readonly encoding: TextEncoding | undefined;
-  readonly rebuilt?: { readonly reason: 'SUBSCRIBER_BEHIND_STREAM'; readonly targetSeq: number; readonly snapshotSeq: number };
+  readonly rebuilt?: SubscriberRebuild;
 }
 
 export async function planStart(
@@ -83,6 +107,11 @@ export async function planStart(
       encoding: encodingOf(end),
     };
   };
+  if (position.otherSource !== undefined) {
+    const plan = await fromSnapshot();
+    const was = position.otherSource;
+    return { ...plan, rebuilt: { reason: 'SOURCE_CHANGED', targetSeq: was.seq, snapshotSeq: plan.seq, previousSourceId: was.sourceId } };
+  }
   if (position.seq === undefined) return fromSnapshot();
   const target = position.seq;
   const behind = async (known?: StoredMsg): Promise<Plan> => {

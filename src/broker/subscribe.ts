@@ -3,13 +3,13 @@ import { openDatabase } from '../sqlite/connection.ts';
 import { SluiceError, errorCode } from '../errors.ts';
 import { lockFollower } from '../apply/sync/follower-lock.ts';
 import { readProjections } from '../apply/target/target-meta.ts';
-import { withoutCredentials } from '../apply/target/fed-by.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
 import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
+import type { NatsTarget } from './connection.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines } from './message-lines.ts';
-import { freshConsumer, planStart, targetPosition, type Plan } from './subscribe-plan.ts';
+import { freshConsumer, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';
 
 /*
  * Applies a source's stream to a target (docs/broker.md), through import's
@@ -69,24 +69,30 @@ export interface SubscribeReport extends ImportReport {
   readonly stream: string;
   /** Where it started: the published snapshot, a batch, or the stream's end (nothing new). */
   readonly started: 'snapshot' | 'batch' | 'end';
-  /** Why it rebuilt from the snapshot, when its cursor was behind the stream. */
-  readonly rebuilt?: { readonly reason: 'SUBSCRIBER_BEHIND_STREAM'; readonly targetSeq: number; readonly snapshotSeq: number };
+  /** Why it rebuilt from the snapshot: its cursor was behind the stream, or the target followed another source (a source enabled again). */
+  readonly rebuilt?: SubscriberRebuild;
   /** Messages read from the stream. */
   readonly messages: number;
 }
 
-export async function subscribe(targetPath: string, url: string, options: SubscribeOptions): Promise<SubscribeReport> {
-  // Before anything touches the broker: a second subscriber would make the first one's consumer again under it.
-  const lock = lockFollower(targetPath, options.follow === true ? 'subscribe --follow' : 'subscribe');
+/**
+ * Applies the stream of `options.sourceId` at `to` (a URL, a comma list of
+ * them, or a NatsConnection with its login and TLS) to the target at
+ * `targetPath`. The target records the servers without credentials (fed-by).
+ */
+export async function subscribe(targetPath: string, to: NatsTarget, options: SubscribeOptions): Promise<SubscribeReport> {
+  // Connected first: a login or TLS refused leaves no file behind (not even the follower lock beside the target).
+  const broker = await openBroker(to, 'subscribe', options.log);
   try {
-    const broker = await openBroker(url, 'subscribe', options.log);
+    // Before anything touches the stream: a second subscriber would make the first one's consumer again under it.
+    const lock = lockFollower(targetPath, options.follow === true ? 'subscribe --follow' : 'subscribe');
     try {
-      return await new Run(broker, targetPath, url, options).run();
+      return await new Run(broker, targetPath, options).run();
     } finally {
-      await broker.close();
+      lock.release();
     }
   } finally {
-    lock.release();
+    await broker.close();
   }
 }
 
@@ -110,6 +116,7 @@ const RETRY_MS = 500;
 class Run {
   readonly #broker: Broker;
   readonly #target: string;
+  /** The servers without credentials (what the target records, and messages name). */
   readonly #url: string;
   readonly #options: SubscribeOptions;
   readonly #log: Log;
@@ -120,10 +127,10 @@ class Run {
   #started: SubscribeReport['started'] | undefined;
   #rebuilt: SubscribeReport['rebuilt'];
 
-  constructor(broker: Broker, targetPath: string, url: string, options: SubscribeOptions) {
+  constructor(broker: Broker, targetPath: string, options: SubscribeOptions) {
     this.#broker = broker;
     this.#target = targetPath;
-    this.#url = url;
+    this.#url = broker.url;
     this.#options = options;
     this.#log = options.log ?? (() => {});
     this.#stream = options.stream ?? defaultStreamName(options.sourceId);
@@ -137,8 +144,11 @@ class Run {
       const { plan, lastSeq, consumer } = planned;
       if (plan.rebuilt !== undefined) {
         this.#rebuilt = plan.rebuilt;
+        const r = plan.rebuilt;
         this.#log(
-          `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${plan.rebuilt.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${plan.rebuilt.snapshotSeq}`,
+          r.reason === 'SOURCE_CHANGED'
+            ? `sluice subscribe: SOURCE_CHANGED: target ${this.#target} follows source ${r.previousSourceId ?? '(another)'} (at seq ${r.targetSeq}), not ${this.#options.sourceId} (its capture was enabled again, or it is another database); rebuilding from the snapshot of source ${this.#options.sourceId} at seq ${r.snapshotSeq}`
+            : `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${r.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${r.snapshotSeq}`,
         );
       }
       const started = plan.start.snapshot !== undefined ? 'snapshot' : plan.start.streamSeq > lastSeq ? 'end' : 'batch';
@@ -146,7 +156,7 @@ class Run {
         this.#started = started;
         this.#options.onStart?.({ stream: this.#stream, started, seq: plan.seq });
       }
-      const label = `${withoutCredentials(this.#url)} stream ${this.#stream}`;
+      const label = `${this.#url} stream ${this.#stream}`;
       const source = messageLines(this.#broker, consumer, {
         subjects: this.#subjects,
         start: plan.start,
@@ -177,7 +187,8 @@ class Run {
           {
             ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
             onProgress,
-            fedBy: { via: 'subscribe', url: withoutCredentials(this.#url), stream: this.#stream, sourceId: this.#options.sourceId },
+            ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
+            fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
           },
         );
       } catch (err) {
@@ -235,7 +246,7 @@ class Run {
       if (this.#options.signal?.aborted === true) return undefined;
       try {
         const planned = await this.#plan(true);
-        if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${withoutCredentials(this.#url)} is back; resuming`);
+        if (said !== undefined) this.#log(`sluice subscribe: stream ${this.#stream} at ${this.#url} is back; resuming`);
         return planned;
       } catch (err) {
         const code = errorCode(err);
@@ -243,8 +254,7 @@ class Run {
         if (this.#options.follow !== true || !waitable) throw err;
         const why = err instanceof SluiceError ? `${err.code}: ${err.message}` : (err as Error).message;
         const key = typeof code === 'string' ? code : 'transient';
-        if (said !== key)
-          this.#log(`sluice subscribe: waiting for stream ${this.#stream} at ${withoutCredentials(this.#url)} to come back (${why})`);
+        if (said !== key) this.#log(`sluice subscribe: waiting for stream ${this.#stream} at ${this.#url} to come back (${why})`);
         said = key;
         await pause(RETRY_MS, this.#options.signal);
       }

@@ -4,6 +4,7 @@ import { openDatabase } from '../index.ts';
 import { readProjections } from '../internal.ts';
 import type { SubscribedBatch } from '../broker/index.ts';
 import { SluiceMetrics, type Scrapable } from './metrics.ts';
+import type { NatsTarget } from '../broker/index.ts';
 
 /*
  * Metrics of `publish --follow` and `subscribe --follow` (docs/metrics.md).
@@ -93,7 +94,7 @@ function projectionsOf(target: string, sourceId: string) {
 
 export async function subscriberMetrics(
   target: string,
-  url: string,
+  url: NatsTarget,
   options: { sourceId: string; stream?: string },
 ): Promise<SubscriberMetrics> {
   // Loaded here, not above: publish.ts imports this file, and every command's --help loads publish.ts.

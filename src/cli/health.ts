@@ -14,11 +14,12 @@ import {
 } from '../index.ts';
 import { readPipelineQuietly, readProjections } from '../internal.ts';
 import * as S from './json-schemas.ts';
+import { addNatsOptions, natsAccess, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
 
 export function registerHealth(program: Command): void {
-  program
+  const command = program
     .command('health')
     .description(
       'Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. With --config FILE, every source and target the pipeline file declares, judged against it (missing, undeclared, past its lag bounds). Read-only. Exits 3 when anything needs action.',
@@ -27,13 +28,15 @@ export function registerHealth(program: Command): void {
     .option(
       '--config <file>',
       "check every target a pipeline file declares, with the file's lag bounds, and what the file does not declare (projections, captured tables, acknowledgements); writes nothing",
-    )
+    );
+  addNatsOptions(command, {
+    optional: true,
+    description:
+      'for a target fed by sluice subscribe: read the lag from the NATS stream at this URL (default: the URL and stream subscribe recorded in the target; a lag that cannot be read needs action); the other --nats-* options log in there, or to the recorded URL',
+  });
+  command
     .option('--max-lag-events <n>', 'a projection more than n events behind needs action', parseWholeNumber)
     .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
-    .option(
-      '--nats <url>',
-      'for a target fed by sluice subscribe: read the lag from the NATS stream at this URL (default: the URL and stream subscribe recorded in the target; a lag that cannot be read needs action)',
-    )
     .option('--stream <name>', "with --nats: the publisher's stream (default: the one subscribe recorded, else SLUICE_<source id>)")
     .option('--json', 'print one JSON object')
     .addHelpText(
@@ -42,15 +45,27 @@ export function registerHealth(program: Command): void {
     )
     .action(async (target: string | undefined, opts: HealthOpts, command: Command) => {
       if (opts.config !== undefined) {
-        const given = ['maxLagEvents', 'maxLagMs', 'nats', 'stream'].filter((k) => opts[k as keyof HealthOpts] !== undefined);
+        const given = [
+          'maxLagEvents',
+          'maxLagMs',
+          'nats',
+          'natsCreds',
+          'natsUser',
+          'natsPasswordFile',
+          'natsTokenFile',
+          'natsTlsCa',
+          'natsTlsCert',
+          'natsTlsKey',
+          'stream',
+        ].filter((k) => opts[k as keyof HealthOpts] !== undefined);
         if (target !== undefined || given.length > 0)
           command.error(
-            'error: --config checks every target of the pipeline file with its own bounds: pass no target, --max-lag-*, --nats or --stream with it',
+            'error: --config checks every target of the pipeline file with its own bounds: pass no target, --max-lag-*, --nats* or --stream with it (the publish and subscribe entries of the file say how to log in)',
           );
         return await pipelineCheck(opts.config, opts);
       }
       if (target === undefined) command.error("error: missing required argument 'target' (or pass --config FILE)");
-      const fedLag = await streamLags(target, opts);
+      const fedLag = await streamLags(target, opts, command);
       const h = health(target, {
         ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
         ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
@@ -63,11 +78,10 @@ export function registerHealth(program: Command): void {
     });
 }
 
-interface HealthOpts {
+interface HealthOpts extends NatsCliOptions {
   json?: boolean;
   maxLagEvents?: number;
   maxLagMs?: number;
-  nats?: string;
   stream?: string;
   config?: string;
 }
@@ -115,12 +129,17 @@ function projectionText(p: ProjectionHealth): string {
  * only then: a target no subscriber feeds, the usual one, gets no lags from
  * it either way, and health of it loads no NATS (docs/architecture.md, "Entries").
  */
-async function streamLags(target: string, opts: { nats?: string; stream?: string }): Promise<ReadonlyMap<string, FedLag> | undefined> {
-  if (opts.nats === undefined && !recordsSubscriber(target)) return undefined;
+async function streamLags(
+  target: string,
+  opts: NatsCliOptions & { stream?: string },
+  command: Command,
+): Promise<ReadonlyMap<string, FedLag> | undefined> {
+  const nats = natsConnectionOf(opts, command);
+  if (nats === undefined && !recordsSubscriber(target)) return undefined;
   const broker = await import('../broker/index.ts');
-  return opts.nats === undefined
-    ? await broker.readRecordedStreamLags(target)
-    : await broker.readStreamLags(target, opts.nats, opts.stream === undefined ? {} : { stream: opts.stream });
+  return nats === undefined
+    ? await broker.readRecordedStreamLags(target, natsAccess(opts, command))
+    : await broker.readStreamLags(target, nats, opts.stream === undefined ? {} : { stream: opts.stream });
 }
 
 /** Whether the target records a projection fed by sluice subscribe (the ones readRecordedStreamLags reads are among them). */

@@ -188,7 +188,9 @@ export const publishOutput = z.object({
 export const subscribeOutput = importOutput.extend({
   stream: z.string(),
   started: z.enum(['snapshot', 'batch', 'end']),
-  rebuilt: z.object({ reason, targetSeq: z.number().int(), snapshotSeq: z.number().int() }).optional(),
+  rebuilt: z
+    .object({ reason, targetSeq: z.number().int(), snapshotSeq: z.number().int(), previousSourceId: z.string().optional() })
+    .optional(),
   messages: z.number().int(),
 });
 

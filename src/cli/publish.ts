@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
 import { decodeCursor } from '../index.ts';
-import { withoutCredentials } from '../internal.ts';
-import type { Publisher, PublishPass } from '../broker/index.ts';
+import type { NatsConnection, Publisher, PublishPass } from '../broker/index.ts';
+import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
+import { withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from './wait.ts';
@@ -25,8 +26,7 @@ function where(p: Publisher): string {
 /** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
 const SNAPSHOT_CHECK_MS = 5000;
 
-interface PublishCliOptions {
-  nats: string;
+interface PublishCliOptions extends NatsCliOptions {
   stream?: string;
   batch: number;
   follow?: boolean;
@@ -36,13 +36,13 @@ interface PublishCliOptions {
 }
 
 export function registerPublish(program: Command): void {
-  program
+  const command = program
     .command('publish')
     .description(
       "Publish a source's changes to a NATS JetStream stream: a snapshot, then batches in the JSONL encoding (at-least-once; resumes after the broker's last ack).",
     )
-    .argument('<db>', 'source SQLite database')
-    .requiredOption('--nats <url>', 'NATS server URL, e.g. nats://127.0.0.1:4222')
+    .argument('<db>', 'source SQLite database');
+  addNatsOptions(command, { description: 'NATS server URL, e.g. nats://127.0.0.1:4222' })
     .option('--stream <name>', 'JetStream stream (default SLUICE_<source id>; made if missing)')
     .option(
       '--batch <n>',
@@ -60,10 +60,11 @@ export function registerPublish(program: Command): void {
     )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice publish app.db --nats nats://127.0.0.1:4222\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow   # resumes where the broker last acked\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow --metrics 127.0.0.1:9465',
+      '\nExamples:\n  $ sluice publish app.db --nats nats://127.0.0.1:4222\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow   # resumes where the broker last acked\n  $ sluice publish app.db --nats nats://127.0.0.1:4222 --follow --metrics 127.0.0.1:9465\n  $ SLUICE_NATS_PASSWORD=... sluice publish app.db --nats tls://n1:4222,tls://n2:4222 --nats-user app --nats-tls-ca ca.pem',
     )
     .action(async (dbPath: string, opts: PublishCliOptions, command: Command) => {
       if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
+      const nats = natsConnectionOf(opts, command) as NatsConnection; // --nats is required
       // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
       const broker = await import('../broker/index.ts');
       // Trapped from the start: a signal during the first pass (a snapshot, an outage) ends it cleanly.
@@ -83,7 +84,7 @@ export function registerPublish(program: Command): void {
       let server: MetricsServer | undefined;
       let stopSummaries: (() => void) | undefined;
       try {
-        publisher = await broker.Publisher.open(dbPath, opts.nats, {
+        publisher = await broker.Publisher.open(dbPath, nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
           log,
@@ -102,7 +103,7 @@ export function registerPublish(program: Command): void {
         if (tally !== undefined)
           stopSummaries = startSummaries(
             (line) => stdout().write(`${line}\n`),
-            `following ${dbPath}: publishing to stream ${p.stream} at ${withoutCredentials(opts.nats)}, from seq ${seqOf(p.cursor)}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+            `following ${dbPath}: publishing to stream ${p.stream} at ${withoutCredentials(nats.servers.join(','))}, from seq ${seqOf(p.cursor)}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
             opts.summaryInterval,
             () => tally.summary(opts.summaryInterval, where(p)),
           );

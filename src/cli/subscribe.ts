@@ -1,8 +1,9 @@
 import type { Command } from 'commander';
-import { withoutCredentials } from '../internal.ts';
-import type { subscribe, SubscribedBatch } from '../broker/index.ts';
+import type { NatsConnection, subscribe, SubscribedBatch } from '../broker/index.ts';
+import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
 import { collect } from './enable.ts';
 import { loadAll } from './sync.ts';
+import { withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { stderr, stdout } from './closed-pipe.ts';
@@ -12,13 +13,13 @@ import { subscriberMetrics, type SubscriberMetrics } from './broker-metrics.ts';
 import { trapInterrupt } from './interrupt.ts';
 
 export function registerSubscribe(program: Command): void {
-  program
+  const command = program
     .command('subscribe')
     .description(
       "Apply a source's JetStream stream to a target, with the same cursor rules and checks as sync and import (the target's cursor is the truth).",
     )
-    .argument('<target>', 'target SQLite database (created if missing)')
-    .requiredOption('--nats <url>', 'NATS server URL, e.g. nats://127.0.0.1:4222')
+    .argument('<target>', 'target SQLite database (created if missing)');
+  addNatsOptions(command, { description: 'NATS server URL, e.g. nats://127.0.0.1:4222' })
     .requiredOption('--source <id>', 'the source id to apply (sluice status <db> shows it)')
     .option('--stream <name>', "the publisher's stream (default SLUICE_<source id>)")
     .option(
@@ -42,8 +43,7 @@ export function registerSubscribe(program: Command): void {
     .action(
       async (
         target: string,
-        opts: {
-          nats: string;
+        opts: NatsCliOptions & {
           source: string;
           stream?: string;
           projection: string[];
@@ -55,6 +55,7 @@ export function registerSubscribe(program: Command): void {
         command: Command,
       ) => {
         if (opts.metrics !== undefined && opts.follow !== true) command.error("error: option '--metrics <host:port>' needs --follow");
+        const nats = natsConnectionOf(opts, command) as NatsConnection; // --nats is required
         // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
         const broker = await import('../broker/index.ts');
         const defs = await loadAll(opts.projection);
@@ -62,7 +63,7 @@ export function registerSubscribe(program: Command): void {
         let metrics: SubscriberMetrics | undefined;
         let server: MetricsServer | undefined;
         if (opts.metrics !== undefined) {
-          metrics = await subscriberMetrics(target, opts.nats, stream);
+          metrics = await subscriberMetrics(target, nats, stream);
           try {
             server = await serveMetrics(metrics.metrics, opts.metrics);
           } catch (err) {
@@ -79,7 +80,7 @@ export function registerSubscribe(program: Command): void {
         let stopSummaries: (() => void) | undefined;
         let r: Awaited<ReturnType<typeof subscribe>>;
         try {
-          r = await broker.subscribe(target, opts.nats, {
+          r = await broker.subscribe(target, nats, {
             ...stream,
             onBatch: (b) => {
               metrics?.onBatch(b);
@@ -93,7 +94,7 @@ export function registerSubscribe(program: Command): void {
                     const from = s.started === 'snapshot' ? `from the snapshot at seq ${s.seq}` : `from seq ${s.seq}`;
                     stopSummaries = startSummaries(
                       (line) => stdout().write(`${line}\n`),
-                      `following stream ${s.stream} at ${withoutCredentials(opts.nats)} into ${target}, ${from}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
+                      `following stream ${s.stream} at ${withoutCredentials(nats.servers.join(','))} into ${target}, ${from}; a summary every ${opts.summaryInterval} ms, Ctrl-C to stop`,
                       opts.summaryInterval,
                       () => tally.summary(opts.summaryInterval, where()),
                     );

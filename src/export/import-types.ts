@@ -15,6 +15,13 @@ export interface ImportOptions {
    * its broker and stream. Default: nothing recorded.
    */
   readonly fedBy?: FedBy;
+  /**
+   * A projection the target holds of another source is rebuilt from the
+   * stream's snapshot, and follows the stream's source from then on, instead
+   * of refused with SOURCE_CHANGED: a subscriber told the new id of a source
+   * whose capture was enabled again (broker/subscribe-plan.ts decides).
+   */
+  readonly replaceSource?: boolean;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;

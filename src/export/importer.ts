@@ -207,7 +207,8 @@ export class Importer {
     for (const d of (defs ?? [defaultMirror(line.table)]).filter((x) => x.source === line.table)) {
       const p = this.#compile(d);
       const rec = readProjection(this.#db, SCHEMA, p.name);
-      if (rec !== undefined) {
+      // Of another source, and asked to replace it: built again from this snapshot, whatever its seq.
+      if (rec !== undefined && !(this.#options.replaceSource === true && rec.sourceId !== line.sourceId)) {
         checkSource(p, rec.sourceId, line.sourceId);
         // A table line carries its snapshot's seq (one read transaction).
         if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue;

@@ -14,6 +14,9 @@ export type {
   ProjectionEntry,
   CapturedTable,
   HealthBounds,
+  NatsConnection,
+  NatsAuth,
+  NatsTls,
 } from './pipeline.ts';
 export type {
   PipelineHealth,

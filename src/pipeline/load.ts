@@ -3,9 +3,10 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import { loadCustomModule, loadDefinitions, projectionDefinitionSchema, type ProjectionDefinition } from '../projection/definition.ts';
+import { splitServers } from '../broker/connection.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
-import { pipelineFileSchema, type PipelineFile } from './schema.ts';
-import type { Pipeline, PipelineSource, PipelineTarget, ProjectionEntry } from './pipeline.ts';
+import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
+import type { NatsAuth, NatsConnection, NatsTls, Pipeline, PipelineSource, PipelineTarget, ProjectionEntry } from './pipeline.ts';
 
 /*
  * Reads a pipeline file into a Pipeline: YAML (or JSON) parsed with its
@@ -102,8 +103,7 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
       const projections = await entries(doc, t.projections, [...tAt, 'projections'], dir, abs, captured);
       targets.push({ path: targetPath, declaredAt: doc.where(tAt), projections, health: t.health ?? {} });
     }
-    const publish =
-      s.publish === undefined ? undefined : { servers: typeof s.publish.nats === 'string' ? [s.publish.nats] : s.publish.nats };
+    const publish = s.publish === undefined ? undefined : natsConnection(doc, s.publish, [...at, 'publish'], dir);
     sources.push({ path: sourcePath, declaredAt: doc.where(at), capture, targets, ...(publish === undefined ? {} : { publish }) });
   }
 
@@ -113,8 +113,10 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
     const targetPath = resolve(s.path);
     claim(targetPath, [...at, 'path'], 'a subscribed target');
     const projections = await entries(doc, s.projections ?? ['*'], [...at, 'projections'], dir, abs, undefined);
+    const nats = natsConnection(doc, s, at, dir);
     subscriptions.push({
-      servers: typeof s.nats === 'string' ? [s.nats] : s.nats,
+      nats,
+      servers: nats.servers,
       sourceId: s.source,
       path: targetPath,
       declaredAt: doc.where(at),
@@ -200,4 +202,51 @@ function listenAddress(doc: PipelineDocument, listen: string | number | undefine
     );
   const host = m[1] === undefined || m[1] === '' ? '127.0.0.1' : m[1].replace(/^\[(.*)\]$/, '$1');
   return { host, port };
+}
+
+/**
+ * A `publish` or `subscribe[]` entry's connection: one way to log in at
+ * most, a user with its password, a client certificate with its key, and
+ * every file (creds, TLS) present, each refused with its line; file paths
+ * made absolute against the pipeline file's folder.
+ */
+function natsConnection(doc: PipelineDocument, o: z.infer<typeof natsSchema>, at: readonly PropertyKey[], dir: string): NatsConnection {
+  const refuse = (key: readonly PropertyKey[], what: string) =>
+    new InvalidInputError('PIPELINE_INVALID', `${doc.where([...at, ...key])}: ${what}`);
+  const ways = (['creds', 'user', 'token'] as const).filter((k) => o[k] !== undefined);
+  if (ways.length > 1)
+    throw refuse([ways[1] as string], `${ways.join(' and ')} are two ways to log in to NATS. Keep one (docs/pipeline.md).`);
+  if (o.user !== undefined && o.password === undefined)
+    throw refuse(['user'], 'user needs a password. Add password: ${NATS_PASSWORD} and set NATS_PASSWORD in the environment.');
+  if (o.password !== undefined && o.user === undefined)
+    throw refuse(['password'], 'password needs the user it belongs to. Add user: NAME.');
+  if (o.tls !== undefined && (o.tls.cert === undefined) !== (o.tls.key === undefined))
+    throw refuse(['tls'], 'a client certificate needs both cert and its key. Give both, or neither.');
+  const file = (rel: string, key: readonly PropertyKey[], what: string) => {
+    const abs = path.resolve(dir, rel);
+    if (!fs.existsSync(abs))
+      throw refuse(key, `${what} ${rel} does not exist (${abs}; paths are relative to the pipeline file). Correct the path.`);
+    return abs;
+  };
+  const auth: NatsAuth | undefined =
+    o.creds !== undefined
+      ? { creds: file(o.creds, ['creds'], 'the credentials file') }
+      : o.user !== undefined
+        ? { user: o.user, password: o.password as string }
+        : o.token !== undefined
+          ? { token: o.token }
+          : undefined;
+  const tls: NatsTls | undefined =
+    o.tls === undefined
+      ? undefined
+      : {
+          ...(o.tls.ca === undefined ? {} : { ca: file(o.tls.ca, ['tls', 'ca'], 'the CA file') }),
+          ...(o.tls.cert === undefined ? {} : { cert: file(o.tls.cert, ['tls', 'cert'], 'the client certificate') }),
+          ...(o.tls.key === undefined ? {} : { key: file(o.tls.key, ['tls', 'key'], 'the client key') }),
+        };
+  return {
+    servers: typeof o.nats === 'string' ? splitServers(o.nats) : o.nats,
+    ...(auth === undefined ? {} : { auth }),
+    ...(tls === undefined ? {} : { tls }),
+  };
 }

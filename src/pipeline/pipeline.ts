@@ -1,4 +1,8 @@
 import type { ProjectionDefinition } from '../projection/definition.ts';
+import type { NatsConnection } from '../broker/connection.ts';
+
+/** How to reach NATS: servers, login, TLS files (absolute); what publish and subscribe take (src/broker/connection.ts). */
+export type { NatsAuth, NatsConnection, NatsTls } from '../broker/connection.ts';
 
 /*
  * A pipeline as sluice runs it: a pipeline file (schema.ts) read and
@@ -29,7 +33,8 @@ export interface PipelineSource {
   readonly declaredAt: string;
   readonly capture: readonly CapturedTable[];
   readonly targets: readonly PipelineTarget[];
-  readonly publish?: { readonly servers: readonly string[] };
+  /** Publish this source to NATS JetStream. */
+  readonly publish?: NatsConnection;
 }
 
 export interface HealthBounds {
@@ -45,6 +50,9 @@ export interface PipelineTarget {
 }
 
 export interface PipelineSubscription {
+  /** How to reach NATS. */
+  readonly nats: NatsConnection;
+  /** `nats.servers`, as first declared here. */
   readonly servers: readonly string[];
   readonly sourceId: string;
   readonly path: string;

@@ -50,9 +50,28 @@ export const targetSchema = z.strictObject({
   health: healthBoundsSchema.optional(),
 });
 
-export const natsSchema = z.strictObject({
-  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+/** TLS with the NATS servers: files relative to this file (load.ts checks each exists). */
+export const natsTlsSchema = z.strictObject({
+  ca: nonEmpty.optional().describe("The CA (PEM) that signed the servers' certificates (default: the system's CAs)"),
+  cert: nonEmpty.optional().describe('A client certificate (PEM), for servers that verify clients; with key'),
+  key: nonEmpty.optional().describe("The client certificate's key (PEM)"),
 });
+
+/**
+ * How to reach NATS (docs/broker.md, "Connecting"): the servers, one way to
+ * log in (load.ts refuses two), TLS. A secret belongs in the environment:
+ * `password: ${NATS_PASSWORD}`.
+ */
+const natsKeys = {
+  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+  creds: nonEmpty.optional().describe('A .creds file (a user JWT and its nkey seed), relative to this file'),
+  user: nonEmpty.optional().describe('Log in as this user (with password)'),
+  password: nonEmpty.optional().describe("The user's password: write ${NATS_PASSWORD}, not the password itself"),
+  token: nonEmpty.optional().describe('Log in with this token: write ${NATS_TOKEN}, not the token itself'),
+  tls: natsTlsSchema.optional().describe('TLS: a CA, and a client certificate and key'),
+};
+
+export const natsSchema = z.strictObject(natsKeys);
 
 export const sourceSchema = z.strictObject({
   path: nonEmpty.describe('The source database, relative to this file'),
@@ -62,7 +81,7 @@ export const sourceSchema = z.strictObject({
 });
 
 export const subscriptionSchema = z.strictObject({
-  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+  ...natsKeys,
   source: nonEmpty.describe('The source id the publisher announces (sluice status SRC shows it)'),
   path: nonEmpty.describe('The target database, relative to this file'),
   projections: z.array(projectionEntrySchema).min(1).optional().describe('What the target holds (default ["*"])'),

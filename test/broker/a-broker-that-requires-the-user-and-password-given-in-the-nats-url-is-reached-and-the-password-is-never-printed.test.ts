@@ -10,7 +10,8 @@ import { sourceIdOf } from './support/broker.ts';
  * A NATS server that requires a user and password: they are given in the
  * URL (`nats://user:pass@host:port`), the one way sluice takes them, so
  * publish, subscribe and health authenticate with them; a wrong password
- * fails with BROKER_UNREACHABLE naming the server without it. The password
+ * fails with BROKER_AUTH_FAILED (BROKER_UNREACHABLE before the login was
+ * told apart from a server that does not answer) naming the server without it. The password
  * is never printed (on stdout or stderr) and never stored in the target.
  * Before, the client was given the URL as it was, which it does not read
  * credentials from: every command failed with "Authorization Violation",
@@ -45,7 +46,7 @@ describe('a broker that requires the user and password given in the NATS URL', (
 
       const wrong = await run(['publish', src, '--nats', server.url.replace('nats://', 'nats://sluice:wr0ng@')]);
       expect(wrong.status).toBe(1);
-      expect(wrong.stderr).toContain('BROKER_UNREACHABLE');
+      expect(wrong.stderr).toContain('BROKER_AUTH_FAILED');
       expect(wrong.stderr).toContain(server.url);
       const wrongHealth = await run(['health', tgt, '--nats', server.url.replace('nats://', 'nats://sluice:wr0ng@')]);
       expect(wrongHealth.status).toBe(3);

@@ -53,11 +53,31 @@ export class NatsServer {
     if (ownsDir) this.#madeDirs.push(storeDir);
   }
 
-  /** Starts a server on a free port with a fresh store (or `storeDir`), and waits until JetStream is ready. */
-  static async start(options: { storeDir?: string; args?: readonly string[] } = {}): Promise<NatsServer> {
+  /**
+   * Starts a server on a free port with a fresh store (or `storeDir`), and
+   * waits until JetStream is ready. `config`: the text of a nats-server
+   * configuration file (accounts and users, authorization, tls {...}),
+   * written into a temp folder and passed with -c; the port, address and
+   * store on the command line win over it.
+   */
+  static async start(options: { storeDir?: string; args?: readonly string[]; config?: string } = {}): Promise<NatsServer> {
     const dir = options.storeDir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nats-'));
-    const server = new NatsServer(await freePort(), dir, options.storeDir === undefined, options.args ?? []);
-    await server.restart();
+    const args = [...(options.args ?? [])];
+    let configDir: string | undefined;
+    if (options.config !== undefined) {
+      configDir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-nats-conf-'));
+      const file = path.join(configDir, 'nats-server.conf');
+      fs.writeFileSync(file, options.config);
+      args.unshift('-c', file);
+    }
+    const server = new NatsServer(await freePort(), dir, options.storeDir === undefined, args);
+    if (configDir !== undefined) server.#madeDirs.push(configDir);
+    try {
+      await server.restart();
+    } catch (err) {
+      await server.dispose();
+      throw err;
+    }
     return server;
   }
 

@@ -34,9 +34,16 @@ export interface CliResult {
 export { runCli };
 
 /** Runs the CLI asynchronously, so independent invocations can run side by side. */
-export function runCliAsync(args: readonly string[], options: { cwd?: string; input?: string } = {}): Promise<CliResult> {
+export function runCliAsync(
+  args: readonly string[],
+  options: { cwd?: string; input?: string; env?: Readonly<Record<string, string>> } = {},
+): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [BIN, ...args], {
+      cwd: options.cwd ?? ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+      ...(options.env === undefined ? {} : { env: { ...process.env, ...options.env } }),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
