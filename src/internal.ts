@@ -25,3 +25,18 @@ export {
   truncateToResumePoint,
 } from './export/resume-point.ts';
 export { withWriteTransaction } from './sqlite/transaction.ts';
+export { followSyncer, type FollowedDefinitions } from './pipeline/follow/follow.ts';
+export { waitForChange, type WaitOptions } from './pipeline/follow/wait.ts';
+export { DefinitionFiles, loadAll, loadInputs } from './pipeline/follow/definition-files.ts';
+export {
+  METRIC_NAMES,
+  SluiceMetrics,
+  promClient,
+  targetMetrics,
+  type LagFigure,
+  type LagSource,
+  type MetricsRecord,
+  type Scrapable,
+} from './pipeline/metrics.ts';
+export { Runner } from './pipeline/run/runner.ts';
+export { RunLog, type LogFormat } from './pipeline/run/log.ts';

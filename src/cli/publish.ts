@@ -5,7 +5,7 @@ import type { Publisher, PublishPass } from '../broker/index.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
-import { waitForChange } from './wait.ts';
+import { waitForChange } from '../internal.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { summaryIntervalOption, startSummaries, StreamFollowTally } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';

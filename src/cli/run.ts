@@ -1,0 +1,33 @@
+import { Option, type Command } from 'commander';
+import { Runner, RunLog, type LogFormat } from '../internal.ts';
+import { stderr } from './closed-pipe.ts';
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description(
+      'Keep a pipeline file (sluice.yml) true: enable its capture, build and follow every declared target, serve /healthz, /metrics and a status page on "listen"; reload on SIGHUP or a change to the file, stop on SIGTERM/SIGINT.',
+    )
+    .option('--config <file>', 'the pipeline file', 'sluice.yml')
+    .addOption(
+      new Option('--log <format>', 'one line per event on stderr: readable text, or one JSON object per line')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice run                          # ./sluice.yml\n  $ sluice run --config /etc/sluice/app.yml --log json\n  $ kill -HUP $(pgrep -f "sluice run")   # reload the file now',
+    )
+    .action(async (opts: { config: string; log: LogFormat }) => {
+      const log = new RunLog(opts.log, (line) => stderr().write(line));
+      const runner = await Runner.start(opts.config, log);
+      const onHup = () => void runner.reload('SIGHUP');
+      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      const signal = await new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
+      process.off('SIGHUP', onHup);
+      await runner.stop(signal);
+    });
+}

@@ -1,0 +1,64 @@
+import { Worker } from 'node:worker_threads';
+import { declaredInputs } from '../declared.ts';
+import type { PipelineSource, PipelineTarget } from '../pipeline.ts';
+import { PartFailure, type PartKind } from './part.ts';
+import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
+
+/*
+ * A declared target, followed in a worker thread of its own
+ * (target-worker.ts): better-sqlite3 is synchronous, so a first build of a
+ * million rows or a custom handler that loops blocks only its own thread,
+ * never another target or the HTTP server. Threads, not processes: one
+ * process's memory for every target (bench/run.ts measures both).
+ */
+
+export interface TargetConfig {
+  readonly source: PipelineSource;
+  readonly target: PipelineTarget;
+}
+
+/** The worker's module beside this one: .js in the build (dist/), .ts when run from the sources. */
+const WORKER = new URL(`./target-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+export const targetPart: PartKind<TargetConfig> = {
+  kind: 'target',
+  configs: (pipeline) => pipeline.sources.flatMap((source) => source.targets.map((target) => ({ source, target }))),
+  name: (c) => c.target.path,
+  // A changed declaration restarts the worker: its Syncer opens with the new definitions, and continues, rebuilds or refuses each as sync does.
+  fingerprint: (c) => JSON.stringify([c.source.path, declaredInputs(c.target.projections)]),
+  async run(c, ctx) {
+    ctx.shared.lockTarget(c.target.path);
+    const data: TargetWorkerData = { pipelineFile: ctx.shared.pipelineFile, target: c.target.path };
+    const worker = new Worker(WORKER, {
+      workerData: data,
+      ...(WORKER.pathname.endsWith('.ts') ? { execArgv: ['--import', 'tsx'] } : {}),
+      stderr: false,
+    });
+    let failure: PartFailure | undefined;
+    const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);
+    ctx.signal.addEventListener('abort', stop, { once: true });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        worker.on('message', (m: FromWorker) => {
+          if (m.type === 'log') ctx.log(m.level, m.event, m.msg, m.extra);
+          else if (m.type === 'pass') {
+            ctx.shared.recordPass(c.target.path, m);
+            ctx.ok();
+          } else if (m.type === 'phase') ctx.phase(m.phase);
+          else failure = new PartFailure(m.code, m.message);
+        });
+        worker.on('error', (err) => (failure ??= PartFailure.of(err)));
+        worker.on('exit', (code) => {
+          if (failure !== undefined) reject(failure);
+          else if (ctx.signal.aborted) resolve();
+          else
+            reject(
+              new PartFailure('RUN_PART_FAILED', `the worker of target ${c.target.path} ended (exit code ${code}) without being asked to`),
+            );
+        });
+      });
+    } finally {
+      ctx.signal.removeEventListener('abort', stop);
+    }
+  },
+};
