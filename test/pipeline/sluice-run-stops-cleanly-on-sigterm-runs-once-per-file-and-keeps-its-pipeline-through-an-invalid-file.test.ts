@@ -29,7 +29,9 @@ listen: 127.0.0.1:${port}
 ${extra}`;
 
 describe.skipIf(process.platform === 'win32')('sluice run', () => {
-  test('SIGTERM while a writer commits exits 0 with every projection exact at its cursor, and a second run or a sync --follow of its target is refused naming it', async ({ tmp }) => {
+  test('SIGTERM while a writer commits exits 0 with every projection exact at its cursor, and a second run or a sync --follow of its target is refused naming it', async ({
+    tmp,
+  }) => {
     const src = path.join(tmp, 'app.db');
     const tgt = path.join(tmp, 'cache.db');
     const config = path.join(tmp, 'sluice.yml');
@@ -63,7 +65,11 @@ for i in range(1, 4001):
     ]);
     const wrote = new Promise<number | null>((resolve) => writer.on('close', resolve));
     const start = sourceSeq(src);
-    await waitHealth(port, 'the run applying the writer', (h) => h.status.targets[0]?.projections.some((p) => p.seq > start + 200) === true);
+    await waitHealth(
+      port,
+      'the run applying the writer',
+      (h) => h.status.targets[0]?.projections.some((p) => p.seq > start + 200) === true,
+    );
     running.child.kill('SIGTERM');
     const exit = await running.exited;
     expect(exit.status, running.stderr()).toBe(0);
@@ -86,7 +92,9 @@ for i in range(1, 4001):
     expect(after.status, after.stderr).toBe(0);
   });
 
-  test('a file that stops loading keeps the running pipeline applying with /healthz 503 and its reason, and 200 again once fixed', async ({ tmp }) => {
+  test('a file that stops loading keeps the running pipeline applying with /healthz 503 and its reason, and 200 again once fixed', async ({
+    tmp,
+  }) => {
     const src = path.join(tmp, 'app.db');
     const tgt = path.join(tmp, 'cache.db');
     const config = path.join(tmp, 'sluice.yml');

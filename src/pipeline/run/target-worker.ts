@@ -47,6 +47,8 @@ async function main(): Promise<void> {
       if (p.phase === 'snapshot') setPhase('building');
     },
   });
+  // Until its first pass is done, a target is building (a first build, or a catch-up at start): /healthz says so.
+  setPhase('building');
   try {
     log('info', 'start', `following ${source.path}: ${syncer.projections.map((p) => p.name).join(', ')}`);
     const suspended = new Map<string, string>();
