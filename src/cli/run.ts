@@ -16,7 +16,7 @@ export function registerRun(program: Command): void {
     )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice run                          # ./sluice.yml\n  $ sluice run --config /etc/sluice/app.yml --log json\n  $ kill -HUP $(pgrep -f "sluice run")   # reload the file now',
+      "\nExamples:\n  $ sluice run                          # ./sluice.yml\n  $ sluice run --config /etc/sluice/app.yml --log json\n  $ curl -s http://127.0.0.1:9464/healthz   # the JSON of health --config FILE --json, plus the process's parts\n\nSIGHUP (or a change to the file, or to a definition file it names) reloads; a file that no longer loads keeps the running pipeline and turns /healthz 503.",
     )
     .action(async (opts: { config: string; log: LogFormat }) => {
       const log = new RunLog(opts.log, (line) => stderr().write(line));

@@ -19,6 +19,7 @@ const COMMANDS = [
   'publish',
   'subscribe',
   'health',
+  'run',
   'drop',
   'forget',
   'reinit',
