@@ -4,6 +4,7 @@ import { errorCode, errorMessage } from '../../errors.ts';
 import { followSyncer } from '../follow/follow.ts';
 import { loadPipeline } from '../load.ts';
 import { declaredInputs } from '../declared.ts';
+import { dropUndeclared } from './prune.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';
 
@@ -36,6 +37,13 @@ async function main(): Promise<void> {
   const source = pipeline.sources.find((s) => s.targets.some((t) => t.path === data.target));
   const target = source?.targets.find((t) => t.path === data.target);
   if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
+  if (pipeline.prune) {
+    const dropped = dropUndeclared(target);
+    if (dropped.length > 0)
+      log('info', 'dropped', `dropped the projections the file no longer declares (prune: true): ${dropped.join(', ')}`, {
+        projections: dropped,
+      });
+  }
   let phase: 'building' | 'following' | undefined;
   const setPhase = (p: 'building' | 'following') => {
     if (p !== phase) say({ type: 'phase', phase: p });
