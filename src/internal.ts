@@ -40,3 +40,4 @@ export {
 } from './pipeline/metrics.ts';
 export { Runner } from './pipeline/run/runner.ts';
 export { RunLog, type LogFormat } from './pipeline/run/log.ts';
+export { followPublisher } from './pipeline/follow/publish-loop.ts';

@@ -6,6 +6,8 @@ import type { LogLevel } from './log.ts';
 export interface TargetWorkerData {
   readonly pipelineFile: string;
   readonly target: string;
+  /** A target of a declared source (followed by sync), or of a `subscribe` entry (fed by the broker). */
+  readonly via: 'sync' | 'subscribe';
 }
 
 export type ToWorker = { readonly type: 'stop' };

@@ -3,6 +3,7 @@ import { Syncer, type SyncReport } from '../../apply/sync/sync.ts';
 import { errorCode, errorMessage } from '../../errors.ts';
 import { followSyncer } from '../follow/follow.ts';
 import { loadPipeline } from '../load.ts';
+import type { Pipeline } from '../pipeline.ts';
 import { declaredInputs } from '../declared.ts';
 import { dropUndeclared } from './prune.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
@@ -34,6 +35,7 @@ const SUMMARY_MS = 60_000;
 
 async function main(): Promise<void> {
   const pipeline = await loadPipeline(data.pipelineFile);
+  if (data.via === 'subscribe') return subscribed(pipeline);
   const source = pipeline.sources.find((s) => s.targets.some((t) => t.path === data.target));
   const target = source?.targets.find((t) => t.path === data.target);
   if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
@@ -118,6 +120,34 @@ async function main(): Promise<void> {
   } finally {
     syncer.close();
   }
+}
+
+/** A `subscribe` entry: the broker's stream applied to the target until stopped (the broker loaded here, by import()). */
+async function subscribed(pipeline: Pipeline): Promise<void> {
+  const sub = pipeline.subscriptions.find((s) => s.path === data.target);
+  if (sub === undefined) return;
+  const broker = await import('../../broker/index.ts');
+  const defs = declaredInputs(sub.projections).filter((d) => d !== '*');
+  say({ type: 'phase', phase: 'building' });
+  log('info', 'start', `subscribing to source ${sub.sourceId} at ${sub.servers[0] ?? ''}`);
+  await broker.subscribe(sub.path, sub.servers[0] as string, {
+    sourceId: sub.sourceId,
+    follow: true,
+    signal: stop.signal,
+    log: (line) => log('info', 'broker', line),
+    onStart: (st) => {
+      say({ type: 'phase', phase: 'following' });
+      say({ type: 'pass', projections: [] });
+      log(
+        'info',
+        'following',
+        `following stream ${st.stream} ${st.started === 'snapshot' ? 'from its snapshot' : "from the target's cursor"} at seq ${st.seq}`,
+      );
+    },
+    onBatch: () => say({ type: 'pass', projections: [] }),
+    ...(defs.length === 0 ? {} : { projections: defs }),
+  });
+  log('info', 'stop', 'stopped after the batch in flight');
 }
 
 main().then(
