@@ -20,14 +20,16 @@ export function registerRun(program: Command): void {
     )
     .action(async (opts: { config: string; log: LogFormat }) => {
       const log = new RunLog(opts.log, (line) => stderr().write(line));
-      const runner = await Runner.start(opts.config, log);
-      const onHup = () => void runner.reload('SIGHUP');
-      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
-      const signal = await new Promise<string>((resolve) => {
+      // Trapped before the start: a SIGTERM while the parts start stops them once started, exit 0.
+      const signal = new Promise<string>((resolve) => {
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
+      const runner = await Runner.start(opts.config, log);
+      const onHup = () => void runner.reload('SIGHUP');
+      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      const received = await signal;
       process.off('SIGHUP', onHup);
-      await runner.stop(signal);
+      await runner.stop(received);
     });
 }
