@@ -43,9 +43,9 @@ if (argv.includes('--help') || argv.includes('-h')) {
   process.stdout.write('usage: npx tsx bench/run.ts [--seconds N (5)] [--rate N (1000)] [--idle N (5)] [--keep]\n');
   process.exit(0);
 }
-const seconds = intFlag(argv, '--seconds', 5);
-const rate = intFlag(argv, '--rate', 1000);
-const idleS = intFlag(argv, '--idle', 5);
+const seconds = intFlag(argv, 'seconds', 5);
+const rate = intFlag(argv, 'rate', 1000);
+const idleS = intFlag(argv, 'idle', 5);
 const keep = argv.includes('--keep');
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(root, 'bin', 'sluice.js');
