@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
-import { runCliAsync, parseJson, dumpTables, sourceSeq, type Spawned } from '../cli/support/cli.ts';
+import { runCliAsync, parseJson, dumpTables, scalar, sourceSeq, type Spawned } from '../cli/support/cli.ts';
 import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth } from './support/run.ts';
 
 /*
@@ -144,5 +144,34 @@ con.execute("INSERT INTO labels VALUES (99, 'after the crash')")`,
     expect(dumpTables(tgt, ['issues', 'comments', 'labels', 'milestones'])).toEqual(
       dumpTables(src, ['issues', 'comments', 'labels', 'milestones']),
     );
+  });
+  test('a definition file changed while it runs is taken in as sync takes it: its projection rebuilt (DEFINITION_CHANGED) and exact, the others followed', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const tgt = path.join(tmp, 'cache.db');
+    const config = path.join(tmp, 'sluice.yml');
+    const def = path.join(tmp, 'search.json');
+    appSource(src);
+    put(def, JSON.stringify({ name: 'comments_search', source: 'comments', kind: 'fts5', columns: ['body'] }));
+    const port = await freePort();
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture: [issues, comments]\n    targets: [{path: cache.db, projections: ["*", search.json]}]\nlisten: 127.0.0.1:${port}\n`,
+    );
+    running = startRun(config);
+    const r = running;
+    await waitHealth(port, 'the first build', (h) => h.code === 200);
+    put(def, JSON.stringify({ name: 'comments_search', source: 'comments', kind: 'fts5', columns: ['body', 'issue_id'] }));
+    await waitFor('the rebuild', () =>
+      r
+        .stderr()
+        .split('\n')
+        .some((l) => l.includes('"event":"built"') && l.includes('comments_search') && l.includes('DEFINITION_CHANGED')),
+    );
+    py(src, `con.execute("INSERT INTO comments VALUES (7000, 3, 'after the new definition')")`);
+    await caughtUp(port, src);
+    await expectExact(src, tgt, ['comments', 'comments_search', 'issues']);
+    expect(scalar(tgt, "SELECT count(*) FROM comments_search WHERE comments_search MATCH 'definition'")).toBe(1n);
   });
 });
