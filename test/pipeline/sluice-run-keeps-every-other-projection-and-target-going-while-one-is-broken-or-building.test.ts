@@ -137,4 +137,35 @@ listen: 127.0.0.1:${port}
     expect(done.status.run.parts.every((p) => p.state === 'running')).toBe(true);
     expect(scalar(path.join(tmp, 'big.db'), 'SELECT count(*) FROM slow_counts')).toBe(150n);
   });
+  test('a target that fails to open is recorded in its part and retried with backoff while the other target applies, and recovers once its cause is gone', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const bad = path.join(tmp, 'bad.db');
+    const good = path.join(tmp, 'good.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    fs.writeFileSync(bad, 'this file is not a database, whatever its name says, and sluice must not write it'.repeat(4));
+    const port = await freePort();
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture: [issues, comments]\n    targets:\n      - {path: bad.db, projections: ["*"]}\n      - {path: good.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
+    );
+    running = startRun(config);
+    const failing = await waitHealth(port, 'bad.db retried', (h) =>
+      h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2),
+    );
+    expect(failing.code).toBe(503);
+    const part = failing.status.run.parts.find((p) => p.name === bad);
+    expect(part?.failure?.code).toBe('NOT_A_DATABASE');
+    expect(part?.failure?.retryMs).toBeGreaterThan(part?.failure?.ms ?? Infinity);
+    expect(failing.status.run.parts.find((p) => p.name === good)?.state).toBe('running');
+    py(src, `con.execute("UPDATE issues SET title = 'beside a failing target' WHERE id = 4")`);
+    await waitFor('good.db applied the write', () => scalar(good, 'SELECT title FROM issues WHERE id = 4') === 'beside a failing target');
+
+    fs.rmSync(bad);
+    const back = await waitHealth(port, 'bad.db built once its file is gone', (h) => h.code === 200);
+    expect(back.status.run.parts.find((p) => p.name === bad)).toMatchObject({ state: 'running', failure: null });
+    expect(scalar(bad, 'SELECT title FROM issues WHERE id = 4')).toBe('beside a failing target');
+  });
 });
