@@ -28,3 +28,19 @@ export { withWriteTransaction } from './sqlite/transaction.ts';
 export { writeInitFile } from './pipeline/init-file.ts';
 export type { InitFile } from './pipeline/init-file.ts';
 export { readPipelineQuietly } from './pipeline/read-quietly.ts';
+export { followSyncer, type FollowedDefinitions } from './pipeline/follow/follow.ts';
+export { waitForChange, type WaitOptions } from './pipeline/follow/wait.ts';
+export { DefinitionFiles, loadAll, loadInputs } from './pipeline/follow/definition-files.ts';
+export {
+  METRIC_NAMES,
+  SluiceMetrics,
+  promClient,
+  targetMetrics,
+  type LagFigure,
+  type LagSource,
+  type MetricsRecord,
+  type Scrapable,
+} from './pipeline/metrics.ts';
+export { Runner } from './pipeline/run/runner.ts';
+export { RunLog, type LogFormat } from './pipeline/run/log.ts';
+export { followPublisher } from './pipeline/follow/publish-loop.ts';

@@ -583,6 +583,20 @@ export const REASONS = {
       'The pipeline file (sluice.yml) is not valid: YAML, an unknown key, a value of the wrong type, a path or table that does not exist; the message gives FILE:LINE:COL and the fix, and nothing was written.',
     repair: null,
   },
+  RUN_LOCKED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another `sluice run` keeps this pipeline file (it holds the lock FILE-run beside it): one process keeps one pipeline. The message names the process; stop it first (kill PID), or run another pipeline file.',
+    repair: null,
+  },
+  RUN_PART_FAILED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A part of `sluice run` (a target's worker thread, a capture, the HTTP server) ended with an error that carries no code of its own; the message says what happened. run records it in the part (/healthz) and retries it with backoff; the other parts go on.",
+    repair: null,
+  },
   PIPELINE_ENV_UNSET: {
     kinds: ['error'],
     clears: false,
@@ -695,7 +709,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'The --metrics HOST:PORT could not be bound (the port is in use, or the host is not an address of this machine); nothing was synced.',
+      'The --metrics HOST:PORT (or the "listen" of a pipeline file, for sluice run) could not be bound (the port is in use, or the host is not an address of this machine); nothing was synced (run retries it with backoff, its targets go on).',
     repair: null,
   },
   TARGET_FULL: {

@@ -14,7 +14,7 @@ import {
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
-import { waitForChange } from './wait.ts';
+import { waitForChange } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { workBar } from './progress.ts';
 

@@ -333,6 +333,7 @@ export const runStatusOutput = pipelineHealthOutput.extend({
         kind: z.enum(['capture', 'target', 'publish', 'subscribe', 'http']),
         name: z.string(),
         state: z.enum(['starting', 'running', 'retrying', 'stopped']),
+        phase: z.enum(['building', 'following']).optional(),
         failure: z
           .object({
             code: z.string(),

@@ -30,6 +30,7 @@ const COMMANDS: Readonly<Record<string, () => Promise<Register>>> = {
   publish: async () => (await import('./publish.ts')).registerPublish,
   subscribe: async () => (await import('./subscribe.ts')).registerSubscribe,
   health: async () => (await import('./health.ts')).registerHealth,
+  run: async () => (await import('./run.ts')).registerRun,
   drop: async () => (await import('./drop.ts')).registerDrop,
   reinit: async () => (await import('./reinit.ts')).registerReinit,
   protect: async () => (await import('./protect.ts')).registerProtect,

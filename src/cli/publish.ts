@@ -3,10 +3,9 @@ import { decodeCursor } from '../index.ts';
 import type { NatsConnection, Publisher, PublishPass } from '../broker/index.ts';
 import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
-import { withoutCredentials } from '../internal.ts';
+import { followPublisher, withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
-import { waitForChange } from './wait.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { summaryIntervalOption, startSummaries, StreamFollowTally } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
@@ -22,9 +21,6 @@ function where(p: Publisher): string {
   const at = seqOf(p.cursor);
   return `at seq ${at}, source at seq ${Math.max(at, p.sourceSeq())} (lag ${Math.max(0, p.sourceSeq() - at)} events)`;
 }
-
-/** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
-const SNAPSHOT_CHECK_MS = 5000;
 
 interface PublishCliOptions extends NatsCliOptions {
   stream?: string;
@@ -107,28 +103,8 @@ export function registerPublish(program: Command): void {
             opts.summaryInterval,
             () => tally.summary(opts.summaryInterval, where(p)),
           );
-        // One pass at a time: a change and an idle check never publish side by side.
-        let chain: Promise<unknown> = Promise.resolve();
-        const serial = <T>(fn: () => Promise<T>): Promise<T> => {
-          const next = chain.then(fn);
-          chain = next.catch(() => {});
-          return next;
-        };
-        const pass = async () => add(await serial(() => p.runOnce()));
-        if (opts.follow !== true) await pass();
-        else {
-          let idleError: unknown;
-          // waitForChange runs the first pass itself, from a data_version read before it: a commit that lands
-          // while a pass reads the journal brings another pass.
-          await waitForChange(p.db, dbPath, pass, {
-            onIdle: () => {
-              if (idleError !== undefined) throw idleError;
-              void serial(() => p.checkSnapshot(totals, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
-            },
-          });
-          await chain;
-          if (idleError !== undefined) throw idleError;
-        }
+        if (opts.follow !== true) add(await p.runOnce());
+        else await followPublisher(p, dbPath, { onPass: add, tally: totals });
         if (tally !== undefined)
           stdout().write(
             `${tally.final(interrupt.received() ?? 'SIGINT', `${where(p)}; saved in ${p.stateFile}, where the next publish resumes`)}\n`,

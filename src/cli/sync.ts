@@ -10,9 +10,9 @@ import { reportJson } from './sync-json.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { FollowTally } from './follow-summary.ts';
-import { DefinitionFiles, loadInputs } from './definition-files.ts';
+import { DefinitionFiles, loadInputs } from '../internal.ts';
 
-export { loadAll, loadInputs } from './definition-files.ts';
+export { loadAll, loadInputs } from '../internal.ts';
 import { describeInterrupted, SIGNAL_EXIT, trapInterrupt } from './interrupt.ts';
 import {
   parseMetricsAddress,

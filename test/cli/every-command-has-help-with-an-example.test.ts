@@ -21,6 +21,7 @@ const COMMANDS = [
   'publish',
   'subscribe',
   'health',
+  'run',
   'drop',
   'forget',
   'reinit',

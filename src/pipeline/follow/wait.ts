@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../index.ts';
+import type { Db } from '../../sqlite/connection.ts';
 
 export interface WaitOptions {
   /** Fallback poll interval in ms. Default 250 with a file watch, 20 without. */
@@ -11,6 +11,12 @@ export interface WaitOptions {
    * commit would (something else than the source changed).
    */
   readonly onIdle?: () => boolean | void;
+  /**
+   * Stops the wait (after the pass in flight) when aborted. Without one,
+   * SIGINT and SIGTERM stop it; with one, the caller decides (a worker
+   * thread of `sluice run` receives no signals: its supervisor aborts it).
+   */
+  readonly signal?: AbortSignal;
 }
 
 /*
@@ -52,7 +58,7 @@ export async function waitForChange(
   onChange: () => void | Promise<void>,
   options: number | WaitOptions = {},
 ): Promise<void> {
-  const { pollMs, onIdle } = typeof options === 'number' ? { pollMs: options, onIdle: undefined } : options;
+  const { pollMs, onIdle, signal } = typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined } : options;
   const source = path.resolve(sourcePath);
   const base = path.basename(source);
   let stopping = false;
@@ -67,8 +73,11 @@ export async function waitForChange(
     stopping = true;
     nudge();
   };
-  process.on('SIGINT', onSignal);
-  process.on('SIGTERM', onSignal);
+  if (signal === undefined) {
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
+  } else if (signal.aborted) stopping = true;
+  else signal.addEventListener('abort', onSignal, { once: true });
   let watcher: fs.FSWatcher | undefined;
   try {
     if (watchOff()) throw new Error(`${NO_WATCH_ENV} is set`);
@@ -121,6 +130,7 @@ export async function waitForChange(
     watcher?.close();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
+    signal?.removeEventListener('abort', onSignal);
   }
 }
 

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
-import { loadDefinitions, type DefinitionInput, type ProjectionDefinition } from '../index.ts';
-import { MIRROR_ALL } from '../internal.ts';
+import { loadDefinitions, type ProjectionDefinition } from '../../projection/definition.ts';
+import type { DefinitionInput } from '../../apply/sync/sync-definitions.ts';
+import { MIRROR_ALL } from '../../apply/sync/projection-set.ts';
 
 /*
  * The --projection files of a follower, watched by their file identity,

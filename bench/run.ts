@@ -1,0 +1,310 @@
+/*
+ * `sluice run` against issue 21's performance targets: one run process
+ * with 4 targets (mirror, map, fts5, custom) at 1k writes/s: p99 source
+ * commit -> the last target's commit within 1.5x of one `sync --follow` to
+ * one target, measured in the same run; idle CPU under 2% of a core; RSS
+ * under 200 MB.
+ *
+ *   npx tsx bench/run.ts [--seconds N (5)] [--rate N (1000)] [--idle N (5)] [--keep]
+ *
+ * One run, in a scratch directory (build dist/ first: both processes are
+ * the compiled CLI, node bin/sluice.js):
+ * - source.db: t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER), captured.
+ * - phase 1, the baseline: `sync source.db one.db --follow` (a mirror of
+ *   t); phase 2: `run` on a pipeline file with 4 targets of that source
+ *   (a mirror, a map, an fts5 index of v, a custom handler that copies the
+ *   id). The same writer for both: a python3 process committing one INSERT
+ *   per transaction at --rate for --seconds, logging when each commit
+ *   returned (time.time()).
+ * - latency: this process polls every target's table with a read
+ *   connection (count(*) every ~1 ms: ids are 1..n, inserted in order) and
+ *   notes when each count was first seen; a row's latency is the first time
+ *   a poll saw it in the target (in phase 2: in the last of the four) minus
+ *   its source commit. The polling adds up to ~1 ms and takes CPU from the
+ *   processes measured, the same way in both phases: the ratio is the
+ *   figure, not the absolute values.
+ * - idle CPU: utime+stime of the run process (every thread) over --idle
+ *   seconds once all is applied; RSS: its VmHWM (peak) and VmRSS at the end.
+ *   The baseline's RSS is shown too: four `sync --follow` processes (the
+ *   child-process design) would take about four times it.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { enable } from '../src/capture/enable.ts';
+import { openDatabase, type Db } from '../src/sqlite/connection.ts';
+import { intFlag, makeScratch, renderTable } from './lib/workload.ts';
+import { emitFigures } from './lib/figures.ts';
+
+const argv = process.argv.slice(2);
+if (argv.includes('--help') || argv.includes('-h')) {
+  process.stdout.write('usage: npx tsx bench/run.ts [--seconds N (5)] [--rate N (1000)] [--idle N (5)] [--keep]\n');
+  process.exit(0);
+}
+const seconds = intFlag(argv, 'seconds', 5);
+const rate = intFlag(argv, 'rate', 1000);
+const idleS = intFlag(argv, 'idle', 5);
+const keep = argv.includes('--keep');
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const bin = path.join(root, 'bin', 'sluice.js');
+const ticks = 100; // USER_HZ on Linux
+
+const WRITER = String.raw`
+import json, sqlite3, sys, time
+src, rate, seconds, out = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4]
+con = sqlite3.connect(src, isolation_level=None)
+con.execute("PRAGMA busy_timeout = 5000")
+con.execute("PRAGMA synchronous = NORMAL")
+start = con.execute("SELECT coalesce(max(id), 0) FROM t").fetchone()[0]
+n = int(rate * seconds)
+t0 = time.time()
+done = []
+for k in range(n):
+    due = t0 + k / rate
+    now = time.time()
+    if due > now: time.sleep(due - now)
+    con.execute("INSERT INTO t (id, v, n) VALUES (?, ?, ?)", (start + k + 1, "row %d of the bench" % k, k))
+    done.append(time.time())
+json.dump({"first": start + 1, "done": done}, open(out, "w"))
+`;
+
+interface Phase {
+  readonly p50: number;
+  readonly p99: number;
+  readonly max: number;
+  readonly rows: number;
+  /** Each target's own p99 (ms). */
+  readonly each: readonly number[];
+}
+
+function pct(xs: readonly number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+}
+
+function cpuTicks(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(f[11]) + Number(f[12]);
+}
+
+function memMb(pid: number): { rss: number; hwm: number } {
+  const s = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = (k: string) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(s)?.[1] ?? NaN);
+  return { rss: kb('VmRSS') / 1024, hwm: kb('VmHWM') / 1024 };
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `targets` (file, table) until each holds `upTo` rows; the time each count was first seen, per target. */
+async function poll(
+  targets: readonly { file: string; table: string }[],
+  from: number,
+  upTo: number,
+  timeoutMs: number,
+): Promise<number[][]> {
+  const dbs: (Db | undefined)[] = targets.map(() => undefined);
+  const seen = targets.map(() => [] as number[]); // seen[i][id - from] = ms
+  const counts = targets.map(() => from - 1);
+  const deadline = Date.now() + timeoutMs;
+  while (counts.some((c) => c < upTo)) {
+    if (Date.now() > deadline) throw new Error(`targets did not catch up: ${counts.join(', ')} of ${upTo}`);
+    for (const [i, t] of targets.entries()) {
+      if ((counts[i] as number) >= upTo) continue;
+      try {
+        dbs[i] ??= openDatabase(t.file, { readonly: true, role: 'target' });
+        const c = Number((dbs[i] as Db).prepare(`SELECT count(*) FROM "${t.table}"`).pluck().get());
+        const now = Date.now();
+        for (let id = (counts[i] as number) + 1; id <= c; id++) (seen[i] as number[])[id - from] = now;
+        counts[i] = Math.max(counts[i] as number, c);
+      } catch {
+        /* not built yet */
+      }
+    }
+    await sleep(1);
+  }
+  for (const db of dbs) db?.close();
+  return seen;
+}
+
+async function writeAndMeasure(dir: string, src: string, targets: readonly { file: string; table: string }[]): Promise<Phase> {
+  const out = path.join(dir, `writer-${Date.now()}.json`);
+  const writerPy = path.join(dir, 'writer.py');
+  fs.writeFileSync(writerPy, WRITER);
+  const db = openDatabase(src, { readonly: true });
+  const first = Number(db.prepare('SELECT coalesce(max(id), 0) FROM t').pluck().get()) + 1;
+  db.close();
+  const n = rate * seconds;
+  const writer = spawn('python3', [writerPy, src, String(rate), String(seconds), out], { stdio: 'inherit' });
+  const polled = poll(targets, first, first + n - 1, (seconds + 60) * 1000);
+  const code = await new Promise<number | null>((r) => writer.on('exit', r));
+  if (code !== 0) throw new Error(`the writer failed (${code})`);
+  const seen = await polled;
+  const log = JSON.parse(fs.readFileSync(out, 'utf8')) as { first: number; done: number[] };
+  const lat = log.done.map((t, k) => Math.max(...seen.map((s) => s[k] as number)) - t * 1000);
+  const each = seen.map((s) =>
+    pct(
+      log.done.map((t, k) => (s[k] as number) - t * 1000),
+      99,
+    ),
+  );
+  return { p50: pct(lat, 50), p99: pct(lat, 99), max: Math.max(...lat), rows: lat.length, each };
+}
+
+async function waitLine(child: ChildProcess, stream: 'stdout' | 'stderr', re: RegExp, timeoutMs = 30_000): Promise<void> {
+  let text = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no ${re} in ${stream}: ${text}`)), timeoutMs);
+    child[stream]?.on('data', (d: Buffer) => {
+      text += d.toString();
+      if (re.test(text)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+}
+
+async function stop(child: ChildProcess): Promise<void> {
+  const exited = new Promise((r) => child.on('exit', r));
+  child.kill('SIGTERM');
+  await exited;
+}
+
+const { dir, cleanup } = makeScratch('sluice-bench-run-');
+try {
+  const src = path.join(dir, 'source.db');
+  const db = openDatabase(src, { create: true, wal: true });
+  db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)');
+  enable(db, ['t']);
+  db.close();
+
+  // Phase 1: one sync --follow, one mirror.
+  const one = path.join(dir, 'one.db');
+  const follower = spawn(process.execPath, [bin, 'sync', src, one, '--follow', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  await waitLine(follower, 'stdout', /\n/);
+  const base = await writeAndMeasure(dir, src, [{ file: one, table: 't' }]);
+  const baseMem = memMb(follower.pid as number);
+  await stop(follower);
+
+  // Phase 2: one run, four targets.
+  fs.writeFileSync(
+    path.join(dir, 'copy.mjs'),
+    `export default {
+  version: '1',
+  async init(rows, { db, tables }) {
+    await db.schema.createTable(tables.t_copy).ifNotExists().addColumn('id', 'integer', (c) => c.primaryKey()).execute();
+    for (const r of rows) await db.insertInto(tables.t_copy).values({ id: r.id }).execute();
+  },
+  async apply(e, { db, tables }) {
+    if (e.before !== null) await db.deleteFrom(tables.t_copy).where('id', '=', e.before.id).execute();
+    if (e.after !== null) await db.insertInto(tables.t_copy).values({ id: e.after.id }).execute();
+  },
+};
+`,
+  );
+  fs.writeFileSync(
+    path.join(dir, 'sluice.yml'),
+    `sources:
+  - path: source.db
+    capture: [t]
+    targets:
+      - {path: mirror.db, projections: ["*"]}
+      - {path: map.db, projections: [{name: t_map, source: t, kind: map, columns: {id: id, v: v}}]}
+      - {path: fts.db, projections: [{name: t_fts, source: t, kind: fts5, columns: [v]}]}
+      - {path: custom.db, projections: [{name: t_copy, source: t, kind: custom, module: ./copy.mjs, tables: [t_copy]}]}
+`,
+  );
+  const run = spawn(process.execPath, [bin, 'run', '--config', path.join(dir, 'sluice.yml'), '--log', 'json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let started = 0;
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('run did not start its 4 targets')), 30_000);
+    run.stderr?.on('data', (d: Buffer) => {
+      started += (d.toString().match(/"event":"start","msg":"following/g) ?? []).length;
+      if (started >= 4) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+  });
+  const four = [
+    { file: path.join(dir, 'mirror.db'), table: 't' },
+    { file: path.join(dir, 'map.db'), table: 't_map' },
+    { file: path.join(dir, 'fts.db'), table: 't_fts' },
+    { file: path.join(dir, 'custom.db'), table: 't_copy' },
+  ];
+  const multi = await writeAndMeasure(dir, src, four);
+  await sleep(1000);
+  const pid = run.pid as number;
+  const c0 = cpuTicks(pid);
+  await sleep(idleS * 1000);
+  const idleCpu = ((cpuTicks(pid) - c0) / ticks / idleS) * 100;
+  const mem = memMb(pid);
+  await stop(run);
+
+  const ratio = multi.p99 / base.p99;
+  process.stdout.write(
+    `${renderTable(
+      ['', 'p50 ms', 'p99 ms', 'max ms', 'rows', 'RSS MB (peak)'],
+      [
+        [
+          'sync --follow, 1 target',
+          base.p50.toFixed(1),
+          base.p99.toFixed(1),
+          base.max.toFixed(1),
+          String(base.rows),
+          `${baseMem.rss.toFixed(0)} (${baseMem.hwm.toFixed(0)})`,
+        ],
+        [
+          'run, 4 targets (last)',
+          multi.p50.toFixed(1),
+          multi.p99.toFixed(1),
+          multi.max.toFixed(1),
+          String(multi.rows),
+          `${mem.rss.toFixed(0)} (${mem.hwm.toFixed(0)})`,
+        ],
+      ],
+    )}\n` +
+      `run, p99 per target (mirror, map, fts5, custom): ${multi.each.map((x) => x.toFixed(1)).join(', ')} ms\n` +
+      `p99 ratio run/sync --follow: ${ratio.toFixed(2)}x (target <= 1.5x)\n` +
+      `run idle CPU: ${idleCpu.toFixed(2)}% of a core over ${idleS} s (target < 2%)\n` +
+      `run RSS peak: ${mem.hwm.toFixed(0)} MB (target < 200 MB); 4 sync --follow processes would take about ${(4 * baseMem.hwm).toFixed(0)} MB\n` +
+      `${rate} writes/s for ${seconds} s; load average ${os.loadavg()[0]?.toFixed(2)}\n`,
+  );
+  emitFigures('run', [
+    {
+      id: 'run.p99-vs-follow',
+      target: 'sluice run, 4 targets at 1k writes/s',
+      what: 'p99 commit -> last target, over one sync --follow',
+      value: ratio,
+      unit: 'x',
+      op: '<=',
+      limit: 1.5,
+    },
+    {
+      id: 'run.idle-cpu',
+      target: 'sluice run idle CPU',
+      what: 'idle CPU of the run process, % of a core',
+      value: idleCpu,
+      unit: '%',
+      op: '<',
+      limit: 2,
+    },
+    {
+      id: 'run.rss',
+      target: 'sluice run memory',
+      what: 'peak RSS of one run with 4 targets',
+      value: mem.hwm,
+      unit: 'MB',
+      op: '<',
+      limit: 200,
+    },
+  ]);
+} finally {
+  if (keep) process.stdout.write(`kept ${dir}\n`);
+  else cleanup();
+}

@@ -1,0 +1,35 @@
+import { Option, type Command } from 'commander';
+import { Runner, RunLog, type LogFormat } from '../internal.ts';
+import { stderr } from './closed-pipe.ts';
+
+export function registerRun(program: Command): void {
+  program
+    .command('run')
+    .description(
+      'Keep a pipeline file (sluice.yml) true: enable its capture, build and follow every declared target, serve /healthz, /metrics and a status page on "listen"; reload on SIGHUP or a change to the file, stop on SIGTERM/SIGINT.',
+    )
+    .option('--config <file>', 'the pipeline file', 'sluice.yml')
+    .addOption(
+      new Option('--log <format>', 'one line per event on stderr: readable text, or one JSON object per line')
+        .choices(['text', 'json'])
+        .default('text'),
+    )
+    .addHelpText(
+      'after',
+      "\nExamples:\n  $ sluice run                          # ./sluice.yml\n  $ sluice run --config /etc/sluice/app.yml --log json\n  $ curl -s http://127.0.0.1:9464/healthz   # the JSON of health --config FILE --json, plus the process's parts\n\nSIGHUP (or a change to the file, or to a definition file it names) reloads; a file that no longer loads keeps the running pipeline and turns /healthz 503.",
+    )
+    .action(async (opts: { config: string; log: LogFormat }) => {
+      const log = new RunLog(opts.log, (line) => stderr().write(line));
+      // Trapped before the start: a SIGTERM while the parts start stops them once started, exit 0.
+      const signal = new Promise<string>((resolve) => {
+        process.once('SIGINT', () => resolve('SIGINT'));
+        process.once('SIGTERM', () => resolve('SIGTERM'));
+      });
+      const runner = await Runner.start(opts.config, log);
+      const onHup = () => void runner.reload('SIGHUP');
+      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      const received = await signal;
+      process.off('SIGHUP', onHup);
+      await runner.stop(received);
+    });
+}

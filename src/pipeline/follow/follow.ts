@@ -1,0 +1,94 @@
+import type { Syncer, SyncReport } from '../../apply/sync/sync.ts';
+import type { DefinitionInput } from '../../apply/sync/sync-definitions.ts';
+import { waitForChange } from './wait.ts';
+import { idleEditCheck } from './idle-edit-check.ts';
+
+/*
+ * The one follow loop: `sync --follow` (src/cli/follow.ts adds its output)
+ * and each target of `sluice run` (a worker thread, run/target-worker.ts)
+ * keep a Syncer running through it, so both have the same latency, the
+ * same acknowledgement pace and the same look for hand edits.
+ */
+
+/** Where a follower's definitions come from when they can change: the --projection files, or a pipeline file's declaration. */
+export interface FollowedDefinitions {
+  /** Whether they changed since last loaded; with `unlessLookedWithinMs`, false without a look when the last one is that recent. */
+  changed(unlessLookedWithinMs?: number): boolean;
+  /** The definitions, loaded again (throws what loading throws: the follower keeps the ones it has). */
+  load(): Promise<DefinitionInput[]>;
+}
+
+export interface FollowLoopOptions {
+  /** Aborted: the target transaction in flight finishes, no other starts, and the loop returns. */
+  readonly signal: AbortSignal;
+  /** Loaded again when they change, before a pass within 100 ms of it (one runs at once when the source is idle). */
+  readonly definitions?: FollowedDefinitions;
+  /** Says definitions that could not be loaded again (the ones loaded before are kept). */
+  readonly onLoadError?: (err: unknown) => void;
+  /** Each pass's report, and each idle look that found a hand edit. */
+  readonly onReport: (r: SyncReport) => void;
+}
+
+/**
+ * The acknowledgement rows in the source's _sluice_consumers are
+ * informational and may lag: following writes them at most once a second
+ * (a pass per commit would otherwise take the source's write lock once per
+ * commit, beside the application's writers), when idle, and on exit.
+ */
+const ACK_INTERVAL_MS = 1000;
+
+/** Before a pass, the definitions are looked at if they were not in this many ms (while idle, at each poll). */
+const DEFINITIONS_LOOK_MS = 100;
+
+/**
+ * Keeps a Syncer running until `signal` is aborted: a pass at start, then
+ * one each time the source commits (waitForChange runs both). An abort lets
+ * the target transaction in flight finish and starts no other: a long
+ * catch-up stops after its current batch, and the next run continues from
+ * the target's cursor.
+ *
+ * @example
+ * const stop = new AbortController();
+ * process.once('SIGTERM', () => stop.abort());
+ * await followSyncer(syncer, { signal: stop.signal, onReport: (r) => console.log(r.sourceSeq) });
+ */
+export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): Promise<void> {
+  const files = options.definitions;
+  const said = options.onReport;
+  const edits = idleEditCheck(syncer, said);
+  const pass = () =>
+    edits.during(async () => {
+      if (files?.changed(DEFINITIONS_LOOK_MS) === true) {
+        try {
+          syncer.setDefinitions(await files.load());
+        } catch (err) {
+          options.onLoadError?.(err);
+        }
+      }
+      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: options.signal }));
+    });
+  try {
+    try {
+      // The first pass too, from a data_version read before it (wait.ts): a commit during it or right after it brings another.
+      await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
+        signal: options.signal,
+        onIdle: () => {
+          syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
+          edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
+          syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
+          // The definitions changed while the source is idle: a pass now takes them in.
+          return files?.changed() === true;
+        },
+      });
+    } finally {
+      try {
+        syncer.flushAcknowledgements();
+      } catch {
+        /* acknowledgements are informational; the error that ended the follow is the one to report */
+      }
+    }
+  } finally {
+    edits.stop();
+  }
+}

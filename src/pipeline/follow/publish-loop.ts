@@ -1,0 +1,51 @@
+import type { Publisher, PublishPass, PublishedSnapshotReport } from '../../broker/index.ts';
+import { waitForChange } from './wait.ts';
+
+/*
+ * The one publish follow loop: `publish --follow` (src/cli/publish.ts) and
+ * the publish part of `sluice run` keep a Publisher going through it. Only
+ * types come from the broker here: the caller has loaded it (by import(),
+ * so that nothing else loads the NATS client).
+ */
+
+/** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
+const SNAPSHOT_CHECK_MS = 5000;
+
+export interface PublishLoopOptions {
+  /** Aborted: the pass in flight finishes, no other starts. Without one, SIGINT/SIGTERM stop it. */
+  readonly signal?: AbortSignal;
+  /** Each pass's figures. */
+  readonly onPass: (p: PublishPass) => void;
+  /** Where the snapshots published while idle are told. */
+  readonly tally: { snapshots: PublishedSnapshotReport[] };
+}
+
+/**
+ * Publishes a pass at once and again each time the source commits, until
+ * stopped; while idle, checks at most every 5 s that the stream still holds
+ * a snapshot (a new one is published when its retention dropped it).
+ *
+ * @example
+ * await followPublisher(publisher, 'app.db', { onPass: (p) => console.log(p.events), tally: { snapshots: [] } });
+ */
+export async function followPublisher(p: Publisher, sourcePath: string, options: PublishLoopOptions): Promise<void> {
+  // Passes and snapshot checks one at a time: both publish to the stream.
+  let chain: Promise<unknown> = Promise.resolve();
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    const next = chain.then(fn);
+    chain = next.catch(() => {});
+    return next;
+  };
+  let idleError: unknown;
+  // waitForChange runs the first pass itself, from a data_version read before it: a commit that lands
+  // while a pass reads the journal brings another pass.
+  await waitForChange(p.db, sourcePath, async () => options.onPass(await serial(() => p.runOnce())), {
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    onIdle: () => {
+      if (idleError !== undefined) throw idleError;
+      void serial(() => p.checkSnapshot(options.tally, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
+    },
+  });
+  await chain;
+  if (idleError !== undefined) throw idleError;
+}

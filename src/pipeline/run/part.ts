@@ -1,0 +1,185 @@
+import pRetry from 'p-retry';
+import { errorCode, errorMessage } from '../../errors.ts';
+import type { Pipeline } from '../pipeline.ts';
+import type { RunPart } from '../status.ts';
+import type { PartLog } from './log.ts';
+
+/*
+ * A part of a `sluice run` process (a source's capture, a target, a
+ * publisher, a subscriber, the HTTP server) is a kind (PartKind) and a
+ * configuration read from the pipeline. Each runs supervised: a failure is
+ * recorded in its RunPart and retried with backoff, and never stops the
+ * others. The kinds are a registry (parts.ts), not a switch.
+ */
+
+/** What every part of one process shares: set up by the runner (runner.ts). */
+export interface RunShared {
+  readonly pipelineFile: string;
+  /** The pipeline the process runs now (the last one that loaded). */
+  pipeline(): Pipeline;
+  /** Each pass's report of a target, for /metrics. */
+  recordPass(target: string, report: { readonly projections: readonly import('../metrics.ts').MetricsRecord[] }): void;
+  /** Takes (or keeps) the follower lock of a target; throws TARGET_FOLLOWED when another process follows it. */
+  lockTarget(target: string): void;
+  /** The status served at /healthz (cached), with its HTTP code. */
+  status(): { readonly code: number; readonly body: unknown };
+  /** The Prometheus text of /metrics. */
+  metrics(): Promise<{ readonly contentType: string; readonly text: string }>;
+}
+
+export interface PartContext {
+  readonly log: PartLog;
+  /** Aborted when the part must stop: it finishes what is in flight, starts nothing more, and returns. */
+  readonly signal: AbortSignal;
+  readonly shared: RunShared;
+  /** The part works as it should: a failure recorded before is cleared. */
+  ok(): void;
+  /** What the part is doing, for /healthz (a target: building its first snapshot, or following). */
+  phase(phase: RunPart['phase']): void;
+}
+
+export interface PartKind<C> {
+  readonly kind: RunPart['kind'];
+  /** Every part of this kind the pipeline declares. */
+  configs(pipeline: Pipeline): readonly C[];
+  /** What it works on (a source or target path, the listen address): its name in the status and the log. */
+  name(config: C): string;
+  /** A fingerprint of what the part needs to restart for: a reload restarts a part whose fingerprint changed. */
+  fingerprint(config: C): string;
+  /** Whether the other parts wait for its first attempt at start and on reload (capture: enabled before the targets read it). */
+  readonly first?: boolean;
+  /** Runs until ctx.signal aborts (resolves), or fails (rejects: retried with backoff). */
+  run(config: C, ctx: PartContext): Promise<void>;
+}
+
+/** A failure as a part records it: a code (a reason code, or the SQLite one) and one line. */
+export class PartFailure extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+  }
+  static of(err: unknown): PartFailure {
+    if (err instanceof PartFailure) return err;
+    const code = errorCode(err);
+    return new PartFailure(typeof code === 'string' ? code : 'RUN_PART_FAILED', String(errorMessage(err)));
+  }
+}
+
+const BACKOFF = { factor: 2, minTimeout: 500, maxTimeout: 30_000 } as const;
+
+/** The wait p-retry makes after the `attempt`th failure (randomize off). */
+function backoffMs(attempt: number): number {
+  return Math.min(BACKOFF.minTimeout * BACKOFF.factor ** (attempt - 1), BACKOFF.maxTimeout);
+}
+
+/** One part, supervised: started, retried with backoff after each failure, stopped on request. */
+export class SupervisedPart<C> {
+  readonly kind: PartKind<C>;
+  readonly config: C;
+  readonly name: string;
+  readonly #log: PartLog;
+  readonly #stop = new AbortController();
+  /** Ends a wait between two attempts: aborted only once the attempt in flight is done (p-retry rejects at once on its signal). */
+  readonly #retryStop = new AbortController();
+  #current: Promise<void> | undefined;
+  #state: RunPart['state'] = 'starting';
+  #phase: RunPart['phase'] = undefined;
+  #failure: RunPart['failure'] = null;
+  #attempts = 0;
+  #done: Promise<void> | undefined;
+  #firstAttempt: Promise<void>;
+  #firstSettled!: () => void;
+
+  constructor(kind: PartKind<C>, config: C, log: PartLog) {
+    this.kind = kind;
+    this.config = config;
+    this.name = kind.name(config);
+    this.#log = log;
+    this.#firstAttempt = new Promise((resolve) => (this.#firstSettled = resolve));
+  }
+
+  get fingerprint(): string {
+    return this.kind.fingerprint(this.config);
+  }
+
+  /** Starts it; `firstAttempt` resolves once its first attempt worked or failed. */
+  start(shared: RunShared): void {
+    const signal = this.#stop.signal;
+    const ctx: PartContext = {
+      log: this.#log,
+      signal,
+      shared,
+      ok: () => {
+        this.#state = 'running';
+        if (this.#failure !== null) this.#log('info', 'recovered', `running again after ${this.#attempts} failed attempt(s)`);
+        this.#failure = null;
+        this.#attempts = 0;
+        this.#firstSettled();
+      },
+      phase: (p) => (this.#phase = p),
+    };
+    this.#done = pRetry(
+      async () => {
+        if (signal.aborted) return;
+        this.#current = this.kind.run(this.config, ctx);
+        try {
+          await this.#current;
+        } catch (err) {
+          if (signal.aborted) return; // a failure while stopping is not retried
+          throw PartFailure.of(err);
+        }
+      },
+      {
+        retries: Number.POSITIVE_INFINITY,
+        ...BACKOFF,
+        randomize: false,
+        signal: this.#retryStop.signal,
+        onFailedAttempt: ({ error }) => {
+          const f = PartFailure.of(error);
+          this.#attempts += 1;
+          const wait = backoffMs(this.#attempts);
+          this.#state = 'retrying';
+          this.#phase = undefined;
+          this.#failure = { code: f.code, message: f.message, ms: Date.now(), attempts: this.#attempts, retryMs: Date.now() + wait };
+          this.#log('error', 'failed', `${f.code}: ${f.message}`, { code: f.code, attempts: this.#attempts });
+          this.#log('info', 'retry', `next attempt in ${wait} ms`, { retryMs: wait });
+          this.#firstSettled();
+        },
+      },
+    ).then(
+      () => {
+        this.#state = 'stopped';
+        this.#firstSettled();
+      },
+      () => {
+        this.#state = 'stopped'; // aborted while waiting to retry
+        this.#firstSettled();
+      },
+    );
+  }
+
+  firstAttempt(): Promise<void> {
+    return this.#firstAttempt;
+  }
+
+  /** Stops it: what is in flight finishes, nothing more starts. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#current?.catch(() => undefined);
+    this.#retryStop.abort();
+    await this.#done;
+    this.#state = 'stopped';
+    if (this.#failure !== null) this.#failure = { ...this.#failure, retryMs: null };
+  }
+
+  status(): RunPart {
+    return {
+      kind: this.kind.kind,
+      name: this.name,
+      state: this.#state,
+      ...(this.#phase === undefined ? {} : { phase: this.#phase }),
+      failure: this.#failure,
+    };
+  }
+}

@@ -1,0 +1,36 @@
+import fs from 'node:fs';
+import { SluiceError } from '../../errors.ts';
+import { tryProcessLock, type ProcessLock } from '../../sqlite/process-lock.ts';
+
+/*
+ * One `sluice run` per pipeline file: two would enable, build and follow
+ * the same targets in turn. The lock is a file beside the pipeline file,
+ * named after its real path, held as long as the process runs (the
+ * operating system frees it however the process ends: process-lock.ts).
+ */
+
+export function runLockFile(pipelineFile: string): string {
+  let real = pipelineFile;
+  try {
+    real = fs.realpathSync(pipelineFile);
+  } catch {
+    /* the pipeline loaded from it: it exists; a race with its removal takes the path as given */
+  }
+  return `${real}-run`;
+}
+
+/** Takes the run lock of `pipelineFile`, or throws RUN_LOCKED naming the process that holds it. */
+export function lockRun(pipelineFile: string): ProcessLock {
+  const file = runLockFile(pipelineFile);
+  const attempt = tryProcessLock(file, 'run');
+  if ('taken' in attempt) return attempt.taken;
+  const h = attempt.heldBy;
+  const who =
+    h === undefined
+      ? 'another process'
+      : `process ${h.pid} (sluice ${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
+  throw new SluiceError(
+    'RUN_LOCKED',
+    `Pipeline ${pipelineFile} is run by ${who}, which holds its lock ${file}: one sluice run keeps one pipeline file. Stop that process first${h === undefined ? '' : ` (kill ${h.pid})`}, or run another pipeline file.`,
+  );
+}

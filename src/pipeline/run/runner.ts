@@ -1,0 +1,292 @@
+import fs from 'node:fs';
+import type { FedLag } from '../../apply/check/health.ts';
+import { lockFollower } from '../../apply/sync/follower-lock.ts';
+import { errorCode, errorMessage } from '../../errors.ts';
+import type { ProcessLock } from '../../sqlite/process-lock.ts';
+import { checkPipelineSources } from '../check-sources.ts';
+import { DefinitionFiles } from '../follow/definition-files.ts';
+import { loadPipeline } from '../load.ts';
+import { SluiceMetrics } from '../metrics.ts';
+import type { Pipeline } from '../pipeline.ts';
+import { pipelineHealth } from '../pipeline-health.ts';
+import type { PipelineHealth, RunStatus, TargetHealth } from '../status.ts';
+import type { RunLog } from './log.ts';
+import { SupervisedPart, type RunShared } from './part.ts';
+import { PART_KINDS } from './parts.ts';
+import { lockRun } from './run-lock.ts';
+
+/*
+ * `sluice run`: one process that keeps a pipeline file true. The runner
+ * loads the file, holds the locks (the file's, each declared target's
+ * follower lock), starts one supervised part per thing declared
+ * (parts.ts), reloads on request (SIGHUP, a change to the file or to a
+ * definition file it names) and stops them all on SIGTERM/SIGINT.
+ */
+
+/** /healthz is read at most this often; a scrape or a page refresh in between gets the last reading. */
+const HEALTH_CACHE_MS = 250;
+/** How often the pipeline file and its definition files are looked at for a change. */
+const WATCH_MS = 500;
+/** How often a subscribed target's lag is read from its stream (a broker round trip; only when the file subscribes). */
+const FED_LAG_MS = 5000;
+
+export class Runner {
+  readonly #file: string;
+  readonly #log: RunLog;
+  readonly #startedMs = Date.now();
+  #pipeline: Pipeline;
+  #loadedMs = Date.now();
+  #configError: RunStatus['run']['configError'] = null;
+  readonly #parts = new Map<string, SupervisedPart<unknown>>();
+  readonly #runLock: ProcessLock;
+  readonly #targetLocks = new Map<string, ProcessLock>();
+  readonly #metrics = new SluiceMetrics(() => this.#health().targets.flatMap((t) => t.projections.map((p) => ({ ...p, target: t.path }))), {
+    byTarget: true,
+  });
+  #cached: { readonly ms: number; readonly health: PipelineHealth } | undefined;
+  /** Each subscribed target's lag as its stream says (refreshFedLag); health reads it as `health --config` does. */
+  #fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
+  #fedLagTimer: NodeJS.Timeout | undefined;
+  #watched: DefinitionFiles;
+  #watch: NodeJS.Timeout | undefined;
+  #reloading: Promise<void> | undefined;
+  #again: string | undefined;
+  #stopped = false;
+  readonly #shared: RunShared;
+
+  private constructor(file: string, pipeline: Pipeline, log: RunLog, runLock: ProcessLock) {
+    this.#file = file;
+    this.#pipeline = pipeline;
+    this.#log = log;
+    this.#runLock = runLock;
+    this.#watched = watchedFiles(pipeline);
+    this.#shared = {
+      pipelineFile: pipeline.file,
+      pipeline: () => this.#pipeline,
+      recordPass: (target, report) => this.#metrics.record(report, target),
+      lockTarget: (target) => this.#lockTarget(target),
+      status: () => {
+        const s = this.status();
+        return { code: s.ok ? 200 : 503, body: s };
+      },
+      metrics: async () => ({ contentType: this.#metrics.registry.contentType, text: await this.#metrics.scrape() }),
+    };
+  }
+
+  /**
+   * Loads and checks the pipeline file, takes its lock and every declared
+   * target's follower lock, and starts every part. Throws (nothing written)
+   * on a file that does not load, a table that does not exist, another
+   * run of this file (RUN_LOCKED) or a follower of a declared target
+   * (TARGET_FOLLOWED).
+   */
+  static async start(file: string, log: RunLog): Promise<Runner> {
+    const pipeline = await loadPipeline(file);
+    checkPipelineSources(pipeline);
+    const runLock = lockRun(pipeline.file);
+    const runner = new Runner(file, pipeline, log, runLock);
+    try {
+      for (const t of declaredTargets(pipeline)) runner.#lockTarget(t);
+    } catch (err) {
+      runner.#releaseLocks();
+      throw err;
+    }
+    log.event('info', 'run', 'start', `running ${pipeline.file} (pid ${process.pid})`, { pid: process.pid });
+    await runner.#reconcile();
+    runner.#watch = setInterval(() => {
+      if (runner.#watched.changed()) void runner.reload('a file changed');
+    }, WATCH_MS);
+    runner.#refreshFedLag();
+    return runner;
+  }
+
+  /** Loads the file again and brings the parts to it; a file that does not load keeps the running configuration (configError). */
+  async reload(why: string): Promise<void> {
+    if (this.#stopped) return;
+    if (this.#reloading !== undefined) {
+      this.#again = why;
+      return this.#reloading;
+    }
+    this.#reloading = this.#reload(why).finally(() => (this.#reloading = undefined));
+    await this.#reloading;
+    const again = this.#again;
+    this.#again = undefined;
+    if (again !== undefined) await this.reload(again);
+  }
+
+  async #reload(why: string): Promise<void> {
+    let next: Pipeline;
+    try {
+      next = await loadPipeline(this.#file);
+      checkPipelineSources(next);
+    } catch (err) {
+      const code = errorCode(err);
+      this.#configError = {
+        code: typeof code === 'string' ? code : 'PIPELINE_INVALID',
+        message: String(errorMessage(err)),
+        ms: Date.now(),
+      };
+      this.#watched = watchedFiles(this.#pipeline, this.#file);
+      this.#cached = undefined;
+      this.#log.event('error', 'run', 'config-invalid', `${this.#configError.message} (the configuration loaded before keeps running)`, {
+        code: this.#configError.code,
+      });
+      return;
+    }
+    this.#pipeline = next;
+    this.#loadedMs = Date.now();
+    this.#configError = null;
+    this.#watched = watchedFiles(next);
+    this.#cached = undefined;
+    this.#log.event('info', 'run', 'reload', `loaded ${next.file} again (${why})`);
+    await this.#reconcile();
+  }
+
+  /** Stops every part that is no longer declared or whose declaration changed, and starts what is new. */
+  async #reconcile(): Promise<void> {
+    const wanted = new Map<string, { kind: (typeof PART_KINDS)[number]; config: unknown }>();
+    for (const kind of PART_KINDS)
+      for (const config of kind.configs(this.#pipeline)) wanted.set(`${kind.kind}:${kind.name(config)}`, { kind, config });
+    const going = [...this.#parts].filter(([key, part]) => {
+      const w = wanted.get(key);
+      return w === undefined || w.kind.fingerprint(w.config) !== part.fingerprint;
+    });
+    await Promise.all(
+      going.map(async ([key, part]) => {
+        this.#parts.delete(key);
+        await part.stop();
+      }),
+    );
+    const declared = new Set(declaredTargets(this.#pipeline));
+    for (const [target, lock] of this.#targetLocks)
+      if (!declared.has(target)) {
+        lock.release();
+        this.#targetLocks.delete(target);
+      }
+    const fresh = [...wanted].filter(([key]) => !this.#parts.has(key));
+    for (const first of [true, false]) {
+      const started = fresh
+        .filter(([, w]) => (w.kind.first === true) === first)
+        .map(([key, w]) => {
+          const part = new SupervisedPart(w.kind, w.config, this.#log.part(key));
+          this.#parts.set(key, part);
+          part.start(this.#shared);
+          return part;
+        });
+      if (first) await Promise.all(started.map((p) => p.firstAttempt()));
+    }
+    this.#cached = undefined;
+  }
+
+  /** SIGTERM/SIGINT: every part finishes what is in flight and stops; the locks are released. */
+  async stop(signal: string): Promise<void> {
+    if (this.#stopped) return;
+    this.#stopped = true;
+    clearInterval(this.#watch);
+    clearTimeout(this.#fedLagTimer);
+    this.#log.event('info', 'run', 'stop', `${signal}: finishing the batches in flight`);
+    await this.#reloading;
+    await Promise.all([...this.#parts.values()].map((p) => p.stop()));
+    this.#releaseLocks();
+    this.#log.event('info', 'run', 'stopped', 'every part stopped');
+  }
+
+  /** What /healthz serves. */
+  status(): RunStatus {
+    const h = this.#health();
+    const parts = [...this.#parts.values()].map((p) => p.status());
+    const building = new Set(parts.filter((p) => p.kind === 'target' && p.phase === 'building').map((p) => p.name));
+    const targets = h.targets.map((t): TargetHealth => {
+      if (!building.has(t.path)) return t;
+      const why = `${t.path}: building from a snapshot (sluice run follows it once built)`;
+      return {
+        ...t,
+        ok: false,
+        projections: t.projections.map((p) => (p.state === 'missing' ? { ...p, state: 'building' } : p)),
+        problems: [...t.problems, why],
+      };
+    });
+    const partProblems = parts.flatMap((p) =>
+      p.failure !== null
+        ? [`${p.kind} ${p.name}: ${p.failure.code}: ${p.failure.message}`]
+        : p.state !== 'running'
+          ? [`${p.kind} ${p.name}: ${p.state}`]
+          : [],
+    );
+    const configProblems =
+      this.#configError === null ? [] : [`${this.#file}: ${this.#configError.message} (the configuration loaded before keeps running)`];
+    const problems = [...configProblems, ...h.problems, ...[...building].map((b) => `${b}: building from a snapshot`), ...partProblems];
+    return {
+      ...h,
+      ok: problems.length === 0,
+      targets,
+      problems,
+      run: {
+        pid: process.pid,
+        startedMs: this.#startedMs,
+        configError: this.#configError,
+        loadedMs: this.#loadedMs,
+        parts,
+      },
+    };
+  }
+
+  #health(): PipelineHealth {
+    const now = Date.now();
+    if (this.#cached === undefined || now - this.#cached.ms >= HEALTH_CACHE_MS)
+      this.#cached = { ms: now, health: pipelineHealth(this.#pipeline, { now, fedLag: this.#fedLag }) };
+    return this.#cached.health;
+  }
+
+  /**
+   * A subscribed target's lag is its stream's: read through the broker
+   * (loaded only when the file subscribes), with the entry's login and TLS,
+   * now and every FED_LAG_MS. One that cannot be read is left out, and
+   * health says its lag is unknown.
+   */
+  #refreshFedLag(): void {
+    const subs = this.#pipeline.subscriptions;
+    const next = async (): Promise<void> => {
+      if (subs.length === 0) return;
+      const broker = await import('../../broker/index.ts');
+      const lags = new Map<string, ReadonlyMap<string, FedLag>>();
+      for (const s of subs) {
+        if (!fs.existsSync(s.path)) continue;
+        try {
+          lags.set(s.path, await broker.readRecordedStreamLags(s.path, s.nats));
+        } catch {
+          // The stream cannot be read now: health reports the lag as unknown.
+        }
+      }
+      this.#fedLag = lags;
+      this.#cached = undefined;
+    };
+    void next()
+      .catch(() => undefined)
+      .finally(() => {
+        if (!this.#stopped) this.#fedLagTimer = setTimeout(() => this.#refreshFedLag(), FED_LAG_MS);
+      });
+  }
+
+  #lockTarget(target: string): void {
+    if (!this.#targetLocks.has(target)) this.#targetLocks.set(target, lockFollower(target, `run --config ${this.#pipeline.file}`));
+  }
+
+  #releaseLocks(): void {
+    for (const lock of this.#targetLocks.values()) lock.release();
+    this.#targetLocks.clear();
+    this.#runLock.release();
+  }
+}
+
+function declaredTargets(p: Pipeline): string[] {
+  return p.sources.flatMap((s) => s.targets.map((t) => t.path));
+}
+
+/** The pipeline file and every definition file it names (`file`: the pipeline file when it no longer loads). */
+function watchedFiles(p: Pipeline, file: string = p.file): DefinitionFiles {
+  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) =>
+    t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
+  );
+  return new DefinitionFiles([file, ...defs]);
+}

@@ -1,0 +1,25 @@
+import type { MetricsRecord } from '../metrics.ts';
+import type { LogLevel } from './log.ts';
+
+/* What a target's worker thread (target-worker.ts) and its part (target-part.ts) say to each other. */
+
+export interface TargetWorkerData {
+  readonly pipelineFile: string;
+  readonly target: string;
+  /** A target of a declared source (followed by sync), or of a `subscribe` entry (fed by the broker). */
+  readonly via: 'sync' | 'subscribe';
+}
+
+export type ToWorker = { readonly type: 'stop' };
+
+export type FromWorker =
+  | {
+      readonly type: 'log';
+      readonly level: LogLevel;
+      readonly event: string;
+      readonly msg: string;
+      readonly extra?: Record<string, unknown>;
+    }
+  | { readonly type: 'pass'; readonly projections: readonly MetricsRecord[] }
+  | { readonly type: 'phase'; readonly phase: 'building' | 'following' }
+  | { readonly type: 'failed'; readonly code: string; readonly message: string };

@@ -1,0 +1,87 @@
+import { Worker } from 'node:worker_threads';
+import { declaredInputs } from '../declared.ts';
+import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../pipeline.ts';
+import { PartFailure, type PartContext, type PartKind } from './part.ts';
+import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
+
+/*
+ * A declared target, followed in a worker thread of its own
+ * (target-worker.ts): better-sqlite3 is synchronous, so a first build of a
+ * million rows or a custom handler that loops blocks only its own thread,
+ * never another target or the HTTP server. Threads, not processes: one
+ * process's memory for every target (bench/run.ts measures both).
+ */
+
+export interface TargetConfig {
+  readonly source: PipelineSource;
+  readonly target: PipelineTarget;
+  /** The file's `prune`: the worker drops what the target holds and the file does not declare. */
+  readonly prune: boolean;
+}
+
+/** The worker's module beside this one: .js in the build (dist/), .ts when run from the sources. */
+const WORKER = new URL(`./target-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
+
+export const targetPart: PartKind<TargetConfig> = {
+  kind: 'target',
+  configs: (pipeline) => pipeline.sources.flatMap((source) => source.targets.map((target) => ({ source, target, prune: pipeline.prune }))),
+  name: (c) => c.target.path,
+  // A changed declaration restarts the worker: its Syncer opens with the new definitions, and continues, rebuilds or refuses each as sync does.
+  fingerprint: (c) => JSON.stringify([c.source.path, declaredInputs(c.target.projections), c.prune]),
+  async run(c, ctx) {
+    ctx.shared.lockTarget(c.target.path);
+    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx);
+  },
+};
+
+/*
+ * A `subscribe` entry: a target fed from the broker (the source is on
+ * another machine), in a worker thread too (its applies are as synchronous
+ * as a sync's). subscribe() takes the target's follower lock itself.
+ */
+export const subscribePart: PartKind<PipelineSubscription> = {
+  kind: 'subscribe',
+  configs: (pipeline) => pipeline.subscriptions,
+  name: (s) => s.path,
+  fingerprint: (s) => JSON.stringify([s.nats, s.sourceId, declaredInputs(s.projections)]),
+  async run(s, ctx) {
+    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx);
+  },
+};
+
+/** Runs a target's worker thread until it ends: resolves when it was asked to stop, rejects with its failure otherwise. */
+async function runWorker(data: TargetWorkerData, ctx: PartContext): Promise<void> {
+  const worker = new Worker(WORKER, {
+    workerData: data,
+    ...(WORKER.pathname.endsWith('.ts') ? { execArgv: ['--import', 'tsx'] } : {}),
+    stderr: false,
+    // A smaller young generation than V8's default: bench/run.ts measured a run of 4 targets at 246 MB RSS by default, 196 MB with this.
+    resourceLimits: { maxYoungGenerationSizeMb: 8 },
+  });
+  let failure: PartFailure | undefined;
+  const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);
+  ctx.signal.addEventListener('abort', stop, { once: true });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      worker.on('message', (m: FromWorker) => {
+        if (m.type === 'log') ctx.log(m.level, m.event, m.msg, m.extra);
+        else if (m.type === 'pass') {
+          ctx.shared.recordPass(data.target, m);
+          ctx.ok();
+        } else if (m.type === 'phase') ctx.phase(m.phase);
+        else failure = new PartFailure(m.code, m.message);
+      });
+      worker.on('error', (err) => (failure ??= PartFailure.of(err)));
+      worker.on('exit', (code) => {
+        if (failure !== undefined) reject(failure);
+        else if (ctx.signal.aborted) resolve();
+        else
+          reject(
+            new PartFailure('RUN_PART_FAILED', `the worker of target ${data.target} ended (exit code ${code}) without being asked to`),
+          );
+      });
+    });
+  } finally {
+    ctx.signal.removeEventListener('abort', stop);
+  }
+}

@@ -1,0 +1,161 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import { Syncer, type SyncReport } from '../../apply/sync/sync.ts';
+import { errorCode, errorMessage } from '../../errors.ts';
+import { followSyncer } from '../follow/follow.ts';
+import { loadPipeline } from '../load.ts';
+import type { Pipeline } from '../pipeline.ts';
+import { declaredInputs } from '../declared.ts';
+import { dropUndeclared } from './prune.ts';
+import { withoutCredentials } from '../../apply/target/fed-by.ts';
+import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
+import type { LogLevel } from './log.ts';
+
+/*
+ * The worker thread of one target of `sluice run` (target-part.ts starts
+ * it): reads its declaration from the pipeline file, opens a Syncer with it
+ * and keeps it following through the follow loop `sync --follow` runs
+ * (follow/follow.ts), until the part says stop: the batch in flight
+ * finishes, nothing more starts, the thread ends. Custom handlers are
+ * functions, which cannot be sent to a thread: the thread reads the file.
+ */
+
+const port = parentPort;
+if (port === null) throw new Error('target-worker.ts runs as a worker thread of sluice run');
+const data = workerData as TargetWorkerData;
+const say = (m: FromWorker) => port.postMessage(m);
+const log = (level: LogLevel, event: string, msg: string, extra?: Record<string, unknown>) =>
+  say({ type: 'log', level, event, msg, ...(extra === undefined ? {} : { extra }) });
+
+const stop = new AbortController();
+port.on('message', (m: ToWorker) => {
+  if (m.type === 'stop') stop.abort();
+});
+
+/** How often a summary of the events applied is logged (when any were). */
+const SUMMARY_MS = 60_000;
+
+async function main(): Promise<void> {
+  const pipeline = await loadPipeline(data.pipelineFile);
+  if (data.via === 'subscribe') return subscribed(pipeline);
+  const source = pipeline.sources.find((s) => s.targets.some((t) => t.path === data.target));
+  const target = source?.targets.find((t) => t.path === data.target);
+  if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
+  if (pipeline.prune) {
+    const dropped = dropUndeclared(target);
+    if (dropped.length > 0)
+      log('info', 'dropped', `dropped the projections the file no longer declares (prune: true): ${dropped.join(', ')}`, {
+        projections: dropped,
+      });
+  }
+  let phase: 'building' | 'following' | undefined;
+  const setPhase = (p: 'building' | 'following') => {
+    if (p !== phase) say({ type: 'phase', phase: p });
+    phase = p;
+  };
+  const syncer = await Syncer.open(source.path, target.path, {
+    projections: declaredInputs(target.projections),
+    onProgress: (p) => {
+      if (p.phase === 'snapshot') setPhase('building');
+    },
+  });
+  // Until its first pass is done, a target is building (a first build, or a catch-up at start): /healthz says so.
+  setPhase('building');
+  try {
+    log('info', 'start', `following ${source.path}: ${syncer.projections.map((p) => p.name).join(', ')}`);
+    const suspended = new Map<string, string>();
+    let applied = 0;
+    const timer = setInterval(() => {
+      if (applied > 0) log('info', 'applied', `${applied} events applied in the last ${SUMMARY_MS / 1000} s`, { events: applied });
+      applied = 0;
+    }, SUMMARY_MS);
+    try {
+      await followSyncer(syncer, {
+        signal: stop.signal,
+        onReport: (r: SyncReport) => {
+          setPhase('following');
+          say({
+            type: 'pass',
+            projections: r.projections.map(({ name, state, reason, applied, batches, lastCommitMs, error }) => ({
+              name,
+              state,
+              applied,
+              ...(reason === undefined ? {} : { reason }),
+              ...(batches === undefined ? {} : { batches }),
+              ...(lastCommitMs === undefined ? {} : { lastCommitMs }),
+              ...(error === undefined ? {} : { error: { code: error.code } }),
+            })),
+          });
+          for (const p of r.projections) {
+            applied += p.applied;
+            if (p.snapshotRows !== undefined)
+              log(
+                'info',
+                'built',
+                `${p.name}: ${p.rebuilt === undefined ? 'built' : `rebuilt (${p.rebuilt})`} from a snapshot of ${p.snapshotRows} rows`,
+                { projection: p.name, rows: p.snapshotRows },
+              );
+            if (p.error !== undefined)
+              log(
+                'error',
+                'failed',
+                `${p.name}: ${p.error.code}: ${p.error.message} (nothing of the batch committed; retried at the next pass)`,
+                { projection: p.name, code: p.error.code },
+              );
+            if (p.state === 'suspended') {
+              if (suspended.get(p.name) !== p.reason)
+                log('warn', 'suspended', `${p.name}: ${p.reason ?? 'SUSPENDED'} ${JSON.stringify(p.detail ?? {})}`, {
+                  projection: p.name,
+                  code: p.reason ?? null,
+                });
+              suspended.set(p.name, p.reason ?? '');
+            } else if (suspended.delete(p.name)) log('info', 'resumed', `${p.name}: active again`, { projection: p.name });
+          }
+          for (const l of r.lost ?? [])
+            log('warn', 'lost', `${l.projection}: CONSUMER_NOT_BUILT: ${l.message}`, { projection: l.projection });
+        },
+      });
+    } finally {
+      clearInterval(timer);
+    }
+    log('info', 'stop', 'stopped after the batch in flight');
+  } finally {
+    syncer.close();
+  }
+}
+
+/** A `subscribe` entry: the broker's stream applied to the target until stopped (the broker loaded here, by import()). */
+async function subscribed(pipeline: Pipeline): Promise<void> {
+  const sub = pipeline.subscriptions.find((s) => s.path === data.target);
+  if (sub === undefined) return;
+  const broker = await import('../../broker/index.ts');
+  const defs = declaredInputs(sub.projections).filter((d) => d !== '*');
+  say({ type: 'phase', phase: 'building' });
+  log('info', 'start', `subscribing to source ${sub.sourceId} at ${sub.servers.map(withoutCredentials).join(',')}`);
+  await broker.subscribe(sub.path, sub.nats, {
+    sourceId: sub.sourceId,
+    follow: true,
+    signal: stop.signal,
+    log: (line) => log('info', 'broker', line),
+    onStart: (st) => {
+      say({ type: 'phase', phase: 'following' });
+      say({ type: 'pass', projections: [] });
+      log(
+        'info',
+        'following',
+        `following stream ${st.stream} ${st.started === 'snapshot' ? 'from its snapshot' : "from the target's cursor"} at seq ${st.seq}`,
+      );
+    },
+    onBatch: () => say({ type: 'pass', projections: [] }),
+    ...(defs.length === 0 ? {} : { projections: defs }),
+  });
+  log('info', 'stop', 'stopped after the batch in flight');
+}
+
+main().then(
+  () => port.close(),
+  (err: unknown) => {
+    const code = errorCode(err);
+    say({ type: 'failed', code: typeof code === 'string' ? code : 'RUN_PART_FAILED', message: String(errorMessage(err)) });
+    port.close();
+  },
+);
