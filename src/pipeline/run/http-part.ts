@@ -1,7 +1,7 @@
 import http from 'node:http';
 import { SluiceError } from '../../errors.ts';
 import type { Pipeline } from '../pipeline.ts';
-import { statusPageHtml } from '../status-page.ts';
+import { statusPageHtml, STATUS_PAGE_CSP } from '../status-page.ts';
 import type { PartKind } from './part.ts';
 
 /*
@@ -37,7 +37,14 @@ export const httpPart: PartKind<Listen> = {
             (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`),
           );
         } else if (url === '/') {
-          res.writeHead(200, { 'content-type': 'text/html; charset=utf-8', 'cache-control': 'no-store' }).end(statusPageHtml());
+          res
+            .writeHead(200, {
+              'content-type': 'text/html; charset=utf-8',
+              'cache-control': 'no-store',
+              'content-security-policy': STATUS_PAGE_CSP,
+              'x-content-type-options': 'nosniff',
+            })
+            .end(statusPageHtml());
         } else res.writeHead(404, { 'content-type': 'text/plain' }).end('not found: /healthz, /metrics, or the status page at /\n');
       } catch (err) {
         res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`);
