@@ -36,10 +36,9 @@ function servers(value: string, previous: string[] | undefined): string[] {
 
 /** Adds the --nats* options; `nats` describes --nats itself, required unless `optional`. */
 export function addNatsOptions(command: Command, nats: { description: string; optional?: boolean }): Command {
-  const url = '--nats <url>';
   const what = `${nats.description}; repeat it or give a comma list for a cluster's servers`;
-  if (nats.optional === true) command.option(url, what, servers);
-  else command.requiredOption(url, what, servers);
+  if (nats.optional === true) command.option('--nats <url>', what, servers);
+  else command.requiredOption('--nats <url>', what, servers);
   return command
     .option('--nats-creds <file>', 'log in with a .creds file (a user JWT and its nkey seed)')
     .option('--nats-user <name>', `log in as this user; the password comes from --nats-password-file or SLUICE_NATS_PASSWORD`)
@@ -76,14 +75,14 @@ export function natsAccess(
   ].filter((x): x is string => x !== false);
   if (given.length > 1) command.error(`error: options ${given.join(' and ')} are two ways to log in: give one`);
   if (opts.natsPasswordFile !== undefined && opts.natsUser === undefined)
-    command.error("error: option '--nats-password-file <file>' needs --nats-user <name>");
+    command.error('error: option --nats-password-file needs --nats-user, the user whose password the file holds');
   let auth: NatsAuth | undefined;
   if (opts.natsCreds !== undefined) auth = { creds: opts.natsCreds };
   else if (opts.natsUser !== undefined) {
     const fromEnv = env.SLUICE_NATS_PASSWORD;
     if (opts.natsPasswordFile === undefined && fromEnv === undefined)
       command.error(
-        `error: option '--nats-user <name>' needs a password: --nats-password-file <file>, or SLUICE_NATS_PASSWORD in the environment`,
+        `error: option --nats-user ${JSON.stringify(opts.natsUser)} needs a password: --nats-password-file with a file that holds it, or SLUICE_NATS_PASSWORD in the environment`,
       );
     const password =
       opts.natsPasswordFile !== undefined ? readSecret(opts.natsPasswordFile, 'password', '--nats-password-file') : (fromEnv as string);

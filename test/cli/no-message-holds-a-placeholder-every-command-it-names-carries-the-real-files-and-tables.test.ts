@@ -270,11 +270,12 @@ function literalText(node: ts.Node): string | undefined {
   return undefined;
 }
 
-/** commander's argument syntax (`.argument('<source>')`, `--since <cursor>`) and the progress bar's format: not messages. */
+/** commander's argument syntax (`.argument('<source>')`, `--since <cursor>`), the progress bar's format and an HTML document: not messages. */
 function commandSyntax(node: ts.Node): boolean {
   const call = node.parent;
   if (ts.isNewExpression(call) && call.expression.getText() === 'Option') return true;
   if (ts.isCallExpression(call) && ts.isPropertyAccessExpression(call.expression))
     return ['argument', 'option', 'requiredOption'].includes(call.expression.name.text);
-  return literalText(node)?.includes('[{bar}]') === true;
+  // An HTML document (the status page) is markup, not a message.
+  return literalText(node)?.includes('[{bar}]') === true || /^<!doctype html>/i.test(literalText(node) ?? '');
 }
