@@ -1,7 +1,7 @@
 /*
  * Writes docs/reasons.md from the catalog in src/reasons.ts:
  *   npx tsx scripts/reasons-doc.ts
- * test/every-reason-code-is-in-the-catalog-and-docs-reasons-md-is-generated-from-it.test.ts fails while the file differs from what this renders.
+ * test/repo/reason-catalog.test.ts fails while the file differs from what this renders.
  */
 import fs from 'node:fs';
 import path from 'node:path';

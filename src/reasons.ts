@@ -4,7 +4,7 @@
  * projection, why a captured table is not armed, and why verify did not say
  * ok. Like errors.ts this file is below every layer and imports none.
  * docs/reasons.md is generated from it (npx tsx scripts/reasons-doc.ts), and
- * test/every-reason-code-is-in-the-catalog-and-docs-reasons-md-is-generated-from-it.test.ts checks the file and that every code src/ raises or
+ * test/repo/reason-catalog.test.ts checks the file and that every code src/ raises or
  * returns is here.
  */
 

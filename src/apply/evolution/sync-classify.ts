@@ -38,7 +38,7 @@ import { repairAction } from '../../sqlite/shell-word.ts';
  * rebuilt from the source) is left to the step, which suspends it with
  * that reason. predictSync says, from the same decision, what the next
  * sync does; explain reports it, and a test holds the two together
- * (test/apply/explain-predicts-what-the-next-sync-does-...).
+ * (test/apply/evolution/explain-predicts-sync.test.ts).
  */
 
 /** A change to a projection that classifies as Rejected: refused before anything was written. */

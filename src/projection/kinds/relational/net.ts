@@ -24,7 +24,7 @@ import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } fr
  * A break or a failed check means the batch does not apply cleanly: nothing
  * is written, and `undefined` says so, for the reference to find and report
  * the first mismatch. So a wrong "clean" is the only thing this path could get wrong,
- * and the property test (test/projection/…fast-apply…) compares it with the
+ * and the property test (test/projection/kinds/relational/relational-set-apply.property.test.ts) compares it with the
  * reference on random batches over tampered targets.
  */
 export function applyByNetTransitions(

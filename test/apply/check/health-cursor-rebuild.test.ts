@@ -1,0 +1,87 @@
+// health exits 0 for a cursor the next sync rebuilds by itself and 3 for one it cannot
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import * as S from '../../../src/cli/json-schemas.ts';
+import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { enable } from '../../../src/capture/enable.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, write, syncByLibrary } from '../../cli/support/cli.ts';
+import { pythonWrite } from '../../cli/support/source-state.ts';
+
+/*
+ * A cursor the next sync rebuilds by itself (a `rebuilt` code of the
+ * catalog: DDL sluice did not make before a custom projection, a bumped
+ * generation, ...) needs no action: health says so in `rebuild` and exits 0.
+ * One the next sync cannot rebuild by itself (the source must be fixed
+ * first) still needs action: exit 3.
+ */
+
+let dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs) removeDir(d);
+  dirs = [];
+});
+
+/** A source capturing items, with a mirror and a custom projection of it synced into a target. */
+async function setup() {
+  const dir = makeDir();
+  dirs.push(dir);
+  const at = (f: string) => path.join(dir, f);
+  const src = at('app.db');
+  const tgt = at('cache.db');
+  pythonWrite(src, "CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO items VALUES (1, 'a'), (2, 'b')");
+  fs.writeFileSync(at('seen.mjs'), "export default { version: '1', apply() {} };\n");
+  fs.writeFileSync(at('seen.json'), JSON.stringify({ name: 'seen', source: 'items', kind: 'custom', module: './seen.mjs' }));
+  fs.writeFileSync(at('items.json'), JSON.stringify({ name: 'items', source: 'items', kind: 'mirror' }));
+  // Capture and the first sync through the library (what the CLI runs): the tests run the CLI's health and sync.
+  const db = openDatabase(src);
+  try {
+    enable(db, ['items']);
+  } finally {
+    db.close();
+  }
+  expect(await syncByLibrary(src, tgt, [at('items.json'), at('seen.json')])).toBe(0);
+  return { src, tgt };
+}
+
+async function health(tgt: string) {
+  const [json, text] = await Promise.all([runCliAsync(['health', tgt, '--json']), runCliAsync(['health', tgt])]);
+  const h = parseJson(json, S.healthOutput);
+  return { status: json.status, text, byName: Object.fromEntries(h.projections.map((p) => [p.name, p])) };
+}
+
+describe('health and a cursor that cannot continue', () => {
+  test('DDL sluice did not make, before a custom projection: SCHEMA_WINDOW, which the next sync rebuilds by itself, is no action (exit 0)', async () => {
+    const { src, tgt } = await setup();
+    write(src, 'CREATE INDEX items_name ON items (name)');
+    const h = await health(tgt);
+    expect(h.byName.seen).toMatchObject({ rebuild: 'SCHEMA_WINDOW', needsAction: false, problems: [] });
+    expect(h.byName.items).toMatchObject({ rebuild: null, needsAction: false });
+    expect(h.status, JSON.stringify(h.byName)).toBe(0);
+    expect(h.text.status).toBe(0);
+    expect(h.text.stdout).toMatch(/ok seen \[custom\].*\n.*the next sluice sync rebuilds it by itself \(SCHEMA_WINDOW\)/);
+
+    const s = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(s.status, s.stderr).toBe(0);
+    expect(parseJson(s, S.syncOutput).projections.find((p) => p.name === 'seen')).toMatchObject({ rebuilt: 'SCHEMA_WINDOW' });
+    expect((await health(tgt)).byName.seen).toMatchObject({ rebuild: null, needsAction: false });
+  });
+
+  test('a bumped generation: GENERATION_CHANGED for every projection, no action (exit 0)', async () => {
+    const { src, tgt } = await setup();
+    expect((await runCliAsync(['bump', src, '--reason', 'bulk load with triggers off'])).status).toBe(0);
+    const h = await health(tgt);
+    expect(h.status, JSON.stringify(h.byName)).toBe(0);
+    for (const name of ['items', 'seen']) expect(h.byName[name]).toMatchObject({ rebuild: 'GENERATION_CHANGED', needsAction: false });
+  });
+
+  test('a table the next sync cannot re-arm (a UNIQUE expression index): TABLE_UNARMED still needs action (exit 3)', async () => {
+    const { src, tgt } = await setup();
+    write(src, 'CREATE UNIQUE INDEX items_lower ON items (lower(name))');
+    const h = await health(tgt);
+    expect(h.status).toBe(3);
+    expect(h.byName.items).toMatchObject({ rebuild: 'TABLE_UNARMED', needsAction: true });
+    expect(h.byName.items?.action).toMatch(/^TABLE_UNARMED: .*UNIQUE_EXPRESSION_INDEX/);
+  });
+});

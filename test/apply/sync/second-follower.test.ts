@@ -1,0 +1,117 @@
+// a second sync follow of one target is refused naming the first and a killed one leaves no lock behind
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll } from 'vitest';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import * as S from '../../../src/cli/json-schemas.ts';
+import {
+  runCliAsync,
+  makeDir,
+  removeDir,
+  trackerSource,
+  expectOneLineError,
+  parseJson,
+  startCli,
+  waitFor,
+  write,
+  type Spawned,
+} from '../../cli/support/cli.ts';
+
+/*
+ * Two `sync --follow` on one target with different definitions for one
+ * projection name rebuilt it in turn forever (DEFINITION_CHANGED on every
+ * other pass), each exiting 0. A target has one follower: the second is
+ * refused with one line, TARGET_FOLLOWED, naming the target, the process
+ * that follows it and the fix, exit 1, having applied nothing. The lock is
+ * the operating system's (a lock SQLite takes on a small file beside the
+ * target), so a follower killed with SIGKILL leaves nothing that needs
+ * cleaning up: the next one starts. A one-shot sync still runs beside a
+ * follower (each target transaction is whole either way).
+ */
+
+let dir: string;
+const running: Spawned[] = [];
+
+beforeAll(() => {
+  dir = makeDir();
+});
+afterEach(() => {
+  for (const f of running.splice(0)) if (f.child.exitCode === null && f.child.signalCode === null) f.child.kill('SIGKILL');
+});
+afterAll(() => removeDir(dir));
+
+function definition(file: string, filter: string): string {
+  const p = path.join(dir, file);
+  fs.writeFileSync(
+    p,
+    JSON.stringify({ name: 'picked', source: 'issues', kind: 'map', columns: { repo: 'repo_id', num: 'number', title: 'title' }, filter }),
+  );
+  return p;
+}
+
+function follower(args: readonly string[]): Spawned {
+  const f = startCli(args);
+  running.push(f);
+  return f;
+}
+
+/** Whether a pass of `f` (sync --follow --json) applied events. */
+function applied(f: Spawned): boolean {
+  return f
+    .stdout()
+    .split('\n')
+    .some(
+      (l) =>
+        l.startsWith('{') && (JSON.parse(l) as { projections?: { applied: number }[] }).projections?.some((p) => p.applied > 0) === true,
+    );
+}
+
+async function exitWithin(f: Spawned, ms: number): Promise<{ status: number | null } | undefined> {
+  return Promise.race([f.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), ms))]);
+}
+
+describe.skipIf(process.platform === 'win32')('one follower per target', () => {
+  test('a second sync --follow of the target, with another definition of one projection, is refused naming the first; the first goes on without a rebuild', async () => {
+    const src = trackerSource(path.join(dir, 'a.db'), ['issues']);
+    const target = path.join(dir, 'a-cache.db');
+    const first = follower(['sync', src, target, '--follow', '--json', '--projection', definition('open.json', "state = 'open'")]);
+    await waitFor("the first follower's first pass", () => first.stdout().includes('\n'));
+    const second = follower(['sync', src, target, '--follow', '--json', '--projection', definition('closed.json', "state = 'closed'")]);
+    const exit = await exitWithin(second, 15_000);
+    expect(exit, `the second follower is still running; its stdout: ${second.stdout().slice(0, 500)}`).toBeDefined();
+    expect(exit?.status, second.stderr()).toBe(1);
+    expectOneLineError({ stdout: '', stderr: second.stderr() }, 'TARGET_FOLLOWED');
+    expect(second.stderr()).toContain(target);
+    expect(second.stderr()).toContain(`process ${String(first.child.pid)}`);
+    expect(second.stderr()).toContain('sync --follow');
+    expect(second.stderr()).toMatch(/stop that process first/i);
+
+    // The first follower still follows, and never rebuilt its projection for the other definition.
+    write(src, "UPDATE issues SET title = 'still followed' WHERE number = 1");
+    await waitFor('the first follower applies a commit', () => applied(first));
+    expect(first.stdout()).not.toContain('"rebuilt"');
+
+    // A one-shot sync runs beside it, as before.
+    const once = await runCliAsync(['sync', src, target, '--json', '--projection', definition('open-again.json', "state = 'open'")]);
+    expect(once.status, once.stderr).toBe(0);
+    expect(parseJson(once, S.syncOutput).projections[0]?.state).toBe('active');
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toEqual({ status: 0, signal: null });
+  });
+
+  test('a follower killed with SIGKILL leaves no lock behind: the next one starts and follows', async () => {
+    const src = trackerSource(path.join(dir, 'b.db'), ['issues']);
+    const target = path.join(dir, 'b-cache.db');
+    const killed = follower(['sync', src, target, '--follow', '--json']);
+    await waitFor('the first pass', () => killed.stdout().includes('\n'));
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    const next = follower(['sync', src, target, '--follow', '--json']);
+    await waitFor("the next follower's first pass", () => next.stdout().includes('\n'), 30_000);
+    write(src, "UPDATE issues SET title = 'after the kill' WHERE number = 2");
+    await waitFor('the next follower applies a commit', () => applied(next));
+    next.child.kill('SIGTERM');
+    expect(await next.exited).toEqual({ status: 0, signal: null });
+  });
+});

@@ -1,0 +1,64 @@
+// query warns when its statement writes a projections table and not when it writes a users own table
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { test, expect, describe, ROOT } from '../../support/fixtures.ts';
+import * as S from '../../../src/cli/json-schemas.ts';
+import { sync } from '../../../src/apply/sync/sync.ts';
+import { loadDefinitions } from '../../../src/projection/definition.ts';
+import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from '../../cli/support/cli.ts';
+
+/*
+ * `sluice query TGT "<sql>"` on a target: a statement that writes a table
+ * of a projection (a mirror's, a map's, an fts5 index or its key table, a
+ * custom handler's declared table) runs, as any write does, but says on
+ * stderr (and in --json, `warnings`) which projection it changes and what
+ * that means: the projection no longer equals its source, and sluice
+ * suspends it when it sees the edit (TARGET_EDITED). Reads, and writes to a
+ * user's own table, say nothing.
+ */
+
+let dir: string;
+let tgt: string;
+const at = (f: string) => path.join(dir, f);
+
+beforeAll(async () => {
+  dir = makeDir();
+  const src = trackerSource(at('app.db'), ['issues']);
+  tgt = at('cache.db');
+  const projections = [
+    ...(await loadDefinitions(path.join(ROOT, 'projections', 'issues-mirror.json'))),
+    ...(await loadDefinitions(path.join(ROOT, 'projections', 'issues-search.json'))),
+  ];
+  await sync(src, tgt, { projections });
+  write(tgt, 'CREATE TABLE mine (id INTEGER PRIMARY KEY, note TEXT)');
+});
+afterAll(() => removeDir(dir));
+
+describe('query on a target', () => {
+  test.each([
+    ['an UPDATE of a mirror', "UPDATE issues SET title = 'x' WHERE repo_id = 1 AND number = 1", 'issues', 'issues'],
+    ['a DELETE from an fts5 key table', 'DELETE FROM issues_search_src WHERE rowid = 1', 'issues_search', 'issues_search_src'],
+    [
+      'an INSERT into an fts5 index',
+      "INSERT INTO issues_search (rowid, title, body) VALUES (99999, 'a', 'b')",
+      'issues_search',
+      'issues_search',
+    ],
+  ])('%s warns on stderr and in --json, and still runs', async (_what, sql, projection, table) => {
+    const r = await runCliAsync(['query', tgt, sql, '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    const q = parseJson(r, S.queryOutput);
+    expect(q.changes).toBe(1);
+    expect(q.warnings).toEqual([expect.objectContaining({ code: 'WRITES_PROJECTION', projection, table })]);
+    expect(r.stderr).toMatch(new RegExp(`^sluice: warning: WRITES_PROJECTION: .*${table}.*${projection}.*TARGET_EDITED`));
+  });
+
+  test("a write to a user's own table and a read of a projection say nothing", async () => {
+    for (const sql of ["INSERT INTO mine (note) VALUES ('hello')", 'SELECT count(*) FROM issues']) {
+      const r = await runCliAsync(['query', tgt, sql, '--json']);
+      expect(r.status, r.stderr).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(parseJson(r, S.queryOutput).warnings).toBeUndefined();
+    }
+  });
+});

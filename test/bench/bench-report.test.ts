@@ -1,0 +1,102 @@
+// the benchmark report marks each figure pass or miss against its target
+import { test, expect, describe } from '../support/fixtures.ts';
+import { renderMarkdown, renderSvg, reportJson, type Report } from '../../bench/lib/report.ts';
+
+/*
+ * The report writer of `npm run bench` on fixed input (no timing here): a
+ * figure within its target is pass, one past it is miss, for upper and lower
+ * bounds alike, and a bench that gave no figures is said to be not measured.
+ */
+
+const report: Report = {
+  mode: 'quick',
+  startedAt: '2026-12-01T12:00:00.000Z',
+  seconds: 321,
+  machine: '2 × test cpu',
+  benches: [
+    {
+      name: 'capture-overhead',
+      argv: ['--quick'],
+      exitCode: 0,
+      seconds: 40,
+      figures: [
+        { id: 'a', target: 'floor', what: 'images insert vs floor', value: 1.1, unit: 'x', op: '<=', limit: 1.25 },
+        { id: 'b', target: 'floor', what: 'images delete vs floor', value: 1.5, unit: 'x', op: '<=', limit: 1.25 },
+        { id: 'c', target: 'chronicle', what: 'faster than chronicle', value: 1.2, unit: 'x', op: '>=', limit: 1.5 },
+      ],
+    },
+    {
+      name: 'follow',
+      argv: [],
+      exitCode: 0,
+      seconds: 30,
+      figures: [
+        { id: 'd', target: 'latency', what: 'p99 at 1k/s', value: 3, unit: 'ms', op: '<=', limit: 5 },
+        { id: 'e', target: 'idle', what: 'idle CPU', value: 2, unit: '% of a core', op: '<', limit: 2 },
+        { id: 'f', target: 'snapshot', what: 'snapshot vs raw', value: 0.9, unit: 'x', op: '>=', limit: 0.8 },
+      ],
+    },
+    { name: 'import', argv: ['--rows', '10'], exitCode: 1, seconds: 2, figures: [], error: 'exited 1' },
+  ],
+};
+
+/** The report with a figure that has no performance target. */
+const withUntargeted: Report = {
+  ...report,
+  benches: [
+    ...report.benches,
+    {
+      name: 'fan-out',
+      argv: [],
+      exitCode: 0,
+      seconds: 20,
+      figures: [{ id: 'g', target: 'fan-out throughput', what: 'fan-out vs sync events/s', value: 0.4, unit: 'x', op: 'none', limit: 0 }],
+    },
+  ],
+};
+
+describe('the benchmark report', () => {
+  test('marks a figure within its target pass and one past it miss, for upper and lower bounds', () => {
+    const j = reportJson(report) as { pass: number; miss: number; benches: { figures: { id: string; pass: boolean; usage: number }[] }[] };
+    const byId = Object.fromEntries(j.benches.flatMap((b) => b.figures).map((f) => [f.id, f]));
+    expect(Object.fromEntries(Object.entries(byId).map(([k, f]) => [k, f.pass]))).toEqual({
+      a: true,
+      b: false,
+      c: false,
+      d: true,
+      e: false,
+      f: true,
+    });
+    expect(byId.b?.usage).toBeCloseTo(1.2);
+    expect(byId.c?.usage).toBeCloseTo(1.25);
+    expect([j.pass, j.miss]).toEqual([3, 3]);
+  });
+
+  test('the Markdown table has one row per figure with its measured value, target and result, and names a bench that measured nothing', () => {
+    const md = renderMarkdown(report);
+    expect(md).toMatch(/\*\*3 pass, 3 miss\.\*\*/);
+    expect(md).toContain('| capture-overhead | floor | images insert vs floor | 1.10× | <= 1.25× | 0.88 | pass |');
+    expect(md).toContain('| capture-overhead | floor | images delete vs floor | 1.50× | <= 1.25× | 1.20 | **miss** |');
+    expect(md).toContain('| follow | idle | idle CPU | 2.00 % of a core | < 2.00 % of a core | 1.00 | **miss** |');
+    expect(md).toMatch(/\*\*Not measured\*\* \(the bench gave no figures\): import\./);
+  });
+
+  test('the SVG chart has a bar per figure, coloured by result, and is well-formed', () => {
+    const svg = renderSvg(report);
+    expect(svg.startsWith('<svg xmlns="http://www.w3.org/2000/svg"')).toBe(true);
+    expect(svg.trim().endsWith('</svg>')).toBe(true);
+    expect(svg.match(/<rect x=/g)).toHaveLength(6);
+    expect(svg.match(/fill="#c0392b"/g)).toHaveLength(3);
+    expect(svg).not.toMatch(/<[^>]*<(?!\/)/); // no unescaped < inside a tag
+  });
+
+  test('a figure with no DESIGN.md target is listed as "no target", counted neither pass nor miss, and drawn as no bar', () => {
+    const j = reportJson(withUntargeted) as { pass: number; miss: number; benches: { figures: { id: string; pass: boolean | null }[] }[] };
+    expect([j.pass, j.miss]).toEqual([3, 3]);
+    expect(j.benches.flatMap((b) => b.figures).find((f) => f.id === 'g')?.pass).toBeNull();
+    const md = renderMarkdown(withUntargeted);
+    expect(md).toMatch(/\*\*3 pass, 3 miss\.\*\*/);
+    expect(md).toContain('| fan-out | fan-out throughput | fan-out vs sync events/s | 0.40× | no target | - | - |');
+    expect(renderSvg(withUntargeted).match(/<rect x=/g)).toHaveLength(6);
+  });
+});

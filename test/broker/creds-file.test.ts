@@ -1,0 +1,59 @@
+// a creds file of a user of the account logs in and one of another operator is refused
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { test, expect, describe } from '../support/fixtures.ts';
+import * as S from '../../src/cli/json-schemas.ts';
+import { NatsServer } from '../support/nats-server.ts';
+import { operatorSetup } from '../support/nats-jwt.ts';
+import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, dumpTables, expectOneLineError } from '../cli/support/cli.ts';
+import { sourceIdOf } from './support/broker.ts';
+
+/*
+ * A NATS server in operator mode (decentralized auth: an operator, an
+ * account with JetStream, its users' JWTs): publish, subscribe and health
+ * log in with a user's `.creds` file (--nats-creds), and a `.creds` file of
+ * a user another operator signed is refused with BROKER_AUTH_FAILED, one
+ * line naming the server and the file. Before, only a URL could be given.
+ */
+
+const setup = operatorSetup();
+let server: NatsServer;
+let dir: string;
+
+beforeAll(async () => {
+  server = await NatsServer.start({ config: setup.config });
+  dir = makeDir();
+}, 60_000);
+
+afterAll(async () => {
+  await server?.dispose();
+  removeDir(dir);
+});
+
+describe('a broker in operator mode', () => {
+  test('a .creds file of a user of the account logs in to publish, subscribe and health; one of another operator is refused', async () => {
+    const src = trackerSource(path.join(dir, 'app.db'), ['labels']);
+    const sid = sourceIdOf(src);
+    const tgt = path.join(dir, 'cache.db');
+    const creds = path.join(dir, 'app.creds');
+    fs.writeFileSync(creds, setup.creds);
+    const foreign = path.join(dir, 'foreign.creds');
+    fs.writeFileSync(foreign, operatorSetup().creds);
+
+    const published = await runCliAsync(['publish', src, '--nats', server.url, '--nats-creds', creds, '--json']);
+    expect(published.status, published.stderr).toBe(0);
+    const sub = await runCliAsync(['subscribe', tgt, '--nats', server.url, '--nats-creds', creds, '--source', sid, '--json']);
+    expect(sub.status, sub.stderr).toBe(0);
+    expect(dumpTables(tgt, ['labels'])).toEqual(dumpTables(src, ['labels']));
+    const [h, refused] = await Promise.all([
+      runCliAsync(['health', tgt, '--json', '--nats-creds', creds]),
+      runCliAsync(['publish', src, '--nats', server.url, '--nats-creds', foreign]),
+    ]);
+    expect(h.status, h.stdout + h.stderr).toBe(0);
+    expect(parseJson(h, S.healthOutput).projections.map((p) => p.lagEvents)).toEqual([0]);
+    expect(refused.status).toBe(1);
+    expectOneLineError(refused, 'BROKER_AUTH_FAILED');
+    expect(refused.stderr).toContain(`NATS at ${server.url} refused the login with the credentials file ${foreign}`);
+  });
+});

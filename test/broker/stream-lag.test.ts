@@ -1,0 +1,75 @@
+// health of a subscribed target reads its lag from the url and stream subscribe recorded
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect, describe, runPython } from '../support/fixtures.ts';
+import * as S from '../../src/cli/json-schemas.ts';
+import { freePort, NatsServer } from '../support/nats-server.ts';
+import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, sourceSeq } from '../cli/support/cli.ts';
+import { defaultStreamName, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
+
+/*
+ * A subscribed target records how it is fed: the broker URL (without
+ * credentials), the stream and the source id. health reads the lag there
+ * when no --nats is given, so a subscribed target can be green without
+ * flags; a broker that cannot be reached at the recorded URL, or a stream
+ * that is gone, is a lag that cannot be known, which needs action (exit 3),
+ * as before. --nats still overrides the recorded URL.
+ */
+
+async function health(tgt: string, ...flags: string[]) {
+  const r = await runCliAsync(['health', tgt, '--json', ...flags]);
+  return { status: r.status, stderr: r.stderr, stdout: r.stdout, h: parseJson(r, S.healthOutput) };
+}
+
+describe('health of a subscribed target', () => {
+  test('reads the lag from the URL and stream subscribe recorded; unreachable there, it needs action', async () => {
+    const dir = makeDir();
+    const server = await NatsServer.start();
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const sid = sourceIdOf(src);
+      const tgt = path.join(dir, 'cache.db');
+      const publish = async () => {
+        const r = await runCliAsync(['publish', src, '--nats', server.url, '--batch', '10']);
+        expect(r.status, r.stderr).toBe(0);
+      };
+      await publish();
+      // Credentials in the URL (nats-server without auth ignores them) are never stored in the target.
+      const withSecret = server.url.replace('nats://', 'nats://sluice:s3cret@');
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', withSecret, '--source', sid]);
+      expect(sub.status, sub.stderr).toBe(0);
+      for (const f of [tgt, `${tgt}-wal`]) if (fs.existsSync(f)) expect(fs.readFileSync(f).includes('s3cret'), f).toBe(false);
+
+      const current = await health(tgt);
+      expect(current.status, current.stdout).toBe(0);
+      expect(current.h.projections[0]).toMatchObject({
+        name: 'comments',
+        lagEvents: 0,
+        sourceSeq: sourceSeq(src),
+        needsAction: false,
+        fedBy: { via: 'subscribe', url: server.url, stream: defaultStreamName(sid), sourceId: sid },
+      });
+
+      runPython(COMMENT_WRITER, [src, '12']);
+      await publish();
+      const behind = await health(tgt, '--max-lag-events', '5');
+      expect(behind.status, behind.stdout).toBe(3);
+      expect(behind.h.projections[0]).toMatchObject({ lagEvents: 12, sourceSeq: sourceSeq(src) });
+
+      // An explicit --nats wins over the recorded URL, even where nothing listens.
+      const nowhere = `nats://127.0.0.1:${await freePort()}`;
+      const elsewhere = await health(tgt, '--nats', nowhere);
+      expect(elsewhere.status, elsewhere.stdout).toBe(3);
+      expect(elsewhere.h.projections[0]?.problems.join('\n')).toContain(`cannot be read from NATS at ${nowhere} (`);
+
+      await server.kill();
+      const away = await health(tgt);
+      expect(away.status, away.stdout).toBe(3);
+      expect(away.h.projections[0]?.lagEvents).toBeNull();
+      expect(away.h.projections[0]?.problems.join('\n')).toContain(`cannot be read from NATS at ${server.url}`);
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  }, 120_000);
+});

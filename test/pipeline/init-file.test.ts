@@ -1,0 +1,169 @@
+// sluice init writes a commented pipeline file that loads and leaves the database untouched
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
+import { runCliAsync, parseJson, expectOneLineError } from '../cli/support/cli.ts';
+import * as S from '../../src/cli/json-schemas.ts';
+import { loadPipeline } from '../../src/pipeline/load.ts';
+import { checkPipelineSources } from '../../src/pipeline/check-sources.ts';
+import { declaredInputs } from '../../src/pipeline/declared.ts';
+import { writeInitFile, written } from '../../src/pipeline/init-file.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { enable } from '../../src/capture/enable.ts';
+import { sync } from '../../src/apply/sync/sync.ts';
+
+/*
+ * `sluice init DB` is where the tour starts: a commented sluice.yml for a
+ * database a user already has. It must load as it is (and with its example
+ * uncommented), name the tables it left out and why, never overwrite a file,
+ * and leave the database byte for byte as it was, with no -wal or -shm made
+ * beside it (an app may be about to open it).
+ */
+
+const SCHEMA = `PRAGMA journal_mode = wal;
+CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT NOT NULL, body TEXT, votes INTEGER);
+CREATE TABLE comments (id INTEGER PRIMARY KEY, issue_id INTEGER REFERENCES issues(id), body TEXT);
+CREATE TABLE logs (at INTEGER, msg TEXT);
+CREATE TABLE "my table" (k TEXT PRIMARY KEY, v BLOB);
+CREATE VIRTUAL TABLE notes_fts USING fts5(x);
+INSERT INTO issues VALUES (1, 'crash on start', 'it crashes', 3), (2, 'typo', NULL, 0);
+INSERT INTO comments VALUES (1, 1, 'same here');`;
+
+/** Every file of `dir` (names), sorted. */
+const listing = (dir: string) => fs.readdirSync(dir).sort();
+
+describe('sluice init', () => {
+  test('init DB writes a commented sluice.yml beside it that loads, captures its tables, mirrors them, and leaves the database byte-identical with no -wal or -shm', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, SCHEMA); // the sqlite3 shell leaves a WAL file with its -wal checkpointed and removed
+    expect(listing(tmp)).toEqual(['app.db']);
+    const bytes = fs.readFileSync(db);
+
+    const r = await runCliAsync(['init', 'app.db', '--json'], { cwd: tmp });
+    expect(r.status, r.stderr).toBe(0);
+    const out = parseJson(r, S.initOutput);
+    const file = path.join(tmp, 'sluice.yml');
+    expect(out).toEqual({
+      out: file,
+      source: db,
+      target: path.join(tmp, 'app-cache.db'),
+      tables: ['issues', 'comments', 'my table'],
+      skipped: [{ table: 'logs', code: 'NO_PRIMARY_KEY' }],
+      search: { name: 'issues_search', table: 'issues', columns: ['title', 'body'] },
+    });
+    expect(listing(tmp)).toEqual(['app.db', 'sluice.yml']);
+    expect(fs.readFileSync(db).equals(bytes)).toBe(true);
+
+    const text = fs.readFileSync(file, 'utf8');
+    // Commented: the file says what it is, what run does with it, and why a table is left out.
+    expect(text).toMatch(/^# sluice\.yml: /);
+    expect(text).toContain('# - logs   # cannot be captured: NO_PRIMARY_KEY: ');
+    expect(text).toContain('listen: 127.0.0.1:9464');
+    const pipeline = await loadPipeline(file, {});
+    checkPipelineSources(pipeline);
+    const [source] = pipeline.sources;
+    expect(source?.path).toBe(db);
+    expect(source?.capture.map((c) => [c.table, c.mode])).toEqual([
+      ['issues', 'images'],
+      ['comments', 'images'],
+      ['my table', 'images'],
+    ]);
+    expect(source?.targets.map((t) => [t.path, declaredInputs(t.projections)])).toEqual([[out.target, ['*']]]);
+    expect(pipeline.listen).toBeDefined();
+
+    // The example, uncommented, is a valid fts5 projection, and the whole file builds what it says.
+    const example = /^(\s*)# (- \{name: issues_search, .*\})$/m.exec(text);
+    expect(example, text).not.toBeNull();
+    fs.writeFileSync(file, text.replace(example?.[0] ?? '', `${example?.[1] ?? ''}${example?.[2] ?? ''}`));
+    const withSearch = await loadPipeline(file, {});
+    checkPipelineSources(withSearch);
+    const inputs = declaredInputs(withSearch.sources[0]?.targets[0]?.projections ?? []);
+    expect(inputs).toEqual([
+      '*',
+      expect.objectContaining({ name: 'issues_search', source: 'issues', kind: 'fts5', columns: ['title', 'body'] }),
+    ]);
+    const app = openDatabase(db);
+    try {
+      enable(
+        app,
+        (withSearch.sources[0]?.capture ?? []).map((c) => c.table),
+      );
+    } finally {
+      app.close();
+    }
+    const built = await sync(db, out.target, { projections: inputs });
+    expect(built.projections.map((p) => [p.name, p.state]).sort()).toEqual([
+      ['_my_20table', 'active'],
+      ['comments', 'active'],
+      ['issues', 'active'],
+      ['issues_search', 'active'],
+    ]);
+  });
+
+  test('init refuses a file already there, a database that does not exist and a file that is not SQLite, with exit 1 and nothing written; --out puts the file elsewhere with paths relative to it', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, SCHEMA);
+    const bytes = fs.readFileSync(db);
+    fs.writeFileSync(path.join(tmp, 'sluice.yml'), '# mine\n');
+    fs.writeFileSync(path.join(tmp, 'notes.txt'), 'not a database, not at all: just text that goes on for a while '.repeat(4));
+    fs.mkdirSync(path.join(tmp, 'conf'));
+    const [exists, missing, notDb, elsewhere] = await Promise.all([
+      runCliAsync(['init', 'app.db'], { cwd: tmp }),
+      runCliAsync(['init', 'nope.db'], { cwd: tmp }),
+      runCliAsync(['init', 'notes.txt', '--out', 'notes.yml'], { cwd: tmp }),
+      runCliAsync(['init', 'app.db', '--out', path.join('conf', 'pipeline.yml')], { cwd: tmp }),
+    ]);
+    expect(exists.status).toBe(1);
+    expectOneLineError(exists, 'OUTPUT_EXISTS');
+    expect(exists.stderr).toContain('never overwrites');
+    expect(fs.readFileSync(path.join(tmp, 'sluice.yml'), 'utf8')).toBe('# mine\n');
+    expect(missing.status).toBe(1);
+    expectOneLineError(missing, 'DB_NOT_FOUND');
+    expect(notDb.status).toBe(1);
+    expectOneLineError(notDb, 'NOT_A_DATABASE');
+    expect(elsewhere.status, elsewhere.stderr).toBe(0);
+    expect(elsewhere.stdout).toContain('next: read it, then sluice run --config');
+    // Nothing else was written: no nope.db, no notes.yml, no -wal or -shm.
+    expect(listing(tmp)).toEqual(['app.db', 'conf', 'notes.txt', 'sluice.yml']);
+    expect(fs.readFileSync(db).equals(bytes)).toBe(true);
+    const conf = path.join(tmp, 'conf', 'pipeline.yml');
+    expect(fs.readFileSync(conf, 'utf8')).toContain('  - path: ../app.db\n');
+    const p = await loadPipeline(conf, {});
+    expect([p.sources[0]?.path, p.sources[0]?.targets[0]?.path]).toEqual([db, path.join(tmp, 'app-cache.db')]);
+  });
+
+  test('init of a database an app holds open (its -wal and -shm there) and of an empty one writes only the pipeline file, which loads', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db } = makeDb('live.db', "CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO t VALUES (1, 'a');");
+    const before = listing(tmp);
+    expect(before).toEqual(['live.db', 'live.db-shm', 'live.db-wal']);
+    const live = writeInitFile(path.join(tmp, 'live.db'), path.join(tmp, 'live.yml'));
+    expect(live.tables).toEqual(['t']);
+    expect(live.search?.columns).toEqual(['name']);
+    db.prepare("INSERT INTO t VALUES (2, 'b')").run(); // the app goes on writing
+    const empty = path.join(tmp, 'empty.db');
+    fs.writeFileSync(empty, '');
+    const none = writeInitFile(empty, path.join(tmp, 'empty.yml'));
+    expect([none.tables, none.search]).toEqual([[], null]);
+    expect(fs.statSync(empty).size).toBe(0);
+    expect(listing(tmp)).toEqual([...before, 'empty.db', 'empty.yml', 'live.yml'].sort());
+    checkPipelineSources(await loadPipeline(path.join(tmp, 'live.yml'), {}));
+    checkPipelineSources(await loadPipeline(path.join(tmp, 'empty.yml'), {}));
+  });
+
+  test.skipIf(process.platform === 'win32')(
+    'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
+    () => {
+      expect(written('/srv/app', '/srv/app/app.db')).toBe('app.db');
+      expect(written('/srv/app/conf', '/srv/app/data/app.db')).toBe('../data/app.db');
+      expect(written('/etc/sluice', '/srv/app/data/app.db')).toBe('/srv/app/data/app.db');
+      expect(written('/etc', '/srv/app.db')).toBe('/srv/app.db');
+    },
+  );
+});

@@ -1,0 +1,110 @@
+// sluice plan and health config read the pipeline file write nothing and health exits 3 until it is reached
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { describe, expect, runCli, test } from '../support/fixtures.ts';
+import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { pipelineHealthOutput, planOutput } from '../../src/cli/json-schemas.ts';
+
+/*
+ * `sluice plan` and `sluice health --config` as a user meets them: both read
+ * the pipeline file (plan from ./sluice.yml by default) and write nothing,
+ * not even the -wal and -shm a reader of a WAL file leaves, and a missing
+ * target is not made; health exits 3 while anything declared is missing or
+ * undeclared, and 0 once a converging pass has built it.
+ */
+
+const SCHEMA = `
+CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER NOT NULL);
+INSERT INTO items VALUES (1, 'apple pie', 1), (2, 'banana bread', 5);
+CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
+`;
+
+const YML = `sources:
+  - path: app.db
+    capture: [items]
+    targets:
+      - path: cache.db
+        projections: ["*", {name: cheap, source: items, kind: map, columns: {id: id, label: name}, filter: "qty < 100"}]
+`;
+
+function filesIn(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    fs
+      .readdirSync(dir)
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, f)))
+          .digest('hex'),
+      ]),
+  );
+}
+
+describe('sluice plan and sluice health --config', () => {
+  test('read the file, write nothing, and health exits 3 until a converging pass has built what it declares', async ({ tmp, makeDb }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, YML);
+    expect(fs.readFileSync(path.join(tmp, 'app.db')).readUInt8(18), 'the source is in WAL mode').toBe(2);
+
+    const before = filesIn(tmp);
+    const plan = runCli(['plan', '--json'], { cwd: tmp });
+    expect(plan.stderr).toBe('');
+    expect(plan.status).toBe(0);
+    const p = planOutput.parse(JSON.parse(plan.stdout));
+    expect(p.converged).toBe(false);
+    expect(p.sources[0]?.enable).toEqual([{ table: 'items', mode: 'images', from: null }]);
+    expect(p.targets[0]?.exists).toBe(false);
+    expect(p.targets[0]?.projections.map((x) => [x.name, x.does]).sort()).toEqual([
+      ['cheap', 'build'],
+      ['items', 'build'],
+    ]);
+    const human = runCli(['plan', '--config', file]);
+    expect(human.status).toBe(0);
+    expect(human.stdout).toMatch(/enable items \(images\)/);
+    expect(human.stdout).toMatch(/target .*cache\.db \(does not exist: built\)\n {2}build/);
+
+    const sick = runCli(['health', '--config', file, '--json']);
+    expect(sick.status).toBe(3);
+    const h = pipelineHealthOutput.parse(JSON.parse(sick.stdout));
+    expect(h.ok).toBe(false);
+    expect(h.problems.join('\n')).toMatch(/table items of .*app\.db is declared .* but not captured: sluice run captures it/);
+    expect(h.problems.join('\n')).toMatch(/target .*cache\.db is declared .* but does not exist: sluice run builds it/);
+    expect(filesIn(tmp), 'plan and health changed no file and made none (no target, no -wal, no -shm)').toEqual(before);
+
+    await convergeOnce(await loadPipeline(file));
+    fs.writeFileSync(path.join(tmp, 'notes.sql'), ''); // a file of the folder that is not the pipeline's: left alone too
+    const after = filesIn(tmp);
+    expect(Object.keys(after).some((f) => /-(wal|shm)$/.test(f))).toBe(false);
+    const well = runCli(['health', '--config', file]);
+    expect(well.stderr).toBe('');
+    expect(well.status).toBe(0);
+    expect(well.stdout).toMatch(/^ok source .*app\.db/m);
+    expect(well.stdout).toMatch(/^ok target .*cache\.db/m);
+    const again = runCli(['plan', '--config', file]);
+    expect(again.stdout).toMatch(/nothing to do/);
+    expect(filesIn(tmp), 'health and plan of a converged pipeline write nothing either').toEqual(after);
+
+    // A -wal and -shm that another reader left (or another process holds) are not plan's to remove.
+    const reader = openDatabase(path.join(tmp, 'cache.db'), { readonly: true });
+    reader.prepare('SELECT count(*) FROM sqlite_schema').get();
+    reader.close();
+    const left = fs.readdirSync(tmp).sort();
+    expect(left).toContain('cache.db-wal');
+    expect(runCli(['plan', '--config', file]).status).toBe(0);
+    expect(fs.readdirSync(tmp).sort()).toEqual(left);
+  });
+
+  test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
+    const r = runCli(['health', 'cache.db', '--config', 'sluice.yml'], { cwd: tmp });
+    expect(r.status, 'a usage error').toBe(2);
+    expect(r.stderr).toMatch(/--config checks every target of the pipeline file/);
+    const missing = runCli(['plan'], { cwd: tmp });
+    expect(missing.status).toBe(1);
+    expect(missing.stderr).toMatch(/PIPELINE_INVALID: Pipeline file sluice\.yml cannot be read/);
+    expect(fs.readdirSync(tmp)).toEqual([]);
+  });
+});

@@ -1,0 +1,172 @@
+// sluice run keeps every other projection and target going while one is broken or building
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { scalar, type Spawned } from '../../cli/support/cli.ts';
+import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
+
+/*
+ * Isolation in `sluice run` (issue 21, item 2): a projection broken by
+ * another program's DDL turns /healthz 503 naming it while the others keep
+ * applying; and a target held in a long first build (here a custom handler
+ * that spins, synchronously, until the test lets it go: better-sqlite3 and
+ * a handler both block their thread) neither freezes /healthz, which says
+ * `building` with 503, nor keeps another target from applying.
+ */
+
+let running: Spawned | undefined;
+afterEach(() => kill(running));
+
+describe.skipIf(process.platform === 'win32')('sluice run', () => {
+  test('DDL by another program that breaks one projection turns /healthz 503 naming it within seconds, and the other projections keep applying', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const tgt = path.join(tmp, 'cache.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    const port = await freePort();
+    put(
+      config,
+      `sources:
+  - path: app.db
+    capture: [issues, comments]
+    targets:
+      - path: cache.db
+        projections: ["*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}]
+listen: 127.0.0.1:${port}
+`,
+    );
+    running = startRun(config);
+    await waitHealth(port, 'the first build', (h) => h.code === 200);
+
+    // Another program renames the column the map reads.
+    py(
+      src,
+      `con.execute("ALTER TABLE issues RENAME COLUMN title TO headline")
+con.execute("UPDATE issues SET headline = 'after the rename' WHERE id = 2")`,
+    );
+    const broken = await waitHealth(
+      port,
+      'open_issues reported',
+      (h) => h.status.targets[0]?.projections.some((p) => p.name === 'open_issues' && p.needsAction) === true,
+      10_000, // within seconds
+    );
+    expect(broken.code).toBe(503);
+    expect(broken.status.ok).toBe(false);
+    expect(broken.status.problems.some((p) => p.includes('open_issues'))).toBe(true);
+    const others = broken.status.targets[0]?.projections.filter((p) => p.name !== 'open_issues') ?? [];
+    expect(others.map((p) => [p.name, p.needsAction])).toEqual(
+      expect.arrayContaining([
+        ['comments', false],
+        ['issues', false],
+      ]),
+    );
+    // The others keep applying.
+    py(
+      src,
+      `con.execute("INSERT INTO comments VALUES (5000, 1, 'written after the rename')")
+con.execute("UPDATE issues SET headline = 'again' WHERE id = 3")`,
+    );
+    await waitFor('the comment applied', () => scalar(tgt, 'SELECT body FROM comments WHERE id = 5000') === 'written after the rename');
+    await waitFor(
+      'the issues mirror rebuilt over the new column',
+      () => scalar(tgt, 'SELECT headline FROM issues WHERE id = 3') === 'again',
+    );
+    expect((await healthz(port)).code).toBe(503);
+  });
+
+  test('while one target is held in its first build, /healthz answers 503 with that target building and another target keeps applying', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const small = path.join(tmp, 'small.db');
+    const config = path.join(tmp, 'sluice.yml');
+    const release = path.join(tmp, 'release');
+    appSource(src);
+    // A handler whose first build spins until the test creates `release`: its thread does nothing else meanwhile.
+    put(
+      path.join(tmp, 'slow.mjs'),
+      `import fs from 'node:fs';
+export default {
+  version: '1',
+  async init(rows, { db, tables }) {
+    await db.schema.createTable(tables.slow_counts).ifNotExists().addColumn('id', 'integer', (c) => c.primaryKey()).execute();
+    while (!fs.existsSync(${JSON.stringify(release)})) { /* spin */ }
+    for (const row of rows) await db.insertInto(tables.slow_counts).values({ id: row.id }).execute();
+  },
+  async apply(event, { db, tables }) {
+    if (event.before !== null) await db.deleteFrom(tables.slow_counts).where('id', '=', event.before.id).execute();
+    if (event.after !== null) await db.insertInto(tables.slow_counts).values({ id: event.after.id }).execute();
+  },
+};
+`,
+    );
+    const port = await freePort();
+    put(
+      config,
+      `sources:
+  - path: app.db
+    capture: [issues, comments]
+    targets:
+      - path: big.db
+        projections: [{name: slow, source: comments, kind: custom, module: ./slow.mjs, tables: [slow_counts]}]
+      - path: small.db
+        projections: ["*"]
+listen: 127.0.0.1:${port}
+`,
+    );
+    running = startRun(config);
+    await waitFor('small.db built', () => scalar(small, 'SELECT count(*) FROM issues') === 50n);
+    const during = await waitHealth(port, 'big.db building', (h) =>
+      h.status.run.parts.some((p) => p.kind === 'target' && p.name.endsWith('big.db') && p.phase === 'building'),
+    );
+    expect(during.code).toBe(503);
+    expect(during.status.ok).toBe(false);
+
+    // Another target applies while the build spins.
+    py(src, `con.execute("UPDATE issues SET title = 'during the build' WHERE id = 9")`);
+    await waitFor('small.db applied the write', () => scalar(small, 'SELECT title FROM issues WHERE id = 9') === 'during the build');
+    const still = await healthz(port);
+    expect(still.code).toBe(503);
+    expect(still.status.run.parts.find((p) => p.name.endsWith('big.db'))?.phase).toBe('building');
+    expect(still.status.problems.some((p) => p.includes('big.db') && p.includes('building'))).toBe(true);
+
+    fs.writeFileSync(release, '');
+    const done = await waitHealth(port, 'the build done', (h) => h.code === 200);
+    expect(done.status.run.parts.every((p) => p.state === 'running')).toBe(true);
+    expect(scalar(path.join(tmp, 'big.db'), 'SELECT count(*) FROM slow_counts')).toBe(150n);
+  });
+  test('a target that fails to open is recorded in its part and retried with backoff while the other target applies, and recovers once its cause is gone', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const bad = path.join(tmp, 'bad.db');
+    const good = path.join(tmp, 'good.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    fs.writeFileSync(bad, 'this file is not a database, whatever its name says, and sluice must not write it'.repeat(4));
+    const port = await freePort();
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture: [issues, comments]\n    targets:\n      - {path: bad.db, projections: ["*"]}\n      - {path: good.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
+    );
+    running = startRun(config);
+    const failing = await waitHealth(port, 'bad.db retried', (h) =>
+      h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2),
+    );
+    expect(failing.code).toBe(503);
+    const part = failing.status.run.parts.find((p) => p.name === bad);
+    expect(part?.failure?.code).toBe('NOT_A_DATABASE');
+    expect(part?.failure?.retryMs).toBeGreaterThan(part?.failure?.ms ?? Infinity);
+    expect(failing.status.run.parts.find((p) => p.name === good)?.state).toBe('running');
+    py(src, `con.execute("UPDATE issues SET title = 'beside a failing target' WHERE id = 4")`);
+    await waitFor('good.db applied the write', () => scalar(good, 'SELECT title FROM issues WHERE id = 4') === 'beside a failing target');
+
+    fs.rmSync(bad);
+    const back = await waitHealth(port, 'bad.db built once its file is gone', (h) => h.code === 200);
+    expect(back.status.run.parts.find((p) => p.name === bad)).toMatchObject({ state: 'running', failure: null });
+    expect(scalar(bad, 'SELECT title FROM issues WHERE id = 4')).toBe('beside a failing target');
+  });
+});

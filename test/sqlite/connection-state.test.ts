@@ -1,0 +1,60 @@
+// each connection owns its cached state and a closed one drops it
+import { test, expect, describe } from '../support/fixtures.ts';
+import { openDatabase } from '../../src/sqlite/connection.ts';
+import { closeDatabase, connectionState, slot } from '../../src/sqlite/connection-state.ts';
+import { cachedStatement } from '../../src/sqlite/statement-cache.ts';
+import { adoptEncoding, textEncoding } from '../../src/sqlite/text-encoding.ts';
+
+describe('per-connection state', () => {
+  const counter = slot('test-counter', () => ({ n: 0 }));
+
+  test('a slot is made once per connection, and each connection has its own', ({ makeDb }) => {
+    const { db: a } = makeDb('a.db');
+    const { db: b } = makeDb('b.db');
+    connectionState(a).get(counter).n++;
+    connectionState(a).get(counter).n++;
+    expect(connectionState(a).get(counter).n).toBe(2);
+    expect(connectionState(b).get(counter).n).toBe(0);
+    expect(connectionState(b).peek(counter)).toEqual({ n: 0 });
+    connectionState(a).delete(counter);
+    expect(connectionState(a).peek(counter)).toBeUndefined();
+  });
+
+  test('a slot name is declared once', () => {
+    expect(() => slot('test-counter', () => 0)).toThrow(/declared twice/);
+  });
+
+  test('a cached statement is reused on its connection and not after the connection is closed', ({ tmp }) => {
+    const db = openDatabase(`${tmp}/c.db`, { create: true });
+    const s = cachedStatement(db, 'SELECT 1', 'pluck');
+    expect(cachedStatement(db, 'SELECT 1', 'pluck')).toBe(s);
+    expect(connectionState(db).peek(counter)).toBeUndefined();
+    connectionState(db).get(counter).n = 5;
+    closeDatabase(db);
+    expect(db.open).toBe(false);
+    // Nothing of the closed connection is kept: its slots start over.
+    expect(connectionState(db).peek(counter)).toBeUndefined();
+    expect(() => cachedStatement(db, 'SELECT 1', 'pluck')).toThrow(/not open/);
+  });
+
+  test('a connection closed by its own close() drops its state on its next use', ({ tmp }) => {
+    const db = openDatabase(`${tmp}/d.db`, { create: true });
+    expect(textEncoding(db)).toBe('UTF-8');
+    connectionState(db).get(counter).n = 3;
+    db.close();
+    expect(connectionState(db).peek(counter)).toBeUndefined();
+    // The encoding was cached: a closed connection no longer answers from it.
+    expect(() => textEncoding(db)).toThrow(/not open/);
+  });
+
+  test('adopting an encoding forgets the cached one', ({ tmp }) => {
+    const db = openDatabase(`${tmp}/e.db`, { create: true });
+    try {
+      expect(textEncoding(db)).toBe('UTF-8');
+      adoptEncoding(db, 'UTF-16le');
+      expect(textEncoding(db)).toBe('UTF-16le');
+    } finally {
+      closeDatabase(db);
+    }
+  });
+});
