@@ -44,3 +44,4 @@ export {
 export { Runner } from './pipeline/run/runner.ts';
 export { RunLog, type LogFormat } from './pipeline/run/log.ts';
 export { followPublisher } from './pipeline/follow/publish-loop.ts';
+export { listenOn } from './pipeline/listen.ts';

@@ -1,7 +1,6 @@
 import http from 'node:http';
 import { InvalidArgumentError } from 'commander';
-import { SluiceError } from '../index.ts';
-import type { Scrapable } from '../internal.ts';
+import { listenOn, type Scrapable } from '../internal.ts';
 
 /*
  * --metrics HOST:PORT of a long-running command: the address, and the
@@ -41,26 +40,7 @@ export async function serveMetrics(metrics: Scrapable, at: MetricsAddress): Prom
       (err: unknown) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`),
     );
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', (err: NodeJS.ErrnoException) => {
-      const why =
-        err.code === 'EADDRINUSE'
-          ? 'the port is in use by another process'
-          : err.code === 'EACCES'
-            ? 'this user may not bind that port'
-            : err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND'
-              ? 'that host is not an address of this machine'
-              : err.message;
-      reject(
-        new SluiceError(
-          'METRICS_LISTEN_FAILED',
-          `Cannot serve metrics on ${at.host}:${at.port}: ${why} (${err.code ?? 'error'}). Pass another --metrics HOST:PORT.`,
-          { cause: err },
-        ),
-      );
-    });
-    server.listen(at.port, at.host, () => resolve());
-  });
+  await listenOn(server, at, 'serve metrics', 'Pass another --metrics HOST:PORT.');
   server.unref(); // the follow loop, not the metrics server, keeps the process alive
   const address = server.address();
   return {

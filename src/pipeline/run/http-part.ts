@@ -1,5 +1,5 @@
 import http from 'node:http';
-import { SluiceError } from '../../errors.ts';
+import { listenOn } from '../listen.ts';
 import type { Pipeline } from '../pipeline.ts';
 import { statusPageHtml, STATUS_PAGE_CSP } from '../status-page.ts';
 import type { PartKind } from './part.ts';
@@ -50,26 +50,7 @@ export const httpPart: PartKind<Listen> = {
         res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`);
       }
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) => {
-        const why =
-          err.code === 'EADDRINUSE'
-            ? 'the port is in use by another process'
-            : err.code === 'EACCES'
-              ? 'this user may not bind that port'
-              : err.code === 'EADDRNOTAVAIL' || err.code === 'ENOTFOUND'
-                ? 'that host is not an address of this machine'
-                : err.message;
-        reject(
-          new SluiceError(
-            'METRICS_LISTEN_FAILED',
-            `Cannot listen on ${at.host}:${at.port}: ${why} (${err.code ?? 'error'}). Free the port or change "listen" in the pipeline file.`,
-            { cause: err },
-          ),
-        );
-      });
-      server.listen(at.port, at.host, () => resolve());
-    });
+    await listenOn(server, at, 'listen', 'Free the port or change "listen" in the pipeline file.');
     ctx.log('info', 'start', `serving /healthz, /metrics and the status page on http://${httpPart.name(at)}/`);
     ctx.ok();
     await new Promise<void>((resolve) => {
