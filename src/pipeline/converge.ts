@@ -8,7 +8,7 @@ import { forget } from '../feed/acknowledge.ts';
 import { Syncer } from '../apply/sync/sync.ts';
 import type { SyncReport } from '../apply/sync/sync-types.ts';
 import { dropProjection } from '../apply/target/drop.ts';
-import { readProjections } from '../apply/target/target-meta.ts';
+import { heldProjections } from './held.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
@@ -130,7 +130,7 @@ function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { ta
     if (t.sync === null || !fs.existsSync(t.path)) return t;
     const declared = new Set(t.sync.projections.map((p) => p.name));
     const dropped: string[] = [];
-    for (const name of heldNames(t.path)) {
+    for (const name of heldProjections(t.path).map((r) => r.name)) {
       if (declared.has(name)) continue;
       dropProjection(t.path, name);
       dropped.push(name);
@@ -152,13 +152,4 @@ function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { ta
     db.close();
   }
   return { targets, forgotten };
-}
-
-function heldNames(target: string): string[] {
-  const db = openDatabase(target, { readonly: true, role: 'target' });
-  try {
-    return readProjections(db, 'main').map((r) => r.name);
-  } finally {
-    db.close();
-  }
 }

@@ -8,7 +8,7 @@ import { defaultProjectionName } from '../projection/name.ts';
 import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
 import { isDefaultMirror } from '../apply/sync/projection-set.ts';
-import { readProjections } from '../apply/target/target-meta.ts';
+import { heldProjections } from './held.ts';
 import { declaredInputs, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
@@ -241,7 +241,11 @@ function targetHealth(
         ...(fedLag === undefined ? {} : { fedLag }),
       }).projections,
     ];
-    defaultMirrors = mirrorsHeld(path);
+    defaultMirrors = new Set(
+      heldProjections(path)
+        .filter(isDefaultMirror)
+        .map((r) => r.name),
+    ); // the mirrors "*" made
   } catch (err) {
     return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
   }
@@ -257,18 +261,4 @@ function targetHealth(
   projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
   if (all && held.length === 0) projections.push(...mirrors(have).map(missing));
   return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
-}
-
-/** The projections of the target that "*" made (its default mirrors). */
-function mirrorsHeld(path: string): Set<string> {
-  const db = openDatabase(path, { readonly: true, role: 'target' });
-  try {
-    return new Set(
-      readProjections(db, 'main')
-        .filter(isDefaultMirror)
-        .map((r) => r.name),
-    );
-  } finally {
-    db.close();
-  }
 }

@@ -16,7 +16,7 @@ import {
   type ProjectionExplanation,
 } from '../apply/evolution/explain.ts';
 import { TARGET_SCHEMA } from '../apply/target/session.ts';
-import { readProjections } from '../apply/target/target-meta.ts';
+import { heldProjections } from './held.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
@@ -244,7 +244,7 @@ async function planTarget(
   const refused =
     runRefusal === undefined ? null : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
   const names = new Set(projections.map((p) => p.name));
-  for (const name of exists ? heldNames(t.path) : [])
+  for (const name of exists ? heldProjections(t.path).map((r) => r.name) : [])
     if (!names.has(name))
       projections.push({
         name,
@@ -257,15 +257,6 @@ async function planTarget(
           : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
       });
   return { path: t.path, source: source.path, exists, refused, projections };
-}
-
-function heldNames(target: string): string[] {
-  const db = openDatabase(target, { readonly: true, role: 'target' });
-  try {
-    return readProjections(db, 'main').map((r) => r.name);
-  } finally {
-    db.close();
-  }
 }
 
 /**
