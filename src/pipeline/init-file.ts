@@ -177,7 +177,8 @@ export function written(dir: string, p: string): string {
 /** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */
 function scalar(s: string): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
-  return JSON.stringify(s).replaceAll('${', '$${');
+  // A function, not a replacement string: in one, `$$` means a single `$`.
+  return JSON.stringify(s).replaceAll('${', () => '$${');
 }
 
 function oneLine(s: string): string {
