@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, runCli, test } from '../support/fixtures.ts';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, PYTHON, runCli, test } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { pipelineHealthOutput, planOutput } from '../../src/cli/json-schemas.ts';
@@ -95,6 +96,38 @@ describe('sluice plan and sluice health --config', () => {
     expect(left).toContain('cache.db-wal');
     expect(runCli(['plan', '--config', file]).status).toBe(0);
     expect(fs.readdirSync(tmp).sort()).toEqual(left);
+  });
+
+  test('plan and health --config leave a hot journal and its database as they are, and say which file needs a writer to roll it back', ({
+    tmp,
+  }) => {
+    fs.writeFileSync(path.join(tmp, 'sluice.yml'), YML);
+    // An app in rollback-journal mode killed in the middle of a transaction that had spilled to the file: a hot journal.
+    const app = spawnSync(
+      PYTHON,
+      [
+        '-c',
+        `import sqlite3, os
+c = sqlite3.connect('app.db', isolation_level=None)
+c.execute('PRAGMA journal_mode = delete')
+c.execute('CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER NOT NULL)')
+c.execute('PRAGMA cache_size = 1')
+c.execute('BEGIN')
+for i in range(2000): c.execute('INSERT INTO items (name, qty) VALUES (?, 1)', ('x' * 500,))
+os._exit(9)`,
+      ],
+      { cwd: tmp, encoding: 'utf8' },
+    );
+    expect(app.status, app.stderr).toBe(9);
+    const before = filesIn(tmp);
+    expect(Object.keys(before)).toEqual(['app.db', 'app.db-journal', 'sluice.yml']);
+    for (const args of [['plan'], ['health', '--config', 'sluice.yml']]) {
+      const r = runCli(args, { cwd: tmp });
+      expect(filesIn(tmp), `${args[0]} rolled the journal back`).toEqual(before);
+      expect(r.status, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/^sluice: DB_OPEN_FAILED: .*app\.db-journal is a hot journal.*rolls it back/);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
   });
 
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
