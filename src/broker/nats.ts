@@ -41,7 +41,8 @@ export type Log = (line: string) => void;
  * URL itself (it would connect without them: "Authorization Violation").
  */
 export function natsServerOptions(url: string): { servers: string; user?: string; pass?: string; token?: string } {
-  const creds = /(?:^|,|\/\/)([^/@,]*)@/.exec(url)?.[1];
+  // Up to the last @ before the host (withoutCredentials reads it so): a password may hold an @.
+  const creds = /(?:^|,|\/\/)([^/,]*)@/.exec(url)?.[1];
   const servers = withoutCredentials(url);
   if (creds === undefined) return { servers };
   const decode = (s: string) => {

@@ -60,4 +60,24 @@ describe('a broker that requires the user and password given in the NATS URL', (
       removeDir(dir);
     }
   });
+
+  test('a password with @ and : in it, written in the URL as it is, logs in, and no part of it is printed', async () => {
+    const dir = makeDir();
+    // As a URL gets it from sluice.yml's "nats://sluice:${NATS_PASSWORD}@host" or a shell: not percent-encoded.
+    const server = await NatsServer.start({ args: ['--user', 'sluice', '--pass', 'pa@ss:w0rd'] });
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const published = await runCliAsync(['publish', src, '--nats', server.url.replace('nats://', 'nats://sluice:pa@ss:w0rd@')]);
+      expect(published.status, published.stderr).toBe(0);
+      const wrong = await runCliAsync(['publish', src, '--nats', server.url.replace('nats://', 'nats://sluice:wr@ng:pw@')]);
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toContain(`BROKER_AUTH_FAILED: NATS at ${server.url} refused the login as user sluice`);
+      for (const text of [published.stdout, published.stderr, wrong.stdout, wrong.stderr]) {
+        expect(text).not.toMatch(/ss:w0rd|ng:pw/);
+      }
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  });
 });

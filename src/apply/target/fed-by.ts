@@ -22,7 +22,8 @@ export type FedBy =
  * or token of any server in it (`nats://u:p@h:4222,u:p@h2` -> `nats://h:4222,h2`).
  */
 export function withoutCredentials(url: string): string {
-  return url.replace(/(^|,|\/\/)[^/@,]*@/g, '$1');
+  // Up to the last @ before the host, as a URL parser reads it: a password may hold an @ of its own.
+  return url.replace(/(^|,|\/\/)[^/,]*@/g, '$1');
 }
 
 /** The stored record, or null (none, or not one this sluice reads). */
