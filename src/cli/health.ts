@@ -96,7 +96,12 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     for (const s of pipeline.subscriptions) {
       if (!fs.existsSync(s.path) || !recordsSubscriber(s.path)) continue;
       const broker = await import('../broker/index.ts');
-      fedLag.set(s.path, await broker.readRecordedStreamLags(s.path));
+      // The target records the servers, never how to log in: that is the subscribe entry's.
+      const { auth, tls } = s.nats;
+      fedLag.set(
+        s.path,
+        await broker.readRecordedStreamLags(s.path, { ...(auth === undefined ? {} : { auth }), ...(tls === undefined ? {} : { tls }) }),
+      );
     }
     return pipelineHealth(pipeline, { fedLag });
   });
