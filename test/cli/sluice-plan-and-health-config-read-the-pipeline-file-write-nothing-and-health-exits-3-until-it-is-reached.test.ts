@@ -130,6 +130,25 @@ os._exit(9)`,
     }
   });
 
+  test('plan refuses a definition that names its table in another case than the source does, since sync matches the name exactly and would refuse it at every pass', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', 'CREATE TABLE Items (id INTEGER PRIMARY KEY, name TEXT);').db.close();
+    fs.writeFileSync(
+      path.join(tmp, 'sluice.yml'),
+      `sources:\n  - path: app.db\n    capture: [items]\n    targets:\n      - path: cache.db\n        projections: [{name: labels, source: items, kind: map, columns: {id: id, label: name}}]\n`,
+    );
+    const before = filesIn(tmp);
+    const r = runCli(['plan'], { cwd: tmp });
+    expect(r.stdout).not.toMatch(/build labels/);
+    expect(r.status, r.stdout).toBe(1);
+    expect(r.stderr).toMatch(
+      /^sluice: PIPELINE_INVALID: .*sluice\.yml:6:23: projection labels reads table items, which source .*app\.db names Items/,
+    );
+    expect(filesIn(tmp)).toEqual(before);
+  });
+
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
     const r = runCli(['health', 'cache.db', '--config', 'sluice.yml'], { cwd: tmp });
     expect(r.status, 'a usage error').toBe(2);
