@@ -4,6 +4,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { openUntouched } from '../sqlite/schema-copy.ts';
 import { listTables, describeTable, type TableInfo } from '../sqlite/introspect.ts';
 import { checkTable } from '../capture/gates.ts';
+import { refuseTarget } from '../capture/target-guard.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/name.ts';
 
@@ -113,6 +114,8 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
   const db = openUntouched(dbFile, 'database');
   let init: InitFile;
   try {
+    // A target's tables are projections: capture on them is refused by every pass.
+    refuseTarget(db, path.resolve(dbFile));
     init = initFile(db, dbFile, file);
   } finally {
     db.close();

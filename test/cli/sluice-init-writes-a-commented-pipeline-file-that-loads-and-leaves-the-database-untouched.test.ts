@@ -176,6 +176,27 @@ describe('sluice init', () => {
     }
   });
 
+  test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, SCHEMA);
+    const app = openDatabase(db);
+    try {
+      enable(app, ['issues']);
+    } finally {
+      app.close();
+    }
+    const cache = path.join(tmp, 'cache.db');
+    await sync(db, cache);
+    const before = listing(tmp);
+    const r = await runCliAsync(['init', 'cache.db', '--out', 'cache.yml'], { cwd: tmp });
+    expect(r.status, r.stdout).toBe(1);
+    expectOneLineError(r, 'TARGET_NOT_SOURCE');
+    expect(r.stderr).toContain(`${cache} is a sluice target`);
+    expect(listing(tmp)).toEqual(before);
+  });
+
   test.skipIf(process.platform === 'win32')(
     'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
     () => {

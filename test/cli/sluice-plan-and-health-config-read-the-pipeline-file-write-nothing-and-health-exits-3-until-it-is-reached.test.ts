@@ -149,6 +149,30 @@ os._exit(9)`,
     expect(filesIn(tmp)).toEqual(before);
   });
 
+  test('plan and health --config refuse a source that is a sluice target with TARGET_NOT_SOURCE and its line, instead of predicting its capture', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    fs.writeFileSync(path.join(tmp, 'sluice.yml'), YML);
+    await convergeOnce(await loadPipeline(path.join(tmp, 'sluice.yml')));
+    fs.writeFileSync(
+      path.join(tmp, 'again.yml'),
+      `sources:\n  - path: cache.db\n    capture: [items]\n    targets:\n      - path: again.db\n        projections: ["*"]\n`,
+    );
+    const before = filesIn(tmp);
+    for (const args of [
+      ['plan', '--config', 'again.yml'],
+      ['health', '--config', 'again.yml'],
+    ]) {
+      const r = runCli(args, { cwd: tmp });
+      expect(r.stdout, args[0]).not.toMatch(/enable items/);
+      expect(r.status, r.stdout).toBe(1);
+      expect(r.stderr).toMatch(/^sluice: TARGET_NOT_SOURCE: .*again\.yml:2:5: .*cache\.db is a sluice target/);
+      expect(filesIn(tmp)).toEqual(before);
+    }
+  });
+
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
     const r = runCli(['health', 'cache.db', '--config', 'sluice.yml'], { cwd: tmp });
     expect(r.status, 'a usage error').toBe(2);
