@@ -150,13 +150,14 @@ async function streamLags(
 /** Whether the target records a projection fed by sluice subscribe (the ones readRecordedStreamLags reads are among them). */
 function recordsSubscriber(target: string): boolean {
   if (!fs.existsSync(target)) return false; // health says so itself
-  const db = openDatabase(target, { readonly: true, role: 'target' });
+  let db;
   try {
+    db = openDatabase(target, { readonly: true, role: 'target' });
     return readProjections(db, 'main').some((p) => p.fedBy?.via === 'subscribe');
   } catch {
-    return false; // a target health cannot read: health reports it
+    return false; // a target health cannot read (a folder, not a database): health reports it
   } finally {
-    db.close();
+    db?.close();
   }
 }
 

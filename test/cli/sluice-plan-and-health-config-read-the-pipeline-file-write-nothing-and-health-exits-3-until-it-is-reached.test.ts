@@ -173,6 +173,24 @@ os._exit(9)`,
     }
   });
 
+  test('health --config reports a subscribed target that is not a database (a folder, a text file) as needing action, exit 3, as it does a synced one', ({
+    tmp,
+  }) => {
+    fs.writeFileSync(
+      path.join(tmp, 'sluice.yml'),
+      'subscribe:\n  - {nats: "nats://127.0.0.1:4222", source: abc, path: folder.db}\n  - {nats: "nats://127.0.0.1:4222", source: abc, path: text.db}\n',
+    );
+    fs.mkdirSync(path.join(tmp, 'folder.db'));
+    fs.writeFileSync(path.join(tmp, 'text.db'), 'not a database, only text, long enough to be read as a header and refused '.repeat(3));
+    const r = runCli(['health', '--config', 'sluice.yml', '--json'], { cwd: tmp });
+    expect(r.status, r.stderr).toBe(3);
+    const out = pipelineHealthOutput.parse(JSON.parse(r.stdout));
+    expect(out.targets.map((t) => [path.basename(t.path), t.ok, t.problems.join(' ')])).toEqual([
+      ['folder.db', false, expect.stringMatching(/cannot be read: NOT_A_DATABASE/)],
+      ['text.db', false, expect.stringMatching(/cannot be read: NOT_A_DATABASE/)],
+    ]);
+  });
+
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {
     const r = runCli(['health', 'cache.db', '--config', 'sluice.yml'], { cwd: tmp });
     expect(r.status, 'a usage error').toBe(2);
