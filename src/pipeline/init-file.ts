@@ -103,7 +103,8 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
 /**
  * Writes the first pipeline file of the database `dbFile` at `out`
  * (default: sluice.yml beside it). Refuses a database that does not exist
- * or is not SQLite, and a file already at `out` (OUTPUT_EXISTS); writes
+ * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), and a file already
+ * at `out` (OUTPUT_EXISTS); writes
  * nothing else, to the database or beside it.
  *
  * @example
