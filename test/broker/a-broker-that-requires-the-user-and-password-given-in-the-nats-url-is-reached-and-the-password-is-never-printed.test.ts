@@ -91,7 +91,10 @@ describe('a broker that requires the user and password given in the NATS URL', (
       const url = (pw: string) => server.url.replace('nats://', `nats://sluice:${pw}@`);
       const published = await runCliAsync(['publish', src, '--nats', url('q7/Zk+w9/Rm=')]);
       expect(published.status, published.stderr).toBe(0);
-      const sub = await runCliAsync(['subscribe', tgt, '--nats', url('q7/Zk+w9/Rm='), '--source', sid]);
+      // A token exported for another broker does not override the login this URL carries.
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', url('q7/Zk+w9/Rm='), '--source', sid], {
+        env: { SLUICE_NATS_TOKEN: 'a-token-for-another-broker' },
+      });
       expect(sub.status, sub.stderr).toBe(0);
       for (const f of [tgt, `${tgt}-wal`]) if (fs.existsSync(f)) expect(fs.readFileSync(f).includes('Zk+w9'), f).toBe(false);
       const wrong = await runCliAsync(['publish', src, '--nats', url('x1/Yy+z2/Ab=')]);
