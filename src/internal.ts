@@ -15,7 +15,7 @@ export { projectionWrites } from './apply/target/projection-writes.ts';
 export { readProjections } from './apply/target/target-meta.ts';
 export { repairAction, shellWord } from './sqlite/shell-word.ts';
 export { errorMessage } from './errors.ts';
-export { withoutCredentials } from './apply/target/fed-by.ts';
+export { urlLogin, withoutCredentials } from './apply/target/fed-by.ts';
 export {
   cursorFileFor,
   positionOf,

@@ -13,7 +13,7 @@ import {
 } from '@nats-io/jetstream';
 import { errorCode, errorMessage, InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
-import { withoutCredentials } from '../apply/target/fed-by.ts';
+import { urlLogin, withoutCredentials } from '../apply/target/fed-by.ts';
 import { authWords, natsConnection, splitServers, type NatsAuth, type NatsTarget, type NatsTls } from './connection.ts';
 
 /*
@@ -41,7 +41,7 @@ export type Log = (line: string) => void;
  * URL itself (it would connect without them: "Authorization Violation").
  */
 export function natsServerOptions(url: string): { servers: string; user?: string; pass?: string; token?: string } {
-  const creds = /(?:^|,|\/\/)([^/@,]*)@/.exec(url)?.[1];
+  const creds = urlLogin(url);
   const servers = withoutCredentials(url);
   if (creds === undefined) return { servers };
   const decode = (s: string) => {

@@ -15,9 +15,10 @@ export const DROPPED_TABLE = '_sluice_dropped';
 
 /**
  * Refuses a sync target as a source (TARGET_NOT_SOURCE), naming the source
- * it is synced from when its metadata records one. Reads only.
+ * it is synced from when its metadata records one, and the target as `file`
+ * (default: the connection's file; a copy read in memory has none). Reads only.
  */
-export function refuseTarget(db: Db): void {
+export function refuseTarget(db: Db, file: string = db.name): void {
   const found = db
     .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)")
     .pluck()
@@ -44,6 +45,6 @@ export function refuseTarget(db: Db): void {
       : 'on the database it is synced from (sluice health on this file names it)';
   throw new InvalidInputError(
     'TARGET_NOT_SOURCE',
-    `${db.name} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source. Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,
+    `${file} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source. Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,
   );
 }

@@ -96,7 +96,12 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     for (const s of pipeline.subscriptions) {
       if (!fs.existsSync(s.path) || !recordsSubscriber(s.path)) continue;
       const broker = await import('../broker/index.ts');
-      fedLag.set(s.path, await broker.readRecordedStreamLags(s.path));
+      // The target records the servers, never how to log in: that is the subscribe entry's.
+      const { auth, tls } = s.nats;
+      fedLag.set(
+        s.path,
+        await broker.readRecordedStreamLags(s.path, { ...(auth === undefined ? {} : { auth }), ...(tls === undefined ? {} : { tls }) }),
+      );
     }
     return pipelineHealth(pipeline, { fedLag });
   });
@@ -145,13 +150,14 @@ async function streamLags(
 /** Whether the target records a projection fed by sluice subscribe (the ones readRecordedStreamLags reads are among them). */
 function recordsSubscriber(target: string): boolean {
   if (!fs.existsSync(target)) return false; // health says so itself
-  const db = openDatabase(target, { readonly: true, role: 'target' });
+  let db;
   try {
+    db = openDatabase(target, { readonly: true, role: 'target' });
     return readProjections(db, 'main').some((p) => p.fedBy?.via === 'subscribe');
   } catch {
-    return false; // a target health cannot read: health reports it
+    return false; // a target health cannot read (a folder, not a database): health reports it
   } finally {
-    db.close();
+    db?.close();
   }
 }
 

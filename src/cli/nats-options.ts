@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import type { Command } from 'commander';
 import { InvalidInputError } from '../index.ts';
+import { urlLogin } from '../internal.ts';
 import type { NatsAuth, NatsConnection, NatsTls } from '../broker/index.ts';
 
 /*
@@ -104,7 +105,7 @@ export function natsConnectionOf(opts: NatsCliOptions, command: Command, env: No
     return undefined;
   }
   // A URL that carries its login (user:password@, token@) is not overridden by SLUICE_NATS_TOKEN from the environment.
-  const inUrl = opts.nats.some((u) => /^[^/]*\/\/[^/@]*@/.test(u));
+  const inUrl = opts.nats.some((u) => urlLogin(u) !== undefined);
   const { SLUICE_NATS_TOKEN: _token, ...rest } = env;
   return { servers: opts.nats, ...natsAccess(opts, command, inUrl ? rest : env) };
 }

@@ -1,11 +1,14 @@
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, SluiceError } from '../errors.ts';
+import { refuseTarget } from '../capture/target-guard.ts';
 import { openDatabase } from '../sqlite/connection.ts';
 import { findObjects } from '../sqlite/introspect.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /*
  * What a pipeline file declares that only its sources can confirm: every
- * table it captures exists there. Read-only; run after loadPipeline and
+ * table it captures exists there (and the source is not a sluice target),
+ * and every definition names its table as
+ * the source does. Read-only; run after loadPipeline and
  * before anything is written, so that a typo in a table name is refused
  * with its line instead of leaving a half-built pipeline.
  */
@@ -14,6 +17,12 @@ export function checkPipelineSources(pipeline: Pipeline): void {
   for (const source of pipeline.sources) {
     const db = openDatabase(source.path, { readonly: true, role: 'source' });
     try {
+      try {
+        refuseTarget(db);
+      } catch (err) {
+        if (err instanceof SluiceError) throw new InvalidInputError(err.code, `${source.declaredAt}: ${err.message}`, { cause: err });
+        throw err;
+      }
       for (const c of source.capture) {
         const found = findObjects(db, c.table).filter((o) => o.schema === 'main');
         if (found.length === 0)
@@ -22,6 +31,17 @@ export function checkPipelineSources(pipeline: Pipeline): void {
             `${c.declaredAt}: table ${c.table} does not exist in source ${source.path}. Create it first, or correct the name in "capture".`,
           );
       }
+      // SQLite finds a table in any case, but sync matches a definition's table to the captured one exactly.
+      for (const t of source.targets)
+        for (const e of t.projections)
+          for (const d of e.kind === 'all' ? [] : e.definitions) {
+            const real = findObjects(db, d.source).find((o) => o.schema === 'main')?.name;
+            if (real !== undefined && real !== d.source)
+              throw new InvalidInputError(
+                'PIPELINE_INVALID',
+                `${e.declaredAt}: projection ${d.name} reads table ${d.source}, which source ${source.path} names ${real}; sluice matches a projection's table by its exact name. Write source: ${real}.`,
+              );
+          }
     } finally {
       db.close();
     }

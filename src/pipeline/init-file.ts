@@ -4,6 +4,7 @@ import type { Db } from '../sqlite/connection.ts';
 import { openUntouched } from '../sqlite/schema-copy.ts';
 import { listTables, describeTable, type TableInfo } from '../sqlite/introspect.ts';
 import { checkTable } from '../capture/gates.ts';
+import { refuseTarget } from '../capture/target-guard.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/name.ts';
 
@@ -102,7 +103,8 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
 /**
  * Writes the first pipeline file of the database `dbFile` at `out`
  * (default: sluice.yml beside it). Refuses a database that does not exist
- * or is not SQLite, and a file already at `out` (OUTPUT_EXISTS); writes
+ * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), and a file already
+ * at `out` (OUTPUT_EXISTS); writes
  * nothing else, to the database or beside it.
  *
  * @example
@@ -113,6 +115,8 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
   const db = openUntouched(dbFile, 'database');
   let init: InitFile;
   try {
+    // A target's tables are projections: capture on them is refused by every pass.
+    refuseTarget(db, path.resolve(dbFile));
     init = initFile(db, dbFile, file);
   } finally {
     db.close();
@@ -177,7 +181,8 @@ export function written(dir: string, p: string): string {
 /** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */
 function scalar(s: string): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
-  return JSON.stringify(s).replaceAll('${', '$${');
+  // A function, not a replacement string: in one, `$$` means a single `$`.
+  return JSON.stringify(s).replaceAll('${', () => '$${');
 }
 
 function oneLine(s: string): string {

@@ -167,10 +167,19 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
   };
 }
 
-/** Whether a declared target (by its real path, as acknowledgements name it) declares `projection`. */
+/**
+ * Whether a declared target (by its real path, as acknowledgements name it)
+ * declares `projection`. One that exists and cannot be read (its own
+ * problem) keeps every acknowledgement, as a pass keeps them for a target
+ * whose sync failed: what it declares could not be read, and forgetting
+ * them would let the source prune what the target still needs.
+ */
 function declaresAt(targets: readonly TargetHealth[], target: string, projection: string): boolean {
   return targets.some(
-    (t) => t.via === 'sync' && targetKey(t.path) === target && t.projections.some((p) => p.name === projection && p.declared),
+    (t) =>
+      t.via === 'sync' &&
+      targetKey(t.path) === target &&
+      ((t.exists && t.problems.length > 0) || t.projections.some((p) => p.name === projection && p.declared)),
   );
 }
 

@@ -14,7 +14,8 @@ import type { Pipeline } from './pipeline.ts';
  * WAL file does) SQLite removes the `-wal` and `-shm` it made, checkpointing
  * nothing, since nothing was written. The database file is not written.
  * A file that has a `-wal` already (another process has it open, or a
- * reader left it) is not held: those files stay as they are, and are not
+ * reader left it) is not held, nor one that has a `-journal` (a writer is in
+ * a transaction, or one crashed in it: holding it would roll that back): those files stay as they are, and are not
  * this reader's to remove (SQLite's readers may still update the `-shm`,
  * its shared memory). A file that cannot be opened for writing (read-only,
  * or its folder) is read without a holder: its readers may leave the two files.
@@ -26,7 +27,8 @@ export async function readQuietly<T>(files: readonly string[], fn: () => T | Pro
   try {
     for (const file of new Set(files)) {
       // A file with a -wal beside it is open elsewhere, or was left so: its -wal and -shm are not this reader's to remove.
-      if (!fs.existsSync(file) || fs.existsSync(`${file}-wal`)) continue;
+      // One with a -journal is mid-transaction, or was left so by a crash: a read-write holder would roll that back, a write.
+      if (!fs.existsSync(file) || fs.existsSync(`${file}-wal`) || fs.existsSync(`${file}-journal`)) continue;
       try {
         const db = openDatabase(file, { role: 'database' });
         // Opens the WAL (when the file is in WAL mode) now, before any reader.

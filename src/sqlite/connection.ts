@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import Database from 'better-sqlite3';
 import { SluiceError, InvalidInputError, errorCode } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
+import { shellWord } from './shell-word.ts';
 import { folderNotWritable } from './access.ts';
 import { heldFile, pathIdentity, sameFile } from './file-identity.ts';
 import type { Db } from './db.ts';
@@ -86,6 +87,12 @@ function openOnce(path: string, options: OpenOptions): Db {
     if (errorCode(cause) === 'SQLITE_NOTADB') {
       throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
     }
+    if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK')
+      throw new SluiceError(
+        'DB_OPEN_FAILED',
+        `Cannot read ${role} ${path}: ${path}-journal is a hot journal, left by a process that stopped in the middle of a transaction, and a read-only reader may not roll it back. Open the file once with write access (your app, or sqlite3 ${shellWord(path)} 'PRAGMA schema_version;'), which rolls it back, then run this again.`,
+        { cause },
+      );
     throw (
       folderNotWritable(path, role, errorCode(cause)) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause })

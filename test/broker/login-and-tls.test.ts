@@ -194,4 +194,31 @@ describe('a broker with an account and TLS', () => {
     expect(refused?.message).toMatch(new RegExp(`^NATS at ${server.url} refused the login as user sluice`));
     expect(fs.existsSync(path.join(sub, 'never.db'))).toBe(false);
   });
+
+  test("health --config reads a subscribed target's lag logging in as its subscribe entry says, and exits 0 when it is caught up", async () => {
+    const sub = path.join(dir, 'health-config');
+    fs.mkdirSync(path.join(sub, 'tls'), { recursive: true });
+    for (const f of ['ca.pem', 'client.pem', 'client-key.pem']) fs.copyFileSync(path.join(certs.dir, f), path.join(sub, 'tls', f));
+    const src = trackerSource(path.join(sub, 'app.db'), ['labels']);
+    const sid = sourceIdOf(src);
+    const nats = `{nats: "${server.url}", user: sluice, password: "\${NATS_PASSWORD}", tls: {ca: tls/ca.pem, cert: tls/client.pem, key: tls/client-key.pem}}`;
+    const file = path.join(sub, 'sluice.yml');
+    fs.writeFileSync(file, `subscribe:\n  - ${nats.slice(0, -1)}, source: "${sid}", path: replica.db}\n`);
+    const p = await loadPipeline(file, { NATS_PASSWORD: PASSWORD });
+    const subscription = p.subscriptions[0];
+    if (subscription === undefined) throw new Error('the file declares one');
+    const publisher = await Publisher.open(src, subscription.nats);
+    try {
+      await publisher.runOnce();
+    } finally {
+      await publisher.close();
+    }
+    await subscribe(subscription.path, subscription.nats, { sourceId: sid });
+
+    const h = await runCliAsync(['health', '--config', file, '--json'], { env: { NATS_PASSWORD: PASSWORD } });
+    const out = parseJson(h, S.pipelineHealthOutput);
+    expect(out.targets[0]?.projections.map((x) => [x.name, x.lagEvents, x.problems])).toEqual([['labels', 0, []]]);
+    expect(h.status, h.stdout).toBe(0);
+    expect(h.stdout + h.stderr).not.toContain(PASSWORD);
+  });
 });

@@ -61,4 +61,52 @@ describe('a broker that requires the user and password given in the NATS URL', (
       removeDir(dir);
     }
   });
+
+  test('a password with @ and : in it, written in the URL as it is, logs in, and no part of it is printed', async () => {
+    const dir = makeDir();
+    // As a URL gets it from sluice.yml's "nats://sluice:${NATS_PASSWORD}@host" or a shell: not percent-encoded.
+    const server = await NatsServer.start({ args: ['--user', 'sluice', '--pass', 'pa@ss:w0rd'] });
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const published = await runCliAsync(['publish', src, '--nats', server.url.replace('nats://', 'nats://sluice:pa@ss:w0rd@')]);
+      expect(published.status, published.stderr).toBe(0);
+      const wrong = await runCliAsync(['publish', src, '--nats', server.url.replace('nats://', 'nats://sluice:wr@ng:pw@')]);
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toContain(`BROKER_AUTH_FAILED: NATS at ${server.url} refused the login as user sluice`);
+      for (const text of [published.stdout, published.stderr, wrong.stdout, wrong.stderr]) {
+        expect(text).not.toMatch(/ss:w0rd|ng:pw/);
+      }
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  });
+
+  test('a base64 password (with / and +) written in the URL as it is logs in, and no part of it is printed or stored', async () => {
+    const dir = makeDir();
+    const server = await NatsServer.start({ args: ['--user', 'sluice', '--pass', 'q7/Zk+w9/Rm='] });
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const sid = sourceIdOf(src);
+      const tgt = path.join(dir, 'cache.db');
+      const url = (pw: string) => server.url.replace('nats://', `nats://sluice:${pw}@`);
+      const published = await runCliAsync(['publish', src, '--nats', url('q7/Zk+w9/Rm=')]);
+      expect(published.status, published.stderr).toBe(0);
+      // A token exported for another broker does not override the login this URL carries.
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', url('q7/Zk+w9/Rm='), '--source', sid], {
+        env: { SLUICE_NATS_TOKEN: 'a-token-for-another-broker' },
+      });
+      expect(sub.status, sub.stderr).toBe(0);
+      for (const f of [tgt, `${tgt}-wal`]) if (fs.existsSync(f)) expect(fs.readFileSync(f).includes('Zk+w9'), f).toBe(false);
+      const wrong = await runCliAsync(['publish', src, '--nats', url('x1/Yy+z2/Ab=')]);
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toContain(`BROKER_AUTH_FAILED: NATS at ${server.url} refused the login as user sluice`);
+      for (const text of [published.stdout, published.stderr, sub.stdout, sub.stderr, wrong.stdout, wrong.stderr]) {
+        expect(text).not.toMatch(/Zk\+w9|Yy\+z2/);
+      }
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  });
 });

@@ -157,6 +157,47 @@ describe('sluice init', () => {
     checkPipelineSources(await loadPipeline(path.join(tmp, 'empty.yml'), {}));
   });
 
+  test('init writes table names and paths that hold ${ or $${ so that the file loads back to those exact names, not to an environment variable', async ({
+    tmp,
+  }) => {
+    // A folder whose name holds ${HOME}: every path in the file carries it.
+    const dir = path.join(tmp, 'x${HOME}y');
+    fs.mkdirSync(dir);
+    const db = path.join(dir, 'app.db');
+    runSqliteCli(db, ['${HOME}', 'a$${b', 'c$d', 'plain'].map((n) => `CREATE TABLE "${n}" (id INTEGER PRIMARY KEY, v TEXT);`).join('\n'));
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(['${HOME}', 'a$${b', 'c$d', 'plain']);
+    // With HOME set, a name read as the variable would quietly be another table; unset, the file would not load.
+    for (const env of [{ HOME: '/root' }, {}]) {
+      const p = await loadPipeline(made.out, env);
+      expect(p.sources[0]?.path).toBe(db);
+      expect(p.sources[0]?.targets[0]?.path).toBe(made.target);
+      expect(p.sources[0]?.capture.map((c) => c.table)).toEqual(made.tables);
+      checkPipelineSources(p);
+    }
+  });
+
+  test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, SCHEMA);
+    const app = openDatabase(db);
+    try {
+      enable(app, ['issues']);
+    } finally {
+      app.close();
+    }
+    const cache = path.join(tmp, 'cache.db');
+    await sync(db, cache);
+    const before = listing(tmp);
+    const r = await runCliAsync(['init', 'cache.db', '--out', 'cache.yml'], { cwd: tmp });
+    expect(r.status, r.stdout).toBe(1);
+    expectOneLineError(r, 'TARGET_NOT_SOURCE');
+    expect(r.stderr).toContain(`${cache} is a sluice target`);
+    expect(listing(tmp)).toEqual(before);
+  });
+
   test.skipIf(process.platform === 'win32')(
     'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
     () => {

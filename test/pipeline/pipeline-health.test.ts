@@ -123,6 +123,33 @@ describe('the health of a pipeline', () => {
     for (const what of [/new\.db/, /cheap/, /labels/, /notes/, /old\.db/, /lag of 2 events/]) expect(h.problems.join('\n')).toMatch(what);
   });
 
+  test('a declared target that cannot be read keeps the acknowledgements of what it declares: health names the target, never tells to forget them', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = write(
+      tmp,
+      `sources:\n  - path: app.db\n    capture: [items, notes]\n    targets:\n      - path: cache.db\n        projections: ["*", ${CHEAP}]\n`,
+    );
+    const pipeline = await loadPipeline(file);
+    await convergeOnce(pipeline);
+    // The target is replaced by something that is not a database (a bad restore, a file copied over it).
+    const cache = path.join(tmp, 'cache.db');
+    fs.renameSync(cache, path.join(tmp, 'cache.bak'));
+    fs.writeFileSync(cache, 'not a database, only text, long enough to be read as a header and refused '.repeat(3));
+    const h = pipelineHealth(pipeline);
+    expect(h.ok).toBe(false);
+    expect(h.targets[0]?.problems.join('\n')).toMatch(/cache\.db cannot be read: NOT_A_DATABASE/);
+    // Forgetting them would let the source prune the journal the target, once restored, still needs.
+    expect(h.sources[0]?.problems).toEqual([]);
+    expect(h.sources[0]?.acknowledgements.map((a) => [a.projection, a.declared]).sort()).toEqual([
+      ['cheap', true],
+      ['items', true],
+      ['notes', true],
+    ]);
+  });
+
   test('is not ok while a declared projection is suspended, and names it with its repair', async ({ tmp, makeDb }) => {
     makeDb('app.db', SCHEMA).db.close();
     const file = write(

@@ -2,7 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, runCli, test } from '../support/fixtures.ts';
+import { spawnSync } from 'node:child_process';
+import { describe, expect, PYTHON, runCli, test } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import { pipelineHealthOutput, planOutput } from '../../src/cli/json-schemas.ts';
@@ -96,6 +97,99 @@ describe('sluice plan and sluice health --config', () => {
     expect(left).toContain('cache.db-wal');
     expect(runCli(['plan', '--config', file]).status).toBe(0);
     expect(fs.readdirSync(tmp).sort()).toEqual(left);
+  });
+
+  test('plan and health --config leave a hot journal and its database as they are, and say which file needs a writer to roll it back', ({
+    tmp,
+  }) => {
+    fs.writeFileSync(path.join(tmp, 'sluice.yml'), YML);
+    // An app in rollback-journal mode killed in the middle of a transaction that had spilled to the file: a hot journal.
+    const app = spawnSync(
+      PYTHON,
+      [
+        '-c',
+        `import sqlite3, os
+c = sqlite3.connect('app.db', isolation_level=None)
+c.execute('PRAGMA journal_mode = delete')
+c.execute('CREATE TABLE items (id INTEGER PRIMARY KEY, name TEXT, qty INTEGER NOT NULL)')
+c.execute('PRAGMA cache_size = 1')
+c.execute('BEGIN')
+for i in range(2000): c.execute('INSERT INTO items (name, qty) VALUES (?, 1)', ('x' * 500,))
+os._exit(9)`,
+      ],
+      { cwd: tmp, encoding: 'utf8' },
+    );
+    expect(app.status, app.stderr).toBe(9);
+    const before = filesIn(tmp);
+    expect(Object.keys(before)).toEqual(['app.db', 'app.db-journal', 'sluice.yml']);
+    for (const args of [['plan'], ['health', '--config', 'sluice.yml']]) {
+      const r = runCli(args, { cwd: tmp });
+      expect(filesIn(tmp), `${args[0]} rolled the journal back`).toEqual(before);
+      expect(r.status, r.stderr).toBe(1);
+      expect(r.stderr).toMatch(/^sluice: DB_OPEN_FAILED: .*app\.db-journal is a hot journal.*rolls it back/);
+      expect(r.stderr.trim().split('\n')).toHaveLength(1);
+    }
+  });
+
+  test('plan refuses a definition that names its table in another case than the source does, since sync matches the name exactly and would refuse it at every pass', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', 'CREATE TABLE Items (id INTEGER PRIMARY KEY, name TEXT);').db.close();
+    fs.writeFileSync(
+      path.join(tmp, 'sluice.yml'),
+      `sources:\n  - path: app.db\n    capture: [items]\n    targets:\n      - path: cache.db\n        projections: [{name: labels, source: items, kind: map, columns: {id: id, label: name}}]\n`,
+    );
+    const before = filesIn(tmp);
+    const r = runCli(['plan'], { cwd: tmp });
+    expect(r.stdout).not.toMatch(/build labels/);
+    expect(r.status, r.stdout).toBe(1);
+    expect(r.stderr).toMatch(
+      /^sluice: PIPELINE_INVALID: .*sluice\.yml:6:23: projection labels reads table items, which source .*app\.db names Items/,
+    );
+    expect(filesIn(tmp)).toEqual(before);
+  });
+
+  test('plan and health --config refuse a source that is a sluice target with TARGET_NOT_SOURCE and its line, instead of predicting its capture', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    fs.writeFileSync(path.join(tmp, 'sluice.yml'), YML);
+    await convergeOnce(await loadPipeline(path.join(tmp, 'sluice.yml')));
+    fs.writeFileSync(
+      path.join(tmp, 'again.yml'),
+      `sources:\n  - path: cache.db\n    capture: [items]\n    targets:\n      - path: again.db\n        projections: ["*"]\n`,
+    );
+    const before = filesIn(tmp);
+    for (const args of [
+      ['plan', '--config', 'again.yml'],
+      ['health', '--config', 'again.yml'],
+    ]) {
+      const r = runCli(args, { cwd: tmp });
+      expect(r.stdout, args[0]).not.toMatch(/enable items/);
+      expect(r.status, r.stdout).toBe(1);
+      expect(r.stderr).toMatch(/^sluice: TARGET_NOT_SOURCE: .*again\.yml:2:5: .*cache\.db is a sluice target/);
+      expect(filesIn(tmp)).toEqual(before);
+    }
+  });
+
+  test('health --config reports a subscribed target that is not a database (a folder, a text file) as needing action, exit 3, as it does a synced one', ({
+    tmp,
+  }) => {
+    fs.writeFileSync(
+      path.join(tmp, 'sluice.yml'),
+      'subscribe:\n  - {nats: "nats://127.0.0.1:4222", source: abc, path: folder.db}\n  - {nats: "nats://127.0.0.1:4222", source: abc, path: text.db}\n',
+    );
+    fs.mkdirSync(path.join(tmp, 'folder.db'));
+    fs.writeFileSync(path.join(tmp, 'text.db'), 'not a database, only text, long enough to be read as a header and refused '.repeat(3));
+    const r = runCli(['health', '--config', 'sluice.yml', '--json'], { cwd: tmp });
+    expect(r.status, r.stderr).toBe(3);
+    const out = pipelineHealthOutput.parse(JSON.parse(r.stdout));
+    expect(out.targets.map((t) => [path.basename(t.path), t.ok, t.problems.join(' ')])).toEqual([
+      ['folder.db', false, expect.stringMatching(/cannot be read: NOT_A_DATABASE/)],
+      ['text.db', false, expect.stringMatching(/cannot be read: NOT_A_DATABASE/)],
+    ]);
   });
 
   test('health --config refuses a target or lag options beside it, and a missing pipeline file exits 1', ({ tmp }) => {

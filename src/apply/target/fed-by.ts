@@ -22,7 +22,33 @@ export type FedBy =
  * or token of any server in it (`nats://u:p@h:4222,u:p@h2` -> `nats://h:4222,h2`).
  */
 export function withoutCredentials(url: string): string {
-  return url.replace(/(^|,|\/\/)[^/@,]*@/g, '$1');
+  return url
+    .split(',')
+    .map((s) => splitLogin(s).rest)
+    .join(',');
+}
+
+/** The login (`user:password`, or a token) of the first server of `url` that carries one, as written (not decoded). */
+export function urlLogin(url: string): string | undefined {
+  for (const s of url.split(',')) {
+    const { login } = splitLogin(s);
+    if (login !== undefined) return login;
+  }
+  return undefined;
+}
+
+/**
+ * One server URL split at its last @: a broker URL has no path and a host
+ * no @, so everything between the scheme and that @ is the login, a
+ * password's own @, / or + included (a password written in the URL as it
+ * is, as ${NATS_PASSWORD} expands into sluice.yml).
+ */
+function splitLogin(server: string): { login: string | undefined; rest: string } {
+  const at = server.lastIndexOf('@');
+  if (at < 0) return { login: undefined, rest: server };
+  const scheme = server.indexOf('//');
+  const start = scheme >= 0 && scheme < at ? scheme + 2 : 0;
+  return { login: server.slice(start, at), rest: server.slice(0, start) + server.slice(at + 1) };
 }
 
 /** The stored record, or null (none, or not one this sluice reads). */
