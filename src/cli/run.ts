@@ -27,7 +27,16 @@ export function registerRun(program: Command): void {
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
+      // SIGHUP too (systemctl reload may send it while run starts, and its default action ends the process): a reload once started.
+      let started: Runner | undefined = undefined;
+      let hupWhileStarting = false;
+      const onHup = () => {
+        if (started === undefined) hupWhileStarting = true;
+        else void started.reload('SIGHUP');
+      };
+      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
       const runner = await Runner.start(opts.config, log).catch((err: unknown) => {
+        process.off('SIGHUP', onHup);
         if (opts.log !== 'json') throw err;
         // A log collector reads stderr as JSON lines only (docs/deploy.md): why the run cannot start is one of them.
         const raw = errorCode(err);
@@ -35,8 +44,8 @@ export function registerRun(program: Command): void {
         log.event('error', 'run', 'failed', `${code}: ${errorMessage(err) ?? String(err)}`, { code });
         throw new ExitSignal(err instanceof SluiceError ? err.exitCode : 1);
       });
-      const onHup = () => void runner.reload('SIGHUP');
-      if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      started = runner;
+      if (hupWhileStarting) void runner.reload('SIGHUP');
       const received = await signal;
       process.off('SIGHUP', onHup);
       await runner.stop(received);
