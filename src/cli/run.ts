@@ -1,6 +1,8 @@
 import { Option, type Command } from 'commander';
-import { Runner, RunLog, type LogFormat } from '../internal.ts';
+import { errorCode, SluiceError } from '../index.ts';
+import { errorMessage, Runner, RunLog, type LogFormat } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
+import { ExitSignal } from './output.ts';
 
 export function registerRun(program: Command): void {
   program
@@ -25,9 +27,25 @@ export function registerRun(program: Command): void {
         process.once('SIGINT', () => resolve('SIGINT'));
         process.once('SIGTERM', () => resolve('SIGTERM'));
       });
-      const runner = await Runner.start(opts.config, log);
-      const onHup = () => void runner.reload('SIGHUP');
+      // SIGHUP too (systemctl reload may send it while run starts, and its default action ends the process): a reload once started.
+      let started: Runner | undefined = undefined;
+      let hupWhileStarting = false;
+      const onHup = () => {
+        if (started === undefined) hupWhileStarting = true;
+        else void started.reload('SIGHUP');
+      };
       if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      const runner = await Runner.start(opts.config, log).catch((err: unknown) => {
+        process.off('SIGHUP', onHup);
+        if (opts.log !== 'json') throw err;
+        // A log collector reads stderr as JSON lines only (docs/deploy.md): why the run cannot start is one of them.
+        const raw = errorCode(err);
+        const code = typeof raw === 'string' ? raw : 'INTERNAL';
+        log.event('error', 'run', 'failed', `${code}: ${errorMessage(err) ?? String(err)}`, { code });
+        throw new ExitSignal(err instanceof SluiceError ? err.exitCode : 1);
+      });
+      started = runner;
+      if (hupWhileStarting) void runner.reload('SIGHUP');
       const received = await signal;
       process.off('SIGHUP', onHup);
       await runner.stop(received);

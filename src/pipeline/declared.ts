@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { CaptureStatus } from '../capture/status.ts';
 import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
@@ -11,6 +12,17 @@ import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
  */
 export function declaredInputs(entries: readonly ProjectionEntry[]): (ProjectionDefinitionInput | '*')[] {
   return entries.flatMap((e): (ProjectionDefinitionInput | '*')[] => (e.kind === 'all' ? ['*'] : [...e.definitions]));
+}
+
+/** The files of the handler modules a target's custom projections name (loaded: absolute file URLs). */
+export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
+  return entries.flatMap((e) =>
+    e.kind === 'all'
+      ? []
+      : e.definitions.flatMap((d) =>
+          d.kind === 'custom' && typeof d.module === 'string' ? [d.module.startsWith('file:') ? fileURLToPath(d.module) : d.module] : [],
+        ),
+  );
 }
 
 /**

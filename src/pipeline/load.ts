@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import { loadCustomModule, loadDefinitions, projectionDefinitionSchema, type ProjectionDefinition } from '../projection/definition.ts';
 import { splitServers } from '../broker/connection.ts';
+import { realFilePath } from '../sqlite/real-path.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
 import type { NatsAuth, NatsConnection, NatsTls, Pipeline, PipelineSource, PipelineTarget, ProjectionEntry } from './pipeline.ts';
@@ -64,8 +65,10 @@ function pathName(at: readonly PropertyKey[]): string {
 async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string, abs: string): Promise<Pipeline> {
   const resolve = (p: string) => path.resolve(dir, p);
   const seen = new Map<string, string>();
+  // Keyed by the real path: a symlink, or a folder reached through one, to a database declared already is that database.
   const claim = (p: string, at: readonly PropertyKey[], what: string) => {
-    const key = process.platform === 'win32' ? p.toLowerCase() : p;
+    const real = realFilePath(p);
+    const key = process.platform === 'win32' ? real.toLowerCase() : real;
     const earlier = seen.get(key);
     if (earlier !== undefined)
       throw new InvalidInputError(

@@ -119,6 +119,18 @@ export async function loadCustomModule(d: ProjectionDefinition, abs: string, fil
 
 let tsLoader: Promise<void> | undefined;
 
+/** A module URL whose import failed once: the URL it is imported as now, its file's stamp at that import, and whether that failed too. */
+const retried = new Map<string, { readonly stamp: string; readonly as: string; readonly tries: number; readonly failed: boolean }>();
+
+function fileStamp(url: string): string {
+  try {
+    const st = fs.statSync(new URL(url));
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return 'missing';
+  }
+}
+
 /**
  * Imports a definition or handler module. The compiled CLI runs on plain
  * Node 20, which cannot import a .ts file (ERR_UNKNOWN_FILE_EXTENSION, and
@@ -135,7 +147,20 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
     });
     await tsLoader;
   }
-  const mod = (await import(url)) as { default?: unknown };
+  // A module whose import failed stays failed in Node's cache: once its file has changed, a fresh copy is imported (and is the one used from then on).
+  const last = retried.get(url);
+  let as = last?.as ?? url;
+  let tries = last?.tries ?? 0;
+  const stamp = fileStamp(url);
+  if (last?.failed === true && last.stamp !== stamp) as = `${url}?retry=${++tries}`;
+  let mod: { default?: unknown };
+  try {
+    mod = (await import(as)) as { default?: unknown };
+  } catch (err) {
+    retried.set(url, { stamp, as, tries, failed: true });
+    throw err;
+  }
+  if (as !== url) retried.set(url, { stamp, as, tries, failed: false });
   // Compiled as CommonJS, `export default x` arrives as module.exports.default.
   const d = mod.default as { __esModule?: unknown; default?: unknown } | undefined;
   return typeof d === 'object' && d !== null && d.__esModule === true && 'default' in d ? { default: d.default } : mod;

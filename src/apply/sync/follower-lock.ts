@@ -1,7 +1,6 @@
-import fs from 'node:fs';
-import path from 'node:path';
 import { SluiceError } from '../../errors.ts';
 import { tryProcessLock, type ProcessLock } from '../../sqlite/process-lock.ts';
+import { realFilePath } from '../../sqlite/real-path.ts';
 
 /*
  * A target takes one follower (sync --follow, subscribe --follow): two
@@ -15,18 +14,7 @@ import { tryProcessLock, type ProcessLock } from '../../sqlite/process-lock.ts';
 
 /** The lock file of a target's follower: beside the target, named after its real path (a symlink or another relative path to one target is the same target). */
 export function followerLockFile(targetPath: string): string {
-  const abs = path.resolve(targetPath);
-  let real = abs;
-  try {
-    real = fs.realpathSync(abs);
-  } catch {
-    try {
-      real = path.join(fs.realpathSync(path.dirname(abs)), path.basename(abs)); // no target yet
-    } catch {
-      /* no folder either: opening the lock file says so */
-    }
-  }
-  return `${real}-follower`;
+  return `${realFilePath(targetPath)}-follower`;
 }
 
 /**

@@ -30,7 +30,8 @@ export async function loadInputs(files: readonly string[]): Promise<DefinitionIn
   return inputs;
 }
 
-function stamp(file: string): string {
+/** A file's identity, size and times: another stamp, another file (or none: 'missing'). */
+export function stamp(file: string): string {
   if (file === MIRROR_ALL) return MIRROR_ALL;
   try {
     const s = fs.statSync(file);

@@ -24,7 +24,8 @@ export class RunLog {
   event(level: LogLevel, part: string, event: string, msg: string, extra: Readonly<Record<string, unknown>> = {}): void {
     const t = new Date().toISOString();
     if (this.#format === 'json') this.#write(`${JSON.stringify({ t, level, part, event, msg, ...extra })}\n`);
-    else this.#write(`${t} ${level.padEnd(5)} ${part} ${event}: ${msg}\n`);
+    // One line per event in text too (a reader by line, journald, makes one entry each): a newline in a message is shown as \n.
+    else this.#write(`${t} ${level.padEnd(5)} ${part} ${event}: ${msg.replace(/\r?\n/g, '\\n')}\n`);
   }
 
   /** The log of one part. */

@@ -78,6 +78,8 @@ export class SupervisedPart<C> {
   readonly kind: PartKind<C>;
   readonly config: C;
   readonly name: string;
+  /** Taken when it starts: a fingerprint may read files (a handler module's stamp), which a reload compares with today's. */
+  readonly fingerprint: string;
   readonly #log: PartLog;
   readonly #stop = new AbortController();
   /** Ends a wait between two attempts: aborted only once the attempt in flight is done (p-retry rejects at once on its signal). */
@@ -95,12 +97,9 @@ export class SupervisedPart<C> {
     this.kind = kind;
     this.config = config;
     this.name = kind.name(config);
+    this.fingerprint = kind.fingerprint(config);
     this.#log = log;
     this.#firstAttempt = new Promise((resolve) => (this.#firstSettled = resolve));
-  }
-
-  get fingerprint(): string {
-    return this.kind.fingerprint(this.config);
   }
 
   /** Starts it; `firstAttempt` resolves once its first attempt worked or failed. */

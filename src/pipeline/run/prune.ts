@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { dropProjection } from '../../apply/target/drop.ts';
 import { readProjections } from '../../apply/target/target-meta.ts';
 import { readConsumers } from '../../capture/consumers.ts';
 import { forget } from '../../feed/acknowledge.ts';
 import { openDatabase, type Db } from '../../sqlite/connection.ts';
+import { realFilePath } from '../../sqlite/real-path.ts';
 import type { PipelineSource, PipelineTarget } from '../pipeline.ts';
 
 /*
@@ -34,22 +34,9 @@ export function dropUndeclared(target: PipelineTarget): string[] {
   return going.map((p) => p.name);
 }
 
-/** A target's key in the source's acknowledgements: its real path (its folder's, when the file is not there). */
-function targetKey(file: string): string {
-  try {
-    return fs.realpathSync(file);
-  } catch {
-    try {
-      return path.join(fs.realpathSync(path.dirname(file)), path.basename(file));
-    } catch {
-      return file;
-    }
-  }
-}
-
 /** Forgets the acknowledgement rows on the source of sync targets `source` no longer declares (like `sluice forget`); the names forgotten. */
 export function forgetUndeclared(db: Db, source: PipelineSource): string[] {
-  const declared = new Set(source.targets.map((t) => targetKey(t.path)));
+  const declared = new Set(source.targets.map((t) => realFilePath(t.path)));
   const going = readConsumers(db).filter((c) => c.target !== null && !declared.has(c.target));
   for (const c of going) forget(db, c.name);
   return going.map((c) => c.name);

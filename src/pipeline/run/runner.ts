@@ -5,6 +5,7 @@ import { errorCode, errorMessage } from '../../errors.ts';
 import type { ProcessLock } from '../../sqlite/process-lock.ts';
 import { checkPipelineSources } from '../check-sources.ts';
 import { DefinitionFiles } from '../follow/definition-files.ts';
+import { handlerModules } from '../declared.ts';
 import { loadPipeline } from '../load.ts';
 import { SluiceMetrics } from '../metrics.ts';
 import type { Pipeline } from '../pipeline.ts';
@@ -283,10 +284,11 @@ function declaredTargets(p: Pipeline): string[] {
   return p.sources.flatMap((s) => s.targets.map((t) => t.path));
 }
 
-/** The pipeline file and every definition file it names (`file`: the pipeline file when it no longer loads). */
+/** The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer loads). */
 function watchedFiles(p: Pipeline, file: string = p.file): DefinitionFiles {
-  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) =>
-    t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
-  );
+  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) => [
+    ...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
+    ...handlerModules(t.projections),
+  ]);
   return new DefinitionFiles([file, ...defs]);
 }

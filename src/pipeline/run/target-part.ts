@@ -1,5 +1,6 @@
 import { Worker } from 'node:worker_threads';
-import { declaredInputs } from '../declared.ts';
+import { declaredInputs, handlerModules } from '../declared.ts';
+import { stamp } from '../follow/definition-files.ts';
 import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../pipeline.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
@@ -27,7 +28,9 @@ export const targetPart: PartKind<TargetConfig> = {
   configs: (pipeline) => pipeline.sources.flatMap((source) => source.targets.map((target) => ({ source, target, prune: pipeline.prune }))),
   name: (c) => c.target.path,
   // A changed declaration restarts the worker: its Syncer opens with the new definitions, and continues, rebuilds or refuses each as sync does.
-  fingerprint: (c) => JSON.stringify([c.source.path, declaredInputs(c.target.projections), c.prune]),
+  // A handler module saved again restarts it too: the new thread imports it afresh (this process's import of it is cached).
+  fingerprint: (c) =>
+    JSON.stringify([c.source.path, declaredInputs(c.target.projections), c.prune, handlerModules(c.target.projections).map(stamp)]),
   async run(c, ctx) {
     ctx.shared.lockTarget(c.target.path);
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx);
@@ -43,7 +46,7 @@ export const subscribePart: PartKind<PipelineSubscription> = {
   kind: 'subscribe',
   configs: (pipeline) => pipeline.subscriptions,
   name: (s) => s.path,
-  fingerprint: (s) => JSON.stringify([s.nats, s.sourceId, declaredInputs(s.projections)]),
+  fingerprint: (s) => JSON.stringify([s.nats, s.sourceId, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx);
   },

@@ -1,0 +1,34 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * The real path of a database file, so that a symlink or another relative
+ * path to one file names that file: its realpath when it exists; through a
+ * symlink that does not resolve yet (its file not created), where the
+ * symlink points; else its folder's realpath and its name (a file not made
+ * yet); else the absolute path as given.
+ *
+ * @example realFilePath('link.db') // '/srv/data/real.db' when link.db -> data/real.db
+ */
+export function realFilePath(file: string): string {
+  let p = path.resolve(file);
+  // A chain of symlinks to a file not made yet (bounded: a loop ends as the path reached).
+  for (let hops = 0; hops < 40; hops++) {
+    try {
+      return fs.realpathSync(p);
+    } catch {
+      let link: string;
+      try {
+        link = fs.readlinkSync(p);
+      } catch {
+        break;
+      }
+      p = path.resolve(path.dirname(p), link);
+    }
+  }
+  try {
+    return path.join(fs.realpathSync(path.dirname(p)), path.basename(p));
+  } catch {
+    return p;
+  }
+}
