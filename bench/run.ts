@@ -25,8 +25,13 @@
  *   figure, not the absolute values.
  * - idle CPU: utime+stime of the run process (every thread) over --idle
  *   seconds once all is applied; RSS: its VmHWM (peak) and VmRSS at the end.
- *   The baseline's RSS is shown too: four `sync --follow` processes (the
- *   child-process design) would take about four times it.
+ * - like for like (phase 3): the same run with one target (a mirror)
+ *   against phase 1; and (phase 4) the four targets as four
+ *   `sync --follow` processes (the child-process design) against phase 2.
+ *   On 2 cores, four targets are four times the work of one: the CPU
+ *   seconds each phase's processes used while the rows were written and
+ *   applied (column "CPU s") say whether the machine was saturated, which
+ *   p99 then mostly measures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -79,6 +84,8 @@ interface Phase {
   readonly rows: number;
   /** Each target's own p99 (ms). */
   readonly each: readonly number[];
+  /** CPU seconds the processes measured used from the first write until every row showed (every thread). */
+  readonly cpuS: number;
 }
 
 function pct(xs: readonly number[], p: number): number {
@@ -131,7 +138,13 @@ async function poll(
   return seen;
 }
 
-async function writeAndMeasure(dir: string, src: string, targets: readonly { file: string; table: string }[]): Promise<Phase> {
+async function writeAndMeasure(
+  dir: string,
+  src: string,
+  targets: readonly { file: string; table: string }[],
+  pids: readonly number[],
+): Promise<Phase> {
+  const cpu0 = pids.reduce((a, p) => a + cpuTicks(p), 0);
   const out = path.join(dir, `writer-${Date.now()}.json`);
   const writerPy = path.join(dir, 'writer.py');
   fs.writeFileSync(writerPy, WRITER);
@@ -144,6 +157,7 @@ async function writeAndMeasure(dir: string, src: string, targets: readonly { fil
   const code = await new Promise<number | null>((r) => writer.on('exit', r));
   if (code !== 0) throw new Error(`the writer failed (${code})`);
   const seen = await polled;
+  const cpuS = (pids.reduce((a, p) => a + cpuTicks(p), 0) - cpu0) / ticks;
   const log = JSON.parse(fs.readFileSync(out, 'utf8')) as { first: number; done: number[] };
   const lat = log.done.map((t, k) => Math.max(...seen.map((s) => s[k] as number)) - t * 1000);
   const each = seen.map((s) =>
@@ -152,7 +166,7 @@ async function writeAndMeasure(dir: string, src: string, targets: readonly { fil
       99,
     ),
   );
-  return { p50: pct(lat, 50), p99: pct(lat, 99), max: Math.max(...lat), rows: lat.length, each };
+  return { p50: pct(lat, 50), p99: pct(lat, 99), max: Math.max(...lat), rows: lat.length, each, cpuS };
 }
 
 /** Waits for `re` in a child's output; the stream keeps flowing (drained, unread) after. */
@@ -221,7 +235,7 @@ try {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   await waitLine(follower, 'stdout', /\n/);
-  const base = await writeAndMeasure(dir, src, [{ file: one, table: 't' }]);
+  const base = await writeAndMeasure(dir, src, [{ file: one, table: 't' }], [follower.pid as number]);
   const baseIdle = await idleOf(follower.pid as number);
   await stop(follower);
 
@@ -245,7 +259,7 @@ try {
     { file: path.join(dir, 'fts.db'), table: 't_fts' },
     { file: path.join(dir, 'custom.db'), table: 't_copy' },
   ];
-  const multi = await writeAndMeasure(dir, src, four);
+  const multi = await writeAndMeasure(dir, src, four, [run.pid as number]);
   const runIdle = await idleOf(run.pid as number);
   await stop(run);
 
@@ -260,7 +274,7 @@ try {
 `,
   );
   const runOne = await startRun(path.join(dir, 'one.yml'), 1);
-  const single = await writeAndMeasure(dir, src, [{ file: path.join(dir, 'run-one.db'), table: 't' }]);
+  const single = await writeAndMeasure(dir, src, [{ file: path.join(dir, 'run-one.db'), table: 't' }], [runOne.pid as number]);
   const oneIdle = await idleOf(runOne.pid as number);
   await stop(runOne);
 
@@ -280,6 +294,7 @@ try {
     dir,
     src,
     procs.map((p, i) => ({ file: p.target, table: Object.values(tables)[i] as string })),
+    procs.map((p) => p.child.pid as number),
   );
   const procMem = procs.map((p) => memMb(p.child.pid as number));
   for (const p of procs) await stop(p.child);
@@ -287,10 +302,19 @@ try {
   const ratio = multi.p99 / base.p99;
   const ms = (x: number) => x.toFixed(1);
   const mem = (m: { rss: number; hwm: number }) => `${m.rss.toFixed(0)} (${m.hwm.toFixed(0)})`;
-  const row = (name: string, ph: Phase, m: string, idle: string) => [name, ms(ph.p50), ms(ph.p99), ms(ph.max), String(ph.rows), m, idle];
+  const row = (name: string, ph: Phase, m: string, idle: string) => [
+    name,
+    ms(ph.p50),
+    ms(ph.p99),
+    ms(ph.max),
+    String(ph.rows),
+    ph.cpuS.toFixed(2),
+    m,
+    idle,
+  ];
   process.stdout.write(
     `${renderTable(
-      ['', 'p50 ms', 'p99 ms', 'max ms', 'rows', 'RSS MB (peak)', 'idle CPU %'],
+      ['', 'p50 ms', 'p99 ms', 'max ms', 'rows', 'CPU s (writes)', 'RSS MB (peak)', 'idle CPU %'],
       [
         row('sync --follow, 1 target', base, mem(baseIdle), baseIdle.cpu.toFixed(2)),
         row('run, 4 targets (last)', multi, mem(runIdle), runIdle.cpu.toFixed(2)),
