@@ -138,6 +138,19 @@ async function poll(
   return seen;
 }
 
+/**
+ * Waits until every target holds the source's rows: a run logs its start
+ * before a target's first pass, which builds it from a snapshot (in phases
+ * 2 and 3 the source already holds the rows of the phases before), and
+ * that build is not what the phase measures.
+ */
+async function builtUp(src: string, targets: readonly { file: string; table: string }[]): Promise<void> {
+  const db = openDatabase(src, { readonly: true });
+  const n = Number(db.prepare('SELECT count(*) FROM t').pluck().get());
+  db.close();
+  await poll(targets, 1, n, 60_000);
+}
+
 async function writeAndMeasure(
   dir: string,
   src: string,
@@ -259,6 +272,7 @@ try {
     { file: path.join(dir, 'fts.db'), table: 't_fts' },
     { file: path.join(dir, 'custom.db'), table: 't_copy' },
   ];
+  await builtUp(src, four);
   const multi = await writeAndMeasure(dir, src, four, [run.pid as number]);
   const runIdle = await idleOf(run.pid as number);
   await stop(run);
@@ -274,6 +288,7 @@ try {
 `,
   );
   const runOne = await startRun(path.join(dir, 'one.yml'), 1);
+  await builtUp(src, [{ file: path.join(dir, 'run-one.db'), table: 't' }]);
   const single = await writeAndMeasure(dir, src, [{ file: path.join(dir, 'run-one.db'), table: 't' }], [runOne.pid as number]);
   const oneIdle = await idleOf(runOne.pid as number);
   await stop(runOne);
@@ -290,6 +305,10 @@ try {
   });
   for (const p of procs) await p.started;
   const tables = { mirror: 't', map: 't_map', fts: 't_fts', custom: 't_copy' };
+  await builtUp(
+    src,
+    procs.map((p, i) => ({ file: p.target, table: Object.values(tables)[i] as string })),
+  );
   const sep = await writeAndMeasure(
     dir,
     src,
