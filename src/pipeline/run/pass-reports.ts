@@ -60,20 +60,16 @@ export class PassReports {
     if (held !== undefined) this.#send(held);
   }
 
-  /** Active and without error, the same projections in the same order as the last report sent. */
+  /** Active and without error, the same projections in the same order as the last report sent, which was so too. */
   #routine(projections: readonly MetricsRecord[]): boolean {
     const last = this.#last;
     return (
       last !== undefined &&
       last.length === projections.length &&
-      projections.every(
-        (p, i) =>
-          p.state === 'active' &&
-          p.error === undefined &&
-          p.reason === undefined &&
-          last[i]?.name === p.name &&
-          last[i]?.state === 'active',
-      )
+      projections.every((p, i) => {
+        const l = last[i];
+        return l?.name === p.name && [p, l].every((x) => x.state === 'active' && x.error === undefined && x.reason === undefined);
+      })
     );
   }
 }
