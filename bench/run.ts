@@ -25,8 +25,13 @@
  *   figure, not the absolute values.
  * - idle CPU: utime+stime of the run process (every thread) over --idle
  *   seconds once all is applied; RSS: its VmHWM (peak) and VmRSS at the end.
- *   The baseline's RSS is shown too: four `sync --follow` processes (the
- *   child-process design) would take about four times it.
+ * - like for like (phase 3): the same run with one target (a mirror)
+ *   against phase 1; and (phase 4) the four targets as four
+ *   `sync --follow` processes (the child-process design) against phase 2.
+ *   On 2 cores, four targets are four times the work of one: the CPU
+ *   seconds each phase's processes used while the rows were written and
+ *   applied (column "CPU s") say whether the machine was saturated, which
+ *   p99 then mostly measures.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
@@ -50,6 +55,8 @@ const keep = argv.includes('--keep');
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(root, 'bin', 'sluice.js');
 const ticks = 100; // USER_HZ on Linux
+/** Extra node options for the processes measured (e.g. --cpu-prof --cpu-prof-dir=DIR to profile them; NODE_OPTIONS refuses --cpu-prof). */
+const nodeArgs = (process.env.SLUICE_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 const WRITER = String.raw`
 import json, sqlite3, sys, time
@@ -77,6 +84,8 @@ interface Phase {
   readonly rows: number;
   /** Each target's own p99 (ms). */
   readonly each: readonly number[];
+  /** CPU seconds the processes measured used from the first write until every row showed (every thread). */
+  readonly cpuS: number;
 }
 
 function pct(xs: readonly number[], p: number): number {
@@ -129,7 +138,26 @@ async function poll(
   return seen;
 }
 
-async function writeAndMeasure(dir: string, src: string, targets: readonly { file: string; table: string }[]): Promise<Phase> {
+/**
+ * Waits until every target holds the source's rows: a run logs its start
+ * before a target's first pass, which builds it from a snapshot (in phases
+ * 2 and 3 the source already holds the rows of the phases before), and
+ * that build is not what the phase measures.
+ */
+async function builtUp(src: string, targets: readonly { file: string; table: string }[]): Promise<void> {
+  const db = openDatabase(src, { readonly: true });
+  const n = Number(db.prepare('SELECT count(*) FROM t').pluck().get());
+  db.close();
+  await poll(targets, 1, n, 60_000);
+}
+
+async function writeAndMeasure(
+  dir: string,
+  src: string,
+  targets: readonly { file: string; table: string }[],
+  pids: readonly number[],
+): Promise<Phase> {
+  const cpu0 = pids.reduce((a, p) => a + cpuTicks(p), 0);
   const out = path.join(dir, `writer-${Date.now()}.json`);
   const writerPy = path.join(dir, 'writer.py');
   fs.writeFileSync(writerPy, WRITER);
@@ -142,6 +170,7 @@ async function writeAndMeasure(dir: string, src: string, targets: readonly { fil
   const code = await new Promise<number | null>((r) => writer.on('exit', r));
   if (code !== 0) throw new Error(`the writer failed (${code})`);
   const seen = await polled;
+  const cpuS = (pids.reduce((a, p) => a + cpuTicks(p), 0) - cpu0) / ticks;
   const log = JSON.parse(fs.readFileSync(out, 'utf8')) as { first: number; done: number[] };
   const lat = log.done.map((t, k) => Math.max(...seen.map((s) => s[k] as number)) - t * 1000);
   const each = seen.map((s) =>
@@ -150,27 +179,58 @@ async function writeAndMeasure(dir: string, src: string, targets: readonly { fil
       99,
     ),
   );
-  return { p50: pct(lat, 50), p99: pct(lat, 99), max: Math.max(...lat), rows: lat.length, each };
+  return { p50: pct(lat, 50), p99: pct(lat, 99), max: Math.max(...lat), rows: lat.length, each, cpuS };
 }
 
+/** Waits for `re` in a child's output; the stream keeps flowing (drained, unread) after. */
 async function waitLine(child: ChildProcess, stream: 'stdout' | 'stderr', re: RegExp, timeoutMs = 30_000): Promise<void> {
   let text = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${re} in ${stream}: ${text}`)), timeoutMs);
-    child[stream]?.on('data', (d: Buffer) => {
-      text += d.toString();
-      if (re.test(text)) {
-        clearTimeout(timer);
-        resolve();
-      }
+  const out = child[stream];
+  let onData: ((d: Buffer) => void) | undefined;
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no ${re} in ${stream}: ${text}`)), timeoutMs);
+      onData = (d: Buffer) => {
+        text += d.toString();
+        if (re.test(text)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      out?.on('data', onData);
     });
-  });
+  } finally {
+    if (onData !== undefined) out?.off('data', onData);
+    out?.resume();
+  }
 }
 
 async function stop(child: ChildProcess): Promise<void> {
   const exited = new Promise((r) => child.on('exit', r));
   child.kill('SIGTERM');
   await exited;
+}
+
+/** A spawned process's idle CPU (% of a core, every thread) over --idle seconds, and its memory. */
+async function idleOf(pid: number): Promise<{ cpu: number; rss: number; hwm: number }> {
+  await sleep(1000);
+  const c0 = cpuTicks(pid);
+  await sleep(idleS * 1000);
+  return { cpu: ((cpuTicks(pid) - c0) / ticks / idleS) * 100, ...memMb(pid) };
+}
+
+/** Starts `sluice run` on `file` and waits until its `targets` targets follow. */
+async function startRun(file: string, targets: number): Promise<ChildProcess> {
+  const run = spawn(process.execPath, [...nodeArgs, bin, 'run', '--config', file, '--log', 'json'], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let started = 0;
+  await waitLine(run, 'stderr', {
+    test: (text: string) => (started = (text.match(/"event":"start","msg":"following/g) ?? []).length) >= targets,
+  } as RegExp).catch((err: unknown) => {
+    throw new Error(`run did not start its ${targets} targets (${started}): ${String(err)}`);
+  });
+  return run;
 }
 
 const { dir, cleanup } = makeScratch('sluice-bench-run-');
@@ -180,31 +240,19 @@ try {
   db.exec('CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT, n INTEGER)');
   enable(db, ['t']);
   db.close();
+  const sums = sumsOf(dir);
 
   // Phase 1: one sync --follow, one mirror.
   const one = path.join(dir, 'one.db');
-  const follower = spawn(process.execPath, [bin, 'sync', src, one, '--follow', '--json'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const follower = spawn(process.execPath, [...nodeArgs, bin, 'sync', src, one, '--follow', '--json'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   await waitLine(follower, 'stdout', /\n/);
-  const base = await writeAndMeasure(dir, src, [{ file: one, table: 't' }]);
-  const baseMem = memMb(follower.pid as number);
+  const base = await writeAndMeasure(dir, src, [{ file: one, table: 't' }], [follower.pid as number]);
+  const baseIdle = await idleOf(follower.pid as number);
   await stop(follower);
 
   // Phase 2: one run, four targets.
-  fs.writeFileSync(
-    path.join(dir, 'copy.mjs'),
-    `export default {
-  version: '1',
-  async init(rows, { db, tables }) {
-    await db.schema.createTable(tables.t_copy).ifNotExists().addColumn('id', 'integer', (c) => c.primaryKey()).execute();
-    for (const r of rows) await db.insertInto(tables.t_copy).values({ id: r.id }).execute();
-  },
-  async apply(e, { db, tables }) {
-    if (e.before !== null) await db.deleteFrom(tables.t_copy).where('id', '=', e.before.id).execute();
-    if (e.after !== null) await db.insertInto(tables.t_copy).values({ id: e.after.id }).execute();
-  },
-};
-`,
-  );
   fs.writeFileSync(
     path.join(dir, 'sluice.yml'),
     `sources:
@@ -212,67 +260,99 @@ try {
     capture: [t]
     targets:
       - {path: mirror.db, projections: ["*"]}
-      - {path: map.db, projections: [{name: t_map, source: t, kind: map, columns: {id: id, v: v}}]}
-      - {path: fts.db, projections: [{name: t_fts, source: t, kind: fts5, columns: [v]}]}
-      - {path: custom.db, projections: [{name: t_copy, source: t, kind: custom, module: ./copy.mjs, tables: [t_copy]}]}
+      - {path: map.db, projections: [${sums.map}]}
+      - {path: fts.db, projections: [${sums.fts}]}
+      - {path: custom.db, projections: [${sums.custom}]}
 `,
   );
-  const run = spawn(process.execPath, [bin, 'run', '--config', path.join(dir, 'sluice.yml'), '--log', 'json'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let started = 0;
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error('run did not start its 4 targets')), 30_000);
-    run.stderr?.on('data', (d: Buffer) => {
-      started += (d.toString().match(/"event":"start","msg":"following/g) ?? []).length;
-      if (started >= 4) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-  });
+  const run = await startRun(path.join(dir, 'sluice.yml'), 4);
   const four = [
     { file: path.join(dir, 'mirror.db'), table: 't' },
     { file: path.join(dir, 'map.db'), table: 't_map' },
     { file: path.join(dir, 'fts.db'), table: 't_fts' },
     { file: path.join(dir, 'custom.db'), table: 't_copy' },
   ];
-  const multi = await writeAndMeasure(dir, src, four);
-  await sleep(1000);
-  const pid = run.pid as number;
-  const c0 = cpuTicks(pid);
-  await sleep(idleS * 1000);
-  const idleCpu = ((cpuTicks(pid) - c0) / ticks / idleS) * 100;
-  const mem = memMb(pid);
+  await builtUp(src, four);
+  const multi = await writeAndMeasure(dir, src, four, [run.pid as number]);
+  const runIdle = await idleOf(run.pid as number);
   await stop(run);
 
+  // Phase 3, like for like: one run with one target (a mirror), against phase 1.
+  fs.writeFileSync(
+    path.join(dir, 'one.yml'),
+    `sources:
+  - path: source.db
+    capture: [t]
+    targets:
+      - {path: run-one.db, projections: ["*"]}
+`,
+  );
+  const runOne = await startRun(path.join(dir, 'one.yml'), 1);
+  await builtUp(src, [{ file: path.join(dir, 'run-one.db'), table: 't' }]);
+  const single = await writeAndMeasure(dir, src, [{ file: path.join(dir, 'run-one.db'), table: 't' }], [runOne.pid as number]);
+  const oneIdle = await idleOf(runOne.pid as number);
+  await stop(runOne);
+
+  // Phase 4: the same four targets as four sync --follow processes (the child-process design), against phase 2.
+  const procs = (['mirror', 'map', 'fts', 'custom'] as const).map((k) => {
+    const defFile = path.join(dir, `${k}.json`);
+    fs.writeFileSync(defFile, sums.json[k]);
+    const target = path.join(dir, `proc-${k}.db`);
+    const child = spawn(process.execPath, [...nodeArgs, bin, 'sync', src, target, '--projection', defFile, '--follow', '--json'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return { child, target, started: waitLine(child, 'stdout', /\n/) };
+  });
+  for (const p of procs) await p.started;
+  const tables = { mirror: 't', map: 't_map', fts: 't_fts', custom: 't_copy' };
+  await builtUp(
+    src,
+    procs.map((p, i) => ({ file: p.target, table: Object.values(tables)[i] as string })),
+  );
+  const sep = await writeAndMeasure(
+    dir,
+    src,
+    procs.map((p, i) => ({ file: p.target, table: Object.values(tables)[i] as string })),
+    procs.map((p) => p.child.pid as number),
+  );
+  const procMem = procs.map((p) => memMb(p.child.pid as number));
+  for (const p of procs) await stop(p.child);
+
   const ratio = multi.p99 / base.p99;
+  const ms = (x: number) => x.toFixed(1);
+  const mem = (m: { rss: number; hwm: number }) => `${m.rss.toFixed(0)} (${m.hwm.toFixed(0)})`;
+  const row = (name: string, ph: Phase, m: string, idle: string) => [
+    name,
+    ms(ph.p50),
+    ms(ph.p99),
+    ms(ph.max),
+    String(ph.rows),
+    ph.cpuS.toFixed(2),
+    m,
+    idle,
+  ];
   process.stdout.write(
     `${renderTable(
-      ['', 'p50 ms', 'p99 ms', 'max ms', 'rows', 'RSS MB (peak)'],
+      ['', 'p50 ms', 'p99 ms', 'max ms', 'rows', 'CPU s (writes)', 'RSS MB (peak)', 'idle CPU %'],
       [
-        [
-          'sync --follow, 1 target',
-          base.p50.toFixed(1),
-          base.p99.toFixed(1),
-          base.max.toFixed(1),
-          String(base.rows),
-          `${baseMem.rss.toFixed(0)} (${baseMem.hwm.toFixed(0)})`,
-        ],
-        [
-          'run, 4 targets (last)',
-          multi.p50.toFixed(1),
-          multi.p99.toFixed(1),
-          multi.max.toFixed(1),
-          String(multi.rows),
-          `${mem.rss.toFixed(0)} (${mem.hwm.toFixed(0)})`,
-        ],
+        row('sync --follow, 1 target', base, mem(baseIdle), baseIdle.cpu.toFixed(2)),
+        row('run, 4 targets (last)', multi, mem(runIdle), runIdle.cpu.toFixed(2)),
+        row('run, 1 target (mirror)', single, mem(oneIdle), oneIdle.cpu.toFixed(2)),
+        row(
+          '4 sync --follow (last)',
+          sep,
+          `${procMem.reduce((a, m) => a + m.rss, 0).toFixed(0)} (${procMem.reduce((a, m) => a + m.hwm, 0).toFixed(0)})`,
+          '-',
+        ),
       ],
     )}\n` +
-      `run, p99 per target (mirror, map, fts5, custom): ${multi.each.map((x) => x.toFixed(1)).join(', ')} ms\n` +
-      `p99 ratio run/sync --follow: ${ratio.toFixed(2)}x (target <= 1.5x)\n` +
-      `run idle CPU: ${idleCpu.toFixed(2)}% of a core over ${idleS} s (target < 2%)\n` +
-      `run RSS peak: ${mem.hwm.toFixed(0)} MB (target < 200 MB); 4 sync --follow processes would take about ${(4 * baseMem.hwm).toFixed(0)} MB\n` +
+      `run, p99 per target (mirror, map, fts5, custom): ${multi.each.map(ms).join(', ')} ms\n` +
+      `4 sync --follow, p99 per target (mirror, map, fts5, custom): ${sep.each.map(ms).join(', ')} ms\n` +
+      `p99 ratio run (4 targets)/sync --follow (1 target): ${ratio.toFixed(2)}x (target <= 1.5x)\n` +
+      `p99 ratio run (1 target)/sync --follow (1 target), like for like: ${(single.p99 / base.p99).toFixed(2)}x\n` +
+      `p99 ratio run (4 targets)/4 sync --follow processes: ${(multi.p99 / sep.p99).toFixed(2)}x\n` +
+      `run idle CPU: ${runIdle.cpu.toFixed(2)}% of a core over ${idleS} s (target < 2%); 1 target ${oneIdle.cpu.toFixed(2)}%, sync --follow ${baseIdle.cpu.toFixed(2)}%\n` +
+      `run RSS peak: ${runIdle.hwm.toFixed(0)} MB (target < 200 MB); 4 sync --follow processes: ${procMem.reduce((a, m) => a + m.hwm, 0).toFixed(0)} MB\n` +
       `${rate} writes/s for ${seconds} s; load average ${os.loadavg()[0]?.toFixed(2)}\n`,
   );
   emitFigures('run', [
@@ -289,7 +369,7 @@ try {
       id: 'run.idle-cpu',
       target: 'sluice run idle CPU',
       what: 'idle CPU of the run process, % of a core',
-      value: idleCpu,
+      value: runIdle.cpu,
       unit: '%',
       op: '<',
       limit: 2,
@@ -298,7 +378,7 @@ try {
       id: 'run.rss',
       target: 'sluice run memory',
       what: 'peak RSS of one run with 4 targets',
-      value: mem.hwm,
+      value: runIdle.hwm,
       unit: 'MB',
       op: '<',
       limit: 200,
@@ -307,4 +387,31 @@ try {
 } finally {
   if (keep) process.stdout.write(`kept ${dir}\n`);
   else cleanup();
+}
+
+/** The four projections, inline for the pipeline file and as definition files for sync --projection (the custom one's module written beside them). */
+function sumsOf(dir: string) {
+  fs.writeFileSync(
+    path.join(dir, 'copy.mjs'),
+    `export default {
+  version: '1',
+  async init(rows, { db, tables }) {
+    await db.schema.createTable(tables.t_copy).ifNotExists().addColumn('id', 'integer', (c) => c.primaryKey()).execute();
+    for (const r of rows) await db.insertInto(tables.t_copy).values({ id: r.id }).execute();
+  },
+  async apply(e, { db, tables }) {
+    if (e.before !== null) await db.deleteFrom(tables.t_copy).where('id', '=', e.before.id).execute();
+    if (e.after !== null) await db.insertInto(tables.t_copy).values({ id: e.after.id }).execute();
+  },
+};
+`,
+  );
+  const defs = {
+    mirror: { name: 't', source: 't', kind: 'mirror' },
+    map: { name: 't_map', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } },
+    fts: { name: 't_fts', source: 't', kind: 'fts5', columns: ['v'] },
+    custom: { name: 't_copy', source: 't', kind: 'custom', module: './copy.mjs', tables: ['t_copy'] },
+  };
+  const json = Object.fromEntries(Object.entries(defs).map(([k, d]) => [k, JSON.stringify(d)])) as Record<keyof typeof defs, string>;
+  return { map: json.map, fts: json.fts, custom: json.custom, json };
 }

@@ -79,6 +79,14 @@ export class Syncer {
   #reinitPending: readonly string[];
   /** Acknowledgements not yet written: consumer name -> cursor (the latest per consumer). */
   readonly #pendingAcks = new Map<string, string>();
+  /**
+   * The cursor each consumer's acknowledgement last wrote. A follower's pass
+   * that moved nothing leaves it pending no write: another follower of the
+   * same source sees each acknowledgement as a commit and runs a pass, so
+   * writing the same position again made two followers wake each other
+   * about once a second, forever, on an idle source.
+   */
+  readonly #ackedCursors = new Map<string, string>();
   /** Projections whose row this syncer found naming its source as the one that feeds them (#recordSource). */
   readonly #sourced = new Set<string>();
   #lastAckMs = Number.NEGATIVE_INFINITY;
@@ -147,6 +155,7 @@ export class Syncer {
   setDefinitions(projections: readonly DefinitionInput[]): void {
     this.#given = projections;
     this.#definitionsChanged = true;
+    this.#ackedCursors.clear(); // a changed kind is written with the next acknowledgement
   }
 
   static async open(sourcePath: string, targetPath: string, options: SyncOptions = {}): Promise<Syncer> {
@@ -299,11 +308,13 @@ export class Syncer {
     let consumers: { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } = { lost: [], forgotten: [] };
     if (this.#options.acknowledge ?? true) {
       crashPoint('before-ack');
-      for (const r of reports) {
-        if (r.cursor !== null && r.state === 'active' && r.error === undefined)
-          this.#pendingAcks.set(syncConsumerName(r.name, this.#targetKey), r.cursor);
-      }
       const interval = run.acknowledgeIntervalMs ?? 0;
+      for (const r of reports) {
+        if (r.cursor === null || r.state !== 'active' || r.error !== undefined) continue;
+        const consumer = syncConsumerName(r.name, this.#targetKey);
+        if (interval > 0 && this.#ackedCursors.get(consumer) === r.cursor) this.#pendingAcks.delete(consumer);
+        else this.#pendingAcks.set(consumer, r.cursor);
+      }
       if (interval <= 0) this.#writeAcks(true);
       else if (Date.now() - this.#lastAckMs >= interval) this.#writeAcks(false);
       // A follower compares them at most once per acknowledgement interval (they change with a deleted
@@ -351,6 +362,7 @@ export class Syncer {
     for (const c of check.dropped) {
       try {
         forgetConsumer(db, c.name);
+        this.#ackedCursors.delete(c.name);
         forgotten.push(c.name);
         cleared.push(c.projection as string);
       } catch {
@@ -435,6 +447,7 @@ export class Syncer {
         try {
           acknowledge(db, consumer, cursor, this.#acknowledgedFor(consumer));
           this.#pendingAcks.delete(consumer);
+          this.#ackedCursors.set(consumer, cursor);
         } catch (err) {
           /* acknowledgements are informational and may lag */
           if (!wait && isSqliteBusy(err)) break; // stays pending for the next try

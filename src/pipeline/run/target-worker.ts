@@ -9,6 +9,7 @@ import { dropUndeclared } from './prune.ts';
 import { withoutCredentials } from '../../apply/target/fed-by.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';
+import { PassReports } from './pass-reports.ts';
 
 /*
  * The worker thread of one target of `sluice run` (target-part.ts starts
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     log('info', 'start', `following ${source.path}: ${syncer.projections.map((p) => p.name).join(', ')}`);
     const suspended = new Map<string, string>();
     let applied = 0;
+    const passes = new PassReports((projections) => say({ type: 'pass', projections }));
     const timer = setInterval(() => {
       if (applied > 0) log('info', 'applied', `${applied} events applied in the last ${SUMMARY_MS / 1000} s`, { events: applied });
       applied = 0;
@@ -73,9 +75,8 @@ async function main(): Promise<void> {
         signal: stop.signal,
         onReport: (r: SyncReport) => {
           setPhase('following');
-          say({
-            type: 'pass',
-            projections: r.projections.map(({ name, state, reason, applied, batches, lastCommitMs, error }) => ({
+          passes.add(
+            r.projections.map(({ name, state, reason, applied, batches, lastCommitMs, error }) => ({
               name,
               state,
               applied,
@@ -84,7 +85,7 @@ async function main(): Promise<void> {
               ...(lastCommitMs === undefined ? {} : { lastCommitMs }),
               ...(error === undefined ? {} : { error: { code: error.code } }),
             })),
-          });
+          );
           for (const p of r.projections) {
             applied += p.applied;
             if (p.snapshotRows !== undefined)
@@ -116,6 +117,7 @@ async function main(): Promise<void> {
       });
     } finally {
       clearInterval(timer);
+      passes.flush();
     }
     log('info', 'stop', 'stopped after the batch in flight');
   } finally {
