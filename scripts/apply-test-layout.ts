@@ -225,11 +225,13 @@ function folderMoves(moves: readonly Move[], remaining: readonly string[]): Map<
 
 // --- the run ----------------------------------------------------------------
 
-const moves = readTsv(TSV);
+// A line whose file is already at its new path (an earlier run applied it) is done: only the others move.
+const lines = readTsv(TSV);
+const moves = lines.filter((m) => m.from === m.to || exists(m.from) || !exists(m.to));
 const inTree = testFiles();
 const missing = moves.filter((m) => !exists(m.from));
-const listed = new Set(moves.map((m) => m.from));
-const destinations = new Set(moves.map((m) => m.to));
+const listed = new Set(lines.map((m) => m.from));
+const destinations = new Set(lines.map((m) => m.to));
 const unlisted = inTree.filter((f) => !listed.has(f) && !destinations.has(f));
 const taken = moves.filter((m) => m.from !== m.to && exists(m.to));
 const problems: string[] = [];

@@ -1,8 +1,9 @@
+// sluice run log text writes one line per event even when a message holds newlines
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
-import { startCli, type Spawned } from '../cli/support/cli.ts';
-import { appSource, kill, put, py, waitFor } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { startCli, type Spawned } from '../../cli/support/cli.ts';
+import { appSource, kill, put, py, waitFor } from '../support/run.ts';
 
 /*
  * `sluice run --log text` (the default) writes each event as one readable

@@ -1,9 +1,10 @@
+// sluice run survives a sighup while it starts
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
-import type { Spawned } from '../cli/support/cli.ts';
-import { appSource, freePort, kill, put, startRun, waitFor, waitHealth } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import type { Spawned } from '../../cli/support/cli.ts';
+import { appSource, freePort, kill, put, startRun, waitFor, waitHealth } from '../support/run.ts';
 
 /*
  * `systemctl reload sluice` sends SIGHUP (docs/deploy.md), and may do so

@@ -1,13 +1,14 @@
+// sluice run killed at any phase boundary converges on restart without applying an event twice
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
-import { test, expect, describe, PYTHON } from '../support/fixtures.ts';
-import { verify } from '../../src/apply/check/verify.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sourceSeq, type Spawned } from '../cli/support/cli.ts';
-import { journalSeqs } from '../apply/support/target.ts';
-import { appSource, freePort, kill, put, startRun, waitHealth } from './support/run.ts';
+import { test, expect, describe, PYTHON } from '../../support/fixtures.ts';
+import { verify } from '../../../src/apply/check/verify.ts';
+import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { sourceSeq, type Spawned } from '../../cli/support/cli.ts';
+import { journalSeqs } from '../../apply/support/target.ts';
+import { appSource, freePort, kill, put, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * Issue 21, must hold: "a crash at every phase boundary converges on

@@ -1,8 +1,9 @@
+// sluice run takes in a handler module edited while it runs
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
-import { scalar, type Spawned } from '../cli/support/cli.ts';
-import { appSource, freePort, kill, put, py, startRun, waitFor, waitHealth } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { scalar, type Spawned } from '../../cli/support/cli.ts';
+import { appSource, freePort, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
 
 /*
  * A custom projection's handler module is part of its definition: a new

@@ -1,10 +1,11 @@
+// sluice run captures a declared source again when it is made again while it runs
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
-import { verify } from '../../src/apply/check/verify.ts';
-import { dumpTables, sourceSeq, type Spawned } from '../cli/support/cli.ts';
-import { appSource, freePort, kill, put, py, startRun, waitHealth } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { verify } from '../../../src/apply/check/verify.ts';
+import { dumpTables, sourceSeq, type Spawned } from '../../cli/support/cli.ts';
+import { appSource, freePort, kill, put, py, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * The file is the truth about what exists: a declared source that an

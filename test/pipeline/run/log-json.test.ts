@@ -1,8 +1,9 @@
+// sluice run log json writes nothing but json lines even when it cannot start
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, describe } from '../support/fixtures.ts';
-import { runCliAsync } from '../cli/support/cli.ts';
-import { appSource, put } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { runCliAsync } from '../../cli/support/cli.ts';
+import { appSource, put } from '../support/run.ts';
 
 /*
  * docs/deploy.md promises a log collector that `sluice run --log json`

@@ -1,3 +1,4 @@
+// sluice run refuses two declared targets that are one file through a symlink
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';

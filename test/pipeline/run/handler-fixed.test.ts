@@ -1,8 +1,9 @@
+// sluice run takes up a handler module fixed after it failed to load
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
-import type { Spawned } from '../cli/support/cli.ts';
-import { appSource, freePort, kill, put, startRun, waitHealth } from './support/run.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import type { Spawned } from '../../cli/support/cli.ts';
+import { appSource, freePort, kill, put, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * A file that no longer loads keeps the running pipeline and turns
