@@ -107,8 +107,14 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
     // SQLite ends the transaction itself on some errors (SQLITE_IOERR, FULL,
     // NOMEM): the session then has nothing to roll back, and the error is the first one.
     found = readSessionSync(db, () => {
-      const view = readSourceView(db);
+      // The target first: each attached file's snapshot is taken at its first
+      // read, and a follower applies only what the source committed, so a
+      // source read after the target is at or past every cursor it holds.
+      // Read the other way round, a follower committing between the two reads
+      // put cursors past the source's snapshot: rows compared against an
+      // older source, false diffs (and a false TARGET_EDITED suspension).
       const all = readProjections(db, TARGET_SCHEMA);
+      const view = readSourceView(db);
       const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
       // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
       const missing = missingMirrors(
