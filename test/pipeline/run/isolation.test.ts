@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { scalar, type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
+import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth, runAppPipeline } from '../support/run.ts';
 
 /*
  * Isolation in `sluice run` (issue 21, item 2): a projection broken by
@@ -22,24 +22,8 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
   test('DDL by another program that breaks one projection turns /healthz 503 naming it within seconds, and the other projections keep applying', async ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const tgt = path.join(tmp, 'cache.db');
-    const config = path.join(tmp, 'sluice.yml');
-    appSource(src);
-    const port = await freePort();
-    put(
-      config,
-      `sources:
-  - path: app.db
-    capture: [issues, comments]
-    targets:
-      - path: cache.db
-        projections: ["*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}]
-listen: 127.0.0.1:${port}
-`,
-    );
-    running = startRun(config);
-    await waitHealth(port, 'the first build', (h) => h.code === 200);
+    const { src, tgt, port, run } = await runAppPipeline(tmp);
+    running = run;
 
     // Another program renames the column the map reads.
     py(

@@ -5,7 +5,7 @@ import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { verify } from '../../../src/apply/check/verify.ts';
 import { dumpTables, sourceSeq, type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, kill, put, py, startRun, waitHealth } from '../support/run.ts';
+import { appSource, freePort, kill, put, py, startRun, waitHealth, runAppPipeline } from '../support/run.ts';
 
 /*
  * The file is the truth about what exists: a declared source that an
@@ -22,24 +22,8 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
   test('captures a declared source again when it is deleted and made again while it runs, and its target follows the new file exactly', async ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const tgt = path.join(tmp, 'cache.db');
-    const config = path.join(tmp, 'sluice.yml');
-    appSource(src);
-    const port = await freePort();
-    put(
-      config,
-      `sources:
-  - path: app.db
-    capture: [issues, comments]
-    targets:
-      - path: cache.db
-        projections: ["*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}]
-listen: 127.0.0.1:${port}
-`,
-    );
-    running = startRun(config);
-    await waitHealth(port, 'the first build', (h) => h.code === 200);
+    const { src, tgt, port, run } = await runAppPipeline(tmp);
+    running = run;
 
     for (const f of [src, `${src}-wal`, `${src}-shm`]) fs.rmSync(f, { force: true });
     await waitHealth(port, 'the lost source noticed', (h) => h.code === 503);

@@ -96,3 +96,36 @@ export function kill(run: Spawned | undefined): void {
 }
 
 export { waitFor };
+
+/**
+ * The pipeline several run tests start from: `app.db` (appSource) captured
+ * (issues, comments) into `cache.db` with a mirror of each ("*") and a map
+ * of the open issues, listening on a free port; `run` started on it and
+ * built (/healthz 200). The caller kills `run` (afterEach(kill)).
+ */
+export async function runAppPipeline(tmp: string): Promise<{ src: string; tgt: string; config: string; port: number; run: Spawned }> {
+  const src = path.join(tmp, 'app.db');
+  const tgt = path.join(tmp, 'cache.db');
+  const config = path.join(tmp, 'sluice.yml');
+  appSource(src);
+  const port = await freePort();
+  put(
+    config,
+    `sources:
+  - path: app.db
+    capture: [issues, comments]
+    targets:
+      - path: cache.db
+        projections: ["*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}]
+listen: 127.0.0.1:${port}
+`,
+  );
+  const run = startRun(config);
+  try {
+    await waitHealth(port, 'the first build', (h) => h.code === 200);
+  } catch (err) {
+    kill(run);
+    throw err;
+  }
+  return { src, tgt, config, port, run };
+}
