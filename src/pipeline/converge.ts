@@ -9,7 +9,7 @@ import { Syncer } from '../apply/sync/sync.ts';
 import type { SyncReport } from '../apply/sync/sync-types.ts';
 import { dropProjection } from '../apply/target/drop.ts';
 import { heldProjections } from './held.ts';
-import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { declaresHeld, declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -128,12 +128,12 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
 function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { targets: ConvergedTarget[]; forgotten: string[] } {
   const targets = synced.map((t) => {
     if (t.sync === null || !fs.existsSync(t.path)) return t;
-    const declared = new Set(t.sync.projections.map((p) => p.name));
+    const entries = source.targets.find((x) => x.path === t.path)?.projections ?? [];
     const dropped: string[] = [];
-    for (const name of heldProjections(t.path).map((r) => r.name)) {
-      if (declared.has(name)) continue;
-      dropProjection(t.path, name);
-      dropped.push(name);
+    for (const r of heldProjections(t.path)) {
+      if (declaresHeld(entries, r)) continue;
+      dropProjection(t.path, r.name);
+      dropped.push(r.name);
     }
     return { ...t, dropped };
   });

@@ -2,6 +2,8 @@ import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { CaptureStatus } from '../capture/status.ts';
 import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
+import { isDefaultMirror } from '../apply/sync/projection-set.ts';
+import type { ProjectionRecord } from '../apply/target/target-meta.ts';
 
 /**
  * A declared target's projections as a sync takes them (SyncOptions.projections):
@@ -44,4 +46,19 @@ export function toEnable(
 /** The captured tables `source` does not declare (undeclared capture: reported, never disabled by a pass). */
 export function undeclaredCapture(source: PipelineSource, capture: Pick<CaptureStatus, 'tables'>): string[] {
   return capture.tables.filter((t) => !source.capture.some((c) => c.table.toLowerCase() === t.name.toLowerCase())).map((t) => t.name);
+}
+
+/**
+ * Whether a target's declaration covers a projection it holds: a definition
+ * of that name (names compare as SQLite does, without case), or under "*"
+ * a mirror that "*" made (a default mirror; a mirror a definition made and
+ * the file no longer declares is not). The one rule of health --config,
+ * convergeOnce's prune and run's prune.
+ */
+export function declaresHeld(
+  entries: readonly ProjectionEntry[],
+  held: Pick<ProjectionRecord, 'name' | 'kind' | 'sourceTable' | 'definition'>,
+): boolean {
+  const key = held.name.toLowerCase();
+  return entries.some((e) => (e.kind === 'all' ? isDefaultMirror(held) : e.definitions.some((d) => d.name.toLowerCase() === key)));
 }

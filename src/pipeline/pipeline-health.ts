@@ -7,9 +7,8 @@ import { targetKey } from '../capture/consumers.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
-import { isDefaultMirror } from '../apply/sync/projection-set.ts';
 import { heldProjections } from './held.ts';
-import { declaredInputs, undeclaredCapture } from './declared.ts';
+import { declaredInputs, declaresHeld, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -240,7 +239,8 @@ function targetHealth(
     };
   }
   let held: ProjectionHealth[];
-  let defaultMirrors: Set<string>;
+  let declaredHeld: Set<string>;
+  let heldNames: Set<string>;
   try {
     held = [
       ...health(path, {
@@ -250,16 +250,16 @@ function targetHealth(
         ...(fedLag === undefined ? {} : { fedLag }),
       }).projections,
     ];
-    defaultMirrors = new Set(
-      heldProjections(path)
-        .filter(isDefaultMirror)
-        .map((r) => r.name),
-    ); // the mirrors "*" made
+    const records = heldProjections(path);
+    heldNames = new Set(records.map((r) => r.name));
+    declaredHeld = new Set(records.filter((r) => declaresHeld(entries, r)).map((r) => r.name));
   } catch (err) {
     return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
   }
   const names = new Set(named.map((n) => n.name));
-  const isDeclared = (p: ProjectionHealth) => names.has(p.name) || (all && (defaultMirrors.has(p.name) || p.reason === 'MIRROR_NOT_BUILT'));
+  // One the target holds: the one rule of declared.ts. One it does not hold (pending under "*", lost): declared by its name or by "*".
+  const isDeclared = (p: ProjectionHealth) =>
+    heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && p.reason === 'MIRROR_NOT_BUILT');
   const projections: DeclaredProjectionHealth[] = held.map((p) => {
     if (isDeclared(p)) return { ...p, declared: true };
     const undeclared = `projection ${p.name} is held by ${path} but not declared in its pipeline file: remove it (sluice drop ${shellWord(path)} ${shellWord(p.name)}), declare it, or set prune: true and sluice run drops it`;
