@@ -7,9 +7,8 @@ import { targetKey } from '../capture/consumers.ts';
 import { forget } from '../feed/acknowledge.ts';
 import { Syncer } from '../apply/sync/sync.ts';
 import type { SyncReport } from '../apply/sync/sync-types.ts';
-import { dropProjection } from '../apply/target/drop.ts';
-import { heldProjections } from './held.ts';
-import { declaresHeld, declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { dropUndeclared } from './prune.ts';
+import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -128,14 +127,8 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
 function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { targets: ConvergedTarget[]; forgotten: string[] } {
   const targets = synced.map((t) => {
     if (t.sync === null || !fs.existsSync(t.path)) return t;
-    const entries = source.targets.find((x) => x.path === t.path)?.projections ?? [];
-    const dropped: string[] = [];
-    for (const r of heldProjections(t.path)) {
-      if (declaresHeld(entries, r)) continue;
-      dropProjection(t.path, r.name);
-      dropped.push(r.name);
-    }
-    return { ...t, dropped };
+    const declared = source.targets.find((x) => x.path === t.path);
+    return declared === undefined ? t : { ...t, dropped: dropUndeclared(declared) };
   });
   const db = openDatabase(source.path, { role: 'source' });
   const forgotten: string[] = [];

@@ -4,7 +4,7 @@ import { describe, expect, test } from '../support/fixtures.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { sync } from '../../src/apply/sync/sync.ts';
 import { convergeOnce, loadPipeline, pipelineHealth } from '../../src/pipeline/index.ts';
-import { dropUndeclared } from '../../src/pipeline/run/prune.ts';
+import { dropUndeclared } from '../../src/pipeline/prune.ts';
 import { heldProjections } from '../../src/pipeline/held.ts';
 
 /*

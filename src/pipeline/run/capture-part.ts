@@ -3,7 +3,7 @@ import { readTables } from '../../capture/catalog.ts';
 import { openSource } from '../../capture/open-source.ts';
 import type { PipelineSource } from '../pipeline.ts';
 import type { PartContext, PartKind } from './part.ts';
-import { forgetUndeclared } from './prune.ts';
+import { forgetUndeclared } from '../prune.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;

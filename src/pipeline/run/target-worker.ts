@@ -5,7 +5,7 @@ import { followSyncer } from '../follow/follow.ts';
 import { loadPipeline } from '../load.ts';
 import type { Pipeline } from '../pipeline.ts';
 import { declaredInputs } from '../declared.ts';
-import { dropUndeclared } from './prune.ts';
+import { dropUndeclared } from '../prune.ts';
 import { withoutCredentials } from '../../apply/target/fed-by.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
-import { dropProjection } from '../../apply/target/drop.ts';
-import { readConsumers } from '../../capture/consumers.ts';
-import { forget } from '../../feed/acknowledge.ts';
-import type { Db } from '../../sqlite/connection.ts';
-import { realFilePath } from '../../sqlite/real-path.ts';
-import type { PipelineSource, PipelineTarget } from '../pipeline.ts';
-import { declaresHeld } from '../declared.ts';
-import { heldProjections } from '../held.ts';
+import { dropProjection } from '../apply/target/drop.ts';
+import { readConsumers } from '../capture/consumers.ts';
+import { forget } from '../feed/acknowledge.ts';
+import type { Db } from '../sqlite/connection.ts';
+import { realFilePath } from '../sqlite/real-path.ts';
+import type { PipelineSource, PipelineTarget } from './pipeline.ts';
+import { declaresHeld } from './declared.ts';
+import { heldProjections } from './held.ts';
 
 /*
  * `prune: true` in a pipeline file: what the file no longer declares is
