@@ -88,7 +88,8 @@ interface HealthOpts extends NatsCliOptions {
 
 /** `health --config FILE`: every declared source and target, read without leaving a trace. */
 async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
-  const pipeline = await loadPipeline(file);
+  // A handler module that fails to load is reported as its target's problem, as sluice run records it.
+  const pipeline = await loadPipeline(file, process.env, { handlerFailures: 'record' });
   const h = await readPipelineQuietly(pipeline, async () => {
     checkPipelineSources(pipeline);
     // A subscribed target's lag is read from the stream its subscriber reads (the broker is loaded only then).

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { CaptureStatus } from '../capture/status.ts';
-import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
+import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import { isDefaultMirror } from '../apply/sync/projection-set.ts';
 import type { ProjectionRecord } from '../apply/target/target-meta.ts';
 
@@ -14,6 +14,11 @@ import type { ProjectionRecord } from '../apply/target/target-meta.ts';
  */
 export function declaredInputs(entries: readonly ProjectionEntry[]): (ProjectionDefinitionInput | '*')[] {
   return entries.flatMap((e): (ProjectionDefinitionInput | '*')[] => (e.kind === 'all' ? ['*'] : [...e.definitions]));
+}
+
+/** The custom handler modules of a target's declaration that failed to load (a file loaded with handlerFailures: 'record'). */
+export function handlerFailures(entries: readonly ProjectionEntry[]): HandlerFailure[] {
+  return entries.flatMap((e) => (e.kind === 'all' ? [] : (e.failed ?? [])));
 }
 
 /** The files of the handler modules a target's custom projections name (loaded: absolute file URLs). */

@@ -2,12 +2,27 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
-import { loadCustomModule, loadDefinitions, projectionDefinitionSchema, type ProjectionDefinition } from '../projection/definition.ts';
+import {
+  loadCustomModule,
+  loadDefinitions,
+  projectionDefinitionSchema,
+  type LoadHandlerOptions,
+  type ProjectionDefinition,
+} from '../projection/definition.ts';
 import { splitServers } from '../broker/connection.ts';
 import { realFilePath } from '../sqlite/real-path.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
-import type { NatsAuth, NatsConnection, NatsTls, Pipeline, PipelineSource, PipelineTarget, ProjectionEntry } from './pipeline.ts';
+import type {
+  HandlerFailure,
+  NatsAuth,
+  NatsConnection,
+  NatsTls,
+  Pipeline,
+  PipelineSource,
+  PipelineTarget,
+  ProjectionEntry,
+} from './pipeline.ts';
 
 /*
  * Reads a pipeline file into a Pipeline: YAML (or JSON) parsed with its
@@ -19,8 +34,22 @@ import type { NatsAuth, NatsConnection, NatsTls, Pipeline, PipelineSource, Pipel
  * checkPipelineSources.
  */
 
+export interface LoadPipelineOptions {
+  /**
+   * 'record': a custom handler module that is there but fails to load is
+   * recorded in its entry's `failed` (sluice run and health --config: that
+   * target fails, the others run) instead of refusing the whole file.
+   * Default 'refuse'.
+   */
+  readonly handlerFailures?: 'refuse' | 'record';
+}
+
 /** Reads and checks the pipeline file `file`; `env` expands ${VAR} (default process.env). */
-export async function loadPipeline(file: string, env: NodeJS.ProcessEnv = process.env): Promise<Pipeline> {
+export async function loadPipeline(
+  file: string,
+  env: NodeJS.ProcessEnv = process.env,
+  options: LoadPipelineOptions = {},
+): Promise<Pipeline> {
   const abs = path.resolve(file);
   let text: string;
   try {
@@ -35,7 +64,7 @@ export async function loadPipeline(file: string, env: NodeJS.ProcessEnv = proces
   const doc = readPipelineDocument(file, text, env);
   const parsed = pipelineFileSchema.safeParse(doc.value ?? {});
   if (!parsed.success) throw schemaError(doc, parsed.error.issues);
-  return normalize(doc, parsed.data, path.dirname(abs), abs);
+  return normalize(doc, parsed.data, path.dirname(abs), abs, options.handlerFailures === 'record');
 }
 
 function schemaError(doc: PipelineDocument, issues: readonly z.core.$ZodIssue[], prefix: readonly PropertyKey[] = []): InvalidInputError {
@@ -62,7 +91,7 @@ function pathName(at: readonly PropertyKey[]): string {
   return at.map((p, i) => (typeof p === 'number' ? `[${p}]` : `${i === 0 ? '' : '.'}${String(p)}`)).join('');
 }
 
-async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string, abs: string): Promise<Pipeline> {
+async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string, abs: string, record: boolean): Promise<Pipeline> {
   const resolve = (p: string) => path.resolve(dir, p);
   const seen = new Map<string, string>();
   // Keyed by the real path: a symlink, or a folder reached through one, to a database declared already is that database.
@@ -103,7 +132,7 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
       const tAt = [...at, 'targets', j];
       const targetPath = resolve(t.path);
       claim(targetPath, [...tAt, 'path'], 'a target');
-      const projections = await entries(doc, t.projections, [...tAt, 'projections'], dir, abs, captured);
+      const projections = await entries(doc, t.projections, [...tAt, 'projections'], dir, abs, captured, record);
       targets.push({ path: targetPath, declaredAt: doc.where(tAt), projections, health: t.health ?? {} });
     }
     const publish = s.publish === undefined ? undefined : natsConnection(doc, s.publish, [...at, 'publish'], dir);
@@ -115,7 +144,7 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
     const at = ['subscribe', i];
     const targetPath = resolve(s.path);
     claim(targetPath, [...at, 'path'], 'a subscribed target');
-    const projections = await entries(doc, s.projections ?? ['*'], [...at, 'projections'], dir, abs, undefined);
+    const projections = await entries(doc, s.projections ?? ['*'], [...at, 'projections'], dir, abs, undefined, record);
     const nats = natsConnection(doc, s, at, dir);
     subscriptions.push({
       nats,
@@ -142,8 +171,19 @@ async function entries(
   dir: string,
   abs: string,
   captured: ReadonlySet<string> | undefined,
+  record: boolean,
 ): Promise<ProjectionEntry[]> {
   const out: ProjectionEntry[] = [];
+  let failed: HandlerFailure[] = [];
+  const handlers: LoadHandlerOptions = record
+    ? { onHandlerFailed: (d, err) => failed.push({ projection: d.name, module: d.kind === 'custom' ? (d.module ?? '') : '', code: err.code, message: err.message }) }
+    : {};
+  /** The handler failures recorded since the last entry (its own). */
+  const taken = (): { failed?: readonly HandlerFailure[] } => {
+    const f = failed;
+    failed = [];
+    return f.length === 0 ? {} : { failed: f };
+  };
   const names = new Map<string, string>();
   const add = (e: ProjectionEntry, where: readonly PropertyKey[]) => {
     for (const d of e.kind === 'all' ? [] : e.definitions) {
@@ -176,7 +216,8 @@ async function entries(
           'PIPELINE_INVALID',
           `${doc.where(where)}: projection file ${entry} does not exist (${file}; paths are relative to the pipeline file). Correct the path, or write the definition there.`,
         );
-      add({ kind: 'file', path: file, declaredAt: doc.where(where), definitions: await loadDefinitions(file) }, where);
+      const definitions = await loadDefinitions(file, handlers);
+      add({ kind: 'file', path: file, declaredAt: doc.where(where), definitions, ...taken() }, where);
     } else {
       const r = projectionDefinitionSchema.safeParse(entry);
       if (!r.success) throw schemaError(doc, r.error.issues, where);
@@ -186,8 +227,8 @@ async function entries(
           'PIPELINE_INVALID',
           `${doc.where(where)}: custom projection ${d.name} needs "module", a file whose default export is its handler (relative to the pipeline file).`,
         );
-      await loadCustomModule(d, abs, doc.file);
-      add({ kind: 'inline', declaredAt: doc.where(where), definitions: [d] }, where);
+      await loadCustomModule(d, abs, doc.file, handlers);
+      add({ kind: 'inline', declaredAt: doc.where(where), definitions: [d], ...taken() }, where);
     }
   }
   return out;

@@ -8,7 +8,7 @@ import { defaultProjectionName } from '../projection/name.ts';
 import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
 import { heldProjections } from './held.ts';
-import { declaredInputs, declaresHeld, undeclaredCapture } from './declared.ts';
+import { declaredInputs, declaresHeld, handlerFailures, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -55,7 +55,10 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
   for (const source of pipeline.sources) {
     const capture = readCapture(source.path);
     for (const t of source.targets) {
-      const th = targetHealth(t.path, source.path, 'sync', t.projections, t.health, capture, now, undefined, t.declaredAt);
+      const th = withHandlerFailures(
+        targetHealth(t.path, source.path, 'sync', t.projections, t.health, capture, now, undefined, t.declaredAt),
+        t.projections,
+      );
       targets.push(th);
     }
     const sh = sourceHealth(pipeline, source, capture, targets);
@@ -64,7 +67,10 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
   }
   for (const s of pipeline.subscriptions)
     targets.push(
-      targetHealth(s.path, null, 'subscribe', s.projections, s.health, undefined, now, options.fedLag?.get(s.path), s.declaredAt),
+      withHandlerFailures(
+        targetHealth(s.path, null, 'subscribe', s.projections, s.health, undefined, now, options.fedLag?.get(s.path), s.declaredAt),
+        s.projections,
+      ),
     );
   for (const t of targets)
     problems.push(...t.problems, ...t.projections.flatMap((p) => p.problems.map((x) => `${t.path}: ${p.name}: ${x}`)));
@@ -76,6 +82,21 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
     targets,
     problems,
   };
+}
+
+/**
+ * A declared handler module that fails to load (a file loaded with
+ * handlerFailures: 'record'): a problem of its target until it is fixed,
+ * as sluice run records it as that target's failure.
+ */
+function withHandlerFailures(t: TargetHealth, entries: readonly ProjectionEntry[]): TargetHealth {
+  const failed = handlerFailures(entries);
+  if (failed.length === 0) return t;
+  const problems = failed.map(
+    (f) =>
+      `projection ${f.projection} of ${t.path}: ${f.code}: ${f.message.replace(/ and run again\.$/, '.')} sluice run loads it again when the module is saved, and builds the target then`,
+  );
+  return { ...t, ok: false, problems: [...t.problems, ...problems] };
 }
 
 type Capture = { readonly status: CaptureStatus } | { readonly error: string };

@@ -1,5 +1,6 @@
 import type { ProjectionDefinition } from '../projection/definition.ts';
 import type { NatsConnection } from '../broker/connection.ts';
+import type { ReasonCode } from '../reasons.ts';
 
 /** How to reach NATS: servers, login, TLS files (absolute); what publish and subscribe take (src/broker/connection.ts). */
 export type { NatsAuth, NatsConnection, NatsTls } from '../broker/connection.ts';
@@ -61,8 +62,32 @@ export interface PipelineSubscription {
   readonly health: HealthBounds;
 }
 
+/**
+ * A custom handler module that is there but failed to load, as a file
+ * loaded with `handlerFailures: 'record'` keeps it (load.ts): its target
+ * fails with it (`code`, `message`: the reason and the fix), the others run.
+ */
+export interface HandlerFailure {
+  readonly projection: string;
+  /** The module, an absolute file: URL. */
+  readonly module: string;
+  readonly code: ReasonCode;
+  readonly message: string;
+}
+
 /** "*" (every captured table's mirror, tables captured later included), a definition file, or an inline definition. */
 export type ProjectionEntry =
   | { readonly kind: 'all'; readonly declaredAt: string }
-  | { readonly kind: 'file'; readonly path: string; readonly declaredAt: string; readonly definitions: readonly ProjectionDefinition[] }
-  | { readonly kind: 'inline'; readonly declaredAt: string; readonly definitions: readonly ProjectionDefinition[] };
+  | {
+      readonly kind: 'file';
+      readonly path: string;
+      readonly declaredAt: string;
+      readonly definitions: readonly ProjectionDefinition[];
+      readonly failed?: readonly HandlerFailure[];
+    }
+  | {
+      readonly kind: 'inline';
+      readonly declaredAt: string;
+      readonly definitions: readonly ProjectionDefinition[];
+      readonly failed?: readonly HandlerFailure[];
+    };

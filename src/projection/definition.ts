@@ -58,7 +58,7 @@ export function parseDefinition(input: unknown, origin = 'definition'): Projecti
  * module (default export: one definition or an array). Custom modules are
  * resolved relative to the definition file and loaded here.
  */
-export async function loadDefinitions(file: string): Promise<ProjectionDefinition[]> {
+export async function loadDefinitions(file: string, options: LoadHandlerOptions = {}): Promise<ProjectionDefinition[]> {
   const abs = path.resolve(file);
   if (!fs.existsSync(abs))
     throw new InvalidInputError(
@@ -78,8 +78,19 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
   }
   const list = Array.isArray(raw) ? raw : [raw];
   const defs = list.map((d, i) => parseDefinition(d, `${file}${list.length > 1 ? `[${i}]` : ''}`));
-  for (const d of defs) await loadCustomModule(d, abs, file);
+  for (const d of defs) await loadCustomModule(d, abs, file, options);
   return defs;
+}
+
+export interface LoadHandlerOptions {
+  /**
+   * A custom handler module that is there but fails to load (it throws or
+   * does not parse at import, or exports no handler): given here instead of
+   * thrown, and the definition keeps its "module" (an absolute URL) and no
+   * handler. `sluice run` records it as its target's failure, the others
+   * running (a missing module is still refused).
+   */
+  readonly onHandlerFailed?: (d: ProjectionDefinition, err: InvalidInputError) => void;
 }
 
 /**
@@ -87,7 +98,7 @@ export async function loadDefinitions(file: string): Promise<ProjectionDefinitio
  * `file`): its "module", resolved relative to that file's folder, or the
  * handler the file itself defines. Data-only kinds are left as they are.
  */
-export async function loadCustomModule(d: ProjectionDefinition, abs: string, file: string): Promise<void> {
+export async function loadCustomModule(d: ProjectionDefinition, abs: string, file: string, options: LoadHandlerOptions = {}): Promise<void> {
   if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json'))
     (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
   if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {
@@ -103,16 +114,24 @@ export async function loadCustomModule(d: ProjectionDefinition, abs: string, fil
         `${inFile}: its "module" "${d.module}" resolves to ${modPath} (${from}), and there is no file there. Correct "module" in ${file} (a path relative to that file's folder, an absolute path or a file: URL) or put the handler module there.`,
       );
     }
-    const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
-    const handler = mod.default as CustomHandler | undefined;
-    if (handler === undefined || typeof handler.apply !== 'function') {
-      throw new InvalidInputError(
-        'BAD_DEFINITION',
-        `Projection ${d.name}: module ${d.module} must default-export an object with an apply(event, ctx) function.`,
-      );
-    }
+    const given = d.module;
     // Stored with the projection as an absolute URL, so later runs without --projection find it.
     (d as { module?: string }).module = pathToFileURL(modPath).href;
+    let handler: CustomHandler | undefined;
+    try {
+      const mod = await importHandler(modPath, `${inFile}: its handler module ${modPath}`);
+      handler = mod.default as CustomHandler | undefined;
+      if (handler === undefined || typeof handler.apply !== 'function') {
+        throw new InvalidInputError(
+          'BAD_DEFINITION',
+          `Projection ${d.name}: module ${given} must default-export an object with an apply(event, ctx) function.`,
+        );
+      }
+    } catch (err) {
+      if (options.onHandlerFailed === undefined || !(err instanceof InvalidInputError)) throw err;
+      options.onHandlerFailed(d, err);
+      return;
+    }
     (d as { handler?: CustomHandler }).handler = handler;
   }
 }

@@ -24,6 +24,9 @@ import { lockRun } from './run-lock.ts';
  * definition file it names) and stops them all on SIGTERM/SIGINT.
  */
 
+/** A handler module that fails to load fails its target's part (its worker says so), not the whole file. */
+const RECORD = { handlerFailures: 'record' } as const;
+
 /** /healthz is read at most this often; a scrape or a page refresh in between gets the last reading. */
 const HEALTH_CACHE_MS = 250;
 /** How often the pipeline file and its definition files are looked at for a change. */
@@ -82,7 +85,7 @@ export class Runner {
    * (TARGET_FOLLOWED).
    */
   static async start(file: string, log: RunLog): Promise<Runner> {
-    const pipeline = await loadPipeline(file);
+    const pipeline = await loadPipeline(file, process.env, RECORD);
     checkPipelineSources(pipeline);
     const runLock = lockRun(pipeline.file);
     const runner = new Runner(file, pipeline, log, runLock);
@@ -118,7 +121,7 @@ export class Runner {
   async #reload(why: string): Promise<void> {
     let next: Pipeline;
     try {
-      next = await loadPipeline(this.#file);
+      next = await loadPipeline(this.#file, process.env, RECORD);
       checkPipelineSources(next);
     } catch (err) {
       const code = errorCode(err);

@@ -1,10 +1,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Syncer, type SyncReport } from '../../apply/sync/sync.ts';
-import { errorCode, errorMessage } from '../../errors.ts';
+import { errorCode, errorMessage, InvalidInputError } from '../../errors.ts';
 import { followSyncer } from '../follow/follow.ts';
 import { loadPipeline } from '../load.ts';
 import type { Pipeline } from '../pipeline.ts';
-import { declaredInputs } from '../declared.ts';
+import { declaredInputs, handlerFailures } from '../declared.ts';
 import { dropUndeclared } from '../prune.ts';
 import { withoutCredentials } from '../../apply/target/fed-by.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
@@ -36,11 +36,13 @@ port.on('message', (m: ToWorker) => {
 const SUMMARY_MS = 60_000;
 
 async function main(): Promise<void> {
-  const pipeline = await loadPipeline(data.pipelineFile);
+  // Another target's handler that fails to load is that target's failure, not this one's.
+  const pipeline = await loadPipeline(data.pipelineFile, process.env, { handlerFailures: 'record' });
   if (data.via === 'subscribe') return subscribed(pipeline);
   const source = pipeline.sources.find((s) => s.targets.some((t) => t.path === data.target));
   const target = source?.targets.find((t) => t.path === data.target);
   if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
+  refuseFailedHandlers(target.projections);
   if (pipeline.prune) {
     const dropped = dropUndeclared(target);
     if (dropped.length > 0)
@@ -129,6 +131,7 @@ async function main(): Promise<void> {
 async function subscribed(pipeline: Pipeline): Promise<void> {
   const sub = pipeline.subscriptions.find((s) => s.path === data.target);
   if (sub === undefined) return;
+  refuseFailedHandlers(sub.projections);
   const broker = await import('../../broker/index.ts');
   const defs = declaredInputs(sub.projections).filter((d) => d !== '*');
   say({ type: 'phase', phase: 'building' });
@@ -151,6 +154,21 @@ async function subscribed(pipeline: Pipeline): Promise<void> {
     ...(defs.length === 0 ? {} : { projections: defs }),
   });
   log('info', 'stop', 'stopped after the batch in flight');
+}
+
+/**
+ * A handler module of this target that failed to load fails the target
+ * (before anything is pruned or synced): recorded in its part with the
+ * module's error, retried with backoff, and started again when the module
+ * is saved (the runner watches it).
+ */
+function refuseFailedHandlers(entries: Parameters<typeof handlerFailures>[0]): void {
+  const f = handlerFailures(entries)[0];
+  if (f !== undefined)
+    throw new InvalidInputError(
+      f.code,
+      `${f.message.replace(/ and run again\.$/, '.')} sluice run loads it again when the module is saved (or on SIGHUP); the other targets keep running.`,
+    );
 }
 
 main().then(

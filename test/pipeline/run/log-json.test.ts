@@ -8,8 +8,9 @@ import { appSource, put } from '../support/run.ts';
 /*
  * docs/deploy.md promises a log collector that `sluice run --log json`
  * writes one JSON object per line on stderr and nothing else. The line
- * that matters most, why the process could not start (a handler module
- * that throws at import, whose message holds quotes and a backslash), is
+ * that matters most, why the process could not start (a definition file
+ * that throws at import, whose message holds quotes and a backslash; a
+ * handler module that does is its target's failure, the run starts), is
  * one of them too, with its code, and the exit code stays 1.
  */
 
@@ -25,7 +26,7 @@ describe.skipIf(process.platform === 'win32')('sluice run --log json', () => {
     capture: [issues]
     targets:
       - path: cache.db
-        projections: ["*", {name: hooked, source: issues, kind: custom, module: ./bad.mjs}]
+        projections: ["*", ./bad.mjs]
 `,
     );
     const r = await runCliAsync(['run', '--config', config, '--log', 'json']);
@@ -40,7 +41,7 @@ describe.skipIf(process.platform === 'win32')('sluice run --log json', () => {
       }
     });
     const failed = parsed.filter((l) => l.level === 'error');
-    expect(failed).toEqual([expect.objectContaining({ part: 'run', event: 'failed', code: 'CUSTOM_MODULE_FAILED' })]);
+    expect(failed).toEqual([expect.objectContaining({ part: 'run', event: 'failed', code: 'BAD_DEFINITION' })]);
     expect(String(failed[0]?.msg)).toContain('boom "quoted" \\ back');
     expect(typeof failed[0]?.t).toBe('string');
     expect(fs.existsSync(path.join(tmp, 'cache.db'))).toBe(false);
