@@ -137,7 +137,11 @@ listen: 127.0.0.1:${port}
   fs.writeFileSync(config, smallOnly);
   run = spawn(process.execPath, [...nodeArgs, bin, 'run', '--config', config, '--log', 'json'], { stdio: ['ignore', 'ignore', 'pipe'] });
   const log = logOf(run);
-  await until('small.db following', () => log.lines.some((l) => l.line.event === 'start' && String(l.line.msg).startsWith('following')), 60_000);
+  await until(
+    'small.db following',
+    () => log.lines.some((l) => l.line.event === 'start' && String(l.line.msg).startsWith('following')),
+    60_000,
+  );
 
   // The writer, and the pollers: small.db's count, /healthz.
   const writerPy = path.join(dir, 'writer.py');
@@ -184,7 +188,10 @@ listen: 127.0.0.1:${port}
   await sleep(baseS * 1000);
   // The new target: a first build of `rows` rows, taken in by the run's watch of its file.
   const buildFrom = Date.now();
-  fs.writeFileSync(config, smallOnly.replace('listen:', '      - path: big.db\n        projections: [{name: big, source: big, kind: mirror}]\nlisten:'));
+  fs.writeFileSync(
+    config,
+    smallOnly.replace('listen:', '      - path: big.db\n        projections: [{name: big, source: big, kind: mirror}]\nlisten:'),
+  );
   const isBuilt = (l: { line: Record<string, unknown> }) =>
     l.line.event === 'built' && String(l.line.part).includes('big.db') && String(l.line.msg).includes(`${rows} rows`);
   await until('big.db built', () => log.lines.some(isBuilt), 30 * 60_000);

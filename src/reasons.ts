@@ -610,6 +610,12 @@ export const REASONS = {
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip and init never overwrite a file.', repair: null },
+  OUTPUT_FOLDER_MISSING: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'init writes its file only into a folder that exists; it makes no folder (a mistyped --out would leave a tree of them).',
+    repair: null,
+  },
   PROJECTION_OUTDATED: {
     kinds: ['error'],
     clears: false,

@@ -6,6 +6,7 @@ import { listTables, describeTable, type TableInfo } from '../sqlite/introspect.
 import { checkTable } from '../capture/gates.ts';
 import { refuseTarget } from '../capture/target-guard.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/name.ts';
 
 /*
@@ -103,8 +104,9 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
 /**
  * Writes the first pipeline file of the database `dbFile` at `out`
  * (default: sluice.yml beside it). Refuses a database that does not exist
- * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), and a file already
- * at `out` (OUTPUT_EXISTS); writes
+ * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), a file already
+ * at `out` (OUTPUT_EXISTS) and an `out` in a folder that does not exist
+ * (OUTPUT_FOLDER_MISSING: no folder is made); writes
  * nothing else, to the database or beside it.
  *
  * @example
@@ -129,6 +131,12 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
       throw new InvalidInputError(
         'OUTPUT_EXISTS',
         `${file} already exists; sluice init never overwrites a file. Edit it, remove it first, or pass --out NEW_FILE.`,
+      );
+    // No folder is made: a mistyped --out would otherwise leave a tree of folders, and the paths in the file are relative to where it is.
+    if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR')
+      throw new InvalidInputError(
+        'OUTPUT_FOLDER_MISSING',
+        `the folder ${path.dirname(file)} of ${file} does not exist (or is not a folder); sluice init makes no folder. Create it first (mkdir -p ${shellWord(path.dirname(file))}) or pass --out FILE in an existing folder.`,
       );
     throw err;
   }

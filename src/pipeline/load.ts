@@ -176,7 +176,10 @@ async function entries(
   const out: ProjectionEntry[] = [];
   let failed: HandlerFailure[] = [];
   const handlers: LoadHandlerOptions = record
-    ? { onHandlerFailed: (d, err) => failed.push({ projection: d.name, module: d.kind === 'custom' ? (d.module ?? '') : '', code: err.code, message: err.message }) }
+    ? {
+        onHandlerFailed: (d, err) =>
+          failed.push({ projection: d.name, module: d.kind === 'custom' ? (d.module ?? '') : '', code: err.code, message: err.message }),
+      }
     : {};
   /** The handler failures recorded since the last entry (its own). */
   const taken = (): { failed?: readonly HandlerFailure[] } => {

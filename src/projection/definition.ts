@@ -98,7 +98,12 @@ export interface LoadHandlerOptions {
  * `file`): its "module", resolved relative to that file's folder, or the
  * handler the file itself defines. Data-only kinds are left as they are.
  */
-export async function loadCustomModule(d: ProjectionDefinition, abs: string, file: string, options: LoadHandlerOptions = {}): Promise<void> {
+export async function loadCustomModule(
+  d: ProjectionDefinition,
+  abs: string,
+  file: string,
+  options: LoadHandlerOptions = {},
+): Promise<void> {
   if (d.kind === 'custom' && d.handler !== undefined && !abs.endsWith('.json'))
     (d as { definedIn?: string }).definedIn = pathToFileURL(abs).href;
   if (d.kind === 'custom' && d.handler === undefined && d.module !== undefined) {

@@ -102,7 +102,7 @@ describe('sluice init', () => {
     ]);
   });
 
-  test('init refuses a file already there, a database that does not exist and a file that is not SQLite, with exit 1 and nothing written; --out puts the file elsewhere with paths relative to it', async ({
+  test('init refuses a file already there, a database that does not exist, a file that is not SQLite and --out in a missing folder, with exit 1 and nothing written; --out puts the file elsewhere with paths relative to it', async ({
     tmp,
   }) => {
     const db = path.join(tmp, 'app.db');
@@ -111,12 +111,18 @@ describe('sluice init', () => {
     fs.writeFileSync(path.join(tmp, 'sluice.yml'), '# mine\n');
     fs.writeFileSync(path.join(tmp, 'notes.txt'), 'not a database, not at all: just text that goes on for a while '.repeat(4));
     fs.mkdirSync(path.join(tmp, 'conf'));
-    const [exists, missing, notDb, elsewhere] = await Promise.all([
+    const [exists, missing, notDb, elsewhere, noFolder] = await Promise.all([
       runCliAsync(['init', 'app.db'], { cwd: tmp }),
       runCliAsync(['init', 'nope.db'], { cwd: tmp }),
       runCliAsync(['init', 'notes.txt', '--out', 'notes.yml'], { cwd: tmp }),
       runCliAsync(['init', 'app.db', '--out', path.join('conf', 'pipeline.yml')], { cwd: tmp }),
+      runCliAsync(['init', 'app.db', '--out', path.join('missing', 'dir', 'sluice.yml')], { cwd: tmp }),
     ]);
+    // --out in a folder that does not exist: said plainly with the folder and the fix, and no folder is made.
+    expect(noFolder.status).toBe(1);
+    expectOneLineError(noFolder, 'OUTPUT_FOLDER_MISSING');
+    expect(noFolder.stderr).toContain(`the folder ${path.join('missing', 'dir')} of`);
+    expect(noFolder.stderr).toContain('mkdir -p');
     expect(exists.status).toBe(1);
     expectOneLineError(exists, 'OUTPUT_EXISTS');
     expect(exists.stderr).toContain('never overwrites');

@@ -19,8 +19,10 @@ import { appSource, freePort, kill, put, startRun, waitHealth } from '../support
 let running: Spawned | undefined;
 afterEach(() => kill(running));
 
-const targetPart = (h: { status: { run: { parts: readonly { kind: string; name: string; failure: { code: string; message: string } | null }[] } } }, file: string) =>
-  h.status.run.parts.find((p) => p.kind === 'target' && p.name.endsWith(file));
+const targetPart = (
+  h: { status: { run: { parts: readonly { kind: string; name: string; failure: { code: string; message: string } | null }[] } } },
+  file: string,
+) => h.status.run.parts.find((p) => p.kind === 'target' && p.name.endsWith(file));
 
 describe.skipIf(process.platform === 'win32')('sluice run', () => {
   test('starts with a handler module that fails to import: its target is recorded as failed with the fix, the others run, and it is built once the module is saved fixed', async ({
@@ -54,7 +56,11 @@ listen: 127.0.0.1:${port}
     expect(failure?.message).toMatch(/Fix the module/);
     expect(broken.status.problems.some((p) => p.includes('hooked.mjs') && p.includes('CUSTOM_MODULE_FAILED'))).toBe(true);
     // The other target is built and followed meanwhile.
-    const other = await waitHealth(port, 'cache.db built', (h) => targetPart(h, 'cache.db')?.failure === null && h.status.targets.some((t) => t.path.endsWith('cache.db') && t.ok));
+    const other = await waitHealth(
+      port,
+      'cache.db built',
+      (h) => targetPart(h, 'cache.db')?.failure === null && h.status.targets.some((t) => t.path.endsWith('cache.db') && t.ok),
+    );
     expect(other.code).toBe(503);
     expect(scalar(path.join(tmp, 'cache.db'), 'SELECT count(*) FROM issues')).toBe(50n);
 
