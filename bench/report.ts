@@ -50,6 +50,7 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'follow', script: 'follow.ts', quick: ['--seconds', '3', '--idle', '5'], full: [] },
   { name: 'run', script: 'run.ts', quick: ['--seconds', '3', '--idle', '5'], full: [] },
   { name: 'run-build', script: 'run-build.ts', quick: [], full: [] },
+  { name: 'run-build-fts5', script: 'run-build.ts', quick: ['--kind', 'fts5'], full: ['--kind', 'fts5'] },
   { name: 'rebuild', script: 'rebuild.ts', quick: ['--rows', '100000'], full: [] },
   { name: 'rebuild-fts5', script: 'rebuild.ts', quick: ['--rows', '100000', '--kind', 'fts5'], full: ['--kind', 'fts5'] },
   { name: 'fan-out', script: 'fan-out.ts', quick: ['--events', '20000', '--seconds', '3'], full: [] },

@@ -3,7 +3,7 @@
  * "while one target builds 1M rows, /healthz answers within 1 s and another
  * target's p99 latency stays within 2x of its figure without the build".
  *
- *   npx tsx bench/run-build.ts [--rows N (1000000)] [--rate N (200)] [--base N (5)] [--keep]
+ *   npx tsx bench/run-build.ts [--rows N (1000000)] [--rate N (200)] [--base N (5)] [--kind mirror|fts5 (mirror)] [--keep]
  *
  * One run process (the compiled CLI, node bin/sluice.js: build dist/ first),
  * in a scratch directory:
@@ -16,6 +16,8 @@
  *   the build); then big.db (a mirror of big, its first build) is added to
  *   the file, which the run takes in by its file watch (small.db's part is
  *   unchanged and keeps running), until the run logs big.db built.
+ *   --kind fts5 builds an fts5 index of big.v instead: a build that costs
+ *   its thread several times more CPU.
  * - latency: this process polls small.db (count(*) every ~1 ms; ids are
  *   inserted in order) and notes when each row was first seen, minus its
  *   commit. p99 over the rows committed in each window: without the build
@@ -37,13 +39,23 @@ import { emitFigures } from './lib/figures.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
-  process.stdout.write('usage: npx tsx bench/run-build.ts [--rows N (1000000)] [--rate N (200)] [--base N (5)] [--keep]\n');
+  process.stdout.write(
+    'usage: npx tsx bench/run-build.ts [--rows N (1000000)] [--rate N (200)] [--base N (5)] [--kind mirror|fts5 (mirror)] [--keep]\n',
+  );
   process.exit(0);
 }
 const rows = intFlag(argv, 'rows', 1_000_000);
 const rate = intFlag(argv, 'rate', 200);
 const baseS = intFlag(argv, 'base', 5);
 const keep = argv.includes('--keep');
+const kindAt = argv.indexOf('--kind');
+const kind = kindAt === -1 ? 'mirror' : argv[kindAt + 1];
+if (kind !== 'mirror' && kind !== 'fts5') {
+  process.stderr.write(`--kind is mirror or fts5, not ${kind}\n`);
+  process.exit(2);
+}
+const bigProjection =
+  kind === 'mirror' ? '{name: big, source: big, kind: mirror}' : '{name: big_fts, source: big, kind: fts5, columns: [v]}';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const bin = path.join(root, 'bin', 'sluice.js');
 /** Extra node options for the run process (e.g. --cpu-prof --cpu-prof-dir=DIR). */
@@ -188,10 +200,7 @@ listen: 127.0.0.1:${port}
   await sleep(baseS * 1000);
   // The new target: a first build of `rows` rows, taken in by the run's watch of its file.
   const buildFrom = Date.now();
-  fs.writeFileSync(
-    config,
-    smallOnly.replace('listen:', '      - path: big.db\n        projections: [{name: big, source: big, kind: mirror}]\nlisten:'),
-  );
+  fs.writeFileSync(config, smallOnly.replace('listen:', `      - path: big.db\n        projections: [${bigProjection}]\nlisten:`));
   const isBuilt = (l: { line: Record<string, unknown> }) =>
     l.line.event === 'built' && String(l.line.part).includes('big.db') && String(l.line.msg).includes(`${rows} rows`);
   await until('big.db built', () => log.lines.some(isBuilt), 30 * 60_000);
@@ -236,15 +245,16 @@ listen: 127.0.0.1:${port}
       ['small.db', 'p50 ms', 'p99 ms', 'max ms', 'rows', '/healthz max ms', '/healthz GETs'],
       [row('without the build', base), row('during the build', during)],
     )}\n` +
-      `big.db's first build: ${rows} rows in ${((buildTo - buildFrom) / 1000).toFixed(1)} s (file change to its built log line; reload seen after ${reloaded === undefined ? '?' : reloaded.ms - buildFrom} ms)\n` +
+      `big.db's first build (${kind}): ${rows} rows in ${((buildTo - buildFrom) / 1000).toFixed(1)} s (file change to its built log line; reload seen after ${reloaded === undefined ? '?' : reloaded.ms - buildFrom} ms)\n` +
       `p99 during/without the build: ${ratio.toFixed(2)}x (target <= 2x)\n` +
       `/healthz slowest during the build: ${ms(during.hzMax)} ms (target <= 1000 ms)\n` +
       `${rate} writes/s into s; load average ${os.loadavg()[0]?.toFixed(2)}\n`,
   );
-  emitFigures('run-build', [
+  const id = kind === 'mirror' ? 'run-build' : 'run-build-fts5';
+  emitFigures(id, [
     {
-      id: 'run-build.p99-during-build',
-      target: 'sluice run, another target while one builds 1M rows',
+      id: `${id}.p99-during-build`,
+      target: `sluice run, another target while one builds 1M rows (${kind})`,
       what: "another target's p99 commit -> visible during a 1M-row first build, over its p99 without it",
       value: ratio,
       unit: 'x',
@@ -252,8 +262,8 @@ listen: 127.0.0.1:${port}
       limit: 2,
     },
     {
-      id: 'run-build.healthz-max',
-      target: 'sluice run, /healthz while one target builds 1M rows',
+      id: `${id}.healthz-max`,
+      target: `sluice run, /healthz while one target builds 1M rows (${kind})`,
       what: 'slowest /healthz response during the build',
       value: during.hzMax,
       unit: 'ms',

@@ -3,11 +3,9 @@ import { SluiceError } from '../errors.ts';
 import { openDatabase } from '../sqlite/connection.ts';
 import { enable } from '../capture/enable.ts';
 import { status } from '../capture/status.ts';
-import { targetKey } from '../capture/consumers.ts';
-import { forget } from '../feed/acknowledge.ts';
 import { Syncer } from '../apply/sync/sync.ts';
 import type { SyncReport } from '../apply/sync/sync-types.ts';
-import { dropUndeclared } from './prune.ts';
+import { dropUndeclared, forgetUndeclared } from './prune.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
@@ -123,7 +121,7 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
   }
 }
 
-/** prune: true: drops what each synced target holds beyond what its sync ran, then forgets acknowledgements no declared target keeps. */
+/** prune: true: drops what each synced target holds beyond what its declaration covers, then forgets the acknowledgements the file no longer declares (the rule run applies: prune.ts). */
 function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { targets: ConvergedTarget[]; forgotten: string[] } {
   const targets = synced.map((t) => {
     if (t.sync === null || !fs.existsSync(t.path)) return t;
@@ -131,18 +129,9 @@ function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { ta
     return declared === undefined ? t : { ...t, dropped: dropUndeclared(declared) };
   });
   const db = openDatabase(source.path, { role: 'source' });
-  const forgotten: string[] = [];
   try {
-    for (const c of status(db).consumers) {
-      if (c.target === null || c.projection === null) continue;
-      const t = targets.find((x) => targetKey(x.path) === c.target);
-      // A target whose sync failed keeps its acknowledgements: what it declares could not be read.
-      if (t !== undefined && (t.sync === null || t.sync.projections.some((p) => p.name === c.projection))) continue;
-      forget(db, c.name);
-      forgotten.push(c.name);
-    }
+    return { targets, forgotten: forgetUndeclared(db, source) };
   } finally {
     db.close();
   }
-  return { targets, forgotten };
 }

@@ -8,6 +8,7 @@ import { defaultProjectionName } from '../projection/name.ts';
 import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
 import { heldProjections } from './held.ts';
+import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
@@ -165,10 +166,18 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
     });
   }
   problems.push(...tables.flatMap((t) => (t.problem === undefined ? [] : [t.problem])));
-  const acknowledgements: AcknowledgementHealth[] = s.consumers.map((c) => {
-    const declared = c.target !== null && c.projection !== null && declaresAt(targets, c.target, c.projection);
-    return { consumer: c.name, target: c.target, projection: c.projection, declared, seq: c.seq };
-  });
+  // The one rule convergeOnce and run forget acknowledgements by, and plan predicts (prune.ts).
+  const images = s.tables.filter((t) => t.mode === 'images').map((t) => t.name);
+  const undeclared = new Set(
+    undeclaredAcknowledgements(s.consumers, source, (t) => keptByDeclaration(t, source, images)).map((c) => c.name),
+  );
+  const acknowledgements: AcknowledgementHealth[] = s.consumers.map((c) => ({
+    consumer: c.name,
+    target: c.target,
+    projection: c.projection,
+    declared: c.target !== null && c.projection !== null && !undeclared.has(c.name),
+    seq: c.seq,
+  }));
   for (const a of acknowledgements) {
     // Only a sync's acknowledgements are judged: another consumer (a publisher's, a reader's) is not a target's.
     if (a.declared || a.target === null) continue;
@@ -185,22 +194,6 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
     acknowledgements,
     problems,
   };
-}
-
-/**
- * Whether a declared target (by its real path, as acknowledgements name it)
- * declares `projection`. One that exists and cannot be read (its own
- * problem) keeps every acknowledgement, as a pass keeps them for a target
- * whose sync failed: what it declares could not be read, and forgetting
- * them would let the source prune what the target still needs.
- */
-function declaresAt(targets: readonly TargetHealth[], target: string, projection: string): boolean {
-  return targets.some(
-    (t) =>
-      t.via === 'sync' &&
-      targetKey(t.path) === target &&
-      ((t.exists && t.problems.length > 0) || t.projections.some((p) => p.name === projection && p.declared)),
-  );
 }
 
 function targetHealth(

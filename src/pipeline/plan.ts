@@ -4,7 +4,6 @@ import { readSession } from '../sqlite/transaction.ts';
 import { repairAction, shellWord } from '../sqlite/shell-word.ts';
 import { kindNamed } from '../projection/kinds/registry.ts';
 import { status, type CaptureStatus } from '../capture/status.ts';
-import { targetKey } from '../capture/consumers.ts';
 import { defaultProjectionName } from '../projection/name.ts';
 import { parseDefinition } from '../projection/definition.ts';
 import {
@@ -17,6 +16,7 @@ import {
 } from '../apply/evolution/explain.ts';
 import { TARGET_SCHEMA } from '../apply/target/session.ts';
 import { heldProjections } from './held.ts';
+import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
@@ -110,7 +110,7 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
           table,
           fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
         })),
-        acknowledgements: undeclaredAcknowledgements(pipeline, source, capture, planned),
+        acknowledgements: undeclaredAcks(pipeline, source, capture),
       });
     }
     const converged =
@@ -260,34 +260,20 @@ async function planTarget(
 }
 
 /**
- * The source's acknowledgements of a sync (`<projection>@<target>`) whose
- * target the file does not declare, or whose projection its declared target
- * will not hold after the pass. A target whose sync is refused keeps its own.
+ * The source's acknowledgements the file no longer declares, by the one
+ * rule convergeOnce and run forget them by (prune.ts): a sync's whose target
+ * the file does not declare, or whose projection its declared target does
+ * not keep.
  */
-function undeclaredAcknowledgements(
-  pipeline: Pipeline,
-  source: PipelineSource,
-  capture: CaptureStatus,
-  planned: readonly PlannedTarget[],
-): PlannedSource['acknowledgements'] {
-  const out: PlannedSource['acknowledgements'][number][] = [];
-  for (const c of capture.consumers) {
-    if (c.target === null || c.projection === null) continue;
-    const t = planned.find((p) => targetKey(p.path) === c.target);
-    if (
-      t !== undefined &&
-      (t.refused !== null || t.projections.some((p) => p.name === c.projection && p.does !== 'drop' && p.does !== 'undeclared'))
-    )
-      continue;
-    out.push({
-      consumer: c.name,
-      target: c.target,
-      projection: c.projection,
-      does: pipeline.prune ? 'forget' : 'undeclared',
-      fix: pipeline.prune
-        ? 'prune: true: sluice run forgets it'
-        : `forget it: sluice forget ${shellWord(source.path)} ${shellWord(c.name)} (or set prune: true)`,
-    });
-  }
-  return out;
+function undeclaredAcks(pipeline: Pipeline, source: PipelineSource, capture: CaptureStatus): PlannedSource['acknowledgements'] {
+  const images = capture.tables.filter((t) => t.mode === 'images').map((t) => t.name);
+  return undeclaredAcknowledgements(capture.consumers, source, (t) => keptByDeclaration(t, source, images)).map((c) => ({
+    consumer: c.name,
+    target: c.target as string,
+    projection: c.projection as string,
+    does: pipeline.prune ? ('forget' as const) : ('undeclared' as const),
+    fix: pipeline.prune
+      ? 'prune: true: sluice run forgets it'
+      : `forget it: sluice forget ${shellWord(source.path)} ${shellWord(c.name)} (or set prune: true)`,
+  }));
 }

@@ -1,17 +1,20 @@
 import fs from 'node:fs';
 import { dropProjection } from '../apply/target/drop.ts';
-import { readConsumers } from '../capture/consumers.ts';
+import { readConsumers, targetKey, type ConsumerRow } from '../capture/consumers.ts';
+import { readTables } from '../capture/catalog.ts';
 import { forget } from '../feed/acknowledge.ts';
+import { defaultProjectionName } from '../projection/name.ts';
 import type { Db } from '../sqlite/connection.ts';
-import { realFilePath } from '../sqlite/real-path.ts';
 import type { PipelineSource, PipelineTarget } from './pipeline.ts';
-import { declaresHeld } from './declared.ts';
+import { declaredInputs, declaresHeld } from './declared.ts';
 import { heldProjections } from './held.ts';
 
 /*
  * `prune: true` in a pipeline file: what the file no longer declares is
  * removed, as the user would with `sluice drop` and `sluice forget`.
  * Without it `run` removes nothing (health reports it as undeclared).
+ * convergeOnce and `run` remove through these same functions, and plan
+ * predicts them (test/pipeline/prune-rule.test.ts holds the three together).
  */
 
 /** Drops each projection `target` holds that its declaration does not (like `sluice drop`); the names dropped. */
@@ -23,10 +26,69 @@ export function dropUndeclared(target: PipelineTarget): string[] {
   return going.map((p) => p.name);
 }
 
-/** Forgets the acknowledgement rows on the source of sync targets `source` no longer declares (like `sluice forget`); the names forgotten. */
-export function forgetUndeclared(db: Db, source: PipelineSource): string[] {
-  const declared = new Set(source.targets.map((t) => realFilePath(t.path)));
-  const going = readConsumers(db).filter((c) => c.target !== null && !declared.has(c.target));
+/** The projections a declared target keeps acknowledgements for; 'all' when that cannot be known now (the target cannot be read). */
+export type KeptProjections = ReadonlySet<string> | 'all';
+
+/**
+ * What a declared target keeps by its declaration: each definition it
+ * names, each projection it holds that the declaration covers (declaresHeld:
+ * under "*", the mirrors "*" made), and under "*" the mirror of each table
+ * the source captures in images mode or declares so (built by the next
+ * pass when not held yet). A target that exists and cannot be read keeps every
+ * acknowledgement: forgetting one would let the source prune what the
+ * target may still need.
+ */
+export function keptByDeclaration(target: PipelineTarget, source: PipelineSource, capturedImages: readonly string[]): KeptProjections {
+  const declared = declaredInputs(target.projections);
+  const kept = new Set(declared.flatMap((d) => (d === '*' ? [] : [d.name])));
+  const images = [...capturedImages, ...source.capture.filter((c) => c.mode === 'images').map((c) => c.table)];
+  if (declared.includes('*')) for (const t of images) kept.add(defaultProjectionName(t));
+  if (!fs.existsSync(target.path)) return kept;
+  try {
+    for (const p of heldProjections(target.path)) if (declaresHeld(target.projections, p)) kept.add(p.name);
+  } catch {
+    return 'all';
+  }
+  return kept;
+}
+
+/**
+ * The one rule of which acknowledgement rows on a source the file no longer
+ * declares: a sync's (`<projection>@<target>`; another consumer, a
+ * publisher's or a reader's, is never judged) whose target the source does
+ * not declare, or whose projection its declared target does not keep
+ * (`kept`). health --config reports them, plan predicts them, and with
+ * `prune: true` convergeOnce and run forget them (forgetUndeclared).
+ */
+export function undeclaredAcknowledgements<C extends Pick<ConsumerRow, 'name' | 'projection' | 'target'>>(
+  consumers: readonly C[],
+  source: PipelineSource,
+  kept: (target: PipelineTarget) => KeptProjections,
+): C[] {
+  const declared = new Map(source.targets.map((t) => [targetKey(t.path), t]));
+  const memo = new Map<PipelineTarget, KeptProjections>();
+  return consumers.filter((c) => {
+    if (c.target === null || c.projection === null) return false;
+    const t = declared.get(c.target);
+    if (t === undefined) return true;
+    const k = memo.get(t) ?? kept(t);
+    memo.set(t, k);
+    return k !== 'all' && !k.has(c.projection);
+  });
+}
+
+/**
+ * Forgets the acknowledgement rows on the source that `source` no longer
+ * declares (undeclaredAcknowledgements; like `sluice forget`); the names
+ * forgotten. `kept` defaults to each target's declaration as read from it
+ * now (keptByDeclaration).
+ */
+export function forgetUndeclared(db: Db, source: PipelineSource, kept?: (target: PipelineTarget) => KeptProjections): string[] {
+  const images = () =>
+    readTables(db)
+      .filter((t) => t.mode === 'images')
+      .map((t) => t.name);
+  const going = undeclaredAcknowledgements(readConsumers(db), source, kept ?? ((t) => keptByDeclaration(t, source, images())));
   for (const c of going) forget(db, c.name);
   return going.map((c) => c.name);
 }

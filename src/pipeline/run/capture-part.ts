@@ -4,10 +4,11 @@ import { openSource } from '../../capture/open-source.ts';
 import type { PipelineSource } from '../pipeline.ts';
 import type { PartContext, PartKind } from './part.ts';
 import { forgetUndeclared } from '../prune.ts';
+import { declaredInputs } from '../declared.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;
-  /** The file's `prune`: forget the acknowledgements of targets it no longer declares. */
+  /** The file's `prune`: forget the acknowledgements it no longer declares (prune.ts, the rule convergeOnce forgets by). */
   readonly prune: boolean;
 }
 
@@ -15,8 +16,10 @@ export interface CaptureConfig {
  * A source's capture: the tables the file declares are captured in the
  * declared mode. Only what is missing is enabled (a table not captured, or
  * captured in another mode); nothing is ever disabled (`sluice disable` is
- * the user's to run). With `prune: true`, the acknowledgements of targets
- * the file no longer declares are forgotten. Once done, the part looks
+ * the user's to run). With `prune: true`, the acknowledgements the file no
+ * longer declares (of a target it does not declare, or of a projection its
+ * declared target does not keep) are forgotten, by the rule convergeOnce
+ * and plan use (prune.ts). Once done, the part looks
  * again every few seconds (a source made again is captured again; one
  * that is gone fails the part, retried with backoff) until it is stopped:
  * a reload that changes the list restarts it.
@@ -27,7 +30,11 @@ export const capturePart: PartKind<CaptureConfig> = {
   configs: (pipeline) => pipeline.sources.map((source) => ({ source, prune: pipeline.prune })),
   name: (c) => c.source.path,
   fingerprint: (c) =>
-    JSON.stringify([c.source.capture.map((t) => [t.table, t.mode]), c.prune, c.prune ? c.source.targets.map((t) => t.path) : []]),
+    JSON.stringify([
+      c.source.capture.map((t) => [t.table, t.mode]),
+      c.prune,
+      c.prune ? c.source.targets.map((t) => [t.path, declaredInputs(t.projections).map((d) => (d === '*' ? d : d.name))]) : [],
+    ]),
   async run(config, ctx) {
     ensureCaptured(config, ctx);
     ctx.ok();
@@ -39,7 +46,7 @@ export const capturePart: PartKind<CaptureConfig> = {
 /** How often a running capture part looks whether its declared tables are still captured (one open and one catalog read). */
 const RECHECK_MS = 3000;
 
-/** Enables the declared tables that are not captured in their declared mode; with prune, forgets undeclared targets' acknowledgements. */
+/** Enables the declared tables that are not captured in their declared mode; with prune, forgets the acknowledgements the file no longer declares. */
 function ensureCaptured({ source, prune }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
   try {
@@ -53,7 +60,7 @@ function ensureCaptured({ source, prune }: CaptureConfig, ctx: PartContext): voi
     if (prune) {
       const forgotten = forgetUndeclared(db, source);
       if (forgotten.length > 0)
-        ctx.log('info', 'forgot', `forgot the acknowledgements of targets no longer declared (prune: true): ${forgotten.join(', ')}`, {
+        ctx.log('info', 'forgot', `forgot the acknowledgements the file no longer declares (prune: true): ${forgotten.join(', ')}`, {
           consumers: forgotten,
         });
     }
