@@ -3,7 +3,7 @@ import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import type { Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { decodeMask, encodeMask, maskBytes } from '../../src/capture/mask.ts';
+import { anyChanged, anyChangedSql, decodeMask, encodeMask, maskBytes, maskFor } from '../../src/capture/mask.ts';
 import { pythonExec } from '../support/journal.ts';
 
 /*
@@ -186,4 +186,38 @@ test('decodeMask reads the bits of both layouts, and NULL as not known', () => {
   const blob = encodeMask(cols, ['k0', 'k9', 'k63', 'k69']) as Uint8Array;
   expect(blob.length).toBe(10);
   expect(decodeMask(blob, cols)).toEqual(['k0', 'k9', 'k63', 'k69']);
+});
+
+test('anyChanged and anyChangedSql agree with the journaled masks, bit by bit, for both layouts', ({ makeDb }) => {
+  for (const n of [5, 100]) {
+    const { db } = makeDb(`any${n}.db`, wideTable(n));
+    enable(db, ['w']);
+    const from = hw(db);
+    db.exec(wideWrites(n));
+    const names = ['id', ...Array.from({ length: n - 1 }, (_, i) => `c${i}`)];
+    const rows = db.prepare('SELECT seq, mask FROM _sluice_journal WHERE seq > ? ORDER BY seq').all(from) as {
+      seq: bigint;
+      mask: bigint | Uint8Array;
+    }[];
+    // Event i (0-based) changed column c_i only; the last changed every column but the key.
+    for (const probe of [1, 2, 9, n - 1].filter((p) => p < n)) {
+      const read = maskFor(names, [names[probe] as string]);
+      const js = rows.map((r) => anyChanged(r.mask, read));
+      const sql = db
+        .prepare(`SELECT ${anyChangedSql('mask', read)} FROM _sluice_journal WHERE seq > ? ORDER BY seq`)
+        .pluck()
+        .all(from)
+        .map((v) => Number(v) === 1);
+      const want = rows.map((_, i) => i === probe - 1 || i === rows.length - 1);
+      expect([n, probe, js]).toEqual([n, probe, want]);
+      expect([n, probe, sql]).toEqual([n, probe, want]);
+    }
+    expect(anyChanged(null, maskFor(names, ['id']))).toBe(true);
+    expect(
+      db
+        .prepare(`SELECT ${anyChangedSql('NULL', maskFor(names, ['id']))}`)
+        .pluck()
+        .get(),
+    ).toBe(1n);
+  }
 });
