@@ -5,8 +5,9 @@ import { jetstreamManager } from '@nats-io/jetstream';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, scalar, sourceSeq } from '../cli/support/cli.ts';
-import { natsForFile, sourceIdOf, streamMessages } from './support/broker.ts';
+import { natsForFile, publishOnce, sourceIdOf, streamMessages } from './support/broker.ts';
 import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
+import { subscribe } from '../../src/broker/index.ts';
 
 /*
  * A stream that keeps only its last 12 messages: once the batches after a
@@ -48,18 +49,14 @@ describe('retention', () => {
       expect(snap0).toMatchObject({ seq: 0, reason: 'STREAM_HAD_NO_SNAPSHOT' });
       const behind = path.join(dir, 'behind.db');
       const keeping = path.join(dir, 'keeping.db');
-      for (const t of [behind, keeping]) {
-        const r = await runCliAsync(['subscribe', t, '--nats', url, '--source', sid, '--json']);
-        expect(r.status, r.stderr).toBe(0);
-      }
+      // The setup's subscribes and publishes go through the library (as the CLI runs them).
+      for (const t of [behind, keeping]) expect((await subscribe(t, url, { sourceId: sid })).started).toBe('snapshot');
 
       // 30 events in windows of 5 seqs; the keeping target follows after each 5.
       for (let i = 0; i < 6; i++) {
         runPython(WRITER, [src, '5']);
-        const p = await runCliAsync(['publish', src, '--nats', url, '--batch', '5', '--json']);
-        expect(p.status, p.stderr).toBe(0);
-        const r = await runCliAsync(['subscribe', keeping, '--nats', url, '--source', sid, '--json']);
-        expect(r.status, r.stderr).toBe(0);
+        await publishOnce(src, url, { batchSeqs: 5 });
+        expect((await subscribe(keeping, url, { sourceId: sid })).started).toBe('batch');
       }
       runPython(WRITER, [src, '50']);
       const last = await runCliAsync(['publish', src, '--nats', url, '--batch', '5', '--json']);

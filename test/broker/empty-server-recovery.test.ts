@@ -19,7 +19,7 @@ import {
   type Spawned,
   projectionSeq,
 } from '../cli/support/cli.ts';
-import { defaultStreamName, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
+import { COMMENT_WRITER, defaultStreamName, publishOnce, sourceIdOf } from './support/broker.ts';
 
 /*
  * A nats-server that comes back on a new, empty store (its streams and
@@ -92,10 +92,8 @@ describe('a nats-server that comes back empty', () => {
         const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
         const sid = sourceIdOf(src);
         const tgt = path.join(dir, 'cache.db');
-        const publish = async () => {
-          const r = await runCliAsync(['publish', src, '--nats', server.url, '--batch', '10']);
-          expect(r.status, r.stderr).toBe(0);
-        };
+        // The publisher is this test's setup: the library the CLI runs (`sluice publish SRC --nats URL --batch 10`).
+        const publish = () => publishOnce(src, server.url, { batchSeqs: 10 });
         await publish();
         const sub = startCli(['subscribe', tgt, '--nats', server.url, '--source', sid, '--follow', '--json']);
         procs.push(sub);

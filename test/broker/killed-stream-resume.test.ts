@@ -18,7 +18,7 @@ import {
   sourceSeq,
   projectionSeq,
 } from '../cli/support/cli.ts';
-import { natsForFile, publishRaw, sourceIdOf, streamMessages } from './support/broker.ts';
+import { natsForFile, publishOnce, publishRaw, sourceIdOf, streamMessages } from './support/broker.ts';
 import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
 
 /*
@@ -41,8 +41,7 @@ beforeAll(async () => {
   src = trackerSource(at('app.db'), ['comments']);
   sid = sourceIdOf(src);
   // The snapshot first (at seq 0), then a backlog of events to publish as batches.
-  const first = await runCliAsync(['publish', src, '--nats', nats.server().url, '--batch', '3']);
-  expect(first.status, first.stderr).toBe(0);
+  await publishOnce(src, nats.server().url, { batchSeqs: 3 });
   runPython(
     `import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])

@@ -15,7 +15,7 @@ import {
   type Spawned,
   projectionSeq,
 } from '../cli/support/cli.ts';
-import { natsForFile, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
+import { COMMENT_WRITER, natsForFile, publishOnce, sourceIdOf } from './support/broker.ts';
 
 /*
  * One subscriber per target. Two subscribers of one target would share its
@@ -37,10 +37,8 @@ describe('two subscribers of one target', () => {
       const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
       const sid = sourceIdOf(src);
       const tgt = path.join(dir, 'cache.db');
-      const publish = async () => {
-        const r = await runCliAsync(['publish', src, '--nats', url, '--batch', '10']);
-        expect(r.status, r.stderr).toBe(0);
-      };
+      // The publisher is this test's setup: the library the CLI runs (`sluice publish SRC --nats URL --batch 10`).
+      const publish = () => publishOnce(src, url, { batchSeqs: 10 });
       await publish();
       const first = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
       procs.push(first);

@@ -5,7 +5,7 @@ import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import * as S from '../../src/cli/json-schemas.ts';
 import { freePort, NatsServer } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, sourceSeq } from '../cli/support/cli.ts';
-import { defaultStreamName, sourceIdOf, COMMENT_WRITER } from './support/broker.ts';
+import { COMMENT_WRITER, defaultStreamName, publishOnce, sourceIdOf } from './support/broker.ts';
 
 /*
  * A subscribed target records how it is fed: the broker URL (without
@@ -29,10 +29,8 @@ describe('health of a subscribed target', () => {
       const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
       const sid = sourceIdOf(src);
       const tgt = path.join(dir, 'cache.db');
-      const publish = async () => {
-        const r = await runCliAsync(['publish', src, '--nats', server.url, '--batch', '10']);
-        expect(r.status, r.stderr).toBe(0);
-      };
+      // The publisher is this test's setup: the library the CLI runs (`sluice publish SRC --nats URL --batch 10`).
+      const publish = () => publishOnce(src, server.url, { batchSeqs: 10 });
       await publish();
       // Credentials in the URL (nats-server without auth ignores them) are never stored in the target.
       const withSecret = server.url.replace('nats://', 'nats://sluice:s3cret@');

@@ -5,6 +5,7 @@ import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runPython } from '../../support/fixtures.ts';
 import * as S from '../../../src/cli/json-schemas.ts';
 import { sync } from '../../../src/apply/sync/sync.ts';
+import { alterWithForecast } from '../../../src/apply/evolution/alter-targets.ts';
 import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
 import {
   runCliAsync,
@@ -83,8 +84,7 @@ async function expectSuspendedBesideU(): Promise<void> {
 
 describe('a --projection file whose source column is gone', () => {
   test('dropped by sluice alter: it is suspended with SOURCE_COLUMN_MISSING, the unrelated mirror applies its batch, sync exits 3, health exits 3 naming it', async () => {
-    const alter = await runCliAsync(['alter', src, 'ALTER TABLE issues DROP COLUMN author']);
-    expect(alter.status, alter.stderr).toBe(0);
+    await alterWithForecast(src, 'ALTER TABLE issues DROP COLUMN author'); // what `sluice alter` runs, through the library
     await expectSuspendedBesideU();
     // Fixing the file takes it up again: rebuilt from the definition that compiles, and health is green.
     fs.writeFileSync(at('tab.json'), JSON.stringify(FIXED));
@@ -143,8 +143,7 @@ con.commit()`,
         .filter((l) => l.trim() !== '')
         .map((l) => S.syncOutput.parse(JSON.parse(l)));
     await waitFor('the first pass', () => passes().length > 0);
-    const alter = await runCliAsync(['alter', src, 'ALTER TABLE issues DROP COLUMN author']);
-    expect(alter.status, alter.stderr).toBe(0);
+    await alterWithForecast(src, 'ALTER TABLE issues DROP COLUMN author'); // what `sluice alter` runs, through the library
     addLabel('while-following');
     await waitFor(
       'tab suspended and u applied',

@@ -4,6 +4,7 @@ import { jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { NatsServer } from '../../support/nats-server.ts';
 import { scalar } from '../../cli/support/cli.ts';
 import { defaultStreamName } from '../../../src/broker/subjects.ts';
+import { Publisher, type PublishOptions } from '../../../src/broker/index.ts';
 
 /** A real nats-server with JetStream for the file's tests, started before them and stopped after. */
 export function natsForFile(): { readonly server: () => NatsServer } {
@@ -20,6 +21,20 @@ export function natsForFile(): { readonly server: () => NatsServer } {
       return server;
     },
   };
+}
+
+/**
+ * `sluice publish SRC --nats URL [--batch N]` through the library the CLI
+ * runs (batchSeqs is --batch), for a test's setup: a CLI run is half a
+ * second of start-up; where the CLI's publish is the subject, a test runs it.
+ */
+export async function publishOnce(src: string, url: string, options: PublishOptions = {}): Promise<void> {
+  const p = await Publisher.open(src, url, options);
+  try {
+    await p.runOnce();
+  } finally {
+    await p.close();
+  }
 }
 
 /** The source id of a sluice source. */

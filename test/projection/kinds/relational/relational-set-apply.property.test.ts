@@ -10,6 +10,7 @@ import { applyRelational, type RelationalPath } from '../../../../src/projection
 import { batchSql, compiledFor, relational, stageBatch, underTamper } from '../../support/batch.ts';
 import { tableCells } from '../../../apply/support/target.ts';
 import { FEEDS, throughApplier } from '../../support/applier.ts';
+import { soakCount } from '../../../support/soak.ts';
 
 /*
  * Mirror and map batches are applied by a fast path (one pass, no sort) that
@@ -148,70 +149,76 @@ function attempt(db: Db, p: CompiledProjection, events: EventRelation, lo: numbe
   });
 }
 
-test('on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself; the applier, fed as sync and as import, ends each batch alike', async ({
-  tmp,
-}) => {
-  let run = 0;
-  let cleanByFast = 0;
-  let mismatches = 0;
-  await fc.assert(
-    fc.asyncProperty(
-      fc.array(writeArb, { maxLength: 12 }),
-      fc.array(writeArb, { minLength: 1, maxLength: 30 }),
-      tamperArb,
-      async (before, batch, tamper) => {
-        const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), {
-          schema: SCHEMA,
-          tables: ['k', 'n', 'u'],
-          projections: PROJECTIONS,
-          before,
-          batch,
-        });
-        const outcomes: unknown[] = [];
-        try {
-          for (const def of PROJECTIONS) {
-            const p = compiledFor(db, def);
-            const events = batchSql(db, p, lo, hi);
-            const fast = attempt(db, p, events, lo, tamper, 'auto');
-            const reference = attempt(db, p, events, lo, tamper, 'reference');
-            expect(fast.result, `${def.name} after ${JSON.stringify(batch)} with ${tamper}`).toEqual(reference.result);
-            expect(fast.cells, def.name).toEqual(reference.cells);
-            // An uncaptured REPLACE may break the batch by itself (when its key was present).
-            if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED))) {
-              expect(fast.result.mismatch, def.name).toBeUndefined();
-              expect(fast.decidedBy, `${def.name}: a clean batch must not need the reference`).toBe('fast');
-              if (p.identity) expect(fast.cells, def.name).toEqual(tableCells(db, 'main', p.source.table));
-              cleanByFast++;
-            }
-            if (fast.result.mismatch !== undefined) mismatches++;
-            const m = reference.result.mismatch;
-            for (const feed of FEEDS) {
-              const applied = await throughApplier(db, p, lo, hi, tamper, feed, () => tableCells(db, 'tgt', p.targetTable));
-              const label = `${def.name} fed as ${feed} after ${JSON.stringify(batch)} with ${tamper}`;
-              if (m === undefined) {
-                expect(applied.outcome, label).toMatchObject({ kind: 'rows', applied: reference.result.transitions });
-                expect(applied.seen, label).toEqual(reference.cells);
-              } else {
-                expect(applied.outcome, label).toMatchObject({ kind: 'suspended', reason: m.reason, detail: { key: m.key, seq: m.seq } });
+test(
+  'on random batches over sometimes tampered targets, the fast apply leaves the same bytes and gives the same verdict as the reference, and decides every clean batch itself; the applier, fed as sync and as import, ends each batch alike',
+  async ({ tmp }) => {
+    let run = 0;
+    let cleanByFast = 0;
+    let mismatches = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(writeArb, { maxLength: 12 }),
+        fc.array(writeArb, { minLength: 1, maxLength: 30 }),
+        tamperArb,
+        async (before, batch, tamper) => {
+          const { db, lo, hi } = await stageBatch(path.join(tmp, `s${run}.db`), path.join(tmp, `t${run++}.db`), {
+            schema: SCHEMA,
+            tables: ['k', 'n', 'u'],
+            projections: PROJECTIONS,
+            before,
+            batch,
+          });
+          const outcomes: unknown[] = [];
+          try {
+            for (const def of PROJECTIONS) {
+              const p = compiledFor(db, def);
+              const events = batchSql(db, p, lo, hi);
+              const fast = attempt(db, p, events, lo, tamper, 'auto');
+              const reference = attempt(db, p, events, lo, tamper, 'reference');
+              expect(fast.result, `${def.name} after ${JSON.stringify(batch)} with ${tamper}`).toEqual(reference.result);
+              expect(fast.cells, def.name).toEqual(reference.cells);
+              // An uncaptured REPLACE may break the batch by itself (when its key was present).
+              if (tamper === '' && !batch.some((sql) => sql.startsWith(UNCAPTURED))) {
+                expect(fast.result.mismatch, def.name).toBeUndefined();
+                expect(fast.decidedBy, `${def.name}: a clean batch must not need the reference`).toBe('fast');
+                if (p.identity) expect(fast.cells, def.name).toEqual(tableCells(db, 'main', p.source.table));
+                cleanByFast++;
               }
-              outcomes.push(applied);
+              if (fast.result.mismatch !== undefined) mismatches++;
+              const m = reference.result.mismatch;
+              for (const feed of FEEDS) {
+                const applied = await throughApplier(db, p, lo, hi, tamper, feed, () => tableCells(db, 'tgt', p.targetTable));
+                const label = `${def.name} fed as ${feed} after ${JSON.stringify(batch)} with ${tamper}`;
+                if (m === undefined) {
+                  expect(applied.outcome, label).toMatchObject({ kind: 'rows', applied: reference.result.transitions });
+                  expect(applied.seen, label).toEqual(reference.cells);
+                } else {
+                  expect(applied.outcome, label).toMatchObject({ kind: 'suspended', reason: m.reason, detail: { key: m.key, seq: m.seq } });
+                }
+                outcomes.push(applied);
+              }
+              // Sync and import: one outcome.
+              expect(outcomes[1], `${def.name}: import's batch after ${JSON.stringify(batch)} with ${tamper}`).toEqual(outcomes[0]);
+              outcomes.length = 0;
             }
-            // Sync and import: one outcome.
-            expect(outcomes[1], `${def.name}: import's batch after ${JSON.stringify(batch)} with ${tamper}`).toEqual(outcomes[0]);
-            outcomes.length = 0;
+          } finally {
+            db.close();
           }
-        } finally {
-          db.close();
-        }
-      },
-    ),
-    { numRuns: 150 },
-  );
-  // The runs exercised both verdicts.
-  expect(cleanByFast).toBeGreaterThan(0);
-  expect(mismatches).toBeGreaterThan(0);
-  // 150 runs take about 30 s alone; a loaded machine (npm run bench:loaded) can take three times that.
-}, 120_000);
+        },
+      ),
+      // 150 runs in the soak run (npm run bench:soak-tests), 50 in npm test: each run is a new random batch over
+      // the three key kinds, and two of the nine tamper choices leave the target as it is, so 50 runs hold both
+      // clean batches (which the fast path must decide) and mismatching ones (both counted and checked below);
+      // the soak run adds more random batches of the same kinds.
+      { numRuns: soakCount(50, 150) },
+    );
+    // The runs exercised both verdicts.
+    expect(cleanByFast).toBeGreaterThan(0);
+    expect(mismatches).toBeGreaterThan(0);
+    // 150 runs take about 30 s alone; a loaded machine (npm run bench:loaded) can take three times that.
+  },
+  soakCount(120_000, 600_000),
+);
 
 test('the fast apply checks that events reach it in seq order: with PRAGMA reverse_unordered_selects the batch goes to the reference, which reports the mismatch', async ({
   tmp,
