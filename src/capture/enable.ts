@@ -10,6 +10,8 @@ import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } 
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
 import { guardInputs } from './guard-inputs.ts';
+import { capturedColumns, keptExclusion } from './excluded.ts';
+import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded, recordExclusion } from './exclusion-change.ts';
 import {
   CAPTURE_MODES,
   DEFAULT_RETENTION,
@@ -43,12 +45,20 @@ export interface EnableOptions {
   readonly retention?: number;
   /** Leave the journal mode as it is (re-arming on `sync`). Default false: enable switches the file to WAL. */
   readonly keepJournalMode?: boolean;
+  /**
+   * Columns of the named tables to leave out of capture: never journaled, so
+   * in no event, snapshot or target. Absent: a table keeps the set it has
+   * (none when new); `[]` captures every column again. Changing the set
+   * re-arms the table (EXCLUDE_CHANGED) and purges its retained journal rows
+   * of the newly excluded columns. Key columns cannot be left out.
+   */
+  readonly exclude?: readonly string[];
 }
 
 /** One re-armed table and why it was not armed (MODE_CHANGED: enable was asked for another mode). */
 export interface RearmedTable {
   readonly table: string;
-  readonly reason: UnarmedReason | Reason<'MODE_CHANGED'>;
+  readonly reason: UnarmedReason | Reason<'MODE_CHANGED' | 'EXCLUDE_CHANGED'>;
   readonly detail?: string;
 }
 
@@ -67,6 +77,8 @@ export interface EnableResult {
   readonly journalMode: string;
   /** True when this call switched the file to WAL (after its transaction committed). */
   readonly switchedToWal: boolean;
+  /** Retained journal rows purged of columns newly left out of capture (absent when none were). */
+  readonly purgedRows?: number;
 }
 
 function validateRetention(retention: number | undefined): void {
@@ -96,7 +108,26 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     throw new InvalidInputError('BAD_MODE', `Capture mode ${String(mode)} is unknown. Use one of: ${CAPTURE_MODES.join(', ')}.`);
   }
   validateRetention(options.retention);
-  const result = withWriteTransaction(db, () => {
+  let result: Omit<EnableResult, 'journalMode' | 'switchedToWal'>;
+  try {
+    result = enableInTransaction(db, tables, mode, options);
+  } finally {
+    afterPurge(db);
+  }
+  forgetArming(db);
+  if (result.purgedRows !== undefined) checkpointPurged(db);
+  const wal =
+    options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
+  return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
+}
+
+function enableInTransaction(
+  db: Db,
+  tables: readonly string[],
+  mode: CaptureMode,
+  options: EnableOptions,
+): Omit<EnableResult, 'journalMode' | 'switchedToWal'> {
+  return withWriteTransaction(db, () => {
     const schemaBefore = schemaVersion(db);
     checkNamespace(db);
     const infos = new Map<string, TableInfo>();
@@ -132,7 +163,9 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       } catch {
         continue; // dropped, or no longer capturable: it stays unarmed and readers rebuild
       }
-      arm(db, a.table.tid, info, a.table.mode, a.table);
+      const kept = keptExclusion(a.table, info);
+      if (kept === undefined) continue; // an excluded column may have been renamed: enable must be told the set
+      arm(db, a.table.tid, info, a.table.mode, a.table, kept);
       rearmed.push(info.name);
       rearmedReasons.push({
         table: info.name,
@@ -140,21 +173,29 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
         ...(a.detail === undefined ? {} : { detail: a.detail }),
       });
     }
+    let purgedRows: number | undefined;
     for (const [name, info] of infos) {
       const prior = current.get(name);
+      const exclude = exclusionFor(db, info, prior, options.exclude);
       if (prior === undefined) {
-        arm(db, undefined, info, mode, undefined);
+        arm(db, undefined, info, mode, undefined, exclude);
         added.push(name);
         continue;
       }
       const arming = verification.tables.find((t) => t.table.tid === prior.tid);
-      if (prior.mode !== mode || arming?.armed !== true) {
-        arm(db, prior.tid, info, mode, prior);
+      const excludeChange = exclusionChange(prior, info, exclude);
+      if (prior.mode !== mode || arming?.armed !== true || excludeChange !== undefined) {
+        // In this transaction, before the re-arm: no retained row keeps a column now left out.
+        const purged = excludeChange === undefined ? 0 : purgeExcluded(db, prior, exclude);
+        if (purged > 0) purgedRows = (purgedRows ?? 0) + purged;
+        arm(db, prior.tid, info, mode, prior, exclude);
         rearmed.push(name);
         rearmedReasons.push(
           arming?.armed === false
             ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) }
-            : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
+            : excludeChange !== undefined
+              ? { table: name, reason: 'EXCLUDE_CHANGED', detail: excludeChange }
+              : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
         );
       }
     }
@@ -178,12 +219,16 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     recordOwnDdl(db, schemaBefore);
     const state = readState(db);
     if (state === undefined) throw new Error('unreachable: capture state missing after enable');
-    return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed, rearmedReasons };
+    return {
+      sourceId: state.sourceId,
+      generation: state.generation,
+      created,
+      added,
+      rearmed,
+      rearmedReasons,
+      ...(purgedRows === undefined ? {} : { purgedRows }),
+    };
   });
-  forgetArming(db);
-  const wal =
-    options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
-  return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
 }
 
 function createFromNothing(db: Db, retention: number): void {
@@ -267,8 +312,15 @@ function ensureJournalWidth(db: Db, width: number): void {
 }
 
 /** Installs (or re-installs) the three triggers of one table and records exactly what was installed. */
-export function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode, prior: CapturedTable | undefined): number {
-  ensureJournalWidth(db, journalWidthFor(info, mode));
+export function arm(
+  db: Db,
+  tid: number | undefined,
+  info: TableInfo,
+  mode: CaptureMode,
+  prior: CapturedTable | undefined,
+  excluded: readonly string[],
+): number {
+  ensureJournalWidth(db, journalWidthFor(info, mode, excluded));
   const state = readState(db);
   if (state === undefined) throw new Error('unreachable: capture state missing');
   let id = tid;
@@ -281,13 +333,13 @@ export function arm(db: Db, tid: number | undefined, info: TableInfo, mode: Capt
   // Notes left by writes that did not happen are in the old layout: never read them with the new one.
   db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
   const inputs = guardInputs(db, info.name);
-  const sql = buildTriggers(id, info, mode, inputs);
+  const sql = buildTriggers(id, info, mode, inputs, excluded);
   // In this order: it decides the firing order (newest first).
   for (const t of sql.all) db.exec(t.sql);
   const stored = (name: string) =>
     (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
   const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
-  const columns = info.columns.map((c) => c.name);
+  const columns = capturedColumns(info, excluded).map((c) => c.name);
   db.prepare(
     `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
      VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
@@ -310,6 +362,7 @@ export function arm(db: Db, tid: number | undefined, info: TableInfo, mode: Capt
     storedOrNull(names.beforeInsert, sql.beforeInsert),
     storedOrNull(names.beforeUpdate, sql.beforeUpdate),
   );
+  recordExclusion(db, id, excluded);
   db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO NOTHING`).run(id, prior?.lastSeq ?? 0);
   return id;
 }

@@ -3,6 +3,7 @@ import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
+import { capturedColumns } from './excluded.ts';
 import {
   JOURNAL_TABLE,
   LAST_TABLE,
@@ -48,9 +49,9 @@ export interface GuardInputs {
 
 const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
-/** How many journal columns a table's events need in a mode. */
-export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
-  if (mode === 'images') return 2 * info.columns.length;
+/** How many journal columns a table's events need in a mode (`excluded`: the columns left out of capture). */
+export function journalWidthFor(info: TableInfo, mode: CaptureMode, excluded: readonly string[] = []): number {
+  if (mode === 'images') return 2 * capturedColumns(info, excluded).length;
   if (mode === 'keys') return 2 * info.keyColumns.length;
   return 0;
 }
@@ -64,10 +65,18 @@ export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
  * Only built-in functions of SQLite 3.37 are used, so any writer (Python's
  * sqlite3, the sqlite3 CLI, ORMs) records the same events.
  */
-export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, guardInputs: GuardInputs = NO_GUARD_INPUTS): TriggerSet {
+export function buildTriggers(
+  tid: number,
+  info: TableInfo,
+  mode: CaptureMode,
+  guardInputs: GuardInputs = NO_GUARD_INPUTS,
+  excluded: readonly string[] = [],
+): TriggerSet {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
-  const imageCols = mode === 'images' ? info.columns.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
+  // Excluded columns are in no image and no note, and a change of them alone is no change.
+  const captured = capturedColumns(info, excluded);
+  const imageCols = mode === 'images' ? captured.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
   const ref = (prefix: 'NEW' | 'OLD') => imageCols.map((c) => `${prefix}.${quoteIdent(c)}`);
   // julianday() with no argument is 'now', and a little cheaper to call.
   const ts = 'julianday()';
@@ -83,7 +92,7 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, g
 
   // A real change is any column whose storage class or bytes differ. COLLATE
   // BINARY and typeof() keep collation and numeric equality (1 = 1.0) out of it.
-  const changed = info.columns
+  const changed = captured
     .map((c) => {
       const o = `OLD.${quoteIdent(c.name)}`;
       const n = `NEW.${quoteIdent(c.name)}`;

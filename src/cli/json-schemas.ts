@@ -26,6 +26,8 @@ export const enableOutput = z.object({
   rearmedReasons: z.array(rearmedTable),
   journalMode: z.string(),
   switchedToWal: z.boolean(),
+  /** Retained journal rows purged of columns newly left out of capture (--exclude); absent when none were. */
+  purgedRows: z.number().int().optional(),
 });
 
 export const disableOutput = z.object({
@@ -66,6 +68,7 @@ export const statusOutput = z.object({
       name: z.string(),
       mode: z.enum(['images', 'keys', 'counter']),
       keyColumns: z.array(z.string()),
+      excluded: z.array(z.string()),
       lastSeq: z.number().int(),
       armed: z.boolean(),
       reason: reason.optional(),
