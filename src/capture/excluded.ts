@@ -3,6 +3,8 @@ import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
 import { describeTable, type TableInfo } from '../sqlite/introspect.ts';
 import { foldIdent } from '../sqlite/quote.ts';
 import { readTables, type CapturedTable } from './catalog.ts';
+import { enableCommand } from './enable-hint.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
 
 /*
  * Columns left out of capture (enable's `exclude`). They are in no trigger
@@ -85,9 +87,14 @@ export function keptExclusion(prior: CapturedTable, info: TableInfo): readonly s
   return kept;
 }
 
-/** The detail of a table held unarmed by keptExclusion. */
+/** The detail of a table held unarmed by keptExclusion, with the enable that excludes the columns still left out and the new ones. */
 export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, source: string): string {
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
   const gone = prior.excluded.filter((c) => !live.has(foldIdent(c)));
-  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and the table has a new column (a rename cannot be told from a drop and an add), so it is not re-armed by itself; run sluice enable ${source} ${prior.name} --exclude <columns> to say which columns to leave out now`;
+  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
+  const suggested = info.columns.filter(
+    (c) => !known.has(foldIdent(c.name)) || prior.excluded.some((x) => foldIdent(x) === foldIdent(c.name)),
+  );
+  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(suggested.map((c) => c.name).join(','))}`;
+  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and the table has a new column (a rename cannot be told from a drop and an add), so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} (the columns still left out and the new ones)`;
 }

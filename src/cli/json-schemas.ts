@@ -291,7 +291,14 @@ export const planOutput = z.object({
     z.object({
       path: z.string(),
       sourceId: z.string().nullable(),
-      enable: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys']), from: z.string().nullable() })),
+      enable: z.array(
+        z.object({
+          table: z.string(),
+          mode: z.enum(['images', 'keys']),
+          from: z.string().nullable(),
+          exclude: z.array(z.string()).optional(),
+        }),
+      ),
       undeclaredCapture: z.array(z.object({ table: z.string(), fix: z.string() })),
       acknowledgements: z.array(
         z.object({
