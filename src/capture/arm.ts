@@ -58,7 +58,7 @@ export function arm(
   // Notes left by writes that did not happen are in the old layout: never read them with the new one.
   db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
   const inputs = guardInputs(db, info.name);
-  const sql = buildTriggers(id, info, mode, inputs, excluded);
+  const sql = buildTriggers(id, info, mode, inputs, { excluded });
   // In this order: it decides the firing order (newest first).
   for (const t of sql.all) db.exec(t.sql);
   const stored = (name: string) =>

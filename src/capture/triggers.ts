@@ -4,8 +4,10 @@ import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
 import { capturedColumns } from './excluded.ts';
+import { maskSql } from './mask.ts';
 import {
   JOURNAL_TABLE,
+  MASK_COLUMN,
   LAST_TABLE,
   PENDING_TABLE,
   STATE_TABLE,
@@ -49,6 +51,15 @@ export interface GuardInputs {
 
 const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
+/**
+ * How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it.
+ * `excluded`: the columns left out of capture (in no image, note, mask or change test).
+ */
+export interface TriggerOptions {
+  readonly mask?: boolean;
+  readonly excluded?: readonly string[];
+}
+
 /** How many journal columns a table's events need in a mode (`excluded`: the columns left out of capture). */
 export function journalWidthFor(info: TableInfo, mode: CaptureMode, excluded: readonly string[] = []): number {
   if (mode === 'images') return 2 * capturedColumns(info, excluded).length;
@@ -70,20 +81,21 @@ export function buildTriggers(
   info: TableInfo,
   mode: CaptureMode,
   guardInputs: GuardInputs = NO_GUARD_INPUTS,
-  excluded: readonly string[] = [],
+  options: TriggerOptions = {},
 ): TriggerSet {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
   // Excluded columns are in no image and no note, and a change of them alone is no change.
-  const captured = capturedColumns(info, excluded);
+  const captured = capturedColumns(info, options.excluded ?? []);
   const imageCols = mode === 'images' ? captured.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
   const ref = (prefix: 'NEW' | 'OLD') => imageCols.map((c) => `${prefix}.${quoteIdent(c)}`);
   // julianday() with no argument is 'now', and a little cheaper to call.
   const ts = 'julianday()';
-  const insertRow = (op: number, values: string[]) => {
+  const insertRow = (op: number, values: string[], mask?: string) => {
     const cols = values.map((_, i) => `, ${journalColumn(i)}`).join('');
     const vals = values.map((v) => `, ${v}`).join('');
-    return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) VALUES (${tid}, ${op}, ${ts}${vals});`;
+    if (mask === undefined) return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) VALUES (${tid}, ${op}, ${ts}${vals});`;
+    return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts, ${MASK_COLUMN}${cols}) VALUES (${tid}, ${op}, ${ts},\n    ${mask}${vals});`;
   };
   // last_insert_rowid() inside a trigger is the journal row just written; the
   // writer's own value is restored when the trigger ends.
@@ -92,15 +104,18 @@ export function buildTriggers(
 
   // A real change is any column whose storage class or bytes differ. COLLATE
   // BINARY and typeof() keep collation and numeric equality (1 = 1.0) out of it.
-  const changed = captured
-    .map((c) => {
-      const o = `OLD.${quoteIdent(c.name)}`;
-      const n = `NEW.${quoteIdent(c.name)}`;
-      // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
-      if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
-      return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
-    })
-    .join('\n  OR ');
+  // The mask's bits are the captured columns' (the catalog's `columns`): an update of only excluded columns is no change.
+  const changedColumns = captured.map((c) => {
+    const o = `OLD.${quoteIdent(c.name)}`;
+    const n = `NEW.${quoteIdent(c.name)}`;
+    // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
+    if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
+    return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
+  });
+  const changed = changedColumns.join('\n  OR ');
+  // The same tests, one bit per column (src/capture/mask.ts). Keys mode
+  // journals the mask of every column too; counter mode reads no events.
+  const mask = mode === 'counter' || options.mask === false ? undefined : maskSql(changedColumns);
 
   const insert = `CREATE TRIGGER ${quoteIdent(names.insert)} AFTER INSERT ON ${table} FOR EACH ROW BEGIN
   ${guard('NEW')}${insertRow(OP_INSERT, ref('NEW'))}
@@ -109,7 +124,7 @@ END`;
   const update = `CREATE TRIGGER ${quoteIdent(names.update)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN
   ${changed}
 BEGIN
-  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')])}
+  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')], mask)}
   ${bumpLast}
 END`;
   const del = `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN

@@ -92,6 +92,7 @@ describe('columns left out of capture', () => {
     db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 0, 'n')");
     enable(db, ['users'], { exclude: ['pw'] });
     const seen: Row[] = [];
+    const changed: unknown[] = [];
     const def: ProjectionDefinitionInput = {
       name: 'c',
       source: 'users',
@@ -102,6 +103,7 @@ describe('columns left out of capture', () => {
           for (const r of rows) seen.push(r);
         },
         async apply(e) {
+          if (e.op === 'update') changed.push(e.changed);
           if (e.before !== null) seen.push(e.before);
           if (e.after !== null) seen.push(e.after);
         },
@@ -112,6 +114,8 @@ describe('columns left out of capture', () => {
     pythonExec(file, "INSERT INTO users VALUES (2, 'b', 'secret2', 1, 'm'); UPDATE users SET name = 'c', pw = 'x' WHERE id = 1");
     await sync(file, target, { projections: [def] });
     expect(seen.length).toBe(4);
+    // The update's changed-column mask is over the captured columns: pw changed too, but is not one of them.
+    expect(changed).toEqual([['name']]);
     for (const r of seen) expect(Object.keys(r)).toEqual(['id', 'name', 'hits', 'note']);
   });
 
