@@ -319,6 +319,13 @@ export const REASONS = {
     repair: null,
   },
   MODE_CHANGED: { kinds: ['unarmed'], clears: false, explain: 'enable re-armed a table in another capture mode.', repair: null },
+  EXCLUDE_CHANGED: {
+    kinds: ['unarmed'],
+    clears: false,
+    explain:
+      "enable re-armed a table with another set of columns left out of capture (--exclude, or a pipeline file's exclude). The table's retained journal rows lost the newly excluded columns in the same transaction (with secure_delete on), and its readers rebuild once (TABLE_REARMED), so existing targets lose a newly excluded column or gain one no longer excluded.",
+    repair: null,
+  },
   TABLE_DISABLED: {
     kinds: ['unarmed'],
     clears: false,
@@ -807,6 +814,18 @@ export const REASONS = {
   TARGET_COLLISION: { kinds: ['error'], clears: false, explain: 'Two projections write one target table.', repair: null },
   TARGET_TABLE_EXISTS: { kinds: ['error'], clears: false, explain: 'The target table exists and sluice did not make it.', repair: null },
   UNKNOWN_COLUMN: { kinds: ['error'], clears: false, explain: 'The source table has no such column.', repair: null },
+  KEY_COLUMN_EXCLUDED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A primary-key column cannot be left out of capture: every event and target row is found by the key.',
+    repair: null,
+  },
+  EXCLUDED_COLUMN_READ: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A projection reads a column its source table leaves out of capture: no snapshot, event or target holds that column.',
+    repair: null,
+  },
   UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
   NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
   BATCH_GAP: {

@@ -7,6 +7,7 @@ import { readState, readTables, type CaptureState, type CapturedTable } from './
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers, type TriggerOptions } from './triggers.ts';
+import { goneExclusionDetail, keptExclusion } from './excluded.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import { foldIdent } from '../sqlite/quote.ts';
@@ -138,9 +139,11 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       );
     const inputs = guardInputs(db, table.name);
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
+      if (info !== undefined && keptExclusion(table, info) === undefined)
+        return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }
-    const expected = buildTriggers(table.tid, info, table.mode, inputs, options).all;
+    const expected = buildTriggers(table.tid, info, table.mode, inputs, { ...options, excluded: table.excluded }).all;
     for (const spec of expected) {
       const t = triggerSql.get(spec.name);
       if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${spec.name} is missing`);

@@ -31,7 +31,10 @@ export interface CapturedTable {
   readonly tid: number;
   readonly name: string;
   readonly mode: CaptureMode;
+  /** The captured columns, in the order of the journal's images (the table's columns less `excluded`). */
   readonly columns: readonly string[];
+  /** Columns left out of capture: in no image, snapshot or target (enable's `exclude`). */
+  readonly excluded: readonly string[];
   readonly keyColumns: readonly string[];
   readonly fingerprint: string;
   readonly lastSeq: number;
@@ -93,6 +96,8 @@ function tableFromRow(db: Db, r: Record<string, unknown>): CapturedTable {
     name: row.text('name'),
     mode,
     columns: row.json('columns', stringList, 'a JSON array of column names'),
+    // A table made before `excluded` (or one never given any) leaves nothing out.
+    excluded: row.jsonOrNull('excluded', stringList, 'a JSON array of column names') ?? [],
     keyColumns: row.json('key_columns', stringList, 'a JSON array of column names'),
     fingerprint: row.text('fingerprint'),
     lastSeq: row.whole('last_seq'),

@@ -5,32 +5,27 @@ import { withWriteTransaction } from '../sqlite/transaction.ts';
 import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
-import { captureFingerprint } from './table-fingerprint.ts';
-import { hasCapture, readOwnDdl, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
+import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
-import { buildTriggers, journalWidthFor } from './triggers.ts';
-import { guardInputs } from './guard-inputs.ts';
+import { keptExclusion } from './excluded.ts';
+import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded } from './exclusion-change.ts';
 import {
   CAPTURE_MODES,
   DEFAULT_RETENTION,
   FORMAT_VERSION,
-  JOURNAL_TABLE,
-  LAST_TABLE,
   MARK_VIEW,
   MARK_VIEW_SQL,
   MIN_RETENTION,
-  PENDING_TABLE,
   SCHEMA_TABLE,
   STATE_TABLE,
   TABLES_TABLE,
   UPGRADABLE_FORMATS,
-  journalColumn,
   metadataDdl,
-  triggerNames,
   type CaptureMode,
 } from './schema.ts';
 import { forgetArming, verifyCapture, type CaptureVerification, type UnarmedReason } from './arming.ts';
 import { upgradeFormat1, upgradeFormat2 } from './upgrade.ts';
+import { arm } from './arm.ts';
 import { pruneJournal } from './prune.ts';
 import type { Reason } from '../reasons.ts';
 
@@ -41,12 +36,20 @@ export interface EnableOptions {
   readonly retention?: number;
   /** Leave the journal mode as it is (re-arming on `sync`). Default false: enable switches the file to WAL. */
   readonly keepJournalMode?: boolean;
+  /**
+   * Columns of the named tables to leave out of capture: never journaled, so
+   * in no event, snapshot or target. Absent: a table keeps the set it has
+   * (none when new); `[]` captures every column again. Changing the set
+   * re-arms the table (EXCLUDE_CHANGED) and purges its retained journal rows
+   * of the newly excluded columns. Key columns cannot be left out.
+   */
+  readonly exclude?: readonly string[];
 }
 
 /** One re-armed table and why it was not armed (MODE_CHANGED: enable was asked for another mode). */
 export interface RearmedTable {
   readonly table: string;
-  readonly reason: UnarmedReason | Reason<'MODE_CHANGED'>;
+  readonly reason: UnarmedReason | Reason<'MODE_CHANGED' | 'EXCLUDE_CHANGED'>;
   readonly detail?: string;
 }
 
@@ -65,6 +68,8 @@ export interface EnableResult {
   readonly journalMode: string;
   /** True when this call switched the file to WAL (after its transaction committed). */
   readonly switchedToWal: boolean;
+  /** Retained journal rows purged of columns newly left out of capture (absent when none were). */
+  readonly purgedRows?: number;
 }
 
 function validateRetention(retention: number | undefined): void {
@@ -94,7 +99,26 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     throw new InvalidInputError('BAD_MODE', `Capture mode ${String(mode)} is unknown. Use one of: ${CAPTURE_MODES.join(', ')}.`);
   }
   validateRetention(options.retention);
-  const result = withWriteTransaction(db, () => {
+  let result: Omit<EnableResult, 'journalMode' | 'switchedToWal'>;
+  try {
+    result = enableInTransaction(db, tables, mode, options);
+  } finally {
+    afterPurge(db);
+  }
+  forgetArming(db);
+  if (result.purgedRows !== undefined) checkpointPurged(db);
+  const wal =
+    options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
+  return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
+}
+
+function enableInTransaction(
+  db: Db,
+  tables: readonly string[],
+  mode: CaptureMode,
+  options: EnableOptions,
+): Omit<EnableResult, 'journalMode' | 'switchedToWal'> {
+  return withWriteTransaction(db, () => {
     const schemaBefore = schemaVersion(db);
     checkNamespace(db);
     const infos = new Map<string, TableInfo>();
@@ -141,7 +165,9 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
       } catch {
         continue; // dropped, or no longer capturable: it stays unarmed and readers rebuild
       }
-      arm(db, a.table.tid, info, a.table.mode, a.table);
+      const kept = keptExclusion(a.table, info);
+      if (kept === undefined) continue; // an excluded column may have been renamed: enable must be told the set
+      arm(db, a.table.tid, info, a.table.mode, a.table, kept);
       rearmed.push(info.name);
       rearmedReasons.push({
         table: info.name,
@@ -149,21 +175,29 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
         ...(a.detail === undefined ? {} : { detail: a.detail }),
       });
     }
+    let purgedRows: number | undefined;
     for (const [name, info] of infos) {
       const prior = current.get(name);
+      const exclude = exclusionFor(db, info, prior, options.exclude);
       if (prior === undefined) {
-        arm(db, undefined, info, mode, undefined);
+        arm(db, undefined, info, mode, undefined, exclude);
         added.push(name);
         continue;
       }
       const arming = verification.tables.find((t) => t.table.tid === prior.tid);
-      if (prior.mode !== mode || arming?.armed !== true) {
-        arm(db, prior.tid, info, mode, prior);
+      const excludeChange = exclusionChange(prior, info, exclude);
+      if (prior.mode !== mode || arming?.armed !== true || excludeChange !== undefined) {
+        // In this transaction, before the re-arm: no retained row keeps a column now left out.
+        const purged = excludeChange === undefined ? 0 : purgeExcluded(db, prior, exclude);
+        if (purged > 0) purgedRows = (purgedRows ?? 0) + purged;
+        arm(db, prior.tid, info, mode, prior, exclude);
         rearmed.push(name);
         rearmedReasons.push(
           arming?.armed === false
             ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) }
-            : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
+            : excludeChange !== undefined
+              ? { table: name, reason: 'EXCLUDE_CHANGED', detail: excludeChange }
+              : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
         );
       }
     }
@@ -187,12 +221,16 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     recordOwnDdl(db, schemaBefore);
     const state = readState(db);
     if (state === undefined) throw new Error('unreachable: capture state missing after enable');
-    return { sourceId: state.sourceId, generation: state.generation, created, added, rearmed, rearmedReasons };
+    return {
+      sourceId: state.sourceId,
+      generation: state.generation,
+      created,
+      added,
+      rearmed,
+      rearmedReasons,
+      ...(purgedRows === undefined ? {} : { purgedRows }),
+    };
   });
-  forgetArming(db);
-  const wal =
-    options.keepJournalMode === true ? { journalMode: String(db.pragma('journal_mode', { simple: true })), switched: false } : useWal(db);
-  return { ...result, journalMode: wal.journalMode, switchedToWal: wal.switched };
 }
 
 function createFromNothing(db: Db, retention: number): void {
@@ -243,65 +281,6 @@ export function dropOwnObjects(db: Db): string[] {
   for (const o of ordered) db.exec(`DROP ${o.type.toUpperCase()} IF EXISTS main.${quoteIdent(o.name)}`);
   forgetArming(db);
   return ordered.map((o) => o.name);
-}
-
-function ensureJournalWidth(db: Db, width: number): void {
-  const state = readState(db);
-  if (state === undefined || state.journalWidth >= width) return;
-  // ADD COLUMN rewrites nothing; old rows read the new columns as NULL.
-  for (let i = state.journalWidth; i < width; i++) {
-    db.exec(`ALTER TABLE ${JOURNAL_TABLE} ADD COLUMN ${journalColumn(i)}`);
-    db.exec(`ALTER TABLE ${PENDING_TABLE} ADD COLUMN ${journalColumn(i)}`);
-  }
-  db.prepare(`UPDATE ${STATE_TABLE} SET journal_width = ? WHERE id = 1`).run(width);
-}
-
-/** Installs (or re-installs) the three triggers of one table and records exactly what was installed. */
-export function arm(db: Db, tid: number | undefined, info: TableInfo, mode: CaptureMode, prior: CapturedTable | undefined): number {
-  ensureJournalWidth(db, journalWidthFor(info, mode));
-  const state = readState(db);
-  if (state === undefined) throw new Error('unreachable: capture state missing');
-  let id = tid;
-  if (id === undefined) {
-    const r = db.prepare(`SELECT coalesce(max(tid), 0) + 1 AS t FROM ${TABLES_TABLE}`).get() as { t: bigint };
-    id = Number(r.t);
-  }
-  const names = triggerNames(id);
-  for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
-  // Notes left by writes that did not happen are in the old layout: never read them with the new one.
-  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
-  const inputs = guardInputs(db, info.name);
-  const sql = buildTriggers(id, info, mode, inputs);
-  // In this order: it decides the firing order (newest first).
-  for (const t of sql.all) db.exec(t.sql);
-  const stored = (name: string) =>
-    (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
-  const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
-  const columns = info.columns.map((c) => c.name);
-  db.prepare(
-    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (tid) DO UPDATE SET name = excluded.name, mode = excluded.mode, columns = excluded.columns, key_columns = excluded.key_columns,
-       fingerprint = excluded.fingerprint, armed_generation = excluded.armed_generation, armed_seq = excluded.armed_seq,
-       insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger,
-       before_insert_trigger = excluded.before_insert_trigger, before_update_trigger = excluded.before_update_trigger`,
-  ).run(
-    id,
-    info.name,
-    mode,
-    JSON.stringify(columns),
-    JSON.stringify(info.keyColumns),
-    captureFingerprint(info, inputs.uniques),
-    state.generation,
-    highWaterMark(db),
-    stored(names.insert),
-    stored(names.update),
-    stored(names.delete),
-    storedOrNull(names.beforeInsert, sql.beforeInsert),
-    storedOrNull(names.beforeUpdate, sql.beforeUpdate),
-  );
-  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO NOTHING`).run(id, prior?.lastSeq ?? 0);
-  return id;
 }
 
 export { hasCapture };

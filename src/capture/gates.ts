@@ -20,7 +20,9 @@ import {
   legacyPendingDdl,
   MASK_COLUMN,
   legacyStateDdl,
+  legacyTablesDdl,
   metadataDdl,
+  TABLES_TABLE,
 } from './schema.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { refuseTarget } from './target-guard.ts';
@@ -240,6 +242,8 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   return (
     (name === PENDING_TABLE && sql === legacyPendingDdl(width)) ||
     (name === STATE_TABLE && sql === legacyStateDdl()) ||
+    // Before a column was first left out of capture (see TABLES_EXCLUDED_COLUMN_DEF).
+    (name === TABLES_TABLE && sql === legacyTablesDdl()) ||
     // The acknowledgements as an older sluice made them, or partway through their in-place upgrade.
     (name === CONSUMERS_TABLE && consumersDdlSoFar().includes(sql))
   );

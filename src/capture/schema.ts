@@ -212,6 +212,21 @@ export function journalRange(tid: number, n: number, lo: number, hi: number, mas
  */
 export const BUMPED_COLUMN_DEF = 'bumped_generation INTEGER NOT NULL DEFAULT 0';
 
+/*
+ * `excluded`: the columns left out of capture (a JSON array of names, NULL
+ * or absent: none). The first tables had no such column; the first enable
+ * that leaves a column out adds it in place with exactly the text SQLite
+ * appends, so a table made so and one made fresh have the same DDL, and no
+ * format change is needed. `columns` holds the captured columns only: the
+ * journal's images are in their order.
+ */
+export const TABLES_EXCLUDED_COLUMN_DEF = 'excluded TEXT';
+
+/** The captured tables' DDL before `excluded` (recognised as ours; enable adds the column in place when it is first needed). */
+export function legacyTablesDdl(): string {
+  return (metadataDdl(0)[1] as string).replace(`\n, ${TABLES_EXCLUDED_COLUMN_DEF})`, '\n)');
+}
+
 /** The pending table's DDL in format 1 (no hw column): recognised as ours so that the upgrade can replace it. */
 export function legacyPendingDdl(width: number): string {
   const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
@@ -257,7 +272,7 @@ export function metadataDdl(width: number): string[] {
   delete_trigger TEXT NOT NULL,
   before_insert_trigger TEXT,
   before_update_trigger TEXT
-)`,
+, ${TABLES_EXCLUDED_COLUMN_DEF})`,
     // ts is julianday('now') as REAL: the cheapest wall clock a trigger can
     // read; readers turn it into exact milliseconds.
     `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL, ${MASK_COLUMN}${cols})`,

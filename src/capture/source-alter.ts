@@ -5,10 +5,12 @@ import { forEachStatement, isBlank } from '../sqlite/statements.ts';
 import { writeTransactionSync } from '../sqlite/transaction.ts';
 import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
-import { arm, placeMark, recordOwnDdl } from './enable.ts';
+import { placeMark, recordOwnDdl } from './enable.ts';
+import { arm } from './arm.ts';
 import { captureFingerprint } from './table-fingerprint.ts';
 import { checkForeignKeys, checkNamespace, checkTable } from './gates.ts';
 import { guardInputs } from './guard-inputs.ts';
+import { withoutExcluded } from './excluded.ts';
 import { appendDdl, ensureDdlLog, type DdlTableRecord } from './ddl-log.ts';
 import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementLabel } from './alter-rules.ts';
 import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
@@ -160,7 +162,8 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
       `sluice alter ${name}: the script made or changed TEMP objects, which live only as long as alter's connection. Make them in the main database. Nothing was changed.`,
     );
   checkNamespace(db);
-  const records = classify(db, before, vanished, lineage);
+  const excludedAfter = new Map<number, string[]>();
+  const records = classify(db, before, vanished, lineage, excludedAfter);
   const state = readState(db) as { generation: number };
   let generation = state.generation;
   const rebuilt = records.filter((r) => r.change === 'rebuilt').map((r) => r.table);
@@ -180,7 +183,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
   );
   if (fk) checkReferences(db);
   for (const { b, info } of infos) {
-    arm(db, b.table.tid, info, b.table.mode, b.table);
+    arm(db, b.table.tid, info, b.table.mode, b.table, excludedAfter.get(b.table.tid) ?? b.table.excluded);
     const r = records.find((x) => x.tid === b.table.tid);
     // Unchanged tables keep their arming; altered ones keep their generation (their rows are the same),
     // and start their new layout at hw; rebuilt ones are armed at the new generation.
@@ -222,19 +225,38 @@ function tempSchema(db: Db): string {
  * same as before by name, type and position, but one of which was dropped
  * and added again (or renamed onto another's name), changed all the same.
  */
-function classify(db: Db, before: readonly Before[], vanished: ReadonlySet<string>, lineage: ColumnLineage): DdlTableRecord[] {
+function classify(
+  db: Db,
+  before: readonly Before[],
+  vanished: ReadonlySet<string>,
+  lineage: ColumnLineage,
+  excludedAfter: Map<number, string[]>,
+): DdlTableRecord[] {
   const out: DdlTableRecord[] = [];
   for (const { table, info } of before) {
     const after = describeTable(db, table.name);
-    const base = { table: table.name, tid: table.tid, from: table.fingerprint, columnsBefore: info.columns.map((c) => c.name) };
+    // The columns in the journal's layout: the captured ones (excluded columns are in no image).
+    const base = {
+      table: table.name,
+      tid: table.tid,
+      from: table.fingerprint,
+      columnsBefore: withoutExcluded(info, table.excluded).columns.map((c) => c.name),
+    };
     if (after === undefined) {
       out.push({ ...base, change: 'dropped', to: null, columnsAfter: [], columnsFrom: [] });
       continue;
     }
     const to = captureFingerprint(after, guardInputs(db, table.name).uniques);
-    const columnsAfter = after.columns.map((c) => c.name);
+    const allAfter = after.columns.map((c) => c.name);
     // A table made again under its name is a new identity: none of its columns is one it had.
-    const columnsFrom = vanished.has(table.name) ? columnsAfter.map(() => null) : lineage.columnsFrom(table.tid, columnsAfter);
+    const allFrom = vanished.has(table.name) ? allAfter.map(() => null) : lineage.columnsFrom(table.tid, allAfter);
+    // A column left out stays left out under a new name (its lineage), and a table made again leaves out the same names.
+    const was = new Set(table.excluded.map(foldIdent));
+    const out_ = allAfter.filter((c, i) => was.has(foldIdent(allFrom[i] ?? c)) || was.has(foldIdent(c)));
+    excludedAfter.set(table.tid, out_);
+    const keep = (_: unknown, i: number) => !out_.includes(allAfter[i] as string);
+    const columnsAfter = allAfter.filter(keep);
+    const columnsFrom = allFrom.filter(keep);
     if (vanished.has(table.name)) out.push({ ...base, change: 'rebuilt', to, columnsAfter, columnsFrom });
     else if (to !== table.fingerprint || after.sql !== info.sql || !keepsEveryName(columnsFrom, base.columnsBefore, columnsAfter))
       out.push({ ...base, change: 'altered', to, columnsAfter, columnsFrom });

@@ -8,6 +8,8 @@ export interface TableStatus {
   readonly name: string;
   readonly mode: CaptureMode;
   readonly keyColumns: readonly string[];
+  /** Columns left out of capture (enable --exclude); empty when none. */
+  readonly excluded: readonly string[];
   readonly lastSeq: number;
   readonly armed: boolean;
   readonly reason?: UnarmedReason;
@@ -98,6 +100,7 @@ export function status(db: Db): CaptureStatus {
       name: a.table.name,
       mode: a.table.mode,
       keyColumns: a.table.keyColumns,
+      excluded: a.table.excluded,
       lastSeq: a.table.lastSeq,
       armed: a.armed,
       ...(a.reason === undefined ? {} : { reason: a.reason, detail: a.detail }),

@@ -3,6 +3,7 @@ import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
+import { capturedColumns } from './excluded.ts';
 import { maskSql } from './mask.ts';
 import {
   JOURNAL_TABLE,
@@ -50,14 +51,18 @@ export interface GuardInputs {
 
 const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
-/** How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it. */
+/**
+ * How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it.
+ * `excluded`: the columns left out of capture (in no image, note, mask or change test).
+ */
 export interface TriggerOptions {
   readonly mask?: boolean;
+  readonly excluded?: readonly string[];
 }
 
-/** How many journal columns a table's events need in a mode. */
-export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
-  if (mode === 'images') return 2 * info.columns.length;
+/** How many journal columns a table's events need in a mode (`excluded`: the columns left out of capture). */
+export function journalWidthFor(info: TableInfo, mode: CaptureMode, excluded: readonly string[] = []): number {
+  if (mode === 'images') return 2 * capturedColumns(info, excluded).length;
   if (mode === 'keys') return 2 * info.keyColumns.length;
   return 0;
 }
@@ -80,7 +85,9 @@ export function buildTriggers(
 ): TriggerSet {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
-  const imageCols = mode === 'images' ? info.columns.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
+  // Excluded columns are in no image and no note, and a change of them alone is no change.
+  const captured = capturedColumns(info, options.excluded ?? []);
+  const imageCols = mode === 'images' ? captured.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
   const ref = (prefix: 'NEW' | 'OLD') => imageCols.map((c) => `${prefix}.${quoteIdent(c)}`);
   // julianday() with no argument is 'now', and a little cheaper to call.
   const ts = 'julianday()';
@@ -97,7 +104,8 @@ export function buildTriggers(
 
   // A real change is any column whose storage class or bytes differ. COLLATE
   // BINARY and typeof() keep collation and numeric equality (1 = 1.0) out of it.
-  const changedColumns = info.columns.map((c) => {
+  // The mask's bits are the captured columns' (the catalog's `columns`): an update of only excluded columns is no change.
+  const changedColumns = captured.map((c) => {
     const o = `OLD.${quoteIdent(c.name)}`;
     const n = `NEW.${quoteIdent(c.name)}`;
     // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.

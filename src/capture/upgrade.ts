@@ -74,7 +74,7 @@ export function upgradeFormat2(db: Db): string[] {
     const names = triggerNames(table.tid);
     for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
     db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(table.tid);
-    const sql = buildTriggers(table.tid, info, table.mode, guardInputs(db, table.name));
+    const sql = buildTriggers(table.tid, info, table.mode, guardInputs(db, table.name), { excluded: table.excluded });
     // In this order: it decides the firing order (newest first).
     for (const t of sql.all) db.exec(t.sql);
     const get = (name: string, made: string | null) => (made === null ? null : (stored.get(name) as string));

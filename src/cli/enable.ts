@@ -8,6 +8,14 @@ export function collect(value: string, previous: string[]): string[] {
   return [...previous, value];
 }
 
+/** `a,b , c` -> ['a', 'b', 'c']; '' -> [] (every column captured again). */
+export function parseColumnList(value: string): string[] {
+  return value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 export function parseWholeNumber(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);
@@ -29,17 +37,30 @@ export function registerEnable(program: Command): void {
     .argument('<table...>', 'tables to capture')
     .addOption(new Option('--mode <mode>', 'what each event records').choices([...CAPTURE_MODES]).default('images'))
     .option('--retention <n>', 'seqs kept in the journal (min 1024)', parseWholeNumber)
+    .option(
+      '--exclude <columns>',
+      'comma-separated columns of the named tables to leave out of capture (never journaled); "" captures every column again; absent: each table keeps its set',
+      parseColumnList,
+    )
     .option('--json', 'print one JSON object')
-    .addHelpText('after', '\nExample:\n  $ sluice enable app.db issues comments --mode images --retention 1000000')
-    .action((dbPath: string, tables: string[], opts: { mode: CaptureMode; retention?: number; json?: boolean }) => {
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ sluice enable app.db issues comments --mode images --retention 1000000\n  $ sluice enable app.db users --exclude password_hash,totp_secret',
+    )
+    .action((dbPath: string, tables: string[], opts: { mode: CaptureMode; retention?: number; exclude?: string[]; json?: boolean }) => {
       const db = openSource(dbPath);
       try {
-        const r = enable(db, tables, { mode: opts.mode, ...(opts.retention === undefined ? {} : { retention: opts.retention }) });
+        const r = enable(db, tables, {
+          mode: opts.mode,
+          ...(opts.retention === undefined ? {} : { retention: opts.retention }),
+          ...(opts.exclude === undefined ? {} : { exclude: opts.exclude }),
+        });
         emit(opts, S.enableOutput, r, () =>
           [
             `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
             r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
             r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
+            r.purgedRows === undefined ? '' : `purged the newly excluded columns from ${r.purgedRows} retained journal row(s)`,
             r.switchedToWal
               ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)`
               : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,

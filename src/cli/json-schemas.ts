@@ -26,6 +26,8 @@ export const enableOutput = z.object({
   rearmedReasons: z.array(rearmedTable),
   journalMode: z.string(),
   switchedToWal: z.boolean(),
+  /** Retained journal rows purged of columns newly left out of capture (--exclude); absent when none were. */
+  purgedRows: z.number().int().optional(),
 });
 
 export const disableOutput = z.object({
@@ -66,6 +68,7 @@ export const statusOutput = z.object({
       name: z.string(),
       mode: z.enum(['images', 'keys', 'counter']),
       keyColumns: z.array(z.string()),
+      excluded: z.array(z.string()),
       lastSeq: z.number().int(),
       armed: z.boolean(),
       reason: reason.optional(),
@@ -288,7 +291,14 @@ export const planOutput = z.object({
     z.object({
       path: z.string(),
       sourceId: z.string().nullable(),
-      enable: z.array(z.object({ table: z.string(), mode: z.enum(['images', 'keys']), from: z.string().nullable() })),
+      enable: z.array(
+        z.object({
+          table: z.string(),
+          mode: z.enum(['images', 'keys']),
+          from: z.string().nullable(),
+          exclude: z.array(z.string()).optional(),
+        }),
+      ),
       undeclaredCapture: z.array(z.object({ table: z.string(), fix: z.string() })),
       acknowledgements: z.array(
         z.object({

@@ -28,7 +28,10 @@ function planText(plan: PipelinePlan): string {
   const lines: string[] = [];
   for (const s of plan.sources) {
     lines.push(`source ${s.path}`);
-    for (const e of s.enable) lines.push(`  enable ${e.table} (${e.mode}${e.from === null ? '' : `, now captured in ${e.from} mode`})`);
+    for (const e of s.enable)
+      lines.push(
+        `  enable ${e.table} (${e.mode}${e.from === null ? '' : `, now captured in ${e.from} mode`}${e.exclude === undefined ? '' : `, excluding ${e.exclude.length === 0 ? 'no column' : e.exclude.join(', ')}`})`,
+      );
     for (const u of s.undeclaredCapture) lines.push(`  undeclared capture ${u.table}: ${u.fix}`);
     for (const a of s.acknowledgements)
       lines.push(`  ${a.does === 'forget' ? 'forget' : 'undeclared'} acknowledgement ${a.consumer}: ${a.fix}`);

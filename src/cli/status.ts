@@ -29,7 +29,7 @@ export function registerStatus(program: Command): void {
             ...(s.lastReason === null ? [] : [`  last change: ${s.lastReason}`]),
             ...s.tables.map(
               (t) =>
-                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')}) last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
+                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')})${t.excluded.length > 0 ? ` excluded (${t.excluded.join(', ')})` : ''} last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
             ),
             ...consumers.map(
               (c) =>

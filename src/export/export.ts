@@ -118,7 +118,8 @@ export function writeSnapshot(
     onTable: (t) => {
       const info = describeTable(db, t.name);
       if (info === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${t.name} vanished during export.`);
-      const shape = sourceShape(info);
+      // Its captured columns only: the header names no column left out of capture.
+      const shape = sourceShape(info, t.excluded);
       sourceId = readState(db)?.sourceId ?? '';
       seq = highWaterMark(db);
       const line: TableLine = {

@@ -66,7 +66,7 @@ interface ExactReader {
 }
 
 /** What reading a table's rows exactly needs of it (a captured table, or a work table of the same columns). */
-type RowsOf = Pick<CapturedTable, 'name' | 'columns' | 'keyColumns'>;
+type RowsOf = Pick<CapturedTable, 'name' | 'columns' | 'keyColumns'> & { readonly excluded?: readonly string[] };
 
 function exactReader(db: Db, t: RowsOf, schema: string): ExactReader {
   const cols = t.columns.map(quoteIdent).join(', ');
@@ -187,7 +187,11 @@ export interface SnapshotRows {
  */
 export function sourceRows(db: Db, t: RowsOf, schema = 'main'): SnapshotRows {
   return {
-    from: (alias) => `${quoteIdent(schema)}.${quoteIdent(t.name)} AS ${quoteIdent(alias)}`,
+    // With columns left out of capture, only the captured ones are in the FROM item.
+    from: (alias) =>
+      t.excluded === undefined || t.excluded.length === 0
+        ? `${quoteIdent(schema)}.${quoteIdent(t.name)} AS ${quoteIdent(alias)}`
+        : `(SELECT ${t.columns.map(quoteIdent).join(', ')} FROM ${quoteIdent(schema)}.${quoteIdent(t.name)}) AS ${quoteIdent(alias)}`,
     *rows() {
       for (const values of pagedTable(db, t, 500, schema)) {
         const row: Record<string, SqlValue> = {};

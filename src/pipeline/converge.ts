@@ -105,13 +105,19 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
     const todo = toEnable(source, status(db));
     let error: ConvergedSource['error'] = null;
     for (const mode of ['images', 'keys'] as const) {
-      const tables = todo.filter((e) => e.mode === mode).map((e) => e.table);
-      if (tables.length === 0) continue;
-      try {
-        enable(db, tables, { mode });
-        enabled.push(...tables.map((table) => ({ table, mode })));
-      } catch (err) {
-        error ??= errorOf(err);
+      const tables = todo.filter((e) => e.mode === mode && e.exclude === undefined).map((e) => e.table);
+      // A table with its own exclude is enabled alone (the set is per table).
+      const alone = todo.filter((e) => e.mode === mode && e.exclude !== undefined);
+      for (const call of [
+        ...(tables.length === 0 ? [] : [{ tables, exclude: undefined }]),
+        ...alone.map((e) => ({ tables: [e.table], exclude: e.exclude })),
+      ]) {
+        try {
+          enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
+          enabled.push(...call.tables.map((table) => ({ table, mode })));
+        } catch (err) {
+          error ??= errorOf(err);
+        }
       }
     }
     const undeclared = undeclaredCapture(source, status(db));

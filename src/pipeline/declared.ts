@@ -40,12 +40,19 @@ export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
 export function toEnable(
   source: PipelineSource,
   capture: Pick<CaptureStatus, 'tables'>,
-): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null }[] {
+): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null; readonly exclude?: readonly string[] }[] {
   return source.capture.flatMap((c) => {
     const t = capture.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
-    if (t !== undefined && t.mode === c.mode) return [];
-    return [{ table: c.table, mode: c.mode, from: t?.mode ?? null }];
+    const exclude = c.exclude === undefined ? {} : { exclude: c.exclude };
+    if (t !== undefined && t.mode === c.mode && (c.exclude === undefined || sameColumns(c.exclude, t.excluded))) return [];
+    return [{ table: c.table, mode: c.mode, from: t?.mode ?? null, ...exclude }];
   });
+}
+
+/** Two column lists name the same columns (as SQLite compares names, in any order). */
+export function sameColumns(a: readonly string[], b: readonly string[]): boolean {
+  const key = (l: readonly string[]) => JSON.stringify([...new Set(l.map((c) => c.toLowerCase()))].sort());
+  return key(a) === key(b);
 }
 
 /** The captured tables `source` does not declare (undeclared capture: reported, never disabled by a pass). */

@@ -122,6 +122,7 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
       : Object.entries(s.capture).map(([table, o]) => ({
           table,
           mode: typeof o === 'string' ? o : (o?.mode ?? 'images'),
+          ...(typeof o === 'object' && o?.exclude !== undefined ? { exclude: o.exclude } : {}),
           declaredAt: doc.where([...at, 'capture'], table),
         }));
     const captured = new Set(capture.map((c) => c.table.toLowerCase()));

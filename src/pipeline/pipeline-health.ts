@@ -9,7 +9,7 @@ import { health, type FedLag } from '../apply/check/health.ts';
 import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
 import { heldProjections } from './held.ts';
 import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
-import { declaredInputs, declaresHeld, handlerFailures, undeclaredCapture } from './declared.ts';
+import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -142,9 +142,11 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
         ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'keys' ? ' --mode keys' : ''})`
         : t.mode !== c.mode
           ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
-          : !t.armed
-            ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
-            : undefined;
+          : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)
+            ? `table ${c.table} of ${source.path} leaves out of capture ${t.excluded.length === 0 ? 'no column' : t.excluded.join(', ')}, declared ${c.exclude.length === 0 ? 'none' : c.exclude.join(', ')} (${c.declaredAt}): sluice run re-arms it with the declared set (or sluice enable ${src} ${shellWord(c.table)} --exclude ${shellWord(c.exclude.join(','))})`
+            : !t.armed
+              ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
+              : undefined;
     tables.push({
       table: c.table,
       declared: true,

@@ -26,6 +26,8 @@ export interface Pipeline {
 export interface CapturedTable {
   readonly table: string;
   readonly mode: 'images' | 'keys';
+  /** Columns to leave out of capture; undefined when the file does not say (the table keeps the set it has). */
+  readonly exclude?: readonly string[];
   readonly declaredAt: string;
 }
 

@@ -60,8 +60,13 @@ export interface PlannedTarget {
 export interface PlannedSource {
   readonly path: string;
   readonly sourceId: string | null;
-  /** Declared capture the pass enables: a table not captured yet (`from` null), or captured in another mode (`from` that mode). */
-  readonly enable: readonly { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null }[];
+  /** Declared capture a pass enables: not captured yet (`from` null), in another mode (`from` that mode), or with another declared `exclude`. */
+  readonly enable: readonly {
+    readonly table: string;
+    readonly mode: 'images' | 'keys';
+    readonly from: string | null;
+    readonly exclude?: readonly string[];
+  }[];
   /** Captured tables the file does not declare: reported, never disabled by run. */
   readonly undeclaredCapture: readonly { readonly table: string; readonly fix: string }[];
   /** Acknowledgement rows of targets or projections the file no longer declares: forgotten with prune: true, else reported. */

@@ -16,6 +16,12 @@ export const captureModeSchema = z.enum(['images', 'keys']).describe('images: be
 /** One captured table's options: an object, so that later options (columns) add keys, not shapes. */
 export const captureOptionsSchema = z.strictObject({
   mode: captureModeSchema.optional().describe('Capture mode (default images)'),
+  exclude: z
+    .array(nonEmpty)
+    .optional()
+    .describe(
+      'Columns left out of capture: never journaled, so in no event, snapshot, export or target (not key columns). Absent: the table keeps the set it has; [] captures every column again',
+    ),
 });
 
 /** `issues: keys` is shorthand for `issues: {mode: keys}`; `issues:` with no value is `{}`. */

@@ -24,6 +24,8 @@ export interface SourceShape {
   readonly keyColumns: readonly string[];
   readonly withoutRowid: boolean;
   readonly rowidAlias: boolean;
+  /** Columns the source leaves out of capture (absent when none): in no column of `columns`, and refused by name when a definition reads one. */
+  readonly excluded?: readonly string[];
 }
 
 export interface TargetColumn {
@@ -66,15 +68,35 @@ export type CompiledMap = CompiledOf<'map'>;
 export type CompiledFts5 = CompiledOf<'fts5'>;
 export type CompiledCustom = CompiledOf<'custom'>;
 
-export function sourceShape(info: TableInfo): SourceShape {
+/** The shape of a source table (`info` as describeTable reads it) less the columns it leaves out of capture. */
+export function sourceShape(info: TableInfo, excluded: readonly string[] = []): SourceShape {
   const coll = columnCollations(info.sql ?? '');
+  const out = new Set(excluded.map(foldIdent));
   return {
     table: info.name,
-    columns: info.columns.map((c) => ({ name: c.name, type: c.type, collate: collationOf(coll, c.name) })),
+    columns: info.columns
+      .filter((c) => !out.has(foldIdent(c.name)))
+      .map((c) => ({ name: c.name, type: c.type, collate: collationOf(coll, c.name) })),
     keyColumns: info.keyColumns,
     withoutRowid: info.withoutRowid,
     rowidAlias: info.rowidAlias,
+    ...(excluded.length === 0 ? {} : { excluded: [...excluded] }),
   };
+}
+
+/** The error for a definition that reads `column`, which `shape`'s table leaves out of capture (undefined: it is not left out). */
+export function excludedColumnRead(
+  shape: SourceShape,
+  column: string,
+  projection: string,
+  what = `column ${column}`,
+): InvalidInputError | undefined {
+  const name = shape.excluded?.find((x) => foldIdent(x) === foldIdent(column));
+  if (name === undefined) return undefined;
+  return new InvalidInputError(
+    'EXCLUDED_COLUMN_READ',
+    `Projection ${projection}: ${what} reads column ${name} of ${shape.table}, which is left out of capture (enable --exclude), so no snapshot, event or target has it. Take ${name} out of the definition, or capture it again (sluice enable SRC ${shape.table} --exclude with the columns still to leave out).`,
+  );
 }
 
 export { columnDecl } from '../sqlite/column-decl.ts';
@@ -82,6 +104,8 @@ export { columnDecl } from '../sqlite/column-decl.ts';
 export function findColumn(shape: SourceShape, column: string, projection: string): SourceColumn {
   const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));
   if (c === undefined) {
+    const excluded = excludedColumnRead(shape, column, projection);
+    if (excluded !== undefined) throw excluded;
     throw new InvalidInputError(
       'UNKNOWN_COLUMN',
       `Projection ${projection}: source table ${shape.table} has no column ${column} (it has ${shape.columns.map((x) => x.name).join(', ')}). Fix the column name in the definition.`,

@@ -2,7 +2,9 @@ import type { Db } from '../sqlite/connection.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
 import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import { columnDecl, compileProjection, sourceShape, type CompiledProjection } from './compile.ts';
+import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
+import { excludedColumnRead } from './compiled.ts';
+import { excludedColumns } from '../capture/excluded.ts';
 import { describeTable, primaryKeyCollations } from '../sqlite/introspect.ts';
 import type { ProjectionDefinition } from './definition.ts';
 
@@ -24,6 +26,9 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
       db.exec(`CREATE TEMP TABLE ${probe} (${[...cols, `"_sluice_x${i}" AS ${c.sql} STORED`].join(', ')})`);
       db.exec(`INSERT INTO temp.${probe} DEFAULT VALUES`);
     } catch (cause) {
+      const missing = /no such column: (.+)$/.exec((cause as Error).message)?.[1];
+      const excluded = missing === undefined ? undefined : excludedColumnRead(p.source, missing.replace(/^"|"$/g, ''), p.name, c.label);
+      if (excluded !== undefined) throw excluded;
       const msg = (cause as Error).message.replace('generated columns', 'projection expressions');
       throw new InvalidInputError(
         'BAD_EXPRESSION',
@@ -89,15 +94,28 @@ export function checkKeyCollations(db: Db, p: CompiledProjection): void {
  * definition and what to fix.
  */
 export function compileAgainstSource(db: Db, def: ProjectionDefinition): CompiledProjection {
-  const info = describeTable(db, def.source);
-  if (info === undefined || info.kind !== 'table') {
+  const shape = capturedShape(db, def.source);
+  if (shape === undefined) {
     throw new InvalidInputError(
       'UNKNOWN_SOURCE_TABLE',
       `Projection ${def.name}: source table ${def.source} does not exist in the source database. Fix "source" in the definition.`,
     );
   }
-  const p = compileProjection(def, sourceShape(info));
+  const p = compileProjection(def, shape);
   probeExpressions(db, p);
   checkKeyCollations(db, p);
   return p;
+}
+
+/**
+ * The shape of source table `table` as capture records it: its columns less
+ * those it leaves out of capture (undefined when it is not a table). Every
+ * path that reads a captured table's columns from the live source takes
+ * them from here (or from the catalog's columns), never from the table's
+ * whole column list.
+ */
+export function capturedShape(db: Db, table: string): SourceShape | undefined {
+  const info = describeTable(db, table);
+  if (info === undefined || info.kind !== 'table') return undefined;
+  return sourceShape(info, excludedColumns(db, info.name));
 }

@@ -13,6 +13,7 @@ import { alterWithOldLayoutAfter } from '../../feed/cursor-check.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
 import { parseStoredDefinition, type ProjectionDefinition } from '../../projection/definition.ts';
 import { describeTable } from '../../sqlite/introspect.ts';
+import { excludedColumns } from '../../capture/excluded.ts';
 import { brokenDefinition } from '../sync/broken-definition.ts';
 import {
   CHANGED_HELD,
@@ -315,7 +316,7 @@ function compareOne(
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.
   const info = describeTable(db, rec.sourceTable);
-  const shape = info === undefined ? (JSON.parse(rec.sourceShape) as SourceShape) : sourceShape(info);
+  const shape = info === undefined ? (JSON.parse(rec.sourceShape) as SourceShape) : sourceShape(info, excludedColumns(db, info.name));
   const compiled = compileProjection(parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`), shape);
   const p: CompiledProjection = shadowAt === undefined ? compiled : { ...compiled, targetTable: shadowAt };
   const progress = context.progress;
@@ -434,7 +435,7 @@ function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipp
         'UNKNOWN_SOURCE_TABLE',
         `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`,
       );
-    fingerprint = compileProjection(def, sourceShape(info)).fingerprint;
+    fingerprint = compileProjection(def, sourceShape(info, excludedColumns(db, info.name))).fingerprint;
   } catch (err) {
     const b = brokenDefinition(rec.name, rec.sourceTable, 'compile', err);
     if (b === undefined) throw err;

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import type { Db } from '../../sqlite/connection.ts';
-import { describeTable } from '../../sqlite/introspect.ts';
 import { foldIdent } from '../../sqlite/quote.ts';
 import { readSession } from '../../sqlite/transaction.ts';
 import { readSourceView, type SourceView } from '../../feed/source-view.ts';
-import { sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
+import { type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
 import {
   withStoredHandler,
   parseDefinition,
@@ -16,7 +15,7 @@ import {
 import { readTables } from '../../capture/catalog.ts';
 import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from '../sync/projection-set.ts';
 import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from '../sync/sync-definitions.ts';
-import { compileAgainstSource } from '../../projection/expression-probe.ts';
+import { capturedShape, compileAgainstSource } from '../../projection/expression-probe.ts';
 import {
   classifyChange,
   type AlterClassification,
@@ -241,8 +240,7 @@ async function stored(records: readonly ProjectionRecord[]): Promise<Pending[]> 
 
 /** The definition compiled and checked against today's source as sync does, or why it cannot be. */
 export function compileOrError(db: Db, def: ProjectionDefinition): CompiledProjection | UncompiledProjection {
-  const info = describeTable(db, def.source);
-  const shape = info !== undefined && info.kind === 'table' ? sourceShape(info) : undefined;
+  const shape = capturedShape(db, def.source);
   try {
     return compileAgainstSource(db, def);
   } catch (err) {

@@ -172,7 +172,8 @@ export function keyChunk(
     ...(hi === undefined ? [] : [`(${keyed.join(', ')}) <= (SELECT ${k.map((i) => `hi${i}`).join(', ')} FROM ${bounds})`]),
   ];
   return {
-    from: (alias) => `(SELECT * FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
+    from: (alias) =>
+      `(SELECT ${capturedList(table)} FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
     hi,
   };
 }
@@ -222,7 +223,8 @@ export async function catchUp(
   const keys = p.source.keyColumns.map(quoteIdent).join(', ');
   const build = kind.build(db, t.schema, p, at);
   await build.add({
-    from: (alias) => `(SELECT * FROM ${src} WHERE (${keys}) IN (SELECT ${tk} FROM ${touched})) AS ${quoteIdent(alias)}`,
+    from: (alias) =>
+      `(SELECT ${capturedList(table)} FROM ${src} WHERE (${keys}) IN (SELECT ${tk} FROM ${touched})) AS ${quoteIdent(alias)}`,
     rows: () => [],
   });
   await build.finish();
@@ -250,4 +252,9 @@ export async function replayEvents(
   if (hi <= lo) return undefined;
   const r = await applyRows(t, { ...p, targetTable: shadow }, journalBatch(t.db, table, lo, hi), 'batch');
   return r.kind === 'suspended' ? r : undefined;
+}
+
+/** What a read of captured table `t` selects: every column (`*`), or with columns left out of capture, the captured ones by name. */
+function capturedList(t: CapturedTable): string {
+  return t.excluded.length === 0 ? '*' : t.columns.map(quoteIdent).join(', ');
 }

@@ -4,7 +4,7 @@ import { openSource } from '../../capture/open-source.ts';
 import type { PipelineSource } from '../pipeline.ts';
 import type { PartContext, PartKind } from './part.ts';
 import { forgetUndeclared } from '../prune.ts';
-import { declaredInputs } from '../declared.ts';
+import { declaredInputs, sameColumns } from '../declared.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;
@@ -31,7 +31,7 @@ export const capturePart: PartKind<CaptureConfig> = {
   name: (c) => c.source.path,
   fingerprint: (c) =>
     JSON.stringify([
-      c.source.capture.map((t) => [t.table, t.mode]),
+      c.source.capture.map((t) => [t.table, t.mode, t.exclude ?? null]),
       c.prune,
       c.prune ? c.source.targets.map((t) => [t.path, declaredInputs(t.projections).map((d) => (d === '*' ? d : d.name))]) : [],
     ]),
@@ -50,12 +50,33 @@ const RECHECK_MS = 3000;
 function ensureCaptured({ source, prune }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
   try {
-    const captured = new Map(readTables(db).map((t) => [t.name.toLowerCase(), t.mode]));
+    const captured = new Map(readTables(db).map((t) => [t.name.toLowerCase(), t]));
     for (const mode of ['images', 'keys'] as const) {
-      const missing = source.capture.filter((c) => c.mode === mode && captured.get(c.table.toLowerCase()) !== mode).map((c) => c.table);
-      if (missing.length === 0) continue;
-      const r = enable(db, missing, { mode });
-      ctx.log('info', 'enabled', `captured ${missing.join(', ')} (${mode} mode)`, { tables: missing, mode, sourceId: r.sourceId });
+      const missing = source.capture
+        .filter((c) => c.mode === mode && captured.get(c.table.toLowerCase())?.mode !== mode && c.exclude === undefined)
+        .map((c) => c.table);
+      if (missing.length > 0) {
+        const r = enable(db, missing, { mode });
+        ctx.log('info', 'enabled', `captured ${missing.join(', ')} (${mode} mode)`, { tables: missing, mode, sourceId: r.sourceId });
+      }
+      // A table with its own exclude is enabled alone (the set is per table), also when only the set changed.
+      for (const c of source.capture.filter((x) => x.mode === mode && x.exclude !== undefined)) {
+        const t = captured.get(c.table.toLowerCase());
+        const exclude = c.exclude ?? [];
+        if (t !== undefined && t.mode === mode && sameColumns(t.excluded, exclude)) continue;
+        const r = enable(db, [c.table], { mode, exclude });
+        ctx.log(
+          'info',
+          'enabled',
+          `captured ${c.table} (${mode} mode, excluding ${exclude.length === 0 ? 'no column' : exclude.join(', ')})`,
+          {
+            tables: [c.table],
+            mode,
+            exclude,
+            sourceId: r.sourceId,
+          },
+        );
+      }
     }
     if (prune) {
       const forgotten = forgetUndeclared(db, source);

@@ -1,0 +1,93 @@
+import type { Db } from '../sqlite/connection.ts';
+import { quoteIdent } from '../sqlite/quote.ts';
+import type { TableInfo } from '../sqlite/introspect.ts';
+import { captureFingerprint } from './table-fingerprint.ts';
+import { readState, highWaterMark, type CapturedTable } from './catalog.ts';
+import { buildTriggers, journalWidthFor } from './triggers.ts';
+import { guardInputs } from './guard-inputs.ts';
+import { capturedColumns } from './excluded.ts';
+import { recordExclusion } from './exclusion-change.ts';
+import {
+  JOURNAL_TABLE,
+  LAST_TABLE,
+  PENDING_TABLE,
+  STATE_TABLE,
+  TABLES_TABLE,
+  journalColumn,
+  triggerNames,
+  type CaptureMode,
+} from './schema.ts';
+
+/*
+ * Arming one table: its triggers made (again) against its shape, less the
+ * columns it leaves out of capture, and its catalog row recording exactly
+ * what was installed. enable, the automatic re-arm and sluice alter call it,
+ * inside their write transaction.
+ */
+
+function ensureJournalWidth(db: Db, width: number): void {
+  const state = readState(db);
+  if (state === undefined || state.journalWidth >= width) return;
+  // ADD COLUMN rewrites nothing; old rows read the new columns as NULL.
+  for (let i = state.journalWidth; i < width; i++) {
+    db.exec(`ALTER TABLE ${JOURNAL_TABLE} ADD COLUMN ${journalColumn(i)}`);
+    db.exec(`ALTER TABLE ${PENDING_TABLE} ADD COLUMN ${journalColumn(i)}`);
+  }
+  db.prepare(`UPDATE ${STATE_TABLE} SET journal_width = ? WHERE id = 1`).run(width);
+}
+
+/** Installs (or re-installs) the three triggers of one table and records exactly what was installed. */
+export function arm(
+  db: Db,
+  tid: number | undefined,
+  info: TableInfo,
+  mode: CaptureMode,
+  prior: CapturedTable | undefined,
+  excluded: readonly string[],
+): number {
+  ensureJournalWidth(db, journalWidthFor(info, mode, excluded));
+  const state = readState(db);
+  if (state === undefined) throw new Error('unreachable: capture state missing');
+  let id = tid;
+  if (id === undefined) {
+    const r = db.prepare(`SELECT coalesce(max(tid), 0) + 1 AS t FROM ${TABLES_TABLE}`).get() as { t: bigint };
+    id = Number(r.t);
+  }
+  const names = triggerNames(id);
+  for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
+  // Notes left by writes that did not happen are in the old layout: never read them with the new one.
+  db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
+  const inputs = guardInputs(db, info.name);
+  const sql = buildTriggers(id, info, mode, inputs, { excluded });
+  // In this order: it decides the firing order (newest first).
+  for (const t of sql.all) db.exec(t.sql);
+  const stored = (name: string) =>
+    (db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").get(name) as { sql: string }).sql;
+  const storedOrNull = (name: string, made: string | null) => (made === null ? null : stored(name));
+  const columns = capturedColumns(info, excluded).map((c) => c.name);
+  db.prepare(
+    `INSERT INTO ${TABLES_TABLE} (tid, name, mode, columns, key_columns, fingerprint, armed_generation, armed_seq, insert_trigger, update_trigger, delete_trigger, before_insert_trigger, before_update_trigger)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+     ON CONFLICT (tid) DO UPDATE SET name = excluded.name, mode = excluded.mode, columns = excluded.columns, key_columns = excluded.key_columns,
+       fingerprint = excluded.fingerprint, armed_generation = excluded.armed_generation, armed_seq = excluded.armed_seq,
+       insert_trigger = excluded.insert_trigger, update_trigger = excluded.update_trigger, delete_trigger = excluded.delete_trigger,
+       before_insert_trigger = excluded.before_insert_trigger, before_update_trigger = excluded.before_update_trigger`,
+  ).run(
+    id,
+    info.name,
+    mode,
+    JSON.stringify(columns),
+    JSON.stringify(info.keyColumns),
+    captureFingerprint(info, inputs.uniques),
+    state.generation,
+    highWaterMark(db),
+    stored(names.insert),
+    stored(names.update),
+    stored(names.delete),
+    storedOrNull(names.beforeInsert, sql.beforeInsert),
+    storedOrNull(names.beforeUpdate, sql.beforeUpdate),
+  );
+  recordExclusion(db, id, excluded);
+  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO NOTHING`).run(id, prior?.lastSeq ?? 0);
+  return id;
+}

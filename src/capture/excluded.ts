@@ -1,0 +1,100 @@
+import type { Db } from '../sqlite/connection.ts';
+import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
+import { describeTable, type TableInfo } from '../sqlite/introspect.ts';
+import { foldIdent } from '../sqlite/quote.ts';
+import { readTables, type CapturedTable } from './catalog.ts';
+import { enableCommand } from './enable-hint.ts';
+import { shellWord } from '../sqlite/shell-word.ts';
+
+/*
+ * Columns left out of capture (enable's `exclude`). They are in no trigger
+ * image, no pending note and no `_sluice_` table; and every path that reads
+ * a captured table's columns from the live source (snapshots, re-reads of a
+ * row, verify's checksum, a rebuild's copy, a projection's compile) reads
+ * the captured columns only, through these functions, never the table's
+ * whole column list. docs/journal.md, "Columns left out".
+ */
+
+/** The columns of `info` that capture records: all but `excluded` (compared as SQLite compares names). */
+export function capturedColumns(info: TableInfo, excluded: readonly string[]): TableInfo['columns'] {
+  if (excluded.length === 0) return info.columns;
+  const out = new Set(excluded.map(foldIdent));
+  return info.columns.filter((c) => !out.has(foldIdent(c.name)));
+}
+
+/** `info` as capture sees it: the same table less its excluded columns. */
+export function withoutExcluded(info: TableInfo, excluded: readonly string[]): TableInfo {
+  return excluded.length === 0 ? info : { ...info, columns: capturedColumns(info, excluded) };
+}
+
+/** The columns `table` of the source leaves out of capture (none when it is not captured). */
+export function excludedColumns(db: Db, table: string): readonly string[] {
+  return readTables(db).find((t) => foldIdent(t.name) === foldIdent(table))?.excluded ?? [];
+}
+
+/**
+ * A source table as capture sees it now (describeTable less the columns the
+ * catalog leaves out): what a projection compiles against and what every
+ * read of the live table selects.
+ */
+export function describeCaptured(db: Db, table: string): TableInfo | undefined {
+  const info = describeTable(db, table);
+  return info === undefined ? undefined : withoutExcluded(info, excludedColumns(db, table));
+}
+
+/**
+ * Checks the columns asked to be left out of `info` and returns them as
+ * the table spells them, in table order: an unknown column is refused naming
+ * the table and its columns, and a key column is refused (events and target
+ * rows are found by the key).
+ */
+export function resolveExclusion(info: TableInfo, requested: readonly string[]): string[] {
+  const wanted = new Set<string>();
+  for (const name of requested) {
+    const col = info.columns.find((c) => c.name === name) ?? info.columns.find((c) => foldIdent(c.name) === foldIdent(name));
+    if (col === undefined)
+      throw new InvalidInputError(
+        'UNKNOWN_COLUMN',
+        `Table ${info.name} has no column ${name} to leave out of capture (it has ${info.columns.map((c) => c.name).join(', ')}). Fix the name in --exclude (or in the pipeline file's exclude).`,
+      );
+    if (col.pkIndex > 0)
+      throw new CaptureRefusedError(
+        'KEY_COLUMN_EXCLUDED',
+        info.name,
+        `Table ${info.name}: column ${col.name} is part of the primary key (${info.keyColumns.join(', ')}) and cannot be left out of capture: every event and target row is found by its key. Remove ${col.name} from --exclude.`,
+      );
+    wanted.add(col.name);
+  }
+  return info.columns.filter((c) => wanted.has(c.name)).map((c) => c.name);
+}
+
+/**
+ * The excluded set a re-arm keeps for `prior` (a table armed before) whose
+ * live shape is `info`: the stored set less the columns that are gone. When
+ * an excluded column is gone and `info` has a column that was neither
+ * captured nor excluded, the column may have been renamed (a rename cannot
+ * be told from a drop and an add): undefined, and the table is not re-armed
+ * by itself (it stays unarmed, its readers fail closed) until enable is told
+ * the set again.
+ */
+export function keptExclusion(prior: CapturedTable, info: TableInfo): readonly string[] | undefined {
+  if (prior.excluded.length === 0) return [];
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const kept = prior.excluded.filter((c) => live.has(foldIdent(c)));
+  if (kept.length === prior.excluded.length) return kept;
+  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
+  if (info.columns.some((c) => !known.has(foldIdent(c.name)))) return undefined;
+  return kept;
+}
+
+/** The detail of a table held unarmed by keptExclusion, with the enable that excludes the columns still left out and the new ones. */
+export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, source: string): string {
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const gone = prior.excluded.filter((c) => !live.has(foldIdent(c)));
+  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
+  const suggested = info.columns.filter(
+    (c) => !known.has(foldIdent(c.name)) || prior.excluded.some((x) => foldIdent(x) === foldIdent(c.name)),
+  );
+  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(suggested.map((c) => c.name).join(','))}`;
+  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and the table has a new column (a rename cannot be told from a drop and an add), so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} (the columns still left out and the new ones)`;
+}

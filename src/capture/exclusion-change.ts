@@ -1,0 +1,108 @@
+import type { Db } from '../sqlite/connection.ts';
+import { CaptureRefusedError } from '../errors.ts';
+import type { TableInfo } from '../sqlite/introspect.ts';
+import { foldIdent } from '../sqlite/quote.ts';
+import { connectionState, slot } from '../sqlite/connection-state.ts';
+import type { CapturedTable } from './catalog.ts';
+import { goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
+import { JOURNAL_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, TABLES_EXCLUDED_COLUMN_DEF, journalColumn } from './schema.ts';
+
+/*
+ * Changing which columns of a captured table are left out (enable's
+ * `exclude`): a re-arm (EXCLUDE_CHANGED). The retained journal rows and
+ * pending notes of the table lose every newly excluded column in the same
+ * transaction, with secure_delete on so that the bytes they leave are
+ * zeroed in the pages written; after the commit a checkpoint (best effort)
+ * copies those pages over the file's older ones and empties the WAL.
+ */
+
+/** The excluded set enable arms a named table with: as asked, or (not asked) the one it has. */
+export function exclusionFor(
+  db: Db,
+  info: TableInfo,
+  prior: CapturedTable | undefined,
+  requested: readonly string[] | undefined,
+): string[] {
+  if (requested !== undefined) return resolveExclusion(info, requested);
+  if (prior === undefined) return [];
+  const kept = keptExclusion(prior, info);
+  if (kept === undefined)
+    throw new CaptureRefusedError('SCHEMA_CHANGED', prior.name, `Table ${prior.name}: ${goneExclusionDetail(prior, info, db.name)}.`);
+  return [...kept];
+}
+
+/** `exclude a, b -> c` when `exclude` differs from what `prior` leaves out of the columns `info` still has; undefined when the same. */
+export function exclusionChange(prior: CapturedTable, info: TableInfo, exclude: readonly string[]): string | undefined {
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const before = prior.excluded.filter((c) => live.has(foldIdent(c)));
+  const key = (l: readonly string[]) => JSON.stringify(l.map(foldIdent).sort());
+  if (key(before) === key(exclude)) return undefined;
+  const list = (l: readonly string[]) => (l.length === 0 ? 'none' : l.join(', '));
+  return `exclude ${list(before)} -> ${list(exclude)}`;
+}
+
+/** The secure_delete setting each connection had before a purge turned it on (restored by afterPurge). */
+const secureBefore = slot('secure-delete-before', (): { value?: number } => ({}));
+
+/**
+ * Sets to NULL, in the retained journal rows of `prior` and its pending
+ * notes, the cells of the columns `exclude` newly leaves out (ones it
+ * captured). Rows journaled since the table was last armed hold its
+ * columns in `prior.columns` order; older ones (before a re-arm or an
+ * alter) are in a layout no reader reads again after this re-arm, so they
+ * lose every image cell. Returns the rows changed.
+ */
+export function purgeExcluded(db: Db, prior: CapturedTable, exclude: readonly string[]): number {
+  const was = new Set(prior.excluded.map(foldIdent));
+  const newly = exclude.filter((c) => !was.has(foldIdent(c)));
+  const positions = newly.map((c) => prior.columns.findIndex((x) => foldIdent(x) === foldIdent(c))).filter((i) => i >= 0);
+  if (positions.length === 0 || prior.mode !== 'images') return 0;
+  const state = connectionState(db).get(secureBefore);
+  state.value ??= Number(db.pragma('secure_delete', { simple: true }));
+  db.pragma('secure_delete = ON');
+  const n = prior.columns.length;
+  const recent = positions.flatMap((i) => [journalColumn(i), journalColumn(n + i)]).map((c) => `${c} = NULL`);
+  const width = Number(db.prepare(`SELECT journal_width FROM main.${STATE_TABLE} WHERE id = 1`).pluck().get());
+  const all = Array.from({ length: width }, (_, i) => `${journalColumn(i)} = NULL`);
+  let rows = 0;
+  rows += db
+    .prepare(`UPDATE main.${JOURNAL_TABLE} SET ${recent.join(', ')} WHERE tid = ? AND seq > ?`)
+    .run(prior.tid, prior.armedSeq).changes;
+  if (all.length > 0)
+    rows += db
+      .prepare(`UPDATE main.${JOURNAL_TABLE} SET ${all.join(', ')} WHERE tid = ? AND seq <= ?`)
+      .run(prior.tid, prior.armedSeq).changes;
+  // Notes are scratch (empty between statements): whatever is there goes, zeroed.
+  db.prepare(`DELETE FROM main.${PENDING_TABLE} WHERE tid = ?`).run(prior.tid);
+  return rows;
+}
+
+/** After enable's transaction (committed or not): secure_delete as the connection had it before a purge. */
+export function afterPurge(db: Db): void {
+  const state = connectionState(db).peek(secureBefore);
+  if (state?.value === undefined) return;
+  db.pragma(`secure_delete = ${state.value}`);
+  delete state.value;
+}
+
+/** After a purge committed: a checkpoint (best effort), so that no WAL frame keeps the purged pages' old images and the file's pages are the purged ones. */
+export function checkpointPurged(db: Db): void {
+  try {
+    if (String(db.pragma('journal_mode', { simple: true })) === 'wal') db.pragma('wal_checkpoint(TRUNCATE)');
+  } catch {
+    // A reader holding an old snapshot keeps the frames: the next checkpoint copies them over.
+  }
+}
+
+/** Stores the excluded set of table `tid`, adding the `excluded` column in place when it is first needed. */
+export function recordExclusion(db: Db, tid: number, excluded: readonly string[]): void {
+  const has = (db.prepare(`SELECT name FROM main.pragma_table_info(?)`).pluck().all(TABLES_TABLE) as string[]).includes('excluded');
+  if (!has) {
+    if (excluded.length === 0) return;
+    db.exec(`ALTER TABLE main.${TABLES_TABLE} ADD COLUMN ${TABLES_EXCLUDED_COLUMN_DEF}`);
+  }
+  db.prepare(`UPDATE main.${TABLES_TABLE} SET excluded = ? WHERE tid = ?`).run(
+    excluded.length === 0 ? null : JSON.stringify(excluded),
+    tid,
+  );
+}
