@@ -6,7 +6,7 @@ import { captureFingerprint } from './table-fingerprint.ts';
 import { readState, readTables, type CaptureState, type CapturedTable } from './catalog.ts';
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
-import { buildTriggers } from './triggers.ts';
+import { buildTriggers, type TriggerOptions } from './triggers.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import { foldIdent } from '../sqlite/quote.ts';
@@ -64,7 +64,8 @@ export function verifyCapture(db: Db): CaptureVerification {
     const fresh = new Map(readTables(db).map((t) => [t.tid, t]));
     tables = hit.tables.map((a) => ({ ...a, table: fresh.get(a.table.tid) ?? a.table }));
   } else {
-    tables = checkArming(db, state);
+    // A format-2 capture (not upgraded yet) is read as it is: armed when its triggers are format 2's, events without masks.
+    tables = checkArming(db, state, state.format === 2 ? { mask: false } : {});
     cache.last = { schemaVersion: sv, tables };
   }
   return { ok: tables.every((t) => t.armed), state, tables };
@@ -78,7 +79,18 @@ interface SchemaRow {
   readonly sql: string | null;
 }
 
-function checkArming(db: Db, state: CaptureState): TableArming[] {
+/**
+ * The tables of a format-2 capture that are armed as format 2 armed them
+ * (the triggers without the changed-column mask): the upgrade to format 3
+ * replaces their triggers in place, and their readers keep their cursors.
+ */
+export function armedAsFormat2(db: Db, state: CaptureState): CapturedTable[] {
+  return checkArming(db, state, { mask: false })
+    .filter((a) => a.armed)
+    .map((a) => a.table);
+}
+
+function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}): TableArming[] {
   const rows = (
     cachedStatement(db, 'SELECT rowid, type, name, tbl_name AS tbl, sql FROM main.sqlite_schema').all() as {
       rowid: bigint;
@@ -99,7 +111,7 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
   );
   return captured.map((table): TableArming => {
     const unarmed = (reason: UnarmedReason, detail: string): TableArming => ({ table, armed: false, reason, detail });
-    if (state.format !== FORMAT_VERSION)
+    if (state.format !== FORMAT_VERSION && options.mask !== false)
       return unarmed(
         'CAPTURE_OUTDATED',
         `capture was installed by an older sluice (format ${state.format}); run sluice enable to upgrade it`,
@@ -128,7 +140,7 @@ function checkArming(db: Db, state: CaptureState): TableArming[] {
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }
-    const expected = buildTriggers(table.tid, info, table.mode, inputs).all;
+    const expected = buildTriggers(table.tid, info, table.mode, inputs, options).all;
     for (const spec of expected) {
       const t = triggerSql.get(spec.name);
       if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${spec.name} is missing`);

@@ -1,5 +1,14 @@
 import type { Db } from '../sqlite/connection.ts';
-import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, CAPTURE_MODES, type CaptureMode } from './schema.ts';
+import {
+  STATE_TABLE,
+  TABLES_TABLE,
+  JOURNAL_TABLE,
+  LAST_TABLE,
+  MASK_COLUMN,
+  SCHEMA_TABLE,
+  CAPTURE_MODES,
+  type CaptureMode,
+} from './schema.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { StoredRow, stringList } from '../sqlite/stored-row.ts';
 
@@ -117,4 +126,16 @@ export function readOwnDdl(db: Db): { readonly before: number; readonly after: n
   if (r === undefined) return undefined;
   const row = new StoredRow(db, { role: 'Source', schema: 'main', table: SCHEMA_TABLE, row: '1' }, r);
   return { before: row.whole('before'), after: row.whole('after') };
+}
+
+/**
+ * Whether the journal has its changed-column mask column: false in a
+ * format-2 capture that no enable or sync has upgraded yet, which readers
+ * still read (every update then changed every column).
+ */
+export function journalHasMask(db: Db): boolean {
+  return (
+    cachedStatement(db, `SELECT 1 FROM main.pragma_table_info('${JOURNAL_TABLE}') WHERE name = '${MASK_COLUMN}'`, 'pluck').get() !==
+    undefined
+  );
 }

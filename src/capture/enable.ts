@@ -6,7 +6,7 @@ import { InvalidInputError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
 import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
 import { captureFingerprint } from './table-fingerprint.ts';
-import { hasCapture, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
+import { hasCapture, readOwnDdl, readState, readTables, highWaterMark, type CapturedTable } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
 import { guardInputs } from './guard-inputs.ts';
@@ -20,19 +20,17 @@ import {
   MARK_VIEW_SQL,
   MIN_RETENTION,
   PENDING_TABLE,
-  PRUNE_TRIGGER,
   SCHEMA_TABLE,
   STATE_TABLE,
   TABLES_TABLE,
   UPGRADABLE_FORMATS,
-  BUMPED_COLUMN_DEF,
   journalColumn,
-  legacyStateDdl,
   metadataDdl,
   triggerNames,
   type CaptureMode,
 } from './schema.ts';
-import { forgetArming, verifyCapture, type UnarmedReason } from './arming.ts';
+import { forgetArming, verifyCapture, type CaptureVerification, type UnarmedReason } from './arming.ts';
+import { upgradeFormat1, upgradeFormat2 } from './upgrade.ts';
 import { pruneJournal } from './prune.ts';
 import type { Reason } from '../reasons.ts';
 
@@ -110,9 +108,20 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     checkForeignKeys(db, [...infos.keys()]);
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
-    // Read before the upgrade: it is what a format-1 capture's tables are (CAPTURE_OUTDATED), and what the re-arm reports.
-    const verification = verifyCapture(db);
-    if (upgrading) upgradeFormat(db);
+    let verification: CaptureVerification;
+    if (upgrading && existing.format === 2) {
+      // The tables format 2 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
+      upgradeFormat2(db);
+      // Their triggers are newer than the order mark now: it moves after them, as after any arming.
+      placeMark(db);
+      verification = verifyCapture(db);
+    } else {
+      // Read before the upgrade: it is what a format-1 capture's tables are (CAPTURE_OUTDATED), and what the re-arm reports.
+      verification = verifyCapture(db);
+      if (upgrading) upgradeFormat1(db);
+    }
+    // Format 1 -> 3 re-arms every table with triggers of another shape: every reader rebuilds.
+    const bumping = upgrading && existing.format === 1;
     if (!created && options.retention !== undefined && options.retention !== existing.retention) {
       db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());
       pruneJournal(db);
@@ -160,15 +169,15 @@ export function enable(db: Db, tables: readonly string[], options: EnableOptions
     }
     if (rearmed.length > 0 && !created) {
       // A re-arm advances the generation, but only the re-armed tables'
-      // readers rebuild (their armed_generation moves); an upgrade of the
-      // format changes every table's triggers, so every reader rebuilds.
-      const reason = upgrading ? `upgraded capture from format ${existing.format} to ${FORMAT_VERSION}` : `re-armed ${rearmed.join(', ')}`;
+      // readers rebuild (their armed_generation moves); an upgrade from
+      // format 1 changes every table's triggers, so every reader rebuilds.
+      const reason = bumping ? `upgraded capture from format ${existing.format} to ${FORMAT_VERSION}` : `re-armed ${rearmed.join(', ')}`;
       db.prepare(`UPDATE ${STATE_TABLE} SET generation = generation + 1, updated_ms = ?, last_reason = ? WHERE id = 1`).run(
         Date.now(),
         reason,
       );
       const gen = (readState(db) as { generation: number }).generation;
-      if (upgrading) db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
+      if (bumping) db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
       db.prepare(`UPDATE ${TABLES_TABLE} SET armed_generation = ? WHERE name IN (SELECT value FROM json_each(?))`).run(
         gen,
         JSON.stringify(rearmed),
@@ -196,31 +205,6 @@ function createFromNothing(db: Db, retention: number): void {
   ).run(FORMAT_VERSION, randomUUID(), retention, now, now);
 }
 
-/*
- * Format 1 -> 2, in the enable transaction: the state gains
- * bumped_generation (with the text a fresh table has), the pending scratch
- * table (empty between statements) is made again with its hw column, and
- * every table's triggers no longer match what this build makes, so the
- * re-arm loop re-installs them and the generation moves.
- */
-function upgradeFormat(db: Db): void {
-  const stateSql = db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'table' AND name = ?").pluck().get(STATE_TABLE);
-  if (stateSql === legacyStateDdl()) {
-    db.exec(`ALTER TABLE ${STATE_TABLE} ADD COLUMN ${BUMPED_COLUMN_DEF}`);
-    db.prepare(`UPDATE ${STATE_TABLE} SET bumped_generation = generation WHERE id = 1`).run();
-  }
-  const width = (readState(db) as { journalWidth: number }).journalWidth;
-  db.exec(`DROP TABLE IF EXISTS main.${PENDING_TABLE}`);
-  const pendingDdl = metadataDdl(width).find((sql) => sql.startsWith(`CREATE TABLE ${PENDING_TABLE} `));
-  if (pendingDdl === undefined) throw new Error('unreachable: no pending table DDL');
-  db.exec(pendingDdl);
-  // Format 1 pruned every 1,024 seqs (see PRUNE_INTERVAL).
-  db.exec(`DROP TRIGGER IF EXISTS main.${PRUNE_TRIGGER}`);
-  db.exec(metadataDdl(width).at(-1) as string);
-  db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
-  forgetArming(db);
-}
-
 /**
  * Records the schema_version this transaction started from and leaves, when
  * it did DDL: readers tell sluice's own DDL from anyone else's by it (see
@@ -234,9 +218,15 @@ export function recordOwnDdl(db: Db, before: number): void {
   );
   const after = schemaVersion(db);
   if (after === before) return;
+  // Sluice's DDL transactions back to back (sync upgrading the consumers
+  // table, then the capture format): no other DDL can have run between
+  // them, so the spans join into one, and a cursor from before the first
+  // still sees only sluice's own DDL since.
+  const own = readOwnDdl(db);
+  const from = own !== undefined && own.after === before && own.before < before ? own.before : before;
   db.prepare(
     `INSERT INTO ${SCHEMA_TABLE} (id, before, after) VALUES (1, ?, ?) ON CONFLICT (id) DO UPDATE SET before = excluded.before, after = excluded.after`,
-  ).run(before, after);
+  ).run(from, after);
 }
 
 /** Makes the order mark the newest of sluice's objects again (see MARK_VIEW). */

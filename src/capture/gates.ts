@@ -16,7 +16,9 @@ import {
   PREFIX,
   STATE_TABLE,
   isOwnTriggerName,
+  legacyJournalDdl,
   legacyPendingDdl,
+  MASK_COLUMN,
   legacyStateDdl,
   metadataDdl,
 } from './schema.ts';
@@ -223,6 +225,8 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
  * as a "partial capture". The journal grows by ADD COLUMN, which SQLite
  * records by appending `, cN` to the stored DDL.
  */
+const MASK_IN_DDL = new RegExp(`, ${MASK_COLUMN}(?=[,)])`);
+
 function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
   const ddlIndex = OWN_TABLES.indexOf(name);
@@ -230,6 +234,8 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   if (name === DDL_TABLE) return sql === DDL_TABLE_SQL || sql === LEGACY_DDL_TABLE_SQL; // made by alter, not by enable (not in metadataDdl)
   const width = name === JOURNAL_TABLE || name === PENDING_TABLE ? (sql.match(/, c\d+/g) ?? []).length : 0;
   if (metadataDdl(width)[ddlIndex] === sql) return true;
+  // The journal upgraded from format 2 has its mask after the image columns it had then; before the upgrade, none.
+  if (name === JOURNAL_TABLE) return sql.replace(MASK_IN_DDL, '') === legacyJournalDdl(width);
   // Format 1's tables, which enable upgrades in place.
   return (
     (name === PENDING_TABLE && sql === legacyPendingDdl(width)) ||

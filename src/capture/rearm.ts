@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/connection.ts';
 import { isSqliteBusy } from '../errors.ts';
 import { hasCapture } from './catalog.ts';
+import { FORMAT_VERSION } from './schema.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
@@ -54,8 +55,10 @@ export function rearmCapture(db: Db): RearmReport | undefined {
       known.consumersCurrent = true; // looked at once per connection
     }
     const v = verifyCapture(db);
-    if (v.ok && v.problem === undefined) known.armedAt = sv;
-    if (v.problem !== undefined || v.ok || v.state === undefined) return undefined;
+    // A capture of an older format that readers still read (format 2) is upgraded here, in place.
+    const outdated = v.state !== undefined && v.state.format !== FORMAT_VERSION;
+    if (v.ok && v.problem === undefined && !outdated) known.armedAt = sv;
+    if (v.problem !== undefined || (v.ok && !outdated) || v.state === undefined) return undefined;
     const r = enable(db, [], { keepJournalMode: true });
     if (r.rearmedReasons.length === 0) return undefined;
     return { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation };

@@ -7,13 +7,17 @@
  * measurements behind this shape.
  */
 
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 /**
- * Formats this build upgrades in place (enable re-arms every table with the
- * current triggers and bumps the generation). Format 1 had no REPLACE guard
- * on tables whose only unique key is the primary key, and no order mark.
+ * Formats this build upgrades in place. Format 1 had no REPLACE guard on
+ * tables whose only unique key is the primary key, and no order mark:
+ * enable re-arms every table with the current triggers and bumps the
+ * generation. Format 2 had no changed-column mask: the journal gains its
+ * `mask` column (older rows read NULL, every column changed) and each table
+ * armed by format 2 gets the current triggers in the same transaction,
+ * keeping its armed generation, so readers keep their cursors.
  */
-export const UPGRADABLE_FORMATS: readonly number[] = [1];
+export const UPGRADABLE_FORMATS: readonly number[] = [1, 2];
 export const DEFAULT_RETENTION = 1_000_000;
 export const MIN_RETENTION = 1024;
 /**
@@ -151,6 +155,25 @@ export function isOwnTriggerName(name: string): boolean {
   return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd)$/.test(name);
 }
 
+/**
+ * The journal's changed-column mask (src/capture/mask.ts): untyped, so it
+ * holds an INTEGER or a BLOB. A fresh journal has it right after ts; one
+ * upgraded from format 2 has it after the image columns it had then (ADD
+ * COLUMN appends, with exactly this text), before any added since.
+ */
+export const MASK_COLUMN = 'mask';
+
+/** The journal's columns a reader decodes, in the order JournalDecoder reads them: seq, tid, op, ts, mask, c0..c(width-1). */
+export function journalSelectList(width: number, masked = true): string {
+  const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
+  return `seq, tid, op, ts, ${maskOrNull(masked)}${cols}`;
+}
+
+/** The mask column, or NULL in its place in a journal of format 2 (not upgraded yet: no mask, every column changed). */
+function maskOrNull(masked: boolean): string {
+  return masked ? MASK_COLUMN : `NULL AS ${MASK_COLUMN}`;
+}
+
 export function journalColumn(i: number): string {
   return `c${i}`;
 }
@@ -162,7 +185,7 @@ export function imageColumns(n: number): string {
 
 /**
  * The journal rows of one table in a seq range, as SQL to use as a
- * subquery (seq, op, ts, c0..c(2n-1)), with the values its named parameters
+ * subquery (seq, op, ts, mask, c0..c(2n-1)), with the values its named parameters
  * are bound to. The bounds are bound, not written into the SQL, so every
  * batch of a projection runs the same (cached) statements. Readers outside
  * capture read it through feed/event-relation.ts.
@@ -173,9 +196,9 @@ export interface JournalRange {
 }
 
 /** The events of table `tid` (n columns wide) in (lo, hi] (seq order by rowid). */
-export function journalRange(tid: number, n: number, lo: number, hi: number): JournalRange {
+export function journalRange(tid: number, n: number, lo: number, hi: number, masked = true): JournalRange {
   return {
-    sql: `SELECT seq, op, ts, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
+    sql: `SELECT seq, op, ts, ${maskOrNull(masked)}, ${imageColumns(n)} FROM main.${JOURNAL_TABLE} WHERE tid = ${tid} AND seq > $lo AND seq <= $hi`,
     params: { lo, hi },
   };
 }
@@ -193,6 +216,11 @@ export const BUMPED_COLUMN_DEF = 'bumped_generation INTEGER NOT NULL DEFAULT 0';
 export function legacyPendingDdl(width: number): string {
   const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
   return `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL${cols})`;
+}
+
+/** The journal's DDL before format 3 (no mask column), `width` image columns wide. */
+export function legacyJournalDdl(width: number): string {
+  return (metadataDdl(width)[2] as string).replace(`, ${MASK_COLUMN}`, '');
 }
 
 /** The state table's DDL in format 1 (no bumped_generation). */
@@ -232,7 +260,7 @@ export function metadataDdl(width: number): string[] {
 )`,
     // ts is julianday('now') as REAL: the cheapest wall clock a trigger can
     // read; readers turn it into exact milliseconds.
-    `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL${cols})`,
+    `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL, ${MASK_COLUMN}${cols})`,
     CONSUMERS_TABLE_SQL,
     `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,

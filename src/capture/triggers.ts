@@ -3,8 +3,10 @@ import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
+import { maskSql } from './mask.ts';
 import {
   JOURNAL_TABLE,
+  MASK_COLUMN,
   LAST_TABLE,
   PENDING_TABLE,
   STATE_TABLE,
@@ -48,6 +50,11 @@ export interface GuardInputs {
 
 const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
+/** How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it. */
+export interface TriggerOptions {
+  readonly mask?: boolean;
+}
+
 /** How many journal columns a table's events need in a mode. */
 export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
   if (mode === 'images') return 2 * info.columns.length;
@@ -64,17 +71,24 @@ export function journalWidthFor(info: TableInfo, mode: CaptureMode): number {
  * Only built-in functions of SQLite 3.37 are used, so any writer (Python's
  * sqlite3, the sqlite3 CLI, ORMs) records the same events.
  */
-export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, guardInputs: GuardInputs = NO_GUARD_INPUTS): TriggerSet {
+export function buildTriggers(
+  tid: number,
+  info: TableInfo,
+  mode: CaptureMode,
+  guardInputs: GuardInputs = NO_GUARD_INPUTS,
+  options: TriggerOptions = {},
+): TriggerSet {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
   const imageCols = mode === 'images' ? info.columns.map((c) => c.name) : mode === 'keys' ? [...info.keyColumns] : [];
   const ref = (prefix: 'NEW' | 'OLD') => imageCols.map((c) => `${prefix}.${quoteIdent(c)}`);
   // julianday() with no argument is 'now', and a little cheaper to call.
   const ts = 'julianday()';
-  const insertRow = (op: number, values: string[]) => {
+  const insertRow = (op: number, values: string[], mask?: string) => {
     const cols = values.map((_, i) => `, ${journalColumn(i)}`).join('');
     const vals = values.map((v) => `, ${v}`).join('');
-    return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) VALUES (${tid}, ${op}, ${ts}${vals});`;
+    if (mask === undefined) return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) VALUES (${tid}, ${op}, ${ts}${vals});`;
+    return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts, ${MASK_COLUMN}${cols}) VALUES (${tid}, ${op}, ${ts},\n    ${mask}${vals});`;
   };
   // last_insert_rowid() inside a trigger is the journal row just written; the
   // writer's own value is restored when the trigger ends.
@@ -83,15 +97,17 @@ export function buildTriggers(tid: number, info: TableInfo, mode: CaptureMode, g
 
   // A real change is any column whose storage class or bytes differ. COLLATE
   // BINARY and typeof() keep collation and numeric equality (1 = 1.0) out of it.
-  const changed = info.columns
-    .map((c) => {
-      const o = `OLD.${quoteIdent(c.name)}`;
-      const n = `NEW.${quoteIdent(c.name)}`;
-      // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
-      if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
-      return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
-    })
-    .join('\n  OR ');
+  const changedColumns = info.columns.map((c) => {
+    const o = `OLD.${quoteIdent(c.name)}`;
+    const n = `NEW.${quoteIdent(c.name)}`;
+    // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
+    if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
+    return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
+  });
+  const changed = changedColumns.join('\n  OR ');
+  // The same tests, one bit per column (src/capture/mask.ts). Keys mode
+  // journals the mask of every column too; counter mode reads no events.
+  const mask = mode === 'counter' || options.mask === false ? undefined : maskSql(changedColumns);
 
   const insert = `CREATE TRIGGER ${quoteIdent(names.insert)} AFTER INSERT ON ${table} FOR EACH ROW BEGIN
   ${guard('NEW')}${insertRow(OP_INSERT, ref('NEW'))}
@@ -100,7 +116,7 @@ END`;
   const update = `CREATE TRIGGER ${quoteIdent(names.update)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN
   ${changed}
 BEGIN
-  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')])}
+  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')], mask)}
   ${bumpLast}
 END`;
   const del = `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN

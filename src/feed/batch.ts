@@ -72,13 +72,13 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
       throw counterModeTable(counter.name);
     }
     const hw = options.throughSeq === undefined ? v.view.hw : Math.max(v.cursor.seq, Math.min(v.view.hw, options.throughSeq));
+    const decoder = new JournalDecoder(db, tables);
     const stmt = db
       .prepare(
-        `SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
+        `SELECT ${decoder.selectList()} FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
       )
       .raw();
     const rows = stmt.all(v.cursor.seq, hw, JSON.stringify(tables.map((t) => t.tid)), limit) as unknown[][];
-    const decoder = new JournalDecoder(db, tables);
     const events = rows.map((r) => decoder.decode(r));
     const hasMore = rows.length === limit && Number(rows[rows.length - 1]?.[0]) < hw;
     const toSeq = hasMore ? Number(rows[rows.length - 1]?.[0]) : hw;
@@ -121,11 +121,13 @@ export function readEventsInRange(
   lo: number,
   hi: number,
 ): ChangeEvent[] {
+  const decoder = new JournalDecoder(db, tables);
   const rows = db
-    .prepare(`SELECT * FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq`)
+    .prepare(
+      `SELECT ${decoder.selectList()} FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq`,
+    )
     .raw()
     .all(lo, hi, JSON.stringify(tables.map((t) => t.tid))) as unknown[][];
-  const decoder = new JournalDecoder(db, tables);
   return rows.map((r) => decoder.decode(r));
 }
 

@@ -38,7 +38,7 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
     table: t.name,
     fromSeq: lo,
     toSeq: hi,
-    relation: () => journalEvents(t.tid, t.columns.length, lo, hi),
+    relation: () => journalEvents(db, t.tid, t.columns.length, lo, hi),
     *pages(size) {
       for (let from = lo; from < hi;) {
         const to = batchEnd(db, t.tid, from, hi, size);

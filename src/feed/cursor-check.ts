@@ -192,7 +192,8 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView, log: () => readonly Dd
   if (own !== undefined) spans.push([own.before, own.after]);
   let at = sv;
   while (at !== view.schemaVersion) {
-    const next = spans.find(([before, after]) => before === at && after > at);
+    // A span of sluice's own back-to-back transactions (recordOwnDdl) covers the versions between them too.
+    const next = spans.find(([before, after]) => before <= at && after > at);
     if (next === undefined) return false;
     at = next[1];
   }

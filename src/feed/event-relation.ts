@@ -3,7 +3,9 @@ import type { Statement } from 'better-sqlite3';
 import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { workTable } from '../sqlite/work-tables.ts';
-import { imageColumns, journalColumn, journalRange, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import { imageColumns, journalColumn, journalRange, MASK_COLUMN, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import { encodeMask } from '../capture/mask.ts';
+import { journalHasMask } from '../capture/catalog.ts';
 import type { ChangeEvent, Row } from './events.ts';
 import { storable } from './decoded-rows.ts';
 
@@ -14,7 +16,7 @@ import { storable } from './decoded-rows.ts';
  * use the accessors, which give SQL over a row read as `alias`.
  */
 export interface EventRelation {
-  /** SQL to use as a subquery (columns seq, ts and the images; read through the accessors). */
+  /** SQL to use as a subquery (columns seq, ts, the mask and the images; read through the accessors). */
   readonly sql: string;
   /** Values for its named parameters: bind them to every statement that reads it. */
   readonly params: Readonly<Record<string, number>>;
@@ -24,6 +26,12 @@ export interface EventRelation {
   /** Source column i (of the table's n) of the before-image / after-image. */
   before(alias: string, i: number): string;
   after(alias: string, i: number): string;
+  /**
+   * The event's changed-column mask (src/capture/mask.ts; NULL: not known,
+   * every column changed, as for every insert and delete). Test it with
+   * anyChangedSql.
+   */
+  mask(alias: string): string;
 }
 
 const col = (alias: string, name: string) => (alias === '' ? name : `${alias}.${name}`);
@@ -36,12 +44,13 @@ function relation(sql: string, params: Readonly<Record<string, number>>, n: numb
     hasAfter: (a) => `${col(a, 'op')} <> ${OP_DELETE}`,
     before: (a, i) => col(a, journalColumn(i)),
     after: (a, i) => `CASE WHEN ${col(a, 'op')} = ${OP_INSERT} THEN ${col(a, journalColumn(i))} ELSE ${col(a, journalColumn(n + i))} END`,
+    mask: (a) => col(a, MASK_COLUMN),
   };
 }
 
 /** The journal's events of table `tid` (n columns wide) in (lo, hi]. */
-export function journalEvents(tid: number, n: number, lo: number, hi: number): EventRelation {
-  const r = journalRange(tid, n, lo, hi);
+export function journalEvents(db: Db, tid: number, n: number, lo: number, hi: number): EventRelation {
+  const r = journalRange(tid, n, lo, hi, journalHasMask(db));
   return relation(r.sql, r.params, n);
 }
 
@@ -52,9 +61,9 @@ export function journalEvents(tid: number, n: number, lo: number, hi: number): E
  */
 export function decodedEvents(db: Db, columns: readonly string[], events: readonly ChangeEvent[]): EventRelation {
   const n = columns.length;
-  const table = workTable(db, '_sluice_ev', `seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${imageColumns(n)}`);
+  const table = workTable(db, '_sluice_ev', `seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${MASK_COLUMN}, ${imageColumns(n)}`);
   const insertSql = (values: readonly SqlValue[]) =>
-    `INSERT INTO ${table} (seq, op, ts${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
+    `INSERT INTO ${table} (seq, op, ts, ${MASK_COLUMN}${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
   // For events without raw text (all but a UTF-16 source's lone surrogates): one statement per number of values, looked up once per batch, not per event.
   const plain = new Map<number, Statement>();
   const plainFor = (width: number) => {
@@ -75,7 +84,8 @@ export function decodedEvents(db: Db, columns: readonly string[], events: readon
     if (e.op !== 'insert') push(e.before);
     if (e.op !== 'delete') push(e.after);
     const stmt = values.some(isRawText) ? cachedStatement(db, insertSql(values)) : plainFor(values.length);
-    stmt.run(e.seq, op, e.ts, ...values.map(toBindable));
+    const mask = e.op === 'update' ? encodeMask(columns, e.changed) : null;
+    stmt.run(e.seq, op, e.ts, mask, ...values.map(toBindable));
   }
-  return relation(`SELECT seq, op, ts, ${imageColumns(n)} FROM ${table}`, {}, n);
+  return relation(`SELECT seq, op, ts, ${MASK_COLUMN}, ${imageColumns(n)} FROM ${table}`, {}, n);
 }

@@ -2,8 +2,9 @@ import type { Db } from '../sqlite/connection.ts';
 import { RawText, fromDriver, toBindable, type SqlValue } from '../sqlite/codec.ts';
 import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
 import { quoteIdent } from '../sqlite/quote.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/schema.ts';
+import { journalHasMask, type CapturedTable } from '../capture/catalog.ts';
+import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, journalSelectList, julianToMs } from '../capture/schema.ts';
+import { decodeMask, type ColumnMask } from '../capture/mask.ts';
 
 /** A row image: column name to exact value. */
 export type Row = Readonly<Record<string, SqlValue>>;
@@ -34,6 +35,12 @@ export interface UpdateEvent extends EventBase {
   readonly after: Row | null;
   /** The key before the update; differs from `key` for a key change. */
   readonly beforeKey: readonly SqlValue[];
+  /**
+   * The columns the write changed (by storage class and bytes), in table
+   * order. Absent when not known, which means every column changed: events
+   * journaled before capture format 3, or read from an older export.
+   */
+  readonly changed?: readonly string[];
 }
 export interface DeleteEvent extends EventBase {
   readonly op: 'delete';
@@ -62,7 +69,15 @@ export class JournalDecoder {
     return this.#byTid.get(tid);
   }
 
-  /** `raw` is [seq, tid, op, ts, c0, c1, ...] as returned by a raw() statement. */
+  /** The columns to select for decode(), for journal rows of these tables: {@link journalSelectList}. */
+  selectList(): string {
+    let width = 0;
+    for (const t of this.#byTid.values())
+      width = Math.max(width, t.mode === 'images' ? 2 * t.columns.length : t.mode === 'keys' ? 2 * t.keyColumns.length : 0);
+    return journalSelectList(width, journalHasMask(this.#db));
+  }
+
+  /** `raw` is [seq, tid, op, ts, mask, c0, c1, ...] as returned by a raw() statement of {@link selectList}. */
   decode(raw: readonly unknown[]): ChangeEvent {
     const seqBig = raw[0] as bigint;
     const seq = Number(seqBig);
@@ -71,7 +86,7 @@ export class JournalDecoder {
     const op = Number(raw[2]);
     const ts = julianToMs(raw[3] as number);
     const cell = (i: number): SqlValue => {
-      const v = raw[4 + i];
+      const v = raw[5 + i];
       if (this.#lossy(v)) return this.#exactCell(seqBig, i);
       return fromDriver(v ?? null);
     };
@@ -81,6 +96,8 @@ export class JournalDecoder {
       return out;
     };
     const keyOf = (row: Row) => t.keyColumns.map((k) => row[k] ?? null);
+    const names = op === OP_INSERT || op === OP_DELETE ? undefined : decodeMask(raw[4] as ColumnMask, t.columns);
+    const changed = names === undefined ? {} : { changed: names };
     if (t.mode === 'images') {
       const n = t.columns.length;
       if (op === OP_INSERT) {
@@ -93,7 +110,18 @@ export class JournalDecoder {
       }
       const before = pick(0, t.columns);
       const after = pick(n, t.columns);
-      return { op: 'update', seq, table: t.name, key: keyOf(after), beforeKey: keyOf(before), ts, image: 'full', before, after };
+      return {
+        op: 'update',
+        seq,
+        table: t.name,
+        key: keyOf(after),
+        beforeKey: keyOf(before),
+        ts,
+        image: 'full',
+        before,
+        after,
+        ...changed,
+      };
     }
     // keys mode: re-read the current row by key, inside the caller's read transaction.
     const k = t.keyColumns.length;
@@ -104,7 +132,18 @@ export class JournalDecoder {
     }
     if (op === OP_DELETE) return { op: 'delete', seq, table: t.name, key: keyAt(0), ts, image: 'key', before: null, after: null };
     const key = keyAt(k);
-    return { op: 'update', seq, table: t.name, key, beforeKey: keyAt(0), ts, image: 'key', before: null, after: this.#current(t, key) };
+    return {
+      op: 'update',
+      seq,
+      table: t.name,
+      key,
+      beforeKey: keyAt(0),
+      ts,
+      image: 'key',
+      before: null,
+      after: this.#current(t, key),
+      ...changed,
+    };
   }
 
   #exactCell(seq: bigint, i: number): SqlValue {

@@ -71,7 +71,7 @@ export function rewindToCursor(
       `${CHANGED_SEQ} INTEGER NOT NULL, ${CHANGED_HELD} INTEGER NOT NULL, ` +
       `PRIMARY KEY (${pos.map((x) => `${names[x]} COLLATE BINARY`).join(', ')})) WITHOUT ROWID`,
   );
-  const ev = journalEvents(tid, n, lo, hw);
+  const ev = journalEvents(db, tid, n, lo, hw);
   const isKey = (i: number) => pos.includes(i);
   // Events that can bring a key no before image names first: inserts, and updates that change the key (a key kept by an update is its before image's).
   const newKey = `(NOT ${ev.hasBefore('')} OR ${pos.map((x) => `${ev.before('', x)} IS NOT ${ev.after('', x)}`).join(' OR ')})`;

@@ -203,7 +203,7 @@ export async function catchUp(
   if (hi <= lo) return;
   const { db } = t;
   const kind = kindOf(p);
-  const ev = journalEvents(table.tid, table.columns.length, lo, hi);
+  const ev = journalEvents(db, table.tid, table.columns.length, lo, hi);
   const pos = p.source.keyColumns.map((k) => table.columns.indexOf(k));
   const tk = pos.map((_, i) => `k${i}`).join(', ');
   const touched = workTable(db, '_sluice_touched', tk);

@@ -26,7 +26,7 @@ export function compiledFor(db: Db, def: ProjectionDefinitionInput): CompiledPro
 /** The events of p's source table in (lo, hi], as step.ts hands them to the apply paths. */
 export function batchSql(db: Db, p: CompiledProjection, lo: number, hi: number): EventRelation {
   const tid = Number(db.prepare('SELECT tid FROM main._sluice_tables WHERE name = ?').pluck().get(p.source.table));
-  return journalEvents(tid, p.source.columns.length, lo, hi);
+  return journalEvents(db, tid, p.source.columns.length, lo, hi);
 }
 
 /**
