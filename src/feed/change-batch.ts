@@ -5,6 +5,8 @@ import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
 import type { ChangeEvent } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
+import { foldIdent } from '../sqlite/quote.ts';
+import { anyChanged, anyChangedSql, encodeMask, maskFor } from '../capture/mask.ts';
 
 /*
  * The one batch type the applier takes: the events (fromSeq, toSeq] of one
@@ -30,11 +32,20 @@ export interface ChangeBatch {
   lastTs(): number | null;
   /** The part of this batch after `seq` (an overlap with what is applied). */
   after(seq: number): ChangeBatch;
+  /**
+   * The events that may change one of `columns` (the table's, by name):
+   * every insert and delete, and each update whose changed columns include
+   * one of them (an update journaled without its mask changed every
+   * column). The same range (fromSeq, toSeq], last ts and keys mode, so a
+   * cursor still moves to toSeq. A name the table does not have leaves
+   * every event in.
+   */
+  touching(columns: readonly string[]): ChangeBatch;
 }
 
 /** The journal's events of captured table `t` in (lo, hi], read on `db` (the applier's connection, source as main). */
 export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): ChangeBatch {
-  return {
+  const b: ChangeBatch = {
     table: t.name,
     fromSeq: lo,
     toSeq: hi,
@@ -62,7 +73,9 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
       return ts === undefined ? null : julianToMs(ts);
     },
     after: (seq) => journalBatch(db, t, Math.max(lo, seq), hi),
+    touching: (columns) => onlyTouching(b, t.columns, columns),
   };
+  return b;
 }
 
 /** Events decoded from lines (all of one table, in seq order, inside (fromSeq, toSeq]); `columns`: the table's columns in order. */
@@ -74,7 +87,7 @@ export function decodedBatch(
   fromSeq: number,
   toSeq: number,
 ): ChangeBatch {
-  return {
+  const b: ChangeBatch = {
     table,
     fromSeq,
     toSeq,
@@ -95,5 +108,63 @@ export function decodedBatch(
         Math.max(fromSeq, seq),
         toSeq,
       ),
+    touching(wanted) {
+      const keep = keeps(columns, wanted);
+      if (keep === undefined) return b;
+      // Filtered before the events are written into a work table: what is left out costs nothing more.
+      const kept = decodedBatch(db, table, columns, events.filter(keep), fromSeq, toSeq);
+      return { ...kept, keysOnly: b.keysOnly, lastTs: b.lastTs, after: (seq) => b.after(seq).touching(wanted) };
+    },
   };
+  return b;
+}
+
+/**
+ * Whether an event may change one of `wanted` among a table's `columns`:
+ * not an update, or an update whose changed columns (unknown: all) include
+ * one; undefined when a wanted name is not a column (keep every event).
+ */
+function keeps(columns: readonly string[], wanted: readonly string[]): ((e: ChangeEvent) => boolean) | undefined {
+  const folded = new Set(columns.map(foldIdent));
+  if (!wanted.every((c) => folded.has(foldIdent(c)))) return undefined;
+  const readMask = maskFor(columns, wanted);
+  return (e) => e.op !== 'update' || anyChanged(encodeMask(columns, e.changed), readMask);
+}
+
+/** `b` (a journal batch of a table with `columns`) with only the events that may change one of `wanted`. */
+function onlyTouching(b: ChangeBatch, columns: readonly string[], wanted: readonly string[]): ChangeBatch {
+  const keep = keeps(columns, wanted);
+  if (keep === undefined) return b;
+  const readMask = maskFor(columns, wanted);
+  const filtered: ChangeBatch = {
+    table: b.table,
+    fromSeq: b.fromSeq,
+    toSeq: b.toSeq,
+    relation() {
+      const r = b.relation();
+      // Inserts and deletes have no mask (NULL: every column), so they stay.
+      return { ...r, sql: `SELECT * FROM (${r.sql}) WHERE ${anyChangedSql(r.mask(''), readMask)}` };
+    },
+    *pages(size) {
+      for (const page of b.pages(size)) {
+        const kept = page.filter(keep);
+        if (kept.length > 0) yield kept;
+      }
+    },
+    atMost(limit) {
+      let n = 0;
+      for (const page of filtered.pages(Math.max(1, limit + 1))) if ((n += page.length) > limit) return false;
+      return true;
+    },
+    count() {
+      let n = 0;
+      for (const page of filtered.pages(10_000)) n += page.length;
+      return n;
+    },
+    keysOnly: () => b.keysOnly(),
+    lastTs: () => b.lastTs(),
+    after: (seq) => onlyTouching(b.after(seq), columns, wanted),
+    touching: (more) => onlyTouching(filtered, columns, more),
+  };
+  return filtered;
 }
