@@ -6,7 +6,7 @@ import { batchEnd, readEventsInRange } from './batch.ts';
 import type { ChangeEvent } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
 import { foldIdent } from '../sqlite/quote.ts';
-import { anyChanged, anyChangedSql, encodeMask, maskFor } from '../capture/mask.ts';
+import { anyChangedSql, maskFor } from '../capture/mask.ts';
 
 /*
  * The one batch type the applier takes: the events (fromSeq, toSeq] of one
@@ -127,8 +127,8 @@ export function decodedBatch(
 function keeps(columns: readonly string[], wanted: readonly string[]): ((e: ChangeEvent) => boolean) | undefined {
   const folded = new Set(columns.map(foldIdent));
   if (!wanted.every((c) => folded.has(foldIdent(c)))) return undefined;
-  const readMask = maskFor(columns, wanted);
-  return (e) => e.op !== 'update' || anyChanged(encodeMask(columns, e.changed), readMask);
+  const want = new Set(wanted.map(foldIdent));
+  return (e) => e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c)));
 }
 
 /** `b` (a journal batch of a table with `columns`) with only the events that may change one of `wanted`. */
