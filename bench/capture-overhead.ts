@@ -15,7 +15,9 @@
  *   mode through the real enable() of src/capture/enable.ts, on a fresh
  *   journal; sluice images mode in steady state, with the journal filled past
  *   its retention bound before timing so that writes prune (retention 1,024,
- *   and the default 1,000,000); chronicle-style triggers from reference 004.
+ *   and the default 1,000,000); chronicle-style triggers from reference 004;
+ *   and images mode with the triggers of before the changed-column mask
+ *   (bench/lib/no-mask.ts), against which the mask's cost is reported.
  * - autocommit: single-row writes, each its own transaction (WAL,
  *   synchronous=NORMAL), no capture vs images mode.
  *
@@ -70,6 +72,7 @@ import {
 import { emitFigures, type Figure } from './lib/figures.ts';
 import { FLOOR, FLOOR_CLOCK, ratioOver, steadySluice } from './lib/steady.ts';
 import { DEFAULT_RETENTION, MIN_RETENTION } from '../src/capture/schema.ts';
+import { installTriggersWithoutMask } from './lib/no-mask.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
@@ -122,6 +125,16 @@ const KEYS: Variant = {
   setup: (db) => void enable(db, ['t'], { mode: 'keys' }),
   check: expectEvents,
 };
+/** Images mode with the update trigger of capture format 2 (no changed-column mask): the mask's cost is images over this. */
+const IMAGES_NO_MASK: Variant = {
+  name: 'images-nomask',
+  note: 'images mode, triggers without the changed-column mask',
+  setup: (db) => {
+    enable(db, ['t']);
+    installTriggersWithoutMask(db, 't');
+  },
+  check: expectEvents,
+};
 const STEADY_SMALL = steadySluice('steady-1k', MIN_RETENTION, rows);
 const STEADY_DEFAULT = steadySluice('steady-1m', DEFAULT_RETENTION, rows);
 /** The images-mode variants judged against the floor: a fresh journal and both steady states. */
@@ -144,7 +157,7 @@ const CHRONICLE: Variant = {
   },
 };
 
-const BULK: readonly Variant[] = [NONE, FLOOR, FLOOR_CLOCK, IMAGES, STEADY_SMALL, STEADY_DEFAULT, KEYS, CHRONICLE];
+const BULK: readonly Variant[] = [NONE, FLOOR, FLOOR_CLOCK, IMAGES, IMAGES_NO_MASK, STEADY_SMALL, STEADY_DEFAULT, KEYS, CHRONICLE];
 
 interface Verdict {
   readonly what: string;
@@ -329,6 +342,12 @@ function main(): void {
   console.log(
     renderTable(['variant', 'insert', 'update', 'delete', 'cpu ins', 'cpu upd', 'cpu del'], BULK.filter((v) => v !== NONE).map(floorLine)),
   );
+  const maskCost = ratioOver(bulk, IMAGES.name, IMAGES_NO_MASK.name);
+  const maskCostCpu = ratioOver(bulk, IMAGES.name, IMAGES_NO_MASK.name, 'cpu');
+  const maskCostMin = minOver(IMAGES.name, IMAGES_NO_MASK.name);
+  console.log(
+    `changed-column mask cost, images over images-nomask (median over rounds of the two ratios to their baselines): wall insert ${fmtRatio(maskCost.insert)}, update ${fmtRatio(maskCost.update)}, delete ${fmtRatio(maskCost.delete)}; cpu update ${fmtRatio(maskCostCpu.update)}; min wall update ${fmtRatio(maskCostMin.update)}`,
+  );
   console.log(
     `images vs chronicle speedup (wall): insert ${fmtRatio(speedup.insert)}, update ${fmtRatio(speedup.update)}, delete ${fmtRatio(speedup.delete)}`,
   );
@@ -406,6 +425,7 @@ function main(): void {
         },
       ]),
     ),
+    maskCost: { ratio: maskCost, cpuRatio: maskCostCpu, minWallRatio: maskCostMin },
     imagesVsChronicleSpeedup: { wall: speedup, cpu: speedupCpu, minWall: speedupMin, addedTimeRatio: addedVsChronicle },
     autocommit: {
       ...perVariant(autocommit, ['none', 'images']),

@@ -16,17 +16,27 @@ export function registerChanges(program: Command): void {
     )
     .option('--limit <n>', 'most events to print', parseWholeNumber, 1000)
     .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
+    .option(
+      '--columns <names>',
+      'only updates that changed one of these columns (comma-separated, repeatable), plus every insert, delete and key change',
+      (v: string, prev: string[]) => prev.concat(v.split(',').map((s) => s.trim())),
+      [] as string[],
+    )
     .option('--json', 'accepted for symmetry: the output is always JSONL')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"',
+      '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"\n  $ sluice changes app.db --table issues --columns title,body',
     )
-    .action((dbPath: string, opts: { since?: string; limit: number; table: string[] }) => {
+    .action((dbPath: string, opts: { since?: string; limit: number; table: string[]; columns: string[] }) => {
       const db = openSource(dbPath, { readonly: true });
       try {
         const tables = opts.table.length > 0 ? opts.table : undefined;
         const start = opts.since ?? journalStartCursor(db, tables);
-        const batch = readBatch(db, start, { limit: Math.max(1, opts.limit), ...(tables === undefined ? {} : { tables }) });
+        const batch = readBatch(db, start, {
+          limit: Math.max(1, opts.limit),
+          ...(tables === undefined ? {} : { tables }),
+          ...(opts.columns.length === 0 ? {} : { columns: opts.columns.filter((c) => c !== '') }),
+        });
         const out: string[] = batch.events.map((e) => JSON.stringify(eventToLine(batch.sourceId, e), jsonReplacer));
         out.push(JSON.stringify({ cursor: batch.to }));
         stdout().write(`${out.join('\n')}\n`);

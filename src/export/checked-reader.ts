@@ -6,7 +6,7 @@ import type { SourceShape } from '../projection/compile.ts';
 import {
   batchLineSchema,
   exportLineSchema,
-  FORMAT_VERSION,
+  READABLE_FORMAT_VERSIONS,
   rowLineSchema,
   snapshotLineSchema,
   tableLineSchema,
@@ -283,12 +283,12 @@ function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema
     marker !== null &&
     typeof marker === 'object' &&
     ['table', 'snapshot', 'batch'].includes(marker.type as string) &&
-    marker.v !== FORMAT_VERSION
+    !READABLE_FORMAT_VERSIONS.includes(marker.v as number)
   ) {
     const v = marker.v === undefined ? 1 : JSON.stringify(marker.v);
     throw new InvalidInputError(
       'IMPORT_FORMAT_VERSION',
-      `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads format ${FORMAT_VERSION} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`,
+      `${at}: a ${String(marker.type)} line of export format ${v}; this sluice reads formats ${READABLE_FORMAT_VERSIONS.join(' and ')} (markers with counts and digests). Export the source again with this sluice (delete the file and its .cursor first).`,
     );
   }
   // The common event and row lines are checked by hand (fast-lines.ts).

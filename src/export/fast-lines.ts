@@ -37,13 +37,17 @@ function only(o: Record<string, unknown>, keys: ReadonlySet<string>, required: n
   return own.length >= required && own.length <= keys.size && own.every((k) => keys.has(k));
 }
 
-const EVENT_KEYS = new Set(['sourceId', 'seq', 'table', 'op', 'key', 'beforeKey', 'before', 'after', 'image', 'ts']);
+const EVENT_KEYS = new Set(['sourceId', 'seq', 'table', 'op', 'key', 'beforeKey', 'before', 'after', 'image', 'ts', 'changed']);
+/** The keys an event line may leave out. */
+const OPTIONAL_EVENT_KEYS = ['beforeKey', 'changed'] as const;
 const ROW_KEYS = new Set(['type', 'sourceId', 'seq', 'table', 'row']);
 
 /** Whether `json` is an event line that eventLineSchema accepts as it is. */
 export function isSimpleEventLine(json: unknown): boolean {
-  if (!plainObject(json) || !only(json, EVENT_KEYS, EVENT_KEYS.size - (Object.hasOwn(json, 'beforeKey') ? 0 : 1))) return false;
-  const { sourceId, seq, table, op, key, beforeKey, before, after, image, ts } = json;
+  if (!plainObject(json)) return false;
+  const required = EVENT_KEYS.size - OPTIONAL_EVENT_KEYS.filter((k) => !Object.hasOwn(json, k)).length;
+  if (!only(json, EVENT_KEYS, required)) return false;
+  const { sourceId, seq, table, op, key, beforeKey, before, after, image, ts, changed } = json;
   return (
     typeof sourceId === 'string' &&
     seqOf(seq, 1) &&
@@ -55,7 +59,8 @@ export function isSimpleEventLine(json: unknown): boolean {
     (after === null || simpleRow(after)) &&
     (image === 'full' || image === 'key') &&
     typeof ts === 'number' &&
-    Number.isSafeInteger(ts)
+    Number.isSafeInteger(ts) &&
+    (changed === undefined ? !Object.hasOwn(json, 'changed') : Array.isArray(changed) && changed.every((c) => typeof c === 'string'))
   );
 }
 

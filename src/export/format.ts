@@ -17,11 +17,15 @@ import { TEXT_ENCODINGS } from '../sqlite/text-encoding.ts';
  * version 2 a snapshot carries its row count per table and a batch its event
  * count, each with the digest of its lines (line-digest.ts): an importer
  * refuses a snapshot or batch that does not match. Version 1 markers had no
- * `v`; an importer refuses them (FORMAT_VERSION).
+ * `v`; an importer refuses them (FORMAT_VERSION). Version 3 event lines
+ * may carry `changed` (an update's changed columns): a file of version 2
+ * (none) is read as before, every column of its updates changed.
  */
 
-export const FORMAT_VERSION = 2;
-const version = z.literal(FORMAT_VERSION);
+export const FORMAT_VERSION = 3;
+/** The marker versions this sluice reads. */
+export const READABLE_FORMAT_VERSIONS: readonly number[] = [2, 3];
+const version = z.union([z.literal(2), z.literal(3)]);
 /** The source's text encoding (docs/jsonl.md, "Text"): an importer refuses a target in another. */
 const encoding = z.enum(TEXT_ENCODINGS);
 /** sha256 of a section's lines, in hex (line-digest.ts). */

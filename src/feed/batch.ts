@@ -7,6 +7,7 @@ import { cachedStatement } from '../sqlite/statement-cache.ts';
 import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { JournalDecoder, type ChangeEvent } from './events.ts';
+import { columnFilterSql } from './column-filter.ts';
 
 export interface BatchOptions {
   /** Most events in one batch. Default 1000. */
@@ -18,6 +19,13 @@ export interface BatchOptions {
    * end at a fixed seq boundary, so one re-read later gets the same range.
    */
   readonly throughSeq?: number;
+  /**
+   * Only the updates that changed one of these columns (by their
+   * changed-column mask), plus every insert, delete and key change: what a
+   * reader that re-derives something from these columns needs. Every table
+   * read must have every named column. Default: every event.
+   */
+  readonly columns?: readonly string[];
 }
 
 export interface Batch {
@@ -73,9 +81,10 @@ export function readBatch(db: Db, cursor: string, options: BatchOptions = {}): B
     }
     const hw = options.throughSeq === undefined ? v.view.hw : Math.max(v.cursor.seq, Math.min(v.view.hw, options.throughSeq));
     const decoder = new JournalDecoder(db, tables);
+    const filter = columnFilterSql(db, tables, options.columns);
     const stmt = db
       .prepare(
-        `SELECT ${decoder.selectList()} FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?)) ORDER BY seq LIMIT ?`,
+        `SELECT ${decoder.selectList()} FROM main.${JOURNAL_TABLE} WHERE seq > ? AND seq <= ? AND tid IN (SELECT value FROM json_each(?))${filter} ORDER BY seq LIMIT ?`,
       )
       .raw();
     const rows = stmt.all(v.cursor.seq, hw, JSON.stringify(tables.map((t) => t.tid)), limit) as unknown[][];

@@ -14,6 +14,12 @@ export const eventLineSchema = z.strictObject({
   after: z.record(z.string(), jsonValueSchema).nullable(),
   image: z.enum(['full', 'key']),
   ts: z.number().int(),
+  /**
+   * Updates only, since export line format 3: the columns the write changed,
+   * in table order. Absent: not known, every column changed (a line of an
+   * older sluice, or an event journaled before capture format 3).
+   */
+  changed: z.array(z.string()).optional(),
 });
 export type EventLine = z.infer<typeof eventLineSchema>;
 
@@ -39,6 +45,7 @@ export function eventToLine(sourceId: string, e: ChangeEvent): EventLine {
     after: rowJson(e.after),
     image: e.image,
     ts: e.ts,
+    ...(e.op === 'update' && e.changed !== undefined ? { changed: [...e.changed] } : {}),
   };
 }
 
@@ -58,5 +65,7 @@ export function lineToEvent(l: EventLine): ChangeEvent {
   const before = l.before === null ? null : lineToRow(l.before);
   if (l.op === 'delete') return { seq, table, key, ts, image, op: 'delete', before, after: null };
   const after = l.after === null ? null : lineToRow(l.after);
-  return { seq, table, key, ts, image, op: 'update', before, after, beforeKey: (l.beforeKey ?? l.key).map(fromJsonValue) };
+  const beforeKey = (l.beforeKey ?? l.key).map(fromJsonValue);
+  if (l.changed === undefined) return { seq, table, key, ts, image, op: 'update', before, after, beforeKey };
+  return { seq, table, key, ts, image, op: 'update', before, after, beforeKey, changed: l.changed };
 }

@@ -10,6 +10,7 @@ import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { readRowByKey, type Row } from './events.ts';
 import { pagedTable } from './snapshot.ts';
+import { columnFilterSql } from './column-filter.ts';
 
 /** The latest change of one row since a cursor (sqlite-chronicle's `Change`). */
 export interface RowChange {
@@ -34,6 +35,13 @@ export interface RowChange {
 export interface UpdatesSinceOptions {
   /** Rows fetched per internal page. Default 1000. */
   readonly batchSize?: number;
+  /**
+   * Only rows whose changes since the cursor include an update of one of
+   * these columns, an insert, a delete or a key change (see
+   * feed/column-filter.ts): "re-embed when the text changed". A full read
+   * (no `since`) still yields every row. Default: every changed row.
+   */
+  readonly columns?: readonly string[];
 }
 
 export interface UpdatesPage {
@@ -86,9 +94,15 @@ export function* updatesSince(
   checkSince(table, since);
   const batchSize = options.batchSize ?? DEFAULT_BATCH;
   checkBatchSize(batchSize);
+  // Unknown columns are refused before anything is read.
+  if (options.columns !== undefined)
+    withReadTransaction(db, () => columnFilterSql(db, resolveTables(readSourceView(db), [table]), options.columns));
   let cursor = since ?? (yield* fullRead(db, table, batchSize));
   for (;;) {
-    const page = updatesPage(db, table, cursor, { limit: batchSize });
+    const page = updatesPage(db, table, cursor, {
+      limit: batchSize,
+      ...(options.columns === undefined ? {} : { columns: options.columns }),
+    });
     yield* page.changes;
     cursor = page.cursor;
     if (!page.hasMore) return cursor;
@@ -143,7 +157,12 @@ function* fullRead(db: Db, table: string, batchSize: number): Generator<RowChang
  * read transaction: the cursor is validated first (requireValidCursor), and
  * the returned cursor continues after the page.
  */
-export function updatesPage(db: Db, table: string, since: string | Cursor, options: { readonly limit?: number } = {}): UpdatesPage {
+export function updatesPage(
+  db: Db,
+  table: string,
+  since: string | Cursor,
+  options: { readonly limit?: number; readonly columns?: readonly string[] } = {},
+): UpdatesPage {
   checkSince(table, since);
   if (since === undefined)
     throw new InvalidInputError('CURSOR_REQUIRED', `updatesPage(${table}) needs a cursor; use updatesSince without since for a full read.`);
@@ -160,7 +179,7 @@ export function updatesPage(db: Db, table: string, since: string | Cursor, optio
     if (t.mode === 'counter') {
       throw counterModeTable(t.name);
     }
-    const { rows, more } = readChanges(db, t, v.cursor.seq, v.view.hw, limit);
+    const { rows, more } = readChanges(db, t, v.cursor.seq, v.view.hw, limit, columnFilterSql(db, [t], options.columns));
     const at = (seq: number) => cursorToken(db, v.view, [t], seq);
     const changes = rows.map((c, i): RowChange => {
       // A key change puts its old and new key at one version: continuing
@@ -176,7 +195,14 @@ export function updatesPage(db: Db, table: string, since: string | Cursor, optio
 type Change = Omit<RowChange, 'cursor'>;
 
 /** The latest change per row of `t` with since < seq <= hw, at most `limit` versions (never splitting one). */
-function readChanges(db: Db, t: CapturedTable, since: number, hw: number, limit: number): { rows: Change[]; more: boolean } {
+function readChanges(
+  db: Db,
+  t: CapturedTable,
+  since: number,
+  hw: number,
+  limit: number,
+  filter: string,
+): { rows: Change[]; more: boolean } {
   const width = t.mode === 'images' ? t.columns.length : t.keyColumns.length;
   const keyPos = t.keyColumns.map((c) => (t.mode === 'images' ? t.columns.indexOf(c) : t.keyColumns.indexOf(c)));
   // Every event touches its current key; an update also touches its old key
@@ -191,9 +217,9 @@ function readChanges(db: Db, t: CapturedTable, since: number, hw: number, limit:
   const keyOut = t.keyColumns.map((_, i) => `k${i}, CASE WHEN typeof(k${i}) = 'text' THEN CAST(k${i} AS BLOB) END`).join(', ');
   // Named parameters: better-sqlite3 cannot bind positional values to ?NNN.
   const sql = `WITH touched AS (
-      SELECT seq, ts, ${cur} FROM main.${JOURNAL_TABLE} WHERE tid = @tid AND seq > @since AND seq <= @hw
+      SELECT seq, ts, ${cur} FROM main.${JOURNAL_TABLE} WHERE tid = @tid AND seq > @since AND seq <= @hw${filter}
       UNION ALL
-      SELECT seq, ts, ${old} FROM main.${JOURNAL_TABLE} WHERE tid = @tid AND seq > @since AND seq <= @hw AND op = ${OP_UPDATE}
+      SELECT seq, ts, ${old} FROM main.${JOURNAL_TABLE} WHERE tid = @tid AND seq > @since AND seq <= @hw AND op = ${OP_UPDATE}${filter}
     )
     SELECT max(seq) AS version, ts, ${keyOut} FROM touched GROUP BY ${groupBy} ORDER BY version LIMIT @limit`;
   // One row more than asked: a key change puts its old and new key at the same
