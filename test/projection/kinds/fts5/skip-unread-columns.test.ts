@@ -11,6 +11,9 @@ import { skipUnread } from '../../../../src/apply/sync/applier.ts';
 import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
 import { PythonWriter } from '../../../support/python-writer.ts';
 import { tableCells } from '../../../apply/support/target.ts';
+import { openSource } from '../../../../src/capture/open-source.ts';
+import { exportOnce, LineSink } from '../../../../src/export/export.ts';
+import { importFile } from '../../../../src/export/import.ts';
 
 /*
  * Issue 22, item 3. `issues` has an fts5 index over title and body (one
@@ -165,6 +168,58 @@ test('an fts5 index over title and body: a workload that only increments comment
     expect(after).toEqual(seen(path.join(tmp, 'fresh2.db')));
   } finally {
     await py.stop();
+    db.close();
+  }
+});
+
+/** Appends what export writes after `since` (a snapshot first when it is undefined) to `file`; the cursor it reached. */
+function exportTo(source: string, file: string, since?: string): string {
+  const db = openSource(source, { readonly: true });
+  const fd = fs.openSync(file, 'a');
+  try {
+    return exportOnce(db, new LineSink(fd), since === undefined ? {} : { since }, () => {}).cursor;
+  } finally {
+    fs.closeSync(fd);
+    db.close();
+  }
+}
+
+test('fed by import from JSONL, whose update lines carry their changed columns, the index is untouched by counter-only updates too, and takes a title change', async ({
+  tmp,
+}) => {
+  const source = path.join(tmp, 'source.db');
+  const target = path.join(tmp, 'target.db');
+  const db = openDatabase(source, { create: true, wal: true });
+  try {
+    db.exec(SCHEMA);
+    seed(db);
+    enable(db, ['issues']);
+    const first = path.join(tmp, 'first.jsonl');
+    let cursor = exportTo(source, first);
+    const built = await importFile(target, first, { projections: PROJECTIONS });
+    expect(built.projections.map((p) => p.state)).toEqual(['active', 'active']);
+    const before = ftsPages(target);
+    const seenBefore = seen(target);
+
+    db.exec('UPDATE issues SET comment_count = comment_count + 1 WHERE id % 2 = 0');
+    const counters = path.join(tmp, 'counters.jsonl');
+    cursor = exportTo(source, counters, cursor);
+    expect(fs.readFileSync(counters, 'utf8')).toContain('"changed":["comment_count"]');
+    const r = await importFile(target, counters);
+    expect(r.projections.map((p) => p.state)).toEqual(['active', 'active']);
+    expect(ftsPages(target)).toEqual(before);
+    expect(seen(target)).toEqual(seenBefore);
+
+    db.exec(`UPDATE issues SET title = 'renamed', comment_count = 0 WHERE id = 8`);
+    const titled = path.join(tmp, 'titled.jsonl');
+    exportTo(source, titled, cursor);
+    await importFile(target, titled);
+    expect(ftsPages(target)).not.toEqual(before);
+    await syncActive(source, path.join(tmp, 'fresh.db'));
+    const after = seen(target) as Record<string, unknown>;
+    expect(after['search MATCH renamed']).toEqual([8]);
+    expect(after).toEqual(seen(path.join(tmp, 'fresh.db')));
+  } finally {
     db.close();
   }
 });
