@@ -32,15 +32,18 @@ export interface ChangeBatch {
   lastTs(): number | null;
   /** The part of this batch after `seq` (an overlap with what is applied). */
   after(seq: number): ChangeBatch;
+  /** Whether `e`, an event of this batch, may change the rows of the projection it is applied to (readingOnly); true unless marked so. */
+  writes(e: ChangeEvent): boolean;
   /**
-   * The events that may change one of `columns` (the table's, by name):
-   * every insert and delete, and each update whose changed columns include
-   * one of them (an update journaled without its mask changed every
-   * column). The same range (fromSeq, toSeq], last ts and keys mode, so a
-   * cursor still moves to toSeq. A name the table does not have leaves
-   * every event in.
+   * The same events, with each update whose changed columns are all outside
+   * `columns` (the table's, by name) marked as one that changes nothing the
+   * projection reads (`writes`, and the relation's `writes`): the appliers
+   * check it against the target like any event and write nothing for it.
+   * Inserts, deletes and updates journaled without their mask (every column
+   * changed) are never so marked. A name the table does not have marks
+   * none.
    */
-  touching(columns: readonly string[]): ChangeBatch;
+  readingOnly(columns: readonly string[]): ChangeBatch;
 }
 
 /** The journal's events of captured table `t` in (lo, hi], read on `db` (the applier's connection, source as main). */
@@ -73,7 +76,8 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
       return ts === undefined ? null : julianToMs(ts);
     },
     after: (seq) => journalBatch(db, t, Math.max(lo, seq), hi),
-    touching: (columns) => onlyTouching(b, t.columns, columns),
+    writes: () => true,
+    readingOnly: (columns) => markReads(b, t.columns, columns),
   };
   return b;
 }
@@ -108,13 +112,8 @@ export function decodedBatch(
         Math.max(fromSeq, seq),
         toSeq,
       ),
-    touching(wanted) {
-      const keep = keeps(columns, wanted);
-      if (keep === undefined) return b;
-      // Filtered before the events are written into a work table: what is left out costs nothing more.
-      const kept = decodedBatch(db, table, columns, events.filter(keep), fromSeq, toSeq);
-      return { ...kept, keysOnly: b.keysOnly, lastTs: b.lastTs, after: (seq) => b.after(seq).touching(wanted) };
-    },
+    writes: () => true,
+    readingOnly: (wanted) => markReads(b, columns, wanted),
   };
   return b;
 }
@@ -122,7 +121,7 @@ export function decodedBatch(
 /**
  * Whether an event may change one of `wanted` among a table's `columns`:
  * not an update, or an update whose changed columns (unknown: all) include
- * one; undefined when a wanted name is not a column (keep every event).
+ * one; undefined when a wanted name is not a column (every event may).
  */
 function keeps(columns: readonly string[], wanted: readonly string[]): ((e: ChangeEvent) => boolean) | undefined {
   const folded = new Set(columns.map(foldIdent));
@@ -131,40 +130,21 @@ function keeps(columns: readonly string[], wanted: readonly string[]): ((e: Chan
   return (e) => e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c)));
 }
 
-/** `b` (a journal batch of a table with `columns`) with only the events that may change one of `wanted`. */
-function onlyTouching(b: ChangeBatch, columns: readonly string[], wanted: readonly string[]): ChangeBatch {
+/** `b` (a batch of a table with `columns`) with its events marked by whether they may change one of `wanted` (readingOnly). */
+function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly string[]): ChangeBatch {
   const keep = keeps(columns, wanted);
   if (keep === undefined) return b;
   const readMask = maskFor(columns, wanted);
-  const filtered: ChangeBatch = {
-    table: b.table,
-    fromSeq: b.fromSeq,
-    toSeq: b.toSeq,
+  const marked: ChangeBatch = {
+    ...b,
     relation() {
       const r = b.relation();
-      // Inserts and deletes have no mask (NULL: every column), so they stay.
-      return { ...r, sql: `SELECT * FROM (${r.sql}) WHERE ${anyChangedSql(r.mask(''), readMask)}` };
+      // Inserts and deletes have no mask (NULL: every column): they write.
+      return { ...r, writes: (a) => anyChangedSql(r.mask(a), readMask) };
     },
-    *pages(size) {
-      for (const page of b.pages(size)) {
-        const kept = page.filter(keep);
-        if (kept.length > 0) yield kept;
-      }
-    },
-    atMost(limit) {
-      let n = 0;
-      for (const page of filtered.pages(Math.max(1, limit + 1))) if ((n += page.length) > limit) return false;
-      return true;
-    },
-    count() {
-      let n = 0;
-      for (const page of filtered.pages(10_000)) n += page.length;
-      return n;
-    },
-    keysOnly: () => b.keysOnly(),
-    lastTs: () => b.lastTs(),
-    after: (seq) => onlyTouching(b.after(seq), columns, wanted),
-    touching: (more) => onlyTouching(filtered, columns, more),
+    writes: (e) => b.writes(e) && keep(e),
+    after: (seq) => markReads(b.after(seq), columns, wanted),
+    readingOnly: (more) => markReads(marked, columns, more),
   };
-  return filtered;
+  return marked;
 }

@@ -113,22 +113,24 @@ export function positionBatch(p: CompiledProjection, storedSeq: number, batch: C
 
 /**
  * Whether an update none of whose changed columns a projection reads is
- * left out of what its kind applies (on). Off only to measure what it
- * saves (bench/apply.ts): the rows come out the same either way.
+ * marked for its kind to check and not write (on). Off only to measure what
+ * it saves (bench/apply.ts): the rows come out the same either way.
  */
 export const skipUnread = { on: true };
 
 /**
- * The events of `batch` that can change `p`'s rows: every one, unless `p`
- * reads only some of the source's columns (`p.reads`: what SQLite compiles
- * its SQL to read, or what a custom definition declares); then an update
- * whose changed columns (feed/change-batch.ts `touching`) are all outside
- * them is left out. Inserts, deletes and updates of unknown columns never
- * are, nor a key change (the key is read). The range stays: the cursor
- * still moves to the batch's end.
+ * `batch` as `p`'s kind takes it: when `p` reads only some of the source's
+ * columns (`p.reads`: what SQLite compiles its SQL to read, or what a
+ * custom definition declares), an update whose changed columns are all
+ * outside them is marked (feed/change-batch.ts `readingOnly`): the kind
+ * checks its before-image against the target like any event's and writes
+ * nothing for it (a custom handler, whose state sluice cannot check, is not
+ * called). Inserts, deletes, updates of unknown columns and key changes
+ * (the key is read) are never marked. The range stays: the cursor moves to
+ * the batch's end.
  */
 function readBy(p: CompiledProjection, batch: ChangeBatch): ChangeBatch {
-  return p.reads === undefined || !skipUnread.on ? batch : batch.touching(p.reads);
+  return p.reads === undefined || !skipUnread.on ? batch : batch.readingOnly(p.reads);
 }
 
 /** How much a UNIQUE failure of a batch says: the batch may cut a source transaction (`batch`, `range`), or it ends at a committed state. */

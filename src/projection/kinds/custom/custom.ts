@@ -68,7 +68,14 @@ export const customKind: ProjectionKind<'custom'> = {
   },
   async apply(db, schema, p, batch) {
     let applied = 0;
-    for (const events of batch.pages(EVENT_PAGE)) applied += await applyCustomEvents(db, schema, p, events);
+    // An update of none of the columns the definition declares it reads is not passed (its state cannot be checked).
+    for (const events of batch.pages(EVENT_PAGE))
+      applied += await applyCustomEvents(
+        db,
+        schema,
+        p,
+        events.filter((e) => batch.writes(e)),
+      );
     return { applied };
   },
 };

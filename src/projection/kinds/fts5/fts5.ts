@@ -55,7 +55,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       if (net !== undefined) return { applied: net.applied };
       let applied = 0;
       for (const events of batch.pages(EVENT_PAGE)) {
-        const r = applyFtsEvents(db, schema, p, events);
+        const r = applyFtsEvents(db, schema, p, events, (e) => batch.writes(e));
         applied += r.applied;
         if (r.mismatch !== undefined) return { applied, mismatch: r.mismatch };
       }

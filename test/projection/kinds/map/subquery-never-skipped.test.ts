@@ -15,8 +15,8 @@ import { FEEDS, throughApplier } from '../../support/applier.ts';
  * the map is compiled as stored definitions are (compileProjection, no
  * probe) and the batch goes through the one applier, as sync feeds it (the
  * journal) and as import does (decoded events). A batch of counter-only
- * updates is applied to it event for event; the same map with the same
- * column read plainly applies none of them, and applies a title change.
+ * updates writes its rows again; the same map with the same column read
+ * plainly checks every event and writes none, and applies a title change.
  */
 
 const SCHEMA = `CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT, comment_count INTEGER NOT NULL DEFAULT 0);
@@ -35,7 +35,14 @@ const PLAIN: ProjectionDefinitionInput = {
   columns: { id: 'id', loud: { expr: 'upper(title)', type: 'TEXT' } },
 };
 
-test('a counter-only batch is applied in full to a map that reads title through a subquery, and skipped by the same map reading it plainly', async ({
+/** SQL run in the batch's transaction before it (rolled back with it): a TEMP trigger noting each row the batch writes into tgt.`table`. */
+function wrote(table: string): string {
+  return `CREATE TEMP TABLE written (id); CREATE TEMP TRIGGER written_${table} AFTER INSERT ON tgt.${table} BEGIN INSERT INTO written VALUES (new.id); END;`;
+}
+const writes = (db: Parameters<typeof compiledFor>[0]) =>
+  (db.prepare('SELECT id FROM temp.written ORDER BY id').pluck().all() as bigint[]).map(Number);
+
+test('a counter-only batch is written to a map that reads title through a subquery, and only checked by the same map reading it plainly', async ({
   tmp,
 }) => {
   const counters = ['UPDATE issues SET comment_count = comment_count + 1', 'UPDATE issues SET comment_count = 5 WHERE id = 2'];
@@ -56,10 +63,13 @@ test('a counter-only batch is applied in full to a map that reads title through 
     // What sync and import do with such a definition: refused before anything runs.
     expect(() => compileAgainstSource(db, parseDefinition(SUBQUERY))).toThrow(InvalidInputError);
     for (const feed of FEEDS) {
-      const s = await throughApplier(db, sub, lo, hi, '', feed, (o) => o);
+      const s = await throughApplier(db, sub, lo, hi, wrote('via_subquery'), feed, () => writes(db));
       expect(s.outcome, `${feed}: the subquery map`).toMatchObject({ kind: 'rows', applied: 4 });
-      const p = await throughApplier(db, plain, lo, hi, '', feed, (o) => o);
-      expect(p.outcome, `${feed}: the plain map`).toMatchObject({ kind: 'rows', applied: 0 });
+      expect(s.seen, `${feed}: the subquery map's rows written`).toEqual([1, 2, 3]);
+      const p = await throughApplier(db, plain, lo, hi, wrote('plain'), feed, () => writes(db));
+      // Every event checked (as a transition), none written.
+      expect(p.outcome, `${feed}: the plain map`).toMatchObject({ kind: 'rows', applied: 4 });
+      expect(p.seen, `${feed}: the plain map's rows written`).toEqual([]);
     }
   } finally {
     db.close();
@@ -78,7 +88,7 @@ test('a counter-only batch is applied in full to a map that reads title through 
       const p = await throughApplier(again.db, plain, again.lo, again.hi, '', feed, (o) =>
         again.db.prepare('SELECT loud FROM tgt.plain WHERE id = 2').pluck().get(),
       );
-      expect(p.outcome, feed).toMatchObject({ kind: 'rows', applied: 1 });
+      expect(p.outcome, feed).toMatchObject({ kind: 'rows', applied: 5 });
       expect(p.seen, feed).toBe('DEUX');
     }
   } finally {
