@@ -59,6 +59,12 @@
  * wall time; and
  * with the opt-in guard triggers of `sluice protect` on the target, reported
  * beside it.
+ * Skipping unread updates (issue 22, bench/lib/skip-unread.ts): an fts5
+ * index over title and ~3.7 KB bodies of `--skip-rows` issues, and
+ * `--skip-updates` updates of which 90% change only comment_count, applied
+ * by the same code with the skip on and off (applier.ts `skipUnread`), same
+ * events, same run: off's time over on's, judged >= 5x in wall time (CPU
+ * beside it). `--only skip` runs this alone (bench/out/apply-skip.json).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -77,16 +83,18 @@ import type { CustomHandler, ProjectionDefinition } from '../src/projection/defi
 import type { Row } from '../src/feed/events.ts';
 import { prng } from '../fixtures/tracker.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
-import { emitFigures } from './lib/figures.ts';
+import { emitFigures, type Figure } from './lib/figures.ts';
+import { runSkipUnread, type SkipUnreadResult } from './lib/skip-unread.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
   process.stdout.write(
-    'usage: npx tsx bench/apply.ts [--events N (200000)] [--base N (100000)] [--rounds N (3)] [--batch N (Syncer default)] [--slow-events N (all)]\n',
+    'usage: npx tsx bench/apply.ts [--events N (200000)] [--base N (100000)] [--rounds N (3)] [--batch N (Syncer default)] [--slow-events N (all)]\n' +
+      '                              [--skip-rows N (20000)] [--skip-updates N (20000)] [--only skip (just the skip of unread updates)]\n',
   );
   process.exit(0);
 }
-const known = new Set(['--events', '--base', '--rounds', '--batch', '--slow-events']);
+const known = new Set(['--events', '--base', '--rounds', '--batch', '--slow-events', '--skip-rows', '--skip-updates', '--only']);
 for (let i = 0; i < argv.length; i += 2) {
   if (!known.has(String(argv[i]))) {
     process.stderr.write(`unknown argument ${String(argv[i])}; see --help\n`);
@@ -98,6 +106,16 @@ const BASE = intFlag(argv, 'base', 100_000, 0);
 const ROUNDS = intFlag(argv, 'rounds', 3);
 const BATCH: number | undefined = argv.includes('--batch') ? intFlag(argv, 'batch', 10_000) : undefined;
 const SLOW_EVENTS = Math.min(intFlag(argv, 'slow-events', EVENTS), EVENTS);
+/** Issue 22: the fts5 index over title and body, and updates of which 90% change only a counter (bench/lib/skip-unread.ts). */
+const SKIP_ROWS = intFlag(argv, 'skip-rows', 20_000);
+const SKIP_UPDATES = intFlag(argv, 'skip-updates', 20_000);
+/** The skip of unread updates at least this many times faster than the same code without it, same events, same run. */
+const SKIP_SPEEDUP = 5;
+const ONLY = argv.includes('--only') ? String(argv[argv.indexOf('--only') + 1]) : undefined;
+if (ONLY !== undefined && ONLY !== 'skip') {
+  process.stderr.write(`--only takes "skip"; see --help\n`);
+  process.exit(2);
+}
 /** The Syncer's default batch size for a mirror (src/apply/sync/sync.ts), used by the naive loop when --batch is not given. */
 const NAIVE_BATCH = BATCH ?? DEFAULT_BATCH.setBased;
 const TARGET_RATIO = 0.5;
@@ -705,6 +723,7 @@ async function main(): Promise<void> {
     target,
     v,
   ];
+  const skip = await skipScenario();
   const table = renderTable(
     ['path', 'throughput', 'vs baseline', 'cpu ratio', 'target', ''],
     [
@@ -754,6 +773,7 @@ async function main(): Promise<void> {
         '',
         '',
       ),
+      skipRow(skip),
       ...(['fts5', 'custom'] as const).flatMap((k) => {
         const t = slow[k];
         return t === undefined
@@ -819,6 +839,7 @@ async function main(): Promise<void> {
         pass: watchShare('cpuMs') <= WATCH_OF_FLOOR,
       },
       protectedOverMirror: { wall: protectOverWatched('ms'), cpu: protectOverWatched('cpuMs') },
+      skipUnread: { ...skip, limit: SKIP_SPEEDUP, pass: skip.speedup.wall >= SKIP_SPEEDUP },
       fts5:
         slow.fts5 === undefined
           ? null
@@ -867,6 +888,7 @@ async function main(): Promise<void> {
       op: '<=',
       limit: WATCH_OF_FLOOR,
     },
+    skipFigure(skip),
     {
       id: 'apply.protect.vs-mirror',
       target: 'mirror apply into a protected target (opt-in, issue 19)',
@@ -939,8 +961,51 @@ function fmtRate(perSec: number): string {
   return perSec >= 1e6 ? `${(perSec / 1e6).toFixed(2)}M/s` : `${(perSec / 1e3).toFixed(1)}k/s`;
 }
 
+/** Issue 22: the fts5 scenario with 90% counter-only updates, skipping on against off (bench/lib/skip-unread.ts). */
+function skipScenario(): Promise<SkipUnreadResult> {
+  log(`skip of unread updates: fts5 over title and body, ${SKIP_ROWS} rows, ${SKIP_UPDATES} updates (90% counter-only), ${ROUNDS} rounds`);
+  return runSkipUnread({ dir, rows: SKIP_ROWS, updates: SKIP_UPDATES, rounds: ROUNDS, bodyWords: 600, log });
+}
+
+function skipRow(r: SkipUnreadResult): string[] {
+  const verdictOf = r.speedup.wall >= SKIP_SPEEDUP ? 'ok' : 'MISS';
+  return [
+    `fts5 (title, body ~${r.bodyBytes} B), ${r.updates} updates, ${r.counterOnly} counter-only: skip on vs off (same run)`,
+    '',
+    fmtRatio(r.speedup.wall),
+    fmtRatio(r.speedup.cpu),
+    `>= ${SKIP_SPEEDUP}x`,
+    verdictOf,
+  ];
+}
+
+function skipFigure(r: SkipUnreadResult): Figure {
+  return {
+    id: 'apply.fts5.skip-unread-speedup',
+    target: 'projections skip updates whose changed columns they do not read (issue 22)',
+    what: `fts5 over title and body, ${r.updates} updates of which ${r.counterOnly} change only comment_count: time with the skip off over time with it on, same events, same run (median of ${ROUNDS} rounds; cpu ${fmtRatio(r.speedup.cpu)})`,
+    value: r.speedup.wall,
+    unit: 'x',
+    op: '>=',
+    limit: SKIP_SPEEDUP,
+  };
+}
+
+/** `--only skip`: the skip scenario alone (its own JSON file, so a full run's stays). */
+async function mainSkipOnly(): Promise<void> {
+  const r = await skipScenario();
+  process.stdout.write(`\n${renderTable(['path', '', 'speedup', 'cpu', 'target', ''], [skipRow(r)])}\n`);
+  const outDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'out');
+  fs.mkdirSync(outDir, { recursive: true });
+  fs.writeFileSync(
+    path.join(outDir, 'apply-skip.json'),
+    `${JSON.stringify({ bench: 'apply --only skip', when: new Date().toISOString(), versions: versions(), result: r }, null, 2)}\n`,
+  );
+  emitFigures('apply', [skipFigure(r)]);
+}
+
 try {
-  await main();
+  await (ONLY === 'skip' ? mainSkipOnly() : main());
 } finally {
   scratch.cleanup();
 }

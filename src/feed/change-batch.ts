@@ -5,6 +5,8 @@ import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
 import type { ChangeEvent } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
+import { foldIdent } from '../sqlite/quote.ts';
+import { anyChangedSql, maskFor } from '../capture/mask.ts';
 
 /*
  * The one batch type the applier takes: the events (fromSeq, toSeq] of one
@@ -30,11 +32,23 @@ export interface ChangeBatch {
   lastTs(): number | null;
   /** The part of this batch after `seq` (an overlap with what is applied). */
   after(seq: number): ChangeBatch;
+  /** Whether `e`, an event of this batch, may change the rows of the projection it is applied to (readingOnly); true unless marked so. */
+  writes(e: ChangeEvent): boolean;
+  /**
+   * The same events, with each update whose changed columns are all outside
+   * `columns` (the table's, by name) marked as one that changes nothing the
+   * projection reads (`writes`, and the relation's `writes`): the appliers
+   * check it against the target like any event and write nothing for it.
+   * Inserts, deletes and updates journaled without their mask (every column
+   * changed) are never so marked. A name the table does not have marks
+   * none.
+   */
+  readingOnly(columns: readonly string[]): ChangeBatch;
 }
 
 /** The journal's events of captured table `t` in (lo, hi], read on `db` (the applier's connection, source as main). */
 export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): ChangeBatch {
-  return {
+  const b: ChangeBatch = {
     table: t.name,
     fromSeq: lo,
     toSeq: hi,
@@ -62,7 +76,10 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
       return ts === undefined ? null : julianToMs(ts);
     },
     after: (seq) => journalBatch(db, t, Math.max(lo, seq), hi),
+    writes: () => true,
+    readingOnly: (columns) => markReads(b, t.columns, columns),
   };
+  return b;
 }
 
 /** Events decoded from lines (all of one table, in seq order, inside (fromSeq, toSeq]); `columns`: the table's columns in order. */
@@ -74,7 +91,7 @@ export function decodedBatch(
   fromSeq: number,
   toSeq: number,
 ): ChangeBatch {
-  return {
+  const b: ChangeBatch = {
     table,
     fromSeq,
     toSeq,
@@ -95,5 +112,39 @@ export function decodedBatch(
         Math.max(fromSeq, seq),
         toSeq,
       ),
+    writes: () => true,
+    readingOnly: (wanted) => markReads(b, columns, wanted),
   };
+  return b;
+}
+
+/**
+ * Whether an event may change one of `wanted` among a table's `columns`:
+ * not an update, or an update whose changed columns (unknown: all) include
+ * one; undefined when a wanted name is not a column (every event may).
+ */
+function keeps(columns: readonly string[], wanted: readonly string[]): ((e: ChangeEvent) => boolean) | undefined {
+  const folded = new Set(columns.map(foldIdent));
+  if (!wanted.every((c) => folded.has(foldIdent(c)))) return undefined;
+  const want = new Set(wanted.map(foldIdent));
+  return (e) => e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c)));
+}
+
+/** `b` (a batch of a table with `columns`) with its events marked by whether they may change one of `wanted` (readingOnly). */
+function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly string[]): ChangeBatch {
+  const keep = keeps(columns, wanted);
+  if (keep === undefined) return b;
+  const readMask = maskFor(columns, wanted);
+  const marked: ChangeBatch = {
+    ...b,
+    relation() {
+      const r = b.relation();
+      // Inserts and deletes have no mask (NULL: every column): they write.
+      return { ...r, writes: (a) => anyChangedSql(r.mask(a), readMask) };
+    },
+    writes: (e) => b.writes(e) && keep(e),
+    after: (seq) => markReads(b.after(seq), columns, wanted),
+    readingOnly: (more) => markReads(marked, columns, more),
+  };
+  return marked;
 }

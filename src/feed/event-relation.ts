@@ -32,6 +32,13 @@ export interface EventRelation {
    * anyChangedSql.
    */
   mask(alias: string): string;
+  /**
+   * SQL that is true when the event may change the rows of the projection
+   * it is applied to; false for an update of columns it does not read
+   * (ChangeBatch.readingOnly), which is checked like any event and not
+   * written. Always true unless the batch was marked so.
+   */
+  writes(alias: string): string;
 }
 
 const col = (alias: string, name: string) => (alias === '' ? name : `${alias}.${name}`);
@@ -45,6 +52,7 @@ function relation(sql: string, params: Readonly<Record<string, number>>, n: numb
     before: (a, i) => col(a, journalColumn(i)),
     after: (a, i) => `CASE WHEN ${col(a, 'op')} = ${OP_INSERT} THEN ${col(a, journalColumn(i))} ELSE ${col(a, journalColumn(n + i))} END`,
     mask: (a) => col(a, MASK_COLUMN),
+    writes: () => '1',
   };
 }
 

@@ -84,6 +84,11 @@ export function compileProjection(def: ProjectionDefinition, shape: SourceShape)
     key: layout.key,
     filter: layout.filter,
     identity: layout.identity === true,
+    reads: (KINDS[def.kind].reads as (d: ProjectionDefinition, l: typeof layout, s: SourceShape) => readonly string[] | undefined)(
+      def,
+      layout,
+      shape,
+    ),
     fingerprint: definitionFingerprint(
       def,
       shape,

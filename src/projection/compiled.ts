@@ -52,6 +52,12 @@ interface CompiledBase<K extends ProjectionDefinition['kind']> {
   readonly filter: string | null;
   /** True for a mirror: target rows are the source images unchanged. */
   readonly identity: boolean;
+  /**
+   * The source columns whose change can change its rows, the key included
+   * (undefined: any column): an update that changes none of them leaves its
+   * rows as they are, and the applier skips it (see the kind's `reads`).
+   */
+  readonly reads: readonly string[] | undefined;
   readonly fingerprint: string;
   /** Tables this projection owns in the target (for collision checks). */
   readonly ownedTables: readonly string[];

@@ -80,6 +80,14 @@ export interface ProjectionKind<K extends KindName> {
   /** Its target table, columns, key and filter, from the definition and the source's shape (errors name what is wrong). */
   layout(def: DefinitionOf<K>, source: SourceShape): KindLayout;
   /**
+   * The source columns whose change can change its rows, the key included
+   * (undefined: any column), for `layout` over `source`: an update that
+   * changes none of them is skipped (apply/sync/applier.ts). Taken from
+   * what SQLite compiles (projection/read-set.ts) or what the definition
+   * declares, never guessed from SQL text; unknown names are errors.
+   */
+  reads(def: DefinitionOf<K>, layout: KindLayout, source: SourceShape): readonly string[] | undefined;
+  /**
    * The tables it owns in the target when its main table is `table` (a
    * rebuild may drop them; nothing else may have their names). `def` is the
    * definition as data (a stored one is read back from JSON).

@@ -111,6 +111,28 @@ export function positionBatch(p: CompiledProjection, storedSeq: number, batch: C
   return batch.after(storedSeq);
 }
 
+/**
+ * Whether an update none of whose changed columns a projection reads is
+ * marked for its kind to check and not write (on). Off only to measure what
+ * it saves (bench/apply.ts): the rows come out the same either way.
+ */
+export const skipUnread = { on: true };
+
+/**
+ * `batch` as `p`'s kind takes it: when `p` reads only some of the source's
+ * columns (`p.reads`: what SQLite compiles its SQL to read, or what a
+ * custom definition declares), an update whose changed columns are all
+ * outside them is marked (feed/change-batch.ts `readingOnly`): the kind
+ * checks its before-image against the target like any event's and writes
+ * nothing for it (a custom handler, whose state sluice cannot check, is not
+ * called). Inserts, deletes, updates of unknown columns and key changes
+ * (the key is read) are never marked. The range stays: the cursor moves to
+ * the batch's end.
+ */
+function readBy(p: CompiledProjection, batch: ChangeBatch): ChangeBatch {
+  return p.reads === undefined || !skipUnread.on ? batch : batch.readingOnly(p.reads);
+}
+
 /** How much a UNIQUE failure of a batch says: the batch may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
 export type BatchEnd = 'batch' | 'range' | 'committed';
 
@@ -145,7 +167,7 @@ export async function applyRows(
     return suspension('TARGET_CONSTRAINT', { table: foreign, source: p.source.table, message: ftsUniqueMessage(foreign) });
   const guarded = foreign !== undefined;
   const apply = async (): Promise<RowsApplied | Suspension> => {
-    const r = await kind.apply(db, schema, p, batch, guarded);
+    const r = await kind.apply(db, schema, p, readBy(p, batch), guarded);
     if (r.mismatch !== undefined) {
       const m = r.mismatch;
       return suspension(m.reason, { table: p.targetTable, source: p.source.table, key: m.key, seq: m.seq });

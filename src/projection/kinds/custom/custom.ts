@@ -2,6 +2,8 @@ import { customAlter } from './alter.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import { renameTable } from '../../../sqlite/rename.ts';
 import type { ProjectionKind, SnapshotRows } from '../../kind.ts';
+import { findColumn } from '../../compiled.ts';
+import { declaredReads } from '../../read-set.ts';
 import { applyCustomEvents, initCustom } from './handler.ts';
 import { customTables } from './tables.ts';
 
@@ -19,6 +21,8 @@ export const customKind: ProjectionKind<'custom'> = {
   alter: customAlter,
   // A handler gets whole rows.
   columnsRead: () => undefined,
+  // What the definition declares ("reads"); without it, every column (sluice cannot see what code reads).
+  reads: (def, _layout, source) => declaredReads(source, def.reads, (name) => findColumn(source, name, def.name)),
   layout: (def) => ({ targetTable: def.target ?? def.name, columns: [], key: [], filter: null }),
   ownedTables: (table, def) => Object.values(customTables(def, table)),
   needsImages: false,
@@ -64,7 +68,14 @@ export const customKind: ProjectionKind<'custom'> = {
   },
   async apply(db, schema, p, batch) {
     let applied = 0;
-    for (const events of batch.pages(EVENT_PAGE)) applied += await applyCustomEvents(db, schema, p, events);
+    // An update of none of the columns the definition declares it reads is not passed (its state cannot be checked).
+    for (const events of batch.pages(EVENT_PAGE))
+      applied += await applyCustomEvents(
+        db,
+        schema,
+        p,
+        events.filter((e) => batch.writes(e)),
+      );
     return { applied };
   },
 };

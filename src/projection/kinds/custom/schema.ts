@@ -53,6 +53,16 @@ export const customDefinitionSchema = z.strictObject({
     .min(1)
     .refine((t) => new Set(t.map((x) => x.toLowerCase())).size === t.length, 'each table once')
     .optional(),
+  /**
+   * The source columns the handler's output depends on (the key is always
+   * included). Given, an update that changes none of them is not passed to
+   * the handler; left out, every event is. Names are checked against the
+   * source table when the projection is compiled.
+   */
+  reads: z
+    .array(z.string().min(1))
+    .refine((r) => new Set(r.map((x) => x.toLowerCase())).size === r.length, 'each column once')
+    .optional(),
   handler: z
     .custom<CustomHandler>((h) => typeof h === 'object' && h !== null && typeof (h as { apply?: unknown }).apply === 'function')
     .optional(),

@@ -28,6 +28,8 @@ export function applyFtsEvents(
   schema: string,
   p: CompiledFts5,
   events: readonly ChangeEvent[],
+  /** Whether an event may change the index (ChangeBatch.writes): one that may not is checked, not written. */
+  writes: (e: ChangeEvent) => boolean = () => true,
 ): { applied: number; mismatch?: FtsMismatch } {
   const n = ftsNames(schema, p);
   // Compiled once per connection (statement-cache.ts): the SQL of a step
@@ -59,11 +61,12 @@ export function applyFtsEvents(
     return prepare(`SELECT 1 FROM ${n.content} WHERE rowid = @rowid AND ${allOf(eq)}`).get(args) !== undefined;
   };
 
-  const remove = (e: ChangeEvent, row: Row): FtsMismatch | undefined => {
+  const remove = (e: ChangeEvent, row: Row, write = true): FtsMismatch | undefined => {
     const key = keyOf(row);
     const rowid = lookup(key);
     const values = valuesOf(row);
     if (rowid === undefined || !matches(rowid, key, values)) return { seq: e.seq, key: key.map(toJsonValue), reason: 'TARGET_DIVERGED' };
+    if (!write) return undefined;
     prepare(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')}) VALUES ('delete', ?, ${ph(values)})`).run(rowid, ...bind(values));
     prepare(`DELETE FROM ${n.content} WHERE rowid = ?`).run(rowid);
     return undefined;
@@ -86,7 +89,9 @@ export function applyFtsEvents(
   let applied = 0;
   for (const e of events) {
     if (e.image !== 'full') throw new Error(`fts5 projection ${p.name} needs images mode on ${p.source.table}`);
-    const miss = (e.before !== null ? remove(e, e.before) : undefined) ?? (e.after !== null ? add(e, e.after) : undefined);
+    // An update of columns the index does not read leaves its entries as they are: its before-image is checked, nothing is written.
+    const write = writes(e);
+    const miss = (e.before !== null ? remove(e, e.before, write) : undefined) ?? (e.after !== null && write ? add(e, e.after) : undefined);
     if (miss !== undefined) return { applied, mismatch: miss };
     applied++;
   }

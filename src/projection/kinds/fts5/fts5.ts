@@ -4,6 +4,7 @@ import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsNames, keyTableOf, renameFts } from './layout.ts';
+import { columnsReadBySql } from '../../read-set.ts';
 import { applyFtsNet } from './net.ts';
 import { applyFtsEvents } from './events.ts';
 
@@ -15,6 +16,14 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   kind: 'fts5',
   alter: fts5Alter,
   columnsRead: (def) => def.columns,
+  // The indexed columns and the key, as SQLite compiles a read of them.
+  reads: (_def, layout, source) =>
+    columnsReadBySql(
+      source,
+      layout.columns.map((c) => c.expr),
+      null,
+      [],
+    ),
   layout(def, source) {
     const columns: TargetColumn[] = def.columns.map((name) => {
       const c = findColumn(source, name, def.name);
@@ -46,7 +55,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       if (net !== undefined) return { applied: net.applied };
       let applied = 0;
       for (const events of batch.pages(EVENT_PAGE)) {
-        const r = applyFtsEvents(db, schema, p, events);
+        const r = applyFtsEvents(db, schema, p, events, (e) => batch.writes(e));
         applied += r.applied;
         if (r.mismatch !== undefined) return { applied, mismatch: r.mismatch };
       }

@@ -69,19 +69,19 @@ function applyNet(db: Db, schema: string, p: CompiledFts5, events: EventRelation
 
   const contentless = n.external ? '' : `CROSS JOIN ${joinImage(img, 'b', 'x.fseq', 0)}`;
   run(`INSERT INTO ${n.fts} (${n.cmd}, rowid, ${n.cols.join(', ')})
-    SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1`);
+    SELECT 'delete', c.rowid, ${(n.external ? stored : before).join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} ${contentless} WHERE x.fbp = 1 AND x.wr = 1`);
   run(
-    `DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0)`,
+    `DELETE FROM ${n.content} WHERE rowid IN (SELECT c.rowid FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} WHERE x.fbp = 1 AND x.lap = 0 AND x.wr = 1)`,
   );
   const set = [...n.keys.map((c, i) => `${c} = ${img.after('a', i)}`), ...(n.external ? n.cols.map((c, i) => `${c} = ${after[i]}`) : [])];
   run(
-    `UPDATE ${n.content} AS c SET ${set.join(', ')} FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 1 AND x.lap = 1 AND ${onKey}`,
+    `UPDATE ${n.content} AS c SET ${set.join(', ')} FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 1 AND x.lap = 1 AND x.wr = 1 AND ${onKey}`,
   );
   const newKeys = n.keys.map((_, i) => img.after('a', i));
   run(`INSERT INTO ${n.content} (${n.intKey ? 'rowid, ' : ''}${[...n.keys, ...(n.external ? n.cols : [])].join(', ')})
     SELECT ${n.intKey ? `${newKeys[0]}, ` : ''}${[...newKeys, ...(n.external ? after : [])].join(', ')}
-      FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 0 AND x.lap = 1`);
+      FROM ${x} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.fbp = 0 AND x.lap = 1 AND x.wr = 1`);
   run(`INSERT INTO ${n.fts} (rowid, ${n.cols.join(', ')})
-    SELECT c.rowid, ${after.join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`);
+    SELECT c.rowid, ${after.join(', ')} FROM ${x} x CROSS JOIN ${n.content} c ON ${onKey} CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1 AND x.wr = 1`);
   return { applied: Number(cachedStatement(db, `SELECT count(*) FROM (${events.sql})`, 'pluck').get(events.params)) };
 }

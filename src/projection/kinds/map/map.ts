@@ -2,6 +2,7 @@ import { mapAlter } from './alter.ts';
 import { quoteIdent } from '../../../sqlite/quote.ts';
 import { columnDecl, findColumn, type SourceColumn, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
+import { columnsReadBySql } from '../../read-set.ts';
 import { keyColumnsOf, relationalTable } from '../relational/table.ts';
 
 /** A map: chosen, renamed or computed columns of the rows that pass a filter, keyed by the source key. */
@@ -16,6 +17,14 @@ export const mapKind: ProjectionKind<'map'> = {
     if (!specs.every((c) => typeof c === 'string' || 'from' in c)) return undefined;
     return specs.map((c) => (typeof c === 'string' ? c : c.from));
   },
+  // What SQLite compiles the columns and the filter to read; a computed column with a subquery or a non-deterministic function: all.
+  reads: (_def, layout, source) =>
+    columnsReadBySql(
+      source,
+      layout.columns.map((c) => c.expr),
+      layout.filter,
+      [...layout.columns.filter((c) => c.from === undefined).map((c) => c.expr), ...(layout.filter === null ? [] : [layout.filter])],
+    ),
   layout(def, source) {
     const copy = (c: SourceColumn, as: string): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
     const columns = Object.entries(def.columns).map(([as, spec]): TargetColumn => {

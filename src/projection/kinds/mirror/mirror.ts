@@ -11,6 +11,8 @@ export const mirrorKind: ProjectionKind<'mirror'> = {
   alter: mirrorAlter,
   // A mirror copies every column.
   columnsRead: () => undefined,
+  // Every column is copied: no update is skipped.
+  reads: () => undefined,
   layout(def, source) {
     const columns = source.columns.map((c: SourceColumn) => ({
       name: c.name,

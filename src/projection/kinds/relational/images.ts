@@ -51,6 +51,8 @@ export interface Images {
     readonly has: readonly [string, string];
     readonly key: readonly [readonly string[], readonly string[]];
     readonly inTarget: readonly [string, string];
+    /** The event may change the projection (EventRelation.writes): one that may not is checked, not written. */
+    readonly writes: string;
   };
 }
 
@@ -81,6 +83,7 @@ export function journalImages(events: EventRelation, cols: readonly number[], ke
       has: [events.hasBefore('e'), events.hasAfter('e')],
       key: [keys.map((i) => events.before('e', i)), keys.map((i) => events.after('e', i))],
       inTarget: ['1', '1'],
+      writes: events.writes('e'),
     },
   };
 }
@@ -150,11 +153,12 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
     before: (alias, i) => `${alias}.v${i}`,
     after: (alias, i) => `${alias}.v${i}`,
     stream: {
-      events: `(SELECT seq FROM (${events.sql})) e`,
+      events: `(SELECT seq, ${events.writes('')} AS wr FROM (${events.sql})) e`,
       joins: `LEFT JOIN ${pi} x ON ${on('x', 'e.seq', 0)} LEFT JOIN ${pi} y ON ${on('y', 'e.seq', 1)}`,
       has: ['x.seq IS NOT NULL', 'y.seq IS NOT NULL'],
       key: [keyIdx.map((i) => `x.v${i}`), keyIdx.map((i) => `y.v${i}`)],
       inTarget: ['x.inf', 'y.inf'],
+      writes: 'e.wr',
     },
   };
 }

@@ -69,12 +69,12 @@ export function applyByNetTransitions(
   // and the rows are inserted plainly.
   cachedStatement(
     db,
-    `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1${strict ? '' : ' AND lap = 0'})`,
+    `DELETE FROM ${target} WHERE (${p.key.map(quoteIdent).join(', ')}) IN (SELECT ${k.join(', ')} FROM ${table} WHERE fbp = 1 AND wr = 1${strict ? '' : ' AND lap = 0'})`,
   ).run();
   cachedStatement(
     db,
     `INSERT${strict ? '' : ' OR REPLACE'} INTO ${target} (${p.columns.map((c) => quoteIdent(c.name)).join(', ')})
-      SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM ${table} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1`,
+      SELECT ${p.columns.map((_, i) => img.after('a', i)).join(', ')} FROM ${table} x CROSS JOIN ${joinImage(img, 'a', 'x.lseq', 1)} WHERE x.lap = 1 AND x.wr = 1`,
   ).run(img.params);
   return { transitions };
 }
@@ -101,7 +101,7 @@ export function buildNet(
     db,
     '_sluice_net',
     `${keyDecls.map((d, j) => `${k[j]} ${d}`).join(', ')},
-    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, lpos INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER,
+    fseq INTEGER NOT NULL, fbp INTEGER NOT NULL, lseq INTEGER NOT NULL, lap INTEGER NOT NULL, lpos INTEGER NOT NULL, cnt INTEGER NOT NULL, bad INTEGER, wr INTEGER NOT NULL,
     PRIMARY KEY (${k.join(', ')})`,
     { withoutRowid: true },
   );
@@ -119,11 +119,11 @@ export function buildNet(
   const linked = allOf(Array.from({ length: width }, (_, i) => sqlEq(img.after('a', i), img.before('b', i))));
   cachedStatement(
     db,
-    `INSERT INTO ${table} (${k.join(', ')}, fseq, fbp, lseq, lap, lpos, cnt)
-    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, 2 * e.seq + s.sub, (${bp}) OR (${ap})
+    `INSERT INTO ${table} (${k.join(', ')}, fseq, fbp, lseq, lap, lpos, cnt, wr)
+    SELECT ${k.map((_, j) => `CASE s.sub WHEN 0 THEN ${s.key[0][j]} ELSE ${s.key[1][j]} END`).join(', ')}, e.seq, ${bp}, e.seq, ${ap}, 2 * e.seq + s.sub, (${bp}) OR (${ap}), CASE WHEN ${s.writes} THEN 1 ELSE 0 END
       FROM ${s.events} ${s.joins} CROSS JOIN (SELECT 0 AS sub UNION ALL SELECT 1) s
      WHERE CASE s.sub WHEN 0 THEN ${s.has[0]} ELSE ${s.has[1]} AND NOT (${s.has[0]} AND ${same}) END
-    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, lpos = excluded.lpos, cnt = cnt + excluded.cnt,
+    ON CONFLICT (${k.join(', ')}) DO UPDATE SET lseq = excluded.lseq, lap = excluded.lap, lpos = excluded.lpos, cnt = cnt + excluded.cnt, wr = max(wr, excluded.wr),
       bad = coalesce(bad, CASE WHEN excluded.lpos <= lpos OR lap <> excluded.fbp THEN excluded.fseq
         WHEN lap = 1 AND NOT EXISTS (SELECT 1 FROM ${img.rel('a')} CROSS JOIN ${img.rel('b')} WHERE ${img.on('a', `${table}.lseq`, 1)} AND ${img.on('b', 'excluded.fseq', 0)} AND ${linked}) THEN excluded.fseq END)`,
   ).run(img.params);

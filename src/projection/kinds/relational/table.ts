@@ -16,7 +16,18 @@ import { applyRelational } from './apply.ts';
 type Relational = CompiledMirror | CompiledMap;
 type Shared = Omit<
   ProjectionKind<'mirror'>,
-  'kind' | 'alter' | 'columnsRead' | 'layout' | 'ownedTables' | 'shadowBuild' | 'create' | 'build' | 'rename' | 'apply' | 'verification'
+  | 'kind'
+  | 'alter'
+  | 'columnsRead'
+  | 'reads'
+  | 'layout'
+  | 'ownedTables'
+  | 'shadowBuild'
+  | 'create'
+  | 'build'
+  | 'rename'
+  | 'apply'
+  | 'verification'
 > & {
   ownedTables(table: string): string[];
   shadowBuild(): 'copy';
