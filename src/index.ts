@@ -70,8 +70,8 @@ export type { EventLine } from './feed/jsonl.ts';
 
 export { Syncer, sync } from './apply/sync/sync.ts';
 export type { SyncOptions, SyncReport, ProjectionReport, SyncProgress } from './apply/sync/sync.ts';
-export type { Unmirrored } from './apply/sync/projection-set.ts';
-export type { DefinitionInput } from './apply/sync/sync-definitions.ts';
+export type { Unmirrored } from './apply/projections/projection-set.ts';
+export type { DefinitionInput } from './apply/projections/sync-definitions.ts';
 export type { LostProjection } from './apply/target/consumers.ts';
 export { lockFollower } from './apply/sync/follower-lock.ts';
 export { verify } from './apply/check/verify.ts';
@@ -90,8 +90,8 @@ export type { Proof } from './projection/evolution/kinds.ts';
 export { health } from './apply/check/health.ts';
 export type { FailureHealth, FedLag, HealthFedBy, HealthOptions, HealthReport, ProjectionHealth } from './apply/check/health.ts';
 export type { FedBy } from './apply/target/fed-by.ts';
-export { dropProjection } from './apply/target/drop.ts';
-export type { DropResult } from './apply/target/drop.ts';
+export { dropProjection } from './apply/projections/drop.ts';
+export type { DropResult } from './apply/projections/drop.ts';
 export { parseDefinition, loadDefinitions, projectionDefinitionSchema } from './projection/definition.ts';
 export type {
   ProjectionDefinition,

@@ -10,7 +10,7 @@ export { checkHeldFile } from './sqlite/file-identity.ts';
 export { enableCommand, enableHint } from './capture/enable-hint.ts';
 export { alterRules } from './feed/alter-forecast.ts';
 export { eventToLine } from './feed/jsonl.ts';
-export { MIRROR_ALL } from './apply/sync/projection-set.ts';
+export { MIRROR_ALL } from './apply/projections/projection-set.ts';
 export { projectionWrites } from './apply/target/projection-writes.ts';
 export { readProjections } from './apply/target/target-meta.ts';
 export { repairAction, shellWord } from './sqlite/shell-word.ts';

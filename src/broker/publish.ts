@@ -12,7 +12,7 @@ import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects 
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
-import type { NatsTarget } from './connection.ts';
+import type { NatsTarget } from './connection/connection.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
 /*

@@ -4,7 +4,7 @@ import { readProjections, type ProjectionRecord } from '../apply/target/target-m
 import type { FedLag } from '../apply/check/health.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
-import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection.ts';
+import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection/connection.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
 

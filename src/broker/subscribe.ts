@@ -6,7 +6,7 @@ import { readProjections } from '../apply/target/target-meta.ts';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
 import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
-import type { NatsTarget } from './connection.ts';
+import type { NatsTarget } from './connection/connection.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines } from './message-lines.ts';
 import { freshConsumer, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';

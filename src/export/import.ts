@@ -4,7 +4,7 @@ import { openDatabase, useWal } from '../sqlite/connection.ts';
 import { closeDatabase } from '../sqlite/connection-state.ts';
 import { InvalidInputError } from '../errors.ts';
 import { ensureTargetMeta } from '../apply/target/target-meta.ts';
-import { allowProjectionWrites } from '../apply/edits/protect.ts';
+import { allowProjectionWrites } from '../apply/target/allow-writes.ts';
 import { recordSubscribed } from '../apply/target/fed-by.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';

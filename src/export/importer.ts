@@ -19,7 +19,7 @@ import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
 import { readProjection, PROJECTIONS_TABLE } from '../apply/target/target-meta.ts';
 import type { DroppedIndex } from '../apply/target/user-indexes.ts';
 import { recordFedBy } from '../apply/target/fed-by.ts';
-import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/sync/applier.ts';
+import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/projections/applier.ts';
 import { runBatchPath } from '../apply/sync/batch-path.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
@@ -30,7 +30,7 @@ const SCHEMA = 'main';
 
 /*
  * Feeds a stream of checked export items (import.ts) to the one applier
- * (apply/sync/applier.ts): each snapshot, and each batch, for every projection.
+ * (apply/projections/applier.ts): each snapshot, and each batch, for every projection.
  */
 
 /** Snapshot rows applied per statement batch while a snapshot streams in. */

@@ -2,7 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/definition.ts';
 import type { CaptureStatus } from '../capture/status.ts';
 import type { PipelineSource, ProjectionEntry } from './pipeline.ts';
-import { isDefaultMirror } from '../apply/sync/projection-set.ts';
+import { isDefaultMirror } from '../apply/projections/projection-set.ts';
 import type { ProjectionRecord } from '../apply/target/target-meta.ts';
 
 /**

@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
 import { loadCustomModule, loadDefinitions, projectionDefinitionSchema, type ProjectionDefinition } from '../projection/definition.ts';
-import { splitServers } from '../broker/connection.ts';
+import { splitServers } from '../broker/connection/connection.ts';
 import { realFilePath } from '../sqlite/real-path.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';

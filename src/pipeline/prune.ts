@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { dropProjection } from '../apply/target/drop.ts';
+import { dropProjection } from '../apply/projections/drop.ts';
 import { readConsumers } from '../capture/consumers.ts';
 import { forget } from '../feed/acknowledge.ts';
 import type { Db } from '../sqlite/connection.ts';

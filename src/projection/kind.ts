@@ -12,7 +12,7 @@ import type { KindAlterRules } from './evolution/kinds.ts';
 /*
  * What a projection kind is. Each kind lives in its own folder under
  * kinds/ and is listed once in kinds/registry.ts; nothing else branches on
- * a kind's name. The applier (apply/sync/applier.ts) is the only place where a
+ * a kind's name. The applier (apply/projections/applier.ts) is the only place where a
  * snapshot or a batch meets a kind.
  */
 

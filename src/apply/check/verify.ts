@@ -1,4 +1,4 @@
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
+import { shadowBuildOf } from '../target/build-of.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../../errors.ts';
@@ -13,7 +13,7 @@ import { alterWithOldLayoutAfter } from '../../feed/cursor-check.ts';
 import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
 import { parseStoredDefinition, type ProjectionDefinition } from '../../projection/definition.ts';
 import { describeTable } from '../../sqlite/introspect.ts';
-import { brokenDefinition } from '../sync/broken-definition.ts';
+import { brokenDefinition } from '../projections/broken-definition.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -29,7 +29,7 @@ import { kindNamed, kindOf } from '../../projection/kinds/registry.ts';
 import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
 import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
 import { reinitCommand, repairAction, shellCommand } from '../../sqlite/shell-word.ts';
-import { missingMirrors } from '../sync/projection-set.ts';
+import { missingMirrors } from '../projections/projection-set.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';

@@ -6,7 +6,7 @@ import { isSqliteBusy } from '../../errors.ts';
 import { readSourceView } from '../../feed/source-view.ts';
 import type { CompiledProjection } from '../../projection/compile.ts';
 import { kindNamed } from '../../projection/kinds/registry.ts';
-import { ownedBy, suspension, type Suspension } from '../sync/applier.ts';
+import { ownedBy, suspension, type Suspension } from '../projections/applier.ts';
 import { readProjection, readProjections, setState, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/target-meta.ts';
 import { ownCheckOf } from '../check/verify-record.ts';
 import { compareAtCursor } from '../check/verify.ts';

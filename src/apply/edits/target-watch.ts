@@ -6,7 +6,7 @@ import { quoteIdent } from '../../sqlite/quote.ts';
 import { WalFiles, type WalCommit, type WalEnd } from '../../sqlite/wal-frames.ts';
 import { PROJECTIONS_TABLE } from '../target/target-meta.ts';
 import { DROPPED_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
-import { PROJECTION_SET_TABLE } from '../sync/projection-set.ts';
+import { PROJECTION_SET_TABLE } from '../projections/projection-set.ts';
 import { editEvidence } from './edit-evidence.ts';
 import type { WatchedProjection, EditEvidence } from './edit-evidence.ts';
 export type { WatchedProjection, EditEvidence } from './edit-evidence.ts';

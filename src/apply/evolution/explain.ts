@@ -14,8 +14,8 @@ import {
   type ProjectionDefinitionInput,
 } from '../../projection/definition.ts';
 import { readTables } from '../../capture/catalog.ts';
-import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from '../sync/projection-set.ts';
-import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from '../sync/sync-definitions.ts';
+import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from '../projections/projection-set.ts';
+import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from '../projections/sync-definitions.ts';
 import { compileAgainstSource } from '../../projection/expression-probe.ts';
 import {
   classifyChange,

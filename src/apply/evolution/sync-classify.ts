@@ -10,10 +10,10 @@ import {
   type ClassifiedChange,
   type UncompiledProjection,
 } from '../../projection/evolution/classify.ts';
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
+import { shadowBuildOf } from '../target/build-of.ts';
 import { kindOf } from '../../projection/kinds/registry.ts';
-import { BROKEN_DEFINITION_REASONS, brokenReason } from '../sync/broken-definition.ts';
-import { targetFile, type ApplyTarget } from '../sync/applier.ts';
+import { BROKEN_DEFINITION_REASONS, brokenReason } from '../projections/broken-definition.ts';
+import { targetFile, type ApplyTarget } from '../projections/applier.ts';
 import { alterFacts, REARMABLE } from './explain-facts.ts';
 import { newProjectionRecord, PROJECTIONS_TABLE, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
 import { repairAction } from '../../sqlite/shell-word.ts';

@@ -7,7 +7,7 @@ import { validateCursor } from '../../feed/cursor-check.ts';
 import { readSourceView } from '../../feed/source-view.ts';
 import { withReadTransaction } from '../../sqlite/transaction.ts';
 import { shadowMatchesSource } from '../check/verify.ts';
-import { replacedTables, type ApplyTarget } from '../sync/applier.ts';
+import { replacedTables, type ApplyTarget } from '../projections/applier.ts';
 import {
   atomicSwapShadow,
   buildCursor,
@@ -19,7 +19,7 @@ import {
   type BuildState,
 } from './shadow-build.ts';
 import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
-import type { StepOutcome } from '../sync/step-outcome.ts';
+import type { StepOutcome } from '../projections/step-outcome.ts';
 
 /**
  * A protected rebuild's copy is caught up to the build's seq: it is

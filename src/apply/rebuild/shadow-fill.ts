@@ -12,7 +12,7 @@ import { sourceRows } from '../../feed/snapshot.ts';
 import { batchEnd } from '../../feed/batch.ts';
 import { columnDecl, stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
 import { kindOf } from '../../projection/kinds/registry.ts';
-import { applyRows, type ApplyTarget, type Suspension } from '../sync/applier.ts';
+import { applyRows, type ApplyTarget, type Suspension } from '../projections/applier.ts';
 import { BUILD_CHUNK, type BuildState } from './shadow-build.ts';
 
 /*

@@ -11,7 +11,7 @@ import {
   type BatchEnd,
   type RowsApplied,
   type Suspension,
-} from './applier.ts';
+} from '../projections/applier.ts';
 
 /*
  * The one way a batch of events reaches a stored projection, for sync's

@@ -5,10 +5,10 @@ import { batchEnd } from '../../feed/batch.ts';
 import { definitionFingerprint, type CompiledProjection } from '../../projection/compile.ts';
 import { kindOf } from '../../projection/kinds/registry.ts';
 import type { ProjectionRecord } from '../target/target-meta.ts';
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
+import { shadowBuildOf } from '../target/build-of.ts';
 import { classifyForSync } from '../evolution/sync-classify.ts';
-import { columnsRead } from '../evolution/explain-facts.ts';
-import { suspensionGate, type ApplyTarget } from './applier.ts';
+import { columnsRead } from '../projections/columns-read.ts';
+import { suspensionGate, type ApplyTarget } from '../projections/applier.ts';
 import type { CursorFacts, RowFacts } from './step-decision.ts';
 
 /*

@@ -20,27 +20,21 @@ import {
   SnapshotInstall,
   type ApplyTarget,
   type Suspension,
-} from './applier.ts';
+} from '../projections/applier.ts';
 import { runBatchPath } from './batch-path.ts';
 import { decideFromCursor, decideFromRow, unbuildable, type StepDecision } from './step-decision.ts';
 import { buildFacts, cursorFacts, rowFacts, type StepPlace } from './step-facts.ts';
 import { crashPoint } from './crash-points.ts';
-import {
-  dropShadow,
-  readBuild,
-  resumeOrRollbackShadowBuild,
-  startShadowBuild,
-  writeBuild,
-  type BuildState,
-} from '../rebuild/shadow-build.ts';
+import { dropShadow, resumeOrRollbackShadowBuild, startShadowBuild, writeBuild, type BuildState } from '../rebuild/shadow-build.ts';
+import { readBuild } from '../target/build-of.ts';
 import { buildStep, validateShadow, type Validated, type ValidationNeeded } from '../rebuild/build-step.ts';
 import { reportedSourceRows } from '../rebuild/snapshot-parts.ts';
 import { storeDefinition } from '../evolution/sync-classify.ts';
-import { markBusy, retryBusy } from './retry.ts';
+import { markBusy, retryBusy } from '../target/retry.ts';
 import { cachedStatement } from '../../sqlite/statement-cache.ts';
 import { takeWriteLock } from '../../sqlite/write-lock.ts';
-import type { StepOutcome } from './step-outcome.ts';
-export type { StepOutcome } from './step-outcome.ts';
+import type { StepOutcome } from '../projections/step-outcome.ts';
+export type { StepOutcome } from '../projections/step-outcome.ts';
 
 /*
  * sync's side of the applier: one step for one projection, in one target

@@ -1,7 +1,7 @@
 import type { ProjectionDefinitionInput } from '../../projection/definition.ts';
 import type { RearmReport } from '../../capture/rearm.ts';
 import type { DroppedIndex } from '../target/user-indexes.ts';
-import type { Unmirrored } from './projection-set.ts';
+import type { Unmirrored } from '../projections/projection-set.ts';
 import type { LostProjection } from '../target/consumers.ts';
 
 /* What a Syncer takes and reports (sync.ts). */

@@ -24,17 +24,24 @@ import {
   setState,
 } from '../target/target-meta.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
-import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from '../target/retry.ts';
 import { crashPoint } from './crash-points.ts';
-import { damagedFile } from './damaged.ts';
+import { damagedFile } from '../target/damaged.ts';
 import { checkHeldFile, checkSameFile, pathIdentity, type FileIdentity } from '../../sqlite/file-identity.ts';
-import type { BrokenDefinition } from './broken-definition.ts';
+import type { BrokenDefinition } from '../projections/broken-definition.ts';
 import fs from 'node:fs';
-import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
-import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
+import {
+  admitted,
+  resolveProjections,
+  resolveReinit,
+  type DefinitionInput,
+  type Refusal,
+  type Resolution,
+} from '../projections/sync-definitions.ts';
+import { storeProjectionSet, type SetChange, type Unmirrored } from '../projections/projection-set.ts';
 import { TargetWatch } from '../edits/target-watch.ts';
 import { checkEdited, checkPendingEdits, watchedProjections } from '../edits/target-edits.ts';
-import type { Suspension } from './applier.ts';
+import type { Suspension } from '../projections/applier.ts';
 import { ensureGuards } from '../edits/protect.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 

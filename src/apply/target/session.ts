@@ -8,8 +8,8 @@ import { requireWriteAccess } from '../../sqlite/access.ts';
 import { openSource } from '../../capture/open-source.ts';
 import { STATE_TABLE } from '../../capture/schema.ts';
 import { ensureTargetMeta } from './target-meta.ts';
-import { allowProjectionWrites } from '../edits/protect.ts';
-import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from '../sync/retry.ts';
+import { allowProjectionWrites } from './allow-writes.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 import { useCatchUpCaches } from '../../sqlite/catch-up-caches.ts';
 
 /** The schema name under which the target database is attached to the source connection. */

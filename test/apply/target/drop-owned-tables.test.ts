@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { enable } from '../../../src/capture/enable.ts';
 import { sync } from '../../../src/apply/sync/sync.ts';
-import { dropProjection } from '../../../src/apply/target/drop.ts';
+import { dropProjection } from '../../../src/apply/projections/drop.ts';
 import { openDatabase } from '../../../src/sqlite/connection.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
 

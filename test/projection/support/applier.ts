@@ -1,5 +1,5 @@
 import type { Db } from '../../../src/sqlite/connection.ts';
-import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/sync/applier.ts';
+import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/projections/applier.ts';
 import { decodedBatch, journalBatch, type ChangeBatch } from '../../../src/feed/change-batch.ts';
 import { readEventsInRange } from '../../../src/feed/batch.ts';
 import { readSourceView } from '../../../src/feed/source-view.ts';
@@ -8,7 +8,7 @@ import type { CompiledProjection } from '../../../src/projection/compile.ts';
 import { underTamperAsync } from './batch.ts';
 
 /*
- * A batch through the one applier (apply/sync/applier.ts applyRows), fed as
+ * A batch through the one applier (apply/projections/applier.ts applyRows), fed as
  * sync feeds it (journalBatch: the journal read in SQL) or as import does
  * (decodedBatch: the same events decoded, as an export file carries them),
  * in a transaction that is rolled back after `tamper` (see underTamper).

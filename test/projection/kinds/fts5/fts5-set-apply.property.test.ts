@@ -22,7 +22,7 @@ import { FEEDS, throughApplier } from '../../support/applier.ts';
  * leave the same keys and stored values, and an index that answers every
  * query the same and passes FTS5's integrity check.
  *
- * Each batch also goes through the one applier (apply/sync/applier.ts), as sync
+ * Each batch also goes through the one applier (apply/projections/applier.ts), as sync
  * feeds it (the journal) and as import does (the same events decoded): both
  * must end the same way (the same suspension, or the same keys, values and
  * answers), and as the per-event path decides.

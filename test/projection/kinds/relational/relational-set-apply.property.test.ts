@@ -29,7 +29,7 @@ import { FEEDS, throughApplier } from '../../support/applier.ts';
  * (forged: capture records it from every writer, so the applier's
  * UNCAPTURED_REPLACE check is the net behind it).
  *
- * Each batch also goes through the one applier (apply/sync/applier.ts), as sync
+ * Each batch also goes through the one applier (apply/projections/applier.ts), as sync
  * feeds it (the journal) and as import does (the same events decoded): both
  * must end the same way (the same suspension, or the same target bytes) as
  * the reference decides.

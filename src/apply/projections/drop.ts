@@ -4,11 +4,11 @@ import { closeDatabase } from '../../sqlite/connection-state.ts';
 import { writeTransactionSync } from '../../sqlite/transaction.ts';
 import { quoteIdent } from '../../sqlite/quote.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
-import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
-import { ownedBy } from '../sync/applier.ts';
-import { buildTables, readBuild } from '../rebuild/shadow-build.ts';
-import { excludeFromMirrorAll } from '../sync/projection-set.ts';
-import { recordDrop } from './dropped.ts';
+import { PROJECTIONS_TABLE, readProjections } from '../target/target-meta.ts';
+import { ownedBy } from './applier.ts';
+import { buildTables, readBuild } from '../target/build-of.ts';
+import { excludeFromMirrorAll } from './projection-set.ts';
+import { recordDrop } from '../target/dropped.ts';
 import { shellCommand } from '../../sqlite/shell-word.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
