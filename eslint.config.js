@@ -6,12 +6,34 @@
 // broker/ imports the NATS client; product code never imports fixtures/.
 // Transactions go through src/sqlite/transaction.ts alone (docs/architecture.md,
 // "Transactions").
+import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
 
 /** Lowest first: the order docs/architecture.md states (a test holds them equal). */
 export const LAYERS = ['sqlite', 'capture', 'feed', 'projection', 'apply', 'export', 'broker', 'pipeline', 'cli'];
+
+const SRC = path.join(import.meta.dirname, 'src');
+
+/**
+ * Folders of src/ that are one concept with their sub-folders (their
+ * sub-folders have no face of their own): projection/'s definitions, kinds
+ * and evolution need each other both ways. scripts/apply-faces.ts reads it.
+ */
+export const WHOLE_FOLDERS = ['projection'];
+
+/**
+ * The concept folder (absolute) of a file of src/: the folder it is in, or the
+ * one of WHOLE_FOLDERS it is under; undefined for a file of src/ itself
+ * (errors.ts, reasons.ts, the entries) or outside src/.
+ */
+export function conceptFolder(file) {
+  const dir = path.dirname(path.resolve(file));
+  if (dir === SRC || !dir.startsWith(SRC + path.sep)) return undefined;
+  const whole = WHOLE_FOLDERS.map((w) => path.join(SRC, w)).find((w) => dir === w || dir.startsWith(w + path.sep));
+  return whole ?? dir;
+}
 
 /**
  * A relative import of one of `dirs` (a folder under src/), or of `files` (a
