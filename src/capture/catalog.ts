@@ -1,7 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { STATE_TABLE, TABLES_TABLE, JOURNAL_TABLE, LAST_TABLE, SCHEMA_TABLE, CAPTURE_MODES, type CaptureMode } from './schema.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { StoredRow, stringList } from '../sqlite/stored-row.ts';
+import { cachedStatement, StoredRow, stringList } from '../sqlite/index.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {

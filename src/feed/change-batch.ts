@@ -1,7 +1,7 @@
-import type { Db } from '../sqlite/connection.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { cachedStatement } from '../sqlite/index.ts';
+import type { CapturedTable } from '../capture/index.ts';
+import { JOURNAL_TABLE, julianToMs } from '../capture/index.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
 import type { ChangeEvent } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';

@@ -1,9 +1,7 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import type { Statement } from 'better-sqlite3';
-import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { workTable } from '../sqlite/work-tables.ts';
-import { imageColumns, journalColumn, journalRange, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
+import { isRawText, placeholderFor, toBindable, type SqlValue, cachedStatement, workTable } from '../sqlite/index.ts';
+import { imageColumns, journalColumn, journalRange, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/index.ts';
 import type { ChangeEvent, Row } from './events.ts';
 import { storable } from './decoded-rows.ts';
 

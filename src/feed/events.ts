@@ -1,9 +1,7 @@
-import type { Db } from '../sqlite/connection.ts';
-import { RawText, fromDriver, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { RawText, fromDriver, toBindable, type SqlValue, lossyTextTest, textFromDbBytes, quoteIdent } from '../sqlite/index.ts';
+import type { CapturedTable } from '../capture/index.ts';
+import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, julianToMs } from '../capture/index.ts';
 
 /** A row image: column name to exact value. */
 export type Row = Readonly<Record<string, SqlValue>>;

@@ -1,9 +1,9 @@
 import fs from 'node:fs';
-import { dropProjection } from '../apply/projections/drop.ts';
-import { readConsumers } from '../capture/consumers.ts';
-import { forget } from '../feed/acknowledge.ts';
-import type { Db } from '../sqlite/connection.ts';
-import { realFilePath } from '../sqlite/real-path.ts';
+import { dropProjection } from '../apply/projections/index.ts';
+import { readConsumers } from '../capture/index.ts';
+import { forget } from '../feed/index.ts';
+import type { Db } from '../sqlite/index.ts';
+import { realFilePath } from '../sqlite/index.ts';
 import type { PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaresHeld } from './declared.ts';
 import { heldProjections } from './held.ts';

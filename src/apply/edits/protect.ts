@@ -1,13 +1,16 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import { openDatabase, type Db } from '../../sqlite/connection.ts';
-import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
+import { openDatabase, type Db, quoteIdent, quoteString, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
 import { InvalidInputError } from '../../errors.ts';
-import { ownedBy } from '../projections/applier.ts';
-import { allowProjectionWrites, PROTECT_FUNCTION } from '../target/allow-writes.ts';
-import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { ownedBy } from '../projections/index.ts';
+import {
+  allowProjectionWrites,
+  PROTECT_FUNCTION,
+  hasTargetMeta,
+  readProjection,
+  readProjections,
+  type ProjectionRecord,
+} from '../target/index.ts';
 
 /*
  * `sluice protect TGT`: the opt-in guard of a target's projections against

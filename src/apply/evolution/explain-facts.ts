@@ -1,24 +1,30 @@
-import { shadowBuildOf } from '../target/build-of.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
+import {
+  shadowBuildOf,
+  TARGET_SCHEMA,
+  ownedTables,
+  SELF_CLEARING_SUSPENSIONS,
+  type ProjectionRecord,
+  userIndexes,
+} from '../target/index.ts';
+import {
+  kindNamed,
+  compileProjection,
+  type CompiledProjection,
+  type SourceShape,
+  type AlterFacts,
+  type CursorFact,
+  type UncompiledProjection,
+  parseStoredDefinition,
+} from '../../projection/index.ts';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent } from '../../sqlite/index.ts';
 import { reasonsOf } from '../../reasons.ts';
-import { firstEventMsAfter } from '../../feed/journal-stats.ts';
-import { validateCursor } from '../../feed/cursor-check.ts';
-import { decodeCursor } from '../../feed/cursor.ts';
-import { altersSince, lineageSince, type ColumnOrigin } from '../../feed/column-lineage.ts';
-import type { SourceView } from '../../feed/source-view.ts';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
-import { type AlterFacts, type CursorFact, type UncompiledProjection } from '../../projection/evolution/classify.ts';
-import { parseStoredDefinition } from '../../projection/definition.ts';
-import { TARGET_SCHEMA } from '../target/session.ts';
-import { columnsRead } from '../projections/columns-read.ts';
-import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
-import { userIndexes } from '../target/user-indexes.ts';
-import { matchesSourceAt } from '../check/verify.ts';
-import { BROKEN_DEFINITION_REASONS } from '../projections/broken-definition.ts';
+import { firstEventMsAfter, validateCursor, decodeCursor, altersSince, lineageSince, type ColumnOrigin } from '../../feed/index.ts';
+import type { SourceView } from '../../feed/index.ts';
+import { columnsRead, BROKEN_DEFINITION_REASONS } from '../projections/index.ts';
+import { matchesSourceAt } from '../check/index.ts';
 
 /*
  * The facts classifyChange needs that only the databases know, each read

@@ -1,6 +1,6 @@
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { compileStored, readsColumn } from '../../projection/evolution/classify.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { compileStored, readsColumn } from '../../projection/index.ts';
+import type { ProjectionRecord } from '../target/index.ts';
 
 /**
  * The source columns a projection reads, for the cursor check

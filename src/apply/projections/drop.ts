@@ -1,15 +1,9 @@
 import fs from 'node:fs';
-import { openDatabase } from '../../sqlite/connection.ts';
-import { closeDatabase } from '../../sqlite/connection-state.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
+import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCommand } from '../../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
-import { PROJECTIONS_TABLE, readProjections } from '../target/target-meta.ts';
+import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop } from '../target/index.ts';
 import { ownedBy } from './applier.ts';
-import { buildTables, readBuild } from '../target/build-of.ts';
 import { excludeFromMirrorAll } from './projection-set.ts';
-import { recordDrop } from '../target/dropped.ts';
-import { shellCommand } from '../../sqlite/shell-word.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 

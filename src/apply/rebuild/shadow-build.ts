@@ -1,16 +1,23 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import type { CapturedTable } from '../../capture/catalog.ts';
-import { cursorToken, type SourceView } from '../../feed/source-view.ts';
-import { stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import type { KindName } from '../../projection/kind.ts';
-import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from '../target/target-meta.ts';
-import type { BuildState } from '../target/build-state.ts';
-import { buildTables, readBuild, shadowBuildOf } from '../target/build-of.ts';
-import { checkTablesFree, replacedTables, type ApplyTarget } from '../projections/applier.ts';
-import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-indexes.ts';
+import { quoteIdent, cachedStatement } from '../../sqlite/index.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import { cursorToken, type SourceView } from '../../feed/index.ts';
+import { stagedCopyOf, type CompiledProjection, kindOf } from '../../projection/index.ts';
+import type { KindName } from '../../projection/index.ts';
+import {
+  newProjectionRecord,
+  PROJECTIONS_TABLE,
+  storeCursor,
+  type ProjectionRecord,
+  buildTables,
+  readBuild,
+  shadowBuildOf,
+  restoreIndexes,
+  userIndexes,
+  type DroppedIndex,
+} from '../target/index.ts';
+import type { BuildState } from '../target/index.ts';
+import { checkTablesFree, replacedTables, type ApplyTarget } from '../projections/index.ts';
 
 /*
  * A protected rebuild of a live projection (reference 003, "Protected
@@ -44,7 +51,7 @@ import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-i
  * run, or is rolled back (resumeOrRollbackShadowBuild).
  */
 
-export type { BuildState } from '../target/build-state.ts';
+export type { BuildState } from '../target/index.ts';
 
 /**
  * Rows copied per transaction, and events caught up per transaction.

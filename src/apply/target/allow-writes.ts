@@ -1,4 +1,4 @@
-import type { Db } from '../../sqlite/connection.ts';
+import type { Db } from '../../sqlite/index.ts';
 
 /*
  * The function the guards of a protected target (apply/edits/protect.ts)

@@ -1,6 +1,5 @@
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { ownedTables } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { ownedTables, kindOf } from '../../projection/index.ts';
 import type { ProjectionRecord } from './target-meta.ts';
 import type { BuildState } from './build-state.ts';
 

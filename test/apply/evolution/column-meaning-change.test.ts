@@ -1,6 +1,6 @@
 // a column name that sluice alter makes mean another column is never compatible
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson, write } from '../../cli/support/cli.ts';
 import { NAMES, contents, expectExactOrFailClosed, readersOfA } from '../../cli/support/readers-of-a.ts';
 

@@ -1,10 +1,8 @@
-import type { Db } from '../../../src/sqlite/connection.ts';
-import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/projections/applier.ts';
-import { decodedBatch, journalBatch, type ChangeBatch } from '../../../src/feed/change-batch.ts';
-import { readEventsInRange } from '../../../src/feed/batch.ts';
-import { readSourceView } from '../../../src/feed/source-view.ts';
-import { dropTemps } from '../../../src/projection/kinds/registry.ts';
-import type { CompiledProjection } from '../../../src/projection/compile.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/projections/index.ts';
+import { decodedBatch, journalBatch, type ChangeBatch, readEventsInRange, readSourceView } from '../../../src/feed/index.ts';
+import { dropTemps } from '../../../src/projection/index.ts';
+import type { CompiledProjection } from '../../../src/projection/index.ts';
 import { underTamperAsync } from './batch.ts';
 
 /*
