@@ -22,7 +22,9 @@ import { conceptFolder as conceptFolderOf } from '../eslint.config.js';
  *      never written, only checked to export what is imported of it.
  *   2. each import of src/ (and re-export, import(), import type) in src/ and
  *      test/ that reaches past a face is rewritten to the face, and imports of
- *      one face merged into one statement.
+ *      one face merged into one statement. An import of a file that is no
+ *      longer there (it moved to another folder) goes to the face of the one
+ *      folder that offers the names it takes.
  *
  * bench/, scripts/, fixtures/ and projections/ are not rewritten (they may
  * reach any module), but what they import of a face stays in it.
@@ -362,6 +364,33 @@ function offerOf(file: string, name: string, folder: string): { file: string; na
   return { file: cur, namespace: false, typeOnly: e.typeOnly };
 }
 
+/**
+ * An import of a file of src/ that is not there (a merge brought an import
+ * of a file that moved to another folder), found again by the names it
+ * takes: the face of the one folder that offers them all, or the file of the
+ * importer's own folder that does. Else the import as it was.
+ */
+function relocated(s: Site): Site {
+  if (fs.existsSync(s.target) || !s.target.startsWith(SRC + path.sep) || s.names === undefined || s.names.length === 0) return s;
+  const folders = conceptFolders();
+  const homes = new Set<string>();
+  const files = new Set<string>();
+  for (const t of s.names) {
+    const offers = folders.flatMap((f) => {
+      const o = findInFolder(f, t.name, []);
+      return o === undefined ? [] : [{ folder: f, file: o.file }];
+    });
+    if (offers.length !== 1) return s;
+    homes.add(offers[0]!.folder);
+    files.add(offers[0]!.file);
+  }
+  const [home] = homes;
+  if (homes.size !== 1 || home === undefined) return s;
+  if (home !== conceptFolder(s.file)) return { ...s, target: path.join(home, FACE) };
+  const [file] = files;
+  return files.size === 1 && file !== undefined ? { ...s, target: file } : s;
+}
+
 /** The file of `folder` (its face aside) that offers `name`, for a face that does not yet (a new name, a file moved inside the folder). */
 function findInFolder(folder: string, name: string, problems: string[]): ReturnType<typeof offerOf> {
   const found = new Map<string, NonNullable<ReturnType<typeof offerOf>>>();
@@ -447,9 +476,14 @@ export function plan(): Plan {
     [rewritable.sites, true],
     [readOnly.sites, false],
   ] as const) {
-    for (const s of sites) {
+    for (const found of sites) {
+      const s = mayRewrite ? relocated(found) : found;
+      const moved = s !== found;
       const folder = conceptFolder(s.target);
-      if (folder === undefined || conceptFolder(s.file) === folder) continue;
+      if (folder === undefined || conceptFolder(s.file) === folder) {
+        if (moved) edits.push({ site: s, face: s.target });
+        continue;
+      }
       if (!fs.existsSync(s.target)) {
         problems.push(`${rel(s.file)}: imports ${s.specifier}, which does not exist`);
         continue;
@@ -491,7 +525,7 @@ export function plan(): Plan {
         }
         offer(folder, { file: o.file, name: t.name, namespace: o.namespace, typeOnly: o.typeOnly }, bySrc);
       }
-      if (deep) {
+      if (deep || moved) {
         if (s.form === 'side-effect') problems.push(`${where}: a side-effect import past a face`);
         else edits.push({ site: s, face });
       }
