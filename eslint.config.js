@@ -5,13 +5,91 @@
 // import('../broker/index.ts'); nothing else imports the barrels; only
 // broker/ imports the NATS client; product code never imports fixtures/.
 // Transactions go through src/sqlite/transaction.ts alone (docs/architecture.md,
-// "Transactions").
+// "Transactions"). In src/ and test/, a file imports another folder of src/
+// only through its face, the folder's index.ts (docs/architecture.md, "Faces").
+import path from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 import { defineConfig } from 'eslint/config';
 
 /** Lowest first: the order docs/architecture.md states (a test holds them equal). */
 export const LAYERS = ['sqlite', 'capture', 'feed', 'projection', 'apply', 'export', 'broker', 'pipeline', 'cli'];
+
+const SRC = path.join(import.meta.dirname, 'src');
+
+/**
+ * Folders of src/ that are one concept with their sub-folders (their
+ * sub-folders have no face of their own): projection/'s definitions, kinds
+ * and evolution need each other both ways. scripts/apply-faces.ts reads it.
+ */
+export const WHOLE_FOLDERS = ['projection'];
+
+/**
+ * The concept folder (absolute) of a file of src/: the folder it is in, or the
+ * one of WHOLE_FOLDERS it is under; undefined for a file of src/ itself
+ * (errors.ts, reasons.ts, the entries) or outside src/.
+ */
+export function conceptFolder(file) {
+  const dir = path.dirname(path.resolve(file));
+  if (dir === SRC || !dir.startsWith(SRC + path.sep)) return undefined;
+  const whole = WHOLE_FOLDERS.map((w) => path.join(SRC, w)).find((w) => dir === w || dir.startsWith(w + path.sep));
+  return whole ?? dir;
+}
+
+/** The relative specifier of each import, re-export, import() and import type of a file, with its node. */
+function eachImport(context, check) {
+  const on = (node, source) => {
+    if (source !== undefined && source !== null && typeof source.value === 'string' && /^\.\.?\//.test(source.value))
+      check(node, source.value);
+  };
+  return {
+    ImportDeclaration: (n) => on(n, n.source),
+    ExportNamedDeclaration: (n) => on(n, n.source),
+    ExportAllDeclaration: (n) => on(n, n.source),
+    ImportExpression: (n) => on(n, n.source),
+    TSImportType: (n) => on(n, n.source ?? n.argument?.literal),
+  };
+}
+
+/**
+ * sluice/faces: a file of src/ or test/ imports a folder of src/ other than
+ * its own only through that folder's index.ts. sluice/barrel: no file of a
+ * layer but cli/ imports src/index.ts or src/internal.ts (a relative path
+ * resolved, at any depth).
+ */
+const SLUICE = {
+  rules: {
+    faces: {
+      meta: { type: 'problem', schema: [] },
+      create(context) {
+        const own = conceptFolder(context.filename);
+        return eachImport(context, (node, spec) => {
+          const target = path.resolve(path.dirname(context.filename), spec);
+          const folder = conceptFolder(target);
+          if (folder === undefined || folder === own) return;
+          if (target === path.join(folder, 'index.ts')) return;
+          const rel = path.relative(SRC, folder).split(path.sep).join('/');
+          let face = path.relative(path.dirname(context.filename), path.join(folder, 'index.ts')).split(path.sep).join('/');
+          if (!face.startsWith('.')) face = `./${face}`;
+          context.report({
+            node,
+            message: `'${spec}' reaches past the face of src/${rel}/: import it from '${face}' (export it there; npx tsx scripts/apply-faces.ts does both). A file imports its own folder directly and other folders only through their index.ts (docs/architecture.md, "Faces").`,
+          });
+        });
+      },
+    },
+    barrel: {
+      meta: { type: 'problem', schema: [] },
+      create(context) {
+        return eachImport(context, (node, spec) => {
+          const target = path.resolve(path.dirname(context.filename), spec);
+          if (target === path.join(SRC, 'index.ts') || target === path.join(SRC, 'internal.ts'))
+            context.report({ node, message: BARREL.message });
+        });
+      },
+    },
+  },
+};
 
 /**
  * A relative import of one of `dirs` (a folder under src/), or of `files` (a
@@ -73,8 +151,9 @@ const FIXTURES = {
   message: 'Product code does not import fixtures/: move what it needs under src/.',
 };
 const BARREL = {
-  regex: `${srcTarget([], ['index.ts', 'internal.ts'])}|^sluice(?:\\x2F|$)`,
-  message: 'Only src/cli/ imports the barrel src/index.ts (and src/internal.ts): import the module itself.',
+  // src/index.ts and src/internal.ts by a relative path: sluice/barrel, which resolves it.
+  regex: '^sluice(?:\\x2F|$)',
+  message: "Only src/cli/ imports the barrel src/index.ts (and src/internal.ts): import the folder's face (its index.ts) itself.",
 };
 const NATS_CLIENT = {
   regex: '^@nats-io(?:\\x2F|$)',
@@ -151,6 +230,13 @@ export default defineConfig(
     rules: { 'no-loss-of-precision': 'off' },
   },
   ...LAYERS.map((layer, i) => ({ files: [`src/${layer}/**/*.ts`], rules: layerRules(i) })),
+  { plugins: { sluice: SLUICE } },
+  {
+    files: LAYERS.filter((l) => l !== 'cli').map((l) => `src/${l}/**/*.ts`),
+    rules: { 'sluice/barrel': 'error' },
+  },
+  // bench/ and scripts/ may reach any module: they measure and generate from what they name.
+  { files: ['src/**/*.ts', 'test/**/*.ts'], rules: { 'sluice/faces': 'error' } },
   // The one module that runs transaction control.
   { files: ['src/sqlite/transaction.ts'], rules: layerRules(LAYERS.indexOf('sqlite'), []) },
   {

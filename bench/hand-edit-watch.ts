@@ -29,7 +29,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Syncer } from '../src/apply/sync/sync.ts';
 import { enable } from '../src/capture/enable.ts';
-import { allowProjectionWrites, protect } from '../src/apply/edits/protect.ts';
+import { protect } from '../src/apply/edits/protect.ts';
+import { allowProjectionWrites } from '../src/apply/target/allow-writes.ts';
 import { openDatabase, type Db } from '../src/sqlite/connection.ts';
 import { intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 

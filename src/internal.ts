@@ -6,31 +6,24 @@
 // imports it, as it does the main entry; a name a user needs goes into
 // src/index.ts instead (docs/architecture.md, "Entries").
 export { aliasFields } from './reasons.ts';
-export { checkHeldFile } from './sqlite/file-identity.ts';
-export { enableCommand, enableHint } from './capture/enable-hint.ts';
-export { alterRules } from './feed/alter-forecast.ts';
-export { eventToLine } from './feed/jsonl.ts';
-export { MIRROR_ALL } from './apply/sync/projection-set.ts';
-export { projectionWrites } from './apply/target/projection-writes.ts';
-export { readProjections } from './apply/target/target-meta.ts';
-export { repairAction, shellWord } from './sqlite/shell-word.ts';
+export { checkHeldFile } from './sqlite/index.ts';
+export { enableCommand, enableHint } from './capture/index.ts';
+export { alterRules } from './feed/index.ts';
+export { eventToLine } from './feed/index.ts';
+export { MIRROR_ALL } from './apply/projections/index.ts';
+export { projectionWrites } from './apply/target/index.ts';
+export { readProjections } from './apply/target/index.ts';
+export { repairAction, shellWord } from './sqlite/index.ts';
 export { errorMessage } from './errors.ts';
-export { urlLogin, withoutCredentials } from './apply/target/fed-by.ts';
-export {
-  cursorFileFor,
-  positionOf,
-  readResumePoint,
-  saveResumePoint,
-  saveSnapshotStart,
-  truncateToResumePoint,
-} from './export/resume-point.ts';
-export { withWriteTransaction } from './sqlite/transaction.ts';
-export { writeInitFile } from './pipeline/init-file.ts';
-export type { InitFile } from './pipeline/init-file.ts';
-export { readPipelineQuietly } from './pipeline/read-quietly.ts';
-export { followSyncer, type FollowedDefinitions } from './pipeline/follow/follow.ts';
-export { waitForChange, type WaitOptions } from './pipeline/follow/wait.ts';
-export { DefinitionFiles, loadAll, loadInputs } from './pipeline/follow/definition-files.ts';
+export { urlLogin, withoutCredentials } from './apply/target/index.ts';
+export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './export/index.ts';
+export { withWriteTransaction } from './sqlite/index.ts';
+export { writeInitFile } from './pipeline/index.ts';
+export type { InitFile } from './pipeline/index.ts';
+export { readPipelineQuietly } from './pipeline/index.ts';
+export { followSyncer, type FollowedDefinitions } from './pipeline/follow/index.ts';
+export { waitForChange, type WaitOptions } from './pipeline/follow/index.ts';
+export { DefinitionFiles, loadAll, loadInputs } from './pipeline/follow/index.ts';
 export {
   METRIC_NAMES,
   SluiceMetrics,
@@ -40,8 +33,8 @@ export {
   type LagSource,
   type MetricsRecord,
   type Scrapable,
-} from './pipeline/metrics.ts';
-export { Runner } from './pipeline/run/runner.ts';
-export { RunLog, type LogFormat } from './pipeline/run/log.ts';
-export { followPublisher } from './pipeline/follow/publish-loop.ts';
-export { listenOn } from './pipeline/listen.ts';
+} from './pipeline/index.ts';
+export { Runner } from './pipeline/run/index.ts';
+export { RunLog, type LogFormat } from './pipeline/run/index.ts';
+export { followPublisher } from './pipeline/follow/index.ts';
+export { listenOn } from './pipeline/index.ts';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Syncer } from '../../src/apply/sync/sync.ts';
-import { skipUnread } from '../../src/apply/sync/applier.ts';
+import { skipUnread } from '../../src/apply/projections/applier.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { openDatabase } from '../../src/sqlite/connection.ts';
 import type { ProjectionDefinition } from '../../src/projection/definition.ts';

@@ -10,4 +10,4 @@ export type { SubscribeOptions, SubscribeReport, SubscribeStart, SubscribedBatch
 export { openStreamLag, readRecordedStreamLags, readStreamLags } from './stream-lag.ts';
 export type { StreamLag, StreamLagReader } from './stream-lag.ts';
 export { encodeToken, subjectsOf, defaultStreamName } from './subjects.ts';
-export type { NatsAuth, NatsConnection, NatsTarget, NatsTls } from './connection.ts';
+export type { NatsAuth, NatsConnection, NatsTarget, NatsTls } from './connection/index.ts';

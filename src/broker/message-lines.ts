@@ -1,5 +1,5 @@
 import { JetStreamError, type Consumer, type JsMsg } from '@nats-io/jetstream';
-import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } from '../export/checked-reader.ts';
+import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } from '../export/index.ts';
 import { isStoreLost, type Broker } from './nats.ts';
 import type { SourceSubjects } from './subjects.ts';
 import { HEADER } from './subjects.ts';

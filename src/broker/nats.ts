@@ -13,8 +13,8 @@ import {
 } from '@nats-io/jetstream';
 import { errorCode, errorMessage, InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
-import { urlLogin, withoutCredentials } from '../apply/target/fed-by.ts';
-import { authWords, natsConnection, splitServers, type NatsAuth, type NatsTarget, type NatsTls } from './connection.ts';
+import { urlLogin, withoutCredentials } from '../apply/target/index.ts';
+import { authWords, natsConnection, splitServers, type NatsAuth, type NatsTarget, type NatsTls } from './connection/index.ts';
 
 /*
  * The connection to a NATS server with JetStream: it reconnects by itself

@@ -4,9 +4,9 @@ import path from 'node:path';
 import readline from 'node:readline';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { LineSink, writeSnapshot } from '../export/export.ts';
+import { LineSink, writeSnapshot } from '../export/index.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';
 
 /*

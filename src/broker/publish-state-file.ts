@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { decodeCursor } from '../feed/cursor.ts';
+import { decodeCursor } from '../feed/index.ts';
 import { InvalidInputError, type SluiceError } from '../errors.ts';
-import { replaceFile } from '../export/resume-point.ts';
+import { replaceFile } from '../export/index.ts';
 
 /*
  * The publisher's position, in a small file next to the source

@@ -1,18 +1,15 @@
 import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
-import type { Db } from '../sqlite/connection.ts';
-import { openSource } from '../capture/open-source.ts';
-import { decodeCursor } from '../feed/cursor.ts';
+import type { Db } from '../sqlite/index.ts';
+import { openSource, readState, enableHint } from '../capture/index.ts';
+import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
-import { writeBatch, type LineWriter } from '../export/export.ts';
-import { readState } from '../capture/catalog.ts';
-import { lastJournalSeq } from '../feed/journal-stats.ts';
-import { enableHint } from '../capture/enable-hint.ts';
+import { writeBatch, type LineWriter } from '../export/index.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
-import type { NatsTarget } from './connection.ts';
+import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
 /*

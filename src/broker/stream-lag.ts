@@ -1,10 +1,10 @@
 import fs from 'node:fs';
-import { openDatabase } from '../sqlite/connection.ts';
-import { readProjections, type ProjectionRecord } from '../apply/target/target-meta.ts';
-import type { FedLag } from '../apply/check/health.ts';
+import { openDatabase } from '../sqlite/index.ts';
+import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
+import type { FedLag } from '../apply/check/index.ts';
 import { SluiceError } from '../errors.ts';
 import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
-import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection.ts';
+import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection/index.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
 

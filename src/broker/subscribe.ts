@@ -1,12 +1,12 @@
 import fs from 'node:fs';
-import { openDatabase } from '../sqlite/connection.ts';
+import { openDatabase } from '../sqlite/index.ts';
 import { SluiceError, errorCode } from '../errors.ts';
-import { lockFollower } from '../apply/sync/follower-lock.ts';
-import { readProjections } from '../apply/target/target-meta.ts';
-import type { ProjectionDefinitionInput } from '../projection/definition.ts';
-import { importStream, type ImportOptions, type ImportReport } from '../export/import.ts';
+import { lockFollower } from '../apply/sync/index.ts';
+import { readProjections } from '../apply/target/index.ts';
+import type { ProjectionDefinitionInput } from '../projection/index.ts';
+import { importStream, type ImportOptions, type ImportReport } from '../export/index.ts';
 import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
-import type { NatsTarget } from './connection.ts';
+import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines } from './message-lines.ts';
 import { freshConsumer, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';

@@ -1,7 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { describeTable } from '../sqlite/introspect.ts';
-import { foldIdent } from '../sqlite/quote.ts';
-import { parseRenameColumn } from '../sqlite/rename-column.ts';
+import type { Db } from '../sqlite/index.ts';
+import { describeTable, foldIdent, parseRenameColumn } from '../sqlite/index.ts';
 
 /*
  * Which column each column of a captured table is across the statements of

@@ -1,5 +1,5 @@
 import { SluiceError } from '../errors.ts';
-import { leadingKeywords, refuseTransactionControl } from '../sqlite/statements.ts';
+import { leadingKeywords, refuseTransactionControl } from '../sqlite/index.ts';
 import { PREFIX } from './schema.ts';
 
 /*

@@ -1,6 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
-import type { TableInfo } from '../sqlite/introspect.ts';
+import type { Db, TableInfo } from '../sqlite/index.ts';
+import { quoteIdent } from '../sqlite/index.ts';
 import { captureFingerprint } from './table-fingerprint.ts';
 import { readState, highWaterMark, type CapturedTable } from './catalog.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';

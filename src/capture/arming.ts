@@ -1,7 +1,15 @@
-import type { Db } from '../sqlite/connection.ts';
-import { connectionState, slot } from '../sqlite/connection-state.ts';
-import { describeTable, expressionUniqueIndexes, findObjects, schemaVersion } from '../sqlite/introspect.ts';
-import { triggerTiming } from '../sqlite/trigger-timing.ts';
+import type { Db } from '../sqlite/index.ts';
+import {
+  connectionState,
+  slot,
+  describeTable,
+  expressionUniqueIndexes,
+  findObjects,
+  schemaVersion,
+  triggerTiming,
+  foldIdent,
+  cachedStatement,
+} from '../sqlite/index.ts';
 import { captureFingerprint } from './table-fingerprint.ts';
 import { readState, readTables, type CaptureState, type CapturedTable } from './catalog.ts';
 import { checkForeignKeyRules } from './fk-rules.ts';
@@ -10,9 +18,7 @@ import { buildTriggers, type TriggerOptions } from './triggers.ts';
 import { goneExclusionDetail, keptExclusion } from './excluded.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
-import { foldIdent } from '../sqlite/quote.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
 
 /**
  * Why a captured table is not armed. Stable codes: readers and `status`

@@ -1,5 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { withWriteTransaction } from '../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { readState } from './catalog.ts';
 import { enableHint } from './enable-hint.ts';

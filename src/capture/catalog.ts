@@ -1,4 +1,4 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import {
   STATE_TABLE,
   TABLES_TABLE,
@@ -9,8 +9,7 @@ import {
   CAPTURE_MODES,
   type CaptureMode,
 } from './schema.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { StoredRow, stringList } from '../sqlite/stored-row.ts';
+import { cachedStatement, StoredRow, stringList } from '../sqlite/index.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {

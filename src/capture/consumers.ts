@@ -1,11 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
-import type { Db } from '../sqlite/connection.ts';
-import { schemaVersion } from '../sqlite/introspect.ts';
-import type { FileIdentity } from '../sqlite/file-identity.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { StoredRow } from '../sqlite/stored-row.ts';
+import type { Db, FileIdentity } from '../sqlite/index.ts';
+import { schemaVersion, openDatabase, StoredRow } from '../sqlite/index.ts';
 import { DROPPED_TABLE, PROJECTIONS_TABLE } from './target-guard.ts';
 import { CONSUMERS_TABLE, CONSUMER_ADDED_COLUMNS } from './schema.ts';
 import { hasCapture } from './catalog.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { Db } from '../sqlite/connection.ts';
-import { StoredRow } from '../sqlite/stored-row.ts';
+import type { Db } from '../sqlite/index.ts';
+import { StoredRow } from '../sqlite/index.ts';
 import { DDL_LINEAGE_COLUMN_DEF, DDL_TABLE, DDL_TABLE_SQL, LEGACY_DDL_TABLE_SQL } from './schema.ts';
 
 /**

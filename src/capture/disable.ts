@@ -1,7 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
-import { quoteIdent, foldIdent } from '../sqlite/quote.ts';
-import { schemaVersion } from '../sqlite/introspect.ts';
+import type { Db } from '../sqlite/index.ts';
+import { withWriteTransaction, quoteIdent, foldIdent, schemaVersion } from '../sqlite/index.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
 import type { Reason } from '../reasons.ts';
 import { readState, readTables } from './catalog.ts';

@@ -1,5 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { shellWord } from '../sqlite/shell-word.ts';
+import type { Db } from '../sqlite/index.ts';
+import { shellWord } from '../sqlite/index.ts';
 import { PREFIX } from './schema.ts';
 
 /** Most tables an enable command names before the hint lists them instead. */

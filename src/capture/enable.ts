@@ -1,10 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../sqlite/connection.ts';
-import { useWal } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { useWal, withWriteTransaction, quoteIdent, schemaVersion, type TableInfo } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
-import { schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
 import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
 import { keptExclusion } from './excluded.ts';

@@ -1,10 +1,8 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
-import { describeTable, type TableInfo } from '../sqlite/introspect.ts';
-import { foldIdent } from '../sqlite/quote.ts';
+import { describeTable, type TableInfo, foldIdent, shellWord } from '../sqlite/index.ts';
 import { readTables, type CapturedTable } from './catalog.ts';
 import { enableCommand } from './enable-hint.ts';
-import { shellWord } from '../sqlite/shell-word.ts';
 
 /*
  * Columns left out of capture (enable's `exclude`). They are in no trigger

@@ -1,8 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db, TableInfo } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
-import type { TableInfo } from '../sqlite/introspect.ts';
-import { foldIdent } from '../sqlite/quote.ts';
-import { connectionState, slot } from '../sqlite/connection-state.ts';
+import { foldIdent, connectionState, slot } from '../sqlite/index.ts';
 import type { CapturedTable } from './catalog.ts';
 import { goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
 import { JOURNAL_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, TABLES_EXCLUDED_COLUMN_DEF, journalColumn } from './schema.ts';

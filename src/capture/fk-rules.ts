@@ -1,6 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { describeTable, foreignKeys, listTables } from '../sqlite/introspect.ts';
-import { foldIdent } from '../sqlite/quote.ts';
+import type { Db } from '../sqlite/index.ts';
+import { describeTable, foreignKeys, listTables, foldIdent } from '../sqlite/index.ts';
 import type { Reason } from '../reasons.ts';
 
 /*

@@ -1,6 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
-import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo } from '../sqlite/introspect.ts';
+import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo, foldIdent, quoteIdent } from '../sqlite/index.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
 import {
   CONSUMERS_TABLE,
@@ -24,7 +24,6 @@ import {
   metadataDdl,
   TABLES_TABLE,
 } from './schema.ts';
-import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
 import { refuseTarget } from './target-guard.ts';
 
 /*

@@ -1,5 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { primaryKeyCollations, uniqueIndexes } from '../sqlite/introspect.ts';
+import type { Db } from '../sqlite/index.ts';
+import { primaryKeyCollations, uniqueIndexes } from '../sqlite/index.ts';
 import type { GuardInputs } from './triggers.ts';
 
 /** What a table's REPLACE guards are built from, read from its schema (arming and verification read it the same way). */

@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent } from '../sqlite/quote.ts';
+import { foldIdent } from '../sqlite/index.ts';
 
 /*
  * The changed-column mask of an update event: which of the table's columns

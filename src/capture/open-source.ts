@@ -1,4 +1,4 @@
-import { openDatabase, type Db, type OpenOptions } from '../sqlite/connection.ts';
+import { openDatabase, type Db, type OpenOptions } from '../sqlite/index.ts';
 
 /**
  * Opens a source database. Opening writes nothing: it neither re-arms

@@ -1,5 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { withWriteTransaction } from '../sqlite/index.ts';
 import { readState } from './catalog.ts';
 import { enableHint } from './enable-hint.ts';
 import { JOURNAL_TABLE, STATE_TABLE } from './schema.ts';

@@ -1,13 +1,11 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { isSqliteBusy } from '../errors.ts';
 import { hasCapture } from './catalog.ts';
 import { FORMAT_VERSION } from './schema.ts';
 import { enable, type RearmedTable } from './enable.ts';
 import { verifyCapture } from './arming.ts';
 import { consumersNeedUpgrade, upgradeConsumers } from './consumers.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
-import { connectionState, slot } from '../sqlite/connection-state.ts';
-import { schemaVersion } from '../sqlite/introspect.ts';
+import { withWriteTransaction, connectionState, slot, schemaVersion } from '../sqlite/index.ts';
 
 /** What rearmCapture did: the tables it re-armed, why each was unarmed, and the generation it moved. */
 export interface RearmReport {

@@ -1,9 +1,16 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { SluiceError } from '../errors.ts';
-import { describeTable, schemaVersion, type TableInfo } from '../sqlite/introspect.ts';
-import { forEachStatement, isBlank } from '../sqlite/statements.ts';
-import { writeTransactionSync } from '../sqlite/transaction.ts';
-import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
+import {
+  describeTable,
+  schemaVersion,
+  type TableInfo,
+  forEachStatement,
+  isBlank,
+  writeTransactionSync,
+  foldIdent,
+  quoteIdent,
+  quoteString,
+} from '../sqlite/index.ts';
 import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
 import { placeMark, recordOwnDdl } from './enable.ts';
 import { arm } from './arm.ts';

@@ -1,4 +1,4 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { highWaterMark } from './catalog.ts';
 import type { CaptureMode } from './schema.ts';
 import { consumerTargets, readConsumers, type TargetState } from './consumers.ts';

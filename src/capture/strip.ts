@@ -1,9 +1,7 @@
 import fs from 'node:fs';
-import type { Db } from '../sqlite/connection.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { writeTransactionSync } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { openDatabase, writeTransactionSync, quoteIdent } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
 
 /**
  * Writes a copy of `db` (VACUUM INTO, so the original is only read) with

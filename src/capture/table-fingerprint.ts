@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { schemaFingerprint, type TableInfo, type UniqueIndexInfo } from '../sqlite/introspect.ts';
+import { schemaFingerprint, type TableInfo, type UniqueIndexInfo } from '../sqlite/index.ts';
 
 /**
  * What a table was armed against: its shape, plus its secondary UNIQUE

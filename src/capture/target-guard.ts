@@ -1,4 +1,4 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { enableCommand } from './enable-hint.ts';
 

@@ -1,8 +1,8 @@
-import { foldIdent, quoteIdent, quoteString } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
 
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
-import type { TableInfo, UniqueIndexInfo } from '../sqlite/introspect.ts';
+import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
 import { capturedColumns } from './excluded.ts';
 import { maskSql } from './mask.ts';
 import {

@@ -1,6 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { describeTable } from '../sqlite/introspect.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
+import type { Db } from '../sqlite/index.ts';
+import { describeTable, quoteIdent } from '../sqlite/index.ts';
 import { readState } from './catalog.ts';
 import { armedAsFormat2, forgetArming } from './arming.ts';
 import { buildTriggers } from './triggers.ts';

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { InvalidInputError } from '../errors.ts';
-import { eventLineSchema, type EventLine } from '../feed/jsonl.ts';
-import type { SourceShape } from '../projection/compile.ts';
+import { eventLineSchema, type EventLine } from '../feed/index.ts';
+import type { SourceShape } from '../projection/index.ts';
 import {
   batchLineSchema,
   exportLineSchema,
@@ -19,7 +19,7 @@ import {
 import { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 import { LineDigest } from './line-digest.ts';
 import { checkRowTypes } from './typed-values.ts';
-import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/text-encoding.ts';
+import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
 
 /*
  * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),

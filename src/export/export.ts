@@ -1,17 +1,12 @@
 import fs from 'node:fs';
-import type { Db } from '../sqlite/connection.ts';
-import { toJsonValue } from '../sqlite/codec.ts';
+import type { Db } from '../sqlite/index.ts';
+import { toJsonValue, describeTable, textEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { describeTable } from '../sqlite/introspect.ts';
-import { snapshot } from '../feed/snapshot.ts';
-import { readBatch, type BatchOptions } from '../feed/batch.ts';
-import { decodeCursor } from '../feed/cursor.ts';
-import { eventToLine } from '../feed/jsonl.ts';
-import { sourceShape } from '../projection/compile.ts';
-import { highWaterMark, readState } from '../capture/catalog.ts';
+import { snapshot, readBatch, type BatchOptions, decodeCursor, eventToLine } from '../feed/index.ts';
+import { sourceShape } from '../projection/index.ts';
+import { highWaterMark, readState } from '../capture/index.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
 import { LineDigest } from './line-digest.ts';
-import { textEncoding } from '../sqlite/text-encoding.ts';
 
 export interface ExportOptions {
   /** Continue after this cursor instead of starting with a snapshot. */

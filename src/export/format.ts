@@ -1,7 +1,6 @@
 import { z } from 'zod';
-import { jsonValueSchema } from '../sqlite/codec.ts';
-import { eventLineSchema } from '../feed/jsonl.ts';
-import { TEXT_ENCODINGS } from '../sqlite/text-encoding.ts';
+import { jsonValueSchema, TEXT_ENCODINGS } from '../sqlite/index.ts';
+import { eventLineSchema } from '../feed/index.ts';
 
 /*
  * The export file (docs/jsonl.md). Every line is one JSON object carrying

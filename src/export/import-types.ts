@@ -1,8 +1,7 @@
-import type { ProjectionDefinitionInput } from '../projection/definition.ts';
-import type { FedBy } from '../apply/target/fed-by.ts';
-import type { DroppedIndex } from '../apply/target/user-indexes.ts';
+import type { ProjectionDefinitionInput } from '../projection/index.ts';
+import type { FedBy, DroppedIndex } from '../apply/target/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
-import type { TextEncoding } from '../sqlite/text-encoding.ts';
+import type { TextEncoding } from '../sqlite/index.ts';
 
 /* What import takes and reports (import.ts), apart from it so that the Importer (importer.ts) reads them without a circle. */
 

@@ -1,14 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, useWal } from '../sqlite/connection.ts';
-import { closeDatabase } from '../sqlite/connection-state.ts';
+import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { ensureTargetMeta } from '../apply/target/target-meta.ts';
-import { allowProjectionWrites } from '../apply/edits/protect.ts';
-import { recordSubscribed } from '../apply/target/fed-by.ts';
+import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../apply/target/index.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
-import { useCatchUpCaches } from '../sqlite/catch-up-caches.ts';
-import { matchTargetEncoding } from '../sqlite/text-encoding.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';

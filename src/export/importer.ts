@@ -1,26 +1,27 @@
-import type { Db } from '../sqlite/connection.ts';
-import { beginHeld, commitHeld, writeTransaction } from '../sqlite/transaction.ts';
-import { ensureGuards } from '../apply/edits/protect.ts';
+import type { Db } from '../sqlite/index.ts';
+import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
+import { ensureGuards } from '../apply/edits/index.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
-import type { Row } from '../feed/events.ts';
-import { decodedBatch } from '../feed/change-batch.ts';
-import { decodedRows } from '../feed/decoded-rows.ts';
-import { lineToEvent, lineToRow } from '../feed/jsonl.ts';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../projection/compile.ts';
+import type { Row } from '../feed/index.ts';
+import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
+  compileProjection,
+  type CompiledProjection,
+  type SourceShape,
   defaultMirror,
   lacksHandler,
   parseDefinition,
   parseStoredDefinition,
   type ProjectionDefinition,
-} from '../projection/definition.ts';
-import { checkCollisions, probeExpressions } from '../projection/expression-probe.ts';
-import { dropTemps, kindOf } from '../projection/kinds/registry.ts';
-import { readProjection, PROJECTIONS_TABLE } from '../apply/target/target-meta.ts';
-import type { DroppedIndex } from '../apply/target/user-indexes.ts';
-import { recordFedBy } from '../apply/target/fed-by.ts';
-import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/sync/applier.ts';
-import { runBatchPath } from '../apply/sync/batch-path.ts';
+  checkCollisions,
+  probeExpressions,
+  dropTemps,
+  kindOf,
+} from '../projection/index.ts';
+import { readProjection, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
+import type { DroppedIndex } from '../apply/target/index.ts';
+import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/projections/index.ts';
+import { runBatchPath } from '../apply/sync/index.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -30,7 +31,7 @@ const SCHEMA = 'main';
 
 /*
  * Feeds a stream of checked export items (import.ts) to the one applier
- * (apply/sync/applier.ts): each snapshot, and each batch, for every projection.
+ * (apply/projections/applier.ts): each snapshot, and each batch, for every projection.
  */
 
 /** Snapshot rows applied per statement batch while a snapshot streams in. */

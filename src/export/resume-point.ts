@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { decodeCursor, encodeCursor } from '../feed/cursor.ts';
+import { decodeCursor, encodeCursor } from '../feed/index.ts';
 import { InvalidInputError } from '../errors.ts';
 
 /*

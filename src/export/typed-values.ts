@@ -1,6 +1,6 @@
 import { InvalidInputError } from '../errors.ts';
-import type { JsonValue } from '../sqlite/codec.ts';
-import type { SourceShape } from '../projection/compile.ts';
+import type { JsonValue } from '../sqlite/index.ts';
+import type { SourceShape } from '../projection/index.ts';
 
 /*
  * Typed-value checks on a row of an export file, against its table's shape,

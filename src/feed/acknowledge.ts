@@ -1,10 +1,7 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withWriteTransaction } from '../sqlite/transaction.ts';
-import type { FileIdentity } from '../sqlite/file-identity.ts';
+import type { Db, FileIdentity } from '../sqlite/index.ts';
+import { withWriteTransaction } from '../sqlite/index.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
-import { CONSUMERS_TABLE } from '../capture/schema.ts';
-import { readState } from '../capture/catalog.ts';
-import { readConsumers, upgradeConsumers, type ConsumerRow } from '../capture/consumers.ts';
+import { CONSUMERS_TABLE, readState, readConsumers, upgradeConsumers, type ConsumerRow } from '../capture/index.ts';
 import { decodeCursor } from './cursor.ts';
 
 /** What a sync records beside a consumer's position: its projection's kind and the target file it acknowledges for. */

@@ -1,8 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
-import type { AlterResult, AlteredTable } from '../capture/source-alter.ts';
-import { readTables } from '../capture/catalog.ts';
-import { JOURNAL_TABLE } from '../capture/schema.ts';
-import { readConsumers } from '../capture/consumers.ts';
+import type { Db } from '../sqlite/index.ts';
+import type { AlterResult, AlteredTable } from '../capture/index.ts';
+import { readTables, JOURNAL_TABLE, readConsumers } from '../capture/index.ts';
 import { decodeCursor } from './cursor.ts';
 
 /** What one consumer's readers of one changed table will do at their next run, as far as the source knows. */

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../sqlite/connection.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { JOURNAL_TABLE, journalColumn } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { cachedStatement } from '../sqlite/index.ts';
+import { JOURNAL_TABLE, journalColumn } from '../capture/index.ts';
 import type { Anchor } from './cursor.ts';
 
 /*

@@ -1,9 +1,7 @@
-import { foldIdent } from '../sqlite/quote.ts';
-import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/transaction.ts';
+import { foldIdent, withReadTransaction, cachedStatement } from '../sqlite/index.ts';
+import type { Db } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { JOURNAL_TABLE } from '../capture/schema.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
+import { JOURNAL_TABLE } from '../capture/index.ts';
 import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import { JournalDecoder, type ChangeEvent } from './events.ts';
@@ -126,7 +124,7 @@ export function journalStartCursor(db: Db, tables?: readonly string[]): string {
  */
 export function readEventsInRange(
   db: Db,
-  tables: readonly import('../capture/catalog.ts').CapturedTable[],
+  tables: readonly import('../capture/index.ts').CapturedTable[],
   lo: number,
   hi: number,
 ): ChangeEvent[] {

@@ -1,12 +1,10 @@
-import type { Db } from '../sqlite/connection.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { cachedStatement, foldIdent } from '../sqlite/index.ts';
+import type { CapturedTable } from '../capture/index.ts';
+import { JOURNAL_TABLE, julianToMs, anyChangedSql, maskFor } from '../capture/index.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
 import type { ChangeEvent } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
-import { foldIdent } from '../sqlite/quote.ts';
-import { anyChangedSql, maskFor } from '../capture/mask.ts';
 
 /*
  * The one batch type the applier takes: the events (fromSeq, toSeq] of one

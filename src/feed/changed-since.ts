@@ -1,5 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { withReadTransaction } from '../sqlite/index.ts';
 import { validateCursor, type RebuildReason } from './cursor-check.ts';
 import type { Reason } from '../reasons.ts';
 

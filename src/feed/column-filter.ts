@@ -1,8 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { journalHasMask, type CapturedTable } from '../capture/catalog.ts';
-import { anyChangedSql, maskFor } from '../capture/mask.ts';
-import { MASK_COLUMN, OP_UPDATE } from '../capture/schema.ts';
+import { journalHasMask, type CapturedTable, anyChangedSql, maskFor, MASK_COLUMN, OP_UPDATE } from '../capture/index.ts';
 
 /*
  * The column filter of `changes --columns` and updatesSince's `columns`:

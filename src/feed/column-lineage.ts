@@ -1,6 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
-import { foldIdent } from '../sqlite/quote.ts';
-import { readDdlLog, type DdlRecord } from '../capture/ddl-log.ts';
+import type { Db } from '../sqlite/index.ts';
+import { foldIdent } from '../sqlite/index.ts';
+import { readDdlLog, type DdlRecord } from '../capture/index.ts';
 import type { Cursor } from './cursor.ts';
 
 /*

@@ -1,12 +1,11 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { reasonsOf, type Reason, type ReasonCode, type ReasonOf } from '../reasons.ts';
 import { anchorAt } from './anchor.ts';
 import { decodeCursor, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
-import { sameFile } from '../sqlite/file-identity.ts';
+import { sameFile } from '../sqlite/index.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
-import { readOwnDdl, type CapturedTable } from '../capture/catalog.ts';
-import { readDdlLog, type DdlRecord } from '../capture/ddl-log.ts';
+import { readOwnDdl, type CapturedTable, readDdlLog, type DdlRecord } from '../capture/index.ts';
 import { hasEventsBetween } from './journal-stats.ts';
 import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
 

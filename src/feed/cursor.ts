@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FileIdentity } from '../sqlite/file-identity.ts';
+import type { FileIdentity } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 
 /*

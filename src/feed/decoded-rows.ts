@@ -1,10 +1,16 @@
-import { columnDecl } from '../sqlite/column-decl.ts';
-import type { Db } from '../sqlite/connection.ts';
-import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
-import { hasUnpairedSurrogate, unpairedToDb } from '../sqlite/text-encoding.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { workTable } from '../sqlite/work-tables.ts';
+import {
+  columnDecl,
+  isRawText,
+  placeholderFor,
+  toBindable,
+  type SqlValue,
+  quoteIdent,
+  hasUnpairedSurrogate,
+  unpairedToDb,
+  cachedStatement,
+  workTable,
+} from '../sqlite/index.ts';
+import type { Db } from '../sqlite/index.ts';
 import type { Row } from './events.ts';
 import type { SnapshotRows } from './snapshot.ts';
 

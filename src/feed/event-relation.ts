@@ -1,11 +1,17 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import type { Statement } from 'better-sqlite3';
-import { isRawText, placeholderFor, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { workTable } from '../sqlite/work-tables.ts';
-import { imageColumns, journalColumn, journalRange, MASK_COLUMN, OP_DELETE, OP_INSERT, OP_UPDATE } from '../capture/schema.ts';
-import { encodeMask } from '../capture/mask.ts';
-import { journalHasMask } from '../capture/catalog.ts';
+import { isRawText, placeholderFor, toBindable, type SqlValue, cachedStatement, workTable } from '../sqlite/index.ts';
+import {
+  imageColumns,
+  journalColumn,
+  journalRange,
+  MASK_COLUMN,
+  OP_DELETE,
+  OP_INSERT,
+  OP_UPDATE,
+  encodeMask,
+  journalHasMask,
+} from '../capture/index.ts';
 import type { ChangeEvent, Row } from './events.ts';
 import { storable } from './decoded-rows.ts';
 

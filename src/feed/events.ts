@@ -1,10 +1,17 @@
-import type { Db } from '../sqlite/connection.ts';
-import { RawText, fromDriver, toBindable, type SqlValue } from '../sqlite/codec.ts';
-import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
-import { quoteIdent } from '../sqlite/quote.ts';
-import { journalHasMask, type CapturedTable } from '../capture/catalog.ts';
-import { JOURNAL_TABLE, OP_DELETE, OP_INSERT, journalColumn, journalSelectList, julianToMs } from '../capture/schema.ts';
-import { decodeMask, type ColumnMask } from '../capture/mask.ts';
+import type { Db } from '../sqlite/index.ts';
+import { RawText, fromDriver, toBindable, type SqlValue, lossyTextTest, textFromDbBytes, quoteIdent } from '../sqlite/index.ts';
+import {
+  journalHasMask,
+  type CapturedTable,
+  JOURNAL_TABLE,
+  OP_DELETE,
+  OP_INSERT,
+  journalColumn,
+  journalSelectList,
+  julianToMs,
+  decodeMask,
+  type ColumnMask,
+} from '../capture/index.ts';
 
 /** A row image: column name to exact value. */
 export type Row = Readonly<Record<string, SqlValue>>;

@@ -1,6 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
-import { readTables } from '../capture/catalog.ts';
-import type { CaptureMode } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { readTables } from '../capture/index.ts';
+import type { CaptureMode } from '../capture/index.ts';
 import { hasEventsBetween } from './journal-stats.ts';
 
 /** Why the events of a table after a cursor cannot all be read as row images (imagesUnreadableAfter). */

@@ -1,6 +1,6 @@
-import type { Db } from '../sqlite/connection.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { JOURNAL_TABLE, julianToMs } from '../capture/schema.ts';
+import type { Db } from '../sqlite/index.ts';
+import { cachedStatement } from '../sqlite/index.ts';
+import { JOURNAL_TABLE, julianToMs } from '../capture/index.ts';
 
 /*
  * What health reads of the journal, without its layout: the last seq

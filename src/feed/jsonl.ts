@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fromJsonValue, jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/codec.ts';
+import { fromJsonValue, jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/index.ts';
 import type { ChangeEvent, Row } from './events.ts';
 
 /** One event line of `sluice changes` and `sluice export` (docs/jsonl.md). */

@@ -1,11 +1,16 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/transaction.ts';
-import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
-import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
-import { lossyTextTest, textFromDbBytes } from '../sqlite/text-encoding.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
-import { primaryKeyCollations } from '../sqlite/introspect.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
+import type { Db } from '../sqlite/index.ts';
+import {
+  withReadTransaction,
+  foldIdent,
+  quoteIdent,
+  fromDriver,
+  type SqlValue,
+  lossyTextTest,
+  textFromDbBytes,
+  primaryKeyCollations,
+  cachedStatement,
+} from '../sqlite/index.ts';
+import type { CapturedTable } from '../capture/index.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
 import type { Row } from './events.ts';
 

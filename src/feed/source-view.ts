@@ -1,15 +1,22 @@
-import { foldIdent } from '../sqlite/quote.ts';
+import { foldIdent, connectionState, slot, checkHeldFile, heldFile, type FileIdentity } from '../sqlite/index.ts';
 import type { Statement } from 'better-sqlite3';
-import type { Db } from '../sqlite/connection.ts';
-import { connectionState, slot } from '../sqlite/connection-state.ts';
+import type { Db } from '../sqlite/index.ts';
 import { FailClosedError } from '../errors.ts';
-import { stateFromRow, type CaptureState, type CapturedTable } from '../capture/catalog.ts';
-import { verifyCapture, type TableArming } from '../capture/arming.ts';
-import { enableCommand, enableHint } from '../capture/enable-hint.ts';
-import { FORMAT_VERSION, JOURNAL_TABLE, LAST_TABLE, STATE_TABLE } from '../capture/schema.ts';
+import {
+  stateFromRow,
+  type CaptureState,
+  type CapturedTable,
+  verifyCapture,
+  type TableArming,
+  enableCommand,
+  enableHint,
+  FORMAT_VERSION,
+  JOURNAL_TABLE,
+  LAST_TABLE,
+  STATE_TABLE,
+} from '../capture/index.ts';
 import { anchorAt } from './anchor.ts';
 import { encodeCursor, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
-import { checkHeldFile, heldFile, type FileIdentity } from '../sqlite/file-identity.ts';
 
 /** What a reader knows about a source inside one read transaction. */
 export interface SourceView {

@@ -1,10 +1,8 @@
-import type { Db } from '../sqlite/connection.ts';
-import { withReadTransaction } from '../sqlite/transaction.ts';
+import type { Db } from '../sqlite/index.ts';
+import { withReadTransaction, fromDriver, type SqlValue, textFromDbBytes } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { fromDriver, type SqlValue } from '../sqlite/codec.ts';
-import { textFromDbBytes } from '../sqlite/text-encoding.ts';
-import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/schema.ts';
-import type { CapturedTable } from '../capture/catalog.ts';
+import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/index.ts';
+import type { CapturedTable } from '../capture/index.ts';
 import type { Cursor } from './cursor.ts';
 import { requireValidCursor } from './cursor-check.ts';
 import { counterModeTable, cursorToken, readSourceView, resolveTables } from './source-view.ts';

@@ -1,7 +1,6 @@
 import { InvalidInputError, SluiceError } from '../errors.ts';
-import { refuseTarget } from '../capture/target-guard.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { findObjects } from '../sqlite/introspect.ts';
+import { refuseTarget } from '../capture/index.ts';
+import { openDatabase, findObjects } from '../sqlite/index.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /*

@@ -1,10 +1,9 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { enable } from '../capture/enable.ts';
-import { status } from '../capture/status.ts';
-import { Syncer } from '../apply/sync/sync.ts';
-import type { SyncReport } from '../apply/sync/sync-types.ts';
+import { openDatabase } from '../sqlite/index.ts';
+import { enable, status } from '../capture/index.ts';
+import { Syncer } from '../apply/sync/index.ts';
+import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, forgetUndeclared } from './prune.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';

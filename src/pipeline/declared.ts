@@ -1,9 +1,9 @@
 import { fileURLToPath } from 'node:url';
-import type { ProjectionDefinitionInput } from '../projection/definition.ts';
-import type { CaptureStatus } from '../capture/status.ts';
+import type { ProjectionDefinitionInput } from '../projection/index.ts';
+import type { CaptureStatus } from '../capture/index.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
-import { isDefaultMirror } from '../apply/sync/projection-set.ts';
-import type { ProjectionRecord } from '../apply/target/target-meta.ts';
+import { isDefaultMirror } from '../apply/projections/index.ts';
+import type { ProjectionRecord } from '../apply/target/index.ts';
 
 /**
  * A declared target's projections as a sync takes them (SyncOptions.projections):

@@ -1,5 +1,5 @@
-import { openDatabase } from '../sqlite/connection.ts';
-import { readProjections } from '../apply/target/target-meta.ts';
+import { openDatabase } from '../sqlite/index.ts';
+import { readProjections } from '../apply/target/index.ts';
 
 /** The stored records of the projections a target holds, read over a connection of their own (read-only). */
 export function heldProjections(target: string): ReturnType<typeof readProjections> {

@@ -3,36 +3,28 @@
  * schema.ts is its shape, load.ts reads and checks it, check-sources.ts
  * confirms what only the sources can, pipeline.ts is the result.
  */
-export { loadPipeline } from './load.ts';
+
 export { checkPipelineSources } from './check-sources.ts';
-export { pipelineFileSchema } from './schema.ts';
-export type {
-  Pipeline,
-  PipelineSource,
-  PipelineTarget,
-  PipelineSubscription,
-  ProjectionEntry,
-  CapturedTable,
-  HealthBounds,
-  NatsConnection,
-  NatsAuth,
-  NatsTls,
-} from './pipeline.ts';
-export type {
-  PipelineHealth,
-  RunStatus,
-  RunPart,
-  TargetHealth,
-  SourceHealth,
-  DeclaredProjectionHealth,
-  CapturedTableHealth,
-  AcknowledgementHealth,
-} from './status.ts';
-export { declaredInputs } from './declared.ts';
+export { convergeOnce } from './converge.ts';
+export type { ConvergeOptions, ConvergeReport, ConvergedSource, ConvergedTarget } from './converge.ts';
+export { declaredInputs, handlerFailures, handlerModules, sameColumns } from './declared.ts';
+export { writeInitFile } from './init-file.ts';
+export type { InitFile } from './init-file.ts';
+export { listenOn } from './listen.ts';
+export { loadPipeline } from './load.ts';
+export { METRIC_NAMES, SluiceMetrics, promClient, targetMetrics } from './metrics.ts';
+export type { LagFigure, LagSource, MetricsRecord, Scrapable } from './metrics.ts';
 export { pipelineHealth } from './pipeline-health.ts';
 export type { PipelineHealthOptions } from './pipeline-health.ts';
+export type { Pipeline, PipelineSource, PipelineSubscription, PipelineTarget } from './pipeline.ts';
 export { planPipeline } from './plan.ts';
-export type { PipelinePlan, PlannedSource, PlannedTarget, PlannedProjection, PlanAction } from './plan.ts';
-export { convergeOnce } from './converge.ts';
-export type { ConvergeReport, ConvergeOptions, ConvergedSource, ConvergedTarget } from './converge.ts';
-export { readQuietly, readPipelineQuietly } from './read-quietly.ts';
+export type { PipelinePlan, PlanAction, PlannedProjection, PlannedSource, PlannedTarget } from './plan.ts';
+export { dropUndeclared, forgetUndeclared } from './prune.ts';
+export { readPipelineQuietly } from './read-quietly.ts';
+export { STATUS_PAGE_CSP, statusPageHtml } from './status-page.ts';
+export type { PipelineHealth, RunPart, RunStatus, TargetHealth } from './status.ts';
+
+// Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { heldProjections } from './held.ts';
+export { written } from './init-file.ts';
+export type { SourceHealth } from './status.ts';

@@ -1,13 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../sqlite/connection.ts';
-import { openUntouched } from '../sqlite/schema-copy.ts';
-import { listTables, describeTable, type TableInfo } from '../sqlite/introspect.ts';
-import { checkTable } from '../capture/gates.ts';
-import { refuseTarget } from '../capture/target-guard.ts';
+import type { Db } from '../sqlite/index.ts';
+import { openUntouched, listTables, describeTable, type TableInfo, shellWord } from '../sqlite/index.ts';
+import { checkTable, refuseTarget } from '../capture/index.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
-import { shellWord } from '../sqlite/shell-word.ts';
-import { defaultProjectionName, isProjectionName } from '../projection/name.ts';
+import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
 
 /*
  * The first pipeline file of a database (`sluice init DB`): its tables as

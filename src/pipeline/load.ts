@@ -8,9 +8,9 @@ import {
   projectionDefinitionSchema,
   type LoadHandlerOptions,
   type ProjectionDefinition,
-} from '../projection/definition.ts';
-import { splitServers } from '../broker/connection.ts';
-import { realFilePath } from '../sqlite/real-path.ts';
+} from '../projection/index.ts';
+import { splitServers } from '../broker/connection/index.ts';
+import { realFilePath } from '../sqlite/index.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
 import type {

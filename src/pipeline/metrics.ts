@@ -1,8 +1,8 @@
 import { createRequire } from 'node:module';
 import type * as Prom from 'prom-client';
 import type { Counter, Gauge, Registry } from 'prom-client';
-import { health } from '../apply/check/health.ts';
-import type { ProjectionHealth } from '../apply/check/health-types.ts';
+import { health } from '../apply/check/index.ts';
+import type { ProjectionHealth } from '../apply/check/index.ts';
 
 /*
  * The Prometheus metrics of a long-running command (`sync --follow`,

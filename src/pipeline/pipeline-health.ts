@@ -1,12 +1,9 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
-import { openDatabase } from '../sqlite/connection.ts';
-import { shellWord } from '../sqlite/shell-word.ts';
-import { status, type CaptureStatus } from '../capture/status.ts';
-import { targetKey } from '../capture/consumers.ts';
-import { defaultProjectionName } from '../projection/name.ts';
-import { health, type FedLag } from '../apply/check/health.ts';
-import { notHeldHealth, type ProjectionHealth } from '../apply/check/health-types.ts';
+import { openDatabase, shellWord } from '../sqlite/index.ts';
+import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
+import { defaultProjectionName } from '../projection/index.ts';
+import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
 import { heldProjections } from './held.ts';
 import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';

@@ -1,9 +1,9 @@
-import type { ProjectionDefinition } from '../projection/definition.ts';
-import type { NatsConnection } from '../broker/connection.ts';
+import type { ProjectionDefinition } from '../projection/index.ts';
+import type { NatsConnection } from '../broker/connection/index.ts';
 import type { ReasonCode } from '../reasons.ts';
 
 /** How to reach NATS: servers, login, TLS files (absolute); what publish and subscribe take (src/broker/connection.ts). */
-export type { NatsAuth, NatsConnection, NatsTls } from '../broker/connection.ts';
+export type { NatsAuth, NatsConnection, NatsTls } from '../broker/connection/index.ts';
 
 /*
  * A pipeline as sluice runs it: a pipeline file (schema.ts) read and

@@ -1,11 +1,7 @@
 import fs from 'node:fs';
-import { openDatabase } from '../sqlite/connection.ts';
-import { readSession } from '../sqlite/transaction.ts';
-import { repairAction, shellWord } from '../sqlite/shell-word.ts';
-import { kindNamed } from '../projection/kinds/registry.ts';
-import { status, type CaptureStatus } from '../capture/status.ts';
-import { defaultProjectionName } from '../projection/name.ts';
-import { parseDefinition } from '../projection/definition.ts';
+import { openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
+import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
+import { status, type CaptureStatus } from '../capture/index.ts';
 import {
   compileOrError,
   definitionsToExplain,
@@ -13,8 +9,8 @@ import {
   explainDefinitions,
   type ExplainReport,
   type ProjectionExplanation,
-} from '../apply/evolution/explain.ts';
-import { TARGET_SCHEMA } from '../apply/target/session.ts';
+} from '../apply/evolution/index.ts';
+import { TARGET_SCHEMA } from '../apply/target/index.ts';
 import { heldProjections } from './held.ts';
 import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';

@@ -1,10 +1,9 @@
 import fs from 'node:fs';
-import { dropProjection } from '../apply/target/drop.ts';
-import { readConsumers, targetKey, type ConsumerRow } from '../capture/consumers.ts';
-import { readTables } from '../capture/catalog.ts';
-import { forget } from '../feed/acknowledge.ts';
-import { defaultProjectionName } from '../projection/name.ts';
-import type { Db } from '../sqlite/connection.ts';
+import { dropProjection } from '../apply/projections/index.ts';
+import { readConsumers, targetKey, type ConsumerRow, readTables } from '../capture/index.ts';
+import { forget } from '../feed/index.ts';
+import { defaultProjectionName } from '../projection/index.ts';
+import type { Db } from '../sqlite/index.ts';
 import type { PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaredInputs, declaresHeld } from './declared.ts';
 import { heldProjections } from './held.ts';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
-import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { readConsumers } from '../capture/consumers.ts';
+import { openDatabase, type Db } from '../sqlite/index.ts';
+import { readConsumers } from '../capture/index.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /*

@@ -1,4 +1,4 @@
-import type { ProjectionHealth } from '../apply/check/health-types.ts';
+import type { ProjectionHealth } from '../apply/check/index.ts';
 
 /*
  * What a pipeline's state looks like from outside: `sluice health --config

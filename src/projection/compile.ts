@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent } from '../sqlite/quote.ts';
+import { foldIdent } from '../sqlite/index.ts';
 import { parseDefinition, type ProjectionDefinition } from './definition.ts';
 import { definitionFingerprint } from './definition-fingerprint.ts';
 import type { CompiledProjection, SourceShape } from './compiled.ts';

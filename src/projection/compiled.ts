@@ -1,7 +1,6 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent } from '../sqlite/quote.ts';
-import { collationOf, columnCollations } from '../sqlite/collations.ts';
-import type { TableInfo } from '../sqlite/introspect.ts';
+import { foldIdent, collationOf, columnCollations } from '../sqlite/index.ts';
+import type { TableInfo } from '../sqlite/index.ts';
 import type { ProjectionDefinition, CustomHandler } from './definition.ts';
 
 /*
@@ -105,7 +104,7 @@ export function excludedColumnRead(
   );
 }
 
-export { columnDecl } from '../sqlite/column-decl.ts';
+export { columnDecl } from '../sqlite/index.ts';
 
 export function findColumn(shape: SourceShape, column: string, projection: string): SourceColumn {
   const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { foldIdent } from '../sqlite/quote.ts';
+import { foldIdent } from '../sqlite/index.ts';
 import type { CustomHandler, ProjectionDefinition } from './definition.ts';
 import type { SourceShape } from './compiled.ts';
 

@@ -1,11 +1,10 @@
-import type { Db } from '../sqlite/connection.ts';
+import type { Db } from '../sqlite/index.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
+import { foldIdent, quoteIdent, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
 import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
 import { excludedColumnRead } from './compiled.ts';
-import { excludedColumns } from '../capture/excluded.ts';
-import { describeTable, primaryKeyCollations } from '../sqlite/introspect.ts';
+import { excludedColumns } from '../capture/index.ts';
 import type { ProjectionDefinition } from './definition.ts';
 
 /**

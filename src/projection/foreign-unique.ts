@@ -1,6 +1,5 @@
-import type { Db } from '../sqlite/connection.ts';
-import { cachedStatement } from '../sqlite/statement-cache.ts';
-import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
+import type { Db } from '../sqlite/index.ts';
+import { cachedStatement, foldIdent, quoteIdent } from '../sqlite/index.ts';
 
 /*
  * UNIQUE indexes that a user added to a projection's tables. sluice makes

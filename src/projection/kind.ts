@@ -1,10 +1,8 @@
-import type { Db } from '../sqlite/connection.ts';
-import type { JsonValue } from '../sqlite/codec.ts';
+import type { Db, JsonValue } from '../sqlite/index.ts';
 import type { Reason } from '../reasons.ts';
-import type { ChangeBatch } from '../feed/change-batch.ts';
-import type { SnapshotRows } from '../feed/snapshot.ts';
+import type { ChangeBatch, SnapshotRows } from '../feed/index.ts';
 
-export type { SnapshotRows } from '../feed/snapshot.ts';
+export type { SnapshotRows } from '../feed/index.ts';
 import type { ProjectionDefinition } from './definition.ts';
 import type { CompiledOf, SourceShape, TargetColumn } from './compiled.ts';
 import type { KindAlterRules } from './evolution/kinds.ts';
@@ -12,7 +10,7 @@ import type { KindAlterRules } from './evolution/kinds.ts';
 /*
  * What a projection kind is. Each kind lives in its own folder under
  * kinds/ and is listed once in kinds/registry.ts; nothing else branches on
- * a kind's name. The applier (apply/sync/applier.ts) is the only place where a
+ * a kind's name. The applier (apply/projections/applier.ts) is the only place where a
  * snapshot or a batch meets a kind.
  */
 

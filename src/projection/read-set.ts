@@ -1,5 +1,4 @@
-import { openDatabase, type Db } from '../sqlite/connection.ts';
-import { foldIdent, quoteIdent } from '../sqlite/quote.ts';
+import { openDatabase, type Db, foldIdent, quoteIdent } from '../sqlite/index.ts';
 import { columnDecl, type SourceShape } from './compiled.ts';
 
 /*

@@ -5,8 +5,8 @@ import { beforeAll, afterAll } from 'vitest';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { LineDigest } from '../../src/export/line-digest.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { LineDigest } from '../../src/export/index.ts';
 import {
   runCliAsync,
   parseJson,
@@ -19,8 +19,7 @@ import {
   sourceSeq,
 } from '../cli/support/cli.ts';
 import { natsForFile, publishOnce, publishRaw, sourceIdOf, streamMessages } from './support/broker.ts';
-import { subscribe } from '../../src/broker/index.ts';
-import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
+import { subscribe, defaultStreamName, subjectsOf } from '../../src/broker/index.ts';
 
 /*
  * Messages on a source's batch subject that sluice did not write as they

@@ -3,11 +3,10 @@ import path from 'node:path';
 import { connect } from '@nats-io/transport-node';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, scalar, sourceSeq } from '../cli/support/cli.ts';
 import { natsForFile, publishOnce, sourceIdOf, streamMessages } from './support/broker.ts';
-import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
-import { subscribe } from '../../src/broker/index.ts';
+import { defaultStreamName, subjectsOf, subscribe } from '../../src/broker/index.ts';
 
 /*
  * A stream that keeps only its last 12 messages: once the batches after a

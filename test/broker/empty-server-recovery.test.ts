@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { decodeCursor } from '../../src/feed/index.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import {
   makeDir,

@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { pythonExec } from '../support/journal.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
 import { runCliAsync } from '../cli/support/cli.ts';
 import { natsForFile, sourceIdOf, streamMessages } from './support/broker.ts';
-import { defaultStreamName } from '../../src/broker/subjects.ts';
+import { defaultStreamName } from '../../src/broker/index.ts';
 
 const nats = natsForFile();
 

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { decodeCursor } from '../../src/feed/index.ts';
 import {
   runCliAsync,
   parseJson,
@@ -19,7 +19,7 @@ import {
   projectionSeq,
 } from '../cli/support/cli.ts';
 import { natsForFile, publishOnce, publishRaw, sourceIdOf, streamMessages } from './support/broker.ts';
-import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
+import { defaultStreamName, subjectsOf } from '../../src/broker/index.ts';
 
 /*
  * SIGKILL at a random point, then run again: a publisher resumes after the

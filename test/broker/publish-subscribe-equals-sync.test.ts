@@ -2,12 +2,12 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, sourceSeq, syncByLibrary } from '../cli/support/cli.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import { natsForFile, sourceIdOf, streamMessages } from './support/broker.ts';
-import { defaultStreamName, subjectsOf } from '../../src/broker/subjects.ts';
+import { defaultStreamName, subjectsOf } from '../../src/broker/index.ts';
 
 /*
  * A source published to a real nats-server and subscribed into a target

@@ -1,11 +1,10 @@
 // a subscriber whose source was enabled again rebuilds from the new snapshot with source changed
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, dumpTables, write, onDatabase, scalar } from '../cli/support/cli.ts';
 import { natsForFile, sourceIdOf } from './support/broker.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { disable } from '../../src/capture/disable.ts';
+import { enable, disable } from '../../src/capture/index.ts';
 import { Publisher, subscribe } from '../../src/broker/index.ts';
 
 /*

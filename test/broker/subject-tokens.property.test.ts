@@ -1,7 +1,7 @@
 // every source id is one valid subject token and no two share one
 import fc from 'fast-check';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { defaultStreamName, encodeToken, subjectsOf } from '../../src/broker/subjects.ts';
+import { defaultStreamName, encodeToken, subjectsOf } from '../../src/broker/index.ts';
 
 /*
  * NATS forbids `.`, `*`, `>` and whitespace in a subject token, and a

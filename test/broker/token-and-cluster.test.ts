@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { freePort, NatsServer } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, dumpTables, expectOneLineError } from '../cli/support/cli.ts';
 import { sourceIdOf } from './support/broker.ts';

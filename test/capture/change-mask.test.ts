@@ -1,9 +1,8 @@
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { anyChanged, anyChangedSql, decodeMask, encodeMask, maskBytes, maskFor } from '../../src/capture/mask.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { enable, anyChanged, anyChangedSql, decodeMask, encodeMask, maskBytes, maskFor } from '../../src/capture/index.ts';
+import { readBatch, journalStartCursor } from '../../src/feed/index.ts';
 import { pythonExec } from '../support/journal.ts';
 
 /*

@@ -3,10 +3,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { test, expect, describe, PYTHON } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { bump } from '../../src/capture/bump.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { status } from '../../src/capture/status.ts';
+import { enable, bump, disable, status } from '../../src/capture/index.ts';
 import { journalEvents, cell, type JournalEvent } from '../support/journal.ts';
 
 /*

@@ -2,9 +2,9 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, expectOneLineError, sha256, scalar } from '../cli/support/cli.ts';
 
 /*

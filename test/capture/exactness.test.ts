@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents, rowCells, cell, type JournalEvent } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /*
  * Images are compared with the source byte for byte: typeof() plus hex() (a

@@ -2,18 +2,13 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, failure, runSqliteCli } from '../support/fixtures.ts';
 import { pythonExec } from '../support/journal.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { readTables } from '../../src/capture/catalog.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
-import { rearmCapture } from '../../src/capture/rearm.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { compileAgainstSource } from '../../src/projection/expression-probe.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable, readTables, verifyCapture, rearmCapture } from '../../src/capture/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { compileAgainstSource, parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/index.ts';
 import { SluiceError } from '../../src/errors.ts';
-import type { Row } from '../../src/feed/events.ts';
-import { loadPipeline } from '../../src/pipeline/load.ts';
-import { convergeOnce } from '../../src/pipeline/converge.ts';
+import type { Row } from '../../src/feed/index.ts';
+import { loadPipeline, convergeOnce } from '../../src/pipeline/index.ts';
 
 /*
  * What leaving columns out of capture means besides the journal's bytes

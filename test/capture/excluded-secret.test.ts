@@ -2,9 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli, runCli } from '../support/fixtures.ts';
 import { pythonExec } from '../support/journal.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { readTables } from '../../src/capture/catalog.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable, readTables } from '../../src/capture/index.ts';
 import { OWN_BTREES, btreePages, findIn, pageImages, textForms } from './support/secret-pages.ts';
 
 /*

@@ -1,5 +1,5 @@
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents, eventShapes, tableCells, pythonExec, cell } from '../support/journal.ts';
 
 /*
@@ -37,10 +37,7 @@ DELETE FROM t WHERE id = 5;
 
 type Writer = (file: string) => void;
 
-function setUp(
-  makeDb: (name?: string, schema?: string) => { db: import('../../src/sqlite/connection.ts').Db; file: string },
-  name: string,
-) {
+function setUp(makeDb: (name?: string, schema?: string) => { db: import('../../src/sqlite/index.ts').Db; file: string }, name: string) {
   const { db, file } = makeDb(name, SCHEMA);
   enable(db, ['t', 'c "k"']);
   return { db, file };

@@ -1,11 +1,8 @@
 // a failed or refused alter changes nothing and no write of a concurrent writer escapes the journal
 import { spawn } from 'node:child_process';
 import { test, expect, describe, PYTHON } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { alter } from '../../src/capture/source-alter.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
-import { readDdlLog } from '../../src/capture/ddl-log.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import { enable, alter, verifyCapture, readDdlLog } from '../../src/capture/index.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 const SCHEMA = `
 CREATE TABLE t (id INTEGER PRIMARY KEY, a TEXT, b TEXT);

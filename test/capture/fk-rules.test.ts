@@ -1,11 +1,8 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
-import { checkForeignKeyRules } from '../../src/capture/fk-rules.ts';
+import { enable, status, verifyCapture, checkForeignKeyRules } from '../../src/capture/index.ts';
 import { CaptureRefusedError } from '../../src/errors.ts';
 import { databaseImage } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /*
  * Contract 002's foreign-key boundaries. Rejected: an ON UPDATE

@@ -2,12 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, ROOT } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { status } from '../../src/capture/status.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { verify } from '../../src/apply/check/verify.ts';
-import { FORMAT_VERSION } from '../../src/capture/schema.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { status, enable, FORMAT_VERSION } from '../../src/capture/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { verify } from '../../src/apply/check/index.ts';
 import { pythonExec, journalEvents } from '../support/journal.ts';
 import { tableCells } from '../apply/support/target.ts';
 

@@ -1,11 +1,9 @@
 // a source made by capture format 2 (no changed-column mask) upgraded in place
 import { test, expect } from '../support/fixtures.ts';
 import { copyOldFixture } from '../support/old-fixture.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { FORMAT_VERSION, metadataDdl } from '../../src/capture/schema.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable, status, FORMAT_VERSION, metadataDdl } from '../../src/capture/index.ts';
+import { readBatch, journalStartCursor } from '../../src/feed/index.ts';
 import { pythonExec } from '../support/journal.ts';
 
 /*

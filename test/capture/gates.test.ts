@@ -1,10 +1,8 @@
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
+import { enable, status, verifyCapture } from '../../src/capture/index.ts';
 import { CaptureRefusedError, InvalidInputError } from '../../src/errors.ts';
 import { databaseImage, journalEvents } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /*
  * Every gate refuses with a CaptureRefusedError whose code is stable and

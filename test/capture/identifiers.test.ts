@@ -1,9 +1,7 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
+import { enable, status, verifyCapture } from '../../src/capture/index.ts';
 import { journalEvents, pythonExec, rowCells, tableCells, cell } from '../support/journal.ts';
-import { quoteIdent } from '../../src/sqlite/quote.ts';
+import { quoteIdent } from '../../src/sqlite/index.ts';
 
 /*
  * Tables and columns whose names need quoting: double quotes, single

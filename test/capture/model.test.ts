@@ -1,9 +1,8 @@
 import fc from 'fast-check';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { enable } from '../../src/capture/index.ts';
+import { openDatabase, RawText, placeholderFor, sameValue, toBindable, type SqlValue } from '../../src/sqlite/index.ts';
 import { journalEvents, cell, type Cell } from '../support/journal.ts';
-import { RawText, placeholderFor, sameValue, toBindable, type SqlValue } from '../../src/sqlite/codec.ts';
 
 /*
  * Model-based: random writes (inserts, updates that may or may not change a

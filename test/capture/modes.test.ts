@@ -1,6 +1,5 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
+import { enable, status } from '../../src/capture/index.ts';
 import { journalEvents, cell } from '../support/journal.ts';
 
 describe('capture modes', () => {

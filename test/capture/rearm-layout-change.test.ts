@@ -1,6 +1,6 @@
 // a re arm that changes a table's journal layout never journals a delete from a note of the old layout
 import { test, expect } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents, pythonExec, cell } from '../support/journal.ts';
 
 /*

@@ -1,6 +1,6 @@
 // a replace on a table whose key index collation differs from its column collation journals every row it deletes
 import { test, expect } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
 

@@ -1,10 +1,10 @@
 // an update or replace of the column a generated unique column is computed from journals the row it deletes
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
 import { tableCells } from '../apply/support/target.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
 

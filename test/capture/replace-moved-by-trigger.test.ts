@@ -1,9 +1,9 @@
 // a replace whose conflicting row a newer user before trigger moves to another key journals its delete
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
+import { enable } from '../../src/capture/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
 import { pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
 import { tableCells } from '../apply/support/target.ts';

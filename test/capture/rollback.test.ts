@@ -1,7 +1,7 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents, pythonExec, cell } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /* Events are written in the writer's transaction, so they share its fate. */
 

@@ -1,13 +1,9 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
-import { openSource } from '../../src/capture/open-source.ts';
-import { rearmCapture } from '../../src/capture/rearm.ts';
+import { enable, status, verifyCapture, openSource, rearmCapture } from '../../src/capture/index.ts';
 import { journalEvents, cell } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /* What happens to capture when the source schema changes under it, and how it is repaired. */
 

@@ -1,10 +1,7 @@
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { bump } from '../../src/capture/bump.ts';
-import { status } from '../../src/capture/status.ts';
+import { enable, disable, bump, status } from '../../src/capture/index.ts';
 import { journalEvents, cell } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /* A seq is never reused and never goes backwards. */
 

@@ -1,17 +1,12 @@
 // sluice alter runs ddl on a captured table and tells each projection what changed
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { alter } from '../../src/capture/source-alter.ts';
-import { readDdlLog } from '../../src/capture/ddl-log.ts';
-import { readState } from '../../src/capture/catalog.ts';
-import { verifyCapture } from '../../src/capture/arming.ts';
-import { forecastAlter } from '../../src/feed/alter-forecast.ts';
-import { journalStartCursor, readBatch } from '../../src/feed/batch.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { sync, Syncer } from '../../src/apply/sync/sync.ts';
-import { verify } from '../../src/apply/check/verify.ts';
-import type { ProjectionDefinition } from '../../src/projection/definition.ts';
+import { enable, alter, readDdlLog, readState, verifyCapture } from '../../src/capture/index.ts';
+import { forecastAlter, journalStartCursor, readBatch } from '../../src/feed/index.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { sync, Syncer } from '../../src/apply/sync/index.ts';
+import { verify } from '../../src/apply/check/index.ts';
+import type { ProjectionDefinition } from '../../src/projection/index.ts';
 
 /*
  * sluice alter runs DDL on a captured source in one write transaction with

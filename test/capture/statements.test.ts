@@ -1,7 +1,7 @@
 import { test, expect, describe, runPython, runSqliteCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents, pythonExec, rowCells, cell, type JournalEvent } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /* Statement forms whose row changes reach triggers in less obvious ways. */
 

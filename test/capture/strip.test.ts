@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import {
   runCliAsync,
   parseJson,

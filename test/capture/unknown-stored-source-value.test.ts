@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe, runCli, runSqliteCli, failure } from '../support/fixtures.ts';
 import { expectOneLineError } from '../cli/support/cli.ts';
 import { alter, enable, openDatabase, status, sync, SluiceError } from '../../src/index.ts';
-import { readConsumers } from '../../src/capture/consumers.ts';
+import { readConsumers } from '../../src/capture/index.ts';
 
 /*
  * A source's own rows (_sluice_state, _sluice_tables, _sluice_ddl,

@@ -1,13 +1,11 @@
 // user triggers before or after enable never leave a consumer stale
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { verify } from '../../src/apply/check/verify.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
+import { enable, status } from '../../src/capture/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { verify } from '../../src/apply/check/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { readBatch, snapshot } from '../../src/feed/index.ts';
 import { pythonExec } from '../support/journal.ts';
 import { tableCells } from '../apply/support/target.ts';
 

@@ -1,7 +1,7 @@
 import { test, expect, describe, runPython, runSqliteCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { enable } from '../../src/capture/index.ts';
 import { journalEvents } from '../support/journal.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 
 /*
  * Capture triggers write the journal and _sluice_tables, yet a writer's

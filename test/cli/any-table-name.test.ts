@@ -3,11 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { quoteIdent } from '../../src/sqlite/quote.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { compileProjection, type SourceShape } from '../../src/projection/compile.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { openDatabase, quoteIdent } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { compileProjection, type SourceShape } from '../../src/projection/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, dumpTables } from './support/cli.ts';
 
 /*

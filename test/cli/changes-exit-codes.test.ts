@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { cursorLineSchema } from '../../src/feed/jsonl.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { cursorLineSchema } from '../../src/feed/index.ts';
 import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, write, expectOneLineError, parseJson } from './support/cli.ts';
 
 let dir: string;

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { runCliAsync, parseJson, expectOneLineError } from './support/cli.ts';
 import { expectNoWrite, projections, run, syncedPair } from '../apply/support/explain.ts';
 

@@ -3,9 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll, afterEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { exportLineSchema } from '../../src/export/format.ts';
-import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { exportLineSchema, positionOf, readResumePoint } from '../../src/export/index.ts';
 import {
   runCliAsync,
   parseJson,

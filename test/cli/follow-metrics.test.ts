@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe, runPython, ROOT } from '../support/fixtures.ts';
 import { documentedMetrics, sample, scrape, scrapeUntil, type Scrape } from '../support/metrics.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { makeDir, parseJson, removeDir, runCliAsync, startCli, trackerSource, waitFor, write, type Spawned } from './support/cli.ts';
 
 /*

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { beforeAll, afterAll, afterEach } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import {
   runCliAsync,
   parseJson,

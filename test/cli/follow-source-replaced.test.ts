@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
-import { readResumePoint } from '../../src/export/resume-point.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { decodeCursor } from '../../src/feed/index.ts';
+import { readResumePoint } from '../../src/export/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
 import {
   runCliAsync,
   makeDir,

@@ -4,8 +4,8 @@ import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
 import { makeDir, mapLimit, removeDir, startCli, type Spawned } from './support/cli.ts';
 
 /*

@@ -1,6 +1,6 @@
 // every command has help with an example
 import { test, expect, describe } from '../support/fixtures.ts';
-import { buildProgram } from '../../src/cli/main.ts';
+import { buildProgram } from '../../src/cli/index.ts';
 import { runCliAsync, mapLimit } from './support/cli.ts';
 
 /** The commands docs/cli.md lists. */

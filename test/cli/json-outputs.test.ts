@@ -1,13 +1,11 @@
 // every command prints its documented json and exit code on the happy path
-import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
+import { positionOf, readResumePoint, exportLineSchema } from '../../src/export/index.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { eventLineSchema, cursorLineSchema } from '../../src/feed/jsonl.ts';
-import { exportLineSchema } from '../../src/export/format.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { eventLineSchema, cursorLineSchema, decodeCursor } from '../../src/feed/index.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, scalar, sourceSeq, dumpTables } from './support/cli.ts';
 

@@ -1,7 +1,7 @@
 // progress figures give the share of the range the rate and the lag
 import { test, expect } from 'vitest';
 import fc from 'fast-check';
-import { progressFigures } from '../../src/cli/progress-figures.ts';
+import { progressFigures } from '../../src/cli/index.ts';
 
 test('the share is the part of the range from the start seq to the source seq that was applied', () => {
   expect(progressFigures({ startSeq: 100, seq: 150, sourceSeq: 300, events: 50 }, 1000).share).toBe(0.25);

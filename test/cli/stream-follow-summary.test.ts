@@ -1,7 +1,7 @@
 // publish and subscribe follow say a start line and summaries and a snapshot says why it was published
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { makeDir, removeDir, trackerSource, startCli, waitFor, runCliAsync, parseJson, sourceSeq, type Spawned } from './support/cli.ts';
 import { natsForFile, sourceIdOf, COMMENT_WRITER } from '../broker/support/broker.ts';
 

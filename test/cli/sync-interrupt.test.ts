@@ -1,7 +1,7 @@
 // a one shot sync interrupted by ctrl c says what it committed and exits 130
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, sourceSeq, scalar, waitFor, syncedTrackerWithBacklog } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, syncByLibrary } from './support/cli.ts';
 
 /*

@@ -2,10 +2,10 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { verify, type VerifyProgress } from '../../src/apply/check/verify.ts';
-import { enable } from '../../src/capture/enable.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { verify, type VerifyProgress } from '../../src/apply/check/index.ts';
+import { enable } from '../../src/capture/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, onDatabase } from './support/cli.ts';
 import { onTerminal, plain } from './support/pty.ts';
 

@@ -3,11 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { exportLineSchema, type ExportLine } from '../../src/export/format.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
-import { positionOf, readResumePoint } from '../../src/export/resume-point.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { exportLineSchema, type ExportLine, positionOf, readResumePoint } from '../../src/export/index.ts';
+import { decodeCursor } from '../../src/feed/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from '../cli/support/cli.ts';
 
 let dir: string;

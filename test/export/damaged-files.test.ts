@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, ROOT } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { importFile } from '../../src/export/import.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { importFile } from '../../src/export/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, dumpTables, expectOneLineError, scalar } from '../cli/support/cli.ts';
 
 /*

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { exportLineSchema, type ExportLine } from '../../src/export/format.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { exportLineSchema, type ExportLine } from '../../src/export/index.ts';
 import {
   runCliAsync,
   parseJson,

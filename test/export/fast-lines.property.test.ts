@@ -1,10 +1,9 @@
 // the quick line check accepts only what the line schemas accept
 import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
-import { isSimpleEventLine, isSimpleRowLine } from '../../src/export/fast-lines.ts';
-import { rowLineSchema } from '../../src/export/format.ts';
-import { eventLineSchema } from '../../src/feed/jsonl.ts';
-import { fromJsonValue, jsonValueSchema } from '../../src/sqlite/codec.ts';
+import { isSimpleEventLine, isSimpleRowLine, rowLineSchema } from '../../src/export/index.ts';
+import { eventLineSchema } from '../../src/feed/index.ts';
+import { fromJsonValue, jsonValueSchema } from '../../src/sqlite/index.ts';
 
 // Values as lines carry them, and near misses: unsafe or fractional plain numbers, $f with a non-number or another key, $i, $b, arrays.
 const value = fc.oneof(

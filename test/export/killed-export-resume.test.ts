@@ -4,7 +4,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, PYTHON } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { prng } from '../../fixtures/tracker.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, dumpTables, startCli } from '../cli/support/cli.ts';
 

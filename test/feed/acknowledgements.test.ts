@@ -1,10 +1,7 @@
 // acknowledgements show consumer lag without holding back pruning
 import { test, expect, describe, runCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { acknowledge, forgetConsumer } from '../../src/feed/acknowledge.ts';
+import { enable, status } from '../../src/capture/index.ts';
+import { snapshot, readBatch, acknowledge, forgetConsumer } from '../../src/feed/index.ts';
 
 describe('acknowledge', () => {
   test('status lists each consumer with its acknowledged seq and its lag behind the high-water mark', ({ makeDb }) => {

@@ -1,16 +1,19 @@
 // a corrupt truncated or foreign cursor gets a clear error
 import { createHash } from 'node:crypto';
 import { test, expect, describe, runCli } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { bump } from '../../src/capture/bump.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { changedSince } from '../../src/feed/changed-since.ts';
-import { acknowledge } from '../../src/feed/acknowledge.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { enable, bump } from '../../src/capture/index.ts';
+import {
+  snapshot,
+  readBatch,
+  changedSince,
+  acknowledge,
+  decodeCursor,
+  encodeCursor,
+  parseCursor,
+  validateCursor,
+} from '../../src/feed/index.ts';
 import fc from 'fast-check';
-import { decodeCursor, encodeCursor, parseCursor } from '../../src/feed/cursor.ts';
-import { validateCursor } from '../../src/feed/cursor-check.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 
 function withCheck(body: string): string {

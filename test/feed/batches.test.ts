@@ -1,11 +1,9 @@
 // batches are bounded ordered contiguous and never hold a rolled back write
 import { test, expect, describe } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch, journalStartCursor, type Batch } from '../../src/feed/batch.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
-import type { ChangeEvent } from '../../src/feed/events.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { snapshot, readBatch, journalStartCursor, type Batch, decodeCursor } from '../../src/feed/index.ts';
+import type { ChangeEvent } from '../../src/feed/index.ts';
 
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, v); CREATE TABLE u (k TEXT PRIMARY KEY NOT NULL, w)';
 

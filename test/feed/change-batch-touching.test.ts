@@ -1,11 +1,9 @@
 // a batch marks the events that may change the columns asked for, read in SQL or decoded, with integer and blob masks alike
 import { test, expect } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { journalBatch, decodedBatch, type ChangeBatch } from '../../src/feed/change-batch.ts';
-import { readEventsInRange } from '../../src/feed/batch.ts';
-import { readSourceView } from '../../src/feed/source-view.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { emptyWorkTables } from '../../src/sqlite/work-tables.ts';
+import { enable } from '../../src/capture/index.ts';
+import { journalBatch, decodedBatch, type ChangeBatch, readEventsInRange, readSourceView } from '../../src/feed/index.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { emptyWorkTables } from '../../src/sqlite/index.ts';
 
 /*
  * Issue 22, item 3: ChangeBatch.readingOnly, what the applier hands a

@@ -1,13 +1,9 @@
 // changed since is true exactly when a listed table changed
 import { test, expect, describe, runSqliteCli, runPython } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { bump } from '../../src/capture/bump.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { changedSince } from '../../src/feed/changed-since.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable, bump, disable } from '../../src/capture/index.ts';
+import { snapshot, readBatch, changedSince } from '../../src/feed/index.ts';
 
 const SCHEMA = `
   CREATE TABLE a (id INTEGER PRIMARY KEY, v, name TEXT COLLATE NOCASE);

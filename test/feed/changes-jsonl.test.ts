@@ -1,12 +1,16 @@
 // the changes cli prints lossless jsonl and a cursor to continue
 import { test, expect, describe, runCli } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { eventLineSchema, cursorLineSchema, eventToLine, type EventLine } from '../../src/feed/jsonl.ts';
-import { fromJsonValue, type SqlValue } from '../../src/sqlite/codec.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { openDatabase, fromJsonValue, type SqlValue } from '../../src/sqlite/index.ts';
+import { enable, status } from '../../src/capture/index.ts';
+import {
+  readBatch,
+  journalStartCursor,
+  eventLineSchema,
+  cursorLineSchema,
+  eventToLine,
+  type EventLine,
+  decodeCursor,
+} from '../../src/feed/index.ts';
 import { canon } from './support/replay.ts';
 
 function parseOutput(stdout: string): { events: EventLine[]; cursor: string } {

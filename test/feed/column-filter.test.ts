@@ -1,11 +1,9 @@
 // changes --columns and updatesSince's columns: only updates that changed a named column, plus inserts, deletes and key changes
 import { test, expect, describe, runCli } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { updatesSince } from '../../src/feed/updates-since.ts';
-import { eventLineSchema } from '../../src/feed/jsonl.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { readBatch, journalStartCursor, updatesSince, eventLineSchema } from '../../src/feed/index.ts';
 import { copyOldFixture } from '../support/old-fixture.ts';
 import { pythonExec } from '../support/journal.ts';
 

@@ -1,11 +1,7 @@
 // counter mode tables answer changed since but refuse batches
 import { test, expect, describe, runCli, runSqliteCli } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { changedSince } from '../../src/feed/changed-since.ts';
-import { updatesSince } from '../../src/feed/updates-since.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { enable } from '../../src/capture/index.ts';
+import { snapshot, readBatch, journalStartCursor, changedSince, updatesSince, decodeCursor } from '../../src/feed/index.ts';
 import { FailClosedError } from '../../src/errors.ts';
 
 const SCHEMA =

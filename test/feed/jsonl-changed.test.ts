@@ -2,11 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, ROOT } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { eventLineSchema, eventToLine, lineToEvent } from '../../src/feed/jsonl.ts';
-import { exportLineSchema, FORMAT_VERSION } from '../../src/export/format.ts';
-import { isSimpleEventLine } from '../../src/export/fast-lines.ts';
+import { enable } from '../../src/capture/index.ts';
+import { readBatch, journalStartCursor, eventLineSchema, eventToLine, lineToEvent } from '../../src/feed/index.ts';
+import { exportLineSchema, FORMAT_VERSION, isSimpleEventLine } from '../../src/export/index.ts';
 import { runCliAsync, expectOneLineError, scalar } from '../cli/support/cli.ts';
 import { pythonExec } from '../support/journal.ts';
 

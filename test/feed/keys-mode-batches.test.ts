@@ -1,10 +1,9 @@
 // keys mode batches re read the current row by exact key
 import { test, expect, describe } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { RawText } from '../../src/sqlite/codec.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { snapshot, readBatch } from '../../src/feed/index.ts';
+import { RawText } from '../../src/sqlite/index.ts';
 import { ReplayModel } from './support/replay.ts';
 
 function setup(makeDb: (name?: string, schema?: string) => { db: Db; file: string }, schema: string, table: string) {

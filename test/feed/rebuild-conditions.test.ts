@@ -3,17 +3,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { test, expect, describe, runSqliteCli, runPython } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { bump } from '../../src/capture/bump.ts';
-import { openSource } from '../../src/capture/open-source.ts';
-import { rearmCapture } from '../../src/capture/rearm.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { changedSince } from '../../src/feed/changed-since.ts';
-import { validateCursor, type CursorValidation } from '../../src/feed/cursor-check.ts';
-import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable, disable, bump, openSource, rearmCapture } from '../../src/capture/index.ts';
+import {
+  snapshot,
+  readBatch,
+  journalStartCursor,
+  changedSince,
+  validateCursor,
+  type CursorValidation,
+  decodeCursor,
+  encodeCursor,
+} from '../../src/feed/index.ts';
 import { takeCopy } from '../support/restore.ts';
 import { FailClosedError } from '../../src/errors.ts';
 

@@ -2,16 +2,10 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { prune } from '../../src/capture/prune.ts';
-import { status } from '../../src/capture/status.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch } from '../../src/feed/batch.ts';
-import { changedSince } from '../../src/feed/changed-since.ts';
-import { decodeCursor } from '../../src/feed/cursor.ts';
+import { openDatabase, type Db, RawText, placeholderFor, toBindable, type SqlValue } from '../../src/sqlite/index.ts';
+import { enable, prune, status } from '../../src/capture/index.ts';
+import { snapshot, readBatch, changedSince, decodeCursor } from '../../src/feed/index.ts';
 import { FailClosedError } from '../../src/errors.ts';
-import { RawText, placeholderFor, toBindable, type SqlValue } from '../../src/sqlite/codec.ts';
 import { ReplayModel } from './support/replay.ts';
 
 /*

@@ -1,7 +1,7 @@
 // a snapshot streams exact bytes whatever the table shape
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
+import { enable } from '../../src/capture/index.ts';
+import { snapshot } from '../../src/feed/index.ts';
 import { ReplayModel } from './support/replay.ts';
 
 /*

@@ -3,10 +3,9 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, PYTHON } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { status } from '../../src/capture/status.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable, status } from '../../src/capture/index.ts';
+import { snapshot } from '../../src/feed/index.ts';
 import { ReplayModel } from './support/replay.ts';
 
 /*

@@ -1,16 +1,18 @@
 // updates since refuses what it cannot continue with a reason code
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { takeCopy } from '../support/restore.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { status } from '../../src/capture/status.ts';
-import { TABLES_TABLE, triggerNames } from '../../src/capture/schema.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { readBatch, journalStartCursor } from '../../src/feed/batch.ts';
-import { validateCursor } from '../../src/feed/cursor-check.ts';
-import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
-import { updatesSince, type RowChange } from '../../src/feed/updates-since.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { enable, disable, status, TABLES_TABLE, triggerNames } from '../../src/capture/index.ts';
+import {
+  snapshot,
+  readBatch,
+  journalStartCursor,
+  validateCursor,
+  decodeCursor,
+  encodeCursor,
+  updatesSince,
+  type RowChange,
+} from '../../src/feed/index.ts';
 import { FailClosedError, InvalidInputError } from '../../src/errors.ts';
 
 const SCHEMA = "CREATE TABLE dogs (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO dogs VALUES (1, 'Cleo'), (2, 'Pancakes')";

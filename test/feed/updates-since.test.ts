@@ -1,14 +1,17 @@
 // updates since yields the latest change per row
 import { test, expect, describe } from '../support/fixtures.ts';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { status } from '../../src/capture/status.ts';
-import { disable } from '../../src/capture/disable.ts';
-import { snapshot } from '../../src/feed/snapshot.ts';
-import { journalStartCursor } from '../../src/feed/batch.ts';
-import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
-import { updatesSince, updatesPage, type RowChange } from '../../src/feed/updates-since.ts';
-import { RawText } from '../../src/sqlite/codec.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { enable, status, disable } from '../../src/capture/index.ts';
+import {
+  snapshot,
+  journalStartCursor,
+  decodeCursor,
+  encodeCursor,
+  updatesSince,
+  updatesPage,
+  type RowChange,
+} from '../../src/feed/index.ts';
+import { RawText } from '../../src/sqlite/index.ts';
 import { FailClosedError } from '../../src/errors.ts';
 import { canonKey } from './support/replay.ts';
 

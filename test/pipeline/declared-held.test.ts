@@ -1,11 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { convergeOnce, loadPipeline, pipelineHealth } from '../../src/pipeline/index.ts';
-import { dropUndeclared } from '../../src/pipeline/prune.ts';
-import { heldProjections } from '../../src/pipeline/held.ts';
+import { enable } from '../../src/capture/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { convergeOnce, loadPipeline, pipelineHealth, dropUndeclared, heldProjections } from '../../src/pipeline/index.ts';
 
 /*
  * What a pipeline file declares of what a target holds is one rule

@@ -3,14 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { runCliAsync, parseJson, expectOneLineError } from '../cli/support/cli.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { loadPipeline } from '../../src/pipeline/load.ts';
-import { checkPipelineSources } from '../../src/pipeline/check-sources.ts';
-import { declaredInputs } from '../../src/pipeline/declared.ts';
-import { writeInitFile, written } from '../../src/pipeline/init-file.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { loadPipeline, checkPipelineSources, declaredInputs, writeInitFile, written } from '../../src/pipeline/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
 
 /*
  * `sluice init DB` is where the tour starts: a commented sluice.yml for a

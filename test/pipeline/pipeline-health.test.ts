@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, test } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { alter } from '../../src/capture/source-alter.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { alter } from '../../src/capture/index.ts';
 import { convergeOnce, loadPipeline, pipelineHealth, readPipelineQuietly } from '../../src/pipeline/index.ts';
-import { pipelineHealthOutput } from '../../src/cli/json-schemas.ts';
+import { pipelineHealthOutput } from '../../src/cli/index.ts';
 
 /*
  * pipelineHealth judges what exists against the file: each declared target

@@ -5,8 +5,8 @@ import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { describe, expect, PYTHON, runCli, test } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { pipelineHealthOutput, planOutput } from '../../src/cli/json-schemas.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { pipelineHealthOutput, planOutput } from '../../src/cli/index.ts';
 
 /*
  * `sluice plan` and `sluice health --config` as a user meets them: both read

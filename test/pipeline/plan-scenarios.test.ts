@@ -2,13 +2,18 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { describe, expect, test } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { loadPipeline, type Pipeline } from '../../src/pipeline/index.ts';
-import { planPipeline, type PipelinePlan } from '../../src/pipeline/plan.ts';
-import { convergeOnce, type ConvergeReport } from '../../src/pipeline/converge.ts';
-import { explainAlter } from '../../src/apply/evolution/explain.ts';
-import { declaredInputs } from '../../src/pipeline/declared.ts';
-import { readConsumers } from '../../src/capture/consumers.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import {
+  loadPipeline,
+  type Pipeline,
+  planPipeline,
+  type PipelinePlan,
+  convergeOnce,
+  type ConvergeReport,
+  declaredInputs,
+} from '../../src/pipeline/index.ts';
+import { explainAlter } from '../../src/apply/evolution/index.ts';
+import { readConsumers } from '../../src/capture/index.ts';
 
 /*
  * plan is the prediction of the next pass of convergeOnce (what `sluice run`

@@ -3,12 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { loadPipeline } from '../../src/pipeline/index.ts';
-import { planPipeline } from '../../src/pipeline/plan.ts';
-import { convergeOnce } from '../../src/pipeline/converge.ts';
-import { pipelineHealth } from '../../src/pipeline/pipeline-health.ts';
-import { readConsumers } from '../../src/capture/consumers.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
+import { loadPipeline, planPipeline, convergeOnce, pipelineHealth } from '../../src/pipeline/index.ts';
+import { readConsumers } from '../../src/capture/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import type { Spawned } from '../cli/support/cli.ts';
 import { appSource, freePort, kill, put, startRun, waitHealth } from './support/run.ts';
 

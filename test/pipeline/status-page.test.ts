@@ -6,13 +6,12 @@ import type { AddressInfo } from 'node:net';
 import { test, expect, runSqliteCli } from '../support/fixtures.ts';
 import { Chromium } from '../support/chromium.ts';
 import { runStatusOf } from '../support/run-status.ts';
-import { enable } from '../../src/capture/enable.ts';
-import { defaultProjectionName } from '../../src/projection/name.ts';
-import { sync } from '../../src/apply/sync/sync.ts';
-import { loadPipeline } from '../../src/pipeline/load.ts';
-import { runStatusOutput } from '../../src/cli/json-schemas.ts';
-import { statusPageHtml, STATUS_PAGE_CSP } from '../../src/pipeline/status-page.ts';
-import type { RunStatus } from '../../src/pipeline/status.ts';
+import { enable } from '../../src/capture/index.ts';
+import { defaultProjectionName } from '../../src/projection/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { loadPipeline, statusPageHtml, STATUS_PAGE_CSP } from '../../src/pipeline/index.ts';
+import { runStatusOutput } from '../../src/cli/index.ts';
+import type { RunStatus } from '../../src/pipeline/index.ts';
 
 /*
  * The status page as a browser shows it: Chromium loads it from a server

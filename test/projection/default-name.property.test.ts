@@ -2,10 +2,14 @@
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { defaultMirror, parseDefinition, parseStoredDefinition } from '../../src/projection/definition.ts';
-import { defaultProjectionName } from '../../src/projection/name.ts';
-import { checkCollisions } from '../../src/projection/expression-probe.ts';
-import { foldIdent, quoteIdent } from '../../src/sqlite/quote.ts';
+import {
+  defaultMirror,
+  parseDefinition,
+  parseStoredDefinition,
+  defaultProjectionName,
+  checkCollisions,
+} from '../../src/projection/index.ts';
+import { foldIdent, quoteIdent } from '../../src/sqlite/index.ts';
 
 /*
  * `sluice sync` with no definitions names each mirror after its table. The

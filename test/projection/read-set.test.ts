@@ -1,7 +1,6 @@
 // what a projection reads is what SQLite compiles its SQL to read: the columns named, with the key, or every column
 import { test, expect } from '../support/fixtures.ts';
-import { compileProjection, type SourceShape } from '../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/definition.ts';
+import { compileProjection, type SourceShape, parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/index.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 
 const SHAPE: SourceShape = {

@@ -3,11 +3,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { importCycles } from '../../scripts/import-cycles.ts';
+import { folderGraph } from '../../scripts/apply-faces.ts';
 
 const SRC = path.resolve(import.meta.dirname, '../../src');
 
 test('src/ has no import circle (type-only imports and import() count)', () => {
   expect(importCycles(SRC)).toEqual([]);
+});
+
+test("src/'s folders import each other without a circle, so that no face imports itself through another", () => {
+  expect(folderGraph().cycles).toEqual([]);
 });
 
 test('the check finds a circle through a type-only import, a re-export and an import() across folders', ({ tmp }) => {

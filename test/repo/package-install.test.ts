@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT, runSqliteCli } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { makeDir, removeDir, parseJson } from '../cli/support/cli.ts';
 
 /*

@@ -14,7 +14,7 @@ async function lint(file: string, code: string): Promise<string[]> {
   return (result?.messages ?? []).map((m) => `${m.ruleId}: ${m.message}`);
 }
 
-const HEAD = "import type { Db } from '../sqlite/connection.ts';\nexport type D = Db;\n";
+const HEAD = "import type { Db } from '../sqlite/index.ts';\nexport type D = Db;\n";
 
 describe('transactions go through src/sqlite/transaction.ts', () => {
   test('BEGIN, COMMIT, END, ROLLBACK, SAVEPOINT and RELEASE run as SQL elsewhere fail, naming the module and docs/architecture.md', async () => {
@@ -64,7 +64,7 @@ describe('transactions go through src/sqlite/transaction.ts', () => {
 
   test('the transaction module still may not import upward', async () => {
     expect(
-      await lint('src/sqlite/transaction.ts', "import { readState } from '../capture/catalog.ts';\nexport const f = readState;\n"),
+      await lint('src/sqlite/transaction.ts', "import { readState } from '../capture/index.ts';\nexport const f = readState;\n"),
     ).toEqual([expect.stringMatching(/sqlite\/ may not import capture\//)]);
   });
 });

@@ -14,7 +14,7 @@ import {
   toBindable,
   toJsonValue,
   type SqlValue,
-} from '../../src/sqlite/codec.ts';
+} from '../../src/sqlite/index.ts';
 import { InvalidInputError } from '../../src/errors.ts';
 
 const INT64_MIN = -(2n ** 63n);

@@ -1,9 +1,14 @@
 // each connection owns its cached state and a closed one drops it
 import { test, expect, describe } from '../support/fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { closeDatabase, connectionState, slot } from '../../src/sqlite/connection-state.ts';
-import { cachedStatement } from '../../src/sqlite/statement-cache.ts';
-import { adoptEncoding, textEncoding } from '../../src/sqlite/text-encoding.ts';
+import {
+  openDatabase,
+  closeDatabase,
+  connectionState,
+  slot,
+  cachedStatement,
+  adoptEncoding,
+  textEncoding,
+} from '../../src/sqlite/index.ts';
 
 describe('per-connection state', () => {
   const counter = slot('test-counter', () => ({ n: 0 }));

@@ -1,5 +1,5 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { describeTable, findObjects, foreignKeys, listTables, schemaFingerprint } from '../../src/sqlite/introspect.ts';
+import { describeTable, findObjects, foreignKeys, listTables, schemaFingerprint } from '../../src/sqlite/index.ts';
 
 describe('schema introspection', () => {
   test('key columns come in key order, and only a plain INTEGER PRIMARY KEY counts as the rowid alias', ({ makeDb }) => {

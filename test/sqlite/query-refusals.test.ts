@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import {
   runCliAsync,
   mapLimit,

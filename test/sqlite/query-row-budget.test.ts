@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
-import { eventLineSchema } from '../../src/feed/jsonl.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
+import { eventLineSchema } from '../../src/feed/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import * as S from '../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, scalar } from '../cli/support/cli.ts';
 import { fileState, pythonWrite } from '../cli/support/source-state.ts';
 

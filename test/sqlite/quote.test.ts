@@ -1,7 +1,7 @@
 import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { quoteIdent, quoteString } from '../../src/sqlite/quote.ts';
+import { quoteIdent, quoteString } from '../../src/sqlite/index.ts';
 
 /** Identifier-ish strings: quotes, spaces, unicode, keywords. NUL ends SQL text, so it is left out. */
 const name = fc

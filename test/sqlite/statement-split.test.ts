@@ -1,6 +1,6 @@
 // a script is split into statements at the semicolons that end one
 import { test, expect, describe } from '../support/fixtures.ts';
-import { forEachStatement, leadingKeywords } from '../../src/sqlite/statements.ts';
+import { forEachStatement, leadingKeywords } from '../../src/sqlite/index.ts';
 
 describe('forEachStatement', () => {
   test("splits at each ';' outside quotes and comments, keeps a trigger body whole, and runs each statement before the next is compiled", ({

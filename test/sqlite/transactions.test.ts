@@ -1,7 +1,8 @@
 // transactions nest as savepoints roll back what failed and never leave a connection inside one
 import { test, expect, describe } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
 import {
+  openDatabase,
+  type Db,
   beginHeld,
   commitHeld,
   readSession,
@@ -10,7 +11,7 @@ import {
   writeAlone,
   writeTransaction,
   writeTransactionSync,
-} from '../../src/sqlite/transaction.ts';
+} from '../../src/sqlite/index.ts';
 
 const rows = (db: Db): bigint[] => db.prepare('SELECT v FROM t ORDER BY v').pluck().all() as bigint[];
 

@@ -1,7 +1,7 @@
 // a writer waiting for a write lock gets it once freed and fails busy past its timeout
 import { test, expect } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
-import { takeWriteLock } from '../../src/sqlite/write-lock.ts';
+import { takeWriteLock } from '../../src/sqlite/index.ts';
 
 /*
  * takeWriteLock waits for another process's write lock by polling (not

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { test as base } from 'vitest';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
 
 export interface Fixtures {
   /** A fresh temp directory, removed after the test. */

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
-import type { Db } from '../../src/sqlite/connection.ts';
-import { quoteIdent } from '../../src/sqlite/quote.ts';
+import type { Db } from '../../src/sqlite/index.ts';
+import { quoteIdent } from '../../src/sqlite/index.ts';
 import { runPython } from './fixtures.ts';
 
 /*

@@ -2,9 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import { ROOT } from './fixtures.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import { decodeCursor, encodeCursor } from '../../src/feed/cursor.ts';
-import { heldFile } from '../../src/sqlite/file-identity.ts';
+import { openDatabase, heldFile } from '../../src/sqlite/index.ts';
+import { decodeCursor, encodeCursor } from '../../src/feed/index.ts';
 
 /**
  * A source and its targets from fixtures/<folder>, written by an older

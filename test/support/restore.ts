@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, type Db } from '../../src/sqlite/connection.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
 
 /**
  * A copy of a source taken now (after a checkpoint, so the file holds

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
-import { health } from '../../src/apply/check/health.ts';
-import { status } from '../../src/capture/status.ts';
-import { openDatabase } from '../../src/sqlite/connection.ts';
-import type { RunPart, RunStatus, SourceHealth, TargetHealth } from '../../src/pipeline/status.ts';
+import { health } from '../../src/apply/check/index.ts';
+import { status } from '../../src/capture/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import type { RunPart, RunStatus, SourceHealth, TargetHealth } from '../../src/pipeline/index.ts';
 
 /*
  * A RunStatus read from real files, for tests of what reads one (the status

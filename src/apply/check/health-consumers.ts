@@ -1,7 +1,7 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { pathIdentity } from '../../sqlite/file-identity.ts';
-import { targetKey } from '../../capture/consumers.ts';
-import { checkConsumers, lostExplanation, lostRepair } from '../target/consumers.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { pathIdentity } from '../../sqlite/index.ts';
+import { targetKey } from '../../capture/index.ts';
+import { checkConsumers, lostExplanation, lostRepair } from '../target/index.ts';
 import { notHeldHealth, type ProjectionHealth } from './health-types.ts';
 
 /*

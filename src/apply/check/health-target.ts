@@ -1,9 +1,7 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { compileProjection, ownedTables, type SourceShape } from '../../projection/compile.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
-import { parseStoredDefinition } from '../../projection/definition.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
-import { repairAction } from '../../sqlite/shell-word.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { compileProjection, ownedTables, type SourceShape, kindNamed, parseStoredDefinition } from '../../projection/index.ts';
+import type { ProjectionRecord } from '../target/index.ts';
+import { repairAction } from '../../sqlite/index.ts';
 
 /*
  * What health can see of a projection's own tables without reading their

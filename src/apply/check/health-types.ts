@@ -1,4 +1,4 @@
-import type { FedBy } from '../target/fed-by.ts';
+import type { FedBy } from '../target/index.ts';
 
 /* What health reports (health.ts), apart from it so that its parts (health-consumers.ts) build them without a circle. */
 

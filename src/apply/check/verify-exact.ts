@@ -1,10 +1,7 @@
-import { declaredType } from '../../sqlite/column-decl.ts';
-import type { Db } from '../../sqlite/connection.ts';
-import { affinityOf, type Affinity } from '../../sqlite/affinity.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { hasTypedComputedColumn } from '../../projection/kinds/relational/images.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
+import { declaredType, affinityOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
+import type { Db } from '../../sqlite/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { hasTypedComputedColumn, kindOf } from '../../projection/index.ts';
 import { CHANGED_HELD, CHANGED_TABLE, changedKeyColumns } from './verify-rewind.ts';
 import type { StepProgress } from './verify-progress.ts';
 

@@ -1,4 +1,4 @@
-import type { Db } from '../../sqlite/connection.ts';
+import type { Db } from '../../sqlite/index.ts';
 
 /** What one step of comparing a projection counts: events of the journal read, rows compared, or changed keys compared at the cursor. */
 type StepUnit = 'events' | 'rows' | 'keys';

@@ -1,10 +1,6 @@
-import { openDatabase, type Db } from '../../sqlite/connection.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
-import { compileProjection, type SourceShape } from '../../projection/compile.ts';
-import { parseStoredDefinition } from '../../projection/definition.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
-import { PROJECTIONS_TABLE, readProjection, setState, type ProjectionRecord } from '../target/target-meta.ts';
+import { openDatabase, type Db, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
+import { compileProjection, type SourceShape, parseStoredDefinition, kindNamed } from '../../projection/index.ts';
+import { PROJECTIONS_TABLE, readProjection, setState, type ProjectionRecord } from '../target/index.ts';
 import type { ProjectionVerification } from './verify-types.ts';
 
 /*

@@ -1,12 +1,9 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { journalEvents } from '../../feed/event-relation.ts';
-import { columnDecl, type CompiledProjection } from '../../projection/compile.ts';
-import { eventsAfter } from '../../feed/journal-stats.ts';
-import { imagesUnreadableAfter } from '../../feed/images-after-cursor.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent, shellCommand } from '../../sqlite/index.ts';
+import { journalEvents, eventsAfter, imagesUnreadableAfter } from '../../feed/index.ts';
+import { columnDecl, type CompiledProjection } from '../../projection/index.ts';
 import type { StepProgress } from './verify-progress.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
-import { shellCommand } from '../../sqlite/shell-word.ts';
+import type { ProjectionRecord } from '../target/index.ts';
 
 /**
  * The keys of the projection's source table that the journal's events after

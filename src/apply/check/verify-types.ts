@@ -1,4 +1,4 @@
-import type { JsonValue } from '../../sqlite/codec.ts';
+import type { JsonValue } from '../../sqlite/index.ts';
 
 /* What verify reports (verify.ts), apart from it so that what records its verdicts (verify-record.ts) reads them without a circle. */
 

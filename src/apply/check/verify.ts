@@ -1,20 +1,34 @@
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
+import { shadowBuildOf, openApplySession, TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../../errors.ts';
-import { readSessionSync } from '../../sqlite/transaction.ts';
+import {
+  readSessionSync,
+  canHoldNegativeZero,
+  quoteIdent,
+  fromDriver,
+  toJsonValue,
+  type SqlValue,
+  describeTable,
+  reinitCommand,
+  repairAction,
+  shellCommand,
+} from '../../sqlite/index.ts';
 import { isReasonCode, REASONS, type ReasonCode } from '../../reasons.ts';
-import type { Db } from '../../sqlite/connection.ts';
-import { canHoldNegativeZero } from '../../sqlite/affinity.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { fromDriver, toJsonValue, type SqlValue } from '../../sqlite/codec.ts';
-import { readSourceView } from '../../feed/source-view.ts';
-import { alterWithOldLayoutAfter } from '../../feed/cursor-check.ts';
-import { compileProjection, sourceShape, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
-import { parseStoredDefinition, type ProjectionDefinition } from '../../projection/definition.ts';
-import { describeTable } from '../../sqlite/introspect.ts';
-import { excludedColumns } from '../../capture/excluded.ts';
-import { brokenDefinition } from '../sync/broken-definition.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { readSourceView, alterWithOldLayoutAfter } from '../../feed/index.ts';
+import {
+  compileProjection,
+  sourceShape,
+  type CompiledProjection,
+  type SourceShape,
+  parseStoredDefinition,
+  type ProjectionDefinition,
+  kindNamed,
+  kindOf,
+} from '../../projection/index.ts';
+import { excludedColumns } from '../../capture/index.ts';
+import { brokenDefinition, missingMirrors } from '../projections/index.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -26,11 +40,6 @@ import {
 } from './verify-rewind.ts';
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
-import { kindNamed, kindOf } from '../../projection/kinds/registry.ts';
-import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
-import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
-import { reinitCommand, repairAction, shellCommand } from '../../sqlite/shell-word.ts';
-import { missingMirrors } from '../sync/projection-set.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';

@@ -1,4 +1,4 @@
-import type { WalCommit } from '../../sqlite/wal-frames.ts';
+import type { WalCommit } from '../../sqlite/index.ts';
 
 /*
  * Which projections other programs' commits wrote, from the pages each

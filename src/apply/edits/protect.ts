@@ -1,12 +1,16 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
-import { openDatabase, type Db } from '../../sqlite/connection.ts';
-import { quoteIdent, quoteString } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
+import { openDatabase, type Db, quoteIdent, quoteString, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
 import { InvalidInputError } from '../../errors.ts';
-import { ownedBy } from '../sync/applier.ts';
-import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
+import { ownedBy } from '../projections/index.ts';
+import {
+  allowProjectionWrites,
+  PROTECT_FUNCTION,
+  hasTargetMeta,
+  readProjection,
+  readProjections,
+  type ProjectionRecord,
+} from '../target/index.ts';
 
 /*
  * `sluice protect TGT`: the opt-in guard of a target's projections against
@@ -21,15 +25,9 @@ import { hasTargetMeta, readProjection, readProjections, type ProjectionRecord }
  * sync makes the triggers again on tables it rebuilds (ensureGuards).
  */
 
-const PROTECT_FUNCTION = 'sluice_protect';
 const PROTECTED_TABLE = '_sluice_protected';
 const TRIGGER_PREFIX = '_sluice_protect_';
 const OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
-
-/** Lets this connection write protected projection tables (every sluice connection that applies to a target calls it). */
-export function allowProjectionWrites(db: Db): void {
-  db.function(PROTECT_FUNCTION, { deterministic: true }, () => 1);
-}
 
 export interface ProtectReport {
   readonly protected: boolean;

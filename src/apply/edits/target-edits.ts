@@ -1,15 +1,12 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
 import { isSqliteBusy } from '../../errors.ts';
-import { readSourceView } from '../../feed/source-view.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
-import { ownedBy, suspension, type Suspension } from '../sync/applier.ts';
-import { readProjection, readProjections, setState, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/target-meta.ts';
-import { ownCheckOf } from '../check/verify-record.ts';
-import { compareAtCursor } from '../check/verify.ts';
+import { readSourceView } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { kindNamed } from '../../projection/index.ts';
+import { ownedBy, suspension, type Suspension } from '../projections/index.ts';
+import { readProjection, readProjections, setState, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/index.ts';
+import { ownCheckOf, compareAtCursor } from '../check/index.ts';
 import type { EditEvidence, TargetWatch, WatchedProjection } from './target-watch.ts';
 
 /*

@@ -1,12 +1,18 @@
-import { openDatabase, type Db } from '../../sqlite/connection.ts';
-import { closeDatabase } from '../../sqlite/connection-state.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { beginHeld, rollbackOpen } from '../../sqlite/transaction.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { WalFiles, type WalCommit, type WalEnd } from '../../sqlite/wal-frames.ts';
-import { PROJECTIONS_TABLE } from '../target/target-meta.ts';
-import { DROPPED_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
-import { PROJECTION_SET_TABLE } from '../sync/projection-set.ts';
+import {
+  openDatabase,
+  type Db,
+  closeDatabase,
+  cachedStatement,
+  beginHeld,
+  rollbackOpen,
+  quoteIdent,
+  WalFiles,
+  type WalCommit,
+  type WalEnd,
+} from '../../sqlite/index.ts';
+import { PROJECTIONS_TABLE } from '../target/index.ts';
+import { DROPPED_TABLE, TARGET_INFO_TABLE } from '../../capture/index.ts';
+import { PROJECTION_SET_TABLE } from '../projections/index.ts';
 import { editEvidence } from './edit-evidence.ts';
 import type { WatchedProjection, EditEvidence } from './edit-evidence.ts';
 export type { WatchedProjection, EditEvidence } from './edit-evidence.ts';

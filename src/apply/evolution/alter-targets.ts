@@ -1,9 +1,7 @@
-import { openSource } from '../../capture/open-source.ts';
-import { alter, type AlterResult } from '../../capture/source-alter.ts';
-import { AlterRefusedError } from '../../capture/alter-rules.ts';
-import { closeDatabase } from '../../sqlite/connection-state.ts';
-import { forecastAlter, type ConsumerForecast } from '../../feed/alter-forecast.ts';
-import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
+import { openSource, alter, type AlterResult, AlterRefusedError } from '../../capture/index.ts';
+import { closeDatabase } from '../../sqlite/index.ts';
+import { forecastAlter, type ConsumerForecast } from '../../feed/index.ts';
+import { openApplySession, TARGET_SCHEMA } from '../target/index.ts';
 import { definitionsToExplain, explainAlter, explainDefinitions, requireTarget, type ExplainReport } from './explain.ts';
 
 /*

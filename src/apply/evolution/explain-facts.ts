@@ -1,29 +1,30 @@
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
-import fs from 'node:fs';
-import path from 'node:path';
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { reasonsOf } from '../../reasons.ts';
-import { firstEventMsAfter } from '../../feed/journal-stats.ts';
-import { validateCursor } from '../../feed/cursor-check.ts';
-import { decodeCursor } from '../../feed/cursor.ts';
-import { altersSince, lineageSince, type ColumnOrigin } from '../../feed/column-lineage.ts';
-import type { SourceView } from '../../feed/source-view.ts';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
 import {
-  compileStored,
-  readsColumn,
+  shadowBuildOf,
+  TARGET_SCHEMA,
+  ownedTables,
+  SELF_CLEARING_SUSPENSIONS,
+  type ProjectionRecord,
+  userIndexes,
+} from '../target/index.ts';
+import {
+  kindNamed,
+  compileProjection,
+  type CompiledProjection,
+  type SourceShape,
   type AlterFacts,
   type CursorFact,
   type UncompiledProjection,
-} from '../../projection/evolution/classify.ts';
-import { parseStoredDefinition } from '../../projection/definition.ts';
-import { TARGET_SCHEMA } from '../target/session.ts';
-import { ownedTables, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
-import { userIndexes } from '../target/user-indexes.ts';
-import { matchesSourceAt } from '../check/verify.ts';
-import { BROKEN_DEFINITION_REASONS } from '../sync/broken-definition.ts';
+  parseStoredDefinition,
+} from '../../projection/index.ts';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent } from '../../sqlite/index.ts';
+import { reasonsOf } from '../../reasons.ts';
+import { firstEventMsAfter, validateCursor, decodeCursor, altersSince, lineageSince, type ColumnOrigin } from '../../feed/index.ts';
+import type { SourceView } from '../../feed/index.ts';
+import { columnsRead, BROKEN_DEFINITION_REASONS } from '../projections/index.ts';
+import { matchesSourceAt } from '../check/index.ts';
 
 /*
  * The facts classifyChange needs that only the databases know, each read
@@ -100,20 +101,6 @@ function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: Comp
   if (REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed)))
     return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
   return stop(v.reason, v.message);
-}
-
-/**
- * The source columns a projection reads, for the cursor check
- * (validateCursor's `reads`): what `next` reads, or what the stored
- * definition reads (both, when both compile); every column when neither does.
- */
-export function columnsRead(
-  rec: Pick<ProjectionRecord, 'name' | 'definition' | 'sourceShape'> | undefined,
-  next?: CompiledProjection,
-): (table: string, column: string) => boolean {
-  const stored = rec === undefined ? undefined : compileStored(rec);
-  const readers = [next, stored].filter((p) => p !== undefined);
-  return (_table, column) => readers.length === 0 || readers.some((p) => readsColumn(p, column));
 }
 
 /** Which column each of the source table's columns is as of `rec`'s cursor, when sluice alter recorded a change since. */

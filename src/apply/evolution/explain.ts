@@ -1,32 +1,36 @@
 import fs from 'node:fs';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
-import type { Db } from '../../sqlite/connection.ts';
-import { foldIdent } from '../../sqlite/quote.ts';
-import { readSession } from '../../sqlite/transaction.ts';
-import { readSourceView, type SourceView } from '../../feed/source-view.ts';
-import { type CompiledProjection, type SourceShape } from '../../projection/compile.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { foldIdent, readSession, repairAction } from '../../sqlite/index.ts';
+import { readSourceView, type SourceView } from '../../feed/index.ts';
 import {
+  type CompiledProjection,
+  type SourceShape,
   withStoredHandler,
   parseDefinition,
   parseStoredDefinition,
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
-} from '../../projection/definition.ts';
-import { readTables } from '../../capture/catalog.ts';
-import { isDefaultMirror, MIRROR_ALL, readProjectionSet } from '../sync/projection-set.ts';
-import { compileMirrorAll, mirrorAllOf, storedAsGiven, uncapturedTable } from '../sync/sync-definitions.ts';
-import { capturedShape, compileAgainstSource } from '../../projection/expression-probe.ts';
-import {
+  capturedShape,
+  compileAgainstSource,
   classifyChange,
   type AlterClassification,
   type AlterReasonCode,
   type ClassifiedChange,
   type UncompiledProjection,
-} from '../../projection/evolution/classify.ts';
-import type { StatePart } from '../../projection/evolution/changes.ts';
-import { openApplySession, TARGET_SCHEMA } from '../target/session.ts';
-import { ownedTables, readProjections, type ProjectionRecord } from '../target/target-meta.ts';
-import { repairAction } from '../../sqlite/shell-word.ts';
+} from '../../projection/index.ts';
+import { readTables } from '../../capture/index.ts';
+import {
+  isDefaultMirror,
+  MIRROR_ALL,
+  readProjectionSet,
+  compileMirrorAll,
+  mirrorAllOf,
+  storedAsGiven,
+  uncapturedTable,
+} from '../projections/index.ts';
+import type { StatePart } from '../../projection/index.ts';
+import { openApplySession, TARGET_SCHEMA, ownedTables, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { alterFacts, type RebuildCost } from './explain-facts.ts';
 import { predictSync, type SyncPrediction } from './sync-classify.ts';
 

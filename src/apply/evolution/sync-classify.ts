@@ -1,22 +1,18 @@
 import { FailClosedError } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import type { SourceView } from '../../feed/source-view.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
+import { quoteIdent, cachedStatement, repairAction } from '../../sqlite/index.ts';
+import type { SourceView } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { classifyChange, type AlterDecision, type ClassifiedChange, type UncompiledProjection, kindOf } from '../../projection/index.ts';
 import {
-  classifyChange,
-  type AlterDecision,
-  type ClassifiedChange,
-  type UncompiledProjection,
-} from '../../projection/evolution/classify.ts';
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import { BROKEN_DEFINITION_REASONS, brokenReason } from '../sync/broken-definition.ts';
-import { targetFile, type ApplyTarget } from '../sync/applier.ts';
+  shadowBuildOf,
+  newProjectionRecord,
+  PROJECTIONS_TABLE,
+  SELF_CLEARING_SUSPENSIONS,
+  type ProjectionRecord,
+} from '../target/index.ts';
+import { BROKEN_DEFINITION_REASONS, brokenReason, targetFile, type ApplyTarget } from '../projections/index.ts';
 import { alterFacts, REARMABLE } from './explain-facts.ts';
-import { newProjectionRecord, PROJECTIONS_TABLE, SELF_CLEARING_SUSPENSIONS, type ProjectionRecord } from '../target/target-meta.ts';
-import { repairAction } from '../../sqlite/shell-word.ts';
 
 /*
  * sync's side of 003's classification: a projection whose stored

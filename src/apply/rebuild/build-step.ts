@@ -1,13 +1,12 @@
-import type { Db } from '../../sqlite/connection.ts';
-import type { CapturedTable } from '../../capture/catalog.ts';
-import type { SourceView } from '../../feed/source-view.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { readProjection, type ProjectionRecord } from '../target/target-meta.ts';
-import { validateCursor } from '../../feed/cursor-check.ts';
-import { readSourceView } from '../../feed/source-view.ts';
-import { withReadTransaction } from '../../sqlite/transaction.ts';
-import { shadowMatchesSource } from '../check/verify.ts';
-import { replacedTables, type ApplyTarget } from '../sync/applier.ts';
+import type { Db } from '../../sqlite/index.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import type { SourceView } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { readProjection, type ProjectionRecord } from '../target/index.ts';
+import { validateCursor, readSourceView } from '../../feed/index.ts';
+import { withReadTransaction } from '../../sqlite/index.ts';
+import { shadowMatchesSource } from '../check/index.ts';
+import { replacedTables, type ApplyTarget } from '../projections/index.ts';
 import {
   atomicSwapShadow,
   buildCursor,
@@ -19,7 +18,7 @@ import {
   type BuildState,
 } from './shadow-build.ts';
 import { catchUp, catchUpEnd, copyChunk, fillChunk, replayEvents, stagedCopyHolds } from './shadow-fill.ts';
-import type { StepOutcome } from '../sync/step-outcome.ts';
+import type { StepOutcome } from '../projections/index.ts';
 
 /**
  * A protected rebuild's copy is caught up to the build's seq: it is

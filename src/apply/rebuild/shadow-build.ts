@@ -1,15 +1,23 @@
 import { createHash } from 'node:crypto';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import type { CapturedTable } from '../../capture/catalog.ts';
-import { cursorToken, type SourceView } from '../../feed/source-view.ts';
-import { ownedTables, stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import type { KindName } from '../../projection/kind.ts';
-import { newProjectionRecord, PROJECTIONS_TABLE, storeCursor, type ProjectionRecord } from '../target/target-meta.ts';
-import type { BuildState } from '../target/build-state.ts';
-import { checkTablesFree, replacedTables, type ApplyTarget } from '../sync/applier.ts';
-import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-indexes.ts';
+import { quoteIdent, cachedStatement } from '../../sqlite/index.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import { cursorToken, type SourceView } from '../../feed/index.ts';
+import { stagedCopyOf, type CompiledProjection, kindOf } from '../../projection/index.ts';
+import type { KindName } from '../../projection/index.ts';
+import {
+  newProjectionRecord,
+  PROJECTIONS_TABLE,
+  storeCursor,
+  type ProjectionRecord,
+  buildTables,
+  readBuild,
+  shadowBuildOf,
+  restoreIndexes,
+  userIndexes,
+  type DroppedIndex,
+} from '../target/index.ts';
+import type { BuildState } from '../target/index.ts';
+import { checkTablesFree, replacedTables, type ApplyTarget } from '../projections/index.ts';
 
 /*
  * A protected rebuild of a live projection (reference 003, "Protected
@@ -43,7 +51,7 @@ import { restoreIndexes, userIndexes, type DroppedIndex } from '../target/user-i
  * run, or is rolled back (resumeOrRollbackShadowBuild).
  */
 
-export type { BuildState } from '../target/build-state.ts';
+export type { BuildState } from '../target/index.ts';
 
 /**
  * Rows copied per transaction, and events caught up per transaction.
@@ -59,21 +67,11 @@ function buildChunk(env: string | undefined): number {
   return Number(env);
 }
 
-/** The build in progress its row records (read with the row: target-meta.ts), if any. */
-export function readBuild(rec: ProjectionRecord | undefined): BuildState | undefined {
-  return rec?.build ?? undefined;
-}
-
 export function writeBuild(t: ApplyTarget, name: string, b: BuildState | null): void {
   cachedStatement(t.db, `UPDATE ${quoteIdent(t.schema)}.${PROJECTIONS_TABLE} SET build = ? WHERE name = ?`).run(
     b === null ? null : JSON.stringify(b),
     name,
   );
-}
-
-/** How `p` is rebuilt beside the live one in bounded steps (ProjectionKind.shadowBuild); undefined: in one transaction. */
-export function shadowBuildOf(p: CompiledProjection): 'copy' | 'replay' | undefined {
-  return kindOf(p).shadowBuild(p.definition);
 }
 
 function shadowOf(p: CompiledProjection): string {
@@ -167,13 +165,6 @@ export function resumeOrRollbackShadowBuild(
   dropShadow(t, b);
   writeBuild(t, p.name, null);
   return undefined;
-}
-
-/** A build's shadow tables and staged copy (the tables its own definition owns at the shadow's name): what a rollback, or a drop of the projection, drops. */
-export function buildTables(b: BuildState): string[] {
-  const kind = (JSON.parse(b.definition) as { kind?: unknown }).kind;
-  const tables = ownedTables({ kind: typeof kind === 'string' ? kind : '', targetTable: b.shadow, definition: b.definition }, b.shadow);
-  return [...tables, ...(b.staging === undefined ? [] : [b.staging])];
 }
 
 /** Drops a build's shadow tables and staged copy. */

@@ -1,18 +1,24 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { workTable, workTableName } from '../../sqlite/work-tables.ts';
-import { primaryKeyCollations } from '../../sqlite/introspect.ts';
-import { fromDriver, fromJsonValue, placeholderFor, RawText, toBindable, toJsonValue, type SqlValue } from '../../sqlite/codec.ts';
-import { hasUnpairedSurrogate, textFromDbBytes } from '../../sqlite/text-encoding.ts';
-import type { CapturedTable } from '../../capture/catalog.ts';
-import { journalEvents } from '../../feed/event-relation.ts';
-import { journalBatch } from '../../feed/change-batch.ts';
-import { sourceRows } from '../../feed/snapshot.ts';
-import { batchEnd } from '../../feed/batch.ts';
-import { columnDecl, stagedCopyOf, type CompiledProjection } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import { applyRows, type ApplyTarget, type Suspension } from '../sync/applier.ts';
+import type { Db } from '../../sqlite/index.ts';
+import {
+  quoteIdent,
+  cachedStatement,
+  workTable,
+  workTableName,
+  primaryKeyCollations,
+  fromDriver,
+  fromJsonValue,
+  placeholderFor,
+  RawText,
+  toBindable,
+  toJsonValue,
+  type SqlValue,
+  hasUnpairedSurrogate,
+  textFromDbBytes,
+} from '../../sqlite/index.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import { journalEvents, journalBatch, sourceRows, batchEnd } from '../../feed/index.ts';
+import { columnDecl, stagedCopyOf, type CompiledProjection, kindOf } from '../../projection/index.ts';
+import { applyRows, type ApplyTarget, type Suspension } from '../projections/index.ts';
 import { BUILD_CHUNK, type BuildState } from './shadow-build.ts';
 
 /*

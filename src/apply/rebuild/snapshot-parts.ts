@@ -1,9 +1,8 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import type { SqlValue } from '../../sqlite/codec.ts';
-import type { CapturedTable } from '../../capture/catalog.ts';
-import { sourceRows, type SnapshotRows } from '../../feed/snapshot.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
+import type { Db, SqlValue } from '../../sqlite/index.ts';
+import { quoteIdent } from '../../sqlite/index.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import { sourceRows, type SnapshotRows } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
 import { BUILD_CHUNK } from './shadow-build.ts';
 import { keyChunk } from './shadow-fill.ts';
 

@@ -1,7 +1,7 @@
-import type { ChangeBatch } from '../../feed/change-batch.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
+import type { ChangeBatch } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { kindOf } from '../../projection/index.ts';
+import type { ProjectionRecord } from '../target/index.ts';
 import {
   applyRows,
   commitBatch,
@@ -11,7 +11,7 @@ import {
   type BatchEnd,
   type RowsApplied,
   type Suspension,
-} from './applier.ts';
+} from '../projections/index.ts';
 
 /*
  * The one way a batch of events reaches a stored projection, for sync's

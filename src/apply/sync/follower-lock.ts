@@ -1,6 +1,5 @@
 import { SluiceError } from '../../errors.ts';
-import { tryProcessLock, type ProcessLock } from '../../sqlite/process-lock.ts';
-import { realFilePath } from '../../sqlite/real-path.ts';
+import { tryProcessLock, type ProcessLock, realFilePath } from '../../sqlite/index.ts';
 
 /*
  * A target takes one follower (sync --follow, subscribe --follow): two

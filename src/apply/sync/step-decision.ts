@@ -1,6 +1,6 @@
 import { reasonsOf, type ReasonCode } from '../../reasons.ts';
-import type { ProjectionState } from '../target/target-meta.ts';
-import { BROKEN_DEFINITION_REASONS } from './broken-definition.ts';
+import type { ProjectionState } from '../target/index.ts';
+import { BROKEN_DEFINITION_REASONS } from '../projections/index.ts';
 
 /*
  * What one step of sync does with one projection, decided from plain facts

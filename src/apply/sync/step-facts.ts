@@ -1,14 +1,11 @@
-import type { CapturedTable } from '../../capture/catalog.ts';
-import { validateCursor, type CursorValidation } from '../../feed/cursor-check.ts';
-import type { SourceView } from '../../feed/source-view.ts';
-import { batchEnd } from '../../feed/batch.ts';
-import { definitionFingerprint, type CompiledProjection } from '../../projection/compile.ts';
-import { kindOf } from '../../projection/kinds/registry.ts';
-import type { ProjectionRecord } from '../target/target-meta.ts';
-import { shadowBuildOf } from '../rebuild/shadow-build.ts';
-import { classifyForSync } from '../evolution/sync-classify.ts';
-import { columnsRead } from '../evolution/explain-facts.ts';
-import { suspensionGate, type ApplyTarget } from './applier.ts';
+import type { CapturedTable } from '../../capture/index.ts';
+import { validateCursor, type CursorValidation, batchEnd } from '../../feed/index.ts';
+import type { SourceView } from '../../feed/index.ts';
+import { definitionFingerprint, type CompiledProjection, kindOf } from '../../projection/index.ts';
+import type { ProjectionRecord } from '../target/index.ts';
+import { shadowBuildOf } from '../target/index.ts';
+import { classifyForSync } from '../evolution/index.ts';
+import { columnsRead, suspensionGate, type ApplyTarget } from '../projections/index.ts';
 import type { CursorFacts, RowFacts } from './step-decision.ts';
 
 /*

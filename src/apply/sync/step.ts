@@ -1,16 +1,21 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { writeTransaction } from '../../sqlite/transaction.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent, writeTransaction, cachedStatement, takeWriteLock } from '../../sqlite/index.ts';
 import { FailClosedError } from '../../errors.ts';
-import { readState, type CapturedTable } from '../../capture/catalog.ts';
-import type { CursorValidation } from '../../feed/cursor-check.ts';
-import { cursorToken, readSourceView, type SourceView } from '../../feed/source-view.ts';
-import { journalBatch } from '../../feed/change-batch.ts';
-import { sourceRows } from '../../feed/snapshot.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { dropTemps } from '../../projection/kinds/registry.ts';
-import { matchesSourceAt } from '../check/verify.ts';
-import { readProjection, PROJECTIONS_TABLE, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/target-meta.ts';
+import { readState, type CapturedTable } from '../../capture/index.ts';
+import type { CursorValidation } from '../../feed/index.ts';
+import { cursorToken, readSourceView, type SourceView, journalBatch, sourceRows } from '../../feed/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { dropTemps } from '../../projection/index.ts';
+import { matchesSourceAt } from '../check/index.ts';
+import {
+  readProjection,
+  PROJECTIONS_TABLE,
+  TARGET_INFO_TABLE,
+  type ProjectionRecord,
+  readBuild,
+  markBusy,
+  retryBusy,
+} from '../target/index.ts';
 import {
   commitBatch,
   recordSuspension,
@@ -20,27 +25,26 @@ import {
   SnapshotInstall,
   type ApplyTarget,
   type Suspension,
-} from './applier.ts';
+} from '../projections/index.ts';
 import { runBatchPath } from './batch-path.ts';
 import { decideFromCursor, decideFromRow, unbuildable, type StepDecision } from './step-decision.ts';
 import { buildFacts, cursorFacts, rowFacts, type StepPlace } from './step-facts.ts';
 import { crashPoint } from './crash-points.ts';
 import {
   dropShadow,
-  readBuild,
   resumeOrRollbackShadowBuild,
   startShadowBuild,
   writeBuild,
   type BuildState,
-} from '../rebuild/shadow-build.ts';
-import { buildStep, validateShadow, type Validated, type ValidationNeeded } from '../rebuild/build-step.ts';
-import { reportedSourceRows } from '../rebuild/snapshot-parts.ts';
-import { storeDefinition } from '../evolution/sync-classify.ts';
-import { markBusy, retryBusy } from './retry.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { takeWriteLock } from '../../sqlite/write-lock.ts';
-import type { StepOutcome } from './step-outcome.ts';
-export type { StepOutcome } from './step-outcome.ts';
+  buildStep,
+  validateShadow,
+  type Validated,
+  type ValidationNeeded,
+  reportedSourceRows,
+} from '../rebuild/index.ts';
+import { storeDefinition } from '../evolution/index.ts';
+import type { StepOutcome } from '../projections/index.ts';
+export type { StepOutcome } from '../projections/index.ts';
 
 /*
  * sync's side of the applier: one step for one projection, in one target

@@ -1,8 +1,7 @@
-import type { ProjectionDefinitionInput } from '../../projection/definition.ts';
-import type { RearmReport } from '../../capture/rearm.ts';
-import type { DroppedIndex } from '../target/user-indexes.ts';
-import type { Unmirrored } from './projection-set.ts';
-import type { LostProjection } from '../target/consumers.ts';
+import type { ProjectionDefinitionInput } from '../../projection/index.ts';
+import type { RearmReport } from '../../capture/index.ts';
+import type { DroppedIndex, LostProjection } from '../target/index.ts';
+import type { Unmirrored } from '../projections/index.ts';
 
 /* What a Syncer takes and reports (sync.ts). */
 

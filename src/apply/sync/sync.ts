@@ -1,20 +1,24 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { writeAlone } from '../../sqlite/transaction.ts';
-import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
-import { readSourceView } from '../../feed/source-view.ts';
-import { acknowledge, forgetConsumer, type AcknowledgedFor } from '../../feed/acknowledge.ts';
-import { syncConsumerName } from '../../capture/consumers.ts';
-import { checkConsumers, type LostProjection } from '../target/consumers.ts';
-import { clearDrops } from '../target/dropped.ts';
-import { recordSynced } from '../target/fed-by.ts';
-import { decodeCursor } from '../../feed/cursor.ts';
-import { rearmCapture, type RearmReport } from '../../capture/rearm.ts';
-import type { CompiledProjection } from '../../projection/compile.ts';
-import { KINDS, kindOf } from '../../projection/kinds/registry.ts';
-import { schemaVersion } from '../../sqlite/introspect.ts';
-import { readState } from '../../capture/catalog.ts';
-import { openApplySession, TARGET_SCHEMA, type ApplySession } from '../target/session.ts';
+import type { Db } from '../../sqlite/index.ts';
 import {
+  writeAlone,
+  schemaVersion,
+  checkHeldFile,
+  checkSameFile,
+  pathIdentity,
+  type FileIdentity,
+  quoteIdent,
+} from '../../sqlite/index.ts';
+import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
+import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
+import { syncConsumerName, rearmCapture, type RearmReport, readState } from '../../capture/index.ts';
+import {
+  checkConsumers,
+  type LostProjection,
+  clearDrops,
+  recordSynced,
+  openApplySession,
+  TARGET_SCHEMA,
+  type ApplySession,
   clearFailure,
   insertProjection,
   newProjectionRecord,
@@ -22,25 +26,33 @@ import {
   readProjections,
   recordFailure,
   setState,
-} from '../target/target-meta.ts';
+  DEFAULT_BUSY_TIMEOUT_MS,
+  markBusy,
+  retryBusy,
+  damagedFile,
+} from '../target/index.ts';
+import type { CompiledProjection } from '../../projection/index.ts';
+import { KINDS, kindOf } from '../../projection/index.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
-import { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
 import { crashPoint } from './crash-points.ts';
-import { damagedFile } from './damaged.ts';
-import { checkHeldFile, checkSameFile, pathIdentity, type FileIdentity } from '../../sqlite/file-identity.ts';
-import type { BrokenDefinition } from './broken-definition.ts';
+import type { BrokenDefinition, Suspension } from '../projections/index.ts';
 import fs from 'node:fs';
-import { admitted, resolveProjections, resolveReinit, type DefinitionInput, type Refusal, type Resolution } from './sync-definitions.ts';
-import { storeProjectionSet, type SetChange, type Unmirrored } from './projection-set.ts';
-import { TargetWatch } from '../edits/target-watch.ts';
-import { checkEdited, checkPendingEdits, watchedProjections } from '../edits/target-edits.ts';
-import type { Suspension } from './applier.ts';
-import { ensureGuards } from '../edits/protect.ts';
+import {
+  admitted,
+  resolveProjections,
+  resolveReinit,
+  type DefinitionInput,
+  type Refusal,
+  type Resolution,
+  storeProjectionSet,
+  type SetChange,
+  type Unmirrored,
+} from '../projections/index.ts';
+import { TargetWatch, checkEdited, checkPendingEdits, watchedProjections, ensureGuards } from '../edits/index.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 import path from 'node:path';
-import { quoteIdent } from '../../sqlite/quote.ts';
 
 /**
  * Default events per target transaction. A batch of random keys rewrites

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonValueSchema, type JsonValue } from '../../sqlite/codec.ts';
+import { jsonValueSchema, type JsonValue } from '../../sqlite/index.ts';
 
 /*
  * A protected rebuild in progress (apply/rebuild/shadow-build.ts), as the

@@ -1,7 +1,6 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { sameFile, type FileIdentity } from '../../sqlite/file-identity.ts';
-import { readConsumers, type ConsumerRow } from '../../capture/consumers.ts';
-import { repairOf } from '../../sqlite/shell-word.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { sameFile, type FileIdentity, repairOf } from '../../sqlite/index.ts';
+import { readConsumers, type ConsumerRow } from '../../capture/index.ts';
 import { droppedNames } from './dropped.ts';
 
 /*

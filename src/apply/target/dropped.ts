@@ -1,7 +1,7 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent } from '../../sqlite/index.ts';
 import type { ProjectionRecord } from './target-meta.ts';
-import { DROPPED_TABLE } from '../../capture/target-guard.ts';
+import { DROPPED_TABLE } from '../../capture/index.ts';
 
 /*
  * What `sluice drop` removed from a target, one row per projection name,

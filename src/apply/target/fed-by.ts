@@ -1,7 +1,6 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { writeTransaction } from '../../sqlite/transaction.ts';
-import { PROJECTIONS_TABLE } from '../../capture/target-guard.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent, writeTransaction } from '../../sqlite/index.ts';
+import { PROJECTIONS_TABLE } from '../../capture/index.ts';
 
 /*
  * How a target's projection is fed, when not by sync (whose row names its

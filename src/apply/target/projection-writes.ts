@@ -1,7 +1,6 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { kindNamed } from '../../projection/kinds/registry.ts';
-import { ownedTables } from '../../projection/compile.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent } from '../../sqlite/index.ts';
+import { kindNamed, ownedTables } from '../../projection/index.ts';
 import { readProjections } from './target-meta.ts';
 
 /** A table of a projection that a statement writes. */

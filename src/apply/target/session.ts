@@ -1,16 +1,20 @@
 import fs from 'node:fs';
-import { encodingMismatch, textEncoding } from '../../sqlite/text-encoding.ts';
+import {
+  encodingMismatch,
+  textEncoding,
+  openDatabase,
+  useWal,
+  type Db,
+  closeDatabase,
+  requireWriteAccess,
+  useCatchUpCaches,
+} from '../../sqlite/index.ts';
 import path from 'node:path';
-import { openDatabase, useWal, type Db } from '../../sqlite/connection.ts';
-import { closeDatabase } from '../../sqlite/connection-state.ts';
 import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
-import { requireWriteAccess } from '../../sqlite/access.ts';
-import { openSource } from '../../capture/open-source.ts';
-import { STATE_TABLE } from '../../capture/schema.ts';
+import { openSource, STATE_TABLE } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
-import { allowProjectionWrites } from '../edits/protect.ts';
-import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from '../sync/retry.ts';
-import { useCatchUpCaches } from '../../sqlite/catch-up-caches.ts';
+import { allowProjectionWrites } from './allow-writes.ts';
+import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
 export const TARGET_SCHEMA = 'tgt';

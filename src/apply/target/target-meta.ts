@@ -1,15 +1,12 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { cachedStatement } from '../../sqlite/statement-cache.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
-import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/target-guard.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, writeTransactionSync, either, jsonObject, StoredRow } from '../../sqlite/index.ts';
+import { PROJECTIONS_TABLE, TARGET_INFO_TABLE } from '../../capture/index.ts';
 import { currentCode, isReasonCode, reasonsOf, type ReasonCode } from '../../reasons.ts';
-import { either, jsonObject, StoredRow } from '../../sqlite/stored-row.ts';
-import { isKindName, KIND_NAMES } from '../../projection/kinds/registry.ts';
-import type { KindName } from '../../projection/kind.ts';
+import { isKindName, KIND_NAMES } from '../../projection/index.ts';
+import type { KindName } from '../../projection/index.ts';
 import { parseFedBy, type FedBy } from './fed-by.ts';
 import { parseBuildState, type BuildState } from './build-state.ts';
-export { ownedTables } from '../../projection/compile.ts';
+export { ownedTables } from '../../projection/index.ts';
 
 /*
  * Target metadata: one row per projection, in the target database. The

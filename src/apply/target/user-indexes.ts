@@ -1,5 +1,5 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent } from '../../sqlite/index.ts';
 import { errorCode } from '../../errors.ts';
 
 /*

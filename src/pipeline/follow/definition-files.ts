@@ -1,7 +1,7 @@
 import fs from 'node:fs';
-import { loadDefinitions, type ProjectionDefinition } from '../../projection/definition.ts';
-import type { DefinitionInput } from '../../apply/sync/sync-definitions.ts';
-import { MIRROR_ALL } from '../../apply/sync/projection-set.ts';
+import { loadDefinitions, type ProjectionDefinition } from '../../projection/index.ts';
+import type { DefinitionInput } from '../../apply/projections/index.ts';
+import { MIRROR_ALL } from '../../apply/projections/index.ts';
 
 /*
  * The --projection files of a follower, watched by their file identity,

@@ -1,5 +1,5 @@
-import type { Syncer, SyncReport } from '../../apply/sync/sync.ts';
-import type { DefinitionInput } from '../../apply/sync/sync-definitions.ts';
+import type { Syncer, SyncReport } from '../../apply/sync/index.ts';
+import type { DefinitionInput } from '../../apply/projections/index.ts';
 import { waitForChange } from './wait.ts';
 import { idleEditCheck } from './idle-edit-check.ts';
 

@@ -1,4 +1,4 @@
-import type { Syncer, SyncReport } from '../../apply/sync/sync.ts';
+import type { Syncer, SyncReport } from '../../apply/sync/index.ts';
 
 /** How often a follower whose source is idle looks for another program's edits of its target. */
 const IDLE_CHECK_MS = 250;

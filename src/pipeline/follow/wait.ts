@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Db } from '../../sqlite/connection.ts';
+import type { Db } from '../../sqlite/index.ts';
 
 export interface WaitOptions {
   /** Fallback poll interval in ms. Default 250 with a file watch, 20 without. */

@@ -1,10 +1,7 @@
-import { enable } from '../../capture/enable.ts';
-import { readTables } from '../../capture/catalog.ts';
-import { openSource } from '../../capture/open-source.ts';
-import type { PipelineSource } from '../pipeline.ts';
+import { enable, readTables, openSource } from '../../capture/index.ts';
+import type { PipelineSource } from '../index.ts';
 import type { PartContext, PartKind } from './part.ts';
-import { forgetUndeclared } from '../prune.ts';
-import { declaredInputs, sameColumns } from '../declared.ts';
+import { forgetUndeclared, declaredInputs, sameColumns } from '../index.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;

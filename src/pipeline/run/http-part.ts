@@ -1,7 +1,6 @@
 import http from 'node:http';
-import { listenOn } from '../listen.ts';
-import type { Pipeline } from '../pipeline.ts';
-import { statusPageHtml, STATUS_PAGE_CSP } from '../status-page.ts';
+import { listenOn, statusPageHtml, STATUS_PAGE_CSP } from '../index.ts';
+import type { Pipeline } from '../index.ts';
 import type { PartKind } from './part.ts';
 
 /*

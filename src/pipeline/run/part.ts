@@ -1,7 +1,6 @@
 import pRetry from 'p-retry';
 import { errorCode, errorMessage } from '../../errors.ts';
-import type { Pipeline } from '../pipeline.ts';
-import type { RunPart } from '../status.ts';
+import type { Pipeline, RunPart } from '../index.ts';
 import type { PartLog } from './log.ts';
 
 /*
@@ -18,7 +17,7 @@ export interface RunShared {
   /** The pipeline the process runs now (the last one that loaded). */
   pipeline(): Pipeline;
   /** Each pass's report of a target, for /metrics. */
-  recordPass(target: string, report: { readonly projections: readonly import('../metrics.ts').MetricsRecord[] }): void;
+  recordPass(target: string, report: { readonly projections: readonly import('../index.ts').MetricsRecord[] }): void;
   /** Takes (or keeps) the follower lock of a target; throws TARGET_FOLLOWED when another process follows it. */
   lockTarget(target: string): void;
   /** The status served at /healthz (cached), with its HTTP code. */

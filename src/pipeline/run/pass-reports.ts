@@ -1,4 +1,4 @@
-import type { MetricsRecord } from '../metrics.ts';
+import type { MetricsRecord } from '../index.ts';
 
 /**
  * How long a target's worker holds the reports of passes that only applied

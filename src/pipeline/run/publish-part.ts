@@ -1,5 +1,5 @@
-import type { PipelineSource } from '../pipeline.ts';
-import { followPublisher } from '../follow/publish-loop.ts';
+import type { PipelineSource } from '../index.ts';
+import { followPublisher } from '../follow/index.ts';
 import type { PartKind } from './part.ts';
 
 /*

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { SluiceError } from '../../errors.ts';
-import { tryProcessLock, type ProcessLock } from '../../sqlite/process-lock.ts';
+import { tryProcessLock, type ProcessLock } from '../../sqlite/index.ts';
 
 /*
  * One `sluice run` per pipeline file: two would enable, build and follow

@@ -1,4 +1,4 @@
-import type { MetricsRecord } from '../metrics.ts';
+import type { MetricsRecord } from '../index.ts';
 import type { LogLevel } from './log.ts';
 
 /* What a target's worker thread (target-worker.ts) and its part (target-part.ts) say to each other. */

@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
-import { declaredInputs, handlerModules } from '../declared.ts';
-import { stamp } from '../follow/definition-files.ts';
-import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../pipeline.ts';
+import { declaredInputs, handlerModules } from '../index.ts';
+import { stamp } from '../follow/index.ts';
+import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 

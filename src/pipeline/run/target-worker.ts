@@ -1,12 +1,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import { Syncer, type SyncReport } from '../../apply/sync/sync.ts';
+import { Syncer, type SyncReport } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage, InvalidInputError } from '../../errors.ts';
-import { followSyncer } from '../follow/follow.ts';
-import { loadPipeline } from '../load.ts';
-import type { Pipeline } from '../pipeline.ts';
-import { declaredInputs, handlerFailures } from '../declared.ts';
-import { dropUndeclared } from '../prune.ts';
-import { withoutCredentials } from '../../apply/target/fed-by.ts';
+import { followSyncer } from '../follow/index.ts';
+import { loadPipeline, declaredInputs, handlerFailures, dropUndeclared } from '../index.ts';
+import type { Pipeline } from '../index.ts';
+import { withoutCredentials } from '../../apply/target/index.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';
 import { PassReports } from './pass-reports.ts';

@@ -1,7 +1,7 @@
-import { foldIdent } from '../../sqlite/quote.ts';
+import { foldIdent } from '../../sqlite/index.ts';
 import type { Reason } from '../../reasons.ts';
 import type { SourceColumn, SourceShape } from '../compiled.ts';
-import type { ColumnOrigin } from '../../feed/column-lineage.ts';
+import type { ColumnOrigin } from '../../feed/index.ts';
 
 /*
  * The changes explain (and later sync) tells apart between a projection as

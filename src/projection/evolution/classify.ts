@@ -1,5 +1,5 @@
 import type { ReasonOf } from '../../reasons.ts';
-import { foldIdent } from '../../sqlite/quote.ts';
+import { foldIdent } from '../../sqlite/index.ts';
 import { compileProjection, type CompiledProjection, type SourceShape } from '../compile.ts';
 import { parseStoredDefinition, type CustomHandler, type ProjectionDefinition } from '../definition.ts';
 import { diffShapes, STATE_PARTS, type AlterChange, type InvalidCode, type StatePart } from './changes.ts';

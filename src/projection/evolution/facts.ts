@@ -1,4 +1,4 @@
-import type { ColumnOrigin } from '../../feed/column-lineage.ts';
+import type { ColumnOrigin } from '../../feed/index.ts';
 
 /** What the stored cursor does on the source now (validateCursor, read-only). */
 export type CursorFact =

@@ -1,4 +1,4 @@
-import { foldIdent } from '../../sqlite/quote.ts';
+import { foldIdent } from '../../sqlite/index.ts';
 import type { CompiledProjection } from '../compiled.ts';
 import type { ProjectionDefinition } from '../definition.ts';
 import { mentions, type AlterChange, type StatePart } from './changes.ts';

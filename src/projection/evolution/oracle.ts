@@ -1,4 +1,4 @@
-import { foldIdent } from '../../sqlite/quote.ts';
+import { foldIdent } from '../../sqlite/index.ts';
 import type { CompiledProjection } from '../compile.ts';
 import { STATE_PARTS, type AlterChange, type StatePart } from './changes.ts';
 import type { KindAlterRules, Proof } from './kinds.ts';

@@ -3,12 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { REASONS, reasonsOf, repairFor, type ReasonCode } from '../../../src/reasons.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { disable } from '../../../src/capture/disable.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable, disable } from '../../../src/capture/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, write, syncByLibrary } from '../../cli/support/cli.ts';
 
 /*

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, write, syncByLibrary } from '../../cli/support/cli.ts';
 import { pythonWrite } from '../../cli/support/source-state.ts';
 

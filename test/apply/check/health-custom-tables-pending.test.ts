@@ -1,10 +1,10 @@
 // health is green for a custom projection whose handler has not made its declared tables yet
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { health } from '../../../src/apply/check/health.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import type { CustomHandler } from '../../../src/projection/definition.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { health } from '../../../src/apply/check/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import type { CustomHandler } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

@@ -3,11 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe, ROOT } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { prune } from '../../../src/capture/prune.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable, prune } from '../../../src/capture/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runPython } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { importFile } from '../../../src/export/import.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { importFile } from '../../../src/export/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, exportByLibrary } from '../../cli/support/cli.ts';
 
 /*

@@ -2,9 +2,9 @@
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { importFile } from '../../../src/export/import.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { importFile } from '../../../src/export/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write, exportByLibrary } from '../../cli/support/cli.ts';
 
 /*

@@ -1,9 +1,9 @@
 // an update between zero and negative zero is the documented blind spot and verify names it
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { journalEvents, pythonExec } from '../../support/journal.ts';
 
 /*

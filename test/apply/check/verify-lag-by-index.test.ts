@@ -1,11 +1,11 @@
 // verify of a lagging target finds each changed key through an index in as many statements however long the lag
 import Database from 'better-sqlite3';
 import { test, expect } from '../../support/fixtures.ts';
-import type { Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 /*
  * A target 900k events behind its source ran verify for over 18 minutes

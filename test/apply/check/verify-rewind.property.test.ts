@@ -2,12 +2,11 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { pruneJournal } from '../../../src/capture/prune.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { enable, pruneJournal } from '../../../src/capture/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 /*
  * verify compares a projection at its own cursor: keys the source changed

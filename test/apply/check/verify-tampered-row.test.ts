@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from '../../cli/support/cli.ts';
 
 let dir: string;

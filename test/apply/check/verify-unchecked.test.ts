@@ -3,12 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { prune } from '../../../src/capture/prune.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { enable, prune } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, scalar, syncByLibrary } from '../../cli/support/cli.ts';
 
 /*

@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT, runPython, runSqliteCli } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { health } from '../../../src/apply/check/health.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { health } from '../../../src/apply/check/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT, PYTHON, runSqliteCli } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -1,13 +1,12 @@
 // a long lived syncer suspends exactly the projections another program edited whatever else writes the target
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { readProjections } from '../../../src/apply/target/target-meta.ts';
+import { openDatabase, type Db, WalFiles } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { readProjections } from '../../../src/apply/target/index.ts';
 import { prng } from '../../../fixtures/tracker.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
-import { WalFiles } from '../../../src/sqlite/wal-frames.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 /*
  * One Syncer kept open across runs (as `sync --follow` keeps it), and

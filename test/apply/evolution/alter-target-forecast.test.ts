@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson, scalar } from '../../cli/support/cli.ts';
 import { READERS_OF_A, readersOfA } from '../../cli/support/readers-of-a.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 
 /*
  * `sluice alter` tells what each projection will do. With --target it runs

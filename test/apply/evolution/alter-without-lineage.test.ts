@@ -3,15 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
 import { copyOldFixture } from '../../support/old-fixture.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { decodeCursor, encodeCursor } from '../../../src/feed/cursor.ts';
-import { heldFile } from '../../../src/sqlite/file-identity.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { readDdlLog } from '../../../src/capture/ddl-log.ts';
-import { DDL_TABLE_SQL } from '../../../src/capture/schema.ts';
-import { explainAlter } from '../../../src/apply/evolution/explain.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { openDatabase, heldFile } from '../../../src/sqlite/index.ts';
+import { decodeCursor, encodeCursor } from '../../../src/feed/index.ts';
+import { alter, readDdlLog, DDL_TABLE_SQL } from '../../../src/capture/index.ts';
+import { explainAlter } from '../../../src/apply/evolution/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { contents } from '../../cli/support/readers-of-a.ts';
 
 /*

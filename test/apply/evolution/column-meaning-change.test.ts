@@ -1,7 +1,7 @@
 // a column name that sluice alter makes mean another column is never compatible
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { alterWithForecast } from '../../../src/apply/evolution/alter-targets.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { alterWithForecast } from '../../../src/apply/evolution/index.ts';
 import { runCliAsync, parseJson, write } from '../../cli/support/cli.ts';
 import { NAMES, contents, expectExactOrFailClosed, readersOfA } from '../../cli/support/readers-of-a.ts';
 

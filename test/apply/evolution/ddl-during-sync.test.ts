@@ -3,13 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { health } from '../../../src/apply/check/health.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { enable, alter } from '../../../src/capture/index.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify, health } from '../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { pythonExec } from '../../support/journal.ts';
 
 /*

@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { explainAlter } from '../../../src/apply/evolution/explain.ts';
-import { readProjections } from '../../../src/apply/target/target-meta.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
+import { explainAlter } from '../../../src/apply/evolution/index.ts';
+import { readProjections } from '../../../src/apply/target/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { alter } from '../../../src/capture/index.ts';
 import { byName, countingHandler, expectNoWrite, projections, run, syncedPair } from '../support/explain.ts';
 
 /*

@@ -1,14 +1,11 @@
 // explain predicts what the next sync does for every change continue rebuild refuse or suspend
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { bump } from '../../../src/capture/bump.ts';
-import { explainAlter, type ProjectionExplanation } from '../../../src/apply/evolution/explain.ts';
-import type { ProjectionReport } from '../../../src/apply/sync/sync-types.ts';
-import type { AlterClassification } from '../../../src/projection/evolution/classify.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { alter, bump, enable } from '../../../src/capture/index.ts';
+import { explainAlter, type ProjectionExplanation } from '../../../src/apply/evolution/index.ts';
+import type { ProjectionReport } from '../../../src/apply/sync/index.ts';
+import type { AlterClassification, CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import { takeCopy } from '../../support/restore.ts';
 import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair, tablesOf } from '../support/explain.ts';
 

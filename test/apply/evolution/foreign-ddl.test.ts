@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson } from '../../cli/support/cli.ts';
 import { NAMES, contents, expectExactOrFailClosed, readersOf, readersOfA } from '../../cli/support/readers-of-a.ts';
 

@@ -3,10 +3,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runPython } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { alterWithForecast } from '../../../src/apply/evolution/alter-targets.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { alterWithForecast } from '../../../src/apply/evolution/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -1,11 +1,11 @@
 // a projection whose backlog does not apply across a schema window is rebuilt not suspended as diverged
 import path from 'node:path';
 import { test, expect, runSqliteCli } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { pythonExec } from '../../support/journal.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 /*
  * Review round 2. docs/journal.md, "DDL that leaves no trace": after DDL

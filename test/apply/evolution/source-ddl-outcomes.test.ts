@@ -2,14 +2,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { disable } from '../../../src/capture/disable.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { health } from '../../../src/apply/check/health.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { enable, disable, alter } from '../../../src/capture/index.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify, health } from '../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { countingHandler } from '../support/explain.ts';
 import { runCliAsync } from '../../cli/support/cli.ts';
 

@@ -2,14 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { explainAlter } from '../../../src/apply/evolution/explain.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { compileProjection, sourceShape } from '../../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
-import { describeTable } from '../../../src/sqlite/introspect.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { alter } from '../../../src/capture/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { explainAlter } from '../../../src/apply/evolution/index.ts';
+import { openDatabase, describeTable } from '../../../src/sqlite/index.ts';
+import { compileProjection, sourceShape, parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { runCliAsync } from '../../cli/support/cli.ts';
 import { countingHandler, projections, run, syncedPair, tablesOf } from '../support/explain.ts';
 

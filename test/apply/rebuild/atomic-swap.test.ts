@@ -1,9 +1,9 @@
 // a shadow rebuild keeps the old result whole until the atomic swap
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

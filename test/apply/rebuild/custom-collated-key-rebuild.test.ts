@@ -1,8 +1,8 @@
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 import { counter } from '../support/counter-handler.ts';
 

@@ -1,10 +1,10 @@
 // a custom projection that comes to declare the tables its handler made takes them over in a protected rebuild
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { CustomHandler, ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { CustomHandler, ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

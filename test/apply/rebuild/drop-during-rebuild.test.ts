@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
 import { cli, jsonOut, makeSource } from '../support/target.ts';
 import { syncByLibrary } from '../../cli/support/cli.ts';
 

@@ -3,9 +3,9 @@ import { SMALL_BUILD_CHUNK } from '../support/small-build-chunk.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
 import { cli, jsonOut, makeSource } from '../support/target.ts';
 import { syncByLibrary } from '../../cli/support/cli.ts';
 
@@ -58,7 +58,7 @@ interface Kind {
   /** Writes the definition of version `v` into `dir`; its file. */
   def(dir: string, v: string): string;
   /** What the live projection shows: its version and its row count, in one read. */
-  look(db: import('../../../src/sqlite/connection.ts').Db): { version: string; rows: number };
+  look(db: import('../../../src/sqlite/index.ts').Db): { version: string; rows: number };
 }
 
 const KINDS: readonly Kind[] = [
@@ -115,7 +115,7 @@ function seen(kind: Kind, target: string): { version: string; rows: number; buil
   }
 }
 
-type MakeDb = (name?: string, schema?: string) => { db: import('../../../src/sqlite/connection.ts').Db; file: string };
+type MakeDb = (name?: string, schema?: string) => { db: import('../../../src/sqlite/index.ts').Db; file: string };
 
 async function interruptedRebuild(kind: Kind, makeDb: MakeDb, tmp: string): Promise<void> {
   expect(BUILD_CHUNK, 'small-build-chunk.ts is imported before src/').toBe(SMALL_BUILD_CHUNK);

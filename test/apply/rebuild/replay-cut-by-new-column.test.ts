@@ -1,11 +1,11 @@
 // a replayed shadow rebuild cut off by a column added to its source starts again over the new shape
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { alter } from '../../../src/capture/source-alter.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { alter } from '../../../src/capture/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

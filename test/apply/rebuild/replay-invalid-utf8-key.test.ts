@@ -1,10 +1,10 @@
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource, tableCells } from '../support/target.ts';
 
 /*

@@ -1,12 +1,11 @@
 // a shadow that differs from the source in any row key value or storage class fails its validation
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { shadowMatchesSource } from '../../../src/apply/check/verify.ts';
-import { openApplySession, TARGET_SCHEMA } from '../../../src/apply/target/session.ts';
-import { readProjection } from '../../../src/apply/target/target-meta.ts';
-import { readSourceView } from '../../../src/feed/source-view.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { shadowMatchesSource } from '../../../src/apply/check/index.ts';
+import { openApplySession, TARGET_SCHEMA, readProjection } from '../../../src/apply/target/index.ts';
+import { readSourceView } from '../../../src/feed/index.ts';
 import { pythonExec } from '../../support/journal.ts';
 
 /*

@@ -1,10 +1,10 @@
 // a first snapshot read in parts for its progress holds every row whatever the key
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { sync, type SyncProgress } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { sync, type SyncProgress } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource, tableCells } from '../support/target.ts';
 
 /*

@@ -1,11 +1,11 @@
 // a protected rebuild stopped midway starts again when its source cannot be continued from where it stopped
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { bump } from '../../../src/capture/bump.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { bump } from '../../../src/capture/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource, tableCells } from '../support/target.ts';
 import { counter } from '../support/counter-handler.ts';
 

@@ -1,10 +1,10 @@
 // a protected rebuild whose new table name was taken during the build refuses the swap by name until it is free
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

@@ -1,12 +1,11 @@
 // a validated protected rebuild goes on to its swap however many events came in during the validation
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { step, type StepContext, type StepOutcome } from '../../../src/apply/sync/step.ts';
-import { TARGET_SCHEMA } from '../../../src/apply/target/session.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
-import type { ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { Syncer, sync, step, type StepContext, type StepOutcome } from '../../../src/apply/sync/index.ts';
+import { TARGET_SCHEMA } from '../../../src/apply/target/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
+import type { ProjectionDefinition } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

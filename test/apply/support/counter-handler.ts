@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { CustomHandler } from '../../../src/projection/definition.ts';
+import type { CustomHandler } from '../../../src/projection/index.ts';
 
 /**
  * A custom handler that declares its table (`tables: ['counts']`): rows per

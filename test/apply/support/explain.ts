@@ -2,11 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
-import type { ProjectionExplanation } from '../../../src/apply/evolution/explain.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
+import type { ProjectionExplanation } from '../../../src/apply/evolution/index.ts';
 
 /*
  * A source and a target with one projection of each kind over one table,

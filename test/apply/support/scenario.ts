@@ -1,5 +1,5 @@
-import type { Db } from '../../../src/sqlite/connection.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 /*
  * A small source used by several applier tests: a rowid table with a NOCASE

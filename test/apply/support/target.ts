@@ -1,9 +1,8 @@
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { quoteIdent } from '../../../src/sqlite/quote.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import type { CaptureMode } from '../../../src/capture/schema.ts';
+import { openDatabase, type Db, quoteIdent } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import type { CaptureMode } from '../../../src/capture/index.ts';
 import { ROOT } from '../../support/fixtures.ts';
 
 /*

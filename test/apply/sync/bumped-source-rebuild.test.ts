@@ -1,9 +1,9 @@
 // a bumped source makes the next sync rebuild every projection from a snapshot
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
-import { bump } from '../../../src/capture/bump.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { bump } from '../../../src/capture/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { highWater, makeSource, tableCells } from '../support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from '../support/scenario.ts';
 

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { PythonWriter } from '../../support/python-writer.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { setJournalMode } from '../../cli/support/source-state.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write } from '../../cli/support/cli.ts';
 

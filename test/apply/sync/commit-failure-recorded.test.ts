@@ -2,11 +2,10 @@
 import { sql } from 'kysely';
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { health } from '../../../src/apply/check/health.ts';
-import { readProjection } from '../../../src/apply/target/target-meta.ts';
-import { TARGET_SCHEMA } from '../../../src/apply/target/session.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { health } from '../../../src/apply/check/index.ts';
+import { readProjection, TARGET_SCHEMA } from '../../../src/apply/target/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

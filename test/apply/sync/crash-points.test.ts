@@ -2,8 +2,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import {
   cli,
   dumpFile,

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import {
   runCliAsync,
   makeDir,

@@ -3,13 +3,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { disable } from '../../../src/capture/disable.ts';
-import type { CaptureMode } from '../../../src/capture/schema.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { enable, disable } from '../../../src/capture/index.ts';
+import type { CaptureMode } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import {
   runCliAsync,
   parseJson,

@@ -2,9 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, ROOT } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { readProjection } from '../../../src/apply/target/target-meta.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { readProjection } from '../../../src/apply/target/index.ts';
 import { makeDir, removeDir, scalar, trackerSource, write } from '../../cli/support/cli.ts';
 
 function record(target: string, name: string) {

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { test, expect, describe, PYTHON } from '../../support/fixtures.ts';
-import { followerLockFile, lockFollower } from '../../../src/apply/sync/follower-lock.ts';
+import { followerLockFile, lockFollower } from '../../../src/apply/sync/index.ts';
 import { SluiceError } from '../../../src/errors.ts';
 
 /*

@@ -1,10 +1,10 @@
 // followers of one idle source stop writing to it instead of waking each other with acknowledgements
 import path from 'node:path';
 import { test, expect, runPython } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { followSyncer } from '../../../src/pipeline/follow/follow.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { followSyncer } from '../../../src/pipeline/follow/index.ts';
 
 /*
  * Each follower acknowledges its position in the source (a write to

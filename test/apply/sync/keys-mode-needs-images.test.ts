@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import type { ChangeEvent } from '../../../src/feed/events.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import type { ChangeEvent } from '../../../src/feed/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { cli, dumpFile, highWater, jsonOut, makeSource, projectionRows, tableCells } from '../support/target.ts';
 import { SCHEMA, SEED } from '../support/scenario.ts';
 

@@ -1,9 +1,9 @@
 // a long follow session reuses its work tables and statements and stays exact
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import type { Db } from '../../../src/sqlite/connection.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { prng } from '../../../fixtures/tracker.ts';
 import { highWater, makeSource, tableCells } from '../support/target.ts';
 

@@ -1,11 +1,11 @@
 // tables and columns that differ only in non ascii case are kept apart
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { journalStartCursor, readBatch } from '../../../src/feed/batch.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { journalStartCursor, readBatch } from '../../../src/feed/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 
 /*
  * SQLite folds only ASCII letters when it compares names: `é` and `É` are

@@ -1,7 +1,7 @@
 // sync progress names the range of the run from the stored seq to the sources
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer, type SyncProgress } from '../../../src/apply/sync/sync.ts';
+import { Syncer, type SyncProgress } from '../../../src/apply/sync/index.ts';
 import { highWater, makeSource } from '../support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from '../support/scenario.ts';
 

@@ -1,11 +1,10 @@
 // a sync that re arms capture says what it re armed and why
 import path from 'node:path';
 import { test, expect, describe, runPython, runCli } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { bump } from '../../../src/capture/bump.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { sync, Syncer } from '../../../src/apply/sync/sync.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { enable, bump } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { sync, Syncer } from '../../../src/apply/sync/index.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 
 /*
  * Opening a source for sync re-arms a capture that lost a trigger or whose

@@ -1,9 +1,9 @@
 // retrying the same batch gives identical target bytes
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
 import { FailClosedError } from '../../../src/errors.ts';
-import type { StepOutcome } from '../../../src/apply/sync/step.ts';
+import type { StepOutcome } from '../../../src/apply/sync/index.ts';
 import { dumpDatabase, highWater, journalSeqs, tableCells, makeSource } from '../support/target.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from '../support/scenario.ts';
 

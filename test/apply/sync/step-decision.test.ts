@@ -1,6 +1,6 @@
 // a sync step decides current apply rebuild suspend or refuse from plain facts
 import { describe, expect, test } from 'vitest';
-import { decideFromRow, decideStep, type StepDecision, type StepFacts } from '../../../src/apply/sync/step-decision.ts';
+import { decideFromRow, decideStep, type StepDecision, type StepFacts } from '../../../src/apply/sync/index.ts';
 
 /*
  * sync's step decides from plain facts (step-decision.ts), with no database

@@ -1,10 +1,9 @@
 // a step that validates a protected rebuild gives its caller a turn between its two transactions
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { step, type StepContext, type StepOutcome } from '../../../src/apply/sync/step.ts';
-import { TARGET_SCHEMA } from '../../../src/apply/target/session.ts';
-import { BUILD_CHUNK } from '../../../src/apply/rebuild/shadow-build.ts';
+import { Syncer, sync, step, type StepContext, type StepOutcome } from '../../../src/apply/sync/index.ts';
+import { TARGET_SCHEMA } from '../../../src/apply/target/index.ts';
+import { BUILD_CHUNK } from '../../../src/apply/rebuild/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

@@ -1,9 +1,9 @@
 // a strict table with an any column reaches its mirror and map with every value of its own type
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import { makeSource } from '../support/target.ts';
 
 /*

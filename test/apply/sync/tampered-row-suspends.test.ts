@@ -1,9 +1,9 @@
 // a tampered target row suspends its projection and commits nothing from the batch
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { cli, dumpFile, highWater, jsonOut, makeSource, projectionRows, tableCells } from '../support/target.ts';
 import { syncByLibrary } from '../../cli/support/cli.ts';
 import { SCHEMA, SEED, scenarioProjections, writeRound } from '../support/scenario.ts';
@@ -198,7 +198,7 @@ test('a contentless FTS5 index changed outside sluice suspends with TARGET_DIVER
     'source.db',
     "CREATE TABLE notes (k TEXT PRIMARY KEY, body TEXT) WITHOUT ROWID; INSERT INTO notes VALUES ('a', 'alpha beta'), ('b', 'gamma')",
   );
-  const { enable } = await import('../../../src/capture/enable.ts');
+  const { enable } = await import('../../../src/capture/index.ts');
   enable(db, ['notes']);
   const target = path.join(tmp, 'target.db');
   const defs = [{ name: 'bare', source: 'notes', kind: 'fts5' as const, columns: ['body'], content: 'none' as const }];

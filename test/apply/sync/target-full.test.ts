@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
 import { FileFullError } from '../../../src/errors.ts';
 import { makeDir, removeDir, trackerSource, dumpTables, write, scalar } from '../../cli/support/cli.ts';
 

@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, dumpTables, write, scalar } from '../../cli/support/cli.ts';
 
 /*

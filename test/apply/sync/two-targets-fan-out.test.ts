@@ -3,11 +3,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, runPython, ROOT } from '../../support/fixtures.ts';
 import { buildTracker, TRACKER_TABLES } from '../../../fixtures/tracker.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { loadDefinitions, type ProjectionDefinition } from '../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { loadDefinitions, type ProjectionDefinition } from '../../../src/projection/index.ts';
 import { highWater, projectionRows, tableCells } from '../support/target.ts';
 
 /*

@@ -1,9 +1,9 @@
 // every value case reaches the target byte for byte by snapshot and by incremental apply
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import type { ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { fileTableCells, makeSource, tableCells, type Cell } from '../support/target.ts';
 
 /*

@@ -1,9 +1,9 @@
 // a table with hundreds of columns syncs and a tampered row in it is found
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { tableCells } from '../support/target.ts';
 
 /*

@@ -2,9 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 
 /*
  * Each projection's acknowledgement row in the source's _sluice_consumers

@@ -1,10 +1,9 @@
 // a target written before the protected rebuild migrates in place continues and rebuilds through the shadow
 import { test, expect } from '../../support/fixtures.ts';
 import { copyOldFixture } from '../../support/old-fixture.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { health } from '../../../src/apply/check/health.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { verify, health } from '../../../src/apply/check/index.ts';
 import { pythonExec } from '../../support/journal.ts';
 
 /*

@@ -3,9 +3,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { CONSUMERS_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL } from '../../../src/capture/schema.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { CONSUMERS_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL } from '../../../src/capture/index.ts';
 import { copyOldFixture } from '../../support/old-fixture.ts';
 import {
   runCliAsync,

@@ -1,11 +1,11 @@
 // drop removes a projection with only the tables it owns and the others keep syncing
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { dropProjection } from '../../../src/apply/target/drop.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { dropProjection } from '../../../src/apply/projections/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 const SCHEMA = `
 CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT, body TEXT);

@@ -2,9 +2,9 @@
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { test, expect, describe, ROOT } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { loadDefinitions } from '../../../src/projection/definition.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { loadDefinitions } from '../../../src/projection/index.ts';
 import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from '../../cli/support/cli.ts';
 
 /*

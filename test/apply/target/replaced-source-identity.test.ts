@@ -2,14 +2,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { Syncer, sync } from '../../../src/apply/sync/sync.ts';
-import { readProjection } from '../../../src/apply/target/target-meta.ts';
-import { TARGET_SCHEMA } from '../../../src/apply/target/session.ts';
-import { decodeCursor } from '../../../src/feed/cursor.ts';
-import { exportOnce, type LineWriter } from '../../../src/export/export.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { openSource } from '../../../src/capture/open-source.ts';
+import { Syncer, sync } from '../../../src/apply/sync/index.ts';
+import { readProjection, TARGET_SCHEMA } from '../../../src/apply/target/index.ts';
+import { decodeCursor } from '../../../src/feed/index.ts';
+import { exportOnce, type LineWriter } from '../../../src/export/index.ts';
+import { enable, openSource } from '../../../src/capture/index.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
 import { SluiceError } from '../../../src/errors.ts';
 
 /*

@@ -1,11 +1,10 @@
 // targets made by round 2 continue from their cursors and a default built one becomes star without a rebuild
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { copyOldFixture } from '../../support/old-fixture.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { health } from '../../../src/apply/check/health.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { verify, health } from '../../../src/apply/check/index.ts';
 import { pythonExec } from '../../support/journal.ts';
 
 /*

@@ -1,7 +1,7 @@
 // each suspension names the command that repairs it
 import { spawnSync } from 'node:child_process';
 import { test, expect } from '../../support/fixtures.ts';
-import { repairAction, shellWord } from '../../../src/sqlite/shell-word.ts';
+import { repairAction, shellWord } from '../../../src/sqlite/index.ts';
 
 test('each suspension reason gets the command that repairs it', () => {
   expect(repairAction('issues', 'TARGET_DIVERGED', '/data/app.db', '/data/cache.db')).toBe(

@@ -3,8 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
 import { runCliAsync, makeDir, removeDir, dumpTables, expectOneLineError, scalar } from '../../cli/support/cli.ts';
 
 /*

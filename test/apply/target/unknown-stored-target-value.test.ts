@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe, runCli, runSqliteCli, failure } from '../../support/fixtures.ts';
 import { expectOneLineError } from '../../cli/support/cli.ts';
 import { dropProjection, enable, health, sync, verify, openDatabase, SluiceError } from '../../../src/index.ts';
-import { readProjections } from '../../../src/apply/target/target-meta.ts';
+import { readProjections } from '../../../src/apply/target/index.ts';
 
 /*
  * A target's _sluice_projections rows are read once, where they are read,

@@ -2,8 +2,8 @@
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
 import { runCli } from '../../support/fixtures.ts';
-import { importFile } from '../../../src/export/import.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { importFile } from '../../../src/export/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import { highWater, makeSource, tableCells } from '../support/target.ts';
 
 /*

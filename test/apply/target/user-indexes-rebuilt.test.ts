@@ -1,10 +1,10 @@
 // a rebuild makes the indexes a user added to a target again
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import type { Db } from '../../../src/sqlite/connection.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
 import { makeSource, tableCells } from '../support/target.ts';
-import { enable } from '../../../src/capture/enable.ts';
+import { enable } from '../../../src/capture/index.ts';
 
 /*
  * Users add indexes to a cache for their own queries. A rebuild drops and

@@ -2,9 +2,9 @@
 import path from 'node:path';
 import { vi } from 'vitest';
 import { test, expect } from '../../support/fixtures.ts';
-import { Syncer } from '../../../src/apply/sync/sync.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
-import { applyRelational } from '../../../src/projection/kinds/relational/apply.ts';
+import { Syncer } from '../../../src/apply/sync/index.ts';
+import { verify } from '../../../src/apply/check/index.ts';
+import { applyRelational } from '../../../src/projection/index.ts';
 import { compiledFor, batchSql, relational } from '../../projection/support/batch.ts';
 import { highWater, makeSource, tableCells } from '../support/target.ts';
 

@@ -3,8 +3,7 @@ import { connect } from '@nats-io/transport-node';
 import { jetstreamManager, type StoredMsg } from '@nats-io/jetstream';
 import { NatsServer } from '../../support/nats-server.ts';
 import { scalar } from '../../cli/support/cli.ts';
-import { defaultStreamName } from '../../../src/broker/subjects.ts';
-import { Publisher, type PublishOptions } from '../../../src/broker/index.ts';
+import { defaultStreamName, Publisher, type PublishOptions } from '../../../src/broker/index.ts';
 
 /** A real nats-server with JetStream for the file's tests, started before them and stopped after. */
 export function natsForFile(): { readonly server: () => NatsServer } {

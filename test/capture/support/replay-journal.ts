@@ -3,7 +3,7 @@
  * consumer of the changes stream holds), next to the source's rows. Tables
  * must be captured (images mode) while empty.
  */
-import type { Db } from '../../../src/sqlite/connection.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
 import { journalEvents, tableCells, type Cell } from '../../support/journal.ts';
 
 /** Rows as JSON arrays of cells, sorted. */

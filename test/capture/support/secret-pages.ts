@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 
 /*
  * Where a secret's bytes are in a database's files, page by page: the

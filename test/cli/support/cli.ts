@@ -6,13 +6,11 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { z } from 'zod';
 import { expect } from 'vitest';
 import { ROOT, runCli, runPython } from '../../support/fixtures.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { quoteIdent } from '../../../src/sqlite/quote.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { openSource } from '../../../src/capture/open-source.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
-import { loadDefinitions } from '../../../src/projection/definition.ts';
-import { exportOnce, LineSink } from '../../../src/export/export.ts';
+import { openDatabase, quoteIdent } from '../../../src/sqlite/index.ts';
+import { enable, openSource } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { loadDefinitions } from '../../../src/projection/index.ts';
+import { exportOnce, LineSink } from '../../../src/export/index.ts';
 import { buildTracker } from '../../../fixtures/tracker.ts';
 
 /*

@@ -2,10 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { expect } from 'vitest';
 import type { z } from 'zod';
-import * as S from '../../../src/cli/json-schemas.ts';
-import { openDatabase } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { runCliAsync, parseJson } from './cli.ts';
 
 /*

@@ -3,12 +3,11 @@
  * a snapshot and then from replayed events, compared with the source byte
  * for byte (storage class + bytes, never through collation or affinity).
  */
-import type { Db } from '../../../src/sqlite/connection.ts';
-import { RawText, type SqlValue } from '../../../src/sqlite/codec.ts';
-import { quoteIdent } from '../../../src/sqlite/quote.ts';
-import type { CapturedTable } from '../../../src/capture/catalog.ts';
-import type { ChangeEvent, Row } from '../../../src/feed/events.ts';
-import { readBatch, type Batch } from '../../../src/feed/batch.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import { RawText, type SqlValue, quoteIdent } from '../../../src/sqlite/index.ts';
+import type { CapturedTable } from '../../../src/capture/index.ts';
+import type { ChangeEvent, Row } from '../../../src/feed/index.ts';
+import { readBatch, type Batch } from '../../../src/feed/index.ts';
 
 /** A value as `class:hex-of-bytes` (REAL as its 8 IEEE bytes), so equal means byte-equal. */
 export function canon(v: SqlValue): string {

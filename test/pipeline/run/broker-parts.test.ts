@@ -4,7 +4,7 @@ import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { NatsServer } from '../../support/nats-server.ts';
 import { dumpTables, scalar, onDatabase, type Spawned } from '../../cli/support/cli.ts';
-import { enable } from '../../../src/capture/enable.ts';
+import { enable } from '../../../src/capture/index.ts';
 import { appSource, freePort, kill, logLines, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
 
 /*

@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson, dumpTables, scalar, sourceSeq, type Spawned } from '../../cli/support/cli.ts';
 import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
 

@@ -1,7 +1,7 @@
 // a run workers pass reports merge passes that only applied and send any other at once
 import { test, expect } from '../../support/fixtures.ts';
-import { PassReports, PASS_REPORT_MS } from '../../../src/pipeline/run/pass-reports.ts';
-import type { MetricsRecord } from '../../../src/pipeline/metrics.ts';
+import { PassReports, PASS_REPORT_MS } from '../../../src/pipeline/run/index.ts';
+import type { MetricsRecord } from '../../../src/pipeline/index.ts';
 
 /*
  * A target's worker in `sluice run` runs a pass per source commit and

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
 import { test, expect, describe, PYTHON } from '../../support/fixtures.ts';
-import * as S from '../../../src/cli/json-schemas.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { runCliAsync, parseJson, scalar, sha256, sourceSeq, type Spawned } from '../../cli/support/cli.ts';
 import { appSource, freePort, healthz, kill, logLines, put, py, startRun, waitHealth } from '../support/run.ts';
 

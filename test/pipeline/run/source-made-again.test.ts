@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { verify } from '../../../src/apply/check/verify.ts';
+import { verify } from '../../../src/apply/check/index.ts';
 import { dumpTables, sourceSeq, type Spawned } from '../../cli/support/cli.ts';
 import { appSource, freePort, kill, put, py, startRun, waitHealth, runAppPipeline } from '../support/run.ts';
 

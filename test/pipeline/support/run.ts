@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { runPython } from '../../support/fixtures.ts';
 import { startCli, waitFor, type Spawned } from '../../cli/support/cli.ts';
-import { runStatusOutput } from '../../../src/cli/json-schemas.ts';
+import { runStatusOutput } from '../../../src/cli/index.ts';
 import type { z } from 'zod';
 
 /* `sluice run` as a user runs it: a process started on a pipeline file, read through its HTTP endpoints. */

@@ -1,16 +1,20 @@
 // the compatibility proof covers rows cursor keys and auxiliary state
 import { describe, expect, test } from 'vitest';
-import { compileProjection, type CompiledProjection, type SourceShape } from '../../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
 import {
+  compileProjection,
+  type CompiledProjection,
+  type SourceShape,
+  parseDefinition,
+  type ProjectionDefinitionInput,
   classifyChange,
   DEFAULT_ORACLE,
   type AlterFacts,
   type AlterStateOracle,
   type StoredProjection,
-} from '../../../src/projection/evolution/classify.ts';
-import { STATE_PARTS, type StatePart } from '../../../src/projection/evolution/changes.ts';
-import { KINDS } from '../../../src/projection/kinds/registry.ts';
+  STATE_PARTS,
+  type StatePart,
+  KINDS,
+} from '../../../src/projection/index.ts';
 
 /*
  * 003's AlterStateOracle, without a database: classifyChange is pure over

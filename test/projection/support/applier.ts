@@ -1,14 +1,12 @@
-import type { Db } from '../../../src/sqlite/connection.ts';
-import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/sync/applier.ts';
-import { decodedBatch, journalBatch, type ChangeBatch } from '../../../src/feed/change-batch.ts';
-import { readEventsInRange } from '../../../src/feed/batch.ts';
-import { readSourceView } from '../../../src/feed/source-view.ts';
-import { dropTemps } from '../../../src/projection/kinds/registry.ts';
-import type { CompiledProjection } from '../../../src/projection/compile.ts';
+import type { Db } from '../../../src/sqlite/index.ts';
+import { applyRows, type RowsApplied, type Suspension } from '../../../src/apply/projections/index.ts';
+import { decodedBatch, journalBatch, type ChangeBatch, readEventsInRange, readSourceView } from '../../../src/feed/index.ts';
+import { dropTemps } from '../../../src/projection/index.ts';
+import type { CompiledProjection } from '../../../src/projection/index.ts';
 import { underTamperAsync } from './batch.ts';
 
 /*
- * A batch through the one applier (apply/sync/applier.ts applyRows), fed as
+ * A batch through the one applier (apply/projections/applier.ts applyRows), fed as
  * sync feeds it (journalBatch: the journal read in SQL) or as import does
  * (decodedBatch: the same events decoded, as an export file carries them),
  * in a transaction that is rolled back after `tamper` (see underTamper).

@@ -1,19 +1,19 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, type Db } from '../../../src/sqlite/connection.ts';
-import { enable } from '../../../src/capture/enable.ts';
-import { sync } from '../../../src/apply/sync/sync.ts';
+import { openDatabase, type Db, describeTable } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
 import { highWater } from '../../apply/support/target.ts';
-import { describeTable } from '../../../src/sqlite/introspect.ts';
-import { journalEvents, type EventRelation } from '../../../src/feed/event-relation.ts';
+import { journalEvents, type EventRelation } from '../../../src/feed/index.ts';
 import {
   compileProjection,
   sourceShape,
   type CompiledMap,
   type CompiledMirror,
   type CompiledProjection,
-} from '../../../src/projection/compile.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../../src/projection/definition.ts';
+  parseDefinition,
+  type ProjectionDefinitionInput,
+} from '../../../src/projection/index.ts';
 
 /** A definition compiled against the source table as it is now (what Syncer does, without the checks). */
 export function compiledFor(db: Db, def: ProjectionDefinitionInput): CompiledProjection {

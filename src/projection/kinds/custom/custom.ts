@@ -1,6 +1,5 @@
 import { customAlter } from './alter.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
-import { renameTable } from '../../../sqlite/rename.ts';
+import { quoteIdent, renameTable } from '../../../sqlite/index.ts';
 import type { ProjectionKind, SnapshotRows } from '../../kind.ts';
 import { findColumn } from '../../compiled.ts';
 import { declaredReads } from '../../read-set.ts';

@@ -1,7 +1,7 @@
 import type { Statement } from 'better-sqlite3';
 import type { CompiledQuery, DatabaseConnection, Driver, Kysely, KyselyPlugin, QueryId, QueryResult } from 'kysely';
-import type { Db } from '../../../sqlite/connection.ts';
-import { connectionState, slot } from '../../../sqlite/connection-state.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { connectionState, slot } from '../../../sqlite/index.ts';
 import { refuseSourceWrite } from './source-guard.ts';
 import { refuseTransactionControl } from './transaction-guard.ts';
 

@@ -1,5 +1,5 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import type { ChangeEvent, Row } from '../../../feed/events.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import type { ChangeEvent, Row } from '../../../feed/index.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import { FailClosedError } from '../../../errors.ts';
 import type { CustomContext } from '../../definition.ts';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { definitionBase, tableName } from '../../definition-base.ts';
-import type { ChangeEvent, Row } from '../../../feed/events.ts';
+import type { ChangeEvent, Row } from '../../../feed/index.ts';
 
 export interface CustomContext {
   /**

@@ -1,7 +1,6 @@
 import type { Statement } from 'better-sqlite3';
-import type { Db } from '../../../sqlite/connection.ts';
-import { connectionState, slot } from '../../../sqlite/connection-state.ts';
-import { cachedStatement } from '../../../sqlite/statement-cache.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { connectionState, slot, cachedStatement } from '../../../sqlite/index.ts';
 import { FailClosedError } from '../../../errors.ts';
 
 /*

@@ -1,7 +1,15 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { cachedStatement, type RowMode } from '../../../sqlite/statement-cache.ts';
-import { namedPlaceholderFor, placeholderFor, toBindable, toJsonValue, type SqlValue, type JsonValue } from '../../../sqlite/codec.ts';
-import type { ChangeEvent, Row } from '../../../feed/events.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import {
+  cachedStatement,
+  type RowMode,
+  namedPlaceholderFor,
+  placeholderFor,
+  toBindable,
+  toJsonValue,
+  type SqlValue,
+  type JsonValue,
+} from '../../../sqlite/index.ts';
+import type { ChangeEvent, Row } from '../../../feed/index.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
 import { ftsNames } from './layout.ts';
 import { allOf, sqlEq } from '../relational/images.ts';

@@ -1,6 +1,6 @@
 import { fts5Alter } from './alter.ts';
 import { InvalidInputError, errorCode } from '../../../errors.ts';
-import { foldIdent, quoteIdent } from '../../../sqlite/quote.ts';
+import { foldIdent, quoteIdent } from '../../../sqlite/index.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsNames, keyTableOf, renameFts } from './layout.ts';

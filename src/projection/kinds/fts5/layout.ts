@@ -1,8 +1,5 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { quoteIdent, quoteString } from '../../../sqlite/quote.ts';
-import { renameTable } from '../../../sqlite/rename.ts';
-import { columnDecl } from '../../../sqlite/column-decl.ts';
-import { writeTransactionSync } from '../../../sqlite/transaction.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { quoteIdent, quoteString, renameTable, columnDecl, writeTransactionSync } from '../../../sqlite/index.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
 import type { SnapshotBuild } from '../../kind.ts';
 import { errorCode } from '../../../errors.ts';

@@ -1,7 +1,6 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import type { EventRelation } from '../../../feed/event-relation.ts';
-import { cachedStatement } from '../../../sqlite/statement-cache.ts';
-import { emptyWorkTables } from '../../../sqlite/work-tables.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import type { EventRelation } from '../../../feed/index.ts';
+import { cachedStatement, emptyWorkTables } from '../../../sqlite/index.ts';
 import { columnDecl, type CompiledFts5 } from '../../compiled.ts';
 import { allOf, journalImages, joinImage, sqlEq } from '../relational/images.ts';
 import { buildNet } from '../relational/net.ts';

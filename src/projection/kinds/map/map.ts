@@ -1,5 +1,5 @@
 import { mapAlter } from './alter.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
+import { quoteIdent } from '../../../sqlite/index.ts';
 import { columnDecl, findColumn, type SourceColumn, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { columnsReadBySql } from '../../read-set.ts';

@@ -1,6 +1,6 @@
 import { mirrorAlter } from './alter.ts';
 import { columnDecl, type SourceColumn } from '../../compiled.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
+import { quoteIdent } from '../../../sqlite/index.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { keyColumnsOf, relationalTable } from '../relational/table.ts';
 

@@ -1,6 +1,6 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import type { EventRelation } from '../../../feed/event-relation.ts';
-import { dropWorkTables, emptyWorkTables } from '../../../sqlite/work-tables.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import type { EventRelation } from '../../../feed/index.ts';
+import { dropWorkTables, emptyWorkTables } from '../../../sqlite/index.ts';
 import { hasForeignUniqueIndex } from '../../foreign-unique.ts';
 import type { CompiledMap, CompiledMirror } from '../../compiled.ts';
 import { prepareImages } from './images.ts';

@@ -1,8 +1,6 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
-import type { EventRelation } from '../../../feed/event-relation.ts';
-import { cachedStatement } from '../../../sqlite/statement-cache.ts';
-import { workTable } from '../../../sqlite/work-tables.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, workTable } from '../../../sqlite/index.ts';
+import type { EventRelation } from '../../../feed/index.ts';
 import { columnDecl, type CompiledProjection } from '../../compiled.ts';
 
 /**

@@ -1,7 +1,5 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
-import { cachedStatement } from '../../../sqlite/statement-cache.ts';
-import { workTable } from '../../../sqlite/work-tables.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, workTable } from '../../../sqlite/index.ts';
 import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
 

@@ -1,8 +1,6 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
-import { renameTable } from '../../../sqlite/rename.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { quoteIdent, renameTable, foldIdent } from '../../../sqlite/index.ts';
 import { InvalidInputError } from '../../../errors.ts';
-import { foldIdent } from '../../../sqlite/quote.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { applyRelational } from './apply.ts';

@@ -1,6 +1,5 @@
-import type { Db } from '../../../sqlite/connection.ts';
-import { quoteIdent } from '../../../sqlite/quote.ts';
-import { fromDriver, toJsonValue, type JsonValue } from '../../../sqlite/codec.ts';
+import type { Db } from '../../../sqlite/index.ts';
+import { quoteIdent, fromDriver, toJsonValue, type JsonValue } from '../../../sqlite/index.ts';
 import type { Reason } from '../../../reasons.ts';
 import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';

@@ -1,11 +1,11 @@
 // a custom handler that declares reads is not called for updates that change none of them; one that does not is called for all
 import path from 'node:path';
 import { test, expect } from '../../../support/fixtures.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import type { ChangeEvent } from '../../../../src/feed/events.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import type { ChangeEvent } from '../../../../src/feed/index.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 
 function recorder(): { seen: ChangeEvent[]; handler: CustomHandler } {
   const seen: ChangeEvent[] = [];

@@ -2,10 +2,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../../support/fixtures.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
-import { Syncer } from '../../../../src/apply/sync/sync.ts';
-import type { ChangeEvent, Row } from '../../../../src/feed/events.ts';
-import type { CustomHandler, ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
+import { Syncer } from '../../../../src/apply/sync/index.ts';
+import type { ChangeEvent, Row } from '../../../../src/feed/index.ts';
+import type { CustomHandler, ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 import { cli, dumpFile, highWater, journalSeqs, makeSource, projectionRows } from '../../../apply/support/target.ts';
 import { SCHEMA, SEED, writeRound } from '../../../apply/support/scenario.ts';
 

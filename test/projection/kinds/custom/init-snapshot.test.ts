@@ -1,12 +1,12 @@
 // a custom init gets every snapshot row exactly across pages while it writes
 import path from 'node:path';
 import { test, expect } from '../../../support/fixtures.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import { snapshot } from '../../../../src/feed/snapshot.ts';
-import { toBindable, toJsonValue, type SqlValue } from '../../../../src/sqlite/codec.ts';
-import type { Row } from '../../../../src/feed/events.ts';
-import type { CustomHandler } from '../../../../src/projection/definition.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import { snapshot } from '../../../../src/feed/index.ts';
+import { toBindable, toJsonValue, type SqlValue } from '../../../../src/sqlite/index.ts';
+import type { Row } from '../../../../src/feed/index.ts';
+import type { CustomHandler } from '../../../../src/projection/index.ts';
 
 /*
  * A custom handler's init runs its own statements (through ctx.db) while it
@@ -22,7 +22,7 @@ const SCHEMA = `
 
 const ROWS = 1203; // more than two pages of 500
 
-function fill(db: import('../../../../src/sqlite/connection.ts').Db): void {
+function fill(db: import('../../../../src/sqlite/index.ts').Db): void {
   db.exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})
     INSERT INTO plain SELECT i, CASE WHEN i % 7 = 0 THEN CAST(x'ff41' || CAST(i AS BLOB) AS TEXT) ELSE 'body ' || i END, CASE WHEN i % 5 = 0 THEN x'00ff' ELSE i * 1.5 END FROM n`);
   // Keys around the page boundaries are malformed UTF-8 (bytes 0xfe/0xff never occur in UTF-8).

@@ -2,10 +2,10 @@
 import path from 'node:path';
 import { sql } from 'kysely';
 import { test, expect } from '../../../support/fixtures.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
-import type { CustomHandler } from '../../../../src/projection/definition.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
+import type { CustomHandler } from '../../../../src/projection/index.ts';
 
 /*
  * In a sync the source is the connection's main database and the target is

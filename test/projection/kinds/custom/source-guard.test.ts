@@ -2,10 +2,10 @@
 import path from 'node:path';
 import { sql } from 'kysely';
 import { test, expect, describe } from '../../../support/fixtures.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync, Syncer } from '../../../../src/apply/sync/sync.ts';
-import { openDatabase, type Db } from '../../../../src/sqlite/connection.ts';
-import type { CustomContext, CustomHandler } from '../../../../src/projection/definition.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync, Syncer } from '../../../../src/apply/sync/index.ts';
+import { openDatabase, type Db } from '../../../../src/sqlite/index.ts';
+import type { CustomContext, CustomHandler } from '../../../../src/projection/index.ts';
 
 /*
  * A handler may read the source (a raw SQL name without a schema is the

@@ -2,11 +2,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe, ROOT, runPython } from '../../../support/fixtures.ts';
-import * as S from '../../../../src/cli/json-schemas.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import { loadDefinitions } from '../../../../src/projection/definition.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
+import { jsonSchemas as S } from '../../../../src/cli/index.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import { loadDefinitions } from '../../../../src/projection/index.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
 import { runCliAsync, parseJson, sha256 } from '../../../cli/support/cli.ts';
 
 /*

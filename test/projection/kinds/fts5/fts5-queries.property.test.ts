@@ -2,10 +2,10 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../../src/sqlite/connection.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../../src/sqlite/index.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import type { ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 
 /*
  * Incremental FTS5 (external content and contentless) against an index built

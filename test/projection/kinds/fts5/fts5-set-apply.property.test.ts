@@ -2,14 +2,11 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../../../support/fixtures.ts';
-import type { Db } from '../../../../src/sqlite/connection.ts';
-import { compiledAs, type CompiledProjection } from '../../../../src/projection/compile.ts';
-import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
-import { applyFtsNet } from '../../../../src/projection/kinds/fts5/net.ts';
-import { applyFtsEvents } from '../../../../src/projection/kinds/fts5/events.ts';
-import { readSourceView } from '../../../../src/feed/source-view.ts';
-import { readEventsInRange } from '../../../../src/feed/batch.ts';
-import { quoteIdent } from '../../../../src/sqlite/quote.ts';
+import type { Db } from '../../../../src/sqlite/index.ts';
+import { compiledAs, type CompiledProjection, applyFtsNet, applyFtsEvents } from '../../../../src/projection/index.ts';
+import type { ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
+import { readSourceView, readEventsInRange } from '../../../../src/feed/index.ts';
+import { quoteIdent } from '../../../../src/sqlite/index.ts';
 import { tableCells } from '../../../apply/support/target.ts';
 import { batchSql, compiledFor, stageBatch, underTamper } from '../../support/batch.ts';
 import { FEEDS, throughApplier } from '../../support/applier.ts';
@@ -22,7 +19,7 @@ import { FEEDS, throughApplier } from '../../support/applier.ts';
  * leave the same keys and stored values, and an index that answers every
  * query the same and passes FTS5's integrity check.
  *
- * Each batch also goes through the one applier (apply/sync/applier.ts), as sync
+ * Each batch also goes through the one applier (apply/projections/applier.ts), as sync
  * feeds it (the journal) and as import does (the same events decoded): both
  * must end the same way (the same suspension, or the same keys, values and
  * answers), and as the per-event path decides.

@@ -4,16 +4,14 @@ import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { test, expect } from '../../../support/fixtures.ts';
-import { openDatabase, type Db } from '../../../../src/sqlite/connection.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import { skipUnread } from '../../../../src/apply/sync/applier.ts';
-import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { openDatabase, type Db } from '../../../../src/sqlite/index.ts';
+import { enable, openSource } from '../../../../src/capture/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import { skipUnread } from '../../../../src/apply/projections/index.ts';
+import type { ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 import { PythonWriter } from '../../../support/python-writer.ts';
 import { tableCells } from '../../../apply/support/target.ts';
-import { openSource } from '../../../../src/capture/open-source.ts';
-import { exportOnce, LineSink } from '../../../../src/export/export.ts';
-import { importFile } from '../../../../src/export/import.ts';
+import { exportOnce, LineSink, importFile } from '../../../../src/export/index.ts';
 
 /*
  * Issue 22, item 3. `issues` has an fts5 index over title and body (one

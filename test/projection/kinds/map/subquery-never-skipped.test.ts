@@ -1,8 +1,7 @@
 // a map whose computed column reads a column through a subquery is never skipped; one that reads it plainly skips what it does not read
 import path from 'node:path';
 import { test, expect } from '../../../support/fixtures.ts';
-import { compileAgainstSource } from '../../../../src/projection/expression-probe.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { compileAgainstSource, parseDefinition, type ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 import { InvalidInputError } from '../../../../src/errors.ts';
 import { compiledFor, stageBatch } from '../../support/batch.ts';
 import { FEEDS, throughApplier } from '../../support/applier.ts';

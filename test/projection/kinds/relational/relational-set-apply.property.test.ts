@@ -2,11 +2,10 @@
 import path from 'node:path';
 import fc from 'fast-check';
 import { test, expect } from '../../../support/fixtures.ts';
-import type { Db } from '../../../../src/sqlite/connection.ts';
-import type { CompiledProjection } from '../../../../src/projection/compile.ts';
-import type { EventRelation } from '../../../../src/feed/event-relation.ts';
-import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
-import { applyRelational, type RelationalPath } from '../../../../src/projection/kinds/relational/apply.ts';
+import type { Db } from '../../../../src/sqlite/index.ts';
+import type { CompiledProjection, ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
+import type { EventRelation } from '../../../../src/feed/index.ts';
+import { applyRelational, type RelationalPath } from '../../../../src/projection/index.ts';
 import { batchSql, compiledFor, relational, stageBatch, underTamper } from '../../support/batch.ts';
 import { tableCells } from '../../../apply/support/target.ts';
 import { FEEDS, throughApplier } from '../../support/applier.ts';
@@ -30,7 +29,7 @@ import { soakCount } from '../../../support/soak.ts';
  * (forged: capture records it from every writer, so the applier's
  * UNCAPTURED_REPLACE check is the net behind it).
  *
- * Each batch also goes through the one applier (apply/sync/applier.ts), as sync
+ * Each batch also goes through the one applier (apply/projections/applier.ts), as sync
  * feeds it (the journal) and as import does (the same events decoded): both
  * must end the same way (the same suspension, or the same target bytes) as
  * the reference decides.

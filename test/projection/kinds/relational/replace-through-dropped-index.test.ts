@@ -1,9 +1,9 @@
 // a unique index made and dropped around a replace between two syncs never leaves a mirror active and stale
 import path from 'node:path';
 import { test, expect, runSqliteCli } from '../../../support/fixtures.ts';
-import { enable } from '../../../../src/capture/enable.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
+import { enable } from '../../../../src/capture/index.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
 import { pythonExec } from '../../../support/journal.ts';
 import { tableCells } from '../../../apply/support/target.ts';
 

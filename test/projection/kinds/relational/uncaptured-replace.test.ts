@@ -1,10 +1,10 @@
 // an insert or replace without recursive triggers suspends instead of leaving the target stale
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../../../support/fixtures.ts';
-import { openDatabase } from '../../../../src/sqlite/connection.ts';
-import { sync } from '../../../../src/apply/sync/sync.ts';
-import { verify } from '../../../../src/apply/check/verify.ts';
-import type { ProjectionDefinitionInput } from '../../../../src/projection/definition.ts';
+import { openDatabase } from '../../../../src/sqlite/index.ts';
+import { sync } from '../../../../src/apply/sync/index.ts';
+import { verify } from '../../../../src/apply/check/index.ts';
+import type { ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 import { highWater, makeSource, tableCells } from '../../../apply/support/target.ts';
 import { SCHEMA, SEED } from '../../../apply/support/scenario.ts';
 

@@ -1,4 +1,4 @@
-import type { DroppedIndex } from '../target/user-indexes.ts';
+import type { DroppedIndex } from '../target/index.ts';
 import type { Suspension } from './applier.ts';
 
 /** The outcome of one step for one projection (step.ts): what its target transaction did. */

@@ -1,4 +1,4 @@
-import { withoutCredentials } from '../apply/target/fed-by.ts';
+import { withoutCredentials } from '../../apply/target/index.ts';
 
 /*
  * How to reach a NATS deployment (docs/broker.md, "Connecting"): its

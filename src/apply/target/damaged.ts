@@ -1,6 +1,5 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
-import { rollbackOpen } from '../../sqlite/transaction.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { quoteIdent, rollbackOpen } from '../../sqlite/index.ts';
 import { SluiceError, errorCode } from '../../errors.ts';
 
 /*

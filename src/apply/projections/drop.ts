@@ -1,15 +1,9 @@
 import fs from 'node:fs';
-import { openDatabase } from '../../sqlite/connection.ts';
-import { closeDatabase } from '../../sqlite/connection-state.ts';
-import { writeTransactionSync } from '../../sqlite/transaction.ts';
-import { quoteIdent } from '../../sqlite/quote.ts';
+import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCommand } from '../../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
-import { PROJECTIONS_TABLE, readProjections } from './target-meta.ts';
-import { ownedBy } from '../sync/applier.ts';
-import { buildTables, readBuild } from '../rebuild/shadow-build.ts';
-import { excludeFromMirrorAll } from '../sync/projection-set.ts';
-import { recordDrop } from './dropped.ts';
-import { shellCommand } from '../../sqlite/shell-word.ts';
+import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop } from '../target/index.ts';
+import { ownedBy } from './applier.ts';
+import { excludeFromMirrorAll } from './projection-set.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 

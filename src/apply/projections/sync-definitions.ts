@@ -1,22 +1,21 @@
-import type { Db } from '../../sqlite/connection.ts';
+import type { Db } from '../../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../../errors.ts';
-import { foldIdent } from '../../sqlite/quote.ts';
-import { readSourceView } from '../../feed/source-view.ts';
-import { enableCommand, enableHint } from '../../capture/enable-hint.ts';
-import { hasCapture, readTables } from '../../capture/catalog.ts';
-import { ownedTables, type CompiledProjection } from '../../projection/compile.ts';
-import { defaultProjectionName } from '../../projection/name.ts';
-import { checkCollisions, compileAgainstSource } from '../../projection/expression-probe.ts';
+import { foldIdent, shellCommand } from '../../sqlite/index.ts';
+import { readSourceView } from '../../feed/index.ts';
+import { enableCommand, enableHint, hasCapture, readTables } from '../../capture/index.ts';
 import {
+  ownedTables,
+  type CompiledProjection,
+  defaultProjectionName,
+  checkCollisions,
+  compileAgainstSource,
   parseDefinition,
   parseStoredDefinition,
   withStoredHandler,
   type ProjectionDefinition,
   type ProjectionDefinitionInput,
-} from '../../projection/definition.ts';
-import { TARGET_SCHEMA } from '../target/session.ts';
-import { readProjections, type ProjectionRecord } from '../target/target-meta.ts';
-import { shellCommand } from '../../sqlite/shell-word.ts';
+} from '../../projection/index.ts';
+import { TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import {
   isDefaultMirror,

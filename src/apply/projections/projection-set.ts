@@ -1,11 +1,8 @@
-import type { Db } from '../../sqlite/connection.ts';
-import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { writeTransaction } from '../../sqlite/transaction.ts';
-import { StoredRow, stringList } from '../../sqlite/stored-row.ts';
-import type { CaptureMode } from '../../capture/schema.ts';
-import { defaultProjectionName } from '../../projection/name.ts';
-import { defaultMirror, type MirrorDefinition } from '../../projection/definition.ts';
-import { ownedTables, type ProjectionRecord } from '../target/target-meta.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent, writeTransaction, StoredRow, stringList } from '../../sqlite/index.ts';
+import type { CaptureMode } from '../../capture/index.ts';
+import { defaultProjectionName, defaultMirror, type MirrorDefinition } from '../../projection/index.ts';
+import { ownedTables, type ProjectionRecord } from '../target/index.ts';
 
 /*
  * A target's projection set: the definitions stored one per row in

@@ -1,14 +1,18 @@
 import { createHash } from 'node:crypto';
-import type { Db } from '../../sqlite/connection.ts';
-import { foldIdent, quoteIdent } from '../../sqlite/quote.ts';
-import { writeTransaction } from '../../sqlite/transaction.ts';
+import type { Db } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent, writeTransaction, reinitCommand } from '../../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
-import type { ChangeBatch } from '../../feed/change-batch.ts';
-import { ownedTablesAt, type CompiledProjection } from '../../projection/compile.ts';
-import type { SnapshotBuild, SnapshotRows } from '../../projection/kind.ts';
-import { dropTemps, kindOf } from '../../projection/kinds/registry.ts';
-import { foreignUniqueIndexOf, ftsUniqueMessage } from '../../projection/foreign-unique.ts';
+import type { ChangeBatch } from '../../feed/index.ts';
+import {
+  ownedTablesAt,
+  type CompiledProjection,
+  dropTemps,
+  kindOf,
+  foreignUniqueIndexOf,
+  ftsUniqueMessage,
+} from '../../projection/index.ts';
+import type { SnapshotBuild, SnapshotRows } from '../../projection/index.ts';
 import {
   SELF_CLEARING_SUSPENSIONS,
   insertProjection,
@@ -19,9 +23,11 @@ import {
   storeCursor,
   PROJECTIONS_TABLE,
   type ProjectionRecord,
-} from '../target/target-meta.ts';
-import { restoreIndexes, userIndexes, type DroppedIndex, type UserIndex } from '../target/user-indexes.ts';
-import { reinitCommand } from '../../sqlite/shell-word.ts';
+  restoreIndexes,
+  userIndexes,
+  type DroppedIndex,
+  type UserIndex,
+} from '../target/index.ts';
 
 /*
  * The one place where a snapshot or a batch meets a projection kind. sync

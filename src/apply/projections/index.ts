@@ -1,0 +1,47 @@
+// The face of src/apply/projections/: what other folders and the tests import of it (docs/architecture.md, "Faces").
+// Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
+
+export {
+  SnapshotInstall,
+  applyRows,
+  checkTablesFree,
+  commitBatch,
+  ownedBy,
+  positionBatch,
+  recordSuspension,
+  replacedTables,
+  storedSuspension,
+  suspension,
+  suspensionGate,
+  targetFile,
+} from './applier.ts';
+export type { ApplyTarget, BatchEnd, RowsApplied, Suspension } from './applier.ts';
+export { BROKEN_DEFINITION_REASONS, brokenDefinition, brokenReason } from './broken-definition.ts';
+export type { BrokenDefinition } from './broken-definition.ts';
+export { columnsRead } from './columns-read.ts';
+export { dropProjection } from './drop.ts';
+export type { DropResult } from './drop.ts';
+export {
+  MIRROR_ALL,
+  PROJECTION_SET_TABLE,
+  isDefaultMirror,
+  mirrorAllSource,
+  missingMirrors,
+  readProjectionSet,
+  storeProjectionSet,
+} from './projection-set.ts';
+export type { SetChange, Unmirrored } from './projection-set.ts';
+export type { StepOutcome } from './step-outcome.ts';
+export {
+  admitted,
+  compileMirrorAll,
+  mirrorAllOf,
+  resolveProjections,
+  resolveReinit,
+  storedAsGiven,
+  uncapturedTable,
+} from './sync-definitions.ts';
+export type { DefinitionInput, Refusal, Resolution } from './sync-definitions.ts';
+
+// Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { skipUnread } from './applier.ts';

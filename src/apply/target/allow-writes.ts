@@ -1,0 +1,14 @@
+import type { Db } from '../../sqlite/index.ts';
+
+/*
+ * The function the guards of a protected target (apply/edits/protect.ts)
+ * call: a connection that defines it to return 1 writes the projection
+ * tables; any other program's write is refused.
+ */
+
+export const PROTECT_FUNCTION = 'sluice_protect';
+
+/** Lets this connection write protected projection tables (every sluice connection that applies to a target calls it). */
+export function allowProjectionWrites(db: Db): void {
+  db.function(PROTECT_FUNCTION, { deterministic: true }, () => 1);
+}

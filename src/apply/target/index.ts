@@ -1,0 +1,35 @@
+// The face of src/apply/target/: what other folders and the tests import of it (docs/architecture.md, "Faces").
+// Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
+
+export { PROTECT_FUNCTION, allowProjectionWrites } from './allow-writes.ts';
+export { buildTables, readBuild, shadowBuildOf } from './build-of.ts';
+export type { BuildState } from './build-state.ts';
+export { checkConsumers, lostExplanation, lostRepair } from './consumers.ts';
+export type { LostProjection } from './consumers.ts';
+export { damagedFile, damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
+export { clearDrops, recordDrop } from './dropped.ts';
+export { recordFedBy, recordSubscribed, recordSynced, urlLogin, withoutCredentials } from './fed-by.ts';
+export type { FedBy } from './fed-by.ts';
+export { projectionWrites } from './projection-writes.ts';
+export { DEFAULT_BUSY_TIMEOUT_MS, markBusy, retryBusy } from './retry.ts';
+export { TARGET_SCHEMA, openApplySession } from './session.ts';
+export type { ApplySession } from './session.ts';
+export {
+  PROJECTIONS_TABLE,
+  SELF_CLEARING_SUSPENSIONS,
+  TARGET_INFO_TABLE,
+  clearFailure,
+  ensureTargetMeta,
+  hasTargetMeta,
+  insertProjection,
+  newProjectionRecord,
+  ownedTables,
+  readProjection,
+  readProjections,
+  recordFailure,
+  setState,
+  storeCursor,
+} from './target-meta.ts';
+export type { ProjectionRecord, ProjectionState } from './target-meta.ts';
+export { restoreIndexes, userIndexes } from './user-indexes.ts';
+export type { DroppedIndex, UserIndex } from './user-indexes.ts';

@@ -1,0 +1,24 @@
+// The face of src/export/: what other folders and the tests import of it (docs/architecture.md, "Faces").
+// Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
+
+export { readCheckedLines } from './checked-reader.ts';
+export type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
+export { LineSink, exportOnce, writeBatch, writeSnapshot } from './export.ts';
+export type { ExportOptions, ExportResult, LineWriter } from './export.ts';
+export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
+export { importFile, importStream } from './import.ts';
+export {
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  replaceFile,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from './resume-point.ts';
+
+// Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
+export { FORMAT_VERSION, exportLineSchema, rowLineSchema } from './format.ts';
+export type { ExportLine } from './format.ts';
+export { LineDigest } from './line-digest.ts';

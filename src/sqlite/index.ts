@@ -1,0 +1,85 @@
+// The face of src/sqlite/: what other folders and the tests import of it (docs/architecture.md, "Faces").
+// Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
+
+export { requireWriteAccess } from './access.ts';
+export { affinityOf, canHoldNegativeZero } from './affinity.ts';
+export type { Affinity } from './affinity.ts';
+export { useCatchUpCaches } from './catch-up-caches.ts';
+export {
+  RawText,
+  fromDriver,
+  fromJsonValue,
+  isRawText,
+  jsonValueSchema,
+  namedPlaceholderFor,
+  placeholderFor,
+  toBindable,
+  toJsonValue,
+} from './codec.ts';
+export type { JsonValue, SqlValue } from './codec.ts';
+export { collationOf, columnCollations } from './collations.ts';
+export { columnDecl, declaredType } from './column-decl.ts';
+export { closeDatabase, connectionState, slot } from './connection-state.ts';
+export { openDatabase, useWal } from './connection.ts';
+export type { OpenOptions } from './connection.ts';
+export type { Db } from './db.ts';
+export { checkHeldFile, checkSameFile, heldFile, pathIdentity, sameFile } from './file-identity.ts';
+export type { FileIdentity } from './file-identity.ts';
+export {
+  describeTable,
+  expressionUniqueIndexes,
+  findObjects,
+  foreignKeys,
+  listTables,
+  primaryKeyCollations,
+  schemaFingerprint,
+  schemaVersion,
+  uniqueIndexes,
+} from './introspect.ts';
+export type { TableInfo, UniqueIndexInfo } from './introspect.ts';
+export { tryProcessLock } from './process-lock.ts';
+export type { ProcessLock } from './process-lock.ts';
+export { runQuery } from './query.ts';
+export type { QueryResult } from './query.ts';
+export { foldIdent, quoteIdent, quoteString } from './quote.ts';
+export { realFilePath } from './real-path.ts';
+export { parseRenameColumn } from './rename-column.ts';
+export { renameTable } from './rename.ts';
+export { openUntouched } from './schema-copy.ts';
+export { reinitCommand, repairAction, repairOf, shellCommand, shellWord } from './shell-word.ts';
+export { cachedStatement } from './statement-cache.ts';
+export type { RowMode } from './statement-cache.ts';
+export { forEachStatement, isBlank, leadingKeywords, refuseTransactionControl } from './statements.ts';
+export { StoredRow, either, jsonObject, stringList } from './stored-row.ts';
+export {
+  TEXT_ENCODINGS,
+  encodingMismatch,
+  hasUnpairedSurrogate,
+  lossyTextTest,
+  matchTargetEncoding,
+  textEncoding,
+  textFromDbBytes,
+  unpairedToDb,
+} from './text-encoding.ts';
+export type { TextEncoding } from './text-encoding.ts';
+export {
+  beginHeld,
+  commitHeld,
+  readSession,
+  readSessionSync,
+  rollbackOpen,
+  withReadTransaction,
+  withWriteTransaction,
+  writeAlone,
+  writeTransaction,
+  writeTransactionSync,
+} from './transaction.ts';
+export { triggerTiming } from './trigger-timing.ts';
+export { WalFiles } from './wal-frames.ts';
+export type { WalCommit, WalEnd } from './wal-frames.ts';
+export { dropWorkTables, emptyWorkTables, workTable, workTableName } from './work-tables.ts';
+export { takeWriteLock } from './write-lock.ts';
+
+// Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { mayBeLossyText, sameRow, sameValue, storageClass, textFromBytes } from './codec.ts';
+export { adoptEncoding } from './text-encoding.ts';
