@@ -1,13 +1,17 @@
 #!/usr/bin/env node
-// The sluice CLI. Runs the compiled build (dist/, made by `npm run build`,
-// which `npm ci` runs through `prepare`); falls back to the TypeScript
-// sources through tsx when there is no build (a fresh checkout mid-edit).
+// The sluice CLI. Runs the build (dist/, made by `npm run build`, which
+// `npm ci` runs through `prepare`): the bundle dist/cli/main.js, else the
+// compiled modules dist/src/cli/main.js (a build from before the bundle, or
+// one whose bundle step failed); falls back to the TypeScript sources
+// through tsx when there is no build (a fresh checkout mid-edit) or when
+// SLUICE_FROM_SOURCE is set.
 import fs from 'node:fs';
 
-const compiled = new URL('../dist/src/cli/main.js', import.meta.url);
+const builds = [new URL('../dist/cli/main.js', import.meta.url), new URL('../dist/src/cli/main.js', import.meta.url)];
+const built = process.env.SLUICE_FROM_SOURCE === undefined ? builds.find((u) => fs.existsSync(u)) : undefined;
 let main;
-if (fs.existsSync(compiled) && process.env.SLUICE_FROM_SOURCE === undefined) {
-  ({ main } = await import(compiled.href));
+if (built !== undefined) {
+  ({ main } = await import(built.href));
 } else {
   const { register } = await import('tsx/esm/api');
   register();

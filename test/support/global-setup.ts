@@ -23,7 +23,10 @@ function sources(root: string, dir: string): string[] {
  * each source's content with the last build's and emits what changed, a few
  * seconds instead of a whole build when nothing did. tsc does not look at
  * its outputs, so when one of them is gone (a dist/ emptied by hand), the
- * state is dropped first and the build is whole again.
+ * state is dropped first and the build is whole again. Then the CLI's
+ * bundle (dist/cli/, which bin/sluice.js runs first) is made again from
+ * that build, as `npm run build` does: esbuild rewrites only the files
+ * whose content changed.
  */
 export default function setup(): void {
   const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -31,4 +34,5 @@ export default function setup(): void {
   const missing = BUILT.flatMap((d) => sources(root, d)).some((f) => !fs.existsSync(path.join(root, 'dist', f.replace(/\.ts$/, '.js'))));
   if (missing) fs.rmSync(path.join(root, 'dist', '.tsbuildinfo'), { force: true });
   execFileSync(process.execPath, [tsc, '-p', path.join(root, 'tsconfig.build.json')], { cwd: root, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(root, 'scripts', 'bundle-cli.js')], { cwd: root, stdio: 'inherit' });
 }
