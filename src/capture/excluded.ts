@@ -1,6 +1,6 @@
 import type { Db } from '../sqlite/index.ts';
 import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
-import { describeTable, type TableInfo, foldIdent, shellWord } from '../sqlite/index.ts';
+import { columnDefinitionNames, describeTable, type TableInfo, foldIdent, shellWord } from '../sqlite/index.ts';
 import { readTables, type CapturedTable } from './catalog.ts';
 import { enableCommand } from './enable-hint.ts';
 
@@ -41,6 +41,44 @@ export function describeCaptured(db: Db, table: string): TableInfo | undefined {
 }
 
 /**
+ * The generated columns of `info` that capture would record although their
+ * value is computed from a column `excluded` leaves out (directly, or
+ * through another such generated column): each with the name it reads.
+ * Read from the column's definition in the CREATE TABLE text, every name it
+ * mentions counting as read, so that a doubt makes a column a reader, never
+ * the other way round.
+ */
+export function generatedFromExcluded(info: TableInfo, excluded: readonly string[]): { column: string; from: string }[] {
+  if (excluded.length === 0) return [];
+  const generated = info.columns.filter((c) => c.hidden === 2 || c.hidden === 3);
+  if (generated.length === 0) return [];
+  const defs = new Map([...columnDefinitionNames(info.sql ?? '')].map(([k, v]) => [foldIdent(k), v]));
+  const secret = new Map(excluded.map((c) => [foldIdent(c), c]));
+  const out: { column: string; from: string }[] = [];
+  for (let grew = true; grew;) {
+    grew = false;
+    for (const c of generated) {
+      if (secret.has(foldIdent(c.name))) continue;
+      const names = defs.get(foldIdent(c.name));
+      // A definition this reader cannot find is taken to read the first excluded column.
+      const from = names === undefined ? excluded[0] : names.map((n) => secret.get(foldIdent(n))).find((n) => n !== undefined);
+      if (from === undefined) continue;
+      secret.set(foldIdent(c.name), c.name);
+      out.push({ column: c.name, from });
+      grew = true;
+    }
+  }
+  return out;
+}
+
+/** The refusal's text for generatedFromExcluded's columns: each named with what it reads, and the fix. */
+export function generatedFromExcludedDetail(table: string, found: readonly { column: string; from: string }[]): string {
+  const each = found.map((g) => `column ${g.column} of ${table} is generated from ${g.from}`).join(', and ');
+  const names = found.map((g) => g.column).join(', ');
+  return `${each}, which is left out of capture: capturing ${found.length === 1 ? 'it' : 'them'} would journal the excluded value. Leave ${names} out of capture too (add ${found.length === 1 ? 'it' : 'them'} to --exclude, or to the pipeline file's exclude)`;
+}
+
+/**
  * Checks the columns asked to be left out of `info` and returns them as
  * the table spells them, in table order: an unknown column is refused naming
  * the table and its columns, and a key column is refused (events and target
@@ -63,7 +101,15 @@ export function resolveExclusion(info: TableInfo, requested: readonly string[]):
       );
     wanted.add(col.name);
   }
-  return info.columns.filter((c) => wanted.has(c.name)).map((c) => c.name);
+  const resolved = info.columns.filter((c) => wanted.has(c.name)).map((c) => c.name);
+  const generated = generatedFromExcluded(info, resolved);
+  if (generated.length > 0)
+    throw new CaptureRefusedError(
+      'GENERATED_FROM_EXCLUDED',
+      info.name,
+      `Table ${info.name}: ${generatedFromExcludedDetail(info.name, generated)}.`,
+    );
+  return resolved;
 }
 
 /**
@@ -79,6 +125,7 @@ export function keptExclusion(prior: CapturedTable, info: TableInfo): readonly s
   if (prior.excluded.length === 0) return [];
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
   const kept = prior.excluded.filter((c) => live.has(foldIdent(c)));
+  if (generatedFromExcluded(info, kept).length > 0) return undefined;
   if (kept.length === prior.excluded.length) return kept;
   const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
   if (info.columns.some((c) => !known.has(foldIdent(c.name)))) return undefined;
@@ -88,6 +135,11 @@ export function keptExclusion(prior: CapturedTable, info: TableInfo): readonly s
 /** The detail of a table held unarmed by keptExclusion, with the enable that excludes the columns still left out and the new ones. */
 export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, source: string): string {
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const generated = generatedFromExcluded(
+    info,
+    prior.excluded.filter((c) => live.has(foldIdent(c))),
+  );
+  if (generated.length > 0) return generatedFromExcludedDetail(prior.name, generated);
   const gone = prior.excluded.filter((c) => !live.has(foldIdent(c)));
   const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
   const suggested = info.columns.filter(

@@ -178,4 +178,33 @@ describe('columns left out of capture', () => {
     const refused = await convergeOnce(await loadPipeline(yml));
     expect(refused.sources[0]?.error).toMatchObject({ code: 'KEY_COLUMN_EXCLUDED' });
   });
+  test('a generated column that reads an excluded one is refused at enable, and one added later keeps the table unarmed until it is excluded too', async ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, "Pass Word" TEXT, copy TEXT AS ("pass word") VIRTUAL, up TEXT AS (upper(copy)) STORED, nlen INT AS (length(name)))',
+    );
+    db.exec(`INSERT INTO users (id, name, "Pass Word") VALUES (1, 'a', 'secret')`);
+    // copy is pw itself, up is computed from copy: either would carry the secret into the journal.
+    const refused = await failure(() => enable(db, ['users'], { exclude: ['PASS WORD'] }));
+    expect(refused).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(String((refused as Error).message)).toContain('column copy of users is generated from Pass Word');
+    expect(String((refused as Error).message)).toContain('column up of users is generated from copy');
+    expect(readTables(db)).toEqual([]);
+    enable(db, ['users'], { exclude: ['pass word', 'copy', 'up'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'nlen'] });
+    // A generated column added later by another writer: not re-armed by itself, and enable must be told.
+    runSqliteCli(file, 'ALTER TABLE users ADD COLUMN leak TEXT AS (substr("Pass Word", 1)) VIRTUAL;');
+    const added = verifyCapture(db).tables[0];
+    expect(added).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(added?.detail).toContain('column leak of users is generated from Pass Word');
+    expect(rearmCapture(db)).toBeUndefined();
+    expect(await failure(() => enable(db, ['users']))).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    pythonExec(file, "UPDATE users SET \"Pass Word\" = 'secret2', name = 'b'");
+    enable(db, ['users'], { exclude: ['pass word', 'copy', 'up', 'leak'] });
+    pythonExec(file, "UPDATE users SET \"Pass Word\" = 'secret3', name = 'c'");
+    const cells = db.prepare('SELECT * FROM _sluice_journal').raw().all().flat();
+    expect(cells.filter((c) => typeof c === 'string' && /secret/i.test(c))).toEqual([]);
+  });
 });
