@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe, failure, runSqliteCli } from '../support/fixtures.ts';
 import { pythonExec } from '../support/journal.ts';
 import { openDatabase, type Db } from '../../src/sqlite/index.ts';
-import { enable, readTables, verifyCapture, rearmCapture } from '../../src/capture/index.ts';
+import { enable, alter, readTables, verifyCapture, rearmCapture } from '../../src/capture/index.ts';
 import { sync } from '../../src/apply/sync/index.ts';
 import { compileAgainstSource, parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/index.ts';
 import { SluiceError } from '../../src/errors.ts';
@@ -206,5 +206,16 @@ describe('columns left out of capture', () => {
     pythonExec(file, "UPDATE users SET \"Pass Word\" = 'secret3', name = 'c'");
     const cells = db.prepare('SELECT * FROM _sluice_journal').raw().all().flat();
     expect(cells.filter((c) => typeof c === 'string' && /secret/i.test(c))).toEqual([]);
+  });
+  test('sluice alter adding a generated column that reads an excluded one is refused, and nothing changes', async ({ makeDb }) => {
+    const { db } = makeDb('app.db', SCHEMA);
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 0, 'n')");
+    enable(db, ['users'], { exclude: ['pw'] });
+    const refused = await failure(() => alter(db, 'ALTER TABLE users ADD COLUMN leak TEXT AS (PW) VIRTUAL'));
+    expect(refused).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(String((refused as Error).message)).toContain('column leak of users is generated from pw');
+    expect(db.prepare("SELECT name FROM pragma_table_xinfo('users')").pluck().all()).toEqual(['id', 'name', 'pw', 'hits', 'note']);
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'hits', 'note'], excluded: ['pw'] });
+    expect(verifyCapture(db).tables[0]).toMatchObject({ armed: true });
   });
 });
