@@ -3,6 +3,7 @@ import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
 import { columnDefinitionNames, describeTable, type TableInfo, foldIdent, shellWord } from '../sqlite/index.ts';
 import { readTables, type CapturedTable } from './catalog.ts';
 import { enableCommand } from './enable-hint.ts';
+import { triggerNames } from './schema.ts';
 
 /*
  * Columns left out of capture (enable's `exclude`). They are in no trigger
@@ -113,6 +114,26 @@ export function resolveExclusion(info: TableInfo, requested: readonly string[]):
 }
 
 /**
+ * Whether the capture triggers of `prior` are on its table as they were
+ * armed. Then every captured column still present is the column it was:
+ * SQLite refuses to drop a column a trigger reads, and renaming one
+ * rewrites the trigger. A table made again (its triggers dropped with it)
+ * or a captured column renamed breaks this.
+ */
+export function armedTriggersIntact(db: Db, prior: CapturedTable): boolean {
+  const stored = db
+    .prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ? AND tbl_name = ? COLLATE NOCASE")
+    .pluck();
+  const names = triggerNames(prior.tid);
+  const armed: [string, string][] = [
+    [names.insert, prior.triggers.insert],
+    [names.update, prior.triggers.update],
+    [names.delete, prior.triggers.delete],
+  ];
+  return armed.every(([name, sql]) => stored.get(name, prior.name) === sql);
+}
+
+/**
  * The excluded set a re-arm keeps for `prior` (a table armed before) whose
  * live shape is `info`: the stored set less the columns that are gone. When
  * an excluded column is gone and `info` has a column that was neither
@@ -121,12 +142,14 @@ export function resolveExclusion(info: TableInfo, requested: readonly string[]):
  * by itself (it stays unarmed, its readers fail closed) until enable is told
  * the set again.
  */
-export function keptExclusion(prior: CapturedTable, info: TableInfo): readonly string[] | undefined {
+export function keptExclusion(prior: CapturedTable, info: TableInfo, intact: boolean): readonly string[] | undefined {
   if (prior.excluded.length === 0) return [];
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
   const kept = prior.excluded.filter((c) => live.has(foldIdent(c)));
   if (generatedFromExcluded(info, kept).length > 0) return undefined;
   if (kept.length === prior.excluded.length) return kept;
+  // A table made again may hold the gone column under the name of a captured one it no longer has.
+  if (!intact) return undefined;
   const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
   if (info.columns.some((c) => !known.has(foldIdent(c.name)))) return undefined;
   return kept;
@@ -145,6 +168,13 @@ export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, sourc
   const suggested = info.columns.filter(
     (c) => !known.has(foldIdent(c.name)) || prior.excluded.some((x) => foldIdent(x) === foldIdent(c.name)),
   );
-  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(suggested.map((c) => c.name).join(','))}`;
-  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and the table has a new column (a rename cannot be told from a drop and an add), so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} (the columns still left out and the new ones)`;
+  const renamed = suggested.some((c) => !known.has(foldIdent(c.name)));
+  // Made again, any column but the key may hold the gone one's values: the safe suggestion leaves them all out.
+  const named = renamed ? suggested : info.columns.filter((c) => c.pkIndex === 0);
+  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(named.map((c) => c.name).join(','))}`;
+  const why = renamed
+    ? 'the table has a new column (a rename cannot be told from a drop and an add)'
+    : 'the table was made again or a captured column renamed (its capture triggers are not as armed: a column named as one captured before may hold its values)';
+  const example = renamed ? '(the columns still left out and the new ones)' : '(every column but the key; name the ones to leave out)';
+  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and ${why}, so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} ${example}`;
 }

@@ -2,7 +2,7 @@ import type { Db, TableInfo } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { foldIdent, connectionState, slot } from '../sqlite/index.ts';
 import type { CapturedTable } from './catalog.ts';
-import { generatedFromExcluded, goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
+import { armedTriggersIntact, generatedFromExcluded, goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
 import { JOURNAL_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, TABLES_EXCLUDED_COLUMN_DEF, journalColumn } from './schema.ts';
 
 /*
@@ -23,7 +23,7 @@ export function exclusionFor(
 ): string[] {
   if (requested !== undefined) return resolveExclusion(info, requested);
   if (prior === undefined) return [];
-  const kept = keptExclusion(prior, info);
+  const kept = keptExclusion(prior, info, armedTriggersIntact(db, prior));
   if (kept === undefined) {
     const live = new Set(info.columns.map((c) => foldIdent(c.name)));
     const generated = generatedFromExcluded(

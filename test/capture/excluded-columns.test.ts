@@ -218,4 +218,35 @@ describe('columns left out of capture', () => {
     expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'hits', 'note'], excluded: ['pw'] });
     expect(verifyCapture(db).tables[0]).toMatchObject({ armed: true });
   });
+  test('a table made again with the excluded column under the name of a dropped captured one is not re-armed by itself', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email_enc TEXT, email TEXT)');
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 'a@x')");
+    enable(db, ['users'], { exclude: ['email_enc'] });
+    const target = path.join(tmp, 't.db');
+    await sync(file, target);
+    // A migration's table rebuild: the names left are all names captured before, but email now holds email_enc's values.
+    runSqliteCli(
+      file,
+      'BEGIN; CREATE TABLE users_new (id INTEGER PRIMARY KEY, name TEXT, email TEXT); INSERT INTO users_new SELECT id, name, email_enc FROM users; DROP TABLE users; ALTER TABLE users_new RENAME TO users; COMMIT;',
+    );
+    const state = verifyCapture(db).tables[0];
+    expect(state).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(state?.detail).toContain('column email_enc of users, left out of capture, is gone');
+    expect(rearmCapture(db)).toBeUndefined();
+    expect(await failure(() => enable(db, ['users']))).toMatchObject({ code: 'SCHEMA_CHANGED' });
+    const held = await sync(file, target);
+    expect(held.projections).toMatchObject([{ state: 'suspended', reason: 'TABLE_UNARMED' }]);
+    expect(state?.detail).toContain('--exclude name,email (every column but the key');
+    pythonExec(file, "UPDATE users SET name = 'b'");
+    expect(db.prepare('SELECT * FROM _sluice_journal').raw().all().flat()).not.toContain('secret');
+    const t = openDatabase(target, { readonly: true });
+    expect(t.prepare('SELECT * FROM users').raw().all().flat()).not.toContain('secret');
+    t.close();
+    // Told, it captures what it is told.
+    enable(db, ['users'], { exclude: ['email'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
+  });
 });
