@@ -249,4 +249,32 @@ describe('columns left out of capture', () => {
     enable(db, ['users'], { exclude: ['email'] });
     expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
   });
+  test("a pipeline file's exclude that enable cannot apply to a captured table syncs none of the source's targets", async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, pw TEXT, c TEXT AS (pw))');
+    db.exec("INSERT INTO users (id, name, pw) VALUES (1, 'a', 'secret')");
+    enable(db, ['users'], { exclude: ['pw', 'c'] });
+    const yml = path.join(tmp, 'sluice.yml');
+    const write = (exclude: string) =>
+      fs.writeFileSync(
+        yml,
+        `sources:\n  - path: ${path.basename(file)}\n    capture:\n      users: {exclude: ${exclude}}\n    targets:\n      - path: t.db\n        projections: ["*"]\n`,
+      );
+    // Captured with every column, then the file leaves pw out, but forgets the generated copy of it: enable refuses.
+    enable(db, ['users'], { exclude: [] });
+    write('[pw]');
+    const r = await convergeOnce(await loadPipeline(yml));
+    expect(r.sources[0]?.error).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(r.targets[0]?.error).toMatchObject({ code: 'EXCLUDE_NOT_APPLIED' });
+    expect(r.targets[0]?.error?.message).toContain('users still captures pw');
+    expect(fs.existsSync(path.join(tmp, 't.db'))).toBe(false);
+    write('[pw, c]');
+    const fixed = await convergeOnce(await loadPipeline(yml));
+    expect(fixed.targets[0]?.error).toBeNull();
+    const t = openDatabase(path.join(tmp, 't.db'), { readonly: true });
+    expect(t.prepare('SELECT * FROM users').raw().all()).toEqual([[1n, 'a']]);
+    t.close();
+  });
 });
