@@ -277,4 +277,28 @@ describe('columns left out of capture', () => {
     expect(t.prepare('SELECT * FROM users').raw().all()).toEqual([[1n, 'a']]);
     t.close();
   });
+  test('sluice alter making a table again without its excluded column is refused, since a captured name may hold its values', async ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email_enc TEXT, email TEXT)');
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 'a@x')");
+    enable(db, ['users'], { exclude: ['email_enc'] });
+    const script = [
+      'CREATE TABLE users_new (id INTEGER PRIMARY KEY, name TEXT, email TEXT)',
+      'INSERT INTO users_new SELECT id, name, email_enc FROM users',
+      'DROP TABLE users',
+      'ALTER TABLE users_new RENAME TO users',
+    ].join('; ');
+    const refused = await failure(() => alter(db, script));
+    expect(refused).toMatchObject({ code: 'ALTER_REFUSED' });
+    expect(String((refused as Error).message)).toContain('makes users again without email_enc, which is left out of capture');
+    expect(String((refused as Error).message)).toContain('users --exclude name,email (every column but the key');
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'email'], excluded: ['email_enc'] });
+    expect(db.prepare("SELECT name FROM pragma_table_info('users')").pluck().all()).toEqual(['id', 'name', 'email_enc', 'email']);
+    // Run outside alter, the table stays unarmed until enable is told which columns to leave out.
+    runSqliteCli(file, `BEGIN; ${script}; COMMIT;`);
+    expect(rearmCapture(db)).toBeUndefined();
+    enable(db, ['users'], { exclude: ['email'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
+  });
 });
