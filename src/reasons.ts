@@ -820,6 +820,20 @@ export const REASONS = {
     explain: 'A primary-key column cannot be left out of capture: every event and target row is found by the key.',
     repair: null,
   },
+  GENERATED_FROM_EXCLUDED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'A generated column of a table is computed from a column left out of capture (directly or through another generated column): capturing it would journal the excluded value. Leave it out of capture too. A table armed before such a column was added stays unarmed (SCHEMA_CHANGED) until enable is told.',
+    repair: null,
+  },
+  EXCLUDE_NOT_APPLIED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A pipeline file leaves a column out of capture that its source still captures (enable could not apply the file's exclude). No target of that source is synced until it does: its events and snapshots would carry the column.",
+    repair: null,
+  },
   EXCLUDED_COLUMN_READ: {
     kinds: ['error'],
     clears: false,

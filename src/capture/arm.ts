@@ -1,10 +1,11 @@
 import type { Db, TableInfo } from '../sqlite/index.ts';
+import { CaptureRefusedError } from '../errors.ts';
 import { quoteIdent } from '../sqlite/index.ts';
 import { captureFingerprint } from './table-fingerprint.ts';
 import { readState, highWaterMark, type CapturedTable } from './catalog.ts';
 import { buildTriggers, journalWidthFor } from './triggers.ts';
 import { guardInputs } from './guard-inputs.ts';
-import { capturedColumns } from './excluded.ts';
+import { capturedColumns, generatedFromExcluded, generatedFromExcludedDetail } from './excluded.ts';
 import { recordExclusion } from './exclusion-change.ts';
 import {
   JOURNAL_TABLE,
@@ -44,6 +45,14 @@ export function arm(
   prior: CapturedTable | undefined,
   excluded: readonly string[],
 ): number {
+  // Every caller checks this first; a path that did not (sluice alter adding such a column) must not journal the value.
+  const generated = generatedFromExcluded(info, excluded);
+  if (generated.length > 0)
+    throw new CaptureRefusedError(
+      'GENERATED_FROM_EXCLUDED',
+      info.name,
+      `Table ${info.name}: ${generatedFromExcludedDetail(info.name, generated)}.`,
+    );
   ensureJournalWidth(db, journalWidthFor(info, mode, excluded));
   const state = readState(db);
   if (state === undefined) throw new Error('unreachable: capture state missing');

@@ -15,7 +15,7 @@ import { readState, readTables, type CaptureState, type CapturedTable } from './
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers, type TriggerOptions } from './triggers.ts';
-import { goneExclusionDetail, keptExclusion } from './excluded.ts';
+import { armedTriggersIntact, goneExclusionDetail, keptExclusion } from './excluded.ts';
 import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
@@ -145,7 +145,7 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       );
     const inputs = guardInputs(db, table.name);
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
-      if (info !== undefined && keptExclusion(table, info) === undefined)
+      if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)
         return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }

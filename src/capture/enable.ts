@@ -4,7 +4,7 @@ import { useWal, withWriteTransaction, quoteIdent, schemaVersion, type TableInfo
 import { InvalidInputError } from '../errors.ts';
 import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
 import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
-import { keptExclusion } from './excluded.ts';
+import { armedTriggersIntact, keptExclusion } from './excluded.ts';
 import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded } from './exclusion-change.ts';
 import {
   CAPTURE_MODES,
@@ -162,7 +162,7 @@ function enableInTransaction(
       } catch {
         continue; // dropped, or no longer capturable: it stays unarmed and readers rebuild
       }
-      const kept = keptExclusion(a.table, info);
+      const kept = keptExclusion(a.table, info, armedTriggersIntact(db, a.table));
       if (kept === undefined) continue; // an excluded column may have been renamed: enable must be told the set
       arm(db, a.table.tid, info, a.table.mode, a.table, kept);
       rearmed.push(info.name);

@@ -2,7 +2,7 @@ import type { Db, TableInfo } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import { foldIdent, connectionState, slot } from '../sqlite/index.ts';
 import type { CapturedTable } from './catalog.ts';
-import { goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
+import { armedTriggersIntact, generatedFromExcluded, goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
 import { JOURNAL_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, TABLES_EXCLUDED_COLUMN_DEF, journalColumn } from './schema.ts';
 
 /*
@@ -23,9 +23,16 @@ export function exclusionFor(
 ): string[] {
   if (requested !== undefined) return resolveExclusion(info, requested);
   if (prior === undefined) return [];
-  const kept = keptExclusion(prior, info);
-  if (kept === undefined)
-    throw new CaptureRefusedError('SCHEMA_CHANGED', prior.name, `Table ${prior.name}: ${goneExclusionDetail(prior, info, db.name)}.`);
+  const kept = keptExclusion(prior, info, armedTriggersIntact(db, prior));
+  if (kept === undefined) {
+    const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+    const generated = generatedFromExcluded(
+      info,
+      prior.excluded.filter((c) => live.has(foldIdent(c))),
+    );
+    const code = generated.length > 0 ? 'GENERATED_FROM_EXCLUDED' : 'SCHEMA_CHANGED';
+    throw new CaptureRefusedError(code, prior.name, `Table ${prior.name}: ${goneExclusionDetail(prior, info, db.name)}.`);
+  }
   return [...kept];
 }
 

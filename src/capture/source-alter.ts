@@ -10,6 +10,7 @@ import {
   foldIdent,
   quoteIdent,
   quoteString,
+  shellWord,
 } from '../sqlite/index.ts';
 import { highWaterMark, readState, readTables, type CapturedTable } from './catalog.ts';
 import { placeMark, recordOwnDdl } from './enable.ts';
@@ -18,6 +19,7 @@ import { captureFingerprint } from './table-fingerprint.ts';
 import { checkForeignKeys, checkNamespace, checkTable } from './gates.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { withoutExcluded } from './excluded.ts';
+import { enableCommand } from './enable-hint.ts';
 import { appendDdl, ensureDdlLog, type DdlTableRecord } from './ddl-log.ts';
 import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementLabel } from './alter-rules.ts';
 import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
@@ -259,6 +261,20 @@ function classify(
     const allFrom = vanished.has(table.name) ? allAfter.map(() => null) : lineage.columnsFrom(table.tid, allAfter);
     // A column left out stays left out under a new name (its lineage), and a table made again leaves out the same names.
     const was = new Set(table.excluded.map(foldIdent));
+    if (vanished.has(table.name)) {
+      // A new table's columns have no lineage: one named as a captured column may hold a gone excluded one's values.
+      const live = new Set(allAfter.map(foldIdent));
+      const gone = table.excluded.filter((c) => !live.has(foldIdent(c)));
+      if (gone.length > 0)
+        throw new AlterRefusedError(
+          `sluice alter ${db.name}: the script makes ${table.name} again without ${gone.join(', ')}, which is left out of capture; any column of the new table may hold its values, and capture would journal them. Keep the name in the new table, or run the script outside sluice alter: ${table.name} then stays unarmed until enable names the columns to leave out, e.g. ${enableCommand(db.name, [table.name])} --exclude ${shellWord(
+            after.columns
+              .filter((c) => c.pkIndex === 0)
+              .map((c) => c.name)
+              .join(','),
+          )} (every column but the key; name the ones to leave out). Nothing was changed.`,
+        );
+    }
     const out_ = allAfter.filter((c, i) => was.has(foldIdent(allFrom[i] ?? c)) || was.has(foldIdent(c)));
     excludedAfter.set(table.tid, out_);
     const keep = (_: unknown, i: number) => !out_.includes(allAfter[i] as string);

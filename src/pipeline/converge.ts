@@ -5,7 +5,7 @@ import { enable, status } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, forgetUndeclared } from './prune.ts';
-import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { checkDeclaredExclusions, declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -79,6 +79,7 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
       let sync: SyncReport | null = null;
       let error: ConvergedTarget['error'] = null;
       try {
+        checkDeclaredExclusions(source);
         const syncer = await Syncer.open(source.path, t.path, { projections: declaredInputs(t.projections) });
         try {
           sync = await syncer.runOnce(options.signal === undefined ? {} : { signal: options.signal });

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
-import type { CaptureStatus } from '../capture/index.ts';
+import { readTables, openSource, type CaptureStatus } from '../capture/index.ts';
+import { CaptureRefusedError } from '../errors.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import { isDefaultMirror } from '../apply/projections/index.ts';
 import type { ProjectionRecord } from '../apply/target/index.ts';
@@ -73,4 +74,32 @@ export function declaresHeld(
 ): boolean {
   const key = held.name.toLowerCase();
   return entries.some((e) => (e.kind === 'all' ? isDefaultMirror(held) : e.definitions.some((d) => d.name.toLowerCase() === key)));
+}
+
+/**
+ * Refuses to sync from `source` while a table it declares with `exclude`
+ * still captures a column the file leaves out (enable could not apply the
+ * set: a generated column reading it, a typo beside it): its events and
+ * snapshots would carry what the file says must not leave the source.
+ * convergeOnce and run's targets call it before every sync.
+ */
+export function checkDeclaredExclusions(source: PipelineSource): void {
+  if (!source.capture.some((c) => c.exclude !== undefined && c.exclude.length > 0)) return;
+  const db = openSource(source.path);
+  try {
+    const tables = readTables(db);
+    for (const c of source.capture) {
+      const t = tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+      if (t === undefined || c.exclude === undefined) continue;
+      const still = c.exclude.filter((x) => t.columns.some((col) => col.toLowerCase() === x.toLowerCase()));
+      if (still.length > 0)
+        throw new CaptureRefusedError(
+          'EXCLUDE_NOT_APPLIED',
+          t.name,
+          `Source ${source.path}: table ${t.name} still captures ${still.join(', ')}, which the pipeline file leaves out of capture (enable could not apply the file's exclude: see the source's error). No target of the source is synced until it does; fix the file's exclude for ${t.name} (or the table) so that enable applies it.`,
+        );
+    }
+  } finally {
+    db.close();
+  }
 }

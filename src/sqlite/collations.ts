@@ -54,15 +54,14 @@ function tokenize(sql: string): Token[] {
 
 const CONSTRAINT_STARTS = new Set(['CONSTRAINT', 'PRIMARY', 'UNIQUE', 'CHECK', 'FOREIGN']);
 
-/** Column name (as written) to collation name, for columns that declare one. */
-export function columnCollations(createSql: string): Map<string, string> {
+/** The column and table-constraint definitions of a CREATE TABLE, split at its top-level commas. */
+function definitions(createSql: string): Token[][] {
   const tokens = tokenize(createSql);
   const open = tokens.findIndex((t) => t.text === '(');
-  const result = new Map<string, string>();
-  if (open < 0) return result;
+  const defs: Token[][] = [];
+  if (open < 0) return defs;
   let depth = 0;
   let current: Token[] = [];
-  const defs: Token[][] = [];
   for (let i = open + 1; i < tokens.length; i++) {
     const t = tokens[i] as Token;
     if (t.kind === 'punct' && t.text === '(') depth++;
@@ -80,6 +79,31 @@ export function columnCollations(createSql: string): Map<string, string> {
     }
     current.push(t);
   }
+  return defs;
+}
+
+/**
+ * Column name (as written) to every name its definition mentions after the
+ * name: bare words, quoted names and string literals (which SQLite may read
+ * as a name), all unquoted. A superset of the columns a generated column's
+ * expression reads; table constraints are left out.
+ */
+export function columnDefinitionNames(createSql: string): Map<string, string[]> {
+  const result = new Map<string, string[]>();
+  for (const def of definitions(createSql)) {
+    const first = def[0];
+    if (first === undefined) continue;
+    if (first.kind === 'word' && CONSTRAINT_STARTS.has(first.text.toUpperCase())) continue;
+    const names = def.slice(1).flatMap((t) => (t.kind !== 'punct' ? [t.text] : t.text.startsWith("'") ? [t.text.slice(1, -1)] : []));
+    result.set(first.text, names);
+  }
+  return result;
+}
+
+/** Column name (as written) to collation name, for columns that declare one. */
+export function columnCollations(createSql: string): Map<string, string> {
+  const result = new Map<string, string>();
+  const defs = definitions(createSql);
   for (const def of defs) {
     const first = def[0];
     if (first === undefined) continue;

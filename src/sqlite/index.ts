@@ -17,7 +17,7 @@ export {
   toJsonValue,
 } from './codec.ts';
 export type { JsonValue, SqlValue } from './codec.ts';
-export { collationOf, columnCollations } from './collations.ts';
+export { collationOf, columnCollations, columnDefinitionNames } from './collations.ts';
 export { columnDecl, declaredType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { openDatabase, useWal } from './connection.ts';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe, failure, runSqliteCli } from '../support/fixtures.ts';
 import { pythonExec } from '../support/journal.ts';
 import { openDatabase, type Db } from '../../src/sqlite/index.ts';
-import { enable, readTables, verifyCapture, rearmCapture } from '../../src/capture/index.ts';
+import { enable, alter, readTables, verifyCapture, rearmCapture } from '../../src/capture/index.ts';
 import { sync } from '../../src/apply/sync/index.ts';
 import { compileAgainstSource, parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/index.ts';
 import { SluiceError } from '../../src/errors.ts';
@@ -177,5 +177,128 @@ describe('columns left out of capture', () => {
     write('[id]');
     const refused = await convergeOnce(await loadPipeline(yml));
     expect(refused.sources[0]?.error).toMatchObject({ code: 'KEY_COLUMN_EXCLUDED' });
+  });
+  test('a generated column that reads an excluded one is refused at enable, and one added later keeps the table unarmed until it is excluded too', async ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, "Pass Word" TEXT, copy TEXT AS ("pass word") VIRTUAL, up TEXT AS (upper(copy)) STORED, nlen INT AS (length(name)))',
+    );
+    db.exec(`INSERT INTO users (id, name, "Pass Word") VALUES (1, 'a', 'secret')`);
+    // copy is pw itself, up is computed from copy: either would carry the secret into the journal.
+    const refused = await failure(() => enable(db, ['users'], { exclude: ['PASS WORD'] }));
+    expect(refused).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(String((refused as Error).message)).toContain('column copy of users is generated from Pass Word');
+    expect(String((refused as Error).message)).toContain('column up of users is generated from copy');
+    expect(readTables(db)).toEqual([]);
+    enable(db, ['users'], { exclude: ['pass word', 'copy', 'up'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'nlen'] });
+    // A generated column added later by another writer: not re-armed by itself, and enable must be told.
+    runSqliteCli(file, 'ALTER TABLE users ADD COLUMN leak TEXT AS (substr("Pass Word", 1)) VIRTUAL;');
+    const added = verifyCapture(db).tables[0];
+    expect(added).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(added?.detail).toContain('column leak of users is generated from Pass Word');
+    expect(rearmCapture(db)).toBeUndefined();
+    expect(await failure(() => enable(db, ['users']))).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    pythonExec(file, "UPDATE users SET \"Pass Word\" = 'secret2', name = 'b'");
+    enable(db, ['users'], { exclude: ['pass word', 'copy', 'up', 'leak'] });
+    pythonExec(file, "UPDATE users SET \"Pass Word\" = 'secret3', name = 'c'");
+    const cells = db.prepare('SELECT * FROM _sluice_journal').raw().all().flat();
+    expect(cells.filter((c) => typeof c === 'string' && /secret/i.test(c))).toEqual([]);
+  });
+  test('sluice alter adding a generated column that reads an excluded one is refused, and nothing changes', async ({ makeDb }) => {
+    const { db } = makeDb('app.db', SCHEMA);
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 0, 'n')");
+    enable(db, ['users'], { exclude: ['pw'] });
+    const refused = await failure(() => alter(db, 'ALTER TABLE users ADD COLUMN leak TEXT AS (PW) VIRTUAL'));
+    expect(refused).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(String((refused as Error).message)).toContain('column leak of users is generated from pw');
+    expect(db.prepare("SELECT name FROM pragma_table_xinfo('users')").pluck().all()).toEqual(['id', 'name', 'pw', 'hits', 'note']);
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'hits', 'note'], excluded: ['pw'] });
+    expect(verifyCapture(db).tables[0]).toMatchObject({ armed: true });
+  });
+  test('a table made again with the excluded column under the name of a dropped captured one is not re-armed by itself', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email_enc TEXT, email TEXT)');
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 'a@x')");
+    enable(db, ['users'], { exclude: ['email_enc'] });
+    const target = path.join(tmp, 't.db');
+    await sync(file, target);
+    // A migration's table rebuild: the names left are all names captured before, but email now holds email_enc's values.
+    runSqliteCli(
+      file,
+      'BEGIN; CREATE TABLE users_new (id INTEGER PRIMARY KEY, name TEXT, email TEXT); INSERT INTO users_new SELECT id, name, email_enc FROM users; DROP TABLE users; ALTER TABLE users_new RENAME TO users; COMMIT;',
+    );
+    const state = verifyCapture(db).tables[0];
+    expect(state).toMatchObject({ armed: false, reason: 'SCHEMA_CHANGED' });
+    expect(state?.detail).toContain('column email_enc of users, left out of capture, is gone');
+    expect(rearmCapture(db)).toBeUndefined();
+    expect(await failure(() => enable(db, ['users']))).toMatchObject({ code: 'SCHEMA_CHANGED' });
+    const held = await sync(file, target);
+    expect(held.projections).toMatchObject([{ state: 'suspended', reason: 'TABLE_UNARMED' }]);
+    expect(state?.detail).toContain('--exclude name,email (every column but the key');
+    pythonExec(file, "UPDATE users SET name = 'b'");
+    expect(db.prepare('SELECT * FROM _sluice_journal').raw().all().flat()).not.toContain('secret');
+    const t = openDatabase(target, { readonly: true });
+    expect(t.prepare('SELECT * FROM users').raw().all().flat()).not.toContain('secret');
+    t.close();
+    // Told, it captures what it is told.
+    enable(db, ['users'], { exclude: ['email'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
+  });
+  test("a pipeline file's exclude that enable cannot apply to a captured table syncs none of the source's targets", async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, pw TEXT, c TEXT AS (pw))');
+    db.exec("INSERT INTO users (id, name, pw) VALUES (1, 'a', 'secret')");
+    enable(db, ['users'], { exclude: ['pw', 'c'] });
+    const yml = path.join(tmp, 'sluice.yml');
+    const write = (exclude: string) =>
+      fs.writeFileSync(
+        yml,
+        `sources:\n  - path: ${path.basename(file)}\n    capture:\n      users: {exclude: ${exclude}}\n    targets:\n      - path: t.db\n        projections: ["*"]\n`,
+      );
+    // Captured with every column, then the file leaves pw out, but forgets the generated copy of it: enable refuses.
+    enable(db, ['users'], { exclude: [] });
+    write('[pw]');
+    const r = await convergeOnce(await loadPipeline(yml));
+    expect(r.sources[0]?.error).toMatchObject({ code: 'GENERATED_FROM_EXCLUDED' });
+    expect(r.targets[0]?.error).toMatchObject({ code: 'EXCLUDE_NOT_APPLIED' });
+    expect(r.targets[0]?.error?.message).toContain('users still captures pw');
+    expect(fs.existsSync(path.join(tmp, 't.db'))).toBe(false);
+    write('[pw, c]');
+    const fixed = await convergeOnce(await loadPipeline(yml));
+    expect(fixed.targets[0]?.error).toBeNull();
+    const t = openDatabase(path.join(tmp, 't.db'), { readonly: true });
+    expect(t.prepare('SELECT * FROM users').raw().all()).toEqual([[1n, 'a']]);
+    t.close();
+  });
+  test('sluice alter making a table again without its excluded column is refused, since a captured name may hold its values', async ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb('app.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, email_enc TEXT, email TEXT)');
+    db.exec("INSERT INTO users VALUES (1, 'a', 'secret', 'a@x')");
+    enable(db, ['users'], { exclude: ['email_enc'] });
+    const script = [
+      'CREATE TABLE users_new (id INTEGER PRIMARY KEY, name TEXT, email TEXT)',
+      'INSERT INTO users_new SELECT id, name, email_enc FROM users',
+      'DROP TABLE users',
+      'ALTER TABLE users_new RENAME TO users',
+    ].join('; ');
+    const refused = await failure(() => alter(db, script));
+    expect(refused).toMatchObject({ code: 'ALTER_REFUSED' });
+    expect(String((refused as Error).message)).toContain('makes users again without email_enc, which is left out of capture');
+    expect(String((refused as Error).message)).toContain('users --exclude name,email (every column but the key');
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name', 'email'], excluded: ['email_enc'] });
+    expect(db.prepare("SELECT name FROM pragma_table_info('users')").pluck().all()).toEqual(['id', 'name', 'email_enc', 'email']);
+    // Run outside alter, the table stays unarmed until enable is told which columns to leave out.
+    runSqliteCli(file, `BEGIN; ${script}; COMMIT;`);
+    expect(rearmCapture(db)).toBeUndefined();
+    enable(db, ['users'], { exclude: ['email'] });
+    expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
   });
 });

@@ -30,7 +30,14 @@ export const targetPart: PartKind<TargetConfig> = {
   // A changed declaration restarts the worker: its Syncer opens with the new definitions, and continues, rebuilds or refuses each as sync does.
   // A handler module saved again restarts it too: the new thread imports it afresh (this process's import of it is cached).
   fingerprint: (c) =>
-    JSON.stringify([c.source.path, declaredInputs(c.target.projections), c.prune, handlerModules(c.target.projections).map(stamp)]),
+    JSON.stringify([
+      c.source.path,
+      declaredInputs(c.target.projections),
+      c.prune,
+      handlerModules(c.target.projections).map(stamp),
+      // A changed exclude restarts the worker too: it syncs only once the source captures none of the columns left out.
+      c.source.capture.map((t) => [t.table, t.exclude ?? null]),
+    ]),
   async run(c, ctx) {
     ctx.shared.lockTarget(c.target.path);
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx);

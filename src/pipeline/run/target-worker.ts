@@ -2,7 +2,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { Syncer, type SyncReport } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage, InvalidInputError } from '../../errors.ts';
 import { followSyncer } from '../follow/index.ts';
-import { loadPipeline, declaredInputs, handlerFailures, dropUndeclared } from '../index.ts';
+import { loadPipeline, checkDeclaredExclusions, declaredInputs, handlerFailures, dropUndeclared } from '../index.ts';
 import type { Pipeline } from '../index.ts';
 import { withoutCredentials } from '../../apply/target/index.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
@@ -41,6 +41,7 @@ async function main(): Promise<void> {
   const target = source?.targets.find((t) => t.path === data.target);
   if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
   refuseFailedHandlers(target.projections);
+  checkDeclaredExclusions(source);
   if (pipeline.prune) {
     const dropped = dropUndeclared(target);
     if (dropped.length > 0)
