@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { cachedStatement, foldIdent } from '../sqlite/index.ts';
+import { cachedStatement, foldIdent, sameValue } from '../sqlite/index.ts';
 import type { CapturedTable } from '../capture/index.ts';
 import { JOURNAL_TABLE, julianToMs, anyChangedSql, maskFor } from '../capture/index.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
@@ -88,10 +88,11 @@ export function decodedBatch(
   db: Db,
   table: string,
   columns: readonly string[],
-  events: readonly ChangeEvent[],
+  lines: readonly ChangeEvent[],
   fromSeq: number,
   toSeq: number,
 ): ChangeBatch {
+  const events = lines.map((e) => withCheckedChanged(columns, e));
   const b: ChangeBatch = {
     table,
     fromSeq,
@@ -117,6 +118,28 @@ export function decodedBatch(
     readingOnly: (wanted, signedZero) => markReads(b, columns, wanted, signedZero),
   };
   return b;
+}
+
+/**
+ * `e` with its `changed` (an update's, from a line anyone can write) as its
+ * images show it: every column of the table whose before- and after-image
+ * both hold it and differ by storage class and bytes is in it, and a name
+ * the table does not have is not. A projection skips by `changed`, so a
+ * line that left a changed column out would otherwise leave that column's
+ * old value in the target, unnoticed until the row changes again.
+ */
+function withCheckedChanged(columns: readonly string[], e: ChangeEvent): ChangeEvent {
+  if (e.op !== 'update' || e.changed === undefined) return e;
+  const said = new Set(e.changed.map(foldIdent));
+  const { before, after } = e;
+  const differs = (c: string) =>
+    before !== null &&
+    after !== null &&
+    Object.hasOwn(before, c) &&
+    Object.hasOwn(after, c) &&
+    !sameValue(before[c] ?? null, after[c] ?? null);
+  const changed = columns.filter((c) => said.has(foldIdent(c)) || differs(c));
+  return changed.length === e.changed.length && changed.every((c, i) => c === e.changed?.[i]) ? e : { ...e, changed };
 }
 
 /** A REAL 0.0 or -0.0 (integers are bigints): the values whose sign a mask cannot see. */
