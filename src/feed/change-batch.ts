@@ -142,6 +142,13 @@ function withCheckedChanged(columns: readonly string[], e: ChangeEvent): ChangeE
   return changed.length === e.changed.length && changed.every((c, i) => c === e.changed?.[i]) ? e : { ...e, changed };
 }
 
+/** `a OR b OR …` as a balanced tree: a left-deep chain over the columns of a wide table goes past SQLite's expression depth of 1000. */
+function anyOf(terms: readonly string[]): string {
+  if (terms.length === 1) return terms[0] as string;
+  const mid = terms.length >> 1;
+  return `(${anyOf(terms.slice(0, mid))} OR ${anyOf(terms.slice(mid))})`;
+}
+
 /** A REAL 0.0 or -0.0 (integers are bigints): the values whose sign a mask cannot see. */
 const isRealZero = (v: unknown) => typeof v === 'number' && v === 0;
 
@@ -185,7 +192,7 @@ function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly 
         writes: (a) =>
           zeroAt.length === 0
             ? anyChangedSql(r.mask(a), readMask)
-            : `(${anyChangedSql(r.mask(a), readMask)} OR ${zeroAt.flatMap((i) => [realZero(r.before(a, i)), realZero(r.after(a, i))]).join(' OR ')})`,
+            : `(${anyChangedSql(r.mask(a), readMask)} OR ${anyOf(zeroAt.flatMap((i) => [realZero(r.before(a, i)), realZero(r.after(a, i))]))})`,
       };
     },
     writes: (e) => b.writes(e) && keep(e),
