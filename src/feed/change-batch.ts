@@ -1,9 +1,9 @@
 import type { Db } from '../sqlite/index.ts';
-import { cachedStatement, foldIdent } from '../sqlite/index.ts';
+import { cachedStatement, foldIdent, sameValue } from '../sqlite/index.ts';
 import type { CapturedTable } from '../capture/index.ts';
 import { JOURNAL_TABLE, julianToMs, anyChangedSql, maskFor } from '../capture/index.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
-import type { ChangeEvent } from './events.ts';
+import type { ChangeEvent, Row } from './events.ts';
 import { decodedEvents, journalEvents, type EventRelation } from './event-relation.ts';
 
 /*
@@ -39,9 +39,12 @@ export interface ChangeBatch {
    * check it against the target like any event and write nothing for it.
    * Inserts, deletes and updates journaled without their mask (every column
    * changed) are never so marked. A name the table does not have marks
-   * none.
+   * none. `signedZero` (some of `columns`): the ones without affinity, which
+   * can hold -0.0; the mask sees no change between 0.0 and -0.0
+   * (capture/mask.ts), so an update with a real zero in one of them, before
+   * or after, is never marked either.
    */
-  readingOnly(columns: readonly string[]): ChangeBatch;
+  readingOnly(columns: readonly string[], signedZero?: readonly string[]): ChangeBatch;
 }
 
 /** The journal's events of captured table `t` in (lo, hi], read on `db` (the applier's connection, source as main). */
@@ -75,7 +78,7 @@ export function journalBatch(db: Db, t: CapturedTable, lo: number, hi: number): 
     },
     after: (seq) => journalBatch(db, t, Math.max(lo, seq), hi),
     writes: () => true,
-    readingOnly: (columns) => markReads(b, t.columns, columns),
+    readingOnly: (columns, signedZero) => markReads(b, t.columns, columns, signedZero),
   };
   return b;
 }
@@ -85,10 +88,11 @@ export function decodedBatch(
   db: Db,
   table: string,
   columns: readonly string[],
-  events: readonly ChangeEvent[],
+  lines: readonly ChangeEvent[],
   fromSeq: number,
   toSeq: number,
 ): ChangeBatch {
+  const events = lines.map((e) => withCheckedChanged(columns, e));
   const b: ChangeBatch = {
     table,
     fromSeq,
@@ -111,38 +115,89 @@ export function decodedBatch(
         toSeq,
       ),
     writes: () => true,
-    readingOnly: (wanted) => markReads(b, columns, wanted),
+    readingOnly: (wanted, signedZero) => markReads(b, columns, wanted, signedZero),
   };
   return b;
 }
 
 /**
+ * `e` with its `changed` (an update's, from a line anyone can write) as its
+ * images show it: every column of the table whose before- and after-image
+ * both hold it and differ by storage class and bytes is in it, and a name
+ * the table does not have is not. A projection skips by `changed`, so a
+ * line that left a changed column out would otherwise leave that column's
+ * old value in the target, unnoticed until the row changes again.
+ */
+function withCheckedChanged(columns: readonly string[], e: ChangeEvent): ChangeEvent {
+  if (e.op !== 'update' || e.changed === undefined) return e;
+  const said = new Set(e.changed.map(foldIdent));
+  const { before, after } = e;
+  const differs = (c: string) =>
+    before !== null &&
+    after !== null &&
+    Object.hasOwn(before, c) &&
+    Object.hasOwn(after, c) &&
+    !sameValue(before[c] ?? null, after[c] ?? null);
+  const changed = columns.filter((c) => said.has(foldIdent(c)) || differs(c));
+  return changed.length === e.changed.length && changed.every((c, i) => c === e.changed?.[i]) ? e : { ...e, changed };
+}
+
+/** `a OR b OR …` as a balanced tree: a left-deep chain over the columns of a wide table goes past SQLite's expression depth of 1000. */
+function anyOf(terms: readonly string[]): string {
+  if (terms.length === 1) return terms[0] as string;
+  const mid = terms.length >> 1;
+  return `(${anyOf(terms.slice(0, mid))} OR ${anyOf(terms.slice(mid))})`;
+}
+
+/** A REAL 0.0 or -0.0 (integers are bigints): the values whose sign a mask cannot see. */
+const isRealZero = (v: unknown) => typeof v === 'number' && v === 0;
+
+/**
  * Whether an event may change one of `wanted` among a table's `columns`:
  * not an update, or an update whose changed columns (unknown: all) include
- * one; undefined when a wanted name is not a column (every event may).
+ * one, or one with a real zero in a column of `signedZero` (its sign may
+ * have changed unseen); undefined when a wanted name is not a column (every
+ * event may).
  */
-function keeps(columns: readonly string[], wanted: readonly string[]): ((e: ChangeEvent) => boolean) | undefined {
+function keeps(
+  columns: readonly string[],
+  wanted: readonly string[],
+  signedZero: readonly string[],
+): ((e: ChangeEvent) => boolean) | undefined {
   const folded = new Set(columns.map(foldIdent));
-  if (!wanted.every((c) => folded.has(foldIdent(c)))) return undefined;
+  if (![...wanted, ...signedZero].every((c) => folded.has(foldIdent(c)))) return undefined;
   const want = new Set(wanted.map(foldIdent));
-  return (e) => e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c)));
+  const zeros = new Set(signedZero.map(foldIdent));
+  const zeroCols = columns.filter((c) => zeros.has(foldIdent(c)));
+  const zeroIn = (row: Row | null) => row !== null && zeroCols.some((c) => isRealZero(row[c]));
+  return (e) =>
+    e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c))) || zeroIn(e.before) || zeroIn(e.after);
 }
 
 /** `b` (a batch of a table with `columns`) with its events marked by whether they may change one of `wanted` (readingOnly). */
-function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly string[]): ChangeBatch {
-  const keep = keeps(columns, wanted);
+function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly string[], signedZero: readonly string[] = []): ChangeBatch {
+  const keep = keeps(columns, wanted, signedZero);
   if (keep === undefined) return b;
   const readMask = maskFor(columns, wanted);
+  const zeros = new Set(signedZero.map(foldIdent));
+  const zeroAt = columns.flatMap((c, i) => (zeros.has(foldIdent(c)) ? [i] : []));
+  const realZero = (x: string) => `(typeof(${x}) = 'real' AND ${x} = 0)`;
   const marked: ChangeBatch = {
     ...b,
     relation() {
       const r = b.relation();
       // Inserts and deletes have no mask (NULL: every column): they write.
-      return { ...r, writes: (a) => anyChangedSql(r.mask(a), readMask) };
+      return {
+        ...r,
+        writes: (a) =>
+          zeroAt.length === 0
+            ? anyChangedSql(r.mask(a), readMask)
+            : `(${anyChangedSql(r.mask(a), readMask)} OR ${anyOf(zeroAt.flatMap((i) => [realZero(r.before(a, i)), realZero(r.after(a, i))]))})`,
+      };
     },
     writes: (e) => b.writes(e) && keep(e),
-    after: (seq) => markReads(b.after(seq), columns, wanted),
-    readingOnly: (more) => markReads(marked, columns, more),
+    after: (seq) => markReads(b.after(seq), columns, wanted, signedZero),
+    readingOnly: (more, moreZero) => markReads(marked, columns, more, moreZero),
   };
   return marked;
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../sqlite/index.ts';
-import { foldIdent, quoteIdent, writeTransaction, reinitCommand } from '../../sqlite/index.ts';
+import { canHoldNegativeZero, declaredType, foldIdent, quoteIdent, writeTransaction, reinitCommand } from '../../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
 import type { ChangeBatch } from '../../feed/index.ts';
@@ -136,7 +136,13 @@ export const skipUnread = { on: true };
  * the batch's end.
  */
 function readBy(p: CompiledProjection, batch: ChangeBatch): ChangeBatch {
-  return p.reads === undefined || !skipUnread.on ? batch : batch.readingOnly(p.reads);
+  if (p.reads === undefined || !skipUnread.on) return batch;
+  // A column without affinity can hold -0.0, which the mask does not tell from 0.0: an update with a real zero there is written.
+  const read = new Set(p.reads.map(foldIdent));
+  const signedZero = p.source.columns
+    .filter((c) => read.has(foldIdent(c.name)) && canHoldNegativeZero(declaredType(c.type)))
+    .map((c) => c.name);
+  return batch.readingOnly(p.reads, signedZero);
 }
 
 /** How much a UNIQUE failure of a batch says: the batch may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
