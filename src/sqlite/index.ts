@@ -13,6 +13,7 @@ export {
   jsonValueSchema,
   namedPlaceholderFor,
   placeholderFor,
+  sameValue,
   toBindable,
   toJsonValue,
 } from './codec.ts';
@@ -81,5 +82,5 @@ export { dropWorkTables, emptyWorkTables, workTable, workTableName } from './wor
 export { takeWriteLock } from './write-lock.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
-export { mayBeLossyText, sameRow, sameValue, storageClass, textFromBytes } from './codec.ts';
+export { mayBeLossyText, sameRow, storageClass, textFromBytes } from './codec.ts';
 export { adoptEncoding } from './text-encoding.ts';
