@@ -3,7 +3,16 @@ import { CaptureRefusedError } from '../errors.ts';
 import { foldIdent, connectionState, slot } from '../sqlite/index.ts';
 import type { CapturedTable } from './catalog.ts';
 import { armedTriggersIntact, generatedFromExcluded, goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
-import { JOURNAL_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, TABLES_EXCLUDED_COLUMN_DEF, journalColumn } from './schema.ts';
+import {
+  JOURNAL_TABLE,
+  MASK_COLUMN,
+  PENDING_TABLE,
+  STATE_TABLE,
+  TABLES_TABLE,
+  TABLES_EXCLUDED_COLUMN_DEF,
+  journalColumn,
+} from './schema.ts';
+import { MAX_INTEGER_MASK_COLUMNS } from './mask.ts';
 
 /*
  * Changing which columns of a captured table are left out (enable's
@@ -77,9 +86,42 @@ export function purgeExcluded(db: Db, prior: CapturedTable, exclude: readonly st
     rows += db
       .prepare(`UPDATE main.${JOURNAL_TABLE} SET ${all.join(', ')} WHERE tid = ? AND seq <= ?`)
       .run(prior.tid, prior.armedSeq).changes;
+  clearMaskBits(db, prior, positions);
   // Notes are scratch (empty between statements): whatever is there goes, zeroed.
   db.prepare(`DELETE FROM main.${PENDING_TABLE} WHERE tid = ?`).run(prior.tid);
   return rows;
+}
+
+/**
+ * The changed-column masks of the retained rows say nothing more of the
+ * newly excluded columns (at `positions` of `prior.columns`): their bits are
+ * cleared in rows journaled since the table was last armed, and older rows,
+ * in a layout no reader reads again, lose their mask (NULL, not known).
+ * Otherwise a row would still say that a secret changed, and when.
+ */
+function clearMaskBits(db: Db, prior: CapturedTable, positions: readonly number[]): void {
+  const journalCols = db.prepare(`SELECT name FROM main.pragma_table_info(?)`).pluck().all(JOURNAL_TABLE) as string[];
+  if (!journalCols.includes(MASK_COLUMN)) return;
+  db.prepare(`UPDATE main.${JOURNAL_TABLE} SET ${MASK_COLUMN} = NULL WHERE tid = ? AND seq <= ? AND ${MASK_COLUMN} IS NOT NULL`).run(
+    prior.tid,
+    prior.armedSeq,
+  );
+  if (prior.columns.length <= MAX_INTEGER_MASK_COLUMNS) {
+    const bits = positions.reduce((m, i) => m | (1n << BigInt(i)), 0n);
+    db.prepare(
+      `UPDATE main.${JOURNAL_TABLE} SET ${MASK_COLUMN} = ${MASK_COLUMN} & ~${bits} WHERE tid = ? AND seq > ? AND typeof(${MASK_COLUMN}) = 'integer' AND (${MASK_COLUMN} & ${bits}) <> 0`,
+    ).run(prior.tid, prior.armedSeq);
+    return;
+  }
+  const rows = db
+    .prepare(`SELECT seq, ${MASK_COLUMN} AS m FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq > ? AND typeof(${MASK_COLUMN}) = 'blob'`)
+    .all(prior.tid, prior.armedSeq) as { seq: number | bigint; m: Uint8Array }[];
+  const write = db.prepare(`UPDATE main.${JOURNAL_TABLE} SET ${MASK_COLUMN} = ? WHERE seq = ?`);
+  for (const { seq, m } of rows) {
+    const cleared = Uint8Array.from(m);
+    for (const i of positions) if (i >> 3 < cleared.length) cleared[i >> 3] = (cleared[i >> 3] as number) & ~(1 << (i & 7));
+    if (cleared.some((b, j) => b !== m[j])) write.run(cleared, seq);
+  }
 }
 
 /** After enable's transaction (committed or not): secure_delete as the connection had it before a purge. */

@@ -8,6 +8,7 @@ import { sync } from '../../src/apply/sync/index.ts';
 import { compileAgainstSource, parseDefinition, type ProjectionDefinitionInput } from '../../src/projection/index.ts';
 import { SluiceError } from '../../src/errors.ts';
 import type { Row } from '../../src/feed/index.ts';
+import { decodeMask } from '../../src/capture/index.ts';
 import { loadPipeline, convergeOnce } from '../../src/pipeline/index.ts';
 
 /*
@@ -300,5 +301,33 @@ describe('columns left out of capture', () => {
     expect(rearmCapture(db)).toBeUndefined();
     enable(db, ['users'], { exclude: ['email'] });
     expect(readTables(db)[0]).toMatchObject({ columns: ['id', 'name'], excluded: ['email'] });
+  });
+
+  test('a column excluded after the fact leaves no trace in the retained masks: no update says it changed, narrow (INTEGER) or wide (BLOB) table', ({
+    makeDb,
+  }) => {
+    const wideCols = Array.from({ length: 70 }, (_, i) => `c${i} INTEGER`).join(', ');
+    for (const [name, schema, cols] of [
+      ['narrow', SCHEMA, ['id', 'name', 'pw', 'hits', 'note']],
+      [
+        'wide',
+        `CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, ${wideCols}, pw TEXT)`,
+        ['id', 'name', ...Array.from({ length: 70 }, (_, i) => `c${i}`), 'pw'],
+      ],
+    ] as const) {
+      const { db } = makeDb(`${name}.db`, schema);
+      db.exec("INSERT INTO users (id, name, pw) VALUES (1, 'a', 'p0')");
+      enable(db, ['users']);
+      db.exec("UPDATE users SET pw = 'p1' WHERE id = 1");
+      db.exec("UPDATE users SET pw = 'p2', name = 'b' WHERE id = 1");
+      const changed = () =>
+        (db.prepare('SELECT mask FROM _sluice_journal WHERE op = 2 ORDER BY seq').pluck().all() as (bigint | Uint8Array | null)[]).map(
+          (m) => decodeMask(m, cols),
+        );
+      // The control: before, the masks say pw changed.
+      expect(changed(), name).toEqual([['pw'], ['name', 'pw']]);
+      enable(db, ['users'], { exclude: ['pw'] });
+      expect(changed(), name).toEqual([[], ['name']]);
+    }
   });
 });
