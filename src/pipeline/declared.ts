@@ -2,6 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { readTables, openSource, type CaptureStatus } from '../capture/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
+import { foldIdent } from '../sqlite/index.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import { isDefaultMirror } from '../apply/projections/index.ts';
 import type { ProjectionRecord } from '../apply/target/index.ts';
@@ -43,7 +44,7 @@ export function toEnable(
   capture: Pick<CaptureStatus, 'tables'>,
 ): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null; readonly exclude?: readonly string[] }[] {
   return source.capture.flatMap((c) => {
-    const t = capture.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+    const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
     const exclude = c.exclude === undefined ? {} : { exclude: c.exclude };
     if (t !== undefined && t.mode === c.mode && (c.exclude === undefined || sameColumns(c.exclude, t.excluded))) return [];
     return [{ table: c.table, mode: c.mode, from: t?.mode ?? null, ...exclude }];
@@ -52,13 +53,13 @@ export function toEnable(
 
 /** Two column lists name the same columns (as SQLite compares names, in any order). */
 export function sameColumns(a: readonly string[], b: readonly string[]): boolean {
-  const key = (l: readonly string[]) => JSON.stringify([...new Set(l.map((c) => c.toLowerCase()))].sort());
+  const key = (l: readonly string[]) => JSON.stringify([...new Set(l.map(foldIdent))].sort());
   return key(a) === key(b);
 }
 
 /** The captured tables `source` does not declare (undeclared capture: reported, never disabled by a pass). */
 export function undeclaredCapture(source: PipelineSource, capture: Pick<CaptureStatus, 'tables'>): string[] {
-  return capture.tables.filter((t) => !source.capture.some((c) => c.table.toLowerCase() === t.name.toLowerCase())).map((t) => t.name);
+  return capture.tables.filter((t) => !source.capture.some((c) => foldIdent(c.table) === foldIdent(t.name))).map((t) => t.name);
 }
 
 /**
@@ -89,9 +90,9 @@ export function checkDeclaredExclusions(source: PipelineSource): void {
   try {
     const tables = readTables(db);
     for (const c of source.capture) {
-      const t = tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+      const t = tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
       if (t === undefined || c.exclude === undefined) continue;
-      const still = c.exclude.filter((x) => t.columns.some((col) => col.toLowerCase() === x.toLowerCase()));
+      const still = c.exclude.filter((x) => t.columns.some((col) => foldIdent(col) === foldIdent(x)));
       if (still.length > 0)
         throw new CaptureRefusedError(
           'EXCLUDE_NOT_APPLIED',

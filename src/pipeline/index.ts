@@ -25,6 +25,7 @@ export { STATUS_PAGE_CSP, statusPageHtml } from './status-page.ts';
 export type { PipelineHealth, RunPart, RunStatus, TargetHealth } from './status.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { toEnable, undeclaredCapture } from './declared.ts';
 export { heldProjections } from './held.ts';
 export { written } from './init-file.ts';
 export type { SourceHealth } from './status.ts';
