@@ -26,6 +26,30 @@ export interface Figure {
    */
   readonly op: '<=' | '>=' | '<' | 'none';
   readonly limit: number;
+  /**
+   * For a ratio against a floor measured in the same run: the floor's own
+   * absolute speed, so the report can show it and flag a floor that got
+   * slower than in the previous report (a ratio must not improve because
+   * its floor did worse). `id` is stable across runs; `perSecond` is the
+   * floor's throughput in `unit` (e.g. "rows/s", "events/s").
+   */
+  readonly floor?: FloorSpeed;
+  /**
+   * The same figure measured in CPU time (user + system of the processes
+   * involved), where wall time is noisy on a shared machine. Shown beside
+   * `value`; the judgement stays on `value` unless the bench says otherwise.
+   */
+  readonly cpu?: number;
+}
+
+export interface FloorSpeed {
+  /** Stable across runs, e.g. "capture.bare-trigger.insert". */
+  readonly id: string;
+  /** What the floor is, in words. */
+  readonly what: string;
+  readonly perSecond: number;
+  /** e.g. "rows/s", "events/s". */
+  readonly unit: string;
 }
 
 export interface FiguresFile {
