@@ -218,10 +218,19 @@ function percentiles(commits: Map<number, number>, targets: readonly string[]) {
 
 // 2. Latency at 1k writes/s to the last of four targets.
 let next = 2 * EVENTS + 1;
+/** CPU ms of each fan-out stage since `from` (the same order as `stages`). */
+const stageCpuNow = () => stages.map((st) => cpuMs(st.pid));
+const since = (from: number[]) =>
+  stages
+    .map((st, i) => `${st.name} ${(cpuMs(st.pid) - (from[i] as number)).toFixed(0)}`)
+    .filter((t) => !t.endsWith('NaN'))
+    .join(', ');
+let cpuFrom = stageCpuNow();
 const commits = paced(next, false);
 next += SECONDS * 1000;
 await reached(subTargets, sourceSeq(src));
 const fan = percentiles(commits, subTargets);
+const pacedCpu = since(cpuFrom);
 
 // 3. One subscriber stopped, one suspended by a tampered target: the other two and the publisher go on.
 const [sub1, sub2, sub3, sub4] = subs as [Proc, Proc, Proc, Proc];
@@ -231,9 +240,11 @@ tampered.pragma('busy_timeout = 10000');
 tampered.exec('DELETE FROM t WHERE id = 1');
 tampered.close();
 const healthy = [subTargets[0], subTargets[1]] as string[];
+cpuFrom = stageCpuNow();
 const commits2 = paced(next, true);
 await reached(healthy, sourceSeq(src));
 const isolated = percentiles(commits2, healthy);
+const isolatedCpu = since(cpuFrom);
 const suspended = await until(() => sub3.child === undefined, 30_000);
 const s3 = fs.readFileSync(sub3.log, 'utf8');
 signal([sub4], 'SIGCONT');
@@ -264,7 +275,9 @@ process.stdout.write(
       [`p99 at 1k writes/s to the last of 4 (target <= ${TARGET_P99_MS} ms)`, fmtMs(fan.p99)],
       ['max', fmtMs(fan.max)],
       ['slowest per 0.5 s', fan.worstPerHalfSecond.join(' ')],
+      ['CPU ms per stage at 1k writes/s, all 4 healthy', pacedCpu],
       ['isolated: slowest per 0.5 s', isolated.worstPerHalfSecond.join(' ')],
+      ['CPU ms per stage at 1k writes/s, isolated', isolatedCpu],
       ['p99 to the last of 2 healthy, one SIGSTOPped, one suspended', fmtMs(isolated.p99)],
       [
         'the tampered subscriber suspended and exited',
