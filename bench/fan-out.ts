@@ -1,8 +1,7 @@
 /*
  * Fan-out through JetStream against the DESIGN.md row "fan-out through
- * JetStream to 4 subscribers: p99 <= 25 ms source commit to the last target
- * commit at 1k writes/s". DESIGN.md states no throughput target for fan-out:
- * that figure is reported as "no target".
+ * JetStream to 4 subscribers: p99 <= 25 ms at 1k writes/s (also with one
+ * subscriber stopped); throughput >= 0.6x `sync` to one target".
  *
  *   npx tsx bench/fan-out.ts [--events N (50000)] [--seconds N (5)] [--keep]
  *
@@ -18,7 +17,11 @@
  *    target reaching the last seq. Then sync is SIGSTOPped, the fan-out
  *    processes continued and left to catch up, and the same burst is written
  *    again: fan-out's events/s is N over the time to the last of the four
- *    targets reaching the last seq. The ratio is fan-out / sync.
+ *    targets reaching the last seq. The ratio is fan-out / sync. In CPU
+ *    time (user + system from /proc, beside the wall ratio on a shared
+ *    machine): sync's CPU per event over the busiest stage's of the fan-out
+ *    (the publisher, nats-server, each subscriber), the pace the pipeline
+ *    keeps when each process has a core of its own; the sum is shown too.
  * 2. Latency at 1k writes/s (sync still stopped). A writer commits one
  *    INSERT per ms on a fixed schedule for --seconds and logs when each
  *    commit returned. Each target has a trigger of ours that stamps the time
@@ -38,7 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { NatsServer } from '../test/support/nats-server.ts';
-import { BIN, Proc, ROOT, sourceSeq, targetSeq, until } from './lib/fleet.ts';
+import { BIN, cpuMs, Proc, ROOT, sourceSeq, targetSeq, until } from './lib/fleet.ts';
 import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
 import { decodeCursor } from '../src/feed/cursor.ts';
@@ -48,7 +51,9 @@ const EVENTS = intFlag(argv, 'events', 50_000);
 const SECONDS = intFlag(argv, 'seconds', 5);
 const KEEP = argv.includes('--keep');
 const TARGET_P99_MS = 25;
-const ROW = 'fan-out through JetStream to 4 subscribers, source commit to the last target commit at 1k writes/s';
+const TARGET_RATIO = 0.6;
+const ROW =
+  'fan-out through JetStream to 4 subscribers: p99 <= 25 ms at 1k writes/s (also with one subscriber stopped); throughput >= 0.6x sync to one target';
 
 const { dir, cleanup } = makeScratch('sluice-fan-out-');
 const at = (f: string) => path.join(dir, f);
@@ -117,14 +122,18 @@ async function reached(targets: readonly string[], seq: number): Promise<number>
 
 // 1. Throughput.
 signal(fanOut, 'SIGSTOP');
+const syncCpu0 = cpuMs(sync.pid);
 let start = burst(1, EVENTS);
 const syncMs = (await reached([syncTarget], sourceSeq(src))) - start;
+const syncCpu = cpuMs(sync.pid) - syncCpu0;
 signal([sync], 'SIGSTOP');
 signal(fanOut, 'SIGCONT');
 await reached(subTargets, sourceSeq(src));
+const stages = [...fanOut.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: nats.pid }];
+const stageCpu0 = stages.map((st) => cpuMs(st.pid));
 start = burst(EVENTS + 1, EVENTS);
 const burstSeq = sourceSeq(src);
-// When the publisher had the whole burst acked (its state file holds the last acked cursor): publish's share of the time.
+// When the publisher had the whole burst acked (its state file holds the last acked cursor, a little behind): publish's share of the time.
 const stateFile = fs.readdirSync(dir).find((f) => f.startsWith('source.db.publish-') && f.endsWith('.cursor'));
 let publishedMs = Number.NaN;
 await until(
@@ -137,8 +146,21 @@ await until(
   5,
 );
 const fanMs = Date.now() - start;
+// The state file is written behind the acks (publish-state-file.ts): it may say so a little after the targets.
+await until(
+  () => {
+    const c = stateFile === undefined ? undefined : fs.readFileSync(at(stateFile), 'utf8').trim();
+    if (c !== undefined && c !== '' && decodeCursor(c).seq >= burstSeq && Number.isNaN(publishedMs)) publishedMs = Date.now() - start;
+    return !Number.isNaN(publishedMs);
+  },
+  10_000,
+  5,
+);
+const stageCpu = stages.map((st, i) => ({ name: st.name, ms: cpuMs(st.pid) - (stageCpu0[i] as number) }));
 const syncRate = EVENTS / (syncMs / 1000);
 const fanRate = EVENTS / (fanMs / 1000);
+const busiest = stageCpu.reduce((a, b) => (b.ms > a.ms ? b : a));
+const fanCpuSum = stageCpu.reduce((a, b) => a + b.ms, 0);
 
 /** Writes one INSERT per ms for SECONDS from id `from` (an UPDATE of id 1 first if `touch`); the commit ms of each id. */
 function paced(from: number, touch: boolean): Map<number, number> {
@@ -196,10 +218,19 @@ function percentiles(commits: Map<number, number>, targets: readonly string[]) {
 
 // 2. Latency at 1k writes/s to the last of four targets.
 let next = 2 * EVENTS + 1;
+/** CPU ms of each fan-out stage since `from` (the same order as `stages`). */
+const stageCpuNow = () => stages.map((st) => cpuMs(st.pid));
+const since = (from: number[]) =>
+  stages
+    .map((st, i) => `${st.name} ${(cpuMs(st.pid) - (from[i] as number)).toFixed(0)}`)
+    .filter((t) => !t.endsWith('NaN'))
+    .join(', ');
+let cpuFrom = stageCpuNow();
 const commits = paced(next, false);
 next += SECONDS * 1000;
 await reached(subTargets, sourceSeq(src));
 const fan = percentiles(commits, subTargets);
+const pacedCpu = since(cpuFrom);
 
 // 3. One subscriber stopped, one suspended by a tampered target: the other two and the publisher go on.
 const [sub1, sub2, sub3, sub4] = subs as [Proc, Proc, Proc, Proc];
@@ -209,9 +240,11 @@ tampered.pragma('busy_timeout = 10000');
 tampered.exec('DELETE FROM t WHERE id = 1');
 tampered.close();
 const healthy = [subTargets[0], subTargets[1]] as string[];
+cpuFrom = stageCpuNow();
 const commits2 = paced(next, true);
 await reached(healthy, sourceSeq(src));
 const isolated = percentiles(commits2, healthy);
+const isolatedCpu = since(cpuFrom);
 const suspended = await until(() => sub3.child === undefined, 30_000);
 const s3 = fs.readFileSync(sub3.log, 'utf8');
 signal([sub4], 'SIGCONT');
@@ -234,11 +267,17 @@ process.stdout.write(
       ['publish + 4 subscribe, events/s to the last target', fanRate.toFixed(0)],
       ['fan-out / sync', (fanRate / syncRate).toFixed(2)],
       ['of which: the publisher had every batch acked after', `${Math.round(publishedMs)} ms of ${Math.round(fanMs)} ms`],
+      [`CPU ms: sync for ${EVENTS} events`, syncCpu.toFixed(0)],
+      ['CPU ms: fan-out per stage', stageCpu.map((st) => `${st.name} ${st.ms.toFixed(0)}`).join(', ')],
+      ['CPU ms: fan-out, all stages', fanCpuSum.toFixed(0)],
+      [`in CPU: sync / the busiest stage (${busiest.name})`, (syncCpu / busiest.ms).toFixed(2)],
       [`p50 at 1k writes/s to the last of 4 (${fan.writes} writes)`, fmtMs(fan.p50)],
       [`p99 at 1k writes/s to the last of 4 (target <= ${TARGET_P99_MS} ms)`, fmtMs(fan.p99)],
       ['max', fmtMs(fan.max)],
       ['slowest per 0.5 s', fan.worstPerHalfSecond.join(' ')],
+      ['CPU ms per stage at 1k writes/s, all 4 healthy', pacedCpu],
       ['isolated: slowest per 0.5 s', isolated.worstPerHalfSecond.join(' ')],
+      ['CPU ms per stage at 1k writes/s, isolated', isolatedCpu],
       ['p99 to the last of 2 healthy, one SIGSTOPped, one suspended', fmtMs(isolated.p99)],
       [
         'the tampered subscriber suspended and exited',
@@ -252,7 +291,7 @@ process.stdout.write(
 fs.mkdirSync(path.join(ROOT, 'bench', 'out'), { recursive: true });
 fs.writeFileSync(
   path.join(ROOT, 'bench', 'out', 'fan-out.json'),
-  `${JSON.stringify({ events: EVENTS, seconds: SECONDS, syncRate, fanRate, fan, isolated, suspended, stoppedCaughtUpMs: stoppedCaughtUp }, null, 2)}\n`,
+  `${JSON.stringify({ events: EVENTS, seconds: SECONDS, syncRate, fanRate, syncCpuMs: syncCpu, stageCpuMs: stageCpu, fan, isolated, suspended, stoppedCaughtUpMs: stoppedCaughtUp }, null, 2)}\n`,
 );
 emitFigures('fan-out', [
   {
@@ -284,12 +323,14 @@ emitFigures('fan-out', [
   },
   {
     id: 'fan-out.throughput',
-    target: 'fan-out throughput (DESIGN.md: none)',
-    what: `events/s to the last of 4 targets over sync's to one (${EVENTS} events)`,
+    target: ROW,
+    what: `events/s to the last of 4 targets over sync's to one (${EVENTS} events; CPU: sync's per event over the busiest stage's)`,
     value: fanRate / syncRate,
     unit: 'x',
-    op: 'none',
-    limit: 0,
+    op: '>=',
+    limit: TARGET_RATIO,
+    floor: { id: 'fan-out.sync-one-target', what: 'sync --follow to one target, the same burst', perSecond: syncRate, unit: 'events/s' },
+    cpu: syncCpu / busiest.ms,
   },
 ]);
 if (KEEP) process.stdout.write(`kept ${dir}\n`);

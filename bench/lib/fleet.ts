@@ -15,6 +15,12 @@ import Database from 'better-sqlite3';
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const BIN = path.join(ROOT, 'bin', 'sluice.js');
 
+/**
+ * More node arguments for every process of the fleet, from SLUICE_BENCH_NODE_ARGS (space separated): to profile
+ * them, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` (node refuses --cpu-prof in NODE_OPTIONS).
+ */
+const NODE_ARGS = (process.env.SLUICE_BENCH_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+
 export class Proc {
   readonly name: string;
   readonly args: readonly string[];
@@ -34,7 +40,7 @@ export class Proc {
 
   start(): this {
     const out = fs.openSync(this.log, 'a');
-    const child = spawn(process.execPath, [BIN, ...this.args], { cwd: ROOT, stdio: ['ignore', out, out] });
+    const child = spawn(process.execPath, [...NODE_ARGS, BIN, ...this.args], { cwd: ROOT, stdio: ['ignore', out, out] });
     fs.closeSync(out);
     this.#expectingExit = false;
     this.child = child;
@@ -89,6 +95,22 @@ export class Proc {
     return true;
   }
 }
+
+/** CPU time (user + system, ms) a process has used so far, from /proc (NaN once it has ended). */
+export function cpuMs(pid: number | undefined): number {
+  if (pid === undefined) return Number.NaN;
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command (which may hold spaces) in its parentheses: utime and stime are the 12th and 13th.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return ((Number(f[11]) + Number(f[12])) * 1000) / CLOCK_TICKS;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Clock ticks per second of /proc's CPU times (USER_HZ, 100 on Linux). */
+const CLOCK_TICKS = 100;
 
 /** The newest seq in the source's journal (0 when none). */
 export function sourceSeq(file: string): number {

@@ -9,8 +9,10 @@ import { errorCode } from '../errors.ts';
  * The lines a subscriber's messages carry, for the checking reader. A
  * message is acknowledged only once what it carries is committed: the
  * reader asks for the line after a batch's marker (or a snapshot's) only
- * when the applier has committed that batch, so that is when its message,
- * and a snapshot's parts before it, are acked. Messages a subscriber does not
+ * when the applier is done with that batch, and the applier says when it
+ * has committed (`committed`, after each commit: batches already delivered
+ * share one transaction, importer.ts), so that is when its message, and a
+ * snapshot's parts before it, are acked. Messages a subscriber does not
  * need are acked and skipped: snapshots while it follows batches, batches
  * before the snapshot it starts from, a redelivered message it has passed.
  */
@@ -75,6 +77,10 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
   let lastMessage: LastMessage | undefined;
   /** The consumer's messages while they are read (stopped by close() when the applier fails mid-stream). */
   let active: { stop(): void } | undefined;
+  /** Messages the applier is done with (it asked for the line after them), acked at its next commit. */
+  const done: JsMsg[] = [];
+  /** The messages of the batch (or snapshot) whose last line the reader holds: the applier is applying it. */
+  let handed: { readonly msgs: JsMsg[] } | undefined;
   /** The first line number of each message, and its stream sequence. */
   const firstLines: number[] = [];
   const seqs: number[] = [];
@@ -139,13 +145,17 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
               toSeq: Number(m.headers?.get(HEADER.toSeq) ?? 0),
               pending: m.info.pending,
             };
-          for (const line of parts) {
+          const ends = m.subject !== o.subjects.part;
+          for (let i = 0; i < parts.length; i++) {
             lineCount++;
-            yield line;
+            // While the reader holds a batch's (or snapshot's) last line, the applier applies it: a commit then covers it.
+            if (ends && i === parts.length - 1) handed = { msgs: pending };
+            yield parts[i] as string;
           }
-          // Here the reader has asked for the next line: what this message ended (a batch, a snapshot) is committed.
-          if (m.subject !== o.subjects.part) {
-            for (const p of pending.splice(0)) p.ack();
+          handed = undefined;
+          // Here the reader has asked for the next line: the applier is done with what this message ended (a batch, a snapshot).
+          if (ends) {
+            done.push(...pending.splice(0));
             if (m.subject === o.subjects.end) inSnapshot = false;
           }
         }
@@ -165,6 +175,15 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
       readCheckedLines({ lines: lines(), where, sourceId }, options),
     /** Messages read so far. */
     messages: () => count,
+    /**
+     * The applier committed: acks the messages it is done with, and the one
+     * whose last line it holds (the batch it has just applied: it commits
+     * only after applying what it read, never in the middle of a batch).
+     */
+    committed: () => {
+      for (const m of done.splice(0)) m.ack();
+      if (handed !== undefined) for (const m of handed.msgs.splice(0)) m.ack();
+    },
     /** Lines handed to the reader so far. */
     lines: () => lineCount,
     /** The batch or snapshot whose marker the reader read last. */

@@ -1,18 +1,85 @@
 import fs from 'node:fs';
 import { decodeCursor } from '../feed/index.ts';
 import { InvalidInputError, type SluiceError } from '../errors.ts';
-import { replaceFile } from '../export/index.ts';
 
 /*
  * The publisher's position, in a small file next to the source
- * (`<db>.publish-<stream>.cursor`): the cursor of the last batch or snapshot
- * the broker acknowledged, replaced atomically after each ack. Not in the
- * source's _sluice_consumers row: publish, like export, only reads the source.
+ * (`<db>.publish-<stream>.cursor`): the cursor of a batch or snapshot the
+ * broker acknowledged, replaced atomically (written, synced, renamed). Not in
+ * the source's _sluice_consumers row: publish, like export, only reads the
+ * source.
+ *
+ * Written behind the publishing, not before the next batch: the sync took
+ * milliseconds per batch on a busy disk, in the path of every batch that
+ * followed (bench/fan-out.ts). The file may lag the broker's acks by the
+ * write in flight; that is safe, because the file is only ever behind:
+ * a publisher that starts again resumes from the furthest of the file and
+ * the stream's own last batch and snapshot, and a batch published again from
+ * an older position has the same Nats-Msg-Id (the broker drops the copy) and
+ * a range subscribers' cursors already passed.
  */
 
-/** Saves the position (after the broker's ack). */
-export function writeStateFile(file: string, cursor: string): void {
-  replaceFile(file, cursor);
+/**
+ * Saves positions behind the publisher: one write at a time, each of the
+ * latest cursor given; `flush` waits for the last one. A write that fails is
+ * thrown by the next `save` or `flush`.
+ */
+export class StateFileWriter {
+  readonly file: string;
+  #latest: string | undefined;
+  #written: string | undefined;
+  #writing: Promise<void> | undefined;
+  #failed: unknown;
+
+  constructor(file: string) {
+    this.file = file;
+  }
+
+  save(cursor: string): void {
+    this.#throwFailure();
+    this.#latest = cursor;
+    this.#writing ??= this.#drain();
+  }
+
+  /** Waits until the latest cursor given is in the file. */
+  async flush(): Promise<void> {
+    while (this.#writing !== undefined) await this.#writing;
+    this.#throwFailure();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#latest !== undefined && this.#latest !== this.#written) {
+        const cursor = this.#latest;
+        await replaceFileAsync(this.file, cursor);
+        this.#written = cursor;
+      }
+    } catch (err) {
+      this.#failed = err;
+    } finally {
+      this.#writing = undefined;
+    }
+  }
+
+  #throwFailure(): void {
+    if (this.#failed === undefined) return;
+    const err = this.#failed;
+    this.#failed = undefined;
+    throw err;
+  }
+}
+
+/** replaceFile (export/resume-point.ts) off the event loop's thread: written, synced, then renamed over the file. */
+async function replaceFileAsync(file: string, text: string): Promise<void> {
+  const tmp = `${file}.tmp`;
+  const fh = await fs.promises.open(tmp, 'w');
+  try {
+    await fh.writeFile(`${text}\n`);
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await fs.promises.rename(tmp, file);
 }
 
 /** The saved position, or undefined when there is none yet. */

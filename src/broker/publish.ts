@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
+import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
 import { openSource, readState, enableHint } from '../capture/index.ts';
 import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
@@ -8,7 +9,7 @@ import { writeBatch, type LineWriter } from '../export/index.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
-import { readStateFile, writeStateFile } from './publish-state-file.ts';
+import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 
@@ -22,7 +23,8 @@ import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type 
  * published again covers the same range and gets the same Nats-Msg-Id.
  *
  * The position is saved only after the broker has acknowledged the message,
- * in a small state file next to the source (`<db>.publish-<stream>.cursor`).
+ * in a small state file next to the source (`<db>.publish-<stream>.cursor`),
+ * written behind the publishing (publish-state-file.ts: it may lag, never lead).
  * Not in the source's _sluice_consumers acknowledgement row: that row is
  * informational, written at most once a second and lagging by design, and
  * writing it needs the source's write lock, while publish, like export,
@@ -67,6 +69,17 @@ export interface PublishedSnapshotReport {
 }
 
 const DEFAULT_BATCH_SEQS = 1000;
+/** Batches waiting for the broker's ack at once (#nextBatches). */
+const PIPELINE = 4;
+
+/** A batch window ready to publish. */
+interface Prepared {
+  readonly batch: NonNullable<ReturnType<typeof writeBatch>>;
+  readonly data: Buffer;
+  readonly msgID: string;
+  /** Its headers, new for each publish (the client adds the expectations to the object it is given). */
+  readonly headers: () => ReturnType<typeof natsHeaders>;
+}
 
 export class Publisher {
   readonly db: Db;
@@ -75,6 +88,7 @@ export class Publisher {
   readonly stream: string;
   readonly subjects: SourceSubjects;
   readonly stateFile: string;
+  readonly #saved: StateFileWriter;
   readonly #broker: Broker;
   readonly #options: PublishOptions;
   readonly #log: Log;
@@ -91,6 +105,7 @@ export class Publisher {
     this.stream = options.stream ?? defaultStreamName(sourceId);
     this.subjects = subjectsOf(sourceId);
     this.stateFile = `${path.resolve(sourcePath)}.publish-${this.stream}.cursor`;
+    this.#saved = new StateFileWriter(this.stateFile);
     this.#broker = broker;
     this.#options = options;
     this.#log = options.log ?? (() => {});
@@ -125,9 +140,18 @@ export class Publisher {
     return this.#cursor;
   }
 
+  /** Waits until the state file holds the last acknowledged position. */
+  async flush(): Promise<void> {
+    await this.#saved.flush();
+  }
+
   async close(): Promise<void> {
-    await this.#broker.close();
-    this.db.close();
+    try {
+      await this.#saved.flush();
+    } finally {
+      await this.#broker.close();
+      this.db.close();
+    }
   }
 
   async #resume(): Promise<void> {
@@ -148,14 +172,20 @@ export class Publisher {
     return lastJournalSeq(this.db);
   }
 
-  /** Publishes everything the source has after the position, and a snapshot where one is needed. */
-  async runOnce(): Promise<PublishPass> {
+  /**
+   * Publishes everything the source has after the position, and a snapshot
+   * where one is needed: checked after the pass, or, with
+   * `snapshotCheckMs`, if the last check is older than that (a follower's
+   * passes come with every commit: two broker requests each, in the path of
+   * the next batch).
+   */
+  async runOnce(options: { readonly snapshotCheckMs?: number } = {}): Promise<PublishPass> {
     const tally = { batches: 0, events: 0, duplicates: 0, snapshots: [] as PublishedSnapshotReport[] };
     if (this.#cursor === undefined) await this.#snapshot('STREAM_HAD_NO_SNAPSHOT', tally);
     while (this.#cursor !== undefined && !this.#stopped()) {
       let more: boolean;
       try {
-        more = await this.#nextBatch(this.#cursor, tally);
+        more = await this.#nextBatches(this.#cursor, tally);
       } catch (err) {
         // The position no longer continues (pruned past, a restored or re-made source...): start again from a snapshot.
         if (!(err instanceof FailClosedError)) throw err;
@@ -167,7 +197,7 @@ export class Publisher {
       }
       if (!more) break;
     }
-    await this.checkSnapshot(tally);
+    await this.checkSnapshot(tally, options.snapshotCheckMs ?? 0);
     return tally;
   }
 
@@ -196,8 +226,78 @@ export class Publisher {
     return this.#options.signal?.aborted === true;
   }
 
-  /** Publishes the next batch window after `cursor`; false when there is nothing more. */
-  async #nextBatch(cursor: string, tally: { batches: number; events: number; duplicates: number }): Promise<boolean> {
+  /**
+   * Publishes the batch windows after `cursor`, up to PIPELINE of them
+   * waiting for the broker's ack at once (one round trip per batch, on a busy
+   * machine two wake-ups of the broker and of us, was what held fan-out
+   * back: bench/fan-out.ts); false when there is nothing more. Each batch
+   * after the first carries the previous one's Nats-Msg-Id as the one the
+   * stream must hold last (Nats-Expected-Last-Msg-Id), so the broker never
+   * stores a batch whose predecessor it lost: the stream's batches stay
+   * contiguous. A publish that fails, or is refused for that (another
+   * source's publisher on the same stream, a message lost in an outage),
+   * is sent again alone, as a first one, after the ones behind it have had
+   * their answers; those are sent again too (the same ids: a copy the broker
+   * kept is dropped as a duplicate). A window that cannot be read (the
+   * position no longer continues) is thrown once the ones before it are
+   * answered.
+   */
+  async #nextBatches(cursor: string, tally: { batches: number; events: number; duplicates: number }): Promise<boolean> {
+    const inFlight: { readonly b: Prepared; readonly ack: Promise<PubAck> }[] = [];
+    let at = cursor;
+    let ended = false;
+    let unreadable: { readonly err: unknown } | undefined;
+    for (;;) {
+      while (!ended && inFlight.length < PIPELINE && !this.#stopped()) {
+        let b: Prepared | undefined;
+        try {
+          b = this.#prepare(at);
+        } catch (err) {
+          unreadable = { err };
+        }
+        if (b === undefined) {
+          ended = true;
+          break;
+        }
+        const previous = inFlight.at(-1)?.b.msgID;
+        const ack = this.#broker.js.publish(this.subjects.batch, b.data, {
+          msgID: b.msgID,
+          headers: b.headers(),
+          expect: previous === undefined ? { streamName: this.stream } : { streamName: this.stream, lastMsgID: previous },
+          timeout: 5000,
+        });
+        ack.catch(() => {}); // answered below, in order
+        inFlight.push({ b, ack });
+        at = b.batch.cursor;
+      }
+      const first = inFlight.shift();
+      if (first === undefined) {
+        if (unreadable !== undefined && !this.#stopped()) throw unreadable.err;
+        return false; // all of it published (or stopped)
+      }
+      let ack: PubAck | undefined;
+      try {
+        ack = await first.ack;
+      } catch {
+        // What the broker stored of the ones behind it is in order after it; they are published again from here.
+        await Promise.allSettled(inFlight.map((f) => f.ack));
+        inFlight.length = 0;
+        ended = false;
+        unreadable = undefined;
+        at = first.b.batch.cursor;
+        ack = await this.#publish(this.subjects.batch, first.b.data, first.b.msgID, first.b.headers());
+        if (ack === undefined) return false; // stopped
+      }
+      this.#acknowledged(first.b.batch.cursor);
+      tally.batches++;
+      tally.events += first.b.batch.events;
+      if (ack.duplicate) tally.duplicates++;
+      this.#options.onAck?.({ events: first.b.batch.events, duplicate: ack.duplicate });
+    }
+  }
+
+  /** The next batch window after `cursor`, as its message; undefined when there is nothing more. */
+  #prepare(cursor: string): Prepared | undefined {
     const span = this.#options.batchSeqs ?? DEFAULT_BATCH_SEQS;
     const from = decodeCursor(cursor).seq;
     let through = (Math.floor(from / span) + 1) * span;
@@ -205,7 +305,7 @@ export class Publisher {
     for (;;) {
       const sink = new MemorySink();
       const b = writeBatch(this.db, sink, cursor, { limit: span, throughSeq: through });
-      if (b === undefined) return false;
+      if (b === undefined) return undefined;
       const data = sink.bytes();
       if (data.length > budget) {
         if (b.toSeq - b.fromSeq > 1) {
@@ -214,25 +314,21 @@ export class Publisher {
         }
         throw tooLarge(`the event at seq ${b.toSeq}`, data.length, budget);
       }
-      const h = natsHeaders();
-      h.set(HEADER.source, this.sourceId);
-      h.set(HEADER.fromSeq, String(b.fromSeq));
-      h.set(HEADER.toSeq, String(b.toSeq));
-      h.set(HEADER.cursor, b.cursor);
-      const ack = await this.#publish(this.subjects.batch, data, batchMsgId(this.sourceId, b.fromSeq, b.toSeq), h);
-      if (ack === undefined) return false;
-      this.#acknowledged(b.cursor);
-      tally.batches++;
-      tally.events += b.events;
-      if (ack.duplicate) tally.duplicates++;
-      this.#options.onAck?.({ events: b.events, duplicate: ack.duplicate });
-      return true;
+      const headers = () => {
+        const h = natsHeaders();
+        h.set(HEADER.source, this.sourceId);
+        h.set(HEADER.fromSeq, String(b.fromSeq));
+        h.set(HEADER.toSeq, String(b.toSeq));
+        h.set(HEADER.cursor, b.cursor);
+        return h;
+      };
+      return { batch: b, data, msgID: batchMsgId(this.sourceId, b.fromSeq, b.toSeq), headers };
     }
   }
 
-  /** After the broker's ack: the position moves, durably. */
+  /** After the broker's ack: the position moves, and is saved behind (the state file may lag, never lead). */
   #acknowledged(cursor: string): void {
-    writeStateFile(this.stateFile, cursor);
+    this.#saved.save(cursor);
     this.#cursor = cursor;
   }
 

@@ -166,23 +166,34 @@ class Run {
       });
       let applied = 0;
       let skipped = 0;
+      // Told to onBatch once committed: batches already delivered share a transaction (importer.ts).
+      const uncommitted: SubscribedBatch[] = [];
+      const report = () => {
+        for (const b of uncommitted.splice(0)) this.#options.onBatch?.(b);
+      };
       const onProgress: ImportOptions['onProgress'] = (p) => {
         this.#options.onProgress?.(p);
         const last = source.last();
         // A snapshot is committed whenever it is reported (batchesApplied counts batches only).
         if (this.#options.onBatch !== undefined && last !== undefined)
-          this.#options.onBatch({ ...last, applied: last.snapshot || p.batchesApplied > applied });
+          uncommitted.push({ ...last, applied: last.snapshot || p.batchesApplied > applied });
         applied = p.batchesApplied;
         skipped = p.batchesSkipped;
       };
-      let report: ImportReport;
+      let result: ImportReport;
       try {
-        report = await importStream(
+        result = await importStream(
           this.#target,
           {
             label,
             ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
             read: (o) => source.read(this.#options.sourceId, o),
+            // Batches already delivered share a transaction (fewer commits while it catches up); acked once committed.
+            groupDelivered: true,
+            committed: () => {
+              source.committed();
+              report();
+            },
           },
           {
             ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
@@ -202,8 +213,9 @@ class Run {
         continue;
       } finally {
         source.close();
+        report(); // batches committed before an error (the one that failed was never reported)
       }
-      return this.#report({ ...report, messages: source.messages() });
+      return this.#report({ ...result, messages: source.messages() });
     }
   }
 

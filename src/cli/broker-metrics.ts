@@ -114,8 +114,11 @@ export async function subscriberMetrics(
     onBatch: (b) => {
       const now = Date.now();
       const projections = projectionsOf(target, options.sourceId).map((p) => {
-        const moved = b.applied && p.seq > (seqs.get(p.name) ?? -1);
-        seqs.set(p.name, p.seq);
+        // Reported after its commit, maybe with the batches committed with it (subscribe.ts): counted when the
+        // projection reached its end and had not been counted there yet.
+        const before = seqs.get(p.name) ?? -1;
+        const moved = b.applied && p.seq >= b.toSeq && before < b.toSeq;
+        seqs.set(p.name, moved ? b.toSeq : Math.min(before, p.seq)); // lower: rebuilt from an older snapshot
         return {
           name: p.name,
           state: p.state,

@@ -59,6 +59,20 @@ export interface ItemStream {
    * stream, where each batch must commit before waiting for the next.
    */
   readonly atHand?: boolean;
+  /**
+   * A live stream that hands over what is already delivered without waiting
+   * (a subscriber's buffered messages): consecutive batches share one target
+   * transaction while the next one is already there, and it commits as soon
+   * as the next one is not (or at the kinds' batch size, as atHand). A batch
+   * never waits in an open transaction for the network.
+   */
+  readonly groupDelivered?: boolean;
+  /**
+   * After each commit on the target: what the stream handed over until then
+   * is durable (a subscriber acks its messages). Called after the onProgress
+   * of the batches it commits.
+   */
+  readonly committed?: () => void;
   /** Reads the stream once, checked (see checked-reader.ts). */
   read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }

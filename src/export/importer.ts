@@ -65,24 +65,48 @@ export class Importer {
     const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
-    const group = new BatchGroup(this.#db, stream.atHand === true);
+    const group = new BatchGroup(this.#db, stream.atHand === true || stream.groupDelivered === true);
+    const committed = () => {
+      if (!this.#db.inTransaction) stream.committed?.();
+    };
+    const next = async (): Promise<IteratorResult<ExportItem, ReadTotals>> => {
+      const item = reader.next();
+      if (stream.groupDelivered !== true || !this.#db.inTransaction) return item;
+      // Already delivered, it resolves within this turn's microtasks; else the group commits before waiting on it.
+      const ready = await Promise.race([item, new Promise<undefined>((resolve) => setImmediate(() => resolve(undefined)))]);
+      if (ready !== undefined) return ready;
+      group.commit();
+      committed();
+      return item;
+    };
     try {
-      for (let next = await reader.next(); totals === undefined; next = await reader.next()) {
-        if (next.done === true) totals = next.value;
-        else if (next.value.kind === 'batch') {
+      for (let item = await next(); totals === undefined; item = await next()) {
+        if (item.done === true) {
+          totals = item.value;
+          group.commit();
+          committed();
+          continue;
+        }
+        const value = item.value;
+        if (value.kind === 'batch') {
           group.open(this.#compiled());
           await this.#onBatch(
-            next.value.line,
-            next.value.events.map((e) => lineToEvent(e.line)),
-            `${stream.label}:${next.value.n}`,
+            value.line,
+            value.events.map((e) => lineToEvent(e.line)),
+            `${stream.label}:${value.n}`,
           );
-          group.added(next.value.events.length);
+          group.added(value.events.length);
           progress();
+          committed();
         } else {
           group.commit();
+          committed();
           // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
-          totals = await this.#snapshot(next.value, reader);
-          if (totals === undefined) progress();
+          totals = await this.#snapshot(value, reader);
+          if (totals === undefined) {
+            progress();
+            committed();
+          }
         }
       }
     } finally {
@@ -313,13 +337,14 @@ export class Importer {
 }
 
 /**
- * Consecutive batches of a stream at hand in one target transaction, each
+ * Consecutive batches of a stream at hand (or already delivered: ItemStream.groupDelivered) in one target transaction, each
  * in its own savepoint (writeTransaction nests), up to the smallest default
  * batch of the projections' kinds: sync applies the same events in batches
  * of that size, and a commit per batch line of the file (1,000 events)
  * cost import a WAL write and a sync each (bench/import.ts). A batch that
  * fails or suspends rolls back to its savepoint only; the ones before it
- * commit. A live stream commits each batch by itself.
+ * commit. A live stream commits each batch by itself, or, grouping what is
+ * delivered, as soon as the next batch is not already there.
  */
 class BatchGroup {
   readonly #db: Db;

@@ -90,6 +90,11 @@ export class NatsServer {
     return `nats://127.0.0.1:${this.port}`;
   }
 
+  /** The server process's id while it runs (a bench reads its CPU time from /proc). */
+  get pid(): number | undefined {
+    return this.#child?.pid;
+  }
+
   get running(): boolean {
     return this.#child !== undefined;
   }

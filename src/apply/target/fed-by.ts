@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/index.ts';
-import { quoteIdent, writeTransaction } from '../../sqlite/index.ts';
+import { cachedStatement, quoteIdent, writeTransaction } from '../../sqlite/index.ts';
 import { PROJECTIONS_TABLE } from '../../capture/index.ts';
 
 /*
@@ -67,7 +67,8 @@ export function parseFedBy(text: unknown): FedBy | null {
 /** Records how projections `names` are fed, in the caller's transaction (a row that already says so is not written). */
 export function recordFedBy(db: Db, schema: string, names: Iterable<string>, fedBy: FedBy): void {
   const text = JSON.stringify(fedBy);
-  const update = db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET fed_by = ? WHERE name = ? AND fed_by IS NOT ?`);
+  // Cached: a subscriber records it with every batch it applies.
+  const update = cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET fed_by = ? WHERE name = ? AND fed_by IS NOT ?`);
   for (const name of names) update.run(text, name, text);
 }
 

@@ -10,6 +10,8 @@ import { waitForChange } from './wait.ts';
 
 /** An idle follower looks at most this often whether the stream's retention dropped its snapshot. */
 const SNAPSHOT_CHECK_MS = 5000;
+/** A busy one at most this often, after a pass (not after each: a pass comes with every commit). */
+const PASS_SNAPSHOT_CHECK_MS = 1000;
 
 export interface PublishLoopOptions {
   /** Aborted: the pass in flight finishes, no other starts. Without one, SIGINT/SIGTERM stop it. */
@@ -22,8 +24,9 @@ export interface PublishLoopOptions {
 
 /**
  * Publishes a pass at once and again each time the source commits, until
- * stopped; while idle, checks at most every 5 s that the stream still holds
- * a snapshot (a new one is published when its retention dropped it).
+ * stopped; checks that the stream still holds a snapshot (a new one is
+ * published when its retention dropped it) at most every second after a
+ * pass, and every 5 s while idle.
  *
  * @example
  * await followPublisher(publisher, 'app.db', { onPass: (p) => console.log(p.events), tally: { snapshots: [] } });
@@ -39,13 +42,18 @@ export async function followPublisher(p: Publisher, sourcePath: string, options:
   let idleError: unknown;
   // waitForChange runs the first pass itself, from a data_version read before it: a commit that lands
   // while a pass reads the journal brings another pass.
-  await waitForChange(p.db, sourcePath, async () => options.onPass(await serial(() => p.runOnce())), {
-    ...(options.signal === undefined ? {} : { signal: options.signal }),
-    onIdle: () => {
-      if (idleError !== undefined) throw idleError;
-      void serial(() => p.checkSnapshot(options.tally, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
+  await waitForChange(
+    p.db,
+    sourcePath,
+    async () => options.onPass(await serial(() => p.runOnce({ snapshotCheckMs: PASS_SNAPSHOT_CHECK_MS }))),
+    {
+      ...(options.signal === undefined ? {} : { signal: options.signal }),
+      onIdle: () => {
+        if (idleError !== undefined) throw idleError;
+        void serial(() => p.checkSnapshot(options.tally, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
+      },
     },
-  });
+  );
   await chain;
   if (idleError !== undefined) throw idleError;
 }
