@@ -5,7 +5,15 @@ import { readSourceView } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { kindNamed } from '../../projection/index.ts';
 import { ownedBy, suspension, type Suspension } from '../projections/index.ts';
-import { readProjection, readProjections, setState, TARGET_INFO_TABLE, type ProjectionRecord } from '../target/index.ts';
+import {
+  buildTables,
+  readBuild,
+  readProjection,
+  readProjections,
+  setState,
+  TARGET_INFO_TABLE,
+  type ProjectionRecord,
+} from '../target/index.ts';
 import { ownCheckOf, compareAtCursor } from '../check/index.ts';
 import type { EditEvidence, TargetWatch, WatchedProjection } from './target-watch.ts';
 
@@ -29,7 +37,21 @@ export function watchedProjections(names: readonly string[]): (snap: Db) => Watc
   return (snap) =>
     readProjections(snap, 'main')
       .filter((r) => wanted.has(r.name))
-      .map((r) => ({ name: r.name, tables: [...new Set([...ownedBy(r), ...(kindNamed(r.kind)?.uniqueTables(r.targetTable) ?? [])])] }));
+      .flatMap((r) => {
+        const live = { name: r.name, tables: [...new Set([...ownedBy(r), ...(kindNamed(r.kind)?.uniqueTables(r.targetTable) ?? [])])] };
+        // A protected rebuild's shadow and staged copy, watched under a name of their own (buildWatchName).
+        const b = readBuild(r);
+        return b === undefined ? [live] : [live, { name: buildWatchName(r.name), tables: buildTables(b) }];
+      });
+}
+
+/**
+ * The name the watch gives a projection's protected rebuild (its shadow
+ * tables and staged copy): no projection's own (a NUL is in no name a
+ * definition takes), so that evidence of it never suspends the live one.
+ */
+export function buildWatchName(projection: string): string {
+  return `${projection}\0build`;
 }
 
 /**

@@ -291,14 +291,25 @@ function dataVersion(db: Db, schema: string): number {
   return Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.data_version`, 'pluck').get());
 }
 
-/** The pages of the named tables (b-trees; a virtual table has none) in `snap`'s main database. */
+/**
+ * The pages of the named tables (b-trees; a virtual table has none) in
+ * `snap`'s main database. A name with no b-tree (a table not made on this
+ * target, such as `_sluice_dropped` before the first drop) is skipped before
+ * dbstat is asked: `dbstat WHERE name = NULL` is no constraint to it, and it
+ * walks every page of the database to find that nothing matches.
+ */
 function pagesOf(snap: Db, tables: readonly string[]): Set<number> {
-  const stmt = cachedStatement(
+  const named = cachedStatement(
     snap,
-    "SELECT pageno FROM main.dbstat WHERE name = (SELECT name FROM main.sqlite_schema WHERE type IN ('table', 'index') AND name = ? COLLATE NOCASE)",
+    "SELECT name FROM main.sqlite_schema WHERE type IN ('table', 'index') AND name = ? COLLATE NOCASE",
     'pluck',
   );
+  const stmt = cachedStatement(snap, 'SELECT pageno FROM main.dbstat WHERE name = ?', 'pluck');
   const out = new Set<number>();
-  for (const t of tables) for (const p of stmt.all(t) as (number | bigint)[]) out.add(Number(p));
+  for (const t of tables) {
+    const name = named.get(t) as string | undefined;
+    if (name === undefined) continue;
+    for (const p of stmt.all(name) as (number | bigint)[]) out.add(Number(p));
+  }
   return out;
 }

@@ -33,6 +33,30 @@ export interface ValidationNeeded {
   readonly candidate: BuildCandidate;
 }
 
+/**
+ * What a syncer that watches the target's log (apply/edits/target-watch.ts)
+ * knows of a protected rebuild. Each chunk of the copy is the source's rows
+ * as read in the chunk's own transaction (INSERT ... SELECT, as a plain
+ * snapshot copies them), and each catch-up reads again, in its transaction,
+ * every key the journal touched since: while the journal is the source's
+ * whole history (the build's cursor is checked in each step, and a bump, a
+ * re-armed table or DDL sluice did not make starts the build again), the
+ * copy differs from the source only where another program wrote the copy
+ * itself. The validation's pass over every row is there for that: it is
+ * left out when the watch vouches that no other program wrote the build's
+ * tables since the build started.
+ */
+export interface BuildWatch {
+  /** A build of projection `name` started in this transaction, with this token (BuildState.token). */
+  started(name: string, token: string): void;
+  /**
+   * Whether the build of `name` with this token was started by this syncer
+   * and the watch has seen no other program write its tables since (asked
+   * with the target's lock held, after the watch read the log up to it).
+   */
+  vouched(name: string, token: string | undefined): boolean;
+}
+
 /** What a validation found: the copy at `seq` is exactly the source's rows (`ok`), or not. */
 export interface Validated {
   readonly seq: number;
@@ -65,6 +89,7 @@ export async function buildStep(
   table: CapturedTable,
   b: BuildState,
   validated: Validated | undefined,
+  watch?: BuildWatch,
 ): Promise<StepOutcome | ValidationNeeded | 'discard'> {
   const building = (phase: 'copy' | 'catch-up' | 'fill' | 'replay', next: BuildState): StepOutcome => {
     writeBuild(t, p.name, { ...next, cursor: buildCursor(t, view, p, next.fill?.seq ?? next.caughtSeq) });
@@ -76,6 +101,7 @@ export async function buildStep(
   // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
   if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {
     const again = startShadowBuild(t, p, view, b.reason, replacedTables(rec, p));
+    if (again.token !== undefined) watch?.started(p.name, again.token);
     return building('copy', await copyChunk(t, copyTarget(p, again), table, again));
   }
   const fill = b.fill;
@@ -91,10 +117,10 @@ export async function buildStep(
         await catchUp(t, copy.p, table, copy.at, b.caughtSeq, hi);
         return building('catch-up', { ...b, caughtSeq: hi });
       }
-      return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
-    }
-    // A copy that is not the source's rows (a write that escaped capture during the build).
-    if (!validated.ok) return 'discard';
+      // Vouched for (BuildWatch): the copy is as this syncer wrote it, and needs no pass over every row.
+      if (watch?.vouched(p.name, b.token) !== true)
+        return { kind: 'validate', build: b, tid: table.tid, candidate: validationCandidate(p, b) };
+    } else if (!validated.ok) return 'discard'; // A copy that is not the source's rows (another program wrote it, or the source, unjournaled).
     // The copy is the source's rows at the validated seq, but for the keys touched since: read again, in this
     // transaction, it is the source's rows at the high-water mark read in it.
     await catchUp(t, copy.p, table, copy.at, b.caughtSeq, view.hw);

@@ -2,7 +2,7 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { buildStep, validateShadow } from './build-step.ts';
-export type { Validated, ValidationNeeded } from './build-step.ts';
+export type { BuildWatch, Validated, ValidationNeeded } from './build-step.ts';
 export { dropShadow, resumeOrRollbackShadowBuild, startShadowBuild, writeBuild } from './shadow-build.ts';
 export type { BuildState } from './shadow-build.ts';
 export { reportedSourceRows } from './snapshot-parts.ts';

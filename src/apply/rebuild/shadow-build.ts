@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { quoteIdent, cachedStatement } from '../../sqlite/index.ts';
 import type { CapturedTable } from '../../capture/index.ts';
 import { cursorToken, type SourceView } from '../../feed/index.ts';
@@ -36,7 +36,9 @@ import { checkTablesFree, replacedTables, type ApplyTarget } from '../projection
  *     touched after the build started is read again from the source, in
  *     bounded steps (a key untouched since then is as its chunk copied it);
  *  4. the copy is validated against the source at one seq, in a read
- *     transaction (verify's checksums, rows, keys);
+ *     transaction (verify's checksums, rows, keys), unless the syncer that
+ *     started the build has watched the target's log since and seen no
+ *     other program write its tables (build-step.ts, BuildWatch);
  *  5. a replay kind's shadow is then filled from the staged copy (caught up
  *     to the high-water mark read in that transaction) in key-ordered parts,
  *     one per transaction, and caught up by applying the journal's events
@@ -130,6 +132,7 @@ export function startShadowBuild(
     caughtSeq: view.hw,
     ...(shadowBuildOf(p) === 'replay' ? { staging: `${shadow}_rows` } : {}),
     cursor: buildCursor(t, view, p, view.hw),
+    token: randomUUID(),
   };
   dropShadow(t, b);
   kindOf(p).create(t.db, t.schema, p, shadow);

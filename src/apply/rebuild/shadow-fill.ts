@@ -159,10 +159,11 @@ export async function copyChunk(
 export function keyChunk(
   db: Db,
   p: CompiledProjection,
-  table: CapturedTable,
+  table: CapturedTable | { readonly at: string; readonly list: string },
   lo: readonly SqlValue[] | undefined,
 ): { readonly from: (alias: string) => string; readonly hi: SqlValue[] | undefined } {
-  const src = `main.${quoteIdent(table.name)}`;
+  // The source table, or (`at`) a staged copy of it keyed alike (stagedCopyHolds), with the columns in `list`.
+  const [src, list] = 'at' in table ? [table.at, table.list] : [`main.${quoteIdent(table.name)}`, capturedList(table)];
   const keyed = keyOrder(db, p);
   const after = lo === undefined ? '' : ` WHERE (${keyed.join(', ')}) > (${lo.map(placeholderFor).join(', ')})`;
   const params = (lo ?? []).map(toBindable);
@@ -178,8 +179,7 @@ export function keyChunk(
     ...(hi === undefined ? [] : [`(${keyed.join(', ')}) <= (SELECT ${k.map((i) => `hi${i}`).join(', ')} FROM ${bounds})`]),
   ];
   return {
-    from: (alias) =>
-      `(SELECT ${capturedList(table)} FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
+    from: (alias) => `(SELECT ${list} FROM ${src}${where.length === 0 ? '' : ` WHERE ${where.join(' AND ')}`}) AS ${quoteIdent(alias)}`,
     hi,
   };
 }
@@ -189,7 +189,28 @@ export async function fillChunk(t: ApplyTarget, p: CompiledProjection, b: BuildS
   const fill = b.fill;
   if (b.staging === undefined || fill === undefined) throw new Error(`projection ${p.name}: no staged copy to fill its shadow from`);
   const staged = stagedCopyOf(p, b.staging);
-  const next = nextChunk(t.db, staged, `${quoteIdent(t.schema)}.${quoteIdent(b.staging)}`, fill.lastKey);
+  const at = `${quoteIdent(t.schema)}.${quoteIdent(b.staging)}`;
+  if (p.kind !== 'custom') {
+    // A kind that builds in SQL reads its part straight from the staged copy, between two keys (as copyChunk reads the source).
+    const part = keyChunk(
+      t.db,
+      staged,
+      { at, list: p.source.columns.map((c) => quoteIdent(c.name)).join(', ') },
+      (fill.lastKey ?? null)?.map((v) => fromJsonValue(v)),
+    );
+    const build = kindOf(p).build(t.db, t.schema, p, b.shadow);
+    await build.add({
+      from: part.from,
+      rows: () => {
+        throw new Error(`projection ${p.name}: a ${p.kind} shadow is filled in SQL (its kind reads no rows one by one)`);
+      },
+    });
+    await build.finish();
+    const hi = part.hi;
+    return { ...b, fill: hi === undefined ? { seq: fill.seq } : { seq: fill.seq, lastKey: hi.map((v) => toJsonValue(v)) } };
+  }
+  // A custom handler's init takes rows one by one: the part is moved into a work table they are read from in pages.
+  const next = nextChunk(t.db, staged, at, fill.lastKey);
   await buildChunk(t, p, b.shadow, next.chunk);
   return { ...b, fill: next.lastKey === undefined ? { seq: fill.seq } : { seq: fill.seq, lastKey: next.lastKey } };
 }

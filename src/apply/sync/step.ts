@@ -40,6 +40,7 @@ import {
   validateShadow,
   type Validated,
   type ValidationNeeded,
+  type BuildWatch,
   reportedSourceRows,
 } from '../rebuild/index.ts';
 import { storeDefinition } from '../evolution/index.ts';
@@ -87,6 +88,12 @@ export interface StepContext {
    * this step rebuilds the projection whatever its rows (a reinit).
    */
   readonly afterLock?: (p: CompiledProjection, rebuilds: boolean) => Suspension | undefined;
+  /**
+   * What the caller's watch of the target's log knows of a protected
+   * rebuild's tables (build-step.ts): a build it vouches for needs no
+   * validation pass. Absent: every build is validated.
+   */
+  readonly buildWatch?: BuildWatch;
   /** Called just before the step's transaction commits (a protected target's guards on tables it made: protect.ts). */
   readonly beforeCommit?: (p: CompiledProjection) => void;
   /**
@@ -256,12 +263,14 @@ async function carryOut(
       return d.stored ? storedSuspension(rec as ProjectionRecord) : suspension(d.reason, d.detail);
     case 'refuse':
       throw d.error ?? outdated(p, buildableTable(here, checked));
-    case 'rebuild':
+    case 'rebuild': {
       if (d.resume) return continueBuild(here, rec as ProjectionRecord, build as BuildState, validated);
       if (!d.protected) return initialize(here, d.over ? rec : undefined, d.reason);
       // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
-      startShadowBuild(target, p, view, d.reason as string, replacedTables(rec, p));
+      const started = startShadowBuild(target, p, view, d.reason as string, replacedTables(rec, p));
+      if (started.token !== undefined) here.ctx.buildWatch?.started(p.name, started.token);
       return { kind: 'building', phase: 'copy', rows: 0, seq: (rec as ProjectionRecord).seq };
+    }
     case 'current': {
       const cursor = rec?.cursor ?? '';
       // A suspension whose cause is gone, with nothing to apply: the row becomes active again.
@@ -355,7 +364,7 @@ async function continueBuild(
 ): Promise<StepOutcome | ValidationNeeded> {
   const { target, p, view } = here;
   const table = view.tables.get(p.source.table)?.table as CapturedTable;
-  const out = await buildStep(target, p, rec, view, table, b, validated);
+  const out = await buildStep(target, p, rec, view, table, b, validated, here.ctx.buildWatch);
   if (out !== 'discard') return out;
   dropShadow(target, b);
   writeBuild(target, p.name, null);

@@ -48,7 +48,7 @@ import {
   type SetChange,
   type Unmirrored,
 } from '../projections/index.ts';
-import { TargetWatch, checkEdited, checkPendingEdits, watchedProjections, ensureGuards } from '../edits/index.ts';
+import { TargetWatch, BuildVouch, checkEdited, checkPendingEdits, watchedProjections, ensureGuards } from '../edits/index.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -131,6 +131,8 @@ export class Syncer {
   readonly #targetFile: FileIdentity | undefined;
   /** What other programs commit to the target (SyncOptions.watchTarget). */
   readonly #watch: TargetWatch | undefined;
+  /** The protected rebuilds this syncer started whose tables the watch saw no other program write (build-vouch.ts). */
+  readonly #builds: BuildVouch | undefined;
 
   private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
@@ -152,6 +154,7 @@ export class Syncer {
         : TargetWatch.open(session.db, TARGET_SCHEMA, session.targetPath, (snap) =>
             watchedProjections(this.#projections.map((p) => p.name))(snap),
           );
+    this.#builds = this.#watch === undefined ? undefined : new BuildVouch(this.#watch);
   }
 
   get projections(): readonly CompiledProjection[] {
@@ -544,6 +547,7 @@ export class Syncer {
       batchSize: this.#options.batchSize ?? kindOf(p).defaultBatch,
       afterLock: this.#afterLock,
       beforeCommit: this.#beforeCommit,
+      ...(this.#builds === undefined ? {} : { buildWatch: this.#builds }),
       busy: this.#busy,
       // As between two steps below (a protected rebuild's validation runs between two transactions of one step).
       between: () => {
@@ -774,6 +778,7 @@ export class Syncer {
     const w = this.#watch;
     if (w === undefined) return undefined;
     w.locked();
+    this.#builds?.locked(p.name);
     if (!rebuilds) return checkEdited(w, this.session.db, TARGET_SCHEMA, p.name);
     w.settle(p.name);
     return undefined;

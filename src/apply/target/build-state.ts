@@ -38,6 +38,13 @@ export interface BuildState {
    * else it starts again (build-step.ts). Absent (written before it was kept): started again.
    */
   readonly cursor?: string;
+  /**
+   * Made afresh each time the build starts (a random id): a syncer that
+   * started this very build, and has watched the target's log since
+   * without seeing another program write its tables, knows its copy is as
+   * it wrote it (build-step.ts, BuildWatch). Absent: written before it was kept.
+   */
+  readonly token?: string;
 }
 
 const key = z.array(jsonValueSchema).nullable().optional();
@@ -56,6 +63,7 @@ const buildStateSchema = z.object({
   staging: z.string().optional(),
   cursor: z.string().optional(),
   fill: z.object({ lastKey: key, seq: z.number().int() }).optional(),
+  token: z.string().optional(),
 });
 
 /** A build as its row stores it (parsed JSON), or undefined when it is not one this sluice reads. */
