@@ -7,15 +7,7 @@ export { LineSink, exportOnce, writeBatch, writeSnapshot } from './export.ts';
 export type { ExportOptions, ExportResult, LineWriter } from './export.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 export { importFile, importStream } from './import.ts';
-export {
-  cursorFileFor,
-  positionOf,
-  readResumePoint,
-  replaceFile,
-  saveResumePoint,
-  saveSnapshotStart,
-  truncateToResumePoint,
-} from './resume-point.ts';
+export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './resume-point.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
