@@ -57,7 +57,7 @@ export function applyRelational(
 ): RelationalResult {
   try {
     const img = prepareImages(db, p, events);
-    const plain = path === 'auto' ? applyPlain(db, schema, p, img) : undefined;
+    const plain = path === 'auto' ? applyPlain(db, schema, p, img, strict) : undefined;
     if (plain !== undefined) return { ...plain, decidedBy: 'fast', via: 'plain' };
     const fast = path === 'reference' ? undefined : applyByNetTransitions(db, schema, p, img, strict);
     if (fast !== undefined) return { ...fast, decidedBy: 'fast', via: 'grouped' };

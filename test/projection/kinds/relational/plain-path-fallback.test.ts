@@ -9,12 +9,12 @@ import { highWater, makeSource, tableCells } from '../../../apply/support/target
 
 /*
  * A mirror batch that touches each key once is applied on the plain path
- * (relational/plain.ts): event by event, with each before-image check folded
- * into the write that needs the row, inside a savepoint. Whatever it cannot
- * apply exactly (a check that fails, a key present, a key touched twice, a
- * user's UNIQUE index the order of its writes trips) is undone and goes to
- * the grouped path, which decides it as before: the same verdict, the same
- * target bytes, and nothing of the plain attempt left behind.
+ * (relational/plain.ts): no grouping by key; each before-image is checked
+ * against the target as it is, then written straight to it in a savepoint.
+ * Whatever it cannot apply exactly (a check that fails, a key present, a key
+ * touched twice) is undone and goes to the grouped path, which decides it as
+ * before: the same verdict, the same target bytes, and nothing of the plain
+ * attempt left behind.
  */
 
 const SCHEMA = `
@@ -129,6 +129,25 @@ describe('the plain path of a mirror batch that touches each key once', () => {
     }
   });
 
+  test('a key made and then deleted in one batch, over a row planted equal to it: the insert finds its key present (UNCAPTURED_REPLACE), though the delete alone would check out', async ({
+    tmp,
+  }) => {
+    const { db, lo, hi } = await staged(tmp, [
+      "INSERT INTO k VALUES (5, 'p', NULL)",
+      'DELETE FROM k WHERE id = 5',
+      'UPDATE k SET v = 0 WHERE id = 1',
+    ]);
+    try {
+      const tamper = "INSERT INTO tgt.k VALUES (5, 'p', NULL)";
+      const auto = attempt(db, 'k', lo, hi, tamper, 'auto');
+      expect(auto.result).toEqual(attempt(db, 'k', lo, hi, tamper, 'reference').result);
+      expect(auto.result.mismatch).toMatchObject({ reason: 'UNCAPTURED_REPLACE', seq: lo + 1 });
+      expect(auto.cells).toEqual(auto.tampered);
+    } finally {
+      db.close();
+    }
+  });
+
   test('a key changed to a key the batch then reuses, and a case-only key change under NOCASE, go to the grouped path', async ({ tmp }) => {
     const { db, lo, hi } = await staged(tmp, [
       'UPDATE k SET id = 7 WHERE id = 1',
@@ -148,10 +167,10 @@ describe('the plain path of a mirror batch that touches each key once', () => {
     }
   });
 
-  test("a user's UNIQUE index that the plain path's order of writes trips: undone, and the grouped path applies the batch", async ({
+  test("with a user's UNIQUE index on the target, the grouped path applies the batch (it deletes every changed key first, so rows may swap values)", async ({
     tmp,
   }) => {
-    // Rows 1 and 2 swap their w in one statement: each key once, but updated in place one after the other the index sees 'b' twice.
+    // Rows 1 and 2 swap their w in one statement: each key once, but written one after the other the index would see 'b' twice.
     const { db, lo, hi } = await staged(tmp, ["UPDATE k SET w = CASE id WHEN 1 THEN 'b' ELSE 'a' END WHERE id IN (1, 2)"]);
     try {
       db.exec('CREATE UNIQUE INDEX tgt.k_w ON k (w)');
@@ -161,7 +180,9 @@ describe('the plain path of a mirror batch that touches each key once', () => {
       expect(auto.cells).toEqual(tableCells(db, 'main', 'k'));
       // Without the index the same batch is the plain path's.
       db.exec('DROP INDEX tgt.k_w');
-      expect(attempt(db, 'k', lo, hi, '', 'auto').via).toBe('plain');
+      const plain = attempt(db, 'k', lo, hi, '', 'auto');
+      expect(plain.via).toBe('plain');
+      expect(plain.cells).toEqual(auto.cells);
     } finally {
       db.close();
     }
