@@ -24,8 +24,9 @@ export { sqlEq } from './images.ts';
  *
  * Three implementations of those semantics: two fast ones that only say
  * whether the batch applies cleanly, the plain path (relational/plain.ts:
- * a mirror batch that touches each key once, applied event by event with
- * no grouping, undone when it is not that) and the grouped one
+ * a mirror batch that touches each key once, each before-image checked
+ * against the target as it is and written with no grouping by key, undone
+ * when the batch is not that) and the grouped one
  * (relational/net.ts, one pass, no sort); and the reference
  * (relational/transitions.ts) that finds the first mismatch. The reference
  * runs only when neither fast one applies the batch.
