@@ -6,6 +6,7 @@ import type { CompiledMap, CompiledMirror } from '../../compiled.ts';
 import { prepareImages } from './images.ts';
 import { applyByNetTransitions } from './net.ts';
 import { applyByTransitions } from './transitions.ts';
+import { applyPlain } from './plain.ts';
 import type { RelationalResult } from './transitions.ts';
 export type { RelationalMismatch, RelationalResult } from './transitions.ts';
 
@@ -21,14 +22,23 @@ export { sqlEq } from './images.ts';
  * that key), by storage class and bytes; the last after-image of each key is
  * written. Any mismatch aborts the whole batch before a row is kept.
  *
- * Two implementations of those semantics: a fast one (relational/net.ts,
- * one pass, no sort) that only says whether the batch applies cleanly, and
- * the reference (relational/transitions.ts) that finds the first mismatch.
- * The reference runs only when the fast one does not apply the batch.
+ * Three implementations of those semantics: two fast ones that only say
+ * whether the batch applies cleanly, the plain path (relational/plain.ts:
+ * a mirror batch that touches each key once, each before-image checked
+ * against the target as it is and written with no grouping by key, undone
+ * when the batch is not that) and the grouped one
+ * (relational/net.ts, one pass, no sort); and the reference
+ * (relational/transitions.ts) that finds the first mismatch. The reference
+ * runs only when neither fast one applies the batch.
  */
 
-/** Which implementation applies batches; `reference` is for tests that compare the two. */
-export type RelationalPath = 'auto' | 'reference';
+/**
+ * Which implementation applies batches: `auto` tries the plain path
+ * (relational/plain.ts, a mirror batch that touches each key once), then the
+ * grouped one (relational/net.ts), then the reference; `grouped` skips the
+ * plain path; `reference` is for tests that compare them.
+ */
+export type RelationalPath = 'auto' | 'grouped' | 'reference';
 
 /**
  * Applies the events of `events` (a relation with columns seq, op, ts and
@@ -48,8 +58,10 @@ export function applyRelational(
 ): RelationalResult {
   try {
     const img = prepareImages(db, p, events);
-    const fast = path === 'auto' ? applyByNetTransitions(db, schema, p, img, strict) : undefined;
-    if (fast !== undefined) return { ...fast, decidedBy: 'fast' };
+    const plain = path === 'auto' ? applyPlain(db, schema, p, img, strict) : undefined;
+    if (plain !== undefined) return { ...plain, decidedBy: 'fast', via: 'plain' };
+    const fast = path === 'reference' ? undefined : applyByNetTransitions(db, schema, p, img, strict);
+    if (fast !== undefined) return { ...fast, decidedBy: 'fast', via: 'grouped' };
     return { ...applyByTransitions(db, schema, p, img, strict), decidedBy: 'reference' };
   } finally {
     emptyWorkTables(db);

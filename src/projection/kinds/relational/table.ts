@@ -36,6 +36,13 @@ type Shared = Omit<
   verification: NonNullable<ProjectionKind<'mirror'>['verification']> & NonNullable<ProjectionKind<'map'>['verification']>;
 };
 
+/**
+ * Whether a mirror batch that touches each key once is tried on the plain
+ * path first (relational/plain.ts). Off only to measure what it saves
+ * (bench/apply.ts): the rows and verdicts come out the same either way.
+ */
+export const plainPath = { on: true };
+
 export const relationalTable: Shared = {
   ownedTables: (table) => [table],
   needsImages: true,
@@ -72,7 +79,7 @@ export const relationalTable: Shared = {
     renameTable(db, schema, from, p.targetTable);
   },
   async apply(db, schema, p: Relational, batch, strict) {
-    const r = applyRelational(db, schema, p, batch.relation(), 'auto', strict);
+    const r = applyRelational(db, schema, p, batch.relation(), plainPath.on ? 'auto' : 'grouped', strict);
     return { applied: r.transitions, ...(r.mismatch === undefined ? {} : { mismatch: r.mismatch }) };
   },
   verification: {

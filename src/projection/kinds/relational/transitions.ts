@@ -135,4 +135,6 @@ export interface RelationalResult {
   readonly mismatch?: RelationalMismatch;
   /** Which implementation decided: `fast` applied a clean batch, `reference` found a mismatch or was asked for. */
   readonly decidedBy?: 'fast' | 'reference';
+  /** Which fast path applied it: `plain` (each key once, relational/plain.ts) or `grouped` (relational/net.ts). */
+  readonly via?: 'plain' | 'grouped';
 }
