@@ -21,4 +21,6 @@ export {
 export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 export { FORMAT_VERSION, exportLineSchema, rowLineSchema } from './format.ts';
 export type { ExportLine } from './format.ts';
+export { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix } from './held-lines.ts';
 export { LineDigest } from './line-digest.ts';
+export { FileLines, lineText } from './raw-lines.ts';
