@@ -14,7 +14,8 @@ import { FileLines, lineText, eventPrefix, eventSeqOf, isRowLineOf, rowPrefix } 
  * readline's, each line's bytes its text's UTF-8 with one newline, and its
  * text readline's. (Where a line is not UTF-8, readline's decoder, fed the
  * file in chunks, may put another number of U+FFFD than the line decoded
- * whole: such a line's digest cannot match what an exporter wrote anyway.)
+ * whole, and drops an incomplete sequence the file ends with: such a line's
+ * digest cannot match what an exporter wrote anyway.)
  */
 
 async function viaReadline(file: string): Promise<string[]> {
@@ -52,14 +53,15 @@ test('lines, their texts and their bytes are those readline gives, for any bytes
       fs.writeFileSync(file, Buffer.concat(parts.map(([p, raw]) => Buffer.from(p, raw ? 'latin1' : 'utf8'))));
       const want = await viaReadline(file);
       const got = await viaBytes(file);
-      expect(got.texts.length).toBe(want.length);
-      got.bytes.forEach((b, i) => {
+      // readline drops the incomplete UTF-8 sequence a file ends with, unterminated (its decoder is never flushed): a last line of only such bytes is no line to it.
+      const dropped = got.texts.length === want.length + 1 && /^\uFFFD+$/.test(got.texts.at(-1) ?? '');
+      expect(dropped ? got.texts.length - 1 : got.texts.length).toBe(want.length);
+      want.forEach((t, i) => {
+        const b = got.bytes[i] as Buffer;
         expect(b[b.length - 1]).toBe(0x0a);
-        const t = want[i] as string;
-        if (!t.includes('\uFFFD')) {
-          expect(got.texts[i]).toBe(t);
-          expect(b.equals(Buffer.from(`${t}\n`))).toBe(true);
-        }
+        // A line that is UTF-8 (its bytes are its text's): the same text as readline's.
+        if (b.equals(Buffer.from(`${got.texts[i] as string}\n`))) expect(got.texts[i]).toBe(t);
+        else expect(t.includes('\uFFFD') || i === want.length - 1).toBe(true);
       });
     }),
     { numRuns: 150 },
