@@ -1,6 +1,7 @@
 /*
- * Import against sync (DESIGN.md: "import of 1M events: >= 0.8x sync of the
- * same events; peak RSS <= 200 MB"; issue 11, item 6):
+ * Import against sync (DESIGN.md, "Performance targets", restated for issue
+ * 23: "JSONL >= 0.45x `sync` of the same events (parsing and decoding a line
+ * costs about as much as sync's whole per-event work); peak RSS <= 200 MB"):
  *
  *   npx tsx bench/import.ts [--rows 1000000] [--events 1000000]
  *
@@ -14,7 +15,10 @@
  *   `sync` catching its target up, against `import` of the file into the
  *   other (which skips the snapshot it already has and applies the batches).
  * Wall seconds give importVsSync (the judged ratio); user + sys seconds give
- * cpuImportVsSync, which other load on a shared machine disturbs less.
+ * cpuImportVsSync (the figure's `cpu`), which other load on a shared machine
+ * disturbs less; sync's events/s is the figure's floor. The events' import
+ * reads the file's snapshot again, which the target holds: its rows are
+ * digested and counted, not parsed (export/held-lines.ts).
  * Both targets are compared at the end (they must be equal). Figures before
  * and after issue 11, and where import's time goes: docs/jsonl.md, "Import
  * speed". The export is
@@ -115,16 +119,23 @@ try {
   emitFigures('import', [
     {
       id: 'import.events.vs-sync',
-      target: 'import of events vs sync of the same events',
-      what: `import of ${EVENTS} events, speed over sync of the same events (CLI, wall)`,
+      target: 'import: JSONL >= 0.45x sync of the same events',
+      what: `import of ${EVENTS} events (the file's ${ROWS}-row snapshot held), speed over sync of the same events (CLI, wall)`,
       value: evSync.seconds / evImport.seconds,
       unit: 'x',
       op: '>=',
-      limit: 0.8,
+      limit: 0.45,
+      cpu: evSync.cpuSeconds / evImport.cpuSeconds,
+      floor: {
+        id: 'import.sync-events',
+        what: `sync of the same ${EVENTS} events (CLI, wall)`,
+        perSecond: EVENTS / evSync.seconds,
+        unit: 'events/s',
+      },
     },
     {
       id: 'import.rss',
-      target: 'import: peak RSS',
+      target: 'import: peak RSS <= 200 MB',
       what: `peak RSS of import (${ROWS}-row snapshot file, then ${EVENTS} events)`,
       value: Math.max(snapImport.rssMb, evImport.rssMb),
       unit: 'MB',

@@ -18,6 +18,8 @@ import {
 } from './format.ts';
 import { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 import { LineDigest } from './line-digest.ts';
+import { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix, type LinePrefix } from './held-lines.ts';
+import { FileLines, lineText, type RawLine } from './raw-lines.ts';
 import { checkRowTypes } from './typed-values.ts';
 import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
 
@@ -29,7 +31,11 @@ import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
  * matched; snapshot rows are yielded as they come (a snapshot can be larger
  * than memory) and its marker only once it has matched, so the importer
  * commits a snapshot only after its `snapshot` item. An error names the
- * file and line; the section it is in must not be committed.
+ * file and line; the section it is in must not be committed. Lines the
+ * target already holds are digested, counted and ordered but not parsed
+ * (held-lines.ts): a batch's events at or below ReadOptions.heldThrough are
+ * left out of its item, and a snapshot's rows of a table ReadOptions.rowsHeld
+ * names are not yielded.
  */
 
 export type ExportItem =
@@ -40,6 +46,7 @@ export type ExportItem =
       readonly kind: 'batch';
       readonly n: number;
       readonly line: BatchLine;
+      /** The batch's event lines above ReadOptions.heldThrough (all of them without it). */
       readonly events: readonly { readonly n: number; readonly line: EventLine }[];
     };
 
@@ -55,12 +62,27 @@ export interface ReadOptions {
   readonly shapeOf?: (table: string) => SourceShape | undefined;
   /** Before each snapshot or batch it yields: how many bytes of the file have been read so far (for progress). */
   readonly onRead?: (bytes: number) => void;
+  /**
+   * The seq through which the target holds every event of source
+   * `sourceId` (0: none), asked before each batch's lines: its event lines
+   * at or below it are checked by their bytes only and left out of the
+   * batch's item (held-lines.ts).
+   */
+  readonly heldThrough?: (sourceId: string) => number;
+  /**
+   * Whether the target holds the snapshot whose table line was yielded last
+   * for `table` (asked once that item is consumed): its row lines are then
+   * checked by their bytes only and not yielded.
+   */
+  readonly rowsHeld?: (table: string) => boolean;
 }
 
 /** Lines to check, from a file or any other carrier (a broker's messages). */
 export interface LineSource {
   /** The lines, without their newlines. */
-  readonly lines: AsyncIterable<string>;
+  readonly lines?: AsyncIterable<string>;
+  /** Or the lines as bytes, each ending with its newline, in groups, each valid until the next is asked for (raw-lines.ts). */
+  readonly rawLines?: AsyncIterable<readonly Buffer[]>;
   /** Names line `n` (1-based) in errors: `<file>:<n>`. */
   readonly where: (n: number) => string;
   /** Bytes read so far (for progress). */
@@ -79,16 +101,28 @@ export interface LineSource {
 
 /** Reads an export file, checked (readCheckedLines over its lines). */
 export async function* readExportFile(file: string, options: ReadOptions = {}): AsyncGenerator<ExportItem, ReadTotals> {
-  const input = fs.createReadStream(file);
-  const rl = readline.createInterface({ input, crlfDelay: Infinity });
-  try {
-    return yield* readCheckedLines(
-      { lines: rl, where: (n) => `${file}:${n}`, bytesRead: () => input.bytesRead, lastLineTerminated: () => endsWithNewline(file) },
-      options,
-    );
-  } finally {
-    rl.close();
-  }
+  const input = new FileLines(file);
+  return yield* readCheckedLines(
+    {
+      rawLines: input.groups(),
+      where: (n) => `${file}:${n}`,
+      bytesRead: () => input.bytesRead,
+      lastLineTerminated: () => endsWithNewline(file),
+    },
+    options,
+  );
+}
+
+/** The lines of `src` in groups, whichever way it gives them. */
+async function* lineGroups(src: LineSource): AsyncGenerator<readonly RawLine[]> {
+  if (src.rawLines !== undefined) yield* src.rawLines;
+  else if (src.lines !== undefined) for await (const text of src.lines) yield [text];
+}
+
+/** Whether a line holds only white space (read, not digested: as readline's text was trimmed). */
+function blank(raw: RawLine): boolean {
+  if (typeof raw === 'string') return raw.trim() === '';
+  return raw[0] === 0x7b ? false : lineText(raw).trim() === ''; // `{`: the first byte of every line that is not blank
 }
 
 /** Checks lines of the export format and yields them as items (see the top of this file). */
@@ -101,89 +135,128 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
   let encoding: string | undefined;
   /** Row counts of the snapshot being read (undefined: not in a snapshot). */
   let snapshotRows: Map<string, number> | undefined;
-  let events: { n: number; line: EventLine }[] = [];
+  /** The batch's events read so far; a held one without its line. */
+  let events: ReadEvent[] = [];
+  const heldTable = new Map<LinePrefix, string>();
   let n = 0;
   let tailStart = 0;
+  /** The snapshot's tables the target holds: their row lines' first bytes. */
+  let heldRows: LinePrefix[] = [];
+  /** Events at or below this seq are held (asked before each batch); undefined: not asked yet for this batch. */
+  let held: { readonly through: number; readonly prefix: LinePrefix } | undefined;
+  const addDigest = (raw: RawLine) => (typeof raw === 'string' ? digest.add(raw) : digest.addBytes(raw));
   const bytes = () => src.bytesRead?.() ?? 0;
   // A line that does not parse is reported only once we know it is not the
   // input's last, unterminated line: that is a truncated tail (an export
   // interrupted mid-write), which is ignored like any incomplete batch.
   let malformed: unknown;
-  for await (const text of src.lines) {
-    if (malformed !== undefined) throw malformed;
-    n++;
-    if (text.trim() === '') continue;
-    let line: ReturnType<typeof parseLine>;
-    try {
-      line = parseLine(text, where(n));
-    } catch (err) {
-      if (src.lastLineTerminated === undefined) throw err;
-      malformed = err;
-      continue;
-    }
-    if (sourceId !== undefined && line.sourceId !== sourceId) {
-      throw new InvalidInputError(
-        'IMPORT_MIXED_SOURCES',
-        `${where(n)}: line belongs to source ${line.sourceId}, but ${src.sourceId === undefined ? 'the file started with' : 'this stream carries source'} ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`,
-      );
-    }
-    sourceId = line.sourceId;
-    if ('encoding' in line) {
-      if (encoding !== undefined && line.encoding !== encoding)
-        throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
-      encoding = line.encoding;
-    }
-    if (!('type' in line)) {
-      if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
-      const shape = shapeOf(line.table);
-      if (shape !== undefined) {
-        for (const image of [line.before, line.after]) if (image !== null) checkRowTypes(shape, image, where(n));
+  for await (const group of lineGroups(src))
+    for (const raw of group) {
+      if (malformed !== undefined) throw malformed;
+      n++;
+      if (blank(raw)) continue;
+      if (sourceId !== undefined) {
+        if (snapshotRows !== undefined) {
+          const p = heldRows.find((x) => isRowLineOf(raw, x));
+          if (p !== undefined) {
+            // A row of a snapshot the target holds: counted and digested, not parsed.
+            const table = heldTable.get(p) as string;
+            snapshotRows.set(table, (snapshotRows.get(table) as number) + 1);
+            addDigest(raw);
+            continue;
+          }
+        } else if (options.heldThrough !== undefined) {
+          held ??= { through: options.heldThrough(sourceId), prefix: eventPrefix(sourceId) };
+          const seq = held.through > 0 ? eventSeqOf(raw, held.prefix) : undefined;
+          if (seq !== undefined && seq <= held.through) {
+            // An event the target holds: digested, its seq ordered with the batch's, not parsed.
+            addDigest(raw);
+            events.push({ n, seq });
+            continue;
+          }
+        }
       }
-      digest.add(text);
-      events.push({ n, line });
-      continue;
-    }
-    if (line.type === 'table') {
-      if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
-      if (snapshotRows === undefined) {
-        snapshotRows = new Map();
-        digest.take();
+      const text = lineText(raw);
+      let line: ReturnType<typeof parseLine>;
+      try {
+        line = parseLine(text, where(n));
+      } catch (err) {
+        if (src.lastLineTerminated === undefined) throw err;
+        malformed = err;
+        continue;
       }
-      if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
-      snapshotRows.set(line.table, 0);
-      shapes.set(line.table, {
-        table: line.table,
-        columns: line.columns,
-        keyColumns: line.keyColumns,
-        withoutRowid: line.withoutRowid,
-        rowidAlias: line.rowidAlias,
-      });
-      digest.add(text);
-      yield { kind: 'table', n, line };
-    } else if (line.type === 'row') {
-      const count = snapshotRows?.get(line.table);
-      if (snapshotRows === undefined || count === undefined)
-        throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
-      checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
-      snapshotRows.set(line.table, count + 1);
-      digest.add(text);
-      yield { kind: 'row', n, line };
-    } else if (line.type === 'snapshot') {
-      checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
-      snapshotRows = undefined;
-      tailStart = n;
-      options.onRead?.(bytes());
-      yield { kind: 'snapshot', n, line };
-    } else {
-      if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
-      checkBatch(line, events, digest.take(), where(n));
-      const batch = events;
-      events = [];
-      tailStart = n;
-      options.onRead?.(bytes());
-      yield { kind: 'batch', n, line, events: batch };
+      if (sourceId !== undefined && line.sourceId !== sourceId) {
+        throw new InvalidInputError(
+          'IMPORT_MIXED_SOURCES',
+          `${where(n)}: line belongs to source ${line.sourceId}, but ${src.sourceId === undefined ? 'the file started with' : 'this stream carries source'} ${sourceId}. One file must hold one source's stream; nothing of this line's batch or snapshot was committed.`,
+        );
+      }
+      sourceId = line.sourceId;
+      if ('encoding' in line) {
+        if (encoding !== undefined && line.encoding !== encoding)
+          throw refused(where(n), `a ${line.type} line of a ${line.encoding} source, but the file started with ${encoding}`);
+        encoding = line.encoding;
+      }
+      if (!('type' in line)) {
+        if (snapshotRows !== undefined) throw refused(where(n), 'an event line inside a snapshot (before its `snapshot` line)');
+        const shape = shapeOf(line.table);
+        if (shape !== undefined) {
+          for (const image of [line.before, line.after]) if (image !== null) checkRowTypes(shape, image, where(n));
+        }
+        addDigest(raw);
+        events.push({ n, seq: line.seq, line });
+        continue;
+      }
+      if (line.type === 'table') {
+        if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
+        if (snapshotRows === undefined) {
+          snapshotRows = new Map();
+          heldRows = [];
+          heldTable.clear();
+          digest.take();
+        }
+        if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
+        snapshotRows.set(line.table, 0);
+        shapes.set(line.table, {
+          table: line.table,
+          columns: line.columns,
+          keyColumns: line.keyColumns,
+          withoutRowid: line.withoutRowid,
+          rowidAlias: line.rowidAlias,
+        });
+        addDigest(raw);
+        yield { kind: 'table', n, line };
+        if (options.rowsHeld?.(line.table) === true) {
+          const p = rowPrefix(line.sourceId, line.seq, line.table);
+          heldRows.push(p);
+          heldTable.set(p, line.table);
+        }
+      } else if (line.type === 'row') {
+        const count = snapshotRows?.get(line.table);
+        if (snapshotRows === undefined || count === undefined)
+          throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
+        checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
+        snapshotRows.set(line.table, count + 1);
+        addDigest(raw);
+        yield { kind: 'row', n, line };
+      } else if (line.type === 'snapshot') {
+        checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
+        snapshotRows = undefined;
+        held = undefined;
+        tailStart = n;
+        options.onRead?.(bytes());
+        yield { kind: 'snapshot', n, line };
+      } else {
+        if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
+        checkBatch(line, events, digest.take(), where(n));
+        const batch = events.filter((e): e is ParsedEvent => e.line !== undefined);
+        events = [];
+        held = undefined;
+        tailStart = n;
+        options.onRead?.(bytes());
+        yield { kind: 'batch', n, line, events: batch };
+      }
     }
-  }
   if (malformed !== undefined && (src.lastLineTerminated?.() ?? true)) throw malformed;
   return { lines: n, incompleteTail: n - tailStart };
 }
@@ -231,7 +304,14 @@ function checkSnapshot(line: SnapshotLine, rows: ReadonlyMap<string, number>, di
   if (digest !== line.digest) throw fail(`has digest ${line.digest}, but its lines digest to ${digest}`);
 }
 
-function checkBatch(line: BatchLine, events: readonly { n: number; line: EventLine }[], digest: string, at: string): void {
+interface ReadEvent {
+  readonly n: number;
+  readonly seq: number;
+  readonly line?: EventLine;
+}
+type ParsedEvent = ReadEvent & { readonly line: EventLine };
+
+function checkBatch(line: BatchLine, events: readonly ReadEvent[], digest: string, at: string): void {
   const fail = (why: string) =>
     new InvalidInputError(
       'IMPORT_BATCH_MISMATCH',
@@ -241,9 +321,9 @@ function checkBatch(line: BatchLine, events: readonly { n: number; line: EventLi
   if (digest !== line.digest) throw fail(`has digest ${line.digest}, but its lines digest to ${digest}`);
   let prev = line.fromSeq;
   for (const e of events) {
-    if (e.line.seq <= prev || e.line.seq > line.seq)
-      throw fail(`holds the event at line ${e.n} with seq ${e.line.seq}, out of order or outside (${line.fromSeq}, ${line.seq}]`);
-    prev = e.line.seq;
+    if (e.seq <= prev || e.seq > line.seq)
+      throw fail(`holds the event at line ${e.n} with seq ${e.seq}, out of order or outside (${line.fromSeq}, ${line.seq}]`);
+    prev = e.seq;
   }
 }
 

@@ -51,6 +51,8 @@ export class Importer {
   #projections: CompiledProjection[] | undefined;
   #applied = 0;
   #skipped = 0;
+  /** Tables of the snapshot being read that no projection installs (the target holds them). */
+  readonly #heldRows = new Set<string>();
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
   readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
 
@@ -62,7 +64,12 @@ export class Importer {
   async run(stream: ItemStream): Promise<ImportReport> {
     const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
-    const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
+    const reader = stream.read({
+      shapeOf: (t) => this.#shapeOf(t),
+      onRead: (b) => (bytes = b),
+      heldThrough: (sourceId) => this.#heldThrough(sourceId),
+      rowsHeld: (table) => this.#heldRows.has(table),
+    });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
     const group = new BatchGroup(this.#db, stream.atHand === true || stream.groupDelivered === true);
@@ -95,7 +102,7 @@ export class Importer {
             value.events.map((e) => lineToEvent(e.line)),
             `${stream.label}:${value.n}`,
           );
-          group.added(value.events.length);
+          group.added(value.line.count);
           progress();
           committed();
         } else {
@@ -113,6 +120,8 @@ export class Importer {
       // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
       group.commit();
       dropTemps(this.#db);
+      // A file's reader stopped early (an error here) closes its file now, not when it is collected.
+      if (stream.atHand === true) await reader.return(undefined as unknown as ReadTotals);
     }
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
@@ -153,6 +162,28 @@ export class Importer {
       this.#stored = new Map(rows.map((r) => JSON.parse(r) as SourceShape).map((s) => [s.table, s]));
     }
     return this.#shapes.get(table) ?? this.#stored.get(table);
+  }
+
+  /**
+   * The seq through which every projection to import holds source
+   * `sourceId`'s events: a batch's events at or below it are not needed
+   * (positionBatch applies only those after a projection's seq), so the
+   * reader need not parse them. 0 when a projection is new, of another
+   * source, or anything is not known yet.
+   */
+  #heldThrough(sourceId: string): number {
+    try {
+      const names = (this.#definitions() ?? []).map((d) => d.name);
+      let through = names.length === 0 ? 0 : Number.MAX_SAFE_INTEGER;
+      for (const name of names) {
+        const rec = readProjection(this.#db, SCHEMA, name);
+        through = rec === undefined || rec.sourceId !== sourceId ? 0 : Math.min(through, rec.seq);
+        if (through === 0) break;
+      }
+      return through;
+    } catch {
+      return 0; // (the error comes again where it did before, with the batch)
+    }
   }
 
   /** The definitions to import: given, else the target's stored ones, else undefined (a mirror of every table in the stream). */
@@ -221,6 +252,7 @@ export class Importer {
 
   /** A table line: the projections of its table start installing, unless they are at or past this snapshot already. */
   #onTable(line: TableLine, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
+    if (snap.size === 0) this.#heldRows.clear();
     this.#shapes.set(line.table, {
       table: line.table,
       columns: line.columns,
@@ -241,6 +273,8 @@ export class Importer {
       installs.push(SnapshotInstall.begin(this.#target(line.sourceId), p, rec));
     }
     snap.set(line.table, { installs, chunk: [] });
+    if (installs.length === 0) this.#heldRows.add(line.table);
+    else this.#heldRows.delete(line.table);
   }
 
   /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */

@@ -13,4 +13,6 @@ export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapsh
 export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 export { FORMAT_VERSION, exportLineSchema, rowLineSchema } from './format.ts';
 export type { ExportLine } from './format.ts';
+export { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix } from './held-lines.ts';
 export { LineDigest } from './line-digest.ts';
+export { FileLines, lineText } from './raw-lines.ts';

@@ -12,8 +12,11 @@ import type { SourceShape } from '../projection/index.ts';
  */
 export function checkRowTypes(shape: SourceShape, row: Readonly<Record<string, JsonValue>>, at: string): void {
   const alias = shape.rowidAlias ? shape.keyColumns[0] : undefined;
-  for (const [name, value] of Object.entries(row)) {
-    if (!shape.columns.some((c) => c.name === name)) {
+  const names = columnNames(shape);
+  for (const name in row) {
+    if (!Object.hasOwn(row, name)) continue;
+    const value = row[name] as JsonValue;
+    if (!names.has(name)) {
       throw new InvalidInputError(
         'IMPORT_BAD_VALUE',
         `${at}: column ${name} is not a column of table ${shape.table} (its columns: ${shape.columns.map((c) => c.name).join(', ')}). Nothing of this line's batch or snapshot was committed; fix the line or export again.`,
@@ -26,6 +29,14 @@ export function checkRowTypes(shape: SourceShape, row: Readonly<Record<string, J
       );
     }
   }
+}
+
+/** A shape's column names, made once per shape (checkRowTypes runs for every image of every line). */
+const namesOf = new WeakMap<SourceShape, ReadonlySet<string>>();
+function columnNames(shape: SourceShape): ReadonlySet<string> {
+  let names = namesOf.get(shape);
+  if (names === undefined) namesOf.set(shape, (names = new Set(shape.columns.map((c) => c.name))));
+  return names;
 }
 
 function isInteger(v: JsonValue): boolean {

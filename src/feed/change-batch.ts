@@ -92,7 +92,8 @@ export function decodedBatch(
   fromSeq: number,
   toSeq: number,
 ): ChangeBatch {
-  const events = lines.map((e) => withCheckedChanged(columns, e));
+  const folded = columns.map(foldIdent);
+  const events = lines.map((e) => withCheckedChanged(columns, folded, e));
   const b: ChangeBatch = {
     table,
     fromSeq,
@@ -128,7 +129,7 @@ export function decodedBatch(
  * line that left a changed column out would otherwise leave that column's
  * old value in the target, unnoticed until the row changes again.
  */
-function withCheckedChanged(columns: readonly string[], e: ChangeEvent): ChangeEvent {
+function withCheckedChanged(columns: readonly string[], folded: readonly string[], e: ChangeEvent): ChangeEvent {
   if (e.op !== 'update' || e.changed === undefined) return e;
   const said = new Set(e.changed.map(foldIdent));
   const { before, after } = e;
@@ -138,7 +139,7 @@ function withCheckedChanged(columns: readonly string[], e: ChangeEvent): ChangeE
     Object.hasOwn(before, c) &&
     Object.hasOwn(after, c) &&
     !sameValue(before[c] ?? null, after[c] ?? null);
-  const changed = columns.filter((c) => said.has(foldIdent(c)) || differs(c));
+  const changed = columns.filter((c, i) => said.has(folded[i] as string) || differs(c));
   return changed.length === e.changed.length && changed.every((c, i) => c === e.changed?.[i]) ? e : { ...e, changed };
 }
 

@@ -1,5 +1,4 @@
 import type { Db } from '../sqlite/index.ts';
-import type { Statement } from 'better-sqlite3';
 import { isRawText, placeholderFor, toBindable, type SqlValue, cachedStatement, workTable } from '../sqlite/index.ts';
 import {
   imageColumns,
@@ -68,6 +67,9 @@ export function journalEvents(db: Db, tid: number, n: number, lo: number, hi: nu
   return relation(r.sql, r.params, n);
 }
 
+/** Events per multi-row INSERT of decodedEvents (fewer crossings into SQLite; under SQLite's 32766 bound parameters). */
+const ROWS_PER_INSERT = 64;
+
 /**
  * Events decoded elsewhere (an export file, a broker), written into a TEMP
  * work table in the journal's layout, so the same set-based appliers read
@@ -76,18 +78,26 @@ export function journalEvents(db: Db, tid: number, n: number, lo: number, hi: nu
 export function decodedEvents(db: Db, columns: readonly string[], events: readonly ChangeEvent[]): EventRelation {
   const n = columns.length;
   const table = workTable(db, '_sluice_ev', `seq INTEGER PRIMARY KEY, op INTEGER NOT NULL, ts INTEGER, ${MASK_COLUMN}, ${imageColumns(n)}`);
-  const insertSql = (values: readonly SqlValue[]) =>
-    `INSERT INTO ${table} (seq, op, ts, ${MASK_COLUMN}${values.map((_, i) => `, ${journalColumn(i)}`).join('')}) VALUES (?, ?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
-  // For events without raw text (all but a UTF-16 source's lone surrogates): one statement per number of values, looked up once per batch, not per event.
-  const plain = new Map<number, Statement>();
-  const plainFor = (width: number) => {
-    let stmt = plain.get(width);
-    if (stmt === undefined) {
-      stmt = cachedStatement(db, insertSql(Array.from({ length: width }, () => null)));
-      plain.set(width, stmt);
-    }
-    return stmt;
+  const head = `INSERT INTO ${table} (seq, op, ts, ${MASK_COLUMN}${Array.from({ length: 2 * n }, (_, i) => `, ${journalColumn(i)}`).join('')}) VALUES `;
+  const tuple = (values: readonly (SqlValue | null)[]) => `(?, ?, ?, ?${values.map((v) => `, ${placeholderFor(v)}`).join('')})`;
+  // Events without raw text (all but a UTF-16 source's lone surrogates) go
+  // in multi-row statements, each row as wide as an update (an insert's
+  // after-image and a delete's before-image in the first n, NULL after).
+  const width = 4 + 2 * n;
+  const perInsert = Math.max(1, Math.min(ROWS_PER_INSERT, Math.floor(32766 / width)));
+  const plainTuple = tuple(Array.from({ length: 2 * n }, () => null));
+  const plainFor = (rows: number) => cachedStatement(db, head + Array.from({ length: rows }, () => plainTuple).join(', '));
+  let full: ReturnType<typeof plainFor> | undefined;
+  const masks = new Map<string, ReturnType<typeof encodeMask>>();
+  const maskOf = (changed: readonly string[] | undefined) => {
+    if (changed === undefined) return null;
+    const key = JSON.stringify(changed);
+    let m = masks.get(key);
+    if (m === undefined) masks.set(key, (m = encodeMask(columns, changed)));
+    return m;
   };
+  const params: unknown[] = [];
+  let rows = 0;
   const values: SqlValue[] = [];
   const push = (row: Row | null) => {
     if (row !== null) for (const c of columns) values.push(storable(db, row[c] ?? null));
@@ -97,9 +107,20 @@ export function decodedEvents(db: Db, columns: readonly string[], events: readon
     values.length = 0;
     if (e.op !== 'insert') push(e.before);
     if (e.op !== 'delete') push(e.after);
-    const stmt = values.some(isRawText) ? cachedStatement(db, insertSql(values)) : plainFor(values.length);
-    const mask = e.op === 'update' ? encodeMask(columns, e.changed) : null;
-    stmt.run(e.seq, op, e.ts, mask, ...values.map(toBindable));
+    const mask = e.op === 'update' ? maskOf(e.changed) : null;
+    while (values.length < 2 * n) values.push(null);
+    if (values.some(isRawText)) {
+      cachedStatement(db, head + tuple(values)).run(e.seq, op, e.ts, mask, ...values.map(toBindable));
+      continue;
+    }
+    params.push(e.seq, op, e.ts, mask);
+    for (const v of values) params.push(toBindable(v));
+    if (++rows === perInsert) {
+      (full ??= plainFor(rows)).run(params);
+      params.length = 0;
+      rows = 0;
+    }
   }
+  if (rows > 0) plainFor(rows).run(params);
   return relation(`SELECT seq, op, ts, ${MASK_COLUMN}, ${imageColumns(n)} FROM ${table}`, {}, n);
 }
