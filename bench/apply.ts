@@ -95,6 +95,7 @@ import type { Row } from '../src/feed/events.ts';
 import { prng } from '../fixtures/tracker.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 import { emitFigures, type Figure } from './lib/figures.ts';
+import { journalReadFloorSql, WRITE_FLOOR_SQL, writeFloorKeysSql } from './lib/floors.ts';
 import { runSkipUnread, type SkipUnreadResult } from './lib/skip-unread.ts';
 
 const argv = process.argv.slice(2);
@@ -407,8 +408,8 @@ function journalCopyOnce(fromSeq: number, toSeq: number): Timed {
 function journalReadOnce(fromSeq: number, toSeq: number): Timed {
   const db = openDatabase(file(SRC), { role: 'source' });
   if (process.platform !== 'win32') db.pragma('mmap_size = 268435456');
-  const cols = (db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('_sluice_journal') as string[]).map((c) => `max(${c})`);
-  const stmt = db.prepare(`SELECT count(*), ${cols.join(', ')} FROM main._sluice_journal WHERE seq > ? AND seq <= ?`).raw();
+  const cols = db.prepare('SELECT name FROM pragma_table_info(?)').pluck().all('_sluice_journal') as string[];
+  const stmt = db.prepare(journalReadFloorSql(cols)).raw();
   const stop = clock();
   const n = Number((stmt.get(fromSeq, toSeq) as unknown[])[0]);
   const t = stop();
@@ -564,13 +565,10 @@ function floorOnce(pristine: string, fromSeq: number, toSeq: number, verify: boo
   db.prepare('ATTACH DATABASE ? AS tgt').run(target);
   const tid = Number(db.prepare("SELECT tid FROM main._sluice_tables WHERE name = 't'").pluck().get());
   const range = `tid = ${tid} AND seq > ${fromSeq} AND seq <= ${toSeq}`;
-  db.exec(`CREATE TEMP TABLE floor_keys (k INTEGER PRIMARY KEY, present INTEGER NOT NULL)`);
-  db.exec(`INSERT OR IGNORE INTO temp.floor_keys SELECT k, EXISTS (SELECT 1 FROM main.t WHERE id = k) FROM (
-    SELECT c0 AS k FROM main._sluice_journal WHERE ${range} UNION ALL SELECT c5 FROM main._sluice_journal WHERE ${range} AND op = 2) ORDER BY k`);
+  for (const sql of writeFloorKeysSql(range)) db.exec(sql);
   const stop = clock();
   db.exec('BEGIN');
-  db.exec('DELETE FROM tgt.t WHERE id IN (SELECT k FROM temp.floor_keys WHERE present = 0)');
-  db.exec('INSERT OR REPLACE INTO tgt.t SELECT t.* FROM temp.floor_keys f CROSS JOIN main.t t ON t.id = f.k WHERE f.present = 1');
+  for (const sql of WRITE_FLOOR_SQL) db.exec(sql);
   db.exec('COMMIT');
   const t = stop();
   db.close();

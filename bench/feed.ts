@@ -53,6 +53,7 @@ import { sync } from '../src/apply/sync/sync.ts';
 import { toBindable, type SqlValue } from '../src/sqlite/codec.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
+import { RAW_COPY_SQL } from './lib/floors.ts';
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
 const INSERT = 'INSERT INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
@@ -139,7 +140,7 @@ function rawCopy(source: string): number {
   db.prepare('ATTACH DATABASE ? AS src').run(source);
   const c0 = cpuMs();
   const t0 = performance.now();
-  db.transaction(() => db.prepare('INSERT INTO main.t SELECT * FROM src.t').run())();
+  db.transaction(() => db.prepare(RAW_COPY_SQL).run())();
   const ms = performance.now() - t0;
   lastCpu.raw = cpuMs() - c0;
   db.close();

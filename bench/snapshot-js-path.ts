@@ -31,6 +31,7 @@ import { enable } from '../src/capture/enable.ts';
 import { snapshot } from '../src/feed/snapshot.ts';
 import { fromDriver, mayBeLossyText, toBindable, type SqlValue } from '../src/sqlite/codec.ts';
 import { intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
+import { RAW_COPY_SQL } from './lib/floors.ts';
 
 const argv = process.argv.slice(2);
 if (argv.includes('--help') || argv.includes('-h')) {
@@ -74,7 +75,7 @@ const stages: Record<string, () => void> = {
   floor() {
     const { db, path: p } = target();
     db.prepare('ATTACH DATABASE ? AS src').run(source);
-    db.transaction(() => db.prepare('INSERT INTO main.t SELECT * FROM src.t').run())();
+    db.transaction(() => db.prepare(RAW_COPY_SQL).run())();
     db.close();
     discard(p);
   },
