@@ -35,7 +35,7 @@ for (const t of tables) w.exec(`CREATE TABLE ${t} (id INTEGER PRIMARY KEY, v TEX
 enable(w, tables);
 const ins = tables.map((t) => w.prepare<[number, string, number]>(`INSERT INTO ${t} (id, v, n) VALUES (?, ?, ?)`));
 const s = await Syncer.open(src, path.join(dir, 'cache.db'), argv.includes('--progress') ? { onProgress: () => {} } : {});
-await s.runOnce({ acknowledgeIntervalMs: 1000 });
+await s.runOnce({ acknowledgeIntervalMs: 1000, leaveQuiet: !argv.includes('--step-all') });
 let id = 1;
 const run = async (n: number) => {
   const c0 = process.cpuUsage();
@@ -45,7 +45,7 @@ const run = async (n: number) => {
     ins[id % N]?.run(id, 'x', id);
     id++;
     const c = process.cpuUsage();
-    await s.runOnce({ acknowledgeIntervalMs: 1000 });
+    await s.runOnce({ acknowledgeIntervalMs: 1000, leaveQuiet: !argv.includes('--step-all') });
     const d = process.cpuUsage(c);
     inner += d.user + d.system;
   }

@@ -65,17 +65,19 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           options.onLoadError?.(err);
         }
       }
-      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: options.signal }));
+      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal }));
     });
   try {
     try {
       // The first pass too, from a data_version read before it (wait.ts): a commit during it or right after it brings another.
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         signal: options.signal,
-        onIdle: () => {
+        onIdle: async () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
+          // The cursors the passes left at their projections' quiet tables move to the source's position.
+          await edits.during(() => syncer.settleQuiet());
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
           // The definitions changed while the source is idle: a pass now takes them in.
           return files?.changed() === true;
@@ -83,6 +85,8 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
       });
     } finally {
       try {
+        // A stopped follower leaves every cursor at the source's position, as its passes saw it.
+        await edits.during(() => syncer.settleQuiet());
         syncer.flushAcknowledgements();
       } catch {
         /* acknowledgements are informational; the error that ended the follow is the one to report */
