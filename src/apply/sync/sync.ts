@@ -406,7 +406,8 @@ export class Syncer {
     const version = targetVersion(this.session.db, TARGET_SCHEMA);
     if (version !== this.#targetVersion) this.#leftAt.clear();
     this.#targetVersion = version;
-    if (!usual || this.#leftAt.size === 0) return undefined;
+    // (One projection: the pass is for it, nothing to leave.)
+    if (!usual || this.#leftAt.size === 0 || this.projections.length < 2) return undefined;
     return quietProjections(this.session.db, this.projections, this.#leftAt, Date.now());
   }
 
