@@ -402,12 +402,12 @@ export class Syncer {
    * steps left the projections when another program committed to the target.
    */
   #quiet(run: RunOptions, usual: boolean): ReturnType<typeof quietProjections> {
-    if (run.leaveQuiet !== true) return undefined;
+    // (One projection: the pass is for it, nothing to leave.)
+    if (run.leaveQuiet !== true || this.projections.length < 2) return undefined;
     const version = targetVersion(this.session.db, TARGET_SCHEMA);
     if (version !== this.#targetVersion) this.#leftAt.clear();
     this.#targetVersion = version;
-    // (One projection: the pass is for it, nothing to leave.)
-    if (!usual || this.#leftAt.size === 0 || this.projections.length < 2) return undefined;
+    if (!usual || this.#leftAt.size === 0) return undefined;
     return quietProjections(this.session.db, this.projections, this.#leftAt, Date.now());
   }
 
