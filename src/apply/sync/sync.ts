@@ -374,6 +374,10 @@ export class Syncer {
    * it when the source is idle and when it stops, so that a target at rest
    * holds every cursor at the source's position (health, acknowledgements).
    * Best effort: a projection it cannot move is stepped by the next run.
+   *
+   * @example
+   * await syncer.runOnce({ leaveQuiet: true }); // a commit to one table: the others stay at their cursor
+   * await syncer.settleQuiet(); // every cursor at the source's position
    */
   async settleQuiet(): Promise<void> {
     for (const [name, hw] of [...this.#behind]) {

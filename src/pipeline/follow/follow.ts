@@ -85,8 +85,14 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
       });
     } finally {
       try {
-        // A stopped follower leaves every cursor at the source's position, as its passes saw it.
-        await edits.during(() => syncer.settleQuiet());
+        // A stopped follower leaves every cursor at the source's position, as its passes saw it
+        // (the idle look for hand edits stopped first: it never runs inside a target transaction).
+        edits.stop();
+        await syncer.settleQuiet();
+      } catch {
+        /* best effort: the next run steps them */
+      }
+      try {
         syncer.flushAcknowledgements();
       } catch {
         /* acknowledgements are informational; the error that ended the follow is the one to report */
