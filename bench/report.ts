@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { FIGURES_ENV, type FiguresFile } from './lib/figures.ts';
-import { renderMarkdown, renderSvg, reportJson, type BenchRun, type Report } from './lib/report.ts';
+import { floorsOf, renderMarkdown, renderSvg, reportJson, type BenchRun, type FloorHistory, type Report } from './lib/report.ts';
 
 interface BenchEntry {
   readonly name: string;
@@ -136,20 +136,33 @@ async function main(): Promise<void> {
     process.stderr.write(`the build failed; see ${path.relative(root, path.join(logs, 'build.log'))}\n`);
     process.exit(1);
   }
+  // Each floor's speed in the previous report of this mode, kept apart from latest.json (a quick run must not
+  // compare with a full one, and latest.json is rewritten by every run).
+  const mode = full ? 'full' : 'quick';
+  const floorsFile = path.join(root, 'bench', 'results', 'floors.json');
+  const history = fs.existsSync(floorsFile)
+    ? (JSON.parse(fs.readFileSync(floorsFile, 'utf8')) as Partial<Record<'quick' | 'full', FloorHistory>>)
+    : {};
   const benches: BenchRun[] = [];
   for (const b of BENCHES) if (only === undefined || only.has(b.name)) benches.push(await runBench(b, full, logs));
+  const previous = history[mode];
   const report: Report = {
-    mode: full ? 'full' : 'quick',
+    mode,
     startedAt: started.toISOString(),
     seconds: (Date.now() - started.getTime()) / 1000,
     machine: `${os.cpus().length} × ${os.cpus()[0]?.model ?? 'cpu'}, ${os.platform()} ${os.arch()}, Node ${process.version}`,
     benches,
+    ...(previous === undefined ? {} : { previousFloors: previous }),
   };
   const results = path.join(root, 'bench', 'results');
   fs.mkdirSync(results, { recursive: true });
   fs.writeFileSync(path.join(results, 'latest.json'), `${JSON.stringify(reportJson(report), null, 2)}\n`);
   fs.writeFileSync(path.join(results, 'latest.md'), renderMarkdown(report));
   fs.writeFileSync(path.join(results, 'latest.svg'), renderSvg(report));
+  // Floors measured now replace the previous ones of this mode; floors not measured in this run (--only) stay.
+  const measured = floorsOf(report);
+  history[mode] = { startedAt: measured.startedAt, floors: { ...previous?.floors, ...measured.floors } };
+  fs.writeFileSync(floorsFile, `${JSON.stringify(history, null, 2)}\n`);
   const j = reportJson(report) as { pass: number; miss: number };
   process.stdout.write(
     `\n${j.pass} pass, ${j.miss} miss; wrote bench/results/latest.json, latest.md, latest.svg (${Math.round(report.seconds)} s)\n`,

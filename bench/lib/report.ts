@@ -1,4 +1,4 @@
-import { passes, usage, type Figure } from './figures.ts';
+import { passes, usage, type Figure, type FloorSpeed } from './figures.ts';
 
 /*
  * The one benchmark report (bench/report.ts writes it): every figure of one
@@ -23,17 +23,54 @@ export interface Report {
   readonly seconds: number;
   readonly machine: string;
   readonly benches: readonly BenchRun[];
+  /** The floors of the previous report of the same mode (bench/results/floors.json), to compare with. */
+  readonly previousFloors?: FloorHistory;
 }
+
+/** Each floor's absolute speed in one report, by floor id. */
+export interface FloorHistory {
+  readonly startedAt: string;
+  readonly floors: Readonly<Record<string, Pick<FloorSpeed, 'perSecond' | 'unit' | 'what'>>>;
+}
+
+/** A floor more than this much slower than in the previous report is flagged. */
+export const FLOOR_SLOWER_FLAG = 0.1;
 
 export interface JudgedFigure extends Figure {
   readonly bench: string;
   readonly pass: boolean;
   readonly usage: number;
+  /**
+   * The floor's speed now over its speed in the previous report, minus 1
+   * (-0.2: 20% slower); absent without a floor or a previous figure in the same unit.
+   */
+  readonly floorChange?: number;
+  /** The floor is more than FLOOR_SLOWER_FLAG slower than before: the ratio may look better than it is. */
+  readonly floorSlower?: boolean;
+}
+
+function floorChange(f: Figure, prev: FloorHistory | undefined): { floorChange?: number; floorSlower?: boolean } {
+  const before = f.floor === undefined ? undefined : prev?.floors[f.floor.id];
+  if (f.floor === undefined || before === undefined || before.unit !== f.floor.unit || !(before.perSecond > 0)) return {};
+  const change = f.floor.perSecond / before.perSecond - 1;
+  return { floorChange: change, floorSlower: change < -FLOOR_SLOWER_FLAG };
 }
 
 /** Every figure of the run; `pass` is null for one with no target. */
 function every(r: Report): (Omit<JudgedFigure, 'pass'> & { readonly pass: boolean | null })[] {
-  return r.benches.flatMap((b) => b.figures.map((f) => ({ ...f, bench: b.name, pass: passes(f), usage: usage(f) })));
+  return r.benches.flatMap((b) =>
+    b.figures.map((f) => ({ ...f, bench: b.name, pass: passes(f), usage: usage(f), ...floorChange(f, r.previousFloors) })),
+  );
+}
+
+/** The floors measured in this run, by id (one entry per floor, the first figure's measurement). */
+export function floorsOf(r: Report): FloorHistory {
+  const floors: Record<string, Pick<FloorSpeed, 'perSecond' | 'unit' | 'what'>> = {};
+  for (const b of r.benches)
+    for (const f of b.figures)
+      if (f.floor !== undefined && floors[f.floor.id] === undefined)
+        floors[f.floor.id] = { perSecond: f.floor.perSecond, unit: f.floor.unit, what: f.floor.what };
+  return { startedAt: r.startedAt, floors };
 }
 
 /** The figures with a target, judged against it. */
@@ -48,6 +85,7 @@ export function reportJson(r: Report): unknown {
     benches: r.benches.map((b) => ({ ...b, figures: every(r).filter((f) => f.bench === b.name) })),
     pass: all.filter((f) => f.pass).length,
     miss: all.filter((f) => !f.pass).length,
+    slowerFloors: all.filter((f) => f.floorSlower === true).map((f) => f.id),
     failedBenches: r.benches.filter((b) => b.error !== undefined).map((b) => b.name),
   };
 }
@@ -64,24 +102,60 @@ function withUnit(v: number, unit: string): string {
 
 const cell = (s: string) => s.replace(/\|/g, '\\|');
 
+function measured(f: Figure): string {
+  return f.cpu === undefined ? withUnit(f.value, f.unit) : `${withUnit(f.value, f.unit)} (CPU ${withUnit(f.cpu, f.unit)})`;
+}
+
+function result(f: JudgedFigure): string {
+  const word = f.pass ? 'pass' : '**miss**';
+  return f.floorSlower === true ? `${word}, floor ${Math.round(-(f.floorChange ?? 0) * 100)}% slower than before` : word;
+}
+
+const pct = (v: number) => `${v >= 0 ? '+' : '−'}${Math.abs(Math.round(v * 100))}%`;
+
+/** One row per floor: its absolute speed now and in the previous report of the same mode. */
+function floorTable(r: Report): string[] {
+  const now = floorsOf(r);
+  const ids = Object.keys(now.floors);
+  if (ids.length === 0) return [];
+  const prev = r.previousFloors;
+  return [
+    `Floors, absolute (a ratio is only as honest as its floor: one more than ${FLOOR_SLOWER_FLAG * 100}% slower than in the previous ${r.mode} report${prev === undefined ? ', none on record,' : ` (${prev.startedAt})`} is flagged, and so are the figures measured against it):`,
+    '',
+    '| floor | what | now | previous | change |',
+    '|---|---|---|---|---|',
+    ...ids.map((id) => {
+      const f = now.floors[id]!;
+      const p = prev?.floors[id];
+      const same = p !== undefined && p.unit === f.unit && p.perSecond > 0;
+      const change = same ? f.perSecond / p.perSecond - 1 : undefined;
+      const flag = change !== undefined && change < -FLOOR_SLOWER_FLAG ? ' **slower**' : '';
+      return `| ${id} | ${cell(f.what)} | ${num(f.perSecond)} ${f.unit} | ${same ? `${num(p.perSecond)} ${p.unit}` : '-'} | ${change === undefined ? '-' : pct(change)}${flag} |`;
+    }),
+    '',
+  ];
+}
+
 export function renderMarkdown(r: Report): string {
   const all = judged(r);
   const miss = all.filter((f) => !f.pass).length;
+  const slower = all.filter((f) => f.floorSlower === true).length;
   const lines = [
     '# Benchmark report',
     '',
     `\`npm run bench${r.mode === 'full' ? ' -- --full' : ''}\` (${r.mode} mode), started ${r.startedAt}, ${Math.round(r.seconds)} s, on ${r.machine}.`,
     'Every figure below was measured in this run, against its target in DESIGN.md ("Performance targets").',
-    `**${all.length - miss} pass, ${miss} miss.** "use" is the share of its allowance a figure uses (measured / limit for an upper bound, limit / measured for a lower bound): at most 1 passes. Chart: [latest.svg](latest.svg).`,
+    `**${all.length - miss} pass, ${miss} miss${slower > 0 ? `, ${slower} against a floor slower than before` : ''}.** "use" is the share of its allowance a figure uses (measured / limit for an upper bound, limit / measured for a lower bound): at most 1 passes. Where wall time is noisy the same figure in CPU time is shown beside it; the judgement is on the first. Chart: [latest.svg](latest.svg).`,
     '',
     '| bench | target (DESIGN.md) | figure | measured | target | use | result |',
     '|---|---|---|---|---|---|---|',
     ...every(r).map((f) =>
       f.pass === null
-        ? `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${withUnit(f.value, f.unit)} | no target | - | - |`
-        : `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${withUnit(f.value, f.unit)} | ${f.op} ${withUnit(f.limit, f.unit)} | ${num(f.usage)} | ${f.pass ? 'pass' : '**miss**'} |`,
+        ? `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${measured(f)} | no target | - | - |`
+        : `| ${f.bench} | ${cell(f.target)} | ${cell(f.what)} | ${measured(f)} | ${f.op} ${withUnit(f.limit, f.unit)} | ${num(f.usage)} | ${result(f as JudgedFigure)} |`,
     ),
     '',
+    ...floorTable(r),
     '| bench | arguments | seconds | exit |',
     '|---|---|---|---|',
     ...r.benches.map(

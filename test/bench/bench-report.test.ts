@@ -1,6 +1,6 @@
 // the benchmark report marks each figure pass or miss against its target
 import { test, expect, describe } from '../support/fixtures.ts';
-import { renderMarkdown, renderSvg, reportJson, type Report } from '../../bench/lib/report.ts';
+import { floorsOf, renderMarkdown, renderSvg, reportJson, type Report } from '../../bench/lib/report.ts';
 
 /*
  * The report writer of `npm run bench` on fixed input (no timing here): a
@@ -98,5 +98,75 @@ describe('the benchmark report', () => {
     expect(md).toMatch(/\*\*3 pass, 3 miss\.\*\*/);
     expect(md).toContain('| fan-out | fan-out throughput | fan-out vs sync events/s | 0.40× | no target | - | - |');
     expect(renderSvg(withUntargeted).match(/<rect x=/g)).toHaveLength(6);
+  });
+
+  test('a floor more than 10% slower than in the previous report of the same mode is flagged with its figures; one 5% slower, or in another unit, is not', () => {
+    const floor = (id: string, perSecond: number, unit = 'rows/s') => ({ id, what: `floor ${id}`, perSecond, unit });
+    const withFloors: Report = {
+      ...report,
+      benches: [
+        {
+          name: 'capture-overhead',
+          argv: [],
+          exitCode: 0,
+          seconds: 1,
+          figures: [
+            {
+              id: 'p',
+              target: 'floor',
+              what: 'insert vs floor',
+              value: 1.1,
+              unit: 'x',
+              op: '<=',
+              limit: 1.25,
+              floor: floor('fi', 80_000),
+              cpu: 1.05,
+            },
+            { id: 'q', target: 'floor', what: 'update vs floor', value: 1.1, unit: 'x', op: '<=', limit: 1.25, floor: floor('fu', 95_000) },
+            {
+              id: 'r',
+              target: 'floor',
+              what: 'delete vs floor',
+              value: 1.5,
+              unit: 'x',
+              op: '<=',
+              limit: 1.25,
+              floor: floor('fd', 10, 'MB/s'),
+            },
+            { id: 's', target: 'floor', what: 'new floor', value: 1.0, unit: 'x', op: '<=', limit: 1.25, floor: floor('fn', 5) },
+          ],
+        },
+      ],
+      previousFloors: {
+        startedAt: '2026-11-30T00:00:00.000Z',
+        floors: {
+          fi: { perSecond: 100_000, unit: 'rows/s', what: 'x' },
+          fu: { perSecond: 100_000, unit: 'rows/s', what: 'x' },
+          fd: { perSecond: 1000, unit: 'rows/s', what: 'x' },
+        },
+      },
+    };
+    const j = reportJson(withFloors) as { slowerFloors: string[]; benches: { figures: { id: string; floorChange?: number }[] }[] };
+    expect(j.slowerFloors).toEqual(['p']);
+    const byId = Object.fromEntries(j.benches[0]!.figures.map((f) => [f.id, f.floorChange]));
+    expect(byId.p).toBeCloseTo(-0.2);
+    expect(byId.q).toBeCloseTo(-0.05);
+    expect(byId.r).toBeUndefined();
+    expect(byId.s).toBeUndefined();
+    const md = renderMarkdown(withFloors);
+    expect(md).toMatch(/\*\*3 pass, 1 miss, 1 against a floor slower than before\.\*\*/);
+    expect(md).toContain(
+      '| capture-overhead | floor | insert vs floor | 1.10× (CPU 1.05×) | <= 1.25× | 0.88 | pass, floor 20% slower than before |',
+    );
+    expect(md).toContain('| capture-overhead | floor | update vs floor | 1.10× | <= 1.25× | 0.88 | pass |');
+    expect(md).toContain('| fi | floor fi | 80000 rows/s | 100000 rows/s | −20% **slower** |');
+    expect(md).toContain('| fu | floor fu | 95000 rows/s | 100000 rows/s | −5% |');
+    expect(md).toContain('| fd | floor fd | 10.0 MB/s | - | - |');
+    expect(floorsOf(withFloors).floors).toEqual({
+      fi: { perSecond: 80_000, unit: 'rows/s', what: 'floor fi' },
+      fu: { perSecond: 95_000, unit: 'rows/s', what: 'floor fu' },
+      fd: { perSecond: 10, unit: 'MB/s', what: 'floor fd' },
+      fn: { perSecond: 5, unit: 'rows/s', what: 'floor fn' },
+    });
   });
 });
