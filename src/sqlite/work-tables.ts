@@ -40,9 +40,19 @@ export function workTable(db: Db, base: string, columns: string, options: { read
   return qualified;
 }
 
+/** Digests of the work tables' column definitions (a follower names its work tables for every batch). */
+const digests = new Map<string, string>();
+
 /** The (unqualified, temp) name of workTable(db, base, columns, options). */
 export function workTableName(base: string, columns: string, options: { readonly withoutRowid?: boolean } = {}): string {
-  return `${base}_${createHash('sha256').update(ddlOf(columns, options)).digest('hex').slice(0, 12)}`;
+  const ddl = ddlOf(columns, options);
+  let digest = digests.get(ddl);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(ddl).digest('hex').slice(0, 12);
+    if (digests.size >= 1024) digests.clear();
+    digests.set(ddl, digest);
+  }
+  return `${base}_${digest}`;
 }
 
 function ddlOf(columns: string, options: { readonly withoutRowid?: boolean }): string {

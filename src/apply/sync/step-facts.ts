@@ -112,7 +112,7 @@ export function cursorFacts(at: StepPlace, rec: ProjectionRecord): { readonly fa
  * wrong values, or a spurious suspension. So the columns the table is armed
  * with must be the compiled ones.
  */
-function journalMatches(p: CompiledProjection, t: CapturedTable): boolean {
+export function journalMatches(p: CompiledProjection, t: CapturedTable): boolean {
   const compiled = p.source.columns;
   return compiled.length === t.columns.length && compiled.every((c, i) => c.name === t.columns[i]);
 }

@@ -63,6 +63,15 @@ export interface RunOptions {
    */
   readonly acknowledgeIntervalMs?: number;
   /**
+   * A follower's pass: a projection this Syncer stepped within the last
+   * second, whose source table has no event past its cursor, is left at its
+   * cursor (checked against the source, without a target transaction)
+   * instead of committing the new high-water mark (quiet-projections.ts).
+   * Its report then has the cursor it stays at. Default false: every
+   * projection is stepped.
+   */
+  readonly leaveQuiet?: boolean;
+  /**
    * Stops the run between two target transactions once aborted: the batch
    * in flight commits (or rolls back) as usual, no further one starts. A
    * projection left behind is reported with `stopped: true` and continues

@@ -34,6 +34,7 @@ import {
 import type { CompiledProjection } from '../../projection/index.ts';
 import { KINDS, kindOf } from '../../projection/index.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
+import { quietProjections, targetVersion, type LeftAt } from './quiet-projections.ts';
 import { crashPoint } from './crash-points.ts';
 import type { BrokenDefinition, Suspension } from '../projections/index.ts';
 import fs from 'node:fs';
@@ -133,6 +134,12 @@ export class Syncer {
   readonly #watch: TargetWatch | undefined;
   /** The protected rebuilds this syncer started whose tables the watch saw no other program write (build-vouch.ts). */
   readonly #builds: BuildVouch | undefined;
+  /** Where each projection's last step left it, active and current (RunOptions.leaveQuiet: quiet-projections.ts). */
+  readonly #leftAt = new Map<string, LeftAt>();
+  /** The target's data_version at the start of the last run: another program's commit since makes #leftAt stale. */
+  #targetVersion: number | undefined;
+  /** The projections the last runs left at their cursor, each with the high-water mark its table had no event up to (settleQuiet). */
+  readonly #behind = new Map<string, number>();
 
   private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
@@ -265,15 +272,27 @@ export class Syncer {
       this.#storeSet = undefined;
     }
     const reports: ProjectionReport[] = [];
-    for (const p of this.projections) {
+    const quiet = this.#quiet(run, rearmed === undefined && reinit.size === 0 && store === undefined);
+    for (const [i, p] of this.projections.entries()) {
       if (run.signal?.aborted === true) {
         reports.push({ ...this.#asStored(p.name), stopped: true });
         continue;
       }
-      this.checkTarget();
+      const left = quiet?.quiet.get(p.name);
+      if (left !== undefined) {
+        reports.push({ name: p.name, state: 'active', applied: 0, cursor: left.cursor, seq: left.seq });
+        this.#behind.set(p.name, quiet?.hw ?? left.seq);
+        continue;
+      }
+      this.#behind.delete(p.name);
+      // (runOnce checked the target just above, before the first projection.)
+      if (i > 0) this.checkTarget();
+      this.#leftAt.delete(p.name);
       try {
         const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
         const r = await this.#syncOne(p, run.signal, reinit.has(p.name));
+        if (r.state === 'active' && r.stopped === undefined && r.error === undefined && r.cursor !== null)
+          this.#leftAt.set(p.name, { cursor: r.cursor, seq: r.seq, fingerprint: p.fingerprint, steppedMs: Date.now() });
         reports.push(cause !== undefined && r.rebuilt !== undefined && REARM_REBUILDS.has(r.rebuilt) ? { ...r, rebuilt: cause } : r);
       } catch (err) {
         // A replaced source stops the run (no cursor was made for the new file: source-view.ts), recorded for every projection.
@@ -318,7 +337,7 @@ export class Syncer {
     // (one read of the source view fewer per pass in follow mode).
     const sourceSeq =
       reports.length > 0 && reports.every((r) => r.state === 'active' && r.error === undefined && r.stopped === undefined)
-        ? Math.max(...reports.map((r) => r.seq))
+        ? Math.max(quiet?.hw ?? 0, ...reports.map((r) => r.seq))
         : readSourceView(this.session.db).hw;
     let consumers: { readonly lost: readonly LostProjection[]; readonly forgotten: readonly string[] } = { lost: [], forgotten: [] };
     if (this.#options.acknowledge ?? true) {
@@ -348,6 +367,55 @@ export class Syncer {
       ...(consumers.lost.length === 0 ? {} : { lost: consumers.lost }),
       ...(consumers.forgotten.length === 0 ? {} : { forgotten: consumers.forgotten }),
     };
+  }
+
+  /**
+   * Moves the cursor of each projection a follower's runs left at its cursor
+   * (RunOptions.leaveQuiet) to the high-water mark its table was found quiet
+   * up to: one target transaction each, applying the empty range between
+   * (applyBatch), as the step that was left out would have. A follower calls
+   * it when the source is idle and when it stops, so that a target at rest
+   * holds every cursor at the source's position (health, acknowledgements).
+   * Best effort: a projection it cannot move is stepped by the next run.
+   *
+   * @example
+   * await syncer.runOnce({ leaveQuiet: true }); // a commit to one table: the others stay at their cursor
+   * await syncer.settleQuiet(); // every cursor at the source's position
+   */
+  async settleQuiet(): Promise<void> {
+    for (const [name, hw] of [...this.#behind]) {
+      this.#behind.delete(name);
+      const at = this.#leftAt.get(name);
+      if (at === undefined || at.seq >= hw) continue;
+      this.#leftAt.delete(name);
+      try {
+        const out = await this.applyBatch(name, at.seq, hw);
+        if (out.kind !== 'applied' && out.kind !== 'current') continue;
+        this.#leftAt.set(name, { ...at, cursor: out.cursor, seq: out.seq, steppedMs: Date.now() });
+        // Acknowledged with the next write of the acknowledgements, as a run's position is.
+        if ((this.#options.acknowledge ?? true) && out.kind === 'applied')
+          this.#pendingAcks.set(syncConsumerName(name, this.#targetKey), out.cursor);
+      } catch {
+        /* the next run steps it, and reports what fails */
+      }
+    }
+  }
+
+  /**
+   * The projections this run leaves at their cursor (RunOptions.leaveQuiet,
+   * quiet-projections.ts), with the high-water mark that was read at; none
+   * when the run is not a follower's or `usual` is false (a re-arm, a
+   * reinit, the projection set stored: every step runs). Forgets where the
+   * steps left the projections when another program committed to the target.
+   */
+  #quiet(run: RunOptions, usual: boolean): ReturnType<typeof quietProjections> {
+    // (One projection: the pass is for it, nothing to leave.)
+    if (run.leaveQuiet !== true || this.projections.length < 2) return undefined;
+    const version = targetVersion(this.session.db, TARGET_SCHEMA);
+    if (version !== this.#targetVersion) this.#leftAt.clear();
+    this.#targetVersion = version;
+    if (!usual || this.#leftAt.size === 0) return undefined;
+    return quietProjections(this.session.db, this.projections, this.#leftAt, Date.now());
   }
 
   /**

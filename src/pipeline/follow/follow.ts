@@ -65,23 +65,33 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           options.onLoadError?.(err);
         }
       }
-      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, signal: options.signal }));
+      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal }));
     });
   try {
     try {
       // The first pass too, from a data_version read before it (wait.ts): a commit during it or right after it brings another.
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         signal: options.signal,
-        onIdle: () => {
+        onIdle: async () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
+          // The cursors the passes left at their projections' quiet tables move to the source's position.
+          await edits.during(() => syncer.settleQuiet());
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
           // The definitions changed while the source is idle: a pass now takes them in.
           return files?.changed() === true;
         },
       });
     } finally {
+      try {
+        // A stopped follower leaves every cursor at the source's position, as its passes saw it
+        // (the idle look for hand edits stopped first: it never runs inside a target transaction).
+        edits.stop();
+        await syncer.settleQuiet();
+      } catch {
+        /* best effort: the next run steps them */
+      }
       try {
         syncer.flushAcknowledgements();
       } catch {

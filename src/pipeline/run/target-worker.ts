@@ -8,6 +8,7 @@ import { withoutCredentials } from '../../apply/target/index.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';
 import { PassReports } from './pass-reports.ts';
+import { BuildPriority } from './build-priority.ts';
 
 /*
  * The worker thread of one target of `sluice run` (target-part.ts starts
@@ -50,9 +51,13 @@ async function main(): Promise<void> {
       });
   }
   let phase: 'building' | 'following' | undefined;
+  // A build runs at a lower priority than the other targets' followers (build-priority.ts).
+  const priority = new BuildPriority();
   const setPhase = (p: 'building' | 'following') => {
     if (p !== phase) say({ type: 'phase', phase: p });
     phase = p;
+    if (p === 'building') priority.lower();
+    else if (!priority.restore()) log('warn', 'priority', 'the target thread could not take its priority back after its build');
   };
   const syncer = await Syncer.open(source.path, target.path, {
     projections: declaredInputs(target.projections),
