@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { InvalidInputError } from '../errors.ts';
-import { eventLineSchema, type EventLine } from '../feed/index.ts';
+import { eventLineSchema, type ChangeBatch, type EventLine } from '../feed/index.ts';
 import type { SourceShape } from '../projection/index.ts';
 import {
   batchLineSchema,
@@ -19,7 +19,7 @@ import {
 import { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 import { LineDigest } from './line-digest.ts';
 import { checkRowTypes } from './typed-values.ts';
-import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
+import { TEXT_ENCODINGS, type Db, type TextEncoding } from '../sqlite/index.ts';
 
 /*
  * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),
@@ -41,6 +41,8 @@ export type ExportItem =
       readonly n: number;
       readonly line: BatchLine;
       readonly events: readonly { readonly n: number; readonly line: EventLine }[];
+      /** A segment's batch (segment-read.ts): its events as a batch of `table` read in SQL, `events` being empty. */
+      readonly segment?: (table: string, columns: readonly string[]) => ChangeBatch;
     };
 
 export interface ReadTotals {
@@ -55,6 +57,8 @@ export interface ReadOptions {
   readonly shapeOf?: (table: string) => SourceShape | undefined;
   /** Before each snapshot or batch it yields: how many bytes of the file have been read so far (for progress). */
   readonly onRead?: (bytes: number) => void;
+  /** The target's connection, which a segment is attached to (segment-read.ts). */
+  readonly target?: Db;
 }
 
 /** Lines to check, from a file or any other carrier (a broker's messages). */

@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/index.ts';
 import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
-import type { Row } from '../feed/index.ts';
+import type { ChangeBatch, Row } from '../feed/index.ts';
 import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
   compileProjection,
@@ -62,7 +62,7 @@ export class Importer {
   async run(stream: ItemStream): Promise<ImportReport> {
     const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
-    const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b) });
+    const reader = stream.read({ shapeOf: (t) => this.#shapeOf(t), onRead: (b) => (bytes = b), target: this.#db });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
     const group = new BatchGroup(this.#db, stream.atHand === true);
@@ -75,8 +75,9 @@ export class Importer {
             next.value.line,
             next.value.events.map((e) => lineToEvent(e.line)),
             `${stream.label}:${next.value.n}`,
+            next.value.segment,
           );
-          group.added(next.value.events.length);
+          group.added(next.value.line.count);
           progress();
         } else {
           group.commit();
@@ -253,7 +254,12 @@ export class Importer {
     return true;
   }
 
-  async #onBatch(line: BatchLine, events: ReturnType<typeof lineToEvent>[], at: string): Promise<void> {
+  async #onBatch(
+    line: BatchLine,
+    events: ReturnType<typeof lineToEvent>[],
+    at: string,
+    segment?: (table: string, columns: readonly string[]) => ChangeBatch,
+  ): Promise<void> {
     const db = this.#db;
     const projections = this.#compiled();
     if (projections.length === 0) {
@@ -278,8 +284,10 @@ export class Importer {
           checkSource(p, rec.sourceId, line.sourceId);
           const out = await runBatchPath(target, p, rec, rec.seq, {
             batch: () => {
-              const mine = events.filter((e) => e.table === p.source.table);
               const columns = p.source.columns.map((c) => c.name);
+              // A segment's batch is read where it lies, in SQL (segment-batch.ts).
+              if (segment !== undefined) return segment(p.source.table, columns);
+              const mine = events.filter((e) => e.table === p.source.table);
               return decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq);
             },
             explicit: false,

@@ -16,6 +16,7 @@ export {
   saveSnapshotStart,
   truncateToResumePoint,
 } from './resume-point.ts';
+export { exportSegment } from './segment-export.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
