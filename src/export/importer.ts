@@ -281,7 +281,7 @@ export class Importer {
               `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
             );
           }
-          checkSource(p, rec.sourceId, line.sourceId);
+          checkSource(p, rec.sourceId, line.sourceId, at);
           const out = await runBatchPath(target, p, rec, rec.seq, {
             batch: () => {
               const columns = p.source.columns.map((c) => c.name);
@@ -357,10 +357,10 @@ class BatchGroup {
   }
 }
 
-function checkSource(p: CompiledProjection, stored: string, file: string): void {
+function checkSource(p: CompiledProjection, stored: string, file: string, at?: string): void {
   if (stored !== file)
     throw new FailClosedError(
       'SOURCE_CHANGED',
-      `Projection ${p.name} in the target follows source ${stored}, but this file is from ${file}. Import into a new target, or drop the projection's tables first.`,
+      `Projection ${p.name} in the target follows source ${stored}, but ${at === undefined ? 'this file' : `${at}`} is from ${file}. Import into a new target, or drop the projection's tables first.`,
     );
 }

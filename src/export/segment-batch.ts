@@ -45,7 +45,8 @@ export function segmentBatch(
       hasAfter: (a) => `${col(a, 'op')} <> ${OP.delete}`,
       before: (a, i) => col(a, `b${i}`),
       after: (a, i) => col(a, `a${i}`),
-      mask: (a) => col(a, 'mask'),
+      // Only an update's mask is checked (segment-check.ts) and read.
+      mask: (a) => `CASE WHEN ${col(a, 'op')} = ${OP.update} THEN ${col(a, 'mask')} END`,
       writes: () => '1',
     }),
     *pages(size) {

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import type { Db } from '../sqlite/index.ts';
 import { quoteIdent } from '../sqlite/index.ts';
@@ -74,51 +75,40 @@ export function expectedObjects(tables: readonly SegmentTable[]): Map<string, st
   return m;
 }
 
-/** SQL for one value in the digest: quote(), and `-` after a REAL negative zero (which quote() writes as 0.0). */
-function digestValue(c: string): string {
-  return `quote(${c}) || CASE WHEN typeof(${c}) = 'real' AND ${c} = 0 AND atan2(${c}, -1) < 0 THEN '-' ELSE '' END`;
+/** The pages of the meta table (which holds the digest), from dbstat. */
+export function metaPages(db: Db, schema: string): Set<number> {
+  const pages = db
+    .prepare(`SELECT pageno FROM ${quoteIdent(schema)}.dbstat WHERE name = ?`)
+    .pluck()
+    .all(META_TABLE) as unknown[];
+  return new Set(pages.map(Number));
 }
 
-const CHUNK = 4096;
-
 /**
- * The digest of a segment's rows (the meta's `digest` aside): sha256 over
- * every wire table in a fixed order (meta by name, tables by tno, batches by
- * to_seq, then per table its rows by rowid and its events by seq), each row as its
- * values' quote() joined by `,`, rows by newlines. Run in SQLite, a chunk of
- * rows per call, on the segment as `schema` of `db`.
+ * The digest of a segment (docs/segment.md, "Digest"): sha256 over the
+ * file's bytes, page by page in file order, leaving out page 1 (the header
+ * and the schema, both checked exactly instead) and the pages of the meta
+ * table (which holds the digest). Every row of every other table lies in
+ * the pages it covers, so an edited, moved or lost row changes it; reading
+ * the file is far cheaper than reading its rows back through SQL.
  */
-export function segmentDigest(db: Db, schema: string, tables: readonly SegmentTable[]): string {
+export function segmentDigest(file: string, pageSize: number, skip: ReadonlySet<number>): string {
   const h = createHash('sha256');
-  const s = quoteIdent(schema);
-  const meta = db
-    .prepare(
-      `SELECT CAST(group_concat(${digestValue('name')} || ',' || ${digestValue('value')}, char(10) ORDER BY name) AS BLOB) FROM ${s}.${META_TABLE} WHERE name <> 'digest'`,
-    )
-    .pluck()
-    .get() as Uint8Array | null;
-  h.update(`${META_TABLE}\n`);
-  if (meta !== null) h.update(meta);
-  const byRowid = (table: string, columns: readonly string[], key: string) => {
-    h.update(`\n${table}\n`);
-    const stmt = db.prepare(
-      `SELECT max(k), CAST(group_concat(line, char(10) ORDER BY k) AS BLOB) FROM (SELECT ${key} AS k, ${columns.map(digestValue).join(" || ',' || ")} AS line FROM ${s}.${table} WHERE ${key} > ? ORDER BY ${key} LIMIT ${CHUNK})`,
-    );
-    stmt.raw(true);
-    for (let after: unknown = -(2n ** 63n); ;) {
-      const [last, chunk] = stmt.get(after) as [unknown, Uint8Array | null];
-      if (last === null || chunk === null) break;
-      h.update(chunk);
-      h.update('\n');
-      after = last;
+  const fd = fs.openSync(file, 'r');
+  try {
+    const size = fs.fstatSync(fd).size;
+    const pages = Math.floor(size / pageSize);
+    const chunk = Buffer.alloc(pageSize * 256);
+    for (let first = 2; first <= pages; first += 256) {
+      const count = Math.min(256, pages - first + 1);
+      const n = fs.readSync(fd, chunk, 0, count * pageSize, (first - 1) * pageSize);
+      for (let i = 0; i < count && (i + 1) * pageSize <= n; i++) {
+        if (skip.has(first + i)) continue;
+        h.update(chunk.subarray(i * pageSize, (i + 1) * pageSize));
+      }
     }
-  };
-  byRowid(TABLES_TABLE, ['tno', 'name', 'columns', 'key_columns', 'without_rowid', 'rowid_alias', 'rows', 'events'], 'tno');
-  byRowid(BATCHES_TABLE, ['to_seq', 'from_seq', 'cursor', 'events'], 'to_seq');
-  for (const t of tables) {
-    const n = t.columns.length;
-    if (t.rows !== null) byRowid(rowsTable(t.tno), ['rowid', ...cols('c', n)], 'rowid');
-    if (t.events > 0) byRowid(eventsTable(t.tno), ['seq', 'op', 'ts', 'mask', 'keys', ...cols('b', n), ...cols('a', n)], 'seq');
+  } finally {
+    fs.closeSync(fd);
   }
   return h.digest('hex');
 }

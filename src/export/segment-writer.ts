@@ -29,6 +29,7 @@ import {
   SEGMENT_APP_ID,
   SEGMENT_WIRE_VERSION,
   segmentDigest,
+  metaPages,
   TABLES_DDL,
   TABLES_TABLE,
   type SegmentTable,
@@ -86,6 +87,7 @@ export class SegmentWriter {
     this.#db = openDatabase(this.#tmp, { create: true, role: 'segment' });
     const encoding: TextEncoding = textEncoding(source);
     this.#db.pragma(`encoding = '${encoding}'`);
+    this.#db.pragma('auto_vacuum = NONE');
     this.#db.pragma('journal_mode = OFF');
     this.#db.pragma('synchronous = OFF');
     this.#db.pragma(`application_id = ${SEGMENT_APP_ID}`);
@@ -219,9 +221,10 @@ export class SegmentWriter {
     };
     const put = db.prepare(`INSERT INTO ${META_TABLE} VALUES (?, ?)`);
     for (const [k, v] of Object.entries(meta)) put.run(k, typeof v === 'number' ? BigInt(v) : v);
-    const digest = segmentDigest(db, 'main', tables);
-    put.run('digest', digest);
     commitHeld(db);
+    // The digest covers the pages as they are now; writing it touches only page 1 and the meta table's pages, which it leaves out.
+    const digest = segmentDigest(this.#tmp, Number(db.pragma('page_size', { simple: true })), metaPages(db, 'main'));
+    put.run('digest', digest);
     closeDatabase(db);
     const fd = fs.openSync(this.#tmp, 'r');
     try {
