@@ -1,11 +1,13 @@
 import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { Db } from '../sqlite/index.ts';
+import { textEncoding } from '../sqlite/index.ts';
 import { openSource, readState, enableHint } from '../capture/index.ts';
 import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
-import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
+import { segmentMessage } from './segment-message.ts';
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, writeStateFile } from './publish-state-file.ts';
@@ -40,6 +42,8 @@ import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type 
 export interface PublishOptions {
   /** Stream name (default SLUICE_<source id>). */
   readonly stream?: string;
+  /** The formats each batch is published in, each on its own subject (subjects.ts). Default: JSONL only. */
+  readonly formats?: readonly BatchFormat[];
   /** Seqs per batch window. Default 1000. */
   readonly batchSeqs?: number;
   readonly log?: Log;
@@ -74,6 +78,8 @@ export class Publisher {
   readonly sourceId: string;
   readonly stream: string;
   readonly subjects: SourceSubjects;
+  /** The formats batches are published in (at least one). */
+  readonly formats: readonly BatchFormat[];
   readonly stateFile: string;
   readonly #broker: Broker;
   readonly #options: PublishOptions;
@@ -90,6 +96,7 @@ export class Publisher {
     this.sourceId = sourceId;
     this.stream = options.stream ?? defaultStreamName(sourceId);
     this.subjects = subjectsOf(sourceId);
+    this.formats = options.formats === undefined || options.formats.length === 0 ? ['jsonl'] : [...new Set(options.formats)];
     this.stateFile = `${path.resolve(sourcePath)}.publish-${this.stream}.cursor`;
     this.#broker = broker;
     this.#options = options;
@@ -134,12 +141,22 @@ export class Publisher {
     const candidates: string[] = [];
     const saved = readStateFile(this.stateFile);
     if (saved !== undefined) candidates.push(saved);
-    for (const subject of [this.subjects.batch, this.subjects.end]) {
+    const seqOf = (c: string) => decodeCursor(c).seq;
+    const lastCursor = async (subject: string) => {
       const m = await lastMessage(this.#broker, this.stream, subject);
       const c = m?.header?.get(HEADER.cursor);
-      if (m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '') candidates.push(c);
+      return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
+    };
+    const end = await lastCursor(this.subjects.end);
+    if (end !== undefined) candidates.push(end);
+    // Each format's batches: the least far of them, so a format whose message a crash cut off gets that window again.
+    const batches: string[] = [];
+    for (const f of this.formats) {
+      const c = await lastCursor(subjectsOf(this.sourceId, f).batch);
+      if (c !== undefined) batches.push(c);
     }
-    const seqOf = (c: string) => decodeCursor(c).seq;
+    const least = batches.sort((a, b) => seqOf(a) - seqOf(b))[0];
+    if (least !== undefined) candidates.push(least);
     this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
   }
 
@@ -196,36 +213,52 @@ export class Publisher {
     return this.#options.signal?.aborted === true;
   }
 
-  /** Publishes the next batch window after `cursor`; false when there is nothing more. */
+  /** Publishes the next batch window after `cursor`, in each format; false when there is nothing more. */
   async #nextBatch(cursor: string, tally: { batches: number; events: number; duplicates: number }): Promise<boolean> {
     const span = this.#options.batchSeqs ?? DEFAULT_BATCH_SEQS;
     const from = decodeCursor(cursor).seq;
     let through = (Math.floor(from / span) + 1) * span;
     const budget = this.#budget();
     for (;;) {
-      const sink = new MemorySink();
-      const b = writeBatch(this.db, sink, cursor, { limit: span, throughSeq: through });
-      if (b === undefined) return false;
-      const data = sink.bytes();
-      if (data.length > budget) {
+      // Every format's message of one window, built before any is sent: a window too large in one is halved for all.
+      const messages: { format: BatchFormat; data: Buffer; b: { fromSeq: number; toSeq: number; cursor: string; events: number } }[] = [];
+      for (const format of this.formats) {
+        const built =
+          format === 'jsonl' ? jsonlMessage(this.db, cursor, span, through) : segmentMessage(this.db, this.sourceId, cursor, span, through);
+        if (built === undefined) return false;
+        messages.push({ format, ...built });
+      }
+      const first = messages[0] as (typeof messages)[number];
+      const b = first.b;
+      const largest = Math.max(...messages.map((m) => m.data.length));
+      if (largest > budget) {
         if (b.toSeq - b.fromSeq > 1) {
           through = b.fromSeq + Math.floor((b.toSeq - b.fromSeq) / 2);
           continue;
         }
-        throw tooLarge(`the event at seq ${b.toSeq}`, data.length, budget);
+        throw tooLarge(`the event at seq ${b.toSeq}`, largest, budget);
       }
-      const h = natsHeaders();
-      h.set(HEADER.source, this.sourceId);
-      h.set(HEADER.fromSeq, String(b.fromSeq));
-      h.set(HEADER.toSeq, String(b.toSeq));
-      h.set(HEADER.cursor, b.cursor);
-      const ack = await this.#publish(this.subjects.batch, data, batchMsgId(this.sourceId, b.fromSeq, b.toSeq), h);
-      if (ack === undefined) return false;
+      let duplicate = true;
+      for (const m of messages) {
+        const h = natsHeaders();
+        h.set(HEADER.source, this.sourceId);
+        h.set(HEADER.fromSeq, String(m.b.fromSeq));
+        h.set(HEADER.toSeq, String(m.b.toSeq));
+        h.set(HEADER.cursor, m.b.cursor);
+        if (m.format === 'segment') {
+          h.set(HEADER.events, String(m.b.events));
+          h.set(HEADER.encoding, textEncoding(this.db));
+        }
+        const subject = subjectsOf(this.sourceId, m.format).batch;
+        const ack = await this.#publish(subject, m.data, batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format), h);
+        if (ack === undefined) return false;
+        duplicate &&= ack.duplicate;
+      }
       this.#acknowledged(b.cursor);
       tally.batches++;
       tally.events += b.events;
-      if (ack.duplicate) tally.duplicates++;
-      this.#options.onAck?.({ events: b.events, duplicate: ack.duplicate });
+      if (duplicate) tally.duplicates++;
+      this.#options.onAck?.({ events: b.events, duplicate });
       return true;
     }
   }
@@ -301,6 +334,13 @@ export class Publisher {
     this.#streamsMade++;
     this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
   }
+}
+
+/** A window's JSONL message: its event lines and its batch marker (export.ts writeBatch). */
+function jsonlMessage(db: Db, cursor: string, span: number, through: number) {
+  const sink = new MemorySink();
+  const b = writeBatch(db, sink, cursor, { limit: span, throughSeq: through });
+  return b === undefined ? undefined : { data: sink.bytes(), b };
 }
 
 /** Lines of one message, in memory. */

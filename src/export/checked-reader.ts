@@ -61,10 +61,15 @@ export interface ReadOptions {
   readonly target?: Db;
 }
 
+/** A segment among the lines (a broker's segment message, written to `file`): its checked items come in its place. */
+export interface SegmentRef {
+  readonly segment: string;
+}
+
 /** Lines to check, from a file or any other carrier (a broker's messages). */
 export interface LineSource {
-  /** The lines, without their newlines. */
-  readonly lines: AsyncIterable<string>;
+  /** The lines, without their newlines (and segments, from a broker's segment subject). */
+  readonly lines: AsyncIterable<string | SegmentRef>;
   /** Names line `n` (1-based) in errors: `<file>:<n>`. */
   readonly where: (n: number) => string;
   /** Bytes read so far (for progress). */
@@ -79,6 +84,12 @@ export interface LineSource {
   readonly lastLineTerminated?: () => boolean;
   /** The source every line must belong to (default: the first line's). */
   readonly sourceId?: string;
+  /**
+   * Reads a segment among the lines (SegmentRef): checks it and gives its
+   * source and its items, numbered after line `n` (segment-check.ts,
+   * segment-read.ts). Needed when the lines carry segments.
+   */
+  readonly segment?: (file: string, n: number) => { readonly sourceId: string; readonly items: AsyncGenerator<ExportItem, ReadTotals> };
 }
 
 /** Reads an export file, checked (readCheckedLines over its lines). */
@@ -115,6 +126,21 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
   let malformed: unknown;
   for await (const text of src.lines) {
     if (malformed !== undefined) throw malformed;
+    if (typeof text !== 'string') {
+      // A segment (segment-check.ts, segment-read.ts): checked whole, then its items, between batches and snapshots.
+      if (snapshotRows !== undefined || events.length > 0) throw refused(where(n + 1), 'a segment inside a snapshot or a batch');
+      if (src.segment === undefined) throw refused(where(n + 1), 'a segment where only lines are read');
+      const seg = src.segment(text.segment, n);
+      if (sourceId !== undefined && seg.sourceId !== sourceId)
+        throw new InvalidInputError(
+          'IMPORT_MIXED_SOURCES',
+          `${where(n + 1)}: segment ${text.segment} is of source ${seg.sourceId}, but this stream carries source ${sourceId}; nothing of it was committed.`,
+        );
+      sourceId = seg.sourceId;
+      n += (yield* seg.items).lines;
+      tailStart = n;
+      continue;
+    }
     n++;
     if (text.trim() === '') continue;
     let line: ReturnType<typeof parseLine>;
