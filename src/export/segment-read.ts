@@ -24,7 +24,19 @@ export const SEGMENT_SCHEMA = '_sluice_segment';
 export function attachSegment(db: Db, seg: CheckedSegment): void {
   if (db.inTransaction) throw new Error('a segment is attached outside a transaction');
   detachSegment(db);
+  // Attached with trusted_schema=OFF, and compared with the schema checked: nothing of it (no view, trigger, default
+  // or CHECK: segment-check.ts refuses any) can run a function. Then the target's own setting again, for its own
+  // triggers (a protected target's guards call sluice's function: protect.ts).
+  const trusted = Number(db.pragma('trusted_schema', { simple: true }));
   db.pragma('trusted_schema = OFF');
+  try {
+    attachChecked(db, seg);
+  } finally {
+    db.pragma(`trusted_schema = ${trusted === 0 ? 'OFF' : 'ON'}`);
+  }
+}
+
+function attachChecked(db: Db, seg: CheckedSegment): void {
   // By path (the driver opens no URI filenames, so no ?mode=ro): sluice only reads it, and a journal beside it, which SQLite would roll back into it, is refused.
   refuseJournal(seg.file);
   try {

@@ -83,6 +83,18 @@ describe('export --format segment -> import', () => {
     expect(dumpTables(target)).toEqual(syncedDump);
   });
 
+  test('a protected target imports segments: its guards still run the function sluice registers after the segment is attached', async () => {
+    const target = at('protected.db');
+    const [snap, events] = fs.readdirSync(segs).sort() as [string, string];
+    const r1 = await runCliAsync(['import', target, path.join(segs, snap)]);
+    expect(r1.status, r1.stderr).toBe(0);
+    const p = await runCliAsync(['protect', target]);
+    expect(p.status, p.stderr).toBe(0);
+    const r2 = await runCliAsync(['import', target, path.join(segs, events)]);
+    expect(r2.status, r2.stderr).toBe(0);
+    expect(dumpTables(target)).toEqual(syncedDump);
+  });
+
   test('--format is checked', async () => {
     const r = await runCliAsync(['export', src, '--out', at('x'), '--format', 'xml']);
     expect(r.status).not.toBe(0);
