@@ -39,6 +39,8 @@ const arg = (name: string, d: number) => {
 };
 const ROWS = arg('rows', 1_000_000);
 const EVENTS = arg('events', 1_000_000);
+/** Rounds of sync against segment import, alternating, each on a fresh copy of its target: the medians are the figures. */
+const ROUNDS = Math.max(1, arg('rounds', 3));
 const BIN = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'bin', 'sluice.js');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-bench-import-'));
 const at = (f: string) => path.join(dir, f);
@@ -108,8 +110,41 @@ try {
   const segExp = timed(['export', src, '--out', segs, '--format', 'segment']);
   // The events' segment alone (the snapshot's one is in the target already).
   const eventsSegment = path.join(segs, fs.readdirSync(segs).sort().at(-1) as string);
-  const evSync = timed(['sync', src, at('synced.db')]);
-  const evSegImport = timed(['import', at('seg-imported.db'), eventsSegment]);
+  // Interleaved rounds (a shared machine's load shifts): each on a copy of its target as it was before the events.
+  const copy = (from: string, to: string) => {
+    const d = openDatabase(from, { readonly: true });
+    try {
+      d.exec(`VACUUM INTO '${to.replaceAll("'", "''")}'`);
+    } finally {
+      d.close();
+    }
+  };
+  copy(at('synced.db'), at('synced-base.db'));
+  copy(at('seg-imported.db'), at('seg-base.db'));
+  const syncs: ReturnType<typeof timed>[] = [];
+  const segImports: ReturnType<typeof timed>[] = [];
+  for (let round = 0; round < ROUNDS; round++) {
+    const last = round === ROUNDS - 1;
+    const syncTarget = last ? at('synced.db') : at(`synced-${round}.db`);
+    const segTarget = last ? at('seg-imported.db') : at(`seg-imported-${round}.db`);
+    if (!last) {
+      for (const [base, t] of [
+        [at('synced-base.db'), syncTarget],
+        [at('seg-base.db'), segTarget],
+      ] as const) {
+        for (const f of [t, `${t}-wal`, `${t}-shm`]) fs.rmSync(f, { force: true });
+        copy(base, t);
+      }
+    }
+    syncs.push(timed(['sync', src, syncTarget]));
+    segImports.push(timed(['import', segTarget, eventsSegment]));
+  }
+  const median = (xs: ReturnType<typeof timed>[]) => {
+    const by = (k: 'seconds' | 'cpuSeconds') => [...xs].sort((a, b) => a[k] - b[k])[Math.floor(xs.length / 2)]?.[k] ?? 0;
+    return { seconds: by('seconds'), cpuSeconds: by('cpuSeconds'), rssMb: Math.max(...xs.map((x) => x.rssMb)) };
+  };
+  const evSync = median(syncs);
+  const evSegImport = median(segImports);
   const evImport = timed(['import', at('imported.db'), file]);
 
   const dump = (f: string) => {
@@ -138,7 +173,7 @@ try {
     {
       id: 'import.segment.vs-sync',
       target: 'import of a segment vs sync of the same events',
-      what: `import of ${EVENTS} events as one segment (export --format segment), speed over sync of the same events (CLI, wall)`,
+      what: `import of ${EVENTS} events as one segment (export --format segment), speed over sync of the same events (CLI, wall; median of ${ROUNDS} interleaved rounds)`,
       value: evSync.seconds / evSegImport.seconds,
       unit: 'x',
       op: '>=',
@@ -179,6 +214,7 @@ try {
             import: { ...evSegImport, eventsPerS: Math.round(EVENTS / evSegImport.seconds) },
             importVsSync: +(evSync.seconds / evSegImport.seconds).toFixed(2),
             cpuImportVsSync: +(evSync.cpuSeconds / evSegImport.cpuSeconds).toFixed(2),
+            rounds: { sync: syncs, import: segImports },
           },
         },
         targetsEqual: same,
