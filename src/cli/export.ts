@@ -122,7 +122,10 @@ async function exportSegments(
   opts: { out: string; since?: string; table: string[]; batch?: number; follow?: boolean; json?: boolean },
 ): Promise<void> {
   if (opts.out === '-')
-    throw new InvalidInputError('BAD_FORMAT', '--format segment writes a folder of segments, not stdout. Pass --out <folder>.');
+    throw new InvalidInputError(
+      'BAD_FORMAT',
+      '--format segment writes a folder of segments, not stdout. Pass a folder as --out, e.g. --out segments.',
+    );
   if (fs.existsSync(opts.out) && !fs.statSync(opts.out).isDirectory())
     throw new InvalidInputError(
       'BAD_FORMAT',
