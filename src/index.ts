@@ -104,7 +104,7 @@ export type {
   CustomContext,
 } from './projection/index.ts';
 
-export { exportOnce, LineSink } from './export/index.ts';
+export { exportOnce, exportSegment, LineSink } from './export/index.ts';
 export type { ExportOptions, ExportResult } from './export/index.ts';
 export { importFile, importStream } from './export/index.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './export/index.ts';

@@ -16,7 +16,15 @@ export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';
 export { errorMessage } from './errors.ts';
 export { urlLogin, withoutCredentials } from './apply/target/index.ts';
-export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './export/index.ts';
+export {
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  replaceFile,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from './export/index.ts';
 export { withWriteTransaction } from './sqlite/index.ts';
 export { writeInitFile } from './pipeline/index.ts';
 export type { InitFile } from './pipeline/index.ts';

@@ -674,6 +674,12 @@ export const REASONS = {
   BAD_BATCH: { kinds: ['error'], clears: false, explain: 'The batch size is not a whole number >= 1.', repair: null },
   BAD_CONSUMER: { kinds: ['error'], clears: false, explain: 'The consumer name is empty.', repair: null },
   BAD_DEFINITION: { kinds: ['error'], clears: false, explain: 'The projection definition does not validate.', repair: null },
+  BAD_FORMAT: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The --format is not one the command writes or reads (jsonl, segment).',
+    repair: null,
+  },
   BAD_EXPRESSION: {
     kinds: ['error'],
     clears: false,
@@ -873,6 +879,36 @@ export const REASONS = {
   },
   IMPORT_MALFORMED_LINE: { kinds: ['error'], clears: false, explain: 'A line is not JSON.', repair: null },
   IMPORT_MIXED_SOURCES: { kinds: ['error'], clears: false, explain: 'The file holds lines of more than one source.', repair: null },
+  IMPORT_SEGMENT_DIGEST: {
+    kinds: ['error'],
+    clears: false,
+    explain: "A segment's rows do not digest to the digest its meta holds: it was edited after it was written.",
+    repair: null,
+  },
+  IMPORT_SEGMENT_MISMATCH: {
+    kinds: ['error'],
+    clears: false,
+    explain: "A segment's rows do not match its meta (counts, seq ranges, ops, images or changed-column masks).",
+    repair: null,
+  },
+  IMPORT_SEGMENT_SCHEMA: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A segment holds a schema object its wire schema does not name (a table, view, trigger or index), or is not a sluice segment.',
+    repair: null,
+  },
+  IMPORT_SEGMENT_TRUNCATED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A segment file is cut short, has bytes appended, is in WAL mode, or changed while it was read.',
+    repair: null,
+  },
+  IMPORT_SEGMENT_VERSION: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A segment is of a wire version this sluice does not read.',
+    repair: null,
+  },
   IMPORT_NO_SHAPE: {
     kinds: ['error'],
     clears: false,

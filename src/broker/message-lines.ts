@@ -1,7 +1,16 @@
 import { JetStreamError, type Consumer, type JsMsg } from '@nats-io/jetstream';
-import { readCheckedLines, type ExportItem, type ReadOptions, type ReadTotals } from '../export/index.ts';
+import fs from 'node:fs';
+import {
+  checkSegment,
+  readCheckedLines,
+  segmentItems,
+  type ExportItem,
+  type ReadOptions,
+  type ReadTotals,
+  type SegmentRef,
+} from '../export/index.ts';
 import { isStoreLost, type Broker } from './nats.ts';
-import type { SourceSubjects } from './subjects.ts';
+import type { BatchFormat, SourceSubjects } from './subjects.ts';
 import { HEADER } from './subjects.ts';
 import { errorCode } from '../errors.ts';
 
@@ -32,6 +41,10 @@ export interface MessageLinesOptions {
   readonly signal: AbortSignal | undefined;
   /** Names the stream in errors. */
   readonly label: string;
+  /** The format of the batches read (subjects.batch is its subject). */
+  readonly format: BatchFormat;
+  /** Writes a segment message's bytes to a file of its own, named by its stream sequence; returns its path. */
+  readonly segmentFile: (streamSeq: number, data: Uint8Array) => string;
 }
 
 /**
@@ -97,7 +110,7 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
     return first === undefined || first > n ? `${o.label}:line ${n}` : `${o.label} message ${seqs[lo]} line ${n - first + 1}`;
   };
 
-  async function* lines(): AsyncGenerator<string> {
+  async function* lines(): AsyncGenerator<string | SegmentRef> {
     if (o.endSeq !== undefined && o.start.streamSeq > o.endSeq) return;
     let messages: Awaited<ReturnType<Consumer['consume']>>;
     try {
@@ -134,13 +147,19 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             firstLines.splice(0, KEEP / 2);
             seqs.splice(0, KEEP / 2);
           }
-          const text = Buffer.from(m.data).toString('utf8');
-          const parts = text.split('\n');
+          // A segment message (docs/segment.md) goes to the reader as a file of its own; a JSONL one as its lines.
+          const segment = o.format === 'segment' && m.subject === o.subjects.batch;
+          const file = segment ? o.segmentFile(seq, m.data) : undefined;
+          const parts = file !== undefined ? [{ segment: file }] : Buffer.from(m.data).toString('utf8').split('\n');
           if (parts.at(-1) === '') parts.pop();
           if (m.subject !== o.subjects.part)
             lastMessage = {
               snapshot: m.subject === o.subjects.end,
-              events: m.subject === o.subjects.batch ? Math.max(0, parts.length - 1) : 0,
+              events: segment
+                ? Number(m.headers?.get(HEADER.events) ?? 0)
+                : m.subject === o.subjects.batch
+                  ? Math.max(0, parts.length - 1)
+                  : 0,
               storedMs: Number(m.info.timestampNanos) / 1e6,
               toSeq: Number(m.headers?.get(HEADER.toSeq) ?? 0),
               pending: m.info.pending,
@@ -150,10 +169,11 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             lineCount++;
             // While the reader holds a batch's (or snapshot's) last line, the applier applies it: a commit then covers it.
             if (ends && i === parts.length - 1) handed = { msgs: pending };
-            yield parts[i] as string;
+            yield parts[i] as string | SegmentRef;
           }
           handed = undefined;
           // Here the reader has asked for the next line: the applier is done with what this message ended (a batch, a snapshot).
+          if (file !== undefined) fs.rmSync(file, { force: true });
           if (ends) {
             done.push(...pending.splice(0));
             if (m.subject === o.subjects.end) inSnapshot = false;
@@ -172,7 +192,18 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
   return {
     /** The checked items of the stream's lines, every line of source `sourceId`. */
     read: (sourceId: string, options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals> =>
-      readCheckedLines({ lines: lines(), where, sourceId }, options),
+      readCheckedLines(
+        {
+          lines: lines(),
+          where,
+          sourceId,
+          segment: (file, n) => {
+            const seg = checkSegment(file);
+            return { sourceId: seg.meta.sourceId, items: segmentItems(seg, options, n) };
+          },
+        },
+        options,
+      ),
     /** Messages read so far. */
     messages: () => count,
     /**

@@ -2,11 +2,13 @@ import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
+import { textEncoding } from '../sqlite/index.ts';
 import { openSource, readState, enableHint } from '../capture/index.ts';
 import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
-import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
+import { segmentMessage } from './segment-message.ts';
 import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
@@ -42,6 +44,8 @@ import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type 
 export interface PublishOptions {
   /** Stream name (default SLUICE_<source id>). */
   readonly stream?: string;
+  /** The formats each batch is published in, each on its own subject (subjects.ts). Default: JSONL only. */
+  readonly formats?: readonly BatchFormat[];
   /** Seqs per batch window. Default 1000. */
   readonly batchSeqs?: number;
   readonly log?: Log;
@@ -73,12 +77,24 @@ const DEFAULT_BATCH_SEQS = 1000;
 const PIPELINE = 4;
 
 /** A batch window ready to publish. */
+/** What a window's message says of it. */
+interface WindowBatch {
+  readonly fromSeq: number;
+  readonly toSeq: number;
+  readonly cursor: string;
+  readonly events: number;
+}
+
+/** One batch window, in each format the publisher writes. */
 interface Prepared {
-  readonly batch: NonNullable<ReturnType<typeof writeBatch>>;
-  readonly data: Buffer;
-  readonly msgID: string;
-  /** Its headers, new for each publish (the client adds the expectations to the object it is given). */
-  readonly headers: () => ReturnType<typeof natsHeaders>;
+  readonly batch: WindowBatch;
+  readonly messages: readonly {
+    readonly subject: string;
+    readonly data: Buffer;
+    readonly msgID: string;
+    /** Its headers, new for each publish (the client adds the expectations to the object it is given). */
+    readonly headers: () => ReturnType<typeof natsHeaders>;
+  }[];
 }
 
 export class Publisher {
@@ -87,6 +103,8 @@ export class Publisher {
   readonly sourceId: string;
   readonly stream: string;
   readonly subjects: SourceSubjects;
+  /** The formats batches are published in (at least one). */
+  readonly formats: readonly BatchFormat[];
   readonly stateFile: string;
   readonly #saved: StateFileWriter;
   readonly #broker: Broker;
@@ -104,6 +122,7 @@ export class Publisher {
     this.sourceId = sourceId;
     this.stream = options.stream ?? defaultStreamName(sourceId);
     this.subjects = subjectsOf(sourceId);
+    this.formats = options.formats === undefined || options.formats.length === 0 ? ['jsonl'] : [...new Set(options.formats)];
     this.stateFile = `${path.resolve(sourcePath)}.publish-${this.stream}.cursor`;
     this.#saved = new StateFileWriter(this.stateFile);
     this.#broker = broker;
@@ -158,12 +177,22 @@ export class Publisher {
     const candidates: string[] = [];
     const saved = readStateFile(this.stateFile);
     if (saved !== undefined) candidates.push(saved);
-    for (const subject of [this.subjects.batch, this.subjects.end]) {
+    const seqOf = (c: string) => decodeCursor(c).seq;
+    const lastCursor = async (subject: string) => {
       const m = await lastMessage(this.#broker, this.stream, subject);
       const c = m?.header?.get(HEADER.cursor);
-      if (m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '') candidates.push(c);
+      return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
+    };
+    const end = await lastCursor(this.subjects.end);
+    if (end !== undefined) candidates.push(end);
+    // Each format's batches: the least far of them, so a format whose message a crash cut off gets that window again.
+    const batches: string[] = [];
+    for (const f of this.formats) {
+      const c = await lastCursor(subjectsOf(this.sourceId, f).batch);
+      if (c !== undefined) batches.push(c);
     }
-    const seqOf = (c: string) => decodeCursor(c).seq;
+    const least = batches.sort((a, b) => seqOf(a) - seqOf(b))[0];
+    if (least !== undefined) candidates.push(least);
     this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
   }
 
@@ -227,23 +256,24 @@ export class Publisher {
   }
 
   /**
-   * Publishes the batch windows after `cursor`, up to PIPELINE of them
+   * Publishes the batch windows after `cursor`, each in every format (one
+   * message per format, on its format's subject), up to PIPELINE windows
    * waiting for the broker's ack at once (one round trip per batch, on a busy
    * machine two wake-ups of the broker and of us, was what held fan-out
-   * back: bench/fan-out.ts); false when there is nothing more. Each batch
+   * back: bench/fan-out.ts); false when there is nothing more. Each message
    * after the first carries the previous one's Nats-Msg-Id as the one the
    * stream must hold last (Nats-Expected-Last-Msg-Id), so the broker never
-   * stores a batch whose predecessor it lost: the stream's batches stay
-   * contiguous. A publish that fails, or is refused for that (another
-   * source's publisher on the same stream, a message lost in an outage),
-   * is sent again alone, as a first one, after the ones behind it have had
-   * their answers; those are sent again too (the same ids: a copy the broker
-   * kept is dropped as a duplicate). A window that cannot be read (the
-   * position no longer continues) is thrown once the ones before it are
-   * answered.
+   * stores a message whose predecessor it lost: the stream's batches stay
+   * contiguous in every format. A publish that fails, or is refused for that
+   * (another source's publisher on the same stream, a message lost in an
+   * outage), is sent again alone, as a first one, after the ones behind it
+   * have had their answers; those are sent again too (the same ids: a copy
+   * the broker kept is dropped as a duplicate). A window that cannot be read
+   * (the position no longer continues) is thrown once the ones before it
+   * are answered.
    */
   async #nextBatches(cursor: string, tally: { batches: number; events: number; duplicates: number }): Promise<boolean> {
-    const inFlight: { readonly b: Prepared; readonly ack: Promise<PubAck> }[] = [];
+    const inFlight: { readonly b: Prepared; readonly acks: readonly Promise<PubAck>[] }[] = [];
     let at = cursor;
     let ended = false;
     let unreadable: { readonly err: unknown } | undefined;
@@ -259,15 +289,20 @@ export class Publisher {
           ended = true;
           break;
         }
-        const previous = inFlight.at(-1)?.b.msgID;
-        const ack = this.#broker.js.publish(this.subjects.batch, b.data, {
-          msgID: b.msgID,
-          headers: b.headers(),
-          expect: previous === undefined ? { streamName: this.stream } : { streamName: this.stream, lastMsgID: previous },
-          timeout: 5000,
-        });
-        ack.catch(() => {}); // answered below, in order
-        inFlight.push({ b, ack });
+        let previous = inFlight.at(-1)?.b.messages.at(-1)?.msgID;
+        const acks: Promise<PubAck>[] = [];
+        for (const m of b.messages) {
+          const ack = this.#broker.js.publish(m.subject, m.data, {
+            msgID: m.msgID,
+            headers: m.headers(),
+            expect: previous === undefined ? { streamName: this.stream } : { streamName: this.stream, lastMsgID: previous },
+            timeout: 5000,
+          });
+          ack.catch(() => {}); // answered below, in order
+          acks.push(ack);
+          previous = m.msgID;
+        }
+        inFlight.push({ b, acks });
         at = b.batch.cursor;
       }
       const first = inFlight.shift();
@@ -275,54 +310,73 @@ export class Publisher {
         if (unreadable !== undefined && !this.#stopped()) throw unreadable.err;
         return false; // all of it published (or stopped)
       }
-      let ack: PubAck | undefined;
+      let duplicate = true;
       try {
-        ack = await first.ack;
+        for (const ack of first.acks) duplicate &&= (await ack).duplicate;
       } catch {
         // What the broker stored of the ones behind it is in order after it; they are published again from here.
-        await Promise.allSettled(inFlight.map((f) => f.ack));
+        await Promise.allSettled([...first.acks, ...inFlight.flatMap((f) => f.acks)]);
         inFlight.length = 0;
         ended = false;
         unreadable = undefined;
         at = first.b.batch.cursor;
-        ack = await this.#publish(this.subjects.batch, first.b.data, first.b.msgID, first.b.headers());
-        if (ack === undefined) return false; // stopped
+        duplicate = true;
+        for (const m of first.b.messages) {
+          const ack = await this.#publish(m.subject, m.data, m.msgID, m.headers());
+          if (ack === undefined) return false; // stopped
+          duplicate &&= ack.duplicate;
+        }
       }
       this.#acknowledged(first.b.batch.cursor);
       tally.batches++;
       tally.events += first.b.batch.events;
-      if (ack.duplicate) tally.duplicates++;
-      this.#options.onAck?.({ events: first.b.batch.events, duplicate: ack.duplicate });
+      if (duplicate) tally.duplicates++;
+      this.#options.onAck?.({ events: first.b.batch.events, duplicate });
     }
   }
 
-  /** The next batch window after `cursor`, as its message; undefined when there is nothing more. */
+  /** The next batch window after `cursor`, as its message in each format; undefined when there is nothing more. */
   #prepare(cursor: string): Prepared | undefined {
     const span = this.#options.batchSeqs ?? DEFAULT_BATCH_SEQS;
     const from = decodeCursor(cursor).seq;
     let through = (Math.floor(from / span) + 1) * span;
     const budget = this.#budget();
     for (;;) {
-      const sink = new MemorySink();
-      const b = writeBatch(this.db, sink, cursor, { limit: span, throughSeq: through });
-      if (b === undefined) return undefined;
-      const data = sink.bytes();
-      if (data.length > budget) {
+      // Every format's message of one window, built before any is sent: a window too large in one is halved for all.
+      const built: { format: BatchFormat; data: Buffer; b: WindowBatch }[] = [];
+      for (const format of this.formats) {
+        const one =
+          format === 'jsonl' ? jsonlMessage(this.db, cursor, span, through) : segmentMessage(this.db, this.sourceId, cursor, span, through);
+        if (one === undefined) return undefined;
+        built.push({ format, ...one });
+      }
+      const b = (built[0] as (typeof built)[number]).b;
+      const largest = Math.max(...built.map((m) => m.data.length));
+      if (largest > budget) {
         if (b.toSeq - b.fromSeq > 1) {
           through = b.fromSeq + Math.floor((b.toSeq - b.fromSeq) / 2);
           continue;
         }
-        throw tooLarge(`the event at seq ${b.toSeq}`, data.length, budget);
+        throw tooLarge(`the event at seq ${b.toSeq}`, largest, budget);
       }
-      const headers = () => {
-        const h = natsHeaders();
-        h.set(HEADER.source, this.sourceId);
-        h.set(HEADER.fromSeq, String(b.fromSeq));
-        h.set(HEADER.toSeq, String(b.toSeq));
-        h.set(HEADER.cursor, b.cursor);
-        return h;
-      };
-      return { batch: b, data, msgID: batchMsgId(this.sourceId, b.fromSeq, b.toSeq), headers };
+      const messages = built.map((m) => ({
+        subject: subjectsOf(this.sourceId, m.format).batch,
+        data: m.data,
+        msgID: batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format),
+        headers: () => {
+          const h = natsHeaders();
+          h.set(HEADER.source, this.sourceId);
+          h.set(HEADER.fromSeq, String(m.b.fromSeq));
+          h.set(HEADER.toSeq, String(m.b.toSeq));
+          h.set(HEADER.cursor, m.b.cursor);
+          if (m.format === 'segment') {
+            h.set(HEADER.events, String(m.b.events));
+            h.set(HEADER.encoding, textEncoding(this.db));
+          }
+          return h;
+        },
+      }));
+      return { batch: b, messages };
     }
   }
 
@@ -397,6 +451,13 @@ export class Publisher {
     this.#streamsMade++;
     this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
   }
+}
+
+/** A window's JSONL message: its event lines and its batch marker (export.ts writeBatch). */
+function jsonlMessage(db: Db, cursor: string, span: number, through: number) {
+  const sink = new MemorySink();
+  const b = writeBatch(db, sink, cursor, { limit: span, throughSeq: through });
+  return b === undefined ? undefined : { data: sink.bytes(), b };
 }
 
 /** Lines of one message, in memory. */

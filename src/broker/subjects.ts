@@ -2,6 +2,7 @@
  * Names on the broker (docs/broker.md). One stream per source by default,
  * and every subject carries the source id as one subject token:
  *   sluice.<source>.batch           a batch: its event lines and its batch marker
+ *   sluice.<source>.segment         the same batch as a segment (docs/segment.md), for sluice subscribers
  *   sluice.<source>.snapshot.part   a piece of a snapshot: table and row lines
  *   sluice.<source>.snapshot.end    the snapshot's marker (its high-water mark)
  * NATS forbids `.`, `*`, `>` and whitespace in a token (and a stream name
@@ -24,7 +25,12 @@ export function encodeToken(text: string): string {
   return out;
 }
 
+/** The formats a batch is published in, each on its own subject (a snapshot is JSONL on the snapshot subjects, for all). */
+export const BATCH_FORMATS = ['jsonl', 'segment'] as const;
+export type BatchFormat = (typeof BATCH_FORMATS)[number];
+
 export interface SourceSubjects {
+  /** The batches of the format these subjects are for (subjectsOf's `format`). */
   readonly batch: string;
   readonly part: string;
   readonly end: string;
@@ -32,9 +38,15 @@ export interface SourceSubjects {
   readonly all: string;
 }
 
-export function subjectsOf(sourceId: string): SourceSubjects {
+/** A source's subjects, its batches in `format`. */
+export function subjectsOf(sourceId: string, format: BatchFormat = 'jsonl'): SourceSubjects {
   const base = `sluice.${encodeToken(sourceId)}`;
-  return { batch: `${base}.batch`, part: `${base}.snapshot.part`, end: `${base}.snapshot.end`, all: `${base}.>` };
+  return {
+    batch: `${base}.${format === 'segment' ? 'segment' : 'batch'}`,
+    part: `${base}.snapshot.part`,
+    end: `${base}.snapshot.end`,
+    all: `${base}.>`,
+  };
 }
 
 /** The default stream of a source. */
@@ -47,8 +59,8 @@ export function defaultStreamName(sourceId: string): string {
  * deterministic (publish.ts), so a batch published again gets the same id
  * and the broker's dedup window drops the copy.
  */
-export function batchMsgId(sourceId: string, fromSeq: number, toSeq: number): string {
-  return `${sourceId}:${fromSeq}-${toSeq}`;
+export function batchMsgId(sourceId: string, fromSeq: number, toSeq: number, format: BatchFormat = 'jsonl'): string {
+  return `${sourceId}:${fromSeq}-${toSeq}${format === 'jsonl' ? '' : `:${format}`}`;
 }
 
 /** Headers sluice sets on its messages (what a reader needs without parsing the body). */
@@ -62,6 +74,10 @@ export const HEADER = {
   cursor: 'Sluice-Cursor',
   /** Which snapshot a part or end belongs to (one publisher run's id). */
   snapshot: 'Sluice-Snapshot',
+  /** On a segment batch: its events (a JSONL batch counts its lines). */
+  events: 'Sluice-Events',
+  /** On a segment batch: its source's text encoding (a JSONL batch's marker says it). */
+  encoding: 'Sluice-Encoding',
   /** On a snapshot's end: the stream sequence of its first part. */
   snapshotStart: 'Sluice-Snapshot-Start',
 } as const;

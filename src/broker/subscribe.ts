@@ -1,11 +1,13 @@
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { openDatabase } from '../sqlite/index.ts';
 import { SluiceError, errorCode } from '../errors.ts';
 import { lockFollower } from '../apply/sync/index.ts';
 import { readProjections } from '../apply/target/index.ts';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/index.ts';
-import { defaultStreamName, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { defaultStreamName, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines } from './message-lines.ts';
@@ -32,6 +34,8 @@ export interface SubscribeOptions {
   readonly sourceId: string;
   /** Stream name (default SLUICE_<source id>). */
   readonly stream?: string;
+  /** The format of the batches to apply (each is published on its own subject): JSONL by default, or segments. */
+  readonly format?: BatchFormat;
   /** Definitions (default: the target's stored ones, else a mirror of every table of the snapshot). */
   readonly projections?: readonly ProjectionDefinitionInput[];
   /** Keep applying new batches until `signal` aborts. */
@@ -125,6 +129,8 @@ class Run {
   /** Counts of the runs of importStream a lost consumer cut short. */
   readonly #done = { lines: 0, batchesApplied: 0, batchesSkipped: 0, messages: 0 };
   #started: SubscribeReport['started'] | undefined;
+  /** A temp folder for segment messages while they are applied (each removed once committed). */
+  #segments: string | undefined;
   #rebuilt: SubscribeReport['rebuilt'];
 
   constructor(broker: Broker, targetPath: string, options: SubscribeOptions) {
@@ -134,10 +140,18 @@ class Run {
     this.#options = options;
     this.#log = options.log ?? (() => {});
     this.#stream = options.stream ?? defaultStreamName(options.sourceId);
-    this.#subjects = subjectsOf(options.sourceId);
+    this.#subjects = subjectsOf(options.sourceId, options.format ?? 'jsonl');
   }
 
   async run(): Promise<SubscribeReport> {
+    try {
+      return await this.#run();
+    } finally {
+      if (this.#segments !== undefined) fs.rmSync(this.#segments, { recursive: true, force: true });
+    }
+  }
+
+  async #run(): Promise<SubscribeReport> {
     for (let again = false; ; again = true) {
       const planned = again ? await this.#planAfterLoss() : await this.#plan();
       if (planned === undefined) return this.#report(undefined); // stopped while waiting
@@ -163,6 +177,13 @@ class Run {
         endSeq: this.#options.follow === true ? undefined : lastSeq,
         signal: this.#options.signal,
         label,
+        format: this.#options.format ?? 'jsonl',
+        segmentFile: (seq, data) => {
+          this.#segments ??= fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-subscribe-'));
+          const f = path.join(this.#segments, `${this.#stream}-message-${seq}.segment`);
+          fs.writeFileSync(f, data);
+          return f;
+        },
       });
       let applied = 0;
       let skipped = 0;
@@ -189,7 +210,8 @@ class Run {
             ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
             read: (o) => source.read(this.#options.sourceId, o),
             // Batches already delivered share a transaction (fewer commits while it catches up); acked once committed.
-            groupDelivered: true,
+            // Not segments: each is attached to the target to be applied, and SQLite cannot ATTACH inside a transaction.
+            groupDelivered: (this.#options.format ?? 'jsonl') === 'jsonl',
             committed: () => {
               source.committed();
               report();

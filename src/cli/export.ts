@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
-import { openSource, exportOnce, decodeCursor, status, LineSink } from '../index.ts';
+import { openSource, exportOnce, exportSegment, decodeCursor, status, LineSink } from '../index.ts';
 import {
   cursorFileFor,
   positionOf,
@@ -10,7 +10,9 @@ import {
   saveSnapshotStart,
   truncateToResumePoint,
   checkHeldFile,
+  replaceFile,
 } from '../internal.ts';
+import { InvalidInputError } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -21,12 +23,16 @@ import { workBar } from './progress.ts';
 export function registerExport(program: Command): void {
   program
     .command('export')
-    .description('Write a snapshot and then every change as JSONL (at-least-once; resumes from FILE.cursor).')
+    .description('Write a snapshot and then every change as JSONL, or as segments (at-least-once; resumes from FILE.cursor).')
     .argument('<db>', 'source SQLite database')
-    .requiredOption('--out <file>', 'output file, or - for stdout (appended to; its position is kept in <file>.cursor)')
+    .requiredOption(
+      '--out <file>',
+      'output file, or - for stdout (appended to; its position is kept in <file>.cursor); with --format segment, a folder (one segment per run)',
+    )
+    .option('--format <format>', 'jsonl (for any system) or segment (a SQLite batch segment, for another sluice: docs/segment.md)', 'jsonl')
     .option('--since <cursor>', 'start after this cursor instead of with a snapshot')
     .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
-    .option('--batch <n>', 'events per batch', parseWholeNumber, 1000)
+    .option('--batch <n>', 'events per batch (default 1000; 100000 with --format segment)', parseWholeNumber)
     .option('--follow', 'keep exporting as changes commit, until SIGINT/SIGTERM')
     .option('--json', 'print one JSON summary object on exit')
     .addHelpText(
@@ -34,7 +40,16 @@ export function registerExport(program: Command): void {
       '\nExamples:\n  $ sluice export app.db --out changes.jsonl\n  $ sluice export app.db --out changes.jsonl --follow   # resumes where it stopped',
     )
     .action(
-      async (dbPath: string, opts: { out: string; since?: string; table: string[]; batch: number; follow?: boolean; json?: boolean }) => {
+      async (
+        dbPath: string,
+        opts: { out: string; format: string; since?: string; table: string[]; batch?: number; follow?: boolean; json?: boolean },
+      ) => {
+        if (opts.format === 'segment') return exportSegments(dbPath, opts);
+        if (opts.format !== 'jsonl')
+          throw new InvalidInputError(
+            'BAD_FORMAT',
+            `--format ${opts.format} is not an export format. Use --format jsonl or --format segment.`,
+          );
         const toStdout = opts.out === '-';
         const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
         const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
@@ -62,7 +77,7 @@ export function registerExport(program: Command): void {
           bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
         };
         try {
-          const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch) };
+          const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch ?? 1000) };
           const run = () => {
             checkHeldFile(db, 'source'); // a source replaced by another file stops export too (SOURCE_REPLACED), even with nothing new to read
             if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
@@ -99,4 +114,50 @@ export function registerExport(program: Command): void {
         }
       },
     );
+}
+
+/** `export --format segment`: one segment per run into the folder --out; the cursor to continue from in <out>.cursor. */
+async function exportSegments(
+  dbPath: string,
+  opts: { out: string; since?: string; table: string[]; batch?: number; follow?: boolean; json?: boolean },
+): Promise<void> {
+  if (opts.out === '-')
+    throw new InvalidInputError(
+      'BAD_FORMAT',
+      '--format segment writes a folder of segments, not stdout. Pass a folder as --out, e.g. --out segments.',
+    );
+  if (fs.existsSync(opts.out) && !fs.statSync(opts.out).isDirectory())
+    throw new InvalidInputError(
+      'BAD_FORMAT',
+      `--out ${opts.out} is a file; --format segment writes a folder of segments. Pass a new or existing folder.`,
+    );
+  const cursorFile = cursorFileFor(path.resolve(opts.out));
+  let cursor = opts.since ?? readResumePoint(cursorFile).cursor;
+  const db = openSource(dbPath, { readonly: true });
+  let totals = { rows: 0, events: 0, batches: 0 };
+  try {
+    const options = {
+      ...(opts.table.length > 0 ? { tables: opts.table } : {}),
+      ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),
+    };
+    const run = () => {
+      checkHeldFile(db, 'source');
+      const r = exportSegment(db, opts.out, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, (c) => {
+        cursor = c;
+        replaceFile(cursorFile, positionOf(c));
+      });
+      totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
+    };
+    if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
+    else run();
+  } finally {
+    db.close();
+  }
+  const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
+  emit(
+    opts,
+    S.exportOutput,
+    summary,
+    () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches as segments to ${opts.out}`,
+  );
 }

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { decodeCursor } from '../index.ts';
 import type { NatsConnection, Publisher, PublishPass } from '../broker/index.ts';
 import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
@@ -25,6 +25,7 @@ function where(p: Publisher): string {
 interface PublishCliOptions extends NatsCliOptions {
   stream?: string;
   batch: number;
+  format: ('jsonl' | 'segment')[];
   follow?: boolean;
   json?: boolean;
   metrics?: MetricsAddress;
@@ -45,6 +46,12 @@ export function registerPublish(program: Command): void {
       'seqs per batch window (fixed boundaries, so a batch published again has the same Nats-Msg-Id)',
       parseWholeNumber,
       1000,
+    )
+    .option(
+      '--format <formats>',
+      'formats to publish each batch in, comma-separated, each on its own subject: jsonl (for any system), segment (for sluice subscribers; docs/segment.md)',
+      parseFormats,
+      ['jsonl'],
     )
     .option('--follow', 'keep publishing as changes commit, until SIGINT/SIGTERM')
     .addOption(summaryIntervalOption('events published, the seq reached, the lag'))
@@ -83,6 +90,7 @@ export function registerPublish(program: Command): void {
         publisher = await broker.Publisher.open(dbPath, nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
           batchSeqs: Math.max(1, opts.batch),
+          formats: opts.format,
           log,
           signal: interrupt.signal,
           onAck: (a) => {
@@ -132,4 +140,12 @@ export function registerPublish(program: Command): void {
           `published ${totals.events} events in ${totals.batches} batches${totals.duplicates > 0 ? ` (${totals.duplicates} the broker already had)` : ''}${totals.snapshots.length > 0 ? ` and ${totals.snapshots.length} snapshot(s)` : ''} to stream ${publisher?.stream}, up to seq ${summary.seq}`,
       );
     });
+}
+
+/** `--format jsonl,segment`: the formats, each known, at least one. */
+function parseFormats(value: string): ('jsonl' | 'segment')[] {
+  const list = value.split(',').map((f) => f.trim());
+  const bad = list.filter((f) => f !== 'jsonl' && f !== 'segment');
+  if (list.length === 0 || bad.length > 0) throw new InvalidArgumentError(`expected jsonl, segment or jsonl,segment, got "${value}"`);
+  return [...new Set(list)] as ('jsonl' | 'segment')[];
 }

@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import type { NatsConnection, subscribe, SubscribedBatch } from '../broker/index.ts';
 import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
 import { collect } from './enable.ts';
@@ -22,6 +22,11 @@ export function registerSubscribe(program: Command): void {
   addNatsOptions(command, { description: 'NATS server URL, e.g. nats://127.0.0.1:4222' })
     .requiredOption('--source <id>', 'the source id to apply (sluice status <db> shows it)')
     .option('--stream <name>', "the publisher's stream (default SLUICE_<source id>)")
+    .addOption(
+      new Option('--format <format>', 'the batches to apply: jsonl, or segment (the publisher must publish it: publish --format)')
+        .choices(['jsonl', 'segment'])
+        .default('jsonl'),
+    )
     .option(
       '--projection <file>',
       "projection definition file (repeatable; default: the target's, or a mirror of every table in the snapshot)",
@@ -46,6 +51,7 @@ export function registerSubscribe(program: Command): void {
         opts: NatsCliOptions & {
           source: string;
           stream?: string;
+          format: 'jsonl' | 'segment';
           projection: string[];
           follow?: boolean;
           json?: boolean;
@@ -82,6 +88,7 @@ export function registerSubscribe(program: Command): void {
         try {
           r = await broker.subscribe(target, nats, {
             ...stream,
+            format: opts.format,
             onBatch: (b) => {
               metrics?.onBatch(b);
               last = b;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { InvalidInputError } from '../errors.ts';
-import { eventLineSchema, type EventLine } from '../feed/index.ts';
+import { eventLineSchema, type ChangeBatch, type EventLine } from '../feed/index.ts';
 import type { SourceShape } from '../projection/index.ts';
 import {
   batchLineSchema,
@@ -21,7 +21,7 @@ import { LineDigest } from './line-digest.ts';
 import { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix, type LinePrefix } from './held-lines.ts';
 import { FileLines, lineText, type RawLine } from './raw-lines.ts';
 import { checkRowTypes } from './typed-values.ts';
-import { TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
+import { TEXT_ENCODINGS, type Db, type TextEncoding } from '../sqlite/index.ts';
 
 /*
  * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),
@@ -48,6 +48,8 @@ export type ExportItem =
       readonly line: BatchLine;
       /** The batch's event lines above ReadOptions.heldThrough (all of them without it). */
       readonly events: readonly { readonly n: number; readonly line: EventLine }[];
+      /** A segment's batch (segment-read.ts): its events as a batch of `table` read in SQL, `events` being empty. */
+      readonly segment?: (table: string, columns: readonly string[]) => ChangeBatch;
     };
 
 export interface ReadTotals {
@@ -75,12 +77,19 @@ export interface ReadOptions {
    * checked by their bytes only and not yielded.
    */
   readonly rowsHeld?: (table: string) => boolean;
+  /** The target's connection, which a segment is attached to (segment-read.ts). */
+  readonly target?: Db;
+}
+
+/** A segment among the lines (a broker's segment message, written to `file`): its checked items come in its place. */
+export interface SegmentRef {
+  readonly segment: string;
 }
 
 /** Lines to check, from a file or any other carrier (a broker's messages). */
 export interface LineSource {
-  /** The lines, without their newlines. */
-  readonly lines?: AsyncIterable<string>;
+  /** The lines, without their newlines (and segments, from a broker's segment subject). */
+  readonly lines?: AsyncIterable<string | SegmentRef>;
   /** Or the lines as bytes, each ending with its newline, in groups, each valid until the next is asked for (raw-lines.ts). */
   readonly rawLines?: AsyncIterable<readonly Buffer[]>;
   /** Names line `n` (1-based) in errors: `<file>:<n>`. */
@@ -97,6 +106,12 @@ export interface LineSource {
   readonly lastLineTerminated?: () => boolean;
   /** The source every line must belong to (default: the first line's). */
   readonly sourceId?: string;
+  /**
+   * Reads a segment among the lines (SegmentRef): checks it and gives its
+   * source and its items, numbered after line `n` (segment-check.ts,
+   * segment-read.ts). Needed when the lines carry segments.
+   */
+  readonly segment?: (file: string, n: number) => { readonly sourceId: string; readonly items: AsyncGenerator<ExportItem, ReadTotals> };
 }
 
 /** Reads an export file, checked (readCheckedLines over its lines). */
@@ -114,7 +129,7 @@ export async function* readExportFile(file: string, options: ReadOptions = {}): 
 }
 
 /** The lines of `src` in groups, whichever way it gives them. */
-async function* lineGroups(src: LineSource): AsyncGenerator<readonly RawLine[]> {
+async function* lineGroups(src: LineSource): AsyncGenerator<readonly (RawLine | SegmentRef)[]> {
   if (src.rawLines !== undefined) yield* src.rawLines;
   else if (src.lines !== undefined) for await (const text of src.lines) yield [text];
 }
@@ -153,6 +168,22 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
   for await (const group of lineGroups(src))
     for (const raw of group) {
       if (malformed !== undefined) throw malformed;
+      if (typeof raw !== 'string' && !Buffer.isBuffer(raw)) {
+        // A segment (segment-check.ts, segment-read.ts): checked whole, then its items, between batches and snapshots.
+        if (snapshotRows !== undefined || events.length > 0) throw refused(where(n + 1), 'a segment inside a snapshot or a batch');
+        if (src.segment === undefined) throw refused(where(n + 1), 'a segment where only lines are read');
+        const seg = src.segment(raw.segment, n);
+        if (sourceId !== undefined && seg.sourceId !== sourceId)
+          throw new InvalidInputError(
+            'IMPORT_MIXED_SOURCES',
+            `${where(n + 1)}: segment ${raw.segment} is of source ${seg.sourceId}, but this stream carries source ${sourceId}; nothing of it was committed.`,
+          );
+        sourceId = seg.sourceId;
+        n += (yield* seg.items).lines;
+        tailStart = n;
+        held = undefined;
+        continue;
+      }
       n++;
       if (blank(raw)) continue;
       if (sourceId !== undefined) {

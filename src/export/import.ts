@@ -6,6 +6,9 @@ import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../ap
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
+import { checkSegment, looksLikeSegment, type CheckedSegment } from './segment-check.ts';
+import { segmentItems } from './segment-read.ts';
+import { segmentFiles } from './segment-files.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 
 const SCHEMA = 'main';
@@ -23,6 +26,8 @@ const SCHEMA = 'main';
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   if (!fs.existsSync(file))
     throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  // A segment (it starts as every SQLite file does), or a folder of them: docs/segment.md.
+  if (fs.statSync(file).isDirectory() || looksLikeSegment(file)) return importSegments(targetPath, file, options);
   const encoding = await peekEncoding(file);
   const fedBy = { via: 'import', file: path.resolve(file), ms: Date.now() } as const;
   return importStream(
@@ -63,4 +68,50 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
   } finally {
     closeDatabase(db);
   }
+}
+
+/**
+ * Imports a segment, or a folder of them in name order (docs/segment.md):
+ * every one is checked first (segment-check.ts), so a bad one refuses the
+ * import before anything is committed; then each is attached and applied
+ * like a file, with the same cursor rules.
+ */
+async function importSegments(targetPath: string, fileOrDir: string, options: ImportOptions): Promise<ImportReport> {
+  const files = segmentFiles(fileOrDir);
+  const checked: CheckedSegment[] = [];
+  for (const f of files) {
+    const c = checkSegment(f);
+    const first = checked[0];
+    if (first !== undefined && c.meta.sourceId !== first.meta.sourceId)
+      throw new InvalidInputError(
+        'IMPORT_MIXED_SOURCES',
+        `Segment ${f} is of source ${c.meta.sourceId}, but ${first.file} of ${first.meta.sourceId}. One folder must hold one source's segments; nothing was committed. Import them into separate targets.`,
+      );
+    checked.push(c);
+  }
+  const fedBy = { via: 'import', file: path.resolve(fileOrDir), ms: Date.now() } as const;
+  let total: ImportReport | undefined;
+  for (const c of checked) {
+    const r = await importStream(
+      targetPath,
+      { label: c.file, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
+      { fedBy, ...options },
+    );
+    total =
+      total === undefined
+        ? r
+        : {
+            lines: total.lines + r.lines,
+            batchesApplied: total.batchesApplied + r.batchesApplied,
+            batchesSkipped: total.batchesSkipped + r.batchesSkipped,
+            incompleteTail: 0,
+            projections: r.projections,
+          };
+  }
+  return total ?? (await importStream(targetPath, { label: fileOrDir, read: emptyItems }, { fedBy, ...options }));
+}
+
+// eslint-disable-next-line require-yield
+async function* emptyItems(): AsyncGenerator<never, { lines: number; incompleteTail: number }> {
+  return { lines: 0, incompleteTail: 0 };
 }

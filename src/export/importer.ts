@@ -2,7 +2,7 @@ import type { Db } from '../sqlite/index.ts';
 import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { FailClosedError, InvalidInputError } from '../errors.ts';
-import type { Row } from '../feed/index.ts';
+import type { ChangeBatch, Row } from '../feed/index.ts';
 import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
   compileProjection,
@@ -69,6 +69,7 @@ export class Importer {
       onRead: (b) => (bytes = b),
       heldThrough: (sourceId) => this.#heldThrough(sourceId),
       rowsHeld: (table) => this.#heldRows.has(table),
+      target: this.#db,
     });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
@@ -101,6 +102,7 @@ export class Importer {
             value.line,
             value.events.map((e) => lineToEvent(e.line)),
             `${stream.label}:${value.n}`,
+            value.segment,
           );
           group.added(value.line.count);
           progress();
@@ -311,7 +313,12 @@ export class Importer {
     return true;
   }
 
-  async #onBatch(line: BatchLine, events: ReturnType<typeof lineToEvent>[], at: string): Promise<void> {
+  async #onBatch(
+    line: BatchLine,
+    events: ReturnType<typeof lineToEvent>[],
+    at: string,
+    segment?: (table: string, columns: readonly string[]) => ChangeBatch,
+  ): Promise<void> {
     const db = this.#db;
     const projections = this.#compiled();
     if (projections.length === 0) {
@@ -333,11 +340,13 @@ export class Importer {
               `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
             );
           }
-          checkSource(p, rec.sourceId, line.sourceId);
+          checkSource(p, rec.sourceId, line.sourceId, at);
           const out = await runBatchPath(target, p, rec, rec.seq, {
             batch: () => {
-              const mine = events.filter((e) => e.table === p.source.table);
               const columns = p.source.columns.map((c) => c.name);
+              // A segment's batch is read where it lies, in SQL (segment-batch.ts).
+              if (segment !== undefined) return segment(p.source.table, columns);
+              const mine = events.filter((e) => e.table === p.source.table);
               return decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq);
             },
             explicit: false,
@@ -408,10 +417,10 @@ class BatchGroup {
   }
 }
 
-function checkSource(p: CompiledProjection, stored: string, file: string): void {
+function checkSource(p: CompiledProjection, stored: string, file: string, at?: string): void {
   if (stored !== file)
     throw new FailClosedError(
       'SOURCE_CHANGED',
-      `Projection ${p.name} in the target follows source ${stored}, but this file is from ${file}. Import into a new target, or drop the projection's tables first.`,
+      `Projection ${p.name} in the target follows source ${stored}, but ${at === undefined ? 'this file' : `${at}`} is from ${file}. Import into a new target, or drop the projection's tables first.`,
     );
 }

@@ -2,12 +2,24 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { readCheckedLines } from './checked-reader.ts';
-export type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
+export type { ExportItem, ReadOptions, ReadTotals, SegmentRef } from './checked-reader.ts';
 export { LineSink, exportOnce, writeBatch, writeSnapshot } from './export.ts';
 export type { ExportOptions, ExportResult, LineWriter } from './export.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 export { importFile, importStream } from './import.ts';
-export { cursorFileFor, positionOf, readResumePoint, saveResumePoint, saveSnapshotStart, truncateToResumePoint } from './resume-point.ts';
+export {
+  cursorFileFor,
+  positionOf,
+  readResumePoint,
+  replaceFile,
+  saveResumePoint,
+  saveSnapshotStart,
+  truncateToResumePoint,
+} from './resume-point.ts';
+export { checkSegment } from './segment-check.ts';
+export { exportSegment } from './segment-export.ts';
+export { segmentItems } from './segment-read.ts';
+export { SegmentWriter } from './segment-writer.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';

@@ -175,8 +175,16 @@ function keeps(
     e.op !== 'update' || e.changed === undefined || e.changed.some((c) => want.has(foldIdent(c))) || zeroIn(e.before) || zeroIn(e.after);
 }
 
-/** `b` (a batch of a table with `columns`) with its events marked by whether they may change one of `wanted` (readingOnly). */
-function markReads(b: ChangeBatch, columns: readonly string[], wanted: readonly string[], signedZero: readonly string[] = []): ChangeBatch {
+/**
+ * `b` (a batch of a table with `columns`) with its events marked by whether they may change one of `wanted` (readingOnly).
+ * Exported for batches read in SQL from elsewhere: an attached segment (export/segment-batch.ts).
+ */
+export function markReads(
+  b: ChangeBatch,
+  columns: readonly string[],
+  wanted: readonly string[],
+  signedZero: readonly string[] = [],
+): ChangeBatch {
   const keep = keeps(columns, wanted, signedZero);
   if (keep === undefined) return b;
   const readMask = maskFor(columns, wanted);

@@ -7,7 +7,7 @@ export { alterRules, forecastAlter } from './alter-forecast.ts';
 export type { ConsumerForecast, TableForecast } from './alter-forecast.ts';
 export { batchEnd, journalStartCursor, readBatch } from './batch.ts';
 export type { Batch, BatchOptions } from './batch.ts';
-export { decodedBatch, journalBatch } from './change-batch.ts';
+export { decodedBatch, journalBatch, markReads } from './change-batch.ts';
 export type { ChangeBatch } from './change-batch.ts';
 export { changedSince } from './changed-since.ts';
 export type { ChangedSince } from './changed-since.ts';

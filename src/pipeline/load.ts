@@ -136,8 +136,17 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
       const projections = await entries(doc, t.projections, [...tAt, 'projections'], dir, abs, captured, record);
       targets.push({ path: targetPath, declaredAt: doc.where(tAt), projections, health: t.health ?? {} });
     }
-    const publish = s.publish === undefined ? undefined : natsConnection(doc, s.publish, [...at, 'publish'], dir);
-    sources.push({ path: sourcePath, declaredAt: doc.where(at), capture, targets, ...(publish === undefined ? {} : { publish }) });
+    const { formats, ...publishNats } = s.publish ?? {};
+    const publish =
+      s.publish === undefined ? undefined : natsConnection(doc, publishNats as z.infer<typeof natsSchema>, [...at, 'publish'], dir);
+    sources.push({
+      path: sourcePath,
+      declaredAt: doc.where(at),
+      capture,
+      targets,
+      ...(publish === undefined ? {} : { publish }),
+      ...(formats === undefined ? {} : { publishFormats: [...new Set(formats)] }),
+    });
   }
 
   const subscriptions = [];
@@ -146,9 +155,11 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
     const targetPath = resolve(s.path);
     claim(targetPath, [...at, 'path'], 'a subscribed target');
     const projections = await entries(doc, s.projections ?? ['*'], [...at, 'projections'], dir, abs, undefined, record);
-    const nats = natsConnection(doc, s, at, dir);
+    const { format, ...natsPart } = s;
+    const nats = natsConnection(doc, natsPart, at, dir);
     subscriptions.push({
       nats,
+      format: format ?? 'jsonl',
       servers: nats.servers,
       sourceId: s.source,
       path: targetPath,

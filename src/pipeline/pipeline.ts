@@ -38,6 +38,8 @@ export interface PipelineSource {
   readonly targets: readonly PipelineTarget[];
   /** Publish this source to NATS JetStream. */
   readonly publish?: NatsConnection;
+  /** The formats each batch is published in (default: JSONL only). */
+  readonly publishFormats?: readonly ('jsonl' | 'segment')[];
 }
 
 export interface HealthBounds {
@@ -58,6 +60,8 @@ export interface PipelineSubscription {
   /** `nats.servers`, as first declared here. */
   readonly servers: readonly string[];
   readonly sourceId: string;
+  /** The batches applied: JSONL, or segments (the publisher must publish them). */
+  readonly format: 'jsonl' | 'segment';
   readonly path: string;
   readonly declaredAt: string;
   readonly projections: readonly ProjectionEntry[];

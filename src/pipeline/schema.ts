@@ -79,16 +79,32 @@ const natsKeys = {
 
 export const natsSchema = z.strictObject(natsKeys);
 
+/** The formats a batch is published in (broker/subjects.ts BATCH_FORMATS). */
+const formatSchema = z.enum(['jsonl', 'segment']);
+
+/** A source's `publish`: how to reach NATS, and the formats to publish each batch in. */
+export const publishSchema = z.strictObject({
+  ...natsKeys,
+  formats: z
+    .array(formatSchema)
+    .min(1)
+    .optional()
+    .describe(
+      'Formats to publish each batch in, each on its own subject: jsonl (for any system), segment (for sluice subscribers). Default [jsonl]',
+    ),
+});
+
 export const sourceSchema = z.strictObject({
   path: nonEmpty.describe('The source database, relative to this file'),
   capture: captureSchema,
   targets: z.array(targetSchema).optional(),
-  publish: natsSchema.optional().describe('Publish this source to NATS JetStream'),
+  publish: publishSchema.optional().describe('Publish this source to NATS JetStream'),
 });
 
 export const subscriptionSchema = z.strictObject({
   ...natsKeys,
   source: nonEmpty.describe('The source id the publisher announces (sluice status SRC shows it)'),
+  format: formatSchema.optional().describe("The batches to apply: jsonl (default) or segment (the publisher's formats must include it)"),
   path: nonEmpty.describe('The target database, relative to this file'),
   projections: z.array(projectionEntrySchema).min(1).optional().describe('What the target holds (default ["*"])'),
   health: healthBoundsSchema.optional(),

@@ -18,12 +18,13 @@ export const publishPart: PartKind<Published> = {
   kind: 'publish',
   configs: (pipeline) => pipeline.sources.filter((s): s is Published => s.publish !== undefined),
   name: (s) => s.path,
-  fingerprint: (s) => JSON.stringify(s.publish),
+  fingerprint: (s) => JSON.stringify([s.publish, s.publishFormats ?? ['jsonl']]),
   async run(source, ctx) {
     const broker = await import('../../broker/index.ts');
     const publisher = await broker.Publisher.open(source.path, source.publish, {
       log: (line) => ctx.log('info', 'broker', line),
       signal: ctx.signal,
+      ...(source.publishFormats === undefined ? {} : { formats: source.publishFormats }),
     });
     try {
       ctx.log('info', 'start', `publishing to stream ${publisher.stream}`);

@@ -53,7 +53,8 @@ export const subscribePart: PartKind<PipelineSubscription> = {
   kind: 'subscribe',
   configs: (pipeline) => pipeline.subscriptions,
   name: (s) => s.path,
-  fingerprint: (s) => JSON.stringify([s.nats, s.sourceId, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
+  fingerprint: (s) =>
+    JSON.stringify([s.nats, s.sourceId, s.format, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx);
   },

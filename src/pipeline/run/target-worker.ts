@@ -142,6 +142,7 @@ async function subscribed(pipeline: Pipeline): Promise<void> {
   log('info', 'start', `subscribing to source ${sub.sourceId} at ${sub.servers.map(withoutCredentials).join(',')}`);
   await broker.subscribe(sub.path, sub.nats, {
     sourceId: sub.sourceId,
+    format: sub.format,
     follow: true,
     signal: stop.signal,
     log: (line) => log('info', 'broker', line),
