@@ -4,22 +4,30 @@
  *   npx tsx bench/capture-overhead.ts [--rows 100000] [--rounds 5] [--autocommit 5000] [--quick]
  *
  * One process, one run, everything reported as ratios measured in the same
- * run, to no capture and to the bare-trigger floor:
+ * run, to no capture and to a floor (DESIGN.md "Performance targets",
+ * restated for issue 23):
  * - bulk: 100k rows of t(id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL,
  *   b BLOB) with 32-byte blobs; insert all, update name and n of all, delete
  *   all, each phase ONE transaction of prepared statements in a JS loop, on a
  *   fresh WAL file database (synchronous=NORMAL) in a temp dir. Variants: no
  *   capture; the bare-trigger floor (bench/lib/steady.ts: one AFTER trigger
- *   per op appending the images, nothing else), and the same with
- *   julianday() as its clock (reported, not judged); sluice images mode and keys
- *   mode through the real enable() of src/capture/enable.ts, on a fresh
- *   journal; sluice images mode in steady state, with the journal filled past
- *   its retention bound before timing so that writes prune (retention 1,024,
- *   and the default 1,000,000); chronicle-style triggers from reference 004;
- *   and images mode with the triggers of before the changed-column mask
+ *   per op appending the images and julianday('now'), nothing else), and the
+ *   same without its clock (reported, not judged); sluice images mode through
+ *   the real enable() of src/capture/enable.ts, on a fresh journal and in
+ *   steady state, with the journal filled past its retention bound before
+ *   timing so that writes prune (retention 1,024, and the default 1,000,000),
+ *   judged against the floor; keys mode, judged against a bare keys journal
+ *   (the same triggers appending the key and the clock); chronicle-style
+ *   triggers from reference 004 (images mode must never be slower); and images
+ *   mode with the triggers of before the changed-column mask
  *   (bench/lib/no-mask.ts), against which the mask's cost is reported.
  * - autocommit: single-row writes, each its own transaction (WAL,
- *   synchronous=NORMAL), no capture vs images mode.
+ *   synchronous=NORMAL): no capture, the floor and images mode; images is
+ *   judged against the floor, and the WAL frames each commit writes are
+ *   counted for the three.
+ *
+ * Every judged figure carries its CPU-time twin and its floor's absolute
+ * speed (rows/s), for bench/report.ts.
  *
  * The machine is noisy, so every variant is paired with its own fresh
  * baseline each round, run phase by phase in lockstep; a ratio to no capture

@@ -149,6 +149,10 @@ export function experimentVariants(): Variant[] {
       for (const s of floorDdl("julianday('now')")) db.exec(s);
     }),
     v('x-src', (db) => void enable(db, ['t'])),
+    v('x-keys', (db) => void enable(db, ['t'], { mode: 'keys' })),
+    v('keys-floor-jdnow', (db) => {
+      for (const s of floorDdl("julianday('now')", ['id'])) db.exec(s);
+    }),
     v('x-nolast', (db) => {
       enable(db, ['t']);
       rewriteTriggers(db, noLast);

@@ -43,7 +43,13 @@ export function shapeVariants(o: VariantOptions = {}): Variant[] {
   };
   return [
     { name: 'none', note: 'no capture (baseline)', setup: widen },
-    ...experimentVariants(),
+    ...experimentVariants().map((v) => ({
+      ...v,
+      setup: (db: Db) => {
+        v.setup(db);
+        if (retention > 0 && v.name.startsWith('x-')) setRetention(db, retention);
+      },
+    })),
     shape('src', {}),
     {
       name: 'enable',

@@ -101,8 +101,8 @@ interface SchemaRow {
 
 /** How the capture triggers of an older format that is read as it is were built (format 1 is not: its tables re-arm). */
 function legacyOptions(format: number): TriggerOptions {
-  if (format === 2) return { mask: false, lastUpkeep: true };
-  if (format === 3) return { lastUpkeep: true };
+  if (format === 2) return { mask: false, legacy: true };
+  if (format === 3) return { legacy: true };
   return {};
 }
 
@@ -128,7 +128,7 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
     }[]
   ).map((r): SchemaRow => ({ ...r, rowid: Number(r.rowid) }));
   const triggerSql = new Map(rows.filter((r) => r.type === 'trigger').map((r) => [r.name, r]));
-  const legacy = options.lastUpkeep === true;
+  const legacy = options.legacy === true;
   const [, tickSql, pruneSql] = tickDdl();
   const pruneOk = legacy
     ? triggerSql.get(PRUNE_TRIGGER)?.sql === LEGACY_PRUNE_TRIGGER_SQL
