@@ -320,7 +320,7 @@ export function tickDdl(): string[] {
   return [
     TICK_VIEW_SQL,
     `CREATE TRIGGER ${TICK_TRIGGER} INSTEAD OF INSERT ON ${TICK_VIEW} BEGIN
-  INSERT INTO ${LAST_TABLE} (tid, seq) SELECT tid, max(seq) FROM ${JOURNAL_TABLE} WHERE seq > (SELECT seq FROM ${LAST_TABLE} WHERE tid = ${LAST_CHECKPOINT_TID}) AND tid IN (SELECT tid FROM ${TABLES_TABLE}) GROUP BY tid ON CONFLICT (tid) DO UPDATE SET seq = max(seq, excluded.seq);
+  INSERT INTO ${LAST_TABLE} (tid, seq) SELECT tid, max(seq) FROM ${JOURNAL_TABLE} WHERE seq > NEW.seq - ${PRUNE_INTERVAL} GROUP BY tid ON CONFLICT (tid) DO UPDATE SET seq = max(seq, excluded.seq);
   UPDATE ${LAST_TABLE} SET seq = NEW.seq WHERE tid = ${LAST_CHECKPOINT_TID} AND seq < NEW.seq;
   DELETE FROM ${JOURNAL_TABLE} WHERE seq <= NEW.seq - (SELECT retention FROM ${STATE_TABLE});
   UPDATE ${STATE_TABLE} SET pruned_through = NEW.seq - retention WHERE NEW.seq - retention > pruned_through;
