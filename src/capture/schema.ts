@@ -343,7 +343,7 @@ END`;
  * format-4 source always has the row; were it missing, 0 would still be
  * exact (every event read), only slower.
  */
-const LAST_CHECKPOINT_SQL = `coalesce((SELECT seq FROM main.${LAST_TABLE} WHERE tid = ${LAST_CHECKPOINT_TID}), (SELECT CASE WHEN format < 4 THEN 9223372036854775807 ELSE 0 END FROM main.${STATE_TABLE}))`;
+const LAST_CHECKPOINT_SQL = `coalesce((SELECT seq FROM main.${LAST_TABLE} WHERE tid = ${LAST_CHECKPOINT_TID}), (SELECT CASE WHEN format < 4 THEN 9223372036854775807 ELSE 0 END FROM main.${STATE_TABLE} WHERE id = 1))`;
 
 /**
  * SQL for the last seq of the table whose tid is the expression `tid` (0
