@@ -6,6 +6,7 @@
 import type { Db } from '../../src/sqlite/connection.ts';
 import { enable } from '../../src/capture/enable.ts';
 import { chronicleDdl, type Variant } from './workload.ts';
+import { experimentVariants } from './cap-experiments.ts';
 import { DEFAULT_SHAPE, describeShape, installShape, setRetention, type Shape } from './shapes.ts';
 
 export interface VariantOptions {
@@ -42,6 +43,13 @@ export function shapeVariants(o: VariantOptions = {}): Variant[] {
   };
   return [
     { name: 'none', note: 'no capture (baseline)', setup: widen },
+    ...experimentVariants().map((v) => ({
+      ...v,
+      setup: (db: Db) => {
+        v.setup(db);
+        if (retention > 0 && v.name.startsWith('x-')) setRetention(db, retention);
+      },
+    })),
     shape('src', {}),
     {
       name: 'enable',

@@ -96,6 +96,11 @@ export function arm(
     storedOrNull(names.beforeUpdate, sql.beforeUpdate),
   );
   recordExclusion(db, id, excluded);
-  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO NOTHING`).run(id, prior?.lastSeq ?? 0);
+  // prior.lastSeq is the table's last seq as readers see it (its row or a newer event after the checkpoint). A
+  // row left for this tid by the tick (the newest event of a table disabled since, which disable keeps) is replaced.
+  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO UPDATE SET seq = excluded.seq`).run(
+    id,
+    prior?.lastSeq ?? 0,
+  );
   return id;
 }

@@ -16,7 +16,19 @@ import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers, type TriggerOptions } from './triggers.ts';
 import { armedTriggersIntact, goneExclusionDetail, keptExclusion } from './excluded.ts';
-import { FORMAT_VERSION, MARK_VIEW, MARK_VIEW_SQL, PRUNE_TRIGGER, UPGRADABLE_FORMATS, isOwnTriggerName, metadataDdl } from './schema.ts';
+import {
+  FORMAT_VERSION,
+  LEGACY_PRUNE_TRIGGER_SQL,
+  MARK_VIEW,
+  MARK_VIEW_SQL,
+  PRUNE_TRIGGER,
+  TICK_TRIGGER,
+  TICK_VIEW,
+  TICK_VIEW_SQL,
+  UPGRADABLE_FORMATS,
+  isOwnTriggerName,
+  tickDdl,
+} from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
 
@@ -71,8 +83,9 @@ export function verifyCapture(db: Db): CaptureVerification {
     const fresh = new Map(readTables(db).map((t) => [t.tid, t]));
     tables = hit.tables.map((a) => ({ ...a, table: fresh.get(a.table.tid) ?? a.table }));
   } else {
-    // A format-2 capture (not upgraded yet) is read as it is: armed when its triggers are format 2's, events without masks.
-    tables = checkArming(db, state, state.format === 2 ? { mask: false } : {});
+    // A format-2 or format-3 capture (not upgraded yet) is read as it is: armed when its triggers are that format's
+    // (format 2: events without masks; both: `_sluice_last` exact, no checkpoint row).
+    tables = checkArming(db, state, legacyOptions(state.format));
     cache.last = { schemaVersion: sv, tables };
   }
   return { ok: tables.every((t) => t.armed), state, tables };
@@ -86,13 +99,20 @@ interface SchemaRow {
   readonly sql: string | null;
 }
 
+/** How the capture triggers of an older format that is read as it is were built (format 1 is not: its tables re-arm). */
+function legacyOptions(format: number): TriggerOptions {
+  if (format === 2) return { mask: false, legacy: true };
+  if (format === 3) return { legacy: true };
+  return {};
+}
+
 /**
- * The tables of a format-2 capture that are armed as format 2 armed them
- * (the triggers without the changed-column mask): the upgrade to format 3
- * replaces their triggers in place, and their readers keep their cursors.
+ * The tables of a format-2 or format-3 capture that are armed as that
+ * format armed them: the upgrade replaces their triggers in place, and
+ * their readers keep their cursors.
  */
-export function armedAsFormat2(db: Db, state: CaptureState): CapturedTable[] {
-  return checkArming(db, state, { mask: false })
+export function armedAsLegacy(db: Db, state: CaptureState): CapturedTable[] {
+  return checkArming(db, state, legacyOptions(state.format))
     .filter((a) => a.armed)
     .map((a) => a.table);
 }
@@ -108,8 +128,13 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
     }[]
   ).map((r): SchemaRow => ({ ...r, rowid: Number(r.rowid) }));
   const triggerSql = new Map(rows.filter((r) => r.type === 'trigger').map((r) => [r.name, r]));
-  const expectedPrune = metadataDdl(state.journalWidth).at(-1);
-  const pruneOk = triggerSql.get(PRUNE_TRIGGER)?.sql === expectedPrune;
+  const legacy = options.legacy === true;
+  const [, tickSql, pruneSql] = tickDdl();
+  const pruneOk = legacy
+    ? triggerSql.get(PRUNE_TRIGGER)?.sql === LEGACY_PRUNE_TRIGGER_SQL
+    : triggerSql.get(PRUNE_TRIGGER)?.sql === pruneSql &&
+      triggerSql.get(TICK_TRIGGER)?.sql === tickSql &&
+      rows.some((r) => r.type === 'view' && r.name === TICK_VIEW && r.sql === TICK_VIEW_SQL);
   const mark = rows.find((r) => r.type === 'view' && r.name === MARK_VIEW && r.sql === MARK_VIEW_SQL);
   const captured = readTables(db);
   const fk = checkForeignKeyRules(
@@ -118,12 +143,18 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
   );
   return captured.map((table): TableArming => {
     const unarmed = (reason: UnarmedReason, detail: string): TableArming => ({ table, armed: false, reason, detail });
-    if (state.format !== FORMAT_VERSION && options.mask !== false)
+    if (state.format !== FORMAT_VERSION && !legacy)
       return unarmed(
         'CAPTURE_OUTDATED',
         `capture was installed by an older sluice (format ${state.format}); run sluice enable to upgrade it`,
       );
-    if (!pruneOk) return unarmed('PRUNE_TRIGGER_MISSING', `the journal prune trigger ${PRUNE_TRIGGER} is missing or altered`);
+    if (!pruneOk)
+      return unarmed(
+        'PRUNE_TRIGGER_MISSING',
+        legacy
+          ? `the journal prune trigger ${PRUNE_TRIGGER} is missing or altered`
+          : `the journal's tick (${PRUNE_TRIGGER}, ${TICK_VIEW}, ${TICK_TRIGGER}) is missing or altered`,
+      );
     const objects = findObjects(db, table.name);
     const main = objects.find((o) => o.schema === 'main');
     if (main === undefined) return unarmed('TABLE_MISSING', `table ${table.name} no longer exists`);

@@ -3,7 +3,7 @@ import {
   STATE_TABLE,
   TABLES_TABLE,
   JOURNAL_TABLE,
-  LAST_TABLE,
+  lastSeqSql,
   MASK_COLUMN,
   SCHEMA_TABLE,
   CAPTURE_MODES,
@@ -81,7 +81,7 @@ export function readTables(db: Db): CapturedTable[] {
   if (!hasCapture(db)) return [];
   const rows = cachedStatement(
     db,
-    `SELECT t.*, coalesce(l.seq, 0) AS last_seq FROM main.${TABLES_TABLE} t LEFT JOIN main.${LAST_TABLE} l ON l.tid = t.tid ORDER BY t.tid`,
+    `SELECT t.*, ${lastSeqSql('t.tid')} AS last_seq FROM main.${TABLES_TABLE} t ORDER BY t.tid`,
   ).all() as Record<string, unknown>[];
   return rows.map((r) => tableFromRow(db, r));
 }

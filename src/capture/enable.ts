@@ -18,10 +18,12 @@ import {
   TABLES_TABLE,
   UPGRADABLE_FORMATS,
   metadataDdl,
+  LAST_CHECKPOINT_TID,
+  LAST_TABLE,
   type CaptureMode,
 } from './schema.ts';
 import { forgetArming, verifyCapture, type CaptureVerification, type UnarmedReason } from './arming.ts';
-import { upgradeFormat1, upgradeFormat2 } from './upgrade.ts';
+import { upgradeFormat1, upgradeInPlace } from './upgrade.ts';
 import { arm } from './arm.ts';
 import { pruneJournal } from './prune.ts';
 import type { Reason } from '../reasons.ts';
@@ -130,9 +132,9 @@ function enableInTransaction(
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
     let verification: CaptureVerification;
-    if (upgrading && existing.format === 2) {
-      // The tables format 2 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
-      upgradeFormat2(db);
+    if (upgrading && (existing.format === 2 || existing.format === 3)) {
+      // The tables format 2 or 3 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
+      upgradeInPlace(db);
       // Their triggers are newer than the order mark now: it moves after them, as after any arming.
       placeMark(db);
       verification = verifyCapture(db);
@@ -141,7 +143,7 @@ function enableInTransaction(
       verification = verifyCapture(db);
       if (upgrading) upgradeFormat1(db);
     }
-    // Format 1 -> 3 re-arms every table with triggers of another shape: every reader rebuilds.
+    // Format 1 -> 4 re-arms every table with triggers of another shape: every reader rebuilds.
     const bumping = upgrading && existing.format === 1;
     if (!created && options.retention !== undefined && options.retention !== existing.retention) {
       db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());
@@ -234,6 +236,7 @@ function createFromNothing(db: Db, retention: number): void {
   // A surviving partial capture (our objects without a valid state row) is replaced.
   dropOwnObjects(db);
   for (const sql of metadataDdl(0)) db.exec(sql);
+  db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (${LAST_CHECKPOINT_TID}, 0)`).run();
   const now = Date.now();
   db.prepare(
     `INSERT INTO ${STATE_TABLE} (id, format, source_id, generation, bumped_generation, retention, pruned_through, journal_width, created_ms, updated_ms) VALUES (1, ?, ?, 1, 1, ?, 0, 0, ?, ?)`,

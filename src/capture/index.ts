@@ -38,11 +38,13 @@ export {
   OP_INSERT,
   OP_UPDATE,
   STATE_TABLE,
+  TABLES_TABLE,
   imageColumns,
   journalColumn,
   journalRange,
   journalSelectList,
   julianToMs,
+  lastSeqSql,
 } from './schema.ts';
 export type { CaptureMode } from './schema.ts';
 export { alter } from './source-alter.ts';
@@ -56,4 +58,4 @@ export { DROPPED_TABLE, PROJECTIONS_TABLE, TARGET_INFO_TABLE, refuseTarget } fro
 export { checkForeignKeyRules } from './fk-rules.ts';
 export { anyChanged, maskBytes } from './mask.ts';
 export { pruneJournal } from './prune.ts';
-export { CONSUMERS_TABLE_SQL, DDL_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL, TABLES_TABLE, metadataDdl, triggerNames } from './schema.ts';
+export { CONSUMERS_TABLE_SQL, DDL_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL, metadataDdl, triggerNames } from './schema.ts';

@@ -7,7 +7,7 @@
  * measurements behind this shape.
  */
 
-export const FORMAT_VERSION = 3;
+export const FORMAT_VERSION = 4;
 /**
  * Formats this build upgrades in place. Format 1 had no REPLACE guard on
  * tables whose only unique key is the primary key, and no order mark:
@@ -15,9 +15,12 @@ export const FORMAT_VERSION = 3;
  * generation. Format 2 had no changed-column mask: the journal gains its
  * `mask` column (older rows read NULL, every column changed) and each table
  * armed by format 2 gets the current triggers in the same transaction,
- * keeping its armed generation, so readers keep their cursors.
+ * keeping its armed generation, so readers keep their cursors. Format 3
+ * kept each table's last seq exact on every event (a seek and a rewrite of
+ * `_sluice_last` per event): its tables get the current triggers in place
+ * the same way, and the journal its tick (see LAST_TABLE).
  */
-export const UPGRADABLE_FORMATS: readonly number[] = [1, 2];
+export const UPGRADABLE_FORMATS: readonly number[] = [1, 2, 3];
 export const DEFAULT_RETENTION = 1_000_000;
 export const MIN_RETENTION = 1024;
 /**
@@ -36,9 +39,30 @@ export const JOURNAL_TABLE = '_sluice_journal';
 export const CONSUMERS_TABLE = '_sluice_consumers';
 /** Rows a REPLACE is about to delete, noted by BEFORE triggers when the writer runs without recursive_triggers. */
 export const PENDING_TABLE = '_sluice_pending';
-/** Per-table last seq, in its own narrow table: the per-event update rewrites a few bytes, not a row holding trigger SQL. */
+/*
+ * Per-table last seq, kept off the writer's hot path: the row of tid 0 is a
+ * checkpoint C, and every other row holds its table's newest seq at or below
+ * C. The journal's tick (every PRUNE_INTERVAL seqs, with the prune) folds
+ * the events after C into the rows and moves C to the new seq. A table's
+ * last seq is then max(its row, its newest event after C): one row and a
+ * range of at most PRUNE_INTERVAL - 1 events (lastSeqSql), still O(1).
+ * Format 3 updated the row on every event (one more statement and one more
+ * WAL page per commit) and had no checkpoint row: its rows are exact.
+ */
 export const LAST_TABLE = '_sluice_last';
+/** The checkpoint row's tid in LAST_TABLE (table ids start at 1). */
+export const LAST_CHECKPOINT_TID = 0;
 export const PRUNE_TRIGGER = '_sluice_journal_prune';
+/**
+ * The prune's work sits behind a view: the journal's trigger, which runs for
+ * every event, only inserts NEW.seq into this view every PRUNE_INTERVAL
+ * seqs, and the view's INSTEAD OF trigger (TICK_TRIGGER) does the work. A
+ * trigger's cost for each row it fires on grows with the size of its body
+ * even when its WHEN is false (docs/journal.md, Format 4).
+ */
+export const TICK_VIEW = '_sluice_tick';
+export const TICK_VIEW_SQL = `CREATE VIEW ${TICK_VIEW} AS SELECT 0 AS seq`;
+export const TICK_TRIGGER = '_sluice_journal_tick';
 /**
  * An inert view sluice re-creates after every arming, so that it is the
  * newest of sluice's objects in sqlite_schema. A capture trigger (or a
@@ -152,7 +176,7 @@ export function triggerNames(tid: number): TriggerNames {
 
 /** Trigger names sluice may own: per-table triggers and the prune trigger. */
 export function isOwnTriggerName(name: string): boolean {
-  return name === PRUNE_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd)$/.test(name);
+  return name === PRUNE_TRIGGER || name === TICK_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd)$/.test(name);
 }
 
 /**
@@ -280,15 +304,54 @@ export function metadataDdl(width: number): string[] {
     `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
     `CREATE TABLE ${SCHEMA_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), before INTEGER NOT NULL, after INTEGER NOT NULL)`,
-    // Amortized pruning inside the writer's transaction. retention >= 1024,
-    // so the newest row is never deleted and seq (max rowid + 1) never goes back.
-    // The second test keeps a journal below its retention (every fresh one)
-    // from rewriting the state row every PRUNE_INTERVAL events for nothing.
-    `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 AND NEW.seq - (SELECT retention FROM ${STATE_TABLE}) > (SELECT pruned_through FROM ${STATE_TABLE}) BEGIN
+    ...tickDdl(),
+  ];
+}
+
+/**
+ * The journal's tick, in creation order (the prune trigger last): every
+ * PRUNE_INTERVAL seqs, inside the writer's transaction, the events since
+ * the checkpoint are folded into the tables' last seqs (LAST_TABLE) and
+ * the journal is pruned. retention >= 1024, so the newest row is never
+ * deleted and seq (max rowid + 1) never goes back. The state row is
+ * rewritten only when pruned_through moves.
+ */
+export function tickDdl(): string[] {
+  return [
+    TICK_VIEW_SQL,
+    `CREATE TRIGGER ${TICK_TRIGGER} INSTEAD OF INSERT ON ${TICK_VIEW} BEGIN
+  INSERT INTO ${LAST_TABLE} (tid, seq) SELECT tid, max(seq) FROM ${JOURNAL_TABLE} WHERE seq > NEW.seq - ${PRUNE_INTERVAL} GROUP BY tid ON CONFLICT (tid) DO UPDATE SET seq = max(seq, excluded.seq);
+  UPDATE ${LAST_TABLE} SET seq = NEW.seq WHERE tid = ${LAST_CHECKPOINT_TID} AND seq < NEW.seq;
   DELETE FROM ${JOURNAL_TABLE} WHERE seq <= NEW.seq - (SELECT retention FROM ${STATE_TABLE});
-  UPDATE ${STATE_TABLE} SET pruned_through = max(pruned_through, NEW.seq - retention);
+  UPDATE ${STATE_TABLE} SET pruned_through = NEW.seq - retention WHERE NEW.seq - retention > pruned_through;
+END`,
+    `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 BEGIN
+  INSERT INTO ${TICK_VIEW} (seq) VALUES (NEW.seq);
 END`,
   ];
+}
+
+/** The prune trigger of formats 2 and 3 (pruning only, its work in its own body; the tables' last seqs kept by the capture triggers). */
+export const LEGACY_PRUNE_TRIGGER_SQL = `CREATE TRIGGER ${PRUNE_TRIGGER} AFTER INSERT ON ${JOURNAL_TABLE} WHEN NEW.seq % ${PRUNE_INTERVAL} = 0 AND NEW.seq - (SELECT retention FROM ${STATE_TABLE}) > (SELECT pruned_through FROM ${STATE_TABLE}) BEGIN
+  DELETE FROM ${JOURNAL_TABLE} WHERE seq <= NEW.seq - (SELECT retention FROM ${STATE_TABLE});
+  UPDATE ${STATE_TABLE} SET pruned_through = max(pruned_through, NEW.seq - retention);
+END`;
+
+/**
+ * SQL for the checkpoint of LAST_TABLE: its row, or (no row: a format-3
+ * source not upgraded yet, whose rows are exact) past every seq. A
+ * format-4 source always has the row; were it missing, 0 would still be
+ * exact (every event read), only slower.
+ */
+const LAST_CHECKPOINT_SQL = `coalesce((SELECT seq FROM main.${LAST_TABLE} WHERE tid = ${LAST_CHECKPOINT_TID}), (SELECT CASE WHEN format < 4 THEN 9223372036854775807 ELSE 0 END FROM main.${STATE_TABLE} WHERE id = 1))`;
+
+/**
+ * SQL for the last seq of the table whose tid is the expression `tid` (0
+ * when it has none): its row of LAST_TABLE, or its newest event after the
+ * checkpoint (at most PRUNE_INTERVAL - 1 events are read).
+ */
+export function lastSeqSql(tid: string): string {
+  return `max(coalesce((SELECT l.seq FROM main.${LAST_TABLE} AS l WHERE l.tid = ${tid}), 0), coalesce((SELECT max(j.seq) FROM main.${JOURNAL_TABLE} AS j WHERE j.seq > ${LAST_CHECKPOINT_SQL} AND j.tid = ${tid}), 0))`;
 }
 
 /** Julian day (as stored in the journal) to Unix milliseconds. */

@@ -1,4 +1,4 @@
-import { foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
+import { affinityOf, foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
 
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
 const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
@@ -53,10 +53,12 @@ const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
 /**
  * How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it.
+ * `legacy: true` makes formats 2 and 3's capture triggers, which also rewrote the table's row of `_sluice_last` on every event and compared every column's typeof().
  * `excluded`: the columns left out of capture (in no image, note, mask or change test).
  */
 export interface TriggerOptions {
   readonly mask?: boolean;
+  readonly legacy?: boolean;
   readonly excluded?: readonly string[];
 }
 
@@ -97,9 +99,9 @@ export function buildTriggers(
     if (mask === undefined) return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) VALUES (${tid}, ${op}, ${ts}${vals});`;
     return `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts, ${MASK_COLUMN}${cols}) VALUES (${tid}, ${op}, ${ts},\n    ${mask}${vals});`;
   };
-  // last_insert_rowid() inside a trigger is the journal row just written; the
-  // writer's own value is restored when the trigger ends.
-  const bumpLast = `UPDATE ${LAST_TABLE} SET seq = last_insert_rowid() WHERE tid = ${tid};`;
+  // Formats 2 and 3 only (the journal's tick keeps `_sluice_last` now): last_insert_rowid() inside a
+  // trigger is the journal row just written; the writer's own value is restored when the trigger ends.
+  const bumpLast = options.legacy === true ? `\n  UPDATE ${LAST_TABLE} SET seq = last_insert_rowid() WHERE tid = ${tid};` : '';
   const guard = nullKeyGuard(info);
 
   // A real change is any column whose storage class or bytes differ. COLLATE
@@ -110,6 +112,13 @@ export function buildTriggers(
     const n = `NEW.${quoteIdent(c.name)}`;
     // An INTEGER PRIMARY KEY is always an integer: no storage class to compare.
     if (info.rowidAlias && c.pkIndex === 1) return `${o} IS NOT ${n}`;
+    // typeof() is there for 1 -> 1.0, which IS NOT calls equal. A column of
+    // TEXT affinity stores no number (only TEXT, BLOB, NULL), one of REAL
+    // affinity no INTEGER (only REAL, TEXT, BLOB, NULL), and values of two
+    // storage classes among those are never equal to IS NOT: without the two
+    // typeof() calls the test is as exact and cheaper.
+    const affinity = affinityOf(c.type);
+    if (options.legacy !== true && (affinity === 'TEXT' || affinity === 'REAL')) return `${o} IS NOT ${n} COLLATE BINARY`;
     return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
   });
   const changed = changedColumns.join('\n  OR ');
@@ -118,18 +127,15 @@ export function buildTriggers(
   const mask = mode === 'counter' || options.mask === false ? undefined : maskSql(changedColumns);
 
   const insert = `CREATE TRIGGER ${quoteIdent(names.insert)} AFTER INSERT ON ${table} FOR EACH ROW BEGIN
-  ${guard('NEW')}${insertRow(OP_INSERT, ref('NEW'))}
-  ${bumpLast}
+  ${guard('NEW')}${insertRow(OP_INSERT, ref('NEW'))}${bumpLast}
 END`;
   const update = `CREATE TRIGGER ${quoteIdent(names.update)} AFTER UPDATE ON ${table} FOR EACH ROW WHEN
   ${changed}
 BEGIN
-  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')], mask)}
-  ${bumpLast}
+  ${guard('NEW')}${insertRow(OP_UPDATE, [...ref('OLD'), ...ref('NEW')], mask)}${bumpLast}
 END`;
   const del = `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN
-  ${insertRow(OP_DELETE, ref('OLD'))}
-  ${bumpLast}
+  ${insertRow(OP_DELETE, ref('OLD'))}${bumpLast}
 END`;
   const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs);
   const all: TriggerSpec[] = [];

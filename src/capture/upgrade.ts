@@ -1,20 +1,25 @@
 import type { Db } from '../sqlite/index.ts';
 import { describeTable, quoteIdent } from '../sqlite/index.ts';
 import { readState } from './catalog.ts';
-import { armedAsFormat2, forgetArming } from './arming.ts';
+import { armedAsLegacy, forgetArming } from './arming.ts';
 import { buildTriggers } from './triggers.ts';
 import { guardInputs } from './guard-inputs.ts';
 import {
   BUMPED_COLUMN_DEF,
   FORMAT_VERSION,
   JOURNAL_TABLE,
+  LAST_CHECKPOINT_TID,
+  LAST_TABLE,
   MASK_COLUMN,
   PENDING_TABLE,
   PRUNE_TRIGGER,
   STATE_TABLE,
   TABLES_TABLE,
+  TICK_TRIGGER,
+  TICK_VIEW,
   legacyStateDdl,
   metadataDdl,
+  tickDdl,
   triggerNames,
 } from './schema.ts';
 
@@ -42,27 +47,30 @@ export function upgradeFormat1(db: Db): void {
   if (pendingDdl === undefined) throw new Error('unreachable: no pending table DDL');
   db.exec(pendingDdl);
   // Format 1 pruned every 1,024 seqs (see PRUNE_INTERVAL).
-  db.exec(`DROP TRIGGER IF EXISTS main.${PRUNE_TRIGGER}`);
-  db.exec(metadataDdl(width).at(-1) as string);
+  installTick(db);
   addMaskColumn(db);
   db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
   forgetArming(db);
 }
 
 /*
- * Format 2 -> 3: the journal gains its mask column (ADD COLUMN rewrites
- * nothing; the events already there read NULL, every column changed, which
- * is what they hold), and each table that format 2 armed gets this build's
- * triggers in place: dropped and made again in one transaction, no write
- * can fall between, so it keeps its armed generation and its readers their
- * cursors. A table that was not armed is left to enable's re-arm loop (its
- * readers rebuild, as for any re-arm). Returns the tables upgraded in place.
+ * Format 2 or 3 -> 4: the journal gains its mask column if it has none
+ * (format 2; ADD COLUMN rewrites nothing; the events already there read
+ * NULL, every column changed, which is what they hold) and its tick (the
+ * checkpoint of `_sluice_last` starts at the newest seq: the rows format 2
+ * and 3 kept are exact up to it), and each table that the old format armed
+ * gets this build's triggers in place: dropped and made again in one
+ * transaction, no write can fall between, so it keeps its armed generation
+ * and its readers their cursors. What an event holds is unchanged. A table
+ * that was not armed is left to enable's re-arm loop (its readers rebuild,
+ * as for any re-arm). Returns the tables upgraded in place.
  */
-export function upgradeFormat2(db: Db): string[] {
+export function upgradeInPlace(db: Db): string[] {
   const state = readState(db);
   if (state === undefined) throw new Error('unreachable: capture state missing');
-  const armed = armedAsFormat2(db, state);
+  const armed = armedAsLegacy(db, state);
   addMaskColumn(db);
+  installTick(db);
   const stored = db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").pluck();
   const record = db.prepare(
     `UPDATE ${TABLES_TABLE} SET insert_trigger = ?, update_trigger = ?, delete_trigger = ?, before_insert_trigger = ?, before_update_trigger = ? WHERE tid = ?`,
@@ -89,6 +97,21 @@ export function upgradeFormat2(db: Db): string[] {
   db.prepare(`UPDATE ${STATE_TABLE} SET format = ? WHERE id = 1`).run(FORMAT_VERSION);
   forgetArming(db);
   return armed.map((t) => t.name);
+}
+
+/**
+ * Makes the journal's tick as this build makes it (the prune trigger, its
+ * view and the view's trigger), and the checkpoint row of `_sluice_last` at
+ * the newest seq when it has none (the older formats kept every row exact).
+ */
+function installTick(db: Db): void {
+  db.exec(`DROP TRIGGER IF EXISTS main.${PRUNE_TRIGGER}`);
+  db.exec(`DROP TRIGGER IF EXISTS main.${TICK_TRIGGER}`);
+  db.exec(`DROP VIEW IF EXISTS main.${TICK_VIEW}`);
+  for (const sql of tickDdl()) db.exec(sql);
+  db.prepare(
+    `INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (${LAST_CHECKPOINT_TID}, (SELECT coalesce(max(seq), 0) FROM ${JOURNAL_TABLE})) ON CONFLICT (tid) DO NOTHING`,
+  ).run();
 }
 
 /** Adds the journal's mask column, with exactly the text a fresh journal has it (see MASK_COLUMN), unless it is there. */

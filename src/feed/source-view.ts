@@ -12,7 +12,8 @@ import {
   enableHint,
   FORMAT_VERSION,
   JOURNAL_TABLE,
-  LAST_TABLE,
+  TABLES_TABLE,
+  lastSeqSql,
   STATE_TABLE,
 } from '../capture/index.ts';
 import { anchorAt } from './anchor.ts';
@@ -62,7 +63,7 @@ const viewCache = slot('source-view', (): { last?: ViewCache } => ({}));
 const viewStatements = slot('source-view-statements', (db): ViewStatements => ({
   schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
   state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
-  lastSeqs: db.prepare(`SELECT tid, seq FROM main.${LAST_TABLE}`).raw(),
+  lastSeqs: db.prepare(`SELECT t.tid, ${lastSeqSql('t.tid')} FROM main.${TABLES_TABLE} t`).raw(),
 }));
 
 function cachedView(db: Db): SourceView | undefined {

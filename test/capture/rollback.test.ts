@@ -1,5 +1,5 @@
 import { test, expect, describe } from '../support/fixtures.ts';
-import { enable } from '../../src/capture/index.ts';
+import { enable, status } from '../../src/capture/index.ts';
 import { journalEvents, pythonExec, cell } from '../support/journal.ts';
 import type { Db } from '../../src/sqlite/index.ts';
 
@@ -15,10 +15,8 @@ function setUp(makeDb: (name?: string, schema?: string) => { db: Db; file: strin
 }
 
 const summary = (db: Db) => journalEvents(db).map((e) => `${e.seq}:${e.op}:${(e.after ?? e.before)?.[0]}`);
-const lastSeq = (db: Db) =>
-  Number(
-    (db.prepare("SELECT l.seq AS s FROM _sluice_tables t JOIN _sluice_last l USING (tid) WHERE t.name = 't'").get() as { s: bigint }).s,
-  );
+// The table's last seq as sluice reads it (its row of _sluice_last is a checkpoint since format 4).
+const lastSeq = (db: Db) => status(db).tables.find((x) => x.name === 't')?.lastSeq ?? -1;
 
 describe('rolled-back writes', () => {
   test('a rolled-back transaction leaves no events and does not move last_seq', ({ makeDb }) => {
