@@ -6,4 +6,5 @@ export type { LogFormat } from './log.ts';
 export { Runner } from './runner.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { BUILD_NICE, BuildPriority } from './build-priority.ts';
 export { PASS_REPORT_MS, PassReports } from './pass-reports.ts';
