@@ -153,14 +153,16 @@ export class TargetWatch {
    * grown long. True when some projection has edits to look at.
    */
   between(): boolean {
-    if (dataVersion(this.#db, this.#schema) !== this.#dv) this.#advance(true);
+    const foreign = dataVersion(this.#db, this.#schema) !== this.#dv;
+    if (foreign) this.#advance(true);
     const now = Date.now();
     // The log's length is looked at as often as the pin moves, not after every
     // transaction (a follower makes one per source commit, of a few frames
     // each), unless it was close to CHECKPOINT_FRAMES at the last look: then
     // after each, so that the checkpoint comes as soon as it is due (each
     // commit past it tries one of its own, which the pin keeps from finishing).
-    if (this.#nearCheckpoint || now - this.#lengthSeenMs >= ADVANCE_MS) {
+    // And after another program's commit, which may have grown it by any amount.
+    if (foreign || this.#nearCheckpoint || now - this.#lengthSeenMs >= ADVANCE_MS) {
       this.#lengthSeenMs = now;
       const end = this.#wal.end();
       this.#nearCheckpoint = end !== undefined && end.frame >= CHECKPOINT_FRAMES - NEAR_CHECKPOINT_FRAMES;
