@@ -2,7 +2,9 @@
 # Idle CPU of a `sync --follow` in the seconds after a 30,000-row burst (ticks of CPU per second,
 # 100 = one core, with the target row count). Usage: bench/repro/idle-after-burst.sh REPO_DIR
 # Main at the end of round 3 session 4: about 13 per second for 7 s, then 0-1; before the follow
-# changes (37ceac7) 0-1 throughout. Found and bisected to b3f11de or c7c42ed (the follower changes), not yet fixed.
+# changes (37ceac7) 0-1 throughout. Found and bisected to b3f11de or c7c42ed (the follower changes), not yet fixed. The target -wal
+# stays at about 54 MB (13k frames) until the CPU stops, when a checkpoint lands: likely the target watch
+# (src/apply/edits/target-watch.ts) pinning the log during the burst, then re-reading it while idle.
 # $1 = repo
 R=$1; D=$(mktemp -d)
 sqlite3 $D/src.db "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT);" >/dev/null
