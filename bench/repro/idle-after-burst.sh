@@ -3,8 +3,11 @@
 # 100 = one core, with the target row count). Usage: bench/repro/idle-after-burst.sh REPO_DIR
 # Main at the end of round 3 session 4: about 13 per second for 7 s, then 0-1; before the follow
 # changes (37ceac7) 0-1 throughout. Found and bisected to b3f11de or c7c42ed (the follower changes), not yet fixed. The target -wal
-# stays at about 54 MB (13k frames) until the CPU stops, when a checkpoint lands: likely the target watch
-# (src/apply/edits/target-watch.ts) pinning the log during the burst, then re-reading it while idle.
+# stays at about 54 MB (13k frames) until the CPU stops. Ruled out by instrumenting the built CLI: the
+# target watch (its between() under 6 ms, 5 checkpoints in the window), the follower's onIdle and idle
+# edit check (under 2 ms of CPU each), GC (none in the window), passes (none) and file events (1-2 a
+# second). The CPU is user time on the main thread; perf shows it in futex waits, and it goes away with
+# SLUICE_NO_WATCH=1. Next step: perf with JS symbols (--perf-basic-prof) on the main thread.
 # $1 = repo
 R=$1; D=$(mktemp -d)
 sqlite3 $D/src.db "PRAGMA journal_mode=WAL; CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT);" >/dev/null
