@@ -17,6 +17,12 @@ export interface WaitOptions {
    * thread of `sluice run` receives no signals: its supervisor aborts it).
    */
   readonly signal?: AbortSignal;
+  /**
+   * Called each time a watch wake finds nothing new and the wait looks again
+   * after its short sleeps (SPIN_US). For tests: a burst's backlog of file
+   * events must cost one look per turn of the event loop, not one per event.
+   */
+  readonly onSpin?: () => void;
 }
 
 /*
@@ -72,12 +78,14 @@ export async function waitForChange(
   onChange: () => void | Promise<void>,
   options: number | WaitOptions = {},
 ): Promise<void> {
-  const { pollMs, onIdle, signal } = typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined } : options;
+  const { pollMs, onIdle, signal, onSpin } =
+    typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined, onSpin: undefined } : options;
   const source = path.resolve(sourcePath);
   const base = path.basename(source);
   let stopping = false;
   let wake: (() => void) | undefined;
   let watchWoke = false;
+  let wakeQueued = false; // a watch wake waits for the rest of its turn's events (see the watch below)
   const nudge = () => {
     const w = wake;
     wake = undefined;
@@ -97,8 +105,19 @@ export async function waitForChange(
     if (watchOff()) throw new Error(`${NO_WATCH_ENV} is set`);
     watcher = fs.watch(path.dirname(source), (_event, file) => {
       if (file !== null && (file === base || file === `${base}-wal`)) {
+        // One commit writes several frames, and a follower busy in a pass gets every event queued
+        // meanwhile in one turn of the event loop (thousands after a burst): each would otherwise
+        // resume the loop below, find the commits already applied and spin, about 0.6 ms apiece,
+        // for seconds after the burst. Waking once the turn's events are all delivered
+        // (setImmediate runs after them) makes a backlog cost one look.
         watchWoke = true;
-        nudge();
+        if (!wakeQueued) {
+          wakeQueued = true;
+          setImmediate(() => {
+            wakeQueued = false;
+            nudge();
+          });
+        }
       }
     });
   } catch {
@@ -123,6 +142,7 @@ export async function waitForChange(
       if (watchWoke) {
         // A watch wake with nothing new yet: the commit is likely being published now (above).
         watchWoke = false;
+        onSpin?.();
         if (spinFor(dataVersion, seen)) continue;
         rechecks = 0; // and look again shortly
       }
