@@ -1,7 +1,17 @@
 import type { Db, SqlValue } from '../sqlite/index.ts';
 import { cachedStatement, foldIdent, fromDriver, fromJsonValue, lossyTextTest, quoteIdent, textFromDbBytes } from '../sqlite/index.ts';
 import { decodeMask, type ColumnMask } from '../capture/index.ts';
-import { decodedBatch, markReads, type ChangeBatch, type ChangeEvent, type EventRelation, type Row } from '../feed/index.ts';
+import {
+  decodedBatch,
+  fullImageEvent,
+  keyImageEvent,
+  markReads,
+  type ChangeBatch,
+  type ChangeEvent,
+  type EventOp,
+  type EventRelation,
+  type Row,
+} from '../feed/index.ts';
 import { eventsTable, OP, type SegmentTable } from './segment-wire.ts';
 
 /*
@@ -118,47 +128,16 @@ class SegmentDecoder {
       this.#names.forEach((c, i) => (out[c] = cell(offset + i, `${prefix}${i}`)));
       return out;
     };
-    const keyOf = (row: Row) => this.#t.keyColumns.map((k) => row[k] ?? null);
+    const name: EventOp = op === OP.insert ? 'insert' : op === OP.delete ? 'delete' : 'update';
+    const changed = name === 'update' ? decodeMask(r[3] as ColumnMask, this.#names) : undefined;
     if (r[4] !== null) {
       // A keys-mode event: its keys, and the row as the source held it when exported (or none).
       const k = JSON.parse(String(r[4])) as { key: unknown[]; beforeKey?: unknown[]; after: boolean };
       const key = k.key.map(fromJsonValue);
-      const after = k.after ? image(n, 'a') : null;
-      if (op === OP.insert) return { op: 'insert', seq, table, key, ts, image: 'key', before: null, after };
-      if (op === OP.delete) return { op: 'delete', seq, table, key, ts, image: 'key', before: null, after: null };
-      const changed = decodeMask(r[3] as ColumnMask, this.#names);
-      return {
-        op: 'update',
-        seq,
-        table,
-        key,
-        beforeKey: (k.beforeKey ?? k.key).map(fromJsonValue),
-        ts,
-        image: 'key',
-        before: null,
-        after,
-        ...(changed === undefined ? {} : { changed }),
-      };
+      const beforeKey = name === 'update' ? (k.beforeKey ?? k.key).map(fromJsonValue) : key;
+      return keyImageEvent(name, seq, table, ts, key, beforeKey, () => (k.after ? image(n, 'a') : null), changed);
     }
-    if (op === OP.insert) {
-      const after = image(n, 'a');
-      return { op: 'insert', seq, table, key: keyOf(after), ts, image: 'full', before: null, after };
-    }
-    const before = image(0, 'b');
-    if (op === OP.delete) return { op: 'delete', seq, table, key: keyOf(before), ts, image: 'full', before, after: null };
-    const after = image(n, 'a');
-    const changed = decodeMask(r[3] as ColumnMask, this.#names);
-    return {
-      op: 'update',
-      seq,
-      table,
-      key: keyOf(after),
-      beforeKey: keyOf(before),
-      ts,
-      image: 'full',
-      before,
-      after,
-      ...(changed === undefined ? {} : { changed }),
-    };
+    // An image's columns are b0, b1, ... before the change and a0, a1, ... after it.
+    return fullImageEvent(name, seq, table, this.#t.keyColumns, ts, (side) => (side === 'before' ? image(0, 'b') : image(n, 'a')), changed);
   }
 }

@@ -58,6 +58,78 @@ export interface DeleteEvent extends EventBase {
 /** One captured change, discriminated on `op`. A key change is one update carrying both keys. */
 export type ChangeEvent = InsertEvent | UpdateEvent | DeleteEvent;
 
+/** What a change did, as events and files name it. */
+export type EventOp = ChangeEvent['op'];
+
+/**
+ * An images-mode event from its decoded images: the one shape every decoder
+ * of full images builds (the journal's, a segment's). `image` decodes the
+ * row image of one side; only the sides the op has are decoded (an insert's
+ * after, a delete's before, both for an update). `changed` is an update's
+ * changed columns (undefined: not known).
+ */
+export function fullImageEvent(
+  op: EventOp,
+  seq: number,
+  table: string,
+  keyColumns: readonly string[],
+  ts: number,
+  image: (side: 'before' | 'after') => Row,
+  changed: readonly string[] | undefined,
+): ChangeEvent {
+  const keyOf = (row: Row) => keyColumns.map((k) => row[k] ?? null);
+  if (op === 'insert') {
+    const after = image('after');
+    return { op, seq, table, key: keyOf(after), ts, image: 'full', before: null, after };
+  }
+  const before = image('before');
+  if (op === 'delete') return { op, seq, table, key: keyOf(before), ts, image: 'full', before, after: null };
+  const after = image('after');
+  return {
+    op,
+    seq,
+    table,
+    key: keyOf(after),
+    beforeKey: keyOf(before),
+    ts,
+    image: 'full',
+    before,
+    after,
+    ...(changed === undefined ? {} : { changed }),
+  };
+}
+
+/**
+ * A keys-mode event: its keys (`beforeKey` only for an update), and the row
+ * as it is read now (the source's current row, or the row a segment carries),
+ * none for a delete. The one shape every decoder of keys-mode events builds.
+ */
+export function keyImageEvent(
+  op: EventOp,
+  seq: number,
+  table: string,
+  ts: number,
+  key: readonly SqlValue[],
+  beforeKey: readonly SqlValue[],
+  after: () => Row | null,
+  changed: readonly string[] | undefined,
+): ChangeEvent {
+  if (op === 'insert') return { op, seq, table, key, ts, image: 'key', before: null, after: after() };
+  if (op === 'delete') return { op, seq, table, key, ts, image: 'key', before: null, after: null };
+  return {
+    op,
+    seq,
+    table,
+    key,
+    beforeKey,
+    ts,
+    image: 'key',
+    before: null,
+    after: after(),
+    ...(changed === undefined ? {} : { changed }),
+  };
+}
+
 /** Decodes raw journal rows into events, keeping TEXT bytes exact. */
 export class JournalDecoder {
   readonly #db: Db;
@@ -102,55 +174,26 @@ export class JournalDecoder {
       names.forEach((n, i) => (out[n] = cell(offset + i)));
       return out;
     };
-    const keyOf = (row: Row) => t.keyColumns.map((k) => row[k] ?? null);
-    const names = op === OP_INSERT || op === OP_DELETE ? undefined : decodeMask(raw[4] as ColumnMask, t.columns);
-    const changed = names === undefined ? {} : { changed: names };
+    const name: EventOp = op === OP_INSERT ? 'insert' : op === OP_DELETE ? 'delete' : 'update';
+    const changed = name === 'update' ? decodeMask(raw[4] as ColumnMask, t.columns) : undefined;
     if (t.mode === 'images') {
+      // An insert's and a delete's one image come first; an update's after image follows its before image.
       const n = t.columns.length;
-      if (op === OP_INSERT) {
-        const after = pick(0, t.columns);
-        return { op: 'insert', seq, table: t.name, key: keyOf(after), ts, image: 'full', before: null, after };
-      }
-      if (op === OP_DELETE) {
-        const before = pick(0, t.columns);
-        return { op: 'delete', seq, table: t.name, key: keyOf(before), ts, image: 'full', before, after: null };
-      }
-      const before = pick(0, t.columns);
-      const after = pick(n, t.columns);
-      return {
-        op: 'update',
+      return fullImageEvent(
+        name,
         seq,
-        table: t.name,
-        key: keyOf(after),
-        beforeKey: keyOf(before),
+        t.name,
+        t.keyColumns,
         ts,
-        image: 'full',
-        before,
-        after,
-        ...changed,
-      };
+        (side) => pick(side === 'after' && name === 'update' ? n : 0, t.columns),
+        changed,
+      );
     }
     // keys mode: re-read the current row by key, inside the caller's read transaction.
     const k = t.keyColumns.length;
     const keyAt = (offset: number) => t.keyColumns.map((_, i) => cell(offset + i));
-    if (op === OP_INSERT) {
-      const key = keyAt(0);
-      return { op: 'insert', seq, table: t.name, key, ts, image: 'key', before: null, after: this.#current(t, key) };
-    }
-    if (op === OP_DELETE) return { op: 'delete', seq, table: t.name, key: keyAt(0), ts, image: 'key', before: null, after: null };
-    const key = keyAt(k);
-    return {
-      op: 'update',
-      seq,
-      table: t.name,
-      key,
-      beforeKey: keyAt(0),
-      ts,
-      image: 'key',
-      before: null,
-      after: this.#current(t, key),
-      ...changed,
-    };
+    const key = keyAt(name === 'update' ? k : 0);
+    return keyImageEvent(name, seq, t.name, ts, key, name === 'update' ? keyAt(0) : key, () => this.#current(t, key), changed);
   }
 
   #exactCell(seq: bigint, i: number): SqlValue {
