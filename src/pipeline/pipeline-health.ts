@@ -1,6 +1,7 @@
 import fs from 'node:fs';
+import nodePath from 'node:path';
 import { SluiceError } from '../errors.ts';
-import { openDatabase, shellWord } from '../sqlite/index.ts';
+import { openDatabase, pathIdentity, sameFile, shellWord } from '../sqlite/index.ts';
 import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
@@ -274,7 +275,12 @@ function targetHealth(
   const isDeclared = (p: ProjectionHealth) =>
     heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && p.reason === 'MIRROR_NOT_BUILT');
   const projections: DeclaredProjectionHealth[] = held.map((p) => {
-    if (isDeclared(p)) return { ...p, declared: true };
+    if (isDeclared(p)) {
+      // Fed from a database the file does not declare for this target: its rows are that database's, and its lag is read there.
+      if (source === null || p.sourcePath === null || sameDatabase(p.sourcePath, source)) return { ...p, declared: true };
+      const elsewhere = `projection ${p.name} of ${path} is fed from ${p.sourcePath}, not from its declared source ${source} (${declaredAt}): sluice run syncs it from the declared source, rebuilding it when its cursor is another source's (or sluice sync ${shellWord(source)} ${shellWord(path)})`;
+      return { ...p, declared: true, needsAction: true, action: elsewhere, problems: [elsewhere, ...p.problems] };
+    }
     const undeclared = `projection ${p.name} is held by ${path} but not declared in its pipeline file: remove it (sluice drop ${shellWord(path)} ${shellWord(p.name)}), declare it, or set prune: true and sluice run drops it`;
     const problems = [undeclared, ...p.problems];
     return { ...p, declared: false, needsAction: true, action: undeclared, problems };
@@ -283,4 +289,11 @@ function targetHealth(
   projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
   if (all && held.length === 0) projections.push(...mirrors(have).map(missing));
   return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
+}
+
+/** Whether two paths name one database file (a symlink or another spelling of the same file is the same). */
+function sameDatabase(a: string, b: string): boolean {
+  const x = pathIdentity(a);
+  const y = pathIdentity(b);
+  return x === undefined || y === undefined ? nodePath.resolve(a) === nodePath.resolve(b) : sameFile(x, y);
 }

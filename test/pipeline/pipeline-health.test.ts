@@ -172,4 +172,41 @@ describe('the health of a pipeline', () => {
     expect(h.problems.join('\n')).toMatch(/cache\.db: cheap: .*sluice/);
     expect(h.targets[0]?.projections.find((p) => p.name === 'items')).toMatchObject({ state: 'active', needsAction: false });
   });
+  test('is not ok while a declared target is fed from another source than the one the file declares, and says that run syncs it from the declared one', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const other = makeDb('other.db', SCHEMA).db;
+    other.exec("UPDATE items SET name = 'from other.db'");
+    other.close();
+    // cache.db was built from other.db (another pipeline file, a hand sync, a copy), and this file declares it for app.db.
+    await convergeOnce(
+      await loadPipeline(
+        write(
+          tmp,
+          `sources:\n  - path: other.db\n    capture: [items, notes]\n    targets:\n      - path: cache.db\n        projections: ["*"]\n`,
+        ),
+      ),
+    );
+    // app.db is captured too, so that only the target is wrong.
+    await convergeOnce(await loadPipeline(write(tmp, `sources:\n  - path: app.db\n    capture: [items, notes]\n`)));
+    const pipeline = await loadPipeline(
+      write(
+        tmp,
+        `sources:\n  - path: app.db\n    capture: [items, notes]\n    targets:\n      - path: cache.db\n        projections: ["*"]\n`,
+      ),
+    );
+    const h = pipelineHealth(pipeline);
+    expect(h.ok).toBe(false);
+    const items = h.targets[0]?.projections.find((p) => p.name === 'items');
+    expect(items).toMatchObject({ declared: true, needsAction: true });
+    expect(items?.action).toMatch(
+      /projection items of .*cache\.db is fed from .*other\.db, not from its declared source .*app\.db .*sluice run syncs it from the declared source, rebuilding it/,
+    );
+    expect(h.problems.join('\n')).toMatch(/cache\.db: notes: .*fed from .*other\.db/);
+    // Once a pass has rebuilt it from the declared source, it is ok.
+    await convergeOnce(pipeline);
+    expect(pipelineHealth(pipeline).problems).toEqual([]);
+  });
 });
