@@ -64,6 +64,13 @@ export async function loadPipeline(
   const doc = readPipelineDocument(file, text, env);
   const parsed = pipelineFileSchema.safeParse(doc.value ?? {});
   if (!parsed.success) throw schemaError(doc, parsed.error.issues);
+  // An empty file is most often one being written (an editor truncates it first) or a template that failed: as a
+  // pipeline it would stop every target and the status endpoints of a running `run`, and `health` would pass.
+  if (parsed.data.sources === undefined && parsed.data.subscribe === undefined)
+    throw new InvalidInputError(
+      'PIPELINE_INVALID',
+      `${doc.where([])}: the file declares nothing (neither "sources" nor "subscribe"). Declare what must exist (sluice init DB writes a commented file), or write "sources: []" to declare nothing on purpose.`,
+    );
   return normalize(doc, parsed.data, path.dirname(abs), abs, options.handlerFailures === 'record');
 }
 

@@ -182,6 +182,18 @@ listen: 9464
   });
 });
 
+test('a file that declares neither sources nor subscribe (empty, comments only, a listen alone) is refused; "sources: []" declares nothing on purpose', async ({
+  tmp,
+}) => {
+  for (const yaml of ['', '\n', '# being written\n', '{}\n', 'listen: 9464\nprune: true\n']) {
+    const err = await refusal(tmp, yaml);
+    expect(err.code).toBe('PIPELINE_INVALID');
+    expect(err.message).toMatch(/sluice\.yml:1:1: the file declares nothing \(neither "sources" nor "subscribe"\)/);
+  }
+  const none = await loadPipeline(write(tmp, 'sluice.yml', 'sources: []\n'));
+  expect(none.sources).toEqual([]);
+});
+
 test('docs/sluice.schema.json is the pipeline schema as scripts/pipeline-schema.ts writes it', () => {
   const onDisk = fs.readFileSync(path.join(ROOT, 'docs', 'sluice.schema.json'), 'utf8');
   expect(onDisk, 'run `npx tsx scripts/pipeline-schema.ts` and commit docs/sluice.schema.json').toBe(pipelineJsonSchema());
