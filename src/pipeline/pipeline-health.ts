@@ -182,7 +182,7 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
     // Only a sync's acknowledgements are judged: another consumer (a publisher's, a reader's) is not a target's.
     if (a.declared || a.target === null) continue;
     problems.push(
-      `acknowledgement ${a.consumer} of ${source.path} is of ${targets.some((t) => targetKey(t.path) === a.target) ? `projection ${a.projection}, which its target does not declare` : `target ${a.target}, which ${pipeline.file} does not declare`}: it holds back pruning of the journal; forget it (sluice forget ${src} ${shellWord(a.consumer)}), or set prune: true and sluice run forgets it`,
+      `acknowledgement ${a.consumer} of ${source.path} is of ${targets.some((t) => targetKey(t.path) === a.target) ? `projection ${a.projection}, which its target does not declare` : `target ${a.target}, which ${pipeline.file} does not declare`}: a stale acknowledgement (it never holds back pruning, but sluice status lists it, and a target made again at that path would report its projection lost); forget it (sluice forget ${src} ${shellWord(a.consumer)}), or set prune: true and sluice run forgets it`,
     );
   }
   return {
