@@ -1,6 +1,7 @@
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { refuseTarget } from '../capture/index.ts';
-import { openDatabase, findObjects } from '../sqlite/index.ts';
+import { compileProjection, sourceShape } from '../projection/index.ts';
+import { describeTable, openDatabase, findObjects } from '../sqlite/index.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /*
@@ -40,6 +41,17 @@ export function checkPipelineSources(pipeline: Pipeline): void {
                 'PIPELINE_INVALID',
                 `${e.declaredAt}: projection ${d.name} reads table ${d.source}, which source ${source.path} names ${real}; sluice matches a projection's table by its exact name. Write source: ${real}.`,
               );
+            // A column the file leaves out of capture is in no snapshot or event: refused now, not once the pass has enabled the exclude.
+            const exclude = source.capture.find((c) => c.table === d.source)?.exclude;
+            const info = exclude === undefined || exclude.length === 0 ? undefined : describeTable(db, d.source);
+            if (info === undefined || info.kind !== 'table') continue;
+            try {
+              compileProjection(d, sourceShape(info, exclude));
+            } catch (err) {
+              if (err instanceof SluiceError && err.code === 'EXCLUDED_COLUMN_READ')
+                throw new InvalidInputError('PIPELINE_INVALID', `${e.declaredAt}: ${err.message}`, { cause: err });
+              // Any other error is sync's to report, with the source's own shape (plan and run say it).
+            }
           }
     } finally {
       db.close();

@@ -168,6 +168,30 @@ listen: 9464
     expect(twice.message).toMatch(/sluice\.yml:8:13: projection C is declared twice in this target/);
   });
 
+  test('with a definition that reads a column the file leaves out of capture is refused at the entry, before capture is enabled', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA);
+    const head =
+      'sources:\n  - path: app.db\n    capture: {issues: {exclude: [title]}}\n    targets:\n      - path: c.db\n        projections:\n';
+    const map = await refusal(
+      tmp,
+      `${head}          - "*"\n          - {name: m, source: issues, kind: map, columns: {id: id, t: title}}\n`,
+    );
+    expect(map.code).toBe('PIPELINE_INVALID');
+    expect(map.message).toMatch(/sluice\.yml:8:13: Projection m: .*reads column title of issues, which is left out of capture/);
+    const fts = await refusal(tmp, `${head}          - {name: s, source: issues, kind: fts5, columns: [Title]}\n`);
+    expect(fts.message).toMatch(/sluice\.yml:7:13: Projection s: .*reads column title of issues/);
+    // What it does not read, it may: the mirror leaves the column out, and a map of other columns is built.
+    const ok = write(
+      tmp,
+      'sluice.yml',
+      `${head}          - "*"\n          - {name: m, source: issues, kind: map, columns: {id: id, s: state}}\n`,
+    );
+    checkPipelineSources(await loadPipeline(ok));
+  });
+
   test('that is not YAML, repeats a key or declares one database twice is refused at the line', async ({ tmp, makeDb }) => {
     makeDb('app.db', SCHEMA);
     const syntax = await refusal(tmp, 'sources:\n  - path: app.db\n    capture: [issues\n');
