@@ -6,6 +6,7 @@ import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
 import { capturedColumns } from './excluded.ts';
 import { maskSql } from './mask.ts';
 import {
+  FLUSH_VIEW,
   JOURNAL_TABLE,
   MASK_COLUMN,
   LAST_TABLE,
@@ -25,6 +26,8 @@ interface TriggerSpec {
   readonly role: keyof TriggerNames;
   readonly name: string;
   readonly sql: string;
+  /** What the trigger is on: the captured table, or the view `_sluice_flush` (flushPending). */
+  readonly on: string;
 }
 
 /**
@@ -54,11 +57,13 @@ const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 /**
  * How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it.
  * `legacy: true` makes formats 2 and 3's capture triggers, which also rewrote the table's row of `_sluice_last` on every event and compared every column's typeof().
+ * `inlineFlush: true` makes formats 2 to 4's flush triggers, which did the whole flush in their own body (no trigger on `_sluice_pending`).
  * `excluded`: the columns left out of capture (in no image, note, mask or change test).
  */
 export interface TriggerOptions {
   readonly mask?: boolean;
   readonly legacy?: boolean;
+  readonly inlineFlush?: boolean;
   readonly excluded?: readonly string[];
 }
 
@@ -137,24 +142,27 @@ END`;
   const del = `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN
   ${insertRow(OP_DELETE, ref('OLD'))}${bumpLast}
 END`;
-  const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs);
+  const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs, options.inlineFlush === true);
   const all: TriggerSpec[] = [];
+  const on = info.name;
   if (guards !== null) {
     all.push(
-      { role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert },
-      { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate },
+      { role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert, on },
+      { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate, on },
     );
   }
   all.push(
-    { role: 'insert', name: names.insert, sql: insert },
-    { role: 'update', name: names.update, sql: update },
-    { role: 'delete', name: names.delete, sql: del },
+    { role: 'insert', name: names.insert, sql: insert, on },
+    { role: 'update', name: names.update, sql: update, on },
+    { role: 'delete', name: names.delete, sql: del, on },
   );
   if (guards !== null) {
     all.push(
-      { role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert },
-      { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate },
+      { role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert, on },
+      { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate, on },
     );
+    if (guards.flushPending !== null)
+      all.push({ role: 'flushPending', name: names.flushPending, sql: guards.flushPending, on: FLUSH_VIEW });
   }
   return { all, insert, update, delete: del, beforeInsert: guards?.beforeInsert ?? null, beforeUpdate: guards?.beforeUpdate ?? null };
 }
@@ -192,7 +200,8 @@ function replaceGuards(
   info: TableInfo,
   imageCols: readonly string[],
   inputs: GuardInputs,
-): { beforeInsert: string; beforeUpdate: string; flushInsert: string; flushUpdate: string } {
+  inlineFlush: boolean,
+): { beforeInsert: string; beforeUpdate: string; flushInsert: string; flushUpdate: string; flushPending: string | null } {
   const names = triggerNames(tid);
   const table = quoteIdent(info.name);
   const cols = imageCols.map((_, i) => `, ${journalColumn(i)}`).join('');
@@ -300,7 +309,40 @@ function replaceGuards(
   const flush = (op: number) =>
     `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
   DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};`;
+  /*
+   * Since format 5 the flush is split in two. A trigger costs, on every row
+   * it fires for, in proportion to the size of its body, even when its WHEN
+   * is false (docs/journal.md, Format 4), and the insert flush trigger fires
+   * for every insert. So its body only forgets the notes of this kind of
+   * write whose row this write did not delete (the tests that need NEW, OLD
+   * or the table), then inserts the table's tid and the kind into the view
+   * FLUSH_VIEW. The view's trigger for the table (flushPending) does the
+   * rest, exactly as the flush did: the pruned horizon, no event since the
+   * note on its key, the image, in rowid order, and forgets the notes.
+   * Nothing runs between the two statements (the pending table has no
+   * trigger), so the notes left are exactly the ones the flush kept.
+   * The view's trigger names only sluice's own tables. An object outside the
+   * table that named the table would be left behind when the table is
+   * dropped, and SQLite then refuses every later ALTER TABLE ... RENAME in
+   * the file (a migration's CREATE new, copy, DROP old, RENAME new included)
+   * with "error in trigger ...: no such table": so the tests that read the
+   * table stay in the table's own trigger.
+   */
+  const pending = (k: (typeof keyCols)[number]) => `${PENDING_TABLE}.${k.old}`;
+  const markNewKey = sameKey(pending, (k) => `NEW.${quoteIdent(k.col)}`);
+  const markGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${sameKey((k) => `r.${quoteIdent(k.col)}`, pending)})`;
+  const markNotOld = (op: number) => (op === OP_UPDATE ? `NOT ${sameKey(pending, (k) => `OLD.${quoteIdent(k.col)}`)} AND ` : '');
+  const mark = (op: number) =>
+    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op} AND NOT coalesce(${markNotOld(op)}(${markNewKey} OR ${markGone}), 0);
+  INSERT INTO ${FLUSH_VIEW} (tid, op) VALUES (${tid}, ${op});`;
+  const flushPending = inlineFlush
+    ? null
+    : `CREATE TRIGGER ${quoteIdent(names.flushPending)} INSTEAD OF INSERT ON ${FLUSH_VIEW} FOR EACH ROW WHEN NEW.tid = ${tid} BEGIN
+  INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = NEW.op AND ${fresh} AND ${untouched} ORDER BY p.rowid;
+  DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = NEW.op;
+END`;
   const pendingHere = (op: number) => `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op})`;
+  const flushBody = (op: number) => (inlineFlush ? flush(op) : mark(op));
   return {
     beforeInsert: `CREATE TRIGGER ${quoteIdent(names.beforeInsert)} BEFORE INSERT ON ${table} FOR EACH ROW WHEN
   ${constraints.map((c) => exists(c, '')).join('\n  OR ')}
@@ -313,11 +355,12 @@ BEGIN
   ${note(OP_UPDATE, notSelf)}
 END`,
     flushInsert: `CREATE TRIGGER ${quoteIdent(names.flushInsert)} AFTER INSERT ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_INSERT)} BEGIN
-  ${flush(OP_INSERT)}
+  ${flushBody(OP_INSERT)}
 END`,
     flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE${watched} ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_UPDATE)} BEGIN
-  ${flush(OP_UPDATE)}
+  ${flushBody(OP_UPDATE)}
 END`,
+    flushPending,
   };
 }
 
