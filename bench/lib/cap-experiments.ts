@@ -319,6 +319,11 @@ END`);
       [
         ['y-cur', null, null],
         ['y-nopfl', null, null],
+        [
+          'y-bins-view',
+          null,
+          'INSERT INTO _sluice_flush (tid, op) VALUES (1, -1); INSERT INTO _sluice_pending (tid, op, hw, c0, c1, c2, c3, c4) SELECT 1, 1, (SELECT coalesce(max(seq), 0) FROM _sluice_journal), "id" COLLATE BINARY, "name" COLLATE BINARY, "n" COLLATE BINARY, "r" COLLATE BINARY, "b" COLLATE BINARY FROM "t" WHERE ("id" = NEW."id");',
+        ],
         ['y-fins-trivial2', 'SELECT 1;', null],
         ['y-fins-trivial', 'SELECT 1;', null],
         ['y-bins-trivial', null, 'SELECT 1;'],

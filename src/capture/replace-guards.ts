@@ -86,12 +86,17 @@ export function replaceGuards(
     `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
   // One indexed lookup per constraint, joined by UNION: an OR of them would
   // be planned as a full table scan inside the trigger.
-  // Notes are cleared per kind of write (op): the nested write of a user
+  // Notes are kept per kind of write (op): the nested write of a user
   // trigger of another kind (an UPDATE run by a BEFORE INSERT trigger) then
-  // keeps the outer write's notes.
+  // keeps the outer write's notes. Formats 2 to 4 first cleared the notes
+  // of this kind (stale notes of a write that did not happen); format 5
+  // keeps them, which takes a statement out of the body of a trigger that
+  // fires on every insert (about 2,000 instructions): the flush forgets the
+  // stale notes of rows this write did not delete, and of a row it did
+  // delete journals only the newest note (the image as this write found it).
+  const clear = (op: number) => (inlineFlush ? `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};\n  ` : '');
   const note = (op: number, extra: string) =>
-    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};
-  INSERT INTO ${PENDING_TABLE} (tid, op, hw${cols}) ${constraints.map((c) => `SELECT ${tid}, ${op}, ${hw}${values} FROM ${table} WHERE ${match('NEW', c.columns)}${extra}`).join(' UNION ')};`;
+    `${clear(op)}INSERT INTO ${PENDING_TABLE} (tid, op, hw${cols}) ${constraints.map((c) => `SELECT ${tid}, ${op}, ${hw}${values} FROM ${table} WHERE ${match('NEW', c.columns)}${extra}`).join(' UNION ')};`;
   const notSelf = ` AND NOT ${match('OLD', key)}`;
   // An update can only newly conflict on a constraint whose columns it
   // changed (byte-wise); a partial index can also be entered by changing
@@ -190,10 +195,15 @@ export function replaceGuards(
   const mark = (op: number) =>
     `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op} AND NOT coalesce(${markNotOld(op)}(${markNewKey} OR ${markGone}), 0);
   INSERT INTO ${FLUSH_VIEW} (tid, op) VALUES (${tid}, ${op});`;
+  // A stale note (of a write that did not happen) of a row this write deleted and noted again: the newest note is the row as this write found it.
+  const newestNote = `p.rowid = (SELECT max(q.rowid) FROM ${PENDING_TABLE} AS q WHERE q.tid = ${tid} AND q.op = NEW.op AND ${sameKey(
+    (k) => `q.${k.old}`,
+    (k) => `p.${k.old}`,
+  )})`;
   const flushPending = inlineFlush
     ? null
     : `CREATE TRIGGER ${quoteIdent(names.flushPending)} INSTEAD OF INSERT ON ${FLUSH_VIEW} FOR EACH ROW WHEN NEW.tid = ${tid} BEGIN
-  INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = NEW.op AND ${fresh} AND ${untouched} ORDER BY p.rowid;
+  INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = NEW.op AND ${newestNote} AND ${fresh} AND ${untouched} ORDER BY p.rowid;
   DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = NEW.op;
 END`;
   const pendingHere = (op: number) => `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op})`;
