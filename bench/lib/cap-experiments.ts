@@ -315,6 +315,8 @@ END`);
         /_(ins|upd|del)$/.test(n) ? sql.replace(/\nEND$/, '\n  INSERT INTO _sluice_tick (seq) VALUES (last_insert_rowid());\nEND') : sql,
       );
     }),
+    // y-*: this build's enable() with the body of _fins (second) or _bins (third) replaced, to price each
+    // (docs/journal.md, Format 5). The replaced bodies never run here: the bench writes no conflict.
     ...(
       [
         ['y-cur', null, null],
