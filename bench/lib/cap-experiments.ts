@@ -315,5 +315,45 @@ END`);
         /_(ins|upd|del)$/.test(n) ? sql.replace(/\nEND$/, '\n  INSERT INTO _sluice_tick (seq) VALUES (last_insert_rowid());\nEND') : sql,
       );
     }),
+    // y-*: this build's enable() with the body of _fins (second) or _bins (third) replaced, to price each
+    // (docs/journal.md, Format 5). The replaced bodies never run here: the bench writes no conflict.
+    ...(
+      [
+        ['y-cur', null, null],
+        ['y-nopfl', null, null],
+        [
+          'y-bins-view',
+          null,
+          'INSERT INTO _sluice_flush (tid, op) VALUES (1, -1); INSERT INTO _sluice_pending (tid, op, hw, c0, c1, c2, c3, c4) SELECT 1, 1, (SELECT coalesce(max(seq), 0) FROM _sluice_journal), "id" COLLATE BINARY, "name" COLLATE BINARY, "n" COLLATE BINARY, "r" COLLATE BINARY, "b" COLLATE BINARY FROM "t" WHERE ("id" = NEW."id");',
+        ],
+        ['y-fins-trivial2', 'SELECT 1;', null],
+        ['y-fins-trivial', 'SELECT 1;', null],
+        ['y-bins-trivial', null, 'SELECT 1;'],
+        ['y-both-trivial', 'SELECT 1;', 'SELECT 1;'],
+        [
+          'y-fins-mark',
+          'UPDATE _sluice_pending SET hw = hw WHERE tid = 1 AND op = 1 AND NOT EXISTS (SELECT 1 FROM "t" AS r WHERE r."id" = _sluice_pending.c0);',
+          null,
+        ],
+        ['y-fins-view', 'INSERT INTO _sluice_g (op, a, b) VALUES (1, NEW."id", NULL);', null],
+        [
+          'y-bins-nodel',
+          null,
+          'INSERT INTO _sluice_pending (tid, op, hw, c0, c1, c2, c3, c4) SELECT 1, 1, (SELECT coalesce(max(seq), 0) FROM _sluice_journal), "id" COLLATE BINARY, "name" COLLATE BINARY, "n" COLLATE BINARY, "r" COLLATE BINARY, "b" COLLATE BINARY FROM "t" WHERE ("id" = NEW."id");',
+        ],
+      ] as const
+    ).map(([name, fins, bins]) =>
+      v(name, (db) => {
+        enable(db, ['t']);
+        db.exec('CREATE VIEW _sluice_g AS SELECT 0 AS op, 0 AS a, 0 AS b, 0 AS c, 0 AS d, 0 AS e');
+        db.exec(`CREATE TRIGGER _sluice_g_run INSTEAD OF INSERT ON _sluice_g BEGIN SELECT RAISE(ABORT, 'x'); END`);
+        rewriteTriggers(db, (n, sql) => {
+          if (fins !== null && /_(fins)$/.test(n)) return sql.replace(/ BEGIN\n[\s\S]*END$/, ` BEGIN\n  ${fins}\nEND`);
+          if (bins !== null && /_(bins)$/.test(n)) return sql.replace(/\nBEGIN\n[\s\S]*END$/, `\nBEGIN\n  ${bins}\nEND`);
+          return sql;
+        });
+        if (name === 'y-nopfl') db.exec('DROP TRIGGER _sluice_t1_pfl');
+      }),
+    ),
   ];
 }

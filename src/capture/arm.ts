@@ -8,6 +8,7 @@ import { guardInputs } from './guard-inputs.ts';
 import { capturedColumns, generatedFromExcluded, generatedFromExcludedDetail } from './excluded.ts';
 import { recordExclusion } from './exclusion-change.ts';
 import {
+  FLUSH_VIEW_IF_MISSING,
   JOURNAL_TABLE,
   LAST_TABLE,
   PENDING_TABLE,
@@ -67,6 +68,7 @@ export function arm(
   db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(id);
   const inputs = guardInputs(db, info.name);
   const sql = buildTriggers(id, info, mode, inputs, { excluded });
+  db.exec(FLUSH_VIEW_IF_MISSING);
   // In this order: it decides the firing order (newest first).
   for (const t of sql.all) db.exec(t.sql);
   const stored = (name: string) =>

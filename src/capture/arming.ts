@@ -83,8 +83,8 @@ export function verifyCapture(db: Db): CaptureVerification {
     const fresh = new Map(readTables(db).map((t) => [t.tid, t]));
     tables = hit.tables.map((a) => ({ ...a, table: fresh.get(a.table.tid) ?? a.table }));
   } else {
-    // A format-2 or format-3 capture (not upgraded yet) is read as it is: armed when its triggers are that format's
-    // (format 2: events without masks; both: `_sluice_last` exact, no checkpoint row).
+    // A capture of format 2, 3 or 4 (not upgraded yet) is read as it is: armed when its triggers are that format's
+    // (format 2: events without masks; 2 and 3: `_sluice_last` exact, no checkpoint row; 4: the flush in the flush triggers).
     tables = checkArming(db, state, legacyOptions(state.format));
     cache.last = { schemaVersion: sv, tables };
   }
@@ -101,13 +101,14 @@ interface SchemaRow {
 
 /** How the capture triggers of an older format that is read as it is were built (format 1 is not: its tables re-arm). */
 function legacyOptions(format: number): TriggerOptions {
-  if (format === 2) return { mask: false, legacy: true };
-  if (format === 3) return { legacy: true };
+  if (format === 2) return { mask: false, legacy: true, inlineFlush: true };
+  if (format === 3) return { legacy: true, inlineFlush: true };
+  if (format === 4) return { inlineFlush: true };
   return {};
 }
 
 /**
- * The tables of a format-2 or format-3 capture that are armed as that
+ * The tables of a format-2, 3 or 4 capture that are armed as that
  * format armed them: the upgrade replaces their triggers in place, and
  * their readers keep their cursors.
  */
@@ -129,6 +130,8 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
   ).map((r): SchemaRow => ({ ...r, rowid: Number(r.rowid) }));
   const triggerSql = new Map(rows.filter((r) => r.type === 'trigger').map((r) => [r.name, r]));
   const legacy = options.legacy === true;
+  // Formats 2 to 4 are read as they are (their flush is inline); format 1 is not.
+  const readAsIs = options.inlineFlush === true;
   const [, tickSql, pruneSql] = tickDdl();
   const pruneOk = legacy
     ? triggerSql.get(PRUNE_TRIGGER)?.sql === LEGACY_PRUNE_TRIGGER_SQL
@@ -143,7 +146,7 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
   );
   return captured.map((table): TableArming => {
     const unarmed = (reason: UnarmedReason, detail: string): TableArming => ({ table, armed: false, reason, detail });
-    if (state.format !== FORMAT_VERSION && !legacy)
+    if (state.format !== FORMAT_VERSION && !readAsIs)
       return unarmed(
         'CAPTURE_OUTDATED',
         `capture was installed by an older sluice (format ${state.format}); run sluice enable to upgrade it`,
@@ -184,7 +187,7 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
     for (const spec of expected) {
       const t = triggerSql.get(spec.name);
       if (t === undefined) return unarmed('TRIGGER_MISSING', `trigger ${spec.name} is missing`);
-      if (t.sql === spec.sql && t.tbl === table.name) continue;
+      if (t.sql === spec.sql && t.tbl === spec.on) continue;
       const recorded = spec.role in table.triggers ? table.triggers[spec.role as keyof CapturedTable['triggers']] : undefined;
       if (t.sql === recorded)
         return unarmed(
@@ -220,7 +223,9 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
     // SQLite fires a table's triggers newest first: a user AFTER trigger
     // newer than sluice's fires before them, and a write it makes to the
     // same row would be journaled ahead of the change that caused it.
-    const oldestOwnAfter = Math.min(...own.filter((r) => triggerTiming(r.sql ?? '') === 'AFTER').map((r) => r.rowid));
+    const oldestOwnAfter = Math.min(
+      ...own.filter((r) => r.tbl === table.name && triggerTiming(r.sql ?? '') === 'AFTER').map((r) => r.rowid),
+    );
     const user = [...triggerSql.values()].find(
       (t) =>
         !isOwnTriggerName(t.name) &&

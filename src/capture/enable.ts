@@ -132,8 +132,8 @@ function enableInTransaction(
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
     let verification: CaptureVerification;
-    if (upgrading && (existing.format === 2 || existing.format === 3)) {
-      // The tables format 2 or 3 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
+    if (upgrading && existing.format !== 1) {
+      // The tables format 2, 3 or 4 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
       upgradeInPlace(db);
       // Their triggers are newer than the order mark now: it moves after them, as after any arming.
       placeMark(db);
@@ -143,7 +143,7 @@ function enableInTransaction(
       verification = verifyCapture(db);
       if (upgrading) upgradeFormat1(db);
     }
-    // Format 1 -> 4 re-arms every table with triggers of another shape: every reader rebuilds.
+    // Format 1 -> current re-arms every table with triggers of another shape: every reader rebuilds.
     const bumping = upgrading && existing.format === 1;
     if (!created && options.retention !== undefined && options.retention !== existing.retention) {
       db.prepare(`UPDATE ${STATE_TABLE} SET retention = ?, updated_ms = ? WHERE id = 1`).run(options.retention, Date.now());

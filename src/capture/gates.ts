@@ -13,6 +13,8 @@ import {
   MARK_VIEW_SQL,
   TICK_VIEW,
   TICK_VIEW_SQL,
+  FLUSH_VIEW,
+  FLUSH_VIEW_SQL,
   OWN_TABLES,
   PENDING_TABLE,
   PREFIX,
@@ -180,7 +182,7 @@ export function checkNamespace(db: Db): void {
   }
   // Only TEMP objects named like sluice's own objects in main shadow them
   // (sluice's apply sessions keep TEMP work tables of their own, _sluice_net_*).
-  const own = new Set([...OWN_TABLES, MARK_VIEW, TICK_VIEW].map(foldIdent));
+  const own = new Set([...OWN_TABLES, MARK_VIEW, TICK_VIEW, FLUSH_VIEW].map(foldIdent));
   const temp = (
     db.prepare("SELECT type, name FROM temp.sqlite_schema WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'").all() as {
       type: string;
@@ -213,6 +215,7 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
       (r.type === 'table' && isOwnTableSql(r.name, r.sql)) ||
       (r.type === 'view' && r.name === MARK_VIEW && r.sql === MARK_VIEW_SQL) ||
       (r.type === 'view' && r.name === TICK_VIEW && r.sql === TICK_VIEW_SQL) ||
+      (r.type === 'view' && r.name === FLUSH_VIEW && r.sql === FLUSH_VIEW_SQL) ||
       // The BEFORE guards (_bins/_bupd) write _sluice_pending, not the journal;
       // missing them left them behind on disable, failing every later write
       // without recursive_triggers with "no such table: _sluice_pending".

@@ -7,7 +7,7 @@
  * measurements behind this shape.
  */
 
-export const FORMAT_VERSION = 4;
+export const FORMAT_VERSION = 5;
 /**
  * Formats this build upgrades in place. Format 1 had no REPLACE guard on
  * tables whose only unique key is the primary key, and no order mark:
@@ -18,9 +18,12 @@ export const FORMAT_VERSION = 4;
  * keeping its armed generation, so readers keep their cursors. Format 3
  * kept each table's last seq exact on every event (a seek and a rewrite of
  * `_sluice_last` per event): its tables get the current triggers in place
- * the same way, and the journal its tick (see LAST_TABLE).
+ * the same way, and the journal its tick (see LAST_TABLE). Format 4's
+ * flush triggers did the whole flush in their own body, which every insert
+ * paid for (see flushPending in triggers.ts): its tables get the current
+ * triggers in place the same way.
  */
-export const UPGRADABLE_FORMATS: readonly number[] = [1, 2, 3];
+export const UPGRADABLE_FORMATS: readonly number[] = [1, 2, 3, 4];
 export const DEFAULT_RETENTION = 1_000_000;
 export const MIN_RETENTION = 1024;
 /**
@@ -159,6 +162,8 @@ export interface TriggerNames {
   readonly beforeUpdate: string;
   readonly flushInsert: string;
   readonly flushUpdate: string;
+  /** On the view `_sluice_flush`, not on the table: journals the notes the flush triggers marked (format 5). */
+  readonly flushPending: string;
 }
 
 export function triggerNames(tid: number): TriggerNames {
@@ -171,12 +176,13 @@ export function triggerNames(tid: number): TriggerNames {
     beforeUpdate: n('bupd'),
     flushInsert: n('fins'),
     flushUpdate: n('fupd'),
+    flushPending: n('pfl'),
   };
 }
 
 /** Trigger names sluice may own: per-table triggers and the prune trigger. */
 export function isOwnTriggerName(name: string): boolean {
-  return name === PRUNE_TRIGGER || name === TICK_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd)$/.test(name);
+  return name === PRUNE_TRIGGER || name === TICK_TRIGGER || /^_sluice_t\d+_(ins|upd|del|bins|bupd|fins|fupd|pfl)$/.test(name);
 }
 
 /**
@@ -316,6 +322,19 @@ export function metadataDdl(width: number): string[] {
  * deleted and seq (max rowid + 1) never goes back. The state row is
  * rewritten only when pruned_through moves.
  */
+/**
+ * An inert view (format 5). A flush trigger that kept notes inserts the
+ * table's tid and the kind of write (`op`) into it, and that table's
+ * `INSTEAD OF` trigger on it (`_sluice_t<tid>_pfl`) journals them: the work of the flush sits behind
+ * the view, out of the body of a trigger that fires on every insert (see
+ * flushPending in triggers.ts). Made once, by the first arming that needs it.
+ */
+export const FLUSH_VIEW = '_sluice_flush';
+export const FLUSH_VIEW_SQL = `CREATE VIEW ${FLUSH_VIEW} AS SELECT 0 AS tid, 0 AS op`;
+
+/** The SQL that makes FLUSH_VIEW unless it is there (never dropped and made again: its triggers would go with it). */
+export const FLUSH_VIEW_IF_MISSING = FLUSH_VIEW_SQL.replace('CREATE VIEW', 'CREATE VIEW IF NOT EXISTS');
+
 export function tickDdl(): string[] {
   return [
     TICK_VIEW_SQL,

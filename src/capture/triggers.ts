@@ -1,16 +1,13 @@
-import { affinityOf, foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
-
-/** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
-const ROWID_NAMES = ['rowid', 'oid', '_rowid_'] as const;
-import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
+import { affinityOf, quoteIdent, quoteString } from '../sqlite/index.ts';
+import type { TableInfo } from '../sqlite/index.ts';
 import { capturedColumns } from './excluded.ts';
 import { maskSql } from './mask.ts';
+import { replaceGuards, type GuardInputs } from './replace-guards.ts';
 import {
+  FLUSH_VIEW,
   JOURNAL_TABLE,
   MASK_COLUMN,
   LAST_TABLE,
-  PENDING_TABLE,
-  STATE_TABLE,
   OP_DELETE,
   OP_INSERT,
   OP_UPDATE,
@@ -25,6 +22,8 @@ interface TriggerSpec {
   readonly role: keyof TriggerNames;
   readonly name: string;
   readonly sql: string;
+  /** What the trigger is on: the captured table, or the view `_sluice_flush` (flushPending). */
+  readonly on: string;
 }
 
 /**
@@ -42,23 +41,20 @@ interface TriggerSet {
   readonly beforeUpdate: string | null;
 }
 
-/** What the REPLACE guards of a table compare: its secondary UNIQUE indexes and its key's index collations. */
-export interface GuardInputs {
-  readonly uniques: readonly UniqueIndexInfo[];
-  /** Collation of each key column in the primary key's own index (none for an INTEGER PRIMARY KEY). */
-  readonly keyCollations: ReadonlyMap<string, string>;
-}
+export type { GuardInputs } from './replace-guards.ts';
 
 const NO_GUARD_INPUTS: GuardInputs = { uniques: [], keyCollations: new Map() };
 
 /**
  * How the triggers are built. `mask: false` makes format 2's update trigger (no changed-column mask): the upgrade recognizes it, the bench compares with it.
  * `legacy: true` makes formats 2 and 3's capture triggers, which also rewrote the table's row of `_sluice_last` on every event and compared every column's typeof().
+ * `inlineFlush: true` makes formats 2 to 4's flush triggers, which did the whole flush in their own body (no trigger on `_sluice_pending`).
  * `excluded`: the columns left out of capture (in no image, note, mask or change test).
  */
 export interface TriggerOptions {
   readonly mask?: boolean;
   readonly legacy?: boolean;
+  readonly inlineFlush?: boolean;
   readonly excluded?: readonly string[];
 }
 
@@ -137,188 +133,29 @@ END`;
   const del = `CREATE TRIGGER ${quoteIdent(names.delete)} AFTER DELETE ON ${table} FOR EACH ROW BEGIN
   ${insertRow(OP_DELETE, ref('OLD'))}${bumpLast}
 END`;
-  const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs);
+  const guards = mode === 'counter' ? null : replaceGuards(tid, info, imageCols, guardInputs, options.inlineFlush === true);
   const all: TriggerSpec[] = [];
+  const on = info.name;
   if (guards !== null) {
     all.push(
-      { role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert },
-      { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate },
+      { role: 'beforeInsert', name: names.beforeInsert, sql: guards.beforeInsert, on },
+      { role: 'beforeUpdate', name: names.beforeUpdate, sql: guards.beforeUpdate, on },
     );
   }
   all.push(
-    { role: 'insert', name: names.insert, sql: insert },
-    { role: 'update', name: names.update, sql: update },
-    { role: 'delete', name: names.delete, sql: del },
+    { role: 'insert', name: names.insert, sql: insert, on },
+    { role: 'update', name: names.update, sql: update, on },
+    { role: 'delete', name: names.delete, sql: del, on },
   );
   if (guards !== null) {
     all.push(
-      { role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert },
-      { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate },
+      { role: 'flushInsert', name: names.flushInsert, sql: guards.flushInsert, on },
+      { role: 'flushUpdate', name: names.flushUpdate, sql: guards.flushUpdate, on },
     );
+    if (guards.flushPending !== null)
+      all.push({ role: 'flushPending', name: names.flushPending, sql: guards.flushPending, on: FLUSH_VIEW });
   }
   return { all, insert, update, delete: del, beforeInsert: guards?.beforeInsert ?? null, beforeUpdate: guards?.beforeUpdate ?? null };
-}
-
-/*
- * INSERT OR REPLACE / UPDATE OR REPLACE delete the rows they conflict with,
- * on the primary key or on any UNIQUE index. Without recursive_triggers
- * (Python's sqlite3 and the sqlite3 shell by default) those deletes fire no
- * delete trigger, so the replaced row's before-image would be lost and a
- * row deleted through a secondary UNIQUE index would vanish from the
- * record. So:
- *
- * - BEFORE triggers, only when the new values conflict with an existing
- *   row (one indexed lookup per constraint, so the common case costs a seek),
- *   note those rows in _sluice_pending with the journal's newest seq.
- * - AFTER flush triggers, only when notes exist, journal as deletes the
- *   noted rows that this write really deleted: the row is gone (or its key
- *   now holds the new row) and no event since the note touched its key. The
- *   second test makes the guard exact whoever deleted the row: a writer
- *   with recursive_triggers on (the delete trigger journaled it), a user
- *   BEFORE trigger that deletes the conflicting row itself, or one that
- *   moves it. A write that did not happen (OR IGNORE, DO NOTHING, DO UPDATE,
- *   a failed constraint) runs no flush of its kind; its notes are stale, and
- *   the same tests (the row still exists) keep them out when a later flush
- *   sees them. Notes older than the pruned horizon are stale by
- *   construction and ignored.
- *
- * The flush triggers are made after the capture triggers, so they fire
- * before them: deletes are journaled ahead of the write that caused them.
- * recursive_triggers is never read, so the events are the same with it on
- * or off.
- */
-function replaceGuards(
-  tid: number,
-  info: TableInfo,
-  imageCols: readonly string[],
-  inputs: GuardInputs,
-): { beforeInsert: string; beforeUpdate: string; flushInsert: string; flushUpdate: string } {
-  const names = triggerNames(tid);
-  const table = quoteIdent(info.name);
-  const cols = imageCols.map((_, i) => `, ${journalColumn(i)}`).join('');
-  // BINARY: the UNION below must not fold two rows that are equal only under a column's collation.
-  const values = imageCols.map((c) => `, ${quoteIdent(c)} COLLATE BINARY`).join('');
-  const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${c}`);
-  type GuardColumn = { readonly name: string; readonly collate?: string; readonly rowid?: boolean };
-  const ident = (c: GuardColumn) => (c.rowid === true ? c.name : quoteIdent(c.name));
-  const match = (prefix: string, columns: readonly GuardColumn[]) =>
-    `(${columns.map((c) => `${ident(c)} = ${prefix}.${ident(c)}${collate(c.collate)}`).join(' AND ')})`;
-  const key: GuardColumn[] = info.keyColumns.map((name) => {
-    const coll = inputs.keyCollations.get(name);
-    return coll === undefined ? { name } : { name, collate: coll };
-  });
-  const constraints: { columns: readonly GuardColumn[]; partial: boolean }[] = [
-    { columns: key, partial: false },
-    ...inputs.uniques.map((u) => ({ columns: u.columns, partial: u.partial })),
-  ];
-  // A rowid table whose key is not the rowid has a hidden one, and a REPLACE
-  // that names it (INSERT ... (rowid, ...), UPDATE ... SET rowid = ...)
-  // deletes the row holding it: one more constraint.
-  const rowid =
-    !info.withoutRowid && !info.rowidAlias ? ROWID_NAMES.find((n) => !info.columns.some((c) => foldIdent(c.name) === n)) : undefined;
-  if (rowid !== undefined) constraints.push({ columns: [{ name: rowid, rowid: true }], partial: false });
-  const hw = `(SELECT coalesce(max(seq), 0) FROM ${JOURNAL_TABLE})`;
-  const exists = (c: (typeof constraints)[number], extra: string) =>
-    `EXISTS (SELECT 1 FROM ${table} WHERE ${match('NEW', c.columns)}${extra})`;
-  // One indexed lookup per constraint, joined by UNION: an OR of them would
-  // be planned as a full table scan inside the trigger.
-  // Notes are cleared per kind of write (op): the nested write of a user
-  // trigger of another kind (an UPDATE run by a BEFORE INSERT trigger) then
-  // keeps the outer write's notes.
-  const note = (op: number, extra: string) =>
-    `DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};
-  INSERT INTO ${PENDING_TABLE} (tid, op, hw${cols}) ${constraints.map((c) => `SELECT ${tid}, ${op}, ${hw}${values} FROM ${table} WHERE ${match('NEW', c.columns)}${extra}`).join(' UNION ')};`;
-  const notSelf = ` AND NOT ${match('OLD', key)}`;
-  // An update can only newly conflict on a constraint whose columns it
-  // changed (byte-wise); a partial index can also be entered by changing
-  // its predicate's columns, so it is always looked up.
-  const changedAny = (columns: readonly GuardColumn[]) =>
-    columns.map((c) => `NEW.${ident(c)} IS NOT OLD.${ident(c)} COLLATE BINARY`).join(' OR ');
-  const updateWhen = constraints
-    .map((c) => (c.partial ? exists(c, notSelf) : `((${changedAny(c.columns)}) AND ${exists(c, notSelf)})`))
-    .join('\n  OR ');
-  // UPDATE OF: SQLite leaves the update guards out of every UPDATE whose SET
-  // names none of these columns (decided when the statement is compiled, by
-  // name, so each spelling of the rowid is listed), so an ordinary update
-  // pays nothing for them. A partial index can be entered by a change to its
-  // predicate's columns, which are not parsed out: with one, the guards
-  // watch every update.
-  // The rowid's names are watched on every rowid table: on one with an
-  // INTEGER PRIMARY KEY, SET rowid = ... changes the key. A generated
-  // column is never named in a SET, so an index over one (like a partial
-  // index) makes the guards watch every update.
-  const watchedNames = [
-    ...new Set(constraints.flatMap((c) => c.columns.filter((col) => col.rowid !== true).map((col) => quoteIdent(col.name)))),
-  ];
-  if (!info.withoutRowid) watchedNames.push(...ROWID_NAMES.filter((n) => !info.columns.some((c) => foldIdent(c.name) === n)));
-  const generated = new Set(info.columns.filter((c) => c.hidden === 2 || c.hidden === 3).map((c) => c.name));
-  const watchAll = inputs.uniques.some((u) => u.partial || u.columns.some((c) => generated.has(c.name)));
-  const watched = watchAll ? '' : ` OF ${watchedNames.join(', ')}`;
-
-  // Positions of the key columns in the two image halves of a journal row.
-  const n = imageCols.length;
-  const keyPos = info.keyColumns.map((k) => imageCols.indexOf(k));
-  const keyCols = key.map((k, i) => ({
-    old: journalColumn(keyPos[i] as number),
-    new: journalColumn(n + (keyPos[i] as number)),
-    collate: k.collate,
-    col: k.name,
-  }));
-  const sameKey = (a: (k: (typeof keyCols)[number]) => string, b: (k: (typeof keyCols)[number]) => string) =>
-    `(${keyCols.map((k) => `${a(k)} = ${b(k)}${collate(k.collate)}`).join(' AND ')})`;
-  const isNewKey = sameKey(
-    (k) => `p.${k.old}`,
-    (k) => `NEW.${quoteIdent(k.col)}`,
-  );
-  const rowGone = `NOT EXISTS (SELECT 1 FROM ${table} AS r WHERE ${sameKey(
-    (k) => `r.${quoteIdent(k.col)}`,
-    (k) => `p.${k.old}`,
-  )})`;
-  // Taken off its key since the note (deleted, or its key moved): whoever
-  // did it journaled it. An update in place keeps it there, newer.
-  const onKey = sameKey(
-    (k) => `j.${k.old}`,
-    (k) => `p.${k.old}`,
-  );
-  const untouched = `NOT EXISTS (SELECT 1 FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND ${onKey} AND (j.op = ${OP_DELETE} OR (j.op = ${OP_UPDATE} AND NOT ${sameKey(
-    (k) => `j.${k.new}`,
-    (k) => `p.${k.old}`,
-  )})))`;
-  // The image to journal: the note's, or the newest in-place update's after-image.
-  const newest = `(SELECT max(j.seq) FROM ${JOURNAL_TABLE} AS j WHERE j.seq > p.hw AND j.tid = ${tid} AND j.op = ${OP_UPDATE} AND ${onKey})`;
-  const image = imageCols.map((_, i) => `, CASE WHEN u.seq IS NULL THEN p.${journalColumn(i)} ELSE u.${journalColumn(n + i)} END`).join('');
-  const fresh = `p.hw >= (SELECT pruned_through FROM ${STATE_TABLE})`;
-  // The updated row itself is never deleted by its own write (a stale note
-  // of it would otherwise look gone once its key changed, or like the new key).
-  const notOld = (op: number) =>
-    op === OP_UPDATE
-      ? ` AND NOT ${sameKey(
-          (k) => `p.${k.old}`,
-          (k) => `OLD.${quoteIdent(k.col)}`,
-        )}`
-      : '';
-  const flush = (op: number) =>
-    `INSERT INTO ${JOURNAL_TABLE} (tid, op, ts${cols}) SELECT ${tid}, ${OP_DELETE}, julianday()${image} FROM ${PENDING_TABLE} AS p LEFT JOIN ${JOURNAL_TABLE} AS u ON u.seq = ${newest} WHERE p.tid = ${tid} AND p.op = ${op} AND ${fresh}${notOld(op)} AND (${isNewKey} OR ${rowGone}) AND ${untouched} ORDER BY p.rowid;
-  DELETE FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op};`;
-  const pendingHere = (op: number) => `EXISTS (SELECT 1 FROM ${PENDING_TABLE} WHERE tid = ${tid} AND op = ${op})`;
-  return {
-    beforeInsert: `CREATE TRIGGER ${quoteIdent(names.beforeInsert)} BEFORE INSERT ON ${table} FOR EACH ROW WHEN
-  ${constraints.map((c) => exists(c, '')).join('\n  OR ')}
-BEGIN
-  ${note(OP_INSERT, '')}
-END`,
-    beforeUpdate: `CREATE TRIGGER ${quoteIdent(names.beforeUpdate)} BEFORE UPDATE${watched} ON ${table} FOR EACH ROW WHEN
-  ${updateWhen}
-BEGIN
-  ${note(OP_UPDATE, notSelf)}
-END`,
-    flushInsert: `CREATE TRIGGER ${quoteIdent(names.flushInsert)} AFTER INSERT ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_INSERT)} BEGIN
-  ${flush(OP_INSERT)}
-END`,
-    flushUpdate: `CREATE TRIGGER ${quoteIdent(names.flushUpdate)} AFTER UPDATE${watched} ON ${table} FOR EACH ROW WHEN ${pendingHere(OP_UPDATE)} BEGIN
-  ${flush(OP_UPDATE)}
-END`,
-  };
 }
 
 /*

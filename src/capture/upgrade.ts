@@ -6,6 +6,7 @@ import { buildTriggers } from './triggers.ts';
 import { guardInputs } from './guard-inputs.ts';
 import {
   BUMPED_COLUMN_DEF,
+  FLUSH_VIEW_IF_MISSING,
   FORMAT_VERSION,
   JOURNAL_TABLE,
   LAST_CHECKPOINT_TID,
@@ -54,7 +55,7 @@ export function upgradeFormat1(db: Db): void {
 }
 
 /*
- * Format 2 or 3 -> 4: the journal gains its mask column if it has none
+ * Format 2, 3 or 4 -> 5: the journal gains its mask column if it has none
  * (format 2; ADD COLUMN rewrites nothing; the events already there read
  * NULL, every column changed, which is what they hold) and its tick (the
  * checkpoint of `_sluice_last` starts at the newest seq: the rows format 2
@@ -71,6 +72,7 @@ export function upgradeInPlace(db: Db): string[] {
   const armed = armedAsLegacy(db, state);
   addMaskColumn(db);
   installTick(db);
+  db.exec(FLUSH_VIEW_IF_MISSING);
   const stored = db.prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?").pluck();
   const record = db.prepare(
     `UPDATE ${TABLES_TABLE} SET insert_trigger = ?, update_trigger = ?, delete_trigger = ?, before_insert_trigger = ?, before_update_trigger = ? WHERE tid = ?`,
@@ -79,6 +81,7 @@ export function upgradeInPlace(db: Db): string[] {
     const info = describeTable(db, table.name);
     if (info === undefined) continue;
     const names = triggerNames(table.tid);
+    // Format 5's flush is in two triggers (one on the pending table, made here with the others).
     for (const n of Object.values(names)) db.exec(`DROP TRIGGER IF EXISTS main.${quoteIdent(n)}`);
     db.prepare(`DELETE FROM ${PENDING_TABLE} WHERE tid = ?`).run(table.tid);
     const sql = buildTriggers(table.tid, info, table.mode, guardInputs(db, table.name), { excluded: table.excluded });

@@ -206,4 +206,26 @@ conn.commit()
       ['insert', cell.int(1)],
     ]);
   });
+
+  test('a row noted by an IGNOREd conflict, changed, then deleted by a REPLACE is journaled once, as the REPLACE found it', ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      's.db',
+      "CREATE TABLE t (id INTEGER PRIMARY KEY, u TEXT UNIQUE, v); INSERT INTO t VALUES (1, 'a', 'v1'), (2, 'b', 'v2');",
+    );
+    enable(db, ['t']);
+    // Each IGNOREd write leaves its notes; no insert runs between them and the REPLACE to forget them.
+    pythonExec(
+      file,
+      "INSERT OR IGNORE INTO t VALUES (1, 'z', 'x'); UPDATE t SET v = 'v1b' WHERE id = 1; INSERT OR IGNORE INTO t VALUES (9, 'b', 'x'); UPDATE t SET v = 'v2b' WHERE id = 2; INSERT OR REPLACE INTO t VALUES (1, 'b', 'new')",
+    );
+    expect(brief(journalEvents(db)).map((e) => e.slice(1))).toEqual([
+      ['update', row(cell.int(1), cell.text('a'), cell.text('v1')), row(cell.int(1), cell.text('a'), cell.text('v1b'))],
+      ['update', row(cell.int(2), cell.text('b'), cell.text('v2')), row(cell.int(2), cell.text('b'), cell.text('v2b'))],
+      ['delete', row(cell.int(1), cell.text('a'), cell.text('v1b')), undefined],
+      ['delete', row(cell.int(2), cell.text('b'), cell.text('v2b')), undefined],
+      ['insert', undefined, row(cell.int(1), cell.text('b'), cell.text('new'))],
+    ]);
+  });
 });
