@@ -45,6 +45,7 @@ export class WalFiles {
   readonly #header = Buffer.alloc(WAL_HEADER);
   readonly #index = Buffer.alloc(INDEX_HEADER * 2 + 4);
   readonly #frame = Buffer.alloc(8);
+  readonly #next = Buffer.alloc(FRAME_HEADER);
 
   constructor(dbFile: string) {
     this.#db = dbFile;
@@ -101,6 +102,29 @@ export class WalFiles {
     }
     // `to` is a committed frame, so the last one ends a commit.
     return pages.size === 0 ? out : undefined;
+  }
+
+  /**
+   * Whether the log holds a frame written after its last commit: a commit
+   * under way (its frames are written before the wal-index header publishes
+   * them), or, rarely, what a rolled-back one left. False when the frame
+   * after the last commit is absent or of an earlier log (another salt);
+   * undefined when it cannot be told (no `-shm`, a header being updated).
+   * Read without locks, as a hint: a follower woken by a write to the log
+   * waits for a commit to be published only when one is under way.
+   */
+  pending(): boolean | undefined {
+    const end = this.end();
+    if (end === undefined) return undefined;
+    const fd = (this.#wal ??= openIfThere(`${this.#db}-wal`));
+    if (fd === undefined) return undefined;
+    const b = this.#index;
+    const sz = LITTLE_ENDIAN ? b.readUInt16LE(14) : b.readUInt16BE(14);
+    const pageSize = sz === 1 ? 65536 : sz;
+    const at = WAL_HEADER + end.frame * (FRAME_HEADER + pageSize);
+    const f = this.#next;
+    if (fs.readSync(fd, f, 0, FRAME_HEADER, at) < FRAME_HEADER) return false;
+    return f.subarray(8, 16).equals(b.subarray(32, 40));
   }
 
   close(): void {
