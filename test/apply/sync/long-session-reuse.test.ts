@@ -147,3 +147,39 @@ test('a follower reads through a memory map while it catches up and without one 
     s.close();
   }
 });
+
+test("a follower's page caches are a catch-up's while it builds and catches up, and SQLite's default once it applies small batches", async ({
+  makeDb,
+  tmp,
+}) => {
+  const src = makeSource(makeDb, SCHEMA, ['t']);
+  const target = path.join(tmp, 'target.db');
+  const ins = src.db.prepare('INSERT INTO t VALUES (?, ?, 0, NULL)');
+  const bulk = (from: number, count: number) =>
+    src.db.transaction(() => {
+      for (let i = from; i < from + count; i++) ins.run(i, `r${i}`);
+    })();
+  bulk(1, 2000);
+  const s = await Syncer.open(src.file, target, { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1000 });
+  // KiB, as a negative cache_size says (src/sqlite/catch-up-caches.ts).
+  const caches = () => [
+    -Number(s.session.db.pragma('main.cache_size', { simple: true })),
+    -Number(s.session.db.pragma('tgt.cache_size', { simple: true })),
+  ];
+  const catchUp = [16384, 32768];
+  const follow = [2000, 2000];
+  try {
+    expect(caches()).toEqual(catchUp); // a new session starts by building or catching up
+    await s.runOnce(); // the snapshot, then nothing left: following from here
+    expect(caches()).toEqual(follow);
+    bulk(2001, 3000);
+    await s.runOnce(); // batches of 1000: catch-up work again
+    expect(caches()).toEqual(catchUp);
+    ins.run(9001, 'one');
+    await s.runOnce();
+    expect(caches()).toEqual(follow);
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    s.close();
+  }
+});
