@@ -687,6 +687,7 @@ export class Syncer {
       this.#watch?.between();
       ctx = base; // a reinit is the first step only
       if (out.kind === 'building') {
+        this.session.memoryMap(true); // a (re)build is catch-up work, in a session that was following too
         crashPoint('build-step');
         // A protected rebuild's steps each copy a part in their own transaction: the total is the table's rows when its first step is seen.
         const total = snap?.total ?? (this.#options.onProgress === undefined ? undefined : this.#sourceRows(p.source.table));

@@ -8,6 +8,7 @@ import {
   closeDatabase,
   requireWriteAccess,
   useCatchUpCaches,
+  catchUpCacheSizes,
 } from '../../sqlite/index.ts';
 import path from 'node:path';
 import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
@@ -33,8 +34,11 @@ export interface ApplySession {
   readonly sourcePath: string;
   readonly targetPath: string;
   /**
-   * Reads both databases through a memory map (`on`) or with read() calls.
-   * Call between transactions. A session starts mapped. See openApplySession.
+   * Catch-up mode (`on`): reads both databases through a memory map, with
+   * the large page caches of a catch-up (src/sqlite/catch-up-caches.ts); off:
+   * with read() calls and SQLite's default caches, which frees the pages
+   * cached beyond them. Call between transactions. A session starts on. See
+   * openApplySession.
    */
   memoryMap(on: boolean): void;
   close(): void;
@@ -166,8 +170,14 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   // mode cannot change at all while the read transaction holds its SHARED
   // lock. Not on Windows: there a mapped file cannot be truncated, which
   // would make another process's VACUUM of the source fail.
+  // The caches follow the same rule: large while catching up, the default while following (catch-up-caches.ts).
   let mapped = false;
+  let cachesOn = true; // useCatchUpCaches above
   const memoryMap = (on: boolean) => {
+    if (on !== cachesOn) {
+      catchUpCacheSizes(db, TARGET_SCHEMA, on);
+      cachesOn = on;
+    }
     if (on === mapped || process.platform === 'win32') return;
     const bytes = on ? MMAP_BYTES : 0;
     db.pragma(`main.mmap_size = ${bytes}`);

@@ -40,7 +40,8 @@ export const targetPart: PartKind<TargetConfig> = {
     ]),
   async run(c, ctx) {
     ctx.shared.lockTarget(c.target.path);
-    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx);
+    const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
+    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx, young);
   },
 };
 
@@ -56,19 +57,34 @@ export const subscribePart: PartKind<PipelineSubscription> = {
   fingerprint: (s) =>
     JSON.stringify([s.nats, s.sourceId, s.format, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
-    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx);
+    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx, YOUNG_MB.handlers);
   },
 };
 
+/**
+ * The young generation of a target's worker thread (MB), smaller than V8's
+ * default: most of a worker's memory is its V8 heap, and a follower's
+ * garbage is short-lived. bench/run.ts measured a run of 4 targets at 246 MB
+ * peak RSS by default, 196-214 MB with 8 MB, 181-190 MB with 4 MB (3 runs
+ * each), with no difference in CPU or p99 the load of the machine let it
+ * see. 2 MB took about 10 MB more off 4 workers (peak RSS 174-182 MB against
+ * 186-191 MB, 3 interleaved runs, load 12) with no more CPU while following
+ * (2.6-3.6 s against 3.1-4.8 s for 5,000 writes), and no measurable change
+ * to a first build of 500,000 rows by a mirror and an fts5 index (their
+ * work is SQLite's); but a custom handler's build, which runs JavaScript
+ * per row, used about 7% more CPU (5.1-5.3 s against 4.9-5.1 s): a target
+ * with a custom handler, and a subscribed one (the broker's client), keep
+ * 4 MB.
+ */
+const YOUNG_MB = { setBased: 2, handlers: 4 } as const;
+
 /** Runs a target's worker thread until it ends: resolves when it was asked to stop, rejects with its failure otherwise. */
-async function runWorker(data: TargetWorkerData, ctx: PartContext): Promise<void> {
+async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: number): Promise<void> {
   const worker = new Worker(WORKER, {
     workerData: data,
     ...(WORKER.pathname.endsWith('.ts') ? { execArgv: ['--import', 'tsx'] } : {}),
     stderr: false,
-    // A smaller young generation than V8's default: bench/run.ts measured a run of 4 targets at 246 MB peak RSS by default, 196-214 MB
-    // with 8 MB, 181-190 MB with 4 MB (3 runs each), with no difference in CPU or p99 the load of the machine let it see.
-    resourceLimits: { maxYoungGenerationSizeMb: 4 },
+    resourceLimits: { maxYoungGenerationSizeMb: youngMb },
   });
   let failure: PartFailure | undefined;
   const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);

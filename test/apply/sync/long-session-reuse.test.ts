@@ -147,3 +147,82 @@ test('a follower reads through a memory map while it catches up and without one 
     s.close();
   }
 });
+
+test("a follower's page caches are a catch-up's while it builds and catches up, and SQLite's default once it applies small batches", async ({
+  makeDb,
+  tmp,
+}) => {
+  const src = makeSource(makeDb, SCHEMA, ['t']);
+  const target = path.join(tmp, 'target.db');
+  const ins = src.db.prepare('INSERT INTO t VALUES (?, ?, 0, NULL)');
+  const bulk = (from: number, count: number) =>
+    src.db.transaction(() => {
+      for (let i = from; i < from + count; i++) ins.run(i, `r${i}`);
+    })();
+  bulk(1, 2000);
+  const s = await Syncer.open(src.file, target, { projections: [PROJECTIONS[0] as (typeof PROJECTIONS)[0]], batchSize: 1000 });
+  // KiB, as a negative cache_size says (src/sqlite/catch-up-caches.ts).
+  const caches = () => [
+    -Number(s.session.db.pragma('main.cache_size', { simple: true })),
+    -Number(s.session.db.pragma('tgt.cache_size', { simple: true })),
+  ];
+  const catchUp = [16384, 32768];
+  const follow = [2000, 2000];
+  try {
+    expect(caches()).toEqual(catchUp); // a new session starts by building or catching up
+    await s.runOnce(); // the snapshot, then nothing left: following from here
+    expect(caches()).toEqual(follow);
+    bulk(2001, 3000);
+    await s.runOnce(); // batches of 1000: catch-up work again
+    expect(caches()).toEqual(catchUp);
+    ins.run(9001, 'one');
+    await s.runOnce();
+    expect(caches()).toEqual(follow);
+    expect(tableCells(s.session.db, 'tgt', 't')).toEqual(tableCells(src.db, 'main', 't'));
+  } finally {
+    s.close();
+  }
+});
+
+test("a rebuild in a session that was following runs with a catch-up's caches, and the session follows with the default ones after it", async ({
+  makeDb,
+  tmp,
+}) => {
+  const src = makeSource(makeDb, SCHEMA, ['t']);
+  src.db.transaction(() => {
+    const ins = src.db.prepare('INSERT INTO t VALUES (?, ?, ?, NULL)');
+    for (let i = 1; i <= 3000; i++) ins.run(i, `r${i}`, i);
+  })();
+  const during: number[][] = [];
+  const opened: { s?: Syncer } = {}; // the progress callback is given before the Syncer exists
+  const caches = () => [
+    -Number(opened.s?.session.db.pragma('main.cache_size', { simple: true })),
+    -Number(opened.s?.session.db.pragma('tgt.cache_size', { simple: true })),
+  ];
+  const map = (columns: Record<string, string>) => ({ name: 'm', source: 't', kind: 'map' as const, columns });
+  const s = await Syncer.open(src.file, path.join(tmp, 'target.db'), {
+    projections: [map({ id: 'id', label: 'name' })],
+    batchSize: 1000,
+    onProgress: (p) => {
+      if (p.phase === 'snapshot') during.push(caches());
+    },
+  });
+  opened.s = s;
+  try {
+    await s.runOnce();
+    src.db.prepare("INSERT INTO t VALUES (3001, 'one', 0, NULL)").run();
+    await s.runOnce();
+    expect(caches()).toEqual([2000, 2000]); // following
+    during.length = 0;
+    s.setDefinitions([map({ id: 'id', label: 'name', n: 'n' })]);
+    const r = await s.runOnce();
+    expect(r.projections[0]?.rebuilt).toBe('DEFINITION_CHANGED');
+    expect(during.length).toBeGreaterThan(0);
+    for (const c of during) expect(c).toEqual([16384, 32768]);
+    src.db.prepare("INSERT INTO t VALUES (3002, 'two', 0, NULL)").run();
+    await s.runOnce();
+    expect(caches()).toEqual([2000, 2000]);
+  } finally {
+    s.close();
+  }
+});
