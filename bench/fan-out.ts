@@ -3,13 +3,14 @@
  * JetStream to 4 subscribers: p99 <= 25 ms at 1k writes/s (also with one
  * subscriber stopped); throughput >= 0.6x `sync` to one target".
  *
- *   npx tsx bench/fan-out.ts [--events N (50000)] [--seconds N (5)] [--keep]
+ *   npx tsx bench/fan-out.ts [--events N (50000)] [--seconds N (5)] [--format jsonl|segment (jsonl)] [--keep]
  *
  * One source t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER), captured; a real
  * nats-server; `publish --follow` (--batch 1000) and four `subscribe
  * --follow`, each its own process and target; and `sync --follow` to a fifth
  * target, the baseline. All are the compiled CLI (dist/). Writers are
- * python3 sqlite3 processes.
+ * python3 sqlite3 processes. With --format segment the publisher publishes
+ * segments (publish --format segment) and the subscribers apply them.
  *
  * 1. Throughput. With the fan-out processes SIGSTOPped, a writer commits N
  *    single-row INSERTs in transactions of 500 as fast as it can; sync's
@@ -45,11 +46,16 @@ import { BIN, cpuMs, Proc, ROOT, sourceSeq, targetSeq, until } from './lib/fleet
 import { fmtMs, intFlag, makeScratch, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
 import { decodeCursor } from '../src/feed/cursor.ts';
+import { connect } from '@nats-io/transport-node';
+import { jetstreamManager } from '@nats-io/jetstream';
+import { defaultStreamName, subjectsOf } from '../src/broker/subjects.ts';
 
 const argv = process.argv.slice(2);
 const EVENTS = intFlag(argv, 'events', 50_000);
 const SECONDS = intFlag(argv, 'seconds', 5);
 const KEEP = argv.includes('--keep');
+const FORMAT = argv.includes('--format') ? String(argv[argv.indexOf('--format') + 1]) : 'jsonl';
+if (FORMAT !== 'jsonl' && FORMAT !== 'segment') throw new Error(`--format ${FORMAT}: jsonl or segment`);
 const TARGET_P99_MS = 25;
 const TARGET_RATIO = 0.6;
 const ROW =
@@ -72,13 +78,29 @@ const nats = await NatsServer.start({ storeDir: at('nats') });
 const subTargets = [1, 2, 3, 4].map((i) => at(`sub${i}.db`));
 const syncTarget = at('sync.db');
 const sync = new Proc('sync', ['sync', src, syncTarget, '--follow'], at('sync.log')).start();
-const publish = new Proc('publish', ['publish', src, '--nats', nats.url, '--batch', '1000', '--follow'], at('publish.log')).start();
+const publish = new Proc(
+  'publish',
+  ['publish', src, '--nats', nats.url, '--batch', '1000', '--format', FORMAT, '--follow'],
+  at('publish.log'),
+).start();
 if (!(await until(() => fs.readFileSync(publish.log, 'utf8').includes('published a snapshot'), 30_000)))
   throw new Error(`publish made no snapshot; see ${publish.log}`);
 const subs = subTargets.map((t, i) =>
-  new Proc(`subscribe-${i + 1}`, ['subscribe', t, '--nats', nats.url, '--source', sourceId, '--follow'], at(`sub${i + 1}.log`)).start(),
+  new Proc(
+    `subscribe-${i + 1}`,
+    ['subscribe', t, '--nats', nats.url, '--source', sourceId, '--format', FORMAT, '--follow'],
+    at(`sub${i + 1}.log`),
+  ).start(),
 );
 const fanOut = [publish, ...subs];
+// The batch messages in the stream, to tell how many events a message carries.
+const benchNc = await connect({ servers: nats.url });
+const jsm = await jetstreamManager(benchNc);
+const batchSubject = subjectsOf(sourceId, FORMAT).batch;
+async function batchMessages(): Promise<number> {
+  const info = await jsm.streams.info(defaultStreamName(sourceId), { subjects_filter: batchSubject });
+  return info.state.subjects?.[batchSubject] ?? 0;
+}
 if (!(await until(() => [syncTarget, ...subTargets].every((t) => targetSeq(t) >= 0), 60_000)))
   throw new Error(`a follower made no target; see the logs in ${dir}`);
 
@@ -131,6 +153,7 @@ signal(fanOut, 'SIGCONT');
 await reached(subTargets, sourceSeq(src));
 const stages = [...fanOut.map((p) => ({ name: p.name, pid: p.pid })), { name: 'nats-server', pid: nats.pid }];
 const stageCpu0 = stages.map((st) => cpuMs(st.pid));
+const burstMsgs0 = await batchMessages();
 start = burst(EVENTS + 1, EVENTS);
 const burstSeq = sourceSeq(src);
 // When the publisher had the whole burst acked (its state file holds the last acked cursor, a little behind): publish's share of the time.
@@ -157,6 +180,7 @@ await until(
   5,
 );
 const stageCpu = stages.map((st, i) => ({ name: st.name, ms: cpuMs(st.pid) - (stageCpu0[i] as number) }));
+const burstMsgs = (await batchMessages()) - burstMsgs0;
 const syncRate = EVENTS / (syncMs / 1000);
 const fanRate = EVENTS / (fanMs / 1000);
 const busiest = stageCpu.reduce((a, b) => (b.ms > a.ms ? b : a));
@@ -226,9 +250,11 @@ const since = (from: number[]) =>
     .filter((t) => !t.endsWith('NaN'))
     .join(', ');
 let cpuFrom = stageCpuNow();
+let msgs0 = await batchMessages();
 const commits = paced(next, false);
 next += SECONDS * 1000;
 await reached(subTargets, sourceSeq(src));
+const pacedMsgs = (await batchMessages()) - msgs0;
 const fan = percentiles(commits, subTargets);
 const pacedCpu = since(cpuFrom);
 
@@ -241,8 +267,10 @@ tampered.exec('DELETE FROM t WHERE id = 1');
 tampered.close();
 const healthy = [subTargets[0], subTargets[1]] as string[];
 cpuFrom = stageCpuNow();
+msgs0 = await batchMessages();
 const commits2 = paced(next, true);
 await reached(healthy, sourceSeq(src));
+const isolatedMsgs = (await batchMessages()) - msgs0;
 const isolated = percentiles(commits2, healthy);
 const isolatedCpu = since(cpuFrom);
 const suspended = await until(() => sub3.child === undefined, 30_000);
@@ -255,6 +283,7 @@ for (const p of [sync, ...fanOut]) {
   p.child?.kill('SIGCONT');
   await p.stop('SIGTERM');
 }
+await benchNc.close();
 await nats.dispose();
 void sub1;
 void sub2;
@@ -267,6 +296,7 @@ process.stdout.write(
       ['publish + 4 subscribe, events/s to the last target', fanRate.toFixed(0)],
       ['fan-out / sync', (fanRate / syncRate).toFixed(2)],
       ['of which: the publisher had every batch acked after', `${Math.round(publishedMs)} ms of ${Math.round(fanMs)} ms`],
+      ['batch messages of the burst (events each)', `${burstMsgs} (${(EVENTS / burstMsgs).toFixed(0)})`],
       [`CPU ms: sync for ${EVENTS} events`, syncCpu.toFixed(0)],
       ['CPU ms: fan-out per stage', stageCpu.map((st) => `${st.name} ${st.ms.toFixed(0)}`).join(', ')],
       ['CPU ms: fan-out, all stages', fanCpuSum.toFixed(0)],
@@ -276,8 +306,10 @@ process.stdout.write(
       ['max', fmtMs(fan.max)],
       ['slowest per 0.5 s', fan.worstPerHalfSecond.join(' ')],
       ['CPU ms per stage at 1k writes/s, all 4 healthy', pacedCpu],
+      ['batch messages at 1k writes/s (events each)', `${pacedMsgs} (${(commits.size / pacedMsgs).toFixed(1)})`],
       ['isolated: slowest per 0.5 s', isolated.worstPerHalfSecond.join(' ')],
       ['CPU ms per stage at 1k writes/s, isolated', isolatedCpu],
+      ['batch messages at 1k writes/s, isolated (events each)', `${isolatedMsgs} (${((commits2.size + 1) / isolatedMsgs).toFixed(1)})`],
       ['p99 to the last of 2 healthy, one SIGSTOPped, one suspended', fmtMs(isolated.p99)],
       [
         'the tampered subscriber suspended and exited',
@@ -291,45 +323,48 @@ process.stdout.write(
 fs.mkdirSync(path.join(ROOT, 'bench', 'out'), { recursive: true });
 fs.writeFileSync(
   path.join(ROOT, 'bench', 'out', 'fan-out.json'),
-  `${JSON.stringify({ events: EVENTS, seconds: SECONDS, syncRate, fanRate, syncCpuMs: syncCpu, stageCpuMs: stageCpu, fan, isolated, suspended, stoppedCaughtUpMs: stoppedCaughtUp }, null, 2)}\n`,
+  `${JSON.stringify({ format: FORMAT, events: EVENTS, seconds: SECONDS, burstMsgs, pacedMsgs, isolatedMsgs, pacedCpu, isolatedCpu, syncRate, fanRate, syncCpuMs: syncCpu, stageCpuMs: stageCpu, fan, isolated, suspended, stoppedCaughtUpMs: stoppedCaughtUp }, null, 2)}\n`,
 );
-emitFigures('fan-out', [
+// Segments are their own figures (report.ts runs the bench once per format): `fan-out.segment.*`.
+const fid = (id: string) => (FORMAT === 'jsonl' ? `fan-out.${id}` : `fan-out.segment.${id}`);
+const fwhat = (w: string) => (FORMAT === 'jsonl' ? w : `${w}, segments`);
+emitFigures(FORMAT === 'jsonl' ? 'fan-out' : 'fan-out-segment', [
   {
-    id: 'fan-out.1k.p99',
+    id: fid('1k.p99'),
     target: ROW,
-    what: `p99 to the last of 4 targets at 1k writes/s (${fan.writes} writes)`,
+    what: fwhat(`p99 to the last of 4 targets at 1k writes/s (${fan.writes} writes)`),
     value: fan.p99,
     unit: 'ms',
     op: '<=',
     limit: TARGET_P99_MS,
   },
   {
-    id: 'fan-out.1k.p50',
+    id: fid('1k.p50'),
     target: ROW,
-    what: 'p50 to the last of 4 targets at 1k writes/s',
+    what: fwhat('p50 to the last of 4 targets at 1k writes/s'),
     value: fan.p50,
     unit: 'ms',
     op: 'none',
     limit: 0,
   },
   {
-    id: 'fan-out.isolated.p99',
+    id: fid('isolated.p99'),
     target: ROW,
-    what: 'p99 to the last of the 2 healthy targets while one subscriber is SIGSTOPped and one suspended',
+    what: fwhat('p99 to the last of the 2 healthy targets while one subscriber is SIGSTOPped and one suspended'),
     value: isolated.p99,
     unit: 'ms',
     op: '<=',
     limit: TARGET_P99_MS,
   },
   {
-    id: 'fan-out.throughput',
+    id: fid('throughput'),
     target: ROW,
-    what: `events/s to the last of 4 targets over sync's to one (${EVENTS} events; CPU: sync's per event over the busiest stage's)`,
+    what: fwhat(`events/s to the last of 4 targets over sync's to one (${EVENTS} events; CPU: sync's per event over the busiest stage's)`),
     value: fanRate / syncRate,
     unit: 'x',
     op: '>=',
     limit: TARGET_RATIO,
-    floor: { id: 'fan-out.sync-one-target', what: 'sync --follow to one target, the same burst', perSecond: syncRate, unit: 'events/s' },
+    floor: { id: fid('sync-one-target'), what: 'sync --follow to one target, the same burst', perSecond: syncRate, unit: 'events/s' },
     cpu: syncCpu / busiest.ms,
   },
 ]);

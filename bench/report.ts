@@ -54,6 +54,12 @@ export const BENCHES: readonly BenchEntry[] = [
   { name: 'rebuild', script: 'rebuild.ts', quick: ['--rows', '100000'], full: [] },
   { name: 'rebuild-fts5', script: 'rebuild.ts', quick: ['--rows', '100000', '--kind', 'fts5'], full: ['--kind', 'fts5'] },
   { name: 'fan-out', script: 'fan-out.ts', quick: ['--events', '20000', '--seconds', '3'], full: [] },
+  {
+    name: 'fan-out-segment',
+    script: 'fan-out.ts',
+    quick: ['--events', '20000', '--seconds', '3', '--format', 'segment'],
+    full: ['--format', 'segment'],
+  },
   { name: 'verify-behind', script: 'verify-behind.ts', quick: ['--rows', '200000', '--events', '100000'], full: [] },
 ];
 

@@ -88,6 +88,8 @@ interface WindowBatch {
 /** One batch window, in each format the publisher writes. */
 interface Prepared {
   readonly batch: WindowBatch;
+  /** It ends before its window does: it reached the source's high-water mark when it was read. */
+  readonly atEnd: boolean;
   readonly messages: readonly {
     readonly subject: string;
     readonly data: Buffer;
@@ -260,7 +262,8 @@ export class Publisher {
    * message per format, on its format's subject), up to PIPELINE windows
    * waiting for the broker's ack at once (one round trip per batch, on a busy
    * machine two wake-ups of the broker and of us, was what held fan-out
-   * back: bench/fan-out.ts); false when there is nothing more. Each message
+   * back: bench/fan-out.ts); false once it has published through the
+   * source's high-water mark as its last read found it. Each message
    * after the first carries the previous one's Nats-Msg-Id as the one the
    * stream must hold last (Nats-Expected-Last-Msg-Id), so the broker never
    * stores a message whose predecessor it lost: the stream's batches stay
@@ -304,6 +307,9 @@ export class Publisher {
         }
         inFlight.push({ b, acks });
         at = b.batch.cursor;
+        // What the source committed since the read is the next pass's (a follower's comes within 5 ms: publish-loop.ts):
+        // reading again at once found nothing, or sent a message of an event or two, each costing every subscriber.
+        if (b.atEnd) ended = true;
       }
       const first = inFlight.shift();
       if (first === undefined) {
@@ -376,7 +382,7 @@ export class Publisher {
           return h;
         },
       }));
-      return { batch: b, messages };
+      return { batch: b, messages, atEnd: b.toSeq < through };
     }
   }
 

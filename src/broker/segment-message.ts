@@ -29,7 +29,8 @@ export function segmentMessage(
       w.abandon();
       throw err;
     }
-    const s = w.finish();
+    // Not synced: it is read back at once, and the broker's copy is the one that counts.
+    const s = w.finish(undefined, { sync: false });
     return { data: fs.readFileSync(s.file), b: { fromSeq: b.fromSeq, toSeq: b.toSeq, cursor: b.to, events: b.events.length } };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });

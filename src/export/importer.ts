@@ -175,7 +175,8 @@ export class Importer {
    */
   #heldThrough(sourceId: string): number {
     try {
-      const names = (this.#definitions() ?? []).map((d) => d.name);
+      // The compiled ones once there are (asked before every batch: parsing the stored definitions each time was a tenth of a subscriber's work).
+      const names = (this.#projections ?? this.#definitions() ?? []).map((d) => d.name);
       let through = names.length === 0 ? 0 : Number.MAX_SAFE_INTEGER;
       for (const name of names) {
         const rec = readProjection(this.#db, SCHEMA, name);

@@ -190,8 +190,12 @@ export class SegmentWriter {
     return this.#fromSeq === undefined || this.#toSeq === undefined ? undefined : { fromSeq: this.#fromSeq, toSeq: this.#toSeq };
   }
 
-  /** Seals the segment (meta and digest), syncs it and renames it into place (at `file`, when given). */
-  finish(file: string = this.#file): SegmentSummary {
+  /**
+   * Seals the segment (meta and digest), syncs it and renames it into place
+   * (at `file`, when given). `sync: false` leaves the sync out, for a
+   * segment read back at once and removed (a broker message: segment-message.ts).
+   */
+  finish(file: string = this.#file, options: { readonly sync?: boolean } = {}): SegmentSummary {
     const db = this.#db;
     const tables = [...this.#tables.values()].map((o) => ({ ...o.t, rows: o.rows, events: o.events }));
     const ins = db.prepare(`INSERT INTO ${TABLES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -226,11 +230,13 @@ export class SegmentWriter {
     const digest = segmentDigest(this.#tmp, Number(db.pragma('page_size', { simple: true })), metaPages(db, 'main'));
     put.run('digest', digest);
     closeDatabase(db);
-    const fd = fs.openSync(this.#tmp, 'r');
-    try {
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
+    if (options.sync !== false) {
+      const fd = fs.openSync(this.#tmp, 'r');
+      try {
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
     }
     fs.renameSync(this.#tmp, file);
     return {

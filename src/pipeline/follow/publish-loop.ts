@@ -12,6 +12,17 @@ import { waitForChange } from './wait.ts';
 const SNAPSHOT_CHECK_MS = 5000;
 /** A busy one at most this often, after a pass (not after each: a pass comes with every commit). */
 const PASS_SNAPSHOT_CHECK_MS = 1000;
+/**
+ * A pass starts at least this long after the one before it (the first after
+ * a quiet spell at once): while the source commits often, what it commits
+ * meanwhile goes out in one message, not one message per commit. Every
+ * message costs each subscriber a wake, a read, a target transaction and an
+ * ack, and the broker a store and a delivery per subscriber: at 1k commits/s
+ * one message each kept a 2-core machine busy with four subscribers
+ * (bench/fan-out.ts); this bounds the messages to 1000 / PASS_GAP_MS a
+ * second, for at most PASS_GAP_MS more latency.
+ */
+const PASS_GAP_MS = 5;
 
 export interface PublishLoopOptions {
   /** Aborted: the pass in flight finishes, no other starts. Without one, SIGINT/SIGTERM stop it. */
@@ -40,20 +51,36 @@ export async function followPublisher(p: Publisher, sourcePath: string, options:
     return next;
   };
   let idleError: unknown;
+  let lastPass = Number.NEGATIVE_INFINITY;
+  const pass = async () => {
+    const gap = lastPass + PASS_GAP_MS - performance.now();
+    if (gap >= 1) await pause(gap, options.signal);
+    lastPass = performance.now();
+    options.onPass(await serial(() => p.runOnce({ snapshotCheckMs: PASS_SNAPSHOT_CHECK_MS })));
+  };
   // waitForChange runs the first pass itself, from a data_version read before it: a commit that lands
   // while a pass reads the journal brings another pass.
-  await waitForChange(
-    p.db,
-    sourcePath,
-    async () => options.onPass(await serial(() => p.runOnce({ snapshotCheckMs: PASS_SNAPSHOT_CHECK_MS }))),
-    {
-      ...(options.signal === undefined ? {} : { signal: options.signal }),
-      onIdle: () => {
-        if (idleError !== undefined) throw idleError;
-        void serial(() => p.checkSnapshot(options.tally, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
-      },
+  await waitForChange(p.db, sourcePath, pass, {
+    ...(options.signal === undefined ? {} : { signal: options.signal }),
+    onIdle: () => {
+      if (idleError !== undefined) throw idleError;
+      void serial(() => p.checkSnapshot(options.tally, SNAPSHOT_CHECK_MS)).catch((err: unknown) => (idleError = err));
     },
-  );
+  });
   await chain;
   if (idleError !== undefined) throw idleError;
+}
+
+/** Sleeps `ms`, or less if `signal` aborts. */
+function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal?.aborted === true) return resolve();
+    const done = () => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
