@@ -68,8 +68,14 @@ export function runPython(script: string, args: readonly string[] = []): string 
 }
 
 /** Runs SQL through the sqlite3 command-line shell. */
+/**
+ * Runs SQL through the sqlite3 CLI, as another program would. It waits up to
+ * 10 s for a lock (`-cmd .timeout`), as a program writing beside a live
+ * sluice should: sluice itself writes to the source (acknowledgements,
+ * pruning), and the CLI's default is to fail at once with "database is locked".
+ */
 export function runSqliteCli(file: string, sql: string): string {
-  const r = spawnSync('sqlite3', [file], { input: sql, encoding: 'utf8' });
+  const r = spawnSync('sqlite3', ['-cmd', '.timeout 10000', file], { input: sql, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`sqlite3 CLI failed (${r.status}): ${r.stderr}`);
   return r.stdout;
 }
