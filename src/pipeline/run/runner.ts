@@ -9,6 +9,7 @@ import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
 import { PART_KINDS } from './parts.ts';
+import { tightenHeapGrowth } from './heap-growth.ts';
 import { lockRun } from './run-lock.ts';
 
 /*
@@ -80,6 +81,7 @@ export class Runner {
    * (TARGET_FOLLOWED).
    */
   static async start(file: string, log: RunLog): Promise<Runner> {
+    tightenHeapGrowth(); // a long-lived process of several isolates: memory over GC throughput (heap-growth.ts)
     const pipeline = await loadPipeline(file, process.env, RECORD);
     checkPipelineSources(pipeline);
     const runLock = lockRun(pipeline.file);
