@@ -10,7 +10,7 @@ export type { ConvergeOptions, ConvergeReport, ConvergedSource, ConvergedTarget 
 export { checkDeclaredExclusions, declaredInputs, handlerFailures, handlerModules, sameColumns } from './declared.ts';
 export { writeInitFile } from './init-file.ts';
 export type { InitFile } from './init-file.ts';
-export { listenOn } from './listen.ts';
+export { listenOn, probeListen } from './listen.ts';
 export { loadPipeline } from './load.ts';
 export { METRIC_NAMES, SluiceMetrics, promClient, targetMetrics } from './metrics.ts';
 export type { LagFigure, LagSource, MetricsRecord, Scrapable } from './metrics.ts';

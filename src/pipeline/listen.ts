@@ -1,4 +1,4 @@
-import type http from 'node:http';
+import net from 'node:net';
 import { SluiceError } from '../errors.ts';
 
 /**
@@ -8,7 +8,7 @@ import { SluiceError } from '../errors.ts';
  * `--metrics` of the followers and `listen` of `sluice run`.
  */
 export async function listenOn(
-  server: http.Server,
+  server: net.Server,
   at: { readonly host: string; readonly port: number },
   what: string,
   fix: string,
@@ -31,4 +31,16 @@ export async function listenOn(
     });
     server.listen(at.port, at.host, () => resolve());
   });
+}
+
+/**
+ * Whether HOST:PORT can be bound now: binds it and lets go, or rejects as
+ * listenOn does. `sluice run` asks before it starts anything, so a port in
+ * use is refused at start (exit 1) instead of retried while the targets run
+ * and another process answers /healthz.
+ */
+export async function probeListen(at: { readonly host: string; readonly port: number }, what: string, fix: string): Promise<void> {
+  const server = net.createServer();
+  await listenOn(server, at, what, fix);
+  await new Promise<void>((resolve) => server.close(() => resolve()));
 }

@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import { dropProjection } from '../apply/projections/index.ts';
+import { followerLockFile } from '../apply/sync/index.ts';
 import { readConsumers, targetKey, type ConsumerRow, readTables } from '../capture/index.ts';
 import { forget } from '../feed/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
-import type { Db } from '../sqlite/index.ts';
+import { lockHeld, type Db } from '../sqlite/index.ts';
 import type { PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaredInputs, declaresHeld } from './declared.ts';
 import { heldProjections } from './held.ts';
@@ -58,22 +59,43 @@ export function keptByDeclaration(target: PipelineTarget, source: PipelineSource
  * not declare, or whose projection its declared target does not keep
  * (`kept`). health --config reports them, plan predicts them, and with
  * `prune: true` convergeOnce and run forget them (forgetUndeclared).
+ *
+ * A target the file does not declare that another process follows now
+ * (`followed`: its follower lock is held, by another pipeline's run or a
+ * sync --follow) is that process's: its acknowledgements are never judged
+ * by this file. Forgetting them let the source prune the journal under a
+ * live follower, which then had to rebuild its target.
  */
 export function undeclaredAcknowledgements<C extends Pick<ConsumerRow, 'name' | 'projection' | 'target'>>(
   consumers: readonly C[],
   source: PipelineSource,
   kept: (target: PipelineTarget) => KeptProjections,
+  followed: (target: string) => boolean = followedNow,
 ): C[] {
   const declared = new Map(source.targets.map((t) => [targetKey(t.path), t]));
   const memo = new Map<PipelineTarget, KeptProjections>();
+  const others = new Map<string, boolean>();
   return consumers.filter((c) => {
     if (c.target === null || c.projection === null) return false;
     const t = declared.get(c.target);
-    if (t === undefined) return true;
+    if (t === undefined) {
+      const f = others.get(c.target) ?? followed(c.target);
+      others.set(c.target, f);
+      return !f;
+    }
     const k = memo.get(t) ?? kept(t);
     memo.set(t, k);
     return k !== 'all' && !k.has(c.projection);
   });
+}
+
+/** Whether a process holds the follower lock of `target` now (looked at without taking it for more than a moment, nothing written); one that cannot be read counts as followed (forgetting could let the source prune what its follower needs). */
+function followedNow(target: string): boolean {
+  try {
+    return lockHeld(followerLockFile(target)) !== undefined;
+  } catch {
+    return true;
+  }
 }
 
 /**

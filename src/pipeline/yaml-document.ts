@@ -18,7 +18,8 @@ export interface PipelineDocument {
   where(path: readonly PropertyKey[], key?: string): string;
 }
 
-const VARIABLE = /\$\$\{|\$\{([^}]*)\}/g;
+/** `$${`, or `${NAME}` (group 1), or a `${` with no closing brace (group 2: the rest of the value). */
+const VARIABLE = /\$\$\{|\$\{([^}]*)\}|\$\{([^}]*)$/g;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 export function readPipelineDocument(file: string, text: string, env: NodeJS.ProcessEnv = process.env): PipelineDocument {
@@ -37,7 +38,12 @@ export function readPipelineDocument(file: string, text: string, env: NodeJS.Pro
   visit(doc, {
     Scalar(key, node) {
       if (key === 'key' || typeof node.value !== 'string' || !node.value.includes('$')) return;
-      node.value = node.value.replace(VARIABLE, (whole: string, name: string | undefined) => {
+      node.value = node.value.replace(VARIABLE, (whole: string, name: string | undefined, unclosed: string | undefined) => {
+        if (unclosed !== undefined)
+          throw new InvalidInputError(
+            'PIPELINE_INVALID',
+            `${at(node.range?.[0] ?? 0)}: ${whole} has no closing }. Write \${NAME} for a variable, or $\${ for a literal \${.`,
+          );
         if (name === undefined) return '${';
         if (!NAME.test(name))
           throw new InvalidInputError(

@@ -38,7 +38,7 @@ export {
   uniqueIndexes,
 } from './introspect.ts';
 export type { TableInfo, UniqueIndexInfo } from './introspect.ts';
-export { tryProcessLock } from './process-lock.ts';
+export { lockHeld, tryProcessLock } from './process-lock.ts';
 export type { ProcessLock } from './process-lock.ts';
 export { runQuery } from './query.ts';
 export type { QueryResult } from './query.ts';

@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import os from 'node:os';
 import { isSqliteBusy } from '../errors.ts';
 import { openDatabase, type Db } from './connection.ts';
@@ -87,6 +88,25 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
       rollbackOpen(db);
       closeDatabase(db);
     }
+  }
+}
+
+/**
+ * Whether another connection holds the lock at `file` now, writing nothing:
+ * no lock file is made (a missing one is free) and none is written (the
+ * look takes the lock for a moment, inside a transaction that writes
+ * nothing, then lets go). `heldBy` as tryProcessLock says it.
+ */
+export function lockHeld(file: string): { readonly heldBy: LockHolder | undefined } | undefined {
+  if (!fs.existsSync(file)) return undefined;
+  const db = openDatabase(file, { role: 'lock file', busyTimeoutMs: ROW_WAIT_MS });
+  try {
+    db.pragma('busy_timeout = 0');
+    if (!beginImmediate(db)) return { heldBy: readHolder(db) };
+    rollbackOpen(db);
+    return undefined;
+  } finally {
+    closeDatabase(db);
   }
 }
 

@@ -136,6 +136,17 @@ listen: 9464
     expect(literal.message).toContain('listen is "${x}"');
   });
 
+  test('a ${ with no closing brace is refused at its line, not kept as text', async ({ tmp, makeDb }) => {
+    makeDb('app.db', SCHEMA);
+    // publish: {nats: "${NATS_URL"} would otherwise connect to a server named "${NATS_URL" (or a path would name a file so).
+    const err = await refusal(tmp, 'sources:\n  - path: app.db\n    capture: [issues]\n    publish: {nats: "${NATS_URL"}\n', {
+      NATS_URL: 'nats://h:1',
+    });
+    expect(err.code).toBe('PIPELINE_INVALID');
+    expect(err.message).toMatch(/sluice\.yml:4:21: \$\{NATS_URL has no closing \}/);
+    expect(err.message).toContain('Write ${NAME}');
+  });
+
   test('naming a projection file, a source or a table that does not exist is refused at its line', async ({ tmp, makeDb }) => {
     makeDb('app.db', SCHEMA);
     const file = await refusal(

@@ -47,6 +47,8 @@ export class DefinitionFiles {
   /** When changed() last looked at the files, and whether it saw a change that load() has not taken yet. */
   #lookedMs = Number.NEGATIVE_INFINITY;
   #seen = false;
+  /** The stamps at changedAndSettled's last look. */
+  #lastLook: string | undefined;
 
   /** `files` as they were loaded (the open read them). */
   constructor(files: readonly string[]) {
@@ -65,6 +67,21 @@ export class DefinitionFiles {
     this.#lookedMs = now;
     this.#seen = this.#files.some((f, i) => stamp(f) !== this.#stamps[i]);
     return this.#seen;
+  }
+
+  /**
+   * Whether a file changed since it was last loaded and looked the same at
+   * the look before this one (sluice run's watch, every 0.5 s): a file
+   * being written (an editor that truncates then writes, a copy in
+   * progress) is taken once it stopped changing, never half-written, which
+   * may still parse as a file that declares less (and under prune, drops
+   * it).
+   */
+  changedAndSettled(): boolean {
+    const now = this.#files.map(stamp).join('\n');
+    const before = this.#lastLook;
+    this.#lastLook = now;
+    return now !== this.#stamps.join('\n') && now === before;
   }
 
   /**

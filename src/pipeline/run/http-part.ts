@@ -14,6 +14,9 @@ import type { PartKind } from './part.ts';
 
 type Listen = NonNullable<Pipeline['listen']>;
 
+/** What to do about a `listen` address that cannot be bound. */
+export const LISTEN_FIX = 'Free the port or change "listen" in the pipeline file.';
+
 export const httpPart: PartKind<Listen> = {
   kind: 'http',
   configs: (pipeline) => (pipeline.listen === undefined ? [] : [pipeline.listen]),
@@ -49,7 +52,7 @@ export const httpPart: PartKind<Listen> = {
         res.writeHead(500, { 'content-type': 'text/plain' }).end(`${String(err)}\n`);
       }
     });
-    await listenOn(server, at, 'listen', 'Free the port or change "listen" in the pipeline file.');
+    await listenOn(server, at, 'listen', LISTEN_FIX);
     ctx.log('info', 'start', `serving /healthz, /metrics and the status page on http://${httpPart.name(at)}/`);
     ctx.ok();
     await new Promise<void>((resolve) => {

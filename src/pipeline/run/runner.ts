@@ -3,13 +3,14 @@ import type { FedLag } from '../../apply/check/index.ts';
 import { lockFollower } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage } from '../../errors.ts';
 import type { ProcessLock } from '../../sqlite/index.ts';
-import { checkPipelineSources, handlerModules, loadPipeline, SluiceMetrics, pipelineHealth } from '../index.ts';
+import { checkPipelineSources, handlerModules, loadPipeline, probeListen, SluiceMetrics, pipelineHealth } from '../index.ts';
 import { DefinitionFiles } from '../follow/index.ts';
 import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
 import { PART_KINDS } from './parts.ts';
 import { tightenHeapGrowth } from './heap-growth.ts';
+import { LISTEN_FIX } from './http-part.ts';
 import { lockRun } from './run-lock.ts';
 
 /*
@@ -25,7 +26,7 @@ const RECORD = { handlerFailures: 'record' } as const;
 
 /** /healthz is read at most this often; a scrape or a page refresh in between gets the last reading. */
 const HEALTH_CACHE_MS = 250;
-/** How often the pipeline file and its definition files are looked at for a change. */
+/** How often the pipeline file and its definition files are looked at for a change (taken once two looks in a row see the same change: 0.5-1 s after the last write). */
 const WATCH_MS = 500;
 /** How often a subscribed target's lag is read from its stream (a broker round trip; only when the file subscribes). */
 const FED_LAG_MS = 5000;
@@ -88,6 +89,8 @@ export class Runner {
     const runner = new Runner(file, pipeline, log, runLock);
     try {
       for (const t of declaredTargets(pipeline)) runner.#lockTarget(t);
+      // Its address taken (another run's, an exporter's): refused now, before anything is enabled or built (retried, another process would answer /healthz).
+      if (pipeline.listen !== undefined) await probeListen(pipeline.listen, 'listen', LISTEN_FIX);
     } catch (err) {
       runner.#releaseLocks();
       throw err;
@@ -95,7 +98,7 @@ export class Runner {
     log.event('info', 'run', 'start', `running ${pipeline.file} (pid ${process.pid})`, { pid: process.pid });
     await runner.#reconcile();
     runner.#watch = setInterval(() => {
-      if (runner.#watched.changed()) void runner.reload('a file changed');
+      if (runner.#watched.changedAndSettled()) void runner.reload('a file changed');
     }, WATCH_MS);
     runner.#refreshFedLag();
     return runner;

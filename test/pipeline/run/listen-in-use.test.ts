@@ -1,0 +1,61 @@
+// sluice run refuses to start when its listen address is taken, with nothing written
+import fs from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
+import { runCliAsync } from '../../cli/support/cli.ts';
+import { appSource, put } from '../support/run.ts';
+
+/*
+ * The port of `listen` held by another process (another run's default
+ * 127.0.0.1:9464, a Prometheus exporter): run used to start anyway, build
+ * and follow every target, and retry its HTTP server forever, so /healthz
+ * (what a supervisor or a load balancer asks) answered from the other
+ * process. It must exit 1 at start with one line naming the address and the
+ * fix, before it enables capture or creates a target.
+ */
+describe.skipIf(process.platform === 'win32')('sluice run', () => {
+  test('exits 1 at start when the listen port is in use, naming the address, with no target created and no capture enabled', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    const before = fs.readFileSync(src);
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const port = (holder.address() as net.AddressInfo).port;
+    try {
+      put(
+        config,
+        `sources:
+  - path: app.db
+    capture: [issues, comments]
+    targets:
+      - path: cache.db
+        projections: ["*"]
+listen: 127.0.0.1:${port}
+`,
+      );
+      const r = await runCliAsync(['run', '--config', config], { cwd: tmp });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(new RegExp(`METRICS_LISTEN_FAILED: Cannot listen on 127\\.0\\.0\\.1:${port}: the port is in use`));
+      expect(r.stderr).toContain('change "listen" in the pipeline file');
+      expect(fs.existsSync(path.join(tmp, 'cache.db'))).toBe(false);
+      expect(fs.readFileSync(src).equals(before)).toBe(true);
+      // Only reading happened: the source's -wal and -shm a reader makes, and the lock files (kept: process-lock.ts).
+      expect(fs.readdirSync(tmp).sort()).toEqual([
+        'app.db',
+        'app.db-shm',
+        'app.db-wal',
+        'cache.db-follower',
+        'sluice.yml',
+        'sluice.yml-run',
+      ]);
+      expect(fs.statSync(path.join(tmp, 'app.db-wal')).size).toBe(0);
+      expect(runSqliteCli(src, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '\\_sluice%' ESCAPE '\\';").trim()).toBe('0');
+    } finally {
+      await new Promise<void>((resolve) => holder.close(() => resolve()));
+    }
+  }, 30_000);
+});
