@@ -5,7 +5,7 @@ import { enable, status } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, forgetUndeclared } from './prune.ts';
-import { checkDeclaredExclusions, declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -80,6 +80,7 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
       let error: ConvergedTarget['error'] = null;
       try {
         checkDeclaredExclusions(source);
+        makeTargetFolder(t.path);
         const syncer = await Syncer.open(source.path, t.path, { projections: declaredInputs(t.projections) });
         try {
           sync = await syncer.runOnce(options.signal === undefined ? {} : { signal: options.signal });

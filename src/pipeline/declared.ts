@@ -1,7 +1,9 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { readTables, openSource, type CaptureStatus } from '../capture/index.ts';
-import { CaptureRefusedError } from '../errors.ts';
+import { CaptureRefusedError, SluiceError, errorCode } from '../errors.ts';
 import { foldIdent } from '../sqlite/index.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import { isDefaultMirror } from '../apply/projections/index.ts';
@@ -102,5 +104,26 @@ export function checkDeclaredExclusions(source: PipelineSource): void {
     }
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Makes the folder of a declared target when it does not exist (a new
+ * machine, a folder removed): the file declares the target, so run and a
+ * converging pass build it there, as plan says. Throws DB_NOT_WRITABLE
+ * naming the folder when it cannot be made. A one-shot `sync` into a path
+ * whose folder is missing still refuses (a typo there makes no folders).
+ */
+export function makeTargetFolder(target: string): void {
+  const folder = path.dirname(path.resolve(target));
+  if (fs.existsSync(folder)) return;
+  try {
+    fs.mkdirSync(folder, { recursive: true });
+  } catch (err) {
+    throw new SluiceError(
+      'DB_NOT_WRITABLE',
+      `Cannot make the folder ${folder} of declared target ${target} (${String(errorCode(err) ?? 'error')}). Make it, or give this user write access to its parent folder.`,
+      { cause: err },
+    );
   }
 }

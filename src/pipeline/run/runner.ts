@@ -3,7 +3,15 @@ import type { FedLag } from '../../apply/check/index.ts';
 import { lockFollower } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage } from '../../errors.ts';
 import type { ProcessLock } from '../../sqlite/index.ts';
-import { checkPipelineSources, handlerModules, loadPipeline, probeListen, SluiceMetrics, pipelineHealth } from '../index.ts';
+import {
+  checkPipelineSources,
+  handlerModules,
+  loadPipeline,
+  makeTargetFolder,
+  probeListen,
+  SluiceMetrics,
+  pipelineHealth,
+} from '../index.ts';
 import { DefinitionFiles } from '../follow/index.ts';
 import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
@@ -88,9 +96,9 @@ export class Runner {
     const runLock = lockRun(pipeline.file);
     const runner = new Runner(file, pipeline, log, runLock);
     try {
-      for (const t of declaredTargets(pipeline)) runner.#lockTarget(t);
-      // Its address taken (another run's, an exporter's): refused now, before anything is enabled or built (retried, another process would answer /healthz).
+      // Its address taken (another run's, an exporter's): refused now, before anything is made, enabled or built (retried, another process would answer /healthz).
       if (pipeline.listen !== undefined) await probeListen(pipeline.listen, 'listen', LISTEN_FIX);
+      for (const t of declaredTargets(pipeline)) runner.#lockTarget(t);
     } catch (err) {
       runner.#releaseLocks();
       throw err;
@@ -272,8 +280,11 @@ export class Runner {
       });
   }
 
+  /** Takes a declared target's follower lock, its folder made first when missing (a new machine: the file declares the target). */
   #lockTarget(target: string): void {
-    if (!this.#targetLocks.has(target)) this.#targetLocks.set(target, lockFollower(target, `run --config ${this.#pipeline.file}`));
+    if (this.#targetLocks.has(target)) return;
+    makeTargetFolder(target);
+    this.#targetLocks.set(target, lockFollower(target, `run --config ${this.#pipeline.file}`));
   }
 
   #releaseLocks(): void {

@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import { declaredInputs, handlerModules } from '../index.ts';
+import { declaredInputs, handlerModules, makeTargetFolder } from '../index.ts';
 import { stamp } from '../follow/index.ts';
 import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
@@ -39,7 +39,7 @@ export const targetPart: PartKind<TargetConfig> = {
       c.source.capture.map((t) => [t.table, t.exclude ?? null]),
     ]),
   async run(c, ctx) {
-    ctx.shared.lockTarget(c.target.path);
+    ctx.shared.lockTarget(c.target.path); // its folder made first, when missing
     const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx, young);
   },
@@ -57,6 +57,7 @@ export const subscribePart: PartKind<PipelineSubscription> = {
   fingerprint: (s) =>
     JSON.stringify([s.nats, s.sourceId, s.format, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
+    makeTargetFolder(s.path);
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx, YOUNG_MB.handlers);
   },
 };

@@ -43,15 +43,8 @@ listen: 127.0.0.1:${port}
       expect(r.stderr).toContain('change "listen" in the pipeline file');
       expect(fs.existsSync(path.join(tmp, 'cache.db'))).toBe(false);
       expect(fs.readFileSync(src).equals(before)).toBe(true);
-      // Only reading happened: the source's -wal and -shm a reader makes, and the lock files (kept: process-lock.ts).
-      expect(fs.readdirSync(tmp).sort()).toEqual([
-        'app.db',
-        'app.db-shm',
-        'app.db-wal',
-        'cache.db-follower',
-        'sluice.yml',
-        'sluice.yml-run',
-      ]);
+      // Only reading happened: the source's -wal and -shm a reader makes, and the run's lock file (kept: process-lock.ts); no target's lock.
+      expect(fs.readdirSync(tmp).sort()).toEqual(['app.db', 'app.db-shm', 'app.db-wal', 'sluice.yml', 'sluice.yml-run']);
       expect(fs.statSync(path.join(tmp, 'app.db-wal')).size).toBe(0);
       expect(runSqliteCli(src, "SELECT count(*) FROM sqlite_schema WHERE name LIKE '\\_sluice%' ESCAPE '\\';").trim()).toBe('0');
     } finally {
