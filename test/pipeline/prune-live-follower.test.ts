@@ -3,10 +3,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { loadPipeline, planPipeline, convergeOnce, pipelineHealth } from '../../src/pipeline/index.ts';
-import { readConsumers } from '../../src/capture/index.ts';
 import { lockFollower } from '../../src/apply/sync/index.ts';
-import { openDatabase } from '../../src/sqlite/index.ts';
-import { appSource, put } from './support/run.ts';
+import { acks, appSource, put } from './support/run.ts';
 
 /*
  * Two pipeline files on one source: this one (prune: true) declares
@@ -17,17 +15,6 @@ import { appSource, put } from './support/run.ts';
  * --config and a converging pass leave them alone; once no process
  * follows it, they are undeclared (and forgotten under prune) as before.
  */
-
-function acks(src: string): string[] {
-  const db = openDatabase(src, { readonly: true });
-  try {
-    return readConsumers(db)
-      .map((c) => `${c.projection}@${path.basename(c.target ?? '')}`)
-      .sort();
-  } finally {
-    db.close();
-  }
-}
 
 describe('prune: true beside another pipeline', () => {
   test('keeps the acknowledgements of a target another process follows, and forgets them once nothing follows it', async ({ tmp }) => {

@@ -4,10 +4,8 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { loadPipeline, planPipeline, convergeOnce, pipelineHealth } from '../../src/pipeline/index.ts';
-import { readConsumers } from '../../src/capture/index.ts';
-import { openDatabase } from '../../src/sqlite/index.ts';
 import type { Spawned } from '../cli/support/cli.ts';
-import { appSource, freePort, kill, put, startRun, waitHealth } from './support/run.ts';
+import { acks as sourceAcks, appSource, freePort, kill, put, startRun, waitHealth } from './support/run.ts';
 
 /*
  * With `prune: true` the acknowledgements on a source that the file no
@@ -49,17 +47,8 @@ async function state(dir: string, port: number): Promise<string> {
   return config;
 }
 
-/** The acknowledgements on `dir`'s source, `projection@target file name`. */
-function acks(dir: string): string[] {
-  const db = openDatabase(path.join(dir, 'app.db'), { readonly: true });
-  try {
-    return readConsumers(db)
-      .map((c) => `${c.projection}@${path.basename(c.target ?? '')}`)
-      .sort();
-  } finally {
-    db.close();
-  }
-}
+/** The acknowledgements on `dir`'s source. */
+const acks = (dir: string) => sourceAcks(path.join(dir, 'app.db'));
 
 const short = (name: string) => `${name.slice(0, name.indexOf('@'))}@${path.basename(name.slice(name.indexOf('@') + 1))}`;
 

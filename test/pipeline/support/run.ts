@@ -4,6 +4,8 @@ import path from 'node:path';
 import { runPython } from '../../support/fixtures.ts';
 import { startCli, waitFor, type Spawned } from '../../cli/support/cli.ts';
 import { runStatusOutput } from '../../../src/cli/index.ts';
+import { readConsumers } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import type { z } from 'zod';
 
 /* `sluice run` as a user runs it: a process started on a pipeline file, read through its HTTP endpoints. */
@@ -128,4 +130,16 @@ listen: 127.0.0.1:${port}
     throw err;
   }
   return { src, tgt, config, port, run };
+}
+
+/** The acknowledgements on source `src`, as `projection@target file name`, sorted. */
+export function acks(src: string): string[] {
+  const db = openDatabase(src, { readonly: true });
+  try {
+    return readConsumers(db)
+      .map((c) => `${c.projection}@${path.basename(c.target ?? '')}`)
+      .sort();
+  } finally {
+    db.close();
+  }
 }
