@@ -3,7 +3,8 @@ import { openDatabase } from '../sqlite/index.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import type { FedLag } from '../apply/check/index.ts';
 import { SluiceError } from '../errors.ts';
-import { defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
+import type { StoredMsg } from '@nats-io/jetstream';
+import { BATCH_FORMATS, defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
 import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection/index.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
 import { firstBatchAfter } from './subscribe-plan.ts';
@@ -37,19 +38,31 @@ export async function openStreamLag(
 ): Promise<StreamLagReader> {
   const stream = options.stream ?? defaultStreamName(options.sourceId);
   const subjects = subjectsOf(options.sourceId);
+  // A publisher writes its batches in the formats it is told to, each on its own subject (JSONL, segments, or both, of the
+  // same seqs): the stream reaches the furthest of them. Reading the JSONL subject alone, a stream of segments only said lag 0.
+  const batchSubjects = BATCH_FORMATS.map((f) => subjectsOf(options.sourceId, f).batch);
   const broker: Broker = await openBroker(url, options.who ?? 'subscribe metrics');
   return {
     stream,
     lag: async (seq) => {
       const info = await streamInfo(broker, stream);
       if (info === undefined) return undefined;
-      const last = await lastMessage(broker, stream, subjects.batch);
+      const lasts = await Promise.all(batchSubjects.map((s) => lastMessage(broker, stream, s)));
       const end = await lastMessage(broker, stream, subjects.end);
-      const lastTo = Number(last?.header.get(HEADER.toSeq) ?? 0);
+      const lastTo = Math.max(0, ...lasts.map((m) => Number(m?.header.get(HEADER.toSeq) ?? 0)));
       const snapTo = Number(end?.header.get(HEADER.toSeq) ?? 0);
       const sourceSeq = Math.max(lastTo, snapTo);
       if (!(sourceSeq > seq)) return { sourceSeq, lagEvents: 0, lagMs: 0 };
-      const first = await firstBatchAfter(broker, stream, subjects.batch, seq, info.state.first_seq, info.state.last_seq);
+      // The first batch past it in any format: the earliest stored (one format's copy of a range may be later than the other's).
+      const firsts = await Promise.all(
+        batchSubjects
+          .filter((_, i) => lasts[i] !== undefined)
+          .map((s) => firstBatchAfter(broker, stream, s, seq, info.state.first_seq, info.state.last_seq)),
+      );
+      const first = firsts.reduce<StoredMsg | undefined>(
+        (a, m) => (m === undefined || (a !== undefined && a.time.getTime() <= m.time.getTime()) ? a : m),
+        undefined,
+      );
       // No batch after it: the snapshot past it is what it has not applied.
       const oldest = first ?? end;
       return {

@@ -70,4 +70,32 @@ describe('health of a subscribed target', () => {
       removeDir(dir);
     }
   }, 120_000);
+
+  test('of a stream published in segments only, counts the segment batches it has not applied (it read the JSONL subject, empty, and said lag 0)', async () => {
+    const dir = makeDir();
+    const server = await NatsServer.start();
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const sid = sourceIdOf(src);
+      const tgt = path.join(dir, 'cache.db');
+      const publish = () => publishOnce(src, server.url, { batchSeqs: 10, formats: ['segment'] });
+      await publish();
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', server.url, '--source', sid, '--format', 'segment']);
+      expect(sub.status, sub.stderr).toBe(0);
+      const current = await health(tgt);
+      expect(current.status, current.stdout).toBe(0);
+      expect(current.h.projections[0]).toMatchObject({ name: 'comments', lagEvents: 0, sourceSeq: sourceSeq(src) });
+
+      // The subscriber stopped; the source goes on, and the publisher publishes it (in segments).
+      runPython(COMMENT_WRITER, [src, '12']);
+      await publish();
+      const behind = await health(tgt, '--max-lag-events', '5');
+      expect(behind.status, behind.stdout).toBe(3);
+      expect(behind.h.projections[0]).toMatchObject({ lagEvents: 12, sourceSeq: sourceSeq(src) });
+      expect(behind.h.projections[0]?.lagMs).toBeGreaterThanOrEqual(0);
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  }, 120_000);
 });
