@@ -4,7 +4,7 @@ import { openDatabase } from '../sqlite/index.ts';
 import { enable, status } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
-import { dropUndeclared, forgetUndeclared } from './prune.ts';
+import { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
 import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
@@ -92,7 +92,7 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
       }
       synced.push({ path: t.path, source: source.path, created: created && fs.existsSync(t.path), sync, error, dropped: [] });
     }
-    const pruned = pipeline.prune ? prune(source, synced) : { targets: synced, forgotten: [] };
+    const pruned = pipeline.prune ? prune(source, synced, followedByAnother(pipeline)) : { targets: synced, forgotten: [] };
     targets.push(...pruned.targets);
     sources.push({ ...captured, forgotten: pruned.forgotten });
   }
@@ -129,7 +129,11 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
 }
 
 /** prune: true: drops what each synced target holds beyond what its declaration covers, then forgets the acknowledgements the file no longer declares (the rule run applies: prune.ts). */
-function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { targets: ConvergedTarget[]; forgotten: string[] } {
+function prune(
+  source: PipelineSource,
+  synced: readonly ConvergedTarget[],
+  followed: (target: string) => boolean,
+): { targets: ConvergedTarget[]; forgotten: string[] } {
   const targets = synced.map((t) => {
     if (t.sync === null || !fs.existsSync(t.path)) return t;
     const declared = source.targets.find((x) => x.path === t.path);
@@ -137,7 +141,7 @@ function prune(source: PipelineSource, synced: readonly ConvergedTarget[]): { ta
   });
   const db = openDatabase(source.path, { role: 'source' });
   try {
-    return { targets, forgotten: forgetUndeclared(db, source) };
+    return { targets, forgotten: forgetUndeclared(db, source, followed) };
   } finally {
     db.close();
   }

@@ -122,8 +122,30 @@ export function makeTargetFolder(target: string): void {
   } catch (err) {
     throw new SluiceError(
       'DB_NOT_WRITABLE',
-      `Cannot make the folder ${folder} of declared target ${target} (${String(errorCode(err) ?? 'error')}). Make it, or give this user write access to its parent folder.`,
+      `Cannot make the folder ${folder} of declared target ${target} (${String(errorCode(err) ?? 'error')}): ${inTheWay(folder) ?? 'make it, or give this user write access to its parent folder.'}`,
       { cause: err },
     );
+  }
+}
+
+/** The part of `folder`'s path that no mkdir can get past, and what to do: a file, or a symbolic link to nothing (a disk not mounted). */
+function inTheWay(folder: string): string | undefined {
+  for (let p = folder; p !== path.dirname(p); p = path.dirname(p)) {
+    const l = lstat(p);
+    if (l === undefined) continue;
+    if (l.isSymbolicLink() && !fs.existsSync(p))
+      return `${p} is a symbolic link to ${fs.readlinkSync(p)}, which does not exist. Make that folder (or mount its disk), or correct the link or the target's path.`;
+    if (!fs.statSync(p).isDirectory()) return `${p} is a file, not a folder. Correct the target's path, or move that file.`;
+    return undefined;
+  }
+  return undefined;
+}
+
+/** lstat, or undefined when nothing is at `p` (ENOENT, or ENOTDIR: a file above it). */
+function lstat(p: string): fs.Stats | undefined {
+  try {
+    return fs.lstatSync(p);
+  } catch {
+    return undefined;
   }
 }

@@ -19,7 +19,7 @@ export type { PipelineHealthOptions } from './pipeline-health.ts';
 export type { Pipeline, PipelineSource, PipelineSubscription, PipelineTarget } from './pipeline.ts';
 export { planPipeline } from './plan.ts';
 export type { PipelinePlan, PlanAction, PlannedProjection, PlannedSource, PlannedTarget } from './plan.ts';
-export { dropUndeclared, forgetUndeclared } from './prune.ts';
+export { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
 export { readPipelineQuietly } from './read-quietly.ts';
 export { STATUS_PAGE_CSP, statusPageHtml } from './status-page.ts';
 export type { PipelineHealth, RunPart, RunStatus, TargetHealth } from './status.ts';

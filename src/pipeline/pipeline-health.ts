@@ -6,7 +6,7 @@ import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
 import { heldProjections } from './held.ts';
-import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
@@ -169,7 +169,9 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
   // The one rule convergeOnce and run forget acknowledgements by, and plan predicts (prune.ts).
   const images = s.tables.filter((t) => t.mode === 'images').map((t) => t.name);
   const undeclared = new Set(
-    undeclaredAcknowledgements(s.consumers, source, (t) => keptByDeclaration(t, source, images)).map((c) => c.name),
+    undeclaredAcknowledgements(s.consumers, source, (t) => keptByDeclaration(t, source, images), followedByAnother(pipeline)).map(
+      (c) => c.name,
+    ),
   );
   const acknowledgements: AcknowledgementHealth[] = s.consumers.map((c) => ({
     consumer: c.name,

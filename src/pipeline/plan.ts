@@ -12,7 +12,7 @@ import {
 } from '../apply/evolution/index.ts';
 import { TARGET_SCHEMA } from '../apply/target/index.ts';
 import { heldProjections } from './held.ts';
-import { keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
@@ -268,7 +268,12 @@ async function planTarget(
  */
 function undeclaredAcks(pipeline: Pipeline, source: PipelineSource, capture: CaptureStatus): PlannedSource['acknowledgements'] {
   const images = capture.tables.filter((t) => t.mode === 'images').map((t) => t.name);
-  return undeclaredAcknowledgements(capture.consumers, source, (t) => keptByDeclaration(t, source, images)).map((c) => ({
+  return undeclaredAcknowledgements(
+    capture.consumers,
+    source,
+    (t) => keptByDeclaration(t, source, images),
+    followedByAnother(pipeline),
+  ).map((c) => ({
     consumer: c.name,
     target: c.target as string,
     projection: c.projection as string,

@@ -5,7 +5,7 @@ import { readConsumers, targetKey, type ConsumerRow, readTables } from '../captu
 import { forget } from '../feed/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { lockHeld, type Db } from '../sqlite/index.ts';
-import type { PipelineSource, PipelineTarget } from './pipeline.ts';
+import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaredInputs, declaresHeld } from './declared.ts';
 import { heldProjections } from './held.ts';
 
@@ -61,16 +61,17 @@ export function keptByDeclaration(target: PipelineTarget, source: PipelineSource
  * `prune: true` convergeOnce and run forget them (forgetUndeclared).
  *
  * A target the file does not declare that another process follows now
- * (`followed`: its follower lock is held, by another pipeline's run or a
- * sync --follow) is that process's: its acknowledgements are never judged
- * by this file. Forgetting them let the source prune the journal under a
- * live follower, which then had to rebuild its target.
+ * (`followed`, followedByAnother: its follower lock is held, by another
+ * pipeline's run or a sync --follow) is that process's: its
+ * acknowledgements are never judged by this file. Forgetting them let the
+ * source prune the journal under a live follower, which then had to
+ * rebuild its target.
  */
 export function undeclaredAcknowledgements<C extends Pick<ConsumerRow, 'name' | 'projection' | 'target'>>(
   consumers: readonly C[],
   source: PipelineSource,
   kept: (target: PipelineTarget) => KeptProjections,
-  followed: (target: string) => boolean = followedNow,
+  followed: (target: string) => boolean,
 ): C[] {
   const declared = new Map(source.targets.map((t) => [targetKey(t.path), t]));
   const memo = new Map<PipelineTarget, KeptProjections>();
@@ -89,6 +90,21 @@ export function undeclaredAcknowledgements<C extends Pick<ConsumerRow, 'name' | 
   });
 }
 
+/**
+ * `followed` for the rule above, for `pipeline`'s file: whether another
+ * process follows `target` now. A target the file declares (under another
+ * source: moved there, or subscribed) is followed by this file's own run,
+ * never another process's: its acknowledgements on a source that no longer
+ * declares it are this file's to judge (kept, they would hold that
+ * source's journal for ever).
+ */
+export function followedByAnother(pipeline: Pick<Pipeline, 'sources' | 'subscriptions'>): (target: string) => boolean {
+  const own = new Set(
+    [...pipeline.sources.flatMap((s) => s.targets.map((t) => t.path)), ...pipeline.subscriptions.map((s) => s.path)].map(targetKey),
+  );
+  return (target) => !own.has(target) && followedNow(target);
+}
+
 /** Whether a process holds the follower lock of `target` now (looked at without taking it for more than a moment, nothing written); one that cannot be read counts as followed (forgetting could let the source prune what its follower needs). */
 function followedNow(target: string): boolean {
   try {
@@ -101,15 +117,21 @@ function followedNow(target: string): boolean {
 /**
  * Forgets the acknowledgement rows on the source that `source` no longer
  * declares (undeclaredAcknowledgements; like `sluice forget`); the names
- * forgotten. `kept` defaults to each target's declaration as read from it
- * now (keptByDeclaration).
+ * forgotten. `followed` as followedByAnother says it for the file; `kept`
+ * defaults to each target's declaration as read from it now
+ * (keptByDeclaration).
  */
-export function forgetUndeclared(db: Db, source: PipelineSource, kept?: (target: PipelineTarget) => KeptProjections): string[] {
+export function forgetUndeclared(
+  db: Db,
+  source: PipelineSource,
+  followed: (target: string) => boolean,
+  kept?: (target: PipelineTarget) => KeptProjections,
+): string[] {
   const images = () =>
     readTables(db)
       .filter((t) => t.mode === 'images')
       .map((t) => t.name);
-  const going = undeclaredAcknowledgements(readConsumers(db), source, kept ?? ((t) => keptByDeclaration(t, source, images())));
+  const going = undeclaredAcknowledgements(readConsumers(db), source, kept ?? ((t) => keptByDeclaration(t, source, images())), followed);
   for (const c of going) forget(db, c.name);
   return going.map((c) => c.name);
 }

@@ -12,10 +12,10 @@ import { beginHeld, commitHeld, rollbackOpen } from './transaction.ts';
  * another program to be fooled by). It is SQLite's own write lock on a
  * small database file of its own, in rollback-journal mode: the holder keeps
  * a write transaction open (BEGIN IMMEDIATE: a RESERVED lock), so another
- * BEGIN IMMEDIATE fails at once with SQLITE_BUSY, in another process or in
- * this one, while reads still work. The holder first commits a row saying
- * who it is (pid, host, command, since when), which a refused process reads
- * to name it. The file is never deleted: a process that opened it just
+ * BEGIN IMMEDIATE fails with SQLITE_BUSY (after waiting out a look's
+ * moment), in another process or in this one, while reads still work. The
+ * holder first commits a row saying who it is (pid, host, command, since
+ * when), which a refused process reads to name it. The file is never deleted: a process that opened it just
  * before would lock the unlinked file while a third made a new one.
  */
 
@@ -41,10 +41,17 @@ type LockAttempt = { readonly taken: ProcessLock } | { readonly heldBy: LockHold
 const HOLDER_TABLE = '_sluice_lock_holder';
 /** How long the holder's commit of its row waits for a refused process reading it, and a refused process for that commit. */
 const ROW_WAIT_MS = 2000;
+/**
+ * How long taking the lock waits for a look (lockHeld) to let go: a look
+ * holds it for a moment, a holder for as long as it runs. Without it, a
+ * follower starting while plan, health or a run's /healthz looked was
+ * refused, naming whoever held the lock last.
+ */
+const LOOK_WAIT_MS = 200;
 
 /**
  * Takes the lock at `file` (made when missing) for this process, or says
- * who holds it. Never waits for the lock itself.
+ * who holds it. Waits for the lock only the moment of a look (LOOK_WAIT_MS).
  *
  * @example
  * const a = tryProcessLock('cache.db-follower', 'sync --follow');
@@ -52,11 +59,11 @@ const ROW_WAIT_MS = 2000;
  * try { follow(); } finally { a.taken.release(); }
  */
 export function tryProcessLock(file: string, command: string): LockAttempt {
-  // Opening reads the schema, which waits out a holder's commit of its row; taking the lock never waits.
+  // Opening reads the schema, which waits out a holder's commit of its row; taking the lock waits out a look only.
   const db = openDatabase(file, { create: true, role: 'lock file', busyTimeoutMs: ROW_WAIT_MS });
   let kept = false;
   try {
-    db.pragma('busy_timeout = 0');
+    db.pragma(`busy_timeout = ${LOOK_WAIT_MS}`);
     if (!beginImmediate(db)) return { heldBy: readHolder(db) };
     db.exec(
       `CREATE TABLE IF NOT EXISTS ${HOLDER_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), pid INTEGER NOT NULL, host TEXT NOT NULL, command TEXT NOT NULL, since_ms INTEGER NOT NULL)`,
@@ -64,7 +71,7 @@ export function tryProcessLock(file: string, command: string): LockAttempt {
     db.prepare(`INSERT OR REPLACE INTO ${HOLDER_TABLE} VALUES (1, ?, ?, ?, ?)`).run(process.pid, os.hostname(), command, Date.now());
     db.pragma(`busy_timeout = ${ROW_WAIT_MS}`);
     commitHeld(db);
-    db.pragma('busy_timeout = 0');
+    db.pragma(`busy_timeout = ${LOOK_WAIT_MS}`);
     // The lock was free for the moment of that commit: another process may have taken it meanwhile (it has not said who it is yet).
     if (!beginImmediate(db)) return { heldBy: undefined };
     kept = true;

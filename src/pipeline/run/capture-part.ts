@@ -1,12 +1,14 @@
 import { enable, readTables, openSource } from '../../capture/index.ts';
-import type { PipelineSource } from '../index.ts';
+import type { Pipeline, PipelineSource } from '../index.ts';
 import type { PartContext, PartKind } from './part.ts';
-import { forgetUndeclared, declaredInputs, sameColumns } from '../index.ts';
+import { followedByAnother, forgetUndeclared, declaredInputs, sameColumns } from '../index.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;
   /** The file's `prune`: forget the acknowledgements it no longer declares (prune.ts, the rule convergeOnce forgets by). */
   readonly prune: boolean;
+  /** The file's targets (each source's, each subscription's): this file's run follows them, no other process (followedByAnother). */
+  readonly pipeline: Pick<Pipeline, 'sources' | 'subscriptions'>;
 }
 
 /*
@@ -24,13 +26,14 @@ export interface CaptureConfig {
 export const capturePart: PartKind<CaptureConfig> = {
   kind: 'capture',
   first: true,
-  configs: (pipeline) => pipeline.sources.map((source) => ({ source, prune: pipeline.prune })),
+  configs: (pipeline) => pipeline.sources.map((source) => ({ source, prune: pipeline.prune, pipeline })),
   name: (c) => c.source.path,
   fingerprint: (c) =>
     JSON.stringify([
       c.source.capture.map((t) => [t.table, t.mode, t.exclude ?? null]),
       c.prune,
       c.prune ? c.source.targets.map((t) => [t.path, declaredInputs(t.projections).map((d) => (d === '*' ? d : d.name))]) : [],
+      c.prune ? [...c.pipeline.sources.flatMap((s) => s.targets.map((t) => t.path)), ...c.pipeline.subscriptions.map((s) => s.path)] : [],
     ]),
   async run(config, ctx) {
     ensureCaptured(config, ctx);
@@ -44,7 +47,7 @@ export const capturePart: PartKind<CaptureConfig> = {
 const RECHECK_MS = 3000;
 
 /** Enables the declared tables that are not captured in their declared mode; with prune, forgets the acknowledgements the file no longer declares. */
-function ensureCaptured({ source, prune }: CaptureConfig, ctx: PartContext): void {
+function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
   try {
     const captured = new Map(readTables(db).map((t) => [t.name.toLowerCase(), t]));
@@ -76,7 +79,7 @@ function ensureCaptured({ source, prune }: CaptureConfig, ctx: PartContext): voi
       }
     }
     if (prune) {
-      const forgotten = forgetUndeclared(db, source);
+      const forgotten = forgetUndeclared(db, source, followedByAnother(pipeline));
       if (forgotten.length > 0)
         ctx.log('info', 'forgot', `forgot the acknowledgements the file no longer declares (prune: true): ${forgotten.join(', ')}`, {
           consumers: forgotten,
