@@ -65,6 +65,10 @@ function published(): number {
 describe('killed mid-run', () => {
   test('a publisher killed three times and run again leaves every seq in the stream once, in contiguous batches', async () => {
     const url = nats.server().url;
+    // A kill lands some milliseconds after the poll saw the point: the subscriber may have applied the rest meanwhile (the
+    // last share leaves 600 events, a few ms of work). The final subscribe must be exact either way; at least one kill must
+    // have landed mid-run for the test to mean what it says.
+    let midRun = 0;
     for (const share of [0.15, 0.4, 0.7]) {
       const start = published();
       const p = startCli(['publish', src, '--nats', url, '--batch', '3']);
@@ -96,6 +100,10 @@ describe('killed mid-run', () => {
   test('a subscriber killed three times and run again applies every event once and equals the source', async () => {
     const url = nats.server().url;
     const tgt = at('cache.db');
+    // A kill lands some milliseconds after the poll saw the point: the subscriber may have applied the rest meanwhile (the
+    // last share leaves 600 events, a few ms of work). The final subscribe must be exact either way; at least one kill must
+    // have landed mid-run for the test to mean what it says.
+    let midRun = 0;
     for (const share of [0.15, 0.4, 0.7]) {
       const s = startCli(['subscribe', tgt, '--nats', url, '--source', sid]);
       const point = Math.floor(EVENTS * (share + Math.random() * 0.1));
@@ -108,8 +116,9 @@ describe('killed mid-run', () => {
       s.child.kill('SIGKILL');
       await s.exited;
       expect(projectionSeq(tgt, 'comments'), s.stderr()).toBeGreaterThanOrEqual(point);
-      expect(projectionSeq(tgt, 'comments')).toBeLessThan(EVENTS);
+      if (projectionSeq(tgt, 'comments') < EVENTS) midRun++;
     }
+    expect(midRun).toBeGreaterThan(0);
     const r = await runCliAsync(['subscribe', tgt, '--nats', url, '--source', sid, '--json']);
     expect(r.status, r.stderr).toBe(0);
     expect(parseJson(r, S.subscribeOutput)).toMatchObject({ started: 'batch', batchesSkipped: 0 });
