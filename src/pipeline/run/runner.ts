@@ -83,10 +83,12 @@ export class Runner {
   }
 
   /**
-   * Loads and checks the pipeline file, takes its lock and every declared
-   * target's follower lock, and starts every part. Throws (nothing written)
-   * on a file that does not load, a table that does not exist, another
-   * run of this file (RUN_LOCKED) or a follower of a declared target
+   * Loads and checks the pipeline file, takes its lock, checks that its
+   * `listen` address can be bound, takes every declared target's follower
+   * lock (its folder made when missing), and starts every part. Throws
+   * (nothing written) on a file that does not load, a table that does not
+   * exist, another run of this file (RUN_LOCKED), a `listen` address in use
+   * (METRICS_LISTEN_FAILED) or a follower of a declared target
    * (TARGET_FOLLOWED).
    */
   static async start(file: string, log: RunLog): Promise<Runner> {
