@@ -316,7 +316,7 @@ export const planOutput = z.object({
       path: z.string(),
       source: z.string(),
       exists: z.boolean(),
-      refused: z.object({ code: z.string(), projection: z.string(), fix: z.string() }).nullable(),
+      refused: z.object({ code: z.string(), projection: z.string().nullable(), fix: z.string() }).nullable(),
       projections: z.array(
         z.object({
           name: z.string(),

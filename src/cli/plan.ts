@@ -39,7 +39,9 @@ function planText(plan: PipelinePlan): string {
   for (const t of plan.targets) {
     lines.push(`target ${t.path}${t.exists ? '' : ' (does not exist: built)'}`);
     if (t.refused !== null)
-      lines.push(`  refused as a whole (${t.refused.code}, projection ${t.refused.projection}): nothing of it runs; ${t.refused.fix}`);
+      lines.push(
+        `  refused as a whole (${t.refused.code}${t.refused.projection === null ? '' : `, projection ${t.refused.projection}`}): nothing of it runs; ${t.refused.fix}`,
+      );
     for (const p of t.projections) {
       const why = p.reason === null ? '' : ` (${p.reason})`;
       lines.push(`  ${p.does} ${p.name}${p.kind === 'unknown' ? '' : ` [${p.kind}]`}${why}${p.fix === undefined ? '' : `: ${p.fix}`}`);

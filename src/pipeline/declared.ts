@@ -128,6 +128,17 @@ export function makeTargetFolder(target: string): void {
   }
 }
 
+/**
+ * Why the missing folder of declared target `target` cannot be made (a part
+ * of its path in the way: inTheWay), written as the fix; undefined when the
+ * folder exists or nothing is in the way. Looks only: plan asks it, so as to
+ * predict makeTargetFolder's refusal.
+ */
+export function targetFolderProblem(target: string): string | undefined {
+  const folder = path.dirname(path.resolve(target));
+  return fs.existsSync(folder) ? undefined : inTheWay(folder);
+}
+
 /** The part of `folder`'s path that no mkdir can get past, and what to do: a file, or a symbolic link to nothing (a disk not mounted). */
 function inTheWay(folder: string): string | undefined {
   for (let p = folder; p !== path.dirname(p); p = path.dirname(p)) {

@@ -13,7 +13,7 @@ import {
 import { TARGET_SCHEMA } from '../apply/target/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
-import { declaredInputs, toEnable, undeclaredCapture } from './declared.ts';
+import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
@@ -48,8 +48,12 @@ export interface PlannedTarget {
   readonly path: string;
   readonly source: string;
   readonly exists: boolean;
-  /** Set when the whole sync of the target is refused (a declared definition that does not compile or collides): nothing of it runs. */
-  readonly refused: { readonly code: string; readonly projection: string; readonly fix: string } | null;
+  /**
+   * Set when the whole sync of the target is refused: a declared definition
+   * that does not compile or collides (`projection` names it), or a missing
+   * target whose folder cannot be made (`projection` null). Nothing of it runs.
+   */
+  readonly refused: { readonly code: string; readonly projection: string | null; readonly fix: string } | null;
   readonly projections: readonly PlannedProjection[];
 }
 
@@ -242,8 +246,14 @@ async function planTarget(
         const s = report.projections[i]?.sync;
         return p.does === 'refuse' && s?.does === 'refuse' && s.run;
       });
+  // A missing target whose folder cannot be made (a file, or a link to nothing, in its path): run and a pass refuse it (makeTargetFolder).
+  const folder = exists ? undefined : targetFolderProblem(t.path);
   const refused =
-    runRefusal === undefined ? null : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
+    folder !== undefined
+      ? { code: 'DB_NOT_WRITABLE', projection: null, fix: folder }
+      : runRefusal === undefined
+        ? null
+        : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
   const names = new Set(projections.map((p) => p.name));
   for (const name of exists ? heldProjections(t.path).map((r) => r.name) : [])
     if (!names.has(name))
