@@ -53,7 +53,10 @@ export const httpPart: PartKind<Listen> = {
       }
     });
     await listenOn(server, at, 'listen', LISTEN_FIX);
-    ctx.log('info', 'start', `serving /healthz, /metrics and the status page on http://${httpPart.name(at)}/`);
+    // The port bound, which listen: HOST:0 leaves to the system.
+    const bound = server.address();
+    const port = typeof bound === 'object' && bound !== null ? bound.port : at.port;
+    ctx.log('info', 'start', `serving /healthz, /metrics and the status page on http://${httpPart.name({ ...at, port })}/`, { port });
     ctx.ok();
     await new Promise<void>((resolve) => {
       if (ctx.signal.aborted) resolve();

@@ -4,7 +4,9 @@ import net from 'node:net';
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
 import { runCliAsync } from '../../cli/support/cli.ts';
-import { appSource, put } from '../support/run.ts';
+import { afterEach } from 'vitest';
+import type { Spawned } from '../../cli/support/cli.ts';
+import { appSource, healthz, kill, logLines, put, startRun, waitFor } from '../support/run.ts';
 
 /*
  * The port of `listen` held by another process (another run's default
@@ -51,4 +53,23 @@ listen: 127.0.0.1:${port}
       await new Promise<void>((resolve) => holder.close(() => resolve()));
     }
   }, 30_000);
+
+  test('on port 0 logs the port the system gave it, where /healthz answers', async ({ tmp }) => {
+    appSource(path.join(tmp, 'app.db'));
+    const config = path.join(tmp, 'sluice.yml');
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - {path: cache.db, projections: ["*"]}\nlisten: 127.0.0.1:0\n`,
+    );
+    running = startRun(config);
+    const serving = () => logLines(running as Spawned).find((l) => l.part === 'http:127.0.0.1:0' && l.event === 'start');
+    await waitFor('the HTTP part to start', () => serving() !== undefined);
+    const port = Number(serving()?.port);
+    expect(port).toBeGreaterThan(0);
+    expect(serving()?.msg).toContain(`http://127.0.0.1:${port}/`);
+    expect((await healthz(port)).status.targets.map((t) => path.basename(t.path))).toEqual(['cache.db']);
+  }, 30_000);
 });
+
+let running: Spawned | undefined;
+afterEach(() => kill(running));
