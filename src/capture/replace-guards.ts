@@ -1,4 +1,4 @@
-import { foldIdent, quoteIdent } from '../sqlite/index.ts';
+import { foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
 import {
   FLUSH_VIEW,
@@ -17,6 +17,19 @@ export interface GuardInputs {
   readonly uniques: readonly UniqueIndexInfo[];
   /** Collation of each key column in the primary key's own index (none for an INTEGER PRIMARY KEY). */
   readonly keyCollations: ReadonlyMap<string, string>;
+}
+
+/**
+ * A column's DEFAULT (as pragma_table_info gives it) as an expression a trigger can evaluate, or undefined.
+ * A bare or quoted identifier is a string to SQLite there (`DEFAULT abc` is 'abc') but would name a column in a
+ * trigger, so it becomes a string literal; a text with a quote character of an identifier elsewhere is left out.
+ */
+function defaultExpression(sql: string): string | undefined {
+  if (/^(current_time|current_date|current_timestamp|true|false|null)$/i.test(sql)) return sql;
+  if (/^[A-Za-z_][A-Za-z0-9_$]*$/.test(sql)) return quoteString(sql);
+  const quoted = /^"((?:[^"]|"")*)"$/.exec(sql) ?? /^`((?:[^`]|``)*)`$/.exec(sql) ?? /^\[([^\]]*)\]$/.exec(sql);
+  if (quoted !== null) return quoteString((quoted[1] as string).replace(/""|``/g, (q) => q.charAt(0)));
+  return /["`[]/.test(sql) ? undefined : `(${sql})`;
 }
 
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */
@@ -65,8 +78,28 @@ export function replaceGuards(
   const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${c}`);
   type GuardColumn = { readonly name: string; readonly collate?: string; readonly rowid?: boolean };
   const ident = (c: GuardColumn) => (c.rowid === true ? c.name : quoteIdent(c.name));
-  const match = (prefix: string, columns: readonly GuardColumn[]) =>
-    `(${columns.map((c) => `${ident(c)} = ${prefix}.${ident(c)}${collate(c.collate)}`).join(' AND ')})`;
+  // Under REPLACE (the statement's or the column's own ON CONFLICT), a NULL
+  // written to a NOT NULL column with a DEFAULT takes the default after the
+  // BEFORE triggers ran, and the row the default collides with is deleted:
+  // the guards look up the default in its place. (A NULL that is not
+  // replaced fails the write, whose notes are then stale.) Formats 2 to 4
+  // compared NEW alone.
+  const defaults = new Map(
+    inlineFlush
+      ? []
+      : info.columns
+          .filter((c) => c.notNull && c.hidden === 0 && !(info.rowidAlias && c.pkIndex > 0))
+          .flatMap((c) => {
+            const d = c.defaultSql === null ? undefined : defaultExpression(c.defaultSql);
+            return d === undefined ? [] : [[c.name, d] as const];
+          }),
+  );
+  const newValue = (c: GuardColumn) => {
+    const d = c.rowid === true ? undefined : defaults.get(c.name);
+    return d === undefined ? `NEW.${ident(c)}` : `coalesce(NEW.${ident(c)}, ${d})`;
+  };
+  const match = (prefix: 'NEW' | 'OLD', columns: readonly GuardColumn[]) =>
+    `(${columns.map((c) => `${ident(c)} = ${prefix === 'NEW' ? newValue(c) : `OLD.${ident(c)}`}${collate(c.collate)}`).join(' AND ')})`;
   const key: GuardColumn[] = info.keyColumns.map((name) => {
     const coll = inputs.keyCollations.get(name);
     return coll === undefined ? { name } : { name, collate: coll };
