@@ -9,6 +9,7 @@ import {
   loadPipeline,
   makeTargetFolder,
   probeListen,
+  targetFolderProblem,
   SluiceMetrics,
   pipelineHealth,
 } from '../index.ts';
@@ -85,7 +86,8 @@ export class Runner {
   /**
    * Loads and checks the pipeline file, takes its lock, checks that its
    * `listen` address can be bound, takes every declared target's follower
-   * lock (its folder made when missing), and starts every part. Throws
+   * lock (its folder made when missing; one whose folder cannot be made is
+   * left to its part, which fails and retries), and starts every part. Throws
    * (nothing written) on a file that does not load, a table that does not
    * exist, another run of this file (RUN_LOCKED), a `listen` address in use
    * (METRICS_LISTEN_FAILED) or a follower of a declared target
@@ -100,7 +102,8 @@ export class Runner {
     try {
       // Its address taken (another run's, an exporter's): refused now, before anything is made, enabled or built (retried, another process would answer /healthz).
       if (pipeline.listen !== undefined) await probeListen(pipeline.listen, 'listen', LISTEN_FIX);
-      for (const t of declaredTargets(pipeline)) runner.#lockTarget(t);
+      // A target whose folder cannot be made (a file in its path, a disk not mounted) is its own part's failure, retried, not the run's.
+      for (const t of declaredTargets(pipeline)) if (targetFolderProblem(t) === undefined) runner.#lockTarget(t);
     } catch (err) {
       runner.#releaseLocks();
       throw err;

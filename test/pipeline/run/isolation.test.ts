@@ -153,4 +153,33 @@ listen: 127.0.0.1:${port}
     expect(back.status.run.parts.find((p) => p.name === bad)).toMatchObject({ state: 'running', failure: null });
     expect(scalar(bad, 'SELECT title FROM issues WHERE id = 4')).toBe('beside a failing target');
   });
+  test('a target whose folder cannot be made (a file in its path) fails its own part, retried, while the other target runs; it is built once the file is gone', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const good = path.join(tmp, 'good.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    fs.writeFileSync(path.join(tmp, 'disk'), 'a file where the target expects a folder\n');
+    const bad = path.join(tmp, 'disk', 'cache', 'bad.db');
+    const port = await freePort();
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - {path: disk/cache/bad.db, projections: ["*"]}\n      - {path: good.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
+    );
+    running = startRun(config);
+    const failing = await waitHealth(port, 'bad.db retried', (h) =>
+      h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2),
+    );
+    const part = failing.status.run.parts.find((p) => p.name === bad);
+    expect(part?.failure?.code).toBe('DB_NOT_WRITABLE');
+    expect(part?.failure?.message).toContain(`${path.join(tmp, 'disk')} is a file, not a folder`);
+    expect(failing.status.run.parts.find((p) => p.name === good)?.state).toBe('running');
+    expect(scalar(good, 'SELECT count(*) FROM issues')).toBe(50n);
+
+    fs.rmSync(path.join(tmp, 'disk'));
+    const back = await waitHealth(port, 'bad.db built once the file is gone', (h) => h.code === 200);
+    expect(back.status.run.parts.find((p) => p.name === bad)).toMatchObject({ state: 'running', failure: null });
+    expect(scalar(bad, 'SELECT count(*) FROM issues')).toBe(50n);
+  });
 });
