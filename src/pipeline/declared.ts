@@ -111,28 +111,31 @@ export function checkDeclaredExclusions(source: PipelineSource): void {
  * Makes the folder of a declared target when it does not exist (a new
  * machine, a folder removed): the file declares the target, so run and a
  * converging pass build it there, as plan says. Throws DB_NOT_WRITABLE
- * naming the folder when it cannot be made. A one-shot `sync` into a path
- * whose folder is missing still refuses (a typo there makes no folders).
+ * naming the folder when it cannot be made: first by the rule plan predicts
+ * it with (targetFolderProblem), then for what only mkdir finds (no write
+ * access). A one-shot `sync` into a path whose folder is missing still
+ * refuses (a typo there makes no folders).
  */
 export function makeTargetFolder(target: string): void {
   const folder = path.dirname(path.resolve(target));
   if (fs.existsSync(folder)) return;
+  const refuse = (why: string, cause?: unknown) =>
+    new SluiceError('DB_NOT_WRITABLE', `Cannot make the folder ${folder} of declared target ${target}${why}`, { cause });
+  const problem = inTheWay(folder);
+  if (problem !== undefined) throw refuse(`: ${problem}`);
   try {
     fs.mkdirSync(folder, { recursive: true });
   } catch (err) {
-    throw new SluiceError(
-      'DB_NOT_WRITABLE',
-      `Cannot make the folder ${folder} of declared target ${target} (${String(errorCode(err) ?? 'error')}): ${inTheWay(folder) ?? 'make it, or give this user write access to its parent folder.'}`,
-      { cause: err },
-    );
+    throw refuse(` (${String(errorCode(err) ?? 'error')}): make it, or give this user write access to its parent folder.`, err);
   }
 }
 
 /**
  * Why the missing folder of declared target `target` cannot be made (a part
  * of its path in the way: inTheWay), written as the fix; undefined when the
- * folder exists or nothing is in the way. Looks only: plan asks it, so as to
- * predict makeTargetFolder's refusal.
+ * folder exists or nothing is in the way. Looks only: plan asks it, to
+ * predict makeTargetFolder's refusal, and run, to leave such a target to
+ * its part.
  */
 export function targetFolderProblem(target: string): string | undefined {
   const folder = path.dirname(path.resolve(target));
