@@ -21,14 +21,22 @@ async function health(tgt: string, ...flags: string[]) {
   return { status: r.status, stderr: r.stderr, stdout: r.stdout, h: parseJson(r, S.healthOutput) };
 }
 
+/** A tracker source (comments captured), its source id, a target path beside it and a nats-server, for `fn`; all gone after. */
+async function withBroker(fn: (s: { server: NatsServer; src: string; sid: string; tgt: string }) => Promise<void>): Promise<void> {
+  const dir = makeDir();
+  const server = await NatsServer.start();
+  try {
+    const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+    await fn({ server, src, sid: sourceIdOf(src), tgt: path.join(dir, 'cache.db') });
+  } finally {
+    await server.dispose();
+    removeDir(dir);
+  }
+}
+
 describe('health of a subscribed target', () => {
   test('reads the lag from the URL and stream subscribe recorded; unreachable there, it needs action', async () => {
-    const dir = makeDir();
-    const server = await NatsServer.start();
-    try {
-      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
-      const sid = sourceIdOf(src);
-      const tgt = path.join(dir, 'cache.db');
+    await withBroker(async ({ server, src, sid, tgt }) => {
       // The publisher is this test's setup: the library the CLI runs (`sluice publish SRC --nats URL --batch 10`).
       const publish = () => publishOnce(src, server.url, { batchSeqs: 10 });
       await publish();
@@ -65,19 +73,11 @@ describe('health of a subscribed target', () => {
       expect(away.status, away.stdout).toBe(3);
       expect(away.h.projections[0]?.lagEvents).toBeNull();
       expect(away.h.projections[0]?.problems.join('\n')).toContain(`cannot be read from NATS at ${server.url}`);
-    } finally {
-      await server.dispose();
-      removeDir(dir);
-    }
+    });
   }, 120_000);
 
   test('of a stream published in segments only, counts the segment batches it has not applied (it read the JSONL subject, empty, and said lag 0)', async () => {
-    const dir = makeDir();
-    const server = await NatsServer.start();
-    try {
-      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
-      const sid = sourceIdOf(src);
-      const tgt = path.join(dir, 'cache.db');
+    await withBroker(async ({ server, src, sid, tgt }) => {
       const publish = () => publishOnce(src, server.url, { batchSeqs: 10, formats: ['segment'] });
       await publish();
       const sub = await runCliAsync(['subscribe', tgt, '--nats', server.url, '--source', sid, '--format', 'segment']);
@@ -93,9 +93,6 @@ describe('health of a subscribed target', () => {
       expect(behind.status, behind.stdout).toBe(3);
       expect(behind.h.projections[0]).toMatchObject({ lagEvents: 12, sourceSeq: sourceSeq(src) });
       expect(behind.h.projections[0]?.lagMs).toBeGreaterThanOrEqual(0);
-    } finally {
-      await server.dispose();
-      removeDir(dir);
-    }
+    });
   }, 120_000);
 });
