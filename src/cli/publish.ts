@@ -24,7 +24,7 @@ function where(p: Publisher): string {
 
 interface PublishCliOptions extends NatsCliOptions {
   stream?: string;
-  batch: number;
+  batch?: number;
   format: ('jsonl' | 'segment')[];
   follow?: boolean;
   json?: boolean;
@@ -43,9 +43,8 @@ export function registerPublish(program: Command): void {
     .option('--stream <name>', 'JetStream stream (default SLUICE_<source id>; made if missing)')
     .option(
       '--batch <n>',
-      'seqs per batch window (fixed boundaries, so a batch published again has the same Nats-Msg-Id)',
+      'seqs per batch window (fixed boundaries, so a batch published again has the same Nats-Msg-Id; default 1000, or 10000 when only segments are published)',
       parseWholeNumber,
-      1000,
     )
     .option(
       '--format <formats>',
@@ -89,7 +88,7 @@ export function registerPublish(program: Command): void {
       try {
         publisher = await broker.Publisher.open(dbPath, nats, {
           ...(opts.stream === undefined ? {} : { stream: opts.stream }),
-          batchSeqs: Math.max(1, opts.batch),
+          ...(opts.batch === undefined ? {} : { batchSeqs: Math.max(1, opts.batch) }),
           formats: opts.format,
           log,
           signal: interrupt.signal,
