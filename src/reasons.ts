@@ -951,6 +951,12 @@ export const REASONS = {
     explain: "The stream does not take the source's subjects.",
     repair: null,
   },
+  BROKER_SUBJECTS_TAKEN: {
+    kinds: ['error'],
+    clears: false,
+    explain: "Another stream already takes the source's subjects, so a stream of another name cannot be made for them.",
+    repair: null,
+  },
   BROKER_MESSAGE_TOO_LARGE: {
     kinds: ['error'],
     clears: false,

@@ -138,7 +138,11 @@ export async function ensureStream(b: Broker, stream: string, sourceId: string, 
   const subjects = subjectsOf(sourceId);
   const info = await streamInfo(b, stream);
   if (info === undefined) {
-    return b.jsm.streams.add({ name: stream, subjects: [subjects.all], storage: 'file' as never, allow_direct: true });
+    try {
+      return await b.jsm.streams.add({ name: stream, subjects: [subjects.all], storage: 'file' as never, allow_direct: true });
+    } catch (err) {
+      throw await subjectsTaken(b, stream, subjects, err);
+    }
   }
   const have = info.config.subjects ?? [];
   if (!takesSubjects(have, subjects) && have.length > 0 && have.every((s) => SOURCE_SUBJECTS.test(s))) {
@@ -150,6 +154,20 @@ export async function ensureStream(b: Broker, stream: string, sourceId: string, 
   }
   checkSubjects(info, stream, subjects);
   return info;
+}
+
+/**
+ * The error of a stream that could not be made: when another stream takes
+ * the source's subjects already (the source published before under another
+ * --stream), BROKER_SUBJECTS_TAKEN naming it; otherwise `err` as it was.
+ */
+async function subjectsTaken(b: Broker, stream: string, subjects: SourceSubjects, err: unknown): Promise<unknown> {
+  if (!/subjects overlap/i.test(String((err as Error | undefined)?.message))) return err;
+  const holder = await b.jsm.streams.find(subjects.all).catch(() => undefined);
+  return new InvalidInputError(
+    'BROKER_SUBJECTS_TAKEN',
+    `NATS at ${b.url}: stream ${stream} cannot be made for this source's subjects (${subjects.all}): ${holder === undefined ? 'another stream' : `stream ${holder}`} takes them already (the source was published there before). Publish with --stream ${holder ?? 'NAME'} to go on in it, or delete that stream first (nats stream rm ${holder ?? 'NAME'}) to start again in ${stream}.`,
+  );
 }
 
 function takesSubjects(have: readonly string[], subjects: SourceSubjects): boolean {
