@@ -14,7 +14,7 @@ import {
 } from '../index.ts';
 import { readPipelineQuietly, readProjections } from '../internal.ts';
 import * as S from './json-schemas.ts';
-import { addNatsOptions, natsAccess, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
+import { addNatsOptions, natsAccess, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -37,7 +37,11 @@ export function registerHealth(program: Command): void {
   command
     .option('--max-lag-events <n>', 'a projection more than n events behind needs action', parseWholeNumber)
     .option('--max-lag-ms <n>', 'a projection whose oldest unapplied event waited more than n ms needs action', parseWholeNumber)
-    .option('--stream <name>', "with --nats: the publisher's stream (default: the one subscribe recorded, else SLUICE_<source id>)")
+    .option(
+      '--stream <name>',
+      "with --nats: the publisher's stream (default: the one subscribe recorded, else SLUICE_<source id>)",
+      streamName,
+    )
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { Command } from 'commander';
+import { InvalidArgumentError, type Command } from 'commander';
 import { InvalidInputError } from '../index.ts';
 import { urlLogin } from '../internal.ts';
 import type { NatsAuth, NatsConnection, NatsTls } from '../broker/index.ts';
@@ -24,15 +24,30 @@ export interface NatsCliOptions {
   natsTlsKey?: string;
 }
 
-/** `--nats URL` repeated, or a comma list: every server of the cluster. */
+/** `--nats URL` repeated, or a comma list: every server of the cluster. A value that names none (`--nats ""`, an unset variable) is a usage error. */
 function servers(value: string, previous: string[] | undefined): string[] {
-  return [
-    ...(previous ?? []),
-    ...value
-      .split(',')
-      .map((s) => s.trim())
-      .filter((s) => s !== ''),
-  ];
+  const given = value
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+  if (given.length === 0)
+    throw new InvalidArgumentError(
+      `expected the URL of a NATS server (nats://HOST:4222), or a comma list of them, got ${JSON.stringify(value)}`,
+    );
+  return [...(previous ?? []), ...given];
+}
+
+/**
+ * `--stream NAME`: a JetStream stream name, which NATS refuses empty or with
+ * `.`, `*`, `>`, `/`, `\` or white space in it (a usage error here, before
+ * anything is opened or connected).
+ */
+export function streamName(value: string): string {
+  if (value === '' || /[.*>/\\\s]/.test(value))
+    throw new InvalidArgumentError(
+      `a stream name is not empty and has no . * > / \\ or white space (NATS refuses them), got ${JSON.stringify(value)}`,
+    );
+  return value;
 }
 
 /** Adds the --nats* options; `nats` describes --nats itself, required unless `optional`. */

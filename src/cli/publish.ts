@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from 'commander';
 import { decodeCursor } from '../index.ts';
 import type { NatsConnection, Publisher, PublishPass } from '../broker/index.ts';
-import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
+import { addNatsOptions, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
 import { followPublisher, withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
@@ -40,7 +40,7 @@ export function registerPublish(program: Command): void {
     )
     .argument('<db>', 'source SQLite database');
   addNatsOptions(command, { description: 'NATS server URL, e.g. nats://127.0.0.1:4222' })
-    .option('--stream <name>', 'JetStream stream (default SLUICE_<source id>; made if missing)')
+    .option('--stream <name>', 'JetStream stream (default SLUICE_<source id>; made if missing)', streamName)
     .option(
       '--batch <n>',
       'seqs per batch window (fixed boundaries, so a batch published again has the same Nats-Msg-Id; default 1000, or 10000 when only segments are published)',

@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
 import type { NatsConnection, subscribe, SubscribedBatch } from '../broker/index.ts';
-import { addNatsOptions, natsConnectionOf, type NatsCliOptions } from './nats-options.ts';
+import { addNatsOptions, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { collect } from './enable.ts';
 import { loadAll } from './sync.ts';
 import { withoutCredentials } from '../internal.ts';
@@ -21,7 +21,7 @@ export function registerSubscribe(program: Command): void {
     .argument('<target>', 'target SQLite database (created if missing)');
   addNatsOptions(command, { description: 'NATS server URL, e.g. nats://127.0.0.1:4222' })
     .requiredOption('--source <id>', 'the source id to apply (sluice status <db> shows it)')
-    .option('--stream <name>', "the publisher's stream (default SLUICE_<source id>)")
+    .option('--stream <name>', "the publisher's stream (default SLUICE_<source id>)", streamName)
     .addOption(
       new Option('--format <format>', 'the batches to apply: jsonl, or segment (the publisher must publish it: publish --format)')
         .choices(['jsonl', 'segment'])

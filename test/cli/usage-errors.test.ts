@@ -49,6 +49,17 @@ const CASES: Record<string, Case> = {
   'a non-numeric --batch for export': { args: (s) => ['export', s, '--out', 'out.jsonl', '--batch', 'many'], names: ['--batch', 'many'] },
   'a non-numeric --max-rows': { args: (s) => ['query', s, 'SELECT 1', '--max-rows', 'all'], names: ['--max-rows', 'all'] },
   'a bad --log format': { args: (s) => ['sync', s, 'out.db', '--log', 'xml'], names: ['--log', 'xml'] },
+  'an empty --nats for publish': { args: (s) => ['publish', s, '--nats', ''], names: ['--nats', 'nats://HOST:4222'] },
+  'a --nats of commas for subscribe': { args: () => ['subscribe', 'sub.db', '--nats', ' , ', '--source', 'x'], names: ['--nats', '" , "'] },
+  'an empty --stream for publish': {
+    args: (s) => ['publish', s, '--nats', 'nats://127.0.0.1:1', '--stream', ''],
+    names: ['--stream', '""'],
+  },
+  'a --stream with a dot for subscribe': {
+    args: () => ['subscribe', 'sub.db', '--nats', 'nats://127.0.0.1:1', '--source', 'x', '--stream', 'a.b'],
+    names: ['--stream', '"a.b"', 'no . * > / \\ or white space'],
+  },
+  'a --stream with a space for health': { args: () => ['health', 'sub.db', '--stream', 'my stream'], names: ['--stream', '"my stream"'] },
 };
 
 describe('usage errors', () => {
