@@ -14,7 +14,8 @@ export { MIRROR_ALL } from './apply/projections/index.ts';
 export { projectionWrites } from './apply/target/index.ts';
 export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';
-export { errorMessage } from './errors.ts';
+export { errorMessage, isSqliteBusy } from './errors.ts';
+export { busyRoleOf } from './apply/target/index.ts';
 export { urlLogin, withoutCredentials } from './apply/target/index.ts';
 export {
   cursorFileFor,

@@ -714,13 +714,22 @@ export const REASONS = {
   TARGET_BUSY: {
     kinds: ['error'],
     clears: false,
-    explain: "Another process held the target's write lock past --busy-timeout; nothing of the batch was committed.",
+    explain:
+      "Another process held the target's write lock past the busy timeout (sync's --busy-timeout, 5 s for other commands); nothing of the batch was committed.",
     repair: null,
   },
   SOURCE_BUSY: {
     kinds: ['error'],
     clears: false,
-    explain: "Another process held the source's write lock (needed to re-arm capture) past --busy-timeout.",
+    explain:
+      "Another process held the source's write lock past the busy timeout (sync's --busy-timeout: needed to re-arm capture; the 5 s other commands wait to write it, or to read a source in a rollback journal mode).",
+    repair: null,
+  },
+  DB_BUSY: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another process held a write lock on the database past the 5 s busy timeout (sluice query on any file, or a command whose source or target it may be).',
     repair: null,
   },
   BAD_BUSY_TIMEOUT: { kinds: ['error'], clears: false, explain: '--busy-timeout is not a whole number of milliseconds.', repair: null },

@@ -1,5 +1,6 @@
 import { Command, CommanderError } from 'commander';
 import { reportError } from './output.ts';
+import { namingLockedFile } from './busy.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 
 type Register = (program: Command) => void;
@@ -59,8 +60,9 @@ export async function buildProgram(only?: string): Promise<Command> {
 /** Runs the CLI and returns the exit code: 0 ok, 1 error, 2 usage, 3 needs action. */
 export async function main(argv: readonly string[]): Promise<number> {
   const json = argv.includes('--json');
+  let program: Command | undefined;
   try {
-    const program = await buildProgram(argv[2]);
+    program = await buildProgram(argv[2]);
     await program.parseAsync([...argv]);
     return 0;
   } catch (err) {
@@ -68,6 +70,12 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
       return 2; // commander already printed the message naming the flag or argument
     }
-    return reportError(err, { json });
+    return reportError(
+      namingLockedFile(
+        err,
+        program?.commands.find((c) => c.name() === argv[2]),
+      ),
+      { json },
+    );
   }
 }

@@ -16,6 +16,11 @@ export function markBusy(err: unknown, role: 'source' | 'target'): void {
   if (isSqliteBusy(err) && typeof err === 'object' && err !== null && !busyFile.has(err)) busyFile.set(err, role);
 }
 
+/** The file a SQLITE_BUSY error was marked as (markBusy), or undefined: for a message that names the file the error does not. */
+export function busyRoleOf(err: unknown): 'source' | 'target' | undefined {
+  return typeof err === 'object' && err !== null ? busyFile.get(err) : undefined;
+}
+
 /** The wait before the second attempt (randomized up to twice as long), as pRetry's first backoff below. */
 const FIRST_RETRY_MS = 10;
 
