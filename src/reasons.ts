@@ -620,7 +620,8 @@ export const REASONS = {
   OUTPUT_FOLDER_MISSING: {
     kinds: ['error'],
     clears: false,
-    explain: 'init writes its file only into a folder that exists; it makes no folder (a mistyped --out would leave a tree of them).',
+    explain:
+      'init, export (JSONL) and strip write their file only into a folder that exists; they make no folder (a mistyped --out would leave a tree of them).',
     repair: null,
   },
   PROJECTION_OUTDATED: {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/index.ts';
-import { openDatabase, writeTransactionSync, quoteIdent } from '../sqlite/index.ts';
+import { openDatabase, writeTransactionSync, quoteIdent, requireOutputFolder } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 
 /**
@@ -17,6 +17,7 @@ export function strip(db: Db, out: string): { readonly removed: readonly string[
       'OUTPUT_EXISTS',
       `${out} already exists; strip never overwrites a file. Pass a new path or remove it first.`,
     );
+  requireOutputFolder(out, 'strip');
   db.prepare('VACUUM INTO ?').run(out);
   const copy = openDatabase(out, { role: 'copy' });
   try {

@@ -11,7 +11,9 @@ import {
   truncateToResumePoint,
   checkHeldFile,
   replaceFile,
+  requireOutputFolder,
 } from '../internal.ts';
+import { outPath } from './out-path.ts';
 import { InvalidInputError } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -28,6 +30,7 @@ export function registerExport(program: Command): void {
     .requiredOption(
       '--out <file>',
       'output file, or - for stdout (appended to; its position is kept in <file>.cursor); with --format segment, a folder (one segment per run)',
+      outPath,
     )
     .option('--format <format>', 'jsonl (for any system) or segment (a SQLite batch segment, for another sluice: docs/segment.md)', 'jsonl')
     .option('--since <cursor>', 'start after this cursor instead of with a snapshot')
@@ -51,6 +54,12 @@ export function registerExport(program: Command): void {
             `--format ${opts.format} is not an export format. Use --format jsonl or --format segment.`,
           );
         const toStdout = opts.out === '-';
+        if (!toStdout && fs.statSync(opts.out, { throwIfNoEntry: false })?.isDirectory() === true)
+          throw new InvalidInputError(
+            'BAD_FORMAT',
+            `--out ${opts.out} is a folder; --format jsonl (the default) appends to a file. Pass a file, or --format segment to write segments into that folder.`,
+          );
+        if (!toStdout) requireOutputFolder(opts.out, 'export');
         const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
         const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
         const since = opts.since ?? saved.cursor;

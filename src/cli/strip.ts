@@ -2,13 +2,14 @@ import type { Command } from 'commander';
 import { openDatabase, strip } from '../index.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
+import { outPath } from './out-path.ts';
 
 export function registerStrip(program: Command): void {
   program
     .command('strip')
     .description('Write a copy of a database with every _sluice_ object removed (the original is only read).')
     .argument('<db>', 'SQLite database')
-    .requiredOption('--out <copy>', 'path of the copy (must not exist)')
+    .requiredOption('--out <copy>', 'path of the copy (must not exist)', outPath)
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice strip app.db --out app-for-sharing.db')
     .action((dbPath: string, opts: { out: string; json?: boolean }) => {
