@@ -96,6 +96,13 @@ export const REASONS = {
     explain: 'The database has no sluice capture (never enabled, or disabled).',
     repair: null,
   },
+  CAPTURE_DAMAGED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A table of the source's capture (_sluice_journal, _sluice_tables, ...) was dropped outside sluice; sluice disable SRC removes what is left, and enable captures again.",
+    repair: null,
+  },
   CAPTURE_FORMAT_UNKNOWN: {
     kinds: ['rebuild', 'error'],
     clears: false,

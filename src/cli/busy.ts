@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { SluiceError } from '../index.ts';
 import { busyRoleOf, isSqliteBusy } from '../internal.ts';
+import { filesOf } from './file-arguments.ts';
 
 /*
  * A file another process holds locked (an app's write transaction left open,
@@ -13,34 +14,6 @@ import { busyRoleOf, isSqliteBusy } from '../internal.ts';
  * and to run the command again once that process commits.
  */
 
-type Role = 'source' | 'target' | 'database';
-
-/** What each command's positional arguments are (undefined: not a database, e.g. import's file). */
-const FILE_ARGUMENTS: Readonly<Record<string, readonly (Role | undefined)[]>> = {
-  init: ['database'],
-  enable: ['source'],
-  disable: ['source'],
-  bump: ['source'],
-  alter: ['source'],
-  status: ['source'],
-  changes: ['source'],
-  prune: ['source'],
-  sync: ['source', 'target'],
-  verify: ['source', 'target'],
-  explain: ['source', 'target'],
-  export: ['source'],
-  import: ['target'],
-  publish: ['source'],
-  subscribe: ['target'],
-  health: ['target'],
-  drop: ['target'],
-  reinit: ['source', 'target'],
-  protect: ['target'],
-  forget: ['source'],
-  query: ['database'],
-  strip: ['database'],
-};
-
 const CODES = { source: 'SOURCE_BUSY', target: 'TARGET_BUSY', database: 'DB_BUSY' } as const;
 
 /**
@@ -51,8 +24,7 @@ const CODES = { source: 'SOURCE_BUSY', target: 'TARGET_BUSY', database: 'DB_BUSY
 export function namingLockedFile(err: unknown, command: Command | undefined): unknown {
   if (err instanceof SluiceError || !isSqliteBusy(err) || command === undefined) return err;
   const name = command.name();
-  const roles = FILE_ARGUMENTS[name] ?? [];
-  const files = roles.flatMap((role, i) => (role === undefined || command.args[i] === undefined ? [] : [{ role, file: command.args[i] }]));
+  const files = filesOf(command);
   const marked = busyRoleOf(err);
   const one = files.length === 1 ? files[0] : files.find((f) => f.role === marked);
   const again = `The transaction that needed it was rolled back; run sluice ${name} again once that process commits or ends.`;
