@@ -782,6 +782,12 @@ export const REASONS = {
     repair: null,
   },
   DB_NOT_WRITABLE: { kinds: ['error'], clears: false, explain: 'This user may not write the database (or its folder).', repair: null },
+  ACCESS_DENIED: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'This user may not write a path a command writes (an export file or folder, a pipeline file init writes), or its folder.',
+    repair: null,
+  },
   DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
   NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },
   TARGET_IS_SOURCE: { kinds: ['error'], clears: false, explain: 'The target has sluice capture enabled: it is a source.', repair: null },

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/index.ts';
-import { openDatabase, writeTransactionSync, quoteIdent, requireOutputFolder } from '../sqlite/index.ts';
-import { InvalidInputError } from '../errors.ts';
+import { openDatabase, writeTransactionSync, quoteIdent, requireOutputFolder, folderNotWritable } from '../sqlite/index.ts';
+import { InvalidInputError, errorCode } from '../errors.ts';
 
 /**
  * Writes a copy of `db` (VACUUM INTO, so the original is only read) with
@@ -18,7 +18,11 @@ export function strip(db: Db, out: string): { readonly removed: readonly string[
       `${out} already exists; strip never overwrites a file. Pass a new path or remove it first.`,
     );
   requireOutputFolder(out, 'strip');
-  db.prepare('VACUUM INTO ?').run(out);
+  try {
+    db.prepare('VACUUM INTO ?').run(out);
+  } catch (err) {
+    throw folderNotWritable(out, 'copy', errorCode(err)) ?? err;
+  }
   const copy = openDatabase(out, { role: 'copy' });
   try {
     const objects = copy

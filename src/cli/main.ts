@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { reportError } from './output.ts';
 import { namingLockedFile } from './busy.ts';
 import { namingDamagedCapture } from './capture-damaged.ts';
+import { namingUnwritable } from './not-writable.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 
 type Register = (program: Command) => void;
@@ -71,8 +72,8 @@ export async function main(argv: readonly string[]): Promise<number> {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.version' || err.code === 'commander.help') return 0;
       return 2; // commander already printed the message naming the flag or argument
     }
-    // SQLite's errors that name no file (a lock, a capture table dropped by hand), named after the file the user gave.
+    // SQLite's errors that name no file (a lock, a capture table dropped by hand, a file it may not write), named after the file the user gave.
     const command = program?.commands.find((c) => c.name() === argv[2]);
-    return reportError(namingDamagedCapture(namingLockedFile(err, command), command), { json });
+    return reportError(namingUnwritable(namingDamagedCapture(namingLockedFile(err, command), command), command), { json });
   }
 }
