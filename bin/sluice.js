@@ -18,9 +18,11 @@ if (built !== undefined) {
   ({ main } = await import('../src/cli/main.ts'));
 }
 process.exitCode = await main(process.argv);
-// A command that failed has nothing left to do, and its line is out. A handle
-// the failure left open must not keep the process, and the user's shell,
-// waiting: the NATS client keeps the socket of a server that never answered
-// as NATS (an HTTP port given as --nats) after its connect timeout. A process
-// with nothing open ends before this timer, which keeps nothing alive.
-if (process.exitCode !== 0) globalThis.setTimeout(() => process.exit(), 1000).unref();
+// The command has returned (failed, done, or stopped on a signal): nothing
+// is left to do, and its output is out. A handle left open must not keep the
+// process, and the user's shell or a service manager, waiting: the NATS
+// client keeps the socket of a server that never answered as NATS (an HTTP
+// port given as --nats, or as a pipeline file's publish) after its connect
+// timeout. A process with nothing open ends before this timer, which keeps
+// nothing alive.
+globalThis.setTimeout(() => process.exit(), 1000).unref();
