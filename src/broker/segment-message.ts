@@ -8,7 +8,25 @@ import { SegmentWriter } from '../export/index.ts';
 /*
  * A batch window as a segment message (docs/broker.md, "Formats"): the
  * segment is written to a private temp folder, read whole, and removed.
+ * The folder is made once per thread and kept for its next messages:
+ * making and removing a folder for each one cost about 1.4 ms of a 6-event
+ * message's 2.3 (mkdtemp, then a recursive rm), more than the segment.
  */
+
+/** The folder this thread writes its messages' segments in (mkdtemp: private, mode 0700), removed when the thread exits. */
+let folder: string | undefined;
+/** Messages made in this thread, for each segment's own name. */
+let made = 0;
+
+function messageFolder(): string {
+  // Made again if something removed it (a cleaner of the temp folder).
+  if (folder === undefined || !fs.existsSync(folder)) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-segment-'));
+    process.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+    folder = dir;
+  }
+  return folder;
+}
 
 /** The window's segment, and what the batch covers; undefined when it has no events after `cursor`. */
 export function segmentMessage(
@@ -20,9 +38,9 @@ export function segmentMessage(
 ): { data: Buffer; b: { fromSeq: number; toSeq: number; cursor: string; events: number } } | undefined {
   const b = readBatch(db, cursor, { limit: span, throughSeq: through });
   if (b.toSeq === b.fromSeq) return undefined;
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-segment-'));
+  const file = path.join(messageFolder(), `batch-${++made}.segment`);
   try {
-    const w = new SegmentWriter(db, sourceId, path.join(dir, 'batch.segment'));
+    const w = new SegmentWriter(db, sourceId, file);
     try {
       w.addBatch(b);
     } catch (err) {
@@ -33,6 +51,7 @@ export function segmentMessage(
     const s = w.finish(undefined, { sync: false });
     return { data: fs.readFileSync(s.file), b: { fromSeq: b.fromSeq, toSeq: b.toSeq, cursor: b.to, events: b.events.length } };
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    fs.rmSync(file, { force: true });
+    fs.rmSync(`${file}.tmp`, { force: true }); // (a writer that failed in finish)
   }
 }
