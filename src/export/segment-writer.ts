@@ -92,8 +92,10 @@ export class SegmentWriter {
     this.#db.pragma('synchronous = OFF');
     this.#db.pragma(`application_id = ${SEGMENT_APP_ID}`);
     this.#db.pragma(`user_version = ${SEGMENT_WIRE_VERSION}`);
+    // A private file nobody else opens: one write transaction, committed by finish(), its tables made in it too (each
+    // made alone was a write of the file, a good part of a broker message's few events: segment-message.ts).
+    beginHeld(this.#db, 'immediate');
     this.#db.exec(`${META_DDL}; ${TABLES_DDL}; ${BATCHES_DDL}`);
-    beginHeld(this.#db, 'immediate'); // a private file nobody else opens: one write transaction, committed by finish()
   }
 
   #table(name: string, shape?: SourceShape): Open {
