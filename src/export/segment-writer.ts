@@ -78,7 +78,7 @@ export class SegmentWriter {
   #captured: Map<string, SourceShape> | undefined;
 
   /** A new segment of `source` (sluice's connection to it, read only), to be renamed to `file` (or the name finish() is given). */
-  constructor(source: Db, sourceId: string, file: string) {
+  constructor(source: Db, sourceId: string, file: string, options: { readonly pageSize?: number } = {}) {
     this.#file = file;
     this.#tmp = `${file}.tmp`;
     this.#source = source;
@@ -87,6 +87,7 @@ export class SegmentWriter {
     this.#db = openDatabase(this.#tmp, { create: true, role: 'segment' });
     const encoding: TextEncoding = textEncoding(source);
     this.#db.pragma(`encoding = '${encoding}'`);
+    if (options.pageSize !== undefined) this.#db.pragma(`page_size = ${options.pageSize}`);
     this.#db.pragma('auto_vacuum = NONE');
     this.#db.pragma('journal_mode = OFF');
     this.#db.pragma('synchronous = OFF');
