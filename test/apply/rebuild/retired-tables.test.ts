@@ -37,9 +37,9 @@ const TOKENIZE = { v1: 'unicode61', v2: 'porter unicode61' } as const;
 const fts = (v: keyof typeof TOKENIZE) => ({
   name: 'search',
   source: 't',
-  kind: 'fts5',
+  kind: 'fts5' as const,
   columns: ['name'],
-  content: 'none',
+  content: 'none' as const,
   tokenize: TOKENIZE[v],
 });
 

@@ -1,5 +1,5 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, renameTable, foldIdent } from '../../../sqlite/index.ts';
+import { quoteIdent, renameTable, foldIdent, cachedStatement } from '../../../sqlite/index.ts';
 import { InvalidInputError } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
@@ -70,7 +70,8 @@ export const relationalTable: Shared = {
     return {
       async add(rows) {
         for (const part of rows.parts?.() ?? [rows])
-          count += db.prepare(`INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${part.from(p.source.table)}${where}`).run().changes;
+          count += cachedStatement(db, `INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${part.from(p.source.table)}${where}`).run()
+            .changes;
       },
       finish: async () => count,
     };
