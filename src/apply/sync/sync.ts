@@ -742,7 +742,9 @@ export class Syncer {
         progress('snapshot', out.seq);
         if (out.swapped === true) {
           crashPoint('retire');
-          await this.#dropRetired();
+          // (Asked to stop: the next run drops them.)
+          if (signal?.aborted === true) this.#retiredUnchecked = true;
+          else await this.#dropRetired();
         }
         if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;

@@ -130,6 +130,37 @@ describe('the tables a protected rebuild replaced', () => {
     expect((await verify(src.file, target)).ok).toBe(true);
   });
 
+  test('a run asked to stop at the swap leaves the retired table to its next run, which drops it first', async ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
+    const target = path.join(tmp, 'cache.db');
+    await sync(src.file, target, { projections: [map('v1:')] });
+    const stop = new AbortController();
+    const s = await Syncer.open(src.file, target, {
+      projections: [map('v2:')],
+      // The swap's progress event: the build state is cleared.
+      onProgress: (e) => {
+        if (
+          e.phase === 'snapshot' &&
+          withTarget(target, (db) => db.prepare('SELECT build FROM _sluice_projections').pluck().get()) === null
+        )
+          stop.abort();
+      },
+    });
+    try {
+      const r = await s.runOnce({ signal: stop.signal });
+      expect(r.projections[0]).toMatchObject({ swapped: true, stopped: true });
+      withTarget(target, (db) => {
+        expect(tags(db)).toEqual({ 'v2:': ROWS });
+        expect(retired(db)).toHaveLength(1);
+      });
+      await s.runOnce();
+      withTarget(target, (db) => expect(retired(db)).toEqual([]));
+    } finally {
+      s.close();
+    }
+    expect((await verify(src.file, target)).ok).toBe(true);
+  });
+
   const cases = [
     {
       kind: 'map',
