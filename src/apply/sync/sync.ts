@@ -765,15 +765,16 @@ export class Syncer {
 
   /**
    * Drops the tables a protected rebuild's swap retired, each in a target
-   * transaction of its own, with the write lock free between two of them
-   * (as between two steps of the build).
+   * transaction of its own, with the write lock free before each (as
+   * between two steps of the build: a writer waiting since the swap's
+   * transaction takes it before the first drop).
    */
   async #dropRetired(): Promise<void> {
     for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
       this.checkTarget();
       if (!(await retryBusy(() => dropOneRetired(this.session.db, TARGET_SCHEMA), this.#busyTimeoutMs, this.#files))) return;
       this.#watch?.between();
-      await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
     }
   }
 
