@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { Db } from '../sqlite/index.ts';
-import { readBatch } from '../feed/index.ts';
+import type { Db, SqlValue } from '../sqlite/index.ts';
+import { readBatch, type ChangeEvent } from '../feed/index.ts';
 import { SegmentWriter } from '../export/index.ts';
 
 /*
@@ -15,8 +15,27 @@ import { SegmentWriter } from '../export/index.ts';
 
 /** The folder this thread writes its messages' segments in (mkdtemp: private, mode 0700), removed when the thread exits. */
 let folder: string | undefined;
-/** Events up to which a message's segment is written in small pages. */
+/** Events up to which a message's segment is written in small pages, when they are small (SMALL_IMAGE_BYTES). */
 const SMALL_MESSAGE_EVENTS = 100;
+/** Bytes of values a row image (an event's before or after) may carry on average for small pages: four to a page. */
+const SMALL_IMAGE_BYTES = 250;
+
+/** Whether `events` go in a segment of 1 KiB pages: few, and small (their images' values, roughly counted). */
+function smallPages(events: readonly ChangeEvent[]): boolean {
+  if (events.length > SMALL_MESSAGE_EVENTS) return false;
+  let bytes = 0;
+  let images = 0;
+  const add = (row: Readonly<Record<string, SqlValue>> | null) => {
+    if (row === null) return;
+    images++;
+    for (const v of Object.values(row)) bytes += typeof v === 'string' || v instanceof Uint8Array ? v.length : 8;
+  };
+  for (const e of events) {
+    add(e.before);
+    add(e.after);
+  }
+  return bytes <= SMALL_IMAGE_BYTES * Math.max(1, images);
+}
 
 /** Messages made in this thread, for each segment's own name. */
 let made = 0;
@@ -43,9 +62,10 @@ export function segmentMessage(
   if (b.toSeq === b.fromSeq) return undefined;
   const file = path.join(messageFolder(), `batch-${++made}.segment`);
   try {
-    // A message of a few events in pages of 1 KiB: 6 events take 6 KiB instead of 20 (five tables of one page each),
-    // which the broker stores and every subscriber writes, reads and digests.
-    const w = new SegmentWriter(db, sourceId, file, b.events.length <= SMALL_MESSAGE_EVENTS ? { pageSize: 1024 } : {});
+    // A message of a few small events in pages of 1 KiB: 6 events take 6 KiB instead of 20 (five tables of one page
+    // each), which the broker stores and every subscriber writes, reads and digests. Not with wide rows: a 2 KB row
+    // takes overflow pages of 1 KiB, and the segment grows past what 4 KiB pages take.
+    const w = new SegmentWriter(db, sourceId, file, smallPages(b.events) ? { pageSize: 1024 } : {});
     try {
       w.addBatch(b);
     } catch (err) {
