@@ -6,7 +6,8 @@
  *   npx tsx bench/fan-out.ts [--events N (50000)] [--seconds N (5)] [--format jsonl|segment (jsonl)] [--keep]
  *
  * One source t(id INTEGER PRIMARY KEY, v TEXT, n INTEGER), captured; a real
- * nats-server; `publish --follow` (--batch 1000) and four `subscribe
+ * nats-server; `publish --follow` (its default batch window: 1,000 seqs, or
+ * 10,000 with --format segment; docs/broker.md) and four `subscribe
  * --follow`, each its own process and target; and `sync --follow` to a fifth
  * target, the baseline. All are the compiled CLI (dist/). Writers are
  * python3 sqlite3 processes. With --format segment the publisher publishes
@@ -78,11 +79,7 @@ const nats = await NatsServer.start({ storeDir: at('nats') });
 const subTargets = [1, 2, 3, 4].map((i) => at(`sub${i}.db`));
 const syncTarget = at('sync.db');
 const sync = new Proc('sync', ['sync', src, syncTarget, '--follow'], at('sync.log')).start();
-const publish = new Proc(
-  'publish',
-  ['publish', src, '--nats', nats.url, '--batch', '1000', '--format', FORMAT, '--follow'],
-  at('publish.log'),
-).start();
+const publish = new Proc('publish', ['publish', src, '--nats', nats.url, '--format', FORMAT, '--follow'], at('publish.log')).start();
 if (!(await until(() => fs.readFileSync(publish.log, 'utf8').includes('published a snapshot'), 30_000)))
   throw new Error(`publish made no snapshot; see ${publish.log}`);
 const subs = subTargets.map((t, i) =>

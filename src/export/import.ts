@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding } from '../sqlite/index.ts';
+import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../apply/target/index.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
@@ -59,7 +59,7 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     // A target is sluice's own file: WAL, like sync's (session.ts).
     useWal(db);
     db.pragma('temp_store = MEMORY');
-    useCatchUpCaches(db, SCHEMA, { checkpoint: true });
+    useCatchUpCaches(db, SCHEMA, { checkpoint: true, ...(stream.atHand === true ? { checkpointPages: IMPORT_CHECKPOINT_PAGES } : {}) });
     ensureTargetMeta(db, SCHEMA);
     allowProjectionWrites(db); // a protected target's projections (apply/edits/protect.ts)
     // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.

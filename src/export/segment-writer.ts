@@ -78,7 +78,7 @@ export class SegmentWriter {
   #captured: Map<string, SourceShape> | undefined;
 
   /** A new segment of `source` (sluice's connection to it, read only), to be renamed to `file` (or the name finish() is given). */
-  constructor(source: Db, sourceId: string, file: string) {
+  constructor(source: Db, sourceId: string, file: string, options: { readonly pageSize?: number } = {}) {
     this.#file = file;
     this.#tmp = `${file}.tmp`;
     this.#source = source;
@@ -87,13 +87,16 @@ export class SegmentWriter {
     this.#db = openDatabase(this.#tmp, { create: true, role: 'segment' });
     const encoding: TextEncoding = textEncoding(source);
     this.#db.pragma(`encoding = '${encoding}'`);
+    if (options.pageSize !== undefined) this.#db.pragma(`page_size = ${options.pageSize}`);
     this.#db.pragma('auto_vacuum = NONE');
     this.#db.pragma('journal_mode = OFF');
     this.#db.pragma('synchronous = OFF');
     this.#db.pragma(`application_id = ${SEGMENT_APP_ID}`);
     this.#db.pragma(`user_version = ${SEGMENT_WIRE_VERSION}`);
+    // A private file nobody else opens: one write transaction, committed by finish(), its tables made in it too (each
+    // made alone was a write of the file, a good part of a broker message's few events: segment-message.ts).
+    beginHeld(this.#db, 'immediate');
     this.#db.exec(`${META_DDL}; ${TABLES_DDL}; ${BATCHES_DDL}`);
-    beginHeld(this.#db, 'immediate'); // a private file nobody else opens: one write transaction, committed by finish()
   }
 
   #table(name: string, shape?: SourceShape): Open {

@@ -4,7 +4,7 @@
 export { folderNotWritable, requireOutputFolder, requireWriteAccess } from './access.ts';
 export { affinityOf, canHoldNegativeZero } from './affinity.ts';
 export type { Affinity } from './affinity.ts';
-export { catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
+export { catchUpCacheSizes, useCatchUpCaches, IMPORT_CHECKPOINT_PAGES } from './catch-up-caches.ts';
 export {
   RawText,
   fromDriver,

@@ -213,9 +213,11 @@ export function expressionUniqueIndexes(db: Db, table: string): string[] {
  */
 export function primaryKeyCollations(db: Db, table: string): Map<string, string> {
   const out = new Map<string, string>();
-  const idx = db.prepare("SELECT name FROM main.pragma_index_list(?, 'main') WHERE origin = 'pk'").pluck().get(table) as string | undefined;
+  // (Cached: a protected rebuild asks for every chunk it copies.)
+  const idx = cachedStatement(db, "SELECT name FROM main.pragma_index_list(?, 'main') WHERE origin = 'pk'", 'pluck').get(table) as
+    string | undefined;
   if (idx === undefined) return out;
-  for (const c of db.prepare("SELECT name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 AND cid >= 0").all(idx) as {
+  for (const c of cachedStatement(db, "SELECT name, coll FROM main.pragma_index_xinfo(?, 'main') WHERE key = 1 AND cid >= 0").all(idx) as {
     name: string;
     coll: string;
   }[])

@@ -91,6 +91,8 @@ describe('publish --format jsonl,segment -> a subscriber on each', () => {
     expect(jsonl.length).toBeGreaterThan(2);
     expect(msgs.filter((m) => m.subject === subjectsOf(sid).end)).toHaveLength(1);
     for (const m of segments) expect(Buffer.from(m.data).subarray(0, 16).toString('latin1')).toBe('SQLite format 3\0');
+    // Windows of at most 7 events: written in pages of 1 KiB (the page size is bytes 16-17 of the header).
+    for (const m of segments) expect(Buffer.from(m.data).readUInt16BE(16)).toBe(1024);
     expect(fs.existsSync(at('segment.db'))).toBe(true);
   });
 });

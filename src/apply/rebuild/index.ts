@@ -3,6 +3,7 @@
 
 export { buildStep, validateShadow } from './build-step.ts';
 export type { BuildWatch, Validated, ValidationNeeded } from './build-step.ts';
+export { dropRetired, nextRetired } from './retired-tables.ts';
 export { dropShadow, resumeOrRollbackShadowBuild, startShadowBuild, writeBuild } from './shadow-build.ts';
 export type { BuildState } from './shadow-build.ts';
 export { reportedSourceRows } from './snapshot-parts.ts';

@@ -18,6 +18,7 @@ import {
 } from '../target/index.ts';
 import type { BuildState } from '../target/index.ts';
 import { checkTablesFree, replacedTables, type ApplyTarget } from '../projections/index.ts';
+import { retireTables } from './retired-tables.ts';
 
 /*
  * A protected rebuild of a live projection (reference 003, "Protected
@@ -44,9 +45,12 @@ import { checkTablesFree, replacedTables, type ApplyTarget } from '../projection
  *     one per transaction, and caught up by applying the journal's events
  *     after it, in bounded batches, as sync applies them to the live one;
  *  6. atomicSwapShadow: in one transaction, the last catch-up, the old
- *     tables dropped, the shadow renamed in, the user's indexes made again,
- *     and the new definition, fingerprint and cursor stored together; the
- *     staged copy and the build state go with that commit.
+ *     tables renamed away (retired), the shadow renamed in, the user's
+ *     indexes made again, and the new definition, fingerprint and cursor
+ *     stored together; the staged copy (retired too) and the build state
+ *     go with that commit;
+ *  7. the retired tables are dropped, one per transaction
+ *     (retired-tables.ts): a drop walks every page of its table.
  *
  * Readers see the old projection, whole, until the swap commits, and the
  * new one after it. A build interrupted at any point resumes on the next
@@ -177,8 +181,9 @@ export function dropShadow(t: ApplyTarget, b: BuildState): void {
 
 /**
  * atomicSwapShadow: in the caller's transaction, the shadow (caught up to
- * `hw`) replaces the projection: the old tables dropped, the shadow's
- * renamed in, the user's indexes on the old ones made again, and the new
+ * `hw`) replaces the projection: the old tables (and a staged copy) retired
+ * (renamed away, dropped later, each in a transaction of its own:
+ * retired-tables.ts), the shadow's renamed in, the user's indexes on the old ones made again, and the new
  * definition, fingerprint and cursor stored with the build state cleared.
  */
 export function atomicSwapShadow(
@@ -194,8 +199,8 @@ export function atomicSwapShadow(
   // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
   checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
-  for (const x of [...old, ...(b.staging === undefined ? [] : [b.staging])])
-    db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+  // Renamed out of the way, not dropped: a drop frees every page with the lock held (retired-tables.ts).
+  retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes);
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
   cachedStatement(

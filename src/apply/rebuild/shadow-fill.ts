@@ -93,9 +93,12 @@ function lastKeyOf(db: Db, p: CompiledProjection, table: string, keyed: readonly
 /** The key of the first row `tail` (FROM ... LIMIT 1) selects, exact (see lastKeyOf); undefined: none. */
 function exactKey(db: Db, p: CompiledProjection, tail: string, params: readonly unknown[]): SqlValue[] | undefined {
   const cols = p.source.keyColumns.map(quoteIdent);
-  const row = db
-    .prepare(`SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${tail}`)
-    .raw()
+  // (Cached, as every chunk asks: this SQL is exactKey's own, so the statement's safeIntegers is set for no one else.)
+  const row = cachedStatement(
+    db,
+    `SELECT ${cols.map((k) => `${k}, CASE WHEN typeof(${k}) = 'text' THEN CAST(${k} AS BLOB) END`).join(', ')} FROM ${tail}`,
+    'raw',
+  )
     .safeIntegers(true)
     .get(...params) as unknown[] | undefined;
   if (row === undefined) return undefined;
@@ -173,7 +176,7 @@ export function keyChunk(
   const bounds = workTable(db, '_sluice_bounds', [...k.map((i) => `lo${i}`), ...k.map((i) => `hi${i}`)].join(', '));
   cachedStatement(db, `DELETE FROM ${bounds}`).run();
   const values = [...k.map((i) => lo?.[i] ?? null), ...k.map((i) => hi?.[i] ?? null)];
-  db.prepare(`INSERT INTO ${bounds} VALUES (${values.map(placeholderFor).join(', ')})`).run(...values.map(toBindable));
+  cachedStatement(db, `INSERT INTO ${bounds} VALUES (${values.map(placeholderFor).join(', ')})`).run(...values.map(toBindable));
   const where = [
     ...(lo === undefined ? [] : [`(${keyed.join(', ')}) > (SELECT ${k.map((i) => `lo${i}`).join(', ')} FROM ${bounds})`]),
     ...(hi === undefined ? [] : [`(${keyed.join(', ')}) <= (SELECT ${k.map((i) => `hi${i}`).join(', ')} FROM ${bounds})`]),

@@ -5,7 +5,7 @@
  * tests set it in the environment of the process they start, and a
  * follower passes several crash points per source commit.
  */
-export type CrashPoint = 'before-commit' | 'after-commit' | 'before-ack' | 'build-step';
+export type CrashPoint = 'before-commit' | 'after-commit' | 'before-ack' | 'build-step' | 'retire';
 
 let armed: string | null | undefined;
 

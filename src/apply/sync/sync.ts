@@ -36,6 +36,7 @@ import { KINDS, kindOf } from '../../projection/index.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
 import { quietProjections, targetVersion, type LeftAt } from './quiet-projections.ts';
 import { crashPoint } from './crash-points.ts';
+import { dropOneRetired, hasRetired } from './retired-drop.ts';
 import type { BrokenDefinition, Suspension } from '../projections/index.ts';
 import fs from 'node:fs';
 import {
@@ -140,6 +141,8 @@ export class Syncer {
   #targetVersion: number | undefined;
   /** The projections the last runs left at their cursor, each with the high-water mark its table had no event up to (settleQuiet). */
   readonly #behind = new Map<string, number>();
+  /** Whether the target may hold tables a swap retired (a run killed before it dropped them): checked at the first run. */
+  #retiredUnchecked = true;
 
   private constructor(session: ApplySession, resolved: Resolution, options: SyncOptions, rearmed: RearmReport | undefined) {
     this.session = session;
@@ -270,6 +273,10 @@ export class Syncer {
     if (store !== undefined) {
       await retryBusy(async () => storeProjectionSet(this.session.db, TARGET_SCHEMA, store), this.#busyTimeoutMs, this.#files);
       this.#storeSet = undefined;
+    }
+    if (this.#retiredUnchecked) {
+      this.#retiredUnchecked = false;
+      if (hasRetired(this.session.db, TARGET_SCHEMA)) await this.#dropRetired();
     }
     const reports: ProjectionReport[] = [];
     const quiet = this.#quiet(run, rearmed === undefined && reinit.size === 0 && store === undefined);
@@ -733,6 +740,12 @@ export class Syncer {
         const read = out.swapped === true || snap?.total === undefined ? out.rows : snap.total;
         snap = { rows: read, ...(snap?.total === undefined ? {} : { total: read }) };
         progress('snapshot', out.seq);
+        if (out.swapped === true) {
+          crashPoint('retire');
+          // (Asked to stop: the next run drops them.)
+          if (signal?.aborted === true) this.#retiredUnchecked = true;
+          else await this.#dropRetired();
+        }
         if (await stopHere()) return { ...active, applied, ...built, ...commits, stopped: true };
         continue;
       }
@@ -747,6 +760,21 @@ export class Syncer {
       }
       progress('current', out.seq);
       return { ...active, applied, ...built, ...commits };
+    }
+  }
+
+  /**
+   * Drops the tables a protected rebuild's swap retired, each in a target
+   * transaction of its own, with the write lock free before each (as
+   * between two steps of the build: a writer waiting since the swap's
+   * transaction takes it before the first drop).
+   */
+  async #dropRetired(): Promise<void> {
+    for (;;) {
+      await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
+      this.checkTarget();
+      if (!(await retryBusy(() => dropOneRetired(this.session.db, TARGET_SCHEMA), this.#busyTimeoutMs, this.#files))) return;
+      this.#watch?.between();
     }
   }
 

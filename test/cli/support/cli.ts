@@ -48,6 +48,10 @@ export function runCliAsync(
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
     child.on('close', (status, signal) => resolve({ status, signal, stdout, stderr }));
+    // A child that exits before it reads its stdin (most never read it) makes the write fail with EPIPE: that is no error of the run.
+    child.stdin.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE') reject(err);
+    });
     child.stdin.end(options.input ?? '');
   });
 }

@@ -17,7 +17,12 @@ import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHea
  */
 
 let running: Spawned | undefined;
-afterEach(() => kill(running));
+afterEach((ctx) => {
+  // A failure says what the run logged (a reload that never came, a part failing): the wait's timeout alone does not.
+  if (ctx.task.result?.state === 'fail' && running !== undefined)
+    process.stderr.write(`sluice run's log, its end:\n${running.stdout().slice(-6000)}\n${running.stderr().slice(-3000)}\n`);
+  kill(running);
+});
 
 /** verify of every projection: all exact, and exactly these. */
 async function expectExact(src: string, tgt: string, names: readonly string[]): Promise<void> {

@@ -1,5 +1,5 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, renameTable, foldIdent } from '../../../sqlite/index.ts';
+import { quoteIdent, renameTable, foldIdent, cachedStatement } from '../../../sqlite/index.ts';
 import { InvalidInputError } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
@@ -71,13 +71,13 @@ export const relationalTable: Shared = {
       async add(rows) {
         for (const part of rows.parts?.() ?? [rows]) {
           const from = part.from(p.source.table);
-          count += db
-            .prepare(
-              copiesWhole(db, p, from)
-                ? `INSERT INTO ${target} SELECT * FROM ${from}`
-                : `INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${from}${where}`,
-            )
-            .run().changes;
+          // (Cached: a protected rebuild copies its chunks through the same FROM item, one statement per chunk.)
+          count += cachedStatement(
+            db,
+            copiesWhole(db, p, from)
+              ? `INSERT INTO ${target} SELECT * FROM ${from}`
+              : `INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${from}${where}`,
+          ).run().changes;
         }
       },
       finish: async () => count,
@@ -111,6 +111,7 @@ export const relationalTable: Shared = {
  */
 function copiesWhole(db: Db, p: Relational, from: string): boolean {
   if (p.filter !== null) return false;
+  // (Prepared afresh: a cached statement keeps the columns it was prepared with until it runs again.)
   const star = db.prepare(`SELECT * FROM ${from}`).columns();
   return star.length === p.columns.length && p.columns.every((c, i) => c.name === star[i]?.name && c.expr === quoteIdent(c.name));
 }
