@@ -69,7 +69,13 @@ export const natsTlsSchema = z.strictObject({
  * `password: ${NATS_PASSWORD}`.
  */
 const natsKeys = {
-  nats: z.union([nonEmpty, z.array(nonEmpty).min(1)]).describe('NATS server URL, or several for a cluster'),
+  nats: z
+    .union([nonEmpty, z.array(nonEmpty).min(1)])
+    // Each value names a server: "," or " " would connect to none (a client's default, then "Cannot connect to NATS at ").
+    .refine((v) => (typeof v === 'string' ? [v] : v).every((s) => s.split(',').some((url) => url.trim() !== '')), {
+      message: 'names no server. Write a URL such as nats://HOST:4222, or several, comma separated or as a list',
+    })
+    .describe('NATS server URL, or several for a cluster'),
   creds: nonEmpty.optional().describe('A .creds file (a user JWT and its nkey seed), relative to this file'),
   user: nonEmpty.optional().describe('Log in as this user (with password)'),
   password: nonEmpty.optional().describe("The user's password: write ${NATS_PASSWORD}, not the password itself"),

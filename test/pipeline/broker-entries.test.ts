@@ -73,6 +73,9 @@ subscribe:
       ['{nats: nats://a:4222, tls: {ca: no-ca.pem}}', /sluice\.yml:4:\d+: the CA file no-ca\.pem does not exist/],
       ['{nats: nats://a:4222, creds: no.creds}', /sluice\.yml:4:\d+: the credentials file no\.creds does not exist/],
       ['{nats: nats://a:4222, pasword: p}', /sluice\.yml:4:\d+: sources\[0\]\.publish has no key "pasword"/],
+      // A value that names no server (before, run retried "Cannot connect to NATS at  (connection refused)" for ever).
+      ['{nats: ","}', /sluice\.yml:4:\d+: sources\[0\]\.publish\.nats: names no server/],
+      ['{nats: [nats://a:4222, " "]}', /sluice\.yml:4:\d+: sources\[0\]\.publish\.nats(\.1)?: names no server/],
     ];
     for (const [publish, message] of cases) {
       const file = write(tmp, 'sluice.yml', `sources:\n  - path: app.db\n    capture: [issues]\n    publish: ${publish}\n`);
