@@ -6,6 +6,7 @@ import { DEMO_STEP_COUNT, runDemo } from './demo-steps.ts';
 import { DEMO_DATABASES, prepareDemoDir } from './demo-dir.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
+import { outPath } from './out-path.ts';
 
 export function registerDemo(program: Command): void {
   program
@@ -16,6 +17,7 @@ export function registerDemo(program: Command): void {
     .option(
       '--dir <dir>',
       'work directory (default: a new temp directory); a folder holding a tracker.db or cache.db the demo did not make is refused',
+      outPath,
     )
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice demo --dir /tmp/sluice-demo')

@@ -59,6 +59,7 @@ const CASES: Record<string, Case> = {
     args: () => ['subscribe', 'sub.db', '--nats', 'nats://127.0.0.1:1', '--source', 'x', '--stream', 'a.b'],
     names: ['--stream', '"a.b"', 'no . * > / \\ or white space'],
   },
+  'an empty --dir for demo': { args: () => ['demo', '--dir', ''], names: ['--dir', '""'] },
   'a --stream with a space for health': { args: () => ['health', 'sub.db', '--stream', 'my stream'], names: ['--stream', '"my stream"'] },
 };
 
