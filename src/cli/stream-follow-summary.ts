@@ -1,4 +1,4 @@
-import { Option } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
 import { parseWholeNumber } from './enable.ts';
 import { seconds } from './follow-summary.ts';
 
@@ -11,10 +11,21 @@ import { seconds } from './follow-summary.ts';
  * timer and the wording of the durations are sync's.
  */
 
+/** The longest interval a timer takes (Node sets a longer one, or 0, to 1 ms: a summary every millisecond). */
+const LONGEST_TIMER_MS = 2_147_483_647;
+
+/** --summary-interval MS: a whole number of ms from 1 to the longest a timer takes (about 24.8 days). */
+export function parseSummaryInterval(value: string): number {
+  const n = parseWholeNumber(value);
+  if (n < 1 || n > LONGEST_TIMER_MS)
+    throw new InvalidArgumentError(`expected a whole number of ms from 1 to ${LONGEST_TIMER_MS} (about 24.8 days), got "${value}"`);
+  return n;
+}
+
 /** The --summary-interval option, as sync has it (`what`: what the summary says). */
 export function summaryIntervalOption(what: string): Option {
   return new Option('--summary-interval <ms>', `with --follow, without --json: print a one-line summary (${what}) this often`)
-    .argParser(parseWholeNumber)
+    .argParser(parseSummaryInterval)
     .default(60_000);
 }
 

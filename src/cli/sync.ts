@@ -10,6 +10,7 @@ import { reportJson } from './sync-json.ts';
 import { progressReporter, type ProgressOptions } from './progress.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { FollowTally } from './follow-summary.ts';
+import { parseSummaryInterval } from './stream-follow-summary.ts';
 import { DefinitionFiles, loadInputs } from '../internal.ts';
 
 export { loadAll, loadInputs } from '../internal.ts';
@@ -96,7 +97,7 @@ export function registerSync(program: Command): void {
     .option(
       '--summary-interval <ms>',
       'with --follow, without --json: print a one-line summary (events applied, lag) this often',
-      parseWholeNumber,
+      parseSummaryInterval,
       60_000,
     )
     .option(

@@ -59,6 +59,14 @@ const CASES: Record<string, Case> = {
     args: () => ['subscribe', 'sub.db', '--nats', 'nats://127.0.0.1:1', '--source', 'x', '--stream', 'a.b'],
     names: ['--stream', '"a.b"', 'no . * > / \\ or white space'],
   },
+  'a --summary-interval of 0 for sync': {
+    args: (s) => ['sync', s, 'out.db', '--follow', '--summary-interval', '0'],
+    names: ['--summary-interval', '"0"', '2147483647'],
+  },
+  'a --summary-interval past a timer for publish': {
+    args: (s) => ['publish', s, '--nats', 'nats://127.0.0.1:1', '--follow', '--summary-interval', '99999999999999'],
+    names: ['--summary-interval', '"99999999999999"'],
+  },
   'an empty --dir for demo': { args: () => ['demo', '--dir', ''], names: ['--dir', '""'] },
   'a --stream with a space for health': { args: () => ['health', 'sub.db', '--stream', 'my stream'], names: ['--stream', '"my stream"'] },
 };
