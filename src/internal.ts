@@ -9,7 +9,7 @@ export { aliasFields } from './reasons.ts';
 export { checkHeldFile, requireOutputFolder } from './sqlite/index.ts';
 export { enableCommand, enableHint } from './capture/index.ts';
 export { alterRules } from './feed/index.ts';
-export { eventToLine } from './feed/index.ts';
+export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';
 export { projectionWrites } from './apply/target/index.ts';
 export { readProjections } from './apply/target/index.ts';

@@ -12,6 +12,7 @@ import {
   checkHeldFile,
   replaceFile,
   requireOutputFolder,
+  readSourceView,
 } from '../internal.ts';
 import { outPath } from './out-path.ts';
 import { InvalidInputError } from '../index.ts';
@@ -67,6 +68,7 @@ export function registerExport(program: Command): void {
         const db = openSource(dbPath, { readonly: true });
         let fd: number;
         try {
+          readSourceView(db); // a source without capture (CAPTURE_ABSENT) before the output is made
           // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
           if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
           fd = toStdout ? 1 : fs.openSync(opts.out, 'a');

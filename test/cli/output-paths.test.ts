@@ -75,4 +75,13 @@ describe('an output path given wrong', () => {
     expect(made()).toEqual(before);
     expect(fs.readdirSync(at('segments'))).toEqual([]);
   });
+
+  test('export of a database without capture (a target given as the source) makes no output file', async () => {
+    const plain = trackerSource(at('plain.db'), []);
+    const r = await runCliAsync(['export', plain, '--out', at('plain.jsonl')]);
+    expect(r.status, r.stderr).toBe(3);
+    expectOneLineError(r, 'CAPTURE_ABSENT');
+    expect(fs.existsSync(at('plain.jsonl'))).toBe(false);
+    expect(fs.existsSync(at('plain.jsonl.cursor'))).toBe(false);
+  });
 });
