@@ -17,9 +17,9 @@ import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHea
  */
 
 let running: Spawned | undefined;
-afterEach((ctx) => {
+afterEach(({ task }) => {
   // A failure says what the run logged (a reload that never came, a part failing): the wait's timeout alone does not.
-  if (ctx.task.result?.state === 'fail' && running !== undefined)
+  if (task.result?.state === 'fail' && running !== undefined)
     process.stderr.write(`sluice run's log, its end:\n${running.stdout().slice(-6000)}\n${running.stderr().slice(-3000)}\n`);
   kill(running);
 });
