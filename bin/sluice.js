@@ -24,5 +24,10 @@ process.exitCode = await main(process.argv);
 // client keeps the socket of a server that never answered as NATS (an HTTP
 // port given as --nats, or as a pipeline file's publish) after its connect
 // timeout. A process with nothing open ends before this timer, which keeps
-// nothing alive.
-globalThis.setTimeout(() => process.exit(), 1000).unref();
+// nothing alive. Output still queued for a slow reader (a pipe on Windows is
+// written asynchronously) is waited for: an exit would cut it short.
+const exitOnceFlushed = () => {
+  if (process.stdout.writableLength > 0 || process.stderr.writableLength > 0) globalThis.setTimeout(exitOnceFlushed, 100).unref();
+  else process.exit();
+};
+globalThis.setTimeout(exitOnceFlushed, 1000).unref();
