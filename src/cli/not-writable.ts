@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { Command } from 'commander';
 import { SluiceError, errorCode } from '../index.ts';
+import { writeAccessProblem } from '../internal.ts';
 import { filesOf } from './file-arguments.ts';
 
 /*
@@ -16,17 +16,6 @@ import { filesOf } from './file-arguments.ts';
  */
 
 const DENIED = new Set(['EACCES', 'EPERM', 'EROFS']);
-
-/** The code (EACCES, EPERM, EROFS) when this user may not write `p`; undefined when it may, or cannot tell. */
-function denied(p: string): string | undefined {
-  try {
-    fs.accessSync(p, fs.constants.W_OK);
-    return undefined;
-  } catch (err) {
-    const code = errorCode(err);
-    return typeof code === 'string' && DENIED.has(code) ? code : undefined;
-  }
-}
 
 /** `err` as DB_NOT_WRITABLE or ACCESS_DENIED naming the file, when it is one of the bare errors above; `err` otherwise. */
 export function namingUnwritable(err: unknown, command: Command | undefined): unknown {
@@ -44,21 +33,12 @@ export function namingUnwritable(err: unknown, command: Command | undefined): un
   const files = filesOf(command);
   if (!code.startsWith('SQLITE_READONLY') || code === 'SQLITE_READONLY_ROLLBACK' || files.length !== 1) return err;
   const { role, file } = files[0] as { role: string; file: string };
-  const folder = path.dirname(path.resolve(file));
-  const onFile = denied(file);
-  const onFolder = denied(folder);
-  const what = [
-    ...(onFile === undefined ? [] : [`the file (${onFile})`]),
-    ...(onFolder === undefined
-      ? []
-      : [`its folder ${folder} (${onFolder}), where SQLite makes the -wal and -shm (or -journal) files to write it`]),
-  ];
-  const grant = [...(onFile === undefined ? [] : [file]), ...(onFolder === undefined ? [] : [folder])];
+  const problem = writeAccessProblem(file, role);
   return new SluiceError(
     'DB_NOT_WRITABLE',
-    what.length === 0
+    problem === undefined
       ? `Cannot ${name} ${role} ${file}: SQLite opened it read-only (${code}: a read-only file system, or a file or folder this user may not write). Give this user write access to it and its folder, or run sluice ${name} as a user that has it.`
-      : `Cannot ${name} ${role} ${file}: this user may not write ${what.join(' nor ')}. Give this user write access to ${grant.join(' and ')}, or run sluice ${name} as a user that has it.`,
+      : `Cannot ${name} ${role} ${file}: this user may not write ${problem.what}. Give this user write access to ${problem.grant}, or run sluice ${name} as a user that has it.`,
     { cause: err },
   );
 }

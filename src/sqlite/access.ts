@@ -29,10 +29,30 @@ function denied(p: string): string | undefined {
  * there and why.
  */
 export function requireWriteAccess(file: string, role: string, command: string, writes: string): void {
+  const problem = writeAccessProblem(file, role);
+  if (problem === undefined) return;
+  const reading = problem.folderDenied ? '' : '; reading needs none: status, changes and export work as they are';
+  throw new SluiceError(
+    'DB_NOT_WRITABLE',
+    `Cannot ${command} ${role} ${file}: this user may not write ${problem.what}. ${writes}. Give this user write access to ${problem.grant}${reading}.`,
+  );
+}
+
+/**
+ * What this user may not write of database `file` (the `role`'s): the file,
+ * its folder (where SQLite makes its -wal and -shm, or -journal), or both,
+ * said (`what`), with the paths to grant access to (`grant`); undefined
+ * when it may write both. For every message that says so (sync's refusal
+ * above, the CLI's naming of a bare SQLITE_READONLY).
+ */
+export function writeAccessProblem(
+  file: string,
+  role: string,
+): { readonly what: string; readonly grant: string; readonly folderDenied: boolean } | undefined {
   const folder = path.dirname(path.resolve(file));
   const onFile = denied(file);
   const onFolder = denied(folder);
-  if (onFile === undefined && onFolder === undefined) return;
+  if (onFile === undefined && onFolder === undefined) return undefined;
   const what = [
     ...(onFile === undefined ? [] : [`the file (${onFile})`]),
     ...(onFolder === undefined
@@ -40,11 +60,7 @@ export function requireWriteAccess(file: string, role: string, command: string, 
       : [`its folder ${folder} (${onFolder}), where SQLite makes the ${role}'s -wal and -shm (or -journal) files to write it`]),
   ].join(' nor ');
   const grant = [...(onFile === undefined ? [] : [file]), ...(onFolder === undefined ? [] : [folder])].join(' and ');
-  const reading = onFolder === undefined ? '; reading needs none: status, changes and export work as they are' : '';
-  throw new SluiceError(
-    'DB_NOT_WRITABLE',
-    `Cannot ${command} ${role} ${file}: this user may not write ${what}. ${writes}. Give this user write access to ${grant}${reading}.`,
-  );
+  return { what, grant, folderDenied: onFolder !== undefined };
 }
 
 /**

@@ -1,10 +1,10 @@
 // The face of src/sqlite/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { folderNotWritable, requireOutputFolder, requireWriteAccess } from './access.ts';
+export { folderNotWritable, requireOutputFolder, requireWriteAccess, writeAccessProblem } from './access.ts';
 export { affinityOf, canHoldNegativeZero } from './affinity.ts';
 export type { Affinity } from './affinity.ts';
-export { catchUpCacheSizes, useCatchUpCaches, IMPORT_CHECKPOINT_PAGES } from './catch-up-caches.ts';
+export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
 export {
   RawText,
   fromDriver,

@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/index.ts';
-import { quoteIdent, writeTransaction, cachedStatement, takeWriteLock } from '../../sqlite/index.ts';
-import { TARGET_INFO_TABLE, markBusy } from '../target/index.ts';
+import { writeTransaction } from '../../sqlite/index.ts';
+import { lockTarget } from '../target/index.ts';
 import { dropRetired, nextRetired } from '../rebuild/index.ts';
 import { crashPoint } from './crash-points.ts';
 
@@ -26,14 +26,7 @@ export async function dropOneRetired(db: Db, schema: string): Promise<boolean> {
   return writeTransaction(
     db,
     async () => {
-      try {
-        await takeWriteLock(db, () => {
-          cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
-        });
-      } catch (err) {
-        markBusy(err, 'target');
-        throw err;
-      }
+      await lockTarget(db, schema);
       return dropRetired(db, schema);
     },
     {

@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/index.ts';
-import { quoteIdent, writeTransaction, cachedStatement, takeWriteLock } from '../../sqlite/index.ts';
+import { quoteIdent, writeTransaction, cachedStatement } from '../../sqlite/index.ts';
 import { FailClosedError } from '../../errors.ts';
 import { readState, type CapturedTable } from '../../capture/index.ts';
 import type { CursorValidation } from '../../feed/index.ts';
@@ -7,15 +7,7 @@ import { cursorToken, readSourceView, type SourceView, journalBatch, sourceRows 
 import type { CompiledProjection } from '../../projection/index.ts';
 import { dropTemps } from '../../projection/index.ts';
 import { matchesSourceAt } from '../check/index.ts';
-import {
-  readProjection,
-  PROJECTIONS_TABLE,
-  TARGET_INFO_TABLE,
-  type ProjectionRecord,
-  readBuild,
-  markBusy,
-  retryBusy,
-} from '../target/index.ts';
+import { readProjection, PROJECTIONS_TABLE, lockTarget, type ProjectionRecord, readBuild, markBusy, retryBusy } from '../target/index.ts';
 import {
   commitBatch,
   recordSuspension,
@@ -166,14 +158,7 @@ async function inTargetTransaction(
       db,
       async (): Promise<StepOutcome | ValidationNeeded> => {
         // Take the target's write lock before reading it, so the target is read at its latest state.
-        try {
-          await takeWriteLock(db, () => {
-            cachedStatement(db, `UPDATE ${quoteIdent(schema)}.${TARGET_INFO_TABLE} SET id = id`).run();
-          });
-        } catch (err) {
-          markBusy(err, 'target');
-          throw err;
-        }
+        await lockTarget(db, schema);
         // The source's capture state, arming and high-water mark, read once for the whole step; its
         // sourceId goes into what the step records. One that cannot be read fails the step after the
         // check for edits, as it did when only the state row was read here.

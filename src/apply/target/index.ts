@@ -14,6 +14,7 @@ export { projectionWrites } from './projection-writes.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';
 export { TARGET_SCHEMA, openApplySession } from './session.ts';
 export type { ApplySession } from './session.ts';
+export { lockTarget } from './target-lock.ts';
 export {
   PROJECTIONS_TABLE,
   SELF_CLEARING_SUSPENSIONS,
