@@ -1,9 +1,9 @@
 // a database or output path this user may not write: each command names the file or folder and the access it needs
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
+import { makeUnwritable } from '../support/unwritable.ts';
 import {
   runCliAsync,
   mapLimit,
@@ -52,23 +52,6 @@ beforeAll(async () => {
   write(tgt, 'SELECT 1');
 });
 afterAll(() => removeDir(dir));
-
-const isRoot = process.getuid?.() === 0;
-
-/** Makes `p` unwritable for this user; returns how to undo it, or why it cannot be done here. */
-function makeUnwritable(p: string): { undo: () => void } | { reason: string } {
-  if (!isRoot) {
-    const mode = fs.statSync(p).mode & 0o777;
-    fs.chmodSync(p, fs.statSync(p).isDirectory() ? 0o555 : 0o444);
-    return { undo: () => fs.chmodSync(p, mode) };
-  }
-  const r = spawnSync('chattr', ['+i', p], { encoding: 'utf8' });
-  if (r.error !== undefined || r.status !== 0)
-    return {
-      reason: `running as root, where file modes do not stop writes, and chattr +i is not available here (${r.error?.message ?? r.stderr.trim()})`,
-    };
-  return { undo: () => spawnSync('chattr', ['-i', p]) };
-}
 
 interface Case {
   readonly args: () => string[];

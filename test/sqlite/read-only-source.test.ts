@@ -1,9 +1,9 @@
 // sync from a source it may not write says what access it needs and leaves the target intact
 import fs from 'node:fs';
 import path from 'node:path';
-import { spawnSync } from 'node:child_process';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
+import { makeUnwritable } from '../support/unwritable.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { sync } from '../../src/apply/sync/index.ts';
 import {
@@ -48,23 +48,6 @@ beforeAll(async () => {
   write(src, "UPDATE issues SET state = 'closed' WHERE number = 1"); // something the refused sync would apply
 });
 afterAll(() => removeDir(dir));
-
-const isRoot = process.getuid?.() === 0;
-
-/** Makes `p` unwritable for this user; returns how to undo it, or why it cannot be done here. */
-function makeUnwritable(p: string): { undo: () => void } | { reason: string } {
-  if (!isRoot) {
-    const mode = fs.statSync(p).mode & 0o777;
-    fs.chmodSync(p, fs.statSync(p).isDirectory() ? 0o555 : 0o444);
-    return { undo: () => fs.chmodSync(p, mode) };
-  }
-  const r = spawnSync('chattr', ['+i', p], { encoding: 'utf8' });
-  if (r.error !== undefined || r.status !== 0)
-    return {
-      reason: `running as root, where file modes do not stop writes, and chattr +i is not available here (${r.error?.message ?? r.stderr.trim()})`,
-    };
-  return { undo: () => spawnSync('chattr', ['-i', p]) };
-}
 
 describe('sync from a source it may not write', () => {
   test('a read-only source file: exit 1 with DB_NOT_WRITABLE naming the file and why, the target unchanged, and changes still reads it', async ({
