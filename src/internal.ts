@@ -7,7 +7,7 @@
 // src/index.ts instead (docs/architecture.md, "Entries").
 export { aliasFields } from './reasons.ts';
 export { checkHeldFile, requireOutputFolder, writeAccessProblem } from './sqlite/index.ts';
-export { enableCommand, enableHint } from './capture/index.ts';
+export { CAPTURE_RELATIONS, enableCommand, enableHint } from './capture/index.ts';
 export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';
@@ -16,7 +16,7 @@ export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';
 export { errorMessage, isSqliteBusy } from './errors.ts';
 export { busyRoleOf } from './apply/target/index.ts';
-export { urlLogin, withoutCredentials } from './apply/target/index.ts';
+export { splitServers, urlLogin, withoutCredentials } from './apply/target/index.ts';
 export {
   cursorFileFor,
   positionOf,

@@ -86,7 +86,7 @@ export interface PublishedSnapshotReport {
  * rows may be over it too, and is cut the same way.) At a steady rate a
  * message holds what committed since the last pass whatever this is.
  */
-export function defaultBatchSeqs(formats: readonly BatchFormat[]): number {
+function defaultBatchSeqs(formats: readonly BatchFormat[]): number {
   return formats.includes('jsonl') ? 1000 : 10_000;
 }
 /** Batches waiting for the broker's ack at once (#nextBatches). */

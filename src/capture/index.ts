@@ -27,6 +27,7 @@ export { rearmCapture } from './rearm.ts';
 export type { RearmReport } from './rearm.ts';
 export {
   CAPTURE_MODES,
+  CAPTURE_RELATIONS,
   CONSUMERS_TABLE,
   DEFAULT_RETENTION,
   FORMAT_VERSION,

@@ -332,6 +332,20 @@ export function metadataDdl(width: number): string[] {
 export const FLUSH_VIEW = '_sluice_flush';
 export const FLUSH_VIEW_SQL = `CREATE VIEW ${FLUSH_VIEW} AS SELECT 0 AS tid, 0 AS op`;
 
+/**
+ * The tables and views a source's capture reads and writes, one of which
+ * missing (dropped outside sluice) is a damaged capture (CAPTURE_DAMAGED,
+ * which the CLI names when SQLite reports it). Not the state row's table,
+ * without which a source has no capture at all (CAPTURE_ABSENT), nor the
+ * alter log, which only a source that ran an alter has.
+ */
+export const CAPTURE_RELATIONS: readonly string[] = [
+  ...OWN_TABLES.filter((t) => t !== STATE_TABLE && t !== DDL_TABLE),
+  TICK_VIEW,
+  MARK_VIEW,
+  FLUSH_VIEW,
+];
+
 /** The SQL that makes FLUSH_VIEW unless it is there (never dropped and made again: its triggers would go with it). */
 export const FLUSH_VIEW_IF_MISSING = FLUSH_VIEW_SQL.replace('CREATE VIEW', 'CREATE VIEW IF NOT EXISTS');
 

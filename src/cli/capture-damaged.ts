@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { FailClosedError, SluiceError, errorCode } from '../index.ts';
-import { errorMessage, shellWord } from '../internal.ts';
+import { CAPTURE_RELATIONS, errorMessage, shellWord } from '../internal.ts';
 import { filesOf } from './file-arguments.ts';
 
 /*
@@ -13,25 +13,12 @@ import { filesOf } from './file-arguments.ts';
  * missing) and enable again; its readers then rebuild once.
  */
 
-/** The tables of a source's capture besides `_sluice_state` (without which the source has no capture: CAPTURE_ABSENT). */
-const CAPTURE_TABLES = new Set([
-  '_sluice_tables',
-  '_sluice_journal',
-  '_sluice_last',
-  '_sluice_consumers',
-  '_sluice_pending',
-  '_sluice_schema',
-  '_sluice_mark',
-  '_sluice_flush',
-  '_sluice_tick',
-]);
-
 /** `err` as CAPTURE_DAMAGED naming the source, when it is SQLite's "no such table" for one of the capture's tables; `err` otherwise. */
 export function namingDamagedCapture(err: unknown, command: Command | undefined): unknown {
   if (err instanceof SluiceError || command === undefined || errorCode(err) !== 'SQLITE_ERROR') return err;
   const table = /^no such table: (?:[A-Za-z0-9_]+\.)?(_sluice_[a-z_]+)$/.exec(errorMessage(err) ?? '')?.[1];
   const source = filesOf(command).find((f) => f.role === 'source');
-  if (table === undefined || !CAPTURE_TABLES.has(table) || source === undefined) return err;
+  if (table === undefined || !CAPTURE_RELATIONS.includes(table) || source === undefined) return err;
   const src = shellWord(source.file);
   return new FailClosedError(
     'CAPTURE_DAMAGED',

@@ -1,44 +1,30 @@
 import type { Command } from 'commander';
 
 /*
- * Which database each command's positional arguments are: for an error
+ * Which database each of a command's positional arguments is: for an error
  * SQLite raises without naming its file (a lock, a table of sluice's
- * dropped by hand), the CLI names the file the user gave (busy.ts,
- * capture-damaged.ts).
+ * dropped by hand, a file it may not write), the CLI names the file the
+ * user gave (busy.ts, capture-damaged.ts, not-writable.ts). Read from the
+ * arguments as each command declares them: their descriptions, which its
+ * help prints, say "source SQLite database", "target SQLite database" or
+ * "SQLite database" (any other argument is not a database: import's file,
+ * a table, a projection's name).
  */
 
 export type FileRole = 'source' | 'target' | 'database';
 
-/** Each command's positional arguments in order (undefined: not a database, e.g. import's file). */
-const FILE_ARGUMENTS: Readonly<Record<string, readonly (FileRole | undefined)[]>> = {
-  init: ['database'],
-  enable: ['source'],
-  disable: ['source'],
-  bump: ['source'],
-  alter: ['source'],
-  status: ['source'],
-  changes: ['source'],
-  prune: ['source'],
-  sync: ['source', 'target'],
-  verify: ['source', 'target'],
-  explain: ['source', 'target'],
-  export: ['source'],
-  import: ['target'],
-  publish: ['source'],
-  subscribe: ['target'],
-  health: ['target'],
-  drop: ['target'],
-  reinit: ['source', 'target'],
-  protect: ['target'],
-  forget: ['source'],
-  query: ['database'],
-  strip: ['database'],
-};
+/** The role an argument described as `description` has, if it is a database. */
+function roleOf(description: string): FileRole | undefined {
+  if (description.startsWith('source SQLite database')) return 'source';
+  if (description.startsWith('target SQLite database')) return 'target';
+  if (description.startsWith('SQLite database')) return 'database';
+  return undefined;
+}
 
 /** The databases `command` (the one the user ran, parsed) was given, with what each is. */
 export function filesOf(command: Command): { readonly role: FileRole; readonly file: string }[] {
-  const roles = FILE_ARGUMENTS[command.name()] ?? [];
-  return roles.flatMap((role, i) => {
+  return command.registeredArguments.flatMap((a, i) => {
+    const role = roleOf(a.description);
     const file = command.args[i];
     return role === undefined || file === undefined ? [] : [{ role, file }];
   });

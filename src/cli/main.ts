@@ -59,6 +59,9 @@ export async function buildProgram(only?: string): Promise<Command> {
   return program;
 }
 
+/** Each turns an error SQLite or Node raised without naming the file into one that names it, or leaves it as it is. */
+const NAMING = [namingLockedFile, namingDamagedCapture, namingUnwritable] as const;
+
 /** Runs the CLI and returns the exit code: 0 ok, 1 error, 2 usage, 3 needs action. */
 export async function main(argv: readonly string[]): Promise<number> {
   const json = argv.includes('--json');
@@ -74,6 +77,9 @@ export async function main(argv: readonly string[]): Promise<number> {
     }
     // SQLite's errors that name no file (a lock, a capture table dropped by hand, a file it may not write), named after the file the user gave.
     const command = program?.commands.find((c) => c.name() === argv[2]);
-    return reportError(namingUnwritable(namingDamagedCapture(namingLockedFile(err, command), command), command), { json });
+    return reportError(
+      NAMING.reduce<unknown>((e, naming) => naming(e, command), err),
+      { json },
+    );
   }
 }

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { InvalidArgumentError, type Command } from 'commander';
 import { InvalidInputError } from '../index.ts';
-import { urlLogin } from '../internal.ts';
+import { splitServers, urlLogin } from '../internal.ts';
 import type { NatsAuth, NatsConnection, NatsTls } from '../broker/index.ts';
 
 /*
@@ -26,10 +26,7 @@ export interface NatsCliOptions {
 
 /** `--nats URL` repeated, or a comma list: every server of the cluster. A value that names none (`--nats ""`, an unset variable) is a usage error. */
 function servers(value: string, previous: string[] | undefined): string[] {
-  const given = value
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
+  const given = splitServers(value);
   if (given.length === 0)
     throw new InvalidArgumentError(
       `expected the URL of a NATS server (nats://HOST:4222), or a comma list of them, got ${JSON.stringify(value)}`,

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { splitServers } from '../broker/connection/index.ts';
 
 /*
  * The shape of a pipeline file (sluice.yml): what must exist, declared in
@@ -72,7 +73,7 @@ const natsKeys = {
   nats: z
     .union([nonEmpty, z.array(nonEmpty).min(1)])
     // Each value names a server: "," or " " would connect to none (a client's default, then "Cannot connect to NATS at ").
-    .refine((v) => (typeof v === 'string' ? [v] : v).every((s) => s.split(',').some((url) => url.trim() !== '')), {
+    .refine((v) => (typeof v === 'string' ? [v] : v).every((s) => splitServers(s).length > 0), {
       message: 'names no server. Write a URL such as nats://HOST:4222, or several, comma separated or as a list',
     })
     .describe('NATS server URL, or several for a cluster'),

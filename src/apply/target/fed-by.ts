@@ -16,6 +16,14 @@ export type FedBy =
   | { readonly via: 'subscribe'; readonly url: string; readonly stream: string; readonly sourceId: string }
   | { readonly via: 'import'; readonly file: string; readonly ms: number };
 
+/** `nats://a:4222, nats://b:4222` -> its URLs (none for "" or ","). */
+export function splitServers(list: string): string[] {
+  return list
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
+}
+
 /**
  * A broker URL as it may be stored in a target: without the user, password
  * or token of any server in it (`nats://u:p@h:4222,u:p@h2` -> `nats://h:4222,h2`).

@@ -8,7 +8,7 @@ export { checkConsumers, lostExplanation, lostRepair } from './consumers.ts';
 export type { LostProjection } from './consumers.ts';
 export { damagedFile, damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
 export { clearDrops, recordDrop } from './dropped.ts';
-export { recordFedBy, recordSubscribed, recordSynced, urlLogin, withoutCredentials } from './fed-by.ts';
+export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
 export { projectionWrites } from './projection-writes.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';

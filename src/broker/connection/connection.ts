@@ -1,4 +1,6 @@
-import { withoutCredentials } from '../../apply/target/index.ts';
+import { splitServers, withoutCredentials } from '../../apply/target/index.ts';
+
+export { splitServers };
 
 /*
  * How to reach a NATS deployment (docs/broker.md, "Connecting"): its
@@ -32,14 +34,6 @@ export type NatsTarget = string | NatsConnection;
 /** The NatsConnection of a URL string, or `c` itself. */
 export function natsConnection(c: NatsTarget): NatsConnection {
   return typeof c === 'string' ? { servers: splitServers(c) } : c;
-}
-
-/** `nats://a:4222, nats://b:4222` -> its URLs. */
-export function splitServers(list: string): string[] {
-  return list
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
 }
 
 /**
