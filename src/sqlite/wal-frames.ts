@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { shmDescriptor } from './shm-files.ts';
 
 /*
  * What SQLite's write-ahead log says about the commits in it, read from the
@@ -36,11 +37,12 @@ const INDEX_HEADER = 48;
 
 /**
  * Open files of one database's log, read without locks (the reader's
- * pinned read transaction keeps what it reads in place). Closed with close().
+ * pinned read transaction keeps what it reads in place). Closed with
+ * close(), which closes `-wal` (SQLite locks nothing in it); `-shm` stays
+ * open (shm-files.ts: closing it would release SQLite's locks on it).
  */
 export class WalFiles {
   readonly #db: string;
-  #shm: number | undefined;
   #wal: number | undefined;
   readonly #header = Buffer.alloc(WAL_HEADER);
   readonly #index = Buffer.alloc(INDEX_HEADER * 2 + 4);
@@ -57,7 +59,7 @@ export class WalFiles {
    * halfway through updating the header, whose two copies then differ).
    */
   end(): WalEnd | undefined {
-    const fd = (this.#shm ??= openIfThere(`${this.#db}-shm`));
+    const fd = shmDescriptor(this.#db);
     if (fd === undefined) return undefined;
     const b = this.#index;
     // A writer updates the second copy, then the first: they differ only for that moment.
@@ -128,8 +130,7 @@ export class WalFiles {
   }
 
   close(): void {
-    for (const fd of [this.#shm, this.#wal]) if (fd !== undefined) fs.closeSync(fd);
-    this.#shm = undefined;
+    if (this.#wal !== undefined) fs.closeSync(this.#wal);
     this.#wal = undefined;
   }
 }

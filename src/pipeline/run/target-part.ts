@@ -4,6 +4,7 @@ import { stamp } from '../follow/index.ts';
 import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
+import { adoptShmFiles, passShmFiles } from '../../sqlite/index.ts';
 
 /*
  * A declared target, followed in a worker thread of its own
@@ -41,7 +42,8 @@ export const targetPart: PartKind<TargetConfig> = {
   async run(c, ctx) {
     ctx.shared.lockTarget(c.target.path); // its folder made first, when missing
     const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
-    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync' }, ctx, young);
+    const shm = passShmFiles([c.source.path, c.target.path]);
+    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync', shm }, ctx, young);
   },
 };
 
@@ -58,7 +60,11 @@ export const subscribePart: PartKind<PipelineSubscription> = {
     JSON.stringify([s.nats, s.sourceId, s.format, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
     makeTargetFolder(s.path);
-    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe' }, ctx, YOUNG_MB.handlers);
+    await runWorker(
+      { pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe', shm: passShmFiles([s.path]) },
+      ctx,
+      YOUNG_MB.handlers,
+    );
   },
 };
 
@@ -86,6 +92,9 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
     ...(WORKER.pathname.endsWith('.ts') ? { execArgv: ['--import', 'tsx'] } : {}),
     stderr: false,
     resourceLimits: { maxYoungGenerationSizeMb: youngMb },
+    // Node closes the descriptors a thread opened when it ends, by default: closing a `-shm` releases SQLite's locks on
+    // it, the other threads' included (sqlite/shm-files.ts). The thread hands them over instead (its 'shm' message).
+    trackUnmanagedFds: false,
   });
   let failure: PartFailure | undefined;
   const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);
@@ -98,6 +107,7 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
           ctx.shared.recordPass(data.target, m);
           ctx.ok();
         } else if (m.type === 'phase') ctx.phase(m.phase);
+        else if (m.type === 'shm') adoptShmFiles(m.files);
         else failure = new PartFailure(m.code, m.message);
       });
       worker.on('error', (err) => (failure ??= PartFailure.of(err)));
