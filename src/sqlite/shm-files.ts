@@ -23,6 +23,12 @@ import path from 'node:path';
  * (handOverShmFiles, adoptShmFiles), which passes them on to the next
  * thread it starts for the same files, instead of leaving one descriptor
  * open per thread ever started.
+ *
+ * Not on Windows: there a lock belongs to the handle that took it, so
+ * closing ours releases nothing of SQLite's, and a handle kept open would
+ * keep a `-shm` SQLite removed from being made again (a file removed while
+ * open stays "delete pending"). A reader there holds its own descriptor
+ * and closes it (ShmReader.close).
  */
 
 /** A `-shm` file this thread holds open: its path, its descriptor, and the file it is (device and inode). */
@@ -60,7 +66,7 @@ function descriptorOf(fd: number): string | undefined {
  * kept (never close it); undefined when there is none (not in WAL mode, or
  * no connection has opened it since its last connection closed).
  */
-export function shmDescriptor(dbFile: string): number | undefined {
+function shmDescriptor(dbFile: string): number | undefined {
   const file = shmPath(dbFile);
   const now = identity(file);
   const h = held.get(file);
@@ -81,6 +87,40 @@ export function shmDescriptor(dbFile: string): number | undefined {
   }
   held.set(file, { file, fd, id: descriptorOf(fd) as string });
   return fd;
+}
+
+/** Whether `-shm` descriptors are kept for the process's life (POSIX locks), or closed by their reader (Windows). */
+const KEEP = process.platform !== 'win32';
+
+/**
+ * One reader's access to database `dbFile`'s `-shm`: the descriptor this
+ * thread keeps (POSIX), or one of its own that close() closes (Windows).
+ */
+export class ShmReader {
+  readonly #db: string;
+  #own: number | undefined;
+
+  constructor(dbFile: string) {
+    this.#db = dbFile;
+  }
+
+  /** A descriptor of `-shm` to read (never close it), or undefined when there is none. */
+  descriptor(): number | undefined {
+    if (KEEP) return shmDescriptor(this.#db);
+    if (this.#own === undefined) {
+      try {
+        this.#own = fs.openSync(shmPath(this.#db), 'r');
+      } catch {
+        return undefined;
+      }
+    }
+    return this.#own;
+  }
+
+  close(): void {
+    if (this.#own !== undefined) fs.closeSync(this.#own);
+    this.#own = undefined;
+  }
 }
 
 /** For a thread that ends: the `-shm` files it holds, now its parent's to keep (this thread forgets them). */

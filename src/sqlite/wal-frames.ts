@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { shmDescriptor } from './shm-files.ts';
+import { ShmReader } from './shm-files.ts';
 
 /*
  * What SQLite's write-ahead log says about the commits in it, read from the
@@ -39,10 +39,12 @@ const INDEX_HEADER = 48;
  * Open files of one database's log, read without locks (the reader's
  * pinned read transaction keeps what it reads in place). Closed with
  * close(), which closes `-wal` (SQLite locks nothing in it); `-shm` stays
- * open (shm-files.ts: closing it would release SQLite's locks on it).
+ * open on POSIX systems (shm-files.ts: closing it would release SQLite's
+ * locks on it).
  */
 export class WalFiles {
   readonly #db: string;
+  readonly #shm: ShmReader;
   #wal: number | undefined;
   readonly #header = Buffer.alloc(WAL_HEADER);
   readonly #index = Buffer.alloc(INDEX_HEADER * 2 + 4);
@@ -51,6 +53,7 @@ export class WalFiles {
 
   constructor(dbFile: string) {
     this.#db = dbFile;
+    this.#shm = new ShmReader(dbFile);
   }
 
   /**
@@ -59,7 +62,7 @@ export class WalFiles {
    * halfway through updating the header, whose two copies then differ).
    */
   end(): WalEnd | undefined {
-    const fd = shmDescriptor(this.#db);
+    const fd = this.#shm.descriptor();
     if (fd === undefined) return undefined;
     const b = this.#index;
     // A writer updates the second copy, then the first: they differ only for that moment.
@@ -132,6 +135,7 @@ export class WalFiles {
   close(): void {
     if (this.#wal !== undefined) fs.closeSync(this.#wal);
     this.#wal = undefined;
+    this.#shm.close();
   }
 }
 

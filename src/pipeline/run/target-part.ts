@@ -94,7 +94,8 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
     resourceLimits: { maxYoungGenerationSizeMb: youngMb },
     // Node closes the descriptors a thread opened when it ends, by default: closing a `-shm` releases SQLite's locks on
     // it, the other threads' included (sqlite/shm-files.ts). The thread hands them over instead (its 'shm' message).
-    trackUnmanagedFds: false,
+    // On Windows a lock is its handle's: closing releases nothing of SQLite's, and Node's tracking stays.
+    trackUnmanagedFds: process.platform === 'win32',
   });
   let failure: PartFailure | undefined;
   const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);
