@@ -6,7 +6,7 @@ import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../ap
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
-import { checkSegment, looksLikeSegment, type CheckedSegment } from './segment-check.ts';
+import { checkSegment, looksLikeSegment, refuseJournal, type CheckedSegment } from './segment-check.ts';
 import { segmentItems } from './segment-read.ts';
 import { segmentFiles } from './segment-files.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
@@ -26,8 +26,12 @@ const SCHEMA = 'main';
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   if (!fs.existsSync(file))
     throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
+  if (fs.statSync(file).isDirectory()) return importSegments(targetPath, file, options);
+  // Before any read of its bytes: a database in use (a -wal or -journal beside it) is no export, and closing a
+  // descriptor of it would release the locks this process's own connections to it hold (sqlite/shm-files.ts).
+  refuseJournal(file);
   // A segment (it starts as every SQLite file does), or a folder of them: docs/segment.md.
-  if (fs.statSync(file).isDirectory() || looksLikeSegment(file)) return importSegments(targetPath, file, options);
+  if (looksLikeSegment(file)) return importSegments(targetPath, file, options);
   const encoding = await peekEncoding(file);
   const fedBy = { via: 'import', file: path.resolve(file), ms: Date.now() } as const;
   return importStream(

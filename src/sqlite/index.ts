@@ -48,7 +48,7 @@ export { parseRenameColumn } from './rename-column.ts';
 export { renameTable } from './rename.ts';
 export { openUntouched } from './schema-copy.ts';
 export { reinitCommand, repairAction, repairOf, shellCommand, shellWord } from './shell-word.ts';
-export { adoptShmFiles, handOverShmFiles, passShmFiles } from './shm-files.ts';
+export { adoptShmFiles, lendShmFiles, ownShmFilesIn } from './shm-files.ts';
 export type { HeldShm } from './shm-files.ts';
 export { cachedStatement } from './statement-cache.ts';
 export type { RowMode } from './statement-cache.ts';

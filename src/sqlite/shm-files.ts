@@ -3,7 +3,7 @@ import path from 'node:path';
 
 /*
  * The `-shm` files sluice reads itself (wal-frames.ts: the wal-index
- * header), each opened once per thread and kept open.
+ * header), each opened once and kept open.
  *
  * Closing a file descriptor releases every POSIX advisory lock the whole
  * process holds on that file, whichever descriptor took it
@@ -15,14 +15,20 @@ import path from 'node:path';
  * with SIGBUS when a target's follower stopped (a reload) while a test,
  * as any other reader would, opened the source.
  *
- * So a `-shm` is never closed while it is the file at its path. One that
- * was replaced (its database's last connection anywhere removed it, and a
- * later one made it again) is closed at the next look: SQLite removes it
- * only once no connection of any process, this one included, holds it. A
- * thread that ends hands its files to the thread that started it
- * (handOverShmFiles, adoptShmFiles), which passes them on to the next
- * thread it starts for the same files, instead of leaving one descriptor
- * open per thread ever started.
+ * So a `-shm` descriptor is closed only once its file is no longer the one
+ * at its path (replaced or removed: SQLite removes it only when no
+ * connection of any process, this one included, holds it). Every look
+ * that opens one closes those (sweep), so a process that reads many
+ * databases in turn (a library's sync() into targets it then deletes)
+ * keeps one per file still there.
+ *
+ * `sluice run`'s target threads own none: Node would close a thread's
+ * descriptors when it ends (its threads run with trackUnmanagedFds off),
+ * and a thread may end at any point (a handler that exits, a failure). The
+ * main thread lends each new thread the descriptors it holds for the
+ * thread's databases (lendShmFiles), and a thread gives the main thread
+ * each descriptor it opens, at once (ownShmFilesIn): the main thread owns
+ * them all, and closes them when its sweep finds them replaced.
  *
  * Not on Windows: there a lock belongs to the handle that took it, so
  * closing ours releases nothing of SQLite's, and a handle kept open would
@@ -31,14 +37,18 @@ import path from 'node:path';
  * and closes it (ShmReader.close).
  */
 
-/** A `-shm` file this thread holds open: its path, its descriptor, and the file it is (device and inode). */
+/** A `-shm` file held open: its path, its descriptor, and the file it is (device and inode). */
 export interface HeldShm {
   readonly file: string;
   readonly fd: number;
   readonly id: string;
 }
 
-const held = new Map<string, HeldShm>();
+/** This thread's descriptors; `owned`: this thread closes it once stale (else another thread owns it). */
+const held: (HeldShm & { readonly owned: boolean })[] = [];
+
+/** Set in a thread whose descriptors another thread owns: told of each one it opens. */
+let giveAway: ((h: HeldShm) => void) | undefined;
 
 /** The `-shm` file of database `dbFile`, as this module keys it. */
 function shmPath(dbFile: string): string {
@@ -62,6 +72,20 @@ function descriptorOf(fd: number): string | undefined {
 }
 
 /**
+ * Forgets every descriptor whose file is no longer the one at its path,
+ * closing those this thread owns: only while the descriptor is still on
+ * that file (a number reused since must not close another file's).
+ */
+function sweep(): void {
+  for (let i = held.length - 1; i >= 0; i--) {
+    const h = held[i] as (typeof held)[number];
+    if (identity(h.file) === h.id) continue;
+    held.splice(i, 1);
+    if (h.owned && descriptorOf(h.fd) === h.id) fs.closeSync(h.fd);
+  }
+}
+
+/**
  * A descriptor of database `dbFile`'s `-shm`, opened read-only once and
  * kept (never close it); undefined when there is none (not in WAL mode, or
  * no connection has opened it since its last connection closed).
@@ -69,15 +93,9 @@ function descriptorOf(fd: number): string | undefined {
 function shmDescriptor(dbFile: string): number | undefined {
   const file = shmPath(dbFile);
   const now = identity(file);
-  const h = held.get(file);
-  if (h !== undefined && h.id === now) return h.fd;
-  if (h !== undefined) {
-    // Replaced or removed: SQLite does that only once no connection holds it, so no lock of ours is on it. Closed
-    // only while the descriptor is still that file's (a thread ended by Node with its descriptors closed, whose
-    // numbers were reused since, must not close another file's).
-    held.delete(file);
-    if (descriptorOf(h.fd) === h.id) fs.closeSync(h.fd);
-  }
+  const h = held.find((x) => x.file === file && x.id === now);
+  if (h !== undefined) return h.fd;
+  sweep();
   if (now === undefined) return undefined;
   let fd: number;
   try {
@@ -85,16 +103,18 @@ function shmDescriptor(dbFile: string): number | undefined {
   } catch {
     return undefined; // removed since the look
   }
-  held.set(file, { file, fd, id: descriptorOf(fd) as string });
+  const opened = { file, fd, id: descriptorOf(fd) as string };
+  held.push({ ...opened, owned: giveAway === undefined });
+  giveAway?.(opened);
   return fd;
 }
 
-/** Whether `-shm` descriptors are kept for the process's life (POSIX locks), or closed by their reader (Windows). */
+/** Whether `-shm` descriptors are kept (POSIX locks), or closed by their reader (Windows). */
 const KEEP = process.platform !== 'win32';
 
 /**
- * One reader's access to database `dbFile`'s `-shm`: the descriptor this
- * thread keeps (POSIX), or one of its own that close() closes (Windows).
+ * One reader's access to database `dbFile`'s `-shm`: a descriptor kept
+ * for the file (POSIX), or one of its own that close() closes (Windows).
  */
 export class ShmReader {
   readonly #db: string;
@@ -118,35 +138,31 @@ export class ShmReader {
   }
 
   close(): void {
+    if (KEEP) sweep();
     if (this.#own !== undefined) fs.closeSync(this.#own);
     this.#own = undefined;
   }
 }
 
-/** For a thread that ends: the `-shm` files it holds, now its parent's to keep (this thread forgets them). */
-export function handOverShmFiles(): HeldShm[] {
-  const all = [...held.values()];
-  held.clear();
-  return all;
-}
-
 /**
- * Takes `files` (handed over by a thread that ended, or passed to this
- * one when it started) as this thread's: kept open, and used for their
- * databases. One this thread holds already is kept as well (never closed).
+ * For a thread another thread owns the descriptors of: takes `lent` (used,
+ * never closed), and from now on tells `give` of each descriptor it opens,
+ * which it leaves to that thread to close.
  */
-export function adoptShmFiles(files: readonly HeldShm[]): void {
-  for (const f of files) if (!held.has(f.file)) held.set(f.file, f);
+export function ownShmFilesIn(lent: readonly HeldShm[], give: (h: HeldShm) => void): void {
+  giveAway = give;
+  for (const h of lent) if (!held.some((x) => x.fd === h.fd)) held.push({ ...h, owned: false });
 }
 
-/** For a thread about to start on these databases: the `-shm` files this one holds for them, now the new thread's to keep. */
-export function passShmFiles(dbFiles: readonly string[]): HeldShm[] {
-  const out: HeldShm[] = [];
-  for (const db of dbFiles) {
-    const h = held.get(shmPath(db));
-    if (h === undefined) continue;
-    held.delete(h.file);
-    out.push(h);
-  }
-  return out;
+/** Takes `files`, given by a thread that opened them, as this thread's to close once stale. */
+export function adoptShmFiles(files: readonly HeldShm[]): void {
+  for (const f of files) if (!held.some((x) => x.fd === f.fd)) held.push({ ...f, owned: true });
+  sweep();
+}
+
+/** The descriptors this thread holds for these databases, current ones only: lent to a thread about to start on them. */
+export function lendShmFiles(dbFiles: readonly string[]): HeldShm[] {
+  sweep();
+  const files = new Set(dbFiles.map(shmPath));
+  return held.filter((h) => files.has(h.file)).map(({ file, fd, id }) => ({ file, fd, id }));
 }

@@ -38,14 +38,12 @@ const INDEX_HEADER = 48;
 /**
  * Open files of one database's log, read without locks (the reader's
  * pinned read transaction keeps what it reads in place). Closed with
- * close(), which closes `-wal` (SQLite locks nothing in it); `-shm` stays
- * open on POSIX systems (shm-files.ts: closing it would release SQLite's
- * locks on it).
+ * close(); `-wal` is opened for each read, and `-shm` stays open on POSIX
+ * systems (shm-files.ts: closing it would release SQLite's locks on it).
  */
 export class WalFiles {
   readonly #db: string;
   readonly #shm: ShmReader;
-  #wal: number | undefined;
   readonly #header = Buffer.alloc(WAL_HEADER);
   readonly #index = Buffer.alloc(INDEX_HEADER * 2 + 4);
   readonly #frame = Buffer.alloc(8);
@@ -84,8 +82,10 @@ export class WalFiles {
    */
   commits(salt: string, from: number, to: number): WalCommit[] | undefined {
     if (to <= from) return [];
-    const fd = (this.#wal ??= openIfThere(`${this.#db}-wal`));
-    if (fd === undefined) return undefined;
+    return this.#withWal((fd) => this.#commits(fd, salt, from, to));
+  }
+
+  #commits(fd: number, salt: string, from: number, to: number): WalCommit[] | undefined {
     const h = this.#header;
     if (fs.readSync(fd, h, 0, WAL_HEADER, 0) < WAL_HEADER) return undefined;
     if (h.subarray(16, 24).toString('hex') !== salt) return undefined;
@@ -121,8 +121,10 @@ export class WalFiles {
   pending(): boolean | undefined {
     const end = this.end();
     if (end === undefined) return undefined;
-    const fd = (this.#wal ??= openIfThere(`${this.#db}-wal`));
-    if (fd === undefined) return undefined;
+    return this.#withWal((fd) => this.#pendingAfter(fd, end));
+  }
+
+  #pendingAfter(fd: number, end: WalEnd): boolean {
     const b = this.#index;
     const sz = LITTLE_ENDIAN ? b.readUInt16LE(14) : b.readUInt16BE(14);
     const pageSize = sz === 1 ? 65536 : sz;
@@ -132,9 +134,23 @@ export class WalFiles {
     return f.subarray(8, 16).equals(b.subarray(32, 40));
   }
 
+  /**
+   * Runs `read` on `-wal`, opened for it and closed after: no descriptor is
+   * left open between calls (a thread of sluice run that ends abruptly
+   * leaves none behind; SQLite locks nothing in `-wal`, so closing it is
+   * harmless). Undefined when there is no `-wal`.
+   */
+  #withWal<T>(read: (fd: number) => T): T | undefined {
+    const fd = openIfThere(`${this.#db}-wal`);
+    if (fd === undefined) return undefined;
+    try {
+      return read(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+  }
+
   close(): void {
-    if (this.#wal !== undefined) fs.closeSync(this.#wal);
-    this.#wal = undefined;
     this.#shm.close();
   }
 }

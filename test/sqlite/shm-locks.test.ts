@@ -71,3 +71,45 @@ con.commit()`,
     }
   });
 });
+
+describe.skipIf(process.platform !== 'linux')('WalFiles over many databases in turn', () => {
+  test('thirty databases read, closed and removed in turn leave at most one -shm descriptor open, and a refused import of a live database keeps its locks', async ({
+    tmp,
+  }) => {
+    const shmFds = () =>
+      fs.readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return /-shm( \(deleted\))?$/.test(fs.readlinkSync(`/proc/self/fd/${fd}`));
+        } catch {
+          return false;
+        }
+      }).length;
+    const before = shmFds();
+    for (let i = 0; i < 30; i++) {
+      const dir = path.join(tmp, `round-${i}`);
+      fs.mkdirSync(dir);
+      const file = path.join(dir, 'db.db');
+      const db = openDatabase(file, { create: true, wal: true });
+      db.exec('CREATE TABLE t(x)');
+      const log = new WalFiles(file);
+      expect(log.end()).toBeDefined();
+      log.close();
+      db.close();
+      fs.rmSync(dir, { recursive: true });
+    }
+    expect(shmFds() - before).toBeLessThanOrEqual(1);
+
+    // importFile given a database this process has open: refused before its bytes are read, so no lock is lost.
+    const { importFile } = await import('../../src/export/index.ts');
+    const live = path.join(tmp, 'live.db');
+    const db = openDatabase(live, { create: true, wal: true });
+    try {
+      db.exec('CREATE TABLE t(x)');
+      db.prepare('INSERT INTO t VALUES (1)').run();
+      await expect(importFile(path.join(tmp, 'cache.db'), live)).rejects.toThrow(/live\.db-wal/);
+      expect(shmDmsLock(live)).toBe('held');
+    } finally {
+      db.close();
+    }
+  });
+});

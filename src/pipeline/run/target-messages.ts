@@ -9,7 +9,7 @@ export interface TargetWorkerData {
   readonly target: string;
   /** A target of a declared source (followed by sync), or of a `subscribe` entry (fed by the broker). */
   readonly via: 'sync' | 'subscribe';
-  /** The `-shm` files of its databases that threads before it held, now its own to keep (sqlite/shm-files.ts). */
+  /** The `-shm` descriptors the main thread holds for its databases, lent: used, never closed (sqlite/shm-files.ts). */
   readonly shm: readonly HeldShm[];
 }
 
@@ -26,5 +26,5 @@ export type FromWorker =
   | { readonly type: 'pass'; readonly projections: readonly MetricsRecord[] }
   | { readonly type: 'phase'; readonly phase: 'building' | 'following' }
   | { readonly type: 'failed'; readonly code: string; readonly message: string }
-  /** Its last word: the `-shm` files it held, which its part keeps open for the next thread (sqlite/shm-files.ts). */
+  /** A `-shm` descriptor it opened, the main thread's from now on (sqlite/shm-files.ts): closed once its file is replaced. */
   | { readonly type: 'shm'; readonly files: readonly HeldShm[] };

@@ -4,7 +4,7 @@ import { stamp } from '../follow/index.ts';
 import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
-import { adoptShmFiles, passShmFiles } from '../../sqlite/index.ts';
+import { adoptShmFiles, lendShmFiles } from '../../sqlite/index.ts';
 
 /*
  * A declared target, followed in a worker thread of its own
@@ -42,7 +42,7 @@ export const targetPart: PartKind<TargetConfig> = {
   async run(c, ctx) {
     ctx.shared.lockTarget(c.target.path); // its folder made first, when missing
     const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
-    const shm = passShmFiles([c.source.path, c.target.path]);
+    const shm = lendShmFiles([c.source.path, c.target.path]);
     await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync', shm }, ctx, young);
   },
 };
@@ -61,7 +61,7 @@ export const subscribePart: PartKind<PipelineSubscription> = {
   async run(s, ctx) {
     makeTargetFolder(s.path);
     await runWorker(
-      { pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe', shm: passShmFiles([s.path]) },
+      { pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe', shm: lendShmFiles([s.path]) },
       ctx,
       YOUNG_MB.handlers,
     );
@@ -93,7 +93,7 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
     stderr: false,
     resourceLimits: { maxYoungGenerationSizeMb: youngMb },
     // Node closes the descriptors a thread opened when it ends, by default: closing a `-shm` releases SQLite's locks on
-    // it, the other threads' included (sqlite/shm-files.ts). The thread hands them over instead (its 'shm' message).
+    // it, the other threads' included (sqlite/shm-files.ts). This thread owns them instead (the 'shm' messages).
     // On Windows a lock is its handle's: closing releases nothing of SQLite's, and Node's tracking stays.
     trackUnmanagedFds: process.platform === 'win32',
   });

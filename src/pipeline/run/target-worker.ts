@@ -5,7 +5,7 @@ import { followSyncer } from '../follow/index.ts';
 import { loadPipeline, checkDeclaredExclusions, declaredInputs, handlerFailures, dropUndeclared } from '../index.ts';
 import type { Pipeline } from '../index.ts';
 import { withoutCredentials } from '../../apply/target/index.ts';
-import { adoptShmFiles, handOverShmFiles } from '../../sqlite/index.ts';
+import { ownShmFilesIn } from '../../sqlite/index.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import type { LogLevel } from './log.ts';
 import { PassReports } from './pass-reports.ts';
@@ -23,8 +23,9 @@ import { BuildPriority } from './build-priority.ts';
 const port = parentPort;
 if (port === null) throw new Error('target-worker.ts runs as a worker thread of sluice run');
 const data = workerData as TargetWorkerData;
-adoptShmFiles(data.shm);
 const say = (m: FromWorker) => port.postMessage(m);
+// The main thread owns the `-shm` descriptors this thread reads: it lent those it had, and is given each one opened here.
+ownShmFilesIn(data.shm, (h) => say({ type: 'shm', files: [h] }));
 const log = (level: LogLevel, event: string, msg: string, extra?: Record<string, unknown>) =>
   say({ type: 'log', level, event, msg, ...(extra === undefined ? {} : { extra }) });
 
@@ -178,14 +179,11 @@ function refuseFailedHandlers(entries: Parameters<typeof handlerFailures>[0]): v
     );
 }
 
-/** The thread's last word: the `-shm` files it held stay open, in its part's keeping (sqlite/shm-files.ts: closing one would release SQLite's locks on it). */
-const end = () => {
-  say({ type: 'shm', files: handOverShmFiles() });
-  port.close();
-};
-
-main().then(end, (err: unknown) => {
-  const code = errorCode(err);
-  say({ type: 'failed', code: typeof code === 'string' ? code : 'RUN_PART_FAILED', message: String(errorMessage(err)) });
-  end();
-});
+main().then(
+  () => port.close(),
+  (err: unknown) => {
+    const code = errorCode(err);
+    say({ type: 'failed', code: typeof code === 'string' ? code : 'RUN_PART_FAILED', message: String(errorMessage(err)) });
+    port.close();
+  },
+);

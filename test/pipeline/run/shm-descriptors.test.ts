@@ -1,23 +1,30 @@
-// sluice run keeps one descriptor of its own per -shm however often its target threads restart
+// sluice run keeps a bounded number of -shm descriptors however often its target threads restart
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, kill, put, py, startRun, waitHealth } from '../support/run.ts';
+import { NatsServer } from '../../support/nats-server.ts';
+import { appSource, freePort, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
 import { shmDmsLock } from '../../support/shm-lock.ts';
 
 /*
- * A target's thread reads the source's and the target's `-shm` itself and
- * never closes them (closing one releases SQLite's locks on it:
- * sqlite/shm-files.ts). A thread that ends hands them to sluice run, which
- * gives them to the next thread of that target: reloads that restart the
- * target leave one descriptor per `-shm`, not one per thread ever started.
- * Read from /proc (Linux).
+ * A target's thread reads the source's and the target's `-shm` and never
+ * closes a descriptor of one (closing it releases SQLite's locks on it:
+ * sqlite/shm-files.ts). The main thread owns them: it lends a new thread
+ * those it holds, and is given each one a thread opens. Reloads that
+ * restart targets, a publisher beside them, and a thread that ends
+ * abruptly leave as many descriptors after five restarts as after one,
+ * not one more per thread started. Read from /proc (Linux).
  */
 
 let running: Spawned | undefined;
-afterEach(() => kill(running));
+let nats: NatsServer | undefined;
+afterEach(async () => {
+  kill(running);
+  await nats?.dispose();
+  nats = undefined;
+});
 
 /** The run's open descriptors of `-shm` files, by path (one removed since counts under its path: SQLite removes it when its last connection closes). */
 function shmDescriptors(pid: number): Map<string, number> {
@@ -36,48 +43,141 @@ function shmDescriptors(pid: number): Map<string, number> {
   return out;
 }
 
+/**
+ * The descriptors of these databases' `-shm` files, checked: of no other
+ * file, and at most 3 per file (SQLite's own, one for all the process's
+ * connections, and sluice's: one, or two when two threads opened one at
+ * once before either had one to lend).
+ */
+function bounded(pid: number, dbs: readonly string[]): Map<string, number> {
+  const held = shmDescriptors(pid);
+  const files = dbs.map((d) => `${fs.realpathSync(d)}-shm`);
+  expect([...held.keys()].filter((f) => !files.includes(f))).toEqual([]);
+  expect(
+    [...held.values()].every((n) => n <= 3),
+    JSON.stringify([...held]),
+  ).toBe(true);
+  return held;
+}
+
+/** A map projection whose name changes each round: declaring it restarts its target's thread. */
+const extra = (name: string) => `, {name: ${name}, source: issues, kind: map, columns: {id: id}, filter: "state = 'open'"}`;
+
+/** Reloads the run with `file(i)` for rounds 1..n, each once every target holds its new projection; a pass after each. */
+async function reloadRounds(run: Spawned, port: number, src: string, from: number, to: number, file: (i: number) => void): Promise<void> {
+  for (let i = from; i <= to; i++) {
+    file(i);
+    run.child.kill('SIGHUP');
+    await waitHealth(
+      port,
+      `round ${i} built`,
+      (h) => h.code === 200 && h.status.targets.every((t) => t.projections.some((p) => p.name.endsWith(`_${i}`))),
+    );
+    py(src, `con.execute("UPDATE issues SET title = 'round ${i}' WHERE id = 1")`); // a pass, through the log's index
+  }
+}
+
 describe.skipIf(process.platform !== 'linux')('sluice run and -shm descriptors', () => {
-  test('five reloads that restart the target thread leave one descriptor per -shm beside the one SQLite keeps, and the source stays locked by the run', async ({
+  test('five reloads that restart two targets of one source leave no more -shm descriptors than the first did, and the source stays locked by the run', async ({
     tmp,
   }) => {
     const src = path.join(tmp, 'app.db');
     const config = path.join(tmp, 'sluice.yml');
     appSource(src);
     const port = await freePort();
-    const file = (extra: number) =>
+    const file = (i: number) =>
       put(
         config,
         `sources:
   - path: app.db
     capture: [issues, comments]
     targets:
-      - path: cache.db
-        projections: ["*"${extra === 0 ? '' : `, {name: open_${extra}, source: issues, kind: map, columns: {id: id}, filter: "state = 'open'"}`}]
+      - {path: a.db, projections: ["*"${i === 0 ? '' : extra(`a_${i}`)}]}
+      - {path: b.db, projections: ["*"${i === 0 ? '' : extra(`b_${i}`)}]}
 prune: true
 listen: 127.0.0.1:${port}
 `,
       );
     file(0);
     running = startRun(config);
-    const pid = running.child.pid as number;
     await waitHealth(port, 'the first build', (h) => h.code === 200);
-    for (let i = 1; i <= 5; i++) {
-      file(i);
-      running.child.kill('SIGHUP');
-      await waitHealth(
-        port,
-        `open_${i} built`,
-        (h) => h.code === 200 && (h.status.targets[0]?.projections.some((p) => p.name === `open_${i}`) ?? false),
-      );
-      py(src, `con.execute("UPDATE issues SET title = 'round ${i}' WHERE id = 1")`); // a pass, through the log's index
-    }
-    const held = shmDescriptors(pid);
-    expect([...held.keys()].sort()).toEqual([`${fs.realpathSync(src)}-shm`, `${fs.realpathSync(path.join(tmp, 'cache.db'))}-shm`].sort());
-    // SQLite's own (one per file for all the process's connections) and the one the target's thread reads.
-    expect(
-      [...held.values()].every((n) => n <= 2),
-      JSON.stringify([...held]),
-    ).toBe(true);
+    const dbs = [src, path.join(tmp, 'a.db'), path.join(tmp, 'b.db')];
+    await reloadRounds(running, port, src, 1, 1, file);
+    const first = bounded(running.child.pid as number, dbs);
+    await reloadRounds(running, port, src, 2, 5, file);
+    expect(bounded(running.child.pid as number, dbs)).toEqual(first); // none more per restart
     expect(shmDmsLock(src)).toBe('held');
+  });
+
+  test('a publisher reading the source beside a target restarted five times: no more -shm descriptors than after the first restart', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    nats = await NatsServer.start();
+    const port = await freePort();
+    const file = (i: number) =>
+      put(
+        config,
+        `sources:
+  - path: app.db
+    capture: [issues, comments]
+    targets:
+      - {path: cache.db, projections: ["*"${i === 0 ? '' : extra(`open_${i}`)}]}
+    publish: {nats: "${nats?.url}"}
+prune: true
+listen: 127.0.0.1:${port}
+`,
+      );
+    file(0);
+    running = startRun(config);
+    await waitHealth(port, 'running', (h) => h.code === 200 && h.status.run.parts.every((p) => p.state === 'running'));
+    const dbs = [src, path.join(tmp, 'cache.db')];
+    await reloadRounds(running, port, src, 1, 1, file);
+    const first = bounded(running.child.pid as number, dbs);
+    await reloadRounds(running, port, src, 2, 5, file);
+    expect(bounded(running.child.pid as number, dbs)).toEqual(first);
+  });
+
+  test('a target thread that ends abruptly again and again (a handler calling process.exit) leaves no descriptor behind: as many after five attempts as after two', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const config = path.join(tmp, 'sluice.yml');
+    appSource(src);
+    put(path.join(tmp, 'h.mjs'), `export default { version: '1', async init() {}, async apply() { process.exit(3); } };\n`);
+    const port = await freePort();
+    put(
+      config,
+      `sources:
+  - path: app.db
+    capture: [issues]
+    targets:
+      - path: cache.db
+        projections: ["*", {name: hooked, source: issues, kind: custom, module: ./h.mjs}]
+listen: 127.0.0.1:${port}
+`,
+    );
+    running = startRun(config);
+    await waitHealth(port, 'the first build', (h) => h.code === 200);
+    py(src, `con.execute("UPDATE issues SET title = 'boom' WHERE id = 1")`);
+    const run = running;
+    const failures = (n: number) =>
+      waitFor(
+        `${n} failed attempts`,
+        () =>
+          run
+            .stderr()
+            .split('\n')
+            .filter((l) => l.includes('"event":"failed"')).length >= n,
+        30_000,
+      );
+    const dbs = [src, path.join(tmp, 'cache.db')];
+    // The backoff waits 0.5, 1, 2 s...: five attempts within about 8 s.
+    await failures(2);
+    const first = bounded(run.child.pid as number, dbs);
+    await failures(5);
+    expect(bounded(run.child.pid as number, dbs)).toEqual(first);
   });
 });
