@@ -20,7 +20,9 @@ let running: Spawned | undefined;
 afterEach(({ task }) => {
   // A failure says what the run logged (a reload that never came, a part failing): the wait's timeout alone does not.
   if (task.result?.state === 'fail' && running !== undefined)
-    process.stderr.write(`sluice run's log, its end:\n${running.stdout().slice(-6000)}\n${running.stderr().slice(-3000)}\n`);
+    process.stderr.write(
+      `sluice run ${running.child.exitCode === null && running.child.signalCode === null ? 'still running' : `ended (exit code ${running.child.exitCode}, signal ${running.child.signalCode})`}; its log, its end:\n${running.stdout().slice(-6000)}\n${running.stderr().slice(-3000)}\n`,
+    );
   kill(running);
 });
 
