@@ -77,67 +77,52 @@ async function reloadRounds(run: Spawned, port: number, src: string, from: numbe
   }
 }
 
+/**
+ * Runs a pipeline of app.db (its source lines under `capture`, given round
+ * i, 0 at start), reloads it for rounds 1 to 5 (each declaring a new
+ * projection, which restarts its target's thread), and checks that the run
+ * holds as many `-shm` descriptors of `targets` and the source after the
+ * fifth as after the first. Returns the source's path.
+ */
+async function restartsAddNone(tmp: string, targets: readonly string[], lines: (i: number) => string): Promise<string> {
+  const src = path.join(tmp, 'app.db');
+  const config = path.join(tmp, 'sluice.yml');
+  appSource(src);
+  const port = await freePort();
+  const file = (i: number) =>
+    put(config, `sources:\n  - path: app.db\n    capture: [issues, comments]\n${lines(i)}prune: true\nlisten: 127.0.0.1:${port}\n`);
+  file(0);
+  const run = startRun(config);
+  running = run;
+  await waitHealth(port, 'running', (h) => h.code === 200 && h.status.run.parts.every((p) => p.state === 'running'));
+  const dbs = [src, ...targets.map((t) => path.join(tmp, t))];
+  await reloadRounds(run, port, src, 1, 1, file);
+  const first = bounded(run.child.pid as number, dbs);
+  await reloadRounds(run, port, src, 2, 5, file);
+  expect(bounded(run.child.pid as number, dbs)).toEqual(first); // none more per restart
+  return src;
+}
+
 describe.skipIf(process.platform !== 'linux')('sluice run and -shm descriptors', () => {
   test('five reloads that restart two targets of one source leave no more -shm descriptors than the first did, and the source stays locked by the run', async ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const config = path.join(tmp, 'sluice.yml');
-    appSource(src);
-    const port = await freePort();
-    const file = (i: number) =>
-      put(
-        config,
-        `sources:
-  - path: app.db
-    capture: [issues, comments]
-    targets:
-      - {path: a.db, projections: ["*"${i === 0 ? '' : extra(`a_${i}`)}]}
-      - {path: b.db, projections: ["*"${i === 0 ? '' : extra(`b_${i}`)}]}
-prune: true
-listen: 127.0.0.1:${port}
-`,
-      );
-    file(0);
-    running = startRun(config);
-    await waitHealth(port, 'the first build', (h) => h.code === 200);
-    const dbs = [src, path.join(tmp, 'a.db'), path.join(tmp, 'b.db')];
-    await reloadRounds(running, port, src, 1, 1, file);
-    const first = bounded(running.child.pid as number, dbs);
-    await reloadRounds(running, port, src, 2, 5, file);
-    expect(bounded(running.child.pid as number, dbs)).toEqual(first); // none more per restart
+    const round = (t: string, i: number) => `      - {path: ${t}.db, projections: ["*"${i === 0 ? '' : extra(`${t}_${i}`)}]}\n`;
+    const src = await restartsAddNone(tmp, ['a.db', 'b.db'], (i) => `    targets:\n${round('a', i)}${round('b', i)}`);
     expect(shmDmsLock(src)).toBe('held');
   });
 
   test('a publisher reading the source beside a target restarted five times: no more -shm descriptors than after the first restart', async ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const config = path.join(tmp, 'sluice.yml');
-    appSource(src);
-    nats = await NatsServer.start();
-    const port = await freePort();
-    const file = (i: number) =>
-      put(
-        config,
-        `sources:
-  - path: app.db
-    capture: [issues, comments]
-    targets:
-      - {path: cache.db, projections: ["*"${i === 0 ? '' : extra(`open_${i}`)}]}
-    publish: {nats: "${nats?.url}"}
-prune: true
-listen: 127.0.0.1:${port}
-`,
-      );
-    file(0);
-    running = startRun(config);
-    await waitHealth(port, 'running', (h) => h.code === 200 && h.status.run.parts.every((p) => p.state === 'running'));
-    const dbs = [src, path.join(tmp, 'cache.db')];
-    await reloadRounds(running, port, src, 1, 1, file);
-    const first = bounded(running.child.pid as number, dbs);
-    await reloadRounds(running, port, src, 2, 5, file);
-    expect(bounded(running.child.pid as number, dbs)).toEqual(first);
+    const server = await NatsServer.start();
+    nats = server;
+    await restartsAddNone(
+      tmp,
+      ['cache.db'],
+      (i) =>
+        `    targets:\n      - {path: cache.db, projections: ["*"${i === 0 ? '' : extra(`open_${i}`)}]}\n    publish: {nats: "${server.url}"}\n`,
+    );
   });
 
   test('a target thread that ends abruptly again and again (a handler calling process.exit) leaves no descriptor behind: as many after five attempts as after two', async ({
