@@ -5,7 +5,7 @@ import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
 import { NatsServer } from '../../support/nats-server.ts';
-import { appSource, freePort, kill, put, py, startRun, waitFor, waitHealth } from '../support/run.ts';
+import { appSource, freePort, kill, put, py, runAppPipeline, startRun, waitFor, waitHealth } from '../support/run.ts';
 import { shmDmsLock } from '../../support/shm-lock.ts';
 
 /*
@@ -125,26 +125,10 @@ describe.skipIf(process.platform !== 'linux')('sluice run and -shm descriptors',
   test('a target thread that ends abruptly again and again (a handler calling process.exit) leaves no descriptor behind: at most 3 per -shm after five attempts', async ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const config = path.join(tmp, 'sluice.yml');
-    appSource(src);
     put(path.join(tmp, 'h.mjs'), `export default { version: '1', async init() {}, async apply() { process.exit(3); } };\n`);
-    const port = await freePort();
-    put(
-      config,
-      `sources:
-  - path: app.db
-    capture: [issues]
-    targets:
-      - path: cache.db
-        projections: ["*", {name: hooked, source: issues, kind: custom, module: ./h.mjs}]
-listen: 127.0.0.1:${port}
-`,
-    );
-    running = startRun(config);
-    await waitHealth(port, 'the first build', (h) => h.code === 200);
+    const { src, run } = await runAppPipeline(tmp, '"*", {name: hooked, source: issues, kind: custom, module: ./h.mjs}');
+    running = run;
     py(src, `con.execute("UPDATE issues SET title = 'boom' WHERE id = 1")`);
-    const run = running;
     const failures = (n: number) =>
       waitFor(
         `${n} failed attempts`,

@@ -101,11 +101,15 @@ export { waitFor };
 
 /**
  * The pipeline several run tests start from: `app.db` (appSource) captured
- * (issues, comments) into `cache.db` with a mirror of each ("*") and a map
- * of the open issues, listening on a free port; `run` started on it and
- * built (/healthz 200). The caller kills `run` (afterEach(kill)).
+ * (issues, comments) into `cache.db` with `projections` (by default a
+ * mirror of each, "*", and a map of the open issues), listening on a free
+ * port; `run` started on it and built (/healthz 200). The caller kills
+ * `run` (afterEach(kill)).
  */
-export async function runAppPipeline(tmp: string): Promise<{ src: string; tgt: string; config: string; port: number; run: Spawned }> {
+export async function runAppPipeline(
+  tmp: string,
+  projections = `"*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}`,
+): Promise<{ src: string; tgt: string; config: string; port: number; run: Spawned }> {
   const src = path.join(tmp, 'app.db');
   const tgt = path.join(tmp, 'cache.db');
   const config = path.join(tmp, 'sluice.yml');
@@ -118,7 +122,7 @@ export async function runAppPipeline(tmp: string): Promise<{ src: string; tgt: s
     capture: [issues, comments]
     targets:
       - path: cache.db
-        projections: ["*", {name: open_issues, source: issues, kind: map, columns: {id: id, title: title}, filter: "state = 'open'"}]
+        projections: [${projections}]
 listen: 127.0.0.1:${port}
 `,
   );
