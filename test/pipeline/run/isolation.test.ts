@@ -18,6 +18,21 @@ import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHea
 let running: Spawned | undefined;
 afterEach(() => kill(running));
 
+/**
+ * Waits until target `bad` has failed twice and is retrying, and target
+ * `good` is past its first build (on a loaded machine the retries can come
+ * first); returns that /healthz reading.
+ */
+function retriedBeside(port: number, bad: string, good: string): ReturnType<typeof waitHealth> {
+  return waitHealth(
+    port,
+    `${bad} retried, ${good} running`,
+    (h) =>
+      h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2) &&
+      h.status.run.parts.some((p) => p.name === good && p.state !== 'starting'),
+  );
+}
+
 describe.skipIf(process.platform === 'win32')('sluice run', () => {
   test('DDL by another program that breaks one projection turns /healthz 503 naming it within seconds, and the other projections keep applying', async ({
     tmp,
@@ -137,14 +152,7 @@ listen: 127.0.0.1:${port}
       `sources:\n  - path: app.db\n    capture: [issues, comments]\n    targets:\n      - {path: bad.db, projections: ["*"]}\n      - {path: good.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
     );
     running = startRun(config);
-    // (And the other target past its first build: on a loaded machine the retries can come first.)
-    const failing = await waitHealth(
-      port,
-      'bad.db retried, good.db running',
-      (h) =>
-        h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2) &&
-        h.status.run.parts.some((p) => p.name === good && p.state !== 'starting'),
-    );
+    const failing = await retriedBeside(port, bad, good);
     expect(failing.code).toBe(503);
     const part = failing.status.run.parts.find((p) => p.name === bad);
     expect(part?.failure?.code).toBe('NOT_A_DATABASE');
@@ -173,14 +181,7 @@ listen: 127.0.0.1:${port}
       `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - {path: disk/cache/bad.db, projections: ["*"]}\n      - {path: good.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
     );
     running = startRun(config);
-    // (And the other target past its first build: on a loaded machine the retries can come first.)
-    const failing = await waitHealth(
-      port,
-      'bad.db retried, good.db running',
-      (h) =>
-        h.status.run.parts.some((p) => p.name === bad && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2) &&
-        h.status.run.parts.some((p) => p.name === good && p.state !== 'starting'),
-    );
+    const failing = await retriedBeside(port, bad, good);
     const part = failing.status.run.parts.find((p) => p.name === bad);
     expect(part?.failure?.code).toBe('DB_NOT_WRITABLE');
     expect(part?.failure?.message).toContain(`${path.join(tmp, 'disk')} is a file, not a folder`);
