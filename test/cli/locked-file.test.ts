@@ -11,7 +11,7 @@ import {
   removeDir,
   trackerSource,
   expectOneLineError,
-  exportByLibrary,
+  syncedAndExported,
   syncByLibrary,
 } from './support/cli.ts';
 
@@ -36,11 +36,7 @@ const at = (f: string) => path.join(dir, f);
 
 beforeAll(async () => {
   dir = makeDir();
-  src = trackerSource(at('app.db'));
-  tgt = at('cache.db');
-  expect(await syncByLibrary(src, tgt)).toBe(0);
-  jsonl = at('app.jsonl');
-  exportByLibrary(src, jsonl);
+  ({ src, tgt, jsonl } = await syncedAndExported(dir));
   rollback = trackerSource(at('rollback.db'));
   rollbackTgt = at('rollback-cache.db');
   expect(await syncByLibrary(rollback, rollbackTgt)).toBe(0);

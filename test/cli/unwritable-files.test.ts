@@ -4,17 +4,7 @@ import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { makeUnwritable } from '../support/unwritable.ts';
-import {
-  runCliAsync,
-  mapLimit,
-  makeDir,
-  removeDir,
-  trackerSource,
-  expectOneLineError,
-  exportByLibrary,
-  syncByLibrary,
-  write,
-} from './support/cli.ts';
+import { runCliAsync, mapLimit, makeDir, removeDir, expectOneLineError, syncedAndExported, write } from './support/cli.ts';
 
 /*
  * sluice run as another user than the app's (a service account), or on
@@ -40,11 +30,7 @@ const at = (f: string) => path.join(dir, f);
 
 beforeAll(async () => {
   dir = makeDir();
-  src = trackerSource(at('app.db'));
-  tgt = at('cache.db');
-  expect(await syncByLibrary(src, tgt)).toBe(0);
-  jsonl = at('app.jsonl');
-  exportByLibrary(src, jsonl);
+  ({ src, tgt, jsonl } = await syncedAndExported(dir));
   out = at('out');
   fs.mkdirSync(out);
   // The last connection to close removes the -wal and -shm, so a writer must open the file itself.

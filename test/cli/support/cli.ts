@@ -145,6 +145,20 @@ export function exportByLibrary(src: string, out: string): void {
   }
 }
 
+/**
+ * The files several CLI tests run commands on, in `dir`: a tracker source
+ * `app.db`, synced into `cache.db`, and exported to `app.jsonl`, both
+ * through the library.
+ */
+export async function syncedAndExported(dir: string): Promise<{ src: string; tgt: string; jsonl: string }> {
+  const src = trackerSource(path.join(dir, 'app.db'));
+  const tgt = path.join(dir, 'cache.db');
+  expect(await syncByLibrary(src, tgt), `sync ${src} ${tgt}`).toBe(0);
+  const jsonl = path.join(dir, 'app.jsonl');
+  exportByLibrary(src, jsonl);
+  return { src, tgt, jsonl };
+}
+
 /** Runs `fn` on a connection of this process to `file` (library calls a test's setup makes), closed after. */
 export function onDatabase<T>(file: string, fn: (db: ReturnType<typeof openDatabase>) => T): T {
   const db = openDatabase(file);
