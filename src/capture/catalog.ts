@@ -9,7 +9,7 @@ import {
   CAPTURE_MODES,
   type CaptureMode,
 } from './schema.ts';
-import { cachedStatement, StoredRow, stringList } from '../sqlite/index.ts';
+import { cachedStatement, connectionState, schemaVersion, slot, StoredRow, stringList } from '../sqlite/index.ts';
 
 /** The source-side capture state, as stored. */
 export interface CaptureState {
@@ -138,8 +138,17 @@ export function readOwnDdl(db: Db): { readonly before: number; readonly after: n
  * still read (every update then changed every column).
  */
 export function journalHasMask(db: Db): boolean {
-  return (
+  // Read again only after DDL (a follower asks for every batch, and the table's columns cost more than the schema version).
+  const sv = schemaVersion(db);
+  const known = connectionState(db).get(maskKnown);
+  if (known.sv === sv && known.has !== undefined) return known.has;
+  const has =
     cachedStatement(db, `SELECT 1 FROM main.pragma_table_info('${JOURNAL_TABLE}') WHERE name = '${MASK_COLUMN}'`, 'pluck').get() !==
-    undefined
-  );
+    undefined;
+  known.sv = sv;
+  known.has = has;
+  return has;
 }
+
+/** journalHasMask's last answer on a connection, with the schema version it was read at. */
+const maskKnown = slot('journal-mask', (): { sv?: number; has?: boolean } => ({}));

@@ -210,8 +210,16 @@ export function journalColumn(i: number): string {
 
 /** Both images of a table n columns wide: c0..c(n-1), then c(n)..c(2n-1). */
 export function imageColumns(n: number): string {
-  return Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+  let list = imageLists.get(n);
+  if (list === undefined) {
+    list = Array.from({ length: 2 * n }, (_, i) => journalColumn(i)).join(', ');
+    imageLists.set(n, list);
+  }
+  return list;
 }
+
+/** imageColumns by width, made once (a follower names a table's journal columns for every batch). */
+const imageLists = new Map<number, string>();
 
 /**
  * The journal rows of one table in a seq range, as SQL to use as a

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Db } from '../sqlite/index.ts';
 import { cachedStatement } from '../sqlite/index.ts';
 import { JOURNAL_TABLE, journalColumn } from '../capture/index.ts';
@@ -41,5 +41,5 @@ function makeAnchorSql(width: number): string {
 export function anchorAt(db: Db, seq: number, journalWidth: number): Anchor | null {
   const row = cachedStatement(db, anchorSql(journalWidth)).get(seq) as { seq: bigint; body: string } | undefined;
   if (row === undefined) return null;
-  return { seq: Number(row.seq), digest: createHash('sha256').update(`${row.seq}|${row.body}`).digest('hex').slice(0, 16) };
+  return { seq: Number(row.seq), digest: hash('sha256', `${row.seq}|${row.body}`, 'hex').slice(0, 16) };
 }

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FileIdentity } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 
@@ -100,7 +100,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 function check(body: string): string {
-  return createHash('sha256').update(body).digest('hex').slice(0, 8);
+  return hash('sha256', body, 'hex').slice(0, 8);
 }
 
 export function encodeCursor(c: Cursor): string {
@@ -213,7 +213,7 @@ export function schemaDigest(fingerprints: readonly string[]): string {
   const key = fingerprints.join('\n');
   let d = digests.get(key);
   if (d === undefined) {
-    d = createHash('sha256').update(key).digest('hex').slice(0, 16);
+    d = hash('sha256', key, 'hex').slice(0, 16);
     // Bounded: one entry per distinct set of table schemas seen by this process.
     if (digests.size >= DECODED_CACHE_SIZE) digests.delete(digests.keys().next().value as string);
     digests.set(key, d);

@@ -61,7 +61,7 @@ interface ViewStatements {
 
 const viewCache = slot('source-view', (): { last?: ViewCache } => ({}));
 const viewStatements = slot('source-view-statements', (db): ViewStatements => ({
-  schemaVersion: db.prepare('SELECT schema_version FROM main.pragma_schema_version()').pluck(),
+  schemaVersion: db.prepare('PRAGMA main.schema_version').pluck(),
   state: db.prepare(`SELECT * FROM main.${STATE_TABLE} WHERE id = 1`),
   lastSeqs: db.prepare(`SELECT t.tid, ${lastSeqSql('t.tid')} FROM main.${TABLES_TABLE} t`).raw(),
 }));

@@ -42,6 +42,30 @@ describe('per-connection state', () => {
     expect(() => cachedStatement(db, 'SELECT 1', 'pluck')).toThrow(/not open/);
   });
 
+  test('one SQL in each row mode is a statement of its own, in that mode; past the limit the least recently used goes', ({ tmp }) => {
+    const db = openDatabase(`${tmp}/m.db`, { create: true });
+    try {
+      const sql = 'SELECT 7 AS x';
+      const object = cachedStatement(db, sql);
+      const raw = cachedStatement(db, sql, 'raw');
+      const pluck = cachedStatement(db, sql, 'pluck');
+      expect(new Set([object, raw, pluck]).size).toBe(3);
+      expect([object.get(), raw.get(), pluck.get()]).toEqual([{ x: 7n }, [7n], 7n]);
+      // 300 more statements: the three above are kept while used, the first of the others goes.
+      const first = cachedStatement(db, 'SELECT 0', 'pluck');
+      for (let i = 1; i <= 300; i++) {
+        cachedStatement(db, `SELECT ${i}`, 'pluck');
+        expect(cachedStatement(db, sql)).toBe(object);
+        expect(cachedStatement(db, sql, 'raw')).toBe(raw);
+        expect(cachedStatement(db, sql, 'pluck')).toBe(pluck);
+      }
+      expect(cachedStatement(db, 'SELECT 0', 'pluck')).not.toBe(first);
+      expect(cachedStatement(db, 'SELECT 300', 'pluck').get()).toBe(300n);
+    } finally {
+      closeDatabase(db);
+    }
+  });
+
   test('a connection closed by its own close() drops its state on its next use', ({ tmp }) => {
     const db = openDatabase(`${tmp}/d.db`, { create: true });
     expect(textEncoding(db)).toBe('UTF-8');

@@ -7,9 +7,10 @@
  */
 export type CrashPoint = 'before-commit' | 'after-commit' | 'before-ack' | 'build-step' | 'retire';
 
-let armed: string | null | undefined;
+/** SLUICE_CRASH_AT as read at the first crash point ('' when unset: `??=` alone would read the environment again at every point). */
+let armed: string | undefined;
 
 export function crashPoint(point: CrashPoint): void {
-  armed ??= process.env.SLUICE_CRASH_AT ?? null;
+  armed ??= process.env.SLUICE_CRASH_AT ?? '';
   if (armed === point) process.kill(process.pid, 'SIGKILL');
 }

@@ -53,40 +53,13 @@ export function applyPlain(
   const s = img.stream;
   // The savepoint needs the caller's transaction (it must not commit on its own); an event marked unread is the grouped path's.
   if (!p.identity || strict || !db.inTransaction || s.writes !== '1') return undefined;
-  const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
-  const keyIdx = keyIndexes(p);
-  const cols = p.columns.map((c) => quoteIdent(c.name));
-  const same = sameKeyBothSides(img);
-  const [has0, has1] = s.has;
-  const k = keyIdx.map((_, j) => `k${j}`);
-  // WITHOUT ROWID: its key columns are NOT NULL.
-  const checked = workTable(
-    db,
-    '_sluice_once',
-    `${keyIdx.map((i, j) => `${k[j]} ${p.columns[i]?.decl ?? ''}`).join(', ')}, gone INTEGER NOT NULL, PRIMARY KEY (${k.join(', ')})`,
-    { withoutRowid: true },
-  );
-  const onKey = keyIdx.map((i, j) => `t.${cols[i]} = ${s.key[0][j]}`).join(' AND ');
-  const matches = allOf(p.columns.map((_, i) => sqlEq(`t.${cols[i]}`, img.before('e', i))));
-  const keyList = keyIdx.map((i) => cols[i]).join(', ');
-  const values = p.columns.map((_, i) => img.after('e', i)).join(', ');
+  const sql = plainSql(db, schema, p, img);
   try {
-    const found = cachedStatement(
-      db,
-      `INSERT INTO ${checked} (${k.join(', ')}, gone)
-      SELECT ${keyIdx.map((i) => `CASE WHEN ${matches} THEN t.${cols[i]} END`).join(', ')}, CASE WHEN ${has1} AND ${same} THEN 0 ELSE 1 END
-        FROM ${s.events} LEFT JOIN ${target} t ON ${onKey} WHERE ${has0}`,
-    ).run(img.params).changes;
+    const found = cachedStatement(db, sql.found).run(img.params).changes;
     return writeTransactionSync(db, () => {
-      cachedStatement(
-        db,
-        `INSERT OR REPLACE INTO ${target} (${cols.join(', ')}) SELECT ${values} FROM ${s.events} WHERE ${has0} AND ${has1} AND ${same}`,
-      ).run(img.params);
-      const made = cachedStatement(
-        db,
-        `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${values} FROM ${s.events} WHERE ${has1} AND NOT (${has0} AND ${same})`,
-      ).run(img.params).changes;
-      cachedStatement(db, `DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.join(', ')} FROM ${checked} WHERE gone = 1)`).run();
+      cachedStatement(db, sql.replace).run(img.params);
+      const made = cachedStatement(db, sql.insert).run(img.params).changes;
+      cachedStatement(db, sql.remove).run();
       // Every D and U event's key, and every I event's: a key change is two transitions (its old key gone, its new key made), as the grouped path counts them.
       return { transitions: found + made };
     });
@@ -95,6 +68,62 @@ export function applyPlain(
     if (isConstraint(err) && db.inTransaction) return undefined;
     throw err;
   }
+}
+
+/** The statements of the plain path for one projection and event relation. */
+interface PlainSql {
+  /** Step 1: the D and U events' keys into the work table. */
+  readonly found: string;
+  /** Step 2: the U events' rows, the I events' rows, the D keys' removal. */
+  readonly replace: string;
+  readonly insert: string;
+  readonly remove: string;
+}
+
+/*
+ * The SQL of the last batch of each projection, reused while its schema and
+ * event relation are the same: made again for every batch, these few KB of
+ * text (and the cache's hashing of them) were about a tenth of a follower's
+ * pass. A mirror's images are built from the relation alone
+ * (journalImages), whose expressions follow from its SQL, so the relation's
+ * SQL and the schema decide every statement; the work table is made again
+ * on each use when a rollback took it away (workTable).
+ */
+const lastSql = new WeakMap<
+  CompiledProjection,
+  { readonly schema: string; readonly events: string; readonly columns: string; readonly sql: PlainSql }
+>();
+
+function plainSql(db: Db, schema: string, p: CompiledProjection, img: Images): PlainSql {
+  const s = img.stream;
+  const known = lastSql.get(p);
+  if (known !== undefined && known.schema === schema && known.events === s.events) {
+    workTable(db, '_sluice_once', known.columns, { withoutRowid: true }); // (made again if a rollback took it away)
+    return known.sql;
+  }
+  const keyIdx = keyIndexes(p);
+  const k = keyIdx.map((_, j) => `k${j}`);
+  // WITHOUT ROWID: its key columns are NOT NULL.
+  const columns = `${keyIdx.map((i, j) => `${k[j]} ${p.columns[i]?.decl ?? ''}`).join(', ')}, gone INTEGER NOT NULL, PRIMARY KEY (${k.join(', ')})`;
+  const checked = workTable(db, '_sluice_once', columns, { withoutRowid: true });
+  const target = `${quoteIdent(schema)}.${quoteIdent(p.targetTable)}`;
+  const cols = p.columns.map((c) => quoteIdent(c.name));
+  const same = sameKeyBothSides(img);
+  const [has0, has1] = s.has;
+  const onKey = keyIdx.map((i, j) => `t.${cols[i]} = ${s.key[0][j]}`).join(' AND ');
+  const matches = allOf(p.columns.map((_, i) => sqlEq(`t.${cols[i]}`, img.before('e', i))));
+  const keyList = keyIdx.map((i) => cols[i]).join(', ');
+  const values = p.columns.map((_, i) => img.after('e', i)).join(', ');
+  const sql: PlainSql = {
+    found: `INSERT INTO ${checked} (${k.join(', ')}, gone)
+      SELECT ${keyIdx.map((i) => `CASE WHEN ${matches} THEN t.${cols[i]} END`).join(', ')}, CASE WHEN ${has1} AND ${same} THEN 0 ELSE 1 END
+        FROM ${s.events} LEFT JOIN ${target} t ON ${onKey} WHERE ${has0}`,
+    replace: `INSERT OR REPLACE INTO ${target} (${cols.join(', ')}) SELECT ${values} FROM ${s.events} WHERE ${has0} AND ${has1} AND ${same}`,
+    insert: `INSERT INTO ${target} (${cols.join(', ')}) SELECT ${values} FROM ${s.events} WHERE ${has1} AND NOT (${has0} AND ${same})`,
+    remove: `DELETE FROM ${target} WHERE (${keyList}) IN (SELECT ${k.join(', ')} FROM ${checked} WHERE gone = 1)`,
+  };
+  lastSql.set(p, { schema, events: s.events, columns, sql });
+  return sql;
 }
 
 function isConstraint(err: unknown): boolean {
