@@ -60,7 +60,7 @@ export function heldFile(db: Db): FileIdentity | undefined {
  * a target. A no-op when nothing was identified (an in-memory database).
  */
 export function checkSameFile(file: string, opened: FileIdentity | undefined, role: 'source' | 'target'): void {
-  if (opened === undefined) return;
+  if (opened === undefined || plainlySame(file, opened)) return;
   const now = pathIdentity(file);
   if (now !== undefined && sameFile(now, opened)) return;
   const what = now === undefined ? 'was deleted' : 'was replaced by another file';
@@ -73,6 +73,26 @@ export function checkSameFile(file: string, opened: FileIdentity | undefined, ro
     'SOURCE_REPLACED',
     `Source ${file} ${what} while sluice read it (a copy renamed over it, e.g. after VACUUM INTO), so it stopped: it read the file it had opened, which writers no longer reach through that path, and made no cursor for the new one. Run it again: a new run reads the file now at ${file}, and a cursor taken on the old one starts again from a snapshot (FILE_CHANGED).`,
   );
+}
+
+/*
+ * checkSameFile runs before every batch of a follower, and the exact
+ * identity (pathIdentity) costs a stat with a BigInt for each of its
+ * fields, a good part of a follower's allocations per batch. So it first
+ * looks with a plain stat: device and inode are exact while they are safe
+ * integers, and the birth time in ms, made from seconds and nanoseconds in
+ * floating point, is the exact one or, rounded up across a ms boundary, one
+ * more. Equal to the opened file's exact one, it is that (a file made later
+ * in the same inode is born no earlier). Any other answer (a path that
+ * names nothing, ids past 2^53 as on Windows, another file, a birth rounded
+ * up) goes to the exact comparison, which decides and words the error.
+ */
+function plainlySame(file: string, opened: FileIdentity): boolean {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  if (st === undefined || !Number.isSafeInteger(st.dev) || !Number.isSafeInteger(st.ino)) return false;
+  if (String(st.ino) !== opened.ino || String(st.dev) !== opened.dev) return false;
+  const birth = Math.floor(st.birthtimeMs);
+  return opened.birth === 0 || birth === 0 || birth === opened.birth;
 }
 
 /** checkSameFile for the file `db` holds as main (a source connection: SOURCE_REPLACED). */

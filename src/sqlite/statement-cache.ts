@@ -35,9 +35,12 @@ export function cachedStatement(db: Db, sql: string, mode: RowMode = 'object'): 
   const cache = caches[mode];
   const hit = cache.get(sql);
   if (hit !== undefined) {
-    // Most recently used last, so that eviction below takes the least recently used.
-    cache.delete(sql);
-    cache.set(sql, hit);
+    // Most recently used last, so that eviction below takes the least recently used: only once the cache is half
+    // full (moving each hit grew and rehashed the map every few batches of a follower, whose few dozen never leave).
+    if (caches.object.size + caches.raw.size + caches.pluck.size >= LIMIT / 2) {
+      cache.delete(sql);
+      cache.set(sql, hit);
+    }
     return hit;
   }
   const stmt = db.prepare(sql);
