@@ -40,6 +40,9 @@ const ACK_INTERVAL_MS = 1000;
 /** Before a pass, the definitions are looked at if they were not in this many ms (while idle, at each poll). */
 const DEFINITIONS_LOOK_MS = 100;
 
+/** A source with no commit for this long is quiet: the follower's idle looks slow down to QUIET_POLL_MS (wait.ts). */
+const QUIET_MS = 10_000;
+
 /**
  * Keeps a Syncer running until `signal` is aborted: a pass at start, then
  * one each time the source commits (waitForChange runs both). An abort lets
@@ -55,9 +58,12 @@ const DEFINITIONS_LOOK_MS = 100;
 export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): Promise<void> {
   const files = options.definitions;
   const said = options.onReport;
-  const edits = idleEditCheck(syncer, said);
+  let passedMs = Date.now();
+  const quiet = () => Date.now() - passedMs >= QUIET_MS;
+  const edits = idleEditCheck(syncer, said, quiet);
   const pass = () =>
     edits.during(async () => {
+      passedMs = Date.now();
       if (files?.changed(DEFINITIONS_LOOK_MS) === true) {
         try {
           syncer.setDefinitions(await files.load());
@@ -66,12 +72,14 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
         }
       }
       said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal }));
+      passedMs = Date.now(); // (quiet counts from the end of a long catch-up)
     });
   try {
     try {
       // The first pass too, from a data_version read before it (wait.ts): a commit during it or right after it brings another.
       await waitForChange(syncer.session.db, syncer.session.sourcePath, pass, {
         signal: options.signal,
+        quiet,
         onIdle: async () => {
           syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)

@@ -1,6 +1,8 @@
 import type { Syncer, SyncReport } from '../../apply/sync/index.ts';
 
-/** How often a follower whose source is idle looks for another program's edits of its target. */
+import { QUIET_POLL_MS } from './wait.ts';
+
+/** How often a follower whose source is idle looks for another program's edits of its target (QUIET_POLL_MS once it has been quiet). */
 const IDLE_CHECK_MS = 250;
 
 /**
@@ -12,10 +14,12 @@ const IDLE_CHECK_MS = 250;
  * from ever running. Passes go through `during`, so the check never runs in
  * one; an error it meets is thrown by `rethrow` (from the follower's loop).
  */
-export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void) {
+export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void, quiet: () => boolean = () => false) {
   let passing = false;
   let failed: { err: unknown } | undefined;
-  const timer = setInterval(() => {
+  let timer: NodeJS.Timeout | undefined;
+  const look = () => {
+    timer = setTimeout(look, quiet() ? QUIET_POLL_MS : IDLE_CHECK_MS);
     if (passing || failed !== undefined) return;
     try {
       const r = syncer.noticeTargetEdits();
@@ -23,7 +27,8 @@ export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void) {
     } catch (err) {
       failed = { err };
     }
-  }, IDLE_CHECK_MS);
+  };
+  timer = setTimeout(look, IDLE_CHECK_MS);
   return {
     async during<T>(pass: () => Promise<T>): Promise<T> {
       this.rethrow();
@@ -38,7 +43,7 @@ export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void) {
       if (failed !== undefined) throw failed.err;
     },
     stop(): void {
-      clearInterval(timer);
+      clearTimeout(timer);
     },
   };
 }

@@ -4,8 +4,16 @@ import type { Db } from '../../sqlite/index.ts';
 import { WalFiles } from '../../sqlite/index.ts';
 
 export interface WaitOptions {
-  /** Fallback poll interval in ms. Default 250 with a file watch, 20 without. */
+  /** Fallback poll interval in ms. Default 250 with a file watch (QUIET_POLL_MS once `quiet` says so), 20 without. */
   readonly pollMs?: number;
+  /**
+   * Whether the source has been quiet for a while (followSyncer: no pass for
+   * QUIET_MS). With a file watch and no `pollMs`, the fallback poll then
+   * runs every QUIET_POLL_MS instead of every 250 ms: a commit still wakes
+   * the watch at once; only what the poll looks for while idle (onIdle) is
+   * seen later. Absent: never quiet.
+   */
+  readonly quiet?: () => boolean;
   /**
    * Called each time the fallback poll finds no change (between calls of
    * onChange, never during one); returning true calls onChange now, as a
@@ -47,6 +55,14 @@ export interface WaitOptions {
 const SPIN_US = [20, 40, 80, 160, 320] as const;
 const RECHECK_MS = [1, 4, 10] as const;
 
+/**
+ * The fallback poll's interval with a file watch once the caller says the
+ * source is quiet (WaitOptions.quiet). A follower of an idle source woke
+ * eight times a second (this poll, and its look for hand edits); sluice
+ * run's idle CPU is mostly such wakes, four target threads' worth.
+ */
+export const QUIET_POLL_MS = 1000;
+
 /** What Atomics.wait sleeps on (nothing ever notifies it). */
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
 
@@ -84,8 +100,8 @@ export async function waitForChange(
   onChange: () => void | Promise<void>,
   options: number | WaitOptions = {},
 ): Promise<void> {
-  const { pollMs, onIdle, signal, onSpin } =
-    typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined, onSpin: undefined } : options;
+  const { pollMs, onIdle, signal, onSpin, quiet } =
+    typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined, onSpin: undefined, quiet: undefined } : options;
   const source = path.resolve(sourcePath);
   const base = path.basename(source);
   let stopping = false;
@@ -129,7 +145,7 @@ export async function waitForChange(
   } catch {
     watcher = undefined;
   }
-  const interval = pollMs ?? (watcher === undefined ? 20 : 250);
+  const interval = (): number => pollMs ?? (watcher === undefined ? 20 : quiet?.() === true ? QUIET_POLL_MS : 250);
   // The source's log, read for whether a commit is under way when a watch wake finds none published.
   const log = watcher === undefined ? undefined : new WalFiles(source);
   const dataVersion = db.prepare('PRAGMA main.data_version').pluck();
@@ -169,7 +185,7 @@ export async function waitForChange(
         continue;
       }
       const recheck = rechecks < RECHECK_MS.length;
-      const delay = recheck ? (RECHECK_MS[rechecks++] as number) : interval;
+      const delay = recheck ? (RECHECK_MS[rechecks++] as number) : interval();
       polled = await new Promise<boolean>((resolve) => {
         const timer = setTimeout(() => {
           wake = undefined;
