@@ -102,7 +102,9 @@ export async function waitForChange(
 ): Promise<void> {
   const { pollMs, onIdle, signal, onSpin, quiet } =
     typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined, onSpin: undefined, quiet: undefined } : options;
-  const source = path.resolve(sourcePath);
+  // The file itself, past any symlink: SQLite writes it and its -wal where the links lead, and a watch of
+  // the link's folder would never wake (every commit then waited for the poll, a second once quiet).
+  const source = realPath(path.resolve(sourcePath));
   const base = path.basename(source);
   let stopping = false;
   let wake: (() => void) | undefined;
@@ -213,6 +215,15 @@ function spinFor(dataVersion: { get(): unknown }, seen: number | undefined): boo
     if (Number(dataVersion.get() as bigint) !== seen) return true;
   }
   return false;
+}
+
+/** `file` with every symlink resolved (as SQLite opens it); as given when that fails (it is gone: the pass reports that). */
+function realPath(file: string): string {
+  try {
+    return fs.realpathSync(file);
+  } catch {
+    return file;
+  }
 }
 
 function watchOff(): boolean {
