@@ -37,7 +37,7 @@ export function cachedStatement(db: Db, sql: string, mode: RowMode = 'object'): 
   if (hit !== undefined) {
     // Most recently used last, so that eviction below takes the least recently used: only once the cache is half
     // full (moving each hit grew and rehashed the map every few batches of a follower, whose few dozen never leave).
-    if (caches.object.size + caches.raw.size + caches.pluck.size >= LIMIT / 2) {
+    if (held(caches) >= LIMIT / 2) {
       cache.delete(sql);
       cache.set(sql, hit);
     }
@@ -46,11 +46,16 @@ export function cachedStatement(db: Db, sql: string, mode: RowMode = 'object'): 
   const stmt = db.prepare(sql);
   if (mode === 'raw') stmt.raw(true);
   else if (mode === 'pluck') stmt.pluck(true);
-  if (caches.object.size + caches.raw.size + caches.pluck.size >= LIMIT) {
+  if (held(caches) >= LIMIT) {
     // The least recently used of the largest map (the other modes keep theirs).
     const largest = [caches.object, caches.raw, caches.pluck].reduce((a, b) => (b.size > a.size ? b : a));
     largest.delete(largest.keys().next().value as string);
   }
   cache.set(sql, stmt);
   return stmt;
+}
+
+/** Statements held over the three modes. */
+function held(caches: { readonly [mode in RowMode]: ReadonlyMap<string, Statement> }): number {
+  return caches.object.size + caches.raw.size + caches.pluck.size;
 }

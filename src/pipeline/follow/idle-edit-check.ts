@@ -1,9 +1,6 @@
 import type { Syncer, SyncReport } from '../../apply/sync/index.ts';
 
-import { QUIET_POLL_MS } from './wait.ts';
-
-/** How often a follower whose source is idle looks for another program's edits of its target (QUIET_POLL_MS once it has been quiet). */
-const IDLE_CHECK_MS = 250;
+import { QUIET_POLL_MS, WATCHED_POLL_MS } from './wait.ts';
 
 /**
  * A follower's look for hand edits of its target while no pass runs
@@ -19,7 +16,7 @@ export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void, q
   let failed: { err: unknown } | undefined;
   let timer: NodeJS.Timeout | undefined;
   const look = () => {
-    timer = setTimeout(look, quiet() ? QUIET_POLL_MS : IDLE_CHECK_MS);
+    timer = setTimeout(look, quiet() ? QUIET_POLL_MS : WATCHED_POLL_MS);
     if (passing || failed !== undefined) return;
     try {
       const r = syncer.noticeTargetEdits();
@@ -28,7 +25,7 @@ export function idleEditCheck(syncer: Syncer, report: (r: SyncReport) => void, q
       failed = { err };
     }
   };
-  timer = setTimeout(look, IDLE_CHECK_MS);
+  timer = setTimeout(look, WATCHED_POLL_MS);
   return {
     async during<T>(pass: () => Promise<T>): Promise<T> {
       this.rethrow();

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../../sqlite/index.ts';
-import { WalFiles } from '../../sqlite/index.ts';
+import { realFilePath, WalFiles } from '../../sqlite/index.ts';
 
 export interface WaitOptions {
   /** Fallback poll interval in ms. Default 250 with a file watch (QUIET_POLL_MS once `quiet` says so), 20 without. */
@@ -55,6 +55,9 @@ export interface WaitOptions {
 const SPIN_US = [20, 40, 80, 160, 320] as const;
 const RECHECK_MS = [1, 4, 10] as const;
 
+/** The fallback poll's interval with a file watch; also how often a follower looks for hand edits while its source is idle (idle-edit-check.ts). */
+export const WATCHED_POLL_MS = 250;
+
 /**
  * The fallback poll's interval with a file watch once the caller says the
  * source is quiet (WaitOptions.quiet). A follower of an idle source woke
@@ -104,7 +107,7 @@ export async function waitForChange(
     typeof options === 'number' ? { pollMs: options, onIdle: undefined, signal: undefined, onSpin: undefined, quiet: undefined } : options;
   // The file itself, past any symlink: SQLite writes it and its -wal where the links lead, and a watch of
   // the link's folder would never wake (every commit then waited for the poll, a second once quiet).
-  const source = realPath(path.resolve(sourcePath));
+  const source = realFilePath(sourcePath);
   const base = path.basename(source);
   let stopping = false;
   let wake: (() => void) | undefined;
@@ -147,7 +150,7 @@ export async function waitForChange(
   } catch {
     watcher = undefined;
   }
-  const interval = (): number => pollMs ?? (watcher === undefined ? 20 : quiet?.() === true ? QUIET_POLL_MS : 250);
+  const interval = (): number => pollMs ?? (watcher === undefined ? 20 : quiet?.() === true ? QUIET_POLL_MS : WATCHED_POLL_MS);
   // The source's log, read for whether a commit is under way when a watch wake finds none published.
   const log = watcher === undefined ? undefined : new WalFiles(source);
   const dataVersion = db.prepare('PRAGMA main.data_version').pluck();
@@ -215,15 +218,6 @@ function spinFor(dataVersion: { get(): unknown }, seen: number | undefined): boo
     if (Number(dataVersion.get() as bigint) !== seen) return true;
   }
   return false;
-}
-
-/** `file` with every symlink resolved (as SQLite opens it); as given when that fails (it is gone: the pass reports that). */
-function realPath(file: string): string {
-  try {
-    return fs.realpathSync(file);
-  } catch {
-    return file;
-  }
 }
 
 function watchOff(): boolean {
