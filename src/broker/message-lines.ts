@@ -2,6 +2,7 @@ import { JetStreamError, type Consumer, type JsMsg } from '@nats-io/jetstream';
 import fs from 'node:fs';
 import {
   checkSegment,
+  checkSegmentBytes,
   readCheckedLines,
   segmentItems,
   type ExportItem,
@@ -32,6 +33,19 @@ export interface Start {
   /** The snapshot (its id) to start from, whose first part is at streamSeq. */
   readonly snapshot?: string | undefined;
 }
+
+/**
+ * Segment messages up to this size are checked and read in memory, on a
+ * connection of their own (checkSegmentBytes), and never attached to the
+ * target: attaching one and detaching it made every statement the target's
+ * connection had prepared be prepared again, and writing it to a file and
+ * removing it cost a file system's work, together most of a subscriber's
+ * CPU for a message of a few events (bench/fan-out.ts --format segment).
+ * Their events are decoded in JavaScript, as a JSONL batch's are, which
+ * costs more per event than the set-based read of an attached segment: a
+ * larger message (a burst's, a snapshot's part) is attached.
+ */
+export const SEGMENT_IN_MEMORY_BYTES = 64 * 1024;
 
 export interface MessageLinesOptions {
   readonly subjects: SourceSubjects;
@@ -147,10 +161,16 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             firstLines.splice(0, KEEP / 2);
             seqs.splice(0, KEEP / 2);
           }
-          // A segment message (docs/segment.md) goes to the reader as a file of its own; a JSONL one as its lines.
+          // A segment message (docs/segment.md) goes to the reader whole: a small one as its bytes (checked and read
+          // in memory), a larger one as a file of its own (attached to the target); a JSONL one as its lines.
           const segment = o.format === 'segment' && m.subject === o.subjects.batch;
-          const file = segment ? o.segmentFile(seq, m.data) : undefined;
-          const parts = file !== undefined ? [{ segment: file }] : Buffer.from(m.data).toString('utf8').split('\n');
+          const inMemory = segment && m.data.byteLength <= SEGMENT_IN_MEMORY_BYTES;
+          const file = segment && !inMemory ? o.segmentFile(seq, m.data) : undefined;
+          const parts: (string | SegmentRef)[] = inMemory
+            ? [{ segment: `${o.label} message ${seq}`, data: m.data }]
+            : file !== undefined
+              ? [{ segment: file }]
+              : Buffer.from(m.data).toString('utf8').split('\n');
           if (parts.at(-1) === '') parts.pop();
           if (m.subject !== o.subjects.part)
             lastMessage = {
@@ -197,8 +217,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
           lines: lines(),
           where,
           sourceId,
-          segment: (file, n) => {
-            const seg = checkSegment(file);
+          segment: (ref, n) => {
+            const seg = ref.data === undefined ? checkSegment(ref.segment) : checkSegmentBytes(ref.segment, ref.data);
             return { sourceId: seg.meta.sourceId, items: segmentItems(seg, options, n) };
           },
         },

@@ -81,9 +81,14 @@ export interface ReadOptions {
   readonly target?: Db;
 }
 
-/** A segment among the lines (a broker's segment message, written to `file`): its checked items come in its place. */
+/**
+ * A segment among the lines (a broker's segment message): its checked items
+ * come in its place. `segment` is its file, or, with `data` (a small message
+ * held in memory, never written to a file), the name errors give it.
+ */
 export interface SegmentRef {
   readonly segment: string;
+  readonly data?: Uint8Array;
 }
 
 /** Lines to check, from a file or any other carrier (a broker's messages). */
@@ -111,7 +116,7 @@ export interface LineSource {
    * source and its items, numbered after line `n` (segment-check.ts,
    * segment-read.ts). Needed when the lines carry segments.
    */
-  readonly segment?: (file: string, n: number) => { readonly sourceId: string; readonly items: AsyncGenerator<ExportItem, ReadTotals> };
+  readonly segment?: (ref: SegmentRef, n: number) => { readonly sourceId: string; readonly items: AsyncGenerator<ExportItem, ReadTotals> };
 }
 
 /** Reads an export file, checked (readCheckedLines over its lines). */
@@ -172,7 +177,7 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
         // A segment (segment-check.ts, segment-read.ts): checked whole, then its items, between batches and snapshots.
         if (snapshotRows !== undefined || events.length > 0) throw refused(where(n + 1), 'a segment inside a snapshot or a batch');
         if (src.segment === undefined) throw refused(where(n + 1), 'a segment where only lines are read');
-        const seg = src.segment(raw.segment, n);
+        const seg = src.segment(raw, n);
         if (sourceId !== undefined && seg.sourceId !== sourceId)
           throw new InvalidInputError(
             'IMPORT_MIXED_SOURCES',

@@ -16,7 +16,7 @@ export {
   saveSnapshotStart,
   truncateToResumePoint,
 } from './resume-point.ts';
-export { checkSegment } from './segment-check.ts';
+export { checkSegment, checkSegmentBytes } from './segment-check.ts';
 export { exportSegment } from './segment-export.ts';
 export { segmentItems } from './segment-read.ts';
 export { SegmentWriter } from './segment-writer.ts';

@@ -83,6 +83,27 @@ export function segmentBatch(
   return b;
 }
 
+/**
+ * Events of segment table `t`, read on `image` (a segment checked in memory,
+ * its main: segment-read.ts) in (lo, hi], decoded and written into `db`'s
+ * TEMP work table as a batch of decoded events (decodedBatch).
+ */
+export function decodedSegmentBatch(
+  db: Db,
+  image: Db,
+  t: SegmentTable | undefined,
+  table: string,
+  columns: readonly string[],
+  lo: number,
+  hi: number,
+): ChangeBatch {
+  const events =
+    t === undefined || t.events === 0
+      ? []
+      : new SegmentDecoder(image, `main.${eventsTable(t.tno)}`, t).range(lo, hi, Number.MAX_SAFE_INTEGER);
+  return decodedBatch(db, table, columns, events, lo, hi);
+}
+
 /** Decodes rows of a segment's events table into events, keeping TEXT bytes exact. */
 class SegmentDecoder {
   readonly #db: Db;

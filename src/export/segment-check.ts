@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import type { Db } from '../sqlite/index.ts';
-import { openDatabase, closeDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
+import { openDatabase, openImage, closeDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { anyChangedSql, maskFor } from '../capture/index.ts';
 import {
@@ -13,6 +13,7 @@ import {
   SEGMENT_APP_ID,
   SEGMENT_WIRE_VERSION,
   segmentDigest,
+  segmentDigestOfBytes,
   metaPages,
   SQLITE_MAGIC,
   TABLES_TABLE,
@@ -60,6 +61,13 @@ export interface CheckedSegment {
   readonly batches: readonly SegmentBatchRow[];
   /** Its schema objects, name to DDL (to compare once attached). */
   readonly objects: ReadonlyMap<string, string>;
+  /**
+   * A segment checked in memory (checkSegmentBytes): the read-only connection
+   * its bytes were checked on, left open, whose main is the segment (read
+   * there, never attached); `file` is then its label. Closed by whoever reads
+   * it (segmentItems).
+   */
+  readonly image?: Db;
 }
 
 /** Whether `file` starts as a SQLite file does (a segment, not a JSONL export). */
@@ -99,7 +107,7 @@ export function checkSegment(file: string): CheckedSegment {
   try {
     db.pragma('trusted_schema = OFF');
     db.pragma('query_only = ON');
-    const checked = checkOpen(db, file);
+    const checked = checkOpen(db, file, (pageSize, skip) => segmentDigest(file, pageSize, skip));
     const after = fs.statSync(file);
     if (after.size !== stat.size || after.mtimeMs !== stat.mtimeMs)
       throw refuse(file, 'IMPORT_SEGMENT_TRUNCATED', 'it changed while it was checked');
@@ -110,6 +118,31 @@ export function checkSegment(file: string): CheckedSegment {
     throw refuse(file, 'IMPORT_SEGMENT_TRUNCATED', `SQLite cannot read it (${(err as Error).message})`);
   } finally {
     closeDatabase(db);
+  }
+}
+
+/**
+ * checkSegment of a segment's bytes held in memory (a broker's message,
+ * named `label` in errors): the same checks, on a read-only in-memory
+ * connection of its own (no file is written), which the result keeps open
+ * (CheckedSegment.image) for segmentItems to read the segment from.
+ */
+export function checkSegmentBytes(label: string, bytes: Uint8Array): CheckedSegment {
+  checkHeaderBytes(label, Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(100, bytes.byteLength)), bytes.byteLength);
+  let db: Db | undefined;
+  try {
+    db = openImage(bytes, `Segment ${label}`);
+    db.pragma('trusted_schema = OFF');
+    db.pragma('query_only = ON');
+    const checked = checkOpen(db, label, (pageSize, skip) => segmentDigestOfBytes(bytes, pageSize, skip));
+    const image = db;
+    db = undefined;
+    return { file: label, size: bytes.byteLength, mtimeMs: 0, ...checked, image };
+  } catch (err) {
+    if (err instanceof InvalidInputError && err.code !== 'NOT_A_DATABASE') throw err;
+    throw refuse(label, 'IMPORT_SEGMENT_TRUNCATED', `SQLite cannot read it (${(err as Error).message})`);
+  } finally {
+    if (db !== undefined) closeDatabase(db);
   }
 }
 
@@ -133,6 +166,12 @@ function checkHeader(file: string, size: number): void {
   } finally {
     fs.closeSync(fd);
   }
+  checkHeaderBytes(file, h.subarray(0, n), size);
+}
+
+/** The header checks of a segment of `size` bytes, on its first bytes (up to 100). */
+function checkHeaderBytes(file: string, h: Buffer, size: number): void {
+  const n = h.length;
   if (n < 100 || !h.subarray(0, 16).equals(SQLITE_MAGIC))
     throw refuse(file, 'IMPORT_SEGMENT_TRUNCATED', `it does not start with a SQLite header (${n} bytes read)`);
   const appId = h.readUInt32BE(68);
@@ -162,7 +201,11 @@ const columnsSchema = z.array(z.strictObject({ name: z.string(), type: z.string(
 const keysSchema = z.array(z.string()).min(1);
 const int = (v: unknown): v is bigint => typeof v === 'bigint';
 
-function checkOpen(db: Db, file: string): Omit<CheckedSegment, 'file' | 'size' | 'mtimeMs'> {
+function checkOpen(
+  db: Db,
+  file: string,
+  digestOf: (pageSize: number, skip: ReadonlySet<number>) => string,
+): Omit<CheckedSegment, 'file' | 'size' | 'mtimeMs'> {
   const objects = new Map<string, string>();
   for (const o of db.prepare('SELECT type, name, sql FROM main.sqlite_schema').all() as {
     type: string;
@@ -192,7 +235,7 @@ function checkOpen(db: Db, file: string): Omit<CheckedSegment, 'file' | 'size' |
   const batches = readBatches(db, meta, (what) => fail('IMPORT_SEGMENT_MISMATCH', what));
   checkRows(db, meta, tables, batches, (what) => fail('IMPORT_SEGMENT_MISMATCH', what));
   const pageSize = Number(db.pragma('page_size', { simple: true }));
-  const digest = segmentDigest(file, pageSize, metaPages(db, 'main'));
+  const digest = digestOf(pageSize, metaPages(db, 'main'));
   if (digest !== meta.digest) throw fail('IMPORT_SEGMENT_DIGEST', `its meta says digest ${meta.digest}, but its rows digest to ${digest}`);
   return { meta, tables, batches, objects: new Map([...objects].map(([k, v]) => [k, v.split('\0')[1] as string])) };
 }

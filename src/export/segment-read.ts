@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import type { Db, SqlValue } from '../sqlite/index.ts';
-import { fromDriver, lossyTextTest, quoteIdent, textFromDbBytes, toJsonValue } from '../sqlite/index.ts';
+import { closeDatabase, fromDriver, lossyTextTest, quoteIdent, textFromDbBytes, toJsonValue } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
 import { refuseJournal, type CheckedSegment } from './segment-check.ts';
-import { segmentBatch } from './segment-batch.ts';
+import { decodedSegmentBatch, segmentBatch } from './segment-batch.ts';
 import { rowsTable } from './segment-wire.ts';
 
 /*
@@ -66,9 +66,28 @@ export function detachSegment(db: Db): void {
 
 /** The items of a checked segment, attached to `options.target` when first read. */
 export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, firstLine = 0): AsyncGenerator<ExportItem, ReadTotals> {
-  const db = options.target;
-  if (db === undefined) throw new Error('segmentItems needs the target connection (ReadOptions.target)');
-  attachSegment(db, seg);
+  const target = options.target;
+  if (target === undefined) throw new Error('segmentItems needs the target connection (ReadOptions.target)');
+  try {
+    return yield* itemsOf(seg, target, options, firstLine);
+  } finally {
+    if (seg.image !== undefined) closeDatabase(seg.image);
+  }
+}
+
+/*
+ * A segment held in memory (checkSegmentBytes: a broker's message) is read
+ * on its own connection, where it was checked, and never attached: an
+ * ATTACH and a DETACH each make every statement the target's connection
+ * has prepared be prepared again at its next run (the apply's, the
+ * cursor's, ...), about a millisecond of a small message's few for each
+ * subscriber. Its batches' events are decoded from it and written into
+ * the target's TEMP work table, as a JSONL batch's are (decodedBatch).
+ */
+async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, firstLine: number): AsyncGenerator<ExportItem, ReadTotals> {
+  const db = seg.image ?? target;
+  const schema = seg.image === undefined ? SEGMENT_SCHEMA : 'main';
+  if (seg.image === undefined) attachSegment(target, seg);
   const m = seg.meta;
   const base = { v: FORMAT_VERSION, encoding: m.encoding, sourceId: m.sourceId } as const;
   let n = firstLine;
@@ -87,7 +106,7 @@ export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, f
         rowidAlias: t.rowidAlias,
       };
       yield { kind: 'table', n: ++n, line: table };
-      const rt = `${quoteIdent(SEGMENT_SCHEMA)}.${rowsTable(t.tno)}`;
+      const rt = `${quoteIdent(schema)}.${rowsTable(t.tno)}`;
       const names = t.columns.map((c) => c.name);
       // In chunks (.all(), not an open iterator): the importer writes on this connection between rows.
       const stmt = db
@@ -143,7 +162,10 @@ export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, f
       n: ++n,
       line,
       events: [],
-      segment: (table, columns) => segmentBatch(db, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq),
+      segment: (table, columns) =>
+        seg.image === undefined
+          ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq)
+          : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq),
     };
   }
   return { lines: n - firstLine, incompleteTail: 0 };

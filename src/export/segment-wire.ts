@@ -93,24 +93,43 @@ export function metaPages(db: Db, schema: string): Set<number> {
  * the file is far cheaper than reading its rows back through SQL.
  */
 export function segmentDigest(file: string, pageSize: number, skip: ReadonlySet<number>): string {
-  const h = createHash('sha256');
   const fd = fs.openSync(file, 'r');
   try {
     const size = fs.fstatSync(fd).size;
-    const pages = Math.floor(size / pageSize);
     // As large as the file needs (up to 256 pages), and not zeroed: only what readSync filled is hashed. A zeroed
     // megabyte for every segment was a millisecond of a broker message's few (publish, and each subscriber's check).
-    const chunk = Buffer.allocUnsafe(pageSize * Math.max(1, Math.min(256, pages - 1)));
-    for (let first = 2; first <= pages; first += 256) {
-      const count = Math.min(256, pages - first + 1);
-      const n = fs.readSync(fd, chunk, 0, count * pageSize, (first - 1) * pageSize);
-      for (let i = 0; i < count && (i + 1) * pageSize <= n; i++) {
-        if (skip.has(first + i)) continue;
-        h.update(chunk.subarray(i * pageSize, (i + 1) * pageSize));
-      }
-    }
+    const chunk = Buffer.allocUnsafe(pageSize * Math.max(1, Math.min(256, Math.floor(size / pageSize) - 1)));
+    return digestPages(size, pageSize, skip, (first, count) =>
+      chunk.subarray(0, fs.readSync(fd, chunk, 0, count * pageSize, (first - 1) * pageSize)),
+    );
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+/** segmentDigest of a segment's bytes held in memory (a broker's message). */
+export function segmentDigestOfBytes(bytes: Uint8Array, pageSize: number, skip: ReadonlySet<number>): string {
+  return digestPages(bytes.length, pageSize, skip, (first, count) =>
+    bytes.subarray((first - 1) * pageSize, Math.min(bytes.length, (first - 1 + count) * pageSize)),
+  );
+}
+
+/** The digest over pages 2.. of `size` bytes, but for `skip`; `read` gives `count` pages from page `first` (fewer bytes: the end). */
+function digestPages(
+  size: number,
+  pageSize: number,
+  skip: ReadonlySet<number>,
+  read: (first: number, count: number) => Uint8Array,
+): string {
+  const h = createHash('sha256');
+  const pages = Math.floor(size / pageSize);
+  for (let first = 2; first <= pages; first += 256) {
+    const count = Math.min(256, pages - first + 1);
+    const chunk = read(first, count);
+    for (let i = 0; i < count && (i + 1) * pageSize <= chunk.length; i++) {
+      if (skip.has(first + i)) continue;
+      h.update(chunk.subarray(i * pageSize, (i + 1) * pageSize));
+    }
   }
   return h.digest('hex');
 }

@@ -11,6 +11,9 @@ import {
   toJsonValue,
   describeTable,
   textEncoding,
+  connectionState,
+  schemaVersion,
+  slot,
 } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { encodeMask, readTables } from '../capture/index.ts';
@@ -29,6 +32,7 @@ import {
   SEGMENT_APP_ID,
   SEGMENT_WIRE_VERSION,
   segmentDigest,
+  segmentDigestOfBytes,
   metaPages,
   TABLES_DDL,
   TABLES_TABLE,
@@ -75,16 +79,21 @@ export class SegmentWriter {
   #cursor: string | undefined;
   #snapshot: { seq: number; cursor: string } | undefined;
   /** Shapes of the source's captured tables, read once. */
-  #captured: Map<string, SourceShape> | undefined;
+  #captured: ReadonlyMap<string, SourceShape> | undefined;
 
-  /** A new segment of `source` (sluice's connection to it, read only), to be renamed to `file` (or the name finish() is given). */
-  constructor(source: Db, sourceId: string, file: string, options: { readonly pageSize?: number } = {}) {
-    this.#file = file;
-    this.#tmp = `${file}.tmp`;
+  /**
+   * A new segment of `source` (sluice's connection to it, read only), to be
+   * renamed to `file` (or the name finish() is given); with `file` null, made
+   * in memory and handed over as bytes by finishInMemory (a broker's message:
+   * no file is written).
+   */
+  constructor(source: Db, sourceId: string, file: string | null, options: { readonly pageSize?: number } = {}) {
+    this.#file = file ?? '';
+    this.#tmp = file === null ? '' : `${file}.tmp`;
     this.#source = source;
     this.#sourceId = sourceId;
-    fs.rmSync(this.#tmp, { force: true });
-    this.#db = openDatabase(this.#tmp, { create: true, role: 'segment' });
+    if (file !== null) fs.rmSync(this.#tmp, { force: true });
+    this.#db = openDatabase(file === null ? ':memory:' : this.#tmp, { create: true, role: 'segment' });
     const encoding: TextEncoding = textEncoding(source);
     this.#db.pragma(`encoding = '${encoding}'`);
     if (options.pageSize !== undefined) this.#db.pragma(`page_size = ${options.pageSize}`);
@@ -119,13 +128,7 @@ export class SegmentWriter {
   }
 
   #shapeOf(name: string): SourceShape {
-    if (this.#captured === undefined) {
-      this.#captured = new Map();
-      for (const c of readTables(this.#source)) {
-        const info = describeTable(this.#source, c.name);
-        if (info !== undefined) this.#captured.set(c.name, sourceShape(info, c.excluded));
-      }
-    }
+    this.#captured ??= capturedShapes(this.#source);
     const s = this.#captured.get(name);
     if (s === undefined) throw new InvalidInputError('TABLE_NOT_FOUND', `Table ${name} vanished during export.`);
     return s;
@@ -199,6 +202,46 @@ export class SegmentWriter {
    * segment read back at once and removed (a broker message: segment-message.ts).
    */
   finish(file: string = this.#file, options: { readonly sync?: boolean } = {}): SegmentSummary {
+    if (this.#tmp === '') throw new Error('a segment made in memory is finished by finishInMemory');
+    const db = this.#db;
+    const digest = this.#seal((pageSize, skip) => segmentDigest(this.#tmp, pageSize, skip));
+    closeDatabase(db);
+    if (options.sync !== false) {
+      const fd = fs.openSync(this.#tmp, 'r');
+      try {
+        fs.fsyncSync(fd);
+      } finally {
+        fs.closeSync(fd);
+      }
+    }
+    fs.renameSync(this.#tmp, file);
+    return {
+      file,
+      bytes: fs.statSync(file).size,
+      events: this.#events,
+      rows: this.#rows,
+      batches: this.#batches,
+      cursor: this.#cursor,
+      digest,
+    };
+  }
+
+  /** The segment made in memory (file null), sealed as finish() seals a file: its bytes. */
+  finishInMemory(): { readonly data: Buffer; readonly digest: string; readonly events: number } {
+    if (this.#tmp !== '') throw new Error('a segment made in a file is finished by finish');
+    const db = this.#db;
+    const digest = this.#seal((pageSize, skip) => segmentDigestOfBytes(db.serialize(), pageSize, skip));
+    const data = db.serialize();
+    closeDatabase(db);
+    return { data, digest, events: this.#events };
+  }
+
+  /**
+   * Writes the tables' and the meta's rows and commits, then the digest of
+   * the pages as they are now (digestOf), which writing it into the meta
+   * leaves alone: it touches only page 1 and the meta table's pages.
+   */
+  #seal(digestOf: (pageSize: number, skip: ReadonlySet<number>) => string): string {
     const db = this.#db;
     const tables = [...this.#tables.values()].map((o) => ({ ...o.t, rows: o.rows, events: o.events }));
     const ins = db.prepare(`INSERT INTO ${TABLES_TABLE} VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
@@ -229,28 +272,9 @@ export class SegmentWriter {
     const put = db.prepare(`INSERT INTO ${META_TABLE} VALUES (?, ?)`);
     for (const [k, v] of Object.entries(meta)) put.run(k, typeof v === 'number' ? BigInt(v) : v);
     commitHeld(db);
-    // The digest covers the pages as they are now; writing it touches only page 1 and the meta table's pages, which it leaves out.
-    const digest = segmentDigest(this.#tmp, Number(db.pragma('page_size', { simple: true })), metaPages(db, 'main'));
+    const digest = digestOf(Number(db.pragma('page_size', { simple: true })), metaPages(db, 'main'));
     put.run('digest', digest);
-    closeDatabase(db);
-    if (options.sync !== false) {
-      const fd = fs.openSync(this.#tmp, 'r');
-      try {
-        fs.fsyncSync(fd);
-      } finally {
-        fs.closeSync(fd);
-      }
-    }
-    fs.renameSync(this.#tmp, file);
-    return {
-      file,
-      bytes: fs.statSync(file).size,
-      events: this.#events,
-      rows: this.#rows,
-      batches: this.#batches,
-      cursor: this.#cursor,
-      digest,
-    };
+    return digest;
   }
 
   /** Drops the unfinished file. */
@@ -260,8 +284,32 @@ export class SegmentWriter {
     } catch {
       /* already closed */
     }
-    fs.rmSync(this.#tmp, { force: true });
+    if (this.#tmp !== '') fs.rmSync(this.#tmp, { force: true });
   }
+}
+
+/*
+ * The shapes of a source's captured tables, per connection, kept while its
+ * schema_version is the same: a publisher of segments makes a writer per
+ * message, and each read every captured table's shape again (a
+ * describeTable each, however few tables the message touched). Whatever
+ * changes a shape (DDL, capture enabled, re-armed or altered, columns
+ * excluded) changes the schema.
+ */
+const shapesKept = slot('segment-captured-shapes', (): { version?: number; shapes?: ReadonlyMap<string, SourceShape> } => ({}));
+
+function capturedShapes(source: Db): ReadonlyMap<string, SourceShape> {
+  const kept = connectionState(source).get(shapesKept);
+  const version = schemaVersion(source);
+  if (kept.shapes !== undefined && kept.version === version) return kept.shapes;
+  const shapes = new Map<string, SourceShape>();
+  for (const c of readTables(source)) {
+    const info = describeTable(source, c.name);
+    if (info !== undefined) shapes.set(c.name, sourceShape(info, c.excluded));
+  }
+  kept.version = version;
+  kept.shapes = shapes;
+  return shapes;
 }
 
 /** An event as a row of its table's events table: seq, op, ts, mask, keys, b0..b(n-1), a0..a(n-1). */

@@ -102,6 +102,31 @@ function openOnce(path: string, options: OpenOptions): Db {
 }
 
 /**
+ * Opens the bytes of a SQLite database as a read-only in-memory connection
+ * of their own (sqlite3_deserialize: no file is made), with the same
+ * pragmas as openDatabase. `label` names them in errors (a broker's
+ * message); bytes SQLite cannot read throw NOT_A_DATABASE.
+ */
+export function openImage(bytes: Uint8Array, label: string): Db {
+  let db: Db;
+  try {
+    db = new Database(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), { readonly: true });
+  } catch (cause) {
+    throw new InvalidInputError('NOT_A_DATABASE', `${label} is not a SQLite database (${(cause as Error).message}).`, { cause });
+  }
+  try {
+    db.defaultSafeIntegers(true);
+    db.prepare('SELECT count(*) FROM main.sqlite_schema').get();
+  } catch (cause) {
+    db.close();
+    throw new InvalidInputError('NOT_A_DATABASE', `${label} is not a SQLite database SQLite can read (${(cause as Error).message}).`, {
+      cause,
+    });
+  }
+  return db;
+}
+
+/**
  * Switches one database of a connection to WAL, unless it is in WAL already
  * (a no-op then). WAL persists in the file: readers and one writer run side
  * by side, which follow mode and live sources rely on. When another

@@ -1,9 +1,11 @@
 // every value case round-trips byte for byte through a segment: int64 extremes, -0.0, REAL, TEXT that is not UTF-8, BLOB, NULL vs '' vs X''
+import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { openDatabase, quoteIdent } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
+import { checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
 import { runCliAsync, makeDir, removeDir, syncByLibrary } from '../cli/support/cli.ts';
 
 /*
@@ -116,5 +118,26 @@ describe('segment values', () => {
     expect(v.some((r) => r.endsWith('text:'))).toBe(true);
     expect(v.some((r) => r.endsWith('null:'))).toBe(true);
     expect((want.w as string[]).some((r) => r.startsWith('text:FF|real:0.1|'))).toBe(true);
+  });
+
+  test("read in memory, as a broker's message is, the same segments import to the same bytes", async () => {
+    const files = fs
+      .readdirSync(at('segs'))
+      .filter((f) => f.endsWith('.segment'))
+      .sort();
+    expect(files.length).toBe(2); // the snapshot's segment (its rows read from memory too), then the events'
+    for (const f of files) {
+      const bytes = fs.readFileSync(path.join(at('segs'), f));
+      const c = checkSegmentBytes(`message ${f}`, bytes);
+      expect(c.image).toBeDefined();
+      await importStream(at('memory.db'), {
+        label: c.file,
+        size: () => c.size,
+        encoding: c.meta.encoding,
+        atHand: true,
+        read: (o) => segmentItems(c, o),
+      });
+    }
+    expect(exact(at('memory.db'))).toEqual(exact(src));
   });
 });
