@@ -53,6 +53,7 @@ export { status } from './status.ts';
 export type { CaptureStatus, ConsumerStatus, TableStatus } from './status.ts';
 export { strip } from './strip.ts';
 export { DROPPED_TABLE, PROJECTIONS_TABLE, TARGET_INFO_TABLE, refuseTarget } from './target-guard.ts';
+export { unreadableCapture } from './unreadable.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { checkForeignKeyRules } from './fk-rules.ts';

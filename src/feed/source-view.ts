@@ -9,7 +9,7 @@ import {
   verifyCapture,
   type TableArming,
   enableCommand,
-  enableHint,
+  unreadableCapture,
   FORMAT_VERSION,
   JOURNAL_TABLE,
   TABLES_TABLE,
@@ -96,14 +96,7 @@ export function readSourceView(db: Db): SourceView {
   const v = verifyCapture(db);
   if (v.state === undefined || v.problem !== undefined) {
     delete connectionState(db).get(viewCache).last;
-    const code = v.problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
-    throw new FailClosedError(
-      code,
-      code === 'CAPTURE_ABSENT'
-        ? `Source ${db.name} has no sluice capture. Run ${enableHint(db)} first.`
-        : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`,
-      { source: db.name },
-    );
+    throw unreadableCapture(db, v.problem ?? 'CAPTURE_ABSENT');
   }
   const conn = connectionState(db);
   const schemaVersion = Number(conn.get(viewStatements).schemaVersion.get() as bigint);

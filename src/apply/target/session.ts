@@ -12,7 +12,7 @@ import {
 } from '../../sqlite/index.ts';
 import path from 'node:path';
 import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
-import { openSource, STATE_TABLE } from '../../capture/index.ts';
+import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
@@ -120,10 +120,15 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     );
   // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
-  // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
-  if (!fs.existsSync(targetPath)) openDatabase(targetPath, { create: true, role: 'target' }).close();
   const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
+    if (!fs.existsSync(targetPath)) {
+      // Before the target is made: a source whose capture cannot be read (none, an unknown format) leaves no target behind.
+      const problem = verifyCapture(db).problem;
+      if (problem !== undefined) throw unreadableCapture(db, problem);
+      // ATTACH inherits the source connection's open flags (no CREATE), so make the file first.
+      openDatabase(targetPath, { create: true, role: 'target' }).close();
+    }
     db.pragma('temp_store = MEMORY');
     try {
       db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
