@@ -14,7 +14,15 @@ import {
 import { errorCode, errorMessage, InvalidInputError } from '../errors.ts';
 import { subjectsOf, type SourceSubjects } from './subjects.ts';
 import { urlLogin, withoutCredentials } from '../apply/target/index.ts';
-import { authWords, natsConnection, splitServers, type NatsAuth, type NatsTarget, type NatsTls } from './connection/index.ts';
+import {
+  authWords,
+  closingStrays,
+  natsConnection,
+  splitServers,
+  type NatsAuth,
+  type NatsTarget,
+  type NatsTls,
+} from './connection/index.ts';
 
 /*
  * The connection to a NATS server with JetStream: it reconnects by itself
@@ -79,7 +87,9 @@ export async function openBroker(to: NatsTarget, who: string, log: Log = () => {
         : undefined);
   const options = { servers: splitServers(url), ...(auth === undefined ? {} : loginOptions(auth, url)), ...tlsOptions(c.tls, url) };
   try {
-    nc = await connect({ ...options, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 });
+    nc = await closingStrays(() =>
+      connect({ ...options, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 }),
+    );
   } catch (err) {
     throw connectError(err, url, auth, c.tls);
   }

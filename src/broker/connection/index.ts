@@ -3,3 +3,4 @@
 
 export { authWords, connectionLabel, natsConnection, splitServers } from './connection.ts';
 export type { NatsAuth, NatsConnection, NatsTarget, NatsTls } from './connection.ts';
+export { closingStrays } from './stray-sockets.ts';
