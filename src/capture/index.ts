@@ -21,6 +21,7 @@ export { checkTable } from './gates.ts';
 export { anyChangedSql, decodeMask, encodeMask, maskFor } from './mask.ts';
 export type { ColumnMask } from './mask.ts';
 export { openSource } from './open-source.ts';
+export { ownObjects, ownObjectsChanged, ownTablesWritten } from './own-objects.ts';
 export { prune } from './prune.ts';
 export type { PruneResult } from './prune.ts';
 export { rearmCapture } from './rearm.ts';

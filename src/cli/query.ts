@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
-import { openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
-import { projectionWrites } from '../internal.ts';
+import { InvalidInputError, openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
+import { ownObjects, ownObjectsChanged, ownTablesWritten, projectionWrites, shellWord } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -49,6 +49,16 @@ export function registerQuery(program: Command): void {
     .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
       const db = openForQuery(dbPath, sql);
       try {
+        // sluice's own tables are sluice's to write (capture/own-objects.ts): refused before the statement runs, and a
+        // statement that makes, drops or changes one of sluice's objects (DDL, or DDL on a captured table that rewrites its
+        // triggers) rolled back.
+        const own = db.readonly ? [] : ownTablesWritten(db, sql);
+        if (own.length > 0) throw ownTablesRefused(dbPath, own);
+        const objects = db.readonly ? undefined : ownObjects(db);
+        const beforeCommit = () => {
+          const changed = objects === undefined ? [] : ownObjectsChanged(objects, ownObjects(db));
+          if (changed.length > 0) throw ownObjectsRefused(dbPath, sql, changed);
+        };
         // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
         const warnings = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
           code: 'WRITES_PROJECTION',
@@ -56,7 +66,7 @@ export function registerQuery(program: Command): void {
           table: w.table,
           message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
         }));
-        const r = runQuery(db, sql, { maxRows: opts.maxRows });
+        const r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
         for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
         const rows = r.rows.map((row) => row.map(toJsonValue));
         emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
@@ -68,4 +78,22 @@ export function registerQuery(program: Command): void {
         db.close();
       }
     });
+}
+
+/** A statement that writes sluice's own tables itself (ownTablesWritten): refused before it runs. */
+function ownTablesRefused(file: string, tables: readonly string[]): InvalidInputError {
+  return new InvalidInputError(
+    'QUERY_REFUSED',
+    `Query on ${file}: the statement writes ${tables.join(', ')}, sluice's own (the capture's record on a source, the projections' state on a target), which only sluice writes. Nothing was run. To stop capture use sluice disable, to remove a projection sluice drop, to clear old acknowledgements sluice forget or sluice prune.`,
+    { exitCode: 2 },
+  );
+}
+
+/** A statement that made, dropped or changed sluice's objects (ownObjectsChanged): rolled back. */
+function ownObjectsRefused(file: string, sql: string, objects: readonly string[]): InvalidInputError {
+  return new InvalidInputError(
+    'QUERY_REFUSED',
+    `Query on ${file}: the statement would make, drop or change sluice's own ${objects.join(', ')}, so it was rolled back and nothing was committed. DDL on a captured table goes through sluice alter ${shellWord(file)} ${shellWord(sql)}, which keeps its capture in step; sluice's own tables go with sluice disable (a source) or sluice drop (a target's projections).`,
+    { exitCode: 2 },
+  );
 }

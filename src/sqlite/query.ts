@@ -24,7 +24,15 @@ export interface QueryResult {
  * @example
  * runQuery(db, "UPDATE issues SET state = 'closed' WHERE number = 7 RETURNING number", { maxRows: 10 });
  */
-export function runQuery(db: Db, sql: string, options: { readonly maxRows?: number } = {}): QueryResult {
+export function runQuery(
+  db: Db,
+  sql: string,
+  options: {
+    readonly maxRows?: number;
+    /** For a write: called once it ran, inside its transaction; what it throws rolls the write back. */
+    readonly beforeCommit?: () => void;
+  } = {},
+): QueryResult {
   const maxRows = options.maxRows ?? 1000;
   if (!Number.isSafeInteger(maxRows) || maxRows < 0)
     throw new InvalidInputError('BAD_MAX_ROWS', `--max-rows ${maxRows} must be a whole number >= 0.`);
@@ -45,12 +53,15 @@ export function runQuery(db: Db, sql: string, options: { readonly maxRows?: numb
   // In its own BEGIN IMMEDIATE transaction, or a savepoint inside the caller's.
   return writeTransactionSync(
     db,
-    () =>
+    () => {
       // A write with RETURNING is read through the iterator, which reports no
       // change count: take it from changes() once the statement has finished.
-      stmt.reader
+      const r = stmt.reader
         ? { ...collect(stmt, maxRows, true), changes: Number(db.prepare('SELECT changes()').pluck().get() as bigint | number) }
-        : runWrite(stmt),
+        : runWrite(stmt);
+      options.beforeCommit?.();
+      return r;
+    },
     { mode: 'immediate' },
   );
 }
