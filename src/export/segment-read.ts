@@ -64,8 +64,29 @@ export function detachSegment(db: Db): void {
   if (attached) db.exec(`DETACH DATABASE ${SEGMENT_SCHEMA}`);
 }
 
-/** The items of a checked segment, attached to `options.target` when first read. */
-export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, firstLine = 0): AsyncGenerator<ExportItem, ReadTotals> {
+/**
+ * The items of a checked segment, attached to `options.target` when first
+ * read. A segment held in memory has its connection closed once read, and
+ * also when the reader is returned before its first item (a generator's
+ * finally does not run then: a stream of another source is refused before
+ * the segment's items are read).
+ */
+export function segmentItems(seg: CheckedSegment, options: ReadOptions, firstLine = 0): AsyncGenerator<ExportItem, ReadTotals> {
+  const items = readItems(seg, options, firstLine);
+  const image = seg.image;
+  if (image === undefined) return items;
+  const stop = items.return.bind(items);
+  items.return = async (value) => {
+    try {
+      return await stop(value);
+    } finally {
+      closeDatabase(image);
+    }
+  };
+  return items;
+}
+
+async function* readItems(seg: CheckedSegment, options: ReadOptions, firstLine: number): AsyncGenerator<ExportItem, ReadTotals> {
   const target = options.target;
   if (target === undefined) throw new Error('segmentItems needs the target connection (ReadOptions.target)');
   try {
