@@ -4,7 +4,7 @@ import { closeDatabase, fromDriver, lossyTextTest, quoteIdent, textFromDbBytes, 
 import { InvalidInputError } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
-import { refuseJournal, type CheckedSegment } from './segment-check.ts';
+import { refuseJournal, unreadableSegment, type CheckedSegment } from './segment-check.ts';
 import { decodedSegmentBatch, segmentBatch } from './segment-batch.ts';
 import { rowsTable } from './segment-wire.ts';
 
@@ -134,7 +134,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
         .prepare(`SELECT rowid, ${names.map((_, i) => `c${i}`).join(', ')} FROM ${rt} WHERE rowid > ? ORDER BY rowid LIMIT 5000`)
         .raw(true);
       for (let after: unknown = -(2n ** 63n); ;) {
-        const chunk = stmt.all(after) as unknown[][];
+        const chunk = readRows(seg, () => stmt.all(after) as unknown[][]);
         if (chunk.length === 0) break;
         after = (chunk.at(-1) as unknown[])[0];
         for (const r of chunk) {
@@ -145,7 +145,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
             if (lossy(v))
               value = textFromDbBytes(
                 db,
-                db.prepare(`SELECT CAST(c${i} AS BLOB) FROM ${rt} WHERE rowid = ?`).pluck().get(r[0]) as Uint8Array,
+                readRows(seg, () => db.prepare(`SELECT CAST(c${i} AS BLOB) FROM ${rt} WHERE rowid = ?`).pluck().get(r[0]) as Uint8Array),
               );
             row[c] = toJsonValue(value);
           });
@@ -186,8 +186,19 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
       segment: (table, columns) =>
         seg.image === undefined
           ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq)
-          : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq),
+          : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq, (err) =>
+              unreadableSegment(seg.file, err),
+            ),
     };
   }
   return { lines: n - firstLine, incompleteTail: 0 };
+}
+
+/** Rows of the segment read by `read`; an error SQLite raises reading them names the segment (unreadableSegment). */
+function readRows<T>(seg: CheckedSegment, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw unreadableSegment(seg.file, err);
+  }
 }
