@@ -12,7 +12,9 @@ import { runCliAsync, makeDir, removeDir } from '../cli/support/cli.ts';
  * One source per text encoding, written by Python's sqlite3: odd values
  * (TEXT of an odd number of bytes in UTF-16, unpaired surrogates, bad
  * UTF-8, int64 extremes, -0.0, '' vs X'' vs NULL) in the snapshot and in
- * events (inserts, updates with masks, deletes). Each segment is imported
+ * events (inserts, updates with masks, deletes), in a rowid table, a WITHOUT
+ * ROWID table with a two-column key (a key updated) and a table with an
+ * excluded column. Each segment is imported
  * once from its file and once from its bytes; the two targets must hold
  * the same bytes, and the source's.
  */
@@ -23,6 +25,10 @@ con = sqlite3.connect(sys.argv[1])
 con.execute("PRAGMA encoding = '" + sys.argv[2] + "'")
 con.execute("CREATE TABLE v (id INTEGER PRIMARY KEY, name TEXT, x)")
 con.execute("INSERT INTO v VALUES (1, 'a', 'plain')")
+con.execute("CREATE TABLE k (a TEXT, b INTEGER, note, PRIMARY KEY (b, a)) WITHOUT ROWID")
+con.execute("INSERT INTO k VALUES ('x', 1, 'n1')")
+con.execute("CREATE TABLE e (id INTEGER PRIMARY KEY, secret TEXT, pub REAL)")
+con.execute("INSERT INTO e VALUES (1, 's1', 1.5)")
 if sys.argv[2] != 'UTF-8':
     con.execute("INSERT INTO v VALUES (50, 'snap-lone', CAST(x'00dc00dc' AS TEXT))")
 con.commit()
@@ -43,26 +49,40 @@ con.execute("INSERT INTO v VALUES (10, 'emptyblob', x'')")
 con.execute("INSERT INTO v VALUES (11, 'fffd', 'a\\ufffdb')")
 con.execute("UPDATE v SET x = CAST(x'4243ff' AS TEXT) WHERE id = 1")
 con.execute("UPDATE v SET name = CAST(x'ff' AS TEXT) WHERE id = 9")
+con.execute("INSERT INTO k VALUES (CAST(x'c328' AS TEXT), -9223372036854775808, -0.0)")
+con.execute("UPDATE k SET note = x'00ff', a = 'y' WHERE b = 1")
+con.execute("INSERT INTO e VALUES (2, 's2', -0.0)")
+con.execute("UPDATE e SET secret = 's1b' WHERE id = 1")
+con.execute("UPDATE e SET pub = 2.5, secret = 'x' WHERE id = 2")
+con.execute("DELETE FROM e WHERE id = 1")
 con.commit()
 `;
 
 let dir: string | undefined;
 afterAll(() => removeDir(dir));
 
-/** Each row by storage class and exact bytes. */
-function exact(file: string): string[] {
+/** Each row of each table by storage class and exact bytes (`e` without its excluded column). */
+function exact(file: string): Record<string, string[]> {
   const db = openDatabase(file, { readonly: true });
   try {
-    const cols = ['id', 'name', 'x'].map((c) => {
-      const q = quoteIdent(c);
-      return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`;
-    });
-    return (
-      db
-        .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.v`)
-        .pluck()
-        .all() as string[]
-    ).sort();
+    const out: Record<string, string[]> = {};
+    for (const [t, columns] of [
+      ['v', ['id', 'name', 'x']],
+      ['k', ['a', 'b', 'note']],
+      ['e', ['id', 'pub']],
+    ] as const) {
+      const cols = columns.map((c) => {
+        const q = quoteIdent(c);
+        return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`;
+      });
+      out[t] = (
+        db
+          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${t}`)
+          .pluck()
+          .all() as string[]
+      ).sort();
+    }
+    return out;
   } finally {
     db.close();
   }
@@ -78,6 +98,8 @@ describe('a segment in memory imports as its file does', () => {
       const db = openDatabase(src);
       try {
         enable(db, ['v']);
+        enable(db, ['k']);
+        enable(db, ['e'], { exclude: ['secret'] });
       } finally {
         db.close();
       }
