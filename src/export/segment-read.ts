@@ -1,6 +1,15 @@
 import fs from 'node:fs';
 import type { Db, SqlValue } from '../sqlite/index.ts';
-import { closeDatabase, fromDriver, lossyTextTest, quoteIdent, textFromDbBytes, toJsonValue } from '../sqlite/index.ts';
+import {
+  closeDatabase,
+  encodingMismatch,
+  fromDriver,
+  lossyTextTest,
+  quoteIdent,
+  textEncoding,
+  textFromDbBytes,
+  toJsonValue,
+} from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
@@ -106,6 +115,10 @@ async function* readItems(seg: CheckedSegment, options: ReadOptions, firstLine: 
  * the target's TEMP work table, as a JSONL batch's are (decodedBatch).
  */
 async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, firstLine: number): AsyncGenerator<ExportItem, ReadTotals> {
+  // Its TEXT into a target in another encoding could not be exact: refused first, as a JSONL stream's marker is (an
+  // attached one could not be attached at all; one read in memory would be decoded and stored converted).
+  const have = textEncoding(target);
+  if (have !== seg.meta.encoding) throw encodingMismatch(target.name, have, seg.meta.encoding);
   const db = seg.image ?? target;
   const schema = seg.image === undefined ? SEGMENT_SCHEMA : 'main';
   if (seg.image === undefined) attachSegment(target, seg);
