@@ -178,11 +178,13 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
         if (snapshotRows !== undefined || events.length > 0) throw refused(where(n + 1), 'a segment inside a snapshot or a batch');
         if (src.segment === undefined) throw refused(where(n + 1), 'a segment where only lines are read');
         const seg = src.segment(raw, n);
-        if (sourceId !== undefined && seg.sourceId !== sourceId)
+        if (sourceId !== undefined && seg.sourceId !== sourceId) {
+          await seg.items.return({ lines: 0, incompleteTail: 0 }); // (a segment held in memory: its connection closed)
           throw new InvalidInputError(
             'IMPORT_MIXED_SOURCES',
             `${where(n + 1)}: segment ${raw.segment} is of source ${seg.sourceId}, but this stream carries source ${sourceId}; nothing of it was committed.`,
           );
+        }
         sourceId = seg.sourceId;
         n += (yield* seg.items).lines;
         tailStart = n;

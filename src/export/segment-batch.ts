@@ -86,7 +86,9 @@ export function segmentBatch(
 /**
  * Events of segment table `t`, read on `image` (a segment checked in memory,
  * its main: segment-read.ts) in (lo, hi], decoded and written into `db`'s
- * TEMP work table as a batch of decoded events (decodedBatch).
+ * TEMP work table as a batch of decoded events (decodedBatch). An error
+ * reading the image is `unreadable`'s (one naming the segment); the
+ * target's own errors are left as they are.
  */
 export function decodedSegmentBatch(
   db: Db,
@@ -96,11 +98,15 @@ export function decodedSegmentBatch(
   columns: readonly string[],
   lo: number,
   hi: number,
+  unreadable: (err: unknown) => Error,
 ): ChangeBatch {
-  const events =
-    t === undefined || t.events === 0
-      ? []
-      : new SegmentDecoder(image, `main.${eventsTable(t.tno)}`, t).range(lo, hi, Number.MAX_SAFE_INTEGER);
+  let events: ChangeEvent[] = [];
+  try {
+    if (t !== undefined && t.events > 0)
+      events = new SegmentDecoder(image, `main.${eventsTable(t.tno)}`, t).range(lo, hi, Number.MAX_SAFE_INTEGER);
+  } catch (err) {
+    throw unreadable(err);
+  }
   return decodedBatch(db, table, columns, events, lo, hi);
 }
 

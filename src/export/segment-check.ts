@@ -146,6 +146,16 @@ export function checkSegmentBytes(label: string, bytes: Uint8Array): CheckedSegm
   }
 }
 
+/**
+ * An error SQLite raised reading a checked segment's rows (a page damaged
+ * in a way its checks do not read, such as an overflow chain of a value
+ * they never look at, with its digest made again): refused, naming it.
+ */
+export function unreadableSegment(file: string, err: unknown): Error {
+  if (err instanceof InvalidInputError) return err;
+  return refuse(file, 'IMPORT_SEGMENT_TRUNCATED', `SQLite cannot read its rows (${(err as Error).message})`);
+}
+
 /** A rollback journal or WAL beside a segment would be played into it when it is read: refused. */
 export function refuseJournal(file: string): void {
   for (const suffix of ['-journal', '-wal'])

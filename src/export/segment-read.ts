@@ -1,10 +1,19 @@
 import fs from 'node:fs';
 import type { Db, SqlValue } from '../sqlite/index.ts';
-import { closeDatabase, fromDriver, lossyTextTest, quoteIdent, textFromDbBytes, toJsonValue } from '../sqlite/index.ts';
+import {
+  closeDatabase,
+  encodingMismatch,
+  fromDriver,
+  lossyTextTest,
+  quoteIdent,
+  textEncoding,
+  textFromDbBytes,
+  toJsonValue,
+} from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
-import { refuseJournal, type CheckedSegment } from './segment-check.ts';
+import { refuseJournal, unreadableSegment, type CheckedSegment } from './segment-check.ts';
 import { decodedSegmentBatch, segmentBatch } from './segment-batch.ts';
 import { rowsTable } from './segment-wire.ts';
 
@@ -64,8 +73,29 @@ export function detachSegment(db: Db): void {
   if (attached) db.exec(`DETACH DATABASE ${SEGMENT_SCHEMA}`);
 }
 
-/** The items of a checked segment, attached to `options.target` when first read. */
-export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, firstLine = 0): AsyncGenerator<ExportItem, ReadTotals> {
+/**
+ * The items of a checked segment, attached to `options.target` when first
+ * read. A segment held in memory has its connection closed once read, and
+ * also when the reader is returned before its first item (a generator's
+ * finally does not run then: a stream of another source is refused before
+ * the segment's items are read).
+ */
+export function segmentItems(seg: CheckedSegment, options: ReadOptions, firstLine = 0): AsyncGenerator<ExportItem, ReadTotals> {
+  const items = readItems(seg, options, firstLine);
+  const image = seg.image;
+  if (image === undefined) return items;
+  const stop = items.return.bind(items);
+  items.return = async (value) => {
+    try {
+      return await stop(value);
+    } finally {
+      closeDatabase(image);
+    }
+  };
+  return items;
+}
+
+async function* readItems(seg: CheckedSegment, options: ReadOptions, firstLine: number): AsyncGenerator<ExportItem, ReadTotals> {
   const target = options.target;
   if (target === undefined) throw new Error('segmentItems needs the target connection (ReadOptions.target)');
   try {
@@ -85,6 +115,10 @@ export async function* segmentItems(seg: CheckedSegment, options: ReadOptions, f
  * the target's TEMP work table, as a JSONL batch's are (decodedBatch).
  */
 async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, firstLine: number): AsyncGenerator<ExportItem, ReadTotals> {
+  // Its TEXT into a target in another encoding could not be exact: refused first, as a JSONL stream's marker is (an
+  // attached one could not be attached at all; one read in memory would be decoded and stored converted).
+  const have = textEncoding(target);
+  if (have !== seg.meta.encoding) throw encodingMismatch(target.name, have, seg.meta.encoding);
   const db = seg.image ?? target;
   const schema = seg.image === undefined ? SEGMENT_SCHEMA : 'main';
   if (seg.image === undefined) attachSegment(target, seg);
@@ -113,7 +147,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
         .prepare(`SELECT rowid, ${names.map((_, i) => `c${i}`).join(', ')} FROM ${rt} WHERE rowid > ? ORDER BY rowid LIMIT 5000`)
         .raw(true);
       for (let after: unknown = -(2n ** 63n); ;) {
-        const chunk = stmt.all(after) as unknown[][];
+        const chunk = readRows(seg, () => stmt.all(after) as unknown[][]);
         if (chunk.length === 0) break;
         after = (chunk.at(-1) as unknown[])[0];
         for (const r of chunk) {
@@ -124,7 +158,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
             if (lossy(v))
               value = textFromDbBytes(
                 db,
-                db.prepare(`SELECT CAST(c${i} AS BLOB) FROM ${rt} WHERE rowid = ?`).pluck().get(r[0]) as Uint8Array,
+                readRows(seg, () => db.prepare(`SELECT CAST(c${i} AS BLOB) FROM ${rt} WHERE rowid = ?`).pluck().get(r[0]) as Uint8Array),
               );
             row[c] = toJsonValue(value);
           });
@@ -165,8 +199,19 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
       segment: (table, columns) =>
         seg.image === undefined
           ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq)
-          : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq),
+          : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq, (err) =>
+              unreadableSegment(seg.file, err),
+            ),
     };
   }
   return { lines: n - firstLine, incompleteTail: 0 };
+}
+
+/** Rows of the segment read by `read`; an error SQLite raises reading them names the segment (unreadableSegment). */
+function readRows<T>(seg: CheckedSegment, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    throw unreadableSegment(seg.file, err);
+  }
 }

@@ -17,7 +17,7 @@ import {
 } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { encodeMask, readTables } from '../capture/index.ts';
-import { snapshot, type Batch, type ChangeEvent, type Row } from '../feed/index.ts';
+import { snapshot, storable, type Batch, type ChangeEvent, type Row } from '../feed/index.ts';
 import { sourceShape, type SourceShape } from '../projection/index.ts';
 import {
   BATCHES_DDL,
@@ -147,7 +147,8 @@ export class SegmentWriter {
       },
       onRow: (t, values) => {
         const o = this.#tables.get(t.name) as Open;
-        const vs = o.t.columns.map((_, i) => values[i] ?? null);
+        // A lone surrogate (a UTF-16 source's) as the segment's own bytes for it: bound as a string it would become U+FFFD.
+        const vs = o.t.columns.map((_, i) => storable(this.#db, values[i] ?? null));
         const sql = `INSERT INTO ${rowsTable(o.t.tno)} VALUES (${vs.map(placeholderFor).join(', ')})`;
         const plain = vs.every((v) => placeholderFor(v) === '?');
         const stmt = plain ? (o.insertRow ??= this.#db.prepare(sql)) : this.#db.prepare(sql);
@@ -171,7 +172,7 @@ export class SegmentWriter {
     for (const e of b.events) {
       const o = this.#table(e.table);
       if (o.events === 0) this.#db.exec(eventsDdl(o.t.tno, o.t.columns.length));
-      const vs = eventValues(o.t, e);
+      const vs = eventValues(o.t, e).map((v) => storable(this.#db, v));
       const placeholders = vs.map(placeholderFor).join(', ');
       const sql = `INSERT INTO ${eventsTable(o.t.tno)} VALUES (${placeholders})`;
       let stmt = stmts.get(sql);

@@ -17,7 +17,7 @@ export { alterWithOldLayoutAfter, validateCursor } from './cursor-check.ts';
 export type { CursorValidation, RebuildReason } from './cursor-check.ts';
 export { decodeCursor, encodeCursor } from './cursor.ts';
 export type { Cursor, FileIdentity } from './cursor.ts';
-export { decodedRows } from './decoded-rows.ts';
+export { decodedRows, storable } from './decoded-rows.ts';
 export { journalEvents } from './event-relation.ts';
 export type { EventRelation } from './event-relation.ts';
 export { fullImageEvent, keyImageEvent } from './events.ts';
