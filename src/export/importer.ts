@@ -122,8 +122,11 @@ export class Importer {
       // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
       group.commit();
       dropTemps(this.#db);
-      // A file's reader stopped early (an error here) closes its file now, not when it is collected.
+      // A file's reader stopped early (an error here) closes its file now, not when it is collected. A stream's is
+      // told to stop too, without waiting (a read it has pending waits for the broker): the segment message it was in
+      // closes its in-memory connection (segment-read.ts) once it gets there.
       if (stream.atHand === true) await reader.return(undefined as unknown as ReadTotals);
+      else void reader.return(undefined as unknown as ReadTotals).catch(() => {});
     }
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);

@@ -231,10 +231,12 @@ export class SegmentWriter {
   finishInMemory(): { readonly data: Buffer; readonly digest: string; readonly events: number } {
     if (this.#tmp !== '') throw new Error('a segment made in a file is finished by finish');
     const db = this.#db;
-    const digest = this.#seal((pageSize, skip) => segmentDigestOfBytes(db.serialize(), pageSize, skip));
-    const data = db.serialize();
-    closeDatabase(db);
-    return { data, digest, events: this.#events };
+    try {
+      const digest = this.#seal((pageSize, skip) => segmentDigestOfBytes(db.serialize(), pageSize, skip));
+      return { data: db.serialize(), digest, events: this.#events };
+    } finally {
+      closeDatabase(db);
+    }
   }
 
   /**
