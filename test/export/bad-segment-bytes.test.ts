@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
+import { EDIT, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
 import { SluiceError } from '../../src/errors.ts';
@@ -23,26 +24,10 @@ for i in range(5):
     con.commit()
 `;
 
-const EDIT = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-con.executescript(sys.argv[2])
-con.commit()
-con.close()
-`;
-
 let dir: string;
 let target: string;
 let good: Buffer;
 const at = (f: string) => path.join(dir, f);
-
-function segmentsOf(folder: string): string[] {
-  return fs
-    .readdirSync(folder)
-    .filter((f) => f.endsWith('.segment'))
-    .sort()
-    .map((f) => path.join(folder, f));
-}
 
 /** Two segments of a new tracker source in `name`: its snapshot's, then its events'. */
 async function exported(name: string): Promise<[string, string]> {

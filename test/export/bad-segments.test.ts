@@ -2,6 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
+import { EDIT, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, dumpTables, scalar } from '../cli/support/cli.ts';
 
@@ -24,28 +25,12 @@ con.execute("UPDATE labels SET color = x'' WHERE repo_id = 1")
 con.commit()
 `;
 
-const EDIT = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-con.executescript(sys.argv[2])
-con.commit()
-con.close()
-`;
-
 let dir: string;
 let target: string;
 let good: string;
 let before: Record<string, string[]>;
 let seqs: unknown;
 const at = (f: string) => path.join(dir, f);
-
-function segmentsOf(folder: string): string[] {
-  return fs
-    .readdirSync(folder)
-    .filter((f) => f.endsWith('.segment'))
-    .sort()
-    .map((f) => path.join(folder, f));
-}
 
 /** A copy of the good events segment, edited by `sql` through Python's sqlite3. */
 function edited(name: string, sql: string): string {

@@ -2,8 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll } from 'vitest';
+import { exactRows } from './support/exact-rows.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import { openDatabase, quoteIdent } from '../../src/sqlite/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { checkSegment, checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
 import { runCliAsync, makeDir, removeDir } from '../cli/support/cli.ts';
@@ -65,32 +66,8 @@ con.commit()
 let dir: string | undefined;
 afterAll(() => removeDir(dir));
 
-/** Each row of each table by storage class and exact bytes (`e` without its excluded column). */
-function exact(file: string): Record<string, string[]> {
-  const db = openDatabase(file, { readonly: true });
-  try {
-    const out: Record<string, string[]> = {};
-    for (const [t, columns] of [
-      ['v', ['id', 'name', 'x']],
-      ['k', ['a', 'b', 'note']],
-      ['e', ['id', 'pub']],
-    ] as const) {
-      const cols = columns.map((c) => {
-        const q = quoteIdent(c);
-        return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`;
-      });
-      out[t] = (
-        db
-          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${t}`)
-          .pluck()
-          .all() as string[]
-      ).sort();
-    }
-    return out;
-  } finally {
-    db.close();
-  }
-}
+/** Each row by storage class and exact bytes (exactRows). */
+const exact = (file: string) => exactRows(file, { v: ['id', 'name', 'x'], k: ['a', 'b', 'note'], e: ['id', 'pub'] });
 
 describe('a segment in memory imports as its file does', () => {
   for (const encoding of ['UTF-8', 'UTF-16le', 'UTF-16be']) {

@@ -2,8 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
+import { exactRows } from './support/exact-rows.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import { openDatabase, quoteIdent } from '../../src/sqlite/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
 import { runCliAsync, makeDir, removeDir, syncByLibrary } from '../cli/support/cli.ts';
@@ -59,28 +60,8 @@ let dir: string;
 let src: string;
 const at = (f: string) => path.join(dir, f);
 
-/** Each row by storage class and exact bytes (REAL: 17 digits and its sign). */
-function exact(file: string): Record<string, string[]> {
-  const db = openDatabase(file, { readonly: true });
-  try {
-    const out: Record<string, string[]> = {};
-    for (const t of ['v', 'w']) {
-      const cols = (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]).map((c) => {
-        const q = quoteIdent(c);
-        return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(${q}) END`;
-      });
-      out[t] = (
-        db
-          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${t}`)
-          .pluck()
-          .all() as string[]
-      ).sort();
-    }
-    return out;
-  } finally {
-    db.close();
-  }
-}
+/** Each row by storage class and exact bytes (exactRows). */
+const exact = (file: string) => exactRows(file, { v: undefined, w: undefined });
 
 beforeAll(async () => {
   dir = makeDir();

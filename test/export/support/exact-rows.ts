@@ -1,0 +1,30 @@
+import { openDatabase, quoteIdent } from '../../../src/sqlite/index.ts';
+
+/**
+ * Each row of each of `tables` by storage class and exact bytes, sorted: a
+ * REAL by its 17 digits and its sign (so -0.0 is not 0.0), anything else as
+ * the hex of its bytes in the file's own encoding. A table's columns are the
+ * ones given, or all of them (undefined).
+ */
+export function exactRows(file: string, tables: Readonly<Record<string, readonly string[] | undefined>>): Record<string, string[]> {
+  const db = openDatabase(file, { readonly: true });
+  try {
+    const out: Record<string, string[]> = {};
+    for (const [t, given] of Object.entries(tables)) {
+      const columns = given ?? (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]);
+      const cols = columns.map((c) => {
+        const q = quoteIdent(c);
+        return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`;
+      });
+      out[t] = (
+        db
+          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`)
+          .pluck()
+          .all() as string[]
+      ).sort();
+    }
+    return out;
+  } finally {
+    db.close();
+  }
+}
