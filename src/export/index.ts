@@ -28,3 +28,4 @@ export type { ExportLine } from './format.ts';
 export { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix } from './held-lines.ts';
 export { LineDigest } from './line-digest.ts';
 export { FileLines, lineText } from './raw-lines.ts';
+export type { CheckedSegment } from './segment-check.ts';

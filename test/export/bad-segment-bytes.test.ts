@@ -2,9 +2,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { EDIT, segmentsOf } from './support/segment-files.ts';
+import { EDIT, exportSnapshotThenEvents, importChecked, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
-import { checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
+import { checkSegmentBytes } from '../../src/export/index.ts';
 import { SluiceError } from '../../src/errors.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, dumpTables, scalar } from '../cli/support/cli.ts';
 
@@ -32,11 +32,7 @@ const at = (f: string) => path.join(dir, f);
 /** Two segments of a new tracker source in `name`: its snapshot's, then its events'. */
 async function exported(name: string): Promise<[string, string]> {
   const src = trackerSource(at(`${name}.db`));
-  const r1 = await runCliAsync(['export', src, '--out', at(name), '--format', 'segment']);
-  expect(r1.status, r1.stderr).toBe(0);
-  runPython(WRITER, [src]);
-  const r2 = await runCliAsync(['export', src, '--out', at(name), '--format', 'segment']);
-  expect(r2.status, r2.stderr).toBe(0);
+  await exportSnapshotThenEvents(src, at(name), WRITER);
   return segmentsOf(at(name)) as [string, string];
 }
 
@@ -116,21 +112,13 @@ describe('a segment in memory is checked as a file is', () => {
     const before = dumpTables(target);
     const [, otherEvents] = await exported('other');
     const c = checkSegmentBytes('message 13', fs.readFileSync(otherEvents));
-    await expect(
-      importStream(target, { label: c.file, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) }),
-    ).rejects.toMatchObject({ code: 'SOURCE_CHANGED' });
+    await expect(importChecked(target, c)).rejects.toMatchObject({ code: 'SOURCE_CHANGED' });
     expect(dumpTables(target)).toEqual(before);
   });
   test('the good one imports, read from memory', async () => {
     const before = dumpTables(target);
     const c = checkSegmentBytes('message 14', good);
-    const r = await importStream(target, {
-      label: c.file,
-      size: () => c.size,
-      encoding: c.meta.encoding,
-      atHand: true,
-      read: (o) => segmentItems(c, o),
-    });
+    const r = await importChecked(target, c);
     expect(r.batchesApplied).toBeGreaterThan(0);
     expect(dumpTables(target)).not.toEqual(before);
   });

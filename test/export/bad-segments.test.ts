@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { EDIT, segmentsOf } from './support/segment-files.ts';
+import { EDIT, exportSnapshotThenEvents, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, dumpTables, scalar } from '../cli/support/cli.ts';
 
@@ -48,11 +48,7 @@ function eventsTable(): string {
 beforeAll(async () => {
   dir = makeDir();
   const src = trackerSource(at('app.db'));
-  const r1 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-  expect(r1.status, r1.stderr).toBe(0);
-  runPython(WRITER, [src]);
-  const r2 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-  expect(r2.status, r2.stderr).toBe(0);
+  await exportSnapshotThenEvents(src, at('segs'), WRITER);
   const [snap, events] = segmentsOf(at('segs')) as [string, string];
   good = events;
   target = at('target.db');
@@ -130,11 +126,7 @@ describe('import refuses a damaged segment, nothing committed', () => {
   });
   test('a segment of another source', async () => {
     const other = trackerSource(at('other.db'));
-    const r = await runCliAsync(['export', other, '--out', at('other-segs'), '--format', 'segment']);
-    expect(r.status, r.stderr).toBe(0);
-    runPython(WRITER, [other]);
-    const r2 = await runCliAsync(['export', other, '--out', at('other-segs'), '--format', 'segment']);
-    expect(r2.status, r2.stderr).toBe(0);
+    await exportSnapshotThenEvents(other, at('other-segs'), WRITER);
     const events = segmentsOf(at('other-segs'))[1] as string;
     const f = at('other-source.segment');
     fs.copyFileSync(events, f);

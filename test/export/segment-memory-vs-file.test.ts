@@ -1,13 +1,13 @@
 // a segment read in memory (a broker's small message) imports to the same bytes as the same segment read from its file, in UTF-8 and UTF-16
-import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll } from 'vitest';
 import { exactRows } from './support/exact-rows.ts';
+import { exportSnapshotThenEvents, importChecked, importInMemory, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
-import { checkSegment, checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
-import { runCliAsync, makeDir, removeDir } from '../cli/support/cli.ts';
+import { checkSegment } from '../../src/export/index.ts';
+import { makeDir, removeDir } from '../cli/support/cli.ts';
 
 /*
  * One source per text encoding, written by Python's sqlite3: odd values
@@ -84,35 +84,11 @@ describe('a segment in memory imports as its file does', () => {
       } finally {
         db.close();
       }
-      const r1 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-      expect(r1.status, r1.stderr).toBe(0);
-      runPython(WRITER, [src]);
-      const r2 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-      expect(r2.status, r2.stderr).toBe(0);
-      const files = fs
-        .readdirSync(at('segs'))
-        .filter((f) => f.endsWith('.segment'))
-        .sort()
-        .map((f) => path.join(at('segs'), f));
+      await exportSnapshotThenEvents(src, at('segs'), WRITER);
+      const files = segmentsOf(at('segs'));
       expect(files.length).toBe(2);
-      for (const f of files) {
-        const c = checkSegment(f);
-        await importStream(at('file.db'), {
-          label: c.file,
-          size: () => c.size,
-          encoding: c.meta.encoding,
-          atHand: true,
-          read: (o) => segmentItems(c, o),
-        });
-        const m = checkSegmentBytes(`message ${f}`, fs.readFileSync(f));
-        await importStream(at('memory.db'), {
-          label: m.file,
-          size: () => m.size,
-          encoding: m.meta.encoding,
-          atHand: true,
-          read: (o) => segmentItems(m, o),
-        });
-      }
+      for (const f of files) await importChecked(at('file.db'), checkSegment(f));
+      await importInMemory(at('memory.db'), at('segs'));
       const fromFile = exact(at('file.db'));
       expect(exact(at('memory.db'))).toEqual(fromFile);
       expect(fromFile).toEqual(exact(src));

@@ -6,7 +6,8 @@ import { test, expect, describe, runPython, failure } from '../support/fixtures.
 import { openDatabase, type Db } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { readBatch } from '../../src/feed/index.ts';
-import { checkSegment, checkSegmentBytes, importStream, segmentItems, SegmentWriter } from '../../src/export/index.ts';
+import { checkSegment, checkSegmentBytes, SegmentWriter } from '../../src/export/index.ts';
+import { importChecked } from './support/segment-files.ts';
 import { SluiceError } from '../../src/errors.ts';
 import { dumpTables } from '../cli/support/cli.ts';
 
@@ -61,13 +62,7 @@ function source(makeDb: (name?: string, schema?: string) => { db: Db; file: stri
 }
 
 async function imported(target: string, c: ReturnType<typeof checkSegment>): Promise<void> {
-  await importStream(target, {
-    label: c.file,
-    size: () => c.size,
-    encoding: c.meta.encoding,
-    atHand: true,
-    read: (o) => segmentItems(c, o),
-  });
+  await importChecked(target, c);
 }
 
 function refusedNaming(err: unknown, label: string): void {

@@ -1,12 +1,11 @@
 // every value case round-trips byte for byte through a segment: int64 extremes, -0.0, REAL, TEXT that is not UTF-8, BLOB, NULL vs '' vs X''
-import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { exactRows } from './support/exact-rows.ts';
+import { exportSnapshotThenEvents, importInMemory, segmentsOf } from './support/segment-files.ts';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
-import { checkSegmentBytes, importStream, segmentItems } from '../../src/export/index.ts';
 import { runCliAsync, makeDir, removeDir, syncByLibrary } from '../cli/support/cli.ts';
 
 /*
@@ -73,11 +72,7 @@ beforeAll(async () => {
   } finally {
     db.close();
   }
-  const r1 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-  expect(r1.status, r1.stderr).toBe(0);
-  runPython(WRITER, [src]);
-  const r2 = await runCliAsync(['export', src, '--out', at('segs'), '--format', 'segment']);
-  expect(r2.status, r2.stderr).toBe(0);
+  await exportSnapshotThenEvents(src, at('segs'), WRITER);
   expect(await syncByLibrary(src, at('synced.db'))).toBe(0);
 });
 afterAll(() => removeDir(dir));
@@ -102,23 +97,9 @@ describe('segment values', () => {
   });
 
   test("read in memory, as a broker's message is, the same segments import to the same bytes", async () => {
-    const files = fs
-      .readdirSync(at('segs'))
-      .filter((f) => f.endsWith('.segment'))
-      .sort();
-    expect(files.length).toBe(2); // the snapshot's segment (its rows read from memory too), then the events'
-    for (const f of files) {
-      const bytes = fs.readFileSync(path.join(at('segs'), f));
-      const c = checkSegmentBytes(`message ${f}`, bytes);
-      expect(c.image).toBeDefined();
-      await importStream(at('memory.db'), {
-        label: c.file,
-        size: () => c.size,
-        encoding: c.meta.encoding,
-        atHand: true,
-        read: (o) => segmentItems(c, o),
-      });
-    }
+    // The snapshot's segment (its rows read from memory too), then the events'.
+    expect(segmentsOf(at('segs')).length).toBe(2);
+    await importInMemory(at('memory.db'), at('segs'));
     expect(exact(at('memory.db'))).toEqual(exact(src));
   });
 });
