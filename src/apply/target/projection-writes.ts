@@ -14,9 +14,10 @@ interface ProjectionWrite {
  * statement `sql` writes, read from its program (EXPLAIN): each b-tree it
  * opens for writing (a table, or one of its indexes), and each virtual
  * table it updates (an fts5 index, known by the virtual table object this
- * connection made for it). Writes made by triggers the statement fires are
- * not followed. Empty when `db` is not a sluice target, or `sql` does not
- * compile (its own run says why).
+ * connection made for it). EXPLAIN lists the programs of the triggers the
+ * statement fires after its own, so a user's trigger that writes a
+ * projection's table is named too. Empty when `db` is not a sluice target,
+ * or `sql` does not compile (its own run says why).
  */
 export function projectionWrites(db: Db, sql: string): ProjectionWrite[] {
   const owners = new Map<string, ProjectionWrite>();

@@ -13,8 +13,9 @@ import { runCliAsync, parseJson, makeDir, removeDir, trackerSource, write } from
  * custom handler's declared table) runs, as any write does, but says on
  * stderr (and in --json, `warnings`) which projection it changes and what
  * that means: the projection no longer equals its source, and sluice
- * suspends it when it sees the edit (TARGET_EDITED). Reads, and writes to a
- * user's own table, say nothing.
+ * suspends it when it sees the edit (TARGET_EDITED), also when the write is
+ * made by a trigger of the user's that the statement fires. Reads, and
+ * writes to a user's own table, say nothing.
  */
 
 let dir: string;
@@ -60,5 +61,18 @@ describe('query on a target', () => {
       expect(r.stderr).toBe('');
       expect(parseJson(r, S.queryOutput).warnings).toBeUndefined();
     }
+  });
+
+  test("a write to a user's table whose own trigger writes a projection's table warns too", async () => {
+    // EXPLAIN lists the programs of the triggers a statement fires after its own: the trigger's write is named.
+    write(
+      tgt,
+      'CREATE TABLE mine_log (note TEXT); CREATE TRIGGER mine_log_copy AFTER INSERT ON mine_log BEGIN UPDATE issues SET title = NEW.note WHERE repo_id = 1 AND number = 2; END',
+    );
+    const r = await runCliAsync(['query', tgt, "INSERT INTO mine_log VALUES ('from a trigger')", '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.queryOutput).warnings).toEqual([
+      expect.objectContaining({ code: 'WRITES_PROJECTION', projection: 'issues', table: 'issues' }),
+    ]);
   });
 });
