@@ -1,4 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
+import { statementWrites } from '../sqlite/index.ts';
 import { PREFIX } from './schema.ts';
 
 /*
@@ -11,7 +12,8 @@ import { PREFIX } from './schema.ts';
  * statement's own.
  */
 
-const OWN = `(name LIKE '${PREFIX.replace(/_/g, '\\_')}%' ESCAPE '\\' OR tbl_name LIKE '${PREFIX.replace(/_/g, '\\_')}%' ESCAPE '\\')`;
+const LIKE_OWN = `LIKE '${PREFIX.replace(/_/g, '\\_')}%' ESCAPE '\\'`;
+const OWN = `(name ${LIKE_OWN} OR tbl_name ${LIKE_OWN})`;
 
 /** The `_sluice_` objects of `main` (and the objects on a `_sluice_` table), name to type and DDL. */
 export function ownObjects(db: Db): Map<string, string> {
@@ -25,37 +27,8 @@ export function ownObjectsChanged(before: ReadonlyMap<string, string>, after: Re
   return [...names].filter((n) => before.get(n) !== after.get(n)).sort();
 }
 
-/**
- * The `_sluice_` tables the statement `sql` writes itself (its program,
- * EXPLAIN: each b-tree it opens for writing, empties or destroys, a table
- * or one of its indexes). Empty when it does not compile (its own run says
- * why).
- */
+/** The `_sluice_` tables the statement `sql` writes itself (statementWrites of its own program, not its triggers'). */
 export function ownTablesWritten(db: Db, sql: string): string[] {
-  let program: { addr: number | bigint; opcode: string; p1: number | bigint; p2: number | bigint; p3: number | bigint }[];
-  try {
-    program = db.prepare(`EXPLAIN ${sql}`).all() as typeof program;
-  } catch {
-    return [];
-  }
-  const roots = new Map(
-    (
-      db.prepare(`SELECT rootpage, tbl_name FROM main.sqlite_schema WHERE rootpage > 0 AND ${OWN}`).raw().all() as [
-        bigint | number,
-        string,
-      ][]
-    ).map(([root, table]) => [Number(root), table]),
-  );
-  const written = new Set<string>();
-  // The statement's own program only: EXPLAIN lists the programs of the triggers it fires after it, each from addr 0
-  // (capture's triggers write the journal when the statement writes a captured table).
-  const own = program.findIndex((op, i) => i > 0 && Number(op.addr) === 0);
-  for (const op of own < 0 ? program : program.slice(0, own)) {
-    // A b-tree opened for writing, emptied whole (a DELETE with no WHERE), or destroyed (a DROP).
-    const root =
-      op.opcode === 'OpenWrite' && Number(op.p3) === 0 ? op.p2 : op.opcode === 'Clear' || op.opcode === 'Destroy' ? op.p1 : undefined;
-    const t = root === undefined ? undefined : roots.get(Number(root));
-    if (t !== undefined) written.add(t);
-  }
-  return [...written].sort();
+  const own = (t: string) => t.toLowerCase().startsWith(PREFIX);
+  return (statementWrites(db, sql, { triggers: false })?.tables ?? []).filter(own).sort();
 }

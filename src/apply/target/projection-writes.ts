@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/index.ts';
-import { foldIdent, quoteIdent } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent, statementWrites } from '../../sqlite/index.ts';
 import { kindNamed, ownedTables } from '../../projection/index.ts';
 import { readProjections } from './target-meta.ts';
 
@@ -11,9 +11,10 @@ interface ProjectionWrite {
 
 /**
  * The tables of the target's projections (as `main` on `db`) that the
- * statement `sql` writes, read from its program (EXPLAIN): each b-tree it
- * opens for writing (a table, or one of its indexes), and each virtual
- * table it updates (an fts5 index, known by the virtual table object this
+ * statement `sql` writes, read from its program (statementWrites): each
+ * b-tree it opens for writing, empties (a DELETE with no WHERE) or
+ * destroys (a table, or one of its indexes), and each virtual table it
+ * updates (an fts5 index, known by the virtual table object this
  * connection made for it). EXPLAIN lists the programs of the triggers the
  * statement fires after its own, so a user's trigger that writes a
  * projection's table is named too. Empty when `db` is not a sluice target,
@@ -27,29 +28,10 @@ export function projectionWrites(db: Db, sql: string): ProjectionWrite[] {
     for (const t of tables) owners.set(foldIdent(t), { projection: r.name, table: t });
   }
   if (owners.size === 0) return [];
-  let program: { opcode: string; p2: number; p3: number; p4: unknown }[];
-  try {
-    program = db.prepare(`EXPLAIN ${sql}`).all() as typeof program;
-  } catch {
-    return [];
-  }
-  const byRoot = new Map<number, string>();
-  for (const s of db
-    .prepare("SELECT tbl_name, rootpage FROM main.sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0")
-    .all() as {
-    tbl_name: string;
-    rootpage: number | bigint;
-  }[])
-    byRoot.set(Number(s.rootpage), s.tbl_name);
-  const written = new Set<string>();
-  for (const op of program) {
-    if (op.opcode === 'OpenWrite' && Number(op.p3) === 0) {
-      const t = byRoot.get(Number(op.p2));
-      if (t !== undefined) written.add(foldIdent(t));
-    } else if (op.opcode === 'VUpdate') {
-      for (const [key, w] of owners) if (vtabOf(db, w.table) === op.p4) written.add(key);
-    }
-  }
+  const writes = statementWrites(db, sql, { triggers: true });
+  if (writes === undefined) return [];
+  const written = new Set(writes.tables.map(foldIdent));
+  for (const p4 of writes.vtabs) for (const [key, w] of owners) if (vtabOf(db, w.table) === p4) written.add(key);
   return [...written].flatMap((t) => {
     const w = owners.get(t);
     return w === undefined ? [] : [w];

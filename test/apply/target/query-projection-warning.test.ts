@@ -75,4 +75,12 @@ describe('query on a target', () => {
       expect.objectContaining({ code: 'WRITES_PROJECTION', projection: 'issues', table: 'issues' }),
     ]);
   });
+
+  test('a DELETE with no WHERE (a table emptied whole, no b-tree opened for writing) warns too', async () => {
+    const r = await runCliAsync(['query', tgt, 'DELETE FROM issues', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.queryOutput).warnings).toEqual([
+      expect.objectContaining({ code: 'WRITES_PROJECTION', projection: 'issues', table: 'issues' }),
+    ]);
+  });
 });

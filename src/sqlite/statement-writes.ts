@@ -1,0 +1,58 @@
+import type { Db } from './db.ts';
+
+/** What a statement's program writes in `main`, read from EXPLAIN. */
+export interface StatementWrites {
+  /** The tables (a table's own name for its indexes too) whose b-tree it opens for writing, empties or destroys. */
+  readonly tables: readonly string[];
+  /** The virtual table objects it updates (VUpdate's p4, as EXPLAIN prints it). */
+  readonly vtabs: readonly unknown[];
+}
+
+interface Op {
+  readonly addr: number | bigint;
+  readonly opcode: string;
+  readonly p1: number | bigint;
+  readonly p2: number | bigint;
+  readonly p3: number | bigint;
+  readonly p4: unknown;
+}
+
+/**
+ * The writes of statement `sql` in `main`, from its program (EXPLAIN): each
+ * b-tree it opens for writing (OpenWrite), empties whole (Clear: a DELETE
+ * with no WHERE) or destroys (Destroy: a DROP), named by its table, and each
+ * virtual table it updates. EXPLAIN lists the programs of the triggers the
+ * statement fires after its own, each from addr 0: `triggers: false` reads
+ * the statement's own program only. Undefined when it does not compile (its
+ * own run says why).
+ */
+export function statementWrites(db: Db, sql: string, options: { readonly triggers: boolean }): StatementWrites | undefined {
+  let program: Op[];
+  try {
+    program = db.prepare(`EXPLAIN ${sql}`).all() as Op[];
+  } catch {
+    return undefined;
+  }
+  if (!options.triggers) {
+    const end = program.findIndex((op, i) => i > 0 && Number(op.addr) === 0);
+    if (end > 0) program = program.slice(0, end);
+  }
+  const byRoot = new Map(
+    (
+      db.prepare("SELECT rootpage, tbl_name FROM main.sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0").raw().all() as [
+        number | bigint,
+        string,
+      ][]
+    ).map(([root, table]) => [Number(root), table]),
+  );
+  const tables = new Set<string>();
+  const vtabs: unknown[] = [];
+  for (const op of program) {
+    const root =
+      op.opcode === 'OpenWrite' && Number(op.p3) === 0 ? op.p2 : op.opcode === 'Clear' || op.opcode === 'Destroy' ? op.p1 : undefined;
+    const table = root === undefined ? undefined : byRoot.get(Number(root));
+    if (table !== undefined) tables.add(table);
+    if (op.opcode === 'VUpdate') vtabs.push(op.p4);
+  }
+  return { tables: [...tables], vtabs };
+}
