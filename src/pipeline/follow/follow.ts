@@ -2,6 +2,7 @@ import type { Syncer, SyncReport } from '../../apply/sync/index.ts';
 import type { DefinitionInput } from '../../apply/projections/index.ts';
 import { waitForChange } from './wait.ts';
 import { idleEditCheck } from './idle-edit-check.ts';
+import { FailedPassRetry } from './failed-pass-retry.ts';
 
 /*
  * The one follow loop: `sync --follow` (src/cli/follow.ts adds its output)
@@ -61,6 +62,7 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
   let passedMs = Date.now();
   const quiet = () => Date.now() - passedMs >= QUIET_MS;
   const edits = idleEditCheck(syncer, said, quiet);
+  const retry = new FailedPassRetry();
   const pass = () =>
     edits.during(async () => {
       passedMs = Date.now();
@@ -71,7 +73,9 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           options.onLoadError?.(err);
         }
       }
-      said(await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal }));
+      const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal });
+      retry.passed(report);
+      said(report);
       passedMs = Date.now(); // (quiet counts from the end of a long catch-up)
     });
   try {
@@ -87,8 +91,9 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           // The cursors the passes left at their projections' quiet tables move to the source's position.
           await edits.during(() => syncer.settleQuiet());
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
-          // The definitions changed while the source is idle: a pass now takes them in.
-          return files?.changed() === true;
+          // The definitions changed while the source is idle: a pass now takes them in; and a
+          // pass that left a projection failed is tried again, since no commit may come to (failed-pass-retry.ts).
+          return files?.changed() === true || retry.due();
         },
       });
     } finally {

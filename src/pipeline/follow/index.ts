@@ -7,3 +7,6 @@ export type { FollowedDefinitions } from './follow.ts';
 export { followPublisher } from './publish-loop.ts';
 export { waitForChange } from './wait.ts';
 export type { WaitOptions } from './wait.ts';
+
+// Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { FailedPassRetry } from './failed-pass-retry.ts';

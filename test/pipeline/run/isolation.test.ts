@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { scalar, type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHealth, runAppPipeline } from '../support/run.ts';
+import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitForRun, waitHealth, runAppPipeline } from '../support/run.ts';
 
 /*
  * Isolation in `sluice run` (issue 21, item 2): a projection broken by
@@ -68,8 +68,13 @@ con.execute("UPDATE issues SET headline = 'after the rename' WHERE id = 2")`,
       `con.execute("INSERT INTO comments VALUES (5000, 1, 'written after the rename')")
 con.execute("UPDATE issues SET headline = 'again' WHERE id = 3")`,
     );
-    await waitFor('the comment applied', () => scalar(tgt, 'SELECT body FROM comments WHERE id = 5000') === 'written after the rename');
-    await waitFor(
+    await waitForRun(
+      run,
+      'the comment applied',
+      () => scalar(tgt, 'SELECT body FROM comments WHERE id = 5000') === 'written after the rename',
+    );
+    await waitForRun(
+      run,
       'the issues mirror rebuilt over the new column',
       () => scalar(tgt, 'SELECT headline FROM issues WHERE id = 3') === 'again',
     );

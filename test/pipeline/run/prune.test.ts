@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { scalar, type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, kill, logLines, put, startRun, waitFor, waitHealth } from '../support/run.ts';
+import { appSource, freePort, kill, logLines, put, startRun, waitFor, waitForRun, waitHealth } from '../support/run.ts';
 
 /*
  * Removal is explicit (issue 21, item 2): a projection or a target taken
@@ -41,7 +41,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     running = startRun(config);
     const r = running;
     await waitHealth(port, 'the first build', (h) => h.code === 200);
-    await waitFor('old.db acknowledged on the source', () => Number(acks(src, old)) === 2);
+    await waitForRun(r, 'old.db acknowledged on the source', () => Number(acks(src, old)) === 2);
 
     // Taken out of the file: nothing is removed.
     file(`      - {path: cache.db, projections: ["*"]}\n`);
@@ -56,8 +56,8 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
 
     // prune: true removes them.
     file(`      - {path: cache.db, projections: ["*"]}\n`, 'prune: true\n');
-    await waitFor('open_issues dropped', () => held(cache, 'open_issues') === 0n);
-    await waitFor('old.db forgotten', () => Number(acks(src, old)) === 0);
+    await waitForRun(r, 'open_issues dropped', () => held(cache, 'open_issues') === 0n);
+    await waitForRun(r, 'old.db forgotten', () => Number(acks(src, old)) === 0);
     expect(scalar(cache, "SELECT count(*) FROM sqlite_schema WHERE name = 'open_issues'")).toBe(0n);
     expect(held(cache, 'issues')).toBe(1n);
     expect(Number(acks(src, cache))).toBeGreaterThanOrEqual(2);

@@ -99,6 +99,16 @@ export function kill(run: Spawned | undefined): void {
 
 export { waitFor };
 
+/** waitFor, for what `run` is to do: on a timeout the error carries the run's last log lines, which say what it did instead. */
+export async function waitForRun(run: Spawned, what: string, check: () => boolean, timeoutMs = 30_000): Promise<void> {
+  try {
+    await waitFor(what, check, timeoutMs);
+  } catch (err) {
+    const tail = run.stderr().split('\n').slice(-40).join('\n');
+    throw new Error(`${(err as Error).message}; the run's last log lines:\n${tail}`, { cause: err });
+  }
+}
+
 /**
  * The pipeline several run tests start from: `app.db` (appSource) captured
  * (issues, comments) into `cache.db` with `projections` (by default a
