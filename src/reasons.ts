@@ -830,6 +830,13 @@ export const REASONS = {
       "A custom projection's handler ran a query through its ctx after its apply or init had returned (ctx.db called without await, or a ctx kept for later): the query was not run, and its batch was rolled back (or, when the query came after the batch had committed, the projection's next batch fails: rebuild it).",
     repair: null,
   },
+  CUSTOM_TABLE_UNDECLARED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'A custom projection\'s handler used a name in ctx.tables that its definition does not declare in "tables": nothing of the batch was committed. Declare the table in "tables", or use the name as declared.',
+    repair: null,
+  },
   DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },
   DUPLICATE_PROJECTION: { kinds: ['error'], clears: false, explain: 'Two projections have one name.', repair: null },
   KEY_COLLATION_MISMATCH: {

@@ -46,6 +46,7 @@ export { STATE_PARTS } from './evolution/changes.ts';
 export { DEFAULT_ORACLE } from './evolution/classify.ts';
 export type { StoredProjection } from './evolution/classify.ts';
 export type { AlterStateOracle } from './evolution/oracle.ts';
+export { handlerTables } from './kinds/custom/tables.ts';
 export { applyFtsEvents } from './kinds/fts5/events.ts';
 export { applyFtsNet } from './kinds/fts5/net.ts';
 export { applyRelational } from './kinds/relational/apply.ts';

@@ -3,7 +3,7 @@ import type { ChangeEvent, Row } from '../../../feed/index.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import { FailClosedError } from '../../../errors.ts';
 import type { CustomContext } from '../../definition.ts';
-import { customTables } from './tables.ts';
+import { handlerTables } from './tables.ts';
 import { lateKey, lateQueryAfter, openCall, readyHandlerDb, type HandlerPage } from './handler-db.ts';
 import { guardPage } from './source-guard.ts';
 
@@ -41,7 +41,7 @@ async function onPage<T>(
   const earlier = lateQueryAfter(key);
   if (earlier !== undefined) throw lateWrite(p, earlier, true);
   const page: HandlerPage = { projection: p.name, key, guardSource: schema !== 'main', late: undefined, ended: false, failed: false };
-  const tables = customTables(p.definition, at);
+  const tables = handlerTables(p.definition, at);
   await readyHandlerDb(db);
   if (page.guardSource) guardPage(db);
   try {
