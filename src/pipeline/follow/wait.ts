@@ -17,7 +17,10 @@ export interface WaitOptions {
   /**
    * Called each time the fallback poll finds no change (between calls of
    * onChange, never during one); returning true calls onChange now, as a
-   * commit would (something else than the source changed).
+   * commit would (something else than the source changed). Also when wakes
+   * that bring no commit keep coming (a program that opens and closes the
+   * source writes its -wal each time): once a poll interval has passed with
+   * neither a pass nor a call.
    */
   readonly onIdle?: () => boolean | void | Promise<boolean | void>;
   /**
@@ -157,6 +160,9 @@ export async function waitForChange(
   let seen: number | undefined; // the data_version the last pass started from; none yet: the first iteration runs one
   let rechecks: number = RECHECK_MS.length; // the next entry of RECHECK_MS; its length: none pending
   let polled = false; // the last wait was the fallback poll, and it ran out
+  // When the last pass or onIdle call ended: wakes without a commit (a reader's open and close of the
+  // source touch its -wal) kept the poll from ever running out, and onIdle from ever being called.
+  let activeMs = Date.now();
   try {
     while (!stopping) {
       const v = Number(dataVersion.get() as bigint);
@@ -166,6 +172,7 @@ export async function waitForChange(
         rechecks = RECHECK_MS.length;
         polled = false;
         await onChange();
+        activeMs = Date.now();
         continue; // more may have committed while we worked
       }
       if (watchWoke) {
@@ -184,10 +191,15 @@ export async function waitForChange(
           rechecks = 0; // and look again shortly
         }
       }
-      if (polled && (await onIdle?.()) === true) {
+      if (polled || Date.now() - activeMs >= interval()) {
         polled = false;
-        await onChange();
-        continue;
+        const change = (await onIdle?.()) === true;
+        activeMs = Date.now();
+        if (change) {
+          await onChange();
+          activeMs = Date.now();
+          continue;
+        }
       }
       const recheck = rechecks < RECHECK_MS.length;
       const delay = recheck ? (RECHECK_MS[rechecks++] as number) : interval();
