@@ -50,6 +50,11 @@ export type ExportItem =
       readonly events: readonly { readonly n: number; readonly line: EventLine }[];
       /** A segment's batch (segment-read.ts): its events as a batch of `table` read in SQL, `events` being empty. */
       readonly segment?: (table: string, columns: readonly string[]) => ChangeBatch;
+      /**
+       * An attached segment's: what an error its batch's apply raised is, when
+       * SQLite could not read the segment (its refusal, naming it), or undefined.
+       */
+      readonly unreadable?: (err: unknown) => Error | undefined;
     };
 
 export interface ReadTotals {

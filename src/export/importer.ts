@@ -87,46 +87,58 @@ export class Importer {
       committed();
       return item;
     };
+    // The last batch's, when it came from an attached segment: its events are read in SQL as they are applied, and as
+    // their group commits, so an error SQLite raises then may be the segment's (segment-read.ts attachedUnreadable).
+    let unreadable: ((err: unknown) => Error | undefined) | undefined;
     try {
-      for (let item = await next(); totals === undefined; item = await next()) {
-        if (item.done === true) {
-          totals = item.value;
-          group.commit();
-          committed();
-          continue;
-        }
-        const value = item.value;
-        if (value.kind === 'batch') {
-          group.open(this.#compiled());
-          await this.#onBatch(
-            value.line,
-            value.events.map((e) => lineToEvent(e.line)),
-            `${stream.label}:${value.n}`,
-            value.segment,
-          );
-          group.added(value.line.count);
-          progress();
-          committed();
-        } else {
-          group.commit();
-          committed();
-          // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
-          totals = await this.#snapshot(value, reader);
-          if (totals === undefined) {
+      try {
+        for (let item = await next(); totals === undefined; item = await next()) {
+          if (item.done === true) {
+            totals = item.value;
+            group.commit();
+            committed();
+            continue;
+          }
+          const value = item.value;
+          if (value.kind === 'batch') {
+            group.open(this.#compiled());
+            unreadable = value.unreadable;
+            await this.#onBatch(
+              value.line,
+              value.events.map((e) => lineToEvent(e.line)),
+              `${stream.label}:${value.n}`,
+              value.segment,
+            );
+            group.added(value.line.count);
             progress();
             committed();
+          } else {
+            group.commit();
+            committed();
+            unreadable = undefined;
+            // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
+            totals = await this.#snapshot(value, reader);
+            if (totals === undefined) {
+              progress();
+              committed();
+            }
           }
         }
+      } finally {
+        // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
+        try {
+          group.commit();
+        } finally {
+          dropTemps(this.#db);
+          // A file's reader stopped early (an error here) closes its file now, not when it is collected. A stream's is
+          // told to stop too, without waiting (a read it has pending waits for the broker): the segment message it was in
+          // closes its in-memory connection (segment-read.ts) once it gets there.
+          if (stream.atHand === true) await reader.return(undefined as unknown as ReadTotals);
+          else void reader.return(undefined as unknown as ReadTotals).catch(() => {});
+        }
       }
-    } finally {
-      // The batches applied before an error stay applied, as when each had its own transaction (the failed one rolled back to its savepoint).
-      group.commit();
-      dropTemps(this.#db);
-      // A file's reader stopped early (an error here) closes its file now, not when it is collected. A stream's is
-      // told to stop too, without waiting (a read it has pending waits for the broker): the segment message it was in
-      // closes its in-memory connection (segment-read.ts) once it gets there.
-      if (stream.atHand === true) await reader.return(undefined as unknown as ReadTotals);
-      else void reader.return(undefined as unknown as ReadTotals).catch(() => {});
+    } catch (err) {
+      throw unreadable?.(err) ?? err;
     }
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import type { Db, SqlValue } from '../sqlite/index.ts';
 import {
   closeDatabase,
+  openDatabase,
   encodingMismatch,
   fromDriver,
   lossyTextTest,
@@ -10,7 +11,7 @@ import {
   textFromDbBytes,
   toJsonValue,
 } from '../sqlite/index.ts';
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, errorCode } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
 import { refuseJournal, unreadableSegment, type CheckedSegment } from './segment-check.ts';
@@ -196,6 +197,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
       n: ++n,
       line,
       events: [],
+      ...(seg.image === undefined ? { unreadable: (err: unknown) => attachedUnreadable(seg, err) } : {}),
       segment: (table, columns) =>
         seg.image === undefined
           ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq)
@@ -205,6 +207,29 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
     };
   }
   return { lines: n - firstLine, incompleteTail: 0 };
+}
+
+/**
+ * An error an attached segment's batch raised while it was applied in SQL:
+ * when it says a file is damaged and the segment fails SQLite's own check
+ * (which follows the overflow chains its checks never read), the segment's
+ * refusal naming it; else undefined (the target's damage is the target's
+ * to name).
+ */
+function attachedUnreadable(seg: CheckedSegment, err: unknown): Error | undefined {
+  const code = String(errorCode(err) ?? '');
+  if (!code.startsWith('SQLITE_CORRUPT') && !code.startsWith('SQLITE_NOTADB') && !code.startsWith('SQLITE_IOERR')) return undefined;
+  // (Opened again on its own: by now the import may have detached it.)
+  let db: Db | undefined;
+  try {
+    db = openDatabase(seg.file, { readonly: true, role: 'segment' });
+    if (db.pragma('quick_check', { simple: true }) === 'ok') return undefined;
+  } catch {
+    /* unreadable even to the check */
+  } finally {
+    if (db !== undefined) closeDatabase(db);
+  }
+  return unreadableSegment(seg.file, err);
 }
 
 /** Rows of the segment read by `read`; an error SQLite raises reading them names the segment (unreadableSegment). */

@@ -91,6 +91,22 @@ describe('a segment that passes its checks but cannot be read', () => {
     expect(dumpTables(target)).toEqual(before);
   });
 
+  test("an event's value in a broken overflow chain, from its file (attached and applied in SQL)", async ({ tmp, makeDb }) => {
+    const db = source(makeDb);
+    db.prepare('INSERT INTO t VALUES (1, ?)').run('a');
+    const sw = new SegmentWriter(db, 'src-1', null);
+    const snap = sw.addSnapshot(undefined);
+    const target = path.join(tmp, 'target.db');
+    await imported(target, checkSegmentBytes('message 1', sw.finishInMemory().data));
+    db.prepare('INSERT INTO t VALUES (2, ?)').run('x'.repeat(20_000));
+    const w = new SegmentWriter(db, 'src-1', null);
+    w.addBatch(readBatch(db, snap.cursor, { limit: 1000 }));
+    const { file } = brokenOverflow(tmp, w.finishInMemory().data, 'events');
+    const before = dumpTables(target);
+    refusedNaming(await failure(() => imported(target, checkSegment(file))), file);
+    expect(dumpTables(target)).toEqual(before);
+  });
+
   test("a snapshot row's value in a broken overflow chain, in memory and from its file", async ({ tmp, makeDb }) => {
     const db = source(makeDb);
     db.prepare('INSERT INTO t VALUES (1, ?)').run('y'.repeat(20_000));
