@@ -111,8 +111,14 @@ export interface StepProgress {
    * transaction (so a run's progress needs no reads of its own).
    */
   begin(seq: number, sourceSeq: number): void;
-  /** `rows` of the `total` source rows a snapshot in this step has read so far: after each part, and once at the end. */
-  snapshotRows(rows: number, total: number): void;
+  /**
+   * `rows` of the `total` source rows a snapshot in this step has read so
+   * far: after each part, and once at the end; or, when only its start is
+   * told (`rows` false), once before it, with no total.
+   */
+  snapshotRows(rows: number, total?: number): void;
+  /** False: only a snapshot's start is told (SyncOptions.snapshotProgress 'start'), and it copies the table whole. */
+  readonly rows?: boolean;
   /** A protected rebuild's copy was validated at `seq` (between the step's two transactions, with no lock held). */
   validated?(seq: number, ok: boolean): void;
 }
@@ -370,8 +376,11 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
   if (cannot?.does === 'suspend') return suspension(cannot.reason, cannot.detail);
   const table = view.tables.get(p.source.table)?.table as CapturedTable;
   const install = SnapshotInstall.begin(target, p, rec);
+  if (progress?.rows === false) progress.snapshotRows(0);
   await install.add(
-    progress === undefined ? sourceRows(db, table) : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),
+    progress === undefined || progress.rows === false
+      ? sourceRows(db, table)
+      : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),
   );
   const cursor = cursorToken(db, view, [table], view.hw);
   const { rows, droppedIndexes } = await install.finish(cursor, view.hw);

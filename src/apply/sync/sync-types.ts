@@ -22,6 +22,16 @@ export interface SyncOptions {
   readonly acknowledge?: boolean;
   readonly onProgress?: (event: SyncProgress) => void;
   /**
+   * What onProgress is told of a snapshot. 'rows' (the default): its rows
+   * of the table's count, after each part of BUILD_CHUNK rows. Counting,
+   * finding the parts' bounds and copying part by part cost about a fifth
+   * of a large mirror's first build (a table copied in parts loses SQLite's
+   * transfer of whole records). 'start': only that it starts, and the table
+   * copied whole, as without onProgress (sluice run's targets, which show a
+   * building phase, not rows).
+   */
+  readonly snapshotProgress?: 'rows' | 'start';
+  /**
    * Projections the first `runOnce` rebuilds from a snapshot (RunOptions.reinit).
    * Checked by `open`: an unknown name is refused there, before anything is
    * written (a target file it made is removed again).

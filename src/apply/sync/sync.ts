@@ -639,10 +639,11 @@ export class Syncer {
                 startSeq ??= seq;
                 sourceHw = Math.max(sourceHw, hw);
               },
-              snapshotRows: (rows: number, total: number) => {
-                snap = { rows, total };
+              snapshotRows: (rows: number, total?: number) => {
+                snap = total === undefined ? { rows } : { rows, total };
                 progress('snapshot', startSeq ?? 0);
               },
+              rows: this.#options.snapshotProgress !== 'start',
             },
           }),
     };
