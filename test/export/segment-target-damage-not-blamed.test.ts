@@ -5,7 +5,7 @@ import { test, expect, failure } from '../support/fixtures.ts';
 import { openDatabase, type Db } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { readBatch } from '../../src/feed/index.ts';
-import { checkSegment, checkSegmentBytes, SegmentWriter } from '../../src/export/index.ts';
+import { checkSegment, checkSegmentBytes, importStream, segmentItems, SegmentWriter } from '../../src/export/index.ts';
 import { importChecked } from './support/segment-files.ts';
 
 /*
@@ -16,8 +16,8 @@ import { importChecked } from './support/segment-files.ts';
  * damaged: the error must not name the segment.
  */
 
-test('a target whose table pages are damaged fails the import without blaming the sound segment it was importing', async ({ tmp, makeDb }) => {
-  const { db } = makeDb('app.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)') as { db: Db; file: string };
+async function damagedTargetAndSegment(tmp: string, makeDb: (name?: string, schema?: string) => { db: Db; file: string }): Promise<{ target: string; file: string }> {
+  const { db } = makeDb('app.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
   enable(db, ['t']);
   const ins = db.prepare('INSERT INTO t VALUES (?, ?)');
   db.transaction(() => {
@@ -50,7 +50,43 @@ test('a target whose table pages are damaged fails the import without blaming th
   for (const p of leaves.filter((_, i) => i % 2 === 1)) bytes.fill(0xff, (p - 1) * size, (p - 1) * size + 12);
   fs.writeFileSync(target, bytes);
 
+  return { target, file };
+}
+
+test('a target whose table pages are damaged fails the import without blaming the sound segment it was importing', async ({ tmp, makeDb }) => {
+  const { target, file } = await damagedTargetAndSegment(tmp, makeDb);
   const err = await failure(() => importChecked(target, checkSegment(file)));
   expect((err as { code?: unknown }).code).toBe('SQLITE_CORRUPT'); // the target's, as SQLite raised it
   expect(String((err as Error).message)).not.toContain(file);
+}, 60_000);
+
+test('nor when the sound segment file was removed once attached (a spool cleaner): its quick_check cannot open it, and that is no proof of its damage', async ({
+  tmp,
+  makeDb,
+}) => {
+  const { target, file } = await damagedTargetAndSegment(tmp, makeDb);
+  const c = checkSegment(file);
+  const err = await failure(() =>
+    importStream(target, {
+      label: c.file,
+      size: () => c.size,
+      encoding: c.meta.encoding,
+      atHand: true,
+      read: (o) => {
+        const items = segmentItems(c, o);
+        const next = items.next.bind(items);
+        // Removed once the import has attached it (its first item read): the attached file reads on.
+        items.next = async (...a) => {
+          const r = await next(...a);
+          fs.rmSync(file, { force: true });
+          return r;
+        };
+        return items;
+      },
+    }),
+  );
+  expect({ code: (err as { code?: unknown }).code, namesSegment: String((err as Error).message).includes(file) }).toEqual({
+    code: 'SQLITE_CORRUPT',
+    namesSegment: false,
+  });
 }, 60_000);
