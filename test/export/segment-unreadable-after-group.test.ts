@@ -1,0 +1,85 @@
+// an attached segment refused for a broken overflow chain in a later batch says truly what of it was committed
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash } from 'node:crypto';
+import { test, expect, runPython, failure } from '../support/fixtures.ts';
+import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { enable } from '../../src/capture/index.ts';
+import { readBatch } from '../../src/feed/index.ts';
+import { checkSegment, checkSegmentBytes, SegmentWriter } from '../../src/export/index.ts';
+import { importChecked } from './support/segment-files.ts';
+import { SluiceError } from '../../src/errors.ts';
+import { scalar } from '../cli/support/cli.ts';
+
+/*
+ * attachedUnreadable (segment-read.ts) maps an attached segment's
+ * SQLITE_CORRUPT to IMPORT_SEGMENT_TRUNCATED, whose message says "Nothing
+ * of it was committed". The importer commits an attached segment's batches
+ * in groups (a mirror's: 100,000 events), and an error keeps the groups
+ * committed before it (importer.ts: "The batches applied before an error
+ * stay applied"). A segment whose first batch fills a group and whose
+ * second holds the broken value: is the first batch's work in the target
+ * while the refusal says nothing of the segment was?
+ */
+
+const SET_DIGEST = `
+import sqlite3, sys
+con = sqlite3.connect(sys.argv[1])
+con.execute("UPDATE segment SET value = ? WHERE name = 'digest'", (sys.argv[2],))
+con.commit()
+con.close()
+`;
+
+function brokenOverflow(tmp: string, good: Buffer): string {
+  const file = path.join(tmp, 'events.segment');
+  fs.writeFileSync(file, good);
+  const db = openDatabase(file, { readonly: true });
+  let overflow: number[];
+  let meta: Set<number>;
+  try {
+    overflow = db.prepare("SELECT pageno FROM dbstat WHERE pagetype = 'overflow' ORDER BY pageno").pluck().all() as number[];
+    meta = new Set((db.prepare("SELECT pageno FROM dbstat WHERE name = 'segment'").pluck().all() as number[]).map(Number));
+  } finally {
+    db.close();
+  }
+  const bytes = Buffer.from(good);
+  const size = bytes.readUInt16BE(16);
+  const page = overflow.map(Number).find((p) => bytes.readUInt32BE((p - 1) * size) !== 0);
+  expect(page).toBeDefined();
+  bytes.writeUInt32BE(0x7fffff, ((page as number) - 1) * size);
+  const h = createHash('sha256');
+  for (let p = 2; p <= bytes.length / size; p++) if (!meta.has(p)) h.update(bytes.subarray((p - 1) * size, p * size));
+  fs.writeFileSync(file, bytes);
+  runPython(SET_DIGEST, [file, h.digest('hex')]);
+  return file;
+}
+
+test('a refusal saying nothing of the segment was committed leaves the target without any of its batches', async ({ tmp, makeDb }) => {
+  const { db } = makeDb('app.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)') as { db: Db; file: string };
+  enable(db, ['t']);
+  db.prepare('INSERT INTO t VALUES (1, ?)').run('a');
+  const sw = new SegmentWriter(db, 'src-1', null);
+  const snap = sw.addSnapshot(undefined);
+  const target = path.join(tmp, 'target.db');
+  await importChecked(target, checkSegmentBytes('message 1', sw.finishInMemory().data));
+  const ins = db.prepare('INSERT INTO t VALUES (?, ?)');
+  db.transaction(() => {
+    for (let i = 2; i <= 100_002; i++) ins.run(i, 'b');
+  })();
+  const first = readBatch(db, snap.cursor, { limit: 1_000_000 });
+  db.prepare('INSERT INTO t VALUES (?, ?)').run(200_000, 'x'.repeat(20_000));
+  const w = new SegmentWriter(db, 'src-1', null);
+  w.addBatch(first);
+  w.addBatch(readBatch(db, first.to, { limit: 1000 }));
+  const file = brokenOverflow(tmp, w.finishInMemory().data);
+  const rowsBefore = Number(scalar(target, 'SELECT count(*) FROM t'));
+  const err = await failure(() => importChecked(target, checkSegment(file)));
+  expect(err).toBeInstanceOf(SluiceError);
+  expect((err as SluiceError).code).toBe('IMPORT_SEGMENT_TRUNCATED');
+  const says = (err as Error).message;
+  const rowsAfter = Number(scalar(target, 'SELECT count(*) FROM t'));
+  expect({ saysNothingCommitted: says.includes('Nothing of it was committed'), rowsAdded: rowsAfter - rowsBefore }).toEqual({
+    saysNothingCommitted: true,
+    rowsAdded: 0,
+  });
+}, 120_000);
