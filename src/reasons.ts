@@ -834,7 +834,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'A custom projection\'s handler used a name in ctx.tables that its definition does not declare in "tables": nothing of the batch was committed. Declare the table in "tables", or use the name as declared.',
+      'A custom projection\'s handler failed after reading a name in ctx.tables that its definition does not declare in "tables" (it read as undefined): nothing of the batch was committed. Declare the table in "tables", or use the name as declared.',
     repair: null,
   },
   DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },

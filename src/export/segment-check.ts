@@ -156,6 +156,20 @@ export function unreadableSegment(file: string, err: unknown): Error {
   return refuse(file, 'IMPORT_SEGMENT_TRUNCATED', `SQLite cannot read its rows (${(err as Error).message})`);
 }
 
+/**
+ * unreadableSegment for an attached segment's events, which SQLite reads as
+ * they are applied: the batches of it committed before the one that failed
+ * stay applied (each group of batches commits on its own, as a JSONL file's
+ * do), so it does not say that nothing of it was committed.
+ */
+export function unreadableAppliedSegment(file: string, err: unknown): Error {
+  if (err instanceof InvalidInputError) return err;
+  return new InvalidInputError(
+    'IMPORT_SEGMENT_TRUNCATED',
+    `Segment ${file}: SQLite cannot read its events (${(err as Error).message}). The batches being applied were rolled back; any batches of it committed before them stay applied, and an import of it again skips them. ${FIX.IMPORT_SEGMENT_TRUNCATED}`,
+  );
+}
+
 /** A rollback journal or WAL beside a segment would be played into it when it is read: refused. */
 export function refuseJournal(file: string): void {
   for (const suffix of ['-journal', '-wal'])

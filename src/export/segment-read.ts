@@ -14,7 +14,7 @@ import {
 import { InvalidInputError, errorCode } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
-import { refuseJournal, unreadableSegment, type CheckedSegment } from './segment-check.ts';
+import { refuseJournal, unreadableAppliedSegment, unreadableSegment, type CheckedSegment } from './segment-check.ts';
 import { decodedSegmentBatch, segmentBatch } from './segment-batch.ts';
 import { rowsTable } from './segment-wire.ts';
 
@@ -219,17 +219,22 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
 function attachedUnreadable(seg: CheckedSegment, err: unknown): Error | undefined {
   const code = String(errorCode(err) ?? '');
   if (!code.startsWith('SQLITE_CORRUPT') && !code.startsWith('SQLITE_NOTADB') && !code.startsWith('SQLITE_IOERR')) return undefined;
-  // (Opened again on its own: by now the import may have detached it.)
-  let db: Db | undefined;
+  // (Opened again on its own: by now the import may have detached it. A file that cannot be opened, gone
+  // since, proves nothing of its pages: only a check that ran and found damage is the segment's.)
+  let db: Db;
   try {
     db = openDatabase(seg.file, { readonly: true, role: 'segment' });
+  } catch {
+    return undefined;
+  }
+  try {
     if (db.pragma('quick_check', { simple: true }) === 'ok') return undefined;
   } catch {
-    /* unreadable even to the check */
+    /* the check itself could not read it: damaged */
   } finally {
-    if (db !== undefined) closeDatabase(db);
+    closeDatabase(db);
   }
-  return unreadableSegment(seg.file, err);
+  return unreadableAppliedSegment(seg.file, err);
 }
 
 /** Rows of the segment read by `read`; an error SQLite raises reading them names the segment (unreadableSegment). */

@@ -16,7 +16,10 @@ import { importChecked } from './support/segment-files.ts';
  * damaged: the error must not name the segment.
  */
 
-async function damagedTargetAndSegment(tmp: string, makeDb: (name?: string, schema?: string) => { db: Db; file: string }): Promise<{ target: string; file: string }> {
+async function damagedTargetAndSegment(
+  tmp: string,
+  makeDb: (name?: string, schema?: string) => { db: Db; file: string },
+): Promise<{ target: string; file: string }> {
   const { db } = makeDb('app.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT)');
   enable(db, ['t']);
   const ins = db.prepare('INSERT INTO t VALUES (?, ?)');
@@ -39,7 +42,9 @@ async function damagedTargetAndSegment(tmp: string, makeDb: (name?: string, sche
   let leaves: number[];
   let size: number;
   try {
-    leaves = (t.prepare("SELECT pageno FROM dbstat WHERE name = 't' AND pagetype = 'leaf' ORDER BY pageno").pluck().all() as number[]).map(Number);
+    leaves = (t.prepare("SELECT pageno FROM dbstat WHERE name = 't' AND pagetype = 'leaf' ORDER BY pageno").pluck().all() as number[]).map(
+      Number,
+    );
     size = Number(t.pragma('page_size', { simple: true }));
     t.pragma('wal_checkpoint(TRUNCATE)');
   } finally {
@@ -53,7 +58,10 @@ async function damagedTargetAndSegment(tmp: string, makeDb: (name?: string, sche
   return { target, file };
 }
 
-test('a target whose table pages are damaged fails the import without blaming the sound segment it was importing', async ({ tmp, makeDb }) => {
+test('a target whose table pages are damaged fails the import without blaming the sound segment it was importing', async ({
+  tmp,
+  makeDb,
+}) => {
   const { target, file } = await damagedTargetAndSegment(tmp, makeDb);
   const err = await failure(() => importChecked(target, checkSegment(file)));
   expect((err as { code?: unknown }).code).toBe('SQLITE_CORRUPT'); // the target's, as SQLite raised it

@@ -119,6 +119,8 @@ export class Syncer {
   #broken: readonly BrokenDefinition[];
   /** Given definitions a refresh refused (the open throws them): each run reports them as their projections' errors. */
   #refused: readonly Refusal[] = [];
+  /** The last run left a projection failed by an error that may pass by itself (failedMayClear). */
+  #mayClear = false;
   /** What the definitions come from: the given ones (SyncOptions.projections, or setDefinitions), or the target's set (empty). */
   #given: readonly DefinitionInput[];
   /** Set by setDefinitions: the next run compiles the definitions again. */
@@ -257,7 +259,19 @@ export class Syncer {
   }
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
+  /**
+   * Whether the last run left a projection failed by an error that may pass
+   * by itself: a handler's own throw, or SQLite's (a service down, a lock).
+   * Not a refusal sluice made (a Rejected definition change, a refused
+   * definition, a rule a handler broke): only the user's repair ends those,
+   * and a pass tried again would fail the same way.
+   */
+  get failedMayClear(): boolean {
+    return this.#mayClear;
+  }
+
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
+    this.#mayClear = false;
     this.checkSource();
     this.checkTarget();
     // A long-lived syncer (follow mode) re-arms between passes too: a user
@@ -324,6 +338,7 @@ export class Syncer {
           recordFailureAlone(this.session.db, failed, damaged.code, damaged.message);
           throw damaged;
         }
+        if (!(err instanceof SluiceError)) this.#mayClear = true;
         const code = err instanceof SluiceError ? err.code : typeof errorCode(err) === 'string' ? String(errorCode(err)) : 'APPLY_FAILED';
         const message = err instanceof Error ? err.message : String(err);
         // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)

@@ -1,15 +1,13 @@
-import type { SyncReport } from '../../apply/sync/index.ts';
-
 /*
  * A pass can leave a projection failed with nothing of its batch committed
- * (another process held the target's write lock past the busy timeout, the
- * disk was full, a handler threw): its error says it is retried at the next
- * pass. A follower passes when the source commits, so after the last commit
+ * (its custom handler threw: the service it feeds was down; SQLite failed
+ * on it): its error says it is retried at the next pass. A follower passes when the source commits, so after the last commit
  * of a burst the next pass could be hours away, and the target stayed behind
  * the source all that while with nothing left to wake it. The follower tries
  * such a pass again by itself: first after FIRST_MS, then after twice as
- * long each time it fails again, up to MAX_MS; a pass without a failure
- * ends the retries.
+ * long each time it fails again, up to MAX_MS; a pass without such a
+ * failure ends the retries. A retry is no sign of activity: a source with
+ * no commit still goes quiet (follow.ts).
  */
 
 /** The first retry of a failed pass comes this long after it (the poll that looks for it runs every 250 ms at most). */
@@ -21,9 +19,15 @@ export class FailedPassRetry {
   #delayMs = 0;
   #dueMs: number | undefined;
 
-  /** Notes a pass's report: one with a projection failed schedules a retry; one without ends them. */
-  passed(report: SyncReport, nowMs = Date.now()): void {
-    if (!report.projections.some((p) => p.error !== undefined)) {
+  /**
+   * Notes a pass: one that left a projection failed by an error that may
+   * pass by itself (Syncer.failedMayClear) schedules a retry; any other ends
+   * them. A refusal (a Rejected definition change) is not tried again: only
+   * the user's repair ends it, and each retry would report it and count one
+   * more failure in the target.
+   */
+  passed(failedMayClear: boolean, nowMs = Date.now()): void {
+    if (!failedMayClear) {
       this.#delayMs = 0;
       this.#dueMs = undefined;
       return;

@@ -63,9 +63,12 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
   const quiet = () => Date.now() - passedMs >= QUIET_MS;
   const edits = idleEditCheck(syncer, said, quiet);
   const retry = new FailedPassRetry();
+  let retrying = false; // the pass onIdle asks for is a retry (it leaves `quiet` as it was)
   const pass = () =>
     edits.during(async () => {
-      passedMs = Date.now();
+      const active = !retrying;
+      retrying = false;
+      if (active) passedMs = Date.now();
       if (files?.changed(DEFINITIONS_LOOK_MS) === true) {
         try {
           syncer.setDefinitions(await files.load());
@@ -74,9 +77,9 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
         }
       }
       const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal });
-      retry.passed(report);
+      retry.passed(syncer.failedMayClear);
       said(report);
-      passedMs = Date.now(); // (quiet counts from the end of a long catch-up)
+      if (active) passedMs = Date.now(); // (quiet counts from the end of a long catch-up)
     });
   try {
     try {
@@ -93,7 +96,9 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
           // The definitions changed while the source is idle: a pass now takes them in; and a
           // pass that left a projection failed is tried again, since no commit may come to (failed-pass-retry.ts).
-          return files?.changed() === true || retry.due();
+          if (files?.changed() === true) return true;
+          retrying = retry.due();
+          return retrying;
         },
       });
     } finally {

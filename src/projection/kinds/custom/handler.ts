@@ -41,7 +41,7 @@ async function onPage<T>(
   const earlier = lateQueryAfter(key);
   if (earlier !== undefined) throw lateWrite(p, earlier, true);
   const page: HandlerPage = { projection: p.name, key, guardSource: schema !== 'main', late: undefined, ended: false, failed: false };
-  const tables = handlerTables(p.definition, at);
+  const { tables, failure } = handlerTables(p.definition, at);
   await readyHandlerDb(db);
   if (page.guardSource) guardPage(db);
   try {
@@ -49,6 +49,8 @@ async function onPage<T>(
       const c = openCall(db, schema, page);
       try {
         await fn({ db: c.db, projection: p.name, tables });
+      } catch (err) {
+        throw failure(err); // a name ctx.tables does not hold, read before the failure, is named (CUSTOM_TABLE_UNDECLARED)
       } finally {
         c.close();
       }

@@ -55,10 +55,10 @@ describe('ctx.tables in a custom handler', () => {
     const r = await runCliAsync(['sync', src, tgt, '--projection', definition(tmp, ['titles'])]);
     expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toContain('CUSTOM_TABLE_UNDECLARED');
-    expect(r.stderr).toContain('custom projection titles used ctx.tables.title_rows');
+    expect(r.stderr).toContain('custom projection titles failed');
+    expect(r.stderr).toContain('after reading ctx.tables.title_rows, which the definition does not declare');
     expect(r.stderr).toContain('declares "tables": ["titles"]');
     expect(r.stderr).toContain('Add "title_rows" to the definition\'s "tables"');
-    expect(r.stderr).not.toContain('Cannot read properties of undefined');
     expect(Object.keys(dumpTables(tgt)).filter((t) => !t.startsWith('_sluice'))).toEqual([]);
   });
 
@@ -75,12 +75,19 @@ describe('ctx.tables in a custom handler', () => {
     expect(dumpTables(tgt, ['titles']).titles?.length).toBe(200);
   });
 
-  test('what await and JSON look for, and the declared names, read as before', () => {
-    const t = handlerTables({ name: 'p', tables: ['a', 'b'] }, 'p');
+  test('ctx.tables is a plain object of the declared names; a name read that it does not hold is named only when the handler then fails', () => {
+    const { tables: t, failure } = handlerTables({ name: 'p', tables: ['a', 'b'] }, 'p');
     expect({ ...t }).toEqual({ a: 'a', b: 'b' });
+    expect(structuredClone(t)).toEqual({ a: 'a', b: 'b' });
     expect(JSON.stringify(t)).toBe('{"a":"a","b":"b"}');
     expect((t as { then?: unknown }).then).toBeUndefined();
-    expect(handlerTables({ name: 'p', tables: ['a'] }, 'p__shadow1').a).toBe('p__shadow1__a');
-    expect(() => (t as Record<string, string>).c).toThrow(/CUSTOM_TABLE_UNDECLARED|ctx\.tables\.c/);
+    expect(handlerTables({ name: 'p', tables: ['a'] }, 'p__shadow1').tables.a).toBe('p__shadow1__a');
+    const boom = new Error('boom');
+    expect(failure(boom)).toBe(boom); // nothing undeclared read yet
+    expect((t as Record<string, string | undefined>).c).toBeUndefined();
+    const named = failure(boom) as Error & { code?: string };
+    expect(named.code).toBe('CUSTOM_TABLE_UNDECLARED');
+    expect(named.message).toContain('failed (boom) after reading ctx.tables.c');
+    expect(named.cause).toBe(boom);
   });
 });
