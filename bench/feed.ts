@@ -34,7 +34,10 @@
  * - memory: in a child process (so nothing of this process's setup counts),
  *   peak RSS while it snapshots the source into a target through the JS path
  *   and then catches up over every journal event (upserting each into the
- *   target), sampled every 1,000 rows/events.
+ *   target), sampled every 1,000 rows/events. The child is plain node on the
+ *   compiled modules (bench/lib/rss-child.js; `npm run build` first when run
+ *   alone, the report builds them): under tsx its loader's thread was about
+ *   120 MB of the figure.
  *
  * Results: a table on stdout and bench/out/feed.json. Bench only: a MISS
  * does not change the exit code.
@@ -50,24 +53,15 @@ import { snapshot } from '../src/feed/snapshot.ts';
 import { readBatch, journalStartCursor } from '../src/feed/batch.ts';
 import { changedSince } from '../src/feed/changed-since.ts';
 import { sync } from '../src/apply/sync/sync.ts';
-import { toBindable, type SqlValue } from '../src/sqlite/codec.ts';
+import { toBindable } from '../src/sqlite/codec.ts';
 import { fmtRatio, intFlag, makeScratch, median, renderTable } from './lib/workload.ts';
 import { emitFigures } from './lib/figures.ts';
 import { RAW_COPY_SQL } from './lib/floors.ts';
 
 const DDL = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, n INTEGER, r REAL, b BLOB)';
 const INSERT = 'INSERT INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
-const UPSERT = 'INSERT OR REPLACE INTO t (id, name, n, r, b) VALUES (?, ?, ?, ?, ?)';
-const SAMPLE_EVERY = 1000;
 
 const argv = process.argv.slice(2);
-
-// ---- child: peak RSS of snapshot + catch-up --------------------------------
-if (argv[0] === '--rss-child') {
-  const [, source, target] = argv as [string, string, string];
-  process.stdout.write(`${JSON.stringify(rssChild(source, target))}\n`);
-  process.exit(0);
-}
 
 if (argv.includes('--help') || argv.includes('-h')) {
   process.stdout.write('usage: npx tsx bench/feed.ts [--rows N (1000000)] [--calls N (10000)] [--rounds N (2)] [--batch N (1000)]\n');
@@ -239,60 +233,12 @@ interface RssReport {
   readonly ms: number;
 }
 
-function rssChild(source: string, target: string): RssReport {
-  const mb = (b: number) => b / (1024 * 1024);
-  const startMb = mb(process.memoryUsage.rss());
-  let peak = process.memoryUsage.rss();
-  const sample = () => {
-    const r = process.memoryUsage.rss();
-    if (r > peak) peak = r;
-  };
-  const t0 = performance.now();
-  const src = openDatabase(source, { readonly: true });
-  const db = openDatabase(target, { create: true, role: 'target', wal: true });
-  db.exec(DDL);
-  const ins = db.prepare(INSERT);
-  let rows = 0;
-  const snap = db.transaction(() =>
-    snapshot(src, ['t'], {
-      onRow: (_t, row) => {
-        ins.run(row.map(toBindable));
-        if (++rows % SAMPLE_EVERY === 0) sample();
-      },
-    }),
-  )();
-  sample();
-  // Catch-up: every retained event (the whole journal) applied batch by batch, one target transaction each.
-  const upsert = db.prepare(UPSERT);
-  const del = db.prepare('DELETE FROM t WHERE id = ?');
-  let cursor = journalStartCursor(src, ['t']);
-  let events = 0;
-  const cols = ['id', 'name', 'n', 'r', 'b'];
-  for (;;) {
-    const b = readBatch(src, cursor, { limit: SAMPLE_EVERY });
-    db.transaction(() => {
-      for (const e of b.events) {
-        if (e.op === 'update') del.run(toBindable(e.beforeKey[0] as SqlValue));
-        if (e.op === 'delete') del.run(toBindable(e.key[0] as SqlValue));
-        else if (e.after !== null) upsert.run(cols.map((c) => toBindable(e.after?.[c] ?? null)));
-      }
-    })();
-    events += b.events.length;
-    sample();
-    cursor = b.to;
-    if (!b.hasMore) break;
-  }
-  db.close();
-  src.close();
-  return { startMb, peakMb: mb(peak), snapshotRows: snap.rows, catchUpEvents: events, ms: performance.now() - t0 };
-}
-
 function measureRss(source: string): RssReport {
   const target = file('rss.db');
   discard(target);
-  const self = fileURLToPath(import.meta.url);
-  // The same node flags (tsx's loader) as this process.
-  const r = spawnSync(process.execPath, [...process.execArgv, self, '--rss-child', source, target], {
+  // Plain node on the compiled modules (bench/lib/rss-child.js), not under tsx, whose loader thread is no part of sluice's memory.
+  const child = fileURLToPath(new URL('./lib/rss-child.js', import.meta.url));
+  const r = spawnSync(process.execPath, [child, source, target], {
     encoding: 'utf8',
     maxBuffer: 1 << 20,
   });
@@ -491,7 +437,7 @@ async function main(): Promise<void> {
     {
       id: 'feed.rss.snapshot-catch-up',
       target: 'snapshot plus catch-up: peak RSS',
-      what: `peak RSS, snapshot + catch-up of ${ROWS} rows/events (child)`,
+      what: `peak RSS, snapshot + catch-up of ${ROWS} rows/events (child in plain node on the compiled modules, bench/lib/rss-child.js)`,
       value: rss.peakMb,
       unit: 'MB',
       op: '<=',
