@@ -1,13 +1,12 @@
 // an attached segment refused for a broken overflow chain in a later batch says truly what of it was committed
-import fs from 'node:fs';
 import path from 'node:path';
-import { createHash } from 'node:crypto';
-import { test, expect, runPython, failure } from '../support/fixtures.ts';
-import { openDatabase, type Db } from '../../src/sqlite/index.ts';
+import { test, expect, failure } from '../support/fixtures.ts';
+import type { Db } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { readBatch } from '../../src/feed/index.ts';
 import { checkSegment, checkSegmentBytes, SegmentWriter } from '../../src/export/index.ts';
 import { importChecked } from './support/segment-files.ts';
+import { brokenOverflow } from './support/broken-overflow.ts';
 import { SluiceError } from '../../src/errors.ts';
 import { scalar } from '../cli/support/cli.ts';
 
@@ -21,38 +20,6 @@ import { scalar } from '../cli/support/cli.ts';
  * stays in the target, and the refusal says so. It used to say "Nothing of
  * it was committed".
  */
-
-const SET_DIGEST = `
-import sqlite3, sys
-con = sqlite3.connect(sys.argv[1])
-con.execute("UPDATE segment SET value = ? WHERE name = 'digest'", (sys.argv[2],))
-con.commit()
-con.close()
-`;
-
-function brokenOverflow(tmp: string, good: Buffer): string {
-  const file = path.join(tmp, 'events.segment');
-  fs.writeFileSync(file, good);
-  const db = openDatabase(file, { readonly: true });
-  let overflow: number[];
-  let meta: Set<number>;
-  try {
-    overflow = db.prepare("SELECT pageno FROM dbstat WHERE pagetype = 'overflow' ORDER BY pageno").pluck().all() as number[];
-    meta = new Set((db.prepare("SELECT pageno FROM dbstat WHERE name = 'segment'").pluck().all() as number[]).map(Number));
-  } finally {
-    db.close();
-  }
-  const bytes = Buffer.from(good);
-  const size = bytes.readUInt16BE(16);
-  const page = overflow.map(Number).find((p) => bytes.readUInt32BE((p - 1) * size) !== 0);
-  expect(page).toBeDefined();
-  bytes.writeUInt32BE(0x7fffff, ((page as number) - 1) * size);
-  const h = createHash('sha256');
-  for (let p = 2; p <= bytes.length / size; p++) if (!meta.has(p)) h.update(bytes.subarray((p - 1) * size, p * size));
-  fs.writeFileSync(file, bytes);
-  runPython(SET_DIGEST, [file, h.digest('hex')]);
-  return file;
-}
 
 test('a refusal after a group of its batches committed says they stay applied, not that nothing of it was committed', async ({
   tmp,
@@ -74,7 +41,7 @@ test('a refusal after a group of its batches committed says they stay applied, n
   const w = new SegmentWriter(db, 'src-1', null);
   w.addBatch(first);
   w.addBatch(readBatch(db, first.to, { limit: 1000 }));
-  const file = brokenOverflow(tmp, w.finishInMemory().data);
+  const { file } = brokenOverflow(tmp, w.finishInMemory().data, 'events');
   const rowsBefore = Number(scalar(target, 'SELECT count(*) FROM t'));
   const err = await failure(() => importChecked(target, checkSegment(file)));
   expect(err).toBeInstanceOf(SluiceError);
