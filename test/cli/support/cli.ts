@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import type { z } from 'zod';
 import { expect } from 'vitest';
 import { ROOT, runCli, runPython } from '../../support/fixtures.ts';
-import { openDatabase, quoteIdent } from '../../../src/sqlite/index.ts';
+import { openDatabase, quoteIdent, type Db } from '../../../src/sqlite/index.ts';
 import { enable, openSource } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { loadDefinitions } from '../../../src/projection/index.ts';
@@ -212,6 +212,22 @@ export function projectionSeq(file: string, name: string): number {
  * (it round-trips), BLOB (X'..') and NULL; TEXT as T<hex of its bytes>, so
  * malformed UTF-8 compares exactly too.
  */
+/**
+ * The rows of `table` in `db`, each as its columns (`columns`, or all of
+ * them) rendered by `render` (given the quoted name) and joined by '|',
+ * sorted: what dumpTables and exactRows compare.
+ */
+export function sortedRows(db: Db, table: string, render: (quoted: string) => string, columns?: readonly string[]): string[] {
+  const names = columns ?? (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(table) as string[]);
+  const exprs = names.map((c) => render(quoteIdent(c)));
+  return (
+    db
+      .prepare(`SELECT ${exprs.join(" || '|' || ")} FROM main.${quoteIdent(table)}`)
+      .pluck()
+      .all() as string[]
+  ).sort();
+}
+
 export function dumpTables(file: string, only?: readonly string[]): Record<string, string[]> {
   const db = openDatabase(file, { readonly: true });
   try {
@@ -224,17 +240,7 @@ export function dumpTables(file: string, only?: readonly string[]): Record<strin
         .all() as string[]
     ).filter((t) => only === undefined || only.includes(t));
     const out: Record<string, string[]> = {};
-    for (const t of tables) {
-      const cols = (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]).map(
-        (c) => `CASE typeof(${quoteIdent(c)}) WHEN 'text' THEN 'T' || hex(${quoteIdent(c)}) ELSE quote(${quoteIdent(c)}) END`,
-      );
-      out[t] = (
-        db
-          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`)
-          .pluck()
-          .all() as string[]
-      ).sort();
-    }
+    for (const t of tables) out[t] = sortedRows(db, t, (c) => `CASE typeof(${c}) WHEN 'text' THEN 'T' || hex(${c}) ELSE quote(${c}) END`);
     return out;
   } finally {
     db.close();

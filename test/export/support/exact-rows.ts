@@ -1,4 +1,5 @@
-import { openDatabase, quoteIdent } from '../../../src/sqlite/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { sortedRows } from '../../cli/support/cli.ts';
 
 /**
  * Each row of each of `tables` by storage class and exact bytes, sorted: a
@@ -10,19 +11,14 @@ export function exactRows(file: string, tables: Readonly<Record<string, readonly
   const db = openDatabase(file, { readonly: true });
   try {
     const out: Record<string, string[]> = {};
-    for (const [t, given] of Object.entries(tables)) {
-      const columns = given ?? (db.prepare('SELECT name FROM main.pragma_table_info(?) ORDER BY cid').pluck().all(t) as string[]);
-      const cols = columns.map((c) => {
-        const q = quoteIdent(c);
-        return `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`;
-      });
-      out[t] = (
-        db
-          .prepare(`SELECT ${cols.join(" || '|' || ")} FROM main.${quoteIdent(t)}`)
-          .pluck()
-          .all() as string[]
-      ).sort();
-    }
+    for (const [t, given] of Object.entries(tables))
+      out[t] = sortedRows(
+        db,
+        t,
+        (q) =>
+          `typeof(${q}) || ':' || CASE typeof(${q}) WHEN 'real' THEN printf('%!.17g', ${q}) || CASE WHEN ${q} = 0 AND atan2(${q}, -1) < 0 THEN '(-)' ELSE '' END WHEN 'null' THEN '' ELSE hex(CAST(${q} AS BLOB)) END`,
+        given,
+      );
     return out;
   } finally {
     db.close();
