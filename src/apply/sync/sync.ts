@@ -258,7 +258,6 @@ export class Syncer {
     this.#compiledAt = version;
   }
 
-  /** Brings every projection up to the source's current high-water mark (or suspends it). */
   /**
    * Whether the last run left a projection failed by an error that may pass
    * by itself: a handler's own throw, or SQLite's (a service down, a lock).
@@ -270,6 +269,7 @@ export class Syncer {
     return this.#mayClear;
   }
 
+  /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     this.#mayClear = false;
     this.checkSource();

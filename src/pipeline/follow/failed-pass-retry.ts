@@ -1,13 +1,14 @@
 /*
  * A pass can leave a projection failed with nothing of its batch committed
  * (its custom handler threw: the service it feeds was down; SQLite failed
- * on it): its error says it is retried at the next pass. A follower passes when the source commits, so after the last commit
- * of a burst the next pass could be hours away, and the target stayed behind
- * the source all that while with nothing left to wake it. The follower tries
- * such a pass again by itself: first after FIRST_MS, then after twice as
- * long each time it fails again, up to MAX_MS; a pass without such a
- * failure ends the retries. A retry is no sign of activity: a source with
- * no commit still goes quiet (follow.ts).
+ * on it): its error says it is retried at the next pass. A follower passes
+ * when the source commits, so after the last commit of a burst the next
+ * pass could be hours away, and the target stayed behind the source all
+ * that while with nothing left to wake it. The follower tries such a pass
+ * again by itself: first after FIRST_MS, then after twice as long each time
+ * it fails again, up to MAX_MS; a pass without such a failure ends the
+ * retries. A retry is no sign of activity: a source with no commit still
+ * goes quiet (follow.ts).
  */
 
 /** The first retry of a failed pass comes this long after it (the poll that looks for it runs every 250 ms at most). */
