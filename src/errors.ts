@@ -130,6 +130,12 @@ export function errorMessage(err: unknown): string | undefined {
   return typeof message === 'string' ? message : undefined;
 }
 
+/** True for SQLite's "the file is damaged" errors (SQLITE_CORRUPT, SQLITE_CORRUPT_*, SQLITE_NOTADB met mid-run). */
+export function isSqliteCorrupt(err: unknown): boolean {
+  const code = errorCode(err);
+  return typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB');
+}
+
 export function isSqliteBusy(err: unknown): boolean {
   const code = errorCode(err);
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));

@@ -150,23 +150,17 @@ export function checkSegmentBytes(label: string, bytes: Uint8Array): CheckedSegm
  * An error SQLite raised reading a checked segment's rows (a page damaged
  * in a way its checks do not read, such as an overflow chain of a value
  * they never look at, with its digest made again): refused, naming it.
+ * `applied`: its events, read in SQL as they are applied (an attached
+ * segment); the groups of its batches committed before stay applied (each
+ * commits on its own, as a JSONL file's do), and the refusal says so.
  */
-export function unreadableSegment(file: string, err: unknown): Error {
+export function unreadableSegment(file: string, err: unknown, applied = false): Error {
   if (err instanceof InvalidInputError) return err;
-  return refuse(file, 'IMPORT_SEGMENT_TRUNCATED', `SQLite cannot read its rows (${(err as Error).message})`);
-}
-
-/**
- * unreadableSegment for an attached segment's events, which SQLite reads as
- * they are applied: the batches of it committed before the one that failed
- * stay applied (each group of batches commits on its own, as a JSONL file's
- * do), so it does not say that nothing of it was committed.
- */
-export function unreadableAppliedSegment(file: string, err: unknown): Error {
-  if (err instanceof InvalidInputError) return err;
+  const why = `SQLite cannot read its ${applied ? 'events' : 'rows'} (${(err as Error).message})`;
+  if (!applied) return refuse(file, 'IMPORT_SEGMENT_TRUNCATED', why);
   return new InvalidInputError(
     'IMPORT_SEGMENT_TRUNCATED',
-    `Segment ${file}: SQLite cannot read its events (${(err as Error).message}). The batches being applied were rolled back; any batches of it committed before them stay applied, and an import of it again skips them. ${FIX.IMPORT_SEGMENT_TRUNCATED}`,
+    `Segment ${file}: ${why}. The batches being applied were rolled back; any batches of it committed before them stay applied, and an import of it again skips them. ${FIX.IMPORT_SEGMENT_TRUNCATED}`,
   );
 }
 

@@ -11,10 +11,10 @@ import {
   textFromDbBytes,
   toJsonValue,
 } from '../sqlite/index.ts';
-import { InvalidInputError, errorCode } from '../errors.ts';
+import { InvalidInputError, errorCode, isSqliteCorrupt } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import { FORMAT_VERSION, type BatchLine, type RowLine, type SnapshotLine, type TableLine } from './format.ts';
-import { refuseJournal, unreadableAppliedSegment, unreadableSegment, type CheckedSegment } from './segment-check.ts';
+import { refuseJournal, unreadableSegment, type CheckedSegment } from './segment-check.ts';
 import { decodedSegmentBatch, segmentBatch } from './segment-batch.ts';
 import { rowsTable } from './segment-wire.ts';
 
@@ -217,8 +217,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
  * to name).
  */
 function attachedUnreadable(seg: CheckedSegment, err: unknown): Error | undefined {
-  const code = String(errorCode(err) ?? '');
-  if (!code.startsWith('SQLITE_CORRUPT') && !code.startsWith('SQLITE_NOTADB') && !code.startsWith('SQLITE_IOERR')) return undefined;
+  if (!isSqliteCorrupt(err) && !String(errorCode(err) ?? '').startsWith('SQLITE_IOERR')) return undefined;
   // (Opened again on its own: by now the import may have detached it. A file that cannot be opened, gone
   // since, proves nothing of its pages: only a check that ran and found damage is the segment's.)
   let db: Db;
@@ -234,7 +233,7 @@ function attachedUnreadable(seg: CheckedSegment, err: unknown): Error | undefine
   } finally {
     closeDatabase(db);
   }
-  return unreadableAppliedSegment(seg.file, err);
+  return unreadableSegment(seg.file, err, true);
 }
 
 /** Rows of the segment read by `read`; an error SQLite raises reading them names the segment (unreadableSegment). */

@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
-import { readProjections, type ProjectionRecord, damagedTarget, fails, isSqliteCorrupt } from '../target/index.ts';
+import { readProjections, type ProjectionRecord, damagedTarget, fails } from '../target/index.ts';
 import { readState, readTables, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, missingMirrors, mirrorAllSource } from '../projections/index.ts';
-import { InvalidInputError, SluiceError } from '../../errors.ts';
+import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';

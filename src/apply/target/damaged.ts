@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/index.ts';
 import { quoteIdent, rollbackOpen } from '../../sqlite/index.ts';
-import { SluiceError, errorCode } from '../../errors.ts';
+import { SluiceError, isSqliteCorrupt } from '../../errors.ts';
 
 /*
  * A damaged file (SQLITE_CORRUPT: a page overwritten, a file truncated or
@@ -9,12 +9,6 @@ import { SluiceError, errorCode } from '../../errors.ts';
  * Sync records the failure in the projection's row when it can (health
  * reads it, without scanning the file), and writes nothing else.
  */
-
-/** True for SQLite's "the file is damaged" errors (SQLITE_CORRUPT, SQLITE_CORRUPT_*, SQLITE_NOTADB met mid-run). */
-export function isSqliteCorrupt(err: unknown): boolean {
-  const code = errorCode(err);
-  return typeof code === 'string' && (code.startsWith('SQLITE_CORRUPT') || code === 'SQLITE_NOTADB');
-}
 
 export function damagedTarget(file: string, cause?: unknown): SluiceError {
   return new SluiceError(

@@ -6,7 +6,7 @@ export { buildTables, readBuild, shadowBuildOf } from './build-of.ts';
 export type { BuildState } from './build-state.ts';
 export { checkConsumers, lostExplanation, lostRepair } from './consumers.ts';
 export type { LostProjection } from './consumers.ts';
-export { damagedFile, damagedTarget, fails, isSqliteCorrupt } from './damaged.ts';
+export { damagedFile, damagedTarget, fails } from './damaged.ts';
 export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
