@@ -277,7 +277,10 @@ function setChange(
   if (!set.stored) return { sourcePath, ...(mirrorAll === undefined ? {} : { mirrorAll }) };
   if (run === undefined) return undefined;
   const stored = set.mirrorAll;
-  if (stored === undefined || run.origin === 'given' || stored.sourcePath !== sourcePath) return { sourcePath, mirrorAll: run.origin };
+  // Given in this run (--projection '*') it is stored again, its list of dropped tables cleared; "*" as the target
+  // stores it (read back, stored: true, whatever its origin) keeps that list.
+  const givenNow = run.origin === 'given' && !run.stored;
+  if (stored === undefined || givenNow || stored.sourcePath !== sourcePath) return { sourcePath, mirrorAll: run.origin };
   return undefined;
 }
 

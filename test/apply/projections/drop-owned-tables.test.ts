@@ -159,6 +159,28 @@ describe('sluice drop', () => {
     expect((await sync(file, target)).projections.map((p) => p.name)).toEqual(['notes', 'tags']);
   });
 
+  test('drops a mirror of a "*" added with --projection "*" to a target built from definitions: plain syncs after keep it dropped', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`,
+    );
+    enable(db, ['notes', 'tags']);
+    const target = path.join(tmp, 'cache.db');
+    await sync(file, target, { projections: [{ name: 'titles', source: 'notes', kind: 'map', columns: { id: 'id', title: 'title' } }] });
+    await sync(file, target, { projections: ['*'] });
+    expect(dropProjection(target, 'tags')).toEqual({ projection: 'tags', dropped: ['tags'] });
+    // The "*" stored as given is read back by a plain sync: its list of dropped tables must stay (it was cleared).
+    for (let i = 0; i < 2; i++) {
+      const plain = await sync(file, target);
+      expect(plain.projections.map((p) => p.name)).toEqual(['notes', 'titles']);
+      expect(plain.unmirrored ?? []).toEqual([]);
+    }
+    expect(tables(target)).not.toContain('tags');
+  });
+
   test('refuses a name the target does not have, listing the ones it has, and changes nothing', async ({ makeDb, tmp }) => {
     const { db, file } = makeDb('app.db', SCHEMA);
     enable(db, ['notes']);
