@@ -363,7 +363,7 @@ const classification = z.enum(['Compatible', 'Rebuildable', 'Rejected']);
 const proof = z.object({ holds: z.boolean(), why: z.string() });
 const sourceShape = z.object({
   table: z.string(),
-  columns: z.array(z.object({ name: z.string(), type: z.string(), collate: z.string() })),
+  columns: z.array(z.object({ name: z.string(), type: z.string(), collate: z.string(), anyNumeric: z.literal(true).optional() })),
   keyColumns: z.array(z.string()),
   withoutRowid: z.boolean(),
   rowidAlias: z.boolean(),

@@ -37,7 +37,8 @@ export const tableLineSchema = z.strictObject({
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   table: z.string(),
-  columns: z.array(z.strictObject({ name: z.string(), type: z.string(), collate: z.string() })),
+  // anyNumeric: declared ANY in an ordinary table (NUMERIC affinity); absent otherwise, and in files made before it.
+  columns: z.array(z.strictObject({ name: z.string(), type: z.string(), collate: z.string(), anyNumeric: z.literal(true).optional() })),
   keyColumns: z.array(z.string()).min(1),
   withoutRowid: z.boolean(),
   rowidAlias: z.boolean(),

@@ -215,7 +215,9 @@ function checkHeaderBytes(file: string, h: Buffer, size: number): void {
     );
 }
 
-const columnsSchema = z.array(z.strictObject({ name: z.string(), type: z.string(), collate: z.string() })).min(1);
+const columnsSchema = z
+  .array(z.strictObject({ name: z.string(), type: z.string(), collate: z.string(), anyNumeric: z.literal(true).optional() }))
+  .min(1);
 const keysSchema = z.array(z.string()).min(1);
 const int = (v: unknown): v is bigint => typeof v === 'bigint';
 

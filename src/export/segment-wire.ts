@@ -51,7 +51,7 @@ export function eventsDdl(tno: number, n: number): string {
 export interface SegmentTable {
   readonly tno: number;
   readonly name: string;
-  readonly columns: readonly { readonly name: string; readonly type: string; readonly collate: string }[];
+  readonly columns: readonly { readonly name: string; readonly type: string; readonly collate: string; readonly anyNumeric?: true }[];
   readonly keyColumns: readonly string[];
   readonly withoutRowid: boolean;
   readonly rowidAlias: boolean;

@@ -115,7 +115,12 @@ export class SegmentWriter {
     const t: SegmentTable = {
       tno: this.#tables.size + 1,
       name,
-      columns: s.columns.map((c) => ({ name: c.name, type: c.type, collate: c.collate })),
+      columns: s.columns.map((c) => ({
+        name: c.name,
+        type: c.type,
+        collate: c.collate,
+        ...(c.anyNumeric === true ? { anyNumeric: true as const } : {}),
+      })),
       keyColumns: [...s.keyColumns],
       withoutRowid: s.withoutRowid,
       rowidAlias: s.rowidAlias,

@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, collationOf, columnCollations } from '../sqlite/index.ts';
+import { foldIdent, collationOf, columnCollations, isAnyType } from '../sqlite/index.ts';
 import type { TableInfo } from '../sqlite/index.ts';
 import type { ProjectionDefinition, CustomHandler } from './definition.ts';
 
@@ -14,6 +14,8 @@ export interface SourceColumn {
   readonly name: string;
   readonly type: string;
   readonly collate: string;
+  /** Declared ANY in an ordinary table: NUMERIC affinity (sqlite/column-decl.ts). Absent otherwise. */
+  readonly anyNumeric?: true;
 }
 
 /** What a projection needs to know of its source table; stored with the projection. */
@@ -81,7 +83,12 @@ export function sourceShape(info: TableInfo, excluded: readonly string[] = []): 
     table: info.name,
     columns: info.columns
       .filter((c) => !out.has(foldIdent(c.name)))
-      .map((c) => ({ name: c.name, type: c.type, collate: collationOf(coll, c.name) })),
+      .map((c) => ({
+        name: c.name,
+        type: c.type,
+        collate: collationOf(coll, c.name),
+        ...(!info.strict && isAnyType(c.type) ? { anyNumeric: true as const } : {}),
+      })),
     keyColumns: info.keyColumns,
     withoutRowid: info.withoutRowid,
     rowidAlias: info.rowidAlias,

@@ -1,4 +1,4 @@
-import { declaredType, affinityOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
+import { affinityOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
 import type { Db } from '../../sqlite/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { hasTypedComputedColumn, kindOf } from '../../projection/index.ts';
@@ -89,7 +89,8 @@ function relationalTarget(db: Db, p: CompiledProjection, schema: string): Relati
           sameValue(
             `${s}.v${i}`,
             `${t}.${quoteIdent(c.name)}`,
-            affinityOf(declaredType(column(c.name)?.type ?? '')),
+            // The target's own declared type: its tables are ordinary ones, where ANY is NUMERIC as any other name.
+            affinityOf(column(c.name)?.type ?? ''),
             integers?.includes(i) === true,
             c.name === alias,
           ),

@@ -139,9 +139,7 @@ function readBy(p: CompiledProjection, batch: ChangeBatch): ChangeBatch {
   if (p.reads === undefined || !skipUnread.on) return batch;
   // A column without affinity can hold -0.0, which the mask does not tell from 0.0: an update with a real zero there is written.
   const read = new Set(p.reads.map(foldIdent));
-  const signedZero = p.source.columns
-    .filter((c) => read.has(foldIdent(c.name)) && canHoldNegativeZero(declaredType(c.type)))
-    .map((c) => c.name);
+  const signedZero = p.source.columns.filter((c) => read.has(foldIdent(c.name)) && canHoldNegativeZero(declaredType(c))).map((c) => c.name);
   return batch.readingOnly(p.reads, signedZero);
 }
 

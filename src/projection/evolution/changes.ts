@@ -92,7 +92,8 @@ export function diffShapes(
   for (const n of now.columns)
     if (!keptNow.has(n)) out.push({ kind: 'source-column', change: 'added', column: n.name, used: uses(n.name) });
   for (const [c, n] of kept) {
-    if (n.type !== c.type || n.collate !== c.collate)
+    // (anyNumeric: a shape stored before it was recorded, of an ordinary table's ANY column, reads as retyped once.)
+    if (n.type !== c.type || n.collate !== c.collate || n.anyNumeric !== c.anyNumeric)
       out.push({
         kind: 'source-column',
         change: 'retyped',

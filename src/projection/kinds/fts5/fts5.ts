@@ -62,9 +62,10 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       return { applied };
     } catch (err) {
       // A contentless index keeps no values, so nothing can check a
-      // before-image against it: FTS5 itself refuses a delete of entries it
-      // does not hold, as "corrupt". That is a diverged target, not a broken
-      // database.
+      // before-image against it. Where FTS5 refuses a delete of entries it
+      // does not hold, as "corrupt", that is a diverged target, not a broken
+      // database. (It mostly does not: docs/projections.md, "A contentless
+      // fts5 index".)
       if (errorCode(err) !== 'SQLITE_CORRUPT_VTAB') throw err;
       return {
         applied: 0,

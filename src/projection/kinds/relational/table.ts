@@ -37,6 +37,31 @@ type Shared = Omit<
 };
 
 /**
+ * The key column of a rowid table that must not become its rowid alias: a
+ * single key column declared INTEGER is one in `PRIMARY KEY (k)`, and then
+ * holds integers only, but its source column can hold 1.5 or 'abc' where it
+ * is no alias of the source's rowid (declared `INTEGER PRIMARY KEY DESC`, a
+ * WITHOUT ROWID table's key under a map). SQLite's one form that keeps such
+ * a column apart from the rowid is the column's own `PRIMARY KEY DESC`
+ * (https://sqlite.org/lang_createtable.html#rowid), the very form of such a
+ * source, which the mirror then copies.
+ */
+function keyNotAlias(p: Relational): TargetColumn | undefined {
+  if (p.key.length !== 1) return undefined;
+  const key = p.columns.find((c) => foldIdent(c.name) === foldIdent(p.key[0] ?? ''));
+  if (
+    key === undefined ||
+    key.decl
+      .replace(/\s+COLLATE\s+\S+$/i, '')
+      .trim()
+      .toUpperCase() !== 'INTEGER'
+  )
+    return undefined;
+  const fromAlias = p.source.rowidAlias && !p.source.withoutRowid && foldIdent(key.from ?? '') === foldIdent(p.source.keyColumns[0] ?? '');
+  return fromAlias ? undefined : key;
+}
+
+/**
  * Whether a mirror batch that touches each key once is tried on the plain
  * path first (relational/plain.ts). Off only to measure what it saves
  * (bench/apply.ts): the rows and verdicts come out the same either way.
@@ -55,11 +80,13 @@ export const relationalTable: Shared = {
   makesTables: true,
   shadowBuild: () => 'copy',
   create(db, schema, p, at) {
-    const cols = p.columns.map((c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}`);
-    const withoutRowid = p.identity && p.source.withoutRowid ? ' WITHOUT ROWID' : '';
-    db.exec(
-      `CREATE TABLE ${quoteIdent(schema)}.${quoteIdent(at)} (${cols.join(', ')}, PRIMARY KEY (${p.key.map(quoteIdent).join(', ')}))${withoutRowid}`,
+    const rowidTable = !(p.identity && p.source.withoutRowid);
+    const inlineKey = rowidTable ? keyNotAlias(p) : undefined;
+    const cols = p.columns.map(
+      (c) => `${quoteIdent(c.name)}${c.decl === '' ? '' : ` ${c.decl}`}${c === inlineKey ? ' PRIMARY KEY DESC' : ''}`,
     );
+    const key = inlineKey === undefined ? `, PRIMARY KEY (${p.key.map(quoteIdent).join(', ')})` : '';
+    db.exec(`CREATE TABLE ${quoteIdent(schema)}.${quoteIdent(at)} (${cols.join(', ')}${key})${rowidTable ? '' : ' WITHOUT ROWID'}`);
   },
   build(db, schema, p: Relational, at) {
     const target = `${quoteIdent(schema)}.${quoteIdent(at)}`;
