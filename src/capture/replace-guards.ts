@@ -1,4 +1,4 @@
-import { foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
+import { collationSql, foldIdent, quoteIdent, quoteString } from '../sqlite/index.ts';
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
 import {
   FLUSH_VIEW,
@@ -75,7 +75,7 @@ export function replaceGuards(
   const cols = imageCols.map((_, i) => `, ${journalColumn(i)}`).join('');
   // BINARY: the UNION below must not fold two rows that are equal only under a column's collation.
   const values = imageCols.map((c) => `, ${quoteIdent(c)} COLLATE BINARY`).join('');
-  const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${c}`);
+  const collate = (c: string | undefined) => (c === undefined ? '' : ` COLLATE ${collationSql(c)}`);
   type GuardColumn = { readonly name: string; readonly collate?: string; readonly rowid?: boolean };
   const ident = (c: GuardColumn) => (c.rowid === true ? c.name : quoteIdent(c.name));
   // Under REPLACE (the statement's or the column's own ON CONFLICT), a NULL

@@ -1,5 +1,6 @@
 import type { Db } from '../sqlite/index.ts';
 import {
+  collationSql,
   withReadTransaction,
   foldIdent,
   quoteIdent,
@@ -136,7 +137,7 @@ export function* pagedTable(db: Db, t: RowsOf, pageSize = 500, schema = 'main'):
   // Without a rowid, pages follow the primary key's own index, with its
   // collations (which may differ from the columns' declared ones).
   const pk = schema === 'main' ? primaryKeyCollations(db, t.name) : new Map<string, string>();
-  const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
+  const keyed = t.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${collationSql(pk.get(k) as string)}` : ''}`);
   const order = r.rowidName !== undefined ? r.rowidName : keyed.join(', ');
   const keyPos = t.keyColumns.map((k) => t.columns.indexOf(k));
   const first = cachedStatement(db, `${r.select} ORDER BY ${order} LIMIT ${pageSize}`, 'raw');

@@ -1,3 +1,5 @@
+import { quoteIdent } from './quote.ts';
+
 /** A source column's declared type, and whether it is ANY in an ordinary table (see declaredType). */
 export interface DeclaredColumn {
   readonly type: string;
@@ -26,7 +28,50 @@ export function declaredType(c: DeclaredColumn): string {
   return isAnyType(c.type) && c.anyNumeric !== true ? '' : c.type;
 }
 
+/*
+ * A declared type and a collation name go into sluice's own DDL and SQL as
+ * SQL text: from a source's schema (where a type may be any quoted string:
+ * `v 'TEXT) --'` is legal, and declares the type `TEXT) --`) and from an
+ * export file or a segment, which are untrusted input. Spliced as they
+ * read, `TEXT) --` commented away a target's PRIMARY KEY, and a file could
+ * run statements in the target. So each is written as it reads only when it
+ * is plainly a type name (words, then at most `(n)` or `(n, m)`) or a
+ * collation name (one word), and as a quoted identifier otherwise, which
+ * SQLite takes as the same name: the declared type reads back the same, and
+ * its affinity follows from it as from the source's.
+ */
+const TYPE_NAME =
+  /^[A-Za-z_][A-Za-z0-9_]*(?: +[A-Za-z_][A-Za-z0-9_]*)*(?: *\( *[+-]?[0-9]+(?:\.[0-9]+)? *(?:, *[+-]?[0-9]+(?:\.[0-9]+)? *)?\))?$/;
+/** Words that end a type name in a column definition: a type made of one would be read as a constraint. */
+const CONSTRAINT_WORDS = new Set([
+  'AS',
+  'CHECK',
+  'COLLATE',
+  'CONSTRAINT',
+  'DEFAULT',
+  'GENERATED',
+  'NOT',
+  'NULL',
+  'PRIMARY',
+  'REFERENCES',
+  'UNIQUE',
+]);
+const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** A declared type as SQL text for a column definition (see above). */
+export function typeSql(type: string): string {
+  const t = type.trim();
+  if (t === '') return '';
+  const plain = TYPE_NAME.test(t) && !t.split(/[ (]/).some((w) => CONSTRAINT_WORDS.has(w.toUpperCase()));
+  return plain ? t : quoteIdent(t);
+}
+
+/** A collation name as SQL text after COLLATE (see above). */
+export function collationSql(name: string): string {
+  return NAME.test(name) ? name : quoteIdent(name);
+}
+
 /** A column's declaration in such a table: its declared type (declaredType) and its collation. */
 export function columnDecl(c: DeclaredColumn & { readonly collate: string }): string {
-  return `${declaredType(c)}${c.collate === 'BINARY' ? '' : ` COLLATE ${c.collate}`}`.trim();
+  return `${typeSql(declaredType(c))}${c.collate === 'BINARY' ? '' : ` COLLATE ${collationSql(c.collate)}`}`.trim();
 }

@@ -19,7 +19,7 @@ export {
 } from './codec.ts';
 export type { JsonValue, SqlValue } from './codec.ts';
 export { collationOf, columnCollations, columnDefinitionNames } from './collations.ts';
-export { columnDecl, declaredType, isAnyType } from './column-decl.ts';
+export { collationSql, columnDecl, declaredType, isAnyType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';

@@ -1,5 +1,6 @@
 import type { Db } from '../../sqlite/index.ts';
 import {
+  collationSql,
   quoteIdent,
   cachedStatement,
   workTable,
@@ -39,7 +40,7 @@ function chunkTable(db: Db, p: CompiledProjection): { readonly table: string; re
 /** The source key columns in the source's primary-key order and collations (a total order, the one chunks follow). */
 function keyOrder(db: Db, p: CompiledProjection): string[] {
   const pk = primaryKeyCollations(db, p.source.table);
-  return p.source.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${pk.get(k) as string}` : ''}`);
+  return p.source.keyColumns.map((k) => `${quoteIdent(k)}${pk.has(k) ? ` COLLATE ${collationSql(pk.get(k) as string)}` : ''}`);
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, fromDriver, toJsonValue, type JsonValue } from '../../../sqlite/index.ts';
+import { collationSql, quoteIdent, fromDriver, toJsonValue, type JsonValue } from '../../../sqlite/index.ts';
 import type { Reason } from '../../../reasons.ts';
 import type { CompiledProjection } from '../../compiled.ts';
 import { allOf, joinImage, keyIndexes, sameKeyBothSides, sqlEq, type Images } from './images.ts';
@@ -48,7 +48,7 @@ export function applyByTransitions(db: Db, schema: string, p: CompiledProjection
       UNION ALL
       SELECT ${s.key[1].join(', ')}, e.seq, 1, 0, ${s.inTarget[1]}
         FROM ${s.events} ${s.joins} WHERE ${s.has[1]} AND NOT (${s.has[0]} AND ${same})
-    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${keyCollate[j]}`).join(', ')}, seq, sub`,
+    ) ORDER BY ${k.map((x, j) => `${x} COLLATE ${collationSql(keyCollate[j] ?? 'BINARY')}`).join(', ')}, seq, sub`,
   ).run(img.params);
   // Absent -> absent transitions (a map image outside the filter on both sides) are checks, not changes.
   const transitions = Number((db.prepare('SELECT count(*) FROM temp._sluice_tr WHERE bp = 1 OR ap = 1').pluck().get() as bigint) ?? 0n);
