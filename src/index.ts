@@ -109,7 +109,15 @@ export type { ExportOptions, ExportResult } from './export/index.ts';
 export { importFile, importStream } from './export/index.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './export/index.ts';
 
-export { loadPipeline, checkPipelineSources, pipelineHealth, planPipeline, convergeOnce, declaredInputs } from './pipeline/index.ts';
+export {
+  loadPipeline,
+  checkPipelineSources,
+  pipelineHealth,
+  planPipeline,
+  convergeOnce,
+  declaredInputs,
+  withPlannedChanges,
+} from './pipeline/index.ts';
 export type {
   Pipeline,
   PipelineHealth,

@@ -7,6 +7,8 @@ import {
   loadPipeline,
   openDatabase,
   pipelineHealth,
+  planPipeline,
+  withPlannedChanges,
   REASONS,
   type FedLag,
   type PipelineHealth,
@@ -94,7 +96,7 @@ interface HealthOpts extends NatsCliOptions {
 async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
   // A handler module that fails to load is reported as its target's problem, as sluice run records it.
   const pipeline = await loadPipeline(file, process.env, { handlerFailures: 'record' });
-  const h = await readPipelineQuietly(pipeline, async () => {
+  const read = await readPipelineQuietly(pipeline, async () => {
     checkPipelineSources(pipeline);
     // A subscribed target's lag is read from the stream its subscriber reads (the broker is loaded only then).
     const fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
@@ -110,6 +112,8 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     }
     return pipelineHealth(pipeline, { fedLag });
   });
+  // What the held projections are built from, against what the file declares (plan's reading: nothing written).
+  const h = withPlannedChanges(read, await planPipeline(pipeline));
   emit(opts, S.pipelineHealthOutput, h, () => pipelineText(h));
   if (!h.ok) throw new ExitSignal(3);
 }

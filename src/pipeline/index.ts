@@ -16,6 +16,7 @@ export {
   sameColumns,
   targetFolderProblem,
 } from './declared.ts';
+export { withPlannedChanges } from './health-planned.ts';
 export { writeInitFile } from './init-file.ts';
 export type { InitFile } from './init-file.ts';
 export { listenOn, probeListen } from './listen.ts';

@@ -99,6 +99,34 @@ describe('sluice plan and sluice health --config', () => {
     expect(fs.readdirSync(tmp).sort()).toEqual(left);
   });
 
+  test('health --config exits 3 while a held projection is built from another definition than the file declares, or the declared one is refused, as plan says', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, YML);
+    await convergeOnce(await loadPipeline(file));
+    expect(runCli(['health', '--config', file]).status).toBe(0);
+    const changed = (filter: string) => fs.writeFileSync(file, YML.replace('filter: "qty < 100"', `filter: "${filter}"`));
+    for (const [filter, does, said] of [
+      ['qty < 3', 'rebuild', /cheap is held as built from another definition than the file declares \(DEFINITION_CHANGED\)/],
+      ['qtty < 3', 'refuse', /definitions for target .*cache\.db are refused \(projection cheap\): BAD_EXPRESSION: .*no such column: qtty/],
+    ] as const) {
+      changed(filter);
+      const plan = planOutput.parse(JSON.parse(runCli(['plan', '--config', file, '--json']).stdout));
+      expect(plan.targets[0]?.projections.find((x) => x.name === 'cheap')?.does, filter).toBe(does);
+      const h = runCli(['health', '--config', file, '--json']);
+      expect(h.status, filter).toBe(3);
+      expect(pipelineHealthOutput.parse(JSON.parse(h.stdout)).problems.join('\n')).toMatch(said);
+    }
+    changed('qty < 100');
+    expect(runCli(['health', '--config', file]).status, 'the file as built again: ok').toBe(0);
+    changed('qty < 3');
+    await convergeOnce(await loadPipeline(file));
+    expect(runCli(['health', '--config', file]).status, 'rebuilt as declared: ok').toBe(0);
+  });
+
   test('plan and health --config leave a hot journal and its database as they are, and say which file needs a writer to roll it back', ({
     tmp,
   }) => {

@@ -1,0 +1,47 @@
+import type { PipelinePlan } from './plan.ts';
+import type { DeclaredProjectionHealth, PipelineHealth, TargetHealth } from './status.ts';
+
+/*
+ * What `health --config` adds from `plan` (the same reading, writing
+ * nothing): health reads each projection the target holds as it was built,
+ * and matches it to the file by name, so a projection held under a
+ * definition the file no longer declares (its filter changed in the file),
+ * or one whose declared definition sluice run refuses, read as ok. Such a
+ * target is not what the file says: each is a problem, with what run does
+ * about it or what to fix.
+ */
+
+/** `h` with the projections `plan` rebuilds for a changed definition, or refuses, marked as needing action. */
+export function withPlannedChanges(h: PipelineHealth, plan: PipelinePlan): PipelineHealth {
+  const targets = h.targets.map((t) => {
+    const planned = plan.targets.find((p) => p.path === t.path);
+    return planned === undefined ? t : marked(t, planned);
+  });
+  const problems = [
+    ...h.sources.flatMap((s) => s.problems),
+    ...targets.flatMap((t) => [...t.problems, ...t.projections.flatMap((p) => p.problems.map((x) => `${t.path}: ${p.name}: ${x}`))]),
+  ];
+  return { ...h, ok: h.sources.every((s) => s.ok) && targets.every((t) => t.ok), targets, problems };
+}
+
+function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): TargetHealth {
+  const problems = [...t.problems];
+  if (planned.refused !== null && t.exists) {
+    const which = planned.refused.projection === null ? '' : ` (projection ${planned.refused.projection})`;
+    problems.push(
+      `the file's definitions for target ${t.path} are refused${which}: ${planned.refused.code}: ${planned.refused.fix}; sluice run leaves the target as it is until then`,
+    );
+  }
+  const projections = t.projections.map((p): DeclaredProjectionHealth => {
+    if (!p.declared || p.state === 'missing') return p;
+    const x = planned.projections.find((q) => q.name === p.name);
+    let problem: string | undefined;
+    if (x?.does === 'rebuild' && x.reason === 'DEFINITION_CHANGED')
+      problem = `projection ${p.name} is held as built from another definition than the file declares (DEFINITION_CHANGED): sluice run rebuilds it (sluice plan shows the change)`;
+    else if (x?.does === 'refuse')
+      problem = `the file's definition of projection ${p.name} is refused (${x.reason ?? 'refused'})${x.fix === undefined ? '' : `: ${x.fix}`}; the target holds it as built before`;
+    if (problem === undefined) return p;
+    return { ...p, needsAction: true, action: p.action ?? problem, problems: [...p.problems, problem] };
+  });
+  return { ...t, problems, projections, ok: problems.length === 0 && projections.every((p) => !p.needsAction) };
+}
