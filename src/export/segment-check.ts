@@ -15,6 +15,7 @@ import {
   segmentDigest,
   segmentDigestOfBytes,
   metaPages,
+  frameDigest,
   SQLITE_MAGIC,
   TABLES_TABLE,
   type SegmentTable,
@@ -41,6 +42,8 @@ export interface SegmentMeta {
   readonly events: number;
   readonly rows: number;
   readonly digest: string;
+  /** The frame digest (segment-wire.ts frameDigest); absent in a segment of an older sluice. */
+  readonly frame?: string;
   readonly snapshot?: { readonly seq: number; readonly cursor: string };
 }
 
@@ -257,6 +260,9 @@ function checkOpen(
   const pageSize = Number(db.pragma('page_size', { simple: true }));
   const digest = digestOf(pageSize, metaPages(db, 'main'));
   if (digest !== meta.digest) throw fail('IMPORT_SEGMENT_DIGEST', `its meta says digest ${meta.digest}, but its rows digest to ${digest}`);
+  // (No frame: a segment of an older sluice, whose page digest alone is checked.)
+  if (meta.frame !== undefined && frameDigest(db, 'main') !== meta.frame)
+    throw fail('IMPORT_SEGMENT_DIGEST', "its schema's root pages or its meta entries are not those its frame digest was made of");
   return { meta, tables, batches, objects: new Map([...objects].map(([k, v]) => [k, v.split('\0')[1] as string])) };
 }
 
@@ -272,6 +278,7 @@ const META_KEYS = new Set([
   'batches',
   'tables',
   'digest',
+  'frame',
   'snapshot_seq',
   'snapshot_cursor',
 ]);
@@ -294,6 +301,8 @@ function readMeta(m: Map<string, unknown>, fail: (what: string) => Error): Segme
   if (!(TEXT_ENCODINGS as readonly string[]).includes(encoding)) throw fail(`its meta's encoding ${encoding} is not a text encoding`);
   const digest = text('digest');
   if (!/^[0-9a-f]{64}$/.test(digest)) throw fail('its meta has no digest');
+  const frame = m.has('frame') ? text('frame') : undefined;
+  if (frame !== undefined && !/^[0-9a-f]{64}$/.test(frame)) throw fail("its meta's frame is not a digest");
   const hasSnap = m.has('snapshot_seq') || m.has('snapshot_cursor');
   return {
     sourceId: text('source_id'),
@@ -304,6 +313,7 @@ function readMeta(m: Map<string, unknown>, fail: (what: string) => Error): Segme
     events: num('events'),
     rows: num('rows'),
     digest,
+    ...(frame === undefined ? {} : { frame }),
     ...(hasSnap ? { snapshot: { seq: num('snapshot_seq'), cursor: text('snapshot_cursor') } } : {}),
   };
 }

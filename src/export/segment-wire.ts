@@ -114,6 +114,28 @@ export function segmentDigestOfBytes(bytes: Uint8Array, pageSize: number, skip: 
   );
 }
 
+/**
+ * The digest of what the page digest leaves out and a reader acts on
+ * (docs/segment.md, "Digest"): which table each root page is (page 1's
+ * schema rows, whose SQL is checked exactly but whose root pages are not),
+ * and the meta's entries (seq ranges, cursors, counts), but for the two
+ * digests. Swapped root pages put one table's rows in another; an edited
+ * meta seq made an import skip a batch as applied. Kept in the meta as
+ * `frame`; a segment of an older sluice has none, and is checked without.
+ */
+export function frameDigest(db: Db, schema: string): string {
+  const s = quoteIdent(schema);
+  const roots = db.prepare(`SELECT name, rootpage FROM ${s}.sqlite_schema ORDER BY name`).raw().all() as [string, unknown][];
+  const meta = db.prepare(`SELECT name, value FROM ${s}.${META_TABLE} WHERE name NOT IN ('digest', 'frame') ORDER BY name`).raw().all() as [
+    string,
+    unknown,
+  ][];
+  const cell = (v: unknown) => `${typeof v}:${String(v)}`;
+  return createHash('sha256')
+    .update(JSON.stringify({ roots: roots.map(([n, r]) => [n, cell(r)]), meta: meta.map(([n, v]) => [n, cell(v)]) }))
+    .digest('hex');
+}
+
 /** The digest over pages 2.. of `size` bytes, but for `skip`; `read` gives `count` pages from page `first` (fewer bytes: the end). */
 function digestPages(
   size: number,

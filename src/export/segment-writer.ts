@@ -34,6 +34,7 @@ import {
   segmentDigest,
   segmentDigestOfBytes,
   metaPages,
+  frameDigest,
   TABLES_DDL,
   TABLES_TABLE,
   type SegmentTable,
@@ -279,6 +280,7 @@ export class SegmentWriter {
     };
     const put = db.prepare(`INSERT INTO ${META_TABLE} VALUES (?, ?)`);
     for (const [k, v] of Object.entries(meta)) put.run(k, typeof v === 'number' ? BigInt(v) : v);
+    put.run('frame', frameDigest(db, 'main'));
     commitHeld(db);
     const digest = digestOf(Number(db.pragma('page_size', { simple: true })), metaPages(db, 'main'));
     put.run('digest', digest);
