@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
+import { foldIdent, openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
 import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
 import { status, type CaptureStatus } from '../capture/index.ts';
 import {
@@ -139,8 +139,9 @@ async function explain(
   target: string,
   inputs: ReturnType<typeof declaredInputs>,
   captured: boolean,
+  suspends: Suspends,
 ): Promise<ExplainReport | PlannedProjection[]> {
-  if (!captured) return firstBuilds(source, inputs);
+  if (!captured) return firstBuilds(source, inputs, suspends);
   if (fs.existsSync(target)) return explainAlter(source, target, { projections: inputs });
   // A target that does not exist yet is classified against an empty one in memory: every projection is a first build,
   // and what sync refuses (a definition that does not compile, two that collide) is refused here by the same code.
@@ -159,7 +160,7 @@ async function explain(
  * declared definition, or refuses one that does not compile against the
  * source, as sync does (explain's compileOrError). "*" is planned by the caller.
  */
-function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>): PlannedProjection[] {
+function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>, suspends: Suspends): PlannedProjection[] {
   const db = openDatabase(source, { readonly: true, role: 'source' });
   try {
     return inputs.flatMap((d): PlannedProjection[] => {
@@ -167,12 +168,23 @@ function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>):
       const p = compileOrError(db, parseDefinition(d));
       return 'error' in p
         ? [{ name: p.name, kind: d.kind, does: 'refuse', reason: p.error.code, classification: 'Rejected', fix: p.error.message }]
-        : [{ name: p.name, kind: p.kind, does: 'build', reason: null, classification: 'Rebuildable' }];
+        : [
+            suspends(p.kind, p.source.table, p.name, 'Rebuildable') ?? {
+              name: p.name,
+              kind: p.kind,
+              does: 'build',
+              reason: null,
+              classification: 'Rebuildable',
+            },
+          ];
     });
   } finally {
     db.close();
   }
 }
+
+/** What the pass does instead of building or continuing a projection of `kind` over `table`, if it suspends it. */
+type Suspends = (kind: string, table: string, name: string, classification: string | null) => PlannedProjection | undefined;
 
 /** `declaredAt`: where the file declares the projection ("FILE:LINE:COL"), when it does by name. */
 function planned(e: ProjectionExplanation, declaredAt: string | undefined): PlannedProjection {
@@ -203,33 +215,35 @@ async function planTarget(
 ): Promise<PlannedTarget> {
   const inputs = declaredInputs(t.projections);
   const exists = fs.existsSync(t.path);
-  const explained = await explain(source.path, t.path, inputs, captured);
+  // A table the file captures in keys mode (the pass enables or switches it first, or it is so already) feeds no kind
+  // that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
+  const keys = new Set(source.capture.filter((c) => c.mode === 'keys').map((c) => foldIdent(c.table)));
+  const suspends: Suspends = (kind, table, name, classification) =>
+    keys.has(foldIdent(table)) && kindNamed(kind)?.needsImages !== false
+      ? {
+          name,
+          kind,
+          does: 'suspend',
+          reason: 'NEEDS_IMAGES_MODE',
+          classification,
+          fix: repairAction(name, 'NEEDS_IMAGES_MODE', source.path, t.path, table),
+        }
+      : undefined;
+  const explained = await explain(source.path, t.path, inputs, captured, suspends);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
   const declaredAt = new Map(
     t.projections.flatMap((p) => (p.kind === 'all' ? [] : p.definitions.map((d) => [d.name, p.declaredAt] as const))),
   );
-  const toKeys = new Set(enable.filter((e) => e.mode === 'keys' && e.from !== null).map((e) => e.table.toLowerCase()));
   const projections: PlannedProjection[] = Array.isArray(explained) ? [...explained] : [];
   projections.push(
     ...report.projections.map((e): PlannedProjection => {
       // A new definition over a table the pass enables first: built, not refused.
       if (e.sync.does === 'refuse' && e.sync.code === 'TABLE_UNTRACKED' && enabled.has(e.sourceTable.toLowerCase()))
         return { name: e.name, kind: e.kind, does: 'build', reason: null, classification: e.classification };
-      // A table the pass switches to keys mode no longer feeds a kind that needs images: sync suspends it (explain-facts.ts cursorFact).
-      if (
-        toKeys.has(e.sourceTable.toLowerCase()) &&
-        kindNamed(e.kind)?.needsImages !== false &&
-        (e.sync.does === 'continue' || e.sync.does === 'rebuild')
-      )
-        return {
-          name: e.name,
-          kind: e.kind,
-          does: 'suspend',
-          reason: 'NEEDS_IMAGES_MODE',
-          classification: e.classification,
-          fix: repairAction(e.name, 'NEEDS_IMAGES_MODE', source.path, t.path, e.sourceTable),
-        };
+      const keysOnly =
+        e.sync.does === 'continue' || e.sync.does === 'rebuild' ? suspends(e.kind, e.sourceTable, e.name, e.classification) : undefined;
+      if (keysOnly !== undefined) return keysOnly;
       return planned(e, declaredAt.get(e.name));
     }),
   );

@@ -244,6 +244,18 @@ const SCENARIOS: Scenario[] = [
     expected: { 'enable:notes': 'keys', 'cache.db:items': 'continue', 'cache.db:notes': 'suspend:NEEDS_IMAGES_MODE' },
   },
   {
+    name: 'a map over a table declared in keys mode, not captured yet: capture is enabled in keys mode, and the map suspended, not built',
+    first: 'sources: []\n',
+    then: yml('{items: keys}', target('cache.db', CHEAP)),
+    expected: { 'enable:items': 'keys', 'cache.db:cheap': 'suspend:NEEDS_IMAGES_MODE' },
+  },
+  {
+    name: 'a map added over a table already captured in keys mode is suspended, not built, and stays so',
+    first: yml('{items: keys, notes: images}', target('cache.db', '"*"')),
+    then: yml('{items: keys, notes: images}', target('cache.db', '"*"', CHEAP)),
+    expected: { 'cache.db:notes': 'continue', 'cache.db:cheap': 'suspend:NEEDS_IMAGES_MODE' },
+  },
+  {
     name: 'a table dropped from the capture list stays captured (undeclared capture) and its mirror continues',
     first: yml('[items, notes]', target('cache.db', '"*"')),
     then: yml('[items]', target('cache.db', '"*"')),
