@@ -160,6 +160,27 @@ describe('sluice init', () => {
     checkPipelineSources(await loadPipeline(path.join(tmp, 'empty.yml'), {}));
   });
 
+  test('init of a database a crashed app left with a -wal and no -shm reads the tables only the log holds, and makes no -shm beside it', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db } = makeDb('app.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT);');
+    db.pragma('wal_checkpoint(TRUNCATE)');
+    db.exec("CREATE TABLE later (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO later VALUES (1, 'only in the log');");
+    // The app crashed: its database and log, with no -shm and nothing holding them (copied while it was open).
+    const crashed = path.join(tmp, 'crashed');
+    fs.mkdirSync(crashed);
+    fs.copyFileSync(path.join(tmp, 'app.db'), path.join(crashed, 'app.db'));
+    fs.copyFileSync(path.join(tmp, 'app.db-wal'), path.join(crashed, 'app.db-wal'));
+    db.close();
+    const bytes = (f: string) => fs.readFileSync(path.join(crashed, f)).toString('base64');
+    const before = [bytes('app.db'), bytes('app.db-wal')];
+    const f = writeInitFile(path.join(crashed, 'app.db'), path.join(tmp, 'crashed.yml'));
+    expect(f.tables).toEqual(['t', 'later']);
+    expect(listing(crashed)).toEqual(['app.db', 'app.db-wal']);
+    expect([bytes('app.db'), bytes('app.db-wal')]).toEqual(before);
+  });
+
   test('init writes table names and paths that hold ${ or $${ so that the file loads back to those exact names, not to an environment variable', async ({
     tmp,
   }) => {
