@@ -289,7 +289,9 @@ function targetHealth(
   });
   const have = new Set(held.map((p) => p.name));
   projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
-  if (all && held.length === 0) projections.push(...mirrors(have).map(missing));
+  // Under "*" every captured images-mode table is declared: one whose mirror the target does not hold (none built yet, or
+  // one sluice drop removed, which the file's "*" builds again) is missing.
+  if (all) projections.push(...mirrors(have).map(missing));
   return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
 }
 

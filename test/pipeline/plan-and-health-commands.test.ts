@@ -127,6 +127,24 @@ describe('sluice plan and sluice health --config', () => {
     expect(runCli(['health', '--config', file]).status, 'rebuilt as declared: ok').toBe(0);
   });
 
+  test('health --config exits 3 while a mirror "*" declares is missing from a target that holds others (sluice drop removed it), until a pass builds it again', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, YML.replace('capture: [items]', 'capture: [items, notes]'));
+    await convergeOnce(await loadPipeline(file));
+    expect(runCli(['health', '--config', file]).status).toBe(0);
+    const dropped = runCli(['drop', path.join(tmp, 'cache.db'), 'notes']);
+    expect(dropped.status, dropped.stderr).toBe(0);
+    const h = runCli(['health', '--config', file, '--json']);
+    expect(h.status).toBe(3);
+    expect(pipelineHealthOutput.parse(JSON.parse(h.stdout)).problems.join('\n')).toMatch(/projection notes is declared and not built yet/);
+    await convergeOnce(await loadPipeline(file));
+    expect(runCli(['health', '--config', file]).status, 'built again by the pass').toBe(0);
+  });
+
   test('plan and health --config leave a hot journal and its database as they are, and say which file needs a writer to roll it back', ({
     tmp,
   }) => {
