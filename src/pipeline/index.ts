@@ -7,15 +7,7 @@
 export { checkPipelineSources } from './check-sources.ts';
 export { convergeOnce } from './converge.ts';
 export type { ConvergeOptions, ConvergeReport, ConvergedSource, ConvergedTarget } from './converge.ts';
-export {
-  checkDeclaredExclusions,
-  declaredInputs,
-  handlerFailures,
-  handlerModules,
-  makeTargetFolder,
-  sameColumns,
-  targetFolderProblem,
-} from './declared.ts';
+export { checkDeclaredExclusions, declaredInputs, handlerModules, makeTargetFolder, sameColumns, targetFolderProblem } from './declared.ts';
 export { withPlannedChanges } from './health-planned.ts';
 export { writeInitFile } from './init-file.ts';
 export type { InitFile } from './init-file.ts';

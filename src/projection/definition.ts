@@ -1,4 +1,6 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
@@ -143,13 +145,16 @@ export async function loadCustomModule(
 
 let tsLoader: Promise<void> | undefined;
 
-/** A module URL whose import failed once: the URL it is imported as now, its file's stamp at that import, and whether that failed too. */
-const retried = new Map<string, { readonly stamp: string; readonly as: string; readonly tries: number; readonly failed: boolean }>();
+/**
+ * Each module file imported in this thread: its content's hash -> the URL it
+ * was imported as (the first version under its own URL, each later one with
+ * its hash as a query).
+ */
+const versions = new Map<string, Map<string, string>>();
 
-function fileStamp(url: string): string {
+function contentHash(file: string): string {
   try {
-    const st = fs.statSync(new URL(url));
-    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+    return createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 16);
   } catch {
     return 'missing';
   }
@@ -171,23 +176,37 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
     });
     await tsLoader;
   }
-  // A module whose import failed stays failed in Node's cache: once its file has changed, a fresh copy is imported (and is the one used from then on).
-  const last = retried.get(url);
-  let as = last?.as ?? url;
-  let tries = last?.tries ?? 0;
-  const stamp = fileStamp(url);
-  if (last?.failed === true && last.stamp !== stamp) as = `${url}?retry=${++tries}`;
-  let mod: { default?: unknown };
-  try {
-    mod = (await import(as)) as { default?: unknown };
-  } catch (err) {
-    retried.set(url, { stamp, as, tries, failed: true });
-    throw err;
+  // Node keeps a module it imported (or failed to import) under its URL for the life of the thread: a file whose content
+  // changed since is imported under another URL, so a definition or handler edited while `sluice run` or `sync --follow`
+  // runs takes effect. An unchanged file is the module imported before (a reload leaks nothing), and so is a file put back
+  // as it was.
+  const file = fileURLToPath(url);
+  const hash = contentHash(file);
+  let seen = versions.get(url);
+  if (seen === undefined) versions.set(url, (seen = new Map()));
+  let as = seen.get(hash);
+  if (as === undefined) {
+    as = seen.size === 0 ? url : `${url}?content=${hash}`;
+    seen.set(hash, as);
+    // A file Node loads as CommonJS (a .ts or .js outside a "type": "module" package, a .cjs) is kept in require.cache by
+    // its path whatever URL imported it: forgotten there, the new URL reads the file again.
+    if (seen.size > 1) forgetCommonJs(file);
   }
-  if (as !== url) retried.set(url, { stamp, as, tries, failed: false });
+  const mod = (await import(as)) as { default?: unknown };
   // Compiled as CommonJS, `export default x` arrives as module.exports.default.
   const d = mod.default as { __esModule?: unknown; default?: unknown } | undefined;
   return typeof d === 'object' && d !== null && d.__esModule === true && 'default' in d ? { default: d.default } : mod;
+}
+
+const cjsRequire = createRequire(import.meta.url);
+
+function forgetCommonJs(file: string): void {
+  delete cjsRequire.cache[file];
+  try {
+    delete cjsRequire.cache[fs.realpathSync(file)];
+  } catch {
+    // Gone: nothing of it to forget.
+  }
 }
 
 /**

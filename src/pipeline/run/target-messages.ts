@@ -1,17 +1,38 @@
-import type { MetricsRecord } from '../index.ts';
+import type { MetricsRecord, PipelineSource, PipelineSubscription, PipelineTarget } from '../index.ts';
 import type { LogLevel } from './log.ts';
 import type { HeldShm } from '../../sqlite/index.ts';
 
 /* What a target's worker thread (target-worker.ts) and its part (target-part.ts) say to each other. */
 
-export interface TargetWorkerData {
+/**
+ * What a target's worker is started with: the declaration the runner
+ * accepted (its last pipeline that loaded), never the pipeline file as it
+ * is now, which may hold an edit the runner refused (config-invalid). Custom
+ * handlers are functions, which cannot be sent to a thread: their
+ * definitions come without them, and the thread imports their modules.
+ */
+export type TargetWorkerData = {
+  /** Where the declaration was read, named in messages (the thread does not read it). */
   readonly pipelineFile: string;
   readonly target: string;
-  /** A target of a declared source (followed by sync), or of a `subscribe` entry (fed by the broker). */
-  readonly via: 'sync' | 'subscribe';
   /** The `-shm` descriptors the main thread holds for its databases, lent: used, never closed (sqlite/shm-files.ts). */
   readonly shm: readonly HeldShm[];
-}
+} & (
+  | {
+      /** A target of a declared source, followed by sync. */
+      readonly via: 'sync';
+      /** Its source (the source's targets left out: `declared` is this one). */
+      readonly source: PipelineSource;
+      readonly declared: PipelineTarget;
+      /** The file's `prune`. */
+      readonly prune: boolean;
+    }
+  | {
+      /** A target of a `subscribe` entry, fed by the broker. */
+      readonly via: 'subscribe';
+      readonly subscription: PipelineSubscription;
+    }
+);
 
 export type ToWorker = { readonly type: 'stop' };
 

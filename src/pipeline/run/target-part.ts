@@ -43,7 +43,17 @@ export const targetPart: PartKind<TargetConfig> = {
     ctx.shared.lockTarget(c.target.path); // its folder made first, when missing
     const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
     const shm = lendShmFiles([c.source.path, c.target.path]);
-    await runWorker({ pipelineFile: ctx.shared.pipelineFile, target: c.target.path, via: 'sync', shm }, ctx, young);
+    // The declaration this part was started with (its fingerprint's), not the file as it is now: a later edit the runner refused stays out.
+    const data: TargetWorkerData = {
+      via: 'sync',
+      pipelineFile: ctx.shared.pipelineFile,
+      target: c.target.path,
+      source: { ...c.source, targets: [] },
+      declared: { ...c.target, projections: withoutHandlers(c.target.projections) },
+      prune: c.prune,
+      shm,
+    };
+    await runWorker(data, ctx, young);
   },
 };
 
@@ -60,13 +70,32 @@ export const subscribePart: PartKind<PipelineSubscription> = {
     JSON.stringify([s.nats, s.sourceId, s.format, declaredInputs(s.projections), handlerModules(s.projections).map(stamp)]),
   async run(s, ctx) {
     makeTargetFolder(s.path);
-    await runWorker(
-      { pipelineFile: ctx.shared.pipelineFile, target: s.path, via: 'subscribe', shm: lendShmFiles([s.path]) },
-      ctx,
-      YOUNG_MB.handlers,
-    );
+    const data: TargetWorkerData = {
+      via: 'subscribe',
+      pipelineFile: ctx.shared.pipelineFile,
+      target: s.path,
+      subscription: { ...s, projections: withoutHandlers(s.projections) },
+      shm: lendShmFiles([s.path]),
+    };
+    await runWorker(data, ctx, YOUNG_MB.handlers);
   },
 };
+
+/** A declaration as a thread can be sent it: a custom definition without its handler (functions cannot be), which the thread imports again. */
+function withoutHandlers(entries: PipelineTarget['projections']): PipelineTarget['projections'] {
+  return entries.map((e) =>
+    e.kind === 'all'
+      ? e
+      : {
+          ...e,
+          definitions: e.definitions.map((d) => {
+            if (d.kind !== 'custom') return d;
+            const { handler: _handler, ...data } = d;
+            return data;
+          }),
+        },
+  );
+}
 
 /**
  * The young generation of a target's worker thread (MB), smaller than V8's

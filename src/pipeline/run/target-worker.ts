@@ -1,9 +1,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Syncer, type SyncReport } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage, InvalidInputError } from '../../errors.ts';
+import { lacksHandler, loadCustomModule, withStoredHandler, type ProjectionDefinition } from '../../projection/index.ts';
 import { followSyncer } from '../follow/index.ts';
-import { loadPipeline, checkDeclaredExclusions, declaredInputs, handlerFailures, dropUndeclared } from '../index.ts';
-import type { Pipeline } from '../index.ts';
+import { checkDeclaredExclusions, declaredInputs, dropUndeclared } from '../index.ts';
+import type { PipelineSubscription, PipelineTarget } from '../index.ts';
 import { withoutCredentials } from '../../apply/target/index.ts';
 import { ownShmFilesIn } from '../../sqlite/index.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
@@ -13,11 +14,13 @@ import { BuildPriority } from './build-priority.ts';
 
 /*
  * The worker thread of one target of `sluice run` (target-part.ts starts
- * it): reads its declaration from the pipeline file, opens a Syncer with it
- * and keeps it following through the follow loop `sync --follow` runs
+ * it): given its declaration as the runner accepted it, opens a Syncer with
+ * it and keeps it following through the follow loop `sync --follow` runs
  * (follow/follow.ts), until the part says stop: the batch in flight
- * finishes, nothing more starts, the thread ends. Custom handlers are
- * functions, which cannot be sent to a thread: the thread reads the file.
+ * finishes, nothing more starts, the thread ends. It never reads the
+ * pipeline file, which may hold an edit the runner refused. Custom handlers
+ * are functions, which cannot be sent to a thread: the thread imports their
+ * modules (afresh: a module saved since is taken in).
  */
 
 const port = parentPort;
@@ -38,15 +41,11 @@ port.on('message', (m: ToWorker) => {
 const SUMMARY_MS = 60_000;
 
 async function main(): Promise<void> {
-  // Another target's handler that fails to load is that target's failure, not this one's.
-  const pipeline = await loadPipeline(data.pipelineFile, process.env, { handlerFailures: 'record' });
-  if (data.via === 'subscribe') return subscribed(pipeline);
-  const source = pipeline.sources.find((s) => s.targets.some((t) => t.path === data.target));
-  const target = source?.targets.find((t) => t.path === data.target);
-  if (source === undefined || target === undefined) return; // no longer declared: the runner stops this part
-  refuseFailedHandlers(target.projections);
+  if (data.via === 'subscribe') return subscribed(data.subscription);
+  const { source } = data;
+  const target: PipelineTarget = { ...data.declared, projections: await withHandlers(data.declared.projections) };
   checkDeclaredExclusions(source);
-  if (pipeline.prune) {
+  if (data.prune) {
     const dropped = dropUndeclared(target);
     if (dropped.length > 0)
       log('info', 'dropped', `dropped the projections the file no longer declares (prune: true): ${dropped.join(', ')}`, {
@@ -137,10 +136,8 @@ async function main(): Promise<void> {
 }
 
 /** A `subscribe` entry: the broker's stream applied to the target until stopped (the broker loaded here, by import()). */
-async function subscribed(pipeline: Pipeline): Promise<void> {
-  const sub = pipeline.subscriptions.find((s) => s.path === data.target);
-  if (sub === undefined) return;
-  refuseFailedHandlers(sub.projections);
+async function subscribed(declared: PipelineSubscription): Promise<void> {
+  const sub: PipelineSubscription = { ...declared, projections: await withHandlers(declared.projections) };
   const broker = await import('../../broker/index.ts');
   const defs = declaredInputs(sub.projections).filter((d) => d !== '*');
   say({ type: 'phase', phase: 'building' });
@@ -167,18 +164,45 @@ async function subscribed(pipeline: Pipeline): Promise<void> {
 }
 
 /**
- * A handler module of this target that failed to load fails the target
- * (before anything is pruned or synced): recorded in its part with the
- * module's error, retried with backoff, and started again when the module
- * is saved (the runner watches it).
+ * The declared projections with their custom handlers, imported in this
+ * thread. A handler module that fails to load fails the target (before
+ * anything is pruned or synced): recorded in its part with the module's
+ * error, retried with backoff, and started again when the module is saved
+ * (the runner watches it).
  */
-function refuseFailedHandlers(entries: Parameters<typeof handlerFailures>[0]): void {
-  const f = handlerFailures(entries)[0];
-  if (f !== undefined)
-    throw new InvalidInputError(
-      f.code,
-      `${f.message.replace(/ and run again\.$/, '.')} sluice run loads it again when the module is saved (or on SIGHUP); the other targets keep running.`,
-    );
+async function withHandlers(entries: PipelineTarget['projections']): Promise<PipelineTarget['projections']> {
+  const out: PipelineTarget['projections'][number][] = [];
+  for (const e of entries) {
+    if (e.kind === 'all') {
+      out.push(e);
+      continue;
+    }
+    const definitions: ProjectionDefinition[] = [];
+    for (const d of e.definitions)
+      definitions.push(lacksHandler(d) ? await withHandler(d, e.kind === 'file' ? e.path : data.pipelineFile) : d);
+    out.push({ ...e, definitions });
+  }
+  return out;
+}
+
+/** Custom definition `d`, declared in `file`, with its handler: from its module, or from the definition file that defines it. */
+async function withHandler(d: ProjectionDefinition, file: string): Promise<ProjectionDefinition> {
+  const failures: InvalidInputError[] = [];
+  try {
+    if (d.kind !== 'custom' || d.module === undefined) return await withStoredHandler(d);
+    const loaded = { ...d };
+    await loadCustomModule(loaded, file, file, { onHandlerFailed: (_d, err) => failures.push(err) });
+    if (failures.length === 0) return loaded;
+  } catch (err) {
+    if (!(err instanceof InvalidInputError)) throw err;
+    failures.push(err);
+  }
+  const f = failures[0] as InvalidInputError;
+  throw new InvalidInputError(
+    f.code,
+    `${f.message.replace(/ and run again\.$/, '.')} sluice run loads it again when the module is saved (or on SIGHUP); the other targets keep running.`,
+    { cause: f },
+  );
 }
 
 main().then(
