@@ -46,10 +46,13 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
   const tables = new Map<string, string>();
   for (const p of projections) {
     const n = foldIdent(p.name);
-    if (names.has(n))
+    const same = names.get(n);
+    if (same !== undefined)
       throw new InvalidInputError(
         'DUPLICATE_PROJECTION',
-        `Two projections are named ${p.name}. Give each projection of a target a unique name.`,
+        same === p.name
+          ? `Two projections are named ${p.name}. Give each projection of a target a unique name.`
+          : `Projections ${same} and ${p.name} have one name but for case, and projection names compare without case (as SQLite compares table names). Give one of them another name; to rename a projection the target holds only in case, name it as the target does, or remove the old one first (sluice drop TARGET ${same}).`,
       );
     names.set(n, p.name);
     for (const t of p.ownedTables) {

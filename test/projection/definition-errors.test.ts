@@ -214,7 +214,16 @@ const CASES: readonly BadCase[] = [
       { name: 'ITEMS', source: 'tags', kind: 'mirror' },
     ],
     code: 'DUPLICATE_PROJECTION',
-    message: /Two projections are named ITEMS/,
+    message: /Projections items and ITEMS have one name but for case, and projection names compare without case .*sluice drop TARGET items/,
+  },
+  {
+    what: 'two projections with the very same name',
+    defs: [
+      { name: 'items', source: 'items', kind: 'mirror' },
+      { name: 'items', source: 'tags', kind: 'mirror', target: 'tags_copy' },
+    ],
+    code: 'DUPLICATE_PROJECTION',
+    message: /Two projections are named items\./,
   },
 ];
 
