@@ -257,6 +257,7 @@ function targetHealth(
   let held: ProjectionHealth[];
   let declaredHeld: Set<string>;
   let heldNames: Set<string>;
+  let heldTables: Set<string> = new Set();
   try {
     held = [
       ...health(path, {
@@ -268,6 +269,7 @@ function targetHealth(
     ];
     const records = heldProjections(path);
     heldNames = new Set(records.map((r) => r.name));
+    heldTables = new Set(records.map((r) => r.targetTable.toLowerCase()));
     declaredHeld = new Set(records.filter((r) => declaresHeld(entries, r)).map((r) => r.name));
   } catch (err) {
     return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
@@ -291,7 +293,13 @@ function targetHealth(
   projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
   // Under "*" every captured images-mode table is declared: one whose mirror the target does not hold (none built yet, or
   // one sluice drop removed, which the file's "*" builds again) is missing.
-  if (all) projections.push(...mirrors(have).map(missing));
+  // (Not one whose table another projection writes: "*" leaves it unmirrored, as sync reports it.)
+  if (all)
+    projections.push(
+      ...mirrors(have)
+        .filter((m) => !heldTables.has(m.source.toLowerCase()))
+        .map(missing),
+    );
   return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
 }
 
