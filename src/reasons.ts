@@ -951,7 +951,12 @@ export const REASONS = {
     explain: 'The target has no projections and the file has no snapshot first.',
     repair: null,
   },
-  IMPORT_OUT_OF_ORDER: { kinds: ['error'], clears: false, explain: 'Lines of the file were moved or lost.', repair: null },
+  IMPORT_OUT_OF_ORDER: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'Lines of the file were moved, lost or edited: out of place, or disagreeing with their section about its seq.',
+    repair: null,
+  },
   IMPORT_SNAPSHOT_MISMATCH: {
     kinds: ['error'],
     clears: false,
