@@ -892,6 +892,13 @@ export const REASONS = {
     explain: 'The cursor file of an export does not hold an export position.',
     repair: null,
   },
+  EXPORT_TABLES_CHANGED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A resumed export was given a --table set other than the tables its cursor carries: it would export the cursor's tables, without a snapshot, and not the ones asked for.",
+    repair: null,
+  },
   EXPORT_FILE_SHORTER: {
     kinds: ['error'],
     clears: false,
