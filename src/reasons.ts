@@ -958,6 +958,12 @@ export const REASONS = {
     explain: 'The target has no projections and the file has no snapshot first.',
     repair: null,
   },
+  IMPORT_DUPLICATE_KEY: {
+    kinds: ['error'],
+    clears: false,
+    explain: "A snapshot holds two rows with one value of its table's primary key: the file or segment was edited.",
+    repair: null,
+  },
   IMPORT_OUT_OF_ORDER: {
     kinds: ['error'],
     clears: false,

@@ -98,7 +98,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
   for (const c of checked) {
     const r = await importStream(
       targetPath,
-      { label: c.file, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
+      { label: c.file, segment: true, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
       { fedBy, ...options },
     );
     total =
