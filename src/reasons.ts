@@ -906,6 +906,12 @@ export const REASONS = {
     repair: null,
   },
   IMPORT_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The import file does not exist.', repair: null },
+  IMPORT_NOT_A_FILE: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The import input is a pipe, a socket or a device, not a regular file or a folder of segments.',
+    repair: null,
+  },
   IMPORT_BAD_VALUE: { kinds: ['error'], clears: false, explain: "A line's value does not fit the table's shape.", repair: null },
   IMPORT_BATCH_MISMATCH: { kinds: ['error'], clears: false, explain: "A batch's lines do not match its closing marker.", repair: null },
   IMPORT_FORMAT_VERSION: {
