@@ -18,6 +18,7 @@ export { errorMessage, isSqliteBusy } from './errors.ts';
 export { busyRoleOf } from './apply/target/index.ts';
 export { splitServers, urlLogin, withoutCredentials } from './apply/target/index.ts';
 export {
+  checkResumedTables,
   cursorFileFor,
   positionOf,
   readResumePoint,

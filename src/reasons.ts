@@ -892,6 +892,13 @@ export const REASONS = {
     explain: 'The cursor file of an export does not hold an export position.',
     repair: null,
   },
+  EXPORT_TABLES_CHANGED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A resumed export was given a --table set other than the tables its cursor carries: it would export the cursor's tables, without a snapshot, and not the ones asked for.",
+    repair: null,
+  },
   EXPORT_FILE_SHORTER: {
     kinds: ['error'],
     clears: false,
@@ -899,6 +906,12 @@ export const REASONS = {
     repair: null,
   },
   IMPORT_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The import file does not exist.', repair: null },
+  IMPORT_NOT_A_FILE: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The import input is a pipe, a socket or a device, not a regular file or a folder of segments.',
+    repair: null,
+  },
   IMPORT_BAD_VALUE: { kinds: ['error'], clears: false, explain: "A line's value does not fit the table's shape.", repair: null },
   IMPORT_BATCH_MISMATCH: { kinds: ['error'], clears: false, explain: "A batch's lines do not match its closing marker.", repair: null },
   IMPORT_FORMAT_VERSION: {
@@ -951,7 +964,18 @@ export const REASONS = {
     explain: 'The target has no projections and the file has no snapshot first.',
     repair: null,
   },
-  IMPORT_OUT_OF_ORDER: { kinds: ['error'], clears: false, explain: 'Lines of the file were moved or lost.', repair: null },
+  IMPORT_DUPLICATE_KEY: {
+    kinds: ['error'],
+    clears: false,
+    explain: "A snapshot holds two rows with one value of its table's primary key: the file or segment was edited.",
+    repair: null,
+  },
+  IMPORT_OUT_OF_ORDER: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'Lines of the file were moved, lost or edited: out of place, or disagreeing with their section about its seq.',
+    repair: null,
+  },
   IMPORT_SNAPSHOT_MISMATCH: {
     kinds: ['error'],
     clears: false,

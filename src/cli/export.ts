@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { Command } from 'commander';
 import { openSource, exportOnce, exportSegment, decodeCursor, status, LineSink } from '../index.ts';
 import {
+  checkResumedTables,
   cursorFileFor,
   positionOf,
   readResumePoint,
@@ -64,6 +65,9 @@ export function registerExport(program: Command): void {
         const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
         const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
         const since = opts.since ?? saved.cursor;
+        // A --table set the resumed cursor does not carry: refused before the source or the output is opened.
+        if (since !== undefined)
+          checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile as string}`);
         // Open the source before the output: a missing or bad source must not leave an empty output file behind.
         const db = openSource(dbPath, { readonly: true });
         let fd: number;
@@ -144,6 +148,8 @@ async function exportSegments(
     );
   const cursorFile = cursorFileFor(path.resolve(opts.out));
   let cursor = opts.since ?? readResumePoint(cursorFile).cursor;
+  if (cursor !== undefined)
+    checkResumedTables(cursor, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile}`);
   const db = openSource(dbPath, { readonly: true });
   let totals = { rows: 0, events: 0, batches: 0 };
   try {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import readline from 'node:readline';
 import { InvalidInputError } from '../errors.ts';
-import { eventLineSchema, type ChangeBatch, type EventLine } from '../feed/index.ts';
+import { decodeCursor, eventLineSchema, type ChangeBatch, type EventLine } from '../feed/index.ts';
 import type { SourceShape } from '../projection/index.ts';
 import {
   batchLineSchema,
@@ -26,8 +26,9 @@ import { TEXT_ENCODINGS, type Db, type TextEncoding } from '../sqlite/index.ts';
 /*
  * Reads an export file and checks what it reads (docs/jsonl.md, "Checks"),
  * before anything is applied: each line's shape, one source, the line
- * format version, typed values, and each snapshot and batch against its
- * marker's counts and digest. A batch is yielded only once its marker has
+ * format version, typed values, each snapshot and batch against its
+ * marker's counts and digest, a snapshot's lines and marker at one seq, and
+ * each marker's cursor at the marker's seq and source. A batch is yielded only once its marker has
  * matched; snapshot rows are yielded as they come (a snapshot can be larger
  * than memory) and its marker only once it has matched, so the importer
  * commits a snapshot only after its `snapshot` item. An error names the
@@ -160,6 +161,8 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
   let encoding: string | undefined;
   /** Row counts of the snapshot being read (undefined: not in a snapshot). */
   let snapshotRows: Map<string, number> | undefined;
+  /** The seq of the snapshot being read: its first table line's, which its other lines and its marker must carry. */
+  let snapshotSeq = 0;
   /** The batch's events read so far; a held one without its line. */
   let events: ReadEvent[] = [];
   const heldTable = new Map<LinePrefix, string>();
@@ -254,10 +257,16 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
         if (events.length > 0) throw refused(where(n), `a table line after ${events.length} event lines that no batch line ended`);
         if (snapshotRows === undefined) {
           snapshotRows = new Map();
+          snapshotSeq = line.seq;
           heldRows = [];
           heldTable.clear();
           digest.take();
         }
+        if (line.seq !== snapshotSeq)
+          throw refused(
+            where(n),
+            `a table line of ${line.table} at seq ${line.seq} in a snapshot whose first table line is at seq ${snapshotSeq}`,
+          );
         if (snapshotRows.has(line.table)) throw refused(where(n), `a second table line for ${line.table} in one snapshot`);
         snapshotRows.set(line.table, 0);
         shapes.set(line.table, {
@@ -278,11 +287,22 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
         const count = snapshotRows?.get(line.table);
         if (snapshotRows === undefined || count === undefined)
           throw refused(where(n), `a row of table ${line.table} outside a snapshot of it (no table line before it)`);
+        if (line.seq !== snapshotSeq)
+          throw refused(
+            where(n),
+            `a row line of ${line.table} at seq ${line.seq} in a snapshot whose table lines are at seq ${snapshotSeq}`,
+          );
         checkRowTypes(shapes.get(line.table) as SourceShape, line.row, where(n));
         snapshotRows.set(line.table, count + 1);
         addDigest(raw);
         yield { kind: 'row', n, line };
       } else if (line.type === 'snapshot') {
+        checkMarkerCursor(line, where(n));
+        if (snapshotRows !== undefined && line.seq !== snapshotSeq)
+          throw refused(
+            where(n),
+            `a snapshot line at seq ${line.seq} ending a snapshot whose table and row lines are at seq ${snapshotSeq}`,
+          );
         checkSnapshot(line, snapshotRows ?? new Map(), digest.take(), where(n));
         snapshotRows = undefined;
         held = undefined;
@@ -291,6 +311,7 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
         yield { kind: 'snapshot', n, line };
       } else {
         if (snapshotRows !== undefined) throw refused(where(n), 'a batch line inside a snapshot (before its `snapshot` line)');
+        checkMarkerCursor(line, where(n));
         checkBatch(line, events, digest.take(), where(n));
         const batch = events.filter((e): e is ParsedEvent => e.line !== undefined);
         events = [];
@@ -326,8 +347,30 @@ export async function peekEncoding(file: string): Promise<TextEncoding | undefin
 function refused(at: string, what: string): InvalidInputError {
   return new InvalidInputError(
     'IMPORT_OUT_OF_ORDER',
-    `${at}: ${what}. Lines of an export file were moved or lost; nothing of this batch or snapshot was committed. Export again, or import the file sluice wrote.`,
+    `${at}: ${what}. Lines of an export file were moved, lost or edited; nothing of this batch or snapshot was committed. Export again, or import the file sluice wrote.`,
   );
+}
+
+/**
+ * A marker's cursor must name the marker's own source and seq: the importer
+ * records the cursor as where the target stands, so a cursor moved forward
+ * would skip the batches between.
+ */
+function checkMarkerCursor(line: SnapshotLine | BatchLine, at: string): void {
+  let c: ReturnType<typeof decodeCursor>;
+  try {
+    c = decodeCursor(line.cursor);
+  } catch (err) {
+    throw new InvalidInputError(
+      'IMPORT_MALFORMED_LINE',
+      `${at}: a ${line.type} line whose cursor is not a sluice cursor (${err instanceof Error ? err.message : String(err)}). The import stopped here; nothing of this ${line.type} was committed. Export again, or import the file sluice wrote.`,
+    );
+  }
+  if (c.seq !== line.seq || c.sourceId !== line.sourceId)
+    throw refused(
+      at,
+      `a ${line.type} line at seq ${line.seq} of source ${line.sourceId} whose cursor is at seq ${c.seq} of source ${c.sourceId}`,
+    );
 }
 
 function checkSnapshot(line: SnapshotLine, rows: ReadonlyMap<string, number>, digest: string, at: string): void {

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/index.ts';
-import { toJsonValue, describeTable, textEncoding } from '../sqlite/index.ts';
+import { toJsonValue, describeTable, foldIdent, shellWord, textEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { snapshot, readBatch, type BatchOptions, decodeCursor, eventToLine } from '../feed/index.ts';
 import { sourceShape } from '../projection/index.ts';
@@ -73,6 +73,7 @@ export interface LineWriter {
  * at-least-once: a crash before that record repeats the batch, never loses it).
  */
 export function exportOnce(db: Db, sink: LineWriter, options: ExportOptions, onDurable: (cursor: string) => void): ExportResult {
+  if (options.since !== undefined) checkResumedTables(options.since, options.tables, 'the cursor it resumes from');
   let cursor = options.since;
   let rows = 0;
   if (cursor === undefined) {
@@ -95,6 +96,35 @@ export function exportOnce(db: Db, sink: LineWriter, options: ExportOptions, onD
     if (!b.hasMore) break;
   }
   return { cursor, rows, events, batches };
+}
+
+/**
+ * A resumed export (one given a cursor to continue after) writes no snapshot
+ * and reads the batches of its cursor's tables, whatever `tables` says: a
+ * `tables` set other than the cursor's would be ignored without a word (a
+ * table added would never be exported). Refused instead, before anything is
+ * written, naming both sets; `from` says where the cursor came from. No
+ * `tables` (or an empty list): the cursor's, as always.
+ */
+export function checkResumedTables(since: string, tables: readonly string[] | undefined, from: string): void {
+  if (tables === undefined || tables.length === 0) return;
+  const carried = decodeCursor(since).tables;
+  const fold = (names: readonly string[]) => new Set(names.map(foldIdent));
+  const have = fold(carried);
+  const want = fold(tables);
+  if (have.size === want.size && [...want].every((t) => have.has(t))) return;
+  const list = (names: readonly string[]) => [...new Set(names)].join(', ');
+  const flags = (names: readonly string[]) => [...new Set(names)].map((t) => `--table ${shellWord(t)}`).join(' ');
+  const added = tables.filter((t) => !have.has(foldIdent(t)));
+  const left = carried.filter((t) => !want.has(foldIdent(t)));
+  const change = [
+    ...(added.length > 0 ? [`${list(added)} would not be exported`] : []),
+    ...(left.length > 0 ? [`${list(left)} would still be exported`] : []),
+  ].join(', and ');
+  throw new InvalidInputError(
+    'EXPORT_TABLES_CHANGED',
+    `${flags(tables)} is not the set of tables ${from} carries (${list(carried)}): a resumed export goes on with its cursor's tables and writes no snapshot, so ${change}. Export to a new --out (it starts with a snapshot of the tables you name), or resume with ${flags(carried)} (or no --table).`,
+  );
 }
 
 /** Writes a snapshot of `tables` (default: every captured images/keys table): its table and row lines, then its marker. */

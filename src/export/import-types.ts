@@ -49,6 +49,8 @@ export interface ImportReport {
 export interface ItemStream {
   /** Names the stream in errors (`<label>:<line>`). */
   readonly label: string;
+  /** The stream is a segment file's (import.ts): its items are numbered in their order, not by lines, so errors name the file alone. */
+  readonly segment?: boolean;
   /** The text encoding the stream's source declares, when known before reading (a new target takes it). */
   readonly encoding?: TextEncoding;
   /** Bytes in the whole stream, for progress (called only when progress is asked for). */

@@ -26,7 +26,9 @@ const SCHEMA = 'main';
 export async function importFile(targetPath: string, file: string, options: ImportOptions = {}): Promise<ImportReport> {
   if (!fs.existsSync(file))
     throw new InvalidInputError('IMPORT_NOT_FOUND', `Import file ${file} does not exist. Pass a file written by \`sluice export\`.`);
-  if (fs.statSync(file).isDirectory()) return importSegments(targetPath, file, options);
+  const stat = fs.statSync(file);
+  if (stat.isDirectory()) return importSegments(targetPath, file, options);
+  refuseNotRegular(file, stat);
   // Before any read of its bytes: a database in use (a -wal or -journal beside it) is no export, and closing a
   // descriptor of it would release the locks this process's own connections to it hold (sqlite/shm-files.ts).
   refuseJournal(file);
@@ -44,6 +46,27 @@ export async function importFile(targetPath: string, file: string, options: Impo
       atHand: true,
     },
     { fedBy, ...options },
+  );
+}
+
+/**
+ * A pipe (`/dev/stdin` fed by `cat`, bash's `<(zcat e.jsonl.gz)`), a device
+ * or a socket: import reads a file more than once and at positions (its
+ * header, its first marker, then its lines, then its last byte), which a
+ * pipe cannot give. Refused before the target is opened.
+ */
+function refuseNotRegular(file: string, stat: fs.Stats): void {
+  if (stat.isFile()) return;
+  const what = stat.isFIFO()
+    ? 'a pipe'
+    : stat.isSocket()
+      ? 'a socket'
+      : stat.isCharacterDevice() || stat.isBlockDevice()
+        ? 'a device'
+        : 'not a regular file';
+  throw new InvalidInputError(
+    'IMPORT_NOT_A_FILE',
+    `${file} is ${what}; import reads a regular file (or a folder of segments), which it reads more than once. Write it to a file first (e.g. zcat e.jsonl.gz > e.jsonl), then import that file. Nothing was written.`,
   );
 }
 
@@ -98,7 +121,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
   for (const c of checked) {
     const r = await importStream(
       targetPath,
-      { label: c.file, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
+      { label: c.file, segment: true, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
       { fedBy, ...options },
     );
     total =

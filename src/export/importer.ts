@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
-import { FailClosedError, InvalidInputError } from '../errors.ts';
+import { errorCode, FailClosedError, InvalidInputError } from '../errors.ts';
 import type { ChangeBatch, Row } from '../feed/index.ts';
 import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
@@ -29,6 +29,13 @@ import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts'
 
 const SCHEMA = 'main';
 
+/** A key's values as text, equal for equal values (of one storage class): bigint, number, string, blob and null told apart. */
+function keyText(values: readonly unknown[]): string {
+  return JSON.stringify(
+    values.map((v) => (typeof v === 'bigint' ? { i: String(v) } : v instanceof Uint8Array ? { b: Buffer.from(v).toString('hex') } : v)),
+  );
+}
+
 /*
  * Feeds a stream of checked export items (import.ts) to the one applier
  * (apply/projections/applier.ts): each snapshot, and each batch, for every projection.
@@ -39,13 +46,16 @@ const SNAPSHOT_CHUNK = 5000;
 
 type Reader = AsyncGenerator<ExportItem, ReadTotals>;
 
-/** The snapshot being read: per source table, the projections it installs and the rows not yet added. */
-type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[] }>;
+/** The snapshot being read: per source table, the projections it installs and the rows not yet added (with their line numbers). */
+type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[]; lines: number[] }>;
+type InstallingTable = Installing extends Map<string, infer T> ? T : never;
 
 /** Feeds a stream of checked export items to the applier: snapshots and batches, each in one target transaction. */
 export class Importer {
   readonly #db: Db;
   readonly #options: ImportOptions;
+  /** The stream's label and whether it is a segment's (ItemStream), for errors. */
+  #stream: { readonly label: string; readonly segment: boolean } = { label: '', segment: false };
   readonly #shapes = new Map<string, SourceShape>();
   #stored: Map<string, SourceShape> | undefined;
   #projections: CompiledProjection[] | undefined;
@@ -62,6 +72,7 @@ export class Importer {
   }
 
   async run(stream: ItemStream): Promise<ImportReport> {
+    this.#stream = { label: stream.label, segment: stream.segment === true };
     const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
     const reader = stream.read({
@@ -253,7 +264,7 @@ export class Importer {
       async () => {
         for (let item: ExportItem = first; ;) {
           if (item.kind === 'table') this.#onTable(item.line, defs, snap);
-          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row);
+          else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row, item.n);
           else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
           const next = await reader.next();
           if (next.done === true) return { ended: next.value };
@@ -290,25 +301,80 @@ export class Importer {
       }
       installs.push(SnapshotInstall.begin(this.#target(line.sourceId), p, rec));
     }
-    snap.set(line.table, { installs, chunk: [] });
+    snap.set(line.table, { installs, chunk: [], lines: [] });
     if (installs.length === 0) this.#heldRows.add(line.table);
     else this.#heldRows.delete(line.table);
   }
 
   /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
-  async #onRow(snap: Installing, table: string, row: RowLine['row']): Promise<void> {
+  async #onRow(snap: Installing, table: string, row: RowLine['row'], n: number): Promise<void> {
     const t = snap.get(table);
     if (t === undefined || t.installs.length === 0) return;
     t.chunk.push(lineToRow(row));
+    t.lines.push(n);
     if (t.chunk.length >= SNAPSHOT_CHUNK) await this.#flush(table, t);
   }
 
   /** The rows read so far, added to each projection being installed (so a snapshot never sits in memory whole). */
-  async #flush(table: string, t: { readonly installs: SnapshotInstall[]; chunk: Row[] }): Promise<void> {
+  async #flush(table: string, t: InstallingTable): Promise<void> {
     if (t.chunk.length === 0) return;
-    const rows = decodedRows(this.#db, (this.#shapes.get(table) as SourceShape).columns, t.chunk);
+    const chunk = t.chunk;
+    const lines = t.lines;
+    const rows = decodedRows(this.#db, (this.#shapes.get(table) as SourceShape).columns, chunk);
     t.chunk = [];
-    for (const install of t.installs) await install.add(rows);
+    t.lines = [];
+    for (const install of t.installs) {
+      try {
+        await install.add(rows);
+      } catch (err) {
+        throw this.#duplicateKey(err, install, table, chunk, lines) ?? err;
+      }
+    }
+  }
+
+  /**
+   * What a snapshot's rows that broke the primary key of the table they are
+   * built into are, when they did (SQLITE_CONSTRAINT_PRIMARYKEY on the
+   * install's own table, whose key is a copy of the source table's): two
+   * rows with one key, which no source table holds, so the file was edited.
+   * A refusal naming the file and table, and (a JSONL file's) the lines: the
+   * two, when both are among the rows just added, else theirs. Undefined for
+   * any other error.
+   */
+  #duplicateKey(
+    err: unknown,
+    install: SnapshotInstall,
+    table: string,
+    rows: readonly Row[],
+    lines: readonly number[],
+  ): InvalidInputError | undefined {
+    if (errorCode(err) !== 'SQLITE_CONSTRAINT_PRIMARYKEY' || !(err instanceof Error) || !err.message.includes(install.buildTable))
+      return undefined;
+    const key = install.p.source.keyColumns;
+    const what = `table ${table}'s key (${key.join(', ')})`;
+    const end =
+      'A snapshot holds one row per key, so the file was edited or is not one sluice wrote; nothing of the snapshot was committed. Export again, or import the file sluice wrote.';
+    const { label, segment } = this.#stream;
+    if (segment)
+      return new InvalidInputError(
+        'IMPORT_DUPLICATE_KEY',
+        `Segment ${label}: its snapshot holds two rows with one value of ${what}. ${end}`,
+      );
+    const seen = new Map<string, number>();
+    for (const [i, row] of rows.entries()) {
+      const k = keyText(key.map((c) => row[c] ?? null));
+      const first = seen.get(k);
+      if (first !== undefined)
+        return new InvalidInputError(
+          'IMPORT_DUPLICATE_KEY',
+          `${label}:${lines[i]}: this row line has the value of ${what} the row line at line ${first} has. ${end}`,
+        );
+      seen.set(k, lines[i] as number);
+    }
+    return new InvalidInputError(
+      'IMPORT_DUPLICATE_KEY',
+      `${label}:${lines[0]}-${lines.at(-1)}: a row line among these has the value of ${what} an earlier row line of its snapshot has. ${end}`,
+    );
   }
 
   /** The snapshot's marker, checked by the reader: each projection swaps in with the snapshot's cursor. */

@@ -3,7 +3,7 @@
 
 export { readCheckedLines } from './checked-reader.ts';
 export type { ExportItem, ReadOptions, ReadTotals, SegmentRef } from './checked-reader.ts';
-export { LineSink, exportOnce, writeBatch, writeSnapshot } from './export.ts';
+export { LineSink, checkResumedTables, exportOnce, writeBatch, writeSnapshot } from './export.ts';
 export type { ExportOptions, ExportResult, LineWriter } from './export.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 export { importFile, importStream } from './import.ts';

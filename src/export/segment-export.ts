@@ -4,7 +4,7 @@ import type { Db } from '../sqlite/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { readState } from '../capture/index.ts';
 import { readBatch } from '../feed/index.ts';
-import type { ExportOptions, ExportResult } from './export.ts';
+import { checkResumedTables, type ExportOptions, type ExportResult } from './export.ts';
 import { SegmentWriter } from './segment-writer.ts';
 import { segmentName } from './segment-files.ts';
 
@@ -25,6 +25,7 @@ export function exportSegment(
   options: ExportOptions,
   onDurable: (cursor: string) => void,
 ): ExportResult & { file?: string } {
+  if (options.since !== undefined) checkResumedTables(options.since, options.tables, 'the cursor it resumes from');
   fs.mkdirSync(dir, { recursive: true });
   const state = readState(db);
   if (state === undefined) throw new FailClosedError('CAPTURE_ABSENT', `${db.name} has no sluice capture. Enable it first.`);

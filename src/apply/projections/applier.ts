@@ -273,6 +273,11 @@ export class SnapshotInstall {
     return this.#build.add(rows);
   }
 
+  /** The table its main table is built under until the swap (a constraint it breaks names this table). */
+  get buildTable(): string {
+    return this.#shadow;
+  }
+
   /** Swaps the shadow in and stores the cursor the snapshot was read at. */
   async finish(cursor: string, seq: number): Promise<{ readonly rows: number; readonly droppedIndexes: readonly DroppedIndex[] }> {
     const { db, schema } = this.#t;
