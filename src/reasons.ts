@@ -809,6 +809,13 @@ export const REASONS = {
   DEFINITION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The projection file does not exist.', repair: null },
   CUSTOM_MODULE_NOT_FOUND: { kinds: ['error'], clears: false, explain: "A custom projection's handler module is not there.", repair: null },
   CUSTOM_MODULE_FAILED: { kinds: ['error'], clears: false, explain: "A custom projection's handler module failed to load.", repair: null },
+  CUSTOM_WROTE_SLUICE: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A custom projection's handler ran a statement that would write one of sluice's own tables (`_sluice_...`: the projections' cursors and definitions, the target's info), or attach or detach a database: the statement was refused before it ran, and its batch was rolled back.",
+    repair: null,
+  },
   CUSTOM_WROTE_SOURCE: {
     kinds: ['error'],
     clears: false,

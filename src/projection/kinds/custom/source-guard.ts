@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../../../sqlite/index.ts';
-import { connectionState, slot, cachedStatement } from '../../../sqlite/index.ts';
+import { connectionState, slot, cachedStatement, quoteIdent } from '../../../sqlite/index.ts';
 import { FailClosedError } from '../../../errors.ts';
 
 /*
@@ -37,16 +37,29 @@ import { FailClosedError } from '../../../errors.ts';
 /** How many statement texts' verdicts a connection keeps (a handler that inlines values makes a new text per value). */
 const LIMIT = 1000;
 
-const guards = slot('custom-source-guard', () => ({ token: '', verdicts: new Map<string, Verdict>() }));
+const guards = slot('custom-source-guard', () => ({
+  token: '',
+  verdicts: new Map<string, Verdict>(),
+  own: new Map<number, Map<number, string>>(),
+}));
 
-/** Why a statement would write the source (null: it would not), and whether it may change a schema. */
+/** Why a statement would write the source, or sluice's own tables (null: it would not), and whether it may change a schema. */
 interface Verdict {
   readonly why: string | null;
+  /** What `why` is about: the source, or sluice's own tables and the connection's databases. */
+  readonly of?: 'sluice';
   readonly changesSchema: boolean;
 }
 
-/** What changes when a verdict may no longer hold: the source's schema and TEMP's. */
-const SCHEMAS = `SELECT (SELECT schema_version FROM main.pragma_schema_version()) || ',' || (SELECT schema_version FROM temp.pragma_schema_version())`;
+/**
+ * What changes when a verdict may no longer hold: the schema of each of the
+ * connection's databases (the source's and TEMP's decide what a name finds;
+ * the target's, where sluice's own tables are).
+ */
+function schemasSql(db: Db): string {
+  const names = (db.pragma('database_list') as { name: string }[]).map((r) => r.name);
+  return `SELECT ${names.map((n) => `(SELECT schema_version FROM ${quoteIdent(n)}.pragma_schema_version())`).join(" || ',' || ")}`;
+}
 
 /** Opcodes of a statement that may change a schema, or undo such a change. */
 const SCHEMA_OPS = new Set([
@@ -73,10 +86,26 @@ const EXPLAINS = new Set(['addr,opcode,p1,p2,p3,p4,p5,comment', 'id,parent,notus
  */
 export function guardPage(db: Db): void {
   const g = connectionState(db).get(guards);
-  const token = String(cachedStatement(db, SCHEMAS, 'pluck').get());
+  const token = String(cachedStatement(db, schemasSql(db), 'pluck').get());
   if (token === g.token) return;
   g.verdicts.clear();
+  g.own = ownTables(db);
   g.token = token;
+}
+
+/** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source, by database index. */
+function ownTables(db: Db): Map<number, Map<number, string>> {
+  const out = new Map<number, Map<number, string>>();
+  for (const r of db.pragma('database_list') as { seq: number | bigint; name: string }[]) {
+    const seq = Number(r.seq);
+    if (seq === 0) continue;
+    const rows = db
+      .prepare(`SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND rootpage > 0`)
+      .raw(true)
+      .all() as [number | bigint, string][];
+    out.set(seq, new Map(rows.map(([root, name]) => [Number(root), name])));
+  }
+  return out;
 }
 
 /**
@@ -89,13 +118,19 @@ export function refuseSourceWrite(db: Db, sql: string, parameters: readonly unkn
   const g = connectionState(db).get(guards);
   let v = g.verdicts.get(sql);
   if (v === undefined) {
-    v = sourceWrite(db, sql, parameters);
+    v = sourceWrite(db, sql, parameters, g.own);
     if (v.changesSchema) g.verdicts.clear();
     else {
       if (g.verdicts.size >= LIMIT) g.verdicts.clear();
       g.verdicts.set(sql, v);
     }
   }
+  if (v.why !== null && v.of === 'sluice')
+    throw new FailClosedError(
+      'CUSTOM_WROTE_SLUICE',
+      `The handler of custom projection ${projection} ran a statement that sluice refuses (${v.why}): ${excerpt(sql)}. sluice's own tables hold every projection's cursor and definition, and the connection's databases are the source and the target. The statement was not run, and nothing of this batch was kept. Write only the tables the definition declares (ctx.tables), through ctx.db.`,
+      { projection, statement: excerpt(sql) },
+    );
   if (v.why !== null)
     throw new FailClosedError(
       'CUSTOM_WROTE_SOURCE',
@@ -105,7 +140,7 @@ export function refuseSourceWrite(db: Db, sql: string, parameters: readonly unkn
 }
 
 /** What `sql` would do to the source. (`parameters` only because a statement runs with all of its bound: they change no opcode.) */
-function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdict {
+function sourceWrite(db: Db, sql: string, parameters: readonly unknown[], own: ReadonlyMap<number, ReadonlyMap<number, string>>): Verdict {
   let explain: Statement;
   try {
     explain = db.prepare(`EXPLAIN ${sql}`);
@@ -127,21 +162,45 @@ function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdi
     .raw(true)
     .all(...parameters) as unknown[][];
   let why: string | null = null;
+  let of: 'sluice' | undefined;
   let changesSchema = false;
   for (const [, op, p1, p2, p3, p4] of program) {
     if (SCHEMA_OPS.has(op as string)) changesSchema = true;
     if (why !== null) continue;
-    if (op === 'Transaction' && p1 === 0 && p2 !== 0) why = 'it writes to it';
+    const sluice = sluiceWrite(op, p1, p2, p3, p4, own);
+    if (sluice !== undefined) {
+      why = sluice;
+      of = 'sluice';
+    } else if (op === 'Transaction' && p1 === 0 && p2 !== 0) why = 'it writes to it';
     else if (op === 'JournalMode' && p1 === 0 && p3 !== -1) why = 'it changes its journal mode';
     else if (op === 'Vacuum' && p1 === 0) why = 'it vacuums it';
     else if (op === 'Checkpoint' && (p1 === 0 || !otherDatabases(db).has(Number(p1)))) why = 'it checkpoints its write-ahead log';
     else if (op === 'SqlExec' && typeof p4 === 'string') {
-      const inner = sourceWrite(db, p4, []);
+      const inner = sourceWrite(db, p4, [], own);
       why = inner.why;
+      of = inner.of;
       changesSchema ||= inner.changesSchema;
     }
   }
-  return { why, changesSchema };
+  return { why, changesSchema, ...(of === undefined ? {} : { of }) };
+}
+
+/** Why opcode `op` writes one of sluice's own tables, or attaches or detaches a database (undefined: it does not). */
+function sluiceWrite(
+  op: unknown,
+  p1: unknown,
+  p2: unknown,
+  p3: unknown,
+  p4: unknown,
+  own: ReadonlyMap<number, ReadonlyMap<number, string>>,
+): string | undefined {
+  const table = (db: unknown, root: unknown) => own.get(Number(db))?.get(Number(root));
+  if (op === 'Function' && typeof p4 === 'string' && /^sqlite_(attach|detach)\(/.test(p4)) return 'it attaches or detaches a database';
+  // OpenWrite (cursor, root page, database), Destroy (root page, register, database), Clear (root page, database).
+  const written = op === 'OpenWrite' ? table(p3, p2) : op === 'Destroy' ? table(p3, p1) : op === 'Clear' ? table(p2, p1) : undefined;
+  if (written !== undefined) return `it writes sluice's own table ${written}`;
+  if (op === 'DropTable' && typeof p4 === 'string' && p4.toLowerCase().startsWith('_sluice_')) return `it drops sluice's own table ${p4}`;
+  return undefined;
 }
 
 /** The indexes of the connection's databases other than main (a checkpoint of another index, SQLITE_MAX_DB, is of all of them). */

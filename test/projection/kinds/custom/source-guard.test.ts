@@ -114,6 +114,37 @@ describe('every way a handler could write the source', () => {
   }
 });
 
+/** Writes that reach around the source's guard, or at sluice's own tables in the target: CUSTOM_WROTE_SLUICE. */
+const SLUICE_WRITES: Record<string, (file: string) => Write> = {
+  'the source attached again under another name, and written there': (file) => async (db) => {
+    await sql`ATTACH ${file} AS s2`.execute(db);
+    await sql`DELETE FROM s2.notes`.execute(db);
+  },
+  "a DELETE of the target's projection rows (sluice's own table)": () => (db) => sql`DELETE FROM tgt._sluice_projections`.execute(db),
+  "an UPDATE of a projection's cursor": () => (db) => sql`UPDATE tgt._sluice_projections SET seq = 0`.execute(db),
+  "a DROP of the target's info table": () => (db) => sql`DROP TABLE tgt._sluice_target`.execute(db),
+  'the target detached': () => (db) => sql`DETACH tgt`.execute(db),
+};
+
+describe("every way a handler could write sluice's own tables, or reach the source another way", () => {
+  for (const [what, write] of Object.entries(SLUICE_WRITES)) {
+    test(`${what} fails the batch with CUSTOM_WROTE_SLUICE before it runs, and nothing is committed`, async ({ makeDb, tmp }) => {
+      const src = source(makeDb, 'app');
+      const target = path.join(tmp, 'cache.db');
+      const defs = [{ name: 'seen', source: 'notes', kind: 'custom' as const, handler: handlerWith(write(src.file)) }];
+      expect((await sync(src.file, target, { projections: defs })).projections[0]?.error).toBeUndefined();
+      src.db.exec("INSERT INTO notes VALUES (2, 'second')");
+      const before = { source: sourceState(src.db), target: targetState(target) };
+      const r = await sync(src.file, target, { projections: defs });
+      expect(r.projections[0]?.error?.code).toBe('CUSTOM_WROTE_SLUICE');
+      expect({ source: sourceState(src.db), target: targetState(target) }).toEqual(before);
+      // And the next sync, with a handler that writes only its own table, applies the batch.
+      const fine = [{ name: 'seen', source: 'notes', kind: 'custom' as const, handler: handlerWith(async () => undefined) }];
+      expect((await sync(src.file, target, { projections: fine })).projections[0]?.error).toBeUndefined();
+    });
+  }
+});
+
 test('a handler reads the source by raw SQL and by the builder, writes TEMP and the target by unqualified names, and its batch commits', async ({
   makeDb,
   tmp,
