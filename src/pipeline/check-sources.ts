@@ -1,7 +1,7 @@
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { refuseTarget } from '../capture/index.ts';
 import { compileProjection, sourceShape } from '../projection/index.ts';
-import { describeTable, openDatabase, findObjects } from '../sqlite/index.ts';
+import { describeTable, foldIdent, openDatabase, findObjects } from '../sqlite/index.ts';
 import type { Pipeline } from './pipeline.ts';
 
 /*
@@ -42,7 +42,7 @@ export function checkPipelineSources(pipeline: Pipeline): void {
                 `${e.declaredAt}: projection ${d.name} reads table ${d.source}, which source ${source.path} names ${real}; sluice matches a projection's table by its exact name. Write source: ${real}.`,
               );
             // A column the file leaves out of capture is in no snapshot or event: refused now, not once the pass has enabled the exclude.
-            const exclude = source.capture.find((c) => c.table === d.source)?.exclude;
+            const exclude = source.capture.find((c) => foldIdent(c.table) === foldIdent(d.source))?.exclude;
             const info = exclude === undefined || exclude.length === 0 ? undefined : describeTable(db, d.source);
             if (info === undefined || info.kind !== 'table') continue;
             try {

@@ -194,6 +194,12 @@ listen: 9464
     expect(map.message).toMatch(/sluice\.yml:8:13: Projection m: .*reads column title of issues, which is left out of capture/);
     const fts = await refusal(tmp, `${head}          - {name: s, source: issues, kind: fts5, columns: [Title]}\n`);
     expect(fts.message).toMatch(/sluice\.yml:7:13: Projection s: .*reads column title of issues/);
+    // The capture entry names the table in another case than the definition: the same table.
+    const cased = await refusal(
+      tmp,
+      `${head.replace('{issues: {exclude', '{Issues: {exclude')}          - {name: m, source: issues, kind: map, columns: {id: id, t: title}}\n`,
+    );
+    expect(cased.message).toMatch(/Projection m: .*reads column title of issues, which is left out of capture/);
     // What it does not read, it may: the mirror leaves the column out, and a map of other columns is built.
     const ok = write(
       tmp,
