@@ -46,6 +46,9 @@ export async function alterWithForecast(
   const targets = options.targets ?? [];
   for (const t of targets) requireTarget(t);
   if (options.dryRun === true && targets.length > 0) return dryRunWithTargets(sourcePath, ddl, targets);
+  // Each target opened as the forecast will open it, before the DDL commits: one that is no target (the source
+  // itself, a file that is not SQLite) is refused with nothing changed, not after the change (which it said nothing of).
+  for (const t of targets) openApplySession(sourcePath, t, { readonly: true }).close();
   const db = openSource(sourcePath);
   let result: AlterResult;
   let consumers: ConsumerForecast[];

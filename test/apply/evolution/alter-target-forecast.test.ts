@@ -108,4 +108,22 @@ describe('sluice alter --target', () => {
     expect(fs.existsSync(missing)).toBe(false);
     expect(schemaOf(src)).toBe(schema);
   });
+
+  test('a target that is the source, or not a database, is refused before the alter runs: the source is left as it was', async ({
+    tmp,
+  }) => {
+    const { src } = await pair(tmp);
+    const schema = schemaOf(src);
+    const junk = path.join(tmp, 'junk.db');
+    fs.writeFileSync(junk, 'not a database, but long enough to be read as a header, and then some more bytes'.repeat(2));
+    for (const [target, code] of [
+      [src, 'TARGET_IS_SOURCE'],
+      [junk, 'NOT_A_DATABASE'],
+    ] as const) {
+      const r = await runCliAsync(['alter', src, 'ALTER TABLE t ADD COLUMN extra TEXT', '--target', target]);
+      expect(r.status, r.stderr).toBe(1);
+      expect(r.stderr).toContain(code);
+      expect(schemaOf(src), `--target ${target}`).toBe(schema);
+    }
+  });
 });
