@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { openSource, readBatch, journalStartCursor } from '../index.ts';
 import { eventToLine } from '../internal.ts';
-import { collect, parseWholeNumber } from './enable.ts';
+import { collect, parseCount } from './enable.ts';
 import { jsonReplacer } from './output.ts';
 import { stdout } from './closed-pipe.ts';
 
@@ -14,7 +14,7 @@ export function registerChanges(program: Command): void {
       '--since <cursor>',
       'continue after this cursor (default: the start of the retained journal written since the tables were last armed)',
     )
-    .option('--limit <n>', 'most events to print', parseWholeNumber, 1000)
+    .option('--limit <n>', 'most events to print (at least 1)', parseCount, 1000)
     .option('--table <name>', 'only this table (repeatable)', collect, [] as string[])
     .option(
       '--columns <names>',
@@ -33,7 +33,7 @@ export function registerChanges(program: Command): void {
         const tables = opts.table.length > 0 ? opts.table : undefined;
         const start = opts.since ?? journalStartCursor(db, tables);
         const batch = readBatch(db, start, {
-          limit: Math.max(1, opts.limit),
+          limit: opts.limit,
           ...(tables === undefined ? {} : { tables }),
           ...(opts.columns.length === 0 ? {} : { columns: opts.columns.filter((c) => c !== '') }),
         });

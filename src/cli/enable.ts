@@ -16,6 +16,13 @@ export function parseColumnList(value: string): string[] {
     .filter((s) => s !== '');
 }
 
+/** A whole number of at least 1 (a count of things to print or take: 0 would be taken as 1 or as no limit). */
+export function parseCount(value: string): number {
+  const n = parseWholeNumber(value);
+  if (n < 1) throw new InvalidArgumentError(`expected a whole number of at least 1, got "${value}"`);
+  return n;
+}
+
 export function parseWholeNumber(value: string): number {
   const n = Number(value);
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(n)) throw new InvalidArgumentError(`expected a whole number, got "${value}"`);

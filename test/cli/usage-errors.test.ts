@@ -44,6 +44,7 @@ const CASES: Record<string, Case> = {
   'a bad --mode choice': { args: (s) => ['enable', s, 'issues', '--mode', 'rows'], names: ['--mode', "'rows'", 'images, keys, counter'] },
   'a non-numeric --retention': { args: (s) => ['enable', s, 'issues', '--retention', '1e6'], names: ['--retention', '1e6'] },
   'a non-numeric --limit': { args: (s) => ['changes', s, '--limit', 'ten'], names: ['--limit', 'ten'] },
+  'a --limit of 0 (it printed one event)': { args: (s) => ['changes', s, '--limit', '0'], names: ['--limit', 'at least 1'] },
   'a negative --limit': { args: (s) => ['changes', s, '--limit', '-5'], names: ['--limit', '-5'] },
   'a non-numeric --batch for sync': { args: (s) => ['sync', s, 'out.db', '--batch', '1.5'], names: ['--batch', '1.5'] },
   'a non-numeric --batch for export': { args: (s) => ['export', s, '--out', 'out.jsonl', '--batch', 'many'], names: ['--batch', 'many'] },
