@@ -66,7 +66,16 @@ export function registerQuery(program: Command): void {
           table: w.table,
           message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
         }));
-        const r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
+        let r: ReturnType<typeof runQuery>;
+        try {
+          r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
+        } catch (err) {
+          // DDL that sluice's own objects stop (DROP COLUMN of a column a capture trigger names): SQLite refuses it with
+          // the trigger's name; it is the same refusal, nothing committed.
+          const own = /error in (?:trigger|view|index) (_sluice_\w*)/i.exec(err instanceof Error ? err.message : '');
+          if (own?.[1] !== undefined) throw ownObjectsRefused(dbPath, sql, [own[1]], err);
+          throw err;
+        }
         for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
         const rows = r.rows.map((row) => row.map(toJsonValue));
         emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
@@ -90,10 +99,10 @@ function ownTablesRefused(file: string, tables: readonly string[]): InvalidInput
 }
 
 /** A statement that made, dropped or changed sluice's objects (ownObjectsChanged): rolled back. */
-function ownObjectsRefused(file: string, sql: string, objects: readonly string[]): InvalidInputError {
+function ownObjectsRefused(file: string, sql: string, objects: readonly string[], cause?: unknown): InvalidInputError {
   return new InvalidInputError(
     'QUERY_REFUSED',
     `Query on ${file}: the statement would make, drop or change sluice's own ${objects.join(', ')}, so it was rolled back and nothing was committed. DDL on a captured table goes through sluice alter ${shellWord(file)} ${shellWord(sql)}, which keeps its capture in step; sluice's own tables go with sluice disable (a source) or sluice drop (a target's projections).`,
-    { exitCode: 2 },
+    { exitCode: 2, ...(cause === undefined ? {} : { cause }) },
   );
 }
