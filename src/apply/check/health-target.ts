@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/index.ts';
 import { compileProjection, ownedTables, type SourceShape, kindNamed, parseStoredDefinition } from '../../projection/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
-import { repairAction } from '../../sqlite/index.ts';
+import { quoteIdent, repairAction } from '../../sqlite/index.ts';
 
 /*
  * What health can see of a projection's own tables without reading their
@@ -13,18 +13,29 @@ import { repairAction } from '../../sqlite/index.ts';
  */
 
 /** Problems with the projection's tables in the target, each with the command that repairs it. */
-export function targetTableProblems(target: Db, r: ProjectionRecord, sourcePath: string | undefined, targetPath: string): string[] {
+export function targetTableProblems(
+  target: Db,
+  r: ProjectionRecord,
+  sourcePath: string | undefined,
+  targetPath: string,
+  schema = 'main',
+): string[] {
   if (r.cursor === null || r.state === 'suspended') return [];
   const repair = () => repairAction(r.name, 'TARGET_TABLE_CHANGED', sourcePath, targetPath, r.sourceTable);
   const problems: string[] = [];
   for (const t of kindNamed(r.kind)?.makesTables === true ? ownedTables(r) : []) {
-    const exists = target.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE").get(t) !== undefined;
+    const exists =
+      target.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE`).get(t) !==
+      undefined;
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }
   if (problems.length > 0 || kindNamed(r.kind)?.checksColumns !== true) return problems;
   const expected = expectedColumns(r);
   if (expected === undefined) return problems;
-  const actual = target.prepare('SELECT name FROM main.pragma_table_info(?)').pluck().all(r.targetTable) as string[];
+  const actual = target
+    .prepare(`SELECT name FROM ${quoteIdent(schema)}.pragma_table_info(?)`)
+    .pluck()
+    .all(r.targetTable) as string[];
   const fold = (xs: readonly string[]) => new Set(xs.map((x) => x.toLowerCase()));
   const want = fold(expected);
   const have = fold(actual);

@@ -1,4 +1,5 @@
 import { shadowBuildOf, openApplySession, TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
+import { targetTableProblems } from './health-target.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../../errors.ts';
@@ -302,6 +303,9 @@ function compareOne(
   if (kindNamed(rec.kind)?.verification === undefined) return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
   if (tid === undefined)
     return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
+  // A table of it dropped or changed by hand: what health says, not SQLite's "no such table" from the comparison.
+  const tables = shadowAt === undefined ? targetTableProblems(db, rec, paths?.source, paths?.target ?? db.name, TARGET_SCHEMA) : [];
+  if (tables[0] !== undefined) return { ...base, ok: false, reason: 'TARGET_TABLE_CHANGED', skipped: `not compared: ${tables[0]}` };
   const today = fitsSourceToday(db, rec);
   if (today !== undefined) return { ...base, ok: false, ...today };
   if (prunedThrough > rec.seq) {

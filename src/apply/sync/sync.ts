@@ -1,3 +1,4 @@
+import { targetTableProblems } from '../check/index.ts';
 import type { Db } from '../../sqlite/index.ts';
 import {
   writeAlone,
@@ -338,9 +339,18 @@ export class Syncer {
           recordFailureAlone(this.session.db, failed, damaged.code, damaged.message);
           throw damaged;
         }
-        if (!(err instanceof SluiceError)) this.#mayClear = true;
-        const code = err instanceof SluiceError ? err.code : typeof errorCode(err) === 'string' ? String(errorCode(err)) : 'APPLY_FAILED';
-        const message = err instanceof Error ? err.message : String(err);
+        // A table of it dropped or changed by hand: what health says of it, with the repair, not SQLite's "no such table".
+        const changed = err instanceof SluiceError ? undefined : this.#tableProblem(p);
+        if (!(err instanceof SluiceError) && changed === undefined) this.#mayClear = true;
+        const code =
+          changed !== undefined
+            ? 'TARGET_TABLE_CHANGED'
+            : err instanceof SluiceError
+              ? err.code
+              : typeof errorCode(err) === 'string'
+                ? String(errorCode(err))
+                : 'APPLY_FAILED';
+        const message = changed ?? (err instanceof Error ? err.message : String(err));
         // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
         recordFailureAlone(this.session.db, failed, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
@@ -776,6 +786,17 @@ export class Syncer {
       }
       progress('current', out.seq);
       return { ...active, applied, ...built, ...commits };
+    }
+  }
+
+  /** What is wrong with projection `p`'s tables in the target, as health says it (targetTableProblems), if anything. */
+  #tableProblem(p: CompiledProjection): string | undefined {
+    try {
+      const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+      if (rec === undefined) return undefined;
+      return targetTableProblems(this.session.db, rec, this.session.sourcePath, this.session.targetPath, TARGET_SCHEMA)[0];
+    } catch {
+      return undefined;
     }
   }
 
