@@ -113,7 +113,11 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     return pipelineHealth(pipeline, { fedLag });
   });
   // What the held projections are built from, against what the file declares (plan's reading: nothing written).
-  const h = withPlannedChanges(read, await planPipeline(pipeline));
+  // (A plan that cannot be read, a declared target that is no database, say: health has reported that target already.)
+  const h = await planPipeline(pipeline).then(
+    (plan) => withPlannedChanges(read, plan),
+    () => read,
+  );
   emit(opts, S.pipelineHealthOutput, h, () => pipelineText(h));
   if (!h.ok) throw new ExitSignal(3);
 }

@@ -145,6 +145,29 @@ describe('sluice plan and sluice health --config', () => {
     expect(runCli(['health', '--config', file]).status, 'built again by the pass').toBe(0);
   });
 
+  test("health --config reports a declared target that is not a database as that target's problem, exit 3, and the other targets as they are", async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(
+      file,
+      YML.replace('        projections: ["*"', '        projections: ["*"]\n      - path: junk.db\n        projections: ["*"'),
+    );
+    await convergeOnce(await loadPipeline(file)).catch(() => undefined);
+    fs.rmSync(path.join(tmp, 'junk.db'), { force: true });
+    fs.writeFileSync(path.join(tmp, 'junk.db'), 'not a database at all, '.repeat(20));
+    const h = runCli(['health', '--config', file, '--json']);
+    expect(h.status, h.stderr).toBe(3);
+    const out = pipelineHealthOutput.parse(JSON.parse(h.stdout));
+    expect(out.targets.map((t) => [path.basename(t.path), t.ok])).toEqual([
+      ['cache.db', true],
+      ['junk.db', false],
+    ]);
+    expect(out.problems.join('\n')).toMatch(/target .*junk\.db cannot be read/);
+  });
+
   test('plan and health --config leave a hot journal and its database as they are, and say which file needs a writer to roll it back', ({
     tmp,
   }) => {
