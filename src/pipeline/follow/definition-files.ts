@@ -50,10 +50,19 @@ export class DefinitionFiles {
   /** The stamps at changedAndSettled's last look. */
   #lastLook: string | undefined;
 
-  /** `files` as they were loaded (the open read them). */
-  constructor(files: readonly string[]) {
+  /**
+   * `files` as they were loaded (the open read them). `before`: stamps taken
+   * before the load read them, which win over a stamp taken now: a file
+   * saved while it was being loaded then reads as changed, not as loaded.
+   */
+  constructor(files: readonly string[], before?: ReadonlyMap<string, string>) {
     this.#files = files;
-    this.#stamps = files.map(stamp);
+    this.#stamps = files.map((f) => before?.get(f) ?? stamp(f));
+  }
+
+  /** The stamps of `files` (and of these), as they are now: for the `before` of the next load. */
+  stampsNow(files: readonly string[] = []): Map<string, string> {
+    return new Map([...this.#files, ...files].map((f) => [f, stamp(f)]));
   }
 
   /**

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import type { FedLag } from '../../apply/check/index.ts';
 import { lockFollower } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage } from '../../errors.ts';
@@ -13,7 +14,7 @@ import {
   SluiceMetrics,
   pipelineHealth,
 } from '../index.ts';
-import { DefinitionFiles } from '../follow/index.ts';
+import { DefinitionFiles, stamp } from '../follow/index.ts';
 import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
@@ -64,12 +65,12 @@ export class Runner {
   #stopped = false;
   readonly #shared: RunShared;
 
-  private constructor(file: string, pipeline: Pipeline, log: RunLog, runLock: ProcessLock) {
+  private constructor(file: string, pipeline: Pipeline, log: RunLog, runLock: ProcessLock, before: ReadonlyMap<string, string>) {
     this.#file = file;
     this.#pipeline = pipeline;
     this.#log = log;
     this.#runLock = runLock;
-    this.#watched = watchedFiles(pipeline);
+    this.#watched = watchedFiles(pipeline, pipeline.file, before);
     this.#shared = {
       pipelineFile: pipeline.file,
       pipeline: () => this.#pipeline,
@@ -95,10 +96,12 @@ export class Runner {
    */
   static async start(file: string, log: RunLog): Promise<Runner> {
     tightenHeapGrowth(); // a long-lived process of several isolates: memory over GC throughput (heap-growth.ts)
+    // The file's stamp before it is read: one saved while it loads is loaded again by the watch.
+    const before = new Map([[path.resolve(file), stamp(path.resolve(file))]]);
     const pipeline = await loadPipeline(file, process.env, RECORD);
     checkPipelineSources(pipeline);
     const runLock = lockRun(pipeline.file);
-    const runner = new Runner(file, pipeline, log, runLock);
+    const runner = new Runner(file, pipeline, log, runLock, before);
     try {
       // Its address taken (another run's, an exporter's): refused now, before anything is made, enabled or built (retried, another process would answer /healthz).
       if (pipeline.listen !== undefined) await probeListen(pipeline.listen, 'listen', LISTEN_FIX);
@@ -133,6 +136,8 @@ export class Runner {
 
   async #reload(why: string): Promise<void> {
     let next: Pipeline;
+    // Stamps taken before the files are read: a file saved while this reload reads it is loaded again, not taken as loaded.
+    const before = this.#watched.stampsNow([path.resolve(this.#file)]);
     try {
       next = await loadPipeline(this.#file, process.env, RECORD);
       checkPipelineSources(next);
@@ -143,7 +148,7 @@ export class Runner {
         message: String(errorMessage(err)),
         ms: Date.now(),
       };
-      this.#watched = watchedFiles(this.#pipeline, this.#file);
+      this.#watched = watchedFiles(this.#pipeline, this.#file, before);
       this.#cached = undefined;
       this.#log.event('error', 'run', 'config-invalid', `${this.#configError.message} (the configuration loaded before keeps running)`, {
         code: this.#configError.code,
@@ -153,7 +158,7 @@ export class Runner {
     this.#pipeline = next;
     this.#loadedMs = Date.now();
     this.#configError = null;
-    this.#watched = watchedFiles(next);
+    this.#watched = watchedFiles(next, next.file, before);
     this.#cached = undefined;
     this.#log.event('info', 'run', 'reload', `loaded ${next.file} again (${why})`);
     await this.#reconcile();
@@ -304,10 +309,10 @@ function declaredTargets(p: Pipeline): string[] {
 }
 
 /** The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer loads). */
-function watchedFiles(p: Pipeline, file: string = p.file): DefinitionFiles {
+function watchedFiles(p: Pipeline, file: string = p.file, before?: ReadonlyMap<string, string>): DefinitionFiles {
   const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) => [
     ...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
     ...handlerModules(t.projections),
   ]);
-  return new DefinitionFiles([file, ...defs]);
+  return new DefinitionFiles([file, ...defs], before);
 }

@@ -32,4 +32,22 @@ describe('DefinitionFiles.changedAndSettled', () => {
     write('sources:\n  - path: app2.db\n', 4_000); // changed again before that: waits again
     expect(files.changedAndSettled()).toBe(false);
   });
+
+  test('a file saved while it was being loaded reads as changed, since the stamps taken before the load win', ({ tmp }) => {
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, 'sources: []\n');
+    fs.utimesSync(file, 1_000, 1_000);
+    const watching = new DefinitionFiles([file]);
+    const before = watching.stampsNow();
+    // The reload reads the file, and an editor saves it again before the reload is done.
+    fs.writeFileSync(file, 'sources:\n  - path: app.db\n');
+    fs.utimesSync(file, 2_000, 2_000);
+    const reloaded = new DefinitionFiles([file], before);
+    expect(reloaded.changedAndSettled()).toBe(false);
+    expect(reloaded.changedAndSettled(), 'loaded again at the next settled look').toBe(true);
+    // Without the stamps from before, the save is taken as what was loaded: never loaded (the bug).
+    const stampedAfter = new DefinitionFiles([file]);
+    stampedAfter.changedAndSettled();
+    expect(stampedAfter.changedAndSettled()).toBe(false);
+  });
 });
