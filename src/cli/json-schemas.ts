@@ -342,7 +342,7 @@ export const runStatusOutput = pipelineHealthOutput.extend({
       z.object({
         kind: z.enum(['capture', 'target', 'publish', 'subscribe', 'http']),
         name: z.string(),
-        state: z.enum(['starting', 'running', 'retrying', 'stopped']),
+        state: z.enum(['starting', 'running', 'retrying', 'stopping', 'stopped']),
         phase: z.enum(['building', 'following']).optional(),
         failure: z
           .object({

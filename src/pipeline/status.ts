@@ -89,7 +89,7 @@ export interface RunPart {
   readonly kind: 'capture' | 'target' | 'publish' | 'subscribe' | 'http';
   /** What it works on: a source or target path, or the listen address. */
   readonly name: string;
-  readonly state: 'starting' | 'running' | 'retrying' | 'stopped';
+  readonly state: 'starting' | 'running' | 'retrying' | 'stopping' | 'stopped';
   /** What a target part is doing: building a projection from a snapshot (a first build: /healthz is 503), or following its source. */
   readonly phase?: 'building' | 'following' | undefined;
   /** The last failure, kept until the part runs again without one. */

@@ -163,6 +163,8 @@ export class SupervisedPart<C> {
 
   /** Stops it: what is in flight finishes, nothing more starts. */
   async stop(): Promise<void> {
+    // (Shown while it finishes what is in flight: /healthz is 503 meanwhile, not 200 over a target nobody follows.)
+    if (this.#state !== 'stopped') this.#state = 'stopping';
     this.#stop.abort();
     await this.#current?.catch(() => undefined);
     this.#retryStop.abort();

@@ -175,8 +175,9 @@ export class Runner {
     });
     await Promise.all(
       going.map(async ([key, part]) => {
-        this.#parts.delete(key);
+        // Listed until it has stopped (its state 'stopping'), so that status shows a target no part follows meanwhile.
         await part.stop();
+        if (this.#parts.get(key) === part) this.#parts.delete(key);
       }),
     );
     const declared = new Set(declaredTargets(this.#pipeline));

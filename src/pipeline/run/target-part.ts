@@ -22,6 +22,19 @@ export interface TargetConfig {
 }
 
 /** The worker's module beside this one: .js in the build (dist/), .ts when run from the sources. */
+/**
+ * How long a stopped worker may take to finish what is in flight before it
+ * is terminated (a handler that loops never gets to the stop message).
+ * SLUICE_STOP_GRACE_MS sets another for the process (a hook for the tests).
+ */
+const STOP_GRACE_MS = graceMs(process.env.SLUICE_STOP_GRACE_MS);
+
+function graceMs(env: string | undefined): number {
+  if (env === undefined) return 30_000;
+  if (!/^[1-9][0-9]{0,8}$/.test(env)) throw new Error(`SLUICE_STOP_GRACE_MS=${env}: not a whole number of ms from 1 to 999999999`);
+  return Number(env);
+}
+
 const WORKER = new URL(`./target-worker${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url);
 
 export const targetPart: PartKind<TargetConfig> = {
@@ -127,7 +140,21 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
     trackUnmanagedFds: process.platform === 'win32',
   });
   let failure: PartFailure | undefined;
-  const stop = () => worker.postMessage({ type: 'stop' } satisfies ToWorker);
+  let grace: NodeJS.Timeout | undefined;
+  const stop = () => {
+    worker.postMessage({ type: 'stop' } satisfies ToWorker);
+    // Terminated, its transaction not committed (better-sqlite3 closes the thread's connections as it goes, which
+    // rolls back and lets go of the target's locks): what it had not committed is applied again by the next worker.
+    grace = setTimeout(() => {
+      ctx.log(
+        'error',
+        'terminated',
+        `the worker of target ${data.target} did not stop within ${STOP_GRACE_MS} ms (a custom handler that loops, or a batch that long): terminated, and what it had not committed was not`,
+      );
+      void worker.terminate();
+    }, STOP_GRACE_MS);
+    grace.unref();
+  };
   ctx.signal.addEventListener('abort', stop, { once: true });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -151,6 +178,7 @@ async function runWorker(data: TargetWorkerData, ctx: PartContext, youngMb: numb
       });
     });
   } finally {
+    clearTimeout(grace);
     ctx.signal.removeEventListener('abort', stop);
   }
 }
