@@ -1,6 +1,7 @@
 import { enable, readTables, openSource } from '../../capture/index.ts';
 import type { Pipeline, PipelineSource } from '../index.ts';
-import type { PartContext, PartKind } from './part.ts';
+import { PartFailure, type PartContext, type PartKind } from './part.ts';
+import { SluiceError, isSqliteBusy } from '../../errors.ts';
 import { followedByAnother, forgetUndeclared, declaredInputs, sameColumns } from '../index.ts';
 
 export interface CaptureConfig {
@@ -36,12 +37,25 @@ export const capturePart: PartKind<CaptureConfig> = {
       c.prune ? [...c.pipeline.sources.flatMap((s) => s.targets.map((t) => t.path)), ...c.pipeline.subscriptions.map((s) => s.path)] : [],
     ]),
   async run(config, ctx) {
-    ensureCaptured(config, ctx);
+    captureOrBusy(config, ctx);
     ctx.ok();
     // Looked at again now and then: a source deleted and made again (a reset, a restore without sluice's tables) is captured again as at start.
-    while (!(await aborted(ctx.signal, RECHECK_MS))) ensureCaptured(config, ctx);
+    while (!(await aborted(ctx.signal, RECHECK_MS))) captureOrBusy(config, ctx);
   },
 };
+
+/** ensureCaptured, with SQLite's bare "database is locked" said as the source's lock (SOURCE_BUSY), naming it: retried as any failure. */
+function captureOrBusy(config: CaptureConfig, ctx: PartContext): void {
+  try {
+    ensureCaptured(config, ctx);
+  } catch (err) {
+    if (err instanceof SluiceError || !isSqliteBusy(err)) throw err;
+    throw new PartFailure(
+      'SOURCE_BUSY',
+      `source ${config.source.path} is locked: another process holds a lock on it (a write transaction it has not committed yet), so its declared capture could not be checked or enabled; sluice run tries again, and goes on once that process commits or ends`,
+    );
+  }
+}
 
 /** How often a running capture part looks whether its declared tables are still captured (one open and one catalog read). */
 const RECHECK_MS = 3000;
