@@ -7,4 +7,6 @@ export { Runner } from './runner.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { BUILD_NICE, BuildPriority } from './build-priority.ts';
+export { PartFailure, SupervisedPart } from './part.ts';
+export type { PartKind, RunShared } from './part.ts';
 export { PASS_REPORT_MS, PassReports } from './pass-reports.ts';

@@ -67,9 +67,23 @@ export class PartFailure extends Error {
 
 const BACKOFF = { factor: 2, minTimeout: 500, maxTimeout: 30_000 } as const;
 
-/** The wait p-retry makes after the `attempt`th failure (randomize off). */
+/** The wait after the `attempt`th failure in a row (since the part last ran). */
 function backoffMs(attempt: number): number {
   return Math.min(BACKOFF.minTimeout * BACKOFF.factor ** (attempt - 1), BACKOFF.maxTimeout);
+}
+
+/** Waits `ms`, or less when `signal` aborts. */
+function waitUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve();
+    const done = () => {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** One part, supervised: started, retried with backoff after each failure, stopped on request. */
@@ -130,10 +144,14 @@ export class SupervisedPart<C> {
       },
       {
         retries: Number.POSITIVE_INFINITY,
-        ...BACKOFF,
+        // The wait is this part's own (below), from its failures since it last ran: p-retry's counts every failure of the
+        // part's life, so after a few that each recovered, the wait it made (30 s) was not the one logged and shown.
+        factor: 1,
+        minTimeout: 0,
+        maxTimeout: 0,
         randomize: false,
         signal: this.#retryStop.signal,
-        onFailedAttempt: ({ error }) => {
+        onFailedAttempt: async ({ error }) => {
           const f = PartFailure.of(error);
           this.#attempts += 1;
           const wait = backoffMs(this.#attempts);
@@ -143,6 +161,7 @@ export class SupervisedPart<C> {
           this.#log('error', 'failed', `${f.code}: ${f.message}`, { code: f.code, attempts: this.#attempts });
           this.#log('info', 'retry', `next attempt in ${wait} ms`, { retryMs: wait });
           this.#firstSettled();
+          await waitUnlessAborted(wait, this.#retryStop.signal);
         },
       },
     ).then(
