@@ -304,7 +304,7 @@ function compareOne(
   if (tid === undefined)
     return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
   // A table of it dropped or changed by hand: what health says, not SQLite's "no such table" from the comparison.
-  const tables = shadowAt === undefined ? targetTableProblems(db, rec, paths?.source, paths?.target ?? db.name, TARGET_SCHEMA) : [];
+  const tables = shadowAt === undefined ? targetTableProblems(db, rec, paths?.source, paths?.target ?? db.name, TARGET_SCHEMA, false) : [];
   if (tables[0] !== undefined) return { ...base, ok: false, reason: 'TARGET_TABLE_CHANGED', skipped: `not compared: ${tables[0]}` };
   const today = fitsSourceToday(db, rec);
   if (today !== undefined) return { ...base, ok: false, ...today };

@@ -794,7 +794,8 @@ export class Syncer {
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
       if (rec === undefined) return undefined;
-      return targetTableProblems(this.session.db, rec, this.session.sourcePath, this.session.targetPath, TARGET_SCHEMA)[0];
+      // Only a table that is missing: SQLite's error here is "no such table" (other columns are the error's to say).
+      return targetTableProblems(this.session.db, rec, this.session.sourcePath, this.session.targetPath, TARGET_SCHEMA, false)[0];
     } catch {
       return undefined;
     }

@@ -100,7 +100,10 @@ function ownTables(db: Db): Map<number, Map<number, string>> {
     const seq = Number(r.seq);
     if (seq === 0) continue;
     const rows = db
-      .prepare(`SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND rootpage > 0`)
+      // (Not a protected rebuild's shadow of a handler's own tables, _sluice_build_..., which its handler fills.)
+      .prepare(
+        `SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND tbl_name NOT GLOB '_sluice_build_*' AND rootpage > 0`,
+      )
       .raw(true)
       .all() as [number | bigint, string][];
     out.set(seq, new Map(rows.map(([root, name]) => [Number(root), name])));
