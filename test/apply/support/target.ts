@@ -78,6 +78,17 @@ export function dumpFile(file: string, options: DumpOptions = {}): Record<string
   }
 }
 
+/** `sluice export` of `source`, appended to the JSONL `file` and to the segment folder `folder` (each resumes where it stopped). */
+export function exportBothFormats(source: string, file: string, folder: string): void {
+  for (const args of [
+    ['--out', file],
+    ['--out', folder, '--format', 'segment'],
+  ]) {
+    const r = cli(['export', source, ...args]);
+    if (r.status !== 0) throw new Error(`sluice export ${args.join(' ')} failed: ${r.stderr}`);
+  }
+}
+
 /** Rows of a table in another database file, as cells. */
 export function fileTableCells(file: string, table: string, columns?: readonly string[]): Cell[][] {
   const db = openDatabase(file);

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { test, expect, describe } from '../../../support/fixtures.ts';
 import { openDatabase } from '../../../../src/sqlite/index.ts';
 import { sync } from '../../../../src/apply/sync/index.ts';
-import { cli, makeSource, tableCells } from '../../../apply/support/target.ts';
+import { cli, exportBothFormats, makeSource, tableCells } from '../../../apply/support/target.ts';
 
 /*
  * SQLite takes any quoted string as a column's declared type: `v 'TEXT) --'`
@@ -42,21 +42,12 @@ describe('declared types that are not plain type names', () => {
     const synced = path.join(tmp, 'synced.db');
     const file = path.join(tmp, 'changes.jsonl');
     const segs = path.join(tmp, 'segments');
-    const exported = () => {
-      for (const args of [
-        ['--out', file],
-        ['--out', segs, '--format', 'segment'],
-      ]) {
-        const r = cli(['export', src.file, ...args]);
-        expect(r.status, r.stderr).toBe(0);
-      }
-    };
     await sync(src.file, synced, { acknowledge: false });
-    exported();
+    exportBothFormats(src.file, file, segs);
     src.db.exec(LATER);
     const report = await sync(src.file, synced, { acknowledge: false });
     expect(report.projections.map((p) => [p.name, p.state])).toEqual([['t', 'active']]);
-    exported();
+    exportBothFormats(src.file, file, segs);
     const want = read(src.file);
     expect(want.types).toEqual([
       { name: 'id', type: 'INTEGER' },

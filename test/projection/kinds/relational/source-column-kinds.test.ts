@@ -5,7 +5,7 @@ import { openDatabase } from '../../../../src/sqlite/index.ts';
 import type { ProjectionDefinitionInput } from '../../../../src/projection/index.ts';
 import { sync } from '../../../../src/apply/sync/index.ts';
 import { verify } from '../../../../src/apply/check/index.ts';
-import { cli, makeSource, tableCells } from '../../../apply/support/target.ts';
+import { cli, exportBothFormats, fileTableCells, makeSource, tableCells } from '../../../apply/support/target.ts';
 
 /*
  * Two declarations a copy of a source column must keep as the source means
@@ -63,23 +63,14 @@ function sourceCells(file: string, sql: string) {
   }
 }
 
-function targetCells(file: string, table: string) {
-  const db = openDatabase(file, { readonly: true });
-  try {
-    return tableCells(db, 'main', table);
-  } finally {
-    db.close();
-  }
-}
-
 function expectExact(src: string, tgt: string): void {
-  expect(targetCells(tgt, 'a')).toEqual(sourceCells(src, 'SELECT k, v, w FROM a'));
-  expect(targetCells(tgt, 'a5')).toEqual(sourceCells(src, "SELECT k, v, v = '5' AS five FROM a WHERE v = '5'"));
-  expect(targetCells(tgt, 's')).toEqual(sourceCells(src, 'SELECT k, v FROM s'));
-  expect(targetCells(tgt, 's5')).toEqual(sourceCells(src, "SELECT k, v, v = '5' AS five FROM s WHERE v = '5'"));
-  expect(targetCells(tgt, 'd')).toEqual(sourceCells(src, 'SELECT k, v FROM d'));
-  expect(targetCells(tgt, 'r_map')).toEqual(sourceCells(src, 'SELECT k, v FROM r'));
-  expect(targetCells(tgt, 'plain')).toEqual(sourceCells(src, 'SELECT k, v FROM plain'));
+  expect(fileTableCells(tgt, 'a')).toEqual(sourceCells(src, 'SELECT k, v, w FROM a'));
+  expect(fileTableCells(tgt, 'a5')).toEqual(sourceCells(src, "SELECT k, v, v = '5' AS five FROM a WHERE v = '5'"));
+  expect(fileTableCells(tgt, 's')).toEqual(sourceCells(src, 'SELECT k, v FROM s'));
+  expect(fileTableCells(tgt, 's5')).toEqual(sourceCells(src, "SELECT k, v, v = '5' AS five FROM s WHERE v = '5'"));
+  expect(fileTableCells(tgt, 'd')).toEqual(sourceCells(src, 'SELECT k, v FROM d'));
+  expect(fileTableCells(tgt, 'r_map')).toEqual(sourceCells(src, 'SELECT k, v FROM r'));
+  expect(fileTableCells(tgt, 'plain')).toEqual(sourceCells(src, 'SELECT k, v FROM plain'));
 }
 
 describe("a copy keeps what the source's declarations mean", () => {
@@ -96,11 +87,11 @@ describe("a copy keeps what the source's declarations mean", () => {
     expect(later.projections.map((p) => [p.name, p.state, (p.applied ?? 0) > 0])).toEqual(DEFINITIONS.map((d) => [d.name, 'active', true]));
     expectExact(src.file, tgt);
     // The rows the map's filter keeps: 1, 2 and 3 (stored 5 from '5'), and 4 (5.0 stored as 5).
-    expect(targetCells(tgt, 'a5').map((r) => r[0])).toEqual(
+    expect(fileTableCells(tgt, 'a5').map((r) => r[0])).toEqual(
       sourceCells(src.file, 'SELECT k FROM a WHERE k IN (1, 2, 3, 4)').map((r) => r[0]),
     );
     // In a STRICT table ANY keeps '5' as text and 5 as an integer, and compares them as they are: the text rows pass.
-    expect(targetCells(tgt, 's5').map((r) => r[0])).toEqual(sourceCells(src.file, 'SELECT k FROM s WHERE k IN (1, 3)').map((r) => r[0]));
+    expect(fileTableCells(tgt, 's5').map((r) => r[0])).toEqual(sourceCells(src.file, 'SELECT k FROM s WHERE k IN (1, 3)').map((r) => r[0]));
     const checked = await verify(src.file, tgt);
     expect(checked.projections.map((p) => [p.name, p.ok]).sort()).toEqual(DEFINITIONS.map((d) => [d.name, true]).sort());
     // A key that is the source's rowid alias stays the target's (its rows are found by rowid).
@@ -120,18 +111,9 @@ describe("a copy keeps what the source's declarations mean", () => {
     const src = makeSource(makeDb, SCHEMA, ['a', 's', 'd', 'r', 'plain'], { seed: FIRST });
     const file = path.join(tmp, 'changes.jsonl');
     const segs = path.join(tmp, 'segments');
-    const exported = () => {
-      for (const args of [
-        ['--out', file],
-        ['--out', segs, '--format', 'segment'],
-      ]) {
-        const r = cli(['export', src.file, ...args]);
-        expect(r.status, r.stderr).toBe(0);
-      }
-    };
-    exported();
+    exportBothFormats(src.file, file, segs);
     src.db.exec(LATER);
-    exported();
+    exportBothFormats(src.file, file, segs);
     const defs = path.join(tmp, 'defs');
     fs.mkdirSync(defs);
     const projections = DEFINITIONS.map((d) => {
