@@ -178,5 +178,7 @@ function recordsSubscriber(target: string): boolean {
 function rebuildNote(p: ProjectionHealth): string {
   const r = p.rebuild;
   if (r === null || !isReasonCode(r) || !(REASONS[r].kinds as readonly string[]).includes('rebuilt')) return '';
+  // A sync of it that keeps failing (ALTER_CUSTOM_NO_SHADOW: a rebuild sluice refuses to run) does not rebuild it by itself.
+  if (p.failure !== null) return '';
   return `\n   .. the next sluice sync rebuilds it by itself (${r})`;
 }
