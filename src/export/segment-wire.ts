@@ -125,15 +125,19 @@ export function segmentDigestOfBytes(bytes: Uint8Array, pageSize: number, skip: 
  */
 export function frameDigest(db: Db, schema: string): string {
   const s = quoteIdent(schema);
-  const roots = db.prepare(`SELECT name, rootpage FROM ${s}.sqlite_schema ORDER BY name`).raw().all() as [string, unknown][];
-  const meta = db.prepare(`SELECT name, value FROM ${s}.${META_TABLE} WHERE name NOT IN ('digest', 'frame') ORDER BY name`).raw().all() as [
+  // Each value as its storage class and text, read in SQL: the same whatever integer mode the connection reads with
+  // (JS's typeof said 'number' or 'bigint' by the reader's setting, so a writer and a reader that differ would disagree).
+  const roots = db.prepare(`SELECT name, typeof(rootpage) || ':' || rootpage FROM ${s}.sqlite_schema ORDER BY name`).raw().all() as [
     string,
-    unknown,
+    string,
   ][];
-  const cell = (v: unknown) => `${typeof v}:${String(v)}`;
-  return createHash('sha256')
-    .update(JSON.stringify({ roots: roots.map(([n, r]) => [n, cell(r)]), meta: meta.map(([n, v]) => [n, cell(v)]) }))
-    .digest('hex');
+  const meta = db
+    .prepare(
+      `SELECT name, typeof(value) || ':' || CAST(value AS TEXT) FROM ${s}.${META_TABLE} WHERE name NOT IN ('digest', 'frame') ORDER BY name`,
+    )
+    .raw()
+    .all() as [string, string][];
+  return createHash('sha256').update(JSON.stringify({ roots, meta })).digest('hex');
 }
 
 /** The digest over pages 2.. of `size` bytes, but for `skip`; `read` gives `count` pages from page `first` (fewer bytes: the end). */

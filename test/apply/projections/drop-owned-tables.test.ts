@@ -4,7 +4,7 @@ import { test, expect, describe } from '../../support/fixtures.ts';
 import { enable } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { dropProjection } from '../../../src/apply/projections/index.ts';
-import { openDatabase } from '../../../src/sqlite/index.ts';
+import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
 import type { CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 
 const SCHEMA = `
@@ -29,6 +29,13 @@ const DEFS: ProjectionDefinitionInput[] = [
   { name: 'notes_fts', source: 'notes', kind: 'fts5', columns: ['title', 'body'], content: 'external' },
   { name: 'log', source: 'notes', kind: 'custom', handler },
 ];
+
+/** The app's notes and a tags table, both captured, and where its target goes. */
+function withTags(makeDb: (name?: string, schema?: string) => { db: Db; file: string }, tmp: string): { file: string; target: string } {
+  const { db, file } = makeDb('app.db', `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`);
+  enable(db, ['notes', 'tags']);
+  return { file, target: path.join(tmp, 'cache.db') };
+}
 
 /** The target's tables, less FTS5's own shadow tables of the index (notes_fts_data, _idx, _docsize, _config). */
 function tables(file: string): string[] {
@@ -140,12 +147,7 @@ describe('sluice drop', () => {
     makeDb,
     tmp,
   }) => {
-    const { db, file } = makeDb(
-      'app.db',
-      `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`,
-    );
-    enable(db, ['notes', 'tags']);
-    const target = path.join(tmp, 'cache.db');
+    const { file, target } = withTags(makeDb, tmp);
     await sync(file, target);
     expect(dropProjection(target, 'tags')).toEqual({ projection: 'tags', dropped: ['tags'] });
     const plain = await sync(file, target);
@@ -163,12 +165,7 @@ describe('sluice drop', () => {
     makeDb,
     tmp,
   }) => {
-    const { db, file } = makeDb(
-      'app.db',
-      `${SCHEMA}; CREATE TABLE tags (id INTEGER PRIMARY KEY, t TEXT); INSERT INTO tags VALUES (1, 'x');`,
-    );
-    enable(db, ['notes', 'tags']);
-    const target = path.join(tmp, 'cache.db');
+    const { file, target } = withTags(makeDb, tmp);
     await sync(file, target, { projections: [{ name: 'titles', source: 'notes', kind: 'map', columns: { id: 'id', title: 'title' } }] });
     await sync(file, target, { projections: ['*'] });
     expect(dropProjection(target, 'tags')).toEqual({ projection: 'tags', dropped: ['tags'] });
