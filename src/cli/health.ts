@@ -97,7 +97,8 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
   // A handler module that fails to load is reported as its target's problem, as sluice run records it.
   const pipeline = await loadPipeline(file, process.env, { handlerFailures: 'record' });
   const read = await readPipelineQuietly(pipeline, async () => {
-    checkPipelineSources(pipeline);
+    // A declared table the source no longer holds (a writer dropped it) is the source's problem, reported beside the rest.
+    checkPipelineSources(pipeline, { missingTables: 'leave' });
     // A subscribed target's lag is read from the stream its subscriber reads (the broker is loaded only then).
     const fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
     for (const s of pipeline.subscriptions) {

@@ -13,7 +13,16 @@ import type { Pipeline } from './pipeline.ts';
  * with its line instead of leaving a half-built pipeline.
  */
 
-export function checkPipelineSources(pipeline: Pipeline): void {
+export interface CheckSourcesOptions {
+  /**
+   * Whether a declared capture table that the source does not hold is
+   * refused (the default: before anything is written), or left to the
+   * caller, as health reports it as the source's problem.
+   */
+  readonly missingTables?: 'refuse' | 'leave';
+}
+
+export function checkPipelineSources(pipeline: Pipeline, options: CheckSourcesOptions = {}): void {
   for (const source of pipeline.sources) {
     const db = openDatabase(source.path, { readonly: true, role: 'source' });
     try {
@@ -23,7 +32,7 @@ export function checkPipelineSources(pipeline: Pipeline): void {
         if (err instanceof SluiceError) throw new InvalidInputError(err.code, `${source.declaredAt}: ${err.message}`, { cause: err });
         throw err;
       }
-      for (const c of source.capture) {
+      for (const c of options.missingTables === 'leave' ? [] : source.capture) {
         const found = findObjects(db, c.table).filter((o) => o.schema === 'main');
         if (found.length === 0)
           throw new InvalidInputError(

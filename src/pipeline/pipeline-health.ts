@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import nodePath from 'node:path';
 import { SluiceError } from '../errors.ts';
-import { openDatabase, pathIdentity, sameFile, shellWord } from '../sqlite/index.ts';
+import { findObjects, openDatabase, pathIdentity, sameFile, shellWord } from '../sqlite/index.ts';
 import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
@@ -52,7 +52,7 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
   const targets: TargetHealth[] = [];
   const problems: string[] = [];
   for (const source of pipeline.sources) {
-    const capture = readCapture(source.path);
+    const capture = readCapture(source);
     for (const t of source.targets) {
       const th = withHandlerFailures(
         targetHealth(t.path, source.path, 'sync', t.projections, t.health, capture, now, undefined, t.declaredAt),
@@ -98,17 +98,19 @@ function withHandlerFailures(t: TargetHealth, entries: readonly ProjectionEntry[
   return { ...t, ok: false, problems: [...t.problems, ...problems] };
 }
 
-type Capture = { readonly status: CaptureStatus } | { readonly error: string };
+/** A source's capture status, and which of its declared capture tables it does not hold. */
+type Capture = { readonly status: CaptureStatus; readonly missing: ReadonlySet<string> } | { readonly error: string };
 
 function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
 }
 
-function readCapture(path: string): Capture {
+function readCapture(source: PipelineSource): Capture {
   try {
-    const db = openDatabase(path, { readonly: true, role: 'source' });
+    const db = openDatabase(source.path, { readonly: true, role: 'source' });
     try {
-      return { status: status(db) };
+      const missing = new Set(source.capture.filter((c) => !findObjects(db, c.table).some((o) => o.schema === 'main')).map((c) => c.table));
+      return { status: status(db), missing };
     } finally {
       db.close();
     }
@@ -135,8 +137,9 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
   const tables: CapturedTableHealth[] = [];
   for (const c of source.capture) {
     const t = s.tables.find((x) => x.name === c.table) ?? s.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
-    const problem =
-      t === undefined
+    const problem = capture.missing.has(c.table)
+      ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but the source does not hold it (another program dropped it): create it again, or take it out of "capture" (sluice run refuses the file until then)`
+      : t === undefined
         ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'keys' ? ' --mode keys' : ''})`
         : t.mode !== c.mode
           ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`

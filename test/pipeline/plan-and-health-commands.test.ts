@@ -145,6 +145,32 @@ describe('sluice plan and sluice health --config', () => {
     expect(runCli(['health', '--config', file]).status, 'built again by the pass').toBe(0);
   });
 
+  test('health --config exits 3 naming a declared table another program dropped from the source, and reports the rest, instead of refusing the file with exit 1', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb('app.db', SCHEMA).db.close();
+    const file = path.join(tmp, 'sluice.yml');
+    fs.writeFileSync(file, YML.replace('capture: [items]', 'capture: [items, notes]'));
+    await convergeOnce(await loadPipeline(file));
+    expect(runCli(['health', '--config', file]).status).toBe(0);
+    const drop = spawnSync(PYTHON, [
+      '-c',
+      'import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute("DROP TABLE notes"); c.commit()',
+      path.join(tmp, 'app.db'),
+    ]);
+    expect(drop.status, drop.stderr.toString()).toBe(0);
+    const h = runCli(['health', '--config', file, '--json']);
+    expect(h.status, h.stderr).toBe(3);
+    const out = pipelineHealthOutput.parse(JSON.parse(h.stdout));
+    expect(out.problems.join('\n')).toMatch(
+      /table notes of .*app\.db is declared \(.*sluice\.yml:\d+:\d+\) but the source does not hold it/,
+    );
+    expect(out.targets[0]?.projections.find((p) => p.name === 'items')?.state, 'the other projections are reported as they are').toBe(
+      'active',
+    );
+  });
+
   test("health --config reports a declared target that is not a database as that target's problem, exit 3, and the other targets as they are", async ({
     tmp,
     makeDb,
