@@ -92,7 +92,12 @@ export class InvalidInputError extends SluiceError {
  * --busy-timeout): nothing of the batch was committed. Exit 1.
  */
 export class FileBusyError extends SluiceError {
-  constructor(role: 'source' | 'target', file: string, timeoutMs: number, options: { readonly cause?: unknown } = {}) {
+  constructor(
+    readonly role: 'source' | 'target',
+    readonly file: string,
+    readonly timeoutMs: number,
+    options: { readonly cause?: unknown } = {},
+  ) {
     super(
       role === 'source' ? 'SOURCE_BUSY' : 'TARGET_BUSY',
       `${role === 'source' ? 'Source' : 'Target'} ${file} is locked: another process holds its write lock, and sync waited ${timeoutMs} ms for it (--busy-timeout). Nothing of this batch was committed; run sync again once that process commits, or wait longer with --busy-timeout MS.`,

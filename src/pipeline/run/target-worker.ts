@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { Syncer, type SyncReport } from '../../apply/sync/index.ts';
-import { errorCode, errorMessage, InvalidInputError } from '../../errors.ts';
+import { errorCode, errorMessage, FileBusyError, InvalidInputError } from '../../errors.ts';
 import { lacksHandler, loadCustomModule, withStoredHandler, type ProjectionDefinition } from '../../projection/index.ts';
 import { followSyncer } from '../follow/index.ts';
 import { checkDeclaredExclusions, declaredInputs, dropUndeclared } from '../index.ts';
@@ -205,11 +205,18 @@ async function withHandler(d: ProjectionDefinition, file: string): Promise<Proje
   );
 }
 
+/** An error's message as run's user reads it: sync's repair of a busy file (run sync again, --busy-timeout) is not one run takes, as run retries by itself. */
+function runMessage(err: unknown): string {
+  if (err instanceof FileBusyError)
+    return `${err.role === 'source' ? 'Source' : 'Target'} ${err.file} is locked: another process held its write lock for more than ${err.timeoutMs} ms (a write transaction it has not committed). Nothing of this batch was committed; sluice run tries again, and goes on once that process commits or ends.`;
+  return String(errorMessage(err));
+}
+
 main().then(
   () => port.close(),
   (err: unknown) => {
     const code = errorCode(err);
-    say({ type: 'failed', code: typeof code === 'string' ? code : 'RUN_PART_FAILED', message: String(errorMessage(err)) });
+    say({ type: 'failed', code: typeof code === 'string' ? code : 'RUN_PART_FAILED', message: runMessage(err) });
     port.close();
   },
 );
