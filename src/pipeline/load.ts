@@ -10,7 +10,7 @@ import {
   type ProjectionDefinition,
 } from '../projection/index.ts';
 import { splitServers } from '../broker/connection/index.ts';
-import { realFilePath } from '../sqlite/index.ts';
+import { fileKey } from '../sqlite/index.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
 import type {
@@ -101,10 +101,9 @@ function pathName(at: readonly PropertyKey[]): string {
 async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string, abs: string, record: boolean): Promise<Pipeline> {
   const resolve = (p: string) => path.resolve(dir, p);
   const seen = new Map<string, string>();
-  // Keyed by the real path: a symlink, or a folder reached through one, to a database declared already is that database.
+  // Keyed by the file: a symlink, a folder reached through one, or a hard link to a database declared already is that database.
   const claim = (p: string, at: readonly PropertyKey[], what: string) => {
-    const real = realFilePath(p);
-    const key = process.platform === 'win32' ? real.toLowerCase() : real;
+    const key = fileKey(p);
     const earlier = seen.get(key);
     if (earlier !== undefined)
       throw new InvalidInputError(

@@ -1,7 +1,6 @@
 import fs from 'node:fs';
-import nodePath from 'node:path';
 import { SluiceError } from '../errors.ts';
-import { findObjects, openDatabase, pathIdentity, sameFile, shellWord } from '../sqlite/index.ts';
+import { findObjects, openDatabase, sameDatabaseFile, shellWord } from '../sqlite/index.ts';
 import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
@@ -284,7 +283,7 @@ function targetHealth(
   const projections: DeclaredProjectionHealth[] = held.map((p) => {
     if (isDeclared(p)) {
       // Fed from a database the file does not declare for this target: its rows are that database's, and its lag is read there.
-      if (source === null || p.sourcePath === null || sameDatabase(p.sourcePath, source)) return { ...p, declared: true };
+      if (source === null || p.sourcePath === null || sameDatabaseFile(p.sourcePath, source)) return { ...p, declared: true };
       const elsewhere = `projection ${p.name} of ${path} is fed from ${p.sourcePath}, not from its declared source ${source} (${declaredAt}): sluice run syncs it from the declared source, rebuilding it when its cursor is another source's (or sluice sync ${shellWord(source)} ${shellWord(path)})`;
       return { ...p, declared: true, needsAction: true, action: elsewhere, problems: [elsewhere, ...p.problems] };
     }
@@ -304,11 +303,4 @@ function targetHealth(
         .map(missing),
     );
   return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
-}
-
-/** Whether two paths name one database file (a symlink or another spelling of the same file is the same). */
-function sameDatabase(a: string, b: string): boolean {
-  const x = pathIdentity(a);
-  const y = pathIdentity(b);
-  return x === undefined || y === undefined ? nodePath.resolve(a) === nodePath.resolve(b) : sameFile(x, y);
 }

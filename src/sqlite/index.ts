@@ -43,7 +43,7 @@ export type { ProcessLock } from './process-lock.ts';
 export { runQuery } from './query.ts';
 export type { QueryResult } from './query.ts';
 export { foldIdent, quoteIdent, quoteString } from './quote.ts';
-export { realFilePath } from './real-path.ts';
+export { fileKey, realFilePath, sameDatabaseFile } from './real-path.ts';
 export { parseRenameColumn } from './rename-column.ts';
 export { renameTable } from './rename.ts';
 export { openUntouched } from './schema-copy.ts';

@@ -32,3 +32,24 @@ export function realFilePath(file: string): string {
     return p;
   }
 }
+
+/**
+ * Whether two paths name one file: the same real path (realFilePath), or,
+ * both existing, the same device and inode (a hard link, which no path
+ * comparison finds). A key for it: fileKey.
+ */
+export function sameDatabaseFile(a: string, b: string): boolean {
+  return fileKey(a) === fileKey(b);
+}
+
+/**
+ * A key that is equal for two paths exactly when they name one file
+ * (sameDatabaseFile): the device and inode of an existing file, else its
+ * real path (folded to lower case on Windows, whose paths ignore case).
+ */
+export function fileKey(file: string): string {
+  const real = realFilePath(file);
+  const st = fs.statSync(real, { bigint: true, throwIfNoEntry: false });
+  if (st !== undefined && st.ino !== 0n) return `inode ${st.dev}:${st.ino}`;
+  return `path ${process.platform === 'win32' ? real.toLowerCase() : real}`;
+}

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
+import { test, expect, describe, runCli } from '../support/fixtures.ts';
 import type { Spawned } from '../cli/support/cli.ts';
 import { appSource, kill, put, startRun } from './support/run.ts';
 
@@ -64,4 +64,24 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     expect(fs.readdirSync(tmp).sort()).toEqual(before);
     expect(fs.readdirSync(path.join(tmp, 'data'))).toEqual([]);
   }, 60_000);
+
+  test('plan refuses a target that is a hard link to its source (one file by two names no path comparison finds), writing nothing', ({
+    tmp,
+  }) => {
+    appSource(path.join(tmp, 'app.db'));
+    fs.linkSync(path.join(tmp, 'app.db'), path.join(tmp, 'cache.db'));
+    put(
+      path.join(tmp, 'sluice.yml'),
+      `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - {path: cache.db, projections: ["*"]}\n`,
+    );
+    const before = fs.readdirSync(tmp).sort();
+    const bytes = fs.readFileSync(path.join(tmp, 'app.db'));
+    const plan = runCli(['plan'], { cwd: tmp });
+    expect(plan.status, plan.stdout).toBe(1);
+    expect(plan.stderr).toMatch(
+      /PIPELINE_INVALID: .*sluice\.yml:5:\d+: .*cache\.db is declared again as a target; it is already a source at .*sluice\.yml:2:\d+/,
+    );
+    expect(fs.readdirSync(tmp).sort()).toEqual(before);
+    expect(fs.readFileSync(path.join(tmp, 'app.db')).equals(bytes), 'the source unchanged').toBe(true);
+  });
 });

@@ -9,8 +9,8 @@ import {
   requireWriteAccess,
   useCatchUpCaches,
   catchUpCacheSizes,
+  sameDatabaseFile,
 } from '../../sqlite/index.ts';
-import path from 'node:path';
 import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
@@ -42,14 +42,6 @@ export interface ApplySession {
    */
   memoryMap(on: boolean): void;
   close(): void;
-}
-
-function realish(p: string): string {
-  try {
-    return fs.realpathSync(p);
-  } catch {
-    return path.resolve(p);
-  }
 }
 
 interface ApplySessionOptions {
@@ -106,7 +98,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       'sync from',
       'sync writes to the source: it re-arms capture triggers that were dropped or altered, and records how far each target has read (_sluice_consumers)',
     );
-  if (realish(sourcePath) === realish(targetPath)) {
+  if (sameDatabaseFile(sourcePath, targetPath)) {
     throw new InvalidInputError(
       'TARGET_IS_SOURCE',
       `The target ${targetPath} is the source itself. Write projections into a separate database file.`,

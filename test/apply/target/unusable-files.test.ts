@@ -132,12 +132,16 @@ describe('a target that is a source', () => {
     } catch {
       linked = false; // Windows without the symlink privilege
     }
+    const hard = at('app-hard.db');
+    fs.linkSync(src, hard);
     const results = await runAll({
       'sync into a capture-enabled db': ['sync', src, other],
       'sync into the same path': ['sync', src, src],
       'sync into the same file by another name': ['sync', src, path.join('..', path.basename(dir), 'app.db')],
       ...(linked ? { 'sync into a symlink to the source': ['sync', src, link] } : {}),
+      'sync into a hard link to the source': ['sync', src, hard],
       'verify against the same path': ['verify', src, src],
+      'verify against a hard link to the source': ['verify', src, hard],
       'import into a capture-enabled db': ['import', other, exportFile],
       'import into the source itself': ['import', src, exportFile],
     });
