@@ -816,6 +816,13 @@ export const REASONS = {
       "A custom projection's handler ran a statement that would write one of sluice's own tables (`_sluice_...`: the projections' cursors and definitions, the target's info), or attach or detach a database: the statement was refused before it ran, and its batch was rolled back.",
     repair: null,
   },
+  CUSTOM_WROTE_PROJECTION: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A custom projection's handler ran a statement that would write a table another projection of the target owns (a mirror's or a map's table, an fts5 index, another custom projection's declared table), often by naming its own bookkeeping table like a mirrored one: the statement was refused before it ran, and its batch was rolled back.",
+    repair: null,
+  },
   CUSTOM_WROTE_SOURCE: {
     kinds: ['error'],
     clears: false,

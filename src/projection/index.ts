@@ -34,6 +34,7 @@ export { capturedShape, checkCollisions, compileAgainstSource, probeExpressions 
 export { foreignUniqueIndexOf, ftsUniqueMessage } from './foreign-unique.ts';
 export type { KindName, SnapshotBuild, SnapshotRows } from './kind.ts';
 export type { CustomContext, CustomHandler } from './kinds/custom/schema.ts';
+export { useProjectionOwners } from './kinds/custom/source-guard.ts';
 export { KINDS, KIND_NAMES, isKindName, kindNamed, kindOf } from './kinds/registry.ts';
 export { dropTemps } from './kinds/relational/apply.ts';
 export { hasTypedComputedColumn } from './kinds/relational/images.ts';

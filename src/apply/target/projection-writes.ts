@@ -21,12 +21,7 @@ interface ProjectionWrite {
  * or `sql` does not compile (its own run says why).
  */
 export function projectionWrites(db: Db, sql: string): ProjectionWrite[] {
-  const owners = new Map<string, ProjectionWrite>();
-  for (const r of readProjections(db, 'main')) {
-    const kind = kindNamed(r.kind);
-    const tables = [...ownedTables(r), ...(kind?.uniqueTables(r.targetTable) ?? [])];
-    for (const t of tables) owners.set(foldIdent(t), { projection: r.name, table: t });
-  }
+  const owners = projectionOwners(db, 'main');
   if (owners.size === 0) return [];
   const writes = statementWrites(db, sql, { triggers: true });
   if (writes === undefined) return [];
@@ -36,6 +31,17 @@ export function projectionWrites(db: Db, sql: string): ProjectionWrite[] {
     const w = owners.get(t);
     return w === undefined ? [] : [w];
   });
+}
+
+/** The tables the projections of the target attached as `schema` own (their own, and the tables their UNIQUE constraints live in), by name folded (foldIdent). */
+export function projectionOwners(db: Db, schema: string): Map<string, ProjectionWrite> {
+  const owners = new Map<string, ProjectionWrite>();
+  for (const r of readProjections(db, schema)) {
+    const kind = kindNamed(r.kind);
+    const tables = [...ownedTables(r), ...(kind?.uniqueTables(r.targetTable) ?? [])];
+    for (const t of tables) owners.set(foldIdent(t), { projection: r.name, table: t });
+  }
+  return owners;
 }
 
 /** The virtual table object this connection holds for `table` (as EXPLAIN prints it), if it is a virtual table. */

@@ -14,6 +14,8 @@ import {
 import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
+import { projectionOwners } from './projection-writes.ts';
+import { useProjectionOwners } from '../../projection/index.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 
@@ -124,6 +126,8 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     db.pragma('temp_store = MEMORY');
     try {
       db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
+      // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION): which tables those are.
+      useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
     } catch (cause) {
       if (errorCode(cause) === 'SQLITE_NOTADB') throw notADatabase(cause);
       // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.

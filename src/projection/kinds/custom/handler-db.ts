@@ -28,6 +28,8 @@ export interface HandlerPage {
   readonly key: string;
   /** The source is the connection's main database (sync): statements that would write it are refused. */
   readonly guardSource: boolean;
+  /** The tables its calls were handed (ctx.tables' names, folded: foldIdent), which it may write whatever their names. */
+  readonly handed: ReadonlySet<string>;
   late: string | undefined;
   /** Over (its batch went on to commit, or failed): a late query then counts for the projection's next page. */
   ended: boolean;
@@ -160,7 +162,7 @@ function handlerConnection(db: Db, s: HandlerDbState): DatabaseConnection {
     const call = owners.get(q.queryId) ?? s.current ?? s.last;
     if (call?.open === true) {
       refuseTransactionControl(q.sql, call.page.projection);
-      if (call.page.guardSource) refuseSourceWrite(db, q.sql, q.parameters, call.page.projection);
+      if (call.page.guardSource) refuseSourceWrite(db, q.sql, q.parameters, call.page.projection, call.page.handed);
       return call;
     }
     const page = call?.page;

@@ -1,4 +1,4 @@
-import type { Db } from '../../../sqlite/index.ts';
+import { foldIdent, type Db } from '../../../sqlite/index.ts';
 import type { ChangeEvent, Row } from '../../../feed/index.ts';
 import type { CompiledCustom } from '../../compiled.ts';
 import { FailClosedError } from '../../../errors.ts';
@@ -40,8 +40,17 @@ async function onPage<T>(
   const key = lateKey(db, schema, p.name);
   const earlier = lateQueryAfter(key);
   if (earlier !== undefined) throw lateWrite(p, earlier, true);
-  const page: HandlerPage = { projection: p.name, key, guardSource: schema !== 'main', late: undefined, ended: false, failed: false };
   const { tables, failure } = handlerTables(p.definition, at);
+  const handed = new Set(Object.values(tables).map(foldIdent));
+  const page: HandlerPage = {
+    projection: p.name,
+    key,
+    guardSource: schema !== 'main',
+    handed,
+    late: undefined,
+    ended: false,
+    failed: false,
+  };
   await readyHandlerDb(db);
   if (page.guardSource) guardPage(db);
   try {

@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../../../sqlite/index.ts';
-import { connectionState, slot, cachedStatement, quoteIdent } from '../../../sqlite/index.ts';
+import { connectionState, slot, foldIdent, quoteIdent } from '../../../sqlite/index.ts';
 import { FailClosedError } from '../../../errors.ts';
 
 /*
@@ -40,8 +40,36 @@ const LIMIT = 1000;
 const guards = slot('custom-source-guard', () => ({
   token: '',
   verdicts: new Map<string, Verdict>(),
-  own: new Map<number, Map<number, string>>(),
+  /** sluice's own tables and indexes (`_sluice_...`) in each database but the source, by `database:rootpage`. */
+  own: new Map<string, string>(),
+  /** The target's projections' tables, by `database:rootpage` of each table and index, and by virtual table object (fts5). */
+  owned: new Map<string, OwnedTable>(),
+  /** How to read which tables each projection of an attached database owns (set by whoever attached it: useProjectionOwners). */
+  owners: undefined as ProjectionOwners | undefined,
 }));
+
+/** A table of a projection of the target. */
+interface OwnedTable {
+  readonly table: string;
+  readonly projection: string;
+}
+
+/**
+ * Which tables the projections of the database attached as `schema` own:
+ * each table's name folded (foldIdent) to its projection's name. The
+ * target's bookkeeping is the apply layer's, which attaches the target and
+ * tells the guard how to read it (useProjectionOwners).
+ */
+export type ProjectionOwners = (db: Db, schema: string) => ReadonlyMap<string, string>;
+
+/**
+ * Tells the guard of `db`'s handlers how to read which tables each
+ * projection of an attached target owns, so that a handler's statement that
+ * writes another projection's table is refused (CUSTOM_WROTE_PROJECTION).
+ */
+export function useProjectionOwners(db: Db, owners: ProjectionOwners): void {
+  connectionState(db).get(guards).owners = owners;
+}
 
 /** Why a statement would write the source, or sluice's own tables (null: it would not), and whether it may change a schema. */
 interface Verdict {
@@ -49,6 +77,10 @@ interface Verdict {
   /** What `why` is about: the source, or sluice's own tables and the connection's databases. */
   readonly of?: 'sluice';
   readonly changesSchema: boolean;
+  /** The tables it drops, by name (DropTable). */
+  readonly drops: readonly string[];
+  /** What it writes in the databases other than the source: `database:rootpage` of each b-tree opened for writing, emptied or destroyed, and each virtual table object it updates. */
+  readonly writes: readonly string[];
 }
 
 /**
@@ -56,9 +88,11 @@ interface Verdict {
  * connection's databases (the source's and TEMP's decide what a name finds;
  * the target's, where sluice's own tables are).
  */
-function schemasSql(db: Db): string {
-  const names = (db.pragma('database_list') as { name: string }[]).map((r) => r.name);
-  return `SELECT ${names.map((n) => `(SELECT schema_version FROM ${quoteIdent(n)}.pragma_schema_version())`).join(" || ',' || ")}`;
+function schemasToken(db: Db): string {
+  // (Not schema.pragma_schema_version(): its table-valued form reads main's whatever the schema named.)
+  return (db.pragma('database_list') as { name: string }[])
+    .map((r) => String(db.pragma(`${quoteIdent(r.name)}.schema_version`, { simple: true })))
+    .join(',');
 }
 
 /** Opcodes of a statement that may change a schema, or undo such a change. */
@@ -86,27 +120,75 @@ const EXPLAINS = new Set(['addr,opcode,p1,p2,p3,p4,p5,comment', 'id,parent,notus
  */
 export function guardPage(db: Db): void {
   const g = connectionState(db).get(guards);
-  const token = String(cachedStatement(db, schemasSql(db), 'pluck').get());
+  const token = schemasToken(db);
   if (token === g.token) return;
   g.verdicts.clear();
   g.own = ownTables(db);
+  g.owned = g.owners === undefined ? new Map() : projectionTables(db, g.owners);
   g.token = token;
 }
 
-/** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source, by database index. */
-function ownTables(db: Db): Map<number, Map<number, string>> {
-  const out = new Map<number, Map<number, string>>();
+/** The tables and indexes of the projections of each database but the source (by `database:rootpage`), and their virtual tables (by the object EXPLAIN names). */
+function projectionTables(db: Db, owners: ProjectionOwners): Map<string, OwnedTable> {
+  const out = new Map<string, OwnedTable>();
+  for (const r of db.pragma('database_list') as { seq: number | bigint; name: string }[]) {
+    const seq = Number(r.seq);
+    if (seq === 0 || r.name === 'temp') continue;
+    const byTable = owners(db, r.name);
+    if (byTable.size === 0) continue;
+    const schema = quoteIdent(r.name);
+    const objects = db
+      .prepare(`SELECT rootpage, tbl_name, type, sql FROM ${schema}.sqlite_schema WHERE type IN ('table', 'index')`)
+      .all() as {
+      rootpage: number | bigint | null;
+      tbl_name: string;
+      type: string;
+      sql: string | null;
+    }[];
+    const virtual = new Map<string, OwnedTable>();
+    for (const o of objects) {
+      const projection = byTable.get(foldIdent(o.tbl_name));
+      if (projection === undefined) continue;
+      const owned = { table: o.tbl_name, projection };
+      if (Number(o.rootpage ?? 0) > 0) out.set(`${seq}:${Number(o.rootpage)}`, owned);
+      else if (o.type === 'table' && /^\s*CREATE\s+VIRTUAL/i.test(o.sql ?? '')) {
+        virtual.set(foldIdent(o.tbl_name), owned);
+        const vtab = vtabObject(db, `${schema}.${quoteIdent(o.tbl_name)}`);
+        if (vtab !== undefined) out.set(vtab, owned);
+      }
+    }
+    // A virtual table's shadow tables (an fts5 index's name_data, name_idx, ...) are its projection's too.
+    for (const o of objects) {
+      if (Number(o.rootpage ?? 0) <= 0) continue;
+      const m = /^(.*)_(data|idx|content|docsize|config)$/i.exec(o.tbl_name);
+      const owned = m === null ? undefined : virtual.get(foldIdent(m[1] as string));
+      if (owned !== undefined) out.set(`${seq}:${Number(o.rootpage)}`, owned);
+    }
+  }
+  return out;
+}
+
+/** The virtual table object this connection holds for `table` (as EXPLAIN prints it in a VOpen or VUpdate), if it can be read. */
+function vtabObject(db: Db, table: string): string | undefined {
+  try {
+    const op = (db.prepare(`EXPLAIN SELECT 1 FROM ${table}`).all() as { opcode: string; p4: unknown }[]).find((o) => o.opcode === 'VOpen');
+    return typeof op?.p4 === 'string' ? op.p4 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source, as `database:rootpage`. */
+function ownTables(db: Db): Map<string, string> {
+  const out = new Map<string, string>();
   for (const r of db.pragma('database_list') as { seq: number | bigint; name: string }[]) {
     const seq = Number(r.seq);
     if (seq === 0) continue;
     const rows = db
-      // (Not a protected rebuild's shadow of a handler's own tables, _sluice_build_..., which its handler fills.)
-      .prepare(
-        `SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND tbl_name NOT GLOB '_sluice_build_*' AND rootpage > 0`,
-      )
+      .prepare(`SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND rootpage > 0`)
       .raw(true)
       .all() as [number | bigint, string][];
-    out.set(seq, new Map(rows.map(([root, name]) => [Number(root), name])));
+    for (const [root, name] of rows) out.set(`${seq}:${Number(root)}`, name);
   }
   return out;
 }
@@ -117,23 +199,49 @@ function ownTables(db: Db): Map<number, Map<number, string>> {
  * `projection`. Call within a page (guardPage). A statement SQLite cannot
  * prepare throws SQLite's own error, as running it would.
  */
-export function refuseSourceWrite(db: Db, sql: string, parameters: readonly unknown[], projection: string): void {
+export function refuseSourceWrite(
+  db: Db,
+  sql: string,
+  parameters: readonly unknown[],
+  projection: string,
+  handed: ReadonlySet<string> = new Set(),
+): void {
   const g = connectionState(db).get(guards);
+  // After a statement of the page that may have changed a schema: a table dropped and one made may have swapped root pages.
+  if (g.token === '') guardPage(db);
   let v = g.verdicts.get(sql);
   if (v === undefined) {
-    v = sourceWrite(db, sql, parameters, g.own);
-    if (v.changesSchema) g.verdicts.clear();
-    else {
+    v = sourceWrite(db, sql, parameters);
+    if (v.changesSchema) {
+      g.verdicts.clear();
+      g.token = '';
+    } else {
       if (g.verdicts.size >= LIMIT) g.verdicts.clear();
       g.verdicts.set(sql, v);
     }
   }
-  if (v.why !== null && v.of === 'sluice')
+  const mine = (table: string) => handed.has(foldIdent(table));
+  // A protected rebuild's shadow of its handler's own tables (_sluice_build_...) is the handler's to fill, as ctx.tables names it.
+  const sluiceTable = [
+    ...v.writes.flatMap((w) => g.own.get(w) ?? []),
+    ...v.drops.filter((d) => d.toLowerCase().startsWith('_sluice_')),
+  ].find((t) => !mine(t));
+  const sluiceWhy = v.of === 'sluice' ? v.why : sluiceTable === undefined ? null : `it writes sluice's own table ${sluiceTable}`;
+  if (sluiceWhy !== null)
     throw new FailClosedError(
       'CUSTOM_WROTE_SLUICE',
-      `The handler of custom projection ${projection} ran a statement that sluice refuses (${v.why}): ${excerpt(sql)}. sluice's own tables hold every projection's cursor and definition, and the connection's databases are the source and the target. The statement was not run, and nothing of this batch was kept. Write only the tables the definition declares (ctx.tables), through ctx.db.`,
+      `The handler of custom projection ${projection} ran a statement that sluice refuses (${sluiceWhy}): ${excerpt(sql)}. sluice's own tables hold every projection's cursor and definition, and the connection's databases are the source and the target. The statement was not run, and nothing of this batch was kept. Write only the tables the definition declares (ctx.tables), through ctx.db.`,
       { projection, statement: excerpt(sql) },
     );
+  for (const w of v.writes) {
+    const owned = g.owned.get(w);
+    if (owned !== undefined && owned.projection !== projection && !mine(owned.table))
+      throw new FailClosedError(
+        'CUSTOM_WROTE_PROJECTION',
+        `The handler of custom projection ${projection} ran a statement that writes table ${owned.table} of projection ${owned.projection}: ${excerpt(sql)}. That table is ${owned.projection}'s, which sluice keeps equal to its source; a row the handler put there, or took out, would stay until a rebuild. The statement was not run, and nothing of this batch was kept. Give the handler's own tables names no other projection of the target uses, declare them (tables), and write them by the names ctx.tables gives.`,
+        { projection, statement: excerpt(sql), table: owned.table, owner: owned.projection },
+      );
+  }
   if (v.why !== null)
     throw new FailClosedError(
       'CUSTOM_WROTE_SOURCE',
@@ -143,7 +251,7 @@ export function refuseSourceWrite(db: Db, sql: string, parameters: readonly unkn
 }
 
 /** What `sql` would do to the source. (`parameters` only because a statement runs with all of its bound: they change no opcode.) */
-function sourceWrite(db: Db, sql: string, parameters: readonly unknown[], own: ReadonlyMap<number, ReadonlyMap<number, string>>): Verdict {
+function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdict {
   let explain: Statement;
   try {
     explain = db.prepare(`EXPLAIN ${sql}`);
@@ -158,7 +266,7 @@ function sourceWrite(db: Db, sql: string, parameters: readonly unknown[], own: R
           .map((c) => c.name)
           .join(','),
       );
-    return { why: runsNothing ? null : 'sluice cannot tell what it writes', changesSchema: !runsNothing };
+    return { why: runsNothing ? null : 'sluice cannot tell what it writes', changesSchema: !runsNothing, writes: [], drops: [] };
   }
   const program = explain
     .safeIntegers(false)
@@ -167,43 +275,34 @@ function sourceWrite(db: Db, sql: string, parameters: readonly unknown[], own: R
   let why: string | null = null;
   let of: 'sluice' | undefined;
   let changesSchema = false;
+  const writes: string[] = [];
+  const drops: string[] = [];
   for (const [, op, p1, p2, p3, p4] of program) {
     if (SCHEMA_OPS.has(op as string)) changesSchema = true;
+    // OpenWrite (cursor, root page, database), Destroy (root page, register, database), Clear (root page, database), VUpdate (..., the virtual table).
+    if (op === 'OpenWrite') writes.push(`${Number(p3)}:${Number(p2)}`);
+    else if (op === 'Destroy') writes.push(`${Number(p3)}:${Number(p1)}`);
+    else if (op === 'Clear') writes.push(`${Number(p2)}:${Number(p1)}`);
+    else if (op === 'VUpdate' && typeof p4 === 'string') writes.push(p4);
+    else if (op === 'DropTable' && typeof p4 === 'string') drops.push(p4);
     if (why !== null) continue;
-    const sluice = sluiceWrite(op, p1, p2, p3, p4, own);
-    if (sluice !== undefined) {
-      why = sluice;
+    if (op === 'Function' && typeof p4 === 'string' && /^sqlite_(attach|detach)\(/.test(p4)) {
+      why = 'it attaches or detaches a database';
       of = 'sluice';
     } else if (op === 'Transaction' && p1 === 0 && p2 !== 0) why = 'it writes to it';
     else if (op === 'JournalMode' && p1 === 0 && p3 !== -1) why = 'it changes its journal mode';
     else if (op === 'Vacuum' && p1 === 0) why = 'it vacuums it';
     else if (op === 'Checkpoint' && (p1 === 0 || !otherDatabases(db).has(Number(p1)))) why = 'it checkpoints its write-ahead log';
     else if (op === 'SqlExec' && typeof p4 === 'string') {
-      const inner = sourceWrite(db, p4, [], own);
+      const inner = sourceWrite(db, p4, []);
       why = inner.why;
       of = inner.of;
       changesSchema ||= inner.changesSchema;
+      writes.push(...inner.writes);
+      drops.push(...inner.drops);
     }
   }
-  return { why, changesSchema, ...(of === undefined ? {} : { of }) };
-}
-
-/** Why opcode `op` writes one of sluice's own tables, or attaches or detaches a database (undefined: it does not). */
-function sluiceWrite(
-  op: unknown,
-  p1: unknown,
-  p2: unknown,
-  p3: unknown,
-  p4: unknown,
-  own: ReadonlyMap<number, ReadonlyMap<number, string>>,
-): string | undefined {
-  const table = (db: unknown, root: unknown) => own.get(Number(db))?.get(Number(root));
-  if (op === 'Function' && typeof p4 === 'string' && /^sqlite_(attach|detach)\(/.test(p4)) return 'it attaches or detaches a database';
-  // OpenWrite (cursor, root page, database), Destroy (root page, register, database), Clear (root page, database).
-  const written = op === 'OpenWrite' ? table(p3, p2) : op === 'Destroy' ? table(p3, p1) : op === 'Clear' ? table(p2, p1) : undefined;
-  if (written !== undefined) return `it writes sluice's own table ${written}`;
-  if (op === 'DropTable' && typeof p4 === 'string' && p4.toLowerCase().startsWith('_sluice_')) return `it drops sluice's own table ${p4}`;
-  return undefined;
+  return { why, changesSchema, writes, drops, ...(of === undefined ? {} : { of }) };
 }
 
 /** The indexes of the connection's databases other than main (a checkpoint of another index, SQLITE_MAX_DB, is of all of them). */
