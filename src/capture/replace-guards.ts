@@ -22,14 +22,15 @@ export interface GuardInputs {
 /**
  * A column's DEFAULT (as pragma_table_info gives it) as an expression a trigger can evaluate, or undefined.
  * A bare or quoted identifier is a string to SQLite there (`DEFAULT abc` is 'abc') but would name a column in a
- * trigger, so it becomes a string literal; a text with a quote character of an identifier elsewhere is left out.
+ * trigger, so it becomes a string literal; an expression with a quote character of an identifier outside its string literals is left out.
  */
 function defaultExpression(sql: string): string | undefined {
   if (/^(current_time|current_date|current_timestamp|true|false|null)$/i.test(sql)) return sql;
   if (/^[A-Za-z_][A-Za-z0-9_$]*$/.test(sql)) return quoteString(sql);
   const quoted = /^"((?:[^"]|"")*)"$/.exec(sql) ?? /^`((?:[^`]|``)*)`$/.exec(sql) ?? /^\[([^\]]*)\]$/.exec(sql);
   if (quoted !== null) return quoteString((quoted[1] as string).replace(/""|``/g, (q) => q.charAt(0)));
-  return /["`[]/.test(sql) ? undefined : `(${sql})`;
+  // (Inside a string literal, such as DEFAULT '[]' or 'a"b', a quote character of an identifier is only text.)
+  return /["`[]/.test(sql.replace(/'(?:[^']|'')*'/g, "''")) ? undefined : `(${sql})`;
 }
 
 /** The names SQL can reach a rowid table's hidden rowid by (unless a column takes the name). */

@@ -62,3 +62,23 @@ test('every spelling of a DEFAULT is looked up as the value SQLite writes (a bar
     expect({ d, rows: r.model, problems: r.problems }).toEqual({ d, rows: r.source, problems: [] });
   }
 });
+
+test("a DEFAULT string literal holding an identifier's quote character ('[]', 'a\"b', 'a[b') is looked up too, on a UNIQUE column and on a WITHOUT ROWID key", ({
+  makeDb,
+}) => {
+  for (const [i, d] of ["'[]'", "'a\"b'", "'it''s `x`'"].entries()) {
+    const value = d.slice(1, -1).replace(/''/g, "'");
+    const { db, file } = makeDb(`q${i}.db`, `CREATE TABLE t (id INTEGER PRIMARY KEY, u TEXT NOT NULL DEFAULT ${d} UNIQUE)`);
+    enable(db, ['t']);
+    db.prepare('INSERT INTO t VALUES (1, ?), (2, ?)').run(value, 'other');
+    pythonExec(file, 'INSERT OR REPLACE INTO t (id, u) VALUES (9, NULL);');
+    const r = replayAndSource(db, 't');
+    expect(r.source, d).toHaveLength(2);
+    expect({ d, rows: r.model, problems: r.problems }).toEqual({ d, rows: r.source, problems: [] });
+  }
+  const { db, file } = makeDb('key.db', "CREATE TABLE t (k TEXT NOT NULL DEFAULT 'a[b' PRIMARY KEY, v) WITHOUT ROWID");
+  enable(db, ['t']);
+  pythonExec(file, "INSERT INTO t VALUES ('a[b', 1), ('c', 2); INSERT OR REPLACE INTO t VALUES (NULL, 3);");
+  const r = replayAndSource(db, 't');
+  expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
+});
