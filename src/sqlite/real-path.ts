@@ -49,7 +49,12 @@ export function sameDatabaseFile(a: string, b: string): boolean {
  */
 export function fileKey(file: string): string {
   const real = realFilePath(file);
-  const st = fs.statSync(real, { bigint: true, throwIfNoEntry: false });
+  let st: fs.BigIntStats | undefined;
+  try {
+    st = fs.statSync(real, { bigint: true, throwIfNoEntry: false });
+  } catch {
+    st = undefined; // (a file in the path, ENOTDIR: no file there, which its own use reports)
+  }
   if (st !== undefined && st.ino !== 0n) return `inode ${st.dev}:${st.ino}`;
   return `path ${process.platform === 'win32' ? real.toLowerCase() : real}`;
 }

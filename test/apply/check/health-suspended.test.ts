@@ -104,10 +104,10 @@ describe('health', () => {
     expect(parseJson(v, S.verifyOutput).ok).toBe(true);
   });
 
-  test('a target with no sluice projections is not an error, but a missing one is', async () => {
-    const [empty, missing] = await Promise.all([runCliAsync(['health', src, '--json']), runCliAsync(['health', at('nope.db')])]);
-    expect(empty.status, empty.stderr).toBe(0);
-    expect(parseJson(empty, S.healthOutput)).toEqual({ ok: true, projections: [] });
+  test('a file that is no target (its source) is an error, not an empty ok, and so is a missing one', async () => {
+    const [notTarget, missing] = await Promise.all([runCliAsync(['health', src, '--json']), runCliAsync(['health', at('nope.db')])]);
+    expect(notTarget.status, notTarget.stdout).toBe(1);
+    expectOneLineError(notTarget, 'NOT_A_TARGET');
     expect(missing.status, missing.stderr).toBe(1);
     expectOneLineError(missing, 'DB_NOT_FOUND');
   });
