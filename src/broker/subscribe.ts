@@ -248,7 +248,9 @@ class Run {
       batchesApplied: d.batchesApplied + (last?.batchesApplied ?? 0),
       batchesSkipped: d.batchesSkipped + (last?.batchesSkipped ?? 0),
       incompleteTail: last?.incompleteTail ?? 0,
-      projections: last?.projections ?? storedProjections(this.#target, this.#options.sourceId),
+      // An import that read no line reports no projection: the stored ones are the state (a suspended one still exits 3).
+      projections:
+        last !== undefined && last.projections.length > 0 ? last.projections : storedProjections(this.#target, this.#options.sourceId),
       stream: this.#stream,
       started: this.#started ?? 'end',
       ...(this.#rebuilt === undefined ? {} : { rebuilt: this.#rebuilt }),
