@@ -1,5 +1,6 @@
+import fs from 'node:fs';
 import type { Command } from 'commander';
-import { Syncer } from '../index.ts';
+import { InvalidInputError, Syncer } from '../index.ts';
 import { collect } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -25,6 +26,12 @@ export function registerReinit(program: Command): void {
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice reinit app.db cache.db issues   # after a TARGET_DIVERGED suspension')
     .action(async (source: string, target: string, projection: string, opts: { projection: string[]; json?: boolean }) => {
+      // A target path that holds nothing (mistyped, or the empty path SQLite makes a temporary database of) has no projection to rebuild: sync would build a new target there.
+      if (target === '' || !fs.existsSync(target))
+        throw new InvalidInputError(
+          'PROJECTION_NOT_FOUND',
+          `Cannot reinit ${projection}: target ${target === '' ? '(an empty path)' : target} does not exist, so it holds no projection to rebuild. Nothing was written. Check the path (sluice sync builds a new target).`,
+        );
       const defs = await loadInputs(opts.projection);
       const syncer = await Syncer.open(source, target, { ...(defs === undefined ? {} : { projections: defs }), reinit: [projection] });
       try {

@@ -43,6 +43,15 @@ test('drop, reinit and sync --reinit of a name the target does not hold all fail
   expect(fs.readFileSync(tgt).equals(before)).toBe(true);
 });
 
+test('reinit into a target path that does not exist (mistyped) fails with PROJECTION_NOT_FOUND and makes no file, where it built a new target', async () => {
+  const typo = path.join(dir, 'cahce.db');
+  const r = await runCliAsync(['reinit', src, typo, 'issues']);
+  expect(r.status, r.stdout).toBe(1);
+  expectOneLineError(r, 'PROJECTION_NOT_FOUND');
+  expect(r.stderr).toContain(typo);
+  expect(fs.existsSync(typo)).toBe(false);
+});
+
 test('an error whose code was never renamed carries no aliases', async () => {
   const r = await runCliAsync(['drop', path.join(dir, 'absent.db'), 'issues', '--json']);
   expect(r.status).toBe(1);
