@@ -14,8 +14,13 @@ export function unreadableCapture(db: Db, problem: NonNullable<CaptureVerificati
   return new FailClosedError(
     code,
     code === 'CAPTURE_ABSENT'
-      ? `Source ${db.name} has no sluice capture. Run ${enableHint(db)} first.`
+      ? `Source ${db.name} has no sluice capture. ${capitalized(enableHint(db))}, first.`
       : `Source ${db.name} has a capture format this sluice does not know. Upgrade sluice, or disable and enable again.`,
     { source: db.name },
   );
+}
+
+/** A hint as the start of a sentence: "sluice enable ..." is a command and is kept as typed; a hint in words starts with a capital. */
+function capitalized(hint: string): string {
+  return hint.startsWith('sluice ') ? `Run ${hint}` : hint.charAt(0).toUpperCase() + hint.slice(1);
 }

@@ -7,6 +7,7 @@ import { DEMO_DATABASES, prepareDemoDir } from './demo-dir.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { outPath } from './out-path.ts';
+import { shellWord } from '../internal.ts';
 
 export function registerDemo(program: Command): void {
   program
@@ -36,7 +37,7 @@ export function registerDemo(program: Command): void {
               `${String(i + 1).padStart(2)}. ${s.ok ? 'ok  ' : 'FAIL'} ${s.step.padEnd(44)} ${String(s.ms).padStart(6)} ms  ${s.detail}`,
           ),
           ok
-            ? `all steps checked out in ${total} ms. Try: npx sluice health ${path.join(dir, DEMO_DATABASES.cache)}`
+            ? `all steps checked out in ${total} ms. Try: npx sluice health ${shellWord(path.join(dir, DEMO_DATABASES.cache))}`
             : 'the demo FAILED: see the step marked FAIL',
         ].join('\n'),
       );

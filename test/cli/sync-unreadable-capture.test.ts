@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { test, expect, describe } from '../support/fixtures.ts';
+import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { runCliAsync, makeDir, removeDir, trackerSource, expectOneLineError, write } from './support/cli.ts';
 
 /*
@@ -32,6 +32,17 @@ describe('sync from a source whose capture cannot be read', () => {
     expect(r.status, r.stderr).toBe(3);
     expectOneLineError(r, 'CAPTURE_ABSENT');
     noTarget(at('plain-cache.db'));
+  });
+  test('a source with no table at all: CAPTURE_ABSENT says to make one, in a sentence', async () => {
+    runSqliteCli(at('empty.db'), 'PRAGMA user_version = 1');
+    const r = await runCliAsync(['sync', at('empty.db'), at('empty-cache.db')]);
+    expect(r.status, r.stderr).toBe(3);
+    expectOneLineError(r, 'CAPTURE_ABSENT');
+    expect(r.stderr).toMatch(
+      /has no sluice capture\. Make a table in .*empty\.db, then run sluice enable .*empty\.db followed by its name, first\./,
+    );
+    expect(r.stderr).not.toMatch(/Run make/);
+    noTarget(at('empty-cache.db'));
   });
   test('a capture of a format this sluice does not know: CAPTURE_FORMAT_UNKNOWN, and no target file', async () => {
     const src = trackerSource(at('future.db'), ['issues']);
