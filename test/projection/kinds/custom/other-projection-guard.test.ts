@@ -5,7 +5,8 @@ import { test, expect, describe } from '../../../support/fixtures.ts';
 import { enable } from '../../../../src/capture/index.ts';
 import { sync } from '../../../../src/apply/sync/index.ts';
 import { openDatabase } from '../../../../src/sqlite/index.ts';
-import type { CustomContext, CustomHandler, ProjectionDefinition } from '../../../../src/projection/index.ts';
+import type { CustomHandler, ProjectionDefinition } from '../../../../src/projection/index.ts';
+import { handlerWith, type Write } from '../../support/seen-handler.ts';
 
 /*
  * A handler resolves unqualified names in the target, where a mirror of
@@ -18,8 +19,6 @@ import type { CustomContext, CustomHandler, ProjectionDefinition } from '../../.
  * CUSTOM_WROTE_PROJECTION, naming both projections; nothing of the batch is
  * committed, and the other projection's rows are as they were.
  */
-
-type Write = (db: CustomContext['db']) => Promise<unknown>;
 
 const WRITES: Record<string, { readonly owner: string; readonly write: Write }> = {
   "an insert into a mirror's table by the query builder": {
@@ -34,28 +33,6 @@ const WRITES: Record<string, { readonly owner: string; readonly write: Write }> 
   },
   "a DROP of another custom projection's declared table": { owner: 'counter', write: (db) => db.schema.dropTable('counts').execute() },
 };
-
-function handlerWith(write: Write): CustomHandler {
-  return {
-    version: '1',
-    async init(_rows, { db }) {
-      await db.schema
-        .createTable('seen')
-        .ifNotExists()
-        .addColumn('id', 'integer', (c) => c.primaryKey())
-        .execute();
-    },
-    async apply(e, { db }) {
-      if (e.after !== null)
-        await db
-          .insertInto('seen')
-          .values({ id: e.after.id })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
-      if (e.after?.id === 2n) await write(db);
-    },
-  };
-}
 
 const counter: CustomHandler = {
   version: '1',

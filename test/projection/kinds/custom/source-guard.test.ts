@@ -5,7 +5,8 @@ import { test, expect, describe } from '../../../support/fixtures.ts';
 import { enable } from '../../../../src/capture/index.ts';
 import { sync, Syncer } from '../../../../src/apply/sync/index.ts';
 import { openDatabase, type Db } from '../../../../src/sqlite/index.ts';
-import type { CustomContext, CustomHandler } from '../../../../src/projection/index.ts';
+import type { CustomHandler } from '../../../../src/projection/index.ts';
+import { handlerWith, type Write } from '../../support/seen-handler.ts';
 
 /*
  * A handler may read the source (a raw SQL name without a schema is the
@@ -17,8 +18,6 @@ import type { CustomContext, CustomHandler } from '../../../../src/projection/in
  * writes the source. The batch fails with CUSTOM_WROTE_SOURCE and nothing of
  * it is committed: not the target's rows, not its cursor, not the source.
  */
-
-type Write = (db: CustomContext['db']) => Promise<unknown>;
 
 const WRITES: Record<string, Write> = {
   "the query builder's insert into the source's schema": (db) => db.withSchema('main').insertInto('audit').values({ what: 'x' }).execute(),
@@ -72,30 +71,6 @@ function targetState(file: string): unknown {
   } finally {
     t.close();
   }
-}
-
-/** A handler that records each note it sees in `seen`, and on the second note then does `write` (the last statement it runs). */
-function handlerWith(write: Write): CustomHandler {
-  return {
-    version: '1',
-    async init(rows, { db }) {
-      await db.schema
-        .createTable('seen')
-        .ifNotExists()
-        .addColumn('id', 'integer', (c) => c.primaryKey())
-        .execute();
-      for (const r of rows) await db.insertInto('seen').values({ id: r.id }).execute();
-    },
-    async apply(e, { db }) {
-      if (e.after !== null)
-        await db
-          .insertInto('seen')
-          .values({ id: e.after.id })
-          .onConflict((oc) => oc.doNothing())
-          .execute();
-      if (e.after?.id === 2n) await write(db);
-    },
-  };
 }
 
 describe('every way a handler could write the source', () => {
