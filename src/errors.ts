@@ -145,3 +145,16 @@ export function isSqliteBusy(err: unknown): boolean {
   const code = errorCode(err);
   return typeof code === 'string' && (code.startsWith('SQLITE_BUSY') || code.startsWith('SQLITE_LOCKED'));
 }
+
+/**
+ * Refuses an empty database path (an unset shell variable, say) with
+ * BAD_PATH: SQLite opens "" as a temporary database deleted when it closes,
+ * so a sync or an import into it would report success and keep nothing.
+ */
+export function refuseEmptyPath(file: string, role: string): void {
+  if (file.trim() === '')
+    throw new InvalidInputError(
+      'BAD_PATH',
+      `The ${role} path is empty: SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept. Pass the database's path (is a shell variable unset?).`,
+    );
+}

@@ -697,6 +697,13 @@ export const REASONS = {
   BAD_LIMIT: { kinds: ['error'], clears: false, explain: 'The batch limit is not a whole number >= 1.', repair: null },
   BAD_MAX_ROWS: { kinds: ['error'], clears: false, explain: '--max-rows is not a whole number >= 0.', repair: null },
   BAD_MODE: { kinds: ['error'], clears: false, explain: 'The capture mode is unknown.', repair: null },
+  BAD_PATH: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'A database path is empty (an unset shell variable, say): SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept.',
+    repair: null,
+  },
   BAD_REASON: { kinds: ['error'], clears: false, explain: 'bump needs a non-empty reason.', repair: null },
   BAD_RETENTION: { kinds: ['error'], clears: false, explain: 'The retention is below the minimum or not a whole number.', repair: null },
   BAD_SQL: { kinds: ['error'], clears: false, explain: 'The query does not compile.', repair: null },

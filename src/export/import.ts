@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
-import { InvalidInputError } from '../errors.ts';
+import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
 import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../apply/target/index.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
@@ -73,6 +73,7 @@ function refuseNotRegular(file: string, stat: fs.Stats): void {
 /** importFile over any stream of checked export items, with the same rules. */
 export async function importStream(targetPath: string, stream: ItemStream, options: ImportOptions = {}): Promise<ImportReport> {
   const encoding = stream.encoding;
+  refuseEmptyPath(targetPath, 'target');
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {

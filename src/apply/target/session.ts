@@ -11,7 +11,7 @@ import {
   catchUpCacheSizes,
   sameDatabaseFile,
 } from '../../sqlite/index.ts';
-import { InvalidInputError, isSqliteBusy, errorCode } from '../../errors.ts';
+import { InvalidInputError, isSqliteBusy, errorCode, refuseEmptyPath } from '../../errors.ts';
 import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { projectionOwners } from './projection-writes.ts';
@@ -92,6 +92,8 @@ function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: 
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
   const readonly = options.readonly !== undefined && options.readonly !== false;
   const readonlySource = options.readonly === true;
+  refuseEmptyPath(sourcePath, 'source');
+  refuseEmptyPath(targetPath, 'target');
   // Before the target is made: a source sync cannot write leaves no target behind.
   if (!readonly)
     requireWriteAccess(

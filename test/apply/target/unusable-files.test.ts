@@ -153,3 +153,13 @@ describe('a target that is a source', () => {
     expect(scalar(other, "SELECT count(*) FROM sqlite_schema WHERE name IN ('_sluice_projections', '_sluice_target')")).toBe(0n);
   });
 });
+
+describe('an empty target path (an unset shell variable)', () => {
+  test('sync and import exit 1 with BAD_PATH, where SQLite made a temporary database of it and they reported success; the source records no consumer for it', async () => {
+    const consumers = () => scalar(src, 'SELECT count(*) FROM _sluice_consumers');
+    const before = consumers();
+    const results = await runAll({ sync: ['sync', src, ''], import: ['import', '', exportFile] });
+    for (const [name, r] of results) expectError(name, r, 'BAD_PATH', 'path is empty');
+    expect(consumers()).toBe(before);
+  });
+});
