@@ -56,3 +56,18 @@ export function statementWrites(db: Db, sql: string, options: { readonly trigger
   }
   return { tables: [...tables], vtabs };
 }
+
+/**
+ * The virtual table object this connection holds for `table` (a schema-qualified
+ * name as SQL takes it), as EXPLAIN prints it in a VOpen or a VUpdate: how a
+ * statement's program names the virtual table it updates (StatementWrites.vtabs).
+ * Undefined when `table` is no virtual table, or cannot be read.
+ */
+export function virtualTableObject(db: Db, table: string): string | undefined {
+  try {
+    const op = (db.prepare(`EXPLAIN SELECT 1 FROM ${table}`).all() as { opcode: string; p4: unknown }[]).find((o) => o.opcode === 'VOpen');
+    return typeof op?.p4 === 'string' ? op.p4 : undefined;
+  } catch {
+    return undefined;
+  }
+}

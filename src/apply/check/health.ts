@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
 import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta } from '../target/index.ts';
-import { readState, readTables, type CaptureState } from '../../capture/index.ts';
+import { readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, missingMirrors, mirrorAllSource } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
@@ -55,7 +55,7 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
       if (!hasTargetMeta(target, 'main'))
         throw new InvalidInputError(
           'NOT_A_TARGET',
-          `${targetPath} is not a sluice target (no _sluice_projections table)${target.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() === undefined ? '' : ': it is a source (it has sluice capture)'}, so there is no projection whose health could be read. Pass a target written by \`sluice sync\` (sluice status reads a source).`,
+          `${targetPath} is not a sluice target (no _sluice_projections table)${target.prepare('SELECT 1 FROM main.sqlite_schema WHERE name = ?').get(STATE_TABLE) === undefined ? '' : ': it is a source (it has sluice capture)'}, so there is no projection whose health could be read. Pass a target written by \`sluice sync\` (sluice status reads a source).`,
         );
       records = readProjections(target, 'main');
     } catch (err) {

@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/index.ts';
-import { foldIdent, quoteIdent, statementWrites } from '../../sqlite/index.ts';
+import { foldIdent, quoteIdent, statementWrites, virtualTableObject } from '../../sqlite/index.ts';
 import { kindNamed, ownedTables } from '../../projection/index.ts';
 import { readProjections } from './target-meta.ts';
 
@@ -44,17 +44,10 @@ export function projectionOwners(db: Db, schema: string): Map<string, Projection
   return owners;
 }
 
-/** The virtual table object this connection holds for `table` (as EXPLAIN prints it), if it is a virtual table. */
+/** The virtual table object this connection holds for `table` of the target, if it is a virtual table. */
 function vtabOf(db: Db, table: string): unknown {
   const isVirtual = db
     .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE AND sql LIKE 'CREATE VIRTUAL%'")
     .get(table);
-  if (isVirtual === undefined) return undefined;
-  try {
-    return (db.prepare(`EXPLAIN SELECT 1 FROM main.${quoteIdent(table)}`).all() as { opcode: string; p4: unknown }[]).find(
-      (op) => op.opcode === 'VOpen',
-    )?.p4;
-  } catch {
-    return undefined;
-  }
+  return isVirtual === undefined ? undefined : virtualTableObject(db, `main.${quoteIdent(table)}`);
 }

@@ -1,10 +1,9 @@
 // sluice run started while an app holds a write transaction on the source: its capture part says SOURCE_BUSY naming the file, then recovers
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
-import { test, expect, describe, PYTHON } from '../../support/fixtures.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, kill, put, startRun, waitHealth } from '../support/run.ts';
+import { appSource, freePort, holdWriteLock, kill, put, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * The capture part enables declared capture with the library's enable(),
@@ -30,12 +29,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
       `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - path: cache.db\n        projections: ["*"]\nlisten: 127.0.0.1:${port}\n`,
     );
     // An app opens a write transaction and keeps it for 6 s.
-    const app = spawn(PYTHON, [
-      '-c',
-      'import sqlite3, sys, time\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\ncon.execute("BEGIN IMMEDIATE")\nprint("locked", flush=True)\ntime.sleep(6)\ncon.execute("COMMIT")',
-      src,
-    ]);
-    await new Promise<void>((resolve) => app.stdout.once('data', () => resolve()));
+    const app = await holdWriteLock(src, 6);
     running = startRun(config);
     const busy = await waitHealth(
       port,

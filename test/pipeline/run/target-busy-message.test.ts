@@ -1,10 +1,9 @@
 // sluice run with a target an app holds locked past the busy timeout: the target part says TARGET_BUSY naming the file and run's own repair, not sync's flags
 import path from 'node:path';
-import { spawn } from 'node:child_process';
 import { afterEach } from 'vitest';
-import { test, expect, describe, PYTHON } from '../../support/fixtures.ts';
+import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, kill, put, py, startRun, waitHealth } from '../support/run.ts';
+import { appSource, freePort, holdWriteLock, kill, put, py, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * A target's worker follows with sync's code, whose error for a target held
@@ -33,12 +32,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     running = startRun(config);
     await waitHealth(port, 'built', (h) => h.code === 200, 30_000);
     // Another process opens a write transaction on the target and keeps it for 9 s (the busy timeout is 5 s).
-    const app = spawn(PYTHON, [
-      '-c',
-      'import sqlite3, sys, time\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\ncon.execute("BEGIN IMMEDIATE")\nprint("locked", flush=True)\ntime.sleep(9)\ncon.execute("COMMIT")',
-      target,
-    ]);
-    await new Promise<void>((resolve) => app.stdout.once('data', () => resolve()));
+    const app = await holdWriteLock(target, 9);
     py(src, `con.execute("UPDATE issues SET title = 'moved' WHERE id = 1")`);
     const busy = await waitHealth(
       port,

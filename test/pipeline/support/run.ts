@@ -1,7 +1,8 @@
 import net from 'node:net';
 import fs from 'node:fs';
 import path from 'node:path';
-import { runPython } from '../../support/fixtures.ts';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { PYTHON, runPython } from '../../support/fixtures.ts';
 import { startCli, waitFor, type Spawned } from '../../cli/support/cli.ts';
 import { runStatusOutput } from '../../../src/cli/index.ts';
 import { readConsumers } from '../../../src/capture/index.ts';
@@ -84,6 +85,21 @@ con.execute("CREATE TABLE comments (id INTEGER PRIMARY KEY, issue_id INTEGER NOT
 con.executemany("INSERT INTO issues VALUES (?, ?, ?)", [(i, f"issue {i}", "open" if i % 2 else "closed") for i in range(1, ${n} + 1)])
 con.executemany("INSERT INTO comments VALUES (?, ?, ?)", [(i, i % ${n} + 1, f"comment {i} about pipes") for i in range(1, 3 * ${n} + 1)])`,
   );
+}
+
+/**
+ * Another process (Python) opens a write transaction on `file` and keeps it
+ * for `seconds`, then commits: resolves once it holds the lock; kill the
+ * returned child when done.
+ */
+export async function holdWriteLock(file: string, seconds: number): Promise<ChildProcess> {
+  const app = spawn(PYTHON, [
+    '-c',
+    `import sqlite3, sys, time\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\ncon.execute("BEGIN IMMEDIATE")\nprint("locked", flush=True)\ntime.sleep(${seconds})\ncon.execute("COMMIT")`,
+    file,
+  ]);
+  await new Promise<void>((resolve) => app.stdout.once('data', () => resolve()));
+  return app;
 }
 
 /** Writes a file (made with its folder). */

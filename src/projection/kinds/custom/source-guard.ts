@@ -1,6 +1,6 @@
 import type { Statement } from 'better-sqlite3';
 import type { Db } from '../../../sqlite/index.ts';
-import { connectionState, slot, foldIdent, quoteIdent } from '../../../sqlite/index.ts';
+import { connectionState, slot, foldIdent, quoteIdent, virtualTableObject } from '../../../sqlite/index.ts';
 import { FailClosedError } from '../../../errors.ts';
 
 /*
@@ -153,7 +153,7 @@ function projectionTables(db: Db, owners: ProjectionOwners): Map<string, OwnedTa
       if (Number(o.rootpage ?? 0) > 0) out.set(`${seq}:${Number(o.rootpage)}`, owned);
       else if (o.type === 'table' && /^\s*CREATE\s+VIRTUAL/i.test(o.sql ?? '')) {
         virtual.set(foldIdent(o.tbl_name), owned);
-        const vtab = vtabObject(db, `${schema}.${quoteIdent(o.tbl_name)}`);
+        const vtab = virtualTableObject(db, `${schema}.${quoteIdent(o.tbl_name)}`);
         if (vtab !== undefined) out.set(vtab, owned);
       }
     }
@@ -166,16 +166,6 @@ function projectionTables(db: Db, owners: ProjectionOwners): Map<string, OwnedTa
     }
   }
   return out;
-}
-
-/** The virtual table object this connection holds for `table` (as EXPLAIN prints it in a VOpen or VUpdate), if it can be read. */
-function vtabObject(db: Db, table: string): string | undefined {
-  try {
-    const op = (db.prepare(`EXPLAIN SELECT 1 FROM ${table}`).all() as { opcode: string; p4: unknown }[]).find((o) => o.opcode === 'VOpen');
-    return typeof op?.p4 === 'string' ? op.p4 : undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source, as `database:rootpage`. */
