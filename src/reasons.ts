@@ -301,6 +301,13 @@ export const REASONS = {
     explain: 'A UNIQUE index over an expression: a REPLACE through it deletes rows capture cannot see.',
     repair: null,
   },
+  UNIQUE_FROM_ROWID: {
+    kinds: ['unarmed', 'error'],
+    clears: false,
+    explain:
+      'A UNIQUE index over a generated column computed from the INTEGER PRIMARY KEY: an INSERT OR REPLACE that leaves the key to SQLite deletes a row capture cannot see.',
+    repair: null,
+  },
   USER_TRIGGER_NEWER: {
     kinds: ['unarmed'],
     clears: false,

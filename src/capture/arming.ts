@@ -30,6 +30,7 @@ import {
   tickDdl,
 } from './schema.ts';
 import { reservedColumn } from './gates.ts';
+import { uniqueFromRowid, uniqueFromRowidDetail } from './unique-from-rowid.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
 
 /**
@@ -178,6 +179,9 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
         `column ${reserved.name} of ${table.name} starts with sluice's reserved prefix _sluice_; rename it, then enable the table again`,
       );
     const inputs = guardInputs(db, table.name);
+    const fromRowid = info === undefined ? undefined : uniqueFromRowid(info, inputs.uniques);
+    if (fromRowid !== undefined)
+      return unarmed('UNIQUE_FROM_ROWID', `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}`);
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)
         return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));

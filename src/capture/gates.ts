@@ -1,6 +1,14 @@
 import type { Db } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
-import { describeTable, expressionUniqueIndexes, findObjects, type TableInfo, foldIdent, quoteIdent } from '../sqlite/index.ts';
+import {
+  describeTable,
+  expressionUniqueIndexes,
+  findObjects,
+  type TableInfo,
+  foldIdent,
+  quoteIdent,
+  uniqueIndexes,
+} from '../sqlite/index.ts';
 import { checkForeignKeyRules, type FkViolation } from './fk-rules.ts';
 import {
   CONSUMERS_TABLE,
@@ -29,6 +37,7 @@ import {
   TABLES_TABLE,
 } from './schema.ts';
 import { refuseTarget } from './target-guard.ts';
+import { uniqueFromRowid, uniqueFromRowidError } from './unique-from-rowid.ts';
 
 /*
  * Validation gates. Each runs before anything is written and refuses with an
@@ -109,6 +118,8 @@ export function checkTable(db: Db, name: string): TableInfo {
   }
   const expression = expressionUniqueIndexes(db, info.name)[0];
   if (expression !== undefined) throw expressionIndexError(info.name, expression);
+  const fromRowid = uniqueFromRowid(info, uniqueIndexes(db, info.name));
+  if (fromRowid !== undefined) throw uniqueFromRowidError(info.name, fromRowid);
   const nullable = info.columns.filter((c) => c.pkIndex > 0 && !c.notNull);
   if (!info.withoutRowid && !info.rowidAlias && nullable.length > 0) {
     const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');

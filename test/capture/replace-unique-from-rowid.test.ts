@@ -1,0 +1,115 @@
+// a UNIQUE generated column computed from the INTEGER PRIMARY KEY is refused, since an insert that leaves the key to SQLite deletes a row no guard can find
+import path from 'node:path';
+import { test, expect } from '../support/fixtures.ts';
+import { enable, status } from '../../src/capture/index.ts';
+import { CaptureRefusedError } from '../../src/errors.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
+import { sync } from '../../src/apply/sync/index.ts';
+import { tableCells } from '../apply/support/target.ts';
+import { databaseImage, pythonExec } from '../support/journal.ts';
+import { replayAndSource } from './support/replay-journal.ts';
+
+/*
+ * Review round 3. A ring buffer: `slot INT AS (id % 3) UNIQUE` over the
+ * INTEGER PRIMARY KEY, written with INSERT OR REPLACE and no id (Python's
+ * sqlite3, recursive_triggers off). SQLite assigns the rowid after the
+ * BEFORE triggers ran: there NEW.id is -1, and so is NEW.slot, so the
+ * guard looks up slot -1 and notes nothing; the REPLACE then deletes the
+ * row in the real slot, and no delete is journaled. The rowid SQLite will
+ * pick cannot be known in a trigger in every case (a random one once the
+ * largest rowid is 2^63-1, AUTOINCREMENT's counter, a user trigger that
+ * writes the table), so such a table is refused at enable, and one that
+ * gets such an index after it was armed is unarmed: never a silent loss.
+ */
+
+const RING = 'CREATE TABLE log (id INTEGER PRIMARY KEY, msg TEXT, slot INT AS (id % 3) UNIQUE)';
+const RING_WRITES = Array.from({ length: 10 }, (_, i) => `INSERT OR REPLACE INTO log (msg) VALUES ('m${i}');`).join(' ');
+
+function refusal(db: Parameters<typeof enable>[0], file: string, table: string): CaptureRefusedError {
+  const before = databaseImage(db, file);
+  let caught: unknown;
+  try {
+    enable(db, [table]);
+  } catch (e) {
+    caught = e;
+  }
+  expect(caught).toBeInstanceOf(CaptureRefusedError);
+  expect(databaseImage(db, file)).toEqual(before);
+  return caught as CaptureRefusedError;
+}
+
+for (const kind of ['', ' STORED']) {
+  test(`enable refuses a${kind === '' ? ' virtual' : ' stored'} UNIQUE generated column computed from the INTEGER PRIMARY KEY, naming the table, index, column and fix`, ({
+    makeDb,
+  }) => {
+    const { db, file } = makeDb('s.db', RING.replace('(id % 3)', `(id % 3)${kind}`));
+    const err = refusal(db, file, 'log');
+    expect({ code: err.code, table: err.table }).toEqual({ code: 'UNIQUE_FROM_ROWID', table: 'log' });
+    expect(err.message).toContain('Table log');
+    expect(err.message).toContain('sqlite_autoindex_log_1');
+    expect(err.message).toContain('column slot');
+    expect(err.message).toContain('id, the INTEGER PRIMARY KEY');
+    expect(err.message).toMatch(/Fix: .*do not capture log/);
+  });
+}
+
+test('enable refuses one computed from the key through another generated column, and a UNIQUE index made by CREATE UNIQUE INDEX', ({
+  makeDb,
+}) => {
+  const { db, file } = makeDb(
+    's.db',
+    'CREATE TABLE a (id INTEGER PRIMARY KEY, msg, s AS (id % 3), s2 AS (s + 1), UNIQUE (msg, s2));' +
+      'CREATE TABLE b (id INTEGER PRIMARY KEY AUTOINCREMENT, msg, slot AS (id % 4)); CREATE UNIQUE INDEX b_slot ON b (slot);',
+  );
+  const a = refusal(db, file, 'a');
+  expect([a.code, a.message]).toEqual(['UNIQUE_FROM_ROWID', expect.stringContaining('column s2')]);
+  const b = refusal(db, file, 'b');
+  expect([b.code, b.message]).toEqual(['UNIQUE_FROM_ROWID', expect.stringContaining('b_slot')]);
+});
+
+test('a UNIQUE generated column from a key that is not the rowid is captured, and a ring buffer written by Python journals every delete', ({
+  makeDb,
+}) => {
+  // WITHOUT ROWID: the key is always given, so NEW.id in the guard is the real one.
+  const { db, file } = makeDb(
+    's.db',
+    'CREATE TABLE log (id INTEGER PRIMARY KEY, msg TEXT, slot INT AS (id % 3) UNIQUE) WITHOUT ROWID; CREATE TABLE other (id INTEGER PRIMARY KEY, a, g AS (a * 2) UNIQUE);',
+  );
+  enable(db, ['log', 'other']);
+  pythonExec(file, Array.from({ length: 10 }, (_, i) => `INSERT OR REPLACE INTO log (id, msg) VALUES (${i + 1}, 'm${i}');`).join(' '));
+  const r = replayAndSource(db, 'log');
+  expect(r.source).toHaveLength(3);
+  expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
+});
+
+test('a captured table that gets such a UNIQUE index is unarmed, and a mirror synced across a Python ring buffer is not left holding deleted rows', async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb('s.db', 'CREATE TABLE log (id INTEGER PRIMARY KEY, msg TEXT, slot INT AS (id % 3))');
+  enable(db, ['log']);
+  const target = path.join(tmp, 'target.db');
+  await sync(file, target, { projections: [{ name: 'log', source: 'log', kind: 'mirror' }] });
+  db.exec('CREATE UNIQUE INDEX log_slot ON log (slot)');
+  expect(status(db).tables.find((t) => t.name === 'log')).toMatchObject({ armed: false, reason: 'UNIQUE_FROM_ROWID' });
+  pythonExec(file, RING_WRITES);
+  const s = await sync(file, target);
+  const p = s.projections[0];
+  // Unarmed, sync cannot re-arm it: the mirror is suspended with the reason, never active with rows the source lost.
+  expect({ state: p?.state, reason: p?.state === 'suspended' ? p.reason : undefined }).toEqual({
+    state: 'suspended',
+    reason: 'TABLE_UNARMED',
+  });
+  expect(tableCells(db, 'main', 'log')).toHaveLength(3);
+  // Dropping the index arms it again; the next sync rebuilds the mirror from the source (DDL since its cursor).
+  db.exec('DROP INDEX log_slot');
+  expect(status(db).tables.find((t) => t.name === 'log')).toMatchObject({ armed: true });
+  const again = await sync(file, target);
+  const tg = openDatabase(target);
+  const after = tableCells(tg, 'main', 'log');
+  tg.close();
+  expect({ state: again.projections[0]?.state, rows: after }).toEqual({
+    state: 'active',
+    rows: tableCells(db, 'main', 'log', ['id', 'msg', 'slot']),
+  });
+});
