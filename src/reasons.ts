@@ -905,7 +905,12 @@ export const REASONS = {
     repair: null,
   },
   UNKNOWN_SOURCE_TABLE: { kinds: ['error'], clears: false, explain: 'The source has no such table.', repair: null },
-  NOTHING_TO_SYNC: { kinds: ['error'], clears: false, explain: 'The source captures no table in images mode.', repair: null },
+  NOTHING_TO_SYNC: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The source captures no table sync can mirror (none in images mode, or none whose mirror can be made).',
+    repair: null,
+  },
   BATCH_GAP: {
     kinds: ['error'],
     clears: false,

@@ -1,8 +1,8 @@
 import type { Db } from '../../sqlite/index.ts';
-import { FailClosedError, InvalidInputError, SluiceError } from '../../errors.ts';
+import { InvalidInputError, SluiceError } from '../../errors.ts';
 import { foldIdent, shellCommand } from '../../sqlite/index.ts';
 import { readSourceView } from '../../feed/index.ts';
-import { enableCommand, enableHint, hasCapture, readTables } from '../../capture/index.ts';
+import { hasCapture, readTables } from '../../capture/index.ts';
 import {
   ownedTables,
   type CompiledProjection,
@@ -17,6 +17,7 @@ import {
 } from '../../projection/index.ts';
 import { TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
+import { nothingToMirror } from './nothing-to-mirror.ts';
 import {
   isDefaultMirror,
   MIRROR_ALL,
@@ -213,13 +214,7 @@ export async function resolveProjections(db: Db, given: readonly DefinitionInput
     unmirrored = added.unmirrored;
     if (compiled.length === 0 && broken.length === 0 && records.length === 0) {
       if (!hasCapture(db)) readSourceView(db); // CAPTURE_ABSENT, naming the source and the fix
-      // Tables captured in another mode are captured in images mode by enable; with none, the source's own tables are named.
-      const others = captured.map((t) => t.name);
-      const fix = others.length > 0 ? enableCommand(sourcePath, others, 'images') : enableHint(db, sourcePath);
-      throw new FailClosedError(
-        'NOTHING_TO_SYNC',
-        `Source ${sourcePath} captures no table in images mode, so there is nothing to mirror. Run ${fix}, or pass --projection.`,
-      );
+      throw nothingToMirror(db, sourcePath, captured, unmirrored);
     }
   }
   return {
