@@ -926,7 +926,13 @@ export const REASONS = {
     explain: 'The export file is shorter than its cursor file says was complete.',
     repair: null,
   },
-  IMPORT_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The import file does not exist.', repair: null },
+  IMPORT_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "The import file does not exist, or the folder passed holds no segment (*.segment) and is no segment export's (no DIR.cursor beside it).",
+    repair: null,
+  },
   IMPORT_NOT_A_FILE: {
     kinds: ['error'],
     clears: false,
