@@ -628,7 +628,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'init, export (JSONL) and strip write their file only into a folder that exists; they make no folder (a mistyped --out would leave a tree of them).',
+      'init, export (JSONL), strip and a new target are written only into a folder that exists; sluice makes no folder for a file (a mistyped --out would leave a tree of them). A path through a file (notes.txt/x.db) has no folder at all, for a segment export or the demo too.',
     repair: null,
   },
   PROJECTION_OUTDATED: {
@@ -701,7 +701,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'A database path is empty (an unset shell variable, say): SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept.',
+      'A database path is empty (an unset shell variable, say): SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept. Or a path where sluice writes a file (--out, a new target) ends in "/": it names a folder.',
     repair: null,
   },
   BAD_REASON: { kinds: ['error'], clears: false, explain: 'bump needs a non-empty reason.', repair: null },
