@@ -813,7 +813,12 @@ export const REASONS = {
   },
 
   // Projections and sync.
-  DEFINITION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The projection file does not exist.', repair: null },
+  DEFINITION_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The projection file does not exist, or is a folder (a definition is read from one file; name each file in it).',
+    repair: null,
+  },
   CUSTOM_MODULE_NOT_FOUND: { kinds: ['error'], clears: false, explain: "A custom projection's handler module is not there.", repair: null },
   CUSTOM_MODULE_FAILED: { kinds: ['error'], clears: false, explain: "A custom projection's handler module failed to load.", repair: null },
   CUSTOM_WROTE_SLUICE: {
