@@ -635,7 +635,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'init, export (JSONL) and strip write their file only into a folder that exists; they make no folder (a mistyped --out would leave a tree of them).',
+      'init, export (JSONL), strip and a new target are written only into a folder that exists; sluice makes no folder for a file (a mistyped --out would leave a tree of them). A path through a file (notes.txt/x.db) has no folder at all, for a segment export or the demo too.',
     repair: null,
   },
   PROJECTION_OUTDATED: {
@@ -708,7 +708,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'A database path is empty (an unset shell variable, say): SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept.',
+      'A database path is empty (an unset shell variable, say): SQLite would make a temporary database of it, deleted when it closes, and nothing would be kept. Or a path where sluice writes a file (--out, a new target) ends in "/": it names a folder.',
     repair: null,
   },
   BAD_REASON: { kinds: ['error'], clears: false, explain: 'bump needs a non-empty reason.', repair: null },
@@ -820,7 +820,12 @@ export const REASONS = {
   },
 
   // Projections and sync.
-  DEFINITION_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The projection file does not exist.', repair: null },
+  DEFINITION_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'The projection file does not exist, or is a folder (a definition is read from one file; name each file in it).',
+    repair: null,
+  },
   CUSTOM_MODULE_NOT_FOUND: { kinds: ['error'], clears: false, explain: "A custom projection's handler module is not there.", repair: null },
   CUSTOM_MODULE_FAILED: { kinds: ['error'], clears: false, explain: "A custom projection's handler module failed to load.", repair: null },
   CUSTOM_WROTE_SLUICE: {
@@ -938,7 +943,13 @@ export const REASONS = {
     explain: 'The export file is shorter than its cursor file says was complete.',
     repair: null,
   },
-  IMPORT_NOT_FOUND: { kinds: ['error'], clears: false, explain: 'The import file does not exist.', repair: null },
+  IMPORT_NOT_FOUND: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "The import file does not exist, or the folder passed holds no segment (*.segment) and is no segment export's (no DIR.cursor beside it).",
+    repair: null,
+  },
   IMPORT_NOT_A_FILE: {
     kinds: ['error'],
     clears: false,

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/index.ts';
-import { openDatabase, writeTransactionSync, quoteIdent, requireOutputFolder, folderNotWritable } from '../sqlite/index.ts';
+import { openDatabase, writeTransactionSync, quoteIdent, requireOutputPath, folderNotWritable } from '../sqlite/index.ts';
 import { InvalidInputError, errorCode } from '../errors.ts';
 
 /**
@@ -12,12 +12,12 @@ import { InvalidInputError, errorCode } from '../errors.ts';
  * strip(openDatabase('app.db', { readonly: true }), 'app-clean.db');
  */
 export function strip(db: Db, out: string): { readonly removed: readonly string[] } {
+  requireOutputPath(out, { given: '--out', command: 'strip', example: 'copy.db' });
   if (fs.existsSync(out))
     throw new InvalidInputError(
       'OUTPUT_EXISTS',
       `${out} already exists; strip never overwrites a file. Pass a new path or remove it first.`,
     );
-  requireOutputFolder(out, 'strip');
   try {
     db.prepare('VACUUM INTO ?').run(out);
   } catch (err) {

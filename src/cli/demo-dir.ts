@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../index.ts';
+import { requireOutputPath } from '../internal.ts';
 
 /** The databases the demo makes in its folder, and replaces on every run there. */
 export const DEMO_DATABASES = { source: 'tracker.db', cache: 'cache.db' } as const;
@@ -17,6 +18,7 @@ const SUFFIXES = ['', '-wal', '-shm', '-journal'];
  * (DEMO_WOULD_OVERWRITE, exit 1) before anything is written.
  */
 export function prepareDemoDir(dir: string): void {
+  requireOutputPath(dir, { given: '--dir', command: 'demo', kind: 'folder' });
   const marker = path.join(dir, DEMO_MARKER);
   const stat = fs.statSync(dir, { throwIfNoEntry: false });
   if (stat !== undefined && !stat.isDirectory()) {

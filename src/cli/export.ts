@@ -12,7 +12,7 @@ import {
   truncateToResumePoint,
   checkHeldFile,
   replaceFile,
-  requireOutputFolder,
+  requireOutputPath,
   readSourceView,
 } from '../internal.ts';
 import { outPath } from './out-path.ts';
@@ -56,12 +56,12 @@ export function registerExport(program: Command): void {
             `--format ${opts.format} is not an export format. Use --format jsonl or --format segment.`,
           );
         const toStdout = opts.out === '-';
-        if (!toStdout && fs.statSync(opts.out, { throwIfNoEntry: false })?.isDirectory() === true)
+        if (!toStdout && isFolder(opts.out))
           throw new InvalidInputError(
             'BAD_FORMAT',
             `--out ${opts.out} is a folder; --format jsonl (the default) appends to a file. Pass a file, or --format segment to write segments into that folder.`,
           );
-        if (!toStdout) requireOutputFolder(opts.out, 'export');
+        if (!toStdout) requireOutputPath(opts.out, { given: '--out', command: 'export', example: 'changes.jsonl' });
         const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
         const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
         const since = opts.since ?? saved.cursor;
@@ -141,6 +141,7 @@ async function exportSegments(
       'BAD_FORMAT',
       '--format segment writes a folder of segments, not stdout. Pass a folder as --out, e.g. --out segments.',
     );
+  requireOutputPath(opts.out, { given: '--out', command: 'export', kind: 'folder' });
   if (fs.existsSync(opts.out) && !fs.statSync(opts.out).isDirectory())
     throw new InvalidInputError(
       'BAD_FORMAT',
@@ -177,4 +178,13 @@ async function exportSegments(
     summary,
     () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches as segments to ${opts.out}`,
   );
+}
+
+/** Whether `p` is a folder; false when nothing is there, or a file is above it (requireOutputPath says which). */
+function isFolder(p: string): boolean {
+  try {
+    return fs.statSync(p).isDirectory();
+  } catch {
+    return false;
+  }
 }

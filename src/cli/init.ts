@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { writeInitFile } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
+import { outPath } from './out-path.ts';
 
 export function registerInit(program: Command): void {
   program
@@ -10,7 +11,7 @@ export function registerInit(program: Command): void {
       'Write a commented sluice.yml for a database: its tables captured, a mirror of each, an example full-text index. Writes nothing to the database.',
     )
     .argument('<db>', 'SQLite database (read only)')
-    .option('--out <file>', 'where to write the pipeline file (must not exist)', undefined)
+    .option('--out <file>', 'where to write the pipeline file (must not exist)', outPath)
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',

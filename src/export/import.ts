@@ -8,7 +8,8 @@ import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 import { checkSegment, looksLikeSegment, refuseJournal, type CheckedSegment } from './segment-check.ts';
 import { segmentItems } from './segment-read.ts';
-import { segmentFiles } from './segment-files.ts';
+import { noSegmentsIn, segmentFiles } from './segment-files.ts';
+import { cursorFileFor } from './resume-point.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 
 const SCHEMA = 'main';
@@ -136,7 +137,12 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
             projections: r.projections,
           };
   }
-  return total ?? (await importStream(targetPath, { label: fileOrDir, read: emptyItems }, { fedBy, ...options }));
+  if (total !== undefined) return total;
+  // A segment export's folder whose runs wrote nothing new since its segments were imported and removed: nothing to do.
+  const cursor = cursorFileFor(path.resolve(fileOrDir));
+  if (fs.existsSync(cursor)) return await importStream(targetPath, { label: fileOrDir, read: emptyItems }, { fedBy, ...options });
+  // Any other folder with no segment (of JSONL exports, the wrong one): refused before a target is made.
+  throw noSegmentsIn(fileOrDir, targetPath, cursor);
 }
 
 // eslint-disable-next-line require-yield

@@ -1,5 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { InvalidInputError } from '../errors.ts';
+import { shellWord } from '../sqlite/index.ts';
 
 /*
  * The segments of `sluice export --format segment` (docs/segment.md): a
@@ -24,4 +26,25 @@ export function segmentFiles(fileOrDir: string): string[] {
     .filter((f) => f.endsWith(SEGMENT_EXT))
     .sort()
     .map((f) => path.join(fileOrDir, f));
+}
+
+/**
+ * A folder with no segment in it and no export cursor beside it (the
+ * folder a JSONL export was written into, the wrong folder) is no export:
+ * IMPORT_NOT_FOUND, naming a JSONL file in it to import instead, where
+ * there is one.
+ */
+export function noSegmentsIn(dir: string, target: string, cursor: string): InvalidInputError {
+  const jsonl = fs
+    .readdirSync(dir)
+    .filter((f) => f.endsWith('.jsonl'))
+    .sort()[0];
+  const fix =
+    jsonl === undefined
+      ? 'Pass the folder sluice export --format segment --out wrote, one segment of it, or a JSONL file from sluice export'
+      : `To import the JSONL export in it, pass the file: sluice import ${shellWord(target)} ${shellWord(path.join(dir, jsonl))}`;
+  return new InvalidInputError(
+    'IMPORT_NOT_FOUND',
+    `Import folder ${dir} holds no segment (*${SEGMENT_EXT}) and is no segment export's (no ${cursor} beside it): import reads a folder as the segments sluice export --format segment wrote there. ${fix}. Nothing was written.`,
+  );
 }

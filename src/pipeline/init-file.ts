@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
-import { openUntouched, listTables, describeTable, type TableInfo, shellWord } from '../sqlite/index.ts';
+import { openUntouched, listTables, describeTable, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
 import { checkTable, refuseTarget } from '../capture/index.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
@@ -111,6 +111,8 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
  */
 export function writeInitFile(dbFile: string, out?: string): InitFile & { readonly out: string; readonly source: string } {
   const file = out ?? path.join(path.dirname(dbFile), 'sluice.yml');
+  const outPath = { given: '--out', command: 'init', example: 'sluice.yml' } as const;
+  requireOutputPath(file, outPath);
   const db = openUntouched(dbFile, 'database');
   let init: InitFile;
   try {
@@ -129,12 +131,8 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
         'OUTPUT_EXISTS',
         `${file} already exists; sluice init never overwrites a file. Edit it, remove it first, or pass --out NEW_FILE.`,
       );
-    // No folder is made: a mistyped --out would otherwise leave a tree of folders, and the paths in the file are relative to where it is.
-    if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR')
-      throw new InvalidInputError(
-        'OUTPUT_FOLDER_MISSING',
-        `the folder ${path.dirname(file)} of ${file} does not exist (or is not a folder); sluice init makes no folder. Create it first (mkdir -p ${shellWord(path.dirname(file))}) or pass --out FILE in an existing folder.`,
-      );
+    // Its folder gone since the check above: said as the check says it (no folder is made).
+    requireOutputPath(file, outPath);
     throw err;
   }
   return { ...init, out: path.resolve(file), source: path.resolve(dbFile) };

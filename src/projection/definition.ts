@@ -5,6 +5,7 @@ import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { InvalidInputError } from '../errors.ts';
+import { shellWord } from '../sqlite/index.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { defaultProjectionName, isProjectionName } from './name.ts';
 import { DEFINITION_SCHEMAS } from './kinds/schemas.ts';
@@ -67,6 +68,7 @@ export async function loadDefinitions(file: string, options: LoadHandlerOptions 
       'DEFINITION_NOT_FOUND',
       `Projection file ${file} does not exist. Pass a .json or .ts definition file (see projections/ for examples).`,
     );
+  if (fs.statSync(abs).isDirectory()) throw folderGiven(file, abs);
   let raw: unknown;
   if (abs.endsWith('.json')) {
     try {
@@ -82,6 +84,34 @@ export async function loadDefinitions(file: string, options: LoadHandlerOptions 
   const defs = list.map((d, i) => parseDefinition(d, `${file}${list.length > 1 ? `[${i}]` : ''}`));
   for (const d of defs) await loadCustomModule(d, abs, file, options);
   return defs;
+}
+
+/** A definition file's extensions: JSON, or a module (TS or JS). */
+const DEFINITION_FILE = /\.(json|[cm]?[jt]s)$/;
+
+/**
+ * A folder given as a definition file (a folder of them, a common guess):
+ * DEFINITION_NOT_FOUND naming the files in it to pass one by one, where
+ * Node's import would say "Directory import ... is not supported",
+ * naming sluice's own bundle.
+ */
+function folderGiven(file: string, abs: string): InvalidInputError {
+  const files = fs
+    .readdirSync(abs)
+    .filter((f) => DEFINITION_FILE.test(f) && !f.endsWith('.d.ts'))
+    .sort()
+    .map((f) => path.join(file, f));
+  const pass =
+    files.length === 0
+      ? 'it holds no .json, .ts or .js file'
+      : `name each of its files: ${files
+          .slice(0, 5)
+          .map((f) => `--projection ${shellWord(f)}`)
+          .join(' ')}${files.length > 5 ? ` (and ${files.length - 5} more)` : ''} (in a pipeline file, one entry each)`;
+  return new InvalidInputError(
+    'DEFINITION_NOT_FOUND',
+    `Projection file ${file} is a folder; a projection is read from one definition file (.json, or a .ts/.js module whose default export is the definition or an array of them), and a folder is not read as a set of them. To use the definitions in it, ${pass}.`,
+  );
 }
 
 export interface LoadHandlerOptions {

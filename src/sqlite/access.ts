@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { InvalidInputError, SluiceError, errorCode } from '../errors.ts';
-import { shellWord } from './shell-word.ts';
+import { SluiceError, errorCode } from '../errors.ts';
 
 /*
  * Write access to a database means two things: the file itself, and its
@@ -79,24 +78,4 @@ export function folderNotWritable(file: string, role: string, sqliteCode: unknow
     'DB_NOT_WRITABLE',
     `Cannot open ${role} ${file}: this user may not write its folder ${folder} (${code}), and SQLite must make ${base}-shm there to read a database in WAL mode (and ${base}-wal to write one). Give this user write access to ${folder}.`,
   );
-}
-
-/**
- * Refuses (OUTPUT_FOLDER_MISSING) an output file `command` would write in a
- * folder that does not exist, or is not a folder: no folder is made (a
- * mistyped path would leave a tree of them).
- */
-export function requireOutputFolder(file: string, command: string): void {
-  const folder = path.dirname(file);
-  let isFolder = false;
-  try {
-    isFolder = fs.statSync(folder).isDirectory();
-  } catch {
-    /* missing: refused below */
-  }
-  if (!isFolder)
-    throw new InvalidInputError(
-      'OUTPUT_FOLDER_MISSING',
-      `the folder ${folder} of ${file} does not exist (or is not a folder); sluice ${command} makes no folder. Create it first (mkdir -p ${shellWord(folder)}) or pass --out FILE in an existing folder.`,
-    );
 }

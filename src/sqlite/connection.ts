@@ -4,6 +4,7 @@ import { SluiceError, InvalidInputError, errorCode } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
 import { shellWord } from './shell-word.ts';
 import { folderNotWritable } from './access.ts';
+import { requireOutputPath } from './output-path.ts';
 import { heldFile, pathIdentity, sameFile } from './file-identity.ts';
 import type { Db } from './db.ts';
 
@@ -150,11 +151,14 @@ function checkFile(path: string, role: string, create: boolean): void {
   try {
     stat = fs.statSync(path);
   } catch {
-    if (create) return;
-    throw new InvalidInputError(
-      'DB_NOT_FOUND',
-      `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`,
-    );
+    if (!create)
+      throw new InvalidInputError(
+        'DB_NOT_FOUND',
+        `${role} ${path} does not exist. Check the path; sluice never creates a ${role} it was asked to read.`,
+      );
+    // A new file: not at a path ending in "/", nor in a folder that does not exist or through a file.
+    requireOutputPath(path, { given: role, example: `${role}.db` });
+    return;
   }
   if (!stat.isFile())
     throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a file. Pass the path of a SQLite database file.`);

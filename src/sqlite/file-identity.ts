@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { SluiceError } from '../errors.ts';
+import { SluiceError, errorCode } from '../errors.ts';
 import type { Db } from './db.ts';
 import { connectionState, slot } from './connection-state.ts';
 
@@ -27,7 +27,14 @@ export interface FileIdentity {
 
 /** The identity of the file at `file` now, or undefined when there is none. */
 export function pathIdentity(file: string): FileIdentity | undefined {
-  const st = fs.statSync(file, { bigint: true, throwIfNoEntry: false });
+  let st: fs.BigIntStats | undefined;
+  try {
+    st = fs.statSync(file, { bigint: true, throwIfNoEntry: false });
+  } catch (err) {
+    // A file above the path (notes.txt/x.db): nothing is there either; openDatabase says why it cannot be made.
+    if (errorCode(err) === 'ENOTDIR') return undefined;
+    throw err;
+  }
   return st === undefined ? undefined : { dev: st.dev.toString(), ino: st.ino.toString(), birth: Number(st.birthtimeMs) };
 }
 

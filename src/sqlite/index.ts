@@ -1,7 +1,7 @@
 // The face of src/sqlite/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { folderNotWritable, requireOutputFolder, requireWriteAccess, writeAccessProblem } from './access.ts';
+export { folderNotWritable, requireWriteAccess, writeAccessProblem } from './access.ts';
 export { affinityOf, canHoldNegativeZero } from './affinity.ts';
 export type { Affinity } from './affinity.ts';
 export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
@@ -38,6 +38,7 @@ export {
   uniqueIndexes,
 } from './introspect.ts';
 export type { TableInfo, UniqueIndexInfo } from './introspect.ts';
+export { requireOutputPath } from './output-path.ts';
 export { lockHeld, tryProcessLock } from './process-lock.ts';
 export type { ProcessLock } from './process-lock.ts';
 export { runQuery } from './query.ts';

@@ -49,7 +49,7 @@ export function runQuery(
   const why = REFUSED_STATEMENTS[firstKeyword(sql)];
   if (why !== undefined) throw refused(db, why(firstKeyword(sql)));
   const write = !stmt.readonly;
-  if (!write) return collect(stmt, maxRows, false);
+  if (!write) return stmt.reader ? collect(stmt, maxRows, false) : runRead(stmt);
   // In its own BEGIN IMMEDIATE transaction, or a savepoint inside the caller's.
   return writeTransactionSync(
     db,
@@ -101,6 +101,12 @@ function firstKeyword(sql: string): string {
 function runWrite(stmt: ReturnType<Db['prepare']>): QueryResult {
   const info = (stmt as unknown as { run: () => { changes: number } }).run();
   return { columns: [], rows: [], changes: info.changes, wrote: true };
+}
+
+/** A read-only statement that returns no data (REINDEX of a table with no index): it runs, and changes nothing. */
+function runRead(stmt: ReturnType<Db['prepare']>): QueryResult {
+  (stmt as unknown as { run: () => unknown }).run();
+  return { columns: [], rows: [], changes: 0, wrote: false };
 }
 
 function collect(stmt: ReturnType<Db['prepare']>, maxRows: number, wrote: boolean): QueryResult {

@@ -1,9 +1,9 @@
-// export --out and strip --out at a folder, in a folder that does not exist, or empty: one line naming the path and the fix
+// every path a command writes (export, strip and init --out, a new target, demo --dir) given as a folder, in a folder that does not exist, through a file, or empty: one line naming the path and the fix
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
 import { test, expect, describe } from '../support/fixtures.ts';
-import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, expectOneLineError } from './support/cli.ts';
+import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, expectOneLineError, exportByLibrary } from './support/cli.ts';
 
 /*
  * The path a command writes to, given wrong: export (JSONL) to a folder
@@ -13,16 +13,28 @@ import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, expectOneLine
  * read", which names no path; "ENOENT: ...", "SQLITE_CANTOPEN: ..."). Each
  * is now one line naming the path and what to do, exit 1 (2 for the empty
  * value, a usage error), and no file or folder is made.
+ *
+ * So is a path ending in "/" where a file is written (init --out conf/ gave
+ * a raw EISDIR; strip --out newdir/ wrote its whole copy to a file ./newdir
+ * and then failed with ENOTDIR; sync SRC newdir/ left an empty ./newdir),
+ * and one through a file (notes.txt/x.jsonl: raw ENOTDIR), for every
+ * command that writes a file the user names: one check
+ * (sqlite/output-path.ts), before any work.
  */
 
 let dir: string;
 let src: string;
+let jsonl: string;
 const at = (f: string) => path.join(dir, f);
 
 beforeAll(() => {
   dir = makeDir();
   src = trackerSource(at('app.db'));
   fs.mkdirSync(at('segments'));
+  fs.mkdirSync(at('conf'));
+  fs.writeFileSync(at('notes.txt'), 'hi\n');
+  jsonl = at('changes.jsonl');
+  exportByLibrary(src, jsonl);
 });
 afterAll(() => removeDir(dir));
 
@@ -33,28 +45,99 @@ interface Case {
   readonly says: readonly string[];
 }
 
-const CASES: Record<string, Case> = {
-  'export (JSONL) to a folder': {
-    args: () => ['export', src, '--out', at('segments')],
+/** Built once the folder is made: the messages name its paths. */
+function cases(): Record<string, Case> {
+  return {
+    'export (JSONL) to a folder': {
+      args: () => ['export', src, '--out', at('segments')],
+      status: 1,
+      code: 'BAD_FORMAT',
+      says: ['is a folder', '--format segment'],
+    },
+    'export into a folder that does not exist': {
+      args: () => ['export', src, '--out', at('nope/changes.jsonl')],
+      status: 1,
+      code: 'OUTPUT_FOLDER_MISSING',
+      says: ['nope', 'mkdir -p'],
+    },
+    'strip into a folder that does not exist': {
+      args: () => ['strip', src, '--out', at('nope/copy.db')],
+      status: 1,
+      code: 'OUTPUT_FOLDER_MISSING',
+      says: ['nope', 'mkdir -p'],
+    },
+    'export to an empty --out': { args: () => ['export', src, '--out', ''], status: 2, says: ['--out', '""'] },
+    'strip to an empty --out': { args: () => ['strip', src, '--out', ''], status: 2, says: ['--out', '""'] },
+    'init to an empty --out': { args: () => ['init', src, '--out', ''], status: 2, says: ['--out', '""'] },
+    ...endingInSlash(),
+    ...throughAFile(),
+    'a new sync target in a folder that does not exist': {
+      args: () => ['sync', src, at('nope/cache.db')],
+      status: 1,
+      code: 'OUTPUT_FOLDER_MISSING',
+      says: [`the folder ${at('nope')} of ${at('nope/cache.db')} does not exist`, 'mkdir -p'],
+    },
+  };
+}
+
+/** A path ending in "/" where a file is written: BAD_PATH, naming it and a file's path in it to pass instead. */
+function endingInSlash(): Record<string, Case> {
+  const conf = `${at('conf')}/`;
+  const fresh = `${at('newdir')}/`;
+  const c = (args: () => string[], given: () => string, eg: string): Case => ({
+    args,
     status: 1,
-    code: 'BAD_FORMAT',
-    says: ['is a folder', '--format segment'],
-  },
-  'export into a folder that does not exist': {
-    args: () => ['export', src, '--out', at('nope/changes.jsonl')],
+    code: 'BAD_PATH',
+    says: [`${given()} ends in "/", so it names a folder`, `e.g. ${eg}`],
+  });
+  return {
+    'init --out an existing folder/': c(
+      () => ['init', src, '--out', conf],
+      () => conf,
+      `--out ${path.join(conf, 'sluice.yml')}`,
+    ),
+    'strip --out a new folder/': c(
+      () => ['strip', src, '--out', fresh],
+      () => fresh,
+      `--out ${path.join(fresh, 'copy.db')}`,
+    ),
+    'export --out a new folder/': c(
+      () => ['export', src, '--out', fresh],
+      () => fresh,
+      `--out ${path.join(fresh, 'changes.jsonl')}`,
+    ),
+    'sync to a new target folder/': c(
+      () => ['sync', src, fresh],
+      () => fresh,
+      path.join(fresh, 'target.db'),
+    ),
+    'import into a new target folder/': c(
+      () => ['import', fresh, jsonl],
+      () => fresh,
+      path.join(fresh, 'target.db'),
+    ),
+  };
+}
+
+/** A path through a file (notes.txt/x): OUTPUT_FOLDER_MISSING, naming the file that is no folder. */
+function throughAFile(): Record<string, Case> {
+  const under = (f: string) => path.join(at('notes.txt'), f);
+  const c = (args: () => string[]): Case => ({
+    args,
     status: 1,
     code: 'OUTPUT_FOLDER_MISSING',
-    says: ['nope', 'mkdir -p'],
-  },
-  'strip into a folder that does not exist': {
-    args: () => ['strip', src, '--out', at('nope/copy.db')],
-    status: 1,
-    code: 'OUTPUT_FOLDER_MISSING',
-    says: ['nope', 'mkdir -p'],
-  },
-  'export to an empty --out': { args: () => ['export', src, '--out', ''], status: 2, says: ['--out', '""'] },
-  'strip to an empty --out': { args: () => ['strip', src, '--out', ''], status: 2, says: ['--out', '""'] },
-};
+    says: [`goes through ${at('notes.txt')}, which is a file, not a folder`],
+  });
+  return {
+    'init --out through a file': c(() => ['init', src, '--out', under('sluice.yml')]),
+    'strip --out through a file': c(() => ['strip', src, '--out', under('copy.db')]),
+    'export --out through a file': c(() => ['export', src, '--out', under('x.jsonl')]),
+    'export --format segment --out through a file': c(() => ['export', src, '--format', 'segment', '--out', under('segs')]),
+    'sync to a target through a file': c(() => ['sync', src, under('cache.db')]),
+    'import into a target through a file': c(() => ['import', under('cache.db'), jsonl]),
+    'demo --dir through a file': c(() => ['demo', '--dir', under('demo')]),
+  };
+}
 
 describe('an output path given wrong', () => {
   test('is one line naming the path and the fix; nothing is made', async () => {
@@ -65,7 +148,7 @@ describe('an output path given wrong', () => {
         .filter((f) => !/-(wal|shm)$/.test(f))
         .sort();
     const before = made();
-    const results = await mapLimit(Object.entries(CASES), 4, async ([name, c]) => ({ name, c, r: await runCliAsync(c.args()) }));
+    const results = await mapLimit(Object.entries(cases()), 4, async ([name, c]) => ({ name, c, r: await runCliAsync(c.args()) }));
     for (const { name, c, r } of results) {
       expect(r.status, `${name}: ${r.stderr}`).toBe(c.status);
       if (c.code !== undefined) expectOneLineError(r, c.code);
@@ -74,6 +157,8 @@ describe('an output path given wrong', () => {
     }
     expect(made()).toEqual(before);
     expect(fs.readdirSync(at('segments'))).toEqual([]);
+    expect(fs.readdirSync(at('conf'))).toEqual([]);
+    expect(fs.readFileSync(at('notes.txt'), 'utf8')).toBe('hi\n');
   });
 
   test('export of a database without capture (a target given as the source) makes no output file', async () => {

@@ -89,7 +89,9 @@ describe("a segment's frame: its schema's root pages and its meta", () => {
     runPython(META, [first, second]);
     refused(path.join(tmp, 'target.db'), folder);
     // Undamaged, the same export imports whole.
+    // Its cursor too: a run that resumes from it would write no segment, and import nothing.
     fs.rmSync(folder, { recursive: true });
+    fs.rmSync(`${folder}.cursor`);
     exported(src.file, folder);
     const ok = cli(['import', path.join(tmp, 'good.db'), folder]);
     expect(ok.status, ok.stderr).toBe(0);

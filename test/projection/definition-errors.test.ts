@@ -339,6 +339,26 @@ describe('a bad projection definition is refused before anything is written', ()
     expect(fs.existsSync(target)).toBe(false);
   });
 
+  test("a folder given as --projection (a folder of definitions) is DEFINITION_NOT_FOUND naming the folder and the files in it to pass, not Node's module-resolution error; no target is made", ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    const target = path.join(tmp, 'target.db');
+    const folder = path.join(tmp, 'projections');
+    fs.mkdirSync(folder);
+    fs.writeFileSync(path.join(folder, 'items.json'), JSON.stringify({ name: 'items', source: 'items', kind: 'mirror' }));
+    fs.writeFileSync(path.join(folder, 'tags.json'), JSON.stringify({ name: 'tags', source: 'tags', kind: 'mirror' }));
+    fs.writeFileSync(path.join(folder, 'README.md'), 'notes');
+    const r = cli(['sync', src.file, target, '--projection', folder]);
+    expect(r.status, r.stderr).toBe(1);
+    expect(r.stderr).toMatch(/^sluice: DEFINITION_NOT_FOUND: [^\n]+\n$/);
+    expect(r.stderr).toContain(`Projection file ${folder} is a folder`);
+    expect(r.stderr).toContain(`--projection ${path.join(folder, 'items.json')} --projection ${path.join(folder, 'tags.json')}`);
+    expect(r.stderr).not.toMatch(/Directory import|chunk-|README/);
+    expect(fs.existsSync(target)).toBe(false);
+  });
+
   test('import checks expressions as sync does: one naming a column sluice uses internally is refused, and nothing is imported', async ({
     makeDb,
     tmp,

@@ -113,4 +113,19 @@ describe('query', () => {
     expect(big.status, big.stderr).toBe(1);
     expectOneLineError(big, 'ROW_BUDGET_EXCEEDED');
   });
+
+  test('a read-only statement that returns no data (REINDEX of a table with no index) runs and reports 0 changes, not an INTERNAL driver error', async () => {
+    const make = await runCliAsync(['query', src, 'CREATE TABLE plain (x)']);
+    expect(make.status, make.stderr).toBe(0);
+    const before = dumpTables(src);
+    const seq = sourceSeq(src);
+    const r = await runCliAsync(['query', src, 'REINDEX plain', '--json']);
+    expect(r.status, r.stderr).toBe(0);
+    expect(parseJson(r, S.queryOutput)).toEqual({ columns: [], rows: [], changes: 0 });
+    const text = await runCliAsync(['query', src, 'REINDEX plain']);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout.trim()).toBe('0 row(s) changed');
+    expect(dumpTables(src)).toEqual(before);
+    expect(sourceSeq(src)).toBe(seq);
+  });
 });

@@ -8,6 +8,7 @@ import {
   pathIdentity,
   type FileIdentity,
   quoteIdent,
+  requireOutputPath,
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
@@ -193,6 +194,8 @@ export class Syncer {
     // A refused open writes nothing: a target file this call created (a bad
     // definition, a missing source...) is removed again, not left behind empty.
     const created = !fs.existsSync(targetPath);
+    // Before anything is opened: a new target's path (not ending in "/", in a folder that exists, through no file).
+    if (created) requireOutputPath(targetPath, { given: 'target', example: 'target.db' });
     const busyTimeoutMs = options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS;
     if (!Number.isSafeInteger(busyTimeoutMs) || busyTimeoutMs < 0)
       throw new InvalidInputError('BAD_BUSY_TIMEOUT', `Busy timeout ${busyTimeoutMs} must be a whole number of ms >= 0.`);
