@@ -88,18 +88,26 @@ function openOnce(path: string, options: OpenOptions): Db {
     if (errorCode(cause) === 'SQLITE_NOTADB') {
       throw new InvalidInputError('NOT_A_DATABASE', `${role} ${path} is not a SQLite database. Pass the path of a SQLite file.`, { cause });
     }
-    if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK')
-      throw new SluiceError(
-        'DB_OPEN_FAILED',
-        `Cannot read ${role} ${path}: ${path}-journal is a hot journal, left by a process that stopped in the middle of a transaction, and a read-only reader may not roll it back. Open the file once with write access (your app, or sqlite3 ${shellWord(path)} 'PRAGMA schema_version;'), which rolls it back, then run this again.`,
-        { cause },
-      );
+    if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK') throw hotJournal(role, path, cause);
     throw (
       folderNotWritable(path, role, errorCode(cause)) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause })
     );
   }
   return db;
+}
+
+/**
+ * The error for database `path` that a read-only connection cannot read
+ * (SQLITE_READONLY_ROLLBACK): a hot journal beside it, which only a
+ * connection with write access rolls back. The reader leaves it as it is.
+ */
+export function hotJournal(role: string, path: string, cause: unknown): SluiceError {
+  return new SluiceError(
+    'DB_OPEN_FAILED',
+    `Cannot read ${role} ${path}: ${path}-journal is a hot journal, left by a process that stopped in the middle of a transaction, and a read-only reader may not roll it back. Open the file once with write access (your app, or sqlite3 ${shellWord(path)} 'PRAGMA schema_version;'), which rolls it back, then run this again.`,
+    { cause },
+  );
 }
 
 /**

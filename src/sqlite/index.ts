@@ -21,7 +21,7 @@ export type { JsonValue, SqlValue } from './codec.ts';
 export { collationOf, columnCollations, columnDefinitionNames } from './collations.ts';
 export { collationSql, columnDecl, declaredType, isAnyType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
-export { openDatabase, openImage, useWal } from './connection.ts';
+export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';
 export type { Db } from './db.ts';
 export { checkHeldFile, checkSameFile, heldFile, pathIdentity, sameFile } from './file-identity.ts';

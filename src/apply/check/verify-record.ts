@@ -12,7 +12,10 @@ import type { ProjectionVerification } from './verify-types.ts';
  * An fts5 index with external content is also checked against its key
  * table here (FTS5's integrity-check, which needs a write transaction,
  * though it writes nothing): the per-key hashes compare only the key table.
- * Each row is changed only if it is still as verify read it.
+ * Each row is changed only if it is still of the build verify read, and,
+ * for what the comparison found, still at the cursor it read (the index
+ * check reads the index as it is, so a cursor a sync moved meanwhile does
+ * not skip it).
  */
 
 export const EDITED = 'TARGET_EDITED';
@@ -51,11 +54,17 @@ export function recordVerdicts(
       // The write lock first, so that what follows reads the rows as they are.
       cachedStatement(db, `UPDATE main.${PROJECTIONS_TABLE} SET name = name WHERE 0`).run();
       for (const { rec, v, i } of todo) {
-        if (!unchanged(db, rec)) continue;
+        const stored = readProjection(db, 'main', rec.name);
+        if (!sameBuild(stored, rec)) continue;
+        // The index is checked as it is now, whatever the cursor did since the comparison: a follower
+        // that moved it has not made a hand-edited index right. What the comparison found at the
+        // cursor it read is stored only while the cursor is still there.
         const own = v.ok ? ownCheckOf(db, 'main', rec) : undefined;
+        if (stored.seq !== rec.seq && own !== false) continue;
         if (own === false)
           out[i] = {
             ...v,
+            seq: stored.seq,
             ok: false,
             reason: EDITED,
             skipped: `its index ${rec.targetTable} no longer holds exactly the entries of its rows (FTS5 integrity-check): it was changed outside sluice; rebuild it with sluice reinit`,
@@ -93,10 +102,12 @@ export function recordVerdicts(
   return out;
 }
 
-/** Whether the projection's row is still the one verify compared (no sync moved it, nothing else suspended or cleared it). */
-function unchanged(db: Db, rec: ProjectionRecord): boolean {
-  const now = readProjection(db, 'main', rec.name);
-  return now !== undefined && now.seq === rec.seq && now.state === rec.state && now.reason === rec.reason;
+/**
+ * Whether the projection's row is still of the build verify compared: nothing suspended, cleared or
+ * redefined it (a sync may have moved its cursor since).
+ */
+function sameBuild(now: ProjectionRecord | undefined, rec: ProjectionRecord): now is ProjectionRecord {
+  return now !== undefined && now.state === rec.state && now.reason === rec.reason && now.definition === rec.definition;
 }
 
 /** Whether the stored TARGET_EDITED says another program wrote tables of it besides the one holding its rows. */

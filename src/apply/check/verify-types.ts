@@ -22,7 +22,10 @@ export interface ProjectionVerification {
    * SYNC_FAILING (its last sync failed), BEHIND (keys changed after its
    * cursor), DEFINITION_CHANGED, or a stored definition that no longer fits
    * the source (DEFINITION_INVALID, SOURCE_COLUMN_MISSING,
-   * SOURCE_TABLE_MISSING). NOT_VERIFIABLE for a custom projection (ok).
+   * SOURCE_TABLE_MISSING), a cursor that does not continue on the source
+   * (validateCursor's reason: HISTORY_DIVERGED, TABLE_REARMED, ...), or
+   * SCHEMA_WINDOW (rows that differ after DDL sluice did not make: the next
+   * sync rebuilds it). NOT_VERIFIABLE for a custom projection (ok).
    */
   readonly reason?: string;
   /** What was not compared and why, with what to do; set whenever something was left out. */

@@ -17,7 +17,7 @@ import {
 } from '../../sqlite/index.ts';
 import { isReasonCode, REASONS, type ReasonCode } from '../../reasons.ts';
 import type { Db } from '../../sqlite/index.ts';
-import { readSourceView, alterWithOldLayoutAfter } from '../../feed/index.ts';
+import { readSourceView, alterWithOldLayoutAfter, type SourceView } from '../../feed/index.ts';
 import {
   compileProjection,
   sourceShape,
@@ -42,6 +42,7 @@ import {
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
+import { acrossWindow, cursorVerdict } from './verify-cursor.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 
@@ -167,6 +168,8 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
           {
             progress,
             onNote: options.onNote,
+            view,
+            held: comparedWhileSuspended(r) ? (r.reason ?? undefined) : undefined,
           },
         );
         onProgress?.({ projection: r.name, done: i + 1, count: records.length });
@@ -240,6 +243,10 @@ export function shadowMatchesSource(
 interface CompareContext {
   readonly progress?: StepProgress | undefined;
   readonly onNote?: ((note: string) => void) | undefined;
+  /** The source as read in the caller's transaction: its cursor is checked against it first (verify-cursor.ts). */
+  readonly view?: SourceView | undefined;
+  /** The suspension it is compared under (TARGET_EDITED), if any. */
+  readonly held?: string | undefined;
 }
 
 function verifyOne(
@@ -326,6 +333,10 @@ function compareOne(
     };
   const unreadable = unrewindable(db, rec, tid);
   if (unreadable !== undefined) return { ...base, ok: false, ...unreadable };
+  // After the checks above, as sync's step makes them before its own (a table not captured with images first).
+  const cursor = context.view === undefined || paths === undefined ? undefined : cursorVerdict(db, rec, context.view, paths, context.held);
+  if (cursor?.continues === false) return { ...base, ok: false, reason: cursor.reason, skipped: cursor.skipped };
+  const window = cursor?.window === true && context.held === undefined;
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.
   const info = describeTable(db, rec.sourceTable);
@@ -415,7 +426,7 @@ function compareOne(
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
   dropWorkTables(db);
-  return { ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) };
+  return acrossWindow({ ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) }, window);
 }
 
 function dropWorkTables(db: Db): void {

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import {
+  hotJournal,
   encodingMismatch,
   textEncoding,
   openDatabase,
@@ -132,6 +133,8 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
     } catch (cause) {
       if (errorCode(cause) === 'SQLITE_NOTADB') throw notADatabase(cause);
+      // A read-only session (verify, explain) may not roll back a hot journal of the target: say which file, and the fix, as other readers do.
+      if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK') throw hotJournal('target', targetPath, cause);
       // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
       if (String((cause as Error).message).includes('same text encoding'))
         throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
