@@ -59,7 +59,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
   const rel = (p: string) => written(dir, p);
 
   const lines = [
-    `# sluice.yml: what sluice keeps for ${path.basename(source)}, written by \`sluice init\`.`,
+    `# sluice.yml: what sluice keeps for ${scalar(path.basename(source))}, written by \`sluice init\`.`,
     '# `sluice run` (in this folder, or with --config FILE) keeps it so: it enables capture of the',
     '# tables below, builds each target, applies every change as it commits, and serves /healthz',
     '# and a status page on `listen`. `sluice plan` prints what run would do and writes nothing.',
@@ -82,7 +82,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     ...(search === null
       ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
       : [
-          `          # A full-text (FTS5) index of ${search.table}; uncomment to build it, then search it with`,
+          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
           `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
           `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map(scalar).join(', ')}]}`,
         ]),
@@ -183,7 +183,13 @@ export function written(dir: string, p: string): string {
   return parts.join('/') || '.';
 }
 
-/** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */
+/**
+ * A YAML scalar: plain when it cannot be read as anything else, else a
+ * double-quoted (JSON) string with `${` kept literal. JSON's escapes are
+ * YAML's, so a newline, a `#`, a `: ` or a quote stays inside the value.
+ * Every name init writes goes through it, in comments too: a newline written
+ * raw in a comment would end it, and the rest of the name be live YAML.
+ */
 function scalar(s: string): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
   // A function, not a replacement string: in one, `$$` means a single `$`.

@@ -1,7 +1,8 @@
 // sluice init writes a commented pipeline file that loads and leaves the database untouched
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
+import { parse } from 'yaml';
+import { test, expect, describe, runSqliteCli, runPython } from '../support/fixtures.ts';
 import { runCliAsync, parseJson, expectOneLineError } from '../cli/support/cli.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { loadPipeline, checkPipelineSources, declaredInputs, writeInitFile, written } from '../../src/pipeline/index.ts';
@@ -199,6 +200,38 @@ describe('sluice init', () => {
       expect(p.sources[0]?.capture.map((c) => c.table)).toEqual(made.tables);
       checkPipelineSources(p);
     }
+  });
+
+  test('init writes a database, folder and tables whose names hold a newline, #, ": " or quotes as values that load back to those names, never as live YAML', async ({
+    tmp,
+  }) => {
+    // A newline then `prune: true`: written raw anywhere (a comment included), the rest of the name is a key of the file.
+    const hostile = ['x\nprune: true #', 'a # b', 'k: v', `q"u'o\\te`, '\r- tab\tle', '{[*&!|>%@`'];
+    const dir = path.join(tmp, `dir\nlisten: 0.0.0.0:1 # '"`);
+    fs.mkdirSync(dir);
+    const db = path.join(dir, `${hostile[0]}.db`);
+    // Python's sqlite3 is the writer: the sqlite3 shell cannot be handed such a file name.
+    runPython(
+      "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nfor n in sys.argv[2:]: c.execute('CREATE TABLE \"%s\" (id INTEGER PRIMARY KEY, title TEXT)' % n.replace('\"', '\"\"'))\nc.commit()",
+      [db, ...hostile],
+    );
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(hostile);
+    const text = fs.readFileSync(made.out, 'utf8');
+    // The file's keys are the two init writes, and its capture list is each table once.
+    expect(Object.keys(parse(text) as object)).toEqual(['sources', 'listen']);
+    const p = await loadPipeline(made.out, {});
+    expect(p.prune).toBe(false);
+    expect(p.listen).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(p.sources[0]?.path).toBe(db);
+    expect(p.sources[0]?.targets[0]?.path).toBe(made.target);
+    expect(p.sources[0]?.capture.map((c) => c.table)).toEqual(hostile);
+    checkPipelineSources(p);
+    // Every line that is not a comment is one init wrote: none comes from a name.
+    for (const line of text.split('\n'))
+      expect(line, text).toMatch(
+        /^(\s*#.*|sources:|\s*- path: .*|\s*capture:|\s*- ".*"|\s*targets:|\s*projections:|\s*- "\*".*|listen: .*|)$/,
+      );
   });
 
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
