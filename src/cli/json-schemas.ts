@@ -294,7 +294,7 @@ export const planOutput = z.object({
       enable: z.array(
         z.object({
           table: z.string(),
-          mode: z.enum(['images', 'keys']),
+          mode: z.enum(['images', 'keys', 'counter']),
           from: z.string().nullable(),
           exclude: z.array(z.string()).optional(),
         }),

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
-import { readTables, openSource, type CaptureStatus } from '../capture/index.ts';
+import { readTables, openSource, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
 import { CaptureRefusedError, SluiceError, errorCode } from '../errors.ts';
 import { foldIdent } from '../sqlite/index.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
@@ -44,7 +44,7 @@ export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
 export function toEnable(
   source: PipelineSource,
   capture: Pick<CaptureStatus, 'tables'>,
-): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null; readonly exclude?: readonly string[] }[] {
+): { readonly table: string; readonly mode: CaptureMode; readonly from: string | null; readonly exclude?: readonly string[] }[] {
   return source.capture.flatMap((c) => {
     const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
     const exclude = c.exclude === undefined ? {} : { exclude: c.exclude };

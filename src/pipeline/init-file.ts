@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
 import { openUntouched, listTables, describeTable, type TableInfo, shellWord } from '../sqlite/index.ts';
-import { checkTable, refuseTarget } from '../capture/index.ts';
+import { checkTable, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
 import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
 
@@ -11,6 +11,9 @@ import { defaultProjectionName, isProjectionName } from '../projection/index.ts'
  * the capture list, a target with a mirror of every one ("*"), and an fts5
  * index over the text columns of one table, commented out, as an example to
  * take or leave. Every line a newcomer would ask about carries a comment.
+ * A table the source captures already is declared in the mode it has (a
+ * map, when one is not images): the file describes the source as it is, so
+ * that run re-arms nothing.
  * The text loads as it is (loadPipeline, checkPipelineSources), and still
  * does with the example uncommented.
  */
@@ -55,8 +58,16 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
       skipped.push({ table: name, code: err.code, message: err.message });
     }
   }
-  const search = searchExample(db, tables);
+  const modes = new Map<string, CaptureMode>(readTables(db).map((t) => [t.name, t.mode]));
+  const mode = (t: string) => modes.get(t) ?? 'images';
+  // An fts5 index needs images: over a keys or counter table, sync would suspend it.
+  const search = searchExample(
+    db,
+    tables.filter((t) => mode(t.name) === 'images'),
+  );
   const rel = (p: string) => written(dir, p);
+  // A list when every table is in images mode (the default); else a map from each table to its mode.
+  const asMap = tables.some((t) => mode(t.name) !== 'images');
 
   const lines = [
     `# sluice.yml: what sluice keeps for ${scalar(path.basename(source))}, written by \`sluice init\`.`,
@@ -73,8 +84,17 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     '    # capturing a table by itself (sluice disable does).',
     ...(tables.length === 0
       ? ['    capture: []   # no table yet: list them here once they exist']
-      : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
-    ...skipped.map((s) => `      # - ${scalar(s.table)}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`),
+      : asMap
+        ? [
+            '    # Each in the mode the source captures it in now: keys records only the key, counter only that the',
+            '    # table changed (neither feeds a mirror); changing a mode re-arms the table.',
+            '    capture:',
+            ...tables.map((t) => `      ${scalar(t.name)}: ${mode(t.name)}`),
+          ]
+        : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
+    ...skipped.map(
+      (s) => `      # ${asMap ? `${scalar(s.table)}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
+    ),
     '    targets:',
     `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
     '        projections:',

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
 import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
-import { status, type CaptureStatus } from '../capture/index.ts';
+import { status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
 import {
   compileOrError,
   definitionsToExplain,
@@ -63,7 +63,7 @@ export interface PlannedSource {
   /** Declared capture a pass enables: not captured yet (`from` null), in another mode (`from` that mode), or with another declared `exclude`. */
   readonly enable: readonly {
     readonly table: string;
-    readonly mode: 'images' | 'keys';
+    readonly mode: CaptureMode;
     readonly from: string | null;
     readonly exclude?: readonly string[];
   }[];
@@ -215,9 +215,9 @@ async function planTarget(
 ): Promise<PlannedTarget> {
   const inputs = declaredInputs(t.projections);
   const exists = fs.existsSync(t.path);
-  // A table the file captures in keys mode (the pass enables or switches it first, or it is so already) feeds no kind
-  // that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
-  const keys = new Set(source.capture.filter((c) => c.mode === 'keys').map((c) => foldIdent(c.table)));
+  // A table the file captures in keys or counter mode (the pass enables or switches it first, or it is so already) feeds no
+  // kind that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
+  const keys = new Set(source.capture.filter((c) => c.mode !== 'images').map((c) => foldIdent(c.table)));
   const suspends: Suspends = (kind, table, name, classification) =>
     keys.has(foldIdent(table)) && kindNamed(kind)?.needsImages !== false
       ? {

@@ -5,7 +5,15 @@ import { parse } from 'yaml';
 import { test, expect, describe, runSqliteCli, runPython } from '../support/fixtures.ts';
 import { runCliAsync, parseJson, expectOneLineError } from '../cli/support/cli.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { loadPipeline, checkPipelineSources, declaredInputs, writeInitFile, written } from '../../src/pipeline/index.ts';
+import {
+  loadPipeline,
+  checkPipelineSources,
+  convergeOnce,
+  declaredInputs,
+  planPipeline,
+  writeInitFile,
+  written,
+} from '../../src/pipeline/index.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { sync } from '../../src/apply/sync/index.ts';
@@ -232,6 +240,39 @@ describe('sluice init', () => {
       expect(line, text).toMatch(
         /^(\s*#.*|sources:|\s*- path: .*|\s*capture:|\s*- ".*"|\s*targets:|\s*projections:|\s*- "\*".*|listen: .*|)$/,
       );
+  });
+
+  test('init of a source that captures tables in keys and counter mode declares each in the mode it has, so plan switches none of them (a re-arm) and the file is what the source is', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE audit (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE hits (id INTEGER PRIMARY KEY, n INT); CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE logs (at INTEGER);',
+    );
+    enable(db, ['audit'], { mode: 'keys' });
+    enable(db, ['hits'], { mode: 'counter' });
+    enable(db, ['issues']);
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(['audit', 'hits', 'issues']);
+    const text = fs.readFileSync(made.out, 'utf8');
+    expect(text).toContain('# logs:   # cannot be captured: NO_PRIMARY_KEY: ');
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    expect(p.sources[0]?.capture.map((c) => [c.table, c.mode])).toEqual([
+      ['audit', 'keys'],
+      ['hits', 'counter'],
+      ['issues', 'images'],
+    ]);
+    const plan = await planPipeline(p);
+    expect(plan.sources[0]?.enable).toEqual([]);
+    expect(plan.sources[0]?.undeclaredCapture).toEqual([]);
+    // "*" mirrors the images-mode table only: the target is built with it, and then the pass has nothing left to do.
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['issues', 'build']]);
+    const report = await convergeOnce(p);
+    expect(report.sources[0]?.enabled).toEqual([]);
+    expect((await planPipeline(p)).converged).toBe(true);
   });
 
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
