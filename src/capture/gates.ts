@@ -254,6 +254,24 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   );
 }
 
+/**
+ * The gates enable runs before it writes anything, for capturing `tables`:
+ * the namespace (checkNamespace), each table (checkTable), then the
+ * foreign-key rules over them; returns each table's description. Reads
+ * only: enable runs it in its write transaction, and plan runs it to say
+ * what enable would refuse.
+ */
+export function checkEnable(db: Db, tables: readonly string[]): Map<string, TableInfo> {
+  checkNamespace(db);
+  const infos = new Map<string, TableInfo>();
+  for (const name of tables) {
+    const info = checkTable(db, name);
+    infos.set(info.name, info);
+  }
+  checkForeignKeys(db, [...infos.keys()]);
+  return infos;
+}
+
 export function checkForeignKeys(db: Db, captured: readonly string[]): void {
   const first = checkForeignKeyRules(db, captured)[0];
   if (first !== undefined) throw fkViolationError(first);

@@ -299,6 +299,9 @@ export const planOutput = z.object({
           exclude: z.array(z.string()).optional(),
         }),
       ),
+      enableRefused: z.array(
+        z.object({ tables: z.array(z.string()), mode: z.enum(['images', 'keys', 'counter']), code: z.string(), fix: z.string() }),
+      ),
       undeclaredCapture: z.array(z.object({ table: z.string(), fix: z.string() })),
       acknowledgements: z.array(
         z.object({

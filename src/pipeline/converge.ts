@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
 import { openDatabase } from '../sqlite/index.ts';
-import { CAPTURE_MODES, enable, status, type CaptureMode } from '../capture/index.ts';
+import { enable, status, type CaptureMode } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
-import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
+import { checkDeclaredExclusions, declaredInputs, enableCalls, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -103,22 +103,14 @@ function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotte
   const db = openDatabase(source.path, { role: 'source' });
   const enabled: { table: string; mode: CaptureMode }[] = [];
   try {
-    const todo = toEnable(source, status(db));
     let error: ConvergedSource['error'] = null;
-    for (const mode of CAPTURE_MODES) {
-      const tables = todo.filter((e) => e.mode === mode && e.exclude === undefined).map((e) => e.table);
-      // A table with its own exclude is enabled alone (the set is per table).
-      const alone = todo.filter((e) => e.mode === mode && e.exclude !== undefined);
-      for (const call of [
-        ...(tables.length === 0 ? [] : [{ tables, exclude: undefined }]),
-        ...alone.map((e) => ({ tables: [e.table], exclude: e.exclude })),
-      ]) {
-        try {
-          enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
-          enabled.push(...call.tables.map((table) => ({ table, mode })));
-        } catch (err) {
-          error ??= errorOf(err);
-        }
+    for (const call of enableCalls(toEnable(source, status(db)))) {
+      const mode = call.mode;
+      try {
+        enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
+        enabled.push(...call.tables.map((table) => ({ table, mode })));
+      } catch (err) {
+        error ??= errorOf(err);
       }
     }
     const undeclared = undeclaredCapture(source, status(db));

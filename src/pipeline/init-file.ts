@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
 import { openUntouched, listTables, describeTable, type TableInfo, shellWord } from '../sqlite/index.ts';
-import { checkTable, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
-import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
+import { checkNamespace, checkTable, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
+import { CaptureRefusedError, errorCode, InvalidInputError, SluiceError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
 
 /*
@@ -121,7 +121,9 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
 /**
  * Writes the first pipeline file of the database `dbFile` at `out`
  * (default: sluice.yml beside it). Refuses a database that does not exist
- * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), a file already
+ * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), one holding a
+ * `_sluice_` object sluice did not make (NAMESPACE_COLLISION, as enable
+ * does), a file already
  * at `out` (OUTPUT_EXISTS) and an `out` in a folder that does not exist
  * (OUTPUT_FOLDER_MISSING: no folder is made); writes
  * nothing else, to the database or beside it.
@@ -136,6 +138,19 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
   try {
     // A target's tables are projections: capture on them is refused by every pass.
     refuseTarget(db, path.resolve(dbFile));
+    // So is every table of a source holding a _sluice_ object sluice did not make (enable's namespace gate).
+    try {
+      checkNamespace(db);
+    } catch (err) {
+      if (err instanceof CaptureRefusedError)
+        throw new CaptureRefusedError(
+          err.code,
+          err.table,
+          `${path.resolve(dbFile)}: ${err.message} Until then enable, and so sluice run, refuse every table of it.`,
+          { cause: err },
+        );
+      throw err;
+    }
     init = initFile(db, dbFile, file);
   } finally {
     db.close();

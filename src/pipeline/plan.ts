@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
 import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
-import { status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
+import { checkEnable, status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
+import { SluiceError } from '../errors.ts';
 import {
   compileOrError,
   definitionsToExplain,
@@ -13,7 +14,7 @@ import {
 import { TARGET_SCHEMA } from '../apply/target/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
-import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
+import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
@@ -26,7 +27,8 @@ import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
  * disagree with explain, and explain is held to what sync then does. What
  * the pass enables first (declared capture not there yet) is accounted for:
  * a definition over a table it enables is built, and "*" mirrors each
- * images-mode table it enables.
+ * images-mode table it enables; an enable the gates refuse (checkEnable,
+ * enable's own) enables nothing, as in the pass.
  */
 
 /** What the pass does with one projection of a target. */
@@ -50,8 +52,9 @@ export interface PlannedTarget {
   readonly exists: boolean;
   /**
    * Set when the whole sync of the target is refused: a declared definition
-   * that does not compile or collides (`projection` names it), or a missing
-   * target whose folder cannot be made (`projection` null). Nothing of it runs.
+   * that does not compile or collides (`projection` names it), a missing
+   * target whose folder cannot be made, or a source the pass leaves without
+   * capture (CAPTURE_ABSENT; `projection` null). Nothing of it runs.
    */
   readonly refused: { readonly code: string; readonly projection: string | null; readonly fix: string } | null;
   readonly projections: readonly PlannedProjection[];
@@ -66,6 +69,16 @@ export interface PlannedSource {
     readonly mode: CaptureMode;
     readonly from: string | null;
     readonly exclude?: readonly string[];
+  }[];
+  /**
+   * Enable calls of the pass that enable refuses, by its own gates (a `_sluice_` table sluice did not make, a table
+   * capture refuses, foreign keys): none of their tables is enabled (they are not in `enable`); the other calls go on.
+   */
+  readonly enableRefused: readonly {
+    readonly tables: readonly string[];
+    readonly mode: CaptureMode;
+    readonly code: string;
+    readonly fix: string;
   }[];
   /** Captured tables the file does not declare: reported, never disabled by run. */
   readonly undeclaredCapture: readonly { readonly table: string; readonly fix: string }[];
@@ -103,14 +116,26 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
     const targets: PlannedTarget[] = [];
     for (const source of pipeline.sources) {
       const capture = readCapture(source.path);
-      const enable = toEnable(source, capture);
+      const wanted = toEnable(source, capture);
+      const enableRefused = refusedEnables(source.path, enableCalls(wanted));
+      const refusedTables = new Set(enableRefused.flatMap((r) => r.tables.map(foldIdent)));
+      const enable = wanted.filter((e) => !refusedTables.has(foldIdent(e.table)));
+      // A source the pass leaves without capture: every sync of it fails (CAPTURE_ABSENT), as run's does.
+      const first = enableRefused[0];
+      const noCapture =
+        capture.enabled || enable.length > 0
+          ? undefined
+          : first !== undefined
+            ? `source ${source.path} has no sluice capture, and enable refuses ${first.tables.join(', ')} (${first.code}): ${first.fix}`
+            : `source ${source.path} has no sluice capture, and the file declares no table of it to capture: list them in "capture"`;
       const planned: PlannedTarget[] = [];
-      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled));
+      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled, noCapture));
       targets.push(...planned);
       sources.push({
         path: source.path,
         sourceId: capture.sourceId,
         enable,
+        enableRefused,
         undeclaredCapture: undeclaredCapture(source, capture).map((table) => ({
           table,
           fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
@@ -119,8 +144,9 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
       });
     }
     const converged =
-      sources.every((s) => s.enable.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0) &&
-      targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
+      sources.every(
+        (s) => s.enable.length === 0 && s.enableRefused.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0,
+      ) && targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
     return { config: pipeline.file, prune: pipeline.prune, converged, sources, targets };
   });
 }
@@ -129,6 +155,25 @@ function readCapture(path: string): CaptureStatus {
   const db = openDatabase(path, { readonly: true, role: 'source' });
   try {
     return status(db);
+  } finally {
+    db.close();
+  }
+}
+
+/** The calls of `calls` that enable refuses, by the gates it runs before it writes (checkEnable), read without writing. */
+function refusedEnables(path: string, calls: readonly EnableCall[]): PlannedSource['enableRefused'] {
+  if (calls.length === 0) return [];
+  const db = openDatabase(path, { readonly: true, role: 'source' });
+  try {
+    return calls.flatMap((call) => {
+      try {
+        checkEnable(db, call.tables);
+        return [];
+      } catch (err) {
+        if (!(err instanceof SluiceError)) throw err;
+        return [{ tables: call.tables, mode: call.mode, code: err.code, fix: err.message }];
+      }
+    });
   } finally {
     db.close();
   }
@@ -212,9 +257,18 @@ async function planTarget(
   t: PipelineTarget,
   enable: PlannedSource['enable'],
   captured: boolean,
+  noCapture: string | undefined,
 ): Promise<PlannedTarget> {
   const inputs = declaredInputs(t.projections);
   const exists = fs.existsSync(t.path);
+  if (noCapture !== undefined)
+    return {
+      path: t.path,
+      source: source.path,
+      exists,
+      refused: { code: 'CAPTURE_ABSENT', projection: null, fix: noCapture },
+      projections: [],
+    };
   // A table the file captures in keys or counter mode (the pass enables or switches it first, or it is so already) feeds no
   // kind that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
   const keys = new Set(source.capture.filter((c) => c.mode !== 'images').map((c) => foldIdent(c.table)));

@@ -296,6 +296,25 @@ describe('sluice init', () => {
     expect(listing(tmp)).toEqual(before);
   });
 
+  test('init of a database holding a _sluice_ table sluice did not make refuses it with NAMESPACE_COLLISION, as enable does, and writes nothing', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, 'CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE _sluice_journal (id INTEGER PRIMARY KEY);');
+    const before = listing(tmp);
+    const [init, enabled] = await Promise.all([
+      runCliAsync(['init', 'app.db'], { cwd: tmp }),
+      runCliAsync(['enable', 'app.db', 'issues'], { cwd: tmp }),
+    ]);
+    expect(enabled.status).toBe(1);
+    expectOneLineError(enabled, 'NAMESPACE_COLLISION');
+    expect(init.status, init.stdout).toBe(1);
+    expectOneLineError(init, 'NAMESPACE_COLLISION');
+    expect(init.stderr).toContain(db);
+    expect(init.stderr).toContain('_sluice_journal');
+    expect(listing(tmp)).toEqual(before);
+  });
+
   test.skipIf(process.platform === 'win32')(
     'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
     () => {

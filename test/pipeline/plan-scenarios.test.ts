@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, test } from '../support/fixtures.ts';
+import { describe, expect, runSqliteCli, test } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import {
   loadPipeline,
@@ -69,6 +69,8 @@ function said(plan: PipelinePlan, dir: string): Does {
   const rel = (p: string) => path.relative(dir, p);
   for (const s of plan.sources) {
     for (const e of s.enable) out[`enable:${e.table}`] = e.mode;
+    // A pass reports the first refusal of its enables (and enables the other calls).
+    if (s.enableRefused[0] !== undefined) out['enable-refused'] = s.enableRefused[0].code;
     for (const u of s.undeclaredCapture) out[`undeclared-capture:${u.table}`] = 'kept';
     for (const a of s.acknowledgements) out[`ack:${a.projection}@${path.basename(a.target)}`] = a.does === 'forget' ? 'forgotten' : 'kept';
   }
@@ -92,7 +94,7 @@ function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<st
   const out: Does = {};
   const rel = (p: string) => path.relative(dir, p);
   for (const s of report.sources) {
-    expect(s.error).toBeNull();
+    if (s.error !== null) out['enable-refused'] = s.error.code;
     for (const e of s.enabled) out[`enable:${e.table}`] = e.mode;
     for (const u of s.undeclaredCapture) out[`undeclared-capture:${u}`] = 'kept';
     for (const a of acks) {
@@ -260,6 +262,20 @@ const SCENARIOS: Scenario[] = [
     first: yml('[items, notes]', target('cache.db', '"*"')),
     then: yml('[items]', target('cache.db', '"*"')),
     expected: { 'undeclared-capture:notes': 'kept', 'cache.db:items': 'continue', 'cache.db:notes': 'continue' },
+  },
+  {
+    name: 'a source holding a _sluice_ table sluice did not make: enable is refused (NAMESPACE_COLLISION), so the new target is refused for want of capture, not built',
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(src, 'CREATE TABLE _sluice_journal (id INTEGER PRIMARY KEY);'),
+    then: yml('[items, notes]', target('cache.db', '"*"', CHEAP)),
+    expected: { 'enable-refused': 'NAMESPACE_COLLISION', 'cache.db': 'refused:CAPTURE_ABSENT' },
+    check: (plan) => {
+      expect(plan.converged).toBe(false);
+      expect(plan.sources[0]?.enableRefused).toEqual([
+        { tables: ['items', 'notes'], mode: 'images', code: 'NAMESPACE_COLLISION', fix: expect.stringContaining('_sluice_journal') },
+      ]);
+      expect(plan.targets[0]?.refused?.fix).toContain('NAMESPACE_COLLISION');
+    },
   },
 ];
 
