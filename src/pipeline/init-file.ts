@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
 import { openUntouched, listTables, describeTable, type TableInfo, shellWord } from '../sqlite/index.ts';
-import { checkNamespace, checkTable, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
-import { CaptureRefusedError, errorCode, InvalidInputError, SluiceError } from '../errors.ts';
+import { capturable, checkNamespace, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
+import { CaptureRefusedError, errorCode, InvalidInputError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
 
 /*
@@ -49,14 +49,17 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
   // In the order they were made (the schema's), which is how their author thinks of them.
   const made = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[];
   const order = new Map(made.map((n, i) => [n, i]));
-  for (const name of listTables(db).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))) {
-    if (/^_sluice_/i.test(name)) continue; // sluice's own tables, when capture is enabled already
-    try {
-      tables.push(checkTable(db, name));
-    } catch (err) {
-      if (!(err instanceof SluiceError)) throw err;
-      skipped.push({ table: name, code: err.code, message: err.message });
-    }
+  const names = listTables(db)
+    .filter((name) => !/^_sluice_/i.test(name)) // sluice's own tables, when capture is enabled already
+    .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+  // Each table as enable takes it (its own gates, foreign keys included); a refused one is listed commented out with why.
+  const gated = capturable(db, names);
+  const refused = new Map(gated.refused.map((e) => [e.table, e]));
+  for (const name of names) {
+    const info = gated.tables.find((t) => t.name === name);
+    const err = refused.get(name);
+    if (info !== undefined) tables.push(info);
+    else if (err !== undefined) skipped.push({ table: name, code: err.code, message: err.message });
   }
   const modes = new Map<string, CaptureMode>(readTables(db).map((t) => [t.name, t.mode]));
   const mode = (t: string) => modes.get(t) ?? 'images';

@@ -315,6 +315,28 @@ describe('sluice init', () => {
     expect(listing(tmp)).toEqual(before);
   });
 
+  test('init lists a table enable refuses for its foreign keys (FK_UPDATE_CYCLE) commented out with why, as any table capture refuses, so that plan and a pass capture and mirror the others', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(
+      db,
+      'CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id) ON UPDATE CASCADE); CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT);',
+    );
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(['other']);
+    expect(made.skipped.map((s) => [s.table, s.code])).toEqual([['node', 'FK_UPDATE_CYCLE']]);
+    expect(fs.readFileSync(made.out, 'utf8')).toContain('# - node   # cannot be captured: FK_UPDATE_CYCLE: Table node: ');
+    const p = await loadPipeline(made.out, {});
+    const plan = await planPipeline(p);
+    expect(plan.sources[0]?.enableRefused).toEqual([]);
+    expect(plan.sources[0]?.enable.map((e) => e.table)).toEqual(['other']);
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['other', 'build']]);
+    const report = await convergeOnce(p);
+    expect(report.sources[0]?.error).toBeNull();
+    expect(report.targets[0]?.sync?.projections.map((x) => [x.name, x.state])).toEqual([['other', 'active']]);
+  });
+
   test.skipIf(process.platform === 'win32')(
     'a path in the file is relative to its folder, or absolute when the two share no folder but the root',
     () => {

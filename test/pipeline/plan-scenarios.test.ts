@@ -277,6 +277,14 @@ const SCENARIOS: Scenario[] = [
       expect(plan.targets[0]?.refused?.fix).toContain('NAMESPACE_COLLISION');
     },
   },
+  {
+    name: 'a table whose foreign keys enable refuses (FK_UPDATE_CYCLE) declared beside a new one: their enable is refused as a whole, neither is mirrored, and the captured table continues',
+    first: yml('[items]', target('cache.db', '"*"')),
+    change: (src) => runSqliteCli(src, 'CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id) ON UPDATE CASCADE);'),
+    then: yml('[items, node, notes]', target('cache.db', '"*"')),
+    expected: { 'enable-refused': 'FK_UPDATE_CYCLE', 'cache.db:items': 'continue' },
+    check: (plan) => expect(plan.sources[0]?.enableRefused.map((r) => r.tables)).toEqual([['node', 'notes']]),
+  },
 ];
 
 describe('plan predicts what one converging pass does, and writes nothing', () => {
