@@ -11,7 +11,8 @@ import {
   type ExplainReport,
   type ProjectionExplanation,
 } from '../apply/evolution/index.ts';
-import { TARGET_SCHEMA } from '../apply/target/index.ts';
+import { readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
+import { replacedTables, takenTable } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
@@ -185,8 +186,10 @@ async function explain(
   inputs: ReturnType<typeof declaredInputs>,
   captured: boolean,
   suspends: Suspends,
+  /** The tables "*" mirrors once the pass enabled them, for a source not captured yet. */
+  mirrored: readonly string[],
 ): Promise<ExplainReport | PlannedProjection[]> {
-  if (!captured) return firstBuilds(source, inputs, suspends);
+  if (!captured) return firstBuilds(source, target, inputs, suspends, mirrored);
   if (fs.existsSync(target)) return explainAlter(source, target, { projections: inputs });
   // A target that does not exist yet is classified against an empty one in memory: every projection is a first build,
   // and what sync refuses (a definition that does not compile, two that collide) is refused here by the same code.
@@ -205,12 +208,42 @@ async function explain(
  * declared definition, or refuses one that does not compile against the
  * source, as sync does (explain's compileOrError). "*" is planned by the caller.
  */
-function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>, suspends: Suspends): PlannedProjection[] {
+function firstBuilds(
+  source: string,
+  target: string,
+  inputs: ReturnType<typeof declaredInputs>,
+  suspends: Suspends,
+  mirrored: readonly string[],
+): PlannedProjection[] {
   const db = openDatabase(source, { readonly: true, role: 'source' });
   try {
-    return inputs.flatMap((d): PlannedProjection[] => {
+    // A target that exists already (a user's own database, say): sync refuses a build into a table of it sluice did not make.
+    const attached = fs.existsSync(target);
+    if (attached) db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(target);
+    const records = attached ? readProjections(db, TARGET_SCHEMA) : [];
+    const mirrors = mirrored.map((table) => ({ name: defaultProjectionName(table), source: table, kind: 'mirror' as const }));
+    return [...inputs, ...mirrors].flatMap((d): PlannedProjection[] => {
       if (d === '*') return [];
       const p = compileOrError(db, parseDefinition(d));
+      const previous =
+        'error' in p
+          ? []
+          : replacedTables(
+              records.find((r) => r.name === p.name),
+              p,
+            );
+      const taken = 'error' in p || !attached ? undefined : takenTable({ db, schema: TARGET_SCHEMA }, p, previous);
+      if (taken !== undefined && !('error' in p))
+        return [
+          {
+            name: p.name,
+            kind: p.kind,
+            does: 'refuse',
+            reason: 'TARGET_TABLE_EXISTS',
+            classification: 'Rejected',
+            fix: taken.error.message,
+          },
+        ];
       return 'error' in p
         ? [{ name: p.name, kind: d.kind, does: 'refuse', reason: p.error.code, classification: 'Rejected', fix: p.error.message }]
         : [
@@ -283,7 +316,9 @@ async function planTarget(
           fix: repairAction(name, 'NEEDS_IMAGES_MODE', source.path, t.path, table),
         }
       : undefined;
-  const explained = await explain(source.path, t.path, inputs, captured, suspends);
+  // Without capture yet, "*" mirrors each images-mode table the pass enables: planned with the definitions.
+  const mirrored = captured || !inputs.includes('*') ? [] : enable.filter((e) => e.mode === 'images').map((e) => e.table);
+  const explained = await explain(source.path, t.path, inputs, captured, suspends, mirrored);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
   const declaredAt = new Map(
@@ -308,8 +343,9 @@ async function planTarget(
         projections.push({ name, kind: 'mirror', does: 'build', reason: null, classification: null });
     }
   // A declared definition that does not compile or collides refuses the whole sync of the target (Syncer.open throws it).
+  // (A build into a table sluice did not make is refused alone: the others go on.)
   const runRefusal = Array.isArray(explained)
-    ? projections.find((p) => p.does === 'refuse')
+    ? projections.find((p) => p.does === 'refuse' && p.reason !== 'TARGET_TABLE_EXISTS')
     : projections.find((p, i) => {
         const s = report.projections[i]?.sync;
         return p.does === 'refuse' && s?.does === 'refuse' && s.run;

@@ -138,7 +138,9 @@ function heldBy(pipeline: Pipeline): Map<string, Set<string>> {
     if (!fs.existsSync(t.path)) continue;
     const db = openDatabase(t.path, { readonly: true });
     try {
-      out.set(t.path, new Set(db.prepare('SELECT name FROM _sluice_projections').pluck().all() as string[]));
+      // A user's own database declared as a target holds none yet.
+      const held = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = '_sluice_projections'").get() !== undefined;
+      out.set(t.path, new Set(held ? (db.prepare('SELECT name FROM _sluice_projections').pluck().all() as string[]) : []));
     } finally {
       db.close();
     }
@@ -284,6 +286,29 @@ const SCENARIOS: Scenario[] = [
     then: yml('[items, node, notes]', target('cache.db', '"*"')),
     expected: { 'enable-refused': 'FK_UPDATE_CYCLE', 'cache.db:items': 'continue' },
     check: (plan) => expect(plan.sources[0]?.enableRefused.map((r) => r.tables)).toEqual([['node', 'notes']]),
+  },
+  {
+    name: "a declared target that is the user's own database, holding a table of a mirror's name: that mirror is refused (TARGET_TABLE_EXISTS), the others are built",
+    first: yml('[items, notes]', ''),
+    change: (src) =>
+      runSqliteCli(path.join(path.dirname(src), 'mine.db'), 'CREATE TABLE notes (x); CREATE TABLE other (id INTEGER PRIMARY KEY);'),
+    then: yml('[items, notes]', target('mine.db', '"*"')),
+    expected: { 'mine.db:items': 'build', 'mine.db:notes': 'refuse:TARGET_TABLE_EXISTS' },
+    check: (plan) =>
+      expect(plan.targets[0]?.projections.find((p) => p.name === 'notes')?.fix).toMatch(/target table notes already exists .* Drop it/),
+  },
+  {
+    name: "the same for a source not captured yet: its tables are enabled, and the mirror whose table the user's target holds is refused (TARGET_TABLE_EXISTS), the others built",
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(path.join(path.dirname(src), 'mine.db'), 'CREATE TABLE cheap (x); CREATE TABLE notes (x);'),
+    then: yml('[items, notes]', target('mine.db', '"*"', CHEAP)),
+    expected: {
+      'enable:items': 'images',
+      'enable:notes': 'images',
+      'mine.db:items': 'build',
+      'mine.db:notes': 'refuse:TARGET_TABLE_EXISTS',
+      'mine.db:cheap': 'refuse:TARGET_TABLE_EXISTS',
+    },
   },
 ];
 
