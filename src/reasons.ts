@@ -881,7 +881,14 @@ export const REASONS = {
   MISSING_KEY: { kinds: ['error'], clears: false, explain: 'A map leaves out a source key column.', repair: null },
   RESERVED_COLUMN: { kinds: ['error'], clears: false, explain: 'An fts5 index cannot have a column of this name.', repair: null },
   TARGET_COLLISION: { kinds: ['error'], clears: false, explain: 'Two projections write one target table.', repair: null },
-  TARGET_TABLE_EXISTS: { kinds: ['error'], clears: false, explain: 'The target table exists and sluice did not make it.', repair: null },
+  TARGET_TABLE_EXISTS: {
+    kinds: ['error', 'alter'],
+    clears: false,
+    explain:
+      'The target table exists and sluice did not make it: a build of the projection (a first one, or into another table) is refused, nothing written.',
+    repair:
+      'the target table of {projection} in {target} is not sluice\'s: drop or rename it there (it may be your data), or set another "target" in the definition of {projection}, then run sluice explain again',
+  },
   UNKNOWN_COLUMN: { kinds: ['error'], clears: false, explain: 'The source table has no such column.', repair: null },
   KEY_COLUMN_EXCLUDED: {
     kinds: ['error'],

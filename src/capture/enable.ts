@@ -3,7 +3,7 @@ import type { Db } from '../sqlite/index.ts';
 import { useWal, withWriteTransaction, quoteIdent, schemaVersion, type TableInfo } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
-import { checkForeignKeys, checkNamespace, checkTable, sluiceObjects } from './gates.ts';
+import { checkEnable, checkForeignKeys, checkTable, sluiceObjects } from './gates.ts';
 import { armedTriggersIntact, keptExclusion } from './excluded.ts';
 import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded } from './exclusion-change.ts';
 import {
@@ -119,16 +119,10 @@ function enableInTransaction(
 ): Omit<EnableResult, 'journalMode' | 'switchedToWal'> {
   return withWriteTransaction(db, () => {
     const schemaBefore = schemaVersion(db);
-    checkNamespace(db);
-    const infos = new Map<string, TableInfo>();
-    for (const name of tables) {
-      const info = checkTable(db, name);
-      infos.set(info.name, info);
-    }
+    const infos = checkEnable(db, tables);
     const existing = readState(db);
     const upgrading = existing !== undefined && UPGRADABLE_FORMATS.includes(existing.format);
     const created = existing === undefined || (existing.format !== FORMAT_VERSION && !upgrading);
-    checkForeignKeys(db, [...infos.keys()]);
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
     let verification: CaptureVerification;

@@ -265,6 +265,52 @@ function isOwnTableSql(name: string, sql: string | null): boolean {
   );
 }
 
+/**
+ * The gates enable runs before it writes anything, for capturing `tables`:
+ * the namespace (checkNamespace), each table (checkTable), then the
+ * foreign-key rules over them; returns each table's description. Reads
+ * only: enable runs it in its write transaction, and plan runs it to say
+ * what enable would refuse.
+ */
+export function checkEnable(db: Db, tables: readonly string[]): Map<string, TableInfo> {
+  checkNamespace(db);
+  const infos = new Map<string, TableInfo>();
+  for (const name of tables) {
+    const info = checkTable(db, name);
+    infos.set(info.name, info);
+  }
+  checkForeignKeys(db, [...infos.keys()]);
+  return infos;
+}
+
+/**
+ * Which of `tables` enable would capture, each by itself: the ones that
+ * pass checkTable and the foreign-key rules, described, and the others with
+ * the error enable refuses them with. Reads only; `sluice init` lists the
+ * refused ones commented out with why.
+ */
+export function capturable(
+  db: Db,
+  tables: readonly string[],
+): { readonly tables: readonly TableInfo[]; readonly refused: readonly CaptureRefusedError[] } {
+  const infos: TableInfo[] = [];
+  const refused: CaptureRefusedError[] = [];
+  for (const name of tables) {
+    try {
+      infos.push(checkTable(db, name));
+    } catch (err) {
+      if (!(err instanceof CaptureRefusedError)) throw err;
+      refused.push(err);
+    }
+  }
+  // The rules depend on the schema only, table by table: one pass over the foreign keys for all of them.
+  const violations = new Map<string, FkViolation>();
+  const names = infos.map((t) => t.name);
+  for (const v of checkForeignKeyRules(db, names)) if (!violations.has(v.table)) violations.set(v.table, v);
+  for (const v of violations.values()) refused.push(fkViolationError(v));
+  return { tables: infos.filter((t) => !violations.has(t.name)), refused };
+}
+
 export function checkForeignKeys(db: Db, captured: readonly string[]): void {
   const first = checkForeignKeyRules(db, captured)[0];
   if (first !== undefined) throw fkViolationError(first);

@@ -17,7 +17,7 @@ export { enableCommand, enableHint } from './enable-hint.ts';
 export { enable } from './enable.ts';
 export type { EnableOptions, EnableResult, RearmedTable } from './enable.ts';
 export { excludedColumns } from './excluded.ts';
-export { checkTable } from './gates.ts';
+export { capturable, checkEnable, checkNamespace } from './gates.ts';
 export { anyChangedSql, decodeMask, encodeMask, maskFor } from './mask.ts';
 export type { ColumnMask } from './mask.ts';
 export { openSource } from './open-source.ts';

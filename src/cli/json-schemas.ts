@@ -294,10 +294,13 @@ export const planOutput = z.object({
       enable: z.array(
         z.object({
           table: z.string(),
-          mode: z.enum(['images', 'keys']),
+          mode: z.enum(['images', 'keys', 'counter']),
           from: z.string().nullable(),
           exclude: z.array(z.string()).optional(),
         }),
+      ),
+      enableRefused: z.array(
+        z.object({ tables: z.array(z.string()), mode: z.enum(['images', 'keys', 'counter']), code: z.string(), fix: z.string() }),
       ),
       undeclaredCapture: z.array(z.object({ table: z.string(), fix: z.string() })),
       acknowledgements: z.array(

@@ -32,6 +32,7 @@ function planText(plan: PipelinePlan): string {
       lines.push(
         `  enable ${e.table} (${e.mode}${e.from === null ? '' : `, now captured in ${e.from} mode`}${e.exclude === undefined ? '' : `, excluding ${e.exclude.length === 0 ? 'no column' : e.exclude.join(', ')}`})`,
       );
+    for (const r of s.enableRefused) lines.push(`  enable of ${r.tables.join(', ')} (${r.mode}) refused (${r.code}): ${r.fix}`);
     for (const u of s.undeclaredCapture) lines.push(`  undeclared capture ${u.table}: ${u.fix}`);
     for (const a of s.acknowledgements)
       lines.push(`  ${a.does === 'forget' ? 'forget' : 'undeclared'} acknowledgement ${a.consumer}: ${a.fix}`);

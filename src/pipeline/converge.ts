@@ -1,11 +1,11 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
 import { openDatabase } from '../sqlite/index.ts';
-import { enable, status } from '../capture/index.ts';
+import { enable, status, type CaptureMode } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
-import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
+import { checkDeclaredExclusions, declaredInputs, enableCalls, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -24,7 +24,7 @@ import type { Pipeline, PipelineSource } from './pipeline.ts';
 export interface ConvergedSource {
   readonly path: string;
   /** What this pass enabled (or switched to another mode). */
-  readonly enabled: readonly { readonly table: string; readonly mode: 'images' | 'keys' }[];
+  readonly enabled: readonly { readonly table: string; readonly mode: CaptureMode }[];
   /** Captured tables the file does not declare (left captured). */
   readonly undeclaredCapture: readonly string[];
   /** Acknowledgements forgotten (prune: true only). */
@@ -101,24 +101,16 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
 
 function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotten'> {
   const db = openDatabase(source.path, { role: 'source' });
-  const enabled: { table: string; mode: 'images' | 'keys' }[] = [];
+  const enabled: { table: string; mode: CaptureMode }[] = [];
   try {
-    const todo = toEnable(source, status(db));
     let error: ConvergedSource['error'] = null;
-    for (const mode of ['images', 'keys'] as const) {
-      const tables = todo.filter((e) => e.mode === mode && e.exclude === undefined).map((e) => e.table);
-      // A table with its own exclude is enabled alone (the set is per table).
-      const alone = todo.filter((e) => e.mode === mode && e.exclude !== undefined);
-      for (const call of [
-        ...(tables.length === 0 ? [] : [{ tables, exclude: undefined }]),
-        ...alone.map((e) => ({ tables: [e.table], exclude: e.exclude })),
-      ]) {
-        try {
-          enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
-          enabled.push(...call.tables.map((table) => ({ table, mode })));
-        } catch (err) {
-          error ??= errorOf(err);
-        }
+    for (const call of enableCalls(toEnable(source, status(db)))) {
+      const mode = call.mode;
+      try {
+        enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
+        enabled.push(...call.tables.map((table) => ({ table, mode })));
+      } catch (err) {
+        error ??= errorOf(err);
       }
     }
     const undeclared = undeclaredCapture(source, status(db));

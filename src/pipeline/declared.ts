@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
-import { readTables, openSource, type CaptureStatus } from '../capture/index.ts';
+import { CAPTURE_MODES, readTables, openSource, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
 import { CaptureRefusedError, SluiceError, errorCode } from '../errors.ts';
 import { foldIdent } from '../sqlite/index.ts';
 import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
@@ -44,12 +44,36 @@ export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
 export function toEnable(
   source: PipelineSource,
   capture: Pick<CaptureStatus, 'tables'>,
-): { readonly table: string; readonly mode: 'images' | 'keys'; readonly from: string | null; readonly exclude?: readonly string[] }[] {
+): { readonly table: string; readonly mode: CaptureMode; readonly from: string | null; readonly exclude?: readonly string[] }[] {
   return source.capture.flatMap((c) => {
     const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
     const exclude = c.exclude === undefined ? {} : { exclude: c.exclude };
     if (t !== undefined && t.mode === c.mode && (c.exclude === undefined || sameColumns(c.exclude, t.excluded))) return [];
     return [{ table: c.table, mode: c.mode, from: t?.mode ?? null, ...exclude }];
+  });
+}
+
+/** One enable call of a pass: tables of one mode, with an exclude set or none. */
+export interface EnableCall {
+  readonly mode: CaptureMode;
+  readonly tables: readonly string[];
+  readonly exclude: readonly string[] | undefined;
+}
+
+/**
+ * The enable calls a pass makes for `todo` (toEnable), in order: per mode,
+ * the tables without a declared exclude together, then each table with one
+ * alone (the set is per table). A call enable refuses enables none of its
+ * tables; the others go on. convergeOnce makes them, and plan checks them.
+ */
+export function enableCalls(todo: ReturnType<typeof toEnable>): EnableCall[] {
+  return CAPTURE_MODES.flatMap((mode) => {
+    const tables = todo.filter((e) => e.mode === mode && e.exclude === undefined).map((e) => e.table);
+    const alone = todo.filter((e) => e.mode === mode && e.exclude !== undefined);
+    return [
+      ...(tables.length === 0 ? [] : [{ mode, tables, exclude: undefined }]),
+      ...alone.map((e) => ({ mode, tables: [e.table], exclude: e.exclude })),
+    ];
   });
 }
 

@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
 import { openUntouched, listTables, describeTable, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
-import { checkTable, refuseTarget } from '../capture/index.ts';
-import { errorCode, InvalidInputError, SluiceError } from '../errors.ts';
+import { capturable, checkNamespace, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
+import { CaptureRefusedError, errorCode, InvalidInputError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
 
 /*
@@ -11,6 +11,9 @@ import { defaultProjectionName, isProjectionName } from '../projection/index.ts'
  * the capture list, a target with a mirror of every one ("*"), and an fts5
  * index over the text columns of one table, commented out, as an example to
  * take or leave. Every line a newcomer would ask about carries a comment.
+ * A table the source captures already is declared in the mode it has (a
+ * map, when one is not images): the file describes the source as it is, so
+ * that run re-arms nothing.
  * The text loads as it is (loadPipeline, checkPipelineSources), and still
  * does with the example uncommented.
  */
@@ -46,20 +49,31 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
   // In the order they were made (the schema's), which is how their author thinks of them.
   const made = db.prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table'").pluck().all() as string[];
   const order = new Map(made.map((n, i) => [n, i]));
-  for (const name of listTables(db).sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0))) {
-    if (/^_sluice_/i.test(name)) continue; // sluice's own tables, when capture is enabled already
-    try {
-      tables.push(checkTable(db, name));
-    } catch (err) {
-      if (!(err instanceof SluiceError)) throw err;
-      skipped.push({ table: name, code: err.code, message: err.message });
-    }
+  const names = listTables(db)
+    .filter((name) => !/^_sluice_/i.test(name)) // sluice's own tables, when capture is enabled already
+    .sort((a, b) => (order.get(a) ?? 0) - (order.get(b) ?? 0));
+  // Each table as enable takes it (its own gates, foreign keys included); a refused one is listed commented out with why.
+  const gated = capturable(db, names);
+  const refused = new Map(gated.refused.map((e) => [e.table, e]));
+  for (const name of names) {
+    const info = gated.tables.find((t) => t.name === name);
+    const err = refused.get(name);
+    if (info !== undefined) tables.push(info);
+    else if (err !== undefined) skipped.push({ table: name, code: err.code, message: err.message });
   }
-  const search = searchExample(db, tables);
+  const modes = new Map<string, CaptureMode>(readTables(db).map((t) => [t.name, t.mode]));
+  const mode = (t: string) => modes.get(t) ?? 'images';
+  // An fts5 index needs images: over a keys or counter table, sync would suspend it.
+  const search = searchExample(
+    db,
+    tables.filter((t) => mode(t.name) === 'images'),
+  );
   const rel = (p: string) => written(dir, p);
+  // A list when every table is in images mode (the default); else a map from each table to its mode.
+  const asMap = tables.some((t) => mode(t.name) !== 'images');
 
   const lines = [
-    `# sluice.yml: what sluice keeps for ${path.basename(source)}, written by \`sluice init\`.`,
+    `# sluice.yml: what sluice keeps for ${scalar(path.basename(source))}, written by \`sluice init\`.`,
     '# `sluice run` (in this folder, or with --config FILE) keeps it so: it enables capture of the',
     '# tables below, builds each target, applies every change as it commits, and serves /healthz',
     '# and a status page on `listen`. `sluice plan` prints what run would do and writes nothing.',
@@ -73,8 +87,17 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     '    # capturing a table by itself (sluice disable does).',
     ...(tables.length === 0
       ? ['    capture: []   # no table yet: list them here once they exist']
-      : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
-    ...skipped.map((s) => `      # - ${scalar(s.table)}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`),
+      : asMap
+        ? [
+            '    # Each in the mode the source captures it in now: keys records only the key, counter only that the',
+            '    # table changed (neither feeds a mirror); changing a mode re-arms the table.',
+            '    capture:',
+            ...tables.map((t) => `      ${scalar(t.name)}: ${mode(t.name)}`),
+          ]
+        : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
+    ...skipped.map(
+      (s) => `      # ${asMap ? `${scalar(s.table)}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
+    ),
     '    targets:',
     `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
     '        projections:',
@@ -82,7 +105,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     ...(search === null
       ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
       : [
-          `          # A full-text (FTS5) index of ${search.table}; uncomment to build it, then search it with`,
+          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
           `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
           `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map(scalar).join(', ')}]}`,
         ]),
@@ -101,7 +124,9 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
 /**
  * Writes the first pipeline file of the database `dbFile` at `out`
  * (default: sluice.yml beside it). Refuses a database that does not exist
- * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), a file already
+ * or is not SQLite, a sluice target (TARGET_NOT_SOURCE), one holding a
+ * `_sluice_` object sluice did not make (NAMESPACE_COLLISION, as enable
+ * does), a file already
  * at `out` (OUTPUT_EXISTS) and an `out` in a folder that does not exist
  * (OUTPUT_FOLDER_MISSING: no folder is made); writes
  * nothing else, to the database or beside it.
@@ -118,6 +143,19 @@ export function writeInitFile(dbFile: string, out?: string): InitFile & { readon
   try {
     // A target's tables are projections: capture on them is refused by every pass.
     refuseTarget(db, path.resolve(dbFile));
+    // So is every table of a source holding a _sluice_ object sluice did not make (enable's namespace gate).
+    try {
+      checkNamespace(db);
+    } catch (err) {
+      if (err instanceof CaptureRefusedError)
+        throw new CaptureRefusedError(
+          err.code,
+          err.table,
+          `${path.resolve(dbFile)}: ${err.message} Until then enable, and so sluice run, refuse every table of it.`,
+          { cause: err },
+        );
+      throw err;
+    }
     init = initFile(db, dbFile, file);
   } finally {
     db.close();
@@ -181,7 +219,13 @@ export function written(dir: string, p: string): string {
   return parts.join('/') || '.';
 }
 
-/** A YAML scalar: plain when it cannot be read as anything else, else a double-quoted (JSON) string with `${` kept literal. */
+/**
+ * A YAML scalar: plain when it cannot be read as anything else, else a
+ * double-quoted (JSON) string with `${` kept literal. JSON's escapes are
+ * YAML's, so a newline, a `#`, a `: ` or a quote stays inside the value.
+ * Every name init writes goes through it, in comments too: a newline written
+ * raw in a comment would end it, and the rest of the name be live YAML.
+ */
 function scalar(s: string): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
   // A function, not a replacement string: in one, `$$` means a single `$`.

@@ -139,7 +139,7 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
     const problem = capture.missing.has(c.table)
       ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but the source does not hold it (another program dropped it): create it again, or take it out of "capture" (sluice run refuses the file until then)`
       : t === undefined
-        ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'keys' ? ' --mode keys' : ''})`
+        ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'images' ? '' : ` --mode ${c.mode}`})`
         : t.mode !== c.mode
           ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
           : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)

@@ -1,6 +1,7 @@
 import type { ProjectionDefinition } from '../projection/index.ts';
 import type { NatsConnection } from '../broker/connection/index.ts';
 import type { ReasonCode } from '../reasons.ts';
+import type { CaptureMode } from '../capture/index.ts';
 
 /** How to reach NATS: servers, login, TLS files (absolute); what publish and subscribe take (src/broker/connection.ts). */
 export type { NatsAuth, NatsConnection, NatsTls } from '../broker/connection/index.ts';
@@ -25,7 +26,7 @@ export interface Pipeline {
 
 export interface CapturedTable {
   readonly table: string;
-  readonly mode: 'images' | 'keys';
+  readonly mode: CaptureMode;
   /** Columns to leave out of capture; undefined when the file does not say (the table keeps the set it has). */
   readonly exclude?: readonly string[];
   readonly declaredAt: string;

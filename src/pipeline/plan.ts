@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
 import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
-import { status, type CaptureStatus } from '../capture/index.ts';
+import { checkEnable, status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
+import { SluiceError } from '../errors.ts';
 import {
   compileOrError,
   definitionsToExplain,
@@ -10,10 +11,11 @@ import {
   type ExplainReport,
   type ProjectionExplanation,
 } from '../apply/evolution/index.ts';
-import { TARGET_SCHEMA } from '../apply/target/index.ts';
+import { readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
+import { replacedTables, takenTable } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
-import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
+import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
@@ -26,7 +28,8 @@ import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
  * disagree with explain, and explain is held to what sync then does. What
  * the pass enables first (declared capture not there yet) is accounted for:
  * a definition over a table it enables is built, and "*" mirrors each
- * images-mode table it enables.
+ * images-mode table it enables; an enable the gates refuse (checkEnable,
+ * enable's own) enables nothing, as in the pass.
  */
 
 /** What the pass does with one projection of a target. */
@@ -50,8 +53,9 @@ export interface PlannedTarget {
   readonly exists: boolean;
   /**
    * Set when the whole sync of the target is refused: a declared definition
-   * that does not compile or collides (`projection` names it), or a missing
-   * target whose folder cannot be made (`projection` null). Nothing of it runs.
+   * that does not compile or collides (`projection` names it), a missing
+   * target whose folder cannot be made, or a source the pass leaves without
+   * capture (CAPTURE_ABSENT; `projection` null). Nothing of it runs.
    */
   readonly refused: { readonly code: string; readonly projection: string | null; readonly fix: string } | null;
   readonly projections: readonly PlannedProjection[];
@@ -63,9 +67,19 @@ export interface PlannedSource {
   /** Declared capture a pass enables: not captured yet (`from` null), in another mode (`from` that mode), or with another declared `exclude`. */
   readonly enable: readonly {
     readonly table: string;
-    readonly mode: 'images' | 'keys';
+    readonly mode: CaptureMode;
     readonly from: string | null;
     readonly exclude?: readonly string[];
+  }[];
+  /**
+   * Enable calls of the pass that enable refuses, by its own gates (a `_sluice_` table sluice did not make, a table
+   * capture refuses, foreign keys): none of their tables is enabled (they are not in `enable`); the other calls go on.
+   */
+  readonly enableRefused: readonly {
+    readonly tables: readonly string[];
+    readonly mode: CaptureMode;
+    readonly code: string;
+    readonly fix: string;
   }[];
   /** Captured tables the file does not declare: reported, never disabled by run. */
   readonly undeclaredCapture: readonly { readonly table: string; readonly fix: string }[];
@@ -103,14 +117,26 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
     const targets: PlannedTarget[] = [];
     for (const source of pipeline.sources) {
       const capture = readCapture(source.path);
-      const enable = toEnable(source, capture);
+      const wanted = toEnable(source, capture);
+      const enableRefused = refusedEnables(source.path, enableCalls(wanted));
+      const refusedTables = new Set(enableRefused.flatMap((r) => r.tables.map(foldIdent)));
+      const enable = wanted.filter((e) => !refusedTables.has(foldIdent(e.table)));
+      // A source the pass leaves without capture: every sync of it fails (CAPTURE_ABSENT), as run's does.
+      const first = enableRefused[0];
+      const noCapture =
+        capture.enabled || enable.length > 0
+          ? undefined
+          : first !== undefined
+            ? `source ${source.path} has no sluice capture, and enable refuses ${first.tables.join(', ')} (${first.code}): ${first.fix}`
+            : `source ${source.path} has no sluice capture, and the file declares no table of it to capture: list them in "capture"`;
       const planned: PlannedTarget[] = [];
-      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled));
+      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled, noCapture));
       targets.push(...planned);
       sources.push({
         path: source.path,
         sourceId: capture.sourceId,
         enable,
+        enableRefused,
         undeclaredCapture: undeclaredCapture(source, capture).map((table) => ({
           table,
           fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
@@ -119,8 +145,9 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
       });
     }
     const converged =
-      sources.every((s) => s.enable.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0) &&
-      targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
+      sources.every(
+        (s) => s.enable.length === 0 && s.enableRefused.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0,
+      ) && targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
     return { config: pipeline.file, prune: pipeline.prune, converged, sources, targets };
   });
 }
@@ -134,14 +161,35 @@ function readCapture(path: string): CaptureStatus {
   }
 }
 
+/** The calls of `calls` that enable refuses, by the gates it runs before it writes (checkEnable), read without writing. */
+function refusedEnables(path: string, calls: readonly EnableCall[]): PlannedSource['enableRefused'] {
+  if (calls.length === 0) return [];
+  const db = openDatabase(path, { readonly: true, role: 'source' });
+  try {
+    return calls.flatMap((call) => {
+      try {
+        checkEnable(db, call.tables);
+        return [];
+      } catch (err) {
+        if (!(err instanceof SluiceError)) throw err;
+        return [{ tables: call.tables, mode: call.mode, code: err.code, fix: err.message }];
+      }
+    });
+  } finally {
+    db.close();
+  }
+}
+
 async function explain(
   source: string,
   target: string,
   inputs: ReturnType<typeof declaredInputs>,
   captured: boolean,
   suspends: Suspends,
+  /** The tables "*" mirrors once the pass enabled them, for a source not captured yet. */
+  mirrored: readonly string[],
 ): Promise<ExplainReport | PlannedProjection[]> {
-  if (!captured) return firstBuilds(source, inputs, suspends);
+  if (!captured) return firstBuilds(source, target, inputs, suspends, mirrored);
   if (fs.existsSync(target)) return explainAlter(source, target, { projections: inputs });
   // A target that does not exist yet is classified against an empty one in memory: every projection is a first build,
   // and what sync refuses (a definition that does not compile, two that collide) is refused here by the same code.
@@ -160,12 +208,42 @@ async function explain(
  * declared definition, or refuses one that does not compile against the
  * source, as sync does (explain's compileOrError). "*" is planned by the caller.
  */
-function firstBuilds(source: string, inputs: ReturnType<typeof declaredInputs>, suspends: Suspends): PlannedProjection[] {
+function firstBuilds(
+  source: string,
+  target: string,
+  inputs: ReturnType<typeof declaredInputs>,
+  suspends: Suspends,
+  mirrored: readonly string[],
+): PlannedProjection[] {
   const db = openDatabase(source, { readonly: true, role: 'source' });
   try {
-    return inputs.flatMap((d): PlannedProjection[] => {
+    // A target that exists already (a user's own database, say): sync refuses a build into a table of it sluice did not make.
+    const attached = fs.existsSync(target);
+    if (attached) db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(target);
+    const records = attached ? readProjections(db, TARGET_SCHEMA) : [];
+    const mirrors = mirrored.map((table) => ({ name: defaultProjectionName(table), source: table, kind: 'mirror' as const }));
+    return [...inputs, ...mirrors].flatMap((d): PlannedProjection[] => {
       if (d === '*') return [];
       const p = compileOrError(db, parseDefinition(d));
+      const previous =
+        'error' in p
+          ? []
+          : replacedTables(
+              records.find((r) => r.name === p.name),
+              p,
+            );
+      const taken = 'error' in p || !attached ? undefined : takenTable({ db, schema: TARGET_SCHEMA }, p, previous);
+      if (taken !== undefined && !('error' in p))
+        return [
+          {
+            name: p.name,
+            kind: p.kind,
+            does: 'refuse',
+            reason: 'TARGET_TABLE_EXISTS',
+            classification: 'Rejected',
+            fix: taken.error.message,
+          },
+        ];
       return 'error' in p
         ? [{ name: p.name, kind: d.kind, does: 'refuse', reason: p.error.code, classification: 'Rejected', fix: p.error.message }]
         : [
@@ -212,12 +290,21 @@ async function planTarget(
   t: PipelineTarget,
   enable: PlannedSource['enable'],
   captured: boolean,
+  noCapture: string | undefined,
 ): Promise<PlannedTarget> {
   const inputs = declaredInputs(t.projections);
   const exists = fs.existsSync(t.path);
-  // A table the file captures in keys mode (the pass enables or switches it first, or it is so already) feeds no kind
-  // that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
-  const keys = new Set(source.capture.filter((c) => c.mode === 'keys').map((c) => foldIdent(c.table)));
+  if (noCapture !== undefined)
+    return {
+      path: t.path,
+      source: source.path,
+      exists,
+      refused: { code: 'CAPTURE_ABSENT', projection: null, fix: noCapture },
+      projections: [],
+    };
+  // A table the file captures in keys or counter mode (the pass enables or switches it first, or it is so already) feeds no
+  // kind that needs images: sync suspends such a projection (explain-facts.ts cursorFact), whatever it would do otherwise.
+  const keys = new Set(source.capture.filter((c) => c.mode !== 'images').map((c) => foldIdent(c.table)));
   const suspends: Suspends = (kind, table, name, classification) =>
     keys.has(foldIdent(table)) && kindNamed(kind)?.needsImages !== false
       ? {
@@ -229,7 +316,9 @@ async function planTarget(
           fix: repairAction(name, 'NEEDS_IMAGES_MODE', source.path, t.path, table),
         }
       : undefined;
-  const explained = await explain(source.path, t.path, inputs, captured, suspends);
+  // Without capture yet, "*" mirrors each images-mode table the pass enables: planned with the definitions.
+  const mirrored = captured || !inputs.includes('*') ? [] : enable.filter((e) => e.mode === 'images').map((e) => e.table);
+  const explained = await explain(source.path, t.path, inputs, captured, suspends, mirrored);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
   const declaredAt = new Map(
@@ -254,8 +343,9 @@ async function planTarget(
         projections.push({ name, kind: 'mirror', does: 'build', reason: null, classification: null });
     }
   // A declared definition that does not compile or collides refuses the whole sync of the target (Syncer.open throws it).
+  // (A build into a table sluice did not make is refused alone: the others go on.)
   const runRefusal = Array.isArray(explained)
-    ? projections.find((p) => p.does === 'refuse')
+    ? projections.find((p) => p.does === 'refuse' && p.reason !== 'TARGET_TABLE_EXISTS')
     : projections.find((p, i) => {
         const s = report.projections[i]?.sync;
         return p.does === 'refuse' && s?.does === 'refuse' && s.run;

@@ -12,7 +12,9 @@ import { splitServers } from '../broker/connection/index.ts';
 
 const nonEmpty = z.string().min(1);
 
-export const captureModeSchema = z.enum(['images', 'keys']).describe('images: before and after images; keys: keys only');
+export const captureModeSchema = z
+  .enum(['images', 'keys', 'counter'])
+  .describe('images: before and after images; keys: keys only; counter: only that the table changed');
 
 /** One captured table's options: an object, so that later options (columns) add keys, not shapes. */
 export const captureOptionsSchema = z.strictObject({

@@ -1,10 +1,19 @@
 // sluice init writes a commented pipeline file that loads and leaves the database untouched
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
+import { parse } from 'yaml';
+import { test, expect, describe, runSqliteCli, runPython } from '../support/fixtures.ts';
 import { runCliAsync, parseJson, expectOneLineError } from '../cli/support/cli.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { loadPipeline, checkPipelineSources, declaredInputs, writeInitFile, written } from '../../src/pipeline/index.ts';
+import {
+  loadPipeline,
+  checkPipelineSources,
+  convergeOnce,
+  declaredInputs,
+  planPipeline,
+  writeInitFile,
+  written,
+} from '../../src/pipeline/index.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { enable } from '../../src/capture/index.ts';
 import { sync } from '../../src/apply/sync/index.ts';
@@ -201,6 +210,71 @@ describe('sluice init', () => {
     }
   });
 
+  test('init writes a database, folder and tables whose names hold a newline, #, ": " or quotes as values that load back to those names, never as live YAML', async ({
+    tmp,
+  }) => {
+    // A newline then `prune: true`: written raw anywhere (a comment included), the rest of the name is a key of the file.
+    const hostile = ['x\nprune: true #', 'a # b', 'k: v', `q"u'o\\te`, '\r- tab\tle', '{[*&!|>%@`'];
+    const dir = path.join(tmp, `dir\nlisten: 0.0.0.0:1 # '"`);
+    fs.mkdirSync(dir);
+    const db = path.join(dir, `${hostile[0]}.db`);
+    // Python's sqlite3 is the writer: the sqlite3 shell cannot be handed such a file name.
+    runPython(
+      "import sqlite3, sys\nc = sqlite3.connect(sys.argv[1])\nfor n in sys.argv[2:]: c.execute('CREATE TABLE \"%s\" (id INTEGER PRIMARY KEY, title TEXT)' % n.replace('\"', '\"\"'))\nc.commit()",
+      [db, ...hostile],
+    );
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(hostile);
+    const text = fs.readFileSync(made.out, 'utf8');
+    // The file's keys are the two init writes, and its capture list is each table once.
+    expect(Object.keys(parse(text) as object)).toEqual(['sources', 'listen']);
+    const p = await loadPipeline(made.out, {});
+    expect(p.prune).toBe(false);
+    expect(p.listen).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(p.sources[0]?.path).toBe(db);
+    expect(p.sources[0]?.targets[0]?.path).toBe(made.target);
+    expect(p.sources[0]?.capture.map((c) => c.table)).toEqual(hostile);
+    checkPipelineSources(p);
+    // Every line that is not a comment is one init wrote: none comes from a name.
+    for (const line of text.split('\n'))
+      expect(line, text).toMatch(
+        /^(\s*#.*|sources:|\s*- path: .*|\s*capture:|\s*- ".*"|\s*targets:|\s*projections:|\s*- "\*".*|listen: .*|)$/,
+      );
+  });
+
+  test('init of a source that captures tables in keys and counter mode declares each in the mode it has, so plan switches none of them (a re-arm) and the file is what the source is', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE audit (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE hits (id INTEGER PRIMARY KEY, n INT); CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE logs (at INTEGER);',
+    );
+    enable(db, ['audit'], { mode: 'keys' });
+    enable(db, ['hits'], { mode: 'counter' });
+    enable(db, ['issues']);
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(['audit', 'hits', 'issues']);
+    const text = fs.readFileSync(made.out, 'utf8');
+    expect(text).toContain('# logs:   # cannot be captured: NO_PRIMARY_KEY: ');
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    expect(p.sources[0]?.capture.map((c) => [c.table, c.mode])).toEqual([
+      ['audit', 'keys'],
+      ['hits', 'counter'],
+      ['issues', 'images'],
+    ]);
+    const plan = await planPipeline(p);
+    expect(plan.sources[0]?.enable).toEqual([]);
+    expect(plan.sources[0]?.undeclaredCapture).toEqual([]);
+    // "*" mirrors the images-mode table only: the target is built with it, and then the pass has nothing left to do.
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['issues', 'build']]);
+    const report = await convergeOnce(p);
+    expect(report.sources[0]?.enabled).toEqual([]);
+    expect((await planPipeline(p)).converged).toBe(true);
+  });
+
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
     tmp,
   }) => {
@@ -220,6 +294,47 @@ describe('sluice init', () => {
     expectOneLineError(r, 'TARGET_NOT_SOURCE');
     expect(r.stderr).toContain(`${cache} is a sluice target`);
     expect(listing(tmp)).toEqual(before);
+  });
+
+  test('init of a database holding a _sluice_ table sluice did not make refuses it with NAMESPACE_COLLISION, as enable does, and writes nothing', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(db, 'CREATE TABLE issues (id INTEGER PRIMARY KEY, title TEXT); CREATE TABLE _sluice_journal (id INTEGER PRIMARY KEY);');
+    const before = listing(tmp);
+    const [init, enabled] = await Promise.all([
+      runCliAsync(['init', 'app.db'], { cwd: tmp }),
+      runCliAsync(['enable', 'app.db', 'issues'], { cwd: tmp }),
+    ]);
+    expect(enabled.status).toBe(1);
+    expectOneLineError(enabled, 'NAMESPACE_COLLISION');
+    expect(init.status, init.stdout).toBe(1);
+    expectOneLineError(init, 'NAMESPACE_COLLISION');
+    expect(init.stderr).toContain(db);
+    expect(init.stderr).toContain('_sluice_journal');
+    expect(listing(tmp)).toEqual(before);
+  });
+
+  test('init lists a table enable refuses for its foreign keys (FK_UPDATE_CYCLE) commented out with why, as any table capture refuses, so that plan and a pass capture and mirror the others', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    runSqliteCli(
+      db,
+      'CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id) ON UPDATE CASCADE); CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT);',
+    );
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(['other']);
+    expect(made.skipped.map((s) => [s.table, s.code])).toEqual([['node', 'FK_UPDATE_CYCLE']]);
+    expect(fs.readFileSync(made.out, 'utf8')).toContain('# - node   # cannot be captured: FK_UPDATE_CYCLE: Table node: ');
+    const p = await loadPipeline(made.out, {});
+    const plan = await planPipeline(p);
+    expect(plan.sources[0]?.enableRefused).toEqual([]);
+    expect(plan.sources[0]?.enable.map((e) => e.table)).toEqual(['other']);
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['other', 'build']]);
+    const report = await convergeOnce(p);
+    expect(report.sources[0]?.error).toBeNull();
+    expect(report.targets[0]?.sync?.projections.map((x) => [x.name, x.state])).toEqual([['other', 'active']]);
   });
 
   test.skipIf(process.platform === 'win32')(

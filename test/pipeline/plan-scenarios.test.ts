@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, test } from '../support/fixtures.ts';
+import { describe, expect, runSqliteCli, test } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import {
   loadPipeline,
@@ -69,6 +69,8 @@ function said(plan: PipelinePlan, dir: string): Does {
   const rel = (p: string) => path.relative(dir, p);
   for (const s of plan.sources) {
     for (const e of s.enable) out[`enable:${e.table}`] = e.mode;
+    // A pass reports the first refusal of its enables (and enables the other calls).
+    if (s.enableRefused[0] !== undefined) out['enable-refused'] = s.enableRefused[0].code;
     for (const u of s.undeclaredCapture) out[`undeclared-capture:${u.table}`] = 'kept';
     for (const a of s.acknowledgements) out[`ack:${a.projection}@${path.basename(a.target)}`] = a.does === 'forget' ? 'forgotten' : 'kept';
   }
@@ -92,7 +94,7 @@ function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<st
   const out: Does = {};
   const rel = (p: string) => path.relative(dir, p);
   for (const s of report.sources) {
-    expect(s.error).toBeNull();
+    if (s.error !== null) out['enable-refused'] = s.error.code;
     for (const e of s.enabled) out[`enable:${e.table}`] = e.mode;
     for (const u of s.undeclaredCapture) out[`undeclared-capture:${u}`] = 'kept';
     for (const a of acks) {
@@ -136,7 +138,9 @@ function heldBy(pipeline: Pipeline): Map<string, Set<string>> {
     if (!fs.existsSync(t.path)) continue;
     const db = openDatabase(t.path, { readonly: true });
     try {
-      out.set(t.path, new Set(db.prepare('SELECT name FROM _sluice_projections').pluck().all() as string[]));
+      // A user's own database declared as a target holds none yet.
+      const held = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = '_sluice_projections'").get() !== undefined;
+      out.set(t.path, new Set(held ? (db.prepare('SELECT name FROM _sluice_projections').pluck().all() as string[]) : []));
     } finally {
       db.close();
     }
@@ -260,6 +264,51 @@ const SCENARIOS: Scenario[] = [
     first: yml('[items, notes]', target('cache.db', '"*"')),
     then: yml('[items]', target('cache.db', '"*"')),
     expected: { 'undeclared-capture:notes': 'kept', 'cache.db:items': 'continue', 'cache.db:notes': 'continue' },
+  },
+  {
+    name: 'a source holding a _sluice_ table sluice did not make: enable is refused (NAMESPACE_COLLISION), so the new target is refused for want of capture, not built',
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(src, 'CREATE TABLE _sluice_journal (id INTEGER PRIMARY KEY);'),
+    then: yml('[items, notes]', target('cache.db', '"*"', CHEAP)),
+    expected: { 'enable-refused': 'NAMESPACE_COLLISION', 'cache.db': 'refused:CAPTURE_ABSENT' },
+    check: (plan) => {
+      expect(plan.converged).toBe(false);
+      expect(plan.sources[0]?.enableRefused).toEqual([
+        { tables: ['items', 'notes'], mode: 'images', code: 'NAMESPACE_COLLISION', fix: expect.stringContaining('_sluice_journal') },
+      ]);
+      expect(plan.targets[0]?.refused?.fix).toContain('NAMESPACE_COLLISION');
+    },
+  },
+  {
+    name: 'a table whose foreign keys enable refuses (FK_UPDATE_CYCLE) declared beside a new one: their enable is refused as a whole, neither is mirrored, and the captured table continues',
+    first: yml('[items]', target('cache.db', '"*"')),
+    change: (src) => runSqliteCli(src, 'CREATE TABLE node (id INTEGER PRIMARY KEY, parent INTEGER REFERENCES node(id) ON UPDATE CASCADE);'),
+    then: yml('[items, node, notes]', target('cache.db', '"*"')),
+    expected: { 'enable-refused': 'FK_UPDATE_CYCLE', 'cache.db:items': 'continue' },
+    check: (plan) => expect(plan.sources[0]?.enableRefused.map((r) => r.tables)).toEqual([['node', 'notes']]),
+  },
+  {
+    name: "a declared target that is the user's own database, holding a table of a mirror's name: that mirror is refused (TARGET_TABLE_EXISTS), the others are built",
+    first: yml('[items, notes]', ''),
+    change: (src) =>
+      runSqliteCli(path.join(path.dirname(src), 'mine.db'), 'CREATE TABLE notes (x); CREATE TABLE other (id INTEGER PRIMARY KEY);'),
+    then: yml('[items, notes]', target('mine.db', '"*"')),
+    expected: { 'mine.db:items': 'build', 'mine.db:notes': 'refuse:TARGET_TABLE_EXISTS' },
+    check: (plan) =>
+      expect(plan.targets[0]?.projections.find((p) => p.name === 'notes')?.fix).toMatch(/target table notes already exists .* Drop it/),
+  },
+  {
+    name: "the same for a source not captured yet: its tables are enabled, and the mirror whose table the user's target holds is refused (TARGET_TABLE_EXISTS), the others built",
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(path.join(path.dirname(src), 'mine.db'), 'CREATE TABLE cheap (x); CREATE TABLE notes (x);'),
+    then: yml('[items, notes]', target('mine.db', '"*"', CHEAP)),
+    expected: {
+      'enable:items': 'images',
+      'enable:notes': 'images',
+      'mine.db:items': 'build',
+      'mine.db:notes': 'refuse:TARGET_TABLE_EXISTS',
+      'mine.db:cheap': 'refuse:TARGET_TABLE_EXISTS',
+    },
   },
 ];
 

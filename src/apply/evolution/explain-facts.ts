@@ -23,7 +23,7 @@ import { quoteIdent } from '../../sqlite/index.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { firstEventMsAfter, validateCursor, decodeCursor, altersSince, lineageSince, type ColumnOrigin } from '../../feed/index.ts';
 import type { SourceView } from '../../feed/index.ts';
-import { columnsRead, BROKEN_DEFINITION_REASONS } from '../projections/index.ts';
+import { columnsRead, BROKEN_DEFINITION_REASONS, replacedTables, takenTable } from '../projections/index.ts';
 import { matchesSourceAt } from '../check/index.ts';
 
 /*
@@ -146,6 +146,20 @@ export function filterDisagreements(db: Db, table: string, from: string | null, 
     if (err instanceof Error && /no such column/i.test(err.message)) return undefined;
     throw err;
   }
+}
+
+/**
+ * A table a build of `p` would make that is in the target and not one it
+ * replaces: sync's own check (takenTable, checkTablesFree's), which refuses
+ * the build with TARGET_TABLE_EXISTS before anything is written.
+ */
+function targetTableTaken(
+  db: Db,
+  old: ProjectionRecord | undefined,
+  p: CompiledProjection,
+): { table: string; message: string } | undefined {
+  const taken = takenTable({ db, schema: TARGET_SCHEMA }, p, replacedTables(old, p));
+  return taken === undefined ? undefined : { table: taken.table, message: taken.error.message };
 }
 
 /** The indexes a user added to the tables `rec` made (none when it never built). */
@@ -309,7 +323,9 @@ export function alterFacts(
     fits ??
     (cost?.neededBytes == null || cost.freeBytes === null ? undefined : { neededBytes: cost.neededBytes, freeBytes: cost.freeBytes });
   const columns = old === undefined ? undefined : columnOrigins(db, old, view);
+  const taken = compiled === undefined ? undefined : targetTableTaken(db, old, compiled);
   const facts: AlterFacts = {
+    ...(taken === undefined ? {} : { targetTableTaken: taken }),
     ...(cursor === undefined ? {} : { cursor }),
     ...(columns === undefined ? {} : { columns }),
     ...(disagreements === undefined ? {} : { filterDisagreements: disagreements }),

@@ -292,17 +292,33 @@ export class SnapshotInstall {
 }
 
 /** Never overwrite a table sluice did not make: the user may keep other data in the target. TARGET_TABLE_EXISTS, before anything is written. */
-export function checkTablesFree(t: ApplyTarget, p: CompiledProjection, previous: readonly string[]): void {
+export function checkTablesFree(t: Pick<ApplyTarget, 'db' | 'schema'>, p: CompiledProjection, previous: readonly string[]): void {
+  const taken = takenTable(t, p, previous);
+  if (taken !== undefined) throw taken.error;
+}
+
+/**
+ * The first table of `p` that is in the target and is not one of
+ * `previous` (the tables a build of it replaces), with the error that
+ * refuses the build; explain reports it as its own prediction (explain-facts.ts).
+ */
+export function takenTable(
+  t: Pick<ApplyTarget, 'db' | 'schema'>,
+  p: CompiledProjection,
+  previous: readonly string[],
+): { readonly table: string; readonly error: InvalidInputError } | undefined {
   const { db, schema } = t;
   for (const name of p.ownedTables) {
     const own = previous.some((x) => foldIdent(x) === foldIdent(name));
     if (!own && db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(name) !== undefined) {
-      throw new InvalidInputError(
+      const error = new InvalidInputError(
         'TARGET_TABLE_EXISTS',
         `Projection ${p.name}: target table ${name} already exists in ${schema === 'main' ? 'the target' : 'the target database'} and sluice did not make it. Drop it, or set another "target" in the definition.`,
       );
+      return { table: name, error };
     }
   }
+  return undefined;
 }
 
 /** The name a projection's main table is built under before the swap. */

@@ -13,6 +13,7 @@ export {
   storedSuspension,
   suspension,
   suspensionGate,
+  takenTable,
   targetFile,
 } from './applier.ts';
 export type { ApplyTarget, BatchEnd, RowsApplied, Suspension } from './applier.ts';

@@ -1,4 +1,4 @@
-import { enable, readTables, openSource } from '../../capture/index.ts';
+import { CAPTURE_MODES, enable, readTables, openSource } from '../../capture/index.ts';
 import type { Pipeline, PipelineSource } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import { SluiceError, isSqliteBusy } from '../../errors.ts';
@@ -65,7 +65,7 @@ function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartCon
   const db = openSource(source.path);
   try {
     const captured = new Map(readTables(db).map((t) => [t.name.toLowerCase(), t]));
-    for (const mode of ['images', 'keys'] as const) {
+    for (const mode of CAPTURE_MODES) {
       const missing = source.capture
         .filter((c) => c.mode === mode && captured.get(c.table.toLowerCase())?.mode !== mode && c.exclude === undefined)
         .map((c) => c.table);

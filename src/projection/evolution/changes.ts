@@ -52,6 +52,8 @@ export type AlterChange =
   | { readonly kind: 'cursor'; readonly reason: string; readonly message: string; readonly rebuildable: boolean }
   /** An index a user added to a table of the projection (sluice makes none with CREATE INDEX). */
   | { readonly kind: 'target-index'; readonly name: string; readonly table: string; readonly unique: boolean }
+  /** A table the projection would build that exists in the target and is not its own (sluice did not make it for the projection). */
+  | { readonly kind: 'target-table'; readonly table: string; readonly message: string }
   | { readonly kind: 'invalid'; readonly code: InvalidCode; readonly errorCode: string; readonly message: string };
 
 const same = (a: string, b: string) => foldIdent(a) === foldIdent(b);

@@ -199,6 +199,9 @@ function detectChanges(
   if (out.length === 0)
     out.push({ kind: 'unchanged', restated: old !== undefined && !('error' in next) && old.fingerprint !== next.fingerprint });
   for (const ix of facts.targetIndexes ?? []) out.push({ kind: 'target-index', ...ix });
+  // Only a build makes the table: a projection that continues keeps the tables it has.
+  const builds = out.some((c) => c.kind !== 'unchanged' && c.kind !== 'target-index');
+  if (facts.targetTableTaken !== undefined && builds && !('error' in next)) out.push({ kind: 'target-table', ...facts.targetTableTaken });
   return out;
 }
 
@@ -231,6 +234,8 @@ function changeReason(c: AlterChange): AlterReasonCode {
       return 'ALTER_CURSOR_INVALID';
     case 'target-index':
       return c.unique ? 'ALTER_TARGET_UNIQUE_INDEX' : 'ALTER_TARGET_INDEX';
+    case 'target-table':
+      return 'TARGET_TABLE_EXISTS';
     case 'invalid':
       return c.code;
   }
@@ -238,7 +243,7 @@ function changeReason(c: AlterChange): AlterReasonCode {
 
 /** Why validation forbids both continuing and a rebuild, if it does. */
 function rejection(c: AlterChange, next: CompiledProjection | undefined): string | undefined {
-  if (c.kind === 'invalid') return c.message;
+  if (c.kind === 'invalid' || c.kind === 'target-table') return c.message;
   // A definition that still compiles over the new columns (a mirror, a retyped column) is rebuilt from them.
   if (c.kind === 'source-column' && c.used && c.change !== 'added' && next === undefined)
     return `source column ${c.column} that the projection reads was ${c.change}${c.to === undefined ? '' : ` (now ${c.to})`}, and the definition names it: a destructive or ambiguous change is not followed`;

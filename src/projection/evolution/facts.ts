@@ -22,6 +22,12 @@ export interface AlterFacts {
   readonly filterDisagreements?: number;
   /** Indexes a user added to the projection's tables. */
   readonly targetIndexes?: readonly { readonly name: string; readonly table: string; readonly unique: boolean }[];
+  /**
+   * A table a build of the projection would make that exists in the target
+   * and that the projection does not replace (sync's checkTablesFree): a
+   * build is refused, TARGET_TABLE_EXISTS. Undefined: none.
+   */
+  readonly targetTableTaken?: { readonly table: string; readonly message: string };
   /** Bytes a shadow needs and bytes free on the target's file system, when known. */
   readonly space?: { readonly neededBytes: number; readonly freeBytes: number };
   /**

@@ -132,6 +132,7 @@ export const DEFAULT_ORACLE: AlterStateOracle = {
         };
       case 'added':
       case 'invalid':
+      case 'target-table':
         return {};
     }
   },

@@ -229,6 +229,22 @@ const SCENARIOS: Scenario[] = [
     expected: { items: ['Compatible', 'continue'], cheap: ['Rejected', 'refuse'] },
   },
   {
+    name: 'a new definition, and a mirror "*" adds, whose target table exists and sluice did not make: each is refused (TARGET_TABLE_EXISTS), the others go on',
+    first: [mirror],
+    change: (src, tgt) => {
+      run(src, "CREATE TABLE extra (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO extra VALUES (1, 'x')");
+      const db = openDatabase(src);
+      try {
+        enable(db, ['extra']);
+      } finally {
+        db.close();
+      }
+      run(tgt, "CREATE TABLE extra (mine TEXT); CREATE TABLE labels (mine TEXT); INSERT INTO labels VALUES ('kept')");
+    },
+    given: ['*', labels] as ProjectionDefinitionInput[],
+    expected: { labels: ['Rejected', 'refuse'], items: ['Compatible', 'continue'], extra: ['Rejected', 'refuse'] },
+  },
+  {
     name: 'a new definition over a table the source does not capture: the whole run is refused (TABLE_UNTRACKED)',
     first: ALL(),
     change: (src) => run(src, 'CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)'),
