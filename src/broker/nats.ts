@@ -320,7 +320,18 @@ function loginOptions(auth: NatsAuth, url: string): Record<string, unknown> {
       { cause: err },
     );
   }
-  return { authenticator: credsAuthenticator(new Uint8Array(creds)) };
+  const authenticator = credsAuthenticator(new Uint8Array(creds));
+  try {
+    // The client parses the file only as it connects, and its error ("unable to parse credentials") read as a server that does not answer.
+    authenticator('sluice');
+  } catch (err) {
+    throw new InvalidInputError(
+      'BROKER_AUTH_FAILED',
+      `Cannot log in to NATS at ${url}: the credentials file ${auth.creds} cannot be used (${err instanceof Error && /parse/.test(err.message) ? err.message : 'its nkey seed is not one'}): a .creds file holds a user JWT and its nkey seed, each between its BEGIN and END lines. Pass the whole .creds file of a user of the account (nsc generate creds, or your operator gives it) with --nats-creds, or creds: in sluice.yml.`,
+      { cause: err },
+    );
+  }
+  return { authenticator };
 }
 
 /** The client's TLS options: each file must be readable, and a client certificate comes with its key. */
