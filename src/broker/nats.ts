@@ -403,13 +403,21 @@ function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls
       },
     );
   }
-  const clientCertHint =
-    tls !== undefined && tls.cert === undefined && /timeout/i.test(why)
-      ? ' If the server verifies clients (tls { verify: true }), pass a client certificate and key with --nats-tls-cert and --nats-tls-key.'
-      : '';
+  // A server that refuses the handshake (a client certificate it does not trust, or none where it verifies clients) closes
+  // the connection, and the client only says it timed out: with TLS files given, that is the likely cause.
+  if (tls !== undefined && (tls.ca ?? tls.cert ?? tls.key) !== undefined && /timeout|closed|reset|disconnect/i.test(why))
+    return new InvalidInputError(
+      'BROKER_TLS_FAILED',
+      `Cannot connect to NATS at ${url} over TLS (${why}): the server may have refused the TLS handshake. ${
+        tls.cert === undefined
+          ? 'If it verifies clients (tls { verify: true }), pass a client certificate and key it trusts with --nats-tls-cert and --nats-tls-key (tls: {cert, key} in sluice.yml).'
+          : `If it verifies clients (tls { verify: true }), check that the client certificate ${tls.cert} (--nats-tls-cert, with its key ${tls.key ?? '(none)'}, --nats-tls-key) is signed by a CA in the server's ca_file.`
+      } Check that ${tls.ca === undefined ? "the system's CAs trust the server's certificate (else pass its CA with --nats-tls-ca)" : `the CA ${tls.ca} (--nats-tls-ca) signed the server's certificate`}, and that the server runs at that address (nats-server -js).`,
+      { cause: err },
+    );
   return new InvalidInputError(
     'BROKER_UNREACHABLE',
-    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).${clientCertHint}`,
+    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).`,
     { cause: err },
   );
 }
