@@ -1068,6 +1068,13 @@ export const REASONS = {
     explain: "One event or snapshot row is larger than the server's max_payload.",
     repair: null,
   },
+  BROKER_STREAM_LIMITS: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, or a stream with discard new is full: no subscriber could start from it.",
+    repair: null,
+  },
   BROKER_NO_SNAPSHOT: {
     kinds: ['error'],
     clears: false,

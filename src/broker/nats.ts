@@ -320,7 +320,18 @@ function loginOptions(auth: NatsAuth, url: string): Record<string, unknown> {
       { cause: err },
     );
   }
-  return { authenticator: credsAuthenticator(new Uint8Array(creds)) };
+  const authenticator = credsAuthenticator(new Uint8Array(creds));
+  try {
+    // The client parses the file only as it connects, and its error ("unable to parse credentials") read as a server that does not answer.
+    authenticator('sluice');
+  } catch (err) {
+    throw new InvalidInputError(
+      'BROKER_AUTH_FAILED',
+      `Cannot log in to NATS at ${url}: the credentials file ${auth.creds} cannot be used (${err instanceof Error && /parse/.test(err.message) ? err.message : 'its nkey seed is not one'}): a .creds file holds a user JWT and its nkey seed, each between its BEGIN and END lines. Pass the whole .creds file of a user of the account (nsc generate creds, or your operator gives it) with --nats-creds, or creds: in sluice.yml.`,
+      { cause: err },
+    );
+  }
+  return { authenticator };
 }
 
 /** The client's TLS options: each file must be readable, and a client certificate comes with its key. */
@@ -392,13 +403,21 @@ function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls
       },
     );
   }
-  const clientCertHint =
-    tls !== undefined && tls.cert === undefined && /timeout/i.test(why)
-      ? ' If the server verifies clients (tls { verify: true }), pass a client certificate and key with --nats-tls-cert and --nats-tls-key.'
-      : '';
+  // A server that refuses the handshake (a client certificate it does not trust, or none where it verifies clients) closes
+  // the connection, and the client only says it timed out: with TLS files given, that is the likely cause.
+  if (tls !== undefined && (tls.ca ?? tls.cert ?? tls.key) !== undefined && /timeout|closed|reset|disconnect/i.test(why))
+    return new InvalidInputError(
+      'BROKER_TLS_FAILED',
+      `Cannot connect to NATS at ${url} over TLS (${why}): the server may have refused the TLS handshake. ${
+        tls.cert === undefined
+          ? 'If it verifies clients (tls { verify: true }), pass a client certificate and key it trusts with --nats-tls-cert and --nats-tls-key (tls: {cert, key} in sluice.yml).'
+          : `If it verifies clients (tls { verify: true }), check that the client certificate ${tls.cert} (--nats-tls-cert, with its key ${tls.key ?? '(none)'}, --nats-tls-key) is signed by a CA in the server's ca_file.`
+      } Check that ${tls.ca === undefined ? "the system's CAs trust the server's certificate (else pass its CA with --nats-tls-ca)" : `the CA ${tls.ca} (--nats-tls-ca) signed the server's certificate`}, and that the server runs at that address (nats-server -js).`,
+      { cause: err },
+    );
   return new InvalidInputError(
     'BROKER_UNREACHABLE',
-    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).${clientCertHint}`,
+    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).`,
     { cause: err },
   );
 }

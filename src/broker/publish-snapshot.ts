@@ -6,8 +6,9 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { LineSink, writeSnapshot } from '../export/index.ts';
+import { LineSink, writeSnapshot, type LineWriter } from '../export/index.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';
+import type { SnapshotSize } from './stream-limits.ts';
 
 /*
  * A snapshot on the stream: written to a temp file first (the source's one
@@ -31,6 +32,10 @@ export interface Sender {
   readonly budget: number;
   /** Publishes one message and waits for the broker's ack (undefined: stopped first). */
   send(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>): Promise<PubAck | undefined>;
+  /** Before anything is sent: throws if the stream cannot hold a snapshot of this size (stream-limits.ts). */
+  fits(size: SnapshotSize): Promise<void>;
+  /** After its end was acknowledged: throws if the stream no longer holds its first part, at stream seq `start`. */
+  held(size: SnapshotSize, start: number): Promise<void>;
 }
 
 export interface PublishedSnapshot {
@@ -48,13 +53,16 @@ export async function publishSnapshot(db: Db, s: Sender): Promise<PublishedSnaps
   try {
     const fd = fs.openSync(file, 'w');
     let snap: ReturnType<typeof writeSnapshot>;
+    let counted: PartCount;
     try {
       const sink = new LineSink(fd);
-      snap = writeSnapshot(db, sink, undefined);
+      snap = writeSnapshot(db, (counted = new PartCount(sink, s.budget)), undefined);
       sink.flush(false);
     } finally {
       fs.closeSync(fd);
     }
+    const total = counted.size();
+    await s.fits(total);
     const id = `${snap.seq}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
     const budget = s.budget;
     const header = () => {
@@ -100,9 +108,52 @@ export async function publishSnapshot(db: Db, s: Sender): Promise<PublishedSnaps
     h.set(HEADER.cursor, snap.cursor);
     const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
     if (ack === undefined) return undefined;
+    await s.held(total, start as number);
     return { cursor: snap.cursor, seq: snap.seq, rows: snap.rows, parts };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The lines of a snapshot as they are written to its file, counted as
+ * publishSnapshot packs them into messages (a part holds lines up to the
+ * budget; the marker is the end message): its size in the stream, known
+ * before anything is sent.
+ */
+class PartCount implements LineWriter {
+  readonly #sink: LineWriter;
+  readonly #budget: number;
+  #parts = 0;
+  #size = 0;
+  #bytes = 0;
+
+  constructor(sink: LineWriter, budget: number) {
+    this.#sink = sink;
+    this.#budget = budget;
+  }
+
+  write(obj: unknown): string {
+    const line = this.#sink.write(obj);
+    const n = Buffer.byteLength(line);
+    this.#bytes += n;
+    if (!line.startsWith('{"type":"snapshot"')) {
+      if (this.#size > 0 && this.#size + n > this.#budget) {
+        this.#parts++;
+        this.#size = 0;
+      }
+      this.#size += n;
+    }
+    return line;
+  }
+
+  flush(durable: boolean): void {
+    this.#sink.flush(durable);
+  }
+
+  size(): SnapshotSize {
+    const parts = this.#parts + (this.#size > 0 || this.#parts === 0 ? 1 : 0);
+    return { messages: parts + 1, parts, bytes: this.#bytes };
   }
 }
 

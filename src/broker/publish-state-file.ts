@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { decodeCursor } from '../feed/index.ts';
 import { InvalidInputError, type SluiceError } from '../errors.ts';
 
@@ -100,17 +101,31 @@ export class StateFileWriter {
   }
 }
 
-/** replaceFile (export/resume-point.ts) off the event loop's thread: written, synced, then renamed over the file. */
+/**
+ * replaceFile (export/resume-point.ts) off the event loop's thread: written,
+ * synced, then renamed over the file. Through a temporary file of this
+ * write's own (process id and a random part): two publishers of one source
+ * (a second follower started by mistake, a one-shot publish beside the
+ * follower) both save here, and with one shared `<file>.tmp` one renamed the
+ * other's away, which then died with a raw ENOENT. Each rename is whole, so
+ * the file holds one of their cursors, each one the broker acknowledged
+ * (behind, never ahead: the rule above).
+ */
 async function replaceFileAsync(file: string, text: string): Promise<void> {
-  const tmp = `${file}.tmp`;
-  const fh = await fs.promises.open(tmp, 'w');
+  const tmp = `${file}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`;
   try {
-    await fh.writeFile(`${text}\n`);
-    await fh.sync();
-  } finally {
-    await fh.close();
+    const fh = await fs.promises.open(tmp, 'wx');
+    try {
+      await fh.writeFile(`${text}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.promises.rename(tmp, file);
+  } catch (err) {
+    await fs.promises.rm(tmp, { force: true }).catch(() => {});
+    throw err;
   }
-  await fs.promises.rename(tmp, file);
 }
 
 /** The saved position, or undefined when there is none yet. */

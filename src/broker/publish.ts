@@ -14,6 +14,7 @@ import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
+import { checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
 
 /*
  * Publishes a source's changes to a JetStream stream (docs/broker.md).
@@ -431,6 +432,15 @@ export class Publisher {
         subjects: this.subjects,
         budget: this.#budget(),
         send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
+        fits: async (size) => {
+          const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
+          if (info !== undefined) checkSnapshotFits(this.stream, info.config, size);
+        },
+        held: async (size, start) => {
+          const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
+          if (info !== undefined && info.state.first_seq > start)
+            throw snapshotDropped(this.stream, info.config, size, start, info.state.first_seq);
+        },
       });
       if (snap === undefined) return;
       // The stream was made again while its parts went out: the first ones went with the old stream; publish it whole again.
@@ -446,9 +456,14 @@ export class Publisher {
 
   /** Publishes one message and waits for the broker's ack, through outages; undefined if stopped first. */
   async #publish(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>) {
-    return this.#retry(() =>
-      this.#broker.js.publish(subject, data, { msgID, headers, expect: { streamName: this.stream }, timeout: 5000 }),
-    );
+    try {
+      return await this.#retry(() =>
+        this.#broker.js.publish(subject, data, { msgID, headers, expect: { streamName: this.stream }, timeout: 5000 }),
+      );
+    } catch (err) {
+      if (!isStreamFull(err)) throw err;
+      throw streamFull(this.stream, (await streamInfo(this.#broker, this.stream).catch(() => undefined))?.config, err);
+    }
   }
 
   /** Runs `fn` through outages (nats.ts): a server without the stream gets it made again before the next try. */

@@ -26,6 +26,7 @@ import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
+import { carriedTables, carries, untrackedSuspension } from './untracked-tables.ts';
 
 const SCHEMA = 'main';
 
@@ -45,6 +46,13 @@ function keyText(values: readonly unknown[]): string {
 const SNAPSHOT_CHUNK = 5000;
 
 type Reader = AsyncGenerator<ExportItem, ReadTotals>;
+
+/** A projection whose table the stream no longer carries, and its suspension (untracked-tables.ts). */
+interface Untracked {
+  readonly target: ApplyTarget;
+  readonly p: CompiledProjection;
+  readonly s: Suspension;
+}
 
 /** The snapshot being read: per source table, the projections it installs and the rows not yet added (with their line numbers). */
 type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[]; lines: number[] }>;
@@ -274,7 +282,10 @@ export class Importer {
       { mode: 'immediate', keep: (x) => 'done' in x, onRollback: () => dropTemps(this.#db) },
     );
     this.#stored = undefined;
-    if (!('ended' in r)) return undefined;
+    if (!('ended' in r)) {
+      for (const u of r.done) await recordSuspension(u.target, u.p, u.s);
+      return undefined;
+    }
     this.#projections = undefined; // (compiled inside the transaction that rolled back)
     return r.ended;
   }
@@ -377,8 +388,13 @@ export class Importer {
     );
   }
 
-  /** The snapshot's marker, checked by the reader: each projection swaps in with the snapshot's cursor. */
-  async #onSnapshot(line: SnapshotLine, snap: Installing): Promise<true> {
+  /**
+   * The snapshot's marker, checked by the reader: each projection swaps in
+   * with the snapshot's cursor. Returns the projections of its source behind
+   * it whose table it does not carry, to suspend once it is committed
+   * (untracked-tables.ts).
+   */
+  async #onSnapshot(line: SnapshotLine, snap: Installing): Promise<Untracked[]> {
     for (const [table, t] of snap) {
       if (!line.tables.includes(table)) continue;
       await this.#flush(table, t);
@@ -391,8 +407,17 @@ export class Importer {
     }
     this.#stored = undefined;
     this.#projections = undefined;
-    this.#compiled(); // every projection has its shape now, and none collides
-    return true;
+    const carried = carriedTables(line.cursor);
+    const untracked: Untracked[] = [];
+    // Every projection has its shape now, and none collides.
+    for (const p of this.#compiled()) {
+      if (carries(carried, p)) continue;
+      const rec = readProjection(this.#db, SCHEMA, p.name);
+      if (rec === undefined || rec.sourceId !== line.sourceId || rec.state === 'suspended' || rec.seq >= line.seq) continue;
+      const at = `${this.#stream.label} (its snapshot at seq ${line.seq})`;
+      untracked.push({ target: this.#target(line.sourceId), p, s: untrackedSuspension(p, rec, at, line.seq, carried) });
+    }
+    return untracked;
   }
 
   async #onBatch(
@@ -410,10 +435,13 @@ export class Importer {
       );
     }
     const target = this.#target(line.sourceId);
+    const carried = carriedTables(line.cursor);
+    let untracked: Untracked[] = [];
     const r = await writeTransaction(
       db,
       async (): Promise<{ applied: boolean; suspended?: { p: CompiledProjection; s: Suspension } }> => {
         let applied = false;
+        untracked = [];
         for (const p of projections) {
           const rec = readProjection(db, SCHEMA, p.name);
           if (rec === undefined) {
@@ -423,6 +451,11 @@ export class Importer {
             );
           }
           checkSource(p, rec.sourceId, line.sourceId, at);
+          // Its table is not in the stream (capture taken off it): suspended, and the others go on, as in sync.
+          if (!carries(carried, p)) {
+            if (rec.state !== 'suspended') untracked.push({ target, p, s: untrackedSuspension(p, rec, at, line.fromSeq, carried) });
+            continue;
+          }
           const out = await runBatchPath(target, p, rec, rec.seq, {
             batch: () => {
               const columns = p.source.columns.map((c) => c.name);
@@ -446,6 +479,7 @@ export class Importer {
       },
       { mode: 'immediate', keep: (x) => x.suspended === undefined, onRollback: () => dropTemps(db) },
     );
+    for (const u of untracked) await recordSuspension(u.target, u.p, u.s);
     if (r.suspended !== undefined) {
       const { p, s } = r.suspended;
       await recordSuspension(target, p, s);

@@ -56,4 +56,23 @@ describe('a broker in operator mode', () => {
     expectOneLineError(refused, 'BROKER_AUTH_FAILED');
     expect(refused.stderr).toContain(`NATS at ${server.url} refused the login with the credentials file ${foreign}`);
   });
+
+  // Before, the client's "unable to parse credentials" came as BROKER_UNREACHABLE: "Start nats-server with JetStream".
+  test('a .creds file that cannot be parsed (a truncated copy, another file, a broken seed) is BROKER_AUTH_FAILED naming the file', async () => {
+    const src = trackerSource(path.join(dir, 'broken.db'), ['labels']);
+    const sid = sourceIdOf(src);
+    const seedless = path.join(dir, 'seedless.creds');
+    fs.writeFileSync(seedless, setup.creds.slice(0, setup.creds.indexOf('USER NKEY SEED')));
+    const badSeed = path.join(dir, 'bad-seed.creds');
+    fs.writeFileSync(badSeed, setup.creds.replace(/\nSU[A-Z0-9]+\n/, '\nSUAXXXNOTASEED\n'));
+    expect(fs.readFileSync(badSeed, 'utf8')).toContain('SUAXXXNOTASEED');
+    for (const creds of [seedless, badSeed, src]) {
+      const r = await runCliAsync(['subscribe', path.join(dir, 'new.db'), '--nats', server.url, '--source', sid, '--nats-creds', creds]);
+      expect(r.status, r.stderr).toBe(1);
+      expectOneLineError(r, 'BROKER_AUTH_FAILED');
+      expect(r.stderr).toContain(`the credentials file ${creds} cannot be used`);
+      expect(r.stderr).not.toContain('SUAXXX');
+      expect(fs.existsSync(path.join(dir, 'new.db'))).toBe(false);
+    }
+  });
 });

@@ -86,13 +86,14 @@ describe('a broker with an account and TLS', () => {
     for (const r of [published, sub, h]) expect(r.stdout + r.stderr).not.toContain(PASSWORD);
   });
 
-  test('a wrong password, an untrusted server certificate, and a CA or creds file that does not exist are one line naming the server, exit 1, and no file is created', async () => {
+  test('a wrong password, an untrusted server or client certificate, and a CA or creds file that does not exist are one line naming the server, exit 1, and no file is created', async () => {
     const sub = path.join(dir, 'refusals');
     fs.mkdirSync(sub);
     const src = trackerSource(path.join(sub, 'app.db'), ['comments']);
     const sid = sourceIdOf(src);
     const tgt = path.join(sub, 'never.db');
     const tls = ['--nats-tls-ca', certs.ca, '--nats-tls-cert', certs.clientCert, '--nats-tls-key', certs.clientKey];
+    const foreign = makeCertificates();
     const before = filesIn(sub);
     const cases: { args: string[]; env?: Record<string, string>; code: string; fix: RegExp }[] = [
       {
@@ -142,6 +143,29 @@ describe('a broker with an account and TLS', () => {
         code: 'BROKER_TLS_FAILED',
         fix: /CA file .*no-such-ca\.pem cannot be read/,
       },
+      // A client certificate of another CA: the server closes the handshake, and the client only says "timeout" (it was
+      // BROKER_UNREACHABLE, "Start nats-server with JetStream", with no word of TLS).
+      {
+        args: [
+          'subscribe',
+          tgt,
+          '--nats',
+          server.url,
+          '--nats-user',
+          'sluice',
+          '--nats-tls-ca',
+          certs.ca,
+          '--nats-tls-cert',
+          foreign.clientCert,
+          '--nats-tls-key',
+          foreign.clientKey,
+          '--source',
+          sid,
+        ],
+        env: { SLUICE_NATS_PASSWORD: PASSWORD },
+        code: 'BROKER_TLS_FAILED',
+        fix: new RegExp(`may have refused the TLS handshake.*client certificate ${foreign.clientCert} \\(--nats-tls-cert`),
+      },
       {
         args: ['subscribe', tgt, '--nats', server.url, '--nats-creds', path.join(sub, 'no-such.creds'), ...tls, '--source', sid],
         code: 'BROKER_AUTH_FAILED',
@@ -158,6 +182,7 @@ describe('a broker with an account and TLS', () => {
       expect(r.stdout + r.stderr).not.toContain(PASSWORD);
     }
     expect(filesIn(sub)).toEqual(before);
+    foreign.dispose();
   });
 
   test('the connection a pipeline file declares (user, ${NATS_PASSWORD}, tls files relative to it) is what publish and subscribe take', async () => {

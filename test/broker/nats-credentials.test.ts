@@ -82,6 +82,32 @@ describe('a broker that requires the user and password given in the NATS URL', (
     }
   });
 
+  // Before, the URL was split at the comma as a list of two servers, and the error printed "nats://sluice:Pa55".
+  test('a password with a comma, written in the URL as it is, logs in as one server, and no part of it is printed or stored', async () => {
+    const dir = makeDir();
+    const server = await NatsServer.start({ args: ['--user', 'sluice', '--pass', 'Pa55,w0rd'] });
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const sid = sourceIdOf(src);
+      const tgt = path.join(dir, 'cache.db');
+      const url = (pw: string) => server.url.replace('nats://', `nats://sluice:${pw}@`);
+      const published = await runCliAsync(['publish', src, '--nats', url('Pa55,w0rd')]);
+      expect(published.status, published.stderr).toBe(0);
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', `${url('Pa55,w0rd')},${url('Pa55,w0rd')}`, '--source', sid]);
+      expect(sub.status, sub.stderr).toBe(0);
+      for (const f of [tgt, `${tgt}-wal`]) if (fs.existsSync(f)) expect(fs.readFileSync(f).includes('Pa55'), f).toBe(false);
+      const wrong = await runCliAsync(['publish', src, '--nats', url('Pa55,wr0ng')]);
+      expect(wrong.status).toBe(1);
+      expect(wrong.stderr).toContain(`BROKER_AUTH_FAILED: NATS at ${server.url} refused the login as user sluice`);
+      for (const text of [published.stdout, published.stderr, sub.stdout, sub.stderr, wrong.stdout, wrong.stderr]) {
+        expect(text).not.toMatch(/Pa55|w0rd|wr0ng/);
+      }
+    } finally {
+      await server.dispose();
+      removeDir(dir);
+    }
+  });
+
   test('a base64 password (with / and +) written in the URL as it is logs in, and no part of it is printed or stored', async () => {
     const dir = makeDir();
     const server = await NatsServer.start({ args: ['--user', 'sluice', '--pass', 'q7/Zk+w9/Rm='] });

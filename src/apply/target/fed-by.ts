@@ -16,12 +16,39 @@ export type FedBy =
   | { readonly via: 'subscribe'; readonly url: string; readonly stream: string; readonly sourceId: string }
   | { readonly via: 'import'; readonly file: string; readonly ms: number };
 
-/** `nats://a:4222, nats://b:4222` -> its URLs (none for "" or ","). */
+/**
+ * `nats://a:4222, nats://b:4222` -> its URLs (none for "" or ","). A comma
+ * inside a server's login (`nats://app:Pa55,w0rd@host:4222`) does not
+ * split it: a piece with no @ that is no server by itself (what follows its
+ * host's colon is not a port number) goes on to the next piece up to the @
+ * that ends its login. Split there, the first half of the password was a
+ * "server" that errors printed as it was.
+ */
 export function splitServers(list: string): string[] {
-  return list
-    .split(',')
+  return listPieces(list)
     .map((s) => s.trim())
     .filter((s) => s !== '');
+}
+
+/** `list` split at the commas between its servers (splitServers), each piece as written. */
+function listPieces(list: string): string[] {
+  const pieces = list.split(',');
+  const out: string[] = [];
+  for (let i = 0; i < pieces.length; i++) {
+    let s = pieces[i] as string;
+    if (!s.includes('@') && !isServer(s) && pieces.slice(i + 1).some((p) => p.includes('@')))
+      while (!s.includes('@') && i + 1 < pieces.length) s += `,${pieces[++i] as string}`;
+    out.push(s);
+  }
+  return out;
+}
+
+/** Whether `s` (no login) reads as a server: `[scheme://]host[:port]`, its port a number. */
+function isServer(s: string): boolean {
+  const scheme = s.indexOf('//');
+  const hostPort = (scheme >= 0 ? s.slice(scheme + 2) : s).trim();
+  const port = /^(\[[^\]]*\]|[^:[\]]*)(?::(.*))?$/.exec(hostPort);
+  return port !== null && (port[2] === undefined || /^\d*$/.test(port[2]));
 }
 
 /**
@@ -29,15 +56,14 @@ export function splitServers(list: string): string[] {
  * or token of any server in it (`nats://u:p@h:4222,u:p@h2` -> `nats://h:4222,h2`).
  */
 export function withoutCredentials(url: string): string {
-  return url
-    .split(',')
+  return listPieces(url)
     .map((s) => splitLogin(s).rest)
     .join(',');
 }
 
 /** The login (`user:password`, or a token) of the first server of `url` that carries one, as written (not decoded). */
 export function urlLogin(url: string): string | undefined {
-  for (const s of url.split(',')) {
+  for (const s of listPieces(url)) {
     const { login } = splitLogin(s);
     if (login !== undefined) return login;
   }

@@ -1,0 +1,82 @@
+import { JetStreamApiError, type StreamConfig } from '@nats-io/jetstream';
+import { InvalidInputError } from '../errors.ts';
+
+/*
+ * A stream made beforehand with limits (docs/broker.md invites max_msgs,
+ * max_age...) that cannot hold one snapshot of the source: with the default
+ * discard policy (old) the stream drops the snapshot's first parts as its
+ * last ones go in, so it never holds a whole one, and every subscriber that
+ * needs one fails with BROKER_NO_SNAPSHOT, whose fix (publish again) cannot
+ * help; with discard new the server refuses a message ("maximum messages
+ * exceeded"), which was an INTERNAL error. The publisher checks the limits
+ * before it sends a snapshot, and after (a limit it could not foresee: the
+ * stream already dropped its first part), and a refusal for a full stream
+ * names the stream and its limits: BROKER_STREAM_LIMITS.
+ */
+
+/** What one snapshot takes in the stream: messages (its parts and its end), and bytes (of its lines; the stream counts headers too). */
+export interface SnapshotSize {
+  readonly messages: number;
+  /** Its part messages: all on one subject (max_msgs_per_subject). */
+  readonly parts: number;
+  readonly bytes: number;
+}
+
+/** The stream's limits, as `name value` words (only those set), for an error. */
+function limitsOf(c: Pick<StreamConfig, 'max_msgs' | 'max_bytes' | 'max_msgs_per_subject' | 'max_age' | 'discard'>): string {
+  const set: string[] = [];
+  if (c.max_msgs > 0) set.push(`max_msgs ${c.max_msgs}`);
+  if (c.max_bytes > 0) set.push(`max_bytes ${c.max_bytes}`);
+  if (c.max_msgs_per_subject > 0) set.push(`max_msgs_per_subject ${c.max_msgs_per_subject}`);
+  if (c.max_age > 0) set.push(`max_age ${c.max_age / 1e9} s`);
+  set.push(`discard ${c.discard}`);
+  return set.join(', ');
+}
+
+const FIX = (stream: string) =>
+  `Raise the stream's limits to hold a snapshot and the batches after it (nats stream edit ${stream}), or delete the stream (nats stream rm ${stream}): sluice publish makes it again without limits. Then publish again.`;
+
+/** BROKER_STREAM_LIMITS when the stream's limits cannot hold a snapshot of `size` (checked before it is sent). */
+export function checkSnapshotFits(stream: string, config: StreamConfig, size: SnapshotSize): void {
+  const over =
+    config.max_msgs > 0 && size.messages > config.max_msgs
+      ? `max_msgs ${config.max_msgs}, but one snapshot of the source is ${size.messages} messages`
+      : config.max_bytes > 0 && size.bytes > config.max_bytes
+        ? `max_bytes ${config.max_bytes}, but one snapshot of the source is more than ${size.bytes} bytes`
+        : config.max_msgs_per_subject > 0 && size.parts > config.max_msgs_per_subject
+          ? `max_msgs_per_subject ${config.max_msgs_per_subject}, but one snapshot of the source is ${size.parts} messages on its part subject`
+          : undefined;
+  if (over === undefined) return;
+  throw new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} holds at most ${over} (${size.messages} messages, ${size.bytes} bytes of lines): ${config.discard === 'new' ? 'the server would refuse its last parts' : 'the stream would drop its first parts as the last ones go in'}, so no subscriber could start from it. Nothing of it was published. ${FIX(stream)}`,
+  );
+}
+
+/** BROKER_STREAM_LIMITS for a snapshot the stream dropped the first part of as soon as it was published. */
+export function snapshotDropped(
+  stream: string,
+  config: StreamConfig,
+  size: SnapshotSize,
+  start: number,
+  firstSeq: number,
+): InvalidInputError {
+  return new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} dropped the snapshot just published (${size.messages} messages, ${size.bytes} bytes of lines, from stream seq ${start}) at once: its first message is now seq ${firstSeq}. Its limits (${limitsOf(config)}) do not hold a snapshot of the source, so no subscriber could start from it. ${FIX(stream)}`,
+  );
+}
+
+/** Whether `err` is the server refusing a message because the stream is full (discard new). */
+export function isStreamFull(err: unknown): boolean {
+  return err instanceof JetStreamApiError && /^maximum (messages|bytes|messages per subject) exceeded/i.test(err.message);
+}
+
+/** BROKER_STREAM_LIMITS for a message the server refused because stream `stream` is full (isStreamFull). */
+export function streamFull(stream: string, config: StreamConfig | undefined, err: unknown): InvalidInputError {
+  return new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} refused a message: ${(err as Error).message}${config === undefined ? '' : ` (its limits: ${limitsOf(config)})`}. With discard new a full stream takes nothing more, so its subscribers would never get the source's next changes. ${FIX(stream)}`,
+    { cause: err },
+  );
+}
