@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
 import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta } from '../target/index.ts';
-import { readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
+import { damagedCapture, readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, missingMirrors, mirrorAllSource } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
@@ -149,6 +149,12 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
       const state = readState(source);
       if (state === undefined) {
         facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+        return;
+      }
+      // A table of the capture dropped outside sluice: sync of it fails (or the writers do), whatever the cursor.
+      const damaged = damagedCapture(source, r.sourcePath ?? source.name);
+      if (damaged !== undefined) {
+        facts.problems.push(`${damaged.code}: ${damaged.message}`);
         return;
       }
       facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
