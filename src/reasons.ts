@@ -100,7 +100,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "A table of the source's capture (_sluice_journal, _sluice_tables, ...) was dropped outside sluice; sluice disable SRC removes what is left, and enable captures again.",
+      "A table of the source's capture (_sluice_journal, _sluice_tables, ...) was dropped outside sluice; sluice disable SRC removes what is left, and enable captures again. Only _sluice_pending (without which the application's writes fail) is made again by an enable of a table the source captures, with no rebuild.",
     repair: null,
   },
   CAPTURE_FORMAT_UNKNOWN: {
