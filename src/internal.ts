@@ -15,6 +15,7 @@ export {
   ownObjects,
   ownObjectsChanged,
   ownTablesWritten,
+  refuseTarget,
 } from './capture/index.ts';
 export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
