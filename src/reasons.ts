@@ -73,6 +73,8 @@ export const COMMANDS = {
   healthFromStream: 'sluice health {target} --nats URL',
   /** An import of a file into the target. */
   importInto: 'sluice import {target} FILE',
+  verify: 'sluice verify {source} {target}',
+  protect: 'sluice protect {target}',
 } as const;
 
 /**
