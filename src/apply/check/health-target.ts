@@ -8,7 +8,8 @@ import { quoteIdent, repairAction } from '../../sqlite/index.ts';
  * rows: a table that is missing (dropped by hand; of the kinds whose tables
  * sluice makes, not a custom handler's, which makes them when it chooses), and for mirror and map
  * projections a table whose columns are not the definition's (a column
- * added, dropped or renamed by hand). Rows edited by hand, indexes, and an
+ * added, dropped or renamed by hand) or that has no PRIMARY KEY or UNIQUE
+ * index on the key (made again by hand). Rows edited by hand, indexes, and an
  * fts5 index's columns are not looked at: `sluice verify` compares rows.
  */
 
@@ -32,8 +33,9 @@ export function targetTableProblems(
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }
   if (problems.length > 0 || !columns || kindNamed(r.kind)?.checksColumns !== true) return problems;
-  const expected = expectedColumns(r);
-  if (expected === undefined) return problems;
+  const shape = expectedShape(r);
+  if (shape === undefined) return problems;
+  const expected = shape.columns;
   const actual = target
     .prepare(`SELECT name FROM ${quoteIdent(schema)}.pragma_table_info(?)`)
     .pluck()
@@ -51,18 +53,44 @@ export function targetTableProblems(
     problems.push(
       `table ${r.targetTable} of projection ${r.name} has other columns than its definition (${parts.join('; ')}): edited by hand?; ${repair()}`,
     );
-  }
+  } else if (!keyed(target, schema, r.targetTable, shape.key))
+    // sync's writes replace a row by its key (INSERT OR REPLACE): without it they add a second row for the key.
+    problems.push(
+      `table ${r.targetTable} of projection ${r.name} has no PRIMARY KEY or UNIQUE index on its key (${shape.key.join(', ')}), which sync replaces rows by (made again by hand, by CREATE TABLE ... AS SELECT?), so a sync would add a second row for a key; ${repair()}`,
+    );
   return problems;
 }
 
-/** The target columns of a stored mirror or map definition, or undefined when it cannot be compiled here. */
-function expectedColumns(r: ProjectionRecord): string[] | undefined {
+/**
+ * Whether `table` has a PRIMARY KEY, or a UNIQUE index that is not partial,
+ * on exactly the columns `key` (in any order), as sluice makes its tables.
+ */
+function keyed(db: Db, schema: string, table: string, key: readonly string[]): boolean {
+  const s = quoteIdent(schema);
+  const want = [...key].map((k) => k.toLowerCase()).sort();
+  const same = (cols: readonly string[]) =>
+    cols.length === want.length &&
+    [...cols]
+      .map((c) => c.toLowerCase())
+      .sort()
+      .every((c, i) => c === want[i]);
+  const pk = db.prepare(`SELECT name FROM ${s}.pragma_table_info(?) WHERE pk > 0`).pluck().all(table) as string[];
+  if (same(pk)) return true;
+  const indexes = db
+    .prepare(`SELECT name FROM ${s}.pragma_index_list(?) WHERE "unique" = 1 AND partial = 0`)
+    .pluck()
+    .all(table) as string[];
+  return indexes.some((i) => same(db.prepare(`SELECT name FROM ${s}.pragma_index_info(?)`).pluck().all(i) as string[]));
+}
+
+/** The target columns and key of a stored mirror or map definition, or undefined when it cannot be compiled here. */
+function expectedShape(r: ProjectionRecord): { columns: string[]; key: readonly string[] } | undefined {
   try {
     const p = compileProjection(
       parseStoredDefinition(r.definition, `stored definition of ${r.name}`),
       JSON.parse(r.sourceShape) as SourceShape,
     );
-    return p.columns.map((c) => c.name);
+    return { columns: p.columns.map((c) => c.name), key: p.key };
   } catch {
     return undefined;
   }
