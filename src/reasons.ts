@@ -381,7 +381,8 @@ export const REASONS = {
   TARGET_TABLE_CHANGED: {
     kinds: ['health'],
     clears: false,
-    explain: "A table of the projection is missing from the target, or its columns are not the definition's.",
+    explain:
+      "A table of the projection is missing from the target, or its columns are not the definition's, or it has no PRIMARY KEY or UNIQUE index on the key (sync suspends such a mirror or map before it applies a batch: it would add a second row for a key).",
     repair: DEFAULT_REPAIR,
   },
   MIRROR_NOT_BUILT: {
