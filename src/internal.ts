@@ -7,7 +7,16 @@
 // src/index.ts instead (docs/architecture.md, "Entries").
 export { aliasFields } from './reasons.ts';
 export { checkHeldFile, requireOutputPath, writeAccessProblem } from './sqlite/index.ts';
-export { CAPTURE_RELATIONS, enableCommand, enableHint, ownObjects, ownObjectsChanged, ownTablesWritten } from './capture/index.ts';
+export {
+  CAPTURE_RELATIONS,
+  damagedCaptureError,
+  enableCommand,
+  enableHint,
+  ownObjects,
+  ownObjectsChanged,
+  ownTablesWritten,
+  refuseTarget,
+} from './capture/index.ts';
 export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';

@@ -73,6 +73,8 @@ export const COMMANDS = {
   healthFromStream: 'sluice health {target} --nats URL',
   /** An import of a file into the target. */
   importInto: 'sluice import {target} FILE',
+  verify: 'sluice verify {source} {target}',
+  protect: 'sluice protect {target}',
 } as const;
 
 /**
@@ -100,7 +102,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "A table of the source's capture (_sluice_journal, _sluice_tables, ...) was dropped outside sluice; sluice disable SRC removes what is left, and enable captures again.",
+      "A table of the source's capture (_sluice_journal, _sluice_tables, ...) was dropped outside sluice; sluice disable SRC removes what is left, and enable captures again. Only _sluice_pending (without which the application's writes fail) is made again by an enable of a table the source captures, with no rebuild.",
     repair: null,
   },
   CAPTURE_FORMAT_UNKNOWN: {
@@ -386,7 +388,8 @@ export const REASONS = {
   TARGET_TABLE_CHANGED: {
     kinds: ['health'],
     clears: false,
-    explain: "A table of the projection is missing from the target, or its columns are not the definition's.",
+    explain:
+      "A table of the projection is missing from the target, or its columns are not the definition's, or it has no PRIMARY KEY or UNIQUE index on the key (sync suspends such a mirror or map before it applies a batch: it would add a second row for a key).",
     repair: DEFAULT_REPAIR,
   },
   MIRROR_NOT_BUILT: {

@@ -26,6 +26,7 @@ import { forgetArming, verifyCapture, type CaptureVerification, type UnarmedReas
 import { upgradeFormat1, upgradeInPlace } from './upgrade.ts';
 import { arm } from './arm.ts';
 import { pruneJournal } from './prune.ts';
+import { remakePending } from './damaged.ts';
 import type { Reason } from '../reasons.ts';
 
 export interface EnableOptions {
@@ -69,6 +70,8 @@ export interface EnableResult {
   readonly switchedToWal: boolean;
   /** Retained journal rows purged of columns newly left out of capture (absent when none were). */
   readonly purgedRows?: number;
+  /** sluice's tables made again, empty, after they were dropped outside sluice (`_sluice_pending`; absent when none were). */
+  readonly remade?: readonly string[];
 }
 
 function validateRetention(retention: number | undefined): void {
@@ -125,6 +128,8 @@ function enableInTransaction(
     const created = existing === undefined || (existing.format !== FORMAT_VERSION && !upgrading);
 
     if (created) createFromNothing(db, options.retention ?? existing?.retention ?? DEFAULT_RETENTION);
+    // Before the upgrades, which clear it: the pending table dropped outside sluice is made again (nothing was lost).
+    const remade = created ? [] : remakePending(db);
     let verification: CaptureVerification;
     if (upgrading && existing.format !== 1) {
       // The tables format 2, 3 or 4 armed are upgraded in place; the others are re-armed below, with what was wrong with them.
@@ -222,6 +227,7 @@ function enableInTransaction(
       rearmed,
       rearmedReasons,
       ...(purgedRows === undefined ? {} : { purgedRows }),
+      ...(remade.length === 0 ? {} : { remade }),
     };
   });
 }

@@ -9,6 +9,7 @@ export { hasCapture, highWaterMark, journalHasMask, readOwnDdl, readState, readT
 export type { CaptureState, CapturedTable } from './catalog.ts';
 export { readConsumers, syncConsumerName, targetKey, upgradeConsumers } from './consumers.ts';
 export type { ConsumerRow, TargetState } from './consumers.ts';
+export { damagedCapture, damagedCaptureError } from './damaged.ts';
 export { readDdlLog } from './ddl-log.ts';
 export type { DdlRecord, TableChange } from './ddl-log.ts';
 export { disable } from './disable.ts';

@@ -281,6 +281,16 @@ export function legacyStateDdl(): string {
   return (metadataDdl(0)[0] as string).replace(`\n, ${BUMPED_COLUMN_DEF})`, '\n)');
 }
 
+/**
+ * The pending table's DDL, `width` image columns wide. It holds nothing
+ * between statements, so it can be made again empty (the format-1
+ * upgrade, and enable when it was dropped outside sluice).
+ */
+export function pendingDdl(width: number): string {
+  const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
+  return `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`;
+}
+
 export function metadataDdl(width: number): string[] {
   const cols = Array.from({ length: width }, (_, i) => `, ${journalColumn(i)}`).join('');
   return [
@@ -315,7 +325,7 @@ export function metadataDdl(width: number): string[] {
     // read; readers turn it into exact milliseconds.
     `CREATE TABLE ${JOURNAL_TABLE} (seq INTEGER PRIMARY KEY, tid INTEGER NOT NULL, op INTEGER NOT NULL, ts REAL NOT NULL, ${MASK_COLUMN}${cols})`,
     CONSUMERS_TABLE_SQL,
-    `CREATE TABLE ${PENDING_TABLE} (tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL${cols})`,
+    pendingDdl(width),
     `CREATE TABLE ${LAST_TABLE} (tid INTEGER PRIMARY KEY, seq INTEGER NOT NULL)`,
     `CREATE TABLE ${SCHEMA_TABLE} (id INTEGER PRIMARY KEY CHECK (id = 1), before INTEGER NOT NULL, after INTEGER NOT NULL)`,
     ...tickDdl(),

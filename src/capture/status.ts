@@ -1,8 +1,9 @@
 import type { Db } from '../sqlite/index.ts';
-import { highWaterMark } from './catalog.ts';
+import { hasCapture, highWaterMark } from './catalog.ts';
 import type { CaptureMode } from './schema.ts';
 import { consumerTargets, readConsumers, type TargetState } from './consumers.ts';
 import { verifyCapture, type UnarmedReason } from './arming.ts';
+import { damagedCapture } from './damaged.ts';
 
 export interface TableStatus {
   readonly name: string;
@@ -50,12 +51,16 @@ export interface CaptureStatus {
  * per table its mode, key, last seq and whether it is armed (and why not),
  * and per consumer its acknowledged position and, for a sync's, whether its
  * target still holds the projection (each target is read, read-only).
+ * A table of the capture dropped outside sluice throws CAPTURE_DAMAGED.
  *
  * @example
  * const s = status(openDatabase('app.db', { readonly: true }));
  * s.tables.filter((t) => !t.armed); // tables readers must rebuild from
  */
 export function status(db: Db): CaptureStatus {
+  // A table of the capture dropped outside sluice (CAPTURE_DAMAGED): said with its repair, as every command says it.
+  const damaged = hasCapture(db) ? damagedCapture(db) : undefined;
+  if (damaged !== undefined) throw damaged;
   const v = verifyCapture(db);
   if (v.state === undefined) {
     return {

@@ -1,4 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
+import { shellWord } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { enableCommand } from './enable-hint.ts';
 
@@ -16,9 +17,11 @@ export const DROPPED_TABLE = '_sluice_dropped';
 /**
  * Refuses a sync target as a source (TARGET_NOT_SOURCE), naming the source
  * it is synced from when its metadata records one, and the target as `file`
- * (default: the connection's file; a copy read in memory has none). Reads only.
+ * (default: the connection's file; a copy read in memory has none). Reads
+ * only. `command` is what was asked of it: capture (enable, and the
+ * commands that would make a capture), or `status`, which reads a source's.
  */
-export function refuseTarget(db: Db, file: string = db.name): void {
+export function refuseTarget(db: Db, file: string = db.name, command: 'capture' | 'status' = 'capture'): void {
   const found = db
     .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)")
     .pluck()
@@ -39,12 +42,20 @@ export function refuseTarget(db: Db, file: string = db.name): void {
       /* an older or damaged metadata table: the message goes without the source's name */
     }
   }
+  const what = `${file} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source.`;
+  if (command === 'status') {
+    const read =
+      sources.size > 0
+        ? `Read the capture of the file it is synced from: ${[...sources.keys()].map((f) => `sluice status ${shellWord(f)}`).join(', or ')}`
+        : 'Read the capture of the database it is synced from (sluice health on this file names it)';
+    throw new InvalidInputError('TARGET_NOT_SOURCE', `${what} ${read}; sluice health ${shellWord(file)} reads this target.`);
+  }
   const where =
     sources.size > 0
       ? `on ${[...sources].map(([file, tables]) => `the file it is synced from: ${enableCommand(file, tables)}`).join(', or ')}`
       : 'on the database it is synced from (sluice health on this file names it)';
   throw new InvalidInputError(
     'TARGET_NOT_SOURCE',
-    `${file} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source. Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,
+    `${what} Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,
   );
 }

@@ -19,7 +19,7 @@ import {
   TICK_TRIGGER,
   TICK_VIEW,
   legacyStateDdl,
-  metadataDdl,
+  pendingDdl,
   tickDdl,
   triggerNames,
 } from './schema.ts';
@@ -44,9 +44,7 @@ export function upgradeFormat1(db: Db): void {
   }
   const width = (readState(db) as { journalWidth: number }).journalWidth;
   db.exec(`DROP TABLE IF EXISTS main.${PENDING_TABLE}`);
-  const pendingDdl = metadataDdl(width).find((sql) => sql.startsWith(`CREATE TABLE ${PENDING_TABLE} `));
-  if (pendingDdl === undefined) throw new Error('unreachable: no pending table DDL');
-  db.exec(pendingDdl);
+  db.exec(pendingDdl(width));
   // Format 1 pruned every 1,024 seqs (see PRUNE_INTERVAL).
   installTick(db);
   addMaskColumn(db);

@@ -68,6 +68,9 @@ export function registerEnable(program: Command): void {
             r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
             r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
             r.purgedRows === undefined ? '' : `purged the newly excluded columns from ${r.purgedRows} retained journal row(s)`,
+            r.remade === undefined
+              ? ''
+              : `made again: ${r.remade.join(', ')} (dropped outside sluice; it holds nothing between statements, so no reader rebuilds)`,
             r.switchedToWal
               ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)`
               : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,

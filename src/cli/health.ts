@@ -175,11 +175,12 @@ function recordsSubscriber(target: string): boolean {
   }
 }
 
-/** A cursor the next sync rebuilds from by itself: not a problem, but said. */
+/** A cursor the next sync rebuilds from by itself (of a projection sync steps): not a problem, but said. */
 function rebuildNote(p: ProjectionHealth): string {
   const r = p.rebuild;
   if (r === null || !isReasonCode(r) || !(REASONS[r].kinds as readonly string[]).includes('rebuilt')) return '';
-  // A sync of it that keeps failing (ALTER_CUSTOM_NO_SHADOW: a rebuild sluice refuses to run) does not rebuild it by itself.
-  if (p.failure !== null) return '';
+  // A sync of it that keeps failing (ALTER_CUSTOM_NO_SHADOW: a rebuild sluice refuses to run) does not rebuild it by itself,
+  // nor does one of a suspended projection: it stays suspended until its repair (its problem says which) is done.
+  if (p.failure !== null || p.state === 'suspended') return '';
   return `\n   .. the next sluice sync rebuilds it by itself (${r})`;
 }

@@ -28,6 +28,8 @@ export const enableOutput = z.object({
   switchedToWal: z.boolean(),
   /** Retained journal rows purged of columns newly left out of capture (--exclude); absent when none were. */
   purgedRows: z.number().int().optional(),
+  /** sluice's tables made again, empty, after they were dropped outside sluice (_sluice_pending); absent when none were. */
+  remade: z.array(z.string()).optional(),
 });
 
 export const disableOutput = z.object({

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { openSource, status, type ConsumerStatus } from '../index.ts';
-import { enableCommand, enableHint, shellWord } from '../internal.ts';
+import { enableCommand, enableHint, refuseTarget, shellWord } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -17,6 +17,8 @@ export function registerStatus(program: Command): void {
       const db = openSource(dbPath, { readonly: true });
       try {
         const s = status(db);
+        // A target passed for its source (the two files mixed up): enable, which the hint would name, refuses it.
+        if (!s.enabled) refuseTarget(db, dbPath, 'status');
         const consumers = s.consumers.map((c) => {
           const fix = consumerFix(dbPath, c);
           return fix === undefined ? c : { ...c, fix };

@@ -1,7 +1,7 @@
 // health does not say the next sync rebuilds a projection by itself while every sync of it fails
 import fs from 'node:fs';
 import path from 'node:path';
-import { test, expect, describe } from '../support/fixtures.ts';
+import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { cli, makeSource } from '../apply/support/target.ts';
 
 /*
@@ -9,6 +9,9 @@ import { cli, makeSource } from '../apply/support/target.ts';
  * tables is refused by every sync (ALTER_CUSTOM_NO_SHADOW, until sluice
  * reinit), yet health printed ".. the next sluice sync rebuilds it by
  * itself (SCHEMA_CHANGED)". The note is for a projection sync does rebuild.
+ * Nor is a suspended projection rebuilt by itself: a map whose filter reads
+ * a column another program renamed stays suspended (SOURCE_COLUMN_MISSING)
+ * however often sync runs, where health promised the next sync rebuilt it.
  */
 
 const HANDLER = `export default [{ name: 'cu', source: 'items', kind: 'custom',
@@ -40,5 +43,21 @@ describe('sluice health', () => {
     expect(h.status).toBe(3);
     expect(h.stdout).toContain('ALTER_CUSTOM_NO_SHADOW');
     expect(h.stdout).not.toMatch(/rebuilds it by itself/);
+  });
+
+  test('a projection suspended because its filter reads a renamed column is not said to be rebuilt by the next sync', ({ tmp, makeDb }) => {
+    const src = makeSource(makeDb, "CREATE TABLE t (id INTEGER PRIMARY KEY, title TEXT, n INT); INSERT INTO t VALUES (1, 'a', 1);", ['t']);
+    src.db.close();
+    const tgt = path.join(tmp, 'cache.db');
+    const def = path.join(tmp, 'm.json');
+    fs.writeFileSync(def, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', t: 'title' }, filter: 'n > 0' }));
+    expect(cli(['sync', src.file, tgt, '--projection', def]).status).toBe(0);
+    runSqliteCli(src.file, "ALTER TABLE t RENAME COLUMN n TO m; INSERT INTO t VALUES (2, 'b', 5);");
+    for (let i = 0; i < 2; i++) expect(cli(['sync', src.file, tgt]).status).toBe(3);
+    const h = cli(['health', tgt]);
+    expect(h.status).toBe(3);
+    expect(h.stdout).toMatch(/!! m \[map\] suspended SOURCE_COLUMN_MISSING/);
+    expect(h.stdout).not.toMatch(/rebuilds it by itself/);
+    expect(cli(['sync', src.file, tgt]).status).toBe(3);
   });
 });

@@ -26,7 +26,7 @@ export function lostProjections(
     try {
       lost = checkConsumers(source, target, 'main', { ...at, sourcePath }, held).lost;
     } catch {
-      continue; // a source that cannot be read is reported by the projections that read it
+      continue; // a source that cannot be read (its acknowledgements dropped: CAPTURE_DAMAGED) is reported by the projections that read it
     }
     for (const l of lost)
       out.push(

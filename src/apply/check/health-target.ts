@@ -1,14 +1,15 @@
 import type { Db } from '../../sqlite/index.ts';
 import { compileProjection, ownedTables, type SourceShape, kindNamed, parseStoredDefinition } from '../../projection/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
-import { quoteIdent, repairAction } from '../../sqlite/index.ts';
+import { cachedStatement, connectionState, quoteIdent, repairAction, slot } from '../../sqlite/index.ts';
 
 /*
  * What health can see of a projection's own tables without reading their
  * rows: a table that is missing (dropped by hand; of the kinds whose tables
  * sluice makes, not a custom handler's, which makes them when it chooses), and for mirror and map
  * projections a table whose columns are not the definition's (a column
- * added, dropped or renamed by hand). Rows edited by hand, indexes, and an
+ * added, dropped or renamed by hand) or that has no PRIMARY KEY or UNIQUE
+ * index on the key (made again by hand). Rows edited by hand, indexes, and an
  * fts5 index's columns are not looked at: `sluice verify` compares rows.
  */
 
@@ -32,8 +33,9 @@ export function targetTableProblems(
     if (!exists) problems.push(`table ${t} of projection ${r.name} is missing from the target (dropped by hand?); ${repair()}`);
   }
   if (problems.length > 0 || !columns || kindNamed(r.kind)?.checksColumns !== true) return problems;
-  const expected = expectedColumns(r);
-  if (expected === undefined) return problems;
+  const shape = expectedShape(r);
+  if (shape === undefined) return problems;
+  const expected = shape.columns;
   const actual = target
     .prepare(`SELECT name FROM ${quoteIdent(schema)}.pragma_table_info(?)`)
     .pluck()
@@ -51,18 +53,77 @@ export function targetTableProblems(
     problems.push(
       `table ${r.targetTable} of projection ${r.name} has other columns than its definition (${parts.join('; ')}): edited by hand?; ${repair()}`,
     );
+  } else {
+    const unkeyed = keyProblem(target, schema, { name: r.name, targetTable: r.targetTable, key: shape.key });
+    if (unkeyed !== undefined) problems.push(`${unkeyed}; ${repair()}`);
   }
   return problems;
 }
 
-/** The target columns of a stored mirror or map definition, or undefined when it cannot be compiled here. */
-function expectedColumns(r: ProjectionRecord): string[] | undefined {
+/**
+ * What is wrong when a mirror or map table has no PRIMARY KEY or UNIQUE
+ * index on the projection's key: sync's writes replace a row by it (INSERT
+ * OR REPLACE), and without it add a second row for the key. Undefined when
+ * it has one. sync asks before each batch it applies (a suspension, so
+ * that nothing is written twice), health for each projection; the answer is
+ * kept while the schema is unchanged.
+ */
+export function keyProblem(
+  db: Db,
+  schema: string,
+  p: { readonly name: string; readonly targetTable: string; readonly key: readonly string[] },
+): string | undefined {
+  if (hasKey(db, schema, p.targetTable, p.key)) return undefined;
+  return `table ${p.targetTable} of projection ${p.name} has no PRIMARY KEY or UNIQUE index on its key (${p.key.join(', ')}), which sync replaces rows by (made again by hand, by CREATE TABLE ... AS SELECT?), so a sync would add a second row for a key`;
+}
+
+/** Per schema of a connection: its schema_version when the answers were read, and whether each table (with its key) has the key. */
+const keyAnswers = slot('target-key-answers', () => new Map<string, { version: number; answers: Map<string, boolean> }>());
+
+function hasKey(db: Db, schema: string, table: string, key: readonly string[]): boolean {
+  const version = Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.schema_version`, 'pluck').get() as number | bigint);
+  const all = connectionState(db).get(keyAnswers);
+  let at = all.get(schema);
+  if (at === undefined || at.version !== version) all.set(schema, (at = { version, answers: new Map() }));
+  const id = JSON.stringify([table, key]);
+  let answer = at.answers.get(id);
+  if (answer === undefined) at.answers.set(id, (answer = keyed(db, schema, table, key)));
+  return answer;
+}
+
+/**
+ * Whether `table` has a PRIMARY KEY, or a UNIQUE index that is not partial,
+ * on exactly the columns `key` (in any order), as sluice makes its tables
+ * (or is missing: no key to miss).
+ */
+function keyed(db: Db, schema: string, table: string, key: readonly string[]): boolean {
+  const want = [...key].map((k) => k.toLowerCase()).sort();
+  const same = (cols: readonly string[]) =>
+    cols.length === want.length &&
+    [...cols]
+      .map((c) => c.toLowerCase())
+      .sort()
+      .every((c, i) => c === want[i]);
+  // The schema as the pragma's argument: a schema before the function's name does not choose where the table is looked up
+  // (sync's connection has the source's table of the same name in main).
+  const columns = db.prepare('SELECT name, pk FROM pragma_table_info(?, ?)').all(table, schema) as { name: string; pk: number | bigint }[];
+  // A table that is missing is another problem (targetTableProblems says it; sync's statements fail naming it).
+  if (columns.length === 0 || same(columns.filter((c) => Number(c.pk) > 0).map((c) => c.name))) return true;
+  const indexes = db
+    .prepare('SELECT name FROM pragma_index_list(?, ?) WHERE "unique" = 1 AND partial = 0')
+    .pluck()
+    .all(table, schema) as string[];
+  return indexes.some((i) => same(db.prepare('SELECT name FROM pragma_index_info(?, ?)').pluck().all(i, schema) as string[]));
+}
+
+/** The target columns and key of a stored mirror or map definition, or undefined when it cannot be compiled here. */
+function expectedShape(r: ProjectionRecord): { columns: string[]; key: readonly string[] } | undefined {
   try {
     const p = compileProjection(
       parseStoredDefinition(r.definition, `stored definition of ${r.name}`),
       JSON.parse(r.sourceShape) as SourceShape,
     );
-    return p.columns.map((c) => c.name);
+    return { columns: p.columns.map((c) => c.name), key: p.key };
   } catch {
     return undefined;
   }

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
-import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta } from '../target/index.ts';
-import { readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
+import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta, missingGuards } from '../target/index.ts';
+import { damagedCapture, readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
-import { columnsRead, missingMirrors, mirrorAllSource } from '../projections/index.ts';
+import { columnsRead, missingMirrors, mirrorAllSource, ownedBy } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
@@ -151,6 +151,12 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
         facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
         return;
       }
+      // A table of the capture dropped outside sluice: sync of it fails (or the writers do), whatever the cursor.
+      const damaged = damagedCapture(source, r.sourcePath ?? source.name);
+      if (damaged !== undefined) {
+        facts.problems.push(`${damaged.code}: ${damaged.message}`);
+        return;
+      }
       facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
       const table = readTables(source).find((t) => t.name === r.sourceTable);
       if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq, now));
@@ -221,6 +227,15 @@ function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: stri
   return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
 }
 
+/** A protected target's tables of `r` whose guard triggers another program dropped: hand edits go in again, unseen. */
+function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): string[] {
+  const vars = { source: r.sourcePath ?? undefined, target: targetPath };
+  return missingGuards(target, 'main', ownedBy(r)).map(
+    (g) =>
+      `table ${g.table} of projection ${r.name} is not guarded any more: this target is protected (sluice protect), but its guard trigger${g.triggers.length === 1 ? '' : 's'} ${g.triggers.join(', ')} ${g.triggers.length === 1 ? 'is' : 'are'} missing (dropped by another program), so writes outside sluice to it are accepted again and may have been made; find them with ${shellCommand('verify', vars)}, and guard it again with ${shellCommand('protect', vars)}`,
+  );
+}
+
 function failureOf(r: ProjectionRecord): FailureHealth | null {
   if (r.failures === 0 && r.lastError === null) return null;
   return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
@@ -253,7 +268,7 @@ function one(
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
   else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath, options.now ?? Date.now());
   else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
-  problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath));
+  problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath), ...guardProblems(target, r, targetPath));
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(

@@ -1,7 +1,7 @@
 // The face of src/apply/check/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { targetTableProblems } from './health-target.ts';
+export { keyProblem, targetTableProblems } from './health-target.ts';
 export { notHeldHealth } from './health-types.ts';
 export type { FailureHealth, HealthFedBy, HealthReport, ProjectionHealth } from './health-types.ts';
 export { health } from './health.ts';

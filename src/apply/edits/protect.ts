@@ -1,11 +1,15 @@
-import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import { openDatabase, type Db, quoteIdent, quoteString, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { ownedBy } from '../projections/index.ts';
 import {
   allowProjectionWrites,
+  GUARD_OPS,
+  GUARD_PREFIX,
+  guardName,
+  isProtected,
   PROTECT_FUNCTION,
+  PROTECTED_TABLE,
   hasTargetMeta,
   readProjection,
   readProjections,
@@ -24,10 +28,6 @@ import {
  * (bench/apply.ts). The marker table says the target is protected, so that
  * sync makes the triggers again on tables it rebuilds (ensureGuards).
  */
-
-const PROTECTED_TABLE = '_sluice_protected';
-const TRIGGER_PREFIX = '_sluice_protect_';
-const OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
 
 export interface ProtectReport {
   readonly protected: boolean;
@@ -89,11 +89,7 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
  * made its tables anew; a custom handler made its declared ones).
  */
 export function ensureGuards(db: Db, schema: string, name: string): void {
-  if (
-    cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROTECTED_TABLE) ===
-    undefined
-  )
-    return;
+  if (!isProtected(db, schema)) return;
   const rec = readProjection(db, schema, name);
   if (rec === undefined) return;
   for (const table of guardable(db, schema, rec).tables) guard(db, schema, rec.name, table);
@@ -119,20 +115,16 @@ function guardable(db: Db, schema: string, rec: ProjectionRecord): { tables: str
 function guard(db: Db, schema: string, projection: string, table: string): void {
   const s = quoteIdent(schema);
   const message = `table ${table} belongs to sluice projection ${projection} of this target, which is protected (sluice protect): change its source, or run sluice protect --off first`;
-  for (const [suffix, op] of Object.entries(OPS)) {
+  for (const [suffix, op] of Object.entries(GUARD_OPS)) {
     db.exec(
-      `CREATE TRIGGER IF NOT EXISTS ${s}.${quoteIdent(triggerName(table, suffix))} BEFORE ${op} ON ${quoteIdent(table)} WHEN ${PROTECT_FUNCTION}() IS NOT 1 BEGIN SELECT RAISE(ABORT, ${quoteString(message)}); END`,
+      `CREATE TRIGGER IF NOT EXISTS ${s}.${quoteIdent(guardName(table, suffix))} BEFORE ${op} ON ${quoteIdent(table)} WHEN ${PROTECT_FUNCTION}() IS NOT 1 BEGIN SELECT RAISE(ABORT, ${quoteString(message)}); END`,
     );
   }
-}
-
-function triggerName(table: string, suffix: string): string {
-  return `${TRIGGER_PREFIX}${createHash('sha256').update(table.toLowerCase()).digest('hex').slice(0, 16)}_${suffix}`;
 }
 
 function triggerNames(db: Db, schema: string): string[] {
   return db
     .prepare(`SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'trigger' AND substr(name, 1, ?) = ?`)
     .pluck()
-    .all(TRIGGER_PREFIX.length, TRIGGER_PREFIX) as string[];
+    .all(GUARD_PREFIX.length, GUARD_PREFIX) as string[];
 }

@@ -11,6 +11,7 @@ export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
 export { projectionWrites } from './projection-writes.ts';
+export { GUARD_OPS, GUARD_PREFIX, PROTECTED_TABLE, guardName, isProtected, missingGuards } from './protect-guards.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';
 export { TARGET_SCHEMA, openApplySession } from './session.ts';
 export type { ApplySession } from './session.ts';
