@@ -8,7 +8,7 @@ export function registerPlan(program: Command): void {
   program
     .command('plan')
     .description(
-      'Print what sluice run would do to reach the pipeline file: per source the tables to enable and the undeclared capture, per target each projection built, continued, rebuilt (with why) or refused (with the fix), what is undeclared (dropped and forgotten with prune: true). Changed definitions are classified as sluice explain classifies them. Writes nothing: no file is created or changed, -wal and -shm included.',
+      'Print what sluice run would do to reach the pipeline file: per source the tables to enable and the undeclared capture, per target each projection built, continued, rebuilt (with why) or refused (with the fix), what is undeclared (dropped and forgotten with prune: true). Changed definitions are classified as sluice explain classifies them. Writes nothing: no database is changed and no file is created, but for one: a WAL database left with a -wal and no -shm (an application that crashed) gets the -shm SQLite makes for any reader of it.',
     )
     .option('--config <file>', 'the pipeline file', 'sluice.yml')
     .option('--json', 'print one JSON object')
