@@ -12,6 +12,7 @@ export {
   damagedCaptureError,
   enableCommand,
   enableHint,
+  rearmFix,
   ownObjects,
   ownObjectsChanged,
   ownTablesWritten,

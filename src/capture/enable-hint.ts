@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { shellWord } from '../sqlite/index.ts';
 import { PREFIX } from './schema.ts';
+import { REASONS, isReasonCode } from '../reasons.ts';
 
 /** Most tables an enable command names before the hint lists them instead. */
 const LISTED = 8;
@@ -8,6 +9,21 @@ const LISTED = 8;
 /** `sluice enable FILE TABLE...` as it is typed (files and tables quoted), with `--mode images` when asked. */
 export function enableCommand(file: string, tables: readonly string[], mode?: 'images'): string {
   return ['sluice enable', shellWord(file), ...tables.map((t) => shellWord(t)), ...(mode === undefined ? [] : ['--mode', mode])].join(' ');
+}
+
+/**
+ * How to arm `table` again after it became unarmed for `reason`: enable,
+ * but for a reason enable itself refuses (a shape of the table: kinds
+ * `unarmed` and `error`, UNIQUE_FROM_ROWID say), where the table must be
+ * changed first, as that refusal says.
+ */
+export function rearmFix(file: string, table: string, reason: string | undefined): string {
+  const run = `run ${enableCommand(file, [table])}`;
+  if (reason === undefined || !isReasonCode(reason)) return run;
+  const kinds: readonly string[] = REASONS[reason].kinds;
+  return kinds.includes('unarmed') && kinds.includes('error')
+    ? `change ${table} as the ${reason} refusal says (enable refuses it as it is, and says how), then ${run}`
+    : run;
 }
 
 /**

@@ -14,7 +14,7 @@ export { readDdlLog } from './ddl-log.ts';
 export type { DdlRecord, TableChange } from './ddl-log.ts';
 export { disable } from './disable.ts';
 export type { DisableResult, DisabledTable } from './disable.ts';
-export { enableCommand, enableHint } from './enable-hint.ts';
+export { enableCommand, enableHint, rearmFix } from './enable-hint.ts';
 export { enable } from './enable.ts';
 export type { EnableOptions, EnableResult, RearmedTable } from './enable.ts';
 export { excludedColumns } from './excluded.ts';

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { openSource, status, type ConsumerStatus } from '../index.ts';
-import { enableCommand, enableHint, refuseTarget, shellWord } from '../internal.ts';
+import { enableHint, rearmFix, refuseTarget, shellWord } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 
@@ -31,7 +31,7 @@ export function registerStatus(program: Command): void {
             ...(s.lastReason === null ? [] : [`  last change: ${s.lastReason}`]),
             ...s.tables.map(
               (t) =>
-                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')})${t.excluded.length > 0 ? ` excluded (${t.excluded.join(', ')})` : ''} last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${enableCommand(dbPath, [t.name])}` : ''}`,
+                `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')})${t.excluded.length > 0 ? ` excluded (${t.excluded.join(', ')})` : ''} last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${rearmFix(dbPath, t.name, t.reason)}` : ''}`,
             ),
             ...consumers.map(
               (c) =>

@@ -9,6 +9,7 @@ import {
   verifyCapture,
   type TableArming,
   enableCommand,
+  rearmFix,
   unreadableCapture,
   FORMAT_VERSION,
   JOURNAL_TABLE,
@@ -138,7 +139,7 @@ export function resolveTables(
     if (!a.armed) {
       throw new FailClosedError(
         'TABLE_UNARMED',
-        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. Run ${enableCommand(view.file, [a.table.name])} to re-arm, then rebuild.`,
+        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. To re-arm it, ${rearmFix(view.file, a.table.name, a.reason ?? undefined)}; then rebuild.`,
         { table: a.table.name, reason: a.reason },
       );
     }

@@ -1,6 +1,6 @@
 // a UNIQUE generated column computed from the INTEGER PRIMARY KEY is refused, since an insert that leaves the key to SQLite deletes a row no guard can find
 import path from 'node:path';
-import { test, expect } from '../support/fixtures.ts';
+import { test, expect, runCli } from '../support/fixtures.ts';
 import { enable, status } from '../../src/capture/index.ts';
 import { CaptureRefusedError } from '../../src/errors.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
@@ -101,6 +101,14 @@ test('a captured table that gets such a UNIQUE index is unarmed, and a mirror sy
     reason: 'TABLE_UNARMED',
   });
   expect(tableCells(db, 'main', 'log')).toHaveLength(3);
+  // Its fix is to change the table first: enable alone refuses it, so neither sync nor status offers enable alone.
+  const change = 'change log as the UNIQUE_FROM_ROWID refusal says (enable refuses it as it is, and says how), then run sluice enable';
+  expect(String(p?.detail?.message)).toContain(`To re-arm it, ${change}`);
+  const shown = runCli(['status', file]);
+  expect({ status: shown.status, fix: /fix: (.*)/.exec(shown.stdout)?.[1] }).toEqual({
+    status: 3,
+    fix: `${change} ${file} log`,
+  });
   // Dropping the index arms it again; the next sync rebuilds the mirror from the source (DDL since its cursor).
   db.exec('DROP INDEX log_slot');
   expect(status(db).tables.find((t) => t.name === 'log')).toMatchObject({ armed: true });
