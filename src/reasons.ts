@@ -303,6 +303,13 @@ export const REASONS = {
     explain: 'A UNIQUE index over an expression: a REPLACE through it deletes rows capture cannot see.',
     repair: null,
   },
+  UNIQUE_FROM_DEFAULT: {
+    kinds: ['unarmed', 'error'],
+    clears: false,
+    explain:
+      'A UNIQUE index over a generated column computed from a NOT NULL column with a DEFAULT: an INSERT or UPDATE OR REPLACE that writes NULL to that column takes the default after the triggers ran, and deletes a row capture cannot see.',
+    repair: null,
+  },
   UNIQUE_FROM_ROWID: {
     kinds: ['unarmed', 'error'],
     clears: false,

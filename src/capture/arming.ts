@@ -180,8 +180,7 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       );
     const inputs = guardInputs(db, table.name);
     const fromRowid = info === undefined ? undefined : uniqueFromRowid(info, inputs.uniques);
-    if (fromRowid !== undefined)
-      return unarmed('UNIQUE_FROM_ROWID', `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}`);
+    if (fromRowid !== undefined) return unarmed(fromRowid.code, `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}`);
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)
         return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));

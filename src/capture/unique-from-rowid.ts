@@ -18,56 +18,89 @@ import { CaptureRefusedError } from '../errors.ts';
  * is NULL in the BEFORE trigger and in the row alike).
  */
 
-/** What makes a table's UNIQUE index one a REPLACE guard cannot follow: the index, its generated column, and the key it is computed from. */
+/**
+ * A NOT NULL column with a DEFAULT is the same case for the guard: under
+ * REPLACE (the statement's, or the column's own ON CONFLICT) a NULL written
+ * to it takes the default after the BEFORE triggers ran, so a generated
+ * column computed from it is computed from NULL in NEW. The guard looks up
+ * the default in place of a plain column (replace-guards.ts), but it cannot
+ * compute a generated column's expression over it, so such a UNIQUE index
+ * is refused too (UNIQUE_FROM_DEFAULT).
+ */
+
+/** What makes a table's UNIQUE index one a REPLACE guard cannot follow: the index, its generated column, and the column SQLite fills in after the triggers that it is computed from. */
 export interface UniqueFromRowid {
   readonly index: string;
   readonly column: string;
+  /** The INTEGER PRIMARY KEY (`by` rowid), or a NOT NULL column with a DEFAULT (`by` default). */
   readonly key: string;
+  readonly by: 'rowid' | 'default';
+  readonly code: 'UNIQUE_FROM_ROWID' | 'UNIQUE_FROM_DEFAULT';
 }
 
 /**
  * The first UNIQUE index (of `uniques`, the table's plain ones) over a
- * generated column computed from the INTEGER PRIMARY KEY of `info`,
- * directly or through other generated columns. What a column reads is taken
- * from its definition in the CREATE TABLE text, every name it mentions
- * counting (columnDefinitionNames): a doubt makes a column a reader, never
- * the other way round.
+ * generated column computed, directly or through other generated columns,
+ * from the INTEGER PRIMARY KEY of `info` or from one of its NOT NULL
+ * columns with a DEFAULT. What a column reads is taken from its definition
+ * in the CREATE TABLE text, every name it mentions counting
+ * (columnDefinitionNames; but string literals, which an expression never
+ * reads as names): a doubt makes a column a reader, never the other way
+ * round.
  */
 export function uniqueFromRowid(info: TableInfo, uniques: readonly UniqueIndexInfo[]): UniqueFromRowid | undefined {
-  const key = info.keyColumns[0];
-  if (!info.rowidAlias || key === undefined) return undefined;
   const generated = info.columns.filter((c) => c.hidden === 2 || c.hidden === 3);
   if (generated.length === 0) return undefined;
-  const defs = new Map([...columnDefinitionNames(info.sql ?? '')].map(([k, v]) => [foldIdent(k), v]));
-  const fromKey = new Set([foldIdent(key)]);
+  const rowidKey = info.rowidAlias ? info.keyColumns[0] : undefined;
+  const roots = new Map<string, { name: string; by: 'rowid' | 'default' }>();
+  if (rowidKey !== undefined) roots.set(foldIdent(rowidKey), { name: rowidKey, by: 'rowid' });
+  for (const c of info.columns)
+    if (c.hidden === 0 && c.notNull && c.defaultSql !== null && !roots.has(foldIdent(c.name)))
+      roots.set(foldIdent(c.name), { name: c.name, by: 'default' });
+  if (roots.size === 0) return undefined;
+  const defs = new Map([...columnDefinitionNames(info.sql ?? '', { literals: false })].map(([k, v]) => [foldIdent(k), v]));
+  // Each generated column to the root it is computed from (the first found).
+  const from = new Map<string, { name: string; by: 'rowid' | 'default' }>(roots);
   for (let grew = true; grew;) {
     grew = false;
     for (const c of generated) {
-      if (fromKey.has(foldIdent(c.name))) continue;
+      if (from.has(foldIdent(c.name))) continue;
       const names = defs.get(foldIdent(c.name));
-      if (names !== undefined && !names.some((n) => fromKey.has(foldIdent(n)))) continue;
-      fromKey.add(foldIdent(c.name));
+      // A column whose definition cannot be found reads anything: the first root.
+      const hit = names === undefined ? [...roots.values()][0] : names.map((n) => from.get(foldIdent(n))).find((r) => r !== undefined);
+      if (hit === undefined) continue;
+      from.set(foldIdent(c.name), hit);
       grew = true;
     }
   }
   const isGenerated = new Set(generated.map((c) => foldIdent(c.name)));
   for (const u of uniques) {
-    const col = u.columns.find((c) => isGenerated.has(foldIdent(c.name)) && fromKey.has(foldIdent(c.name)));
-    if (col !== undefined) return { index: u.name, column: col.name, key };
+    const col = u.columns.find((c) => isGenerated.has(foldIdent(c.name)) && from.has(foldIdent(c.name)));
+    const root = col === undefined ? undefined : from.get(foldIdent(col.name));
+    if (col !== undefined && root !== undefined)
+      return {
+        index: u.name,
+        column: col.name,
+        key: root.name,
+        by: root.by,
+        code: root.by === 'rowid' ? 'UNIQUE_FROM_ROWID' : 'UNIQUE_FROM_DEFAULT',
+      };
   }
   return undefined;
 }
 
 /** Why such an index is refused, in a sentence naming the table, index, column and key (the unarmed detail, and the refusal's start). */
 export function uniqueFromRowidDetail(table: string, found: UniqueFromRowid): string {
+  if (found.by === 'default')
+    return `its UNIQUE index ${found.index} is over column ${found.column}, generated from ${found.key}, a NOT NULL column with a DEFAULT. An INSERT or UPDATE OR REPLACE that writes NULL to ${found.key} gets the default only after sluice's triggers ran, so they cannot tell which row it replaces through ${found.index}, and that row's delete would be lost downstream`;
   return `its UNIQUE index ${found.index} is over column ${found.column}, generated from ${found.key}, the INTEGER PRIMARY KEY (the rowid). An INSERT that leaves ${found.key} to SQLite (INSERT OR REPLACE INTO ${table} without ${found.key}) gets its rowid only after sluice's triggers ran, so they cannot tell which row it replaces through ${found.index}, and that row's delete would be lost downstream`;
 }
 
 /** The refusal of such a table at enable. */
 export function uniqueFromRowidError(table: string, found: UniqueFromRowid): CaptureRefusedError {
-  return new CaptureRefusedError(
-    'UNIQUE_FROM_ROWID',
-    table,
-    `Table ${table}: ${uniqueFromRowidDetail(table, found)}. Fix: make ${found.column} an ordinary column the application writes, compute it from columns other than ${found.key}, drop the UNIQUE constraint on it, or do not capture ${table}.`,
-  );
+  const fix =
+    found.by === 'default'
+      ? `drop the DEFAULT or the NOT NULL of ${found.key}, compute ${found.column} from other columns, drop the UNIQUE constraint on it, or do not capture ${table}`
+      : `make ${found.column} an ordinary column the application writes, compute it from columns other than ${found.key}, drop the UNIQUE constraint on it, or do not capture ${table}`;
+  return new CaptureRefusedError(found.code, table, `Table ${table}: ${uniqueFromRowidDetail(table, found)}. Fix: ${fix}.`);
 }

@@ -85,16 +85,21 @@ function definitions(createSql: string): Token[][] {
 /**
  * Column name (as written) to every name its definition mentions after the
  * name: bare words, quoted names and string literals (which SQLite may read
- * as a name), all unquoted. A superset of the columns a generated column's
- * expression reads; table constraints are left out.
+ * as a name; `literals: false` leaves them out, for an expression, where
+ * a quoted string is always a string), all unquoted. A superset of the
+ * columns a generated column's expression reads; table constraints are
+ * left out.
  */
-export function columnDefinitionNames(createSql: string): Map<string, string[]> {
+export function columnDefinitionNames(createSql: string, options: { readonly literals?: boolean } = {}): Map<string, string[]> {
+  const literals = options.literals !== false;
   const result = new Map<string, string[]>();
   for (const def of definitions(createSql)) {
     const first = def[0];
     if (first === undefined) continue;
     if (first.kind === 'word' && CONSTRAINT_STARTS.has(first.text.toUpperCase())) continue;
-    const names = def.slice(1).flatMap((t) => (t.kind !== 'punct' ? [t.text] : t.text.startsWith("'") ? [t.text.slice(1, -1)] : []));
+    const names = def
+      .slice(1)
+      .flatMap((t) => (t.kind !== 'punct' ? [t.text] : literals && t.text.startsWith("'") ? [t.text.slice(1, -1)] : []));
     result.set(first.text, names);
   }
   return result;

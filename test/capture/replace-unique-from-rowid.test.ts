@@ -121,3 +121,35 @@ test('a captured table that gets such a UNIQUE index is unarmed, and a mirror sy
     rows: tableCells(db, 'main', 'log', ['id', 'msg', 'slot']),
   });
 });
+
+test('enable refuses a UNIQUE generated column computed from a NOT NULL column with a DEFAULT, which a REPLACE of NULL fills in after the triggers (UNIQUE_FROM_DEFAULT)', ({
+  makeDb,
+}) => {
+  // INSERT OR REPLACE INTO tags (name) VALUES (NULL) takes 'misc' after the guard saw name_key computed from NULL, and deleted the 'misc' row with no event.
+  const { db, file } = makeDb(
+    's.db',
+    "CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'misc', name_key TEXT AS (lower(name)) UNIQUE);" +
+      "CREATE TABLE free (id INTEGER PRIMARY KEY, name TEXT DEFAULT 'misc', name_key TEXT AS (lower(name)) UNIQUE);",
+  );
+  const err = refusal(db, file, 'tags');
+  expect({ code: err.code, table: err.table }).toEqual({ code: 'UNIQUE_FROM_DEFAULT', table: 'tags' });
+  expect(err.message).toContain('column name_key, generated from name, a NOT NULL column with a DEFAULT');
+  expect(err.message).toMatch(/Fix: drop the DEFAULT or the NOT NULL of name, .*do not capture tags/);
+  // Without NOT NULL a NULL stays NULL: the guard computes what the row will hold, and the table is captured exactly.
+  enable(db, ['free']);
+  pythonExec(
+    file,
+    "INSERT INTO free (name) VALUES ('misc'); INSERT OR REPLACE INTO free (name) VALUES ('MISC'); INSERT OR REPLACE INTO free (name) VALUES (NULL);",
+  );
+  const r = replayAndSource(db, 'free');
+  expect(r.source).toHaveLength(2);
+  expect({ rows: r.model, problems: r.problems }).toEqual({ rows: r.source, problems: [] });
+});
+
+test("a generated column that names the key only inside a string literal (doc ->> 'id') is not computed from it: the table is captured", ({
+  makeDb,
+}) => {
+  const { db } = makeDb('s.db', "CREATE TABLE events (id INTEGER PRIMARY KEY, doc TEXT NOT NULL, ext_id TEXT AS (doc ->> 'id') UNIQUE)");
+  enable(db, ['events']);
+  expect(status(db).tables.find((t) => t.name === 'events')).toMatchObject({ armed: true });
+});
