@@ -451,9 +451,11 @@ export class Importer {
             );
           }
           checkSource(p, rec.sourceId, line.sourceId, at);
-          // Its table is not in the stream (capture taken off it): suspended, and the others go on, as in sync.
+          // Its table is not in the stream (capture taken off it): suspended, and the others go on, as in sync;
+          // not for a batch it already holds (a file imported again changes nothing).
           if (!carries(carried, p)) {
-            if (rec.state !== 'suspended') untracked.push({ target, p, s: untrackedSuspension(p, rec, at, line.fromSeq, carried) });
+            if (rec.state !== 'suspended' && rec.seq < line.seq)
+              untracked.push({ target, p, s: untrackedSuspension(p, rec, at, line.fromSeq, carried) });
             continue;
           }
           const out = await runBatchPath(target, p, rec, rec.seq, {
