@@ -1097,6 +1097,13 @@ export const REASONS = {
     explain: "The publisher's state file beside the source does not hold a cursor.",
     repair: null,
   },
+  STREAM_TABLES_ADDED: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain:
+      'The source captures a table its stream did not carry (enabled after publishing began), so the publisher published a snapshot that holds it; its batches carry it from there.',
+    repair: null,
+  },
   STREAM_HAD_NO_SNAPSHOT: {
     kinds: ['rebuilt'],
     clears: true,

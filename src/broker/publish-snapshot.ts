@@ -23,6 +23,7 @@ import type { SnapshotSize } from './stream-limits.ts';
 export const SNAPSHOT_WHY: Readonly<Record<string, string>> = {
   STREAM_HAD_NO_SNAPSHOT: 'the stream had none',
   SNAPSHOT_PAST_RETENTION: "the stream's retention no longer reaches back to the last one",
+  STREAM_TABLES_ADDED: 'the source captures a table its stream did not carry (enabled after publishing began)',
 };
 
 export interface Sender {
@@ -47,7 +48,7 @@ export interface PublishedSnapshot {
 }
 
 /** Publishes a snapshot of the source; undefined if stopped before its end was acknowledged. */
-export async function publishSnapshot(db: Db, s: Sender): Promise<PublishedSnapshot | undefined> {
+export async function publishSnapshot(db: Db, s: Sender, tables?: readonly string[]): Promise<PublishedSnapshot | undefined> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-publish-'));
   const file = path.join(dir, 'snapshot.jsonl');
   try {
@@ -56,7 +57,7 @@ export async function publishSnapshot(db: Db, s: Sender): Promise<PublishedSnaps
     let counted: PartCount;
     try {
       const sink = new LineSink(fd);
-      snap = writeSnapshot(db, (counted = new PartCount(sink, s.budget)), undefined);
+      snap = writeSnapshot(db, (counted = new PartCount(sink, s.budget)), tables);
       sink.flush(false);
     } finally {
       fs.closeSync(fd);

@@ -2,8 +2,8 @@ import path from 'node:path';
 import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
-import { textEncoding } from '../sqlite/index.ts';
-import { openSource, readState, enableHint } from '../capture/index.ts';
+import { foldIdent, textEncoding } from '../sqlite/index.ts';
+import { openSource, readState, readTables, enableHint } from '../capture/index.ts';
 import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
@@ -245,6 +245,10 @@ export class Publisher {
       }
       if (!more) break;
     }
+    // A table enabled since the position was taken, which its batches would never carry: after the batches of the
+    // tables it covers (so their subscribers go on from their cursors), a snapshot that holds it starts a new position.
+    if (this.#cursor !== undefined && !this.#stopped() && addedTables(this.db, this.#cursor))
+      await this.#snapshot('STREAM_TABLES_ADDED', tally);
     await this.checkSnapshot(tally, options.snapshotCheckMs ?? 0);
     return tally;
   }
@@ -427,21 +431,27 @@ export class Publisher {
   async #snapshot(reason: string, tally: { snapshots: PublishedSnapshotReport[] }, moveTo = true): Promise<void> {
     for (;;) {
       const made = this.#streamsMade;
-      const snap = await publishSnapshot(this.db, {
-        sourceId: this.sourceId,
-        subjects: this.subjects,
-        budget: this.#budget(),
-        send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
-        fits: async (size) => {
-          const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
-          if (info !== undefined) checkSnapshotFits(this.stream, info.config, size);
+      // Republished for retention, it holds the tables the position's batches carry: a subscriber that starts from it gets every change of each.
+      const tables = moveTo || this.#cursor === undefined ? undefined : decodeCursor(this.#cursor).tables;
+      const snap = await publishSnapshot(
+        this.db,
+        {
+          sourceId: this.sourceId,
+          subjects: this.subjects,
+          budget: this.#budget(),
+          send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
+          fits: async (size) => {
+            const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
+            if (info !== undefined) checkSnapshotFits(this.stream, info.config, size);
+          },
+          held: async (size, start) => {
+            const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
+            if (info !== undefined && info.state.first_seq > start)
+              throw snapshotDropped(this.stream, info.config, size, start, info.state.first_seq);
+          },
         },
-        held: async (size, start) => {
-          const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
-          if (info !== undefined && info.state.first_seq > start)
-            throw snapshotDropped(this.stream, info.config, size, start, info.state.first_seq);
-        },
-      });
+        tables,
+      );
       if (snap === undefined) return;
       // The stream was made again while its parts went out: the first ones went with the old stream; publish it whole again.
       if (made !== this.#streamsMade) continue;
@@ -513,4 +523,10 @@ class MemorySink implements LineWriter {
   bytes(): Buffer {
     return Buffer.from(this.#lines.join(''));
   }
+}
+
+/** Whether the source captures a table (of the default set: not counter mode) that the position `cursor` does not cover. */
+function addedTables(db: Db, cursor: string): boolean {
+  const covered = new Set(decodeCursor(cursor).tables.map(foldIdent));
+  return readTables(db).some((t) => t.mode !== 'counter' && !covered.has(foldIdent(t.name)));
 }
