@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { decodeCursor } from '../feed/index.ts';
 import { InvalidInputError, type SluiceError } from '../errors.ts';
@@ -45,6 +46,7 @@ export class StateFileWriter {
 
   constructor(file: string) {
     this.file = file;
+    removeDeadTemps(file);
   }
 
   save(cursor: string): void {
@@ -147,4 +149,43 @@ export function readStateFile(file: string): string | undefined {
     );
   }
   return text;
+}
+
+/**
+ * Removes the temporary files of writes (replaceFileAsync) whose process is
+ * gone: a publisher killed between the open and the rename left its
+ * `<file>.<pid>-<hex>.tmp` beside the user's database, and no later one
+ * wrote that name again. A live process's file is left alone (its write may
+ * be in flight); so is anything that is not one of these names, or cannot be
+ * removed.
+ */
+function removeDeadTemps(file: string): void {
+  const dir = path.dirname(file);
+  const base = path.basename(file);
+  let names: string[];
+  try {
+    names = fs.readdirSync(dir);
+  } catch {
+    return;
+  }
+  for (const name of names) {
+    if (!name.startsWith(`${base}.`)) continue;
+    const m = /^(\d+)-[0-9a-f]{8}\.tmp$/.exec(name.slice(base.length + 1));
+    if (m === null || processAlive(Number(m[1]))) continue;
+    try {
+      fs.rmSync(path.join(dir, name), { force: true });
+    } catch {
+      /* another process's, or a folder that is not ours to change: left */
+    }
+  }
+}
+
+/** Whether a process with this id runs (one we may not signal runs too). */
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }

@@ -90,4 +90,23 @@ describe('two publishers of one source', () => {
       removeDir(dir);
     }
   });
+
+  test("a publisher removes the temporary state files a killed one left, and leaves a live process's", async () => {
+    const dir = makeDir();
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const state = `${src}.publish-${defaultStreamName(sourceIdOf(src))}.cursor`;
+      // A process that has exited: its id names a write that can never finish.
+      const gone = spawn(PYTHON, ['-c', 'pass']);
+      const deadPid = await new Promise<number>((resolve) => gone.on('close', () => resolve(gone.pid as number)));
+      const dead = `${state}.${deadPid}-0a1b2c3d.tmp`;
+      const live = `${state}.${process.pid}-0a1b2c3d.tmp`;
+      const other = `${state}.notes.tmp`;
+      for (const f of [dead, live, other]) fs.writeFileSync(f, 'partial');
+      await publishOnce(src, nats.server().url);
+      expect([dead, live, other].map((f) => fs.existsSync(f))).toEqual([false, true, true]);
+    } finally {
+      removeDir(dir);
+    }
+  });
 });
