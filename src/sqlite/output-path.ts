@@ -40,20 +40,39 @@ export function requireOutputPath(out: string, o: OutputPath): void {
       'BAD_PATH',
       `${o.given} ${out} ends in "${out.slice(-1)}", so it names a folder, and ${who} writes a file there. Pass the file's path, e.g. ${option ? `${o.given} ` : ''}${shellWord(path.join(out, o.example ?? 'file'))}.`,
     );
-  const folder = path.dirname(out);
+  // A link is written through: where it points is what must be writable (a link into a missing folder printed SQLite's or Node's bare error).
+  const real = linkTarget(out);
+  const named = real === out ? out : `${out} (a link to ${real})`;
+  const folder = path.dirname(real);
   const found = nearestEntry(folder);
   if (found === undefined) return;
   if (!found.isFolder)
     throw new InvalidInputError(
       'OUTPUT_FOLDER_MISSING',
-      `${o.given} ${out} goes through ${found.at}, which is a file, not a folder, so nothing can be made there. Pass a path in an existing folder (is ${found.at} mistyped?).`,
+      `${o.given} ${named} goes through ${found.at}, which is a file, not a folder, so nothing can be made there. Pass a path in an existing folder (is ${found.at} mistyped?).`,
     );
   // A folder is made with its parents (a segment export's, the demo's); a file only in a folder that exists.
   if (found.at !== folder && (o.kind ?? 'file') === 'file')
     throw new InvalidInputError(
       'OUTPUT_FOLDER_MISSING',
-      `the folder ${folder} of ${out} does not exist; ${who} makes no folder. Create it first (mkdir -p ${shellWord(folder)}) or pass ${option ? `${o.given} FILE` : `a ${o.given} path`} in an existing folder.`,
+      `the folder ${folder} of ${named} does not exist; ${who} makes no folder. Create it first (mkdir -p ${shellWord(folder)}) or pass ${option ? `${o.given} FILE` : `a ${o.given} path`} in an existing folder.`,
     );
+}
+
+/** Where `p` leads when it is a symbolic link (followed through a chain of them), else `p`. */
+function linkTarget(p: string): string {
+  let at = p;
+  for (let hops = 0; hops < 40; hops++) {
+    let to: string;
+    try {
+      if (!fs.lstatSync(at).isSymbolicLink()) return at;
+      to = fs.readlinkSync(at);
+    } catch {
+      return at;
+    }
+    at = path.resolve(path.dirname(at), to);
+  }
+  return at;
 }
 
 /**

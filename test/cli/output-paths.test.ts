@@ -25,6 +25,7 @@ import { runCliAsync, mapLimit, makeDir, removeDir, trackerSource, expectOneLine
 let dir: string;
 let src: string;
 let jsonl: string;
+let links = false;
 const at = (f: string) => path.join(dir, f);
 
 beforeAll(() => {
@@ -35,6 +36,14 @@ beforeAll(() => {
   fs.writeFileSync(at('notes.txt'), 'hi\n');
   jsonl = at('changes.jsonl');
   exportByLibrary(src, jsonl);
+  // Links into a folder that does not exist (where a user may not make one, Windows without the right, they are left out).
+  try {
+    fs.symlinkSync(at('gone/out.db'), at('link.db'));
+    fs.symlinkSync(at('gone/e.jsonl'), at('link.jsonl'));
+    links = true;
+  } catch {
+    links = false;
+  }
 });
 afterAll(() => removeDir(dir));
 
@@ -70,6 +79,7 @@ function cases(): Record<string, Case> {
     'strip to an empty --out': { args: () => ['strip', src, '--out', ''], status: 2, says: ['--out', '""'] },
     'init to an empty --out': { args: () => ['init', src, '--out', ''], status: 2, says: ['--out', '""'] },
     ...endingInSlash(),
+    ...(links ? throughALink() : {}),
     ...throughAFile(),
     'a new sync target in a folder that does not exist': {
       args: () => ['sync', src, at('nope/cache.db')],
@@ -115,6 +125,24 @@ function endingInSlash(): Record<string, Case> {
       () => ['import', fresh, jsonl],
       () => fresh,
       path.join(fresh, 'target.db'),
+    ),
+  };
+}
+
+/** A link (written through) into a folder that does not exist: OUTPUT_FOLDER_MISSING naming the link and where it leads (SQLite's bare SQLITE_CANTOPEN, Node's bare ENOENT). */
+function throughALink(): Record<string, Case> {
+  const c = (args: () => string[], link: string, to: string): Case => ({
+    args,
+    status: 1,
+    code: 'OUTPUT_FOLDER_MISSING',
+    says: [`the folder ${at('gone')} of ${at(link)} (a link to ${at(to)}) does not exist`],
+  });
+  return {
+    'strip --out a link into a folder that does not exist': c(() => ['strip', src, '--out', at('link.db')], 'link.db', 'gone/out.db'),
+    'export --out a link into a folder that does not exist': c(
+      () => ['export', src, '--out', at('link.jsonl')],
+      'link.jsonl',
+      'gone/e.jsonl',
     ),
   };
 }
