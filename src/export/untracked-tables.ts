@@ -39,6 +39,6 @@ export function untrackedSuspension(
   const list = carried.size === 0 ? 'none' : [...carried].join(', ');
   return suspension('TABLE_UNTRACKED', {
     table,
-    message: `Table ${table} is not among the tables ${at} carries from seq ${seq} (${list}): its capture was taken off on the source (sluice disable), or the file was exported without it (--table), so projection ${p.name}, at seq ${rec.seq}, gets none of its events. Remove the projection and its tables (sluice drop TARGET ${p.name}); to follow the table again, capture it on the source (sluice enable SRC ${table}) and build the projection again from a snapshot that holds it (a publisher already running publishes one only when its stream has none, or lost it to retention).`,
+    message: `Table ${table} is not among the tables ${at} carries from seq ${seq} (${list}): its capture was taken off on the source (sluice disable), or the file was exported without it (--table), so projection ${p.name}, at seq ${rec.seq}, gets none of its events. Remove the projection and its tables (sluice drop TARGET ${p.name}); to follow the table again, capture it on the source (sluice enable SRC ${table}) and build the projection again from a snapshot that holds it (a publisher publishes one once the source captures it again: STREAM_TABLES_ADDED).`,
   });
 }
