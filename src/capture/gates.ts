@@ -245,7 +245,8 @@ export function sluiceObjects(db: Db): { type: string; name: string; ours: boole
  */
 const MASK_IN_DDL = new RegExp(`, ${MASK_COLUMN}(?=[,)])`);
 
-function isOwnTableSql(name: string, sql: string | null): boolean {
+/** Whether `sql`, the DDL SQLite stores for the main table `name`, is one sluice makes (or upgrades in place). */
+export function isOwnTableSql(name: string, sql: string | null): boolean {
   // Positions of the tables in metadataDdl().
   const ddlIndex = OWN_TABLES.indexOf(name);
   if (ddlIndex < 0 || sql === null) return false;

@@ -97,6 +97,51 @@ describe('_sluice_pending dropped outside sluice', () => {
     expect(health(tgt).ok).toBe(true);
   });
 
+  test('made again by hand with another shape: status and health say CAPTURE_DAMAGED naming it, enable refuses it, and the repair they print (drop it, then enable) makes it right', async () => {
+    onSource((db) => enable(db, ['t', 'k']));
+    await sync(src, tgt);
+    // Someone read "no such table: main._sluice_pending" and made one.
+    runSqliteCli(
+      src,
+      'DROP TABLE _sluice_pending; CREATE TABLE _sluice_pending(tid INTEGER NOT NULL, op INTEGER NOT NULL, hw INTEGER NOT NULL)',
+    );
+    expect(insert('INSERT OR REPLACE INTO k VALUES (2, 1)')).toMatch(/table _sluice_pending has no column named c0/);
+
+    const s = await runCliAsync(['status', src]);
+    expect(s.status, s.stdout).toBe(3);
+    expectOneLineError(s, 'CAPTURE_DAMAGED');
+    expect(s.stderr).toContain('_sluice_pending is not the table sluice makes');
+    expect(s.stderr).toContain(`sqlite3 ${src} 'DROP TABLE _sluice_pending'`);
+    expect(s.stderr).toContain(`then sluice enable ${src} t makes it again`);
+    const h = health(tgt);
+    expect(h.ok).toBe(false);
+    for (const p of h.projections) expect(p.action, p.name).toMatch(/^CAPTURE_DAMAGED: .*_sluice_pending is not the table sluice makes/);
+    // enable alone does not repair it: the table is not sluice's, so it refuses to touch it.
+    const refused = await runCliAsync(['enable', src, 't']);
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain('NAMESPACE_COLLISION');
+
+    // The repair status names, run as it is printed.
+    runSqliteCli(src, 'DROP TABLE _sluice_pending');
+    const e = await runCliAsync(['enable', src, 't', '--json']);
+    expect(e.status, e.stderr).toBe(0);
+    expect(JSON.parse(e.stdout)).toMatchObject({ remade: ['_sluice_pending'] });
+    expect(insert('INSERT OR REPLACE INTO k VALUES (2, 1)')).toBe('ok');
+    expect(onSource((db) => status(db)).tables.every((t) => t.armed)).toBe(true);
+    await sync(src, tgt);
+    expect(scalar(tgt, 'SELECT group_concat(id) FROM k')).toBe('2');
+    expect(health(tgt).ok).toBe(true);
+  });
+
+  test('another table of the capture made again by hand with another shape: the repair is to drop it, then capture again', ({ makeDb }) => {
+    const { db, file } = makeDb('last.db', 'CREATE TABLE t (id INTEGER PRIMARY KEY, v)');
+    enable(db, ['t']);
+    db.exec('DROP TABLE _sluice_last; CREATE TABLE _sluice_last (k INTEGER)');
+    expect(() => status(db)).toThrow(/_sluice_last is not the table sluice makes/);
+    expect(() => status(db)).toThrow(`sqlite3 ${file} 'DROP TABLE _sluice_last'`);
+    expect(() => status(db)).toThrow(`sluice disable ${file}`);
+  });
+
   test('a source whose captured tables are all in keys mode: the repair names the mode', ({ makeDb }) => {
     const { db, file } = makeDb('keys.db', 'CREATE TABLE k (id INTEGER PRIMARY KEY, e TEXT UNIQUE)');
     enable(db, ['k'], { mode: 'keys' });
