@@ -31,6 +31,11 @@ export function madeTablesAt(p: CompiledProjection, at: string = p.targetTable):
   return [...ownedTablesAt(p, at), ...(KINDS[p.kind].sqliteTables?.(at) ?? [])];
 }
 
+/** madeTablesAt for a stored projection (its definition as JSON), at its own main table. */
+export function madeTables(r: { readonly kind: string; readonly targetTable: string; readonly definition: string }): string[] {
+  return [...ownedTables(r), ...(kindNamed(r.kind)?.sqliteTables?.(r.targetTable) ?? [])];
+}
+
 /**
  * Target tables a stored projection owns (so a rebuild may drop them), when
  * its main table is `at` (default: its own): from its kind, target table

@@ -259,6 +259,12 @@ const SCENARIOS: Scenario[] = [
     expected: { items: ['Compatible', 'continue'], search: ['Rejected', 'refuse'] },
   },
   {
+    name: 'a new fts5 index beside a new mirror into one of the tables FTS5 would make for it (search_data): they collide, the whole run is refused (TARGET_COLLISION)',
+    first: [mirror],
+    given: [mirror, { name: 'copy', source: 'items', kind: 'mirror', target: 'search_data' }, search] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], copy: ['Rebuildable', 'rebuild'], search: ['Rejected', 'refuse'] },
+  },
+  {
     name: 'a new definition over a table the source does not capture: the whole run is refused (TABLE_UNTRACKED)',
     first: ALL(),
     change: (src) => run(src, 'CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)'),
