@@ -14,6 +14,7 @@ import {
   parseStoredDefinition,
   type ProjectionDefinition,
   checkCollisions,
+  madeTablesAt,
   probeExpressions,
   dropTemps,
   kindOf,
@@ -257,7 +258,7 @@ export class Importer {
   #compiled(): CompiledProjection[] {
     if (this.#projections !== undefined) return this.#projections;
     const out = (this.#definitions() ?? [...this.#shapes.keys()].map(defaultMirror)).map((d) => this.#compile(d));
-    checkCollisions(out);
+    checkCollisions(out.map((p) => ({ name: p.name, tables: madeTablesAt(p) })));
     this.#projections = out;
     return out;
   }

@@ -11,7 +11,7 @@ import {
   type ExplainReport,
   type ProjectionExplanation,
 } from '../apply/evolution/index.ts';
-import { readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
+import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
 import { replacedTables, takenTable } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
@@ -219,7 +219,8 @@ function firstBuilds(
   try {
     // A target that exists already (a user's own database, say): sync refuses a build into a table of it sluice did not make.
     const attached = fs.existsSync(target);
-    if (attached) db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(target);
+    // What keeps it from being read (a hot journal, not a database) is said as sync, explain and verify say it.
+    if (attached) attachTarget(db, target);
     const records = attached ? readProjections(db, TARGET_SCHEMA) : [];
     const mirrors = mirrored.map((table) => ({ name: defaultProjectionName(table), source: table, kind: 'mirror' as const }));
     return [...inputs, ...mirrors].flatMap((d): PlannedProjection[] => {

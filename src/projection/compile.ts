@@ -23,6 +23,20 @@ export {
 } from './compiled.ts';
 
 /**
+ * Every table a build of `p` makes when its main table is `at` (default its
+ * own): those it owns, and those SQLite makes beside them (an FTS5 table's).
+ * A table of any of these names that is not the projection's refuses the build.
+ */
+export function madeTablesAt(p: CompiledProjection, at: string = p.targetTable): string[] {
+  return [...ownedTablesAt(p, at), ...(KINDS[p.kind].sqliteTables?.(at) ?? [])];
+}
+
+/** madeTablesAt for a stored projection (its definition as JSON), at its own main table. */
+export function madeTables(r: { readonly kind: string; readonly targetTable: string; readonly definition: string }): string[] {
+  return [...ownedTables(r), ...(kindNamed(r.kind)?.sqliteTables?.(r.targetTable) ?? [])];
+}
+
+/**
  * Target tables a stored projection owns (so a rebuild may drop them), when
  * its main table is `at` (default: its own): from its kind, target table
  * and definition (JSON, as stored).

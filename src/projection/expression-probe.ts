@@ -40,8 +40,12 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
   }
 }
 
-/** Names and target tables must be distinct across the projections of one target. */
-export function checkCollisions(projections: readonly Pick<CompiledProjection, 'name' | 'ownedTables'>[]): void {
+/**
+ * Names and target tables must be distinct across the projections of one
+ * target: `tables`, every table a build of each makes (madeTablesAt, a
+ * stored one's madeTables), an FTS5 index's own included.
+ */
+export function checkCollisions(projections: readonly { readonly name: string; readonly tables: readonly string[] }[]): void {
   const names = new Map<string, string>();
   const tables = new Map<string, string>();
   for (const p of projections) {
@@ -55,7 +59,7 @@ export function checkCollisions(projections: readonly Pick<CompiledProjection, '
           : `Projections ${same} and ${p.name} have one name but for case, and projection names compare without case (as SQLite compares table names). Give one of them another name; to rename a projection the target holds only in case, name it as the target does, or remove the old one first (sluice drop TARGET ${same}).`,
       );
     names.set(n, p.name);
-    for (const t of p.ownedTables) {
+    for (const t of p.tables) {
       const other = tables.get(foldIdent(t));
       if (other !== undefined)
         throw new InvalidInputError(

@@ -91,6 +91,13 @@ export interface ProjectionKind<K extends KindName> {
    * definition as data (a stored one is read back from JSON).
    */
   ownedTables(table: string, def: DefinitionOf<K>): string[];
+  /**
+   * The tables SQLite itself makes beside its main table `table` when
+   * create() makes it (an FTS5 table's `_data`, `_idx`, ...): they go with
+   * that table, but no other table may have their names either, or create()
+   * fails. Undefined: none.
+   */
+  sqliteTables?(table: string): string[];
   /** It reads before-images: its source table must be captured in images mode (a custom handler also takes keys-mode events). */
   readonly needsImages: boolean;
   /** Default events per target transaction (set-based kinds: large; per-event ones: short write transactions). */

@@ -310,6 +310,18 @@ const SCENARIOS: Scenario[] = [
       'mine.db:cheap': 'refuse:TARGET_TABLE_EXISTS',
     },
   },
+  {
+    name: "a source not captured yet, with an fts5 index into a target that holds a table of one of its FTS5 tables' names (search_idx): the index is refused (TARGET_TABLE_EXISTS), the mirror built",
+    first: 'sources: []\n',
+    change: (src) =>
+      runSqliteCli(path.join(path.dirname(src), 'mine.db'), "CREATE TABLE search_idx (x); INSERT INTO search_idx VALUES ('kept');"),
+    then: yml('[items]', target('mine.db', '"*"', '{name: search, source: items, kind: fts5, columns: [name]}')),
+    expected: { 'enable:items': 'images', 'mine.db:items': 'build', 'mine.db:search': 'refuse:TARGET_TABLE_EXISTS' },
+    check: (plan) =>
+      expect(plan.targets[0]?.projections.find((p) => p.name === 'search')?.fix).toMatch(
+        /target table search_idx already exists .* Drop it/,
+      ),
+  },
 ];
 
 describe('plan predicts what one converging pass does, and writes nothing', () => {

@@ -91,7 +91,7 @@ describe('default projection names', () => {
     }
     const defaults = names.map(defaultMirror);
     expect(new Set(defaults.map((d) => foldIdent(d.name))).size).toBe(names.length);
-    expect(() => checkCollisions(defaults.map((d) => ({ name: d.name, ownedTables: [d.source] })))).not.toThrow();
+    expect(() => checkCollisions(defaults.map((d) => ({ name: d.name, tables: [d.source] })))).not.toThrow();
   });
 
   test('a stored default mirror written before names were escaped is read back as it was stored', () => {

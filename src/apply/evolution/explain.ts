@@ -18,6 +18,8 @@ import {
   type AlterReasonCode,
   type ClassifiedChange,
   type UncompiledProjection,
+  madeTables,
+  madeTablesAt,
 } from '../../projection/index.ts';
 import { readTables } from '../../capture/index.ts';
 import {
@@ -30,7 +32,7 @@ import {
   uncapturedTable,
 } from '../projections/index.ts';
 import type { StatePart } from '../../projection/index.ts';
-import { openApplySession, TARGET_SCHEMA, ownedTables, readProjections, type ProjectionRecord } from '../target/index.ts';
+import { openApplySession, TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { alterFacts, type RebuildCost } from './explain-facts.ts';
 import { predictSync, type SyncPrediction } from './sync-classify.ts';
 
@@ -206,14 +208,15 @@ function claimTables(
   inRun: ReadonlySet<string>,
 ): CompiledProjection | UncompiledProjection {
   const stored = records.filter((r) => !inRun.has(r.name));
-  for (const t of p.ownedTables) {
-    const other = claimed.get(foldIdent(t)) ?? stored.find((r) => ownedTables(r).some((x) => foldIdent(x) === foldIdent(t)))?.name;
+  // Every table a build makes, an FTS5 index's own included (as checkCollisions).
+  for (const t of madeTablesAt(p)) {
+    const other = claimed.get(foldIdent(t)) ?? stored.find((r) => madeTables(r).some((x) => foldIdent(x) === foldIdent(t)))?.name;
     if (other !== undefined && other !== p.name) {
       const message = `Projections ${other} and ${p.name} both write target table ${t}. Set a distinct "target" on one of them.`;
       return { name: p.name, definition: p.definition, source: p.source, error: { code: 'TARGET_COLLISION', message } };
     }
   }
-  for (const t of p.ownedTables) claimed.set(foldIdent(t), p.name);
+  for (const t of madeTablesAt(p)) claimed.set(foldIdent(t), p.name);
   return p;
 }
 

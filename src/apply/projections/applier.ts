@@ -5,6 +5,7 @@ import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
 import type { ChangeBatch } from '../../feed/index.ts';
 import {
+  madeTablesAt,
   ownedTablesAt,
   type CompiledProjection,
   dropTemps,
@@ -298,9 +299,11 @@ export function checkTablesFree(t: Pick<ApplyTarget, 'db' | 'schema'>, p: Compil
 }
 
 /**
- * The first table of `p` that is in the target and is not one of
- * `previous` (the tables a build of it replaces), with the error that
- * refuses the build; explain reports it as its own prediction (explain-facts.ts).
+ * The first table a build of `p` makes (its own, and those SQLite makes
+ * beside them: an FTS5 table's `_data`, ...) that is in the target and is
+ * not one of `previous` (the tables a build of it replaces) or made beside
+ * one of them, with the error that refuses the build; explain and plan
+ * report it as their prediction (explain-facts.ts, pipeline/plan.ts).
  */
 export function takenTable(
   t: Pick<ApplyTarget, 'db' | 'schema'>,
@@ -308,8 +311,9 @@ export function takenTable(
   previous: readonly string[],
 ): { readonly table: string; readonly error: InvalidInputError } | undefined {
   const { db, schema } = t;
-  for (const name of p.ownedTables) {
-    const own = previous.some((x) => foldIdent(x) === foldIdent(name));
+  const same = (a: string) => (b: string) => foldIdent(a) === foldIdent(b);
+  for (const name of madeTablesAt(p)) {
+    const own = previous.some(same(name)) || madeBeside(t, p, previous, name);
     if (!own && db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE name = ? COLLATE NOCASE`).get(name) !== undefined) {
       const error = new InvalidInputError(
         'TARGET_TABLE_EXISTS',
@@ -319,6 +323,16 @@ export function takenTable(
     }
   }
   return undefined;
+}
+
+/** Whether `name` is a table SQLite made beside one of `previous` (an FTS5 table's `_data`, ...: SQLite calls it a shadow table). */
+function madeBeside(t: Pick<ApplyTarget, 'db' | 'schema'>, p: CompiledProjection, previous: readonly string[], name: string): boolean {
+  const beside = previous.some((x) => (kindOf(p).sqliteTables?.(x) ?? []).some((y) => foldIdent(y) === foldIdent(name)));
+  return (
+    beside &&
+    t.db.prepare("SELECT 1 FROM pragma_table_list WHERE schema = ? AND name = ? COLLATE NOCASE AND type = 'shadow'").get(t.schema, name) !==
+      undefined
+  );
 }
 
 /** The name a projection's main table is built under before the swap. */

@@ -1,8 +1,8 @@
 import type { Db } from '../../sqlite/index.ts';
 import { foldIdent, quoteIdent, writeTransaction, StoredRow, stringList } from '../../sqlite/index.ts';
 import type { CaptureMode } from '../../capture/index.ts';
-import { defaultProjectionName, defaultMirror, type MirrorDefinition } from '../../projection/index.ts';
-import { ownedTables, type ProjectionRecord } from '../target/index.ts';
+import { defaultProjectionName, defaultMirror, madeTables, type MirrorDefinition } from '../../projection/index.ts';
+import type { ProjectionRecord } from '../target/index.ts';
 
 /*
  * A target's projection set: the definitions stored one per row in
@@ -189,7 +189,7 @@ export function missingMirrors(
   const mirrorAll = readProjectionSet(target, schema, records).mirrorAll;
   if (mirrorAll === undefined) return [];
   const tables = new Map<string, string>();
-  for (const r of records) for (const t of ownedTables(r)) tables.set(foldIdent(t), r.name);
+  for (const r of records) for (const t of madeTables(r)) tables.set(foldIdent(t), r.name);
   const names = nameHolders(records.map((r) => ({ name: r.name, table: r.sourceTable })));
   return mirrorsToAdd(captured, records, mirrorAll, { names, tables }).mirrors;
 }

@@ -4,7 +4,8 @@ import { foldIdent, shellCommand } from '../../sqlite/index.ts';
 import { readSourceView } from '../../feed/index.ts';
 import { hasCapture, readTables } from '../../capture/index.ts';
 import {
-  ownedTables,
+  madeTables,
+  madeTablesAt,
   type CompiledProjection,
   defaultProjectionName,
   checkCollisions,
@@ -237,7 +238,7 @@ export function compileMirrorAll(
   captured: readonly CapturedTableMode[],
   records: readonly ProjectionRecord[],
   mirrorAll: MirrorAll,
-  defined: readonly Pick<CompiledProjection, 'name' | 'ownedTables' | 'source'>[],
+  defined: readonly CompiledProjection[],
   otherNames: readonly string[],
 ): { readonly compiled: CompiledProjection[]; readonly unmirrored: Unmirrored[] } {
   const names = nameHolders([
@@ -246,8 +247,8 @@ export function compileMirrorAll(
     ...defined.map((p) => ({ name: p.name, table: p.source.table })),
   ]);
   const tables = new Map<string, string>();
-  for (const r of records) for (const t of ownedTables(r)) tables.set(foldIdent(t), r.name);
-  for (const p of defined) for (const t of p.ownedTables) tables.set(foldIdent(t), p.name);
+  for (const r of records) for (const t of madeTables(r)) tables.set(foldIdent(t), r.name);
+  for (const p of defined) for (const t of madeTablesAt(p)) tables.set(foldIdent(t), p.name);
   const added = mirrorsToAdd(captured, records, mirrorAll, { names, tables });
   const compiled: CompiledProjection[] = [];
   for (const d of added.mirrors) {
@@ -291,12 +292,12 @@ export function admitted(
 ): { readonly kept: CompiledProjection[]; readonly refused: Refusal[] } {
   const inRun = new Set(compiled.map((p) => p.name));
   // Projections stored in the target but not part of this run keep their tables.
-  const others = records.filter((r) => !inRun.has(r.name)).map((r) => ({ name: r.name, ownedTables: ownedTables(r) }));
+  const others = records.filter((r) => !inRun.has(r.name)).map((r) => ({ name: r.name, tables: madeTables(r) }));
   const kept: CompiledProjection[] = [];
   const refused: Refusal[] = [];
   for (const p of compiled) {
     try {
-      checkCollisions([...others, ...kept, p]);
+      checkCollisions([...others, ...[...kept, p].map((k) => ({ name: k.name, tables: madeTablesAt(k) }))]);
       kept.push(p);
     } catch (err) {
       if (!(err instanceof SluiceError)) throw err;

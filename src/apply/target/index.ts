@@ -2,6 +2,7 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { PROTECT_FUNCTION, allowProjectionWrites } from './allow-writes.ts';
+export { TARGET_SCHEMA, attachTarget } from './attach.ts';
 export { buildTables, readBuild, shadowBuildOf } from './build-of.ts';
 export type { BuildState } from './build-state.ts';
 export { checkConsumers, lostExplanation, lostRepair } from './consumers.ts';
@@ -13,7 +14,7 @@ export type { FedBy } from './fed-by.ts';
 export { projectionWrites } from './projection-writes.ts';
 export { GUARD_OPS, GUARD_PREFIX, PROTECTED_TABLE, guardName, isProtected, missingGuards } from './protect-guards.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';
-export { TARGET_SCHEMA, openApplySession } from './session.ts';
+export { openApplySession } from './session.ts';
 export type { ApplySession } from './session.ts';
 export { lockTarget } from './target-lock.ts';
 export {

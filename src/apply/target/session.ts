@@ -1,8 +1,5 @@
 import fs from 'node:fs';
 import {
-  hotJournal,
-  encodingMismatch,
-  textEncoding,
   openDatabase,
   useWal,
   type Db,
@@ -12,16 +9,16 @@ import {
   catchUpCacheSizes,
   sameDatabaseFile,
 } from '../../sqlite/index.ts';
-import { InvalidInputError, isSqliteBusy, errorCode, refuseEmptyPath } from '../../errors.ts';
+import { InvalidInputError, isSqliteBusy, refuseEmptyPath } from '../../errors.ts';
 import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { projectionOwners } from './projection-writes.ts';
 import { useProjectionOwners } from '../../projection/index.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
+import { attachTarget, notADatabase, TARGET_SCHEMA } from './attach.ts';
 
-/** The schema name under which the target database is attached to the source connection. */
-export const TARGET_SCHEMA = 'tgt';
+export { TARGET_SCHEMA } from './attach.ts';
 
 /** Most of each database mapped into memory by the apply session (see openApplySession). */
 const MMAP_BYTES = 256 * 1024 * 1024;
@@ -69,15 +66,6 @@ interface ApplySessionOptions {
   readonly maxTargetBytes?: number;
 }
 
-function targetEncoding(file: string): string {
-  const t = openDatabase(file, { readonly: true, role: 'target' });
-  try {
-    return textEncoding(t);
-  } finally {
-    closeDatabase(t);
-  }
-}
-
 /** openSource; a source another process holds locked past the busy timeout throws its SQLITE_BUSY, marked as the source's (retryBusy names it). */
 function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: number): Db {
   try {
@@ -109,14 +97,8 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       `The target ${targetPath} is the source itself. Write projections into a separate database file.`,
     );
   }
-  const notADatabase = (cause?: unknown) =>
-    new InvalidInputError(
-      'NOT_A_DATABASE',
-      `Target ${targetPath} is not a SQLite database. Pass a new path or an existing sluice target.`,
-      { cause },
-    );
   // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
-  if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase();
+  if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase(targetPath);
   const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
   try {
     if (!fs.existsSync(targetPath)) {
@@ -127,19 +109,10 @@ export function openApplySession(sourcePath: string, targetPath: string, options
       openDatabase(targetPath, { create: true, role: 'target' }).close();
     }
     db.pragma('temp_store = MEMORY');
-    try {
-      db.prepare(`ATTACH DATABASE ? AS ${TARGET_SCHEMA}`).run(targetPath);
-      // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION): which tables those are.
-      useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
-    } catch (cause) {
-      if (errorCode(cause) === 'SQLITE_NOTADB') throw notADatabase(cause);
-      // A read-only session (verify, explain) may not roll back a hot journal of the target: say which file, and the fix, as other readers do.
-      if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK') throw hotJournal('target', targetPath, cause);
-      // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
-      if (String((cause as Error).message).includes('same text encoding'))
-        throw encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));
-      throw cause;
-    }
+    // A read-only session (verify, explain) may not roll back a hot journal of the target: attachTarget says which file, and the fix.
+    attachTarget(db, targetPath);
+    // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION): which tables those are.
+    useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
       throw new InvalidInputError(
         'TARGET_IS_SOURCE',

@@ -245,6 +245,26 @@ const SCENARIOS: Scenario[] = [
     expected: { labels: ['Rejected', 'refuse'], items: ['Compatible', 'continue'], extra: ['Rejected', 'refuse'] },
   },
   {
+    name: 'a new fts5 index one of whose FTS5 tables (search_data) the target holds, and sluice did not make: refused (TARGET_TABLE_EXISTS), the others go on',
+    first: [mirror],
+    change: (_src, tgt) => run(tgt, "CREATE TABLE search_data (mine TEXT); INSERT INTO search_data VALUES ('kept')"),
+    given: [mirror, search],
+    expected: { items: ['Compatible', 'continue'], search: ['Rejected', 'refuse'] },
+  },
+  {
+    name: 'an fts5 index rebuilt into another table, one of whose FTS5 tables (found_config) the target holds: refused (TARGET_TABLE_EXISTS)',
+    first: [mirror, search],
+    change: (_src, tgt) => run(tgt, "CREATE TABLE found_config (mine TEXT); INSERT INTO found_config VALUES ('kept')"),
+    given: [mirror, { ...search, target: 'found' }] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], search: ['Rejected', 'refuse'] },
+  },
+  {
+    name: 'a new fts5 index beside a new mirror into one of the tables FTS5 would make for it (search_data): they collide, the whole run is refused (TARGET_COLLISION)',
+    first: [mirror],
+    given: [mirror, { name: 'copy', source: 'items', kind: 'mirror', target: 'search_data' }, search] as ProjectionDefinitionInput[],
+    expected: { items: ['Compatible', 'continue'], copy: ['Rebuildable', 'rebuild'], search: ['Rejected', 'refuse'] },
+  },
+  {
     name: 'a new definition over a table the source does not capture: the whole run is refused (TABLE_UNTRACKED)',
     first: ALL(),
     change: (src) => run(src, 'CREATE TABLE other (id INTEGER PRIMARY KEY, v TEXT)'),

@@ -3,7 +3,7 @@ import { InvalidInputError, errorCode } from '../../../errors.ts';
 import { foldIdent, quoteIdent } from '../../../sqlite/index.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
-import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsNames, keyTableOf, renameFts } from './layout.ts';
+import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsMadeTablesOf, ftsNames, keyTableOf, renameFts } from './layout.ts';
 import { columnsReadBySql } from '../../read-set.ts';
 import { applyFtsNet } from './net.ts';
 import { applyFtsEvents } from './events.ts';
@@ -34,6 +34,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
     return { targetTable, columns, key: [...source.keyColumns], filter: null };
   },
   ownedTables: (table) => [table, keyTableOf(table)],
+  sqliteTables: ftsMadeTablesOf,
   needsImages: true,
   defaultBatch: 100_000,
   keysRows: true,

@@ -22,6 +22,15 @@ export function allTablesOf(table: string): string[] {
   return ['_src', '_data', '_idx', '_content', '_docsize', '_config'].map((x) => `${table}${x}`);
 }
 
+/**
+ * The tables FTS5 makes beside an FTS5 table `table` of sluice's (its
+ * `_content` only for content it keeps itself, which sluice never asks
+ * for): a table of one of these names in the target makes its CREATE fail.
+ */
+export function ftsMadeTablesOf(table: string): string[] {
+  return ['_data', '_idx', '_docsize', '_config'].map((x) => `${table}${x}`);
+}
+
 /** SQL names of an fts5 projection's tables and columns, with its FTS5 table at `at` (a shadow while built; default its own). */
 export function ftsNames(schema: string, p: CompiledFts5, at: string = p.targetTable) {
   const s = quoteIdent(schema);
