@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase } from '../sqlite/index.ts';
-import { SluiceError, errorCode } from '../errors.ts';
+import { openDatabase, shellWord } from '../sqlite/index.ts';
+import { InvalidInputError, SluiceError, errorCode } from '../errors.ts';
 import { lockFollower } from '../apply/sync/index.ts';
 import { readProjections } from '../apply/target/index.ts';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
@@ -222,6 +222,7 @@ class Run {
             onProgress,
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
+            noShape: (projection, table, snapshot) => this.#notPublished(projection, table, snapshot),
           },
         );
       } catch (err) {
@@ -239,6 +240,22 @@ class Run {
       }
       return this.#report({ ...result, messages: source.messages() });
     }
+  }
+
+  /** A projection of a table the stream carries in no snapshot or batch: the source does not capture it (BROKER_TABLE_NOT_PUBLISHED). */
+  #notPublished(
+    projection: string,
+    table: string,
+    snapshot: { readonly seq: number; readonly tables: readonly string[] } | undefined,
+  ): Error {
+    const holds =
+      snapshot === undefined
+        ? 'the target has no projection of it and the stream gave no snapshot of it'
+        : `its snapshot at seq ${snapshot.seq} holds only ${snapshot.tables.length === 0 ? 'no table' : snapshot.tables.join(', ')}`;
+    return new InvalidInputError(
+      'BROKER_TABLE_NOT_PUBLISHED',
+      `Projection ${projection} reads table ${table}, which stream ${this.#stream} at ${this.#url} does not carry (${holds}): source ${this.#options.sourceId} does not capture ${table} (never enabled, or disabled since), so its publisher publishes nothing of it. No projection was built in ${this.#target}. Capture the table on the source (sluice enable SOURCE ${shellWord(table)}, SOURCE being the database of source ${this.#options.sourceId}): a running publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED; else run sluice publish), then subscribe again.`,
+    );
   }
 
   #report(last: (ImportReport & { messages: number }) | undefined): SubscribeReport {

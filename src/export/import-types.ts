@@ -21,6 +21,17 @@ export interface ImportOptions {
    * whose capture was enabled again (broker/subscribe-plan.ts decides).
    */
   readonly replaceSource?: boolean;
+  /**
+   * The error for projection `projection`, of table `table`, that neither
+   * the stream's snapshot (at seq `seq`, holding `tables`) nor the target
+   * has a shape for: a subscriber names its stream and the source's capture
+   * (BROKER_TABLE_NOT_PUBLISHED). Default: IMPORT_NO_SHAPE, naming the file.
+   */
+  readonly noShape?: (
+    projection: string,
+    table: string,
+    snapshot: { readonly seq: number; readonly tables: readonly string[] } | undefined,
+  ) => Error;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;

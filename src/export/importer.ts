@@ -65,6 +65,8 @@ export class Importer {
   /** The stream's label and whether it is a segment's (ItemStream), for errors. */
   #stream: { readonly label: string; readonly segment: boolean } = { label: '', segment: false };
   readonly #shapes = new Map<string, SourceShape>();
+  /** The seq of the snapshot whose table lines were read last (undefined: none yet). */
+  #snapshotSeq: number | undefined;
   #stored: Map<string, SourceShape> | undefined;
   #projections: CompiledProjection[] | undefined;
   #applied = 0;
@@ -238,6 +240,12 @@ export class Importer {
   #compile(d: ProjectionDefinition): CompiledProjection {
     const shape = this.#shapeOf(d.source);
     if (shape === undefined) {
+      if (this.#options.noShape !== undefined)
+        throw this.#options.noShape(
+          d.name,
+          d.source,
+          this.#snapshotSeq === undefined ? undefined : { seq: this.#snapshotSeq, tables: [...this.#shapes.keys()] },
+        );
       throw new InvalidInputError(
         'IMPORT_NO_SHAPE',
         `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`,
@@ -293,6 +301,7 @@ export class Importer {
   /** A table line: the projections of its table start installing, unless they are at or past this snapshot already. */
   #onTable(line: TableLine, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
     if (snap.size === 0) this.#heldRows.clear();
+    this.#snapshotSeq = line.seq;
     this.#shapes.set(line.table, {
       table: line.table,
       columns: line.columns,
