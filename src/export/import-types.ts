@@ -1,5 +1,6 @@
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import type { FedBy, DroppedIndex } from '../apply/target/index.ts';
+import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { TextEncoding } from '../sqlite/index.ts';
 
@@ -32,6 +33,14 @@ export interface ImportOptions {
     table: string,
     snapshot: { readonly seq: number; readonly tables: readonly string[] } | undefined,
   ) => Error;
+  /**
+   * "*": beside the definitions (given, else the target's stored ones), a
+   * mirror of every table a snapshot of the stream holds that none of them
+   * takes (projection-set.ts streamMirrors), as sync makes the mirror of a
+   * table enabled since; stored in the target's projection set unless it
+   * is stored there already. A subscriber decides (broker/subscribe-wants.ts).
+   */
+  readonly mirrorAll?: MirrorAll;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;
