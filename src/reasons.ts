@@ -1085,6 +1085,13 @@ export const REASONS = {
       "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, or a stream with discard new is full: no subscriber could start from it.",
     repair: null,
   },
+  BROKER_TABLE_NOT_PUBLISHED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A subscriber's projection reads a table the stream does not carry: the source does not capture it (never enabled, or disabled), so no snapshot or batch of the stream holds it.",
+    repair: null,
+  },
   BROKER_NO_SNAPSHOT: {
     kinds: ['error'],
     clears: false,

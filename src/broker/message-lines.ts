@@ -59,6 +59,27 @@ export interface MessageLinesOptions {
   readonly format: BatchFormat;
   /** Writes a segment message's bytes to a file of its own, named by its stream sequence; returns its path. */
   readonly segmentFile: (streamSeq: number, data: Uint8Array) => string;
+  /**
+   * Whether the target wants a snapshot met while following batches (its
+   * end's To-Seq and cursor headers; subscribe-wants.ts): then the reader
+   * stops with SnapshotWanted, and subscribe starts again from it.
+   */
+  readonly wanted?: (toSeq: string | undefined, cursor: string | undefined) => boolean;
+}
+
+/**
+ * A snapshot met while following batches holds a table the target needs
+ * (subscribe-wants.ts): the reader stops before it, what was applied is
+ * committed, and subscribe starts again from the snapshot at its end's
+ * stream sequence `endSeq`.
+ */
+export class SnapshotWanted extends Error {
+  readonly endSeq: number;
+  constructor(label: string, endSeq: number) {
+    super(`the snapshot whose end is message ${endSeq} of ${label} holds a table the target needs`);
+    this.name = 'SnapshotWanted';
+    this.endSeq = endSeq;
+  }
 }
 
 /**
@@ -149,6 +170,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
         }
         last = seq;
         count++;
+        if (!inSnapshot && m.subject === o.subjects.end && o.wanted?.(m.headers?.get(HEADER.toSeq), m.headers?.get(HEADER.cursor)) === true)
+          throw new SnapshotWanted(o.label, seq);
         const pass = inSnapshot
           ? (m.subject === o.subjects.part || m.subject === o.subjects.end) && m.headers?.get(HEADER.snapshot) === o.start.snapshot
           : m.subject === o.subjects.batch;

@@ -91,7 +91,7 @@ export async function openBroker(to: NatsTarget, who: string, log: Log = () => {
       connect({ ...options, name: `sluice ${who}`, maxReconnectAttempts: -1, reconnectTimeWait: 250, timeout: 5000 }),
     );
   } catch (err) {
-    throw connectError(err, url, auth, c.tls);
+    throw connectError(err, url, auth, c.tls, c.auth === undefined ? urlSecret(fromUrl) : undefined);
   }
   void (async () => {
     for await (const s of nc.status()) {
@@ -121,6 +121,25 @@ export async function openBroker(to: NatsTarget, who: string, log: Log = () => {
       if (!nc.isClosed()) await nc.drain().catch(() => nc.close());
     },
   };
+}
+
+/** The password or token of a URL's login (natsServerOptions), as written and decoded; undefined when it has none. */
+function urlSecret(o: ReturnType<typeof natsServerOptions>): string | undefined {
+  return o.pass ?? o.token;
+}
+
+/**
+ * `text` without any piece of `secret` (a password or token from the URL)
+ * three characters or longer, as written or percent-encoded: a URL split
+ * where the secret was not meant to be split would print its pieces as
+ * servers (and the client as host names it could not find).
+ */
+function redact(text: string, secret: string | undefined): string {
+  if (secret === undefined || secret === '') return text;
+  const pieces = new Set([secret, encodeURIComponent(secret), ...secret.split(/[,@:/]+/)].filter((p) => p.length >= 3));
+  let out = text;
+  for (const p of [...pieces].sort((a, b) => b.length - a.length)) out = out.split(p).join('***');
+  return out;
 }
 
 /** The stream's info, or undefined if there is none. */
@@ -367,10 +386,23 @@ function tlsOptions(tls: NatsTls | undefined, url: string): { tls?: Record<strin
 const TLS_CODES = /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|SELF_SIGNED_|DEPTH_ZERO_|CERT_|HOSTNAME_MISMATCH|ERR_OSSL_)/;
 
 /** One line for a connection that failed: who refused what, and what to fix. */
-function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls: NatsTls | undefined): InvalidInputError {
+function connectError(
+  err: unknown,
+  given: string,
+  auth: NatsAuth | undefined,
+  tls: NatsTls | undefined,
+  /** The password or token the URL carried (the login used), to be kept out of the message. */
+  secret?: string,
+): InvalidInputError {
   const e = err as { code?: unknown; message?: unknown; cause?: { code?: unknown; message?: unknown } } | null;
   const oneLine = (t: unknown) => String(t).replace(/\s+/g, ' ').trim();
-  const why = oneLine(e?.message ?? err);
+  const why = redact(oneLine(e?.message ?? err), secret);
+  const url = redact(given, secret);
+  // The servers are split at commas (splitServers): a login in the URL that is not the one meant may be cut at one.
+  const comma =
+    secret === undefined
+      ? ''
+      : " The login was read from the URL: write a ',' of its password or token as %2C (and a '%' as %25), or pass the secret with --nats-password-file or --nats-token-file.";
   if (
     err instanceof AuthorizationError ||
     err instanceof UserAuthenticationExpiredError ||
@@ -382,7 +414,7 @@ function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls
         auth === undefined
           ? 'The server requires credentials: pass --nats-creds FILE, --nats-user NAME with --nats-password-file FILE (or SLUICE_NATS_PASSWORD), or --nats-token-file FILE (or SLUICE_NATS_TOKEN).'
           : "Check the credentials against the server's accounts (a wrong password, token or expired .creds), and that the user may use JetStream."
-      }`,
+      }${comma}`,
       { cause: err },
     );
   const code = String(e?.code ?? e?.cause?.code ?? '');
@@ -417,7 +449,7 @@ function connectError(err: unknown, url: string, auth: NatsAuth | undefined, tls
     );
   return new InvalidInputError(
     'BROKER_UNREACHABLE',
-    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).`,
+    `Cannot connect to NATS at ${url} (${why}). Start nats-server with JetStream (nats-server -js), or pass the URL of one that runs with --nats (several for a cluster: --nats URL1,URL2).${comma}`,
     { cause: err },
   );
 }

@@ -91,21 +91,57 @@ export async function planStart(
    * batches come.
    */
   remade = false,
+  /**
+   * Whether the target wants the snapshot whose end this is (it holds a
+   * table the target needs: subscribe-wants.ts): the last one, when it lies
+   * before where the target's batches start, is where it starts.
+   */
+  wanted: (end: StoredMsg) => boolean = () => false,
 ): Promise<Plan> {
-  const fromSnapshot = async (known?: StoredMsg): Promise<Plan> => {
-    const end = known ?? (await lastMessage(b, stream, subjects.end));
-    const start = Number(end?.header?.get(HEADER.snapshotStart));
-    if (end === undefined || !Number.isSafeInteger(start) || start < firstSeq)
-      throw new InvalidInputError(
-        'BROKER_NO_SNAPSHOT',
-        `Stream ${stream} holds no complete snapshot of the source, and the target needs one to start. Run sluice publish on the source: it publishes one when the stream has none, or its retention dropped it.`,
-      );
-    return {
-      start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
-      seq: Number(end.header.get(HEADER.toSeq)),
-      encoding: encodingOf(end),
-    };
+  const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
+  const plan = await planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, remade, fromSnapshot);
+  if (plan.start.snapshot !== undefined) return plan;
+  const end = await lastMessage(b, stream, subjects.end);
+  const start = Number(end?.header?.get(HEADER.snapshotStart));
+  // Past it, its batches never bring what the target wants of it; before it, the reader meets it (SnapshotWanted).
+  if (end !== undefined && Number.isSafeInteger(start) && start >= firstSeq && start < plan.start.streamSeq && wanted(end))
+    return fromSnapshot(end);
+  return plan;
+}
+
+/** Starts from the snapshot whose end is `known` (else the stream's last one): BROKER_NO_SNAPSHOT if there is none, or retention dropped its first part. */
+export async function planFromSnapshot(
+  b: Broker,
+  stream: string,
+  subjects: SourceSubjects,
+  firstSeq: number,
+  known?: StoredMsg,
+): Promise<Plan> {
+  const end = known ?? (await lastMessage(b, stream, subjects.end));
+  const start = Number(end?.header?.get(HEADER.snapshotStart));
+  if (end === undefined || !Number.isSafeInteger(start) || start < firstSeq)
+    throw new InvalidInputError(
+      'BROKER_NO_SNAPSHOT',
+      `Stream ${stream} holds no complete snapshot of the source, and the target needs one to start. Run sluice publish on the source: it publishes one when the stream has none, or its retention dropped it.`,
+    );
+  return {
+    start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
+    seq: Number(end.header.get(HEADER.toSeq)),
+    encoding: encodingOf(end),
   };
+}
+
+/** Where the target's cursor says to start (planStart, before a wanted snapshot is considered). */
+async function planFromCursor(
+  b: Broker,
+  stream: string,
+  subjects: SourceSubjects,
+  position: TargetPosition,
+  firstSeq: number,
+  lastSeq: number,
+  remade: boolean,
+  fromSnapshot: (known?: StoredMsg) => Promise<Plan>,
+): Promise<Plan> {
   if (position.otherSource !== undefined) {
     const plan = await fromSnapshot();
     const was = position.otherSource;

@@ -1,17 +1,19 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase } from '../sqlite/index.ts';
-import { SluiceError, errorCode } from '../errors.ts';
+import { openDatabase, shellWord } from '../sqlite/index.ts';
+import { InvalidInputError, SluiceError, errorCode } from '../errors.ts';
 import { lockFollower } from '../apply/sync/index.ts';
 import { readProjections } from '../apply/target/index.ts';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/index.ts';
-import { defaultStreamName, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
+import { defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
-import { ConsumerGone, messageLines } from './message-lines.ts';
-import { freshConsumer, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';
+import { ConsumerGone, messageLines, SnapshotWanted } from './message-lines.ts';
+import { freshConsumer, planFromSnapshot, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';
+import { mirrorAllAt, snapshotTables, wantsSnapshot, type SubscribedSet } from './subscribe-wants.ts';
+import { messageAtOrAfter } from './nats.ts';
 
 /*
  * Applies a source's stream to a target (docs/broker.md), through import's
@@ -38,6 +40,14 @@ export interface SubscribeOptions {
   readonly format?: BatchFormat;
   /** Definitions (default: the target's stored ones, else a mirror of every table of the snapshot). */
   readonly projections?: readonly ProjectionDefinitionInput[];
+  /**
+   * "*" (`--projection '*'`, sluice.yml `projections: ["*"]`): beside
+   * `projections`, a mirror of every table the stream carries, also one the
+   * source captures later (the snapshot its publisher then publishes,
+   * STREAM_TABLES_ADDED). Without `projections` a target made by subscribe
+   * has it by default, and keeps it (its projection set stores it).
+   */
+  readonly mirrorAll?: boolean;
   /** Keep applying new batches until `signal` aborts. */
   readonly follow?: boolean;
   readonly signal?: AbortSignal;
@@ -132,6 +142,8 @@ class Run {
   /** A temp folder for segment messages while they are applied (each removed once committed). */
   #segments: string | undefined;
   #rebuilt: SubscribeReport['rebuilt'];
+  /** The stream sequence of the end of a snapshot met while following that the target wants (SnapshotWanted): the next plan starts from it. */
+  #wantedEnd: number | undefined;
 
   constructor(broker: Broker, targetPath: string, options: SubscribeOptions) {
     this.#broker = broker;
@@ -153,7 +165,10 @@ class Run {
 
   async #run(): Promise<SubscribeReport> {
     for (let again = false; ; again = true) {
-      const planned = again ? await this.#planAfterLoss() : await this.#plan();
+      const wantedEnd = this.#wantedEnd;
+      this.#wantedEnd = undefined;
+      const planned =
+        wantedEnd !== undefined ? await this.#planWanted(wantedEnd) : again ? await this.#planAfterLoss() : await this.#plan();
       if (planned === undefined) return this.#report(undefined); // stopped while waiting
       const { plan, lastSeq, consumer } = planned;
       if (plan.rebuilt !== undefined) {
@@ -178,6 +193,7 @@ class Run {
         signal: this.#options.signal,
         label,
         format: this.#options.format ?? 'jsonl',
+        wanted: (toSeq, cursor) => this.#wants(toSeq, cursor),
         segmentFile: (seq, data) => {
           this.#segments ??= fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-subscribe-'));
           const f = path.join(this.#segments, `${this.#stream}-message-${seq}.segment`);
@@ -219,19 +235,24 @@ class Run {
           },
           {
             ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
+            ...this.#mirrorAll(),
             onProgress,
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
+            noShape: (projection, table, snapshot) => this.#notPublished(projection, table, snapshot),
           },
         );
       } catch (err) {
-        if (!(err instanceof ConsumerGone)) throw err;
+        if (!(err instanceof ConsumerGone) && !(err instanceof SnapshotWanted)) throw err;
         // Nothing of the batch in flight was committed: what the target holds is where the next plan starts.
         this.#done.lines += source.lines();
         this.#done.batchesApplied += applied;
         this.#done.batchesSkipped += skipped;
         this.#done.messages += source.messages();
-        this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
+        if (err instanceof SnapshotWanted) {
+          this.#wantedEnd = err.endSeq;
+          this.#log(`sluice subscribe: ${err.message}; applying it`);
+        } else this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
         continue;
       } finally {
         source.close();
@@ -239,6 +260,22 @@ class Run {
       }
       return this.#report({ ...result, messages: source.messages() });
     }
+  }
+
+  /** A projection of a table the stream carries in no snapshot or batch: the source does not capture it (BROKER_TABLE_NOT_PUBLISHED). */
+  #notPublished(
+    projection: string,
+    table: string,
+    snapshot: { readonly seq: number; readonly tables: readonly string[] } | undefined,
+  ): Error {
+    const holds =
+      snapshot === undefined
+        ? 'the target has no projection of it and the stream gave no snapshot of it'
+        : `its snapshot at seq ${snapshot.seq} holds only ${snapshot.tables.length === 0 ? 'no table' : snapshot.tables.join(', ')}`;
+    return new InvalidInputError(
+      'BROKER_TABLE_NOT_PUBLISHED',
+      `Projection ${projection} reads table ${table}, which stream ${this.#stream} at ${this.#url} does not carry (${holds}): source ${this.#options.sourceId} does not capture ${table} (never enabled, or disabled since), so its publisher publishes nothing of it. No projection was built in ${this.#target}. Capture the table on the source (sluice enable SOURCE ${shellWord(table)}, SOURCE being the database of source ${this.#options.sourceId}): a running publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED; else run sluice publish), then subscribe again.`,
+    );
   }
 
   #report(last: (ImportReport & { messages: number }) | undefined): SubscribeReport {
@@ -258,12 +295,55 @@ class Run {
     };
   }
 
+  /** What this run applies (subscribe-wants.ts). */
+  #set(): SubscribedSet {
+    const o = this.#options;
+    return { sourceId: o.sourceId, projections: o.projections, mirrorAll: o.mirrorAll };
+  }
+
+  /** ImportOptions.mirrorAll of this run, read from the target before each import. */
+  #mirrorAll(): { mirrorAll?: NonNullable<ReturnType<typeof mirrorAllAt>> } {
+    const all = mirrorAllAt(this.#target, this.#set());
+    return all === undefined ? {} : { mirrorAll: all };
+  }
+
+  /** Whether the target wants the snapshot whose end carries these headers (subscribe-wants.ts). */
+  #wants(toSeq: string | undefined, cursor: string | undefined): boolean {
+    const snap = snapshotTables(toSeq, cursor);
+    return snap !== undefined && wantsSnapshot(this.#target, this.#set(), snap);
+  }
+
+  /** A plan from the snapshot whose end is message `endSeq` (SnapshotWanted); from the target's cursor if the stream no longer holds it whole. */
+  async #planWanted(endSeq: number): Promise<Planned> {
+    const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
+    const end = await messageAtOrAfter(this.#broker, this.#stream, endSeq, this.#subjects.end);
+    let plan: Plan;
+    try {
+      if (end === undefined || end.seq !== endSeq) return await this.#plan(true);
+      plan = await planFromSnapshot(this.#broker, this.#stream, this.#subjects, info.state.first_seq, end);
+    } catch (err) {
+      if (errorCode(err) !== 'BROKER_NO_SNAPSHOT') throw err;
+      return this.#plan(true);
+    }
+    const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
+    return { plan, lastSeq: info.state.last_seq, consumer };
+  }
+
   /** The first plan, and the consumer made for it: a stream or snapshot missing is an error (BROKER_NO_STREAM, BROKER_NO_SNAPSHOT). */
   async #plan(remade = false): Promise<Planned> {
     // The stream's end is read before the target's cursor and the search: a batch published meanwhile is after it, so the consumer gets it.
     const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
     const position = targetPosition(this.#target, this.#options);
-    const plan = await planStart(this.#broker, this.#stream, this.#subjects, position, info.state.first_seq, info.state.last_seq, remade);
+    const plan = await planStart(
+      this.#broker,
+      this.#stream,
+      this.#subjects,
+      position,
+      info.state.first_seq,
+      info.state.last_seq,
+      remade,
+      (end) => this.#wants(end.header.get(HEADER.toSeq), end.header.get(HEADER.cursor)),
+    );
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
     return { plan, lastSeq: info.state.last_seq, consumer };
   }

@@ -2,7 +2,7 @@ import { Option, type Command } from 'commander';
 import type { NatsConnection, subscribe, SubscribedBatch } from '../broker/index.ts';
 import { addNatsOptions, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { collect } from './enable.ts';
-import { loadAll } from './sync.ts';
+import { loadInputs } from './sync.ts';
 import { withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
@@ -29,7 +29,7 @@ export function registerSubscribe(program: Command): void {
     )
     .option(
       '--projection <file>',
-      "projection definition file (repeatable; default: the target's, or a mirror of every table in the snapshot)",
+      "projection definition file (repeatable; default: the target's, or a mirror of every table in the snapshot); '*' for a mirror of every table the stream carries, also of one the source captures later",
       collect,
       [] as string[],
     )
@@ -64,7 +64,9 @@ export function registerSubscribe(program: Command): void {
         const nats = natsConnectionOf(opts, command) as NatsConnection; // --nats is required
         // The broker, and the NATS client with it, is loaded only by the commands that talk to NATS (docs/architecture.md, "Entries").
         const broker = await import('../broker/index.ts');
-        const defs = await loadAll(opts.projection);
+        const inputs = await loadInputs(opts.projection);
+        const defs = inputs?.filter((d) => d !== '*');
+        const mirrorAll = inputs?.includes('*') === true;
         const stream = { sourceId: opts.source, ...(opts.stream === undefined ? {} : { stream: opts.stream }) };
         let metrics: SubscriberMetrics | undefined;
         let server: MetricsServer | undefined;
@@ -107,7 +109,8 @@ export function registerSubscribe(program: Command): void {
                     );
                   },
                 }),
-            ...(defs === undefined ? {} : { projections: defs }),
+            ...(defs === undefined || defs.length === 0 ? {} : { projections: defs }),
+            ...(mirrorAll ? { mirrorAll } : {}),
             follow: opts.follow === true,
             signal: interrupt.signal,
             log: (line) => stderr().write(`${line}\n`),

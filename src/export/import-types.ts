@@ -1,5 +1,6 @@
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import type { FedBy, DroppedIndex } from '../apply/target/index.ts';
+import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { TextEncoding } from '../sqlite/index.ts';
 
@@ -21,6 +22,25 @@ export interface ImportOptions {
    * whose capture was enabled again (broker/subscribe-plan.ts decides).
    */
   readonly replaceSource?: boolean;
+  /**
+   * The error for projection `projection`, of table `table`, that neither
+   * the stream's snapshot (at seq `seq`, holding `tables`) nor the target
+   * has a shape for: a subscriber names its stream and the source's capture
+   * (BROKER_TABLE_NOT_PUBLISHED). Default: IMPORT_NO_SHAPE, naming the file.
+   */
+  readonly noShape?: (
+    projection: string,
+    table: string,
+    snapshot: { readonly seq: number; readonly tables: readonly string[] } | undefined,
+  ) => Error;
+  /**
+   * "*": beside the definitions (given, else the target's stored ones), a
+   * mirror of every table a snapshot of the stream holds that none of them
+   * takes (projection-set.ts streamMirrors), as sync makes the mirror of a
+   * table enabled since; stored in the target's projection set unless it
+   * is stored there already. A subscriber decides (broker/subscribe-wants.ts).
+   */
+  readonly mirrorAll?: MirrorAll;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;

@@ -19,9 +19,17 @@ import {
   dropTemps,
   kindOf,
 } from '../projection/index.ts';
-import { readProjection, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
+import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
 import type { DroppedIndex } from '../apply/target/index.ts';
-import { recordSuspension, SnapshotInstall, type ApplyTarget, type Suspension } from '../apply/projections/index.ts';
+import {
+  isDefaultMirror,
+  recordSuspension,
+  SnapshotInstall,
+  storeProjectionSet,
+  streamMirrors,
+  type ApplyTarget,
+  type Suspension,
+} from '../apply/projections/index.ts';
 import { runBatchPath } from '../apply/sync/index.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
@@ -66,6 +74,8 @@ export class Importer {
   /** The stream's label and whether it is a segment's (ItemStream), for errors. */
   #stream: { readonly label: string; readonly segment: boolean } = { label: '', segment: false };
   readonly #shapes = new Map<string, SourceShape>();
+  /** The seq of the snapshot whose table lines were read last (undefined: none yet). */
+  #snapshotSeq: number | undefined;
   #stored: Map<string, SourceShape> | undefined;
   #projections: CompiledProjection[] | undefined;
   #applied = 0;
@@ -163,6 +173,9 @@ export class Importer {
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
     if (this.#options.fedBy !== undefined && ran.length > 0) await writeTransaction(this.#db, () => this.#recordFed(ran));
+    const all = this.#options.mirrorAll;
+    if (all !== undefined && !all.stored && ran.length > 0)
+      await storeProjectionSet(this.#db, SCHEMA, { mirrorAll: all.origin, sourcePath: all.sourcePath });
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
@@ -226,8 +239,13 @@ export class Importer {
 
   /** The definitions to import: given, else the target's stored ones, else undefined (a mirror of every table in the stream). */
   #definitions(): ProjectionDefinition[] | undefined {
-    if (this.#options.projections !== undefined && this.#options.projections.length > 0)
-      return this.#options.projections.map((d) => parseDefinition(d));
+    if (this.#options.projections !== undefined && this.#options.projections.length > 0) {
+      const given = this.#options.projections.map((d) => parseDefinition(d));
+      if (this.#options.mirrorAll === undefined) return given;
+      // With "*", the mirrors it made before run beside them.
+      const mirrors = readProjections(this.#db, SCHEMA).filter((r) => isDefaultMirror(r) && !given.some((d) => d.name === r.name));
+      return [...given, ...mirrors.map((r) => parseStoredDefinition(r.definition, `stored definition of ${r.name}`))];
+    }
     const stored = this.#db.prepare(`SELECT name, definition FROM ${PROJECTIONS_TABLE} ORDER BY name`).all() as {
       name: string;
       definition: string;
@@ -236,9 +254,24 @@ export class Importer {
     return stored.map((s) => parseStoredDefinition(s.definition, `stored definition of ${s.name}`));
   }
 
+  /** The definitions of a snapshot's table `table`: those of `defs` that read it, and the mirror "*" adds for it (ImportOptions.mirrorAll). */
+  #definitionsOf(table: string, defs: ProjectionDefinition[] | undefined): ProjectionDefinition[] {
+    if (defs === undefined) return [defaultMirror(table)];
+    const own = defs.filter((x) => x.source === table);
+    const all = this.#options.mirrorAll;
+    if (all === undefined) return own;
+    return [...own, ...streamMirrors(readProjections(this.#db, SCHEMA), all, [table], defs)];
+  }
+
   #compile(d: ProjectionDefinition): CompiledProjection {
     const shape = this.#shapeOf(d.source);
     if (shape === undefined) {
+      if (this.#options.noShape !== undefined)
+        throw this.#options.noShape(
+          d.name,
+          d.source,
+          this.#snapshotSeq === undefined ? undefined : { seq: this.#snapshotSeq, tables: [...this.#shapes.keys()] },
+        );
       throw new InvalidInputError(
         'IMPORT_NO_SHAPE',
         `Projection ${d.name}: the file has no snapshot of table ${d.source} and the target has no projection of it yet. Export without --since first, then import that file.`,
@@ -294,6 +327,7 @@ export class Importer {
   /** A table line: the projections of its table start installing, unless they are at or past this snapshot already. */
   #onTable(line: TableLine, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
     if (snap.size === 0) this.#heldRows.clear();
+    this.#snapshotSeq = line.seq;
     this.#shapes.set(line.table, {
       table: line.table,
       columns: line.columns,
@@ -302,7 +336,7 @@ export class Importer {
       rowidAlias: line.rowidAlias,
     });
     const installs: SnapshotInstall[] = [];
-    for (const d of (defs ?? [defaultMirror(line.table)]).filter((x) => x.source === line.table)) {
+    for (const d of this.#definitionsOf(line.table, defs)) {
       const p = this.#compile(d);
       const rec = readProjection(this.#db, SCHEMA, p.name);
       // Of another source, and asked to replace it: built again from this snapshot, whatever its seq.

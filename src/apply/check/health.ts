@@ -236,6 +236,19 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
   );
 }
 
+/**
+ * The repair of a suspension of a projection sluice subscribe feeds, where
+ * sync's (its catalog repair) would not hold: TABLE_UNTRACKED is repaired
+ * on the source and by subscribe, which rebuilds the projection from the
+ * snapshot its publisher publishes once the table is captured again.
+ * Undefined: the catalog's repair.
+ */
+function subscribedRepair(r: ProjectionRecord, targetPath: string): string | undefined {
+  if (r.sourcePath !== null || r.fedBy?.via !== 'subscribe' || r.reason !== 'TABLE_UNTRACKED') return undefined;
+  const f = r.fedBy;
+  return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${r.sourceTable}, so ${r.name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table: r.sourceTable })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${r.name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: r.name })}`;
+}
+
 function failureOf(r: ProjectionRecord): FailureHealth | null {
   if (r.failures === 0 && r.lastError === null) return null;
   return { code: r.lastErrorCode ?? 'APPLY_FAILED', message: r.lastError ?? '', ms: r.lastErrorMs, consecutive: Math.max(1, r.failures) };
@@ -250,7 +263,8 @@ function one(
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
-  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
+  if (r.state === 'suspended')
+    problems.push(subscribedRepair(r, targetPath) ?? repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
   else if (r.state === 'building')
     problems.push(
       r.failures > 0

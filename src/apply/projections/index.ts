@@ -30,8 +30,9 @@ export {
   missingMirrors,
   readProjectionSet,
   storeProjectionSet,
+  streamMirrors,
 } from './projection-set.ts';
-export type { SetChange, Unmirrored } from './projection-set.ts';
+export type { MirrorAll, SetChange, Unmirrored } from './projection-set.ts';
 export type { StepOutcome } from './step-outcome.ts';
 export {
   admitted,

@@ -194,6 +194,31 @@ export function missingMirrors(
   return mirrorsToAdd(captured, records, mirrorAll, { names, tables }).mirrors;
 }
 
+/**
+ * The mirrors "*" adds for `tables`, a stream's (a subscriber's snapshot,
+ * which says no capture mode: each is taken as images mode), beside the
+ * target's stored `records` and the run's `defined` projections.
+ */
+export function streamMirrors(
+  records: readonly ProjectionRecord[],
+  mirrorAll: MirrorAll,
+  tables: readonly string[],
+  defined: readonly { readonly name: string; readonly source: string }[],
+): MirrorDefinition[] {
+  const names = nameHolders([
+    ...records.map((r) => ({ name: r.name, table: r.sourceTable })),
+    ...defined.map((d) => ({ name: d.name, table: d.source })),
+  ]);
+  const owned = new Map<string, string>();
+  for (const r of records) for (const t of ownedTables(r)) owned.set(foldIdent(t), r.name);
+  return mirrorsToAdd(
+    tables.map((name) => ({ name, mode: 'images' as const })),
+    records,
+    mirrorAll,
+    { names, tables: owned },
+  ).mirrors;
+}
+
 /** The source "*" mirrors, as stored (or as its projections name it on an older target); null when the set does not hold "*". */
 export function mirrorAllSource(target: Db, schema: string, records: readonly ProjectionRecord[]): string | null {
   const mirrorAll = readProjectionSet(target, schema, records).mirrorAll;
@@ -205,7 +230,8 @@ export function mirrorAllSource(target: Db, schema: string, records: readonly Pr
 export interface SetChange {
   /** Store "*" with this origin and the source path; one given (`--projection '*'`) again clears its `except`. */
   readonly mirrorAll?: MirrorAllOrigin;
-  readonly sourcePath: string;
+  /** Null for a subscriber's target, which reads no source file. */
+  readonly sourcePath: string | null;
 }
 
 function createSetTable(db: Db, schema: string): void {

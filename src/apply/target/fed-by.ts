@@ -17,12 +17,15 @@ export type FedBy =
   | { readonly via: 'import'; readonly file: string; readonly ms: number };
 
 /**
- * `nats://a:4222, nats://b:4222` -> its URLs (none for "" or ","). A comma
- * inside a server's login (`nats://app:Pa55,w0rd@host:4222`) does not
- * split it: a piece with no @ that is no server by itself (what follows its
- * host's colon is not a port number) goes on to the next piece up to the @
- * that ends its login. Split there, the first half of the password was a
- * "server" that errors printed as it was.
+ * `nats://a:4222, nats://b:4222` -> its URLs (none for "" or ","). A
+ * server's login (`user:password@`, `token@`) runs to its last @ before the
+ * next server that starts with a scheme (`nats://`, `tls://`...): a ',' or
+ * '@' inside it is part of it (`nats://app:p@ss,w0rd@host:4222` is one
+ * server). So servers are split at a ',' followed by a scheme, and, where
+ * there is no login or after it, at each ',' between `host:port` pieces
+ * (`nats://u:p@a:4222,b:4222`). Split anywhere else, part of a password
+ * was a "server" that errors printed. A server after the first that
+ * carries a login of its own starts with its scheme.
  */
 export function splitServers(list: string): string[] {
   return listPieces(list)
@@ -30,25 +33,26 @@ export function splitServers(list: string): string[] {
     .filter((s) => s !== '');
 }
 
+/** A scheme at the start of a piece: `nats://`, `tls://`, `ws://` (after blanks). */
+const SCHEME = /^\s*[A-Za-z][A-Za-z0-9+.-]*:\/\//;
+
 /** `list` split at the commas between its servers (splitServers), each piece as written. */
 function listPieces(list: string): string[] {
-  const pieces = list.split(',');
+  // Groups: a server that starts with a scheme and what follows it up to the next one.
+  const groups: string[] = [];
+  for (const piece of list.split(',')) {
+    if (groups.length === 0 || SCHEME.test(piece)) groups.push(piece);
+    else groups[groups.length - 1] += `,${piece}`;
+  }
   const out: string[] = [];
-  for (let i = 0; i < pieces.length; i++) {
-    let s = pieces[i] as string;
-    if (!s.includes('@') && !isServer(s) && pieces.slice(i + 1).some((p) => p.includes('@')))
-      while (!s.includes('@') && i + 1 < pieces.length) s += `,${pieces[++i] as string}`;
-    out.push(s);
+  for (const g of groups) {
+    // Up to its last @ a group is one server's login; the host:port pieces after it are servers each.
+    const at = g.lastIndexOf('@');
+    const comma = g.indexOf(',', at + 1);
+    if (comma < 0) out.push(g);
+    else out.push(g.slice(0, comma), ...g.slice(comma + 1).split(','));
   }
   return out;
-}
-
-/** Whether `s` (no login) reads as a server: `[scheme://]host[:port]`, its port a number. */
-function isServer(s: string): boolean {
-  const scheme = s.indexOf('//');
-  const hostPort = (scheme >= 0 ? s.slice(scheme + 2) : s).trim();
-  const port = /^(\[[^\]]*\]|[^:[\]]*)(?::(.*))?$/.exec(hostPort);
-  return port !== null && (port[2] === undefined || /^\d*$/.test(port[2]));
 }
 
 /**

@@ -159,6 +159,7 @@ async function subscribed(declared: PipelineSubscription): Promise<void> {
     },
     onBatch: () => say({ type: 'pass', projections: [] }),
     ...(defs.length === 0 ? {} : { projections: defs }),
+    ...(declaredInputs(sub.projections).includes('*') ? { mirrorAll: true } : {}),
   });
   log('info', 'stop', 'stopped after the batch in flight');
 }

@@ -1,0 +1,108 @@
+import fs from 'node:fs';
+import { foldIdent, openDatabase, type Db } from '../sqlite/index.ts';
+import { decodeCursor } from '../feed/index.ts';
+import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
+import { isDefaultMirror, readProjectionSet, streamMirrors, type MirrorAll } from '../apply/projections/index.ts';
+import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
+
+/*
+ * A snapshot of the stream a subscriber following batches wants (docs/broker.md,
+ * "Snapshots"): one that holds a table the target needs and does not hold,
+ * where its batches will never bring it. That is the table of a projection
+ * suspended with TABLE_UNTRACKED (its capture was taken off, and is back:
+ * the publisher published a snapshot that holds it, STREAM_TABLES_ADDED),
+ * and, for a target that mirrors every table ("*"), a table it has no
+ * mirror of yet (enabled after the subscriber started), as a sync of "*"
+ * makes the mirror of a table enabled since. Other snapshots (one published
+ * again for retention) are skipped: the target's cursors go on.
+ */
+
+/** What a subscriber applies: its definitions (undefined: the target's), and whether "*" is among them. */
+export interface SubscribedSet {
+  readonly sourceId: string;
+  readonly projections?: readonly ProjectionDefinitionInput[] | undefined;
+  /** `--projection '*'` (sluice.yml `projections: ["*"]`): a mirror of every table the stream carries, beside the definitions. */
+  readonly mirrorAll?: boolean | undefined;
+}
+
+/** A snapshot's end as a subscriber sees it: its seq and the tables it holds (its cursor's). */
+export interface SnapshotTables {
+  readonly seq: number;
+  readonly tables: readonly string[];
+}
+
+/** The seq and tables of a snapshot end's headers (undefined: a cursor that does not parse, which the reader refuses when it gets there). */
+export function snapshotTables(toSeq: string | undefined, cursor: string | undefined): SnapshotTables | undefined {
+  const seq = Number(toSeq);
+  if (cursor === undefined || !Number.isSafeInteger(seq)) return undefined;
+  try {
+    return { seq, tables: decodeCursor(cursor).tables };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * "*" for this run of a subscriber: given (`mirrorAll`), else, with no
+ * definitions given, the one the target's projection set stores, or the
+ * default for a target with no projection of the source yet (every table of
+ * the snapshot, as subscribe always did), or for an older subscribed target
+ * whose every projection is such a mirror. Undefined: its definitions only.
+ */
+export function subscribedMirrorAll(db: Db, set: SubscribedSet): MirrorAll | undefined {
+  const records = readProjections(db, 'main');
+  if (set.mirrorAll === true) {
+    const stored = readProjectionSet(db, 'main', records).mirrorAll;
+    // Given again, it stores itself again with its list of dropped tables cleared, as sync does.
+    return { origin: 'given', stored: false, sourcePath: stored?.sourcePath ?? null, except: [] };
+  }
+  if (set.projections !== undefined && set.projections.length > 0) return undefined;
+  const stored = readProjectionSet(db, 'main', records);
+  if (stored.mirrorAll !== undefined) return stored.mirrorAll;
+  const mine = records.filter((r) => r.sourceId === set.sourceId);
+  if (mine.length === 0) return records.length === 0 ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
+  if (!stored.stored && mine.every((r) => r.sourcePath === null && isDefaultMirror(r)))
+    return { origin: 'upgraded', stored: false, sourcePath: null, except: [] };
+  return undefined;
+}
+
+/** Whether the target at `targetPath` wants the snapshot `snap` (see above). */
+export function wantsSnapshot(targetPath: string, set: SubscribedSet, snap: SnapshotTables): boolean {
+  if (!fs.existsSync(targetPath)) return false;
+  const db = openDatabase(targetPath, { readonly: true, role: 'target' });
+  try {
+    const records = readProjections(db, 'main');
+    const mine = records.filter((r) => r.sourceId === set.sourceId);
+    if (mine.length === 0) return false; // (it starts from a snapshot anyway)
+    const given = (set.projections ?? []).map((d) => parseDefinition(d));
+    const mirrorAll = subscribedMirrorAll(db, set);
+    const carried = new Set(snap.tables.map(foldIdent));
+    const runs = (r: ProjectionRecord) =>
+      given.length === 0 ? true : given.some((d) => d.name === r.name) || (mirrorAll !== undefined && isDefaultMirror(r));
+    const untracked = mine.some(
+      (r) =>
+        r.state === 'suspended' && r.reason === 'TABLE_UNTRACKED' && r.seq < snap.seq && carried.has(foldIdent(r.sourceTable)) && runs(r),
+    );
+    if (untracked) return true;
+    const defined = given.length > 0 ? given : mine.map((r) => ({ name: r.name, source: r.sourceTable }));
+    return mirrorAll !== undefined && streamMirrors(records, mirrorAll, snap.tables, defined).length > 0;
+  } finally {
+    db.close();
+  }
+}
+
+/** subscribedMirrorAll of the target at `targetPath` (one that does not exist yet has no projection: the default, unless definitions are given). */
+export function mirrorAllAt(targetPath: string, set: SubscribedSet): MirrorAll | undefined {
+  if (!fs.existsSync(targetPath)) {
+    if (set.mirrorAll === true) return { origin: 'given', stored: false, sourcePath: null, except: [] };
+    return set.projections !== undefined && set.projections.length > 0
+      ? undefined
+      : { origin: 'default', stored: false, sourcePath: null, except: [] };
+  }
+  const db = openDatabase(targetPath, { readonly: true, role: 'target' });
+  try {
+    return subscribedMirrorAll(db, set);
+  } finally {
+    db.close();
+  }
+}
