@@ -188,10 +188,8 @@ export function missingMirrors(
 ): MirrorDefinition[] {
   const mirrorAll = readProjectionSet(target, schema, records).mirrorAll;
   if (mirrorAll === undefined) return [];
-  const tables = new Map<string, string>();
-  for (const r of records) for (const t of madeTables(r)) tables.set(foldIdent(t), r.name);
   const names = nameHolders(records.map((r) => ({ name: r.name, table: r.sourceTable })));
-  return mirrorsToAdd(captured, records, mirrorAll, { names, tables }).mirrors;
+  return mirrorsToAdd(captured, records, mirrorAll, { names, tables: tablesMadeBy(records) }).mirrors;
 }
 
 /**
@@ -209,14 +207,19 @@ export function streamMirrors(
     ...records.map((r) => ({ name: r.name, table: r.sourceTable })),
     ...defined.map((d) => ({ name: d.name, table: d.source })),
   ]);
-  const owned = new Map<string, string>();
-  for (const r of records) for (const t of ownedTables(r)) owned.set(foldIdent(t), r.name);
   return mirrorsToAdd(
     tables.map((name) => ({ name, mode: 'images' as const })),
     records,
     mirrorAll,
-    { names, tables: owned },
+    { names, tables: tablesMadeBy(records) },
   ).mirrors;
+}
+
+/** Each table the stored projections make in the target (folded), with the projection that makes it. */
+function tablesMadeBy(records: readonly ProjectionRecord[]): Map<string, string> {
+  const tables = new Map<string, string>();
+  for (const r of records) for (const t of madeTables(r)) tables.set(foldIdent(t), r.name);
+  return tables;
 }
 
 /** The source "*" mirrors, as stored (or as its projections name it on an older target); null when the set does not hold "*". */
