@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
-import { openUntouched, listTables, describeTable, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
+import { openUntouched, listTables, describeTable, foldIdent, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
 import { capturable, checkNamespace, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
 import { CaptureRefusedError, errorCode, InvalidInputError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
@@ -61,12 +61,16 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     if (info !== undefined) tables.push(info);
     else if (err !== undefined) skipped.push({ table: name, code: err.code, message: err.message });
   }
-  const modes = new Map<string, CaptureMode>(readTables(db).map((t) => [t.name, t.mode]));
+  const captured = readTables(db);
+  const modes = new Map<string, CaptureMode>(captured.map((t) => [t.name, t.mode]));
   const mode = (t: string) => modes.get(t) ?? 'images';
-  // An fts5 index needs images: over a keys or counter table, sync would suspend it.
+  // An fts5 index needs images: over a keys or counter table, sync would suspend it. A column left out of capture
+  // (enable --exclude) is in no snapshot or event: an example reading one would refuse the target (EXCLUDED_COLUMN_READ).
+  const excluded = new Map(captured.map((t) => [t.name, new Set(t.excluded.map(foldIdent))]));
   const search = searchExample(
     db,
     tables.filter((t) => mode(t.name) === 'images'),
+    (table, column) => excluded.get(table)?.has(foldIdent(column)) === true,
   );
   const rel = (p: string) => written(dir, p);
   // A list when every table is in images mode (the default); else a map from each table to its mode.
@@ -184,9 +188,9 @@ const NOT_PROSE = /(_at|_on|date|time|_id|uuid|guid|hash|url|email|status|state)
  * The table with the most prose-like text columns (its first one on a tie),
  * as an fts5 example named `<table>_search` over those columns; a table
  * with none but text columns that are not dates or identifiers is taken
- * over those.
+ * over those. A column left out of capture (`excluded`) is never taken.
  */
-function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search'] {
+function searchExample(db: Db, tables: readonly TableInfo[], excluded: (table: string, column: string) => boolean): InitFile['search'] {
   const taken = new Set(tables.map((t) => defaultProjectionName(t.name).toLowerCase()));
   let best: { name: string; table: string; columns: string[]; prose: number } | null = null;
   for (const t of tables) {
@@ -196,7 +200,7 @@ function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search']
     const info = describeTable(db, t.name) ?? t;
     // TEXT affinity (SQLite's rule: the declared type contains CHAR, CLOB or TEXT); fts5 reserves rowid, rank and _k<n>.
     const text = info.columns
-      .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type))
+      .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type) && !excluded(t.name, c.name))
       .map((c) => c.name)
       .filter((c) => !/^(rowid|rank|_k\d+)$/i.test(c) && c.toLowerCase() !== name.toLowerCase() && !NOT_PROSE.test(c));
     const prose = text.filter((c) => PROSE.test(c));

@@ -275,6 +275,38 @@ describe('sluice init', () => {
     expect((await planPipeline(p)).converged).toBe(true);
   });
 
+  test('init over a table captured with columns left out (enable --exclude) never names one of those in its fts5 example, so the example uncommented builds', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT, body TEXT); INSERT INTO notes VALUES (1, 't', 'secret');",
+    );
+    enable(db, ['notes'], { exclude: ['body'] });
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect(made.search).toEqual({ name: 'notes_search', table: 'notes', columns: ['title'] });
+    const text = fs.readFileSync(made.out, 'utf8');
+    const example = /^(\s*)# (- \{name: notes_search, .*\})$/m.exec(text);
+    expect(example, text).not.toBeNull();
+    fs.writeFileSync(made.out, text.replace(example?.[0] ?? '', `${example?.[1] ?? ''}${example?.[2] ?? ''}`));
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    const plan = await planPipeline(p);
+    expect(plan.targets[0]?.refused).toBeNull();
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([
+      ['notes_search', 'build'],
+      ['notes', 'build'],
+    ]);
+    const report = await convergeOnce(p);
+    expect(report.targets[0]?.error).toBeNull();
+    expect(report.targets[0]?.sync?.projections.map((x) => [x.name, x.state]).sort()).toEqual([
+      ['notes', 'active'],
+      ['notes_search', 'active'],
+    ]);
+  });
+
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
     tmp,
   }) => {
