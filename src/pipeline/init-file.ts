@@ -96,11 +96,12 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
             '    # Each in the mode the source captures it in now: keys records only the key, counter only that the',
             '    # table changed (neither feeds a mirror); changing a mode re-arms the table.',
             '    capture:',
-            ...tables.map((t) => `      ${scalar(t.name)}: ${mode(t.name)}`),
+            ...tables.map((t) => `      ${scalar(t.name, 'key')}: ${mode(t.name)}`),
           ]
         : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
     ...skipped.map(
-      (s) => `      # ${asMap ? `${scalar(s.table)}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
+      (s) =>
+        `      # ${asMap ? `${scalar(s.table, 'key')}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
     ),
     '    targets:',
     `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
@@ -111,7 +112,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
       : [
           `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
           `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
-          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map(scalar).join(', ')}]}`,
+          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map((c) => scalar(c)).join(', ')}]}`,
         ]),
     '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
     '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
@@ -225,15 +226,18 @@ export function written(dir: string, p: string): string {
 
 /**
  * A YAML scalar: plain when it cannot be read as anything else, else a
- * double-quoted (JSON) string with `${` kept literal. JSON's escapes are
- * YAML's, so a newline, a `#`, a `: ` or a quote stays inside the value.
- * Every name init writes goes through it, in comments too: a newline written
- * raw in a comment would end it, and the rest of the name be live YAML.
+ * double-quoted (JSON) string, a value's `${` kept literal (`$${`); a map
+ * key (`as: 'key'`) is written as it is, since the loader never expands
+ * keys (yaml-document.ts, docs/pipeline.md). JSON's escapes are YAML's, so
+ * a newline, a `#`, a `: ` or a quote stays inside the value. Every name
+ * init writes goes through it, in comments too: a newline written raw in a
+ * comment would end it, and the rest of the name be live YAML.
  */
-function scalar(s: string): string {
+function scalar(s: string, as: 'value' | 'key' = 'value'): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
+  const quoted = JSON.stringify(s);
   // A function, not a replacement string: in one, `$$` means a single `$`.
-  return JSON.stringify(s).replaceAll('${', () => '$${');
+  return as === 'key' ? quoted : quoted.replaceAll('${', () => '$${');
 }
 
 function oneLine(s: string): string {

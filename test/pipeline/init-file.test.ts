@@ -210,6 +210,31 @@ describe('sluice init', () => {
     }
   });
 
+  test('init writes a capture map (a table in keys mode) whose keys hold ${ or $${ as they are, since keys are never expanded: the file loads back to those exact names', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    const names = ['price${USD}', 'a$${b', 'k'];
+    runSqliteCli(db, names.map((n) => `CREATE TABLE "${n}" (id INTEGER PRIMARY KEY, v TEXT);`).join('\n'));
+    const app = openDatabase(db);
+    try {
+      enable(app, ['k'], { mode: 'keys' });
+    } finally {
+      app.close();
+    }
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(names);
+    for (const env of [{ USD: 'EUR' }, {}]) {
+      const p = await loadPipeline(made.out, env);
+      expect(p.sources[0]?.capture.map((c) => [c.table, c.mode])).toEqual([
+        ['price${USD}', 'images'],
+        ['a$${b', 'images'],
+        ['k', 'keys'],
+      ]);
+      checkPipelineSources(p);
+    }
+  });
+
   test('init writes a database, folder and tables whose names hold a newline, #, ": " or quotes as values that load back to those names, never as live YAML', async ({
     tmp,
   }) => {
