@@ -17,6 +17,7 @@ import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
+import { mirrorErrors, nothingToMirrorFix } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
 /*
@@ -408,41 +409,6 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
           : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
       });
   return { path: t.path, source: source.path, exists, refused, projections };
-}
-
-/** Each of `tables` (not captured yet) with why its mirror cannot be built against the source, or undefined when it can. */
-function mirrorErrors(source: string, tables: readonly string[]): [string, { code: string; message: string } | undefined][] {
-  if (tables.length === 0) return [];
-  const db = openDatabase(source, { readonly: true, role: 'source' });
-  try {
-    return tables.map((table) => {
-      const p = compileOrError(db, parseDefinition({ name: defaultProjectionName(table), source: table, kind: 'mirror' }));
-      return [table, 'error' in p ? p.error : undefined];
-    });
-  } finally {
-    db.close();
-  }
-}
-
-/**
- * Why "*" of target `t` mirrors nothing, and the fix in the file's terms
- * (sync's own message names `sluice enable --mode images`, which a pass
- * would switch back to the declared mode): each table is in keys or counter
- * mode (`after`: the modes once the pass has enabled what it enables), or
- * its mirror cannot be built (`unmirrored`).
- */
-function nothingToMirrorFix(
-  source: PipelineSource,
-  t: PipelineTarget,
-  after: SourcePass['after'],
-  unmirrored: readonly Unmirrored[],
-): string {
-  const others = after.filter((x) => x.mode !== 'images').map((x) => `${x.table} (${x.mode})`);
-  const why = [
-    ...(others.length === 0 ? [] : [`${others.join(', ')} ${others.length === 1 ? 'is' : 'are'} captured in a mode that feeds no mirror`]),
-    ...unmirrored.map((u) => `the mirror of ${u.table} cannot be built: ${u.why.replace(/\.$/, '')}`),
-  ];
-  return `"*" of target ${t.path} (declared at ${t.declaredAt}) mirrors no table of source ${source.path}, so sync has nothing to build and refuses the target (sluice run retries it): ${why.length === 0 ? 'the source captures no table' : why.join('; ')}. Declare a table in images mode in "capture" (changing a mode re-arms it), declare a projection instead of "*", or remove the target`;
 }
 
 /**
