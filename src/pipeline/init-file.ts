@@ -13,7 +13,9 @@ import { defaultProjectionName, isProjectionName } from '../projection/index.ts'
  * take or leave. Every line a newcomer would ask about carries a comment.
  * A table the source captures already is declared in the mode it has (a
  * map, when one is not images): the file describes the source as it is, so
- * that run re-arms nothing.
+ * that run re-arms nothing. When each table is in keys or counter mode,
+ * "*" would mirror none (sync refuses such a target: NOTHING_TO_SYNC), so
+ * the target is written commented out, with why.
  * The text loads as it is (loadPipeline, checkPipelineSources), and still
  * does with the example uncommented.
  */
@@ -29,6 +31,11 @@ export interface InitFile {
   readonly search: { readonly name: string; readonly table: string; readonly columns: readonly string[] } | null;
   /** The target it declares, absolute. */
   readonly target: string;
+  /**
+   * False when every table is captured in keys or counter mode: "*" would mirror none, and sync refuses a target
+   * with nothing to build (NOTHING_TO_SYNC), so the target is written commented out, with why.
+   */
+  readonly declaresTarget: boolean;
 }
 
 /**
@@ -76,6 +83,24 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
   // A list when every table is in images mode (the default); else a map from each table to its mode.
   const asMap = tables.some((t) => mode(t.name) !== 'images');
 
+  // "*" mirrors images-mode tables only: with none, its target has nothing to build (sync refuses it, NOTHING_TO_SYNC).
+  const declaresTarget = tables.length === 0 || tables.some((t) => mode(t.name) === 'images');
+  const targetLines = [
+    '    targets:',
+    `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
+    '        projections:',
+    '          - "*"   # a mirror of every captured table, tables captured later included',
+    ...(search === null
+      ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
+      : [
+          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
+          `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
+          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map((c) => scalar(c)).join(', ')}]}`,
+        ]),
+    '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
+    '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
+  ];
+
   const lines = [
     `# sluice.yml: what sluice keeps for ${scalar(path.basename(source))}, written by \`sluice init\`.`,
     '# `sluice run` (in this folder, or with --config FILE) keeps it so: it enables capture of the',
@@ -103,19 +128,14 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
       (s) =>
         `      # ${asMap ? `${scalar(s.table, 'key')}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
     ),
-    '    targets:',
-    `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
-    '        projections:',
-    '          - "*"   # a mirror of every captured table, tables captured later included',
-    ...(search === null
-      ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
+    ...(declaresTarget
+      ? targetLines
       : [
-          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
-          `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
-          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map((c) => scalar(c)).join(', ')}]}`,
+          '    # No target: "*" mirrors the tables captured in images mode, and each table above is in keys or',
+          '    # counter mode, so a target of "*" would have nothing to build (sync refuses it: NOTHING_TO_SYNC).',
+          '    # To keep a mirror, declare a table in images mode above (that re-arms it), then uncomment:',
+          ...targetLines.map((l) => `    # ${l.slice(4)}`),
         ]),
-    '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
-    '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
     '    # publish: {nats: "${NATS_URL}"}   # also publish the changes to NATS JetStream (docs/broker.md)',
     '',
     '# /metrics, /healthz and the status page. No authentication: keep it on loopback, and put',
@@ -123,7 +143,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     'listen: 127.0.0.1:9464',
     '',
   ];
-  return { text: lines.join('\n'), tables: tables.map((t) => t.name), skipped, search, target };
+  return { text: lines.join('\n'), tables: tables.map((t) => t.name), skipped, search, target, declaresTarget };
 }
 
 /**

@@ -332,6 +332,41 @@ describe('sluice init', () => {
     ]);
   });
 
+  test('init of a source whose every table is in keys or counter mode writes its target commented out with why ("*" would mirror none), and uncommented, plan and health --config say run refuses it (NOTHING_TO_SYNC), as run does', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE audit (id INTEGER PRIMARY KEY, body TEXT); CREATE TABLE hits (id INTEGER PRIMARY KEY, n INT);',
+    );
+    enable(db, ['audit'], { mode: 'keys' });
+    enable(db, ['hits'], { mode: 'counter' });
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect([made.tables, made.declaresTarget, made.search]).toEqual([['audit', 'hits'], false, null]);
+    const text = fs.readFileSync(made.out, 'utf8');
+    expect(text).toContain('(sync refuses it: NOTHING_TO_SYNC)');
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    expect(p.sources[0]?.targets).toEqual([]);
+    expect((await planPipeline(p)).converged).toBe(true);
+
+    // Uncommented as it is: plan and health --config say what run meets, not that run builds it.
+    fs.writeFileSync(made.out, text.replace(/^ {4}# (targets:| {2}- path| {4}projections:| {6}- "\*")/gm, '    $1'));
+    const withTarget = await loadPipeline(made.out, {});
+    const plan = await planPipeline(withTarget);
+    expect(plan.targets[0]?.refused).toMatchObject({ code: 'NOTHING_TO_SYNC', projection: null });
+    expect(plan.targets[0]?.refused?.fix).toContain('audit (keys), hits (counter) are captured in a mode that feeds no mirror');
+    const health = await runCliAsync(['health', '--config', 'sluice.yml', '--json'], { cwd: tmp });
+    expect(health.status, health.stderr).toBe(3);
+    const h = parseJson(health, S.pipelineHealthOutput);
+    expect(h.targets[0]?.problems).toEqual([expect.stringContaining('does not exist, and sluice run cannot build it: NOTHING_TO_SYNC: ')]);
+    expect(health.stdout).not.toContain('sluice run builds it');
+    const report = await convergeOnce(withTarget);
+    expect(report.targets[0]?.error?.code).toBe('NOTHING_TO_SYNC');
+  });
+
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({
     tmp,
   }) => {
