@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { inlineDefinitionSchema, pipelineFileSchema } from '../src/pipeline/schema.ts';
 import { projectionDefinitionSchema } from '../src/projection/definition.ts';
+import { recordOf } from '../src/projection/own-record.ts';
 
 /*
  * Writes docs/sluice.schema.json, the JSON Schema of a pipeline file, from
@@ -17,7 +18,21 @@ import { projectionDefinitionSchema } from '../src/projection/definition.ts';
 const INTERNAL = ['definedIn', 'handler'];
 
 export function pipelineJsonSchema(): string {
-  const definition = z.toJSONSchema(projectionDefinitionSchema, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+  // An ownRecord (a record that keeps a "__proto__" key) is described as the z.record it stands for.
+  const asRecord = (ctx: { zodSchema: unknown; jsonSchema: object }) => {
+    const record = recordOf(ctx.zodSchema);
+    if (record === undefined) return false;
+    const json = z.toJSONSchema(record, { io: 'input', unrepresentable: 'any', override: asRecord }) as Record<string, unknown>;
+    delete json.$schema;
+    for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[key];
+    Object.assign(ctx.jsonSchema, json);
+    return true;
+  };
+  const definition = z.toJSONSchema(projectionDefinitionSchema, {
+    io: 'input',
+    unrepresentable: 'any',
+    override: (ctx) => void asRecord(ctx),
+  }) as Record<string, unknown>;
   delete definition.$schema;
   for (const variant of (definition.oneOf ?? []) as { properties?: Record<string, unknown> }[])
     for (const key of INTERNAL) delete variant.properties?.[key];
@@ -25,7 +40,7 @@ export function pipelineJsonSchema(): string {
     io: 'input',
     unrepresentable: 'any',
     override: (ctx) => {
-      if (ctx.zodSchema !== inlineDefinitionSchema) return;
+      if ((ctx.zodSchema as unknown) !== inlineDefinitionSchema) return void asRecord(ctx);
       for (const key of Object.keys(ctx.jsonSchema)) delete (ctx.jsonSchema as Record<string, unknown>)[key];
       Object.assign(ctx.jsonSchema, { description: 'A projection definition (docs/projections.md)', ...definition });
     },

@@ -32,7 +32,7 @@ export function registerInit(program: Command): void {
         },
         () =>
           [
-            `wrote ${r.out}: captures ${r.tables.length === 0 ? 'no table yet' : r.tables.join(', ')} of ${r.source} and mirrors ${r.tables.length === 1 ? 'it' : 'them'} into ${r.target}`,
+            `wrote ${r.out}: captures ${r.tables.length === 0 ? 'no table yet' : r.tables.join(', ')} of ${r.source} and ${r.declaresTarget ? `mirrors ${r.tables.length === 1 ? 'it' : 'them'} into ${r.target}` : `declares no target: each is in keys or counter mode, which feed no mirror (the file says how to add ${r.target})`}`,
             ...r.skipped.map((s) => `left out ${s.table}: ${s.code} (listed in the file, commented out, with why)`),
             r.search === null ? '' : `an fts5 index of ${r.search.table} (${r.search.columns.join(', ')}) is in the file, commented out`,
             `next: read it, then sluice run --config ${r.out}`,

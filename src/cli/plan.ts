@@ -38,7 +38,7 @@ function planText(plan: PipelinePlan): string {
       lines.push(`  ${a.does === 'forget' ? 'forget' : 'undeclared'} acknowledgement ${a.consumer}: ${a.fix}`);
   }
   for (const t of plan.targets) {
-    lines.push(`target ${t.path}${t.exists ? '' : ' (does not exist: built)'}`);
+    lines.push(`target ${t.path}${t.exists ? '' : t.refused === null ? ' (does not exist: built)' : ' (does not exist)'}`);
     if (t.refused !== null)
       lines.push(
         `  refused as a whole (${t.refused.code}${t.refused.projection === null ? '' : `, projection ${t.refused.projection}`}): nothing of it runs; ${t.refused.fix}`,

@@ -43,7 +43,7 @@ export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
  */
 export function toEnable(
   source: PipelineSource,
-  capture: Pick<CaptureStatus, 'tables'>,
+  capture: { readonly tables: readonly Pick<CaptureStatus['tables'][number], 'name' | 'mode' | 'excluded'>[] },
 ): { readonly table: string; readonly mode: CaptureMode; readonly from: string | null; readonly exclude?: readonly string[] }[] {
   return source.capture.flatMap((c) => {
     const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));

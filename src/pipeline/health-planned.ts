@@ -25,6 +25,7 @@ export function withPlannedChanges(h: PipelineHealth, plan: PipelinePlan): Pipel
 }
 
 function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): TargetHealth {
+  if (planned.refused !== null && !t.exists) return refusedMissing(t, planned.refused);
   const problems = [...t.problems];
   if (planned.refused !== null && t.exists) {
     const which = planned.refused.projection === null ? '' : ` (projection ${planned.refused.projection})`;
@@ -44,4 +45,19 @@ function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): Targ
     return { ...p, needsAction: true, action: p.action ?? problem, problems: [...p.problems, problem] };
   });
   return { ...t, problems, projections, ok: problems.length === 0 && projections.every((p) => !p.needsAction) };
+}
+
+/**
+ * A missing target whose build plan says run refuses (NOTHING_TO_SYNC, CAPTURE_ABSENT, a folder that cannot be
+ * made, a declared definition refused): not "sluice run builds it", but why it cannot and the fix.
+ */
+function refusedMissing(t: TargetHealth, refused: NonNullable<PipelinePlan['targets'][number]['refused']>): TargetHealth {
+  const which = refused.projection === null ? '' : ` (projection ${refused.projection})`;
+  const why = `sluice run cannot build it${which}: ${refused.code}: ${refused.fix}`;
+  const projections = t.projections.map((p): DeclaredProjectionHealth => {
+    if (p.state !== 'missing') return p;
+    const problem = `projection ${p.name} is declared and not built yet, and sluice run cannot build its target (${refused.code}: see the target's problem)`;
+    return { ...p, needsAction: true, action: problem, problems: [problem] };
+  });
+  return { ...t, ok: false, projections, problems: [`target ${t.path} is declared but does not exist, and ${why}`] };
 }

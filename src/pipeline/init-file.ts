@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
-import { openUntouched, listTables, describeTable, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
+import { openUntouched, listTables, describeTable, foldIdent, type TableInfo, requireOutputPath } from '../sqlite/index.ts';
 import { capturable, checkNamespace, readTables, refuseTarget, type CaptureMode } from '../capture/index.ts';
 import { CaptureRefusedError, errorCode, InvalidInputError } from '../errors.ts';
 import { defaultProjectionName, isProjectionName } from '../projection/index.ts';
@@ -13,7 +13,9 @@ import { defaultProjectionName, isProjectionName } from '../projection/index.ts'
  * take or leave. Every line a newcomer would ask about carries a comment.
  * A table the source captures already is declared in the mode it has (a
  * map, when one is not images): the file describes the source as it is, so
- * that run re-arms nothing.
+ * that run re-arms nothing. When each table is in keys or counter mode,
+ * "*" would mirror none (sync refuses such a target: NOTHING_TO_SYNC), so
+ * the target is written commented out, with why.
  * The text loads as it is (loadPipeline, checkPipelineSources), and still
  * does with the example uncommented.
  */
@@ -29,6 +31,11 @@ export interface InitFile {
   readonly search: { readonly name: string; readonly table: string; readonly columns: readonly string[] } | null;
   /** The target it declares, absolute. */
   readonly target: string;
+  /**
+   * False when every table is captured in keys or counter mode: "*" would mirror none, and sync refuses a target
+   * with nothing to build (NOTHING_TO_SYNC), so the target is written commented out, with why.
+   */
+  readonly declaresTarget: boolean;
 }
 
 /**
@@ -61,16 +68,38 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     if (info !== undefined) tables.push(info);
     else if (err !== undefined) skipped.push({ table: name, code: err.code, message: err.message });
   }
-  const modes = new Map<string, CaptureMode>(readTables(db).map((t) => [t.name, t.mode]));
+  const captured = readTables(db);
+  const modes = new Map<string, CaptureMode>(captured.map((t) => [t.name, t.mode]));
   const mode = (t: string) => modes.get(t) ?? 'images';
-  // An fts5 index needs images: over a keys or counter table, sync would suspend it.
+  // An fts5 index needs images: over a keys or counter table, sync would suspend it. A column left out of capture
+  // (enable --exclude) is in no snapshot or event: an example reading one would refuse the target (EXCLUDED_COLUMN_READ).
+  const excluded = new Map(captured.map((t) => [t.name, new Set(t.excluded.map(foldIdent))]));
   const search = searchExample(
     db,
     tables.filter((t) => mode(t.name) === 'images'),
+    (table, column) => excluded.get(table)?.has(foldIdent(column)) === true,
   );
   const rel = (p: string) => written(dir, p);
   // A list when every table is in images mode (the default); else a map from each table to its mode.
   const asMap = tables.some((t) => mode(t.name) !== 'images');
+
+  // "*" mirrors images-mode tables only: with none, its target has nothing to build (sync refuses it, NOTHING_TO_SYNC).
+  const declaresTarget = tables.length === 0 || tables.some((t) => mode(t.name) === 'images');
+  const targetLines = [
+    '    targets:',
+    `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
+    '        projections:',
+    '          - "*"   # a mirror of every captured table, tables captured later included',
+    ...(search === null
+      ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
+      : [
+          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
+          `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
+          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map((c) => scalar(c)).join(', ')}]}`,
+        ]),
+    '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
+    '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
+  ];
 
   const lines = [
     `# sluice.yml: what sluice keeps for ${scalar(path.basename(source))}, written by \`sluice init\`.`,
@@ -92,25 +121,21 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
             '    # Each in the mode the source captures it in now: keys records only the key, counter only that the',
             '    # table changed (neither feeds a mirror); changing a mode re-arms the table.',
             '    capture:',
-            ...tables.map((t) => `      ${scalar(t.name)}: ${mode(t.name)}`),
+            ...tables.map((t) => `      ${scalar(t.name, 'key')}: ${mode(t.name)}`),
           ]
         : ['    capture:', ...tables.map((t) => `      - ${scalar(t.name)}`)]),
     ...skipped.map(
-      (s) => `      # ${asMap ? `${scalar(s.table)}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
+      (s) =>
+        `      # ${asMap ? `${scalar(s.table, 'key')}:` : `- ${scalar(s.table)}`}   # cannot be captured: ${s.code}: ${oneLine(s.message)}`,
     ),
-    '    targets:',
-    `      - path: ${scalar(rel(target))}   # a derived database, built when missing`,
-    '        projections:',
-    '          - "*"   # a mirror of every captured table, tables captured later included',
-    ...(search === null
-      ? ['          # - {name: NAME, source: TABLE, kind: fts5, columns: [COLUMN]}   # a full-text index (docs/projections.md)']
+    ...(declaresTarget
+      ? targetLines
       : [
-          `          # A full-text (FTS5) index of ${scalar(search.table)}; uncomment to build it, then search it with`,
-          `          # sluice query ${scalar(rel(target))} "SELECT * FROM ${search.name} WHERE ${search.name} MATCH 'word'"`,
-          `          # - {name: ${search.name}, source: ${scalar(search.table)}, kind: fts5, columns: [${search.columns.map(scalar).join(', ')}]}`,
+          '    # No target: "*" mirrors the tables captured in images mode, and each table above is in keys or',
+          '    # counter mode, so a target of "*" would have nothing to build (sync refuses it: NOTHING_TO_SYNC).',
+          '    # To keep a mirror, declare a table in images mode above (that re-arms it), then uncomment:',
+          ...targetLines.map((l) => `    # ${l.slice(4)}`),
         ]),
-    '          # A definition file (JSON or TS) works too: - projections/my-projection.json',
-    '        # health: {maxLagEvents: 10000, maxLagMs: 60000}   # past either, /healthz answers 503',
     '    # publish: {nats: "${NATS_URL}"}   # also publish the changes to NATS JetStream (docs/broker.md)',
     '',
     '# /metrics, /healthz and the status page. No authentication: keep it on loopback, and put',
@@ -118,7 +143,7 @@ export function initFile(db: Db, dbFile: string, outFile: string): InitFile {
     'listen: 127.0.0.1:9464',
     '',
   ];
-  return { text: lines.join('\n'), tables: tables.map((t) => t.name), skipped, search, target };
+  return { text: lines.join('\n'), tables: tables.map((t) => t.name), skipped, search, target, declaresTarget };
 }
 
 /**
@@ -184,9 +209,9 @@ const NOT_PROSE = /(_at|_on|date|time|_id|uuid|guid|hash|url|email|status|state)
  * The table with the most prose-like text columns (its first one on a tie),
  * as an fts5 example named `<table>_search` over those columns; a table
  * with none but text columns that are not dates or identifiers is taken
- * over those.
+ * over those. A column left out of capture (`excluded`) is never taken.
  */
-function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search'] {
+function searchExample(db: Db, tables: readonly TableInfo[], excluded: (table: string, column: string) => boolean): InitFile['search'] {
   const taken = new Set(tables.map((t) => defaultProjectionName(t.name).toLowerCase()));
   let best: { name: string; table: string; columns: string[]; prose: number } | null = null;
   for (const t of tables) {
@@ -196,7 +221,7 @@ function searchExample(db: Db, tables: readonly TableInfo[]): InitFile['search']
     const info = describeTable(db, t.name) ?? t;
     // TEXT affinity (SQLite's rule: the declared type contains CHAR, CLOB or TEXT); fts5 reserves rowid, rank and _k<n>.
     const text = info.columns
-      .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type))
+      .filter((c) => c.hidden === 0 && c.pkIndex === 0 && /CHAR|CLOB|TEXT/i.test(c.type) && !excluded(t.name, c.name))
       .map((c) => c.name)
       .filter((c) => !/^(rowid|rank|_k\d+)$/i.test(c) && c.toLowerCase() !== name.toLowerCase() && !NOT_PROSE.test(c));
     const prose = text.filter((c) => PROSE.test(c));
@@ -221,15 +246,18 @@ export function written(dir: string, p: string): string {
 
 /**
  * A YAML scalar: plain when it cannot be read as anything else, else a
- * double-quoted (JSON) string with `${` kept literal. JSON's escapes are
- * YAML's, so a newline, a `#`, a `: ` or a quote stays inside the value.
- * Every name init writes goes through it, in comments too: a newline written
- * raw in a comment would end it, and the rest of the name be live YAML.
+ * double-quoted (JSON) string, a value's `${` kept literal (`$${`); a map
+ * key (`as: 'key'`) is written as it is, since the loader never expands
+ * keys (yaml-document.ts, docs/pipeline.md). JSON's escapes are YAML's, so
+ * a newline, a `#`, a `: ` or a quote stays inside the value. Every name
+ * init writes goes through it, in comments too: a newline written raw in a
+ * comment would end it, and the rest of the name be live YAML.
  */
-function scalar(s: string): string {
+function scalar(s: string, as: 'value' | 'key' = 'value'): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
+  const quoted = JSON.stringify(s);
   // A function, not a replacement string: in one, `$$` means a single `$`.
-  return JSON.stringify(s).replaceAll('${', () => '$${');
+  return as === 'key' ? quoted : quoted.replaceAll('${', () => '$${');
 }
 
 function oneLine(s: string): string {

@@ -12,11 +12,12 @@ import {
   type ProjectionExplanation,
 } from '../apply/evolution/index.ts';
 import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
-import { replacedTables, takenTable } from '../apply/projections/index.ts';
+import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
+import { mirrorErrors, nothingToMirrorFix } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
 /*
@@ -54,8 +55,10 @@ export interface PlannedTarget {
   /**
    * Set when the whole sync of the target is refused: a declared definition
    * that does not compile or collides (`projection` names it), a missing
-   * target whose folder cannot be made, or a source the pass leaves without
-   * capture (CAPTURE_ABSENT; `projection` null). Nothing of it runs.
+   * target whose folder cannot be made, a source the pass leaves without
+   * capture (CAPTURE_ABSENT; `projection` null), or "*" with no table to
+   * mirror and nothing else to build or held (NOTHING_TO_SYNC; `projection`
+   * null). Nothing of it runs.
    */
   readonly refused: { readonly code: string; readonly projection: string | null; readonly fix: string } | null;
   readonly projections: readonly PlannedProjection[];
@@ -129,8 +132,12 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
           : first !== undefined
             ? `source ${source.path} has no sluice capture, and enable refuses ${first.tables.join(', ')} (${first.code}): ${first.fix}`
             : `source ${source.path} has no sluice capture, and the file declares no table of it to capture: list them in "capture"`;
+      // Each table's capture mode once the pass has enabled what it enables.
+      const after = new Map(capture.tables.map((t) => [foldIdent(t.name), { table: t.name, mode: t.mode }]));
+      for (const e of enable) after.set(foldIdent(e.table), { table: e.table, mode: e.mode });
       const planned: PlannedTarget[] = [];
-      for (const t of source.targets) planned.push(await planTarget(pipeline, source, t, enable, capture.enabled, noCapture));
+      for (const t of source.targets)
+        planned.push(await planTarget(pipeline, source, t, { enable, captured: capture.enabled, noCapture, after: [...after.values()] }));
       targets.push(...planned);
       sources.push({
         path: source.path,
@@ -188,8 +195,10 @@ async function explain(
   suspends: Suspends,
   /** The tables "*" mirrors once the pass enabled them, for a source not captured yet. */
   mirrored: readonly string[],
+  /** Filled with the tables of `mirrored` whose mirror cannot be built: sync leaves them out of "*". */
+  unmirrored: Unmirrored[],
 ): Promise<ExplainReport | PlannedProjection[]> {
-  if (!captured) return firstBuilds(source, target, inputs, suspends, mirrored);
+  if (!captured) return firstBuilds(source, target, inputs, suspends, mirrored, unmirrored);
   if (fs.existsSync(target)) return explainAlter(source, target, { projections: inputs });
   // A target that does not exist yet is classified against an empty one in memory: every projection is a first build,
   // and what sync refuses (a definition that does not compile, two that collide) is refused here by the same code.
@@ -206,7 +215,10 @@ async function explain(
  * A source with no capture yet has nothing to classify against (explain
  * needs its capture): the pass enables it first, then builds every
  * declared definition, or refuses one that does not compile against the
- * source, as sync does (explain's compileOrError). "*" is planned by the caller.
+ * source, as sync does (explain's compileOrError). The mirrors "*" adds
+ * (`mirrored`) are built, or, when one cannot be (a key whose collation is
+ * not its column's), left out of "*" (`unmirrored`), as sync leaves it: it
+ * refuses no other projection.
  */
 function firstBuilds(
   source: string,
@@ -214,6 +226,7 @@ function firstBuilds(
   inputs: ReturnType<typeof declaredInputs>,
   suspends: Suspends,
   mirrored: readonly string[],
+  unmirrored: Unmirrored[],
 ): PlannedProjection[] {
   const db = openDatabase(source, { readonly: true, role: 'source' });
   try {
@@ -226,6 +239,10 @@ function firstBuilds(
     return [...inputs, ...mirrors].flatMap((d): PlannedProjection[] => {
       if (d === '*') return [];
       const p = compileOrError(db, parseDefinition(d));
+      if ('error' in p && mirrors.includes(d as (typeof mirrors)[number])) {
+        unmirrored.push({ table: d.source, mode: 'images', why: `${p.error.code}: ${p.error.message}` });
+        return [];
+      }
       const previous =
         'error' in p
           ? []
@@ -285,14 +302,20 @@ function planned(e: ProjectionExplanation, declaredAt: string | undefined): Plan
   }
 }
 
-async function planTarget(
-  pipeline: Pipeline,
-  source: PipelineSource,
-  t: PipelineTarget,
-  enable: PlannedSource['enable'],
-  captured: boolean,
-  noCapture: string | undefined,
-): Promise<PlannedTarget> {
+/** What planTarget needs of its source's plan. */
+interface SourcePass {
+  /** What the pass enables. */
+  readonly enable: PlannedSource['enable'];
+  /** Whether the source has capture now. */
+  readonly captured: boolean;
+  /** Why the pass leaves the source without capture, if it does. */
+  readonly noCapture: string | undefined;
+  /** Each captured table's mode once the pass has enabled what it enables. */
+  readonly after: readonly { readonly table: string; readonly mode: CaptureMode }[];
+}
+
+async function planTarget(pipeline: Pipeline, source: PipelineSource, t: PipelineTarget, pass: SourcePass): Promise<PlannedTarget> {
+  const { enable, captured, noCapture } = pass;
   const inputs = declaredInputs(t.projections);
   const exists = fs.existsSync(t.path);
   if (noCapture !== undefined)
@@ -319,7 +342,8 @@ async function planTarget(
       : undefined;
   // Without capture yet, "*" mirrors each images-mode table the pass enables: planned with the definitions.
   const mirrored = captured || !inputs.includes('*') ? [] : enable.filter((e) => e.mode === 'images').map((e) => e.table);
-  const explained = await explain(source.path, t.path, inputs, captured, suspends, mirrored);
+  const unmirrored: Unmirrored[] = [];
+  const explained = await explain(source.path, t.path, inputs, captured, suspends, mirrored, unmirrored);
   const report: ExplainReport = Array.isArray(explained) ? { ok: false, sourceSeq: 0, projections: [] } : explained;
   const enabled = new Set(enable.map((e) => e.table.toLowerCase()));
   const declaredAt = new Map(
@@ -337,12 +361,23 @@ async function planTarget(
       return planned(e, declaredAt.get(e.name));
     }),
   );
-  if (inputs.includes('*'))
-    for (const e of enable) {
-      const name = defaultProjectionName(e.table);
-      if (e.mode === 'images' && !projections.some((p) => p.name === name))
-        projections.push({ name, kind: 'mirror', does: 'build', reason: null, classification: null });
-    }
+  if (inputs.includes('*')) {
+    const tables = enable.filter((e) => e.mode === 'images' && !projections.some((p) => p.name === defaultProjectionName(e.table)));
+    // A mirror that cannot be built (a key whose collation is not its column's) is left out of "*", as sync leaves it.
+    for (const [table, error] of mirrorErrors(
+      source.path,
+      tables.map((e) => e.table),
+    ))
+      if (error === undefined)
+        projections.push({ name: defaultProjectionName(table), kind: 'mirror', does: 'build', reason: null, classification: null });
+      else unmirrored.push({ table, mode: 'images', why: `${error.code}: ${error.message}` });
+  }
+  const held = exists ? heldProjections(t.path) : [];
+  // "*" with nothing to mirror, and no other projection built or held: sync refuses the target (NOTHING_TO_SYNC, nothingToMirror).
+  const nothing =
+    inputs.includes('*') && held.length === 0 && projections.every((p) => p.does === 'refuse' && p.reason !== 'TARGET_TABLE_EXISTS')
+      ? nothingToMirrorFix(source, t, pass.after, unmirrored)
+      : undefined;
   // A declared definition that does not compile or collides refuses the whole sync of the target (Syncer.open throws it).
   // (A build into a table sluice did not make is refused alone: the others go on.)
   const runRefusal = Array.isArray(explained)
@@ -356,11 +391,13 @@ async function planTarget(
   const refused =
     folder !== undefined
       ? { code: 'DB_NOT_WRITABLE', projection: null, fix: folder }
-      : runRefusal === undefined
-        ? null
-        : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
+      : nothing !== undefined
+        ? { code: 'NOTHING_TO_SYNC', projection: null, fix: nothing }
+        : runRefusal === undefined
+          ? null
+          : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
   const names = new Set(projections.map((p) => p.name));
-  for (const name of exists ? heldProjections(t.path).map((r) => r.name) : [])
+  for (const name of held.map((r) => r.name))
     if (!names.has(name))
       projections.push({
         name,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { splitServers } from '../broker/connection/index.ts';
+import { ownRecord } from '../projection/index.ts';
 
 /*
  * The shape of a pipeline file (sluice.yml): what must exist, declared in
@@ -27,11 +28,11 @@ export const captureOptionsSchema = z.strictObject({
     ),
 });
 
-/** `issues: keys` is shorthand for `issues: {mode: keys}`; `issues:` with no value is `{}`. */
+/** `issues: keys` is shorthand for `issues: {mode: keys}`; `issues:` with no value is `{}`. (ownRecord: a table named __proto__ is kept.) */
 const captureEntrySchema = z.union([captureModeSchema, captureOptionsSchema, z.null()]);
 
 export const captureSchema = z
-  .union([z.array(nonEmpty).describe('Tables, captured in images mode'), z.record(nonEmpty, captureEntrySchema)])
+  .union([z.array(nonEmpty).describe('Tables, captured in images mode'), ownRecord(nonEmpty, captureEntrySchema)])
   .describe('The tables of this source to capture: a list, or a map from table to its options');
 
 /** Bounds past which health and /healthz say a target needs action. */
@@ -46,7 +47,7 @@ export const healthBoundsSchema = z.strictObject({
  * file), or a definition written inline (docs/projections.md). An inline
  * definition is checked by the projection definition schema, in load.ts.
  */
-export const inlineDefinitionSchema = z.record(z.string(), z.unknown()).describe('A projection definition (docs/projections.md)');
+export const inlineDefinitionSchema = ownRecord(z.string(), z.unknown()).describe('A projection definition (docs/projections.md)');
 
 export const projectionEntrySchema = z.union([
   nonEmpty.describe('"*" (a mirror of every captured table) or a definition file, relative to this file'),

@@ -210,6 +210,31 @@ describe('sluice init', () => {
     }
   });
 
+  test('init writes a capture map (a table in keys mode) whose keys hold ${ or $${ as they are, since keys are never expanded: the file loads back to those exact names', async ({
+    tmp,
+  }) => {
+    const db = path.join(tmp, 'app.db');
+    const names = ['price${USD}', 'a$${b', 'k'];
+    runSqliteCli(db, names.map((n) => `CREATE TABLE "${n}" (id INTEGER PRIMARY KEY, v TEXT);`).join('\n'));
+    const app = openDatabase(db);
+    try {
+      enable(app, ['k'], { mode: 'keys' });
+    } finally {
+      app.close();
+    }
+    const made = writeInitFile(db, path.join(tmp, 'sluice.yml'));
+    expect(made.tables).toEqual(names);
+    for (const env of [{ USD: 'EUR' }, {}]) {
+      const p = await loadPipeline(made.out, env);
+      expect(p.sources[0]?.capture.map((c) => [c.table, c.mode])).toEqual([
+        ['price${USD}', 'images'],
+        ['a$${b', 'images'],
+        ['k', 'keys'],
+      ]);
+      checkPipelineSources(p);
+    }
+  });
+
   test('init writes a database, folder and tables whose names hold a newline, #, ": " or quotes as values that load back to those names, never as live YAML', async ({
     tmp,
   }) => {
@@ -273,6 +298,73 @@ describe('sluice init', () => {
     const report = await convergeOnce(p);
     expect(report.sources[0]?.enabled).toEqual([]);
     expect((await planPipeline(p)).converged).toBe(true);
+  });
+
+  test('init over a table captured with columns left out (enable --exclude) never names one of those in its fts5 example, so the example uncommented builds', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      "CREATE TABLE notes (id INTEGER PRIMARY KEY, title TEXT, body TEXT); INSERT INTO notes VALUES (1, 't', 'secret');",
+    );
+    enable(db, ['notes'], { exclude: ['body'] });
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect(made.search).toEqual({ name: 'notes_search', table: 'notes', columns: ['title'] });
+    const text = fs.readFileSync(made.out, 'utf8');
+    const example = /^(\s*)# (- \{name: notes_search, .*\})$/m.exec(text);
+    expect(example, text).not.toBeNull();
+    fs.writeFileSync(made.out, text.replace(example?.[0] ?? '', `${example?.[1] ?? ''}${example?.[2] ?? ''}`));
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    const plan = await planPipeline(p);
+    expect(plan.targets[0]?.refused).toBeNull();
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([
+      ['notes_search', 'build'],
+      ['notes', 'build'],
+    ]);
+    const report = await convergeOnce(p);
+    expect(report.targets[0]?.error).toBeNull();
+    expect(report.targets[0]?.sync?.projections.map((x) => [x.name, x.state]).sort()).toEqual([
+      ['notes', 'active'],
+      ['notes_search', 'active'],
+    ]);
+  });
+
+  test('init of a source whose every table is in keys or counter mode writes its target commented out with why ("*" would mirror none), and uncommented, plan and health --config say run refuses it (NOTHING_TO_SYNC), as run does', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file } = makeDb(
+      'app.db',
+      'CREATE TABLE audit (id INTEGER PRIMARY KEY, body TEXT); CREATE TABLE hits (id INTEGER PRIMARY KEY, n INT);',
+    );
+    enable(db, ['audit'], { mode: 'keys' });
+    enable(db, ['hits'], { mode: 'counter' });
+    db.close();
+    const made = writeInitFile(file, path.join(tmp, 'sluice.yml'));
+    expect([made.tables, made.declaresTarget, made.search]).toEqual([['audit', 'hits'], false, null]);
+    const text = fs.readFileSync(made.out, 'utf8');
+    expect(text).toContain('(sync refuses it: NOTHING_TO_SYNC)');
+    const p = await loadPipeline(made.out, {});
+    checkPipelineSources(p);
+    expect(p.sources[0]?.targets).toEqual([]);
+    expect((await planPipeline(p)).converged).toBe(true);
+
+    // Uncommented as it is: plan and health --config say what run meets, not that run builds it.
+    fs.writeFileSync(made.out, text.replace(/^ {4}# (targets:| {2}- path| {4}projections:| {6}- "\*")/gm, '    $1'));
+    const withTarget = await loadPipeline(made.out, {});
+    const plan = await planPipeline(withTarget);
+    expect(plan.targets[0]?.refused).toMatchObject({ code: 'NOTHING_TO_SYNC', projection: null });
+    expect(plan.targets[0]?.refused?.fix).toContain('audit (keys), hits (counter) are captured in a mode that feeds no mirror');
+    const health = await runCliAsync(['health', '--config', 'sluice.yml', '--json'], { cwd: tmp });
+    expect(health.status, health.stderr).toBe(3);
+    const h = parseJson(health, S.pipelineHealthOutput);
+    expect(h.targets[0]?.problems).toEqual([expect.stringContaining('does not exist, and sluice run cannot build it: NOTHING_TO_SYNC: ')]);
+    expect(health.stdout).not.toContain('sluice run builds it');
+    const report = await convergeOnce(withTarget);
+    expect(report.targets[0]?.error?.code).toBe('NOTHING_TO_SYNC');
   });
 
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({

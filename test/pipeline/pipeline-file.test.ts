@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { checkPipelineSources, loadPipeline } from '../../src/pipeline/index.ts';
+import { checkPipelineSources, convergeOnce, declaredInputs, loadPipeline, planPipeline } from '../../src/pipeline/index.ts';
+import { openDatabase } from '../../src/sqlite/index.ts';
 import { pipelineJsonSchema } from '../../scripts/pipeline-schema.ts';
 import { SluiceError } from '../../src/errors.ts';
 import { describe, expect, ROOT, test } from '../support/fixtures.ts';
@@ -207,6 +208,78 @@ listen: 9464
       `${head}          - "*"\n          - {name: m, source: issues, kind: map, columns: {id: id, s: state}}\n`,
     );
     checkPipelineSources(await loadPipeline(ok));
+  });
+
+  test('keeps a table and a column named __proto__ (a capture map key, a map projection column, a definition file), which a plain record dropped silently, and a pass captures and builds them', async ({
+    tmp,
+    makeDb,
+  }) => {
+    const { db, file: app } = makeDb(
+      'app.db',
+      `CREATE TABLE "__proto__" (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO "__proto__" VALUES (1, 'x'); CREATE TABLE k (id INTEGER PRIMARY KEY);`,
+    );
+    db.close();
+    write(tmp, 'p.json', '{"name": "from_file", "source": "__proto__", "kind": "map", "columns": {"id": "id", "__proto__": "v"}}');
+    const file = write(
+      tmp,
+      'sluice.yml',
+      `sources:
+  - path: app.db
+    capture:
+      __proto__: images
+      k: keys
+    targets:
+      - path: cache.db
+        projections:
+          - "*"
+          - {name: m, source: __proto__, kind: map, columns: {id: id, __proto__: v}}
+          - p.json
+`,
+    );
+    const p = await loadPipeline(file, {});
+    checkPipelineSources(p);
+    expect(p.sources[0]?.capture.map((c) => [c.table, c.mode])).toEqual([
+      ['__proto__', 'images'],
+      ['k', 'keys'],
+    ]);
+    const defs = declaredInputs(p.sources[0]?.targets[0]?.projections ?? []).filter((d) => d !== '*');
+    expect(defs.map((d) => (d.kind === 'map' ? Object.keys(d.columns) : []))).toEqual([
+      ['id', '__proto__'],
+      ['id', '__proto__'],
+    ]);
+    const plan = await planPipeline(p);
+    expect(plan.sources[0]?.enable.map((e) => [e.table, e.mode])).toEqual([
+      ['__proto__', 'images'],
+      ['k', 'keys'],
+    ]);
+    const report = await convergeOnce(p);
+    expect(report.sources[0]?.error).toBeNull();
+    expect(report.targets[0]?.error).toBeNull();
+    const cache = openDatabase(path.join(tmp, 'cache.db'), { readonly: true });
+    try {
+      for (const t of ['m', 'from_file']) expect(cache.prepare(`SELECT "__proto__" FROM "${t}"`).pluck().all(), t).toEqual(['x']);
+      expect(cache.prepare('SELECT v FROM "__proto__"').pluck().all()).toEqual(['x']); // "*"'s mirror of it
+    } finally {
+      cache.close();
+    }
+    expect(fs.existsSync(app)).toBe(true);
+  });
+
+  test('refuses a capture map or map columns that are not an object of names, at the line', async ({ tmp, makeDb }) => {
+    makeDb('app.db', SCHEMA);
+    const head = 'sources:\n  - path: app.db\n';
+    const capture = await refusal(tmp, `${head}    capture: 3\n`);
+    expect(capture.message).toMatch(/^.*sluice\.yml:3:14: sources\[0\]\.capture: /);
+    const columns = await refusal(
+      tmp,
+      `${head}    capture: [issues]\n    targets:\n      - path: c.db\n        projections:\n          - {name: m, source: issues, kind: map, columns: [id]}\n`,
+    );
+    expect(columns.message).toContain('columns: expected an object of NAME: VALUE, not a list');
+    const empty = await refusal(
+      tmp,
+      `${head}    capture: [issues]\n    targets:\n      - path: c.db\n        projections:\n          - {name: m, source: issues, kind: map, columns: {}}\n`,
+    );
+    expect(empty.message).toContain('a map needs at least one column');
   });
 
   test('that is not YAML, repeats a key or declares one database twice is refused at the line', async ({ tmp, makeDb }) => {

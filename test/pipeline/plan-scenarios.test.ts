@@ -36,6 +36,9 @@ CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);
 INSERT INTO notes VALUES (1, 'first'), (2, 'second');
 `;
 
+/** A table whose key compares its column with another collation than the column's: its mirror cannot be built. */
+const MISMATCHED = "CREATE TABLE t (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code COLLATE BINARY)); INSERT INTO t VALUES ('a', 'x');";
+
 const CHEAP = `{name: cheap, source: items, kind: map, columns: {id: id, label: name}, filter: "qty < 100"}`;
 
 function yml(capture: string, targets: string, prune = false): string {
@@ -321,6 +324,46 @@ const SCENARIOS: Scenario[] = [
       expect(plan.targets[0]?.projections.find((p) => p.name === 'search')?.fix).toMatch(
         /target table search_idx already exists .* Drop it/,
       ),
+  },
+  {
+    name: 'a new target of "*" over a source whose tables are all declared in keys or counter mode, not captured yet: they are enabled, and the target is refused (NOTHING_TO_SYNC), since "*" has nothing to mirror',
+    first: 'sources: []\n',
+    then: yml('{items: keys, notes: counter}', target('cache.db', '"*"')),
+    expected: { 'enable:items': 'keys', 'enable:notes': 'counter', 'cache.db': 'refused:NOTHING_TO_SYNC' },
+    check: (plan) => {
+      expect(plan.converged).toBe(false);
+      expect(plan.targets[0]?.refused?.fix).toMatch(
+        /items \(keys\), notes \(counter\) are captured in a mode that feeds no mirror.*Declare a table in images mode in "capture"/,
+      );
+    },
+  },
+  {
+    name: 'the same for a source that captures them so already',
+    first: yml('{items: keys, notes: counter}', ''),
+    then: yml('{items: keys, notes: counter}', target('cache.db', '"*"')),
+    expected: { 'cache.db': 'refused:NOTHING_TO_SYNC' },
+  },
+  {
+    name: 'a source not captured yet with a table whose mirror cannot be built (KEY_COLLATION_MISMATCH): both are enabled, the other is mirrored, and that table is left out of "*", not the target refused',
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(src, MISMATCHED),
+    then: yml('[items, t]', target('cache.db', '"*"')),
+    expected: { 'enable:items': 'images', 'enable:t': 'images', 'cache.db:items': 'build' },
+  },
+  {
+    name: 'the same once the source captures: a new table whose mirror cannot be built is enabled and left out of "*"',
+    first: yml('[items]', target('cache.db', '"*"')),
+    change: (src) => runSqliteCli(src, MISMATCHED),
+    then: yml('[items, t]', target('cache.db', '"*"')),
+    expected: { 'enable:t': 'images', 'cache.db:items': 'continue' },
+  },
+  {
+    name: 'a new target of "*" whose only table cannot be mirrored is refused (NOTHING_TO_SYNC), naming why',
+    first: 'sources: []\n',
+    change: (src) => runSqliteCli(src, MISMATCHED),
+    then: yml('[t]', target('cache.db', '"*"')),
+    expected: { 'enable:t': 'images', 'cache.db': 'refused:NOTHING_TO_SYNC' },
+    check: (plan) => expect(plan.targets[0]?.refused?.fix).toContain('the mirror of t cannot be built: KEY_COLLATION_MISMATCH'),
   },
 ];
 

@@ -1,8 +1,8 @@
-import { CAPTURE_MODES, enable, readTables, openSource } from '../../capture/index.ts';
+import { enable, readTables, openSource } from '../../capture/index.ts';
 import type { Pipeline, PipelineSource } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import { SluiceError, isSqliteBusy } from '../../errors.ts';
-import { followedByAnother, forgetUndeclared, declaredInputs, sameColumns } from '../index.ts';
+import { followedByAnother, forgetUndeclared, declaredInputs, enableCalls, toEnable } from '../index.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;
@@ -60,37 +60,39 @@ function captureOrBusy(config: CaptureConfig, ctx: PartContext): void {
 /** How often a running capture part looks whether its declared tables are still captured (one open and one catalog read). */
 const RECHECK_MS = 3000;
 
-/** Enables the declared tables that are not captured in their declared mode; with prune, forgets the acknowledgements the file no longer declares. */
+/**
+ * Enables the declared tables that are not captured in their declared mode, by the calls a converging pass makes
+ * (enableCalls, which plan checks); with prune, forgets the acknowledgements the file no longer declares. A call
+ * enable refuses (a table its gates refuse) enables none of its tables and the others go on, as plan says; the
+ * part then fails with the refusal (retried with backoff, each time enabling only what is still missing).
+ */
 function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
+  const refused: { tables: readonly string[]; err: SluiceError }[] = [];
   try {
-    const captured = new Map(readTables(db).map((t) => [t.name.toLowerCase(), t]));
-    for (const mode of CAPTURE_MODES) {
-      const missing = source.capture
-        .filter((c) => c.mode === mode && captured.get(c.table.toLowerCase())?.mode !== mode && c.exclude === undefined)
-        .map((c) => c.table);
-      if (missing.length > 0) {
-        const r = enable(db, missing, { mode });
-        ctx.log('info', 'enabled', `captured ${missing.join(', ')} (${mode} mode)`, { tables: missing, mode, sourceId: r.sourceId });
+    for (const call of enableCalls(toEnable(source, { tables: readTables(db) }))) {
+      const { mode, tables, exclude } = call;
+      let r: ReturnType<typeof enable>;
+      try {
+        r = enable(db, tables, { mode, ...(exclude === undefined ? {} : { exclude }) });
+      } catch (err) {
+        // Refused by enable's gates (nothing written): the other calls go on. Anything else (the source locked) fails the part now.
+        if (!(err instanceof SluiceError) || isSqliteBusy(err)) throw err;
+        refused.push({ tables, err });
+        ctx.log('error', 'enable-refused', `capture of ${tables.join(', ')} (${mode} mode) refused: ${err.code}: ${err.message}`, {
+          tables,
+          mode,
+          code: err.code,
+        });
+        continue;
       }
-      // A table with its own exclude is enabled alone (the set is per table), also when only the set changed.
-      for (const c of source.capture.filter((x) => x.mode === mode && x.exclude !== undefined)) {
-        const t = captured.get(c.table.toLowerCase());
-        const exclude = c.exclude ?? [];
-        if (t !== undefined && t.mode === mode && sameColumns(t.excluded, exclude)) continue;
-        const r = enable(db, [c.table], { mode, exclude });
-        ctx.log(
-          'info',
-          'enabled',
-          `captured ${c.table} (${mode} mode, excluding ${exclude.length === 0 ? 'no column' : exclude.join(', ')})`,
-          {
-            tables: [c.table],
-            mode,
-            exclude,
-            sourceId: r.sourceId,
-          },
-        );
-      }
+      const excluding = exclude === undefined ? '' : `, excluding ${exclude.length === 0 ? 'no column' : exclude.join(', ')}`;
+      ctx.log('info', 'enabled', `captured ${tables.join(', ')} (${mode} mode${excluding})`, {
+        tables,
+        mode,
+        ...(exclude === undefined ? {} : { exclude }),
+        sourceId: r.sourceId,
+      });
     }
     if (prune) {
       const forgotten = forgetUndeclared(db, source, followedByAnother(pipeline));
@@ -102,6 +104,12 @@ function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartCon
   } finally {
     db.close();
   }
+  const first = refused[0];
+  if (first !== undefined)
+    throw new PartFailure(
+      first.err.code,
+      `${refused.map((x) => `capture of ${x.tables.join(', ')} is refused: ${x.err.code}: ${x.err.message}`).join('; ')} (the other declared tables are captured, and their targets synced)`,
+    );
 }
 
 /** Waits `ms`; true when `signal` aborted first (or already had). */

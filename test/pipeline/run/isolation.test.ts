@@ -4,6 +4,9 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { scalar, type Spawned } from '../../cli/support/cli.ts';
+import { loadPipeline, planPipeline } from '../../../src/pipeline/index.ts';
+import { readTables } from '../../../src/capture/index.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
 import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitForRun, waitHealth, runAppPipeline } from '../support/run.ts';
 
 /*
@@ -198,4 +201,61 @@ listen: 127.0.0.1:${port}
     expect(back.status.run.parts.find((p) => p.name === bad)).toMatchObject({ state: 'running', failure: null });
     expect(scalar(bad, 'SELECT count(*) FROM issues')).toBe(50n);
   });
+
+  test('a declared table whose capture enable refuses (FK_UPDATE_CYCLE) fails the capture part, retried, while the other declared tables are captured and mirrored, as plan says', async ({
+    tmp,
+  }) => {
+    const src = path.join(tmp, 'app.db');
+    const tgt = path.join(tmp, 'cache.db');
+    const config = path.join(tmp, 'sluice.yml');
+    py(
+      src,
+      `con.execute("CREATE TABLE p (id INTEGER PRIMARY KEY, code TEXT UNIQUE, parent_code TEXT REFERENCES p(code) ON UPDATE CASCADE)")
+con.execute("CREATE TABLE notes (id INTEGER PRIMARY KEY, v TEXT, secret TEXT)")
+con.execute("CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT)")
+con.execute("INSERT INTO notes VALUES (1, 'a', 's')")
+con.execute("INSERT INTO tags VALUES (1, 't')")`,
+    );
+    const port = await freePort();
+    // p and tags are one enable call (images, no exclude), notes one of its own (its exclude).
+    put(
+      config,
+      `sources:\n  - path: app.db\n    capture:\n      p: images\n      tags: images\n      notes: {exclude: [secret]}\n    targets:\n      - {path: cache.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
+    );
+    const plan = await planPipeline(await loadPipeline(config, {}));
+    expect(plan.sources[0]?.enable.map((e) => e.table)).toEqual(['notes']);
+    expect(plan.sources[0]?.enableRefused.map((r) => [r.tables, r.code])).toEqual([[['p', 'tags'], 'FK_UPDATE_CYCLE']]);
+    expect(plan.targets[0]?.refused).toBeNull();
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['notes', 'build']]);
+
+    running = startRun(config);
+    const h = await waitHealth(
+      port,
+      'the capture part retried and notes mirrored',
+      (x) =>
+        x.status.run.parts.some((p) => p.name === src && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2) &&
+        x.status.run.parts.some((p) => p.name === tgt && p.state === 'running'),
+    );
+    const part = h.status.run.parts.find((p) => p.name === src);
+    expect(part?.failure?.code).toBe('FK_UPDATE_CYCLE');
+    expect(part?.failure?.message).toContain('capture of p, tags is refused: FK_UPDATE_CYCLE');
+    await waitForRun(running, 'the mirror of notes', () => {
+      try {
+        return scalar(tgt, 'SELECT v FROM notes') === 'a';
+      } catch {
+        return false;
+      }
+    });
+    expect(listCaptured(src)).toEqual([['notes', 'images', ['secret']]]);
+  });
 });
+
+/** The tables `src` captures: name, mode, the columns left out. */
+function listCaptured(src: string): [string, string, readonly string[]][] {
+  const db = openDatabase(src, { readonly: true });
+  try {
+    return readTables(db).map((t) => [t.name, t.mode, t.excluded]);
+  } finally {
+    db.close();
+  }
+}

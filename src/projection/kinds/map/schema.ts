@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { definitionBase, tableName } from '../../definition-base.ts';
+import { ownRecord } from '../../own-record.ts';
 
 const mapColumn = z.union([
   z.string().min(1).describe('a source column to copy (and rename)'),
@@ -18,8 +19,8 @@ const mapColumn = z.union([
 export const mapDefinitionSchema = z.strictObject({
   ...definitionBase,
   kind: z.literal('map'),
-  /** Target column name -> source column, or computed expression. Order is the target column order. */
-  columns: z.record(tableName, mapColumn).refine((c) => Object.keys(c).length > 0, 'a map needs at least one column'),
+  /** Target column name -> source column, or computed expression. Order is the target column order. (ownRecord: a column named __proto__ is kept.) */
+  columns: ownRecord(tableName, mapColumn, { nonEmpty: 'a map needs at least one column' }),
   /** Rows for which this SQL expression is true (WHERE semantics). */
   filter: z.string().min(1).optional(),
 });
