@@ -6,7 +6,7 @@ import type { CursorValidation } from '../../feed/index.ts';
 import { cursorToken, readSourceView, type SourceView, journalBatch, sourceRows } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { dropTemps } from '../../projection/index.ts';
-import { keyProblem, matchesSourceAt } from '../check/index.ts';
+import { matchesSourceAt } from '../check/index.ts';
 import { readProjection, PROJECTIONS_TABLE, lockTarget, type ProjectionRecord, readBuild, markBusy, retryBusy } from '../target/index.ts';
 import {
   commitBatch,
@@ -269,12 +269,8 @@ async function carryOut(
       // ('current' rolls back: what must commit is an empty batch applied.)
       return d.commit ? { kind: 'applied', events: 0, seq: d.seq, cursor, caughtUp: true } : { kind: 'current', seq: d.seq, cursor };
     }
-    case 'apply': {
-      // A table made again without the key its kind's writes need (by hand): a mirror's rows replaced by it, an fts5 index's rows found by it; nothing is applied.
-      const unkeyed = keyProblem(here.ctx.db, here.ctx.schema, p);
-      if (unkeyed !== undefined) return suspension('TARGET_TABLE_CHANGED', unkeyed);
+    case 'apply':
       return applyNext(here, d, checked as Extract<CursorValidation, { status: 'ok' }>);
-    }
   }
 }
 
