@@ -396,7 +396,7 @@ export const REASONS = {
     kinds: ['health'],
     clears: false,
     explain:
-      "A table of the projection is missing from the target, or its columns are not the definition's, or it has no PRIMARY KEY or UNIQUE index on the key (sync suspends such a mirror or map before it applies a batch: it would add a second row for a key).",
+      "A table of the projection is missing from the target, or its columns are not the definition's, or it has no PRIMARY KEY or UNIQUE index on the key (sync, import and subscribe suspend such a mirror or map, or an fts5 index whose key table lost its key or rowid, before they apply a batch: it would add a second row for a key, or rows the index cannot find).",
     repair: DEFAULT_REPAIR,
   },
   MIRROR_NOT_BUILT: {

@@ -520,12 +520,7 @@ export class Importer {
     if (r.suspended !== undefined) {
       const { p, s } = r.suspended;
       await recordSuspension(target, p, s);
-      throw new FailClosedError(
-        s.reason,
-        s.reason === 'TARGET_CONSTRAINT'
-          ? `Projection ${p.name} was suspended while importing the batch ending at seq ${line.seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`
-          : `Projection ${p.name} diverged while importing the batch ending at seq ${line.seq}: ${JSON.stringify(s.detail)}. It is suspended; repair or rebuild the target.`,
-      );
+      throw new FailClosedError(s.reason, suspendedMessage(p, s, line.seq, this.#options.fedBy?.via === 'subscribe'));
     }
     if (r.applied) this.#applied++;
     else this.#skipped++;
@@ -568,6 +563,20 @@ class BatchGroup {
   commit(): void {
     if (this.#enabled) commitHeld(this.#db);
   }
+}
+
+/** Why a batch suspended projection `p`, and what to do (`subscribed`: the batches come from a stream, not a file). */
+function suspendedMessage(p: CompiledProjection, s: Suspension, seq: number, subscribed: boolean): string {
+  if (s.reason === 'TARGET_CONSTRAINT')
+    return `Projection ${p.name} was suspended while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`;
+  // A table made again by hand without its key (batch-path.ts): nothing of the batch was written.
+  if (s.reason === 'TARGET_TABLE_CHANGED') {
+    const snapshot = subscribed
+      ? "subscribe into a new target (it is built from the stream's snapshot)"
+      : 'import a new export file (sluice export SOURCE --out NEW_FILE starts with one)';
+    return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}. Rebuild it from a snapshot: ${snapshot}, or run sluice reinit SOURCE TARGET ${p.name} where the source is.`;
+  }
+  return `Projection ${p.name} diverged while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. It is suspended; repair or rebuild the target.`;
 }
 
 function checkSource(p: CompiledProjection, stored: string, file: string, at?: string): void {

@@ -52,6 +52,21 @@ export interface SnapshotBuild {
   finish(): Promise<number>;
 }
 
+/**
+ * A key one of a kind's tables must carry, a PRIMARY KEY or a UNIQUE index
+ * on exactly `key`, what its writes use it for and what they do without it.
+ */
+export interface TableKey {
+  readonly table: string;
+  readonly key: readonly string[];
+  /** Only an INTEGER PRIMARY KEY on the one column counts (the table's rowid), not a UNIQUE index. */
+  readonly rowid?: boolean;
+  /** What sync does by it: "which sync replaces rows by". */
+  readonly uses: string;
+  /** What a sync would do to a table without it: "a sync would add a second row for a key". */
+  readonly without: string;
+}
+
 /** How verify compares a kind's rows with the source: the same per-key hash on both sides. */
 export interface KindVerification<P> {
   /** The target side: a FROM item in `schema`, the SQL of its key columns (target key order) and of the values hashed. */
@@ -130,6 +145,14 @@ export interface ProjectionKind<K extends KindName> {
   shadowBuild(def: DefinitionOf<K>): 'copy' | 'replay' | undefined;
   /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
   readonly checksColumns: boolean;
+  /**
+   * The keys its tables must carry, by which its writes find or replace a
+   * row: a table made again by hand without one (CREATE TABLE ... AS
+   * SELECT) suspends it before a batch is applied, and health says so
+   * (apply/check/health-target.ts, keyProblem). [] when sluice makes no
+   * keyed table of it.
+   */
+  keyedBy(p: CompiledOf<K>): readonly TableKey[];
   /**
    * Its tables are made by create(), so one missing from a built target was
    * dropped by hand (health says so); false: its code makes them when it

@@ -1,7 +1,15 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
-import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta, missingGuards } from '../target/index.ts';
+import {
+  readProjections,
+  type ProjectionRecord,
+  damagedTarget,
+  fails,
+  hasTargetMeta,
+  guardFaults,
+  type GuardFault,
+} from '../target/index.ts';
 import { damagedCapture, readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, missingMirrors, mirrorAllSource, ownedBy } from '../projections/index.ts';
@@ -227,12 +235,12 @@ function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: stri
   return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
 }
 
-/** A protected target's tables of `r` whose guard triggers another program dropped: hand edits go in again, unseen. */
+/** A protected target's tables of `r` whose guard triggers another program dropped, or made again so they guard nothing: hand edits go in again, unseen. */
 function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): string[] {
   const vars = { source: r.sourcePath ?? undefined, target: targetPath };
-  return missingGuards(target, 'main', ownedBy(r)).map(
+  return guardFaults(target, 'main', r.name, ownedBy(r)).map(
     (g) =>
-      `table ${g.table} of projection ${r.name} is not guarded any more: this target is protected (sluice protect), but its guard trigger${g.triggers.length === 1 ? '' : 's'} ${g.triggers.join(', ')} ${g.triggers.length === 1 ? 'is' : 'are'} missing (dropped by another program), so writes outside sluice to it are accepted again and may have been made; find them with ${shellCommand('verify', vars)}, and guard it again with ${shellCommand('protect', vars)}`,
+      `table ${g.table} of projection ${r.name} is not guarded any more: this target is protected (sluice protect), but ${guardFaultText(g)}, so writes outside sluice to it are accepted again and may have been made; find them with ${shellCommand('verify', vars)}, and guard it again with ${shellCommand('protect', vars)}`,
   );
 }
 
@@ -247,6 +255,25 @@ function subscribedRepair(r: ProjectionRecord, targetPath: string): string | und
   if (r.sourcePath !== null || r.fedBy?.via !== 'subscribe' || r.reason !== 'TABLE_UNTRACKED') return undefined;
   const f = r.fedBy;
   return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${r.sourceTable}, so ${r.name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table: r.sourceTable })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${r.name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: r.name })}`;
+}
+
+/** What is wrong with the guard triggers of a table, in words. */
+function guardFaultText(g: GuardFault): string {
+  const them = (names: readonly string[]) =>
+    `its guard trigger${names.length === 1 ? '' : 's'} ${names.join(', ')} ${names.length === 1 ? 'is' : 'are'}`;
+  const parts: string[] = [];
+  if (g.missing.length > 0) parts.push(`${them(g.missing)} missing (dropped by another program)`);
+  for (const on of new Set(g.elsewhere.map((e) => e.on))) {
+    const names = g.elsewhere.filter((e) => e.on === on).map((e) => e.trigger);
+    parts.push(
+      `${them(names)} on table ${on}, not on ${g.table} (${g.table} was renamed to ${on}, its triggers followed it, and a table ${g.table} was made again)`,
+    );
+  }
+  for (const name of g.altered)
+    parts.push(
+      `its guard trigger ${name} is not the one sluice protect made (made again under its name by another program, it may refuse nothing)`,
+    );
+  return parts.join('; ');
 }
 
 function failureOf(r: ProjectionRecord): FailureHealth | null {

@@ -1,14 +1,12 @@
 import fs from 'node:fs';
-import { openDatabase, type Db, quoteIdent, quoteString, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
+import { openDatabase, type Db, quoteIdent, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
 import { InvalidInputError } from '../../errors.ts';
 import { ownedBy } from '../projections/index.ts';
 import {
   allowProjectionWrites,
-  GUARD_OPS,
   GUARD_PREFIX,
-  guardName,
+  guardTable,
   isProtected,
-  PROTECT_FUNCTION,
   PROTECTED_TABLE,
   hasTargetMeta,
   readProjection,
@@ -68,7 +66,7 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
           for (const rec of readProjections(db, 'main')) {
             const g = guardable(db, 'main', rec);
             for (const table of g.tables) {
-              guard(db, 'main', rec.name, table);
+              guardTable(db, 'main', rec.name, table);
               tables.push({ projection: rec.name, table });
             }
             unguarded.push(...g.not.map((x) => ({ projection: rec.name, ...x })));
@@ -86,13 +84,14 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
 /**
  * In a sync transaction about to commit: when the target is protected, the
  * guards of projection `name`'s tables are made where missing (a rebuild
- * made its tables anew; a custom handler made its declared ones).
+ * made its tables anew; a custom handler made its declared ones) or not as
+ * protect makes them (on another table, made again by another program).
  */
 export function ensureGuards(db: Db, schema: string, name: string): void {
   if (!isProtected(db, schema)) return;
   const rec = readProjection(db, schema, name);
   if (rec === undefined) return;
-  for (const table of guardable(db, schema, rec).tables) guard(db, schema, rec.name, table);
+  for (const table of guardable(db, schema, rec).tables) guardTable(db, schema, rec.name, table);
 }
 
 /** The tables of a projection that can carry triggers (plain tables that exist), and the others with why. */
@@ -110,16 +109,6 @@ function guardable(db: Db, schema: string, rec: ProjectionRecord): { tables: str
     else not.push({ table: t, why: 'not made yet (a custom handler makes its declared tables): guarded at the next sync that finds it' });
   }
   return { tables, not };
-}
-
-function guard(db: Db, schema: string, projection: string, table: string): void {
-  const s = quoteIdent(schema);
-  const message = `table ${table} belongs to sluice projection ${projection} of this target, which is protected (sluice protect): change its source, or run sluice protect --off first`;
-  for (const [suffix, op] of Object.entries(GUARD_OPS)) {
-    db.exec(
-      `CREATE TRIGGER IF NOT EXISTS ${s}.${quoteIdent(guardName(table, suffix))} BEFORE ${op} ON ${quoteIdent(table)} WHEN ${PROTECT_FUNCTION}() IS NOT 1 BEGIN SELECT RAISE(ABORT, ${quoteString(message)}); END`,
-    );
-  }
 }
 
 function triggerNames(db: Db, schema: string): string[] {

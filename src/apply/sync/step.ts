@@ -5,8 +5,8 @@ import { readState, type CapturedTable } from '../../capture/index.ts';
 import type { CursorValidation } from '../../feed/index.ts';
 import { cursorToken, readSourceView, type SourceView, journalBatch, sourceRows } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
-import { dropTemps, kindNamed } from '../../projection/index.ts';
-import { keyProblem, matchesSourceAt } from '../check/index.ts';
+import { dropTemps } from '../../projection/index.ts';
+import { matchesSourceAt } from '../check/index.ts';
 import { readProjection, PROJECTIONS_TABLE, lockTarget, type ProjectionRecord, readBuild, markBusy, retryBusy } from '../target/index.ts';
 import {
   commitBatch,
@@ -269,12 +269,8 @@ async function carryOut(
       // ('current' rolls back: what must commit is an empty batch applied.)
       return d.commit ? { kind: 'applied', events: 0, seq: d.seq, cursor, caughtUp: true } : { kind: 'current', seq: d.seq, cursor };
     }
-    case 'apply': {
-      // A mirror or map table made again without its key (by hand): its rows are replaced by the key, so nothing is applied.
-      const unkeyed = kindNamed(p.kind)?.checksColumns === true ? keyProblem(here.ctx.db, here.ctx.schema, p) : undefined;
-      if (unkeyed !== undefined) return suspension('TARGET_TABLE_CHANGED', { table: p.targetTable, key: p.key, message: unkeyed });
+    case 'apply':
       return applyNext(here, d, checked as Extract<CursorValidation, { status: 'ok' }>);
-    }
   }
 }
 

@@ -1,7 +1,7 @@
 // The face of src/apply/target/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { PROTECT_FUNCTION, allowProjectionWrites } from './allow-writes.ts';
+export { allowProjectionWrites } from './allow-writes.ts';
 export { TARGET_SCHEMA, attachTarget } from './attach.ts';
 export { buildTables, readBuild, shadowBuildOf } from './build-of.ts';
 export type { BuildState } from './build-state.ts';
@@ -12,7 +12,8 @@ export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
 export { projectionWrites } from './projection-writes.ts';
-export { GUARD_OPS, GUARD_PREFIX, PROTECTED_TABLE, guardName, isProtected, missingGuards } from './protect-guards.ts';
+export { GUARD_PREFIX, PROTECTED_TABLE, guardFaults, guardTable, isProtected } from './protect-guards.ts';
+export type { GuardFault } from './protect-guards.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';
 export { openApplySession } from './session.ts';
 export type { ApplySession } from './session.ts';

@@ -1,21 +1,31 @@
-import { type Db, quoteIdent, cachedStatement } from '../../sqlite/index.ts';
+import { type Db, quoteIdent, quoteString, cachedStatement } from '../../sqlite/index.ts';
 import { createHash } from 'node:crypto';
+import { PROTECT_FUNCTION } from './allow-writes.ts';
 
 /*
  * What `sluice protect` leaves in a target (apply/edits/protect.ts makes
  * and drops them): the marker table that says the target is protected, and
  * per guarded table three BEFORE triggers named from the table's name.
- * Here, below both, so that health can see a guard another program dropped.
+ * Here, below both, so that health can see a guard another program dropped
+ * or made again, and sync make it again, by the one SQL protect writes.
  */
 
 export const PROTECTED_TABLE = '_sluice_protected';
 export const GUARD_PREFIX = '_sluice_protect_';
 /** Each guard trigger's name suffix, and the write it refuses. */
-export const GUARD_OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
+const GUARD_OPS = { i: 'INSERT', u: 'UPDATE', d: 'DELETE' } as const;
+type GuardSuffix = keyof typeof GUARD_OPS;
+const SUFFIXES = Object.keys(GUARD_OPS) as GuardSuffix[];
 
 /** The guard trigger of `table` for the write `suffix` (a key of GUARD_OPS). */
-export function guardName(table: string, suffix: string): string {
+function guardName(table: string, suffix: string): string {
   return `${GUARD_PREFIX}${createHash('sha256').update(table.toLowerCase()).digest('hex').slice(0, 16)}_${suffix}`;
+}
+
+/** What follows the name in the guard of `table` (of `projection`) for the write `suffix`: SQLite stores it as written. */
+function guardBody(projection: string, table: string, suffix: GuardSuffix): string {
+  const message = `table ${table} belongs to sluice projection ${projection} of this target, which is protected (sluice protect): change its source, or run sluice protect --off first`;
+  return `BEFORE ${GUARD_OPS[suffix]} ON ${quoteIdent(table)} WHEN ${PROTECT_FUNCTION}() IS NOT 1 BEGIN SELECT RAISE(ABORT, ${quoteString(message)}); END`;
 }
 
 /** Whether the target is protected (the marker table is there). */
@@ -26,23 +36,63 @@ export function isProtected(db: Db, schema: string): boolean {
   );
 }
 
+/** A guarded table whose guards are not all as protect made them. */
+export interface GuardFault {
+  readonly table: string;
+  /** Guard triggers not there (dropped by another program). */
+  readonly missing: readonly string[];
+  /** Guard triggers there under their name but on another table (its table renamed away, the triggers with it), by that table. */
+  readonly elsewhere: readonly { readonly trigger: string; readonly on: string }[];
+  /** Guard triggers on the table under their name whose SQL is not the guard's (made again by another program). */
+  readonly altered: readonly string[];
+}
+
 /**
- * In a protected target: which of `tables` (a projection's) that can carry
- * triggers (plain tables) lost guard triggers (another program dropped
- * them, a schema tool dropping the triggers it does not know), with the
- * triggers missing. Writes outside sluice to such a table are accepted
- * again. Reads only.
+ * In a protected target: which of `tables` (projection `projection`'s) that
+ * can carry triggers (plain tables) are not guarded as protect guards them:
+ * a guard trigger missing, on another table, or with another SQL than the
+ * one protect writes. Writes outside sluice to such a table may be accepted.
+ * Reads only.
  */
-export function missingGuards(db: Db, schema: string, tables: readonly string[]): { table: string; triggers: string[] }[] {
+export function guardFaults(db: Db, schema: string, projection: string, tables: readonly string[]): GuardFault[] {
   if (!isProtected(db, schema)) return [];
-  const s = quoteIdent(schema);
-  const type = cachedStatement(db, `SELECT type FROM ${s}.pragma_table_list WHERE name = ? COLLATE NOCASE`, 'pluck');
-  const has = cachedStatement(db, `SELECT 1 FROM ${s}.sqlite_schema WHERE type = 'trigger' AND name = ?`);
+  const type = cachedStatement(db, `SELECT type FROM ${quoteIdent(schema)}.pragma_table_list WHERE name = ? COLLATE NOCASE`, 'pluck');
   return tables.flatMap((table) => {
     if (type.get(table) !== 'table') return [];
-    const triggers = Object.keys(GUARD_OPS)
-      .map((suffix) => guardName(table, suffix))
-      .filter((name) => has.get(name) === undefined);
-    return triggers.length === 0 ? [] : [{ table, triggers }];
+    const fault = faultOf(db, schema, projection, table);
+    return fault.missing.length + fault.elsewhere.length + fault.altered.length === 0 ? [] : [fault];
   });
+}
+
+/** How the guards of `table` differ from protect's (every list empty: they do not). */
+function faultOf(db: Db, schema: string, projection: string, table: string): GuardFault {
+  const trigger = cachedStatement(db, `SELECT tbl_name, sql FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'trigger' AND name = ?`);
+  const missing: string[] = [];
+  const elsewhere: { trigger: string; on: string }[] = [];
+  const altered: string[] = [];
+  for (const suffix of SUFFIXES) {
+    const name = guardName(table, suffix);
+    const row = trigger.get(name) as { tbl_name: string; sql: string | null } | undefined;
+    if (row === undefined) missing.push(name);
+    else if (row.tbl_name.toLowerCase() !== table.toLowerCase()) elsewhere.push({ trigger: name, on: row.tbl_name });
+    // SQLite stores a trigger's SQL as written from its name on (no schema, no IF NOT EXISTS).
+    else if (row.sql !== `CREATE TRIGGER ${quoteIdent(name)} ${guardBody(projection, table, suffix)}`) altered.push(name);
+  }
+  return { table, missing, elsewhere, altered };
+}
+
+/**
+ * Guards `table` of `projection` as protect does: drops its guard triggers
+ * that are not as protect makes them (on another table, another SQL) and
+ * makes those not there. In a write transaction.
+ */
+export function guardTable(db: Db, schema: string, projection: string, table: string): void {
+  const fault = faultOf(db, schema, projection, table);
+  const wrong = [...fault.elsewhere.map((e) => e.trigger), ...fault.altered];
+  for (const name of wrong) db.exec(`DROP TRIGGER ${quoteIdent(schema)}.${quoteIdent(name)}`);
+  const make = new Set([...wrong, ...fault.missing]);
+  for (const suffix of SUFFIXES) {
+    const name = guardName(table, suffix);
+    if (make.has(name)) db.exec(`CREATE TRIGGER ${quoteIdent(schema)}.${quoteIdent(name)} ${guardBody(projection, table, suffix)}`);
+  }
 }

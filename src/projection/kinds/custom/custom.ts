@@ -31,6 +31,8 @@ export const customKind: ProjectionKind<'custom'> = {
   uniqueTables: () => [],
   rowTable: () => undefined,
   checksColumns: false,
+  // Its tables are the handler's.
+  keyedBy: () => [],
   makesTables: false,
   // Only tables it declares can be built beside the live ones.
   shadowBuild: (def) => (def.tables === undefined ? undefined : 'replay'),

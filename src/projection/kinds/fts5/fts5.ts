@@ -3,7 +3,17 @@ import { InvalidInputError, errorCode } from '../../../errors.ts';
 import { foldIdent, quoteIdent } from '../../../sqlite/index.ts';
 import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
-import { allTablesOf, buildFts, createFtsTables, ftsIndexMatches, ftsMadeTablesOf, ftsNames, keyTableOf, renameFts } from './layout.ts';
+import {
+  allTablesOf,
+  buildFts,
+  createFtsTables,
+  ftsIndexMatches,
+  ftsMadeTablesOf,
+  ftsNames,
+  keyTableKeys,
+  keyTableOf,
+  renameFts,
+} from './layout.ts';
 import { columnsReadBySql } from '../../read-set.ts';
 import { applyFtsNet } from './net.ts';
 import { applyFtsEvents } from './events.ts';
@@ -42,6 +52,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   uniqueTables: allTablesOf,
   rowTable: keyTableOf,
   checksColumns: false,
+  keyedBy: keyTableKeys,
   makesTables: true,
   // Its index entries of a key read again could only be removed with the values they were made from:
   // built from a staged copy of the source, then caught up with the journal's events (with their before-images).

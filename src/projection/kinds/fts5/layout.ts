@@ -1,7 +1,7 @@
 import type { Db } from '../../../sqlite/index.ts';
 import { quoteIdent, quoteString, renameTable, columnDecl, writeTransactionSync } from '../../../sqlite/index.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
-import type { SnapshotBuild } from '../../kind.ts';
+import type { SnapshotBuild, TableKey } from '../../kind.ts';
 import { errorCode } from '../../../errors.ts';
 
 /*
@@ -16,6 +16,9 @@ import { errorCode } from '../../../errors.ts';
 
 /** The key table's name for an fts5 table `table`. */
 export const keyTableOf = (table: string): string => `${table}_src`;
+
+/** The key table's column for the source key's column `i`. */
+const keyColumn = (i: number): string => `_k${i}`;
 
 /** Every table of an fts5 projection whose FTS5 table is `table`: the key table, and those FTS5 makes. */
 export function allTablesOf(table: string): string[] {
@@ -42,11 +45,35 @@ export function ftsNames(schema: string, p: CompiledFts5, at: string = p.targetT
     content: `${s}.${quoteIdent(keyTableOf(at))}`,
     /** What the FTS5 table reads its external content from: the key table's name once in place. */
     contentName: keyTableOf(p.targetTable),
-    keys: p.key.map((_, i) => quoteIdent(`_k${i}`)),
+    keys: p.key.map((_, i) => quoteIdent(keyColumn(i))),
     cols: p.columns.map((c) => quoteIdent(c.name)),
     external: p.definition.content === 'external',
     intKey: p.source.rowidAlias,
   };
+}
+
+/**
+ * The keys of the key table createFtsTables makes: the UNIQUE on the
+ * source key, which sync finds a key's row by, and its rowid, which the
+ * index reads its rows by (content_rowid).
+ */
+export function keyTableKeys(p: CompiledFts5): TableKey[] {
+  const table = keyTableOf(p.targetTable);
+  return [
+    {
+      table,
+      key: p.key.map((_, i) => keyColumn(i)),
+      uses: "which sync finds a key's row by",
+      without: 'a sync would add a second row for a key',
+    },
+    {
+      table,
+      key: ['rowid'],
+      rowid: true,
+      uses: 'which the FTS5 index reads its rows by',
+      without: 'a sync would write rows with a NULL rowid that the index cannot find',
+    },
+  ];
 }
 
 export function createFtsTables(db: Db, schema: string, p: CompiledFts5, at: string): void {

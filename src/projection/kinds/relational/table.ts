@@ -2,7 +2,7 @@ import type { Db } from '../../../sqlite/index.ts';
 import { quoteIdent, renameTable, foldIdent, cachedStatement } from '../../../sqlite/index.ts';
 import { InvalidInputError } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
-import type { ProjectionKind } from '../../kind.ts';
+import type { ProjectionKind, TableKey } from '../../kind.ts';
 import { applyRelational } from './apply.ts';
 
 /*
@@ -24,6 +24,7 @@ type Shared = Omit<
   | 'create'
   | 'build'
   | 'rename'
+  | 'keyedBy'
   | 'apply'
   | 'verification'
 > & {
@@ -32,6 +33,7 @@ type Shared = Omit<
   create(db: Db, schema: string, p: Relational, at: string): void;
   build: ProjectionKind<'mirror'>['build'] & ProjectionKind<'map'>['build'];
   rename(db: Db, schema: string, p: Relational, from: string): void;
+  keyedBy(p: Relational): readonly TableKey[];
   apply: ProjectionKind<'mirror'>['apply'] & ProjectionKind<'map'>['apply'];
   verification: NonNullable<ProjectionKind<'mirror'>['verification']> & NonNullable<ProjectionKind<'map'>['verification']>;
 };
@@ -77,6 +79,10 @@ export const relationalTable: Shared = {
   uniqueTables: (table) => [table],
   rowTable: (table) => table,
   checksColumns: true,
+  // Its writes replace a row by the key (INSERT OR REPLACE).
+  keyedBy: (p) => [
+    { table: p.targetTable, key: p.key, uses: 'which sync replaces rows by', without: 'a sync would add a second row for a key' },
+  ],
   makesTables: true,
   shadowBuild: () => 'copy',
   create(db, schema, p, at) {
