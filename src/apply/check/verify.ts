@@ -181,7 +181,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   } finally {
     session.close();
   }
-  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out);
+  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out, sourcePath);
   return { ok: projections.every((p) => p.ok), sourceSeq: found.sourceSeq, projections };
 }
 
