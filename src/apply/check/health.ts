@@ -2,13 +2,14 @@ import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
 import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
 import { readProjections, type ProjectionRecord, damagedTarget, fails, hasTargetMeta, missingGuards } from '../target/index.ts';
-import { damagedCapture, readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
+import { damagedCapture, readState, readTables, STATE_TABLE, nextSyncArming, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, missingMirrors, mirrorAllSource, ownedBy } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';
+import { suspensionRepair, unarmedOf } from './suspension-repair.ts';
 import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
 
@@ -170,8 +171,15 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
           reads: columnsRead(r),
         });
         if (v.status === 'rebuild') facts.rebuild = v.reason;
-        if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
-          facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
+        if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason)) {
+          // A table not armed: writes go unrecorded until the next sync, which re-arms it by itself unless the source must be fixed first.
+          const unarmed = v.status === 'rebuild' && v.reason === 'TABLE_UNARMED' ? unarmedOf(v.detail, r.sourceTable).table : undefined;
+          const then =
+            unarmed !== undefined && r.sourcePath !== null && nextSyncArming(source, unarmed) !== 'unarmed'
+              ? `the next sluice sync re-arms ${unarmed} on the source and rebuilds ${r.name} by itself: ${shellCommand('sync', { source: r.sourcePath, target: targetPath })}`
+              : `the next sluice sync cannot rebuild ${r.name} by itself`;
+          facts.problems.push(`${v.reason}: ${v.message} (${then})`);
+        }
       }
     } catch (err) {
       facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
@@ -250,7 +258,7 @@ function one(
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
-  if (r.state === 'suspended') problems.push(repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
+  if (r.state === 'suspended') problems.push(suspensionRepair(r, sourcePath, targetPath, source?.db));
   else if (r.state === 'building')
     problems.push(
       r.failures > 0

@@ -43,6 +43,7 @@ import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import { acrossWindow, cursorVerdict } from './verify-cursor.ts';
+import { suspensionRepair } from './suspension-repair.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 
@@ -260,11 +261,18 @@ function verifyOne(
   context: CompareContext = {},
 ): ProjectionVerification {
   const v = compareOne(db, rec, hw, tid, prunedThrough, paths, shadowAt, context);
-  if (paths === undefined || v.ok) return v;
+  if (paths === undefined || v.ok || v.repair !== undefined) return v;
   // The repair health would print for it (src/reasons.ts), where the catalog has one.
   const code = v.diffs.length > 0 ? 'ROWS_DIFFER' : rec.state === 'suspended' ? rec.reason : v.reason;
   const has = rec.state === 'suspended' || (code !== undefined && code !== null && isReasonCode(code) && REASONS[code].repair !== null);
-  return has ? { ...v, repair: repairAction(rec.name, code, paths.source, paths.target, rec.sourceTable) } : v;
+  if (!has) return v;
+  return {
+    ...v,
+    repair:
+      rec.state === 'suspended'
+        ? suspensionRepair(rec, paths.source, paths.target, db)
+        : repairAction(rec.name, code, paths.source, paths.target, rec.sourceTable),
+  };
 }
 
 function compareOne(
@@ -289,7 +297,7 @@ function compareOne(
       ...base,
       ok: false,
       reason: rec.reason ?? rec.state,
-      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target, rec.sourceTable)}`,
+      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${suspensionRepair(rec, paths?.source, paths?.target, db)}`,
     };
   }
   if (rec.state !== 'active')
@@ -335,7 +343,14 @@ function compareOne(
   if (unreadable !== undefined) return { ...base, ok: false, ...unreadable };
   // After the checks above, as sync's step makes them before its own (a table not captured with images first).
   const cursor = context.view === undefined || paths === undefined ? undefined : cursorVerdict(db, rec, context.view, paths, context.held);
-  if (cursor?.continues === false) return { ...base, ok: false, reason: cursor.reason, skipped: cursor.skipped };
+  if (cursor?.continues === false)
+    return {
+      ...base,
+      ok: false,
+      reason: cursor.reason,
+      skipped: cursor.skipped,
+      ...(cursor.repair === undefined ? {} : { repair: cursor.repair }),
+    };
   const window = cursor?.window === true && context.held === undefined;
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.

@@ -124,12 +124,14 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [{ run: ['enable', w.src, 'items'] }, sync(w)],
   },
-  // A UNIQUE index over an expression unarms the table, and sync cannot re-arm it.
+  // A UNIQUE index over an expression unarms the table, and sync cannot re-arm it: the fix status gives (rearmFix), not enable alone, which refuses it.
   TABLE_UNARMED: {
     cause: async (w) => {
       write(w.src, 'CREATE UNIQUE INDEX items_lower ON items (lower(name)); UPDATE items SET n = 9 WHERE id = 1');
       await suspendingSync(w);
     },
+    printed: (w) =>
+      `TABLE_UNARMED: fix the source: change items as the UNIQUE_EXPRESSION_INDEX refusal says (enable refuses it as it is, and says how), then run sluice enable ${w.src} items, then run sluice sync again`,
     repair: (w) => [
       // What `sluice enable` says when the index is there: make it a UNIQUE index over plain columns.
       { fix: 'drop the UNIQUE expression index', apply: () => write(w.src, 'DROP INDEX items_lower') },
