@@ -29,7 +29,7 @@ import {
   kindOf,
 } from '../../projection/index.ts';
 import { excludedColumns } from '../../capture/index.ts';
-import { brokenDefinition, missingMirrors } from '../projections/index.ts';
+import { brokenDefinition, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -130,21 +130,16 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
       const view = readSourceView(db);
       const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
       // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
-      const missing = missingMirrors(
+      const missing = unbuiltMirrors(
+        db,
         db,
         TARGET_SCHEMA,
         all,
         [...view.tables.values()].map((a) => a.table),
-      ).map((d) => ({
-        name: d.name,
-        ok: false,
-        seq: 0,
-        checked: 0,
-        inFlight: 0,
-        diffs: [],
-        reason: 'MIRROR_NOT_BUILT',
-        skipped: `not compared: table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`,
-      }));
+      ).map((d) => {
+        const { reason, action } = unbuiltMirrorAction(d, sourcePath, targetPath);
+        return { name: d.name, ok: false, seq: 0, checked: 0, inFlight: 0, diffs: [], reason, skipped: `not compared: ${action}` };
+      });
       if (records.length === 0 && missing.length === 0) {
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',

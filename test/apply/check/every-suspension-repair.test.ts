@@ -258,6 +258,32 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [sync(w)],
   },
+  // A table enabled after the first sync of a "*" target whose mirror cannot be made as it is (its key compares with
+  // another collation than the column's): sync leaves it out (exit 0) every time; declaring the key as the refusal
+  // says, the next sync builds it (re-arming the table made again).
+  MIRROR_REFUSED: {
+    projection: 'codes',
+    cause: (w) => {
+      write(
+        w.src,
+        "CREATE TABLE codes (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code COLLATE BINARY)); INSERT INTO codes VALUES ('a', 'x')",
+      );
+      onSource(w, (db) => enable(db, ['codes']));
+    },
+    printed: (w) =>
+      `MIRROR_REFUSED: change codes as that refusal says, then run sluice sync ${w.src} ${w.tgt}, which builds its mirror; or, if no target needs codes, stop capturing it: sluice disable ${w.src} codes`,
+    repair: (w) => [
+      {
+        fix: "declare the key with the column's collation",
+        apply: () =>
+          write(
+            w.src,
+            "DROP TABLE codes; CREATE TABLE codes (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code)); INSERT INTO codes VALUES ('a', 'x')",
+          ),
+      },
+      sync(w),
+    ],
+  },
   // A custom handler that throws an Error with no code.
   APPLY_FAILED: {
     projection: 'seen',
