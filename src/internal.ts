@@ -21,6 +21,7 @@ export {
 export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';
+export { suspensionRepair } from './apply/check/index.ts';
 export { projectionWrites } from './apply/target/index.ts';
 export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';

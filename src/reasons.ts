@@ -406,6 +406,14 @@ export const REASONS = {
       'The target mirrors every captured table ("*"), and this captured table has no mirror yet (enabled after the last sync, or its first build failed): the next sync builds it.',
     repair: 'run sluice sync {source} {target}: it builds the mirror of every captured table that has none',
   },
+  MIRROR_REFUSED: {
+    kinds: ['health', 'verify'],
+    clears: true,
+    explain:
+      'The target mirrors every captured table ("*"), and this captured table\'s mirror cannot be made as the table is (health names the refusal, KEY_COLLATION_MISMATCH say): sync leaves it out at every run, exiting 0, and says why.',
+    repair:
+      'change {table} as that refusal says, then run sluice sync {source} {target}, which builds its mirror; or, if no target needs {table}, stop capturing it: sluice disable {source} {table}',
+  },
   CONSUMER_NOT_BUILT: {
     kinds: ['health'],
     clears: false,

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../sqlite/index.ts';
-import { useWal, withWriteTransaction, quoteIdent, schemaVersion, type TableInfo } from '../sqlite/index.ts';
+import { useWal, withWriteTransaction, quoteIdent, schemaVersion } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
-import { checkEnable, checkForeignKeys, checkTable, sluiceObjects } from './gates.ts';
-import { armedTriggersIntact, keptExclusion } from './excluded.ts';
+import { checkEnable, sluiceObjects } from './gates.ts';
+import { rearmableAs } from './rearmable.ts';
 import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded } from './exclusion-change.ts';
 import {
   CAPTURE_MODES,
@@ -156,15 +156,10 @@ function enableInTransaction(
     // Re-arm every captured table that lost or changed its triggers (and whose table is still capturable).
     for (const a of verification.tables) {
       if (a.armed || infos.has(a.table.name)) continue;
-      let info: TableInfo;
-      try {
-        info = checkTable(db, a.table.name);
-        checkForeignKeys(db, [info.name]);
-      } catch {
-        continue; // dropped, or no longer capturable: it stays unarmed and readers rebuild
-      }
-      const kept = keptExclusion(a.table, info, armedTriggersIntact(db, a.table));
-      if (kept === undefined) continue; // an excluded column may have been renamed: enable must be told the set
+      // Dropped, no longer capturable, or an excluded column maybe renamed (enable must be told the set): it stays unarmed and readers rebuild.
+      const as = rearmableAs(db, a);
+      if (as === undefined) continue;
+      const { info, kept } = as;
       arm(db, a.table.tid, info, a.table.mode, a.table, kept);
       rearmed.push(info.name);
       rearmedReasons.push({

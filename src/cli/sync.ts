@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { errorCode, Syncer, type SyncProgress, type SyncReport } from '../index.ts';
-import { errorMessage, repairAction, shellWord } from '../internal.ts';
+import { errorMessage, shellWord, suspensionRepair } from '../internal.ts';
 import { lockFollower, type ProcessLock } from '../index.ts';
 import { collect, describeRearmed, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -59,7 +59,7 @@ export function describeReport(
         .join('');
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`
-        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${repairAction(p.name, p.reason, paths?.source, paths?.target, paths?.tables?.get(p.name))}`;
+        : `${p.name}: SUSPENDED ${p.reason ?? ''} ${JSON.stringify(p.detail ?? {})}; ${suspensionRepair({ ...p, sourceTable: paths?.tables?.get(p.name) }, paths?.source, paths?.target)}`;
     }),
     ...lost,
   ].join('\n');

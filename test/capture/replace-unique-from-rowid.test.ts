@@ -109,9 +109,27 @@ test('a captured table that gets such a UNIQUE index is unarmed, and a mirror sy
     status: 3,
     fix: `${change} ${file} log`,
   });
+  // sync, health and verify name the same fix, never enable --mode images (which enable refuses as well).
+  const fix = `TABLE_UNARMED: fix the source: ${change} ${file} log, then run sluice sync again`;
+  for (const args of [
+    ['sync', file, target],
+    ['health', target],
+    ['verify', file, target],
+  ]) {
+    const r = runCli(args);
+    expect({ status: r.status, fix: r.stdout.includes(fix), images: r.stdout.includes('--mode images') }, r.stdout).toEqual({
+      status: 3,
+      fix: true,
+      images: false,
+    });
+  }
   // Dropping the index arms it again; the next sync rebuilds the mirror from the source (DDL since its cursor).
   db.exec('DROP INDEX log_slot');
   expect(status(db).tables.find((t) => t.name === 'log')).toMatchObject({ armed: true });
+  const armed = runCli(['health', target]);
+  expect(armed.stdout).toContain(
+    `TABLE_UNARMED: log is armed again: run sluice sync ${file} ${target}, which lifts the suspension of log by itself`,
+  );
   const again = await sync(file, target);
   const tg = openDatabase(target);
   const after = tableCells(tg, 'main', 'log');

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
-import { openDatabase, type Db, readSessionSync, repairAction, shellCommand } from '../../sqlite/index.ts';
+import { openDatabase, type Db, readSessionSync, shellCommand } from '../../sqlite/index.ts';
 import {
   readProjections,
   type ProjectionRecord,
@@ -10,13 +10,14 @@ import {
   guardFaults,
   type GuardFault,
 } from '../target/index.ts';
-import { damagedCapture, readState, readTables, STATE_TABLE, type CaptureState } from '../../capture/index.ts';
+import { damagedCapture, readState, readTables, STATE_TABLE, nextSyncArming, type CaptureState } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
-import { columnsRead, missingMirrors, mirrorAllSource, ownedBy } from '../projections/index.ts';
+import { columnsRead, mirrorAllSource, ownedBy, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';
+import { suspensionRepair, unarmedOf } from './suspension-repair.ts';
 import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
 
@@ -107,8 +108,10 @@ function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, O
 /**
  * The mirrors "*" asks for that the target does not hold yet (a table
  * enabled after the last sync, or a first sync that failed before making
- * them): each needs a sync (MIRROR_NOT_BUILT). A source that cannot be read
- * is reported by the projections that read it.
+ * them): each needs a sync (MIRROR_NOT_BUILT), or, when sync cannot make it
+ * as the table is (it leaves the table out), a change of the table
+ * (MIRROR_REFUSED): the target is narrower than "*" asks either way. A
+ * source that cannot be read is reported by the projections that read it.
  */
 function pendingMirrors(
   target: Db,
@@ -119,20 +122,21 @@ function pendingMirrors(
   const sourcePath = mirrorAllSource(target, 'main', records);
   const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources);
   if (sourcePath === null || source?.db === undefined) return [];
-  let captured;
+  let unbuilt;
   try {
-    captured = readTables(source.db);
+    unbuilt = unbuiltMirrors(source.db, target, 'main', records, readTables(source.db));
   } catch {
     return [];
   }
-  return missingMirrors(target, 'main', records, captured).map((d) => {
-    const action = `table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`;
+  return unbuilt.map((d) => {
+    // One the next sync cannot build either (it leaves the table out, exit 0) says why, and what makes it buildable.
+    const { reason, action } = unbuiltMirrorAction(d, sourcePath, targetPath);
     return notHeldHealth({
       name: d.name,
       kind: 'mirror',
       state: 'pending',
-      reason: 'MIRROR_NOT_BUILT',
-      detail: { table: d.source },
+      reason,
+      detail: { table: d.source, ...(d.refused === undefined ? {} : { why: d.refused }) },
       seq: 0,
       sourcePath,
       action,
@@ -178,8 +182,15 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
           reads: columnsRead(r),
         });
         if (v.status === 'rebuild') facts.rebuild = v.reason;
-        if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason))
-          facts.problems.push(`${v.reason}: ${v.message} (the next sluice sync cannot rebuild ${r.name} by itself)`);
+        if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason)) {
+          // A table not armed: writes go unrecorded until the next sync, which re-arms it by itself unless the source must be fixed first.
+          const unarmed = v.status === 'rebuild' && v.reason === 'TABLE_UNARMED' ? unarmedOf(v.detail, r.sourceTable).table : undefined;
+          const then =
+            unarmed !== undefined && r.sourcePath !== null && nextSyncArming(source, unarmed) !== 'unarmed'
+              ? `the next sluice sync re-arms ${unarmed} on the source and rebuilds ${r.name} by itself: ${shellCommand('sync', { source: r.sourcePath, target: targetPath })}`
+              : `the next sluice sync cannot rebuild ${r.name} by itself`;
+          facts.problems.push(`${v.reason}: ${v.message} (${then})`);
+        }
       }
     } catch (err) {
       facts.problems.push(`the source ${r.sourcePath} cannot be read: ${causeOf(err)}`);
@@ -290,8 +301,7 @@ function one(
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
-  if (r.state === 'suspended')
-    problems.push(subscribedRepair(r, targetPath) ?? repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable));
+  if (r.state === 'suspended') problems.push(subscribedRepair(r, targetPath) ?? suspensionRepair(r, sourcePath, targetPath, source?.db));
   else if (r.state === 'building')
     problems.push(
       r.failures > 0

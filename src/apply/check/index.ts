@@ -6,6 +6,7 @@ export { notHeldHealth } from './health-types.ts';
 export type { FailureHealth, HealthFedBy, HealthReport, ProjectionHealth } from './health-types.ts';
 export { health } from './health.ts';
 export type { FedLag, HealthOptions } from './health.ts';
+export { suspensionRepair } from './suspension-repair.ts';
 export { ownCheckOf } from './verify-record.ts';
 export type { ProjectionVerification, VerifyDiff, VerifyReport } from './verify-types.ts';
 export { compareAtCursor, matchesSourceAt, shadowMatchesSource, verify } from './verify.ts';

@@ -1,10 +1,12 @@
 import type { Db } from '../../sqlite/index.ts';
 import { reinitCommand } from '../../sqlite/index.ts';
 import { validateCursor, type SourceView } from '../../feed/index.ts';
+import { nextSyncArming } from '../../capture/index.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { columnsRead } from '../projections/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
 import type { ProjectionVerification } from './verify-types.ts';
+import { unarmedOf, unarmedRepair } from './suspension-repair.ts';
 
 /*
  * Whether a projection's cursor continues on the source, checked by verify
@@ -22,7 +24,9 @@ const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
 
 export type CursorVerdict =
   /** `window`: DDL sluice did not make ran since the cursor; sync goes on only when the rows match (SCHEMA_WINDOW otherwise). */
-  { readonly continues: true; readonly window: boolean } | { readonly continues: false; readonly reason: string; readonly skipped: string };
+  | { readonly continues: true; readonly window: boolean }
+  /** `repair`: what fixes it, where the catalog's repair of the reason does not say (a table not armed). */
+  | { readonly continues: false; readonly reason: string; readonly skipped: string; readonly repair?: string };
 
 /**
  * Checks the cursor of `rec` against the source `view` read in the caller's
@@ -39,16 +43,25 @@ export function cursorVerdict(
   if (rec.cursor === null) return { continues: true, window: false };
   const v = validateCursor(db, rec.cursor, view, { allowSchemaWindow: true, acceptAlters: true, reads: columnsRead(rec) });
   if (v.status === 'ok') return { continues: true, window: v.window === true };
+  // A table not armed: the next sync re-arms it by itself, and rebuilds, unless the source must be fixed first.
+  const unarmed = v.status === 'rebuild' && v.reason === 'TABLE_UNARMED' ? unarmedOf(v.detail, rec.sourceTable) : undefined;
+  // Unarmed in this read: the next sync re-arms it, or it cannot ('armed' would be a re-arm committed since).
+  const rearms = unarmed !== undefined && nextSyncArming(db, unarmed.table) !== 'unarmed';
   const then =
     held !== undefined
       ? `it stays suspended (${held}) until it is rebuilt: ${reinitCommand(rec.name, paths.source, paths.target)}`
       : SYNC_REBUILDS.has(v.reason)
         ? 'the next sluice sync rebuilds it by itself, then verify again'
-        : 'the next sluice sync cannot rebuild it by itself: fix the source first';
+        : rearms
+          ? `the next sluice sync re-arms ${unarmed.table} on the source and rebuilds it by itself (CAPTURE_REARMED), then verify again`
+          : 'the next sluice sync cannot rebuild it by itself: fix the source first';
   return {
     continues: false,
     reason: v.reason,
     skipped: `not compared: the cursor of ${rec.name} (seq ${rec.seq}) does not continue on the source (${v.reason}: ${v.message}), so its rows need not match the source's at it; ${then}`,
+    ...(unarmed === undefined || held !== undefined
+      ? {}
+      : { repair: unarmedRepair(rec.name, unarmed.table, unarmed.why, rearms ? 'rearmed' : 'unarmed', paths) }),
   };
 }
 

@@ -1,4 +1,4 @@
-import { openDatabase, type Db, cachedStatement, writeTransactionSync } from '../../sqlite/index.ts';
+import { openDatabase, type Db, cachedStatement, repairAction, writeTransactionSync } from '../../sqlite/index.ts';
 import { compileProjection, type SourceShape, parseStoredDefinition, kindNamed } from '../../projection/index.ts';
 import { PROJECTIONS_TABLE, readProjection, setState, type ProjectionRecord } from '../target/index.ts';
 import type { ProjectionVerification } from './verify-types.ts';
@@ -12,10 +12,12 @@ import type { ProjectionVerification } from './verify-types.ts';
  * An fts5 index with external content is also checked against its key
  * table here (FTS5's integrity-check, which needs a write transaction,
  * though it writes nothing): the per-key hashes compare only the key table.
- * Each row is changed only if it is still of the build verify read, and,
- * for what the comparison found, still at the cursor it read (the index
- * check reads the index as it is, so a cursor a sync moved meanwhile does
- * not skip it).
+ * Each row is changed only if it is still of the build and in the state
+ * verify read, and, for what the comparison found, still at the cursor it
+ * read. The index check reads the index as it is, so neither a cursor a
+ * sync moved meanwhile nor a suspension another process made (a follower
+ * that saw a hand edit) skips it; one suspended meanwhile is not ok either
+ * way.
  */
 
 export const EDITED = 'TARGET_EDITED';
@@ -34,6 +36,8 @@ export function recordVerdicts(
   targetPath: string,
   records: readonly ProjectionRecord[],
   found: readonly ProjectionVerification[],
+  /** The source as the caller named it, for the repairs it says. */
+  sourcePath?: string,
 ): ProjectionVerification[] {
   const out = [...found];
   const todo = records.flatMap((rec, i) => {
@@ -55,20 +59,19 @@ export function recordVerdicts(
       cachedStatement(db, `UPDATE main.${PROJECTIONS_TABLE} SET name = name WHERE 0`).run();
       for (const { rec, v, i } of todo) {
         const stored = readProjection(db, 'main', rec.name);
-        if (!sameBuild(stored, rec)) continue;
-        // The index is checked as it is now, whatever the cursor did since the comparison: a follower
-        // that moved it has not made a hand-edited index right. What the comparison found at the
-        // cursor it read is stored only while the cursor is still there.
+        // Dropped or redefined since: not the projection verify compared.
+        if (stored === undefined || stored.definition !== rec.definition) continue;
+        // The index is checked as it is now, whatever the cursor or the state did since the comparison: a
+        // follower that moved the cursor has not made a hand-edited index right, and one that suspended
+        // it (it saw the edit) has not either. What the comparison found at the cursor it read is
+        // stored only while the cursor and the state are still as verify read them.
         const own = v.ok ? ownCheckOf(db, 'main', rec) : undefined;
+        if (!sameState(stored, rec)) {
+          out[i] = own === false ? indexEdited(v, rec, stored.seq) : (suspendedMeanwhile(v, rec, stored, targetPath, sourcePath) ?? v);
+          continue;
+        }
         if (stored.seq !== rec.seq && own !== false) continue;
-        if (own === false)
-          out[i] = {
-            ...v,
-            seq: stored.seq,
-            ok: false,
-            reason: EDITED,
-            skipped: `its index ${rec.targetTable} no longer holds exactly the entries of its rows (FTS5 integrity-check): it was changed outside sluice; rebuild it with sluice reinit`,
-          };
+        if (own === false) out[i] = indexEdited(v, rec, stored.seq);
         else if (own === undefined && comparedWhileSuspended(rec) && beyondRows(rec))
           out[i] = {
             ...v,
@@ -102,12 +105,46 @@ export function recordVerdicts(
   return out;
 }
 
+/** Whether the projection's row is still in the state verify compared it in: nothing suspended or cleared it (a sync may have moved its cursor since). */
+function sameState(now: ProjectionRecord, rec: ProjectionRecord): boolean {
+  return now.state === rec.state && now.reason === rec.reason;
+}
+
+/** An fts5 index whose integrity-check failed: not ok, whatever its rows compared as. */
+function indexEdited(v: ProjectionVerification, rec: ProjectionRecord, seq: number): ProjectionVerification {
+  return {
+    ...v,
+    seq,
+    ok: false,
+    reason: EDITED,
+    skipped: `its index ${rec.targetTable} no longer holds exactly the entries of its rows (FTS5 integrity-check): it was changed outside sluice; rebuild it with sluice reinit`,
+  };
+}
+
 /**
- * Whether the projection's row is still of the build verify compared: nothing suspended, cleared or
- * redefined it (a sync may have moved its cursor since).
+ * A projection another process (a follower that saw a hand edit) suspended
+ * while verify compared it: not ok, as health says, with its repair; what
+ * verify found equal was so only as it read it. Undefined when verify
+ * found it not ok itself, or it is not suspended now (another verify
+ * cleared it).
  */
-function sameBuild(now: ProjectionRecord | undefined, rec: ProjectionRecord): now is ProjectionRecord {
-  return now !== undefined && now.state === rec.state && now.reason === rec.reason && now.definition === rec.definition;
+function suspendedMeanwhile(
+  v: ProjectionVerification,
+  rec: ProjectionRecord,
+  now: ProjectionRecord,
+  targetPath: string,
+  sourcePath: string | undefined,
+): ProjectionVerification | undefined {
+  if (!v.ok || now.state !== 'suspended') return undefined;
+  const repair = repairAction(rec.name, now.reason, sourcePath ?? now.sourcePath ?? undefined, targetPath, rec.sourceTable);
+  return {
+    ...v,
+    seq: now.seq,
+    ok: false,
+    reason: now.reason ?? 'SUSPENDED',
+    skipped: `${rec.name} was suspended (${now.reason ?? 'no reason recorded'}) by another process while verify compared it (as sluice health says), so what verify found is not what it holds now`,
+    repair,
+  };
 }
 
 /** Whether the stored TARGET_EDITED says another program wrote tables of it besides the one holding its rows. */

@@ -29,7 +29,7 @@ import {
   kindOf,
 } from '../../projection/index.ts';
 import { excludedColumns } from '../../capture/index.ts';
-import { brokenDefinition, missingMirrors } from '../projections/index.ts';
+import { brokenDefinition, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -43,6 +43,7 @@ import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import { acrossWindow, cursorVerdict } from './verify-cursor.ts';
+import { suspensionRepair } from './suspension-repair.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 
@@ -129,21 +130,16 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
       const view = readSourceView(db);
       const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
       // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
-      const missing = missingMirrors(
+      const missing = unbuiltMirrors(
+        db,
         db,
         TARGET_SCHEMA,
         all,
         [...view.tables.values()].map((a) => a.table),
-      ).map((d) => ({
-        name: d.name,
-        ok: false,
-        seq: 0,
-        checked: 0,
-        inFlight: 0,
-        diffs: [],
-        reason: 'MIRROR_NOT_BUILT',
-        skipped: `not compared: table ${d.source} is captured but not mirrored yet (this target mirrors every captured table: "*"); ${repairAction(d.name, 'MIRROR_NOT_BUILT', sourcePath, targetPath)}`,
-      }));
+      ).map((d) => {
+        const { reason, action } = unbuiltMirrorAction(d, sourcePath, targetPath);
+        return { name: d.name, ok: false, seq: 0, checked: 0, inFlight: 0, diffs: [], reason, skipped: `not compared: ${action}` };
+      });
       if (records.length === 0 && missing.length === 0) {
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',
@@ -181,7 +177,7 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
   } finally {
     session.close();
   }
-  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out);
+  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out, sourcePath);
   return { ok: projections.every((p) => p.ok), sourceSeq: found.sourceSeq, projections };
 }
 
@@ -260,11 +256,18 @@ function verifyOne(
   context: CompareContext = {},
 ): ProjectionVerification {
   const v = compareOne(db, rec, hw, tid, prunedThrough, paths, shadowAt, context);
-  if (paths === undefined || v.ok) return v;
+  if (paths === undefined || v.ok || v.repair !== undefined) return v;
   // The repair health would print for it (src/reasons.ts), where the catalog has one.
   const code = v.diffs.length > 0 ? 'ROWS_DIFFER' : rec.state === 'suspended' ? rec.reason : v.reason;
   const has = rec.state === 'suspended' || (code !== undefined && code !== null && isReasonCode(code) && REASONS[code].repair !== null);
-  return has ? { ...v, repair: repairAction(rec.name, code, paths.source, paths.target, rec.sourceTable) } : v;
+  if (!has) return v;
+  return {
+    ...v,
+    repair:
+      rec.state === 'suspended'
+        ? suspensionRepair(rec, paths.source, paths.target, db)
+        : repairAction(rec.name, code, paths.source, paths.target, rec.sourceTable),
+  };
 }
 
 function compareOne(
@@ -289,7 +292,7 @@ function compareOne(
       ...base,
       ok: false,
       reason: rec.reason ?? rec.state,
-      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${repairAction(rec.name, rec.reason, paths?.source, paths?.target, rec.sourceTable)}`,
+      skipped: `not compared: ${rec.name} is suspended and ${asOf}; ${suspensionRepair(rec, paths?.source, paths?.target, db)}`,
     };
   }
   if (rec.state !== 'active')
@@ -335,7 +338,14 @@ function compareOne(
   if (unreadable !== undefined) return { ...base, ok: false, ...unreadable };
   // After the checks above, as sync's step makes them before its own (a table not captured with images first).
   const cursor = context.view === undefined || paths === undefined ? undefined : cursorVerdict(db, rec, context.view, paths, context.held);
-  if (cursor?.continues === false) return { ...base, ok: false, reason: cursor.reason, skipped: cursor.skipped };
+  if (cursor?.continues === false)
+    return {
+      ...base,
+      ok: false,
+      reason: cursor.reason,
+      skipped: cursor.skipped,
+      ...(cursor.repair === undefined ? {} : { repair: cursor.repair }),
+    };
   const window = cursor?.window === true && context.held === undefined;
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.

@@ -27,7 +27,6 @@ export {
   PROJECTION_SET_TABLE,
   isDefaultMirror,
   mirrorAllSource,
-  missingMirrors,
   readProjectionSet,
   storeProjectionSet,
   streamMirrors,
@@ -44,6 +43,7 @@ export {
   uncapturedTable,
 } from './sync-definitions.ts';
 export type { DefinitionInput, Refusal, Resolution } from './sync-definitions.ts';
+export { unbuiltMirrorAction, unbuiltMirrors } from './unbuilt-mirrors.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { skipUnread } from './applier.ts';

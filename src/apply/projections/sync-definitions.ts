@@ -19,6 +19,7 @@ import {
 import { TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
 import { nothingToMirror } from './nothing-to-mirror.ts';
+import { compileMirror } from './unbuilt-mirrors.ts';
 import {
   isDefaultMirror,
   MIRROR_ALL,
@@ -252,12 +253,9 @@ export function compileMirrorAll(
   const added = mirrorsToAdd(captured, records, mirrorAll, { names, tables });
   const compiled: CompiledProjection[] = [];
   for (const d of added.mirrors) {
-    try {
-      compiled.push(compileAgainstSource(db, d));
-    } catch (err) {
-      if (!(err instanceof SluiceError)) throw err;
-      added.unmirrored.push({ table: d.source, mode: 'images', why: `${err.code}: ${err.message}` });
-    }
+    const c = compileMirror(db, d);
+    if ('refused' in c) added.unmirrored.push({ table: d.source, mode: 'images', why: c.refused });
+    else compiled.push(c);
   }
   return { compiled, unmirrored: added.unmirrored };
 }

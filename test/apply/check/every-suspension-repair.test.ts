@@ -124,12 +124,14 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [{ run: ['enable', w.src, 'items'] }, sync(w)],
   },
-  // A UNIQUE index over an expression unarms the table, and sync cannot re-arm it.
+  // A UNIQUE index over an expression unarms the table, and sync cannot re-arm it: the fix status gives (rearmFix), not enable alone, which refuses it.
   TABLE_UNARMED: {
     cause: async (w) => {
       write(w.src, 'CREATE UNIQUE INDEX items_lower ON items (lower(name)); UPDATE items SET n = 9 WHERE id = 1');
       await suspendingSync(w);
     },
+    printed: (w) =>
+      `TABLE_UNARMED: fix the source: change items as the UNIQUE_EXPRESSION_INDEX refusal says (enable refuses it as it is, and says how), then run sluice enable ${w.src} items, then run sluice sync again`,
     repair: (w) => [
       // What `sluice enable` says when the index is there: make it a UNIQUE index over plain columns.
       { fix: 'drop the UNIQUE expression index', apply: () => write(w.src, 'DROP INDEX items_lower') },
@@ -255,6 +257,32 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
       onSource(w, (db) => enable(db, ['more']));
     },
     repair: (w) => [sync(w)],
+  },
+  // A table enabled after the first sync of a "*" target whose mirror cannot be made as it is (its key compares with
+  // another collation than the column's): sync leaves it out (exit 0) every time; declaring the key as the refusal
+  // says, the next sync builds it (re-arming the table made again).
+  MIRROR_REFUSED: {
+    projection: 'codes',
+    cause: (w) => {
+      write(
+        w.src,
+        "CREATE TABLE codes (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code COLLATE BINARY)); INSERT INTO codes VALUES ('a', 'x')",
+      );
+      onSource(w, (db) => enable(db, ['codes']));
+    },
+    printed: (w) =>
+      `MIRROR_REFUSED: change codes as that refusal says, then run sluice sync ${w.src} ${w.tgt}, which builds its mirror; or, if no target needs codes, stop capturing it: sluice disable ${w.src} codes`,
+    repair: (w) => [
+      {
+        fix: "declare the key with the column's collation",
+        apply: () =>
+          write(
+            w.src,
+            "DROP TABLE codes; CREATE TABLE codes (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code)); INSERT INTO codes VALUES ('a', 'x')",
+          ),
+      },
+      sync(w),
+    ],
   },
   // A custom handler that throws an Error with no code.
   APPLY_FAILED: {

@@ -83,5 +83,25 @@ describe('health and a cursor that cannot continue', () => {
     expect(h.status).toBe(3);
     expect(h.byName.items).toMatchObject({ rebuild: 'TABLE_UNARMED', needsAction: true });
     expect(h.byName.items?.action).toMatch(/^TABLE_UNARMED: .*UNIQUE_EXPRESSION_INDEX/);
+    expect(h.byName.items?.action).toMatch(/the next sluice sync cannot rebuild items by itself/);
+  });
+
+  test('a capture trigger another program dropped: TABLE_UNARMED needs action (exit 3), and the fix it names is the next sync, which re-arms the table and rebuilds', async () => {
+    const { src, tgt } = await setup();
+    pythonWrite(src, "DROP TRIGGER _sluice_t1_upd; UPDATE items SET name = 'x' WHERE id = 1");
+    const h = await health(tgt);
+    expect(h.status).toBe(3);
+    expect(h.byName.items).toMatchObject({ rebuild: 'TABLE_UNARMED', needsAction: true });
+    expect(h.byName.items?.action).toMatch(/^TABLE_UNARMED: .*TRIGGER_MISSING/);
+    expect(h.byName.items?.action).toContain(
+      `the next sluice sync re-arms items on the source and rebuilds items by itself: sluice sync ${src} ${tgt}`,
+    );
+    expect(h.text.stdout).not.toMatch(/cannot rebuild/);
+
+    const s = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(s.status, s.stderr).toBe(0);
+    expect(parseJson(s, S.syncOutput).projections.find((p) => p.name === 'items')).toMatchObject({ rebuilt: 'CAPTURE_REARMED' });
+    const after = await health(tgt);
+    expect(after.status, JSON.stringify(after.byName)).toBe(0);
   });
 });

@@ -81,6 +81,36 @@ describe('verify and a cursor that does not continue on the source', () => {
     await expectRebuiltBySync(src, tgt, 'TABLE_REARMED');
   });
 
+  test('a trigger dropped by another program and a write it missed, not re-armed yet: TABLE_UNARMED, which the next sync re-arms and rebuilds by itself', async ({
+    tmp,
+  }) => {
+    const { src, tgt } = await setup(tmp);
+    pythonWrite(src, 'DROP TRIGGER _sluice_t1_upd; UPDATE t SET v = 99 WHERE id = 1');
+    const r = await verify(src, tgt);
+    const t = r.projections.find((p) => p.name === 't');
+    expect(t, JSON.stringify(r)).toMatchObject({ ok: false, reason: 'TABLE_UNARMED', diffs: [] });
+    expect(t?.skipped).toMatch(/the next sluice sync re-arms t on the source and rebuilds it by itself/);
+    expect(t?.skipped).not.toMatch(/cannot/);
+    expect(t?.repair).toBe(
+      `TABLE_UNARMED: run sluice sync ${src} ${tgt}: it re-arms t on the source and rebuilds t from a snapshot (CAPTURE_REARMED)`,
+    );
+    expect(scalar(tgt, "SELECT state || ' ' || coalesce(reason, '') FROM _sluice_projections WHERE name = 't'")).toBe('active ');
+    const s = await sync(src, tgt);
+    expect(s.projections.find((p) => p.name === 't')).toMatchObject({ rebuilt: 'CAPTURE_REARMED' });
+    expect((await verify(src, tgt)).ok).toBe(true);
+  });
+
+  test('a table the next sync cannot re-arm (a UNIQUE expression index): TABLE_UNARMED, with the fix status gives', async ({ tmp }) => {
+    const { src, tgt } = await setup(tmp);
+    pythonWrite(src, 'CREATE UNIQUE INDEX t_neg ON t (-v)');
+    const t = (await verify(src, tgt)).projections.find((p) => p.name === 't');
+    expect(t).toMatchObject({ ok: false, reason: 'TABLE_UNARMED', diffs: [] });
+    expect(t?.skipped).toMatch(/the next sluice sync cannot rebuild it by itself: fix the source first/);
+    expect(t?.repair).toBe(
+      `TABLE_UNARMED: fix the source: change t as the UNIQUE_EXPRESSION_INDEX refusal says (enable refuses it as it is, and says how), then run sluice enable ${src} t, then run sluice sync again`,
+    );
+  });
+
   test('DDL sluice did not make, and rows that differ: SCHEMA_WINDOW (sync rebuilds rather than prove continuity), ok when they match', async ({
     tmp,
   }) => {

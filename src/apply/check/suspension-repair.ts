@@ -1,0 +1,81 @@
+import { repairAction, shellCommand, type Db } from '../../sqlite/index.ts';
+import { nextSyncArming, rearmFix } from '../../capture/index.ts';
+import { currentCode } from '../../reasons.ts';
+
+/*
+ * The repair of a projection whose source table is not armed
+ * (TABLE_UNARMED), said alike by sync, health and verify. The catalog's
+ * repair of TABLE_UNARMED (src/reasons.ts) cannot know why the table is not
+ * armed: a table unarmed for a reason enable's re-arm repairs (a trigger
+ * another program dropped, a column added) is re-armed by the next sync by
+ * itself, which then rebuilds the projection (CAPTURE_REARMED); one enable
+ * refuses as it is (UNIQUE_FROM_ROWID, ...) must be changed first, as
+ * status says (rearmFix).
+ */
+
+/**
+ * What to do about projection `name`, whose source table `table` was found
+ * not armed for `why`, by how the next sync finds the table (`arming`:
+ * capture's nextSyncArming, read on the source as it is now): armed again,
+ * that sync lifts the suspension by itself; re-armed by it, it rebuilds;
+ * else the source must be fixed first, as status says (rearmFix).
+ */
+export function unarmedRepair(
+  name: string,
+  table: string,
+  why: string | undefined,
+  arming: 'armed' | 'rearmed' | 'unarmed',
+  paths: { readonly source: string; readonly target: string },
+): string {
+  const sync = shellCommand('sync', paths);
+  if (arming === 'armed') return `TABLE_UNARMED: ${table} is armed again: run ${sync}, which lifts the suspension of ${name} by itself`;
+  if (arming === 'rearmed')
+    return `TABLE_UNARMED: run ${sync}: it re-arms ${table} on the source and rebuilds ${name} from a snapshot (CAPTURE_REARMED)`;
+  return `TABLE_UNARMED: fix the source: ${rearmFix(paths.source, table, why)}, then run sluice sync again`;
+}
+
+/**
+ * The table and its arming reason that a TABLE_UNARMED suspension (`why`)
+ * or cursor check (`reason`) recorded in its detail; `table` when it names
+ * none.
+ */
+export function unarmedOf(
+  detail: Readonly<Record<string, unknown>> | null | undefined,
+  table: string,
+): { readonly table: string; readonly why: string | undefined } {
+  const why = detail?.why ?? detail?.reason;
+  return { table: typeof detail?.table === 'string' ? detail.table : table, why: typeof why === 'string' ? why : undefined };
+}
+
+/**
+ * What to do about suspended projection `r`, with the command: the
+ * catalog's repair (repairAction), but for TABLE_UNARMED the one above,
+ * where `source` (read as it is now) tells how the next sync finds its
+ * table; without it (said by the sync that suspended it, whose re-arm just
+ * left the table unarmed), the source must be fixed first.
+ */
+export function suspensionRepair(
+  r: {
+    readonly name: string;
+    readonly reason?: string | null | undefined;
+    readonly detail?: Readonly<Record<string, unknown>> | null | undefined;
+    readonly sourceTable?: string | undefined;
+  },
+  sourcePath: string | undefined,
+  targetPath: string | undefined,
+  source?: Db,
+): string {
+  const named = typeof r.detail?.table === 'string' ? r.detail.table : r.sourceTable;
+  if (
+    r.reason != null &&
+    currentCode(r.reason) === 'TABLE_UNARMED' &&
+    sourcePath !== undefined &&
+    targetPath !== undefined &&
+    named !== undefined
+  ) {
+    const { table, why } = unarmedOf(r.detail, named);
+    const arming = source === undefined ? 'unarmed' : nextSyncArming(source, table);
+    return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath });
+  }
+  return repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable);
+}
