@@ -30,7 +30,7 @@ import {
   tickDdl,
 } from './schema.ts';
 import { reservedColumn } from './gates.ts';
-import { uniqueFromRowid, uniqueFromRowidDetail } from './unique-from-rowid.ts';
+import { uniqueFromRowid, uniqueFromRowidDetail, uniqueFromRowidFix } from './unique-from-rowid.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
 
 /**
@@ -180,7 +180,11 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       );
     const inputs = guardInputs(db, table.name);
     const fromRowid = info === undefined ? undefined : uniqueFromRowid(info, inputs.uniques);
-    if (fromRowid !== undefined) return unarmed(fromRowid.code, `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}`);
+    if (fromRowid !== undefined)
+      return unarmed(
+        fromRowid.code,
+        `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}; to arm it again, ${uniqueFromRowidFix(table.name, fromRowid)}`,
+      );
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)
         return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));

@@ -31,9 +31,19 @@ export function rearmableAs(db: Db, a: TableArming): { readonly info: TableInfo;
  * first). Reads only.
  */
 export function nextSyncArming(db: Db, table: string): 'armed' | 'rearmed' | 'unarmed' {
-  const v = verifyCapture(db);
-  const a = v.problem === undefined ? v.tables.find((t) => t.table.name === table) : undefined;
+  const a = armingOf(db, table);
   if (a === undefined) return 'unarmed';
   if (a.armed) return 'armed';
   return rearmableAs(db, a) === undefined ? 'unarmed' : 'rearmed';
+}
+
+/** Why captured table `table` of source `db` is not armed now, in words (its arming detail, which names the change it needs); undefined when it is armed or not captured. Reads only. */
+export function unarmedDetail(db: Db, table: string): string | undefined {
+  const a = armingOf(db, table);
+  return a === undefined || a.armed ? undefined : a.detail;
+}
+
+function armingOf(db: Db, table: string): TableArming | undefined {
+  const v = verifyCapture(db);
+  return v.problem === undefined ? v.tables.find((t) => t.table.name === table) : undefined;
 }

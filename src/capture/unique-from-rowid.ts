@@ -1,5 +1,5 @@
 import type { TableInfo, UniqueIndexInfo } from '../sqlite/index.ts';
-import { columnDefinitionNames, foldIdent } from '../sqlite/index.ts';
+import { columnDefinitionNames, foldIdent, quoteIdent } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
 
 /*
@@ -96,11 +96,25 @@ export function uniqueFromRowidDetail(table: string, found: UniqueFromRowid): st
   return `its UNIQUE index ${found.index} is over column ${found.column}, generated from ${found.key}, the INTEGER PRIMARY KEY (the rowid). An INSERT that leaves ${found.key} to SQLite (INSERT OR REPLACE INTO ${table} without ${found.key}) gets its rowid only after sluice's triggers ran, so they cannot tell which row it replaces through ${found.index}, and that row's delete would be lost downstream`;
 }
 
+/**
+ * How to change the table so enable takes it, in words: dropping the index
+ * first when it is one made by CREATE UNIQUE INDEX (named, so it can be
+ * dropped alone), else the UNIQUE constraint in the table's definition.
+ */
+export function uniqueFromRowidFix(table: string, found: UniqueFromRowid): string {
+  const dropIndex = found.index.startsWith('sqlite_autoindex_')
+    ? ''
+    : `drop the UNIQUE index ${found.index} (DROP INDEX ${quoteIdent(found.index)}), `;
+  return found.by === 'default'
+    ? `${dropIndex}drop the DEFAULT or the NOT NULL of ${found.key}, compute ${found.column} from other columns, drop the UNIQUE constraint on it, or do not capture ${table}`
+    : `${dropIndex}make ${found.column} an ordinary column the application writes, compute it from columns other than ${found.key}, drop the UNIQUE constraint on it, or do not capture ${table}`;
+}
+
 /** The refusal of such a table at enable. */
 export function uniqueFromRowidError(table: string, found: UniqueFromRowid): CaptureRefusedError {
-  const fix =
-    found.by === 'default'
-      ? `drop the DEFAULT or the NOT NULL of ${found.key}, compute ${found.column} from other columns, drop the UNIQUE constraint on it, or do not capture ${table}`
-      : `make ${found.column} an ordinary column the application writes, compute it from columns other than ${found.key}, drop the UNIQUE constraint on it, or do not capture ${table}`;
-  return new CaptureRefusedError(found.code, table, `Table ${table}: ${uniqueFromRowidDetail(table, found)}. Fix: ${fix}.`);
+  return new CaptureRefusedError(
+    found.code,
+    table,
+    `Table ${table}: ${uniqueFromRowidDetail(table, found)}. Fix: ${uniqueFromRowidFix(table, found)}.`,
+  );
 }

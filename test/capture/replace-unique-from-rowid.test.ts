@@ -105,9 +105,12 @@ test('a captured table that gets such a UNIQUE index is unarmed, and a mirror sy
   const change = 'change log as the UNIQUE_FROM_ROWID refusal says (enable refuses it as it is, and says how), then run sluice enable';
   expect(String(p?.detail?.message)).toContain(`To re-arm it, ${change}`);
   const shown = runCli(['status', file]);
-  expect({ status: shown.status, fix: /fix: (.*)/.exec(shown.stdout)?.[1] }).toEqual({
+  // The change itself is named too, in the unarmed detail beside it: the index can be dropped alone.
+  const dropIt = 'to arm it again, drop the UNIQUE index log_slot (DROP INDEX ';
+  expect({ status: shown.status, fix: /fix: (.*)/.exec(shown.stdout)?.[1], drop: shown.stdout.includes(dropIt) }).toEqual({
     status: 3,
     fix: `${change} ${file} log`,
+    drop: true,
   });
   // sync, health and verify name the same fix, never enable --mode images (which enable refuses as well).
   const fix = `TABLE_UNARMED: fix the source: ${change} ${file} log, then run sluice sync again`;
@@ -117,10 +120,14 @@ test('a captured table that gets such a UNIQUE index is unarmed, and a mirror sy
     ['verify', file, target],
   ]) {
     const r = runCli(args);
-    expect({ status: r.status, fix: r.stdout.includes(fix), images: r.stdout.includes('--mode images') }, r.stdout).toEqual({
+    expect(
+      { status: r.status, fix: r.stdout.includes(fix), images: r.stdout.includes('--mode images'), drop: r.stdout.includes(dropIt) },
+      r.stdout,
+    ).toEqual({
       status: 3,
       fix: true,
       images: false,
+      drop: true,
     });
   }
   // Dropping the index arms it again; the next sync rebuilds the mirror from the source (DDL since its cursor).

@@ -1,5 +1,5 @@
 import { repairAction, shellCommand, type Db } from '../../sqlite/index.ts';
-import { nextSyncArming, rearmFix } from '../../capture/index.ts';
+import { nextSyncArming, rearmFix, unarmedDetail } from '../../capture/index.ts';
 import { currentCode } from '../../reasons.ts';
 
 /*
@@ -18,7 +18,8 @@ import { currentCode } from '../../reasons.ts';
  * not armed for `why`, by how the next sync finds the table (`arming`:
  * capture's nextSyncArming, read on the source as it is now): armed again,
  * that sync lifts the suspension by itself; re-armed by it, it rebuilds;
- * else the source must be fixed first, as status says (rearmFix).
+ * else the source must be fixed first, as status says (rearmFix), with
+ * the table's arming `detail` when it was read (it names the change).
  */
 export function unarmedRepair(
   name: string,
@@ -26,12 +27,13 @@ export function unarmedRepair(
   why: string | undefined,
   arming: 'armed' | 'rearmed' | 'unarmed',
   paths: { readonly source: string; readonly target: string },
+  detail?: string,
 ): string {
   const sync = shellCommand('sync', paths);
   if (arming === 'armed') return `TABLE_UNARMED: ${table} is armed again: run ${sync}, which lifts the suspension of ${name} by itself`;
   if (arming === 'rearmed')
     return `TABLE_UNARMED: run ${sync}: it re-arms ${table} on the source and rebuilds ${name} from a snapshot (CAPTURE_REARMED)`;
-  return `TABLE_UNARMED: fix the source: ${rearmFix(paths.source, table, why)}, then run sluice sync again`;
+  return `TABLE_UNARMED: fix the source: ${rearmFix(paths.source, table, why)}, then run sluice sync again${detail === undefined ? '' : ` (${table} is not armed: ${detail})`}`;
 }
 
 /**
@@ -75,7 +77,8 @@ export function suspensionRepair(
   ) {
     const { table, why } = unarmedOf(r.detail, named);
     const arming = source === undefined ? 'unarmed' : nextSyncArming(source, table);
-    return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath });
+    const detail = source === undefined || arming !== 'unarmed' ? undefined : unarmedDetail(source, table);
+    return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail);
   }
   return repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable);
 }
