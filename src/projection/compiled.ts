@@ -111,6 +111,25 @@ export function excludedColumnRead(
   );
 }
 
+/**
+ * Whether tables built over the source shape stored as `storedShape` (a
+ * projection's or a build's JSON) may hold a column that `now` leaves out
+ * of capture: a column it had is excluded since. Such tables are dropped
+ * scrubbed (sqlite/scrub.ts), not plainly.
+ */
+export function holdsExcluded(storedShape: string, now: SourceShape): boolean {
+  if (now.excluded === undefined || now.excluded.length === 0) return false;
+  let columns: unknown;
+  try {
+    columns = (JSON.parse(storedShape) as { columns?: unknown }).columns;
+  } catch {
+    return true; // (Not known: dropped as if it did.)
+  }
+  if (!Array.isArray(columns)) return true;
+  const out = new Set(now.excluded.map(foldIdent));
+  return columns.some((c) => out.has(foldIdent(String((c as { name?: unknown } | null)?.name))));
+}
+
 export { columnDecl } from '../sqlite/index.ts';
 
 export function findColumn(shape: SourceShape, column: string, projection: string): SourceColumn {

@@ -1,6 +1,7 @@
 import type { Db } from './db.ts';
 import { connectionState, slot } from './connection-state.ts';
 import { cachedStatement } from './statement-cache.ts';
+import { checkpointScrubbed, forgetScrubbed } from './scrub.ts';
 
 /*
  * The one module that begins, commits and rolls back transactions: every
@@ -75,6 +76,7 @@ function open(db: Db, mode: WriteMode): Frame {
 /** Undoes the transaction or savepoint, unless SQLite ended the transaction already. */
 function undo(f: Frame): void {
   const { db, savepoint } = f;
+  if (savepoint === undefined) forgetScrubbed(db);
   if (!db.inTransaction) return;
   if (savepoint === undefined) {
     cachedStatement(db, 'ROLLBACK').run();
@@ -111,6 +113,7 @@ function finish<T>(f: Frame, result: T, options: TransactionOptions<T>): T {
     failed(f, options);
     throw err;
   }
+  checkpointScrubbed(f.db);
   options.afterCommit?.();
   return result;
 }
@@ -255,9 +258,11 @@ export function commitHeld(db: Db): void {
     rollbackOpen(db);
     throw err;
   }
+  checkpointScrubbed(db);
 }
 
 /** Rolls back the transaction open on `db`, if one is (a held one let go, a damaged file found mid-transaction). */
 export function rollbackOpen(db: Db): void {
   if (db.inTransaction) cachedStatement(db, 'ROLLBACK').run();
+  forgetScrubbed(db);
 }

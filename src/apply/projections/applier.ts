@@ -1,6 +1,14 @@
 import { createHash } from 'node:crypto';
 import type { Db } from '../../sqlite/index.ts';
-import { canHoldNegativeZero, declaredType, foldIdent, quoteIdent, writeTransaction, reinitCommand } from '../../sqlite/index.ts';
+import {
+  canHoldNegativeZero,
+  declaredType,
+  foldIdent,
+  quoteIdent,
+  writeTransaction,
+  reinitCommand,
+  scrubbing,
+} from '../../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, errorCode } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
 import type { ChangeBatch } from '../../feed/index.ts';
@@ -12,6 +20,7 @@ import {
   kindOf,
   foreignUniqueIndexOf,
   ftsUniqueMessage,
+  holdsExcluded,
 } from '../../projection/index.ts';
 import type { SnapshotBuild, SnapshotRows } from '../../projection/index.ts';
 import {
@@ -233,6 +242,8 @@ export class SnapshotInstall {
   readonly #shadow: string;
   readonly #previous: readonly string[];
   readonly #indexes: UserIndex[];
+  /** The tables it replaces may hold a column left out of capture since: dropped scrubbed (sqlite/scrub.ts). */
+  readonly #scrub: boolean;
 
   private constructor(
     t: ApplyTarget,
@@ -241,8 +252,10 @@ export class SnapshotInstall {
     indexes: UserIndex[],
     shadow: string,
     build: SnapshotBuild,
+    scrub: boolean,
   ) {
     this.#t = t;
+    this.#scrub = scrub;
     this.p = p;
     this.#previous = previous;
     this.#indexes = indexes;
@@ -267,7 +280,8 @@ export class SnapshotInstall {
     const shadow = shadowName(p);
     for (const x of ownedTablesAt(p, shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
     kind.create(db, schema, p, shadow);
-    return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow));
+    const scrub = rec !== undefined && holdsExcluded(rec.sourceShape, p.source);
+    return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow), scrub);
   }
 
   add(rows: SnapshotRows): Promise<void> {
@@ -283,7 +297,11 @@ export class SnapshotInstall {
   async finish(cursor: string, seq: number): Promise<{ readonly rows: number; readonly droppedIndexes: readonly DroppedIndex[] }> {
     const { db, schema } = this.#t;
     const rows = await this.#build.finish();
-    for (const x of this.#previous) db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+    const drop = () => {
+      for (const x of this.#previous) db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
+    };
+    if (this.#scrub) scrubbing(db, schema, drop);
+    else drop();
     kindOf(this.p).rename(db, schema, this.p, this.#shadow);
     // The indexes a user added to the tables it replaced, made again (see user-indexes.ts).
     const droppedIndexes = restoreIndexes(db, schema, this.#indexes);

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCommand } from '../../sqlite/index.ts';
+import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCommand, scrubbing } from '../../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop } from '../target/index.ts';
 import { ownedBy } from './applier.ts';
@@ -16,7 +16,9 @@ export interface DropResult {
 /**
  * Removes a projection from a target: its row in `_sluice_projections` and
  * the tables it owns (never another table), with those of a protected
- * rebuild in progress (its shadow and staged copy), in one target transaction. An
+ * rebuild in progress (its shadow and staged copy), in one target transaction,
+ * with the freed pages zeroed and the target checkpointed after (the tables
+ * may hold a column left out of capture since: sqlite/scrub.ts). An
  * unknown name is refused, naming the projections there are. Stop a
  * `sync --follow` of the projection first: one still running with its
  * definition would build it again. A mirror that "*" made (projection-set.ts)
@@ -51,7 +53,11 @@ export function dropProjection(targetPath: string, name: string): DropResult {
         // A protected rebuild in progress: its shadow and staged copy are the projection's too.
         const build = readBuild(rec);
         if (build !== undefined) dropped.push(...buildTables(build).filter((t) => db.prepare(EXISTS).get(t) !== undefined));
-        for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
+        // Scrubbed (sqlite/scrub.ts): drop opens the target only, so it cannot tell whether the tables hold a column the
+        // source has left out of capture since (a map or fts5 index that read it is suspended with its rows as they were).
+        scrubbing(db, 'main', () => {
+          for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
+        });
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
         // A mirror "*" made: "*" leaves its table out from now on, or the next sync would make it again.
         excludeFromMirrorAll(db, 'main', records, rec);

@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { quoteIdent, cachedStatement } from '../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, scrubbing } from '../../sqlite/index.ts';
 import type { CapturedTable } from '../../capture/index.ts';
 import { cursorToken, type SourceView } from '../../feed/index.ts';
-import { stagedCopyOf, type CompiledProjection, kindOf } from '../../projection/index.ts';
+import { stagedCopyOf, type CompiledProjection, kindOf, holdsExcluded } from '../../projection/index.ts';
 import type { KindName } from '../../projection/index.ts';
 import {
   newProjectionRecord,
@@ -169,14 +169,19 @@ export function resumeOrRollbackShadowBuild(
   if (b === undefined) return undefined;
   const same = b.fingerprint === p.fingerprint && (b.staging === undefined || b.shape === JSON.stringify(p.source));
   if (same && (b.fill?.seq ?? b.caughtSeq) >= prunedThrough) return b;
-  dropShadow(t, b);
+  // A build begun before a column it copies was left out of capture: its tables hold the column.
+  dropShadow(t, b, holdsExcluded(b.shape, p.source));
   writeBuild(t, p.name, null);
   return undefined;
 }
 
-/** Drops a build's shadow tables and staged copy. */
-export function dropShadow(t: ApplyTarget, b: BuildState): void {
-  for (const x of buildTables(b)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
+/** Drops a build's shadow tables and staged copy (`scrub`: they may hold a column left out of capture since: sqlite/scrub.ts). */
+export function dropShadow(t: ApplyTarget, b: BuildState, scrub = false): void {
+  const drop = () => {
+    for (const x of buildTables(b)) t.db.exec(`DROP TABLE IF EXISTS ${quoteIdent(t.schema)}.${quoteIdent(x)}`);
+  };
+  if (scrub) scrubbing(t.db, t.schema, drop);
+  else drop();
 }
 
 /**
@@ -200,7 +205,8 @@ export function atomicSwapShadow(
   checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
   // Renamed out of the way, not dropped: a drop frees every page with the lock held (retired-tables.ts).
-  retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes);
+  // Tables of a definition that read a column left out of capture since: their drop is scrubbed (retired-tables.ts).
+  retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes, holdsExcluded(rec.sourceShape, p.source));
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
   cachedStatement(

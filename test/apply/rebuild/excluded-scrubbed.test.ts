@@ -1,0 +1,77 @@
+// a column left out of capture after a target was built leaves no byte of its values in the target's files once rebuilt or dropped
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { openDatabase } from '../../../src/sqlite/index.ts';
+import { enable } from '../../../src/capture/index.ts';
+import { sync } from '../../../src/apply/sync/index.ts';
+import { dropProjection } from '../../../src/apply/projections/index.ts';
+import { makeSource } from '../support/target.ts';
+
+/*
+ * docs/journal.md, "Columns left out of capture": an excluded column ends
+ * up in no target. A target built before the column was excluded holds
+ * its values; the rebuild that takes the column out (a mirror's changed
+ * definition, a map's reinit without it) and `sluice drop` of a projection
+ * that read it free those tables' pages. They are freed zeroed
+ * (secure_delete, for that drop only) and the target checkpointed after
+ * (TRUNCATE), so neither the file nor its -wal keeps the values.
+ */
+
+const ROWS = 2000;
+const SCHEMA = 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT NOT NULL, pw TEXT)';
+const SEED = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO users SELECT i, 'n' || i, printf('SECRETPW%06d', i) FROM c`;
+
+/** How many distinct excluded values (either case: an fts5 index lowers its tokens) the target's file and -wal hold. */
+function secretsIn(file: string): number {
+  const bytes = Buffer.concat([file, `${file}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f)));
+  return new Set(
+    bytes
+      .toString('latin1')
+      .match(/SECRETPW[0-9]{6}/gi)
+      ?.map((s) => s.toUpperCase()) ?? [],
+  ).size;
+}
+
+describe('a column excluded after a target was built', () => {
+  test('a mirror rebuilt without it (a protected rebuild: swap, retired table dropped) keeps none of its values', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
+    const target = path.join(tmp, 'cache.db');
+    await sync(src.file, target);
+    expect(secretsIn(target)).toBe(ROWS);
+    // A user index over the column: its pages go zeroed too.
+    const t = openDatabase(target);
+    t.exec('CREATE INDEX by_pw ON users (pw)');
+    t.close();
+    enable(src.db, ['users'], { exclude: ['pw'] });
+    const r = await sync(src.file, target);
+    expect(r.projections[0]).toMatchObject({ rebuilt: 'DEFINITION_CHANGED', swapped: true });
+    const check = openDatabase(target, { readonly: true });
+    expect(check.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get()).toBe('id,name');
+    check.close();
+    expect(secretsIn(target)).toBe(0);
+  });
+
+  test('a map and an fts5 index that read it: a reinit without it, and a drop, keep none of its values', async ({ makeDb, tmp }) => {
+    const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
+    const target = path.join(tmp, 'cache.db');
+    const map = (withPw: boolean) => ({
+      name: 'umap',
+      source: 'users',
+      kind: 'map' as const,
+      columns: { id: 'id', name: 'name', ...(withPw ? { pwc: 'pw' } : {}) },
+    });
+    const fts = { name: 'ufts', source: 'users', kind: 'fts5' as const, columns: ['name', 'pw'], content: 'external' as const };
+    await sync(src.file, target, { projections: [map(true), fts] });
+    expect(secretsIn(target)).toBe(ROWS);
+    enable(src.db, ['users'], { exclude: ['pw'] });
+    // Both now read an excluded column: suspended, their tables as they were.
+    await sync(src.file, target);
+    await sync(src.file, target, { projections: [map(false)], reinit: ['umap'] });
+    dropProjection(target, 'ufts');
+    expect(secretsIn(target)).toBe(0);
+  });
+});
