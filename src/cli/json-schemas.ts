@@ -349,6 +349,7 @@ export const runStatusOutput = pipelineHealthOutput.extend({
         name: z.string(),
         state: z.enum(['starting', 'running', 'retrying', 'stopping', 'stopped']),
         phase: z.enum(['building', 'following']).optional(),
+        stalled: z.object({ sinceMs: z.number().int(), boundMs: z.number().int() }).optional(),
         failure: z
           .object({
             code: z.string(),

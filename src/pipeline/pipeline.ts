@@ -46,6 +46,8 @@ export interface PipelineSource {
 export interface HealthBounds {
   readonly maxLagEvents?: number | undefined;
   readonly maxLagMs?: number | undefined;
+  /** sluice run: a pass of the target in flight this long without committing a batch is stalled (/healthz 503). Default STALLED_PASS_MS. */
+  readonly maxPassMs?: number | undefined;
 }
 
 export interface PipelineTarget {

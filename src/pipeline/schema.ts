@@ -39,6 +39,11 @@ export const captureSchema = z
 export const healthBoundsSchema = z.strictObject({
   maxLagEvents: z.int().positive().optional().describe('Most events a projection may be behind its source'),
   maxLagMs: z.int().positive().optional().describe('Most milliseconds since the oldest source event not yet applied'),
+  maxPassMs: z
+    .int()
+    .positive()
+    .optional()
+    .describe('Most milliseconds a pass of sluice run may go without committing before /healthz says it is stalled (default 5000)'),
 });
 
 /**

@@ -92,6 +92,12 @@ export interface RunPart {
   readonly state: 'starting' | 'running' | 'retrying' | 'stopping' | 'stopped';
   /** What a target part is doing: building a projection from a snapshot (a first build: /healthz is 503), or following its source. */
   readonly phase?: 'building' | 'following' | undefined;
+  /**
+   * A following target whose pass in flight has committed nothing for longer
+   * than its bound (health: maxPassMs, default 5 s): a custom handler that
+   * awaits what never comes, or loops. /healthz is 503 meanwhile.
+   */
+  readonly stalled?: { readonly sinceMs: number; readonly boundMs: number } | undefined;
   /** The last failure, kept until the part runs again without one. */
   readonly failure: {
     readonly code: string;

@@ -24,6 +24,13 @@ export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from 
 /** Why a cursor cannot continue that the next sync rebuilds from by itself (kind `rebuilt`): no action needed. */
 const SYNC_REBUILDS: ReadonlySet<string> = reasonsOf('rebuilt');
 
+/**
+ * Of those, a cursor past what the source holds (an older copy restored):
+ * the target holds changes the source no longer has, wrong until rebuilt
+ * (between two cron syncs, hours): a problem, not a note.
+ */
+const AHEAD_OF_SOURCE: ReadonlySet<string> = new Set(['SEQ_REGRESSED', 'HISTORY_DIVERGED']);
+
 export interface HealthOptions {
   /** A projection more than this many events behind needs action. */
   readonly maxLagEvents?: number;
@@ -182,6 +189,10 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
           reads: columnsRead(r),
         });
         if (v.status === 'rebuild') facts.rebuild = v.reason;
+        if (v.status === 'rebuild' && AHEAD_OF_SOURCE.has(v.reason) && r.sourcePath !== null)
+          facts.problems.push(
+            `${v.reason}: ${v.message} (until it is rebuilt, ${r.name} holds changes the source does not have: the next sluice sync rebuilds it by itself, a follower (sluice run, sync --follow) within a second of the restore: ${shellCommand('sync', { source: r.sourcePath, target: targetPath })})`,
+          );
         if (v.status !== 'ok' && !SYNC_REBUILDS.has(v.reason)) {
           // A table not armed: writes go unrecorded until the next sync, which re-arms it by itself unless the source must be fixed first.
           const unarmed = v.status === 'rebuild' && v.reason === 'TABLE_UNARMED' ? unarmedOf(v.detail, r.sourceTable).table : undefined;

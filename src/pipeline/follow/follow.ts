@@ -28,6 +28,8 @@ export interface FollowLoopOptions {
   readonly onLoadError?: (err: unknown) => void;
   /** Each pass's report, and each idle look that found a hand edit. */
   readonly onReport: (r: SyncReport) => void;
+  /** Told when a pass starts (true) and ends (false): sluice run says a pass in flight too long is stalled (run/pass-in-flight.ts). */
+  readonly onPass?: (inFlight: boolean) => void;
 }
 
 /**
@@ -76,7 +78,13 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           options.onLoadError?.(err);
         }
       }
-      const report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal });
+      options.onPass?.(true);
+      let report: SyncReport;
+      try {
+        report = await syncer.runOnce({ acknowledgeIntervalMs: ACK_INTERVAL_MS, leaveQuiet: true, signal: options.signal });
+      } finally {
+        options.onPass?.(false);
+      }
       retry.passed(syncer.failedMayClear);
       said(report);
       if (active) passedMs = Date.now(); // (quiet counts from the end of a long catch-up)

@@ -163,10 +163,20 @@ export async function waitForChange(
   // When the last pass or onIdle call ended: wakes without a commit (a reader's open and close of the
   // source touch its -wal) kept the poll from ever running out, and onIdle from ever being called.
   let activeMs = Date.now();
+  let stamped: string | undefined; // the source file's stamp before the last pass (fileStamp)
   try {
     while (!stopping) {
+      const now = fileStamp(source); // before data_version: a rewrite after it brings another pass
       const v = Number(dataVersion.get() as bigint);
-      if (v !== seen) {
+      const rewritten = v === seen && now !== stamped;
+      if (rewritten) {
+        // The file was written under the connection with no commit published (a checkpoint, or a copy of an older
+        // file over it: cp bak.db app.db), which moves no data_version, and in WAL mode SQLite keeps the pages it
+        // cached: they are dropped, and a pass reads the file as it is (an older copy: SEQ_REGRESSED, a rebuild).
+        db.exec('PRAGMA shrink_memory');
+      }
+      stamped = now;
+      if (v !== seen || rewritten) {
         seen = v;
         watchWoke = false; // wakes from now on may be for commits this pass does not see (read before it, on its connection)
         rechecks = RECHECK_MS.length;
@@ -220,6 +230,22 @@ export async function waitForChange(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     signal?.removeEventListener('abort', onSignal);
+  }
+}
+
+/**
+ * The source file's size, times and inode, as one string: a file copied
+ * over the source (a restore of an older copy) changes it without moving
+ * data_version for a connection that has it open; so do a checkpoint's
+ * writes, which bring a pass that finds nothing new. Empty when the path
+ * names nothing (the pass says SOURCE_REPLACED). One stat per look.
+ */
+function fileStamp(file: string): string {
+  try {
+    const st = fs.statSync(file, { throwIfNoEntry: false });
+    return st === undefined ? '' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+  } catch {
+    return '';
   }
 }
 

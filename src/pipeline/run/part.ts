@@ -35,6 +35,8 @@ export interface PartContext {
   ok(): void;
   /** What the part is doing, for /healthz (a target: building its first snapshot, or following). */
   phase(phase: RunPart['phase']): void;
+  /** How the status reads whether the part's work in flight is stalled (a following target's pass: pass-in-flight.ts). */
+  stall(probe: () => RunPart['stalled']): void;
 }
 
 export interface PartKind<C> {
@@ -100,6 +102,7 @@ export class SupervisedPart<C> {
   #current: Promise<void> | undefined;
   #state: RunPart['state'] = 'starting';
   #phase: RunPart['phase'] = undefined;
+  #stall: (() => RunPart['stalled']) | undefined;
   #failure: RunPart['failure'] = null;
   #attempts = 0;
   #done: Promise<void> | undefined;
@@ -130,6 +133,7 @@ export class SupervisedPart<C> {
         this.#firstSettled();
       },
       phase: (p) => (this.#phase = p),
+      stall: (probe) => (this.#stall = probe),
     };
     this.#done = pRetry(
       async () => {
@@ -193,11 +197,14 @@ export class SupervisedPart<C> {
   }
 
   status(): RunPart {
+    // Only while following: a building target is not ok anyway, and one retrying or stopping has no pass of its own in flight.
+    const stalled = this.#state === 'running' && this.#phase === 'following' ? this.#stall?.() : undefined;
     return {
       kind: this.kind.kind,
       name: this.name,
       state: this.#state,
       ...(this.#phase === undefined ? {} : { phase: this.#phase }),
+      ...(stalled === undefined ? {} : { stalled }),
       failure: this.#failure,
     };
   }

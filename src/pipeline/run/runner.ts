@@ -15,7 +15,7 @@ import {
   pipelineHealth,
 } from '../index.ts';
 import { DefinitionFiles, stamp } from '../follow/index.ts';
-import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index.ts';
+import type { Pipeline, PipelineHealth, RunPart, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
 import { PART_KINDS } from './parts.ts';
@@ -234,7 +234,9 @@ export class Runner {
         ? [`${p.kind} ${p.name}: ${p.failure.code}: ${p.failure.message}`]
         : p.state !== 'running'
           ? [`${p.kind} ${p.name}: ${p.state}`]
-          : [],
+          : p.stalled !== undefined
+            ? [stalledProblem(p.name, p.stalled)]
+            : [],
     );
     const configProblems =
       this.#configError === null ? [] : [`${this.#file}: ${this.#configError.message} (the configuration loaded before keeps running)`];
@@ -303,6 +305,12 @@ export class Runner {
     this.#targetLocks.clear();
     this.#runLock.release();
   }
+}
+
+/** A following target whose pass has committed nothing for longer than its bound: what is wrong and what to do. */
+function stalledProblem(target: string, s: NonNullable<RunPart['stalled']>): string {
+  const secs = Math.round((Date.now() - s.sinceMs) / 1000);
+  return `target ${target}: stalled: its pass has committed nothing for ${secs} s (past ${s.boundMs} ms, health: maxPassMs), so its projections fall behind the source: a custom handler's apply that awaits what never settles, or loops, holds it; fix the handler (sluice run loads it again when it is saved), or restart sluice run`;
 }
 
 function declaredTargets(p: Pipeline): string[] {

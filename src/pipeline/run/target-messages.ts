@@ -17,6 +17,8 @@ export type TargetWorkerData = {
   readonly target: string;
   /** The `-shm` descriptors the main thread holds for its databases, lent: used, never closed (sqlite/shm-files.ts). */
   readonly shm: readonly HeldShm[];
+  /** Where the worker says when its pass in flight started or last committed (PassInFlight's buffer), read by its part. */
+  readonly passes: SharedArrayBuffer;
 } & (
   | {
       /** A target of a declared source, followed by sync. */

@@ -5,6 +5,7 @@ import type { PipelineSource, PipelineSubscription, PipelineTarget } from '../in
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.ts';
 import { adoptShmFiles, lendShmFiles } from '../../sqlite/index.ts';
+import { PassInFlight, STALLED_PASS_MS } from './pass-in-flight.ts';
 
 /*
  * A declared target, followed in a worker thread of its own
@@ -56,6 +57,17 @@ export const targetPart: PartKind<TargetConfig> = {
     ctx.shared.lockTarget(c.target.path); // its folder made first, when missing
     const young = handlerModules(c.target.projections).length > 0 ? YOUNG_MB.handlers : YOUNG_MB.setBased;
     const shm = lendShmFiles([c.source.path, c.target.path]);
+    const passes = new PassInFlight();
+    ctx.stall(() => {
+      // The bound the file says now (a reload that changes only it restarts nothing).
+      const declared = ctx.shared
+        .pipeline()
+        .sources.flatMap((s) => s.targets)
+        .find((t) => t.path === c.target.path);
+      const boundMs = declared?.health.maxPassMs ?? c.target.health.maxPassMs ?? STALLED_PASS_MS;
+      const sinceMs = passes.stalledSince(boundMs);
+      return sinceMs === undefined ? undefined : { sinceMs, boundMs };
+    });
     // The declaration this part was started with (its fingerprint's), not the file as it is now: a later edit the runner refused stays out.
     const data: TargetWorkerData = {
       via: 'sync',
@@ -65,6 +77,7 @@ export const targetPart: PartKind<TargetConfig> = {
       declared: { ...c.target, projections: withoutHandlers(c.target.projections) },
       prune: c.prune,
       shm,
+      passes: passes.buffer,
     };
     await runWorker(data, ctx, young);
   },
@@ -89,6 +102,7 @@ export const subscribePart: PartKind<PipelineSubscription> = {
       target: s.path,
       subscription: { ...s, projections: withoutHandlers(s.projections) },
       shm: lendShmFiles([s.path]),
+      passes: new SharedArrayBuffer(Float64Array.BYTES_PER_ELEMENT), // (a subscriber's applies are not tracked here)
     };
     await runWorker(data, ctx, YOUNG_MB.handlers);
   },

@@ -11,6 +11,7 @@ import type { FromWorker, TargetWorkerData, ToWorker } from './target-messages.t
 import type { LogLevel } from './log.ts';
 import { PassReports } from './pass-reports.ts';
 import { BuildPriority } from './build-priority.ts';
+import { PassInFlight } from './pass-in-flight.ts';
 
 /*
  * The worker thread of one target of `sluice run` (target-part.ts starts
@@ -61,9 +62,11 @@ async function main(): Promise<void> {
     if (p === 'building') priority.lower();
     else if (!priority.restore()) log('warn', 'priority', 'the target thread could not take its priority back after its build');
   };
+  const inFlight = new PassInFlight(data.passes);
   const syncer = await Syncer.open(source.path, target.path, {
     projections: declaredInputs(target.projections),
     onProgress: (p) => {
+      inFlight.progressed();
       if (p.phase === 'snapshot') setPhase('building');
     },
     // (The phase is all it shows: a first build copies each table whole, a fifth faster than part by part with its rows counted.)
@@ -83,6 +86,7 @@ async function main(): Promise<void> {
     try {
       await followSyncer(syncer, {
         signal: stop.signal,
+        onPass: (on) => (on ? inFlight.started() : inFlight.ended()),
         onReport: (r: SyncReport) => {
           setPhase('following');
           passes.add(

@@ -104,4 +104,23 @@ describe('health and a cursor that cannot continue', () => {
     const after = await health(tgt);
     expect(after.status, JSON.stringify(after.byName)).toBe(0);
   });
+  test('a source restored from an older copy: SEQ_REGRESSED needs action (exit 3), the target holding changes the source has not, until a sync rebuilds it', async () => {
+    const { src, tgt } = await setup();
+    const bak = `${src}.bak`;
+    fs.copyFileSync(src, bak);
+    pythonWrite(src, "INSERT INTO items VALUES (3, 'c')");
+    expect((await runCliAsync(['sync', src, tgt])).status).toBe(0);
+    fs.copyFileSync(bak, src);
+    const h = await health(tgt);
+    expect(h.status, JSON.stringify(h.byName)).toBe(3);
+    expect(h.byName.items).toMatchObject({ rebuild: 'SEQ_REGRESSED', needsAction: true });
+    expect(h.byName.items?.action).toMatch(/^SEQ_REGRESSED: .*holds changes the source does not have/);
+    expect(h.byName.items?.action).toContain(`sluice sync ${src} ${tgt}`);
+    expect(h.text.stdout).toMatch(/!! items \[mirror\]/);
+
+    const s = await runCliAsync(['sync', src, tgt, '--json']);
+    expect(s.status, s.stderr).toBe(0);
+    expect(parseJson(s, S.syncOutput).projections.find((p) => p.name === 'items')).toMatchObject({ rebuilt: 'SEQ_REGRESSED' });
+    expect((await health(tgt)).status).toBe(0);
+  });
 });
