@@ -43,7 +43,7 @@ export const healthBoundsSchema = z.strictObject({
     .int()
     .positive()
     .optional()
-    .describe('Most milliseconds a pass of sluice run may go without committing before /healthz says it is stalled (default 5000)'),
+    .describe('Most milliseconds a pass of sluice run may go without committing before /healthz says it is stalled (default 30000)'),
 });
 
 /**

@@ -94,7 +94,7 @@ export interface RunPart {
   readonly phase?: 'building' | 'following' | undefined;
   /**
    * A following target whose pass in flight has committed nothing for longer
-   * than its bound (health: maxPassMs, default 5 s): a custom handler that
+   * than its bound (health: maxPassMs, default 30 s): a custom handler that
    * awaits what never comes, or loops. /healthz is 503 meanwhile.
    */
   readonly stalled?: { readonly sinceMs: number; readonly boundMs: number } | undefined;

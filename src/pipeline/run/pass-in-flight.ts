@@ -11,11 +11,13 @@
  * How long a pass of a following target may go without committing a batch
  * before it is stalled (/healthz 503, the status page, the part's
  * `stalled`), unless the target's `health: {maxPassMs}` says otherwise. A
- * pass holds the target's write lock meanwhile: the busy timeout the other
- * writers of a target wait (5 s) is the same bound. A first build or a
+ * pass holds the target's write lock meanwhile, so another writer of the
+ * target waiting its busy timeout (5 s) already fails; the default leaves
+ * a handler that calls a slow service per event room for a batch, so a
+ * busy catch-up does not turn /healthz 503 on and off. A first build or a
  * rebuild is no stall: the target is `building` then (503 anyway).
  */
-export const STALLED_PASS_MS = 5000;
+export const STALLED_PASS_MS = 30_000;
 
 export class PassInFlight {
   /** Sent to the worker thread (workerData), which makes its own PassInFlight on it. */

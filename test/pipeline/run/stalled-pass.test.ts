@@ -10,7 +10,7 @@ import { freePort, healthz, kill, put, py, startRun, waitHealth } from '../suppo
  * its target's pass in flight forever. The target used to stay "running"
  * and /healthz 200 while it fell behind (without lag bounds nothing else
  * notices). A pass that commits nothing for longer than its bound
- * (health: maxPassMs, default 5 s) is now stalled: /healthz 503, the part's
+ * (health: maxPassMs, default 30 s; 5 s here) is now stalled: /healthz 503, the part's
  * `stalled`, and a problem naming the target.
  */
 
@@ -49,6 +49,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     targets:
       - path: cache.db
         projections: [{name: h, source: items, kind: custom, module: ./h.mjs, tables: [h]}]
+        health: {maxPassMs: 5000}
 listen: 127.0.0.1:${port}
 `,
     );
