@@ -21,6 +21,7 @@ export { writeInitFile } from './init-file.ts';
 export type { InitFile } from './init-file.ts';
 export { listenOn, probeListen } from './listen.ts';
 export { loadPipeline } from './load.ts';
+export { namedFiles } from './named-files.ts';
 export { METRIC_NAMES, SluiceMetrics, promClient, targetMetrics } from './metrics.ts';
 export type { LagFigure, LagSource, MetricsRecord, Scrapable } from './metrics.ts';
 export { pipelineHealth } from './pipeline-health.ts';

@@ -9,6 +9,7 @@ import {
   handlerModules,
   loadPipeline,
   makeTargetFolder,
+  namedFiles,
   probeListen,
   targetFolderProblem,
   SluiceMetrics,
@@ -137,7 +138,9 @@ export class Runner {
   async #reload(why: string): Promise<void> {
     let next: Pipeline;
     // Stamps taken before the files are read: a file saved while this reload reads it is loaded again, not taken as loaded.
-    const before = this.#watched.stampsNow([path.resolve(this.#file)]);
+    // The files the file names, as far as it parses: watched too when it is refused, so that writing or fixing one of them reloads.
+    const named = namedFiles(this.#file);
+    const before = this.#watched.stampsNow([path.resolve(this.#file), ...named]);
     try {
       next = await loadPipeline(this.#file, process.env, RECORD);
       checkPipelineSources(next);
@@ -148,7 +151,7 @@ export class Runner {
         message: String(errorMessage(err)),
         ms: Date.now(),
       };
-      this.#watched = watchedFiles(this.#pipeline, this.#file, before);
+      this.#watched = watchedFiles(this.#pipeline, path.resolve(this.#file), before, named);
       this.#cached = undefined;
       this.#log.event('error', 'run', 'config-invalid', `${this.#configError.message} (the configuration loaded before keeps running)`, {
         code: this.#configError.code,
@@ -309,11 +312,19 @@ function declaredTargets(p: Pipeline): string[] {
   return p.sources.flatMap((s) => s.targets.map((t) => t.path));
 }
 
-/** The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer loads). */
-function watchedFiles(p: Pipeline, file: string = p.file, before?: ReadonlyMap<string, string>): DefinitionFiles {
+/**
+ * The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer
+ * loads; `named`: then the files it names as far as it parses, beside those of the configuration kept).
+ */
+function watchedFiles(
+  p: Pipeline,
+  file: string = p.file,
+  before?: ReadonlyMap<string, string>,
+  named: readonly string[] = [],
+): DefinitionFiles {
   const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) => [
     ...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
     ...handlerModules(t.projections),
   ]);
-  return new DefinitionFiles([file, ...defs], before);
+  return new DefinitionFiles([...new Set([file, ...defs, ...named])], before);
 }
