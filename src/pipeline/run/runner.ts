@@ -16,6 +16,7 @@ import {
   pipelineHealth,
 } from '../index.ts';
 import { DefinitionFiles, stamp } from '../follow/index.ts';
+import { moduleImports } from '../../projection/index.ts';
 import type { Pipeline, PipelineHealth, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
@@ -322,9 +323,9 @@ function watchedFiles(
   before?: ReadonlyMap<string, string>,
   named: readonly string[] = [],
 ): DefinitionFiles {
-  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) => [
-    ...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
-    ...handlerModules(t.projections),
-  ]);
+  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions]
+    .flatMap((t) => [...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])), ...handlerModules(t.projections)])
+    // And the files such a module imports (a shared constant, a helper): an edit of one is an edit of the definition.
+    .flatMap((f) => [f, ...moduleImports(f)]);
   return new DefinitionFiles([...new Set([file, ...defs, ...named])], before);
 }
