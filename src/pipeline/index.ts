@@ -23,6 +23,7 @@ export { listenOn, probeListen } from './listen.ts';
 export { loadPipeline } from './load.ts';
 export { METRIC_NAMES, SluiceMetrics, promClient, targetMetrics } from './metrics.ts';
 export type { LagFigure, LagSource, MetricsRecord, Scrapable } from './metrics.ts';
+export { namedFiles } from './named-files.ts';
 export { pipelineHealth } from './pipeline-health.ts';
 export type { PipelineHealthOptions } from './pipeline-health.ts';
 export type { Pipeline, PipelineSource, PipelineSubscription, PipelineTarget } from './pipeline.ts';

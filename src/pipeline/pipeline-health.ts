@@ -280,17 +280,28 @@ function targetHealth(
   // One the target holds: the one rule of declared.ts. One it does not hold (pending under "*", lost): declared by its name or by "*".
   const isDeclared = (p: ProjectionHealth) =>
     heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && p.reason === 'MIRROR_NOT_BUILT');
-  const projections: DeclaredProjectionHealth[] = held.map((p) => {
-    if (isDeclared(p)) {
-      // Fed from a database the file does not declare for this target: its rows are that database's, and its lag is read there.
-      if (source === null || p.sourcePath === null || sameDatabaseFile(p.sourcePath, source)) return { ...p, declared: true };
-      const elsewhere = `projection ${p.name} of ${path} is fed from ${p.sourcePath}, not from its declared source ${source} (${declaredAt}): sluice run syncs it from the declared source, rebuilding it when its cursor is another source's (or sluice sync ${shellWord(source)} ${shellWord(path)})`;
-      return { ...p, declared: true, needsAction: true, action: elsewhere, problems: [elsewhere, ...p.problems] };
-    }
-    const undeclared = `projection ${p.name} is held by ${path} but not declared in its pipeline file: remove it (sluice drop ${shellWord(path)} ${shellWord(p.name)}), declare it, or set prune: true and sluice run drops it`;
-    const problems = [undeclared, ...p.problems];
-    return { ...p, declared: false, needsAction: true, action: undeclared, problems };
-  });
+  // The set still holds "*" the file no longer declares (no prune yet): the mirrors it has not built are no projection the
+  // target holds, nor one the file declares; "*" itself is what is undeclared, and that is what the repair removes.
+  const staleAll = all ? [] : held.filter((p) => !heldNames.has(p.name) && p.reason === 'MIRROR_NOT_BUILT');
+  const problems =
+    staleAll.length === 0
+      ? []
+      : [
+          `target ${path} stores "*" (a plain sluice sync of it mirrors every captured table: it would build ${staleAll.map((p) => p.name).join(', ')}), which its pipeline file (${declaredAt}) does not declare: ${via === 'sync' ? 'set prune: true and sluice run removes "*" from it, or declare "*"' : 'declare "*"'}`,
+        ];
+  const projections: DeclaredProjectionHealth[] = held
+    .filter((p) => !staleAll.includes(p))
+    .map((p) => {
+      if (isDeclared(p)) {
+        // Fed from a database the file does not declare for this target: its rows are that database's, and its lag is read there.
+        if (source === null || p.sourcePath === null || sameDatabaseFile(p.sourcePath, source)) return { ...p, declared: true };
+        const elsewhere = `projection ${p.name} of ${path} is fed from ${p.sourcePath}, not from its declared source ${source} (${declaredAt}): sluice run syncs it from the declared source, rebuilding it when its cursor is another source's (or sluice sync ${shellWord(source)} ${shellWord(path)})`;
+        return { ...p, declared: true, needsAction: true, action: elsewhere, problems: [elsewhere, ...p.problems] };
+      }
+      const undeclared = `projection ${p.name} is held by ${path} but not declared in its pipeline file: remove it (sluice drop ${shellWord(path)} ${shellWord(p.name)}), declare it, or set prune: true and sluice run drops it`;
+      const problems = [undeclared, ...p.problems];
+      return { ...p, declared: false, needsAction: true, action: undeclared, problems };
+    });
   const have = new Set(held.map((p) => p.name));
   projections.push(...named.filter((n) => !have.has(n.name)).map(missing));
   // Under "*" every captured images-mode table is declared: one whose mirror the target does not hold (none built yet, or
@@ -302,5 +313,5 @@ function targetHealth(
         .filter((m) => !heldTables.has(m.source.toLowerCase()))
         .map(missing),
     );
-  return { ...base, exists: true, ok: projections.every((p) => !p.needsAction), projections, problems: [] };
+  return { ...base, exists: true, ok: problems.length === 0 && projections.every((p) => !p.needsAction), projections, problems };
 }

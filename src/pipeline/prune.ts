@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { dropProjection } from '../apply/projections/index.ts';
+import { dropMirrorAll, dropProjection } from '../apply/projections/index.ts';
 import { followerLockFile } from '../apply/sync/index.ts';
 import { readConsumers, targetKey, type ConsumerRow, readTables } from '../capture/index.ts';
 import { forget } from '../feed/index.ts';
@@ -17,13 +17,19 @@ import { heldProjections } from './held.ts';
  * predicts them (test/pipeline/prune-rule.test.ts holds the three together).
  */
 
-/** Drops each projection `target` holds that its declaration does not (like `sluice drop`); the names dropped. */
+/**
+ * Drops each projection `target` holds that its declaration does not (like
+ * `sluice drop`), and takes "*" out of its stored set when the declaration
+ * no longer lists it (else "*" would go on asking for the mirror of each
+ * table captured later, which nothing declares); the names dropped ("*" among them).
+ */
 export function dropUndeclared(target: PipelineTarget): string[] {
   if (!fs.existsSync(target.path)) return [];
   const held = heldProjections(target.path);
   const going = held.filter((p) => !declaresHeld(target.projections, p));
   for (const p of going) dropProjection(target.path, p.name);
-  return going.map((p) => p.name);
+  const all = !declaredInputs(target.projections).includes('*') && dropMirrorAll(target.path);
+  return [...going.map((p) => p.name), ...(all ? ['"*"'] : [])];
 }
 
 /** The projections a declared target keeps acknowledgements for; 'all' when that cannot be known now (the target cannot be read). */

@@ -182,6 +182,37 @@ let tsLoader: Promise<void> | undefined;
  */
 const versions = new Map<string, Map<string, string>>();
 
+/** Each module file imported: the files it required (CommonJS), as its last import left them in require.cache. */
+const imports = new Map<string, string[]>();
+
+/** The files module `file` imported (required) at its last import, outside node_modules: `sluice run` watches them too. */
+export function moduleImports(file: string): readonly string[] {
+  return imports.get(pathToFileURL(path.resolve(file)).href) ?? [];
+}
+
+/** The files `file` requires, and the files they require, outside node_modules (a package is not reloaded). */
+function requiredFiles(file: string): string[] {
+  const out = new Set<string>();
+  const walk = (m: NodeJS.Module | undefined) => {
+    for (const c of m?.children ?? []) {
+      if (out.has(c.filename) || c.filename === file || c.filename.split(path.sep).includes('node_modules')) continue;
+      out.add(c.filename);
+      walk(c);
+    }
+  };
+  walk(cjsRequire.cache[file]);
+  return [...out].sort();
+}
+
+/** The content hash of a module file with the files it imports: any of them edited, another hash. */
+function graphHash(files: readonly string[]): string {
+  if (files.length === 1) return contentHash(files[0] as string);
+  return createHash('sha256')
+    .update(files.map((f) => `${f}\0${contentHash(f)}`).join('\n'))
+    .digest('hex')
+    .slice(0, 16);
+}
+
 function contentHash(file: string): string {
   try {
     return createHash('sha256').update(fs.readFileSync(file)).digest('hex').slice(0, 16);
@@ -207,11 +238,13 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
     await tsLoader;
   }
   // Node keeps a module it imported (or failed to import) under its URL for the life of the thread: a file whose content
-  // changed since is imported under another URL, so a definition or handler edited while `sluice run` or `sync --follow`
-  // runs takes effect. An unchanged file is the module imported before (a reload leaks nothing), and so is a file put back
-  // as it was.
+  // changed since, or one of the files it imports (as far as Node loaded them as CommonJS: a .ts or .js outside a
+  // "type": "module" package), is imported under another URL, so a definition or handler edited while `sluice run` or
+  // `sync --follow` runs takes effect. An unchanged file is the module imported before (a reload leaks nothing), and so is
+  // a file put back as it was.
   const file = fileURLToPath(url);
-  const hash = contentHash(file);
+  const graph = imports.get(url) ?? [];
+  const hash = graphHash([file, ...graph]);
   let seen = versions.get(url);
   if (seen === undefined) versions.set(url, (seen = new Map()));
   let as = seen.get(hash);
@@ -219,10 +252,11 @@ async function importModule(url: string): Promise<{ default?: unknown }> {
     as = seen.size === 0 ? url : `${url}?content=${hash}`;
     seen.set(hash, as);
     // A file Node loads as CommonJS (a .ts or .js outside a "type": "module" package, a .cjs) is kept in require.cache by
-    // its path whatever URL imported it: forgotten there, the new URL reads the file again.
-    if (seen.size > 1) forgetCommonJs(file);
+    // its path whatever URL imported it: forgotten there (with the files it required), the new URL reads them again.
+    if (seen.size > 1) for (const f of [file, ...graph]) forgetCommonJs(f);
   }
   const mod = (await import(as)) as { default?: unknown };
+  imports.set(url, requiredFiles(file));
   // Compiled as CommonJS, `export default x` arrives as module.exports.default.
   const d = mod.default as { __esModule?: unknown; default?: unknown } | undefined;
   return typeof d === 'object' && d !== null && d.__esModule === true && 'default' in d ? { default: d.default } : mod;

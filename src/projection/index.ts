@@ -10,6 +10,7 @@ export {
   lacksHandler,
   loadCustomModule,
   loadDefinitions,
+  moduleImports,
   parseDefinition,
   parseStoredDefinition,
   projectionDefinitionSchema,

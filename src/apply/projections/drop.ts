@@ -3,7 +3,7 @@ import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCom
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop } from '../target/index.ts';
 import { ownedBy } from './applier.ts';
-import { excludeFromMirrorAll } from './projection-set.ts';
+import { excludeFromMirrorAll, readProjectionSet, removeMirrorAll } from './projection-set.ts';
 
 const EXISTS = "SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE";
 
@@ -67,6 +67,18 @@ export function dropProjection(targetPath: string, name: string): DropResult {
       },
       { mode: 'immediate' },
     );
+  } finally {
+    closeDatabase(db);
+  }
+}
+
+/** Takes "*" out of `targetPath`'s projection set (removeMirrorAll), in a transaction of its own: true when it held it. */
+export function dropMirrorAll(targetPath: string): boolean {
+  const db = openDatabase(targetPath, { role: 'target' });
+  try {
+    // Read first: a set without "*" (the usual case) is left without taking the write lock.
+    if (readProjectionSet(db, 'main', readProjections(db, 'main')).mirrorAll === undefined) return false;
+    return writeTransactionSync(db, () => removeMirrorAll(db, 'main', readProjections(db, 'main')), { mode: 'immediate' });
   } finally {
     closeDatabase(db);
   }

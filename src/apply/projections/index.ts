@@ -20,7 +20,7 @@ export type { ApplyTarget, BatchEnd, RowsApplied, Suspension } from './applier.t
 export { BROKEN_DEFINITION_REASONS, brokenDefinition, brokenReason } from './broken-definition.ts';
 export type { BrokenDefinition } from './broken-definition.ts';
 export { columnsRead } from './columns-read.ts';
-export { dropProjection } from './drop.ts';
+export { dropMirrorAll, dropProjection } from './drop.ts';
 export type { DropResult } from './drop.ts';
 export {
   MIRROR_ALL,

@@ -258,6 +258,19 @@ export async function storeProjectionSet(db: Db, schema: string, change: SetChan
 }
 
 /**
+ * Takes "*" out of the set (a pipeline file that no longer declares it, with
+ * prune: true), in the caller's transaction: true when the set held it. An
+ * older target counted as built by the default gets the set table, empty:
+ * built from its definitions from now on.
+ */
+export function removeMirrorAll(db: Db, schema: string, records: readonly ProjectionRecord[]): boolean {
+  if (readProjectionSet(db, schema, records).mirrorAll === undefined) return false;
+  createSetTable(db, schema);
+  db.prepare(`DELETE FROM ${quoteIdent(schema)}.${PROJECTION_SET_TABLE} WHERE member = ?`).run(MIRROR_ALL);
+  return true;
+}
+
+/**
  * Leaves a table out of "*" (its mirror was dropped): in the caller's
  * transaction. True when the set holds "*" and the table was added to its
  * `except`. On an older target counted as built by the default, "*" is

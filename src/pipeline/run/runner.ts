@@ -9,12 +9,14 @@ import {
   handlerModules,
   loadPipeline,
   makeTargetFolder,
+  namedFiles,
   probeListen,
   targetFolderProblem,
   SluiceMetrics,
   pipelineHealth,
 } from '../index.ts';
 import { DefinitionFiles, stamp } from '../follow/index.ts';
+import { moduleImports } from '../../projection/index.ts';
 import type { Pipeline, PipelineHealth, RunPart, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
@@ -137,7 +139,9 @@ export class Runner {
   async #reload(why: string): Promise<void> {
     let next: Pipeline;
     // Stamps taken before the files are read: a file saved while this reload reads it is loaded again, not taken as loaded.
-    const before = this.#watched.stampsNow([path.resolve(this.#file)]);
+    // The files the file names, as far as it parses: watched too when it is refused, so that writing or fixing one of them reloads.
+    const named = namedFiles(this.#file);
+    const before = this.#watched.stampsNow([path.resolve(this.#file), ...named]);
     try {
       next = await loadPipeline(this.#file, process.env, RECORD);
       checkPipelineSources(next);
@@ -148,7 +152,7 @@ export class Runner {
         message: String(errorMessage(err)),
         ms: Date.now(),
       };
-      this.#watched = watchedFiles(this.#pipeline, this.#file, before);
+      this.#watched = watchedFiles(this.#pipeline, path.resolve(this.#file), before, named);
       this.#cached = undefined;
       this.#log.event('error', 'run', 'config-invalid', `${this.#configError.message} (the configuration loaded before keeps running)`, {
         code: this.#configError.code,
@@ -317,11 +321,19 @@ function declaredTargets(p: Pipeline): string[] {
   return p.sources.flatMap((s) => s.targets.map((t) => t.path));
 }
 
-/** The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer loads). */
-function watchedFiles(p: Pipeline, file: string = p.file, before?: ReadonlyMap<string, string>): DefinitionFiles {
-  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions].flatMap((t) => [
-    ...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])),
-    ...handlerModules(t.projections),
-  ]);
-  return new DefinitionFiles([file, ...defs], before);
+/**
+ * The pipeline file and every definition file and handler module it names (`file`: the pipeline file when it no longer
+ * loads; `named`: then the files it names as far as it parses, beside those of the configuration kept).
+ */
+function watchedFiles(
+  p: Pipeline,
+  file: string = p.file,
+  before?: ReadonlyMap<string, string>,
+  named: readonly string[] = [],
+): DefinitionFiles {
+  const defs = [...p.sources.flatMap((s) => s.targets), ...p.subscriptions]
+    .flatMap((t) => [...t.projections.flatMap((e) => (e.kind === 'file' ? [e.path] : [])), ...handlerModules(t.projections)])
+    // And the files such a module imports (a shared constant, a helper): an edit of one is an edit of the definition.
+    .flatMap((f) => [f, ...moduleImports(f)]);
+  return new DefinitionFiles([...new Set([file, ...defs, ...named])], before);
 }
