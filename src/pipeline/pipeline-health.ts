@@ -279,10 +279,10 @@ function targetHealth(
   const names = new Set(named.map((n) => n.name));
   // One the target holds: the one rule of declared.ts. One it does not hold (pending under "*", lost): declared by its name or by "*".
   const isDeclared = (p: ProjectionHealth) =>
-    heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && p.reason === 'MIRROR_NOT_BUILT');
+    heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && unbuiltMirror(p));
   // The set still holds "*" the file no longer declares (no prune yet): the mirrors it has not built are no projection the
   // target holds, nor one the file declares; "*" itself is what is undeclared, and that is what the repair removes.
-  const staleAll = all ? [] : held.filter((p) => !heldNames.has(p.name) && p.reason === 'MIRROR_NOT_BUILT');
+  const staleAll = all ? [] : held.filter((p) => !heldNames.has(p.name) && unbuiltMirror(p));
   const problems =
     staleAll.length === 0
       ? []
@@ -314,4 +314,9 @@ function targetHealth(
         .map(missing),
     );
   return { ...base, exists: true, ok: problems.length === 0 && projections.every((p) => !p.needsAction), projections, problems };
+}
+
+/** A mirror "*" asks for that the target does not hold: one the next sync builds (MIRROR_NOT_BUILT) or one it cannot make (MIRROR_REFUSED). */
+function unbuiltMirror(p: ProjectionHealth): boolean {
+  return p.reason === 'MIRROR_NOT_BUILT' || p.reason === 'MIRROR_REFUSED';
 }

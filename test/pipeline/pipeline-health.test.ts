@@ -211,4 +211,25 @@ describe('the health of a pipeline', () => {
     await convergeOnce(pipeline);
     expect(pipelineHealth(pipeline).problems).toEqual([]);
   });
+
+  test('a captured table under "*" whose mirror cannot be made is a declared problem with its refusal, not an undeclared projection to drop', async ({
+    tmp,
+    makeDb,
+  }) => {
+    makeDb(
+      'app.db',
+      `${SCHEMA} CREATE TABLE t (code TEXT COLLATE NOCASE, v TEXT, PRIMARY KEY (code COLLATE BINARY)); INSERT INTO t VALUES ('a', 'x');`,
+    ).db.close();
+    const pipeline = await loadPipeline(
+      write(tmp, `sources:\n  - path: app.db\n    capture: [items, t]\n    targets:\n      - path: cache.db\n        projections: ["*"]\n`),
+    );
+    await convergeOnce(pipeline);
+    const h = pipelineHealth(pipeline);
+    expect(h.ok).toBe(false);
+    const t = h.targets[0]?.projections.find((p) => p.name === 't');
+    expect(t).toMatchObject({ declared: true, needsAction: true, reason: 'MIRROR_REFUSED' });
+    expect(t?.action).toMatch(/its mirror cannot be made .*KEY_COLLATION_MISMATCH/);
+    expect(h.problems.join('\n')).not.toMatch(/not declared|sluice drop/);
+    expect(h.targets[0]?.projections.find((p) => p.name === 'items')).toMatchObject({ declared: true, needsAction: false });
+  });
 });
