@@ -7,6 +7,7 @@ import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
 import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, undeclaredCapture } from './declared.ts';
 import { enableDeclared } from './enable-declared.ts';
+import { declaredNothingToMirror } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -82,7 +83,10 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
       try {
         checkDeclaredExclusions(source);
         makeTargetFolder(t.path);
-        const syncer = await Syncer.open(source.path, t.path, { projections: declaredInputs(t.projections) });
+        const syncer = await Syncer.open(source.path, t.path, {
+          projections: declaredInputs(t.projections),
+          nothingToMirror: declaredNothingToMirror(source, t),
+        });
         try {
           sync = await syncer.runOnce(options.signal === undefined ? {} : { signal: options.signal });
         } finally {

@@ -19,6 +19,7 @@ export type { LagFigure, LagSource, MetricsRecord, Scrapable } from './metrics.t
 export { pipelineHealth } from './pipeline-health.ts';
 export type { PipelineHealthOptions } from './pipeline-health.ts';
 export type { Pipeline, PipelineSource, PipelineSubscription, PipelineTarget } from './pipeline.ts';
+export { declaredNothingToMirror } from './plan-mirror-all.ts';
 export { planPipeline } from './plan.ts';
 export type { PipelinePlan, PlanAction, PlannedProjection, PlannedSource, PlannedTarget } from './plan.ts';
 export { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
