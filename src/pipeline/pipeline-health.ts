@@ -276,6 +276,8 @@ function targetHealth(
     held = [
       ...health(path, {
         now,
+        // Declared: sluice run follows it, and retries what failed by itself.
+        followedByRun: true,
         ...(bounds.maxLagEvents === undefined ? {} : { maxLagEvents: bounds.maxLagEvents }),
         ...(bounds.maxLagMs === undefined ? {} : { maxLagMs: bounds.maxLagMs }),
         ...(fedLag === undefined ? {} : { fedLag }),
