@@ -1,11 +1,13 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
 import { openDatabase } from '../sqlite/index.ts';
-import { enable, status, type CaptureMode } from '../capture/index.ts';
+import { status, type CaptureMode } from '../capture/index.ts';
 import { Syncer } from '../apply/sync/index.ts';
 import type { SyncReport } from '../apply/sync/index.ts';
 import { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
-import { checkDeclaredExclusions, declaredInputs, enableCalls, makeTargetFolder, toEnable, undeclaredCapture } from './declared.ts';
+import { checkDeclaredExclusions, declaredInputs, makeTargetFolder, undeclaredCapture } from './declared.ts';
+import { enableDeclared } from './enable-declared.ts';
+import { declaredNothingToMirror } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource } from './pipeline.ts';
 
 /*
@@ -72,7 +74,7 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
   const sources: ConvergedSource[] = [];
   const targets: ConvergedTarget[] = [];
   for (const source of pipeline.sources) {
-    const captured = enableDeclared(source);
+    const captured = enableSource(source);
     const synced: ConvergedTarget[] = [];
     for (const t of source.targets) {
       const created = !fs.existsSync(t.path);
@@ -81,7 +83,10 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
       try {
         checkDeclaredExclusions(source);
         makeTargetFolder(t.path);
-        const syncer = await Syncer.open(source.path, t.path, { projections: declaredInputs(t.projections) });
+        const syncer = await Syncer.open(source.path, t.path, {
+          projections: declaredInputs(t.projections),
+          nothingToMirror: declaredNothingToMirror(source, t),
+        });
         try {
           sync = await syncer.runOnce(options.signal === undefined ? {} : { signal: options.signal });
         } finally {
@@ -99,19 +104,19 @@ export async function convergeOnce(pipeline: Pipeline, options: ConvergeOptions 
   return { sources, targets };
 }
 
-function enableDeclared(source: PipelineSource): Omit<ConvergedSource, 'forgotten'> {
+function enableSource(source: PipelineSource): Omit<ConvergedSource, 'forgotten'> {
   const db = openDatabase(source.path, { role: 'source' });
-  const enabled: { table: string; mode: CaptureMode }[] = [];
   try {
+    let enabled: ConvergedSource['enabled'] = [];
     let error: ConvergedSource['error'] = null;
-    for (const call of enableCalls(toEnable(source, status(db)))) {
-      const mode = call.mode;
-      try {
-        enable(db, call.tables, { mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) });
-        enabled.push(...call.tables.map((table) => ({ table, mode })));
-      } catch (err) {
-        error ??= errorOf(err);
-      }
+    try {
+      // Table by table where enable refuses a call (enableDeclared): one refused table keeps no other from capture.
+      const done = enableDeclared(db, source, status(db));
+      enabled = done.enabled.flatMap((e) => e.tables.map((table) => ({ table, mode: e.call.mode })));
+      const first = done.refused[0];
+      if (first !== undefined) error = errorOf(first.error);
+    } catch (err) {
+      error = errorOf(err);
     }
     const undeclared = undeclaredCapture(source, status(db));
     return { path: source.path, enabled, undeclaredCapture: undeclared, error };

@@ -63,8 +63,10 @@ export interface EnableCall {
 /**
  * The enable calls a pass makes for `todo` (toEnable), in order: per mode,
  * the tables without a declared exclude together, then each table with one
- * alone (the set is per table). A call enable refuses enables none of its
- * tables; the others go on. convergeOnce makes them, and plan checks them.
+ * alone (the set is per table). A call enable refuses is taken apart
+ * table by table, so that only the refused tables are left out
+ * (enable-declared.ts: run and convergeOnce make them so, plan and health
+ * predict it).
  */
 export function enableCalls(todo: ReturnType<typeof toEnable>): EnableCall[] {
   return CAPTURE_MODES.flatMap((mode) => {

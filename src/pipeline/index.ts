@@ -7,15 +7,8 @@
 export { checkPipelineSources } from './check-sources.ts';
 export { convergeOnce } from './converge.ts';
 export type { ConvergeOptions, ConvergeReport, ConvergedSource, ConvergedTarget } from './converge.ts';
-export {
-  checkDeclaredExclusions,
-  declaredInputs,
-  enableCalls,
-  handlerModules,
-  makeTargetFolder,
-  targetFolderProblem,
-  toEnable,
-} from './declared.ts';
+export { checkDeclaredExclusions, declaredInputs, handlerModules, makeTargetFolder, targetFolderProblem } from './declared.ts';
+export { enableDeclared } from './enable-declared.ts';
 export { withPlannedChanges } from './health-planned.ts';
 export { writeInitFile } from './init-file.ts';
 export type { InitFile } from './init-file.ts';
@@ -27,6 +20,7 @@ export { namedFiles } from './named-files.ts';
 export { pipelineHealth } from './pipeline-health.ts';
 export type { PipelineHealthOptions } from './pipeline-health.ts';
 export type { Pipeline, PipelineSource, PipelineSubscription, PipelineTarget } from './pipeline.ts';
+export { declaredNothingToMirror } from './plan-mirror-all.ts';
 export { planPipeline } from './plan.ts';
 export type { PipelinePlan, PlanAction, PlannedProjection, PlannedSource, PlannedTarget } from './plan.ts';
 export { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
@@ -35,7 +29,7 @@ export { STATUS_PAGE_CSP, statusPageHtml } from './status-page.ts';
 export type { PipelineHealth, RunPart, RunStatus, TargetHealth } from './status.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
-export { sameColumns, undeclaredCapture } from './declared.ts';
+export { sameColumns, toEnable, undeclaredCapture } from './declared.ts';
 export { heldProjections } from './held.ts';
 export { written } from './init-file.ts';
 export type { SourceHealth } from './status.ts';

@@ -1,12 +1,13 @@
 import fs from 'node:fs';
 import { SluiceError } from '../errors.ts';
-import { findObjects, openDatabase, sameDatabaseFile, shellWord } from '../sqlite/index.ts';
+import { findObjects, foldIdent, openDatabase, sameDatabaseFile, shellWord } from '../sqlite/index.ts';
 import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
+import { declaredRefusals, type EnableRefusal } from './enable-declared.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -97,8 +98,13 @@ function withHandlerFailures(t: TargetHealth, entries: readonly ProjectionEntry[
   return { ...t, ok: false, problems: [...t.problems, ...problems] };
 }
 
-/** A source's capture status, and which of its declared capture tables it does not hold. */
-type Capture = { readonly status: CaptureStatus; readonly missing: ReadonlySet<string> } | { readonly error: string };
+/**
+ * A source's capture status, which of its declared capture tables it does not hold, and which of them enable
+ * refuses to capture as declared (by table, folded; as a pass refuses them: enable-declared.ts).
+ */
+type Capture =
+  | { readonly status: CaptureStatus; readonly missing: ReadonlySet<string>; readonly refused: ReadonlyMap<string, EnableRefusal> }
+  | { readonly error: string };
 
 function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
@@ -109,7 +115,10 @@ function readCapture(source: PipelineSource): Capture {
     const db = openDatabase(source.path, { readonly: true, role: 'source' });
     try {
       const missing = new Set(source.capture.filter((c) => !findObjects(db, c.table).some((o) => o.schema === 'main')).map((c) => c.table));
-      return { status: status(db), missing };
+      const s = status(db);
+      const present = { ...source, capture: source.capture.filter((c) => !missing.has(c.table)) };
+      const refused = new Map(declaredRefusals(db, present, s).flatMap((r) => r.tables.map((t) => [foldIdent(t), r] as const)));
+      return { status: s, missing, refused };
     } finally {
       db.close();
     }
@@ -136,17 +145,20 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
   const tables: CapturedTableHealth[] = [];
   for (const c of source.capture) {
     const t = s.tables.find((x) => x.name === c.table) ?? s.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
+    const refused = capture.refused.get(foldIdent(c.table));
     const problem = capture.missing.has(c.table)
       ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but the source does not hold it (another program dropped it): create it again, or take it out of "capture" (sluice run refuses the file until then)`
-      : t === undefined
-        ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'images' ? '' : ` --mode ${c.mode}`})`
-        : t.mode !== c.mode
-          ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
-          : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)
-            ? `table ${c.table} of ${source.path} leaves out of capture ${t.excluded.length === 0 ? 'no column' : t.excluded.join(', ')}, declared ${c.exclude.length === 0 ? 'none' : c.exclude.join(', ')} (${c.declaredAt}): sluice run re-arms it with the declared set (or sluice enable ${src} ${shellWord(c.table)} --exclude ${shellWord(c.exclude.join(','))})`
-            : !t.armed
-              ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
-              : undefined;
+      : refused !== undefined
+        ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) in ${c.mode} mode${t === undefined ? '' : ` (captured in ${t.mode} mode)`}, but enable refuses to capture it so (${refused.error.code}): ${refused.error.message.replace(/\.$/, '')}. sluice run captures the other declared tables and tries this one again (or take it out of "capture")`
+        : t === undefined
+          ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'images' ? '' : ` --mode ${c.mode}`})`
+          : t.mode !== c.mode
+            ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
+            : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)
+              ? `table ${c.table} of ${source.path} leaves out of capture ${t.excluded.length === 0 ? 'no column' : t.excluded.join(', ')}, declared ${c.exclude.length === 0 ? 'none' : c.exclude.join(', ')} (${c.declaredAt}): sluice run re-arms it with the declared set (or sluice enable ${src} ${shellWord(c.table)} --exclude ${shellWord(c.exclude.join(','))})`
+              : !t.armed
+                ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
+                : undefined;
     tables.push({
       table: c.table,
       declared: true,
@@ -264,6 +276,8 @@ function targetHealth(
     held = [
       ...health(path, {
         now,
+        // Declared: sluice run follows it, and retries what failed by itself.
+        followedByRun: true,
         ...(bounds.maxLagEvents === undefined ? {} : { maxLagEvents: bounds.maxLagEvents }),
         ...(bounds.maxLagMs === undefined ? {} : { maxLagMs: bounds.maxLagMs }),
         ...(fedLag === undefined ? {} : { fedLag }),

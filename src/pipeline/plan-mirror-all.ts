@@ -2,7 +2,7 @@ import { openDatabase } from '../sqlite/index.ts';
 import { defaultProjectionName, parseDefinition } from '../projection/index.ts';
 import type { CaptureMode } from '../capture/index.ts';
 import { compileOrError } from '../apply/evolution/index.ts';
-import type { Unmirrored } from '../apply/projections/index.ts';
+import type { NothingToMirrorSay, Unmirrored } from '../apply/projections/index.ts';
 import type { PipelineSource, PipelineTarget } from './pipeline.ts';
 
 /*
@@ -45,4 +45,21 @@ export function nothingToMirrorFix(
     ...unmirrored.map((u) => `the mirror of ${u.table} cannot be built: ${u.why.replace(/\.$/, '')}`),
   ];
   return `"*" of target ${t.path} (declared at ${t.declaredAt}) mirrors no table of source ${source.path}, so sync has nothing to build and refuses the target (sluice run retries it): ${why.length === 0 ? 'the source captures no table' : why.join('; ')}. Declare a table in images mode in "capture" (changing a mode re-arms it), declare a projection instead of "*", or remove the target`;
+}
+
+/**
+ * sync's NOTHING_TO_SYNC for target `t` in the file's terms, by the rule plan
+ * says it with (nothingToMirrorFix): what run's targets and a converging
+ * pass give Syncer.open (SyncOptions.nothingToMirror), so that run's log and
+ * /healthz do not send the user to `sluice enable --mode images`, which the
+ * capture part would switch back to the declared mode.
+ */
+export function declaredNothingToMirror(source: PipelineSource, t: PipelineTarget): NothingToMirrorSay {
+  return (captured, unmirrored) =>
+    `${nothingToMirrorFix(
+      source,
+      t,
+      captured.map((c) => ({ table: c.name, mode: c.mode })),
+      unmirrored,
+    )}.`;
 }

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, readSession, repairAction, shellWord } from '../sqlite/index.ts';
 import { kindNamed, defaultProjectionName, parseDefinition } from '../projection/index.ts';
-import { checkEnable, status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
-import { SluiceError } from '../errors.ts';
+import { status, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
 import {
   compileOrError,
   definitionsToExplain,
@@ -15,7 +14,8 @@ import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/in
 import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
-import { declaredInputs, enableCalls, targetFolderProblem, toEnable, undeclaredCapture, type EnableCall } from './declared.ts';
+import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
+import { declaredRefusals } from './enable-declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import { mirrorErrors, nothingToMirrorFix } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
@@ -29,8 +29,9 @@ import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
  * disagree with explain, and explain is held to what sync then does. What
  * the pass enables first (declared capture not there yet) is accounted for:
  * a definition over a table it enables is built, and "*" mirrors each
- * images-mode table it enables; an enable the gates refuse (checkEnable,
- * enable's own) enables nothing, as in the pass.
+ * images-mode table it enables; a table enable's gates refuse (checkEnable,
+ * enable's own, table by table where a call is refused: enable-declared.ts)
+ * is not enabled, and the others are, as in the pass.
  */
 
 /** What the pass does with one projection of a target. */
@@ -75,8 +76,9 @@ export interface PlannedSource {
     readonly exclude?: readonly string[];
   }[];
   /**
-   * Enable calls of the pass that enable refuses, by its own gates (a `_sluice_` table sluice did not make, a table
-   * capture refuses, foreign keys): none of their tables is enabled (they are not in `enable`); the other calls go on.
+   * Tables of the pass's enable calls that enable refuses, by its own gates (a `_sluice_` table sluice did not make, a
+   * table capture refuses, foreign keys), each with its refusal (one refusal of the source as a whole names all the
+   * tables it refuses): they are not enabled (not in `enable`); every other table is (enable-declared.ts).
    */
   readonly enableRefused: readonly {
     readonly tables: readonly string[];
@@ -121,7 +123,7 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
     for (const source of pipeline.sources) {
       const capture = readCapture(source.path);
       const wanted = toEnable(source, capture);
-      const enableRefused = refusedEnables(source.path, enableCalls(wanted));
+      const enableRefused = refusedEnables(source.path, source, capture);
       const refusedTables = new Set(enableRefused.flatMap((r) => r.tables.map(foldIdent)));
       const enable = wanted.filter((e) => !refusedTables.has(foldIdent(e.table)));
       // A source the pass leaves without capture: every sync of it fails (CAPTURE_ABSENT), as run's does.
@@ -168,20 +170,12 @@ function readCapture(path: string): CaptureStatus {
   }
 }
 
-/** The calls of `calls` that enable refuses, by the gates it runs before it writes (checkEnable), read without writing. */
-function refusedEnables(path: string, calls: readonly EnableCall[]): PlannedSource['enableRefused'] {
-  if (calls.length === 0) return [];
+/** What enable refuses of `todo` (toEnable) in the pass, table by table (enableDeclared's rule: declaredRefusals), read without writing. */
+function refusedEnables(path: string, source: PipelineSource, capture: CaptureStatus): PlannedSource['enableRefused'] {
+  if (toEnable(source, capture).length === 0) return [];
   const db = openDatabase(path, { readonly: true, role: 'source' });
   try {
-    return calls.flatMap((call) => {
-      try {
-        checkEnable(db, call.tables);
-        return [];
-      } catch (err) {
-        if (!(err instanceof SluiceError)) throw err;
-        return [{ tables: call.tables, mode: call.mode, code: err.code, fix: err.message }];
-      }
-    });
+    return declaredRefusals(db, source, capture).map((r) => ({ tables: r.tables, mode: r.mode, code: r.error.code, fix: r.error.message }));
   } finally {
     db.close();
   }

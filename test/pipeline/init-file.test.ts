@@ -365,6 +365,8 @@ describe('sluice init', () => {
     expect(health.stdout).not.toContain('sluice run builds it');
     const report = await convergeOnce(withTarget);
     expect(report.targets[0]?.error?.code).toBe('NOTHING_TO_SYNC');
+    // The pass's refusal says the file's fix, in the words plan says it (not `sluice enable --mode images`).
+    expect(report.targets[0]?.error?.message).toBe(`${plan.targets[0]?.refused?.fix ?? ''}.`);
   });
 
   test('init of a sluice target refuses it with TARGET_NOT_SOURCE naming the file and writes nothing, since capture on a target is refused by every pass', async ({

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
-import { openDatabase, type Db, readSessionSync, shellCommand } from '../../sqlite/index.ts';
+import { openDatabase, type Db, readSessionSync, shellCommand, shellWord } from '../../sqlite/index.ts';
 import {
   readProjections,
   type ProjectionRecord,
@@ -45,6 +45,12 @@ export interface HealthOptions {
   readonly fedLag?: ReadonlyMap<string, FedLag>;
   /** The time lags in ms are measured to (ms since the epoch). Default: now. */
   readonly now?: number;
+  /**
+   * The target is one `sluice run` follows (declared in its pipeline file):
+   * what is to be run again (a failed first build, failed attempts) is run's
+   * to retry, by itself, not a command the user runs.
+   */
+  readonly followedByRun?: boolean;
 }
 
 /** A fed projection's lag, read from its stream, or why it could not be read (a problem, with what to do). */
@@ -279,6 +285,20 @@ function subscribedRepair(r: ProjectionRecord, targetPath: string): string | und
   return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${r.sourceTable}, so ${r.name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table: r.sourceTable })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${r.name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: r.name })}`;
 }
 
+/**
+ * Who runs a projection's sync again (after a failed or interrupted first
+ * build, or failed attempts), in words: sluice run, which retries a target
+ * it follows by itself; for a projection sluice subscribe feeds (no source
+ * path, so sync has nothing to sync it from), subscribe, with the broker,
+ * stream and source the target records. Undefined: run sluice sync again.
+ */
+function runAgain(r: ProjectionRecord, targetPath: string, followedByRun: boolean): string | undefined {
+  if (followedByRun) return 'sluice run tries it again by itself (with backoff), and goes on once the cause is gone';
+  if (r.sourcePath !== null || r.fedBy?.via !== 'subscribe') return undefined;
+  const f = r.fedBy;
+  return `run sluice subscribe ${[targetPath, '--nats', f.url, '--stream', f.stream, '--source', f.sourceId].map((w) => shellWord(w)).join(' ')} again (with the --projection and login options it took, if any)`;
+}
+
 /** What is wrong with the guard triggers of a table, in words. */
 function guardFaultText(g: GuardFault): string {
   const them = (names: readonly string[]) =>
@@ -313,17 +333,18 @@ function one(
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
   if (r.state === 'suspended') problems.push(subscribedRepair(r, targetPath) ?? suspensionRepair(r, sourcePath, targetPath, source?.db));
-  else if (r.state === 'building')
+  const again = runAgain(r, targetPath, options.followedByRun === true);
+  if (r.state === 'building')
     problems.push(
       r.failures > 0
-        ? 'its first build failed (see the failure below): run sluice sync again'
-        : 'an initial build was interrupted: run sluice sync again',
+        ? `its first build failed (see the failure below): ${again ?? 'run sluice sync again'}`
+        : `an initial build was interrupted: ${again ?? 'run sluice sync again'}`,
     );
   const failure = failureOf(r);
   if (failure !== null) {
     const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
     problems.push(
-      `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and run sluice sync again`,
+      `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and ${again ?? 'run sluice sync again'}`,
     );
   }
   let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };

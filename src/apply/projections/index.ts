@@ -22,6 +22,7 @@ export type { BrokenDefinition } from './broken-definition.ts';
 export { columnsRead } from './columns-read.ts';
 export { dropMirrorAll, dropProjection } from './drop.ts';
 export type { DropResult } from './drop.ts';
+export type { NothingToMirrorSay } from './nothing-to-mirror.ts';
 export {
   MIRROR_ALL,
   PROJECTION_SET_TABLE,

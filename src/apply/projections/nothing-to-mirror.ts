@@ -4,7 +4,16 @@ import { enableCommand, enableHint } from '../../capture/index.ts';
 import type { CapturedTableMode, Unmirrored } from './projection-set.ts';
 
 /**
- * The refusal of a sync that has nothing to mirror. Tables captured in
+ * What the refusal of a sync with nothing to mirror says in its caller's
+ * terms (sluice run's: the pipeline file declares the capture, so its fix is
+ * the file's, not `sluice enable`, which run would undo): given every
+ * captured table with its mode, and the images-mode tables whose mirror
+ * cannot be made (with why). SyncOptions.nothingToMirror.
+ */
+export type NothingToMirrorSay = (captured: readonly CapturedTableMode[], unmirrored: readonly Unmirrored[]) => string;
+
+/**
+ * The refusal of a sync that has nothing to mirror (`say`: in its caller's terms, else sync's). Tables captured in
  * another mode are captured in images mode by enable (with none captured,
  * the source's own tables are named); a table captured in images mode whose
  * mirror cannot be made is named with why (its code and fix), since
@@ -15,7 +24,16 @@ export function nothingToMirror(
   sourcePath: string,
   captured: readonly CapturedTableMode[],
   unmirrored: readonly Unmirrored[],
+  say?: NothingToMirrorSay,
 ): FailClosedError {
+  if (say !== undefined)
+    return new FailClosedError(
+      'NOTHING_TO_SYNC',
+      say(
+        captured,
+        unmirrored.filter((u) => u.mode === 'images'),
+      ),
+    );
   if (unmirrored.some((u) => u.mode === 'images')) {
     const each = unmirrored.map(
       (u) =>

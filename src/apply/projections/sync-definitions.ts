@@ -18,7 +18,7 @@ import {
 } from '../../projection/index.ts';
 import { TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
-import { nothingToMirror } from './nothing-to-mirror.ts';
+import { nothingToMirror, type NothingToMirrorSay } from './nothing-to-mirror.ts';
 import { compileMirror } from './unbuilt-mirrors.ts';
 import {
   isDefaultMirror,
@@ -148,8 +148,14 @@ export function mirrorAllOf(
  * The projections of one sync run: given `given` (empty: the target's set),
  * compiled against the source on `db` (the source as main, the target
  * attached). Writes nothing; `store` says what the first run stores.
+ * `say`: the NOTHING_TO_SYNC refusal in the caller's terms (SyncOptions.nothingToMirror).
  */
-export async function resolveProjections(db: Db, given: readonly DefinitionInput[], sourcePath: string): Promise<Resolution> {
+export async function resolveProjections(
+  db: Db,
+  given: readonly DefinitionInput[],
+  sourcePath: string,
+  say?: NothingToMirrorSay,
+): Promise<Resolution> {
   const records = readProjections(db, TARGET_SCHEMA);
   const set = readProjectionSet(db, TARGET_SCHEMA, records);
   const captured = readTables(db);
@@ -216,7 +222,7 @@ export async function resolveProjections(db: Db, given: readonly DefinitionInput
     unmirrored = added.unmirrored;
     if (compiled.length === 0 && broken.length === 0 && records.length === 0) {
       if (!hasCapture(db)) readSourceView(db); // CAPTURE_ABSENT, naming the source and the fix
-      throw nothingToMirror(db, sourcePath, captured, unmirrored);
+      throw nothingToMirror(db, sourcePath, captured, unmirrored, say);
     }
   }
   return {

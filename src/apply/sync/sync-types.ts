@@ -1,7 +1,7 @@
 import type { ProjectionDefinitionInput } from '../../projection/index.ts';
 import type { RearmReport } from '../../capture/index.ts';
 import type { DroppedIndex, LostProjection } from '../target/index.ts';
-import type { Unmirrored } from '../projections/index.ts';
+import type { NothingToMirrorSay, Unmirrored } from '../projections/index.ts';
 
 /* What a Syncer takes and reports (sync.ts). */
 
@@ -59,6 +59,14 @@ export interface SyncOptions {
    * false only to measure what it costs (bench/apply.ts).
    */
   readonly watchTarget?: boolean;
+  /**
+   * What the NOTHING_TO_SYNC refusal ("*" with no table to mirror and
+   * nothing else to sync) says, in the caller's terms: sluice run and a
+   * converging pass give the pipeline file's fix (declare a table in images
+   * mode), since the `sluice enable --mode images` sync names would be
+   * switched back to the declared mode. Default: sync's own message.
+   */
+  readonly nothingToMirror?: NothingToMirrorSay;
 }
 
 /** Options for one `runOnce`. */

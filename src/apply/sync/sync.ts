@@ -215,7 +215,7 @@ export class Syncer {
       throw err;
     }
     try {
-      const resolved = await resolveProjections(session.db, options.projections ?? [], path.resolve(sourcePath));
+      const resolved = await resolveProjections(session.db, options.projections ?? [], path.resolve(sourcePath), options.nothingToMirror);
       const { kept, refused } = admitted(resolved.compiled, readProjections(session.db, TARGET_SCHEMA));
       const first = [...resolved.refused, ...refused][0];
       if (first !== undefined) throw first.error;
@@ -251,7 +251,7 @@ export class Syncer {
     const db = this.session.db;
     const version = schemaVersion(db);
     if (!this.#definitionsChanged && version === this.#compiledAt) return;
-    const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath));
+    const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath), this.#options.nothingToMirror);
     const { kept, refused } = admitted(resolved.compiled, readProjections(db, TARGET_SCHEMA));
     this.#projections = kept;
     this.#broken = resolved.broken;

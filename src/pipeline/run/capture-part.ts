@@ -1,8 +1,8 @@
-import { enable, readTables, openSource } from '../../capture/index.ts';
+import { readTables, openSource } from '../../capture/index.ts';
 import type { Pipeline, PipelineSource } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import { SluiceError, isSqliteBusy } from '../../errors.ts';
-import { followedByAnother, forgetUndeclared, declaredInputs, enableCalls, toEnable } from '../index.ts';
+import { followedByAnother, forgetUndeclared, declaredInputs, enableDeclared } from '../index.ts';
 
 export interface CaptureConfig {
   readonly source: PipelineSource;
@@ -62,36 +62,31 @@ const RECHECK_MS = 3000;
 
 /**
  * Enables the declared tables that are not captured in their declared mode, by the calls a converging pass makes
- * (enableCalls, which plan checks); with prune, forgets the acknowledgements the file no longer declares. A call
- * enable refuses (a table its gates refuse) enables none of its tables and the others go on, as plan says; the
- * part then fails with the refusal (retried with backoff, each time enabling only what is still missing).
+ * (enableDeclared, which plan and health predict); with prune, forgets the acknowledgements the file no longer
+ * declares. A table enable refuses (its gates) is left out of its call, and every other table is captured, as plan
+ * says; the part then fails naming each refused table with enable's refusal (retried with backoff, each time
+ * enabling only what is still missing).
  */
 function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
-  const refused: { tables: readonly string[]; err: SluiceError }[] = [];
+  let refused: ReturnType<typeof enableDeclared>['refused'];
   try {
-    for (const call of enableCalls(toEnable(source, { tables: readTables(db) }))) {
-      const { mode, tables, exclude } = call;
-      let r: ReturnType<typeof enable>;
-      try {
-        r = enable(db, tables, { mode, ...(exclude === undefined ? {} : { exclude }) });
-      } catch (err) {
-        // Refused by enable's gates (nothing written): the other calls go on. Anything else (the source locked) fails the part now.
-        if (!(err instanceof SluiceError) || isSqliteBusy(err)) throw err;
-        refused.push({ tables, err });
-        ctx.log('error', 'enable-refused', `capture of ${tables.join(', ')} (${mode} mode) refused: ${err.code}: ${err.message}`, {
-          tables,
-          mode,
-          code: err.code,
-        });
-        continue;
-      }
+    const done = enableDeclared(db, source, { tables: readTables(db) });
+    refused = done.refused;
+    for (const { tables, mode, error } of refused)
+      ctx.log('error', 'enable-refused', `capture of ${tables.join(', ')} (${mode} mode) refused: ${error.code}: ${error.message}`, {
+        tables,
+        mode,
+        code: error.code,
+      });
+    for (const { call, tables, result } of done.enabled) {
+      const { mode, exclude } = call;
       const excluding = exclude === undefined ? '' : `, excluding ${exclude.length === 0 ? 'no column' : exclude.join(', ')}`;
       ctx.log('info', 'enabled', `captured ${tables.join(', ')} (${mode} mode${excluding})`, {
         tables,
         mode,
         ...(exclude === undefined ? {} : { exclude }),
-        sourceId: r.sourceId,
+        sourceId: result.sourceId,
       });
     }
     if (prune) {
@@ -107,8 +102,8 @@ function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartCon
   const first = refused[0];
   if (first !== undefined)
     throw new PartFailure(
-      first.err.code,
-      `${refused.map((x) => `capture of ${x.tables.join(', ')} is refused: ${x.err.code}: ${x.err.message}`).join('; ')} (the other declared tables are captured, and their targets synced)`,
+      first.error.code,
+      `${refused.map((x) => `capture of ${x.tables.join(', ')} is refused: ${x.error.code}: ${x.error.message}`).join('; ')} (the other declared tables are captured, and their targets synced)`,
     );
 }
 

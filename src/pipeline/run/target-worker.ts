@@ -3,7 +3,7 @@ import { Syncer, type SyncReport } from '../../apply/sync/index.ts';
 import { errorCode, errorMessage, FileBusyError, InvalidInputError } from '../../errors.ts';
 import { lacksHandler, loadCustomModule, withStoredHandler, type ProjectionDefinition } from '../../projection/index.ts';
 import { followSyncer } from '../follow/index.ts';
-import { checkDeclaredExclusions, declaredInputs, dropUndeclared } from '../index.ts';
+import { checkDeclaredExclusions, declaredInputs, declaredNothingToMirror, dropUndeclared } from '../index.ts';
 import type { PipelineSubscription, PipelineTarget } from '../index.ts';
 import { withoutCredentials } from '../../apply/target/index.ts';
 import { ownShmFilesIn } from '../../sqlite/index.ts';
@@ -65,6 +65,8 @@ async function main(): Promise<void> {
   const inFlight = new PassInFlight(data.passes);
   const syncer = await Syncer.open(source.path, target.path, {
     projections: declaredInputs(target.projections),
+    // NOTHING_TO_SYNC says the file's fix, as plan does, not `sluice enable --mode images` (which the capture part would undo).
+    nothingToMirror: declaredNothingToMirror(source, target),
     onProgress: (p) => {
       inFlight.progressed();
       if (p.phase === 'snapshot') setPhase('building');

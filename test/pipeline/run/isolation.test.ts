@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
-import { scalar, type Spawned } from '../../cli/support/cli.ts';
+import { runCli, scalar, type Spawned } from '../../cli/support/cli.ts';
 import { loadPipeline, planPipeline } from '../../../src/pipeline/index.ts';
 import { readTables } from '../../../src/capture/index.ts';
 import { openDatabase } from '../../../src/sqlite/index.ts';
@@ -202,7 +202,7 @@ listen: 127.0.0.1:${port}
     expect(scalar(bad, 'SELECT count(*) FROM issues')).toBe(50n);
   });
 
-  test('a declared table whose capture enable refuses (FK_UPDATE_CYCLE) fails the capture part, retried, while the other declared tables are captured and mirrored, as plan says', async ({
+  test('a declared table whose capture enable refuses (FK_UPDATE_CYCLE) fails the capture part, retried, naming it and the fix, while every other declared table (one of its own enable call too) is captured and mirrored, as plan and health --config say', async ({
     tmp,
   }) => {
     const src = path.join(tmp, 'app.db');
@@ -217,36 +217,54 @@ con.execute("INSERT INTO notes VALUES (1, 'a', 's')")
 con.execute("INSERT INTO tags VALUES (1, 't')")`,
     );
     const port = await freePort();
-    // p and tags are one enable call (images, no exclude), notes one of its own (its exclude).
+    // p and tags are one enable call (images, no exclude), notes one of its own (its exclude): p's refusal keeps tags from nothing.
     put(
       config,
       `sources:\n  - path: app.db\n    capture:\n      p: images\n      tags: images\n      notes: {exclude: [secret]}\n    targets:\n      - {path: cache.db, projections: ["*"]}\nlisten: 127.0.0.1:${port}\n`,
     );
     const plan = await planPipeline(await loadPipeline(config, {}));
-    expect(plan.sources[0]?.enable.map((e) => e.table)).toEqual(['notes']);
-    expect(plan.sources[0]?.enableRefused.map((r) => [r.tables, r.code])).toEqual([[['p', 'tags'], 'FK_UPDATE_CYCLE']]);
+    expect(plan.sources[0]?.enable.map((e) => e.table)).toEqual(['tags', 'notes']);
+    expect(plan.sources[0]?.enableRefused.map((r) => [r.tables, r.code])).toEqual([[['p'], 'FK_UPDATE_CYCLE']]);
     expect(plan.targets[0]?.refused).toBeNull();
-    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does])).toEqual([['notes', 'build']]);
+    expect(plan.targets[0]?.projections.map((x) => [x.name, x.does]).sort()).toEqual([
+      ['notes', 'build'],
+      ['tags', 'build'],
+    ]);
+    const fix = plan.sources[0]?.enableRefused[0]?.fix ?? '';
+    expect(fix).not.toBe('');
+    // health --config names the refused table with enable's fix, not "sluice run captures it".
+    const before = runCli(['health', '--config', config]);
+    expect(before.status).toBe(3);
+    expect(before.stdout).toContain(`table p of ${src} is declared`);
+    expect(before.stdout).toContain('FK_UPDATE_CYCLE');
+    expect(before.stdout).not.toMatch(/table p of .* sluice run captures it/);
 
     running = startRun(config);
     const h = await waitHealth(
       port,
-      'the capture part retried and notes mirrored',
+      'the capture part retried, tags and notes mirrored',
       (x) =>
         x.status.run.parts.some((p) => p.name === src && p.state === 'retrying' && (p.failure?.attempts ?? 0) >= 2) &&
         x.status.run.parts.some((p) => p.name === tgt && p.state === 'running'),
     );
     const part = h.status.run.parts.find((p) => p.name === src);
     expect(part?.failure?.code).toBe('FK_UPDATE_CYCLE');
-    expect(part?.failure?.message).toContain('capture of p, tags is refused: FK_UPDATE_CYCLE');
-    await waitForRun(running, 'the mirror of notes', () => {
+    expect(part?.failure?.message).toContain('capture of p is refused: FK_UPDATE_CYCLE');
+    expect(part?.failure?.message).not.toContain('tags');
+    const said = h.status.problems.find((x) => x.startsWith(`table p of ${src}`));
+    expect(said).toContain('FK_UPDATE_CYCLE');
+    expect(said).toContain(fix.replace(/\.$/, ''));
+    await waitForRun(running, 'the mirrors of notes and tags', () => {
       try {
-        return scalar(tgt, 'SELECT v FROM notes') === 'a';
+        return scalar(tgt, 'SELECT v FROM notes') === 'a' && scalar(tgt, 'SELECT name FROM tags') === 't';
       } catch {
         return false;
       }
     });
-    expect(listCaptured(src)).toEqual([['notes', 'images', ['secret']]]);
+    expect(listCaptured(src).sort()).toEqual([
+      ['notes', 'images', ['secret']],
+      ['tags', 'images', []],
+    ]);
   });
 });
 
