@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
 import { inlineDefinitionSchema, pipelineFileSchema } from '../src/pipeline/schema.ts';
 import { projectionDefinitionSchema } from '../src/projection/definition.ts';
-import { recordOf } from '../src/projection/own-record.ts';
+import { recordOf } from '../src/sqlite/own-record.ts';
 
 /*
  * Writes docs/sluice.schema.json, the JSON Schema of a pipeline file, from

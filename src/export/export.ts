@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import type { Db } from '../sqlite/index.ts';
-import { toJsonValue, describeTable, foldIdent, shellWord, textEncoding } from '../sqlite/index.ts';
+import { setOwn, toJsonValue, describeTable, foldIdent, shellWord, textEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { snapshot, readBatch, type BatchOptions, decodeCursor, eventToLine } from '../feed/index.ts';
 import { sourceShape } from '../projection/index.ts';
@@ -160,14 +160,14 @@ export function writeSnapshot(
         rowidAlias: shape.rowidAlias,
       };
       digest.add(sink.write(line));
-      counts[t.name] = 0;
+      setOwn(counts, t.name, 0);
     },
     onRow: (t, values) => {
       const row: Record<string, ReturnType<typeof toJsonValue>> = {};
-      t.columns.forEach((c, i) => (row[c] = toJsonValue(values[i] ?? null)));
+      t.columns.forEach((c, i) => setOwn(row, c, toJsonValue(values[i] ?? null)));
       const line: RowLine = { type: 'row', sourceId, seq, table: t.name, row };
       digest.add(sink.write(line));
-      counts[t.name] = (counts[t.name] ?? 0) + 1;
+      setOwn(counts, t.name, (counts[t.name] ?? 0) + 1);
       rows++;
     },
   });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { jsonValueSchema, TEXT_ENCODINGS } from '../sqlite/index.ts';
+import { jsonValueSchema, ownRecord, TEXT_ENCODINGS } from '../sqlite/index.ts';
 import { eventLineSchema } from '../feed/index.ts';
 
 /*
@@ -49,7 +49,8 @@ export const rowLineSchema = z.strictObject({
   sourceId: z.string(),
   seq: z.number().int().nonnegative(),
   table: z.string(),
-  row: z.record(z.string(), jsonValueSchema),
+  /** ownRecord: a column named __proto__ is kept (z.record drops it). */
+  row: ownRecord(z.string(), jsonValueSchema),
 });
 
 export const snapshotLineSchema = z.strictObject({
@@ -60,8 +61,8 @@ export const snapshotLineSchema = z.strictObject({
   seq: z.number().int().nonnegative(),
   cursor: z.string(),
   tables: z.array(z.string()),
-  /** Row lines per table in this snapshot. */
-  rows: z.record(z.string(), z.number().int().nonnegative()),
+  /** Row lines per table in this snapshot (ownRecord: a table named __proto__ is kept). */
+  rows: ownRecord(z.string(), z.number().int().nonnegative()),
   /** Digest of the snapshot's table and row lines. */
   digest,
 });

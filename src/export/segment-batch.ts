@@ -1,5 +1,14 @@
 import type { Db, SqlValue } from '../sqlite/index.ts';
-import { cachedStatement, foldIdent, fromDriver, fromJsonValue, lossyTextTest, quoteIdent, textFromDbBytes } from '../sqlite/index.ts';
+import {
+  cachedStatement,
+  setOwn,
+  foldIdent,
+  fromDriver,
+  fromJsonValue,
+  lossyTextTest,
+  quoteIdent,
+  textFromDbBytes,
+} from '../sqlite/index.ts';
 import { decodeMask, type ColumnMask } from '../capture/index.ts';
 import {
   decodedBatch,
@@ -152,7 +161,7 @@ class SegmentDecoder {
     };
     const image = (offset: number, prefix: string): Row => {
       const out: Record<string, SqlValue> = {};
-      this.#names.forEach((c, i) => (out[c] = cell(offset + i, `${prefix}${i}`)));
+      this.#names.forEach((c, i) => setOwn(out, c, cell(offset + i, `${prefix}${i}`)));
       return out;
     };
     const name: EventOp = op === OP.insert ? 'insert' : op === OP.delete ? 'delete' : 'update';

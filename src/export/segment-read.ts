@@ -10,6 +10,7 @@ import {
   textEncoding,
   textFromDbBytes,
   toJsonValue,
+  setOwn,
 } from '../sqlite/index.ts';
 import { InvalidInputError, errorCode, isSqliteCorrupt } from '../errors.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
@@ -161,7 +162,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
                 db,
                 readRows(seg, () => db.prepare(`SELECT CAST(c${i} AS BLOB) FROM ${rt} WHERE rowid = ?`).pluck().get(r[0]) as Uint8Array),
               );
-            row[c] = toJsonValue(value);
+            setOwn(row, c, toJsonValue(value));
           });
           const line: RowLine = { type: 'row', sourceId: m.sourceId, seq: m.snapshot.seq, table: t.name, row };
           yield { kind: 'row', n: ++n, line };

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { RawText, fromDriver, toBindable, type SqlValue, lossyTextTest, textFromDbBytes, quoteIdent } from '../sqlite/index.ts';
+import { RawText, setOwn, fromDriver, toBindable, type SqlValue, lossyTextTest, textFromDbBytes, quoteIdent } from '../sqlite/index.ts';
 import {
   journalHasMask,
   type CapturedTable,
@@ -171,7 +171,7 @@ export class JournalDecoder {
     };
     const pick = (offset: number, names: readonly string[]): Row => {
       const out: Record<string, SqlValue> = {};
-      names.forEach((n, i) => (out[n] = cell(offset + i)));
+      names.forEach((n, i) => setOwn(out, n, cell(offset + i)));
       return out;
     };
     const name: EventOp = op === OP_INSERT ? 'insert' : op === OP_DELETE ? 'delete' : 'update';
@@ -254,8 +254,8 @@ export function readRowByKey(
         .prepare(`SELECT CAST(${quoteIdent(c)} AS BLOB) FROM main.${quoteIdent(t.name)} WHERE ${where}`)
         .pluck()
         .get(...bind) as Uint8Array;
-      out[c] = textFromDbBytes(db, b);
-    } else out[c] = fromDriver(v ?? null);
+      setOwn(out, c, textFromDbBytes(db, b));
+    } else setOwn(out, c, fromDriver(v ?? null));
   });
   return out;
 }

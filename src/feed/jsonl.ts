@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { fromJsonValue, jsonValueSchema, toJsonValue, type SqlValue } from '../sqlite/index.ts';
+import { fromJsonValue, jsonValueSchema, ownRecord, setOwn, toJsonValue, type SqlValue } from '../sqlite/index.ts';
 import type { ChangeEvent, Row } from './events.ts';
 
 /** One event line of `sluice changes` and `sluice export` (docs/jsonl.md). */
@@ -10,8 +10,9 @@ export const eventLineSchema = z.strictObject({
   op: z.enum(['insert', 'update', 'delete']),
   key: z.array(jsonValueSchema),
   beforeKey: z.array(jsonValueSchema).optional(),
-  before: z.record(z.string(), jsonValueSchema).nullable(),
-  after: z.record(z.string(), jsonValueSchema).nullable(),
+  // ownRecord: a column named __proto__ is kept (z.record drops it).
+  before: ownRecord(z.string(), jsonValueSchema).nullable(),
+  after: ownRecord(z.string(), jsonValueSchema).nullable(),
   image: z.enum(['full', 'key']),
   ts: z.number().int(),
   /**
@@ -29,7 +30,7 @@ export const cursorLineSchema = z.strictObject({ cursor: z.string() });
 function rowJson(row: Row | null): Record<string, z.infer<typeof jsonValueSchema>> | null {
   if (row === null) return null;
   const out: Record<string, z.infer<typeof jsonValueSchema>> = {};
-  for (const [k, v] of Object.entries(row)) out[k] = toJsonValue(v);
+  for (const [k, v] of Object.entries(row)) setOwn(out, k, toJsonValue(v));
   return out;
 }
 
@@ -52,7 +53,7 @@ export function eventToLine(sourceId: string, e: ChangeEvent): EventLine {
 /** A row of a line, decoded (the inverse of the encoding above). */
 export function lineToRow(r: Readonly<Record<string, unknown>>): Row {
   const out: Record<string, SqlValue> = {};
-  for (const k of Object.keys(r)) out[k] = fromJsonValue(r[k]);
+  for (const k of Object.keys(r)) setOwn(out, k, fromJsonValue(r[k]));
   return out;
 }
 

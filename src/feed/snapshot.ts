@@ -10,6 +10,7 @@ import {
   textFromDbBytes,
   primaryKeyCollations,
   cachedStatement,
+  setOwn,
 } from '../sqlite/index.ts';
 import type { CapturedTable } from '../capture/index.ts';
 import { cursorToken, readSourceView, resolveTables } from './source-view.ts';
@@ -202,7 +203,7 @@ export function sourceRows(db: Db, t: RowsOf, schema = 'main'): SnapshotRows {
       for (const values of pagedTable(db, t, 500, schema)) {
         const row: Record<string, SqlValue> = {};
         t.columns.forEach((c, i) => {
-          row[c] = values[i] ?? null;
+          setOwn(row, c, values[i] ?? null);
         });
         yield row;
       }

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { withReadTransaction, fromDriver, type SqlValue, textFromDbBytes } from '../sqlite/index.ts';
+import { setOwn, withReadTransaction, fromDriver, type SqlValue, textFromDbBytes } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { JOURNAL_TABLE, OP_UPDATE, journalColumn, julianToMs } from '../capture/index.ts';
 import type { CapturedTable } from '../capture/index.ts';
@@ -135,7 +135,7 @@ function* fullRead(db: Db, table: string, batchSize: number): Generator<RowChang
     for (let i = 0; i < page.length; i++) {
       const values = page[i] as SqlValue[];
       const row: Record<string, SqlValue> = {};
-      s.table.columns.forEach((c, j) => (row[c] = values[j] ?? null));
+      s.table.columns.forEach((c, j) => setOwn(row, c, values[j] ?? null));
       const last = done && i === page.length - 1;
       yield {
         pks: keyPos.map((p) => values[p] ?? null),

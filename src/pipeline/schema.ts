@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { splitServers } from '../broker/connection/index.ts';
-import { ownRecord } from '../projection/index.ts';
+import { ownRecord } from '../sqlite/index.ts';
 
 /*
  * The shape of a pipeline file (sluice.yml): what must exist, declared in

@@ -40,7 +40,6 @@ export { KINDS, KIND_NAMES, isKindName, kindNamed, kindOf } from './kinds/regist
 export { dropTemps } from './kinds/relational/apply.ts';
 export { hasTypedComputedColumn } from './kinds/relational/images.ts';
 export { defaultProjectionName, isProjectionName } from './name.ts';
-export { ownRecord } from './own-record.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { compiledAs } from './compiled.ts';

@@ -239,9 +239,10 @@ export function dumpTables(file: string, only?: readonly string[]): Record<strin
         .pluck()
         .all() as string[]
     ).filter((t) => only === undefined || only.includes(t));
-    const out: Record<string, string[]> = {};
-    for (const t of tables) out[t] = sortedRows(db, t, (c) => `CASE typeof(${c}) WHEN 'text' THEN 'T' || hex(${c}) ELSE quote(${c}) END`);
-    return out;
+    // fromEntries: a table named __proto__ is a key like any other (out[t] = ... would set the object's prototype).
+    return Object.fromEntries(
+      tables.map((t) => [t, sortedRows(db, t, (c) => `CASE typeof(${c}) WHEN 'text' THEN 'T' || hex(${c}) ELSE quote(${c}) END`)]),
+    );
   } finally {
     db.close();
   }

@@ -1,5 +1,6 @@
 import type { DefinitionOf } from '../../kind.ts';
 import { InvalidInputError, SluiceError } from '../../../errors.ts';
+import { setOwn } from '../../../sqlite/index.ts';
 
 /**
  * Where the tables a custom definition declares ("tables") are when its
@@ -33,7 +34,9 @@ export function handlerTables(
       return Reflect.get(target, prop, receiver) as unknown;
     },
   });
-  const tables = Object.assign(Object.create(noting) as Record<string, string>, customTables(def, at));
+  // Each as its own property (setOwn: Object.assign would hand a table named __proto__ to the prototype's setter).
+  const tables = Object.create(noting) as Record<string, string>;
+  for (const [name, table] of Object.entries(customTables(def, at))) setOwn(tables, name, table);
   return {
     tables,
     failure: (err) => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { definitionBase, tableName } from '../../definition-base.ts';
-import { ownRecord } from '../../own-record.ts';
+import { ownRecord } from '../../../sqlite/index.ts';
 
 const mapColumn = z.union([
   z.string().min(1).describe('a source column to copy (and rename)'),

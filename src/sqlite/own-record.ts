@@ -1,14 +1,18 @@
 import { z } from 'zod';
 
 /*
- * A map from names to values written in a file (a pipeline's capture map
- * of tables, a map projection's columns) that keeps every name, "__proto__"
- * included. z.record leaves a "__proto__" key out of what it returns (so
- * that it cannot set the prototype of the object it builds), so a table or
- * column of that name was silently not there. The names are read as a Map
- * (whose keys are only keys) and returned as an object holding each as its
- * own property (Object.fromEntries), which Object.entries and Object.keys
- * list. The z.record it stands for gives its JSON Schema (recordOf).
+ * Objects keyed by table and column names (a pipeline's capture map of
+ * tables, a map projection's columns, a row of an export line or of an event,
+ * an export's row counts per table) that keep every name, "__proto__"
+ * included, as an own property. z.record leaves a "__proto__" key out of
+ * what it returns (so that it cannot set the prototype of the object it
+ * builds), and `obj[name] = value` on a plain object calls the prototype
+ * setter for "__proto__" (a primitive is dropped, an object becomes the
+ * prototype), so a table or column of that name was silently not there.
+ * ownRecord reads the names as a Map (whose keys are only keys) and returns
+ * an object holding each as its own property (Object.fromEntries), which
+ * Object.entries and Object.keys list; setOwn sets one. The z.record it
+ * stands for gives its JSON Schema (recordOf).
  */
 
 const records = new WeakMap<z.ZodType, z.ZodType>();
@@ -32,6 +36,15 @@ export function ownRecord<V extends z.ZodType>(
     .transform((m) => Object.fromEntries(m) as Record<string, z.output<V>>);
   records.set(schema, z.record(key, value));
   return schema as unknown as z.ZodType<Record<string, z.output<V>>, Record<string, z.input<V>>>;
+}
+
+/**
+ * o[name] = value, as an own, enumerable property whatever the name ("__proto__" included: a plain assignment
+ * would set the prototype). What builds a row or a count per table by name uses it, not `o[name] =`.
+ */
+export function setOwn<V>(o: Record<string, V>, name: string, value: V): void {
+  if (name === '__proto__') Object.defineProperty(o, name, { value, writable: true, enumerable: true, configurable: true });
+  else o[name] = value;
 }
 
 /** The z.record an ownRecord stands for (for its JSON Schema: scripts/pipeline-schema.ts), or undefined for any other schema. */
