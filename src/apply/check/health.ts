@@ -17,7 +17,7 @@ import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';
-import { suspensionRepair, unarmedOf } from './suspension-repair.ts';
+import { subscribedFeed, suspensionRepair, unarmedOf } from './suspension-repair.ts';
 import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
 
@@ -273,19 +273,6 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
 }
 
 /**
- * The repair of a suspension of a projection sluice subscribe feeds, where
- * sync's (its catalog repair) would not hold: TABLE_UNTRACKED is repaired
- * on the source and by subscribe, which rebuilds the projection from the
- * snapshot its publisher publishes once the table is captured again.
- * Undefined: the catalog's repair.
- */
-function subscribedRepair(r: ProjectionRecord, targetPath: string): string | undefined {
-  if (r.sourcePath !== null || r.fedBy?.via !== 'subscribe' || r.reason !== 'TABLE_UNTRACKED') return undefined;
-  const f = r.fedBy;
-  return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${r.sourceTable}, so ${r.name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table: r.sourceTable })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${r.name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: r.name })}`;
-}
-
-/**
  * Who runs a projection's sync again (after a failed or interrupted first
  * build, or failed attempts), in words: sluice run, which retries a target
  * it follows by itself; for a projection sluice subscribe feeds (no source
@@ -294,8 +281,8 @@ function subscribedRepair(r: ProjectionRecord, targetPath: string): string | und
  */
 function runAgain(r: ProjectionRecord, targetPath: string, followedByRun: boolean): string | undefined {
   if (followedByRun) return 'sluice run tries it again by itself (with backoff), and goes on once the cause is gone';
-  if (r.sourcePath !== null || r.fedBy?.via !== 'subscribe') return undefined;
-  const f = r.fedBy;
+  const f = subscribedFeed(r);
+  if (f === undefined) return undefined;
   return `run sluice subscribe ${[targetPath, '--nats', f.url, '--stream', f.stream, '--source', f.sourceId].map((w) => shellWord(w)).join(' ')} again (with the --projection and login options it took, if any)`;
 }
 
@@ -332,7 +319,7 @@ function one(
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   const problems: string[] = [];
-  if (r.state === 'suspended') problems.push(subscribedRepair(r, targetPath) ?? suspensionRepair(r, sourcePath, targetPath, source?.db));
+  if (r.state === 'suspended') problems.push(suspensionRepair(r, sourcePath, targetPath, source?.db));
   const again = runAgain(r, targetPath, options.followedByRun === true);
   if (r.state === 'building')
     problems.push(

@@ -1,6 +1,7 @@
 import { repairAction, shellCommand, type Db } from '../../sqlite/index.ts';
 import { nextSyncArming, rearmFix, unarmedDetail } from '../../capture/index.ts';
 import { currentCode } from '../../reasons.ts';
+import type { FedBy } from '../target/index.ts';
 
 /*
  * The repair of a projection whose source table is not armed
@@ -62,11 +63,16 @@ export function suspensionRepair(
     readonly reason?: string | null | undefined;
     readonly detail?: Readonly<Record<string, unknown>> | null | undefined;
     readonly sourceTable?: string | undefined;
+    readonly sourcePath?: string | null | undefined;
+    readonly fedBy?: FedBy | null | undefined;
   },
   sourcePath: string | undefined,
   targetPath: string | undefined,
   source?: Db,
 ): string {
+  const fed = subscribedFeed(r);
+  if (fed !== undefined && r.reason != null && currentCode(r.reason) === 'TABLE_UNTRACKED' && targetPath !== undefined)
+    return untrackedSubscribed(r.name, r.sourceTable ?? r.name, fed, targetPath);
   const named = typeof r.detail?.table === 'string' ? r.detail.table : r.sourceTable;
   if (
     r.reason != null &&
@@ -81,4 +87,21 @@ export function suspensionRepair(
     return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail);
   }
   return repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable);
+}
+
+/** The stream that feeds projection `r`, when sluice subscribe feeds it (no source path: sync has nothing to sync it from). */
+export function subscribedFeed(r: {
+  readonly sourcePath?: string | null | undefined;
+  readonly fedBy?: FedBy | null | undefined;
+}): Extract<FedBy, { via: 'subscribe' }> | undefined {
+  return r.sourcePath == null && r.fedBy?.via === 'subscribe' ? r.fedBy : undefined;
+}
+
+/**
+ * TABLE_UNTRACKED of a subscribed projection: the table is captured again on
+ * the source, whose publisher then publishes a snapshot that holds it
+ * (STREAM_TABLES_ADDED), and subscribe rebuilds the projection from it.
+ */
+function untrackedSubscribed(name: string, table: string, f: Extract<FedBy, { via: 'subscribe' }>, targetPath: string): string {
+  return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${table}, so ${name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: name })}`;
 }
