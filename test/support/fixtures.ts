@@ -67,6 +67,30 @@ export function runPython(script: string, args: readonly string[] = []): string 
   return r.stdout;
 }
 
+/**
+ * Leaves a hot rollback journal beside `file` (a database in rollback-journal
+ * mode): a Python writer killed (exit 9) in the middle of a transaction that
+ * had spilled to the file. Throws when the writer did not end so.
+ */
+export function leaveHotJournal(file: string): void {
+  const killed = spawnSync(
+    PYTHON,
+    [
+      '-c',
+      `import sqlite3, os, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('PRAGMA cache_size = 1')
+c.execute('BEGIN')
+c.execute('CREATE TABLE junk (x)')
+c.executemany('INSERT INTO junk VALUES (?)', [('x' * 500,)] * 2000)
+os._exit(9)`,
+      file,
+    ],
+    { encoding: 'utf8' },
+  );
+  if (killed.status !== 9) throw new Error(`the writer killed mid-transaction ended with ${killed.status}: ${killed.stderr}`);
+}
+
 /** Runs SQL through the sqlite3 command-line shell. */
 /**
  * Runs SQL through the sqlite3 CLI, as another program would. It waits up to
