@@ -13,7 +13,7 @@ import {
 import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
 import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
-import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll } from './prune.ts';
 import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
 import { declaredRefusals } from './enable-declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
@@ -424,18 +424,32 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
           ? null
           : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
   const names = new Set(projections.map((p) => p.name));
+  // prune: true removes what the declaration does not cover (dropUndeclared), after a sync of the target that is not refused.
+  const pruned = pipeline.prune && refused === null;
+  const notPruned = refused === null ? '' : ` once the target's sync is no longer refused (${refused.code})`;
   for (const name of held.map((r) => r.name))
     if (!names.has(name))
       projections.push({
         name,
         kind: 'unknown',
-        does: pipeline.prune && refused === null ? 'drop' : 'undeclared',
+        does: pruned ? 'drop' : 'undeclared',
         reason: null,
         classification: null,
         fix: pipeline.prune
-          ? 'prune: true: sluice run drops it'
+          ? `prune: true: sluice run drops it${notPruned}`
           : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
       });
+  // "*" stored in the target's set that the file does not declare: prune takes it out (a write), else a plain sync of the
+  // target would go on mirroring every table captured later. Listed with prune: true only: without it nothing changes.
+  if (pipeline.prune && exists && undeclaredMirrorAll(t))
+    projections.push({
+      name: '"*"',
+      kind: 'unknown',
+      does: pruned ? 'drop' : 'undeclared',
+      reason: null,
+      classification: null,
+      fix: `prune: true: sluice run takes "*" out of the projection set of ${t.path}${notPruned} (the file does not declare "*", and a plain sluice sync of it would mirror every table captured later)`,
+    });
   return { path: t.path, source: source.path, exists, refused, projections };
 }
 

@@ -242,6 +242,23 @@ const SCENARIOS: Scenario[] = [
     expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'drop', 'ack:cheap@cache.db': 'forgotten' },
   },
   {
+    name: '"*" taken out of the file (each table now declared by name) is taken out of the target\'s set with prune: true',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml(
+      '[items, notes]',
+      target('cache.db', '{name: items, source: items, kind: mirror}', '{name: notes, source: notes, kind: mirror}'),
+      true,
+    ),
+    expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'continue', 'cache.db:"*"': 'drop' },
+    check: (plan) => expect(plan.converged).toBe(false),
+  },
+  {
+    name: 'and the mirrors "*" made that the file no longer declares are dropped with it',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml('[items, notes]', target('cache.db', '{name: items, source: items, kind: mirror}'), true),
+    expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'drop', 'cache.db:"*"': 'drop', 'ack:notes@cache.db': 'forgotten' },
+  },
+  {
     name: 'the acknowledgements of a target removed from the file are forgotten with prune: true',
     first: yml('[items]', target('cache.db', '"*"') + target('old.db', CHEAP)),
     then: yml('[items]', target('cache.db', '"*"'), true),
