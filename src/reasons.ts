@@ -410,7 +410,7 @@ export const REASONS = {
     kinds: ['health', 'verify'],
     clears: true,
     explain:
-      'The target mirrors every captured table ("*"), and this captured table\'s mirror cannot be made as the table is (health names the refusal, KEY_COLLATION_MISMATCH say): sync leaves it out at every run, exiting 0, and says why.',
+      'The target mirrors every captured table ("*"), and this captured table\'s mirror cannot be made as the table is (health names the refusal, KEY_COLLATION_MISMATCH say): sync leaves it out at every run, exiting 0, and says why. For a pipeline file, sluice plan lists its mirror as refused, and plan and health --config say the fixes in the file\'s terms (declare a mirror of each other table instead of "*", or take the table out of "capture" and disable it).',
     repair:
       'change {table} as that refusal says, then run sluice sync {source} {target}, which builds its mirror; or, if no target needs {table}, stop capturing it: sluice disable {source} {table}',
   },

@@ -34,8 +34,13 @@ function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): Targ
     );
   }
   const projections = t.projections.map((p): DeclaredProjectionHealth => {
-    if (!p.declared || p.state === 'missing') return p;
+    if (!p.declared) return p;
     const x = planned.projections.find((q) => q.name === p.name);
+    // A mirror "*" asks for that run cannot make (MIRROR_REFUSED): not "sluice run builds it", but plan's refusal and fixes.
+    if (p.state === 'missing' && x?.does === 'refuse' && x.reason === 'MIRROR_REFUSED' && x.fix !== undefined)
+      return { ...p, reason: 'MIRROR_REFUSED', needsAction: true, action: x.fix, problems: [x.fix] };
+    // health says a pending MIRROR_REFUSED itself, with the same fixes (pipeline-health.ts).
+    if (p.state === 'missing' || p.reason === 'MIRROR_REFUSED') return p;
     let problem: string | undefined;
     if (x?.does === 'rebuild' && x.reason === 'DEFINITION_CHANGED')
       problem = `projection ${p.name} is held as built from another definition than the file declares (DEFINITION_CHANGED): sluice run rebuilds it (sluice plan shows the change)`;

@@ -253,7 +253,7 @@ export function written(dir: string, p: string): string {
  * init writes goes through it, in comments too: a newline written raw in a
  * comment would end it, and the rest of the name be live YAML.
  */
-function scalar(s: string, as: 'value' | 'key' = 'value'): string {
+export function scalar(s: string, as: 'value' | 'key' = 'value'): string {
   if (/^[A-Za-z_./][A-Za-z0-9_./-]*$/.test(s) && !/^(true|false|null|yes|no|on|off|y|n|\.inf|\.nan)$|^\.[0-9]/i.test(s)) return s;
   const quoted = JSON.stringify(s);
   // A function, not a replacement string: in one, `$$` means a single `$`.

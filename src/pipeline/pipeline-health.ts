@@ -8,6 +8,7 @@ import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
 import { declaredRefusals, type EnableRefusal } from './enable-declared.ts';
+import { refusedMirrorFix } from './plan-mirror-all.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import type {
   AcknowledgementHealth,
@@ -291,6 +292,16 @@ function targetHealth(
     return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
   }
   const names = new Set(named.map((n) => n.name));
+  // The tables "*" leaves out because their mirror cannot be made, and the others it mirrors.
+  const refusedTables = held.flatMap((p) => (p.reason === 'MIRROR_REFUSED' && !heldNames.has(p.name) ? [refusedOf(p).table] : []));
+  const refusedMirror = (p: ProjectionHealth, sourcePath: string): DeclaredProjectionHealth => {
+    const { table, why } = refusedOf(p);
+    const others = mirrors(new Set())
+      .map((m) => m.source)
+      .filter((o) => !refusedTables.some((r) => foldIdent(r) === foldIdent(o)));
+    const action = refusedMirrorFix(sourcePath, { path, declaredAt }, table, why, others);
+    return { ...p, declared: true, action, problems: [action] };
+  };
   // One the target holds: the one rule of declared.ts. One it does not hold (pending under "*", lost): declared by its name or by "*".
   const isDeclared = (p: ProjectionHealth) =>
     heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && unbuiltMirror(p));
@@ -307,6 +318,8 @@ function targetHealth(
     .filter((p) => !staleAll.includes(p))
     .map((p) => {
       if (isDeclared(p)) {
+        // A mirror of "*" that cannot be made: what to do is said in the file's terms, as plan says it.
+        if (all && source !== null && p.reason === 'MIRROR_REFUSED' && !heldNames.has(p.name)) return refusedMirror(p, source);
         // Fed from a database the file does not declare for this target: its rows are that database's, and its lag is read there.
         if (source === null || p.sourcePath === null || sameDatabaseFile(p.sourcePath, source)) return { ...p, declared: true };
         const elsewhere = `projection ${p.name} of ${path} is fed from ${p.sourcePath}, not from its declared source ${source} (${declaredAt}): sluice run syncs it from the declared source, rebuilding it when its cursor is another source's (or sluice sync ${shellWord(source)} ${shellWord(path)})`;
@@ -328,6 +341,15 @@ function targetHealth(
         .map(missing),
     );
   return { ...base, exists: true, ok: problems.length === 0 && projections.every((p) => !p.needsAction), projections, problems };
+}
+
+/** The table and the refusal of a MIRROR_REFUSED entry (health's detail). */
+function refusedOf(p: ProjectionHealth): { table: string; why: string } {
+  const detail = p.detail as { table?: unknown; why?: unknown } | null;
+  return {
+    table: typeof detail?.table === 'string' ? detail.table : p.name,
+    why: typeof detail?.why === 'string' ? detail.why : (p.action ?? ''),
+  };
 }
 
 /** A mirror "*" asks for that the target does not hold: one the next sync builds (MIRROR_NOT_BUILT) or one it cannot make (MIRROR_REFUSED). */

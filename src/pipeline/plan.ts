@@ -13,11 +13,11 @@ import {
 import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
 import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
-import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll } from './prune.ts';
 import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
 import { declaredRefusals } from './enable-declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
-import { mirrorErrors, nothingToMirrorFix } from './plan-mirror-all.ts';
+import { mirrorErrors, nothingToMirrorFix, refusedMirrorFix } from './plan-mirror-all.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 
 /*
@@ -356,15 +356,47 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
     }),
   );
   if (inputs.includes('*')) {
-    const tables = enable.filter((e) => e.mode === 'images' && !projections.some((p) => p.name === defaultProjectionName(e.table)));
+    // Each images-mode table "*" mirrors once the pass has enabled what it enables that no projection of the run has
+    // (by the name of its mirror) nor writes (sync leaves such a table out), and that firstBuilds did not find refused.
+    const listed = new Set(projections.map((p) => foldIdent(p.name)));
+    const written = (table: string) =>
+      report.projections.some(
+        (e) =>
+          e.targetTable !== null &&
+          foldIdent(e.targetTable) === foldIdent(table) &&
+          !(e.kind === 'mirror' && foldIdent(e.sourceTable) === foldIdent(table)),
+      );
+    const refusedAlready = new Set(unmirrored.map((u) => foldIdent(u.table)));
+    const tables = pass.after.filter(
+      (a) =>
+        a.mode === 'images' &&
+        !listed.has(foldIdent(defaultProjectionName(a.table))) &&
+        !written(a.table) &&
+        !refusedAlready.has(foldIdent(a.table)),
+    );
+    const enabled = new Set(enable.map((e) => foldIdent(e.table)));
     // A mirror that cannot be built (a key whose collation is not its column's) is left out of "*", as sync leaves it.
+    // One that can is built when the pass enables its table (a table captured already that explain left out is not
+    // mirrored by sync either).
     for (const [table, error] of mirrorErrors(
       source.path,
       tables.map((e) => e.table),
     ))
-      if (error === undefined)
+      if (error !== undefined) unmirrored.push({ table, mode: 'images', why: `${error.code}: ${error.message}` });
+      else if (enabled.has(foldIdent(table)))
         projections.push({ name: defaultProjectionName(table), kind: 'mirror', does: 'build', reason: null, classification: null });
-      else unmirrored.push({ table, mode: 'images', why: `${error.code}: ${error.message}` });
+    // Each left out is refused, with the fixes in the file's terms (health --config says MIRROR_REFUSED with them).
+    const refusedTables = new Set(unmirrored.map((u) => foldIdent(u.table)));
+    const others = pass.after.filter((a) => a.mode === 'images' && !refusedTables.has(foldIdent(a.table))).map((a) => a.table);
+    for (const u of unmirrored)
+      projections.push({
+        name: defaultProjectionName(u.table),
+        kind: 'mirror',
+        does: 'refuse',
+        reason: 'MIRROR_REFUSED',
+        classification: 'Rejected',
+        fix: refusedMirrorFix(source.path, t, u.table, u.why, others),
+      });
   }
   const held = exists ? heldProjections(t.path) : [];
   // "*" with nothing to mirror, and no other projection built or held: sync refuses the target (NOTHING_TO_SYNC, nothingToMirror).
@@ -374,8 +406,9 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
       : undefined;
   // A declared definition that does not compile or collides refuses the whole sync of the target (Syncer.open throws it).
   // (A build into a table sluice did not make is refused alone: the others go on.)
+  // (A mirror "*" cannot make is left out alone too: MIRROR_REFUSED.)
   const runRefusal = Array.isArray(explained)
-    ? projections.find((p) => p.does === 'refuse' && p.reason !== 'TARGET_TABLE_EXISTS')
+    ? projections.find((p) => p.does === 'refuse' && p.reason !== 'TARGET_TABLE_EXISTS' && p.reason !== 'MIRROR_REFUSED')
     : projections.find((p, i) => {
         const s = report.projections[i]?.sync;
         return p.does === 'refuse' && s?.does === 'refuse' && s.run;
@@ -391,18 +424,32 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
           ? null
           : { code: runRefusal.reason ?? 'APPLY_FAILED', projection: runRefusal.name, fix: runRefusal.fix ?? '' };
   const names = new Set(projections.map((p) => p.name));
+  // prune: true removes what the declaration does not cover (dropUndeclared), after a sync of the target that is not refused.
+  const pruned = pipeline.prune && refused === null;
+  const notPruned = refused === null ? '' : ` once the target's sync is no longer refused (${refused.code})`;
   for (const name of held.map((r) => r.name))
     if (!names.has(name))
       projections.push({
         name,
         kind: 'unknown',
-        does: pipeline.prune && refused === null ? 'drop' : 'undeclared',
+        does: pruned ? 'drop' : 'undeclared',
         reason: null,
         classification: null,
         fix: pipeline.prune
-          ? 'prune: true: sluice run drops it'
+          ? `prune: true: sluice run drops it${notPruned}`
           : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
       });
+  // "*" stored in the target's set that the file does not declare: prune takes it out (a write), else a plain sync of the
+  // target would go on mirroring every table captured later. Listed with prune: true only: without it nothing changes.
+  if (pipeline.prune && exists && undeclaredMirrorAll(t))
+    projections.push({
+      name: '"*"',
+      kind: 'unknown',
+      does: pruned ? 'drop' : 'undeclared',
+      reason: null,
+      classification: null,
+      fix: `prune: true: sluice run takes "*" out of the projection set of ${t.path}${notPruned} (the file does not declare "*", and a plain sluice sync of it would mirror every table captured later)`,
+    });
   return { path: t.path, source: source.path, exists, refused, projections };
 }
 

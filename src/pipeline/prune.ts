@@ -7,7 +7,7 @@ import { defaultProjectionName } from '../projection/index.ts';
 import { lockHeld, type Db } from '../sqlite/index.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaredInputs, declaresHeld } from './declared.ts';
-import { heldProjections } from './held.ts';
+import { heldProjections, holdsMirrorAll } from './held.ts';
 
 /*
  * `prune: true` in a pipeline file: what the file no longer declares is
@@ -28,8 +28,17 @@ export function dropUndeclared(target: PipelineTarget): string[] {
   const held = heldProjections(target.path);
   const going = held.filter((p) => !declaresHeld(target.projections, p));
   for (const p of going) dropProjection(target.path, p.name);
-  const all = !declaredInputs(target.projections).includes('*') && dropMirrorAll(target.path);
+  const all = undeclaredMirrorAll(target) && dropMirrorAll(target.path);
   return [...going.map((p) => p.name), ...(all ? ['"*"'] : [])];
+}
+
+/**
+ * Whether `target` holds "*" in its projection set while its declaration
+ * does not list it: what dropUndeclared takes out (prune: true), and plan
+ * says it will.
+ */
+export function undeclaredMirrorAll(target: PipelineTarget): boolean {
+  return fs.existsSync(target.path) && !declaredInputs(target.projections).includes('*') && holdsMirrorAll(target.path);
 }
 
 /** The projections a declared target keeps acknowledgements for; 'all' when that cannot be known now (the target cannot be read). */

@@ -44,6 +44,7 @@ export { lockHeld, tryProcessLock } from './process-lock.ts';
 export type { ProcessLock } from './process-lock.ts';
 export { runQuery } from './query.ts';
 export type { QueryResult } from './query.ts';
+export { holdQuietly, readQuietly } from './quiet-hold.ts';
 export { foldIdent, quoteIdent, quoteString } from './quote.ts';
 export { fileKey, realFilePath, sameDatabaseFile } from './real-path.ts';
 export { parseRenameColumn } from './rename-column.ts';

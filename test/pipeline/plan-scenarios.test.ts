@@ -128,6 +128,9 @@ function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<st
                 ? 'build'
                 : 'continue';
     }
+    // A table "*" leaves out because its mirror cannot be made (the refusal's CODE: message): plan refuses its mirror.
+    for (const u of t.sync?.unmirrored ?? [])
+      if (u.mode === 'images' && /^[A-Z_]+: /.test(u.why)) out[`${rel(t.path)}:${u.table}`] = 'refuse:MIRROR_REFUSED';
     for (const d of t.dropped) out[`${rel(t.path)}:${d}`] = 'drop';
     const ran = new Set([...(t.sync?.projections.map((p) => p.name) ?? []), ...t.dropped]);
     for (const name of held) if (!ran.has(name)) out[`${rel(t.path)}:${name}`] = 'kept';
@@ -239,6 +242,23 @@ const SCENARIOS: Scenario[] = [
     expected: { 'cache.db:items': 'continue', 'cache.db:cheap': 'drop', 'ack:cheap@cache.db': 'forgotten' },
   },
   {
+    name: '"*" taken out of the file (each table now declared by name) is taken out of the target\'s set with prune: true',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml(
+      '[items, notes]',
+      target('cache.db', '{name: items, source: items, kind: mirror}', '{name: notes, source: notes, kind: mirror}'),
+      true,
+    ),
+    expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'continue', 'cache.db:"*"': 'drop' },
+    check: (plan) => expect(plan.converged).toBe(false),
+  },
+  {
+    name: 'and the mirrors "*" made that the file no longer declares are dropped with it',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml('[items, notes]', target('cache.db', '{name: items, source: items, kind: mirror}'), true),
+    expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'drop', 'cache.db:"*"': 'drop', 'ack:notes@cache.db': 'forgotten' },
+  },
+  {
     name: 'the acknowledgements of a target removed from the file are forgotten with prune: true',
     first: yml('[items]', target('cache.db', '"*"') + target('old.db', CHEAP)),
     then: yml('[items]', target('cache.db', '"*"'), true),
@@ -344,18 +364,18 @@ const SCENARIOS: Scenario[] = [
     expected: { 'cache.db': 'refused:NOTHING_TO_SYNC' },
   },
   {
-    name: 'a source not captured yet with a table whose mirror cannot be built (KEY_COLLATION_MISMATCH): both are enabled, the other is mirrored, and that table is left out of "*", not the target refused',
+    name: 'a source not captured yet with a table whose mirror cannot be built (KEY_COLLATION_MISMATCH): both are enabled, the other is mirrored, and that table is left out of "*" (its mirror refused: MIRROR_REFUSED), not the target refused',
     first: 'sources: []\n',
     change: (src) => runSqliteCli(src, MISMATCHED),
     then: yml('[items, t]', target('cache.db', '"*"')),
-    expected: { 'enable:items': 'images', 'enable:t': 'images', 'cache.db:items': 'build' },
+    expected: { 'enable:items': 'images', 'enable:t': 'images', 'cache.db:items': 'build', 'cache.db:t': 'refuse:MIRROR_REFUSED' },
   },
   {
     name: 'the same once the source captures: a new table whose mirror cannot be built is enabled and left out of "*"',
     first: yml('[items]', target('cache.db', '"*"')),
     change: (src) => runSqliteCli(src, MISMATCHED),
     then: yml('[items, t]', target('cache.db', '"*"')),
-    expected: { 'enable:t': 'images', 'cache.db:items': 'continue' },
+    expected: { 'enable:t': 'images', 'cache.db:items': 'continue', 'cache.db:t': 'refuse:MIRROR_REFUSED' },
   },
   {
     name: 'a new target of "*" whose only table cannot be mirrored is refused (NOTHING_TO_SYNC), naming why',

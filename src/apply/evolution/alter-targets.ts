@@ -1,5 +1,5 @@
 import { openSource, alter, type AlterResult, AlterRefusedError } from '../../capture/index.ts';
-import { closeDatabase } from '../../sqlite/index.ts';
+import { closeDatabase, holdQuietly } from '../../sqlite/index.ts';
 import { forecastAlter, type ConsumerForecast } from '../../feed/index.ts';
 import { openApplySession, TARGET_SCHEMA } from '../target/index.ts';
 import { definitionsToExplain, explainAlter, explainDefinitions, requireTarget, type ExplainReport } from './explain.ts';
@@ -45,7 +45,17 @@ export async function alterWithForecast(
 ): Promise<AlterWithForecast> {
   const targets = options.targets ?? [];
   for (const t of targets) requireTarget(t);
-  if (options.dryRun === true && targets.length > 0) return dryRunWithTargets(sourcePath, ddl, targets);
+  if (options.dryRun !== true) return alterThenForecast(sourcePath, ddl, targets);
+  // A dry run opens the source, and each target attached to it, with write access: every file is held so that
+  // this leaves none changed (no hot journal rolled back, no -wal checkpointed, no -wal or -shm made).
+  const files = [{ path: sourcePath, role: 'source' }, ...targets.map((path) => ({ path, role: 'target' }))];
+  return holdQuietly(files, () =>
+    targets.length > 0 ? dryRunWithTargets(sourcePath, ddl, targets) : alterThenForecast(sourcePath, ddl, [], true),
+  );
+}
+
+/** alter() on the source, then the forecast of each of `targets` by explain over the source as it left it (none in a dry run). */
+async function alterThenForecast(sourcePath: string, ddl: string, targets: readonly string[], dryRun = false): Promise<AlterWithForecast> {
   // Each target opened as the forecast will open it, before the DDL commits: one that is no target (the source
   // itself, a file that is not SQLite) is refused with nothing changed, not after the change (which it said nothing of).
   for (const t of targets) openApplySession(sourcePath, t, { readonly: true }).close();
@@ -53,7 +63,7 @@ export async function alterWithForecast(
   let result: AlterResult;
   let consumers: ConsumerForecast[];
   try {
-    result = alter(db, ddl, { dryRun: options.dryRun === true });
+    result = alter(db, ddl, { dryRun });
     consumers = forecastAlter(db, result);
   } finally {
     closeDatabase(db);
