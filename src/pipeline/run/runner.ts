@@ -19,13 +19,14 @@ import {
 } from '../index.ts';
 import { DefinitionFiles, stamp } from '../follow/index.ts';
 import { moduleImports } from '../../projection/index.ts';
-import type { Pipeline, PipelineHealth, PipelinePlan, RunPart, RunStatus, TargetHealth } from '../index.ts';
+import type { Pipeline, PipelineHealth, PipelinePlan, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
 import { PART_KINDS } from './parts.ts';
 import { tightenHeapGrowth } from './heap-growth.ts';
 import { LISTEN_FIX } from './http-part.ts';
 import { lockRun } from './run-lock.ts';
+import { configProblems, partProblems } from './run-problems.ts';
 
 /*
  * `sluice run`: one process that keeps a pipeline file true. The runner
@@ -255,18 +256,7 @@ export class Runner {
         problems: [...t.problems, why],
       };
     });
-    const partProblems = parts.flatMap((p) =>
-      p.failure !== null
-        ? [`${p.kind} ${p.name}: ${p.failure.code}: ${p.failure.message}`]
-        : p.state !== 'running'
-          ? [`${p.kind} ${p.name}: ${p.state}`]
-          : p.stalled !== undefined
-            ? [stalledProblem(p.name, p.stalled)]
-            : [],
-    );
-    const configProblems =
-      this.#configError === null ? [] : [`${this.#file}: ${this.#configError.message} (the configuration loaded before keeps running)`];
-    const problems = [...configProblems, ...h.problems, ...[...building].map((b) => `${b}: building from a snapshot`), ...partProblems];
+    const problems = [...configProblems(this.#file, this.#configError), ...h.problems, ...partProblems(parts)];
     return {
       ...h,
       ok: problems.length === 0,
@@ -374,12 +364,6 @@ export class Runner {
     this.#targetLocks.clear();
     this.#runLock.release();
   }
-}
-
-/** A following target whose pass has committed nothing for longer than its bound: what is wrong and what to do. */
-function stalledProblem(target: string, s: NonNullable<RunPart['stalled']>): string {
-  const secs = Math.round((Date.now() - s.sinceMs) / 1000);
-  return `target ${target}: stalled: its pass has committed nothing for ${secs} s (past ${s.boundMs} ms, health: maxPassMs), so its projections fall behind the source: a custom handler's apply that awaits what never settles, or loops, holds it; fix the handler (sluice run loads it again when it is saved), or restart sluice run`;
 }
 
 function declaredTargets(p: Pipeline): string[] {
