@@ -122,6 +122,7 @@ export type {
   Pipeline,
   PipelineHealth,
   PipelineHealthOptions,
+  RunningRun,
   PipelinePlan,
   PlannedSource,
   PlannedTarget,

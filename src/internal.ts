@@ -56,6 +56,7 @@ export {
   type Scrapable,
 } from './pipeline/index.ts';
 export { Runner } from './pipeline/run/index.ts';
+export { configProblems, partProblems, runHolding } from './pipeline/run/index.ts';
 export { RunLog, type LogFormat } from './pipeline/run/index.ts';
 export { followPublisher } from './pipeline/follow/index.ts';
 export { listenOn } from './pipeline/index.ts';

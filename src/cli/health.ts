@@ -19,17 +19,18 @@ import * as S from './json-schemas.ts';
 import { addNatsOptions, natsAccess, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
 import { emit, ExitSignal } from './output.ts';
+import { askRun } from './ask-run.ts';
 
 export function registerHealth(program: Command): void {
   const command = program
     .command('health')
     .description(
-      'Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. With --config FILE, every source and target the pipeline file declares, judged against it (missing, undeclared, past its lag bounds). Read-only. Exits 3 when anything needs action.',
+      "Show each projection of a target: state, lag (events and ms), failed syncs, whether its cursor can continue, its tables. With --config FILE, every source and target the pipeline file declares, judged against it (missing, undeclared, past its lag bounds), and, while sluice run holds the file, what that process says at its /healthz (a stalled pass, a failing part; asked at the file's listen: without listen it cannot be, and health says so). Read-only. Exits 3 when anything needs action.",
     )
     .argument('[target]', 'target SQLite database (or --config)')
     .option(
       '--config <file>',
-      "check every target a pipeline file declares, with the file's lag bounds, and what the file does not declare (projections, captured tables, acknowledgements); writes nothing",
+      "check every target a pipeline file declares, with the file's lag bounds, and what the file does not declare (projections, captured tables, acknowledgements); while sluice run holds the file, ask its /healthz (the file's listen) what only it knows; writes nothing",
     );
   addNatsOptions(command, {
     optional: true,
@@ -119,8 +120,14 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     (plan) => withPlannedChanges(read, plan),
     () => read,
   );
-  emit(opts, S.pipelineHealthOutput, h, () => pipelineText(h));
-  if (!h.ok) throw new ExitSignal(3);
+  // What only a run of this file knows (a stalled pass, a part failing), asked of it while it holds the file.
+  const running = await askRun(pipeline);
+  const judged: PipelineHealth =
+    running === undefined
+      ? h
+      : { ...h, ok: h.ok && running.problems.length === 0, problems: [...h.problems, ...running.problems], running };
+  emit(opts, S.pipelineHealthOutput, judged, () => pipelineText(judged));
+  if (!judged.ok) throw new ExitSignal(3);
 }
 
 function pipelineText(h: PipelineHealth): string {
@@ -133,6 +140,13 @@ function pipelineText(h: PipelineHealth): string {
     lines.push(`${t.ok ? 'ok' : '!!'} target ${t.path}${t.exists ? '' : ' (does not exist)'}`);
     for (const p of t.problems) lines.push(`   -> ${p}`);
     for (const p of t.projections) lines.push(`   ${projectionText(p).replaceAll('\n', '\n   ')}${p.declared ? '' : ' (undeclared)'}`);
+  }
+  const r = h.running;
+  if (r !== undefined) {
+    const pid = `run${r.pid === null ? '' : ` pid ${r.pid}`}`;
+    if (r.note !== undefined) lines.push(`.. ${pid}: ${r.note}`);
+    else lines.push(`${r.problems.length === 0 ? 'ok' : '!!'} ${pid} (${r.healthz ?? ''})`);
+    for (const p of r.problems) lines.push(`   -> ${p}`);
   }
   return lines.join('\n');
 }

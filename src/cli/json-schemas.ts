@@ -236,6 +236,24 @@ export const healthOutput = z.object({
   projections: z.array(projectionHealth),
 });
 
+/** One part of a `sluice run` process (src/pipeline/status.ts: RunPart). */
+const runPart = z.object({
+  kind: z.enum(['capture', 'target', 'publish', 'subscribe', 'http']),
+  name: z.string(),
+  state: z.enum(['starting', 'running', 'retrying', 'stopping', 'stopped']),
+  phase: z.enum(['building', 'following']).optional(),
+  stalled: z.object({ sinceMs: z.number().int(), boundMs: z.number().int() }).optional(),
+  failure: z
+    .object({
+      code: z.string(),
+      message: z.string(),
+      ms: z.number().int(),
+      attempts: z.number().int().min(1),
+      retryMs: z.number().int().nullable(),
+    })
+    .nullable(),
+});
+
 /** `health --config FILE --json` (src/pipeline/status.ts: PipelineHealth). */
 export const pipelineHealthOutput = z.object({
   ok: z.boolean(),
@@ -282,6 +300,15 @@ export const pipelineHealthOutput = z.object({
     }),
   ),
   problems: z.array(z.string()),
+  running: z
+    .object({
+      pid: z.number().int().nullable(),
+      healthz: z.string().nullable(),
+      parts: z.array(runPart).nullable(),
+      problems: z.array(z.string()),
+      note: z.string().optional(),
+    })
+    .optional(),
 });
 
 /** `plan --json` (src/pipeline/plan.ts: PipelinePlan). */
@@ -343,24 +370,7 @@ export const runStatusOutput = pipelineHealthOutput.extend({
     startedMs: z.number().int(),
     configError: z.object({ code: z.string(), message: z.string(), ms: z.number().int() }).nullable(),
     loadedMs: z.number().int(),
-    parts: z.array(
-      z.object({
-        kind: z.enum(['capture', 'target', 'publish', 'subscribe', 'http']),
-        name: z.string(),
-        state: z.enum(['starting', 'running', 'retrying', 'stopping', 'stopped']),
-        phase: z.enum(['building', 'following']).optional(),
-        stalled: z.object({ sinceMs: z.number().int(), boundMs: z.number().int() }).optional(),
-        failure: z
-          .object({
-            code: z.string(),
-            message: z.string(),
-            ms: z.number().int(),
-            attempts: z.number().int().min(1),
-            retryMs: z.number().int().nullable(),
-          })
-          .nullable(),
-      }),
-    ),
+    parts: z.array(runPart),
   }),
 });
 

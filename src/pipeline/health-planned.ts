@@ -2,8 +2,9 @@ import type { PipelinePlan } from './plan.ts';
 import type { DeclaredProjectionHealth, PipelineHealth, TargetHealth } from './status.ts';
 
 /*
- * What `health --config` adds from `plan` (the same reading, writing
- * nothing): health reads each projection the target holds as it was built,
+ * What `health --config` and `sluice run`'s /healthz (and so its status
+ * page) add from `plan` (the same reading, writing nothing; run reads the
+ * plan in the background, runner.ts): health reads each projection the target holds as it was built,
  * and matches it to the file by name, so a projection held under a
  * definition the file no longer declares (its filter changed in the file),
  * or one whose declared definition sluice run refuses, read as ok. Such a
@@ -45,7 +46,8 @@ function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): Targ
     if (x?.does === 'rebuild' && x.reason === 'DEFINITION_CHANGED')
       problem = `projection ${p.name} is held as built from another definition than the file declares (DEFINITION_CHANGED): sluice run rebuilds it (sluice plan shows the change)`;
     else if (x?.does === 'refuse')
-      problem = `the file's definition of projection ${p.name} is refused (${x.reason ?? 'refused'})${x.fix === undefined ? '' : `: ${x.fix}`}; the target holds it as built before`;
+      // (One whose first build failed is held in state building, with no rows of its own yet.)
+      problem = `the file's definition of projection ${p.name} is refused (${x.reason ?? 'refused'})${x.fix === undefined ? '' : `: ${x.fix}`}; ${p.state === 'building' ? 'it is not built until then' : 'the target holds it as built before'}`;
     if (problem === undefined) return p;
     return { ...p, needsAction: true, action: p.action ?? problem, problems: [...p.problems, problem] };
   });

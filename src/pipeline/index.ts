@@ -26,7 +26,7 @@ export type { PipelinePlan, PlanAction, PlannedProjection, PlannedSource, Planne
 export { dropUndeclared, followedByAnother, forgetUndeclared } from './prune.ts';
 export { readPipelineQuietly } from './read-quietly.ts';
 export { STATUS_PAGE_CSP, statusPageHtml } from './status-page.ts';
-export type { PipelineHealth, RunPart, RunStatus, TargetHealth } from './status.ts';
+export type { PipelineHealth, RunPart, RunStatus, RunningRun, TargetHealth } from './status.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
 export { sameColumns, toEnable, undeclaredCapture } from './declared.ts';

@@ -82,6 +82,30 @@ export interface PipelineHealth {
   readonly targets: readonly TargetHealth[];
   /** Every problem above, one line each with its fix (the first is what to do first). */
   readonly problems: readonly string[];
+  /**
+   * `health --config` only, while a `sluice run` holds the file's lock:
+   * that process, and what it knows that the files do not say (asked at
+   * its /healthz). Absent when no run holds the file.
+   */
+  readonly running?: RunningRun;
+}
+
+/** The `sluice run` process that holds a pipeline file's lock, as `health --config` asked it. */
+export interface RunningRun {
+  /** Its process id, as it recorded with its lock (null when it has not yet). */
+  readonly pid: number | null;
+  /** The /healthz it was asked at (the file's `listen`); null when it could not be asked (`note` says why). */
+  readonly healthz: string | null;
+  /** Its parts, as it answered; null when it was not asked or did not answer. */
+  readonly parts: readonly RunPart[] | null;
+  /**
+   * What it says needs action (its file not loading, a target building, a
+   * part failing, not running or stalled: the wording of its /healthz), or
+   * that it did not answer: each is in the pipeline's `problems` too.
+   */
+  readonly problems: readonly string[];
+  /** Why what only that process knows was not read (no `listen`, its port 0, another host): not a problem itself. */
+  readonly note?: string;
 }
 
 /** One supervised part of a `sluice run` process. */

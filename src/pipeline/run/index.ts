@@ -3,6 +3,7 @@
 
 export { RunLog } from './log.ts';
 export type { LogFormat } from './log.ts';
+export { configProblems, partProblems, runHolding } from './run-problems.ts';
 export { Runner } from './runner.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.

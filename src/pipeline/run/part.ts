@@ -88,6 +88,9 @@ function waitUnlessAborted(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
+/** Counts the changes of every part's state and phase in the process (SupervisedPart.changed). */
+let changes = 0;
+
 /** One part, supervised: started, retried with backoff after each failure, stopped on request. */
 export class SupervisedPart<C> {
   readonly kind: PartKind<C>;
@@ -100,14 +103,39 @@ export class SupervisedPart<C> {
   /** Ends a wait between two attempts: aborted only once the attempt in flight is done (p-retry rejects at once on its signal). */
   readonly #retryStop = new AbortController();
   #current: Promise<void> | undefined;
-  #state: RunPart['state'] = 'starting';
-  #phase: RunPart['phase'] = undefined;
+  #stateNow: RunPart['state'] = 'starting';
+  #phaseNow: RunPart['phase'] = undefined;
+  #changed = ++changes;
   #stall: (() => RunPart['stalled']) | undefined;
   #failure: RunPart['failure'] = null;
   #attempts = 0;
   #done: Promise<void> | undefined;
   #firstAttempt: Promise<void>;
   #firstSettled!: () => void;
+
+  get #state(): RunPart['state'] {
+    return this.#stateNow;
+  }
+  set #state(state: RunPart['state']) {
+    if (state !== this.#stateNow) this.#changed = ++changes;
+    this.#stateNow = state;
+  }
+  get #phase(): RunPart['phase'] {
+    return this.#phaseNow;
+  }
+  set #phase(phase: RunPart['phase']) {
+    if (phase !== this.#phaseNow) this.#changed = ++changes;
+    this.#phaseNow = phase;
+  }
+
+  /**
+   * When its state or phase last changed (or it was made), as a number no
+   * other change of any part in the process has: what was read of the
+   * pipeline before it (a plan) may no longer hold, a build having ended.
+   */
+  get changed(): number {
+    return this.#changed;
+  }
 
   constructor(kind: PartKind<C>, config: C, log: PartLog) {
     this.kind = kind;

@@ -14,16 +14,19 @@ import {
   targetFolderProblem,
   SluiceMetrics,
   pipelineHealth,
+  planPipeline,
+  withPlannedChanges,
 } from '../index.ts';
 import { DefinitionFiles, stamp } from '../follow/index.ts';
 import { moduleImports } from '../../projection/index.ts';
-import type { Pipeline, PipelineHealth, RunPart, RunStatus, TargetHealth } from '../index.ts';
+import type { Pipeline, PipelineHealth, PipelinePlan, RunStatus, TargetHealth } from '../index.ts';
 import type { RunLog } from './log.ts';
 import { SupervisedPart, type RunShared } from './part.ts';
 import { PART_KINDS } from './parts.ts';
 import { tightenHeapGrowth } from './heap-growth.ts';
 import { LISTEN_FIX } from './http-part.ts';
 import { lockRun } from './run-lock.ts';
+import { configProblems, partProblems } from './run-problems.ts';
 
 /*
  * `sluice run`: one process that keeps a pipeline file true. The runner
@@ -42,6 +45,13 @@ const HEALTH_CACHE_MS = 250;
 const WATCH_MS = 500;
 /** How often a subscribed target's lag is read from its stream (a broker round trip; only when the file subscribes). */
 const FED_LAG_MS = 5000;
+/**
+ * How often the plan health judges the targets by is read again (besides
+ * after each reload and each change of a part's state or phase): a plan
+ * reads every target against its definitions, a few times what a health
+ * reading costs, so it is not read for each request.
+ */
+const PLAN_MS = 5000;
 
 export class Runner {
   readonly #file: string;
@@ -56,7 +66,16 @@ export class Runner {
   readonly #metrics = new SluiceMetrics(() => this.#health().targets.flatMap((t) => t.projections.map((p) => ({ ...p, target: t.path }))), {
     byTarget: true,
   });
-  #cached: { readonly ms: number; readonly health: PipelineHealth } | undefined;
+  #cached: { readonly ms: number; readonly plan: PipelinePlan | undefined; readonly health: PipelineHealth } | undefined;
+  /**
+   * What `plan` said of the pipeline (undefined: it could not be read, and health says why), with when the parts last
+   * changed state or phase as it was read: once one changes (a build done, a part failing), it is read again before
+   * it is applied.
+   */
+  #plan: { readonly pipeline: Pipeline; readonly parts: string; readonly plan: PipelinePlan | undefined } | undefined;
+  #planning: Promise<void> | undefined;
+  #planAgain = false;
+  #planTimer: NodeJS.Timeout | undefined;
   /** Each subscribed target's lag as its stream says (refreshFedLag); health reads it as `health --config` does. */
   #fedLag = new Map<string, ReadonlyMap<string, FedLag>>();
   #fedLagTimer: NodeJS.Timeout | undefined;
@@ -119,6 +138,7 @@ export class Runner {
       if (runner.#watched.changedAndSettled()) void runner.reload('a file changed');
     }, WATCH_MS);
     runner.#refreshFedLag();
+    runner.#planTimer = setInterval(() => runner.#replan(), PLAN_MS);
     return runner;
   }
 
@@ -203,6 +223,7 @@ export class Runner {
       if (first) await Promise.all(started.map((p) => p.firstAttempt()));
     }
     this.#cached = undefined;
+    this.#replan();
   }
 
   /** SIGTERM/SIGINT: every part finishes what is in flight and stops; the locks are released. */
@@ -211,8 +232,10 @@ export class Runner {
     this.#stopped = true;
     clearInterval(this.#watch);
     clearTimeout(this.#fedLagTimer);
+    clearInterval(this.#planTimer);
     this.#log.event('info', 'run', 'stop', `${signal}: finishing the batches in flight`);
     await this.#reloading;
+    await this.#planning;
     await Promise.all([...this.#parts.values()].map((p) => p.stop()));
     this.#releaseLocks();
     this.#log.event('info', 'run', 'stopped', 'every part stopped');
@@ -233,18 +256,7 @@ export class Runner {
         problems: [...t.problems, why],
       };
     });
-    const partProblems = parts.flatMap((p) =>
-      p.failure !== null
-        ? [`${p.kind} ${p.name}: ${p.failure.code}: ${p.failure.message}`]
-        : p.state !== 'running'
-          ? [`${p.kind} ${p.name}: ${p.state}`]
-          : p.stalled !== undefined
-            ? [stalledProblem(p.name, p.stalled)]
-            : [],
-    );
-    const configProblems =
-      this.#configError === null ? [] : [`${this.#file}: ${this.#configError.message} (the configuration loaded before keeps running)`];
-    const problems = [...configProblems, ...h.problems, ...[...building].map((b) => `${b}: building from a snapshot`), ...partProblems];
+    const problems = [...configProblems(this.#file, this.#configError), ...h.problems, ...partProblems(parts)];
     return {
       ...h,
       ok: problems.length === 0,
@@ -260,11 +272,54 @@ export class Runner {
     };
   }
 
+  /**
+   * The pipeline's health as `health --config` judges it (withPlannedChanges:
+   * what plan says the file's definitions do to each target), from the last
+   * plan read of this configuration in the parts' present states; none yet
+   * (being read again), the targets as they are.
+   */
   #health(): PipelineHealth {
     const now = Date.now();
-    if (this.#cached === undefined || now - this.#cached.ms >= HEALTH_CACHE_MS)
-      this.#cached = { ms: now, health: pipelineHealth(this.#pipeline, { now, fedLag: this.#fedLag }) };
+    const p = this.#plan;
+    const current = p !== undefined && p.pipeline === this.#pipeline && p.parts === this.#partStates();
+    // (One in flight read the parts as they were when it began: once it is done, the next reading sees whether it is current.)
+    if (!current && this.#planning === undefined) this.#replan();
+    const plan = current ? p.plan : undefined;
+    if (this.#cached === undefined || now - this.#cached.ms >= HEALTH_CACHE_MS || this.#cached.plan !== plan) {
+      const read = pipelineHealth(this.#pipeline, { now, fedLag: this.#fedLag });
+      this.#cached = { ms: now, plan, health: plan === undefined ? read : withPlannedChanges(read, plan) };
+    }
     return this.#cached.health;
+  }
+
+  /** When each part last changed its state or phase: a plan read before such a change may no longer hold (a rebuild done). */
+  #partStates(): string {
+    return [...this.#parts.values()].map((part) => part.changed).join(',');
+  }
+
+  /** Reads the plan of the running configuration again, in the background (once more after the read in flight, if one is). */
+  #replan(): void {
+    if (this.#stopped) return;
+    if (this.#planning !== undefined) {
+      this.#planAgain = true;
+      return;
+    }
+    const pipeline = this.#pipeline;
+    const parts = this.#partStates();
+    this.#planning = planPipeline(pipeline)
+      .then(
+        (plan) => (this.#plan = { pipeline, parts, plan }),
+        // (A plan that cannot be read, a declared target that is no database, say: health reports that target itself.)
+        () => (this.#plan = { pipeline, parts, plan: undefined }),
+      )
+      .then(() => {
+        this.#planning = undefined;
+        this.#cached = undefined;
+        if (this.#planAgain) {
+          this.#planAgain = false;
+          this.#replan();
+        }
+      });
   }
 
   /**
@@ -309,12 +364,6 @@ export class Runner {
     this.#targetLocks.clear();
     this.#runLock.release();
   }
-}
-
-/** A following target whose pass has committed nothing for longer than its bound: what is wrong and what to do. */
-function stalledProblem(target: string, s: NonNullable<RunPart['stalled']>): string {
-  const secs = Math.round((Date.now() - s.sinceMs) / 1000);
-  return `target ${target}: stalled: its pass has committed nothing for ${secs} s (past ${s.boundMs} ms, health: maxPassMs), so its projections fall behind the source: a custom handler's apply that awaits what never settles, or loops, holds it; fix the handler (sluice run loads it again when it is saved), or restart sluice run`;
 }
 
 function declaredTargets(p: Pipeline): string[] {
