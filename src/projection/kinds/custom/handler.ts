@@ -12,9 +12,11 @@ import { guardPage } from './source-guard.ts';
  * connection that holds the target transaction, with tables resolved in the
  * target database. Whatever they write commits or rolls back with the batch
  * and its cursor. Two things a handler could do on that connection are
- * refused (handler-db.ts): a statement that would write the source
- * (CUSTOM_WROTE_SOURCE, source-guard.ts), and a query through a call's
- * ctx after the call has returned (CUSTOM_HANDLER_LATE_WRITE).
+ * refused (handler-db.ts): a statement that would write the source, sluice's
+ * own tables, another projection's table or the connection's databases
+ * (CUSTOM_WROTE_..., source-guard.ts: in a sync, an import and a subscribe
+ * alike), and a query through a call's ctx after the call has returned
+ * (CUSTOM_HANDLER_LATE_WRITE).
  */
 
 /** What came out of a handler's calls (onPage), by the thrown object. */
@@ -66,14 +68,14 @@ async function onPage<T>(
   const page: HandlerPage = {
     projection: p.name,
     key,
-    guardSource: schema !== 'main',
+    target: schema,
     handed,
     late: undefined,
     ended: false,
     failed: false,
   };
   await readyHandlerDb(db);
-  if (page.guardSource) guardPage(db);
+  guardPage(db, schema);
   try {
     const out = await calls(async (fn) => {
       const c = openCall(db, schema, page);
