@@ -850,7 +850,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "A custom projection's handler ran a statement that would write one of sluice's own tables (`_sluice_...`: the projections' cursors and definitions, the target's info), or attach or detach a database: the statement was refused before it ran, and its batch was rolled back.",
+      "A custom projection's handler ran a statement that would write one of sluice's own tables (`_sluice_...`: the projections' cursors and definitions, the target's info), attach or detach a database, or (under import and subscribe) write a database sluice attached to read a batch from (a segment being imported): the statement was refused before it ran, and its batch was rolled back.",
     repair: null,
   },
   CUSTOM_WROTE_PROJECTION: {

@@ -15,8 +15,8 @@ import type { Start } from './message-lines.ts';
  * Where a subscriber starts, worked out from the target's cursor, not from
  * the broker (docs/broker.md): the first batch the stream holds that ends
  * after it; the published snapshot for a target with no projections (or a
- * --projection it does not have yet), and for one the stream's batches no
- * longer continue (SUBSCRIBER_BEHIND_STREAM). And the target's own durable
+ * --projection it does not have yet, or one whose first build failed), and
+ * for one the stream's batches no longer continue (SUBSCRIBER_BEHIND_STREAM). And the target's own durable
  * consumer, made again at that start.
  */
 
@@ -59,6 +59,8 @@ export function targetPosition(
       };
     const wanted = (options.projections ?? []).map((d) => parseDefinition(d).name);
     if (all.length === 0 || wanted.some((w) => !all.some((p) => p.name === w))) return { seq: undefined };
+    // One never built (its first build failed: a custom handler's init threw) is built from the snapshot, as sync builds it.
+    if (all.some(neverBuilt)) return { seq: undefined };
     const active = all.filter((p) => p.state === 'active');
     // Suspended ones are skipped by the applier; with none active, nothing older than the newest matters.
     const seqs = (active.length > 0 ? active : all).map((p) => p.seq);
@@ -66,6 +68,11 @@ export function targetPosition(
   } finally {
     db.close();
   }
+}
+
+/** A projection whose first build failed (recorded as sync records one: building, no cursor); not one suspended before it (that waits for its cause). */
+export function neverBuilt(p: { readonly cursor: string | null; readonly state: string }): boolean {
+  return p.cursor === null && p.state !== 'suspended';
 }
 
 export interface Plan {

@@ -4,6 +4,7 @@ import { decodeCursor } from '../feed/index.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import { isDefaultMirror, readProjectionSet, streamMirrors, type MirrorAll } from '../apply/projections/index.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
+import { neverBuilt } from './subscribe-plan.ts';
 
 /*
  * A snapshot of the stream a subscriber following batches wants (docs/broker.md,
@@ -13,7 +14,9 @@ import { parseDefinition, type ProjectionDefinitionInput } from '../projection/i
  * the publisher published a snapshot that holds it, STREAM_TABLES_ADDED),
  * and, for a target that mirrors every table ("*"), a table it has no
  * mirror of yet (enabled after the subscriber started), as a sync of "*"
- * makes the mirror of a table enabled since. Other snapshots (one published
+ * makes the mirror of a table enabled since; and the table of a projection
+ * whose first build failed (a custom handler's init threw), which a sync
+ * would build again at its next pass. Other snapshots (one published
  * again for retention) are skipped: the target's cursors go on.
  */
 
@@ -84,6 +87,8 @@ export function wantsSnapshot(targetPath: string, set: SubscribedSet, snap: Snap
         r.state === 'suspended' && r.reason === 'TABLE_UNTRACKED' && r.seq < snap.seq && carried.has(foldIdent(r.sourceTable)) && runs(r),
     );
     if (untracked) return true;
+    // One whose first build failed (a custom handler's init threw): a follower builds it again from the next snapshot that holds its table.
+    if (mine.some((r) => neverBuilt(r) && carried.has(foldIdent(r.sourceTable)) && runs(r))) return true;
     const defined = given.length > 0 ? given : mine.map((r) => ({ name: r.name, source: r.sourceTable }));
     return mirrorAll !== undefined && streamMirrors(records, mirrorAll, snap.tables, defined).length > 0;
   } finally {

@@ -239,6 +239,15 @@ class Run {
             onProgress,
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
+            // A follower says it at once (a one-shot run's report says it at its end).
+            ...(this.#options.follow === true
+              ? {
+                  onFailure: (name: string, f: { readonly code: string; readonly message: string }) =>
+                    this.#log(
+                      `sluice subscribe: ${f.code}: projection ${name}: ${f.message} (nothing of it was committed, and it takes no more batches in this run; the other projections go on. Fix the cause and start sluice subscribe again: it goes on with ${name} from where it failed)`,
+                    ),
+                }
+              : {}),
             noShape: (projection, table, snapshot) => this.#notPublished(projection, table, snapshot),
           },
         );

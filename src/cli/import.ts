@@ -5,6 +5,7 @@ import { loadAll } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { workBar } from './progress.ts';
+import { stderr } from './closed-pipe.ts';
 
 export function registerImport(program: Command): void {
   program
@@ -34,9 +35,34 @@ export function registerImport(program: Command): void {
       emit(opts, S.importOutput, r, () =>
         [
           `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,
-          ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+          ...r.projections.map(projectionLine),
         ].join('\n'),
       );
-      if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+      exitFor(r.projections, 'import the file again');
     });
+}
+
+type Fed = Awaited<ReturnType<typeof importFile>>['projections'][number];
+
+/** A projection's line in import's and subscribe's report. */
+export function projectionLine(p: Fed): string {
+  const at = `${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`;
+  if (p.error !== undefined)
+    return `  ${p.name}: FAILED ${p.error.code}: ${p.error.message} (${at}; nothing of it was committed; the other projections went on)`;
+  return `  ${p.name}: ${at}`;
+}
+
+/**
+ * Each failed projection on stderr (a custom handler's failure, recorded as
+ * sync records one; `again`: what runs it again), then the exit code, as
+ * sync's: 1 when one failed, else 3 when one is not active.
+ */
+export function exitFor(projections: readonly Fed[], again: string): void {
+  for (const p of projections)
+    if (p.error !== undefined)
+      stderr().write(
+        `sluice: ${p.error.code}: projection ${p.name}: ${p.error.message} (fix the cause and ${again}: it goes on with ${p.name} from where it failed)\n`,
+      );
+  if (projections.some((p) => p.error !== undefined)) throw new ExitSignal(1);
+  if (projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
 }

@@ -5,7 +5,8 @@ import { collect } from './enable.ts';
 import { loadInputs } from './sync.ts';
 import { withoutCredentials } from '../internal.ts';
 import * as S from './json-schemas.ts';
-import { emit, ExitSignal } from './output.ts';
+import { emit } from './output.ts';
+import { exitFor, projectionLine } from './import.ts';
 import { stderr, stdout } from './closed-pipe.ts';
 import { startSummaries, StreamFollowTally, summaryIntervalOption } from './stream-follow-summary.ts';
 import { parseMetricsAddress, serveMetrics, type MetricsAddress, type MetricsServer } from './metrics.ts';
@@ -131,10 +132,10 @@ export function registerSubscribe(program: Command): void {
         emit(opts, S.subscribeOutput, r, () =>
           [
             `read ${r.messages} messages of stream ${r.stream}: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.rebuilt !== undefined ? `; rebuilt from the snapshot at seq ${r.rebuilt.snapshotSeq} (${r.rebuilt.reason})` : ''}`,
-            ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+            ...r.projections.map(projectionLine),
           ].join('\n'),
         );
-        if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
+        exitFor(r.projections, 'run sluice subscribe again');
       },
     );
 }

@@ -41,6 +41,12 @@ export interface ImportOptions {
    * is stored there already. A subscriber decides (broker/subscribe-wants.ts).
    */
   readonly mirrorAll?: MirrorAll;
+  /**
+   * When a custom handler's failure fails its projection (recorded in the
+   * target as sync records it; the others go on): its name, and the code and
+   * message recorded. The report also carries it (`error`).
+   */
+  readonly onFailure?: (projection: string, failure: { readonly code: string; readonly message: string }) => void;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;
@@ -62,6 +68,8 @@ export interface ImportReport {
     readonly reason?: string;
     readonly seq: number;
     readonly droppedIndexes?: readonly DroppedIndex[];
+    /** Its custom handler failed in this run (its throw, or a statement sluice refused it): what was recorded, as sync records it. */
+    readonly error?: { readonly code: string; readonly message: string };
   }[];
 }
 

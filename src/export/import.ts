@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
 import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
-import { ensureTargetMeta, allowProjectionWrites, recordSubscribed } from '../apply/target/index.ts';
+import { ensureTargetMeta, allowProjectionWrites, guardProjectionTables, recordSubscribed } from '../apply/target/index.ts';
 import { peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
@@ -91,6 +91,8 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     useCatchUpCaches(db, SCHEMA, { checkpoint: true, ...(stream.atHand === true ? { checkpointPages: IMPORT_CHECKPOINT_PAGES } : {}) });
     ensureTargetMeta(db, SCHEMA);
     allowProjectionWrites(db); // a protected target's projections (apply/edits/protect.ts)
+    // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION), as in a sync.
+    guardProjectionTables(db);
     // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.
     if (options.fedBy?.via === 'subscribe') await recordSubscribed(db, SCHEMA, options.fedBy);
     return await new Importer(db, options).run(stream);

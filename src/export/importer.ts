@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
-import { errorCode, FailClosedError, InvalidInputError } from '../errors.ts';
+import { errorCode, FailClosedError, InvalidInputError, isSqliteBusy, isSqliteCorrupt } from '../errors.ts';
 import type { ChangeBatch, Row } from '../feed/index.ts';
 import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
@@ -18,6 +18,7 @@ import {
   probeExpressions,
   dropTemps,
   kindOf,
+  isHandlerFailure,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
 import type { DroppedIndex } from '../apply/target/index.ts';
@@ -30,7 +31,7 @@ import {
   type ApplyTarget,
   type Suspension,
 } from '../apply/projections/index.ts';
-import { runBatchPath } from '../apply/sync/index.ts';
+import { failureOf, recordFailed, runBatchPath } from '../apply/sync/index.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -63,6 +64,23 @@ interface Untracked {
   readonly s: Suspension;
 }
 
+/** A projection's failed attempt in this run (apply/sync/projection-failure.ts). */
+interface Failure {
+  readonly code: string;
+  readonly message: string;
+}
+
+/**
+ * A custom handler's failure (its throw, a statement sluice refused it) as
+ * the failure of its projection alone, as sync takes it: undefined for any
+ * other error, and for one of the target's file (busy, full, damaged),
+ * which stops the import as it stops a sync.
+ */
+function handlerFailure(err: unknown): Failure | undefined {
+  if (!isHandlerFailure(err) || isSqliteBusy(err) || errorCode(err) === 'SQLITE_FULL' || isSqliteCorrupt(err)) return undefined;
+  return failureOf(err);
+}
+
 /** The snapshot being read: per source table, the projections it installs and the rows not yet added (with their line numbers). */
 type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[]; lines: number[] }>;
 type InstallingTable = Installing extends Map<string, infer T> ? T : never;
@@ -84,6 +102,13 @@ export class Importer {
   readonly #heldRows = new Set<string>();
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
   readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
+  /**
+   * Projections whose custom handler failed in this run, recorded as sync
+   * records it: they take no more batches in this run (their cursor stays
+   * where the failure left it), and a later snapshot of the run builds one
+   * again.
+   */
+  readonly #failures = new Map<string, Failure>();
 
   constructor(db: Db, options: ImportOptions) {
     this.#db = db;
@@ -179,12 +204,14 @@ export class Importer {
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
+      const error = this.#failures.get(p.name);
       return {
         name: p.name,
         state: r?.state ?? 'absent',
         ...(r?.reason != null ? { reason: r.reason } : {}),
         seq: r?.seq ?? 0,
         ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
+        ...(error === undefined ? {} : { error }),
       };
     });
     return {
@@ -194,6 +221,19 @@ export class Importer {
       incompleteTail: totals.incompleteTail,
       projections,
     };
+  }
+
+  /**
+   * Records the failed attempt of projection `p` of source `sourceId`, in
+   * the transaction open on the target (the failed work rolled back): in its
+   * row, which a first build that failed gets (building, no cursor), with
+   * how it is fed, so that health says how to run it again.
+   */
+  #recordFailure(p: CompiledProjection, sourceId: string, f: Failure): void {
+    recordFailed(this.#db, SCHEMA, { name: p.name, p, sourceId: () => sourceId, sourcePath: null }, f.code, f.message);
+    this.#recordFed([p.name]);
+    this.#failures.set(p.name, f);
+    this.#options.onFailure?.(p.name, f);
   }
 
   /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */
@@ -342,8 +382,8 @@ export class Importer {
       // Of another source, and asked to replace it: built again from this snapshot, whatever its seq.
       if (rec !== undefined && !(this.#options.replaceSource === true && rec.sourceId !== line.sourceId)) {
         checkSource(p, rec.sourceId, line.sourceId);
-        // A table line carries its snapshot's seq (one read transaction).
-        if (rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue;
+        // A table line carries its snapshot's seq (one read transaction). One never built (its first build failed) is built.
+        if (rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue;
       }
       installs.push(SnapshotInstall.begin(this.#target(line.sourceId), p, rec));
     }
@@ -433,12 +473,28 @@ export class Importer {
     for (const [table, t] of snap) {
       if (!line.tables.includes(table)) continue;
       await this.#flush(table, t);
+      const built: string[] = [];
       for (const install of t.installs) {
-        const { droppedIndexes } = await install.finish(line.cursor, line.seq);
-        ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
+        let droppedIndexes: readonly DroppedIndex[];
+        try {
+          // In a savepoint: a custom handler's init that fails takes only its own build back.
+          ({ droppedIndexes } = await writeTransaction(this.#db, async () => {
+            const r = await install.finish(line.cursor, line.seq);
+            ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
+            return r;
+          }));
+        } catch (err) {
+          const failure = handlerFailure(err);
+          if (failure === undefined) throw err;
+          install.abort();
+          this.#recordFailure(install.p, line.sourceId, failure);
+          continue;
+        }
+        this.#failures.delete(install.p.name);
+        built.push(install.p.name);
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
       }
-      this.#recordFed(t.installs.map((i) => i.p.name));
+      this.#recordFed(built);
     }
     this.#stored = undefined;
     this.#projections = undefined;
@@ -472,14 +528,19 @@ export class Importer {
     const target = this.#target(line.sourceId);
     const carried = carriedTables(line.cursor);
     let untracked: Untracked[] = [];
+    let failed: { p: CompiledProjection; f: Failure }[] = [];
     const r = await writeTransaction(
       db,
       async (): Promise<{ applied: boolean; suspended?: { p: CompiledProjection; s: Suspension } }> => {
         let applied = false;
         untracked = [];
+        failed = [];
         for (const p of projections) {
+          // Its handler failed in this run: its cursor stays where the failure left it.
+          if (this.#failures.has(p.name)) continue;
           const rec = readProjection(db, SCHEMA, p.name);
-          if (rec === undefined) {
+          // (One whose first build failed has a row, and no rows yet.)
+          if (rec === undefined || (rec.cursor === null && rec.state !== 'suspended')) {
             throw new InvalidInputError(
               'IMPORT_NO_SNAPSHOT',
               `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
@@ -493,19 +554,32 @@ export class Importer {
               untracked.push({ target, p, s: untrackedSuspension(p, rec, at, line.fromSeq, carried) });
             continue;
           }
-          const out = await runBatchPath(target, p, rec, rec.seq, {
-            batch: () => {
-              const columns = p.source.columns.map((c) => c.name);
-              // A segment's batch is read where it lies, in SQL (segment-batch.ts).
-              if (segment !== undefined) return segment(p.source.table, columns);
-              const mine = events.filter((e) => e.table === p.source.table);
-              return decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq);
-            },
-            explicit: false,
-            what: `${at}`,
-            end: 'batch',
-            cursor: () => line.cursor,
-          });
+          const path = () =>
+            runBatchPath(target, p, rec, rec.seq, {
+              batch: () => {
+                const columns = p.source.columns.map((c) => c.name);
+                // A segment's batch is read where it lies, in SQL (segment-batch.ts).
+                if (segment !== undefined) return segment(p.source.table, columns);
+                const mine = events.filter((e) => e.table === p.source.table);
+                return decodedBatch(db, p.source.table, columns, mine, line.fromSeq, line.seq);
+              },
+              explicit: false,
+              what: `${at}`,
+              end: 'batch',
+              cursor: () => line.cursor,
+            });
+          let out: Awaited<ReturnType<typeof path>>;
+          if (p.kind !== 'custom') out = await path();
+          else
+            try {
+              // In a savepoint: a handler that fails takes only its own projection's part of the batch back.
+              out = await writeTransaction(db, path);
+            } catch (err) {
+              const f = handlerFailure(err);
+              if (f === undefined) throw err;
+              failed.push({ p, f });
+              continue;
+            }
           // A suspension that stands, or a batch already applied: nothing to do for this projection.
           if (out.kind === 'held' || out.kind === 'none') continue;
           if (out.kind === 'suspended') return { applied, suspended: { p, s: out } };
@@ -517,6 +591,8 @@ export class Importer {
       { mode: 'immediate', keep: (x) => x.suspended === undefined, onRollback: () => dropTemps(db) },
     );
     for (const u of untracked) await recordSuspension(u.target, u.p, u.s);
+    // Recorded once the batch's transaction has ended (it may have rolled back for another projection's suspension).
+    for (const { p, f } of failed) await writeTransaction(db, () => this.#recordFailure(p, line.sourceId, f));
     if (r.suspended !== undefined) {
       const { p, s } = r.suspended;
       await recordSuspension(target, p, s);

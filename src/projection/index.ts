@@ -34,6 +34,7 @@ export type { StateProof } from './evolution/oracle.ts';
 export { capturedShape, checkCollisions, compileAgainstSource, probeExpressions } from './expression-probe.ts';
 export { foreignUniqueIndexOf, ftsUniqueMessage } from './foreign-unique.ts';
 export type { KindName, SnapshotBuild, SnapshotRows } from './kind.ts';
+export { isHandlerFailure } from './kinds/custom/handler.ts';
 export type { CustomContext, CustomHandler } from './kinds/custom/schema.ts';
 export { useProjectionOwners } from './kinds/custom/source-guard.ts';
 export { KINDS, KIND_NAMES, isKindName, kindNamed, kindOf } from './kinds/registry.ts';

@@ -18,7 +18,8 @@ import { health } from '../../src/apply/check/index.ts';
  * target sluice run follows (declared in its file), that run retries it.
  * The target is made by a real subscribe from a real nats-server; its
  * failed attempt is recorded by the target's own recorder (recordFailure,
- * what sync records one with: subscribe records none of its own yet).
+ * what sync records one with; subscribe records a custom handler's failure
+ * the same way: subscribed-handler-failure.test.ts).
  */
 
 const nats = natsForFile();

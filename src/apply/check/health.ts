@@ -277,10 +277,14 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
  * build, or failed attempts), in words: sluice run, which retries a target
  * it follows by itself; for a projection sluice subscribe feeds (no source
  * path, so sync has nothing to sync it from), subscribe, with the broker,
- * stream and source the target records. Undefined: run sluice sync again.
+ * stream and source the target records; for one sluice import feeds, the
+ * import of its file. Undefined: run sluice sync again.
  */
 function runAgain(r: ProjectionRecord, targetPath: string, followedByRun: boolean): string | undefined {
   if (followedByRun) return 'sluice run tries it again by itself (with backoff), and goes on once the cause is gone';
+  // Imported (no source path either): the import, with its file.
+  if (r.sourcePath === null && r.fedBy?.via === 'import')
+    return `run sluice import ${[targetPath, r.fedBy.file].map((w) => shellWord(w)).join(' ')} again (with the --projection options it took, if any)`;
   const f = subscribedFeed(r);
   if (f === undefined) return undefined;
   return `run sluice subscribe ${[targetPath, '--nats', f.url, '--stream', f.stream, '--source', f.sourceId].map((w) => shellWord(w)).join(' ')} again (with the --projection and login options it took, if any)`;

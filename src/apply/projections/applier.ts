@@ -244,6 +244,8 @@ export class SnapshotInstall {
   readonly #indexes: UserIndex[];
   /** The tables it replaces may hold a column left out of capture since: dropped scrubbed (sqlite/scrub.ts). */
   readonly #scrub: boolean;
+  /** The projection's row as it was before begin replaced it (undefined: it had none), for abort. */
+  readonly #row: Record<string, unknown> | undefined;
 
   private constructor(
     t: ApplyTarget,
@@ -253,9 +255,11 @@ export class SnapshotInstall {
     shadow: string,
     build: SnapshotBuild,
     scrub: boolean,
+    row: Record<string, unknown> | undefined,
   ) {
     this.#t = t;
     this.#scrub = scrub;
+    this.#row = row;
     this.p = p;
     this.#previous = previous;
     this.#indexes = indexes;
@@ -275,13 +279,35 @@ export class SnapshotInstall {
     const previous = replacedTables(rec, p);
     checkTablesFree(t, p, previous);
     const indexes = userIndexes(db, schema, previous);
+    const row = db.prepare(`SELECT * FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).get(p.name) as Record<string, unknown> | undefined;
     db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(p.name);
     insertProjection(db, schema, newProjectionRecord(p, t.sourceId, t.sourcePath, 'building'));
     const shadow = shadowName(p);
     for (const x of ownedTablesAt(p, shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
     kind.create(db, schema, p, shadow);
     const scrub = rec !== undefined && holdsExcluded(rec.sourceShape, p.source);
-    return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow), scrub);
+    return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow), scrub, row);
+  }
+
+  /**
+   * Undoes what begin did, once the caller has rolled back what finish wrote
+   * (finish run in a savepoint that failed): the tables built at the shadow
+   * name are dropped, and the projection's row is as it was before begin
+   * (none, for a first build). The tables it would have replaced were never
+   * touched. The caller's transaction then goes on with the other
+   * projections of the snapshot.
+   */
+  abort(): void {
+    const { db, schema } = this.#t;
+    const s = quoteIdent(schema);
+    for (const x of ownedTablesAt(this.p, this.#shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
+    db.prepare(`DELETE FROM ${s}.${PROJECTIONS_TABLE} WHERE name = ?`).run(this.p.name);
+    const row = this.#row;
+    if (row === undefined) return;
+    const columns = Object.keys(row);
+    db.prepare(
+      `INSERT INTO ${s}.${PROJECTIONS_TABLE} (${columns.map(quoteIdent).join(', ')}) VALUES (${columns.map(() => '?').join(', ')})`,
+    ).run(...columns.map((c) => row[c]));
   }
 
   add(rows: SnapshotRows): Promise<void> {

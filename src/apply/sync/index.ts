@@ -3,6 +3,7 @@
 
 export { runBatchPath } from './batch-path.ts';
 export { followerLockFile, lockFollower } from './follower-lock.ts';
+export { failureOf, recordFailed } from './projection-failure.ts';
 export type { ProjectionReport, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 export { Syncer, sync } from './sync.ts';
 

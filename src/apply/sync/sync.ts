@@ -22,11 +22,8 @@ import {
   TARGET_SCHEMA,
   type ApplySession,
   clearFailure,
-  insertProjection,
-  newProjectionRecord,
   readProjection,
   readProjections,
-  recordFailure,
   setState,
   DEFAULT_BUSY_TIMEOUT_MS,
   markBusy,
@@ -36,6 +33,7 @@ import {
 import type { CompiledProjection } from '../../projection/index.ts';
 import { KINDS, kindOf } from '../../projection/index.ts';
 import { step, type StepContext, type StepOutcome } from './step.ts';
+import { failureOf, recordFailed, type FailedRow } from './projection-failure.ts';
 import { quietProjections, targetVersion, type LeftAt } from './quiet-projections.ts';
 import { crashPoint } from './crash-points.ts';
 import { dropOneRetired, hasRetired } from './retired-drop.ts';
@@ -345,15 +343,7 @@ export class Syncer {
         // A table of it dropped or changed by hand: what health says of it, with the repair, not SQLite's "no such table".
         const changed = err instanceof SluiceError ? undefined : this.#tableProblem(p);
         if (!(err instanceof SluiceError) && changed === undefined) this.#mayClear = true;
-        const code =
-          changed !== undefined
-            ? 'TARGET_TABLE_CHANGED'
-            : err instanceof SluiceError
-              ? err.code
-              : typeof errorCode(err) === 'string'
-                ? String(errorCode(err))
-                : 'APPLY_FAILED';
-        const message = changed ?? (err instanceof Error ? err.message : String(err));
+        const { code, message } = failureOf(err, changed);
         // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
         recordFailureAlone(this.session.db, failed, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
@@ -517,7 +507,8 @@ export class Syncer {
    * shows the failure instead of a target with nothing in it.
    */
   #failedRow(p: CompiledProjection): FailedRow {
-    return { name: p.name, p, sourcePath: path.resolve(this.session.sourcePath) };
+    const db = this.session.db;
+    return { name: p.name, p, sourceId: () => readState(db)?.sourceId ?? '', sourcePath: path.resolve(this.session.sourcePath) };
   }
 
   /**
@@ -977,19 +968,7 @@ export async function sync(sourcePath: string, targetPath: string, options: Sync
  * target that cannot take it (full, busy) keeps the previous record.
  */
 function recordFailureAlone(db: Db, row: string | FailedRow, code: string, message: string): void {
-  const name = typeof row === 'string' ? row : row.name;
-  writeAlone(db, () => {
-    if (typeof row !== 'string' && readProjection(db, TARGET_SCHEMA, name) === undefined)
-      insertProjection(db, TARGET_SCHEMA, newProjectionRecord(row.p, readState(db)?.sourceId ?? '', row.sourcePath, 'building'));
-    recordFailure(db, TARGET_SCHEMA, name, code, message);
-  });
-}
-
-/** A projection whose failure is to be recorded, with what its row is made of when it has none yet (recordFailureAlone). */
-interface FailedRow {
-  readonly name: string;
-  readonly p: CompiledProjection;
-  readonly sourcePath: string;
+  writeAlone(db, () => recordFailed(db, TARGET_SCHEMA, row, code, message));
 }
 
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */

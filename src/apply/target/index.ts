@@ -11,7 +11,7 @@ export { damagedFile, damagedTarget, fails } from './damaged.ts';
 export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
-export { projectionWrites } from './projection-writes.ts';
+export { guardProjectionTables, projectionWrites } from './projection-writes.ts';
 export { GUARD_PREFIX, PROTECTED_TABLE, guardFaults, guardTable, isProtected } from './protect-guards.ts';
 export type { GuardFault } from './protect-guards.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';

@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/index.ts';
 import { foldIdent, quoteIdent, statementWrites, virtualTableObject } from '../../sqlite/index.ts';
-import { kindNamed, ownedTables } from '../../projection/index.ts';
+import { kindNamed, ownedTables, useProjectionOwners } from '../../projection/index.ts';
 import { readProjections } from './target-meta.ts';
 
 /** A table of a projection that a statement writes. */
@@ -42,6 +42,16 @@ export function projectionOwners(db: Db, schema: string): Map<string, Projection
     for (const t of tables) owners.set(foldIdent(t), { projection: r.name, table: t });
   }
   return owners;
+}
+
+/**
+ * Tells the guard of the custom handlers that run on `db` (sync's session,
+ * import's and subscribe's connection) which tables each projection of the
+ * target owns, so that a handler's statement that writes another
+ * projection's table is refused (CUSTOM_WROTE_PROJECTION).
+ */
+export function guardProjectionTables(db: Db): void {
+  useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
 }
 
 /** The virtual table object this connection holds for `table` of the target, if it is a virtual table. */

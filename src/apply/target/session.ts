@@ -12,8 +12,7 @@ import {
 import { InvalidInputError, isSqliteBusy, refuseEmptyPath } from '../../errors.ts';
 import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
-import { projectionOwners } from './projection-writes.ts';
-import { useProjectionOwners } from '../../projection/index.ts';
+import { guardProjectionTables } from './projection-writes.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
 import { DEFAULT_BUSY_TIMEOUT_MS, markBusy } from './retry.ts';
 import { attachTarget, notADatabase, TARGET_SCHEMA } from './attach.ts';
@@ -112,7 +111,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     // A read-only session (verify, explain) may not roll back a hot journal of the target: attachTarget says which file, and the fix.
     attachTarget(db, targetPath);
     // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION): which tables those are.
-    useProjectionOwners(db, (d, schema) => new Map([...projectionOwners(d, schema)].map(([table, w]) => [table, w.projection])));
+    guardProjectionTables(db);
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
       throw new InvalidInputError(
         'TARGET_IS_SOURCE',

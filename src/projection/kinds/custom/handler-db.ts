@@ -18,7 +18,7 @@ import { refuseTransactionControl } from './transaction-guard.ts';
  * instance's plugin marks each query it compiles (a query compiled by
  * another instance, or run precompiled, belongs to the call open when it
  * runs, or else to the last one). Every statement is checked by
- * refuseSourceWrite before it runs, when the source is attached.
+ * refuseSourceWrite before it runs (against the target of the call's page).
  */
 
 /** A page of events (or an init call) of one projection: its calls, and the first query that came after its call had ended. */
@@ -26,8 +26,8 @@ export interface HandlerPage {
   readonly projection: string;
   /** The projection in its target file (lateKey). */
   readonly key: string;
-  /** The source is the connection's main database (sync): statements that would write it are refused. */
-  readonly guardSource: boolean;
+  /** The schema the target is attached as (main in an import or a subscribe, where no source is on the connection): what the guard checks against (source-guard.ts). */
+  readonly target: string;
   /** The tables its calls were handed (ctx.tables' names, folded: foldIdent), which it may write whatever their names. */
   readonly handed: ReadonlySet<string>;
   late: string | undefined;
@@ -162,7 +162,7 @@ function handlerConnection(db: Db, s: HandlerDbState): DatabaseConnection {
     const call = owners.get(q.queryId) ?? s.current ?? s.last;
     if (call?.open === true) {
       refuseTransactionControl(q.sql, call.page.projection);
-      if (call.page.guardSource) refuseSourceWrite(db, q.sql, q.parameters, call.page.projection, call.page.handed);
+      refuseSourceWrite(db, q.sql, q.parameters, call.page.projection, call.page.handed, call.page.target);
       return call;
     }
     const page = call?.page;

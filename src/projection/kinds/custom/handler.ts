@@ -12,10 +12,33 @@ import { guardPage } from './source-guard.ts';
  * connection that holds the target transaction, with tables resolved in the
  * target database. Whatever they write commits or rolls back with the batch
  * and its cursor. Two things a handler could do on that connection are
- * refused (handler-db.ts): a statement that would write the source
- * (CUSTOM_WROTE_SOURCE, source-guard.ts), and a query through a call's
- * ctx after the call has returned (CUSTOM_HANDLER_LATE_WRITE).
+ * refused (handler-db.ts): a statement that would write the source, sluice's
+ * own tables, another projection's table or the connection's databases
+ * (CUSTOM_WROTE_..., source-guard.ts: in a sync, an import and a subscribe
+ * alike), and a query through a call's ctx after the call has returned
+ * (CUSTOM_HANDLER_LATE_WRITE).
  */
+
+/** What came out of a handler's calls (onPage), by the thrown object. */
+const failures = new WeakSet<object>();
+
+/**
+ * Whether `err` came out of a custom handler's calls: its own throw, a
+ * statement sluice refused it (CUSTOM_WROTE_..., a late query, an
+ * undeclared table), or SQLite's error for one of its statements. It is
+ * that projection's failure, not the run's: import and subscribe record it
+ * as sync does and go on with the others (apply/sync/projection-failure.ts).
+ */
+export function isHandlerFailure(err: unknown): boolean {
+  return typeof err === 'object' && err !== null && failures.has(err);
+}
+
+/** `err`, marked as a handler's failure (a thrown value that is no object becomes an Error with its text). */
+function handlerFailure(err: unknown): unknown {
+  const e = typeof err === 'object' && err !== null ? err : new Error(String(err));
+  failures.add(e);
+  return e;
+}
 
 function handlerOf(p: CompiledCustom) {
   if (p.handler === undefined) throw new Error(`custom projection ${p.name} has no handler loaded`);
@@ -39,20 +62,20 @@ async function onPage<T>(
 ): Promise<T> {
   const key = lateKey(db, schema, p.name);
   const earlier = lateQueryAfter(key);
-  if (earlier !== undefined) throw lateWrite(p, earlier, true);
+  if (earlier !== undefined) throw handlerFailure(lateWrite(p, earlier, true));
   const { tables, failure } = handlerTables(p.definition, at);
   const handed = new Set(Object.values(tables).map(foldIdent));
   const page: HandlerPage = {
     projection: p.name,
     key,
-    guardSource: schema !== 'main',
+    target: schema,
     handed,
     late: undefined,
     ended: false,
     failed: false,
   };
   await readyHandlerDb(db);
-  if (page.guardSource) guardPage(db);
+  guardPage(db, schema);
   try {
     const out = await calls(async (fn) => {
       const c = openCall(db, schema, page);
@@ -72,7 +95,7 @@ async function onPage<T>(
     return out;
   } catch (err) {
     page.failed = true;
-    throw err;
+    throw handlerFailure(err);
   } finally {
     page.ended = true;
   }

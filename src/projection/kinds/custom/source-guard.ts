@@ -12,6 +12,14 @@ import { FailClosedError } from '../../../errors.ts';
  * sluice does not capture leaves no trace at all, and a write to a captured
  * one is journaled as a user's and spreads to every mirror.
  *
+ * In an import or a subscribe there is no source on the connection: the
+ * target is its main database (and a segment being imported is attached
+ * beside it). What a handler could damage there is checked the same way:
+ * sluice's own tables, the other projections' tables, the databases on the
+ * connection (an ATTACH, a DETACH, a write to any database but the target
+ * and TEMP: the segment sluice reads the batch from). Which database is the
+ * target is told by each page (guardPage).
+ *
  * So each statement a handler runs is refused before it runs when its
  * program (EXPLAIN) would change the source's file: SQLite opens a write
  * transaction on every database a statement writes (schema changes, pragmas
@@ -39,6 +47,8 @@ const LIMIT = 1000;
 
 const guards = slot('custom-source-guard', () => ({
   token: '',
+  /** The schema the target is attached as: not main in a sync (main is the source), main in an import or a subscribe (no source). */
+  target: '',
   verdicts: new Map<string, Verdict>(),
   /** sluice's own tables and indexes (`_sluice_...`) in each database but the source, by `database:rootpage`. */
   own: new Map<string, string>(),
@@ -112,28 +122,33 @@ const SCHEMA_OPS = new Set([
 /** The columns of an EXPLAIN and an EXPLAIN QUERY PLAN statement, which run nothing. */
 const EXPLAINS = new Set(['addr,opcode,p1,p2,p3,p4,p5,comment', 'id,parent,notused,detail']);
 
+/** Whether the source is the connection's main database: a sync's connection, whose target is attached as another schema. */
+const sourceIsMain = (target: string) => target !== 'main';
+
 /**
- * Begins a page of handler calls on `db`, in the batch's transaction: reads
- * the source's and TEMP's schema versions (which holds the source's
- * snapshot until the transaction ends), and drops the verdicts when either
- * changed since the last page.
+ * Begins a page of handler calls on `db`, in the batch's transaction, for
+ * the target attached as `target`: reads the schema versions of the
+ * connection's databases (which holds the source's snapshot until the
+ * transaction ends), and drops the verdicts when one changed since the last
+ * page, or the target is another.
  */
-export function guardPage(db: Db): void {
+export function guardPage(db: Db, target: string): void {
   const g = connectionState(db).get(guards);
   const token = schemasToken(db);
-  if (token === g.token) return;
+  if (token === g.token && target === g.target) return;
   g.verdicts.clear();
-  g.own = ownTables(db);
-  g.owned = g.owners === undefined ? new Map() : projectionTables(db, g.owners);
+  g.target = target;
+  g.own = ownTables(db, sourceIsMain(target));
+  g.owned = g.owners === undefined ? new Map() : projectionTables(db, g.owners, target);
   g.token = token;
 }
 
-/** The tables and indexes of the projections of each database but the source (by `database:rootpage`), and their virtual tables (by the object EXPLAIN names). */
-function projectionTables(db: Db, owners: ProjectionOwners): Map<string, OwnedTable> {
+/** The tables and indexes of the projections of the target (by `database:rootpage`), and their virtual tables (by the object EXPLAIN names). */
+function projectionTables(db: Db, owners: ProjectionOwners, target: string): Map<string, OwnedTable> {
   const out = new Map<string, OwnedTable>();
   for (const r of db.pragma('database_list') as { seq: number | bigint; name: string }[]) {
     const seq = Number(r.seq);
-    if (seq === 0 || r.name === 'temp') continue;
+    if (r.name !== target) continue;
     const byTable = owners(db, r.name);
     if (byTable.size === 0) continue;
     const schema = quoteIdent(r.name);
@@ -168,12 +183,12 @@ function projectionTables(db: Db, owners: ProjectionOwners): Map<string, OwnedTa
   return out;
 }
 
-/** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source, as `database:rootpage`. */
-function ownTables(db: Db): Map<string, string> {
+/** The root pages of sluice's own tables and their indexes (`_sluice_...`) in each database but the source (main, when `skipMain`), as `database:rootpage`. */
+function ownTables(db: Db, skipMain: boolean): Map<string, string> {
   const out = new Map<string, string>();
   for (const r of db.pragma('database_list') as { seq: number | bigint; name: string }[]) {
     const seq = Number(r.seq);
-    if (seq === 0) continue;
+    if (seq === 0 && skipMain) continue;
     const rows = db
       .prepare(`SELECT rootpage, tbl_name FROM ${quoteIdent(r.name)}.sqlite_schema WHERE tbl_name GLOB '_sluice_*' AND rootpage > 0`)
       .raw(true)
@@ -184,24 +199,29 @@ function ownTables(db: Db): Map<string, string> {
 }
 
 /**
- * Throws CUSTOM_WROTE_SOURCE, before `sql` runs, when it would change the
- * source (the connection's main database) for custom projection
- * `projection`. Call within a page (guardPage). A statement SQLite cannot
- * prepare throws SQLite's own error, as running it would.
+ * Throws, before `sql` runs, when it would change what a handler of custom
+ * projection `projection` must not: CUSTOM_WROTE_SOURCE the source (in a
+ * sync, the connection's main database), CUSTOM_WROTE_SLUICE sluice's own
+ * tables or the connection's databases, CUSTOM_WROTE_PROJECTION another
+ * projection's table. `target`: the schema its target is attached as.
+ * Call within a page (guardPage). A statement SQLite cannot prepare throws
+ * SQLite's own error, as running it would.
  */
 export function refuseSourceWrite(
   db: Db,
   sql: string,
   parameters: readonly unknown[],
   projection: string,
-  handed: ReadonlySet<string> = new Set(),
+  handed: ReadonlySet<string>,
+  target: string,
 ): void {
   const g = connectionState(db).get(guards);
   // After a statement of the page that may have changed a schema: a table dropped and one made may have swapped root pages.
-  if (g.token === '') guardPage(db);
+  if (g.token === '' || g.target !== target) guardPage(db, target);
+  const synced = sourceIsMain(target);
   let v = g.verdicts.get(sql);
   if (v === undefined) {
-    v = sourceWrite(db, sql, parameters);
+    v = sourceWrite(db, sql, parameters, synced);
     if (v.changesSchema) {
       g.verdicts.clear();
       g.token = '';
@@ -220,7 +240,7 @@ export function refuseSourceWrite(
   if (sluiceWhy !== null)
     throw new FailClosedError(
       'CUSTOM_WROTE_SLUICE',
-      `The handler of custom projection ${projection} ran a statement that sluice refuses (${sluiceWhy}): ${excerpt(sql)}. sluice's own tables hold every projection's cursor and definition, and the connection's databases are the source and the target. The statement was not run, and nothing of this batch was kept. Write only the tables the definition declares (ctx.tables), through ctx.db.`,
+      `The handler of custom projection ${projection} ran a statement that sluice refuses (${sluiceWhy}): ${excerpt(sql)}. sluice's own tables hold every projection's cursor and definition, and the connection's databases are ${synced ? 'the source and the target' : 'the target and what sluice attaches to read a batch (in an import or a subscribe there is no source on it)'}. The statement was not run, and nothing of this batch was kept. Write only the tables the definition declares (ctx.tables), through ctx.db.`,
       { projection, statement: excerpt(sql) },
     );
   for (const w of v.writes) {
@@ -240,8 +260,12 @@ export function refuseSourceWrite(
     );
 }
 
-/** What `sql` would do to the source. (`parameters` only because a statement runs with all of its bound: they change no opcode.) */
-function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdict {
+/**
+ * What `sql` would do to the source (the connection's main database, when
+ * `synced`), or to the databases on the connection. (`parameters` only
+ * because a statement runs with all of its bound: they change no opcode.)
+ */
+function sourceWrite(db: Db, sql: string, parameters: readonly unknown[], synced: boolean): Verdict {
   let explain: Statement;
   try {
     explain = db.prepare(`EXPLAIN ${sql}`);
@@ -279,12 +303,18 @@ function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdi
     if (op === 'Function' && typeof p4 === 'string' && /^sqlite_(attach|detach)\(/.test(p4)) {
       why = 'it attaches or detaches a database';
       of = 'sluice';
+    } else if (!synced) {
+      // No source on the connection: main is the target, 1 is TEMP; any other is one sluice attached (a segment being imported).
+      if (op === 'Transaction' && Number(p1) > 1 && p2 !== 0) {
+        why = `it writes database ${databaseName(db, Number(p1))}, which sluice attached to read from`;
+        of = 'sluice';
+      }
     } else if (op === 'Transaction' && p1 === 0 && p2 !== 0) why = 'it writes to it';
     else if (op === 'JournalMode' && p1 === 0 && p3 !== -1) why = 'it changes its journal mode';
     else if (op === 'Vacuum' && p1 === 0) why = 'it vacuums it';
     else if (op === 'Checkpoint' && (p1 === 0 || !otherDatabases(db).has(Number(p1)))) why = 'it checkpoints its write-ahead log';
     else if (op === 'SqlExec' && typeof p4 === 'string') {
-      const inner = sourceWrite(db, p4, []);
+      const inner = sourceWrite(db, p4, [], synced);
       why = inner.why;
       of = inner.of;
       changesSchema ||= inner.changesSchema;
@@ -293,6 +323,12 @@ function sourceWrite(db: Db, sql: string, parameters: readonly unknown[]): Verdi
     }
   }
   return { why, changesSchema, writes, drops, ...(of === undefined ? {} : { of }) };
+}
+
+/** The name of the connection's database at index `seq`. */
+function databaseName(db: Db, seq: number): string {
+  const row = (db.pragma('database_list') as { seq: number | bigint; name: string }[]).find((r) => Number(r.seq) === seq);
+  return row?.name ?? String(seq);
 }
 
 /** The indexes of the connection's databases other than main (a checkpoint of another index, SQLITE_MAX_DB, is of all of them). */
