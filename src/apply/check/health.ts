@@ -10,7 +10,15 @@ import {
   guardFaults,
   type GuardFault,
 } from '../target/index.ts';
-import { damagedCapture, readState, readTables, STATE_TABLE, nextSyncArming, type CaptureState } from '../../capture/index.ts';
+import {
+  damagedCapture,
+  enableCommand,
+  readState,
+  readTables,
+  STATE_TABLE,
+  nextSyncArming,
+  type CaptureState,
+} from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, mirrorAllSource, ownedBy, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
@@ -180,7 +188,9 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
     try {
       const state = readState(source);
       if (state === undefined) {
-        facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+        facts.problems.push(
+          `the source ${r.sourcePath} has no capture any more: run ${enableCommand(r.sourcePath ?? source.name, [r.sourceTable])}, then sluice sync`,
+        );
         return;
       }
       // A table of the capture dropped outside sluice: sync of it fails (or the writers do), whatever the cursor.
