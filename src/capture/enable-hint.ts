@@ -18,12 +18,29 @@ export function enableCommand(file: string, tables: readonly string[], mode?: 'i
  * changed first, as that refusal says.
  */
 export function rearmFix(file: string, table: string, reason: string | undefined): string {
-  const run = `run ${enableCommand(file, [table])}`;
-  if (reason === undefined || !isReasonCode(reason)) return run;
+  return rearmFixAll(file, [{ table, reason }]);
+}
+
+/**
+ * rearmFix of several unarmed tables of `file`: one enable that names them
+ * all, after the change each one enable refuses as it is needs.
+ */
+export function rearmFixAll(file: string, tables: readonly { readonly table: string; readonly reason: string | undefined }[]): string {
+  const run = `run ${enableCommand(
+    file,
+    tables.map((t) => t.table),
+  )}`;
+  const changes = tables.filter((t) => enableRefuses(t.reason)).map((t) => `${t.table} as the ${t.reason} refusal says`);
+  if (changes.length === 0) return run;
+  const them = changes.length === 1 ? 'it as it is' : 'them as they are';
+  return `change ${changes.join(', and ')} (enable refuses ${them}, and says how), then ${run}`;
+}
+
+/** Whether enable refuses, as it is, a table unarmed for `reason` (a shape of the table: kinds `unarmed` and `error`). */
+function enableRefuses(reason: string | undefined): boolean {
+  if (reason === undefined || !isReasonCode(reason)) return false;
   const kinds: readonly string[] = REASONS[reason].kinds;
-  return kinds.includes('unarmed') && kinds.includes('error')
-    ? `change ${table} as the ${reason} refusal says (enable refuses it as it is, and says how), then ${run}`
-    : run;
+  return kinds.includes('unarmed') && kinds.includes('error');
 }
 
 /**

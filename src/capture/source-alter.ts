@@ -19,7 +19,7 @@ import { captureFingerprint } from './table-fingerprint.ts';
 import { checkForeignKeys, checkNamespace, checkTable } from './gates.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { withoutExcluded } from './excluded.ts';
-import { enableCommand } from './enable-hint.ts';
+import { enableCommand, rearmFixAll } from './enable-hint.ts';
 import { appendDdl, ensureDdlLog, type DdlTableRecord } from './ddl-log.ts';
 import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementLabel } from './alter-rules.ts';
 import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
@@ -121,11 +121,19 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
   const v = verifyCapture(db);
   // A captured table that is gone (dropped, by an earlier alter or anyone) stays unarmed and is left out.
   const gone = new Set(v.tables.filter((t) => !t.armed && t.reason === 'TABLE_MISSING').map((t) => t.table.tid));
-  const unarmed = v.tables.find((t) => !t.armed && !gone.has(t.table.tid));
-  if (unarmed !== undefined)
-    throw new AlterRefusedError(
-      `sluice alter ${name}: table ${unarmed.table.name} is not armed (${unarmed.reason ?? 'unarmed'}: ${unarmed.detail ?? ''}), so alter cannot tell its readers what changed. Fix: run sluice enable ${name} (its readers rebuild once), then sluice alter again. Nothing was changed.`,
+  const unarmed = v.tables.filter((t) => !t.armed && !gone.has(t.table.tid));
+  if (unarmed.length > 0) {
+    // The fix names each table, as status and health do: enable with a file and no table is a usage error.
+    const one = unarmed.length === 1;
+    const what = unarmed.map((u) => `${u.table.name} (${u.reason ?? 'unarmed'}: ${u.detail ?? ''})`);
+    const fix = rearmFixAll(
+      name,
+      unarmed.map((u) => ({ table: u.table.name, reason: u.reason })),
     );
+    throw new AlterRefusedError(
+      `sluice alter ${name}: ${one ? 'table' : 'tables'} ${listed(what)} ${one ? 'is' : 'are'} not armed, so alter cannot tell ${one ? 'its' : 'their'} readers what changed. Fix: ${fix} (${one ? 'its' : 'their'} readers rebuild once), then sluice alter again. Nothing was changed.`,
+    );
+  }
   const svBefore = schemaVersion(db);
   const hw = highWaterMark(db);
   const before: Before[] = readTables(db)
@@ -214,6 +222,11 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
     seq: hw,
     generation,
   };
+}
+
+/** `a`, `a and b`, `a, b and c`. */
+function listed(items: readonly string[]): string {
+  return items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} and ${items[items.length - 1]}`;
 }
 
 function guardName(tid: number, op: string): string {

@@ -10,7 +10,15 @@ import {
   guardFaults,
   type GuardFault,
 } from '../target/index.ts';
-import { damagedCapture, readState, readTables, STATE_TABLE, nextSyncArming, type CaptureState } from '../../capture/index.ts';
+import {
+  damagedCapture,
+  enableCommand,
+  readState,
+  readTables,
+  STATE_TABLE,
+  nextSyncArming,
+  type CaptureState,
+} from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
 import { columnsRead, mirrorAllSource, ownedBy, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
@@ -18,6 +26,7 @@ import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';
 import { subscribedFeed, suspensionRepair, unarmedOf } from './suspension-repair.ts';
+import { brokenForecast, brokenProblem } from './health-definition.ts';
 import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
 
@@ -165,6 +174,12 @@ interface SourceFacts {
   lagMs: number | null;
   rebuild: string | null;
   problems: string[];
+  /**
+   * The next sync suspends it: its stored definition no longer fits the
+   * source (brokenForecast). Its problem is then the only one read from the
+   * source: that sync neither rebuilds it nor lifts a suspension it has.
+   */
+  suspends?: string;
 }
 
 function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: number): SourceFacts {
@@ -173,7 +188,9 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
     try {
       const state = readState(source);
       if (state === undefined) {
-        facts.problems.push(`the source ${r.sourcePath} has no capture any more: run sluice enable on it, then sync`);
+        facts.problems.push(
+          `the source ${r.sourcePath} has no capture any more: run ${enableCommand(r.sourcePath ?? source.name, [r.sourceTable])}, then sluice sync`,
+        );
         return;
       }
       // A table of the capture dropped outside sluice: sync of it fails (or the writers do), whatever the cursor.
@@ -185,7 +202,14 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
       facts.sourceSeq = Math.max(lastJournalSeq(source), state.prunedThrough);
       const table = readTables(source).find((t) => t.name === r.sourceTable);
       if (table !== undefined) Object.assign(facts, lag(source, r, state, table.tid, facts.sourceSeq, now));
-      else
+      // Sync compiles every stored definition before it steps one: one that no longer fits is suspended, whatever its cursor or arming.
+      const broken = brokenForecast(source, r);
+      if (broken !== undefined) {
+        facts.suspends = broken.reason;
+        facts.problems.push(brokenProblem(broken, r, targetPath));
+        return;
+      }
+      if (table === undefined)
         facts.problems.push(
           `the source no longer captures ${r.sourceTable}, so ${r.name} is not synced: capture it again (${shellCommand('enable', { source: r.sourcePath ?? '', table: r.sourceTable })}) and run sluice sync, or remove the projection and its tables (${shellCommand('drop', { target: targetPath, projection: r.name })})`,
         );
@@ -322,10 +346,15 @@ function one(
   options: HealthOptions,
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
-  const problems: string[] = [];
-  if (r.state === 'suspended') problems.push(suspensionRepair(r, sourcePath, targetPath, source?.db));
+  let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
+  if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
+  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath, options.now ?? Date.now());
+  else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
+  // A suspension the next sync gives it comes first; one it has, or a first build, that it replaces is not repaired as it is.
+  const problems: string[] = facts.suspends === undefined ? [] : [...facts.problems];
+  if (r.state === 'suspended' && facts.suspends === undefined) problems.push(suspensionRepair(r, sourcePath, targetPath, source?.db));
   const again = runAgain(r, targetPath, options.followedByRun === true);
-  if (r.state === 'building')
+  if (r.state === 'building' && facts.suspends === undefined)
     problems.push(
       r.failures > 0
         ? `its first build failed (see the failure below): ${again ?? 'run sluice sync again'}`
@@ -338,11 +367,11 @@ function one(
       `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and ${again ?? 'run sluice sync again'}`,
     );
   }
-  let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
-  if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
-  else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath, options.now ?? Date.now());
-  else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
-  problems.push(...facts.problems, ...targetTableProblems(target, r, sourcePath, targetPath), ...guardProblems(target, r, targetPath));
+  problems.push(
+    ...(facts.suspends === undefined ? facts.problems : []),
+    ...targetTableProblems(target, r, sourcePath, targetPath),
+    ...guardProblems(target, r, targetPath),
+  );
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(

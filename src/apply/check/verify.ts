@@ -15,7 +15,7 @@ import {
   repairAction,
   shellCommand,
 } from '../../sqlite/index.ts';
-import { isReasonCode, REASONS, type ReasonCode } from '../../reasons.ts';
+import { isReasonCode, REASONS } from '../../reasons.ts';
 import type { Db } from '../../sqlite/index.ts';
 import { readSourceView, alterWithOldLayoutAfter, type SourceView } from '../../feed/index.ts';
 import {
@@ -24,12 +24,11 @@ import {
   type CompiledProjection,
   type SourceShape,
   parseStoredDefinition,
-  type ProjectionDefinition,
   kindNamed,
   kindOf,
 } from '../../projection/index.ts';
 import { excludedColumns } from '../../capture/index.ts';
-import { brokenDefinition, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
+import { compileStoredToday, isBroken, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -447,39 +446,20 @@ function dropWorkTables(db: Db): void {
 
 /**
  * Why the stored definition cannot be compared today, if it cannot: it no
- * longer validates, it names what the source no longer has (as sync would
- * suspend it: broken-definition.ts), or the source's table changed so that
- * the next sync rebuilds it (DEFINITION_CHANGED).
+ * longer validates, or it names what the source no longer has, a column its
+ * computed columns or filter read included (the suspension the next sync
+ * gives it: compileStoredToday, the rule sync and explain use), or the
+ * source's table changed so that the next sync rebuilds it
+ * (DEFINITION_CHANGED).
  */
 function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipped: string } | undefined {
-  const notCompared = (reason: ReasonCode, why: string) => ({ reason, skipped: `not compared: ${why}` });
-  let def: ProjectionDefinition;
-  try {
-    def = parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`);
-  } catch (err) {
-    const b = brokenDefinition(rec.name, rec.sourceTable, 'parse', err);
-    if (b === undefined) throw err;
-    return notCompared(b.reason, String(b.detail.message));
-  }
-  const info = describeTable(db, def.source);
-  let fingerprint: string;
-  try {
-    if (info === undefined || info.kind !== 'table')
-      throw new InvalidInputError(
-        'UNKNOWN_SOURCE_TABLE',
-        `Projection ${rec.name}: source table ${def.source} does not exist in the source database.`,
-      );
-    fingerprint = compileProjection(def, sourceShape(info, excludedColumns(db, info.name))).fingerprint;
-  } catch (err) {
-    const b = brokenDefinition(rec.name, rec.sourceTable, 'compile', err);
-    if (b === undefined) throw err;
-    return notCompared(b.reason, String(b.detail.message));
-  }
-  if (fingerprint !== rec.fingerprint)
-    return notCompared(
-      'DEFINITION_CHANGED',
-      `the source's table ${def.source} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`,
-    );
+  const today = compileStoredToday(db, rec);
+  if (isBroken(today)) return { reason: today.reason, skipped: `not compared: ${String(today.detail.message)}` };
+  if (today.fingerprint !== rec.fingerprint)
+    return {
+      reason: 'DEFINITION_CHANGED',
+      skipped: `not compared: the source's table ${today.source.table} changed since ${rec.name} was built; the next sluice sync rebuilds it, then verify again`,
+    };
   return undefined;
 }
 

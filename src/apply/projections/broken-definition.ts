@@ -1,5 +1,13 @@
+import type { Db } from '../../sqlite/index.ts';
 import { SluiceError } from '../../errors.ts';
 import type { ReasonOf } from '../../reasons.ts';
+import {
+  compileAgainstSource,
+  parseStoredDefinition,
+  type CompiledProjection,
+  type CustomHandler,
+  type ProjectionDefinition,
+} from '../../projection/index.ts';
 
 /**
  * A projection stored in the target that this sync cannot compile: its
@@ -44,4 +52,53 @@ export function brokenReason(stage: 'parse' | 'compile', code: string, message: 
   if (code === 'UNKNOWN_SOURCE_TABLE') return 'SOURCE_TABLE_MISSING';
   if (COLUMN_CODES.has(code) || (code === 'BAD_EXPRESSION' && /no such column/i.test(message))) return 'SOURCE_COLUMN_MISSING';
   return 'DEFINITION_INVALID';
+}
+
+/**
+ * Definition `d` compiled against the source as it is now (main on `db`),
+ * as sync compiles it (compileAgainstSource: SQLite judges the names its
+ * computed columns and filter read), or, when it no longer fits, the
+ * suspension sync gives a stored definition then (what explain forecasts
+ * by brokenReason). An error that is not the definition's is thrown.
+ */
+export function compileOrBroken(db: Db, d: ProjectionDefinition): CompiledProjection | BrokenDefinition {
+  try {
+    return compileAgainstSource(db, d);
+  } catch (err) {
+    const b = brokenDefinition(d.name, d.source, 'compile', err);
+    if (b === undefined) throw err;
+    return b;
+  }
+}
+
+/**
+ * A stored projection (its definition as the target keeps it) compiled
+ * against today's source as the next sync compiles it (compileOrBroken),
+ * or the suspension that sync gives it: what health and verify say of a
+ * projection whose source changed under it. A custom handler's code is not
+ * loaded (the data of the definition is what can stop fitting the source):
+ * one given in code, not in a file the target names, is the caller's to
+ * pass to each sync.
+ */
+export function compileStoredToday(
+  db: Db,
+  rec: { readonly name: string; readonly sourceTable: string; readonly definition: string },
+): CompiledProjection | BrokenDefinition {
+  let d: ProjectionDefinition;
+  try {
+    d = parseStoredDefinition(rec.definition, `stored definition of ${rec.name}`, STAND_IN);
+  } catch (err) {
+    const b = brokenDefinition(rec.name, rec.sourceTable, 'parse', err);
+    if (b === undefined) throw err;
+    return b;
+  }
+  return compileOrBroken(db, d);
+}
+
+/** Stands in for a custom handler whose code is not loaded: compiling reads only the definition's data. */
+const STAND_IN: CustomHandler = { apply: () => undefined };
+
+/** Whether compileOrBroken's answer is a suspension. */
+export function isBroken(x: CompiledProjection | BrokenDefinition): x is BrokenDefinition {
+  return 'reason' in x;
 }

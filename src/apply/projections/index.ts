@@ -17,7 +17,7 @@ export {
   targetFile,
 } from './applier.ts';
 export type { ApplyTarget, BatchEnd, RowsApplied, Suspension } from './applier.ts';
-export { BROKEN_DEFINITION_REASONS, brokenDefinition, brokenReason } from './broken-definition.ts';
+export { BROKEN_DEFINITION_REASONS, brokenReason, compileStoredToday, isBroken } from './broken-definition.ts';
 export type { BrokenDefinition } from './broken-definition.ts';
 export { columnsRead } from './columns-read.ts';
 export { dropMirrorAll, dropProjection } from './drop.ts';

@@ -17,7 +17,7 @@ import {
   type ProjectionDefinitionInput,
 } from '../../projection/index.ts';
 import { TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
-import { brokenDefinition, type BrokenDefinition } from './broken-definition.ts';
+import { brokenDefinition, compileOrBroken, isBroken, type BrokenDefinition } from './broken-definition.ts';
 import { nothingToMirror, type NothingToMirrorSay } from './nothing-to-mirror.ts';
 import { compileMirror } from './unbuilt-mirrors.ts';
 import {
@@ -198,14 +198,10 @@ export async function resolveProjections(
       broken.push(d);
       continue;
     }
-    try {
-      compiled.push(compileAgainstSource(db, d));
-    } catch (err) {
-      // A stored projection that no longer fits the source is suspended on its own.
-      const b = brokenDefinition(d.name, d.source, 'compile', err);
-      if (b === undefined) throw err;
-      broken.push(b);
-    }
+    // A stored projection that no longer fits the source is suspended on its own.
+    const p = compileOrBroken(db, d);
+    if (isBroken(p)) broken.push(p);
+    else compiled.push(p);
   }
   const mirrorAll = mirrorAllOf(given, records, set.mirrorAll);
   let unmirrored: Unmirrored[] = [];
