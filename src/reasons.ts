@@ -396,7 +396,7 @@ export const REASONS = {
     kinds: ['health'],
     clears: false,
     explain:
-      "A table of the projection is missing from the target, or its columns are not the definition's, or it has no PRIMARY KEY or UNIQUE index on the key (sync, import and subscribe suspend such a mirror or map, or an fts5 index whose key table lost its key or rowid, before they apply a batch: it would add a second row for a key, or rows the index cannot find).",
+      "A table of the projection is missing from the target, or its shape is not the one sluice made: other columns than the definition's, a column declared with a type of another affinity or with another collation, or no PRIMARY KEY or UNIQUE index on the key (or one under another collation; an fts5 key table that lost its key or rowid). sync, import and subscribe check the same before they apply a batch and suspend such a mirror, map or fts5 index: it would fail on a column, store values converted (the text '3' as the integer 3), take two keys for one, add a second row for a key, or write rows the index cannot find.",
     repair: DEFAULT_REPAIR,
   },
   MIRROR_NOT_BUILT: {

@@ -1,5 +1,5 @@
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, collationOf, columnCollations, isAnyType } from '../sqlite/index.ts';
+import { foldIdent, collationOf, columnCollations, columnDecl, declaredType, isAnyType, quoteIdent } from '../sqlite/index.ts';
 import type { TableInfo } from '../sqlite/index.ts';
 import type { ProjectionDefinition, CustomHandler } from './definition.ts';
 
@@ -33,12 +33,18 @@ export interface TargetColumn {
   readonly name: string;
   /** SQL over the source columns (quoted names) producing this column. */
   readonly expr: string;
-  /** Column declaration after the name: type and collation. */
+  /** Column declaration after the name: type and collation (`type` and `collate` as SQL). */
   readonly decl: string;
   /** The source column when this is a plain copy. */
   readonly from?: string;
-  /** The declared type of a computed column ('' when none: values stored as they come). */
-  readonly type?: string;
+  /**
+   * Its declared type ('' when none: values stored as they come): a plain
+   * copy's is its source column's (declaredType), a computed column's the
+   * definition's. Its affinity decides what a value written to it becomes.
+   */
+  readonly type: string;
+  /** Its collation (BINARY when none). */
+  readonly collate: string;
 }
 
 interface CompiledBase<K extends ProjectionDefinition['kind']> {
@@ -131,6 +137,11 @@ export function holdsExcluded(storedShape: string, now: SourceShape): boolean {
 }
 
 export { columnDecl } from '../sqlite/index.ts';
+
+/** A target column that is a plain copy of source column `c`, named `name`: declared as `c` is (columnDecl). */
+export function copiedColumn(c: SourceColumn, name: string = c.name): TargetColumn {
+  return { name, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name, type: declaredType(c), collate: c.collate };
+}
 
 export function findColumn(shape: SourceShape, column: string, projection: string): SourceColumn {
   const c = shape.columns.find((x) => x.name === column) ?? shape.columns.find((x) => foldIdent(x.name) === foldIdent(column));

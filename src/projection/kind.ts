@@ -67,6 +67,21 @@ export interface TableKey {
   readonly without: string;
 }
 
+/** A column of one of a kind's tables as create() declares it. */
+export interface TableColumn {
+  readonly name: string;
+  /** Its declared type ('' none), whose affinity decides what a value written to it becomes; absent: not declared (an FTS5 table's columns). */
+  readonly type?: string;
+  /** Its collation (BINARY when none), by which its keys and comparisons of its text go; absent with `type`. */
+  readonly collate?: string;
+}
+
+/** The columns one of a kind's tables has as create() makes it. */
+export interface TableColumns {
+  readonly table: string;
+  readonly columns: readonly TableColumn[];
+}
+
 /** How verify compares a kind's rows with the source: the same per-key hash on both sides. */
 export interface KindVerification<P> {
   /** The target side: a FROM item in `schema`, the SQL of its key columns (target key order) and of the values hashed. */
@@ -143,14 +158,21 @@ export interface ProjectionKind<K extends KindName> {
    * - undefined: it is rebuilt in one transaction (its tables are not known).
    */
   shadowBuild(def: DefinitionOf<K>): 'copy' | 'replay' | undefined;
-  /** Health compares its main table's columns with the definition's (a column added or dropped by hand). */
-  readonly checksColumns: boolean;
+  /**
+   * The columns of its tables as create() makes them: a table whose columns
+   * are other (added, dropped or renamed by hand) or declared with another
+   * type affinity or collation (made again by hand) suspends it before a
+   * batch is applied, and health says so (apply/check/target-shape.ts,
+   * tableShapeProblem). [] when sluice makes no table of it (a custom
+   * handler's tables are its own).
+   */
+  tableColumns(p: CompiledOf<K>): readonly TableColumns[];
   /**
    * The keys its tables must carry, by which its writes find or replace a
    * row: a table made again by hand without one (CREATE TABLE ... AS
-   * SELECT) suspends it before a batch is applied, and health says so
-   * (apply/check/health-target.ts, keyProblem). [] when sluice makes no
-   * keyed table of it.
+   * SELECT), or with it under another collation, suspends it before a batch
+   * is applied, and health says so (the same rule). [] when sluice makes
+   * no keyed table of it.
    */
   keyedBy(p: CompiledOf<K>): readonly TableKey[];
   /**

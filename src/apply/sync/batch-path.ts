@@ -2,7 +2,7 @@ import type { ChangeBatch } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { kindOf } from '../../projection/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
-import { keyProblem } from '../check/index.ts';
+import { tableShapeProblem } from '../check/index.ts';
 import {
   applyRows,
   commitBatch,
@@ -19,9 +19,10 @@ import {
  * The one way a batch of events reaches a stored projection, for sync's
  * step (step.ts) and for import and subscribe (export/importer.ts) alike:
  * the gate (does a stored suspension stand?), the position (the cursor
- * rule: already applied, an overlap, a gap), the target tables' keys (a
- * table made again by hand without the key its kind's writes need:
- * TARGET_TABLE_CHANGED), the apply (through the projection's kind),
+ * rule: already applied, an overlap, a gap), the target tables' shape (a
+ * table changed by hand: its columns, their declared types' affinities and
+ * collations, the keys its kind's writes need; TARGET_TABLE_CHANGED, the
+ * rule health says it by), the apply (through the projection's kind),
  * and the commit of the cursor with the rows, all in the caller's target
  * transaction. A suspension is returned for the caller to roll back and
  * record (applier.ts recordSuspension).
@@ -77,9 +78,9 @@ export async function runBatchPath(
   const read = plan.batch();
   let batch = positionBatch(p, storedSeq, read, plan.what) ?? (plan.proves === undefined ? undefined : read);
   if (batch === undefined) return { kind: 'none' };
-  // A table made again without the key its kind's writes need (by hand): a mirror's rows are replaced by it, an fts5 index's found by it.
-  const unkeyed = keyProblem(t.db, t.schema, p);
-  if (unkeyed !== undefined) return suspension('TARGET_TABLE_CHANGED', unkeyed);
+  // A table changed by hand (a column dropped or renamed, another declared type or collation, its key lost): health's rule, before anything is written.
+  const changed = tableShapeProblem(t.db, t.schema, p);
+  if (changed !== undefined) return suspension('TARGET_TABLE_CHANGED', { ...changed });
   let r = await applyRows(t, p, batch, plan.end);
   // Intermediate batches need not reproduce source transactions: a batch
   // boundary may cut one, and in between a UNIQUE index a user added to the

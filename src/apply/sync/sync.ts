@@ -788,7 +788,7 @@ export class Syncer {
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
       if (rec === undefined) return undefined;
-      // Only a table that is missing: SQLite's error here is "no such table" (other columns are the error's to say).
+      // Only a table that is missing: SQLite's error here is "no such table" (other columns, types and keys suspend it before its batch: batch-path.ts).
       return targetTableProblems(this.session.db, rec, this.session.sourcePath, this.session.targetPath, TARGET_SCHEMA, false)[0];
     } catch {
       return undefined;

@@ -30,8 +30,8 @@ export const customKind: ProjectionKind<'custom'> = {
   foreignUnique: 'guard',
   uniqueTables: () => [],
   rowTable: () => undefined,
-  checksColumns: false,
   // Its tables are the handler's.
+  tableColumns: () => [],
   keyedBy: () => [],
   makesTables: false,
   // Only tables it declares can be built beside the live ones.

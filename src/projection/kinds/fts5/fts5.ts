@@ -1,7 +1,7 @@
 import { fts5Alter } from './alter.ts';
 import { InvalidInputError, errorCode } from '../../../errors.ts';
-import { foldIdent, quoteIdent } from '../../../sqlite/index.ts';
-import { findColumn, columnDecl, type TargetColumn } from '../../compiled.ts';
+import { foldIdent } from '../../../sqlite/index.ts';
+import { copiedColumn, findColumn, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import {
   allTablesOf,
@@ -10,6 +10,7 @@ import {
   ftsIndexMatches,
   ftsMadeTablesOf,
   ftsNames,
+  ftsTableColumns,
   keyTableKeys,
   keyTableOf,
   renameFts,
@@ -35,10 +36,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
       [],
     ),
   layout(def, source) {
-    const columns: TargetColumn[] = def.columns.map((name) => {
-      const c = findColumn(source, name, def.name);
-      return { name: c.name, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name };
-    });
+    const columns: TargetColumn[] = def.columns.map((name) => copiedColumn(findColumn(source, name, def.name)));
     const targetTable = def.target ?? def.name;
     checkFtsColumns(def.name, columns, targetTable, def.content === 'external');
     return { targetTable, columns, key: [...source.keyColumns], filter: null };
@@ -51,7 +49,7 @@ export const fts5Kind: ProjectionKind<'fts5'> = {
   foreignUnique: 'refuse',
   uniqueTables: allTablesOf,
   rowTable: keyTableOf,
-  checksColumns: false,
+  tableColumns: ftsTableColumns,
   keyedBy: keyTableKeys,
   makesTables: true,
   // Its index entries of a key read again could only be removed with the values they were made from:

@@ -1,7 +1,7 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, quoteString, renameTable, columnDecl, writeTransactionSync } from '../../../sqlite/index.ts';
+import { quoteIdent, quoteString, renameTable, columnDecl, declaredType, writeTransactionSync } from '../../../sqlite/index.ts';
 import type { CompiledFts5 } from '../../compiled.ts';
-import type { SnapshotBuild, TableKey } from '../../kind.ts';
+import type { SnapshotBuild, TableColumns, TableKey } from '../../kind.ts';
 import { errorCode } from '../../../errors.ts';
 
 /*
@@ -73,6 +73,24 @@ export function keyTableKeys(p: CompiledFts5): TableKey[] {
       uses: 'which the FTS5 index reads its rows by',
       without: 'a sync would write rows with a NULL rowid that the index cannot find',
     },
+  ];
+}
+
+/**
+ * The columns of the tables createFtsTables makes: the FTS5 table's
+ * (names only: FTS5 declares no types; its values are text to it) and the
+ * key table's, its rowid, the key as the source declares it and, for
+ * external content, the indexed values as they come.
+ */
+export function ftsTableColumns(p: CompiledFts5): TableColumns[] {
+  const keys = p.key.map((k, i) => {
+    const c = p.source.columns.find((x) => x.name === k);
+    return { name: keyColumn(i), type: c === undefined ? '' : declaredType(c), collate: c?.collate ?? 'BINARY' };
+  });
+  const values = p.definition.content === 'external' ? p.columns.map((c) => ({ name: c.name, type: '', collate: 'BINARY' })) : [];
+  return [
+    { table: p.targetTable, columns: p.columns.map((c) => ({ name: c.name })) },
+    { table: keyTableOf(p.targetTable), columns: [{ name: 'rowid', type: 'INTEGER', collate: 'BINARY' }, ...keys, ...values] },
   ];
 }
 

@@ -1,6 +1,5 @@
 import { mapAlter } from './alter.ts';
-import { quoteIdent } from '../../../sqlite/index.ts';
-import { columnDecl, findColumn, type SourceColumn, type TargetColumn } from '../../compiled.ts';
+import { columnDecl, copiedColumn, findColumn, type TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { columnsReadBySql } from '../../read-set.ts';
 import { keyColumnsOf, relationalTable } from '../relational/table.ts';
@@ -26,16 +25,11 @@ export const mapKind: ProjectionKind<'map'> = {
       [...layout.columns.filter((c) => c.from === undefined).map((c) => c.expr), ...(layout.filter === null ? [] : [layout.filter])],
     ),
   layout(def, source) {
-    const copy = (c: SourceColumn, as: string): TargetColumn => ({ name: as, expr: quoteIdent(c.name), decl: columnDecl(c), from: c.name });
     const columns = Object.entries(def.columns).map(([as, spec]): TargetColumn => {
-      if (typeof spec === 'string') return copy(findColumn(source, spec, def.name), as);
-      if ('from' in spec) return copy(findColumn(source, spec.from, def.name), as);
-      return {
-        name: as,
-        expr: `(${spec.expr})`,
-        decl: columnDecl({ type: spec.type ?? '', collate: spec.collate ?? 'BINARY' }),
-        type: spec.type ?? '',
-      };
+      if (typeof spec === 'string') return copiedColumn(findColumn(source, spec, def.name), as);
+      if ('from' in spec) return copiedColumn(findColumn(source, spec.from, def.name), as);
+      const declared = { type: spec.type ?? '', collate: spec.collate ?? 'BINARY' };
+      return { name: as, expr: `(${spec.expr})`, decl: columnDecl(declared), ...declared };
     });
     const key = keyColumnsOf(def.name, source, columns);
     return { targetTable: def.target ?? def.name, columns, key, filter: def.filter === undefined ? null : `(${def.filter})` };

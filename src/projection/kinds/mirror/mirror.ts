@@ -1,6 +1,5 @@
 import { mirrorAlter } from './alter.ts';
-import { columnDecl, type SourceColumn } from '../../compiled.ts';
-import { quoteIdent } from '../../../sqlite/index.ts';
+import { copiedColumn, type SourceColumn } from '../../compiled.ts';
 import type { ProjectionKind } from '../../kind.ts';
 import { keyColumnsOf, relationalTable } from '../relational/table.ts';
 
@@ -14,12 +13,7 @@ export const mirrorKind: ProjectionKind<'mirror'> = {
   // Every column is copied: no update is skipped.
   reads: () => undefined,
   layout(def, source) {
-    const columns = source.columns.map((c: SourceColumn) => ({
-      name: c.name,
-      expr: quoteIdent(c.name),
-      decl: columnDecl(c),
-      from: c.name,
-    }));
+    const columns = source.columns.map((c: SourceColumn) => copiedColumn(c));
     return { targetTable: def.target ?? source.table, columns, key: keyColumnsOf(def.name, source, columns), filter: null, identity: true };
   },
 };

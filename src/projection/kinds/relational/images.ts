@@ -167,7 +167,7 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
  * their storage class (3 into TEXT is '3').
  */
 export function hasTypedComputedColumn(p: CompiledProjection): boolean {
-  return p.columns.some((c) => c.from === undefined && (c.type ?? '') !== '');
+  return p.columns.some((c) => c.from === undefined && c.type !== '');
 }
 
 /** In the event stream: the before- and after-image have the same target key, byte for byte. */

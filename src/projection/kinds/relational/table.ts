@@ -2,7 +2,7 @@ import type { Db } from '../../../sqlite/index.ts';
 import { quoteIdent, renameTable, foldIdent, cachedStatement } from '../../../sqlite/index.ts';
 import { InvalidInputError } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
-import type { ProjectionKind, TableKey } from '../../kind.ts';
+import type { ProjectionKind, TableColumns, TableKey } from '../../kind.ts';
 import { applyRelational } from './apply.ts';
 
 /*
@@ -25,6 +25,7 @@ type Shared = Omit<
   | 'build'
   | 'rename'
   | 'keyedBy'
+  | 'tableColumns'
   | 'apply'
   | 'verification'
 > & {
@@ -34,6 +35,7 @@ type Shared = Omit<
   build: ProjectionKind<'mirror'>['build'] & ProjectionKind<'map'>['build'];
   rename(db: Db, schema: string, p: Relational, from: string): void;
   keyedBy(p: Relational): readonly TableKey[];
+  tableColumns(p: Relational): readonly TableColumns[];
   apply: ProjectionKind<'mirror'>['apply'] & ProjectionKind<'map'>['apply'];
   verification: NonNullable<ProjectionKind<'mirror'>['verification']> & NonNullable<ProjectionKind<'map'>['verification']>;
 };
@@ -78,7 +80,8 @@ export const relationalTable: Shared = {
   foreignUnique: 'guard',
   uniqueTables: (table) => [table],
   rowTable: (table) => table,
-  checksColumns: true,
+  // One table, declared column by column as create() below declares it.
+  tableColumns: (p) => [{ table: p.targetTable, columns: p.columns.map((c) => ({ name: c.name, type: c.type, collate: c.collate })) }],
   // Its writes replace a row by the key (INSERT OR REPLACE).
   keyedBy: (p) => [
     { table: p.targetTable, key: p.key, uses: 'which sync replaces rows by', without: 'a sync would add a second row for a key' },
