@@ -34,7 +34,10 @@ export function registerImport(program: Command): void {
       emit(opts, S.importOutput, r, () =>
         [
           `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,
-          ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+          ...r.projections.map(
+            (p) =>
+              `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}${p.rebuilt !== undefined ? `, rebuilt from the file's snapshot (${p.rebuilt})` : ''}`,
+          ),
         ].join('\n'),
       );
       if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);
