@@ -68,15 +68,17 @@ export interface MessageLinesOptions {
 }
 
 /**
- * A snapshot met while following batches holds a table the target needs
- * (subscribe-wants.ts): the reader stops before it, what was applied is
- * committed, and subscribe starts again from the snapshot at its end's
- * stream sequence `endSeq`.
+ * A snapshot met while following batches holds a table the target needs, or
+ * does not continue a cursor of the target (subscribe-wants.ts): the reader
+ * stops before it, what was applied is committed, and subscribe starts again
+ * from the snapshot at its end's stream sequence `endSeq`.
  */
 export class SnapshotWanted extends Error {
   readonly endSeq: number;
   constructor(label: string, endSeq: number) {
-    super(`the snapshot whose end is message ${endSeq} of ${label} holds a table the target needs`);
+    super(
+      `the snapshot whose end is message ${endSeq} of ${label} holds a table the target needs, or does not continue the target's cursor`,
+    );
     this.name = 'SnapshotWanted';
     this.endSeq = endSeq;
   }

@@ -5,7 +5,9 @@ import { AckPolicy, DeliverPolicy, JetStreamApiError, type StoredMsg } from '@na
 import { nanos } from '@nats-io/transport-node';
 import { openDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { readProjections } from '../apply/target/index.ts';
+import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
+import type { ReasonCode } from '../reasons.ts';
+import { snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';
 import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
@@ -15,9 +17,12 @@ import type { Start } from './message-lines.ts';
  * Where a subscriber starts, worked out from the target's cursor, not from
  * the broker (docs/broker.md): the first batch the stream holds that ends
  * after it; the published snapshot for a target with no projections (or a
- * --projection it does not have yet, or one whose first build failed), and
- * for one the stream's batches no longer continue (SUBSCRIBER_BEHIND_STREAM). And the target's own durable
- * consumer, made again at that start.
+ * --projection it does not have yet, or one whose first build failed), for
+ * one the stream's batches no longer continue (SUBSCRIBER_BEHIND_STREAM),
+ * and for one whose cursor the stream's last snapshot, at or past it, does
+ * not continue (a re-arm, a bump, a restore of the source: the cursor
+ * check's reason). And the target's own durable consumer, made again at
+ * that start.
  */
 
 export interface TargetPosition {
@@ -30,12 +35,20 @@ export interface TargetPosition {
    * of another source.
    */
   readonly otherSource?: { readonly sourceId: string; readonly seq: number };
+  /** The target's projections of this source (their cursors, which a snapshot of the stream must continue). */
+  readonly records?: readonly ProjectionRecord[];
 }
 
 /** Why a subscriber rebuilt its target from the stream's snapshot, and from where. */
 export interface SubscriberRebuild {
-  /** SUBSCRIBER_BEHIND_STREAM: no batch of the stream continues the target; SOURCE_CHANGED: the target followed another source. */
-  readonly reason: 'SUBSCRIBER_BEHIND_STREAM' | 'SOURCE_CHANGED';
+  /**
+   * SUBSCRIBER_BEHIND_STREAM: no batch of the stream continues the target;
+   * SOURCE_CHANGED: the target followed another source; else why the
+   * stream's last snapshot does not continue the target's cursor
+   * (snapshotRebuilds: TABLE_REARMED, GENERATION_CHANGED, HISTORY_DIVERGED,
+   * FILE_CHANGED, ...).
+   */
+  readonly reason: ReasonCode;
   readonly targetSeq: number;
   readonly snapshotSeq: number;
   /** With SOURCE_CHANGED: the source id the target followed. */
@@ -64,7 +77,7 @@ export function targetPosition(
     const active = all.filter((p) => p.state === 'active');
     // Suspended ones are skipped by the applier; with none active, nothing older than the newest matters.
     const seqs = (active.length > 0 ? active : all).map((p) => p.seq);
-    return { seq: active.length > 0 ? Math.min(...seqs) : Math.max(...seqs) };
+    return { seq: active.length > 0 ? Math.min(...seqs) : Math.max(...seqs), records: all };
   } finally {
     db.close();
   }
@@ -81,6 +94,8 @@ export interface Plan {
   readonly seq: number;
   readonly encoding: TextEncoding | undefined;
   readonly rebuilt?: SubscriberRebuild;
+  /** The cursor of the snapshot it starts from (its end's header): how far the stream is known to reach (ItemStream.lastCursor). */
+  readonly cursor?: string;
 }
 
 export async function planStart(
@@ -106,9 +121,9 @@ export async function planStart(
   wanted: (end: StoredMsg) => boolean = () => false,
 ): Promise<Plan> {
   const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
-  const plan = await planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, remade, fromSnapshot);
-  if (plan.start.snapshot !== undefined) return plan;
   const end = await lastMessage(b, stream, subjects.end);
+  const plan = await planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, remade, end, fromSnapshot);
+  if (plan.start.snapshot !== undefined) return plan;
   const start = Number(end?.header?.get(HEADER.snapshotStart));
   // Past it, its batches never bring what the target wants of it; before it, the reader meets it (SnapshotWanted).
   if (end !== undefined && Number.isSafeInteger(start) && start >= firstSeq && start < plan.start.streamSeq && wanted(end))
@@ -131,14 +146,16 @@ export async function planFromSnapshot(
       'BROKER_NO_SNAPSHOT',
       `Stream ${stream} holds no complete snapshot of the source, and the target needs one to start. Run sluice publish on the source: it publishes one when the stream has none, or its retention dropped it.`,
     );
+  const cursor = end.header.get(HEADER.cursor);
   return {
     start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
     seq: Number(end.header.get(HEADER.toSeq)),
     encoding: encodingOf(end),
+    ...(cursor === '' ? {} : { cursor }),
   };
 }
 
-/** Where the target's cursor says to start (planStart, before a wanted snapshot is considered). */
+/** Where the target's cursor says to start (planStart, before a wanted snapshot is considered); `end`: the stream's last snapshot's end. */
 async function planFromCursor(
   b: Broker,
   stream: string,
@@ -147,6 +164,7 @@ async function planFromCursor(
   firstSeq: number,
   lastSeq: number,
   remade: boolean,
+  end: StoredMsg | undefined,
   fromSnapshot: (known?: StoredMsg) => Promise<Plan>,
 ): Promise<Plan> {
   if (position.otherSource !== undefined) {
@@ -156,6 +174,14 @@ async function planFromCursor(
   }
   if (position.seq === undefined) return fromSnapshot();
   const target = position.seq;
+  // The last snapshot, at or past the target, does not continue its cursors (the source re-armed, bumped, restored...):
+  // neither do the batches after it, and those before it belong to the history the snapshot replaced.
+  const snap = end === undefined ? undefined : snapshotTables(end.header.get(HEADER.toSeq), end.header.get(HEADER.cursor));
+  const broken = snap === undefined ? undefined : snapshotRebuilds(position.records ?? [], snap.cursor);
+  if (broken !== undefined) {
+    const plan = await fromSnapshot(end);
+    return { ...plan, rebuilt: { reason: broken, targetSeq: target, snapshotSeq: plan.seq } };
+  }
   const behind = async (known?: StoredMsg): Promise<Plan> => {
     const plan = await fromSnapshot(known);
     return { ...plan, rebuilt: { reason: 'SUBSCRIBER_BEHIND_STREAM', targetSeq: target, snapshotSeq: plan.seq } };
@@ -164,7 +190,6 @@ async function planFromCursor(
   if (first === undefined) {
     // No batch ends after the target's seq, but the snapshot does: the events in between are in no batch of this
     // stream (one made again on a server that lost its store, or a publisher that started again from a new snapshot).
-    const end = await lastMessage(b, stream, subjects.end);
     if (end !== undefined && Number(end.header.get(HEADER.toSeq)) > target) return behind(end);
     if (end === undefined && remade)
       throw new InvalidInputError(

@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, type Db } from '../sqlite/index.ts';
-import { decodeCursor } from '../feed/index.ts';
+import { cursorContinues, decodeCursor, type Cursor } from '../feed/index.ts';
+import type { ReasonCode } from '../reasons.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import { isDefaultMirror, readProjectionSet, streamMirrors, type MirrorAll } from '../apply/projections/index.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
@@ -14,10 +15,13 @@ import { neverBuilt } from './subscribe-plan.ts';
  * the publisher published a snapshot that holds it, STREAM_TABLES_ADDED),
  * and, for a target that mirrors every table ("*"), a table it has no
  * mirror of yet (enabled after the subscriber started), as a sync of "*"
- * makes the mirror of a table enabled since; and the table of a projection
+ * makes the mirror of a table enabled since; the table of a projection
  * whose first build failed (a custom handler's init threw), which a sync
- * would build again at its next pass. Other snapshots (one published
- * again for retention) are skipped: the target's cursors go on.
+ * would build again at its next pass; and a snapshot that does not
+ * continue the cursor of a projection the target holds (a re-arm, a bump,
+ * a restore of the source: snapshotRebuilds), since the batches after it
+ * do not either. Other snapshots (one published again for retention) are
+ * skipped: the target's cursors go on.
  */
 
 /** What a subscriber applies: its definitions (undefined: the target's), and whether "*" is among them. */
@@ -28,10 +32,11 @@ export interface SubscribedSet {
   readonly mirrorAll?: boolean | undefined;
 }
 
-/** A snapshot's end as a subscriber sees it: its seq and the tables it holds (its cursor's). */
+/** A snapshot's end as a subscriber sees it: its seq, the tables it holds and its cursor. */
 export interface SnapshotTables {
   readonly seq: number;
   readonly tables: readonly string[];
+  readonly cursor: Cursor;
 }
 
 /** The seq and tables of a snapshot end's headers (undefined: a cursor that does not parse, which the reader refuses when it gets there). */
@@ -39,10 +44,28 @@ export function snapshotTables(toSeq: string | undefined, cursor: string | undef
   const seq = Number(toSeq);
   if (cursor === undefined || !Number.isSafeInteger(seq)) return undefined;
   try {
-    return { seq, tables: decodeCursor(cursor).tables };
+    const c = decodeCursor(cursor);
+    return { seq, tables: c.tables, cursor: c };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Why the snapshot whose cursor is `cursor` rebuilds the target: it does not
+ * continue the cursor of one of `records` (projections of its source) that
+ * is not suspended, by the rules sync checks a cursor with (cursorContinues:
+ * TABLE_REARMED, GENERATION_CHANGED, HISTORY_DIVERGED, FILE_CHANGED, ...), as
+ * the importer finds when it reads it. Undefined when it continues every one,
+ * or is behind it.
+ */
+export function snapshotRebuilds(records: readonly ProjectionRecord[], cursor: Cursor): ReasonCode | undefined {
+  for (const r of records) {
+    if (r.cursor === null || r.state === 'suspended') continue;
+    const v = cursorContinues(r.cursor, cursor, { tables: [r.sourceTable] });
+    if (v.status === 'rebuild' || v.status === 'error') return v.reason;
+  }
+  return undefined;
 }
 
 /**
@@ -89,6 +112,7 @@ export function wantsSnapshot(targetPath: string, set: SubscribedSet, snap: Snap
     if (untracked) return true;
     // One whose first build failed (a custom handler's init threw): a follower builds it again from the next snapshot that holds its table.
     if (mine.some((r) => neverBuilt(r) && carried.has(foldIdent(r.sourceTable)) && runs(r))) return true;
+    if (snapshotRebuilds(mine.filter(runs), snap.cursor) !== undefined) return true;
     const defined = given.length > 0 ? given : mine.map((r) => ({ name: r.name, source: r.sourceTable }));
     return mirrorAll !== undefined && streamMirrors(records, mirrorAll, snap.tables, defined).length > 0;
   } finally {

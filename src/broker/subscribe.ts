@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { openDatabase, shellWord } from '../sqlite/index.ts';
 import { InvalidInputError, SluiceError, errorCode } from '../errors.ts';
+import { REASONS } from '../reasons.ts';
 import { lockFollower } from '../apply/sync/index.ts';
 import { readProjections } from '../apply/target/index.ts';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
@@ -177,7 +178,9 @@ class Run {
         this.#log(
           r.reason === 'SOURCE_CHANGED'
             ? `sluice subscribe: SOURCE_CHANGED: target ${this.#target} follows source ${r.previousSourceId ?? '(another)'} (at seq ${r.targetSeq}), not ${this.#options.sourceId} (its capture was enabled again, or it is another database); rebuilding from the snapshot of source ${this.#options.sourceId} at seq ${r.snapshotSeq}`
-            : `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${r.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${r.snapshotSeq}`,
+            : r.reason === 'SUBSCRIBER_BEHIND_STREAM'
+              ? `sluice subscribe: SUBSCRIBER_BEHIND_STREAM: target ${this.#target} is at seq ${r.targetSeq}, and stream ${this.#stream} holds no batch that continues from there: rebuilding from the snapshot at seq ${r.snapshotSeq}`
+              : `sluice subscribe: ${r.reason}: the last snapshot of stream ${this.#stream} does not continue the cursor of target ${this.#target} (at seq ${r.targetSeq}): rebuilding from the snapshot at seq ${r.snapshotSeq}. ${REASONS[r.reason].explain}`,
         );
       }
       const started = plan.start.snapshot !== undefined ? 'snapshot' : plan.start.streamSeq > lastSeq ? 'end' : 'batch';
@@ -225,6 +228,7 @@ class Run {
             label,
             ...(plan.encoding === undefined ? {} : { encoding: plan.encoding }),
             read: (o) => source.read(this.#options.sourceId, o),
+            ...(plan.cursor === undefined ? {} : { lastCursor: () => plan.cursor }),
             // Batches already delivered share a transaction (fewer commits while it catches up); acked once committed.
             // Not segments: each is attached to the target to be applied, and SQLite cannot ATTACH inside a transaction.
             groupDelivered: (this.#options.format ?? 'jsonl') === 'jsonl',

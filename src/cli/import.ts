@@ -46,7 +46,7 @@ type Fed = Awaited<ReturnType<typeof importFile>>['projections'][number];
 
 /** A projection's line in import's and subscribe's report. */
 export function projectionLine(p: Fed): string {
-  const at = `${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`;
+  const at = `${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}${p.rebuilt !== undefined ? `, rebuilt from the file's snapshot (${p.rebuilt})` : ''}`;
   if (p.error !== undefined)
     return `  ${p.name}: FAILED ${p.error.code}: ${p.error.message} (${at}; nothing of it was committed; the other projections went on)`;
   return `  ${p.name}: ${at}`;

@@ -344,6 +344,54 @@ export async function peekEncoding(file: string): Promise<TextEncoding | undefin
   }
 }
 
+/**
+ * The cursor of the last `batch` or `snapshot` line of an export file, read
+ * from its end (lines after it, a torn tail, are passed over), or undefined
+ * when none is found. A hint of how far the file reaches
+ * (ItemStream.lastCursor), read before the file is: nothing is applied on
+ * its word, the reader checks every marker it applies.
+ */
+export function lastMarkerCursor(file: string): string | undefined {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const chunk = 64 * 1024;
+    let end = fs.fstatSync(fd).size;
+    // The bytes of the line the previous (later) chunk began inside, not yet whole.
+    let carry = Buffer.alloc(0);
+    while (end > 0) {
+      const start = Math.max(0, end - chunk);
+      const buf = Buffer.alloc(end - start);
+      fs.readSync(fd, buf, 0, buf.length, start);
+      const data = carry.length === 0 ? buf : Buffer.concat([buf, carry]);
+      let lineEnd = data.length;
+      for (let i = data.length - 1; i >= 0; i--) {
+        if (data[i] !== 0x0a && data[i] !== 0x0d) continue;
+        const found = markerCursor(data.subarray(i + 1, lineEnd));
+        if (found !== undefined) return found;
+        lineEnd = i;
+      }
+      carry = Buffer.from(data.subarray(0, lineEnd));
+      end = start;
+    }
+    return markerCursor(carry);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+/** The cursor of a `batch` or `snapshot` line (undefined: the line is not one). */
+function markerCursor(line: Buffer): string | undefined {
+  const text = line.toString('utf8');
+  if (!text.startsWith('{"type":"batch"') && !text.startsWith('{"type":"snapshot"')) return undefined;
+  try {
+    const json: unknown = JSON.parse(text);
+    const r = text.startsWith('{"type":"batch"') ? batchLineSchema.safeParse(json) : snapshotLineSchema.safeParse(json);
+    return r.success ? r.data.cursor : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function refused(at: string, what: string): InvalidInputError {
   return new InvalidInputError(
     'IMPORT_OUT_OF_ORDER',

@@ -70,6 +70,13 @@ export interface ImportReport {
     readonly droppedIndexes?: readonly DroppedIndex[];
     /** Its custom handler failed in this run (its throw, or a statement sluice refused it): what was recorded, as sync records it. */
     readonly error?: { readonly code: string; readonly message: string };
+    /**
+     * Why a snapshot of the stream rebuilt it over what it held: the stream
+     * does not continue its cursor (the reason sync gives: HISTORY_DIVERGED,
+     * TABLE_REARMED, GENERATION_CHANGED, FILE_CHANGED, ...). Absent when
+     * the snapshot was simply newer, or none was installed.
+     */
+    readonly rebuilt?: string;
   }[];
 }
 
@@ -103,6 +110,16 @@ export interface ItemStream {
    * of the batches it commits.
    */
   readonly committed?: () => void;
+  /**
+   * The cursor of the furthest marker the stream is known to reach before it
+   * is read (a file's last batch or snapshot, a segment folder's last
+   * segment's, the snapshot a subscriber starts from), or undefined. A
+   * snapshot the target holds at or past its seq is installed again when
+   * that cursor does not continue the target's (cursorContinues), since the
+   * stream's batches would not: the snapshot's own cursor comes only after
+   * its rows. A hint: what is applied is checked as it is read.
+   */
+  readonly lastCursor?: () => string | undefined;
   /** Reads the stream once, checked (see checked-reader.ts). */
   read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }

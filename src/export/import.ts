@@ -3,7 +3,7 @@ import path from 'node:path';
 import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
 import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
 import { ensureTargetMeta, allowProjectionWrites, guardProjectionTables, recordSubscribed } from '../apply/target/index.ts';
-import { peekEncoding, readExportFile } from './checked-reader.ts';
+import { lastMarkerCursor, peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 import { checkSegment, looksLikeSegment, refuseJournal, type CheckedSegment } from './segment-check.ts';
@@ -44,6 +44,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       size: () => fs.statSync(file).size,
       ...(encoding === undefined ? {} : { encoding }),
       read: (o) => readExportFile(file, o),
+      lastCursor: () => lastMarkerCursor(file),
       atHand: true,
     },
     { fedBy, ...options },
@@ -122,10 +123,20 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
   }
   const fedBy = { via: 'import', file: path.resolve(fileOrDir), ms: Date.now() } as const;
   let total: ImportReport | undefined;
+  // How far the folder reaches: its last segment's cursor (ItemStream.lastCursor), for each of them.
+  const last = checked.at(-1)?.meta.cursor;
   for (const c of checked) {
     const r = await importStream(
       targetPath,
-      { label: c.file, segment: true, size: () => c.size, encoding: c.meta.encoding, atHand: true, read: (o) => segmentItems(c, o) },
+      {
+        label: c.file,
+        segment: true,
+        size: () => c.size,
+        encoding: c.meta.encoding,
+        atHand: true,
+        read: (o) => segmentItems(c, o),
+        lastCursor: () => last,
+      },
       { fedBy, ...options },
     );
     total =
@@ -136,7 +147,11 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
             batchesApplied: total.batchesApplied + r.batchesApplied,
             batchesSkipped: total.batchesSkipped + r.batchesSkipped,
             incompleteTail: 0,
-            projections: r.projections,
+            // A projection an earlier segment's snapshot rebuilt says so (ImportReport `rebuilt`), unless a later one did again.
+            projections: r.projections.map((p) => {
+              const before = total?.projections.find((q) => q.name === p.name)?.rebuilt;
+              return p.rebuilt !== undefined || before === undefined ? p : { ...p, rebuilt: before };
+            }),
           };
   }
   if (total !== undefined) return total;

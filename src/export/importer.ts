@@ -2,8 +2,8 @@ import type { Db } from '../sqlite/index.ts';
 import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError, isSqliteBusy, isSqliteCorrupt } from '../errors.ts';
-import type { ChangeBatch, Row } from '../feed/index.ts';
-import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
+import type { ChangeBatch, Continuation, Cursor, Row } from '../feed/index.ts';
+import { cursorContinues, decodeCursor, decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
   compileProjection,
   type CompiledProjection,
@@ -21,7 +21,7 @@ import {
   isHandlerFailure,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
-import type { DroppedIndex } from '../apply/target/index.ts';
+import type { DroppedIndex, ProjectionRecord } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
   recordSuspension,
@@ -36,6 +36,7 @@ import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
+import type { ReasonCode } from '../reasons.ts';
 import { carriedTables, carries, untrackedSuspension } from './untracked-tables.ts';
 
 const SCHEMA = 'main';
@@ -81,16 +82,44 @@ function handlerFailure(err: unknown): Failure | undefined {
   return failureOf(err);
 }
 
-/** The snapshot being read: per source table, the projections it installs and the rows not yet added (with their line numbers). */
-type Installing = Map<string, { readonly installs: SnapshotInstall[]; chunk: Row[]; lines: number[] }>;
+/** What a projection a snapshot installs over, or skips, held before it: its cursor, and why the stream does not continue it if known. */
+interface Prior {
+  readonly cursor: string | null;
+  readonly seq: number;
+  readonly reason?: ReasonCode;
+}
+
+/**
+ * The snapshot being read: per source table, the projections it installs and
+ * the rows not yet added (with their line numbers), what each of them held
+ * before (`prior`, by name), and the projections it skips as held (`held`).
+ */
+type Installing = Map<
+  string,
+  {
+    readonly installs: SnapshotInstall[];
+    chunk: Row[];
+    lines: number[];
+    readonly prior: ReadonlyMap<string, Prior>;
+    readonly held: readonly (Prior & { readonly name: string })[];
+  }
+>;
 type InstallingTable = Installing extends Map<string, infer T> ? T : never;
 
 /** Feeds a stream of checked export items to the applier: snapshots and batches, each in one target transaction. */
 export class Importer {
   readonly #db: Db;
   readonly #options: ImportOptions;
-  /** The stream's label and whether it is a segment's (ItemStream), for errors. */
-  #stream: { readonly label: string; readonly segment: boolean } = { label: '', segment: false };
+  /** The stream's label and whether it is a segment's (ItemStream), for errors, and the furthest cursor it is known to reach. */
+  #stream: { readonly label: string; readonly segment: boolean; readonly lastCursor?: () => string | undefined } = {
+    label: '',
+    segment: false,
+  };
+  /** ItemStream.lastCursor, decoded once asked for (null: none, or not a cursor). */
+  #later: Cursor | null | undefined;
+  /** Why a snapshot of the stream rebuilt a projection (ImportReport `rebuilt`), by name: committed, and of the snapshot being read. */
+  readonly #rebuilt = new Map<string, ReasonCode>();
+  #rebuilding = new Map<string, ReasonCode>();
   readonly #shapes = new Map<string, SourceShape>();
   /** The seq of the snapshot whose table lines were read last (undefined: none yet). */
   #snapshotSeq: number | undefined;
@@ -116,7 +145,11 @@ export class Importer {
   }
 
   async run(stream: ItemStream): Promise<ImportReport> {
-    this.#stream = { label: stream.label, segment: stream.segment === true };
+    this.#stream = {
+      label: stream.label,
+      segment: stream.segment === true,
+      ...(stream.lastCursor === undefined ? {} : { lastCursor: stream.lastCursor }),
+    };
     const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
     const reader = stream.read({
@@ -212,6 +245,7 @@ export class Importer {
         seq: r?.seq ?? 0,
         ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
         ...(error === undefined ? {} : { error }),
+        ...(this.#rebuilt.has(p.name) ? { rebuilt: this.#rebuilt.get(p.name) as ReasonCode } : {}),
       };
     });
     return {
@@ -341,11 +375,12 @@ export class Importer {
     const defs = this.#definitions();
     const snap: Installing = new Map();
     this.#projections = undefined;
+    this.#rebuilding = new Map();
     const r = await writeTransaction(
       this.#db,
       async () => {
         for (let item: ExportItem = first; ;) {
-          if (item.kind === 'table') this.#onTable(item.line, defs, snap);
+          if (item.kind === 'table') this.#onTable(item.line, item.n, defs, snap);
           else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row, item.n);
           else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
           const next = await reader.next();
@@ -357,6 +392,7 @@ export class Importer {
     );
     this.#stored = undefined;
     if (!('ended' in r)) {
+      for (const [name, reason] of this.#rebuilding) this.#rebuilt.set(name, reason);
       for (const u of r.done) await recordSuspension(u.target, u.p, u.s);
       return undefined;
     }
@@ -364,9 +400,21 @@ export class Importer {
     return r.ended;
   }
 
-  /** A table line: the projections of its table start installing, unless they are at or past this snapshot already. */
-  #onTable(line: TableLine, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
-    if (snap.size === 0) this.#heldRows.clear();
+  /**
+   * A table line: the projections of its table start installing, unless they
+   * are at or past this snapshot already and the stream continues their
+   * cursors. The first of a snapshot refuses a stream of another source than
+   * the target's projections (SOURCE_CHANGED), as its first batch would.
+   */
+  #onTable(line: TableLine, n: number, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
+    if (snap.size === 0) {
+      this.#heldRows.clear();
+      if (this.#options.replaceSource !== true)
+        for (const d of defs ?? []) {
+          const rec = readProjection(this.#db, SCHEMA, d.name);
+          if (rec !== undefined) checkSource(d.name, rec.sourceId, line.sourceId, this.#at(n));
+        }
+    }
     this.#snapshotSeq = line.seq;
     this.#shapes.set(line.table, {
       table: line.table,
@@ -376,20 +424,55 @@ export class Importer {
       rowidAlias: line.rowidAlias,
     });
     const installs: SnapshotInstall[] = [];
+    const prior = new Map<string, Prior>();
+    const held: (Prior & { readonly name: string })[] = [];
     for (const d of this.#definitionsOf(line.table, defs)) {
       const p = this.#compile(d);
       const rec = readProjection(this.#db, SCHEMA, p.name);
       // Of another source, and asked to replace it: built again from this snapshot, whatever its seq.
       if (rec !== undefined && !(this.#options.replaceSource === true && rec.sourceId !== line.sourceId)) {
-        checkSource(p, rec.sourceId, line.sourceId);
-        // A table line carries its snapshot's seq (one read transaction). One never built (its first build failed) is built.
-        if (rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint) continue;
+        checkSource(p.name, rec.sourceId, line.sourceId, this.#at(n));
+        // A table line carries its snapshot's seq (one read transaction). Held already, unless the stream goes on
+        // from another history than the target's (its last cursor, as the snapshot's own comes after its rows).
+        // One never built (its first build failed) is built.
+        const reason =
+          rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint ? this.#notContinued(rec, line.table) : undefined;
+        if (reason === null) {
+          held.push({ name: p.name, cursor: rec.cursor, seq: rec.seq });
+          continue;
+        }
+        prior.set(p.name, { cursor: rec.cursor, seq: rec.seq, ...(reason === undefined ? {} : { reason }) });
       }
       installs.push(SnapshotInstall.begin(this.#target(line.sourceId), p, rec));
     }
-    snap.set(line.table, { installs, chunk: [], lines: [] });
+    snap.set(line.table, { installs, chunk: [], lines: [], prior, held });
     if (installs.length === 0) this.#heldRows.add(line.table);
     else this.#heldRows.delete(line.table);
+  }
+
+  /** Where item `n` of the stream is, for errors: `<file>:<line>`, or a segment alone (its items are not lines). */
+  #at(n: number): string {
+    return this.#stream.segment ? this.#stream.label : `${this.#stream.label}:${n}`;
+  }
+
+  /**
+   * Why the stream does not continue the cursor of `rec`, a projection of
+   * `table` at or past a snapshot of the stream, by the furthest cursor the
+   * stream is known to reach (ItemStream.lastCursor): a reason (the
+   * snapshot is installed over it), or null when it does, or nothing tells.
+   */
+  #notContinued(rec: ProjectionRecord, table: string): ReasonCode | null {
+    if (this.#later === undefined) {
+      try {
+        const token = this.#stream.lastCursor?.();
+        this.#later = token === undefined ? null : decodeCursor(token);
+      } catch {
+        this.#later = null; // (a hint: the reader checks every cursor it applies)
+      }
+    }
+    // (One of another source is no hint: the reader refuses its lines when it gets there.)
+    if (this.#later === null || this.#later.sourceId !== rec.sourceId || rec.cursor === null) return null;
+    return broken(cursorContinues(rec.cursor, this.#later, { tables: [table] }))?.reason ?? null;
   }
 
   /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
@@ -470,11 +553,25 @@ export class Importer {
    * (untracked-tables.ts).
    */
   async #onSnapshot(line: SnapshotLine, snap: Installing): Promise<Untracked[]> {
+    const cursor = decodeCursor(line.cursor);
     for (const [table, t] of snap) {
       if (!line.tables.includes(table)) continue;
+      // One held at this very seq whose cursor this one does not continue, though the stream's last one did (or none
+      // was known): its rows were not read, so it cannot be built here; nothing of the snapshot is committed.
+      for (const h of t.held) {
+        const why = h.seq === line.seq && h.cursor !== null ? broken(cursorContinues(h.cursor, cursor, { tables: [table] })) : undefined;
+        if (why !== undefined)
+          throw new FailClosedError(
+            why.reason,
+            `${this.#stream.label} (its snapshot at seq ${line.seq}): the snapshot does not continue projection ${h.name} in the target, at the same seq: ${why.message} Its rows were not read for it (what the stream reaches was not known before them, or continued the target), so nothing of the snapshot was committed. ${snapshotFix(this.#options.fedBy?.via === 'subscribe')}.`,
+          );
+      }
       await this.#flush(table, t);
       const built: string[] = [];
       for (const install of t.installs) {
+        const was = t.prior.get(install.p.name);
+        const why =
+          was?.reason ?? (was?.cursor == null ? undefined : broken(cursorContinues(was.cursor, cursor, { tables: [table] }))?.reason);
         let droppedIndexes: readonly DroppedIndex[];
         try {
           // In a savepoint: a custom handler's init that fails takes only its own build back.
@@ -490,6 +587,7 @@ export class Importer {
           this.#recordFailure(install.p, line.sourceId, failure);
           continue;
         }
+        if (why !== undefined) this.#rebuilding.set(install.p.name, why);
         this.#failures.delete(install.p.name);
         built.push(install.p.name);
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
@@ -546,13 +644,24 @@ export class Importer {
               `Projection ${p.name} has no rows yet and this file has no snapshot before seq ${line.fromSeq}. Import a file that starts with a snapshot (sluice export without --since).`,
             );
           }
-          checkSource(p, rec.sourceId, line.sourceId, at);
+          checkSource(p.name, rec.sourceId, line.sourceId, at);
           // Its table is not in the stream (capture taken off it): suspended, and the others go on, as in sync;
           // not for a batch it already holds (a file imported again changes nothing).
           if (!carries(carried, p)) {
             if (rec.state !== 'suspended' && rec.seq < line.seq)
               untracked.push({ target, p, s: untrackedSuspension(p, rec, at, line.fromSeq, carried) });
             continue;
+          }
+          // A batch that reaches the target's seq must go on from the history the target holds, as sync's cursor
+          // check asks of the source; the file has no snapshot the target could be rebuilt from here.
+          if (rec.state !== 'suspended' && rec.cursor !== null && line.fromSeq <= rec.seq && rec.seq <= line.seq) {
+            const why = broken(cursorContinues(rec.cursor, decodeCursor(line.cursor), { tables: [p.source.table] }));
+            if (why !== undefined)
+              throw new FailClosedError(
+                why.reason,
+                `${at}: this batch (seq ${line.fromSeq}-${line.seq}) does not continue projection ${p.name} in the target, at seq ${rec.seq}, so nothing of it was applied: ${why.message} ${snapshotFix(this.#options.fedBy?.via === 'subscribe')}.`,
+                { projection: p.name, rebuild: why.reason },
+              );
           }
           const path = () =>
             runBatchPath(target, p, rec, rec.seq, {
@@ -646,19 +755,30 @@ function suspendedMessage(p: CompiledProjection, s: Suspension, seq: number, sub
   if (s.reason === 'TARGET_CONSTRAINT')
     return `Projection ${p.name} was suspended while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`;
   // A table made again by hand without its key (batch-path.ts): nothing of the batch was written.
-  if (s.reason === 'TARGET_TABLE_CHANGED') {
-    const snapshot = subscribed
-      ? "subscribe into a new target (it is built from the stream's snapshot)"
-      : 'import a new export file (sluice export SOURCE --out NEW_FILE starts with one)';
-    return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}. Rebuild it from a snapshot: ${snapshot}, or run sluice reinit SOURCE TARGET ${p.name} where the source is.`;
-  }
+  if (s.reason === 'TARGET_TABLE_CHANGED')
+    return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}. ${snapshotFix(subscribed)}, or run sluice reinit SOURCE TARGET ${p.name} where the source is.`;
   return `Projection ${p.name} diverged while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. It is suspended; repair or rebuild the target.`;
 }
 
-function checkSource(p: CompiledProjection, stored: string, file: string, at?: string): void {
+/** How a projection is rebuilt from a snapshot when the batches at hand cannot do it (`subscribed`: they come from a stream, not a file). */
+function snapshotFix(subscribed: boolean): string {
+  const snapshot = subscribed
+    ? "subscribe into a new target (it is built from the stream's snapshot)"
+    : 'import a new export file (sluice export SOURCE --out NEW_FILE starts with one)';
+  return `Rebuild it from a snapshot: ${snapshot}`;
+}
+
+/** The reason and message of a cursor the stream does not continue (undefined: it does, or it is behind the target). */
+function broken(c: Continuation): { readonly reason: ReasonCode; readonly message: string } | undefined {
+  if (c.status !== 'rebuild' && c.status !== 'error') return undefined;
+  // The cursor check's own advice (rebuild from a snapshot) is what the caller says, for a file or a stream.
+  return { reason: c.reason, message: c.message.replace(/ Rebuild (it )?from a snapshot\.$/, '') };
+}
+
+function checkSource(name: string, stored: string, file: string, at: string): void {
   if (stored !== file)
     throw new FailClosedError(
       'SOURCE_CHANGED',
-      `Projection ${p.name} in the target follows source ${stored}, but ${at === undefined ? 'this file' : `${at}`} is from ${file}. Import into a new target, or drop the projection's tables first.`,
+      `Projection ${name} in the target follows source ${stored}, but ${at} is from ${file}. Import into a new target, or drop the projection's tables first.`,
     );
 }

@@ -2,8 +2,17 @@ import type { Db } from '../sqlite/index.ts';
 import { FailClosedError, InvalidInputError, SluiceError } from '../errors.ts';
 import { reasonsOf, type Reason, type ReasonCode, type ReasonOf } from '../reasons.ts';
 import { anchorAt } from './anchor.ts';
-import { decodeCursor, schemaDigest, UnknownCursorVersion, type Cursor } from './cursor.ts';
-import { sameFile } from '../sqlite/index.ts';
+import {
+  BUMPED_KEY,
+  decodeCursor,
+  PRUNED_KEY,
+  schemaDigest,
+  UnknownCursorVersion,
+  type Anchor,
+  type Cursor,
+  type FileIdentity,
+} from './cursor.ts';
+import { foldIdent, sameFile } from '../sqlite/index.ts';
 import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable, readDdlLog, type DdlRecord } from '../capture/index.ts';
 import { hasEventsBetween } from './journal-stats.ts';
@@ -34,6 +43,9 @@ export type CursorValidation =
       readonly detail?: Readonly<Record<string, unknown>>;
     }
   | { readonly status: 'error'; readonly reason: Reason<'CURSOR_MALFORMED'>; readonly message: string };
+
+/** A cursor that cannot be continued, and why. */
+type Rebuild = Extract<CursorValidation, { status: 'rebuild' }>;
 
 const REBUILD_REASONS: ReadonlySet<ReasonCode> = reasonsOf('rebuild');
 
@@ -96,37 +108,16 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     return asRebuild(err);
   }
   const rebuild = (reason: RebuildReason, message: string): CursorValidation => ({ status: 'rebuild', reason, message });
-  if (c.sourceId !== view.state.sourceId) {
-    return rebuild(
-      'SOURCE_CHANGED',
-      `The cursor belongs to source ${c.sourceId}, but ${db.name} is source ${view.state.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`,
-    );
-  }
-  if (c.generation > view.state.generation) {
-    return rebuild(
-      'HISTORY_DIVERGED',
-      `The cursor is at generation ${c.generation} but ${db.name} is at ${view.state.generation}: the file was restored from an older copy. Rebuild from a snapshot.`,
-    );
-  }
-  if (c.generation < view.state.bumpedGeneration) {
-    return rebuild(
-      'GENERATION_CHANGED',
-      `The source generation moved from ${c.generation} to ${view.state.generation} (${view.state.lastReason ?? 'bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`,
-    );
-  }
-  if (c.seq > view.hw) {
-    return rebuild(
-      'SEQ_REGRESSED',
-      `The cursor is at seq ${c.seq} but the source's high-water mark is ${view.hw}: the file was restored from an older copy. Rebuild from a snapshot.`,
-    );
-  }
-  const file = viewFileIdentity(db, view);
-  if (c.file !== undefined && file !== undefined && !sameFile(c.file, file)) {
-    return rebuild(
-      'FILE_CHANGED',
-      `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`,
-    );
-  }
+  const changed = sourceBreak(c, {
+    name: db.name,
+    sourceId: view.state.sourceId,
+    generation: view.state.generation,
+    bumpedGeneration: view.state.bumpedGeneration,
+    lastReason: view.state.lastReason ?? null,
+    hw: view.hw,
+    file: () => viewFileIdentity(db, view),
+  });
+  if (changed !== undefined) return changed;
   if (c.seq < view.state.prunedThrough) {
     return rebuild(
       'CURSOR_PRUNED',
@@ -154,15 +145,8 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
       );
   }
   const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
-  if (rearmed !== undefined) {
-    return {
-      status: 'rebuild',
-      reason: 'TABLE_REARMED',
-      message: `Table ${rearmed.name} was re-armed since the cursor was made (${view.state.lastReason ?? 're-arm'}), so writes before that may be unrecorded or recorded by other triggers. Rebuild it from a snapshot.`,
-      detail: { table: rearmed.name },
-    };
-  }
-  const anchor = checkAnchor(db, c, view);
+  if (rearmed !== undefined) return tableRearmed(rearmed.name, view.state.lastReason ?? null);
+  const anchor = anchorBreak(c, anchorAt(db, c.seq, view.state.journalWidth), view.state.prunedThrough, db.name);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
   const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
   if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
@@ -266,19 +250,90 @@ function lostColumnRead(
   return undefined;
 }
 
-/** Why the journal at the cursor is not the history the cursor continues, or undefined when it is. */
-function checkAnchor(db: Db, c: Cursor, view: SourceView): string | undefined {
-  const now = anchorAt(db, c.seq, view.state.journalWidth);
-  const restored = `: an older copy of ${db.name} was restored in place and written past the cursor. Rebuild from a snapshot.`;
+/**
+ * What a cursor is checked against (sourceBreak): the source as a reader
+ * reads it now (validateCursor), or the source as a later cursor of it
+ * says it was (cursorContinues).
+ */
+interface SourceNow {
+  /** Names it in messages: the source's file, or the later cursor. */
+  readonly name: string;
+  readonly sourceId: string;
+  readonly generation: number;
+  /** The generation of the last bump (or of the capture's creation). */
+  readonly bumpedGeneration: number;
+  /** Why the generation last moved, where it is known. */
+  readonly lastReason: string | null;
+  /** The high-water mark. */
+  readonly hw: number;
+  /** The identity of its file (undefined: not known), read only once the checks before it passed. */
+  readonly file: () => FileIdentity | undefined;
+}
+
+/** Why cursor `c` cannot go on against `now` by its source, generation, seq and file (undefined: as far as these tell, it can). */
+function sourceBreak(c: Cursor, now: SourceNow): Rebuild | undefined {
+  const rebuild = (reason: RebuildReason, message: string): Rebuild => ({ status: 'rebuild', reason, message });
+  if (c.sourceId !== now.sourceId) {
+    return rebuild(
+      'SOURCE_CHANGED',
+      `The cursor belongs to source ${c.sourceId}, but ${now.name} is source ${now.sourceId} (capture was re-created, or this is another database). Rebuild from a snapshot.`,
+    );
+  }
+  if (c.generation > now.generation) {
+    return rebuild(
+      'HISTORY_DIVERGED',
+      `The cursor is at generation ${c.generation} but ${now.name} is at ${now.generation}: the file was restored from an older copy. Rebuild from a snapshot.`,
+    );
+  }
+  if (c.generation < now.bumpedGeneration) {
+    return rebuild(
+      'GENERATION_CHANGED',
+      `The source generation moved from ${c.generation} to ${now.generation} (${now.lastReason ?? 'bump'}); changes in between may be unrecorded. Rebuild from a snapshot.`,
+    );
+  }
+  if (c.seq > now.hw) {
+    return rebuild(
+      'SEQ_REGRESSED',
+      `The cursor is at seq ${c.seq} but the source's high-water mark is ${now.hw}: the file was restored from an older copy. Rebuild from a snapshot.`,
+    );
+  }
+  const file = now.file();
+  if (c.file !== undefined && file !== undefined && !sameFile(c.file, file)) {
+    return rebuild(
+      'FILE_CHANGED',
+      `The cursor was taken on another file (device/inode ${c.file.dev}/${c.file.ino}, now ${file.dev}/${file.ino}): the database was replaced or copied. Rebuild from a snapshot.`,
+    );
+  }
+  return undefined;
+}
+
+/** TABLE_REARMED for `table` (`lastReason`: why the generation last moved). */
+function tableRearmed(table: string, lastReason: string | null): Rebuild {
+  return {
+    status: 'rebuild',
+    reason: 'TABLE_REARMED',
+    message: `Table ${table} was re-armed since the cursor was made (${lastReason ?? 're-arm'}), so writes before that may be unrecorded or recorded by other triggers. Rebuild it from a snapshot.`,
+    detail: { table },
+  };
+}
+
+/**
+ * Why the journal at the cursor is not the history the cursor continues, or
+ * undefined when it is: `now` is the newest event at or below the cursor's
+ * seq in the journal of `name` (null: none), whose events through
+ * `prunedThrough` were pruned.
+ */
+function anchorBreak(c: Cursor, now: Anchor | null, prunedThrough: number, name: string): string | undefined {
+  const restored = `: an older copy of ${name} was restored in place and written past the cursor. Rebuild from a snapshot.`;
   if (c.anchor === null) {
     // No event was at or below the cursor's seq; a retained one now is another history.
-    return now === null || now.seq <= view.state.prunedThrough
+    return now === null || now.seq <= prunedThrough
       ? undefined
       : `The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
   }
-  if (c.anchor.seq <= view.state.prunedThrough) {
+  if (c.anchor.seq <= prunedThrough) {
     // Pruned since: nothing is left to compare with. Only a cursor exactly at the horizon gets here.
-    return now === null || now.seq <= view.state.prunedThrough
+    return now === null || now.seq <= prunedThrough
       ? undefined
       : `The journal now holds event ${now.seq} after the pruned horizon at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
   }
@@ -287,6 +342,70 @@ function checkAnchor(db: Db, c: Cursor, view: SourceView): string | undefined {
   if (now.digest !== c.anchor.digest)
     return `Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)${restored}`;
   return undefined;
+}
+
+/** Whether a file's or a stream's cursor continues a target's (cursorContinues). */
+export type Continuation =
+  /** It does, as far as the two cursors tell. */
+  | { readonly status: 'continues' }
+  /**
+   * It is older than the cursor (a lower seq, or the same seq at an earlier
+   * generation): it says nothing of what follows the cursor (a file
+   * imported before, whose events the target holds).
+   */
+  | { readonly status: 'behind' }
+  | Exclude<CursorValidation, { status: 'ok' }>;
+
+/**
+ * Whether `later`, a cursor of a file's or a stream's marker (a snapshot's or
+ * a batch's end), continues `cursor`, a target's: validateCursor's rules,
+ * with the source as `later` says it was when it was made standing for the
+ * source. The same source, no generation after `later`'s and no bump since
+ * `cursor`, the same file, each of `tables` (default: every table both
+ * carry) armed at the same generation, and the same event at `cursor`'s
+ * seq, compared where `later` tells it (at the same seq, or when no event
+ * lies between the two). `later` at a lower seq than `cursor`, or at the
+ * same seq of an earlier generation, is `behind`.
+ */
+export function cursorContinues(
+  cursor: string | Cursor,
+  later: Cursor,
+  options: { readonly tables?: readonly string[] } = {},
+): Continuation {
+  let c: Cursor;
+  try {
+    c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
+  } catch (err) {
+    if (err instanceof UnknownCursorVersion) return { status: 'rebuild', reason: 'CURSOR_VERSION_UNKNOWN', message: err.message };
+    if (err instanceof SluiceError) return { status: 'error', reason: 'CURSOR_MALFORMED', message: err.message };
+    throw err;
+  }
+  if (c.sourceId === later.sourceId && (later.seq < c.seq || (later.seq === c.seq && later.generation < c.generation)))
+    return { status: 'behind' };
+  const ext = later.ext ?? {};
+  const name = `the source at seq ${later.seq}`;
+  const changed = sourceBreak(c, {
+    name,
+    sourceId: later.sourceId,
+    generation: later.generation,
+    // A cursor made before it carried the last bump's generation: any move of the generation counts as one.
+    bumpedGeneration: typeof ext[BUMPED_KEY] === 'number' ? ext[BUMPED_KEY] : later.generation,
+    lastReason: null,
+    hw: later.seq,
+    file: () => later.file,
+  });
+  if (changed !== undefined) return changed;
+  for (const [i, table] of c.tables.entries()) {
+    if (options.tables !== undefined && !options.tables.some((t) => foldIdent(t) === foldIdent(table))) continue;
+    const j = later.tables.findIndex((t) => foldIdent(t) === foldIdent(table));
+    if (j >= 0 && later.armed[j] !== c.armed[i]) return tableRearmed(table, null);
+  }
+  // The newest event at or below the cursor's seq that `later` knows: its own anchor, at the same seq, or when no retained event lies between.
+  const pruned = typeof ext[PRUNED_KEY] === 'number' ? ext[PRUNED_KEY] : undefined;
+  const known = later.seq === c.seq || (pruned !== undefined && (later.anchor === null || later.anchor.seq <= c.seq));
+  const anchor = known ? anchorBreak(c, later.anchor, pruned ?? 0, 'the source') : undefined;
+  if (anchor !== undefined) return { status: 'rebuild', reason: 'HISTORY_DIVERGED', message: anchor };
+  return { status: 'continues' };
 }
 
 function asRebuild(err: unknown): CursorValidation {

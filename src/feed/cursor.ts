@@ -40,6 +40,16 @@ export interface Cursor {
   readonly ext?: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * Extension keys (Cursor.ext) a cursor made on the source carries besides
+ * `sv`: the generation of the source's last bump, and the seq its journal
+ * was pruned through, when the cursor was made. They change nothing of the
+ * cursor's own validity; a later cursor's say what the source was then, for
+ * a reader that compares a target's cursor with it (cursorContinues).
+ */
+export const BUMPED_KEY = 'bg';
+export const PRUNED_KEY = 'pt';
+
 export interface Anchor {
   readonly seq: number;
   readonly digest: string;

@@ -18,7 +18,7 @@ import {
   STATE_TABLE,
 } from '../capture/index.ts';
 import { anchorAt } from './anchor.ts';
-import { encodeCursor, schemaDigest, CURSOR_VERSION, type Cursor } from './cursor.ts';
+import { encodeCursor, schemaDigest, BUMPED_KEY, CURSOR_VERSION, PRUNED_KEY, type Cursor } from './cursor.ts';
 
 /** What a reader knows about a source inside one read transaction. */
 export interface SourceView {
@@ -199,8 +199,9 @@ function makeCursor(db: Db, view: SourceView, tables: readonly CapturedTable[], 
     schema: schemaDigest(tables.map(cursorBinding)),
     armed: tables.map((t) => t.armedGeneration),
     anchor: anchorAt(db, seq, view.state.journalWidth),
-    // The schema version the cursor's history is known to be whole up to (see SCHEMA_TABLE).
-    ext: { sv: view.schemaVersion },
+    // The schema version the cursor's history is known to be whole up to (see SCHEMA_TABLE), and the source's last
+    // bump and pruned horizon, which a later cursor compared with a target's tells (cursor-check.ts cursorContinues).
+    ext: { sv: view.schemaVersion, [BUMPED_KEY]: view.state.bumpedGeneration, [PRUNED_KEY]: view.state.prunedThrough },
     ...(file === undefined ? {} : { file }),
   };
 }
