@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
+import { beginHeld, commitHeld, shellCommand, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError } from '../errors.ts';
 import type { ChangeBatch, Row } from '../feed/index.ts';
@@ -520,7 +520,7 @@ export class Importer {
     if (r.suspended !== undefined) {
       const { p, s } = r.suspended;
       await recordSuspension(target, p, s);
-      throw new FailClosedError(s.reason, suspendedMessage(p, s, line.seq, this.#options.fedBy?.via === 'subscribe'));
+      throw new FailClosedError(s.reason, suspendedMessage(p, s, line, this.#options.fedBy?.via === 'subscribe'));
     }
     if (r.applied) this.#applied++;
     else this.#skipped++;
@@ -565,8 +565,18 @@ class BatchGroup {
   }
 }
 
-/** Why a batch suspended projection `p`, and what to do (`subscribed`: the batches come from a stream, not a file). */
-function suspendedMessage(p: CompiledProjection, s: Suspension, seq: number, subscribed: boolean): string {
+/** Why the batch ending at `line` suspended projection `p`, and what to do (`subscribed`: the batches come from a stream, not a file). */
+function suspendedMessage(p: CompiledProjection, s: Suspension, line: BatchLine, subscribed: boolean): string {
+  const seq = line.seq;
+  // The source captures the table in keys mode (its events carry no images), which a file cannot tell before its
+  // events: nothing in the target is wrong, and only the source's capture mode, then a snapshot taken after it, helps.
+  if (s.reason === 'NEEDS_IMAGES_MODE') {
+    const table = p.source.table;
+    const then = subscribed
+      ? `its publisher then publishes a new snapshot (the change of mode ends the stream's position), and sluice subscribe rebuilds ${p.name} from it`
+      : `then export a new file (sluice export SOURCE --out NEW_FILE starts with a snapshot) and import it, which rebuilds ${p.name}`;
+    return `Projection ${p.name} (${p.kind}) needs each change's row images, but table ${table} is captured in keys mode on the source, so the batch ending at seq ${seq} holds its events without them: it was not applied, and ${p.name} is suspended with the rows it had. Nothing in the target needs repair; fix the source: capture ${table} in images mode (${shellCommand('enable', { source: 'SOURCE', table })} --mode images, SOURCE: the database of source ${line.sourceId}); ${then}.`;
+  }
   if (s.reason === 'TARGET_CONSTRAINT')
     return `Projection ${p.name} was suspended while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`;
   // A table made again by hand without its key (batch-path.ts): nothing of the batch was written.
