@@ -18,9 +18,10 @@ import {
   probeExpressions,
   dropTemps,
   kindOf,
+  type AlterDecision,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
-import type { DroppedIndex } from '../apply/target/index.ts';
+import type { DroppedIndex, ProjectionRecord } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
   recordSuspension,
@@ -31,6 +32,7 @@ import {
   type Suspension,
 } from '../apply/projections/index.ts';
 import { runBatchPath } from '../apply/sync/index.ts';
+import { classifyFromTarget, storeDefinition } from '../apply/evolution/index.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -82,6 +84,10 @@ export class Importer {
   #skipped = 0;
   /** Tables of the snapshot being read that no projection installs (the target holds them). */
   readonly #heldRows = new Set<string>();
+  /** Compiled projections whose definition is the one the target holds, or stored there by #checkDefinitions. */
+  readonly #settled = new WeakSet<CompiledProjection>();
+  /** The names of the definitions given (ImportOptions.projections), once #checkDefinitions needs them. */
+  #given: ReadonlySet<string> | undefined;
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
   readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
 
@@ -131,6 +137,7 @@ export class Importer {
           }
           const value = item.value;
           if (value.kind === 'batch') {
+            await this.#checkDefinitions(this.#compiled(), { at: `${stream.label}:${value.n}`, line: value.line });
             group.open(this.#compiled());
             unreadable = value.unreadable;
             await this.#onBatch(
@@ -170,6 +177,8 @@ export class Importer {
     } catch (err) {
       throw unreadable?.(err) ?? err;
     }
+    // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
+    if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
     if (this.#options.fedBy !== undefined && ran.length > 0) await writeTransaction(this.#db, () => this.#recordFed(ran));
@@ -294,6 +303,76 @@ export class Importer {
     checkCollisions(out.map((p) => ({ name: p.name, tables: madeTablesAt(p) })));
     this.#projections = out;
     return out;
+  }
+
+  /**
+   * Projections whose definition in this run is not the one the target
+   * built them with (their fingerprints differ), and that no snapshot of
+   * this stream has rebuilt: the change is classified as sync and explain
+   * classify it (classifyFromTarget). A Compatible one is stored and the
+   * projection goes on from its cursor. Any other needs a rebuild from a
+   * snapshot, which the stream does not have here, or is Rejected: refused
+   * before the batch (`line`, at `at`) is applied, with nothing written, so
+   * that no batch is applied by a definition other than the one the rows
+   * were built by. Only a definition given (ImportOptions.projections) is
+   * checked: a stored one is the target's own. Projections of another
+   * source are left to #onBatch.
+   */
+  async #checkDefinitions(
+    projections: readonly CompiledProjection[],
+    where: { readonly at: string; readonly line?: BatchLine },
+  ): Promise<void> {
+    this.#given ??= new Set((this.#options.projections ?? []).map((d) => parseDefinition(d).name));
+    for (const p of projections) {
+      if (this.#settled.has(p)) continue;
+      const rec = this.#given.has(p.name) ? readProjection(this.#db, SCHEMA, p.name) : undefined;
+      const sourceId = where.line?.sourceId ?? rec?.sourceId;
+      if (rec === undefined || rec.cursor === null || rec.sourceId !== sourceId || rec.fingerprint === p.fingerprint) {
+        this.#settled.add(p);
+        continue;
+      }
+      const target = this.#target(rec.sourceId);
+      const c = classifyFromTarget(target, p, rec);
+      if (c === 'compatible') {
+        await writeTransaction(this.#db, () => storeDefinition(target, p));
+        this.#settled.add(p);
+        continue;
+      }
+      if ('refused' in c) throw c.refused.error;
+      throw new InvalidInputError('IMPORT_NO_SNAPSHOT', this.#redefinedMessage(p, rec, c.rebuild, where));
+    }
+  }
+
+  /** The refusal of a changed definition of `p` (stored as `rec`) that needs a rebuild (`decision`), where the stream has no snapshot. */
+  #redefinedMessage(
+    p: CompiledProjection,
+    rec: ProjectionRecord,
+    decision: AlterDecision,
+    where: { readonly at: string; readonly line?: BatchLine },
+  ): string {
+    const changes = decision.changes.filter((c) => c.classification !== 'Compatible').map((c) => c.reason);
+    const what = `${[...new Set(changes)].join(', ')}; not proved to stay valid: ${decision.affected.join(', ')}`;
+    const stream = this.#options.fedBy?.via === 'subscribe' ? 'stream' : 'file';
+    const none =
+      where.line === undefined
+        ? `the ${stream} holds no snapshot (nor any batch)`
+        : `the ${stream} has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
+    const repair =
+      this.#options.fedBy?.via === 'subscribe'
+        ? `Subscribe with the definition it was built with (the target's own, used when no --projection is given), or subscribe into a new target, which is built from the stream's snapshot with this one`
+        : `Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one) with this definition, which rebuilds ${p.name}; or import this file with the definition it was built with (the target's own, used when no --projection is given)`;
+    return `${where.at}: projection ${p.name}: the definition given is not the one it was built with (${what}), so it must be rebuilt from a snapshot (${decision.classification}, as sluice explain classifies it), and ${none}. ${p.name} was not changed: it keeps its rows, its cursor at seq ${rec.seq} and the definition it was built with. ${repair}.`;
+  }
+
+  /** #checkDefinitions for the given definitions the target holds, when the stream held nothing to apply (no batch, no snapshot). */
+  async #checkGivenDefinitions(label: string): Promise<void> {
+    const given = (this.#options.projections ?? []).map((d) => parseDefinition(d));
+    const held = given.filter((d) => readProjection(this.#db, SCHEMA, d.name) !== undefined);
+    if (held.length > 0)
+      await this.#checkDefinitions(
+        held.map((d) => this.#compile(d)),
+        { at: label },
+      );
   }
 
   /** Reads a snapshot from its first item to its marker and installs it; returns the totals if the stream ends inside it (nothing committed). */
