@@ -14,7 +14,7 @@ export function registerImport(program: Command): void {
     .argument('<file>', 'JSONL file from sluice export')
     .option(
       '--projection <file>',
-      "projection definition file (repeatable; default: the target's, or a mirror of every table in the file)",
+      'projection definition file (repeatable; default: the target\'s, or a mirror of every table in the file, and of one a later file\'s snapshot holds, stored as "*" as sync stores it)',
       collect,
       [] as string[],
     )
@@ -34,7 +34,10 @@ export function registerImport(program: Command): void {
       emit(opts, S.importOutput, r, () =>
         [
           `read ${r.lines} lines: applied ${r.batchesApplied} batches, skipped ${r.batchesSkipped} already applied${r.incompleteTail > 0 ? `, ignored ${r.incompleteTail} lines after the last complete batch` : ''}`,
-          ...r.projections.map((p) => `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}`),
+          ...r.projections.map(
+            (p) =>
+              `  ${p.name}: ${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}${p.action === undefined ? '' : `\n     -> ${p.action}`}`,
+          ),
         ].join('\n'),
       );
       if (r.projections.some((p) => p.state !== 'active')) throw new ExitSignal(3);

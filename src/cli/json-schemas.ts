@@ -174,6 +174,7 @@ export const importOutput = z.object({
       reason: z.string().optional(),
       seq: z.number().int(),
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
+      action: z.string().optional(),
     }),
   ),
 });

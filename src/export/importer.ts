@@ -3,7 +3,7 @@ import { beginHeld, commitHeld, shellCommand, writeTransaction } from '../sqlite
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError } from '../errors.ts';
 import type { ChangeBatch, Row } from '../feed/index.ts';
-import { decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
+import { decodeCursor, decodedBatch, decodedRows, lineToEvent, lineToRow } from '../feed/index.ts';
 import {
   compileProjection,
   type CompiledProjection,
@@ -29,6 +29,7 @@ import {
   storeProjectionSet,
   streamMirrors,
   type ApplyTarget,
+  type MirrorAll,
   type Suspension,
 } from '../apply/projections/index.ts';
 import { runBatchPath } from '../apply/sync/index.ts';
@@ -126,6 +127,8 @@ export class Importer {
     // The last batch's, when it came from an attached segment: its events are read in SQL as they are applied, and as
     // their group commits, so an error SQLite raises then may be the segment's (segment-read.ts attachedUnreadable).
     let unreadable: ((err: unknown) => Error | undefined) | undefined;
+    /** The cursor of the last batch read since the last snapshot: the tables the stream carries there. */
+    let carrying: string | undefined;
     try {
       try {
         for (let item = await next(); totals === undefined; item = await next()) {
@@ -139,6 +142,7 @@ export class Importer {
           if (value.kind === 'batch') {
             await this.#checkDefinitions(this.#compiled(), { at: `${stream.label}:${value.n}`, line: value.line });
             group.open(this.#compiled());
+            carrying = value.line.cursor;
             unreadable = value.unreadable;
             await this.#onBatch(
               value.line,
@@ -153,6 +157,7 @@ export class Importer {
             group.commit();
             committed();
             unreadable = undefined;
+            carrying = undefined; // (a snapshot installs the mirror "*" asks for of every table it holds)
             // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
             totals = await this.#snapshot(value, reader);
             if (totals === undefined) {
@@ -185,7 +190,7 @@ export class Importer {
     const all = this.#options.mirrorAll;
     if (all !== undefined && !all.stored && ran.length > 0)
       await storeProjectionSet(this.#db, SCHEMA, { mirrorAll: all.origin, sourcePath: all.sourcePath });
-    const projections = (this.#projections ?? []).map((p) => {
+    const projections: ImportReport['projections'][number][] = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
       return {
@@ -196,6 +201,7 @@ export class Importer {
         ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
       };
     });
+    if (all !== undefined && carrying !== undefined) projections.push(...this.#unbuiltMirrors(all, carrying, stream.label));
     return {
       lines: totals.lines,
       batchesApplied: this.#applied,
@@ -203,6 +209,28 @@ export class Importer {
       incompleteTail: totals.incompleteTail,
       projections,
     };
+  }
+
+  /**
+   * The mirrors "*" asks for (ImportOptions.mirrorAll) of tables the stream
+   * carries at `cursor` (its last batch's) that the target does not hold,
+   * its snapshot having been read before them (a file exported with --since
+   * from a cursor of a later export): their events were read and not
+   * applied. Each is reported pending, MIRROR_NOT_BUILT, with what builds
+   * it, so the target is not narrower than "*" asks without a word. Not for
+   * a subscriber, whose publisher publishes a snapshot that holds a table it
+   * adds (STREAM_TABLES_ADDED), which subscribe waits for (subscribe-wants.ts).
+   */
+  #unbuiltMirrors(all: MirrorAll, cursor: string, label: string): ImportReport['projections'][number][] {
+    if (this.#options.fedBy?.via === 'subscribe') return [];
+    const defined = (this.#projections ?? []).map((p) => ({ name: p.name, source: p.source.table }));
+    return streamMirrors(readProjections(this.#db, SCHEMA), all, decodeCursor(cursor).tables, defined).map((d) => ({
+      name: d.name,
+      state: 'pending',
+      reason: 'MIRROR_NOT_BUILT',
+      seq: 0,
+      action: `table ${d.source} is in the stream ${label} carries, but this target, which mirrors every table its files carry ("*"), has no mirror of it, and the file has no snapshot of it to build one from: its events in the file were not applied. Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one), which builds the mirror of ${d.source}`,
+    }));
   }
 
   /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */
