@@ -1030,7 +1030,8 @@ export const REASONS = {
   IMPORT_NO_SNAPSHOT: {
     kinds: ['error'],
     clears: false,
-    explain: 'The target has no projections and the file has no snapshot first.',
+    explain:
+      'The file has no snapshot where one is needed: the target has no projections (or this one has no rows yet), or a definition given differs from the one the projection was built with in a way only a rebuild follows (as explain classifies it).',
     repair: null,
   },
   IMPORT_DUPLICATE_KEY: {

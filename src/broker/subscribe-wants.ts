@@ -3,7 +3,7 @@ import { foldIdent, openDatabase, type Db } from '../sqlite/index.ts';
 import { cursorContinues, decodeCursor, type Cursor } from '../feed/index.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
-import { isDefaultMirror, readProjectionSet, streamMirrors, type MirrorAll } from '../apply/projections/index.ts';
+import { isDefaultMirror, streamMirrorAll, streamMirrors, type MirrorAll, type StreamSet } from '../apply/projections/index.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
 import { neverBuilt } from './subscribe-plan.ts';
 
@@ -25,11 +25,9 @@ import { neverBuilt } from './subscribe-plan.ts';
  */
 
 /** What a subscriber applies: its definitions (undefined: the target's), and whether "*" is among them. */
-export interface SubscribedSet {
+export interface SubscribedSet extends StreamSet {
   readonly sourceId: string;
   readonly projections?: readonly ProjectionDefinitionInput[] | undefined;
-  /** `--projection '*'` (sluice.yml `projections: ["*"]`): a mirror of every table the stream carries, beside the definitions. */
-  readonly mirrorAll?: boolean | undefined;
 }
 
 /** A snapshot's end as a subscriber sees it: its seq, the tables it holds and its cursor. */
@@ -68,28 +66,9 @@ export function snapshotRebuilds(records: readonly ProjectionRecord[], cursor: C
   return undefined;
 }
 
-/**
- * "*" for this run of a subscriber: given (`mirrorAll`), else, with no
- * definitions given, the one the target's projection set stores, or the
- * default for a target with no projection of the source yet (every table of
- * the snapshot, as subscribe always did), or for an older subscribed target
- * whose every projection is such a mirror. Undefined: its definitions only.
- */
+/** "*" for this run of a subscriber: the rule import follows too (projection-set.ts streamMirrorAll). */
 export function subscribedMirrorAll(db: Db, set: SubscribedSet): MirrorAll | undefined {
-  const records = readProjections(db, 'main');
-  if (set.mirrorAll === true) {
-    const stored = readProjectionSet(db, 'main', records).mirrorAll;
-    // Given again, it stores itself again with its list of dropped tables cleared, as sync does.
-    return { origin: 'given', stored: false, sourcePath: stored?.sourcePath ?? null, except: [] };
-  }
-  if (set.projections !== undefined && set.projections.length > 0) return undefined;
-  const stored = readProjectionSet(db, 'main', records);
-  if (stored.mirrorAll !== undefined) return stored.mirrorAll;
-  const mine = records.filter((r) => r.sourceId === set.sourceId);
-  if (mine.length === 0) return records.length === 0 ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
-  if (!stored.stored && mine.every((r) => r.sourcePath === null && isDefaultMirror(r)))
-    return { origin: 'upgraded', stored: false, sourcePath: null, except: [] };
-  return undefined;
+  return streamMirrorAll(db, 'main', readProjections(db, 'main'), set);
 }
 
 /** Whether the target at `targetPath` wants the snapshot `snap` (see above). */

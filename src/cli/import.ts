@@ -15,7 +15,7 @@ export function registerImport(program: Command): void {
     .argument('<file>', 'JSONL file from sluice export')
     .option(
       '--projection <file>',
-      "projection definition file (repeatable; default: the target's, or a mirror of every table in the file)",
+      'projection definition file (repeatable; default: the target\'s, or a mirror of every table in the file, and of one a later file\'s snapshot holds, stored as "*" as sync stores it)',
       collect,
       [] as string[],
     )
@@ -47,6 +47,7 @@ type Fed = Awaited<ReturnType<typeof importFile>>['projections'][number];
 /** A projection's line in import's and subscribe's report. */
 export function projectionLine(p: Fed): string {
   const at = `${p.state}${p.reason !== undefined ? ` ${p.reason}` : ''} at seq ${p.seq}${p.rebuilt !== undefined ? `, rebuilt from the file's snapshot (${p.rebuilt})` : ''}`;
+  if (p.action !== undefined) return `  ${p.name}: ${at}\n     -> ${p.action}`;
   if (p.error !== undefined)
     return `  ${p.name}: FAILED ${p.error.code}: ${p.error.message} (${at}; nothing of it was committed; the other projections went on)`;
   return `  ${p.name}: ${at}`;

@@ -176,6 +176,7 @@ export const importOutput = z.object({
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
       error: z.object({ code: z.string(), message: z.string() }).optional(),
       rebuilt: reason.optional(),
+      action: z.string().optional(),
     }),
   ),
 });

@@ -20,7 +20,7 @@ import { isSimpleEventLine, isSimpleRowLine } from './fast-lines.ts';
 import { LineDigest } from './line-digest.ts';
 import { eventPrefix, eventSeqOf, isRowLineOf, rowPrefix, type LinePrefix } from './held-lines.ts';
 import { FileLines, lineText, type RawLine } from './raw-lines.ts';
-import { checkRowTypes } from './typed-values.ts';
+import { checkRowTypes, integerOutOfRange } from './typed-values.ts';
 import { TEXT_ENCODINGS, type Db, type TextEncoding } from '../sqlite/index.ts';
 
 /*
@@ -225,7 +225,7 @@ export async function* readCheckedLines(src: LineSource, options: ReadOptions = 
       const text = lineText(raw);
       let line: ReturnType<typeof parseLine>;
       try {
-        line = parseLine(text, where(n));
+        line = parseLine(text, where(n), shapeOf);
       } catch (err) {
         if (src.lastLineTerminated === undefined) throw err;
         malformed = err;
@@ -482,7 +482,11 @@ const lineSchemas = new Map<unknown, { safeParse(json: unknown): { success: true
   [undefined, eventLineSchema],
 ]);
 
-function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema.parse> {
+function parseLine(
+  text: string,
+  at: string,
+  shapeOf: (table: string) => SourceShape | undefined,
+): ReturnType<typeof exportLineSchema.parse> {
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -518,9 +522,13 @@ function parseLine(text: string, at: string): ReturnType<typeof exportLineSchema
   if (fast?.success === true) return fast.data;
   const r = exportLineSchema.safeParse(json);
   if (!r.success) {
-    throw new InvalidInputError(
-      'IMPORT_MALFORMED_LINE',
-      `${at}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`,
+    // An integer too wide for SQLite is a bad value of a column, said as such (the union's message would not name it).
+    throw (
+      integerOutOfRange(json, at, shapeOf) ??
+      new InvalidInputError(
+        'IMPORT_MALFORMED_LINE',
+        `${at}: not a sluice export line (${r.error.issues[0]?.message ?? 'bad shape'}). The import stopped here; the batch this line belongs to was not committed.`,
+      )
     );
   }
   return r.data;

@@ -7,7 +7,11 @@ import type { TextEncoding } from '../sqlite/index.ts';
 /* What import takes and reports (import.ts), apart from it so that the Importer (importer.ts) reads them without a circle. */
 
 export interface ImportOptions {
-  /** Definitions (default: the target's stored ones, else a mirror of every table in the file). */
+  /**
+   * Definitions (default: the target's projection set, as sync runs it: on
+   * a new target "*", a mirror of every table in the file and of one a
+   * later file's snapshot holds, which importFile stores in the set).
+   */
   readonly projections?: readonly ProjectionDefinitionInput[];
   /**
    * How the target's projections are fed, recorded in their rows for health
@@ -77,6 +81,8 @@ export interface ImportReport {
      * the snapshot was simply newer, or none was installed.
      */
     readonly rebuilt?: string;
+    /** What to do, for a mirror "*" asks for that the target does not hold (state `pending`, MIRROR_NOT_BUILT). */
+    readonly action?: string;
   }[];
 }
 

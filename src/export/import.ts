@@ -2,7 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
 import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
-import { ensureTargetMeta, allowProjectionWrites, guardProjectionTables, recordSubscribed } from '../apply/target/index.ts';
+import {
+  ensureTargetMeta,
+  allowProjectionWrites,
+  guardProjectionTables,
+  readProjections,
+  recordSubscribed,
+} from '../apply/target/index.ts';
+import { streamMirrorAll } from '../apply/projections/index.ts';
 import { lastMarkerCursor, peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
@@ -37,7 +44,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
   if (looksLikeSegment(file)) return importSegments(targetPath, file, options);
   const encoding = await peekEncoding(file);
   const fedBy = { via: 'import', file: path.resolve(file), ms: Date.now() } as const;
-  return importStream(
+  return importInto(
     targetPath,
     {
       label: file,
@@ -48,6 +55,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       atHand: true,
     },
     { fedBy, ...options },
+    true,
   );
 }
 
@@ -74,6 +82,20 @@ function refuseNotRegular(file: string, stat: fs.Stats): void {
 
 /** importFile over any stream of checked export items, with the same rules. */
 export async function importStream(targetPath: string, stream: ItemStream, options: ImportOptions = {}): Promise<ImportReport> {
+  return importInto(targetPath, stream, options, false);
+}
+
+/**
+ * importStream; `files`: the stream is a file's (importFile), whose run
+ * takes the target's projection set as a subscriber's does
+ * (streamMirrorAll), unless the caller says (ImportOptions.mirrorAll): with
+ * no definitions given, "*", a mirror of every table the file carries and
+ * of one a later file's snapshot holds, stored in the target's set as sync
+ * stores its own (a new target, or one made by an import before the set
+ * was stored); a target built from definitions runs them.
+ */
+async function importInto(targetPath: string, stream: ItemStream, given: ImportOptions, files: boolean): Promise<ImportReport> {
+  let options = given;
   const encoding = stream.encoding;
   refuseEmptyPath(targetPath, 'target');
   const db = openDatabase(targetPath, { create: true, role: 'target' });
@@ -96,6 +118,10 @@ export async function importStream(targetPath: string, stream: ItemStream, optio
     guardProjectionTables(db);
     // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.
     if (options.fedBy?.via === 'subscribe') await recordSubscribed(db, SCHEMA, options.fedBy);
+    if (files && options.mirrorAll === undefined) {
+      const mirrorAll = streamMirrorAll(db, SCHEMA, readProjections(db, SCHEMA), { projections: options.projections });
+      if (mirrorAll !== undefined) options = { ...options, mirrorAll };
+    }
     return await new Importer(db, options).run(stream);
   } finally {
     closeDatabase(db);
@@ -126,7 +152,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
   // How far the folder reaches: its last segment's cursor (ItemStream.lastCursor), for each of them.
   const last = checked.at(-1)?.meta.cursor;
   for (const c of checked) {
-    const r = await importStream(
+    const r = await importInto(
       targetPath,
       {
         label: c.file,
@@ -138,6 +164,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
         lastCursor: () => last,
       },
       { fedBy, ...options },
+      true,
     );
     total =
       total === undefined
@@ -157,7 +184,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
   if (total !== undefined) return total;
   // A segment export's folder whose runs wrote nothing new since its segments were imported and removed: nothing to do.
   const cursor = cursorFileFor(path.resolve(fileOrDir));
-  if (fs.existsSync(cursor)) return await importStream(targetPath, { label: fileOrDir, read: emptyItems }, { fedBy, ...options });
+  if (fs.existsSync(cursor)) return await importInto(targetPath, { label: fileOrDir, read: emptyItems }, { fedBy, ...options }, true);
   // Any other folder with no segment (of JSONL exports, the wrong one): refused before a target is made.
   throw noSegmentsIn(fileOrDir, targetPath, cursor);
 }

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { beginHeld, commitHeld, writeTransaction } from '../sqlite/index.ts';
+import { beginHeld, commitHeld, shellCommand, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError, isSqliteBusy, isSqliteCorrupt } from '../errors.ts';
 import type { ChangeBatch, Continuation, Cursor, Row } from '../feed/index.ts';
@@ -19,6 +19,7 @@ import {
   dropTemps,
   kindOf,
   isHandlerFailure,
+  type AlterDecision,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
 import type { DroppedIndex, ProjectionRecord } from '../apply/target/index.ts';
@@ -29,9 +30,11 @@ import {
   storeProjectionSet,
   streamMirrors,
   type ApplyTarget,
+  type MirrorAll,
   type Suspension,
 } from '../apply/projections/index.ts';
 import { failureOf, recordFailed, runBatchPath } from '../apply/sync/index.ts';
+import { classifyFromTarget, storeDefinition } from '../apply/evolution/index.ts';
 import type { BatchLine, RowLine, SnapshotLine, TableLine } from './format.ts';
 import type { ExportItem, ReadTotals } from './checked-reader.ts';
 
@@ -129,6 +132,10 @@ export class Importer {
   #skipped = 0;
   /** Tables of the snapshot being read that no projection installs (the target holds them). */
   readonly #heldRows = new Set<string>();
+  /** Compiled projections whose definition is the one the target holds, or stored there by #checkDefinitions. */
+  readonly #settled = new WeakSet<CompiledProjection>();
+  /** The names of the definitions given (ImportOptions.projections), once #checkDefinitions needs them. */
+  #given: ReadonlySet<string> | undefined;
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
   readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
   /**
@@ -178,6 +185,8 @@ export class Importer {
     // The last batch's, when it came from an attached segment: its events are read in SQL as they are applied, and as
     // their group commits, so an error SQLite raises then may be the segment's (segment-read.ts attachedUnreadable).
     let unreadable: ((err: unknown) => Error | undefined) | undefined;
+    /** The cursor of the last batch read since the last snapshot: the tables the stream carries there. */
+    let carrying: string | undefined;
     try {
       try {
         for (let item = await next(); totals === undefined; item = await next()) {
@@ -189,7 +198,9 @@ export class Importer {
           }
           const value = item.value;
           if (value.kind === 'batch') {
+            await this.#checkDefinitions(this.#compiled(), { at: `${stream.label}:${value.n}`, line: value.line });
             group.open(this.#compiled());
+            carrying = value.line.cursor;
             unreadable = value.unreadable;
             await this.#onBatch(
               value.line,
@@ -204,6 +215,7 @@ export class Importer {
             group.commit();
             committed();
             unreadable = undefined;
+            carrying = undefined; // (a snapshot installs the mirror "*" asks for of every table it holds)
             // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
             totals = await this.#snapshot(value, reader);
             if (totals === undefined) {
@@ -228,13 +240,15 @@ export class Importer {
     } catch (err) {
       throw unreadable?.(err) ?? err;
     }
+    // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
+    if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
     if (this.#options.fedBy !== undefined && ran.length > 0) await writeTransaction(this.#db, () => this.#recordFed(ran));
     const all = this.#options.mirrorAll;
     if (all !== undefined && !all.stored && ran.length > 0)
       await storeProjectionSet(this.#db, SCHEMA, { mirrorAll: all.origin, sourcePath: all.sourcePath });
-    const projections = (this.#projections ?? []).map((p) => {
+    const projections: ImportReport['projections'][number][] = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
       const error = this.#failures.get(p.name);
@@ -248,6 +262,7 @@ export class Importer {
         ...(this.#rebuilt.has(p.name) ? { rebuilt: this.#rebuilt.get(p.name) as ReasonCode } : {}),
       };
     });
+    if (all !== undefined && carrying !== undefined) projections.push(...this.#unbuiltMirrors(all, carrying, stream.label));
     return {
       lines: totals.lines,
       batchesApplied: this.#applied,
@@ -268,6 +283,28 @@ export class Importer {
     this.#recordFed([p.name]);
     this.#failures.set(p.name, f);
     this.#options.onFailure?.(p.name, f);
+  }
+
+  /**
+   * The mirrors "*" asks for (ImportOptions.mirrorAll) of tables the stream
+   * carries at `cursor` (its last batch's) that the target does not hold,
+   * its snapshot having been read before them (a file exported with --since
+   * from a cursor of a later export): their events were read and not
+   * applied. Each is reported pending, MIRROR_NOT_BUILT, with what builds
+   * it, so the target is not narrower than "*" asks without a word. Not for
+   * a subscriber, whose publisher publishes a snapshot that holds a table it
+   * adds (STREAM_TABLES_ADDED), which subscribe waits for (subscribe-wants.ts).
+   */
+  #unbuiltMirrors(all: MirrorAll, cursor: string, label: string): ImportReport['projections'][number][] {
+    if (this.#options.fedBy?.via === 'subscribe') return [];
+    const defined = (this.#projections ?? []).map((p) => ({ name: p.name, source: p.source.table }));
+    return streamMirrors(readProjections(this.#db, SCHEMA), all, decodeCursor(cursor).tables, defined).map((d) => ({
+      name: d.name,
+      state: 'pending',
+      reason: 'MIRROR_NOT_BUILT',
+      seq: 0,
+      action: `table ${d.source} is in the stream ${label} carries, but this target, which mirrors every table its files carry ("*"), has no mirror of it, and the file has no snapshot of it to build one from: its events in the file were not applied. Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one), which builds the mirror of ${d.source}`,
+    }));
   }
 
   /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */
@@ -368,6 +405,76 @@ export class Importer {
     checkCollisions(out.map((p) => ({ name: p.name, tables: madeTablesAt(p) })));
     this.#projections = out;
     return out;
+  }
+
+  /**
+   * Projections whose definition in this run is not the one the target
+   * built them with (their fingerprints differ), and that no snapshot of
+   * this stream has rebuilt: the change is classified as sync and explain
+   * classify it (classifyFromTarget). A Compatible one is stored and the
+   * projection goes on from its cursor. Any other needs a rebuild from a
+   * snapshot, which the stream does not have here, or is Rejected: refused
+   * before the batch (`line`, at `at`) is applied, with nothing written, so
+   * that no batch is applied by a definition other than the one the rows
+   * were built by. Only a definition given (ImportOptions.projections) is
+   * checked: a stored one is the target's own. Projections of another
+   * source are left to #onBatch.
+   */
+  async #checkDefinitions(
+    projections: readonly CompiledProjection[],
+    where: { readonly at: string; readonly line?: BatchLine },
+  ): Promise<void> {
+    this.#given ??= new Set((this.#options.projections ?? []).map((d) => parseDefinition(d).name));
+    for (const p of projections) {
+      if (this.#settled.has(p)) continue;
+      const rec = this.#given.has(p.name) ? readProjection(this.#db, SCHEMA, p.name) : undefined;
+      const sourceId = where.line?.sourceId ?? rec?.sourceId;
+      if (rec === undefined || rec.cursor === null || rec.sourceId !== sourceId || rec.fingerprint === p.fingerprint) {
+        this.#settled.add(p);
+        continue;
+      }
+      const target = this.#target(rec.sourceId);
+      const c = classifyFromTarget(target, p, rec);
+      if (c === 'compatible') {
+        await writeTransaction(this.#db, () => storeDefinition(target, p));
+        this.#settled.add(p);
+        continue;
+      }
+      if ('refused' in c) throw c.refused.error;
+      throw new InvalidInputError('IMPORT_NO_SNAPSHOT', this.#redefinedMessage(p, rec, c.rebuild, where));
+    }
+  }
+
+  /** The refusal of a changed definition of `p` (stored as `rec`) that needs a rebuild (`decision`), where the stream has no snapshot. */
+  #redefinedMessage(
+    p: CompiledProjection,
+    rec: ProjectionRecord,
+    decision: AlterDecision,
+    where: { readonly at: string; readonly line?: BatchLine },
+  ): string {
+    const changes = decision.changes.filter((c) => c.classification !== 'Compatible').map((c) => c.reason);
+    const what = `${[...new Set(changes)].join(', ')}; not proved to stay valid: ${decision.affected.join(', ')}`;
+    const stream = this.#options.fedBy?.via === 'subscribe' ? 'stream' : 'file';
+    const none =
+      where.line === undefined
+        ? `the ${stream} holds no snapshot (nor any batch)`
+        : `the ${stream} has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
+    const repair =
+      this.#options.fedBy?.via === 'subscribe'
+        ? `Subscribe with the definition it was built with (the target's own, used when no --projection is given), or subscribe into a new target, which is built from the stream's snapshot with this one`
+        : `Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one) with this definition, which rebuilds ${p.name}; or import this file with the definition it was built with (the target's own, used when no --projection is given)`;
+    return `${where.at}: projection ${p.name}: the definition given is not the one it was built with (${what}), so it must be rebuilt from a snapshot (${decision.classification}, as sluice explain classifies it), and ${none}. ${p.name} was not changed: it keeps its rows, its cursor at seq ${rec.seq} and the definition it was built with. ${repair}.`;
+  }
+
+  /** #checkDefinitions for the given definitions the target holds, when the stream held nothing to apply (no batch, no snapshot). */
+  async #checkGivenDefinitions(label: string): Promise<void> {
+    const given = (this.#options.projections ?? []).map((d) => parseDefinition(d));
+    const held = given.filter((d) => readProjection(this.#db, SCHEMA, d.name) !== undefined);
+    if (held.length > 0)
+      await this.#checkDefinitions(
+        held.map((d) => this.#compile(d)),
+        { at: label },
+      );
   }
 
   /** Reads a snapshot from its first item to its marker and installs it; returns the totals if the stream ends inside it (nothing committed). */
@@ -705,7 +812,7 @@ export class Importer {
     if (r.suspended !== undefined) {
       const { p, s } = r.suspended;
       await recordSuspension(target, p, s);
-      throw new FailClosedError(s.reason, suspendedMessage(p, s, line.seq, this.#options.fedBy?.via === 'subscribe'));
+      throw new FailClosedError(s.reason, suspendedMessage(p, s, line, this.#options.fedBy?.via === 'subscribe'));
     }
     if (r.applied) this.#applied++;
     else this.#skipped++;
@@ -750,8 +857,18 @@ class BatchGroup {
   }
 }
 
-/** Why a batch suspended projection `p`, and what to do (`subscribed`: the batches come from a stream, not a file). */
-function suspendedMessage(p: CompiledProjection, s: Suspension, seq: number, subscribed: boolean): string {
+/** Why the batch ending at `line` suspended projection `p`, and what to do (`subscribed`: the batches come from a stream, not a file). */
+function suspendedMessage(p: CompiledProjection, s: Suspension, line: BatchLine, subscribed: boolean): string {
+  const seq = line.seq;
+  // The source captures the table in keys mode (its events carry no images), which a file cannot tell before its
+  // events: nothing in the target is wrong, and only the source's capture mode, then a snapshot taken after it, helps.
+  if (s.reason === 'NEEDS_IMAGES_MODE') {
+    const table = p.source.table;
+    const then = subscribed
+      ? `its publisher then publishes a new snapshot (the change of mode ends the stream's position), and sluice subscribe rebuilds ${p.name} from it`
+      : `then export a new file (sluice export SOURCE --out NEW_FILE starts with a snapshot) and import it, which rebuilds ${p.name}`;
+    return `Projection ${p.name} (${p.kind}) needs each change's row images, but table ${table} is captured in keys mode on the source, so the batch ending at seq ${seq} holds its events without them: it was not applied, and ${p.name} is suspended with the rows it had. Nothing in the target needs repair; fix the source: capture ${table} in images mode (${shellCommand('enable', { source: 'SOURCE', table })} --mode images, SOURCE: the database of source ${line.sourceId}); ${then}.`;
+  }
   if (s.reason === 'TARGET_CONSTRAINT')
     return `Projection ${p.name} was suspended while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`;
   // A table made again by hand without its key (batch-path.ts): nothing of the batch was written.

@@ -1,8 +1,17 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import type { Db } from '../sqlite/index.ts';
-import { openDatabase, openImage, closeDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
+import {
+  openDatabase,
+  openImage,
+  closeDatabase,
+  INT64_OUT_OF_RANGE,
+  jsonValueSchema,
+  TEXT_ENCODINGS,
+  type TextEncoding,
+} from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
+import { tooWideInteger } from './typed-values.ts';
 import { anyChangedSql, maskFor } from '../capture/index.ts';
 import {
   BATCHES_TABLE,
@@ -440,6 +449,7 @@ function checkRows(
       throw fail(
         `${bad} events of table ${t.name} are not well formed (an op, ts or keys that is not one, a key that is not an integer in its INTEGER PRIMARY KEY, or a changed-column mask that is malformed or leaves out a column the images change)`,
       );
+    checkKeys(db, ev, t, fail);
   }
   if (rows !== meta.rows) throw fail(`its meta says ${meta.rows} snapshot rows, but its tables hold ${rows}`);
   if (events !== meta.events) throw fail(`its meta says ${meta.events} events, but its tables hold ${events}`);
@@ -448,6 +458,31 @@ function checkRows(
       throw fail(`its batch (${bt.fromSeq}, ${bt.toSeq}] says ${bt.events} events, but ${perBatch[i]} are in its range`);
   });
   if (perBatch.reduce((x, y) => x + y, 0) !== events) throw fail('some of its events lie outside every batch');
+}
+
+/**
+ * The keys of table `t`'s keys-mode events (JSON text, checked valid above),
+ * decoded as an import decodes them (segment-batch.ts): each must be the
+ * table's key in the JSONL value encoding, every value one SQLite holds
+ * (an INTEGER within 64 bits), so that none fails, or binds wrongly,
+ * while its batch is applied.
+ */
+function checkKeys(db: Db, ev: string, t: SegmentTable, fail: (what: string) => Error): void {
+  const key = z.array(z.unknown()).length(t.keyColumns.length);
+  const schema = z.strictObject({ key, beforeKey: key.optional(), after: z.boolean() });
+  const rows = db.prepare(`SELECT seq, keys FROM ${ev} WHERE keys IS NOT NULL ORDER BY seq`).raw().iterate() as Iterable<[bigint, string]>;
+  for (const [seq, text] of rows) {
+    const keys = schema.safeParse(JSON.parse(text));
+    const what = `the keys of its event at seq ${seq} of table ${t.name}`;
+    if (!keys.success) throw fail(`${what} are not {"key": [...], "beforeKey"?: [...], "after": true|false} with one value per key column`);
+    for (const values of [keys.data.key, keys.data.beforeKey ?? []])
+      values.forEach((v, i) => {
+        const column = t.keyColumns[i] as string;
+        if (jsonValueSchema.safeParse(v).success) return;
+        const why = tooWideInteger(v) ? INT64_OUT_OF_RANGE : 'which is not a sluice JSON value (docs/jsonl.md)';
+        throw fail(`${what}: key column ${column} has ${JSON.stringify(v)}, ${why}`);
+      });
+  }
 }
 
 /** `a OR b OR …` as a balanced tree (a left-deep chain over a wide table's columns passes SQLite's expression depth). */

@@ -72,13 +72,26 @@ export function sameRow(a: readonly SqlValue[], b: readonly SqlValue[]): boolean
   return a.length === b.length && a.every((v, i) => sameValue(v, b[i] as SqlValue));
 }
 
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+/** What an INTEGER outside SQLite's range is told, in the value schema and in import's refusal (export/typed-values.ts). */
+export const INT64_OUT_OF_RANGE = `outside SQLite's 64-bit INTEGER range (${INT64_MIN} to ${INT64_MAX})`;
+
+/** Whether `digits` are decimal digits (/^-?\d+$/) of an integer SQLite can hold (64 bits, signed). */
+export function fitsInt64(digits: string): boolean {
+  if (!/^-?\d+$/.test(digits)) return false;
+  const n = BigInt(digits);
+  return n >= INT64_MIN && n <= INT64_MAX;
+}
+
 /*
  * JSON encoding (JSONL export, `changes`, cursors of values). Lossless and
  * typed; plain JSON where that is unambiguous:
  *   null            -> null
  *   TEXT (UTF-8)    -> "string"
  *   INTEGER (safe)  -> 123            (|n| <= 2^53-1)
- *   INTEGER (large) -> {"$i":"9223372036854775807"}
+ *   INTEGER (large) -> {"$i":"9223372036854775807"} (within the 64 bits of an INTEGER)
  *   REAL            -> {"$f":1.5} | {"$f":"Infinity"|"-Infinity"|"-0"}
  *   BLOB            -> {"$b":"<base64>"}
  *   TEXT (bad UTF-8)-> {"$t":"<base64 of the bytes>"}
@@ -87,7 +100,12 @@ export const jsonValueSchema = z.union([
   z.null(),
   z.string(),
   z.number().int().refine(Number.isSafeInteger, 'integers outside ±(2^53-1) use {"$i": "digits"}'),
-  z.strictObject({ $i: z.string().regex(/^-?\d+$/) }),
+  z.strictObject({
+    $i: z
+      .string()
+      .regex(/^-?\d+$/, { abort: true })
+      .refine(fitsInt64, INT64_OUT_OF_RANGE),
+  }),
   // z.literal, not z.enum: an enum's .d.ts keys '-Infinity' as [-Infinity], which a user's tsc rejects (TS1170).
   z.strictObject({ $f: z.union([z.number(), z.literal(['Infinity', '-Infinity', '-0'])]) }),
   z.strictObject({ $b: z.base64() }),

@@ -6,7 +6,9 @@ export { affinityOf, canHoldNegativeZero } from './affinity.ts';
 export type { Affinity } from './affinity.ts';
 export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
 export {
+  INT64_OUT_OF_RANGE,
   RawText,
+  fitsInt64,
   fromDriver,
   fromJsonValue,
   isRawText,

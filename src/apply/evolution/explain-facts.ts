@@ -157,15 +157,16 @@ function targetTableTaken(
   db: Db,
   old: ProjectionRecord | undefined,
   p: CompiledProjection,
+  schema = TARGET_SCHEMA,
 ): { table: string; message: string } | undefined {
-  const taken = takenTable({ db, schema: TARGET_SCHEMA }, p, replacedTables(old, p));
+  const taken = takenTable({ db, schema }, p, replacedTables(old, p));
   return taken === undefined ? undefined : { table: taken.table, message: taken.error.message };
 }
 
-/** The indexes a user added to the tables `rec` made (none when it never built). */
-export function targetIndexes(db: Db, rec: ProjectionRecord): { name: string; table: string; unique: boolean }[] {
+/** The indexes a user added to the tables `rec` made (none when it never built), in the target attached as `schema`. */
+export function targetIndexes(db: Db, rec: ProjectionRecord, schema = TARGET_SCHEMA): { name: string; table: string; unique: boolean }[] {
   const owned = rec.cursor === null ? [] : ownedTables(rec);
-  return userIndexes(db, TARGET_SCHEMA, owned).map((ix) => ({
+  return userIndexes(db, schema, owned).map((ix) => ({
     name: ix.name,
     table: ix.table,
     unique: /^CREATE UNIQUE INDEX /i.test(ix.sql),
@@ -258,6 +259,19 @@ function rebuildCost(db: Db, targetPath: string, rec: ProjectionRecord | undefin
   // A replayed rebuild stages a copy of the source table beside the shadow (shadow-build.ts).
   const staged = built && p !== undefined && shadowBuildOf(p) === 'replay' ? pagesOf(db, 'main', [p.source.table]) : 0;
   return { rows, liveRows, liveBytes, neededBytes: base === null || staged === null ? null : (base + staged) * 2, freeBytes };
+}
+
+/**
+ * The facts of a change from `old` to `next` that the target alone holds
+ * (target `schema` of `db`): a user's indexes on its tables, and a table a
+ * build would take. For a target fed by a stream (import, subscribe), which
+ * has no source to read: what only the source can tell (that the cursor
+ * continues on it, how many of its rows two filters disagree on, what a
+ * rebuild costs) is left out, so nothing is proved by it.
+ */
+export function targetAlterFacts(db: Db, schema: string, old: ProjectionRecord, next: CompiledProjection): AlterFacts {
+  const taken = targetTableTaken(db, old, next, schema);
+  return { ...(taken === undefined ? {} : { targetTableTaken: taken }), targetIndexes: targetIndexes(db, old, schema) };
 }
 
 interface GatheredFacts {

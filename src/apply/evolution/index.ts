@@ -6,4 +6,4 @@ export type { AlterWithForecast, TargetForecast } from './alter-targets.ts';
 export type { RebuildCost } from './explain-facts.ts';
 export { compileOrError, definitionsToExplain, explainAlter, explainDefinitions } from './explain.ts';
 export type { DefinitionInputs, ExplainOptions, ExplainReport, ProjectionExplanation } from './explain.ts';
-export { classifyForSync, storeDefinition } from './sync-classify.ts';
+export { classifyForSync, classifyFromTarget, storeDefinition } from './sync-classify.ts';

@@ -12,7 +12,7 @@ import {
   type ProjectionRecord,
 } from '../target/index.ts';
 import { BROKEN_DEFINITION_REASONS, brokenReason, targetFile, type ApplyTarget } from '../projections/index.ts';
-import { alterFacts, REARMABLE } from './explain-facts.ts';
+import { alterFacts, REARMABLE, targetAlterFacts } from './explain-facts.ts';
 
 /*
  * sync's side of 003's classification: a projection whose stored
@@ -67,9 +67,42 @@ export function classifyForSync(
   // A projection that never built has no state to keep: its first build.
   const old = rec.cursor === null ? undefined : rec;
   const decision = classifyChange(old, p, alterFacts(target.db, view, targetFile(target), old, p, { cost: 'bound' }).facts);
+  const out = outcome(target, p, decision);
+  return out === 'compatible' || 'refused' in out ? out : 'rebuild';
+}
+
+/**
+ * The same classification (classifyChange) of the change from the built
+ * `rec` to `p` (their fingerprints differ) for a target fed by a stream
+ * (import, subscribe), which has no source to read: from the facts the
+ * target alone holds (targetAlterFacts), so what only the source proves
+ * (that two filters select the same rows) is not proved. `compatible` goes
+ * on from its cursor once the new definition is stored (storeDefinition);
+ * `rebuild` needs a snapshot (the decision says why); a Rejected change is
+ * refused with sync's error. Reads only.
+ */
+export function classifyFromTarget(
+  target: ApplyTarget,
+  p: CompiledProjection,
+  rec: ProjectionRecord,
+):
+  | 'compatible'
+  | { readonly rebuild: AlterDecision }
+  | { readonly refused: { readonly reason: ReasonCode; readonly error: AlterRejectedError } } {
+  return outcome(target, p, classifyChange(rec, p, targetAlterFacts(target.db, target.schema, rec, p)));
+}
+
+function outcome(
+  target: ApplyTarget,
+  p: CompiledProjection,
+  decision: AlterDecision,
+):
+  | 'compatible'
+  | { readonly rebuild: AlterDecision }
+  | { readonly refused: { readonly reason: ReasonCode; readonly error: AlterRejectedError } } {
   if (decision.classification === 'Compatible') return 'compatible';
   const refused = refusal(decision);
-  if (refused === undefined) return 'rebuild';
+  if (refused === undefined) return { rebuild: decision };
   const error = new AlterRejectedError(
     decision,
     refused,

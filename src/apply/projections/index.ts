@@ -30,9 +30,10 @@ export {
   mirrorAllSource,
   readProjectionSet,
   storeProjectionSet,
+  streamMirrorAll,
   streamMirrors,
 } from './projection-set.ts';
-export type { MirrorAll, SetChange, Unmirrored } from './projection-set.ts';
+export type { MirrorAll, SetChange, StreamSet, Unmirrored } from './projection-set.ts';
 export type { StepOutcome } from './step-outcome.ts';
 export {
   admitted,

@@ -130,6 +130,42 @@ export function readProjectionSet(db: Db, schema: string, records: readonly Proj
   return { stored: false, mirrorAll: { origin: 'upgraded', stored: false, sourcePath: fromSync[0]?.sourcePath ?? null, except: [] } };
 }
 
+/** What a run of a target fed by a stream (subscribe, import) is given: its definitions, whether "*" is among them, and its source when known. */
+export interface StreamSet {
+  /** The source whose stream it applies (undefined: not known before the stream is read, an import's file). */
+  readonly sourceId?: string | undefined;
+  readonly projections?: readonly unknown[] | undefined;
+  /** `--projection '*'` (sluice.yml `projections: ["*"]`): a mirror of every table the stream carries, beside the definitions. */
+  readonly mirrorAll?: boolean | undefined;
+}
+
+/**
+ * "*" for a run of a target fed by a stream, the rule subscribe and import
+ * share (as sync's plain run stores it): given (`mirrorAll`), else, with no
+ * definitions given, the one the target's projection set stores, or the
+ * default for a target with no projection (of `sourceId`, when known) yet
+ * (a mirror of every table the stream carries, now and later), or for an
+ * older such target, made before the set was stored, whose every
+ * projection (of that source) is such a mirror with no source path.
+ * Undefined: its definitions only. `records` are the target's
+ * (readProjections).
+ */
+export function streamMirrorAll(db: Db, schema: string, records: readonly ProjectionRecord[], set: StreamSet): MirrorAll | undefined {
+  if (set.mirrorAll === true) {
+    const stored = readProjectionSet(db, schema, records).mirrorAll;
+    // Given again, it stores itself again with its list of dropped tables cleared, as sync does.
+    return { origin: 'given', stored: false, sourcePath: stored?.sourcePath ?? null, except: [] };
+  }
+  if (set.projections !== undefined && set.projections.length > 0) return undefined;
+  const stored = readProjectionSet(db, schema, records);
+  if (stored.mirrorAll !== undefined) return stored.mirrorAll;
+  const mine = set.sourceId === undefined ? records : records.filter((r) => r.sourceId === set.sourceId);
+  if (mine.length === 0) return records.length === 0 ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
+  if (!stored.stored && mine.every((r) => r.sourcePath === null && isDefaultMirror(r)))
+    return { origin: 'upgraded', stored: false, sourcePath: null, except: [] };
+  return undefined;
+}
+
 /**
  * The mirrors "*" adds to this run: one per captured images-mode table that
  * has none, in capture order, left out when `taken` (the names and target
