@@ -110,6 +110,7 @@ export const syncOutput = z.object({
       error: z.object({ code: z.string(), message: z.string(), aliases }).optional(),
       stopped: z.literal(true).optional(),
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
+      droppedTriggers: z.array(z.object({ name: z.string(), table: z.string(), why: z.string(), sql: z.string() })).optional(),
     }),
   ),
   rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
@@ -174,6 +175,7 @@ export const importOutput = z.object({
       reason: z.string().optional(),
       seq: z.number().int(),
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
+      droppedTriggers: z.array(z.object({ name: z.string(), table: z.string(), why: z.string(), sql: z.string() })).optional(),
     }),
   ),
 });

@@ -1,5 +1,5 @@
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
-import type { FedBy, DroppedIndex } from '../apply/target/index.ts';
+import type { FedBy, DroppedIndex, DroppedTrigger } from '../apply/target/index.ts';
 import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { TextEncoding } from '../sqlite/index.ts';
@@ -62,6 +62,7 @@ export interface ImportReport {
     readonly reason?: string;
     readonly seq: number;
     readonly droppedIndexes?: readonly DroppedIndex[];
+    readonly droppedTriggers?: readonly DroppedTrigger[];
   }[];
 }
 

@@ -20,7 +20,7 @@ import {
   kindOf,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
-import type { DroppedIndex } from '../apply/target/index.ts';
+import type { DroppedIndex, DroppedTrigger } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
   recordSuspension,
@@ -84,6 +84,7 @@ export class Importer {
   readonly #heldRows = new Set<string>();
   /** Indexes a user added that a snapshot in this file replaced its tables without (see user-indexes.ts). */
   readonly #droppedIndexes: (DroppedIndex & { readonly projection: string })[] = [];
+  readonly #droppedTriggers: (DroppedTrigger & { readonly projection: string })[] = [];
 
   constructor(db: Db, options: ImportOptions) {
     this.#db = db;
@@ -179,12 +180,16 @@ export class Importer {
     const projections = (this.#projections ?? []).map((p) => {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
+      const droppedTriggers = this.#droppedTriggers
+        .filter((d) => d.projection === p.name)
+        .map(({ name, table, why, sql }) => ({ name, table, why, sql }));
       return {
         name: p.name,
         state: r?.state ?? 'absent',
         ...(r?.reason != null ? { reason: r.reason } : {}),
         seq: r?.seq ?? 0,
         ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
+        ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
       };
     });
     return {
@@ -434,9 +439,10 @@ export class Importer {
       if (!line.tables.includes(table)) continue;
       await this.#flush(table, t);
       for (const install of t.installs) {
-        const { droppedIndexes } = await install.finish(line.cursor, line.seq);
+        const { droppedIndexes, droppedTriggers } = await install.finish(line.cursor, line.seq);
         ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
+        for (const d of droppedTriggers) this.#droppedTriggers.push({ projection: install.p.name, ...d });
       }
       this.#recordFed(t.installs.map((i) => i.p.name));
     }

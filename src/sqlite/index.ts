@@ -81,7 +81,7 @@ export {
   writeTransaction,
   writeTransactionSync,
 } from './transaction.ts';
-export { triggerTiming } from './trigger-timing.ts';
+export { triggerTiming, triggerUpdateOf } from './trigger-timing.ts';
 export { WalFiles } from './wal-frames.ts';
 export type { WalCommit, WalEnd } from './wal-frames.ts';
 export { dropWorkTables, emptyWorkTables, workTable, workTableName } from './work-tables.ts';

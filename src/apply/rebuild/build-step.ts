@@ -131,7 +131,7 @@ export async function buildStep(
     if ((await replayEvents(t, p, table, b.shadow, fill.seq, hi)) !== undefined) return 'discard';
     if (hi < view.hw) return building('replay', { ...b, fill: { seq: hi } });
   }
-  const { cursor, droppedIndexes } = atomicSwapShadow(t, p, rec, b, view, table);
+  const { cursor, droppedIndexes, droppedTriggers } = atomicSwapShadow(t, p, rec, b, view, table);
   return {
     kind: 'initialized',
     rows: b.copied,
@@ -140,5 +140,6 @@ export async function buildStep(
     reason: b.reason,
     swapped: true,
     ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+    ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
   };
 }

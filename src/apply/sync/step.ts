@@ -383,7 +383,7 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
       : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),
   );
   const cursor = cursorToken(db, view, [table], view.hw);
-  const { rows, droppedIndexes } = await install.finish(cursor, view.hw);
+  const { rows, droppedIndexes, droppedTriggers } = await install.finish(cursor, view.hw);
   return {
     kind: 'initialized',
     rows,
@@ -391,5 +391,6 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
     cursor,
     ...(reason === undefined ? {} : { reason }),
     ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+    ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
   };
 }
