@@ -149,6 +149,24 @@ export const verifyOutput = z.object({
       skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
       repair: z.string().optional(),
+      sourceAffinity: z
+        .object({
+          table: z.string(),
+          columns: z.array(z.string()),
+          misfits: z.array(
+            z.object({
+              column: z.string(),
+              affinity: z.string(),
+              count: z.number().int(),
+              classes: z.array(z.string()),
+              key: z.array(jsonValueSchema),
+              value: z.string(),
+            }),
+          ),
+          rewrite: z.string(),
+          message: z.string(),
+        })
+        .optional(),
       suspended: z.literal(true).optional(),
       cleared: z.literal(true).optional(),
     }),

@@ -2,8 +2,8 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { folderNotWritable, requireWriteAccess, writeAccessProblem } from './access.ts';
-export { affinityOf, canHoldNegativeZero } from './affinity.ts';
-export type { Affinity } from './affinity.ts';
+export { affinityMisfits, affinityOf, canHoldNegativeZero } from './affinity.ts';
+export type { Affinity, AffinityMisfit } from './affinity.ts';
 export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
 export {
   RawText,
