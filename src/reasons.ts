@@ -371,6 +371,14 @@ export const REASONS = {
     repair: null,
   },
   SYNC_FAILING: { kinds: ['verify'], clears: false, explain: 'The last sync of the projection failed; it is not compared.', repair: null },
+  SOURCE_AFFINITY: {
+    kinds: ['suspend', 'verify'],
+    clears: false,
+    explain:
+      "A source column holds values its own declared type would store in another class (its declaration changed without its rows written again: PRAGMA writable_schema), so no copy in a target whose column is declared the same can hold them as they are (the TEXT '1' of a column declared INTEGER is stored as the INTEGER 1): sync suspends a rebuild over a column whose declared type changed so (the projection keeps its rows), and verify says so of rows that differ for it.",
+    repair:
+      'store those values again in the source, each as its column\'s declared type stores it (detail.rewrite is the statement: sluice query {source} "UPDATE {table} SET c = c WHERE ..."; the capture journals each value it changes), or declare the columns as they were; then rebuild: sluice reinit {source} {target} {projection}',
+  },
   ROWS_DIFFER: {
     kinds: ['verify'],
     clears: false,

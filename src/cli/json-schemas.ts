@@ -110,6 +110,7 @@ export const syncOutput = z.object({
       error: z.object({ code: z.string(), message: z.string(), aliases }).optional(),
       stopped: z.literal(true).optional(),
       droppedIndexes: z.array(z.object({ name: z.string(), table: z.string(), why: z.string() })).optional(),
+      droppedTriggers: z.array(z.object({ name: z.string(), table: z.string(), why: z.string(), sql: z.string() })).optional(),
     }),
   ),
   rearmed: z.object({ tables: z.array(rearmedTable), fromGeneration: z.number().int(), generation: z.number().int() }).optional(),
@@ -148,6 +149,24 @@ export const verifyOutput = z.object({
       skipped: z.string().optional(),
       caveats: z.array(z.string()).optional(),
       repair: z.string().optional(),
+      sourceAffinity: z
+        .object({
+          table: z.string(),
+          columns: z.array(z.string()),
+          misfits: z.array(
+            z.object({
+              column: z.string(),
+              affinity: z.string(),
+              count: z.number().int(),
+              classes: z.array(z.string()),
+              key: z.array(jsonValueSchema),
+              value: z.string(),
+            }),
+          ),
+          rewrite: z.string(),
+          message: z.string(),
+        })
+        .optional(),
       suspended: z.literal(true).optional(),
       cleared: z.literal(true).optional(),
     }),
@@ -177,6 +196,7 @@ export const importOutput = z.object({
       error: z.object({ code: z.string(), message: z.string() }).optional(),
       rebuilt: reason.optional(),
       action: z.string().optional(),
+      droppedTriggers: z.array(z.object({ name: z.string(), table: z.string(), why: z.string(), sql: z.string() })).optional(),
     }),
   ),
 });

@@ -18,6 +18,7 @@ export function reportJson(r: SyncReport): unknown {
       ...(p.error === undefined ? {} : { error: { ...p.error, ...aliasFields(p.error.code) } }),
       ...(p.stopped === undefined ? {} : { stopped: p.stopped }),
       ...(p.droppedIndexes === undefined ? {} : { droppedIndexes: p.droppedIndexes }),
+      ...(p.droppedTriggers === undefined ? {} : { droppedTriggers: p.droppedTriggers }),
     })),
     ...(r.rearmed === undefined ? {} : { rearmed: r.rearmed }),
     ...(r.unmirrored === undefined ? {} : { unmirrored: r.unmirrored }),

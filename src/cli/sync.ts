@@ -56,6 +56,12 @@ export function describeReport(
         return `${p.name}: FAILED ${p.error.code}: ${p.error.message} (nothing of the failed batch was committed; other projections went on)`;
       const lost = (p.droppedIndexes ?? [])
         .map((d) => `; your index ${d.name} on ${d.table} could not be made again on the rebuilt table (${d.why})`)
+        .concat(
+          (p.droppedTriggers ?? []).map(
+            (d) =>
+              `; your trigger ${d.name} on ${d.table} could not be made again on the rebuilt table (${d.why}); to make it again, fix and run: ${d.sql}`,
+          ),
+        )
         .join('');
       return p.state === 'active'
         ? `${p.name}: ${what}applied ${p.applied} events, at seq ${p.seq}${p.stopped === true ? ' (stopped before catching up)' : ''}${lost}`

@@ -54,7 +54,7 @@ export function registerVerify(program: Command): void {
               p.ok
                 ? `${p.name}: ok (${p.checked} keys at seq ${p.seq}${p.inFlight > 0 ? `, ${p.inFlight} changed since and skipped` : ''}${p.reason !== undefined ? `, ${p.reason}` : ''})`
                 : (p.diffs.length > 0
-                    ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}`
+                    ? `${p.name}: MISMATCH ${p.diffs.map((d) => `${d.kind} ${JSON.stringify(d.key)}`).join(', ')}${p.skipped === undefined ? '' : ` (${p.skipped})`}${p.sourceAffinity === undefined ? '' : ` (${p.reason ?? ''}: ${p.sourceAffinity.message})`}`
                     : `${p.name}: NOT VERIFIED ${p.reason ?? ''}: ${p.skipped ?? ''}`) +
                   // The repair, as health prints it, unless the line already says it.
                   (p.repair === undefined || p.skipped?.includes(p.repair) === true ? '' : `\n   -> ${p.repair}`),
@@ -62,7 +62,11 @@ export function registerVerify(program: Command): void {
             .concat(
               r.projections.flatMap((p) =>
                 p.suspended === true
-                  ? [`${p.name}: suspended, as sluice health now says too: ${repairAction(p.name, 'TARGET_EDITED', source, target)}`]
+                  ? [
+                      p.sourceAffinity === undefined
+                        ? `${p.name}: suspended, as sluice health now says too: ${repairAction(p.name, 'TARGET_EDITED', source, target)}`
+                        : `${p.name}: suspended (${p.reason ?? ''}), as sluice health now says too, with the repair above`,
+                    ]
                   : p.cleared === true
                     ? [
                         `${p.name}: equal to its source again: its TARGET_EDITED suspension is cleared, and the next sync goes on from its cursor`,

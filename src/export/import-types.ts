@@ -1,5 +1,5 @@
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
-import type { FedBy, DroppedIndex } from '../apply/target/index.ts';
+import type { FedBy, DroppedIndex, DroppedTrigger } from '../apply/target/index.ts';
 import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { TextEncoding } from '../sqlite/index.ts';
@@ -83,6 +83,7 @@ export interface ImportReport {
     readonly rebuilt?: string;
     /** What to do, for a mirror "*" asks for that the target does not hold (state `pending`, MIRROR_NOT_BUILT). */
     readonly action?: string;
+    readonly droppedTriggers?: readonly DroppedTrigger[];
   }[];
 }
 

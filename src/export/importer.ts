@@ -22,7 +22,7 @@ import {
   type AlterDecision,
 } from '../projection/index.ts';
 import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
-import type { DroppedIndex, ProjectionRecord } from '../apply/target/index.ts';
+import type { DroppedIndex, DroppedTrigger, ProjectionRecord } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
   recordSuspension,
@@ -145,6 +145,7 @@ export class Importer {
    * again.
    */
   readonly #failures = new Map<string, Failure>();
+  readonly #droppedTriggers: (DroppedTrigger & { readonly projection: string })[] = [];
 
   constructor(db: Db, options: ImportOptions) {
     this.#db = db;
@@ -252,6 +253,9 @@ export class Importer {
       const r = readProjection(this.#db, SCHEMA, p.name);
       const dropped = this.#droppedIndexes.filter((d) => d.projection === p.name).map(({ name, table, why }) => ({ name, table, why }));
       const error = this.#failures.get(p.name);
+      const droppedTriggers = this.#droppedTriggers
+        .filter((d) => d.projection === p.name)
+        .map(({ name, table, why, sql }) => ({ name, table, why, sql }));
       return {
         name: p.name,
         state: r?.state ?? 'absent',
@@ -260,6 +264,7 @@ export class Importer {
         ...(dropped.length === 0 ? {} : { droppedIndexes: dropped }),
         ...(error === undefined ? {} : { error }),
         ...(this.#rebuilt.has(p.name) ? { rebuilt: this.#rebuilt.get(p.name) as ReasonCode } : {}),
+        ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
       };
     });
     if (all !== undefined && carrying !== undefined) projections.push(...this.#unbuiltMirrors(all, carrying, stream.label));
@@ -680,9 +685,10 @@ export class Importer {
         const why =
           was?.reason ?? (was?.cursor == null ? undefined : broken(cursorContinues(was.cursor, cursor, { tables: [table] }))?.reason);
         let droppedIndexes: readonly DroppedIndex[];
+        let droppedTriggers: readonly DroppedTrigger[];
         try {
           // In a savepoint: a custom handler's init that fails takes only its own build back.
-          ({ droppedIndexes } = await writeTransaction(this.#db, async () => {
+          ({ droppedIndexes, droppedTriggers } = await writeTransaction(this.#db, async () => {
             const r = await install.finish(line.cursor, line.seq);
             ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
             return r;
@@ -698,6 +704,7 @@ export class Importer {
         this.#failures.delete(install.p.name);
         built.push(install.p.name);
         for (const d of droppedIndexes) this.#droppedIndexes.push({ projection: install.p.name, ...d });
+        for (const d of droppedTriggers) this.#droppedTriggers.push({ projection: install.p.name, ...d });
       }
       this.#recordFed(built);
     }

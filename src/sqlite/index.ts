@@ -2,8 +2,8 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { folderNotWritable, requireWriteAccess, writeAccessProblem } from './access.ts';
-export { affinityOf, canHoldNegativeZero } from './affinity.ts';
-export type { Affinity } from './affinity.ts';
+export { affinityMisfits, affinityOf, canHoldNegativeZero } from './affinity.ts';
+export type { Affinity, AffinityMisfit } from './affinity.ts';
 export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
 export {
   INT64_OUT_OF_RANGE,
@@ -84,7 +84,7 @@ export {
   writeTransaction,
   writeTransactionSync,
 } from './transaction.ts';
-export { triggerTiming } from './trigger-timing.ts';
+export { triggerTiming, triggerUpdateOf } from './trigger-timing.ts';
 export { WalFiles } from './wal-frames.ts';
 export type { WalCommit, WalEnd } from './wal-frames.ts';
 export { dropWorkTables, emptyWorkTables, workTable, workTableName } from './work-tables.ts';

@@ -1,17 +1,23 @@
 /*
- * When a trigger fires relative to its statement, read from its CREATE
- * TRIGGER text (no pragma tells). Only the head of the statement is
- * tokenized: CREATE [TEMP|TEMPORARY] TRIGGER [IF NOT EXISTS] [schema.]name
- * [BEFORE | AFTER | INSTEAD OF]; a missing timing means BEFORE.
+ * When a trigger fires relative to its statement, and the columns of an
+ * UPDATE OF trigger, read from its CREATE TRIGGER text (no pragma tells).
+ * Only the head of the statement is tokenized: CREATE [TEMP|TEMPORARY]
+ * TRIGGER [IF NOT EXISTS] [schema.]name [BEFORE | AFTER | INSTEAD OF]
+ * (DELETE | INSERT | UPDATE [OF column, ...]) ON; a missing timing means
+ * BEFORE.
  */
 
 type TriggerTiming = 'BEFORE' | 'AFTER' | 'INSTEAD OF';
 
-/** The first `limit` tokens of SQL text: words and quoted names, with comments and blanks skipped. */
-function headTokens(sql: string, limit: number): string[] {
+/**
+ * The first `limit` tokens of SQL text (up to and with the word `until`):
+ * words (as written) and quoted names (`"name"`, their doubled quotes made
+ * one), with comments and blanks skipped.
+ */
+function headTokens(sql: string, limit: number, until?: string): string[] {
   const out: string[] = [];
   let i = 0;
-  while (i < sql.length && out.length < limit) {
+  while (i < sql.length && out.length < limit && (until === undefined || out[out.length - 1]?.toUpperCase() !== until)) {
     const ch = sql[i] as string;
     if (/\s/.test(ch)) {
       i++;
@@ -38,7 +44,8 @@ function headTokens(sql: string, limit: number): string[] {
         j = k + 1;
         break;
       }
-      out.push(`"${sql.slice(i + 1, j - 1)}"`); // quoted: never a keyword
+      const inner = sql.slice(i + 1, j - 1);
+      out.push(`"${close === ']' ? inner : inner.replaceAll(close + close, close)}"`); // quoted: never a keyword
       i = j;
     } else {
       const m = /^[A-Za-z0-9_$\u0080-\uffff]+/.exec(sql.slice(i, i + 256));
@@ -46,7 +53,7 @@ function headTokens(sql: string, limit: number): string[] {
         out.push(ch);
         i++;
       } else {
-        out.push(m[0].toUpperCase());
+        out.push(m[0]);
         i += m[0].length;
       }
     }
@@ -54,21 +61,49 @@ function headTokens(sql: string, limit: number): string[] {
   return out;
 }
 
-/** The timing of a trigger from its SQL; 'AFTER' when the text cannot be read (the conservative answer for sluice's ordering rule). */
-export function triggerTiming(sql: string): TriggerTiming {
-  const t = headTokens(sql, 12);
+/** The tokens of a CREATE TRIGGER after its name, words upper-cased (`raw`: as written), or undefined when the text is not one. */
+function afterName(raw: readonly string[]): { t: string[]; raw: string[] } | undefined {
+  // A quoted name keeps its quotes: never a keyword.
+  const t = raw.map((x) => x.toUpperCase());
   let i = 0;
   const take = (word: string) => (t[i] === word ? (i++, true) : false);
-  if (!take('CREATE')) return 'AFTER';
+  if (!take('CREATE')) return undefined;
   if (!take('TEMP')) take('TEMPORARY');
-  if (!take('TRIGGER')) return 'AFTER';
+  if (!take('TRIGGER')) return undefined;
   if (t[i] === 'IF' && t[i + 1] === 'NOT' && t[i + 2] === 'EXISTS') i += 3;
-  if (t[i] === undefined) return 'AFTER';
+  if (t[i] === undefined) return undefined;
   i++; // the name (or schema)
   if (t[i] === '.') i += 2;
-  if (take('BEFORE')) return 'BEFORE';
-  if (take('AFTER')) return 'AFTER';
-  if (take('INSTEAD')) return 'INSTEAD OF';
-  if (t[i] === 'INSERT' || t[i] === 'UPDATE' || t[i] === 'DELETE') return 'BEFORE';
+  return { t: t.slice(i), raw: raw.slice(i) };
+}
+
+/** The timing of a trigger from its SQL; 'AFTER' when the text cannot be read (the conservative answer for sluice's ordering rule). */
+export function triggerTiming(sql: string): TriggerTiming {
+  const t = afterName(headTokens(sql, 12))?.t;
+  if (t === undefined) return 'AFTER';
+  if (t[0] === 'BEFORE') return 'BEFORE';
+  if (t[0] === 'AFTER') return 'AFTER';
+  if (t[0] === 'INSTEAD') return 'INSTEAD OF';
+  if (t[0] === 'INSERT' || t[0] === 'UPDATE' || t[0] === 'DELETE') return 'BEFORE';
   return 'AFTER';
+}
+
+/**
+ * The columns an `UPDATE OF` trigger fires on, as written (a quoted name
+ * unquoted; compare them with foldIdent); undefined for any other
+ * trigger, or text that cannot be read as one.
+ */
+export function triggerUpdateOf(sql: string): string[] | undefined {
+  const head = afterName(headTokens(sql, 10_000, 'ON'));
+  if (head === undefined) return undefined;
+  const { t, raw } = head;
+  let i = t[0] === 'BEFORE' || t[0] === 'AFTER' ? 1 : t[0] === 'INSTEAD' ? 2 : 0;
+  if (t[i] !== 'UPDATE' || t[i + 1] !== 'OF') return undefined;
+  const columns: string[] = [];
+  for (i += 2; i < t.length; i += 2) {
+    const c = raw[i] as string;
+    columns.push(c.startsWith('"') ? c.slice(1, -1) : c);
+    if (t[i + 1] !== ',') break;
+  }
+  return t[i + 1] === 'ON' ? columns : undefined;
 }

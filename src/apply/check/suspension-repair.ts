@@ -1,4 +1,4 @@
-import { repairAction, shellCommand, type Db } from '../../sqlite/index.ts';
+import { repairAction, shellCommand, shellWord, type Db } from '../../sqlite/index.ts';
 import { nextSyncArming, rearmFix, unarmedDetail } from '../../capture/index.ts';
 import { currentCode } from '../../reasons.ts';
 import type { FedBy } from '../target/index.ts';
@@ -86,7 +86,28 @@ export function suspensionRepair(
     const detail = source === undefined || arming !== 'unarmed' ? undefined : unarmedDetail(source, table);
     return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail);
   }
+  if (r.reason != null && currentCode(r.reason) === 'SOURCE_AFFINITY' && typeof r.detail?.rewrite === 'string')
+    return sourceAffinityRepair(r.name, r.detail, sourcePath, targetPath);
   return repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable);
+}
+
+/**
+ * SOURCE_AFFINITY, with the statement its detail records (source-affinity.ts)
+ * as the command that runs it: the values are stored again in the source,
+ * then the projection rebuilt. (A rebuild alone would copy them as they are
+ * again: only the source can change them.)
+ */
+function sourceAffinityRepair(
+  name: string,
+  detail: Readonly<Record<string, unknown>>,
+  sourcePath: string | undefined,
+  targetPath: string | undefined,
+): string {
+  const columns = Array.isArray(detail.columns) ? detail.columns.filter((c) => typeof c === 'string') : [];
+  const table = typeof detail.table === 'string' ? detail.table : 'the source table';
+  const source = sourcePath === undefined ? 'SOURCE' : shellWord(sourcePath);
+  const rebuild = shellCommand('reinit', { source: sourcePath, target: targetPath, projection: name });
+  return `SOURCE_AFFINITY: ${columns.map((c) => `${table}.${c}`).join(', ')} hold${columns.length === 1 ? 's' : ''} values that ${columns.length === 1 ? 'its declared type stores' : 'their declared types store'} in another class (sluice health --json: detail.message), which no copy can hold as they are; store them again in the source, each as its declared type stores it: sluice query ${source} ${shellWord(String(detail.rewrite))} (the capture journals each value it changes), or declare ${columns.length === 1 ? 'the column' : 'the columns'} as before; then rebuild: ${rebuild}`;
 }
 
 /** The stream that feeds projection `r`, when sluice subscribe feeds it (no source path: sync has nothing to sync it from). */

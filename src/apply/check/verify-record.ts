@@ -83,7 +83,11 @@ export function recordVerdicts(
                 : `another program wrote ${rec.targetTable}'s index, which keeps no values to compare (a contentless FTS5 index): only a rebuild makes it the source's again: sluice reinit`,
           };
         const now = out[i] as ProjectionVerification;
-        if (!now.ok && rec.state === 'active') {
+        if (!now.ok && rec.state === 'active' && now.sourceAffinity !== undefined) {
+          // Not a hand edit: the source holds values no copy can keep as they are (source-affinity.ts).
+          setState(db, 'main', rec.name, 'suspended', 'SOURCE_AFFINITY', { ...now.sourceAffinity, diffs: now.diffs });
+          out[i] = { ...now, suspended: true };
+        } else if (!now.ok && rec.state === 'active') {
           const rows = kindNamed(rec.kind)?.rowTable(rec.targetTable);
           setState(db, 'main', rec.name, 'suspended', EDITED, {
             table: rec.targetTable,

@@ -1,4 +1,5 @@
 import type { JsonValue } from '../../sqlite/index.ts';
+import type { SourceAffinityDetail } from '../projections/index.ts';
 
 /* What verify reports (verify.ts), apart from it so that what records its verdicts (verify-record.ts) reads them without a circle. */
 
@@ -39,7 +40,13 @@ export interface ProjectionVerification {
    * the source.
    */
   readonly repair?: string;
-  /** This verify suspended it (TARGET_EDITED): it differs from its source (verify-record.ts). */
+  /**
+   * Its rows differ because source columns it reads hold values their
+   * declared types store in another class (reason SOURCE_AFFINITY): which,
+   * and the statement that stores them again in the source.
+   */
+  readonly sourceAffinity?: SourceAffinityDetail;
+  /** This verify suspended it (TARGET_EDITED, or SOURCE_AFFINITY): it differs from its source (verify-record.ts). */
   readonly suspended?: true;
   /** This verify found it equal again and cleared its TARGET_EDITED. */
   readonly cleared?: true;

@@ -28,7 +28,15 @@ import {
   kindOf,
 } from '../../projection/index.ts';
 import { excludedColumns } from '../../capture/index.ts';
-import { compileStoredToday, isBroken, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
+import {
+  compileStoredToday,
+  isBroken,
+  unbuiltMirrorAction,
+  unbuiltMirrors,
+  SOURCE_AFFINITY,
+  sourceAffinityDetail,
+  sourceMisfits,
+} from '../projections/index.ts';
 import {
   CHANGED_HELD,
   CHANGED_TABLE,
@@ -435,7 +443,18 @@ function compareOne(
     kind: Number(r[k.length + 1]) === 1 ? 'missing' : Number(r[k.length]) === 1 ? 'extra' : 'different',
   }));
   dropWorkTables(db);
-  return acrossWindow({ ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) }, window);
+  const found = { ...base, ok: diffs.length === 0, checked, inFlight, diffs, ...(caveats.length === 0 ? {} : { caveats }) };
+  // Rows that differ because the source holds values its declared types store otherwise: said so, with the repair
+  // that works (a rebuild alone copies them so again), not as a hand edit.
+  if (diffs.length > 0 && !window && paths !== undefined && shadowAt === undefined) {
+    const misfits = sourceMisfits(db, p);
+    if (misfits.length > 0) {
+      const detail = sourceAffinityDetail(p, misfits);
+      const repair = suspensionRepair({ name: rec.name, reason: SOURCE_AFFINITY, detail: { ...detail } }, paths.source, paths.target);
+      return { ...found, reason: SOURCE_AFFINITY, sourceAffinity: detail, repair };
+    }
+  }
+  return acrossWindow(found, window);
 }
 
 function dropWorkTables(db: Db): void {

@@ -34,8 +34,11 @@ import {
   PROJECTIONS_TABLE,
   type ProjectionRecord,
   restoreIndexes,
+  restoreTriggers,
   userIndexes,
+  userTriggers,
   type DroppedIndex,
+  type DroppedTrigger,
   type UserIndex,
 } from '../target/index.ts';
 
@@ -232,7 +235,7 @@ export function commitBatch(t: ApplyTarget, p: CompiledProjection, cursor: strin
 /**
  * A snapshot being installed as a projection: built into shadow tables,
  * then swapped in (old tables dropped, shadow renamed, the user's indexes
- * made again, the cursor stored), all in the caller's transaction. Readers
+ * and triggers made again, the cursor stored), all in the caller's transaction. Readers
  * see the old projection until the commit, and the new one after it.
  */
 export class SnapshotInstall {
@@ -320,9 +323,18 @@ export class SnapshotInstall {
   }
 
   /** Swaps the shadow in and stores the cursor the snapshot was read at. */
-  async finish(cursor: string, seq: number): Promise<{ readonly rows: number; readonly droppedIndexes: readonly DroppedIndex[] }> {
+  async finish(
+    cursor: string,
+    seq: number,
+  ): Promise<{
+    readonly rows: number;
+    readonly droppedIndexes: readonly DroppedIndex[];
+    readonly droppedTriggers: readonly DroppedTrigger[];
+  }> {
     const { db, schema } = this.#t;
     const rows = await this.#build.finish();
+    // The user's triggers on the tables it replaces, which go with them: none is on the shadow, so the snapshot fired none.
+    const triggers = userTriggers(db, schema, this.#previous);
     const drop = () => {
       for (const x of this.#previous) db.exec(`DROP TABLE IF EXISTS ${quoteIdent(schema)}.${quoteIdent(x)}`);
     };
@@ -331,8 +343,9 @@ export class SnapshotInstall {
     kindOf(this.p).rename(db, schema, this.p, this.#shadow);
     // The indexes a user added to the tables it replaced, made again (see user-indexes.ts).
     const droppedIndexes = restoreIndexes(db, schema, this.#indexes);
+    const droppedTriggers = restoreTriggers(db, schema, triggers);
     storeCursor(db, schema, this.p.name, cursor, seq, 0, null);
-    return { rows, droppedIndexes };
+    return { rows, droppedIndexes, droppedTriggers };
   }
 }
 

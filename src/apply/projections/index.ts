@@ -34,6 +34,8 @@ export {
   streamMirrors,
 } from './projection-set.ts';
 export type { MirrorAll, SetChange, StreamSet, Unmirrored } from './projection-set.ts';
+export { SOURCE_AFFINITY, sourceAffinityDetail, sourceAffinityGate, sourceMisfits } from './source-affinity.ts';
+export type { SourceAffinityDetail } from './source-affinity.ts';
 export type { StepOutcome } from './step-outcome.ts';
 export {
   admitted,

@@ -1,4 +1,4 @@
-import type { DroppedIndex } from '../target/index.ts';
+import type { DroppedIndex, DroppedTrigger } from '../target/index.ts';
 import type { Suspension } from './applier.ts';
 
 /** The outcome of one step for one projection (step.ts): what its target transaction did. */
@@ -10,6 +10,7 @@ export type StepOutcome =
       readonly cursor: string;
       readonly reason?: string;
       readonly droppedIndexes?: readonly DroppedIndex[];
+      readonly droppedTriggers?: readonly DroppedTrigger[];
       /** Built beside the live projection in bounded steps and swapped in (a protected rebuild), not in one transaction. */
       readonly swapped?: true;
     }

@@ -6,7 +6,7 @@ import { readProjection, type ProjectionRecord } from '../target/index.ts';
 import { validateCursor, readSourceView } from '../../feed/index.ts';
 import { withReadTransaction } from '../../sqlite/index.ts';
 import { shadowMatchesSource } from '../check/index.ts';
-import { replacedTables, type ApplyTarget } from '../projections/index.ts';
+import { replacedTables, sourceAffinityGate, type ApplyTarget } from '../projections/index.ts';
 import {
   atomicSwapShadow,
   buildCursor,
@@ -100,6 +100,9 @@ export async function buildStep(
   // What the build copied, caught up and replayed is the source's rows only while the journal since is its
   // whole history: after a bump, a re-armed table or DDL sluice did not make, it starts again from the source.
   if (b.cursor === undefined || validateCursor(t.db, b.cursor, view).status !== 'ok') {
+    // (A declaration changed in place since is checked as a new build's is: step.ts.)
+    const misfit = sourceAffinityGate(t.db, p, rec);
+    if (misfit !== undefined) return misfit;
     const again = startShadowBuild(t, p, view, b.reason, replacedTables(rec, p));
     if (again.token !== undefined) watch?.started(p.name, again.token);
     return building('copy', await copyChunk(t, copyTarget(p, again), table, again));
@@ -131,7 +134,7 @@ export async function buildStep(
     if ((await replayEvents(t, p, table, b.shadow, fill.seq, hi)) !== undefined) return 'discard';
     if (hi < view.hw) return building('replay', { ...b, fill: { seq: hi } });
   }
-  const { cursor, droppedIndexes } = atomicSwapShadow(t, p, rec, b, view, table);
+  const { cursor, droppedIndexes, droppedTriggers } = atomicSwapShadow(t, p, rec, b, view, table);
   return {
     kind: 'initialized',
     rows: b.copied,
@@ -140,5 +143,6 @@ export async function buildStep(
     reason: b.reason,
     swapped: true,
     ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+    ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
   };
 }

@@ -13,8 +13,11 @@ import {
   readBuild,
   shadowBuildOf,
   restoreIndexes,
+  restoreTriggers,
   userIndexes,
+  userTriggers,
   type DroppedIndex,
+  type DroppedTrigger,
 } from '../target/index.ts';
 import type { BuildState } from '../target/index.ts';
 import { checkTablesFree, replacedTables, type ApplyTarget } from '../projections/index.ts';
@@ -46,7 +49,8 @@ import { retireTables } from './retired-tables.ts';
  *     after it, in bounded batches, as sync applies them to the live one;
  *  6. atomicSwapShadow: in one transaction, the last catch-up, the old
  *     tables renamed away (retired), the shadow renamed in, the user's
- *     indexes made again, and the new definition, fingerprint and cursor
+ *     indexes and triggers made again (a trigger is never on a shadow: the
+ *     copy and its catch-ups fire none), and the new definition, fingerprint and cursor
  *     stored together; the staged copy (retired too) and the build state
  *     go with that commit;
  *  7. the retired tables are dropped, one per transaction
@@ -188,8 +192,9 @@ export function dropShadow(t: ApplyTarget, b: BuildState, scrub = false): void {
  * atomicSwapShadow: in the caller's transaction, the shadow (caught up to
  * `hw`) replaces the projection: the old tables (and a staged copy) retired
  * (renamed away, dropped later, each in a transaction of its own:
- * retired-tables.ts), the shadow's renamed in, the user's indexes on the old ones made again, and the new
- * definition, fingerprint and cursor stored with the build state cleared.
+ * retired-tables.ts), the shadow's renamed in, the user's indexes and triggers on the old ones made again
+ * (user-indexes.ts, user-triggers.ts), and the new definition, fingerprint and cursor stored with the build
+ * state cleared.
  */
 export function atomicSwapShadow(
   t: ApplyTarget,
@@ -198,22 +203,25 @@ export function atomicSwapShadow(
   b: BuildState,
   view: SourceView,
   table: CapturedTable,
-): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[] } {
+): { readonly cursor: string; readonly droppedIndexes: readonly DroppedIndex[]; readonly droppedTriggers: readonly DroppedTrigger[] } {
   const { db, schema } = t;
   const old = replacedTables(rec, p);
   // Free when the build started, but a user may have made a table of a new name since: refused by name, not by a raw rename error.
   checkTablesFree(t, p, old);
   const indexes = userIndexes(db, schema, old);
+  // Read before the old tables are retired: their triggers are dropped with them (retired-tables.ts).
+  const triggers = userTriggers(db, schema, old);
   // Renamed out of the way, not dropped: a drop frees every page with the lock held (retired-tables.ts).
   // Tables of a definition that read a column left out of capture since: their drop is scrubbed (retired-tables.ts).
   retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes, holdsExcluded(rec.sourceShape, p.source));
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
+  const droppedTriggers = restoreTriggers(db, schema, triggers);
   cachedStatement(
     db,
     `UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET source_id = ?, source_path = ?, source_table = ?, definition = ?, source_shape = ?, fingerprint = ?, kind = ?, target_table = ?, build = NULL WHERE name = ?`,
   ).run(t.sourceId, t.sourcePath, p.source.table, b.definition, b.shape, b.fingerprint, p.kind, p.targetTable, p.name);
   const cursor = cursorToken(db, view, [table], view.hw);
   storeCursor(db, schema, p.name, cursor, view.hw, 0, null);
-  return { cursor, droppedIndexes };
+  return { cursor, droppedIndexes, droppedTriggers };
 }

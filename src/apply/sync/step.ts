@@ -17,6 +17,7 @@ import {
   SnapshotInstall,
   type ApplyTarget,
   type Suspension,
+  sourceAffinityGate,
 } from '../projections/index.ts';
 import { runBatchPath } from './batch-path.ts';
 import { decideFromCursor, decideFromRow, unbuildable, type StepDecision } from './step-decision.ts';
@@ -257,6 +258,9 @@ async function carryOut(
     case 'rebuild': {
       if (d.resume) return continueBuild(here, rec as ProjectionRecord, build as BuildState, validated);
       if (!d.protected) return initialize(here, d.over ? rec : undefined, d.reason);
+      // A column declared anew in place may hold values a copy cannot keep as they are: the projection keeps its rows.
+      const misfit = sourceAffinityGate(target.db, p, rec as ProjectionRecord);
+      if (misfit !== undefined) return misfit;
       // The intent and the empty shadow tables in a step of their own: their DDL makes the connection prepare its statements again.
       const started = startShadowBuild(target, p, view, d.reason as string, replacedTables(rec, p));
       if (started.token !== undefined) here.ctx.buildWatch?.started(p.name, started.token);
@@ -374,6 +378,9 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
   // (Decided already, but for a rebuild after a batch that did not prove: a table armed anew since, in keys mode...)
   const cannot = unbuildable(buildFacts(here));
   if (cannot?.does === 'suspend') return suspension(cannot.reason, cannot.detail);
+  // Over a built projection: a column declared anew in place may hold values a copy cannot keep as they are (source-affinity.ts).
+  const misfit = rec === undefined ? undefined : sourceAffinityGate(db, p, rec);
+  if (misfit !== undefined) return misfit;
   const table = view.tables.get(p.source.table)?.table as CapturedTable;
   const install = SnapshotInstall.begin(target, p, rec);
   if (progress?.rows === false) progress.snapshotRows(0);
@@ -383,7 +390,7 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
       : reportedSourceRows(db, p, table, (rows, total) => progress.snapshotRows(rows, total)),
   );
   const cursor = cursorToken(db, view, [table], view.hw);
-  const { rows, droppedIndexes } = await install.finish(cursor, view.hw);
+  const { rows, droppedIndexes, droppedTriggers } = await install.finish(cursor, view.hw);
   return {
     kind: 'initialized',
     rows,
@@ -391,5 +398,6 @@ async function initialize(here: Here, rec: ProjectionRecord | undefined, reason:
     cursor,
     ...(reason === undefined ? {} : { reason }),
     ...(droppedIndexes.length === 0 ? {} : { droppedIndexes }),
+    ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
   };
 }

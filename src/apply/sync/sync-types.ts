@@ -1,6 +1,6 @@
 import type { ProjectionDefinitionInput } from '../../projection/index.ts';
 import type { RearmReport } from '../../capture/index.ts';
-import type { DroppedIndex, LostProjection } from '../target/index.ts';
+import type { DroppedIndex, DroppedTrigger, LostProjection } from '../target/index.ts';
 import type { NothingToMirrorSay, Unmirrored } from '../projections/index.ts';
 
 /* What a Syncer takes and reports (sync.ts). */
@@ -163,6 +163,8 @@ export interface ProjectionReport {
   readonly swapped?: true;
   /** Indexes a user had added to the projection's tables that its rebuild could not make again (the others were). */
   readonly droppedIndexes?: readonly DroppedIndex[];
+  /** Triggers a user had added to the projection's tables that its rebuild could not make again (the others were), each with its SQL. */
+  readonly droppedTriggers?: readonly DroppedTrigger[];
   /** Target transactions this run committed for the projection (a snapshot, or a batch of events); 0 when absent. */
   readonly batches?: number;
   /** When the last of them committed (ms since the epoch); absent when this run committed none. */

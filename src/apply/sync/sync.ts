@@ -674,7 +674,7 @@ export class Syncer {
     let commits: Pick<ProjectionReport, 'batches' | 'lastCommitMs'> = {};
     const committed = () => (commits = { batches: (commits.batches ?? 0) + 1, lastCommitMs: Date.now() });
     // What a snapshot in this run adds to the report.
-    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'swapped'> = {};
+    let built: Pick<ProjectionReport, 'snapshotRows' | 'rebuilt' | 'droppedIndexes' | 'droppedTriggers' | 'swapped'> = {};
     // For progress: the source rows a snapshot in this run has read, of its total (when counted).
     let snap: { readonly rows: number; readonly total?: number } | undefined;
     // A step runs synchronously under its awaits: between two of them, give
@@ -754,6 +754,7 @@ export class Syncer {
           ...(out.reason === undefined ? {} : { rebuilt: out.reason }),
           ...(out.swapped === true ? { swapped: true as const } : {}),
           ...(out.droppedIndexes === undefined ? {} : { droppedIndexes: out.droppedIndexes }),
+          ...(out.droppedTriggers === undefined ? {} : { droppedTriggers: out.droppedTriggers }),
         };
         // Every source row read: the count's total when there was one (a map's filter may keep fewer rows);
         // a protected rebuild's own count of the rows it copied (its total was counted before the copy).

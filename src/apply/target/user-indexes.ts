@@ -31,17 +31,20 @@ const FTS5_SHADOWS = ['_data', '_idx', '_content', '_docsize', '_config'] as con
 
 export function userIndexes(db: Db, schema: string, tables: readonly string[]): UserIndex[] {
   if (tables.length === 0) return [];
-  const s = quoteIdent(schema);
+  const stmt = db.prepare(
+    `SELECT name, tbl_name AS "table", sql FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = ? COLLATE NOCASE ORDER BY name`,
+  );
+  return withFts5Shadows(db, schema, tables).flatMap((t) => stmt.all(t) as UserIndex[]);
+}
+
+/** `tables`, each FTS5 table among them followed by the tables FTS5 made for it (which a user may index, or put triggers on). */
+export function withFts5Shadows(db: Db, schema: string, tables: readonly string[]): string[] {
   const isFts5 = db
     .prepare(
-      `SELECT 1 FROM ${s}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'`,
+      `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE AND sql LIKE 'CREATE VIRTUAL TABLE%USING fts5%'`,
     )
     .pluck();
-  const withShadows = tables.flatMap((t) => (isFts5.get(t) === undefined ? [t] : [t, ...FTS5_SHADOWS.map((x) => `${t}${x}`)]));
-  const stmt = db.prepare(
-    `SELECT name, tbl_name AS "table", sql FROM ${s}.sqlite_schema WHERE type = 'index' AND sql IS NOT NULL AND tbl_name = ? COLLATE NOCASE ORDER BY name`,
-  );
-  return withShadows.flatMap((t) => stmt.all(t) as UserIndex[]);
+  return tables.flatMap((t) => (isFts5.get(t) === undefined ? [t] : [t, ...FTS5_SHADOWS.map((x) => `${t}${x}`)]));
 }
 
 /**

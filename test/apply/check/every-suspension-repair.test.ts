@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { beforeAll, afterAll } from 'vitest';
-import { test, expect, describe } from '../../support/fixtures.ts';
+import { test, expect, describe, runPython } from '../../support/fixtures.ts';
 import { jsonSchemas as S } from '../../../src/cli/index.ts';
 import { REASONS, reasonsOf, repairFor, type ReasonCode } from '../../../src/reasons.ts';
 import { openDatabase } from '../../../src/sqlite/index.ts';
@@ -282,6 +282,34 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
           ),
       },
       sync(w),
+    ],
+  },
+  // A column declared anew in place (writable_schema, rows not written again): items.n, declared TEXT now, holds the
+  // integers it held, which a copy into a column declared TEXT stores as text.
+  SOURCE_AFFINITY: {
+    cause: async (w) => {
+      runPython(
+        `
+import sqlite3, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+sv = c.execute('PRAGMA schema_version').fetchone()[0]
+c.execute('PRAGMA writable_schema=ON')
+c.execute("UPDATE sqlite_schema SET sql = replace(sql, 'n INTEGER', 'n TEXT') WHERE name = 'items'")
+c.execute('PRAGMA schema_version=%d' % (sv + 1))
+c.execute('PRAGMA writable_schema=OFF')
+`,
+        [w.src],
+      );
+      await suspendingSync(w);
+    },
+    printed: (w) =>
+      `SOURCE_AFFINITY: items.n holds values that its declared type stores in another class (sluice health --json: detail.message), which no copy can hold as they are; store them again in the source, each as its declared type stores it: sluice query ${w.src} 'UPDATE "items" SET "n" = "n" WHERE typeof("n") IN ('\\''integer'\\'')' (the capture journals each value it changes), or declare the column as before; then rebuild: sluice reinit ${w.src} ${w.tgt} items`,
+    repair: (w) => [
+      {
+        fix: 'store the values again in the source',
+        apply: () => write(w.src, `UPDATE "items" SET "n" = "n" WHERE typeof("n") IN ('integer')`),
+      },
+      reinit(w),
     ],
   },
   // A custom handler that throws an Error with no code.
