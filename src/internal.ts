@@ -6,7 +6,7 @@
 // imports it, as it does the main entry; a name a user needs goes into
 // src/index.ts instead (docs/architecture.md, "Entries").
 export { aliasFields } from './reasons.ts';
-export { checkHeldFile, requireOutputPath, writeAccessProblem } from './sqlite/index.ts';
+export { checkHeldFile, readQuietly, requireOutputPath, writeAccessProblem } from './sqlite/index.ts';
 export {
   CAPTURE_RELATIONS,
   damagedCaptureError,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { z } from 'zod';
 import type { Db, FileIdentity } from '../sqlite/index.ts';
-import { schemaVersion, openDatabase, StoredRow } from '../sqlite/index.ts';
+import { schemaVersion, openDatabase, readQuietlySync, StoredRow } from '../sqlite/index.ts';
 import { DROPPED_TABLE, PROJECTIONS_TABLE } from './target-guard.ts';
 import { CONSUMERS_TABLE, CONSUMER_ADDED_COLUMNS } from './schema.ts';
 import { hasCapture } from './catalog.ts';
@@ -101,7 +101,8 @@ function storedFileIdentity(text: unknown): FileIdentity | null {
 
 /**
  * Where each sync consumer's projection is now (by consumer name; other
- * consumers are left out), reading each target read-only, once.
+ * consumers are left out), reading each target read-only, once, held so
+ * that no -wal or -shm is left beside it.
  */
 export function consumerTargets(rows: readonly ConsumerRow[]): Map<string, TargetState> {
   const out = new Map<string, TargetState>();
@@ -120,6 +121,11 @@ export function consumerTargets(rows: readonly ConsumerRow[]): Map<string, Targe
 
 function readTarget(file: string): { readonly held: Set<string>; readonly dropped: Set<string> } | 'gone' | 'unknown' {
   if (!fs.existsSync(file)) return 'gone';
+  // Held while read (readQuietlySync): a reader of a WAL file would leave a -wal and -shm beside it.
+  return readQuietlySync([file], () => readTargetHeld(file));
+}
+
+function readTargetHeld(file: string): { readonly held: Set<string>; readonly dropped: Set<string> } | 'unknown' {
   let db: Db | undefined;
   try {
     db = openDatabase(file, { readonly: true, role: 'target' });

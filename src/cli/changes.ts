@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { openSource, readBatch, journalStartCursor } from '../index.ts';
-import { eventToLine } from '../internal.ts';
+import { eventToLine, readQuietly } from '../internal.ts';
 import { collect, parseCount } from './enable.ts';
 import { jsonReplacer } from './output.ts';
 import { stdout } from './closed-pipe.ts';
@@ -27,21 +27,24 @@ export function registerChanges(program: Command): void {
       'after',
       '\nExamples:\n  $ sluice changes app.db --limit 100 > page1.jsonl\n  $ sluice changes app.db --since "$(tail -n1 page1.jsonl | jq -r .cursor)"\n  $ sluice changes app.db --table issues --columns title,body',
     )
-    .action((dbPath: string, opts: { since?: string; limit: number; table: string[]; columns: string[] }) => {
-      const db = openSource(dbPath, { readonly: true });
-      try {
-        const tables = opts.table.length > 0 ? opts.table : undefined;
-        const start = opts.since ?? journalStartCursor(db, tables);
-        const batch = readBatch(db, start, {
-          limit: opts.limit,
-          ...(tables === undefined ? {} : { tables }),
-          ...(opts.columns.length === 0 ? {} : { columns: opts.columns.filter((c) => c !== '') }),
-        });
-        const out: string[] = batch.events.map((e) => JSON.stringify(eventToLine(batch.sourceId, e), jsonReplacer));
-        out.push(JSON.stringify({ cursor: batch.to }));
-        stdout().write(`${out.join('\n')}\n`);
-      } finally {
-        db.close();
-      }
-    });
+    // The source held while read (readQuietly): a reader of a WAL file would leave a -wal and -shm beside it.
+    .action((dbPath: string, opts: { since?: string; limit: number; table: string[]; columns: string[] }) =>
+      readQuietly([dbPath], () => {
+        const db = openSource(dbPath, { readonly: true });
+        try {
+          const tables = opts.table.length > 0 ? opts.table : undefined;
+          const start = opts.since ?? journalStartCursor(db, tables);
+          const batch = readBatch(db, start, {
+            limit: opts.limit,
+            ...(tables === undefined ? {} : { tables }),
+            ...(opts.columns.length === 0 ? {} : { columns: opts.columns.filter((c) => c !== '') }),
+          });
+          const out: string[] = batch.events.map((e) => JSON.stringify(eventToLine(batch.sourceId, e), jsonReplacer));
+          out.push(JSON.stringify({ cursor: batch.to }));
+          stdout().write(`${out.join('\n')}\n`);
+        } finally {
+          db.close();
+        }
+      }),
+    );
 }

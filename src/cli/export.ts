@@ -14,6 +14,7 @@ import {
   replaceFile,
   requireOutputPath,
   readSourceView,
+  readQuietly,
 } from '../internal.ts';
 import { outPath } from './out-path.ts';
 import { InvalidInputError } from '../index.ts';
@@ -44,91 +45,90 @@ export function registerExport(program: Command): void {
       'after',
       '\nExamples:\n  $ sluice export app.db --out changes.jsonl\n  $ sluice export app.db --out changes.jsonl --follow   # resumes where it stopped',
     )
-    .action(
-      async (
-        dbPath: string,
-        opts: { out: string; format: string; since?: string; table: string[]; batch?: number; follow?: boolean; json?: boolean },
-      ) => {
-        if (opts.format === 'segment') return exportSegments(dbPath, opts);
-        if (opts.format !== 'jsonl')
-          throw new InvalidInputError(
-            'BAD_FORMAT',
-            `--format ${opts.format} is not an export format. Use --format jsonl or --format segment.`,
-          );
-        const toStdout = opts.out === '-';
-        if (!toStdout && isFolder(opts.out))
-          throw new InvalidInputError(
-            'BAD_FORMAT',
-            `--out ${opts.out} is a folder; --format jsonl (the default) appends to a file. Pass a file, or --format segment to write segments into that folder.`,
-          );
-        if (!toStdout) requireOutputPath(opts.out, { given: '--out', command: 'export', example: 'changes.jsonl' });
-        const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
-        const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
-        const since = opts.since ?? saved.cursor;
-        // A --table set the resumed cursor does not carry: refused before the source or the output is opened.
-        if (since !== undefined)
-          checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile as string}`);
-        // Open the source before the output: a missing or bad source must not leave an empty output file behind.
-        const db = openSource(dbPath, { readonly: true });
-        let fd: number;
-        try {
-          readSourceView(db); // a source without capture (CAPTURE_ABSENT) before the output is made
-          // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
-          if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
-          fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
-        } catch (err) {
-          db.close();
-          throw err;
-        }
-        const sink = new LineSink(fd);
-        let cursor = since;
-        let totals = { rows: 0, events: 0, batches: 0 };
-        // On a terminal: the share of the range from the run's start to the source's seq at its start.
-        const bar = workBar(opts, 'export', 'events');
-        let range = { from: 0, to: 0 };
-        const record = (c: string) => {
-          cursor = c;
-          if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
-          bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
-        };
-        try {
-          const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch ?? 1000) };
-          const run = () => {
-            checkHeldFile(db, 'source'); // a source replaced by another file stops export too (SOURCE_REPLACED), even with nothing new to read
-            if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
-            range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
-            bar.update(0, range.to - range.from);
-            let r: ReturnType<typeof exportOnce>;
-            try {
-              r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
-            } finally {
-              bar.stop();
-            }
-            totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
-          };
-          // With --follow, waitForChange runs the first run too, from a data_version read
-          // before it (wait.ts), and stops on SIGINT/SIGTERM between runs.
-          if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
-          else run();
-        } finally {
-          sink.flush(true);
-          db.close();
-          if (!toStdout) fs.closeSync(fd);
-        }
-        if (!toStdout || opts.json === true) {
-          const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
-          const write = toStdout ? (s: string) => stderr().write(`${s}\n`) : undefined;
-          if (write !== undefined) write(JSON.stringify(summary));
-          else
-            emit(
-              opts,
-              S.exportOutput,
-              summary,
-              () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`,
-            );
-        }
-      },
+    // The source held while read, --follow included (readQuietly): a reader of a WAL file would leave a -wal and -shm beside it.
+    .action((dbPath: string, opts: ExportOptions) =>
+      readQuietly([dbPath], () => (opts.format === 'segment' ? exportSegments(dbPath, opts) : exportLines(dbPath, opts))),
     );
+}
+
+type ExportOptions = { out: string; format: string; since?: string; table: string[]; batch?: number; follow?: boolean; json?: boolean };
+
+/** `export` as JSONL (the default): appended to the file --out, or to stdout. */
+async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
+  if (opts.format !== 'jsonl')
+    throw new InvalidInputError('BAD_FORMAT', `--format ${opts.format} is not an export format. Use --format jsonl or --format segment.`);
+  const toStdout = opts.out === '-';
+  if (!toStdout && isFolder(opts.out))
+    throw new InvalidInputError(
+      'BAD_FORMAT',
+      `--out ${opts.out} is a folder; --format jsonl (the default) appends to a file. Pass a file, or --format segment to write segments into that folder.`,
+    );
+  if (!toStdout) requireOutputPath(opts.out, { given: '--out', command: 'export', example: 'changes.jsonl' });
+  const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
+  const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
+  const since = opts.since ?? saved.cursor;
+  // A --table set the resumed cursor does not carry: refused before the source or the output is opened.
+  if (since !== undefined)
+    checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile as string}`);
+  // Open the source before the output: a missing or bad source must not leave an empty output file behind.
+  const db = openSource(dbPath, { readonly: true });
+  let fd: number;
+  try {
+    readSourceView(db); // a source without capture (CAPTURE_ABSENT) before the output is made
+    // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
+    if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
+    fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
+  } catch (err) {
+    db.close();
+    throw err;
+  }
+  const sink = new LineSink(fd);
+  let cursor = since;
+  let totals = { rows: 0, events: 0, batches: 0 };
+  // On a terminal: the share of the range from the run's start to the source's seq at its start.
+  const bar = workBar(opts, 'export', 'events');
+  let range = { from: 0, to: 0 };
+  const record = (c: string) => {
+    cursor = c;
+    if (cursorFile !== undefined) saveResumePoint(cursorFile, c, fs.fstatSync(fd).size);
+    bar.update(decodeCursor(c).seq - range.from, range.to - range.from);
+  };
+  try {
+    const options = { ...(opts.table.length > 0 ? { tables: opts.table } : {}), batchSize: Math.max(1, opts.batch ?? 1000) };
+    const run = () => {
+      checkHeldFile(db, 'source'); // a source replaced by another file stops export too (SOURCE_REPLACED), even with nothing new to read
+      if (cursor === undefined && cursorFile !== undefined) saveSnapshotStart(cursorFile, fs.fstatSync(fd).size);
+      range = { from: cursor === undefined ? 0 : decodeCursor(cursor).seq, to: status(db).seq };
+      bar.update(0, range.to - range.from);
+      let r: ReturnType<typeof exportOnce>;
+      try {
+        r = exportOnce(db, sink, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, record);
+      } finally {
+        bar.stop();
+      }
+      totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
+    };
+    // With --follow, waitForChange runs the first run too, from a data_version read
+    // before it (wait.ts), and stops on SIGINT/SIGTERM between runs.
+    if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
+    else run();
+  } finally {
+    sink.flush(true);
+    db.close();
+    if (!toStdout) fs.closeSync(fd);
+  }
+  if (!toStdout || opts.json === true) {
+    const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
+    const write = toStdout ? (s: string) => stderr().write(`${s}\n`) : undefined;
+    if (write !== undefined) write(JSON.stringify(summary));
+    else
+      emit(
+        opts,
+        S.exportOutput,
+        summary,
+        () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`,
+      );
+  }
 }
 
 /** `export --format segment`: one segment per run into the folder --out; the cursor to continue from in <out>.cursor. */

@@ -14,7 +14,7 @@ import {
   type PipelineHealth,
   type ProjectionHealth,
 } from '../index.ts';
-import { readPipelineQuietly, readProjections } from '../internal.ts';
+import { readPipelineQuietly, readProjections, readQuietly } from '../internal.ts';
 import * as S from './json-schemas.ts';
 import { addNatsOptions, natsAccess, natsConnectionOf, streamName, type NatsCliOptions } from './nats-options.ts';
 import { parseWholeNumber } from './enable.ts';
@@ -72,11 +72,14 @@ export function registerHealth(program: Command): void {
         return await pipelineCheck(opts.config, opts);
       }
       if (target === undefined) command.error("error: missing required argument 'target' (or pass --config FILE)");
-      const fedLag = await streamLags(target, opts, command);
-      const h = health(target, {
-        ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
-        ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
-        ...(fedLag === undefined ? {} : { fedLag }),
+      // The target held while read (readQuietly; health holds each source it reads): a reader of a WAL file would leave a -wal and -shm.
+      const h = await readQuietly([target], async () => {
+        const fedLag = await streamLags(target, opts, command);
+        return health(target, {
+          ...(opts.maxLagEvents === undefined ? {} : { maxLagEvents: opts.maxLagEvents }),
+          ...(opts.maxLagMs === undefined ? {} : { maxLagMs: opts.maxLagMs }),
+          ...(fedLag === undefined ? {} : { fedLag }),
+        });
       });
       emit(opts, S.healthOutput, h, () =>
         h.projections.length === 0 ? 'no projections in this target' : h.projections.map(projectionText).join('\n'),

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { InvalidInputError, openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
-import { ownObjects, ownObjectsChanged, ownTablesWritten, projectionWrites, shellWord } from '../internal.ts';
+import { ownObjects, ownObjectsChanged, ownTablesWritten, projectionWrites, readQuietly, shellWord } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -8,7 +8,8 @@ import { emit } from './output.ts';
 
 /**
  * A read runs on a read-only connection: it writes nothing, not even a
- * checkpoint when it closes. A write gets a writable one, with
+ * checkpoint when it closes (and the file is held while it runs, so that
+ * no -wal or -shm is left: readQuietly). A write gets a writable one, with
  * recursive_triggers at SQLite's default (off), so the user's own triggers
  * (an AFTER UPDATE that touches updated_at) behave as in the user's app.
  * Neither changes the journal mode.
@@ -46,47 +47,53 @@ export function registerQuery(program: Command): void {
       'after',
       '\nExamples:\n  $ sluice query cache.db "SELECT title FROM issues_search WHERE issues_search MATCH \'crash\'"\n  $ sluice query app.db "UPDATE issues SET state = \'closed\' WHERE number < 3 RETURNING number" --max-rows 10',
     )
-    .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) => {
-      const db = openForQuery(dbPath, sql);
-      try {
-        // sluice's own tables are sluice's to write (capture/own-objects.ts): refused before the statement runs, and a
-        // statement that makes, drops or changes one of sluice's objects (DDL, or DDL on a captured table that rewrites its
-        // triggers) rolled back.
-        const own = db.readonly ? [] : ownTablesWritten(db, sql);
-        if (own.length > 0) throw ownTablesRefused(dbPath, own);
-        const objects = db.readonly ? undefined : ownObjects(db);
-        const beforeCommit = () => {
-          const changed = objects === undefined ? [] : ownObjectsChanged(objects, ownObjects(db));
-          if (changed.length > 0) throw ownObjectsRefused(dbPath, sql, changed);
-        };
-        // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
-        const warnings = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
-          code: 'WRITES_PROJECTION',
-          projection: w.projection,
-          table: w.table,
-          message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
-        }));
-        let r: ReturnType<typeof runQuery>;
-        try {
-          r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
-        } catch (err) {
-          // DDL that sluice's own objects stop (DROP COLUMN of a column a capture trigger names): SQLite refuses it with
-          // the trigger's name; it is the same refusal, nothing committed.
-          const own = /error in (?:trigger|view|index) (_sluice_\w*)/i.exec(err instanceof Error ? err.message : '');
-          if (own?.[1] !== undefined) throw ownObjectsRefused(dbPath, sql, [own[1]], err);
-          throw err;
-        }
-        for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
-        const rows = r.rows.map((row) => row.map(toJsonValue));
-        emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
-          if (r.columns.length === 0) return `${r.changes} row(s) changed`;
-          const lines = rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))).map((o) => JSON.stringify(o));
-          return lines.length === 0 ? '(no rows)' : lines.join('\n');
-        });
-      } finally {
-        db.close();
-      }
+    // The file held while the statement runs (readQuietly): a read on a read-only connection of a WAL file would leave a -wal and -shm.
+    .action((dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }) =>
+      readQuietly([dbPath], () => runOne(dbPath, sql, opts)),
+    );
+}
+
+/** sluice query, its file held. */
+function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boolean }): void {
+  const db = openForQuery(dbPath, sql);
+  try {
+    // sluice's own tables are sluice's to write (capture/own-objects.ts): refused before the statement runs, and a
+    // statement that makes, drops or changes one of sluice's objects (DDL, or DDL on a captured table that rewrites its
+    // triggers) rolled back.
+    const own = db.readonly ? [] : ownTablesWritten(db, sql);
+    if (own.length > 0) throw ownTablesRefused(dbPath, own);
+    const objects = db.readonly ? undefined : ownObjects(db);
+    const beforeCommit = () => {
+      const changed = objects === undefined ? [] : ownObjectsChanged(objects, ownObjects(db));
+      if (changed.length > 0) throw ownObjectsRefused(dbPath, sql, changed);
+    };
+    // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
+    const warnings = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
+      code: 'WRITES_PROJECTION',
+      projection: w.projection,
+      table: w.table,
+      message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
+    }));
+    let r: ReturnType<typeof runQuery>;
+    try {
+      r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
+    } catch (err) {
+      // DDL that sluice's own objects stop (DROP COLUMN of a column a capture trigger names): SQLite refuses it with
+      // the trigger's name; it is the same refusal, nothing committed.
+      const own = /error in (?:trigger|view|index) (_sluice_\w*)/i.exec(err instanceof Error ? err.message : '');
+      if (own?.[1] !== undefined) throw ownObjectsRefused(dbPath, sql, [own[1]], err);
+      throw err;
+    }
+    for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
+    const rows = r.rows.map((row) => row.map(toJsonValue));
+    emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
+      if (r.columns.length === 0) return `${r.changes} row(s) changed`;
+      const lines = rows.map((row) => Object.fromEntries(r.columns.map((c, i) => [c, row[i]]))).map((o) => JSON.stringify(o));
+      return lines.length === 0 ? '(no rows)' : lines.join('\n');
     });
+  } finally {
+    db.close();
+  }
 }
 
 /** A statement that writes sluice's own tables itself (ownTablesWritten): refused before it runs. */

@@ -5,7 +5,7 @@ import { status, type CaptureStatus, targetKey } from '../capture/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
 import { heldProjections } from './held.ts';
-import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll, undeclaredMirrorAllFix } from './prune.ts';
 import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
 import { declaredRefusals, type EnableRefusal } from './enable-declared.ts';
 import { refusedMirrorFix } from './plan-mirror-all.ts';
@@ -273,6 +273,7 @@ function targetHealth(
   let declaredHeld: Set<string>;
   let heldNames: Set<string>;
   let heldTables: Set<string> = new Set();
+  let storesAll = false;
   try {
     held = [
       ...health(path, {
@@ -288,6 +289,8 @@ function targetHealth(
     heldNames = new Set(records.map((r) => r.name));
     heldTables = new Set(records.map((r) => r.targetTable.toLowerCase()));
     declaredHeld = new Set(records.filter((r) => declaresHeld(entries, r)).map((r) => r.name));
+    // "*" the set stores that the file does not declare: the rule plan lists it by, and prune takes it out by (prune.ts).
+    storesAll = via === 'sync' && undeclaredMirrorAll({ path, projections: entries });
   } catch (err) {
     return { ...base, exists: true, ok: false, projections: [], problems: [`target ${path} cannot be read: ${causeOf(err)}`] };
   }
@@ -306,14 +309,17 @@ function targetHealth(
   const isDeclared = (p: ProjectionHealth) =>
     heldNames.has(p.name) ? declaredHeld.has(p.name) : names.has(p.name) || (all && unbuiltMirror(p));
   // The set still holds "*" the file no longer declares (no prune yet): the mirrors it has not built are no projection the
-  // target holds, nor one the file declares; "*" itself is what is undeclared, and that is what the repair removes.
+  // target holds, nor one the file declares; "*" itself is what is undeclared, and that is what the repair removes. Of a
+  // sync target, whether or not "*" would mirror a table now (plan lists it so: undeclaredMirrorAll); of a subscribed
+  // one, which no prune takes it out of, once it would.
   const staleAll = all ? [] : held.filter((p) => !heldNames.has(p.name) && unbuiltMirror(p));
-  const problems =
-    staleAll.length === 0
-      ? []
-      : [
-          `target ${path} stores "*" (a plain sluice sync of it mirrors every captured table: it would build ${staleAll.map((p) => p.name).join(', ')}), which its pipeline file (${declaredAt}) does not declare: ${via === 'sync' ? 'set prune: true and sluice run removes "*" from it, or declare "*"' : 'declare "*"'}`,
-        ];
+  const builds =
+    staleAll.length === 0 ? 'every table captured later' : `every captured table: it would build ${staleAll.map((p) => p.name).join(', ')}`;
+  const problems = (via === 'sync' ? storesAll : staleAll.length > 0)
+    ? [
+        `target ${path} stores "*" (a plain sluice sync of it mirrors ${builds}), which its pipeline file (${declaredAt}) does not declare: ${via === 'sync' ? undeclaredMirrorAllFix(path) : 'declare "*"'}`,
+      ]
+    : [];
   const projections: DeclaredProjectionHealth[] = held
     .filter((p) => !staleAll.includes(p))
     .map((p) => {

@@ -13,7 +13,7 @@ import {
 import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
 import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
-import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll } from './prune.ts';
+import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll, undeclaredMirrorAllFix } from './prune.ts';
 import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
 import { declaredRefusals } from './enable-declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
@@ -439,17 +439,22 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
           ? `prune: true: sluice run drops it${notPruned}`
           : `declare it, or remove it: sluice drop ${shellWord(t.path)} ${shellWord(name)} (or set prune: true)`,
       });
-  // "*" stored in the target's set that the file does not declare: prune takes it out (a write), else a plain sync of the
-  // target would go on mirroring every table captured later. Listed with prune: true only: without it nothing changes.
-  if (pipeline.prune && exists && undeclaredMirrorAll(t))
+  // "*" stored in the target's set that the file does not declare (the rule prune and health --config judge it by): prune
+  // takes it out (a write); without prune it stays, undeclared, as health --config flags it: a plain sync of the target
+  // would go on mirroring every table captured later.
+  if (exists && undeclaredMirrorAll(t)) {
+    const why = `the file does not declare "*", and a plain sluice sync of it would mirror every table captured later`;
     projections.push({
       name: '"*"',
       kind: 'unknown',
       does: pruned ? 'drop' : 'undeclared',
       reason: null,
       classification: null,
-      fix: `prune: true: sluice run takes "*" out of the projection set of ${t.path}${notPruned} (the file does not declare "*", and a plain sluice sync of it would mirror every table captured later)`,
+      fix: pipeline.prune
+        ? `prune: true: sluice run takes "*" out of the projection set of ${t.path}${notPruned} (${why})`
+        : `${undeclaredMirrorAllFix(t.path)} (${why})`,
     });
+  }
   return { path: t.path, source: source.path, exists, refused, projections };
 }
 

@@ -33,12 +33,21 @@ export function dropUndeclared(target: PipelineTarget): string[] {
 }
 
 /**
- * Whether `target` holds "*" in its projection set while its declaration
- * does not list it: what dropUndeclared takes out (prune: true), and plan
- * says it will.
+ * The one rule of "*" a target stores that the file does not declare:
+ * whether `target` holds "*" in its projection set while its declaration
+ * does not list it (a plain sync of it would mirror every table captured
+ * later, which nothing declares). What dropUndeclared takes out (prune:
+ * true), what plan lists (dropped, or undeclared without prune) and what
+ * health --config flags, whether or not a table is captured now that "*"
+ * would mirror.
  */
-export function undeclaredMirrorAll(target: PipelineTarget): boolean {
+export function undeclaredMirrorAll(target: Pick<PipelineTarget, 'path' | 'projections'>): boolean {
   return fs.existsSync(target.path) && !declaredInputs(target.projections).includes('*') && holdsMirrorAll(target.path);
+}
+
+/** What removes "*" that `target` stores and the file does not declare (undeclaredMirrorAll), as plan and health --config say it. */
+export function undeclaredMirrorAllFix(target: string): string {
+  return `declare "*", or set prune: true and sluice run takes "*" out of the projection set of ${target}`;
 }
 
 /** The projections a declared target keeps acknowledgements for; 'all' when that cannot be known now (the target cannot be read). */

@@ -1,13 +1,15 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { errorCode } from '../errors.ts';
 import { openDatabase } from './connection.ts';
 import type { Db } from './db.ts';
 
 /*
- * plan and health --config read a pipeline's files, and a dry run (sluice
- * alter --dry-run) opens its files with write access and writes nothing
- * it keeps: each must leave no trace, `-wal`, `-shm` and `-journal`
- * included. Three things SQLite does on its own would leave one:
+ * A command that only reads databases (plan, health, explain, verify,
+ * status, changes, export, strip, a read by query, alter's forecast of a
+ * target) reads them, and a dry run (sluice alter --dry-run) opens its
+ * files with write access and writes nothing it keeps: each must leave no
+ * trace, `-wal`, `-shm` and `-journal` included. Three things SQLite does on its own would leave one:
  * - A read-only connection to a WAL file that no other connection has open
  *   makes an empty `-wal` and `-shm` beside it, and cannot remove them when
  *   it closes (only a connection that can take the write lock checkpoints
@@ -44,13 +46,61 @@ export interface QuietFile {
   readonly role: string;
 }
 
-/** Runs `fn`, which only reads, with every file of `files` that exists held so that reading it leaves nothing behind. */
-export async function readQuietly<T>(files: readonly string[], fn: () => T | Promise<T>): Promise<T> {
-  return holding(
-    files.map((path) => ({ path, role: 'database' })),
-    false,
-    fn,
-  );
+/**
+ * The files held while a command reads them (see above), each from before
+ * the command's first connection to it until after its last: add(file)
+ * before opening `file`, close() once every connection to them is closed.
+ * A command that learns which files it reads as it reads (health: a
+ * target's sources; status: a source's targets) adds each as it goes.
+ */
+export class QuietHold {
+  readonly #holders: Db[] = [];
+  readonly #seen = new Set<string>();
+  readonly #refuseHotJournal: boolean;
+
+  /** `refuseHotJournal`: a file with a hot journal beside it is refused (holdQuietly), not left to the readers to refuse. */
+  constructor(refuseHotJournal = false) {
+    this.#refuseHotJournal = refuseHotJournal;
+  }
+
+  /** Holds `file` (a path: role 'database'), unless it is held already or does not exist; call it before opening the file. */
+  add(file: string | QuietFile): void {
+    const f = typeof file === 'string' ? { path: file, role: 'database' } : file;
+    const key = path.resolve(f.path);
+    if (this.#seen.has(key) || !fs.existsSync(f.path)) return;
+    this.#seen.add(key);
+    const db = holder(f, this.#refuseHotJournal);
+    if (db !== undefined) this.#holders.push(db);
+  }
+
+  /** Lets every file go, the last held first. */
+  close(): void {
+    for (const db of this.#holders.splice(0).reverse()) db.close();
+  }
+}
+
+/**
+ * Runs `fn`, which only reads, with every file of `files` that exists held
+ * so that reading it leaves nothing behind; `fn` adds to `hold` any other
+ * file it opens, before it opens it.
+ */
+export async function readQuietly<T>(files: readonly string[], fn: (hold: QuietHold) => T | Promise<T>): Promise<T> {
+  const hold = holding(files, false);
+  try {
+    return await fn(hold);
+  } finally {
+    hold.close();
+  }
+}
+
+/** readQuietly for a reader that does not wait. */
+export function readQuietlySync<T>(files: readonly string[], fn: (hold: QuietHold) => T): T {
+  const hold = holding(files, false);
+  try {
+    return fn(hold);
+  } finally {
+    hold.close();
+  }
 }
 
 /**
@@ -62,23 +112,24 @@ export async function readQuietly<T>(files: readonly string[], fn: () => T | Pro
  * fix, as every read-only reader says it (hotJournal).
  */
 export async function holdQuietly<T>(files: readonly QuietFile[], fn: () => T | Promise<T>): Promise<T> {
-  return holding(files, true, fn);
-}
-
-async function holding<T>(files: readonly QuietFile[], refuseHotJournal: boolean, fn: () => T | Promise<T>): Promise<T> {
-  const holders: Db[] = [];
+  const hold = holding(files, true);
   try {
-    const seen = new Set<string>();
-    for (const file of files) {
-      if (seen.has(file.path) || !fs.existsSync(file.path)) continue;
-      seen.add(file.path);
-      const db = holder(file, refuseHotJournal);
-      if (db !== undefined) holders.push(db);
-    }
     return await fn();
   } finally {
-    for (const db of holders.reverse()) db.close();
+    hold.close();
   }
+}
+
+/** A hold of `files`, every one of them held (none left held when one is refused). */
+function holding(files: readonly (string | QuietFile)[], refuseHotJournal: boolean): QuietHold {
+  const hold = new QuietHold(refuseHotJournal);
+  try {
+    for (const file of files) hold.add(file);
+  } catch (err) {
+    hold.close();
+    throw err;
+  }
+  return hold;
 }
 
 /** The connection that holds `file` (see above); undefined when none can (`fn` reports what is wrong), but a hot journal when `refuseHotJournal`. */

@@ -11,9 +11,13 @@ import {
   convergeOnce,
   type ConvergeReport,
   declaredInputs,
+  pipelineHealth,
+  readPipelineQuietly,
+  withPlannedChanges,
+  type PipelineHealth,
 } from '../../src/pipeline/index.ts';
 import { explainAlter } from '../../src/apply/evolution/index.ts';
-import { readConsumers } from '../../src/capture/index.ts';
+import { enable, readConsumers } from '../../src/capture/index.ts';
 
 /*
  * plan is the prediction of the next pass of convergeOnce (what `sluice run`
@@ -27,6 +31,11 @@ import { readConsumers } from '../../src/capture/index.ts';
  * rebuilt (with its reason), refused (with its code), dropped or left
  * undeclared. Each scenario also names what it expects, so that plan and
  * the pass cannot agree on something wrong.
+ *
+ * And plan is held to `health --config` read at the same moment: what health
+ * flags as not declared on a target (a projection it holds, "*" in its
+ * stored set) is what plan lists there as undeclared or dropped, and a plan
+ * that says "nothing to do" is never beside a health that needs action.
  */
 
 const SCHEMA = `
@@ -92,8 +101,26 @@ function said(plan: PipelinePlan, dir: string): Does {
   return out;
 }
 
+/** Whether target `file` holds "*" in its stored projection set (read from the set table itself). */
+function storesAll(file: string): boolean {
+  if (!fs.existsSync(file)) return false;
+  const db = openDatabase(file);
+  try {
+    const set = db.prepare("SELECT 1 FROM sqlite_schema WHERE name = '_sluice_projection_set'").get() !== undefined;
+    return set && db.prepare("SELECT 1 FROM _sluice_projection_set WHERE member = '*'").get() !== undefined;
+  } finally {
+    db.close();
+  }
+}
+
 /** What the pass did, in the same words, reading its report and the files after it. */
-function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<string>>, acks: readonly string[], dir: string): Does {
+function done(
+  report: ConvergeReport,
+  before: ReadonlyMap<string, ReadonlySet<string>>,
+  acks: readonly string[],
+  dir: string,
+  pipeline: Pipeline,
+): Does {
   const out: Does = {};
   const rel = (p: string) => path.relative(dir, p);
   for (const s of report.sources) {
@@ -134,8 +161,46 @@ function done(report: ConvergeReport, before: ReadonlyMap<string, ReadonlySet<st
     for (const d of t.dropped) out[`${rel(t.path)}:${d}`] = 'drop';
     const ran = new Set([...(t.sync?.projections.map((p) => p.name) ?? []), ...t.dropped]);
     for (const name of held) if (!ran.has(name)) out[`${rel(t.path)}:${name}`] = 'kept';
+    // "*" still in the target's set after the pass while the file does not declare it: kept (no prune).
+    const declared = pipeline.sources.flatMap((s) => s.targets).find((x) => x.path === t.path);
+    if (declared !== undefined && !declaredInputs(declared.projections).includes('*') && storesAll(t.path))
+      out[`${rel(t.path)}:"*"`] = 'kept';
   }
   return out;
+}
+
+/**
+ * What health --config flags as not declared on each target, in plan's words: `target:projection` -> 'undeclared'
+ * for a projection it holds and the file does not declare, and `target:"*"` for "*" its set stores and the file
+ * does not declare (a problem of the target naming it).
+ */
+function flagged(h: PipelineHealth, dir: string): Does {
+  const out: Does = {};
+  for (const t of h.targets) {
+    const rel = path.relative(dir, t.path);
+    for (const p of t.projections) if (!p.declared) out[`${rel}:${p.name}`] = 'undeclared';
+    if (t.problems.some((x) => x.includes('stores "*"'))) out[`${rel}:"*"`] = 'undeclared';
+  }
+  return out;
+}
+
+/** What plan lists as not declared on each target (undeclared, or dropped with prune: true), in the words of flagged(). */
+function listed(plan: PipelinePlan, dir: string): Does {
+  const out: Does = {};
+  for (const t of plan.targets)
+    for (const p of t.projections)
+      if (p.does === 'undeclared' || p.does === 'drop') out[`${path.relative(dir, t.path)}:${p.name}`] = 'undeclared';
+  return out;
+}
+
+/** Enables capture of `tables` on the source (a table captured after the first pass, by hand). */
+function captured(src: string, tables: string[]): void {
+  const db = openDatabase(src);
+  try {
+    enable(db, tables);
+  } finally {
+    db.close();
+  }
 }
 
 function heldBy(pipeline: Pipeline): Map<string, Set<string>> {
@@ -257,6 +322,29 @@ const SCENARIOS: Scenario[] = [
     first: yml('[items, notes]', target('cache.db', '"*"')),
     then: yml('[items, notes]', target('cache.db', '{name: items, source: items, kind: mirror}'), true),
     expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'drop', 'cache.db:"*"': 'drop', 'ack:notes@cache.db': 'forgotten' },
+  },
+  {
+    name: 'without prune, "*" taken out of the file while a table was captured since (which "*" would mirror) is kept and listed undeclared, with its repair, as health flags it',
+    first: yml('[items]', target('cache.db', '"*"')),
+    change: (src) => captured(src, ['notes']),
+    then: yml('[items, notes]', target('cache.db', '{name: items, source: items, kind: mirror}')),
+    expected: { 'cache.db:items': 'continue', 'cache.db:"*"': 'kept' },
+    check: (plan) => {
+      expect(plan.converged).toBe(false);
+      expect(plan.targets[0]?.projections.find((p) => p.name === '"*"')?.fix).toMatch(
+        /^declare "\*", or set prune: true and sluice run takes "\*" out of the projection set of .*cache\.db .*every table captured later/,
+      );
+    },
+  },
+  {
+    name: 'and so without a table captured since: "*" the file does not declare is kept and listed undeclared',
+    first: yml('[items, notes]', target('cache.db', '"*"')),
+    then: yml(
+      '[items, notes]',
+      target('cache.db', '{name: items, source: items, kind: mirror}', '{name: notes, source: notes, kind: mirror}'),
+    ),
+    expected: { 'cache.db:items': 'continue', 'cache.db:notes': 'continue', 'cache.db:"*"': 'kept' },
+    check: (plan) => expect(plan.converged).toBe(false),
   },
   {
     name: 'the acknowledgements of a target removed from the file are forgotten with prune: true',
@@ -403,12 +491,16 @@ describe('plan predicts what one converging pass does, and writes nothing', () =
       const before = filesIn(tmp);
       const plan = await planPipeline(pipeline);
       expect(filesIn(tmp), 'plan leaves every file as it was and makes none').toEqual(before);
+      // health --config, read beside it: what it flags as not declared, plan lists; "nothing to do" never beside a health that needs action.
+      const health = withPlannedChanges(await readPipelineQuietly(pipeline, () => pipelineHealth(pipeline)), plan);
+      expect(listed(plan, tmp), 'plan lists what health --config flags as not declared').toEqual(flagged(health, tmp));
+      if (plan.converged) expect(health.problems, 'plan says nothing to do: health --config needs no action').toEqual([]);
 
       const held = heldBy(pipeline);
       const acks = acksOf(path.join(tmp, 'app.db'));
       const predicted = said(plan, tmp);
       const report = await convergeOnce(pipeline);
-      expect(done(report, held, acks, tmp), 'the pass does what plan said').toEqual(predicted);
+      expect(done(report, held, acks, tmp, pipeline), 'the pass does what plan said').toEqual(predicted);
       expect(predicted).toEqual(s.expected);
       s.check?.(plan);
     });

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
-import { openDatabase, type Db, readSessionSync, shellCommand, shellWord } from '../../sqlite/index.ts';
+import { openDatabase, type Db, type QuietHold, readQuietlySync, readSessionSync, shellCommand, shellWord } from '../../sqlite/index.ts';
 import {
   readProjections,
   type ProjectionRecord,
@@ -68,7 +68,8 @@ export type FedLag = { readonly sourceSeq: number; readonly lagEvents: number; r
 /**
  * Reports every projection of a target: state, lag in events and in ms
  * (read from its source), failed sync attempts, whether its cursor can
- * continue, its tables, and whether it needs action. Reads both files only.
+ * continue, its tables, and whether it needs action. Reads both files only,
+ * held so that no -wal or -shm is left beside them (QuietHold).
  *
  * @example
  * const h = health('cache.db', { maxLagEvents: 10_000 });
@@ -77,6 +78,11 @@ export type FedLag = { readonly sourceSeq: number; readonly lagEvents: number; r
 export function health(targetPath: string, options: HealthOptions = {}): HealthReport {
   if (!fs.existsSync(targetPath))
     throw new InvalidInputError('DB_NOT_FOUND', `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\`.`);
+  // The target, and each source as it is first read, held while read (QuietHold): a reader of a WAL file would leave a -wal and -shm.
+  return readQuietlySync([targetPath], (hold) => healthOf(targetPath, options, hold));
+}
+
+function healthOf(targetPath: string, options: HealthOptions, hold: QuietHold): HealthReport {
   const target = openDatabase(targetPath, { readonly: true, role: 'target' });
   const sources = new Map<string, OpenedSource>();
   try {
@@ -96,8 +102,8 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
     // A damage sync met (recorded) is confirmed here; the file is not scanned otherwise.
     if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
       throw damagedTarget(targetPath);
-    const projections = records.map((r) => one(r, target, sourceFor(r, sources), targetPath, options));
-    projections.push(...pendingMirrors(target, records, sources, targetPath));
+    const projections = records.map((r) => one(r, target, sourceFor(r, sources, hold), targetPath, options));
+    projections.push(...pendingMirrors(target, records, sources, hold, targetPath));
     const readable = new Map([...sources].flatMap(([file, s]) => (s.db === undefined ? [] : [[file, s.db] as const])));
     projections.push(...lostProjections(target, targetPath, readable, new Set(projections.map((p) => p.name))));
     return { ok: projections.every((p) => !p.needsAction), projections };
@@ -113,11 +119,12 @@ function causeOf(err: unknown): string {
   return err instanceof SluiceError ? `${err.code}: ${err.message}` : err instanceof Error ? err.message : String(err);
 }
 
-function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, OpenedSource>): OpenedSource | undefined {
+function sourceFor(r: Pick<ProjectionRecord, 'sourcePath'>, cache: Map<string, OpenedSource>, hold: QuietHold): OpenedSource | undefined {
   if (r.sourcePath === null) return undefined;
   let s = cache.get(r.sourcePath);
   if (s === undefined) {
     try {
+      hold.add({ path: r.sourcePath, role: 'source' });
       s = { db: openDatabase(r.sourcePath, { readonly: true, role: 'source' }) };
     } catch (err) {
       s = { error: causeOf(err) };
@@ -139,10 +146,11 @@ function pendingMirrors(
   target: Db,
   records: readonly ProjectionRecord[],
   sources: Map<string, OpenedSource>,
+  hold: QuietHold,
   targetPath: string,
 ): ProjectionHealth[] {
   const sourcePath = mirrorAllSource(target, 'main', records);
-  const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources);
+  const source = sourcePath === null ? undefined : sourceFor({ sourcePath }, sources, hold);
   if (sourcePath === null || source?.db === undefined) return [];
   let unbuilt;
   try {

@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import { createHash } from 'node:crypto';
 import { InvalidInputError } from '../../errors.ts';
 import {
+  readQuietly,
   readSessionSync,
   canHoldNegativeZero,
   quoteIdent,
@@ -117,6 +118,12 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
       'DB_NOT_FOUND',
       `Target ${targetPath} does not exist. Pass a target written by \`sluice sync\` or \`sluice import\`.`,
     );
+  // Both files held while verify reads them (readQuietly): a reader of a WAL file would leave a -wal and -shm beside it.
+  return readQuietly([sourcePath, targetPath], () => compareAll(sourcePath, targetPath, options));
+}
+
+/** verify() with both files held. */
+function compareAll(sourcePath: string, targetPath: string, options: VerifyOptions): VerifyReport {
   // Read-only on both sides: verify writes nothing, re-arms nothing.
   const session = openApplySession(sourcePath, targetPath, { readonly: true });
   const db = session.db;

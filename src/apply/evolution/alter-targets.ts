@@ -1,5 +1,5 @@
 import { openSource, alter, type AlterResult, AlterRefusedError } from '../../capture/index.ts';
-import { closeDatabase, holdQuietly } from '../../sqlite/index.ts';
+import { closeDatabase, holdQuietly, readQuietly } from '../../sqlite/index.ts';
 import { forecastAlter, type ConsumerForecast } from '../../feed/index.ts';
 import { openApplySession, TARGET_SCHEMA } from '../target/index.ts';
 import { definitionsToExplain, explainAlter, explainDefinitions, requireTarget, type ExplainReport } from './explain.ts';
@@ -58,7 +58,8 @@ export async function alterWithForecast(
 async function alterThenForecast(sourcePath: string, ddl: string, targets: readonly string[], dryRun = false): Promise<AlterWithForecast> {
   // Each target opened as the forecast will open it, before the DDL commits: one that is no target (the source
   // itself, a file that is not SQLite) is refused with nothing changed, not after the change (which it said nothing of).
-  for (const t of targets) openApplySession(sourcePath, t, { readonly: true }).close();
+  // Held while opened (readQuietly), as the forecast holds them: a reader of a WAL file would leave a -wal and -shm beside it.
+  for (const t of targets) await readQuietly([sourcePath, t], () => openApplySession(sourcePath, t, { readonly: true }).close());
   const db = openSource(sourcePath);
   let result: AlterResult;
   let consumers: ConsumerForecast[];

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import type { Db } from '../../sqlite/index.ts';
-import { foldIdent, readSession, repairAction } from '../../sqlite/index.ts';
+import { foldIdent, readQuietly, readSession, repairAction } from '../../sqlite/index.ts';
 import { readSourceView, type SourceView } from '../../feed/index.ts';
 import {
   type CompiledProjection,
@@ -89,7 +89,8 @@ export interface ExplainOptions {
  * table's shape, its cursor, its target's indexes): Compatible, Rebuildable
  * or Rejected, with the reason code, the state parts affected, both
  * fingerprints and the rebuild's cost. Writes nothing: both files are
- * opened read-only, in one read transaction.
+ * opened read-only, in one read transaction, and held so that no -wal or
+ * -shm is left beside them (readQuietly).
  *
  * @example
  * const r = await explainAlter('app.db', 'cache.db', { projections: [{ name: 'open', source: 'issues', kind: 'map', columns: { id: 'id' } }] });
@@ -100,13 +101,18 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
   const inputs = options.projections ?? [];
   // A definition that does not parse is the caller's error, before anything is opened.
   const given = inputs.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL).map((d) => parseDefinition(d));
-  const session = openApplySession(sourcePath, targetPath, { readonly: true });
-  const db = session.db;
-  try {
-    return await readSession(db, async () => explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given)));
-  } finally {
-    session.close();
-  }
+  // Held while read (readQuietly): a reader of a WAL file would leave a -wal and -shm beside it.
+  return readQuietly([sourcePath, targetPath], async () => {
+    const session = openApplySession(sourcePath, targetPath, { readonly: true });
+    const db = session.db;
+    try {
+      return await readSession(db, async () =>
+        explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given)),
+      );
+    } finally {
+      session.close();
+    }
+  });
 }
 
 /** explain and alter --target read a target, never make one: a missing one is an error (exit 1). */

@@ -39,15 +39,16 @@ const byName = (r: { stdout: string; stderr: string }) =>
   Object.fromEntries(parseJson(r, S.verifyOutput).projections.map((p) => [p.name, p]));
 
 /**
- * Every file of a database by content (main, and a -wal or -journal that
- * holds anything: a reader of a WAL file may make an empty -wal, and -shm
- * is SQLite's index of the WAL), and its journal mode.
+ * Every file of a database by content (main, and a -wal, -shm or -journal
+ * beside it, empty or not: verify holds what it reads, so that even a
+ * reader of a WAL file leaves none), and its journal mode (read with write
+ * access, which as the last connection to a WAL file leaves nothing beside
+ * it either).
  */
 function snapshot(file: string): { files: Record<string, string>; journalMode: string } {
   const files: Record<string, string> = {};
-  for (const suffix of ['', '-wal', '-journal'])
-    if (fs.existsSync(file + suffix) && fs.statSync(file + suffix).size > 0) files[suffix] = sha256(file + suffix);
-  const db = openDatabase(file, { readonly: true });
+  for (const suffix of ['', '-wal', '-shm', '-journal']) if (fs.existsSync(file + suffix)) files[suffix] = sha256(file + suffix);
+  const db = openDatabase(file);
   try {
     return { files, journalMode: String(db.pragma('journal_mode', { simple: true })) };
   } finally {

@@ -14,8 +14,9 @@ import { byName, countingHandler, expectNoWrite, projections, run, syncedPair } 
  * Rebuildable or Rejected, and explain writes nothing to either file.
  */
 
+/** The fingerprint of each projection the target stores (read with write access: closed last, it leaves no -wal or -shm). */
 function stored(tgt: string): Record<string, string> {
-  const db = openDatabase(tgt, { readonly: true });
+  const db = openDatabase(tgt);
   try {
     return Object.fromEntries(readProjections(db, 'main').map((r) => [r.name, r.fingerprint]));
   } finally {

@@ -7,7 +7,7 @@ import type { ProjectionReport } from '../../../src/apply/sync/index.ts';
 import type { AlterClassification, CustomHandler, ProjectionDefinitionInput } from '../../../src/projection/index.ts';
 import { openDatabase } from '../../../src/sqlite/index.ts';
 import { takeCopy } from '../../support/restore.ts';
-import { countingHandler, expectNoWrite, inRollbackMode, run, syncedPair, tablesOf } from '../support/explain.ts';
+import { countingHandler, expectNoWrite, run, settled, syncedPair, tablesOf } from '../support/explain.ts';
 
 /*
  * explain is the prediction of the next sync, and this table holds it to
@@ -512,9 +512,9 @@ describe('explain predicts what the next sync does', () => {
       const { src, tgt } = await syncedPair(tmp, s.first);
       await s.change?.(src, tgt, tmp);
       const options = s.given === undefined ? {} : { projections: s.given };
-      // explain writes nothing, in every scenario (both files in rollback-journal mode, so a reader makes no file either).
-      inRollbackMode(src);
-      inRollbackMode(tgt);
+      // explain writes nothing, in every scenario, both files in WAL mode: not even a -wal or -shm (what the change's readers left is removed first).
+      settled(src);
+      settled(tgt);
       const explained = await expectNoWrite(tmp, () => explainAlter(src, tgt, options));
       const e = Object.fromEntries(explained.projections.map((p) => [p.name, p]));
       // The table says what each classification is, so the agreement below is not vacuous.
