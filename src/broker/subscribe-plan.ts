@@ -7,7 +7,7 @@ import { openDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index
 import { InvalidInputError } from '../errors.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import type { ReasonCode } from '../reasons.ts';
-import { snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
+import { neverBuilt, snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';
 import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
@@ -81,11 +81,6 @@ export function targetPosition(
   } finally {
     db.close();
   }
-}
-
-/** A projection whose first build failed (recorded as sync records one: building, no cursor); not one suspended before it (that waits for its cause). */
-export function neverBuilt(p: { readonly cursor: string | null; readonly state: string }): boolean {
-  return p.cursor === null && p.state !== 'suspended';
 }
 
 export interface Plan {

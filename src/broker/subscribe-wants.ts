@@ -5,7 +5,6 @@ import type { ReasonCode } from '../reasons.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import { isDefaultMirror, streamMirrorAll, streamMirrors, type MirrorAll, type StreamSet } from '../apply/projections/index.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
-import { neverBuilt } from './subscribe-plan.ts';
 
 /*
  * A snapshot of the stream a subscriber following batches wants (docs/broker.md,
@@ -47,6 +46,11 @@ export function snapshotTables(toSeq: string | undefined, cursor: string | undef
   } catch {
     return undefined;
   }
+}
+
+/** A projection whose first build failed (recorded as sync records one: building, no cursor); not one suspended before it (that waits for its cause). */
+export function neverBuilt(p: { readonly cursor: string | null; readonly state: string }): boolean {
+  return p.cursor === null && p.state !== 'suspended';
 }
 
 /**
