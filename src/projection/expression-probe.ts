@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, quoteIdent, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
+import { affinityOf, declaredType, foldIdent, quoteIdent, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
 import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
 import { excludedColumnRead } from './compiled.ts';
 import { excludedColumns } from '../capture/index.ts';
@@ -24,7 +24,9 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
     try {
       db.exec(`CREATE TEMP TABLE ${probe} (${[...cols, `"_sluice_x${i}" AS ${c.sql} STORED`].join(', ')})`);
       db.exec(`INSERT INTO temp.${probe} DEFAULT VALUES`);
+      probeSamples(db, p, c, probe);
     } catch (cause) {
+      if (cause instanceof InvalidInputError) throw cause;
       const missing = /no such column: (.+)$/.exec((cause as Error).message)?.[1];
       const excluded = missing === undefined ? undefined : excludedColumnRead(p.source, missing.replace(/^"|"$/g, ''), p.name, c.label);
       if (excluded !== undefined) throw excluded;
@@ -36,6 +38,52 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
       );
     } finally {
       db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
+    }
+  }
+}
+
+/**
+ * Sample values for every source column at once: SQLite's purity check runs
+ * when a function is called, and a NULL argument returns before it, so an
+ * all-NULL row lets `date(ts, 'localtime')` (the sluice process's time zone)
+ * or `strftime('%f', ts)` over a value 'now' (the clock) through. Each row
+ * fills every column with one value (the probe table is not STRICT, so any
+ * column takes it): a date text, a unix time, a Julian day number, and
+ * 'now' in the columns with TEXT or no affinity (a number column holds
+ * 'now' only by mistake, and `datetime(n, 'unixepoch')` is NULL for it).
+ */
+const SAMPLES: readonly { readonly value: string | number; readonly why: string; readonly textOnly?: true }[] = [
+  { value: '2024-06-01 12:00:00', why: 'over a date value' },
+  { value: 1717243200, why: 'over a number' },
+  { value: 2460463.0, why: 'over a number' },
+  {
+    value: 'now',
+    textOnly: true,
+    why: "when a source value is the text 'now' (SQLite's date functions read the clock for it); guard it, e.g. CASE WHEN lower(col) = 'now' THEN NULL ELSE ... END",
+  },
+];
+
+/**
+ * Evaluates computed column `c` over each sample row; only SQLite's
+ * non-deterministic refusal is an error here (a function that raises on
+ * one value, like json() on text that is not JSON, is judged per row at
+ * sync time).
+ */
+function probeSamples(db: Db, p: CompiledProjection, c: { readonly label: string; readonly sql: string }, probe: string): void {
+  const names = p.source.columns.map((col) => quoteIdent(col.name));
+  const texty = p.source.columns.map((col) => ['TEXT', 'BLOB'].includes(affinityOf(declaredType(col))));
+  const insert = db.prepare(`INSERT INTO temp.${probe} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
+  for (const s of SAMPLES) {
+    try {
+      insert.run(...texty.map((t) => (s.textOnly !== true || t ? s.value : null)));
+    } catch (cause) {
+      const msg = (cause as Error).message;
+      if (!/non-deterministic/.test(msg)) continue;
+      throw new InvalidInputError(
+        'BAD_EXPRESSION',
+        `Projection ${p.name}: ${c.label} ${c.sql} is not usable: ${msg.replace('generated columns', 'projection expressions').replace('generated column', 'projection expression')} ${s.why}: its value would depend on the time zone or the clock of the process that syncs, not on the row. Expressions must be deterministic SQL over the columns of ${p.source.table} (no subqueries, random(), 'now', 'localtime' or 'utc').`,
+        { cause },
+      );
     }
   }
 }
