@@ -719,6 +719,12 @@ export const REASONS = {
     explain: 'A projection expression is not deterministic SQL over the source columns.',
     repair: null,
   },
+  BAD_TOKENIZER: {
+    kinds: ['error'],
+    clears: false,
+    explain: "An fts5 projection's tokenize names a tokenizer or option FTS5 does not have.",
+    repair: null,
+  },
   BAD_LIMIT: { kinds: ['error'], clears: false, explain: 'The batch limit is not a whole number >= 1.', repair: null },
   BAD_MAX_ROWS: { kinds: ['error'], clears: false, explain: '--max-rows is not a whole number >= 0.', repair: null },
   BAD_MODE: { kinds: ['error'], clears: false, explain: 'The capture mode is unknown.', repair: null },

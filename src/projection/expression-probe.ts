@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
-import { affinityOf, declaredType, foldIdent, quoteIdent, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
+import { affinityOf, declaredType, foldIdent, quoteIdent, quoteString, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
 import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
 import { excludedColumnRead } from './compiled.ts';
 import { excludedColumns } from '../capture/index.ts';
@@ -142,6 +142,30 @@ export function checkKeyCollations(db: Db, p: CompiledProjection): void {
 }
 
 /**
+ * An fts5 index's tokenizer is judged by FTS5 when its table is made: a
+ * TEMP contentless FTS5 table with the definition's `tokenize`, dropped at
+ * once, refuses an unknown tokenizer or option before sync writes anything
+ * (else the first build failed with SQLite's bare error and left the
+ * definition stored, building). Nothing is written to any database file.
+ */
+export function probeTokenizer(db: Db, p: CompiledProjection): void {
+  if (p.kind !== 'fts5' || p.definition.tokenize === undefined) return;
+  const tokenize = p.definition.tokenize;
+  const probe = quoteIdent('_sluice_probe_fts');
+  try {
+    db.exec(`CREATE VIRTUAL TABLE temp.${probe} USING fts5(x, content='', tokenize=${quoteString(tokenize)})`);
+  } catch (cause) {
+    throw new InvalidInputError(
+      'BAD_TOKENIZER',
+      `Projection ${p.name}: "tokenize": ${JSON.stringify(tokenize)} is not usable: FTS5 refuses it (${(cause as Error).message}). Name a tokenizer FTS5 has (unicode61, ascii, trigram, or porter followed by one of them) with options it takes, or leave "tokenize" out for unicode61.`,
+      { cause },
+    );
+  } finally {
+    db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
+  }
+}
+
+/**
  * Compiles a definition against its source table as the source database
  * (main on `db`) has it now, with SQLite judging its expressions and the
  * key's collations: what sync and explain both accept. An error names the
@@ -157,6 +181,7 @@ export function compileAgainstSource(db: Db, def: ProjectionDefinition): Compile
   }
   const p = compileProjection(def, shape);
   probeExpressions(db, p);
+  probeTokenizer(db, p);
   checkKeyCollations(db, p);
   return p;
 }

@@ -74,6 +74,18 @@ const CASES: readonly BadCase[] = [
   },
   // Validation against the source.
   {
+    what: 'an fts5 tokenizer SQLite does not have',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['name'], tokenize: 'porter nosuch' }],
+    code: 'BAD_TOKENIZER',
+    message: /Projection x: "tokenize": "porter nosuch" is not usable: .*tokenizer.*unicode61/,
+  },
+  {
+    what: 'an fts5 tokenizer option its tokenizer does not take',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['name'], tokenize: 'unicode61 remove_diacritics 7' }],
+    code: 'BAD_TOKENIZER',
+    message: /"tokenize": "unicode61 remove_diacritics 7" is not usable/,
+  },
+  {
     what: 'an unknown source table',
     defs: [{ name: 'x', source: 'nope', kind: 'mirror' }],
     code: 'UNKNOWN_SOURCE_TABLE',
