@@ -212,6 +212,14 @@ export const REASONS = {
   },
 
   // Suspensions of one projection.
+  EXPRESSION_FAILED: {
+    kinds: ['suspend'],
+    clears: false,
+    explain:
+      "A map's expression or filter raised an error in SQLite on a source value (json() of text that is not JSON, abs() of the smallest integer): the journal keeps that value, so a plain sync fails on it again however the source changes.",
+    repair:
+      'fix the value in {table} that detail names (sluice health {target} --json shows the column, key and seq), or make the expression total (CASE WHEN json_valid(x) THEN json(x) END, say) in a definition file; then rebuild it from the source as it is now: sluice reinit {source} {target} {projection} (with --projection FILE for the new definition)',
+  },
   TARGET_DIVERGED: {
     kinds: ['suspend'],
     clears: false,
