@@ -212,6 +212,14 @@ export const REASONS = {
   },
 
   // Suspensions of one projection.
+  EXPRESSION_FAILED: {
+    kinds: ['suspend', 'error'],
+    clears: false,
+    explain:
+      "A map's expression or filter raised an error in SQLite on a source value (json() of text that is not JSON, abs() of the smallest integer). In a batch the journal keeps that value, so a plain sync fails on it again however the source changes (the projection is suspended); in a build (an error) the next sync reads the source again.",
+    repair:
+      'fix the value in {table} that detail names (sluice health {target} --json shows the column, key and seq), or make the expression total (CASE WHEN json_valid(x) THEN json(x) END, say) in a definition file; then rebuild it from the source as it is now: sluice reinit {source} {target} {projection} (with --projection FILE for the new definition)',
+  },
   TARGET_DIVERGED: {
     kinds: ['suspend'],
     clears: false,
@@ -725,6 +733,12 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain: 'A projection expression is not deterministic SQL over the source columns.',
+    repair: null,
+  },
+  BAD_TOKENIZER: {
+    kinds: ['error'],
+    clears: false,
+    explain: "An fts5 projection's tokenize names a tokenizer or option FTS5 does not have.",
     repair: null,
   },
   BAD_LIMIT: { kinds: ['error'], clears: false, explain: 'The batch limit is not a whole number >= 1.', repair: null },

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { beginHeld, commitHeld, shellCommand, writeTransaction } from '../sqlite/index.ts';
+import { beginHeld, commitHeld, foldIdent, shellCommand, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError, isSqliteBusy, isSqliteCorrupt } from '../errors.ts';
 import type { ChangeBatch, Continuation, Cursor, Row } from '../feed/index.ts';
@@ -327,7 +327,9 @@ export class Importer {
       const rows = this.#db.prepare(`SELECT source_shape FROM ${PROJECTIONS_TABLE}`).pluck().all() as string[];
       this.#stored = new Map(rows.map((r) => JSON.parse(r) as SourceShape).map((s) => [s.table, s]));
     }
-    return this.#shapes.get(table) ?? this.#stored.get(table);
+    const stored = this.#stored;
+    const folded = (m: Map<string, SourceShape>) => [...m.values()].find((x) => foldIdent(x.table) === foldIdent(table));
+    return this.#shapes.get(table) ?? stored.get(table) ?? folded(this.#shapes) ?? folded(stored);
   }
 
   /**
@@ -373,7 +375,7 @@ export class Importer {
   /** The definitions of a snapshot's table `table`: those of `defs` that read it, and the mirror "*" adds for it (ImportOptions.mirrorAll). */
   #definitionsOf(table: string, defs: ProjectionDefinition[] | undefined): ProjectionDefinition[] {
     if (defs === undefined) return [defaultMirror(table)];
-    const own = defs.filter((x) => x.source === table);
+    const own = defs.filter((x) => foldIdent(x.source) === foldIdent(table));
     const all = this.#options.mirrorAll;
     if (all === undefined) return own;
     return [...own, ...streamMirrors(readProjections(this.#db, SCHEMA), all, [table], defs)];

@@ -73,7 +73,10 @@ export function stagedCopyOf(p: CompiledProjection, at: string): CompiledProject
 }
 
 /** Turns a definition into the columns, key and SQL a projection runs, against its source's shape. */
-export function compileProjection(def: ProjectionDefinition, shape: SourceShape): CompiledProjection {
+export function compileProjection(given: ProjectionDefinition, shape: SourceShape): CompiledProjection {
+  // SQLite names are case-blind: a "source" spelt in another case is the table, compiled and stored as the source spells it.
+  const def =
+    given.source !== shape.table && foldIdent(given.source) === foldIdent(shape.table) ? { ...given, source: shape.table } : given;
   // One kind's layout, for the definition of that kind.
   const layout = (KINDS[def.kind].layout as (d: ProjectionDefinition, s: SourceShape) => ReturnType<(typeof KINDS)['mirror']['layout']>)(
     def,

@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, quoteIdent, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
+import { foldIdent, quoteIdent, quoteString, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
 import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
 import { excludedColumnRead } from './compiled.ts';
 import { excludedColumns } from '../capture/index.ts';
@@ -24,7 +24,9 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
     try {
       db.exec(`CREATE TEMP TABLE ${probe} (${[...cols, `"_sluice_x${i}" AS ${c.sql} STORED`].join(', ')})`);
       db.exec(`INSERT INTO temp.${probe} DEFAULT VALUES`);
+      probeSamples(db, p, c, probe);
     } catch (cause) {
+      if (cause instanceof InvalidInputError) throw cause;
       const missing = /no such column: (.+)$/.exec((cause as Error).message)?.[1];
       const excluded = missing === undefined ? undefined : excludedColumnRead(p.source, missing.replace(/^"|"$/g, ''), p.name, c.label);
       if (excluded !== undefined) throw excluded;
@@ -36,6 +38,47 @@ export function probeExpressions(db: Db, p: CompiledProjection): void {
       );
     } finally {
       db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
+    }
+  }
+}
+
+/**
+ * Sample values for every source column at once: SQLite's purity check runs
+ * when a function is called, and a NULL argument returns before it, so an
+ * all-NULL row lets `date(ts, 'localtime')` (the sluice process's time zone)
+ * or `strftime('%f', ts)` over a value 'now' (the clock) through. Each row
+ * fills every column with one value (the probe table is not STRICT, so any
+ * column takes it): a date text, a unix time and a Julian day number. Not
+ * the text 'now', for which SQLite's date functions read the clock: that
+ * would refuse every date(ts) over a TEXT column, the common case, for a
+ * value that rows seldom hold (docs/projections.md says what it does then).
+ */
+const SAMPLES: readonly { readonly value: string | number; readonly why: string }[] = [
+  { value: '2024-06-01 12:00:00', why: 'over a date value' },
+  { value: 1717243200, why: 'over a number' },
+  { value: 2460463.0, why: 'over a number' },
+];
+
+/**
+ * Evaluates computed column `c` over each sample row; only SQLite's
+ * non-deterministic refusal is an error here (a function that raises on
+ * one value, like json() on text that is not JSON, is judged per row at
+ * sync time).
+ */
+function probeSamples(db: Db, p: CompiledProjection, c: { readonly label: string; readonly sql: string }, probe: string): void {
+  const names = p.source.columns.map((col) => quoteIdent(col.name));
+  const insert = db.prepare(`INSERT INTO temp.${probe} (${names.join(', ')}) VALUES (${names.map(() => '?').join(', ')})`);
+  for (const s of SAMPLES) {
+    try {
+      insert.run(...names.map(() => s.value));
+    } catch (cause) {
+      const msg = (cause as Error).message;
+      if (!/non-deterministic/.test(msg)) continue;
+      throw new InvalidInputError(
+        'BAD_EXPRESSION',
+        `Projection ${p.name}: ${c.label} ${c.sql} is not usable: ${msg.replace('generated columns', 'projection expressions').replace('generated column', 'projection expression')} ${s.why}: its value would depend on the time zone or the clock of the process that syncs, not on the row. Expressions must be deterministic SQL over the columns of ${p.source.table} (no subqueries, random(), 'now', 'localtime' or 'utc').`,
+        { cause },
+      );
     }
   }
 }
@@ -94,6 +137,30 @@ export function checkKeyCollations(db: Db, p: CompiledProjection): void {
 }
 
 /**
+ * An fts5 index's tokenizer is judged by FTS5 when its table is made: a
+ * TEMP contentless FTS5 table with the definition's `tokenize`, dropped at
+ * once, refuses an unknown tokenizer or option before sync writes anything
+ * (else the first build failed with SQLite's bare error and left the
+ * definition stored, building). Nothing is written to any database file.
+ */
+export function probeTokenizer(db: Db, p: CompiledProjection): void {
+  if (p.kind !== 'fts5' || p.definition.tokenize === undefined) return;
+  const tokenize = p.definition.tokenize;
+  const probe = quoteIdent('_sluice_probe_fts');
+  try {
+    db.exec(`CREATE VIRTUAL TABLE temp.${probe} USING fts5(x, content='', tokenize=${quoteString(tokenize)})`);
+  } catch (cause) {
+    throw new InvalidInputError(
+      'BAD_TOKENIZER',
+      `Projection ${p.name}: "tokenize": ${JSON.stringify(tokenize)} is not usable: FTS5 refuses it (${(cause as Error).message}). Name a tokenizer FTS5 has (unicode61, ascii, trigram, or porter followed by one of them) with options it takes, or leave "tokenize" out for unicode61.`,
+      { cause },
+    );
+  } finally {
+    db.exec(`DROP TABLE IF EXISTS temp.${probe}`);
+  }
+}
+
+/**
  * Compiles a definition against its source table as the source database
  * (main on `db`) has it now, with SQLite judging its expressions and the
  * key's collations: what sync and explain both accept. An error names the
@@ -109,6 +176,7 @@ export function compileAgainstSource(db: Db, def: ProjectionDefinition): Compile
   }
   const p = compileProjection(def, shape);
   probeExpressions(db, p);
+  probeTokenizer(db, p);
   checkKeyCollations(db, p);
   return p;
 }

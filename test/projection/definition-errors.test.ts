@@ -74,6 +74,18 @@ const CASES: readonly BadCase[] = [
   },
   // Validation against the source.
   {
+    what: 'an fts5 tokenizer SQLite does not have',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['name'], tokenize: 'porter nosuch' }],
+    code: 'BAD_TOKENIZER',
+    message: /Projection x: "tokenize": "porter nosuch" is not usable: .*tokenizer.*unicode61/,
+  },
+  {
+    what: 'an fts5 tokenizer option its tokenizer does not take',
+    defs: [{ name: 'x', source: 'items', kind: 'fts5', columns: ['name'], tokenize: 'unicode61 remove_diacritics 7' }],
+    code: 'BAD_TOKENIZER',
+    message: /"tokenize": "unicode61 remove_diacritics 7" is not usable/,
+  },
+  {
     what: 'an unknown source table',
     defs: [{ name: 'x', source: 'nope', kind: 'mirror' }],
     code: 'UNKNOWN_SOURCE_TABLE',
@@ -126,6 +138,25 @@ const CASES: readonly BadCase[] = [
     defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: "date('now')" } } }],
     code: 'BAD_EXPRESSION',
     message: /non-deterministic use of date\(\)/,
+  },
+  // SQLite's purity check runs when a date function is called, so the probe evaluates sample values, not only NULLs.
+  {
+    what: "a date in the process's time zone ('localtime')",
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: "date(name, 'localtime')" } } }],
+    code: 'BAD_EXPRESSION',
+    message: /column d \(date\(name, 'localtime'\)\) is not usable: non-deterministic use of date\(\) .*time zone/,
+  },
+  {
+    what: "a unix time in the process's time zone",
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id', d: { expr: "datetime(qty, 'unixepoch', 'localtime')" } } }],
+    code: 'BAD_EXPRESSION',
+    message: /column d .*non-deterministic use of datetime\(\)/,
+  },
+  {
+    what: "a 'utc' filter",
+    defs: [{ name: 'x', source: 'items', kind: 'map', columns: { id: 'id' }, filter: "date(price, 'utc') > '2024-01-01'" }],
+    code: 'BAD_EXPRESSION',
+    message: /filter .*non-deterministic use of date\(\)/,
   },
   {
     what: 'current_timestamp',
@@ -277,6 +308,28 @@ describe('a bad projection definition is refused before anything is written', ()
     const db = openDatabase(shared.source);
     try {
       expect(sourceImage(db)).toEqual(shared.image);
+    } finally {
+      db.close();
+    }
+  });
+
+  test("deterministic date expressions, a guarded one and one that raises only on some values pass the probe's sample rows", async ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeSource(makeDb, SCHEMA, ['items', 'tags'], { seed: SEED });
+    const target = path.join(tmp, 'target.db');
+    const columns = {
+      id: 'id',
+      d: { expr: "CASE WHEN lower(name) = 'now' THEN NULL ELSE date(name, '+1 day') END" },
+      u: { expr: "datetime(qty, 'unixepoch')" },
+      p: { expr: 'date(name)' },
+      j: { expr: 'CASE WHEN json_valid(name) THEN json(name) END' },
+    };
+    await sync(src.file, target, { projections: [{ name: 'x', source: 'items', kind: 'map', columns }] });
+    const db = openDatabase(target);
+    try {
+      expect((db.prepare('SELECT count(*) AS n FROM x').get() as { n: number }).n).toBeGreaterThan(0);
     } finally {
       db.close();
     }

@@ -21,6 +21,8 @@ import {
   foreignUniqueIndexOf,
   ftsUniqueMessage,
   holdsExcluded,
+  ExpressionRaised,
+  type RaisingImage,
 } from '../../projection/index.ts';
 import type { SnapshotBuild, SnapshotRows } from '../../projection/index.ts';
 import {
@@ -156,6 +158,26 @@ function readBy(p: CompiledProjection, batch: ChangeBatch): ChangeBatch {
   return batch.readingOnly(p.reads, signedZero);
 }
 
+/**
+ * A batch that failed in SQLite because one of the map's expressions or its
+ * filter raised on an image (json() of text that is not JSON): a
+ * suspension naming the column, the key and the seq, whose repair (fix the
+ * value or the expression, then reinit) works; a plain sync would only meet
+ * the journal's value again. Undefined for any other failure.
+ */
+function expressionFailure(t: ApplyTarget, p: CompiledProjection, batch: ChangeBatch, err: unknown): Suspension | undefined {
+  if (!(err instanceof ExpressionRaised)) return undefined;
+  const r: RaisingImage = err.image;
+  return suspension('EXPRESSION_FAILED', {
+    table: p.targetTable,
+    source: p.source.table,
+    expression: r.what,
+    key: r.key,
+    seq: r.seq,
+    message: `projection ${p.name}: ${r.what} ${r.expr} raised "${r.message}" on the image of key ${JSON.stringify(r.key)} of ${p.source.table} at seq ${r.seq} (batch seq ${batch.fromSeq} to ${batch.toSeq}); nothing of the batch was kept, and a plain sync meets that value in the journal again. Fix the value in ${p.source.table} or make the expression total, then rebuild: ${reinitCommand(p.name, t.sourcePath, targetFile(t))}.`,
+  });
+}
+
 /** How much a UNIQUE failure of a batch says: the batch may cut a source transaction (`batch`, `range`), or it ends at a committed state. */
 export type BatchEnd = 'batch' | 'range' | 'committed';
 
@@ -209,6 +231,8 @@ export async function applyRows(
     // Otherwise the batch's writes may fail on it: a savepoint (the caller's transaction is open) lets them be undone and tried again, not the whole transaction.
     return guarded ? await writeTransaction(db, apply) : await apply();
   } catch (err) {
+    const raised = expressionFailure(t, p, batch, err);
+    if (raised !== undefined) return raised;
     if (!guarded || errorCode(err) !== 'SQLITE_CONSTRAINT_UNIQUE') throw err;
     // (Rolled back to the savepoint; a conflict clause that ended the whole transaction took the savepoint with it.)
     return suspension('TARGET_CONSTRAINT', {

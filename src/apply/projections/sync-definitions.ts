@@ -106,7 +106,7 @@ export function uncapturedTable(
   captured: readonly CapturedTableMode[],
   sourcePath: string,
 ): InvalidInputError | undefined {
-  if (captured.some((t) => t.name === def.source)) return undefined;
+  if (captured.some((t) => foldIdent(t.name) === foldIdent(def.source))) return undefined;
   return new InvalidInputError(
     'TABLE_UNTRACKED',
     `Projection ${def.name}: source table ${def.source} is not captured, so sluice has no changes of it to sync. Capture it first: ${shellCommand('enable', { source: sourcePath, table: def.source })}, then run this sync again.`,
@@ -178,7 +178,7 @@ export async function resolveProjections(
     const rec = records.find((r) => r.name === d.name);
     try {
       const p = compileAgainstSource(db, d);
-      const untracked = rec === undefined ? uncapturedTable(d, captured, sourcePath) : undefined;
+      const untracked = rec === undefined ? uncapturedTable(p.definition, captured, sourcePath) : undefined;
       if (untracked !== undefined) refused.push({ name: d.name, error: untracked });
       else compiled.push(p);
     } catch (err) {

@@ -156,6 +156,21 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [{ fix: 'drop the index', apply: () => write(w.tgt, 'DROP INDEX items_n') }, sync(w)],
   },
+  // A map expression that raises on one source value: the journal keeps the value, so only a rebuild after the fix gets past it.
+  EXPRESSION_FAILED: {
+    projection: 'named',
+    definitions: () => ({ named: { name: 'named', source: 'items', kind: 'map', columns: { id: 'id', j: { expr: 'json(name)' } } } }),
+    prepare: (w) => write(w.src, `UPDATE items SET name = '"' || name || '"'`),
+    cause: async (w) => {
+      write(w.src, "UPDATE items SET name = 'not json' WHERE id = 2");
+      await suspendingSync(w);
+    },
+    repair: (w) => [
+      findCause(w, /"expression":"column j".*"key":\[2\]|"key":\[2\].*"expression":"column j"/),
+      { fix: 'fix the value', apply: () => write(w.src, `UPDATE items SET name = '"b"' WHERE id = 2`) },
+      reinit(w, 'named'),
+    ],
+  },
   // The stored definition no longer validates (a target written by another sluice, or edited).
   DEFINITION_INVALID: {
     cause: async (w) => {

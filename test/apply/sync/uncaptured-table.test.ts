@@ -53,4 +53,36 @@ describe('a projection over a table that is not captured', () => {
     const ok = await runCliAsync(['sync', src, tgt, '--projection', at('labels.json')]);
     expect(ok.status, ok.stderr).toBe(0);
   });
+
+  // SQLite names are case-blind: "source":"ISSUES" is the captured table issues, on a new target and on one that holds it.
+  test('a source named in another letter case is the captured table, stored with its own spelling, on a new target and on one already holding it', async () => {
+    fs.writeFileSync(at('upper.json'), JSON.stringify({ name: 'issues', source: 'ISSUES', kind: 'mirror' }));
+    const fresh = await runCliAsync(['sync', src, tgt, '--projection', at('upper.json')]);
+    expect(fresh.status, fresh.stderr).toBe(0);
+    expect(scalar(tgt, "SELECT source_table FROM _sluice_projections WHERE name = 'issues'")).toBe('issues');
+    expect(scalar(tgt, "SELECT json_extract(definition, '$.source') FROM _sluice_projections WHERE name = 'issues'")).toBe('issues');
+    const other = at('other.db');
+    expect((await runCliAsync(['sync', src, other, '--projection', at('issues.json')])).status).toBe(0);
+    const before = sha256(other);
+    const explain = await runCliAsync(['explain', src, other, '--projection', at('upper.json')]);
+    expect(explain.status, explain.stderr).toBe(0);
+    const again = await runCliAsync(['sync', src, other, '--projection', at('upper.json')]);
+    expect(again.status, again.stderr).toBe(0);
+    expect(scalar(other, "SELECT json_extract(definition, '$.source') FROM _sluice_projections WHERE name = 'issues'")).toBe('issues');
+    expect(sha256(other)).toBe(before);
+    // import matches the file's table case-blind too, and stores the source's spelling.
+    const file = at('all.jsonl');
+    expect((await runCliAsync(['export', src, '--out', file])).status).toBe(0);
+    const imported = await runCliAsync(['import', at('imported.db'), file, '--projection', at('upper.json')]);
+    expect(imported.status, imported.stderr).toBe(0);
+    expect(scalar(at('imported.db'), "SELECT json_extract(definition, '$.source') FROM _sluice_projections WHERE name = 'issues'")).toBe(
+      'issues',
+    );
+    // The same definition over a table that is not captured names the table as the source spells it.
+    fs.writeFileSync(at('labels-upper.json'), JSON.stringify({ name: 'lbl', source: 'LABELS', kind: 'mirror' }));
+    const r = await runCliAsync(['sync', src, at('third.db'), '--projection', at('labels-upper.json')]);
+    expect(r.status, r.stderr).toBe(1);
+    expectOneLineError(r, 'TABLE_UNTRACKED');
+    expect(r.stderr).toContain(`sluice enable ${src} labels`);
+  });
 });

@@ -1,9 +1,10 @@
 import type { Db } from '../../../sqlite/index.ts';
 import type { EventRelation } from '../../../feed/index.ts';
 import { dropWorkTables, emptyWorkTables } from '../../../sqlite/index.ts';
+import { SluiceError, errorCode } from '../../../errors.ts';
 import { hasForeignUniqueIndex } from '../../foreign-unique.ts';
 import type { CompiledMap, CompiledMirror } from '../../compiled.ts';
-import { prepareImages } from './images.ts';
+import { ExpressionRaised, prepareImages, raisingImage } from './images.ts';
 import { applyByNetTransitions } from './net.ts';
 import { applyByTransitions } from './transitions.ts';
 import { applyPlain } from './plain.ts';
@@ -63,6 +64,10 @@ export function applyRelational(
     const fast = path === 'reference' ? undefined : applyByNetTransitions(db, schema, p, img, strict);
     if (fast !== undefined) return { ...fast, decidedBy: 'fast', via: 'grouped' };
     return { ...applyByTransitions(db, schema, p, img, strict), decidedBy: 'reference' };
+  } catch (err) {
+    // An expression that raises on a value: which one, on which image (read before the work tables are emptied).
+    const raised = errorCode(err) === 'SQLITE_ERROR' && !(err instanceof SluiceError) ? raisingImage(db, p) : undefined;
+    throw raised === undefined ? err : new ExpressionRaised(raised, err);
   } finally {
     emptyWorkTables(db);
   }

@@ -1,5 +1,5 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, cachedStatement, workTable } from '../../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, fromDriver, toJsonValue, workTable, workTableName, type JsonValue } from '../../../sqlite/index.ts';
 import type { EventRelation } from '../../../feed/index.ts';
 import { columnDecl, type CompiledProjection } from '../../compiled.ts';
 
@@ -95,6 +95,78 @@ export function journalImages(events: EventRelation, cols: readonly number[], ke
  * the source table), so the images are copied once into a TEMP table with
  * the source's declarations, keyed by (seq, side), and projected where read.
  */
+const IMG = '_sluice_img';
+
+/** The columns of a map's image table (prepareImages): each event's images keyed by (seq, side), declared as the source declares them. */
+function imageColumns(p: CompiledProjection): string {
+  const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`);
+  return `_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)`;
+}
+
+/** An image on which one of a map's expressions (or its filter) raises an error in SQLite. */
+export interface RaisingImage {
+  /** `column NAME` or `filter`. */
+  readonly what: string;
+  readonly expr: string;
+  readonly seq: number;
+  /** The source key of the image. */
+  readonly key: readonly JsonValue[];
+  readonly message: string;
+}
+
+/** A batch failed because an expression raised on `image` (the SQLite error is the cause). */
+export class ExpressionRaised extends Error {
+  constructor(
+    readonly image: RaisingImage,
+    cause: unknown,
+  ) {
+    super(image.message, { cause });
+    this.name = 'ExpressionRaised';
+  }
+}
+
+/**
+ * After a batch of `p` (a map) failed in SQLite: the first image, in seq
+ * order, on which one of its computed columns or its filter raises, as the
+ * batch evaluates it (an expression inside the filter only where the filter
+ * holds), read from the image table prepareImages filled in the open
+ * transaction; undefined when none raises there (or the table is gone).
+ */
+export function raisingImage(db: Db, p: CompiledProjection): RaisingImage | undefined {
+  if (p.identity) return undefined;
+  const table = `temp.${quoteIdent(workTableName(IMG, imageColumns(p), { withoutRowid: true }))}`;
+  const guard = (e: string) => (p.filter === null ? e : `CASE WHEN ${p.filter} THEN ${e} END`);
+  const exprs = [
+    ...(p.filter === null ? [] : [{ what: 'filter', expr: p.filter, sql: p.filter }]),
+    ...p.columns.filter((c) => c.from === undefined).map((c) => ({ what: `column ${c.name}`, expr: c.expr, sql: guard(c.expr) })),
+  ];
+  let rows: { seq: number; side: number }[];
+  try {
+    rows = db.prepare(`SELECT _sluice_seq AS seq, _sluice_side AS side FROM ${table} ORDER BY 1, 2`).all() as {
+      seq: number;
+      side: number;
+    }[];
+  } catch {
+    return undefined;
+  }
+  const keys = p.source.keyColumns.map(quoteIdent).join(', ');
+  for (const r of rows) {
+    for (const e of exprs) {
+      try {
+        db.prepare(`SELECT ${e.sql} FROM ${table} WHERE _sluice_seq = ? AND _sluice_side = ?`).get(r.seq, r.side);
+      } catch (err) {
+        const raw = db
+          .prepare(`SELECT ${keys} FROM ${table} WHERE _sluice_seq = ? AND _sluice_side = ?`)
+          .raw()
+          .get(r.seq, r.side) as unknown[];
+        const key = raw.map((x) => toJsonValue(fromDriver(x ?? null)));
+        return { what: e.what, expr: e.expr, seq: Number(r.seq), key, message: err instanceof Error ? err.message : String(err) };
+      }
+    }
+  }
+  return undefined;
+}
+
 export function prepareImages(db: Db, p: CompiledProjection, events: EventRelation): Images {
   const keyIdx = keyIndexes(p);
   if (p.identity)
@@ -103,13 +175,7 @@ export function prepareImages(db: Db, p: CompiledProjection, events: EventRelati
       p.columns.map((_, i) => i),
       keyIdx,
     );
-  const imgCols = p.source.columns.map((c) => `${quoteIdent(c.name)} ${columnDecl(c)}`);
-  const imgTable = workTable(
-    db,
-    '_sluice_img',
-    `_sluice_seq INTEGER NOT NULL, _sluice_side INTEGER NOT NULL, ${imgCols.join(', ')}, PRIMARY KEY (_sluice_seq, _sluice_side)`,
-    { withoutRowid: true },
-  );
+  const imgTable = workTable(db, IMG, imageColumns(p), { withoutRowid: true });
   // One pass over the events, appends only: (seq, side) is the insertion order.
   cachedStatement(
     db,

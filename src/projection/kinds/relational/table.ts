@@ -1,6 +1,6 @@
 import type { Db } from '../../../sqlite/index.ts';
 import { quoteIdent, renameTable, foldIdent, cachedStatement } from '../../../sqlite/index.ts';
-import { InvalidInputError } from '../../../errors.ts';
+import { InvalidInputError, SluiceError, errorCode } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind, TableColumns, TableKey } from '../../kind.ts';
 import { applyRelational } from './apply.ts';
@@ -108,12 +108,16 @@ export const relationalTable: Shared = {
         for (const part of rows.parts?.() ?? [rows]) {
           const from = part.from(p.source.table);
           // (Cached: a protected rebuild copies its chunks through the same FROM item, one statement per chunk.)
-          count += cachedStatement(
-            db,
-            copiesWhole(db, p, from)
-              ? `INSERT INTO ${target} SELECT * FROM ${from}`
-              : `INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${from}${where}`,
-          ).run().changes;
+          try {
+            count += cachedStatement(
+              db,
+              copiesWhole(db, p, from)
+                ? `INSERT INTO ${target} SELECT * FROM ${from}`
+                : `INSERT INTO ${target} (${names}) SELECT ${exprs} FROM ${from}${where}`,
+            ).run().changes;
+          } catch (err) {
+            throw raisedInBuild(db, p, from, err);
+          }
         }
       },
       finish: async () => count,
@@ -135,6 +139,34 @@ export const relationalTable: Shared = {
     sourceValues: (p: Relational) => p.columns.map((c) => c.expr),
   },
 };
+
+/**
+ * A snapshot build that failed in SQLite because one of the map's
+ * expressions or its filter raised on a source row (json() of text that is
+ * not JSON): EXPRESSION_FAILED naming which one, on which table (the next
+ * sync reads the source again, so fixing the row is the repair). Any other
+ * error is returned as it is.
+ */
+function raisedInBuild(db: Db, p: Relational, from: string, err: unknown): unknown {
+  if (err instanceof SluiceError || errorCode(err) !== 'SQLITE_ERROR' || p.identity) return err;
+  const guard = (e: string) => (p.filter === null ? e : `CASE WHEN ${p.filter} THEN ${e} END`);
+  const exprs = [
+    ...(p.filter === null ? [] : [{ what: 'filter', expr: p.filter, sql: p.filter }]),
+    ...p.columns.filter((c) => c.from === undefined).map((c) => ({ what: `column ${c.name}`, expr: c.expr, sql: guard(c.expr) })),
+  ];
+  for (const e of exprs) {
+    try {
+      db.prepare(`SELECT count(${e.sql}) FROM ${from}`).get();
+    } catch (raised) {
+      return new SluiceError(
+        'EXPRESSION_FAILED',
+        `${e.what} ${e.expr} raised "${raised instanceof Error ? raised.message : String(raised)}" on a row of ${p.source.table}, so the projection cannot be built. Fix the value in ${p.source.table}, or make the expression total (CASE WHEN json_valid(x) THEN json(x) END, say) and pass the definition with --projection, then sync again.`,
+        { cause: err },
+      );
+    }
+  }
+  return err;
+}
 
 /**
  * Whether the rows of `from` are the target table's rows column for column
