@@ -39,7 +39,8 @@ export type { CustomContext, CustomHandler } from './kinds/custom/schema.ts';
 export { useProjectionOwners } from './kinds/custom/source-guard.ts';
 export { KINDS, KIND_NAMES, isKindName, kindNamed, kindOf } from './kinds/registry.ts';
 export { dropTemps } from './kinds/relational/apply.ts';
-export { ExpressionRaised, hasTypedComputedColumn, type RaisingImage } from './kinds/relational/images.ts';
+export { ExpressionRaised, hasTypedComputedColumn } from './kinds/relational/images.ts';
+export type { RaisingImage } from './kinds/relational/images.ts';
 export { defaultProjectionName, isProjectionName } from './name.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
