@@ -380,6 +380,7 @@ export const planOutput = z.object({
           reason: z.string().nullable(),
           classification: z.string().nullable(),
           fix: z.string().optional(),
+          redefined: z.boolean().optional(),
         }),
       ),
     }),

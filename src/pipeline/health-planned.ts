@@ -43,7 +43,8 @@ function marked(t: TargetHealth, planned: PipelinePlan['targets'][number]): Targ
     // health says a pending MIRROR_REFUSED itself, with the same fixes (pipeline-health.ts).
     if (p.state === 'missing' || p.reason === 'MIRROR_REFUSED') return p;
     let problem: string | undefined;
-    if (x?.does === 'rebuild' && x.reason === 'DEFINITION_CHANGED')
+    // (Not one only the source's DDL reshaped, its table re-armed already: health says the next sync rebuilds it by itself.)
+    if (x?.does === 'rebuild' && x.reason === 'DEFINITION_CHANGED' && x.redefined !== false)
       problem = `projection ${p.name} is held as built from another definition than the file declares (DEFINITION_CHANGED): sluice run rebuilds it (sluice plan shows the change)`;
     else if (x?.does === 'refuse')
       // (One whose first build failed is held in state building, with no rows of its own yet.)

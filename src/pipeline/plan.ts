@@ -11,7 +11,7 @@ import {
   type ProjectionExplanation,
 } from '../apply/evolution/index.ts';
 import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/index.ts';
-import { replacedTables, takenTable, type Unmirrored } from '../apply/projections/index.ts';
+import { replacedTables, sameDefinitionData, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll, undeclaredMirrorAllFix } from './prune.ts';
 import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
@@ -47,6 +47,13 @@ export interface PlannedProjection {
   readonly classification: string | null;
   /** For refuse, suspend, drop and undeclared: what to do, with the command. */
   readonly fix?: string;
+  /**
+   * rebuild of a projection the target holds: whether the file's definition
+   * differs, as data, from the one it was built from (false: only the
+   * source's DDL changed what it compiles to, a rebuild every sync makes by
+   * itself).
+   */
+  readonly redefined?: boolean;
 }
 
 export interface PlannedTarget {
@@ -284,7 +291,12 @@ function planned(e: ProjectionExplanation, declaredAt: string | undefined): Plan
     case 'continue':
       return { ...base, does: 'continue', reason: null };
     case 'rebuild':
-      return { ...base, does: s.reason === null ? 'build' : 'rebuild', reason: s.reason };
+      return {
+        ...base,
+        does: s.reason === null ? 'build' : 'rebuild',
+        reason: s.reason,
+        ...(e.inputs.old === null ? {} : { redefined: !sameDefinitionData(e.inputs.old.definition, e.inputs.new.definition) }),
+      };
     case 'refuse':
     case 'suspend': {
       const code = s.does === 'refuse' ? s.code : s.reason;

@@ -43,6 +43,7 @@ export {
   mirrorAllOf,
   resolveProjections,
   resolveReinit,
+  sameDefinitionData,
   storedAsGiven,
   uncapturedTable,
 } from './sync-definitions.ts';

@@ -90,10 +90,19 @@ function canonical(d: unknown): string {
 export function storedAsGiven(rec: ProjectionRecord | undefined, def: ProjectionDefinition): boolean {
   if (rec === undefined) return false;
   try {
-    return canonical(JSON.parse(rec.definition)) === canonical(def);
+    return sameDefinitionData(JSON.parse(rec.definition), def);
   } catch {
     return false;
   }
+}
+
+/**
+ * Whether two definitions are the same as data (keys in any order): a
+ * projection whose fingerprint moved while its definition did not was
+ * reshaped by the source's DDL, not redefined.
+ */
+export function sameDefinitionData(a: unknown, b: unknown): boolean {
+  return canonical(a) === canonical(b);
 }
 
 /**
