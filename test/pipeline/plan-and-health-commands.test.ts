@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { describe, expect, PYTHON, runCli, test } from '../support/fixtures.ts';
+import { describe, expect, PYTHON, runCli, test, filesIn } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { pipelineHealthOutput, planOutput } from '../../src/cli/index.ts';
@@ -29,20 +29,6 @@ const YML = `sources:
       - path: cache.db
         projections: ["*", {name: cheap, source: items, kind: map, columns: {id: id, label: name}, filter: "qty < 100"}]
 `;
-
-function filesIn(dir: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readdirSync(dir)
-      .sort()
-      .map((f) => [
-        f,
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(dir, f)))
-          .digest('hex'),
-      ]),
-  );
-}
 
 describe('sluice plan and sluice health --config', () => {
   test('read the file, write nothing, and health exits 3 until a converging pass has built what it declares', async ({ tmp, makeDb }) => {

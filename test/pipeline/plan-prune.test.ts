@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, runCli, test } from '../support/fixtures.ts';
+import { describe, expect, runCli, test, filesIn } from '../support/fixtures.ts';
 import { convergeOnce, loadPipeline } from '../../src/pipeline/index.ts';
 import { planOutput } from '../../src/cli/index.ts';
 
@@ -32,20 +32,6 @@ const BEFORE = `sources:
       - path: cache.db
         projections: ["*"]
 `;
-
-function filesIn(dir: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readdirSync(dir)
-      .sort()
-      .map((f) => [
-        f,
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(dir, f)))
-          .digest('hex'),
-      ]),
-  );
-}
 
 describe('plan with prune: true', () => {
   test.for([

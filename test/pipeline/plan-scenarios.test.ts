@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, runSqliteCli, test } from '../support/fixtures.ts';
+import { describe, expect, runSqliteCli, test, filesIn } from '../support/fixtures.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import {
   loadPipeline,
@@ -56,21 +56,6 @@ function yml(capture: string, targets: string, prune = false): string {
 
 function target(file: string, ...projections: string[]): string {
   return `      - path: ${file}\n        projections:\n${projections.map((p) => `          - ${p}\n`).join('')}`;
-}
-
-/** Every file of `dir`, by content (a -wal or -shm included). */
-function filesIn(dir: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readdirSync(dir)
-      .sort()
-      .map((f) => [
-        f,
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(dir, f)))
-          .digest('hex'),
-      ]),
-  );
 }
 
 type Does = Record<string, string>;

@@ -2,7 +2,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
-import { describe, expect, runPython, test } from '../support/fixtures.ts';
+import { describe, expect, runPython, test, filesIn, leaveWal } from '../support/fixtures.ts';
 import { PythonWriter } from '../support/python-writer.ts';
 import { NatsServer } from '../support/nats-server.ts';
 import { sync } from '../../src/apply/sync/index.ts';
@@ -28,21 +28,6 @@ import { runCliAsync, trackerSource, scalar, type CliResult } from '../cli/suppo
  *   holds the file).
  */
 
-/** Every file in `dir`, by content. */
-function filesIn(dir: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readdirSync(dir)
-      .sort()
-      .map((f) => [
-        f,
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(dir, f)))
-          .digest('hex'),
-      ]),
-  );
-}
-
 /** The files but each -shm (see above). */
 function withoutShm(files: Record<string, string>): Record<string, string> {
   return Object.fromEntries(Object.entries(files).filter(([f]) => !f.endsWith('-shm')));
@@ -56,20 +41,6 @@ async function pair(dir: string): Promise<{ src: string; tgt: string }> {
   for (const f of [src, tgt]) expect(fs.readFileSync(f).readUInt8(18), `${f} is in WAL mode`).toBe(2);
   expect(fs.readdirSync(dir).sort()).toEqual(['app.db', 'cache.db']);
   return { src, tgt };
-}
-
-/** A program writing `file` killed after a commit it never checkpointed: its -wal and -shm stay beside it. */
-function leaveWal(file: string): void {
-  runPython(
-    `import sqlite3, os, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute('PRAGMA wal_autocheckpoint = 0')
-c.execute('CREATE TABLE notes (x)')
-c.execute("INSERT INTO notes VALUES ('kept')")
-sys.stdout.flush()
-os._exit(0)`,
-    [file],
-  );
 }
 
 /** Each command that reads `src` or `tgt` and writes neither, with its exit code; what it writes goes into `out` (another folder). */

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { test as base } from 'vitest';
 import { openDatabase, type Db } from '../../src/sqlite/index.ts';
 
@@ -89,6 +90,35 @@ os._exit(9)`,
     { encoding: 'utf8' },
   );
   if (killed.status !== 9) throw new Error(`the writer killed mid-transaction ended with ${killed.status}: ${killed.stderr}`);
+}
+
+/** Every file in `dir`, by content (a command that writes nothing leaves it as it was). */
+export function filesIn(dir: string): Record<string, string> {
+  return Object.fromEntries(
+    fs
+      .readdirSync(dir)
+      .sort()
+      .map((f) => [
+        f,
+        createHash('sha256')
+          .update(fs.readFileSync(path.join(dir, f)))
+          .digest('hex'),
+      ]),
+  );
+}
+
+/** A program writing `file` (in WAL mode) killed after a commit it never checkpointed: its -wal and -shm stay beside it. */
+export function leaveWal(file: string): void {
+  runPython(
+    `import sqlite3, os, sys
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.execute('PRAGMA wal_autocheckpoint = 0')
+c.execute('CREATE TABLE notes (x)')
+c.execute("INSERT INTO notes VALUES ('kept')")
+sys.stdout.flush()
+os._exit(0)`,
+    [file],
+  );
 }
 
 /** Runs SQL through the sqlite3 command-line shell. */

@@ -1,9 +1,8 @@
 // alter --dry-run leaves every file as it was: a hot journal is refused, not rolled back, and a -wal left beside is not checkpointed
 import path from 'node:path';
-import { describe, expect, leaveHotJournal, runPython, runSqliteCli, test } from '../../support/fixtures.ts';
+import { describe, expect, leaveHotJournal, runPython, runSqliteCli, test, leaveWal, filesIn } from '../../support/fixtures.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { runCliAsync, trackerSource } from '../../cli/support/cli.ts';
-import { filesIn } from '../support/explain.ts';
 
 /*
  * A dry run writes nothing. But alter runs its DDL on a connection with
@@ -29,20 +28,6 @@ async function pair(tmp: string): Promise<{ src: string; tgt: string }> {
   const tgt = path.join(tmp, 'cache.db');
   await sync(src, tgt);
   return { src, tgt };
-}
-
-/** A program writing `file` (in WAL mode) killed after a commit it never checkpointed: its -wal and -shm stay beside it. */
-function leaveWal(file: string): void {
-  runPython(
-    `import sqlite3, os, sys
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.execute('PRAGMA wal_autocheckpoint = 0')
-c.execute('CREATE TABLE notes (x)')
-c.execute("INSERT INTO notes VALUES ('kept')")
-sys.stdout.flush()
-os._exit(0)`,
-    [file],
-  );
 }
 
 const KEPT = ['app.db', 'app.db-shm', 'app.db-wal', 'cache.db', 'cache.db-shm', 'cache.db-wal'];

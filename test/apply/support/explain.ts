@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
 import { expect } from 'vitest';
+import { filesIn } from '../../support/fixtures.ts';
 import { openDatabase } from '../../../src/sqlite/index.ts';
 import { enable } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
@@ -82,21 +83,6 @@ export function run(file: string, sql: string): void {
   } finally {
     db.close();
   }
-}
-
-/** Every file in `dir`, by content. */
-export function filesIn(dir: string): Record<string, string> {
-  return Object.fromEntries(
-    fs
-      .readdirSync(dir)
-      .sort()
-      .map((f) => [
-        f,
-        createHash('sha256')
-          .update(fs.readFileSync(path.join(dir, f)))
-          .digest('hex'),
-      ]),
-  );
 }
 
 /** Runs `f` and checks that no file in `dir` changed and none was made (no -wal, -shm or -journal either). */

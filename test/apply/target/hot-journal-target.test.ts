@@ -1,9 +1,8 @@
 // verify and explain on a target with a hot journal name its -journal and the fix, and leave it as it is
 import path from 'node:path';
-import { test, expect, leaveHotJournal, runSqliteCli } from '../../support/fixtures.ts';
+import { test, expect, leaveHotJournal, runSqliteCli, filesIn } from '../../support/fixtures.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { runCliAsync, trackerSource } from '../../cli/support/cli.ts';
-import { filesIn } from '../support/explain.ts';
 
 /*
  * verify and explain only read the target: they attach it to a read-only
