@@ -65,8 +65,13 @@ function published(): number {
 describe('killed mid-run', () => {
   test('a publisher killed three times and run again leaves every seq in the stream once, in contiguous batches', async () => {
     const url = nats.server().url;
+    // A kill lands some milliseconds after the poll saw the point: the publisher may have published the rest meanwhile
+    // (the last share leaves a few hundred events). The last publish must be exact either way; at least one kill must
+    // have landed mid-run for the test to mean what it says (as for the subscriber below).
+    let midRun = 0;
     for (const share of [0.15, 0.4, 0.7]) {
       const start = published();
+      if (start >= EVENTS) break; // (a kill that landed after the end leaves nothing to kill mid-run)
       const p = startCli(['publish', src, '--nats', url, '--batch', '3']);
       // A random point past `share` of the backlog, before the end.
       const at = Math.floor(EVENTS * (share + Math.random() * 0.1));
@@ -74,8 +79,9 @@ describe('killed mid-run', () => {
       p.child.kill('SIGKILL');
       await p.exited;
       expect(published(), p.stderr()).toBeGreaterThan(start);
-      expect(published()).toBeLessThan(EVENTS);
+      if (published() < EVENTS) midRun++;
     }
+    expect(midRun).toBeGreaterThan(0);
     const last = await runCliAsync(['publish', src, '--nats', url, '--batch', '3', '--json']);
     expect(last.status, last.stderr).toBe(0);
     const out = parseJson(last, S.publishOutput);
