@@ -92,15 +92,20 @@ interface ValidateOptions {
   readonly reads?: (table: string, column: string) => boolean;
 }
 
-export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
-  let c: Cursor;
+/** `cursor` decoded, or why it cannot be read (validateCursor and cursorContinues answer so for a cursor they cannot decode). */
+function cursorOrInvalid(cursor: string | Cursor): Cursor | Extract<CursorValidation, { status: 'rebuild' | 'error' }> {
   try {
-    c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
+    return typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
   } catch (err) {
     if (err instanceof UnknownCursorVersion) return { status: 'rebuild', reason: 'CURSOR_VERSION_UNKNOWN', message: err.message };
     if (err instanceof SluiceError) return { status: 'error', reason: 'CURSOR_MALFORMED', message: err.message };
     throw err;
   }
+}
+
+export function validateCursor(db: Db, cursor: string | Cursor, current?: SourceView, options: ValidateOptions = {}): CursorValidation {
+  const c = cursorOrInvalid(cursor);
+  if ('status' in c) return c;
   let view: SourceView;
   try {
     view = current ?? readSourceView(db);
@@ -372,14 +377,8 @@ export function cursorContinues(
   later: Cursor,
   options: { readonly tables?: readonly string[] } = {},
 ): Continuation {
-  let c: Cursor;
-  try {
-    c = typeof cursor === 'string' ? decodeCursor(cursor) : cursor;
-  } catch (err) {
-    if (err instanceof UnknownCursorVersion) return { status: 'rebuild', reason: 'CURSOR_VERSION_UNKNOWN', message: err.message };
-    if (err instanceof SluiceError) return { status: 'error', reason: 'CURSOR_MALFORMED', message: err.message };
-    throw err;
-  }
+  const c = cursorOrInvalid(cursor);
+  if ('status' in c) return c;
   if (c.sourceId === later.sourceId && (later.seq < c.seq || (later.seq === c.seq && later.generation < c.generation)))
     return { status: 'behind' };
   const ext = later.ext ?? {};
