@@ -1,4 +1,5 @@
-import { shellWord } from '../../sqlite/index.ts';
+import { shellCommand, shellWord } from '../../sqlite/index.ts';
+import { currentCode, reasonsOf } from '../../reasons.ts';
 import type { ProjectionRecord } from '../target/index.ts';
 import { subscribedFeed } from './suspension-repair.ts';
 import type { FailureHealth } from './health-types.ts';
@@ -6,10 +7,15 @@ import type { FailureHealth } from './health-types.ts';
 /*
  * Health's line for a projection's failed attempts (failure: code, message,
  * time, consecutive), worded by how the projection is fed: a sync's
- * attempts, a subscriber's runs, or imports of files, each with its own
- * command to run again; never a sync for a target that has no source to
- * sync from.
+ * attempts, a subscriber's runs, or imports of files. An imported
+ * projection's failure is often a file import refused (import-refusal.ts in
+ * export/: events missing before it, another history, another source, a
+ * changed definition and no snapshot), whose repair is another file, never
+ * a sync: the target has no source to sync from.
  */
+
+/** Why a cursor cannot be continued: a file that does not continue the target's history (HISTORY_DIVERGED, FILE_CHANGED, ...). */
+const NOT_CONTINUED: ReadonlySet<string> = reasonsOf('rebuild');
 
 /** Fed by `sluice import` (no source path: an import's row, never synced since). */
 function imported(r: ProjectionRecord): Extract<ProjectionRecord['fedBy'], { via: 'import' }> | undefined {
@@ -53,9 +59,25 @@ export function failedAttempts(r: ProjectionRecord, failure: FailureHealth, targ
   const what = `${failure.code}: ${failure.message}`;
   const file = followedByRun ? undefined : imported(r);
   if (file !== undefined)
-    return `the last ${n === 1 ? 'import' : `${n} consecutive imports`} into it failed${when}: ${what}; fix the cause and ${importAgain(targetPath, file.file)}`;
+    return `the last ${n === 1 ? 'import' : `${n} consecutive imports`} into it failed${when}: ${what}; ${importRepair(r, failure.code, targetPath, importAgain(targetPath, file.file))}`;
   const sub = followedByRun ? undefined : subscribedFeed(r);
   if (sub !== undefined)
     return `the last ${n === 1 ? 'subscribe run' : `${n} consecutive subscribe runs`} failed${when}: ${what}; fix the cause and ${subscribeAgain(targetPath, sub)}`;
   return `the last ${n} consecutive sync attempt${n === 1 ? '' : 's'} failed${when}: ${what}; fix the cause and ${runAgain(r, targetPath, followedByRun) ?? 'run sluice sync again'}`;
+}
+
+/** What repairs an imported projection's failed import of code `code`: another file for a refused one, else the import again. */
+function importRepair(r: ProjectionRecord, code: string, targetPath: string, again: string): string {
+  const name = r.name;
+  const snapshot = `export a new file on the source (sluice export SOURCE --out NEW_FILE starts with a snapshot) and import it: sluice import ${shellWord(targetPath)} NEW_FILE`;
+  const current = currentCode(code);
+  if (current === 'BATCH_GAP')
+    return `events between ${name}'s cursor and the file are missing: import the export file that holds them first (an earlier file of the same export), then the refused file again; or rebuild ${name} from a snapshot: ${snapshot}`;
+  if (current === 'SOURCE_CHANGED')
+    return `the file is of another source than the one ${name} follows: import that source's files here, and this file into a new target; or, for ${name} to follow the file's source, remove it and its tables (${shellCommand('drop', { target: targetPath, projection: name })}) and import a file of that source that starts with a snapshot`;
+  if (current === 'IMPORT_NO_SNAPSHOT')
+    return `${name} can only be rebuilt from a snapshot, which the file does not hold: ${snapshot} (with the --projection options that changed it, if any); or, for a changed definition, import the file with the definition ${name} was built with (the target's own, used when no --projection is given)`;
+  if (NOT_CONTINUED.has(current))
+    return `the file does not continue the history ${name} holds, so only a snapshot can rebuild it: ${snapshot}`;
+  return `fix the cause and ${again}`;
 }
