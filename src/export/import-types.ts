@@ -16,7 +16,10 @@ export interface ImportOptions {
   /**
    * How the target's projections are fed, recorded in their rows for health
    * (apply/target/fed-by.ts): importFile records the file and the time, subscribe
-   * its broker and stream. Default: nothing recorded.
+   * its broker and stream. Default: nothing recorded. With `import`, a file
+   * refused (or an import that failed) is recorded on the projections it
+   * concerns for health, and the next import that succeeds clears it
+   * (import-refusal.ts).
    */
   readonly fedBy?: FedBy;
   /**

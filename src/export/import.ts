@@ -12,6 +12,7 @@ import {
 import { streamMirrorAll } from '../apply/projections/index.ts';
 import { lastMarkerCursor, peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
+import { recordRefusal } from './import-refusal.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 import { checkSegment, looksLikeSegment, refuseJournal, type CheckedSegment } from './segment-check.ts';
 import { segmentItems } from './segment-read.ts';
@@ -99,6 +100,7 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
   const encoding = stream.encoding;
   refuseEmptyPath(targetPath, 'target');
   const db = openDatabase(targetPath, { create: true, role: 'target' });
+  let importer: Importer | undefined;
   try {
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError(
@@ -122,7 +124,12 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
       const mirrorAll = streamMirrorAll(db, SCHEMA, readProjections(db, SCHEMA), { projections: options.projections });
       if (mirrorAll !== undefined) options = { ...options, mirrorAll };
     }
-    return await new Importer(db, options).run(stream);
+    importer = new Importer(db, options);
+    return await importer.run(stream);
+  } catch (err) {
+    // A file refused (or one that failed) is recorded on the projections it concerns, for health, as sync records a failed pass.
+    if (options.fedBy?.via === 'import') recordRefusal(db, SCHEMA, err, options.fedBy.file, importer?.concerned());
+    throw err;
   } finally {
     closeDatabase(db);
   }

@@ -41,6 +41,7 @@ import type { ExportItem, ReadTotals } from './checked-reader.ts';
 import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { carriedTables, carries, untrackedSuspension } from './untracked-tables.ts';
+import { clearRefusals } from './import-refusal.ts';
 
 const SCHEMA = 'main';
 
@@ -239,13 +240,23 @@ export class Importer {
         }
       }
     } catch (err) {
-      throw unreadable?.(err) ?? err;
+      throw this.#forFile(unreadable?.(err) ?? err);
     }
     // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
     if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.
     const ran = (this.#projections ?? []).map((p) => p.name);
-    if (this.#options.fedBy !== undefined && ran.length > 0) await writeTransaction(this.#db, () => this.#recordFed(ran));
+    if (this.#options.fedBy !== undefined && ran.length > 0)
+      await writeTransaction(this.#db, () => {
+        this.#recordFed(ran);
+        // An import that succeeded: a file refused before (import-refusal.ts) no longer stands, for those that did not fail now.
+        if (this.#options.fedBy?.via === 'import')
+          clearRefusals(
+            this.#db,
+            SCHEMA,
+            ran.filter((n) => !this.#failures.has(n)),
+          );
+      });
     const all = this.#options.mirrorAll;
     if (all !== undefined && !all.stored && ran.length > 0)
       await storeProjectionSet(this.#db, SCHEMA, { mirrorAll: all.origin, sourcePath: all.sourcePath });
@@ -275,6 +286,21 @@ export class Importer {
       incompleteTail: totals.incompleteTail,
       projections,
     };
+  }
+
+  /**
+   * The projections this run is about, for recording a refusal of its
+   * stream (import-refusal.ts): those it compiled, else the definitions it
+   * runs; undefined when not even those can be read (then every projection
+   * of the target is).
+   */
+  concerned(): string[] | undefined {
+    if (this.#projections !== undefined) return this.#projections.map((p) => p.name);
+    try {
+      return this.#definitions()?.map((d) => d.name);
+    } catch {
+      return undefined;
+    }
   }
 
   /**
@@ -310,6 +336,23 @@ export class Importer {
       seq: 0,
       action: `table ${d.source} is in the stream ${label} carries, but this target, which mirrors every table its files carry ("*"), has no mirror of it, and the file has no snapshot of it to build one from: its events in the file were not applied. Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one), which builds the mirror of ${d.source}`,
     }));
+  }
+
+  /**
+   * A gap (BATCH_GAP, said by the applier for sync too) as a file's: its
+   * repair is a file, the one holding the events in between, or one that
+   * starts with a snapshot, not a sync from the stored cursor.
+   */
+  #forFile(err: unknown): unknown {
+    if (this.#options.fedBy?.via !== 'import' || !(err instanceof FailClosedError) || err.code !== 'BATCH_GAP') return err;
+    const name = typeof err.detail.projection === 'string' ? err.detail.projection : 'the projection';
+    const said = err.message.replace(/ Apply the batch that holds them first, or sync from the stored cursor\.$/, '');
+    return new FailClosedError(
+      'BATCH_GAP',
+      `${said} Nothing of the batch was applied. Import the export file that holds them first (an earlier file of the same export, the one this file's export went on from), then this one again; or rebuild ${name} from a snapshot: import a new export file (sluice export SOURCE --out NEW_FILE starts with one).`,
+      err.detail,
+      { cause: err },
+    );
   }
 
   /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */

@@ -76,12 +76,16 @@ describe('import of a file without a snapshot, with a changed definition', () =>
     // Nothing written: the rows, the cursor and the definition the old filter built.
     expect(rowsOf(tgt)).toBe('1=a');
     expect(stored(tgt)).toBe(before);
-    expect(health(tgt).ok).toBe(true);
+    // Refused, it is recorded for health (a cron job that ignores the exit code is told), with the repair.
+    const refused = health(tgt);
+    expect(refused.ok).toBe(false);
+    expect(refused.projections[0]).toMatchObject({ name: 'm', failure: { code: 'IMPORT_NO_SNAPSHOT' } });
 
     // The file with the definition m was built with: applied by it.
     const old = await runCliAsync(['import', tgt, since, '--projection', m1]);
     expect(old.status, old.stderr).toBe(0);
     expect(rowsOf(tgt)).toBe('1=a,4=d');
+    expect(health(tgt).ok).toBe(true);
 
     // The same file again (nothing new in it), and an empty one (nothing at all), with the changed definition: refused too.
     const again = await runCliAsync(['import', tgt, since, '--projection', m2]);

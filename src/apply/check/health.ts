@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
-import { openDatabase, type Db, type QuietHold, readQuietlySync, readSessionSync, shellCommand, shellWord } from '../../sqlite/index.ts';
+import { openDatabase, type Db, type QuietHold, readQuietlySync, readSessionSync, shellCommand } from '../../sqlite/index.ts';
 import {
   readProjections,
   type ProjectionRecord,
@@ -25,7 +25,8 @@ import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { lostProjections } from './health-consumers.ts';
-import { subscribedFeed, suspensionRepair, unarmedOf } from './suspension-repair.ts';
+import { suspensionRepair, unarmedOf } from './suspension-repair.ts';
+import { failedAttempts, runAgain } from './failed-attempts.ts';
 import { brokenForecast, brokenProblem } from './health-definition.ts';
 import { notHeldHealth, type FailureHealth, type ProjectionHealth, type HealthReport } from './health-types.ts';
 export type { FailureHealth, ProjectionHealth, HealthFedBy, HealthReport } from './health-types.ts';
@@ -304,24 +305,6 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
   );
 }
 
-/**
- * Who runs a projection's sync again (after a failed or interrupted first
- * build, or failed attempts), in words: sluice run, which retries a target
- * it follows by itself; for a projection sluice subscribe feeds (no source
- * path, so sync has nothing to sync it from), subscribe, with the broker,
- * stream and source the target records; for one sluice import feeds, the
- * import of its file. Undefined: run sluice sync again.
- */
-function runAgain(r: ProjectionRecord, targetPath: string, followedByRun: boolean): string | undefined {
-  if (followedByRun) return 'sluice run tries it again by itself (with backoff), and goes on once the cause is gone';
-  // Imported (no source path either): the import, with its file.
-  if (r.sourcePath === null && r.fedBy?.via === 'import')
-    return `run sluice import ${[targetPath, r.fedBy.file].map((w) => shellWord(w)).join(' ')} again (with the --projection options it took, if any)`;
-  const f = subscribedFeed(r);
-  if (f === undefined) return undefined;
-  return `run sluice subscribe ${[targetPath, '--nats', f.url, '--stream', f.stream, '--source', f.sourceId].map((w) => shellWord(w)).join(' ')} again (with the --projection and login options it took, if any)`;
-}
-
 /** What is wrong with the guard triggers of a table, in words. */
 function guardFaultText(g: GuardFault): string {
   const them = (names: readonly string[]) =>
@@ -369,12 +352,7 @@ function one(
         : `an initial build was interrupted: ${again ?? 'run sluice sync again'}`,
     );
   const failure = failureOf(r);
-  if (failure !== null) {
-    const when = failure.ms === null ? '' : ` (last at ${new Date(failure.ms).toISOString()})`;
-    problems.push(
-      `the last ${failure.consecutive} consecutive sync attempt${failure.consecutive === 1 ? '' : 's'} failed${when}: ${failure.code}: ${failure.message}; fix the cause and ${again ?? 'run sluice sync again'}`,
-    );
-  }
+  if (failure !== null) problems.push(failedAttempts(r, failure, targetPath, options.followedByRun === true));
   problems.push(
     ...(facts.suspends === undefined ? facts.problems : []),
     ...targetTableProblems(target, r, sourcePath, targetPath),

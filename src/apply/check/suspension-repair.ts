@@ -73,6 +73,14 @@ export function suspensionRepair(
   const fed = subscribedFeed(r);
   if (fed !== undefined && r.reason != null && currentCode(r.reason) === 'TABLE_UNTRACKED' && targetPath !== undefined)
     return untrackedSubscribed(r.name, r.sourceTable ?? r.name, fed, targetPath);
+  if (
+    r.reason != null &&
+    currentCode(r.reason) === 'NEEDS_IMAGES_MODE' &&
+    r.sourcePath == null &&
+    r.fedBy != null &&
+    targetPath !== undefined
+  )
+    return imagesModeFed(r.name, r.sourceTable ?? r.name, r.fedBy, targetPath);
   const named = typeof r.detail?.table === 'string' ? r.detail.table : r.sourceTable;
   if (
     r.reason != null &&
@@ -125,4 +133,22 @@ export function subscribedFeed(r: {
  */
 function untrackedSubscribed(name: string, table: string, f: Extract<FedBy, { via: 'subscribe' }>, targetPath: string): string {
   return `TABLE_UNTRACKED: stream ${f.stream} at ${f.url} does not carry ${table}, so ${name} gets none of its events: capture it on the source (${shellCommand('enable', { source: 'SOURCE', table })}, SOURCE: the database of source ${f.sourceId}); its publisher then publishes a snapshot that holds it (STREAM_TABLES_ADDED), and sluice subscribe rebuilds ${name} from it (a subscriber following the stream at once, else its next run); or remove the projection and its tables: ${shellCommand('drop', { target: targetPath, projection: name })}`;
+}
+
+/**
+ * NEEDS_IMAGES_MODE of a projection a file or a stream feeds (no source path:
+ * no sync to run): nothing in the target needs repair; the source captures
+ * the table in images mode, and a snapshot taken after that rebuilds the
+ * projection: a new export file imported, or the snapshot the publisher
+ * publishes then (the change of mode ends the stream's position), which
+ * sluice subscribe rebuilds it from.
+ */
+function imagesModeFed(name: string, table: string, fedBy: FedBy, targetPath: string): string {
+  const source = fedBy.via === 'subscribe' ? `the database of source ${fedBy.sourceId}` : 'the database the export files are written from';
+  const fix = `fix the source: capture ${table} in images mode (${shellCommand('enable', { source: 'SOURCE', table })} --mode images, SOURCE: ${source})`;
+  const then =
+    fedBy.via === 'subscribe'
+      ? `its publisher then publishes a new snapshot (the change of mode ends the stream's position), and sluice subscribe rebuilds ${name} from it (a subscriber following stream ${fedBy.stream} at once, else its next run)`
+      : `then export a new file (sluice export SOURCE --out NEW_FILE starts with a snapshot) and import it (sluice import ${shellWord(targetPath)} NEW_FILE), which rebuilds ${name}`;
+  return `NEEDS_IMAGES_MODE: nothing in the target needs repair; ${fix}; ${then}`;
 }

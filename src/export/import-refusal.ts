@@ -1,0 +1,53 @@
+import type { Db } from '../sqlite/index.ts';
+import { writeAlone } from '../sqlite/index.ts';
+import { clearFailure, hasTargetMeta, readProjection, readProjections, recordFailure } from '../apply/target/index.ts';
+import { failureOf } from '../apply/sync/index.ts';
+import { SluiceError } from '../errors.ts';
+
+/*
+ * A file `sluice import` refused (its events start past the target's cursor,
+ * it does not continue the target's history, it is of another source, a
+ * changed definition without a snapshot, a line that is not sluice's...):
+ * the import stops, and the target keeps the rows it had. A cron job that
+ * does not look at import's exit code would have a stale target that health
+ * called fine. So the refusal is recorded as sync records a failed pass
+ * (last_error, last_error_code, last_error_ms, failures: target-meta.ts) on
+ * each projection the import concerns, in a transaction of its own after the
+ * refused one rolled back; no row of a projection, no cursor and no state
+ * is changed. health reports it with a repair for an imported target
+ * (apply/check/failed-attempts.ts), and the next import that succeeds clears it
+ * (clearRefusals).
+ */
+
+/** The codes of refusals that are not this target's to record: it is a source, not a target. */
+const NOT_RECORDED: ReadonlySet<string> = new Set(['TARGET_IS_SOURCE']);
+
+/**
+ * Records `err`, the error that stopped the import of `file` (its absolute
+ * path: the message may name it as it was typed, relative to another
+ * directory), on projections `names` (every projection of the target when
+ * not known): each that has a row and is not suspended (a suspension is
+ * what health reports of it, with its own repair). Best effort, as sync's:
+ * a target that cannot take the record (busy, full, damaged), or is in a
+ * transaction still, keeps what it had.
+ */
+export function recordRefusal(db: Db, schema: string, err: unknown, file: string, names: readonly string[] | undefined): void {
+  if (err instanceof SluiceError && NOT_RECORDED.has(err.code)) return;
+  if (db.inTransaction) return;
+  const failure = failureOf(err);
+  const message = `the import of ${file} stopped: ${failure.message}`;
+  // (writeAlone: sync's best effort, a transaction of its own, rolled back on any error.)
+  writeAlone(db, () => {
+    if (!hasTargetMeta(db, schema)) return;
+    for (const name of names ?? readProjections(db, schema).map((r) => r.name)) {
+      const rec = readProjection(db, schema, name);
+      if (rec === undefined || rec.state === 'suspended') continue;
+      recordFailure(db, schema, name, failure.code, message);
+    }
+  });
+}
+
+/** Clears the recorded failures of projections `names` after an import that succeeded for them, in the caller's transaction. */
+export function clearRefusals(db: Db, schema: string, names: Iterable<string>): void {
+  for (const name of names) if ((readProjection(db, schema, name)?.failures ?? 0) > 0) clearFailure(db, schema, name);
+}
