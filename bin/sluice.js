@@ -7,6 +7,35 @@
 // SLUICE_FROM_SOURCE is set.
 import fs from 'node:fs';
 
+// `run` stops cleanly on SIGTERM/SIGINT (exit 0) and reloads on SIGHUP, and a
+// follower (`sync`, `export`, `publish`, `subscribe` with --follow) stops
+// cleanly on SIGTERM/SIGINT, but their handlers are installed by the command,
+// once the import below is done (about 0.4 s): a signal before them would get
+// its default action and end the process at once (exit 129 for a SIGHUP,
+// which systemd counts as a clean stop; 143 for a SIGTERM). They are trapped
+// here, before anything is imported, and what arrived is handed to the
+// command's handlers as they are installed (takeEarlySignals in
+// src/cli/interrupt.ts). Windows has no SIGHUP.
+const FOLLOWERS = new Set(['sync', 'export', 'publish', 'subscribe']);
+const command = process.argv[2];
+const trapped =
+  command === 'run'
+    ? ['SIGINT', 'SIGTERM', ...(process.platform === 'win32' ? [] : ['SIGHUP'])]
+    : FOLLOWERS.has(command) && process.argv.includes('--follow')
+      ? ['SIGINT', 'SIGTERM']
+      : [];
+if (trapped.length > 0) {
+  const received = [];
+  const listeners = trapped.map((name) => [name, () => received.push(name)]);
+  for (const [name, listener] of listeners) process.on(name, listener);
+  globalThis[Symbol.for('sluice.earlySignals')] = {
+    received,
+    release: () => {
+      for (const [name, listener] of listeners) process.off(name, listener);
+    },
+  };
+}
+
 const builds = [new URL('../dist/cli/main.js', import.meta.url), new URL('../dist/src/cli/main.js', import.meta.url)];
 const built = process.env.SLUICE_FROM_SOURCE === undefined ? builds.find((u) => fs.existsSync(u)) : undefined;
 let main;

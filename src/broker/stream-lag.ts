@@ -103,19 +103,33 @@ export async function readStreamLags(targetPath: string, url: NatsTarget, option
  * broker URL and stream the target recorded (apply/target/fed-by.ts). Health
  * without --nats; a projection that records neither is left out (its lag
  * stays unknown). The target records no credentials: `access` is how to log
- * in to those servers and trust them (health's --nats-creds, --nats-tls-ca...).
+ * in to those servers and trust them (health's --nats-creds, --nats-tls-ca...,
+ * or a pipeline file's subscribe entry). When `access` names servers too (a
+ * subscribe entry's) and they are the recorded ones, it is used as it is:
+ * a login written in their URL (`nats://app:${NATS_PASSWORD}@host:4222`)
+ * logs in there as it does for the subscriber. Such a login is never sent
+ * to other servers than the ones it was written for.
  */
-export async function readRecordedStreamLags(
-  targetPath: string,
-  access: Pick<NatsConnection, 'auth' | 'tls'> = {},
-): Promise<Map<string, FedLag>> {
+export async function readRecordedStreamLags(targetPath: string, access: Partial<NatsConnection> = {}): Promise<Map<string, FedLag>> {
+  const { auth, tls } = access;
+  const login = { ...(auth === undefined ? {} : { auth }), ...(tls === undefined ? {} : { tls }) };
+  const connectionTo = (recorded: string): NatsConnection => {
+    const servers = splitServers(recorded);
+    return access.servers !== undefined && sameServers(servers, splitServers(connectionLabel({ servers: access.servers })))
+      ? { ...login, servers: access.servers }
+      : { ...login, servers };
+  };
   return readLags(
     fedProjections(targetPath).flatMap((p) =>
-      p.fedBy?.via === 'subscribe'
-        ? [{ p, url: { ...access, servers: splitServers(p.fedBy.url) }, stream: p.fedBy.stream, recorded: true }]
-        : [],
+      p.fedBy?.via === 'subscribe' ? [{ p, url: connectionTo(p.fedBy.url), stream: p.fedBy.stream, recorded: true }] : [],
     ),
   );
+}
+
+/** Whether two lists of servers (each without credentials) name the same servers, in any order. */
+function sameServers(a: readonly string[], b: readonly string[]): boolean {
+  const key = (l: readonly string[]) => JSON.stringify([...new Set(l)].sort());
+  return key(a) === key(b);
 }
 
 /** The target's projections with no source path, not suspended and not imported. */

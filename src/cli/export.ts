@@ -23,6 +23,7 @@ import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
 import { waitForChange } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
+import { trapInterrupt } from './interrupt.ts';
 import { workBar } from './progress.ts';
 
 export function registerExport(program: Command): void {
@@ -108,9 +109,7 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
       }
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
-    // With --follow, waitForChange runs the first run too, from a data_version read
-    // before it (wait.ts), and stops on SIGINT/SIGTERM between runs.
-    if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
+    if (opts.follow === true) await followSource(db, dbPath, run);
     else run();
   } finally {
     sink.flush(true);
@@ -128,6 +127,20 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
         summary,
         () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches to ${opts.out}`,
       );
+  }
+}
+
+/**
+ * `export --follow`: waitForChange runs the first run too, from a data_version read
+ * before it (wait.ts), and stops on SIGINT/SIGTERM between runs (one that came while
+ * the CLI loaded: at once).
+ */
+async function followSource(db: Parameters<typeof waitForChange>[0], dbPath: string, run: () => void): Promise<void> {
+  const interrupt = trapInterrupt();
+  try {
+    await waitForChange(db, dbPath, run, { signal: interrupt.signal, onIdle: () => checkHeldFile(db, 'source') });
+  } finally {
+    interrupt.release();
   }
 }
 
@@ -166,7 +179,7 @@ async function exportSegments(
       });
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
-    if (opts.follow === true) await waitForChange(db, dbPath, run, { onIdle: () => checkHeldFile(db, 'source') });
+    if (opts.follow === true) await followSource(db, dbPath, run);
     else run();
   } finally {
     db.close();

@@ -108,12 +108,8 @@ async function pipelineCheck(file: string, opts: HealthOpts): Promise<void> {
     for (const s of pipeline.subscriptions) {
       if (!fs.existsSync(s.path) || !recordsSubscriber(s.path)) continue;
       const broker = await import('../broker/index.ts');
-      // The target records the servers, never how to log in: that is the subscribe entry's.
-      const { auth, tls } = s.nats;
-      fedLag.set(
-        s.path,
-        await broker.readRecordedStreamLags(s.path, { ...(auth === undefined ? {} : { auth }), ...(tls === undefined ? {} : { tls }) }),
-      );
+      // The target records the servers, never how to log in: that is the subscribe entry's (its fields, or its URL's login).
+      fedLag.set(s.path, await broker.readRecordedStreamLags(s.path, s.nats));
     }
     return pipelineHealth(pipeline, { fedLag });
   });

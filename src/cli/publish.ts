@@ -118,7 +118,7 @@ async function publish(dbPath: string, opts: PublishCliOptions, nats: NatsConnec
         () => tally.summary(opts.summaryInterval, where(p)),
       );
     if (opts.follow !== true) add(await p.runOnce());
-    else await followPublisher(p, dbPath, { onPass: add, tally: totals });
+    else await followPublisher(p, dbPath, { onPass: add, tally: totals, signal: interrupt.signal });
     if (tally !== undefined)
       stdout().write(
         `${tally.final(interrupt.received() ?? 'SIGINT', `${where(p)}; saved in ${p.stateFile}, where the next publish resumes`)}\n`,

@@ -2,6 +2,7 @@ import { Option, type Command } from 'commander';
 import { errorCode, SluiceError } from '../index.ts';
 import { errorMessage, Runner, RunLog, type LogFormat } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
+import { takeEarlySignals } from './interrupt.ts';
 import { ExitSignal } from './output.ts';
 
 export function registerRun(program: Command): void {
@@ -35,6 +36,14 @@ export function registerRun(program: Command): void {
         else void started.reload('SIGHUP');
       };
       if (process.platform !== 'win32') process.on('SIGHUP', onHup);
+      // Those that came while the CLI loaded (bin/sluice.js traps them from its first line). A SIGHUP then is no
+      // reload: the file is not read yet, and the start reads it. A SIGTERM or SIGINT ends run before it starts
+      // anything (no lock taken, nothing enabled, no target opened): exit 0, as once started.
+      const early = takeEarlySignals().find((s) => s !== 'SIGHUP');
+      if (early !== undefined) {
+        log.event('info', 'run', 'stopped', `${early} before the start: nothing was started`);
+        return;
+      }
       const runner = await Runner.start(opts.config, log).catch((err: unknown) => {
         process.off('SIGHUP', onHup);
         if (opts.log !== 'json') throw err;

@@ -1,10 +1,12 @@
 // health of a subscribed target reads its lag from the url and stream subscribe recorded
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
 import { freePort, NatsServer } from '../support/nats-server.ts';
 import { makeDir, removeDir, trackerSource, runCliAsync, parseJson, sourceSeq } from '../cli/support/cli.ts';
+import { readRecordedStreamLags } from '../../src/broker/index.ts';
 import { COMMENT_WRITER, defaultStreamName, publishOnce, sourceIdOf } from './support/broker.ts';
 
 /*
@@ -93,6 +95,46 @@ describe('health of a subscribed target', () => {
       expect(behind.status, behind.stdout).toBe(3);
       expect(behind.h.projections[0]).toMatchObject({ lagEvents: 12, sourceSeq: sourceSeq(src) });
       expect(behind.h.projections[0]?.lagMs).toBeGreaterThanOrEqual(0);
+    });
+  }, 120_000);
+
+  test('read with a subscribe entry whose login is in its URL, sends that login to the recorded servers only when they are its own', async () => {
+    await withBroker(async ({ server, src, sid, tgt }) => {
+      await publishOnce(src, server.url);
+      const sub = await runCliAsync(['subscribe', tgt, '--nats', server.url, '--source', sid]);
+      expect(sub.status, sub.stderr).toBe(0);
+      // The recorded server is now one that writes down how clients log in (and refuses them).
+      const port = Number(new URL(server.url).port);
+      await server.kill();
+      const connects: string[] = [];
+      const listener = net.createServer((socket) => {
+        let got = '';
+        socket.write('INFO {"server_id":"LOGGER","version":"2.10.0","proto":1,"max_payload":1048576,"auth_required":true}\r\n');
+        socket.on('data', (d: Buffer) => {
+          got += d.toString();
+          const line = got.split('\r\n').find((l) => l.startsWith('CONNECT '));
+          if (line === undefined) return;
+          connects.push(line);
+          socket.end("-ERR 'Authorization Violation'\r\n");
+        });
+        socket.on('error', () => {});
+      });
+      await new Promise<void>((resolve) => listener.listen(port, '127.0.0.1', resolve));
+      try {
+        const secret = 'url-pw-77c2';
+        const other = `nats://app:${secret}@127.0.0.1:${await freePort()}`;
+        const elsewhere = await readRecordedStreamLags(tgt, { servers: [other] });
+        expect(JSON.stringify([...elsewhere])).not.toContain(secret);
+        expect(connects.length).toBeGreaterThan(0);
+        expect(connects.join('\n')).not.toContain(secret);
+
+        connects.length = 0;
+        const same = await readRecordedStreamLags(tgt, { servers: [server.url.replace('nats://', `nats://app:${secret}@`)] });
+        expect(JSON.stringify([...same])).not.toContain(secret);
+        expect(connects.join('\n')).toContain(`"pass":"${secret}"`);
+      } finally {
+        await new Promise((resolve) => listener.close(resolve));
+      }
     });
   }, 120_000);
 });

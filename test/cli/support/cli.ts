@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createHash } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { z } from 'zod';
 import { expect } from 'vitest';
@@ -310,4 +311,48 @@ con.commit()`,
     );
   }
   return { src, tgt };
+}
+
+/**
+ * startCli, with bin/sluice.js's import of the CLI's build (dist/cli/main.js,
+ * awaited before any command runs: about 0.4 s) held `holdMs` by a module
+ * hook, which writes `marker` as that import starts: a signal sent after
+ * `marker` exists lands while the CLI loads, before any command installs its
+ * handlers. The hook and its registration are written into `dir`.
+ */
+export function startCliHeldAtImport(
+  args: readonly string[],
+  dir: string,
+  holdMs: number,
+  env: Readonly<Record<string, string>> = {},
+): Spawned & { readonly marker: string } {
+  const marker = path.join(dir, 'cli-importing');
+  const hooks = path.join(dir, 'hold-import-hooks.mjs');
+  fs.writeFileSync(
+    hooks,
+    `import fs from 'node:fs';
+export async function load(url, context, nextLoad) {
+  if (/\\/(dist\\/cli\\/main\\.js|dist\\/src\\/cli\\/main\\.js|src\\/cli\\/main\\.ts)$/.test(url)) {
+    fs.writeFileSync(${JSON.stringify(marker)}, '');
+    await new Promise((resolve) => setTimeout(resolve, ${holdMs}));
+  }
+  return nextLoad(url, context);
+}
+`,
+  );
+  const register = path.join(dir, 'hold-import.mjs');
+  fs.writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+  const child = spawn(process.execPath, ['--import', pathToFileURL(register).href, BIN, ...args], {
+    cwd: ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
+  let out = '';
+  let err = '';
+  child.stdout.setEncoding('utf8').on('data', (d: string) => (out += d));
+  child.stderr.setEncoding('utf8').on('data', (d: string) => (err += d));
+  const exited = new Promise<{ status: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('close', (status, signal) => resolve({ status, signal })),
+  );
+  return { child, stdout: () => out, stderr: () => err, exited, marker };
 }
