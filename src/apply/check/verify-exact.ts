@@ -1,4 +1,4 @@
-import { affinityOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
+import { affinityOf, allOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
 import type { Db } from '../../sqlite/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { hasTypedComputedColumn, kindOf } from '../../projection/index.ts';
@@ -83,9 +83,10 @@ function relationalTarget(db: Db, p: CompiledProjection, schema: string): Relati
   return {
     name: `${quoteIdent(schema)}.${quoteIdent(table)}`,
     key: (t, i) => `${t}.${quoteIdent(p.key[i] as string)}`,
+    // A balanced tree of the columns' tests: a left-deep AND chain over a wide table passes SQLite's expression depth.
     same: (integers, s, t) =>
-      p.columns
-        .map((c, i) =>
+      allOf(
+        p.columns.map((c, i) =>
           sameValue(
             `${s}.v${i}`,
             `${t}.${quoteIdent(c.name)}`,
@@ -94,8 +95,8 @@ function relationalTarget(db: Db, p: CompiledProjection, schema: string): Relati
             integers?.includes(i) === true,
             c.name === alias,
           ),
-        )
-        .join(' AND '),
+        ),
+      ),
   };
 }
 
