@@ -107,4 +107,12 @@ describe(`a mirror of a ${WIDEST}-column table`, () => {
     const s = await runCliAsync(['sync', src, tgt]);
     expect(s.status, s.stderr).toBe(0);
   });
+
+  test('a target row edited by hand is named by its key, not met with a raw SQLite error', async () => {
+    runSqliteCli(tgt, `UPDATE t SET c${WIDEST - 1} = 'tampered' WHERE id = 5;`);
+    const r = await runCliAsync(['verify', src, tgt, '--json']);
+    expect(r.stderr).not.toMatch(/SQLITE_|too many arguments/);
+    expect(r.status, r.stderr).toBe(3);
+    expect(parseJson(r, S.verifyOutput).projections).toMatchObject([{ name: 't', ok: false, diffs: [{ key: [5], kind: 'different' }] }]);
+  });
 });
