@@ -2,7 +2,7 @@
 import path from 'node:path';
 import { afterAll } from 'vitest';
 import { test, expect, describe, runPython, runSqliteCli } from '../support/fixtures.ts';
-import { runCliAsync, makeDir, removeDir, scalar } from '../cli/support/cli.ts';
+import { runCliAsync, makeDir, removeDir, scalar, expectOneLineError } from '../cli/support/cli.ts';
 
 /*
  * The journal holds both images of an update, so a table of n captured
@@ -29,28 +29,36 @@ function source(file: string, width: number): string {
 }
 
 describe('the widest table capture takes', () => {
-  test('997 columns: enable arms it, and an update of its last column by another program is journaled', async () => {
-    const src = source(path.join(dir, 'w997.db'), 997);
-    const r = await runCliAsync(['enable', src, 't']);
+  test('a 996-column table made 997 columns wide by sluice alter stays armed, and an update of the new column is journaled', async () => {
+    const src = source(path.join(dir, 'w996.db'), 996);
+    expect((await runCliAsync(['enable', src, 't'])).status).toBe(0);
+    const r = await runCliAsync(['alter', src, 'ALTER TABLE t ADD COLUMN extra TEXT']);
     expect(r.stderr).not.toMatch(/SQLITE_|Expression tree/);
     expect(r.status, r.stderr).toBe(0);
+    // Another program's update of the 997th column: journaled.
     runPython(
       `import sqlite3, sys
 con = sqlite3.connect(sys.argv[1])
-con.execute("UPDATE t SET c996 = 'z' WHERE id = 1")
+con.execute("UPDATE t SET extra = 'e' WHERE id = 1")
 con.commit()`,
       [src],
     );
     expect(scalar(src, 'SELECT count(*) FROM _sluice_journal WHERE op = 2')).toBe(1n);
   });
 
-  test('a 996-column table altered to 997 by sluice alter stays armed', async () => {
-    const src = source(path.join(dir, 'w996.db'), 996);
-    expect((await runCliAsync(['enable', src, 't'])).status).toBe(0);
-    const r = await runCliAsync(['alter', src, 'ALTER TABLE t ADD COLUMN extra TEXT']);
-    expect(r.stderr).not.toMatch(/SQLITE_|Expression tree/);
-    expect(r.status, r.stderr).toBe(0);
-    runSqliteCli(src, "UPDATE t SET extra = 'e' WHERE id = 1;");
-    expect(scalar(src, 'SELECT count(*) FROM _sluice_journal WHERE op = 2')).toBe(1n);
+  test('998 columns: enable refuses the table by name (TABLE_TOO_WIDE), with the fix, and writes nothing', async () => {
+    const src = source(path.join(dir, 'w998.db'), 998);
+    const r = await runCliAsync(['enable', src, 't']);
+    expectOneLineError(r, 'TABLE_TOO_WIDE');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/Table t: .*998 columns.*at most 997.*--exclude/);
+    expect(scalar(src, "SELECT count(*) FROM sqlite_master WHERE name LIKE '\\_sluice\\_%' ESCAPE '\\'")).toBe(0n);
+  });
+
+  test('sluice alter that would make a captured table wider than 997 columns is refused by name and rolled back', async () => {
+    const src = path.join(dir, 'w996.db');
+    const r = await runCliAsync(['alter', src, 'ALTER TABLE t ADD COLUMN more TEXT']);
+    expectOneLineError(r, 'TABLE_TOO_WIDE');
+    expect(scalar(src, "SELECT count(*) FROM pragma_table_info('t')")).toBe(997n);
   });
 });
