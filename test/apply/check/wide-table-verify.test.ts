@@ -15,12 +15,12 @@ import { runCliAsync, parseJson, makeDir, removeDir, onDatabase, scalar } from '
  * after unrelated DDL in the source (CREATE INDEX on another table opens a
  * schema window, which sync closes with the same proof), leaving the mirror
  * stale for good. The table here is as wide as capture takes (its journal
- * holds both images: 2 x 996 columns and 5 of its own, SQLite's limit being
+ * holds both images: 2 x 997 columns and 5 of its own, SQLite's limit being
  * 2000), with columns of every affinity and a NOCASE one, holding text,
  * integers, reals (-0.0 too), blobs and NULLs.
  */
 
-const WIDEST = 996;
+const WIDEST = 997;
 const TYPES = ['', 'TEXT', 'INTEGER', 'REAL', 'NUMERIC', 'TEXT COLLATE NOCASE'];
 const ROWS = 200;
 
