@@ -943,6 +943,13 @@ export const REASONS = {
       'A generated column of a table is computed from a column left out of capture (directly or through another generated column): capturing it would journal the excluded value. Leave it out of capture too. A table armed before such a column was added stays unarmed (SCHEMA_CHANGED) until enable is told.',
     repair: null,
   },
+  TABLE_TOO_WIDE: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A table has more columns to capture than the journal can hold: both images of each, within SQLite's 2000 columns a table, make 997 the most. Leave columns out of capture (enable --exclude), or capture it in keys mode.",
+    repair: null,
+  },
   EXCLUDE_NOT_APPLIED: {
     kinds: ['error'],
     clears: false,

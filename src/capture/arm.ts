@@ -26,6 +26,23 @@ import {
  * inside their write transaction.
  */
 
+/** SQLite's most columns in a table (SQLITE_MAX_COLUMN, as built into the driver and the sqlite3 CLI and Python alike). */
+const SQLITE_MAX_COLUMN = 2000;
+/** The journal's columns besides the images: seq, tid, op, ts and the mask. */
+const JOURNAL_OWN_COLUMNS = 5;
+/** The most image columns the journal can hold: both images of 997 columns. */
+const MAX_JOURNAL_WIDTH = SQLITE_MAX_COLUMN - JOURNAL_OWN_COLUMNS;
+
+function tooWide(table: string, columns: number, mode: CaptureMode): CaptureRefusedError {
+  const most = Math.floor(MAX_JOURNAL_WIDTH / 2);
+  const what = mode === 'keys' ? `its ${columns} key columns` : `its ${columns} columns`;
+  return new CaptureRefusedError(
+    'TABLE_TOO_WIDE',
+    table,
+    `Table ${table}: capture journals both images of ${what}, two journal columns each, and the journal holds at most ${MAX_JOURNAL_WIDTH} image columns (SQLite's ${SQLITE_MAX_COLUMN} columns a table, less its own ${JOURNAL_OWN_COLUMNS}): at most ${most} captured columns. Fix: leave at least ${columns - most} of them out of capture (sluice enable DB ${table} --exclude COLUMN,...)${mode === 'images' ? ', or capture it in keys mode (--mode keys)' : ''}.`,
+  );
+}
+
 function ensureJournalWidth(db: Db, width: number): void {
   const state = readState(db);
   if (state === undefined || state.journalWidth >= width) return;
@@ -54,7 +71,9 @@ export function arm(
       info.name,
       `Table ${info.name}: ${generatedFromExcludedDetail(info.name, generated)}.`,
     );
-  ensureJournalWidth(db, journalWidthFor(info, mode, excluded));
+  const width = journalWidthFor(info, mode, excluded);
+  if (width > MAX_JOURNAL_WIDTH) throw tooWide(info.name, width / 2, mode);
+  ensureJournalWidth(db, width);
   const state = readState(db);
   if (state === undefined) throw new Error('unreachable: capture state missing');
   let id = tid;

@@ -1,4 +1,4 @@
-import { affinityOf, quoteIdent, quoteString } from '../sqlite/index.ts';
+import { affinityOf, anyOf, quoteIdent, quoteString } from '../sqlite/index.ts';
 import type { TableInfo } from '../sqlite/index.ts';
 import { capturedColumns } from './excluded.ts';
 import { maskSql } from './mask.ts';
@@ -65,6 +65,9 @@ export function journalWidthFor(info: TableInfo, mode: CaptureMode, excluded: re
   return 0;
 }
 
+/** The most change tests the update trigger's WHEN joins as one OR chain (996 parse; 997 pass SQLite's expression depth). */
+const CHAINED_CHANGE_TESTS = 996;
+
 /*
  * Column layout of a journal row:
  *   images: insert -> NEW row in c0..; delete -> OLD row in c0..;
@@ -117,7 +120,10 @@ export function buildTriggers(
     if (options.legacy !== true && (affinity === 'TEXT' || affinity === 'REAL')) return `${o} IS NOT ${n} COLLATE BINARY`;
     return `(${o} IS NOT ${n} COLLATE BINARY OR typeof(${o}) <> typeof(${n}))`;
   });
-  const changed = changedColumns.join('\n  OR ');
+  // One left-deep OR chain, as every table up to CHAINED_CHANGE_TESTS columns has always been armed (its
+  // installed triggers are compared by their text); past that the chain passes SQLite's expression depth
+  // (1000), and the tests go in a balanced tree of ORs instead.
+  const changed = changedColumns.length <= CHAINED_CHANGE_TESTS ? changedColumns.join('\n  OR ') : anyOf(changedColumns);
   // The same tests, one bit per column (src/capture/mask.ts). Keys mode
   // journals the mask of every column too; counter mode reads no events.
   const mask = mode === 'counter' || options.mask === false ? undefined : maskSql(changedColumns);

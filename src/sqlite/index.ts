@@ -4,6 +4,7 @@
 export { folderNotWritable, requireWriteAccess, writeAccessProblem } from './access.ts';
 export { affinityMisfits, affinityOf, canHoldNegativeZero } from './affinity.ts';
 export type { Affinity, AffinityMisfit } from './affinity.ts';
+export { allOf, anyOf } from './balanced.ts';
 export { IMPORT_CHECKPOINT_PAGES, catchUpCacheSizes, useCatchUpCaches } from './catch-up-caches.ts';
 export {
   INT64_OUT_OF_RANGE,

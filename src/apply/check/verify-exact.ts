@@ -1,4 +1,4 @@
-import { affinityOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
+import { affinityOf, allOf, type Affinity, quoteIdent } from '../../sqlite/index.ts';
 import type { Db } from '../../sqlite/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { hasTypedComputedColumn, kindOf } from '../../projection/index.ts';
@@ -83,9 +83,10 @@ function relationalTarget(db: Db, p: CompiledProjection, schema: string): Relati
   return {
     name: `${quoteIdent(schema)}.${quoteIdent(table)}`,
     key: (t, i) => `${t}.${quoteIdent(p.key[i] as string)}`,
+    // A balanced tree of the columns' tests: a left-deep AND chain over a wide table passes SQLite's expression depth.
     same: (integers, s, t) =>
-      p.columns
-        .map((c, i) =>
+      allOf(
+        p.columns.map((c, i) =>
           sameValue(
             `${s}.v${i}`,
             `${t}.${quoteIdent(c.name)}`,
@@ -94,8 +95,8 @@ function relationalTarget(db: Db, p: CompiledProjection, schema: string): Relati
             integers?.includes(i) === true,
             c.name === alias,
           ),
-        )
-        .join(' AND '),
+        ),
+      ),
   };
 }
 
@@ -177,13 +178,17 @@ function changedCounts(
   const bySource = p.key.map((_, i) => sameKey(`s.k${i}`, `f.c${i}`, i)).join(' AND ');
   const byTarget = p.key.map((_, i) => sameKey(target.key('t', i), `f.c${i}`, i)).join(' AND ');
   progress?.start('keys', changed);
+  // Each key's five facts first, then counted: an aggregate over the columns' tests themselves holds every
+  // column it reads (of s, f and t) as a term, and SQLite takes at most 2000 ("more than 2000 aggregate terms").
   const row = db
     .prepare(
-      `SELECT count(s.k0), count(CASE WHEN ${target.key('t', 0)} IS NOT NULL AND ${target.same(src.integers, 's', 't')} THEN 1 END),
-        count(${target.key('t', 0)}), count(f.r), count(CASE WHEN f.r IS NOT NULL AND ${target.same(undefined, 'f', 't')} THEN 1 END)
-      FROM (${rewound}) AS f
-      LEFT JOIN (${rowsOf(src)}) AS s ON ${bySource}
-      LEFT JOIN ${target.name} AS t ON ${byTarget}${progress === undefined ? '' : ` WHERE ${progress.sample()}`}`,
+      `WITH facts AS MATERIALIZED (
+        SELECT s.k0 AS in_source, CASE WHEN ${target.key('t', 0)} IS NOT NULL AND ${target.same(src.integers, 's', 't')} THEN 1 END AS source_matched,
+          ${target.key('t', 0)} AS in_target, f.r AS at_cursor, CASE WHEN f.r IS NOT NULL AND ${target.same(undefined, 'f', 't')} THEN 1 END AS at_cursor_matched
+        FROM (${rewound}) AS f
+        LEFT JOIN (${rowsOf(src)}) AS s ON ${bySource}
+        LEFT JOIN ${target.name} AS t ON ${byTarget}${progress === undefined ? '' : ` WHERE ${progress.sample()}`})
+      SELECT count(in_source), count(source_matched), count(in_target), count(at_cursor), count(at_cursor_matched) FROM facts`,
     )
     .raw()
     .safeIntegers(false)

@@ -522,8 +522,20 @@ function targetSide(p: CompiledProjection): string {
  */
 function hashOf(values: readonly string[]): string {
   if (values.length === 0) return "''";
-  return `sluice_row_hash(${values.map((v) => `typeof(${v}), CASE WHEN typeof(${v}) = 'text' THEN CAST(${v} AS BLOB) ELSE ${v} END`).join(', ')})`;
+  // Two arguments a value, and SQLite takes at most 1000 in a call (SQLITE_MAX_FUNCTION_ARG): a wide table's
+  // values go in chunks, one digest each, joined (both sides of a comparison chunk their values alike).
+  const chunks: string[] = [];
+  for (let i = 0; i < values.length; i += HASH_CHUNK) {
+    const args = values
+      .slice(i, i + HASH_CHUNK)
+      .map((v) => `typeof(${v}), CASE WHEN typeof(${v}) = 'text' THEN CAST(${v} AS BLOB) ELSE ${v} END`);
+    chunks.push(`sluice_row_hash(${args.join(', ')})`);
+  }
+  return chunks.join(' || ');
 }
+
+/** Values per sluice_row_hash call: 500 arguments, well under SQLite's 1000. */
+const HASH_CHUNK = 250;
 
 /** sluice_row_hash(v...): a digest of the values by storage class and bytes. */
 function registerHash(db: Db): void {
