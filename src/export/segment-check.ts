@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { z } from 'zod';
 import type { Db } from '../sqlite/index.ts';
+import { anyOf } from '../sqlite/index.ts';
 import {
   openDatabase,
   openImage,
@@ -485,7 +486,3 @@ function checkKeys(db: Db, ev: string, t: SegmentTable, fail: (what: string) => 
   }
 }
 
-/** `a OR b OR …` as a balanced tree (a left-deep chain over a wide table's columns passes SQLite's expression depth). */
-function anyOf(xs: readonly string[]): string {
-  return xs.length === 1 ? (xs[0] as string) : `(${anyOf(xs.slice(0, xs.length >> 1))} OR ${anyOf(xs.slice(xs.length >> 1))})`;
-}

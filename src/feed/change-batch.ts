@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { cachedStatement, foldIdent, sameValue } from '../sqlite/index.ts';
+import { anyOf, cachedStatement, foldIdent, sameValue } from '../sqlite/index.ts';
 import type { CapturedTable } from '../capture/index.ts';
 import { JOURNAL_TABLE, julianToMs, anyChangedSql, maskFor } from '../capture/index.ts';
 import { batchEnd, readEventsInRange } from './batch.ts';
@@ -141,13 +141,6 @@ function withCheckedChanged(columns: readonly string[], folded: readonly string[
     !sameValue(before[c] ?? null, after[c] ?? null);
   const changed = columns.filter((c, i) => said.has(folded[i] as string) || differs(c));
   return changed.length === e.changed.length && changed.every((c, i) => c === e.changed?.[i]) ? e : { ...e, changed };
-}
-
-/** `a OR b OR …` as a balanced tree: a left-deep chain over the columns of a wide table goes past SQLite's expression depth of 1000. */
-function anyOf(terms: readonly string[]): string {
-  if (terms.length === 1) return terms[0] as string;
-  const mid = terms.length >> 1;
-  return `(${anyOf(terms.slice(0, mid))} OR ${anyOf(terms.slice(mid))})`;
 }
 
 /** A REAL 0.0 or -0.0 (integers are bigints): the values whose sign a mask cannot see. */

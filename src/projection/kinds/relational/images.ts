@@ -1,19 +1,19 @@
 import type { Db } from '../../../sqlite/index.ts';
-import { quoteIdent, cachedStatement, fromDriver, toJsonValue, workTable, workTableName, type JsonValue } from '../../../sqlite/index.ts';
+import {
+  allOf,
+  quoteIdent,
+  cachedStatement,
+  fromDriver,
+  toJsonValue,
+  workTable,
+  workTableName,
+  type JsonValue,
+} from '../../../sqlite/index.ts';
 import type { EventRelation } from '../../../feed/index.ts';
 import { columnDecl, type CompiledProjection } from '../../compiled.ts';
 
-/**
- * `a AND b AND …` as a balanced tree. SQLite limits expression depth to
- * 1000, and a left-deep chain over every column of a wide table (hundreds of
- * columns, each term a few levels deep) goes past it.
- */
-export function allOf(terms: readonly string[]): string {
-  if (terms.length === 0) return '1';
-  if (terms.length === 1) return terms[0] as string;
-  const mid = terms.length >> 1;
-  return `(${allOf(terms.slice(0, mid))} AND ${allOf(terms.slice(mid))})`;
-}
+/** `a AND b AND …` as a balanced tree (src/sqlite/balanced.ts): the apply paths take it from here. */
+export { allOf };
 
 /** Exact equality in SQL: same storage class and same bytes, never collation or affinity. */
 export function sqlEq(a: string, b: string): string {
