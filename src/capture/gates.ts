@@ -38,6 +38,7 @@ import {
 } from './schema.ts';
 import { refuseTarget } from './target-guard.ts';
 import { uniqueFromRowid, uniqueFromRowidError } from './unique-from-rowid.ts';
+import { volatileDefault, volatileDefaultError } from './volatile-default.ts';
 
 /*
  * Validation gates. Each runs before anything is written and refuses with an
@@ -118,8 +119,11 @@ export function checkTable(db: Db, name: string): TableInfo {
   }
   const expression = expressionUniqueIndexes(db, info.name)[0];
   if (expression !== undefined) throw expressionIndexError(info.name, expression);
-  const fromRowid = uniqueFromRowid(info, uniqueIndexes(db, info.name));
+  const uniques = uniqueIndexes(db, info.name);
+  const fromRowid = uniqueFromRowid(info, uniques);
   if (fromRowid !== undefined) throw uniqueFromRowidError(info.name, fromRowid);
+  const volatile = volatileDefault(db, info, uniques);
+  if (volatile !== undefined) throw volatileDefaultError(info.name, volatile);
   const nullable = info.columns.filter((c) => c.pkIndex > 0 && !c.notNull);
   if (!info.withoutRowid && !info.rowidAlias && nullable.length > 0) {
     const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');
