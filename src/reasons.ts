@@ -318,6 +318,13 @@ export const REASONS = {
       'A UNIQUE index over a generated column computed from a NOT NULL column with a DEFAULT: an INSERT or UPDATE OR REPLACE that writes NULL to that column takes the default after the triggers ran, and deletes a row capture cannot see.',
     repair: null,
   },
+  UNIQUE_VOLATILE_DEFAULT: {
+    kinds: ['unarmed', 'error'],
+    clears: false,
+    explain:
+      'A NOT NULL column of the key or of a UNIQUE index whose DEFAULT SQLite may compute as another value each time (random(), randomblob(), a function the application registers): an INSERT or UPDATE OR REPLACE that writes NULL to it takes the default after the triggers ran, which compute another value in its place, and deletes a row capture cannot see.',
+    repair: null,
+  },
   UNIQUE_FROM_ROWID: {
     kinds: ['unarmed', 'error'],
     clears: false,
@@ -912,6 +919,13 @@ export const REASONS = {
   },
   DUPLICATE_COLUMN: { kinds: ['error'], clears: false, explain: 'A target column appears twice.', repair: null },
   DUPLICATE_PROJECTION: { kinds: ['error'], clears: false, explain: 'Two projections have one name.', repair: null },
+  COLLATION_UNKNOWN: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A key (at enable) or a column a projection copies (when it is built) is declared with a collation the application registers on its own connections, not one SQLite builds in (BINARY, NOCASE, RTRIM): sluice's connections do not have it, so it could neither key nor compare the copies.",
+    repair: null,
+  },
   KEY_COLLATION_MISMATCH: {
     kinds: ['error'],
     clears: false,

@@ -31,6 +31,7 @@ import {
 } from './schema.ts';
 import { reservedColumn } from './gates.ts';
 import { uniqueFromRowid, uniqueFromRowidDetail, uniqueFromRowidFix } from './unique-from-rowid.ts';
+import { volatileDefault, volatileDefaultDetail, volatileDefaultFix } from './volatile-default.ts';
 import type { Reason, ReasonOf } from '../reasons.ts';
 
 /**
@@ -184,6 +185,12 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       return unarmed(
         fromRowid.code,
         `table ${table.name}: ${uniqueFromRowidDetail(table.name, fromRowid)}; to arm it again, ${uniqueFromRowidFix(table.name, fromRowid)}`,
+      );
+    const volatile = info === undefined ? undefined : volatileDefault(db, info, inputs.uniques);
+    if (volatile !== undefined)
+      return unarmed(
+        'UNIQUE_VOLATILE_DEFAULT',
+        `table ${table.name}: ${volatileDefaultDetail(table.name, volatile)}; to arm it again, ${volatileDefaultFix(table.name, volatile)}`,
       );
     if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
       if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)

@@ -1,7 +1,10 @@
 import type { Db } from '../sqlite/index.ts';
 import { CaptureRefusedError } from '../errors.ts';
 import {
+  collationKnown,
+  columnCollations,
   describeTable,
+  primaryKeyCollations,
   expressionUniqueIndexes,
   findObjects,
   type TableInfo,
@@ -38,6 +41,7 @@ import {
 } from './schema.ts';
 import { refuseTarget } from './target-guard.ts';
 import { uniqueFromRowid, uniqueFromRowidError } from './unique-from-rowid.ts';
+import { volatileDefault, volatileDefaultError } from './volatile-default.ts';
 
 /*
  * Validation gates. Each runs before anything is written and refuses with an
@@ -116,10 +120,14 @@ export function checkTable(db: Db, name: string): TableInfo {
       `Table ${info.name} has no explicit PRIMARY KEY; its hidden rowid is not a stable key (VACUUM may renumber it). Fix: rebuild the table with a declared PRIMARY KEY.`,
     );
   }
+  checkKeyCollations(db, info);
   const expression = expressionUniqueIndexes(db, info.name)[0];
   if (expression !== undefined) throw expressionIndexError(info.name, expression);
-  const fromRowid = uniqueFromRowid(info, uniqueIndexes(db, info.name));
+  const uniques = uniqueIndexes(db, info.name);
+  const fromRowid = uniqueFromRowid(info, uniques);
   if (fromRowid !== undefined) throw uniqueFromRowidError(info.name, fromRowid);
+  const volatile = volatileDefault(db, info, uniques);
+  if (volatile !== undefined) throw volatileDefaultError(info.name, volatile);
   const nullable = info.columns.filter((c) => c.pkIndex > 0 && !c.notNull);
   if (!info.withoutRowid && !info.rowidAlias && nullable.length > 0) {
     const where = nullable.map((c) => `${quoteIdent(c.name)} IS NULL`).join(' OR ');
@@ -133,6 +141,31 @@ export function checkTable(db: Db, name: string): TableInfo {
     }
   }
   return info;
+}
+
+/**
+ * A key compared with a collation the application registers on its own
+ * connections (Python's create_collation): sluice's connections do not
+ * have it, so no copy of the table could be keyed or compared (every sync
+ * would fail with "no such collation sequence"). Refused, naming the
+ * column: its declared collation, or the one its PRIMARY KEY clause names.
+ * A column outside the key with such a collation is no concern of capture
+ * (a map can leave it out); a mirror of it is refused when it is built.
+ */
+function checkKeyCollations(db: Db, info: TableInfo): void {
+  const declared = columnCollations(info.sql ?? '');
+  const keyed = primaryKeyCollations(db, info.name);
+  for (const k of info.keyColumns) {
+    const own = [...declared].find(([c]) => foldIdent(c) === foldIdent(k))?.[1];
+    for (const coll of [own, keyed.get(k)]) {
+      if (coll === undefined || collationKnown(db, coll)) continue;
+      throw new CaptureRefusedError(
+        'COLLATION_UNKNOWN',
+        info.name,
+        `Table ${info.name}: key column ${k} is compared with COLLATE ${coll}, a collation the application registers on its own connections, not one SQLite builds in; sluice's connections do not have it, so no copy of ${info.name} could be keyed or compared (every sync would fail with "no such collation sequence: ${coll}"). Fix: declare ${k} with a built-in collation (BINARY, NOCASE or RTRIM; changing it means rebuilding ${info.name}), or do not capture ${info.name}.`,
+      );
+    }
+  }
 }
 
 /** The refusal of a table with a UNIQUE index over an expression (also an unarmed reason in verifyCapture). */

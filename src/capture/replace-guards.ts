@@ -24,7 +24,7 @@ export interface GuardInputs {
  * A bare or quoted identifier is a string to SQLite there (`DEFAULT abc` is 'abc') but would name a column in a
  * trigger, so it becomes a string literal; an expression with a quote character of an identifier outside its string literals is left out.
  */
-function defaultExpression(sql: string): string | undefined {
+export function defaultExpression(sql: string): string | undefined {
   if (/^(current_time|current_date|current_timestamp|true|false|null)$/i.test(sql)) return sql;
   if (/^[A-Za-z_][A-Za-z0-9_$]*$/.test(sql)) return quoteString(sql);
   const quoted = /^"((?:[^"]|"")*)"$/.exec(sql) ?? /^`((?:[^`]|``)*)`$/.exec(sql) ?? /^\[([^\]]*)\]$/.exec(sql);

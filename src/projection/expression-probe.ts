@@ -1,7 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { kindOf } from './kinds/registry.ts';
 import { InvalidInputError } from '../errors.ts';
-import { foldIdent, quoteIdent, quoteString, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
+import { collationKnown, foldIdent, quoteIdent, quoteString, describeTable, primaryKeyCollations } from '../sqlite/index.ts';
 import { columnDecl, compileProjection, sourceShape, type CompiledProjection, type SourceShape } from './compile.ts';
 import { excludedColumnRead } from './compiled.ts';
 import { excludedColumns } from '../capture/index.ts';
@@ -137,6 +137,32 @@ export function checkKeyCollations(db: Db, p: CompiledProjection): void {
 }
 
 /**
+ * A column copied with a collation the application registers on its own
+ * connections (Python's create_collation), not one SQLite builds in: the
+ * target's table could not be made with it, nor the rows compared, on
+ * sluice's connections (SQLite's bare "no such collation sequence" at every
+ * sync). Refused, naming the column and the fix. (enable refuses a key of
+ * that kind; this is a column outside the key, or a table captured before.)
+ */
+export function checkCollationsKnown(db: Db, p: CompiledProjection): void {
+  const keyed = primaryKeyCollations(db, p.source.table);
+  const used = [
+    ...p.columns.map((c) => ({ column: c.from ?? c.name, collate: c.collate, copied: c.from !== undefined })),
+    ...[...keyed].map(([column, collate]) => ({ column, collate, copied: true })),
+  ];
+  for (const u of used) {
+    if (u.collate.toUpperCase() === 'BINARY' || collationKnown(db, u.collate)) continue;
+    const what = u.copied
+      ? `column ${u.column} of ${p.source.table} is declared COLLATE ${u.collate}`
+      : `its column ${u.column} is declared COLLATE ${u.collate}`;
+    throw new InvalidInputError(
+      'COLLATION_UNKNOWN',
+      `Projection ${p.name}: ${what}, a collation the application registers on its own connections, not one SQLite builds in; sluice's connections do not have it, so ${p.name} cannot be built or compared with it. Fix: declare ${u.column} with a built-in collation (BINARY, NOCASE or RTRIM) in ${p.source.table}, leave it out of the projection (a map of the other columns), or stop capturing ${p.source.table} (sluice disable SOURCE ${p.source.table}).`,
+    );
+  }
+}
+
+/**
  * An fts5 index's tokenizer is judged by FTS5 when its table is made: a
  * TEMP contentless FTS5 table with the definition's `tokenize`, dropped at
  * once, refuses an unknown tokenizer or option before sync writes anything
@@ -177,6 +203,7 @@ export function compileAgainstSource(db: Db, def: ProjectionDefinition): Compile
   const p = compileProjection(def, shape);
   probeExpressions(db, p);
   probeTokenizer(db, p);
+  checkCollationsKnown(db, p);
   checkKeyCollations(db, p);
   return p;
 }

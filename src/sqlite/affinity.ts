@@ -15,8 +15,11 @@ export function affinityOf(declared: string): Affinity {
 }
 
 /**
- * Whether a column can hold -0.0 as a REAL: only one without affinity
- * (BLOB or no declared type); REAL, NUMERIC and INTEGER store it as 0.
+ * Whether a column of declared type `declared` can hold -0.0 as a REAL: only
+ * one without affinity (BLOB or no declared type); REAL, NUMERIC and INTEGER
+ * store it as 0. A STRICT table's ANY column keeps it too, but ANY is NUMERIC
+ * here (as in an ordinary table): pass declaredType(column), which is no type
+ * for a STRICT table's ANY.
  */
 export function canHoldNegativeZero(declared: string): boolean {
   return affinityOf(declared) === 'BLOB';

@@ -4,6 +4,8 @@
  * expressions with the same collation as the source column, so both the
  * snapshot and the incremental path compare text the same way.
  */
+import type { Db } from './connection.ts';
+import { collationSql } from './column-decl.ts';
 import { foldIdent } from './quote.ts';
 
 type Token = { readonly text: string; readonly kind: 'word' | 'quoted' | 'punct' };
@@ -131,4 +133,19 @@ export function columnCollations(createSql: string): Map<string, string> {
 export function collationOf(collations: ReadonlyMap<string, string>, column: string): string {
   for (const [k, v] of collations) if (foldIdent(k) === foldIdent(column)) return v.toUpperCase();
   return 'BINARY';
+}
+
+/**
+ * Whether connection `db` has collation `name`: SQLite's built-in BINARY,
+ * NOCASE and RTRIM. One an application registers on its own connections
+ * (Python's create_collation) is unknown to sluice's, where any statement
+ * naming it fails ("no such collation sequence"). Compiles only.
+ */
+export function collationKnown(db: Db, name: string): boolean {
+  try {
+    db.prepare(`SELECT '' = '' COLLATE ${collationSql(name)}`); // (a collation is looked up where it compares)
+    return true;
+  } catch {
+    return false;
+  }
 }

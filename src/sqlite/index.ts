@@ -21,7 +21,7 @@ export {
   toJsonValue,
 } from './codec.ts';
 export type { JsonValue, SqlValue } from './codec.ts';
-export { collationOf, columnCollations, columnDefinitionNames } from './collations.ts';
+export { collationKnown, collationOf, columnCollations, columnDefinitionNames } from './collations.ts';
 export { collationSql, columnDecl, declaredType, isAnyType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';

@@ -7,6 +7,7 @@ import {
   readQuietly,
   readSessionSync,
   canHoldNegativeZero,
+  declaredType,
   quoteIdent,
   fromDriver,
   toJsonValue,
@@ -491,15 +492,16 @@ function fitsSourceToday(db: Db, rec: ProjectionRecord): { reason: string; skipp
 
 /*
  * Capture cannot tell 0.0 from -0.0 in SQL (docs/journal.md, Known
- * trade-offs): an update between them in a column without affinity is not
- * journaled. This check reads exact IEEE bytes, so a target left at the
+ * trade-offs): an update between them in a column that can hold -0.0 (no
+ * affinity, or ANY in a STRICT table) is not journaled. This check reads exact IEEE bytes, so a target left at the
  * other zero shows as different here; the caveat says why.
  */
 function negativeZeroCaveat(shape: SourceShape, repair: string): string[] {
-  const cols = shape.columns.filter((c) => canHoldNegativeZero(c.type)).map((c) => c.name);
+  // A STRICT table's ANY column keeps every value as written, -0.0 included, as a column without a type does (declaredType).
+  const cols = shape.columns.filter((c) => canHoldNegativeZero(declaredType(c))).map((c) => c.name);
   if (cols.length === 0) return [];
   return [
-    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: ${repair})`,
+    `an update between 0.0 and -0.0 in ${cols.join(', ')} of ${shape.table} (columns without affinity, or ANY in a STRICT table) is not journaled; this check compares exact bytes, so such a row would show as different here (repair: ${repair})`,
   ];
 }
 
