@@ -27,7 +27,7 @@ import { defaultExpression } from './replace-guards.ts';
  * exact here. CURRENT_TIME, CURRENT_DATE and CURRENT_TIMESTAMP are the same
  * time functions (time('now'), date('now'), datetime('now')), but SQLite
  * refuses those keywords in a generated column: they are compiled as those
- * functions.
+ * functions. A random id of 16 bytes or more is taken too (UNIQUE_RANDOM_BYTES).
  */
 
 /** A key or UNIQUE column whose DEFAULT the REPLACE guard cannot compute as SQLite will. */
@@ -49,8 +49,42 @@ const TIME_KEYWORDS: Record<string, string> = {
   current_timestamp: "datetime('now')",
 };
 
+/**
+ * The fewest random bytes a DEFAULT of randomblob() alone (or its hex, in
+ * either case: the usual random id, lower(hex(randomblob(16)))) draws to be
+ * taken: two draws of 16 bytes or more are never the same in practice (a
+ * table of 10^12 rows holds a given value with a chance below 10^-26), so
+ * the value SQLite writes in place of a NULL collides with no row, deletes
+ * nothing, and the guard's own draw, which collides with none either, notes
+ * nothing: what the triggers journal is what happened. Fewer bytes, or any
+ * other expression around them (substr, a modulo), may collide: refused.
+ */
+const UNIQUE_RANDOM_BYTES = 16;
+
+const RANDOM_ID_SHAPES = [/^randomblob\((\d+)\)$/, /^hex\(randomblob\((\d+)\)\)$/, /^(?:lower|upper)\(hex\(randomblob\((\d+)\)\)\)$/];
+
+/** Whether `expr` is a random id of at least UNIQUE_RANDOM_BYTES bytes (one of RANDOM_ID_SHAPES, spaces and case aside). */
+function randomId(expr: string): boolean {
+  let e = expr.replace(/\s+/g, '').toLowerCase();
+  while (e.startsWith('(') && e.endsWith(')') && balancedInside(e)) e = e.slice(1, -1);
+  const n = RANDOM_ID_SHAPES.map((re) => re.exec(e)?.[1]).find((m) => m !== undefined);
+  return n !== undefined && Number(n) >= UNIQUE_RANDOM_BYTES;
+}
+
+/** Whether the outer parentheses of `e` enclose all of it (not `(a)||(b)`). */
+function balancedInside(e: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < e.length - 1; i++) {
+    if (e[i] === '(') depth++;
+    else if (e[i] === ')') depth--;
+    if (depth === 0) return false;
+  }
+  return true;
+}
+
 /** Why the expression `expr` may be another value each time SQLite computes it in a statement, or undefined when it is one value. Compiles only. */
 function notStable(db: Db, expr: string): string | undefined {
+  if (randomId(expr)) return undefined;
   const probe = expr.replace(/'(?:[^']|'')*'|\bcurrent_(?:timestamp|time|date)\b/gi, (m) =>
     m.startsWith("'") ? m : (TIME_KEYWORDS[m.toLowerCase()] as string),
   );

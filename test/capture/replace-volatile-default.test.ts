@@ -112,3 +112,44 @@ test('a captured table that gets a UNIQUE index over such a column is unarmed, a
   });
   expect(mirror).not.toEqual(tableCells(db, 'main', 't'));
 });
+
+test('a random id of 16 bytes or more (lower(hex(randomblob(16)))) is taken: a REPLACE of NULL through it collides with no row, and the mirror equals the source', async ({
+  makeDb,
+  tmp,
+}) => {
+  const { db, file } = makeDb(
+    's.db',
+    'CREATE TABLE u (id TEXT NOT NULL DEFAULT (lower(hex(randomblob(16)))) PRIMARY KEY, v) WITHOUT ROWID;' +
+      'CREATE TABLE w (id INTEGER PRIMARY KEY, b BLOB NOT NULL DEFAULT (randomblob(32)) UNIQUE, h TEXT NOT NULL DEFAULT ( UPPER( hex( randomblob( 16 ) ) ) ) UNIQUE, v);' +
+      // Fewer bytes, or the random id cut down, may collide: still refused.
+      'CREATE TABLE short (id INTEGER PRIMARY KEY, u TEXT NOT NULL DEFAULT (hex(randomblob(8))) UNIQUE);' +
+      'CREATE TABLE cut (id INTEGER PRIMARY KEY, u TEXT NOT NULL DEFAULT (substr(hex(randomblob(16)), 1, 2)) UNIQUE);',
+  );
+  enable(db, ['u', 'w']);
+  expect(status(db).tables.every((t) => t.armed)).toBe(true);
+  expect(refusal(db, file, 'short').code).toBe('UNIQUE_VOLATILE_DEFAULT');
+  expect(refusal(db, file, 'cut').code).toBe('UNIQUE_VOLATILE_DEFAULT');
+  const target = path.join(tmp, 'target.db');
+  await sync(file, target, {
+    projections: [
+      { name: 'u', source: 'u', kind: 'mirror' },
+      { name: 'w', source: 'w', kind: 'mirror' },
+    ],
+  });
+  runSqliteCli(
+    file,
+    Array.from(
+      { length: 20 },
+      (_, i) =>
+        `INSERT OR REPLACE INTO u (id, v) VALUES (NULL, 'n${i}'); INSERT OR REPLACE INTO w (id, b, h, v) VALUES (${i % 5}, NULL, NULL, 'n${i}');`,
+    ).join(' '),
+  );
+  const s = await sync(file, target);
+  expect(s.projections.map((p) => p.state)).toEqual(['active', 'active']);
+  const tg = openDatabase(target);
+  const mirror = { u: tableCells(tg, 'main', 'u'), w: tableCells(tg, 'main', 'w') };
+  tg.close();
+  expect(mirror.u).toHaveLength(20);
+  expect(mirror.w).toHaveLength(5);
+  expect(mirror).toEqual({ u: tableCells(db, 'main', 'u'), w: tableCells(db, 'main', 'w') });
+});
