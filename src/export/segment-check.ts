@@ -485,4 +485,3 @@ function checkKeys(db: Db, ev: string, t: SegmentTable, fail: (what: string) => 
       });
   }
 }
-
