@@ -14,8 +14,10 @@ import {
   waitFor,
   projectionSeq,
   sourceSeq,
+  syncByLibrary,
   type CliResult,
 } from '../cli/support/cli.ts';
+import { enable, openSource } from '../../src/capture/index.ts';
 import { natsForFile, sourceIdOf } from '../broker/support/broker.ts';
 import { subscribe } from '../../src/broker/index.ts';
 
@@ -74,11 +76,21 @@ function out(dir: string, name: string, format: Format): string {
   return path.join(dir, format === 'segment' ? name : `${name}.jsonl`);
 }
 
-/** A source with table t(id, v) holding `rows`, captured. */
-async function source(file: string, rows: string): Promise<string> {
-  sh(file, `CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES ${rows};`);
-  await ok(['enable', file, 't']);
+/** A source `file` with capture enabled on `tables` through the library `sluice enable` runs (setup, not under test: a CLI run is half a second of start-up). */
+function enabled(file: string, tables: readonly string[]): string {
+  const db = openSource(file);
+  try {
+    enable(db, tables);
+  } finally {
+    db.close();
+  }
   return file;
+}
+
+/** A source with table t(id, v) holding `rows`, captured. */
+function source(file: string, rows: string): string {
+  sh(file, `CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES ${rows};`);
+  return enabled(file, ['t']);
 }
 
 /** Writes with the sqlite3 shell's triggers off (`.dbconfig enable_trigger off`): a bulk load capture does not see, which `sluice bump` is for. */
@@ -98,7 +110,7 @@ describe('import rebuilds from the file snapshot when the file does not continue
     test(`${format}: a source restored from a backup and written to the target's seq again: HISTORY_DIVERGED`, async () => {
       const dir = makeDir();
       try {
-        const src = await source(path.join(dir, 'src.db'), "(1, 'a'), (2, 'b')");
+        const src = source(path.join(dir, 'src.db'), "(1, 'a'), (2, 'b')");
         sh(src, 'PRAGMA wal_checkpoint(TRUNCATE)');
         const backup = path.join(dir, 'backup.db');
         fs.copyFileSync(src, backup);
@@ -131,7 +143,7 @@ describe('import rebuilds from the file snapshot when the file does not continue
       test(`${format}: after a write capture did not see, the table ${how}: the new export's snapshot at the same seq rebuilds (${reason})`, async () => {
         const dir = makeDir();
         try {
-          const src = await source(path.join(dir, 'a.db'), "(1, 'a')");
+          const src = source(path.join(dir, 'a.db'), "(1, 'a')");
           sh(src, "INSERT INTO t VALUES (2, 'b')");
           const tgt = path.join(dir, 'imp.db');
           await ok(exportArgs(src, out(dir, 'f1', format), format));
@@ -163,7 +175,7 @@ describe('import rebuilds from the file snapshot when the file does not continue
     test(`${format}: a file of a copy of the source (same source id) onto a target made from the original: FILE_CHANGED`, async () => {
       const dir = makeDir();
       try {
-        const app = await source(path.join(dir, 'app.db'), "(1, 'a'), (2, 'b')");
+        const app = source(path.join(dir, 'app.db'), "(1, 'a'), (2, 'b')");
         sh(app, 'PRAGMA wal_checkpoint(TRUNCATE)');
         const staging = path.join(dir, 'staging.db');
         fs.copyFileSync(app, staging);
@@ -188,7 +200,7 @@ describe('import rebuilds from the file snapshot when the file does not continue
   test('an older file of the same history, imported after a newer one, changes nothing', async () => {
     const dir = makeDir();
     try {
-      const src = await source(path.join(dir, 'a.db'), "(1, 'a')");
+      const src = source(path.join(dir, 'a.db'), "(1, 'a')");
       const tgt = path.join(dir, 'imp.db');
       await ok(['export', src, '--out', path.join(dir, 'f1.jsonl')]);
       sh(src, "INSERT INTO t VALUES (2, 'b'); UPDATE t SET v = 'x' WHERE id = 1;");
@@ -210,7 +222,7 @@ describe('import refuses a file that cannot rebuild the target', () => {
   test('batches (no snapshot) of a copy of the source onto a target made from the original: FILE_CHANGED, nothing applied', async () => {
     const dir = makeDir();
     try {
-      const app = await source(path.join(dir, 'app.db'), "(1, 'a'), (2, 'b')");
+      const app = source(path.join(dir, 'app.db'), "(1, 'a'), (2, 'b')");
       sh(app, 'PRAGMA wal_checkpoint(TRUNCATE)');
       const staging = path.join(dir, 'staging.db');
       fs.copyFileSync(app, staging);
@@ -240,13 +252,13 @@ describe('import refuses a file that cannot rebuild the target', () => {
     test(`${format}: a snapshot of another source is refused at its first line with SOURCE_CHANGED`, async () => {
       const dir = makeDir();
       try {
-        const a = await source(path.join(dir, 'a.db'), "(1, 'a')");
+        const a = source(path.join(dir, 'a.db'), "(1, 'a')");
         const c = path.join(dir, 'c.db');
         sh(c, "CREATE TABLE z(id INTEGER PRIMARY KEY, v); INSERT INTO z VALUES (5, 'zz');");
-        await ok(['enable', c, 'z']);
+        enabled(c, ['z']);
         sh(c, "INSERT INTO z VALUES (6, 'yy')");
         const tgt = path.join(dir, 'tgt.db');
-        await ok(['sync', a, tgt]);
+        expect(await syncByLibrary(a, tgt)).toBe(0);
         await ok(exportArgs(c, out(dir, 'c', format), format));
         const before = dumpTables(tgt);
         const r = await cli(['import', tgt, out(dir, 'c', format)]);
@@ -271,7 +283,7 @@ describe('subscribe rebuilds from the new snapshot of a re-armed source', () => 
         const dir = makeDir();
         try {
           const url = nats.server().url;
-          const src = await source(path.join(dir, 'a.db'), "(1, 'a')");
+          const src = source(path.join(dir, 'a.db'), "(1, 'a')");
           const id = sourceIdOf(src);
           sh(src, "INSERT INTO t VALUES (2, 'b')");
           const tgt = path.join(dir, 'tgt.db');
@@ -311,7 +323,7 @@ describe('subscribe rebuilds from the new snapshot of a re-armed source', () => 
     const dir = makeDir();
     try {
       const url = nats.server().url;
-      const src = await source(path.join(dir, 'a.db'), "(1, 'a')");
+      const src = source(path.join(dir, 'a.db'), "(1, 'a')");
       const sourceId = sourceIdOf(src);
       sh(src, "INSERT INTO t VALUES (2, 'b')");
       const tgt = path.join(dir, 'tgt.db');

@@ -1,4 +1,5 @@
 // dropping a projection while it is rebuilt drops its shadow and staged copy too
+import { SMALL_BUILD_CHUNK } from '../support/small-build-chunk.ts';
 import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
@@ -16,6 +17,7 @@ import { syncByLibrary } from '../../cli/support/cli.ts';
  * whose they are. The user's own tables stay.
  */
 
+// Two whole chunks and a part of one, as with the real size (small-build-chunk.ts): 2,500 rows instead of 40,500.
 const ROWS = BUILD_CHUNK * 2 + 500;
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL, n INTEGER)';
 const SEED = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO t SELECT i, 'word' || (i % 5) || ' row', i % 7 FROM c`;
@@ -96,6 +98,7 @@ function tablesIn(target: string): string[] {
 
 describe('sluice drop of a projection killed midway through a protected rebuild', () => {
   test.for(Object.keys(KINDS))('%s: drops its tables, its shadow and its staged copy, and nothing else', async (kind, { makeDb, tmp }) => {
+    expect(BUILD_CHUNK, 'small-build-chunk.ts is imported before src/').toBe(SMALL_BUILD_CHUNK);
     const k = KINDS[kind] as (typeof KINDS)[string];
     const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
     const target = path.join(tmp, 'cache.db');

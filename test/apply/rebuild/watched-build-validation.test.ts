@@ -1,4 +1,5 @@
 // a protected rebuild skips its validation pass only while the watch vouches that no other program wrote its tables
+import { SMALL_BUILD_CHUNK } from '../support/small-build-chunk.ts';
 import path from 'node:path';
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
 import { openDatabase, type Db } from '../../../src/sqlite/index.ts';
@@ -24,6 +25,7 @@ import { makeSource, tableCells } from '../support/target.ts';
  * not watch it, is validated whatever happened to it.
  */
 
+// Two whole chunks and a part of one, as with the real size (small-build-chunk.ts): 2,500 rows instead of 40,500.
 const ROWS = BUILD_CHUNK * 2 + 500;
 const SCHEMA = 'CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL, n INTEGER)';
 const SEED = `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO t SELECT i, 'row ' || i, i % 7 FROM c`;
@@ -134,6 +136,7 @@ describe('a protected rebuild watched by the syncer that started it', () => {
   test.for(['map', 'fts5'] as const)(
     '%s: with no other program writing its tables it is swapped in without a validation pass, and exact',
     async (kind, { makeDb, tmp }) => {
+      expect(BUILD_CHUNK, 'small-build-chunk.ts is imported before src/').toBe(SMALL_BUILD_CHUNK);
       const k = KINDS[kind];
       const src = makeSource(makeDb, SCHEMA, ['t'], { seed: SEED });
       const target = path.join(tmp, 'cache.db');

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, holdWriteLock, kill, put, py, startRun, waitHealth } from '../support/run.ts';
+import { appSource, commitNow, freePort, holdWriteLock, kill, put, py, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * A target's worker follows with sync's code, whose error for a target held
@@ -31,8 +31,9 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     );
     running = startRun(config);
     await waitHealth(port, 'built', (h) => h.code === 200, 30_000);
-    // Another process opens a write transaction on the target and keeps it for 9 s (the busy timeout is 5 s).
-    const app = await holdWriteLock(target, 9);
+    // Another process opens a write transaction on the target and keeps it past the busy timeout (5 s): until the
+    // failure is seen, then it commits (at the latest after 20 s).
+    const app = await holdWriteLock(target, 20);
     py(src, `con.execute("UPDATE issues SET title = 'moved' WHERE id = 1")`);
     const busy = await waitHealth(
       port,
@@ -45,6 +46,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     expect(failure?.message).toContain(target);
     expect(failure?.message).toMatch(/sluice run tries again/);
     expect(failure?.message, "sync's option, which run does not take").not.toMatch(/--busy-timeout|run sync again/);
+    commitNow(app);
     await waitHealth(port, 'healthy once the other process committed', (h) => h.code === 200, 40_000);
     app.kill();
   }, 90_000);

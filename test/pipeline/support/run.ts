@@ -89,17 +89,22 @@ con.executemany("INSERT INTO comments VALUES (?, ?, ?)", [(i, i % ${n} + 1, f"co
 
 /**
  * Another process (Python) opens a write transaction on `file` and keeps it
- * for `seconds`, then commits: resolves once it holds the lock; kill the
- * returned child when done.
+ * for `seconds`, or until commitNow, then commits: resolves once it holds
+ * the lock; kill the returned child when done.
  */
 export async function holdWriteLock(file: string, seconds: number): Promise<ChildProcess> {
   const app = spawn(PYTHON, [
     '-c',
-    `import sqlite3, sys, time\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\ncon.execute("BEGIN IMMEDIATE")\nprint("locked", flush=True)\ntime.sleep(${seconds})\ncon.execute("COMMIT")`,
+    `import select, sqlite3, sys\ncon = sqlite3.connect(sys.argv[1], isolation_level=None)\ncon.execute("BEGIN IMMEDIATE")\nprint("locked", flush=True)\nselect.select([sys.stdin], [], [], ${seconds})\ncon.execute("COMMIT")`,
     file,
   ]);
   await new Promise<void>((resolve) => app.stdout.once('data', () => resolve()));
   return app;
+}
+
+/** Makes a holdWriteLock process commit now, before its `seconds` are up. */
+export function commitNow(app: ChildProcess): void {
+  app.stdin?.end('commit\n');
 }
 
 /** Writes a file (made with its folder). */
