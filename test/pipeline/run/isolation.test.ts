@@ -58,13 +58,10 @@ con.execute("UPDATE issues SET headline = 'after the rename' WHERE id = 2")`,
     expect(broken.code).toBe(503);
     expect(broken.status.ok).toBe(false);
     expect(broken.status.problems.some((p) => p.includes('open_issues'))).toBe(true);
-    const others = broken.status.targets[0]?.projections.filter((p) => p.name !== 'open_issues') ?? [];
-    expect(others.map((p) => [p.name, p.needsAction])).toEqual(
-      expect.arrayContaining([
-        ['comments', false],
-        ['issues', false],
-      ]),
-    );
+    // comments is untouched by the rename. The mirror of issues is rebuilt over the new column (below): on a loaded
+    // machine /healthz can read it mid-way, so it is asked once that rebuild is done.
+    const needs = (h: typeof broken, name: string) => h.status.targets[0]?.projections.find((p) => p.name === name)?.needsAction;
+    expect(needs(broken, 'comments')).toBe(false);
     // The others keep applying.
     py(
       src,
@@ -81,7 +78,10 @@ con.execute("UPDATE issues SET headline = 'again' WHERE id = 3")`,
       'the issues mirror rebuilt over the new column',
       () => scalar(tgt, 'SELECT headline FROM issues WHERE id = 3') === 'again',
     );
-    expect((await healthz(port)).code).toBe(503);
+    // Then only the broken projection needs action: /healthz stays 503 naming it, and the others are fine.
+    const after = await waitHealth(port, 'issues current again', (h) => needs(h, 'issues') === false);
+    expect(after.code).toBe(503);
+    expect([needs(after, 'open_issues'), needs(after, 'comments'), needs(after, 'issues')]).toEqual([true, false, false]);
   });
 
   test('while one target is held in its first build, /healthz answers 503 with that target building and another target keeps applying', async ({
