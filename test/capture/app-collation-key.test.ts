@@ -4,6 +4,7 @@ import { enable } from '../../src/capture/index.ts';
 import { CaptureRefusedError } from '../../src/errors.ts';
 import { openDatabase } from '../../src/sqlite/index.ts';
 import { readFileSync } from 'node:fs';
+import { enableRefused } from './support/enable-refused.ts';
 
 /*
  * Review round 5: `k TEXT PRIMARY KEY COLLATE rev`, rev registered by the
@@ -37,16 +38,7 @@ function image(db: ReturnType<typeof openDatabase>, file: string): unknown {
 function refusal(file: string, table: string): CaptureRefusedError {
   const db = openDatabase(file);
   try {
-    const before = image(db, file);
-    let caught: unknown;
-    try {
-      enable(db, [table]);
-    } catch (e) {
-      caught = e;
-    }
-    expect(caught).toBeInstanceOf(CaptureRefusedError);
-    expect(image(db, file)).toEqual(before);
-    return caught as CaptureRefusedError;
+    return enableRefused(db, file, table, image);
   } finally {
     db.close();
   }

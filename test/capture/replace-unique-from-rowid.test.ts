@@ -8,6 +8,7 @@ import { sync } from '../../src/apply/sync/index.ts';
 import { tableCells } from '../apply/support/target.ts';
 import { databaseImage, pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
+import { enableRefused } from './support/enable-refused.ts';
 
 /*
  * Review round 3. A ring buffer: `slot INT AS (id % 3) UNIQUE` over the
@@ -25,25 +26,12 @@ import { replayAndSource } from './support/replay-journal.ts';
 const RING = 'CREATE TABLE log (id INTEGER PRIMARY KEY, msg TEXT, slot INT AS (id % 3) UNIQUE)';
 const RING_WRITES = Array.from({ length: 10 }, (_, i) => `INSERT OR REPLACE INTO log (msg) VALUES ('m${i}');`).join(' ');
 
-function refusal(db: Parameters<typeof enable>[0], file: string, table: string): CaptureRefusedError {
-  const before = databaseImage(db, file);
-  let caught: unknown;
-  try {
-    enable(db, [table]);
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught).toBeInstanceOf(CaptureRefusedError);
-  expect(databaseImage(db, file)).toEqual(before);
-  return caught as CaptureRefusedError;
-}
-
 for (const kind of ['', ' STORED']) {
   test(`enable refuses a${kind === '' ? ' virtual' : ' stored'} UNIQUE generated column computed from the INTEGER PRIMARY KEY, naming the table, index, column and fix`, ({
     makeDb,
   }) => {
     const { db, file } = makeDb('s.db', RING.replace('(id % 3)', `(id % 3)${kind}`));
-    const err = refusal(db, file, 'log');
+    const err = enableRefused(db, file, 'log');
     expect({ code: err.code, table: err.table }).toEqual({ code: 'UNIQUE_FROM_ROWID', table: 'log' });
     expect(err.message).toContain('Table log');
     expect(err.message).toContain('sqlite_autoindex_log_1');
@@ -61,9 +49,9 @@ test('enable refuses one computed from the key through another generated column,
     'CREATE TABLE a (id INTEGER PRIMARY KEY, msg, s AS (id % 3), s2 AS (s + 1), UNIQUE (msg, s2));' +
       'CREATE TABLE b (id INTEGER PRIMARY KEY AUTOINCREMENT, msg, slot AS (id % 4)); CREATE UNIQUE INDEX b_slot ON b (slot);',
   );
-  const a = refusal(db, file, 'a');
+  const a = enableRefused(db, file, 'a');
   expect([a.code, a.message]).toEqual(['UNIQUE_FROM_ROWID', expect.stringContaining('column s2')]);
-  const b = refusal(db, file, 'b');
+  const b = enableRefused(db, file, 'b');
   expect([b.code, b.message]).toEqual(['UNIQUE_FROM_ROWID', expect.stringContaining('b_slot')]);
 });
 
@@ -156,7 +144,7 @@ test('enable refuses a UNIQUE generated column computed from a NOT NULL column w
     "CREATE TABLE tags (id INTEGER PRIMARY KEY, name TEXT NOT NULL DEFAULT 'misc', name_key TEXT AS (lower(name)) UNIQUE);" +
       "CREATE TABLE free (id INTEGER PRIMARY KEY, name TEXT DEFAULT 'misc', name_key TEXT AS (lower(name)) UNIQUE);",
   );
-  const err = refusal(db, file, 'tags');
+  const err = enableRefused(db, file, 'tags');
   expect({ code: err.code, table: err.table }).toEqual({ code: 'UNIQUE_FROM_DEFAULT', table: 'tags' });
   expect(err.message).toContain('column name_key, generated from name, a NOT NULL column with a DEFAULT');
   expect(err.message).toMatch(/Fix: drop the DEFAULT or the NOT NULL of name, .*do not capture tags/);

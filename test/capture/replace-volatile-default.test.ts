@@ -8,6 +8,7 @@ import { sync } from '../../src/apply/sync/index.ts';
 import { tableCells } from '../apply/support/target.ts';
 import { databaseImage, pythonExec } from '../support/journal.ts';
 import { replayAndSource } from './support/replay-journal.ts';
+import { enableRefused } from './support/enable-refused.ts';
 
 /*
  * Review round 5. `tok INTEGER NOT NULL DEFAULT (abs(random()) % 3) UNIQUE`,
@@ -19,19 +20,6 @@ import { replayAndSource } from './support/replay-journal.ts';
  * journaled, and the mirror kept it (sync exit 0, health green).
  */
 
-function refusal(db: Parameters<typeof enable>[0], file: string, table: string): CaptureRefusedError {
-  const before = databaseImage(db, file);
-  let caught: unknown;
-  try {
-    enable(db, [table]);
-  } catch (e) {
-    caught = e;
-  }
-  expect(caught).toBeInstanceOf(CaptureRefusedError);
-  expect(databaseImage(db, file)).toEqual(before);
-  return caught as CaptureRefusedError;
-}
-
 test('enable refuses a UNIQUE NOT NULL column whose DEFAULT calls random(), naming the table, column, default, rule and fix', ({
   makeDb,
 }) => {
@@ -39,7 +27,7 @@ test('enable refuses a UNIQUE NOT NULL column whose DEFAULT calls random(), nami
     's.db',
     "CREATE TABLE t (id INTEGER PRIMARY KEY, tok INTEGER NOT NULL DEFAULT (abs(random()) % 3) UNIQUE, v); INSERT INTO t VALUES (1, 0, 'a'), (2, 1, 'b'), (3, 2, 'c');",
   );
-  const err = refusal(db, file, 't');
+  const err = enableRefused(db, file, 't');
   expect({ code: err.code, table: err.table }).toEqual({ code: 'UNIQUE_VOLATILE_DEFAULT', table: 't' });
   expect(err.message).toContain('Table t: column tok');
   expect(err.message).toContain('DEFAULT (abs(random()) % 3)');
@@ -58,9 +46,9 @@ test('enable refuses a key of randomblob(), an application function and a UNIQUE
       'CREATE TABLE ok1 (id INTEGER PRIMARY KEY, u INTEGER DEFAULT (random()) UNIQUE);' +
       'CREATE TABLE ok2 (id INTEGER PRIMARY KEY, u INTEGER NOT NULL DEFAULT (random()), w UNIQUE);',
   );
-  const k = refusal(db, file, 'k');
+  const k = enableRefused(db, file, 'k');
   expect([k.code, k.message]).toEqual(['UNIQUE_VOLATILE_DEFAULT', expect.stringContaining('column id')]);
-  const f = refusal(db, file, 'f');
+  const f = enableRefused(db, file, 'f');
   expect([f.code, f.message]).toEqual(['UNIQUE_VOLATILE_DEFAULT', expect.stringContaining('app_uuid')]);
   expect(f.message).toContain('f_u');
   enable(db, ['ok1', 'ok2']);
@@ -127,8 +115,8 @@ test('a random id of 16 bytes or more (lower(hex(randomblob(16)))) is taken: a R
   );
   enable(db, ['u', 'w']);
   expect(status(db).tables.every((t) => t.armed)).toBe(true);
-  expect(refusal(db, file, 'short').code).toBe('UNIQUE_VOLATILE_DEFAULT');
-  expect(refusal(db, file, 'cut').code).toBe('UNIQUE_VOLATILE_DEFAULT');
+  expect(enableRefused(db, file, 'short').code).toBe('UNIQUE_VOLATILE_DEFAULT');
+  expect(enableRefused(db, file, 'cut').code).toBe('UNIQUE_VOLATILE_DEFAULT');
   const target = path.join(tmp, 'target.db');
   await sync(file, target, {
     projections: [
