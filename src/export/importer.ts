@@ -240,7 +240,7 @@ export class Importer {
         }
       }
     } catch (err) {
-      throw this.#forFile(unreadable?.(err) ?? err);
+      throw unreadable?.(err) ?? err;
     }
     // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
     if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
@@ -336,23 +336,6 @@ export class Importer {
       seq: 0,
       action: `table ${d.source} is in the stream ${label} carries, but this target, which mirrors every table its files carry ("*"), has no mirror of it, and the file has no snapshot of it to build one from: its events in the file were not applied. Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one), which builds the mirror of ${d.source}`,
     }));
-  }
-
-  /**
-   * A gap (BATCH_GAP, said by the applier for sync too) as a file's: its
-   * repair is a file, the one holding the events in between, or one that
-   * starts with a snapshot, not a sync from the stored cursor.
-   */
-  #forFile(err: unknown): unknown {
-    if (this.#options.fedBy?.via !== 'import' || !(err instanceof FailClosedError) || err.code !== 'BATCH_GAP') return err;
-    const name = typeof err.detail.projection === 'string' ? err.detail.projection : 'the projection';
-    const said = err.message.replace(/ Apply the batch that holds them first, or sync from the stored cursor\.$/, '');
-    return new FailClosedError(
-      'BATCH_GAP',
-      `${said} Nothing of the batch was applied. Import the export file that holds them first (an earlier file of the same export, the one this file's export went on from), then this one again; or rebuild ${name} from a snapshot: import a new export file (sluice export SOURCE --out NEW_FILE starts with one).`,
-      err.detail,
-      { cause: err },
-    );
   }
 
   /** Records how `names` are fed (ImportOptions.fedBy), in the transaction open on the target (fed-by.ts). */
@@ -833,6 +816,8 @@ export class Importer {
               },
               explicit: false,
               what: `${at}`,
+              // A file's gap is repaired by a file, not by a sync from the stored cursor.
+              ...(this.#options.fedBy?.via === 'import' ? { gapFix: fileGapFix(p.name) } : {}),
               end: 'batch',
               cursor: () => line.cursor,
             });
@@ -950,4 +935,9 @@ function checkSource(name: string, stored: string, file: string, at: string): vo
       'SOURCE_CHANGED',
       `Projection ${name} in the target follows source ${stored}, but ${at} is from ${file}. Import into a new target, or drop the projection's tables first.`,
     );
+}
+
+/** BATCH_GAP's repair for an imported projection: the export file holding the missing events first, or a file that starts with a snapshot. */
+function fileGapFix(name: string): string {
+  return `Nothing of the batch was applied. Import the export file that holds them first (an earlier file of the same export, the one this file's export went on from), then this one again; or rebuild ${name} from a snapshot: import a new export file (sluice export SOURCE --out NEW_FILE starts with one).`;
 }

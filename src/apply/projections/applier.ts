@@ -118,14 +118,21 @@ export function suspensionGate(t: ApplyTarget, p: CompiledProjection, rec: Proje
  * The cursor rule for a batch (fromSeq, toSeq] against a projection at
  * `storedSeq`: already applied is `undefined` (nothing to do), an overlap
  * applies only the part after the stored seq, and a gap (the batch starts
- * after it) is BATCH_GAP, before anything is written.
+ * after it) is BATCH_GAP, before anything is written, ending with `fix`
+ * (the caller's repair: another file, for import).
  */
-export function positionBatch(p: CompiledProjection, storedSeq: number, batch: ChangeBatch, what: string): ChangeBatch | undefined {
+export function positionBatch(
+  p: CompiledProjection,
+  storedSeq: number,
+  batch: ChangeBatch,
+  what: string,
+  fix = 'Apply the batch that holds them first, or sync from the stored cursor.',
+): ChangeBatch | undefined {
   if (batch.toSeq <= storedSeq) return undefined;
   if (batch.fromSeq > storedSeq) {
     throw new FailClosedError(
       'BATCH_GAP',
-      `Projection ${p.name} is at seq ${storedSeq}, but ${what} starts after seq ${batch.fromSeq}: events ${storedSeq + 1}..${batch.fromSeq} would be skipped. Apply the batch that holds them first, or sync from the stored cursor.`,
+      `Projection ${p.name} is at seq ${storedSeq}, but ${what} starts after seq ${batch.fromSeq}: events ${storedSeq + 1}..${batch.fromSeq} would be skipped. ${fix}`,
       { projection: p.name, stored: storedSeq, fromSeq: batch.fromSeq },
     );
   }

@@ -36,6 +36,8 @@ export interface BatchPlan {
   readonly explicit: boolean;
   /** What the batch is called in a BATCH_GAP error. */
   readonly what: string;
+  /** What a BATCH_GAP error says to do; default: apply the batch that holds the missing events first, or sync from the stored cursor. */
+  readonly gapFix?: string;
   /** Where the batch ends, for what a UNIQUE failure says (applier.ts BatchEnd). */
   readonly end: BatchEnd;
   /** The cursor token at `seq`, where the batch ends. */
@@ -76,7 +78,7 @@ export async function runBatchPath(
   const held = suspensionGate(t, p, rec, plan.explicit);
   if (held !== undefined) return { kind: 'held', suspension: held };
   const read = plan.batch();
-  let batch = positionBatch(p, storedSeq, read, plan.what) ?? (plan.proves === undefined ? undefined : read);
+  let batch = positionBatch(p, storedSeq, read, plan.what, plan.gapFix) ?? (plan.proves === undefined ? undefined : read);
   if (batch === undefined) return { kind: 'none' };
   // A table changed by hand (a column dropped or renamed, another declared type or collation, its key lost): health's rule, before anything is written.
   const changed = tableShapeProblem(t.db, t.schema, p);
