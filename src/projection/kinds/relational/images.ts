@@ -126,6 +126,19 @@ export class ExpressionRaised extends Error {
 }
 
 /**
+ * A map's expressions that can raise on a value, each as the map evaluates
+ * it: its filter, and each computed column where the filter holds (`what`
+ * names it, `expr` is as written, `sql` as evaluated).
+ */
+export function mapExpressions(p: CompiledProjection): { readonly what: string; readonly expr: string; readonly sql: string }[] {
+  const guard = (e: string) => (p.filter === null ? e : `CASE WHEN ${p.filter} THEN ${e} END`);
+  return [
+    ...(p.filter === null ? [] : [{ what: 'filter', expr: p.filter, sql: p.filter }]),
+    ...p.columns.filter((c) => c.from === undefined).map((c) => ({ what: `column ${c.name}`, expr: c.expr, sql: guard(c.expr) })),
+  ];
+}
+
+/**
  * After a batch of `p` (a map) failed in SQLite: the first image, in seq
  * order, on which one of its computed columns or its filter raises, as the
  * batch evaluates it (an expression inside the filter only where the filter
@@ -135,11 +148,7 @@ export class ExpressionRaised extends Error {
 export function raisingImage(db: Db, p: CompiledProjection): RaisingImage | undefined {
   if (p.identity) return undefined;
   const table = `temp.${quoteIdent(workTableName(IMG, imageColumns(p), { withoutRowid: true }))}`;
-  const guard = (e: string) => (p.filter === null ? e : `CASE WHEN ${p.filter} THEN ${e} END`);
-  const exprs = [
-    ...(p.filter === null ? [] : [{ what: 'filter', expr: p.filter, sql: p.filter }]),
-    ...p.columns.filter((c) => c.from === undefined).map((c) => ({ what: `column ${c.name}`, expr: c.expr, sql: guard(c.expr) })),
-  ];
+  const exprs = mapExpressions(p);
   let rows: { seq: number; side: number }[];
   try {
     rows = db.prepare(`SELECT _sluice_seq AS seq, _sluice_side AS side FROM ${table} ORDER BY 1, 2`).all() as {

@@ -4,6 +4,7 @@ import { InvalidInputError, SluiceError, errorCode } from '../../../errors.ts';
 import type { CompiledMap, CompiledMirror, SourceShape, TargetColumn } from '../../compiled.ts';
 import type { ProjectionKind, TableColumns, TableKey } from '../../kind.ts';
 import { applyRelational } from './apply.ts';
+import { mapExpressions } from './images.ts';
 
 /*
  * What mirror and map share: one table keyed by the source key, filled by
@@ -149,12 +150,7 @@ export const relationalTable: Shared = {
  */
 function raisedInBuild(db: Db, p: Relational, from: string, err: unknown): unknown {
   if (err instanceof SluiceError || errorCode(err) !== 'SQLITE_ERROR' || p.identity) return err;
-  const guard = (e: string) => (p.filter === null ? e : `CASE WHEN ${p.filter} THEN ${e} END`);
-  const exprs = [
-    ...(p.filter === null ? [] : [{ what: 'filter', expr: p.filter, sql: p.filter }]),
-    ...p.columns.filter((c) => c.from === undefined).map((c) => ({ what: `column ${c.name}`, expr: c.expr, sql: guard(c.expr) })),
-  ];
-  for (const e of exprs) {
+  for (const e of mapExpressions(p)) {
     try {
       db.prepare(`SELECT count(${e.sql}) FROM ${from}`).get();
     } catch (raised) {
