@@ -28,6 +28,17 @@ const pipeline = (port: number) => `sources:
 listen: 127.0.0.1:${port}
 `;
 
+/** An app's source in `tmp`/app with a pipeline file of one target (cache.db, "*") listening on a free port, and a folder for the hooks. */
+async function appPipeline(tmp: string): Promise<{ dir: string; hooks: string; config: string; port: number }> {
+  const dir = path.join(tmp, 'app');
+  fs.mkdirSync(dir);
+  appSource(path.join(dir, 'app.db'));
+  const config = path.join(dir, 'sluice.yml');
+  const port = await freePort();
+  put(config, pipeline(port));
+  return { dir, hooks: path.join(tmp, 'hooks'), config, port };
+}
+
 /** `run --config FILE --log json` with the CLI's import held; resolves once the signal went `delayMs` into that import. */
 async function runSignalledWhileLoading(config: string, hooks: string, signal: NodeJS.Signals, delayMs: number): Promise<Spawned> {
   fs.rmSync(hooks, { recursive: true, force: true });
@@ -42,13 +53,7 @@ async function runSignalledWhileLoading(config: string, hooks: string, signal: N
 
 describe.skipIf(process.platform === 'win32')('sluice run', () => {
   test('a SIGTERM or SIGINT while the CLI loads exits 0 having started nothing, and the next run converges', async ({ tmp }) => {
-    const dir = path.join(tmp, 'app');
-    const hooks = path.join(tmp, 'hooks');
-    fs.mkdirSync(dir);
-    appSource(path.join(dir, 'app.db'));
-    const config = path.join(dir, 'sluice.yml');
-    const port = await freePort();
-    put(config, pipeline(port));
+    const { dir, hooks, config, port } = await appPipeline(tmp);
     const before = filesIn(dir);
     for (const [signal, delayMs] of [...DELAYS_MS.map((d) => ['SIGTERM', d] as const), ['SIGINT', 150] as const]) {
       const r = await runSignalledWhileLoading(config, hooks, signal, delayMs);
@@ -75,13 +80,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
   }, 120_000);
 
   test('a SIGHUP while the CLI loads does not end it: it starts, builds, and exits 0 on SIGTERM', async ({ tmp }) => {
-    const dir = path.join(tmp, 'app');
-    const hooks = path.join(tmp, 'hooks');
-    fs.mkdirSync(dir);
-    appSource(path.join(dir, 'app.db'));
-    const config = path.join(dir, 'sluice.yml');
-    const port = await freePort();
-    put(config, pipeline(port));
+    const { dir, hooks, config, port } = await appPipeline(tmp);
     for (const delayMs of DELAYS_MS) {
       const what = `SIGHUP ${delayMs} ms into the import`;
       const r = await runSignalledWhileLoading(config, hooks, 'SIGHUP', delayMs);
