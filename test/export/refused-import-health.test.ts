@@ -49,6 +49,20 @@ function held(tgt: string): unknown {
 }
 
 /** A source with table t(id, v), captured, holding `rows`. */
+/** `sluice import tgt file` refused with exit 3 and `code`, the target's rows as they were, and health exit 3 with `code` recorded on t: its health. */
+async function refusedAndRecorded(tgt: string, file: string, code: string) {
+  const before = held(tgt);
+  const r = await runCliAsync(['import', tgt, file]);
+  expect(r.status, r.stdout + r.stderr).toBe(3);
+  expect(r.stderr).toContain(code);
+  expect(held(tgt)).toEqual(before);
+  const { status, h } = await healthOf(tgt);
+  expect(status).toBe(3);
+  const p = h.projections[0];
+  expect(p).toMatchObject({ name: 't', failure: { code } });
+  return p;
+}
+
 async function source(file: string, rows: string): Promise<string> {
   runSqliteCli(file, `CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES ${rows};`);
   await ok(['enable', file, 't']);
@@ -125,15 +139,7 @@ describe('a refused import makes health exit 3 until an import succeeds', () => 
     const batches = at('s2.jsonl');
     await exported(staging, batches, '--since', first);
 
-    const before = held(tgt);
-    const r = await runCliAsync(['import', tgt, batches]);
-    expect(r.status, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain('FILE_CHANGED');
-    expect(held(tgt)).toEqual(before);
-    const { status, h } = await healthOf(tgt);
-    expect(status).toBe(3);
-    const p = h.projections[0];
-    expect(p).toMatchObject({ name: 't', failure: { code: 'FILE_CHANGED' } });
+    const p = await refusedAndRecorded(tgt, batches, 'FILE_CHANGED');
     expect(p?.action).toContain('sluice export SOURCE --out NEW_FILE');
     expect(p?.action).not.toContain('sluice sync');
 
@@ -155,15 +161,7 @@ describe('a refused import makes health exit 3 until an import succeeds', () => 
     const b = await source(at('b.db'), "(7, 'x')");
     await exported(b, at('b.jsonl'));
 
-    const before = held(tgt);
-    const r = await runCliAsync(['import', tgt, at('b.jsonl')]);
-    expect(r.status, r.stdout + r.stderr).toBe(3);
-    expect(r.stderr).toContain('SOURCE_CHANGED');
-    expect(held(tgt)).toEqual(before);
-    const { status, h } = await healthOf(tgt);
-    expect(status).toBe(3);
-    const p = h.projections[0];
-    expect(p).toMatchObject({ name: 't', failure: { code: 'SOURCE_CHANGED' } });
+    const p = await refusedAndRecorded(tgt, at('b.jsonl'), 'SOURCE_CHANGED');
     expect(p?.action).toContain('into a new target');
     expect(p?.action).not.toContain('sluice sync');
 
@@ -215,13 +213,7 @@ describe('a refused import makes health exit 3 until an import succeeds', () => 
     runSqliteCli(src, "INSERT INTO t VALUES (3, 'c')");
     const later = at('later');
     await exported(src, later, '--format', 'segment', '--since', mid);
-    const before = held(tgt);
-    const r = await runCliAsync(['import', tgt, later]);
-    expect(r.status, r.stdout + r.stderr).toBe(3);
-    expect(held(tgt)).toEqual(before);
-    const { status, h } = await healthOf(tgt);
-    expect(status).toBe(3);
-    expect(h.projections[0]).toMatchObject({ name: 't', failure: { code: 'BATCH_GAP' } });
+    await refusedAndRecorded(tgt, later, 'BATCH_GAP');
     await ok(['import', tgt, segs]);
     await ok(['import', tgt, later]);
     expect((await healthOf(tgt)).status).toBe(0);
