@@ -46,6 +46,11 @@ if (built !== undefined) {
   register();
   ({ main } = await import('../src/cli/main.ts'));
 }
+// A signal that came while the import held the thread (compiling the build
+// is synchronous) is queued, not yet dispatched to the trap: one turn of the
+// event loop dispatches it, so the command finds it among the early signals
+// rather than in its own handler after it has started.
+if (trapped.length > 0) await new Promise((resolve) => globalThis.setImmediate(resolve));
 process.exitCode = await main(process.argv);
 // The command has returned (failed, done, or stopped on a signal): nothing
 // is left to do, and its output is out. A handle left open must not keep the
