@@ -16,6 +16,11 @@
 //   through createRequire, which esbuild does not follow).
 // - The banner gives the bundled CommonJS packages (commander...) a require.
 // - No source maps: dist/**/*.map is not in the package.
+// - Whitespace and syntax minified, names kept (stack traces and class names
+//   read as in the sources): V8 parses every byte of a chunk a command loads
+//   before it runs any of it, and the 2.5 MB became 1.8 MB, which took about
+//   6% off a command's start on Node 20 (status: 0.16 s, of which Node itself
+//   is 0.06 s).
 // - zod's translations of its error messages (zod/v4/locales, 64 languages,
 //   about 370 KB of the 1.3 MB chunk every command and every worker thread
 //   of `sluice run` loads) are left out: `z` reaches them through a
@@ -56,6 +61,8 @@ const result = await esbuild.build({
   },
   sourcemap: false,
   legalComments: 'none',
+  minifyWhitespace: true,
+  minifySyntax: true,
   logLevel: 'warning',
   write: false,
   plugins: [
