@@ -47,7 +47,26 @@ export function recordRefusal(db: Db, schema: string, err: unknown, file: string
   });
 }
 
-/** Clears the recorded failures of projections `names` after an import that succeeded for them, in the caller's transaction. */
-export function clearRefusals(db: Db, schema: string, names: Iterable<string>): void {
-  for (const name of names) if ((readProjection(db, schema, name)?.failures ?? 0) > 0) clearFailure(db, schema, name);
+/**
+ * The refusals that say the target lacks events a file carried (its events
+ * start past the target's cursor): an import that adds nothing (an older
+ * file imported again, every batch of it applied) does not fill that gap,
+ * so only one that moved the projection on clears it. Any other refusal (a
+ * file of another source, a definition changed with no snapshot) said the
+ * file was wrong, and the next import that succeeds clears it.
+ */
+const LACKING: ReadonlySet<string> = new Set(['BATCH_GAP']);
+
+/**
+ * Clears the recorded failures of projections `names` after an import that
+ * succeeded for them, in the caller's transaction; `movedOn`: those whose
+ * seq or cursor it changed.
+ */
+export function clearRefusals(db: Db, schema: string, names: Iterable<string>, movedOn: ReadonlySet<string>): void {
+  for (const name of names) {
+    const r = readProjection(db, schema, name);
+    if (r === undefined || r.failures === 0) continue;
+    if (r.lastErrorCode !== null && LACKING.has(r.lastErrorCode) && !movedOn.has(name)) continue;
+    clearFailure(db, schema, name);
+  }
 }

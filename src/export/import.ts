@@ -1,9 +1,20 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { openDatabase, useWal, closeDatabase, useCatchUpCaches, matchTargetEncoding, IMPORT_CHECKPOINT_PAGES } from '../sqlite/index.ts';
+import {
+  openDatabase,
+  useWal,
+  closeDatabase,
+  useCatchUpCaches,
+  matchTargetEncoding,
+  IMPORT_CHECKPOINT_PAGES,
+  removeMadeDatabase,
+  type Db,
+} from '../sqlite/index.ts';
 import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
 import {
+  dropEmptyTargetMeta,
   ensureTargetMeta,
+  hasTargetMeta,
   allowProjectionWrites,
   guardProjectionTables,
   readProjections,
@@ -99,9 +110,13 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
   let options = given;
   const encoding = stream.encoding;
   refuseEmptyPath(targetPath, 'target');
+  const made = !fs.existsSync(targetPath);
   const db = openDatabase(targetPath, { create: true, role: 'target' });
   let importer: Importer | undefined;
+  let before: { readonly target: boolean; readonly journalMode: string } | undefined;
+  let undo = false;
   try {
+    before = { target: hasTargetMeta(db, SCHEMA), journalMode: String(db.pragma('journal_mode', { simple: true })) };
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError(
         'TARGET_IS_SOURCE',
@@ -129,9 +144,31 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
   } catch (err) {
     // A file refused (or one that failed) is recorded on the projections it concerns, for health, as sync records a failed pass.
     if (options.fedBy?.via === 'import') recordRefusal(db, SCHEMA, err, options.fedBy.file, importer?.concerned());
+    // A database that was no target, and that this import of a file committed no projection to, is left as it was found.
+    if (options.fedBy?.via === 'import' && before !== undefined && !before.target) undo = undoTarget(db, before.journalMode);
     throw err;
   } finally {
     closeDatabase(db);
+    if (undo && made) removeMadeDatabase(targetPath);
+  }
+}
+
+/**
+ * A refused import must not leave a target behind where there was none: a
+ * new file, made and left empty, read in health as a target with no
+ * projections, which is healthy (an empty and ok target), and a user's
+ * own database took sluice's tables. So when the import committed no
+ * projection, sluice's tables are dropped and the journal mode put back;
+ * the caller removes a file it made. Best effort: a database that cannot
+ * take it (busy, damaged) keeps what it has. Returns whether it was undone.
+ */
+function undoTarget(db: Db, journalMode: string): boolean {
+  try {
+    if (db.inTransaction || !dropEmptyTargetMeta(db, SCHEMA)) return false;
+    if (journalMode !== 'wal') db.pragma(`journal_mode = ${journalMode}`);
+    return true;
+  } catch {
+    return false;
   }
 }
 

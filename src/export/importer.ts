@@ -153,7 +153,18 @@ export class Importer {
     this.#options = options;
   }
 
+  /** Where each projection stands (its seq and cursor), by name; empty when the target's records do not read (the run reports that). */
+  #standing(): Map<string, string> {
+    try {
+      return new Map(readProjections(this.#db, SCHEMA).map((p) => [p.name, `${p.seq} ${p.cursor ?? ''}`]));
+    } catch {
+      return new Map();
+    }
+  }
+
   async run(stream: ItemStream): Promise<ImportReport> {
+    // Where each projection stood before this file, to tell those it moved on (clearRefusals).
+    const startedAt = this.#standing();
     this.#stream = {
       label: stream.label,
       segment: stream.segment === true,
@@ -250,12 +261,15 @@ export class Importer {
       await writeTransaction(this.#db, () => {
         this.#recordFed(ran);
         // An import that succeeded: a file refused before (import-refusal.ts) no longer stands, for those that did not fail now.
-        if (this.#options.fedBy?.via === 'import')
+        if (this.#options.fedBy?.via === 'import') {
+          const now = this.#standing();
           clearRefusals(
             this.#db,
             SCHEMA,
             ran.filter((n) => !this.#failures.has(n)),
+            new Set(ran.filter((n) => now.get(n) === undefined || now.get(n) !== startedAt.get(n))),
           );
+        }
       });
     const all = this.#options.mirrorAll;
     if (all !== undefined && !all.stored && ran.length > 0)

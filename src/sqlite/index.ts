@@ -41,7 +41,7 @@ export {
   uniqueIndexes,
 } from './introspect.ts';
 export type { TableInfo, UniqueIndexInfo } from './introspect.ts';
-export { requireOutputPath } from './output-path.ts';
+export { removeMadeDatabase, requireOutputPath } from './output-path.ts';
 export { ownRecord, setOwn } from './own-record.ts';
 export { lockHeld, tryProcessLock } from './process-lock.ts';
 export type { ProcessLock } from './process-lock.ts';

@@ -91,3 +91,12 @@ function nearestEntry(folder: string): { readonly at: string; readonly isFolder:
     }
   }
 }
+
+/**
+ * Removes a database file this run made and its companions (-wal, -shm,
+ * -journal): a new target that a refused open or import left empty. Only
+ * for a file the caller made itself (it did not exist when it began).
+ */
+export function removeMadeDatabase(file: string): void {
+  for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(`${file}${suffix}`, { force: true });
+}

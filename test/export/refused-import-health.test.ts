@@ -18,7 +18,8 @@ import { runCliAsync, parseJson, makeDir, removeDir, dumpTables, scalar, type Cl
  * Now import records a refused file the same way, without touching a row or
  * a cursor; health names the projection, the code and a repair that fits an
  * imported target (an export file, `sluice import`, never `sluice sync`),
- * and the next import that succeeds clears it.
+ * and the next import that succeeds clears it (a BATCH_GAP only one that
+ * moves the projection on: an older file imported again fills no gap).
  */
 
 let dir: string;
@@ -121,6 +122,34 @@ describe('a refused import makes health exit 3 until an import succeeds', () => 
     const after = await healthOf(tgt);
     expect(after.status, JSON.stringify(after.h)).toBe(0);
     expect(after.h.projections[0]).toMatchObject({ name: 't', failure: null, needsAction: false, seq: 2 });
+    expect(dumpTables(tgt, ['t'])).toEqual(dumpTables(src, ['t']));
+  });
+
+  test('a BATCH_GAP stands through an import that adds nothing (an older file imported again): the target still lacks those events', async () => {
+    const src = await source(at('a.db'), "(1, 'a')");
+    const tgt = at('t.db');
+    const full = at('full.jsonl');
+    await exported(src, full);
+    await ok(['import', tgt, full]);
+    fs.copyFileSync(full, at('old.jsonl'));
+    runSqliteCli(src, "INSERT INTO t VALUES (2, 'b')");
+    const mid = await exported(src, full);
+    runSqliteCli(src, "INSERT INTO t VALUES (3, 'c')");
+    const later = at('later.jsonl');
+    await exported(src, later, '--since', mid);
+    await refusedAndRecorded(tgt, later, 'BATCH_GAP');
+
+    // The cron's old file again: every batch of it already applied, exit 0, and the gap is still there.
+    const again = await ok(['import', tgt, at('old.jsonl'), '--json']);
+    expect(parseJson(again, S.importOutput).batchesApplied).toBe(0);
+    const still = await healthOf(tgt);
+    expect(still.status, JSON.stringify(still.h)).toBe(3);
+    expect(still.h.projections[0]).toMatchObject({ name: 't', failure: { code: 'BATCH_GAP' }, seq: 0 });
+
+    // The file that holds the missing events moves the target on: that clears it.
+    await ok(['import', tgt, full]);
+    expect((await healthOf(tgt)).status).toBe(0);
+    await ok(['import', tgt, later]);
     expect(dumpTables(tgt, ['t'])).toEqual(dumpTables(src, ['t']));
   });
 

@@ -9,6 +9,7 @@ import {
   type FileIdentity,
   quoteIdent,
   requireOutputPath,
+  removeMadeDatabase,
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
@@ -209,7 +210,7 @@ export class Syncer {
         { source: sourcePath, target: targetPath },
       );
     } catch (err) {
-      if (created) removeDatabaseFiles(targetPath);
+      if (created) removeMadeDatabase(targetPath);
       throw err;
     }
     try {
@@ -233,7 +234,7 @@ export class Syncer {
     } catch (err) {
       const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
       session.close();
-      if (created) removeDatabaseFiles(targetPath);
+      if (created) removeMadeDatabase(targetPath);
       throw damaged ?? err;
     }
   }
@@ -975,8 +976,4 @@ function recordFailureAlone(db: Db, row: string | FailedRow, code: string, messa
 /** Clears a projection's recorded failures in a target transaction of its own; best effort, as recordFailureAlone. */
 function clearFailureAlone(db: Db, name: string): void {
   writeAlone(db, () => clearFailure(db, TARGET_SCHEMA, name));
-}
-
-function removeDatabaseFiles(file: string): void {
-  for (const suffix of ['', '-wal', '-shm', '-journal']) fs.rmSync(`${file}${suffix}`, { force: true });
 }

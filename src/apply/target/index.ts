@@ -23,6 +23,7 @@ export {
   SELF_CLEARING_SUSPENSIONS,
   TARGET_INFO_TABLE,
   clearFailure,
+  dropEmptyTargetMeta,
   ensureTargetMeta,
   hasTargetMeta,
   insertProjection,

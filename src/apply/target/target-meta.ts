@@ -137,6 +137,23 @@ function addMissingColumns(db: Db, s: string): void {
   });
 }
 
+/**
+ * Undoes ensureTargetMeta on a database that was no target before and holds
+ * no projection: drops sluice's two tables, in one transaction, so that the
+ * file reads again as what it was (health: NOT_A_TARGET, not an empty and
+ * healthy target). Returns whether it did; a target with a projection is
+ * left alone.
+ */
+export function dropEmptyTargetMeta(db: Db, schema: string): boolean {
+  const s = quoteIdent(schema);
+  return writeTransactionSync(db, () => {
+    if (!hasTargetMeta(db, schema)) return false;
+    if (db.prepare(`SELECT 1 FROM ${s}.${PROJECTIONS_TABLE} LIMIT 1`).get() !== undefined) return false;
+    db.exec(`DROP TABLE ${s}.${PROJECTIONS_TABLE}; DROP TABLE IF EXISTS ${s}.${TARGET_INFO_TABLE}`);
+    return true;
+  });
+}
+
 export function hasTargetMeta(db: Db, schema: string): boolean {
   return (
     cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(PROJECTIONS_TABLE) !==
