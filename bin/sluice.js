@@ -6,7 +6,6 @@
 // through tsx when there is no build (a fresh checkout mid-edit) or when
 // SLUICE_FROM_SOURCE is set.
 import fs from 'node:fs';
-import module from 'node:module';
 
 // `run` stops cleanly on SIGTERM/SIGINT (exit 0) and reloads on SIGHUP, and a
 // follower (`sync`, `export`, `publish`, `subscribe` with --follow) stops
@@ -36,12 +35,6 @@ if (trapped.length > 0) {
     },
   };
 }
-
-// Node 22.1 and later keep the code V8 compiled from the build in a cache (in
-// the system's temp folder; NODE_DISABLE_COMPILE_CACHE=1 turns it off), so
-// a start of the CLI need not compile its 2 MB again. Node 20 has no such
-// cache.
-module.enableCompileCache?.();
 
 const builds = [new URL('../dist/cli/main.js', import.meta.url), new URL('../dist/src/cli/main.js', import.meta.url)];
 const built = process.env.SLUICE_FROM_SOURCE === undefined ? builds.find((u) => fs.existsSync(u)) : undefined;
