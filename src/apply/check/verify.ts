@@ -13,6 +13,7 @@ import {
   toJsonValue,
   type SqlValue,
   describeTable,
+  fileKey,
   reinitCommand,
   repairAction,
   shellCommand,
@@ -51,7 +52,7 @@ import {
 import { provedAtCursor, registerNegativeZero, sourceRows } from './verify-exact.ts';
 import { stepProgress, type StepProgress, type StepReport } from './verify-progress.ts';
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
-import { acrossWindow, cursorVerdict } from './verify-cursor.ts';
+import { acrossWindow, cursorVerdict, type CursorVerdict } from './verify-cursor.ts';
 import { suspensionRepair } from './suspension-repair.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
@@ -103,8 +104,10 @@ export interface VerifyProgress {
  * cursor, then a lookup of each key they changed: the caught-up comparison
  * plus work bounded by the events); a cursor the journal no longer reaches is
  * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
- * compared at all, and not ok. A target with no projection of the source is
- * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
+ * compared at all, and not ok; nor is one synced from the source's file
+ * under an earlier capture of it (SOURCE_CHANGED). A target with no
+ * projection of the source is an error (NO_PROJECTIONS_OF_SOURCE), not a
+ * vacuous ok.
  *
  * @example
  * const r = await verify('app.db', 'cache.db');
@@ -143,7 +146,12 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
       // older source, false diffs (and a false TARGET_EDITED suspension).
       const all = readProjections(db, TARGET_SCHEMA);
       const view = readSourceView(db);
-      const records = all.filter((r) => r.sourceId === view.state.sourceId || r.state === 'suspended');
+      // The source's projections: those of its capture, and those synced from its file under another capture of it
+      // (capture enabled again since), whose cursor does not continue (SOURCE_CHANGED): stale until the next sync rebuilds them.
+      const file = fileKey(sourcePath);
+      const records = all.filter(
+        (r) => r.sourceId === view.state.sourceId || r.state === 'suspended' || (r.sourcePath !== null && fileKey(r.sourcePath) === file),
+      );
       // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
       const missing = unbuiltMirrors(
         db,
@@ -250,6 +258,20 @@ export function shadowMatchesSource(
   return verifyOne(db, candidate, hw, tid, 0, undefined, shadow.table);
 }
 
+/** A projection not compared because its cursor does not continue on the source: not ok with the cursor's reason. */
+function notContinued(
+  base: Pick<ProjectionVerification, 'name' | 'seq' | 'checked' | 'inFlight' | 'diffs'>,
+  cursor: Extract<CursorVerdict, { continues: false }>,
+): ProjectionVerification {
+  return {
+    ...base,
+    ok: false,
+    reason: cursor.reason,
+    skipped: cursor.skipped,
+    ...(cursor.repair === undefined ? {} : { repair: cursor.repair }),
+  };
+}
+
 /** What verify() passes to each comparison besides the projection: its progress and where to say that a rewind is costly. */
 interface CompareContext {
   readonly progress?: StepProgress | undefined;
@@ -333,6 +355,13 @@ function compareOne(
   if (tables[0] !== undefined) return { ...base, ok: false, reason: 'TARGET_TABLE_CHANGED', skipped: `not compared: ${tables[0]}` };
   const today = fitsSourceToday(db, rec);
   if (today !== undefined) return { ...base, ok: false, ...today };
+  // Synced from the source's file under another capture of it (capture enabled again since: SOURCE_CHANGED): its seq
+  // is of another journal, so the cursor says why first, before anything below reads this journal at that seq.
+  const other =
+    context.view !== undefined && paths !== undefined && rec.sourceId !== context.view.state.sourceId
+      ? cursorVerdict(db, rec, context.view, paths, context.held)
+      : undefined;
+  if (other?.continues === false) return notContinued(base, other);
   if (prunedThrough > rec.seq) {
     return {
       ...base,
@@ -352,15 +381,9 @@ function compareOne(
   const unreadable = unrewindable(db, rec, tid);
   if (unreadable !== undefined) return { ...base, ok: false, ...unreadable };
   // After the checks above, as sync's step makes them before its own (a table not captured with images first).
-  const cursor = context.view === undefined || paths === undefined ? undefined : cursorVerdict(db, rec, context.view, paths, context.held);
-  if (cursor?.continues === false)
-    return {
-      ...base,
-      ok: false,
-      reason: cursor.reason,
-      skipped: cursor.skipped,
-      ...(cursor.repair === undefined ? {} : { repair: cursor.repair }),
-    };
+  const cursor =
+    other ?? (context.view === undefined || paths === undefined ? undefined : cursorVerdict(db, rec, context.view, paths, context.held));
+  if (cursor?.continues === false) return notContinued(base, cursor);
   const window = cursor?.window === true && context.held === undefined;
   // The table as it is: the same fingerprint (fitsSourceToday) after an in-place alter
   // can come with other columns, and the journal's events after the alter are in their layout.
