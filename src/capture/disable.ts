@@ -5,7 +5,7 @@ import type { Reason } from '../reasons.ts';
 import { readState, readTables } from './catalog.ts';
 import { dropOwnObjects, recordOwnDdl } from './enable.ts';
 import { enableHint } from './enable-hint.ts';
-import { JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
+import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
 import { forgetArming } from './arming.ts';
 
 /** A table whose capture `disable` took off, and why its readers' cursors no longer continue. */
@@ -58,7 +58,11 @@ export function disable(db: Db, tables: readonly string[] = []): DisableResult {
  * (their table is not captured, so no cursor over it continues), and they
  * would sit in the journal, and in its counts, until the retention bound
  * passed them. The newest event of the journal stays even when it is theirs:
- * the next seq is counted from it. (A table enabled again may get the same
+ * the next seq is counted from it. So does the anchor of each acknowledged
+ * consumer's cursor (the newest event at or below its seq): a cursor of
+ * another table that anchors on one of theirs (the last event a target
+ * applied was one of theirs) would otherwise read as a restored older copy
+ * (HISTORY_DIVERGED) and be rebuilt. (A table enabled again may get the same
  * table id; its readers start at its new arming, after every event kept.)
  */
 function disableTables(db: Db, tables: readonly string[]): DisableResult {
@@ -92,8 +96,14 @@ function disableTables(db: Db, tables: readonly string[]): DisableResult {
         removed.push(name);
       }
       // The newest event stays whatever its table: it holds the high-water mark, which the next seq counts from.
+      // So does the anchor of each acknowledged cursor (the newest event at or below its seq), whatever its table: a
+      // reader of another table whose cursor anchors on one of this table's events goes on from it (feed/anchor.ts).
       purged += db
-        .prepare(`DELETE FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq < (SELECT max(seq) FROM main.${JOURNAL_TABLE})`)
+        .prepare(
+          `DELETE FROM main.${JOURNAL_TABLE} WHERE tid = ? AND seq < (SELECT max(seq) FROM main.${JOURNAL_TABLE})
+             AND seq NOT IN (SELECT anchor FROM (SELECT (SELECT max(j.seq) FROM main.${JOURNAL_TABLE} j WHERE j.seq <= c.seq) AS anchor
+               FROM main.${CONSUMERS_TABLE} c) WHERE anchor IS NOT NULL)`,
+        )
         .run(t.tid).changes;
       db.prepare(`DELETE FROM main.${PENDING_TABLE} WHERE tid = ?`).run(t.tid);
       db.prepare(`DELETE FROM main.${LAST_TABLE} WHERE tid = ?`).run(t.tid);

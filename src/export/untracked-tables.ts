@@ -14,7 +14,7 @@ import { suspension, type Suspension } from '../apply/projections/index.ts';
  * saw, and the snapshot does not rebuild it, so every batch after stopped on
  * it with BATCH_GAP. It is suspended with TABLE_UNTRACKED instead, and the
  * others go on, as sync suspends a projection of a table its source does
- * not capture (apply/sync/step-decision.ts unbuildable).
+ * not capture (apply/projections/cursor-break.ts unbuildable).
  */
 
 /** The tables a marker's cursor covers (the ones its stream carries from there), folded as SQLite folds names. */

@@ -99,6 +99,33 @@ describe('disable SRC TABLE', () => {
     expect(after.stdout).toContain('after disable');
   });
 
+  test("the other tables' projections go on from their cursors when the last event the target applied was one of the disabled table's", async () => {
+    await sync(src, tgt);
+    py("UPDATE issues SET title = 'one' WHERE repo_id = 1 AND number = 1");
+    py("UPDATE labels SET color = x'02' WHERE repo_id = 1");
+    // The target's cursors end on a labels event (their anchor, the newest event at or below their seq).
+    const synced = await runCliAsync(['sync', src, tgt]);
+    expect(synced.status, synced.stderr).toBe(0);
+    expect(scalar(src, 'SELECT tid FROM _sluice_journal ORDER BY seq DESC LIMIT 1')).toBe(tidOf('labels'));
+    py("UPDATE issues SET title = 'two' WHERE repo_id = 1 AND number = 1");
+    const d = await runCliAsync(['disable', src, 'labels']);
+    expect(d.status, d.stderr).toBe(0);
+
+    const h = await runCliAsync(['health', tgt, '--json']);
+    const issues = parseJson(h, S.healthOutput).projections.find((p) => p.name === 'issues');
+    expect(issues, h.stdout).toMatchObject({ rebuild: null, needsAction: false });
+    expect(h.stdout).not.toContain('HISTORY_DIVERGED');
+    const s = await runCliAsync(['sync', src, tgt, '--json']);
+    const out = parseJson(s, S.syncOutput).projections;
+    for (const name of ['issues', 'comments']) {
+      const p = out.find((x) => x.name === name);
+      expect(p, s.stdout).toMatchObject({ state: 'active' });
+      expect(p?.rebuilt, `${name}: ${s.stdout}`).toBeUndefined();
+    }
+    expect(out.find((x) => x.name === 'issues')?.applied).toBe(1);
+    expect(scalar(tgt, 'SELECT title FROM issues WHERE repo_id = 1 AND number = 1')).toBe('two');
+  });
+
   test('its mirror is reported, not left green: sync suspends it, health exits 3 with both fixes, verify is not ok; enable again rebuilds it', async () => {
     await sync(src, tgt);
     const r = await runCliAsync(['disable', src, 'labels']);

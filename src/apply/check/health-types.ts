@@ -42,7 +42,11 @@ export interface ProjectionHealth {
    * Why the stored cursor cannot continue on the source (a validateCursor
    * reason). One the next sync rebuilds from by itself (kind `rebuilt` in
    * src/reasons.ts: SCHEMA_WINDOW, GENERATION_CHANGED, CURSOR_PRUNED, ...) is
-   * not a problem; any other is (the source must be fixed first).
+   * not a problem; any other is (the source must be fixed first). Where a
+   * snapshot would repair the cursor but the next sync cannot build from the
+   * table (apply/projections/cursor-break.ts), the suspension it gives
+   * instead (NEEDS_IMAGES_MODE for a table switched to keys mode, whose
+   * cursor says SCHEMA_CHANGED).
    */
   readonly rebuild: string | null;
   readonly needsAction: boolean;

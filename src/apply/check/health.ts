@@ -19,8 +19,18 @@ import {
   nextSyncArming,
   type CaptureState,
 } from '../../capture/index.ts';
-import { eventsAfter, firstEventMsAfter, lastJournalSeq, validateCursor } from '../../feed/index.ts';
-import { columnsRead, mirrorAllSource, ownedBy, unbuiltMirrorAction, unbuiltMirrors } from '../projections/index.ts';
+import { eventsAfter, firstEventMsAfter, lastJournalSeq, readSourceView, validateCursor } from '../../feed/index.ts';
+import {
+  captureFacts,
+  columnsRead,
+  cursorBreak,
+  mirrorAllSource,
+  ownedBy,
+  unbuiltMirrorAction,
+  unbuiltMirrors,
+  type BuildableFacts,
+  type DecidedSuspension,
+} from '../projections/index.ts';
 import { InvalidInputError, SluiceError, isSqliteCorrupt } from '../../errors.ts';
 import { targetTableProblems } from './health-target.ts';
 import { reasonsOf } from '../../reasons.ts';
@@ -227,7 +237,15 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
           allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
           reads: columnsRead(r),
         });
-        if (v.status === 'rebuild') facts.rebuild = v.reason;
+        // What the next sync does with a cursor that cannot continue, decided by sync's own rule: a snapshot rebuilds it,
+        // unless the table cannot be built from (switched to keys mode: NEEDS_IMAGES_MODE, where the cursor says SCHEMA_CHANGED).
+        const next = v.status === 'rebuild' ? cursorBreak(nextSyncCapture(source, r), v) : undefined;
+        if (next !== undefined) facts.rebuild = next.reason;
+        if (v.status === 'rebuild' && next?.does === 'suspend' && next.reason !== v.reason) {
+          facts.problems.push(unbuildableProblem(r, v.reason, next, source, targetPath));
+          if (r.state === 'active') facts.suspends = next.reason;
+          return;
+        }
         if (v.status === 'rebuild' && AHEAD_OF_SOURCE.has(v.reason) && r.sourcePath !== null)
           facts.problems.push(
             `${v.reason}: ${v.message} (until it is rebuilt, ${r.name} holds changes the source does not have: the next sluice sync rebuilds it by itself, a follower (sluice run, sync --follow) within a second of the restore: ${shellCommand('sync', { source: r.sourcePath, target: targetPath })})`,
@@ -247,6 +265,33 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
     }
   });
   return facts;
+}
+
+/**
+ * How the next sync finds the projection's source table when it steps it:
+ * as the source captures it now, armed again if that sync re-arms it
+ * (capture's nextSyncArming) before it steps a projection.
+ */
+function nextSyncCapture(source: Db, r: ProjectionRecord): BuildableFacts {
+  const table = captureFacts(readSourceView(source), r.sourceTable);
+  const rearmed = table.tracked && !table.armed && nextSyncArming(source, r.sourceTable) !== 'unarmed';
+  return {
+    projection: { table: r.sourceTable, needsImages: kindNamed(r.kind)?.needsImages !== false },
+    table: rearmed ? { ...table, armed: true } : table,
+  };
+}
+
+/** The problem of a projection whose cursor a snapshot would repair (`cursor`), but whose table the next sync cannot build from: it suspends it (`s`). */
+function unbuildableProblem(r: ProjectionRecord, cursor: string, s: DecidedSuspension, source: Db, targetPath: string): string {
+  const table = typeof s.detail.table === 'string' ? s.detail.table : r.sourceTable;
+  const why =
+    s.reason === 'NEEDS_IMAGES_MODE'
+      ? `${table} is captured in ${String(s.detail.mode)} mode, and a ${r.kind} projection is built and kept from row images`
+      : s.reason === 'TABLE_UNTRACKED'
+        ? `the source no longer captures ${table}`
+        : `${table} is not armed, and the next sync cannot re-arm it`;
+  const repair = suspensionRepair({ ...r, reason: s.reason, detail: s.detail }, r.sourcePath ?? undefined, targetPath, source);
+  return `${s.reason}: the next sluice sync suspends ${r.name} rather than rebuild it: its cursor cannot continue (${cursor}), and no snapshot can rebuild it, as ${why}: ${repair.startsWith(`${s.reason}: `) ? repair.slice(s.reason.length + 2) : repair}`;
 }
 
 function lag(

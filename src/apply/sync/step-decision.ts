@@ -1,6 +1,12 @@
-import { reasonsOf, type ReasonCode } from '../../reasons.ts';
+import type { ReasonCode } from '../../reasons.ts';
 import type { ProjectionState } from '../target/index.ts';
-import { BROKEN_DEFINITION_REASONS } from '../projections/index.ts';
+import {
+  BROKEN_DEFINITION_REASONS,
+  cursorBreak,
+  decidedSuspension as suspend,
+  unbuildable,
+  type CaptureFacts,
+} from '../projections/index.ts';
 
 /*
  * What one step of sync does with one projection, decided from plain facts
@@ -24,13 +30,7 @@ export interface StoredFacts {
 }
 
 /** The projection's source table in the source's capture, and whether it can be built from. */
-export interface TableFacts {
-  readonly tracked: boolean;
-  readonly armed: boolean;
-  /** Why it is not armed. */
-  readonly why?: string;
-  /** Its capture mode ('images', 'keys', ...). */
-  readonly mode?: string;
+export interface TableFacts extends CaptureFacts {
   /** The columns it is captured with are the ones the projection was compiled against. */
   readonly columnsMatch: boolean;
 }
@@ -99,9 +99,6 @@ export type StepDecision =
   /** Refuse, writing nothing: a Rejected change (its reason and error), or a projection compiled against other journal columns (PROJECTION_OUTDATED). */
   | { readonly does: 'refuse'; readonly reason: ReasonCode; readonly error?: Error };
 
-/** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
-const REBUILDABLE: ReadonlySet<string> = reasonsOf('rebuilt');
-
 /** The decision for one step, from all the facts. */
 export function decideStep(f: StepFacts): StepDecision {
   return decideFromRow(f) ?? decideFromCursor(f);
@@ -140,12 +137,8 @@ export function decideFromCursor(f: StepFacts): StepDecision {
   const c = f.cursor;
   if (c.status === 'error') return suspend('CURSOR_MALFORMED', { message: c.message });
   if (c.status === 'rebuild') {
-    if (REBUILDABLE.has(c.reason)) return rebuild(f, c.reason);
-    return suspend(c.reason, {
-      table: f.projection.table,
-      ...(c.why === undefined ? {} : { why: c.why }),
-      message: c.message,
-    });
+    const next = cursorBreak(f, c);
+    return next.does === 'suspend' ? next : rebuild(f, next.reason);
   }
   if (!c.journalMatches) return { does: 'refuse', reason: 'PROJECTION_OUTDATED' };
   const lo = c.seq;
@@ -162,16 +155,6 @@ export function decideFromCursor(f: StepFacts): StepDecision {
   return { does: 'apply', from, to, hw: c.hw, window: c.window };
 }
 
-/** Why the projection's table cannot be built from now (a suspension), if it cannot. */
-export function unbuildable(f: Pick<RowFacts, 'projection' | 'table'>): StepDecision | undefined {
-  const t = f.table;
-  const table = f.projection.table;
-  if (!t.tracked) return suspend('TABLE_UNTRACKED', { table });
-  if (!t.armed) return suspend('TABLE_UNARMED', { table, why: t.why });
-  if (t.mode !== 'images' && f.projection.needsImages) return suspend('NEEDS_IMAGES_MODE', { table, mode: t.mode });
-  return undefined;
-}
-
 /** A rebuild of a built projection for `reason`: protected where its kind allows and no range was asked for. */
 function rebuild(f: RowFacts, reason: string): StepDecision {
   const s = f.stored as StoredFacts;
@@ -180,10 +163,6 @@ function rebuild(f: RowFacts, reason: string): StepDecision {
 
 function build(f: RowFacts, how: Omit<Extract<StepDecision, { does: 'rebuild' }>, 'does'>): StepDecision {
   return unbuildable(f) ?? { does: 'rebuild', ...how };
-}
-
-function suspend(reason: ReasonCode, detail: Record<string, unknown>): StepDecision {
-  return { does: 'suspend', reason, detail, stored: false };
 }
 
 function stored(s: StoredFacts): StepDecision {

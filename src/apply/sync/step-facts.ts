@@ -5,7 +5,7 @@ import { definitionFingerprint, type CompiledProjection, kindOf } from '../../pr
 import type { ProjectionRecord } from '../target/index.ts';
 import { shadowBuildOf } from '../target/index.ts';
 import { classifyForSync } from '../evolution/index.ts';
-import { columnsRead, suspensionGate, type ApplyTarget } from '../projections/index.ts';
+import { captureFacts, columnsRead, suspensionGate, type ApplyTarget } from '../projections/index.ts';
 import type { CursorFacts, RowFacts } from './step-decision.ts';
 
 /*
@@ -47,16 +47,7 @@ export function buildFacts(at: Pick<StepPlace, 'p' | 'view'>): Pick<RowFacts, 'p
   const a = view.tables.get(p.source.table);
   return {
     projection: { table: p.source.table, needsImages: kindOf(p).needsImages, shadow: shadowBuildOf(p) !== undefined },
-    table:
-      a === undefined
-        ? { tracked: false, armed: false, columnsMatch: false }
-        : {
-            tracked: true,
-            armed: a.armed,
-            ...(a.reason === undefined ? {} : { why: a.reason }),
-            mode: a.table.mode,
-            columnsMatch: journalMatches(p, a.table),
-          },
+    table: { ...captureFacts(view, p.source.table), columnsMatch: a !== undefined && journalMatches(p, a.table) },
   };
 }
 

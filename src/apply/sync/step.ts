@@ -18,9 +18,10 @@ import {
   type ApplyTarget,
   type Suspension,
   sourceAffinityGate,
+  unbuildable,
 } from '../projections/index.ts';
 import { runBatchPath } from './batch-path.ts';
-import { decideFromCursor, decideFromRow, unbuildable, type StepDecision } from './step-decision.ts';
+import { decideFromCursor, decideFromRow, type StepDecision } from './step-decision.ts';
 import { buildFacts, cursorFacts, rowFacts, type StepPlace } from './step-facts.ts';
 import { crashPoint } from './crash-points.ts';
 import {

@@ -123,4 +123,42 @@ describe('health and a cursor that cannot continue', () => {
     expect(parseJson(s, S.syncOutput).projections.find((p) => p.name === 'items')).toMatchObject({ rebuilt: 'SEQ_REGRESSED' });
     expect((await health(tgt)).status).toBe(0);
   });
+
+  // The mode is in the cursor's schema digest (SCHEMA_CHANGED, a `rebuilt` code), but a mirror needs row images:
+  // the next sync suspends it (NEEDS_IMAGES_MODE) rather than rebuild it, so health says that, with its repair.
+  for (const [how, switchMode] of [
+    ['switched to keys mode', ['enable', 'keys']],
+    ['switched to counter mode', ['enable', 'counter']],
+    ['disabled, then enabled again in keys mode', ['disable', 'keys']],
+  ] as const) {
+    test(`a table ${how}, then written: the next sync suspends its mirror (NEEDS_IMAGES_MODE), so health needs action (exit 3) with that repair, as sync does`, async () => {
+      const { src, tgt } = await setup();
+      if (switchMode[0] === 'disable') expect((await runCliAsync(['disable', src, 'items'])).status).toBe(0);
+      const enabled = await runCliAsync(['enable', src, 'items', '--mode', switchMode[1]]);
+      expect(enabled.status, enabled.stderr).toBe(0);
+      pythonWrite(src, "UPDATE items SET name = 'x' WHERE id = 1; DELETE FROM items WHERE id = 2");
+
+      const h = await health(tgt);
+      expect(h.byName.items).toMatchObject({ state: 'active', rebuild: 'NEEDS_IMAGES_MODE', needsAction: true });
+      expect(h.byName.items?.action).toMatch(/^NEEDS_IMAGES_MODE: the next sluice sync suspends items/);
+      expect(h.byName.items?.action).toContain(`sluice enable ${src} items --mode images`);
+      expect(h.status, JSON.stringify(h.byName)).toBe(3);
+      expect(h.text.status).toBe(3);
+      expect(h.text.stdout).toMatch(/!! items \[mirror\]/);
+      const block = /^!! items \[mirror\].*(?:\n {3}.*)*/m.exec(h.text.stdout)?.[0];
+      expect(block, h.text.stdout).toMatch(/-> NEEDS_IMAGES_MODE: /);
+      expect(block).not.toMatch(/rebuilds it by itself/);
+
+      // What health said is what sync does: items suspended with that code, seen (a custom projection, no images needed) rebuilt.
+      const s = await runCliAsync(['sync', src, tgt, '--json']);
+      expect(s.status, s.stderr).toBe(3);
+      const out = parseJson(s, S.syncOutput).projections;
+      expect(out.find((p) => p.name === 'items')).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE' });
+      expect(h.byName.seen?.needsAction).toBe(out.find((p) => p.name === 'seen')?.state !== 'active');
+      const after = await health(tgt);
+      expect(after.status).toBe(3);
+      expect(after.byName.items?.action).toMatch(/^NEEDS_IMAGES_MODE: /);
+      expect(after.byName.items?.action).toContain(`sluice enable ${src} items --mode images`);
+    });
+  }
 });
