@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { shellWord } from '../sqlite/index.ts';
+import { quoteIdent, shellWord } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { enableCommand } from './enable-hint.ts';
 
@@ -15,6 +15,18 @@ export const PROJECTIONS_TABLE = '_sluice_projections';
 export const DROPPED_TABLE = '_sluice_dropped';
 
 /**
+ * The sync target metadata tables the database `schema` holds (none: it is
+ * no sluice target): how enable, status and the commands that read a
+ * source tell a target given where a source is expected. Reads only.
+ */
+export function targetTables(db: Db, schema = 'main'): string[] {
+  return db
+    .prepare(`SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name IN (?, ?)`)
+    .pluck()
+    .all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
+}
+
+/**
  * Refuses a sync target as a source (TARGET_NOT_SOURCE), naming the source
  * it is synced from when its metadata records one, and the target as `file`
  * (default: the connection's file; a copy read in memory has none). Reads
@@ -22,10 +34,7 @@ export const DROPPED_TABLE = '_sluice_dropped';
  * commands that would make a capture), or `status`, which reads a source's.
  */
 export function refuseTarget(db: Db, file: string = db.name, command: 'capture' | 'status' = 'capture'): void {
-  const found = db
-    .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)")
-    .pluck()
-    .all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
+  const found = targetTables(db);
   if (found.length === 0) return;
   // Each source it is synced from, with the tables its projections read there.
   const sources = new Map<string, string[]>();
