@@ -669,7 +669,8 @@ export const REASONS = {
   TARGET_NOT_SOURCE: {
     kinds: ['error'],
     clears: false,
-    explain: 'The database is a sluice target; capture cannot be enabled on it.',
+    explain:
+      'The database given as a source is a sluice target: capture cannot be enabled on it, and sync, verify, explain, status, prune and bump find no capture in it. The message names the command on the file it is synced from.',
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip and init never overwrite a file.', repair: null },

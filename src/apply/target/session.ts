@@ -11,7 +11,7 @@ import {
   shellWord,
 } from '../../sqlite/index.ts';
 import { InvalidInputError, isSqliteBusy, refuseEmptyPath } from '../../errors.ts';
-import { openSource, STATE_TABLE, targetTables, unreadableCapture, verifyCapture } from '../../capture/index.ts';
+import { hasCapture, openSource, refuseTarget, STATE_TABLE, targetTables, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { guardProjectionTables } from './projection-writes.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
@@ -130,8 +130,16 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase(targetPath);
   const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  // A sync target given as the source (it has no capture: enable refuses a target): said as enable says it, with
+  // the caller's command on the file it is synced from, not an enable of the target that enable refuses.
+  const notTarget = (): void => {
+    if (hasCapture(db)) return;
+    const command = options.command ?? ((source: string) => `give ${shellWord(source)} as the source`);
+    refuseTarget(db, sourcePath, { does: 'Run it from', command: (source) => command(source, targetPath) });
+  };
   try {
     if (!fs.existsSync(targetPath)) {
+      notTarget();
       // Before the target is made: a source whose capture cannot be read (none, an unknown format) leaves no target behind.
       const problem = verifyCapture(db).problem;
       if (problem !== undefined) throw unreadableCapture(db, problem);
@@ -145,6 +153,7 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     guardProjectionTables(db);
     if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined)
       throw targetIsSource(db, sourcePath, targetPath, options.command);
+    notTarget();
     if (!readonly) {
       // A target is sluice's own file: WAL, so readers see it while follow mode writes.
       useWal(db, TARGET_SCHEMA);
