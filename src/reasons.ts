@@ -74,6 +74,7 @@ export const COMMANDS = {
   /** An import of a file into the target. */
   importInto: 'sluice import {target} FILE',
   verify: 'sluice verify {source} {target}',
+  explain: 'sluice explain {source} {target}',
   protect: 'sluice protect {target}',
 } as const;
 
@@ -668,7 +669,8 @@ export const REASONS = {
   TARGET_NOT_SOURCE: {
     kinds: ['error'],
     clears: false,
-    explain: 'The database is a sluice target; capture cannot be enabled on it.',
+    explain:
+      'The database given as a source is a sluice target: capture cannot be enabled on it, and sync, verify, explain, status, prune and bump find no capture in it. The message names the command on the file it is synced from.',
     repair: null,
   },
   OUTPUT_EXISTS: { kinds: ['error'], clears: false, explain: 'strip and init never overwrite a file.', repair: null },
@@ -851,7 +853,13 @@ export const REASONS = {
   },
   DB_OPEN_FAILED: { kinds: ['error'], clears: false, explain: 'The database could not be opened.', repair: null },
   NOT_A_DATABASE: { kinds: ['error'], clears: false, explain: 'The file is not a SQLite database.', repair: null },
-  TARGET_IS_SOURCE: { kinds: ['error'], clears: false, explain: 'The target has sluice capture enabled: it is a source.', repair: null },
+  TARGET_IS_SOURCE: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'The target has sluice capture enabled: it is a source. When the source given is a sluice target, the two look swapped: the message gives the command with them in the right order.',
+    repair: null,
+  },
   TARGET_ENCODING: { kinds: ['error'], clears: false, explain: "The target's text encoding is not the source's.", repair: null },
   DEMO_WOULD_OVERWRITE: {
     kinds: ['error'],

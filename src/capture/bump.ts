@@ -1,8 +1,9 @@
 import type { Db } from '../sqlite/index.ts';
-import { withWriteTransaction } from '../sqlite/index.ts';
+import { shellWord, withWriteTransaction } from '../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../errors.ts';
 import { readState } from './catalog.ts';
 import { enableHint } from './enable-hint.ts';
+import { refuseTarget } from './target-guard.ts';
 import { STATE_TABLE } from './schema.ts';
 
 /**
@@ -21,6 +22,10 @@ export function bump(db: Db, reason: string): { readonly generation: number } {
     );
   return withWriteTransaction(db, () => {
     if (readState(db) === undefined) {
+      refuseTarget(db, db.name, {
+        does: 'Bump the capture generation of',
+        command: (source) => `sluice bump ${shellWord(source)} --reason ${shellWord(reason)}`,
+      });
       throw new SluiceError('CAPTURE_ABSENT', `This database has no sluice capture to bump. Run ${enableHint(db)} first.`, {
         exitCode: 3,
       });

@@ -1,7 +1,8 @@
 import type { Db } from '../sqlite/index.ts';
-import { withWriteTransaction } from '../sqlite/index.ts';
+import { shellWord, withWriteTransaction } from '../sqlite/index.ts';
 import { readState } from './catalog.ts';
 import { enableHint } from './enable-hint.ts';
+import { refuseTarget } from './target-guard.ts';
 import { JOURNAL_TABLE, STATE_TABLE } from './schema.ts';
 import { SluiceError } from '../errors.ts';
 
@@ -35,6 +36,7 @@ export function pruneJournal(db: Db): PruneResult {
  */
 export function prune(db: Db): PruneResult {
   if (readState(db) === undefined) {
+    refuseTarget(db, db.name, { does: 'Prune the journal of', command: (source) => `sluice prune ${shellWord(source)}` });
     throw new SluiceError(
       'CAPTURE_ABSENT',
       `This database has no sluice capture, so there is nothing to prune. Run ${enableHint(db)} first.`,

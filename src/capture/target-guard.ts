@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { shellWord } from '../sqlite/index.ts';
+import { quoteIdent, shellWord } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
 import { enableCommand } from './enable-hint.ts';
 
@@ -15,18 +15,46 @@ export const PROJECTIONS_TABLE = '_sluice_projections';
 export const DROPPED_TABLE = '_sluice_dropped';
 
 /**
- * Refuses a sync target as a source (TARGET_NOT_SOURCE), naming the source
- * it is synced from when its metadata records one, and the target as `file`
- * (default: the connection's file; a copy read in memory has none). Reads
- * only. `command` is what was asked of it: capture (enable, and the
- * commands that would make a capture), or `status`, which reads a source's.
+ * The sync target metadata tables the database `schema` holds (none: it is
+ * no sluice target): how enable, status and the commands that read a
+ * source tell a target given where a source is expected. Reads only.
  */
-export function refuseTarget(db: Db, file: string = db.name, command: 'capture' | 'status' = 'capture'): void {
-  const found = db
-    .prepare("SELECT name FROM main.sqlite_schema WHERE type = 'table' AND name IN (?, ?)")
+export function targetTables(db: Db, schema = 'main'): string[] {
+  return db
+    .prepare(`SELECT name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name IN (?, ?)`)
     .pluck()
     .all(TARGET_INFO_TABLE, PROJECTIONS_TABLE) as string[];
-  if (found.length === 0) return;
+}
+
+/**
+ * What was asked of a file that turned out to be a sync target, for the
+ * fix TARGET_NOT_SOURCE names: `does` the same on its source ("Read the
+ * capture of"), and `command` that command on a source file.
+ */
+export interface TargetUse {
+  readonly does: string;
+  readonly command: (source: string) => string;
+}
+
+/** status's use of a source: what its TARGET_NOT_SOURCE names. */
+const STATUS: TargetUse = { does: 'Read the capture of', command: (source) => `sluice status ${shellWord(source)}` };
+
+/**
+ * TARGET_NOT_SOURCE for a sync target given as a source (undefined: the
+ * file is no target), naming the source it is synced from when its
+ * metadata records one, and the target as `file` (default: the
+ * connection's file; a copy read in memory has none). Reads only. `use` is
+ * what was asked of it: capture (enable, and the commands that would make
+ * a capture), or a command that reads or keeps a source's capture (status,
+ * sync, prune, bump), whose fix is that command on the source.
+ */
+export function targetNotSource(
+  db: Db,
+  file: string = db.name,
+  use: 'capture' | 'status' | TargetUse = 'capture',
+): InvalidInputError | undefined {
+  const found = targetTables(db);
+  if (found.length === 0) return undefined;
   // Each source it is synced from, with the tables its projections read there.
   const sources = new Map<string, string[]>();
   if (found.includes(PROJECTIONS_TABLE)) {
@@ -43,19 +71,26 @@ export function refuseTarget(db: Db, file: string = db.name, command: 'capture' 
     }
   }
   const what = `${file} is a sluice target (it holds sluice's target metadata, ${found.join(' and ')}, written by sync or import), not a source.`;
-  if (command === 'status') {
+  if (use !== 'capture') {
+    const { does, command } = use === 'status' ? STATUS : use;
     const read =
       sources.size > 0
-        ? `Read the capture of the file it is synced from: ${[...sources.keys()].map((f) => `sluice status ${shellWord(f)}`).join(', or ')}`
-        : 'Read the capture of the database it is synced from (sluice health on this file names it)';
-    throw new InvalidInputError('TARGET_NOT_SOURCE', `${what} ${read}; sluice health ${shellWord(file)} reads this target.`);
+        ? `${does} the file it is synced from: ${[...sources.keys()].map(command).join(', or ')}`
+        : `${does} the database it is synced from (sluice health on this file names it)`;
+    return new InvalidInputError('TARGET_NOT_SOURCE', `${what} ${read}; sluice health ${shellWord(file)} reads this target.`);
   }
   const where =
     sources.size > 0
       ? `on ${[...sources].map(([file, tables]) => `the file it is synced from: ${enableCommand(file, tables)}`).join(', or ')}`
       : 'on the database it is synced from (sluice health on this file names it)';
-  throw new InvalidInputError(
+  return new InvalidInputError(
     'TARGET_NOT_SOURCE',
     `${what} Capture belongs ${where}. A target with capture enabled could no longer be synced into.`,
   );
+}
+
+/** Throws targetNotSource's TARGET_NOT_SOURCE when the file is a sync target. */
+export function refuseTarget(db: Db, file: string = db.name, use: 'capture' | 'status' | TargetUse = 'capture'): void {
+  const refused = targetNotSource(db, file, use);
+  if (refused !== undefined) throw refused;
 }

@@ -129,7 +129,10 @@ export async function verify(sourcePath: string, targetPath: string, options: Ve
 /** verify() with both files held. */
 function compareAll(sourcePath: string, targetPath: string, options: VerifyOptions): VerifyReport {
   // Read-only on both sides: verify writes nothing, re-arms nothing.
-  const session = openApplySession(sourcePath, targetPath, { readonly: true });
+  const session = openApplySession(sourcePath, targetPath, {
+    readonly: true,
+    command: (source, target) => shellCommand('verify', { source, target }),
+  });
   const db = session.db;
   let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[] };
   try {

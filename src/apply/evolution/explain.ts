@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import type { Db } from '../../sqlite/index.ts';
-import { foldIdent, readQuietly, readSession, repairAction } from '../../sqlite/index.ts';
+import { foldIdent, readQuietly, readSession, repairAction, shellCommand } from '../../sqlite/index.ts';
 import { readSourceView, type SourceView } from '../../feed/index.ts';
 import {
   type CompiledProjection,
@@ -103,7 +103,10 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
   const given = inputs.filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL).map((d) => parseDefinition(d));
   // Held while read (readQuietly): a reader of a WAL file would leave a -wal and -shm beside it.
   return readQuietly([sourcePath, targetPath], async () => {
-    const session = openApplySession(sourcePath, targetPath, { readonly: true });
+    const session = openApplySession(sourcePath, targetPath, {
+      readonly: true,
+      command: (source, target) => shellCommand('explain', { source, target }),
+    });
     const db = session.db;
     try {
       return await readSession(db, async () =>

@@ -227,7 +227,10 @@ export async function resolveProjections(
     unmirrored = added.unmirrored;
     if (compiled.length === 0 && broken.length === 0 && records.length === 0) {
       if (!hasCapture(db)) readSourceView(db); // CAPTURE_ABSENT, naming the source and the fix
-      throw nothingToMirror(db, sourcePath, captured, unmirrored, say);
+      // Every mirror "*" made was dropped (sluice drop): the user's choice, a sync with nothing to do that says so
+      // (and forgets the dropped projections' acknowledgements), not a source that captures nothing to mirror.
+      if (mirrorAll.except.length === 0) throw nothingToMirror(db, sourcePath, captured, unmirrored, say);
+      unmirrored = [...droppedFromMirrorAll(captured, mirrorAll), ...unmirrored];
     }
   }
   return {
@@ -237,6 +240,22 @@ export async function resolveProjections(
     mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
     store: setChange(set, mirrorAll, sourcePath),
   };
+}
+
+/**
+ * The captured tables whose mirror was dropped from "*" (`except`), as the
+ * tables it leaves out: said when the target holds no projection at all, so
+ * that a sync with nothing to do says why and how to mirror them again.
+ */
+function droppedFromMirrorAll(captured: readonly CapturedTableMode[], mirrorAll: MirrorAll): Unmirrored[] {
+  const except = new Set(mirrorAll.except);
+  return captured
+    .filter((t) => except.has(t.name))
+    .map((t) => ({
+      table: t.name,
+      mode: t.mode,
+      why: `its mirror was dropped from this target's "*" with sluice drop; sync --projection '*' mirrors it again`,
+    }));
 }
 
 /**

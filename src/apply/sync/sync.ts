@@ -10,6 +10,7 @@ import {
   quoteIdent,
   requireOutputPath,
   removeMadeDatabase,
+  shellCommand,
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
@@ -204,6 +205,10 @@ export class Syncer {
         async () =>
           openApplySession(sourcePath, targetPath, {
             busyTimeoutMs,
+            command: (source, target) =>
+              options.reinit?.length === 1
+                ? shellCommand('reinit', { source, target, projection: options.reinit[0] })
+                : shellCommand('sync', { source, target }),
             ...(options.maxTargetMb === undefined ? {} : { maxTargetBytes: options.maxTargetMb * 2 ** 20 }),
           }),
         busyTimeoutMs,

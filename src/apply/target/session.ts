@@ -8,9 +8,10 @@ import {
   useCatchUpCaches,
   catchUpCacheSizes,
   sameDatabaseFile,
+  shellWord,
 } from '../../sqlite/index.ts';
 import { InvalidInputError, isSqliteBusy, refuseEmptyPath } from '../../errors.ts';
-import { openSource, STATE_TABLE, unreadableCapture, verifyCapture } from '../../capture/index.ts';
+import { hasCapture, openSource, refuseTarget, STATE_TABLE, targetTables, unreadableCapture, verifyCapture } from '../../capture/index.ts';
 import { ensureTargetMeta } from './target-meta.ts';
 import { guardProjectionTables } from './projection-writes.ts';
 import { allowProjectionWrites } from './allow-writes.ts';
@@ -58,6 +59,13 @@ interface ApplySessionOptions {
   /** Milliseconds SQLite waits for another process's lock on either file (busy_timeout). Default DEFAULT_BUSY_TIMEOUT_MS. */
   readonly busyTimeoutMs?: number;
   /**
+   * The caller's command with a given source and target (`sluice verify
+   * SRC TGT`): what TARGET_IS_SOURCE names, the two in the right order, when
+   * they look swapped (the source given is a sluice target). Default: the
+   * two named in their places.
+   */
+  readonly command?: (source: string, target: string) => string;
+  /**
    * Most bytes the target may grow to (PRAGMA max_page_count, set on this
    * connection: it holds for this session only). A write past it fails with
    * SQLITE_FULL, as on a full disk. Default: no limit but SQLite's own.
@@ -75,6 +83,29 @@ function openSourceOrBusy(sourcePath: string, readonly: boolean, busyTimeoutMs: 
     markBusy(cause, 'source');
     throw cause;
   }
+}
+
+/**
+ * TARGET_IS_SOURCE for a target that has capture enabled. When the source
+ * given is a sluice target, the two look swapped: the fix is the command
+ * with them in the right order, never taking capture off the file that is
+ * the real source (its journal would go, and every reader rebuild).
+ */
+function targetIsSource(db: Db, sourcePath: string, targetPath: string, command: ApplySessionOptions['command']): InvalidInputError {
+  const meta = targetTables(db);
+  if (meta.length === 0)
+    return new InvalidInputError(
+      'TARGET_IS_SOURCE',
+      `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`,
+    );
+  const inOrder =
+    command === undefined
+      ? `give ${shellWord(targetPath)} as the source and ${shellWord(sourcePath)} as the target`
+      : command(targetPath, sourcePath);
+  return new InvalidInputError(
+    'TARGET_IS_SOURCE',
+    `The source and target look swapped: ${sourcePath}, given as the source, is a sluice target (it holds ${meta.join(' and ')}), and ${targetPath}, given as the target, is a source with capture enabled. Give the source first: ${inOrder}.`,
+  );
 }
 
 export function openApplySession(sourcePath: string, targetPath: string, options: ApplySessionOptions = {}): ApplySession {
@@ -99,8 +130,16 @@ export function openApplySession(sourcePath: string, targetPath: string, options
   // Not a header read with fs (see openDatabase's checkFile): ATTACH below refuses a non-database with SQLITE_NOTADB, writing nothing.
   if (fs.existsSync(targetPath) && !fs.statSync(targetPath).isFile()) throw notADatabase(targetPath);
   const db = openSourceOrBusy(sourcePath, readonlySource, options.busyTimeoutMs ?? DEFAULT_BUSY_TIMEOUT_MS);
+  // A sync target given as the source (it has no capture: enable refuses a target): said as enable says it, with
+  // the caller's command on the file it is synced from, not an enable of the target that enable refuses.
+  const notTarget = (): void => {
+    if (hasCapture(db)) return;
+    const command = options.command ?? ((source: string) => `give ${shellWord(source)} as the source`);
+    refuseTarget(db, sourcePath, { does: 'Run it from', command: (source) => command(source, targetPath) });
+  };
   try {
     if (!fs.existsSync(targetPath)) {
+      notTarget();
       // Before the target is made: a source whose capture cannot be read (none, an unknown format) leaves no target behind.
       const problem = verifyCapture(db).problem;
       if (problem !== undefined) throw unreadableCapture(db, problem);
@@ -112,12 +151,9 @@ export function openApplySession(sourcePath: string, targetPath: string, options
     attachTarget(db, targetPath);
     // A custom handler's statement that writes another projection's table is refused (CUSTOM_WROTE_PROJECTION): which tables those are.
     guardProjectionTables(db);
-    if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined) {
-      throw new InvalidInputError(
-        'TARGET_IS_SOURCE',
-        `The target ${targetPath} has sluice capture enabled: it is a source. Use a separate database for projections (or disable capture there first).`,
-      );
-    }
+    if (db.prepare(`SELECT 1 FROM ${TARGET_SCHEMA}.sqlite_schema WHERE type = 'table' AND name = ?`).get(STATE_TABLE) !== undefined)
+      throw targetIsSource(db, sourcePath, targetPath, options.command);
+    notTarget();
     if (!readonly) {
       // A target is sluice's own file: WAL, so readers see it while follow mode writes.
       useWal(db, TARGET_SCHEMA);
