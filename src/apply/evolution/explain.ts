@@ -177,7 +177,7 @@ export function explainDefinitions(db: Db, sourcePath: string, targetPath: strin
       d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
     return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
   });
-  const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records).mirrorAll);
+  const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records));
   if (mirrorAll !== undefined) {
     const compiled = nexts.filter((n): n is CompiledProjection => !('error' in n));
     const added = compileMirrorAll(

@@ -28,6 +28,7 @@ import {
   readProjectionSet,
   type CapturedTableMode,
   type MirrorAll,
+  type ProjectionSet,
   type SetChange,
   type Unmirrored,
 } from './projection-set.ts';
@@ -145,12 +146,13 @@ export async function storedDefinitions(records: readonly ProjectionRecord[]): P
 export function mirrorAllOf(
   given: readonly DefinitionInput[],
   records: readonly ProjectionRecord[],
-  stored: MirrorAll | undefined,
+  set: ProjectionSet,
 ): MirrorAll | undefined {
   if (given.includes(MIRROR_ALL)) return { origin: 'given', stored: false, sourcePath: null, except: [] };
   if (given.length > 0) return undefined;
-  if (stored !== undefined) return stored;
-  return records.length === 0 ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
+  if (set.mirrorAll !== undefined) return set.mirrorAll;
+  // A stored set without "*" (a target built from definitions, each since dropped) is not a new target.
+  return records.length === 0 && !set.stored ? { origin: 'default', stored: false, sourcePath: null, except: [] } : undefined;
 }
 
 /**
@@ -212,7 +214,7 @@ export async function resolveProjections(
     if (isBroken(p)) broken.push(p);
     else compiled.push(p);
   }
-  const mirrorAll = mirrorAllOf(given, records, set.mirrorAll);
+  const mirrorAll = mirrorAllOf(given, records, set);
   let unmirrored: Unmirrored[] = [];
   if (mirrorAll !== undefined) {
     const added = compileMirrorAll(
