@@ -21,10 +21,10 @@ import {
 } from '../../capture/index.ts';
 import { eventsAfter, firstEventMsAfter, lastJournalSeq, readSourceView, validateCursor } from '../../feed/index.ts';
 import {
-  captureFacts,
   columnsRead,
   cursorBreak,
   mirrorAllSource,
+  nextSyncCapture,
   ownedBy,
   unbuiltMirrorAction,
   unbuiltMirrors,
@@ -239,7 +239,7 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
         });
         // What the next sync does with a cursor that cannot continue, decided by sync's own rule: a snapshot rebuilds it,
         // unless the table cannot be built from (switched to keys mode: NEEDS_IMAGES_MODE, where the cursor says SCHEMA_CHANGED).
-        const next = v.status === 'rebuild' ? cursorBreak(nextSyncCapture(source, r), v) : undefined;
+        const next = v.status === 'rebuild' ? cursorBreak(nextSyncBuild(source, r), v) : undefined;
         if (next !== undefined) facts.rebuild = next.reason;
         if (v.status === 'rebuild' && next?.does === 'suspend' && next.reason !== v.reason) {
           facts.problems.push(unbuildableProblem(r, v.reason, next, source, targetPath));
@@ -272,12 +272,10 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
  * as the source captures it now, armed again if that sync re-arms it
  * (capture's nextSyncArming) before it steps a projection.
  */
-function nextSyncCapture(source: Db, r: ProjectionRecord): BuildableFacts {
-  const table = captureFacts(readSourceView(source), r.sourceTable);
-  const rearmed = table.tracked && !table.armed && nextSyncArming(source, r.sourceTable) !== 'unarmed';
+function nextSyncBuild(source: Db, r: ProjectionRecord): BuildableFacts {
   return {
     projection: { table: r.sourceTable, needsImages: kindNamed(r.kind)?.needsImages !== false },
-    table: rearmed ? { ...table, armed: true } : table,
+    table: nextSyncCapture(source, readSourceView(source), r.sourceTable),
   };
 }
 

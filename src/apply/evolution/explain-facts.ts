@@ -20,10 +20,19 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../../sqlite/index.ts';
 import { quoteIdent } from '../../sqlite/index.ts';
-import { reasonsOf } from '../../reasons.ts';
 import { firstEventMsAfter, validateCursor, decodeCursor, altersSince, lineageSince, type ColumnOrigin } from '../../feed/index.ts';
 import type { SourceView } from '../../feed/index.ts';
-import { columnsRead, BROKEN_DEFINITION_REASONS, replacedTables, takenTable } from '../projections/index.ts';
+import {
+  columnsRead,
+  BROKEN_DEFINITION_REASONS,
+  cursorBreak,
+  lacksImages,
+  nextSyncCapture,
+  replacedTables,
+  takenTable,
+  unbuildable,
+  type BuildableFacts,
+} from '../projections/index.ts';
 import { matchesSourceAt } from '../check/index.ts';
 
 /*
@@ -33,18 +42,6 @@ import { matchesSourceAt } from '../check/index.ts';
  * projection's tables, and what a rebuild would cost (rows, pages, and the
  * free space of the target's file system).
  */
-
-/** Cursor reasons that sync rebuilds on by itself, and unarmings its re-arm repairs (then rebuilds: TABLE_REARMED). */
-const REBUILT: ReadonlySet<string> = reasonsOf('rebuilt');
-export const REARMABLE: ReadonlySet<string> = new Set([
-  'SCHEMA_CHANGED',
-  'TRIGGER_MISSING',
-  'TRIGGER_ALTERED',
-  'CAPTURE_INTERRUPTED',
-  'CAPTURE_OUTDATED',
-  'USER_TRIGGER_NEWER',
-  'PRUNE_TRIGGER_MISSING',
-]);
 
 /**
  * Whether the stored cursor of `rec` continues on the source, judged as the
@@ -61,7 +58,7 @@ export const REARMABLE: ReadonlySet<string> = new Set([
 function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: CompiledProjection): CursorFact {
   const rebuilds = next !== undefined && (next.fingerprint !== rec.fingerprint || BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
   const stop = (reason: string, message: string): CursorFact => {
-    const unreadable = next === undefined ? undefined : unbuildable(view, next);
+    const unreadable = next === undefined ? undefined : unbuildable(buildable(db, view, next.source.table, next.kind))?.reason;
     return rebuilds && unreadable === undefined
       ? { continues: false, reason, message, rebuildable: true }
       : { continues: false, reason: unreadable ?? reason, message, rebuildable: false };
@@ -78,9 +75,8 @@ function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: Comp
       message: `${rec.name} is suspended (${held}) and stays so until it is rebuilt`,
       rebuildable: false,
     };
-  const arming = view.tables.get(rec.sourceTable);
-  if (arming !== undefined && arming.table.mode !== 'images' && kindNamed(rec.kind)?.needsImages !== false)
-    return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${arming.table.mode} mode`);
+  const own = buildable(db, view, rec.sourceTable, rec.kind);
+  if (lacksImages(own)) return stop('NEEDS_IMAGES_MODE', `${rec.sourceTable} is captured in ${own.table.mode} mode`);
   const provable = kindNamed(next?.kind ?? rec.kind)?.verification !== undefined;
   const v = validateCursor(db, rec.cursor ?? '', view, {
     allowSchemaWindow: provable,
@@ -97,10 +93,11 @@ function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: Comp
     return { continues: false, reason: 'SCHEMA_WINDOW', message, rebuildable: true };
   }
   if (v.status === 'error') return stop(v.reason, v.message);
-  const unarmed = v.detail?.reason;
-  if (REBUILT.has(v.reason) || (v.reason === 'TABLE_UNARMED' && typeof unarmed === 'string' && REARMABLE.has(unarmed)))
-    return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
-  return stop(v.reason, v.message);
+  // As sync decides a cursor that cannot continue (cursorBreak), on the table as it finds it: one it re-arms on
+  // opening the source breaks for that re-arm (TABLE_REARMED), which a snapshot repairs.
+  const broke = cursorBreak(own, own.table.rearmed && v.reason === 'TABLE_UNARMED' ? { ...v, reason: 'TABLE_REARMED' } : v);
+  if (broke.does === 'rebuild') return { continues: false, reason: v.reason, message: v.message, rebuildable: true };
+  return stop(broke.reason, v.message);
 }
 
 /** Which column each of the source table's columns is as of `rec`'s cursor, when sluice alter recorded a change since. */
@@ -116,13 +113,9 @@ function columnOrigins(db: Db, rec: ProjectionRecord, view: SourceView): readonl
   return lineageSince(alters, tid)?.now;
 }
 
-/** Why a build of `p` cannot read its source table now (as step.ts buildable suspends), if it cannot. */
-function unbuildable(view: SourceView, p: CompiledProjection): string | undefined {
-  const a = view.tables.get(p.source.table);
-  if (a === undefined) return 'TABLE_UNTRACKED';
-  if (!a.armed) return a.reason !== undefined && REARMABLE.has(a.reason) ? undefined : 'TABLE_UNARMED';
-  if (a.table.mode !== 'images' && kindNamed(p.kind)?.needsImages !== false) return 'NEEDS_IMAGES_MODE';
-  return undefined;
+/** What whether a `kind` projection of `table` can be built reads (cursor-break.ts unbuildable), with the table as the next sync finds it. */
+function buildable(db: Db, view: SourceView, table: string, kind: string): BuildableFacts & { table: { rearmed: boolean } } {
+  return { projection: { table, needsImages: kindNamed(kind)?.needsImages !== false }, table: nextSyncCapture(db, view, table) };
 }
 
 /** Whether no event of `table` is after `seq`: the source's rows are then the rows at the cursor. */

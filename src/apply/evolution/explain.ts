@@ -314,7 +314,7 @@ function explainOne(
       },
     },
     cost,
-    sync: predictSync(decision, old, next, given, view),
+    sync: predictSync(decision, old, next, given, { db, view }),
     ...(decision.classification === 'Rejected'
       ? {
           repair: repairAction(

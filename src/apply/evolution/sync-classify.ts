@@ -1,6 +1,6 @@
 import { FailClosedError } from '../../errors.ts';
 import type { ReasonCode } from '../../reasons.ts';
-import { quoteIdent, cachedStatement, repairAction } from '../../sqlite/index.ts';
+import { quoteIdent, cachedStatement, repairAction, type Db } from '../../sqlite/index.ts';
 import type { SourceView } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { classifyChange, type AlterDecision, type ClassifiedChange, type UncompiledProjection, kindOf } from '../../projection/index.ts';
@@ -11,8 +11,8 @@ import {
   SELF_CLEARING_SUSPENSIONS,
   type ProjectionRecord,
 } from '../target/index.ts';
-import { BROKEN_DEFINITION_REASONS, brokenReason, targetFile, type ApplyTarget } from '../projections/index.ts';
-import { alterFacts, REARMABLE, targetAlterFacts } from './explain-facts.ts';
+import { BROKEN_DEFINITION_REASONS, brokenReason, nextSyncCapture, targetFile, type ApplyTarget } from '../projections/index.ts';
+import { alterFacts, targetAlterFacts } from './explain-facts.ts';
 
 /*
  * sync's side of 003's classification: a projection whose stored
@@ -155,7 +155,8 @@ export function predictSync(
   rec: ProjectionRecord | undefined,
   next: CompiledProjection | UncompiledProjection,
   given: boolean,
-  view: SourceView,
+  /** The source, read in the caller's transaction. */
+  source: { readonly db: Db; readonly view: SourceView },
 ): SyncPrediction {
   if ('error' in next) {
     // A given definition is the caller's error (sync throws it); a stored one is suspended on its own (broken-definition.ts).
@@ -178,13 +179,8 @@ export function predictSync(
   const cursor = decision.changes.find((c) => c.change.kind === 'cursor')?.change;
   const redefined = rec.fingerprint !== next.fingerprint || (rec.state === 'suspended' && BROKEN_DEFINITION_REASONS.has(rec.reason ?? ''));
   // Opening the source re-arms a table whose triggers or schema changed, and names that as the cause (sync.ts #rearmCause).
-  const arming = view.tables.get(rec.sourceTable);
-  const rearmed =
-    arming !== undefined &&
-    !arming.armed &&
-    arming.reason !== undefined &&
-    REARMABLE.has(arming.reason) &&
-    (rec.fingerprint === next.fingerprint || arming.reason === 'SCHEMA_CHANGED');
+  const arming = nextSyncCapture(source.db, source.view, rec.sourceTable);
+  const rearmed = arming.rearmed && (rec.fingerprint === next.fingerprint || arming.why === 'SCHEMA_CHANGED');
   const reason = rearmed ? 'CAPTURE_REARMED' : redefined || cursor?.kind !== 'cursor' ? 'DEFINITION_CHANGED' : cursor.reason;
   // Across DDL sluice did not make, a copy verify can check that does not match is rebuilt in one transaction (step.ts).
   const unproved = reason === 'SCHEMA_WINDOW' && kindOf(next).verification !== undefined;

@@ -74,8 +74,13 @@ export function unbuildable(f: BuildableFacts): DecidedSuspension | undefined {
   const table = f.projection.table;
   if (!t.tracked) return decidedSuspension('TABLE_UNTRACKED', { table });
   if (!t.armed) return decidedSuspension('TABLE_UNARMED', { table, why: t.why });
-  if (t.mode !== 'images' && f.projection.needsImages) return decidedSuspension('NEEDS_IMAGES_MODE', { table, mode: t.mode });
+  if (lacksImages(f)) return decidedSuspension('NEEDS_IMAGES_MODE', { table, mode: t.mode });
   return undefined;
+}
+
+/** Whether the projection's kind is built and kept from row images, and its (captured) table is captured without them (keys or counter mode). */
+export function lacksImages(f: BuildableFacts): boolean {
+  return f.table.tracked && f.table.mode !== 'images' && f.projection.needsImages;
 }
 
 export function decidedSuspension(reason: ReasonCode, detail: Record<string, unknown>): DecidedSuspension {
