@@ -14,7 +14,7 @@ import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
-import { checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
+import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
 
 /*
  * Publishes a source's changes to a JetStream stream (docs/broker.md).
@@ -165,7 +165,7 @@ export class Publisher {
         throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
-      await ensureStream(broker, p.stream, p.sourceId, options.log);
+      checkNoPerSubjectLimit(p.stream, (await ensureStream(broker, p.stream, p.sourceId, options.log)).config);
       await p.#resume();
       return p;
     } catch (err) {
@@ -283,7 +283,9 @@ export class Publisher {
 
   async #snapshotNeeded(): Promise<string | undefined> {
     const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
-    const first = (await streamInfo(this.#broker, this.stream))?.state.first_seq ?? 0;
+    const info = await streamInfo(this.#broker, this.stream);
+    if (info !== undefined) checkNoPerSubjectLimit(this.stream, info.config);
+    const first = info?.state.first_seq ?? 0;
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
     if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
     const start = Number(end.header?.get(HEADER.snapshotStart));
