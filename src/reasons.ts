@@ -1142,7 +1142,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, or a stream with discard new is full: no subscriber could start from it.",
+      "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, a stream with discard new is full, or the stream has max_msgs_per_subject, which drops old batches behind the snapshot it keeps: no subscriber could start from it and catch up.",
     repair: null,
   },
   BROKER_TABLE_NOT_PUBLISHED: {

@@ -14,7 +14,7 @@ import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
-import { checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
+import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
 
 /*
  * Publishes a source's changes to a JetStream stream (docs/broker.md).
@@ -35,8 +35,10 @@ import { checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './
  * only reads the source. At start the publisher also reads the stream's last
  * batch and snapshot: whichever of those and the state file is furthest is
  * where it resumes, so a crash between the broker's ack and the state file
- * re-publishes nothing, and a stream that lost its tail (a broker fault)
- * gets it again from the state file's older position only if the file says so.
+ * re-publishes nothing. A stream that lost its tail (its store restored
+ * from an older copy) is continued from its own last batch or snapshot, not
+ * from the state file further on: the lost range is published again, so the
+ * stream's batches stay contiguous.
  *
  * A snapshot (table and row lines in parts, then its marker with the
  * high-water mark) is published when the stream has none, and again when the
@@ -163,7 +165,7 @@ export class Publisher {
         throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
-      await ensureStream(broker, p.stream, p.sourceId, options.log);
+      checkNoPerSubjectLimit(p.stream, (await ensureStream(broker, p.stream, p.sourceId, options.log)).config);
       await p.#resume();
       return p;
     } catch (err) {
@@ -212,6 +214,20 @@ export class Publisher {
     }
     const least = batches.sort((a, b) => seqOf(a) - seqOf(b))[0];
     if (least !== undefined) candidates.push(least);
+    // Where the stream's own batches and snapshot reach. When the state file is further, the stream lost its tail (its
+    // store restored from an older copy, a server rolled back): going on from the state file would leave a hole after
+    // the stream's last batch, where every subscriber that starts from its snapshot stops (BATCH_GAP). Go on from what
+    // the stream holds: the lost range is published again (or, if the journal no longer has it, a new snapshot).
+    // A stream that holds nothing of the source (made again empty) has no snapshot for a hole to follow: the state
+    // file is where its subscribers' cursors are, and the snapshot check publishes a snapshot into it.
+    const held = [end, least].filter((c) => c !== undefined).sort((a, b) => seqOf(b) - seqOf(a))[0];
+    if (saved !== undefined && held !== undefined && seqOf(saved) > seqOf(held)) {
+      this.#log(
+        `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but ${this.stateFile} says seq ${seqOf(saved)} was published: the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
+      );
+      this.#cursor = held;
+      return;
+    }
     this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
   }
 
@@ -267,7 +283,9 @@ export class Publisher {
 
   async #snapshotNeeded(): Promise<string | undefined> {
     const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
-    const first = (await streamInfo(this.#broker, this.stream))?.state.first_seq ?? 0;
+    const info = await streamInfo(this.#broker, this.stream);
+    if (info !== undefined) checkNoPerSubjectLimit(this.stream, info.config);
+    const first = info?.state.first_seq ?? 0;
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
     if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
     const start = Number(end.header?.get(HEADER.snapshotStart));

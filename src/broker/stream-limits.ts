@@ -53,6 +53,24 @@ export function checkSnapshotFits(stream: string, config: StreamConfig, size: Sn
   );
 }
 
+/**
+ * BROKER_STREAM_LIMITS for a stream with max_msgs_per_subject. Every batch of
+ * a format goes on one subject and the snapshot on subjects of its own: the
+ * limit drops the oldest batches while the stream keeps the snapshot before
+ * them, so its first message stays the snapshot's and nothing says a new one
+ * is needed. Every subscriber that starts from the snapshot would stop where
+ * the dropped batches were (BATCH_GAP), run after run. Checked when publish
+ * opens the stream and at each snapshot check (a limit set on a stream
+ * publish already publishes to).
+ */
+export function checkNoPerSubjectLimit(stream: string, config: StreamConfig): void {
+  if (!(config.max_msgs_per_subject > 0)) return;
+  throw new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} has max_msgs_per_subject ${config.max_msgs_per_subject}: it would drop the oldest batches (all on one subject) and keep the snapshot before them (on subjects of its own), so every subscriber that starts from the snapshot would stop at the batches dropped. Nothing more was published. Remove the limit (nats stream edit ${stream} --max-msgs-per-subject=-1) and bound the stream with max_msgs, max_bytes or max_age, which drop its oldest messages first (publish then publishes a new snapshot as needed), or delete the stream (nats stream rm ${stream}): sluice publish makes it again without limits. Then publish again.`,
+  );
+}
+
 /** BROKER_STREAM_LIMITS for a snapshot the stream dropped the first part of as soon as it was published. */
 export function snapshotDropped(
   stream: string,

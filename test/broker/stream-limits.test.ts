@@ -99,6 +99,42 @@ describe('a stream made with limits', () => {
     }
   });
 
+  test('max_msgs_per_subject: publish refuses it before publishing anything, and when it is set on a stream it publishes to', async () => {
+    // Every batch goes on one subject and the snapshot on others: the limit dropped old batches behind the kept snapshot,
+    // whose stream first_seq never moved, so no new snapshot was published and every new subscriber stopped at the hole.
+    const dir = makeDir();
+    try {
+      const url = nats.server().url;
+      const { src, stream } = await sourceWithStream(dir, 'persubject', { max_msgs_per_subject: 3 });
+      const r = await runCliAsync(['publish', src, '--nats', url]);
+      expect(r.status, r.stderr).toBe(1);
+      expectOneLineError(r, 'BROKER_STREAM_LIMITS');
+      expect(r.stderr).toContain(`Stream ${stream} has max_msgs_per_subject 3`);
+      expect(r.stderr).toContain(`nats stream edit ${stream} --max-msgs-per-subject=-1`);
+      expect(await storedMessages(stream)).toBe(0);
+
+      // Set on a stream publish already publishes to.
+      const later = await sourceWithStream(dir, 'edited', {});
+      const first = await runCliAsync(['publish', later.src, '--nats', url]);
+      expect(first.status, first.stderr).toBe(0);
+      const nc = await connect({ servers: url });
+      try {
+        const jsm = await jetstreamManager(nc);
+        const { config } = await jsm.streams.info(later.stream);
+        await jsm.streams.update(later.stream, { ...config, max_msgs_per_subject: 5 });
+      } finally {
+        await nc.close();
+      }
+      runPython(WRITER, [later.src, '3']);
+      const again = await runCliAsync(['publish', later.src, '--nats', url]);
+      expect(again.status, again.stderr).toBe(1);
+      expectOneLineError(again, 'BROKER_STREAM_LIMITS');
+      expect(again.stderr).toContain(`Stream ${later.stream} has max_msgs_per_subject 5`);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
   test('discard new, full: publish names the stream and its limits instead of an INTERNAL error', async () => {
     const dir = makeDir();
     try {
