@@ -7,6 +7,7 @@ import { dropOwnObjects, recordOwnDdl } from './enable.ts';
 import { enableHint } from './enable-hint.ts';
 import { CONSUMERS_TABLE, JOURNAL_TABLE, LAST_TABLE, PENDING_TABLE, STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
 import { forgetArming } from './arming.ts';
+import { RUN_ON_SOURCE, refuseTarget } from './target-guard.ts';
 
 /** A table whose capture `disable` took off, and why its readers' cursors no longer continue. */
 export interface DisabledTable {
@@ -68,8 +69,10 @@ export function disable(db: Db, tables: readonly string[] = []): DisableResult {
 function disableTables(db: Db, tables: readonly string[]): DisableResult {
   return withWriteTransaction(db, () => {
     const schemaBefore = schemaVersion(db);
-    if (readState(db) === undefined)
+    if (readState(db) === undefined) {
+      refuseTarget(db, db.name, RUN_ON_SOURCE);
       throw new FailClosedError('CAPTURE_ABSENT', `Source ${db.name} has no sluice capture: there is no table to disable.`);
+    }
     const captured = readTables(db);
     const byName = new Map(captured.map((t) => [foldIdent(t.name), t]));
     const chosen = [...new Map(tables.map((name) => [foldIdent(name), name])).values()].map((name) => {

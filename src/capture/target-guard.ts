@@ -36,6 +36,9 @@ export interface TargetUse {
   readonly command: (source: string) => string;
 }
 
+/** Any other command's use of a source (export, changes, publish, disable): its fix is the same command on the file the target is synced from. */
+export const RUN_ON_SOURCE: TargetUse = { does: 'Run the command on', command: (source) => shellWord(source) };
+
 /** status's use of a source: what its TARGET_NOT_SOURCE names. */
 const STATUS: TargetUse = { does: 'Read the capture of', command: (source) => `sluice status ${shellWord(source)}` };
 

@@ -1,15 +1,20 @@
 import type { Db } from '../sqlite/index.ts';
-import { FailClosedError } from '../errors.ts';
+import { FailClosedError, type InvalidInputError } from '../errors.ts';
 import { enableHint } from './enable-hint.ts';
+import { RUN_ON_SOURCE, targetNotSource } from './target-guard.ts';
 import type { CaptureVerification } from './arming.ts';
 
 /**
  * The error for a source whose capture cannot be read (verifyCapture's
  * problem): CAPTURE_ABSENT with the enable command, or
  * CAPTURE_FORMAT_UNKNOWN. Every reader says it the same way, before it
- * writes anything (a sync makes no target for such a source).
+ * writes anything (a sync makes no target for such a source). A sync
+ * target given for the source is TARGET_NOT_SOURCE naming the file it is
+ * synced from: the enable CAPTURE_ABSENT names would be refused.
  */
-export function unreadableCapture(db: Db, problem: NonNullable<CaptureVerification['problem']>): FailClosedError {
+export function unreadableCapture(db: Db, problem: NonNullable<CaptureVerification['problem']>): FailClosedError | InvalidInputError {
+  const target = problem === 'CAPTURE_ABSENT' ? targetNotSource(db, db.name, RUN_ON_SOURCE) : undefined;
+  if (target !== undefined) return target;
   const code = problem === 'FORMAT_UNKNOWN' ? 'CAPTURE_FORMAT_UNKNOWN' : 'CAPTURE_ABSENT';
   return new FailClosedError(
     code,

@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../sqlite/index.ts';
-import { FailClosedError } from '../errors.ts';
-import { readState } from '../capture/index.ts';
+import { readState, unreadableCapture } from '../capture/index.ts';
 import { readBatch } from '../feed/index.ts';
 import { checkResumedTables, type ExportOptions, type ExportResult } from './export.ts';
 import { SegmentWriter } from './segment-writer.ts';
@@ -26,9 +25,10 @@ export function exportSegment(
   onDurable: (cursor: string) => void,
 ): ExportResult & { file?: string } {
   if (options.since !== undefined) checkResumedTables(options.since, options.tables, 'the cursor it resumes from');
-  fs.mkdirSync(dir, { recursive: true });
   const state = readState(db);
-  if (state === undefined) throw new FailClosedError('CAPTURE_ABSENT', `${db.name} has no sluice capture. Enable it first.`);
+  // Before the folder is made: a refused export makes nothing.
+  if (state === undefined) throw unreadableCapture(db, 'CAPTURE_ABSENT');
+  fs.mkdirSync(dir, { recursive: true });
   const w = new SegmentWriter(db, state.sourceId, path.join(dir, '.writing.segment'));
   let cursor = options.since;
   let rows = 0;

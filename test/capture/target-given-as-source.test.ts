@@ -1,5 +1,6 @@
 // sync, prune and bump given a sync target for their source say it is a target and name the command on its source, not an enable that enable refuses
 import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
@@ -56,4 +57,38 @@ test('sync, prune and bump on a target exit 1 with TARGET_NOT_SOURCE naming the 
     const r = await runCliAsync(fix.split(' ').slice(1));
     expect(r.status, `${fix}: ${r.stderr}`).toBe(0);
   }
+});
+
+test('export (JSONL and segments), changes, publish and disable on a target exit 1 with TARGET_NOT_SOURCE naming its source, and make no file', async ({
+  tmp,
+}) => {
+  const src = path.join(tmp, 'src.db');
+  const tgt = path.join(tmp, 'tgt.db');
+  execFileSync('sqlite3', [src, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');"]);
+  for (const args of [
+    ['enable', src, 't'],
+    ['sync', src, tgt],
+  ]) {
+    const r = await runCliAsync(args);
+    expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
+  }
+  const before = sha256(tgt);
+  const cases: string[][] = [
+    ['export', tgt, '--out', path.join(tmp, 'x.jsonl')],
+    ['export', tgt, '--out', path.join(tmp, 'segs'), '--format', 'segment'],
+    ['changes', tgt],
+    ['publish', tgt, '--nats', 'nats://127.0.0.1:1'],
+    ['disable', tgt, 't'],
+  ];
+  for (const args of cases) {
+    const what = args.join(' ');
+    const r = await runCliAsync(args);
+    expect(r.status, `${what}: ${r.stderr}`).toBe(1);
+    expectOneLineError(r, 'TARGET_NOT_SOURCE');
+    expect(r.stderr, what).toContain(`${tgt} is a sluice target`);
+    expect(r.stderr, what).toContain(src);
+    expect(r.stderr, what).not.toContain('sluice enable');
+  }
+  expect(sha256(tgt)).toBe(before);
+  expect(fs.readdirSync(tmp).sort()).toEqual(['src.db', 'tgt.db']);
 });
