@@ -28,7 +28,7 @@ export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';
 export type { Db } from './db.ts';
 export { checkHeldFile, checkSameFile, heldFile, pathIdentity, sameFile } from './file-identity.ts';
-export type { FileIdentity } from './file-identity.ts';
+export type { FileIdentity, TargetWriter } from './file-identity.ts';
 export {
   describeTable,
   expressionUniqueIndexes,
