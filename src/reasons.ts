@@ -827,7 +827,8 @@ export const REASONS = {
   TARGET_GONE: {
     kinds: ['error'],
     clears: false,
-    explain: 'The target file was deleted or replaced while sync --follow ran; the follower stops and writes nothing more.',
+    explain:
+      'The target file was deleted or replaced while sync or subscribe (--follow, or a sluice run part) ran; it stops and writes nothing more. The next run rebuilds the target, or goes on from the cursor of a file put back at its path.',
     repair: null,
   },
   TARGET_FOLLOWED: {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { openDatabase, shellWord } from '../sqlite/index.ts';
+import { checkSameFile, heldFile, openDatabase, shellWord, type Db, type FileIdentity } from '../sqlite/index.ts';
 import { InvalidInputError, SluiceError, errorCode } from '../errors.ts';
 import { REASONS } from '../reasons.ts';
 import { lockFollower } from '../apply/sync/index.ts';
@@ -121,6 +121,9 @@ interface Planned {
 /** A pause between tries while a follower waits for its stream (or a snapshot in it) to come back. */
 const RETRY_MS = 500;
 
+/** How often a subscriber looks at its target's path while no message comes (TARGET_GONE), as sync --follow does while its source is quiet. */
+const IDLE_CHECK_MS = 1000;
+
 /**
  * One subscribe: plan from the target's cursor, make the consumer, apply. If
  * the consumer (or its stream) goes away under it (a server that came back
@@ -145,6 +148,15 @@ class Run {
   #rebuilt: SubscribeReport['rebuilt'];
   /** The stream sequence of the end of a snapshot met while following that the target wants (SnapshotWanted): the next plan starts from it. */
   #wantedEnd: number | undefined;
+  /**
+   * The target file this run opened first (#checkTarget): a file at the
+   * target's path that is not that one (deleted, or an older copy restored)
+   * stops the run with TARGET_GONE, as sync --follow stops, and nothing
+   * more is written to either.
+   */
+  #targetFile: FileIdentity | undefined;
+  /** TARGET_GONE, found by the look while the stream was idle: the run throws it once the applier has stopped. */
+  #gone: unknown;
 
   constructor(broker: Broker, targetPath: string, options: SubscribeOptions) {
     this.#broker = broker;
@@ -221,6 +233,16 @@ class Run {
         skipped = p.batchesSkipped;
       };
       let result: ImportReport;
+      // While no message comes the applier waits on the broker: the target's path is looked at meanwhile, and a target
+      // gone stops the reader, so that the applier ends (committing nothing more: its own checks throw TARGET_GONE).
+      const idle = setInterval(() => {
+        try {
+          this.#checkTarget();
+        } catch (err) {
+          this.#gone ??= err;
+          source.close();
+        }
+      }, IDLE_CHECK_MS);
       try {
         result = await importStream(
           this.#target,
@@ -241,6 +263,7 @@ class Run {
             ...(this.#options.projections === undefined ? {} : { projections: this.#options.projections }),
             ...this.#mirrorAll(),
             onProgress,
+            checkTarget: (db) => this.#checkTarget(db),
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
             // A follower says it at once (a one-shot run's report says it at its end).
@@ -256,6 +279,7 @@ class Run {
           },
         );
       } catch (err) {
+        if (this.#gone !== undefined) throw this.#gone;
         if (!(err instanceof ConsumerGone) && !(err instanceof SnapshotWanted)) throw err;
         // Nothing of the batch in flight was committed: what the target holds is where the next plan starts.
         this.#done.lines += source.lines();
@@ -268,11 +292,24 @@ class Run {
         } else this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
         continue;
       } finally {
+        clearInterval(idle);
         source.close();
         report(); // batches committed before an error (the one that failed was never reported)
       }
+      if (this.#gone !== undefined) throw this.#gone;
       return this.#report({ ...result, messages: source.messages() });
     }
+  }
+
+  /**
+   * Throws TARGET_GONE when the file at the target's path is not the one
+   * this run opened first (sqlite/file-identity.ts): the applier calls it
+   * with its connection when it opens the target and before each write, the
+   * idle look without one. Nothing is checked before the target is opened.
+   */
+  #checkTarget(db?: Db): void {
+    if (db !== undefined) this.#targetFile ??= heldFile(db);
+    checkSameFile(this.#target, this.#targetFile, 'target', 'subscribe');
   }
 
   /** A projection of a table the stream carries in no snapshot or batch: the source does not capture it (BROKER_TABLE_NOT_PUBLISHED). */

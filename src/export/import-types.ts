@@ -2,7 +2,7 @@ import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import type { FedBy, DroppedIndex, DroppedTrigger } from '../apply/target/index.ts';
 import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
-import type { TextEncoding } from '../sqlite/index.ts';
+import type { Db, TextEncoding } from '../sqlite/index.ts';
 
 /* What import takes and reports (import.ts), apart from it so that the Importer (importer.ts) reads them without a circle. */
 
@@ -54,6 +54,15 @@ export interface ImportOptions {
    * message recorded. The report also carries it (`error`).
    */
   readonly onFailure?: (projection: string, failure: { readonly code: string; readonly message: string }) => void;
+  /**
+   * Called with the target's connection once it is opened, before anything
+   * is written, then before each batch and snapshot is applied, before a
+   * snapshot or a group of batches commits, and before the run's last
+   * writes: throws to stop the import with nothing more committed (a
+   * subscriber's TARGET_GONE, when the file at the target's path is no
+   * longer the one it opened: sqlite/file-identity.ts).
+   */
+  readonly checkTarget?: (db: Db) => void;
   /** After each snapshot or batch read: the bytes of the file read so far, of `size` (for a progress bar). */
   readonly onProgress?: (p: {
     readonly bytes: number;

@@ -116,6 +116,7 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
   let before: { readonly target: boolean; readonly journalMode: string } | undefined;
   let undo = false;
   try {
+    options.checkTarget?.(db); // before anything is written (a subscriber's target replaced since its last import)
     before = { target: hasTargetMeta(db, SCHEMA), journalMode: String(db.pragma('journal_mode', { simple: true })) };
     if (db.prepare("SELECT 1 FROM main.sqlite_schema WHERE name = '_sluice_state'").get() !== undefined) {
       throw new InvalidInputError(

@@ -1,5 +1,5 @@
 import type { Db } from '../sqlite/index.ts';
-import { beginHeld, commitHeld, foldIdent, shellCommand, writeTransaction } from '../sqlite/index.ts';
+import { beginHeld, commitHeld, foldIdent, rollbackOpen, shellCommand, writeTransaction } from '../sqlite/index.ts';
 import { ensureGuards } from '../apply/edits/index.ts';
 import { errorCode, FailClosedError, InvalidInputError, isSqliteBusy, isSqliteCorrupt } from '../errors.ts';
 import type { ChangeBatch, Continuation, Cursor, Row } from '../feed/index.ts';
@@ -153,6 +153,11 @@ export class Importer {
     this.#options = options;
   }
 
+  /** ImportOptions.checkTarget: throws when the target is gone (TARGET_GONE), before anything more is written. */
+  #checkTarget(): void {
+    this.#options.checkTarget?.(this.#db);
+  }
+
   /** Where each projection stands (its seq and cursor), by name; empty when the target's records do not read (the run reports that). */
   #standing(): Map<string, string> {
     try {
@@ -181,7 +186,7 @@ export class Importer {
     });
     const progress = () => this.#options.onProgress?.({ bytes, size, batchesApplied: this.#applied, batchesSkipped: this.#skipped });
     let totals: ReadTotals | undefined;
-    const group = new BatchGroup(this.#db, stream.atHand === true || stream.groupDelivered === true);
+    const group = new BatchGroup(this.#db, stream.atHand === true || stream.groupDelivered === true, () => this.#checkTarget());
     const committed = () => {
       if (!this.#db.inTransaction) stream.committed?.();
     };
@@ -211,6 +216,8 @@ export class Importer {
           }
           const value = item.value;
           if (value.kind === 'batch') {
+            // Before anything of the batch is written (in a group, a target gone rolls back the batches before it too).
+            this.#checkTarget();
             await this.#checkDefinitions(this.#compiled(), { at: `${stream.label}:${value.n}`, line: value.line });
             group.open(this.#compiled());
             carrying = value.line.cursor;
@@ -227,6 +234,7 @@ export class Importer {
           } else {
             group.commit();
             committed();
+            this.#checkTarget();
             unreadable = undefined;
             carrying = undefined; // (a snapshot installs the mirror "*" asks for of every table it holds)
             // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
@@ -253,6 +261,8 @@ export class Importer {
     } catch (err) {
       throw unreadable?.(err) ?? err;
     }
+    // Nothing more is written to a target gone meanwhile (a follower stopped while its stream was idle).
+    this.#checkTarget();
     // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
     if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.
@@ -536,7 +546,11 @@ export class Importer {
         for (let item: ExportItem = first; ;) {
           if (item.kind === 'table') this.#onTable(item.line, item.n, defs, snap);
           else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row, item.n);
-          else if (item.kind === 'snapshot') return { done: await this.#onSnapshot(item.line, snap) };
+          else if (item.kind === 'snapshot') {
+            const done = await this.#onSnapshot(item.line, snap);
+            this.#checkTarget(); // a target gone while its rows came is not committed to
+            return { done };
+          }
           const next = await reader.next();
           if (next.done === true) return { ended: next.value };
           item = next.value;
@@ -883,12 +897,15 @@ export class Importer {
 class BatchGroup {
   readonly #db: Db;
   readonly #enabled: boolean;
+  /** ImportOptions.checkTarget: a group whose target is gone is rolled back, not committed. */
+  readonly #check: () => void;
   #events = 0;
   #limit = 0;
 
-  constructor(db: Db, enabled: boolean) {
+  constructor(db: Db, enabled: boolean, check: () => void) {
     this.#db = db;
     this.#enabled = enabled;
+    this.#check = check;
   }
 
   open(projections: readonly CompiledProjection[]): void {
@@ -904,7 +921,14 @@ class BatchGroup {
   }
 
   commit(): void {
-    if (this.#enabled) commitHeld(this.#db);
+    if (!this.#enabled || !this.#db.inTransaction) return;
+    try {
+      this.#check();
+    } catch (err) {
+      rollbackOpen(this.#db);
+      throw err;
+    }
+    commitHeld(this.#db);
   }
 }
 

@@ -61,12 +61,27 @@ export function heldFile(db: Db): FileIdentity | undefined {
   return connectionState(db).get(held).file;
 }
 
+/** The command that writes a target, for TARGET_GONE's wording: sync (from its source) or subscribe (from a broker's stream). */
+export type TargetWriter = 'sync' | 'subscribe';
+
+/** How the next run of `writer` makes the target again. */
+const REBUILDS: Record<TargetWriter, string> = {
+  sync: 'from the source',
+  subscribe: "from the stream's snapshot",
+};
+
 /**
  * Throws when the file at `file` is not the one identified by `opened`
  * (taken when it was opened): SOURCE_REPLACED for a source, TARGET_GONE for
- * a target. A no-op when nothing was identified (an in-memory database).
+ * a target (written by `writer`). A no-op when nothing was identified (an
+ * in-memory database).
  */
-export function checkSameFile(file: string, opened: FileIdentity | undefined, role: 'source' | 'target'): void {
+export function checkSameFile(
+  file: string,
+  opened: FileIdentity | undefined,
+  role: 'source' | 'target',
+  writer: TargetWriter = 'sync',
+): void {
   if (opened === undefined || plainlySame(file, opened)) return;
   const now = pathIdentity(file);
   if (now !== undefined && sameFile(now, opened)) return;
@@ -74,7 +89,7 @@ export function checkSameFile(file: string, opened: FileIdentity | undefined, ro
   if (role === 'target')
     throw new SluiceError(
       'TARGET_GONE',
-      `Target ${file} ${what} while sync ran, so it stopped: it writes nothing more, neither to the old file nor to that path. Run sync again to rebuild the target from the source (or restore the file first).`,
+      `Target ${file} ${what} while ${writer} ran, so it stopped: it writes nothing more, neither to the old file nor to that path. Run ${writer} again to rebuild the target ${REBUILDS[writer]} (or restore the file first).`,
     );
   throw new SluiceError(
     'SOURCE_REPLACED',
