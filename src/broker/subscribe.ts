@@ -242,6 +242,7 @@ class Run {
             ...this.#mirrorAll(),
             onProgress,
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
+            ...(plan.rebuildBelow === undefined ? {} : { rebuildBelow: plan.rebuildBelow }),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
             // A follower says it at once (a one-shot run's report says it at its end).
             ...(this.#options.follow === true
