@@ -4,7 +4,7 @@ import path from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { test, expect, describe } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { makeDir, removeDir, runCliAsync, parseJson, dumpTables, scalar } from '../cli/support/cli.ts';
+import { makeDir, removeDir, runCliAsync, parseJson, dumpTables, scalar, startCli, waitFor } from '../cli/support/cli.ts';
 import { natsForFile, sourceIdOf } from './support/broker.ts';
 
 /*
@@ -102,4 +102,62 @@ describe('a subscriber of a source restored from an older copy', () => {
         removeDir(dir);
       }
     });
+});
+
+describe('a follower of a source restored from an older copy', () => {
+  test('that stops fail-closed (HISTORY_DIVERGED) records it in the target: health exits 3 until a subscribe run rebuilds it, green while that follower runs', async () => {
+    const dir = makeDir();
+    try {
+      const url = nats.server().url;
+      const src = path.join(dir, 'src.db');
+      const tgt = path.join(dir, 'tgt.db');
+      const backup = path.join(dir, 'backup.db');
+      sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
+      expect((await cli(['enable', src, 't'])).status).toBe(0);
+      const sid = sourceIdOf(src);
+      sqlite3(src, "INSERT INTO t VALUES(2,'b');"); // seq 1
+      sqlite3(src, 'PRAGMA wal_checkpoint(TRUNCATE);');
+      fs.copyFileSync(src, backup);
+      sqlite3(src, "INSERT INTO t VALUES(10,'old'); INSERT INTO t VALUES(11,'old');"); // seq 2, 3
+      expect((await cli(['publish', src, '--nats', url])).status).toBe(0);
+      const follower = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
+      try {
+        await waitFor('the follower at seq 3', () => seqOf(tgt) === 3);
+        fs.copyFileSync(backup, src);
+        for (const suffix of ['-wal', '-shm']) fs.rmSync(src + suffix, { force: true });
+        expect((await cli(['publish', src, '--nats', url])).stderr).toMatch(/snapshot at seq 1 .*SEQ_REGRESSED/);
+        // Batch (1,3] of the new history ends at the follower's seq 3, with another event there.
+        sqlite3(src, "INSERT INTO t VALUES(20,'new'); INSERT INTO t VALUES(21,'new');");
+        expect((await cli(['publish', src, '--nats', url])).status).toBe(0);
+        const stopped = await Promise.race([follower.exited, new Promise<undefined>((r) => setTimeout(() => r(undefined), 30_000))]);
+        expect(stopped?.status, follower.stderr()).toBe(3);
+      } finally {
+        follower.child.kill('SIGTERM');
+        await follower.exited;
+      }
+      expect(follower.stderr()).toMatch(/^sluice: HISTORY_DIVERGED/m);
+      expect(listed(tgt)).toEqual(['1=a', '2=b', '10=old', '11=old']);
+      const h = await cli(['health', tgt]);
+      expect(h.status, h.stdout + h.stderr).toBe(3);
+      expect(h.stdout + h.stderr).toContain('HISTORY_DIVERGED');
+      expect(h.stdout + h.stderr).toMatch(/sluice subscribe/);
+
+      // The follower started again rebuilds it from the snapshot at the restored seq; health is green while it runs.
+      sqlite3(src, "INSERT INTO t VALUES(22,'new'); UPDATE t SET v='B' WHERE id=2;");
+      expect((await cli(['publish', src, '--nats', url])).status).toBe(0);
+      const again = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
+      try {
+        await waitFor('the follower at seq 5', () => seqOf(tgt) === 5);
+        expect(again.stderr()).toMatch(/HISTORY_DIVERGED: .*rebuilding from the snapshot at seq 1/);
+        expect(rows(tgt)).toEqual(rows(src));
+        const after = await cli(['health', tgt]);
+        expect(after.status, after.stdout + after.stderr).toBe(0);
+      } finally {
+        again.child.kill('SIGTERM');
+        expect((await again.exited).status, again.stderr()).toBe(0);
+      }
+    } finally {
+      removeDir(dir);
+    }
+  });
 });
