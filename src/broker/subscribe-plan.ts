@@ -7,7 +7,8 @@ import { openDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index
 import { InvalidInputError } from '../errors.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import type { ReasonCode } from '../reasons.ts';
-import { neverBuilt, snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
+import { decodeCursor, type Cursor } from '../feed/index.ts';
+import { historyRebuilds, neverBuilt, snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
 import { HEADER, type SourceSubjects } from './subjects.ts';
 import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
@@ -19,9 +20,12 @@ import type { Start } from './message-lines.ts';
  * after it; the published snapshot for a target with no projections (or a
  * --projection it does not have yet, or one whose first build failed), for
  * one the stream's batches no longer continue (SUBSCRIBER_BEHIND_STREAM),
- * and for one whose cursor the stream's last snapshot, at or past it, does
+ * for one whose cursor the stream's last snapshot, at or past it, does
  * not continue (a re-arm, a bump, a restore of the source: the cursor
- * check's reason). And the target's own durable consumer, made again at
+ * check's reason), and for one past the last snapshot that the history
+ * after it does not continue (the source restored from an older copy and
+ * published again from the restored seq: SEQ_REGRESSED, HISTORY_DIVERGED;
+ * streamContinues). And the target's own durable consumer, made again at
  * that start.
  */
 
@@ -91,6 +95,13 @@ export interface Plan {
   readonly rebuilt?: SubscriberRebuild;
   /** The cursor of the snapshot it starts from (its end's header): how far the stream is known to reach (ItemStream.lastCursor). */
   readonly cursor?: string;
+  /**
+   * The snapshot it starts from lies below the target's projections, and the
+   * stream's history since does not continue them (the reason): the importer
+   * installs it over them (ImportOptions.rebuildBelow), where their seq alone
+   * would have it hold them.
+   */
+  readonly rebuildBelow?: ReasonCode;
 }
 
 export async function planStart(
@@ -177,11 +188,22 @@ async function planFromCursor(
     const plan = await fromSnapshot(end);
     return { ...plan, rebuilt: { reason: broken, targetSeq: target, snapshotSeq: plan.seq } };
   }
+  // The last snapshot lies below the target's seq: the target followed its history past it, or one it replaced (a restore).
+  const after = end !== undefined && snap !== undefined && snap.seq < target ? end.seq + 1 : undefined;
+  if (after !== undefined && snap !== undefined) {
+    const batchAt = async (seq: number) => cursorOf(await firstBatchAfter(b, stream, subjects.batch, seq - 1, after, lastSeq));
+    const regressed = await historyRebuilds(position.records ?? [], snap, batchAt);
+    if (regressed !== undefined) {
+      const plan = await fromSnapshot(end);
+      return { ...plan, rebuilt: { reason: regressed, targetSeq: target, snapshotSeq: plan.seq }, rebuildBelow: regressed };
+    }
+  }
   const behind = async (known?: StoredMsg): Promise<Plan> => {
     const plan = await fromSnapshot(known);
     return { ...plan, rebuilt: { reason: 'SUBSCRIBER_BEHIND_STREAM', targetSeq: target, snapshotSeq: plan.seq } };
   };
-  const first = await firstBatchAfter(b, stream, subjects.batch, target, firstSeq, lastSeq);
+  // Past the last snapshot, its history is the target's: its batches are after it (those before it may be of a history it replaced).
+  const first = await firstBatchAfter(b, stream, subjects.batch, target, after ?? firstSeq, lastSeq);
   if (first === undefined) {
     // No batch ends after the target's seq, but the snapshot does: the events in between are in no batch of this
     // stream (one made again on a server that lost its store, or a publisher that started again from a new snapshot).
@@ -220,6 +242,17 @@ export async function firstBatchAfter(
     } else lo = m.seq + 1;
   }
   return found;
+}
+
+/** A batch message's cursor (undefined: none, or one that does not decode, which the reader refuses when it gets there). */
+function cursorOf(m: StoredMsg | undefined): Cursor | undefined {
+  const token = m?.header?.get(HEADER.cursor);
+  if (token === undefined || token === '') return undefined;
+  try {
+    return decodeCursor(token);
+  } catch {
+    return undefined;
+  }
 }
 
 /** The text encoding the message's marker line declares. */

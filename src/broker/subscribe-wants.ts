@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { foldIdent, openDatabase, type Db } from '../sqlite/index.ts';
-import { cursorContinues, decodeCursor, type Cursor } from '../feed/index.ts';
+import { cursorContinues, decodeCursor, streamContinues, type Cursor } from '../feed/index.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import { isDefaultMirror, streamMirrorAll, streamMirrors, type MirrorAll, type StreamSet } from '../apply/projections/index.ts';
@@ -65,6 +65,32 @@ export function snapshotRebuilds(records: readonly ProjectionRecord[], cursor: C
   for (const r of records) {
     if (r.cursor === null || r.state === 'suspended') continue;
     const v = cursorContinues(r.cursor, cursor, { tables: [r.sourceTable] });
+    if (v.status === 'rebuild' || v.status === 'error') return v.reason;
+  }
+  return undefined;
+}
+
+/**
+ * Why the stream's history since its last snapshot `snap` does not continue
+ * one of `records` (projections of its source, not suspended) that is past
+ * it, by streamContinues (feed/cursor-check.ts): the snapshot, published
+ * after the history the projection followed, lies below its seq (the source
+ * was restored from an older copy: SEQ_REGRESSED), or the batch after it
+ * that ends at the projection's seq carries another event there
+ * (HISTORY_DIVERGED). `batchAt(seq)`: the cursor of the first batch after
+ * the snapshot that ends at or past `seq`. Undefined when it continues every
+ * one past it.
+ */
+export async function historyRebuilds(
+  records: readonly ProjectionRecord[],
+  snap: SnapshotTables,
+  batchAt: (seq: number) => Promise<Cursor | undefined>,
+): Promise<ReasonCode | undefined> {
+  const at = new Map<number, Cursor | undefined>();
+  for (const r of records) {
+    if (r.cursor === null || r.state === 'suspended' || r.seq <= snap.seq) continue;
+    if (!at.has(r.seq)) at.set(r.seq, await batchAt(r.seq));
+    const v = streamContinues(r.cursor, snap.cursor, at.get(r.seq), { tables: [r.sourceTable] });
     if (v.status === 'rebuild' || v.status === 'error') return v.reason;
   }
   return undefined;

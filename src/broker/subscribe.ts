@@ -265,6 +265,7 @@ class Run {
             onProgress,
             checkTarget: (db) => this.#checkTarget(db),
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
+            ...(plan.rebuildBelow === undefined ? {} : { rebuildBelow: plan.rebuildBelow }),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
             // A follower says it at once (a one-shot run's report says it at its end).
             ...(this.#options.follow === true

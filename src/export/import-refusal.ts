@@ -1,8 +1,8 @@
 import type { Db } from '../sqlite/index.ts';
 import { writeAlone } from '../sqlite/index.ts';
-import { clearFailure, hasTargetMeta, readProjection, readProjections, recordFailure } from '../apply/target/index.ts';
+import { clearFailure, hasTargetMeta, readProjection, readProjections, recordFailure, type FedBy } from '../apply/target/index.ts';
 import { failureOf } from '../apply/sync/index.ts';
-import { SluiceError } from '../errors.ts';
+import { FailClosedError, SluiceError } from '../errors.ts';
 
 /*
  * A file `sluice import` refused (its events start past the target's cursor,
@@ -17,25 +17,36 @@ import { SluiceError } from '../errors.ts';
  * is changed. health reports it with a repair for an imported target
  * (apply/check/failed-attempts.ts), and the next import that succeeds clears it
  * (clearRefusals).
+ *
+ * A subscriber's run that stops fail-closed (exit 3: its stream does not
+ * continue the target's history, HISTORY_DIVERGED, ...) is recorded the
+ * same way, so that health exits 3 after a follower stopped, until a
+ * subscribe run moves the projection on (a rebuild from the stream's
+ * snapshot, or a batch applied: storing a cursor clears the record, also
+ * in a follower, which does not end). Its other errors (the broker gone, a consumer made again) are
+ * not the target's to record.
  */
 
 /** The codes of refusals that are not this target's to record: it is a source, not a target. */
 const NOT_RECORDED: ReadonlySet<string> = new Set(['TARGET_IS_SOURCE']);
 
 /**
- * Records `err`, the error that stopped the import of `file` (its absolute
- * path: the message may name it as it was typed, relative to another
- * directory), on projections `names` (every projection of the target when
+ * Records `err`, the error that stopped the import of a file (fedBy.file,
+ * its absolute path: the message may name it as it was typed, relative to
+ * another directory), or a subscriber's run from a stream when it stopped
+ * fail-closed, on projections `names` (every projection of the target when
  * not known): each that has a row and is not suspended (a suspension is
  * what health reports of it, with its own repair). Best effort, as sync's:
  * a target that cannot take the record (busy, full, damaged), or is in a
  * transaction still, keeps what it had.
  */
-export function recordRefusal(db: Db, schema: string, err: unknown, file: string, names: readonly string[] | undefined): void {
+export function recordRefusal(db: Db, schema: string, err: unknown, fedBy: FedBy, names: readonly string[] | undefined): void {
   if (err instanceof SluiceError && NOT_RECORDED.has(err.code)) return;
+  if (fedBy.via === 'subscribe' && !(err instanceof FailClosedError)) return;
   if (db.inTransaction) return;
   const failure = failureOf(err);
-  const message = `the import of ${file} stopped: ${failure.message}`;
+  const run = fedBy.via === 'import' ? `the import of ${fedBy.file}` : `the subscribe run from stream ${fedBy.stream} at ${fedBy.url}`;
+  const message = `${run} stopped: ${failure.message}`;
   // (writeAlone: sync's best effort, a transaction of its own, rolled back on any error.)
   writeAlone(db, () => {
     if (!hasTargetMeta(db, schema)) return;

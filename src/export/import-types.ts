@@ -3,6 +3,7 @@ import type { FedBy, DroppedIndex, DroppedTrigger } from '../apply/target/index.
 import type { MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { Db, TextEncoding } from '../sqlite/index.ts';
+import type { ReasonCode } from '../reasons.ts';
 
 /* What import takes and reports (import.ts), apart from it so that the Importer (importer.ts) reads them without a circle. */
 
@@ -29,6 +30,14 @@ export interface ImportOptions {
    * whose capture was enabled again (broker/subscribe-plan.ts decides).
    */
   readonly replaceSource?: boolean;
+  /**
+   * The stream's first snapshot does not continue the target's projections
+   * of its source, though it lies below their seq (a subscriber whose source
+   * was restored from an older copy: broker/subscribe-plan.ts decides, and
+   * says why): it is installed over each of them, with this reason, where
+   * their seq alone would have them hold it.
+   */
+  readonly rebuildBelow?: ReasonCode;
   /**
    * The error for projection `projection`, of table `table`, that neither
    * the stream's snapshot (at seq `seq`, holding `tables`) nor the target

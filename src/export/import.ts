@@ -144,7 +144,8 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
     return await importer.run(stream);
   } catch (err) {
     // A file refused (or one that failed) is recorded on the projections it concerns, for health, as sync records a failed pass.
-    if (options.fedBy?.via === 'import') recordRefusal(db, SCHEMA, err, options.fedBy.file, importer?.concerned());
+    // A subscriber's run that stopped fail-closed too, so that health does not call the target fine after a follower stopped.
+    if (options.fedBy !== undefined) recordRefusal(db, SCHEMA, err, options.fedBy, importer?.concerned());
     // A database that was no target, and that this import of a file committed no projection to, is left as it was found.
     if (options.fedBy?.via === 'import' && before !== undefined && !before.target) undo = undoTarget(db, before.journalMode);
     throw err;

@@ -147,10 +147,13 @@ export class Importer {
    */
   readonly #failures = new Map<string, Failure>();
   readonly #droppedTriggers: (DroppedTrigger & { readonly projection: string })[] = [];
+  /** ImportOptions.rebuildBelow, until the stream's first snapshot has been read. */
+  #below: ReasonCode | undefined;
 
   constructor(db: Db, options: ImportOptions) {
     this.#db = db;
     this.#options = options;
+    this.#below = options.rebuildBelow;
   }
 
   /** ImportOptions.checkTarget: throws when the target is gone (TARGET_GONE), before anything more is written. */
@@ -603,8 +606,11 @@ export class Importer {
         // A table line carries its snapshot's seq (one read transaction). Held already, unless the stream goes on
         // from another history than the target's (its last cursor, as the snapshot's own comes after its rows).
         // One never built (its first build failed) is built.
+        // Past it, where the stream's history since does not continue them (ImportOptions.rebuildBelow), it is installed.
         const reason =
-          rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint ? this.#notContinued(rec, line.table) : undefined;
+          rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint
+            ? ((rec.seq > line.seq ? this.#below : undefined) ?? this.#notContinued(rec, line.table))
+            : undefined;
         if (reason === null) {
           held.push({ name: p.name, cursor: rec.cursor, seq: rec.seq });
           continue;
@@ -764,6 +770,7 @@ export class Importer {
       }
       this.#recordFed(built);
     }
+    this.#below = undefined;
     this.#stored = undefined;
     this.#projections = undefined;
     const carried = carriedTables(line.cursor);

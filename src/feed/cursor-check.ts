@@ -407,6 +407,47 @@ export function cursorContinues(
   return { status: 'continues' };
 }
 
+/**
+ * Whether a stream's history continues `cursor`, a target's, where the
+ * stream's last snapshot (`snapshot`, its cursor) lies below the cursor's
+ * seq: the target either followed that snapshot's history past it, batch by
+ * batch, or holds a history the snapshot replaced (the source went back: an
+ * older copy restored, and its publisher published a snapshot at the
+ * restored seq). Only a batch after the snapshot that ends at the cursor's
+ * seq (`batchAt`, its cursor: the first of those after the snapshot that
+ * ends at or past that seq) tells the first from the second, by
+ * cursorContinues at the same seq (the event there, the generation, the
+ * file); with none ending there, the target's seq is no place the
+ * snapshot's history reached (SEQ_REGRESSED). A snapshot at or past the
+ * cursor's seq is cursorContinues' to judge.
+ */
+export function streamContinues(
+  cursor: string | Cursor,
+  snapshot: Cursor,
+  batchAt: Cursor | undefined,
+  options: { readonly tables?: readonly string[] } = {},
+): Continuation {
+  const c = cursorOrInvalid(cursor);
+  if ('status' in c) return c;
+  if (snapshot.sourceId !== c.sourceId || snapshot.seq >= c.seq) return cursorContinues(c, snapshot, options);
+  const below = `The stream's last snapshot is at seq ${snapshot.seq}, below the cursor's seq ${c.seq}, and was published after the history the cursor followed`;
+  if (batchAt === undefined || batchAt.seq !== c.seq)
+    return {
+      status: 'rebuild',
+      reason: 'SEQ_REGRESSED',
+      message: `${below}: no batch of the stream after it ends at seq ${c.seq}, so the source went back below the cursor (an older copy was restored). Rebuild from a snapshot.`,
+    };
+  const v = cursorContinues(c, batchAt, options);
+  // At the same seq of an earlier generation: the history after the snapshot is an older one than the cursor's.
+  if (v.status === 'behind')
+    return {
+      status: 'rebuild',
+      reason: 'HISTORY_DIVERGED',
+      message: `${below}, and its batch ending at seq ${c.seq} is of generation ${batchAt.generation}, before the cursor's ${c.generation}: an older copy of the source was restored. Rebuild from a snapshot.`,
+    };
+  return v;
+}
+
 function asRebuild(err: unknown): CursorValidation {
   if (err instanceof FailClosedError && isRebuildReason(err.code)) {
     // Keep the table and the unarmed reason: "TABLE_UNARMED" alone does not say what to fix.

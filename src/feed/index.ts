@@ -13,7 +13,7 @@ export { changedSince } from './changed-since.ts';
 export type { ChangedSince } from './changed-since.ts';
 export { altersSince, lineageSince } from './column-lineage.ts';
 export type { ColumnOrigin } from './column-lineage.ts';
-export { alterWithOldLayoutAfter, cursorContinues, validateCursor } from './cursor-check.ts';
+export { alterWithOldLayoutAfter, cursorContinues, streamContinues, validateCursor } from './cursor-check.ts';
 export type { Continuation, CursorValidation, RebuildReason } from './cursor-check.ts';
 export { decodeCursor, encodeCursor } from './cursor.ts';
 export type { Cursor, FileIdentity } from './cursor.ts';
