@@ -30,27 +30,43 @@ function json(args: string[], code: number): Record<string, unknown> {
   return JSON.parse(r.stdout) as Record<string, unknown>;
 }
 
+/** A source (SCHEMA, and `more`) with items captured leaving secret out (and `alsoEnable` captured), synced to a target with "*" and the map labels of items. */
+function syncedApp(tmp: string, more = '', alsoEnable: string[] = []): { src: string; tgt: string } {
+  const src = path.join(tmp, 'app.db');
+  const tgt = path.join(tmp, 'cache.db');
+  const map = path.join(tmp, 'labels.json');
+  runSqliteCli(src, `${SCHEMA}${more}`);
+  fs.writeFileSync(map, JSON.stringify({ name: 'labels', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } }));
+  expect(runCli(['enable', src, 'items', '--exclude', 'secret']).status).toBe(0);
+  for (const t of alsoEnable) expect(runCli(['enable', src, t]).status).toBe(0);
+  expect(runCli(['sync', src, tgt, '--projection', '*', '--projection', map]).status).toBe(0);
+  return { src, tgt };
+}
+
+interface Synced {
+  readonly name: string;
+  readonly state: string;
+  readonly reason?: string;
+  readonly rebuilt?: string;
+  readonly swapped?: boolean;
+}
+
+/** explain (exit 3: something needs action), then the sync it predicts (exit `syncCode`): each projection's classification and predicted step, and what the sync did. */
+function explainThenSync(src: string, tgt: string, syncCode: number): { predicted: Record<string, unknown>; synced: Synced[] } {
+  const explained = json(['explain', src, tgt, '--json'], 3) as { projections: { name: string; classification: string; sync: unknown }[] };
+  const predicted = Object.fromEntries(explained.projections.map((p) => [p.name, [p.classification, p.sync]]));
+  return { predicted, synced: (json(['sync', src, tgt, '--json'], syncCode) as { projections: Synced[] }).projections };
+}
+
 describe('explain and a table the next sync cannot re-arm', () => {
   test('an excluded column renamed by another program: explain says the next sync suspends the mirror and the map (TABLE_UNARMED), as it then does', ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const tgt = path.join(tmp, 'cache.db');
-    const map = path.join(tmp, 'labels.json');
-    runSqliteCli(src, SCHEMA);
-    fs.writeFileSync(map, JSON.stringify({ name: 'labels', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } }));
-    expect(runCli(['enable', src, 'items', '--exclude', 'secret']).status).toBe(0);
-    expect(runCli(['sync', src, tgt, '--projection', '*', '--projection', map]).status).toBe(0);
+    const { src, tgt } = syncedApp(tmp);
     runSqliteCli(src, "ALTER TABLE items RENAME COLUMN secret TO hidden; INSERT INTO items VALUES (3, 'cherry tart', 'c');");
 
-    const explained = json(['explain', src, tgt, '--json'], 3) as {
-      projections: { name: string; classification: string; sync: unknown }[];
-    };
-    const predicted = Object.fromEntries(explained.projections.map((p) => [p.name, [p.classification, p.sync]]));
-    const synced = json(['sync', src, tgt, '--json'], 3) as {
-      projections: { name: string; state: string; reason?: string; rebuilt?: string }[];
-    };
-    const did = Object.fromEntries(synced.projections.map((p) => [p.name, [p.state, p.reason, p.rebuilt]]));
+    const { predicted, synced } = explainThenSync(src, tgt, 3);
+    const did = Object.fromEntries(synced.map((p) => [p.name, [p.state, p.reason, p.rebuilt]]));
     // What sync does: the re-arm leaves the table unarmed, and both projections are suspended.
     expect(did).toEqual({ items: ['suspended', 'TABLE_UNARMED', undefined], labels: ['suspended', 'TABLE_UNARMED', undefined] });
     // What explain said it would do.
@@ -63,23 +79,11 @@ describe('explain and a table the next sync cannot re-arm', () => {
   test('an excluded column dropped by another program: the next sync re-arms the table and rebuilds both (CAPTURE_REARMED), as explain says', ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
-    const tgt = path.join(tmp, 'cache.db');
-    const map = path.join(tmp, 'labels.json');
-    runSqliteCli(src, SCHEMA);
-    fs.writeFileSync(map, JSON.stringify({ name: 'labels', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } }));
-    expect(runCli(['enable', src, 'items', '--exclude', 'secret']).status).toBe(0);
-    expect(runCli(['sync', src, tgt, '--projection', '*', '--projection', map]).status).toBe(0);
+    const { src, tgt } = syncedApp(tmp);
     runSqliteCli(src, "ALTER TABLE items DROP COLUMN secret; INSERT INTO items VALUES (3, 'cherry tart');");
 
-    const explained = json(['explain', src, tgt, '--json'], 3) as {
-      projections: { name: string; classification: string; sync: unknown }[];
-    };
-    const predicted = Object.fromEntries(explained.projections.map((p) => [p.name, [p.classification, p.sync]]));
-    const synced = json(['sync', src, tgt, '--json'], 0) as {
-      projections: { name: string; state: string; rebuilt?: string; swapped?: boolean }[];
-    };
-    const did = Object.fromEntries(synced.projections.map((p) => [p.name, [p.state, p.rebuilt, p.swapped === true]]));
+    const { predicted, synced } = explainThenSync(src, tgt, 0);
+    const did = Object.fromEntries(synced.map((p) => [p.name, [p.state, p.rebuilt, p.swapped === true]]));
     expect(did).toEqual({ items: ['active', 'CAPTURE_REARMED', true], labels: ['active', 'CAPTURE_REARMED', true] });
     expect(predicted).toEqual({
       items: ['Rebuildable', { does: 'rebuild', reason: 'CAPTURE_REARMED', swapped: true }],
@@ -90,15 +94,8 @@ describe('explain and a table the next sync cannot re-arm', () => {
   test('an older copy of the source written back, whose excluded column another program then renamed: explain says the next sync suspends the projections of that table (TABLE_UNARMED) and rebuilds the others (SEQ_REGRESSED), as it then does', ({
     tmp,
   }) => {
-    const src = path.join(tmp, 'app.db');
+    const { src, tgt } = syncedApp(tmp, ' CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);', ['notes']);
     const copy = path.join(tmp, 'copy.db');
-    const tgt = path.join(tmp, 'cache.db');
-    const map = path.join(tmp, 'labels.json');
-    runSqliteCli(src, `${SCHEMA} CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT);`);
-    fs.writeFileSync(map, JSON.stringify({ name: 'labels', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } }));
-    expect(runCli(['enable', src, 'items', '--exclude', 'secret']).status).toBe(0);
-    expect(runCli(['enable', src, 'notes']).status).toBe(0);
-    expect(runCli(['sync', src, tgt, '--projection', '*', '--projection', map]).status).toBe(0);
     runSqliteCli(src, 'PRAGMA wal_checkpoint(TRUNCATE);');
     fs.copyFileSync(src, copy);
     runSqliteCli(src, "INSERT INTO notes VALUES (1, 'first'), (2, 'second'); INSERT INTO items VALUES (3, 'cherry tart', 'c');");
@@ -108,14 +105,8 @@ describe('explain and a table the next sync cannot re-arm', () => {
     fs.copyFileSync(copy, src);
     runSqliteCli(src, 'ALTER TABLE items RENAME COLUMN secret TO hidden;');
 
-    const explained = json(['explain', src, tgt, '--json'], 3) as {
-      projections: { name: string; classification: string; sync: unknown }[];
-    };
-    const predicted = Object.fromEntries(explained.projections.map((p) => [p.name, [p.classification, p.sync]]));
-    const synced = json(['sync', src, tgt, '--json'], 3) as {
-      projections: { name: string; state: string; reason?: string; rebuilt?: string }[];
-    };
-    const did = Object.fromEntries(synced.projections.map((p) => [p.name, [p.state, p.reason, p.rebuilt]]));
+    const { predicted, synced } = explainThenSync(src, tgt, 3);
+    const did = Object.fromEntries(synced.map((p) => [p.name, [p.state, p.reason, p.rebuilt]]));
     expect(did).toEqual({
       items: ['suspended', 'TABLE_UNARMED', undefined],
       labels: ['suspended', 'TABLE_UNARMED', undefined],
