@@ -29,11 +29,10 @@ const seqOf = (file: string) => Number(scalar(file, "SELECT seq FROM _sluice_pro
 
 const cli = (args: readonly string[]) => runCliAsync(args);
 
-/** A source at seq 3 of its old history (rows 10 and 11 since the backup at seq 1), published, a subscriber and a synced target at seq 3; then the backup is put back. */
-async function restoredSource(dir: string, url: string) {
+/** A source with a backup taken at seq 1, then at seq 3 of its old history (rows 10 and 11 since the backup), published. */
+async function oldHistory(dir: string, url: string) {
   const src = path.join(dir, 'src.db');
   const tgt = path.join(dir, 'tgt.db');
-  const synced = path.join(dir, 'synced.db');
   const backup = path.join(dir, 'backup.db');
   sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
   expect((await cli(['enable', src, 't'])).status).toBe(0);
@@ -43,6 +42,13 @@ async function restoredSource(dir: string, url: string) {
   fs.copyFileSync(src, backup);
   sqlite3(src, "INSERT INTO t VALUES(10,'old'); INSERT INTO t VALUES(11,'old');"); // seq 2, 3
   expect((await cli(['publish', src, '--nats', url])).status).toBe(0);
+  return { src, tgt, backup, sid };
+}
+
+/** oldHistory, with a subscriber and a synced target at seq 3; then the backup is put back. */
+async function restoredSource(dir: string, url: string) {
+  const { src, tgt, backup, sid } = await oldHistory(dir, url);
+  const synced = path.join(dir, 'synced.db');
   const first = await cli(['subscribe', tgt, '--nats', url, '--source', sid]);
   expect(first.status, first.stderr).toBe(0);
   expect((await cli(['sync', src, synced])).status).toBe(0);
@@ -109,17 +115,7 @@ describe('a follower of a source restored from an older copy', () => {
     const dir = makeDir();
     try {
       const url = nats.server().url;
-      const src = path.join(dir, 'src.db');
-      const tgt = path.join(dir, 'tgt.db');
-      const backup = path.join(dir, 'backup.db');
-      sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
-      expect((await cli(['enable', src, 't'])).status).toBe(0);
-      const sid = sourceIdOf(src);
-      sqlite3(src, "INSERT INTO t VALUES(2,'b');"); // seq 1
-      sqlite3(src, 'PRAGMA wal_checkpoint(TRUNCATE);');
-      fs.copyFileSync(src, backup);
-      sqlite3(src, "INSERT INTO t VALUES(10,'old'); INSERT INTO t VALUES(11,'old');"); // seq 2, 3
-      expect((await cli(['publish', src, '--nats', url])).status).toBe(0);
+      const { src, tgt, backup, sid } = await oldHistory(dir, url);
       const follower = startCli(['subscribe', tgt, '--nats', url, '--source', sid, '--follow']);
       try {
         await waitFor('the follower at seq 3', () => seqOf(tgt) === 3);
