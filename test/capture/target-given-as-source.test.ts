@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { dumpTables, expectOneLineError, parseJson, runCliAsync, sha256 } from '../cli/support/cli.ts';
+import { capturedAndSynced, dumpTables, expectOneLineError, parseJson, runCliAsync, runCliOk, sha256 } from '../cli/support/cli.ts';
 
 /*
  * Review round 6. `sync TGT other.db`, `prune TGT` and `bump TGT --reason
@@ -22,15 +22,8 @@ test('sync, prune and bump on a target exit 1 with TARGET_NOT_SOURCE naming the 
   const tgt = path.join(tmp, 'tgt.db');
   const other = path.join(tmp, 'other.db');
   const other2 = path.join(tmp, 'other2.db');
-  execFileSync('sqlite3', [src, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');"]);
-  for (const args of [
-    ['enable', src, 't'],
-    ['sync', src, tgt],
-    ['sync', src, other2],
-  ]) {
-    const r = await runCliAsync(args);
-    expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-  }
+  await capturedAndSynced(src, tgt);
+  await runCliOk(['sync', src, other2]);
   const before = { src: dumpTables(src), tgt: sha256(tgt), other2: sha256(other2) };
   const cases: [string[], string][] = [
     [['sync', tgt, other], `sluice sync ${src} ${other}`],
@@ -64,14 +57,7 @@ test('export (JSONL and segments), changes, publish and disable on a target exit
 }) => {
   const src = path.join(tmp, 'src.db');
   const tgt = path.join(tmp, 'tgt.db');
-  execFileSync('sqlite3', [src, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');"]);
-  for (const args of [
-    ['enable', src, 't'],
-    ['sync', src, tgt],
-  ]) {
-    const r = await runCliAsync(args);
-    expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-  }
+  await capturedAndSynced(src, tgt);
   const before = sha256(tgt);
   const cases: string[][] = [
     ['export', tgt, '--out', path.join(tmp, 'x.jsonl')],

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, dumpTables, scalar, type CliResult } from '../cli/support/cli.ts';
+import { runCliAsync, runCliOk as ok, parseJson, makeDir, removeDir, dumpTables, scalar } from '../cli/support/cli.ts';
 
 /*
  * A target fed by `sluice import` (a file `sluice export` wrote on another
@@ -28,12 +28,6 @@ beforeEach(() => {
   dir = makeDir();
 });
 afterEach(() => removeDir(dir));
-
-async function ok(args: readonly string[]): Promise<CliResult> {
-  const r = await runCliAsync(args);
-  expect(r.status, `sluice ${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(0);
-  return r;
-}
 
 async function healthOf(tgt: string) {
   const json = await runCliAsync(['health', tgt, '--json']);

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runSqliteCli } from '../support/fixtures.ts';
 import { jsonSchemas as S } from '../../src/cli/index.ts';
-import { runCliAsync, parseJson, makeDir, removeDir, type CliResult } from '../cli/support/cli.ts';
+import { runCliAsync, runCliOk as ok, parseJson, makeDir, removeDir } from '../cli/support/cli.ts';
 
 /*
  * `sluice import new.db events.jsonl` with a file that holds events but no
@@ -24,12 +24,6 @@ beforeEach(() => {
   dir = makeDir();
 });
 afterEach(() => removeDir(dir));
-
-async function ok(args: readonly string[]): Promise<CliResult> {
-  const r = await runCliAsync(args);
-  expect(r.status, `sluice ${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(0);
-  return r;
-}
 
 /** A captured source t(id, v) with one row, and a file (JSONL or a segment) of the events written after its first export: no snapshot. */
 async function eventsOnly(format: 'jsonl' | 'segment'): Promise<string> {

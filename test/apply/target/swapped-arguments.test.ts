@@ -1,8 +1,7 @@
 // a sluice target given as the source and its source as the target is told the arguments look swapped, not to disable capture
-import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { test, expect } from '../../support/fixtures.ts';
-import { dumpTables, expectOneLineError, runCliAsync, sha256 } from '../../cli/support/cli.ts';
+import { capturedAndSynced, dumpTables, expectOneLineError, runCliAsync, sha256 } from '../../cli/support/cli.ts';
 
 /*
  * Review round 6. `verify TGT SRC`, `reinit TGT SRC t`, `explain TGT SRC`
@@ -19,14 +18,7 @@ test('verify, reinit, explain and sync with source and target swapped name the c
 }) => {
   const src = path.join(tmp, 'src.db');
   const tgt = path.join(tmp, 'tgt.db');
-  execFileSync('sqlite3', [src, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');"]);
-  for (const args of [
-    ['enable', src, 't'],
-    ['sync', src, tgt],
-  ]) {
-    const r = await runCliAsync(args);
-    expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(0);
-  }
+  await capturedAndSynced(src, tgt);
   const before = { src: dumpTables(src), tgt: sha256(tgt) };
   const cases: [string[], string][] = [
     [['verify', tgt, src], `sluice verify ${src} ${tgt}`],

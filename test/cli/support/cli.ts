@@ -6,7 +6,7 @@ import { pathToFileURL } from 'node:url';
 import { spawn, type ChildProcess } from 'node:child_process';
 import type { z } from 'zod';
 import { expect } from 'vitest';
-import { ROOT, runCli, runPython } from '../../support/fixtures.ts';
+import { ROOT, runCli, runPython, runSqliteCli } from '../../support/fixtures.ts';
 import { openDatabase, quoteIdent, type Db } from '../../../src/sqlite/index.ts';
 import { enable, openSource } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
@@ -55,6 +55,24 @@ export function runCliAsync(
     });
     child.stdin.end(options.input ?? '');
   });
+}
+
+/** runCliAsync, expected to exit 0 (the failure names the command and prints what it said). */
+export async function runCliOk(args: readonly string[]): Promise<CliResult> {
+  const r = await runCliAsync(args);
+  expect(r.status, `sluice ${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(0);
+  return r;
+}
+
+/**
+ * A source `src` with table t(id, v) holding one row, captured and synced to
+ * `tgt`, each through the CLI: the pair of files a test then gives in the
+ * wrong places (a target where a source goes, the two swapped).
+ */
+export async function capturedAndSynced(src: string, tgt: string): Promise<void> {
+  runSqliteCli(src, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');");
+  await runCliOk(['enable', src, 't']);
+  await runCliOk(['sync', src, tgt]);
 }
 
 /** Maps with at most `limit` calls in flight (each CLI spawn is mostly start-up time). */
