@@ -3,7 +3,7 @@ import { headers as natsHeaders } from '@nats-io/transport-node';
 import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
 import { foldIdent, textEncoding } from '../sqlite/index.ts';
-import { openSource, readState, readTables, enableHint, refuseTarget, RUN_ON_SOURCE } from '../capture/index.ts';
+import { openSource, readState, readTables, unreadableCapture } from '../capture/index.ts';
 import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
@@ -161,10 +161,8 @@ export class Publisher {
     let broker: Broker | undefined;
     try {
       const state = readState(db);
-      if (state === undefined) {
-        refuseTarget(db, sourcePath, RUN_ON_SOURCE);
-        throw new FailClosedError('CAPTURE_ABSENT', `${sourcePath} has no sluice capture. Enable it first: ${enableHint(db, sourcePath)}.`);
-      }
+      // Every reader's error for a source with no capture (a sync target given instead: TARGET_NOT_SOURCE).
+      if (state === undefined) throw unreadableCapture(db, 'CAPTURE_ABSENT');
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
       checkNoPerSubjectLimit(p.stream, (await ensureStream(broker, p.stream, p.sourceId, options.log)).config);

@@ -55,7 +55,7 @@ export type { AlterOptions, AlterResult, AlteredTable } from './source-alter.ts'
 export { status } from './status.ts';
 export type { CaptureStatus, ConsumerStatus, TableStatus } from './status.ts';
 export { strip } from './strip.ts';
-export { DROPPED_TABLE, PROJECTIONS_TABLE, RUN_ON_SOURCE, TARGET_INFO_TABLE, refuseTarget, targetTables } from './target-guard.ts';
+export { DROPPED_TABLE, PROJECTIONS_TABLE, TARGET_INFO_TABLE, refuseTarget, targetTables } from './target-guard.ts';
 export { unreadableCapture } from './unreadable.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.

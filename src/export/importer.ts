@@ -171,8 +171,8 @@ export class Importer {
   }
 
   async run(stream: ItemStream): Promise<ImportReport> {
-    // Where each projection stood before this file, to tell those it moved on (clearRefusals).
-    const startedAt = this.#standing();
+    // Where each projection stood before this file, to tell those it moved on (clearRefusals: an import's only).
+    const startedAt = this.#options.fedBy?.via === 'import' ? this.#standing() : undefined;
     this.#stream = {
       label: stream.label,
       segment: stream.segment === true,
@@ -280,7 +280,7 @@ export class Importer {
             this.#db,
             SCHEMA,
             ran.filter((n) => !this.#failures.has(n)),
-            new Set(ran.filter((n) => now.get(n) === undefined || now.get(n) !== startedAt.get(n))),
+            new Set(ran.filter((n) => now.get(n) === undefined || now.get(n) !== startedAt?.get(n))),
           );
         }
       });
