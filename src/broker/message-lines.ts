@@ -68,8 +68,10 @@ export interface MessageLinesOptions {
 }
 
 /**
- * A snapshot met while following batches holds a table the target needs, or
- * does not continue a cursor of the target (subscribe-wants.ts): the reader
+ * A snapshot met while following batches lies below the seq the target
+ * reached (the source went back: subscribe weighs the history after it),
+ * holds a table the target needs, or does not continue a cursor of the
+ * target (subscribe-wants.ts): the reader
  * stops before it, what was applied is committed, and subscribe starts again
  * from the snapshot at its end's stream sequence `endSeq`.
  */
@@ -77,7 +79,7 @@ export class SnapshotWanted extends Error {
   readonly endSeq: number;
   constructor(label: string, endSeq: number) {
     super(
-      `the snapshot whose end is message ${endSeq} of ${label} holds a table the target needs, or does not continue the target's cursor`,
+      `the snapshot whose end is message ${endSeq} of ${label} lies below the seq the target reached, holds a table the target needs, or does not continue the target's cursor`,
     );
     this.name = 'SnapshotWanted';
     this.endSeq = endSeq;

@@ -161,6 +161,30 @@ export async function planFromSnapshot(
   };
 }
 
+/**
+ * Where a follower goes on after meeting, past the batches it applied, the
+ * snapshot whose end is `end` lying below the target's seq (SnapshotWanted):
+ * the source went back (an older copy restored, its publisher publishing a
+ * snapshot at the restored seq, SEQ_REGRESSED, then the new history), unless
+ * a batch after it ends at the target's seq with the target's event there.
+ * Decided as a subscriber starting then decides with that snapshot as the
+ * stream's last (planFromCursor: historyRebuilds, streamContinues): rebuilt
+ * from it (rebuildBelow, with the reason), or on from the first batch after
+ * it that ends past the target's seq; never from before it.
+ */
+export async function planPastSnapshot(
+  b: Broker,
+  stream: string,
+  subjects: SourceSubjects,
+  position: TargetPosition,
+  firstSeq: number,
+  lastSeq: number,
+  end: StoredMsg,
+): Promise<Plan> {
+  const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
+  return planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, false, end, fromSnapshot);
+}
+
 /** Where the target's cursor says to start (planStart, before a wanted snapshot is considered); `end`: the stream's last snapshot's end. */
 async function planFromCursor(
   b: Broker,

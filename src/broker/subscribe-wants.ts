@@ -20,7 +20,9 @@ import { parseDefinition, type ProjectionDefinitionInput } from '../projection/i
  * continue the cursor of a projection the target holds (a re-arm, a bump,
  * a restore of the source: snapshotRebuilds), since the batches after it
  * do not either. Other snapshots (one published again for retention) are
- * skipped: the target's cursors go on.
+ * skipped: the target's cursors go on. (A follower also stops at a snapshot
+ * below the seq it reached, the source having gone back: subscribe.ts
+ * weighs the history after it, historyRebuilds.)
  */
 
 /** What a subscriber applies: its definitions (undefined: the target's), and whether "*" is among them. */

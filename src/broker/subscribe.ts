@@ -12,7 +12,15 @@ import { defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSub
 import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines, SnapshotWanted } from './message-lines.ts';
-import { freshConsumer, planFromSnapshot, planStart, targetPosition, type Plan, type SubscriberRebuild } from './subscribe-plan.ts';
+import {
+  freshConsumer,
+  planFromSnapshot,
+  planPastSnapshot,
+  planStart,
+  targetPosition,
+  type Plan,
+  type SubscriberRebuild,
+} from './subscribe-plan.ts';
 import { mirrorAllAt, snapshotTables, wantsSnapshot, type SubscribedSet } from './subscribe-wants.ts';
 import { messageAtOrAfter } from './nats.ts';
 
@@ -208,7 +216,9 @@ class Run {
         signal: this.#options.signal,
         label,
         format: this.#options.format ?? 'jsonl',
-        wanted: (toSeq, cursor) => this.#wants(toSeq, cursor),
+        // The seq the target has reached in this run: where the plan started, or the last batch handed to the applier since
+        // (what it applied may not be committed yet: batches delivered together share a transaction).
+        wanted: (toSeq, cursor) => this.#wants(toSeq, cursor, Math.max(plan.seq, source.last()?.toSeq ?? 0)),
         segmentFile: (seq, data) => {
           this.#segments ??= fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-subscribe-'));
           const f = path.join(this.#segments, `${this.#stream}-message-${seq}.segment`);
@@ -358,20 +368,48 @@ class Run {
     return all === undefined ? {} : { mirrorAll: all };
   }
 
-  /** Whether the target wants the snapshot whose end carries these headers (subscribe-wants.ts). */
-  #wants(toSeq: string | undefined, cursor: string | undefined): boolean {
+  /**
+   * Whether the target wants the snapshot whose end carries these headers
+   * (subscribe-wants.ts), or must weigh it as a subscriber starting then
+   * would: one met past the batches that took the target to `reached`,
+   * lying below that seq, was published after a history it does not
+   * belong to (the source went back: #planWanted). Not asked of the
+   * stream's last snapshot when planning (planStart weighs one below the
+   * target itself).
+   */
+  #wants(toSeq: string | undefined, cursor: string | undefined, reached?: number): boolean {
     const snap = snapshotTables(toSeq, cursor);
-    return snap !== undefined && wantsSnapshot(this.#target, this.#set(), snap);
+    if (snap === undefined) return false;
+    if (reached !== undefined && snap.seq < reached && snap.cursor.sourceId === this.#options.sourceId) return true;
+    return wantsSnapshot(this.#target, this.#set(), snap);
   }
 
-  /** A plan from the snapshot whose end is message `endSeq` (SnapshotWanted); from the target's cursor if the stream no longer holds it whole. */
+  /**
+   * A plan from the snapshot whose end is message `endSeq` (SnapshotWanted);
+   * from the target's cursor if the stream no longer holds it whole. One
+   * below the target's seq (the source went back) is weighed as a
+   * subscriber starting then weighs the stream's last snapshot
+   * (planPastSnapshot): rebuilt from, with the reason, unless the batches
+   * after it continue the target.
+   */
   async #planWanted(endSeq: number): Promise<Planned> {
     const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
     const end = await messageAtOrAfter(this.#broker, this.#stream, endSeq, this.#subjects.end);
     let plan: Plan;
     try {
       if (end === undefined || end.seq !== endSeq) return await this.#plan(true);
-      plan = await planFromSnapshot(this.#broker, this.#stream, this.#subjects, info.state.first_seq, end);
+      const snap = snapshotTables(end.header.get(HEADER.toSeq), end.header.get(HEADER.cursor));
+      // What the applier took before it stopped at the snapshot is committed: the target's cursor is where it got.
+      const position = targetPosition(this.#target, this.#options);
+      const below = snap !== undefined && position.seq !== undefined && snap.seq < position.seq ? snap.seq : undefined;
+      plan =
+        below !== undefined
+          ? await planPastSnapshot(this.#broker, this.#stream, this.#subjects, position, info.state.first_seq, info.state.last_seq, end)
+          : await planFromSnapshot(this.#broker, this.#stream, this.#subjects, info.state.first_seq, end);
+      if (below !== undefined && plan.rebuilt === undefined)
+        this.#log(
+          `sluice subscribe: the snapshot at seq ${below} of stream ${this.#stream} lies below target ${this.#target}'s seq ${plan.seq}, and the batches after it continue the target's history: going on from them`,
+        );
     } catch (err) {
       if (errorCode(err) !== 'BROKER_NO_SNAPSHOT') throw err;
       return this.#plan(true);

@@ -737,7 +737,7 @@ export class Importer {
         if (why !== undefined)
           throw new FailClosedError(
             why.reason,
-            `${this.#stream.label} (its snapshot at seq ${line.seq}): the snapshot does not continue projection ${h.name} in the target, at the same seq: ${why.message} Its rows were not read for it (what the stream reaches was not known before them, or continued the target), so nothing of the snapshot was committed. ${snapshotFix(this.#options.fedBy?.via === 'subscribe')}.`,
+            `${this.#stream.label} (its snapshot at seq ${line.seq}): the snapshot does not continue projection ${h.name} in the target, at the same seq: ${why.message} Its rows were not read for it (what the stream reaches was not known before them, or continued the target), so nothing of the snapshot was committed. ${stoppedFix(this.#options.fedBy?.via === 'subscribe')}.`,
           );
       }
       await this.#flush(table, t);
@@ -836,7 +836,7 @@ export class Importer {
             if (why !== undefined)
               throw new FailClosedError(
                 why.reason,
-                `${at}: this batch (seq ${line.fromSeq}-${line.seq}) does not continue projection ${p.name} in the target, at seq ${rec.seq}, so nothing of it was applied: ${why.message} ${snapshotFix(this.#options.fedBy?.via === 'subscribe')}.`,
+                `${at}: this batch (seq ${line.fromSeq}-${line.seq}) does not continue projection ${p.name} in the target, at seq ${rec.seq}, so nothing of it was applied: ${why.message} ${stoppedFix(this.#options.fedBy?.via === 'subscribe')}.`,
                 { projection: p.name, rebuild: why.reason },
               );
           }
@@ -957,6 +957,20 @@ function suspendedMessage(p: CompiledProjection, s: Suspension, line: BatchLine,
   if (s.reason === 'TARGET_TABLE_CHANGED')
     return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}. ${snapshotFix(subscribed)}, or run sluice reinit SOURCE TARGET ${p.name} where the source is.`;
   return `Projection ${p.name} diverged while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. It is suspended; repair or rebuild the target.`;
+}
+
+/**
+ * What to do after a stop fail-closed (a batch or snapshot that does not
+ * continue the target's history): for a file, rebuild from a new one; for a
+ * stream, subscribe again, which rebuilds the target from the stream's
+ * snapshot that does not continue it (subscribe-plan.ts: a publisher
+ * publishes one when its source was restored, re-armed or bumped), not a
+ * new target.
+ */
+function stoppedFix(subscribed: boolean): string {
+  return subscribed
+    ? "Run sluice subscribe again: it rebuilds the target from the stream's snapshot that does not continue it (the source's publisher publishes one when the source was restored from an older copy, re-armed or bumped)"
+    : snapshotFix(false);
 }
 
 /** How a projection is rebuilt from a snapshot when the batches at hand cannot do it (`subscribed`: they come from a stream, not a file). */
