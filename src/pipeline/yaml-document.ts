@@ -1,4 +1,6 @@
-import { isMap, isScalar, LineCounter, parseDocument, visit, type Document, type Node } from 'yaml';
+import { createRequire } from 'node:module';
+import type * as Yaml from 'yaml';
+import type { Document, Node } from 'yaml';
 import { InvalidInputError } from '../errors.ts';
 
 /*
@@ -22,7 +24,18 @@ export interface PipelineDocument {
 const VARIABLE = /\$\$\{|\$\{([^}]*)\}|\$\{([^}]*)$/g;
 const NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
+/**
+ * The YAML parser, loaded when a pipeline file is first read: through the
+ * bundle's static imports it was parsed and run by every command's start
+ * (about 240 KB), though only `run`, `plan`, `health --config` and `init`
+ * read a pipeline file. The bundle does not follow a createRequire, so it
+ * is loaded from node_modules, as prom-client is (pipeline/metrics.ts).
+ */
+let yamlModule: typeof Yaml | undefined;
+const yaml = (): typeof Yaml => (yamlModule ??= createRequire(import.meta.url)('yaml') as typeof Yaml);
+
 export function readPipelineDocument(file: string, text: string, env: NodeJS.ProcessEnv = process.env): PipelineDocument {
+  const { LineCounter, parseDocument, visit } = yaml();
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, uniqueKeys: true, prettyErrors: false });
   const at = (offset: number) => {
@@ -69,6 +82,7 @@ export function readPipelineDocument(file: string, text: string, env: NodeJS.Pro
 
 /** The offset of the node at `path` in `doc`, or of its nearest existing ancestor; of the key `key` when it is a key of that map. */
 function offsetOf(doc: Document, path: readonly PropertyKey[], key?: string): number {
+  const { isMap, isScalar } = yaml();
   for (let n = path.length; n >= 0; n--) {
     const node = doc.getIn(path.slice(0, n) as unknown[], true) as Node | undefined;
     if (node === undefined || node === null) continue;
