@@ -31,6 +31,7 @@ export type CursorValidation =
       readonly status: 'ok';
       readonly cursor: Cursor;
       readonly view: SourceView;
+      /** The cursor's tables as the source captures them, in its order: those the caller reads, given ValidateOptions.tables. */
       readonly tables: readonly CapturedTable[];
       /** Set (with ValidateOptions.allowSchemaWindow) when continuity across foreign DDL is the caller's to prove. */
       readonly window?: true;
@@ -90,6 +91,18 @@ interface ValidateOptions {
    * reads the same.
    */
   readonly reads?: (table: string, column: string) => boolean;
+  /**
+   * The tables of the cursor the caller reads (default: every table it
+   * lists). A cursor a stream made (an import's, a subscriber's) lists every
+   * table the stream carries, and each projection of the target holds it,
+   * though it reads one table: only these must be captured and armed, not
+   * re-armed since, and have no old-layout events or lost columns to read;
+   * the others count only for the schema digest, which covers every table
+   * of the cursor (one no longer captured: SCHEMA_CHANGED, which a snapshot
+   * repairs). `ok` then answers these tables only, in the cursor's order,
+   * and a cursor that does not list one of them is SCHEMA_CHANGED too.
+   */
+  readonly tables?: readonly string[];
 }
 
 /** `cursor` decoded, or why it cannot be read (validateCursor and cursorContinues answer so for a cursor they cannot decode). */
@@ -132,16 +145,19 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   // The alters recorded at or after the cursor's seq, read once and only when a check needs them.
   let ddl: readonly DdlRecord[] | undefined;
   const log = () => (ddl ??= readDdlLog(db, c.seq));
+  const read = readsTable(options.tables);
   let tables: CapturedTable[];
   try {
     // A cursor over a counter-mode table is valid (changedSince answers for it);
     // readBatch refuses such tables itself, with COUNTER_MODE_TABLE.
-    tables = resolveTables(view, c.tables, { allowCounter: true });
+    const resolved = resolveCursorTables(view, c, read, options.tables);
+    if ('status' in resolved) return resolved;
+    tables = resolved;
   } catch (err) {
     return asRebuild(err);
   }
   if (schemaDigest(tables.map(cursorBinding)) !== c.schema) {
-    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables, log()) : undefined;
+    const altered = (options.acceptAlters ?? options.allowSchemaWindow === true) ? explainedByAlter(db, c, tables, log(), read) : undefined;
     if (altered !== true)
       return rebuild(
         'SCHEMA_CHANGED',
@@ -149,10 +165,12 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
           `The schema or capture mode of ${c.tables.join(', ')} changed since the cursor was made, with no proof that old rows stay valid. Rebuild from a snapshot.`,
       );
   }
-  const rearmed = tables.find((t, i) => t.armedGeneration !== c.armed[i]);
+  const rearmed = tables.find((t, i) => read(t.name) && t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) return tableRearmed(rearmed.name, view.state.lastReason ?? null);
   const anchor = anchorBreak(c, anchorAt(db, c.seq, view.state.journalWidth), view.state.prunedThrough, db.name);
   if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
+  // From here on, the tables the caller reads.
+  if (options.tables !== undefined) tables = tables.filter((t) => read(t.name));
   const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
   if (lost !== undefined) return { status: 'rebuild', reason: 'SCHEMA_CHANGED', message: lost.message, detail: lost.detail };
   if (!schemaWhole(db, c, view, log)) {
@@ -163,6 +181,58 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
     );
   }
   return { status: 'ok', cursor: c, view, tables };
+}
+
+/** Whether the caller reads the cursor's table `name` (validateCursor's `tables` option; none: every table). */
+function readsTable(wanted: readonly string[] | undefined): (name: string) => boolean {
+  if (wanted === undefined) return () => true;
+  const names = new Set(wanted.map(foldIdent));
+  return (name) => names.has(foldIdent(name));
+}
+
+/**
+ * The cursor's tables as the source captures them now, in its order (for its
+ * schema digest). Those the caller reads (`read`, of `wanted`) must be
+ * captured and armed (resolveTables throws why one is not); another need
+ * only be captured, as only its schema counts. SCHEMA_CHANGED for a table
+ * the caller reads that the cursor does not list, or for another that is
+ * not captured any more.
+ */
+function resolveCursorTables(
+  view: SourceView,
+  c: Cursor,
+  read: (name: string) => boolean,
+  wanted: readonly string[] | undefined,
+): CapturedTable[] | Rebuild {
+  const schemaChanged = (table: string, message: string): Rebuild => ({
+    status: 'rebuild',
+    reason: 'SCHEMA_CHANGED',
+    message,
+    detail: { table },
+  });
+  // A cursor that lists no table covers the tables captured when it is read (resolveTables' default set).
+  const listed = c.tables.length === 0 ? resolveTables(view, c.tables, { allowCounter: true }).map((t) => t.name) : c.tables;
+  const unlisted = wanted?.find((w) => !listed.some((n) => foldIdent(n) === foldIdent(w)));
+  if (unlisted !== undefined)
+    return schemaChanged(
+      unlisted,
+      `The cursor covers ${listed.join(', ')}, not ${unlisted}: it says nothing of the changes of ${unlisted}. Rebuild from a snapshot.`,
+    );
+  if (c.tables.length === 0) return resolveTables(view, c.tables, { allowCounter: true });
+  const mine = resolveTables(view, c.tables.filter(read), { allowCounter: true });
+  const tables: CapturedTable[] = [];
+  for (const name of c.tables) {
+    const a = read(name)
+      ? mine.find((t) => foldIdent(t.name) === foldIdent(name))
+      : (view.tables.get(name) ?? [...view.tables.values()].find((t) => foldIdent(t.table.name) === foldIdent(name)))?.table;
+    if (a === undefined)
+      return schemaChanged(
+        name,
+        `The cursor also covers table ${name}, which ${view.state.sourceId} no longer captures, so whether the tables it covers kept their schema cannot be told (one digest covers them all). Rebuild from a snapshot.`,
+      );
+    tables.push(a);
+  }
+  return tables;
 }
 
 /*
@@ -197,7 +267,13 @@ function schemaWhole(db: Db, c: Cursor, view: SourceView, log: () => readonly Dd
  * alter are in its old layout, so a cursor with such events still to read
  * cannot go on (a message saying so); true when it can.
  */
-function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[], log: readonly DdlRecord[]): true | string | undefined {
+function explainedByAlter(
+  db: Db,
+  c: Cursor,
+  tables: readonly CapturedTable[],
+  log: readonly DdlRecord[],
+  read: (name: string) => boolean,
+): true | string | undefined {
   if (log.length === 0) return undefined;
   const fingerprints = new Map(tables.map((t) => [t.tid, t.fingerprint]));
   const layoutFrom: { table: CapturedTable; seq: number }[] = [];
@@ -210,7 +286,8 @@ function explainedByAlter(db: Db, c: Cursor, tables: readonly CapturedTable[], l
       if (change.to === null || fingerprints.get(change.tid) !== change.to) continue;
       fingerprints.set(change.tid, change.from);
       const table = tables.find((t) => t.tid === change.tid) as CapturedTable;
-      if (change.change === 'altered') layoutFrom.push({ table, seq: rec.seq });
+      // (The old-layout events of a table the caller does not read are not read.)
+      if (change.change === 'altered' && read(table.name)) layoutFrom.push({ table, seq: rec.seq });
     }
     if (matches()) {
       matched = true;

@@ -236,6 +236,7 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
         const v = validateCursor(source, r.cursor, undefined, {
           allowSchemaWindow: kindNamed(r.kind)?.verification !== undefined,
           reads: columnsRead(r),
+          tables: [r.sourceTable],
         });
         // What the next sync does with a cursor that cannot continue, decided by sync's own rule: a snapshot rebuilds it,
         // unless the table cannot be built from (switched to keys mode: NEEDS_IMAGES_MODE, where the cursor says SCHEMA_CHANGED).

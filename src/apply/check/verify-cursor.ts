@@ -41,7 +41,12 @@ export function cursorVerdict(
   held: string | undefined,
 ): CursorVerdict {
   if (rec.cursor === null) return { continues: true, window: false };
-  const v = validateCursor(db, rec.cursor, view, { allowSchemaWindow: true, acceptAlters: true, reads: columnsRead(rec) });
+  const v = validateCursor(db, rec.cursor, view, {
+    allowSchemaWindow: true,
+    acceptAlters: true,
+    reads: columnsRead(rec),
+    tables: [rec.sourceTable],
+  });
   if (v.status === 'ok') return { continues: true, window: v.window === true };
   // A table not armed: the next sync re-arms it by itself, and rebuilds, unless the source must be fixed first.
   const unarmed = v.status === 'rebuild' && v.reason === 'TABLE_UNARMED' ? unarmedOf(v.detail, rec.sourceTable) : undefined;

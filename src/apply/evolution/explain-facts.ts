@@ -82,6 +82,7 @@ function cursorFact(db: Db, rec: ProjectionRecord, view: SourceView, next?: Comp
     allowSchemaWindow: provable,
     acceptAlters: provable,
     reads: columnsRead(rec, next),
+    tables: [rec.sourceTable],
   });
   if (v.status === 'ok') {
     if (v.window !== true) return { continues: true };

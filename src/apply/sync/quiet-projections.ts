@@ -87,6 +87,7 @@ export function quietProjections(
         allowSchemaWindow: provable,
         acceptAlters: provable,
         reads: columnsRead(undefined, p),
+        tables: [p.source.table],
       });
       if (v.status !== 'ok' || v.window === true || v.cursor.seq !== at.seq) continue;
       quiet.set(p.name, at);

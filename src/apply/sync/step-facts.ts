@@ -1,4 +1,5 @@
 import type { CapturedTable } from '../../capture/index.ts';
+import { foldIdent } from '../../sqlite/index.ts';
 import { validateCursor, type CursorValidation, batchEnd } from '../../feed/index.ts';
 import type { SourceView } from '../../feed/index.ts';
 import { definitionFingerprint, type CompiledProjection, kindOf } from '../../projection/index.ts';
@@ -63,6 +64,8 @@ export function cursorFacts(at: StepPlace, rec: ProjectionRecord): { readonly fa
     allowSchemaWindow: provable,
     acceptAlters: provable,
     reads: columnsRead(undefined, p),
+    // Its own table: a cursor an import or a subscriber wrote lists every table of the stream.
+    tables: [p.source.table],
   });
   if (v.status === 'error') return { facts: { definition, cursor: { status: 'error', message: v.message } }, checked: v };
   if (v.status === 'rebuild') {
@@ -75,7 +78,7 @@ export function cursorFacts(at: StepPlace, rec: ProjectionRecord): { readonly fa
       checked: v,
     };
   }
-  const t = v.tables[0] as CapturedTable;
+  const t = ownTable(v, p);
   const lo = v.cursor.seq;
   const window = v.window === true;
   return {
@@ -93,6 +96,14 @@ export function cursorFacts(at: StepPlace, rec: ProjectionRecord): { readonly fa
     },
     checked: v,
   };
+}
+
+/** The projection's own source table among those of a cursor validated for it (validateCursor's `tables`). */
+export function ownTable(v: Extract<CursorValidation, { status: 'ok' }>, p: CompiledProjection): CapturedTable {
+  const t = v.tables.find((x) => foldIdent(x.name) === foldIdent(p.source.table));
+  // (validateCursor answers ok only with it: a cursor that does not list it rebuilds.)
+  if (t === undefined) throw new Error(`internal: the cursor of ${p.name} validated without its table ${p.source.table}`);
+  return t;
 }
 
 /**

@@ -22,7 +22,7 @@ import {
 } from '../projections/index.ts';
 import { runBatchPath } from './batch-path.ts';
 import { decideFromCursor, decideFromRow, type StepDecision } from './step-decision.ts';
-import { buildFacts, cursorFacts, rowFacts, type StepPlace } from './step-facts.ts';
+import { buildFacts, cursorFacts, ownTable, rowFacts, type StepPlace } from './step-facts.ts';
 import { crashPoint } from './crash-points.ts';
 import {
   dropShadow,
@@ -288,7 +288,7 @@ async function applyNext(
   const { ctx, target, p } = here;
   const rec = here.rec as ProjectionRecord;
   const { db } = ctx;
-  const t = v.tables[0] as CapturedTable;
+  const t = ownTable(v, p);
   const lo = v.cursor.seq;
   const hw = d.hw;
   const out = await runBatchPath(target, p, rec, lo, {
@@ -296,7 +296,8 @@ async function applyNext(
     explicit: ctx.range !== undefined,
     what: 'the batch',
     end: ctx.range !== undefined ? 'range' : d.to >= hw ? 'committed' : 'batch',
-    cursor: (seq) => cursorToken(db, v.view, v.tables, seq),
+    // Over its own table only, whatever else the cursor it goes on from listed (an import's, a subscriber's).
+    cursor: (seq) => cursorToken(db, v.view, [t], seq),
     // Up to the high-water mark (a committed state), when that is within RETRY_SPAN batches (a larger backlog is not made one batch).
     wider: (b) =>
       b.toSeq < hw && ctx.range === undefined && journalBatch(db, t, lo, hw).atMost(RETRY_SPAN * ctx.batchSize)
@@ -330,7 +331,7 @@ async function applyNext(
 
 /** The source table a build or a batch reads, for a PROJECTION_OUTDATED refusal: the cursor's, else the source view's. */
 function buildableTable(here: Here, checked: CursorValidation | undefined): CapturedTable {
-  if (checked?.status === 'ok') return checked.tables[0] as CapturedTable;
+  if (checked?.status === 'ok') return ownTable(checked, here.p);
   return here.view.tables.get(here.p.source.table)?.table as CapturedTable;
 }
 
