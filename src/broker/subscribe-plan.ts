@@ -125,6 +125,13 @@ export async function planStart(
    * before where the target's batches start, is where it starts.
    */
   wanted: (end: StoredMsg) => boolean = () => false,
+  /**
+   * Whether the snapshot whose end this is rebuilds a projection the
+   * subscriber redefines (subscribe-wants.ts redefined): the last one is
+   * where it starts, also when it lies after the target's first batch,
+   * which the new definition cannot apply.
+   */
+  redefines: (end: StoredMsg) => boolean = () => false,
 ): Promise<Plan> {
   const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
   const end = await lastMessage(b, stream, subjects.end);
@@ -132,7 +139,12 @@ export async function planStart(
   if (plan.start.snapshot !== undefined) return plan;
   const start = Number(end?.header?.get(HEADER.snapshotStart));
   // Past it, its batches never bring what the target wants of it; before it, the reader meets it (SnapshotWanted).
-  if (end !== undefined && Number.isSafeInteger(start) && start >= firstSeq && start < plan.start.streamSeq && wanted(end))
+  if (
+    end !== undefined &&
+    Number.isSafeInteger(start) &&
+    start >= firstSeq &&
+    (start < plan.start.streamSeq ? wanted(end) : redefines(end))
+  )
     return fromSnapshot(end);
   return plan;
 }

@@ -4,7 +4,8 @@ import { cursorContinues, decodeCursor, streamContinues, type Cursor } from '../
 import type { ReasonCode } from '../reasons.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import { isDefaultMirror, streamMirrorAll, streamMirrors, type MirrorAll, type StreamSet } from '../apply/projections/index.ts';
-import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
+import { compileProjection, parseDefinition, type ProjectionDefinitionInput, type SourceShape } from '../projection/index.ts';
+import { classifyFromTarget } from '../apply/evolution/index.ts';
 
 /*
  * A snapshot of the stream a subscriber following batches wants (docs/broker.md,
@@ -19,7 +20,10 @@ import { parseDefinition, type ProjectionDefinitionInput } from '../projection/i
  * would build again at its next pass; and a snapshot that does not
  * continue the cursor of a projection the target holds (a re-arm, a bump,
  * a restore of the source: snapshotRebuilds), since the batches after it
- * do not either. Other snapshots (one published again for retention) are
+ * do not either; and a snapshot of the table of a projection the subscriber
+ * is given a definition of that differs from the one it was built with in a
+ * way only a rebuild follows (redefined): no batch is applied by it, the
+ * snapshot rebuilds it. Other snapshots (one published again for retention) are
  * skipped: the target's cursors go on. (A follower also stops at a snapshot
  * below the seq it reached, the source having gone back: subscribe.ts
  * weighs the history after it, historyRebuilds.)
@@ -124,8 +128,54 @@ export function wantsSnapshot(targetPath: string, set: SubscribedSet, snap: Snap
     // One whose first build failed (a custom handler's init threw): a follower builds it again from the next snapshot that holds its table.
     if (mine.some((r) => neverBuilt(r) && carried.has(foldIdent(r.sourceTable)) && runs(r))) return true;
     if (snapshotRebuilds(mine.filter(runs), snap.cursor) !== undefined) return true;
+    if (redefined(db, mine, set, carried)) return true;
     const defined = given.length > 0 ? given : mine.map((r) => ({ name: r.name, source: r.sourceTable }));
     return mirrorAll !== undefined && streamMirrors(records, mirrorAll, snap.tables, defined).length > 0;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Whether a definition given to the subscriber (`set.projections`) of a
+ * projection the target holds, built, of a table the snapshot carries
+ * (`carried`, folded), differs from the one it was built with in a way only
+ * a rebuild follows, as the importer classifies it (classifyFromTarget, from
+ * what the target holds, the projection's stored source shape among it):
+ * the batches after its cursor cannot be applied by it, the snapshot
+ * rebuilds it. (A Compatible change is stored by the importer and goes on;
+ * a Rejected one the importer refuses with its own reason; one that does
+ * not compile is the importer's to say.)
+ */
+export function redefined(db: Db, mine: readonly ProjectionRecord[], set: SubscribedSet, carried: ReadonlySet<string>): boolean {
+  for (const input of set.projections ?? []) {
+    let d;
+    try {
+      d = parseDefinition(input);
+    } catch {
+      continue;
+    }
+    const rec = mine.find((r) => r.name === d.name);
+    if (rec === undefined || rec.cursor === null || !carried.has(foldIdent(rec.sourceTable))) continue;
+    try {
+      const p = compileProjection(d, JSON.parse(rec.sourceShape) as SourceShape);
+      if (p.fingerprint === rec.fingerprint) continue;
+      const c = classifyFromTarget({ db, schema: 'main', sourceId: rec.sourceId, sourcePath: null }, p, rec);
+      if (c !== 'compatible' && 'rebuild' in c) return true;
+    } catch {
+      continue;
+    }
+  }
+  return false;
+}
+
+/** Whether the target at `targetPath` holds a projection the subscriber's given definition redefines so that only the snapshot `snap` rebuilds it (redefined). */
+export function redefinedBy(targetPath: string, set: SubscribedSet, snap: SnapshotTables): boolean {
+  if (!fs.existsSync(targetPath) || (set.projections ?? []).length === 0) return false;
+  const db = openDatabase(targetPath, { readonly: true, role: 'target' });
+  try {
+    const mine = readProjections(db, 'main').filter((r) => r.sourceId === set.sourceId);
+    return redefined(db, mine, set, new Set(snap.tables.map(foldIdent)));
   } finally {
     db.close();
   }

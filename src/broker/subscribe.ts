@@ -21,7 +21,7 @@ import {
   type Plan,
   type SubscriberRebuild,
 } from './subscribe-plan.ts';
-import { mirrorAllAt, snapshotTables, wantsSnapshot, type SubscribedSet } from './subscribe-wants.ts';
+import { mirrorAllAt, redefinedBy, snapshotTables, wantsSnapshot, type SubscribedSet } from './subscribe-wants.ts';
 import { messageAtOrAfter } from './nats.ts';
 
 /*
@@ -432,6 +432,10 @@ class Run {
       info.state.last_seq,
       remade,
       (end) => this.#wants(end.header.get(HEADER.toSeq), end.header.get(HEADER.cursor)),
+      (end) => {
+        const snap = snapshotTables(end.header.get(HEADER.toSeq), end.header.get(HEADER.cursor));
+        return snap !== undefined && redefinedBy(this.#target, this.#set(), snap);
+      },
     );
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
     return { plan, lastSeq: info.state.last_seq, consumer };

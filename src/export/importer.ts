@@ -514,15 +514,16 @@ export class Importer {
   ): string {
     const changes = decision.changes.filter((c) => c.classification !== 'Compatible').map((c) => c.reason);
     const what = `${[...new Set(changes)].join(', ')}; not proved to stay valid: ${decision.affected.join(', ')}`;
-    const stream = this.#options.fedBy?.via === 'subscribe' ? 'stream' : 'file';
-    const none =
-      where.line === undefined
-        ? `the ${stream} holds no snapshot (nor any batch)`
-        : `the ${stream} has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
-    const repair =
-      this.#options.fedBy?.via === 'subscribe'
-        ? `Subscribe with the definition it was built with (the target's own, used when no --projection is given), or subscribe into a new target, which is built from the stream's snapshot with this one`
-        : `Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one) with this definition, which rebuilds ${p.name}; or import this file with the definition it was built with (the target's own, used when no --projection is given)`;
+    const subscribed = this.#options.fedBy?.via === 'subscribe';
+    // A subscriber starts from the stream's last snapshot of the table when it has one whole (subscribe-wants.ts redefined).
+    const none = subscribed
+      ? `the stream holds no complete snapshot of table ${p.source.table} to rebuild it from`
+      : where.line === undefined
+        ? `the file holds no snapshot (nor any batch)`
+        : `the file has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
+    const repair = subscribed
+      ? `Let the source's publisher publish a new snapshot (sluice publish, or a sluice run that publishes the source, publishes one when the stream's retention dropped the last) and subscribe again: it rebuilds ${p.name} from it with this definition; or subscribe with the definition it was built with (the target's own, used when no --projection is given)`
+      : `Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one) with this definition, which rebuilds ${p.name}; or import this file with the definition it was built with (the target's own, used when no --projection is given)`;
     return `${where.at}: projection ${p.name}: the definition given is not the one it was built with (${what}), so it must be rebuilt from a snapshot (${decision.classification}, as sluice explain classifies it), and ${none}. ${p.name} was not changed: it keeps its rows, its cursor at seq ${rec.seq} and the definition it was built with. ${repair}.`;
   }
 

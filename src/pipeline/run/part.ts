@@ -31,7 +31,14 @@ export interface PartContext {
   /** Aborted when the part must stop: it finishes what is in flight, starts nothing more, and returns. */
   readonly signal: AbortSignal;
   readonly shared: RunShared;
-  /** The part works as it should: a failure recorded before is cleared. */
+  /**
+   * The part has done its work, successfully: a failure recorded before is
+   * cleared, and its backoff starts again. Said after real work (a pass that
+   * applied or published, or one that found nothing to do after its plan
+   * held), never merely once it has started: a part that fails at every
+   * attempt after starting would otherwise show running between attempts
+   * (/healthz 200) and never back off.
+   */
   ok(): void;
   /** What the part is doing, for /healthz (a target: building its first snapshot, or following). */
   phase(phase: RunPart['phase']): void;

@@ -146,7 +146,16 @@ async function subscribed(declared: PipelineSubscription): Promise<void> {
   const sub: PipelineSubscription = { ...declared, projections: await withHandlers(declared.projections) };
   const broker = await import('../../broker/index.ts');
   const defs = declaredInputs(sub.projections).filter((d) => d !== '*');
+  // Building (a first build from the snapshot, or a catch-up at start) until its first pass has done its work.
   say({ type: 'phase', phase: 'building' });
+  let following = false;
+  // A pass that did its work: what it took of the stream committed (or skipped as applied), or nothing to take. Only
+  // then is the part ok (its failure cleared, its backoff reset): not once it has planned, before it applied anything.
+  const passed = () => {
+    if (!following) say({ type: 'phase', phase: 'following' });
+    following = true;
+    say({ type: 'pass', projections: [] });
+  };
   log('info', 'start', `subscribing to source ${sub.sourceId} at ${sub.servers.map(withoutCredentials).join(',')}`);
   await broker.subscribe(sub.path, sub.nats, {
     sourceId: sub.sourceId,
@@ -155,15 +164,15 @@ async function subscribed(declared: PipelineSubscription): Promise<void> {
     signal: stop.signal,
     log: (line) => log('info', 'broker', line),
     onStart: (st) => {
-      say({ type: 'phase', phase: 'following' });
-      say({ type: 'pass', projections: [] });
       log(
         'info',
         'following',
         `following stream ${st.stream} ${st.started === 'snapshot' ? 'from its snapshot' : "from the target's cursor"} at seq ${st.seq}`,
       );
+      // At the stream's end: nothing to apply, the target is where the stream is.
+      if (st.started === 'end') passed();
     },
-    onBatch: () => say({ type: 'pass', projections: [] }),
+    onBatch: passed,
     ...(defs.length === 0 ? {} : { projections: defs }),
     ...(declaredInputs(sub.projections).includes('*') ? { mirrorAll: true } : {}),
   });
