@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { collect } from './enable.ts';
 import { importFile } from '../index.ts';
-import { loadAll } from './sync.ts';
+import { loadInputs } from './sync.ts';
 import * as S from './json-schemas.ts';
 import { emit, ExitSignal } from './output.ts';
 import { workBar } from './progress.ts';
@@ -15,14 +15,14 @@ export function registerImport(program: Command): void {
     .argument('<file>', 'JSONL file from sluice export')
     .option(
       '--projection <file>',
-      'projection definition file (repeatable; default: the target\'s, or a mirror of every table in the file, and of one a later file\'s snapshot holds, stored as "*" as sync stores it)',
+      "projection definition file, .json or .ts, or '*' for a mirror of every table in the file, and of one a later file's snapshot holds (repeatable; default: the target's set, and on a new target '*', stored as sync stores it)",
       collect,
       [] as string[],
     )
     .option('--json', 'print one JSON object')
     .addHelpText('after', '\nExample:\n  $ sluice import cache.db changes.jsonl --projection projections/issues-search.json')
     .action(async (target: string, file: string, opts: { projection: string[]; json?: boolean }) => {
-      const defs = await loadAll(opts.projection);
+      const defs = await loadInputs(opts.projection);
       const bar = workBar(opts, 'import', 'bytes');
       const onProgress = (p: { bytes: number; size: number; batchesApplied: number; batchesSkipped: number }) =>
         bar.update(p.bytes, p.size, `${p.batchesApplied} batches applied, ${p.batchesSkipped} skipped`);

@@ -1,6 +1,5 @@
-import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import type { FedBy, DroppedIndex, DroppedTrigger } from '../apply/target/index.ts';
-import type { MirrorAll } from '../apply/projections/index.ts';
+import type { DefinitionInput, MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { Db, TextEncoding } from '../sqlite/index.ts';
 import type { ReasonCode } from '../reasons.ts';
@@ -12,8 +11,11 @@ export interface ImportOptions {
    * Definitions (default: the target's projection set, as sync runs it: on
    * a new target "*", a mirror of every table in the file and of one a
    * later file's snapshot holds, which importFile stores in the set).
+   * `"*"` among them (MIRROR_ALL) asks for that mirror beside the others, as
+   * sync takes it: importInto turns it into `mirrorAll`, and the Importer
+   * never sees it.
    */
-  readonly projections?: readonly ProjectionDefinitionInput[];
+  readonly projections?: readonly DefinitionInput[];
   /**
    * How the target's projections are fed, recorded in their rows for health
    * (apply/target/fed-by.ts): importFile records the file and the time, subscribe

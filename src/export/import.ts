@@ -20,7 +20,7 @@ import {
   readProjections,
   recordSubscribed,
 } from '../apply/target/index.ts';
-import { streamMirrorAll } from '../apply/projections/index.ts';
+import { MIRROR_ALL, streamMirrorAll } from '../apply/projections/index.ts';
 import { lastMarkerCursor, peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
 import { recordRefusal } from './import-refusal.ts';
@@ -136,8 +136,14 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
     guardProjectionTables(db);
     // A subscriber feeds the projections of its source from its first message on: health reads their lag there while it waits for one.
     if (options.fedBy?.via === 'subscribe') await recordSubscribed(db, SCHEMA, options.fedBy);
-    if (files && options.mirrorAll === undefined) {
-      const mirrorAll = streamMirrorAll(db, SCHEMA, readProjections(db, SCHEMA), { projections: options.projections });
+    // "*" given (--projection '*'): the mirror of every table, beside the definitions given with it, as sync takes it.
+    const star = options.projections?.includes(MIRROR_ALL) === true;
+    if (star) options = { ...options, projections: options.projections?.filter((d) => d !== MIRROR_ALL) };
+    if ((files || star) && options.mirrorAll === undefined) {
+      const mirrorAll = streamMirrorAll(db, SCHEMA, readProjections(db, SCHEMA), {
+        projections: options.projections,
+        ...(star ? { mirrorAll: true } : {}),
+      });
       if (mirrorAll !== undefined) options = { ...options, mirrorAll };
     }
     importer = new Importer(db, options);

@@ -163,4 +163,18 @@ describe('import runs the target\'s projection set: "*" by default', () => {
     expect(scalar(tgt, "SELECT count(*) FROM sqlite_schema WHERE name = 'u'")).toBe(0n);
     expect(scalar(tgt, 'SELECT group_concat(name) FROM _sluice_projections')).toBe('tm');
   });
+  test("--projection '*' beside a definition file builds the mirror of every table and the definition, and a later file's snapshot of a table enabled since is mirrored too", async () => {
+    const { src, one, two } = await twoFiles();
+    const tgt = at('star.db');
+    const def = at('tmap.json');
+    fs.writeFileSync(def, JSON.stringify({ name: 'tm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
+    const r = await runCliAsync(['import', tgt, one, '--projection', '*', '--projection', def]);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(scalar(tgt, 'SELECT group_concat(name) FROM (SELECT name FROM _sluice_projections ORDER BY name)')).toBe('t,tm');
+    expect(mirrorAllRow(tgt)).toBe('given');
+    const again = await runCliAsync(['import', tgt, two]);
+    expect(again.status, again.stdout + again.stderr).toBe(0);
+    await expectMirrored(src, tgt);
+    expect(rows(tgt, 'tm')).toBe('1=a,2=b');
+  });
 });
