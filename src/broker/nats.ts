@@ -236,6 +236,17 @@ export async function lastMessage(b: Broker, stream: string, subject: string): P
   return m ?? undefined;
 }
 
+/**
+ * Whether the broker refused a message because the stream's last message on
+ * its subject is not the one expected (Nats-Expected-Last-Subject-Sequence,
+ * JetStream API error 10071): the stream lost what the publisher had put on
+ * the subject (a store restored from an older copy), or something else put
+ * a message on it since.
+ */
+export function isWrongLastSequence(err: unknown): boolean {
+  return err instanceof JetStreamApiError && err.code === JetStreamApiCodes.StreamWrongLastSequence;
+}
+
 /** Whether an error is the broker being away (a retry after reconnecting may succeed), not a refusal. */
 export function isTransient(err: unknown): boolean {
   if (err instanceof JetStreamApiError || isStoreLost(err)) return false;

@@ -13,7 +13,7 @@ import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
-import { ensureStream, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
+import { ensureStream, isWrongLastSequence, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
 import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
 
 /*
@@ -38,7 +38,12 @@ import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDroppe
  * re-publishes nothing. A stream that lost its tail (its store restored
  * from an older copy) is continued from its own last batch or snapshot, not
  * from the state file further on: the lost range is published again, so the
- * stream's batches stay contiguous.
+ * stream's batches stay contiguous. So is one that loses its tail under a
+ * running publisher: the first message of each pass expects the stream
+ * sequence of the last message the publisher had acknowledged on its
+ * subject (Nats-Expected-Last-Subject-Sequence); the broker refuses it on a
+ * stream that no longer holds that message, and the publisher reads again
+ * where the stream reaches, as at start (#reposition).
  *
  * A snapshot (table and row lines in parts, then its marker with the
  * high-water mark) is published when the stream has none, and again when the
@@ -133,6 +138,12 @@ export class Publisher {
   readonly #log: Log;
   /** The cursor of the last batch (or snapshot) the broker acknowledged. */
   #cursor: string | undefined;
+  /**
+   * By batch subject: the stream sequence of the last message on it, as this
+   * publisher last knew it (the one the broker acknowledged last, or the
+   * stream's last at start; 0: none). The first message of a pass expects it.
+   */
+  readonly #subjectSeqs = new Map<string, number>();
   #lastSnapshotCheck = 0;
   /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
   #streamsMade = 0;
@@ -198,21 +209,8 @@ export class Publisher {
     const candidates: string[] = [];
     const saved = readStateFile(this.stateFile);
     if (saved !== undefined) candidates.push(saved);
-    const seqOf = (c: string) => decodeCursor(c).seq;
-    const lastCursor = async (subject: string) => {
-      const m = await lastMessage(this.#broker, this.stream, subject);
-      const c = m?.header?.get(HEADER.cursor);
-      return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
-    };
-    const end = await lastCursor(this.subjects.end);
+    const { end, least } = await this.#streamHolds();
     if (end !== undefined) candidates.push(end);
-    // Each format's batches: the least far of them, so a format whose message a crash cut off gets that window again.
-    const batches: string[] = [];
-    for (const f of this.formats) {
-      const c = await lastCursor(subjectsOf(this.sourceId, f).batch);
-      if (c !== undefined) batches.push(c);
-    }
-    const least = batches.sort((a, b) => seqOf(a) - seqOf(b))[0];
     if (least !== undefined) candidates.push(least);
     // Where the stream's own batches and snapshot reach. When the state file is further, the stream lost its tail (its
     // store restored from an older copy, a server rolled back): going on from the state file would leave a hole after
@@ -220,7 +218,7 @@ export class Publisher {
     // the stream holds: the lost range is published again (or, if the journal no longer has it, a new snapshot).
     // A stream that holds nothing of the source (made again empty) has no snapshot for a hole to follow: the state
     // file is where its subscribers' cursors are, and the snapshot check publishes a snapshot into it.
-    const held = [end, least].filter((c) => c !== undefined).sort((a, b) => seqOf(b) - seqOf(a))[0];
+    const held = furthest([end, least]);
     if (saved !== undefined && held !== undefined && seqOf(saved) > seqOf(held)) {
       this.#log(
         `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but ${this.stateFile} says seq ${seqOf(saved)} was published: the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
@@ -228,7 +226,59 @@ export class Publisher {
       this.#cursor = held;
       return;
     }
-    this.#cursor = candidates.sort((a, b) => seqOf(b) - seqOf(a))[0];
+    this.#cursor = furthest(candidates);
+  }
+
+  /**
+   * What the stream holds of this source: the cursor of its last snapshot,
+   * and of its last batch in the format whose last batch is least far (so a
+   * format whose message a crash cut off gets that window again). Notes the
+   * stream sequence of the last message on each batch subject (#subjectSeqs).
+   */
+  async #streamHolds(): Promise<{ readonly end: string | undefined; readonly least: string | undefined }> {
+    const cursorOf = (m: Awaited<ReturnType<typeof lastMessage>>) => {
+      const c = m?.header?.get(HEADER.cursor);
+      return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
+    };
+    const end = cursorOf(await lastMessage(this.#broker, this.stream, this.subjects.end));
+    const batches: string[] = [];
+    for (const f of this.formats) {
+      const subject = subjectsOf(this.sourceId, f).batch;
+      const m = await lastMessage(this.#broker, this.stream, subject);
+      this.#subjectSeqs.set(subject, m?.seq ?? 0);
+      const c = cursorOf(m);
+      if (c !== undefined) batches.push(c);
+    }
+    return { end, least: batches.sort((a, b) => seqOf(a) - seqOf(b))[0] };
+  }
+
+  /**
+   * The broker refused the first message of a pass (or one sent again
+   * alone): the stream's last message on its subject is not the last one
+   * this publisher had acknowledged there. Reads again what the stream
+   * holds, as at start (#resume). A stream that reaches less far than the
+   * position lost its last messages (its store restored from an older copy
+   * under the running publisher): it is continued from what it holds, the
+   * lost range published again, and a line says so; going on from the
+   * position would leave a hole where every subscriber that starts from its
+   * snapshot stops (BATCH_GAP). One that reaches as far or further (another
+   * publisher of the source on the stream, retention that dropped the last
+   * batch, a stream made again empty) is continued from the further.
+   * False if stopped first.
+   */
+  async #reposition(refused: unknown): Promise<boolean> {
+    const holds = await this.#retry(() => this.#streamHolds());
+    if (holds === undefined) return false;
+    const held = furthest([holds.end, holds.least]);
+    const at = this.#cursor;
+    if (held === undefined) return true;
+    if (at !== undefined && seqOf(held) < seqOf(at))
+      this.#log(
+        `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but this publisher had published through seq ${seqOf(at)} (the broker refused the next batch: ${(refused as Error).message}): the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
+      );
+    else if (at !== undefined && seqOf(held) === seqOf(at)) return true;
+    this.#cursor = held;
+    return true;
   }
 
   /** The source's high-water seq (what a follower's lag is counted against). */
@@ -306,11 +356,20 @@ export class Publisher {
    * after the first carries the previous one's Nats-Msg-Id as the one the
    * stream must hold last (Nats-Expected-Last-Msg-Id), so the broker never
    * stores a message whose predecessor it lost: the stream's batches stay
-   * contiguous in every format. A publish that fails, or is refused for that
-   * (another source's publisher on the same stream, a message lost in an
-   * outage), is sent again alone, as a first one, after the ones behind it
-   * have had their answers; those are sent again too (the same ids: a copy
-   * the broker kept is dropped as a duplicate). A window that cannot be read
+   * contiguous in every format. The first window's messages (a stream may be
+   * shared by several sources' publishers: no message of the stream can be
+   * expected last) expect the last message on their subject, which only
+   * this source's publishers use, to be the one this publisher had
+   * acknowledged there (Nats-Expected-Last-Subject-Sequence): a stream that
+   * lost it (its store restored from an older copy while this publisher
+   * ran) refuses it, and the position is read again from the stream
+   * (#reposition). A copy the broker already has (the same Nats-Msg-Id
+   * within its dedup window) is acknowledged as a duplicate before any
+   * expectation is checked. A publish that fails, or is refused (another
+   * source's publisher on the same stream, a message lost in an outage), is
+   * sent again alone, as a first one, after the ones behind it have had
+   * their answers; those are sent again too (the same ids: a copy the
+   * broker kept is dropped as a duplicate). A window that cannot be read
    * (the position no longer continues) is thrown once the ones before it
    * are answered.
    */
@@ -332,12 +391,18 @@ export class Publisher {
           break;
         }
         let previous = inFlight.at(-1)?.b.messages.at(-1)?.msgID;
+        // Nothing in flight: every message before this window was acknowledged, and #subjectSeqs holds where each ended.
+        const chainStarts = previous === undefined;
         const acks: Promise<PubAck>[] = [];
         for (const m of b.messages) {
           const ack = this.#broker.js.publish(m.subject, m.data, {
             msgID: m.msgID,
             headers: m.headers(),
-            expect: previous === undefined ? { streamName: this.stream } : { streamName: this.stream, lastMsgID: previous },
+            expect: {
+              streamName: this.stream,
+              ...(previous === undefined ? {} : { lastMsgID: previous }),
+              ...(chainStarts ? this.#lastOn(m.subject) : {}),
+            },
             timeout: 5000,
           });
           ack.catch(() => {}); // answered below, in order
@@ -357,18 +422,30 @@ export class Publisher {
       }
       let duplicate = true;
       try {
-        for (const ack of first.acks) duplicate &&= (await ack).duplicate;
-      } catch {
+        for (const [i, ack] of first.acks.entries()) {
+          const a = await ack;
+          this.#subjectSeqs.set((first.b.messages[i] as Prepared['messages'][number]).subject, a.seq);
+          duplicate &&= a.duplicate;
+        }
+      } catch (err) {
         // What the broker stored of the ones behind it is in order after it; they are published again from here.
         await Promise.allSettled([...first.acks, ...inFlight.flatMap((f) => f.acks)]);
+        if (isWrongLastSequence(err)) return await this.#reposition(err);
         inFlight.length = 0;
         ended = false;
         unreadable = undefined;
         at = first.b.batch.cursor;
         duplicate = true;
         for (const m of first.b.messages) {
-          const ack = await this.#publish(m.subject, m.data, m.msgID, m.headers());
+          let ack: PubAck | undefined;
+          try {
+            ack = await this.#publish(m.subject, m.data, m.msgID, m.headers(), this.#subjectSeqs.get(m.subject));
+          } catch (e) {
+            if (isWrongLastSequence(e)) return await this.#reposition(e);
+            throw e;
+          }
           if (ack === undefined) return false; // stopped
+          this.#subjectSeqs.set(m.subject, ack.seq);
           duplicate &&= ack.duplicate;
         }
       }
@@ -378,6 +455,12 @@ export class Publisher {
       if (duplicate) tally.duplicates++;
       this.#options.onAck?.({ events: first.b.batch.events, duplicate });
     }
+  }
+
+  /** The expectation of the first message on `subject` in a chain: the last message on it is the one this publisher knows. */
+  #lastOn(subject: string): { lastSubjectSequence?: number } {
+    const seq = this.#subjectSeqs.get(subject);
+    return seq === undefined ? {} : { lastSubjectSequence: seq };
   }
 
   /** The next batch window after `cursor`, as its message in each format; undefined when there is nothing more. */
@@ -482,12 +565,17 @@ export class Publisher {
     }
   }
 
-  /** Publishes one message and waits for the broker's ack, through outages; undefined if stopped first. */
-  async #publish(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>) {
+  /**
+   * Publishes one message and waits for the broker's ack, through outages;
+   * undefined if stopped first. With `lastSubjectSequence`, the stream's last
+   * message on `subject` must be at that stream sequence (0: none): else the
+   * broker refuses it (isWrongLastSequence), unless it has the message
+   * already (a duplicate).
+   */
+  async #publish(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>, lastSubjectSequence?: number) {
+    const expect = { streamName: this.stream, ...(lastSubjectSequence === undefined ? {} : { lastSubjectSequence }) };
     try {
-      return await this.#retry(() =>
-        this.#broker.js.publish(subject, data, { msgID, headers, expect: { streamName: this.stream }, timeout: 5000 }),
-      );
+      return await this.#retry(() => this.#broker.js.publish(subject, data, { msgID, headers, expect, timeout: 5000 }));
     } catch (err) {
       if (!isStreamFull(err)) throw err;
       throw streamFull(this.stream, (await streamInfo(this.#broker, this.stream).catch(() => undefined))?.config, err);
@@ -518,8 +606,19 @@ export class Publisher {
     this.#lastSnapshotCheck = 0;
     if (before !== undefined) return; // it was there: the server's JetStream was not answering yet
     this.#streamsMade++;
+    this.#subjectSeqs.clear(); // the new stream holds nothing on them
     this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
   }
+}
+
+/** A cursor's seq. */
+function seqOf(cursor: string): number {
+  return decodeCursor(cursor).seq;
+}
+
+/** The cursor furthest on of `cursors` (undefined: none). */
+function furthest(cursors: readonly (string | undefined)[]): string | undefined {
+  return cursors.filter((c) => c !== undefined).sort((a, b) => seqOf(b) - seqOf(a))[0];
 }
 
 /** A window's JSONL message: its event lines and its batch marker (export.ts writeBatch). */
