@@ -110,6 +110,17 @@ type Installing = Map<
 >;
 type InstallingTable = Installing extends Map<string, infer T> ? T : never;
 
+/**
+ * Where a definition given is weighed (Importer #checkDefinitions): at `at`,
+ * before the batch `line`, or (`older`) at a snapshot of table `table` at
+ * seq `seq` of a file that reaches seq `reach`, below the projection's seq.
+ */
+interface Where {
+  readonly at: string;
+  readonly line?: BatchLine;
+  readonly older?: { readonly table: string; readonly seq: number; readonly reach: number };
+}
+
 /** Feeds a stream of checked export items to the applier: snapshots and batches, each in one target transaction. */
 export class Importer {
   readonly #db: Db;
@@ -480,19 +491,20 @@ export class Importer {
    * checked: a stored one is the target's own. Projections of another
    * source are left to #onBatch.
    */
-  async #checkDefinitions(
-    projections: readonly CompiledProjection[],
-    where: { readonly at: string; readonly line?: BatchLine },
-  ): Promise<void> {
+  async #checkDefinitions(projections: readonly CompiledProjection[], where: Where): Promise<void> {
     this.#given ??= new Set((this.#options.projections ?? []).map((d) => parseDefinition(d).name));
-    for (const p of projections) {
-      if (this.#settled.has(p)) continue;
-      const rec = this.#given.has(p.name) ? readProjection(this.#db, SCHEMA, p.name) : undefined;
+    for (const compiled of projections) {
+      if (this.#settled.has(compiled)) continue;
+      const rec = this.#given.has(compiled.name) ? readProjection(this.#db, SCHEMA, compiled.name) : undefined;
       const sourceId = where.line?.sourceId ?? rec?.sourceId;
-      if (rec === undefined || rec.cursor === null || rec.sourceId !== sourceId || rec.fingerprint === p.fingerprint) {
-        this.#settled.add(p);
+      if (rec === undefined || rec.cursor === null || rec.sourceId !== sourceId || rec.fingerprint === compiled.fingerprint) {
+        this.#settled.add(compiled);
         continue;
       }
+      // A batch it holds already (a file older than the target) is not applied to it: its definition is weighed against
+      // the table's shape the projection holds, not the file's older one (a `sluice alter` since is no change of definition).
+      const p = where.line !== undefined && where.line.seq <= rec.seq ? this.#atHeldShape(compiled.definition, rec) : compiled;
+      if (rec.fingerprint === p.fingerprint) continue;
       const target = this.#target(rec.sourceId);
       const c = classifyFromTarget(target, p, rec);
       if (c === 'compatible') {
@@ -506,21 +518,21 @@ export class Importer {
   }
 
   /** The refusal of a changed definition of `p` (stored as `rec`) that needs a rebuild (`decision`), where the stream has no snapshot. */
-  #redefinedMessage(
-    p: CompiledProjection,
-    rec: ProjectionRecord,
-    decision: AlterDecision,
-    where: { readonly at: string; readonly line?: BatchLine },
-  ): string {
+  #redefinedMessage(p: CompiledProjection, rec: ProjectionRecord, decision: AlterDecision, where: Where): string {
     const changes = decision.changes.filter((c) => c.classification !== 'Compatible').map((c) => c.reason);
     const what = `${[...new Set(changes)].join(', ')}; not proved to stay valid: ${decision.affected.join(', ')}`;
     const subscribed = this.#options.fedBy?.via === 'subscribe';
+    const stream = subscribed ? 'stream' : 'file';
+    const older = where.older;
     // A subscriber starts from the stream's last snapshot of the table when it has one whole (subscribe-wants.ts redefined).
-    const none = subscribed
-      ? `the stream holds no complete snapshot of table ${p.source.table} to rebuild it from`
-      : where.line === undefined
-        ? `the file holds no snapshot (nor any batch)`
-        : `the file has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
+    const none =
+      older !== undefined
+        ? `the ${stream} cannot rebuild it to where it stands: its snapshot of table ${older.table} is at seq ${older.seq} and it reaches seq ${older.reach}, before the target's seq ${rec.seq} (it is older than the target)`
+        : subscribed
+          ? `the stream holds no complete snapshot of table ${p.source.table} to rebuild it from`
+          : where.line === undefined
+            ? `the file holds no snapshot (nor any batch)`
+            : `the file has no snapshot before this batch (seq ${where.line.fromSeq}-${where.line.seq})`;
     const repair = subscribed
       ? `Let the source's publisher publish a new snapshot (sluice publish, or a sluice run that publishes the source, publishes one when the stream's retention dropped the last) and subscribe again: it rebuilds ${p.name} from it with this definition; or subscribe with the definition it was built with (the target's own, used when no --projection is given)`
       : `Import a file that starts with a snapshot (sluice export SOURCE --out NEW_FILE writes one) with this definition, which rebuilds ${p.name}; or import this file with the definition it was built with (the target's own, used when no --projection is given)`;
@@ -548,7 +560,7 @@ export class Importer {
       this.#db,
       async () => {
         for (let item: ExportItem = first; ;) {
-          if (item.kind === 'table') this.#onTable(item.line, item.n, defs, snap);
+          if (item.kind === 'table') await this.#onTable(item.line, item.n, defs, snap);
           else if (item.kind === 'row') await this.#onRow(snap, item.line.table, item.line.row, item.n);
           else if (item.kind === 'snapshot') {
             const done = await this.#onSnapshot(item.line, snap);
@@ -578,7 +590,7 @@ export class Importer {
    * cursors. The first of a snapshot refuses a stream of another source than
    * the target's projections (SOURCE_CHANGED), as its first batch would.
    */
-  #onTable(line: TableLine, n: number, defs: ProjectionDefinition[] | undefined, snap: Installing): void {
+  async #onTable(line: TableLine, n: number, defs: ProjectionDefinition[] | undefined, snap: Installing): Promise<void> {
     if (snap.size === 0) {
       this.#heldRows.clear();
       if (this.#options.replaceSource !== true)
@@ -608,10 +620,13 @@ export class Importer {
         // from another history than the target's (its last cursor, as the snapshot's own comes after its rows).
         // One never built (its first build failed) is built.
         // Past it, where the stream's history since does not continue them (ImportOptions.rebuildBelow), it is installed.
+        const behind = rec.cursor !== null && rec.seq >= line.seq;
         const reason =
-          rec.cursor !== null && rec.seq >= line.seq && rec.fingerprint === p.fingerprint
+          behind && rec.fingerprint === p.fingerprint
             ? ((rec.seq > line.seq ? this.#below : undefined) ?? this.#notContinued(rec, line.table))
-            : undefined;
+            : behind
+              ? await this.#olderFile(d, rec, line, n)
+              : undefined;
         if (reason === null) {
           held.push({ name: p.name, cursor: rec.cursor, seq: rec.seq });
           continue;
@@ -623,6 +638,57 @@ export class Importer {
     snap.set(line.table, { installs, chunk: [], lines: [], prior, held });
     if (installs.length === 0) this.#heldRows.add(line.table);
     else this.#heldRows.delete(line.table);
+  }
+
+  /**
+   * For a projection (`rec`, defined by `d`) at or past a snapshot of the
+   * stream, whose definition compiled against the snapshot's table shape is
+   * not the one it was built with: null when the file is older than the
+   * target (the furthest cursor it reaches, ItemStream.lastCursor, is below
+   * the projection's seq) and continues its history, so it cannot bring the
+   * projection forward and changes nothing for it; undefined otherwise (the
+   * snapshot rebuilds it by this definition, and the file's batches take it
+   * on to the file's end). The shape alone differing (a `sluice alter` the
+   * target was synced past, after the file was written) is no change of
+   * definition: held. A definition given that differs from the one the
+   * projection was built with, against the target's shape, is weighed as
+   * before a batch (#checkDefinitions): a Compatible one is stored, any other
+   * refused (IMPORT_NO_SNAPSHOT), nothing of the snapshot committed. Not for
+   * a subscriber, whose stream goes on past the snapshot it started from.
+   */
+  async #olderFile(d: ProjectionDefinition, rec: ProjectionRecord, line: TableLine, n: number): Promise<null | undefined> {
+    if (this.#options.fedBy?.via === 'subscribe' || (rec.seq > line.seq && this.#below !== undefined)) return undefined;
+    const reach = this.#reach();
+    if (reach === undefined || reach >= rec.seq || this.#notContinued(rec, line.table) !== null) return undefined;
+    await this.#checkDefinitions([this.#atHeldShape(d, rec)], { at: this.#at(n), older: { table: line.table, seq: line.seq, reach } });
+    return null;
+  }
+
+  /** `d` compiled against the table's shape projection `rec` holds (its stored source shape), else against the stream's (#compile). */
+  #atHeldShape(d: ProjectionDefinition, rec: ProjectionRecord): CompiledProjection {
+    try {
+      return compileProjection(d, JSON.parse(rec.sourceShape) as SourceShape);
+    } catch {
+      return this.#compile(d); // (it does not compile against that shape: not the definition the projection holds)
+    }
+  }
+
+  /** The seq of the furthest cursor the stream is known to reach (ItemStream.lastCursor), undefined when not known. */
+  #reach(): number | undefined {
+    return this.#laterCursor()?.seq;
+  }
+
+  /** ItemStream.lastCursor, decoded once (null: none, or not a cursor). */
+  #laterCursor(): Cursor | null {
+    if (this.#later === undefined) {
+      try {
+        const token = this.#stream.lastCursor?.();
+        this.#later = token === undefined ? null : decodeCursor(token);
+      } catch {
+        this.#later = null; // (a hint: the reader checks every cursor it applies)
+      }
+    }
+    return this.#later;
   }
 
   /** Where item `n` of the stream is, for errors: `<file>:<line>`, or a segment alone (its items are not lines). */
@@ -637,17 +703,10 @@ export class Importer {
    * snapshot is installed over it), or null when it does, or nothing tells.
    */
   #notContinued(rec: ProjectionRecord, table: string): ReasonCode | null {
-    if (this.#later === undefined) {
-      try {
-        const token = this.#stream.lastCursor?.();
-        this.#later = token === undefined ? null : decodeCursor(token);
-      } catch {
-        this.#later = null; // (a hint: the reader checks every cursor it applies)
-      }
-    }
+    const later = this.#laterCursor();
     // (One of another source is no hint: the reader refuses its lines when it gets there.)
-    if (this.#later === null || this.#later.sourceId !== rec.sourceId || rec.cursor === null) return null;
-    return broken(cursorContinues(rec.cursor, this.#later, { tables: [table] }))?.reason ?? null;
+    if (later === null || later.sourceId !== rec.sourceId || rec.cursor === null) return null;
+    return broken(cursorContinues(rec.cursor, later, { tables: [table] }))?.reason ?? null;
   }
 
   /** A row line's row, decoded only when some projection installs it (a snapshot a target already has is read, not decoded). */
