@@ -182,7 +182,8 @@ export async function planPastSnapshot(
   end: StoredMsg,
 ): Promise<Plan> {
   const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
-  return planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, false, end, fromSnapshot);
+  // Met past the seq the target had reached, it was published after the target got there: the source went back.
+  return planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, false, end, fromSnapshot, true);
 }
 
 /** Where the target's cursor says to start (planStart, before a wanted snapshot is considered); `end`: the stream's last snapshot's end. */
@@ -196,6 +197,8 @@ async function planFromCursor(
   remade: boolean,
   end: StoredMsg | undefined,
   fromSnapshot: (known?: StoredMsg) => Promise<Plan>,
+  /** `end` was met by a follower past the seq the target had reached (planPastSnapshot): published after the target got there. */
+  metPast = false,
 ): Promise<Plan> {
   if (position.otherSource !== undefined) {
     const plan = await fromSnapshot();
@@ -214,9 +217,17 @@ async function planFromCursor(
   }
   // The last snapshot lies below the target's seq: the target followed its history past it, or one it replaced (a restore).
   const after = end !== undefined && snap !== undefined && snap.seq < target ? end.seq + 1 : undefined;
-  if (after !== undefined && snap !== undefined) {
+  if (after !== undefined && end !== undefined && snap !== undefined) {
     const batchAt = async (seq: number) => cursorOf(await firstBatchAfter(b, stream, subjects.batch, seq - 1, after, lastSeq));
-    const regressed = await historyRebuilds(position.records ?? [], snap, batchAt);
+    // Only a stream that got to a projection's seq before its last snapshot shows that the source went back below it: one
+    // fed from this stream alone got there through it; else the stream is merely behind one another feeder (sync, import)
+    // brought further, and its snapshot, read before the source got there, says nothing of what follows it.
+    const snapStart = Number(end.header.get(HEADER.snapshotStart));
+    const reachedBefore = async (r: ProjectionRecord) =>
+      metPast ||
+      (r.sourcePath === null && r.fedBy?.via === 'subscribe' && r.fedBy.stream === stream) ||
+      (Number.isSafeInteger(snapStart) && (await streamReached(b, stream, subjects, r.seq, firstSeq, snapStart - 1)));
+    const regressed = await historyRebuilds(position.records ?? [], snap, batchAt, reachedBefore);
     if (regressed !== undefined) {
       const plan = await fromSnapshot(end);
       return { ...plan, rebuilt: { reason: regressed, targetSeq: target, snapshotSeq: plan.seq }, rebuildBelow: regressed };
@@ -241,6 +252,14 @@ async function planFromCursor(
   }
   if (Number(first.header.get(HEADER.fromSeq)) > target) return behind();
   return { start: { streamSeq: first.seq }, seq: target, encoding: encodingOf(first) };
+}
+
+/** Whether a batch or a snapshot the stream holds between stream sequences `lo` and `hi` ends at or past `seq`. */
+async function streamReached(b: Broker, stream: string, subjects: SourceSubjects, seq: number, lo: number, hi: number): Promise<boolean> {
+  if (lo > hi) return false;
+  for (const subject of [subjects.batch, subjects.end])
+    if ((await firstBatchAfter(b, stream, subject, seq - 1, lo, hi)) !== undefined) return true;
+  return false;
 }
 
 /** The first batch message in stream order that ends after `seq` (batches are in seq order: binary search). */
