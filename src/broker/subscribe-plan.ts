@@ -4,13 +4,13 @@ import { createHash } from 'node:crypto';
 import { AckPolicy, DeliverPolicy, JetStreamApiError, type StoredMsg } from '@nats-io/jetstream';
 import { nanos } from '@nats-io/transport-node';
 import { openDatabase, TEXT_ENCODINGS, type TextEncoding } from '../sqlite/index.ts';
-import { InvalidInputError } from '../errors.ts';
+import { FailClosedError, InvalidInputError } from '../errors.ts';
 import { readProjections, type ProjectionRecord } from '../apply/target/index.ts';
 import type { ReasonCode } from '../reasons.ts';
 import { decodeCursor, type Cursor } from '../feed/index.ts';
 import { historyRebuilds, neverBuilt, snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
-import { HEADER, type SourceSubjects } from './subjects.ts';
+import { HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
 import type { Start } from './message-lines.ts';
 
@@ -38,7 +38,16 @@ export interface TargetPosition {
    * from this source's snapshot (SOURCE_CHANGED), as sync rebuilds a cursor
    * of another source.
    */
-  readonly otherSource?: { readonly sourceId: string; readonly seq: number };
+  readonly otherSource?: {
+    readonly sourceId: string;
+    readonly seq: number;
+    /** Its projections of that source (how each is fed decides whether subscribe may move it: refuseOtherSource). */
+    readonly records: readonly ProjectionRecord[];
+    /** The source id the subscriber was given. */
+    readonly given: string;
+    /** The target's path (errors name it). */
+    readonly target: string;
+  };
   /** The target's projections of this source (their cursors, which a snapshot of the stream must continue). */
   readonly records?: readonly ProjectionRecord[];
 }
@@ -72,7 +81,13 @@ export function targetPosition(
     if (all.length === 0 && other.length > 0)
       return {
         seq: undefined,
-        otherSource: { sourceId: (other[0] as (typeof other)[number]).sourceId, seq: Math.max(...other.map((p) => p.seq)) },
+        otherSource: {
+          sourceId: (other[0] as (typeof other)[number]).sourceId,
+          seq: Math.max(...other.map((p) => p.seq)),
+          records: other,
+          given: options.sourceId,
+          target: targetPath,
+        },
       };
     const wanted = (options.projections ?? []).map((d) => parseDefinition(d).name);
     if (all.length === 0 || wanted.some((w) => !all.some((p) => p.name === w))) return { seq: undefined };
@@ -194,7 +209,8 @@ export async function planPastSnapshot(
   end: StoredMsg,
 ): Promise<Plan> {
   const fromSnapshot = (known?: StoredMsg) => planFromSnapshot(b, stream, subjects, firstSeq, known);
-  return planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, false, end, fromSnapshot);
+  // Met past the seq the target had reached, it was published after the target got there: the source went back.
+  return planFromCursor(b, stream, subjects, position, firstSeq, lastSeq, false, end, fromSnapshot, true);
 }
 
 /** Where the target's cursor says to start (planStart, before a wanted snapshot is considered); `end`: the stream's last snapshot's end. */
@@ -208,10 +224,13 @@ async function planFromCursor(
   remade: boolean,
   end: StoredMsg | undefined,
   fromSnapshot: (known?: StoredMsg) => Promise<Plan>,
+  /** `end` was met by a follower past the seq the target had reached (planPastSnapshot): published after the target got there. */
+  metPast = false,
 ): Promise<Plan> {
   if (position.otherSource !== undefined) {
-    const plan = await fromSnapshot();
     const was = position.otherSource;
+    await refuseOtherSource(b, stream, was, end);
+    const plan = await fromSnapshot();
     return { ...plan, rebuilt: { reason: 'SOURCE_CHANGED', targetSeq: was.seq, snapshotSeq: plan.seq, previousSourceId: was.sourceId } };
   }
   if (position.seq === undefined) return fromSnapshot();
@@ -226,9 +245,17 @@ async function planFromCursor(
   }
   // The last snapshot lies below the target's seq: the target followed its history past it, or one it replaced (a restore).
   const after = end !== undefined && snap !== undefined && snap.seq < target ? end.seq + 1 : undefined;
-  if (after !== undefined && snap !== undefined) {
+  if (after !== undefined && end !== undefined && snap !== undefined) {
     const batchAt = async (seq: number) => cursorOf(await firstBatchAfter(b, stream, subjects.batch, seq - 1, after, lastSeq));
-    const regressed = await historyRebuilds(position.records ?? [], snap, batchAt);
+    // Only a stream that got to a projection's seq before its last snapshot shows that the source went back below it: one
+    // fed from this stream alone got there through it; else the stream is merely behind one another feeder (sync, import)
+    // brought further, and its snapshot, read before the source got there, says nothing of what follows it.
+    const snapStart = Number(end.header.get(HEADER.snapshotStart));
+    const reachedBefore = async (r: ProjectionRecord) =>
+      metPast ||
+      (r.sourcePath === null && r.fedBy?.via === 'subscribe' && r.fedBy.stream === stream) ||
+      (Number.isSafeInteger(snapStart) && (await streamReached(b, stream, subjects, r.seq, firstSeq, snapStart - 1)));
+    const regressed = await historyRebuilds(position.records ?? [], snap, batchAt, reachedBefore);
     if (regressed !== undefined) {
       const plan = await fromSnapshot(end);
       return { ...plan, rebuilt: { reason: regressed, targetSeq: target, snapshotSeq: plan.seq }, rebuildBelow: regressed };
@@ -253,6 +280,75 @@ async function planFromCursor(
   }
   if (Number(first.header.get(HEADER.fromSeq)) > target) return behind();
   return { start: { streamSeq: first.seq }, seq: target, encoding: encodingOf(first) };
+}
+
+/**
+ * Refuses (SOURCE_CHANGED) to move a target whose projections follow source
+ * `was.sourceId` onto this stream's source, unless the move is the one a
+ * subscriber makes when its source's capture was enabled again (a new id):
+ * every one of them was fed by subscribe from a stream (a sync's source file,
+ * or an import's, is the truth of what they hold, and its id may be the newer
+ * one: the id given may be a stale one of it), and this stream's last
+ * snapshot was published after the last message of the other source on the
+ * stream they were fed from (where this broker holds it): a target never
+ * goes back onto a stream its source left.
+ */
+async function refuseOtherSource(
+  b: Broker,
+  stream: string,
+  was: NonNullable<TargetPosition['otherSource']>,
+  end: StoredMsg | undefined,
+): Promise<void> {
+  const names = (rs: readonly ProjectionRecord[]) =>
+    `Target ${was.target}: projection${rs.length === 1 ? '' : 's'} ${rs.map((r) => r.name).join(', ')} follow${rs.length === 1 ? 's' : ''}`;
+  const fix = `Subscribe it with the id it follows (--source ${was.sourceId}; sluice status SOURCE shows a source's id), sync it from its source, or subscribe source ${was.given} into a new target. Nothing was written.`;
+  const notSubscribed = was.records.filter((r) => r.sourcePath !== null || r.fedBy?.via !== 'subscribe');
+  if (notSubscribed.length > 0) {
+    const how = notSubscribed.map((r) =>
+      r.sourcePath !== null
+        ? `synced from ${r.sourcePath}`
+        : r.fedBy?.via === 'import'
+          ? `imported from ${r.fedBy.file}`
+          : 'fed by no recorded subscriber',
+    );
+    throw new FailClosedError(
+      'SOURCE_CHANGED',
+      `${names(notSubscribed)} source ${was.sourceId} (${[...new Set(how)].join('; ')}), not source ${was.given} of stream ${stream}. Subscribe moves a target onto another source id only off a stream it was fed from (a source whose capture was enabled again, told its new id); a target sync or import feeds follows the file it is fed from, whose id source ${was.given} may be an older one of. ${fix}`,
+      { sourceId: was.given, previousSourceId: was.sourceId },
+    );
+  }
+  if (end === undefined) return; // no snapshot to move onto: planFromSnapshot says so
+  const fedFrom = new Set(was.records.flatMap((r) => (r.fedBy?.via === 'subscribe' && r.fedBy.url === b.url ? [r.fedBy.stream] : [])));
+  const other = subjectsOf(was.sourceId, 'jsonl');
+  for (const s of fedFrom) {
+    for (const subject of [other.end, other.batch, subjectsOf(was.sourceId, 'segment').batch]) {
+      const last = await lastMessageIfAny(b, s, subject);
+      if (last === undefined || last.time.getTime() <= end.time.getTime()) continue;
+      throw new FailClosedError(
+        'SOURCE_CHANGED',
+        `${names(was.records)} source ${was.sourceId}, fed from stream ${s}, which got a message of it (at ${last.time.toISOString()}) after the last snapshot of source ${was.given} in stream ${stream} was published (at ${end.time.toISOString()}): source ${was.given} is not a newer id of the target's source (a stale --source, or sluice.yml source:, of a source whose capture was enabled again since), and subscribe does not move a target back onto a stream its source left. ${fix}`,
+        { sourceId: was.given, previousSourceId: was.sourceId },
+      );
+    }
+  }
+}
+
+/** lastMessage, or undefined where the stream is gone. */
+async function lastMessageIfAny(b: Broker, stream: string, subject: string): Promise<StoredMsg | undefined> {
+  try {
+    return await lastMessage(b, stream, subject);
+  } catch (err) {
+    if (err instanceof JetStreamApiError) return undefined;
+    throw err;
+  }
+}
+
+/** Whether a batch or a snapshot the stream holds between stream sequences `lo` and `hi` ends at or past `seq`. */
+async function streamReached(b: Broker, stream: string, subjects: SourceSubjects, seq: number, lo: number, hi: number): Promise<boolean> {
+  if (lo > hi) return false;
+  for (const subject of [subjects.batch, subjects.end])
+    if ((await firstBatchAfter(b, stream, subject, seq - 1, lo, hi)) !== undefined) return true;
+  return false;
 }
 
 /** The first batch message in stream order that ends after `seq` (batches are in seq order: binary search). */

@@ -84,19 +84,29 @@ export function snapshotRebuilds(records: readonly ProjectionRecord[], cursor: C
  * was restored from an older copy: SEQ_REGRESSED), or the batch after it
  * that ends at the projection's seq carries another event there
  * (HISTORY_DIVERGED). `batchAt(seq)`: the cursor of the first batch after
- * the snapshot that ends at or past `seq`. Undefined when it continues every
- * one past it.
+ * the snapshot that ends at or past `seq`. The first holds only where the
+ * stream had got to the projection's seq before the snapshot
+ * (`reachedBefore`: a batch or an earlier snapshot of it ended there or
+ * past it, or the projection was fed from this stream alone): a stream that
+ * never got there is behind a target another feeder (sync, import) brought
+ * further, not a source that went back, and the target goes on from its
+ * cursor. Undefined when it continues every one past it.
  */
 export async function historyRebuilds(
   records: readonly ProjectionRecord[],
   snap: SnapshotTables,
   batchAt: (seq: number) => Promise<Cursor | undefined>,
+  reachedBefore: (r: ProjectionRecord) => Promise<boolean> = () => Promise.resolve(true),
 ): Promise<ReasonCode | undefined> {
   const at = new Map<number, Cursor | undefined>();
   for (const r of records) {
     if (r.cursor === null || r.state === 'suspended' || r.seq <= snap.seq) continue;
     if (!at.has(r.seq)) at.set(r.seq, await batchAt(r.seq));
-    const v = streamContinues(r.cursor, snap.cursor, at.get(r.seq), { tables: [r.sourceTable] });
+    const batch = at.get(r.seq);
+    // A batch after the snapshot that ends at its seq shows the event the source has there; without one, only a stream
+    // that reached its seq before the snapshot shows the source went back (else the stream is behind it: it goes on).
+    if (batch?.seq !== r.seq && !(await reachedBefore(r))) continue;
+    const v = streamContinues(r.cursor, snap.cursor, batch, { tables: [r.sourceTable] });
     if (v.status === 'rebuild' || v.status === 'error') return v.reason;
   }
   return undefined;
