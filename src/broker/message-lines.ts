@@ -25,6 +25,8 @@ import { errorCode } from '../errors.ts';
  * snapshot's parts before it, are acked. Messages a subscriber does not
  * need are acked and skipped: snapshots while it follows batches, batches
  * before the snapshot it starts from, a redelivered message it has passed.
+ * A message at or below the last stream sequence read that is not a
+ * redelivery means the stream went back (StreamWentBack).
  */
 
 export interface Start {
@@ -99,6 +101,29 @@ export class ConsumerGone extends Error {
   }
 }
 
+/**
+ * The stream delivered a message at or below the last stream sequence this
+ * reader saw that is not that message again (another Nats-Msg-Id there, or
+ * one never delivered before): the stream went back, as when the broker's
+ * store is restored from an older copy, and reuses those sequences for
+ * other messages (a publisher publishing again what the stream lost).
+ * Nothing of the batch in flight was committed or acknowledged; subscribe
+ * plans again from the target's cursor, as after a lost consumer.
+ */
+export class StreamWentBack extends Error {
+  constructor(label: string, seq: number, last: number, why: string) {
+    super(
+      `${label} went back: message ${seq}, at or below message ${last} already read, ${why} (the broker's store restored from an older copy?)`,
+    );
+    this.name = 'StreamWentBack';
+  }
+}
+
+/** What tells a message from another one at the same stream sequence: its subject and Nats-Msg-Id (every message the publisher sends has one). */
+function identity(m: JsMsg): string {
+  return `${m.subject} ${m.headers?.get('Nats-Msg-Id') ?? ''} ${m.data.byteLength}`;
+}
+
 /** Whether the consumer's messages stopped because the server no longer has the consumer or the stream. */
 function isGone(err: unknown): boolean {
   if (isStoreLost(err)) return true;
@@ -165,14 +190,28 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
     let last = o.start.streamSeq - 1;
     let inSnapshot = o.start.snapshot !== undefined;
     const pending: JsMsg[] = [];
+    /** What each recent message read was (identity), by its stream sequence: a redelivery is the same message again. */
+    const read = new Map<number, string>();
     try {
       for await (const m of messages) {
         const seq = m.seq;
         if (seq <= last) {
-          m.ack(); // redelivered: already passed on
-          continue;
+          const was = read.get(seq);
+          // Redelivered (its ack lost, or a server that came back with older consumer state): already passed on.
+          if (was === identity(m) || (was === undefined && m.info.deliveryCount > 1)) {
+            m.ack();
+            continue;
+          }
+          throw new StreamWentBack(
+            o.label,
+            seq,
+            last,
+            was === undefined ? 'was never delivered before' : 'is not the message read there before (another Nats-Msg-Id)',
+          );
         }
         last = seq;
+        read.set(seq, identity(m));
+        if (read.size > KEEP) for (const k of [...read.keys()].slice(0, KEEP / 2)) read.delete(k);
         count++;
         if (!inSnapshot && m.subject === o.subjects.end && o.wanted?.(m.headers?.get(HEADER.toSeq), m.headers?.get(HEADER.cursor)) === true)
           throw new SnapshotWanted(o.label, seq);

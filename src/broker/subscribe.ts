@@ -11,7 +11,7 @@ import { importStream, type ImportOptions, type ImportReport } from '../export/i
 import { defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
-import { ConsumerGone, messageLines, SnapshotWanted } from './message-lines.ts';
+import { ConsumerGone, messageLines, SnapshotWanted, StreamWentBack } from './message-lines.ts';
 import {
   freshConsumer,
   planFromSnapshot,
@@ -36,7 +36,9 @@ import { messageAtOrAfter } from './nats.ts';
  * durable consumer of the target's own, acknowledged once what they carry is
  * committed; a batch delivered twice is dropped by the cursor rules. One
  * subscriber per target: it holds the target's follower lock while it runs.
- * A consumer (or stream) that goes away under it is made again
+ * A consumer (or stream) that goes away under it is made again, and a
+ * stream that went back under it (its store restored from an older copy:
+ * stream sequences it read reused for other messages) is read again
  * (subscribe-plan.ts plans from the target's cursor again).
  */
 
@@ -291,7 +293,7 @@ class Run {
         );
       } catch (err) {
         if (this.#gone !== undefined) throw this.#gone;
-        if (!(err instanceof ConsumerGone) && !(err instanceof SnapshotWanted)) throw err;
+        if (!(err instanceof ConsumerGone) && !(err instanceof SnapshotWanted) && !(err instanceof StreamWentBack)) throw err;
         // Nothing of the batch in flight was committed: what the target holds is where the next plan starts.
         this.#done.lines += source.lines();
         this.#done.batchesApplied += applied;
@@ -300,7 +302,11 @@ class Run {
         if (err instanceof SnapshotWanted) {
           this.#wantedEnd = err.endSeq;
           this.#log(`sluice subscribe: ${err.message}; applying it`);
-        } else this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
+        } else if (err instanceof StreamWentBack)
+          this.#log(
+            `sluice subscribe: ${err.message}; planning again from target ${this.#target}'s cursor (it goes on from the batches the stream holds now, or rebuilds from its snapshot when they do not continue it)`,
+          );
+        else this.#log(`sluice subscribe: ${err.message}; making it again from target ${this.#target}'s cursor`);
         continue;
       } finally {
         clearInterval(idle);

@@ -128,6 +128,77 @@ describe('a broker store restored from an older copy under a running publish --f
     }
   }, 180_000);
 
+  test('a subscribe --follow that had passed the restored position plans again from its cursor and ends equal to a sync, without stopping', async () => {
+    const dir = makeDir();
+    const store = path.join(dir, 'js');
+    const backup = path.join(dir, 'js-backup');
+    fs.mkdirSync(store);
+    const server = await NatsServer.start({ storeDir: store });
+    const procs: Spawned[] = [];
+    try {
+      const src = trackerSource(path.join(dir, 'app.db'), ['comments']);
+      const sid = sourceIdOf(src);
+      const stream = defaultStreamName(sid);
+      const batch = subjectsOf(sid).batch;
+      const tgt = path.join(dir, 'cache.db');
+      const published = () =>
+        untilReached(
+          'the publisher to publish every write',
+          async () => (await streamReaches(server.url, stream, batch)) === sourceSeq(src),
+        );
+
+      const pub = startCli(['publish', src, '--nats', server.url, '--batch', '10', '--follow']);
+      procs.push(pub);
+      await waitFor('the first snapshot', () => pub.stderr().includes('published a snapshot'), 30_000);
+      const sub = startCli(['subscribe', tgt, '--nats', server.url, '--source', sid, '--follow']);
+      procs.push(sub);
+      const caughtUp = (what: string, timeoutMs = 30_000) =>
+        waitFor(what, () => sub.child.exitCode !== null || targetSeq(tgt) === sourceSeq(src), timeoutMs).then(() =>
+          expect(sub.child.exitCode, sub.stderr()).toBeNull(),
+        );
+
+      runPython(COMMENT_WRITER, [src, '15']);
+      await published();
+      await caughtUp('the follower to catch up');
+
+      await server.stop();
+      fs.cpSync(store, backup, { recursive: true }); // a backup of the broker's store (the follower's consumer in it)
+      await server.restart();
+      runPython(COMMENT_WRITER, [src, '17']);
+      await published(); // batches the backup does not hold
+      await caughtUp('the follower to pass the position the backup holds');
+      const passed = targetSeq(tgt);
+
+      await server.stop();
+      fs.rmSync(store, { recursive: true });
+      fs.cpSync(backup, store, { recursive: true }); // the store is restored from the backup
+      await server.restart();
+      runPython(COMMENT_WRITER, [src, '12']);
+      await published(); // the lost range published again, under stream sequences the follower has seen
+      runPython(COMMENT_WRITER, [src, '25']);
+      await published(); // past the stream sequences the follower saw before the restore
+      await caughtUp('the follower to follow the restored stream', 20_000);
+      expect(targetSeq(tgt)).toBeGreaterThan(passed);
+
+      const synced = path.join(dir, 'synced.db');
+      const s = await runCliAsync(['sync', src, synced]);
+      expect(s.status, s.stderr).toBe(0);
+      expect(dumpTables(tgt)).toEqual(dumpTables(synced));
+      expect(sub.stderr()).toMatch(new RegExp(`stream ${stream} went back`));
+      const h = await runCliAsync(['health', tgt, '--nats', server.url]);
+      expect(h.status, h.stdout + h.stderr).toBe(0);
+
+      for (const p of [pub, sub]) p.child.kill('SIGTERM');
+      const [pe, se] = await Promise.all([pub.exited, sub.exited]);
+      expect(pe.status, pub.stderr()).toBe(0);
+      expect(se.status, sub.stderr()).toBe(0);
+    } finally {
+      for (const p of procs) if (p.child.exitCode === null) p.child.kill('SIGKILL');
+      await server.dispose();
+      removeDir(dir);
+    }
+  }, 180_000);
+
   test('a pass whose first batch the stream has already (a duplicate) is acknowledged as one, though the stream has more on its subject since', async () => {
     const dir = makeDir();
     const server = await NatsServer.start();
