@@ -439,10 +439,10 @@ export const REASONS = {
       'change {table} as that refusal says, then run sluice sync {source} {target}, which builds its mirror; or, if no target needs {table}, stop capturing it: sluice disable {source} {table}',
   },
   CONSUMER_NOT_BUILT: {
-    kinds: ['health'],
+    kinds: ['health', 'verify'],
     clears: false,
     explain:
-      'The source acknowledges a projection for this target (its _sluice_consumers row) that the target does not hold and the sync does not build: the target was deleted and made again (it held projections given with --projection), or the projection was removed without sluice drop. sync and health exit 3 naming it until it is built again or the source forgets it.',
+      'The source acknowledges a projection for this target (its _sluice_consumers row) that the target does not hold and the sync does not build: the target was deleted and made again (it held projections given with --projection), or the projection was removed without sluice drop. sync, health and verify exit 3 naming it until it is built again or the source forgets it.',
     repair:
       'build {projection} again (sluice sync {source} {target} --projection FILE, FILE being its definition), or, if it is gone for good, forget it on the source: sluice forget {source} {projection}@{target}',
   },

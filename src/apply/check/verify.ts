@@ -13,7 +13,6 @@ import {
   toJsonValue,
   type SqlValue,
   describeTable,
-  fileKey,
   reinitCommand,
   repairAction,
   shellCommand,
@@ -54,6 +53,7 @@ import { stepProgress, type StepProgress, type StepReport } from './verify-progr
 import { comparedWhileSuspended, recordVerdicts } from './verify-record.ts';
 import { acrossWindow, cursorVerdict, type CursorVerdict } from './verify-cursor.ts';
 import { suspensionRepair } from './suspension-repair.ts';
+import { lostOfSource, projectionsOfSource } from './verify-set.ts';
 import type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 export type { VerifyDiff, ProjectionVerification, VerifyReport } from './verify-types.ts';
 
@@ -105,9 +105,11 @@ export interface VerifyProgress {
  * plus work bounded by the events); a cursor the journal no longer reaches is
  * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
  * compared at all, and not ok; nor is one synced from the source's file
- * under an earlier capture of it (SOURCE_CHANGED). A target with no
- * projection of the source is an error (NO_PROJECTIONS_OF_SOURCE), not a
- * vacuous ok.
+ * under an earlier capture of it (SOURCE_CHANGED), nor a "*" mirror of a
+ * table it captures synced so from a file since moved (verify-set.ts). One
+ * the source acknowledges for this target that the target lost is listed,
+ * not ok (CONSUMER_NOT_BUILT). A target with no projection of the source is
+ * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
  *
  * @example
  * const r = await verify('app.db', 'cache.db');
@@ -149,12 +151,8 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
       // older source, false diffs (and a false TARGET_EDITED suspension).
       const all = readProjections(db, TARGET_SCHEMA);
       const view = readSourceView(db);
-      // The source's projections: those of its capture, and those synced from its file under another capture of it
-      // (capture enabled again since), whose cursor does not continue (SOURCE_CHANGED): stale until the next sync rebuilds them.
-      const file = fileKey(sourcePath);
-      const records = all.filter(
-        (r) => r.sourceId === view.state.sourceId || r.state === 'suspended' || (r.sourcePath !== null && fileKey(r.sourcePath) === file),
-      );
+      // The projections the source answers for (verify-set.ts): of its capture, of its file, or its "*"'s mirrors.
+      const records = projectionsOfSource(db, all, view, sourcePath);
       // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
       const missing = unbuiltMirrors(
         db,
@@ -166,7 +164,9 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
         const { reason, action } = unbuiltMirrorAction(d, sourcePath, targetPath);
         return { name: d.name, ok: false, seq: 0, checked: 0, inFlight: 0, diffs: [], reason, skipped: `not compared: ${action}` };
       });
-      if (records.length === 0 && missing.length === 0) {
+      // The projections the source acknowledges for this target that it lost (CONSUMER_NOT_BUILT): not ok, as sync and health say.
+      const lost = lostOfSource(db, { source: sourcePath, target: targetPath }, new Set([...all, ...missing].map((p) => p.name)));
+      if (records.length === 0 && missing.length === 0 && lost.length === 0) {
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',
           `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass a target that ${syncOf(sourcePath)} wrote into, or run ${syncOf(sourcePath, targetPath)} first.`,
@@ -197,7 +197,7 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
         onProgress?.({ projection: r.name, done: i + 1, count: records.length });
         return v;
       });
-      out.push(...missing);
+      out.push(...missing, ...lost);
       return { sourceSeq: view.hw, records, out };
     });
   } finally {
