@@ -33,7 +33,12 @@ import { eventsTable, OP, type SegmentTable } from './segment-wire.ts';
 
 const col = (alias: string, name: string) => (alias === '' ? name : `${alias}.${name}`);
 
-/** Events of segment table `t` (attached as `schema`) in (lo, hi], for a projection reading the table's `columns`. */
+/**
+ * Events of segment table `t` (attached as `schema`) in (lo, hi], for a
+ * projection reading the table's `columns`. `keyed`: whether the check
+ * found any keys-mode event of `t` (CheckedSegment.keyed); when it found
+ * none, keysOnly needs no scan of the range.
+ */
 export function segmentBatch(
   db: Db,
   schema: string,
@@ -42,6 +47,7 @@ export function segmentBatch(
   columns: readonly string[],
   lo: number,
   hi: number,
+  keyed = true,
 ): ChangeBatch {
   if (t === undefined || t.events === 0) return decodedBatch(db, table, columns, [], lo, hi);
   const names = t.columns.map((c) => c.name);
@@ -80,12 +86,12 @@ export function segmentBatch(
     atMost: (limit) => b.count() <= limit,
     count: () => Number(cachedStatement(db, `SELECT count(*) FROM ${ev} WHERE ${where}`, 'pluck').get(params)),
     keysOnly: () =>
-      cachedStatement(db, `SELECT 1 FROM ${ev} WHERE ${where} AND keys IS NOT NULL LIMIT 1`, 'pluck').get(params) !== undefined,
+      keyed && cachedStatement(db, `SELECT 1 FROM ${ev} WHERE ${where} AND keys IS NOT NULL LIMIT 1`, 'pluck').get(params) !== undefined,
     lastTs() {
       const ts = cachedStatement(db, `SELECT ts FROM ${ev} WHERE ${where} ORDER BY seq DESC LIMIT 1`, 'pluck').get(params);
       return ts === undefined ? null : Number(ts);
     },
-    after: (seq) => segmentBatch(db, schema, t, table, columns, Math.max(lo, seq), hi),
+    after: (seq) => segmentBatch(db, schema, t, table, columns, Math.max(lo, seq), hi, keyed),
     writes: () => true,
     readingOnly: (wanted, signedZero) => markReads(b, columns, wanted, signedZero),
   };

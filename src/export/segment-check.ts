@@ -72,6 +72,8 @@ export interface CheckedSegment {
   readonly meta: SegmentMeta;
   readonly tables: readonly SegmentTable[];
   readonly batches: readonly SegmentBatchRow[];
+  /** The tables (tno) with keys-mode events (segment_events_<tno>.keys not NULL), counted by the check: no other has one. */
+  readonly keyed: ReadonlySet<number>;
   /** Its schema objects, name to DDL (to compare once attached). */
   readonly objects: ReadonlyMap<string, string>;
   /**
@@ -266,14 +268,14 @@ function checkOpen(
   if (encoding !== meta.encoding)
     throw fail('IMPORT_SEGMENT_MISMATCH', `its meta says text is ${meta.encoding}, but the file stores ${encoding}`);
   const batches = readBatches(db, meta, (what) => fail('IMPORT_SEGMENT_MISMATCH', what));
-  checkRows(db, meta, tables, batches, (what) => fail('IMPORT_SEGMENT_MISMATCH', what));
+  const keyed = checkRows(db, meta, tables, batches, (what) => fail('IMPORT_SEGMENT_MISMATCH', what));
   const pageSize = Number(db.pragma('page_size', { simple: true }));
   const digest = digestOf(pageSize, metaPages(db, 'main'));
   if (digest !== meta.digest) throw fail('IMPORT_SEGMENT_DIGEST', `its meta says digest ${meta.digest}, but its rows digest to ${digest}`);
   // (No frame: a segment of an older sluice, whose page digest alone is checked.)
   if (meta.frame !== undefined && frameDigest(db, 'main') !== meta.frame)
     throw fail('IMPORT_SEGMENT_DIGEST', "its schema's root pages or its meta entries are not those its frame digest was made of");
-  return { meta, tables, batches, objects: new Map([...objects].map(([k, v]) => [k, v.split('\0')[1] as string])) };
+  return { meta, tables, batches, keyed, objects: new Map([...objects].map(([k, v]) => [k, v.split('\0')[1] as string])) };
 }
 
 const META_KEYS = new Set([
@@ -391,7 +393,7 @@ function checkRows(
   tables: readonly SegmentTable[],
   batches: readonly SegmentBatchRow[],
   fail: (what: string) => Error,
-): void {
+): ReadonlySet<number> {
   const count = (sql: string, ...params: unknown[]) =>
     Number(
       db
@@ -402,31 +404,29 @@ function checkRows(
   let rows = 0;
   let events = 0;
   const perBatch = batches.map(() => 0);
+  const keyed = new Set<number>();
   for (const t of tables) {
     const n = t.columns.length;
     if (t.rows !== null) {
       if (meta.snapshot === undefined) throw fail(`table ${t.name} has snapshot rows, but the segment has no snapshot`);
-      const have = count(`SELECT count(*) FROM main.${rowsTable(t.tno)}`);
+      const rt = `main.${rowsTable(t.tno)}`;
+      // With an INTEGER PRIMARY KEY, its rows and those whose key is not an integer in one scan.
+      const k = t.rowidAlias ? t.columns.findIndex((c) => c.name === t.keyColumns[0]) : -1;
+      const [have, badKeys] =
+        k < 0
+          ? [count(`SELECT count(*) FROM ${rt}`), 0]
+          : ((db.prepare(`SELECT count(*), count(*) FILTER (WHERE typeof(c${k}) <> 'integer') FROM ${rt}`).raw().get() as unknown[]).map(
+              Number,
+            ) as [number, number]);
       if (have !== t.rows) throw fail(`table ${t.name} says it has ${t.rows} snapshot rows, but ${have} are there`);
       rows += have;
-      if (t.rowidAlias) {
-        const k = t.columns.findIndex((c) => c.name === t.keyColumns[0]);
-        if (count(`SELECT count(*) FROM main.${rowsTable(t.tno)} WHERE typeof(c${k}) <> 'integer'`) > 0)
-          throw fail(`a snapshot row of table ${t.name} has a key that is not an integer, in its INTEGER PRIMARY KEY`);
-      }
+      if (badKeys > 0) throw fail(`a snapshot row of table ${t.name} has a key that is not an integer, in its INTEGER PRIMARY KEY`);
     }
     if (t.events === 0) continue;
     const ev = `main.${eventsTable(t.tno)}`;
-    const have = count(`SELECT count(*) FROM ${ev}`);
-    if (have !== t.events) throw fail(`table ${t.name} says it has ${t.events} events, but ${have} are there`);
-    events += have;
-    batches.forEach(
-      (b, i) =>
-        (perBatch[i] = (perBatch[i] as number) + count(`SELECT count(*) FROM ${ev} WHERE seq > ? AND seq <= ?`, b.fromSeq, b.toSeq)),
-    );
     const b = (i: number) => `b${i}`;
     const a = (i: number) => `a${i}`;
-    // One scan. The images an op does not read (an insert's b*, a delete's a*, a keys event's b*) are never read
+    // The images an op does not read (an insert's b*, a delete's a*, a keys event's b*) are never read
     // (segment-batch.ts), and a mask on anything but an update is never read either, so they are not checked.
     // A mask is the journal's (capture/mask.ts): it must name every column whose images differ (a projection skips by it).
     const names = t.columns.map((c) => c.name);
@@ -442,15 +442,42 @@ function checkRows(
       alias < 0
         ? ''
         : ` OR (op <> 1 AND keys IS NULL AND typeof(b${alias}) <> 'integer') OR (op <> 3 AND typeof(a${alias}) NOT IN ('integer', 'null'))`;
-    const bad = count(
-      `SELECT count(*) FROM ${ev} WHERE op NOT IN (1, 2, 3) OR typeof(ts) <> 'integer' OR (keys IS NOT NULL AND (typeof(keys) <> 'text' OR json_valid(keys) = 0))${key}
-         OR (op = 2 AND mask IS NOT NULL AND (${shape} OR (keys IS NULL AND ${anyOf(hidden)})))`,
-    );
-    if (bad > 0)
+    // Not `op NOT IN (1, 2, 3)`: a list of three is a lookup in a table SQLite builds, per row, and as a count's FILTER
+    // (below) it passes a NULL op (which a crafted file can hold in spite of its NOT NULL), where a WHERE refused it.
+    const bad = `(op IS NOT 1 AND op IS NOT 2 AND op IS NOT 3) OR typeof(ts) <> 'integer' OR (keys IS NOT NULL AND (typeof(keys) <> 'text' OR json_valid(keys) = 0))${key}
+         OR (op = 2 AND mask IS NOT NULL AND (${shape} OR (keys IS NULL AND ${anyOf(hidden)})))`;
+    // One scan of the table, range by range (each batch's, by its seq primary key, and what lies before and after them
+    // all): its events, those not well formed, and those in keys mode, where a count, a range count per batch, the
+    // well-formedness test and the keys' test each read every row of it.
+    const scan = (where: string) => db.prepare(`SELECT count(*), count(*) FILTER (WHERE ${bad}), count(keys) FROM ${ev}${where}`).raw();
+    const tally = { events: 0, bad: 0, keyed: 0 };
+    const add = (got: unknown[] | undefined) => {
+      const [e, x, k] = (got ?? [0, 0, 0]).map(Number) as [number, number, number];
+      tally.events += e;
+      tally.bad += x;
+      tally.keyed += k;
+      return e;
+    };
+    const first = batches[0];
+    const last = batches.at(-1);
+    if (first === undefined || last === undefined) add(scan('').get() as unknown[]);
+    else {
+      add(scan(' WHERE seq <= ?').get(first.fromSeq) as unknown[]);
+      const inRange = scan(' WHERE seq > ? AND seq <= ?');
+      batches.forEach((bt, i) => (perBatch[i] = (perBatch[i] as number) + add(inRange.get(bt.fromSeq, bt.toSeq) as unknown[])));
+      add(scan(' WHERE seq > ?').get(last.toSeq) as unknown[]);
+    }
+    const have = tally.events;
+    if (have !== t.events) throw fail(`table ${t.name} says it has ${t.events} events, but ${have} are there`);
+    events += have;
+    if (tally.bad > 0)
       throw fail(
-        `${bad} events of table ${t.name} are not well formed (an op, ts or keys that is not one, a key that is not an integer in its INTEGER PRIMARY KEY, or a changed-column mask that is malformed or leaves out a column the images change)`,
+        `${tally.bad} events of table ${t.name} are not well formed (an op, ts or keys that is not one, a key that is not an integer in its INTEGER PRIMARY KEY, or a changed-column mask that is malformed or leaves out a column the images change)`,
       );
-    checkKeys(db, ev, t, fail);
+    if (tally.keyed > 0) {
+      keyed.add(t.tno);
+      checkKeys(db, ev, t, fail);
+    }
   }
   if (rows !== meta.rows) throw fail(`its meta says ${meta.rows} snapshot rows, but its tables hold ${rows}`);
   if (events !== meta.events) throw fail(`its meta says ${meta.events} events, but its tables hold ${events}`);
@@ -459,6 +486,7 @@ function checkRows(
       throw fail(`its batch (${bt.fromSeq}, ${bt.toSeq}] says ${bt.events} events, but ${perBatch[i]} are in its range`);
   });
   if (perBatch.reduce((x, y) => x + y, 0) !== events) throw fail('some of its events lie outside every batch');
+  return keyed;
 }
 
 /**

@@ -182,6 +182,10 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
     yield { kind: 'snapshot', n: ++n, line: snap };
   }
   const byName = new Map(seg.tables.map((t) => [t.name, t]));
+  const keyedTable = (table: string) => {
+    const t = byName.get(table);
+    return t !== undefined && seg.keyed.has(t.tno);
+  };
   for (const b of seg.batches) {
     const line: BatchLine = {
       type: 'batch',
@@ -201,7 +205,7 @@ async function* itemsOf(seg: CheckedSegment, target: Db, options: ReadOptions, f
       ...(seg.image === undefined ? { unreadable: (err: unknown) => attachedUnreadable(seg, err) } : {}),
       segment: (table, columns) =>
         seg.image === undefined
-          ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq)
+          ? segmentBatch(target, SEGMENT_SCHEMA, byName.get(table), table, columns, b.fromSeq, b.toSeq, keyedTable(table))
           : decodedSegmentBatch(target, seg.image, byName.get(table), table, columns, b.fromSeq, b.toSeq, (err) =>
               unreadableSegment(seg.file, err),
             ),

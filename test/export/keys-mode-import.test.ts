@@ -64,6 +64,32 @@ describe('importing a keys-mode table into a mirror', () => {
     expect(health(tgt).projections[0]).toMatchObject({ name: 't', state: 'active' });
   });
 
+  test("a segment's batch of keys-mode events is suspended the same way, beside an images-mode table's", async () => {
+    const src = at('a.db');
+    runSqliteCli(
+      src,
+      "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1, 'a'); CREATE TABLE u(id INTEGER PRIMARY KEY, v); INSERT INTO u VALUES(1, 'a');",
+    );
+    expect((await runCliAsync(['enable', src, 't', '--mode', 'keys'])).status).toBe(0);
+    expect((await runCliAsync(['enable', src, 'u'])).status).toBe(0);
+    const folder = at('segs');
+    expect((await runCliAsync(['export', src, '--out', folder, '--format', 'segment'])).status).toBe(0);
+    const tgt = at('t.db');
+    const first = await runCliAsync(['import', tgt, folder]);
+    expect(first.status, first.stderr).toBe(0);
+    runSqliteCli(src, "UPDATE t SET v = 'b' WHERE id = 1; UPDATE u SET v = 'b' WHERE id = 1;");
+    expect((await runCliAsync(['export', src, '--out', folder, '--format', 'segment'])).status).toBe(0);
+    const r = await runCliAsync(['import', tgt, folder]);
+    expect(r.status, r.stderr).toBe(3);
+    expect(r.stderr).toContain('NEEDS_IMAGES_MODE');
+    expect(r.stderr).toContain('table t is captured in keys mode');
+    expect(health(tgt).projections.find((p) => p.name === 't')).toMatchObject({ state: 'suspended', reason: 'NEEDS_IMAGES_MODE' });
+    expect(scalar(tgt, 'SELECT v FROM t WHERE id = 1')).toBe('a');
+    // The batch is rolled back as one: u's mirror, active, takes it at the next import.
+    expect(health(tgt).projections.find((p) => p.name === 'u')).toMatchObject({ state: 'active' });
+    expect(scalar(tgt, 'SELECT v FROM u WHERE id = 1')).toBe('a');
+  });
+
   test('a subscriber is told that its publisher publishes the snapshot once the source is fixed', async () => {
     const { file, sourceId } = await keysModeExport();
     const fedBy = { via: 'subscribe', url: 'nats://127.0.0.1:4222', stream: 'SLUICE_X', sourceId } as const;
