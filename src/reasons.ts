@@ -402,6 +402,14 @@ export const REASONS = {
       "Rows of the projection differ from the source's at its cursor (missing, extra or with other values): written by something other than sluice, or a write went unrecorded.",
     repair: '{projection} differs from its source (verify names the keys); rebuild it: sluice reinit {source} {target} {projection}',
   },
+  UNCAPTURED_WRITE: {
+    kinds: ['verify'],
+    clears: false,
+    explain:
+      "Rows of the source table of keys changed after the projection's cursor are not what the journal's last event of each key left (its after image, or no row after a delete): a connection capture did not see wrote them (triggers off: the sqlite3 shell's .dbconfig enable_trigger off, Python's setconfig), so no sync brings those writes to any reader of the table. verify says so of a target behind its source; a caught-up one sees such a write only as rows that differ (ROWS_DIFFER, TARGET_EDITED), which it cannot tell from a hand edit of the target.",
+    repair:
+      'the journal of {table} misses writes to it: make every reader of the source rebuild from its rows as they are, sluice bump {source} --reason "writes to {table} with triggers off", then sluice sync {source} {target}',
+  },
   NOT_VERIFIABLE: {
     kinds: ['verify'],
     clears: false,

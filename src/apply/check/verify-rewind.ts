@@ -1,5 +1,5 @@
 import type { Db } from '../../sqlite/index.ts';
-import { quoteIdent, shellCommand } from '../../sqlite/index.ts';
+import { allOf, fromDriver, quoteIdent, shellCommand, toJsonValue, type JsonValue, type SqlValue } from '../../sqlite/index.ts';
 import { journalEvents, eventsAfter, imagesUnreadableAfter } from '../../feed/index.ts';
 import { columnDecl, type CompiledProjection } from '../../projection/index.ts';
 import type { StepProgress } from './verify-progress.ts';
@@ -14,11 +14,19 @@ import type { ProjectionRecord } from '../target/index.ts';
  * first event had a before image, which the columns hold; 0 when its first
  * event made it, so only the key is set). One row per key, byte for byte
  * (its primary key is the source key in BINARY collation: 'a' and 'A' of a
- * NOCASE key are two keys here, as two journal images).
+ * NOCASE key are two keys here, as two journal images). Beside it, what
+ * the key's last event left (uncapturedWrites): LAST_SEQ, LAST_HELD (1 when
+ * the key holds a row after it: an insert, or an update that kept or made
+ * the key) and that row's columns other than the key (lastColumn, declared
+ * without a type, so each holds the journal's value as it is).
  */
 export const CHANGED_TABLE = 'temp._sluice_changed';
 const CHANGED_SEQ = '_sluice_seq';
 export const CHANGED_HELD = '_sluice_held';
+const LAST_SEQ = '_sluice_last_seq';
+const LAST_HELD = '_sluice_last_held';
+/** CHANGED_TABLE's column holding source column i (not a key column) of the key's last after-image. */
+const lastColumn = (i: number) => quoteIdent(`_sluice_last_${i}`);
 
 /*
  * The rewind fills CHANGED_TABLE in the events' order, which is random over
@@ -44,6 +52,16 @@ export const CHANGED_HELD = '_sluice_held';
  * rowid table for an integer key, INSERT OR IGNORE, GROUP BY with bare
  * columns streamed into the lookups, a window, one scan instead of the
  * UNION's two (2-4%), larger caches, other TEMP page sizes.
+ *
+ * Each key's last image (LAST_SEQ, LAST_HELD, lastColumn) rides in the same
+ * pass: wider rows, and a write for every later event of a key. With it
+ * this statement costs about 1.6x what it did (150k spread events on 300k
+ * rows, CPU: 130 -> 220 ms), and uncapturedWrites' lookup of each changed
+ * key's source row about 55 ms more: a behind verify went from 3.4x to 5.0x
+ * the caught-up one (the app workload 2.7x to 3.9x). Keeping only the last
+ * seq and reading its image back from the journal by seq made the statement
+ * cheaper (about 1.4x) but the check dearer (170 ms: a random read of the
+ * journal per key), so more in all.
  */
 const TEMP_PAGE_SIZE = 65536;
 
@@ -55,9 +73,10 @@ export function useRewindPageSize(db: Db): void {
 /**
  * Fills CHANGED_TABLE for the events of table `tid` in (lo, hw]: one
  * statement, one pass over those events, each written as an upsert keyed by
- * the source key in which the earliest event wins (its before image, or the
- * mark that it made the key), so its cost is bounded by the events, not by
- * the table. Returns the number of keys, or undefined when the source key is
+ * the source key in which the earliest event wins the key's row at the
+ * cursor (its before image, or the mark that it made the key) and the
+ * latest its last image, so its cost is bounded by the events, not by the
+ * table. Returns the number of keys, or undefined when the source key is
  * not among the captured columns (it always is for a captured table).
  *
  * It needs every journal row of (lo, hw] (nothing pruned past `lo`): the
@@ -75,29 +94,104 @@ export function rewindToCursor(
   const pos = p.source.keyColumns.map((kc) => p.source.columns.findIndex((c) => c.name === kc));
   if (pos.length === 0 || pos.some((x) => x < 0)) return undefined;
   const names = p.source.columns.map((c) => quoteIdent(c.name));
+  const isKey = (i: number) => pos.includes(i);
+  const rest = p.source.columns.flatMap((_, i) => (isKey(i) ? [] : [i]));
+  const last = rest.map(lastColumn);
   db.exec(`DROP TABLE IF EXISTS ${CHANGED_TABLE}`);
   db.exec(
     `CREATE TEMP TABLE ${CHANGED_TABLE.slice('temp.'.length)} (${p.source.columns.map((c, i) => `${names[i]} ${columnDecl(c)}`).join(', ')}, ` +
       `${CHANGED_SEQ} INTEGER NOT NULL, ${CHANGED_HELD} INTEGER NOT NULL, ` +
+      `${last.map((c) => `${c}, `).join('')}${LAST_SEQ} INTEGER NOT NULL, ${LAST_HELD} INTEGER NOT NULL, ` +
       `PRIMARY KEY (${pos.map((x) => `${names[x]} COLLATE BINARY`).join(', ')})) WITHOUT ROWID`,
   );
   const ev = journalEvents(db, tid, n, lo, hw);
-  const isKey = (i: number) => pos.includes(i);
+  const keyMoved = pos.map((x) => `${ev.before('', x)} IS NOT ${ev.after('', x)}`).join(' OR ');
   // Events that can bring a key no before image names first: inserts, and updates that change the key (a key kept by an update is its before image's).
-  const newKey = `(NOT ${ev.hasBefore('')} OR ${pos.map((x) => `${ev.before('', x)} IS NOT ${ev.after('', x)}`).join(' OR ')})`;
+  const newKey = `(NOT ${ev.hasBefore('')} OR ${keyMoved})`;
+  // An event with a before image leaves its key a row when it is an update that keeps the key; a delete, or an update that moves it
+  // away, none (LAST_HELD 0: its after image, if any, is another key's, and is not read).
+  const kept = `(${ev.hasAfter('')} AND NOT (${keyMoved}))`;
   const table = quoteIdent(CHANGED_TABLE.slice('temp.'.length));
+  const first = `(excluded.${CHANGED_SEQ} < ${table}.${CHANGED_SEQ} OR (excluded.${CHANGED_SEQ} = ${table}.${CHANGED_SEQ} AND excluded.${CHANGED_HELD} > ${table}.${CHANGED_HELD}))`;
+  const latest = `(excluded.${LAST_SEQ} > ${table}.${LAST_SEQ} OR (excluded.${LAST_SEQ} = ${table}.${LAST_SEQ} AND excluded.${LAST_HELD} > ${table}.${LAST_HELD}))`;
+  // Each column taken from the row that wins it, the key's (equal byte for byte) from neither: a key column set makes SQLite move the row.
+  const take = (cond: string) => (c: string) => `${c} = CASE WHEN ${cond} THEN excluded.${c} ELSE ${table}.${c} END`;
   const tick = progress?.sample('seq');
   progress?.start('events', hw - lo, lo);
   db.prepare(
-    `INSERT INTO ${CHANGED_TABLE} (${names.join(', ')}, ${CHANGED_SEQ}, ${CHANGED_HELD})
-    SELECT ${p.source.columns.map((_, i) => ev.before('', i)).join(', ')}, seq, 1 FROM (${ev.sql}) WHERE ${ev.hasBefore('')}${tick === undefined ? '' : ` AND ${tick}`}
+    `INSERT INTO ${CHANGED_TABLE} (${names.join(', ')}, ${CHANGED_SEQ}, ${CHANGED_HELD}, ${last.map((c) => `${c}, `).join('')}${LAST_SEQ}, ${LAST_HELD})
+    SELECT ${p.source.columns.map((_, i) => ev.before('', i)).join(', ')}, seq, 1, ${rest.map((i) => `${ev.after('', i)}, `).join('')}seq, ${kept}
+    FROM (${ev.sql}) WHERE ${ev.hasBefore('')}${tick === undefined ? '' : ` AND ${tick}`}
     UNION ALL
-    SELECT ${p.source.columns.map((_, i) => (isKey(i) ? ev.after('', i) : 'NULL')).join(', ')}, seq, 0 FROM (${ev.sql}) WHERE ${ev.hasAfter('')} AND ${newKey}
-    ON CONFLICT DO UPDATE SET ${[...names, CHANGED_SEQ, CHANGED_HELD].map((c) => `${c} = excluded.${c}`).join(', ')}
-    WHERE excluded.${CHANGED_SEQ} < ${table}.${CHANGED_SEQ} OR (excluded.${CHANGED_SEQ} = ${table}.${CHANGED_SEQ} AND excluded.${CHANGED_HELD} > ${table}.${CHANGED_HELD})`,
+    SELECT ${p.source.columns.map((_, i) => (isKey(i) ? ev.after('', i) : 'NULL')).join(', ')}, seq, 0, ${rest.map((i) => `${ev.after('', i)}, `).join('')}seq, 1
+    FROM (${ev.sql}) WHERE ${ev.hasAfter('')} AND ${newKey}
+    ON CONFLICT DO UPDATE SET ${[...[...rest.map((i) => names[i] as string), CHANGED_SEQ, CHANGED_HELD].map(take(first)), ...[...last, LAST_SEQ, LAST_HELD].map(take(latest))].join(', ')}`,
   ).run(ev.params);
   progress?.end();
   return Number(db.prepare(`SELECT count(*) FROM ${CHANGED_TABLE}`).pluck().get() as bigint);
+}
+
+/*
+ * A write to the source that capture did not see (a connection with
+ * triggers off: the sqlite3 shell's `.dbconfig enable_trigger off`) leaves
+ * a row the journal does not describe. Where it wrote a key the journal
+ * changed after the cursor, the source row is not what the key's last event
+ * left (its after image, or no row after a delete or a key moved away),
+ * which the rewind holds: one lookup of the source by key for each changed
+ * key tells. The rows are compared as capture tells a change (a storage
+ * class or bytes that differ; 0.0 and -0.0 are one value to it), at the
+ * source row itself, before any projection reads it: a column the
+ * projection does not read, or a row its filter drops, was missed all the
+ * same, by every reader of the table. What it cannot see: such a write to
+ * a key no event after the cursor names (it differs from the target as a
+ * hand edit of the target does, and verify cannot tell the two apart), or
+ * one made before the key's first event after the cursor (its before image
+ * holds it, and the target differs from it as from an edited target).
+ */
+
+/**
+ * The changed keys (source key columns, in order) whose source row is not
+ * what their last event after the cursor left, up to `limit` of them, and
+ * how many there are; undefined when there is none. Over CHANGED_TABLE as
+ * rewindToCursor filled it, in the caller's read transaction.
+ */
+export function uncapturedWrites(
+  db: Db,
+  p: CompiledProjection,
+  limit: number,
+): { readonly count: number; readonly keys: readonly JsonValue[][] } | undefined {
+  const pos = p.source.keyColumns.map((kc) => p.source.columns.findIndex((c) => c.name === kc));
+  const names = p.source.columns.map((c) => quoteIdent(c.name));
+  const keys = pos.map((x) => names[x] as string);
+  // Looked up by the key's own collation (its index's), then told apart byte for byte where that is not BINARY.
+  const on = pos
+    .map((x) => {
+      const k = names[x] as string;
+      const binary = (p.source.columns[x]?.collate ?? 'BINARY') === 'BINARY';
+      return `s.${k} = c.${k}${binary ? '' : ` AND s.${k} = c.${k} COLLATE BINARY`}`;
+    })
+    .join(' AND ');
+  // The changed-column test of the capture triggers, on values without affinity.
+  const same = allOf(
+    p.source.columns.flatMap((_, i) =>
+      pos.includes(i)
+        ? []
+        : [
+            `(+c.${lastColumn(i)} COLLATE BINARY IS +s.${names[i] as string} AND typeof(c.${lastColumn(i)}) = typeof(s.${names[i] as string}))`,
+          ],
+    ),
+  );
+  const present = `s.${keys[0] as string} IS NOT NULL`;
+  const from = `${CHANGED_TABLE} AS c LEFT JOIN main.${quoteIdent(p.source.table)} AS s ON ${on}
+    WHERE CASE WHEN c.${LAST_HELD} = 1 THEN NOT (${present} AND ${same}) ELSE ${present} END`;
+  const found = db
+    .prepare(`SELECT ${keys.map((k) => `c.${k}`).join(', ')} FROM ${from} LIMIT ${limit}`)
+    .raw()
+    .all() as unknown[][];
+  if (found.length === 0) return undefined;
+  const count =
+    found.length < limit ? found.length : Number(db.prepare(`SELECT count(*) FROM ${from}`).pluck().safeIntegers(false).get() as number);
+  return { count, keys: found.map((r) => r.map((v) => toJsonValue(fromDriver((v ?? null) as SqlValue)))) };
 }
 
 /**
