@@ -428,7 +428,7 @@ export const REASONS = {
     kinds: ['health'],
     clears: false,
     explain:
-      "A table of the projection is missing from the target, or its shape is not the one sluice made: other columns than the definition's, a column declared with a type of another affinity or with another collation, or no PRIMARY KEY or UNIQUE index on the key (or one under another collation; an fts5 key table that lost its key or rowid). sync, import and subscribe check the same before they apply a batch and suspend such a mirror, map or fts5 index: it would fail on a column, store values converted (the text '3' as the integer 3), take two keys for one, add a second row for a key, or write rows the index cannot find.",
+      "A table of the projection is missing from the target, or its shape is not the one sluice made: other columns than the definition's, a column declared with a type of another affinity or with another collation, or no PRIMARY KEY or UNIQUE index on the key (or one under another collation; an fts5 key table that lost its key or rowid), or an fts5 index declared otherwise than its definition makes it (a column UNINDEXED or in another order, another tokenize, a detail, prefix or content option, or a plain table in its place). sync, import and subscribe check the same before they apply a batch and suspend such a mirror, map or fts5 index, and verify says so instead of comparing its rows: it would fail on a column, store values converted (the text '3' as the integer 3), take two keys for one, add a second row for a key, write rows the index cannot find, or answer searches unlike the definition's index.",
     repair: DEFAULT_REPAIR,
   },
   MIRROR_NOT_BUILT: {

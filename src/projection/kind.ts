@@ -80,6 +80,15 @@ export interface TableColumn {
 export interface TableColumns {
   readonly table: string;
   readonly columns: readonly TableColumn[];
+  /**
+   * Made by CREATE VIRTUAL TABLE ... USING `module`(`args`), the arguments
+   * as create() writes them (an FTS5 index: its columns, content options,
+   * tokenizer), and what a message calls it ("FTS5 index"). One declared
+   * otherwise (made again by hand with a column UNINDEXED, another
+   * tokenizer, detail or prefix), or a plain table, answers unlike the
+   * definition's, whatever rows it holds.
+   */
+  readonly virtual?: { readonly module: string; readonly args: readonly string[]; readonly noun: string };
 }
 
 /** How verify compares a kind's rows with the source: the same per-key hash on both sides. */

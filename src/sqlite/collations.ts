@@ -8,7 +8,9 @@ import type { Db } from './connection.ts';
 import { collationSql } from './column-decl.ts';
 import { foldIdent } from './quote.ts';
 
-type Token = { readonly text: string; readonly kind: 'word' | 'quoted' | 'punct' };
+/** A token of SQL text: a bare word as written, a quoted name unquoted, a string literal as written (its quotes kept, doubled quotes made single), other punctuation. */
+export type SqlToken = { readonly text: string; readonly kind: 'word' | 'quoted' | 'punct' };
+type Token = SqlToken;
 
 function tokenize(sql: string): Token[] {
   const out: Token[] = [];
@@ -82,6 +84,23 @@ function definitions(createSql: string): Token[][] {
     current.push(t);
   }
   return defs;
+}
+
+/**
+ * The module and arguments of a CREATE VIRTUAL TABLE, each argument as its
+ * tokens; undefined for another statement (a CREATE TABLE).
+ */
+export function virtualTableArguments(createSql: string): { module: string; args: SqlToken[][] } | undefined {
+  const tokens = tokenize(createSql);
+  const head = tokens.slice(0, 3).map((t) => t.text.toUpperCase());
+  if (head[0] !== 'CREATE' || head[1] !== 'VIRTUAL' || head[2] !== 'TABLE') return undefined;
+  const open = tokens.findIndex((t) => t.text === '(');
+  const using = tokens.findIndex((t) => t.kind === 'word' && t.text.toUpperCase() === 'USING');
+  const module = tokens[using + 1];
+  if (using < 0 || module === undefined) return undefined;
+  // A module given no arguments has no parentheses.
+  const args = open < 0 ? [] : definitions(createSql);
+  return { module: module.text, args: args.length === 1 && args[0]?.length === 0 ? [] : args };
 }
 
 /**

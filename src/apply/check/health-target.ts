@@ -17,8 +17,9 @@ import { tableShapeProblem } from './target-shape.ts';
  * sluice makes, not a custom handler's, which makes them when it chooses),
  * and one whose shape is not what its kind makes (target-shape.ts, the rule
  * sync checks before each batch: its columns, their declared types'
- * affinities and collations, its keys). Rows edited by hand and other
- * indexes are not looked at: `sluice verify` compares rows.
+ * affinities and collations, its keys; an FTS5 index's declaration).
+ * verify says the same before it compares rows. Rows edited by hand and
+ * other indexes are not looked at: `sluice verify` compares rows.
  */
 
 /** Problems with the projection's tables in the target, each with the command that repairs it. */
@@ -28,7 +29,7 @@ export function targetTableProblems(
   sourcePath: string | undefined,
   targetPath: string,
   schema = 'main',
-  /** False: only tables that are missing (verify compares the rows of the rest, and the columns it reads). */
+  /** False: only tables that are missing (sync checks their shape by the same rule before each batch it applies). */
   columns = true,
 ): string[] {
   if (r.cursor === null || r.state === 'suspended') return [];

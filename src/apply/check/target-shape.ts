@@ -1,5 +1,7 @@
 import type { Db } from '../../sqlite/index.ts';
 import {
+  type SqlToken,
+  virtualTableArguments,
   affinityOf,
   cachedStatement,
   collationOf,
@@ -23,7 +25,12 @@ import { kindOf, type CompiledProjection } from '../../projection/index.ts';
  * its key COLLATE NOCASE) would have a batch fail on a column it writes,
  * store the source's text '3' as the integer 3, or take two keys the source
  * holds apart for one: the projection is suspended (TARGET_TABLE_CHANGED)
- * before anything is written, and health says the same. A table that is
+ * before anything is written, and health and verify say the same. A
+ * virtual table (an FTS5 index) is also held to the declaration create()
+ * writes (its module, columns and options, compared as SQLite reads them):
+ * one made again by hand with a column UNINDEXED, another tokenizer, detail
+ * or prefix, or other content options answers searches unlike the
+ * definition's index even where FTS5's integrity-check agrees. A table that is
  * missing is another problem (health-target.ts says it). A custom handler's
  * tables are its own: its kind lists none.
  *
@@ -81,7 +88,17 @@ function shapeProblem(db: Db, schema: string, p: CompiledProjection): ShapeProbl
     return read.get(foldIdent(table));
   };
   const what = (table: string) => `table ${table} of projection ${p.name}`;
-  // Names first (a key column dropped is a column missing, not a key), then keys, then declarations.
+  // A plain table (or another module's) made where its definition makes a virtual table first (it has other columns,
+  // but that is not what is wrong), then names (a key column dropped is a column missing, not a key), then a virtual
+  // table's declaration (its columns' order and flags, its options), then keys, then declared types and collations.
+  const declared = new Map<string, { readonly off: Declared; readonly noun: string }>();
+  for (const t of tables) {
+    if (t.virtual === undefined || actualOf(t.table) === undefined) continue;
+    const off = declarationProblem(db, schema, t.table, t.virtual);
+    if (off === undefined) continue;
+    if (off.module) return { table: t.table, message: virtualMessage(what(t.table), off.text, t.virtual.noun) };
+    declared.set(t.table, { off, noun: t.virtual.noun });
+  }
   for (const t of tables) {
     const have = actualOf(t.table);
     if (have === undefined) continue;
@@ -99,6 +116,7 @@ function shapeProblem(db: Db, schema: string, p: CompiledProjection): ShapeProbl
       message: `${what(t.table)} has other columns than its definition (${parts.join('; ')}; a column added, dropped or renamed by hand?), so a sync could not write its rows as the definition makes them`,
     };
   }
+  for (const [table, d] of declared) return { table, message: virtualMessage(what(table), d.off.text, d.noun) };
   for (const k of kind.keyedBy(p)) {
     const declared = tables.find((t) => foldIdent(t.table) === foldIdent(k.table));
     const collation = (column: string) => declared?.columns.find((c) => foldIdent(c.name) === foldIdent(column))?.collate;
@@ -132,6 +150,11 @@ function shapeProblem(db: Db, schema: string, p: CompiledProjection): ShapeProbl
     }
   }
   return undefined;
+}
+
+/** What is wrong with a virtual table's declaration, as a message says it. */
+function virtualMessage(what: string, off: string, noun: string): string {
+  return `${what} ${off} (made again by hand?), so it would not answer as the ${noun} its definition makes, whatever rows it holds`;
 }
 
 /** A declared type as a message says it: the type and its affinity. */
@@ -211,4 +234,91 @@ function keyLack(
     };
   }
   return other ?? { kind: 'none' };
+}
+
+/** An argument of a virtual table's declaration as SQLite reads it: an option (`key=value`) or a column and its flags (UNINDEXED). */
+interface Argument {
+  /** Compared: the option's folded key, or the column's folded name. */
+  readonly key: string;
+  readonly option: boolean;
+  /** Compared: the option's value unquoted, or the column's flags, upper case. */
+  readonly value: string;
+  /** As a message shows it. */
+  readonly text: string;
+}
+
+function argumentOf(tokens: readonly SqlToken[]): Argument {
+  const shown = (t: SqlToken) => (t.kind === 'quoted' ? quoteIdent(t.text) : t.text);
+  const bare = (t: SqlToken) => (t.kind === 'punct' && t.text.startsWith("'") ? t.text.slice(1, -1) : t.text);
+  const [first, second] = tokens;
+  const name = first === undefined ? '' : first.text;
+  if (second?.kind === 'punct' && second.text === '=') {
+    const value = tokens.slice(2);
+    return {
+      key: foldIdent(name),
+      option: true,
+      value: value.map(bare).join(' ').trim().replace(/\s+/g, ' '),
+      text: `${name}=${value.map(shown).join(' ')}`,
+    };
+  }
+  const flags = tokens.slice(1).map((t) => t.text.toUpperCase());
+  return { key: foldIdent(name), option: false, value: flags.join(' '), text: [name, ...flags].join(' ') };
+}
+
+/** How a virtual table's declaration differs from its definition's: `module`, a plain table or another module's. */
+interface Declared {
+  readonly module: boolean;
+  readonly text: string;
+}
+
+/**
+ * How the declaration of virtual table `table` differs from `want` (its
+ * module and arguments as its kind's create() writes them), as a message
+ * part ("is declared otherwise than the FTS5 index its definition makes
+ * (...)"), if it does. Columns compare in order, by name (case folded) and flags; options
+ * by key, in any order, by value.
+ */
+function declarationProblem(
+  db: Db,
+  schema: string,
+  table: string,
+  want: { readonly module: string; readonly args: readonly string[]; readonly noun: string },
+): Declared | undefined {
+  const sql = db
+    .prepare(`SELECT sql FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE`)
+    .pluck()
+    .get(table) as string | null | undefined;
+  const has = virtualTableArguments(sql ?? '');
+  if (has === undefined)
+    return { module: true, text: `is a plain table, where its definition makes an ${want.noun} (USING ${want.module})` };
+  if (foldIdent(has.module) !== foldIdent(want.module))
+    return {
+      module: true,
+      text: `is a virtual table USING ${has.module}, where its definition makes an ${want.noun} (USING ${want.module})`,
+    };
+  const wanted = virtualTableArguments(`CREATE VIRTUAL TABLE x USING ${want.module}(${want.args.join(', ')})`)?.args ?? [];
+  const got = has.args.map(argumentOf);
+  const exp = wanted.map(argumentOf);
+  const diffs: string[] = [];
+  const cols = (a: readonly Argument[]) => a.filter((x) => !x.option);
+  const [gc, ec] = [cols(got), cols(exp)];
+  if (gc.length !== ec.length || gc.some((c, i) => c.key !== ec[i]?.key))
+    diffs.push(`columns ${gc.map((c) => c.text).join(', ')}, where its definition has ${ec.map((c) => c.text).join(', ')}`);
+  else
+    for (const [i, c] of gc.entries())
+      if (c.value !== ec[i]?.value) diffs.push(`column ${c.text}, where its definition has ${ec[i]?.text ?? ''}`);
+  const opts = (a: readonly Argument[]) => new Map(a.filter((x) => x.option).map((x) => [x.key, x]));
+  const [go, eo] = [opts(got), opts(exp)];
+  for (const key of new Set([...go.keys(), ...eo.keys()])) {
+    const [g, e] = [go.get(key), eo.get(key)];
+    if (g !== undefined && e !== undefined && g.value === e.value) continue;
+    diffs.push(
+      g === undefined
+        ? `no ${e?.text.split('=')[0] ?? key}=, where its definition has ${e?.text ?? ''}`
+        : `${g.text}, where its definition has ${e === undefined ? `no ${g.text.split('=')[0] ?? key}=` : e.text}`,
+    );
+  }
+  return diffs.length === 0
+    ? undefined
+    : { module: false, text: `is declared otherwise than the ${want.noun} its definition makes (${diffs.join('; ')})` };
 }

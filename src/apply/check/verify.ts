@@ -355,8 +355,9 @@ function compareOne(
   if (kindNamed(rec.kind)?.verification === undefined) return { ...base, ok: true, reason: 'NOT_VERIFIABLE' };
   if (tid === undefined)
     return { ...base, ok: false, reason: 'TABLE_UNTRACKED', skipped: `not compared: ${rec.sourceTable} is not captured on the source` };
-  // A table of it dropped or changed by hand: what health says, not SQLite's "no such table" from the comparison.
-  const tables = shadowAt === undefined ? targetTableProblems(db, rec, paths?.source, paths?.target ?? db.name, TARGET_SCHEMA, false) : [];
+  // A table of it dropped or changed by hand (its columns, keys or declaration): what health says (the one rule), not
+  // SQLite's "no such table" from the comparison, nor "ok" from rows a key without its PRIMARY KEY matches twice.
+  const tables = shadowAt === undefined ? targetTableProblems(db, rec, paths?.source, paths?.target ?? db.name, TARGET_SCHEMA) : [];
   if (tables[0] !== undefined) return { ...base, ok: false, reason: 'TARGET_TABLE_CHANGED', skipped: `not compared: ${tables[0]}` };
   const today = fitsSourceToday(db, rec);
   if (today !== undefined) return { ...base, ok: false, ...today };

@@ -43,8 +43,6 @@ export function ftsNames(schema: string, p: CompiledFts5, at: string = p.targetT
     /** FTS5's hidden command column ('delete', 'rebuild', ...): the table's own name. */
     cmd: quoteIdent(at),
     content: `${s}.${quoteIdent(keyTableOf(at))}`,
-    /** What the FTS5 table reads its external content from: the key table's name once in place. */
-    contentName: keyTableOf(p.targetTable),
     keys: p.key.map((_, i) => quoteIdent(keyColumn(i))),
     cols: p.columns.map((c) => quoteIdent(c.name)),
     external: p.definition.content === 'external',
@@ -78,7 +76,8 @@ export function keyTableKeys(p: CompiledFts5): TableKey[] {
 
 /**
  * The columns of the tables createFtsTables makes: the FTS5 table's
- * (names only: FTS5 declares no types; its values are text to it) and the
+ * (names only: FTS5 declares no types; its values are text to it; and its
+ * declaration, which decides how it tokenizes and answers) and the
  * key table's, its rowid, the key as the source declares it and, for
  * external content, the indexed values as they come.
  */
@@ -89,9 +88,26 @@ export function ftsTableColumns(p: CompiledFts5): TableColumns[] {
   });
   const values = p.definition.content === 'external' ? p.columns.map((c) => ({ name: c.name, type: '', collate: 'BINARY' })) : [];
   return [
-    { table: p.targetTable, columns: p.columns.map((c) => ({ name: c.name })) },
+    {
+      table: p.targetTable,
+      columns: p.columns.map((c) => ({ name: c.name })),
+      virtual: { module: 'fts5', args: ftsArguments(p), noun: 'FTS5 index' },
+    },
     { table: keyTableOf(p.targetTable), columns: [{ name: 'rowid', type: 'INTEGER', collate: 'BINARY' }, ...keys, ...values] },
   ];
+}
+
+/**
+ * The arguments of the FTS5 table createFtsTables makes, whatever name it
+ * is made at (it reads the key table by its name once in place): the
+ * indexed columns, then the content options and the tokenizer.
+ */
+export function ftsArguments(p: CompiledFts5): string[] {
+  const cols = p.columns.map((c) => quoteIdent(c.name));
+  const opts =
+    p.definition.content === 'external' ? [`content=${quoteString(keyTableOf(p.targetTable))}`, "content_rowid='rowid'"] : ["content=''"];
+  if (p.definition.tokenize !== undefined) opts.push(`tokenize=${quoteString(p.definition.tokenize)}`);
+  return [...cols, ...opts];
 }
 
 export function createFtsTables(db: Db, schema: string, p: CompiledFts5, at: string): void {
@@ -102,9 +118,7 @@ export function createFtsTables(db: Db, schema: string, p: CompiledFts5, at: str
   });
   const valueCols = n.external ? p.columns.map((c) => quoteIdent(c.name)) : [];
   db.exec(`CREATE TABLE ${n.content} (rowid INTEGER PRIMARY KEY, ${[...keyDecl, ...valueCols].join(', ')}, UNIQUE (${n.keys.join(', ')}))`);
-  const opts = [n.external ? `content=${quoteString(n.contentName)}, content_rowid='rowid'` : "content=''"];
-  if (n.def.tokenize !== undefined) opts.push(`tokenize=${quoteString(n.def.tokenize)}`);
-  db.exec(`CREATE VIRTUAL TABLE ${n.fts} USING fts5(${[...n.cols, ...opts].join(', ')})`);
+  db.exec(`CREATE VIRTUAL TABLE ${n.fts} USING fts5(${ftsArguments(p).join(', ')})`);
 }
 
 /**
