@@ -206,7 +206,7 @@ async function explain(
   const db = openDatabase(source, { readonly: true, role: 'source' });
   try {
     db.prepare(`ATTACH DATABASE ':memory:' AS ${TARGET_SCHEMA}`).run();
-    return await readSession(db, async () => explainDefinitions(db, source, target, await definitionsToExplain(db, inputs)));
+    return await readSession(db, async () => explainDefinitions(db, source, target, await definitionsToExplain(db, source, inputs)));
   } finally {
     db.close();
   }

@@ -21,14 +21,8 @@ export {
   toJsonValue,
 } from './codec.ts';
 export type { JsonValue, SqlValue } from './codec.ts';
-export {
-  collationKnown,
-  collationOf,
-  columnCollations,
-  columnDefinitionNames,
-  virtualTableArguments,
-  type SqlToken,
-} from './collations.ts';
+export { collationKnown, collationOf, columnCollations, columnDefinitionNames, virtualTableArguments } from './collations.ts';
+export type { SqlToken } from './collations.ts';
 export { collationSql, columnDecl, declaredType, isAnyType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';

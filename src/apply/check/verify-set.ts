@@ -1,49 +1,34 @@
-import fs from 'node:fs';
 import type { Db } from '../../sqlite/index.ts';
-import { fileKey, pathIdentity } from '../../sqlite/index.ts';
+import { pathIdentity } from '../../sqlite/index.ts';
 import { targetKey } from '../../capture/index.ts';
 import type { SourceView } from '../../feed/index.ts';
-import { isDefaultMirror, readProjectionSet } from '../projections/index.ts';
+import { setOfSource } from '../projections/index.ts';
 import { checkConsumers, lostExplanation, lostRepair, TARGET_SCHEMA, type ProjectionRecord } from '../target/index.ts';
 import type { ProjectionVerification } from './verify-types.ts';
 
 /*
- * Which of a target's projections `sluice verify SRC TGT` answers for: those
- * the source's business, so that none of them is left out of an exit 0.
- *
- * - Those of its capture (the stored source id is the source's).
- * - Those synced from its file under an earlier capture of it (capture
- *   enabled again since): their cursor does not continue (SOURCE_CHANGED),
- *   stale until the next sync rebuilds them.
- * - The mirrors the target's "*" makes of a table this source captures,
- *   whatever capture or path they were synced from, unless that path is
- *   another source file that is still there: a plain sync of this source runs
- *   them (and rebuilds one of another capture, SOURCE_CHANGED), and "*"
- *   counts their names as held, so they are not listed as unbuilt either. A
- *   source file moved and its capture enabled again leaves such a mirror:
- *   neither the capture nor the path is the source's any more.
- * - A suspended one (it is not ok whatever its source).
- *
- * A projection of another source file still there stays out of this verify.
- * Besides those it holds, the target can lack one the source acknowledges for
- * it (lostOfSource): not ok.
+ * Which of a target's projections `sluice verify SRC TGT` answers for, so
+ * that none of the source's is left out of an exit 0: those a plain sync of
+ * the source runs, by the rule sync runs them by (source-projections.ts: of
+ * its capture, of its file, or of no other source file that is still there;
+ * one synced from its file under an earlier capture, or from a file since
+ * moved, is stale, SOURCE_CHANGED, until the next sync rebuilds it), and a
+ * suspended one (it is not ok whatever its source). A projection of another
+ * source file still there stays out of this verify, as does "*" of one: its
+ * mirrors not built yet are that file's. Besides those it holds, the target
+ * can lack one the source acknowledges for it (lostOfSource): not ok.
  */
 
-/** The target's projections `sourcePath` (read as main on `db`, as `view`) answers for: see above. */
-export function projectionsOfSource(db: Db, all: readonly ProjectionRecord[], view: SourceView, sourcePath: string): ProjectionRecord[] {
-  const file = fileKey(sourcePath);
-  const mirrorAll = readProjectionSet(db, TARGET_SCHEMA, all).mirrorAll;
-  const captured = new Set([...view.tables.values()].map((a) => a.table.name));
-  const ofFile = (p: string | null) => p !== null && fileKey(p) === file;
-  // Another source file, still there: its projections are its own.
-  const another = (p: string | null) => p !== null && !ofFile(p) && fs.existsSync(p);
-  return all.filter(
-    (r) =>
-      r.sourceId === view.state.sourceId ||
-      r.state === 'suspended' ||
-      ofFile(r.sourcePath) ||
-      (mirrorAll !== undefined && isDefaultMirror(r) && captured.has(r.sourceTable) && !another(r.sourcePath ?? mirrorAll.sourcePath)),
-  );
+/** The target's projections `sourcePath` (read as main on `db`, as `view`) answers for (see above), and "*" when it is its. */
+export function projectionsOfSource(
+  db: Db,
+  all: readonly ProjectionRecord[],
+  view: SourceView,
+  sourcePath: string,
+): { readonly records: ProjectionRecord[]; readonly mirrorAll: boolean } {
+  const own = setOfSource(db, TARGET_SCHEMA, all, { sourceId: view.state.sourceId, path: sourcePath });
+  const mine = new Set(own.projections);
+  return { records: all.filter((r) => mine.has(r) || r.state === 'suspended'), mirrorAll: own.mirrorAll !== undefined };
 }
 
 /**

@@ -153,15 +153,19 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
       // older source, false diffs (and a false TARGET_EDITED suspension).
       const all = readProjections(db, TARGET_SCHEMA);
       const view = readSourceView(db);
-      // The projections the source answers for (verify-set.ts): of its capture, of its file, or its "*"'s mirrors.
-      const records = projectionsOfSource(db, all, view, sourcePath);
-      // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts).
-      const missing = unbuiltMirrors(
-        db,
-        db,
-        TARGET_SCHEMA,
-        all,
-        [...view.tables.values()].map((a) => a.table),
+      // The projections the source answers for (verify-set.ts), as a plain sync of it runs them.
+      const { records, mirrorAll } = projectionsOfSource(db, all, view, sourcePath);
+      // The mirrors "*" asks for that the target does not hold yet: not ok (projection-set.ts); none when "*" is another source's.
+      const missing = (
+        mirrorAll
+          ? unbuiltMirrors(
+              db,
+              db,
+              TARGET_SCHEMA,
+              all,
+              [...view.tables.values()].map((a) => a.table),
+            )
+          : []
       ).map((d) => {
         const { reason, action } = unbuiltMirrorAction(d, sourcePath, targetPath);
         return { name: d.name, ok: false, seq: 0, checked: 0, inFlight: 0, diffs: [], reason, skipped: `not compared: ${action}` };

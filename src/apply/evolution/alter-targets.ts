@@ -83,7 +83,7 @@ async function dryRunWithTargets(sourcePath: string, ddl: string, targets: reado
     const session = openApplySession(sourcePath, target, { readonly: 'target' });
     try {
       const db = session.db;
-      const pending = await definitionsToExplain(db, []);
+      const pending = await definitionsToExplain(db, sourcePath, []);
       const targetSchema = () => Number(db.pragma(`${TARGET_SCHEMA}.schema_version`, { simple: true }));
       const before = targetSchema();
       let report: ExplainReport | undefined;

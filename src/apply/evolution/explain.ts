@@ -21,11 +21,11 @@ import {
   madeTables,
   madeTablesAt,
 } from '../../projection/index.ts';
-import { readTables } from '../../capture/index.ts';
+import { readState, readTables } from '../../capture/index.ts';
 import {
   isDefaultMirror,
   MIRROR_ALL,
-  readProjectionSet,
+  setOfSource,
   compileMirrorAll,
   mirrorAllOf,
   storedAsGiven,
@@ -110,7 +110,7 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
     const db = session.db;
     try {
       return await readSession(db, async () =>
-        explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, inputs, given)),
+        explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, sourcePath, inputs, given)),
       );
     } finally {
       session.close();
@@ -140,10 +140,13 @@ interface ToExplain {
  * set (with their custom handlers loaded, which is why this is async and
  * apart from explainDefinitions): all of them without inputs, the mirrors
  * "*" made with '*' given. The mirrors "*" adds are found when classified.
- * `db` has the target attached (an apply session).
+ * `db` has the target attached (an apply session), source `sourcePath` as
+ * main: without inputs, the stored ones of another source file that is still
+ * there are that file's, as sync leaves them (source-projections.ts).
  */
 export async function definitionsToExplain(
   db: Db,
+  sourcePath: string,
   inputs: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[],
   given: readonly ProjectionDefinition[] = inputs
     .filter((d): d is ProjectionDefinitionInput => d !== MIRROR_ALL)
@@ -151,8 +154,9 @@ export async function definitionsToExplain(
 ): Promise<ToExplain> {
   const records = readProjections(db, TARGET_SCHEMA);
   const named = new Set(given.map((d) => d.name));
+  const own = setOfSource(db, TARGET_SCHEMA, records, { sourceId: readState(db)?.sourceId, path: sourcePath }).projections;
   const storedRun =
-    inputs.length === 0 ? records : inputs.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+    inputs.length === 0 ? own : inputs.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
   return { inputs, defs: [...given.map((d) => ({ def: d, given: true })), ...(await stored(storedRun))] };
 }
 
@@ -177,7 +181,9 @@ export function explainDefinitions(db: Db, sourcePath: string, targetPath: strin
       d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
     return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
   });
-  const mirrorAll = mirrorAllOf(inputs, records, readProjectionSet(db, TARGET_SCHEMA, records));
+  // "*" of another source file still there is that file's: sync runs it not (sync-definitions.ts).
+  const set = setOfSource(db, TARGET_SCHEMA, records, { sourceId: view.state.sourceId, path: sourcePath });
+  const mirrorAll = mirrorAllOf(inputs, records, set.othersMirrorAll ? { ...set.set, mirrorAll: undefined } : set.set);
   if (mirrorAll !== undefined) {
     const compiled = nexts.filter((n): n is CompiledProjection => !('error' in n));
     const added = compileMirrorAll(

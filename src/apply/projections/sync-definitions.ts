@@ -2,7 +2,7 @@ import type { Db } from '../../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
 import { foldIdent, shellCommand } from '../../sqlite/index.ts';
 import { readSourceView } from '../../feed/index.ts';
-import { hasCapture, readTables } from '../../capture/index.ts';
+import { hasCapture, readState, readTables } from '../../capture/index.ts';
 import {
   madeTables,
   madeTablesAt,
@@ -25,13 +25,13 @@ import {
   MIRROR_ALL,
   mirrorsToAdd,
   nameHolders,
-  readProjectionSet,
   type CapturedTableMode,
   type MirrorAll,
   type ProjectionSet,
   type SetChange,
   type Unmirrored,
 } from './projection-set.ts';
+import { setOfSource } from './source-projections.ts';
 
 /*
  * Which projections a Syncer runs (and explain explains), compiled against
@@ -43,10 +43,12 @@ import {
  *   the source changed (reference 003), and it is suspended with its reason
  *   while the others run. A new one over a table the source does not capture
  *   is refused the same way as an unknown column.
- * - Without any, the target's set runs: its stored definitions (one that no
- *   longer validates or compiles is suspended), and "*" (projection-set.ts),
- *   which adds the mirror of every captured table that has none yet. A new
- *   target gets "*".
+ * - Without any, the target's set runs, as far as it is this source's
+ *   (source-projections.ts: a projection or a "*" of another source file
+ *   that is still there is left as it is): its stored definitions (one that
+ *   no longer validates or compiles is suspended), and "*"
+ *   (projection-set.ts), which adds the mirror of every captured table that
+ *   has none yet. A new target gets "*".
  * - `--projection '*'` gives "*" beside definitions.
  */
 
@@ -168,7 +170,8 @@ export async function resolveProjections(
   say?: NothingToMirrorSay,
 ): Promise<Resolution> {
   const records = readProjections(db, TARGET_SCHEMA);
-  const set = readProjectionSet(db, TARGET_SCHEMA, records);
+  const own = setOfSource(db, TARGET_SCHEMA, records, { sourceId: readState(db)?.sourceId, path: sourcePath });
+  const set = own.set;
   const captured = readTables(db);
   const compiled: CompiledProjection[] = [];
   const broken: BrokenDefinition[] = [];
@@ -200,10 +203,14 @@ export async function resolveProjections(
       else throw err;
     }
   }
-  // The stored definitions that run: all of the set's without --projection; with '*' given, the mirrors "*" made.
+  // The stored definitions that run: the set's of this source without --projection; with '*' given, the mirrors "*" made.
   const named = new Set([...compiled, ...broken, ...refused].map((x) => x.name));
   const storedRun =
-    given.length === 0 ? records : given.includes(MIRROR_ALL) ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name)) : [];
+    given.length === 0
+      ? own.projections
+      : given.includes(MIRROR_ALL)
+        ? records.filter((r) => isDefaultMirror(r) && !named.has(r.name))
+        : [];
   for (const d of await storedDefinitions(storedRun)) {
     if ('reason' in d) {
       broken.push(d);
@@ -214,7 +221,8 @@ export async function resolveProjections(
     if (isBroken(p)) broken.push(p);
     else compiled.push(p);
   }
-  const mirrorAll = mirrorAllOf(given, records, set);
+  // "*" of another source file still there is that file's: a plain sync of this one neither runs it nor stores it again.
+  const mirrorAll = mirrorAllOf(given, records, own.othersMirrorAll ? { ...set, mirrorAll: undefined } : set);
   let unmirrored: Unmirrored[] = [];
   if (mirrorAll !== undefined) {
     const added = compileMirrorAll(
@@ -240,7 +248,7 @@ export async function resolveProjections(
     broken,
     refused,
     mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
-    store: setChange(set, mirrorAll, sourcePath),
+    store: setChange(set, mirrorAll, own.othersMirrorAll && mirrorAll === undefined ? (set.mirrorAll?.sourcePath ?? null) : sourcePath),
   };
 }
 
@@ -292,11 +300,15 @@ export function compileMirrorAll(
   return { compiled, unmirrored: added.unmirrored };
 }
 
-/** What the first run stores: the set table on a target that has none, and "*" when it runs and is not stored as it is. */
+/**
+ * What the first run stores: the set table on a target that has none, and
+ * "*" when it runs and is not stored as it is. `sourcePath`: the source "*"
+ * is stored with (this run's, or the other source's whose "*" it leaves).
+ */
 function setChange(
   set: { readonly stored: boolean; readonly mirrorAll: MirrorAll | undefined },
   run: MirrorAll | undefined,
-  sourcePath: string,
+  sourcePath: string | null,
 ): SetChange | undefined {
   // An older target counted as built by the default keeps "*" beside what is given now.
   const mirrorAll = run?.origin ?? (set.mirrorAll !== undefined && !set.mirrorAll.stored ? set.mirrorAll.origin : undefined);

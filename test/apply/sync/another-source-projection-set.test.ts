@@ -1,0 +1,109 @@
+// a plain sync of one source leaves alone the projections a target holds of another source file that is still there
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { test, expect, describe } from '../../support/fixtures.ts';
+import { jsonSchemas as S } from '../../../src/cli/index.ts';
+import { parseJson, runCliAsync } from '../../cli/support/cli.ts';
+
+/*
+ * One target fed by two sources: "*" (mirror t) of A.db, and a map m of
+ * B.db given with --projection. A plain `sluice sync A.db T.db` ran every
+ * projection the target stores, m included: it compiled m against A, found
+ * its cursor of another capture and rebuilt it from A's rows
+ * (SOURCE_CHANGED, exit 0, health green), silently replacing the rows of
+ * B. SOURCE_CHANGED is for a source file replaced or enabled again at the
+ * same path (or moved), not for another file that is still there.
+ *
+ * A plain sync runs the target's projections of its source, by the rule
+ * verify uses to decide which projections are the source's business: those
+ * of its capture, of its file, or of no file that is still there. m is left
+ * to `sync B.db T.db`, and health still reads its lag from B.db. An explicit
+ * `--projection m.json` on a sync of A.db still builds m from A.db.
+ */
+
+const sql = (db: string, q: string) => execFileSync('sqlite3', [db, q], { encoding: 'utf8' }).trim();
+
+async function run(args: string[], status = 0) {
+  const r = await runCliAsync(args);
+  expect(r.status, `sluice ${args.join(' ')}: ${r.stdout}${r.stderr}`).toBe(status);
+  return r;
+}
+
+describe('a target fed by two source files', () => {
+  test("a plain sync of one leaves the other source's map as it is, and health reads its lag from that source", async ({ tmp }) => {
+    const at = (f: string) => path.join(tmp, f);
+    const a = at('A.db');
+    const b = at('B.db');
+    const t = at('T.db');
+    const map = at('m.json');
+    sql(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'A1');");
+    sql(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'B1'),(2,'B2');");
+    fs.writeFileSync(map, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
+    await run(['enable', a, 't']);
+    await run(['enable', b, 't']);
+    await run(['sync', a, t]);
+    await run(['sync', b, t, '--projection', map]);
+    sql(b, "INSERT INTO t VALUES(3,'B3')");
+    sql(a, "INSERT INTO t VALUES(5,'A5')");
+
+    const s = parseJson(await run(['sync', a, t, '--json']), S.syncOutput);
+    expect(s.projections.map((p) => p.name)).toEqual(['t']);
+    expect(s.projections[0]).not.toHaveProperty('rebuilt');
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM t ORDER BY id)")).toBe('1A1 5A5');
+    // m is B's: as sync B left it.
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1 2B2');
+    const text = await run(['sync', a, t]);
+    expect(text.stdout).not.toMatch(/\bm\b.*rebuilt/);
+
+    // health reads m's lag from B (one event behind), and t's from A (caught up).
+    const h = parseJson(await runCliAsync(['health', t, '--json']), S.healthOutput);
+    const byName = Object.fromEntries(h.projections.map((p) => [p.name, p]));
+    expect(byName.m, JSON.stringify(h)).toMatchObject({ sourcePath: b, lagEvents: 1 });
+    expect(byName.t, JSON.stringify(h)).toMatchObject({ sourcePath: a, lagEvents: 0 });
+
+    // A plain sync of B feeds m, and leaves A's mirror t as it is.
+    const sb = parseJson(await run(['sync', b, t, '--json']), S.syncOutput);
+    expect(sb.projections.map((p) => p.name)).toEqual(['m']);
+    expect(sb.projections[0]).not.toHaveProperty('rebuilt');
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1 2B2 3B3');
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM t ORDER BY id)")).toBe('1A1 5A5');
+    // "*" is still A's: a table A captures later is mirrored by sync A, not by sync B.
+    expect(sql(t, "SELECT source_path FROM _sluice_projection_set WHERE member = '*'")).toBe(a);
+
+    // explain says what those plain syncs do, and verify answers for the same projections.
+    const ea = parseJson(await run(['explain', a, t, '--json']), S.explainOutput);
+    expect(ea.projections.map((p) => p.name)).toEqual(['t']);
+    const eb = parseJson(await run(['explain', b, t, '--json']), S.explainOutput);
+    expect(eb.projections.map((p) => p.name)).toEqual(['m']);
+    const va = parseJson(await run(['verify', a, t, '--json']), S.verifyOutput);
+    expect(va.projections.map((p) => p.name)).toEqual(['t']);
+    const vb = parseJson(await run(['verify', b, t, '--json']), S.verifyOutput);
+    expect(vb.projections.map((p) => p.name)).toEqual(['m']);
+    await run(['health', t]);
+  });
+
+  test("an explicit --projection of the other source's map on a sync of A builds it from A", async ({ tmp }) => {
+    const at = (f: string) => path.join(tmp, f);
+    const a = at('A.db');
+    const b = at('B.db');
+    const t = at('T.db');
+    const map = at('m.json');
+    sql(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'A1');");
+    sql(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'B1'),(2,'B2');");
+    fs.writeFileSync(map, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
+    await run(['enable', a, 't']);
+    await run(['enable', b, 't']);
+    await run(['sync', a, t]);
+    await run(['sync', b, t, '--projection', map]);
+
+    const s = parseJson(await run(['sync', a, t, '--projection', map, '--json']), S.syncOutput);
+    expect(s.projections.map((p) => [p.name, p.rebuilt])).toEqual([['m', 'SOURCE_CHANGED']]);
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1A1');
+    // From now on m is A's: a plain sync of A runs it, one of B leaves it.
+    sql(a, "INSERT INTO t VALUES(5,'A5')");
+    const again = parseJson(await run(['sync', a, t, '--json']), S.syncOutput);
+    expect(again.projections.map((p) => p.name).sort()).toEqual(['m', 't']);
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1A1 5A5');
+  });
+});
