@@ -116,7 +116,7 @@ export function arm(
     storedOrNull(names.beforeInsert, sql.beforeInsert),
     storedOrNull(names.beforeUpdate, sql.beforeUpdate),
   );
-  recordExclusion(db, id, excluded);
+  recordExclusion(db, id, excluded, info);
   // prior.lastSeq is the table's last seq as readers see it (its row or a newer event after the checkpoint). A
   // row left for this tid by the tick (the newest event of a table disabled since, which disable keeps) is replaced.
   db.prepare(`INSERT INTO ${LAST_TABLE} (tid, seq) VALUES (?, ?) ON CONFLICT (tid) DO UPDATE SET seq = excluded.seq`).run(

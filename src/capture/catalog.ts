@@ -32,8 +32,13 @@ export interface CapturedTable {
   readonly mode: CaptureMode;
   /** The captured columns, in the order of the journal's images (the table's columns less `excluded`). */
   readonly columns: readonly string[];
-  /** Columns left out of capture: in no image, snapshot or target (enable's `exclude`). */
+  /**
+   * Columns left out of capture: in no image, snapshot or target (enable's `exclude`). By name: a name
+   * the table no longer has stays here, so that a column added again under it is left out too.
+   */
   readonly excluded: readonly string[];
+  /** The names in `excluded` the table did not have when it was armed (stored as `{"absent": name}`). */
+  readonly excludedAbsent: readonly string[];
   readonly keyColumns: readonly string[];
   readonly fingerprint: string;
   readonly lastSeq: number;
@@ -96,7 +101,7 @@ function tableFromRow(db: Db, r: Record<string, unknown>): CapturedTable {
     mode,
     columns: row.json('columns', stringList, 'a JSON array of column names'),
     // A table made before `excluded` (or one never given any) leaves nothing out.
-    excluded: row.jsonOrNull('excluded', stringList, 'a JSON array of column names') ?? [],
+    ...exclusionOf(row.jsonOrNull('excluded', excludedList, 'a JSON array of column names (or {"absent": name})')),
     keyColumns: row.json('key_columns', stringList, 'a JSON array of column names'),
     fingerprint: row.text('fingerprint'),
     lastSeq: row.whole('last_seq'),
@@ -109,6 +114,28 @@ function tableFromRow(db: Db, r: Record<string, unknown>): CapturedTable {
       beforeInsert: row.textOrNull('before_insert_trigger'),
       beforeUpdate: row.textOrNull('before_update_trigger'),
     },
+  };
+}
+
+/** A stored excluded set: each name a string, or `{"absent": name}` for one the table did not have when armed. */
+function excludedList(json: unknown): { name: string; absent: boolean }[] | undefined {
+  if (!Array.isArray(json)) return undefined;
+  const out: { name: string; absent: boolean }[] = [];
+  for (const e of json as unknown[]) {
+    if (typeof e === 'string') out.push({ name: e, absent: false });
+    else if (typeof e === 'object' && e !== null && typeof (e as { absent?: unknown }).absent === 'string')
+      out.push({ name: (e as { absent: string }).absent, absent: true });
+    else return undefined;
+  }
+  return out;
+}
+
+function exclusionOf(
+  list: readonly { name: string; absent: boolean }[] | null | undefined,
+): Pick<CapturedTable, 'excluded' | 'excludedAbsent'> {
+  return {
+    excluded: (list ?? []).map((e) => e.name),
+    excludedAbsent: (list ?? []).filter((e) => e.absent).map((e) => e.name),
   };
 }
 

@@ -178,7 +178,7 @@ function enableInTransaction(
         continue;
       }
       const arming = verification.tables.find((t) => t.table.tid === prior.tid);
-      const excludeChange = exclusionChange(prior, info, exclude);
+      const excludeChange = exclusionChange(prior, exclude);
       if (prior.mode !== mode || arming?.armed !== true || excludeChange !== undefined) {
         // In this transaction, before the re-arm: no retained row keeps a column now left out.
         const purged = excludeChange === undefined ? 0 : purgeExcluded(db, prior, exclude);

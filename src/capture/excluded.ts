@@ -49,7 +49,10 @@ export function describeCaptured(db: Db, table: string): TableInfo | undefined {
  * mentions counting as read, so that a doubt makes a column a reader, never
  * the other way round.
  */
-export function generatedFromExcluded(info: TableInfo, excluded: readonly string[]): { column: string; from: string }[] {
+export function generatedFromExcluded(info: TableInfo, names: readonly string[]): { column: string; from: string }[] {
+  // A name the table does not have (left out by name, dropped since) is read by no column.
+  const has = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const excluded = names.filter((c) => has.has(foldIdent(c)));
   if (excluded.length === 0) return [];
   const generated = info.columns.filter((c) => c.hidden === 2 || c.hidden === 3);
   if (generated.length === 0) return [];
@@ -81,14 +84,22 @@ export function generatedFromExcludedDetail(table: string, found: readonly { col
 
 /**
  * Checks the columns asked to be left out of `info` and returns them as
- * the table spells them, in table order: an unknown column is refused naming
+ * the table spells them, in table order (then the names of `kept`, the set
+ * left out now, that the table no longer has): an unknown column is refused naming
  * the table and its columns, and a key column is refused (events and target
  * rows are found by the key).
  */
-export function resolveExclusion(info: TableInfo, requested: readonly string[]): string[] {
+export function resolveExclusion(info: TableInfo, requested: readonly string[], kept: readonly string[] = []): string[] {
   const wanted = new Set<string>();
+  const absent: string[] = [];
   for (const name of requested) {
     const col = info.columns.find((c) => c.name === name) ?? info.columns.find((c) => foldIdent(c.name) === foldIdent(name));
+    // A name the table no longer has but still leaves out (`kept`) may be named again: it stays left out.
+    const still = col === undefined ? kept.find((k) => foldIdent(k) === foldIdent(name)) : undefined;
+    if (still !== undefined) {
+      if (!absent.some((a) => foldIdent(a) === foldIdent(still))) absent.push(still);
+      continue;
+    }
     if (col === undefined)
       throw new InvalidInputError(
         'UNKNOWN_COLUMN',
@@ -110,7 +121,7 @@ export function resolveExclusion(info: TableInfo, requested: readonly string[]):
       info.name,
       `Table ${info.name}: ${generatedFromExcludedDetail(info.name, generated)}.`,
     );
-  return resolved;
+  return [...resolved, ...absent];
 }
 
 /**
@@ -135,8 +146,9 @@ export function armedTriggersIntact(db: Db, prior: CapturedTable): boolean {
 
 /**
  * The excluded set a re-arm keeps for `prior` (a table armed before) whose
- * live shape is `info`: the stored set less the columns that are gone. When
- * an excluded column is gone and `info` has a column that was neither
+ * live shape is `info`: the stored set, names the table no longer has
+ * included (a column added again under one is left out). When an excluded
+ * column it had when armed is gone and `info` has a column that was neither
  * captured nor excluded, the column may have been renamed (a rename cannot
  * be told from a drop and an add): undefined, and the table is not re-armed
  * by itself (it stays unarmed, its readers fail closed) until enable is told
@@ -144,15 +156,22 @@ export function armedTriggersIntact(db: Db, prior: CapturedTable): boolean {
  */
 export function keptExclusion(prior: CapturedTable, info: TableInfo, intact: boolean): readonly string[] | undefined {
   if (prior.excluded.length === 0) return [];
-  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
-  const kept = prior.excluded.filter((c) => live.has(foldIdent(c)));
+  // By name: a column gone (now, or already when armed) stays left out, and so does one added again under its name.
+  const kept = prior.excluded;
   if (generatedFromExcluded(info, kept).length > 0) return undefined;
-  if (kept.length === prior.excluded.length) return kept;
+  if (goneSinceArmed(prior, info).length === 0) return kept;
   // A table made again may hold the gone column under the name of a captured one it no longer has.
   if (!intact) return undefined;
   const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
   if (info.columns.some((c) => !known.has(foldIdent(c.name)))) return undefined;
   return kept;
+}
+
+/** The excluded columns `prior`'s table had when it was armed and `info` no longer has (maybe renamed). */
+function goneSinceArmed(prior: CapturedTable, info: TableInfo): readonly string[] {
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const absent = new Set(prior.excludedAbsent.map(foldIdent));
+  return prior.excluded.filter((c) => !live.has(foldIdent(c)) && !absent.has(foldIdent(c)));
 }
 
 /** The detail of a table held unarmed by keptExclusion, with the enable that excludes the columns still left out and the new ones. */
@@ -163,7 +182,7 @@ export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, sourc
     prior.excluded.filter((c) => live.has(foldIdent(c))),
   );
   if (generated.length > 0) return generatedFromExcludedDetail(prior.name, generated);
-  const gone = prior.excluded.filter((c) => !live.has(foldIdent(c)));
+  const gone = goneSinceArmed(prior, info);
   const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
   const suggested = info.columns.filter(
     (c) => !known.has(foldIdent(c.name)) || prior.excluded.some((x) => foldIdent(x) === foldIdent(c.name)),

@@ -30,7 +30,7 @@ export function exclusionFor(
   prior: CapturedTable | undefined,
   requested: readonly string[] | undefined,
 ): string[] {
-  if (requested !== undefined) return resolveExclusion(info, requested);
+  if (requested !== undefined) return resolveExclusion(info, requested, prior?.excluded ?? []);
   if (prior === undefined) return [];
   const kept = keptExclusion(prior, info, armedTriggersIntact(db, prior));
   if (kept === undefined) {
@@ -45,10 +45,9 @@ export function exclusionFor(
   return [...kept];
 }
 
-/** `exclude a, b -> c` when `exclude` differs from what `prior` leaves out of the columns `info` still has; undefined when the same. */
-export function exclusionChange(prior: CapturedTable, info: TableInfo, exclude: readonly string[]): string | undefined {
-  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
-  const before = prior.excluded.filter((c) => live.has(foldIdent(c)));
+/** `exclude a, b -> c` when `exclude` differs from the names `prior` leaves out (those its table no longer has too); undefined when the same. */
+export function exclusionChange(prior: CapturedTable, exclude: readonly string[]): string | undefined {
+  const before = prior.excluded;
   const key = (l: readonly string[]) => JSON.stringify(l.map(foldIdent).sort());
   if (key(before) === key(exclude)) return undefined;
   const list = (l: readonly string[]) => (l.length === 0 ? 'none' : l.join(', '));
@@ -141,15 +140,20 @@ export function checkpointPurged(db: Db): void {
   }
 }
 
-/** Stores the excluded set of table `tid`, adding the `excluded` column in place when it is first needed. */
-export function recordExclusion(db: Db, tid: number, excluded: readonly string[]): void {
+/**
+ * Stores the excluded set of table `tid` (armed as `info`), adding the `excluded` column in place when it is
+ * first needed. A name `info` does not have is stored as `{"absent": name}`: it stays left out, and a later
+ * re-arm knows it was already gone (keptExclusion).
+ */
+export function recordExclusion(db: Db, tid: number, excluded: readonly string[], info: TableInfo): void {
   const has = (db.prepare(`SELECT name FROM main.pragma_table_info(?)`).pluck().all(TABLES_TABLE) as string[]).includes('excluded');
   if (!has) {
     if (excluded.length === 0) return;
     db.exec(`ALTER TABLE main.${TABLES_TABLE} ADD COLUMN ${TABLES_EXCLUDED_COLUMN_DEF}`);
   }
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
   db.prepare(`UPDATE main.${TABLES_TABLE} SET excluded = ? WHERE tid = ?`).run(
-    excluded.length === 0 ? null : JSON.stringify(excluded),
+    excluded.length === 0 ? null : JSON.stringify(excluded.map((c) => (live.has(foldIdent(c)) ? c : { absent: c }))),
     tid,
   );
 }

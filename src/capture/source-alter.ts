@@ -273,11 +273,13 @@ function classify(
     // A table made again under its name is a new identity: none of its columns is one it had.
     const allFrom = vanished.has(table.name) ? allAfter.map(() => null) : lineage.columnsFrom(table.tid, allAfter);
     // A column left out stays left out under a new name (its lineage), and a table made again leaves out the same names.
+    // The names stay left out too: one the table no longer has (dropped or renamed, now or by an earlier alter) is kept.
     const was = new Set(table.excluded.map(foldIdent));
     if (vanished.has(table.name)) {
       // A new table's columns have no lineage: one named as a captured column may hold a gone excluded one's values.
       const live = new Set(allAfter.map(foldIdent));
-      const gone = table.excluded.filter((c) => !live.has(foldIdent(c)));
+      const had = new Set(info.columns.map((c) => foldIdent(c.name)));
+      const gone = table.excluded.filter((c) => had.has(foldIdent(c)) && !live.has(foldIdent(c)));
       if (gone.length > 0)
         throw new AlterRefusedError(
           `sluice alter ${db.name}: the script makes ${table.name} again without ${gone.join(', ')}, which is left out of capture; any column of the new table may hold its values, and capture would journal them. Keep the name in the new table, or run the script outside sluice alter: ${table.name} then stays unarmed until enable names the columns to leave out, e.g. ${enableCommand(db.name, [table.name])} --exclude ${shellWord(
@@ -289,7 +291,10 @@ function classify(
         );
     }
     const out_ = allAfter.filter((c, i) => was.has(foldIdent(allFrom[i] ?? c)) || was.has(foldIdent(c)));
-    excludedAfter.set(table.tid, out_);
+    // A name left out stays left out when the table no longer has it, so that a later alter (or anyone) adding a
+    // column under it does not capture that column.
+    const afterNames = new Set(allAfter.map(foldIdent));
+    excludedAfter.set(table.tid, [...out_, ...table.excluded.filter((c) => !afterNames.has(foldIdent(c)))]);
     const keep = (_: unknown, i: number) => !out_.includes(allAfter[i] as string);
     const columnsAfter = allAfter.filter(keep);
     const columnsFrom = allFrom.filter(keep);
