@@ -58,6 +58,7 @@ function build() {
     protected: z.boolean(),
     tables: z.array(z.object({ projection: z.string(), table: z.string() })),
     unguarded: z.array(z.object({ projection: z.string(), table: z.string(), why: z.string() })),
+    wasUnguarded: z.array(z.object({ projection: z.string(), table: z.string() })),
   });
   const pruneOutput = z.object({ deleted: z.number().int(), prunedThrough: z.number().int() });
 

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { protect } from '../index.ts';
 import * as S from './json-schemas.ts';
-import { emit } from './output.ts';
+import { emit, ExitSignal } from './output.ts';
 
 export function registerProtect(program: Command): void {
   program
@@ -21,7 +21,12 @@ export function registerProtect(program: Command): void {
             ? `protected ${target}: writes outside sluice to ${r.tables.map((t) => `${t.table} (${t.projection})`).join(', ') || 'no table'} now fail`
             : `${target} is no longer protected: the guard triggers are dropped`,
           ...r.unguarded.map((u) => `not guarded: ${u.table} (${u.projection}): ${u.why}`),
+          ...r.wasUnguarded.map(
+            (u) =>
+              `needs action: ${u.table} (${u.projection}) was not guarded (its guard triggers were missing or altered), so writes outside sluice may have gone in: it is guarded again, and sluice health reports it until sluice verify SRC ${target} compares ${u.projection} with its source (suspending it with TARGET_EDITED if they differ; repair: sluice reinit)`,
+          ),
         ].join('\n'),
       );
+      if (r.wasUnguarded.length > 0) throw new ExitSignal(3);
     });
 }

@@ -9,6 +9,7 @@ import {
   hasTargetMeta,
   guardFaults,
   type GuardFault,
+  unguardedMarks,
 } from '../target/index.ts';
 import {
   damagedCapture,
@@ -349,6 +350,19 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
   );
 }
 
+/**
+ * Tables of `r` that sluice found unguarded and guarded again (protect, or
+ * sync making a dropped guard again): writes outside sluice may have gone in
+ * meanwhile, and only a verify of the projection tells (it clears the mark).
+ */
+function unguardedProblems(target: Db, r: ProjectionRecord, targetPath: string): string[] {
+  const vars = { source: r.sourcePath ?? undefined, target: targetPath };
+  return unguardedMarks(target, 'main', r.name).map(
+    (m) =>
+      `table ${m.table} of projection ${r.name} was unguarded since ${new Date(m.sinceMs).toISOString()} or later (its guard triggers were found missing or altered and made again at ${new Date(m.foundMs).toISOString()}), so writes outside sluice may have gone in; run ${shellCommand('verify', vars)}: it compares the projection with its source, suspends it (TARGET_EDITED) if they differ, and clears this once it has compared it`,
+  );
+}
+
 /** What is wrong with the guard triggers of a table, in words. */
 function guardFaultText(g: GuardFault): string {
   const them = (names: readonly string[]) =>
@@ -401,6 +415,7 @@ function one(
     ...(facts.suspends === undefined ? facts.problems : []),
     ...targetTableProblems(target, r, sourcePath, targetPath),
     ...guardProblems(target, r, targetPath),
+    ...unguardedProblems(target, r, targetPath),
   );
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {

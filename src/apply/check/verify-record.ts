@@ -1,6 +1,6 @@
 import { openDatabase, type Db, cachedStatement, repairAction, writeTransactionSync } from '../../sqlite/index.ts';
 import { compileProjection, type SourceShape, parseStoredDefinition, kindNamed } from '../../projection/index.ts';
-import { PROJECTIONS_TABLE, readProjection, setState, type ProjectionRecord } from '../target/index.ts';
+import { PROJECTIONS_TABLE, clearUnguarded, readProjection, setState, type ProjectionRecord } from '../target/index.ts';
 import type { ProjectionVerification } from './verify-types.ts';
 
 /*
@@ -38,6 +38,8 @@ export function recordVerdicts(
   found: readonly ProjectionVerification[],
   /** The source as the caller named it, for the repairs it says. */
   sourcePath?: string,
+  /** The projections with a table marked unguarded (protect-guards.ts): a comparison clears their marks. */
+  marked: ReadonlySet<string> = new Set(),
 ): ProjectionVerification[] {
   const out = [...found];
   const todo = records.flatMap((rec, i) => {
@@ -51,7 +53,8 @@ export function recordVerdicts(
     if (v.ok && (comparedWhileSuspended(rec) || kindNamed(rec.kind)?.verification?.ownCheck !== undefined)) return [{ rec, v, i }];
     return [];
   });
-  if (todo.length === 0) return out;
+  const unmark = records.flatMap((rec, i) => (marked.has(rec.name) ? [{ rec, i }] : []));
+  if (todo.length === 0 && unmark.length === 0) return out;
   const db = openDatabase(targetPath, { role: 'target' });
   try {
     writeTransactionSync(db, () => {
@@ -101,6 +104,14 @@ export function recordVerdicts(
           setState(db, 'main', rec.name, 'active', null, null);
           out[i] = { ...now, cleared: true };
         }
+      }
+      // A table marked unguarded (writes outside sluice may have gone in): its projection compared equal, or
+      // suspended for the difference (TARGET_EDITED, whose repair rebuilds it), so the mark has done its work.
+      for (const { rec, i } of unmark) {
+        const stored = readProjection(db, 'main', rec.name);
+        const now = out[i];
+        if (stored === undefined || stored.definition !== rec.definition || now === undefined) continue;
+        if (now.ok || (stored.state === 'suspended' && stored.reason === EDITED)) clearUnguarded(db, 'main', rec.name);
       }
     });
   } finally {

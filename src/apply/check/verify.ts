@@ -1,4 +1,4 @@
-import { shadowBuildOf, openApplySession, TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
+import { shadowBuildOf, openApplySession, TARGET_SCHEMA, readProjections, unguardedMarks, type ProjectionRecord } from '../target/index.ts';
 import { targetTableProblems } from './health-target.ts';
 import fs from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -138,7 +138,7 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
     command: (source, target) => shellCommand('verify', { source, target }),
   });
   const db = session.db;
-  let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[] };
+  let found: { sourceSeq: number; records: ProjectionRecord[]; out: ProjectionVerification[]; marked: Set<string> };
   try {
     useRewindPageSize(db);
     registerHash(db);
@@ -204,12 +204,13 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
         return v;
       });
       out.push(...missing, ...lost);
-      return { sourceSeq: view.hw, records, out };
+      const marked = new Set(unguardedMarks(db, TARGET_SCHEMA).map((m) => m.projection));
+      return { sourceSeq: view.hw, records, out, marked };
     });
   } finally {
     session.close();
   }
-  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out, sourcePath);
+  const projections = options.record === false ? found.out : recordVerdicts(targetPath, found.records, found.out, sourcePath, found.marked);
   return { ok: projections.every((p) => p.ok), sourceSeq: found.sourceSeq, projections };
 }
 

@@ -5,8 +5,10 @@ import { ownedBy } from '../projections/index.ts';
 import {
   allowProjectionWrites,
   GUARD_PREFIX,
+  guardFaults,
   guardTable,
   isProtected,
+  markUnguarded,
   PROTECTED_TABLE,
   hasTargetMeta,
   readProjection,
@@ -33,6 +35,13 @@ export interface ProtectReport {
   readonly tables: readonly { readonly projection: string; readonly table: string }[];
   /** Tables of projections that cannot be guarded, and why (an fts5 index; a projection never built). */
   readonly unguarded: readonly { readonly projection: string; readonly table: string; readonly why: string }[];
+  /**
+   * Tables of the protected target that protect found unguarded (a guard
+   * trigger dropped, moved or made again by another program) and guarded
+   * again: writes outside sluice may have gone in. Each is marked in the
+   * target, and health reports it until `sluice verify` compares the projection.
+   */
+  readonly wasUnguarded: readonly { readonly projection: string; readonly table: string }[];
 }
 
 /**
@@ -56,6 +65,12 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
     return writeTransactionSync(
       db,
       () => {
+        // Found unguarded while the target was protected: protect cannot compare them with the source (it takes only
+        // the target), so a mark keeps the sign that guarding them again would erase (protect-guards.ts).
+        const wasUnguarded = readProjections(db, 'main').flatMap((rec) =>
+          guardFaults(db, 'main', rec.name, ownedBy(rec)).map((g) => ({ projection: rec.name, table: g.table })),
+        );
+        for (const u of wasUnguarded) markUnguarded(db, 'main', u.projection, u.table);
         for (const name of triggerNames(db, 'main')) db.exec(`DROP TRIGGER main.${quoteIdent(name)}`);
         db.exec(`DROP TABLE IF EXISTS main.${PROTECTED_TABLE}`);
         const tables: { projection: string; table: string }[] = [];
@@ -72,7 +87,7 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
             unguarded.push(...g.not.map((x) => ({ projection: rec.name, ...x })));
           }
         }
-        return { protected: on, tables, unguarded };
+        return { protected: on, tables, unguarded, wasUnguarded };
       },
       { mode: 'immediate' },
     );
@@ -87,11 +102,28 @@ export function protect(targetPath: string, on: boolean): ProtectReport {
  * made its tables anew; a custom handler made its declared ones) or not as
  * protect makes them (on another table, made again by another program).
  */
-export function ensureGuards(db: Db, schema: string, name: string): void {
+export function ensureGuards(db: Db, schema: string, name: string, foundUnguarded: readonly string[] = []): void {
   if (!isProtected(db, schema)) return;
   const rec = readProjection(db, schema, name);
   if (rec === undefined) return;
-  for (const table of guardable(db, schema, rec).tables) guardTable(db, schema, rec.name, table);
+  const tables = guardable(db, schema, rec).tables;
+  // Tables that were unguarded before this step wrote (not made by it): edits may have gone in (protect-guards.ts).
+  for (const t of foundUnguarded)
+    if (tables.some((x) => x.toLowerCase() === t.toLowerCase()) && guardFaults(db, schema, rec.name, [t]).length > 0)
+      markUnguarded(db, schema, rec.name, t);
+  for (const table of tables) guardTable(db, schema, rec.name, table);
+}
+
+/**
+ * At the start of a sync step (write lock held, nothing written yet): the
+ * tables of projection `name` a protected target holds unguarded, which
+ * ensureGuards marks when it guards them again.
+ */
+export function unguardedTables(db: Db, schema: string, name: string): string[] {
+  if (!isProtected(db, schema)) return [];
+  const rec = readProjection(db, schema, name);
+  if (rec === undefined) return [];
+  return guardFaults(db, schema, rec.name, ownedBy(rec)).map((g) => g.table);
 }
 
 /** The tables of a projection that can carry triggers (plain tables that exist), and the others with why. */

@@ -52,7 +52,15 @@ import {
   type SetChange,
   type Unmirrored,
 } from '../projections/index.ts';
-import { TargetWatch, BuildVouch, checkEdited, checkPendingEdits, watchedProjections, ensureGuards } from '../edits/index.ts';
+import {
+  TargetWatch,
+  BuildVouch,
+  checkEdited,
+  checkPendingEdits,
+  watchedProjections,
+  ensureGuards,
+  unguardedTables,
+} from '../edits/index.ts';
 import type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 
 export type { ProjectionReport, RunOptions, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
@@ -911,6 +919,9 @@ export class Syncer {
    * rebuilds it anyway: a reinit).
    */
   readonly #afterLock = (p: CompiledProjection, rebuilds: boolean): Suspension | undefined => {
+    // A protected target's tables of p found unguarded before this step writes (a reinit makes them anew): marked when guarded again.
+    if (rebuilds) this.#unguardedAtLock.delete(p.name);
+    else this.#unguardedAtLock.set(p.name, unguardedTables(this.session.db, TARGET_SCHEMA, p.name));
     const w = this.#watch;
     if (w === undefined) return undefined;
     w.locked();
@@ -921,7 +932,10 @@ export class Syncer {
   };
 
   /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
-  readonly #beforeCommit = (p: CompiledProjection): void => ensureGuards(this.session.db, TARGET_SCHEMA, p.name);
+  readonly #beforeCommit = (p: CompiledProjection): void =>
+    ensureGuards(this.session.db, TARGET_SCHEMA, p.name, this.#unguardedAtLock.get(p.name));
+  /** Per projection, its tables a protected target held unguarded when its step took the lock (#afterLock). */
+  readonly #unguardedAtLock = new Map<string, string[]>();
 
   /**
    * Projections another program changed that this run found after their own

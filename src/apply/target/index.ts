@@ -12,7 +12,16 @@ export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
 export { guardProjectionTables, projectionWrites } from './projection-writes.ts';
-export { GUARD_PREFIX, PROTECTED_TABLE, guardFaults, guardTable, isProtected } from './protect-guards.ts';
+export {
+  GUARD_PREFIX,
+  PROTECTED_TABLE,
+  clearUnguarded,
+  guardFaults,
+  guardTable,
+  isProtected,
+  markUnguarded,
+  unguardedMarks,
+} from './protect-guards.ts';
 export type { GuardFault } from './protect-guards.ts';
 export { DEFAULT_BUSY_TIMEOUT_MS, busyRoleOf, markBusy, retryBusy } from './retry.ts';
 export { openApplySession } from './session.ts';

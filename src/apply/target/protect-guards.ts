@@ -96,3 +96,76 @@ export function guardTable(db: Db, schema: string, projection: string, table: st
     if (make.has(name)) db.exec(`CREATE TRIGGER ${quoteIdent(schema)}.${quoteIdent(name)} ${guardBody(projection, table, suffix)}`);
   }
 }
+
+/**
+ * The marks of tables found unguarded in a protected target (a guard
+ * dropped or made again by another program) and guarded again by sluice
+ * (protect, or sync's ensureGuards): writes outside sluice may have gone in
+ * while they were, and guarding them again erased that sign, so the mark
+ * keeps it until a verify of the projection compares its rows
+ * (verify-record.ts clears it). health reports each one.
+ */
+export const UNGUARDED_TABLE = '_sluice_unguarded';
+
+/** A table found unguarded: since when it may have been (the protection it lost was made then), and when sluice found it. */
+export interface UnguardedMark {
+  readonly projection: string;
+  readonly table: string;
+  readonly sinceMs: number;
+  readonly foundMs: number;
+}
+
+function hasMarks(db: Db, schema: string): boolean {
+  return (
+    cachedStatement(db, `SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ?`).get(UNGUARDED_TABLE) !==
+    undefined
+  );
+}
+
+/** When the target was last protected (protect's marker), or undefined when it is not. */
+function protectedSinceMs(db: Db, schema: string): number | undefined {
+  if (!isProtected(db, schema)) return undefined;
+  const ms = cachedStatement(db, `SELECT since_ms FROM ${quoteIdent(schema)}.${PROTECTED_TABLE} WHERE id = 1`, 'pluck').get();
+  return ms === undefined ? undefined : Number(ms);
+}
+
+/**
+ * In a write transaction: marks `table` of `projection` as found unguarded
+ * now (an earlier mark of it is kept, with its earlier since).
+ */
+export function markUnguarded(db: Db, schema: string, projection: string, table: string): void {
+  const now = Date.now();
+  db.exec(
+    `CREATE TABLE IF NOT EXISTS ${quoteIdent(schema)}.${UNGUARDED_TABLE} (projection TEXT NOT NULL, tbl TEXT NOT NULL, since_ms INTEGER NOT NULL, found_ms INTEGER NOT NULL, PRIMARY KEY (projection, tbl))`,
+  );
+  db.prepare(`INSERT OR IGNORE INTO ${quoteIdent(schema)}.${UNGUARDED_TABLE} VALUES (?, ?, ?, ?)`).run(
+    projection,
+    table,
+    protectedSinceMs(db, schema) ?? now,
+    now,
+  );
+}
+
+/** The marks of projection `projection` (all projections' when undefined). Reads only. */
+export function unguardedMarks(db: Db, schema: string, projection?: string): UnguardedMark[] {
+  if (!hasMarks(db, schema)) return [];
+  const rows = db
+    .prepare(
+      `SELECT projection, tbl, since_ms, found_ms FROM ${quoteIdent(schema)}.${UNGUARDED_TABLE} WHERE ? IS NULL OR projection = ? ORDER BY projection, tbl`,
+    )
+    .all(projection ?? null, projection ?? null) as {
+    projection: string;
+    tbl: string;
+    since_ms: number | bigint;
+    found_ms: number | bigint;
+  }[];
+  return rows.map((r) => ({ projection: r.projection, table: r.tbl, sinceMs: Number(r.since_ms), foundMs: Number(r.found_ms) }));
+}
+
+/** In a write transaction: forgets the marks of `projection` (a verify compared it); the table goes with the last one. */
+export function clearUnguarded(db: Db, schema: string, projection: string): void {
+  if (!hasMarks(db, schema)) return;
+  db.prepare(`DELETE FROM ${quoteIdent(schema)}.${UNGUARDED_TABLE} WHERE projection = ?`).run(projection);
+  if (db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.${UNGUARDED_TABLE} LIMIT 1`).get() === undefined)
+    db.exec(`DROP TABLE ${quoteIdent(schema)}.${UNGUARDED_TABLE}`);
+}

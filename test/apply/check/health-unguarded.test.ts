@@ -12,7 +12,8 @@ import { runCliAsync, makeDir, removeDir, trackerSource, syncByLibrary, scalar }
  * edit the table again, and health (and a sync with nothing to apply) said
  * nothing. health now names the table and the missing trigger, says hand
  * edits may have gone in, and names verify to find them and protect to
- * guard the table again; after protect, health is ok. A guard trusted by
+ * guard the table again; protect marks the table it guards again, and
+ * health names verify until one compares it (protect-unguarded.test.ts). A guard trusted by
  * its name alone was no guard either: a table renamed away takes its
  * triggers with it (a table made again under the name has none), and a
  * trigger made again under a guard's name may refuse nothing. health holds
@@ -58,10 +59,12 @@ describe('health of a protected target', () => {
     expect(r.stdout).toContain(guard);
 
     // The repairs it names: protect guards the table again, verify finds the edit that went in.
-    expect((await runCliAsync(['protect', tgt])).status).toBe(0);
-    expect(health(tgt).ok).toBe(true);
+    // protect marks the table it found unguarded (exit 3): health names verify until one compares it.
+    expect((await runCliAsync(['protect', tgt])).status).toBe(3);
+    expect(health(tgt).projections.find((p) => p.name === 'issues')?.action).toContain('was unguarded since');
     expect(() => runSqliteCli(tgt, edit)).toThrow(/sluice_protect/);
     expect((await runCliAsync(['verify', src, tgt])).status).toBe(3);
+    expect(health(tgt).projections.find((p) => p.name === 'issues')?.reason).toBe('TARGET_EDITED');
   });
 
   test('a guard that is there by name but guards nothing: its table renamed away (the guards follow it) and made again, or the guard made again with a body that refuses nothing', async () => {
@@ -109,8 +112,8 @@ describe('health of a protected target', () => {
     expect(r.status, r.stdout).toBe(3);
 
     // The repair it names: protect guards the tables again (the impostor dropped, the guards made on issues).
-    expect((await runCliAsync(['protect', tgt])).status).toBe(0);
-    expect(health(tgt).ok).toBe(true);
+    expect((await runCliAsync(['protect', tgt])).status).toBe(3);
+    expect(health(tgt).ok).toBe(false);
     expect(() => runSqliteCli(tgt, "UPDATE issues SET title = 'by hand'")).toThrow(/sluice_protect/);
     expect(() =>
       runSqliteCli(

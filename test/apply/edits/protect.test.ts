@@ -118,7 +118,7 @@ describe('sluice protect', () => {
 
     const off = await runCliAsync(['protect', tgt, '--off', '--json']);
     expect(off.status, off.stderr).toBe(0);
-    expect(parseJson(off, S.protectOutput)).toEqual({ protected: false, tables: [], unguarded: [] });
+    expect(parseJson(off, S.protectOutput)).toEqual({ protected: false, tables: [], unguarded: [], wasUnguarded: [] });
     expect(shell(EDITS[0] as string)).toEqual({ status: 0, stderr: '' });
   });
 
