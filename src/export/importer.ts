@@ -21,7 +21,7 @@ import {
   isHandlerFailure,
   type AlterDecision,
 } from '../projection/index.ts';
-import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy } from '../apply/target/index.ts';
+import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy, clearUnguarded } from '../apply/target/index.ts';
 import type { DroppedIndex, DroppedTrigger, ProjectionRecord } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
@@ -812,6 +812,7 @@ export class Importer {
           // In a savepoint: a custom handler's init that fails takes only its own build back.
           ({ droppedIndexes, droppedTriggers } = await writeTransaction(this.#db, async () => {
             const r = await install.finish(line.cursor, line.seq);
+            clearUnguarded(this.#db, SCHEMA, install.p.name); // made anew from the snapshot: an unguarded table's mark has done its work
             ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
             return r;
           }));

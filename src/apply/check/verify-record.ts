@@ -111,7 +111,9 @@ export function recordVerdicts(
         const stored = readProjection(db, 'main', rec.name);
         const now = out[i];
         if (stored === undefined || stored.definition !== rec.definition || now === undefined) continue;
-        if (now.ok || (stored.state === 'suspended' && stored.reason === EDITED)) clearUnguarded(db, 'main', rec.name);
+        // A custom projection's "ok" compared nothing (NOT_VERIFIABLE): its mark stays until a rebuild makes its tables anew.
+        const compared = now.ok && now.reason !== 'NOT_VERIFIABLE';
+        if (compared || (stored.state === 'suspended' && stored.reason === EDITED)) clearUnguarded(db, 'main', rec.name);
       }
     });
   } finally {

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { openDatabase, closeDatabase, writeTransactionSync, quoteIdent, shellCommand, scrubbing } from '../../sqlite/index.ts';
 import { InvalidInputError, SluiceError } from '../../errors.ts';
-import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop } from '../target/index.ts';
+import { PROJECTIONS_TABLE, readProjections, buildTables, readBuild, recordDrop, clearUnguarded } from '../target/index.ts';
 import { ownedBy } from './applier.ts';
 import { excludeFromMirrorAll, readProjectionSet, removeMirrorAll } from './projection-set.ts';
 
@@ -59,6 +59,8 @@ export function dropProjection(targetPath: string, name: string): DropResult {
           for (const t of dropped) db.exec(`DROP TABLE main.${quoteIdent(t)}`);
         });
         db.prepare(`DELETE FROM main.${PROJECTIONS_TABLE} WHERE name = ?`).run(name);
+        // Its tables marked unguarded (protect-guards.ts) are gone with it: a projection made again under the name starts clean.
+        clearUnguarded(db, 'main', name);
         // A mirror "*" made: "*" leaves its table out from now on, or the next sync would make it again.
         excludeFromMirrorAll(db, 'main', records, rec);
         // The source still acknowledges it: the next sync of this target forgets that, instead of reporting it lost.

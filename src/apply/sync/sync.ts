@@ -31,6 +31,7 @@ import {
   markBusy,
   retryBusy,
   damagedFile,
+  clearUnguarded,
 } from '../target/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { KINDS, kindOf } from '../../projection/index.ts';
@@ -920,8 +921,13 @@ export class Syncer {
    */
   readonly #afterLock = (p: CompiledProjection, rebuilds: boolean): Suspension | undefined => {
     // A protected target's tables of p found unguarded before this step writes (a reinit makes them anew): marked when guarded again.
-    if (rebuilds) this.#unguardedAtLock.delete(p.name);
-    else this.#unguardedAtLock.set(p.name, unguardedTables(this.session.db, TARGET_SCHEMA, p.name));
+    if (rebuilds) {
+      this.#unguardedAtLock.delete(p.name);
+      this.#rebuiltAtLock.add(p.name);
+    } else {
+      this.#unguardedAtLock.set(p.name, unguardedTables(this.session.db, TARGET_SCHEMA, p.name));
+      this.#rebuiltAtLock.delete(p.name);
+    }
     const w = this.#watch;
     if (w === undefined) return undefined;
     w.locked();
@@ -932,8 +938,13 @@ export class Syncer {
   };
 
   /** Before a step commits: a protected target's guards on the tables it made (protect.ts). */
-  readonly #beforeCommit = (p: CompiledProjection): void =>
+  readonly #beforeCommit = (p: CompiledProjection): void => {
+    // Its tables made anew by this step: what an unguarded table may have taken in is gone, and so is its mark.
+    if (this.#rebuiltAtLock.has(p.name)) clearUnguarded(this.session.db, TARGET_SCHEMA, p.name);
     ensureGuards(this.session.db, TARGET_SCHEMA, p.name, this.#unguardedAtLock.get(p.name));
+  };
+  /** The projections whose step, when it took the lock, was to rebuild them (#afterLock). */
+  readonly #rebuiltAtLock = new Set<string>();
   /** Per projection, its tables a protected target held unguarded when its step took the lock (#afterLock). */
   readonly #unguardedAtLock = new Map<string, string[]>();
 

@@ -1,4 +1,5 @@
 // guarding again a table whose guard was dropped keeps the sign that edits may have gone in until verify compares it
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runSqliteCli } from '../../support/fixtures.ts';
@@ -109,5 +110,61 @@ describe('sluice protect of a table found unguarded', () => {
     expect(h.stdout).toContain('was unguarded since');
     expect((await runCliAsync(['verify', src, tgt])).status).toBe(3);
     expect((await runCliAsync(['health', tgt])).stdout).toContain('TARGET_EDITED');
+  });
+});
+
+describe('the mark of a table found unguarded', () => {
+  const marks = () => runSqliteCli(tgt, "SELECT count(*) FROM sqlite_master WHERE name = '_sluice_unguarded';").trim();
+
+  test('goes with a drop, and a projection built again under the name starts clean', async () => {
+    dropGuards();
+    expect((await runCliAsync(['protect', tgt])).status).toBe(3);
+    expect((await runCliAsync(['drop', tgt, 't'])).status).toBe(0);
+    expect(marks()).toBe('0');
+    const r = await runCliAsync(['sync', src, tgt, '--projection', '*']);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    const h = await runCliAsync(['health', tgt]);
+    expect(h.status, h.stdout + h.stderr).toBe(0);
+  });
+
+  test('goes with a reinit, which makes the tables anew from the source', async () => {
+    dropGuards();
+    runSqliteCli(tgt, "UPDATE t SET a = 'EDITED' WHERE id = 3;");
+    expect((await runCliAsync(['protect', tgt])).status).toBe(3);
+    const r = await runCliAsync(['reinit', src, tgt, 't']);
+    expect(r.status, r.stdout + r.stderr).toBe(0);
+    expect(rowOf(3)).toBe('row 3');
+    expect(marks()).toBe('0');
+    expect((await runCliAsync(['health', tgt])).status).toBe(0);
+  });
+
+  test('stays through a verify of a custom projection, which compares nothing (NOT_VERIFIABLE)', async () => {
+    const mod = at('cnt.mjs');
+    fs.writeFileSync(
+      mod,
+      `export default [{ name: 'cnt', source: 't', kind: 'custom', tables: ['cnt'], handler: {
+  version: '1',
+  async init(rows, { db, tables }) {
+    await db.schema.createTable(tables.cnt).ifNotExists().addColumn('id', 'integer', (c) => c.primaryKey()).addColumn('a', 'text').execute();
+    for (const r of rows) await db.insertInto(tables.cnt).values({ id: r.id, a: r.a }).execute();
+  },
+  async apply(event, { db, tables }) {
+    if (event.op === 'delete') await db.deleteFrom(tables.cnt).where('id', '=', event.before.id).execute();
+    else await db.insertInto(tables.cnt).values({ id: event.after.id, a: event.after.a }).onConflict((oc) => oc.column('id').doUpdateSet({ a: event.after.a })).execute();
+  },
+} }];
+`,
+    );
+    const s = await runCliAsync(['sync', src, tgt, '--projection', mod]);
+    expect(s.status, s.stdout + s.stderr).toBe(0);
+    const names = runSqliteCli(tgt, "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'cnt';").trim().split('\n');
+    expect(names.length).toBe(3);
+    runSqliteCli(tgt, names.map((n) => `DROP TRIGGER "${n}";`).join('\n') + "\nUPDATE cnt SET a = 'EDITED' WHERE id = 1;");
+    expect((await runCliAsync(['protect', tgt])).status).toBe(3);
+    const v = await runCliAsync(['verify', src, tgt]);
+    expect(v.stdout).toMatch(/cnt: ok .*NOT_VERIFIABLE/);
+    const h = await runCliAsync(['health', tgt]);
+    expect(h.status, h.stdout + h.stderr).toBe(3);
+    expect(h.stdout + h.stderr).toMatch(/cnt/);
   });
 });
