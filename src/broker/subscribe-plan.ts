@@ -279,6 +279,22 @@ async function planFromCursor(
     return { start: { streamSeq: lastSeq + 1 }, seq: target, encoding: undefined };
   }
   if (Number(first.header.get(HEADER.fromSeq)) > target) return behind();
+  // A batch that spans a projection's seq would be applied past it over rows its events up to that seq are taken to
+  // have made, and it does not carry what proves it (the journal's event there, which the cursor anchors): the source
+  // may have been restored and written again since (one batch across the restored seq). Rebuilt from the snapshot.
+  if (end !== undefined) {
+    for (const r of position.records ?? []) {
+      if (r.cursor === null || r.state === 'suspended') continue;
+      const m = r.seq === target ? first : await firstBatchAfter(b, stream, subjects.batch, r.seq, after ?? firstSeq, lastSeq);
+      if (m === undefined || Number(m.header.get(HEADER.fromSeq)) >= r.seq) continue;
+      const plan = await fromSnapshot(end);
+      return {
+        ...plan,
+        rebuilt: { reason: 'HISTORY_DIVERGED', targetSeq: r.seq, snapshotSeq: plan.seq },
+        rebuildBelow: 'HISTORY_DIVERGED',
+      };
+    }
+  }
   return { start: { streamSeq: first.seq }, seq: target, encoding: encodingOf(first) };
 }
 

@@ -901,6 +901,23 @@ export class Importer {
                 { projection: p.name, rebuild: why.reason },
               );
           }
+          // A subscriber's batch that spans the target's seq would be applied past it, its events up to that seq taken to
+          // be the ones the target holds; it does not carry what proves it (the journal's event there, which the cursor
+          // anchors), so a source restored from an older copy and written again past that seq reads the same: not applied
+          // (the subscriber rebuilds from the stream's snapshot: subscribe-plan.ts). A file's batch is (a target that holds
+          // part of a batch of another file's cut gets the rest of it: docs/jsonl.md).
+          if (
+            this.#options.fedBy?.via === 'subscribe' &&
+            rec.state !== 'suspended' &&
+            rec.cursor !== null &&
+            line.fromSeq < rec.seq &&
+            rec.seq < line.seq
+          )
+            throw new FailClosedError(
+              'HISTORY_DIVERGED',
+              `${at}: this batch (seq ${line.fromSeq}-${line.seq}) spans projection ${p.name}'s seq ${rec.seq} in the target, so nothing of it was applied: only its events past seq ${rec.seq} would be, and nothing in it shows that its events up to there are the history the target holds (a source restored from an older copy and written again after the target got to seq ${rec.seq} publishes such a batch). ${stoppedFix(this.#options.fedBy?.via === 'subscribe')}.`,
+              { projection: p.name, rebuild: 'HISTORY_DIVERGED' },
+            );
           const path = () =>
             runBatchPath(target, p, rec, rec.seq, {
               batch: () => {
