@@ -224,9 +224,13 @@ export class Publisher {
         `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but ${this.stateFile} says seq ${seqOf(saved)} was published: the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
       );
       this.#cursor = held;
+      this.#saved.save(held);
       return;
     }
     this.#cursor = furthest(candidates);
+    // The state file says where this publisher goes on from, also when the stream is further (a publisher killed before
+    // its last acknowledgements reached the file): a run that then finds nothing more to publish leaves it right.
+    if (this.#cursor !== undefined && this.#cursor !== saved) this.#saved.save(this.#cursor);
   }
 
   /**

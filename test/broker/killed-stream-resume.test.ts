@@ -77,8 +77,8 @@ describe('killed mid-run', () => {
       const at = Math.floor(EVENTS * (share + Math.random() * 0.1));
       await waitFor(`the publisher past seq ${at}`, () => published() >= at || p.child.exitCode !== null, 60_000, 2);
       p.child.kill('SIGKILL');
-      await p.exited;
-      expect(published(), p.stderr()).toBeGreaterThan(start);
+      const ex = await p.exited;
+      expect(published(), `${JSON.stringify(ex)} out=${p.stdout()} err=${p.stderr()}`).toBeGreaterThan(start);
       if (published() < EVENTS) midRun++;
     }
     expect(midRun).toBeGreaterThan(0);
