@@ -69,17 +69,41 @@ describe('killed mid-run', () => {
     // (the last share leaves a few hundred events). The last publish must be exact either way; at least one kill must
     // have landed mid-run for the test to mean what it says (as for the subscriber below).
     let midRun = 0;
+    // How far the stream's batches reach: the publisher's output, which each round must move on (its state file, which
+    // times the kill, is written behind the acknowledgements and may lag them when the kill lands).
+    const reach = async () => {
+      const batches = (await streamMessages(url, defaultStreamName(sid))).filter((m) => m.subject === subjectsOf(sid).batch);
+      return Math.max(0, ...batches.map((m) => Number(m.header.get('Sluice-To-Seq'))));
+    };
     for (const share of [0.15, 0.4, 0.7]) {
-      const start = published();
+      const start = await reach();
       if (start >= EVENTS) break; // (a kill that landed after the end leaves nothing to kill mid-run)
       const p = startCli(['publish', src, '--nats', url, '--batch', '3']);
       // A random point past `share` of the backlog, before the end.
       const at = Math.floor(EVENTS * (share + Math.random() * 0.1));
-      await waitFor(`the publisher past seq ${at}`, () => published() >= at || p.child.exitCode !== null, 60_000, 2);
+      let seen = -1;
+      let why = '';
+      const t0 = Date.now();
+      await waitFor(
+        `the publisher past seq ${at}`,
+        () => {
+          const v = published();
+          seen = Math.max(seen, v);
+          if (v >= at) why = `file ${v}`;
+          if (p.child.exitCode !== null) why += ` exit ${p.child.exitCode}`;
+          return v >= at || p.child.exitCode !== null;
+        },
+        60_000,
+        2,
+      );
+      why += ` after ${Date.now() - t0} ms, at ${at}, seen ${seen}`;
       p.child.kill('SIGKILL');
       const ex = await p.exited;
-      expect(published(), `${JSON.stringify(ex)} out=${p.stdout()} err=${p.stderr()}`).toBeGreaterThan(start);
-      if (published() < EVENTS) midRun++;
+      const now = await reach();
+      expect(now, `${JSON.stringify(ex)} state file at seq ${published()}, ${why}, out=${p.stdout()} err=${p.stderr()}`).toBeGreaterThan(
+        start,
+      );
+      if (now < EVENTS) midRun++;
     }
     expect(midRun).toBeGreaterThan(0);
     const last = await runCliAsync(['publish', src, '--nats', url, '--batch', '3', '--json']);
