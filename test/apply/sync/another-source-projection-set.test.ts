@@ -30,20 +30,26 @@ async function run(args: string[], status = 0) {
   return r;
 }
 
+/** Sources A.db and B.db, each t(id, v), captured; T.db holds A's "*" mirror t and B's map m (m.json). */
+async function twoSources(tmp: string): Promise<{ a: string; b: string; t: string; map: string }> {
+  const at = (f: string) => path.join(tmp, f);
+  const a = at('A.db');
+  const b = at('B.db');
+  const t = at('T.db');
+  const map = at('m.json');
+  sql(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'A1');");
+  sql(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'B1'),(2,'B2');");
+  fs.writeFileSync(map, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
+  await run(['enable', a, 't']);
+  await run(['enable', b, 't']);
+  await run(['sync', a, t]);
+  await run(['sync', b, t, '--projection', map]);
+  return { a, b, t, map };
+}
+
 describe('a target fed by two source files', () => {
   test("a plain sync of one leaves the other source's map as it is, and health reads its lag from that source", async ({ tmp }) => {
-    const at = (f: string) => path.join(tmp, f);
-    const a = at('A.db');
-    const b = at('B.db');
-    const t = at('T.db');
-    const map = at('m.json');
-    sql(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'A1');");
-    sql(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'B1'),(2,'B2');");
-    fs.writeFileSync(map, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
-    await run(['enable', a, 't']);
-    await run(['enable', b, 't']);
-    await run(['sync', a, t]);
-    await run(['sync', b, t, '--projection', map]);
+    const { a, b, t, map } = await twoSources(tmp);
     sql(b, "INSERT INTO t VALUES(3,'B3')");
     sql(a, "INSERT INTO t VALUES(5,'A5')");
 
@@ -84,18 +90,7 @@ describe('a target fed by two source files', () => {
   });
 
   test("an explicit --projection of the other source's map on a sync of A builds it from A", async ({ tmp }) => {
-    const at = (f: string) => path.join(tmp, f);
-    const a = at('A.db');
-    const b = at('B.db');
-    const t = at('T.db');
-    const map = at('m.json');
-    sql(a, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'A1');");
-    sql(b, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'B1'),(2,'B2');");
-    fs.writeFileSync(map, JSON.stringify({ name: 'm', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
-    await run(['enable', a, 't']);
-    await run(['enable', b, 't']);
-    await run(['sync', a, t]);
-    await run(['sync', b, t, '--projection', map]);
+    const { a, b, t, map } = await twoSources(tmp);
 
     const s = parseJson(await run(['sync', a, t, '--projection', map, '--json']), S.syncOutput);
     expect(s.projections.map((p) => [p.name, p.rebuilt])).toEqual([['m', 'SOURCE_CHANGED']]);
