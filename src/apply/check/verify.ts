@@ -107,8 +107,8 @@ export interface VerifyProgress {
  * plus work bounded by the events); a cursor the journal no longer reaches is
  * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
  * compared at all, and not ok; nor is one synced from the source's file
- * under an earlier capture of it (SOURCE_CHANGED), nor a "*" mirror of a
- * table it captures synced so from a file since moved (verify-set.ts). One
+ * under an earlier capture of it (SOURCE_CHANGED); a projection of another
+ * source file, there now or not, is left out (verify-set.ts). One
  * the source acknowledges for this target that the target lost is listed,
  * not ok (CONSUMER_NOT_BUILT). A target with no projection of the source is
  * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.

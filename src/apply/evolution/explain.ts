@@ -141,8 +141,8 @@ interface ToExplain {
  * apart from explainDefinitions): all of them without inputs, the mirrors
  * "*" made with '*' given. The mirrors "*" adds are found when classified.
  * `db` has the target attached (an apply session), source `sourcePath` as
- * main: without inputs, the stored ones of another source file that is still
- * there are that file's, as sync leaves them (source-projections.ts).
+ * main: without inputs, the stored ones of another source file (there now or
+ * not) are that file's, as sync leaves them (source-projections.ts).
  */
 export async function definitionsToExplain(
   db: Db,
@@ -181,7 +181,7 @@ export function explainDefinitions(db: Db, sourcePath: string, targetPath: strin
       d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
     return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
   });
-  // "*" of another source file still there is that file's: sync runs it not (sync-definitions.ts).
+  // "*" of another source file (there now or not) is that file's: sync runs it not (sync-definitions.ts).
   const set = setOfSource(db, TARGET_SCHEMA, records, { sourceId: view.state.sourceId, path: sourcePath });
   const mirrorAll = mirrorAllOf(inputs, records, set.othersMirrorAll ? { ...set.set, mirrorAll: undefined } : set.set);
   if (mirrorAll !== undefined) {

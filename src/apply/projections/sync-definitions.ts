@@ -44,8 +44,8 @@ import { setOfSource } from './source-projections.ts';
  *   while the others run. A new one over a table the source does not capture
  *   is refused the same way as an unknown column.
  * - Without any, the target's set runs, as far as it is this source's
- *   (source-projections.ts: a projection or a "*" of another source file
- *   that is still there is left as it is): its stored definitions (one that
+ *   (source-projections.ts: a projection or a "*" of another source file,
+ *   there now or not, is left as it is): its stored definitions (one that
  *   no longer validates or compiles is suspended), and "*"
  *   (projection-set.ts), which adds the mirror of every captured table that
  *   has none yet. A new target gets "*".
@@ -221,7 +221,7 @@ export async function resolveProjections(
     if (isBroken(p)) broken.push(p);
     else compiled.push(p);
   }
-  // "*" of another source file still there is that file's: a plain sync of this one neither runs it nor stores it again.
+  // "*" of another source file (there now or not) is that file's: a plain sync of this one neither runs it nor stores it again.
   const mirrorAll = mirrorAllOf(given, records, own.othersMirrorAll ? { ...set, mirrorAll: undefined } : set);
   let unmirrored: Unmirrored[] = [];
   if (mirrorAll !== undefined) {

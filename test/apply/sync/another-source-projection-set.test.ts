@@ -101,4 +101,34 @@ describe('a target fed by two source files', () => {
     expect(again.projections.map((p) => p.name).sort()).toEqual(['m', 't']);
     expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1A1 5A5');
   });
+
+  test("B.db moved away for a while: a plain sync of A leaves B's map as it is, and a sync of B feeds it again once it is back", async ({
+    tmp,
+  }) => {
+    const { a, b, t } = await twoSources(tmp);
+    const away = path.join(tmp, 'away');
+    fs.mkdirSync(away);
+    sql(b, 'PRAGMA wal_checkpoint(TRUNCATE)');
+    const moved = fs.readdirSync(tmp).filter((f) => f.startsWith('B.db'));
+    for (const f of moved) fs.renameSync(path.join(tmp, f), path.join(away, f));
+    sql(a, "INSERT INTO t VALUES(5,'A5')");
+
+    // m's recorded source is B.db (its capture and its file): not A's, though B.db is not there now.
+    const s = parseJson(await run(['sync', a, t, '--json']), S.syncOutput);
+    expect(s.projections.map((p) => p.name)).toEqual(['t']);
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1 2B2');
+    expect(sql(t, "SELECT source_path FROM _sluice_projections WHERE name = 'm'")).toBe(b);
+    expect(parseJson(await run(['explain', a, t, '--json']), S.explainOutput).projections.map((p) => p.name)).toEqual(['t']);
+    expect(parseJson(await run(['verify', a, t, '--json']), S.verifyOutput).projections.map((p) => p.name)).toEqual(['t']);
+
+    for (const f of moved) fs.renameSync(path.join(away, f), path.join(tmp, f));
+    sql(b, "UPDATE t SET v = 'B1new' WHERE id = 1");
+    const sb = parseJson(await run(['sync', b, t, '--json']), S.syncOutput);
+    expect(sb.projections.map((p) => p.name)).toEqual(['m']);
+    expect(sb.projections[0]).not.toHaveProperty('rebuilt');
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1new 2B2');
+    const vb = parseJson(await run(['verify', b, t, '--json']), S.verifyOutput);
+    expect(vb.projections.map((p) => [p.name, p.ok])).toEqual([['m', true]]);
+    await run(['health', t]);
+  });
 });
