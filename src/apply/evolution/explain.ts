@@ -26,6 +26,9 @@ import {
   isDefaultMirror,
   MIRROR_ALL,
   setOfSource,
+  acknowledgesLost,
+  holdsOnlyOthers,
+  noProjectionsOfSource,
   compileMirrorAll,
   mirrorAllOf,
   storedAsGiven,
@@ -81,6 +84,11 @@ export interface ExplainReport {
 export interface ExplainOptions {
   /** Definitions to explain, and `'*'`, as for sync. Default: the target's set (its stored definitions, and "*" when it holds it). */
   readonly projections?: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
+  /**
+   * A target whose projections are all other sources' (source-projections.ts), none given: 'refuse' (the default) throws
+   * NO_PROJECTIONS_OF_SOURCE, as a plain sync of it does; 'empty' reports no projection (alter's forecast of each target).
+   */
+  readonly othersOnly?: 'refuse' | 'empty';
 }
 
 /**
@@ -109,13 +117,22 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
     });
     const db = session.db;
     try {
-      return await readSession(db, async () =>
-        explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, sourcePath, inputs, given)),
-      );
+      return await readSession(db, async () => {
+        if (inputs.length === 0 && options.othersOnly !== 'empty') refuseOthersOnly(db, sourcePath, targetPath);
+        return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, sourcePath, inputs, given));
+      });
     } finally {
       session.close();
     }
   });
+}
+
+/** A plain explain of a target whose projections are all other sources' is refused as a plain sync of it is (source-projections.ts). */
+function refuseOthersOnly(db: Db, sourcePath: string, targetPath: string): void {
+  const records = readProjections(db, TARGET_SCHEMA);
+  const own = setOfSource(db, TARGET_SCHEMA, records, { sourceId: readState(db)?.sourceId, path: sourcePath });
+  if (holdsOnlyOthers(own, records) && !acknowledgesLost(db, sourcePath, targetPath))
+    throw noProjectionsOfSource('explain', sourcePath, targetPath, records, own.set);
 }
 
 /** explain and alter --target read a target, never make one: a missing one is an error (exit 1). */

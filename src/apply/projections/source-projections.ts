@@ -1,6 +1,7 @@
 import fs from 'node:fs';
-import { fileKey, type Db } from '../../sqlite/index.ts';
-import type { ProjectionRecord } from '../target/index.ts';
+import { InvalidInputError } from '../../errors.ts';
+import { fileKey, pathIdentity, shellCommand, shellWord, type Db } from '../../sqlite/index.ts';
+import { checkConsumers, readProjections, TARGET_SCHEMA, type ProjectionRecord } from '../target/index.ts';
 import { isDefaultMirror, readProjectionSet, type MirrorAll, type ProjectionSet } from './projection-set.ts';
 
 /*
@@ -93,4 +94,74 @@ export function setOfSource(db: Db, schema: string, records: readonly Projection
     mirrorAll: mine ? set.mirrorAll : undefined,
     othersMirrorAll: set.mirrorAll !== undefined && !mine,
   };
+}
+
+/*
+ * A target that holds projections (or a "*") and none of them the source's:
+ * a plain sync of the source has nothing to run, explain nothing to
+ * explain, verify nothing to verify. Each refuses it alike,
+ * NO_PROJECTIONS_OF_SOURCE (exit 1, nothing written), naming whose
+ * projections the target holds and how to build some of the source's there:
+ * a definition file, or "*", given with the sync. Not a silent exit 0: the
+ * source's rows are in no table of the target. A target that holds nothing
+ * at all is not this (a plain sync builds "*" there).
+ */
+
+/** Whether the target holds projections, or a "*", and none of them `own`'s source's (see above). */
+export function holdsOnlyOthers(own: SetOfSource, records: readonly ProjectionRecord[]): boolean {
+  return own.projections.length === 0 && own.mirrorAll === undefined && (records.length > 0 || own.othersMirrorAll);
+}
+
+/**
+ * The refusal (see above) of a plain `doing` ("sync", "explain", "verify")
+ * of `sourcePath` into `targetPath`, whose projections `records` and set
+ * `set` are all other sources'.
+ */
+export function noProjectionsOfSource(
+  doing: 'sync' | 'explain' | 'verify',
+  sourcePath: string,
+  targetPath: string,
+  records: readonly ProjectionRecord[],
+  set: ProjectionSet,
+): InvalidInputError {
+  const bySource = new Map<string, string[]>();
+  const add = (file: string | null, what: string) => {
+    const key = file ?? '';
+    bySource.set(key, [...(bySource.get(key) ?? []), what]);
+  };
+  for (const r of records)
+    add(r.sourcePath ?? (set.mirrorAll !== undefined && isDefaultMirror(r) ? set.mirrorAll.sourcePath : null), r.name);
+  if (set.mirrorAll !== undefined) add(set.mirrorAll.sourcePath, '"*"');
+  const whose = [...bySource]
+    .map(([file, names]) =>
+      file === ''
+        ? `${names.join(', ')} of no recorded source file`
+        : `${names.join(', ')} of ${file}${fs.existsSync(file) ? '' : ' (not there now)'}`,
+    )
+    .join('; ');
+  const nothing = {
+    sync: 'a plain sync of it has nothing to run',
+    explain: 'there is nothing to explain',
+    verify: 'there is nothing to verify',
+  }[doing];
+  const sync = shellCommand('sync', { source: sourcePath, target: targetPath });
+  const mirrored = records.filter((r) => isDefaultMirror(r)).map((r) => r.sourceTable);
+  const takesOver =
+    mirrored.length === 0 ? '' : `; the mirrors "*" made there, ${mirrored.join(', ')}, are then built from ${shellWord(sourcePath)}`;
+  return new InvalidInputError(
+    'NO_PROJECTIONS_OF_SOURCE',
+    `Target ${targetPath} holds no projection of source ${sourcePath}, so ${nothing}: its projections are other sources' (${whose}), which a sync of their own source feeds. To build projections of ${sourcePath} there, give them to the sync: ${sync} --projection FILE (a definition file; its name and target table not taken there), or ${sync} --projection '*' (a mirror of every table it captures${takesOver}).`,
+  );
+}
+
+/**
+ * Whether source `sourcePath` (main on `db`, the target attached) acknowledges
+ * projections for the target at `targetPath` that the target does not hold
+ * (CONSUMER_NOT_BUILT: a sync reports them, verify lists them), so that a
+ * target holding only other sources' projections is still its business.
+ */
+export function acknowledgesLost(db: Db, sourcePath: string, targetPath: string): boolean {
+  const held = new Set(readProjections(db, TARGET_SCHEMA).map((r) => r.name));
+  const at = { targetKey: fs.realpathSync(targetPath), targetFile: pathIdentity(targetPath), sourcePath };
+  return checkConsumers(db, db, TARGET_SCHEMA, at, held).lost.length > 0;
 }

@@ -31,7 +31,7 @@ import {
   type SetChange,
   type Unmirrored,
 } from './projection-set.ts';
-import { setOfSource } from './source-projections.ts';
+import { holdsOnlyOthers, noProjectionsOfSource, setOfSource } from './source-projections.ts';
 
 /*
  * Which projections a Syncer runs (and explain explains), compiled against
@@ -71,6 +71,12 @@ export interface Resolution {
   readonly mirrorAll: { readonly unmirrored: readonly Unmirrored[] } | undefined;
   /** What the first run stores in the target's set (undefined: nothing to store). */
   readonly store: SetChange | undefined;
+  /**
+   * Set when nothing is given and the target holds projections (or a "*") and none of them the source's:
+   * the refusal Syncer.open throws (given both paths as typed) unless the source acknowledges projections the
+   * target lost (source-projections.ts).
+   */
+  readonly othersOnly?: (paths: { readonly source: string; readonly target: string }) => InvalidInputError;
 }
 
 /** The stored form of a definition (its data, as newProjectionRecord stores it), with keys in one order. */
@@ -249,6 +255,12 @@ export async function resolveProjections(
     refused,
     mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
     store: setChange(set, mirrorAll, own.othersMirrorAll && mirrorAll === undefined ? (set.mirrorAll?.sourcePath ?? null) : sourcePath),
+    ...(given.length === 0 && holdsOnlyOthers(own, records)
+      ? {
+          othersOnly: (paths: { readonly source: string; readonly target: string }) =>
+            noProjectionsOfSource('sync', paths.source, paths.target, records, set),
+        }
+      : {}),
   };
 }
 
