@@ -419,7 +419,8 @@ export const REASONS = {
   NO_PROJECTIONS_OF_SOURCE: {
     kinds: ['verify', 'error'],
     clears: false,
-    explain: 'The target holds no projection of this source.',
+    explain:
+      "The target holds no projection of this source: verify has nothing to compare, and a plain sync or explain of it, into a target whose projections (or \"*\") are all other source files', has nothing to run (refused, nothing written; build some of its projections there with sync --projection FILE or --projection '*').",
     repair: null,
   },
 

@@ -10,11 +10,11 @@ import type { ProjectionVerification } from './verify-types.ts';
  * Which of a target's projections `sluice verify SRC TGT` answers for, so
  * that none of the source's is left out of an exit 0: those a plain sync of
  * the source runs, by the rule sync runs them by (source-projections.ts: of
- * its capture, of its file, or of no other source file that is still there;
- * one synced from its file under an earlier capture, or from a file since
- * moved, is stale, SOURCE_CHANGED, until the next sync rebuilds it), and a
- * suspended one (it is not ok whatever its source). A projection of another
- * source file still there stays out of this verify, as does "*" of one: its
+ * its capture, of its file, or of no source file recorded; one synced from
+ * its file under an earlier capture is stale, SOURCE_CHANGED, until the next
+ * sync rebuilds it), and a suspended one (it is not ok whatever its source).
+ * A projection of another source file, there now or not, stays out of this
+ * verify (health says when its file is gone), as does "*" of one: its
  * mirrors not built yet are that file's. Besides those it holds, the target
  * can lack one the source acknowledges for it (lostOfSource): not ok.
  */

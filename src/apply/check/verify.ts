@@ -39,6 +39,9 @@ import {
   SOURCE_AFFINITY,
   sourceAffinityDetail,
   sourceMisfits,
+  holdsOnlyOthers,
+  noProjectionsOfSource,
+  setOfSource,
 } from '../projections/index.ts';
 import {
   CHANGED_HELD,
@@ -107,8 +110,8 @@ export interface VerifyProgress {
  * plus work bounded by the events); a cursor the journal no longer reaches is
  * BEHIND, not ok. A projection that is suspended or whose last sync failed is not
  * compared at all, and not ok; nor is one synced from the source's file
- * under an earlier capture of it (SOURCE_CHANGED), nor a "*" mirror of a
- * table it captures synced so from a file since moved (verify-set.ts). One
+ * under an earlier capture of it (SOURCE_CHANGED); a projection of another
+ * source file, there now or not, is left out (verify-set.ts). One
  * the source acknowledges for this target that the target lost is listed,
  * not ok (CONSUMER_NOT_BUILT). A target with no projection of the source is
  * an error (NO_PROJECTIONS_OF_SOURCE), not a vacuous ok.
@@ -173,6 +176,9 @@ function compareAll(sourcePath: string, targetPath: string, options: VerifyOptio
       // The projections the source acknowledges for this target that it lost (CONSUMER_NOT_BUILT): not ok, as sync and health say.
       const lost = lostOfSource(db, { source: sourcePath, target: targetPath }, new Set([...all, ...missing].map((p) => p.name)));
       if (records.length === 0 && missing.length === 0 && lost.length === 0) {
+        // Projections of other sources only: refused as a plain sync and explain of this source refuse it (source-projections.ts).
+        const own = setOfSource(db, TARGET_SCHEMA, all, { sourceId: view.state.sourceId, path: sourcePath });
+        if (holdsOnlyOthers(own, all)) throw noProjectionsOfSource('verify', sourcePath, targetPath, all, own.set);
         throw new InvalidInputError(
           'NO_PROJECTIONS_OF_SOURCE',
           `Target ${targetPath} holds no projection of source ${sourcePath}, so there is nothing to verify. Pass a target that ${syncOf(sourcePath)} wrote into, or run ${syncOf(sourcePath, targetPath)} first.`,

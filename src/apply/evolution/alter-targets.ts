@@ -71,7 +71,7 @@ async function alterThenForecast(sourcePath: string, ddl: string, targets: reado
   }
   if (targets.length === 0) return { result, consumers };
   const forecasts: TargetForecast[] = [];
-  for (const target of targets) forecasts.push({ target, ...(await explainAlter(sourcePath, target)) });
+  for (const target of targets) forecasts.push({ target, ...(await explainAlter(sourcePath, target, { othersOnly: 'empty' })) });
   return { result, consumers, targets: forecasts };
 }
 

@@ -26,6 +26,9 @@ import {
   isDefaultMirror,
   MIRROR_ALL,
   setOfSource,
+  acknowledgesLost,
+  holdsOnlyOthers,
+  noProjectionsOfSource,
   compileMirrorAll,
   mirrorAllOf,
   storedAsGiven,
@@ -81,6 +84,11 @@ export interface ExplainReport {
 export interface ExplainOptions {
   /** Definitions to explain, and `'*'`, as for sync. Default: the target's set (its stored definitions, and "*" when it holds it). */
   readonly projections?: readonly (ProjectionDefinitionInput | typeof MIRROR_ALL)[];
+  /**
+   * A target whose projections are all other sources' (source-projections.ts), none given: 'refuse' (the default) throws
+   * NO_PROJECTIONS_OF_SOURCE, as a plain sync of it does; 'empty' reports no projection (alter's forecast of each target).
+   */
+  readonly othersOnly?: 'refuse' | 'empty';
 }
 
 /**
@@ -109,13 +117,22 @@ export async function explainAlter(sourcePath: string, targetPath: string, optio
     });
     const db = session.db;
     try {
-      return await readSession(db, async () =>
-        explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, sourcePath, inputs, given)),
-      );
+      return await readSession(db, async () => {
+        if (inputs.length === 0 && options.othersOnly !== 'empty') refuseOthersOnly(db, sourcePath, targetPath);
+        return explainDefinitions(db, sourcePath, targetPath, await definitionsToExplain(db, sourcePath, inputs, given));
+      });
     } finally {
       session.close();
     }
   });
+}
+
+/** A plain explain of a target whose projections are all other sources' is refused as a plain sync of it is (source-projections.ts). */
+function refuseOthersOnly(db: Db, sourcePath: string, targetPath: string): void {
+  const records = readProjections(db, TARGET_SCHEMA);
+  const own = setOfSource(db, TARGET_SCHEMA, records, { sourceId: readState(db)?.sourceId, path: sourcePath });
+  if (holdsOnlyOthers(own, records) && !acknowledgesLost(db, sourcePath, targetPath))
+    throw noProjectionsOfSource('explain', sourcePath, targetPath, records, own.set);
 }
 
 /** explain and alter --target read a target, never make one: a missing one is an error (exit 1). */
@@ -141,8 +158,8 @@ interface ToExplain {
  * apart from explainDefinitions): all of them without inputs, the mirrors
  * "*" made with '*' given. The mirrors "*" adds are found when classified.
  * `db` has the target attached (an apply session), source `sourcePath` as
- * main: without inputs, the stored ones of another source file that is still
- * there are that file's, as sync leaves them (source-projections.ts).
+ * main: without inputs, the stored ones of another source file (there now or
+ * not) are that file's, as sync leaves them (source-projections.ts).
  */
 export async function definitionsToExplain(
   db: Db,
@@ -181,7 +198,7 @@ export function explainDefinitions(db: Db, sourcePath: string, targetPath: strin
       d.given === true && rec === undefined && !('error' in next) ? uncapturedTable(d.def, captured, sourcePath) : undefined;
     return untracked === undefined ? next : { ...next, error: { code: untracked.code, message: untracked.message } };
   });
-  // "*" of another source file still there is that file's: sync runs it not (sync-definitions.ts).
+  // "*" of another source file (there now or not) is that file's: sync runs it not (sync-definitions.ts).
   const set = setOfSource(db, TARGET_SCHEMA, records, { sourceId: view.state.sourceId, path: sourcePath });
   const mirrorAll = mirrorAllOf(inputs, records, set.othersMirrorAll ? { ...set.set, mirrorAll: undefined } : set.set);
   if (mirrorAll !== undefined) {

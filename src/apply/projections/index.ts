@@ -39,7 +39,7 @@ export {
 export type { MirrorAll, SetChange, StreamSet, Unmirrored } from './projection-set.ts';
 export { SOURCE_AFFINITY, sourceAffinityDetail, sourceAffinityGate, sourceMisfits } from './source-affinity.ts';
 export type { SourceAffinityDetail } from './source-affinity.ts';
-export { setOfSource } from './source-projections.ts';
+export { acknowledgesLost, holdsOnlyOthers, noProjectionsOfSource, setOfSource } from './source-projections.ts';
 export type { StepOutcome } from './step-outcome.ts';
 export {
   admitted,

@@ -31,7 +31,7 @@ import {
   type SetChange,
   type Unmirrored,
 } from './projection-set.ts';
-import { setOfSource } from './source-projections.ts';
+import { holdsOnlyOthers, noProjectionsOfSource, setOfSource } from './source-projections.ts';
 
 /*
  * Which projections a Syncer runs (and explain explains), compiled against
@@ -44,8 +44,8 @@ import { setOfSource } from './source-projections.ts';
  *   while the others run. A new one over a table the source does not capture
  *   is refused the same way as an unknown column.
  * - Without any, the target's set runs, as far as it is this source's
- *   (source-projections.ts: a projection or a "*" of another source file
- *   that is still there is left as it is): its stored definitions (one that
+ *   (source-projections.ts: a projection or a "*" of another source file,
+ *   there now or not, is left as it is): its stored definitions (one that
  *   no longer validates or compiles is suspended), and "*"
  *   (projection-set.ts), which adds the mirror of every captured table that
  *   has none yet. A new target gets "*".
@@ -71,6 +71,12 @@ export interface Resolution {
   readonly mirrorAll: { readonly unmirrored: readonly Unmirrored[] } | undefined;
   /** What the first run stores in the target's set (undefined: nothing to store). */
   readonly store: SetChange | undefined;
+  /**
+   * Set when nothing is given and the target holds projections (or a "*") and none of them the source's:
+   * the refusal Syncer.open throws (given both paths as typed) unless the source acknowledges projections the
+   * target lost (source-projections.ts).
+   */
+  readonly othersOnly?: (paths: { readonly source: string; readonly target: string }) => InvalidInputError;
 }
 
 /** The stored form of a definition (its data, as newProjectionRecord stores it), with keys in one order. */
@@ -221,7 +227,7 @@ export async function resolveProjections(
     if (isBroken(p)) broken.push(p);
     else compiled.push(p);
   }
-  // "*" of another source file still there is that file's: a plain sync of this one neither runs it nor stores it again.
+  // "*" of another source file (there now or not) is that file's: a plain sync of this one neither runs it nor stores it again.
   const mirrorAll = mirrorAllOf(given, records, own.othersMirrorAll ? { ...set, mirrorAll: undefined } : set);
   let unmirrored: Unmirrored[] = [];
   if (mirrorAll !== undefined) {
@@ -249,6 +255,12 @@ export async function resolveProjections(
     refused,
     mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
     store: setChange(set, mirrorAll, own.othersMirrorAll && mirrorAll === undefined ? (set.mirrorAll?.sourcePath ?? null) : sourcePath),
+    ...(given.length === 0 && holdsOnlyOthers(own, records)
+      ? {
+          othersOnly: (paths: { readonly source: string; readonly target: string }) =>
+            noProjectionsOfSource('sync', paths.source, paths.target, records, set),
+        }
+      : {}),
   };
 }
 

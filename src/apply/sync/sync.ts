@@ -43,6 +43,7 @@ import { dropOneRetired, hasRetired } from './retired-drop.ts';
 import type { BrokenDefinition, Suspension } from '../projections/index.ts';
 import fs from 'node:fs';
 import {
+  acknowledgesLost,
   admitted,
   resolveProjections,
   resolveReinit,
@@ -232,6 +233,11 @@ export class Syncer {
       const { kept, refused } = admitted(resolved.compiled, readProjections(session.db, TARGET_SCHEMA));
       const first = [...resolved.refused, ...refused][0];
       if (first !== undefined) throw first.error;
+      // A plain sync into a target whose projections are all other sources' has nothing to run: refused
+      // (NO_PROJECTIONS_OF_SOURCE), as verify and explain refuse it, unless the source acknowledges projections
+      // the target lost (each run reports them, CONSUMER_NOT_BUILT, exit 3, as verify lists them).
+      if (resolved.othersOnly !== undefined && !acknowledgesLost(session.db, session.sourcePath, targetPath))
+        throw resolved.othersOnly({ source: sourcePath, target: targetPath });
       const unbuildable = resolved.broken.find((b) => (options.reinit ?? []).includes(b.name));
       if (unbuildable !== undefined) {
         // Not a name that is missing: the projection is there, and the code says why it cannot be built.

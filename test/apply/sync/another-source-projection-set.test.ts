@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { jsonSchemas as S } from '../../../src/cli/index.ts';
-import { parseJson, runCliAsync } from '../../cli/support/cli.ts';
+import { expectOneLineError, parseJson, runCliAsync, sha256 } from '../../cli/support/cli.ts';
 
 /*
  * One target fed by two sources: "*" (mirror t) of A.db, and a map m of
@@ -100,5 +100,80 @@ describe('a target fed by two source files', () => {
     const again = parseJson(await run(['sync', a, t, '--json']), S.syncOutput);
     expect(again.projections.map((p) => p.name).sort()).toEqual(['m', 't']);
     expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1A1 5A5');
+  });
+
+  test("B.db moved away for a while: a plain sync of A leaves B's map as it is, and a sync of B feeds it again once it is back", async ({
+    tmp,
+  }) => {
+    const { a, b, t } = await twoSources(tmp);
+    const away = path.join(tmp, 'away');
+    fs.mkdirSync(away);
+    sql(b, 'PRAGMA wal_checkpoint(TRUNCATE)');
+    const moved = fs.readdirSync(tmp).filter((f) => f.startsWith('B.db'));
+    for (const f of moved) fs.renameSync(path.join(tmp, f), path.join(away, f));
+    sql(a, "INSERT INTO t VALUES(5,'A5')");
+
+    // m's recorded source is B.db (its capture and its file): not A's, though B.db is not there now.
+    const s = parseJson(await run(['sync', a, t, '--json']), S.syncOutput);
+    expect(s.projections.map((p) => p.name)).toEqual(['t']);
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1 2B2');
+    expect(sql(t, "SELECT source_path FROM _sluice_projections WHERE name = 'm'")).toBe(b);
+    expect(parseJson(await run(['explain', a, t, '--json']), S.explainOutput).projections.map((p) => p.name)).toEqual(['t']);
+    expect(parseJson(await run(['verify', a, t, '--json']), S.verifyOutput).projections.map((p) => p.name)).toEqual(['t']);
+
+    for (const f of moved) fs.renameSync(path.join(away, f), path.join(tmp, f));
+    sql(b, "UPDATE t SET v = 'B1new' WHERE id = 1");
+    const sb = parseJson(await run(['sync', b, t, '--json']), S.syncOutput);
+    expect(sb.projections.map((p) => p.name)).toEqual(['m']);
+    expect(sb.projections[0]).not.toHaveProperty('rebuilt');
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM m ORDER BY id)")).toBe('1B1new 2B2');
+    const vb = parseJson(await run(['verify', b, t, '--json']), S.verifyOutput);
+    expect(vb.projections.map((p) => [p.name, p.ok])).toEqual([['m', true]]);
+    await run(['health', t]);
+  });
+
+  test('a plain sync (and explain, verify, sync --follow) of a third source that the target holds nothing of is refused, NO_PROJECTIONS_OF_SOURCE, writing nothing', async ({
+    tmp,
+  }) => {
+    const { t } = await twoSources(tmp);
+    const c = path.join(tmp, 'C.db');
+    sql(c, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'C1');");
+    await run(['enable', c, 't']);
+    sql(t, 'PRAGMA wal_checkpoint(TRUNCATE)');
+    const before = sha256(t);
+
+    for (const args of [
+      ['sync', c, t],
+      ['sync', c, t, '--json'],
+      ['sync', c, t, '--follow'],
+      ['explain', c, t],
+      ['verify', c, t],
+    ]) {
+      const r = await run(args, 1);
+      expectOneLineError(r, 'NO_PROJECTIONS_OF_SOURCE');
+      // With --json, the same error as the one object on stdout.
+      if (args.includes('--json'))
+        expect(JSON.parse(r.stdout), args.join(' ')).toMatchObject({ error: { code: 'NO_PROJECTIONS_OF_SOURCE' } });
+      else expect(r.stdout, args.join(' ')).toBe('');
+      // It names the target, the source, whose projections the target holds, and the way to build some of this source's.
+      expect(r.stderr).toContain(`Target ${t} holds no projection of source ${c}`);
+      expect(r.stderr).toContain(path.join(tmp, 'A.db'));
+      expect(r.stderr).toContain(path.join(tmp, 'B.db'));
+      expect(r.stderr).toContain(`sluice sync ${c} ${t} --projection`);
+    }
+    expect(sha256(t)).toBe(before);
+    expect(sql(c, 'SELECT count(*) FROM _sluice_consumers')).toBe('0');
+
+    // A definition given with it builds from C, beside A's and B's.
+    const mc = path.join(tmp, 'mc.json');
+    fs.writeFileSync(mc, JSON.stringify({ name: 'mc', source: 't', kind: 'map', columns: { id: 'id', v: 'v' } }));
+    await run(['sync', c, t, '--projection', mc]);
+    expect(sql(t, "SELECT group_concat(id || v, ' ') FROM (SELECT * FROM mc ORDER BY id)")).toBe('1C1');
+    const sc = parseJson(await run(['sync', c, t, '--json']), S.syncOutput);
+    expect(sc.projections.map((p) => p.name)).toEqual(['mc']);
+    // A new target still gets "*" of the source.
+    const fresh = path.join(tmp, 'T2.db');
+    const s2 = parseJson(await run(['sync', c, fresh, '--json']), S.syncOutput);
+    expect(s2.projections.map((p) => p.name)).toEqual(['t']);
   });
 });
