@@ -52,8 +52,11 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
   const sources: SourceHealth[] = [];
   const targets: TargetHealth[] = [];
   const problems: string[] = [];
+  // The file's own sources by source id: a subscription of one of them reads its lag there too (HealthOptions.localSource).
+  const local = new Map<string, string>();
   for (const source of pipeline.sources) {
     const capture = readCapture(source);
+    if (!('error' in capture) && capture.status.sourceId !== null) local.set(capture.status.sourceId, source.path);
     for (const t of source.targets) {
       const th = withHandlerFailures(
         targetHealth(t.path, source.path, 'sync', t.projections, t.health, capture, now, undefined, t.declaredAt),
@@ -68,7 +71,18 @@ export function pipelineHealth(pipeline: Pipeline, options: PipelineHealthOption
   for (const s of pipeline.subscriptions)
     targets.push(
       withHandlerFailures(
-        targetHealth(s.path, null, 'subscribe', s.projections, s.health, undefined, now, options.fedLag?.get(s.path), s.declaredAt),
+        targetHealth(
+          s.path,
+          null,
+          'subscribe',
+          s.projections,
+          s.health,
+          undefined,
+          now,
+          options.fedLag?.get(s.path),
+          s.declaredAt,
+          local.get(s.sourceId),
+        ),
         s.projections,
       ),
     );
@@ -223,6 +237,7 @@ function targetHealth(
   now: number,
   fedLag: ReadonlyMap<string, FedLag> | undefined,
   declaredAt: string,
+  localSource?: string,
 ): TargetHealth {
   const declared = declaredInputs(entries);
   const named = declared.flatMap((d) => (d === '*' ? [] : [{ name: d.name, kind: d.kind, source: d.source }]));
@@ -283,6 +298,7 @@ function targetHealth(
         ...(bounds.maxLagEvents === undefined ? {} : { maxLagEvents: bounds.maxLagEvents }),
         ...(bounds.maxLagMs === undefined ? {} : { maxLagMs: bounds.maxLagMs }),
         ...(fedLag === undefined ? {} : { fedLag }),
+        ...(localSource === undefined ? {} : { localSource }),
       }).projections,
     ];
     const records = heldProjections(path);

@@ -64,6 +64,16 @@ export interface HealthOptions {
    * lag cannot be known, and a lag that cannot be known needs action.
    */
   readonly fedLag?: ReadonlyMap<string, FedLag>;
+  /**
+   * The source a subscribed target's stream carries, where it is on this
+   * machine too (a pipeline file declares both the source and the
+   * subscription): the lag of a projection fed from it is also read there,
+   * and the larger counts. A stream tells only what was published into it;
+   * one the publisher no longer writes (its URL moved) ends where the
+   * replica is, and says lag 0 while the source goes on. Ignored for a
+   * projection fed from another source id.
+   */
+  readonly localSource?: string;
   /** The time lags in ms are measured to (ms since the epoch). Default: now. */
   readonly now?: number;
   /**
@@ -114,7 +124,8 @@ function healthOf(targetPath: string, options: HealthOptions, hold: QuietHold): 
     // A damage sync met (recorded) is confirmed here; the file is not scanned otherwise.
     if (records.some((r) => r.lastErrorCode === 'TARGET_CORRUPT' && r.failures > 0) && fails(target, 'main'))
       throw damagedTarget(targetPath);
-    const projections = records.map((r) => one(r, target, sourceFor(r, sources, hold), targetPath, options));
+    const local = options.localSource === undefined ? undefined : sourceFor({ sourcePath: options.localSource }, sources, hold);
+    const projections = records.map((r) => one(r, target, sourceFor(r, sources, hold), targetPath, options, local?.db));
     projections.push(...pendingMirrors(target, records, sources, hold, targetPath));
     const readable = new Map([...sources].flatMap(([file, s]) => (s.db === undefined ? [] : [[file, s.db] as const])));
     projections.push(...lostProjections(target, targetPath, readable, new Set(projections.map((p) => p.name))));
@@ -341,6 +352,36 @@ function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: stri
   return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
 }
 
+/**
+ * A subscribed projection's lag read from its stream, raised to its lag
+ * against the source itself when that is on this machine
+ * (HealthOptions.localSource) and is the one the projection is fed from
+ * (the same source id): a stream the publisher stopped writing says lag 0
+ * while the source goes on. A lag the stream could not tell stays a problem.
+ */
+function atLeastLocalLag(fed: SourceFacts & { note?: string }, r: ProjectionRecord, local: Db | undefined, now: number): SourceFacts {
+  if (local === undefined || r.fedBy?.via !== 'subscribe' || fed.lagEvents === null) return fed;
+  const sourceId = r.fedBy.sourceId;
+  const here = readSessionSync(local, () => {
+    try {
+      const state = readState(local);
+      if (state?.sourceId !== sourceId) return undefined;
+      const sourceSeq = Math.max(lastJournalSeq(local), state.prunedThrough);
+      const table = readTables(local).find((t) => t.name === r.sourceTable);
+      return table === undefined ? undefined : { sourceSeq, ...lag(local, r, state, table.tid, sourceSeq, now) };
+    } catch {
+      return undefined; // (the source cannot be read now: the stream's lag is all there is)
+    }
+  });
+  if (here === undefined) return fed;
+  return {
+    ...fed,
+    sourceSeq: Math.max(fed.sourceSeq ?? 0, here.sourceSeq),
+    lagEvents: Math.max(fed.lagEvents, here.lagEvents ?? 0),
+    lagMs: Math.max(fed.lagMs ?? 0, here.lagMs ?? 0),
+  };
+}
+
 /** A protected target's tables of `r` whose guard triggers another program dropped, or made again so they guard nothing: hand edits go in again, unseen. */
 function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): string[] {
   const vars = { source: r.sourcePath ?? undefined, target: targetPath };
@@ -393,12 +434,14 @@ function one(
   source: OpenedSource | undefined,
   targetPath: string,
   options: HealthOptions,
+  local?: Db,
 ): ProjectionHealth {
   const sourcePath = r.sourcePath ?? undefined;
   let facts: SourceFacts & { note?: string } = { sourceSeq: null, lagEvents: null, lagMs: null, rebuild: null, problems: [] };
   if (source?.error !== undefined) facts.problems.push(`the source ${r.sourcePath} cannot be opened: ${source.error}`);
   else if (source?.db !== undefined) facts = readSource(r, source.db, targetPath, options.now ?? Date.now());
-  else if (r.state !== 'suspended') facts = fedFacts(r, options.fedLag?.get(r.name), targetPath);
+  else if (r.state !== 'suspended')
+    facts = atLeastLocalLag(fedFacts(r, options.fedLag?.get(r.name), targetPath), r, local, options.now ?? Date.now());
   // A suspension the next sync gives it comes first; one it has, or a first build, that it replaces is not repaired as it is.
   const problems: string[] = facts.suspends === undefined ? [] : [...facts.problems];
   if (r.state === 'suspended' && facts.suspends === undefined) problems.push(suspensionRepair(r, sourcePath, targetPath, source?.db));
