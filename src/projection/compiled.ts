@@ -119,12 +119,15 @@ export function excludedColumnRead(
 
 /**
  * Whether tables built over the source shape stored as `storedShape` (a
- * projection's or a build's JSON) may hold a column that `now` leaves out
- * of capture: a column it had is excluded since. Such tables are dropped
- * scrubbed (sqlite/scrub.ts), not plainly.
+ * projection's or a build's JSON) may hold a column that `now` has not: a
+ * column it had is left out of capture since (or dropped, or renamed, at
+ * the source). Such tables are dropped scrubbed (sqlite/scrub.ts), not
+ * plainly. The one rule for every path that rebuilds a target (sync,
+ * import of JSONL or segments, subscribe): it reads the columns only, as
+ * `now.excluded` is known to a sync alone (an export's table shape and a
+ * segment's carry the captured columns, not the excluded ones).
  */
-export function holdsExcluded(storedShape: string, now: SourceShape): boolean {
-  if (now.excluded === undefined || now.excluded.length === 0) return false;
+export function losesColumn(storedShape: string, now: SourceShape): boolean {
   let columns: unknown;
   try {
     columns = (JSON.parse(storedShape) as { columns?: unknown }).columns;
@@ -132,8 +135,8 @@ export function holdsExcluded(storedShape: string, now: SourceShape): boolean {
     return true; // (Not known: dropped as if it did.)
   }
   if (!Array.isArray(columns)) return true;
-  const out = new Set(now.excluded.map(foldIdent));
-  return columns.some((c) => out.has(foldIdent(String((c as { name?: unknown } | null)?.name))));
+  const kept = new Set(now.columns.map((c) => foldIdent(c.name)));
+  return columns.some((c) => !kept.has(foldIdent(String((c as { name?: unknown } | null)?.name))));
 }
 
 export { columnDecl } from '../sqlite/index.ts';

@@ -2,7 +2,7 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { compileProjection, madeTables, madeTablesAt, ownedTables, ownedTablesAt, stagedCopyOf } from './compile.ts';
-export { columnDecl, holdsExcluded, sourceShape } from './compiled.ts';
+export { columnDecl, losesColumn, sourceShape } from './compiled.ts';
 export type { CompiledProjection, SourceShape } from './compiled.ts';
 export { definitionFingerprint } from './definition-fingerprint.ts';
 export {

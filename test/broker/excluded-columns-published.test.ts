@@ -67,4 +67,49 @@ INSERT INTO users VALUES (3, 'c2', 'e3', '${SECRET}-3', NULL) ON CONFLICT (id) D
       expect(bytes.includes(BLOB), f).toBe(false);
     }
   });
+
+  test('a column left out after subscribers were built: their rebuild from the new snapshot (JSONL and segments) keeps none of its values', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const ROWS = 300;
+    const { db, file } = makeDb('priv.db', 'CREATE TABLE users (id INTEGER PRIMARY KEY, name TEXT, pw TEXT)');
+    db.exec(
+      `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ${ROWS}) INSERT INTO users SELECT i, 'n' || i, printf('PRIVPW%06d', i) FROM c`,
+    );
+    db.close();
+    const url = nats.server().url;
+    const cli = async (...args: string[]) => {
+      const r = await runCliAsync(args);
+      expect(r.status, `sluice ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    };
+    const targets = { jsonl: path.join(tmp, 'sub-jsonl.db'), segment: path.join(tmp, 'sub-segment.db') };
+    /** How many distinct private values each target's file and -wal hold. */
+    const privateIn = () =>
+      Object.fromEntries(
+        Object.entries(targets).map(([format, target]) => {
+          const bytes = Buffer.concat([target, `${target}-wal`].filter((f) => fs.existsSync(f)).map((f) => fs.readFileSync(f)));
+          return [format, new Set(bytes.toString('latin1').match(/PRIVPW[0-9]{6}/g) ?? []).size];
+        }),
+      );
+    let sid = '';
+    const round = async () => {
+      await cli('publish', file, '--nats', url, '--format', 'jsonl,segment', '--json');
+      for (const [format, target] of Object.entries(targets))
+        await cli('subscribe', target, '--nats', url, '--source', sid, '--format', format, '--json');
+    };
+    await cli('enable', file, 'users');
+    sid = sourceIdOf(file);
+    await round();
+    expect(privateIn()).toEqual({ jsonl: ROWS, segment: ROWS });
+    await cli('enable', file, 'users', '--exclude', 'pw');
+    await round();
+    for (const target of Object.values(targets)) {
+      const t = openDatabase(target, { readonly: true });
+      expect(t.prepare("SELECT name FROM pragma_table_info('users')").pluck().all(), target).toEqual(['id', 'name']);
+      expect(t.prepare('SELECT count(*) FROM users').pluck().get(), target).toBe(BigInt(ROWS));
+      t.close();
+    }
+    expect(privateIn()).toEqual({ jsonl: 0, segment: 0 });
+  });
 });

@@ -20,7 +20,7 @@ import {
   kindOf,
   foreignUniqueIndexOf,
   ftsUniqueMessage,
-  holdsExcluded,
+  losesColumn,
   ExpressionRaised,
   type RaisingImage,
 } from '../../projection/index.ts';
@@ -276,7 +276,7 @@ export class SnapshotInstall {
   readonly #shadow: string;
   readonly #previous: readonly string[];
   readonly #indexes: UserIndex[];
-  /** The tables it replaces may hold a column left out of capture since: dropped scrubbed (sqlite/scrub.ts). */
+  /** The tables it replaces may hold a column the new source shape lacks (losesColumn: one left out of capture since): dropped scrubbed (sqlite/scrub.ts). */
   readonly #scrub: boolean;
   /** The projection's row as it was before begin replaced it (undefined: it had none), for abort. */
   readonly #row: Record<string, unknown> | undefined;
@@ -319,7 +319,7 @@ export class SnapshotInstall {
     const shadow = shadowName(p);
     for (const x of ownedTablesAt(p, shadow)) db.exec(`DROP TABLE IF EXISTS ${s}.${quoteIdent(x)}`);
     kind.create(db, schema, p, shadow);
-    const scrub = rec !== undefined && holdsExcluded(rec.sourceShape, p.source);
+    const scrub = rec !== undefined && losesColumn(rec.sourceShape, p.source);
     return new SnapshotInstall(t, p, previous, indexes, shadow, kind.build(db, schema, p, shadow), scrub, row);
   }
 

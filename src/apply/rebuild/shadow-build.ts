@@ -2,7 +2,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { quoteIdent, cachedStatement, scrubbing } from '../../sqlite/index.ts';
 import type { CapturedTable } from '../../capture/index.ts';
 import { cursorToken, type SourceView } from '../../feed/index.ts';
-import { stagedCopyOf, type CompiledProjection, kindOf, holdsExcluded } from '../../projection/index.ts';
+import { stagedCopyOf, type CompiledProjection, kindOf, losesColumn } from '../../projection/index.ts';
 import type { KindName } from '../../projection/index.ts';
 import {
   newProjectionRecord,
@@ -174,7 +174,7 @@ export function resumeOrRollbackShadowBuild(
   const same = b.fingerprint === p.fingerprint && (b.staging === undefined || b.shape === JSON.stringify(p.source));
   if (same && (b.fill?.seq ?? b.caughtSeq) >= prunedThrough) return b;
   // A build begun before a column it copies was left out of capture: its tables hold the column.
-  dropShadow(t, b, holdsExcluded(b.shape, p.source));
+  dropShadow(t, b, losesColumn(b.shape, p.source));
   writeBuild(t, p.name, null);
   return undefined;
 }
@@ -213,7 +213,7 @@ export function atomicSwapShadow(
   const triggers = userTriggers(db, schema, old);
   // Renamed out of the way, not dropped: a drop frees every page with the lock held (retired-tables.ts).
   // Tables of a definition that read a column left out of capture since: their drop is scrubbed (retired-tables.ts).
-  retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes, holdsExcluded(rec.sourceShape, p.source));
+  retireTables(db, schema, [...old, ...(b.staging === undefined ? [] : [b.staging])], indexes, losesColumn(rec.sourceShape, p.source));
   kindOf(p).rename(db, schema, p, b.shadow);
   const droppedIndexes = restoreIndexes(db, schema, indexes);
   const droppedTriggers = restoreTriggers(db, schema, triggers);

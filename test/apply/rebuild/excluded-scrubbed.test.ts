@@ -7,6 +7,7 @@ import { enable } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { dropProjection } from '../../../src/apply/projections/index.ts';
 import { makeSource } from '../support/target.ts';
+import { runCliAsync } from '../../cli/support/cli.ts';
 
 /*
  * docs/journal.md, "Columns left out of capture": an excluded column ends
@@ -15,7 +16,10 @@ import { makeSource } from '../support/target.ts';
  * definition, a map's reinit without it) and `sluice drop` of a projection
  * that read it free those tables' pages. They are freed zeroed
  * (secure_delete, for that drop only) and the target checkpointed after
- * (TRUNCATE), so neither the file nor its -wal keeps the values.
+ * (TRUNCATE), so neither the file nor its -wal keeps the values. Whatever
+ * feeds the target: a sync, or an import of the export (JSONL or segments)
+ * taken after the exclusion, whose table shape names no excluded column
+ * (the rebuild loses a column the stored shape had: that is the rule).
  */
 
 const ROWS = 2000;
@@ -73,5 +77,47 @@ describe('a column excluded after a target was built', () => {
     await sync(src.file, target, { projections: [map(false)], reinit: ['umap'] });
     dropProjection(target, 'ufts');
     expect(secretsIn(target)).toBe(0);
+  });
+
+  test('a mirror fed by import (a JSONL file, segment files) rebuilt from the export taken after the exclusion keeps none of its values', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeDb('source.db', SCHEMA);
+    src.db.exec(SEED);
+    src.db.close();
+    const at = (f: string) => path.join(tmp, f);
+    const cli = async (...args: string[]) => {
+      const r = await runCliAsync(args);
+      expect(r.status, `sluice ${args.join(' ')}: ${r.stderr}`).toBe(0);
+    };
+    const segments = (dir: string) =>
+      fs
+        .readdirSync(dir)
+        .filter((f) => f.endsWith('.segment'))
+        .map((f) => path.join(dir, f));
+    /** Exports the source as it is now, as JSONL (`n`.jsonl) and as segments (seg`n`/), and imports each into its own target. */
+    const feed = async (n: number) => {
+      await cli('sync', src.file, at('synced.db'));
+      await cli('export', src.file, '--out', at(`${n}.jsonl`));
+      await cli('import', at('jsonl.db'), at(`${n}.jsonl`));
+      fs.mkdirSync(at(`seg${n}`));
+      await cli('export', src.file, '--format', 'segment', '--out', at(`seg${n}`));
+      await cli('import', at('seg.db'), ...segments(at(`seg${n}`)));
+    };
+    await cli('enable', src.file, 'users');
+    await feed(1);
+    for (const t of ['synced.db', 'jsonl.db', 'seg.db']) expect(secretsIn(at(t)), t).toBe(ROWS);
+    await cli('enable', src.file, 'users', '--exclude', 'pw');
+    await feed(2);
+    const left: Record<string, number> = {};
+    for (const t of ['synced.db', 'jsonl.db', 'seg.db']) {
+      const check = openDatabase(at(t), { readonly: true });
+      expect(check.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get(), t).toBe('id,name');
+      expect(check.prepare('SELECT count(*) FROM users').pluck().get(), t).toBe(BigInt(ROWS));
+      check.close();
+      left[t] = secretsIn(at(t));
+    }
+    expect(left).toEqual({ 'synced.db': 0, 'jsonl.db': 0, 'seg.db': 0 });
   });
 });
