@@ -78,9 +78,13 @@ describe('killed mid-run', () => {
     for (const share of [0.15, 0.4, 0.7]) {
       const start = await reach();
       if (start >= EVENTS) break; // (a kill that landed after the end leaves nothing to kill mid-run)
+      // The state file is the last round's until this round's publisher writes it: behind the stream, never ahead of it.
+      expect(published(), `the state file before round ${share}, against the stream's batches`).toBeLessThanOrEqual(start);
       const p = startCli(['publish', src, '--nats', url, '--batch', '3']);
-      // A random point past `share` of the backlog, before the end.
-      const at = Math.floor(EVENTS * (share + Math.random() * 0.1));
+      // A random point past `share` of the backlog, before the end, and past where the stream reaches: the last kill may
+      // have landed far past its own point (the file only shows what reached it, at most every 100 ms), and a file left at
+      // or past this round's point would end the poll at once, killing this publisher before it had started.
+      const at = Math.max(Math.floor(EVENTS * (share + Math.random() * 0.1)), start + 1);
       let seen = -1;
       let why = '';
       const t0 = Date.now();
