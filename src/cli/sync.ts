@@ -187,6 +187,8 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
       const human = opts.json === true ? {} : { human: { say, tally, summaryIntervalMs: Math.max(1, opts.summaryInterval), start } };
       // A projection that becomes suspended while following (a hand edit seen, a diverged row) is said once, with its repair.
       const suspended = new Set<string>();
+      /** The failure said of each projection (said again only when it changes). */
+      const failed = new Map<string, string>();
       await follow(syncer, {
         ...opts,
         ...human,
@@ -208,6 +210,17 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
             saidLost = lost;
           }
           for (const p of r.projections) {
+            // A projection's failure is said once (again when it says something else), not every pass: a definition
+            // of this follower's that another sync's repair left behind (the target stores another one) too.
+            const failure = p.error === undefined ? undefined : `${p.error.code}: ${p.error.message}`;
+            if (failure === undefined) failed.delete(p.name);
+            else if (failed.get(p.name) !== failure) {
+              failed.set(p.name, failure);
+              if (opts.json !== true) stderr().write(`sluice: ${p.name}: FAILED ${failure}\n`);
+            }
+            // One said suspended and taken up again (its repair made by another sync, a fixed file) is said too.
+            if (p.state === 'active' && p.error === undefined && suspended.has(p.name) && opts.json !== true)
+              stderr().write(`sluice: ${p.name}: active again, at seq ${p.seq}\n`);
             if (p.state !== 'suspended') suspended.delete(p.name);
             else if (!suspended.has(p.name)) {
               suspended.add(p.name);

@@ -49,6 +49,7 @@ export {
   resolveReinit,
   sameDefinitionData,
   storedAsGiven,
+  storedDefinitionsMoved,
   uncapturedTable,
 } from './sync-definitions.ts';
 export type { DefinitionInput, Refusal, Resolution } from './sync-definitions.ts';

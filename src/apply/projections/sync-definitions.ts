@@ -72,6 +72,12 @@ export interface Resolution {
   /** What the first run stores in the target's set (undefined: nothing to store). */
   readonly store: SetChange | undefined;
   /**
+   * The definitions the target stored when these were compiled (name -> its stored definition): a follower
+   * compiles again when another program changed them (a repair made by another sync), and writes a suspension of
+   * a stored projection only while the target still stores the definition it judged.
+   */
+  readonly stored: ReadonlyMap<string, string>;
+  /**
    * Set when nothing is given and the target holds projections (or a "*") and none of them the source's:
    * the refusal Syncer.open throws (given both paths as typed) unless the source acknowledges projections the
    * target lost (source-projections.ts).
@@ -205,7 +211,7 @@ export async function resolveProjections(
       // Stored as it is: it compiled before, so the source changed; suspended on its own. Otherwise the caller's error.
       const b = storedAsGiven(rec, d) ? brokenDefinition(d.name, d.source, 'compile', err) : undefined;
       if (b !== undefined) broken.push(b);
-      else if (err instanceof SluiceError && err.exitCode === 1) refused.push({ name: d.name, error: err });
+      else if (err instanceof SluiceError && err.exitCode === 1) refused.push({ name: d.name, error: storedOther(err, d.name, rec) });
       else throw err;
     }
   }
@@ -254,6 +260,7 @@ export async function resolveProjections(
     broken,
     refused,
     mirrorAll: mirrorAll === undefined ? undefined : { unmirrored },
+    stored: storedDefinitionTexts(records),
     store: setChange(set, mirrorAll, own.othersMirrorAll && mirrorAll === undefined ? (set.mirrorAll?.sourcePath ?? null) : sourcePath),
     ...(given.length === 0 && holdsOnlyOthers(own, records)
       ? {
@@ -262,6 +269,30 @@ export async function resolveProjections(
         }
       : {}),
   };
+}
+
+/**
+ * A given definition's compile error, saying so when the target stores
+ * another definition of that name (one another sync stored since, say the
+ * repair of a follower's stale one): this sync leaves it as it is.
+ */
+function storedOther(err: SluiceError, name: string, rec: ProjectionRecord | undefined): SluiceError {
+  if (rec === undefined) return err;
+  return new InvalidInputError(
+    err.code,
+    `${err.message} The target stores another definition of ${name}, which this sync leaves as it is: pass that one, or one that fits the source, with --projection (a follower: fix its file, it reads it again).`,
+    { cause: err },
+  );
+}
+
+/** Each stored projection's definition as the target stores it, by name (Resolution.stored). */
+function storedDefinitionTexts(records: readonly ProjectionRecord[]): Map<string, string> {
+  return new Map(records.map((r) => [r.name, r.definition]));
+}
+
+/** Whether the target stores other definitions than `before` (a projection added, dropped, or its definition changed). */
+export function storedDefinitionsMoved(before: ReadonlyMap<string, string>, now: readonly ProjectionRecord[]): boolean {
+  return now.length !== before.size || now.some((r) => before.get(r.name) !== r.definition);
 }
 
 /**

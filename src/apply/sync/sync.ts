@@ -2,6 +2,7 @@ import { targetTableProblems } from '../check/index.ts';
 import type { Db } from '../../sqlite/index.ts';
 import {
   writeAlone,
+  withWriteTransaction,
   schemaVersion,
   checkHeldFile,
   checkSameFile,
@@ -51,6 +52,7 @@ import {
   type Refusal,
   type Resolution,
   storeProjectionSet,
+  storedDefinitionsMoved,
   type SetChange,
   type Unmirrored,
 } from '../projections/index.ts';
@@ -139,6 +141,16 @@ export class Syncer {
   #definitionsChanged = false;
   /** The source's schema_version the projections were compiled at: a run after DDL compiles them again. */
   #compiledAt: number;
+  /**
+   * The definitions the target stored when the projections were compiled (Resolution.stored): a run after
+   * another program changed them (a repair made by another sync, a drop) compiles them again, so that a
+   * follower neither suspends a repaired projection with the reason it found before nor misses it.
+   */
+  #stored: ReadonlyMap<string, string>;
+  /** The target's data_version when #storedMoved last read the stored definitions (another program's commit moves it). */
+  #storedLookedAt: number | undefined;
+  /** Set when a run found the target storing another definition than the one it judged: the next run compiles again. */
+  #storedStale = false;
   /** When "*" runs: the captured tables it does not mirror (reported by each run). */
   #unmirrored: readonly Unmirrored[] | undefined;
   /** What the first run stores in the target's projection set (projection-set.ts). */
@@ -171,6 +183,7 @@ export class Syncer {
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
     this.#targetFile = pathIdentity(session.targetPath);
     this.#compiledAt = schemaVersion(session.db);
+    this.#stored = resolved.stored;
     // The projections watched are this syncer's at each look (a follower's --projection files may change them).
     this.#watch =
       options.watchTarget === false
@@ -261,15 +274,17 @@ export class Syncer {
 
   /**
    * Compiles the definitions again when the source's schema changed since
-   * (a column dropped, a table enabled: "*" mirrors it) or they were
-   * replaced (setDefinitions). A given definition that no longer compiles
-   * and that the target stores as it is, is suspended; one never stored is
-   * refused (reported by each run); the others go on.
+   * (a column dropped, a table enabled: "*" mirrors it), they were
+   * replaced (setDefinitions), or another program changed the definitions
+   * the target stores (#storedMoved). A given definition that no longer
+   * compiles and that the target stores as it is, is suspended; one the
+   * target does not store as it is is refused (reported by each run); the
+   * others go on.
    */
   async #refresh(): Promise<void> {
     const db = this.session.db;
     const version = schemaVersion(db);
-    if (!this.#definitionsChanged && version === this.#compiledAt) return;
+    if (!this.#definitionsChanged && version === this.#compiledAt && !this.#storedMoved()) return;
     const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath), this.#options.nothingToMirror);
     const { kept, refused } = admitted(resolved.compiled, readProjections(db, TARGET_SCHEMA));
     this.#projections = kept;
@@ -279,6 +294,24 @@ export class Syncer {
     this.#storeSet ??= resolved.store;
     this.#definitionsChanged = false;
     this.#compiledAt = version;
+    this.#stored = resolved.stored;
+    this.#storedStale = false;
+  }
+
+  /**
+   * Whether the target stores other definitions than those the projections
+   * were compiled with: read only when another program committed to the
+   * target since the last look (its data_version moved), or a run found one
+   * changed (#storedStale). This syncer's own rebuilds change them too; the
+   * next look after another program's commit then compiles once more.
+   */
+  #storedMoved(): boolean {
+    if (this.#storedStale) return true;
+    const db = this.session.db;
+    const version = targetVersion(db, TARGET_SCHEMA);
+    if (version === this.#storedLookedAt) return false;
+    this.#storedLookedAt = version;
+    return storedDefinitionsMoved(this.#stored, readProjections(db, TARGET_SCHEMA));
   }
 
   /**
@@ -596,17 +629,33 @@ export class Syncer {
     return { ...(p === undefined ? {} : { kind: p.kind }), ...(this.#targetFile === undefined ? {} : { targetFile: this.#targetFile }) };
   }
 
-  /** Suspends a stored projection this open could not compile, in its own row (written only when it changes). */
+  /**
+   * Suspends a stored projection this open could not compile, in its own row
+   * (written only when it changes), in a transaction that finds the target
+   * still storing the definition it judged. Another program may have
+   * replaced it since (a sync given a definition that fits: the repair):
+   * then nothing is written, the projection is reported as stored, and the
+   * next run compiles the definitions again.
+   */
   async #suspendBroken(b: BrokenDefinition): Promise<ProjectionReport> {
     const report = { name: b.name, state: 'suspended' as const, reason: b.reason, detail: b.detail, applied: 0, cursor: null, seq: 0 };
+    const db = this.session.db;
     try {
-      const rec = readProjection(this.session.db, TARGET_SCHEMA, b.name);
-      if (rec?.state !== 'suspended' || rec.reason !== b.reason || JSON.stringify(rec.detail) !== JSON.stringify(b.detail)) {
-        await retryBusy(
-          async () => setState(this.session.db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail),
-          this.#busyTimeoutMs,
-          this.#files,
-        );
+      const judged = await retryBusy(
+        async () =>
+          withWriteTransaction(db, () => {
+            const rec = readProjection(db, TARGET_SCHEMA, b.name);
+            if (rec === undefined || rec.definition !== this.#stored.get(b.name)) return false;
+            if (rec.state !== 'suspended' || rec.reason !== b.reason || JSON.stringify(rec.detail) !== JSON.stringify(b.detail))
+              setState(db, TARGET_SCHEMA, b.name, 'suspended', b.reason, b.detail);
+            return true;
+          }),
+        this.#busyTimeoutMs,
+        this.#files,
+      );
+      if (!judged) {
+        this.#storedStale = true;
+        return this.#asStored(b.name);
       }
       this.#options.onProgress?.({ projection: b.name, phase: 'suspended', seq: 0, sourceSeq: 0, events: 0 });
       return report;
