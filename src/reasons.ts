@@ -762,6 +762,12 @@ export const REASONS = {
   BAD_LIMIT: { kinds: ['error'], clears: false, explain: 'The batch limit is not a whole number >= 1.', repair: null },
   BAD_MAX_ROWS: { kinds: ['error'], clears: false, explain: '--max-rows is not a whole number >= 0.', repair: null },
   BAD_MODE: { kinds: ['error'], clears: false, explain: 'The capture mode is unknown.', repair: null },
+  BAD_INCLUDE: {
+    kinds: ['error'],
+    clears: false,
+    explain: 'A column named in --include (to capture) is also named in --exclude (to leave out).',
+    repair: null,
+  },
   BAD_PATH: {
     kinds: ['error'],
     clears: false,

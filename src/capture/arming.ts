@@ -15,7 +15,7 @@ import { readState, readTables, type CaptureState, type CapturedTable } from './
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers, type TriggerOptions } from './triggers.ts';
-import { armedTriggersIntact, goneExclusionDetail, keptExclusion } from './excluded.ts';
+import { armedTriggers, goneExclusionDetail, keptExclusion, suggestedExclusion } from './excluded.ts';
 import {
   FORMAT_VERSION,
   LEGACY_PRUNE_TRIGGER_SQL,
@@ -46,6 +46,12 @@ export interface TableArming {
   readonly armed: boolean;
   readonly reason?: UnarmedReason;
   readonly detail?: string;
+  /**
+   * Unarmed because a column left out may have moved under another name
+   * (keptExclusion): the columns enable should be told to leave out to arm
+   * it again (`--exclude`), the fix every hint names.
+   */
+  readonly exclude?: readonly string[];
 }
 
 type CaptureProblem = Reason<'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN'>;
@@ -192,9 +198,20 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
         'UNIQUE_VOLATILE_DEFAULT',
         `table ${table.name}: ${volatileDefaultDetail(table.name, volatile)}; to arm it again, ${volatileDefaultFix(table.name, volatile)}`,
       );
-    if (info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint) {
-      if (info !== undefined && keptExclusion(table, info, armedTriggersIntact(db, table)) === undefined)
-        return unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name));
+    const changed = info === undefined || captureFingerprint(info, inputs.uniques) !== table.fingerprint;
+    // A column left out that may have moved under another name (even with the shape as armed: the table made again): enable must be told the set.
+    const triggers = info !== undefined && table.excluded.length > 0 ? armedTriggers(db, table) : undefined;
+    if (
+      info !== undefined &&
+      triggers !== undefined &&
+      (changed || triggers === 'gone') &&
+      keptExclusion(table, info, triggers) === undefined
+    )
+      return {
+        ...unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name, triggers)),
+        exclude: suggestedExclusion(table, info, triggers),
+      };
+    if (changed) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }
     const expected = buildTriggers(table.tid, info, table.mode, inputs, { ...options, excluded: table.excluded }).all;

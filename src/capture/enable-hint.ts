@@ -15,22 +15,40 @@ export function enableCommand(file: string, tables: readonly string[], mode?: 'i
  * How to arm `table` again after it became unarmed for `reason`: enable,
  * but for a reason enable itself refuses (a shape of the table: kinds
  * `unarmed` and `error`, UNIQUE_FROM_ROWID say), where the table must be
- * changed first, as that refusal says.
+ * changed first, as that refusal says. `exclude`: the table is held because
+ * a column left out may have moved under another name (the arming's
+ * `exclude`), and enable must be told the columns to leave out: the enable
+ * names them (`--exclude`).
  */
-export function rearmFix(file: string, table: string, reason: string | undefined): string {
-  return rearmFixAll(file, [{ table, reason }]);
+export function rearmFix(file: string, table: string, reason: string | undefined, exclude?: readonly string[]): string {
+  return rearmFixAll(file, [{ table, reason, ...(exclude === undefined ? {} : { exclude }) }]);
 }
 
 /**
  * rearmFix of several unarmed tables of `file`: one enable that names them
- * all, after the change each one enable refuses as it is needs.
+ * all, after the change each one enable refuses as it is needs; a table
+ * enable must be told the columns to leave out of has an enable of its own
+ * (`--exclude` applies to every table an enable names).
  */
-export function rearmFixAll(file: string, tables: readonly { readonly table: string; readonly reason: string | undefined }[]): string {
-  const run = `run ${enableCommand(
-    file,
-    tables.map((t) => t.table),
-  )}`;
-  const changes = tables.filter((t) => enableRefuses(t.reason)).map((t) => `${t.table} as the ${t.reason} refusal says`);
+export function rearmFixAll(
+  file: string,
+  tables: readonly { readonly table: string; readonly reason: string | undefined; readonly exclude?: readonly string[] | undefined }[],
+): string {
+  const plain = tables.filter((t) => t.exclude === undefined);
+  const told = tables.filter((t) => t.exclude !== undefined);
+  const runs = [
+    ...(plain.length === 0
+      ? []
+      : [
+          enableCommand(
+            file,
+            plain.map((t) => t.table),
+          ),
+        ]),
+    ...told.map((t) => `${enableCommand(file, [t.table])} --exclude ${shellWord((t.exclude ?? []).join(','))}`),
+  ];
+  const run = `run ${runs.join(', and ')}`;
+  const changes = plain.filter((t) => enableRefuses(t.reason)).map((t) => `${t.table} as the ${t.reason} refusal says`);
   if (changes.length === 0) return run;
   const them = changes.length === 1 ? 'it as it is' : 'them as they are';
   return `change ${changes.join(', and ')} (enable refuses ${them}, and says how), then ${run}`;

@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { Db } from '../sqlite/index.ts';
-import { useWal, withWriteTransaction, quoteIdent, schemaVersion } from '../sqlite/index.ts';
+import type { Db, TableInfo } from '../sqlite/index.ts';
+import { foldIdent, useWal, withWriteTransaction, quoteIdent, schemaVersion } from '../sqlite/index.ts';
 import { InvalidInputError } from '../errors.ts';
-import { hasCapture, readOwnDdl, readState, readTables } from './catalog.ts';
+import { hasCapture, readOwnDdl, readState, readTables, type CapturedTable } from './catalog.ts';
+import { capturedColumns, newSinceArmed } from './excluded.ts';
 import { checkEnable, sluiceObjects } from './gates.ts';
 import { rearmableAs } from './rearmable.ts';
 import { afterPurge, checkpointPurged, exclusionChange, exclusionFor, purgeExcluded } from './exclusion-change.ts';
@@ -44,6 +45,13 @@ export interface EnableOptions {
    * of the newly excluded columns. Key columns cannot be left out.
    */
   readonly exclude?: readonly string[];
+  /**
+   * Columns of the named tables new since they were armed to capture. While
+   * a table leaves out a column it had when armed, a new column may be that
+   * one renamed: enable refuses the table until each new column is named,
+   * in `exclude` (left out) or here (captured). docs/journal.md, "Columns left out".
+   */
+  readonly include?: readonly string[];
 }
 
 /** One re-armed table and why it was not armed (MODE_CHANGED: enable was asked for another mode). */
@@ -171,7 +179,7 @@ function enableInTransaction(
     let purgedRows: number | undefined;
     for (const [name, info] of infos) {
       const prior = current.get(name);
-      const exclude = exclusionFor(db, info, prior, options.exclude);
+      const exclude = exclusionFor(db, info, prior, options.exclude, options.include);
       if (prior === undefined) {
         arm(db, undefined, info, mode, undefined, exclude);
         added.push(name);
@@ -187,7 +195,15 @@ function enableInTransaction(
         rearmed.push(name);
         rearmedReasons.push(
           arming?.armed === false
-            ? { table: name, reason: arming.reason ?? 'TRIGGER_ALTERED', ...(arming.detail === undefined ? {} : { detail: arming.detail }) }
+            ? {
+                table: name,
+                reason: arming.reason ?? 'TRIGGER_ALTERED',
+                ...(arming.exclude !== undefined
+                  ? { detail: toldDetail(prior, info, exclude) }
+                  : arming.detail === undefined
+                    ? {}
+                    : { detail: arming.detail }),
+              }
             : excludeChange !== undefined
               ? { table: name, reason: 'EXCLUDE_CHANGED', detail: excludeChange }
               : { table: name, reason: 'MODE_CHANGED', detail: `mode ${prior.mode} -> ${mode}` },
@@ -225,6 +241,19 @@ function enableInTransaction(
       ...(remade.length === 0 ? {} : { remade }),
     };
   });
+}
+
+/**
+ * The detail of a table re-armed with the columns enable was told to leave
+ * out, after a column left out may have moved (the arming's `exclude`):
+ * what it captures now and what it leaves out, new columns named.
+ */
+function toldDetail(prior: CapturedTable, info: TableInfo, exclude: readonly string[]): string {
+  const fresh = newSinceArmed(prior, info);
+  const captured = capturedColumns(info, exclude).map((c) => c.name);
+  const isNew = (c: string) => fresh.some((f) => foldIdent(f) === foldIdent(c));
+  const mark = (l: readonly string[]) => (l.length === 0 ? 'none' : l.map((c) => (isNew(c) ? `${c} (new since armed)` : c)).join(', '));
+  return `the schema of ${info.name} changed since it was armed (a column left out may have moved); armed as told: captures ${mark(captured)}; leaves out ${mark(exclude)}`;
 }
 
 function createFromNothing(db: Db, retention: number): void {

@@ -125,75 +125,129 @@ export function resolveExclusion(info: TableInfo, requested: readonly string[], 
 }
 
 /**
- * Whether the capture triggers of `prior` are on its table as they were
- * armed. Then every captured column still present is the column it was:
- * SQLite refuses to drop a column a trigger reads, and renaming one
- * rewrites the trigger. A table made again (its triggers dropped with it)
- * or a captured column renamed breaks this.
+ * Where the capture triggers of `prior` are: `intact` (on its table as
+ * they were armed: every captured column still present is the column it
+ * was, since SQLite refuses to drop a column a trigger reads and renaming
+ * one rewrites the trigger), `altered` (some differ: a captured column
+ * renamed, a trigger dropped or changed by hand) or `gone` (none is left:
+ * the table was made again, its triggers dropped with it, or every one was
+ * dropped; either way nothing tells which column holds what now).
  */
-export function armedTriggersIntact(db: Db, prior: CapturedTable): boolean {
-  const stored = db
-    .prepare("SELECT sql FROM main.sqlite_schema WHERE type = 'trigger' AND name = ? AND tbl_name = ? COLLATE NOCASE")
-    .pluck();
+export type ArmedTriggers = 'intact' | 'altered' | 'gone';
+
+export function armedTriggers(db: Db, prior: CapturedTable): ArmedTriggers {
+  const stored = db.prepare("SELECT sql, tbl_name FROM main.sqlite_schema WHERE type = 'trigger' AND name = ?");
   const names = triggerNames(prior.tid);
   const armed: [string, string][] = [
     [names.insert, prior.triggers.insert],
     [names.update, prior.triggers.update],
     [names.delete, prior.triggers.delete],
   ];
-  return armed.every(([name, sql]) => stored.get(name, prior.name) === sql);
+  const found = armed.map(([name]) => stored.get(name) as { sql: string; tbl_name: string } | undefined);
+  if (found.every((t) => t === undefined)) return 'gone';
+  const same = found.every((t, i) => t !== undefined && foldIdent(t.tbl_name) === foldIdent(prior.name) && t.sql === armed[i]?.[1]);
+  return same ? 'intact' : 'altered';
 }
 
 /**
  * The excluded set a re-arm keeps for `prior` (a table armed before) whose
- * live shape is `info`: the stored set, names the table no longer has
- * included (a column added again under one is left out). When an excluded
- * column it had when armed is gone and `info` has a column that was neither
- * captured nor excluded, the column may have been renamed (a rename cannot
- * be told from a drop and an add): undefined, and the table is not re-armed
- * by itself (it stays unarmed, its readers fail closed) until enable is told
- * the set again.
+ * live shape is `info`, its triggers as `triggers` finds them: the stored
+ * set, names the table no longer has included (a column added again under
+ * one is left out). Undefined when a column left out when the table was
+ * armed may have moved under another name, and the table is then not
+ * re-armed by itself (it stays unarmed, its readers fail closed) until
+ * enable is told which columns to leave out (docs/journal.md, "Columns left
+ * out"): when the table has a column it had neither captured nor left out
+ * (a rename cannot be told from a drop and an add, nor from a column
+ * rotated: renamed, and a new one added under the old name), when it was
+ * made again (no capture trigger left: any column may hold the values),
+ * when an excluded column is gone while a captured one was renamed, or
+ * when a generated column reads an excluded one. A set whose every name
+ * was already absent when the table was armed holds no value to move: a
+ * new column (ALTER TABLE ADD COLUMN) is captured, as in a table with none.
  */
-export function keptExclusion(prior: CapturedTable, info: TableInfo, intact: boolean): readonly string[] | undefined {
+export function keptExclusion(prior: CapturedTable, info: TableInfo, triggers: ArmedTriggers): readonly string[] | undefined {
   if (prior.excluded.length === 0) return [];
   // By name: a column gone (now, or already when armed) stays left out, and so does one added again under its name.
   const kept = prior.excluded;
   if (generatedFromExcluded(info, kept).length > 0) return undefined;
-  if (goneSinceArmed(prior, info).length === 0) return kept;
-  // A table made again may hold the gone column under the name of a captured one it no longer has.
-  if (!intact) return undefined;
-  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
-  if (info.columns.some((c) => !known.has(foldIdent(c.name)))) return undefined;
+  if (triggers === 'gone') return undefined;
+  if (heldWhenArmed(prior).length === 0) return kept;
+  if (newSinceArmed(prior, info).length > 0) return undefined;
+  if (goneSinceArmed(prior, info).length > 0 && triggers !== 'intact') return undefined;
   return kept;
+}
+
+/** The excluded columns `prior`'s table had when it was armed (not stored as absent). */
+function heldWhenArmed(prior: CapturedTable): readonly string[] {
+  const absent = new Set(prior.excludedAbsent.map(foldIdent));
+  return prior.excluded.filter((c) => !absent.has(foldIdent(c)));
 }
 
 /** The excluded columns `prior`'s table had when it was armed and `info` no longer has (maybe renamed). */
 function goneSinceArmed(prior: CapturedTable, info: TableInfo): readonly string[] {
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
-  const absent = new Set(prior.excludedAbsent.map(foldIdent));
-  return prior.excluded.filter((c) => !live.has(foldIdent(c)) && !absent.has(foldIdent(c)));
+  return heldWhenArmed(prior).filter((c) => !live.has(foldIdent(c)));
 }
 
-/** The detail of a table held unarmed by keptExclusion, with the enable that excludes the columns still left out and the new ones. */
-export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, source: string): string {
+/** The columns of `info` that `prior`'s table neither captured nor left out when it was armed, in table order. */
+export function newSinceArmed(prior: CapturedTable, info: TableInfo): readonly string[] {
+  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
+  return info.columns.filter((c) => !known.has(foldIdent(c.name))).map((c) => c.name);
+}
+
+/** Whether `prior`'s table left out, when it was armed, a column it had (one whose values a new column may hold). */
+export function heldExcluded(prior: CapturedTable): boolean {
+  return heldWhenArmed(prior).length > 0;
+}
+
+/**
+ * The columns a table held unarmed by keptExclusion should be told to leave
+ * out (`enable SRC TABLE --exclude <them>`), the safe answer: the set it
+ * has and every column new since it was armed; the generated columns that
+ * read an excluded one too; every column but the key when the table was
+ * made again (or a captured column renamed while an excluded one went),
+ * since a name captured before may hold the values now.
+ */
+export function suggestedExclusion(prior: CapturedTable, info: TableInfo, triggers: ArmedTriggers): readonly string[] {
+  const fresh = newSinceArmed(prior, info);
+  const generated = generatedFromExcluded(info, prior.excluded).map((g) => g.column);
+  if (generated.length === 0 && (triggers === 'gone' || (fresh.length === 0 && goneSinceArmed(prior, info).length > 0)))
+    return info.columns.filter((c) => c.pkIndex === 0).map((c) => c.name);
+  const out: string[] = [];
+  for (const c of [...prior.excluded, ...generated, ...fresh]) if (!out.some((o) => foldIdent(o) === foldIdent(c))) out.push(c);
+  return out;
+}
+
+/** The detail of a table held unarmed by keptExclusion, with the enable that leaves out the columns it should (suggestedExclusion) and, for new columns, the one that captures them. */
+export function goneExclusionDetail(prior: CapturedTable, info: TableInfo, source: string, triggers: ArmedTriggers): string {
   const live = new Set(info.columns.map((c) => foldIdent(c.name)));
   const generated = generatedFromExcluded(
     info,
     prior.excluded.filter((c) => live.has(foldIdent(c))),
   );
   if (generated.length > 0) return generatedFromExcludedDetail(prior.name, generated);
+  const suggested = suggestedExclusion(prior, info, triggers);
+  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(suggested.join(','))}`;
+  const fresh = newSinceArmed(prior, info);
   const gone = goneSinceArmed(prior, info);
-  const known = new Set([...prior.columns, ...prior.excluded].map(foldIdent));
-  const suggested = info.columns.filter(
-    (c) => !known.has(foldIdent(c.name)) || prior.excluded.some((x) => foldIdent(x) === foldIdent(c.name)),
-  );
-  const renamed = suggested.some((c) => !known.has(foldIdent(c.name)));
-  // Made again, any column but the key may hold the gone one's values: the safe suggestion leaves them all out.
-  const named = renamed ? suggested : info.columns.filter((c) => c.pkIndex === 0);
-  const command = `${enableCommand(source, [prior.name])} --exclude ${shellWord(named.map((c) => c.name).join(','))}`;
-  const why = renamed
-    ? 'the table has a new column (a rename cannot be told from a drop and an add)'
-    : 'the table was made again or a captured column renamed (its capture triggers are not as armed: a column named as one captured before may hold its values)';
-  const example = renamed ? '(the columns still left out and the new ones)' : '(every column but the key; name the ones to leave out)';
-  return `column${gone.length === 1 ? '' : 's'} ${gone.join(', ')} of ${prior.name}, left out of capture, ${gone.length === 1 ? 'is' : 'are'} gone and ${why}, so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} ${example}`;
+  const held = heldWhenArmed(prior);
+  const s = (n: number, one: string, many: string) => (n === 1 ? one : many);
+  const goneText =
+    gone.length === 0
+      ? ''
+      : `column${s(gone.length, '', 's')} ${gone.join(', ')} of ${prior.name}, left out of capture, ${s(gone.length, 'is', 'are')} gone and `;
+  const subject =
+    goneText === '' ? `table ${prior.name}, which leaves ${prior.excluded.join(', ')} out of capture, ` : `${goneText}the table `;
+  if (triggers === 'gone' || fresh.length === 0) {
+    const newText = fresh.length === 0 ? '' : ` (${fresh.join(', ')} ${s(fresh.length, 'is', 'are')} new since it was armed)`;
+    const what =
+      triggers === 'gone'
+        ? 'lost its capture triggers (it was made again, or they were dropped)'
+        : 'has capture triggers not as armed (a captured column renamed, or a trigger changed)';
+    return `${subject}${what}${newText}: a column named as one captured before may hold the values left out, so it is not re-armed by itself; say which columns to leave out now, e.g. ${command} (every column but the key; name the ones to leave out)`;
+  }
+  const include = `${enableCommand(source, [prior.name])} --include ${shellWord(fresh.join(','))}`;
+  const them = s(fresh.length, 'it', 'them');
+  return `${subject}has ${s(fresh.length, 'a new column', 'new columns')} since it was armed, ${fresh.join(', ')}, which may hold the values of ${held.join(', ')}, left out of capture (a rename cannot be told from a drop and an add), so it is not re-armed by itself; to leave ${them} out too, run ${command}; to capture ${them}, run ${include}`;
 }

@@ -1,8 +1,17 @@
 import type { Db, TableInfo } from '../sqlite/index.ts';
-import { CaptureRefusedError } from '../errors.ts';
-import { foldIdent, connectionState, slot } from '../sqlite/index.ts';
+import { CaptureRefusedError, InvalidInputError } from '../errors.ts';
+import { foldIdent, connectionState, shellWord, slot } from '../sqlite/index.ts';
+import { enableCommand } from './enable-hint.ts';
 import type { CapturedTable } from './catalog.ts';
-import { armedTriggersIntact, generatedFromExcluded, goneExclusionDetail, keptExclusion, resolveExclusion } from './excluded.ts';
+import {
+  armedTriggers,
+  generatedFromExcluded,
+  goneExclusionDetail,
+  heldExcluded,
+  keptExclusion,
+  newSinceArmed,
+  resolveExclusion,
+} from './excluded.ts';
 import {
   JOURNAL_TABLE,
   MASK_COLUMN,
@@ -23,26 +32,88 @@ import { MAX_INTEGER_MASK_COLUMNS } from './mask.ts';
  * copies those pages over the file's older ones and empties the WAL.
  */
 
-/** The excluded set enable arms a named table with: as asked, or (not asked) the one it has. */
+/**
+ * The excluded set enable arms a named table with: as asked, or (not asked)
+ * the one it has. `include` names columns to capture that are new since
+ * the table was armed: while the table leaves out a column it had then, a
+ * new column may be that column renamed (a rename cannot be told from a drop
+ * and an add), so each new column must be named, in `requested` (left out)
+ * or in `include` (captured); one named in neither is refused, naming both
+ * commands.
+ */
 export function exclusionFor(
   db: Db,
   info: TableInfo,
   prior: CapturedTable | undefined,
   requested: readonly string[] | undefined,
+  include: readonly string[] = [],
 ): string[] {
-  if (requested !== undefined) return resolveExclusion(info, requested, prior?.excluded ?? []);
-  if (prior === undefined) return [];
-  const kept = keptExclusion(prior, info, armedTriggersIntact(db, prior));
-  if (kept === undefined) {
-    const live = new Set(info.columns.map((c) => foldIdent(c.name)));
-    const generated = generatedFromExcluded(
-      info,
-      prior.excluded.filter((c) => live.has(foldIdent(c))),
-    );
-    const code = generated.length > 0 ? 'GENERATED_FROM_EXCLUDED' : 'SCHEMA_CHANGED';
-    throw new CaptureRefusedError(code, prior.name, `Table ${prior.name}: ${goneExclusionDetail(prior, info, db.name)}.`);
+  const captured = resolveInclusion(info, include, requested);
+  if (requested !== undefined) {
+    const exclude = resolveExclusion(info, requested, prior?.excluded ?? []);
+    if (prior !== undefined) refuseUnnamed(db, info, prior, exclude, captured);
+    return exclude;
   }
-  return [...kept];
+  if (prior === undefined) return [];
+  const triggers = armedTriggers(db, prior);
+  const kept = keptExclusion(prior, info, triggers);
+  if (kept !== undefined) return [...kept];
+  // Held only for its new columns, each one named to capture: the set as it is.
+  const live = new Set(info.columns.map((c) => foldIdent(c.name)));
+  const generated = generatedFromExcluded(
+    info,
+    prior.excluded.filter((c) => live.has(foldIdent(c))),
+  );
+  if (generated.length === 0 && triggers !== 'gone' && captured.length > 0) {
+    const fresh = newSinceArmed(prior, info);
+    const named = new Set(captured.map(foldIdent));
+    const withFresh = keptExclusion({ ...prior, columns: [...prior.columns, ...fresh] }, info, triggers);
+    if (fresh.every((c) => named.has(foldIdent(c))) && withFresh !== undefined) return [...withFresh];
+  }
+  const code = generated.length > 0 ? 'GENERATED_FROM_EXCLUDED' : 'SCHEMA_CHANGED';
+  throw new CaptureRefusedError(code, prior.name, `Table ${prior.name}: ${goneExclusionDetail(prior, info, db.name, triggers)}.`);
+}
+
+/** The columns `include` names, as `info` spells them: each one the table has and `requested` does not leave out. */
+function resolveInclusion(info: TableInfo, include: readonly string[], requested: readonly string[] | undefined): string[] {
+  const out: string[] = [];
+  for (const name of include) {
+    const col = info.columns.find((c) => c.name === name) ?? info.columns.find((c) => foldIdent(c.name) === foldIdent(name));
+    if (col === undefined)
+      throw new InvalidInputError(
+        'UNKNOWN_COLUMN',
+        `Table ${info.name} has no column ${name} to capture (it has ${info.columns.map((c) => c.name).join(', ')}). Fix the name in --include.`,
+      );
+    if (requested?.some((r) => foldIdent(r) === foldIdent(col.name)) === true)
+      throw new InvalidInputError(
+        'BAD_INCLUDE',
+        `Column ${col.name} of ${info.name} is named both in --exclude (left out of capture) and in --include (captured). Name it in one of them.`,
+      );
+    out.push(col.name);
+  }
+  return out;
+}
+
+/**
+ * Refuses an exclude set told for `prior`'s table, which left out a column it
+ * had when armed, that names neither way (left out, or captured by
+ * `include`) a column new since: it may be the column left out, renamed.
+ */
+function refuseUnnamed(db: Db, info: TableInfo, prior: CapturedTable, exclude: readonly string[], include: readonly string[]): void {
+  if (!heldExcluded(prior)) return;
+  const named = new Set([...exclude, ...include].map(foldIdent));
+  const unnamed = newSinceArmed(prior, info).filter((c) => !named.has(foldIdent(c)));
+  if (unnamed.length === 0) return;
+  const one = unnamed.length === 1;
+  const list = unnamed.join(', ');
+  const cmd = enableCommand(db.name, [prior.name]);
+  const leave = shellWord([...exclude, ...unnamed].join(','));
+  const keep = exclude.length === 0 ? "''" : shellWord(exclude.join(','));
+  throw new CaptureRefusedError(
+    'SCHEMA_CHANGED',
+    prior.name,
+    `Table ${prior.name}: column${one ? '' : 's'} ${list} of ${prior.name} ${one ? 'is' : 'are'} new since it was armed, while it left ${prior.excluded.join(', ')} out of capture: ${one ? 'it' : 'they'} may hold the values left out (a rename cannot be told from a drop and an add), and --exclude does not name ${one ? 'it' : 'them'}. Say which: to leave ${one ? 'it' : 'them'} out, run ${cmd} --exclude ${leave}; to capture ${one ? 'it' : 'them'}, run ${cmd} --exclude ${keep} --include ${shellWord(unnamed.join(','))}. Nothing was changed.`,
+  );
 }
 
 /** `exclude a, b -> c` when `exclude` differs from the names `prior` leaves out (those its table no longer has too); undefined when the same. */

@@ -27,7 +27,7 @@ export { prune } from './prune.ts';
 export type { PruneResult } from './prune.ts';
 export { rearmCapture } from './rearm.ts';
 export type { RearmReport } from './rearm.ts';
-export { nextSyncArming, unarmedDetail } from './rearmable.ts';
+export { nextSyncArming, unarmedDetail, unarmedExclusion } from './rearmable.ts';
 export {
   CAPTURE_MODES,
   CAPTURE_RELATIONS,

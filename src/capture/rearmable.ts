@@ -1,6 +1,6 @@
 import type { Db, TableInfo } from '../sqlite/index.ts';
 import { checkForeignKeys, checkTable } from './gates.ts';
-import { armedTriggersIntact, keptExclusion } from './excluded.ts';
+import { armedTriggers, keptExclusion } from './excluded.ts';
 import { verifyCapture, type TableArming } from './arming.ts';
 
 /**
@@ -19,7 +19,7 @@ export function rearmableAs(db: Db, a: TableArming): { readonly info: TableInfo;
   } catch {
     return undefined;
   }
-  const kept = keptExclusion(a.table, info, armedTriggersIntact(db, a.table));
+  const kept = keptExclusion(a.table, info, armedTriggers(db, a.table));
   return kept === undefined ? undefined : { info, kept };
 }
 
@@ -41,6 +41,12 @@ export function nextSyncArming(db: Db, table: string): 'armed' | 'rearmed' | 'un
 export function unarmedDetail(db: Db, table: string): string | undefined {
   const a = armingOf(db, table);
   return a === undefined || a.armed ? undefined : a.detail;
+}
+
+/** The columns enable must be told to leave out to arm captured table `table` of source `db` again (its arming's `exclude`: a column left out may have moved); undefined when none need be. Reads only. */
+export function unarmedExclusion(db: Db, table: string): readonly string[] | undefined {
+  const a = armingOf(db, table);
+  return a === undefined || a.armed ? undefined : a.exclude;
 }
 
 function armingOf(db: Db, table: string): TableArming | undefined {

@@ -128,7 +128,7 @@ function run(db: Db, ddl: string, dryRun: boolean, fk: boolean): AlterResult {
     const what = unarmed.map((u) => `${u.table.name} (${u.reason ?? 'unarmed'}: ${u.detail ?? ''})`);
     const fix = rearmFixAll(
       name,
-      unarmed.map((u) => ({ table: u.table.name, reason: u.reason })),
+      unarmed.map((u) => ({ table: u.table.name, reason: u.reason, exclude: u.exclude })),
     );
     throw new AlterRefusedError(
       `sluice alter ${name}: ${one ? 'table' : 'tables'} ${listed(what)} ${one ? 'is' : 'are'} not armed, so alter cannot tell ${one ? 'its' : 'their'} readers what changed. Fix: ${fix} (${one ? 'its' : 'their'} readers rebuild once), then sluice alter again. Nothing was changed.`,

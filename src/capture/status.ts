@@ -15,6 +15,8 @@ export interface TableStatus {
   readonly armed: boolean;
   readonly reason?: UnarmedReason;
   readonly detail?: string;
+  /** Unarmed until enable is told the columns to leave out (a column left out may have moved): those to name in --exclude. */
+  readonly exclude?: readonly string[];
 }
 
 export interface ConsumerStatus {
@@ -109,6 +111,7 @@ export function status(db: Db): CaptureStatus {
       lastSeq: a.table.lastSeq,
       armed: a.armed,
       ...(a.reason === undefined ? {} : { reason: a.reason, detail: a.detail }),
+      ...(a.exclude === undefined ? {} : { exclude: a.exclude }),
     })),
     consumers,
   };

@@ -49,37 +49,49 @@ export function registerEnable(program: Command): void {
       'comma-separated columns of the named tables to leave out of capture (never journaled); "" captures every column again; absent: each table keeps its set',
       parseColumnList,
     )
+    .option(
+      '--include <columns>',
+      'comma-separated columns new since a table was armed to capture: while a table leaves out a column it had then, a new column may be that one renamed, so enable refuses until each is named in --exclude or here',
+      parseColumnList,
+    )
     .option('--json', 'print one JSON object')
     .addHelpText(
       'after',
       '\nExamples:\n  $ sluice enable app.db issues comments --mode images --retention 1000000\n  $ sluice enable app.db users --exclude password_hash,totp_secret',
     )
-    .action((dbPath: string, tables: string[], opts: { mode: CaptureMode; retention?: number; exclude?: string[]; json?: boolean }) => {
-      const db = openSource(dbPath);
-      try {
-        const r = enable(db, tables, {
-          mode: opts.mode,
-          ...(opts.retention === undefined ? {} : { retention: opts.retention }),
-          ...(opts.exclude === undefined ? {} : { exclude: opts.exclude }),
-        });
-        emit(opts, S.enableOutput, r, () =>
-          [
-            `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
-            r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
-            r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
-            r.purgedRows === undefined ? '' : `purged the newly excluded columns from ${r.purgedRows} retained journal row(s)`,
-            r.remade === undefined
-              ? ''
-              : `made again: ${r.remade.join(', ')} (dropped outside sluice; it holds nothing between statements, so no reader rebuilds)`,
-            r.switchedToWal
-              ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)`
-              : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,
-          ]
-            .filter((l) => l !== '')
-            .join('\n'),
-        );
-      } finally {
-        db.close();
-      }
-    });
+    .action(
+      (
+        dbPath: string,
+        tables: string[],
+        opts: { mode: CaptureMode; retention?: number; exclude?: string[]; include?: string[]; json?: boolean },
+      ) => {
+        const db = openSource(dbPath);
+        try {
+          const r = enable(db, tables, {
+            mode: opts.mode,
+            ...(opts.retention === undefined ? {} : { retention: opts.retention }),
+            ...(opts.exclude === undefined ? {} : { exclude: opts.exclude }),
+            ...(opts.include === undefined ? {} : { include: opts.include }),
+          });
+          emit(opts, S.enableOutput, r, () =>
+            [
+              `${r.created ? 'created capture' : 'capture'} ${r.sourceId} generation ${r.generation}`,
+              r.added.length > 0 ? `added: ${r.added.join(', ')} (${opts.mode})` : 'added: none',
+              r.rearmed.length > 0 ? `re-armed: ${describeRearmed(r.rearmedReasons)}` : '',
+              r.purgedRows === undefined ? '' : `purged the newly excluded columns from ${r.purgedRows} retained journal row(s)`,
+              r.remade === undefined
+                ? ''
+                : `made again: ${r.remade.join(', ')} (dropped outside sluice; it holds nothing between statements, so no reader rebuilds)`,
+              r.switchedToWal
+                ? `switched ${dbPath} to WAL journal mode (it stays so: readers and a writer run side by side)`
+                : `journal mode: ${r.journalMode}${r.journalMode === 'wal' ? '' : ' (another connection kept it from switching to WAL; run enable again when it is closed)'}`,
+            ]
+              .filter((l) => l !== '')
+              .join('\n'),
+          );
+        } finally {
+          db.close();
+        }
+      },
+    );
 }

@@ -82,6 +82,8 @@ function build() {
         armed: z.boolean(),
         reason: reason.optional(),
         detail: z.string().optional(),
+        /** Unarmed until enable is told the columns to leave out (a column left out may have moved): those to name in --exclude. */
+        exclude: z.array(z.string()).optional(),
       }),
     ),
     consumers: z.array(

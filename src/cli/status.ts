@@ -35,7 +35,7 @@ function report(dbPath: string, opts: { json?: boolean }): void {
         ...(s.lastReason === null ? [] : [`  last change: ${s.lastReason}`]),
         ...s.tables.map(
           (t) =>
-            `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')})${t.excluded.length > 0 ? ` excluded (${t.excluded.join(', ')})` : ''} last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${rearmFix(dbPath, t.name, t.reason)}` : ''}`,
+            `  ${t.armed ? 'armed  ' : 'UNARMED'} ${t.name} [${t.mode}] key (${t.keyColumns.join(', ')})${t.excluded.length > 0 ? ` excluded (${t.excluded.join(', ')})` : ''} last seq ${t.lastSeq}${t.reason !== undefined ? `  ${t.reason}: ${t.detail ?? ''}; fix: ${rearmFix(dbPath, t.name, t.reason, t.exclude)}` : ''}`,
         ),
         ...consumers.map(
           (c) =>

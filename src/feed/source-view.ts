@@ -139,8 +139,8 @@ export function resolveTables(
     if (!a.armed) {
       throw new FailClosedError(
         'TABLE_UNARMED',
-        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. To re-arm it, ${rearmFix(view.file, a.table.name, a.reason ?? undefined)}; then rebuild.`,
-        { table: a.table.name, reason: a.reason },
+        `Table ${a.table.name} is not armed (${a.reason ?? 'unknown'}: ${a.detail ?? ''}); writes since then were not recorded. To re-arm it, ${rearmFix(view.file, a.table.name, a.reason ?? undefined, a.exclude)}; then rebuild.`,
+        { table: a.table.name, reason: a.reason, ...(a.exclude === undefined ? {} : { exclude: a.exclude }) },
       );
     }
     if (a.table.mode === 'counter' && options.allowCounter !== true) {

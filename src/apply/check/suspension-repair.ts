@@ -1,5 +1,6 @@
 import { repairAction, shellCommand, shellWord, type Db } from '../../sqlite/index.ts';
-import { nextSyncArming, rearmFix, unarmedDetail } from '../../capture/index.ts';
+import { nextSyncArming, rearmFix, unarmedDetail, unarmedExclusion } from '../../capture/index.ts';
+import { excludeOf } from '../projections/index.ts';
 import { currentCode } from '../../reasons.ts';
 import type { FedBy } from '../target/index.ts';
 
@@ -29,12 +30,13 @@ export function unarmedRepair(
   arming: 'armed' | 'rearmed' | 'unarmed',
   paths: { readonly source: string; readonly target: string },
   detail?: string,
+  exclude?: readonly string[],
 ): string {
   const sync = shellCommand('sync', paths);
   if (arming === 'armed') return `TABLE_UNARMED: ${table} is armed again: run ${sync}, which lifts the suspension of ${name} by itself`;
   if (arming === 'rearmed')
     return `TABLE_UNARMED: run ${sync}: it re-arms ${table} on the source and rebuilds ${name} from a snapshot (CAPTURE_REARMED)`;
-  return `TABLE_UNARMED: fix the source: ${rearmFix(paths.source, table, why)}, then run sluice sync again${detail === undefined ? '' : ` (${table} is not armed: ${detail})`}`;
+  return `TABLE_UNARMED: fix the source: ${rearmFix(paths.source, table, why, exclude)}, then run sluice sync again${detail === undefined ? '' : ` (${table} is not armed: ${detail})`}`;
 }
 
 /**
@@ -45,9 +47,14 @@ export function unarmedRepair(
 export function unarmedOf(
   detail: Readonly<Record<string, unknown>> | null | undefined,
   table: string,
-): { readonly table: string; readonly why: string | undefined } {
+): { readonly table: string; readonly why: string | undefined; readonly exclude?: readonly string[] } {
   const why = detail?.why ?? detail?.reason;
-  return { table: typeof detail?.table === 'string' ? detail.table : table, why: typeof why === 'string' ? why : undefined };
+  const exclude = excludeOf(detail);
+  return {
+    table: typeof detail?.table === 'string' ? detail.table : table,
+    why: typeof why === 'string' ? why : undefined,
+    ...(exclude === undefined ? {} : { exclude }),
+  };
 }
 
 /**
@@ -89,10 +96,12 @@ export function suspensionRepair(
     targetPath !== undefined &&
     named !== undefined
   ) {
-    const { table, why } = unarmedOf(r.detail, named);
+    const { table, why, exclude } = unarmedOf(r.detail, named);
     const arming = source === undefined ? 'unarmed' : nextSyncArming(source, table);
     const detail = source === undefined || arming !== 'unarmed' ? undefined : unarmedDetail(source, table);
-    return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail);
+    // Read on the source as it is now when it is given (the suspension's may be older).
+    const told = source === undefined ? exclude : arming === 'unarmed' ? unarmedExclusion(source, table) : undefined;
+    return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail, told);
   }
   if (r.reason != null && currentCode(r.reason) === 'SOURCE_AFFINITY' && typeof r.detail?.rewrite === 'string')
     return sourceAffinityRepair(r.name, r.detail, sourcePath, targetPath);

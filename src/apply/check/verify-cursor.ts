@@ -1,7 +1,7 @@
 import type { Db } from '../../sqlite/index.ts';
 import { reinitCommand } from '../../sqlite/index.ts';
 import { validateCursor, type SourceView } from '../../feed/index.ts';
-import { nextSyncArming } from '../../capture/index.ts';
+import { nextSyncArming, unarmedExclusion } from '../../capture/index.ts';
 import { reasonsOf } from '../../reasons.ts';
 import { columnsRead } from '../projections/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
@@ -66,7 +66,17 @@ export function cursorVerdict(
     skipped: `not compared: the cursor of ${rec.name} (seq ${rec.seq}) does not continue on the source (${v.reason}: ${v.message}), so its rows need not match the source's at it; ${then}`,
     ...(unarmed === undefined || held !== undefined
       ? {}
-      : { repair: unarmedRepair(rec.name, unarmed.table, unarmed.why, rearms ? 'rearmed' : 'unarmed', paths) }),
+      : {
+          repair: unarmedRepair(
+            rec.name,
+            unarmed.table,
+            unarmed.why,
+            rearms ? 'rearmed' : 'unarmed',
+            paths,
+            undefined,
+            rearms ? undefined : unarmedExclusion(db, unarmed.table),
+          ),
+        }),
   };
 }
 

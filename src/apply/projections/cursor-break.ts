@@ -14,6 +14,8 @@ export interface CaptureFacts {
   readonly armed: boolean;
   /** Why it is not armed. */
   readonly why?: string;
+  /** Not armed until enable is told the columns to leave out (a column left out may have moved): those to name. */
+  readonly exclude?: readonly string[];
   /** Its capture mode ('images', 'keys', ...). */
   readonly mode?: string;
 }
@@ -22,7 +24,13 @@ export interface CaptureFacts {
 export function captureFacts(view: SourceView, table: string): CaptureFacts {
   const a = view.tables.get(table);
   if (a === undefined) return { tracked: false, armed: false };
-  return { tracked: true, armed: a.armed, ...(a.reason === undefined ? {} : { why: a.reason }), mode: a.table.mode };
+  return {
+    tracked: true,
+    armed: a.armed,
+    ...(a.reason === undefined ? {} : { why: a.reason }),
+    ...(a.exclude === undefined ? {} : { exclude: a.exclude }),
+    mode: a.table.mode,
+  };
 }
 
 /** What whether a projection can be built from reads: its kind's needs and its source table's capture. */
@@ -39,11 +47,18 @@ export interface DecidedSuspension {
   readonly stored: false;
 }
 
+/** The columns a TABLE_UNARMED suspension's or cursor check's `detail` says enable must be told to leave out (its `exclude`), if it says so. */
+export function excludeOf(detail: Readonly<Record<string, unknown>> | null | undefined): readonly string[] | undefined {
+  const e = detail?.exclude;
+  return Array.isArray(e) && e.every((c) => typeof c === 'string') ? (e as string[]) : undefined;
+}
+
 /** A cursor that cannot continue (feed/cursor-check.ts validateCursor's `rebuild`): its reason, message and, for TABLE_UNARMED, why. */
 export interface BrokenCursor {
   readonly reason: ReasonCode;
   readonly message: string;
   readonly why?: string;
+  readonly exclude?: readonly string[];
 }
 
 /** Rebuild reasons that a fresh snapshot repairs (kind `rebuilt` in src/reasons.ts); the others need the source fixed first. */
@@ -64,6 +79,7 @@ export function cursorBreak(
   return decidedSuspension(c.reason, {
     table: f.projection.table,
     ...(c.why === undefined ? {} : { why: c.why }),
+    ...(c.exclude === undefined ? {} : { exclude: c.exclude }),
     message: c.message,
   });
 }
@@ -73,7 +89,8 @@ export function unbuildable(f: BuildableFacts): DecidedSuspension | undefined {
   const t = f.table;
   const table = f.projection.table;
   if (!t.tracked) return decidedSuspension('TABLE_UNTRACKED', { table });
-  if (!t.armed) return decidedSuspension('TABLE_UNARMED', { table, why: t.why });
+  if (!t.armed)
+    return decidedSuspension('TABLE_UNARMED', { table, why: t.why, ...(t.exclude === undefined ? {} : { exclude: t.exclude }) });
   if (lacksImages(f)) return decidedSuspension('NEEDS_IMAGES_MODE', { table, mode: t.mode });
   return undefined;
 }

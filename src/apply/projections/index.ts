@@ -20,7 +20,7 @@ export type { ApplyTarget, BatchEnd, RowsApplied, Suspension } from './applier.t
 export { BROKEN_DEFINITION_REASONS, brokenReason, compileStoredToday, isBroken } from './broken-definition.ts';
 export type { BrokenDefinition } from './broken-definition.ts';
 export { columnsRead } from './columns-read.ts';
-export { captureFacts, cursorBreak, decidedSuspension, lacksImages, unbuildable } from './cursor-break.ts';
+export { captureFacts, cursorBreak, decidedSuspension, excludeOf, lacksImages, unbuildable } from './cursor-break.ts';
 export type { BuildableFacts, CaptureFacts, DecidedSuspension } from './cursor-break.ts';
 export { dropMirrorAll, dropProjection } from './drop.ts';
 export type { DropResult } from './drop.ts';

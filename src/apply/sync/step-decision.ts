@@ -78,7 +78,13 @@ export interface CursorFacts {
         readonly nextEnd?: number;
       }
     | { readonly status: 'error'; readonly message: string }
-    | { readonly status: 'rebuild'; readonly reason: ReasonCode; readonly message: string; readonly why?: string };
+    | {
+        readonly status: 'rebuild';
+        readonly reason: ReasonCode;
+        readonly message: string;
+        readonly why?: string;
+        readonly exclude?: readonly string[];
+      };
 }
 
 export type StepFacts = RowFacts & CursorFacts;

@@ -6,7 +6,7 @@ import { definitionFingerprint, type CompiledProjection, kindOf } from '../../pr
 import type { ProjectionRecord } from '../target/index.ts';
 import { shadowBuildOf } from '../target/index.ts';
 import { classifyForSync } from '../evolution/index.ts';
-import { captureFacts, columnsRead, suspensionGate, type ApplyTarget } from '../projections/index.ts';
+import { captureFacts, columnsRead, excludeOf, suspensionGate, type ApplyTarget } from '../projections/index.ts';
 import type { CursorFacts, RowFacts } from './step-decision.ts';
 
 /*
@@ -70,10 +70,17 @@ export function cursorFacts(at: StepPlace, rec: ProjectionRecord): { readonly fa
   if (v.status === 'error') return { facts: { definition, cursor: { status: 'error', message: v.message } }, checked: v };
   if (v.status === 'rebuild') {
     const why = v.detail?.reason;
+    const exclude = excludeOf(v.detail);
     return {
       facts: {
         definition,
-        cursor: { status: 'rebuild', reason: v.reason, message: v.message, ...(typeof why === 'string' ? { why } : {}) },
+        cursor: {
+          status: 'rebuild',
+          reason: v.reason,
+          message: v.message,
+          ...(typeof why === 'string' ? { why } : {}),
+          ...(exclude === undefined ? {} : { exclude }),
+        },
       },
       checked: v,
     };
