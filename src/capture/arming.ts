@@ -15,7 +15,7 @@ import { readState, readTables, type CaptureState, type CapturedTable } from './
 import { checkForeignKeyRules } from './fk-rules.ts';
 import { guardInputs } from './guard-inputs.ts';
 import { buildTriggers, type TriggerOptions } from './triggers.ts';
-import { armedTriggers, goneExclusionDetail, keptExclusion, suggestedExclusion } from './excluded.ts';
+import { armedTriggers, goneExclusionDetail, includableColumns, keptExclusion, suggestedExclusion } from './excluded.ts';
 import {
   FORMAT_VERSION,
   LEGACY_PRUNE_TRIGGER_SQL,
@@ -52,6 +52,12 @@ export interface TableArming {
    * it again (`--exclude`), the fix every hint names.
    */
   readonly exclude?: readonly string[];
+  /**
+   * Held (with `exclude`) only by these columns, new since it was armed:
+   * naming each one to enable, left out (`--exclude`) or captured
+   * (`--include`), arms it again (includableColumns).
+   */
+  readonly newColumns?: readonly string[];
 }
 
 type CaptureProblem = Reason<'CAPTURE_ABSENT' | 'FORMAT_UNKNOWN'>;
@@ -206,11 +212,14 @@ function checkArming(db: Db, state: CaptureState, options: TriggerOptions = {}):
       triggers !== undefined &&
       (changed || triggers === 'gone') &&
       keptExclusion(table, info, triggers) === undefined
-    )
+    ) {
+      const fresh = includableColumns(table, info, triggers);
       return {
         ...unarmed('SCHEMA_CHANGED', goneExclusionDetail(table, info, db.name, triggers)),
         exclude: suggestedExclusion(table, info, triggers),
+        ...(fresh === undefined ? {} : { newColumns: fresh }),
       };
+    }
     if (changed) {
       return unarmed('SCHEMA_CHANGED', `the schema of ${table.name} changed since it was armed (ALTER TABLE or DROP/CREATE)`);
     }

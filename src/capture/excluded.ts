@@ -196,6 +196,22 @@ export function newSinceArmed(prior: CapturedTable, info: TableInfo): readonly s
   return info.columns.filter((c) => !known.has(foldIdent(c.name))).map((c) => c.name);
 }
 
+/**
+ * The columns new since `prior`'s table was armed, when they are what holds
+ * it unarmed (keptExclusion undefined) and naming each one, to leave out
+ * (`enable --exclude`) or to capture (`enable --include`), arms it again:
+ * undefined when the table has none, or when something naming them cannot
+ * answer holds it too (it was made again, a generated column reads an
+ * excluded one, an excluded column is gone while its triggers are not as
+ * armed). The pipeline file's `include` answers with this rule.
+ */
+export function includableColumns(prior: CapturedTable, info: TableInfo, triggers: ArmedTriggers): readonly string[] | undefined {
+  if (triggers === 'gone' || generatedFromExcluded(info, prior.excluded).length > 0) return undefined;
+  const fresh = newSinceArmed(prior, info);
+  if (fresh.length === 0) return undefined;
+  return keptExclusion({ ...prior, columns: [...prior.columns, ...fresh] }, info, triggers) === undefined ? undefined : fresh;
+}
+
 /** Whether `prior`'s table left out, when it was armed, a column it had (one whose values a new column may hold). */
 export function heldExcluded(prior: CapturedTable): boolean {
   return heldWhenArmed(prior).length > 0;

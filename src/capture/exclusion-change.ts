@@ -8,6 +8,7 @@ import {
   generatedFromExcluded,
   goneExclusionDetail,
   heldExcluded,
+  includableColumns,
   keptExclusion,
   newSinceArmed,
   resolveExclusion,
@@ -64,8 +65,8 @@ export function exclusionFor(
     info,
     prior.excluded.filter((c) => live.has(foldIdent(c))),
   );
-  if (generated.length === 0 && triggers !== 'gone' && captured.length > 0) {
-    const fresh = newSinceArmed(prior, info);
+  const fresh = includableColumns(prior, info, triggers);
+  if (fresh !== undefined && captured.length > 0) {
     const named = new Set(captured.map(foldIdent));
     const withFresh = keptExclusion({ ...prior, columns: [...prior.columns, ...fresh] }, info, triggers);
     if (fresh.every((c) => named.has(foldIdent(c))) && withFresh !== undefined) return [...withFresh];

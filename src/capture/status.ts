@@ -17,6 +17,8 @@ export interface TableStatus {
   readonly detail?: string;
   /** Unarmed until enable is told the columns to leave out (a column left out may have moved): those to name in --exclude. */
   readonly exclude?: readonly string[];
+  /** Held (with `exclude`) only by these columns, new since it was armed: naming each one, in --exclude (left out) or --include (captured), arms it again. */
+  readonly newColumns?: readonly string[];
 }
 
 export interface ConsumerStatus {
@@ -112,6 +114,7 @@ export function status(db: Db): CaptureStatus {
       armed: a.armed,
       ...(a.reason === undefined ? {} : { reason: a.reason, detail: a.detail }),
       ...(a.exclude === undefined ? {} : { exclude: a.exclude }),
+      ...(a.newColumns === undefined ? {} : { newColumns: a.newColumns }),
     })),
     consumers,
   };

@@ -84,6 +84,8 @@ function build() {
         detail: z.string().optional(),
         /** Unarmed until enable is told the columns to leave out (a column left out may have moved): those to name in --exclude. */
         exclude: z.array(z.string()).optional(),
+        /** Held (with exclude) only by these columns, new since the table was armed: naming each in --exclude or --include arms it again. */
+        newColumns: z.array(z.string()).optional(),
       }),
     ),
     consumers: z.array(
@@ -358,8 +360,10 @@ function build() {
             mode: z.enum(['images', 'keys', 'counter']),
             from: z.string().nullable(),
             exclude: z.array(z.string()).optional(),
+            include: z.array(z.string()).optional(),
           }),
         ),
+        held: z.array(z.object({ table: z.string(), newColumns: z.array(z.string()), code: z.literal('SCHEMA_CHANGED'), fix: z.string() })),
         enableRefused: z.array(
           z.object({ tables: z.array(z.string()), mode: z.enum(['images', 'keys', 'counter']), code: z.string(), fix: z.string() }),
         ),

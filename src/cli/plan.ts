@@ -30,8 +30,9 @@ function planText(plan: PipelinePlan): string {
     lines.push(`source ${s.path}`);
     for (const e of s.enable)
       lines.push(
-        `  enable ${e.table} (${e.mode}${e.from === null ? '' : `, now captured in ${e.from} mode`}${e.exclude === undefined ? '' : `, excluding ${e.exclude.length === 0 ? 'no column' : e.exclude.join(', ')}`})`,
+        `  enable ${e.table} (${e.mode}${e.from === null ? '' : `, now captured in ${e.from} mode`}${e.exclude === undefined ? '' : `, excluding ${e.exclude.length === 0 ? 'no column' : e.exclude.join(', ')}`}${e.include === undefined ? '' : `, including ${e.include.join(', ')}, new since armed: re-arms it`})`,
       );
+    for (const h of s.held) lines.push(`  not armed ${h.table} (${h.code}): enables nothing; ${h.fix}`);
     for (const r of s.enableRefused) lines.push(`  enable of ${r.tables.join(', ')} (${r.mode}) refused (${r.code}): ${r.fix}`);
     for (const u of s.undeclaredCapture) lines.push(`  undeclared capture ${u.table}: ${u.fix}`);
     for (const a of s.acknowledgements)

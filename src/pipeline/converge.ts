@@ -31,7 +31,7 @@ export interface ConvergedSource {
   readonly undeclaredCapture: readonly string[];
   /** Acknowledgements forgotten (prune: true only). */
   readonly forgotten: readonly string[];
-  /** Why enabling failed, if it did (the targets are synced anyway). */
+  /** Why enabling failed, if it did, or why a declared table stays unarmed (new columns the file does not name: SCHEMA_CHANGED); the targets are synced anyway. */
   readonly error: { readonly code: string; readonly message: string } | null;
 }
 
@@ -114,7 +114,9 @@ function enableSource(source: PipelineSource): Omit<ConvergedSource, 'forgotten'
       const done = enableDeclared(db, source, status(db));
       enabled = done.enabled.flatMap((e) => e.tables.map((table) => ({ table, mode: e.call.mode })));
       const first = done.refused[0];
+      const held = done.held[0];
       if (first !== undefined) error = errorOf(first.error);
+      else if (held !== undefined) error = { code: 'SCHEMA_CHANGED', message: held.fix };
     } catch (err) {
       error = errorOf(err);
     }

@@ -5,7 +5,7 @@ import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { CAPTURE_MODES, readTables, openSource, type CaptureMode, type CaptureStatus } from '../capture/index.ts';
 import { CaptureRefusedError, SluiceError, errorCode } from '../errors.ts';
 import { foldIdent } from '../sqlite/index.ts';
-import type { HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
+import type { CapturedTable, HandlerFailure, PipelineSource, ProjectionEntry } from './pipeline.ts';
 import { isDefaultMirror } from '../apply/projections/index.ts';
 import type { ProjectionRecord } from '../apply/target/index.ts';
 
@@ -36,45 +36,110 @@ export function handlerModules(entries: readonly ProjectionEntry[]): string[] {
   );
 }
 
+/** A captured table as a pass reads it: status's, or the catalog's (no `newColumns`: a table held by new columns is not known so). */
+export type CaptureTableRead = Pick<CaptureStatus['tables'][number], 'name' | 'mode' | 'excluded'> & {
+  readonly newColumns?: readonly string[] | undefined;
+};
+
 /**
  * The declared capture a pass enables (convergeOnce enables exactly these,
  * and plan says so): each declared table not captured yet (`from` null),
- * or captured in another mode (`from` that mode).
+ * or captured in another mode (`from` that mode), or with another declared
+ * `exclude`; and a table held unarmed by columns new since it was armed
+ * (status's `newColumns`: a column left out may have moved under one) once
+ * the file names each of them, in `exclude` or `include` (`include`: those
+ * it captures, passed to enable as --include), which re-arms it. Such a
+ * table the file does not name them all for is not enabled
+ * (heldByNewColumns says why).
  */
 export function toEnable(
   source: PipelineSource,
-  capture: { readonly tables: readonly Pick<CaptureStatus['tables'][number], 'name' | 'mode' | 'excluded'>[] },
-): { readonly table: string; readonly mode: CaptureMode; readonly from: string | null; readonly exclude?: readonly string[] }[] {
+  capture: { readonly tables: readonly CaptureTableRead[] },
+): {
+  readonly table: string;
+  readonly mode: CaptureMode;
+  readonly from: string | null;
+  readonly exclude?: readonly string[];
+  readonly include?: readonly string[];
+}[] {
   return source.capture.flatMap((c) => {
     const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
     const exclude = c.exclude === undefined ? {} : { exclude: c.exclude };
+    if (t?.newColumns !== undefined) {
+      if (unnamedNewColumns(c, t.newColumns).length > 0) return [];
+      const include = t.newColumns.filter((n) => (c.include ?? []).some((i) => foldIdent(i) === foldIdent(n)));
+      return [{ table: c.table, mode: c.mode, from: t.mode, ...exclude, ...(include.length === 0 ? {} : { include }) }];
+    }
     if (t !== undefined && t.mode === c.mode && (c.exclude === undefined || sameColumns(c.exclude, t.excluded))) return [];
     return [{ table: c.table, mode: c.mode, from: t?.mode ?? null, ...exclude }];
   });
 }
 
-/** One enable call of a pass: tables of one mode, with an exclude set or none. */
+/** The columns of `fresh` (new since the table was armed) that the declaration names neither in `exclude` nor in `include`. */
+function unnamedNewColumns(c: CapturedTable, fresh: readonly string[]): string[] {
+  const named = new Set([...(c.exclude ?? []), ...(c.include ?? [])].map(foldIdent));
+  return fresh.filter((n) => !named.has(foldIdent(n)));
+}
+
+/** A declared table held unarmed by columns new since it was armed that the file does not name (heldByNewColumns). */
+export interface HeldByNewColumns {
+  readonly table: string;
+  /** Every column new since it was armed. */
+  readonly newColumns: readonly string[];
+  /** Those the file names neither in exclude nor in include. */
+  readonly unnamed: readonly string[];
+  /** The columns the table leaves out, whose values the new ones may hold. */
+  readonly excluded: readonly string[];
+  /** What to do, in the file's terms. */
+  readonly fix: string;
+}
+
+/**
+ * The declared tables a pass leaves unarmed because a column is new since
+ * they were armed while they leave out a column (status's `newColumns`: a
+ * rename cannot be told from a drop and an add) and the file does not say
+ * whether to capture it: run enables nothing for them (their projections
+ * stay suspended, TABLE_UNARMED) and reports each with its fix, as plan
+ * and health --config say it.
+ */
+export function heldByNewColumns(source: PipelineSource, capture: { readonly tables: readonly CaptureTableRead[] }): HeldByNewColumns[] {
+  return source.capture.flatMap((c) => {
+    const t = capture.tables.find((x) => foldIdent(x.name) === foldIdent(c.table));
+    if (t?.newColumns === undefined) return [];
+    const unnamed = unnamedNewColumns(c, t.newColumns);
+    if (unnamed.length === 0) return [];
+    const one = t.newColumns.length === 1;
+    const them = unnamed.length === 1 ? 'it' : 'them';
+    const values = t.excluded.length === 1 ? `${t.excluded[0] as string}'s values` : `the values of ${t.excluded.join(', ')}`;
+    const fix = `table ${t.name} of ${source.path} has ${one ? 'a new column' : 'new columns'} since it was armed, ${t.newColumns.join(', ')}, which may hold ${values} (left out of capture; a rename cannot be told from a drop and an add), so it stays unarmed and its projections suspended: declare ${unnamed.join(', ')} in ${c.declaredAt} under capture.${c.table}: in "exclude" to leave ${them} out, or in "include" to capture ${them}; sluice run then re-arms ${t.name} and its targets rebuild`;
+    return [{ table: t.name, newColumns: t.newColumns, unnamed, excluded: t.excluded, fix }];
+  });
+}
+
+/** One enable call of a pass: tables of one mode, with an exclude set or none, and the new columns it captures (--include). */
 export interface EnableCall {
   readonly mode: CaptureMode;
   readonly tables: readonly string[];
   readonly exclude: readonly string[] | undefined;
+  readonly include?: readonly string[];
 }
 
 /**
  * The enable calls a pass makes for `todo` (toEnable), in order: per mode,
- * the tables without a declared exclude together, then each table with one
- * alone (the set is per table). A call enable refuses is taken apart
- * table by table, so that only the refused tables are left out
+ * the tables without a declared exclude (or include) together, then each
+ * table with one alone (the sets are per table). A call enable refuses is
+ * taken apart table by table, so that only the refused tables are left out
  * (enable-declared.ts: run and convergeOnce make them so, plan and health
  * predict it).
  */
 export function enableCalls(todo: ReturnType<typeof toEnable>): EnableCall[] {
   return CAPTURE_MODES.flatMap((mode) => {
-    const tables = todo.filter((e) => e.mode === mode && e.exclude === undefined).map((e) => e.table);
-    const alone = todo.filter((e) => e.mode === mode && e.exclude !== undefined);
+    const together = (e: (typeof todo)[number]) => e.exclude === undefined && e.include === undefined;
+    const tables = todo.filter((e) => e.mode === mode && together(e)).map((e) => e.table);
+    const alone = todo.filter((e) => e.mode === mode && !together(e));
     return [
       ...(tables.length === 0 ? [] : [{ mode, tables, exclude: undefined }]),
-      ...alone.map((e) => ({ mode, tables: [e.table], exclude: e.exclude })),
+      ...alone.map((e) => ({ mode, tables: [e.table], exclude: e.exclude, ...(e.include === undefined ? {} : { include: e.include }) })),
     ];
   });
 }

@@ -1,7 +1,7 @@
 import { checkEnable, enable, type CaptureMode, type EnableResult } from '../capture/index.ts';
 import { SluiceError, isSqliteBusy } from '../errors.ts';
 import type { Db } from '../sqlite/index.ts';
-import { enableCalls, toEnable, type EnableCall } from './declared.ts';
+import { enableCalls, heldByNewColumns, toEnable, type EnableCall, type HeldByNewColumns } from './declared.ts';
 import type { PipelineSource } from './pipeline.ts';
 
 /*
@@ -67,23 +67,29 @@ function attempt(check: () => unknown): SluiceError | undefined {
   }
 }
 
-/** What enableDeclared did: each call's tables enabled, with enable's result, and each refusal. */
+/** What enableDeclared did: each call's tables enabled, with enable's result, each refusal, and the tables it left unarmed for new columns the file does not name. */
 export interface DeclaredEnables {
   readonly enabled: readonly { readonly call: EnableCall; readonly tables: readonly string[]; readonly result: EnableResult }[];
   readonly refused: readonly EnableRefusal[];
+  readonly held: readonly HeldByNewColumns[];
 }
 
 /**
  * Enables what `source` declares and `db` (its source, read-write) does not
  * capture so (toEnable), by enableCalls, each refused call taken apart
- * (sortCall): every table enable accepts is captured. Throws only what is
- * no refusal (the source locked: the caller retries).
+ * (sortCall): every table enable accepts is captured. A table held unarmed
+ * by new columns the file does not name is not enabled (`held`). Throws
+ * only what is no refusal (the source locked: the caller retries).
  */
 export function enableDeclared(db: Db, source: PipelineSource, capture: Parameters<typeof toEnable>[1]): DeclaredEnables {
   const enabled: DeclaredEnables['enabled'][number][] = [];
   const refused: EnableRefusal[] = [];
   for (const call of enableCalls(toEnable(source, capture))) {
-    const options = { mode: call.mode, ...(call.exclude === undefined ? {} : { exclude: call.exclude }) };
+    const options = {
+      mode: call.mode,
+      ...(call.exclude === undefined ? {} : { exclude: call.exclude }),
+      ...(call.include === undefined ? {} : { include: call.include }),
+    };
     let tables = call.tables;
     let result: EnableResult;
     try {
@@ -107,7 +113,7 @@ export function enableDeclared(db: Db, source: PipelineSource, capture: Paramete
     }
     enabled.push({ call, tables, result });
   }
-  return { enabled, refused };
+  return { enabled, refused, held: heldByNewColumns(source, capture) };
 }
 
 /** The refusals a pass meets enabling what `source` declares, read without writing (plan's and health's prediction of enableDeclared). */

@@ -10,7 +10,7 @@ import {
   type ProjectionDefinition,
 } from '../projection/index.ts';
 import { splitServers } from '../broker/connection/index.ts';
-import { fileKey } from '../sqlite/index.ts';
+import { fileKey, foldIdent } from '../sqlite/index.ts';
 import { readPipelineDocument, type PipelineDocument } from './yaml-document.ts';
 import { pipelineFileSchema, type natsSchema, type PipelineFile } from './schema.ts';
 import type {
@@ -129,8 +129,10 @@ async function normalize(doc: PipelineDocument, file: PipelineFile, dir: string,
           table,
           mode: typeof o === 'string' ? o : (o?.mode ?? 'images'),
           ...(typeof o === 'object' && o?.exclude !== undefined ? { exclude: o.exclude } : {}),
+          ...(typeof o === 'object' && o?.include !== undefined ? { include: o.include } : {}),
           declaredAt: doc.where([...at, 'capture'], table),
         }));
+    for (const c of capture) refuseIncludedExcluded(doc, [...at, 'capture', c.table], c);
     const captured = new Set(capture.map((c) => c.table.toLowerCase()));
     if (captured.size !== capture.length)
       throw new InvalidInputError('PIPELINE_INVALID', `${doc.where([...at, 'capture'])}: a table is listed twice. List each table once.`);
@@ -253,6 +255,21 @@ async function entries(
     }
   }
   return out;
+}
+
+/** A column a capture entry both leaves out (`exclude`) and captures (`include`): refused with the line of its `include` item. */
+function refuseIncludedExcluded(
+  doc: PipelineDocument,
+  at: readonly PropertyKey[],
+  c: { readonly table: string; readonly exclude?: readonly string[]; readonly include?: readonly string[] },
+): void {
+  const k = (c.include ?? []).findIndex((i) => (c.exclude ?? []).some((x) => foldIdent(x) === foldIdent(i)));
+  if (k < 0) return;
+  const column = c.include?.[k] as string;
+  throw new InvalidInputError(
+    'PIPELINE_INVALID',
+    `${doc.where([...at, 'include', k])}: column ${column} of ${c.table} is both in "exclude" (left out of capture) and in "include" (captured). Keep it in one of them: exclude to leave it out, include to capture it.`,
+  );
 }
 
 function listenAddress(doc: PipelineDocument, listen: string | number | undefined): Pipeline['listen'] {

@@ -6,7 +6,7 @@ import { defaultProjectionName } from '../projection/index.ts';
 import { health, type FedLag, notHeldHealth, type ProjectionHealth } from '../apply/check/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll, undeclaredMirrorAllFix } from './prune.ts';
-import { declaredInputs, declaresHeld, handlerFailures, sameColumns, undeclaredCapture } from './declared.ts';
+import { declaredInputs, declaresHeld, handlerFailures, heldByNewColumns, sameColumns, toEnable, undeclaredCapture } from './declared.ts';
 import { declaredRefusals, type EnableRefusal } from './enable-declared.ts';
 import { refusedMirrorFix } from './plan-mirror-all.ts';
 import type { HealthBounds, Pipeline, PipelineSource, ProjectionEntry } from './pipeline.ts';
@@ -158,22 +158,33 @@ function sourceHealth(pipeline: Pipeline, source: PipelineSource, capture: Captu
   const problems: string[] = [];
   if (s.problem !== undefined) problems.push(`source ${source.path}: ${s.problem}`);
   const tables: CapturedTableHealth[] = [];
+  // Unarmed by columns new since armed that the file does not name (run enables nothing for them), and the enables a pass makes.
+  const held = new Map(heldByNewColumns(source, s).map((h) => [foldIdent(h.table), h]));
+  const enables = toEnable(source, s);
   for (const c of source.capture) {
     const t = s.tables.find((x) => x.name === c.table) ?? s.tables.find((x) => x.name.toLowerCase() === c.table.toLowerCase());
     const refused = capture.refused.get(foldIdent(c.table));
+    const newHeld = held.get(foldIdent(c.table));
+    const rearm = t?.newColumns === undefined ? undefined : enables.find((e) => foldIdent(e.table) === foldIdent(c.table));
     const problem = capture.missing.has(c.table)
       ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but the source does not hold it (another program dropped it): create it again, or take it out of "capture" (sluice run refuses the file until then)`
       : refused !== undefined
         ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) in ${c.mode} mode${t === undefined ? '' : ` (captured in ${t.mode} mode)`}, but enable refuses to capture it so (${refused.error.code}): ${refused.error.message.replace(/\.$/, '')}. sluice run captures the other declared tables and tries this one again (or take it out of "capture")`
-        : t === undefined
-          ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'images' ? '' : ` --mode ${c.mode}`})`
-          : t.mode !== c.mode
-            ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
-            : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)
-              ? `table ${c.table} of ${source.path} leaves out of capture ${t.excluded.length === 0 ? 'no column' : t.excluded.join(', ')}, declared ${c.exclude.length === 0 ? 'none' : c.exclude.join(', ')} (${c.declaredAt}): sluice run re-arms it with the declared set (or sluice enable ${src} ${shellWord(c.table)} --exclude ${shellWord(c.exclude.join(','))})`
-              : !t.armed
-                ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
-                : undefined;
+        : newHeld !== undefined
+          ? `capture of table ${c.table} of ${source.path} is not armed (SCHEMA_CHANGED): ${newHeld.fix}`
+          : rearm !== undefined
+            ? `capture of table ${c.table} of ${source.path} is not armed (SCHEMA_CHANGED: ${(t?.newColumns ?? []).join(', ')} new since it was armed, which the file names, ${c.declaredAt}): sluice run re-arms it${rearm.include === undefined ? '' : `, capturing ${rearm.include.join(', ')}`}, and its targets rebuild (or sluice enable ${src} ${shellWord(c.table)}${rearm.exclude === undefined ? '' : ` --exclude ${rearm.exclude.length === 0 ? "''" : shellWord(rearm.exclude.join(','))}`}${rearm.include === undefined ? '' : ` --include ${shellWord(rearm.include.join(','))}`})`
+            : t === undefined
+              ? `table ${c.table} of ${source.path} is declared (${c.declaredAt}) but not captured: sluice run captures it (or sluice enable ${src} ${shellWord(c.table)}${c.mode === 'images' ? '' : ` --mode ${c.mode}`})`
+              : t.mode !== c.mode
+                ? `table ${c.table} of ${source.path} is captured in ${t.mode} mode, declared ${c.mode} (${c.declaredAt}): sluice run switches it (or sluice enable ${src} ${shellWord(c.table)} --mode ${c.mode})`
+                : c.exclude !== undefined && !sameColumns(c.exclude, t.excluded)
+                  ? `table ${c.table} of ${source.path} leaves out of capture ${t.excluded.length === 0 ? 'no column' : t.excluded.join(', ')}, declared ${c.exclude.length === 0 ? 'none' : c.exclude.join(', ')} (${c.declaredAt}): sluice run re-arms it with the declared set (or sluice enable ${src} ${shellWord(c.table)} --exclude ${shellWord(c.exclude.join(','))})`
+                  : !t.armed && t.exclude !== undefined
+                    ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): a column left out of capture may have moved under another name, so sluice run does not re-arm it by itself: ${t.detail ?? ''}`
+                    : !t.armed
+                      ? `capture of table ${c.table} of ${source.path} is not armed (${t.reason ?? 'unknown'}): sluice run re-arms it (or sluice enable ${src} ${shellWord(c.table)})`
+                      : undefined;
     tables.push({
       table: c.table,
       declared: true,

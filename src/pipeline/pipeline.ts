@@ -29,6 +29,13 @@ export interface CapturedTable {
   readonly mode: CaptureMode;
   /** Columns to leave out of capture; undefined when the file does not say (the table keeps the set it has). */
   readonly exclude?: readonly string[];
+  /**
+   * Columns new since the table was armed to capture (enable --include):
+   * while the table leaves out a column it had then, a new column may be
+   * that one renamed, and run re-arms it only once each new column is named
+   * here or in `exclude`. Undefined when the file does not say.
+   */
+  readonly include?: readonly string[];
   readonly declaredAt: string;
 }
 

@@ -14,7 +14,7 @@ import { attachTarget, readProjections, TARGET_SCHEMA } from '../apply/target/in
 import { replacedTables, sameDefinitionData, takenTable, type Unmirrored } from '../apply/projections/index.ts';
 import { heldProjections } from './held.ts';
 import { followedByAnother, keptByDeclaration, undeclaredAcknowledgements, undeclaredMirrorAll, undeclaredMirrorAllFix } from './prune.ts';
-import { declaredInputs, targetFolderProblem, toEnable, undeclaredCapture } from './declared.ts';
+import { declaredInputs, heldByNewColumns, targetFolderProblem, toEnable, undeclaredCapture, type HeldByNewColumns } from './declared.ts';
 import { declaredRefusals } from './enable-declared.ts';
 import { readPipelineQuietly } from './read-quietly.ts';
 import { mirrorErrors, nothingToMirrorFix, refusedMirrorFix } from './plan-mirror-all.ts';
@@ -81,6 +81,20 @@ export interface PlannedSource {
     readonly mode: CaptureMode;
     readonly from: string | null;
     readonly exclude?: readonly string[];
+    /** Columns new since the table was armed that the file declares to capture (`include`): the enable re-arms it with them captured. */
+    readonly include?: readonly string[];
+  }[];
+  /**
+   * Declared tables left unarmed by columns new since they were armed (a
+   * column left out may have moved under one) that the file names neither
+   * in `exclude` nor in `include`: nothing is enabled for them, and their
+   * projections stay suspended; `fix` says what to declare.
+   */
+  readonly held: readonly {
+    readonly table: string;
+    readonly newColumns: readonly string[];
+    readonly code: 'SCHEMA_CHANGED';
+    readonly fix: string;
   }[];
   /**
    * Tables of the pass's enable calls that enable refuses, by its own gates (a `_sluice_` table sluice did not make, a
@@ -130,6 +144,7 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
     for (const source of pipeline.sources) {
       const capture = readCapture(source.path);
       const wanted = toEnable(source, capture);
+      const held = heldByNewColumns(source, capture);
       const enableRefused = refusedEnables(source.path, source, capture);
       const refusedTables = new Set(enableRefused.flatMap((r) => r.tables.map(foldIdent)));
       const enable = wanted.filter((e) => !refusedTables.has(foldIdent(e.table)));
@@ -145,14 +160,30 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
       const after = new Map(capture.tables.map((t) => [foldIdent(t.name), { table: t.name, mode: t.mode }]));
       for (const e of enable) after.set(foldIdent(e.table), { table: e.table, mode: e.mode });
       const planned: PlannedTarget[] = [];
+      // The tables the pass re-arms (held unarmed by new columns the file names): their projections rebuild.
+      const rearmed = new Set(
+        enable
+          .filter((e) => capture.tables.some((x) => foldIdent(x.name) === foldIdent(e.table) && x.newColumns !== undefined))
+          .map((e) => foldIdent(e.table)),
+      );
       for (const t of source.targets)
-        planned.push(await planTarget(pipeline, source, t, { enable, captured: capture.enabled, noCapture, after: [...after.values()] }));
+        planned.push(
+          await planTarget(pipeline, source, t, {
+            enable,
+            captured: capture.enabled,
+            noCapture,
+            after: [...after.values()],
+            held,
+            rearmed,
+          }),
+        );
       targets.push(...planned);
       sources.push({
         path: source.path,
         sourceId: capture.sourceId,
         enable,
         enableRefused,
+        held: held.map((h) => ({ table: h.table, newColumns: h.newColumns, code: 'SCHEMA_CHANGED' as const, fix: h.fix })),
         undeclaredCapture: undeclaredCapture(source, capture).map((table) => ({
           table,
           fix: `declare it in "capture", or take capture off it: sluice disable ${shellWord(source.path)} ${shellWord(table)}`,
@@ -162,7 +193,12 @@ export async function planPipeline(pipeline: Pipeline): Promise<PipelinePlan> {
     }
     const converged =
       sources.every(
-        (s) => s.enable.length === 0 && s.enableRefused.length === 0 && s.undeclaredCapture.length === 0 && s.acknowledgements.length === 0,
+        (s) =>
+          s.enable.length === 0 &&
+          s.enableRefused.length === 0 &&
+          s.held.length === 0 &&
+          s.undeclaredCapture.length === 0 &&
+          s.acknowledgements.length === 0,
       ) && targets.every((t) => t.exists && t.refused === null && t.projections.every((p) => p.does === 'continue'));
     return { config: pipeline.file, prune: pipeline.prune, converged, sources, targets };
   });
@@ -318,6 +354,10 @@ interface SourcePass {
   readonly noCapture: string | undefined;
   /** Each captured table's mode once the pass has enabled what it enables. */
   readonly after: readonly { readonly table: string; readonly mode: CaptureMode }[];
+  /** Tables left unarmed by new columns the file does not name (heldByNewColumns): their projections stay suspended, with its fix. */
+  readonly held: readonly HeldByNewColumns[];
+  /** Tables (folded) the pass re-arms, held by new columns the file names: their projections rebuild. */
+  readonly rearmed: ReadonlySet<string>;
 }
 
 async function planTarget(pipeline: Pipeline, source: PipelineSource, t: PipelineTarget, pass: SourcePass): Promise<PlannedTarget> {
@@ -364,7 +404,14 @@ async function planTarget(pipeline: Pipeline, source: PipelineSource, t: Pipelin
       const keysOnly =
         e.sync.does === 'continue' || e.sync.does === 'rebuild' ? suspends(e.kind, e.sourceTable, e.name, e.classification) : undefined;
       if (keysOnly !== undefined) return keysOnly;
-      return planned(e, declaredAt.get(e.name));
+      const p = planned(e, declaredAt.get(e.name));
+      // Its table unarmed by new columns: suspended until the file names them (said in the file's terms), or re-armed by the pass, then rebuilt.
+      const unarmed = (p.does === 'suspend' || p.does === 'refuse') && p.reason === 'TABLE_UNARMED';
+      const held = pass.held.find((h) => foldIdent(h.table) === foldIdent(e.sourceTable));
+      if (held !== undefined && unarmed) return { ...p, does: 'suspend', fix: held.fix };
+      if (pass.rearmed.has(foldIdent(e.sourceTable)) && (unarmed || p.does === 'continue' || p.does === 'rebuild'))
+        return { name: e.name, kind: e.kind, does: 'rebuild', reason: 'TABLE_REARMED', classification: e.classification };
+      return p;
     }),
   );
   if (inputs.includes('*')) {

@@ -26,6 +26,12 @@ export const captureOptionsSchema = z.strictObject({
     .describe(
       'Columns left out of capture: never journaled, so in no event, snapshot, export or target (not key columns). Absent: the table keeps the set it has; [] captures every column again',
     ),
+  include: z
+    .array(nonEmpty)
+    .optional()
+    .describe(
+      'Columns new since the table was armed to capture (enable --include): while the table leaves out a column it had then, a new column may be that one renamed, so sluice run re-arms it only once each new column is named here (captured) or in exclude (left out). A column in both is refused',
+    ),
 });
 
 /** `issues: keys` is shorthand for `issues: {mode: keys}`; `issues:` with no value is `{}`. (ownRecord: a table named __proto__ is kept.) */

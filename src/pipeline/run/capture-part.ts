@@ -1,4 +1,4 @@
-import { readTables, openSource } from '../../capture/index.ts';
+import { status, openSource } from '../../capture/index.ts';
 import type { Pipeline, PipelineSource } from '../index.ts';
 import { PartFailure, type PartContext, type PartKind } from './part.ts';
 import { SluiceError, isSqliteBusy } from '../../errors.ts';
@@ -31,7 +31,7 @@ export const capturePart: PartKind<CaptureConfig> = {
   name: (c) => c.source.path,
   fingerprint: (c) =>
     JSON.stringify([
-      c.source.capture.map((t) => [t.table, t.mode, t.exclude ?? null]),
+      c.source.capture.map((t) => [t.table, t.mode, t.exclude ?? null, t.include ?? null]),
       c.prune,
       c.prune ? c.source.targets.map((t) => [t.path, declaredInputs(t.projections).map((d) => (d === '*' ? d : d.name))]) : [],
       c.prune ? [...c.pipeline.sources.flatMap((s) => s.targets.map((t) => t.path)), ...c.pipeline.subscriptions.map((s) => s.path)] : [],
@@ -65,27 +65,39 @@ const RECHECK_MS = 3000;
  * (enableDeclared, which plan and health predict); with prune, forgets the acknowledgements the file no longer
  * declares. A table enable refuses (its gates) is left out of its call, and every other table is captured, as plan
  * says; the part then fails naming each refused table with enable's refusal (retried with backoff, each time
- * enabling only what is still missing).
+ * enabling only what is still missing). A table left unarmed by columns new since it was armed that the file does
+ * not name (heldByNewColumns) fails the part the same way, with the fix in the file's terms, until the file names them.
  */
 function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartContext): void {
   const db = openSource(source.path);
   let refused: ReturnType<typeof enableDeclared>['refused'];
+  let held: ReturnType<typeof enableDeclared>['held'];
   try {
-    const done = enableDeclared(db, source, { tables: readTables(db) });
+    // status: a table held unarmed by new columns (a column left out may have moved) is re-armed once the file names them.
+    const done = enableDeclared(db, source, status(db));
     refused = done.refused;
+    held = done.held;
     for (const { tables, mode, error } of refused)
       ctx.log('error', 'enable-refused', `capture of ${tables.join(', ')} (${mode} mode) refused: ${error.code}: ${error.message}`, {
         tables,
         mode,
         code: error.code,
       });
+    for (const h of held)
+      ctx.log('warn', 'not-armed', `capture of ${h.table} is not armed (SCHEMA_CHANGED): ${h.fix}`, {
+        table: h.table,
+        newColumns: h.newColumns,
+        code: 'SCHEMA_CHANGED',
+      });
     for (const { call, tables, result } of done.enabled) {
-      const { mode, exclude } = call;
+      const { mode, exclude, include } = call;
       const excluding = exclude === undefined ? '' : `, excluding ${exclude.length === 0 ? 'no column' : exclude.join(', ')}`;
-      ctx.log('info', 'enabled', `captured ${tables.join(', ')} (${mode} mode${excluding})`, {
+      const including = include === undefined ? '' : `, including ${include.join(', ')} (new since armed)`;
+      ctx.log('info', 'enabled', `captured ${tables.join(', ')} (${mode} mode${excluding}${including})`, {
         tables,
         mode,
         ...(exclude === undefined ? {} : { exclude }),
+        ...(include === undefined ? {} : { include }),
         sourceId: result.sourceId,
       });
     }
@@ -100,10 +112,14 @@ function ensureCaptured({ source, prune, pipeline }: CaptureConfig, ctx: PartCon
     db.close();
   }
   const first = refused[0];
-  if (first !== undefined)
+  const said = [
+    ...refused.map((x) => `capture of ${x.tables.join(', ')} is refused: ${x.error.code}: ${x.error.message}`),
+    ...held.map((h) => `capture of ${h.table} is not armed: SCHEMA_CHANGED: ${h.fix}`),
+  ];
+  if (said.length > 0)
     throw new PartFailure(
-      first.error.code,
-      `${refused.map((x) => `capture of ${x.tables.join(', ')} is refused: ${x.error.code}: ${x.error.message}`).join('; ')} (the other declared tables are captured, and their targets synced)`,
+      first?.error.code ?? 'SCHEMA_CHANGED',
+      `${said.join('; ')} (the other declared tables are captured, and their targets synced)`,
     );
 }
 
