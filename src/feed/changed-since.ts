@@ -1,6 +1,7 @@
 import type { Db } from '../sqlite/index.ts';
 import { withReadTransaction } from '../sqlite/index.ts';
 import { validateCursor, type RebuildReason } from './cursor-check.ts';
+import { capturedTable } from './source-view.ts';
 import type { Reason } from '../reasons.ts';
 
 export interface ChangedSince {
@@ -41,7 +42,8 @@ export function changedSince(db: Db, cursor: string, tables?: readonly string[])
     const names = tables === undefined || tables.length === 0 ? v.cursor.tables : tables;
     let last = 0;
     for (const n of names) {
-      const a = v.view.tables.get(n);
+      // Matched as SQLite matches names (ASCII case folded), as the cursor's own tables were.
+      const a = capturedTable(v.view, n);
       // Untracked or unarmed: writes may be unrecorded, so it is always changed.
       if (a === undefined || !a.armed) return { changed: true, rebuild: a === undefined ? 'TABLE_UNTRACKED' : 'TABLE_UNARMED' };
       // Not the cursor's (captured since, or again since): writes before that are in no last seq.

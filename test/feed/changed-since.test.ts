@@ -107,6 +107,21 @@ describe('changedSince', () => {
     expect(changedSince(db, stillA, ['b'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
   });
 
+  test('matches table names as SQLite does, ignoring ASCII case, with the cursor and with the source', ({ makeDb }) => {
+    const { db, file } = makeDb(
+      's.db',
+      'CREATE TABLE issues (id INTEGER PRIMARY KEY, v); INSERT INTO issues VALUES (1, 1); CREATE TABLE kv (k PRIMARY KEY, v);',
+    );
+    enable(db, ['issues', 'kv']);
+    const cursor = snapshot(db, ['Issues'], { onRow: () => {} }).cursor;
+    for (const name of ['issues', 'Issues', 'ISSUES']) expect(changedSince(db, cursor, [name])).toEqual({ changed: false, lastSeq: 0 });
+    runSqliteCli(file, 'UPDATE issues SET v = 2;');
+    for (const name of ['issues', 'Issues', 'ISSUES']) expect(changedSince(db, cursor, [name])).toEqual({ changed: true, lastSeq: 1 });
+    // Only ASCII folds, as in SQLite: the Kelvin sign is not K (toLowerCase would make it k and name kv).
+    expect(changedSince(db, cursor, ['\u212Av'])).toEqual({ changed: true, rebuild: 'TABLE_UNTRACKED' });
+    expect(changedSince(db, cursor, ['KV'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
+  });
+
   test('one long-lived reader connection, polled over and over, notices every later write, bump, prune and DDL', ({ makeDb }) => {
     const { db: writer, file } = makeDb('s.db', SCHEMA);
     enable(writer, ['a', 'b'], { retention: 1024 });
