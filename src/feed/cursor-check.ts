@@ -13,7 +13,7 @@ import {
   type FileIdentity,
 } from './cursor.ts';
 import { foldIdent, sameFile } from '../sqlite/index.ts';
-import { cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
+import { capturedTable, cursorBinding, readSourceView, resolveTables, viewFileIdentity, type SourceView } from './source-view.ts';
 import { readOwnDdl, type CapturedTable, readDdlLog, type DdlRecord } from '../capture/index.ts';
 import { hasEventsBetween } from './journal-stats.ts';
 import { altersSince, lineageSince, lostColumns } from './column-lineage.ts';
@@ -222,9 +222,7 @@ function resolveCursorTables(
   const mine = resolveTables(view, c.tables.filter(read), { allowCounter: true });
   const tables: CapturedTable[] = [];
   for (const name of c.tables) {
-    const a = read(name)
-      ? mine.find((t) => foldIdent(t.name) === foldIdent(name))
-      : (view.tables.get(name) ?? [...view.tables.values()].find((t) => foldIdent(t.table.name) === foldIdent(name)))?.table;
+    const a = read(name) ? mine.find((t) => foldIdent(t.name) === foldIdent(name)) : capturedTable(view, name)?.table;
     if (a === undefined)
       return schemaChanged(
         name,

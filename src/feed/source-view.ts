@@ -112,6 +112,15 @@ export function readSourceView(db: Db): SourceView {
 }
 
 /**
+ * The captured table `name` names, matched as SQLite matches identifiers
+ * (foldIdent: ASCII case folded), or undefined when none is captured. Every
+ * reader looks a table up by a caller's name through this one rule.
+ */
+export function capturedTable(view: SourceView, name: string): TableArming | undefined {
+  return view.tables.get(name) ?? [...view.tables.values()].find((t) => foldIdent(t.table.name) === foldIdent(name));
+}
+
+/**
  * Resolves the consumer's table list: every listed table must be captured
  * and armed. An empty list means every captured table in images/keys mode.
  * `allowCounter` lets a caller name counter-mode tables explicitly (a
@@ -128,7 +137,7 @@ export function resolveTables(
   const names =
     requested === undefined || requested.length === 0 ? all.filter((t) => t.table.mode !== 'counter').map((t) => t.table.name) : requested;
   return names.map((name) => {
-    const a = view.tables.get(name) ?? all.find((t) => foldIdent(t.table.name) === foldIdent(name));
+    const a = capturedTable(view, name);
     if (a === undefined) {
       throw new FailClosedError(
         'TABLE_UNTRACKED',

@@ -81,6 +81,47 @@ describe('changedSince', () => {
     expect(changedSince(db, snapshot(db, ['a'], { onRow: () => {} }).cursor, ['a'])).toEqual({ changed: false, lastSeq: 0 });
   });
 
+  test('is true, TABLE_NOT_IN_CURSOR, for a table written before it was captured, after a cursor that does not cover it', ({ makeDb }) => {
+    const { db, file } = makeDb('s.db', SCHEMA);
+    enable(db, ['a']);
+    const onlyA = snapshot(db, ['a'], { onRow: () => {} }).cursor;
+    // b is written before it is captured, then captured: its last seq (0) is no later than the cursor's, but it changed.
+    runPython(
+      'import sqlite3,sys\ncon=sqlite3.connect(sys.argv[1])\ncon.execute("UPDATE b SET v = \'changed\' WHERE id = 1")\ncon.commit()',
+      [file],
+    );
+    enable(db, ['b']);
+    expect(changedSince(db, onlyA, ['b'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
+    expect(changedSince(db, onlyA, ['a', 'b'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
+    expect(changedSince(db, onlyA, ['a'])).toEqual({ changed: false, lastSeq: 0 });
+  });
+
+  test('is true, TABLE_NOT_IN_CURSOR, for a table the cursor does not cover that was disabled, written and enabled again since', ({
+    makeDb,
+  }) => {
+    const { db, file } = setup(makeDb);
+    const stillA = snapshot(db, ['a'], { onRow: () => {} }).cursor;
+    disable(db, ['b']);
+    runSqliteCli(file, "UPDATE b SET v = 'again' WHERE id = 1;");
+    enable(db, ['b']);
+    expect(changedSince(db, stillA, ['b'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
+  });
+
+  test('matches table names as SQLite does, ignoring ASCII case, with the cursor and with the source', ({ makeDb }) => {
+    const { db, file } = makeDb(
+      's.db',
+      'CREATE TABLE issues (id INTEGER PRIMARY KEY, v); INSERT INTO issues VALUES (1, 1); CREATE TABLE kv (k PRIMARY KEY, v);',
+    );
+    enable(db, ['issues', 'kv']);
+    const cursor = snapshot(db, ['Issues'], { onRow: () => {} }).cursor;
+    for (const name of ['issues', 'Issues', 'ISSUES']) expect(changedSince(db, cursor, [name])).toEqual({ changed: false, lastSeq: 0 });
+    runSqliteCli(file, 'UPDATE issues SET v = 2;');
+    for (const name of ['issues', 'Issues', 'ISSUES']) expect(changedSince(db, cursor, [name])).toEqual({ changed: true, lastSeq: 1 });
+    // Only ASCII folds, as in SQLite: the Kelvin sign is not K (toLowerCase would make it k and name kv).
+    expect(changedSince(db, cursor, ['\u212Av'])).toEqual({ changed: true, rebuild: 'TABLE_UNTRACKED' });
+    expect(changedSince(db, cursor, ['KV'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
+  });
+
   test('one long-lived reader connection, polled over and over, notices every later write, bump, prune and DDL', ({ makeDb }) => {
     const { db: writer, file } = makeDb('s.db', SCHEMA);
     enable(writer, ['a', 'b'], { retention: 1024 });

@@ -25,12 +25,15 @@ describe('a counter-mode table', () => {
     expect(changedSince(db, again.cursor).changed).toBe(false);
   });
 
-  test('can be asked about with a cursor over other tables', ({ makeDb }) => {
+  test('can be asked about with a cursor over it and other tables, not with one over other tables only', ({ makeDb }) => {
     const { db } = makeDb('c.db', SCHEMA);
     enable(db, ['settings'], { mode: 'counter' });
     enable(db, ['t']);
-    const cursor = snapshot(db, ['t'], { onRow: () => {} }).cursor;
+    const cursor = snapshot(db, ['t', 'settings'], { onRow: () => {} }).cursor;
+    const onlyT = snapshot(db, ['t'], { onRow: () => {} }).cursor;
     expect(changedSince(db, cursor, ['settings']).changed).toBe(false);
+    // A cursor over t alone cannot tell whether settings was captured when it was made.
+    expect(changedSince(db, onlyT, ['settings'])).toEqual({ changed: true, rebuild: 'TABLE_NOT_IN_CURSOR' });
     db.exec("INSERT INTO settings VALUES ('lang', 'en')");
     expect(changedSince(db, cursor, ['settings']).changed).toBe(true);
     expect(changedSince(db, cursor, ['t']).changed).toBe(false);
