@@ -6,7 +6,7 @@
 // imports it, as it does the main entry; a name a user needs goes into
 // src/index.ts instead (docs/architecture.md, "Entries").
 export { aliasFields } from './reasons.ts';
-export { checkHeldFile, readQuietly, requireOutputPath, writeAccessProblem } from './sqlite/index.ts';
+export { checkHeldFile, foldIdent, readQuietly, requireOutputPath, writeAccessProblem } from './sqlite/index.ts';
 export {
   CAPTURE_RELATIONS,
   damagedCaptureError,
@@ -22,7 +22,8 @@ export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';
 export { suspensionRepair } from './apply/check/index.ts';
-export { projectionWrites } from './apply/target/index.ts';
+export { allowProjectionWrites, projectionWrites, triggerWriteFix, triggerWriteText, userTriggerWrites } from './apply/target/index.ts';
+export type { TriggerWrite } from './apply/target/index.ts';
 export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';
 export { errorMessage, isSqliteBusy } from './errors.ts';

@@ -261,6 +261,14 @@ export const REASONS = {
     repair:
       'sluice cannot keep a UNIQUE index that was added to a target table (detail.message says which and why); drop it or make it non-unique, then run sluice sync again',
   },
+  USER_TRIGGER_WRITES_PROJECTION: {
+    kinds: ['suspend', 'health', 'warning'],
+    clears: true,
+    explain:
+      "A user's trigger that a write to the projection's tables fires writes another projection's table (or sluice's own): it would fire inside sluice's own transaction, where protect's guards and the hand-edit watch do not see it, and change that projection behind sluice's back. sync, import and subscribe apply nothing to the projection while it is there, health says so before a sync runs, and sluice query warns when it makes one.",
+    repair:
+      "drop the trigger detail.message names (sluice query {target} 'DROP TRIGGER name'), or make it write only tables that are no projection's; then run sluice sync again: {projection} takes its events from where it stopped",
+  },
   DEFINITION_INVALID: {
     kinds: ['suspend', 'error'],
     clears: true,

@@ -498,7 +498,20 @@ function build() {
     columns: z.array(z.string()),
     rows: z.array(z.array(jsonValueSchema)),
     changes: z.number().int(),
-    warnings: z.array(z.object({ code: z.string(), projection: z.string(), table: z.string(), message: z.string() })).optional(),
+    warnings: z
+      .array(
+        z.object({
+          code: z.string(),
+          projection: z.string(),
+          table: z.string(),
+          message: z.string(),
+          /** USER_TRIGGER_WRITES_PROJECTION: the trigger, the table it is on, and whose `table` is (null: sluice's own); `projection` is the one sync no longer applies. */
+          trigger: z.string().optional(),
+          on: z.string().optional(),
+          owner: z.string().nullable().optional(),
+        }),
+      )
+      .optional(),
   });
   const stripOutput = z.object({ out: z.string(), removed: z.array(z.string()) });
 

@@ -1,6 +1,19 @@
 import type { Command } from 'commander';
 import { InvalidInputError, openDatabase, runQuery, toJsonValue, type Db } from '../index.ts';
-import { ownObjects, ownObjectsChanged, ownTablesWritten, projectionWrites, readQuietly, shellWord } from '../internal.ts';
+import {
+  ownObjects,
+  ownObjectsChanged,
+  ownTablesWritten,
+  projectionWrites,
+  allowProjectionWrites,
+  foldIdent,
+  readQuietly,
+  shellWord,
+  triggerWriteFix,
+  triggerWriteText,
+  userTriggerWrites,
+  type TriggerWrite,
+} from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
@@ -68,12 +81,15 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
       if (changed.length > 0) throw ownObjectsRefused(dbPath, sql, changed);
     };
     // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
-    const warnings = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
+    const warnings: QueryWarning[] = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
       code: 'WRITES_PROJECTION',
       projection: w.projection,
       table: w.table,
       message: `this statement writes table ${w.table} of projection ${w.projection}: its rows are no longer its source's, and sluice suspends it once it sees the edit (TARGET_EDITED: a running sync --follow at once, else sluice verify). Change the source or the projection's definition instead, or rebuild it afterwards with sluice reinit`,
     }));
+    // A trigger it makes (or changes) whose program writes another projection's table when sluice writes a projection's:
+    // sync refuses to apply that projection while it is there (USER_TRIGGER_WRITES_PROJECTION), so it is said now.
+    const triggersBefore = db.readonly ? undefined : triggerTexts(db);
     let r: ReturnType<typeof runQuery>;
     try {
       r = runQuery(db, sql, { maxRows: opts.maxRows, beforeCommit });
@@ -84,6 +100,16 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
       if (own?.[1] !== undefined) throw ownObjectsRefused(dbPath, sql, [own[1]], err);
       throw err;
     }
+    for (const w of triggersBefore === undefined ? [] : newTriggerWrites(db, triggersBefore))
+      warnings.push({
+        code: 'USER_TRIGGER_WRITES_PROJECTION',
+        projection: w.fired.projection,
+        table: w.table,
+        trigger: w.trigger,
+        on: w.on,
+        owner: w.projection,
+        message: `${triggerWriteText(w)} whenever sluice writes table ${w.fired.table} of projection ${w.fired.projection}, inside sluice's own transaction (where neither sluice protect's guards nor the hand-edit watch see it): sync, import and subscribe apply nothing to projection ${w.fired.projection} while it is there (suspended), or it would change ${w.projection === null ? "sluice's own bookkeeping" : `projection ${w.projection}`} behind sluice's back. To keep ${w.fired.projection} in sync, ${triggerWriteFix(w, dbPath)}`,
+      });
     for (const w of warnings) stderr().write(`sluice: warning: ${w.code}: ${w.message}\n`);
     const rows = r.rows.map((row) => row.map(toJsonValue));
     emit(opts, S.queryOutput, { columns: r.columns, rows, changes: r.changes, ...(warnings.length === 0 ? {} : { warnings }) }, () => {
@@ -94,6 +120,46 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
   } finally {
     db.close();
   }
+}
+
+/** What query warns of (`warnings` in --json). */
+interface QueryWarning {
+  readonly code: string;
+  readonly projection: string;
+  readonly table: string;
+  readonly message: string;
+  readonly trigger?: string;
+  readonly on?: string;
+  readonly owner?: string | null;
+}
+
+/** The triggers of `db`'s main database: each one's SQL by its name (folded). */
+function triggerTexts(db: Db): Map<string, string> {
+  const rows = db.prepare("SELECT name, sql FROM main.sqlite_schema WHERE type = 'trigger'").raw().all() as [string, string | null][];
+  return new Map(rows.map(([name, sql]) => [foldIdent(name), sql ?? '']));
+}
+
+/**
+ * The user's triggers that write another projection's table (or sluice's
+ * own) when a projection's table is written (userTriggerWrites), made or
+ * changed since `before` (triggerTexts): the trigger that writes, or a
+ * trigger on the projection's table that starts the chain to it. Compiled
+ * with sluice's guard function registered (a protected target's guards
+ * call it): the statement has run, and the connection is closed next.
+ */
+function newTriggerWrites(db: Db, before: ReadonlyMap<string, string>): TriggerWrite[] {
+  const after = triggerTexts(db);
+  const changed = new Set([...after].filter(([name, sql]) => before.get(name) !== sql).map(([name]) => name));
+  if (changed.size === 0) return [];
+  const on = new Map(
+    (db.prepare("SELECT name, tbl_name FROM main.sqlite_schema WHERE type = 'trigger'").raw().all() as [string, string][]).map(
+      ([name, table]) => [foldIdent(name), foldIdent(table)],
+    ),
+  );
+  allowProjectionWrites(db);
+  return userTriggerWrites(db, 'main').filter(
+    (w) => changed.has(foldIdent(w.trigger)) || [...changed].some((name) => on.get(name) === foldIdent(w.fired.table)),
+  );
 }
 
 /** A statement that writes sluice's own tables itself (ownTablesWritten): refused before it runs. */

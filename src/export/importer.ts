@@ -1031,6 +1031,9 @@ function suspendedMessage(p: CompiledProjection, s: Suspension, line: BatchLine,
   }
   if (s.reason === 'TARGET_CONSTRAINT')
     return `Projection ${p.name} was suspended while importing the batch ending at seq ${seq}: ${JSON.stringify(s.detail)}. Drop the index, then import again.`;
+  // A user's trigger that writes another projection's table (batch-path.ts): nothing of the batch was written.
+  if (s.reason === 'USER_TRIGGER_WRITES_PROJECTION')
+    return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}.`;
   // A table made again by hand without its key (batch-path.ts): nothing of the batch was written.
   if (s.reason === 'TARGET_TABLE_CHANGED')
     return `Projection ${p.name} was suspended before the batch ending at seq ${seq}, which is not applied: ${String(s.detail.message)}. ${snapshotFix(subscribed)}, or run sluice reinit SOURCE TARGET ${p.name} where the source is.`;

@@ -60,7 +60,7 @@ export { adoptShmFiles, lendShmFiles, ownShmFilesIn } from './shm-files.ts';
 export type { HeldShm } from './shm-files.ts';
 export { cachedStatement } from './statement-cache.ts';
 export type { RowMode } from './statement-cache.ts';
-export { statementWrites, virtualTableObject } from './statement-writes.ts';
+export { statementWrites, triggerWrites, virtualTableObject } from './statement-writes.ts';
 export { forEachStatement, isBlank, leadingKeywords, refuseTransactionControl } from './statements.ts';
 export { StoredRow, either, jsonObject, stringList } from './stored-row.ts';
 export {

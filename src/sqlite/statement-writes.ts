@@ -1,4 +1,5 @@
 import type { Db } from './db.ts';
+import { quoteIdent } from './quote.ts';
 
 /** What a statement's program writes in `main`, read from EXPLAIN. */
 export interface StatementWrites {
@@ -70,4 +71,66 @@ export function virtualTableObject(db: Db, table: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/** What the program of one trigger a statement fires writes (triggerWrites). */
+export interface TriggerWrites {
+  /** The trigger's name, as its program's first op names it (`-- TRIGGER name`). */
+  readonly trigger: string;
+  /** The tables of `schema` (a table's own name for its indexes too) whose b-tree it opens for writing, empties or destroys. */
+  readonly tables: readonly string[];
+  /** The virtual table objects it updates (VUpdate's p4). */
+  readonly vtabs: readonly unknown[];
+}
+
+/**
+ * The writes in `schema` of each trigger program statement `sql` fires
+ * (EXPLAIN lists them after the statement's own program, each from addr 0
+ * and named by its first op, a trigger fired by another trigger's write
+ * included), the statement's own writes left out. A trigger in more than
+ * one program (fired ON CONFLICT otherwise) has its writes together.
+ * Undefined when `sql` does not compile (its own run says why).
+ */
+export function triggerWrites(db: Db, sql: string, schema: string): TriggerWrites[] | undefined {
+  let program: Op[];
+  try {
+    program = db.prepare(`EXPLAIN ${sql}`).all() as Op[];
+  } catch {
+    return undefined;
+  }
+  const seq = (db.pragma('database_list') as { seq: number | bigint; name: string }[]).find(
+    (d) => d.name.toLowerCase() === schema.toLowerCase(),
+  )?.seq;
+  if (seq === undefined) return undefined;
+  const byRoot = new Map(
+    (
+      db
+        .prepare(`SELECT rootpage, tbl_name FROM ${quoteIdent(schema)}.sqlite_schema WHERE type IN ('table', 'index') AND rootpage > 0`)
+        .raw()
+        .all() as [number | bigint, string][]
+    ).map(([root, table]) => [Number(root), table]),
+  );
+  const out = new Map<string, { tables: Set<string>; vtabs: unknown[] }>();
+  let current: { tables: Set<string>; vtabs: unknown[] } | undefined;
+  for (const [i, op] of program.entries()) {
+    if (i > 0 && Number(op.addr) === 0) {
+      const name = typeof op.p4 === 'string' && op.p4.startsWith('-- TRIGGER ') ? op.p4.slice('-- TRIGGER '.length) : '';
+      current = out.get(name) ?? { tables: new Set(), vtabs: [] };
+      out.set(name, current);
+    }
+    if (current === undefined) continue; // the statement's own program
+    // OpenWrite's p3, Clear's p2 and Destroy's p3: the database the b-tree is in.
+    const root =
+      op.opcode === 'OpenWrite' && Number(op.p3) === Number(seq)
+        ? op.p2
+        : op.opcode === 'Clear' && Number(op.p2) === Number(seq)
+          ? op.p1
+          : op.opcode === 'Destroy' && Number(op.p3) === Number(seq)
+            ? op.p1
+            : undefined;
+    const table = root === undefined ? undefined : byRoot.get(Number(root));
+    if (table !== undefined) current.tables.add(table);
+    if (op.opcode === 'VUpdate') current.vtabs.push(op.p4);
+  }
+  return [...out].map(([trigger, w]) => ({ trigger, tables: [...w.tables], vtabs: w.vtabs }));
 }

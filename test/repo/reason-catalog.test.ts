@@ -81,6 +81,7 @@ describe('the reason catalog', () => {
       'TABLE_UNARMED',
       'TABLE_UNTRACKED',
       'TARGET_CONSTRAINT',
+      'USER_TRIGGER_WRITES_PROJECTION',
     ]);
     // A reader rebuilds for these, and sync does not: it suspends the projection (TABLE_*), or fails with the error
     // before any projection (CAPTURE_*; COUNTER_MODE_TABLE never reaches sync: a mode change is SCHEMA_CHANGED).

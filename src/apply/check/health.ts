@@ -7,7 +7,11 @@ import {
   damagedTarget,
   fails,
   hasTargetMeta,
+  allowProjectionWrites,
   guardFaults,
+  triggerWriteFix,
+  triggerWriteText,
+  userTriggerWriteOf,
   type GuardFault,
   unguardedMarks,
 } from '../target/index.ts';
@@ -106,6 +110,9 @@ export function health(targetPath: string, options: HealthOptions = {}): HealthR
 
 function healthOf(targetPath: string, options: HealthOptions, hold: QuietHold): HealthReport {
   const target = openDatabase(targetPath, { readonly: true, role: 'target' });
+  // A read-only connection that can compile a write to a protected table (its guard calls this function): a user's
+  // trigger that writes another projection's table is found by compiling writes to the projection's tables (triggerProblems).
+  allowProjectionWrites(target);
   const sources = new Map<string, OpenedSource>();
   try {
     let records: ProjectionRecord[];
@@ -392,6 +399,22 @@ function guardProblems(target: Db, r: ProjectionRecord, targetPath: string): str
 }
 
 /**
+ * A user's trigger that a write to `r`'s tables fires and that writes
+ * another projection's table (or sluice's own): the rule sync checks
+ * before each batch (projection-writes.ts userTriggerWrites), said before
+ * a sync runs into it (a trigger just made). Once it suspended `r`, the
+ * suspension says it.
+ */
+function triggerProblems(target: Db, r: ProjectionRecord, targetPath: string): string[] {
+  if (r.state === 'suspended' && r.reason === 'USER_TRIGGER_WRITES_PROJECTION') return [];
+  const w = userTriggerWriteOf(target, 'main', r.name);
+  if (w === undefined) return [];
+  return [
+    `USER_TRIGGER_WRITES_PROJECTION: ${triggerWriteText(w)} whenever sluice writes table ${w.fired.table}, inside sluice's own transaction (where neither sluice protect's guards nor the hand-edit watch see it): the next sync, import or subscribe applies nothing to projection ${r.name} while it is there (suspended), or it would change ${w.projection === null ? "sluice's own bookkeeping" : `projection ${w.projection}`} behind sluice's back; ${triggerWriteFix(w, targetPath)}`,
+  ];
+}
+
+/**
  * Tables of `r` that sluice found unguarded and guarded again (protect, or
  * sync making a dropped guard again): writes outside sluice may have gone in
  * meanwhile, and only a verify of the projection tells (it clears the mark).
@@ -459,6 +482,7 @@ function one(
     ...targetTableProblems(target, r, sourcePath, targetPath),
     ...guardProblems(target, r, targetPath),
     ...unguardedProblems(target, r, targetPath),
+    ...triggerProblems(target, r, targetPath),
   );
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {

@@ -103,6 +103,9 @@ export function suspensionRepair(
     const told = source === undefined ? exclude : arming === 'unarmed' ? unarmedExclusion(source, table) : undefined;
     return unarmedRepair(r.name, table, why, arming, { source: sourcePath, target: targetPath }, detail, told);
   }
+  // It names the trigger, its table, what it writes and the statement that drops it (apply/sync/batch-path.ts).
+  if (r.reason != null && currentCode(r.reason) === 'USER_TRIGGER_WRITES_PROJECTION' && typeof r.detail?.message === 'string')
+    return `USER_TRIGGER_WRITES_PROJECTION: ${r.detail.message}`;
   if (r.reason != null && currentCode(r.reason) === 'SOURCE_AFFINITY' && typeof r.detail?.rewrite === 'string')
     return sourceAffinityRepair(r.name, r.detail, sourcePath, targetPath);
   return repairAction(r.name, r.reason, sourcePath, targetPath, r.sourceTable);

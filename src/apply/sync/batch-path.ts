@@ -2,13 +2,16 @@ import type { ChangeBatch } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { kindOf } from '../../projection/index.ts';
 import type { ProjectionRecord } from '../target/index.ts';
+import { triggerWriteFix, triggerWriteText, userTriggerWriteOf, type TriggerWrite } from '../target/index.ts';
 import { tableShapeProblem } from '../check/index.ts';
 import {
   applyRows,
   commitBatch,
   positionBatch,
   suspension,
+  storedSuspension,
   suspensionGate,
+  targetFile,
   type ApplyTarget,
   type BatchEnd,
   type RowsApplied,
@@ -83,6 +86,20 @@ export async function runBatchPath(
   // A table changed by hand (a column dropped or renamed, another declared type or collation, its key lost): health's rule, before anything is written.
   const changed = tableShapeProblem(t.db, t.schema, p);
   if (changed !== undefined) return suspension('TARGET_TABLE_CHANGED', { ...changed });
+  // A user's trigger on its tables that writes another projection's table (or sluice's own) would fire inside this
+  // transaction, unseen by protect's guards and the hand-edit watch: nothing is applied while it is there.
+  const trigger = userTriggerWriteOf(t.db, t.schema, p.name);
+  // The one it is suspended for, still there: its suspension stands as stored (a follower writes nothing each pass).
+  if (trigger !== undefined && rec.state === 'suspended' && rec.reason === 'USER_TRIGGER_WRITES_PROJECTION' && sameTrigger(rec, trigger))
+    return { kind: 'held', suspension: storedSuspension(rec) };
+  if (trigger !== undefined)
+    return suspension('USER_TRIGGER_WRITES_PROJECTION', {
+      trigger: trigger.trigger,
+      on: trigger.on,
+      table: trigger.table,
+      owner: trigger.projection,
+      message: `projection ${p.name} was not applied: ${triggerWriteText(trigger)} whenever sluice writes table ${trigger.fired.table}, inside sluice's own transaction (where neither sluice protect's guards nor the hand-edit watch see it), so applying ${p.name} would change ${trigger.projection === null ? "sluice's own bookkeeping" : `projection ${trigger.projection}`} behind sluice's back. ${upper(triggerWriteFix(trigger, targetFile(t)))}; then sync (or import) again: ${p.name} takes its events from where it stopped`,
+    });
   let r = await applyRows(t, p, batch, plan.end);
   // Intermediate batches need not reproduce source transactions: a batch
   // boundary may cut one, and in between a UNIQUE index a user added to the
@@ -104,4 +121,14 @@ export async function runBatchPath(
   const cursor = plan.cursor(seq);
   commitBatch(t, p, cursor, seq, r);
   return { kind: 'committed', rows: r, seq, cursor, batch };
+}
+
+/** Whether `rec`'s stored suspension names trigger write `w` (the trigger, the table it is on, the table it writes). */
+function sameTrigger(rec: ProjectionRecord, w: TriggerWrite): boolean {
+  const d = rec.detail ?? {};
+  return d.trigger === w.trigger && d.on === w.on && d.table === w.table;
+}
+
+function upper(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }

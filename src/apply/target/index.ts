@@ -11,7 +11,15 @@ export { damagedFile, damagedTarget, fails } from './damaged.ts';
 export { clearDrops, recordDrop } from './dropped.ts';
 export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, withoutCredentials } from './fed-by.ts';
 export type { FedBy } from './fed-by.ts';
-export { guardProjectionTables, projectionWrites } from './projection-writes.ts';
+export {
+  guardProjectionTables,
+  projectionWrites,
+  triggerWriteFix,
+  triggerWriteText,
+  userTriggerWriteOf,
+  userTriggerWrites,
+} from './projection-writes.ts';
+export type { TriggerWrite } from './projection-writes.ts';
 export {
   GUARD_PREFIX,
   PROTECTED_TABLE,

@@ -30,7 +30,9 @@ export type ProjectionState = (typeof PROJECTION_STATES)[number];
  * enough (nothing diverged): kind `suspend` that clears by itself in
  * src/reasons.ts. They are the source-side ones (the table's arming or
  * mode), TARGET_CONSTRAINT (a UNIQUE index a user added to a target table,
- * which the batch would break; nothing of it was written), and a stored
+ * which the batch would break; nothing of it was written),
+ * USER_TRIGGER_WRITES_PROJECTION (a user's trigger on its tables that
+ * writes another projection's table: projection-writes.ts), and a stored
  * definition that did not compile (broken-definition.ts: it runs again once
  * it compiles).
  */
