@@ -25,8 +25,8 @@ export { openSource } from './open-source.ts';
 export { ownObjects, ownObjectsChanged, ownTablesWritten } from './own-objects.ts';
 export { prune } from './prune.ts';
 export type { PruneResult } from './prune.ts';
-export { rearmCapture } from './rearm.ts';
-export type { RearmReport } from './rearm.ts';
+export { rearmCapture, checkRearm } from './rearm.ts';
+export type { RearmReport, RearmCheck } from './rearm.ts';
 export { nextSyncArming, unarmedDetail, unarmedExclusion } from './rearmable.ts';
 export {
   CAPTURE_MODES,

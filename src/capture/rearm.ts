@@ -37,12 +37,28 @@ const seen = slot('rearm-seen', (): { consumersCurrent: boolean; armedAt?: numbe
  * busy source (SQLITE_BUSY past the busy timeout) is thrown.
  */
 export function rearmCapture(db: Db): RearmReport | undefined {
+  return checkRearm(db).report;
+}
+
+/** What checkRearm found: the re-arm it made, if any, and the schema_version it skipped the catalog at, if it did. */
+export interface RearmCheck {
+  readonly report: RearmReport | undefined;
+  /**
+   * Set when every table was known armed at the schema_version read now
+   * (the catalog was not read, nothing was written): that schema_version,
+   * for a caller that would read it again at once (a follower's pass).
+   */
+  readonly unchangedAt?: number;
+}
+
+/** rearmCapture, also saying the schema_version it found unchanged (RearmCheck.unchangedAt). */
+export function checkRearm(db: Db): RearmCheck {
   try {
     const known = connectionState(db).get(seen);
     // Read before the verification: DDL landing in between makes the next call verify again, never skip one.
     const sv = schemaVersion(db);
-    if (known.armedAt === sv) return undefined;
-    if (!hasCapture(db)) return undefined;
+    if (known.armedAt === sv) return { report: undefined, unchangedAt: sv };
+    if (!hasCapture(db)) return { report: undefined };
     // An older sluice's consumers table gains its newer columns here, before a
     // reader takes a cursor: done at the first acknowledgement instead, its
     // DDL would fall after the cursors of that run, and a `sluice alter` next
@@ -56,14 +72,14 @@ export function rearmCapture(db: Db): RearmReport | undefined {
     // A capture of an older format that readers still read (format 2) is upgraded here, in place.
     const outdated = v.state !== undefined && v.state.format !== FORMAT_VERSION;
     if (v.ok && v.problem === undefined && !outdated) known.armedAt = sv;
-    if (v.problem !== undefined || (v.ok && !outdated) || v.state === undefined) return undefined;
+    if (v.problem !== undefined || (v.ok && !outdated) || v.state === undefined) return { report: undefined };
     const r = enable(db, [], { keepJournalMode: true });
-    if (r.rearmedReasons.length === 0) return undefined;
-    return { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation };
+    if (r.rearmedReasons.length === 0) return { report: undefined };
+    return { report: { tables: r.rearmedReasons, fromGeneration: v.state.generation, generation: r.generation } };
   } catch (e) {
     // A writer holding the source's write lock is not a failed repair: the caller waits for it, or says so.
     if (isSqliteBusy(e)) throw e;
     if (process.env.SLUICE_DEBUG) console.error('rearm failed', e);
-    return undefined; // best effort: see above
+    return { report: undefined }; // best effort: see above
   }
 }

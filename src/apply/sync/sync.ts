@@ -15,7 +15,7 @@ import {
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
-import { syncConsumerName, rearmCapture, type RearmReport, readState } from '../../capture/index.ts';
+import { syncConsumerName, checkRearm, type RearmCheck, type RearmReport, readState } from '../../capture/index.ts';
 import {
   checkConsumers,
   type LostProjection,
@@ -262,7 +262,7 @@ export class Syncer {
       resolveReinit(options.reinit ?? [], kept);
       // Only now, with every definition accepted: a refused open writes
       // nothing to the source either.
-      const rearmed = await rearmOrWait(session, busyTimeoutMs);
+      const rearmed = (await rearmOrWait(session, busyTimeoutMs)).report;
       return new Syncer(session, { ...resolved, compiled: kept }, options, rearmed);
     } catch (err) {
       const damaged = damagedFile(session.db, err, { source: sourcePath, target: targetPath }, TARGET_SCHEMA);
@@ -281,11 +281,18 @@ export class Syncer {
    * target does not store as it is is refused (reported by each run); the
    * others go on.
    */
-  async #refresh(): Promise<void> {
+  async #refresh(unchangedAt: number | undefined): Promise<void> {
     const db = this.session.db;
-    const version = schemaVersion(db);
+    // The schema_version the pass's re-arm check read just before, when it
+    // found nothing to do (it read and wrote nothing else: RearmCheck), is
+    // the same fact read microseconds earlier, not read again. DDL landing
+    // after it is no different from DDL landing after a read here: the step
+    // reads schema_version again in its own transaction (source-view.ts),
+    // and #compiledAt keeps the older value, so the next pass compiles again.
+    const version = unchangedAt ?? schemaVersion(db);
     if (!this.#definitionsChanged && version === this.#compiledAt && !this.#storedMoved()) return;
     const resolved = await resolveProjections(db, this.#given, path.resolve(this.session.sourcePath), this.#options.nothingToMirror);
+    this.#passTargetVersion = undefined; // (a compile may load handlers: read again after it)
     const { kept, refused } = admitted(resolved.compiled, readProjections(db, TARGET_SCHEMA));
     this.#projections = kept;
     this.#broken = resolved.broken;
@@ -308,7 +315,7 @@ export class Syncer {
   #storedMoved(): boolean {
     if (this.#storedStale) return true;
     const db = this.session.db;
-    const version = targetVersion(db, TARGET_SCHEMA);
+    const version = this.#targetVersionNow();
     if (version === this.#storedLookedAt) return false;
     this.#storedLookedAt = version;
     return storedDefinitionsMoved(this.#stored, readProjections(db, TARGET_SCHEMA));
@@ -334,19 +341,24 @@ export class Syncer {
     // trigger created, or a capture trigger made again, while it runs
     // would otherwise keep that table's projections suspended until restart.
     // Cheap when everything is armed (verification is cached per schema version).
-    const rearmed = this.#rearmPending ?? (await rearmOrWait(this.session, this.#busyTimeoutMs));
+    const check: RearmCheck =
+      this.#rearmPending !== undefined ? { report: this.#rearmPending } : await rearmOrWait(this.session, this.#busyTimeoutMs);
+    const rearmed = check.report;
     this.#rearmPending = undefined;
-    await this.#refresh();
+    this.#passTargetVersion = undefined;
+    await this.#refresh(check.unchangedAt);
     const reinit = new Set(resolveReinit([...this.#reinitPending, ...(run.reinit ?? [])], this.projections));
     this.#reinitPending = [];
     const store = this.#storeSet;
     if (store !== undefined) {
       await retryBusy(async () => storeProjectionSet(this.session.db, TARGET_SCHEMA, store), this.#busyTimeoutMs, this.#files);
       this.#storeSet = undefined;
+      this.#passTargetVersion = undefined; // (it may have waited for the target)
     }
     if (this.#retiredUnchecked) {
       this.#retiredUnchecked = false;
       if (hasRetired(this.session.db, TARGET_SCHEMA)) await this.#dropRetired();
+      this.#passTargetVersion = undefined;
     }
     const reports: ProjectionReport[] = [];
     const quiet = this.#quiet(run, rearmed === undefined && reinit.size === 0 && store === undefined);
@@ -481,6 +493,23 @@ export class Syncer {
   }
 
   /**
+   * The target's data_version for this pass, read once: #storedMoved and
+   * #quiet both ask, microseconds apart, with nothing between that waits
+   * (what may wait for the target, storing the set or dropping retired
+   * tables, forgets it) and no write of this connection's that it counts
+   * (data_version moves for other connections' commits only). Another
+   * program's commit after the read is seen by the next pass, as one after
+   * the second read was: both compare it with what they last saw.
+   */
+  #targetVersionNow(): number {
+    this.#passTargetVersion ??= targetVersion(this.session.db, TARGET_SCHEMA);
+    return this.#passTargetVersion;
+  }
+
+  /** The target's data_version read in this pass (#targetVersionNow), until something that may wait. */
+  #passTargetVersion: number | undefined;
+
+  /**
    * The projections this run leaves at their cursor (RunOptions.leaveQuiet,
    * quiet-projections.ts), with the high-water mark that was read at; none
    * when the run is not a follower's or `usual` is false (a re-arm, a
@@ -490,7 +519,7 @@ export class Syncer {
   #quiet(run: RunOptions, usual: boolean): ReturnType<typeof quietProjections> {
     // (One projection: the pass is for it, nothing to leave.)
     if (run.leaveQuiet !== true || this.projections.length < 2) return undefined;
-    const version = targetVersion(this.session.db, TARGET_SCHEMA);
+    const version = this.#targetVersionNow();
     if (version !== this.#targetVersion) this.#leftAt.clear();
     this.#targetVersion = version;
     if (!usual || this.#leftAt.size === 0) return undefined;
@@ -1027,10 +1056,10 @@ export class Syncer {
 }
 
 /** rearmCapture, waiting up to the busy timeout for the source's write lock (SOURCE_BUSY past it). */
-function rearmOrWait(session: ApplySession, busyTimeoutMs: number): Promise<RearmReport | undefined> {
+function rearmOrWait(session: ApplySession, busyTimeoutMs: number): Promise<RearmCheck> {
   const rearm = async () => {
     try {
-      return rearmCapture(session.db);
+      return checkRearm(session.db);
     } catch (err) {
       markBusy(err, 'source');
       throw err;
