@@ -37,9 +37,33 @@ function makeAnchorSql(width: number): string {
   return `SELECT seq, tid || ',' || op || ',' || hex(ts) || ',' || ${cells.join(" || ',' || ")} AS body FROM main.${JOURNAL_TABLE} WHERE seq <= ? ORDER BY seq DESC LIMIT 1`;
 }
 
+/*
+ * The digest is a pure function of the event as read: a follower reads the
+ * same event twice (the anchor of the cursor it makes, then of the same
+ * cursor checked at the next pass; with several projections, the cursors
+ * left at rest are checked at each pass), so the digests of the last few
+ * events read are kept, keyed by everything hashed. The event itself is read
+ * every time. Only short events are kept (an image column may hold a large
+ * value, hashed as hex), so the cache stays a few hundred kilobytes at most.
+ */
+const DIGESTS_KEPT = 64;
+const KEPT_EVENT_CHARS = 4096;
+const digests = new Map<string, string>();
+
+function digestOf(event: string): string {
+  if (event.length > KEPT_EVENT_CHARS) return hash('sha256', event, 'hex').slice(0, 16);
+  let d = digests.get(event);
+  if (d === undefined) {
+    d = hash('sha256', event, 'hex').slice(0, 16);
+    if (digests.size >= DIGESTS_KEPT) digests.delete(digests.keys().next().value as string);
+    digests.set(event, d);
+  }
+  return d;
+}
+
 /** The anchor of a cursor at `seq` (null when no event at or below it is retained). */
 export function anchorAt(db: Db, seq: number, journalWidth: number): Anchor | null {
   const row = cachedStatement(db, anchorSql(journalWidth)).get(seq) as { seq: bigint; body: string } | undefined;
   if (row === undefined) return null;
-  return { seq: Number(row.seq), digest: hash('sha256', `${row.seq}|${row.body}`, 'hex').slice(0, 16) };
+  return { seq: Number(row.seq), digest: digestOf(`${row.seq}|${row.body}`) };
 }
