@@ -151,7 +151,8 @@ export const REASONS = {
   CURSOR_PRUNED: {
     kinds: ['rebuild', 'rebuilt'],
     clears: true,
-    explain: 'Events after the cursor were pruned from the journal (retention).',
+    explain:
+      'Events after the cursor, or its last event (its anchor, so that the history it continues can no longer be checked against the journal), were pruned from the journal (retention).',
     repair: null,
   },
   TABLE_UNTRACKED: {
