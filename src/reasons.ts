@@ -151,7 +151,8 @@ export const REASONS = {
   CURSOR_PRUNED: {
     kinds: ['rebuild', 'rebuilt'],
     clears: true,
-    explain: 'Events after the cursor were pruned from the journal (retention).',
+    explain:
+      'Events after the cursor, or its last event (its anchor, so that the history it continues can no longer be checked against the journal), were pruned from the journal (retention).',
     repair: null,
   },
   TABLE_UNTRACKED: {
@@ -377,7 +378,7 @@ export const REASONS = {
     kinds: ['unarmed'],
     clears: false,
     explain:
-      "sluice disable SRC TABLE took capture off the table: its triggers, catalog row and journal rows were removed and the generation moved (the source's last_reason). Its readers find it untracked (TABLE_UNTRACKED) until it is enabled again, which arms it at a new generation, so they rebuild.",
+      "sluice disable SRC TABLE took capture off the table: its triggers and catalog row were removed, its journal rows made tombstones (only what a cursor anchored on one compares is kept) and the generation moved (the source's last_reason). Its readers find it untracked (TABLE_UNTRACKED) until it is enabled again, which arms it at a new generation, so they rebuild.",
     repair: null,
   },
   FORMAT_UNKNOWN: {

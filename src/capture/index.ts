@@ -2,6 +2,7 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { AlterRefusedError } from './alter-rules.ts';
+export { anchorDigest, anchorRowSql } from './anchor-digest.ts';
 export { verifyCapture } from './arming.ts';
 export type { CaptureVerification, TableArming, UnarmedReason } from './arming.ts';
 export { bump } from './bump.ts';

@@ -19,7 +19,7 @@ export function registerDisable(program: Command): void {
         const r = disable(db, tables);
         emit(opts, S.disableOutput, r, () => {
           if (r.tables !== undefined)
-            return `took capture off ${r.tables.map((t) => t.table).join(', ')} (TABLE_DISABLED): removed ${r.removed.length} triggers and ${r.purgedEvents ?? 0} journal rows; generation ${r.generation ?? '?'}. Projections of ${r.tables.length === 1 ? 'it' : 'them'} are suspended by the next sync (TABLE_UNTRACKED) and reported by sluice health until ${r.tables.length === 1 ? 'it is' : 'they are'} enabled again or the projection dropped.`;
+            return `took capture off ${r.tables.map((t) => t.table).join(', ')} (TABLE_DISABLED): removed ${r.removed.length} triggers and emptied ${r.purgedEvents ?? 0} journal rows to tombstones (what a cursor anchored on one compares); generation ${r.generation ?? '?'}. Projections of ${r.tables.length === 1 ? 'it' : 'them'} are suspended by the next sync (TABLE_UNTRACKED) and reported by sluice health until ${r.tables.length === 1 ? 'it is' : 'they are'} enabled again or the projection dropped.`;
           return r.removed.length === 0
             ? 'nothing to remove: capture was not enabled'
             : `removed ${r.removed.length} objects: ${r.removed.join(', ')}`;

@@ -168,7 +168,7 @@ export function validateCursor(db: Db, cursor: string | Cursor, current?: Source
   const rearmed = tables.find((t, i) => read(t.name) && t.armedGeneration !== c.armed[i]);
   if (rearmed !== undefined) return tableRearmed(rearmed.name, view.state.lastReason ?? null);
   const anchor = anchorBreak(c, anchorAt(db, c.seq, view.state.journalWidth), view.state.prunedThrough, db.name);
-  if (anchor !== undefined) return rebuild('HISTORY_DIVERGED', anchor);
+  if (anchor !== undefined) return rebuild(anchor.reason, anchor.message);
   // From here on, the tables the caller reads.
   if (options.tables !== undefined) tables = tables.filter((t) => read(t.name));
   const lost = c.ext?.sv === view.schemaVersion ? undefined : lostColumnRead(db, c, tables, options.reads, log());
@@ -399,28 +399,54 @@ function tableRearmed(table: string, lastReason: string | null): Rebuild {
 
 /**
  * Why the journal at the cursor is not the history the cursor continues, or
- * undefined when it is: `now` is the newest event at or below the cursor's
- * seq in the journal of `name` (null: none), whose events through
- * `prunedThrough` were pruned.
+ * cannot tell that it is (undefined: it is): `now` is the newest event at or
+ * below the cursor's seq in the journal of `name` (null: none), whose events
+ * through `prunedThrough` were pruned.
+ *
+ * The cursor's proof is its anchor: the event there, and no event after it
+ * up to the cursor's seq (with none, no event after the horizon the journal
+ * was pruned through when the cursor was made, `x.pt`). Once pruning has
+ * passed the anchor (or that horizon), the journal no longer holds what the
+ * cursor's history had there: an older copy restored in place and written
+ * until its horizon reaches the cursor's seq reads the same as the cursor's
+ * own history, so the cursor cannot go on (CURSOR_PRUNED). Pruning is by
+ * retention alone (at least 1,024 events), so only a reader at least
+ * `retention` events behind its source's newest event gets there, one event
+ * short of the cursor itself being below the horizon.
  */
-function anchorBreak(c: Cursor, now: Anchor | null, prunedThrough: number, name: string): string | undefined {
+function anchorBreak(
+  c: Cursor,
+  now: Anchor | null,
+  prunedThrough: number,
+  name: string,
+): { readonly reason: Reason<'HISTORY_DIVERGED' | 'CURSOR_PRUNED'>; readonly message: string } | undefined {
   const restored = `: an older copy of ${name} was restored in place and written past the cursor. Rebuild from a snapshot.`;
+  const diverged = (message: string) => ({ reason: 'HISTORY_DIVERGED' as const, message: `${message}${restored}` });
+  const unchecked = `so the history the cursor continues cannot be checked (an older copy restored in place and written this far would read the same). Rebuild from a snapshot (sluice changes: start again without --since), or raise --retention.`;
   if (c.anchor === null) {
     // No event was at or below the cursor's seq; a retained one now is another history.
-    return now === null || now.seq <= prunedThrough
-      ? undefined
-      : `The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
+    if (now !== null && now.seq > prunedThrough)
+      return diverged(`The journal now holds event ${now.seq} at or below the cursor's seq ${c.seq}, where the cursor's history had none`);
+    // It had none after the horizon it was made at (the journal's start, or a cursor made before x.pt was kept: 0).
+    const madeAt = typeof c.ext?.[PRUNED_KEY] === 'number' ? c.ext[PRUNED_KEY] : 0;
+    if (prunedThrough > madeAt)
+      return {
+        reason: 'CURSOR_PRUNED',
+        message: `The cursor at seq ${c.seq} had no event at or below it after seq ${madeAt}, and ${name} has been pruned through ${prunedThrough} since, ${unchecked}`,
+      };
+    return undefined;
   }
-  if (c.anchor.seq <= prunedThrough) {
-    // Pruned since: nothing is left to compare with. Only a cursor exactly at the horizon gets here.
-    return now === null || now.seq <= prunedThrough
-      ? undefined
-      : `The journal now holds event ${now.seq} after the pruned horizon at or below the cursor's seq ${c.seq}, where the cursor's history had none${restored}`;
-  }
+  if (c.anchor.seq <= prunedThrough)
+    return {
+      reason: 'CURSOR_PRUNED',
+      message: `The cursor's last event, seq ${c.anchor.seq} (the cursor is at seq ${c.seq}), was pruned: ${name} is pruned through ${prunedThrough}, ${unchecked}`,
+    };
   if (now === null || now.seq !== c.anchor.seq)
-    return `The cursor's last event is seq ${c.anchor.seq}, but the journal's newest event at or below seq ${c.seq} is ${now === null ? 'none' : now.seq}${restored}`;
+    return diverged(
+      `The cursor's last event is seq ${c.anchor.seq}, but the journal's newest event at or below seq ${c.seq} is ${now === null ? 'none' : now.seq}`,
+    );
   if (now.digest !== c.anchor.digest)
-    return `Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)${restored}`;
+    return diverged(`Event ${c.anchor.seq} in the journal is not the one the cursor saw (another table, operation, time or image)`);
   return undefined;
 }
 
@@ -478,7 +504,7 @@ export function cursorContinues(
   const pruned = typeof ext[PRUNED_KEY] === 'number' ? ext[PRUNED_KEY] : undefined;
   const known = later.seq === c.seq || (pruned !== undefined && (later.anchor === null || later.anchor.seq <= c.seq));
   const anchor = known ? anchorBreak(c, later.anchor, pruned ?? 0, 'the source') : undefined;
-  if (anchor !== undefined) return { status: 'rebuild', reason: 'HISTORY_DIVERGED', message: anchor };
+  if (anchor !== undefined) return { status: 'rebuild', reason: anchor.reason, message: anchor.message };
   return { status: 'continues' };
 }
 

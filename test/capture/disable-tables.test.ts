@@ -1,4 +1,5 @@
 // disable with tables takes capture off those tables only and health names the mirrors left behind
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import { test, expect, describe, runPython } from '../support/fixtures.ts';
@@ -70,10 +71,12 @@ describe('disable SRC TABLE', () => {
     expect(d.removed.length).toBeGreaterThan(0);
     expect(d.removed.every((n) => n.startsWith(`_sluice_t${String(labelsTid)}_`))).toBe(true);
     expect(d.purgedEvents).toBeGreaterThan(0);
-    // Its journal rows went in the same transaction, but for the journal's newest row (the next seq counts from it); no trigger of it is left.
-    expect(scalar(src, 'SELECT group_concat(seq) FROM _sluice_journal WHERE tid = ?', labelsTid)).toBe(
-      String(scalar(src, 'SELECT max(seq) FROM _sluice_journal')),
-    );
+    // Its events went in the same transaction: each is a tombstone now, its images gone, no table's, holding the digest
+    // a cursor anchored on it compares (the journal's newest row among them: the next seq counts from it); no trigger of it is left.
+    expect(scalar(src, 'SELECT count(*) FROM _sluice_journal WHERE tid = ?', labelsTid)).toBe(0n);
+    expect(
+      scalar(src, 'SELECT count(*) FROM _sluice_journal WHERE tid = -1 AND op = 0 AND length(mask) = 16 AND c0 IS NULL AND c1 IS NULL'),
+    ).toBe(BigInt(d.purgedEvents ?? 0));
     expect(scalar(src, "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' AND tbl_name = 'labels'")).toBe(0n);
 
     // The application writes on: nothing of labels is journaled, issues still is.
@@ -124,6 +127,56 @@ describe('disable SRC TABLE', () => {
     }
     expect(out.find((x) => x.name === 'issues')?.applied).toBe(1);
     expect(scalar(tgt, 'SELECT title FROM issues WHERE repo_id = 1 AND number = 1')).toBe('two');
+  });
+
+  test("readers of another table that record no position on the source (export, changes --table) go on when their last event was one of the disabled table's", async () => {
+    py("UPDATE issues SET title = 'one' WHERE repo_id = 1 AND number = 1");
+    py("UPDATE labels SET color = x'02' WHERE repo_id = 1");
+    py("UPDATE labels SET color = x'03' WHERE repo_id = 1");
+    // Both readers' cursors end on a labels event (seq is global): their anchor.
+    const out = at('issues.jsonl');
+    const ex = await runCliAsync(['export', src, '--table', 'issues', '--out', out]);
+    expect(ex.status, ex.stderr).toBe(0);
+    const read = await runCliAsync(['changes', src, '--table', 'issues']);
+    expect(read.status, read.stderr).toBe(0);
+    const cursor = (JSON.parse(read.stdout.trim().split('\n').at(-1) as string) as { cursor: string }).cursor;
+    expect(scalar(src, 'SELECT tid FROM _sluice_journal ORDER BY seq DESC LIMIT 1')).toBe(tidOf('labels'));
+    py("UPDATE issues SET title = 'two' WHERE repo_id = 1 AND number = 1");
+    py("UPDATE labels SET color = x'04' WHERE repo_id = 1");
+    const d = await runCliAsync(['disable', src, 'labels']);
+    expect(d.status, d.stderr).toBe(0);
+
+    const resumed = await runCliAsync(['export', src, '--table', 'issues', '--out', out]);
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(resumed.stderr).not.toContain('HISTORY_DIVERGED');
+    expect(fs.readFileSync(out, 'utf8')).toContain('"two"');
+    const after = await runCliAsync(['changes', src, '--since', cursor, '--table', 'issues']);
+    expect(after.status, after.stderr).toBe(0);
+    expect(after.stdout).toContain('"two"');
+    // Only what followed the cursor: that one update (whose old image is 'one').
+    expect(after.stdout.trim().split('\n')).toHaveLength(2);
+  });
+
+  test('an older copy restored in place and written past a cursor is still told when the restored copy then disables the table the cursor anchors on', async () => {
+    py("UPDATE issues SET title = 'one' WHERE repo_id = 1 AND number = 1");
+    runPython(`import sqlite3, sys\nsqlite3.connect(sys.argv[1]).execute('pragma wal_checkpoint(truncate)')`, [src]);
+    const backup = fs.readFileSync(src);
+    py("UPDATE labels SET color = x'02' WHERE repo_id = 1");
+    const read = await runCliAsync(['changes', src, '--table', 'issues']);
+    expect(read.status, read.stderr).toBe(0);
+    const cursor = (JSON.parse(read.stdout.trim().split('\n').at(-1) as string) as { cursor: string }).cursor;
+    // The backup written over the same file, then the same kind of writes: labels again at the cursor's seq, issues after.
+    for (const suffix of ['-wal', '-shm']) fs.rmSync(src + suffix, { force: true });
+    fs.writeFileSync(src, backup);
+    py("UPDATE labels SET color = x'05' WHERE repo_id = 1");
+    py("UPDATE issues SET title = 'other history' WHERE repo_id = 1 AND number = 1");
+    const d = await runCliAsync(['disable', src, 'labels']);
+    expect(d.status, d.stderr).toBe(0);
+
+    const after = await runCliAsync(['changes', src, '--since', cursor, '--table', 'issues']);
+    expect(after.status, after.stderr).toBe(3);
+    expectOneLineError(after, 'HISTORY_DIVERGED');
+    expect(after.stdout).toBe('');
   });
 
   test('its mirror is reported, not left green: sync suspends it, health exits 3 with both fixes, verify is not ok; enable again rebuilds it', async () => {

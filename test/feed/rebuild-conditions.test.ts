@@ -10,6 +10,7 @@ import {
   readBatch,
   journalStartCursor,
   changedSince,
+  cursorContinues,
   validateCursor,
   type CursorValidation,
   decodeCursor,
@@ -155,6 +156,79 @@ describe('a cursor must rebuild, with a stable reason code, when', () => {
     expect(validateCursor(db, start).status).toBe('ok');
     const first = readBatch(db, start, { limit: 1 });
     expect(first.events[0]?.seq).toBe(decodeCursor(start).seq + 1);
+  });
+
+  test("the cursor's last event was pruned (a reader retention events behind): CURSOR_PRUNED; one event less behind continues", ({
+    makeDb,
+  }) => {
+    const { db } = makeDb('a.db', SCHEMA);
+    enable(db, ['t'], { retention: 1024 });
+    write(db, 16);
+    const atHorizon = cursorOf(db);
+    write(db, 1, 100);
+    const behindByLess = cursorOf(db);
+    // Up to seq 1040: the tick there prunes through 1040 - 1024 = 16, the first cursor's seq and its last event.
+    write(db, 1040 - 17, 200);
+    expect(db.prepare('SELECT pruned_through FROM _sluice_state').pluck().get()).toBe(16n);
+    expect(decodeCursor(atHorizon)).toMatchObject({ seq: 16, anchor: { seq: 16 } });
+    const v = expectRebuild(db, atHorizon, 'CURSOR_PRUNED');
+    expect(v.message).toContain('last event');
+    expect(v.message).toContain('cannot be checked');
+    // retention - 1 events behind: its last event is retained, so it is checked and goes on.
+    expect(decodeCursor(behindByLess).seq).toBe(1040 - 1023);
+    expect(validateCursor(db, behindByLess).status).toBe('ok');
+    expect(readBatch(db, behindByLess, { limit: 1 }).events[0]?.seq).toBe(18);
+    expect(changedSince(db, behindByLess)).toEqual({ changed: true, lastSeq: 1040 });
+  });
+
+  test("an older copy restored in place and written until the pruned horizon is the cursor's seq: CURSOR_PRUNED, not a silent continuation", ({
+    makeDb,
+    tmp,
+  }) => {
+    const { db, file } = makeDb('a.db', SCHEMA);
+    enable(db, ['t'], { retention: 1024 });
+    write(db, 100);
+    const copy = takeCopy(db, file, tmp);
+    write(db, 12, 1);
+    const cursor = cursorOf(db);
+    expect(decodeCursor(cursor)).toMatchObject({ seq: 112, anchor: { seq: 112 } });
+    db.close();
+    const restored = copy.restore();
+    restored.close();
+    // Another program writes the restored copy, one commit per event, until seq 1136: pruned through 112.
+    runPython(
+      `import sqlite3,sys
+c=sqlite3.connect(sys.argv[1]); i=0
+while c.execute('select max(seq) from _sluice_journal').fetchone()[0] < 1136:
+    c.execute('update t set v=? where id=?', ('new%d' % i, 1 + i % 50)); c.commit(); i+=1`,
+      [file],
+    );
+    const again = openDatabase(file);
+    try {
+      expect(again.prepare('SELECT pruned_through FROM _sluice_state').pluck().get()).toBe(112n);
+      const v = expectRebuild(again, cursor, 'CURSOR_PRUNED');
+      expect(v.message).toContain('seq 112');
+      // A stream's cursor of the restored file at the same seq (the journal's start there) does not vouch for it either.
+      const start = journalStartCursor(again, ['t']);
+      expect(decodeCursor(start).seq).toBe(112);
+      expect(cursorContinues(cursor, decodeCursor(start))).toMatchObject({ status: 'rebuild', reason: 'CURSOR_PRUNED' });
+    } finally {
+      again.close();
+    }
+  });
+
+  test('a cursor with no event at or below it whose journal was pruned since it was made: CURSOR_PRUNED (the journal start itself continues)', ({
+    makeDb,
+  }) => {
+    const { db } = makeDb('a.db', SCHEMA);
+    enable(db, ['t'], { retention: 1024 });
+    write(db, 1040);
+    const start = journalStartCursor(db, ['t']);
+    expect(decodeCursor(start)).toMatchObject({ seq: 16, anchor: null, ext: { pt: 16 } });
+    expect(validateCursor(db, start).status).toBe('ok');
+    // The same position, made when less was pruned (nothing was left at or below it then): what it continues cannot be checked.
+    const older = encodeCursor({ ...decodeCursor(start), ext: { ...decodeCursor(start).ext, pt: 0 } });
+    expectRebuild(db, older, 'CURSOR_PRUNED');
   });
 
   test('the file was restored from an older copy (seq went backwards): SEQ_REGRESSED', ({ makeDb, tmp }) => {
