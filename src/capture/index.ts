@@ -26,8 +26,8 @@ export { openSource } from './open-source.ts';
 export { ownObjects, ownObjectsChanged, ownTablesWritten } from './own-objects.ts';
 export { prune } from './prune.ts';
 export type { PruneResult } from './prune.ts';
-export { rearmCapture, checkRearm } from './rearm.ts';
-export type { RearmReport, RearmCheck } from './rearm.ts';
+export { checkRearm } from './rearm.ts';
+export type { RearmCheck, RearmReport } from './rearm.ts';
 export { nextSyncArming, unarmedDetail, unarmedExclusion } from './rearmable.ts';
 export {
   CAPTURE_MODES,
@@ -63,4 +63,5 @@ export { unreadableCapture } from './unreadable.ts';
 export { checkForeignKeyRules } from './fk-rules.ts';
 export { anyChanged, maskBytes } from './mask.ts';
 export { pruneJournal } from './prune.ts';
+export { rearmCapture } from './rearm.ts';
 export { CONSUMERS_TABLE_SQL, DDL_TABLE_SQL, LEGACY_CONSUMERS_TABLE_SQL, metadataDdl, triggerNames } from './schema.ts';
