@@ -268,7 +268,7 @@ export const REASONS = {
     explain:
       "A user's trigger that a write to the projection's tables fires writes another projection's table (or sluice's own): it would fire inside sluice's own transaction, where protect's guards and the hand-edit watch do not see it, and change that projection behind sluice's back. sync, import and subscribe apply nothing to the projection while it is there, health says so before a sync runs, and sluice query warns when it makes one.",
     repair:
-      "drop the trigger detail.message names (sluice query {target} 'DROP TRIGGER name'), or make it write only tables that are no projection's; then run sluice sync again: {projection} takes its events from where it stopped",
+      "drop the trigger detail.message names (its message gives the sluice query {target} command that drops it), or make it write only tables that are no projection's; then run sluice sync again: {projection} takes its events from where it stopped",
   },
   DEFINITION_INVALID: {
     kinds: ['suspend', 'error'],

@@ -98,7 +98,7 @@ export async function runBatchPath(
       on: trigger.on,
       table: trigger.table,
       owner: trigger.projection,
-      message: `projection ${p.name} was not applied: ${triggerWriteText(trigger)} whenever sluice writes table ${trigger.fired.table}, inside sluice's own transaction (where neither sluice protect's guards nor the hand-edit watch see it), so applying ${p.name} would change ${trigger.projection === null ? "sluice's own bookkeeping" : `projection ${trigger.projection}`} behind sluice's back. ${upper(triggerWriteFix(trigger, targetFile(t)))}; then sync (or import) again: ${p.name} takes its events from where it stopped`,
+      message: `projection ${p.name} was not applied: ${triggerWriteText(trigger)} whenever sluice writes table ${trigger.fired.table}, inside sluice's own transaction (where neither sluice protect's guards nor the hand-edit watch see it), so applying ${p.name} would change ${trigger.projection === null ? "sluice's own bookkeeping" : `projection ${trigger.projection}`} behind sluice's back. ${upper(triggerWriteFix(trigger, targetFile(t)))}; then run sluice sync again (or the import, or subscribe, that feeds it): ${p.name} takes its events from where it stopped`,
     });
   let r = await applyRows(t, p, batch, plan.end);
   // Intermediate batches need not reproduce source transactions: a batch

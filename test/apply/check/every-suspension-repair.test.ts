@@ -251,6 +251,18 @@ const SCENARIOS: Partial<Record<Code, Scenario>> = {
     },
     repair: (w) => [findCause(w, /"key":\[4\]/), reinit(w)],
   },
+  // A user's trigger on the target's items that writes the mirror of other: items is suspended before the trigger fires.
+  USER_TRIGGER_WRITES_PROJECTION: {
+    cause: async (w) => {
+      write(w.tgt, "CREATE TRIGGER audit AFTER INSERT ON items BEGIN UPDATE other SET v = 'touched' WHERE id = 1; END");
+      write(w.src, "INSERT INTO items VALUES (4, 'd', 4)");
+      await suspendingSync(w);
+    },
+    // health prints the suspension's own message, which names the trigger and the command that drops it (the catalog's repair cannot).
+    printed: (w) =>
+      `Drop the trigger (sluice query ${w.tgt} 'DROP TRIGGER "audit"') or make it write only tables that are no projection's; then run sluice sync again`,
+    repair: (w) => [{ fix: 'drop the trigger', apply: () => write(w.tgt, 'DROP TRIGGER audit') }, sync(w)],
+  },
   // The stored cursor is garbage.
   CURSOR_MALFORMED: {
     cause: async (w) => {
