@@ -146,6 +146,15 @@ test('a target applied up to any seq verifies ok at its cursor, and a tampered r
             ]);
             return;
           }
+          if (prunedThrough === to && to > 0) {
+            // Pruned through the cursor's own last event: the history it continues cannot be checked, so it is not
+            // compared (CURSOR_PRUNED: an older copy restored and written to this horizon would look the same).
+            expect(v.projections.map((p) => [p.name, p.ok, p.diffs, p.reason])).toEqual([
+              ['picked', false, [], 'CURSOR_PRUNED'],
+              ['things', false, [], 'CURSOR_PRUNED'],
+            ]);
+            return;
+          }
           expect(v.projections.map((p) => [p.name, p.ok, p.diffs, p.reason])).toEqual([
             ['picked', true, [], undefined],
             ['things', true, [], undefined],
