@@ -30,6 +30,16 @@ function heldUnarmed(src: string, tgt: string): string[] {
   return fix;
 }
 
+/** A source whose left-out column holds SECRET, migrated by the sqlite3 CLI with `migration`: sync and status hold it unarmed, no secret anywhere. */
+function migrated(tmp: string, migration: string): { src: string; tgt: string; fix: string[] } {
+  const { src, tgt } = setup(tmp);
+  runSqliteCli(src, `UPDATE users SET secret = '${SECRET}' WHERE id = 1`);
+  runSqliteCli(src, migration);
+  const fix = heldUnarmed(src, tgt);
+  expectNowhere(src, tgt);
+  return { src, tgt, fix };
+}
+
 /** After the fix: more writes to every column, synced; the target has id and name only, and no secret is anywhere. */
 function expectFixed(src: string, tgt: string, columns: string): void {
   pythonExec(src, `UPDATE users SET ${columns}, name = name || '+'; INSERT INTO users (id, name) VALUES (9, 'zed')`);
@@ -43,14 +53,10 @@ describe('a column left out of capture, moved under a new name by another progra
   test('renamed, and a new empty column added under its old name (the column rotated): sync does not re-arm the table, and the enable it suggests leaves both out', ({
     tmp,
   }) => {
-    const { src, tgt } = setup(tmp);
-    runSqliteCli(src, `UPDATE users SET secret = '${SECRET}' WHERE id = 1`);
-    runSqliteCli(
-      src,
+    const { src, tgt, fix } = migrated(
+      tmp,
       "ALTER TABLE users RENAME COLUMN secret TO secret_old; ALTER TABLE users ADD COLUMN secret TEXT; UPDATE users SET name = 'ada!' WHERE id = 1;",
     );
-    const fix = heldUnarmed(src, tgt);
-    expectNowhere(src, tgt);
     expect(fix[4]).toBe('secret,secret_old');
     const enabled = cli(fix);
     expect(enabled).toContain('armed as told: captures id, name; leaves out secret_old (new since armed), secret');
@@ -61,15 +67,11 @@ describe('a column left out of capture, moved under a new name by another progra
   test('the table made again with the values in a new column (CREATE new, copy, DROP, RENAME): not re-armed by itself, the suggested enable leaves every column but the key out, and one naming the old set only is refused', ({
     tmp,
   }) => {
-    const { src, tgt } = setup(tmp);
-    runSqliteCli(src, `UPDATE users SET secret = '${SECRET}' WHERE id = 1`);
-    runSqliteCli(
-      src,
+    // Made again, any column but the key may hold the values: the safe suggestion leaves them all out.
+    const { src, tgt, fix } = migrated(
+      tmp,
       'BEGIN; CREATE TABLE users_new(id INTEGER PRIMARY KEY, name TEXT, legacy TEXT, secret TEXT); INSERT INTO users_new SELECT id, name, secret, NULL FROM users; DROP TABLE users; ALTER TABLE users_new RENAME TO users; COMMIT;',
     );
-    // Made again, any column but the key may hold the values: the safe suggestion leaves them all out.
-    const fix = heldUnarmed(src, tgt);
-    expectNowhere(src, tgt);
     expect(fix[4]).toBe('name,legacy,secret');
     // Naming the old set only leaves legacy, new since armed, unnamed: refused.
     const refused = runCli(['enable', src, 'users', '--exclude', 'secret']);
@@ -83,9 +85,7 @@ describe('a column left out of capture, moved under a new name by another progra
   test('renamed only: the suggested enable works, and enable naming only the old name is refused until the new column is named either way', ({
     tmp,
   }) => {
-    const { src, tgt } = setup(tmp);
-    runSqliteCli(src, `UPDATE users SET secret = '${SECRET}' WHERE id = 1; ALTER TABLE users RENAME COLUMN secret TO pw_old;`);
-    const fix = heldUnarmed(src, tgt);
+    const { src, tgt, fix } = migrated(tmp, 'ALTER TABLE users RENAME COLUMN secret TO pw_old;');
     expect(fix[4]).toBe('secret,pw_old');
     // Naming the old name only would capture pw_old, which holds the values left out: refused, and nothing changes.
     const refused = runCli(['enable', src, 'users', '--exclude', 'secret']);

@@ -94,6 +94,16 @@ async function alterThenRepair(f: Spawned, acked: number, src: string, tgt: stri
   expect(row(tgt)).toMatchObject({ state: 'active', reason: null });
 }
 
+/** fx as the other sync repaired it: active, over a and c2 (the follower `f` did not write over it; what it said if it did). */
+function expectRepairKept(tgt: string, f: Spawned): void {
+  const r = row(tgt);
+  expect(r, `the follower wrote over the repair; it said: ${f.stdout().slice(-600)}${f.stderr().slice(-600)}`).toMatchObject({
+    state: 'active',
+    reason: null,
+  });
+  expect(JSON.parse(r.definition)).toMatchObject({ columns: ['a', 'c2'] });
+}
+
 describe.skipIf(process.platform === 'win32')('a follower and a repair made by another sync', () => {
   test('a follower of the stored definitions takes the repaired fx up and applies the next commit, never suspending it again', async () => {
     const { src, tgt } = await setUp('stored');
@@ -107,12 +117,7 @@ describe.skipIf(process.platform === 'win32')('a follower and a repair made by a
       () => Number(scalar(tgt, "SELECT count(*) FROM fx WHERE fx MATCH 'moved'")) === 1,
       10_000,
     ).catch(() => undefined);
-    const r = row(tgt);
-    expect(r, `the follower wrote over the repair; it said: ${f.stdout().slice(-600)}${f.stderr().slice(-600)}`).toMatchObject({
-      state: 'active',
-      reason: null,
-    });
-    expect(JSON.parse(r.definition)).toMatchObject({ columns: ['a', 'c2'] });
+    expectRepairKept(tgt, f);
     expect(Number(scalar(tgt, "SELECT count(*) FROM fx WHERE fx MATCH 'moved'"))).toBe(1);
     // Its output says fx was taken up again after the suspension it said.
     expect(f.stderr()).toMatch(/sluice: fx: SUSPENDED SOURCE_COLUMN_MISSING[^\n]*\nsluice: fx: active again, at seq \d+\n/);
@@ -133,12 +138,7 @@ describe.skipIf(process.platform === 'win32')('a follower and a repair made by a
       () => /no column c\b/.test(String(scalar(tgt, "SELECT last_error FROM _sluice_projections WHERE name = 'fx'"))),
       10_000,
     ).catch(() => undefined);
-    const r = row(tgt);
-    expect(r, `the follower wrote over the repair; it said: ${f.stdout().slice(-600)}${f.stderr().slice(-600)}`).toMatchObject({
-      state: 'active',
-      reason: null,
-    });
-    expect(JSON.parse(r.definition)).toMatchObject({ columns: ['a', 'c2'] });
+    expectRepairKept(tgt, f);
     const lastError = String(scalar(tgt, "SELECT last_error FROM _sluice_projections WHERE name = 'fx'"));
     expect(lastError).toMatch(/no column c\b.*The target stores another definition of fx, which this sync leaves as it is/);
     // Said once in its output, with the same words.
