@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Db } from './connection.ts';
 import { cachedStatement } from './statement-cache.ts';
+import { quoteIdent } from './quote.ts';
 
 /*
  * Schema introspection goes only through pragma *functions* qualified with
@@ -150,8 +151,10 @@ export function databaseFile(db: Db, schema: string): string {
 }
 
 /** main's PRAGMA schema_version (the plain pragma: about half the time of the pragma_schema_version() table, read by a follower twice a pass). */
-export function schemaVersion(db: Db): number {
-  return Number(cachedStatement(db, 'PRAGMA main.schema_version', 'pluck').get() as number | bigint);
+export function schemaVersion(db: Db, schema = 'main'): number {
+  return Number(
+    cachedStatement(db, `PRAGMA ${schema === 'main' ? 'main' : quoteIdent(schema)}.schema_version`, 'pluck').get() as number | bigint,
+  );
 }
 
 export interface UniqueIndexInfo {

@@ -1,9 +1,9 @@
 import type { Db } from '../../sqlite/index.ts';
 import {
+  schemaVersion,
   type SqlToken,
   virtualTableArguments,
   affinityOf,
-  cachedStatement,
   collationOf,
   columnCollations,
   connectionState,
@@ -49,7 +49,7 @@ export interface ShapeProblem {
 
 /** The first problem with the shape of projection `p`'s tables in `schema`, or undefined when each is as its kind makes it. */
 export function tableShapeProblem(db: Db, schema: string, p: CompiledProjection): ShapeProblem | undefined {
-  const version = Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.schema_version`, 'pluck').get() as number | bigint);
+  const version = schemaVersion(db, schema);
   const all = connectionState(db).get(shapeAnswers);
   let at = all.get(schema);
   if (at === undefined || at.version !== version) all.set(schema, (at = { version, answers: new Map() }));

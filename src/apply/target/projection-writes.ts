@@ -1,6 +1,6 @@
 import type { Db } from '../../sqlite/index.ts';
 import {
-  cachedStatement,
+  schemaVersion,
   connectionState,
   foldIdent,
   quoteIdent,
@@ -120,7 +120,7 @@ const triggerAnswers = slot('user-trigger-writes', () => new Map<string, { versi
 
 /** The user's triggers of the target attached as `schema` that write another projection's table, or sluice's own, when a projection's table is written. */
 export function userTriggerWrites(db: Db, schema: string): readonly TriggerWrite[] {
-  const version = Number(cachedStatement(db, `PRAGMA ${quoteIdent(schema)}.schema_version`, 'pluck').get() as number | bigint);
+  const version = schemaVersion(db, schema);
   const all = connectionState(db).get(triggerAnswers);
   const at = all.get(schema);
   if (at !== undefined && at.version === version) return at.writes;
