@@ -80,14 +80,20 @@ listen: 127.0.0.1:${port}
 
     // While it keeps failing, /healthz is never 200 (before: 200 from each attempt's start until its batch failed again).
     const codes: number[] = [];
+    const ok: string[] = []; // when a 200 was seen, to read beside the part's log if this fails
     const until = Date.now() + 14_000;
     while (Date.now() < until) {
-      codes.push((await healthz(port)).code);
+      const code = (await healthz(port)).code;
+      codes.push(code);
+      if (code === 200) ok.push(new Date().toISOString());
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     const subscribe = logLines(r).filter((l) => l.part.startsWith('subscribe:'));
     expect(subscribeFailures().length, 'it went on failing').toBeGreaterThanOrEqual(3);
-    expect(codes.filter((c) => c === 200).length, `/healthz answers of ${codes.length} polls while it fails`).toBe(0);
+    expect(
+      codes.filter((c) => c === 200).length,
+      `/healthz answers of ${codes.length} polls while it fails (200 from ${ok[0]} to ${ok.at(-1)}; the part's log: ${JSON.stringify(subscribe)})`,
+    ).toBe(0);
     expect(subscribe.filter((l) => l.event === 'recovered').map((l) => l.msg)).toEqual([]);
     // Its waits grow as docs/cli.md says (before: 500 ms every time).
     const waits = subscribe.filter((l) => l.event === 'retry').map((l) => Number(l.retryMs));
