@@ -213,6 +213,15 @@ interface SourceFacts {
   rebuild: string | null;
   problems: string[];
   /**
+   * Its cursor cannot continue on the source, for this reason, and the next
+   * sync rebuilds it: its rows may lack changes the source has (writes its
+   * table's triggers missed before a re-arm, a bump's, another capture's),
+   * and how many is not known until then (lagEvents and lagMs are null).
+   * Past a lag bound, that needs action. (A cursor below the pruned horizon
+   * has a lag: the events it lacks.)
+   */
+  lagUnknown?: string;
+  /**
    * The next sync suspends it: its stored definition no longer fits the
    * source (brokenForecast). Its problem is then the only one read from the
    * source: that sync neither rebuilds it nor lifts a suspension it has.
@@ -261,6 +270,11 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
         // unless the table cannot be built from (switched to keys mode: NEEDS_IMAGES_MODE, where the cursor says SCHEMA_CHANGED).
         const next = v.status === 'rebuild' ? cursorBreak(nextSyncBuild(source, r), v) : undefined;
         if (next !== undefined) facts.rebuild = next.reason;
+        if (v.status === 'rebuild' && v.reason !== 'CURSOR_PRUNED') {
+          facts.lagUnknown = v.reason;
+          facts.lagEvents = null;
+          facts.lagMs = null;
+        }
         if (v.status === 'rebuild' && next?.does === 'suspend' && next.reason !== v.reason) {
           facts.problems.push(unbuildableProblem(r, v.reason, next, source, targetPath));
           if (r.state === 'active') facts.suspends = next.reason;
@@ -485,6 +499,14 @@ function one(
     ...triggerProblems(target, r, targetPath),
   );
   const catchUp = r.sourcePath === null ? 'sluice subscribe' : 'sluice sync';
+  const bounded = [
+    ...(options.maxLagEvents === undefined ? [] : [`--max-lag-events ${options.maxLagEvents}`]),
+    ...(options.maxLagMs === undefined ? [] : [`--max-lag-ms ${options.maxLagMs}`]),
+  ];
+  if (bounded.length > 0 && facts.lagUnknown !== undefined && r.state !== 'suspended' && facts.suspends === undefined)
+    problems.push(
+      `the lag of ${r.name} is not known, so it is not within ${bounded.join(' and ')}: its cursor cannot continue on the source (${facts.lagUnknown}), and until the next sync rebuilds it from the source it may lack changes the source has: run ${r.sourcePath === null ? catchUp : shellCommand('sync', { source: r.sourcePath, target: targetPath })} (or keep ${catchUp} --follow running)`,
+    );
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(
       `a lag of ${facts.lagEvents} events is past --max-lag-events ${options.maxLagEvents}: run ${catchUp} (or keep ${catchUp} --follow running)`,
