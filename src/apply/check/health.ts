@@ -271,9 +271,10 @@ function readSource(r: ProjectionRecord, source: Db, targetPath: string, now: nu
         const next = v.status === 'rebuild' ? cursorBreak(nextSyncBuild(source, r), v) : undefined;
         if (next !== undefined) facts.rebuild = next.reason;
         if (v.status === 'rebuild' && v.reason !== 'CURSOR_PRUNED') {
-          facts.lagUnknown = v.reason;
           facts.lagEvents = null;
           facts.lagMs = null;
+          // (One the next sync suspends instead has that problem already.)
+          if (next?.does === 'rebuild') facts.lagUnknown = v.reason;
         }
         if (v.status === 'rebuild' && next?.does === 'suspend' && next.reason !== v.reason) {
           facts.problems.push(unbuildableProblem(r, v.reason, next, source, targetPath));
