@@ -86,6 +86,27 @@ export function restoreTriggers(db: Db, schema: string, triggers: readonly UserT
   return dropped;
 }
 
+/**
+ * The first of the user's triggers on `tables` that no longer fits its
+ * table (unfit: a table, column or function its WHEN or body names is not
+ * there), with why, as the target's file says it (no schema prefix).
+ * SQLite makes a trigger without reading its body, and every write to its
+ * table fails from then on: a sync's batch of a projection that owns the
+ * table fails with SQLite's bare "no such table", which names neither the
+ * trigger nor the file. Compiles only; nothing is run.
+ */
+export function brokenTrigger(
+  db: Db,
+  schema: string,
+  tables: readonly string[],
+): { readonly trigger: string; readonly table: string; readonly why: string } | undefined {
+  for (const tr of userTriggers(db, schema, tables)) {
+    const why = unfit(db, schema, tr);
+    if (why !== undefined) return { trigger: tr.name, table: tr.table, why: why.replaceAll(`${schema}.`, '') };
+  }
+  return undefined;
+}
+
 /** Why trigger `tr`, just made on its table, does not fit it (undefined: it does). */
 function unfit(db: Db, schema: string, tr: UserTrigger): string | undefined {
   const s = quoteIdent(schema);
