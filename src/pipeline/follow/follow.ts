@@ -105,6 +105,8 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           // The definitions changed while the source is idle: a pass now takes them in; and a
           // pass that left a projection failed is tried again, since no commit may come to (failed-pass-retry.ts).
           if (files?.changed() === true) return true;
+          // A projection suspended by a trigger or UNIQUE index in the target, which the user dropped since: a pass lifts it now.
+          if (syncer.targetRepaired()) return true;
           retrying = retry.due();
           return retrying;
         },

@@ -1,0 +1,76 @@
+// a follower whose projection is suspended by a trigger or index in the target goes on once that is dropped, with no further commit on the source
+import path from 'node:path';
+import { afterEach } from 'vitest';
+import { test, expect, runCli, runSqliteCli } from '../../support/fixtures.ts';
+import { scalar, startCli, waitFor, write, type Spawned } from '../../cli/support/cli.ts';
+
+/*
+ * A user's trigger on mirror t's table that writes mirror u's table makes
+ * the follower suspend t (USER_TRIGGER_WRITES_PROJECTION), whose message
+ * says: drop the trigger, t takes its events from where it stopped. The
+ * user drops it, with the sqlite3 shell. The follower passed only on a
+ * source commit, so t stayed suspended and behind (health exit 3, the row
+ * missing) until the application happened to write again, however long
+ * that was. It now takes a pass when the target's schema changed while a
+ * projection waits for a repair there. The same for a UNIQUE index the
+ * user added to the target (TARGET_CONSTRAINT) and dropped again.
+ */
+
+let follower: Spawned | undefined;
+afterEach(() => {
+  follower?.child.kill('SIGKILL');
+  follower = undefined;
+});
+
+function setUp(tmp: string): { src: string; tgt: string } {
+  const src = path.join(tmp, 'app.db');
+  runSqliteCli(
+    src,
+    "PRAGMA journal_mode = WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE u (id INTEGER PRIMARY KEY, w TEXT); INSERT INTO t VALUES (1, 'a'); INSERT INTO u VALUES (1, 'u1');",
+  );
+  expect(runCli(['enable', src, 't', 'u']).status).toBe(0);
+  const tgt = path.join(tmp, 'cache.db');
+  expect(runCli(['sync', src, tgt]).status).toBe(0);
+  return { src, tgt };
+}
+
+const state = (tgt: string, name: string) =>
+  String(scalar(tgt, `SELECT state || ' ' || coalesce(reason, '') FROM _sluice_projections WHERE name = '${name}'`));
+
+test('a trigger that writes another projection, dropped while the source is idle: the suspended mirror catches up by itself', async ({
+  tmp,
+}) => {
+  const { src, tgt } = setUp(tmp);
+  follower = startCli(['sync', src, tgt, '--follow']);
+  await waitFor(
+    'the follower started',
+    () => follower?.stderr().includes('following') === true || follower?.stdout().includes('following') === true,
+  );
+  runSqliteCli(tgt, "CREATE TRIGGER sneaky AFTER INSERT ON t BEGIN UPDATE u SET w = 'touched' WHERE id = 1; END;");
+  write(src, "INSERT INTO t VALUES (2, 'the last write of the day')");
+  await waitFor('t suspended', () => state(tgt, 't') === 'suspended USER_TRIGGER_WRITES_PROJECTION');
+  expect(scalar(tgt, 'SELECT count(*) FROM t')).toBe(1n);
+
+  // The repair the message asks for; the source writes nothing more.
+  runSqliteCli(tgt, 'DROP TRIGGER sneaky;');
+  await waitFor('t active again with the row', () => state(tgt, 't') === 'active ' && scalar(tgt, 'SELECT count(*) FROM t') === 2n, 10_000);
+  expect(scalar(tgt, 'SELECT w FROM u WHERE id = 1')).toBe('u1');
+  expect(runCli(['health', tgt]).status).toBe(0);
+});
+
+test('a UNIQUE index a user added to the target, dropped while the source is idle: the suspended mirror catches up by itself', async ({
+  tmp,
+}) => {
+  const { src, tgt } = setUp(tmp);
+  follower = startCli(['sync', src, tgt, '--follow']);
+  await waitFor(
+    'the follower started',
+    () => follower?.stderr().includes('following') === true || follower?.stdout().includes('following') === true,
+  );
+  runSqliteCli(tgt, 'CREATE UNIQUE INDEX one_v ON t (v);');
+  write(src, "INSERT INTO t VALUES (2, 'a')");
+  await waitFor('t suspended', () => state(tgt, 't') === 'suspended TARGET_CONSTRAINT');
+  runSqliteCli(tgt, 'DROP INDEX one_v;');
+  await waitFor('t active again with the row', () => state(tgt, 't') === 'active ' && scalar(tgt, 'SELECT count(*) FROM t') === 2n, 10_000);
+  expect(runCli(['health', tgt]).status).toBe(0);
+});
