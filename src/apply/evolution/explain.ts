@@ -38,6 +38,7 @@ import type { StatePart } from '../../projection/index.ts';
 import { openApplySession, TARGET_SCHEMA, readProjections, type ProjectionRecord } from '../target/index.ts';
 import { alterFacts, type RebuildCost } from './explain-facts.ts';
 import { predictSync, type SyncPrediction } from './sync-classify.ts';
+import { suspensionRepair } from '../check/index.ts';
 
 /** One side of a change: exactly what the projection is made from (the fingerprint covers all of it). */
 export interface DefinitionInputs {
@@ -310,6 +311,7 @@ function explainOne(
   const worst = decision.changes.find((c) => c.classification === decision.classification && c.reason === decision.reason);
   const repairReason = worst?.change.kind === 'cursor' ? worst.change.reason : decision.reason;
   const { handler: _h, ...data } = (next.definition ?? {}) as { handler?: unknown };
+  const table = compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable;
   return {
     name: next.name,
     kind: compiled?.kind ?? next.definition?.kind ?? rec?.kind ?? 'unknown',
@@ -339,15 +341,20 @@ function explainOne(
     cost,
     sync: predictSync(decision, old, next, given, { db, view }),
     ...(decision.classification === 'Rejected'
-      ? {
-          repair: repairAction(
-            next.name,
-            repairReason,
-            sourcePath,
-            targetPath,
-            compiled?.source.table ?? next.definition?.source ?? rec?.sourceTable,
-          ),
-        }
+      ? { repair: rejectedRepair(db, next.name, repairReason, sourcePath, targetPath, table) }
       : {}),
   };
+}
+
+/**
+ * The repair of a Rejected change: the catalog's, but for a table the next
+ * sync cannot re-arm by itself (TABLE_UNARMED) what sync and health say of
+ * it, read on the source as it is now (the enable that re-arms it, with the
+ * columns it must leave out or be told to capture), not the catalog's
+ * switch to images mode.
+ */
+function rejectedRepair(db: Db, name: string, reason: string, sourcePath: string, targetPath: string, table: string | undefined): string {
+  if (reason === 'TABLE_UNARMED' && table !== undefined)
+    return suspensionRepair({ name, reason, sourceTable: table, sourcePath }, sourcePath, targetPath, db);
+  return repairAction(name, reason, sourcePath, targetPath, table);
 }

@@ -118,4 +118,23 @@ describe('explain and a table the next sync cannot re-arm', () => {
       notes: ['Rebuildable', { does: 'rebuild', reason: 'SEQ_REGRESSED', swapped: true }],
     });
   });
+
+  test('a column added to a table that leaves one out: the repair explain prints is the enable that re-arms it leaving both out (as sync says), not a switch to images mode', ({
+    tmp,
+  }) => {
+    const { src, tgt } = syncedApp(tmp);
+    runSqliteCli(src, 'ALTER TABLE items ADD COLUMN email TEXT;');
+    const explained = json(['explain', src, tgt, '--json'], 3) as { projections: { name: string; repair?: string }[] };
+    const synced = runCli(['sync', src, tgt]);
+    expect(synced.status).toBe(3);
+    for (const p of explained.projections) {
+      expect(p.repair, p.name).toContain('--exclude secret,email');
+      expect(p.repair, p.name).toContain('--include email');
+      expect(p.repair, p.name).not.toContain('--mode images');
+    }
+    // What sync says of it, and the text output's repair line.
+    expect(synced.stdout + synced.stderr).toContain('--exclude secret,email');
+    const text = runCli(['explain', src, tgt]).stdout;
+    expect(text).not.toContain('--mode images');
+  });
 });
