@@ -848,6 +848,13 @@ export const REASONS = {
     repair: null,
   },
   SOURCE_CORRUPT: { kinds: ['error'], clears: false, explain: 'The source file is damaged (SQLITE_CORRUPT).', repair: null },
+  TARGET_TRIGGER_BROKEN: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A user's trigger on a projection's table in the target no longer fits its table (its body names a table, column or function that is not there): SQLite makes a trigger without reading its body, so every write sluice makes to that table fails, and nothing of the batch is committed. The message names the trigger, its table and the file.",
+    repair: null,
+  },
   TARGET_GONE: {
     kinds: ['error'],
     clears: false,

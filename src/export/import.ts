@@ -10,7 +10,7 @@ import {
   removeMadeDatabase,
   type Db,
 } from '../sqlite/index.ts';
-import { InvalidInputError, refuseEmptyPath } from '../errors.ts';
+import { InvalidInputError, SluiceError, errorCode, refuseEmptyPath } from '../errors.ts';
 import {
   dropEmptyTargetMeta,
   ensureTargetMeta,
@@ -19,7 +19,9 @@ import {
   guardProjectionTables,
   readProjections,
   recordSubscribed,
+  brokenTriggerProblem,
 } from '../apply/target/index.ts';
+import { ownedTables } from '../projection/index.ts';
 import { MIRROR_ALL, streamMirrorAll } from '../apply/projections/index.ts';
 import { lastMarkerCursor, peekEncoding, readExportFile } from './checked-reader.ts';
 import { Importer } from './importer.ts';
@@ -148,7 +150,8 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
     }
     importer = new Importer(db, options);
     return await importer.run(stream);
-  } catch (err) {
+  } catch (thrown) {
+    const err = brokenTriggerError(db, targetPath, thrown, options) ?? thrown;
     // A file refused (or one that failed) is recorded on the projections it concerns, for health, as sync records a failed pass.
     // A subscriber's run that stopped fail-closed too, so that health does not call the target fine after a follower stopped.
     if (options.fedBy !== undefined) recordRefusal(db, SCHEMA, err, options.fedBy, importer?.concerned());
@@ -159,6 +162,27 @@ async function importInto(targetPath: string, stream: ItemStream, given: ImportO
     closeDatabase(db);
     if (undo && made) removeMadeDatabase(targetPath);
   }
+}
+
+/**
+ * SQLite's bare "no such table" when a user's trigger on a projection's
+ * table in the target no longer fits it (TARGET_TRIGGER_BROKEN): which
+ * trigger, of which table, in which file, and the fix; undefined for any
+ * other error.
+ */
+function brokenTriggerError(db: Db, targetPath: string, err: unknown, options: ImportOptions): SluiceError | undefined {
+  if (err instanceof SluiceError || errorCode(err) !== 'SQLITE_ERROR') return undefined;
+  let projections: { readonly name: string; readonly tables: readonly string[] }[];
+  try {
+    projections = readProjections(db, SCHEMA).map((r) => ({ name: r.name, tables: ownedTables(r) }));
+  } catch {
+    return undefined;
+  }
+  const fed = options.fedBy;
+  const again =
+    fed?.via === 'subscribe' ? 'sluice subscribe' : fed?.via === 'import' ? `sluice import ${targetPath} ${fed.file}` : 'the import';
+  const problem = brokenTriggerProblem(db, SCHEMA, projections, targetPath, again);
+  return problem === undefined ? undefined : new SluiceError('TARGET_TRIGGER_BROKEN', problem, { cause: err });
 }
 
 /**

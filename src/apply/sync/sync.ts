@@ -33,7 +33,7 @@ import {
   retryBusy,
   damagedFile,
   clearUnguarded,
-  brokenTrigger,
+  brokenTriggerProblem,
 } from '../target/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { KINDS, kindOf, ownedTablesAt } from '../../projection/index.ts';
@@ -433,7 +433,7 @@ export class Syncer {
         if (!(err instanceof SluiceError) && changed === undefined) this.#mayClear = true;
         // A user's trigger on its tables that no longer compiles (SQLite's bare "no such table"): which, where, and the fix.
         const trigger = changed === undefined && errorCode(err) === 'SQLITE_ERROR' ? this.#triggerProblem(p) : undefined;
-        const { code, message } = trigger === undefined ? failureOf(err, changed) : { code: 'SQLITE_ERROR', message: trigger };
+        const { code, message } = trigger === undefined ? failureOf(err, changed) : { code: 'TARGET_TRIGGER_BROKEN', message: trigger };
         // (A Rejected change too: its rows, cursor and definition are as they were, and health shows the refusal and its repair.)
         recordFailureAlone(this.session.db, failed, code, message);
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
@@ -912,14 +912,8 @@ export class Syncer {
 
   /** What is wrong with projection `p`'s tables in the target, as health says it (targetTableProblems), if anything. */
   #triggerProblem(p: CompiledProjection): string | undefined {
-    try {
-      const broken = brokenTrigger(this.session.db, TARGET_SCHEMA, ownedTablesAt(p, p.targetTable));
-      if (broken === undefined) return undefined;
-      const file = this.session.targetPath;
-      return `trigger ${broken.trigger} on table ${broken.table} of target ${file} no longer fits its table (${broken.why}), and it runs inside sluice's writes of projection ${p.name}, so every batch of ${p.name} fails there: make it again as it should be, or drop it (DROP TRIGGER ${quoteIdent(broken.trigger)} in ${file}); then run sluice sync again`;
-    } catch {
-      return undefined;
-    }
+    const tables = ownedTablesAt(p, p.targetTable);
+    return brokenTriggerProblem(this.session.db, TARGET_SCHEMA, [{ name: p.name, tables }], this.session.targetPath, 'sluice sync');
   }
 
   #tableProblem(p: CompiledProjection): string | undefined {

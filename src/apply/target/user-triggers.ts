@@ -107,6 +107,32 @@ export function brokenTrigger(
   return undefined;
 }
 
+/**
+ * What to say of a write of `projections` that SQLite failed with
+ * SQLITE_ERROR when one of the user's triggers on their tables no longer
+ * fits (brokenTrigger): the trigger, its table, the file, why, and the fix,
+ * ending with what runs the batch again (`again`). Undefined when none is
+ * broken (the error is then another's) or they cannot be read.
+ */
+export function brokenTriggerProblem(
+  db: Db,
+  schema: string,
+  projections: readonly { readonly name: string; readonly tables: readonly string[] }[],
+  file: string,
+  again: string,
+): string | undefined {
+  try {
+    for (const p of projections) {
+      const broken = brokenTrigger(db, schema, p.tables);
+      if (broken === undefined) continue;
+      return `trigger ${broken.trigger} on table ${broken.table} of target ${file} no longer fits its table (${broken.why}), and it runs inside sluice's writes of projection ${p.name}, so every batch of ${p.name} fails there: make it again as it should be, or drop it (DROP TRIGGER ${quoteIdent(broken.trigger)} in ${file}); then run ${again} again`;
+    }
+  } catch {
+    /* the error SQLite gave stands */
+  }
+  return undefined;
+}
+
 /** Why trigger `tr`, just made on its table, does not fit it (undefined: it does). */
 function unfit(db: Db, schema: string, tr: UserTrigger): string | undefined {
   const s = quoteIdent(schema);

@@ -29,7 +29,7 @@ describe('sync', () => {
     const r = cli(['sync', src.file, tgt]);
     expect(r.status).toBe(1);
     const said = r.stdout + r.stderr;
-    for (const part of ['trigger audit_t', 'table t', tgt, 'no such table: audit', 'DROP TRIGGER "audit_t"'])
+    for (const part of ['TARGET_TRIGGER_BROKEN', 'trigger audit_t', 'table t', tgt, 'no such table: audit', 'DROP TRIGGER "audit_t"'])
       expect(said, `sync's failure names ${part}`).toContain(part);
     expect(said).not.toContain('tgt.audit');
     const h = cli(['health', tgt]);
@@ -38,6 +38,33 @@ describe('sync', () => {
     // Dropped as said: the next sync applies the row.
     runSqliteCli(tgt, 'DROP TRIGGER audit_t;');
     expect(cli(['sync', src.file, tgt]).status).toBe(0);
+    expect(cli(['health', tgt]).status).toBe(0);
+  });
+
+  test('the same under import of an export file: TARGET_TRIGGER_BROKEN naming the trigger, its table and the file, in health too', ({
+    tmp,
+    makeDb,
+  }) => {
+    const src = makeSource(makeDb, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');", ['t']);
+    src.db.close();
+    const tgt = path.join(tmp, 'imported.db');
+    const file = path.join(tmp, 'stream.jsonl');
+    expect(cli(['export', src.file, '--out', file]).status).toBe(0);
+    expect(cli(['import', tgt, file]).status).toBe(0);
+    runSqliteCli(
+      tgt,
+      'CREATE TABLE audit (x); CREATE TRIGGER audit_t AFTER INSERT ON t BEGIN INSERT INTO audit VALUES (NEW.id); END; DROP TABLE audit;',
+    );
+    runSqliteCli(src.file, "INSERT INTO t VALUES (2, 'b');");
+    expect(cli(['export', src.file, '--out', file]).status).toBe(0);
+    const r = cli(['import', tgt, file]);
+    expect(r.status).toBe(1);
+    for (const part of ['TARGET_TRIGGER_BROKEN', 'trigger audit_t', 'table t', tgt, 'no such table: audit', 'DROP TRIGGER "audit_t"'])
+      expect(r.stderr, `import's error names ${part}`).toContain(part);
+    expect(r.stderr).not.toContain('main.audit');
+    expect(cli(['health', tgt]).stdout).toContain('TARGET_TRIGGER_BROKEN');
+    runSqliteCli(tgt, 'DROP TRIGGER audit_t;');
+    expect(cli(['import', tgt, file]).status).toBe(0);
     expect(cli(['health', tgt]).status).toBe(0);
   });
 });
