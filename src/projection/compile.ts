@@ -56,6 +56,23 @@ export function ownedTables(
   return (kind.ownedTables as (t: string, d: unknown) => string[])(at ?? r.targetTable, def ?? {});
 }
 
+/**
+ * The fingerprint `p` has over its source shape as an export file, a
+ * segment or a stream states it: the captured columns, without the names of
+ * those left out of capture, which a table line never carries (export.ts).
+ * A target built by import or subscribe stores this one; its rows are the
+ * same as under `p.fingerprint`, which sync stores.
+ */
+export function statedFingerprint(p: CompiledProjection): string {
+  if (p.source.excluded === undefined) return p.fingerprint;
+  const { excluded: _excluded, ...shape } = p.source;
+  return definitionFingerprint(
+    p.definition,
+    shape,
+    (KINDS[p.kind].columnsRead as (d: ProjectionDefinition) => readonly string[] | undefined)(p.definition),
+  );
+}
+
 /** The tables a compiled projection owns when its main table is `at` (a shadow's name while it is built). */
 export function ownedTablesAt(p: CompiledProjection, at: string): string[] {
   return (KINDS[p.kind].ownedTables as (t: string, d: ProjectionDefinition) => string[])(at, p.definition);

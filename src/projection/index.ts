@@ -1,7 +1,7 @@
 // The face of src/projection/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { compileProjection, madeTables, madeTablesAt, ownedTables, ownedTablesAt, stagedCopyOf } from './compile.ts';
+export { compileProjection, madeTables, madeTablesAt, ownedTables, ownedTablesAt, stagedCopyOf, statedFingerprint } from './compile.ts';
 export { columnDecl, losesColumn, sourceShape } from './compiled.ts';
 export type { CompiledProjection, SourceShape } from './compiled.ts';
 export { definitionFingerprint } from './definition-fingerprint.ts';
