@@ -15,9 +15,10 @@ import {
   requireOutputPath,
   readSourceView,
   readQuietly,
+  shellWord,
 } from '../internal.ts';
 import { outPath } from './out-path.ts';
-import { InvalidInputError } from '../index.ts';
+import { FailClosedError, InvalidInputError } from '../index.ts';
 import { collect, parseWholeNumber } from './enable.ts';
 import * as S from './json-schemas.ts';
 import { emit } from './output.ts';
@@ -109,8 +110,12 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
       }
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
-    if (opts.follow === true) await followSource(db, dbPath, run);
-    else run();
+    try {
+      if (opts.follow === true) await followSource(db, dbPath, run);
+      else run();
+    } catch (err) {
+      throw startAgain(err, { source: dbPath, out: opts.out, cursorFile, since: opts.since !== undefined, segments: false });
+    }
   } finally {
     sink.flush(true);
     db.close();
@@ -179,8 +184,12 @@ async function exportSegments(
       });
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
-    if (opts.follow === true) await followSource(db, dbPath, run);
-    else run();
+    try {
+      if (opts.follow === true) await followSource(db, dbPath, run);
+      else run();
+    } catch (err) {
+      throw startAgain(err, { source: dbPath, out: opts.out, cursorFile, since: opts.since !== undefined, segments: true });
+    }
   } finally {
     db.close();
   }
@@ -190,6 +199,41 @@ async function exportSegments(
     S.exportOutput,
     summary,
     () => `exported ${totals.rows} snapshot rows and ${totals.events} events in ${totals.batches} batches as segments to ${opts.out}`,
+  );
+}
+
+/**
+ * An export whose cursor cannot go on (a table re-armed, the source bumped,
+ * restored from an older copy: validateCursor's rebuild reasons) exits 3 as
+ * every reader does, but cannot "rebuild from a snapshot" as the message
+ * says to a sync: what it wrote is another file's history. So it says what
+ * starts it again: a new file (which begins with a snapshot), or this one
+ * removed with its cursor first; importing that rebuilds a target.
+ */
+function startAgain(
+  err: unknown,
+  at: {
+    readonly source: string;
+    readonly out: string;
+    readonly cursorFile: string | undefined;
+    readonly since: boolean;
+    readonly segments: boolean;
+  },
+): unknown {
+  if (!(err instanceof FailClosedError) || err.detail.rebuild === undefined) return err;
+  const what = at.segments ? 'folder' : 'file';
+  const fresh = `sluice export ${shellWord(at.source)} --out NEW_${what.toUpperCase()}${at.segments ? ' --format segment' : ''}`;
+  const how = at.since
+    ? `run the export again without --since (to a new --out: it starts with a snapshot)`
+    : at.cursorFile === undefined
+      ? `run the export again: it starts with a snapshot`
+      : `export to a new ${what} (${fresh}: it starts with a snapshot), or remove ${at.out} and ${at.cursorFile} and export again`;
+  const message = err.message.replace(/\s*Rebuild (it )?from a snapshot\.?$/, '');
+  return new FailClosedError(
+    err.code,
+    `${message} An export cannot rebuild what it wrote from a snapshot: ${how}. Importing that ${what} into a target rebuilds its projections from the snapshot (${err.code}).`,
+    err.detail,
+    { cause: err },
   );
 }
 
