@@ -54,7 +54,7 @@ export { fileKey, realFilePath, sameDatabaseFile } from './real-path.ts';
 export { parseRenameColumn } from './rename-column.ts';
 export { renameTable } from './rename.ts';
 export { openUntouched } from './schema-copy.ts';
-export { scrubbing } from './scrub.ts';
+export { scrubbing, checkpointScrubbed, scrubCheckpointOwed } from './scrub.ts';
 export { reinitCommand, repairAction, repairOf, shellCommand, shellWord } from './shell-word.ts';
 export { adoptShmFiles, lendShmFiles, ownShmFilesIn } from './shm-files.ts';
 export type { HeldShm } from './shm-files.ts';

@@ -34,25 +34,47 @@ export function scrubbing<T>(db: Db, schema: string, fn: () => T): T {
   }
 }
 
-/** After a top-level COMMIT (transaction.ts): each schema scrubbed in it checkpointed with TRUNCATE, best effort. */
+/**
+ * The schemas whose scrubbed drops committed but whose TRUNCATE checkpoint
+ * did not complete (a reader held the log): the zeroed pages are in the
+ * `-wal` only, and the file keeps the old ones until a checkpoint copies
+ * them over. A follower's own watch of the target is such a reader: it
+ * lets go and the checkpoint is tried again (scrubCheckpointOwed).
+ */
+const owed = slot('scrub-checkpoint-owed', (): Set<string> => new Set());
+
+/** After a top-level COMMIT (transaction.ts): each schema scrubbed in it, and each still owed one, checkpointed with TRUNCATE, best effort. */
 export function checkpointScrubbed(db: Db): void {
-  const schemas = connectionState(db).peek(scrubbed);
-  if (schemas === undefined || schemas.size === 0) return;
+  const state = connectionState(db);
+  const schemas = state.peek(scrubbed);
+  const due = state.peek(owed);
+  if ((schemas === undefined || schemas.size === 0) && (due === undefined || due.size === 0)) return;
+  const still = state.get(owed);
+  for (const schema of schemas ?? []) still.add(schema);
+  schemas?.clear();
   // Without waiting: a reader holding an older snapshot (a follower's own watch of the target pins one) would hold the
-  // writer for the whole busy timeout. What it keeps, the next checkpoint (or the last connection's close) copies over.
+  // writer for the whole busy timeout. What it keeps stays owed: the next commit, a follower's watch letting go
+  // (scrubCheckpointOwed), or the last connection's close copies it over.
   const timeout = Number(db.pragma('busy_timeout', { simple: true }));
   db.pragma('busy_timeout = 0');
   try {
-    for (const schema of schemas)
+    for (const schema of [...still])
       try {
-        db.pragma(`${quoteIdent(schema)}.wal_checkpoint(TRUNCATE)`);
-      } catch {
-        // (Best effort, as above.)
+        const r = db.pragma(`${quoteIdent(schema)}.wal_checkpoint(TRUNCATE)`) as { busy: number; log: number; checkpointed: number }[];
+        // busy: it could not finish; log -1 (no log: not WAL) and 0 (emptied) are done.
+        if (r[0]?.busy === 0) still.delete(schema);
+      } catch (err) {
+        // (Best effort, as above: it stays owed, unless the schema is no longer attached.)
+        if (/unknown database/i.test(String((err as Error).message))) still.delete(schema);
       }
   } finally {
     db.pragma(`busy_timeout = ${timeout}`);
-    schemas.clear();
   }
+}
+
+/** Whether a scrubbed drop's checkpoint is owed on `db` (checkpointScrubbed could not finish it): try again once the reader let go. */
+export function scrubCheckpointOwed(db: Db): boolean {
+  return (connectionState(db).peek(owed)?.size ?? 0) > 0;
 }
 
 /** After a top-level ROLLBACK (transaction.ts): nothing was dropped. */

@@ -220,6 +220,18 @@ export class TargetWatch {
     this.#wroteSincePin = false;
   }
 
+  /**
+   * Between sluice's transactions: every frame of the log copied into the
+   * database file now, and the pin moved to where it holds none of it back
+   * (#checkpoint), so that a TRUNCATE checkpoint after it can empty the
+   * log: a scrubbed drop's (sqlite/scrub.ts), whose zeroed pages must reach
+   * the file while the follower runs, not at its close.
+   */
+  letGoOfLog(): void {
+    this.#checkpointedMs = Date.now();
+    this.#checkpoint();
+  }
+
   /** Pin at the end, checkpoint everything up to it with the free connection, and pin again (then with the log all copied). */
   #checkpoint(): void {
     this.#advance(false);

@@ -12,6 +12,8 @@ import {
   requireOutputPath,
   removeMadeDatabase,
   shellCommand,
+  checkpointScrubbed,
+  scrubCheckpointOwed,
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
 import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
@@ -771,7 +773,7 @@ export class Syncer {
       busy: this.#busy,
       // As between two steps below (a protected rebuild's validation runs between two transactions of one step).
       between: () => {
-        this.#watch?.between();
+        this.#between();
         this.checkTarget();
       },
       // Counting events and snapshot rows costs queries: only when someone shows progress.
@@ -837,7 +839,7 @@ export class Syncer {
     for (let first = true; ; first = false) {
       if (!first) this.checkTarget();
       const out: StepOutcome = await step(ctx, p);
-      this.#watch?.between();
+      this.#between();
       ctx = base; // a reinit is the first step only
       if (out.kind === 'building') {
         this.session.memoryMap(true); // a (re)build is catch-up work, in a session that was following too
@@ -928,6 +930,22 @@ export class Syncer {
   }
 
   /**
+   * Between two of sluice's target transactions: the watch of hand edits
+   * reads what others committed (TargetWatch.between), and a scrubbed
+   * drop's checkpoint that the watch's own pin kept from finishing (a
+   * column left out of capture since: sqlite/scrub.ts) is finished, so its
+   * zeroed pages reach the target's file and its -wal is emptied now, not
+   * when the follower stops.
+   */
+  #between(): void {
+    this.#watch?.between();
+    const db = this.session.db;
+    if (!scrubCheckpointOwed(db)) return;
+    this.#watch?.letGoOfLog();
+    checkpointScrubbed(db);
+  }
+
+  /**
    * Drops the tables a protected rebuild's swap retired, each in a target
    * transaction of its own, with the write lock free before each (as
    * between two steps of the build: a writer waiting since the swap's
@@ -938,7 +956,7 @@ export class Syncer {
       await new Promise((resolve) => setTimeout(resolve, BUILD_STEP_GAP_MS));
       this.checkTarget();
       if (!(await retryBusy(() => dropOneRetired(this.session.db, TARGET_SCHEMA), this.#busyTimeoutMs, this.#files))) return;
-      this.#watch?.between();
+      this.#between();
     }
   }
 

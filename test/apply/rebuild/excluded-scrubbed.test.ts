@@ -7,7 +7,14 @@ import { enable } from '../../../src/capture/index.ts';
 import { sync } from '../../../src/apply/sync/index.ts';
 import { dropProjection } from '../../../src/apply/projections/index.ts';
 import { makeSource } from '../support/target.ts';
-import { runCliAsync } from '../../cli/support/cli.ts';
+import { runCliAsync, startCli, waitFor, type Spawned } from '../../cli/support/cli.ts';
+import { afterEach } from 'vitest';
+
+let follower: Spawned | undefined;
+afterEach(() => {
+  follower?.child.kill('SIGKILL');
+  follower = undefined;
+});
 
 /*
  * docs/journal.md, "Columns left out of capture": an excluded column ends
@@ -119,5 +126,39 @@ describe('a column excluded after a target was built', () => {
       left[t] = secretsIn(at(t));
     }
     expect(left).toEqual({ 'synced.db': 0, 'jsonl.db': 0, 'seg.db': 0 });
+  });
+
+  test('a mirror a running follower rebuilds without it keeps none of its values in the target file or its -wal while the follower runs', async ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
+    const target = path.join(tmp, 'cache.db');
+    await sync(src.file, target);
+    follower = startCli(['sync', src.file, target, '--follow']);
+    await waitFor('the follower started', () => `${follower?.stdout() ?? ''}${follower?.stderr() ?? ''}`.includes('following'));
+    // Its own commits write the values into the target's log too.
+    src.db.exec("UPDATE users SET pw = pw || 'X' WHERE id <= 500");
+    await waitFor('the update applied', () => {
+      const t = openDatabase(target, { readonly: true });
+      try {
+        return Number(t.prepare("SELECT count(*) FROM users WHERE pw LIKE '%X'").pluck().get()) === 500;
+      } finally {
+        t.close();
+      }
+    });
+    enable(src.db, ['users'], { exclude: ['pw'] });
+    const columns = () => {
+      const t = openDatabase(target, { readonly: true });
+      try {
+        return t.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get();
+      } finally {
+        t.close();
+      }
+    };
+    await waitFor('the follower rebuilt the mirror without pw', () => columns() === 'id,name');
+    // While it goes on running (a quiet source: no commit of its own moves the log on), nothing of them is left.
+    await waitFor('no value left in cache.db or its -wal', () => secretsIn(target) === 0, 5000);
+    expect(follower.child.exitCode).toBeNull();
   });
 });
