@@ -45,6 +45,8 @@ export interface PublishedSnapshot {
   readonly rows: number;
   /** Part messages (the end is one more). */
   readonly parts: number;
+  /** The stream sequence of its first message. */
+  readonly firstSeq: number;
 }
 
 /** Publishes a snapshot of the source; undefined if stopped before its end was acknowledged. */
@@ -110,7 +112,7 @@ export async function publishSnapshot(db: Db, s: Sender, tables?: readonly strin
     const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
     if (ack === undefined) return undefined;
     await s.held(total, start as number);
-    return { cursor: snap.cursor, seq: snap.seq, rows: snap.rows, parts };
+    return { cursor: snap.cursor, seq: snap.seq, rows: snap.rows, parts, firstSeq: start as number };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

@@ -565,7 +565,37 @@ export class Publisher {
       );
       tally.snapshots.push({ seq: snap.seq, rows: snap.rows, reason, ...aliasFields(reason) });
       if (moveTo) this.#acknowledged(snap.cursor);
+      if (moveTo) await this.#purgeLeftOut(reason, snap.firstSeq);
       return;
+    }
+  }
+
+  /**
+   * After a snapshot that starts a new position because the old one could
+   * not be continued (a table re-armed: its columns left out of capture
+   * changed, say): the messages before it may carry values of columns the
+   * source now leaves out (enable --exclude), and a stream keeps them until
+   * its limits drop them. When the source leaves any column out, they are
+   * purged: no subscriber can go on past that break without the new
+   * snapshot anyway (one behind it rebuilds from it,
+   * SUBSCRIBER_BEHIND_STREAM), and nobody reading the server's store finds
+   * the values. Best effort: a purge that fails is logged, and the next
+   * such snapshot tries again.
+   */
+  async #purgeLeftOut(reason: string, firstSeq: number): Promise<void> {
+    if (reason === 'STREAM_HAD_NO_SNAPSHOT' || reason === 'STREAM_TABLES_ADDED') return;
+    const leftOut = readTables(this.db).flatMap((t) => t.excluded.map((c) => `${t.name}.${c}`));
+    if (leftOut.length === 0) return;
+    try {
+      const r = await this.#retry(() => this.#broker.jsm.streams.purge(this.stream, { seq: firstSeq }));
+      if (r !== undefined && r.purged > 0)
+        this.#log(
+          `sluice publish: purged the ${r.purged} messages of stream ${this.stream} before this snapshot (${reason}): they may hold values of ${leftOut.join(', ')}, which the source now leaves out of capture; a subscriber behind them rebuilds from the snapshot`,
+        );
+    } catch (err) {
+      this.#log(
+        `sluice publish: the messages of stream ${this.stream} before this snapshot could not be purged (${String(err)}); the next such snapshot tries again`,
+      );
     }
   }
 
