@@ -3,7 +3,7 @@ import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
 import { type Spawned } from '../../cli/support/cli.ts';
-import { appSource, freePort, holdWriteLock, kill, put, startRun, waitHealth } from '../support/run.ts';
+import { appSource, commitNow, freePort, holdWriteLock, kill, put, startRun, waitHealth } from '../support/run.ts';
 
 /*
  * The capture part enables declared capture with the library's enable(),
@@ -28,8 +28,9 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
       config,
       `sources:\n  - path: app.db\n    capture: [issues]\n    targets:\n      - path: cache.db\n        projections: ["*"]\nlisten: 127.0.0.1:${port}\n`,
     );
-    // An app opens a write transaction and keeps it for 6 s.
-    const app = await holdWriteLock(src, 6);
+    // An app opens a write transaction and keeps it until the part has failed (a fixed 6 s ran out before run's
+    // busy timeout did on a loaded machine: the part then never failed, and the test waited for nothing).
+    const app = await holdWriteLock(src, 60);
     running = startRun(config);
     const busy = await waitHealth(
       port,
@@ -40,6 +41,7 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     const failure = busy.status.run.parts.find((p) => p.kind === 'capture')?.failure;
     expect(failure?.code).toBe('SOURCE_BUSY');
     expect(failure?.message).toContain(src);
+    commitNow(app);
     await waitHealth(port, 'healthy once the app committed', (h) => h.code === 200, 40_000);
     app.kill();
   }, 90_000);
