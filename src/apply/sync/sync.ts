@@ -89,6 +89,9 @@ const MAP_MIN_EVENTS = 1000;
 /** The time between two steps of a protected rebuild with the target's write lock free (a little more than LOCK_POLL_MS). */
 const BUILD_STEP_GAP_MS = 2;
 
+/** How often a follower tries again to finish a scrubbed drop's checkpoint that another program's reader kept from finishing. */
+const SCRUB_RETRY_MS = 1000;
+
 /** Suspensions a user lifts by DDL in the target (dropping the trigger, the UNIQUE index), which the next run then finds gone. */
 const TARGET_REPAIRS: ReadonlySet<string> = new Set(['USER_TRIGGER_WRITES_PROJECTION', 'TARGET_CONSTRAINT']);
 
@@ -148,6 +151,8 @@ export class Syncer {
    * when it left none so.
    */
   #awaitsRepairAt: number | undefined;
+  /** When #between last tried to finish a scrubbed drop's owed checkpoint. */
+  #scrubTriedMs = 0;
   /** What the definitions come from: the given ones (SyncOptions.projections, or setDefinitions), or the target's set (empty). */
   #given: readonly DefinitionInput[];
   /** Set by setDefinitions: the next run compiles the definitions again. */
@@ -940,7 +945,9 @@ export class Syncer {
   #between(): void {
     this.#watch?.between();
     const db = this.session.db;
-    if (!scrubCheckpointOwed(db)) return;
+    // (Another program's reader can keep it owed: tried again at most once a second, not after every step.)
+    if (!scrubCheckpointOwed(db) || Date.now() - this.#scrubTriedMs < SCRUB_RETRY_MS) return;
+    this.#scrubTriedMs = Date.now();
     this.#watch?.letGoOfLog();
     checkpointScrubbed(db);
   }
