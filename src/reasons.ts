@@ -866,7 +866,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      'Another process follows this target (sync --follow or subscribe --follow holds its lock, the file TARGET-follower): a target takes one follower. The message names the process; stop it first, or follow into another target. One-shot commands run beside a follower.',
+      'Another process follows this target (sync --follow or subscribe --follow holds its lock, the file TARGET-follower), through this name or another name of the same file (a hard link beside it, whose lock is held under that name): a target takes one follower. The message names the process; stop it first, or follow into another target. One-shot commands run beside a follower.',
     repair: null,
   },
   SOURCE_REPLACED: {

@@ -1,10 +1,10 @@
 import fs from 'node:fs';
 import { dropMirrorAll, dropProjection } from '../apply/projections/index.ts';
-import { followerLockFile } from '../apply/sync/index.ts';
+import { targetFollowed } from '../apply/sync/index.ts';
 import { readConsumers, targetKey, type ConsumerRow, readTables } from '../capture/index.ts';
 import { forget } from '../feed/index.ts';
 import { defaultProjectionName } from '../projection/index.ts';
-import { lockHeld, type Db } from '../sqlite/index.ts';
+import type { Db } from '../sqlite/index.ts';
 import type { Pipeline, PipelineSource, PipelineTarget } from './pipeline.ts';
 import { declaredInputs, declaresHeld } from './declared.ts';
 import { heldProjections, holdsMirrorAll } from './held.ts';
@@ -129,10 +129,10 @@ export function followedByAnother(pipeline: Pick<Pipeline, 'sources' | 'subscrip
   return (target) => !own.has(target) && followedNow(target);
 }
 
-/** Whether a process holds the follower lock of `target` now (looked at without taking it for more than a moment, nothing written); one that cannot be read counts as followed (forgetting could let the source prune what its follower needs). */
+/** Whether a process holds the follower lock of `target` now, through this name or another name of its file (a hard link beside it) (looked at without taking it for more than a moment, nothing written); one that cannot be read counts as followed (forgetting could let the source prune what its follower needs). */
 function followedNow(target: string): boolean {
   try {
-    return lockHeld(followerLockFile(target)) !== undefined;
+    return targetFollowed(target);
   } catch {
     return true;
   }

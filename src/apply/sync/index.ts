@@ -2,7 +2,7 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { runBatchPath } from './batch-path.ts';
-export { followerLockFile, lockFollower } from './follower-lock.ts';
+export { followerLockFile, lockFollower, targetFollowed } from './follower-lock.ts';
 export { failureOf, recordFailed } from './projection-failure.ts';
 export type { ProjectionReport, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 export { Syncer, sync } from './sync.ts';
