@@ -28,7 +28,7 @@ export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';
 export type { Db } from './db.ts';
-export { checkHeldFile, checkSameFile, heldFile, pathIdentity, sameFile } from './file-identity.ts';
+export { checkHeldFile, checkSameFile, checkSameFileStamp, fileStamp, heldFile, pathIdentity, sameFile } from './file-identity.ts';
 export type { FileIdentity } from './file-identity.ts';
 export {
   describeTable,
