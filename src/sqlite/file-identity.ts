@@ -82,7 +82,27 @@ export function checkSameFile(
   role: 'source' | 'target',
   writer: TargetWriter = 'sync',
 ): void {
-  if (opened === undefined || plainlySame(file, opened)) return;
+  if (opened === undefined || plainlySame(fs.statSync(file, { throwIfNoEntry: false }), opened)) return;
+  notSameFile(file, opened, role, writer);
+}
+
+/**
+ * checkSameFile, returning the file's stamp (fileStamp) from the same stat:
+ * what a long-lived writer looks at before each batch costs one stat.
+ */
+export function checkSameFileStamp(
+  file: string,
+  opened: FileIdentity | undefined,
+  role: 'source' | 'target',
+  writer: TargetWriter = 'sync',
+): string {
+  const st = fs.statSync(file, { throwIfNoEntry: false });
+  if (opened !== undefined && !plainlySame(st, opened)) notSameFile(file, opened, role, writer);
+  return stampOf(st);
+}
+
+/** Throws as checkSameFile says, unless the exact comparison finds `file` is `opened` after all. */
+function notSameFile(file: string, opened: FileIdentity, role: 'source' | 'target', writer: TargetWriter): void {
   const now = pathIdentity(file);
   if (now !== undefined && sameFile(now, opened)) return;
   const what = now === undefined ? 'was deleted' : 'was replaced by another file';
@@ -109,12 +129,30 @@ export function checkSameFile(
  * names nothing, ids past 2^53 as on Windows, another file, a birth rounded
  * up) goes to the exact comparison, which decides and words the error.
  */
-function plainlySame(file: string, opened: FileIdentity): boolean {
-  const st = fs.statSync(file, { throwIfNoEntry: false });
+function plainlySame(st: fs.Stats | undefined, opened: FileIdentity): boolean {
   if (st === undefined || !Number.isSafeInteger(st.dev) || !Number.isSafeInteger(st.ino)) return false;
   if (String(st.ino) !== opened.ino || String(st.dev) !== opened.dev) return false;
   const birth = Math.floor(st.birthtimeMs);
   return opened.birth === 0 || birth === 0 || birth === opened.birth;
+}
+
+/**
+ * The file's inode, size and times, as one string: its contents written
+ * without SQLite's knowledge (an older copy copied over it: cp bak.db app.db)
+ * change it while moving no data_version for a connection that has it open,
+ * and so do a checkpoint's writes. Empty when the path names nothing. One
+ * stat.
+ */
+export function fileStamp(file: string): string {
+  try {
+    return stampOf(fs.statSync(file, { throwIfNoEntry: false }));
+  } catch {
+    return '';
+  }
+}
+
+function stampOf(st: fs.Stats | undefined): string {
+  return st === undefined ? '' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
 /** checkSameFile for the file `db` holds as main (a source connection: SOURCE_REPLACED). */

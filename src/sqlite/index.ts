@@ -28,7 +28,7 @@ export { closeDatabase, connectionState, slot } from './connection-state.ts';
 export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';
 export type { Db } from './db.ts';
-export { checkHeldFile, checkSameFile, heldFile, pathIdentity, sameFile } from './file-identity.ts';
+export { checkHeldFile, checkSameFile, checkSameFileStamp, fileStamp, heldFile, pathIdentity, sameFile } from './file-identity.ts';
 export type { FileIdentity } from './file-identity.ts';
 export {
   describeTable,
@@ -54,7 +54,7 @@ export { fileKey, realFilePath, sameDatabaseFile } from './real-path.ts';
 export { parseRenameColumn } from './rename-column.ts';
 export { renameTable } from './rename.ts';
 export { openUntouched } from './schema-copy.ts';
-export { scrubbing, checkpointScrubbed, scrubCheckpointOwed } from './scrub.ts';
+export { checkpointScrubbed, scrubCheckpointOwed, scrubbing } from './scrub.ts';
 export { reinitCommand, repairAction, repairOf, shellCommand, shellWord } from './shell-word.ts';
 export { adoptShmFiles, lendShmFiles, ownShmFilesIn } from './shm-files.ts';
 export type { HeldShm } from './shm-files.ts';

@@ -232,6 +232,19 @@ export class TargetWatch {
     this.#checkpoint();
   }
 
+  /**
+   * The target's file was written under the watch by something other than a
+   * commit (a checkpoint, or another file's contents copied over it: the
+   * Syncer's checkTarget): the pages its connections cached and the page
+   * sets it kept are dropped, and the pin moves on, reading the file as it
+   * is now.
+   */
+  fileRewritten(): void {
+    for (const c of [this.#pin, this.#spare]) c.exec('PRAGMA shrink_memory');
+    this.#pages.clear();
+    this.#advance(false);
+  }
+
   /** Pin at the end, checkpoint everything up to it with the free connection, and pin again (then with the log all copied). */
   #checkpoint(): void {
     this.#advance(false);

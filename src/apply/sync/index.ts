@@ -2,12 +2,13 @@
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
 export { runBatchPath } from './batch-path.ts';
-export { followerLockFile, lockFollower, targetFollowed } from './follower-lock.ts';
+export { lockFollower, targetFollowed } from './follower-lock.ts';
 export { failureOf, recordFailed } from './projection-failure.ts';
 export type { ProjectionReport, SyncOptions, SyncProgress, SyncReport } from './sync-types.ts';
 export { Syncer, sync } from './sync.ts';
 
 // Not imported by other folders of src/: for the tests (and bench/, scripts/), which import the folder only here.
+export { followerLockFile } from './follower-lock.ts';
 export { decideFromRow, decideStep } from './step-decision.ts';
 export type { StepDecision, StepFacts } from './step-decision.ts';
 export { step } from './step.ts';

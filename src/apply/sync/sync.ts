@@ -5,8 +5,9 @@ import {
   withWriteTransaction,
   schemaVersion,
   checkHeldFile,
-  checkSameFile,
+  checkSameFileStamp,
   pathIdentity,
+  fileStamp,
   type FileIdentity,
   quoteIdent,
   requireOutputPath,
@@ -175,6 +176,13 @@ export class Syncer {
   #storeSet: SetChange | undefined;
   /** The target file this syncer opened (checkTarget). */
   readonly #targetFile: FileIdentity | undefined;
+  /**
+   * The target file's stamp (fileStamp: inode, size, times) when checkTarget
+   * last looked: a move means the file was written since, by a checkpoint
+   * (sluice's own, most often) or by something that is no SQLite commit (an
+   * older copy copied over it), which no data_version shows (#fileRewritten).
+   */
+  #targetStamp: string;
   /** What other programs commit to the target (SyncOptions.watchTarget). */
   readonly #watch: TargetWatch | undefined;
   /** The protected rebuilds this syncer started whose tables the watch saw no other program write (build-vouch.ts). */
@@ -200,6 +208,7 @@ export class Syncer {
     this.#rearmPending = rearmed;
     this.#targetKey = fs.realpathSync(session.targetPath); // the session made it: it exists
     this.#targetFile = pathIdentity(session.targetPath);
+    this.#targetStamp = fileStamp(session.targetPath);
     this.#compiledAt = schemaVersion(session.db);
     this.#stored = resolved.stored;
     // The projections watched are this syncer's at each look (a follower's --projection files may change them).
@@ -390,7 +399,7 @@ export class Syncer {
       this.#passTargetVersion = undefined;
     }
     const reports: ProjectionReport[] = [];
-    const quiet = this.#quiet(run, rearmed === undefined && reinit.size === 0 && store === undefined);
+    let quiet = this.#quiet(run, rearmed === undefined && reinit.size === 0 && store === undefined);
     for (const [i, p] of this.projections.entries()) {
       if (run.signal?.aborted === true) {
         reports.push({ ...this.#asStored(p.name), stopped: true });
@@ -403,8 +412,8 @@ export class Syncer {
         continue;
       }
       this.#behind.delete(p.name);
-      // (runOnce checked the target just above, before the first projection.)
-      if (i > 0) this.checkTarget();
+      // (runOnce checked the target just above, before the first projection. A file rewritten since: none is left quiet.)
+      if (i > 0 && this.checkTarget()) quiet = undefined;
       this.#leftAt.delete(p.name);
       try {
         const cause = rearmed === undefined ? undefined : this.#rearmCause(p, rearmed);
@@ -996,9 +1005,44 @@ export class Syncer {
    * Throws TARGET_GONE when the file at the target's path is no longer the
    * one this syncer opened (deleted or replaced: sqlite/file-identity.ts).
    * Each run checks it before every batch; a follower also while idle.
+   * True when the file was written since the last look by something other
+   * than a commit (#fileRewritten): what this syncer held of it is
+   * forgotten, and the next run reads every projection's stored row (a
+   * follower runs one now, so that a restored target catches up).
    */
-  checkTarget(): void {
-    checkSameFile(this.session.targetPath, this.#targetFile, 'target');
+  checkTarget(): boolean {
+    const stamp = checkSameFileStamp(this.session.targetPath, this.#targetFile, 'target');
+    if (stamp === this.#targetStamp) return false;
+    this.#targetStamp = stamp;
+    this.#fileRewritten();
+    return true;
+  }
+
+  /**
+   * The target's file was written under this syncer with no commit to show
+   * for it: a checkpoint's copy of the log (this syncer's own, or another
+   * program's), or the contents of another file copied over it in place
+   * (cp backup.db cache.db: same inode, so no TARGET_GONE). The latter moves
+   * no data_version, and in WAL mode SQLite keeps the pages it cached: the
+   * follower went on from the cursors it remembered and cached, applied the
+   * next event onto the restored rows and wrote its cursor over the
+   * restored one (the target missed everything between, and health said
+   * ok). Nothing here tells the two apart, and a checkpoint is frequent, so
+   * what is dropped is only what is cheap to read again: the pages cached
+   * (of the apply connection and the watch's), the cursors the quiet
+   * projections were left at (their next step reads the stored row), and
+   * the looks at the stored definitions, sources and retired tables.
+   */
+  #fileRewritten(): void {
+    this.session.db.exec('PRAGMA shrink_memory');
+    this.#watch?.fileRewritten();
+    this.#leftAt.clear();
+    this.#behind.clear();
+    this.#targetVersion = undefined;
+    this.#passTargetVersion = undefined;
+    this.#storedLookedAt = undefined;
+    this.#sourced.clear();
+    this.#retiredUnchecked = true;
   }
 
   /**

@@ -55,5 +55,5 @@ export {
 export type { ProjectionRecord, ProjectionState } from './target-meta.ts';
 export { restoreIndexes, userIndexes } from './user-indexes.ts';
 export type { DroppedIndex, UserIndex } from './user-indexes.ts';
-export { brokenTrigger, brokenTriggerProblem, restoreTriggers, userTriggers } from './user-triggers.ts';
+export { brokenTriggerProblem, restoreTriggers, userTriggers } from './user-triggers.ts';
 export type { DroppedTrigger } from './user-triggers.ts';

@@ -96,7 +96,10 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
         signal: options.signal,
         quiet,
         onIdle: async () => {
-          syncer.checkTarget(); // a target deleted while the source is idle stops the follower too (TARGET_GONE)
+          // A target deleted while the source is idle stops the follower too (TARGET_GONE); one written under it by
+          // something other than a commit (an older copy copied over it, or a checkpoint) gets a pass now, from the
+          // cursors it stores: a restored target catches up without waiting for the source's next commit.
+          const rewritten = syncer.checkTarget();
           syncer.checkSource(); // and a source replaced by another file (SOURCE_REPLACED)
           edits.rethrow(); // the idle look for hand edits of the target failed (idle-edit-check.ts)
           // The cursors the passes left at their projections' quiet tables move to the source's position.
@@ -104,7 +107,7 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           syncer.flushAcknowledgements({ wait: false, intervalMs: ACK_INTERVAL_MS });
           // The definitions changed while the source is idle: a pass now takes them in; and a
           // pass that left a projection failed is tried again, since no commit may come to (failed-pass-retry.ts).
-          if (files?.changed() === true) return true;
+          if (files?.changed() === true || rewritten) return true;
           // A projection suspended by a trigger or UNIQUE index in the target, which the user dropped since: a pass lifts it now.
           if (syncer.targetRepaired()) return true;
           retrying = retry.due();

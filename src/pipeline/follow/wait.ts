@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Db } from '../../sqlite/index.ts';
-import { realFilePath, WalFiles } from '../../sqlite/index.ts';
+import { fileStamp, realFilePath, WalFiles } from '../../sqlite/index.ts';
 
 export interface WaitOptions {
   /** Fallback poll interval in ms. Default 250 with a file watch (QUIET_POLL_MS once `quiet` says so), 20 without. */
@@ -166,7 +166,7 @@ export async function waitForChange(
   let stamped: string | undefined; // the source file's stamp before the last pass (fileStamp)
   try {
     while (!stopping) {
-      const now = fileStamp(source); // before data_version: a rewrite after it brings another pass
+      const now = fileStamp(source); // before data_version: a rewrite after it brings another pass (empty: the pass says SOURCE_REPLACED)
       const v = Number(dataVersion.get() as bigint);
       const rewritten = v === seen && now !== stamped;
       if (rewritten) {
@@ -230,22 +230,6 @@ export async function waitForChange(
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
     signal?.removeEventListener('abort', onSignal);
-  }
-}
-
-/**
- * The source file's size, times and inode, as one string: a file copied
- * over the source (a restore of an older copy) changes it without moving
- * data_version for a connection that has it open; so do a checkpoint's
- * writes, which bring a pass that finds nothing new. Empty when the path
- * names nothing (the pass says SOURCE_REPLACED). One stat per look.
- */
-function fileStamp(file: string): string {
-  try {
-    const st = fs.statSync(file, { throwIfNoEntry: false });
-    return st === undefined ? '' : `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
-  } catch {
-    return '';
   }
 }
 
