@@ -7,12 +7,15 @@ import {
   projectionWrites,
   allowProjectionWrites,
   foldIdent,
+  isProtected,
   readQuietly,
+  refuseProjectionWrites,
   shellWord,
   triggerWriteFix,
   triggerWriteText,
   userTriggerWrites,
   type TriggerWrite,
+  type ProjectionWrite,
 } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
@@ -25,10 +28,13 @@ import { emit } from './output.ts';
  * no -wal or -shm is left: readQuietly). A write gets a writable one, with
  * recursive_triggers at SQLite's default (off), so the user's own triggers
  * (an AFTER UPDATE that touches updated_at) behave as in the user's app.
- * Neither changes the journal mode.
+ * Neither changes the journal mode. On a protected target both define the
+ * guards' function to refuse (refuseProjectionWrites): a write to a
+ * guarded table compiles, so it is found and refused, naming the table.
  */
 function openForQuery(dbPath: string, sql: string): Db {
   const reader = openDatabase(dbPath, { role: 'database', readonly: true });
+  refuseProjectionWrites(reader);
   let write: boolean;
   try {
     write = !reader.prepare(sql).readonly;
@@ -37,7 +43,9 @@ function openForQuery(dbPath: string, sql: string): Db {
   }
   if (!write) return reader;
   reader.close();
-  return openDatabase(dbPath, { role: 'database', recursiveTriggers: false });
+  const writer = openDatabase(dbPath, { role: 'database', recursiveTriggers: false });
+  refuseProjectionWrites(writer);
+  return writer;
 }
 
 export function registerQuery(program: Command): void {
@@ -75,6 +83,9 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
     // triggers) rolled back.
     const own = db.readonly ? [] : ownTablesWritten(db, sql);
     if (own.length > 0) throw ownTablesRefused(dbPath, own);
+    // A protected target's projection tables are sluice's alone to write: refused before the statement runs.
+    const guarded = db.readonly || !isProtected(db, 'main') ? [] : projectionWrites(db, sql);
+    if (guarded.length > 0) throw protectedRefused(dbPath, guarded);
     const objects = db.readonly ? undefined : ownObjects(db);
     const beforeCommit = () => {
       const changed = objects === undefined ? [] : ownObjectsChanged(objects, ownObjects(db));
@@ -167,6 +178,16 @@ function ownTablesRefused(file: string, tables: readonly string[]): InvalidInput
   return new InvalidInputError(
     'QUERY_REFUSED',
     `Query on ${file}: the statement writes ${tables.join(', ')}, sluice's own (the capture's record on a source, the projections' state on a target), which only sluice writes. Nothing was run. To stop capture use sluice disable, to remove a projection sluice drop, to clear old acknowledgements sluice forget or sluice prune.`,
+    { exitCode: 2 },
+  );
+}
+
+/** A statement that writes a protected target's projection tables (projectionWrites): refused before it runs. */
+function protectedRefused(file: string, writes: readonly ProjectionWrite[]): InvalidInputError {
+  const what = writes.map((w) => `table ${w.table} of projection ${w.projection}`).join(', ');
+  return new InvalidInputError(
+    'QUERY_REFUSED',
+    `Query on ${file}: target ${file} is protected (sluice protect), and the statement writes ${what}, which only sluice writes there. Nothing was run. Change the rows in the source and run sluice sync, which brings them here; or, to edit them by hand, take the protection off first (sluice protect ${shellWord(file)} --off): sluice then suspends the projection once it sees the edit (TARGET_EDITED) until sluice reinit rebuilds it.`,
     { exitCode: 2 },
   );
 }
