@@ -24,7 +24,9 @@ export { MIRROR_ALL } from './apply/projections/index.ts';
 export { suspensionRepair } from './apply/check/index.ts';
 export {
   allowProjectionWrites,
+  GUARD_PREFIX,
   isProtected,
+  projectionOwners,
   projectionWrites,
   refuseProjectionWrites,
   triggerWriteFix,

@@ -60,8 +60,21 @@ describe('sluice query on a protected target', () => {
     await refused("INSERT INTO issues (repo_id, number, title, state, author, updated_at) VALUES (1, -1, 'x', 'open', 'me', '')", fix);
   });
 
+  test("DDL on a projection table points to sluice drop, not to sluice alter (a source's)", async () => {
+    await refused('DROP TABLE issues', [`sluice drop ${tgt} issues`]);
+    await refused('ALTER TABLE issues RENAME TO tickets', [`sluice drop ${tgt} issues`]);
+  });
+
   test('a read runs', async () => {
     const r = await runCliOk(['query', tgt, 'SELECT count(*) AS n FROM issues']);
     expect(r.stdout).toMatch(/"n":\d+/);
+  });
+
+  test('sluice alter given the target says TARGET_NOT_SOURCE, naming the file it is synced from', async () => {
+    const r = await runCliAsync(['alter', tgt, 'DROP TABLE issues']);
+    expect(r.status, r.stderr).not.toBe(0);
+    expectOneLineError(r, 'TARGET_NOT_SOURCE');
+    expect(r.stderr).toContain(src);
+    expect(r.stderr).not.toContain('CAPTURE_ABSENT');
   });
 });

@@ -13,6 +13,7 @@ export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, wi
 export type { FedBy } from './fed-by.ts';
 export {
   guardProjectionTables,
+  projectionOwners,
   projectionWrites,
   triggerWriteFix,
   triggerWriteText,
