@@ -22,8 +22,18 @@ export { alterRules } from './feed/index.ts';
 export { eventToLine, readSourceView } from './feed/index.ts';
 export { MIRROR_ALL } from './apply/projections/index.ts';
 export { suspensionRepair } from './apply/check/index.ts';
-export { allowProjectionWrites, projectionWrites, triggerWriteFix, triggerWriteText, userTriggerWrites } from './apply/target/index.ts';
-export type { TriggerWrite } from './apply/target/index.ts';
+export {
+  allowProjectionWrites,
+  GUARD_PREFIX,
+  isProtected,
+  projectionOwners,
+  projectionWrites,
+  refuseProjectionWrites,
+  triggerWriteFix,
+  triggerWriteText,
+  userTriggerWrites,
+} from './apply/target/index.ts';
+export type { ProjectionWrite, TriggerWrite } from './apply/target/index.ts';
 export { readProjections } from './apply/target/index.ts';
 export { repairAction, shellWord } from './sqlite/index.ts';
 export { errorMessage, isSqliteBusy } from './errors.ts';

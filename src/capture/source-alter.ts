@@ -25,6 +25,7 @@ import { AlterRefusedError, GUARD_MARK, checkStatement, guardRefusal, statementL
 import { ColumnLineage, keepsEveryName } from './alter-lineage.ts';
 import { STATE_TABLE, TABLES_TABLE, triggerNames } from './schema.ts';
 import { forgetArming, verifyCapture } from './arming.ts';
+import { RUN_ON_SOURCE, refuseTarget } from './target-guard.ts';
 
 export interface AlterOptions {
   /** Run the script and report, then roll everything back. */
@@ -82,10 +83,13 @@ export interface AlterResult {
  */
 export function alter(db: Db, ddl: string, options: AlterOptions = {}): AlterResult {
   const name = db.name;
-  if (readState(db) === undefined)
+  if (readState(db) === undefined) {
+    // A sync target has no capture either: say it is one, and the file it is synced from (TARGET_NOT_SOURCE).
+    refuseTarget(db, name, RUN_ON_SOURCE);
     throw new SluiceError('CAPTURE_ABSENT', `${name} has no sluice capture; run the DDL with any tool, or enable capture first.`, {
       exitCode: 3,
     });
+  }
   if (isBlank(ddl))
     throw new AlterRefusedError(
       `sluice alter ${name}: the DDL is empty. Pass the statements, e.g. "ALTER TABLE issues ADD COLUMN due TEXT".`,

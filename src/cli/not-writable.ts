@@ -31,8 +31,17 @@ export function namingUnwritable(err: unknown, command: Command | undefined): un
       { cause: err },
     );
   const files = filesOf(command);
-  if (!code.startsWith('SQLITE_READONLY') || code === 'SQLITE_READONLY_ROLLBACK' || files.length !== 1) return err;
-  const { role, file } = files[0] as { role: string; file: string };
+  if (!code.startsWith('SQLITE_READONLY') || code === 'SQLITE_READONLY_ROLLBACK' || files.length === 0) return err;
+  // Of a command given two (sync, reinit, verify: a source and a target), the one this user may not write.
+  const denied = files.filter((f) => writeAccessProblem(f.file, f.role) !== undefined);
+  const one = files.length === 1 ? files[0] : denied.length === 1 ? denied[0] : undefined;
+  if (one === undefined)
+    return new SluiceError(
+      'DB_NOT_WRITABLE',
+      `Cannot ${name} ${files.map((f) => `${f.role} ${f.file}`).join(' and ')}: SQLite opened ${denied.length === 0 ? 'one of them' : 'them'} read-only (${code}: a read-only file system, or a file or folder this user may not write). Give this user write access to ${denied.length === 0 ? 'each' : 'them'} and ${denied.length === 0 ? 'its' : 'their'} folder, or run sluice ${name} as a user that has it.`,
+      { cause: err },
+    );
+  const { role, file } = one;
   const problem = writeAccessProblem(file, role);
   return new SluiceError(
     'DB_NOT_WRITABLE',

@@ -7,12 +7,17 @@ import {
   projectionWrites,
   allowProjectionWrites,
   foldIdent,
+  GUARD_PREFIX,
+  isProtected,
+  projectionOwners,
   readQuietly,
+  refuseProjectionWrites,
   shellWord,
   triggerWriteFix,
   triggerWriteText,
   userTriggerWrites,
   type TriggerWrite,
+  type ProjectionWrite,
 } from '../internal.ts';
 import { stderr } from './closed-pipe.ts';
 import { parseWholeNumber } from './enable.ts';
@@ -25,10 +30,13 @@ import { emit } from './output.ts';
  * no -wal or -shm is left: readQuietly). A write gets a writable one, with
  * recursive_triggers at SQLite's default (off), so the user's own triggers
  * (an AFTER UPDATE that touches updated_at) behave as in the user's app.
- * Neither changes the journal mode.
+ * Neither changes the journal mode. On a protected target both define the
+ * guards' function to refuse (refuseProjectionWrites): a write to a
+ * guarded table compiles, so it is found and refused, naming the table.
  */
 function openForQuery(dbPath: string, sql: string): Db {
   const reader = openDatabase(dbPath, { role: 'database', readonly: true });
+  refuseProjectionWrites(reader);
   let write: boolean;
   try {
     write = !reader.prepare(sql).readonly;
@@ -37,7 +45,9 @@ function openForQuery(dbPath: string, sql: string): Db {
   }
   if (!write) return reader;
   reader.close();
-  return openDatabase(dbPath, { role: 'database', recursiveTriggers: false });
+  const writer = openDatabase(dbPath, { role: 'database', recursiveTriggers: false });
+  refuseProjectionWrites(writer);
+  return writer;
 }
 
 export function registerQuery(program: Command): void {
@@ -75,10 +85,14 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
     // triggers) rolled back.
     const own = db.readonly ? [] : ownTablesWritten(db, sql);
     if (own.length > 0) throw ownTablesRefused(dbPath, own);
+    // A protected target's projection tables are sluice's alone to write: refused before the statement runs.
+    const guarded = db.readonly || !isProtected(db, 'main') ? [] : projectionWrites(db, sql);
+    if (guarded.length > 0) throw protectedRefused(dbPath, sql, guarded);
     const objects = db.readonly ? undefined : ownObjects(db);
+    const guards = db.readonly ? new Map<string, string>() : guardedTables(db);
     const beforeCommit = () => {
       const changed = objects === undefined ? [] : ownObjectsChanged(objects, ownObjects(db));
-      if (changed.length > 0) throw ownObjectsRefused(dbPath, sql, changed);
+      if (changed.length > 0) throw ownObjectsRefused(db, dbPath, sql, changed, guards);
     };
     // A write to a projection's table is the user's to make, but it makes the projection no longer its source's.
     const warnings: QueryWarning[] = (db.readonly ? [] : projectionWrites(db, sql)).map((w) => ({
@@ -97,7 +111,7 @@ function runOne(dbPath: string, sql: string, opts: { maxRows: number; json?: boo
       // DDL that sluice's own objects stop (DROP COLUMN of a column a capture trigger names): SQLite refuses it with
       // the trigger's name; it is the same refusal, nothing committed.
       const own = /error in (?:trigger|view|index) (_sluice_\w*)/i.exec(err instanceof Error ? err.message : '');
-      if (own?.[1] !== undefined) throw ownObjectsRefused(dbPath, sql, [own[1]], err);
+      if (own?.[1] !== undefined) throw ownObjectsRefused(db, dbPath, sql, [own[1]], guards, err);
       throw err;
     }
     for (const w of triggersBefore === undefined ? [] : newTriggerWrites(db, triggersBefore))
@@ -171,11 +185,73 @@ function ownTablesRefused(file: string, tables: readonly string[]): InvalidInput
   );
 }
 
-/** A statement that made, dropped or changed sluice's objects (ownObjectsChanged): rolled back. */
-function ownObjectsRefused(file: string, sql: string, objects: readonly string[], cause?: unknown): InvalidInputError {
+/** The guard triggers of a protected target (sluice protect), each one's table by its name. */
+function guardedTables(db: Db): Map<string, string> {
+  const rows = db
+    .prepare("SELECT name, tbl_name FROM main.sqlite_schema WHERE type = 'trigger' AND substr(name, 1, ?) = ?")
+    .raw()
+    .all(GUARD_PREFIX.length, GUARD_PREFIX) as [string, string][];
+  return new Map(rows);
+}
+
+/** Whether `sql` is DDL (CREATE, DROP, ALTER), after leading whitespace and comments. */
+function isDdl(sql: string): boolean {
+  const rest = sql.replace(/^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?(?:\*\/|$))*/, '');
+  return /^(?:CREATE|DROP|ALTER)\b/i.test(rest);
+}
+
+/** The fix for DDL on projection tables of target `file`: a projection's tables are made and dropped with it. */
+function projectionDdlFix(file: string, projections: readonly string[]): string {
+  const drops = projections.map((p) => `sluice drop ${shellWord(file)} ${shellWord(p)}`).join(', or ');
+  return `A projection's tables are sluice's: to remove them, remove the projection (${drops}); to change their shape, change the projection's definition, or its table in the source, and run sluice sync, which rebuilds them`;
+}
+
+/** A statement that writes a protected target's projection tables (projectionWrites): refused before it runs. */
+function protectedRefused(file: string, sql: string, writes: readonly ProjectionWrite[]): InvalidInputError {
+  const what = writes.map((w) => `table ${w.table} of projection ${w.projection}`).join(', ');
+  const ddl = isDdl(sql);
+  const fix = ddl
+    ? `${projectionDdlFix(file, [...new Set(writes.map((w) => w.projection))])}.`
+    : `Change the rows in the source and run sluice sync, which brings them here; or, to edit them by hand, take the protection off first (sluice protect ${shellWord(file)} --off): sluice then suspends the projection once it sees the edit (TARGET_EDITED) until sluice reinit rebuilds it.`;
   return new InvalidInputError(
     'QUERY_REFUSED',
-    `Query on ${file}: the statement would make, drop or change sluice's own ${objects.join(', ')}, so it was rolled back and nothing was committed. DDL on a captured table goes through sluice alter ${shellWord(file)} ${shellWord(sql)}, which keeps its capture in step; sluice's own tables go with sluice disable (a source) or sluice drop (a target's projections).`,
+    `Query on ${file}: target ${file} is protected (sluice protect), and the statement ${ddl ? 'drops or changes' : 'writes'} ${what}, which only sluice writes there. Nothing was run. ${fix}`,
+    { exitCode: 2 },
+  );
+}
+
+/**
+ * A statement that made, dropped or changed sluice's objects (ownObjectsChanged): rolled back. On a source, DDL on a
+ * captured table goes through sluice alter; on a target, a projection's tables go with the projection (`guards`: the
+ * guard triggers of a protected target and their tables, which DDL on a guarded table drops or rewrites).
+ */
+function ownObjectsRefused(
+  db: Db,
+  file: string,
+  sql: string,
+  objects: readonly string[],
+  guards: ReadonlyMap<string, string>,
+  cause?: unknown,
+): InvalidInputError {
+  const owners = projectionOwners(db, 'main');
+  const projections = [
+    ...new Set(
+      objects.flatMap((o) => {
+        const table = guards.get(o);
+        const w = table === undefined ? undefined : owners.get(foldIdent(table));
+        return w === undefined ? [] : [w.projection];
+      }),
+    ),
+  ];
+  const fix =
+    projections.length > 0
+      ? projectionDdlFix(file, projections)
+      : owners.size > 0
+        ? `On a target, sluice's own tables go with its projections: sluice drop ${shellWord(file)} PROJECTION (sluice health lists them)`
+        : `DDL on a captured table goes through sluice alter ${shellWord(file)} ${shellWord(sql)}, which keeps its capture in step; sluice's own tables go with sluice disable (a source) or sluice drop (a target's projections)`;
+  return new InvalidInputError(
+    'QUERY_REFUSED',
+    `Query on ${file}: the statement would make, drop or change sluice's own ${objects.join(', ')}, so it was rolled back and nothing was committed. ${fix}.`,
     { exitCode: 2, ...(cause === undefined ? {} : { cause }) },
   );
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import nodePath from 'node:path';
 import Database from 'better-sqlite3';
 import { SluiceError, InvalidInputError, errorCode } from '../errors.ts';
 import { quoteIdent } from './quote.ts';
@@ -71,6 +72,7 @@ function openOnce(path: string, options: OpenOptions): Db {
   } catch (cause) {
     throw (
       folderNotWritable(path, role, errorCode(cause)) ??
+      noRoomToOpen(role, path, cause) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot open ${role} ${path}: ${(cause as Error).message}. Check the path and its permissions.`, {
         cause,
       })
@@ -91,10 +93,36 @@ function openOnce(path: string, options: OpenOptions): Db {
     if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK') throw hotJournal(role, path, cause);
     throw (
       folderNotWritable(path, role, errorCode(cause)) ??
+      noRoomToOpen(role, path, cause) ??
       new SluiceError('DB_OPEN_FAILED', `Cannot use ${role} ${path}: ${(cause as Error).message}.`, { cause })
     );
   }
   return db;
+}
+
+/**
+ * The error for database `path` that SQLite could not open or first read
+ * because its disk is full (undefined for any other cause): SQLITE_FULL, or
+ * SQLITE_IOERR_SHMSIZE, when the -shm it makes beside a WAL database (even
+ * to read it) could not grow. SQLite names no file and says "disk I/O
+ * error"; every command that opens a database, or attaches a target, says
+ * it this one way.
+ */
+export function noRoomToOpen(role: string, path: string, cause: unknown): SluiceError | undefined {
+  const code = errorCode(cause);
+  if (code !== 'SQLITE_FULL' && code !== 'SQLITE_IOERR_SHMSIZE') return undefined;
+  const folder = nodePath.dirname(nodePath.resolve(path));
+  const what =
+    code === 'SQLITE_FULL'
+      ? `the disk that holds it (folder ${folder}) is full (SQLITE_FULL)`
+      : `SQLite could not grow ${nodePath.basename(path)}-shm, which it makes beside a database in WAL mode to read or write it: the disk that holds it (folder ${folder}) is full, or a file size limit (ulimit -f) was reached (SQLITE_IOERR_SHMSIZE)`;
+  return new SluiceError(
+    'DB_OPEN_FAILED',
+    `Cannot open ${role} ${path}: ${what}. Nothing was written. Free space on that disk, then run this again.`,
+    {
+      cause,
+    },
+  );
 }
 
 /**

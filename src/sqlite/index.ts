@@ -25,7 +25,7 @@ export { collationKnown, collationOf, columnCollations, columnDefinitionNames, v
 export type { SqlToken } from './collations.ts';
 export { collationSql, columnDecl, declaredType, isAnyType } from './column-decl.ts';
 export { closeDatabase, connectionState, slot } from './connection-state.ts';
-export { hotJournal, openDatabase, openImage, useWal } from './connection.ts';
+export { hotJournal, noRoomToOpen, openDatabase, openImage, useWal } from './connection.ts';
 export type { OpenOptions } from './connection.ts';
 export type { Db } from './db.ts';
 export { checkHeldFile, checkSameFile, checkSameFileStamp, fileStamp, heldFile, pathIdentity, sameFile } from './file-identity.ts';

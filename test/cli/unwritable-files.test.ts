@@ -87,6 +87,19 @@ describe('a file this user may not write', () => {
     );
   });
 
+  test('a target it may not write, whose source it may: sync and reinit say DB_NOT_WRITABLE, naming the target', async ({ skip }) => {
+    // A change to sync, so that sync writes the target (it printed SQLite's bare SQLITE_READONLY, naming neither file).
+    write(src, "UPDATE labels SET name = name || '?' WHERE rowid = (SELECT min(rowid) FROM labels)");
+    await expectNamed(
+      [tgt],
+      {
+        sync: { args: () => ['sync', src, tgt], code: 'DB_NOT_WRITABLE', says: () => [`target ${tgt}`] },
+        reinit: { args: () => ['reinit', src, tgt, 'labels'], code: 'DB_NOT_WRITABLE', says: () => [`target ${tgt}`] },
+      },
+      skip,
+    );
+  });
+
   test('a folder it may not write: export, init and strip name the path they would make there', async ({ skip }) => {
     await expectNamed(
       [out],

@@ -12,3 +12,13 @@ export const PROTECT_FUNCTION = 'sluice_protect';
 export function allowProjectionWrites(db: Db): void {
   db.function(PROTECT_FUNCTION, { deterministic: true }, () => 1);
 }
+
+/**
+ * Lets a connection that must not write protected projection tables
+ * (sluice query's) compile a write to one: the guard's function returns 0,
+ * so the guard refuses the write with its own message (the table, its
+ * projection, the fix) instead of SQLite's "no such function".
+ */
+export function refuseProjectionWrites(db: Db): void {
+  db.function(PROTECT_FUNCTION, { deterministic: true }, () => 0);
+}

@@ -1,4 +1,4 @@
-import { hotJournal, encodingMismatch, textEncoding, openDatabase, closeDatabase, type Db } from '../../sqlite/index.ts';
+import { hotJournal, noRoomToOpen, encodingMismatch, textEncoding, openDatabase, closeDatabase, type Db } from '../../sqlite/index.ts';
 import { InvalidInputError, errorCode } from '../../errors.ts';
 
 /** The schema name under which the target database is attached to the source connection. */
@@ -19,7 +19,8 @@ export function notADatabase(targetPath: string, cause?: unknown): InvalidInputE
  * naming the file and the fix, for every connection that attaches a target
  * (sync, verify, explain, plan): a file that is not a database
  * (NOT_A_DATABASE); a hot journal beside it, which a read-only connection
- * may not roll back (DB_OPEN_FAILED, as openDatabase says it); another text
+ * may not roll back, or a full disk (DB_OPEN_FAILED, as openDatabase says
+ * them); another text
  * encoding than the source's. Nothing is written.
  */
 export function attachTarget(db: Db, targetPath: string): void {
@@ -36,6 +37,9 @@ export function attachTarget(db: Db, targetPath: string): void {
 function attachError(db: Db, targetPath: string, cause: unknown): unknown {
   if (errorCode(cause) === 'SQLITE_NOTADB') return notADatabase(targetPath, cause);
   if (errorCode(cause) === 'SQLITE_READONLY_ROLLBACK') return hotJournal('target', targetPath, cause);
+  // A full disk, where SQLite cannot make or grow the target's -shm: said as openDatabase says it.
+  const full = noRoomToOpen('target', targetPath, cause);
+  if (full !== undefined) return full;
   // A target made in another text encoding than the source (a new one takes the source's): say so, with the fix.
   if (String((cause as Error).message).includes('same text encoding'))
     return encodingMismatch(targetPath, targetEncoding(targetPath), textEncoding(db));

@@ -1,7 +1,7 @@
 // The face of src/apply/target/: what other folders and the tests import of it (docs/architecture.md, "Faces").
 // Written by scripts/apply-faces.ts from their imports; the comments above the exports are kept.
 
-export { allowProjectionWrites } from './allow-writes.ts';
+export { allowProjectionWrites, refuseProjectionWrites } from './allow-writes.ts';
 export { TARGET_SCHEMA, attachTarget } from './attach.ts';
 export { buildTables, readBuild, shadowBuildOf } from './build-of.ts';
 export type { BuildState } from './build-state.ts';
@@ -13,13 +13,14 @@ export { recordFedBy, recordSubscribed, recordSynced, splitServers, urlLogin, wi
 export type { FedBy } from './fed-by.ts';
 export {
   guardProjectionTables,
+  projectionOwners,
   projectionWrites,
   triggerWriteFix,
   triggerWriteText,
   userTriggerWriteOf,
   userTriggerWrites,
 } from './projection-writes.ts';
-export type { TriggerWrite } from './projection-writes.ts';
+export type { ProjectionWrite, TriggerWrite } from './projection-writes.ts';
 export {
   GUARD_PREFIX,
   PROTECTED_TABLE,
