@@ -748,6 +748,25 @@ export class Syncer {
     }
   }
 
+  /**
+   * Every projection of this syncer as the target stores it now, with the
+   * source's high-water mark: a suspended one at the seq it stopped at (a
+   * run's report gives it none), one whose last attempt failed with its
+   * recorded failure. What a follower that stops says of where it leaves
+   * them (its lag, its exit).
+   */
+  standing(): SyncReport {
+    return {
+      sourceSeq: this.#sourceHighWater(),
+      projections: this.projections.map((p) => {
+        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+        const failed =
+          rec !== undefined && rec.failures > 0 ? { code: rec.lastErrorCode ?? 'APPLY_FAILED', message: rec.lastError ?? '' } : undefined;
+        return { ...this.#asStored(p.name), ...(failed === undefined ? {} : { error: failed }) };
+      }),
+    };
+  }
+
   /** A projection's report from its stored row alone (nothing applied in this run). */
   #asStored(name: string): ProjectionReport {
     const rec = readProjection(this.session.db, TARGET_SCHEMA, name);
