@@ -70,11 +70,30 @@ export class FollowTally {
     return `following: ${recent} source events in the last ${seconds(intervalMs)}, ${total} since start${this.#perProjection()}; lag ${this.#lagNow()} events`;
   }
 
-  /** The line printed when a signal stops the follow. */
-  final(signal: string): string {
-    const at = (this.#last?.projections ?? []).filter((p) => p.state === 'active').map((p) => `${p.name} at seq ${p.seq}`);
+  /**
+   * The line printed when a signal stops the follow; `standing`: where it
+   * leaves each projection, as the target stores it (Syncer.standing), else
+   * what the last pass said. Its lag counts every projection, a suspended
+   * or failed one too (the events it did not apply), and names those.
+   */
+  final(signal: string, standing?: SyncReport): string {
+    const left = standing ?? this.#last;
+    const all = left?.projections ?? [];
+    const ok = all.filter((p) => p.state === 'active' && p.error === undefined);
+    const at = ok.map((p) => `${p.name} at seq ${p.seq}`);
     const where = at.length > 0 ? `; committed ${at.join(', ')}, where the next sync resumes` : '';
-    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} source events applied${this.#perProjection()}; lag ${this.#lagNow()} events${where}`;
+    const held = all
+      .filter((p) => !ok.includes(p))
+      .map((p) =>
+        p.error !== undefined
+          ? `${p.name} failed ${p.error.code} at seq ${p.seq}`
+          : p.state === 'suspended'
+            ? `${p.name} suspended ${p.reason ?? ''} at seq ${p.seq}`
+            : `${p.name} not built yet`,
+      );
+    const stuck = held.length > 0 ? `; ${held.join(', ')} (sluice health says the repair)` : '';
+    const lag = standing === undefined ? this.#lagNow() : Math.max(0, ...all.map((p) => standing.sourceSeq - p.seq));
+    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} source events applied${this.#perProjection()}; lag ${lag} events${where}${stuck}`;
   }
 }
 

@@ -27,9 +27,10 @@ export interface FollowOptions {
 /**
  * `sync --follow`: the follow loop (src/pipeline/follow/follow.ts) until
  * SIGINT/SIGTERM, with its output: a JSON line per pass, or the start line,
- * summaries and a final summary.
+ * summaries and a final summary. Returns where it leaves the projections
+ * (Syncer.standing), for the exit; undefined when that could not be read.
  */
-export async function follow(syncer: Syncer, options: FollowOptions): Promise<void> {
+export async function follow(syncer: Syncer, options: FollowOptions): Promise<SyncReport | undefined> {
   const said = (report: SyncReport) => {
     options.human?.tally.passDone(report);
     options.onReport(report);
@@ -52,5 +53,13 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<vo
     clearInterval(timer);
     interrupt.release();
   }
-  human?.say(human.tally.final(interrupt.received() ?? 'SIGINT'));
+  // Where it leaves each projection, as the target stores it: a suspended one's lag counts (its events were not applied).
+  let standing: SyncReport | undefined;
+  try {
+    standing = syncer.standing();
+  } catch {
+    standing = undefined; // (the summary then says what the passes saw)
+  }
+  human?.say(human.tally.final(interrupt.received() ?? 'SIGINT', standing));
+  return standing;
 }

@@ -189,7 +189,7 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
       const suspended = new Set<string>();
       /** The failure said of each projection (said again only when it changes). */
       const failed = new Map<string, string>();
-      await follow(syncer, {
+      const standing = await follow(syncer, {
         ...opts,
         ...human,
         ...(opts.projection.length === 0 ? {} : { definitions: new DefinitionFiles(opts.projection) }),
@@ -232,6 +232,10 @@ async function runSync(source: string, target: string, opts: SyncCliOptions, met
           }
         },
       });
+      // Stopped by a signal, it exits as a one-shot sync of the target would: 1 when it leaves a projection failed, 3 suspended
+      // (one it had not built yet, stopped before its first pass, is neither).
+      if (standing?.projections.some((p) => p.error !== undefined) === true) throw new ExitSignal(1);
+      if (standing?.projections.some((p) => p.state === 'suspended') === true) throw new ExitSignal(3);
       return;
     }
     // Ctrl-C lets the batch in flight commit and says where the next sync resumes (exit 130).

@@ -7,7 +7,7 @@ export type { FailureHealth, HealthFedBy, HealthReport, ProjectionHealth } from 
 export { health } from './health.ts';
 export type { FedLag, HealthOptions } from './health.ts';
 export { suspensionRepair } from './suspension-repair.ts';
-export { tableShapeProblem } from './target-shape.ts';
+export { missingTable, tableShapeProblem } from './target-shape.ts';
 export { ownCheckOf } from './verify-record.ts';
 export type { ProjectionVerification, VerifyDiff, VerifyReport } from './verify-types.ts';
 export { compareAtCursor, matchesSourceAt, shadowMatchesSource, verify } from './verify.ts';

@@ -11,7 +11,7 @@ import {
   quoteIdent,
   slot,
 } from '../../sqlite/index.ts';
-import { kindOf, type CompiledProjection } from '../../projection/index.ts';
+import { kindOf, ownedTablesAt, type CompiledProjection } from '../../projection/index.ts';
 
 /*
  * The one rule for the shape of a projection's tables in the target, which
@@ -34,9 +34,11 @@ import { kindOf, type CompiledProjection } from '../../projection/index.ts';
  * missing is another problem (health-target.ts says it). A custom handler's
  * tables are its own: its kind lists none.
  *
- * A follower asks before each batch, so the answer is kept per connection
- * and schema while the schema's schema_version is unchanged (any DDL
- * changes it): when nothing changed, the cost is that one PRAGMA.
+ * A follower asks before each batch, and sync's step also when it has
+ * nothing to apply (a table dropped, renamed away or reshaped while the
+ * source was idle: missingTable for the first), so the answers are kept
+ * per connection and schema while the schema's schema_version is unchanged
+ * (any DDL changes it): when nothing changed, the cost is that one PRAGMA.
  */
 
 /** What is wrong with a table of a projection: the table, the column or the key, and the message. */
@@ -49,18 +51,43 @@ export interface ShapeProblem {
 
 /** The first problem with the shape of projection `p`'s tables in `schema`, or undefined when each is as its kind makes it. */
 export function tableShapeProblem(db: Db, schema: string, p: CompiledProjection): ShapeProblem | undefined {
+  return answerOf(db, schema, p).shape;
+}
+
+/**
+ * The first of projection `p`'s tables that its kind makes (not a custom
+ * handler's) missing from `schema` (dropped or renamed away by hand), or
+ * undefined; health-target.ts says it with its repair.
+ */
+export function missingTable(db: Db, schema: string, p: CompiledProjection): string | undefined {
+  return answerOf(db, schema, p).missing;
+}
+
+/** What `schema` holds of `p`'s tables: read once per schema_version of it and rule (ruleOf), on this connection. */
+interface Answer {
+  readonly missing: string | undefined;
+  readonly shape: ShapeProblem | undefined;
+}
+
+function answerOf(db: Db, schema: string, p: CompiledProjection): Answer {
   const version = schemaVersion(db, schema);
   const all = connectionState(db).get(shapeAnswers);
   let at = all.get(schema);
   if (at === undefined || at.version !== version) all.set(schema, (at = { version, answers: new Map() }));
   const id = ruleOf(p);
   let answer = at.answers.get(id);
-  if (answer === undefined) at.answers.set(id, (answer = shapeProblem(db, schema, p) ?? null));
-  return answer ?? undefined;
+  if (answer === undefined) at.answers.set(id, (answer = { missing: missingOf(db, schema, p), shape: shapeProblem(db, schema, p) }));
+  return answer;
 }
 
 /** Per schema of a connection: its schema_version when the answers were read, and the answer for each rule (ruleOf). */
-const shapeAnswers = slot('target-shape-answers', () => new Map<string, { version: number; answers: Map<string, ShapeProblem | null> }>());
+const shapeAnswers = slot('target-shape-answers', () => new Map<string, { version: number; answers: Map<string, Answer> }>());
+
+function missingOf(db: Db, schema: string, p: CompiledProjection): string | undefined {
+  if (!kindOf(p).makesTables) return undefined;
+  const exists = db.prepare(`SELECT 1 FROM ${quoteIdent(schema)}.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE`);
+  return ownedTablesAt(p, p.targetTable).find((t) => exists.get(t) === undefined);
+}
 
 /** What the answer for `p` depends on (its name, tables, columns and keys), as a key; made once per compiled projection. */
 const rules = new WeakMap<CompiledProjection, string>();

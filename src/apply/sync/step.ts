@@ -6,7 +6,7 @@ import type { CursorValidation } from '../../feed/index.ts';
 import { cursorToken, readSourceView, type SourceView, journalBatch, sourceRows } from '../../feed/index.ts';
 import type { CompiledProjection } from '../../projection/index.ts';
 import { dropTemps } from '../../projection/index.ts';
-import { matchesSourceAt } from '../check/index.ts';
+import { matchesSourceAt, missingTable, tableShapeProblem } from '../check/index.ts';
 import { readProjection, PROJECTIONS_TABLE, lockTarget, type ProjectionRecord, readBuild, markBusy, retryBusy } from '../target/index.ts';
 import {
   commitBatch,
@@ -268,6 +268,14 @@ async function carryOut(
       return { kind: 'building', phase: 'copy', rows: 0, seq: (rec as ProjectionRecord).seq };
     }
     case 'current': {
+      // Nothing to apply, and its tables held to health's rule all the same (as a batch would meet it: batch-path.ts), or a
+      // table dropped, renamed away or reshaped by hand while the source was idle was reported current (exit 0). Cached per
+      // schema_version of the target (target-shape.ts): one PRAGMA while nothing changed.
+      const missing = missingTable(target.db, target.schema, p);
+      // Failed as a batch fails on it ("no such table": the caller records TARGET_TABLE_CHANGED with health's repair).
+      if (missing !== undefined) throw new Error(`table ${missing} of projection ${p.name} is missing from the target`);
+      const changed = tableShapeProblem(target.db, target.schema, p);
+      if (changed !== undefined) return suspension('TARGET_TABLE_CHANGED', { ...changed });
       const cursor = rec?.cursor ?? '';
       // A suspension whose cause is gone, with nothing to apply: the row becomes active again.
       if (d.clears) commitBatch(target, p, cursor, d.seq, { kind: 'rows', applied: 0, lastTs: null });

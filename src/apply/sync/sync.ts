@@ -93,9 +93,6 @@ const BUILD_STEP_GAP_MS = 2;
 /** How often a follower tries again to finish a scrubbed drop's checkpoint that another program's reader kept from finishing. */
 const SCRUB_RETRY_MS = 1000;
 
-/** Suspensions a user lifts by DDL in the target (dropping the trigger, the UNIQUE index), which the next run then finds gone. */
-const TARGET_REPAIRS: ReadonlySet<string> = new Set(['USER_TRIGGER_WRITES_PROJECTION', 'TARGET_CONSTRAINT']);
-
 /** Rebuild reasons that a re-arm in this open causes for a cursor made just before it. */
 const REARM_REBUILDS = new Set(['TABLE_REARMED', 'SCHEMA_CHANGED', 'DEFINITION_CHANGED']);
 
@@ -145,13 +142,8 @@ export class Syncer {
   #refused: readonly Refusal[] = [];
   /** The last run left a projection failed by an error that may pass by itself (failedMayClear). */
   #mayClear = false;
-  /**
-   * The target's schema_version when the last run left a projection
-   * suspended by something a user made in the target and may drop there
-   * (TARGET_REPAIRS: a trigger, a UNIQUE index), for targetRepaired; none
-   * when it left none so.
-   */
-  #awaitsRepairAt: number | undefined;
+  /** The target's schema_version when the last run started, for targetSchemaChanged; none before the first. */
+  #schemaAtRun: number | undefined;
   /** When #between last tried to finish a scrubbed drop's owed checkpoint. */
   #scrubTriedMs = 0;
   /** What the definitions come from: the given ones (SyncOptions.projections, or setDefinitions), or the target's set (empty). */
@@ -360,19 +352,24 @@ export class Syncer {
   }
 
   /**
-   * Whether the target's schema changed since the last run left a projection
-   * suspended by a trigger or UNIQUE index a user made in the target (a DROP
-   * TRIGGER or DROP INDEX there, the repair its message asks for): a run now
-   * may lift it. A follower passes on source commits only, so it asks this
-   * while the source is idle. Read between runs.
+   * Whether the target's schema changed since the last run started: a run now
+   * may lift a suspension by a trigger or UNIQUE index a user made in the
+   * target (a DROP TRIGGER or DROP INDEX there, the repair its message asks
+   * for), and must say a projection's table dropped, renamed away or
+   * reshaped by hand (TARGET_TABLE_CHANGED, as health does). A follower
+   * passes on source commits only, so it asks this while the source is
+   * idle (one PRAGMA). Read between runs.
    */
-  targetRepaired(): boolean {
-    return this.#awaitsRepairAt !== undefined && schemaVersion(this.session.db, TARGET_SCHEMA) !== this.#awaitsRepairAt;
+  targetSchemaChanged(): boolean {
+    return this.#schemaAtRun !== undefined && schemaVersion(this.session.db, TARGET_SCHEMA) !== this.#schemaAtRun;
   }
 
   /** Brings every projection up to the source's current high-water mark (or suspends it). */
   async runOnce(run: RunOptions = {}): Promise<SyncReport> {
     this.#mayClear = false;
+    // Before its steps read the target: DDL another program commits during the run brings the next (targetSchemaChanged);
+    // this run's own (a rebuild, protect's guards) brings one more pass, which finds nothing.
+    this.#schemaAtRun = schemaVersion(this.session.db, TARGET_SCHEMA);
     this.checkSource();
     this.checkTarget();
     // A long-lived syncer (follow mode) re-arms between passes too: a user
@@ -455,9 +452,6 @@ export class Syncer {
         reports.push({ ...this.#asStored(p.name), error: { code, message } });
       }
     }
-    this.#awaitsRepairAt = reports.some((r) => r.state === 'suspended' && TARGET_REPAIRS.has(r.reason ?? ''))
-      ? schemaVersion(this.session.db, TARGET_SCHEMA)
-      : undefined;
     this.#recordSource();
     this.#settleEdits(reports);
     for (const b of this.#broken) reports.push(await this.#suspendBroken(b));
@@ -760,6 +754,25 @@ export class Syncer {
     } catch {
       return undefined;
     }
+  }
+
+  /**
+   * Every projection of this syncer as the target stores it now, with the
+   * source's high-water mark: a suspended one at the seq it stopped at (a
+   * run's report gives it none), one whose last attempt failed with its
+   * recorded failure. What a follower that stops says of where it leaves
+   * them (its lag, its exit).
+   */
+  standing(): SyncReport {
+    return {
+      sourceSeq: this.#sourceHighWater(),
+      projections: this.projections.map((p) => {
+        const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
+        const failed =
+          rec !== undefined && rec.failures > 0 ? { code: rec.lastErrorCode ?? 'APPLY_FAILED', message: rec.lastError ?? '' } : undefined;
+        return { ...this.#asStored(p.name), ...(failed === undefined ? {} : { error: failed }) };
+      }),
+    };
   }
 
   /** A projection's report from its stored row alone (nothing applied in this run). */

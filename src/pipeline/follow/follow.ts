@@ -108,8 +108,9 @@ export async function followSyncer(syncer: Syncer, options: FollowLoopOptions): 
           // The definitions changed while the source is idle: a pass now takes them in; and a
           // pass that left a projection failed is tried again, since no commit may come to (failed-pass-retry.ts).
           if (files?.changed() === true || rewritten) return true;
-          // A projection suspended by a trigger or UNIQUE index in the target, which the user dropped since: a pass lifts it now.
-          if (syncer.targetRepaired()) return true;
+          // DDL in the target since the last pass: a trigger or UNIQUE index a projection is suspended by, dropped since,
+          // which a pass lifts now; or a projection's table dropped, renamed away or reshaped, which a pass says now.
+          if (syncer.targetSchemaChanged()) return true;
           retrying = retry.due();
           return retrying;
         },
