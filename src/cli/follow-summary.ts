@@ -76,10 +76,11 @@ export class FollowTally {
    * what the last pass said. Its lag counts every projection, a suspended
    * or failed one too (the events it did not apply), and names those.
    */
-  final(signal: string, standing?: SyncReport): string {
+  final(signal: string, standing?: SyncReport, breaks: ReadonlyMap<string, string> = new Map()): string {
     const left = standing ?? this.#last;
     const all = left?.projections ?? [];
-    const ok = all.filter((p) => p.state === 'active' && p.error === undefined);
+    // A cursor that does not continue (the next sync rebuilds it): its rows may lack changes, how many is not known.
+    const ok = all.filter((p) => p.state === 'active' && p.error === undefined && !breaks.has(p.name));
     const at = ok.map((p) => `${p.name} at seq ${p.seq}`);
     const where = at.length > 0 ? `; committed ${at.join(', ')}, where the next sync resumes` : '';
     const held = all
@@ -89,11 +90,16 @@ export class FollowTally {
           ? `${p.name} failed ${p.error.code} at seq ${p.seq}`
           : p.state === 'suspended'
             ? `${p.name} suspended ${p.reason ?? ''} at seq ${p.seq}`
-            : `${p.name} not built yet`,
+            : breaks.has(p.name)
+              ? `${p.name} rebuilt from the source by the next sync (its cursor at seq ${p.seq} cannot continue: ${breaks.get(p.name) ?? ''})`
+              : `${p.name} not built yet`,
       );
     const stuck = held.length > 0 ? `; ${held.join(', ')} (sluice health says the repair)` : '';
-    const lag = standing === undefined ? this.#lagNow() : Math.max(0, ...all.map((p) => standing.sourceSeq - p.seq));
-    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} source events applied${this.#perProjection()}; lag ${lag} events${where}${stuck}`;
+    const lag =
+      breaks.size > 0
+        ? 'lag not known'
+        : `lag ${standing === undefined ? this.#lagNow() : Math.max(0, ...all.map((p) => standing.sourceSeq - p.seq))} events`;
+    return `stopped by ${signal} after ${seconds(Date.now() - this.#started)}: ${this.#total()} source events applied${this.#perProjection()}; ${lag}${where}${stuck}`;
   }
 }
 

@@ -55,11 +55,14 @@ export async function follow(syncer: Syncer, options: FollowOptions): Promise<Sy
   }
   // Where it leaves each projection, as the target stores it: a suspended one's lag counts (its events were not applied).
   let standing: SyncReport | undefined;
+  let breaks: Map<string, string> | undefined;
   try {
     standing = syncer.standing();
+    // Stopped before it rebuilt one whose cursor cannot continue: not "lag 0, resumes there".
+    if (human !== undefined) breaks = syncer.cursorBreaks();
   } catch {
     standing = undefined; // (the summary then says what the passes saw)
   }
-  human?.say(human.tally.final(interrupt.received() ?? 'SIGINT', standing));
+  human?.say(human.tally.final(interrupt.received() ?? 'SIGINT', standing, breaks));
   return standing;
 }

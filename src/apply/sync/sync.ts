@@ -15,9 +15,10 @@ import {
   shellCommand,
   checkpointScrubbed,
   scrubCheckpointOwed,
+  withReadTransaction,
 } from '../../sqlite/index.ts';
 import { FileBusyError, FileFullError, InvalidInputError, SluiceError, isSqliteBusy, errorCode } from '../../errors.ts';
-import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor } from '../../feed/index.ts';
+import { readSourceView, acknowledge, forgetConsumer, type AcknowledgedFor, decodeCursor, validateCursor } from '../../feed/index.ts';
 import { syncConsumerName, checkRearm, type RearmCheck, type RearmReport, readState } from '../../capture/index.ts';
 import {
   checkConsumers,
@@ -773,6 +774,31 @@ export class Syncer {
         return { ...this.#asStored(p.name), ...(failed === undefined ? {} : { error: failed }) };
       }),
     };
+  }
+
+  /**
+   * The active projections whose stored cursor does not continue on the
+   * source, by name, with why (a table re-armed, a bump, a restore...): the
+   * next sync rebuilds them, and until then their rows may lack changes the
+   * source has, how many is not known (health's rule). Read-only, in one
+   * read transaction: for a follower's last words, stopped before it
+   * rebuilt them.
+   */
+  cursorBreaks(): Map<string, string> {
+    const db = this.session.db;
+    const out = new Map<string, string>();
+    withReadTransaction(db, () => {
+      for (const p of this.projections) {
+        const rec = readProjection(db, TARGET_SCHEMA, p.name);
+        if (rec?.cursor == null || rec.state !== 'active') continue;
+        const v = validateCursor(db, rec.cursor, undefined, {
+          allowSchemaWindow: kindOf(p).verification !== undefined,
+          tables: [p.source.table],
+        });
+        if (v.status === 'rebuild') out.set(p.name, v.reason);
+      }
+    });
+    return out;
   }
 
   /** A projection's report from its stored row alone (nothing applied in this run). */

@@ -37,8 +37,12 @@ function syncedApp(tmp: string, more = '', alsoEnable: string[] = []): { src: st
   const map = path.join(tmp, 'labels.json');
   runSqliteCli(src, `${SCHEMA}${more}`);
   fs.writeFileSync(map, JSON.stringify({ name: 'labels', source: 'items', kind: 'map', columns: { id: 'id', label: 'name' } }));
-  expect(runCli(['enable', src, 'items', '--exclude', 'secret']).status).toBe(0);
-  for (const t of alsoEnable) expect(runCli(['enable', src, t]).status).toBe(0);
+  const ok = (args: string[]) => {
+    const r = runCli(args);
+    expect(r.status, `sluice ${args.join(' ')}: ${r.stderr}`).toBe(0);
+  };
+  ok(['enable', src, 'items', '--exclude', 'secret']);
+  for (const t of alsoEnable) ok(['enable', src, t]);
   expect(runCli(['sync', src, tgt, '--projection', '*', '--projection', map]).status).toBe(0);
   return { src, tgt };
 }
