@@ -965,12 +965,13 @@ export class Syncer {
     }
   }
 
-  /** What is wrong with projection `p`'s tables in the target, as health says it (targetTableProblems), if anything. */
+  /** A user's trigger on projection `p`'s tables that no longer compiles, as the failure says it (brokenTriggerProblem), if any. */
   #triggerProblem(p: CompiledProjection): string | undefined {
     const tables = ownedTablesAt(p, p.targetTable);
     return brokenTriggerProblem(this.session.db, TARGET_SCHEMA, [{ name: p.name, tables }], this.session.targetPath, 'sluice sync');
   }
 
+  /** What is wrong with projection `p`'s tables in the target, as health says it (targetTableProblems), if anything. */
   #tableProblem(p: CompiledProjection): string | undefined {
     try {
       const rec = readProjection(this.session.db, TARGET_SCHEMA, p.name);
