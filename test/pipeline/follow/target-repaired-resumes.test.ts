@@ -37,40 +37,55 @@ function setUp(tmp: string): { src: string; tgt: string } {
 const state = (tgt: string, name: string) =>
   String(scalar(tgt, `SELECT state || ' ' || coalesce(reason, '') FROM _sluice_projections WHERE name = '${name}'`));
 
-test('a trigger that writes another projection, dropped while the source is idle: the suspended mirror catches up by itself', async ({
-  tmp,
-}) => {
+/**
+ * A follower of a fresh source and target; `made` (DDL in the target), then `written` (a source write) suspends t with
+ * `reason`; then `repair` (DDL in the target) while the source writes nothing more: t is active again with the row.
+ */
+async function suspendedThenRepaired(
+  tmp: string,
+  steps: { made: string; written: string; reason: string; repair: string },
+  suspended?: (tgt: string) => void,
+): Promise<string> {
   const { src, tgt } = setUp(tmp);
   follower = startCli(['sync', src, tgt, '--follow']);
   await waitFor(
     'the follower started',
     () => follower?.stderr().includes('following') === true || follower?.stdout().includes('following') === true,
   );
-  runSqliteCli(tgt, "CREATE TRIGGER sneaky AFTER INSERT ON t BEGIN UPDATE u SET w = 'touched' WHERE id = 1; END;");
-  write(src, "INSERT INTO t VALUES (2, 'the last write of the day')");
-  await waitFor('t suspended', () => state(tgt, 't') === 'suspended USER_TRIGGER_WRITES_PROJECTION');
-  expect(scalar(tgt, 'SELECT count(*) FROM t')).toBe(1n);
-
-  // The repair the message asks for; the source writes nothing more.
-  runSqliteCli(tgt, 'DROP TRIGGER sneaky;');
+  runSqliteCli(tgt, steps.made);
+  write(src, steps.written);
+  await waitFor('t suspended', () => state(tgt, 't') === `suspended ${steps.reason}`);
+  suspended?.(tgt);
+  runSqliteCli(tgt, steps.repair);
   await waitFor('t active again with the row', () => state(tgt, 't') === 'active ' && scalar(tgt, 'SELECT count(*) FROM t') === 2n, 10_000);
-  expect(scalar(tgt, 'SELECT w FROM u WHERE id = 1')).toBe('u1');
   expect(runCli(['health', tgt]).status).toBe(0);
+  return tgt;
+}
+
+test('a trigger that writes another projection, dropped while the source is idle: the suspended mirror catches up by itself', async ({
+  tmp,
+}) => {
+  const tgt = await suspendedThenRepaired(
+    tmp,
+    {
+      made: "CREATE TRIGGER sneaky AFTER INSERT ON t BEGIN UPDATE u SET w = 'touched' WHERE id = 1; END;",
+      written: "INSERT INTO t VALUES (2, 'the last write of the day')",
+      reason: 'USER_TRIGGER_WRITES_PROJECTION',
+      // The repair the message asks for; the source writes nothing more.
+      repair: 'DROP TRIGGER sneaky;',
+    },
+    (t) => expect(scalar(t, 'SELECT count(*) FROM t')).toBe(1n),
+  );
+  expect(scalar(tgt, 'SELECT w FROM u WHERE id = 1')).toBe('u1');
 });
 
 test('a UNIQUE index a user added to the target, dropped while the source is idle: the suspended mirror catches up by itself', async ({
   tmp,
 }) => {
-  const { src, tgt } = setUp(tmp);
-  follower = startCli(['sync', src, tgt, '--follow']);
-  await waitFor(
-    'the follower started',
-    () => follower?.stderr().includes('following') === true || follower?.stdout().includes('following') === true,
-  );
-  runSqliteCli(tgt, 'CREATE UNIQUE INDEX one_v ON t (v);');
-  write(src, "INSERT INTO t VALUES (2, 'a')");
-  await waitFor('t suspended', () => state(tgt, 't') === 'suspended TARGET_CONSTRAINT');
-  runSqliteCli(tgt, 'DROP INDEX one_v;');
-  await waitFor('t active again with the row', () => state(tgt, 't') === 'active ' && scalar(tgt, 'SELECT count(*) FROM t') === 2n, 10_000);
-  expect(runCli(['health', tgt]).status).toBe(0);
+  await suspendedThenRepaired(tmp, {
+    made: 'CREATE UNIQUE INDEX one_v ON t (v);',
+    written: "INSERT INTO t VALUES (2, 'a')",
+    reason: 'TARGET_CONSTRAINT',
+    repair: 'DROP INDEX one_v;',
+  });
 });
