@@ -1,4 +1,4 @@
-// a second sync follow of one target is refused naming the first and a killed one leaves no lock behind
+// a second sync follow of one target (by its name, or another hard link of it) is refused naming the first, and a killed one leaves no lock behind
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, afterEach, beforeAll } from 'vitest';
@@ -14,6 +14,7 @@ import {
   startCli,
   waitFor,
   write,
+  onDatabase,
   type Spawned,
 } from '../../cli/support/cli.ts';
 
@@ -114,4 +115,87 @@ describe.skipIf(process.platform === 'win32')('one follower per target', () => {
     next.child.kill('SIGTERM');
     expect(await next.exited).toEqual({ status: 0, signal: null });
   });
+});
+
+/*
+ * The follower lock of a target was the file beside it named after its
+ * path, so a hard link (another name, the same file) had a lock of its own:
+ * `sync --follow` through T.db and through T2.db both ran, each with its own
+ * -wal and -shm (SQLite keys them by path) for one database file, and the
+ * file ended "database disk image is malformed" about one run in three. A
+ * target is one file whatever it is called (sluice tells a hard-linked
+ * source from its target the same way: device and inode), so the second
+ * follower through another name is refused with TARGET_FOLLOWED, naming the
+ * name it was given, the name the first follows it by, and that process.
+ */
+describe.skipIf(process.platform === 'win32')('one follower per target file, whatever name it is followed by', () => {
+  test.each([
+    { linked: 'after the first follower started, which follows the first name', firstByLink: false, linkFirst: false },
+    { linked: 'before either started; the first follows the link', firstByLink: true, linkFirst: true },
+  ])(
+    'a second sync --follow through another hard link of the target is refused naming both names (linked $linked)',
+    async ({ firstByLink, linkFirst }) => {
+      const tag = firstByLink ? 'link-b' : 'link-a';
+      const src = trackerSource(path.join(dir, `${tag}.db`), ['issues']);
+      const target = path.join(dir, `${tag}-cache.db`);
+      const link = path.join(dir, `${tag}-cache-link.db`);
+      if (linkFirst) {
+        // The target exists before the link is made: a one-shot sync makes it.
+        const made = startCli(['sync', src, target, '--projection', definition(`${tag}-open0.json`, "state = 'open'")]);
+        expect((await made.exited).status, made.stderr()).toBe(0);
+        fs.linkSync(target, link);
+      }
+      const [firstName, secondName] = firstByLink ? [link, target] : [target, link];
+      const first = follower([
+        'sync',
+        src,
+        firstName,
+        '--follow',
+        '--json',
+        '--projection',
+        definition(`${tag}-open.json`, "state = 'open'"),
+      ]);
+      await waitFor("the first follower's first pass", () => first.stdout().includes('\n'));
+      if (!linkFirst) fs.linkSync(target, link);
+
+      const second = follower([
+        'sync',
+        src,
+        secondName,
+        '--follow',
+        '--json',
+        '--projection',
+        definition(`${tag}-closed.json`, "state = 'closed'"),
+      ]);
+      const exit = await exitWithin(second, 15_000);
+      expect(
+        exit,
+        `the second follower (through ${secondName}) is still running; its stdout: ${second.stdout().slice(0, 500)}`,
+      ).toBeDefined();
+      expect(exit?.status, second.stderr()).toBe(1);
+      expectOneLineError({ stdout: '', stderr: second.stderr() }, 'TARGET_FOLLOWED');
+      expect(second.stderr()).toContain(secondName);
+      expect(second.stderr()).toContain(fs.realpathSync(firstName));
+      expect(second.stderr()).toContain(`process ${String(first.child.pid)}`);
+      expect(second.stderr()).toMatch(/hard link/i);
+      expect(second.stdout()).not.toContain('"projections"'); // refused before its first pass
+
+      // The first goes on alone, and the file stays whole (read through the first's name: its -wal is that name's).
+      write(src, "UPDATE issues SET title = 'still followed', state = 'open' WHERE number = 1");
+      await waitFor(
+        'the first follower applies the commit',
+        () =>
+          Number(
+            onDatabase(
+              firstName,
+              (db) => db.prepare("SELECT count(*) AS n FROM picked WHERE title = 'still followed'").get() as { n: number | bigint },
+            ).n,
+          ) > 0,
+      );
+      first.child.kill('SIGTERM');
+      expect(await first.exited).toEqual({ status: 0, signal: null });
+      expect(first.stdout()).not.toContain('"rebuilt"');
+      expect(onDatabase(firstName, (db) => db.pragma('integrity_check', { simple: true }))).toBe('ok');
+    },
+  );
 });
