@@ -1,8 +1,7 @@
 // a follower whose mirror table is renamed away or reshaped by hand while the source is idle says TARGET_TABLE_CHANGED at once and does not exit 0 on SIGTERM
-import path from 'node:path';
-import { afterEach } from 'vitest';
 import { test, expect, runCli, runSqliteCli } from '../../support/fixtures.ts';
-import { scalar, startCli, waitFor, type Spawned } from '../../cli/support/cli.ts';
+import { scalar, waitFor } from '../../cli/support/cli.ts';
+import { followers as followersOf, syncedApp } from '../support/follower.ts';
 
 /*
  * A follower passes on source commits. A mirror table renamed away by hand
@@ -15,34 +14,16 @@ import { scalar, startCli, waitFor, type Spawned } from '../../cli/support/cli.t
  * exit on SIGTERM is a one-shot sync's (1, 3).
  */
 
-let follower: Spawned | undefined;
-afterEach(() => {
-  follower?.child.kill('SIGKILL');
-  follower = undefined;
-});
+const followers = followersOf();
 
-function setUp(tmp: string): { src: string; tgt: string } {
-  const src = path.join(tmp, 'app.db');
-  runSqliteCli(src, "PRAGMA journal_mode = WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');");
-  expect(runCli(['enable', src, 't']).status).toBe(0);
-  const tgt = path.join(tmp, 'cache.db');
-  expect(runCli(['sync', src, tgt]).status).toBe(0);
-  return { src, tgt };
-}
-
-async function started(src: string, tgt: string): Promise<Spawned> {
-  const f = startCli(['sync', src, tgt, '--follow']);
-  await waitFor('the follower started', () => f.stdout().includes('following'));
-  return f;
-}
+const setUp = (tmp: string) => syncedApp(tmp, "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); INSERT INTO t VALUES (1, 'a');", ['t']);
 
 test('a mirror table renamed away while the source is idle: the follower fails it (TARGET_TABLE_CHANGED) and exits 1 on SIGTERM', async ({
   tmp,
 }) => {
   const { src, tgt } = setUp(tmp);
-  follower = await started(src, tgt);
+  const f = await followers.start(src, tgt);
   runSqliteCli(tgt, 'ALTER TABLE t RENAME TO t_old;');
-  const f = follower;
   await waitFor('the failure said', () => f.stderr().includes('t: FAILED TARGET_TABLE_CHANGED'), 10_000);
   expect(f.stderr()).toMatch(/table t of projection t is missing from the target/);
   expect(scalar(tgt, "SELECT last_error_code FROM _sluice_projections WHERE name = 't'")).toBe('TARGET_TABLE_CHANGED');
@@ -56,9 +37,8 @@ test('a column added to a mirror table while the source is idle: the follower su
   tmp,
 }) => {
   const { src, tgt } = setUp(tmp);
-  follower = await started(src, tgt);
+  const f = await followers.start(src, tgt);
   runSqliteCli(tgt, 'ALTER TABLE t ADD COLUMN x;');
-  const f = follower;
   await waitFor('the suspension said', () => f.stderr().includes('t: SUSPENDED TARGET_TABLE_CHANGED'), 10_000);
   expect(scalar(tgt, "SELECT state || ' ' || reason FROM _sluice_projections WHERE name = 't'")).toBe('suspended TARGET_TABLE_CHANGED');
   f.child.kill('SIGTERM');

@@ -1,8 +1,7 @@
 // a follower whose projection is suspended by a trigger or index in the target goes on once that is dropped, with no further commit on the source
-import path from 'node:path';
-import { afterEach } from 'vitest';
 import { test, expect, runCli, runSqliteCli } from '../../support/fixtures.ts';
-import { scalar, startCli, waitFor, write, type Spawned } from '../../cli/support/cli.ts';
+import { scalar, waitFor, write } from '../../cli/support/cli.ts';
+import { followers as followersOf, syncedApp } from '../support/follower.ts';
 
 /*
  * A user's trigger on mirror t's table that writes mirror u's table makes
@@ -16,23 +15,14 @@ import { scalar, startCli, waitFor, write, type Spawned } from '../../cli/suppor
  * user added to the target (TARGET_CONSTRAINT) and dropped again.
  */
 
-let follower: Spawned | undefined;
-afterEach(() => {
-  follower?.child.kill('SIGKILL');
-  follower = undefined;
-});
+const followers = followersOf();
 
-function setUp(tmp: string): { src: string; tgt: string } {
-  const src = path.join(tmp, 'app.db');
-  runSqliteCli(
-    src,
-    "PRAGMA journal_mode = WAL; CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE u (id INTEGER PRIMARY KEY, w TEXT); INSERT INTO t VALUES (1, 'a'); INSERT INTO u VALUES (1, 'u1');",
+const setUp = (tmp: string) =>
+  syncedApp(
+    tmp,
+    "CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT); CREATE TABLE u (id INTEGER PRIMARY KEY, w TEXT); INSERT INTO t VALUES (1, 'a'); INSERT INTO u VALUES (1, 'u1');",
+    ['t', 'u'],
   );
-  expect(runCli(['enable', src, 't', 'u']).status).toBe(0);
-  const tgt = path.join(tmp, 'cache.db');
-  expect(runCli(['sync', src, tgt]).status).toBe(0);
-  return { src, tgt };
-}
 
 const state = (tgt: string, name: string) =>
   String(scalar(tgt, `SELECT state || ' ' || coalesce(reason, '') FROM _sluice_projections WHERE name = '${name}'`));
@@ -47,11 +37,7 @@ async function suspendedThenRepaired(
   suspended?: (tgt: string) => void,
 ): Promise<string> {
   const { src, tgt } = setUp(tmp);
-  follower = startCli(['sync', src, tgt, '--follow']);
-  await waitFor(
-    'the follower started',
-    () => follower?.stderr().includes('following') === true || follower?.stdout().includes('following') === true,
-  );
+  await followers.start(src, tgt);
   runSqliteCli(tgt, steps.made);
   write(src, steps.written);
   await waitFor('t suspended', () => state(tgt, 't') === `suspended ${steps.reason}`);
