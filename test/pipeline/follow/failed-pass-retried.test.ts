@@ -74,6 +74,8 @@ export default {
   // The service is back; nothing more is written to the source.
   fs.rmSync(down);
   await waitFor('the update applied', () => title() === 'the last write of the day', 15_000);
+  // The pass commits before it prints its line: wait for the line too.
+  await waitFor("the retried pass's line", () => passes().length > failed);
   const after = passes().slice(failed);
   expect(after.length).toBeGreaterThanOrEqual(1);
   expect(after.at(-1)?.projections).toEqual([expect.objectContaining({ name: 'titles', applied: 1 })]);
