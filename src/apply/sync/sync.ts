@@ -993,8 +993,19 @@ export class Syncer {
    */
   #between(): void {
     this.#watch?.between();
+    this.finishScrub();
+  }
+
+  /**
+   * A scrubbed drop's checkpoint that could not finish (sqlite/scrub.ts:
+   * another program's reader held the target's log, or the watch's own pin
+   * did) is tried again, at most once a second: between two of sluice's
+   * transactions, and from a follower's idle look (idle-edit-check.ts), so
+   * that a quiet source does not leave the dropped values in the target's
+   * files until its next commit.
+   */
+  finishScrub(): void {
     const db = this.session.db;
-    // (Another program's reader can keep it owed: tried again at most once a second, not after every step.)
     if (!scrubCheckpointOwed(db) || Date.now() - this.#scrubTriedMs < SCRUB_RETRY_MS) return;
     this.#scrubTriedMs = Date.now();
     this.#watch?.letGoOfLog();

@@ -161,4 +161,37 @@ describe('a column excluded after a target was built', () => {
     await waitFor('no value left in cache.db or its -wal', () => secretsIn(target) === 0, 5000);
     expect(follower.child.exitCode).toBeNull();
   });
+
+  test("another program reading the target through a follower's rebuild without it: once it lets go, no value is left while the source stays quiet", async ({
+    makeDb,
+    tmp,
+  }) => {
+    const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
+    const target = path.join(tmp, 'cache.db');
+    await sync(src.file, target);
+    follower = startCli(['sync', src.file, target, '--follow']);
+    await waitFor('the follower started', () => `${follower?.stdout() ?? ''}${follower?.stderr() ?? ''}`.includes('following'));
+    // A reader of the target in a read transaction: the scrubbed drop's checkpoint cannot empty the log under it.
+    const reader = openDatabase(target, { readonly: true });
+    reader.exec('BEGIN');
+    expect(reader.prepare('SELECT count(*) FROM users').pluck().get()).toBe(BigInt(ROWS));
+    enable(src.db, ['users'], { exclude: ['pw'] });
+    const columns = () => {
+      const t = openDatabase(target, { readonly: true });
+      try {
+        return t.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get();
+      } finally {
+        t.close();
+      }
+    };
+    await waitFor('the follower rebuilt the mirror without pw', () => columns() === 'id,name');
+    // Past the passes the rebuild brings (its own DDL): the source stays quiet from here on.
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(secretsIn(target), 'the values are still in the log the reader holds').toBeGreaterThan(0);
+    reader.exec('COMMIT');
+    reader.close();
+    // The follower finishes the checkpoint it owes by itself (before: only at the source's next commit, or its stop).
+    await waitFor('no value left in cache.db or its -wal', () => secretsIn(target) === 0, 5000);
+    expect(follower.child.exitCode).toBeNull();
+  });
 });
