@@ -119,7 +119,10 @@ describe.skipIf(process.platform === 'win32')('a follower and a repair made by a
     ).catch(() => undefined);
     expectRepairKept(tgt, f);
     expect(Number(scalar(tgt, "SELECT count(*) FROM fx WHERE fx MATCH 'moved'"))).toBe(1);
-    // Its output says fx was taken up again after the suspension it said.
+    // Its output says fx was taken up again after the suspension it said (printed after the pass commits).
+    await waitFor('the follower says fx is active again', () => f.stderr().includes('sluice: fx: active again'), 10_000).catch(
+      () => undefined,
+    );
     expect(f.stderr()).toMatch(/sluice: fx: SUSPENDED SOURCE_COLUMN_MISSING[^\n]*\nsluice: fx: active again, at seq \d+\n/);
     f.child.kill('SIGTERM');
     expect((await f.exited).status, f.stderr()).toBe(0);
@@ -141,7 +144,10 @@ describe.skipIf(process.platform === 'win32')('a follower and a repair made by a
     expectRepairKept(tgt, f);
     const lastError = String(scalar(tgt, "SELECT last_error FROM _sluice_projections WHERE name = 'fx'"));
     expect(lastError).toMatch(/no column c\b.*The target stores another definition of fx, which this sync leaves as it is/);
-    // Said once in its output, with the same words.
+    // Said once in its output, with the same words (printed after the pass records it).
+    await waitFor('the follower says the refusal', () => f.stderr().includes('sluice: fx: FAILED UNKNOWN_COLUMN: '), 10_000).catch(
+      () => undefined,
+    );
     expect(f.stderr().split('sluice: fx: FAILED UNKNOWN_COLUMN: ')).toHaveLength(2);
     expect(f.stderr()).toContain('The target stores another definition of fx');
     f.child.kill('SIGTERM');

@@ -47,12 +47,16 @@ for i in range(1, 6): con.execute("INSERT INTO t (id, v) VALUES (?, ?)", (i, "ro
     const deadline = Date.now() + 20_000;
     while (targets.some((t) => count(t) < 5) && Date.now() < deadline) await sleep(50);
     expect(targets.map(count)).toEqual([5, 5]);
-    // Both acknowledge the last pass within about a second (ACK_INTERVAL_MS) of it; then nothing is left to write.
-    await sleep(2500);
+    // Both acknowledge the last pass about a second (ACK_INTERVAL_MS) after it, later when the other holds the
+    // source's lock then; once both are at the journal's last seq, nothing is left to write.
     const watcher = openDatabase(src, { readonly: true });
     try {
       const version = () => Number(watcher.pragma('data_version', { simple: true }));
-      const acks = () => watcher.prepare('SELECT name, seq FROM _sluice_consumers ORDER BY name').all();
+      const acks = () => watcher.prepare('SELECT name, seq FROM _sluice_consumers ORDER BY name').all() as { seq: number }[];
+      const last = Number(watcher.prepare('SELECT max(seq) FROM _sluice_journal').pluck().get());
+      const until = Date.now() + 20_000;
+      while (!(acks().length === 2 && acks().every((a) => Number(a.seq) === last)) && Date.now() < until) await sleep(100);
+      await sleep(500); // the commit of the last acknowledgement seen by the other follower: its pass moves nothing
       const before = { version: version(), acks: acks() };
       expect(before.acks).toHaveLength(2);
       await sleep(3000);

@@ -1,4 +1,5 @@
 // sluice run: a handler that loops, then fixed while run runs: the stuck worker is terminated after its grace, the fixed one follows, and SIGTERM exits
+import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach } from 'vitest';
 import { test, expect, describe } from '../../support/fixtures.ts';
@@ -18,14 +19,16 @@ import { appSource, freePort, healthz, kill, put, py, startRun, waitFor, waitHea
 let running: Spawned | undefined;
 afterEach(() => kill(running));
 
-const handler = (loops: boolean) =>
-  `export default {
+// `entered`: a file the looping handler writes as it enters its loop.
+const handler = (loops: boolean, entered = '') =>
+  `import fs from 'node:fs';
+export default {
   version: '1',
   async init(_rows, { db, tables }) {
     await db.schema.createTable(tables.seen).ifNotExists().addColumn('id', 'integer').execute();
   },
   async apply(event, { db, tables }) {
-    ${loops ? 'if (event.after?.title === "loop") for (;;) {}' : ''}
+    ${loops ? `if (event.after?.title === "loop") { fs.writeFileSync(${JSON.stringify(entered)}, ''); for (;;) {} }` : ''}
     await db.insertInto(tables.seen).values({ id: Number(event.key[0]) }).execute();
   },
 };
@@ -38,7 +41,8 @@ describe.skipIf(process.platform === 'win32')('sluice run', () => {
     const src = path.join(tmp, 'app.db');
     const tgt = path.join(tmp, 'cache.db');
     appSource(src);
-    put(path.join(tmp, 'handler.mjs'), handler(true));
+    const entered = path.join(tmp, 'in-the-loop');
+    put(path.join(tmp, 'handler.mjs'), handler(true, entered));
     const config = path.join(tmp, 'sluice.yml');
     const port = await freePort();
     put(
@@ -55,7 +59,7 @@ listen: 127.0.0.1:${port}
     running = startRun(config, { SLUICE_STOP_GRACE_MS: '3000' });
     await waitHealth(port, 'the first build', (h) => h.code === 200);
     py(src, `con.execute("UPDATE issues SET title = 'loop' WHERE id = 1")`);
-    await new Promise((r) => setTimeout(r, 500)); // the worker is in the loop now
+    await waitFor('the worker in the loop', () => fs.existsSync(entered), 20_000);
     put(path.join(tmp, 'handler.mjs'), handler(false));
     // While the looping worker is asked to stop, the target is not followed: /healthz says so.
     const stopping = await waitHealth(port, 'the part stopping', (h) => h.status.run.parts.some((p) => p.state === 'stopping'), 10_000);

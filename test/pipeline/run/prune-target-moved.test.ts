@@ -53,6 +53,7 @@ describe.skipIf(process.platform === 'win32')('sluice run, prune: true', () => {
     running = startRun(config);
     await waitHealth(port, 'cache.db built from other.db', (h) => h.code === 200);
     await waitFor('cache.db forgotten on app.db', () => acks(app, cache) === 0, 15_000);
+    await waitFor('cache.db acknowledged on other.db', () => acks(other, cache) === 1, 15_000).catch(() => undefined);
     expect(acks(other, cache)).toBe(1);
   }, 90_000);
 });

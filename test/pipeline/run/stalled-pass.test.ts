@@ -59,7 +59,8 @@ listen: 127.0.0.1:${port}
     const hungMs = Date.now();
     // Within the bound, it is not stalled yet.
     await new Promise((r) => setTimeout(r, 2000));
-    expect((await healthz(port)).code).toBe(200);
+    // (Asked only while well inside the bound: a loaded machine can delay the timer past it.)
+    if (Date.now() - hungMs < 3500) expect((await healthz(port)).code).toBe(200);
     const h = await waitHealth(port, 'the stalled pass reported', (x) => x.code === 503, 15_000);
     expect(Date.now() - hungMs).toBeGreaterThan(4000); // (the bound counts from the pass, which starts before py returns)
     const part = h.status.run.parts.find((p) => p.kind === 'target');
