@@ -1174,7 +1174,7 @@ export const REASONS = {
     kinds: ['error'],
     clears: false,
     explain:
-      "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, a stream with discard new is full, or the stream has max_msgs_per_subject, which drops old batches behind the snapshot it keeps: no subscriber could start from it and catch up.",
+      "The stream's limits (max_msgs, max_bytes, max_msgs_per_subject, max_age, with its discard policy) cannot hold one snapshot of the source, a stream with discard new is full, or the stream has max_msgs_per_subject, which drops old batches behind the snapshot it keeps: no subscriber could start from it and catch up. Or one event or snapshot row is larger than the stream's max_msg_size lets a message carry.",
     repair: null,
   },
   BROKER_TABLE_NOT_PUBLISHED: {

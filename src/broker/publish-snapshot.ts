@@ -31,6 +31,8 @@ export interface Sender {
   readonly subjects: SourceSubjects;
   /** Bytes of lines one message may carry. */
   readonly budget: number;
+  /** The error for one line larger than the budget (default: tooLarge, for the server's max_payload). */
+  readonly tooLarge?: (what: string, bytes: number) => Error;
   /** Publishes one message and waits for the broker's ack (undefined: stopped first). */
   send(subject: string, data: Uint8Array, msgID: string, headers: ReturnType<typeof natsHeaders>): Promise<PubAck | undefined>;
   /** Before anything is sent: throws if the stream cannot hold a snapshot of this size (stream-limits.ts). */
@@ -97,7 +99,8 @@ export async function publishSnapshot(db: Db, s: Sender, tables?: readonly strin
           break;
         }
         const line = `${text}\n`;
-        if (Buffer.byteLength(line) > budget) throw tooLarge('a snapshot row', Buffer.byteLength(line), budget);
+        if (Buffer.byteLength(line) > budget)
+          throw (s.tooLarge ?? ((w, n) => tooLarge(w, n, budget)))('a snapshot row', Buffer.byteLength(line));
         if (size + Buffer.byteLength(line) > budget && !(await send())) return undefined;
         part.push(line);
         size += Buffer.byteLength(line);

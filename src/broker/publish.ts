@@ -14,7 +14,18 @@ import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { ensureStream, isWrongLastSequence, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
-import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
+import {
+  boundByStream,
+  checkNoPerSubjectLimit,
+  checkSnapshotFits,
+  isOverMaxMsgSize,
+  isStreamFull,
+  lineBudget,
+  overMaxMsgSize,
+  snapshotDropped,
+  streamFull,
+  tooLargeForStream,
+} from './stream-limits.ts';
 
 /*
  * Publishes a source's changes to a JetStream stream (docs/broker.md).
@@ -23,8 +34,9 @@ import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDroppe
  * digest), exactly as an export file holds them. Batch boundaries are fixed
  * seq windows, (k*N, (k+1)*N], cut at the source's high-water mark and
  * cut shorter (in proportion to its size) while a message would be over the
- * server's max_payload, so a batch published again covers the same range
- * and gets the same Nats-Msg-Id.
+ * server's max_payload or the stream's max_msg_size (stream-limits.ts), so
+ * a batch published again covers the same range and gets the same
+ * Nats-Msg-Id.
  *
  * The position is saved only after the broker has acknowledged the message,
  * in a small state file next to the source (`<db>.publish-<stream>.cursor`),
@@ -147,6 +159,8 @@ export class Publisher {
   #lastSnapshotCheck = 0;
   /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
   #streamsMade = 0;
+  /** The stream's max_msg_size as last read (at open, each snapshot check, a message refused over it); 0 or less: none. */
+  #maxMsgSize = -1;
 
   private constructor(db: Db, sourcePath: string, sourceId: string, broker: Broker, options: PublishOptions) {
     this.db = db;
@@ -176,7 +190,9 @@ export class Publisher {
       if (state === undefined) throw unreadableCapture(db, 'CAPTURE_ABSENT');
       broker = await openBroker(url, 'publish', options.log);
       const p = new Publisher(db, sourcePath, state.sourceId, broker, options);
-      checkNoPerSubjectLimit(p.stream, (await ensureStream(broker, p.stream, p.sourceId, options.log)).config);
+      const { config } = await ensureStream(broker, p.stream, p.sourceId, options.log);
+      checkNoPerSubjectLimit(p.stream, config);
+      p.#maxMsgSize = config.max_msg_size ?? -1;
       await p.#resume();
       return p;
     } catch (err) {
@@ -305,6 +321,8 @@ export class Publisher {
       try {
         more = await this.#nextBatches(this.#cursor, tally);
       } catch (err) {
+        // The stream's max_msg_size was lowered: the windows after the position are cut again to it.
+        if (err instanceof LimitLowered) continue;
         // The position no longer continues (pruned past, a restored or re-made source...): start again from a snapshot.
         if (!(err instanceof FailClosedError)) throw err;
         this.#log(
@@ -339,6 +357,7 @@ export class Publisher {
     const end = await lastMessage(this.#broker, this.stream, this.subjects.end);
     const info = await streamInfo(this.#broker, this.stream);
     if (info !== undefined) checkNoPerSubjectLimit(this.stream, info.config);
+    if (info !== undefined) this.#maxMsgSize = info.config.max_msg_size ?? -1;
     const first = info?.state.first_seq ?? 0;
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
     if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
@@ -493,7 +512,7 @@ export class Publisher {
           through = b.fromSeq + Math.max(1, Math.min(Math.floor(seqs / 2), Math.floor((seqs * budget * 0.9) / largest)));
           continue;
         }
-        throw tooLarge(`the event at seq ${b.toSeq}`, largest, budget);
+        throw this.#tooLarge(`the event at seq ${b.toSeq}`, largest);
       }
       const messages = built.map((m) => ({
         subject: subjectsOf(this.sourceId, m.format).batch,
@@ -522,9 +541,16 @@ export class Publisher {
     this.#cursor = cursor;
   }
 
-  /** Bytes of lines one message may carry (headroom under max_payload for headers). */
+  /** Bytes of lines one message may carry (headroom for headers under max_payload and the stream's max_msg_size). */
   #budget(): number {
-    return Math.max(1024, this.#broker.maxPayload - 16 * 1024);
+    return lineBudget(this.#broker.maxPayload, this.#maxMsgSize);
+  }
+
+  /** The error for one line (an event, a snapshot row) larger than a message may carry: it names the limit that binds. */
+  #tooLarge(what: string, bytes: number): Error {
+    return boundByStream(this.#broker.maxPayload, this.#maxMsgSize)
+      ? tooLargeForStream(this.stream, this.#maxMsgSize, what, bytes, this.#budget())
+      : tooLarge(what, bytes, this.#budget());
   }
 
   /**
@@ -544,6 +570,7 @@ export class Publisher {
           sourceId: this.sourceId,
           subjects: this.subjects,
           budget: this.#budget(),
+          tooLarge: (what, bytes) => this.#tooLarge(what, bytes),
           send: (subject, data, msgID, headers) => this.#publish(subject, data, msgID, headers),
           fits: async (size) => {
             const info = await this.#retry(() => streamInfo(this.#broker, this.stream));
@@ -556,7 +583,9 @@ export class Publisher {
           },
         },
         tables,
-      );
+      ).catch(again);
+      // The stream's max_msg_size was lowered while its parts went out: publish it whole again, in parts cut to it.
+      if (snap === AGAIN) continue;
       if (snap === undefined) return;
       // The stream was made again while its parts went out: the first ones went with the old stream; publish it whole again.
       if (made !== this.#streamsMade) continue;
@@ -611,6 +640,14 @@ export class Publisher {
     try {
       return await this.#retry(() => this.#broker.js.publish(subject, data, { msgID, headers, expect, timeout: 5000 }));
     } catch (err) {
+      if (isOverMaxMsgSize(err)) {
+        // Built under the max_msg_size last read: one lowered since is read, and the message cut again to it (LimitLowered).
+        const before = this.#budget();
+        const config = (await streamInfo(this.#broker, this.stream).catch(() => undefined))?.config;
+        if (config !== undefined) this.#maxMsgSize = config.max_msg_size ?? -1;
+        if (this.#budget() < before) throw new LimitLowered();
+        throw overMaxMsgSize(this.stream, config?.max_msg_size, data.length, err);
+      }
       if (!isStreamFull(err)) throw err;
       throw streamFull(this.stream, (await streamInfo(this.#broker, this.stream).catch(() => undefined))?.config, err);
     }
@@ -643,6 +680,15 @@ export class Publisher {
     this.#subjectSeqs.clear(); // the new stream holds nothing on them
     this.#log(`sluice publish: made stream ${this.stream} again on NATS at ${this.#broker.url} (the server came back without it)`);
   }
+}
+
+/** The server refused a message over the stream's max_msg_size, which was lowered since it was read: cut again (#publish). */
+class LimitLowered extends Error {}
+const AGAIN = Symbol('again');
+/** AGAIN for LimitLowered (a message to cut again), else `err` thrown on. */
+function again(err: unknown): typeof AGAIN {
+  if (err instanceof LimitLowered) return AGAIN;
+  throw err;
 }
 
 /** A cursor's seq. */

@@ -7,14 +7,20 @@ import type { StoredMsg } from '@nats-io/jetstream';
 import { BATCH_FORMATS, defaultStreamName, HEADER, subjectsOf } from './subjects.ts';
 import { connectionLabel, splitServers, type NatsConnection, type NatsTarget } from './connection/index.ts';
 import { lastMessage, openBroker, streamInfo, type Broker } from './nats.ts';
-import { firstBatchAfter } from './subscribe-plan.ts';
+import { firstBatchAfter, planStart, targetPosition, type SubscriberRebuild, type TargetPosition } from './subscribe-plan.ts';
 
 /*
  * How far a subscriber's target is behind its stream, read from the broker
  * (a subscriber has no source to ask, as health does for sync): the seqs the
  * stream reaches past the target's seq (its last batch, or a snapshot
  * published after it), and how long ago the broker stored the first message
- * the target has not applied (0 when caught up).
+ * the target has not applied (0 when caught up). A snapshot stored after the
+ * last batch is where the stream reaches, also below that batch: the source
+ * went back (restored from an older copy, SEQ_REGRESSED) and its publisher
+ * published it at the restored seq; the batches before it are of the
+ * history it replaced, which no target rebuilt from it lacks. Given the
+ * target's position, also whether its next subscribe rebuilds it from the
+ * stream's snapshot, and why, as the subscriber decides it (planStart).
  */
 
 export interface StreamLag {
@@ -22,13 +28,19 @@ export interface StreamLag {
   readonly sourceSeq: number;
   readonly lagEvents: number;
   readonly lagMs: number;
+  /** The next subscribe rebuilds the target from the stream's snapshot (asked with its position): why, and at which seqs. */
+  readonly rebuild?: SubscriberRebuild;
 }
 
 export interface StreamLagReader {
   /** The stream read. */
   readonly stream: string;
-  /** The lag of a target at `seq`; undefined when the stream does not exist. */
-  lag(seq: number): Promise<StreamLag | undefined>;
+  /**
+   * The lag of a target at `seq`; undefined when the stream does not exist.
+   * With `position` (targetPosition: the target's projections of the
+   * source), also whether its next subscribe rebuilds it (`rebuild`).
+   */
+  lag(seq: number, position?: TargetPosition): Promise<StreamLag | undefined>;
   close(): Promise<void>;
 }
 
@@ -44,20 +56,25 @@ export async function openStreamLag(
   const broker: Broker = await openBroker(url, options.who ?? 'subscribe metrics');
   return {
     stream,
-    lag: async (seq) => {
+    lag: async (seq, position) => {
       const info = await streamInfo(broker, stream);
       if (info === undefined) return undefined;
       const lasts = await Promise.all(batchSubjects.map((s) => lastMessage(broker, stream, s)));
       const end = await lastMessage(broker, stream, subjects.end);
       const lastTo = Math.max(0, ...lasts.map((m) => Number(m?.header.get(HEADER.toSeq) ?? 0)));
       const snapTo = Number(end?.header.get(HEADER.toSeq) ?? 0);
-      const sourceSeq = Math.max(lastTo, snapTo);
-      if (!(sourceSeq > seq)) return { sourceSeq, lagEvents: 0, lagMs: 0 };
+      // The last snapshot stored after every batch: the batches before it reach no further than it but in a history it replaced.
+      const snapLast = end !== undefined && lasts.every((m) => m === undefined || m.seq < end.seq);
+      const sourceSeq = snapLast ? snapTo : Math.max(lastTo, snapTo);
+      const rebuild = position === undefined ? undefined : await nextRebuild(position);
+      if (!(sourceSeq > seq)) return { sourceSeq, lagEvents: 0, lagMs: 0, ...(rebuild === undefined ? {} : { rebuild }) };
+      // Past the last snapshot, the stream's history is the target's from it on: a batch before it may be of one it replaced.
+      const from = end !== undefined && snapTo <= seq ? end.seq + 1 : info.state.first_seq;
       // The first batch past it in any format: the earliest stored (one format's copy of a range may be later than the other's).
       const firsts = await Promise.all(
         batchSubjects
           .filter((_, i) => lasts[i] !== undefined)
-          .map((s) => firstBatchAfter(broker, stream, s, seq, info.state.first_seq, info.state.last_seq)),
+          .map((s) => firstBatchAfter(broker, stream, s, seq, from, info.state.last_seq)),
       );
       const first = firsts.reduce<StoredMsg | undefined>(
         (a, m) => (m === undefined || (a !== undefined && a.time.getTime() <= m.time.getTime()) ? a : m),
@@ -69,10 +86,38 @@ export async function openStreamLag(
         sourceSeq,
         lagEvents: sourceSeq - seq,
         lagMs: oldest === undefined ? 0 : Math.max(0, Date.now() - oldest.time.getTime()),
+        ...(rebuild === undefined ? {} : { rebuild }),
       };
     },
     close: () => broker.close(),
   };
+
+  /**
+   * Whether the next subscribe of a target at `position` rebuilds it from
+   * the stream's snapshot, planned as the subscriber plans its start (in
+   * the format whose batches the stream holds: JSONL, else segments). A
+   * plan that fails (no snapshot the target could start from) is left to
+   * that subscribe to say: the lag is all this tells.
+   */
+  async function nextRebuild(position: TargetPosition): Promise<SubscriberRebuild | undefined> {
+    try {
+      const info = await streamInfo(broker, stream);
+      if (info === undefined) return undefined;
+      let planned = subjectsOf(options.sourceId, 'jsonl');
+      for (const f of BATCH_FORMATS) {
+        const s = subjectsOf(options.sourceId, f);
+        if ((await lastMessage(broker, stream, s.batch)) !== undefined) {
+          planned = s;
+          break;
+        }
+      }
+      const plan = await planStart(broker, stream, planned, position, info.state.first_seq, info.state.last_seq);
+      return plan.rebuilt;
+    } catch (err) {
+      if (err instanceof SluiceError) return undefined;
+      throw err;
+    }
+  }
 }
 
 /**
@@ -89,6 +134,7 @@ export async function openStreamLag(
  */
 export async function readStreamLags(targetPath: string, url: NatsTarget, options: { stream?: string } = {}): Promise<Map<string, FedLag>> {
   return readLags(
+    targetPath,
     fedProjections(targetPath).map((p) => ({
       p,
       url,
@@ -120,6 +166,7 @@ export async function readRecordedStreamLags(targetPath: string, access: Partial
       : { ...login, servers };
   };
   return readLags(
+    targetPath,
     fedProjections(targetPath).flatMap((p) =>
       p.fedBy?.via === 'subscribe' ? [{ p, url: connectionTo(p.fedBy.url), stream: p.fedBy.stream, recorded: true }] : [],
     ),
@@ -145,6 +192,15 @@ function fedProjections(targetPath: string): ProjectionRecord[] {
   }
 }
 
+/** The target's position for its next subscribe of source `sourceId` (targetPosition); undefined when it cannot be read (health says why). */
+function positionOf(targetPath: string, sourceId: string): TargetPosition | undefined {
+  try {
+    return fs.existsSync(targetPath) ? targetPosition(targetPath, { sourceId }) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 interface LagRead {
   readonly p: ProjectionRecord;
   readonly url: NatsTarget;
@@ -153,7 +209,7 @@ interface LagRead {
   readonly recorded: boolean;
 }
 
-async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>> {
+async function readLags(targetPath: string, reads: readonly LagRead[]): Promise<Map<string, FedLag>> {
   const out = new Map<string, FedLag>();
   const groups = new Map<string, LagRead[]>();
   for (const r of reads) {
@@ -167,8 +223,10 @@ async function readLags(reads: readonly LagRead[]): Promise<Map<string, FedLag>>
     let reader: StreamLagReader | undefined;
     try {
       reader = await openStreamLag(url, { sourceId: first.sourceId, ...(stream === undefined ? {} : { stream }), who: 'health' });
+      // The target as its next subscribe of this source finds it (a target no longer there: no plan).
+      const position = positionOf(targetPath, first.sourceId);
       for (const { p } of mine) {
-        const lag = await reader.lag(p.seq);
+        const lag = await reader.lag(p.seq, position);
         out.set(
           p.name,
           lag ?? {

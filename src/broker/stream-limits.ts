@@ -12,6 +12,14 @@ import { InvalidInputError } from '../errors.ts';
  * before it sends a snapshot, and after (a limit it could not foresee: the
  * stream already dropped its first part), and a refusal for a full stream
  * names the stream and its limits: BROKER_STREAM_LIMITS.
+ *
+ * A stream's max_msg_size (headers and data of one message) below the
+ * server's max_payload: the publisher reads it when it opens the stream and
+ * at each snapshot check, and cuts every message to it (lineBudget); the
+ * server's refusal of one over it ("message size exceeds maximum allowed",
+ * a limit lowered under a running publisher) makes it read the limit again
+ * and cut again, and an event or snapshot row no message under it can carry
+ * names the stream and the limit (tooLargeForStream).
  */
 
 /** What one snapshot takes in the stream: messages (its parts and its end), and bytes (of its lines; the stream counts headers too). */
@@ -95,6 +103,51 @@ export function streamFull(stream: string, config: StreamConfig | undefined, err
   return new InvalidInputError(
     'BROKER_STREAM_LIMITS',
     `Stream ${stream} refused a message: ${(err as Error).message}${config === undefined ? '' : ` (its limits: ${limitsOf(config)})`}. With discard new a full stream takes nothing more, so its subscribers would never get the source's next changes. ${FIX(stream)}`,
+    { cause: err },
+  );
+}
+
+/** Bytes of headers a message is given room for under a limit of `limit` bytes: 16 KiB, or a quarter of a smaller limit. */
+function headroom(limit: number): number {
+  return Math.min(16 * 1024, Math.floor(limit / 4));
+}
+
+/**
+ * Bytes of lines one message may carry: under the server's max_payload
+ * (less 16 KiB for headers, at least 1 KiB) and, when the stream has one
+ * (above 0), under its max_msg_size (less its headroom).
+ */
+export function lineBudget(maxPayload: number, maxMsgSize: number): number {
+  const payload = Math.max(1024, maxPayload - 16 * 1024);
+  return maxMsgSize > 0 ? Math.min(payload, maxMsgSize - headroom(maxMsgSize)) : payload;
+}
+
+/** Whether the stream's max_msg_size is what bounds a message (lineBudget), not the server's max_payload. */
+export function boundByStream(maxPayload: number, maxMsgSize: number): boolean {
+  return maxMsgSize > 0 && lineBudget(maxPayload, maxMsgSize) < lineBudget(maxPayload, -1);
+}
+
+const MSG_SIZE_FIX = (stream: string) =>
+  `Raise the stream's limit (nats stream edit ${stream} --max-msg-size=-1, or a size that holds it), or delete the stream (nats stream rm ${stream}): sluice publish makes it again without limits. Then publish again.`;
+
+/** BROKER_STREAM_LIMITS for one line (`what`: an event, a snapshot row) larger than a message under the stream's max_msg_size may carry. */
+export function tooLargeForStream(stream: string, maxMsgSize: number, what: string, bytes: number, budget: number): InvalidInputError {
+  return new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} takes messages of at most max_msg_size ${maxMsgSize} bytes, headers included: ${what} alone is ${bytes} bytes of a message, more than one may carry there (${budget} bytes, with room for its headers), and it cannot be cut. Nothing more was published. ${MSG_SIZE_FIX(stream)}`,
+  );
+}
+
+/** Whether `err` is the server refusing a message over the stream's max_msg_size. */
+export function isOverMaxMsgSize(err: unknown): boolean {
+  return err instanceof JetStreamApiError && /^message size exceeds maximum allowed/i.test(err.message);
+}
+
+/** BROKER_STREAM_LIMITS for a message of `bytes` bytes of data the server refused as over the stream's max_msg_size (isOverMaxMsgSize). */
+export function overMaxMsgSize(stream: string, maxMsgSize: number | undefined, bytes: number, err: unknown): InvalidInputError {
+  return new InvalidInputError(
+    'BROKER_STREAM_LIMITS',
+    `Stream ${stream} refused a message of ${bytes} bytes of data and its headers: ${(err as Error).message}${maxMsgSize === undefined ? '' : ` (max_msg_size ${maxMsgSize})`}. Nothing more was published. ${MSG_SIZE_FIX(stream)}`,
     { cause: err },
   );
 }

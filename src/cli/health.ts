@@ -195,5 +195,5 @@ function rebuildNote(p: ProjectionHealth): string {
   // A sync of it that keeps failing (ALTER_CUSTOM_NO_SHADOW: a rebuild sluice refuses to run) does not rebuild it by itself,
   // nor does one of a suspended projection: it stays suspended until its repair (its problem says which) is done.
   if (p.failure !== null || p.state === 'suspended') return '';
-  return `\n   .. the next sluice sync rebuilds it by itself (${r})`;
+  return `\n   .. the next sluice ${p.fedBy?.via === 'subscribe' ? 'subscribe' : 'sync'} rebuilds it by itself (${r})`;
 }

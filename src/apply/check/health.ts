@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { kindNamed } from '../../projection/index.ts';
-import { openDatabase, type Db, type QuietHold, readQuietlySync, readSessionSync, shellCommand } from '../../sqlite/index.ts';
+import { openDatabase, type Db, type QuietHold, readQuietlySync, readSessionSync, shellCommand, shellWord } from '../../sqlite/index.ts';
 import {
   readProjections,
   type ProjectionRecord,
@@ -88,8 +88,20 @@ export interface HealthOptions {
   readonly followedByRun?: boolean;
 }
 
-/** A fed projection's lag, read from its stream, or why it could not be read (a problem, with what to do). */
-export type FedLag = { readonly sourceSeq: number; readonly lagEvents: number; readonly lagMs: number } | { readonly unknown: string };
+/**
+ * A fed projection's lag, read from its stream, or why it could not be read
+ * (a problem, with what to do). `rebuild`: the next subscribe rebuilds it
+ * from the stream's snapshot (at `snapshotSeq`), for `reason`, as the
+ * subscriber plans its start (broker/subscribe-plan.ts).
+ */
+export type FedLag =
+  | {
+      readonly sourceSeq: number;
+      readonly lagEvents: number;
+      readonly lagMs: number;
+      readonly rebuild?: { readonly reason: string; readonly targetSeq: number; readonly snapshotSeq: number };
+    }
+  | { readonly unknown: string };
 
 /**
  * Reports every projection of a target: state, lag in events and in ms
@@ -371,7 +383,25 @@ function fedFacts(r: ProjectionRecord, fed: FedLag | undefined, targetPath: stri
       `the lag of ${r.name} cannot be known from the target: it has no source path to read, and the target does not record what feeds it (made before that was recorded); for a subscribed target, read it from the stream: ${shellCommand('healthFromStream', { target: targetPath })}; for an imported one, import a file again (${shellCommand('importInto', { target: targetPath })}: a file already applied changes no row), and the target records it`,
     );
   if ('unknown' in fed) return unknown(fed.unknown);
-  return { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
+  const facts: SourceFacts = { sourceSeq: fed.sourceSeq, lagEvents: fed.lagEvents, lagMs: fed.lagMs, rebuild: null, problems: [] };
+  const next = fed.rebuild;
+  if (next === undefined) return facts;
+  // The next subscribe rebuilds it from the stream's snapshot, said as for a synced projection whose next sync does (readSource).
+  facts.rebuild = next.reason;
+  // Behind the stream's batches (their events are known, as for CURSOR_PRUNED); else its rows may lack what no count tells.
+  if (next.reason !== 'SUBSCRIBER_BEHIND_STREAM') {
+    facts.lagEvents = null;
+    facts.lagMs = null;
+    facts.lagUnknown = next.reason;
+  }
+  if (AHEAD_OF_SOURCE.has(next.reason)) {
+    const by = r.fedBy?.via === 'subscribe' ? r.fedBy : undefined;
+    const subscribe = `sluice subscribe ${shellWord(targetPath)} --nats ${by === undefined ? 'URL' : shellWord(by.url)} --source ${shellWord(by?.sourceId ?? r.sourceId)}`;
+    facts.problems.push(
+      `${next.reason}: the last snapshot of stream ${by?.stream ?? 'the stream'}, at seq ${next.snapshotSeq}, was published after the source went back below seq ${next.targetSeq} of ${r.name} (restored from an older copy?) (until it is rebuilt, ${r.name} holds changes the source does not have: the next sluice subscribe rebuilds it by itself, a follower (sluice subscribe --follow, sluice run) as soon as it meets the snapshot: ${subscribe})`,
+    );
+  }
+  return facts;
 }
 
 /**
@@ -506,7 +536,7 @@ function one(
   ];
   if (bounded.length > 0 && facts.lagUnknown !== undefined && r.state !== 'suspended' && facts.suspends === undefined)
     problems.push(
-      `the lag of ${r.name} is not known, so it is not within ${bounded.join(' and ')}: its cursor cannot continue on the source (${facts.lagUnknown}), and until the next sync rebuilds it from the source it may lack changes the source has: run ${r.sourcePath === null ? catchUp : shellCommand('sync', { source: r.sourcePath, target: targetPath })} (or keep ${catchUp} --follow running)`,
+      `the lag of ${r.name} is not known, so it is not within ${bounded.join(' and ')}: its cursor cannot continue on the source (${facts.lagUnknown}), and until the next ${r.sourcePath === null ? 'subscribe rebuilds it from the stream' : 'sync rebuilds it from the source'} it may lack changes the source has: run ${r.sourcePath === null ? catchUp : shellCommand('sync', { source: r.sourcePath, target: targetPath })} (or keep ${catchUp} --follow running)`,
     );
   if (options.maxLagEvents !== undefined && facts.lagEvents !== null && facts.lagEvents > options.maxLagEvents) {
     problems.push(
