@@ -24,7 +24,9 @@ import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDroppe
  * seq windows, (k*N, (k+1)*N], cut at the source's high-water mark and
  * cut shorter (in proportion to its size) while a message would be over the
  * server's max_payload, so a batch published again covers the same range
- * and gets the same Nats-Msg-Id.
+ * and gets the same Nats-Msg-Id (its range and the history it belongs to:
+ * the same range of a source restored from an older copy and written again
+ * is another message, with another id: subjects.ts batchMsgId).
  *
  * The position is saved only after the broker has acknowledged the message,
  * in a small state file next to the source (`<db>.publish-<stream>.cursor`),
@@ -498,7 +500,7 @@ export class Publisher {
       const messages = built.map((m) => ({
         subject: subjectsOf(this.sourceId, m.format).batch,
         data: m.data,
-        msgID: batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format),
+        msgID: batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format, historyOf(m.b.cursor)),
         headers: () => {
           const h = natsHeaders();
           h.set(HEADER.source, this.sourceId);
@@ -648,6 +650,15 @@ export class Publisher {
 /** A cursor's seq. */
 function seqOf(cursor: string): number {
   return decodeCursor(cursor).seq;
+}
+
+/**
+ * The history a batch ending at `cursor` belongs to, for its message id: the
+ * digest of the journal event the cursor anchors on (the newest at or below
+ * its seq: seq, table, op, clock and first columns), `none` without one.
+ */
+function historyOf(cursor: string): string {
+  return decodeCursor(cursor).anchor?.digest ?? 'none';
 }
 
 /** The cursor furthest on of `cursors` (undefined: none). */
