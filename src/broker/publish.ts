@@ -4,7 +4,7 @@ import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
 import { foldIdent, textEncoding } from '../sqlite/index.ts';
 import { openSource, readState, readTables, unreadableCapture } from '../capture/index.ts';
-import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
+import { decodeCursor, lastJournalSeq, validateCursor } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
@@ -221,6 +221,12 @@ export class Publisher {
     // A stream that holds nothing of the source (made again empty) has no snapshot for a hole to follow: the state
     // file is where its subscribers' cursors are, and the snapshot check publishes a snapshot into it.
     const held = furthest([end, least]);
+    // A state file of a history the source no longer has (restored from an older copy) is no position: the stream's is.
+    if (saved !== undefined && held !== undefined && !this.#continues(saved) && this.#continues(held)) {
+      this.#cursor = held;
+      this.#saved.save(held);
+      return;
+    }
     if (saved !== undefined && held !== undefined && seqOf(saved) > seqOf(held)) {
       this.#log(
         `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but ${this.stateFile} says seq ${seqOf(saved)} was published: the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
@@ -240,22 +246,43 @@ export class Publisher {
    * and of its last batch in the format whose last batch is least far (so a
    * format whose message a crash cut off gets that window again). Notes the
    * stream sequence of the last message on each batch subject (#subjectSeqs).
+   *
+   * A format's last batch that lies before the last snapshot in the stream
+   * and does not continue the source, where that snapshot does, is of a
+   * history the snapshot replaced (the source restored from an older copy,
+   * its publisher's SEQ_REGRESSED snapshot, no batch of the new history
+   * yet): that format goes on from the snapshot. Going on from the old
+   * history's batch, further on, found it could not be continued and
+   * published a whole new snapshot, run after run, until the new history
+   * passed the old one's high-water mark.
    */
   async #streamHolds(): Promise<{ readonly end: string | undefined; readonly least: string | undefined }> {
     const cursorOf = (m: Awaited<ReturnType<typeof lastMessage>>) => {
       const c = m?.header?.get(HEADER.cursor);
       return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
     };
-    const end = cursorOf(await lastMessage(this.#broker, this.stream, this.subjects.end));
+    const endMessage = await lastMessage(this.#broker, this.stream, this.subjects.end);
+    const end = cursorOf(endMessage);
     const batches: string[] = [];
     for (const f of this.formats) {
       const subject = subjectsOf(this.sourceId, f).batch;
       const m = await lastMessage(this.#broker, this.stream, subject);
       this.#subjectSeqs.set(subject, m?.seq ?? 0);
       const c = cursorOf(m);
-      if (c !== undefined) batches.push(c);
+      if (c === undefined) continue;
+      const replaced = end !== undefined && (m?.seq ?? 0) < (endMessage?.seq ?? 0) && !this.#continues(c) && this.#continues(end);
+      batches.push(replaced ? end : c);
     }
     return { end, least: batches.sort((a, b) => seqOf(a) - seqOf(b))[0] };
+  }
+
+  /** Whether the source continues `cursor` (its history: not restored below it, re-armed, bumped...), as a batch read from it checks. */
+  #continues(cursor: string): boolean {
+    try {
+      return validateCursor(this.db, cursor).status === 'ok';
+    } catch {
+      return false;
+    }
   }
 
   /**

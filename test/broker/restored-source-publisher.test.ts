@@ -1,4 +1,4 @@
-// the publisher of a source restored from an older copy: its new history's batches are stored, not dropped as the old history's duplicates
+// the publisher of a source restored from an older copy: its new history's batches are stored (not dropped as the old history's duplicates), and it publishes one snapshot for the restore, not one per run
 import fs from 'node:fs';
 import path from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -19,6 +19,13 @@ import { defaultStreamName, Publisher, subjectsOf } from '../../src/broker/index
  * now carries the history it belongs to (the digest of the journal event
  * its cursor anchors on), so the new history's batches are stored, while a
  * batch of the same history published again is still dropped.
+ *
+ * And each one-shot publish after the restore resumed from the old
+ * history's last batch still in the stream (the furthest position), found
+ * that it does not continue the source (SEQ_REGRESSED) and published a
+ * whole new snapshot, run after run, until the new history passed the old
+ * high-water mark. It now goes on from the furthest position of the
+ * source's own history: one snapshot for the restore.
  */
 
 const nats = natsForFile();
@@ -110,6 +117,27 @@ describe('a source restored from an older copy, published again', () => {
         (m) => m.subject === subjectsOf(sourceIdOf(src)).batch,
       );
       expect(batches).toHaveLength(1);
+    } finally {
+      removeDir(dir);
+    }
+  });
+
+  test('one-shot publishes after the restore publish one snapshot for it, then go on with the new history', async () => {
+    const dir = makeDir();
+    try {
+      const url = nats.server().url;
+      const { src, sid, old } = await restored(dir, url);
+      const reasons: string[] = [];
+      for (const id of [21, 22, 0, 23]) {
+        if (id !== 0) sqlite3(src, `INSERT INTO t VALUES(${id},'new');`);
+        const r = await cli(['publish', src, '--nats', url, '--json']);
+        expect(r.status, r.stderr).toBe(0);
+        const out = parseJson(r, S.publishOutput);
+        reasons.push(...out.snapshots.map((s) => s.reason));
+      }
+      expect(reasons).toEqual(['SEQ_REGRESSED']);
+      await subscribedLikeSource(path.join(dir, 'new.db'), src, url, sid);
+      await subscribedLikeSource(old, src, url, sid);
     } finally {
       removeDir(dir);
     }
