@@ -1203,6 +1203,13 @@ export const REASONS = {
       'The source captures a table its stream did not carry (enabled after publishing began), so the publisher published a snapshot that holds it; its batches carry it from there.',
     repair: null,
   },
+  STREAM_FORMAT_ADDED: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain:
+      "The publisher publishes a format (--format) whose batches in the stream start after the stream's last snapshot (the format was added to the publisher later), so it published a snapshot they start from; a subscriber of that format starts from it.",
+    repair: null,
+  },
   STREAM_HAD_NO_SNAPSHOT: {
     kinds: ['rebuilt'],
     clears: true,

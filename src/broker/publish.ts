@@ -13,7 +13,17 @@ import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
-import { ensureStream, isWrongLastSequence, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
+import {
+  ensureStream,
+  isWrongLastSequence,
+  lastMessage,
+  messageAtOrAfter,
+  openBroker,
+  streamInfo,
+  untilAnswered,
+  type Broker,
+  type Log,
+} from './nats.ts';
 import { checkNoPerSubjectLimit, checkSnapshotFits, isStreamFull, snapshotDropped, streamFull } from './stream-limits.ts';
 
 /*
@@ -147,6 +157,8 @@ export class Publisher {
    */
   readonly #subjectSeqs = new Map<string, number>();
   #lastSnapshotCheck = 0;
+  /** The stream sequence of the last snapshot's end after which every format's batches were found to continue it (#formatAfterSnapshot). */
+  #formatsCheckedAt: number | undefined;
   /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
   #streamsMade = 0;
 
@@ -372,7 +384,33 @@ export class Publisher {
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
     if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
     const start = Number(end.header?.get(HEADER.snapshotStart));
-    return !Number.isSafeInteger(start) || start < first ? 'SNAPSHOT_PAST_RETENTION' : undefined;
+    if (!Number.isSafeInteger(start) || start < first) return 'SNAPSHOT_PAST_RETENTION';
+    return (await this.#formatAfterSnapshot(end)) ? 'STREAM_FORMAT_ADDED' : undefined;
+  }
+
+  /**
+   * Whether the first batch of one of the publisher's formats after the
+   * stream's last snapshot (its end `end`) starts after the snapshot's seq:
+   * the format was added to the publisher after the snapshot (publish
+   * --format jsonl,segment after publishing JSONL), so a subscriber of that
+   * format, which starts from the last snapshot, met a gap there (BATCH_GAP,
+   * run after run, rebuilding from the same snapshot each time). A snapshot
+   * published then (its position left where it is, as for retention) is one
+   * its batches start from. Asked of each snapshot until every format has a
+   * batch after it that continues it (#formatsCheckedAt).
+   */
+  async #formatAfterSnapshot(end: NonNullable<Awaited<ReturnType<typeof lastMessage>>>): Promise<boolean> {
+    if (this.#formatsCheckedAt === end.seq || end.header?.get(HEADER.source) !== this.sourceId) return false;
+    const snapSeq = Number(end.header.get(HEADER.toSeq));
+    if (!Number.isSafeInteger(snapSeq)) return false;
+    let all = true;
+    for (const f of this.formats) {
+      const m = await messageAtOrAfter(this.#broker, this.stream, end.seq + 1, subjectsOf(this.sourceId, f).batch);
+      if (m === undefined) all = false;
+      else if (Number(m.header.get(HEADER.fromSeq)) > snapSeq) return true;
+    }
+    if (all) this.#formatsCheckedAt = end.seq;
+    return false;
   }
 
   #stopped(): boolean {

@@ -279,6 +279,7 @@ class Run {
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             ...(plan.rebuildBelow === undefined ? {} : { rebuildBelow: plan.rebuildBelow }),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
+            gapFix: (name) => this.#gapFix(name),
             // A follower says it at once (a one-shot run's report says it at its end).
             ...(this.#options.follow === true
               ? {
@@ -327,6 +328,13 @@ class Run {
   #checkTarget(db?: Db): void {
     if (db !== undefined) this.#targetFile ??= heldFile(db);
     checkSameFile(this.#target, this.#targetFile, 'target', 'subscribe');
+  }
+
+  /** What a BATCH_GAP of projection `name` says to do: run subscribe again (it rebuilds from the snapshot), and, where that meets it again, what the publisher lacks. */
+  #gapFix(name: string): string {
+    const format = this.#options.format ?? 'jsonl';
+    const other = format === 'jsonl' ? 'segment' : 'jsonl';
+    return `Nothing of the batch was applied. Run sluice subscribe again: a target the stream's batches do not continue rebuilds ${name} from the stream's last snapshot. If it stops here again, stream ${this.#stream} holds no ${format} batch of these events after its last snapshot (its publisher added --format ${format} after that snapshot, and published none for it): run sluice publish on the source with --format ${format} among its formats, which then publishes a snapshot the ${format} batches start from (STREAM_FORMAT_ADDED), or subscribe with --format ${other}.`;
   }
 
   /** A projection of a table the stream carries in no snapshot or batch: the source does not capture it (BROKER_TABLE_NOT_PUBLISHED). */
