@@ -1184,6 +1184,13 @@ export const REASONS = {
       "A subscriber's projection reads a table the stream does not carry: the source does not capture it (never enabled, or disabled), so no snapshot or batch of the stream holds it.",
     repair: null,
   },
+  BROKER_FORMAT_NOT_PUBLISHED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A subscriber reads batches of a format (--format) the stream holds none of the source's last batches in: its publisher publishes another format only.",
+    repair: null,
+  },
   BROKER_NO_SNAPSHOT: {
     kinds: ['error'],
     clears: false,
