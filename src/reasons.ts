@@ -1184,6 +1184,13 @@ export const REASONS = {
       "A subscriber's projection reads a table the stream does not carry: the source does not capture it (never enabled, or disabled), so no snapshot or batch of the stream holds it.",
     repair: null,
   },
+  BROKER_FORMAT_NOT_PUBLISHED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A subscriber reads batches of a format (--format) the stream holds none of the source's last batches in: its publisher publishes another format only.",
+    repair: null,
+  },
   BROKER_NO_SNAPSHOT: {
     kinds: ['error'],
     clears: false,
@@ -1201,6 +1208,13 @@ export const REASONS = {
     clears: true,
     explain:
       'The source captures a table its stream did not carry (enabled after publishing began), so the publisher published a snapshot that holds it; its batches carry it from there.',
+    repair: null,
+  },
+  STREAM_FORMAT_ADDED: {
+    kinds: ['rebuilt'],
+    clears: true,
+    explain:
+      "The publisher publishes a format (--format) whose batches in the stream start after the stream's last snapshot (the format was added to the publisher later), so it published a snapshot they start from; a subscriber of that format starts from it.",
     repair: null,
   },
   STREAM_HAD_NO_SNAPSHOT: {

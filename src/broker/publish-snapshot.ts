@@ -24,6 +24,7 @@ export const SNAPSHOT_WHY: Readonly<Record<string, string>> = {
   STREAM_HAD_NO_SNAPSHOT: 'the stream had none',
   SNAPSHOT_PAST_RETENTION: "the stream's retention no longer reaches back to the last one",
   STREAM_TABLES_ADDED: 'the source captures a table its stream did not carry (enabled after publishing began)',
+  STREAM_FORMAT_ADDED: "a format's batches in the stream start after its last snapshot (the format was added to the publisher later)",
 };
 
 export interface Sender {

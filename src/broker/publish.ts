@@ -4,7 +4,7 @@ import type { PubAck } from '@nats-io/jetstream';
 import type { Db } from '../sqlite/index.ts';
 import { foldIdent, textEncoding } from '../sqlite/index.ts';
 import { openSource, readState, readTables, unreadableCapture } from '../capture/index.ts';
-import { decodeCursor, lastJournalSeq } from '../feed/index.ts';
+import { decodeCursor, lastJournalSeq, validateCursor } from '../feed/index.ts';
 import { FailClosedError } from '../errors.ts';
 import { writeBatch, type LineWriter } from '../export/index.ts';
 import { batchMsgId, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
@@ -13,7 +13,17 @@ import { publishSnapshot, SNAPSHOT_WHY, tooLarge } from './publish-snapshot.ts';
 import { aliasFields } from '../reasons.ts';
 import { readStateFile, StateFileWriter } from './publish-state-file.ts';
 import type { NatsTarget } from './connection/index.ts';
-import { ensureStream, isWrongLastSequence, lastMessage, openBroker, streamInfo, untilAnswered, type Broker, type Log } from './nats.ts';
+import {
+  ensureStream,
+  isWrongLastSequence,
+  lastMessage,
+  messageAtOrAfter,
+  openBroker,
+  streamInfo,
+  untilAnswered,
+  type Broker,
+  type Log,
+} from './nats.ts';
 import {
   boundByStream,
   checkNoPerSubjectLimit,
@@ -36,7 +46,9 @@ import {
  * cut shorter (in proportion to its size) while a message would be over the
  * server's max_payload or the stream's max_msg_size (stream-limits.ts), so
  * a batch published again covers the same range and gets the same
- * Nats-Msg-Id.
+ * Nats-Msg-Id (its range and the history it belongs to: the same range of
+ * a source restored from an older copy and written again is another
+ * message, with another id: subjects.ts batchMsgId).
  *
  * The position is saved only after the broker has acknowledged the message,
  * in a small state file next to the source (`<db>.publish-<stream>.cursor`),
@@ -157,6 +169,8 @@ export class Publisher {
    */
   readonly #subjectSeqs = new Map<string, number>();
   #lastSnapshotCheck = 0;
+  /** The stream sequence of the last snapshot's end after which every format's batches were found to continue it (#formatAfterSnapshot). */
+  #formatsCheckedAt: number | undefined;
   /** Streams made again by #remakeStream (a snapshot whose parts straddle one is published again). */
   #streamsMade = 0;
   /** The stream's max_msg_size as last read (at open, each snapshot check, a message refused over it); 0 or less: none. */
@@ -235,6 +249,12 @@ export class Publisher {
     // A stream that holds nothing of the source (made again empty) has no snapshot for a hole to follow: the state
     // file is where its subscribers' cursors are, and the snapshot check publishes a snapshot into it.
     const held = furthest([end, least]);
+    // A state file of a history the source no longer has (restored from an older copy) is no position: the stream's is.
+    if (saved !== undefined && held !== undefined && !this.#continues(saved) && this.#continues(held)) {
+      this.#cursor = held;
+      this.#saved.save(held);
+      return;
+    }
     if (saved !== undefined && held !== undefined && seqOf(saved) > seqOf(held)) {
       this.#log(
         `sluice publish: stream ${this.stream} reaches only seq ${seqOf(held)}, but ${this.stateFile} says seq ${seqOf(saved)} was published: the stream lost its last messages (its store restored from an older copy?); publishing again from there`,
@@ -254,22 +274,43 @@ export class Publisher {
    * and of its last batch in the format whose last batch is least far (so a
    * format whose message a crash cut off gets that window again). Notes the
    * stream sequence of the last message on each batch subject (#subjectSeqs).
+   *
+   * A format's last batch that lies before the last snapshot in the stream
+   * and does not continue the source, where that snapshot does, is of a
+   * history the snapshot replaced (the source restored from an older copy,
+   * its publisher's SEQ_REGRESSED snapshot, no batch of the new history
+   * yet): that format goes on from the snapshot. Going on from the old
+   * history's batch, further on, found it could not be continued and
+   * published a whole new snapshot, run after run, until the new history
+   * passed the old one's high-water mark.
    */
   async #streamHolds(): Promise<{ readonly end: string | undefined; readonly least: string | undefined }> {
     const cursorOf = (m: Awaited<ReturnType<typeof lastMessage>>) => {
       const c = m?.header?.get(HEADER.cursor);
       return m !== undefined && m.header?.get(HEADER.source) === this.sourceId && c !== undefined && c !== '' ? c : undefined;
     };
-    const end = cursorOf(await lastMessage(this.#broker, this.stream, this.subjects.end));
+    const endMessage = await lastMessage(this.#broker, this.stream, this.subjects.end);
+    const end = cursorOf(endMessage);
     const batches: string[] = [];
     for (const f of this.formats) {
       const subject = subjectsOf(this.sourceId, f).batch;
       const m = await lastMessage(this.#broker, this.stream, subject);
       this.#subjectSeqs.set(subject, m?.seq ?? 0);
       const c = cursorOf(m);
-      if (c !== undefined) batches.push(c);
+      if (c === undefined) continue;
+      const replaced = end !== undefined && (m?.seq ?? 0) < (endMessage?.seq ?? 0) && !this.#continues(c) && this.#continues(end);
+      batches.push(replaced ? end : c);
     }
     return { end, least: batches.sort((a, b) => seqOf(a) - seqOf(b))[0] };
+  }
+
+  /** Whether the source continues `cursor` (its history: not restored below it, re-armed, bumped...), as a batch read from it checks. */
+  #continues(cursor: string): boolean {
+    try {
+      return validateCursor(this.db, cursor).status === 'ok';
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -362,7 +403,33 @@ export class Publisher {
     // No snapshot end in a stream that has dropped messages: retention took it (or its parts).
     if (end === undefined) return first > 1 ? 'SNAPSHOT_PAST_RETENTION' : 'STREAM_HAD_NO_SNAPSHOT';
     const start = Number(end.header?.get(HEADER.snapshotStart));
-    return !Number.isSafeInteger(start) || start < first ? 'SNAPSHOT_PAST_RETENTION' : undefined;
+    if (!Number.isSafeInteger(start) || start < first) return 'SNAPSHOT_PAST_RETENTION';
+    return (await this.#formatAfterSnapshot(end)) ? 'STREAM_FORMAT_ADDED' : undefined;
+  }
+
+  /**
+   * Whether the first batch of one of the publisher's formats after the
+   * stream's last snapshot (its end `end`) starts after the snapshot's seq:
+   * the format was added to the publisher after the snapshot (publish
+   * --format jsonl,segment after publishing JSONL), so a subscriber of that
+   * format, which starts from the last snapshot, met a gap there (BATCH_GAP,
+   * run after run, rebuilding from the same snapshot each time). A snapshot
+   * published then (its position left where it is, as for retention) is one
+   * its batches start from. Asked of each snapshot until every format has a
+   * batch after it that continues it (#formatsCheckedAt).
+   */
+  async #formatAfterSnapshot(end: NonNullable<Awaited<ReturnType<typeof lastMessage>>>): Promise<boolean> {
+    if (this.#formatsCheckedAt === end.seq || end.header?.get(HEADER.source) !== this.sourceId) return false;
+    const snapSeq = Number(end.header.get(HEADER.toSeq));
+    if (!Number.isSafeInteger(snapSeq)) return false;
+    let all = true;
+    for (const f of this.formats) {
+      const m = await messageAtOrAfter(this.#broker, this.stream, end.seq + 1, subjectsOf(this.sourceId, f).batch);
+      if (m === undefined) all = false;
+      else if (Number(m.header.get(HEADER.fromSeq)) > snapSeq) return true;
+    }
+    if (all) this.#formatsCheckedAt = end.seq;
+    return false;
   }
 
   #stopped(): boolean {
@@ -517,7 +584,7 @@ export class Publisher {
       const messages = built.map((m) => ({
         subject: subjectsOf(this.sourceId, m.format).batch,
         data: m.data,
-        msgID: batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format),
+        msgID: batchMsgId(this.sourceId, m.b.fromSeq, m.b.toSeq, m.format, historyOf(m.b.cursor)),
         headers: () => {
           const h = natsHeaders();
           h.set(HEADER.source, this.sourceId);
@@ -694,6 +761,15 @@ function again(err: unknown): typeof AGAIN {
 /** A cursor's seq. */
 function seqOf(cursor: string): number {
   return decodeCursor(cursor).seq;
+}
+
+/**
+ * The history a batch ending at `cursor` belongs to, for its message id: the
+ * digest of the journal event the cursor anchors on (the newest at or below
+ * its seq: seq, table, op, clock and first columns), `none` without one.
+ */
+function historyOf(cursor: string): string {
+  return decodeCursor(cursor).anchor?.digest ?? 'none';
 }
 
 /** The cursor furthest on of `cursors` (undefined: none). */

@@ -55,12 +55,16 @@ export function defaultStreamName(sourceId: string): string {
 }
 
 /**
- * A batch's message id: the source and its seq range. Batch boundaries are
- * deterministic (publish.ts), so a batch published again gets the same id
- * and the broker's dedup window drops the copy.
+ * A batch's message id: the source, its seq range and the history it
+ * belongs to (`history`: the digest of the journal event its end cursor
+ * anchors on, feed/anchor.ts). Batch boundaries are deterministic
+ * (publish.ts), so a batch published again gets the same id and the
+ * broker's dedup window drops the copy; a batch of the same range of
+ * another history (the source restored from an older copy and written
+ * again) has another event there, so another id, and is stored.
  */
-export function batchMsgId(sourceId: string, fromSeq: number, toSeq: number, format: BatchFormat = 'jsonl'): string {
-  return `${sourceId}:${fromSeq}-${toSeq}${format === 'jsonl' ? '' : `:${format}`}`;
+export function batchMsgId(sourceId: string, fromSeq: number, toSeq: number, format: BatchFormat = 'jsonl', history?: string): string {
+  return `${sourceId}:${fromSeq}-${toSeq}${history === undefined ? '' : `:${history}`}${format === 'jsonl' ? '' : `:${format}`}`;
 }
 
 /** Headers sluice sets on its messages (what a reader needs without parsing the body). */

@@ -8,9 +8,9 @@ import { lockFollower } from '../apply/sync/index.ts';
 import { readProjections } from '../apply/target/index.ts';
 import type { ProjectionDefinitionInput } from '../projection/index.ts';
 import { importStream, type ImportOptions, type ImportReport } from '../export/index.ts';
-import { defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
+import { BATCH_FORMATS, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
 import type { NatsTarget } from './connection/index.ts';
-import { isStoreLost, isTransient, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
+import { isStoreLost, isTransient, lastMessage, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
 import { ConsumerGone, messageLines, SnapshotWanted, StreamWentBack } from './message-lines.ts';
 import {
   freshConsumer,
@@ -279,6 +279,7 @@ class Run {
             ...(plan.rebuilt?.reason === 'SOURCE_CHANGED' ? { replaceSource: true } : {}),
             ...(plan.rebuildBelow === undefined ? {} : { rebuildBelow: plan.rebuildBelow }),
             fedBy: { via: 'subscribe', url: this.#url, stream: this.#stream, sourceId: this.#options.sourceId },
+            gapFix: (name) => this.#gapFix(name),
             // A follower says it at once (a one-shot run's report says it at its end).
             ...(this.#options.follow === true
               ? {
@@ -327,6 +328,42 @@ class Run {
   #checkTarget(db?: Db): void {
     if (db !== undefined) this.#targetFile ??= heldFile(db);
     checkSameFile(this.#target, this.#targetFile, 'target', 'subscribe');
+  }
+
+  /**
+   * Throws BROKER_FORMAT_NOT_PUBLISHED when the stream holds the source's
+   * last batches only in another format than this subscriber's: two or more
+   * of them after its format's last batch (or with none of it). One alone
+   * may be a window whose message in this format is still on its way (a
+   * publisher of both sends them one after the other), or was cut off by a
+   * publisher killed between them, which publishes it again when it starts.
+   * Before, such a subscriber applied the snapshot, then nothing: exit 0 on
+   * every run, its target never moving, and nothing said why.
+   */
+  async #checkFormat(): Promise<void> {
+    const format = this.#options.format ?? 'jsonl';
+    const other = BATCH_FORMATS.find((f) => f !== format) as BatchFormat;
+    const otherSubject = subjectsOf(this.#options.sourceId, other).batch;
+    const mine = await lastMessage(this.#broker, this.#stream, this.#subjects.batch);
+    const first = await messageAtOrAfter(this.#broker, this.#stream, (mine?.seq ?? 0) + 1, otherSubject);
+    if (first === undefined) return;
+    const second = await messageAtOrAfter(this.#broker, this.#stream, first.seq + 1, otherSubject);
+    if (second === undefined) return;
+    const since =
+      mine === undefined
+        ? `only as ${other} (subject ${otherSubject}), none as ${format}`
+        : `after seq ${mine.header.get(HEADER.toSeq) ?? '?'} only as ${other} (subject ${otherSubject}): its last ${format} batch ends there`;
+    throw new InvalidInputError(
+      'BROKER_FORMAT_NOT_PUBLISHED',
+      `Stream ${this.#stream} at ${this.#url} holds the batches of source ${this.#options.sourceId} ${since}, and this subscriber reads ${format} batches (subject ${this.#subjects.batch}): it would apply none of them, and target ${this.#target} would never move. Subscribe with --format ${other} (format: ${other} in a sluice.yml subscribe entry), or publish the source with ${format} among its formats (sluice publish SOURCE --format ${[format, other].sort().join(',')}; a pipeline's publish: formats: [${[format, other].sort().join(', ')}]).`,
+    );
+  }
+
+  /** What a BATCH_GAP of projection `name` says to do: run subscribe again (it rebuilds from the snapshot), and, where that meets it again, what the publisher lacks. */
+  #gapFix(name: string): string {
+    const format = this.#options.format ?? 'jsonl';
+    const other = format === 'jsonl' ? 'segment' : 'jsonl';
+    return `Nothing of the batch was applied. Run sluice subscribe again: a target the stream's batches do not continue rebuilds ${name} from the stream's last snapshot. If it stops here again, stream ${this.#stream} holds no ${format} batch of these events after its last snapshot (its publisher added --format ${format} after that snapshot, and published none for it): run sluice publish on the source with --format ${format} among its formats, which then publishes a snapshot the ${format} batches start from (STREAM_FORMAT_ADDED), or subscribe with --format ${other}.`;
   }
 
   /** A projection of a table the stream carries in no snapshot or batch: the source does not capture it (BROKER_TABLE_NOT_PUBLISHED). */
@@ -428,6 +465,7 @@ class Run {
   async #plan(remade = false): Promise<Planned> {
     // The stream's end is read before the target's cursor and the search: a batch published meanwhile is after it, so the consumer gets it.
     const info = await requireStream(this.#broker, this.#stream, this.#options.sourceId);
+    await this.#checkFormat();
     const position = targetPosition(this.#target, this.#options);
     const plan = await planStart(
       this.#broker,

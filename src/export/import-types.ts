@@ -26,6 +26,13 @@ export interface ImportOptions {
    */
   readonly fedBy?: FedBy;
   /**
+   * What a BATCH_GAP error says to do for projection `projection`: a
+   * subscriber's repair (run it again, and what the publisher lacks). Default:
+   * for an import, the file's repair; else apply the batch that holds the
+   * missing events first, or sync from the stored cursor.
+   */
+  readonly gapFix?: (projection: string) => string;
+  /**
    * A projection the target holds of another source is rebuilt from the
    * stream's snapshot, and follows the stream's source from then on, instead
    * of refused with SOURCE_CHANGED: a subscriber told the new id of a source

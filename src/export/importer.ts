@@ -930,7 +930,11 @@ export class Importer {
               explicit: false,
               what: `${at}`,
               // A file's gap is repaired by a file, not by a sync from the stored cursor.
-              ...(this.#options.fedBy?.via === 'import' ? { gapFix: fileGapFix(p.name) } : {}),
+              ...(this.#options.gapFix !== undefined
+                ? { gapFix: this.#options.gapFix(p.name) }
+                : this.#options.fedBy?.via === 'import'
+                  ? { gapFix: fileGapFix(p.name) }
+                  : {}),
               end: 'batch',
               cursor: () => line.cursor,
             });
