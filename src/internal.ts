@@ -48,6 +48,7 @@ export {
   saveResumePoint,
   saveSnapshotStart,
   truncateToResumePoint,
+  lockExport,
 } from './export/index.ts';
 export { withWriteTransaction } from './sqlite/index.ts';
 export { writeInitFile } from './pipeline/index.ts';

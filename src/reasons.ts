@@ -1051,6 +1051,13 @@ export const REASONS = {
     explain: 'The export file is shorter than its cursor file says was complete.',
     repair: null,
   },
+  EXPORT_LOCKED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another export writes this --out (it holds the lock OUT.lock beside it, for as long as it runs, one-shot or --follow): one export at a time appends to a file or a segment folder. The message names the process; stop it first (kill PID), or export to another --out.',
+    repair: null,
+  },
   IMPORT_NOT_FOUND: {
     kinds: ['error'],
     clears: false,
