@@ -49,6 +49,7 @@ export {
   saveSnapshotStart,
   truncateToResumePoint,
   lockExport,
+  checkSegmentFolderResume,
 } from './export/index.ts';
 export { withWriteTransaction } from './sqlite/index.ts';
 export { writeInitFile } from './pipeline/index.ts';

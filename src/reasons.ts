@@ -1051,6 +1051,13 @@ export const REASONS = {
     explain: 'The export file is shorter than its cursor file says was complete.',
     repair: null,
   },
+  EXPORT_FILE_MISMATCH: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A resumed export's --out is not the one its cursor file describes: the JSONL file's byte at the saved offset does not end the marker line of the saved cursor (its seq and source), or the segment folder holds no segment ending at the cursor's seq. The file (or folder) was replaced or edited; nothing was written.",
+    repair: null,
+  },
   EXPORT_LOCKED: {
     kinds: ['error'],
     clears: false,

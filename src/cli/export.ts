@@ -15,6 +15,7 @@ import {
   requireOutputPath,
   readSourceView,
   lockExport,
+  checkSegmentFolderResume,
   readQuietly,
   shellWord,
 } from '../internal.ts';
@@ -200,6 +201,9 @@ async function exportSegments(
     lock = lockExport(opts.out, opts.follow === true ? 'export --follow' : 'export');
     const from = resumeFrom();
     cursor = from.since;
+    // Resumed from its cursor file: the folder must be the one it describes.
+    if (opts.since === undefined && from.saved.cursor !== undefined)
+      checkSegmentFolderResume(opts.out, cursorFile, decodeCursor(from.saved.cursor).seq);
     const options = {
       ...(opts.table.length > 0 ? { tables: opts.table } : {}),
       ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),

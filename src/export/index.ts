@@ -19,6 +19,7 @@ export {
 } from './resume-point.ts';
 export { checkSegment, checkSegmentBytes } from './segment-check.ts';
 export { exportSegment } from './segment-export.ts';
+export { checkSegmentFolderResume } from './segment-files.ts';
 export { segmentItems } from './segment-read.ts';
 export { SegmentWriter } from './segment-writer.ts';
 
