@@ -48,7 +48,9 @@ export {
   saveResumePoint,
   saveSnapshotStart,
   truncateToResumePoint,
+  refuseWithoutCursor,
   lockExport,
+  refuseFolderWithoutCursor,
   checkSegmentFolderResume,
 } from './export/index.ts';
 export { withWriteTransaction } from './sqlite/index.ts';

@@ -15,6 +15,8 @@ import {
   requireOutputPath,
   readSourceView,
   lockExport,
+  refuseWithoutCursor,
+  refuseFolderWithoutCursor,
   checkSegmentFolderResume,
   readQuietly,
   shellWord,
@@ -89,6 +91,7 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
     if (!toStdout) lock = lockExport(opts.out, opts.follow === true ? 'export --follow' : 'export');
     const from = resumeFrom();
     since = from.since;
+    if (!toStdout && opts.since === undefined) refuseWithoutCursor(opts.out, from.saved);
     // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
     if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? from.saved : {});
     fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
@@ -201,19 +204,28 @@ async function exportSegments(
     lock = lockExport(opts.out, opts.follow === true ? 'export --follow' : 'export');
     const from = resumeFrom();
     cursor = from.since;
-    // Resumed from its cursor file: the folder must be the one it describes.
-    if (opts.since === undefined && from.saved.cursor !== undefined)
-      checkSegmentFolderResume(opts.out, cursorFile, decodeCursor(from.saved.cursor).seq);
+    if (opts.since === undefined) {
+      // No position: refused if the folder holds an earlier export's segments; one: the folder must be its own.
+      if (from.saved.cursor === undefined) {
+        if (from.saved.offset === undefined) refuseFolderWithoutCursor(opts.out, cursorFile);
+      } else checkSegmentFolderResume(opts.out, cursorFile, decodeCursor(from.saved.cursor).seq);
+    }
     const options = {
       ...(opts.table.length > 0 ? { tables: opts.table } : {}),
       ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),
     };
     const run = () => {
       checkHeldFile(db, 'source');
-      const r = exportSegment(db, opts.out, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, (c) => {
-        cursor = c;
-        replaceFile(cursorFile, positionOf(c));
-      });
+      const r = exportSegment(
+        db,
+        opts.out,
+        { ...options, ...(cursor === undefined ? {} : { since: cursor }) },
+        (c) => {
+          cursor = c;
+          replaceFile(cursorFile, positionOf(c));
+        },
+        () => saveSnapshotStart(cursorFile, 0),
+      );
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
     try {

@@ -12,6 +12,7 @@ export {
   cursorFileFor,
   positionOf,
   readResumePoint,
+  refuseWithoutCursor,
   replaceFile,
   saveResumePoint,
   saveSnapshotStart,
@@ -19,7 +20,7 @@ export {
 } from './resume-point.ts';
 export { checkSegment, checkSegmentBytes } from './segment-check.ts';
 export { exportSegment } from './segment-export.ts';
-export { checkSegmentFolderResume } from './segment-files.ts';
+export { checkSegmentFolderResume, refuseFolderWithoutCursor } from './segment-files.ts';
 export { segmentItems } from './segment-read.ts';
 export { SegmentWriter } from './segment-writer.ts';
 

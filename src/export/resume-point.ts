@@ -177,6 +177,27 @@ function mismatch(out: string, what: string): InvalidInputError {
   );
 }
 
+/**
+ * An export with no position to resume from (no cursor file, or an empty
+ * one) and no --since starts with a snapshot. Appended to a file that
+ * already holds lines (an earlier export whose cursor file was removed: the
+ * fix told after a restore, done by half), that put a second history after
+ * the first in one file, which an import applies as the first. Refused
+ * instead (EXPORT_CURSOR_MISSING), nothing written: an empty file, or none,
+ * is exported into.
+ */
+export function refuseWithoutCursor(out: string, point: ResumePoint): void {
+  if (point.cursor !== undefined || point.offset !== undefined) return;
+  const size = fs.statSync(out, { throwIfNoEntry: false })?.size ?? 0;
+  if (size === 0) return;
+  const cursorFile = cursorFileFor(out);
+  const gone = fs.existsSync(cursorFile) ? `its cursor file ${cursorFile} holds no position` : `its cursor file ${cursorFile} is gone`;
+  throw new InvalidInputError(
+    'EXPORT_CURSOR_MISSING',
+    `Export file ${out} already holds ${size} bytes (an earlier export's) and ${gone}: without it this export starts with a snapshot, and appending that to ${out} would put a second history after the first in one file. Nothing was written. Export to a new --out (it starts with a snapshot), or remove ${out} too and export again.`,
+  );
+}
+
 /** The offset just after the file's last newline (0 if none). */
 function lastNewlineEnd(file: string, size: number): number {
   const fd = fs.openSync(file, 'r');

@@ -74,3 +74,21 @@ export function checkSegmentFolderResume(dir: string, cursorFile: string, seq: n
     `Segment folder ${dir} is not the folder its cursor file ${cursorFile} describes: it holds no segment ending at seq ${seq}, where that cursor was saved (its last is ${path.basename(segments.at(-1) as string)}). It was replaced or its segments changed since that cursor was saved; a segment written from it would follow another history's. Nothing was written. Export to a new --out (it starts with a snapshot), put back the folder this cursor file belongs to, or remove both ${dir} and ${cursorFile} and export again.`,
   );
 }
+
+/**
+ * An export with no cursor file beside its folder (and no --since) starts
+ * with a snapshot: written into a folder already holding segments (an
+ * earlier export's, whose cursor file was removed), it put a second history
+ * beside the first. Refused (EXPORT_CURSOR_MISSING), nothing written; an
+ * empty folder, or one holding no segment, is exported into.
+ */
+export function refuseFolderWithoutCursor(dir: string, cursorFile: string): void {
+  if (!fs.existsSync(dir)) return;
+  const n = segmentFiles(dir).length;
+  if (n === 0) return;
+  const gone = fs.existsSync(cursorFile) ? `its cursor file ${cursorFile} holds no position` : `its cursor file ${cursorFile} is gone`;
+  throw new InvalidInputError(
+    'EXPORT_CURSOR_MISSING',
+    `Segment folder ${dir} already holds ${n} segment${n === 1 ? '' : 's'} (an earlier export's) and ${gone}: without it this export starts with a snapshot, and writing that into ${dir} would put a second history beside the first. Nothing was written. Export to a new --out (it starts with a snapshot), or remove ${dir} too and export again.`,
+  );
+}
