@@ -48,6 +48,10 @@ export {
   saveResumePoint,
   saveSnapshotStart,
   truncateToResumePoint,
+  refuseWithoutCursor,
+  lockExport,
+  refuseFolderWithoutCursor,
+  checkSegmentFolderResume,
 } from './export/index.ts';
 export { withWriteTransaction } from './sqlite/index.ts';
 export { writeInitFile } from './pipeline/index.ts';

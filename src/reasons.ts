@@ -1051,6 +1051,27 @@ export const REASONS = {
     explain: 'The export file is shorter than its cursor file says was complete.',
     repair: null,
   },
+  EXPORT_FILE_MISMATCH: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      "A resumed export's --out is not the one its cursor file describes: the JSONL file's byte at the saved offset does not end the marker line of the saved cursor (its seq and source), or the segment folder holds no segment ending at the cursor's seq. The file (or folder) was replaced or edited; nothing was written.",
+    repair: null,
+  },
+  EXPORT_CURSOR_MISSING: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'An export without --since was given a --out that already holds an export (a non-empty file, a folder holding segments) and no cursor file beside it: a new snapshot appended to it would put a second history in one file. Nothing was written.',
+    repair: null,
+  },
+  EXPORT_LOCKED: {
+    kinds: ['error'],
+    clears: false,
+    explain:
+      'Another export writes this --out (it holds the lock OUT.lock beside it, for as long as it runs, one-shot or --follow): one export at a time appends to a file or a segment folder. The message names the process; stop it first (kill PID), or export to another --out.',
+    repair: null,
+  },
   IMPORT_NOT_FOUND: {
     kinds: ['error'],
     clears: false,

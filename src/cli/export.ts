@@ -14,6 +14,10 @@ import {
   replaceFile,
   requireOutputPath,
   readSourceView,
+  lockExport,
+  refuseWithoutCursor,
+  refuseFolderWithoutCursor,
+  checkSegmentFolderResume,
   readQuietly,
   shellWord,
 } from '../internal.ts';
@@ -67,20 +71,32 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
     );
   if (!toStdout) requireOutputPath(opts.out, { given: '--out', command: 'export', example: 'changes.jsonl' });
   const cursorFile = toStdout ? undefined : cursorFileFor(path.resolve(opts.out));
-  const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
-  const since = opts.since ?? saved.cursor;
-  // A --table set the resumed cursor does not carry: refused before the source or the output is opened.
-  if (since !== undefined)
-    checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile as string}`);
-  // Open the source before the output: a missing or bad source must not leave an empty output file behind.
+  const resumeFrom = () => {
+    const saved = cursorFile === undefined ? {} : readResumePoint(cursorFile);
+    const since = opts.since ?? saved.cursor;
+    // A --table set the resumed cursor does not carry: refused before the source or the output is opened.
+    if (since !== undefined)
+      checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile as string}`);
+    return { saved, since };
+  };
+  resumeFrom();
+  // Open the source before the output: a missing or bad source must not leave an empty output file (or its lock) behind.
   const db = openSource(dbPath, { readonly: true });
   let fd: number;
+  let lock: ReturnType<typeof lockExport> | undefined;
+  let since: string | undefined;
   try {
     readSourceView(db); // a source without capture (CAPTURE_ABSENT) before the output is made
+    // One export at a time writes --out (export-lock.ts); its cursor file read again under the lock.
+    if (!toStdout) lock = lockExport(opts.out, opts.follow === true ? 'export --follow' : 'export');
+    const from = resumeFrom();
+    since = from.since;
+    if (!toStdout && opts.since === undefined) refuseWithoutCursor(opts.out, from.saved);
     // What a killed run wrote after its last complete batch is cut, and written again (resume-point.ts).
-    if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? saved : {});
+    if (!toStdout) truncateToResumePoint(opts.out, opts.since === undefined ? from.saved : {});
     fd = toStdout ? 1 : fs.openSync(opts.out, 'a');
   } catch (err) {
+    lock?.release();
     db.close();
     throw err;
   }
@@ -117,9 +133,13 @@ async function exportLines(dbPath: string, opts: ExportOptions): Promise<void> {
       throw startAgain(err, { source: dbPath, out: opts.out, cursorFile, since: opts.since !== undefined, segments: false });
     }
   } finally {
-    sink.flush(true);
-    db.close();
-    if (!toStdout) fs.closeSync(fd);
+    try {
+      sink.flush(true);
+    } finally {
+      db.close();
+      if (!toStdout) fs.closeSync(fd);
+      lock?.release();
+    }
   }
   if (!toStdout || opts.json === true) {
     const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
@@ -166,22 +186,46 @@ async function exportSegments(
       `--out ${opts.out} is a file; --format segment writes a folder of segments. Pass a new or existing folder.`,
     );
   const cursorFile = cursorFileFor(path.resolve(opts.out));
-  let cursor = opts.since ?? readResumePoint(cursorFile).cursor;
-  if (cursor !== undefined)
-    checkResumedTables(cursor, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile}`);
+  const resumeFrom = () => {
+    const saved = readResumePoint(cursorFile);
+    const since = opts.since ?? saved.cursor;
+    if (since !== undefined)
+      checkResumedTables(since, opts.table, opts.since !== undefined ? 'the --since cursor' : `the cursor in ${cursorFile}`);
+    return { saved, since };
+  };
+  resumeFrom();
   const db = openSource(dbPath, { readonly: true });
   let totals = { rows: 0, events: 0, batches: 0 };
+  let lock: ReturnType<typeof lockExport> | undefined;
+  let cursor: string | undefined;
   try {
+    readSourceView(db); // a source without capture (CAPTURE_ABSENT) before the lock file is made
+    // One export at a time writes the folder (export-lock.ts); its cursor file read again under the lock.
+    lock = lockExport(opts.out, opts.follow === true ? 'export --follow' : 'export');
+    const from = resumeFrom();
+    cursor = from.since;
+    if (opts.since === undefined) {
+      // No position: refused if the folder holds an earlier export's segments; one: the folder must be its own.
+      if (from.saved.cursor === undefined) {
+        if (from.saved.offset === undefined) refuseFolderWithoutCursor(opts.out, cursorFile);
+      } else checkSegmentFolderResume(opts.out, cursorFile, decodeCursor(from.saved.cursor).seq);
+    }
     const options = {
       ...(opts.table.length > 0 ? { tables: opts.table } : {}),
       ...(opts.batch === undefined ? {} : { batchSize: Math.max(1, opts.batch) }),
     };
     const run = () => {
       checkHeldFile(db, 'source');
-      const r = exportSegment(db, opts.out, { ...options, ...(cursor === undefined ? {} : { since: cursor }) }, (c) => {
-        cursor = c;
-        replaceFile(cursorFile, positionOf(c));
-      });
+      const r = exportSegment(
+        db,
+        opts.out,
+        { ...options, ...(cursor === undefined ? {} : { since: cursor }) },
+        (c) => {
+          cursor = c;
+          replaceFile(cursorFile, positionOf(c));
+        },
+        () => saveSnapshotStart(cursorFile, 0),
+      );
       totals = { rows: totals.rows + r.rows, events: totals.events + r.events, batches: totals.batches + r.batches };
     };
     try {
@@ -192,6 +236,7 @@ async function exportSegments(
     }
   } finally {
     db.close();
+    lock?.release();
   }
   const summary = { out: opts.out, cursor: cursor === undefined ? null : positionOf(cursor), ...totals };
   emit(

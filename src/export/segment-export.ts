@@ -15,7 +15,8 @@ export const SEGMENT_BATCH = 100_000;
  * folder `dir`, holding a snapshot (unless `since` is given) and every
  * retained event after it, in batches of `batchSize` (default
  * SEGMENT_BATCH). The segment is written aside and renamed into place when
- * whole; then `onDurable` gets the cursor to continue from. A run with
+ * whole; then `onDurable` gets the cursor to continue from (`onSnapshot`,
+ * just before a snapshot segment is renamed into place). A run with
  * nothing new writes nothing.
  */
 export function exportSegment(
@@ -23,6 +24,7 @@ export function exportSegment(
   dir: string,
   options: ExportOptions,
   onDurable: (cursor: string) => void,
+  onSnapshot?: () => void,
 ): ExportResult & { file?: string } {
   if (options.since !== undefined) checkResumedTables(options.since, options.tables, 'the cursor it resumes from');
   const state = readState(db);
@@ -56,6 +58,9 @@ export function exportSegment(
     w.abandon();
     return { cursor: cursor as string, rows: 0, events: 0, batches: 0 };
   }
+  // A snapshot segment: its caller records that one is being put in place (DIR.cursor's START) before it is, so a run
+  // killed between the rename and onDurable is resumed, not taken for a folder whose cursor file was removed.
+  if (options.since === undefined) onSnapshot?.();
   const s = w.finish(path.join(dir, segmentName(range.fromSeq, range.toSeq)));
   syncDir(dir);
   onDurable(cursor as string);

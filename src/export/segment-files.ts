@@ -48,3 +48,47 @@ export function noSegmentsIn(dir: string, target: string, cursor: string): Inval
     `Import folder ${dir} holds no segment (*${SEGMENT_EXT}) and is no segment export's (no ${cursor} beside it): import reads a folder as the segments sluice export --format segment wrote there. ${fix}. Nothing was written.`,
   );
 }
+
+/** The seq a segment's name says it ends at (`<from>-<to>.segment`); undefined for another name. */
+function toSeqOf(file: string): number | undefined {
+  const m = /^(\d{20})-(\d{20})\.segment$/.exec(path.basename(file));
+  return m === null ? undefined : Number(m[2]);
+}
+
+/**
+ * Whether the segment folder `dir` of an export is the one its cursor file
+ * describes before a run goes on from it (the JSONL check of a resumed
+ * export's file, resume-point.ts): the cursor is saved after the segment
+ * ending at its seq was renamed in, so a folder holding segments holds that
+ * one (a run killed after the rename, before the save, left one ending
+ * later too). A folder put in its place (another export's, an older copy)
+ * holds no such segment: refused (EXPORT_FILE_MISMATCH), nothing written.
+ * A folder holding no segment (its segments imported and removed) goes on.
+ */
+export function checkSegmentFolderResume(dir: string, cursorFile: string, seq: number): void {
+  if (!fs.existsSync(dir)) return;
+  const segments = segmentFiles(dir);
+  if (segments.length === 0 || segments.some((f) => toSeqOf(f) === seq)) return;
+  throw new InvalidInputError(
+    'EXPORT_FILE_MISMATCH',
+    `Segment folder ${dir} is not the folder its cursor file ${cursorFile} describes: it holds no segment ending at seq ${seq}, where that cursor was saved (its last is ${path.basename(segments.at(-1) as string)}). It was replaced or its segments changed since that cursor was saved; a segment written from it would follow another history's. Nothing was written. Export to a new --out (it starts with a snapshot), put back the folder this cursor file belongs to, or remove both ${dir} and ${cursorFile} and export again.`,
+  );
+}
+
+/**
+ * An export with no cursor file beside its folder (and no --since) starts
+ * with a snapshot: written into a folder already holding segments (an
+ * earlier export's, whose cursor file was removed), it put a second history
+ * beside the first. Refused (EXPORT_CURSOR_MISSING), nothing written; an
+ * empty folder, or one holding no segment, is exported into.
+ */
+export function refuseFolderWithoutCursor(dir: string, cursorFile: string): void {
+  if (!fs.existsSync(dir)) return;
+  const n = segmentFiles(dir).length;
+  if (n === 0) return;
+  const gone = fs.existsSync(cursorFile) ? `its cursor file ${cursorFile} holds no position` : `its cursor file ${cursorFile} is gone`;
+  throw new InvalidInputError(
+    'EXPORT_CURSOR_MISSING',
+    `Segment folder ${dir} already holds ${n} segment${n === 1 ? '' : 's'} (an earlier export's) and ${gone}: without it this export starts with a snapshot, and writing that into ${dir} would put a second history beside the first. Nothing was written. Export to a new --out (it starts with a snapshot), or remove ${dir} too and export again.`,
+  );
+}
