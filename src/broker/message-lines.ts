@@ -52,7 +52,7 @@ export const SEGMENT_IN_MEMORY_BYTES = 64 * 1024;
 export interface MessageLinesOptions {
   readonly subjects: SourceSubjects;
   readonly start: Start;
-  /** Stop after this stream sequence (undefined: follow until `signal`). */
+  /** Stop after this stream sequence, the source's last message (undefined: follow until `signal`). */
   readonly endSeq: number | undefined;
   readonly signal: AbortSignal | undefined;
   /** Names the stream in errors. */
@@ -265,7 +265,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             if (m.subject === o.subjects.end) inSnapshot = false;
           }
         }
-        if ((o.endSeq !== undefined && seq >= o.endSeq) || o.signal?.aborted === true) break;
+        // A one-shot run stops at its source's last message, or at the last one its consumer has (that one deleted since).
+        if ((o.endSeq !== undefined && (seq >= o.endSeq || m.info.pending === 0)) || o.signal?.aborted === true) break;
       }
     } catch (err) {
       throw isGone(err) ? new ConsumerGone(o.label, err) : err;

@@ -359,6 +359,23 @@ async function lastMessageIfAny(b: Broker, stream: string, subject: string): Pro
   }
 }
 
+/**
+ * The stream sequence of the source's last message on the stream (on any of
+ * its subjects, every format's; 0: none), where a one-shot subscribe stops
+ * reading: its consumer gets its source's subjects only, and a stream may be
+ * shared with other sources (--stream), whose message may be its last.
+ */
+export async function sourceLastSeq(b: Broker, stream: string, sourceId: string): Promise<number> {
+  const names = new Set(
+    (['jsonl', 'segment'] as const).flatMap((f) => {
+      const s = subjectsOf(sourceId, f);
+      return [s.batch, s.part, s.end];
+    }),
+  );
+  const lasts = await Promise.all([...names].map((subject) => lastMessage(b, stream, subject)));
+  return Math.max(0, ...lasts.map((m) => m?.seq ?? 0));
+}
+
 /** Whether a batch or a snapshot the stream holds between stream sequences `lo` and `hi` ends at or past `seq`. */
 async function streamReached(b: Broker, stream: string, subjects: SourceSubjects, seq: number, lo: number, hi: number): Promise<boolean> {
   if (lo > hi) return false;

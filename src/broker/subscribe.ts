@@ -17,6 +17,7 @@ import {
   planFromSnapshot,
   planPastSnapshot,
   planStart,
+  sourceLastSeq,
   targetPosition,
   type Plan,
   type SubscriberRebuild,
@@ -123,7 +124,7 @@ export async function subscribe(targetPath: string, to: NatsTarget, options: Sub
 
 interface Planned {
   readonly plan: Plan;
-  /** The stream's last sequence when planned. */
+  /** The stream sequence of the source's last message when planned (sourceLastSeq): where a one-shot run stops. */
   readonly lastSeq: number;
   readonly consumer: Awaited<ReturnType<typeof freshConsumer>>;
 }
@@ -421,7 +422,7 @@ class Run {
       return this.#plan(true);
     }
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
-    return { plan, lastSeq: info.state.last_seq, consumer };
+    return { plan, lastSeq: await sourceLastSeq(this.#broker, this.#stream, this.#options.sourceId), consumer };
   }
 
   /** The first plan, and the consumer made for it: a stream or snapshot missing is an error (BROKER_NO_STREAM, BROKER_NO_SNAPSHOT). */
@@ -444,7 +445,7 @@ class Run {
       },
     );
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
-    return { plan, lastSeq: info.state.last_seq, consumer };
+    return { plan, lastSeq: await sourceLastSeq(this.#broker, this.#stream, this.#options.sourceId), consumer };
   }
 
   /**
