@@ -15,7 +15,8 @@ import type { SnapshotSize } from './stream-limits.ts';
  * read transaction, streamed, never all in memory), then sent as parts of
  * table and row lines, each under the server's max_payload, then its end:
  * the snapshot marker, with the stream sequence of its first part
- * (Sluice-Snapshot-Start). Each snapshot has an id of its own, so one
+ * (Sluice-Snapshot-Start) and how many parts it has (Sluice-Snapshot-Parts;
+ * each part's Nats-Msg-Id ends with its number, from 0). Each snapshot has an id of its own, so one
  * published again at the same seq is not dropped by the dedup window.
  */
 
@@ -108,6 +109,7 @@ export async function publishSnapshot(db: Db, s: Sender, tables?: readonly strin
     if ((part.length > 0 || parts === 0) && !(await send())) return undefined;
     const h = header();
     h.set(HEADER.snapshotStart, String(start));
+    h.set(HEADER.snapshotParts, String(parts));
     h.set(HEADER.cursor, snap.cursor);
     const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
     if (ack === undefined) return undefined;

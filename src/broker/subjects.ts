@@ -80,4 +80,6 @@ export const HEADER = {
   encoding: 'Sluice-Encoding',
   /** On a snapshot's end: the stream sequence of its first part. */
   snapshotStart: 'Sluice-Snapshot-Start',
+  /** On a snapshot's end: how many parts it has (numbered from 0 in their Nats-Msg-Id): a reader tells one missing. */
+  snapshotParts: 'Sluice-Snapshot-Parts',
 } as const;

@@ -181,7 +181,7 @@ export async function planFromSnapshot(
     );
   const cursor = end.header.get(HEADER.cursor);
   return {
-    start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
+    start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot), snapshotEnd: end.seq },
     seq: Number(end.header.get(HEADER.toSeq)),
     encoding: encodingOf(end),
     ...(cursor === '' ? {} : { cursor }),
