@@ -50,8 +50,17 @@ export interface PublishedSnapshot {
   readonly firstSeq: number;
 }
 
-/** Publishes a snapshot of the source; undefined if stopped before its end was acknowledged. */
-export async function publishSnapshot(db: Db, s: Sender, tables?: readonly string[]): Promise<PublishedSnapshot | undefined> {
+/**
+ * Publishes a snapshot of the source; undefined if stopped before its end was
+ * acknowledged. `replacesSeq`: it starts a new position, and the history
+ * before it had reached that seq (its end says so: HEADER.replacesSeq).
+ */
+export async function publishSnapshot(
+  db: Db,
+  s: Sender,
+  tables?: readonly string[],
+  replacesSeq?: number,
+): Promise<PublishedSnapshot | undefined> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-publish-'));
   const file = path.join(dir, 'snapshot.jsonl');
   try {
@@ -110,6 +119,7 @@ export async function publishSnapshot(db: Db, s: Sender, tables?: readonly strin
     const h = header();
     h.set(HEADER.snapshotStart, String(start));
     h.set(HEADER.snapshotParts, String(parts));
+    if (replacesSeq !== undefined) h.set(HEADER.replacesSeq, String(replacesSeq));
     h.set(HEADER.cursor, snap.cursor);
     const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
     if (ack === undefined) return undefined;

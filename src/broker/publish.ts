@@ -538,6 +538,9 @@ export class Publisher {
       const made = this.#streamsMade;
       // Republished for retention, it holds the tables the position's batches carry: a subscriber that starts from it gets every change of each.
       const tables = moveTo || this.#cursor === undefined ? undefined : decodeCursor(this.#cursor).tables;
+      // Starting a new position, it says how far the history it replaces had got on the stream: a subscriber past its seq
+      // that followed that history is rebuilt from it, also once the batches that showed it are gone (#purgeLeftOut).
+      const replaces = moveTo && this.#cursor !== undefined ? decodeCursor(this.#cursor).seq : undefined;
       const snap = await publishSnapshot(
         this.db,
         {
@@ -556,6 +559,7 @@ export class Publisher {
           },
         },
         tables,
+        replaces,
       );
       if (snap === undefined) return;
       // The stream was made again while its parts went out: the first ones went with the old stream; publish it whole again.

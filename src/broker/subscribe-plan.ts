@@ -251,9 +251,13 @@ async function planFromCursor(
     // fed from this stream alone got there through it; else the stream is merely behind one another feeder (sync, import)
     // brought further, and its snapshot, read before the source got there, says nothing of what follows it.
     const snapStart = Number(end.header.get(HEADER.snapshotStart));
+    // The snapshot says how far the history it replaces had got (its publisher's position then): what the batches before
+    // it showed, also once they are gone (purged by its publisher, a column left out of capture; dropped by retention).
+    const replaces = Number(end.header.get(HEADER.replacesSeq) ?? NaN);
     const reachedBefore = async (r: ProjectionRecord) =>
       metPast ||
       (r.sourcePath === null && r.fedBy?.via === 'subscribe' && r.fedBy.stream === stream) ||
+      (Number.isSafeInteger(replaces) && replaces >= r.seq) ||
       (Number.isSafeInteger(snapStart) && (await streamReached(b, stream, subjects, r.seq, firstSeq, snapStart - 1)));
     const regressed = await historyRebuilds(position.records ?? [], snap, batchAt, reachedBefore);
     if (regressed !== undefined) {
