@@ -25,6 +25,8 @@ import { errorCode } from '../errors.ts';
  * snapshot's parts before it, are acked. Messages a subscriber does not
  * need are acked and skipped: snapshots while it follows batches, batches
  * before the snapshot it starts from, a redelivered message it has passed.
+ * A snapshot it starts from that the stream no longer holds whole stops it
+ * (SnapshotGone).
  * A message at or below the last stream sequence read that is not a
  * redelivery means the stream went back (StreamWentBack).
  */
@@ -34,6 +36,8 @@ export interface Start {
   readonly streamSeq: number;
   /** The snapshot (its id) to start from, whose first part is at streamSeq. */
   readonly snapshot?: string | undefined;
+  /** With `snapshot`: the stream sequence of its end, as planned (a message of the source past it means the snapshot is gone: SnapshotGone). */
+  readonly snapshotEnd?: number | undefined;
 }
 
 /**
@@ -52,7 +56,7 @@ export const SEGMENT_IN_MEMORY_BYTES = 64 * 1024;
 export interface MessageLinesOptions {
   readonly subjects: SourceSubjects;
   readonly start: Start;
-  /** Stop after this stream sequence (undefined: follow until `signal`). */
+  /** Stop after this stream sequence, the source's last message (undefined: follow until `signal`). */
   readonly endSeq: number | undefined;
   readonly signal: AbortSignal | undefined;
   /** Names the stream in errors. */
@@ -86,6 +90,39 @@ export class SnapshotWanted extends Error {
     this.name = 'SnapshotWanted';
     this.endSeq = endSeq;
   }
+}
+
+/**
+ * The snapshot the reader was part-way through is no longer whole in the
+ * stream: its publisher purged it (a snapshot that starts a new position
+ * while the source leaves a column out of capture purges what came before),
+ * or the stream's retention (max_age, max_msgs, max_bytes) dropped part of
+ * it. Seen as a part missing (each part's Nats-Msg-Id ends with its number),
+ * as an end that counts more parts than came, or as a message of the source
+ * past the snapshot's end. Nothing of the snapshot was committed or
+ * acknowledged; subscribe plans again from the target's cursor, which
+ * starts from the stream's newest snapshot. (Before, the reader skipped
+ * every other message while it waited for the rest, the new snapshot and
+ * every batch after it too: a one-shot run ended having applied nothing.)
+ */
+export class SnapshotGone extends Error {
+  readonly snapshot: string | undefined;
+  readonly why: string;
+  constructor(label: string, snapshot: string | undefined, why: string) {
+    super(
+      `the snapshot ${snapshot ?? '(no id)'} the subscriber was reading is gone from ${label} (${why}): its publisher purged it (a newer snapshot replaced it), or the stream's retention dropped part of it`,
+    );
+    this.name = 'SnapshotGone';
+    this.snapshot = snapshot;
+    this.why = why;
+  }
+}
+
+/** The number a snapshot part's Nats-Msg-Id ends with (`<source>:snapshot:<id>:<n>`; undefined: none). */
+function partNumber(m: JsMsg): number | undefined {
+  const id = m.headers?.get('Nats-Msg-Id') ?? '';
+  const n = id.slice(id.lastIndexOf(':') + 1);
+  return /^[0-9]+$/.test(n) ? Number(n) : undefined;
 }
 
 /**
@@ -189,6 +226,9 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
     if (o.signal?.aborted === true) stop();
     let last = o.start.streamSeq - 1;
     let inSnapshot = o.start.snapshot !== undefined;
+    /** The number of the snapshot's next part. */
+    let nextPart = 0;
+    const gone = (why: string) => new SnapshotGone(o.label, o.start.snapshot, why);
     const pending: JsMsg[] = [];
     /** What each recent message read was (identity), by its stream sequence: a redelivery is the same message again. */
     const read = new Map<number, string>();
@@ -218,6 +258,19 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
         const pass = inSnapshot
           ? (m.subject === o.subjects.part || m.subject === o.subjects.end) && m.headers?.get(HEADER.snapshot) === o.start.snapshot
           : m.subject === o.subjects.batch;
+        if (inSnapshot) {
+          // Its parts come in order, each once (a redelivery was passed above), and its end after them.
+          const end = o.start.snapshotEnd;
+          if (!pass && end !== undefined && seq > end)
+            throw gone(`message ${seq} of the source comes after message ${end}, the snapshot's end, which did not come`);
+          if (pass && m.subject === o.subjects.part) {
+            const n = partNumber(m);
+            if (n !== undefined && n !== nextPart) throw gone(`its part ${nextPart} did not come: message ${seq} is its part ${n}`);
+            nextPart = (n ?? nextPart) + 1;
+          }
+          const parts = pass && m.subject === o.subjects.end ? Number(m.headers?.get(HEADER.snapshotParts) ?? NaN) : NaN;
+          if (Number.isSafeInteger(parts) && parts !== nextPart) throw gone(`its end counts ${parts} parts, and ${nextPart} of them came`);
+        }
         if (!pass) m.ack();
         else {
           pending.push(m);
@@ -265,7 +318,13 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             if (m.subject === o.subjects.end) inSnapshot = false;
           }
         }
-        if ((o.endSeq !== undefined && seq >= o.endSeq) || o.signal?.aborted === true) break;
+        if (o.signal?.aborted === true) break;
+        // A one-shot run stops at its source's last message, or at the last one its consumer has (that one deleted since).
+        if (o.endSeq !== undefined && (seq >= o.endSeq || m.info.pending === 0)) {
+          // The snapshot's end was at or before that last message: it is gone, and with it what the target starts from.
+          if (inSnapshot) throw gone(`the stream holds nothing of it after message ${seq}`);
+          break;
+        }
       }
     } catch (err) {
       throw isGone(err) ? new ConsumerGone(o.label, err) : err;

@@ -15,7 +15,8 @@ import type { SnapshotSize } from './stream-limits.ts';
  * read transaction, streamed, never all in memory), then sent as parts of
  * table and row lines, each under the server's max_payload, then its end:
  * the snapshot marker, with the stream sequence of its first part
- * (Sluice-Snapshot-Start). Each snapshot has an id of its own, so one
+ * (Sluice-Snapshot-Start) and how many parts it has (Sluice-Snapshot-Parts;
+ * each part's Nats-Msg-Id ends with its number, from 0). Each snapshot has an id of its own, so one
  * published again at the same seq is not dropped by the dedup window.
  */
 
@@ -52,8 +53,17 @@ export interface PublishedSnapshot {
   readonly firstSeq: number;
 }
 
-/** Publishes a snapshot of the source; undefined if stopped before its end was acknowledged. */
-export async function publishSnapshot(db: Db, s: Sender, tables?: readonly string[]): Promise<PublishedSnapshot | undefined> {
+/**
+ * Publishes a snapshot of the source; undefined if stopped before its end was
+ * acknowledged. `replacesSeq`: it starts a new position, and the history
+ * before it had reached that seq (its end says so: HEADER.replacesSeq).
+ */
+export async function publishSnapshot(
+  db: Db,
+  s: Sender,
+  tables?: readonly string[],
+  replacesSeq?: number,
+): Promise<PublishedSnapshot | undefined> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'sluice-publish-'));
   const file = path.join(dir, 'snapshot.jsonl');
   try {
@@ -112,6 +122,8 @@ export async function publishSnapshot(db: Db, s: Sender, tables?: readonly strin
     if ((part.length > 0 || parts === 0) && !(await send())) return undefined;
     const h = header();
     h.set(HEADER.snapshotStart, String(start));
+    h.set(HEADER.snapshotParts, String(parts));
+    if (replacesSeq !== undefined) h.set(HEADER.replacesSeq, String(replacesSeq));
     h.set(HEADER.cursor, snap.cursor);
     const ack = await s.send(s.subjects.end, Buffer.from(marker ?? ''), `${s.sourceId}:snapshot:${id}:end`, h);
     if (ack === undefined) return undefined;

@@ -631,6 +631,9 @@ export class Publisher {
       const made = this.#streamsMade;
       // Republished for retention, it holds the tables the position's batches carry: a subscriber that starts from it gets every change of each.
       const tables = moveTo || this.#cursor === undefined ? undefined : decodeCursor(this.#cursor).tables;
+      // Starting a new position, it says how far the history it replaces had got on the stream: a subscriber past its seq
+      // that followed that history is rebuilt from it, also once the batches that showed it are gone (#purgeLeftOut).
+      const replaces = moveTo && this.#cursor !== undefined ? decodeCursor(this.#cursor).seq : undefined;
       const snap = await publishSnapshot(
         this.db,
         {
@@ -650,6 +653,7 @@ export class Publisher {
           },
         },
         tables,
+        replaces,
       ).catch(again);
       // The stream's max_msg_size was lowered while its parts went out: publish it whole again, in parts cut to it.
       if (snap === AGAIN) continue;
@@ -675,22 +679,24 @@ export class Publisher {
    * purged: no subscriber can go on past that break without the new
    * snapshot anyway (one behind it rebuilds from it,
    * SUBSCRIBER_BEHIND_STREAM), and nobody reading the server's store finds
-   * the values. Best effort: a purge that fails is logged, and the next
-   * such snapshot tries again.
+   * the values. Only this source's messages (its subjects, every format's):
+   * a stream shared with other sources (--stream) keeps theirs, which their
+   * subscribers still need. Best effort: a purge that fails is logged, and
+   * the next such snapshot tries again.
    */
   async #purgeLeftOut(reason: string, firstSeq: number): Promise<void> {
     if (reason === 'STREAM_HAD_NO_SNAPSHOT' || reason === 'STREAM_TABLES_ADDED') return;
     const leftOut = readTables(this.db).flatMap((t) => t.excluded.map((c) => `${t.name}.${c}`));
     if (leftOut.length === 0) return;
     try {
-      const r = await this.#retry(() => this.#broker.jsm.streams.purge(this.stream, { seq: firstSeq }));
+      const r = await this.#retry(() => this.#broker.jsm.streams.purge(this.stream, { filter: this.subjects.all, seq: firstSeq }));
       if (r !== undefined && r.purged > 0)
         this.#log(
-          `sluice publish: purged the ${r.purged} messages of stream ${this.stream} before this snapshot (${reason}): they may hold values of ${leftOut.join(', ')}, which the source now leaves out of capture; a subscriber behind them rebuilds from the snapshot`,
+          `sluice publish: purged the ${r.purged} messages of source ${this.sourceId} in stream ${this.stream} before this snapshot (${reason}): they may hold values of ${leftOut.join(', ')}, which the source now leaves out of capture; a subscriber behind them rebuilds from the snapshot`,
         );
     } catch (err) {
       this.#log(
-        `sluice publish: the messages of stream ${this.stream} before this snapshot could not be purged (${String(err)}); the next such snapshot tries again`,
+        `sluice publish: the messages of source ${this.sourceId} in stream ${this.stream} before this snapshot could not be purged (${String(err)}); the next such snapshot tries again`,
       );
     }
   }

@@ -84,4 +84,15 @@ export const HEADER = {
   encoding: 'Sluice-Encoding',
   /** On a snapshot's end: the stream sequence of its first part. */
   snapshotStart: 'Sluice-Snapshot-Start',
+  /** On a snapshot's end: how many parts it has (numbered from 0 in their Nats-Msg-Id): a reader tells one missing. */
+  snapshotParts: 'Sluice-Snapshot-Parts',
+  /**
+   * On the end of a snapshot that starts a new position (the old one could
+   * not be continued, publish.ts): the seq the history before it had reached
+   * on the stream, the publisher's position then. A subscriber past the
+   * snapshot's seq and not past this one followed the history it replaces
+   * (a source restored from an older copy), also once those batches are gone
+   * (purged, dropped by retention).
+   */
+  replacesSeq: 'Sluice-Replaces-Seq',
 } as const;

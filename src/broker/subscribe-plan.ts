@@ -181,7 +181,7 @@ export async function planFromSnapshot(
     );
   const cursor = end.header.get(HEADER.cursor);
   return {
-    start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot) },
+    start: { streamSeq: start, snapshot: end.header.get(HEADER.snapshot), snapshotEnd: end.seq },
     seq: Number(end.header.get(HEADER.toSeq)),
     encoding: encodingOf(end),
     ...(cursor === '' ? {} : { cursor }),
@@ -251,9 +251,13 @@ async function planFromCursor(
     // fed from this stream alone got there through it; else the stream is merely behind one another feeder (sync, import)
     // brought further, and its snapshot, read before the source got there, says nothing of what follows it.
     const snapStart = Number(end.header.get(HEADER.snapshotStart));
+    // The snapshot says how far the history it replaces had got (its publisher's position then): what the batches before
+    // it showed, also once they are gone (purged by its publisher, a column left out of capture; dropped by retention).
+    const replaces = Number(end.header.get(HEADER.replacesSeq) ?? NaN);
     const reachedBefore = async (r: ProjectionRecord) =>
       metPast ||
       (r.sourcePath === null && r.fedBy?.via === 'subscribe' && r.fedBy.stream === stream) ||
+      (Number.isSafeInteger(replaces) && replaces >= r.seq) ||
       (Number.isSafeInteger(snapStart) && (await streamReached(b, stream, subjects, r.seq, firstSeq, snapStart - 1)));
     const regressed = await historyRebuilds(position.records ?? [], snap, batchAt, reachedBefore);
     if (regressed !== undefined) {
@@ -357,6 +361,23 @@ async function lastMessageIfAny(b: Broker, stream: string, subject: string): Pro
     if (err instanceof JetStreamApiError) return undefined;
     throw err;
   }
+}
+
+/**
+ * The stream sequence of the source's last message on the stream (on any of
+ * its subjects, every format's; 0: none), where a one-shot subscribe stops
+ * reading: its consumer gets its source's subjects only, and a stream may be
+ * shared with other sources (--stream), whose message may be its last.
+ */
+export async function sourceLastSeq(b: Broker, stream: string, sourceId: string): Promise<number> {
+  const names = new Set(
+    (['jsonl', 'segment'] as const).flatMap((f) => {
+      const s = subjectsOf(sourceId, f);
+      return [s.batch, s.part, s.end];
+    }),
+  );
+  const lasts = await Promise.all([...names].map((subject) => lastMessage(b, stream, subject)));
+  return Math.max(0, ...lasts.map((m) => m?.seq ?? 0));
 }
 
 /** Whether a batch or a snapshot the stream holds between stream sequences `lo` and `hi` ends at or past `seq`. */

@@ -87,7 +87,9 @@ export function snapshotRebuilds(records: readonly ProjectionRecord[], cursor: C
  * the snapshot that ends at or past `seq`. The first holds only where the
  * stream had got to the projection's seq before the snapshot
  * (`reachedBefore`: a batch or an earlier snapshot of it ended there or
- * past it, or the projection was fed from this stream alone): a stream that
+ * past it, the snapshot's end says the history it replaces had got there
+ * (Sluice-Replaces-Seq), or the projection was fed from this stream
+ * alone): a stream that
  * never got there is behind a target another feeder (sync, import) brought
  * further, not a source that went back, and the target goes on from its
  * cursor. Undefined when it continues every one past it.

@@ -11,12 +11,13 @@ import { importStream, type ImportOptions, type ImportReport } from '../export/i
 import { BATCH_FORMATS, defaultStreamName, HEADER, subjectsOf, type BatchFormat, type SourceSubjects } from './subjects.ts';
 import type { NatsTarget } from './connection/index.ts';
 import { isStoreLost, isTransient, lastMessage, openBroker, pause, requireStream, type Broker, type Log } from './nats.ts';
-import { ConsumerGone, messageLines, SnapshotWanted, StreamWentBack } from './message-lines.ts';
+import { ConsumerGone, messageLines, SnapshotGone, SnapshotWanted, StreamWentBack } from './message-lines.ts';
 import {
   freshConsumer,
   planFromSnapshot,
   planPastSnapshot,
   planStart,
+  sourceLastSeq,
   targetPosition,
   type Plan,
   type SubscriberRebuild,
@@ -123,7 +124,7 @@ export async function subscribe(targetPath: string, to: NatsTarget, options: Sub
 
 interface Planned {
   readonly plan: Plan;
-  /** The stream's last sequence when planned. */
+  /** The stream sequence of the source's last message when planned (sourceLastSeq): where a one-shot run stops. */
   readonly lastSeq: number;
   readonly consumer: Awaited<ReturnType<typeof freshConsumer>>;
 }
@@ -167,6 +168,8 @@ class Run {
   #targetFile: FileIdentity | undefined;
   /** TARGET_GONE, found by the look while the stream was idle: the run throws it once the applier has stopped. */
   #gone: unknown;
+  /** The last snapshot this run found not whole in the stream (SnapshotGone): a plan that starts from it again is refused (#notWhole). */
+  #broken: SnapshotGone | undefined;
 
   constructor(broker: Broker, targetPath: string, options: SubscribeOptions) {
     this.#broker = broker;
@@ -294,7 +297,13 @@ class Run {
         );
       } catch (err) {
         if (this.#gone !== undefined) throw this.#gone;
-        if (!(err instanceof ConsumerGone) && !(err instanceof SnapshotWanted) && !(err instanceof StreamWentBack)) throw err;
+        if (
+          !(err instanceof ConsumerGone) &&
+          !(err instanceof SnapshotWanted) &&
+          !(err instanceof StreamWentBack) &&
+          !(err instanceof SnapshotGone)
+        )
+          throw err;
         // Nothing of the batch in flight was committed: what the target holds is where the next plan starts.
         this.#done.lines += source.lines();
         this.#done.batchesApplied += applied;
@@ -303,6 +312,11 @@ class Run {
         if (err instanceof SnapshotWanted) {
           this.#wantedEnd = err.endSeq;
           this.#log(`sluice subscribe: ${err.message}; applying it`);
+        } else if (err instanceof SnapshotGone) {
+          this.#broken = err;
+          this.#log(
+            `sluice subscribe: ${err.message}; planning again from target ${this.#target}'s cursor (nothing of that snapshot was applied: it starts from the stream's newest snapshot)`,
+          );
         } else if (err instanceof StreamWentBack)
           this.#log(
             `sluice subscribe: ${err.message}; planning again from target ${this.#target}'s cursor (it goes on from the batches the stream holds now, or rebuilds from its snapshot when they do not continue it)`,
@@ -458,7 +472,23 @@ class Run {
       return this.#plan(true);
     }
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
-    return { plan, lastSeq: info.state.last_seq, consumer };
+    return { plan, lastSeq: await sourceLastSeq(this.#broker, this.#stream, this.#options.sourceId), consumer };
+  }
+
+  /**
+   * Refuses a plan that starts from the snapshot this run found not whole
+   * (a part of it deleted from the stream, the rest still there: reading it
+   * again would meet the same hole). BROKER_NO_SNAPSHOT: a follower waits for
+   * a newer one, a one-shot run fails.
+   */
+  #notWhole(plan: Plan): void {
+    const broken = this.#broken;
+    if (broken === undefined || plan.start.snapshot === undefined || plan.start.snapshot !== broken.snapshot) return;
+    const all = subjectsOf(this.#options.sourceId).all;
+    throw new InvalidInputError(
+      'BROKER_NO_SNAPSHOT',
+      `Stream ${this.#stream} at ${this.#url} holds snapshot ${broken.snapshot} of source ${this.#options.sourceId} with part of it missing (${broken.why}), and no newer one; target ${this.#target} needs a whole snapshot to start, and nothing of it was written. Purge the source's messages from the stream (nats stream purge ${this.#stream} --subject '${all}'), then run sluice publish on the source: it publishes a snapshot into a stream that has none.`,
+    );
   }
 
   /** The first plan, and the consumer made for it: a stream or snapshot missing is an error (BROKER_NO_STREAM, BROKER_NO_SNAPSHOT). */
@@ -481,8 +511,9 @@ class Run {
         return snap !== undefined && redefinedBy(this.#target, this.#set(), snap);
       },
     );
+    this.#notWhole(plan);
     const consumer = await freshConsumer(this.#broker, this.#stream, this.#target, this.#subjects, plan.start.streamSeq);
-    return { plan, lastSeq: info.state.last_seq, consumer };
+    return { plan, lastSeq: await sourceLastSeq(this.#broker, this.#stream, this.#options.sourceId), consumer };
   }
 
   /**

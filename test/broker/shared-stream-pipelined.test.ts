@@ -54,7 +54,7 @@ describe('two sources publishing into one stream at once', () => {
         }
         expect(prev).toBe(sourceSeq(src));
 
-        // Following, stopped once caught up: a run without --follow stops at the stream's last message, which may be the other source's.
+        // Following, stopped once caught up (a run without --follow stops at its source's last message: shared-stream-one-shot.test.ts).
         const target = `${src}.target.db`;
         const stop = new AbortController();
         const following = subscribe(target, url, { sourceId: id, stream: STREAM, follow: true, signal: stop.signal });
