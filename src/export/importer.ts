@@ -659,7 +659,8 @@ export class Importer {
   async #olderFile(d: ProjectionDefinition, rec: ProjectionRecord, line: TableLine, n: number): Promise<null | undefined> {
     if (this.#options.fedBy?.via === 'subscribe' || (rec.seq > line.seq && this.#below !== undefined)) return undefined;
     const reach = this.#reach();
-    if (reach === undefined || reach >= rec.seq || this.#notContinued(rec, line.table) !== null) return undefined;
+    // Older: its last marker before the target's seq, or at it at an earlier generation (cursorContinues: behind).
+    if (reach === undefined || !this.#behind(rec) || this.#notContinued(rec, line.table) !== null) return undefined;
     await this.#checkDefinitions([this.#atHeldShape(d, rec)], { at: this.#at(n), older: { table: line.table, seq: line.seq, reach } });
     return null;
   }
@@ -671,6 +672,17 @@ export class Importer {
     } catch {
       return this.#compile(d); // (it does not compile against that shape: not the definition the projection holds)
     }
+  }
+
+  /**
+   * Whether the furthest cursor the stream is known to reach (ItemStream.lastCursor) is older than projection `rec`'s:
+   * before its seq, or at it at an earlier generation (a file written before the table was re-armed, `enable --exclude`).
+   */
+  #behind(rec: ProjectionRecord): boolean {
+    const later = this.#laterCursor();
+    if (later === null || rec.cursor === null) return false;
+    if (later.seq < rec.seq) return true;
+    return later.sourceId === rec.sourceId && cursorContinues(rec.cursor, later).status === 'behind';
   }
 
   /** The seq of the furthest cursor the stream is known to reach (ItemStream.lastCursor), undefined when not known. */
