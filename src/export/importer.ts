@@ -219,6 +219,8 @@ export class Importer {
     let unreadable: ((err: unknown) => Error | undefined) | undefined;
     /** The cursor of the last batch read since the last snapshot: the tables the stream carries there. */
     let carrying: string | undefined;
+    /** The seq of the snapshot the stream ended inside (nothing of it committed), if it did. */
+    let cut: number | undefined;
     try {
       try {
         for (let item = await next(); totals === undefined; item = await next()) {
@@ -253,6 +255,7 @@ export class Importer {
             carrying = undefined; // (a snapshot installs the mirror "*" asks for of every table it holds)
             // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
             totals = await this.#snapshot(value, reader);
+            if (totals !== undefined) cut = this.#snapshotSeq;
             if (totals === undefined) {
               progress();
               committed();
@@ -277,6 +280,13 @@ export class Importer {
     }
     // Nothing more is written to a target gone meanwhile (a follower stopped while its stream was idle).
     this.#checkTarget();
+    // A file cut inside its first snapshot (an export still writing it, or killed there) builds nothing: a target with no
+    // projection is no target, and an empty one would read as healthy. Refused as a file with no snapshot is.
+    if (cut !== undefined && this.#options.fedBy?.via !== 'subscribe' && readProjections(this.#db, SCHEMA).length === 0)
+      throw new InvalidInputError(
+        'IMPORT_NO_SNAPSHOT',
+        `${stream.label}: the file ends inside its snapshot at seq ${cut} (the ${totals.incompleteTail} lines after its last complete marker were read, not applied): the snapshot is not complete, and the target has no projections to keep, so nothing was committed. Import the whole file once its export has finished writing it (an export killed inside its snapshot writes it again when run again).`,
+      );
     // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
     if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.

@@ -99,4 +99,33 @@ describe('which history an import keeps', () => {
       }
     });
   }
+
+  test('a file cut inside its snapshot, into a new target, is refused and leaves no target', async () => {
+    const dir = makeDir();
+    try {
+      const src = path.join(dir, 'src.db');
+      sh(src, 'CREATE TABLE t(id INTEGER PRIMARY KEY, v)');
+      sh(src, "WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < 999) INSERT INTO t SELECT i, 'v' || i FROM n");
+      await ok('enable', src, 't');
+      const e = path.join(dir, 'e.jsonl');
+      await ok('export', src, '--out', e);
+      const part = path.join(dir, 'part.jsonl');
+      fs.writeFileSync(part, fs.readFileSync(e).subarray(0, 20_000));
+      const tgt = path.join(dir, 'N.db');
+      const r = await cli('import', tgt, part);
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(/IMPORT_NO_SNAPSHOT/);
+      expect(r.stderr).toMatch(/snapshot .*not complete|ends inside/);
+      expect(fs.existsSync(tgt)).toBe(false);
+      const h = await cli('health', tgt);
+      expect(h.status).not.toBe(0);
+      // The whole file then builds it.
+      await ok('import', tgt, e);
+      expect(sh(tgt, 'SELECT count(*) FROM t')).toBe('1000');
+      // Into a target that holds the projection, the cut file changes nothing and is no error (a file still being written).
+      await ok('import', tgt, part);
+    } finally {
+      removeDir(dir);
+    }
+  });
 });
