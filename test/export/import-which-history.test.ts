@@ -68,6 +68,74 @@ async function synced(src: string, dir: string): Promise<string> {
 
 describe('which history an import keeps', () => {
   for (const format of FORMATS) {
+    test(`${format}: a new export of a restored source, imported into a target of the old history, rebuilds it once it reaches past the target's seq`, async () => {
+      const dir = makeDir();
+      try {
+        const src = path.join(dir, 'src.db');
+        sh(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a'),(2,'b');");
+        await ok('enable', src, 't');
+        sh(src, "INSERT INTO t VALUES(3,'c')");
+        const old = path.join(dir, 'old.db');
+        sh(src, `VACUUM INTO '${old}'`); // a backup at seq 1
+        sh(src, "INSERT INTO t VALUES(4,'d'); INSERT INTO t VALUES(5,'e'); DELETE FROM t WHERE id=1;");
+        const tgt = path.join(dir, 'A.db');
+        expect((await exported(src, out(dir, 'e1', format), format)).status).toBe(0);
+        await ok('import', tgt, out(dir, 'e1', format)); // the old history, seq 4
+        sh(src, `.restore '${old}'`);
+        sh(src, "INSERT INTO t VALUES(6,'NEW')"); // seq 2 of the new history
+        expect((await exported(src, out(dir, 'e2', format), format)).status).toBe(0);
+        await ok('import', tgt, out(dir, 'e2', format)); // reaches seq 2 only: older than the target by seq, nothing told
+        sh(src, "INSERT INTO t VALUES(7,'x'); INSERT INTO t VALUES(8,'y'); INSERT INTO t VALUES(9,'z');");
+        expect((await exported(src, out(dir, 'e2', format), format)).status).toBe(0);
+        const r = await cli('import', tgt, out(dir, 'e2', format), '--json');
+        expect(r.status, r.stderr).toBe(0);
+        expect(rows(tgt)).toBe(await synced(src, dir));
+        expect(JSON.parse(r.stdout).projections[0]).toMatchObject({ name: 't', seq: 5, rebuilt: 'SEQ_REGRESSED' });
+        await ok('health', tgt);
+      } finally {
+        removeDir(dir);
+      }
+    });
+
+    test(`${format}: the export of the history a restore lost, imported after the new one rebuilt the target, does not bring that history back`, async () => {
+      const dir = makeDir();
+      try {
+        const src = path.join(dir, 'src.db');
+        sh(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a'),(2,'b');");
+        await ok('enable', src, 't');
+        const e1 = out(dir, 'e1', format);
+        expect((await exported(src, e1, format)).status).toBe(0); // a snapshot at seq 0
+        sh(src, "INSERT INTO t VALUES(3,'c')");
+        const old = path.join(dir, 'old.db');
+        sh(src, `VACUUM INTO '${old}'`); // a backup at seq 1
+        sh(src, "INSERT INTO t VALUES(4,'d'); UPDATE t SET v='A' WHERE id=1;");
+        expect((await exported(src, e1, format)).status).toBe(0);
+        const tgt = path.join(dir, 'A.db');
+        await ok('import', tgt, e1); // the old history, seq 3
+        sh(src, `.restore '${old}'`);
+        sh(src, "INSERT INTO t VALUES(5,'e'); UPDATE t SET v='B' WHERE id=2;"); // the new history, seq 3
+        const e2 = out(dir, 'e2', format);
+        expect((await exported(src, e2, format)).status).toBe(0);
+        const rebuilt = await cli('import', tgt, e2, '--json');
+        expect(rebuilt.status, rebuilt.stderr).toBe(0);
+        expect(JSON.parse(rebuilt.stdout).projections[0]).toMatchObject({ seq: 3, rebuilt: 'HISTORY_DIVERGED' });
+        const want = await synced(src, dir);
+        expect(rows(tgt)).toBe(want);
+
+        // The old file again: it changes nothing, and says why.
+        const again = await cli('import', tgt, e1);
+        expect(again.status, again.stderr).toBe(0);
+        expect(again.stdout + again.stderr).toMatch(/history of the source that t was rebuilt away from/);
+        expect(rows(tgt)).toBe(want);
+        await ok('health', tgt);
+        // And the new one again: nothing to do, still.
+        await ok('import', tgt, e2);
+        expect(rows(tgt)).toBe(want);
+      } finally {
+        removeDir(dir);
+      }
+    });
+
     test(`${format}: an export from before enable --exclude, at the target's seq, changes nothing`, async () => {
       const dir = makeDir();
       try {

@@ -49,7 +49,9 @@ export {
   ownedTables,
   readProjection,
   readProjections,
+  readLeftCursors,
   recordFailure,
+  recordLeftCursor,
   setState,
   storeCursor,
 } from './target-meta.ts';
