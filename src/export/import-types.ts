@@ -3,6 +3,7 @@ import type { DefinitionInput, MirrorAll } from '../apply/projections/index.ts';
 import type { ExportItem, ReadOptions, ReadTotals } from './checked-reader.ts';
 import type { Db, TextEncoding } from '../sqlite/index.ts';
 import type { ReasonCode } from '../reasons.ts';
+import type { StreamMarker } from './stream-markers.ts';
 
 /* What import takes and reports (import.ts), apart from it so that the Importer (importer.ts) reads them without a circle. */
 
@@ -157,6 +158,16 @@ export interface ItemStream {
    * its rows. A hint: what is applied is checked as it is read.
    */
   readonly lastCursor?: () => string | undefined;
+  /**
+   * The stream's `snapshot` and `batch` markers, in order, when known
+   * before it is read (a file's or a folder's: stream-markers.ts; not a
+   * live stream's). Given, a projection past the stream's snapshot is
+   * continued by it only through a batch ending exactly at its seq that
+   * continues its cursor, else rebuilt from the snapshot; and a stream
+   * whose marker continues a history the projection was rebuilt away from
+   * changes nothing for it. A hint as lastCursor is.
+   */
+  readonly markers?: () => readonly StreamMarker[];
   /** Reads the stream once, checked (see checked-reader.ts). */
   read(options: ReadOptions): AsyncGenerator<ExportItem, ReadTotals>;
 }

@@ -31,6 +31,7 @@ import { checkSegment, looksLikeSegment, refuseJournal, type CheckedSegment } fr
 import { segmentItems } from './segment-read.ts';
 import { noSegmentsIn, segmentFiles } from './segment-files.ts';
 import { cursorFileFor } from './resume-point.ts';
+import { fileMarkers, refuseGoingBack, segmentMarkers } from './stream-markers.ts';
 export type { ImportOptions, ImportReport, ItemStream } from './import-types.ts';
 
 const SCHEMA = 'main';
@@ -56,6 +57,9 @@ export async function importFile(targetPath: string, file: string, options: Impo
   refuseJournal(file);
   // A segment (it starts as every SQLite file does), or a folder of them: docs/segment.md.
   if (looksLikeSegment(file)) return importSegments(targetPath, file, options);
+  // One file holds one history: a snapshot below a marker before it is refused before a target is opened.
+  const markers = fileMarkers(file);
+  refuseGoingBack(markers, file);
   const encoding = await peekEncoding(file);
   const fedBy = { via: 'import', file: path.resolve(file), ms: Date.now() } as const;
   return importInto(
@@ -66,6 +70,7 @@ export async function importFile(targetPath: string, file: string, options: Impo
       ...(encoding === undefined ? {} : { encoding }),
       read: (o) => readExportFile(file, o),
       lastCursor: () => lastMarkerCursor(file),
+      markers: () => markers,
       atHand: true,
     },
     { fedBy, ...options },
@@ -223,6 +228,9 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
       );
     checked.push(c);
   }
+  // One folder holds one history: a snapshot below a segment before it is refused before anything is applied.
+  const markers = segmentMarkers(checked);
+  refuseGoingBack(markers, fileOrDir);
   const fedBy = { via: 'import', file: path.resolve(fileOrDir), ms: Date.now() } as const;
   let total: ImportReport | undefined;
   // How far the folder reaches: its last segment's cursor (ItemStream.lastCursor), for each of them.
@@ -238,6 +246,7 @@ async function importSegments(targetPath: string, fileOrDir: string, options: Im
         atHand: true,
         read: (o) => segmentItems(c, o),
         lastCursor: () => last,
+        markers: () => markers,
       },
       { fedBy, ...options },
       true,

@@ -21,7 +21,15 @@ import {
   isHandlerFailure,
   type AlterDecision,
 } from '../projection/index.ts';
-import { readProjection, readProjections, PROJECTIONS_TABLE, recordFedBy, clearUnguarded } from '../apply/target/index.ts';
+import {
+  readProjection,
+  readProjections,
+  PROJECTIONS_TABLE,
+  recordFedBy,
+  clearUnguarded,
+  readLeftCursors,
+  recordLeftCursor,
+} from '../apply/target/index.ts';
 import type { DroppedIndex, DroppedTrigger, ProjectionRecord } from '../apply/target/index.ts';
 import {
   isDefaultMirror,
@@ -42,6 +50,7 @@ import type { ImportOptions, ImportReport, ItemStream } from './import-types.ts'
 import type { ReasonCode } from '../reasons.ts';
 import { carriedTables, carries, untrackedSuspension } from './untracked-tables.ts';
 import { clearRefusals } from './import-refusal.ts';
+import { batchReaching, type StreamMarker } from './stream-markers.ts';
 
 const SCHEMA = 'main';
 
@@ -105,7 +114,7 @@ type Installing = Map<
     chunk: Row[];
     lines: number[];
     readonly prior: ReadonlyMap<string, Prior>;
-    readonly held: readonly (Prior & { readonly name: string })[];
+    readonly held: readonly (Prior & { readonly name: string; readonly left?: true })[];
   }
 >;
 type InstallingTable = Installing extends Map<string, infer T> ? T : never;
@@ -126,10 +135,20 @@ export class Importer {
   readonly #db: Db;
   readonly #options: ImportOptions;
   /** The stream's label and whether it is a segment's (ItemStream), for errors, and the furthest cursor it is known to reach. */
-  #stream: { readonly label: string; readonly segment: boolean; readonly lastCursor?: () => string | undefined } = {
+  #stream: {
+    readonly label: string;
+    readonly segment: boolean;
+    readonly lastCursor?: () => string | undefined;
+    readonly markers?: () => readonly StreamMarker[];
+  } = {
     label: '',
     segment: false,
   };
+  /**
+   * By projection: the cursor of a history it was rebuilt away from that the stream continues (readLeftCursors), or null
+   * when it continues none; the stream then changes nothing for it (#leftBy).
+   */
+  readonly #left = new Map<string, string | null>();
   /** ItemStream.lastCursor, decoded once asked for (null: none, or not a cursor). */
   #later: Cursor | null | undefined;
   /** Why a snapshot of the stream rebuilt a projection (ImportReport `rebuilt`), by name: committed, and of the snapshot being read. */
@@ -188,6 +207,7 @@ export class Importer {
       label: stream.label,
       segment: stream.segment === true,
       ...(stream.lastCursor === undefined ? {} : { lastCursor: stream.lastCursor }),
+      ...(stream.markers === undefined ? {} : { markers: stream.markers }),
     };
     const size = this.#options.onProgress === undefined ? 0 : (stream.size?.() ?? 0);
     let bytes = 0;
@@ -219,6 +239,8 @@ export class Importer {
     let unreadable: ((err: unknown) => Error | undefined) | undefined;
     /** The cursor of the last batch read since the last snapshot: the tables the stream carries there. */
     let carrying: string | undefined;
+    /** The seq of the snapshot the stream ended inside (nothing of it committed), if it did. */
+    let cut: number | undefined;
     try {
       try {
         for (let item = await next(); totals === undefined; item = await next()) {
@@ -253,6 +275,7 @@ export class Importer {
             carrying = undefined; // (a snapshot installs the mirror "*" asks for of every table it holds)
             // A snapshot (its table lines, rows and marker) is one transaction; a file that ends inside one commits none of it.
             totals = await this.#snapshot(value, reader);
+            if (totals !== undefined) cut = this.#snapshotSeq;
             if (totals === undefined) {
               progress();
               committed();
@@ -277,6 +300,13 @@ export class Importer {
     }
     // Nothing more is written to a target gone meanwhile (a follower stopped while its stream was idle).
     this.#checkTarget();
+    // A file cut inside its first snapshot (an export still writing it, or killed there) builds nothing: a target with no
+    // projection is no target, and an empty one would read as healthy. Refused as a file with no snapshot is.
+    if (cut !== undefined && this.#options.fedBy?.via !== 'subscribe' && readProjections(this.#db, SCHEMA).length === 0)
+      throw new InvalidInputError(
+        'IMPORT_NO_SNAPSHOT',
+        `${stream.label}: the file ends inside its snapshot at seq ${cut} (the ${totals.incompleteTail} lines after its last complete marker were read, not applied): the snapshot is not complete, and the target has no projections to keep, so nothing was committed. Import the whole file once its export has finished writing it (an export killed inside its snapshot writes it again when run again).`,
+      );
     // A stream with nothing to apply (an empty file, or one cut short inside its snapshot) still refuses a changed definition.
     if (this.#projections === undefined) await this.#checkGivenDefinitions(stream.label);
     // A run that applied nothing (a file imported again) still says how the projections are fed.
@@ -314,6 +344,7 @@ export class Importer {
         ...(error === undefined ? {} : { error }),
         ...(this.#rebuilt.has(p.name) ? { rebuilt: this.#rebuilt.get(p.name) as ReasonCode } : {}),
         ...(droppedTriggers.length === 0 ? {} : { droppedTriggers }),
+        ...(this.#leftAction(p.name, r?.seq ?? 0) ?? {}),
       };
     });
     if (all !== undefined && carrying !== undefined) projections.push(...this.#unbuiltMirrors(all, carrying, stream.label));
@@ -609,13 +640,18 @@ export class Importer {
     });
     const installs: SnapshotInstall[] = [];
     const prior = new Map<string, Prior>();
-    const held: (Prior & { readonly name: string })[] = [];
+    const held: (Prior & { readonly name: string; readonly left?: true })[] = [];
     for (const d of this.#definitionsOf(line.table, defs)) {
       const p = this.#compile(d);
       const rec = readProjection(this.#db, SCHEMA, p.name);
       // Of another source, and asked to replace it: built again from this snapshot, whatever its seq.
       if (rec !== undefined && !(this.#options.replaceSource === true && rec.sourceId !== line.sourceId)) {
         checkSource(p.name, rec.sourceId, line.sourceId, this.#at(n));
+        // A stream of a history the projection was rebuilt away from changes nothing for it, whatever its seqs.
+        if (rec.cursor !== null && this.#leftBy(rec, line.table) !== null) {
+          held.push({ name: p.name, cursor: rec.cursor, seq: rec.seq, left: true });
+          continue;
+        }
         // A table line carries its snapshot's seq (one read transaction). Held already, unless the stream goes on
         // from another history than the target's (its last cursor, as the snapshot's own comes after its rows).
         // One never built (its first build failed) is built.
@@ -623,7 +659,7 @@ export class Importer {
         const behind = rec.cursor !== null && rec.seq >= line.seq;
         const reason =
           behind && rec.fingerprint === p.fingerprint
-            ? ((rec.seq > line.seq ? this.#below : undefined) ?? this.#notContinued(rec, line.table))
+            ? ((rec.seq > line.seq ? this.#below : undefined) ?? this.#pastSnapshot(rec, line) ?? this.#notContinued(rec, line.table))
             : behind
               ? await this.#olderFile(d, rec, line, n)
               : undefined;
@@ -659,7 +695,8 @@ export class Importer {
   async #olderFile(d: ProjectionDefinition, rec: ProjectionRecord, line: TableLine, n: number): Promise<null | undefined> {
     if (this.#options.fedBy?.via === 'subscribe' || (rec.seq > line.seq && this.#below !== undefined)) return undefined;
     const reach = this.#reach();
-    if (reach === undefined || reach >= rec.seq || this.#notContinued(rec, line.table) !== null) return undefined;
+    // Older: its last marker before the target's seq, or at it at an earlier generation (cursorContinues: behind).
+    if (reach === undefined || !this.#behind(rec) || this.#notContinued(rec, line.table) !== null) return undefined;
     await this.#checkDefinitions([this.#atHeldShape(d, rec)], { at: this.#at(n), older: { table: line.table, seq: line.seq, reach } });
     return null;
   }
@@ -671,6 +708,106 @@ export class Importer {
     } catch {
       return this.#compile(d); // (it does not compile against that shape: not the definition the projection holds)
     }
+  }
+
+  /**
+   * Whether the furthest cursor the stream is known to reach (ItemStream.lastCursor) is older than projection `rec`'s:
+   * before its seq, or at it at an earlier generation (a file written before the table was re-armed, `enable --exclude`).
+   */
+  #behind(rec: ProjectionRecord): boolean {
+    const later = this.#laterCursor();
+    if (later === null || rec.cursor === null) return false;
+    if (later.seq < rec.seq) return true;
+    return later.sourceId === rec.sourceId && cursorContinues(rec.cursor, later).status === 'behind';
+  }
+
+  /**
+   * For projection `rec`, of `table`, past a snapshot of the stream (`line`), where the stream reaches past its seq and
+   * its markers are known (ItemStream.markers): null when a batch after the snapshot ends exactly at its seq and continues
+   * its cursor (the snapshot is held); else why it does not (the snapshot is installed over it): no batch ends there
+   * (SEQ_REGRESSED: its seq is no place the snapshot's history is known to have passed through; a source restored from an
+   * older copy and written past it reads so), or the one that does is of another history. Undefined when this does not
+   * decide (a subscriber's stream, a file older than the projection or reaching exactly its seq: #notContinued).
+   */
+  #pastSnapshot(rec: ProjectionRecord, line: TableLine): ReasonCode | null | undefined {
+    const markers = this.#stream.markers?.();
+    const later = this.#laterCursor();
+    if (this.#options.fedBy?.via === 'subscribe' || markers === undefined || rec.cursor === null) return undefined;
+    if (rec.seq <= line.seq || later === null || later.sourceId !== rec.sourceId || later.seq <= rec.seq) return undefined;
+    // What the stream's last cursor tells on its own (another file, a bump, a re-arm) is the reason, where it tells one.
+    const told = this.#notContinued(rec, line.table);
+    if (told !== null) return told;
+    const token = batchReaching(markers, line.seq, rec.seq);
+    let at: Cursor | undefined;
+    try {
+      at = token === undefined ? undefined : decodeCursor(token);
+    } catch {
+      at = undefined; // (the reader refuses it when it gets there)
+    }
+    if (at === undefined || at.seq !== rec.seq) return 'SEQ_REGRESSED';
+    const v = cursorContinues(rec.cursor, at, { tables: [line.table] });
+    // At its seq, of an earlier generation: the history after the snapshot is an older one than the projection's.
+    if (v.status === 'behind') return 'HISTORY_DIVERGED';
+    return broken(v)?.reason ?? null;
+  }
+
+  /**
+   * The cursor of a history projection `rec` (of `table`) was rebuilt away from (readLeftCursors) that the stream
+   * continues: one of its markers is at that cursor's seq and continues it (the same event there), and none is at the
+   * projection's seq continuing its cursor; null when none.
+   */
+  #leftBy(rec: ProjectionRecord, table: string): string | null {
+    const known = this.#left.get(rec.name);
+    if (known !== undefined) return known;
+    let found: string | null = null;
+    // (A subscriber's stream starts from its publisher's snapshot: broker/subscribe-plan.ts judges it.)
+    const left = this.#options.fedBy?.via === 'subscribe' ? [] : readLeftCursors(this.#db, SCHEMA, rec.name);
+    if (left.length > 0) {
+      const markers = this.#stream.markers?.() ?? [];
+      const last = this.#stream.lastCursor?.();
+      const tokens = markers.length > 0 ? markers.map((m) => m.cursor) : last === undefined ? [] : [last];
+      const cursors = tokens.flatMap((t) => {
+        try {
+          return [decodeCursor(t)];
+        } catch {
+          return [];
+        }
+      });
+      // A stream with a marker at the projection's seq that continues its cursor goes on from the history it holds.
+      const continues = cursors.some(
+        (m) => m.seq === rec.seq && rec.cursor !== null && cursorContinues(rec.cursor, m, { tables: [table] }).status === 'continues',
+      );
+      found = continues
+        ? null
+        : (left.find((l) => {
+            let c: Cursor;
+            try {
+              c = decodeCursor(l);
+            } catch {
+              return false;
+            }
+            return cursors.some(
+              (m) => m.sourceId === c.sourceId && m.seq === c.seq && cursorContinues(c, m, { tables: [table] }).status === 'continues',
+            );
+          }) ?? null);
+    }
+    this.#left.set(rec.name, found);
+    return found;
+  }
+
+  /** What the report says of projection `name` (at `seq`) when the stream holds a history it was rebuilt away from. */
+  #leftAction(name: string, seq: number): { readonly action: string } | undefined {
+    const left = this.#left.get(name);
+    if (left === undefined || left === null) return undefined;
+    let at: number | string = '?';
+    try {
+      at = decodeCursor(left).seq;
+    } catch {
+      // (a stored cursor that does not decode was never found)
+    }
+    return {
+      action: `nothing to do: ${this.#stream.label} holds a history of the source that ${name} was rebuilt away from (at seq ${at}: its source was restored from an older copy and written again), so nothing of it was applied; ${name} keeps the history it holds, at seq ${seq}. Import the source's newer exports`,
+    };
   }
 
   /** The seq of the furthest cursor the stream is known to reach (ItemStream.lastCursor), undefined when not known. */
@@ -793,6 +930,7 @@ export class Importer {
       // One held at this very seq whose cursor this one does not continue, though the stream's last one did (or none
       // was known): its rows were not read, so it cannot be built here; nothing of the snapshot is committed.
       for (const h of t.held) {
+        if (h.left === true) continue;
         const why = h.seq === line.seq && h.cursor !== null ? broken(cursorContinues(h.cursor, cursor, { tables: [table] })) : undefined;
         if (why !== undefined)
           throw new FailClosedError(
@@ -811,7 +949,12 @@ export class Importer {
         try {
           // In a savepoint: a custom handler's init that fails takes only its own build back.
           ({ droppedIndexes, droppedTriggers } = await writeTransaction(this.#db, async () => {
+            const left = readLeftCursors(this.#db, SCHEMA, install.p.name);
             const r = await install.finish(line.cursor, line.seq);
+            // Rebuilt because its source went back to another history: the one it held is left (a file of it changes nothing).
+            if (was?.cursor != null && (why === 'HISTORY_DIVERGED' || why === 'SEQ_REGRESSED') && this.#options.fedBy?.via !== 'subscribe')
+              left.push(was.cursor);
+            for (const c of left) recordLeftCursor(this.#db, SCHEMA, install.p.name, c);
             clearUnguarded(this.#db, SCHEMA, install.p.name); // made anew from the snapshot: an unguarded table's mark has done its work
             ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew
             return r;
@@ -883,6 +1026,8 @@ export class Importer {
             );
           }
           checkSource(p.name, rec.sourceId, line.sourceId, at);
+          // A stream of a history it was rebuilt away from: nothing of it is applied to it (#leftBy).
+          if (rec.cursor !== null && this.#leftBy(rec, p.source.table) !== null) continue;
           // Its table is not in the stream (capture taken off it): suspended, and the others go on, as in sync;
           // not for a batch it already holds (a file imported again changes nothing).
           if (!carries(carried, p)) {
@@ -904,8 +1049,8 @@ export class Importer {
           // A subscriber's batch that spans the target's seq would be applied past it, its events up to that seq taken to
           // be the ones the target holds; it does not carry what proves it (the journal's event there, which the cursor
           // anchors), so a source restored from an older copy and written again past that seq reads the same: not applied
-          // (the subscriber rebuilds from the stream's snapshot: subscribe-plan.ts). A file's batch is (a target that holds
-          // part of a batch of another file's cut gets the rest of it: docs/jsonl.md).
+          // (the subscriber rebuilds from the stream's snapshot: subscribe-plan.ts). A file's batch is, in a file without a
+          // snapshot (--since) only: one with a snapshot rebuilt such a projection from it (#pastSnapshot, docs/jsonl.md).
           if (
             this.#options.fedBy?.via === 'subscribe' &&
             rec.state !== 'suspended' &&

@@ -47,9 +47,11 @@ export {
   insertProjection,
   newProjectionRecord,
   ownedTables,
+  readLeftCursors,
   readProjection,
   readProjections,
   recordFailure,
+  recordLeftCursor,
   setState,
   storeCursor,
 } from './target-meta.ts';

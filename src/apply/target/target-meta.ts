@@ -120,6 +120,8 @@ const ADDED_COLUMNS: readonly (readonly [string, string])[] = [
   ['build', 'TEXT'],
   // How a projection with no source path is fed (fed-by.ts): subscribe's broker and stream, or import's file; null when neither recorded it.
   ['fed_by', 'TEXT'],
+  // The cursors of histories a projection was rebuilt away from (its source restored from an older copy): a JSON array.
+  ['left_cursors', 'TEXT'],
 ];
 
 function addMissingColumns(db: Db, s: string): void {
@@ -309,6 +311,37 @@ export function setState(db: Db, schema: string, name: string, state: Projection
  * current (nothing to apply, so no cursor was stored to clear them). Call in
  * a transaction of its own. True when there was one to clear.
  */
+/** How many left cursors a projection keeps (recordLeftCursor): the most recent. */
+const LEFT_KEPT = 16;
+
+/**
+ * The cursors of the histories projection `name` was rebuilt away from, most
+ * recent last: a snapshot installed over it because its source went back to
+ * another history (restored from an older copy, written again: the stream
+ * did not continue its cursor, HISTORY_DIVERGED or SEQ_REGRESSED). A file
+ * that continues one of them holds a history the source left (import
+ * changes nothing with it: docs/jsonl.md, "Which file wins"). Empty when
+ * none is recorded (or the column does not read).
+ */
+export function readLeftCursors(db: Db, schema: string, name: string): string[] {
+  try {
+    const v = db
+      .prepare(`SELECT left_cursors FROM ${quoteIdent(schema)}.${PROJECTIONS_TABLE} WHERE name = ?`)
+      .pluck()
+      .get(name);
+    const parsed: unknown = typeof v === 'string' ? JSON.parse(v) : [];
+    return Array.isArray(parsed) ? parsed.filter((c): c is string => typeof c === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Adds `cursor` to projection `name`'s left cursors (readLeftCursors), in the caller's transaction. */
+export function recordLeftCursor(db: Db, schema: string, name: string, cursor: string): void {
+  const left = [...readLeftCursors(db, schema, name).filter((c) => c !== cursor), cursor].slice(-LEFT_KEPT);
+  db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET left_cursors = ? WHERE name = ?`).run(JSON.stringify(left), name);
+}
+
 export function clearFailure(db: Db, schema: string, name: string): boolean {
   return (
     db
