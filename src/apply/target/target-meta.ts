@@ -306,11 +306,6 @@ export function setState(db: Db, schema: string, name: string, state: Projection
   );
 }
 
-/**
- * Clears the failed attempts of a projection that a later attempt found
- * current (nothing to apply, so no cursor was stored to clear them). Call in
- * a transaction of its own. True when there was one to clear.
- */
 /** How many left cursors a projection keeps (recordLeftCursor): the most recent. */
 const LEFT_KEPT = 16;
 
@@ -342,6 +337,11 @@ export function recordLeftCursor(db: Db, schema: string, name: string, cursor: s
   db.prepare(`UPDATE ${quoteIdent(schema)}.${PROJECTIONS_TABLE} SET left_cursors = ? WHERE name = ?`).run(JSON.stringify(left), name);
 }
 
+/**
+ * Clears the failed attempts of a projection that a later attempt found
+ * current (nothing to apply, so no cursor was stored to clear them). Call in
+ * a transaction of its own. True when there was one to clear.
+ */
 export function clearFailure(db: Db, schema: string, name: string): boolean {
   return (
     db
