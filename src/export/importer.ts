@@ -724,10 +724,9 @@ export class Importer {
   /**
    * For projection `rec`, of `table`, past a snapshot of the stream (`line`), where the stream reaches past its seq and
    * its markers are known (ItemStream.markers): null when a batch after the snapshot ends exactly at its seq and continues
-   * its cursor (the snapshot is held); else why it does not (the snapshot is installed over it): no batch ends there
-   * (SEQ_REGRESSED: its seq is no place the snapshot's history is known to have passed through; a source restored from an
-   * older copy and written past it reads so), or the one that does is of another history. Undefined when this does not
-   * decide (a subscriber's stream, a file older than the projection or reaching exactly its seq: #notContinued).
+   * its cursor (the snapshot is held); why not when the one that ends there is of another history (the snapshot is
+   * installed over it). Undefined when this does not decide: no batch ends at its seq (one spans it), a subscriber's
+   * stream, a file older than the projection or reaching exactly its seq (#notContinued).
    */
   #pastSnapshot(rec: ProjectionRecord, line: TableLine): ReasonCode | null | undefined {
     const markers = this.#stream.markers?.();
@@ -744,7 +743,11 @@ export class Importer {
     } catch {
       at = undefined; // (the reader refuses it when it gets there)
     }
-    if (at === undefined || at.seq !== rec.seq) return 'SEQ_REGRESSED';
+    // No batch ends there: one spans it. Its events up to the projection's seq carry no cursor to compare, so
+    // nothing shows them another history's (a source restored from an older copy and written past the seq reads
+    // so too, and is not caught here: verify finds it); the rest of that batch is applied, as for any target
+    // holding part of a batch (two exports of one source cut in other places, a sync between two imports).
+    if (at === undefined || at.seq !== rec.seq) return undefined;
     const v = cursorContinues(rec.cursor, at, { tables: [line.table] });
     // At its seq, of an earlier generation: the history after the snapshot is an older one than the projection's.
     if (v.status === 'behind') return 'HISTORY_DIVERGED';
@@ -952,8 +955,8 @@ export class Importer {
             const left = readLeftCursors(this.#db, SCHEMA, install.p.name);
             const r = await install.finish(line.cursor, line.seq);
             // Rebuilt because its source went back to another history: the one it held is left (a file of it changes nothing).
-            if (was?.cursor != null && (why === 'HISTORY_DIVERGED' || why === 'SEQ_REGRESSED') && this.#options.fedBy?.via !== 'subscribe')
-              left.push(was.cursor);
+            // (Only where a cursor at the same seq showed another history: a seq alone tells none.)
+            if (was?.cursor != null && why === 'HISTORY_DIVERGED' && this.#options.fedBy?.via !== 'subscribe') left.push(was.cursor);
             for (const c of left) recordLeftCursor(this.#db, SCHEMA, install.p.name, c);
             clearUnguarded(this.#db, SCHEMA, install.p.name); // made anew from the snapshot: an unguarded table's mark has done its work
             ensureGuards(this.#db, SCHEMA, install.p.name); // a protected target's guards, on the tables made anew

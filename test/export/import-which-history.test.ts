@@ -68,7 +68,7 @@ async function synced(src: string, dir: string): Promise<string> {
 
 describe('which history an import keeps', () => {
   for (const format of FORMATS) {
-    test(`${format}: a new export of a restored source, imported into a target of the old history, rebuilds it once it reaches past the target's seq`, async () => {
+    test(`${format}: a new export of a restored source, imported into a target of the old history, rebuilds it once a batch of it ends at the target's seq`, async () => {
       const dir = makeDir();
       try {
         const src = path.join(dir, 'src.db');
@@ -85,12 +85,52 @@ describe('which history an import keeps', () => {
         sh(src, "INSERT INTO t VALUES(6,'NEW')"); // seq 2 of the new history
         expect((await exported(src, out(dir, 'e2', format), format)).status).toBe(0);
         await ok('import', tgt, out(dir, 'e2', format)); // reaches seq 2 only: older than the target by seq, nothing told
-        sh(src, "INSERT INTO t VALUES(7,'x'); INSERT INTO t VALUES(8,'y'); INSERT INTO t VALUES(9,'z');");
+        sh(src, "INSERT INTO t VALUES(7,'x'); INSERT INTO t VALUES(8,'y');"); // seq 4 of the new history
         expect((await exported(src, out(dir, 'e2', format), format)).status).toBe(0);
         const r = await cli('import', tgt, out(dir, 'e2', format), '--json');
         expect(r.status, r.stderr).toBe(0);
         expect(rows(tgt)).toBe(await synced(src, dir));
-        expect(JSON.parse(r.stdout).projections[0]).toMatchObject({ name: 't', seq: 5, rebuilt: 'SEQ_REGRESSED' });
+        expect(JSON.parse(r.stdout).projections[0]).toMatchObject({ name: 't', seq: 4, rebuilt: 'HISTORY_DIVERGED' });
+        await ok('health', tgt);
+      } finally {
+        removeDir(dir);
+      }
+    });
+
+    test(`${format}: two exports of one source cut in other places, and a sync, feeding one target in turn: no rebuild, nothing left behind, each time as sync`, async () => {
+      const dir = makeDir();
+      try {
+        const src = path.join(dir, 'src.db');
+        sh(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
+        await ok('enable', src, 't');
+        const tgt = path.join(dir, 'A.db');
+        let id = 10;
+        const write = (n: number) => {
+          for (let i = 0; i < n; i++) sh(src, `INSERT INTO t VALUES(${++id},'v${id}')`);
+        };
+        // e1 and e2 each cut their batches where their own runs ended: a batch of one spans the seq the other left the target at.
+        const steps: (readonly [string, number])[] = [
+          ['e1', 4],
+          ['e2', 3],
+          ['e1', 4],
+          ['e2', 5],
+          ['sync', 2],
+          ['e2', 3],
+          ['e1', 4],
+          ['e2', 2],
+        ];
+        for (const [via, n] of steps) {
+          write(n);
+          if (via === 'sync') await ok('sync', src, tgt);
+          else {
+            expect((await exported(src, out(dir, via, format), format)).status).toBe(0);
+            const r = await cli('import', tgt, out(dir, via, format), '--json');
+            expect(r.status, r.stderr).toBe(0);
+            const p = JSON.parse(r.stdout).projections[0];
+            expect({ via, rebuilt: p.rebuilt, action: p.action }).toEqual({ via, rebuilt: undefined, action: undefined });
+          }
+          expect(rows(tgt), `after ${via}`).toBe(await synced(src, dir));
+        }
         await ok('health', tgt);
       } finally {
         removeDir(dir);
