@@ -12,7 +12,7 @@ import {
 } from '../export/index.ts';
 import { isStoreLost, type Broker } from './nats.ts';
 import type { BatchFormat, SourceSubjects } from './subjects.ts';
-import { HEADER } from './subjects.ts';
+import { HEADER, headerCount } from './subjects.ts';
 import { errorCode } from '../errors.ts';
 
 /*
@@ -268,7 +268,8 @@ export function messageLines(_b: Broker, consumer: Consumer, o: MessageLinesOpti
             if (n !== undefined && n !== nextPart) throw gone(`its part ${nextPart} did not come: message ${seq} is its part ${n}`);
             nextPart = (n ?? nextPart) + 1;
           }
-          const parts = pass && m.subject === o.subjects.end ? Number(m.headers?.get(HEADER.snapshotParts) ?? NaN) : NaN;
+          // (An end of the release before has no count: it counts nothing.)
+          const parts = pass && m.subject === o.subjects.end ? headerCount(m.headers, HEADER.snapshotParts) : NaN;
           if (Number.isSafeInteger(parts) && parts !== nextPart) throw gone(`its end counts ${parts} parts, and ${nextPart} of them came`);
         }
         if (!pass) m.ack();

@@ -96,3 +96,13 @@ export const HEADER = {
    */
   replacesSeq: 'Sluice-Replaces-Seq',
 } as const;
+
+/**
+ * A whole number a header holds, or NaN when the message lacks it: NATS
+ * answers a header a message does not carry with '' (which Number reads as
+ * 0), and messages of an earlier release lack the newer headers.
+ */
+export function headerCount(h: { get(name: string): string } | undefined, name: string): number {
+  const v = h?.get(name) ?? '';
+  return /^[0-9]+$/.test(v) ? Number(v) : NaN;
+}

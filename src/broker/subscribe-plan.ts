@@ -10,7 +10,7 @@ import type { ReasonCode } from '../reasons.ts';
 import { decodeCursor, type Cursor } from '../feed/index.ts';
 import { historyRebuilds, neverBuilt, snapshotRebuilds, snapshotTables } from './subscribe-wants.ts';
 import { parseDefinition, type ProjectionDefinitionInput } from '../projection/index.ts';
-import { HEADER, subjectsOf, type SourceSubjects } from './subjects.ts';
+import { HEADER, headerCount, subjectsOf, type SourceSubjects } from './subjects.ts';
 import { lastMessage, messageAtOrAfter, type Broker } from './nats.ts';
 import type { Start } from './message-lines.ts';
 
@@ -253,7 +253,7 @@ async function planFromCursor(
     const snapStart = Number(end.header.get(HEADER.snapshotStart));
     // The snapshot says how far the history it replaces had got (its publisher's position then): what the batches before
     // it showed, also once they are gone (purged by its publisher, a column left out of capture; dropped by retention).
-    const replaces = Number(end.header.get(HEADER.replacesSeq) ?? NaN);
+    const replaces = headerCount(end.header, HEADER.replacesSeq);
     const reachedBefore = async (r: ProjectionRecord) =>
       metPast ||
       (r.sourcePath === null && r.fedBy?.via === 'subscribe' && r.fedBy.stream === stream) ||
