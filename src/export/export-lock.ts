@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { SluiceError, errorCode } from '../errors.ts';
 import { realFilePath, tryProcessLock, type ProcessLock } from '../sqlite/index.ts';
@@ -36,9 +37,17 @@ export function lockExport(out: string, command: string): ProcessLock {
   try {
     attempt = tryProcessLock(file, command);
   } catch (err) {
-    // A folder this user may not write: --out is named (the lock file is sluice's, made beside it), as the export's own write would.
-    if (errorCode(err) !== 'DB_NOT_WRITABLE') throw err;
+    const code = String(errorCode(err) ?? '');
+    if (code !== 'DB_NOT_WRITABLE' && !code.startsWith('SQLITE_READONLY') && code !== 'SQLITE_CANTOPEN') throw err;
     const dir = path.dirname(file);
+    // A lock file there that this user may not write (another user's export made it): SQLite opens it read-only.
+    if (fs.existsSync(file))
+      throw new SluiceError(
+        'ACCESS_DENIED',
+        `Cannot export to --out ${out}: this user may not write its lock file ${file} (which an export holds while it writes --out; another user's export made it). Give this user write access to ${file}, or remove it while no export of ${out} runs, or pass another --out. Nothing was written.`,
+        { cause: err },
+      );
+    // A folder this user may not write: --out is named (the lock file is sluice's, made beside it), as the export's own write would.
     throw new SluiceError(
       'ACCESS_DENIED',
       `Cannot export to --out ${out}: this user may not make its lock file ${file} (which an export holds while it writes --out) in the folder ${dir}. Give this user write access to ${dir}, or pass an --out in a folder it may write. Nothing was written.`,

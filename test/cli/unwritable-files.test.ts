@@ -125,4 +125,20 @@ describe('a file this user may not write', () => {
     );
     expect(fs.readdirSync(out)).toEqual([]);
   });
+
+  test("an export's lock file it may not write (another user's export made it): ACCESS_DENIED naming the lock file, not the source", async ({
+    skip,
+  }) => {
+    const file = at('locked.jsonl');
+    const first = await runCliAsync(['export', src, '--out', file]);
+    expect(first.status, first.stderr).toBe(0);
+    expect(fs.existsSync(`${file}.lock`)).toBe(true);
+    await expectNamed(
+      [`${file}.lock`],
+      {
+        export: { args: () => ['export', src, '--out', file], code: 'ACCESS_DENIED', says: () => [`${file}.lock`] },
+      },
+      skip,
+    );
+  });
 });
