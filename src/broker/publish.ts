@@ -563,8 +563,11 @@ export class Publisher {
       // Every format's message of one window, built before any is sent: a window too large in one is halved for all.
       const built: { format: BatchFormat; data: Buffer; b: WindowBatch }[] = [];
       for (const format of this.formats) {
+        // Each format reads the journal on its own: the next ones end where the first one ended, whatever the source
+        // committed between two reads, so that a window covers the same seqs in every format (docs/broker.md).
+        const upTo = built[0]?.b.toSeq ?? through;
         const one =
-          format === 'jsonl' ? jsonlMessage(this.db, cursor, span, through) : segmentMessage(this.db, this.sourceId, cursor, span, through);
+          format === 'jsonl' ? jsonlMessage(this.db, cursor, span, upTo) : segmentMessage(this.db, this.sourceId, cursor, span, upTo);
         if (one === undefined) return undefined;
         built.push({ format, ...one });
       }
