@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { SluiceError, errorCode } from '../errors.ts';
-import { realFilePath, tryProcessLock, type ProcessLock } from '../sqlite/index.ts';
+import { describeHolder, realFilePath, tryProcessLock, type ProcessLock } from '../sqlite/index.ts';
 
 /*
  * One export writes an --out at a time (a JSONL file, or a segment folder):
@@ -56,10 +56,7 @@ export function lockExport(out: string, command: string): ProcessLock {
   }
   if ('taken' in attempt) return attempt.taken;
   const h = attempt.heldBy;
-  const who =
-    h === undefined
-      ? 'another process'
-      : `process ${h.pid} (sluice ${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
+  const who = describeHolder(h, 'sluice ');
   throw new SluiceError(
     'EXPORT_LOCKED',
     `--out ${out} is written by ${who}, which holds its lock ${file}: one export at a time writes an --out (two would append to it and save its cursor in turn, out of order). Nothing was written. Stop that export first${h === undefined ? '' : ` (kill ${h.pid})`}, or export to another --out.`,

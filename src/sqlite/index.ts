@@ -44,7 +44,7 @@ export {
 export type { TableInfo, UniqueIndexInfo } from './introspect.ts';
 export { removeMadeDatabase, requireOutputPath } from './output-path.ts';
 export { ownRecord, setOwn } from './own-record.ts';
-export { lockHeld, tryProcessLock } from './process-lock.ts';
+export { describeHolder, lockHeld, tryProcessLock } from './process-lock.ts';
 export type { ProcessLock } from './process-lock.ts';
 export { runQuery } from './query.ts';
 export type { QueryResult } from './query.ts';

@@ -28,6 +28,17 @@ interface LockHolder {
   readonly sinceMs: number;
 }
 
+/**
+ * Who holds a lock, for an error that names it: `process PID (COMMAND on
+ * HOST, since TIME)`, the command after `commandPrefix` ("sluice " where the
+ * holder said its subcommand alone); "another process" when it has not said.
+ */
+export function describeHolder(h: LockHolder | undefined, commandPrefix = ''): string {
+  return h === undefined
+    ? 'another process'
+    : `process ${h.pid} (${commandPrefix}${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
+}
+
 export interface ProcessLock {
   /** The lock file. */
   readonly file: string;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { SluiceError } from '../../errors.ts';
-import { tryProcessLock, lockHeld, type ProcessLock, realFilePath } from '../../sqlite/index.ts';
+import { describeHolder, tryProcessLock, lockHeld, type ProcessLock, realFilePath } from '../../sqlite/index.ts';
 
 /*
  * A target takes one follower (sync --follow, subscribe --follow): two
@@ -107,10 +107,7 @@ export function lockFollower(targetPath: string, command: string): ProcessLock {
 }
 
 function followed(targetPath: string, file: string, h: Holder, otherName: string | undefined): SluiceError {
-  const who =
-    h === undefined
-      ? 'another process'
-      : `process ${h.pid} (${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
+  const who = describeHolder(h);
   const kill = h === undefined ? '' : ` (kill ${h.pid})`;
   if (otherName === undefined)
     return new SluiceError(

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { SluiceError } from '../../errors.ts';
-import { tryProcessLock, type ProcessLock } from '../../sqlite/index.ts';
+import { describeHolder, tryProcessLock, type ProcessLock } from '../../sqlite/index.ts';
 
 /*
  * One `sluice run` per pipeline file: two would enable, build and follow
@@ -25,10 +25,7 @@ export function lockRun(pipelineFile: string): ProcessLock {
   const attempt = tryProcessLock(file, 'run');
   if ('taken' in attempt) return attempt.taken;
   const h = attempt.heldBy;
-  const who =
-    h === undefined
-      ? 'another process'
-      : `process ${h.pid} (sluice ${h.command}${h.host === '' ? '' : ` on ${h.host}`}, since ${new Date(h.sinceMs).toISOString()})`;
+  const who = describeHolder(h, 'sluice ');
   throw new SluiceError(
     'RUN_LOCKED',
     `Pipeline ${pipelineFile} is run by ${who}, which holds its lock ${file}: one sluice run keeps one pipeline file. Stop that process first${h === undefined ? '' : ` (kill ${h.pid})`}, or run another pipeline file.`,
