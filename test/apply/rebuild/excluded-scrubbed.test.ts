@@ -44,6 +44,24 @@ function secretsIn(file: string): number {
   ).size;
 }
 
+/** The columns of the target's users table, read by a connection of its own. */
+function columnsOf(target: string): unknown {
+  const t = openDatabase(target, { readonly: true });
+  try {
+    return t.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get();
+  } finally {
+    t.close();
+  }
+}
+
+/** `sluice sync SRC TGT --follow`, once it says it follows (killed after the test). */
+async function startFollower(src: string, target: string): Promise<Spawned> {
+  const f = startCli(['sync', src, target, '--follow']);
+  follower = f;
+  await waitFor('the follower started', () => `${f.stdout()}${f.stderr()}`.includes('following'));
+  return f;
+}
+
 describe('a column excluded after a target was built', () => {
   test('a mirror rebuilt without it (a protected rebuild: swap, retired table dropped) keeps none of its values', async ({
     makeDb,
@@ -135,8 +153,7 @@ describe('a column excluded after a target was built', () => {
     const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
     const target = path.join(tmp, 'cache.db');
     await sync(src.file, target);
-    follower = startCli(['sync', src.file, target, '--follow']);
-    await waitFor('the follower started', () => `${follower?.stdout() ?? ''}${follower?.stderr() ?? ''}`.includes('following'));
+    const f = await startFollower(src.file, target);
     // Its own commits write the values into the target's log too.
     src.db.exec("UPDATE users SET pw = pw || 'X' WHERE id <= 500");
     await waitFor('the update applied', () => {
@@ -148,18 +165,10 @@ describe('a column excluded after a target was built', () => {
       }
     });
     enable(src.db, ['users'], { exclude: ['pw'] });
-    const columns = () => {
-      const t = openDatabase(target, { readonly: true });
-      try {
-        return t.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get();
-      } finally {
-        t.close();
-      }
-    };
-    await waitFor('the follower rebuilt the mirror without pw', () => columns() === 'id,name');
+    await waitFor('the follower rebuilt the mirror without pw', () => columnsOf(target) === 'id,name');
     // While it goes on running (a quiet source: no commit of its own moves the log on), nothing of them is left.
     await waitFor('no value left in cache.db or its -wal', () => secretsIn(target) === 0, 5000);
-    expect(follower.child.exitCode).toBeNull();
+    expect(f.child.exitCode).toBeNull();
   });
 
   test("another program reading the target through a follower's rebuild without it: once it lets go, no value is left while the source stays quiet", async ({
@@ -169,22 +178,13 @@ describe('a column excluded after a target was built', () => {
     const src = makeSource(makeDb, SCHEMA, ['users'], { seed: SEED });
     const target = path.join(tmp, 'cache.db');
     await sync(src.file, target);
-    follower = startCli(['sync', src.file, target, '--follow']);
-    await waitFor('the follower started', () => `${follower?.stdout() ?? ''}${follower?.stderr() ?? ''}`.includes('following'));
+    const f = await startFollower(src.file, target);
     // A reader of the target in a read transaction: the scrubbed drop's checkpoint cannot empty the log under it.
     const reader = openDatabase(target, { readonly: true });
     reader.exec('BEGIN');
     expect(reader.prepare('SELECT count(*) FROM users').pluck().get()).toBe(BigInt(ROWS));
     enable(src.db, ['users'], { exclude: ['pw'] });
-    const columns = () => {
-      const t = openDatabase(target, { readonly: true });
-      try {
-        return t.prepare("SELECT group_concat(name) FROM pragma_table_info('users')").pluck().get();
-      } finally {
-        t.close();
-      }
-    };
-    await waitFor('the follower rebuilt the mirror without pw', () => columns() === 'id,name');
+    await waitFor('the follower rebuilt the mirror without pw', () => columnsOf(target) === 'id,name');
     // Past the passes the rebuild brings (its own DDL): the source stays quiet from here on.
     await new Promise((r) => setTimeout(r, 2000));
     expect(secretsIn(target), 'the values are still in the log the reader holds').toBeGreaterThan(0);
@@ -192,6 +192,6 @@ describe('a column excluded after a target was built', () => {
     reader.close();
     // The follower finishes the checkpoint it owes by itself (before: only at the source's next commit, or its stop).
     await waitFor('no value left in cache.db or its -wal', () => secretsIn(target) === 0, 5000);
-    expect(follower.child.exitCode).toBeNull();
+    expect(f.child.exitCode).toBeNull();
   });
 });
