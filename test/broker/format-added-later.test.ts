@@ -26,16 +26,19 @@ const nats = natsForFile();
 const sqlite3 = (file: string, sql: string) => execFileSync('sqlite3', [file, sql], { encoding: 'utf8' });
 const cli = (args: readonly string[]) => runCliAsync(args);
 
+/** A source with one captured table t of one row, in `dir`, and where a sync of it goes. */
+async function capturedSource(dir: string): Promise<{ url: string; src: string; synced: string; sid: string }> {
+  const src = path.join(dir, 'src.db');
+  sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
+  expect((await cli(['enable', src, 't'])).status).toBe(0);
+  return { url: nats.server().url, src, synced: path.join(dir, 'synced.db'), sid: sourceIdOf(src) };
+}
+
 describe('a publisher that adds the segment format later', () => {
   test('publishes a snapshot its segment batches start from, once; a new segment subscriber and the JSONL one end as sync', async () => {
     const dir = makeDir();
     try {
-      const url = nats.server().url;
-      const src = path.join(dir, 'src.db');
-      const synced = path.join(dir, 'synced.db');
-      sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
-      expect((await cli(['enable', src, 't'])).status).toBe(0);
-      const sid = sourceIdOf(src);
+      const { url, src, synced, sid } = await capturedSource(dir);
       await publishOnce(src, url); // the snapshot at seq 0
       sqlite3(src, "INSERT INTO t VALUES(2,'b'); INSERT INTO t VALUES(3,'c');");
       await publishOnce(src, url); // JSONL (0,2]
@@ -85,12 +88,7 @@ describe('a publisher that adds the segment format later', () => {
   test("a stream filled by a publisher that published no such snapshot: the segment subscriber's BATCH_GAP says what to do, and publish repairs it", async () => {
     const dir = makeDir();
     try {
-      const url = nats.server().url;
-      const src = path.join(dir, 'src.db');
-      const synced = path.join(dir, 'synced.db');
-      sqlite3(src, "CREATE TABLE t(id INTEGER PRIMARY KEY, v); INSERT INTO t VALUES(1,'a');");
-      expect((await cli(['enable', src, 't'])).status).toBe(0);
-      const sid = sourceIdOf(src);
+      const { url, src, synced, sid } = await capturedSource(dir);
       await publishOnce(src, url);
       sqlite3(src, "INSERT INTO t VALUES(2,'b'); INSERT INTO t VALUES(3,'c');");
       await publishOnce(src, url);

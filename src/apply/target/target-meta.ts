@@ -311,9 +311,9 @@ const LEFT_KEPT = 16;
 
 /**
  * The cursors of the histories projection `name` was rebuilt away from, most
- * recent last: a snapshot installed over it because its source went back to
- * another history (restored from an older copy, written again: the stream
- * did not continue its cursor, HISTORY_DIVERGED or SEQ_REGRESSED). A file
+ * recent last: a snapshot installed over it because a cursor at its own seq
+ * showed another history (its source restored from an older copy and
+ * written again: HISTORY_DIVERGED; a seq alone tells none). A file
  * that continues one of them holds a history the source left (import
  * changes nothing with it: docs/jsonl.md, "Which file wins"). Empty when
  * none is recorded (or the column does not read).
